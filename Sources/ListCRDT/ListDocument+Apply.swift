@@ -1,0 +1,233 @@
+import Foundation
+
+/// An operation whose references have been checked and turned into dense indices and slots.
+enum ResolvedOperation {
+    case insertSection(left: Int32, right: Int32, value: Data)
+    case insertItem(section: Int32, left: Int32, right: Int32, value: Data)
+    case moveSection(Int32, left: Int32, right: Int32)
+    case moveItems([Int32], section: Int32, left: Int32, right: Int32)
+    case deleteItem(Int32, seen: OpID)
+    case deleteSection(Int32, seen: OpID, items: [(Int32, OpID)])
+    case setItemValue(Int32, Data)
+    case setSectionValue(Int32, Data)
+}
+
+extension ListDocument {
+    // MARK: Validation (reads only)
+
+    /// Checks every reference of `op` against this document and resolves it. All causal
+    /// dependencies of `op` must already be applied. Changes nothing.
+    func resolve(_ op: Operation) throws(ApplyError) -> ResolvedOperation {
+        func bad(_ why: String) -> ApplyError { .malformed(op.id, why) }
+        func checkValue(_ v: Data) throws(ApplyError) {
+            if v.count > maxValueSize { throw .valueTooLarge(op.id, size: v.count, limit: maxValueSize) }
+        }
+        func checkPast(_ id: OpID) throws(ApplyError) {
+            if id.counter >= op.id.counter { throw bad("refers to \(id), which is not before it") }
+        }
+        func section(_ id: SectionID) throws(ApplyError) -> Int32 {
+            try checkPast(id.opID)
+            guard let s = sectionEntity(id) else { throw bad("unknown \(id)") }
+            return s
+        }
+        func item(_ id: ItemID) throws(ApplyError) -> Int32 {
+            try checkPast(id.opID)
+            guard let i = itemEntity(id) else { throw bad("unknown \(id)") }
+            return i
+        }
+        func origins(_ o: Operation.Origins, sequence: Int32) throws(ApplyError) -> (Int32, Int32) {
+            func slot(_ id: SlotID?) throws(ApplyError) -> Int32 {
+                guard let id else { return -1 }
+                try checkPast(id.opID)
+                guard let lv = slots.lv(of: id.opID) else { throw bad("unknown \(id)") }
+                guard slots.sequence(of: lv) == sequence else { throw bad("\(id) is in another sequence") }
+                return lv
+            }
+            let left = try slot(o.after), right = try slot(o.before)
+            if left >= 0 && right >= 0 {
+                let tree = sequence < 0 ? sectionTree : itemTrees[Int(sequence)]
+                let l = tree.position(of: tree.locate(left, leafOf: leafOf)).all
+                let r = tree.position(of: tree.locate(right, leafOf: leafOf)).all
+                if l >= r { throw bad("origins \(o.after!) and \(o.before!) are out of order") }
+            }
+            return (left, right)
+        }
+        /// `seen` must be a slot placing entity `e` of the given level.
+        func seenSlot(_ seen: SlotID, entity e: Int32, inItems: Bool) throws(ApplyError) -> OpID {
+            try checkPast(seen.opID)
+            guard let lv = slots.lv(of: seen.opID), slots.entity[Int(lv)] == e,
+                  (slots.sequence(of: lv) >= 0) == inItems else {
+                throw bad("\(seen) is not a position of the deleted entity")
+            }
+            return seen.opID
+        }
+
+        switch op.kind {
+        case let .insertSection(o, value):
+            try checkValue(value)
+            let (l, r) = try origins(o, sequence: -1)
+            return .insertSection(left: l, right: r, value: value)
+        case let .insertItem(sectionID, o, value):
+            try checkValue(value)
+            let s = try section(sectionID)
+            let (l, r) = try origins(o, sequence: s)
+            return .insertItem(section: s, left: l, right: r, value: value)
+        case let .moveSection(sectionID, o):
+            let s = try section(sectionID)
+            let (l, r) = try origins(o, sequence: -1)
+            return .moveSection(s, left: l, right: r)
+        case let .moveItems(ids, sectionID, o):
+            if ids.isEmpty { throw bad("moves no items") }
+            if Set(ids).count != ids.count { throw bad("moves an item twice") }
+            var list: [Int32] = []
+            list.reserveCapacity(ids.count)
+            for id in ids { list.append(try item(id)) }
+            let s = try section(sectionID)
+            let (l, r) = try origins(o, sequence: s)
+            return .moveItems(list, section: s, left: l, right: r)
+        case let .deleteItem(id, seen):
+            let i = try item(id)
+            return .deleteItem(i, seen: try seenSlot(seen, entity: i, inItems: true))
+        case let .deleteSection(id, seen, seenItems):
+            let s = try section(id)
+            let w = try seenSlot(seen, entity: s, inItems: false)
+            var list: [(Int32, OpID)] = []
+            list.reserveCapacity(seenItems.count)
+            for record in seenItems {
+                let i = try item(record.item)
+                list.append((i, try seenSlot(record.seen, entity: i, inItems: true)))
+            }
+            return .deleteSection(s, seen: w, items: list)
+        case let .setItemValue(id, value):
+            try checkValue(value)
+            return .setItemValue(try item(id), value)
+        case let .setSectionValue(id, value):
+            try checkValue(value)
+            return .setSectionValue(try section(id), value)
+        }
+    }
+
+    // MARK: Committing (never fails)
+
+    /// Applies a resolved operation to the state, the log, the clock and the frontier.
+    mutating func commit(_ op: Operation, _ resolved: ResolvedOperation) {
+        switch resolved {
+        case let .insertSection(left, right, value):
+            let s = Int32(sections.count)
+            let lv = newSlot(op.id, left: left, right: right, sequence: -1, entity: s)
+            _ = sections.append(id: op.id, slot: lv, value: value, section: -1)
+            itemTrees.append(SlotTree())
+            place(lv, id: op.id, left: left, right: right, sequence: -1, visible: true)
+
+        case let .insertItem(s, left, right, value):
+            let i = Int32(items.count)
+            let lv = newSlot(op.id, left: left, right: right, sequence: s, entity: i)
+            _ = items.append(id: op.id, slot: lv, value: value, section: s)
+            place(lv, id: op.id, left: left, right: right, sequence: s, visible: true)
+            refreshSection(s)
+
+        case let .moveSection(s, left, right):
+            let lv = newSlot(op.id, left: left, right: right, sequence: -1, entity: s)
+            if op.id > sections.winnerID[Int(s)] {
+                sectionTree.setVisible(sections.winner[Int(s)], false, leafOf: &leafOf)
+                sections.winner[Int(s)] = lv
+                sections.winnerID[Int(s)] = op.id
+                place(lv, id: op.id, left: left, right: right, sequence: -1, visible: isSectionVisible(s))
+            } else {
+                place(lv, id: op.id, left: left, right: right, sequence: -1, visible: false)
+            }
+
+        case let .moveItems(list, s, left, right):
+            var previous = left
+            var emptied: [Int32] = []
+            for (k, i) in list.enumerated() {
+                let id = op.id.advanced(by: k)
+                let lv = newSlot(id, left: previous, right: right, sequence: s, entity: i)
+                if id > items.winnerID[Int(i)] {
+                    let from = items.section[Int(i)]
+                    if items.isAlive(i) {
+                        itemTrees[Int(from)].setVisible(items.winner[Int(i)], false, leafOf: &leafOf)
+                        if from != s { emptied.append(from) }
+                    }
+                    items.winner[Int(i)] = lv
+                    items.winnerID[Int(i)] = id
+                    items.section[Int(i)] = s
+                    place(lv, id: id, left: previous, right: right, sequence: s, visible: items.isAlive(i))
+                } else {
+                    place(lv, id: id, left: previous, right: right, sequence: s, visible: false)
+                }
+                previous = lv
+            }
+            refreshSection(s)
+            for from in emptied { refreshSection(from) }
+
+        case let .deleteItem(i, seen):
+            kill(i, seen: seen)
+
+        case let .deleteSection(s, seen, list):
+            for (i, w) in list { kill(i, seen: w) }
+            if seen > sections.deleted[Int(s)] { sections.deleted[Int(s)] = seen }
+            refreshSection(s)
+
+        case let .setItemValue(i, value):
+            if op.id > items.valueWrite[Int(i)] {
+                items.value[Int(i)] = value
+                items.valueWrite[Int(i)] = op.id
+            }
+
+        case let .setSectionValue(s, value):
+            if op.id > sections.valueWrite[Int(s)] {
+                sections.value[Int(s)] = value
+                sections.valueWrite[Int(s)] = op.id
+            }
+        }
+        record(op)
+    }
+
+    /// Logs an applied operation and advances the clock, the version vector and the frontier.
+    private mutating func record(_ op: Operation) {
+        let last = op.lastID
+        if last.counter > clock { clock = last.counter }
+        versionVector.observe(last)
+        if op.deps == currentFrontier {
+            currentFrontier.set(last)
+        } else {
+            for d in op.deps { currentFrontier.remove(d) }
+            currentFrontier.insert(last)
+        }
+        log.append(op)
+    }
+
+    /// Raises the delete record of item `i` to `seen`; hides it when that kills it.
+    private mutating func kill(_ i: Int32, seen: OpID) {
+        guard seen > items.deleted[Int(i)] else { return }
+        let wasAlive = items.isAlive(i)
+        items.deleted[Int(i)] = seen
+        if wasAlive && !items.isAlive(i) {
+            let s = items.section[Int(i)]
+            itemTrees[Int(s)].setVisible(items.winner[Int(i)], false, leafOf: &leafOf)
+            refreshSection(s)
+        }
+    }
+
+    /// Shows or hides section `s` by the rule of §3.5.
+    private mutating func refreshSection(_ s: Int32) {
+        sectionTree.setVisible(sections.winner[Int(s)], isSectionVisible(s), leafOf: &leafOf)
+    }
+
+    private mutating func newSlot(_ id: OpID, left: Int32, right: Int32, sequence: Int32, entity: Int32) -> Int32 {
+        leafOf.append(-1)
+        return slots.append(id: id, left: left, right: right, sequence: sequence, entity: entity)
+    }
+
+    /// Puts slot `lv` into its sequence by the integration rule.
+    private mutating func place(_ lv: Int32, id: OpID, left: Int32, right: Int32, sequence: Int32, visible: Bool) {
+        if sequence < 0 {
+            let after = sectionTree.placement(id: id, left: left, right: right, slots: slots, leafOf: leafOf)
+            sectionTree.insert(lv, visible: visible, after: after, leafOf: &leafOf)
+        } else {
+            let after = itemTrees[Int(sequence)].placement(id: id, left: left, right: right, slots: slots, leafOf: leafOf)
+            itemTrees[Int(sequence)].insert(lv, visible: visible, after: after, leafOf: &leafOf)
+        }
+    }
+}

@@ -1,0 +1,219 @@
+import Foundation
+
+/// Local edits. Each one checks its input, applies one operation, and returns that operation for
+/// the caller to send to the other replicas. A thrown ``ListError`` means nothing changed.
+extension ListDocument {
+    // MARK: Sections
+
+    /// Inserts a new section at `index` (`0...sectionCount`).
+    ///
+    /// - Complexity: O(log s).
+    @discardableResult
+    public mutating func insertSection(at index: Int, value: Data = Data()) throws(ListError) -> Operation {
+        try checkValue(value)
+        guard index >= 0, index <= sectionCount else { throw .sectionIndexOutOfRange(index, count: sectionCount) }
+        let (left, right) = insertionOrigins(in: sectionTree, at: index, skipping: [])
+        return try make(.insertSection(origins(left, right), value: value),
+                        .insertSection(left: left, right: right, value: value))
+    }
+
+    /// Deletes the section at `index` and every item in it (SEMANTICS §3.5).
+    ///
+    /// - Complexity: O(k log n) for k items in the section.
+    @discardableResult
+    public mutating func deleteSection(at index: Int) throws(ListError) -> Operation {
+        try deleteSection(SectionID(sections.id[Int(try sectionIndex(at: index))]))
+    }
+
+    /// Deletes a visible section and every item in it (SEMANTICS §3.5).
+    ///
+    /// - Complexity: O(k log n) for k items in the section.
+    @discardableResult
+    public mutating func deleteSection(_ id: SectionID) throws(ListError) -> Operation {
+        let s = try visibleSection(id)
+        var records: [Operation.SeenItem] = []
+        var resolved: [(Int32, OpID)] = []
+        forEachVisible(in: itemTrees[Int(s)]) { lv in
+            let i = slots.entity[Int(lv)]
+            records.append(.init(item: ItemID(items.id[Int(i)]), seen: SlotID(items.winnerID[Int(i)])))
+            resolved.append((i, items.winnerID[Int(i)]))
+        }
+        let seen = sections.winnerID[Int(s)]
+        return try make(.deleteSection(id, seen: SlotID(seen), items: records),
+                        .deleteSection(s, seen: seen, items: resolved))
+    }
+
+    /// Moves the section at `from` so that it ends up at `to` (both `0..<sectionCount`).
+    /// Returns nil, and changes nothing, when `from == to`.
+    ///
+    /// - Complexity: O(log s).
+    @discardableResult
+    public mutating func moveSection(from: Int, to: Int) throws(ListError) -> Operation? {
+        let s = try sectionIndex(at: from)
+        guard to >= 0, to < sectionCount else { throw .sectionIndexOutOfRange(to, count: sectionCount) }
+        if from == to { return nil }
+        let (left, right) = insertionOrigins(in: sectionTree, at: to, skipping: [from])
+        return try make(.moveSection(SectionID(sections.id[Int(s)]), origins(left, right)),
+                        .moveSection(s, left: left, right: right))
+    }
+
+    /// Writes the value of a visible section.
+    @discardableResult
+    public mutating func setValue(_ value: Data, forSection id: SectionID) throws(ListError) -> Operation {
+        try checkValue(value)
+        let s = try visibleSection(id)
+        return try make(.setSectionValue(id, value), .setSectionValue(s, value))
+    }
+
+    // MARK: Items
+
+    /// Inserts a new item at `indexPath` (row `0...itemCount(inSection:)`).
+    ///
+    /// - Complexity: O(log n).
+    @discardableResult
+    public mutating func insertItem(at indexPath: IndexPath, value: Data = Data()) throws(ListError) -> Operation {
+        try checkValue(value)
+        let s = try sectionForInsert(indexPath)
+        let tree = itemTrees[Int(s)]
+        guard indexPath.item >= 0, indexPath.item <= tree.visibleCount else {
+            throw .indexPathOutOfRange(indexPath, count: tree.visibleCount)
+        }
+        let (left, right) = insertionOrigins(in: tree, at: indexPath.item, skipping: [])
+        return try make(.insertItem(section: SectionID(sections.id[Int(s)]), origins(left, right), value: value),
+                        .insertItem(section: s, left: left, right: right, value: value))
+    }
+
+    /// Deletes the item at `indexPath`.
+    ///
+    /// - Complexity: O(log n).
+    @discardableResult
+    public mutating func deleteItem(at indexPath: IndexPath) throws(ListError) -> Operation {
+        try deleteItem(ItemID(items.id[Int(try itemIndex(at: indexPath))]))
+    }
+
+    /// Deletes a visible item.
+    ///
+    /// - Complexity: O(log n).
+    @discardableResult
+    public mutating func deleteItem(_ id: ItemID) throws(ListError) -> Operation {
+        let i = try liveItem(id)
+        let seen = items.winnerID[Int(i)]
+        return try make(.deleteItem(id, seen: SlotID(seen)), .deleteItem(i, seen: seen))
+    }
+
+    /// Moves the item at `from` to `to`, with the meaning of UITableView's
+    /// `tableView(_:moveRowAt:to:)`: `to` is where the row is after the move. Within a section,
+    /// `to.item` is in `0..<count`; into another section, in `0...count` of that section.
+    /// Returns nil, and changes nothing, when `from == to`.
+    ///
+    /// - Complexity: O(log n).
+    @discardableResult
+    public mutating func moveItem(from: IndexPath, to: IndexPath) throws(ListError) -> Operation? {
+        let i = try itemIndex(at: from)
+        let s = try sectionForInsert(to)
+        let sameSection = s == items.section[Int(i)]
+        let limit = itemTrees[Int(s)].visibleCount - (sameSection ? 1 : 0)
+        guard to.item >= 0, to.item <= limit else { throw .indexPathOutOfRange(to, count: limit + (sameSection ? 1 : 0)) }
+        if from == to { return nil }
+        return try moveItems([i], section: s, row: to.item)
+    }
+
+    /// Moves a visible item so that it is at `to` afterwards (as ``moveItem(from:to:)``).
+    /// Returns nil when it is there already.
+    ///
+    /// - Complexity: O(log n).
+    @discardableResult
+    public mutating func moveItem(_ id: ItemID, to: IndexPath) throws(ListError) -> Operation? {
+        _ = try liveItem(id)
+        return try moveItem(from: indexPath(of: id)!, to: to)
+    }
+
+    /// Moves a selection of visible items so that they stand together, in the given order,
+    /// starting at `to`. `to.item` counts rows of the destination section without the selection
+    /// (`0...count - selected items in it`). One operation, whatever the number of items.
+    ///
+    /// - Complexity: O(k log n) for k items.
+    @discardableResult
+    public mutating func moveItems(_ ids: [ItemID], to: IndexPath) throws(ListError) -> Operation {
+        guard !ids.isEmpty else { throw .invalidSelection("the selection is empty") }
+        guard Set(ids).count == ids.count else { throw .invalidSelection("an item is selected twice") }
+        var list: [Int32] = []
+        for id in ids { list.append(try liveItem(id)) }
+        let s = try sectionForInsert(to)
+        let inside = list.filter { items.section[Int($0)] == s }.count
+        let limit = itemTrees[Int(s)].visibleCount - inside
+        guard to.item >= 0, to.item <= limit else { throw .indexPathOutOfRange(to, count: limit) }
+        return try moveItems(list, section: s, row: to.item)
+    }
+
+    /// Writes the value of a visible item.
+    @discardableResult
+    public mutating func setValue(_ value: Data, forItem id: ItemID) throws(ListError) -> Operation {
+        try checkValue(value)
+        let i = try liveItem(id)
+        return try make(.setItemValue(id, value), .setItemValue(i, value))
+    }
+
+    // MARK: Helpers
+
+    private mutating func moveItems(_ list: [Int32], section s: Int32, row: Int) throws(ListError) -> Operation {
+        let tree = itemTrees[Int(s)]
+        var skipped: [Int] = []
+        for i in list where items.section[Int(i)] == s {
+            skipped.append(tree.position(of: tree.locate(items.winner[Int(i)], leafOf: leafOf)).visible)
+        }
+        let (left, right) = insertionOrigins(in: tree, at: row, skipping: skipped)
+        let ids = list.map { ItemID(items.id[Int($0)]) }
+        return try make(.moveItems(ids, section: SectionID(sections.id[Int(s)]), origins(left, right)),
+                        .moveItems(list, section: s, left: left, right: right))
+    }
+
+    /// The origins of a new slot at visible position `index` of `tree` as it would be without the
+    /// visible positions in `skipping`: left is the slot right before the insertion point (hidden
+    /// or not), right the visible slot at it (or -1 at the end).
+    func insertionOrigins(in tree: SlotTree, at index: Int, skipping: [Int]) -> (Int32, Int32) {
+        var target = index
+        for p in skipping.sorted() where p <= target { target += 1 }
+        if target < tree.visibleCount {
+            let c = tree.findVisible(target)
+            return (tree.previous(c).map { tree.lv(at: $0) } ?? -1, tree.lv(at: c))
+        }
+        return (tree.last.map { tree.lv(at: $0) } ?? -1, -1)
+    }
+
+    private func origins(_ left: Int32, _ right: Int32) -> Operation.Origins {
+        Operation.Origins(after: left >= 0 ? SlotID(slots.id(of: left)) : nil,
+                          before: right >= 0 ? SlotID(slots.id(of: right)) : nil)
+    }
+
+    /// Stamps and applies a local operation.
+    private mutating func make(_ kind: Operation.Kind, _ resolved: ResolvedOperation) throws(ListError) -> Operation {
+        let op = Operation(id: OpID(counter: clock + 1, replica: replica), deps: currentFrontier, kind: kind)
+        guard op.lastID.counter <= OpID.maxCounter else { throw .counterOverflow }
+        commit(op, resolved)
+        return op
+    }
+
+    private func checkValue(_ value: Data) throws(ListError) {
+        if value.count > maxValueSize { throw .valueTooLarge(size: value.count, limit: maxValueSize) }
+    }
+
+    private func liveItem(_ id: ItemID) throws(ListError) -> Int32 {
+        guard let i = itemEntity(id) else { throw .unknownItem(id) }
+        guard items.isAlive(i) else { throw .itemDeleted(id) }
+        return i
+    }
+
+    private func visibleSection(_ id: SectionID) throws(ListError) -> Int32 {
+        guard let s = sectionEntity(id) else { throw .unknownSection(id) }
+        guard isSectionVisible(s) else { throw .sectionDeleted(id) }
+        return s
+    }
+
+    private func sectionForInsert(_ indexPath: IndexPath) throws(ListError) -> Int32 {
+        guard indexPath.count == 2, indexPath.section >= 0, indexPath.section < sectionCount else {
+            throw .indexPathOutOfRange(indexPath, count: 0)
+        }
+        return try sectionIndex(at: indexPath.section)
+    }
+}

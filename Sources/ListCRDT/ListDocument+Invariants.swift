@@ -1,0 +1,71 @@
+/// A broken internal invariant: a bug in the engine, never the caller's fault.
+public struct InvariantViolation: Error, CustomStringConvertible, Sendable {
+    /// What is wrong, one line per problem.
+    public var problems: [String]
+    public var description: String { "invariants violated:\n" + problems.joined(separator: "\n") }
+}
+
+extension ListDocument {
+    /// Checks every internal invariant; tests call it after each step.
+    ///
+    /// Checked: each tree's counts and links; every slot is in exactly one tree, the one of its
+    /// sequence; each entity's position register holds its greatest slot; a slot shows exactly when
+    /// it is its entity's winning slot and the entity is alive (items) or visible by §3.5
+    /// (sections); so every visible identity appears exactly once; every live item is visible;
+    /// no buffered operation is ready to apply.
+    ///
+    /// - Complexity: O(n log n) for n slots. Not for production paths.
+    public func checkInvariants() throws(InvariantViolation) {
+        var out: [String] = []
+        out += sectionTree.problems(leafOf: leafOf).map { "section tree: \($0)" }
+        for (s, tree) in itemTrees.enumerated() {
+            out += tree.problems(leafOf: leafOf).map { "item tree \(s): \($0)" }
+        }
+        // Which tree each slot is in, and whether it shows.
+        var where_: [Int32] = Array(repeating: -2, count: slots.count)
+        var shows: [Bool] = Array(repeating: false, count: slots.count)
+        func collect(_ tree: SlotTree, _ seq: Int32) {
+            tree.forEachRun { lv, n, visible in
+                for k in 0..<Int32(n) {
+                    if where_[Int(lv + k)] != -2 { out.append("slot \(lv + k) is in two trees") }
+                    where_[Int(lv + k)] = seq
+                    shows[Int(lv + k)] = visible
+                }
+            }
+        }
+        collect(sectionTree, -1)
+        for (s, tree) in itemTrees.enumerated() { collect(tree, Int32(s)) }
+        var greatestSection = Array(repeating: OpID.none, count: sections.count)
+        var greatestItem = Array(repeating: OpID.none, count: items.count)
+        for lv in 0..<Int32(slots.count) {
+            let seq = slots.sequence(of: lv)
+            if where_[Int(lv)] != seq { out.append("slot \(lv) of sequence \(seq) is in tree \(where_[Int(lv)])") }
+            let e = Int(slots.entity[Int(lv)])
+            let id = slots.id(of: lv)
+            if seq < 0 {
+                greatestSection[e] = max(greatestSection[e], id)
+                let shouldShow = sections.winner[e] == lv && isSectionVisible(Int32(e))
+                if shows[Int(lv)] != shouldShow { out.append("section slot \(lv) shows=\(shows[Int(lv)]), should be \(shouldShow)") }
+            } else {
+                greatestItem[e] = max(greatestItem[e], id)
+                let shouldShow = items.winner[e] == lv && items.isAlive(Int32(e))
+                if shows[Int(lv)] != shouldShow { out.append("item slot \(lv) shows=\(shows[Int(lv)]), should be \(shouldShow)") }
+                if items.winner[e] == lv && items.section[e] != seq { out.append("item \(e) is in section \(seq), register says \(items.section[e])") }
+            }
+        }
+        for s in 0..<sections.count where greatestSection[s] != sections.winnerID[s] || slots.id(of: sections.winner[s]) != sections.winnerID[s] {
+            out.append("section \(s): position register is \(sections.winnerID[s]), greatest slot \(greatestSection[s])")
+        }
+        for i in 0..<items.count where greatestItem[i] != items.winnerID[i] || slots.id(of: items.winner[i]) != items.winnerID[i] {
+            out.append("item \(i): position register is \(items.winnerID[i]), greatest slot \(greatestItem[i])")
+        }
+        // Every live item visible, in a visible section.
+        for i in 0..<Int32(items.count) where items.isAlive(i) {
+            if !isSectionVisible(items.section[Int(i)]) { out.append("live item \(i) is in a hidden section") }
+        }
+        for op in buffer.all where op.deps.allSatisfy({ versionVector.contains($0) }) {
+            out.append("buffered \(op.id) has all its dependencies")
+        }
+        if !out.isEmpty { throw InvariantViolation(problems: out) }
+    }
+}

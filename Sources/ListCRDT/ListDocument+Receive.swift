@@ -1,0 +1,116 @@
+/// What happened to a received operation.
+public enum ReceiveOutcome: Hashable, Sendable {
+    /// Applied, together with `woken - 1` buffered operations it unblocked (`woken` in all).
+    case applied(woken: Int)
+    /// Already known with the same content (or already waiting in the buffer): nothing changed.
+    case duplicate
+    /// Waiting in the buffer for its causal dependencies.
+    case buffered
+}
+
+/// Remote operations.
+extension ListDocument {
+    /// Applies an operation from another replica (or from this one, replayed).
+    ///
+    /// Duplicates are ignored; an operation whose causal dependencies are missing waits in a buffer
+    /// and is applied when they arrive (together with everything it unblocks); an operation whose id
+    /// is known with different content is refused and recorded (SEMANTICS §3.8–3.9).
+    ///
+    /// - Throws: ``ApplyError``; the document is then exactly as before.
+    /// - Complexity: O(log n) for an insert or move whose origins are adjacent here, plus O(k log n)
+    ///   for k concurrent slots between them; deletes of sections are O(k log n) for k items.
+    @discardableResult
+    public mutating func receive(_ op: Operation) throws(ApplyError) -> ReceiveOutcome {
+        if let outcome = try screen(op) { return outcome }
+        if let missing = firstMissingDependency(of: op) {
+            buffer.add(op, waitingFor: missing.replica)
+            return .buffered
+        }
+        let resolved = try resolve(op)
+        commit(op, resolved)
+        return .applied(woken: 1 + wake(op.id.replica))
+    }
+
+    /// Applies operations in the order given (see ``receive(_:)``), skipping the ones refused.
+    /// Returns the errors of the refused ones.
+    ///
+    /// - Complexity: the sum of the single operations.
+    @discardableResult
+    public mutating func receive<S: Sequence>(_ ops: S) -> [ApplyError] where S.Element == Operation {
+        var errors: [ApplyError] = []
+        for op in ops {
+            do { try receive(op) } catch { errors.append(error) }
+        }
+        return errors
+    }
+
+    /// Operations this document has applied and `version` has not seen, in causal order.
+    ///
+    /// - Complexity: O(m) for m operations in the log.
+    public func operations(since version: VersionVector) -> [Operation] {
+        log.operations(notIn: version)
+    }
+
+    /// Every operation applied here, in the causal order they were applied.
+    public var operations: [Operation] { log.ops }
+
+    /// Operations received but still waiting for dependencies, sorted by id.
+    public var pendingOperations: [Operation] { buffer.all }
+
+    // MARK: Steps
+
+    /// Duplicate and equivocation checks, and the checks that need no state. Nil means "go on".
+    private mutating func screen(_ op: Operation) throws(ApplyError) -> ReceiveOutcome? {
+        if versionVector.contains(op.id) {
+            if let known = log.operation(containing: op.id) {
+                if known == op { return .duplicate }
+                rejected.append(op)
+                throw .equivocation(op.id)
+            }
+            throw .malformed(op.id, "its counter is not after \(op.id.replica)'s latest operation")
+        }
+        if let waiting = buffer.operation(op.id) {
+            if waiting == op { return .duplicate }
+            rejected.append(op)
+            throw .equivocation(op.id)
+        }
+        if op.id.counter == 0 { throw .malformed(op.id, "counter 0 is reserved") }
+        if op.lastID.counter > OpID.maxCounter || op.lastID.counter < op.id.counter {
+            throw .malformed(op.id, "its counter is over the limit")
+        }
+        for d in op.deps where d.counter >= op.id.counter {
+            throw .malformed(op.id, "it depends on \(d), which is not before it")
+        }
+        return nil
+    }
+
+    private func firstMissingDependency(of op: Operation) -> OpID? {
+        for d in op.deps where !versionVector.contains(d) { return d }
+        return nil
+    }
+
+    /// Applies every buffered operation that the arrival of operations from `replica` unblocked.
+    /// Returns how many were applied. Buffered operations that turn out malformed are dropped.
+    private mutating func wake(_ replica: ReplicaID) -> Int {
+        var applied = 0
+        var advanced = [replica]
+        while let r = advanced.popLast() {
+            for op in buffer.take(waitingFor: r) {
+                if let missing = firstMissingDependency(of: op) {
+                    buffer.add(op, waitingFor: missing.replica)
+                    continue
+                }
+                // A buffered operation may have become a duplicate or equivocation meanwhile.
+                if versionVector.contains(op.id) {
+                    if log.operation(containing: op.id) != op { rejected.append(op) }
+                    continue
+                }
+                guard let resolved = try? resolve(op) else { rejected.append(op); continue }
+                commit(op, resolved)
+                applied += 1
+                advanced.append(op.id.replica)
+            }
+        }
+        return applied
+    }
+}

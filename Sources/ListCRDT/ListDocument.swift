@@ -1,0 +1,205 @@
+import Foundation
+
+/// A sectioned, reorderable list that replicas edit concurrently and that always converges.
+///
+/// The document is a list of sections, each a list of items (the shape of a `UITableView` with
+/// sections). Every section and item has a stable identity and a value. Edits made here return an
+/// ``Operation`` to send to the other replicas; operations from them are applied with
+/// ``receive(_:)``. Replicas that have applied the same operations show the same document, in any
+/// delivery order (see `Docs/Semantics.md`).
+///
+/// `ListDocument` is a value type: copying it is O(1) and copies share storage until one is changed.
+/// It does no I/O and reads no clock or random source.
+public struct ListDocument: Sendable {
+    /// The replica this document makes operations as.
+    public let replica: ReplicaID
+    /// The largest value, in bytes, that an edit or a received operation may carry.
+    public let maxValueSize: Int
+
+    // Clock and history.
+    var clock: UInt64 = 0
+    var versionVector = VersionVector()
+    var currentFrontier = Frontier()
+    var log = OpLog()
+    var buffer = PendingBuffer()
+    var rejected: [Operation] = []
+
+    // State.
+    var slots = SlotStore()
+    var leafOf: [Int32] = []
+    var sectionTree = SlotTree()
+    var itemTrees: [SlotTree] = []
+    var sections = EntityTable()
+    var items = EntityTable()
+
+    /// The default ``maxValueSize``: 64 KiB.
+    public static let defaultMaxValueSize = 64 * 1024
+
+    /// An empty document that edits as `replica`.
+    public init(replica: ReplicaID, maxValueSize: Int = ListDocument.defaultMaxValueSize) {
+        self.replica = replica
+        self.maxValueSize = maxValueSize
+    }
+
+    // MARK: Version
+
+    /// For each replica, the greatest operation counter applied here.
+    public var version: VersionVector { versionVector }
+    /// The operations applied last: what the next local operation will depend on.
+    public var frontier: Frontier { currentFrontier }
+    /// Number of operations applied.
+    public var operationCount: Int { log.count }
+    /// Number of received operations waiting for their causal dependencies.
+    public var pendingCount: Int { buffer.count }
+    /// Operations refused because their id was known with other content (SEMANTICS §3.9).
+    public var rejectedOperations: [Operation] { rejected }
+
+    // MARK: Sections
+
+    /// Number of visible sections.
+    public var sectionCount: Int { sectionTree.visibleCount }
+
+    /// The identities of the visible sections, in order.
+    ///
+    /// - Complexity: O(s) for s sections.
+    public var sectionIDs: [SectionID] {
+        var out: [SectionID] = []
+        out.reserveCapacity(sectionCount)
+        forEachVisible(in: sectionTree) { out.append(SectionID(sections.id[Int(slots.entity[Int($0)])])) }
+        return out
+    }
+
+    /// The identity of the section at `index`.
+    ///
+    /// - Complexity: O(log s).
+    public func sectionID(at index: Int) throws(ListError) -> SectionID {
+        SectionID(sections.id[Int(try sectionIndex(at: index))])
+    }
+
+    /// The position of a visible section, or nil if it is unknown or not visible.
+    ///
+    /// - Complexity: O(log s).
+    public func index(of section: SectionID) -> Int? {
+        guard let s = sectionEntity(section), isSectionVisible(s) else { return nil }
+        return sectionTree.position(of: sectionTree.locate(sections.winner[Int(s)], leafOf: leafOf)).visible
+    }
+
+    /// The value of a section (visible or not), or nil if the section is unknown.
+    public func value(of section: SectionID) -> Data? {
+        sectionEntity(section).map { sections.value[Int($0)] }
+    }
+
+    // MARK: Items
+
+    /// Number of visible items in the section at `section`.
+    ///
+    /// - Complexity: O(log s).
+    public func itemCount(inSection section: Int) throws(ListError) -> Int {
+        itemTrees[Int(try sectionIndex(at: section))].visibleCount
+    }
+
+    /// Number of visible items in all sections.
+    ///
+    /// - Complexity: O(s) for s sections.
+    public var totalItemCount: Int {
+        var n = 0
+        forEachVisible(in: sectionTree) { n += itemTrees[Int(slots.entity[Int($0)])].visibleCount }
+        return n
+    }
+
+    /// The identities of the visible items of the section at `section`, in order.
+    ///
+    /// - Complexity: O(k + log s) for k items.
+    public func itemIDs(inSection section: Int) throws(ListError) -> [ItemID] {
+        let tree = itemTrees[Int(try sectionIndex(at: section))]
+        var out: [ItemID] = []
+        out.reserveCapacity(tree.visibleCount)
+        forEachVisible(in: tree) { out.append(ItemID(items.id[Int(slots.entity[Int($0)])])) }
+        return out
+    }
+
+    /// The identity of the item at `indexPath`.
+    ///
+    /// - Complexity: O(log n).
+    public func itemID(at indexPath: IndexPath) throws(ListError) -> ItemID {
+        ItemID(items.id[Int(try itemIndex(at: indexPath))])
+    }
+
+    /// Where a visible item is, or nil if it is unknown or deleted.
+    ///
+    /// - Complexity: O(log n).
+    public func indexPath(of item: ItemID) -> IndexPath? {
+        guard let i = itemEntity(item), items.isAlive(i) else { return nil }
+        let s = items.section[Int(i)]
+        let tree = itemTrees[Int(s)]
+        let row = tree.position(of: tree.locate(items.winner[Int(i)], leafOf: leafOf)).visible
+        let sec = sectionTree.position(of: sectionTree.locate(sections.winner[Int(s)], leafOf: leafOf)).visible
+        return IndexPath(item: row, section: sec)
+    }
+
+    /// The value of an item (visible or not), or nil if the item is unknown.
+    public func value(of item: ItemID) -> Data? {
+        itemEntity(item).map { items.value[Int($0)] }
+    }
+
+    /// Whether the item is known and visible.
+    public func contains(_ item: ItemID) -> Bool {
+        itemEntity(item).map { items.isAlive($0) } ?? false
+    }
+
+    /// Whether the section is known and visible.
+    public func contains(_ section: SectionID) -> Bool {
+        sectionEntity(section).map { isSectionVisible($0) } ?? false
+    }
+
+    // MARK: Internal lookups
+
+    /// The dense index of a known section.
+    func sectionEntity(_ id: SectionID) -> Int32? {
+        guard let lv = slots.lv(of: id.opID) else { return nil }
+        let e = slots.entity[Int(lv)]
+        guard slots.sequence(of: lv) == -1, sections.id[Int(e)] == id.opID else { return nil }
+        return e
+    }
+
+    /// The dense index of a known item.
+    func itemEntity(_ id: ItemID) -> Int32? {
+        guard let lv = slots.lv(of: id.opID) else { return nil }
+        let e = slots.entity[Int(lv)]
+        guard slots.sequence(of: lv) >= 0, items.id[Int(e)] == id.opID else { return nil }
+        return e
+    }
+
+    /// A section is visible while its own position write survives or it holds a live item (§3.5).
+    func isSectionVisible(_ s: Int32) -> Bool {
+        sections.isAlive(s) || itemTrees[Int(s)].visibleCount > 0
+    }
+
+    /// The dense index of the visible section at `index`.
+    func sectionIndex(at index: Int) throws(ListError) -> Int32 {
+        guard index >= 0, index < sectionTree.visibleCount else {
+            throw .sectionIndexOutOfRange(index, count: sectionTree.visibleCount)
+        }
+        return slots.entity[Int(sectionTree.lv(at: sectionTree.findVisible(index)))]
+    }
+
+    /// The dense index of the visible item at `indexPath`.
+    func itemIndex(at indexPath: IndexPath) throws(ListError) -> Int32 {
+        guard indexPath.count == 2 else { throw .indexPathOutOfRange(indexPath, count: 0) }
+        guard indexPath.section >= 0, indexPath.section < sectionTree.visibleCount else {
+            throw .indexPathOutOfRange(indexPath, count: 0)
+        }
+        let tree = itemTrees[Int(try sectionIndex(at: indexPath.section))]
+        guard indexPath.item >= 0, indexPath.item < tree.visibleCount else {
+            throw .indexPathOutOfRange(indexPath, count: tree.visibleCount)
+        }
+        return slots.entity[Int(tree.lv(at: tree.findVisible(indexPath.item)))]
+    }
+
+    /// Calls `body` with each visible slot of `tree`, in order.
+    func forEachVisible(in tree: SlotTree, _ body: (Int32) -> Void) {
+        tree.forEachRun { lv, n, visible in
+            if visible { for k in 0..<Int32(n) { body(lv + k) } }
+        }
+    }
+}

@@ -1,0 +1,74 @@
+import Foundation
+
+/// Why a local edit or a query was refused. The document is unchanged after any of these.
+public enum ListError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// The index path names no row: `count` rows are in that section (or the section does not exist).
+    case indexPathOutOfRange(IndexPath, count: Int)
+    /// The section index is out of range: there are `count` sections.
+    case sectionIndexOutOfRange(Int, count: Int)
+    /// No item with this id is known.
+    case unknownItem(ItemID)
+    /// No section with this id is known.
+    case unknownSection(SectionID)
+    /// The item is known but deleted, so it cannot be moved, changed or deleted again.
+    case itemDeleted(ItemID)
+    /// The section is known but not visible, so it cannot be changed or receive items.
+    case sectionDeleted(SectionID)
+    /// The value has `size` bytes; the limit is `limit`.
+    case valueTooLarge(size: Int, limit: Int)
+    /// A selection named the same item twice, or was empty.
+    case invalidSelection(String)
+    /// The Lamport counter would pass ``OpID/maxCounter``.
+    case counterOverflow
+
+    public var description: String {
+        switch self {
+        case let .indexPathOutOfRange(p, count):
+            return "index path [\(p.section), \(p.item)] is out of range: that section has \(count) rows"
+        case let .sectionIndexOutOfRange(i, count):
+            return "section index \(i) is out of range: the document has \(count) sections"
+        case let .unknownItem(id): return "no item \(id) is known to this replica"
+        case let .unknownSection(id): return "no section \(id) is known to this replica"
+        case let .itemDeleted(id): return "\(id) is deleted"
+        case let .sectionDeleted(id): return "\(id) is deleted"
+        case let .valueTooLarge(size, limit): return "value of \(size) bytes is over the limit of \(limit) bytes"
+        case let .invalidSelection(why): return "invalid selection: \(why)"
+        case .counterOverflow: return "the operation counter would overflow"
+        }
+    }
+}
+
+/// Why a remote operation was refused. The document is unchanged after any of these.
+public enum ApplyError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// An operation with this id is already known with different content (equivocation).
+    /// The first one stays; this one is recorded in ``ListDocument/rejectedOperations``.
+    case equivocation(OpID)
+    /// The operation is malformed: it names a slot, item or section not in its causal past, puts a
+    /// slot between origins that are not in order, or breaks the Lamport or counter rules.
+    case malformed(OpID, String)
+    /// The value is over the document's size limit.
+    case valueTooLarge(OpID, size: Int, limit: Int)
+
+    public var description: String {
+        switch self {
+        case let .equivocation(id): return "operation \(id) is already known with different content"
+        case let .malformed(id, why): return "operation \(id) is malformed: \(why)"
+        case let .valueTooLarge(id, size, limit): return "operation \(id) has a value of \(size) bytes, over the limit of \(limit)"
+        }
+    }
+}
+
+#if !canImport(UIKit) && !canImport(AppKit)
+extension IndexPath {
+    /// An index path for a row of a table: `[section, item]` (UIKit's initializer, for Linux).
+    public init(item: Int, section: Int) { self.init(indexes: [section, item]) }
+    /// The section of a table index path.
+    public var section: Int { self[0] }
+    /// The row of a table index path.
+    public var item: Int { self[1] }
+    /// An index path for a row of a table (UIKit's spelling, for Linux).
+    public init(row: Int, section: Int) { self.init(indexes: [section, row]) }
+    /// The row of a table index path (UIKit's spelling, for Linux).
+    public var row: Int { self[1] }
+}
+#endif

@@ -1,0 +1,68 @@
+import Foundation
+
+/// What a document shows at one moment: sections in order, each with its items in order.
+///
+/// A value type, `Sendable` and cheap to copy (its arrays are shared until changed). Identities are
+/// unique by construction: the engine shows every section and item at most once.
+public struct ListSnapshot: Hashable, Sendable {
+    /// One visible section.
+    public struct Section: Hashable, Sendable {
+        /// The section's identity.
+        public var id: SectionID
+        /// The section's value.
+        public var value: Data
+        /// The section's visible items, in order.
+        public var items: [Item]
+        /// Makes a section.
+        public init(id: SectionID, value: Data, items: [Item]) {
+            self.id = id
+            self.value = value
+            self.items = items
+        }
+    }
+
+    /// One visible item.
+    public struct Item: Hashable, Sendable {
+        /// The item's identity.
+        public var id: ItemID
+        /// The item's value.
+        public var value: Data
+        /// Makes an item.
+        public init(id: ItemID, value: Data) {
+            self.id = id
+            self.value = value
+        }
+    }
+
+    /// The visible sections, in order.
+    public var sections: [Section]
+
+    /// Makes a snapshot.
+    public init(sections: [Section] = []) { self.sections = sections }
+
+    /// Number of sections.
+    public var numberOfSections: Int { sections.count }
+    /// Number of items in all sections.
+    public var numberOfItems: Int { sections.reduce(0) { $0 + $1.items.count } }
+}
+
+extension ListDocument {
+    /// The document as it is now.
+    ///
+    /// - Complexity: O(n) for n visible sections and items.
+    public func snapshot() -> ListSnapshot {
+        var out: [ListSnapshot.Section] = []
+        out.reserveCapacity(sectionCount)
+        forEachVisible(in: sectionTree) { lv in
+            let s = slots.entity[Int(lv)]
+            var list: [ListSnapshot.Item] = []
+            list.reserveCapacity(itemTrees[Int(s)].visibleCount)
+            forEachVisible(in: itemTrees[Int(s)]) { ilv in
+                let i = slots.entity[Int(ilv)]
+                list.append(.init(id: ItemID(items.id[Int(i)]), value: items.value[Int(i)]))
+            }
+            out.append(.init(id: SectionID(sections.id[Int(s)]), value: sections.value[Int(s)], items: list))
+        }
+        return ListSnapshot(sections: out)
+    }
+}

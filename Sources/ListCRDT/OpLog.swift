@@ -1,0 +1,76 @@
+/// Every applied operation, in the (causal) order it was applied, with an index by id.
+struct OpLog: Sendable {
+    private(set) var ops: [Operation] = []
+    /// Per replica (by `replicaSlot`): first counters of its operations and their log positions,
+    /// in counter order (a replica's operations are applied in counter order).
+    private var starts: [[(counter: UInt64, index: Int32)]] = []
+    private var replicaSlot: [ReplicaID: Int] = [:]
+
+    var count: Int { ops.count }
+
+    /// Appends an applied operation.
+    ///
+    /// - Complexity: O(1) amortized.
+    mutating func append(_ op: Operation) {
+        let k: Int
+        if let known = replicaSlot[op.id.replica] {
+            k = known
+        } else {
+            k = starts.count
+            replicaSlot[op.id.replica] = k
+            starts.append([])
+        }
+        starts[k].append((op.id.counter, Int32(ops.count)))
+        ops.append(op)
+    }
+
+    /// The applied operation whose id range holds `id`, if any.
+    ///
+    /// - Complexity: O(log m) for m operations of that replica.
+    func operation(containing id: OpID) -> Operation? {
+        guard let k = replicaSlot[id.replica] else { return nil }
+        let list = starts[k]
+        var lo = 0, hi = list.count
+        while lo < hi {
+            let mid = (lo + hi) / 2
+            if list[mid].counter <= id.counter { lo = mid + 1 } else { hi = mid }
+        }
+        if lo == 0 { return nil }
+        let op = ops[Int(list[lo - 1].index)]
+        return id.counter <= op.lastID.counter ? op : nil
+    }
+
+    /// The operations not covered by `version`, in application order (a causal order).
+    ///
+    /// - Complexity: O(m) for m operations.
+    func operations(notIn version: VersionVector) -> [Operation] {
+        ops.filter { !version.contains($0.id) }
+    }
+}
+
+/// Received operations waiting for causal dependencies, filed under the replica of the first
+/// missing dependency so that they are looked at again only when that replica advances.
+struct PendingBuffer: Sendable {
+    private var waiting: [ReplicaID: [Operation]] = [:]
+    private var byID: [OpID: Operation] = [:]
+
+    var count: Int { byID.count }
+
+    /// The buffered operation with this id, if any.
+    func operation(_ id: OpID) -> Operation? { byID[id] }
+
+    /// All buffered operations, sorted by id.
+    var all: [Operation] { byID.values.sorted { $0.id < $1.id } }
+
+    mutating func add(_ op: Operation, waitingFor replica: ReplicaID) {
+        byID[op.id] = op
+        waiting[replica, default: []].append(op)
+    }
+
+    /// Removes and returns the operations filed under `replica`.
+    mutating func take(waitingFor replica: ReplicaID) -> [Operation] {
+        guard let ops = waiting.removeValue(forKey: replica) else { return [] }
+        for op in ops { byID[op.id] = nil }
+        return ops
+    }
+}

@@ -1,0 +1,144 @@
+import Foundation
+
+/// One change to a document, as it travels between replicas.
+///
+/// Operations are immutable. An operation names what it changes by identity and where it puts
+/// things by neighbouring slots (its *origins*), never by index; so it means the same on every
+/// replica. `deps` is the author's frontier when it made the operation: the operation is applied
+/// only after all of them (causal delivery).
+public struct Operation: Hashable, Sendable, CustomStringConvertible {
+    /// The id of the operation, and of the first slot it makes.
+    public var id: OpID
+    /// The operations the author had seen last (its frontier): the causal dependencies.
+    public var deps: Frontier
+    /// What the operation does.
+    public var kind: Kind
+
+    /// Makes an operation from its parts.
+    public init(id: OpID, deps: Frontier, kind: Kind) {
+        self.id = id
+        self.deps = deps
+        self.kind = kind
+    }
+
+    /// Where a new slot goes: right after `after` and before `before` as the author saw them
+    /// (either may be nil for an end of the sequence). `after` and `before` are adjacent in the
+    /// author's sequence, counting hidden slots.
+    public struct Origins: Hashable, Sendable {
+        /// The slot right before the new slot, nil for the start.
+        public var after: SlotID?
+        /// The slot right after the new slot, nil for the end.
+        public var before: SlotID?
+        /// Makes origins.
+        public init(after: SlotID?, before: SlotID?) {
+            self.after = after
+            self.before = before
+        }
+    }
+
+    /// The greatest position write of one item that a section delete's author saw.
+    public struct SeenItem: Hashable, Sendable {
+        /// The item.
+        public var item: ItemID
+        /// The slot of the greatest position write of `item` the author saw.
+        public var seen: SlotID
+        /// Makes a record.
+        public init(item: ItemID, seen: SlotID) {
+            self.item = item
+            self.seen = seen
+        }
+    }
+
+    /// The kinds of operation (SEMANTICS §2).
+    public enum Kind: Hashable, Sendable {
+        /// A new section with this value, in a new slot of the section sequence. Its id is the op id.
+        case insertSection(Origins, value: Data)
+        /// A new item with this value, in a new slot of the section's sequence. Its id is the op id.
+        case insertItem(section: SectionID, Origins, value: Data)
+        /// A new slot for the section; its position register now points there.
+        case moveSection(SectionID, Origins)
+        /// New slots for these items, contiguous and in this order, in the section's sequence; the
+        /// slot of `items[k]` has id `id.advanced(by: k)`.
+        case moveItems([ItemID], section: SectionID, Origins)
+        /// Deletes the item as its author saw it: `seen` is its greatest position write seen.
+        case deleteItem(ItemID, seen: SlotID)
+        /// Deletes the section and the items its author saw in it.
+        case deleteSection(SectionID, seen: SlotID, items: [SeenItem])
+        /// Writes the item's value register.
+        case setItemValue(ItemID, Data)
+        /// Writes the section's value register.
+        case setSectionValue(SectionID, Data)
+    }
+
+    /// How many consecutive ids the operation uses (one per slot it makes, at least one).
+    public var span: Int {
+        if case .moveItems(let items, _, _) = kind { return max(items.count, 1) }
+        return 1
+    }
+
+    /// The id of the operation's last slot (its id when it makes at most one).
+    public var lastID: OpID { id.advanced(by: span - 1) }
+
+    public var description: String { "op(\(id) \(kind) deps: \(deps))" }
+}
+
+/// A set of operation ids none of which has seen another: a point in causal history.
+///
+/// Stored sorted; one id needs no heap allocation (the common case: "after my previous operation").
+public struct Frontier: Hashable, Sendable, Sequence, CustomStringConvertible {
+    private var head: OpID = .none
+    private var tail: [OpID] = []
+
+    /// An empty frontier: the start of history.
+    public init() {}
+
+    /// A frontier holding these ids (duplicates removed).
+    public init<S: Sequence>(_ ids: S) where S.Element == OpID {
+        for id in ids { insert(id) }
+    }
+
+    /// Number of ids.
+    public var count: Int { head == .none ? 0 : 1 + tail.count }
+    /// Whether there are no ids.
+    public var isEmpty: Bool { head == .none }
+    /// The ids, sorted.
+    public var ids: [OpID] { head == .none ? [] : [head] + tail }
+
+    /// Whether `id` is one of the ids.
+    ///
+    /// - Complexity: O(count).
+    public func contains(_ id: OpID) -> Bool { id != .none && (head == id || tail.contains(id)) }
+
+    /// Adds an id, keeping the order.
+    ///
+    /// - Complexity: O(count).
+    public mutating func insert(_ id: OpID) {
+        guard id != .none, !contains(id) else { return }
+        if head == .none { head = id; return }
+        var all = ids
+        all.append(id)
+        all.sort()
+        head = all[0]
+        tail = Array(all.dropFirst())
+    }
+
+    /// Removes an id if present.
+    ///
+    /// - Complexity: O(count).
+    public mutating func remove(_ id: OpID) {
+        if head == id {
+            if tail.isEmpty { head = .none } else { head = tail.removeFirst() }
+        } else if let i = tail.firstIndex(of: id) {
+            tail.remove(at: i)
+        }
+    }
+
+    /// Replaces everything with the single id `id`.
+    mutating func set(_ id: OpID) {
+        head = id
+        if !tail.isEmpty { tail = [] }
+    }
+
+    public func makeIterator() -> IndexingIterator<[OpID]> { ids.makeIterator() }
+    public var description: String { "{" + ids.map(\.description).joined(separator: ", ") + "}" }
+}

@@ -1,0 +1,116 @@
+/// What a replica knows about every slot: its id, its origins, its sequence and what it holds.
+///
+/// Slots are numbered by local version (`lv`) in arrival order. Slots made together (an insert typed
+/// right after the previous one by the same replica, or the slots of one multi-item move) share a
+/// ``Run``: consecutive ids, consecutive local versions, the same right origin, and each slot's left
+/// origin is the slot before it. So a typed run of a thousand items costs one run record.
+struct SlotStore: Sendable {
+    /// A run of slots made together.
+    struct Run: Sendable {
+        /// First local version.
+        var lv: Int32
+        /// Number of slots.
+        var count: Int32
+        /// Id of the first slot; slot `k` has id `id.advanced(by: k)`.
+        var id: OpID
+        /// Left origin of the first slot (a local version, or -1 for the start of the sequence).
+        var left: Int32
+        /// Right origin of every slot (a local version, or -1 for the end of the sequence).
+        var right: Int32
+        /// The sequence: -1 for the section sequence, else the index of the section.
+        var sequence: Int32
+    }
+
+    /// Runs in local-version order.
+    private(set) var runs: [Run] = []
+    /// The entity (section index or item index) each slot places.
+    private(set) var entity: [Int32] = []
+    /// For each replica (by ``replicaSlot``), runs of ids to local versions, in counter order.
+    private var idRuns: [[IDRun]] = []
+    private var replicaSlot: [ReplicaID: Int] = [:]
+
+    struct IDRun: Sendable {
+        var counter: UInt64
+        var lv: Int32
+        var count: Int32
+    }
+
+    /// Number of slots.
+    var count: Int { entity.count }
+
+    /// Adds one slot and returns its local version.
+    ///
+    /// - Complexity: O(1) amortized.
+    mutating func append(id: OpID, left: Int32, right: Int32, sequence: Int32, entity e: Int32) -> Int32 {
+        let lv = Int32(entity.count)
+        entity.append(e)
+        if var last = runs.last, last.id.replica == id.replica,
+           last.id.counter &+ UInt64(last.count) == id.counter,
+           last.lv + last.count == lv, last.lv + last.count - 1 == left,
+           last.right == right, last.sequence == sequence {
+            last.count += 1
+            runs[runs.count - 1] = last
+        } else {
+            runs.append(Run(lv: lv, count: 1, id: id, left: left, right: right, sequence: sequence))
+        }
+        let k: Int
+        if let known = replicaSlot[id.replica] {
+            k = known
+        } else {
+            k = idRuns.count
+            replicaSlot[id.replica] = k
+            idRuns.append([])
+        }
+        if let tail = idRuns[k].last, tail.counter &+ UInt64(tail.count) == id.counter, tail.lv + tail.count == lv {
+            idRuns[k][idRuns[k].count - 1].count += 1
+        } else {
+            idRuns[k].append(IDRun(counter: id.counter, lv: lv, count: 1))
+        }
+        return lv
+    }
+
+    /// The local version of the slot with this id, or nil if unknown.
+    ///
+    /// - Complexity: O(log r) for r id runs of the replica.
+    func lv(of id: OpID) -> Int32? {
+        guard let k = replicaSlot[id.replica] else { return nil }
+        return idRuns[k].withUnsafeBufferPointer { list -> Int32? in
+            var lo = 0, hi = list.count
+            while lo < hi {
+                let mid = (lo + hi) / 2
+                if list[mid].counter <= id.counter { lo = mid + 1 } else { hi = mid }
+            }
+            if lo == 0 { return nil }
+            let r = list[lo - 1]
+            let off = id.counter - r.counter
+            return off < UInt64(r.count) ? r.lv + Int32(off) : nil
+        }
+    }
+
+    /// The run holding slot `lv`.
+    ///
+    /// - Complexity: O(log r) for r runs.
+    func run(of lv: Int32) -> Run {
+        var lo = 0, hi = runs.count
+        while lo < hi {
+            let mid = (lo + hi) / 2
+            if runs[mid].lv <= lv { lo = mid + 1 } else { hi = mid }
+        }
+        return runs[lo - 1]
+    }
+
+    /// The id of slot `lv`.
+    func id(of lv: Int32) -> OpID {
+        let r = run(of: lv)
+        return r.id.advanced(by: Int(lv - r.lv))
+    }
+
+    /// Left and right origins of slot `lv` (-1 for the ends of the sequence).
+    func origins(of lv: Int32) -> (left: Int32, right: Int32) {
+        let r = run(of: lv)
+        return (lv == r.lv ? r.left : lv - 1, r.right)
+    }
+
+    /// The sequence slot `lv` is in (-1: sections; else a section index).
+    func sequence(of lv: Int32) -> Int32 { run(of: lv).sequence }
+}

@@ -1,0 +1,65 @@
+extension SlotTree {
+    /// Checks the tree's own bookkeeping: counts at every node, parent and sibling links, `leafOf`.
+    /// Returns the problems found (empty when sound).
+    ///
+    /// - Complexity: O(n).
+    func problems(leafOf: [Int32]) -> [String] {
+        var out: [String] = []
+        var seenAll = 0, seenVisible = 0
+        var leaf = Self.firstLeaf
+        var previous: Int32 = -1
+        var leaves = 0
+        while leaf >= 0 {
+            leaves += 1
+            if leafPrev[Int(leaf)] != previous { out.append("leaf \(leaf) has a wrong back link") }
+            let n = Int(leafSize[Int(leaf)])
+            if n == 0 && count > 0 { out.append("leaf \(leaf) is empty") }
+            for i in 0..<n {
+                let e = entries[Int(leaf) * Self.leafCapacity + i]
+                if e.len == 0 { out.append("leaf \(leaf) has an empty entry") }
+                seenAll += e.count
+                seenVisible += e.visibleCount
+                for lv in e.lv..<(e.lv + Int32(e.count)) where leafOf[Int(lv)] != leaf {
+                    out.append("slot \(lv) is in leaf \(leaf) but leafOf says \(leafOf[Int(lv)])")
+                }
+            }
+            previous = leaf
+            leaf = leafNext[Int(leaf)]
+        }
+        if leaves != leafSize.count { out.append("\(leafSize.count - leaves) leaves are unreachable") }
+        if seenAll != count || seenVisible != visibleCount {
+            out.append("leaves hold \(seenAll)/\(seenVisible) slots but the tree counts \(count)/\(visibleCount)")
+        }
+        if !rootIsLeaf { _ = checkNode(root, parent: -1, into: &out) }
+        return out
+    }
+
+    /// Sums a subtree, comparing with the counts its parent keeps.
+    private func checkNode(_ node: Int32, parent: Int32, into out: inout [String]) -> (Int, Int) {
+        if nodeParent[Int(node)] != parent { out.append("node \(node) has a wrong parent") }
+        let base = Int(node) * Self.nodeCapacity
+        var all = 0, vis = 0
+        for k in 0..<Int(nodeSize[Int(node)]) {
+            let child = children[base + k]
+            let sums: (Int, Int)
+            if nodeChildIsLeaf[Int(node)] {
+                if leafParent[Int(child)] != node { out.append("leaf \(child) has a wrong parent") }
+                var a = 0, v = 0
+                for i in 0..<Int(leafSize[Int(child)]) {
+                    let e = entries[Int(child) * Self.leafCapacity + i]
+                    a += e.count
+                    v += e.visibleCount
+                }
+                sums = (a, v)
+            } else {
+                sums = checkNode(child, parent: node, into: &out)
+            }
+            if sums.0 != Int(childAll[base + k]) || sums.1 != Int(childVisible[base + k]) {
+                out.append("node \(node) child \(k) counts \(childAll[base + k])/\(childVisible[base + k]), holds \(sums.0)/\(sums.1)")
+            }
+            all += sums.0
+            vis += sums.1
+        }
+        return (all, vis)
+    }
+}

@@ -1,0 +1,467 @@
+/// The order of one sequence's slots: a counted B-tree of runs of local slot numbers.
+///
+/// Every slot a replica knows gets a *local version* (`lv`), a dense `Int32` given in the order the
+/// slots arrived. A sequence is a list of slots; the tree stores it as runs of consecutive local
+/// versions ("entries") that share one visibility, so text typed left to right, or a run of
+/// deletes, is one entry. Leaves hold up to ``leafCapacity`` entries; internal nodes hold up to
+/// ``nodeCapacity`` children and, for each child, the number of slots and of visible slots below it.
+///
+/// - Index → slot: descend by visible counts, O(log n).
+/// - Slot → index: the caller keeps `leafOf[lv]` (the leaf holding each slot; the tree updates it
+///   when entries move), then the leaf is scanned and the path to the root summed, O(log n).
+///
+/// Storage is flat arrays of plain integers (no class per node, no reference counting per node).
+struct SlotTree: Sendable {
+    static let leafCapacity = 32
+    static let nodeCapacity = 32
+
+    /// A run of `abs(len)` slots with consecutive local versions starting at `lv`;
+    /// `len > 0` means visible, `len < 0` hidden.
+    struct Entry: Equatable, Sendable {
+        var lv: Int32
+        var len: Int32
+        @inline(__always) var count: Int { Int(len < 0 ? -len : len) }
+        @inline(__always) var visibleCount: Int { len > 0 ? Int(len) : 0 }
+        @inline(__always) var isVisible: Bool { len > 0 }
+        static let empty = Entry(lv: 0, count: 0, visible: false)
+        @inline(__always) init(lv: Int32, count: Int, visible: Bool) {
+            self.lv = lv
+            self.len = visible ? Int32(count) : -Int32(count)
+        }
+    }
+
+    /// A position in the tree: slot `offset` of entry `entry` of leaf `leaf`.
+    struct Cursor: Equatable, Sendable {
+        var leaf: Int32
+        var entry: Int32
+        var offset: Int32
+    }
+
+    // Leaves.
+    private(set) var entries: [Entry] = Array(repeating: Entry.empty, count: leafCapacity)
+    private(set) var leafSize: [Int32] = [0]
+    private(set) var leafParent: [Int32] = [-1]
+    private(set) var leafNext: [Int32] = [-1]
+    private(set) var leafPrev: [Int32] = [-1]
+    // Internal nodes.
+    private(set) var nodeSize: [Int32] = []
+    private(set) var nodeParent: [Int32] = []
+    private(set) var nodeChildIsLeaf: [Bool] = []
+    private(set) var children: [Int32] = []
+    private(set) var childAll: [Int32] = []
+    private(set) var childVisible: [Int32] = []
+    // Root: a leaf while the tree is small.
+    private(set) var root: Int32 = 0
+    private(set) var rootIsLeaf = true
+
+    /// Number of slots, visible or not.
+    private(set) var count = 0
+    /// Number of visible slots.
+    private(set) var visibleCount = 0
+
+    /// The leaf that holds the first slot (leaf splits only ever add leaves to the right).
+    static let firstLeaf: Int32 = 0
+
+    init() {}
+
+    @inline(__always) func entry(_ c: Cursor) -> Entry { entries[Int(c.leaf) * Self.leafCapacity + Int(c.entry)] }
+    @inline(__always) func lv(at c: Cursor) -> Int32 { entry(c).lv + c.offset }
+
+    // MARK: Finding
+
+    /// The cursor of the visible slot at `index` (`0 ..< visibleCount`).
+    ///
+    /// - Complexity: O(log n).
+    func findVisible(_ index: Int) -> Cursor {
+        precondition(index >= 0 && index < visibleCount, "visible index out of range")
+        var rest = index
+        var node = root
+        var isLeaf = rootIsLeaf
+        while !isLeaf {
+            let base = Int(node) * Self.nodeCapacity
+            let n = Int(nodeSize[Int(node)])
+            var k = 0
+            while k < n - 1 {
+                let v = Int(childVisible[base + k])
+                if rest < v { break }
+                rest -= v
+                k += 1
+            }
+            isLeaf = nodeChildIsLeaf[Int(node)]
+            node = children[base + k]
+        }
+        let base = Int(node) * Self.leafCapacity
+        let n = Int(leafSize[Int(node)])
+        for i in 0..<n {
+            let v = entries[base + i].visibleCount
+            if rest < v { return Cursor(leaf: node, entry: Int32(i), offset: Int32(rest)) }
+            rest -= v
+        }
+        preconditionFailure("tree counts are inconsistent")
+    }
+
+    /// The cursor of slot `lv`, which must be in this tree.
+    ///
+    /// - Complexity: O(leafCapacity).
+    func locate(_ lv: Int32, leafOf: [Int32]) -> Cursor {
+        let leaf = leafOf[Int(lv)]
+        let base = Int(leaf) * Self.leafCapacity
+        for i in 0..<Int(leafSize[Int(leaf)]) {
+            let e = entries[base + i]
+            if lv >= e.lv && Int(lv - e.lv) < e.count {
+                return Cursor(leaf: leaf, entry: Int32(i), offset: lv - e.lv)
+            }
+        }
+        preconditionFailure("slot \(lv) is not in its leaf")
+    }
+
+    /// The position of the slot at `c` among all slots and among visible slots (for a hidden slot,
+    /// the number of visible slots before it).
+    ///
+    /// - Complexity: O(log n).
+    func position(of c: Cursor) -> (all: Int, visible: Int) {
+        let base = Int(c.leaf) * Self.leafCapacity
+        var all = Int(c.offset)
+        let e = entries[base + Int(c.entry)]
+        var vis = e.isVisible ? Int(c.offset) : 0
+        for i in 0..<Int(c.entry) {
+            let x = entries[base + i]
+            all += x.count
+            vis += x.visibleCount
+        }
+        var child = c.leaf
+        var parent = leafParent[Int(c.leaf)]
+        while parent >= 0 {
+            let pb = Int(parent) * Self.nodeCapacity
+            var k = 0
+            while children[pb + k] != child {
+                all += Int(childAll[pb + k])
+                vis += Int(childVisible[pb + k])
+                k += 1
+            }
+            child = parent
+            parent = nodeParent[Int(parent)]
+        }
+        return (all, vis)
+    }
+
+    /// The slot after `c`, or nil at the end.
+    ///
+    /// - Complexity: O(1).
+    func next(_ c: Cursor) -> Cursor? {
+        if Int(c.offset) + 1 < entry(c).count { return Cursor(leaf: c.leaf, entry: c.entry, offset: c.offset + 1) }
+        if c.entry + 1 < leafSize[Int(c.leaf)] { return Cursor(leaf: c.leaf, entry: c.entry + 1, offset: 0) }
+        let nextLeaf = leafNext[Int(c.leaf)]
+        return nextLeaf < 0 ? nil : Cursor(leaf: nextLeaf, entry: 0, offset: 0)
+    }
+
+    /// The slot before `c`, or nil at the start.
+    ///
+    /// - Complexity: O(1).
+    func previous(_ c: Cursor) -> Cursor? {
+        if c.offset > 0 { return Cursor(leaf: c.leaf, entry: c.entry, offset: c.offset - 1) }
+        if c.entry > 0 {
+            let e = entries[Int(c.leaf) * Self.leafCapacity + Int(c.entry) - 1]
+            return Cursor(leaf: c.leaf, entry: c.entry - 1, offset: Int32(e.count - 1))
+        }
+        let prevLeaf = leafPrev[Int(c.leaf)]
+        if prevLeaf < 0 { return nil }
+        let n = leafSize[Int(prevLeaf)]
+        let e = entries[Int(prevLeaf) * Self.leafCapacity + Int(n) - 1]
+        return Cursor(leaf: prevLeaf, entry: n - 1, offset: Int32(e.count - 1))
+    }
+
+    /// The first slot, or nil when the tree is empty.
+    var first: Cursor? { count == 0 ? nil : Cursor(leaf: Self.firstLeaf, entry: 0, offset: 0) }
+
+    /// The last slot, or nil when the tree is empty.
+    var last: Cursor? {
+        if count == 0 { return nil }
+        var leaf = root
+        if !rootIsLeaf {
+            var node = root
+            while true {
+                let k = Int(nodeSize[Int(node)]) - 1
+                let child = children[Int(node) * Self.nodeCapacity + k]
+                if nodeChildIsLeaf[Int(node)] { leaf = child; break }
+                node = child
+            }
+        }
+        let n = leafSize[Int(leaf)]
+        let e = entries[Int(leaf) * Self.leafCapacity + Int(n) - 1]
+        return Cursor(leaf: leaf, entry: n - 1, offset: Int32(e.count - 1))
+    }
+
+    /// Calls `body` with each run of slots in order: first local version, count, visibility.
+    ///
+    /// - Complexity: O(n) in the number of entries.
+    func forEachRun(_ body: (Int32, Int, Bool) throws -> Void) rethrows {
+        if count == 0 { return }
+        var leaf = Self.firstLeaf
+        while leaf >= 0 {
+            let base = Int(leaf) * Self.leafCapacity
+            for i in 0..<Int(leafSize[Int(leaf)]) {
+                let e = entries[base + i]
+                try body(e.lv, e.count, e.isVisible)
+            }
+            leaf = leafNext[Int(leaf)]
+        }
+    }
+
+    // MARK: Inserting
+
+    /// Inserts the new slot `lv` right after the slot at `after` (at the start when nil).
+    ///
+    /// `lv` must be greater than every slot already in any tree (local versions are given in order),
+    /// so it extends the entry it follows when that entry ends at `lv - 1` with the same visibility.
+    ///
+    /// - Complexity: O(log n) amortized.
+    mutating func insert(_ lv: Int32, visible: Bool, after: Cursor?, leafOf: inout [Int32]) {
+        let delta = visible ? 1 : 0
+        guard let at = after else {
+            let (leaf, i) = makeRoom(leaf: Self.firstLeaf, at: 0, needed: 1, leafOf: &leafOf)
+            insertEntries(leaf: leaf, at: i, [Entry(lv: lv, count: 1, visible: visible)])
+            leafOf[Int(lv)] = leaf
+            addCounts(leaf: leaf, all: 1, visible: delta)
+            return
+        }
+        let idx = Int(at.leaf) * Self.leafCapacity + Int(at.entry)
+        let e = entries[idx]
+        if Int(at.offset) == e.count - 1 {
+            // After the last slot of an entry: extend it if possible, else a new entry follows it.
+            if e.lv + Int32(e.count) == lv && e.isVisible == visible {
+                entries[idx].len += visible ? 1 : -1
+                leafOf[Int(lv)] = at.leaf
+                addCounts(leaf: at.leaf, all: 1, visible: delta)
+                return
+            }
+            let (leaf, i) = makeRoom(leaf: at.leaf, at: Int(at.entry) + 1, needed: 1, leafOf: &leafOf)
+            insertEntries(leaf: leaf, at: i, [Entry(lv: lv, count: 1, visible: visible)])
+            leafOf[Int(lv)] = leaf
+            addCounts(leaf: leaf, all: 1, visible: delta)
+            return
+        }
+        // In the middle of an entry: split it around the new slot.
+        let head = Int(at.offset) + 1
+        let (leaf, i) = makeRoom(leaf: at.leaf, at: Int(at.entry) + 1, needed: 2, leafOf: &leafOf)
+        let split = Int(leaf) * Self.leafCapacity + i - 1
+        let old = entries[split]
+        entries[split] = Entry(lv: old.lv, count: head, visible: old.isVisible)
+        let tail = Entry(lv: old.lv + Int32(head), count: old.count - head, visible: old.isVisible)
+        insertEntries(leaf: leaf, at: i, [Entry(lv: lv, count: 1, visible: visible), tail])
+        leafOf[Int(lv)] = leaf
+        addCounts(leaf: leaf, all: 1, visible: delta)
+    }
+
+    /// Shows or hides slot `lv`. Returns whether anything changed.
+    ///
+    /// - Complexity: O(log n) amortized.
+    @discardableResult
+    mutating func setVisible(_ lv: Int32, _ visible: Bool, leafOf: inout [Int32]) -> Bool {
+        var c = locate(lv, leafOf: leafOf)
+        let e = entry(c)
+        if e.isVisible == visible { return false }
+        let count = e.count
+        let off = Int(c.offset)
+        if count == 1 {
+            entries[Int(c.leaf) * Self.leafCapacity + Int(c.entry)].len = -e.len
+        } else {
+            // Split into [head][lv][tail] (head or tail may be empty).
+            let pieces = (off > 0 ? 1 : 0) + 1 + (off < count - 1 ? 1 : 0)
+            let (leaf, i) = makeRoom(leaf: c.leaf, at: Int(c.entry) + 1, needed: pieces - 1, leafOf: &leafOf)
+            let at = i - 1
+            var new: [Entry] = []
+            new.reserveCapacity(3)
+            if off > 0 { new.append(Entry(lv: e.lv, count: off, visible: e.isVisible)) }
+            new.append(Entry(lv: lv, count: 1, visible: visible))
+            if off < count - 1 { new.append(Entry(lv: lv + 1, count: count - off - 1, visible: e.isVisible)) }
+            entries[Int(leaf) * Self.leafCapacity + at] = new[0]
+            if new.count > 1 { insertEntries(leaf: leaf, at: at + 1, Array(new[1...])) }
+            c = Cursor(leaf: leaf, entry: Int32(at + (off > 0 ? 1 : 0)), offset: 0)
+        }
+        addCounts(leaf: c.leaf, all: 0, visible: visible ? 1 : -1)
+        mergeAround(leaf: c.leaf, entry: Int(c.entry))
+        return true
+    }
+
+    /// Merges entry `i` with its neighbours in the same leaf when they continue each other.
+    private mutating func mergeAround(leaf: Int32, entry i: Int) {
+        let base = Int(leaf) * Self.leafCapacity
+        var i = i
+        if i > 0 {
+            let a = entries[base + i - 1], b = entries[base + i]
+            if a.isVisible == b.isVisible && a.lv + Int32(a.count) == b.lv {
+                entries[base + i - 1].len += b.len
+                removeEntry(leaf: leaf, at: i)
+                i -= 1
+            }
+        }
+        if i + 1 < Int(leafSize[Int(leaf)]) {
+            let a = entries[base + i], b = entries[base + i + 1]
+            if a.isVisible == b.isVisible && a.lv + Int32(a.count) == b.lv {
+                entries[base + i].len += b.len
+                removeEntry(leaf: leaf, at: i + 1)
+            }
+        }
+    }
+
+    private mutating func removeEntry(leaf: Int32, at i: Int) {
+        let base = Int(leaf) * Self.leafCapacity
+        let n = Int(leafSize[Int(leaf)])
+        var j = i
+        while j + 1 < n { entries[base + j] = entries[base + j + 1]; j += 1 }
+        leafSize[Int(leaf)] -= 1
+    }
+
+    private mutating func insertEntries(leaf: Int32, at i: Int, _ new: [Entry]) {
+        let base = Int(leaf) * Self.leafCapacity
+        let n = Int(leafSize[Int(leaf)])
+        let k = new.count
+        var j = n - 1
+        while j >= i { entries[base + j + k] = entries[base + j]; j -= 1 }
+        for (m, e) in new.enumerated() { entries[base + i + m] = e }
+        leafSize[Int(leaf)] += Int32(k)
+    }
+
+    /// Adds slot counts to every node on the path from `leaf` to the root.
+    private mutating func addCounts(leaf: Int32, all: Int, visible: Int) {
+        count += all
+        visibleCount += visible
+        var child = leaf
+        var parent = leafParent[Int(leaf)]
+        while parent >= 0 {
+            let pb = Int(parent) * Self.nodeCapacity
+            var k = 0
+            while children[pb + k] != child { k += 1 }
+            childAll[pb + k] += Int32(all)
+            childVisible[pb + k] += Int32(visible)
+            child = parent
+            parent = nodeParent[Int(parent)]
+        }
+    }
+
+    // MARK: Splitting
+
+    /// Makes room for `needed` more entries at index `i` of `leaf`, splitting the leaf when full.
+    /// Returns the leaf and index where the entries now go.
+    private mutating func makeRoom(leaf: Int32, at i: Int, needed: Int, leafOf: inout [Int32]) -> (Int32, Int) {
+        let n = Int(leafSize[Int(leaf)])
+        if n + needed <= Self.leafCapacity { return (leaf, i) }
+        let half = n / 2
+        let right = splitLeaf(leaf, keeping: half, leafOf: &leafOf)
+        // An index exactly at the split point stays at the end of the left leaf (the entry before it
+        // may be split by the caller and must stay reachable at i - 1).
+        return i <= half ? (leaf, i) : (right, i - half)
+    }
+
+    /// Moves entries `keep...` of `leaf` into a new leaf to its right and returns the new leaf.
+    private mutating func splitLeaf(_ leaf: Int32, keeping keep: Int, leafOf: inout [Int32]) -> Int32 {
+        let newLeaf = Int32(leafSize.count)
+        entries.append(contentsOf: repeatElement(Entry.empty, count: Self.leafCapacity))
+        leafSize.append(0)
+        leafParent.append(-1)
+        leafNext.append(leafNext[Int(leaf)])
+        leafPrev.append(leaf)
+        if leafNext[Int(leaf)] >= 0 { leafPrev[Int(leafNext[Int(leaf)])] = newLeaf }
+        leafNext[Int(leaf)] = newLeaf
+
+        let from = Int(leaf) * Self.leafCapacity
+        let to = Int(newLeaf) * Self.leafCapacity
+        let n = Int(leafSize[Int(leaf)])
+        var movedAll = 0, movedVisible = 0
+        for j in keep..<n {
+            let e = entries[from + j]
+            entries[to + j - keep] = e
+            movedAll += e.count
+            movedVisible += e.visibleCount
+            for lv in e.lv..<(e.lv + Int32(e.count)) { leafOf[Int(lv)] = newLeaf }
+        }
+        leafSize[Int(leaf)] = Int32(keep)
+        leafSize[Int(newLeaf)] = Int32(n - keep)
+        insertSibling(newLeaf, isLeaf: true, after: leaf, all: movedAll, visible: movedVisible)
+        return newLeaf
+    }
+
+    /// Puts `newChild` into the parent of `left`, right after it, moving `all`/`visible` counts from
+    /// `left` to it; makes a new root when `left` was the root.
+    private mutating func insertSibling(_ newChild: Int32, isLeaf: Bool, after left: Int32, all: Int, visible: Int) {
+        let parent = isLeaf ? leafParent[Int(left)] : nodeParent[Int(left)]
+        if parent < 0 {
+            let node = newNode(childIsLeaf: isLeaf)
+            let base = Int(node) * Self.nodeCapacity
+            children[base] = left
+            children[base + 1] = newChild
+            childAll[base] = Int32(count - all)
+            childVisible[base] = Int32(visibleCount - visible)
+            childAll[base + 1] = Int32(all)
+            childVisible[base + 1] = Int32(visible)
+            nodeSize[Int(node)] = 2
+            setParent(left, isLeaf: isLeaf, node)
+            setParent(newChild, isLeaf: isLeaf, node)
+            root = node
+            rootIsLeaf = false
+            return
+        }
+        var p = parent
+        var base = Int(p) * Self.nodeCapacity
+        var k = 0
+        while children[base + k] != left { k += 1 }
+        childAll[base + k] -= Int32(all)
+        childVisible[base + k] -= Int32(visible)
+        if Int(nodeSize[Int(p)]) == Self.nodeCapacity {
+            let half = Self.nodeCapacity / 2
+            let right = splitNode(p, keeping: half)
+            if k >= half { p = right; k -= half; base = Int(p) * Self.nodeCapacity }
+        }
+        let n = Int(nodeSize[Int(p)])
+        var j = n - 1
+        while j > k {
+            children[base + j + 1] = children[base + j]
+            childAll[base + j + 1] = childAll[base + j]
+            childVisible[base + j + 1] = childVisible[base + j]
+            j -= 1
+        }
+        children[base + k + 1] = newChild
+        childAll[base + k + 1] = Int32(all)
+        childVisible[base + k + 1] = Int32(visible)
+        nodeSize[Int(p)] += 1
+        setParent(newChild, isLeaf: isLeaf, p)
+    }
+
+    /// Moves children `keep...` of `node` into a new node to its right and returns the new node.
+    private mutating func splitNode(_ node: Int32, keeping keep: Int) -> Int32 {
+        let isLeafLevel = nodeChildIsLeaf[Int(node)]
+        let newNode = self.newNode(childIsLeaf: isLeafLevel)
+        let from = Int(node) * Self.nodeCapacity
+        let to = Int(newNode) * Self.nodeCapacity
+        let n = Int(nodeSize[Int(node)])
+        var movedAll = 0, movedVisible = 0
+        for j in keep..<n {
+            children[to + j - keep] = children[from + j]
+            childAll[to + j - keep] = childAll[from + j]
+            childVisible[to + j - keep] = childVisible[from + j]
+            movedAll += Int(childAll[from + j])
+            movedVisible += Int(childVisible[from + j])
+            setParent(children[from + j], isLeaf: isLeafLevel, newNode)
+        }
+        nodeSize[Int(node)] = Int32(keep)
+        nodeSize[Int(newNode)] = Int32(n - keep)
+        insertSibling(newNode, isLeaf: false, after: node, all: movedAll, visible: movedVisible)
+        return newNode
+    }
+
+    private mutating func newNode(childIsLeaf: Bool) -> Int32 {
+        let node = Int32(nodeSize.count)
+        nodeSize.append(0)
+        nodeParent.append(-1)
+        nodeChildIsLeaf.append(childIsLeaf)
+        children.append(contentsOf: repeatElement(-1, count: Self.nodeCapacity))
+        childAll.append(contentsOf: repeatElement(0, count: Self.nodeCapacity))
+        childVisible.append(contentsOf: repeatElement(0, count: Self.nodeCapacity))
+        return node
+    }
+
+    private mutating func setParent(_ child: Int32, isLeaf: Bool, _ parent: Int32) {
+        if isLeaf { leafParent[Int(child)] = parent } else { nodeParent[Int(child)] = parent }
+    }
+}
