@@ -2,9 +2,11 @@ import Foundation
 
 /// The registers of every section or every item, by dense index (struct of arrays).
 ///
-/// - `winner`: the position register, the local version of the winning slot (greatest slot id);
-/// - `deleted`: the greatest position write any delete's author had seen (``OpID/none`` if none);
-///   the entity is alive while its winning write is greater (SEMANTICS §3.4);
+/// - `winner`: the position register: the local version of the winning slot, and in `winnerID`
+///   the id of the operation that wrote it (the greatest such operation id wins; one operation
+///   writes an entity's position at most once, so ids never tie);
+/// - `deleted`: the id of the greatest position-writing operation any delete's author had seen
+///   (``OpID/none`` if none); the entity is alive while its winning write is greater (SEMANTICS §3.4);
 /// - `value` and `valueWrite`: the value register.
 struct EntityTable: Sendable {
     private(set) var id: [OpID] = []

@@ -17,7 +17,7 @@ extension ListDocument {
 
     /// Checks every reference of `op` against this document and resolves it. All causal
     /// dependencies of `op` must already be applied. Changes nothing.
-    func resolve(_ op: Operation) throws(ApplyError) -> ResolvedOperation {
+    func resolve(_ op: ListOperation) throws(ApplyError) -> ResolvedOperation {
         func bad(_ why: String) -> ApplyError { .malformed(op.id, why) }
         func checkValue(_ v: Data) throws(ApplyError) {
             if v.count > maxValueSize { throw .valueTooLarge(op.id, size: v.count, limit: maxValueSize) }
@@ -35,7 +35,7 @@ extension ListDocument {
             guard let i = itemEntity(id) else { throw bad("unknown \(id)") }
             return i
         }
-        func origins(_ o: Operation.Origins, sequence: Int32) throws(ApplyError) -> (Int32, Int32) {
+        func origins(_ o: ListOperation.Origins, sequence: Int32) throws(ApplyError) -> (Int32, Int32) {
             func slot(_ id: SlotID?) throws(ApplyError) -> Int32 {
                 guard let id else { return -1 }
                 try checkPast(id.opID)
@@ -52,14 +52,15 @@ extension ListDocument {
             }
             return (left, right)
         }
-        /// `seen` must be a slot placing entity `e` of the given level.
+        /// `seen` must be a slot placing entity `e` of the given level; returns the id of the
+        /// operation that made it (the position write it stands for).
         func seenSlot(_ seen: SlotID, entity e: Int32, inItems: Bool) throws(ApplyError) -> OpID {
             try checkPast(seen.opID)
             guard let lv = slots.lv(of: seen.opID), slots.entity[Int(lv)] == e,
                   (slots.sequence(of: lv) >= 0) == inItems else {
                 throw bad("\(seen) is not a position of the deleted entity")
             }
-            return seen.opID
+            return writeID(ofSlot: lv)
         }
 
         switch op.kind {
@@ -110,7 +111,7 @@ extension ListDocument {
     // MARK: Committing (never fails)
 
     /// Applies a resolved operation to the state, the log, the clock and the frontier.
-    mutating func commit(_ op: Operation, _ resolved: ResolvedOperation) {
+    mutating func commit(_ op: ListOperation, _ resolved: ResolvedOperation) {
         switch resolved {
         case let .insertSection(left, right, value):
             let s = Int32(sections.count)
@@ -143,14 +144,14 @@ extension ListDocument {
             for (k, i) in list.enumerated() {
                 let id = op.id.advanced(by: k)
                 let lv = newSlot(id, left: previous, right: right, sequence: s, entity: i)
-                if id > items.winnerID[Int(i)] {
+                if op.id > items.winnerID[Int(i)] {
                     let from = items.section[Int(i)]
                     if items.isAlive(i) {
                         itemTrees[Int(from)].setVisible(items.winner[Int(i)], false, leafOf: &leafOf)
                         if from != s { emptied.append(from) }
                     }
                     items.winner[Int(i)] = lv
-                    items.winnerID[Int(i)] = id
+                    items.winnerID[Int(i)] = op.id
                     items.section[Int(i)] = s
                     place(lv, id: id, left: previous, right: right, sequence: s, visible: items.isAlive(i))
                 } else {
@@ -184,8 +185,16 @@ extension ListDocument {
         record(op)
     }
 
+    /// The id of the operation that made slot `lv`: its position write.
+    ///
+    /// - Complexity: O(log m) for m operations of the slot's replica.
+    func writeID(ofSlot lv: Int32) -> OpID {
+        let id = slots.id(of: lv)
+        return log.operation(containing: id)?.id ?? id
+    }
+
     /// Logs an applied operation and advances the clock, the version vector and the frontier.
-    private mutating func record(_ op: Operation) {
+    private mutating func record(_ op: ListOperation) {
         let last = op.lastID
         if last.counter > clock { clock = last.counter }
         versionVector.observe(last)

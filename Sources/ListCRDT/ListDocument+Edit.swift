@@ -9,7 +9,7 @@ extension ListDocument {
     ///
     /// - Complexity: O(log s).
     @discardableResult
-    public mutating func insertSection(at index: Int, value: Data = Data()) throws(ListError) -> Operation {
+    public mutating func insertSection(at index: Int, value: Data = Data()) throws(ListError) -> ListOperation {
         try checkValue(value)
         guard index >= 0, index <= sectionCount else { throw .sectionIndexOutOfRange(index, count: sectionCount) }
         let (left, right) = insertionOrigins(in: sectionTree, at: index, skipping: [])
@@ -21,7 +21,7 @@ extension ListDocument {
     ///
     /// - Complexity: O(k log n) for k items in the section.
     @discardableResult
-    public mutating func deleteSection(at index: Int) throws(ListError) -> Operation {
+    public mutating func deleteSection(at index: Int) throws(ListError) -> ListOperation {
         try deleteSection(SectionID(sections.id[Int(try sectionIndex(at: index))]))
     }
 
@@ -29,17 +29,17 @@ extension ListDocument {
     ///
     /// - Complexity: O(k log n) for k items in the section.
     @discardableResult
-    public mutating func deleteSection(_ id: SectionID) throws(ListError) -> Operation {
+    public mutating func deleteSection(_ id: SectionID) throws(ListError) -> ListOperation {
         let s = try visibleSection(id)
-        var records: [Operation.SeenItem] = []
+        var records: [ListOperation.SeenItem] = []
         var resolved: [(Int32, OpID)] = []
         forEachVisible(in: itemTrees[Int(s)]) { lv in
             let i = slots.entity[Int(lv)]
-            records.append(.init(item: ItemID(items.id[Int(i)]), seen: SlotID(items.winnerID[Int(i)])))
+            records.append(.init(item: ItemID(items.id[Int(i)]), seen: SlotID(slots.id(of: items.winner[Int(i)]))))
             resolved.append((i, items.winnerID[Int(i)]))
         }
         let seen = sections.winnerID[Int(s)]
-        return try make(.deleteSection(id, seen: SlotID(seen), items: records),
+        return try make(.deleteSection(id, seen: SlotID(slots.id(of: sections.winner[Int(s)])), items: records),
                         .deleteSection(s, seen: seen, items: resolved))
     }
 
@@ -48,7 +48,7 @@ extension ListDocument {
     ///
     /// - Complexity: O(log s).
     @discardableResult
-    public mutating func moveSection(from: Int, to: Int) throws(ListError) -> Operation? {
+    public mutating func moveSection(from: Int, to: Int) throws(ListError) -> ListOperation? {
         let s = try sectionIndex(at: from)
         guard to >= 0, to < sectionCount else { throw .sectionIndexOutOfRange(to, count: sectionCount) }
         if from == to { return nil }
@@ -59,7 +59,7 @@ extension ListDocument {
 
     /// Writes the value of a visible section.
     @discardableResult
-    public mutating func setValue(_ value: Data, forSection id: SectionID) throws(ListError) -> Operation {
+    public mutating func setValue(_ value: Data, forSection id: SectionID) throws(ListError) -> ListOperation {
         try checkValue(value)
         let s = try visibleSection(id)
         return try make(.setSectionValue(id, value), .setSectionValue(s, value))
@@ -71,7 +71,7 @@ extension ListDocument {
     ///
     /// - Complexity: O(log n).
     @discardableResult
-    public mutating func insertItem(at indexPath: IndexPath, value: Data = Data()) throws(ListError) -> Operation {
+    public mutating func insertItem(at indexPath: IndexPath, value: Data = Data()) throws(ListError) -> ListOperation {
         try checkValue(value)
         let s = try sectionForInsert(indexPath)
         let tree = itemTrees[Int(s)]
@@ -87,7 +87,7 @@ extension ListDocument {
     ///
     /// - Complexity: O(log n).
     @discardableResult
-    public mutating func deleteItem(at indexPath: IndexPath) throws(ListError) -> Operation {
+    public mutating func deleteItem(at indexPath: IndexPath) throws(ListError) -> ListOperation {
         try deleteItem(ItemID(items.id[Int(try itemIndex(at: indexPath))]))
     }
 
@@ -95,10 +95,10 @@ extension ListDocument {
     ///
     /// - Complexity: O(log n).
     @discardableResult
-    public mutating func deleteItem(_ id: ItemID) throws(ListError) -> Operation {
+    public mutating func deleteItem(_ id: ItemID) throws(ListError) -> ListOperation {
         let i = try liveItem(id)
         let seen = items.winnerID[Int(i)]
-        return try make(.deleteItem(id, seen: SlotID(seen)), .deleteItem(i, seen: seen))
+        return try make(.deleteItem(id, seen: SlotID(slots.id(of: items.winner[Int(i)]))), .deleteItem(i, seen: seen))
     }
 
     /// Moves the item at `from` to `to`, with the meaning of UITableView's
@@ -108,7 +108,7 @@ extension ListDocument {
     ///
     /// - Complexity: O(log n).
     @discardableResult
-    public mutating func moveItem(from: IndexPath, to: IndexPath) throws(ListError) -> Operation? {
+    public mutating func moveItem(from: IndexPath, to: IndexPath) throws(ListError) -> ListOperation? {
         let i = try itemIndex(at: from)
         let s = try sectionForInsert(to)
         let sameSection = s == items.section[Int(i)]
@@ -123,7 +123,7 @@ extension ListDocument {
     ///
     /// - Complexity: O(log n).
     @discardableResult
-    public mutating func moveItem(_ id: ItemID, to: IndexPath) throws(ListError) -> Operation? {
+    public mutating func moveItem(_ id: ItemID, to: IndexPath) throws(ListError) -> ListOperation? {
         _ = try liveItem(id)
         return try moveItem(from: indexPath(of: id)!, to: to)
     }
@@ -134,7 +134,7 @@ extension ListDocument {
     ///
     /// - Complexity: O(k log n) for k items.
     @discardableResult
-    public mutating func moveItems(_ ids: [ItemID], to: IndexPath) throws(ListError) -> Operation {
+    public mutating func moveItems(_ ids: [ItemID], to: IndexPath) throws(ListError) -> ListOperation {
         guard !ids.isEmpty else { throw .invalidSelection("the selection is empty") }
         guard Set(ids).count == ids.count else { throw .invalidSelection("an item is selected twice") }
         var list: [Int32] = []
@@ -148,7 +148,7 @@ extension ListDocument {
 
     /// Writes the value of a visible item.
     @discardableResult
-    public mutating func setValue(_ value: Data, forItem id: ItemID) throws(ListError) -> Operation {
+    public mutating func setValue(_ value: Data, forItem id: ItemID) throws(ListError) -> ListOperation {
         try checkValue(value)
         let i = try liveItem(id)
         return try make(.setItemValue(id, value), .setItemValue(i, value))
@@ -156,7 +156,7 @@ extension ListDocument {
 
     // MARK: Helpers
 
-    private mutating func moveItems(_ list: [Int32], section s: Int32, row: Int) throws(ListError) -> Operation {
+    private mutating func moveItems(_ list: [Int32], section s: Int32, row: Int) throws(ListError) -> ListOperation {
         let tree = itemTrees[Int(s)]
         var skipped: [Int] = []
         for i in list where items.section[Int(i)] == s {
@@ -181,14 +181,14 @@ extension ListDocument {
         return (tree.last.map { tree.lv(at: $0) } ?? -1, -1)
     }
 
-    private func origins(_ left: Int32, _ right: Int32) -> Operation.Origins {
-        Operation.Origins(after: left >= 0 ? SlotID(slots.id(of: left)) : nil,
+    private func origins(_ left: Int32, _ right: Int32) -> ListOperation.Origins {
+        ListOperation.Origins(after: left >= 0 ? SlotID(slots.id(of: left)) : nil,
                           before: right >= 0 ? SlotID(slots.id(of: right)) : nil)
     }
 
     /// Stamps and applies a local operation.
-    private mutating func make(_ kind: Operation.Kind, _ resolved: ResolvedOperation) throws(ListError) -> Operation {
-        let op = Operation(id: OpID(counter: clock + 1, replica: replica), deps: currentFrontier, kind: kind)
+    private mutating func make(_ kind: ListOperation.Kind, _ resolved: ResolvedOperation) throws(ListError) -> ListOperation {
+        let op = ListOperation(id: OpID(counter: clock + 1, replica: replica), deps: currentFrontier, kind: kind)
         guard op.lastID.counter <= OpID.maxCounter else { throw .counterOverflow }
         commit(op, resolved)
         return op

@@ -41,7 +41,7 @@ extension ListDocument {
             let seq = slots.sequence(of: lv)
             if where_[Int(lv)] != seq { out.append("slot \(lv) of sequence \(seq) is in tree \(where_[Int(lv)])") }
             let e = Int(slots.entity[Int(lv)])
-            let id = slots.id(of: lv)
+            let id = writeID(ofSlot: lv)
             if seq < 0 {
                 greatestSection[e] = max(greatestSection[e], id)
                 let shouldShow = sections.winner[e] == lv && isSectionVisible(Int32(e))
@@ -53,10 +53,10 @@ extension ListDocument {
                 if items.winner[e] == lv && items.section[e] != seq { out.append("item \(e) is in section \(seq), register says \(items.section[e])") }
             }
         }
-        for s in 0..<sections.count where greatestSection[s] != sections.winnerID[s] || slots.id(of: sections.winner[s]) != sections.winnerID[s] {
+        for s in 0..<sections.count where greatestSection[s] != sections.winnerID[s] || writeID(ofSlot: sections.winner[s]) != sections.winnerID[s] {
             out.append("section \(s): position register is \(sections.winnerID[s]), greatest slot \(greatestSection[s])")
         }
-        for i in 0..<items.count where greatestItem[i] != items.winnerID[i] || slots.id(of: items.winner[i]) != items.winnerID[i] {
+        for i in 0..<items.count where greatestItem[i] != items.winnerID[i] || writeID(ofSlot: items.winner[i]) != items.winnerID[i] {
             out.append("item \(i): position register is \(items.winnerID[i]), greatest slot \(greatestItem[i])")
         }
         // Every live item visible, in a visible section.

@@ -20,7 +20,7 @@ extension ListDocument {
     /// - Complexity: O(log n) for an insert or move whose origins are adjacent here, plus O(k log n)
     ///   for k concurrent slots between them; deletes of sections are O(k log n) for k items.
     @discardableResult
-    public mutating func receive(_ op: Operation) throws(ApplyError) -> ReceiveOutcome {
+    public mutating func receive(_ op: ListOperation) throws(ApplyError) -> ReceiveOutcome {
         if let outcome = try screen(op) { return outcome }
         if let missing = firstMissingDependency(of: op) {
             buffer.add(op, waitingFor: missing.replica)
@@ -36,7 +36,7 @@ extension ListDocument {
     ///
     /// - Complexity: the sum of the single operations.
     @discardableResult
-    public mutating func receive<S: Sequence>(_ ops: S) -> [ApplyError] where S.Element == Operation {
+    public mutating func receive<S: Sequence>(_ ops: S) -> [ApplyError] where S.Element == ListOperation {
         var errors: [ApplyError] = []
         for op in ops {
             do { try receive(op) } catch { errors.append(error) }
@@ -47,20 +47,20 @@ extension ListDocument {
     /// Operations this document has applied and `version` has not seen, in causal order.
     ///
     /// - Complexity: O(m) for m operations in the log.
-    public func operations(since version: VersionVector) -> [Operation] {
+    public func operations(since version: VersionVector) -> [ListOperation] {
         log.operations(notIn: version)
     }
 
     /// Every operation applied here, in the causal order they were applied.
-    public var operations: [Operation] { log.ops }
+    public var operations: [ListOperation] { log.ops }
 
     /// Operations received but still waiting for dependencies, sorted by id.
-    public var pendingOperations: [Operation] { buffer.all }
+    public var pendingOperations: [ListOperation] { buffer.all }
 
     // MARK: Steps
 
     /// Duplicate and equivocation checks, and the checks that need no state. Nil means "go on".
-    private mutating func screen(_ op: Operation) throws(ApplyError) -> ReceiveOutcome? {
+    private mutating func screen(_ op: ListOperation) throws(ApplyError) -> ReceiveOutcome? {
         if versionVector.contains(op.id) {
             if let known = log.operation(containing: op.id) {
                 if known == op { return .duplicate }
@@ -84,7 +84,7 @@ extension ListDocument {
         return nil
     }
 
-    private func firstMissingDependency(of op: Operation) -> OpID? {
+    private func firstMissingDependency(of op: ListOperation) -> OpID? {
         for d in op.deps where !versionVector.contains(d) { return d }
         return nil
     }

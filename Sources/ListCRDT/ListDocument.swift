@@ -4,7 +4,7 @@ import Foundation
 ///
 /// The document is a list of sections, each a list of items (the shape of a `UITableView` with
 /// sections). Every section and item has a stable identity and a value. Edits made here return an
-/// ``Operation`` to send to the other replicas; operations from them are applied with
+/// ``ListOperation`` to send to the other replicas; operations from them are applied with
 /// ``receive(_:)``. Replicas that have applied the same operations show the same document, in any
 /// delivery order (see `Docs/Semantics.md`).
 ///
@@ -22,7 +22,7 @@ public struct ListDocument: Sendable {
     var currentFrontier = Frontier()
     var log = OpLog()
     var buffer = PendingBuffer()
-    var rejected: [Operation] = []
+    var rejected: [ListOperation] = []
 
     // State.
     var slots = SlotStore()
@@ -52,7 +52,7 @@ public struct ListDocument: Sendable {
     /// Number of received operations waiting for their causal dependencies.
     public var pendingCount: Int { buffer.count }
     /// Operations refused because their id was known with other content (SEMANTICS §3.9).
-    public var rejectedOperations: [Operation] { rejected }
+    public var rejectedOperations: [ListOperation] { rejected }
 
     // MARK: Sections
 

@@ -1,6 +1,6 @@
 /// Every applied operation, in the (causal) order it was applied, with an index by id.
 struct OpLog: Sendable {
-    private(set) var ops: [Operation] = []
+    private(set) var ops: [ListOperation] = []
     /// Per replica (by `replicaSlot`): first counters of its operations and their log positions,
     /// in counter order (a replica's operations are applied in counter order).
     private var starts: [[(counter: UInt64, index: Int32)]] = []
@@ -11,7 +11,7 @@ struct OpLog: Sendable {
     /// Appends an applied operation.
     ///
     /// - Complexity: O(1) amortized.
-    mutating func append(_ op: Operation) {
+    mutating func append(_ op: ListOperation) {
         let k: Int
         if let known = replicaSlot[op.id.replica] {
             k = known
@@ -27,7 +27,7 @@ struct OpLog: Sendable {
     /// The applied operation whose id range holds `id`, if any.
     ///
     /// - Complexity: O(log m) for m operations of that replica.
-    func operation(containing id: OpID) -> Operation? {
+    func operation(containing id: OpID) -> ListOperation? {
         guard let k = replicaSlot[id.replica] else { return nil }
         let list = starts[k]
         var lo = 0, hi = list.count
@@ -43,7 +43,7 @@ struct OpLog: Sendable {
     /// The operations not covered by `version`, in application order (a causal order).
     ///
     /// - Complexity: O(m) for m operations.
-    func operations(notIn version: VersionVector) -> [Operation] {
+    func operations(notIn version: VersionVector) -> [ListOperation] {
         ops.filter { !version.contains($0.id) }
     }
 }
@@ -51,24 +51,24 @@ struct OpLog: Sendable {
 /// Received operations waiting for causal dependencies, filed under the replica of the first
 /// missing dependency so that they are looked at again only when that replica advances.
 struct PendingBuffer: Sendable {
-    private var waiting: [ReplicaID: [Operation]] = [:]
-    private var byID: [OpID: Operation] = [:]
+    private var waiting: [ReplicaID: [ListOperation]] = [:]
+    private var byID: [OpID: ListOperation] = [:]
 
     var count: Int { byID.count }
 
     /// The buffered operation with this id, if any.
-    func operation(_ id: OpID) -> Operation? { byID[id] }
+    func operation(_ id: OpID) -> ListOperation? { byID[id] }
 
     /// All buffered operations, sorted by id.
-    var all: [Operation] { byID.values.sorted { $0.id < $1.id } }
+    var all: [ListOperation] { byID.values.sorted { $0.id < $1.id } }
 
-    mutating func add(_ op: Operation, waitingFor replica: ReplicaID) {
+    mutating func add(_ op: ListOperation, waitingFor replica: ReplicaID) {
         byID[op.id] = op
         waiting[replica, default: []].append(op)
     }
 
     /// Removes and returns the operations filed under `replica`.
-    mutating func take(waitingFor replica: ReplicaID) -> [Operation] {
+    mutating func take(waitingFor replica: ReplicaID) -> [ListOperation] {
         guard let ops = waiting.removeValue(forKey: replica) else { return [] }
         for op in ops { byID[op.id] = nil }
         return ops

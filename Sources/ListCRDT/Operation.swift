@@ -6,7 +6,7 @@ import Foundation
 /// things by neighbouring slots (its *origins*), never by index; so it means the same on every
 /// replica. `deps` is the author's frontier when it made the operation: the operation is applied
 /// only after all of them (causal delivery).
-public struct Operation: Hashable, Sendable, CustomStringConvertible {
+public struct ListOperation: Hashable, Sendable, CustomStringConvertible {
     /// The id of the operation, and of the first slot it makes.
     public var id: OpID
     /// The operations the author had seen last (its frontier): the causal dependencies.
@@ -58,9 +58,12 @@ public struct Operation: Hashable, Sendable, CustomStringConvertible {
         /// A new slot for the section; its position register now points there.
         case moveSection(SectionID, Origins)
         /// New slots for these items, contiguous and in this order, in the section's sequence; the
-        /// slot of `items[k]` has id `id.advanced(by: k)`.
+        /// slot of `items[k]` has id `id.advanced(by: k)`. Every item's position register is written
+        /// with the operation's id (so the whole selection wins or loses against a concurrent move
+        /// of one of its items by operation id, SEMANTICS §3.2).
         case moveItems([ItemID], section: SectionID, Origins)
-        /// Deletes the item as its author saw it: `seen` is its greatest position write seen.
+        /// Deletes the item as its author saw it: `seen` is the slot of the winning position write the
+        /// author saw (the write is the operation that made that slot).
         case deleteItem(ItemID, seen: SlotID)
         /// Deletes the section and the items its author saw in it.
         case deleteSection(SectionID, seen: SlotID, items: [SeenItem])

@@ -402,17 +402,18 @@ struct SlotTree: Sendable {
             rootIsLeaf = false
             return
         }
+        // Split a full parent first, while its counts still agree with its own parent's; `left` and
+        // `newChild` then go to whichever half holds `left`, so that half's total does not change.
         var p = parent
-        var base = Int(p) * Self.nodeCapacity
+        if Int(nodeSize[Int(p)]) == Self.nodeCapacity {
+            let right = splitNode(p, keeping: Self.nodeCapacity / 2)
+            if isLeaf ? leafParent[Int(left)] == right : nodeParent[Int(left)] == right { p = right }
+        }
+        let base = Int(p) * Self.nodeCapacity
         var k = 0
         while children[base + k] != left { k += 1 }
         childAll[base + k] -= Int32(all)
         childVisible[base + k] -= Int32(visible)
-        if Int(nodeSize[Int(p)]) == Self.nodeCapacity {
-            let half = Self.nodeCapacity / 2
-            let right = splitNode(p, keeping: half)
-            if k >= half { p = right; k -= half; base = Int(p) * Self.nodeCapacity }
-        }
         let n = Int(nodeSize[Int(p)])
         var j = n - 1
         while j > k {

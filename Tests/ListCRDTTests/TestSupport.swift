@@ -1,22 +1,7 @@
 import Foundation
 import Testing
 @testable import ListCRDT
-
-/// SplitMix64: a tiny seeded generator, so that every random test replays from its seed.
-struct SplitMix64: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-    /// A number in `0..<n` (n > 0).
-    mutating func below(_ n: Int) -> Int { Int(next() % UInt64(n)) }
-    mutating func chance(_ percent: Int) -> Bool { below(100) < percent }
-}
+@_exported import ListSyncTestSupport
 
 extension Data {
     /// UTF-8 bytes of a string: test values are short strings.
