@@ -118,6 +118,7 @@ extension ListDocument {
             let lv = newSlot(op.id, left: left, right: right, sequence: -1, entity: s)
             _ = sections.append(id: op.id, slot: lv, value: value, section: -1)
             itemTrees.append(SlotTree())
+            sectionShown.append(true)
             place(lv, id: op.id, left: left, right: right, sequence: -1, visible: true)
 
         case let .insertItem(s, left, right, value):
@@ -133,7 +134,8 @@ extension ListDocument {
                 sectionTree.setVisible(sections.winner[Int(s)], false, leafOf: &leafOf)
                 sections.winner[Int(s)] = lv
                 sections.winnerID[Int(s)] = op.id
-                place(lv, id: op.id, left: left, right: right, sequence: -1, visible: isSectionVisible(s))
+                sectionShown[Int(s)] = isSectionVisible(s)
+                place(lv, id: op.id, left: left, right: right, sequence: -1, visible: sectionShown[Int(s)])
             } else {
                 place(lv, id: op.id, left: left, right: right, sequence: -1, visible: false)
             }
@@ -221,7 +223,10 @@ extension ListDocument {
 
     /// Shows or hides section `s` by the rule of §3.5.
     private mutating func refreshSection(_ s: Int32) {
-        sectionTree.setVisible(sections.winner[Int(s)], isSectionVisible(s), leafOf: &leafOf)
+        let show = isSectionVisible(s)
+        if sectionShown[Int(s)] == show { return }
+        sectionShown[Int(s)] = show
+        sectionTree.setVisible(sections.winner[Int(s)], show, leafOf: &leafOf)
     }
 
     private mutating func newSlot(_ id: OpID, left: Int32, right: Int32, sequence: Int32, entity: Int32) -> Int32 {
@@ -235,7 +240,7 @@ extension ListDocument {
             let after = sectionTree.placement(id: id, left: left, right: right, slots: slots, leafOf: leafOf)
             sectionTree.insert(lv, visible: visible, after: after, leafOf: &leafOf)
         } else {
-            let after = itemTrees[Int(sequence)].placement(id: id, left: left, right: right, slots: slots, leafOf: leafOf)
+            let after = withItemTree(sequence) { $0.placement(id: id, left: left, right: right, slots: slots, leafOf: leafOf) }
             itemTrees[Int(sequence)].insert(lv, visible: visible, after: after, leafOf: &leafOf)
         }
     }

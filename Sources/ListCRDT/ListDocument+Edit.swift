@@ -12,7 +12,7 @@ extension ListDocument {
     public mutating func insertSection(at index: Int, value: Data = Data()) throws(ListError) -> ListOperation {
         try checkValue(value)
         guard index >= 0, index <= sectionCount else { throw .sectionIndexOutOfRange(index, count: sectionCount) }
-        let (left, right) = insertionOrigins(in: sectionTree, at: index, skipping: [])
+        let (left, right) = sectionTree.insertionOrigins(at: index, skipping: [])
         return try make(.insertSection(origins(left, right), value: value),
                         .insertSection(left: left, right: right, value: value))
     }
@@ -52,7 +52,7 @@ extension ListDocument {
         let s = try sectionIndex(at: from)
         guard to >= 0, to < sectionCount else { throw .sectionIndexOutOfRange(to, count: sectionCount) }
         if from == to { return nil }
-        let (left, right) = insertionOrigins(in: sectionTree, at: to, skipping: [from])
+        let (left, right) = sectionTree.insertionOrigins(at: to, skipping: [from])
         return try make(.moveSection(SectionID(sections.id[Int(s)]), origins(left, right)),
                         .moveSection(s, left: left, right: right))
     }
@@ -74,11 +74,11 @@ extension ListDocument {
     public mutating func insertItem(at indexPath: IndexPath, value: Data = Data()) throws(ListError) -> ListOperation {
         try checkValue(value)
         let s = try sectionForInsert(indexPath)
-        let tree = itemTrees[Int(s)]
-        guard indexPath.item >= 0, indexPath.item <= tree.visibleCount else {
-            throw .indexPathOutOfRange(indexPath, count: tree.visibleCount)
+        let count = visibleItemCount(s)
+        guard indexPath.item >= 0, indexPath.item <= count else {
+            throw .indexPathOutOfRange(indexPath, count: count)
         }
-        let (left, right) = insertionOrigins(in: tree, at: indexPath.item, skipping: [])
+        let (left, right) = withItemTree(s) { $0.insertionOrigins(at: indexPath.item, skipping: []) }
         return try make(.insertItem(section: SectionID(sections.id[Int(s)]), origins(left, right), value: value),
                         .insertItem(section: s, left: left, right: right, value: value))
     }
@@ -112,7 +112,7 @@ extension ListDocument {
         let i = try itemIndex(at: from)
         let s = try sectionForInsert(to)
         let sameSection = s == items.section[Int(i)]
-        let limit = itemTrees[Int(s)].visibleCount - (sameSection ? 1 : 0)
+        let limit = visibleItemCount(s) - (sameSection ? 1 : 0)
         guard to.item >= 0, to.item <= limit else { throw .indexPathOutOfRange(to, count: limit + (sameSection ? 1 : 0)) }
         if from == to { return nil }
         return try moveItems([i], section: s, row: to.item)
@@ -141,7 +141,7 @@ extension ListDocument {
         for id in ids { list.append(try liveItem(id)) }
         let s = try sectionForInsert(to)
         let inside = list.filter { items.section[Int($0)] == s }.count
-        let limit = itemTrees[Int(s)].visibleCount - inside
+        let limit = visibleItemCount(s) - inside
         guard to.item >= 0, to.item <= limit else { throw .indexPathOutOfRange(to, count: limit) }
         return try moveItems(list, section: s, row: to.item)
     }
@@ -157,28 +157,14 @@ extension ListDocument {
     // MARK: Helpers
 
     private mutating func moveItems(_ list: [Int32], section s: Int32, row: Int) throws(ListError) -> ListOperation {
-        let tree = itemTrees[Int(s)]
         var skipped: [Int] = []
         for i in list where items.section[Int(i)] == s {
-            skipped.append(tree.position(of: tree.locate(items.winner[Int(i)], leafOf: leafOf)).visible)
+            skipped.append(withItemTree(s) { $0.position(of: $0.locate(items.winner[Int(i)], leafOf: leafOf)).visible })
         }
-        let (left, right) = insertionOrigins(in: tree, at: row, skipping: skipped)
+        let (left, right) = withItemTree(s) { $0.insertionOrigins(at: row, skipping: skipped) }
         let ids = list.map { ItemID(items.id[Int($0)]) }
         return try make(.moveItems(ids, section: SectionID(sections.id[Int(s)]), origins(left, right)),
                         .moveItems(list, section: s, left: left, right: right))
-    }
-
-    /// The origins of a new slot at visible position `index` of `tree` as it would be without the
-    /// visible positions in `skipping`: left is the slot right before the insertion point (hidden
-    /// or not), right the visible slot at it (or -1 at the end).
-    func insertionOrigins(in tree: SlotTree, at index: Int, skipping: [Int]) -> (Int32, Int32) {
-        var target = index
-        for p in skipping.sorted() where p <= target { target += 1 }
-        if target < tree.visibleCount {
-            let c = tree.findVisible(target)
-            return (tree.previous(c).map { tree.lv(at: $0) } ?? -1, tree.lv(at: c))
-        }
-        return (tree.last.map { tree.lv(at: $0) } ?? -1, -1)
     }
 
     private func origins(_ left: Int32, _ right: Int32) -> ListOperation.Origins {

@@ -59,6 +59,9 @@ extension ListDocument {
         for i in 0..<items.count where greatestItem[i] != items.winnerID[i] || writeID(ofSlot: items.winner[i]) != items.winnerID[i] {
             out.append("item \(i): position register is \(items.winnerID[i]), greatest slot \(greatestItem[i])")
         }
+        for s in 0..<Int32(sections.count) where sectionShown[Int(s)] != isSectionVisible(s) {
+            out.append("section \(s): cached visibility is stale")
+        }
         // Every live item visible, in a visible section.
         for i in 0..<Int32(items.count) where items.isAlive(i) {
             if !isSectionVisible(items.section[Int(i)]) { out.append("live item \(i) is in a hidden section") }

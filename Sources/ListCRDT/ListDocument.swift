@@ -30,6 +30,8 @@ public struct ListDocument: Sendable {
     var sectionTree = SlotTree()
     var itemTrees: [SlotTree] = []
     var sections = EntityTable()
+    /// Whether each section is visible now (§3.5), kept by `refreshSection`.
+    var sectionShown: [Bool] = []
     var items = EntityTable()
 
     /// The default ``maxValueSize``: 64 KiB.
@@ -103,7 +105,7 @@ public struct ListDocument: Sendable {
     /// - Complexity: O(s) for s sections.
     public var totalItemCount: Int {
         var n = 0
-        forEachVisible(in: sectionTree) { n += itemTrees[Int(slots.entity[Int($0)])].visibleCount }
+        forEachVisible(in: sectionTree) { n += visibleItemCount(slots.entity[Int($0)]) }
         return n
     }
 
@@ -172,7 +174,16 @@ public struct ListDocument: Sendable {
 
     /// A section is visible while its own position write survives or it holds a live item (§3.5).
     func isSectionVisible(_ s: Int32) -> Bool {
-        sections.isAlive(s) || itemTrees[Int(s)].visibleCount > 0
+        sections.isAlive(s) || visibleItemCount(s) > 0
+    }
+
+    /// Number of visible items in section `s`.
+    @inline(__always) func visibleItemCount(_ s: Int32) -> Int { withItemTree(s) { $0.visibleCount } }
+
+    /// Calls `body` with the item tree of section `s` without copying it.
+    @inline(__always)
+    func withItemTree<R, E: Error>(_ s: Int32, _ body: (borrowing SlotTree) throws(E) -> R) throws(E) -> R {
+        try itemTrees.withUnsafeBufferPointer { (trees) throws(E) -> R in try body(trees[Int(s)]) }
     }
 
     /// The dense index of the visible section at `index`.
@@ -189,11 +200,13 @@ public struct ListDocument: Sendable {
         guard indexPath.section >= 0, indexPath.section < sectionTree.visibleCount else {
             throw .indexPathOutOfRange(indexPath, count: 0)
         }
-        let tree = itemTrees[Int(try sectionIndex(at: indexPath.section))]
-        guard indexPath.item >= 0, indexPath.item < tree.visibleCount else {
-            throw .indexPathOutOfRange(indexPath, count: tree.visibleCount)
+        let lv = try withItemTree(try sectionIndex(at: indexPath.section)) { (tree) throws(ListError) -> Int32 in
+            guard indexPath.item >= 0, indexPath.item < tree.visibleCount else {
+                throw .indexPathOutOfRange(indexPath, count: tree.visibleCount)
+            }
+            return tree.lv(at: tree.findVisible(indexPath.item))
         }
-        return slots.entity[Int(tree.lv(at: tree.findVisible(indexPath.item)))]
+        return slots.entity[Int(lv)]
     }
 
     /// Calls `body` with each visible slot of `tree`, in order.

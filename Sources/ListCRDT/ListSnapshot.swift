@@ -56,7 +56,7 @@ extension ListDocument {
         forEachVisible(in: sectionTree) { lv in
             let s = slots.entity[Int(lv)]
             var list: [ListSnapshot.Item] = []
-            list.reserveCapacity(itemTrees[Int(s)].visibleCount)
+            list.reserveCapacity(visibleItemCount(s))
             forEachVisible(in: itemTrees[Int(s)]) { ilv in
                 let i = slots.entity[Int(ilv)]
                 list.append(.init(id: ItemID(items.id[Int(i)]), value: items.value[Int(i)]))

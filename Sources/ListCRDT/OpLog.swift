@@ -4,7 +4,7 @@ struct OpLog: Sendable {
     /// Per replica (by `replicaSlot`): first counters of its operations and their log positions,
     /// in counter order (a replica's operations are applied in counter order).
     private var starts: [[(counter: UInt64, index: Int32)]] = []
-    private var replicaSlot: [ReplicaID: Int] = [:]
+    private var replicaSlot = ReplicaTable()
 
     var count: Int { ops.count }
 
@@ -12,14 +12,8 @@ struct OpLog: Sendable {
     ///
     /// - Complexity: O(1) amortized.
     mutating func append(_ op: ListOperation) {
-        let k: Int
-        if let known = replicaSlot[op.id.replica] {
-            k = known
-        } else {
-            k = starts.count
-            replicaSlot[op.id.replica] = k
-            starts.append([])
-        }
+        let k = replicaSlot.insert(op.id.replica)
+        if k == starts.count { starts.append([]) }
         starts[k].append((op.id.counter, Int32(ops.count)))
         ops.append(op)
     }
@@ -28,15 +22,14 @@ struct OpLog: Sendable {
     ///
     /// - Complexity: O(log m) for m operations of that replica.
     func operation(containing id: OpID) -> ListOperation? {
-        guard let k = replicaSlot[id.replica] else { return nil }
-        let list = starts[k]
-        var lo = 0, hi = list.count
+        guard let k = replicaSlot.index(of: id.replica) else { return nil }
+        var lo = 0, hi = starts[k].count
         while lo < hi {
             let mid = (lo + hi) / 2
-            if list[mid].counter <= id.counter { lo = mid + 1 } else { hi = mid }
+            if starts[k][mid].counter <= id.counter { lo = mid + 1 } else { hi = mid }
         }
         if lo == 0 { return nil }
-        let op = ops[Int(list[lo - 1].index)]
+        let op = ops[Int(starts[k][lo - 1].index)]
         return id.counter <= op.lastID.counter ? op : nil
     }
 

@@ -27,7 +27,7 @@ struct SlotStore: Sendable {
     private(set) var entity: [Int32] = []
     /// For each replica (by ``replicaSlot``), runs of ids to local versions, in counter order.
     private var idRuns: [[IDRun]] = []
-    private var replicaSlot: [ReplicaID: Int] = [:]
+    private var replicaSlot = ReplicaTable()
 
     struct IDRun: Sendable {
         var counter: UInt64
@@ -53,14 +53,8 @@ struct SlotStore: Sendable {
         } else {
             runs.append(Run(lv: lv, count: 1, id: id, left: left, right: right, sequence: sequence))
         }
-        let k: Int
-        if let known = replicaSlot[id.replica] {
-            k = known
-        } else {
-            k = idRuns.count
-            replicaSlot[id.replica] = k
-            idRuns.append([])
-        }
+        let k = replicaSlot.insert(id.replica)
+        if k == idRuns.count { idRuns.append([]) }
         if let tail = idRuns[k].last, tail.counter &+ UInt64(tail.count) == id.counter, tail.lv + tail.count == lv {
             idRuns[k][idRuns[k].count - 1].count += 1
         } else {
@@ -73,7 +67,7 @@ struct SlotStore: Sendable {
     ///
     /// - Complexity: O(log r) for r id runs of the replica.
     func lv(of id: OpID) -> Int32? {
-        guard let k = replicaSlot[id.replica] else { return nil }
+        guard let k = replicaSlot.index(of: id.replica) else { return nil }
         return idRuns[k].withUnsafeBufferPointer { list -> Int32? in
             var lo = 0, hi = list.count
             while lo < hi {
@@ -91,6 +85,7 @@ struct SlotStore: Sendable {
     ///
     /// - Complexity: O(log r) for r runs.
     func run(of lv: Int32) -> Run {
+        if let last = runs.last, lv >= last.lv { return last }
         var lo = 0, hi = runs.count
         while lo < hi {
             let mid = (lo + hi) / 2

@@ -1,4 +1,21 @@
 extension SlotTree {
+    /// The origins of a new slot at visible position `index` as it would be without the visible
+    /// positions in `skipping`: left is the slot right before the insertion point (hidden or not),
+    /// right the visible slot at it (-1 at the end, and -1 for left at the start).
+    ///
+    /// - Complexity: O(log n + k log k) for k skipped positions.
+    func insertionOrigins(at index: Int, skipping: [Int]) -> (Int32, Int32) {
+        var target = index
+        if !skipping.isEmpty {
+            for p in skipping.sorted() where p <= target { target += 1 }
+        }
+        if target < visibleCount {
+            let c = findVisible(target)
+            return (previous(c).map { lv(at: $0) } ?? -1, lv(at: c))
+        }
+        return (last.map { lv(at: $0) } ?? -1, -1)
+    }
+
     /// Where a new slot with these origins goes: the slot it follows (nil for the start).
     ///
     /// This is the FugueMax / "YjsMod" integration rule. Between the left origin and the right

@@ -8,11 +8,11 @@ extension SlotTree {
         var seenAll = 0, seenVisible = 0
         var leaf = Self.firstLeaf
         var previous: Int32 = -1
-        var leaves = 0
+        var reached = 0
         while leaf >= 0 {
-            leaves += 1
-            if leafPrev[Int(leaf)] != previous { out.append("leaf \(leaf) has a wrong back link") }
-            let n = Int(leafSize[Int(leaf)])
+            reached += 1
+            if leaves[Int(leaf)].prev != previous { out.append("leaf \(leaf) has a wrong back link") }
+            let n = Int(leaves[Int(leaf)].size)
             if n == 0 && count > 0 { out.append("leaf \(leaf) is empty") }
             for i in 0..<n {
                 let e = entries[Int(leaf) * Self.leafCapacity + i]
@@ -24,9 +24,9 @@ extension SlotTree {
                 }
             }
             previous = leaf
-            leaf = leafNext[Int(leaf)]
+            leaf = leaves[Int(leaf)].next
         }
-        if leaves != leafSize.count { out.append("\(leafSize.count - leaves) leaves are unreachable") }
+        if reached != leaves.count { out.append("\(leaves.count - reached) leaves are unreachable") }
         if seenAll != count || seenVisible != visibleCount {
             out.append("leaves hold \(seenAll)/\(seenVisible) slots but the tree counts \(count)/\(visibleCount)")
         }
@@ -36,16 +36,16 @@ extension SlotTree {
 
     /// Sums a subtree, comparing with the counts its parent keeps.
     private func checkNode(_ node: Int32, parent: Int32, into out: inout [String]) -> (Int, Int) {
-        if nodeParent[Int(node)] != parent { out.append("node \(node) has a wrong parent") }
+        if nodes[Int(node)].parent != parent { out.append("node \(node) has a wrong parent") }
         let base = Int(node) * Self.nodeCapacity
         var all = 0, vis = 0
-        for k in 0..<Int(nodeSize[Int(node)]) {
-            let child = children[base + k]
+        for k in 0..<Int(nodes[Int(node)].size) {
+            let child = links[base + k].child
             let sums: (Int, Int)
-            if nodeChildIsLeaf[Int(node)] {
-                if leafParent[Int(child)] != node { out.append("leaf \(child) has a wrong parent") }
+            if nodes[Int(node)].childIsLeaf {
+                if leaves[Int(child)].parent != node { out.append("leaf \(child) has a wrong parent") }
                 var a = 0, v = 0
-                for i in 0..<Int(leafSize[Int(child)]) {
+                for i in 0..<Int(leaves[Int(child)].size) {
                     let e = entries[Int(child) * Self.leafCapacity + i]
                     a += e.count
                     v += e.visibleCount
@@ -54,8 +54,8 @@ extension SlotTree {
             } else {
                 sums = checkNode(child, parent: node, into: &out)
             }
-            if sums.0 != Int(childAll[base + k]) || sums.1 != Int(childVisible[base + k]) {
-                out.append("node \(node) child \(k) counts \(childAll[base + k])/\(childVisible[base + k]), holds \(sums.0)/\(sums.1)")
+            if sums.0 != Int(links[base + k].all) || sums.1 != Int(links[base + k].visible) {
+                out.append("node \(node) child \(k) counts \(links[base + k].all)/\(links[base + k].visible), holds \(sums.0)/\(sums.1)")
             }
             all += sums.0
             vis += sums.1

@@ -30,6 +30,28 @@ struct SlotTree: Sendable {
         }
     }
 
+    /// A leaf's bookkeeping: entry count, parent node (-1 for the root), neighbours (-1 for none).
+    struct Leaf: Sendable {
+        var size: Int32
+        var parent: Int32
+        var next: Int32
+        var prev: Int32
+    }
+
+    /// An internal node's bookkeeping.
+    struct Node: Sendable {
+        var size: Int32
+        var parent: Int32
+        var childIsLeaf: Bool
+    }
+
+    /// One child of an internal node with the number of slots, and of visible slots, below it.
+    struct Link: Sendable {
+        var child: Int32
+        var all: Int32
+        var visible: Int32
+    }
+
     /// A position in the tree: slot `offset` of entry `entry` of leaf `leaf`.
     struct Cursor: Equatable, Sendable {
         var leaf: Int32
@@ -39,17 +61,11 @@ struct SlotTree: Sendable {
 
     // Leaves.
     private(set) var entries: [Entry] = Array(repeating: Entry.empty, count: leafCapacity)
-    private(set) var leafSize: [Int32] = [0]
-    private(set) var leafParent: [Int32] = [-1]
-    private(set) var leafNext: [Int32] = [-1]
-    private(set) var leafPrev: [Int32] = [-1]
+    private(set) var leaves: [Leaf] = [Leaf(size: 0, parent: -1, next: -1, prev: -1)]
     // Internal nodes.
-    private(set) var nodeSize: [Int32] = []
-    private(set) var nodeParent: [Int32] = []
-    private(set) var nodeChildIsLeaf: [Bool] = []
-    private(set) var children: [Int32] = []
-    private(set) var childAll: [Int32] = []
-    private(set) var childVisible: [Int32] = []
+    private(set) var nodes: [Node] = []
+    /// ``nodeCapacity`` links per internal node.
+    private(set) var links: [Link] = []
     // Root: a leaf while the tree is small.
     private(set) var root: Int32 = 0
     private(set) var rootIsLeaf = true
@@ -79,19 +95,19 @@ struct SlotTree: Sendable {
         var isLeaf = rootIsLeaf
         while !isLeaf {
             let base = Int(node) * Self.nodeCapacity
-            let n = Int(nodeSize[Int(node)])
+            let n = Int(nodes[Int(node)].size)
             var k = 0
             while k < n - 1 {
-                let v = Int(childVisible[base + k])
+                let v = Int(links[base + k].visible)
                 if rest < v { break }
                 rest -= v
                 k += 1
             }
-            isLeaf = nodeChildIsLeaf[Int(node)]
-            node = children[base + k]
+            isLeaf = nodes[Int(node)].childIsLeaf
+            node = links[base + k].child
         }
         let base = Int(node) * Self.leafCapacity
-        let n = Int(leafSize[Int(node)])
+        let n = Int(leaves[Int(node)].size)
         for i in 0..<n {
             let v = entries[base + i].visibleCount
             if rest < v { return Cursor(leaf: node, entry: Int32(i), offset: Int32(rest)) }
@@ -106,7 +122,7 @@ struct SlotTree: Sendable {
     func locate(_ lv: Int32, leafOf: [Int32]) -> Cursor {
         let leaf = leafOf[Int(lv)]
         let base = Int(leaf) * Self.leafCapacity
-        for i in 0..<Int(leafSize[Int(leaf)]) {
+        for i in 0..<Int(leaves[Int(leaf)].size) {
             let e = entries[base + i]
             if lv >= e.lv && Int(lv - e.lv) < e.count {
                 return Cursor(leaf: leaf, entry: Int32(i), offset: lv - e.lv)
@@ -130,17 +146,17 @@ struct SlotTree: Sendable {
             vis += x.visibleCount
         }
         var child = c.leaf
-        var parent = leafParent[Int(c.leaf)]
+        var parent = leaves[Int(c.leaf)].parent
         while parent >= 0 {
             let pb = Int(parent) * Self.nodeCapacity
             var k = 0
-            while children[pb + k] != child {
-                all += Int(childAll[pb + k])
-                vis += Int(childVisible[pb + k])
+            while links[pb + k].child != child {
+                all += Int(links[pb + k].all)
+                vis += Int(links[pb + k].visible)
                 k += 1
             }
             child = parent
-            parent = nodeParent[Int(parent)]
+            parent = nodes[Int(parent)].parent
         }
         return (all, vis)
     }
@@ -150,8 +166,8 @@ struct SlotTree: Sendable {
     /// - Complexity: O(1).
     func next(_ c: Cursor) -> Cursor? {
         if Int(c.offset) + 1 < entry(c).count { return Cursor(leaf: c.leaf, entry: c.entry, offset: c.offset + 1) }
-        if c.entry + 1 < leafSize[Int(c.leaf)] { return Cursor(leaf: c.leaf, entry: c.entry + 1, offset: 0) }
-        let nextLeaf = leafNext[Int(c.leaf)]
+        if c.entry + 1 < leaves[Int(c.leaf)].size { return Cursor(leaf: c.leaf, entry: c.entry + 1, offset: 0) }
+        let nextLeaf = leaves[Int(c.leaf)].next
         return nextLeaf < 0 ? nil : Cursor(leaf: nextLeaf, entry: 0, offset: 0)
     }
 
@@ -164,9 +180,9 @@ struct SlotTree: Sendable {
             let e = entries[Int(c.leaf) * Self.leafCapacity + Int(c.entry) - 1]
             return Cursor(leaf: c.leaf, entry: c.entry - 1, offset: Int32(e.count - 1))
         }
-        let prevLeaf = leafPrev[Int(c.leaf)]
+        let prevLeaf = leaves[Int(c.leaf)].prev
         if prevLeaf < 0 { return nil }
-        let n = leafSize[Int(prevLeaf)]
+        let n = leaves[Int(prevLeaf)].size
         let e = entries[Int(prevLeaf) * Self.leafCapacity + Int(n) - 1]
         return Cursor(leaf: prevLeaf, entry: n - 1, offset: Int32(e.count - 1))
     }
@@ -181,13 +197,13 @@ struct SlotTree: Sendable {
         if !rootIsLeaf {
             var node = root
             while true {
-                let k = Int(nodeSize[Int(node)]) - 1
-                let child = children[Int(node) * Self.nodeCapacity + k]
-                if nodeChildIsLeaf[Int(node)] { leaf = child; break }
+                let k = Int(nodes[Int(node)].size) - 1
+                let child = links[Int(node) * Self.nodeCapacity + k].child
+                if nodes[Int(node)].childIsLeaf { leaf = child; break }
                 node = child
             }
         }
-        let n = leafSize[Int(leaf)]
+        let n = leaves[Int(leaf)].size
         let e = entries[Int(leaf) * Self.leafCapacity + Int(n) - 1]
         return Cursor(leaf: leaf, entry: n - 1, offset: Int32(e.count - 1))
     }
@@ -200,11 +216,11 @@ struct SlotTree: Sendable {
         var leaf = Self.firstLeaf
         while leaf >= 0 {
             let base = Int(leaf) * Self.leafCapacity
-            for i in 0..<Int(leafSize[Int(leaf)]) {
+            for i in 0..<Int(leaves[Int(leaf)].size) {
                 let e = entries[base + i]
                 try body(e.lv, e.count, e.isVisible)
             }
-            leaf = leafNext[Int(leaf)]
+            leaf = leaves[Int(leaf)].next
         }
     }
 
@@ -220,7 +236,7 @@ struct SlotTree: Sendable {
         let delta = visible ? 1 : 0
         guard let at = after else {
             let (leaf, i) = makeRoom(leaf: Self.firstLeaf, at: 0, needed: 1, leafOf: &leafOf)
-            insertEntries(leaf: leaf, at: i, [Entry(lv: lv, count: 1, visible: visible)])
+            insertEntries(leaf: leaf, at: i, Entry(lv: lv, count: 1, visible: visible))
             leafOf[Int(lv)] = leaf
             addCounts(leaf: leaf, all: 1, visible: delta)
             return
@@ -236,7 +252,7 @@ struct SlotTree: Sendable {
                 return
             }
             let (leaf, i) = makeRoom(leaf: at.leaf, at: Int(at.entry) + 1, needed: 1, leafOf: &leafOf)
-            insertEntries(leaf: leaf, at: i, [Entry(lv: lv, count: 1, visible: visible)])
+            insertEntries(leaf: leaf, at: i, Entry(lv: lv, count: 1, visible: visible))
             leafOf[Int(lv)] = leaf
             addCounts(leaf: leaf, all: 1, visible: delta)
             return
@@ -248,7 +264,7 @@ struct SlotTree: Sendable {
         let old = entries[split]
         entries[split] = Entry(lv: old.lv, count: head, visible: old.isVisible)
         let tail = Entry(lv: old.lv + Int32(head), count: old.count - head, visible: old.isVisible)
-        insertEntries(leaf: leaf, at: i, [Entry(lv: lv, count: 1, visible: visible), tail])
+        insertEntries(leaf: leaf, at: i, Entry(lv: lv, count: 1, visible: visible), tail)
         leafOf[Int(lv)] = leaf
         addCounts(leaf: leaf, all: 1, visible: delta)
     }
@@ -270,13 +286,15 @@ struct SlotTree: Sendable {
             let pieces = (off > 0 ? 1 : 0) + 1 + (off < count - 1 ? 1 : 0)
             let (leaf, i) = makeRoom(leaf: c.leaf, at: Int(c.entry) + 1, needed: pieces - 1, leafOf: &leafOf)
             let at = i - 1
-            var new: [Entry] = []
-            new.reserveCapacity(3)
-            if off > 0 { new.append(Entry(lv: e.lv, count: off, visible: e.isVisible)) }
-            new.append(Entry(lv: lv, count: 1, visible: visible))
-            if off < count - 1 { new.append(Entry(lv: lv + 1, count: count - off - 1, visible: e.isVisible)) }
-            entries[Int(leaf) * Self.leafCapacity + at] = new[0]
-            if new.count > 1 { insertEntries(leaf: leaf, at: at + 1, Array(new[1...])) }
+            let middle = Entry(lv: lv, count: 1, visible: visible)
+            let tail = off < count - 1 ? Entry(lv: lv + 1, count: count - off - 1, visible: e.isVisible) : nil
+            if off > 0 {
+                entries[Int(leaf) * Self.leafCapacity + at] = Entry(lv: e.lv, count: off, visible: e.isVisible)
+                insertEntries(leaf: leaf, at: at + 1, middle, tail)
+            } else {
+                entries[Int(leaf) * Self.leafCapacity + at] = middle
+                if let tail { insertEntries(leaf: leaf, at: at + 1, tail) }
+            }
             c = Cursor(leaf: leaf, entry: Int32(at + (off > 0 ? 1 : 0)), offset: 0)
         }
         addCounts(leaf: c.leaf, all: 0, visible: visible ? 1 : -1)
@@ -296,7 +314,7 @@ struct SlotTree: Sendable {
                 i -= 1
             }
         }
-        if i + 1 < Int(leafSize[Int(leaf)]) {
+        if i + 1 < Int(leaves[Int(leaf)].size) {
             let a = entries[base + i], b = entries[base + i + 1]
             if a.isVisible == b.isVisible && a.lv + Int32(a.count) == b.lv {
                 entries[base + i].len += b.len
@@ -307,20 +325,22 @@ struct SlotTree: Sendable {
 
     private mutating func removeEntry(leaf: Int32, at i: Int) {
         let base = Int(leaf) * Self.leafCapacity
-        let n = Int(leafSize[Int(leaf)])
+        let n = Int(leaves[Int(leaf)].size)
         var j = i
         while j + 1 < n { entries[base + j] = entries[base + j + 1]; j += 1 }
-        leafSize[Int(leaf)] -= 1
+        leaves[Int(leaf)].size -= 1
     }
 
-    private mutating func insertEntries(leaf: Int32, at i: Int, _ new: [Entry]) {
+    /// Inserts one or two entries at index `i` of `leaf`, which has room for them.
+    private mutating func insertEntries(leaf: Int32, at i: Int, _ first: Entry, _ second: Entry? = nil) {
         let base = Int(leaf) * Self.leafCapacity
-        let n = Int(leafSize[Int(leaf)])
-        let k = new.count
+        let n = Int(leaves[Int(leaf)].size)
+        let k = second == nil ? 1 : 2
         var j = n - 1
         while j >= i { entries[base + j + k] = entries[base + j]; j -= 1 }
-        for (m, e) in new.enumerated() { entries[base + i + m] = e }
-        leafSize[Int(leaf)] += Int32(k)
+        entries[base + i] = first
+        if let second { entries[base + i + 1] = second }
+        leaves[Int(leaf)].size += Int32(k)
     }
 
     /// Adds slot counts to every node on the path from `leaf` to the root.
@@ -328,15 +348,15 @@ struct SlotTree: Sendable {
         count += all
         visibleCount += visible
         var child = leaf
-        var parent = leafParent[Int(leaf)]
+        var parent = leaves[Int(leaf)].parent
         while parent >= 0 {
             let pb = Int(parent) * Self.nodeCapacity
             var k = 0
-            while children[pb + k] != child { k += 1 }
-            childAll[pb + k] += Int32(all)
-            childVisible[pb + k] += Int32(visible)
+            while links[pb + k].child != child { k += 1 }
+            links[pb + k].all += Int32(all)
+            links[pb + k].visible += Int32(visible)
             child = parent
-            parent = nodeParent[Int(parent)]
+            parent = nodes[Int(parent)].parent
         }
     }
 
@@ -345,7 +365,7 @@ struct SlotTree: Sendable {
     /// Makes room for `needed` more entries at index `i` of `leaf`, splitting the leaf when full.
     /// Returns the leaf and index where the entries now go.
     private mutating func makeRoom(leaf: Int32, at i: Int, needed: Int, leafOf: inout [Int32]) -> (Int32, Int) {
-        let n = Int(leafSize[Int(leaf)])
+        let n = Int(leaves[Int(leaf)].size)
         if n + needed <= Self.leafCapacity { return (leaf, i) }
         let half = n / 2
         let right = splitLeaf(leaf, keeping: half, leafOf: &leafOf)
@@ -356,18 +376,15 @@ struct SlotTree: Sendable {
 
     /// Moves entries `keep...` of `leaf` into a new leaf to its right and returns the new leaf.
     private mutating func splitLeaf(_ leaf: Int32, keeping keep: Int, leafOf: inout [Int32]) -> Int32 {
-        let newLeaf = Int32(leafSize.count)
+        let newLeaf = Int32(leaves.count)
         entries.append(contentsOf: repeatElement(Entry.empty, count: Self.leafCapacity))
-        leafSize.append(0)
-        leafParent.append(-1)
-        leafNext.append(leafNext[Int(leaf)])
-        leafPrev.append(leaf)
-        if leafNext[Int(leaf)] >= 0 { leafPrev[Int(leafNext[Int(leaf)])] = newLeaf }
-        leafNext[Int(leaf)] = newLeaf
+        leaves.append(Leaf(size: 0, parent: -1, next: leaves[Int(leaf)].next, prev: leaf))
+        if leaves[Int(leaf)].next >= 0 { leaves[Int(leaves[Int(leaf)].next)].prev = newLeaf }
+        leaves[Int(leaf)].next = newLeaf
 
         let from = Int(leaf) * Self.leafCapacity
         let to = Int(newLeaf) * Self.leafCapacity
-        let n = Int(leafSize[Int(leaf)])
+        let n = Int(leaves[Int(leaf)].size)
         var movedAll = 0, movedVisible = 0
         for j in keep..<n {
             let e = entries[from + j]
@@ -376,8 +393,8 @@ struct SlotTree: Sendable {
             movedVisible += e.visibleCount
             for lv in e.lv..<(e.lv + Int32(e.count)) { leafOf[Int(lv)] = newLeaf }
         }
-        leafSize[Int(leaf)] = Int32(keep)
-        leafSize[Int(newLeaf)] = Int32(n - keep)
+        leaves[Int(leaf)].size = Int32(keep)
+        leaves[Int(newLeaf)].size = Int32(n - keep)
         insertSibling(newLeaf, isLeaf: true, after: leaf, all: movedAll, visible: movedVisible)
         return newLeaf
     }
@@ -385,17 +402,17 @@ struct SlotTree: Sendable {
     /// Puts `newChild` into the parent of `left`, right after it, moving `all`/`visible` counts from
     /// `left` to it; makes a new root when `left` was the root.
     private mutating func insertSibling(_ newChild: Int32, isLeaf: Bool, after left: Int32, all: Int, visible: Int) {
-        let parent = isLeaf ? leafParent[Int(left)] : nodeParent[Int(left)]
+        let parent = isLeaf ? leaves[Int(left)].parent : nodes[Int(left)].parent
         if parent < 0 {
             let node = newNode(childIsLeaf: isLeaf)
             let base = Int(node) * Self.nodeCapacity
-            children[base] = left
-            children[base + 1] = newChild
-            childAll[base] = Int32(count - all)
-            childVisible[base] = Int32(visibleCount - visible)
-            childAll[base + 1] = Int32(all)
-            childVisible[base + 1] = Int32(visible)
-            nodeSize[Int(node)] = 2
+            links[base].child = left
+            links[base + 1].child = newChild
+            links[base].all = Int32(count - all)
+            links[base].visible = Int32(visibleCount - visible)
+            links[base + 1].all = Int32(all)
+            links[base + 1].visible = Int32(visible)
+            nodes[Int(node)].size = 2
             setParent(left, isLeaf: isLeaf, node)
             setParent(newChild, isLeaf: isLeaf, node)
             root = node
@@ -405,64 +422,56 @@ struct SlotTree: Sendable {
         // Split a full parent first, while its counts still agree with its own parent's; `left` and
         // `newChild` then go to whichever half holds `left`, so that half's total does not change.
         var p = parent
-        if Int(nodeSize[Int(p)]) == Self.nodeCapacity {
+        if Int(nodes[Int(p)].size) == Self.nodeCapacity {
             let right = splitNode(p, keeping: Self.nodeCapacity / 2)
-            if isLeaf ? leafParent[Int(left)] == right : nodeParent[Int(left)] == right { p = right }
+            if isLeaf ? leaves[Int(left)].parent == right : nodes[Int(left)].parent == right { p = right }
         }
         let base = Int(p) * Self.nodeCapacity
         var k = 0
-        while children[base + k] != left { k += 1 }
-        childAll[base + k] -= Int32(all)
-        childVisible[base + k] -= Int32(visible)
-        let n = Int(nodeSize[Int(p)])
+        while links[base + k].child != left { k += 1 }
+        links[base + k].all -= Int32(all)
+        links[base + k].visible -= Int32(visible)
+        let n = Int(nodes[Int(p)].size)
         var j = n - 1
         while j > k {
-            children[base + j + 1] = children[base + j]
-            childAll[base + j + 1] = childAll[base + j]
-            childVisible[base + j + 1] = childVisible[base + j]
+            links[base + j + 1] = links[base + j]
             j -= 1
         }
-        children[base + k + 1] = newChild
-        childAll[base + k + 1] = Int32(all)
-        childVisible[base + k + 1] = Int32(visible)
-        nodeSize[Int(p)] += 1
+        links[base + k + 1].child = newChild
+        links[base + k + 1].all = Int32(all)
+        links[base + k + 1].visible = Int32(visible)
+        nodes[Int(p)].size += 1
         setParent(newChild, isLeaf: isLeaf, p)
     }
 
     /// Moves children `keep...` of `node` into a new node to its right and returns the new node.
     private mutating func splitNode(_ node: Int32, keeping keep: Int) -> Int32 {
-        let isLeafLevel = nodeChildIsLeaf[Int(node)]
+        let isLeafLevel = nodes[Int(node)].childIsLeaf
         let newNode = self.newNode(childIsLeaf: isLeafLevel)
         let from = Int(node) * Self.nodeCapacity
         let to = Int(newNode) * Self.nodeCapacity
-        let n = Int(nodeSize[Int(node)])
+        let n = Int(nodes[Int(node)].size)
         var movedAll = 0, movedVisible = 0
         for j in keep..<n {
-            children[to + j - keep] = children[from + j]
-            childAll[to + j - keep] = childAll[from + j]
-            childVisible[to + j - keep] = childVisible[from + j]
-            movedAll += Int(childAll[from + j])
-            movedVisible += Int(childVisible[from + j])
-            setParent(children[from + j], isLeaf: isLeafLevel, newNode)
+            links[to + j - keep] = links[from + j]
+            movedAll += Int(links[from + j].all)
+            movedVisible += Int(links[from + j].visible)
+            setParent(links[from + j].child, isLeaf: isLeafLevel, newNode)
         }
-        nodeSize[Int(node)] = Int32(keep)
-        nodeSize[Int(newNode)] = Int32(n - keep)
+        nodes[Int(node)].size = Int32(keep)
+        nodes[Int(newNode)].size = Int32(n - keep)
         insertSibling(newNode, isLeaf: false, after: node, all: movedAll, visible: movedVisible)
         return newNode
     }
 
     private mutating func newNode(childIsLeaf: Bool) -> Int32 {
-        let node = Int32(nodeSize.count)
-        nodeSize.append(0)
-        nodeParent.append(-1)
-        nodeChildIsLeaf.append(childIsLeaf)
-        children.append(contentsOf: repeatElement(-1, count: Self.nodeCapacity))
-        childAll.append(contentsOf: repeatElement(0, count: Self.nodeCapacity))
-        childVisible.append(contentsOf: repeatElement(0, count: Self.nodeCapacity))
+        let node = Int32(nodes.count)
+        nodes.append(Node(size: 0, parent: -1, childIsLeaf: childIsLeaf))
+        links.append(contentsOf: repeatElement(Link(child: -1, all: 0, visible: 0), count: Self.nodeCapacity))
         return node
     }
 
     private mutating func setParent(_ child: Int32, isLeaf: Bool, _ parent: Int32) {
-        if isLeaf { leafParent[Int(child)] = parent } else { nodeParent[Int(child)] = parent }
+        if isLeaf { leaves[Int(child)].parent = parent } else { nodes[Int(child)].parent = parent }
     }
 }

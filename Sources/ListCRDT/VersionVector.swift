@@ -1,46 +1,98 @@
 /// For each replica, the greatest operation counter seen from it.
 ///
 /// Operations are applied in causal order, so a replica's operations arrive in counter order and
-/// "counter ≤ vector[replica]" means "already seen".
+/// "counter ≤ vector[replica]" means "already seen". Stored as a small array sorted by replica, so
+/// equal vectors are equal values and hash alike.
 public struct VersionVector: Hashable, Sendable, CustomStringConvertible {
-    /// The greatest counter seen per replica; replicas never seen are absent.
-    public private(set) var counters: [ReplicaID: UInt64]
+    private var replicas: [ReplicaID] = []
+    private var values: [UInt64] = []
 
     /// An empty vector: nothing seen.
-    public init() { counters = [:] }
+    public init() {}
 
-    /// A vector with the given counters.
-    public init(_ counters: [ReplicaID: UInt64]) { self.counters = counters.filter { $0.value > 0 } }
+    /// A vector with the given counters (zero counters are dropped).
+    public init(_ counters: [ReplicaID: UInt64]) {
+        for (r, c) in counters.sorted(by: { $0.key < $1.key }) where c > 0 {
+            replicas.append(r)
+            values.append(c)
+        }
+    }
+
+    /// The greatest counter seen per replica; replicas never seen are absent.
+    ///
+    /// - Complexity: O(r) for r replicas.
+    public var counters: [ReplicaID: UInt64] {
+        Dictionary(uniqueKeysWithValues: zip(replicas, values))
+    }
+
+    /// The replicas seen, in increasing order, with their counters.
+    public var entries: [(replica: ReplicaID, counter: UInt64)] { Array(zip(replicas, values)) }
+
+    /// Number of replicas seen.
+    public var count: Int { replicas.count }
+
+    /// Index of `replica`, or where it would be inserted.
+    private func slot(_ replica: ReplicaID) -> (index: Int, found: Bool) {
+        var lo = 0, hi = replicas.count
+        while lo < hi {
+            let mid = (lo + hi) >> 1
+            if replicas[mid].rawValue < replica.rawValue { lo = mid + 1 } else { hi = mid }
+        }
+        return (lo, lo < replicas.count && replicas[lo] == replica)
+    }
 
     /// The greatest counter seen from `replica`, 0 if none.
+    ///
+    /// - Complexity: O(log r).
     public subscript(replica: ReplicaID) -> UInt64 {
-        get { counters[replica] ?? 0 }
-        set { if newValue > 0 { counters[replica] = newValue } else { counters[replica] = nil } }
+        get {
+            let (i, found) = slot(replica)
+            return found ? values[i] : 0
+        }
+        set {
+            let (i, found) = slot(replica)
+            if found {
+                if newValue > 0 { values[i] = newValue } else { replicas.remove(at: i); values.remove(at: i) }
+            } else if newValue > 0 {
+                replicas.insert(replica, at: i)
+                values.insert(newValue, at: i)
+            }
+        }
     }
 
     /// Whether the operation with this id has been seen.
-    @inlinable public func contains(_ id: OpID) -> Bool { id.counter <= self[id.replica] }
+    ///
+    /// - Complexity: O(log r).
+    public func contains(_ id: OpID) -> Bool { id.counter <= self[id.replica] }
 
     /// Raises each counter to the other vector's where that is greater.
     ///
-    /// - Complexity: O(r) for r replicas in `other`.
+    /// - Complexity: O(r log r).
     public mutating func formUnion(_ other: VersionVector) {
-        for (r, c) in other.counters where c > self[r] { counters[r] = c }
+        for (r, c) in zip(other.replicas, other.values) where c > self[r] { self[r] = c }
     }
 
     /// Whether everything `other` has seen, this has seen too.
     ///
-    /// - Complexity: O(r) for r replicas in `other`.
+    /// - Complexity: O(r log r).
     public func includes(_ other: VersionVector) -> Bool {
-        other.counters.allSatisfy { self[$0.key] >= $0.value }
+        zip(other.replicas, other.values).allSatisfy { self[$0.0] >= $0.1 }
     }
 
     /// Raises the counter for `id.replica` to `id.counter` if that is greater.
+    ///
+    /// - Complexity: O(log r); O(1) when `id.replica` is the last replica (in id order) already seen.
     mutating func observe(_ id: OpID) {
-        if id.counter > self[id.replica] { counters[id.replica] = id.counter }
+        let (i, found) = slot(id.replica)
+        if found {
+            if id.counter > values[i] { values[i] = id.counter }
+        } else if id.counter > 0 {
+            replicas.insert(id.replica, at: i)
+            values.insert(id.counter, at: i)
+        }
     }
 
     public var description: String {
-        "[" + counters.sorted { $0.key < $1.key }.map { "\($0.key.rawValue):\($0.value)" }.joined(separator: ", ") + "]"
+        "[" + zip(replicas, values).map { "\($0.0.rawValue):\($0.1)" }.joined(separator: ", ") + "]"
     }
 }

@@ -1,0 +1,236 @@
+import Foundation
+import Synchronization
+
+/// A document that reports what each change means for a table: every local edit and every batch
+/// of remote operations returns a ``ChangeSet``, and subscribers receive every later change set
+/// as an `AsyncSequence`.
+///
+/// `LiveDocument` is the one reference type per replica (STYLE habit 12). It is `Sendable`: all
+/// of its state (the document, the last snapshot, the remembered local moves and the subscribers)
+/// lives behind one `Mutex`, so every method runs atomically with respect to the others, from any
+/// thread or task, and change sets reach every subscriber in the order the changes were made.
+/// Nothing inside the lock calls out to user code except the `edit` closure itself (which must
+/// not call back into this `LiveDocument`: the lock is not reentrant).
+///
+/// Each change costs a full diff of the previous and the new snapshot: O(n log n) for n visible
+/// sections and items, whatever the size of the change (see ``ChangeSet/init(from:to:)``).
+///
+/// Lost moves: the local move operations made through ``edit(_:)`` are remembered per item and
+/// section. After remote operations, an item whose winning position write is a greater operation
+/// that had not seen the local move is reported in ``ChangeSet/lostMoves`` (once) and forgotten.
+@available(macOS 15.0, iOS 18.0, tvOS 18.0, watchOS 11.0, visionOS 2.0, *)
+public final class LiveDocument: Sendable {
+    struct State {
+        var document: ListDocument
+        var snapshot: ListSnapshot
+        var localItemMoves: [ItemID: ListOperation] = [:]
+        var localSectionMoves: [SectionID: ListOperation] = [:]
+        var subscribers: [UInt64: AsyncStream<ChangeSet>.Continuation] = [:]
+        var nextSubscriber: UInt64 = 0
+        var closed = false
+    }
+
+    let state: Mutex<State>
+
+    /// Wraps a document.
+    ///
+    /// - Complexity: O(n) for n visible sections and items (the first snapshot).
+    public init(_ document: ListDocument) {
+        state = Mutex(State(document: document, snapshot: document.snapshot()))
+    }
+
+    deinit {
+        let subscribers = state.withLock { state in
+            let all = Array(state.subscribers.values)
+            state.subscribers = [:]
+            return all
+        }
+        for c in subscribers { c.finish() }
+    }
+
+    /// The document as it is now (a copy: O(1), shares storage until changed).
+    public var document: ListDocument { state.withLock { $0.document } }
+
+    /// The snapshot as of the last change (kept, not recomputed).
+    public var snapshot: ListSnapshot { state.withLock { $0.snapshot } }
+
+    /// The replica this document edits as.
+    public var replica: ReplicaID { state.withLock { $0.document.replica } }
+
+    /// The result of a local edit.
+    public struct Edit<Result: Sendable>: Sendable {
+        /// What the edit closure returned.
+        public var result: Result
+        /// The operations the edit made, in order: send them to the other replicas.
+        public var operations: [ListOperation]
+        /// What changed for the table.
+        public var changes: ChangeSet
+    }
+
+    /// Edits the document: `body` gets the document and makes any number of local edits
+    /// (`live.edit { doc in try doc.moveItem(from: a, to: b) }`).
+    ///
+    /// The edit is all or nothing: if `body` throws, the document is what it was before and no
+    /// change set is sent. Otherwise subscribers receive the change set (unless it is empty).
+    /// `body` runs under the lock: it must not call this `LiveDocument`.
+    ///
+    /// - Complexity: the edits, plus the diff (see the type's discussion), plus an O(n) copy of
+    ///   the document's storage on its first change (what makes the edit all or nothing).
+    @discardableResult
+    public func edit<R: Sendable, E: Error>(_ body: (inout ListDocument) throws(E) -> R) throws(E) -> Edit<R> {
+        try state.withLock { (state: inout State) throws(E) -> Edit<R> in
+            var work = state.document
+            let before = work.operationCount
+            let result = try body(&work)
+            let ops = Array(work.operations[before...])
+            state.document = work
+            for op in ops { Self.remember(op, in: &state) }
+            let changes = Self.publish(&state, lostMoves: [])
+            return Edit(result: result, operations: ops, changes: changes)
+        }
+    }
+
+    /// Applies operations from other replicas (see ``ListDocument/receive(_:)-(ListOperation)``)
+    /// and returns what changed, with the local moves that lost to concurrent moves.
+    ///
+    /// Operations that are refused do not stop the others. If any is refused, the method throws
+    /// ``ReceiveFailure``, which carries the change set of the operations that were applied;
+    /// subscribers receive that change set either way.
+    ///
+    /// - Complexity: the operations, plus the diff (see the type's discussion), plus the
+    ///   causality checks of remembered local moves that a received move overrode.
+    @discardableResult
+    public func receive<S: Sequence>(_ operations: S) throws(ReceiveFailure) -> ChangeSet
+    where S.Element == ListOperation {
+        let (changes, errors) = state.withLock { state in
+            let before = state.document.operationCount
+            let errors = state.document.receive(operations)
+            let applied = state.document.operations[before...]
+            let lost = Self.lostMoves(after: applied, in: &state)
+            return (Self.publish(&state, lostMoves: lost), errors)
+        }
+        if !errors.isEmpty { throw ReceiveFailure(errors: errors, changes: changes) }
+        return changes
+    }
+
+    /// Applies one operation from another replica (see ``receive(_:)-(S)``).
+    @discardableResult
+    public func receive(_ operation: ListOperation) throws(ReceiveFailure) -> ChangeSet {
+        try receive(CollectionOfOne(operation))
+    }
+
+    /// Operations this document has applied and `version` has not seen, in causal order.
+    ///
+    /// - Complexity: O(m) for m operations in the log.
+    public func operations(since version: VersionVector) -> [ListOperation] {
+        state.withLock { $0.document.operations(since: version) }
+    }
+
+    /// A new subscription: every change set made after this call, in order, until
+    /// ``close()`` or the end of the `LiveDocument`. Each call makes an independent stream.
+    ///
+    /// The stream buffers without limit: a subscriber that stops reading keeps its change sets
+    /// in memory until it is cancelled.
+    public func changes() -> AsyncStream<ChangeSet> {
+        let (stream, continuation) = AsyncStream<ChangeSet>.makeStream(bufferingPolicy: .unbounded)
+        let id: UInt64? = state.withLock { state in
+            if state.closed { return nil }
+            let id = state.nextSubscriber
+            state.nextSubscriber += 1
+            state.subscribers[id] = continuation
+            return id
+        }
+        guard let id else {
+            continuation.finish()
+            return stream
+        }
+        continuation.onTermination = { [weak self] _ in
+            _ = self?.state.withLock { $0.subscribers.removeValue(forKey: id) }
+        }
+        return stream
+    }
+
+    /// Finishes every subscription; later calls to ``changes()`` return finished streams.
+    /// Edits and receives still work.
+    public func close() {
+        let subscribers = state.withLock { state in
+            state.closed = true
+            let all = Array(state.subscribers.values)
+            state.subscribers = [:]
+            return all
+        }
+        for c in subscribers { c.finish() }
+    }
+}
+
+/// Thrown by ``LiveDocument/receive(_:)-(S)`` when operations were refused.
+public struct ReceiveFailure: Error, Sendable, CustomStringConvertible {
+    /// Why each refused operation was refused.
+    public var errors: [ApplyError]
+    /// What the operations that were applied changed (subscribers received it too).
+    public var changes: ChangeSet
+
+    public var description: String {
+        "\(errors.count) operation(s) refused: " + errors.map(\.description).joined(separator: "; ")
+    }
+}
+
+@available(macOS 15.0, iOS 18.0, tvOS 18.0, watchOS 11.0, visionOS 2.0, *)
+extension LiveDocument {
+    /// Diffs the new state against the last snapshot, keeps the new snapshot and sends the
+    /// change set to every subscriber (unless it is empty). Called under the lock.
+    static func publish(_ state: inout State, lostMoves: [LostMove]) -> ChangeSet {
+        let snapshot = state.document.snapshot()
+        var changes = ChangeSet(from: state.snapshot, to: snapshot)
+        changes.lostMoves = lostMoves
+        state.snapshot = snapshot
+        if !changes.isEmpty {
+            // `yield` never calls user code and never blocks; doing it under the lock keeps every
+            // subscriber's change sets in the order the changes were made.
+            for c in state.subscribers.values { c.yield(changes) }
+        }
+        return changes
+    }
+
+    /// Remembers a local move as the latest local move of what it moves.
+    static func remember(_ op: ListOperation, in state: inout State) {
+        switch op.kind {
+        case .moveItems(let ids, _, _):
+            for id in ids { state.localItemMoves[id] = op }
+        case .moveSection(let id, _):
+            state.localSectionMoves[id] = op
+        default:
+            break
+        }
+    }
+
+    /// The remembered local moves that the applied operations beat with a concurrent move. Each is
+    /// reported once and forgotten; so is a local move overridden by a move that had seen it.
+    static func lostMoves(after applied: ArraySlice<ListOperation>, in state: inout State) -> [LostMove] {
+        var lost: [LostMove] = []
+        let doc = state.document
+        for op in applied {
+            switch op.kind {
+            case .moveItems(let ids, _, _):
+                for id in ids {
+                    guard let local = state.localItemMoves[id],
+                          let winner = doc.winningPositionWrite(of: id), winner != local.id else { continue }
+                    state.localItemMoves[id] = nil
+                    if winner > local.id && !doc.hasSeen(local.id, at: winner) {
+                        lost.append(LostMove(subject: .item(id), localOperation: local, winner: winner))
+                    }
+                }
+            case .moveSection(let id, _):
+                guard let local = state.localSectionMoves[id],
+                      let winner = doc.winningPositionWrite(of: id), winner != local.id else { continue }
+                state.localSectionMoves[id] = nil
+                if winner > local.id && !doc.hasSeen(local.id, at: winner) {
+                    lost.append(LostMove(subject: .section(id), localOperation: local, winner: winner))
+                }
+            default:
+                break
+            }
+        }
+        return lost
+    }
+}
