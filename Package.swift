@@ -5,14 +5,19 @@ let package = Package(
     name: "ListSync",
     products: [
         .library(name: "ListCRDT", targets: ["ListCRDT"]),
+        .library(name: "ListSync", targets: ["ListSync"]),
+        .executable(name: "listsync", targets: ["listsync"]),
         .executable(name: "listsync-bench", targets: ["listsync-bench"]),
     ],
     dependencies: [],
     targets: [
         .target(name: "ListCRDT"),
+        .target(name: "ListSync", dependencies: ["ListCRDT"]),
+        .executableTarget(name: "listsync", dependencies: ["ListSync"]),
         // Seeded randomness and editing traces, shared by the tests and the benchmark.
         .target(name: "ListSyncTestSupport", dependencies: ["ListCRDT"]),
         .testTarget(name: "ListCRDTTests", dependencies: ["ListCRDT", "ListSyncTestSupport"]),
+        .testTarget(name: "ListSyncTests", dependencies: ["ListSync", "ListSyncTestSupport"]),
         .executableTarget(
             name: "listsync-bench",
             dependencies: ["ListCRDT", "ListSyncTestSupport"],

@@ -24,11 +24,12 @@ import Foundation
 ///
 /// **Remote changes.** The session follows identities: the lifted items, the placeholder's
 /// section and the rows right above and below it. After the document changes, call
-/// ``documentDidChange(_:)``: the placeholder stays right below the row that was above it (or,
-/// if that row left the section, right above the row that was below it; if both left, at the
-/// same row number, clamped); if the placeholder's section is gone, it falls back to the lifted
-/// item's own position; if every lifted item was deleted, the drag ends cancelled with
-/// ``DragCancelReason/liftedItemsDeleted(_:)``.
+/// ``documentDidChange(_:)``. The placeholder stays at the top of its section if it was at the
+/// top; otherwise right below the row that was above it; if that row left the section, at the
+/// bottom if it was at the bottom, else right above the row that was below it; if both left, at
+/// the same row number, clamped. If the placeholder's section is gone, the placeholder falls back
+/// to the lifted item's own position. Lifted items deleted remotely leave the selection; if every
+/// lifted item was deleted, the drag ends cancelled with ``DragCancelReason/liftedItemsDeleted(_:)``.
 public struct DragSession: Sendable {
     /// Where a session is.
     public enum Phase: Hashable, Sendable {
@@ -89,9 +90,7 @@ public struct DragSession: Sendable {
     /// - Complexity: O(n) for n visible items (the session keeps the arrangement it shows).
     public mutating func begin(at indexPath: IndexPath, in document: ListDocument) throws(DragError) {
         guard !isDragging else { throw .alreadyDragging }
-        let item: ItemID
-        do { item = try document.itemID(at: indexPath) } catch { throw .document(error) }
-        try begin(items: [item], in: document)
+        try begin(items: [try Self.item(at: indexPath, in: document)], in: document)
     }
 
     /// Lifts the items at these (data-source) index paths, a selection that will land together in
@@ -101,9 +100,7 @@ public struct DragSession: Sendable {
     public mutating func begin(at indexPaths: [IndexPath], in document: ListDocument) throws(DragError) {
         guard !isDragging else { throw .alreadyDragging }
         var items: [ItemID] = []
-        for p in indexPaths {
-            do { items.append(try document.itemID(at: p)) } catch { throw .document(error) }
-        }
+        for p in indexPaths { items.append(try Self.item(at: p, in: document)) }
         try begin(items: items, in: document)
     }
 
@@ -206,8 +203,12 @@ public struct DragSession: Sendable {
         if let s = base.indexOfSection(oldPlaceholder.section) {
             let rows = rowsWithoutLifted(in: s)
             let row: Int
-            if let a = oldPlaceholder.after, let k = rows.firstIndex(of: a) {
+            if oldPlaceholder.after == nil {
+                row = 0                                           // it was at the top: it stays there
+            } else if let a = oldPlaceholder.after, let k = rows.firstIndex(of: a) {
                 row = k + 1
+            } else if oldPlaceholder.before == nil {
+                row = rows.count                                  // it was at the bottom: it stays there
             } else if let b = oldPlaceholder.before, let k = rows.firstIndex(of: b) {
                 row = k
             } else {
@@ -222,6 +223,13 @@ public struct DragSession: Sendable {
     }
 
     // MARK: Internals
+
+    /// The item at a data-source index path. (A path that is not `[section, row]` is refused here:
+    /// `ListError`'s description cannot print one.)
+    static func item(at indexPath: IndexPath, in document: ListDocument) throws(DragError) -> ItemID {
+        guard indexPath.count == 2 else { throw .indexPathOutOfRange(indexPath, count: 0) }
+        do { return try document.itemID(at: indexPath) } catch { throw .document(error) }
+    }
 
     private mutating func end(_ outcome: DragOutcome) {
         phase = .ended(outcome)

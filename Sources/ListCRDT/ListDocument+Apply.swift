@@ -237,10 +237,14 @@ extension ListDocument {
     /// Puts slot `lv` into its sequence by the integration rule.
     private mutating func place(_ lv: Int32, id: OpID, left: Int32, right: Int32, sequence: Int32, visible: Bool) {
         if sequence < 0 {
-            let after = sectionTree.placement(id: id, left: left, right: right, slots: slots, leafOf: leafOf)
+            let after = sectionTree.placement(id: id, left: left, right: right, slots: slots, leafOf: leafOf,
+                                              tieBreak: variant != .noTieBreak)
             sectionTree.insert(lv, visible: visible, after: after, leafOf: &leafOf)
         } else {
-            let after = withItemTree(sequence) { $0.placement(id: id, left: left, right: right, slots: slots, leafOf: leafOf) }
+            let tieBreak = variant != .noTieBreak
+            let after = withItemTree(sequence) {
+                $0.placement(id: id, left: left, right: right, slots: slots, leafOf: leafOf, tieBreak: tieBreak)
+            }
             itemTrees[Int(sequence)].insert(lv, visible: visible, after: after, leafOf: &leafOf)
         }
     }

@@ -157,6 +157,15 @@ extension ListDocument {
     // MARK: Helpers
 
     private mutating func moveItems(_ list: [Int32], section s: Int32, row: Int) throws(ListError) -> ListOperation {
+        if variant == .moveAsDeleteAndInsert {
+            // Broken on purpose: delete every item, then insert copies with new identities.
+            let values = list.map { items.value[Int($0)] }
+            for i in list { try deleteItem(ItemID(items.id[Int(i)])) }
+            let sectionIndex = sectionTree.position(of: sectionTree.locate(sections.winner[Int(s)], leafOf: leafOf)).visible
+            var last: ListOperation?
+            for (k, v) in values.enumerated() { last = try insertItem(at: IndexPath(item: row + k, section: sectionIndex), value: v) }
+            return last!
+        }
         var skipped: [Int] = []
         for i in list where items.section[Int(i)] == s {
             skipped.append(withItemTree(s) { $0.position(of: $0.locate(items.winner[Int(i)], leafOf: leafOf)).visible })

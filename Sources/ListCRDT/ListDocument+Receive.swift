@@ -23,6 +23,12 @@ extension ListDocument {
     public mutating func receive(_ op: ListOperation) throws(ApplyError) -> ReceiveOutcome {
         if let outcome = try screen(op) { return outcome }
         if let missing = firstMissingDependency(of: op) {
+            if variant == .noCausalBuffer {
+                // Broken on purpose: apply now if the references resolve, else lose the operation.
+                guard let resolved = try? resolve(op) else { return .buffered }
+                commit(op, resolved)
+                return .applied(woken: 1)
+            }
             buffer.add(op, waitingFor: missing.replica)
             return .buffered
         }

@@ -34,6 +34,10 @@ public struct ListDocument: Sendable {
     var sectionShown: [Bool] = []
     var items = EntityTable()
 
+    /// A deliberately broken engine, for tests that show the simulator catches such bugs.
+    /// Always ``EngineVariant/correct`` outside those tests.
+    @_spi(Testing) public var variant = EngineVariant.correct
+
     /// The default ``maxValueSize``: 64 KiB.
     public static let defaultMaxValueSize = 64 * 1024
 

@@ -28,7 +28,7 @@ extension SlotTree {
     ///
     /// - Complexity: O(log n) when nothing concurrent sits between the origins (always, for a local
     ///   edit); O(k log n) for k slots scanned otherwise.
-    func placement(id: OpID, left: Int32, right: Int32, slots: SlotStore, leafOf: [Int32]) -> Cursor? {
+    func placement(id: OpID, left: Int32, right: Int32, slots: SlotStore, leafOf: [Int32], tieBreak: Bool = true) -> Cursor? {
         let leftCursor: Cursor? = left >= 0 ? locate(left, leafOf: leafOf) : nil
         var cursor: Cursor? = leftCursor.map { next($0) } ?? first
         guard let firstScanned = cursor, lv(at: firstScanned) != right else { return leftCursor }
@@ -51,7 +51,7 @@ extension SlotTree {
                 if otherRightPos < rightPos {
                     scanning = true
                 } else if otherRightPos == rightPos {
-                    if id < slots.id(of: other) { break }
+                    if !tieBreak || id < slots.id(of: other) { break }
                     scanning = false
                 } else {
                     scanning = false

@@ -82,7 +82,7 @@ public struct VersionVector: Hashable, Sendable, CustomStringConvertible {
     /// Raises the counter for `id.replica` to `id.counter` if that is greater.
     ///
     /// - Complexity: O(log r); O(1) when `id.replica` is the last replica (in id order) already seen.
-    mutating func observe(_ id: OpID) {
+    public mutating func observe(_ id: OpID) {
         let (i, found) = slot(id.replica)
         if found {
             if id.counter > values[i] { values[i] = id.counter }

@@ -107,3 +107,4 @@ public struct EditingTrace: Sendable {
         return edits
     }
 }
+@_exported import ListCRDT

@@ -105,75 +105,7 @@ enum Fuzz {
             if doc.snapshot() != reference { return fail("replica \(r) shows \(doc.rows), replica 0 \(docs[0].rows)") }
             if doc.encodedState() != state { return fail("replica \(r) encodes a different state") }
         }
-        if let why = Oracle(all).check(reference) { return fail(why) }
+        if let why = SemanticsOracle(all).check(reference) { return fail(why) }
         return result
-    }
-}
-
-/// Computes, independently of the engine, which sections and items must be visible after a set
-/// of operations, where each item must be, and which value each shows.
-struct Oracle {
-    struct Register { var write = OpID.none; var record = OpID.none; var section: SectionID?; var value = OpID.none; var data = Data() }
-    var items: [ItemID: Register] = [:]
-    var sections: [SectionID: Register] = [:]
-
-    init(_ ops: [ListOperation]) {
-        // A delete names the slot of the write it saw; the write is the operation that made the slot.
-        var writeOfSlot: [OpID: OpID] = [:]
-        for op in ops {
-            for k in 0..<op.span { writeOfSlot[op.id.advanced(by: k)] = op.id }
-        }
-        for op in ops {
-            switch op.kind {
-            case let .insertSection(_, value):
-                sections[SectionID(op.id), default: Register()].write = max(sections[SectionID(op.id)]?.write ?? .none, op.id)
-                setValue(&sections[SectionID(op.id), default: Register()], op.id, value)
-            case let .insertItem(section, _, value):
-                write(&items[ItemID(op.id), default: Register()], op.id, section)
-                setValue(&items[ItemID(op.id), default: Register()], op.id, value)
-            case let .moveSection(s, _):
-                write(&sections[s, default: Register()], op.id, nil)
-            case let .moveItems(list, section, _):
-                for item in list { write(&items[item, default: Register()], op.id, section) }
-            case let .deleteItem(item, seen):
-                items[item, default: Register()].record = max(items[item]?.record ?? .none, writeOfSlot[seen.opID]!)
-            case let .deleteSection(s, seen, list):
-                sections[s, default: Register()].record = max(sections[s]?.record ?? .none, writeOfSlot[seen.opID]!)
-                for r in list { items[r.item, default: Register()].record = max(items[r.item]?.record ?? .none, writeOfSlot[r.seen.opID]!) }
-            case let .setItemValue(item, value): setValue(&items[item, default: Register()], op.id, value)
-            case let .setSectionValue(s, value): setValue(&sections[s, default: Register()], op.id, value)
-            }
-        }
-    }
-
-    private func write(_ r: inout Register, _ id: OpID, _ section: SectionID?) {
-        if id > r.write { r.write = id; r.section = section }
-    }
-    private func setValue(_ r: inout Register, _ id: OpID, _ data: Data) {
-        if id > r.value { r.value = id; r.data = data }
-    }
-
-    /// Nil if the snapshot shows exactly what the operations imply; else what differs.
-    func check(_ snapshot: ListSnapshot) -> String? {
-        let liveItems = items.filter { $0.value.write > $0.value.record }
-        var expectedSections = Set(sections.filter { $0.value.write > $0.value.record }.keys)
-        for (_, r) in liveItems { expectedSections.insert(r.section!) }
-        let shownSections = snapshot.sections.map(\.id)
-        if Set(shownSections).count != shownSections.count { return "a section is shown twice" }
-        if Set(shownSections) != expectedSections { return "sections shown \(shownSections), expected \(expectedSections.sorted())" }
-        var shownItems = Set<ItemID>()
-        for section in snapshot.sections {
-            if section.value != sections[section.id]?.data { return "\(section.id) shows a stale value" }
-            for item in section.items {
-                if !shownItems.insert(item.id).inserted { return "\(item.id) is shown twice" }
-                guard let r = liveItems[item.id] else { return "\(item.id) is shown but should be deleted" }
-                if r.section != section.id { return "\(item.id) is in \(section.id), its winning move put it in \(r.section!)" }
-                if item.value != r.data { return "\(item.id) shows a stale value" }
-            }
-        }
-        if shownItems.count != liveItems.count {
-            return "\(liveItems.count - shownItems.count) live items are lost: \(Set(liveItems.keys).subtracting(shownItems).sorted())"
-        }
-        return nil
     }
 }

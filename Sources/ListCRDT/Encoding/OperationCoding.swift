@@ -1,0 +1,323 @@
+import Foundation
+
+/// The compact binary encoding of operation batches (Docs/WireFormat.md).
+extension ListOperation {
+    /// The format version written by ``encode(_:)`` and the only one ``decode(_:)`` reads.
+    public static let wireFormatVersion: UInt8 = 1
+
+    /// The default limit on the number of operations one batch may decode to: 65,536.
+    ///
+    /// Runs of deletes cost no bytes per operation, so the bytes of a batch do not bound how many
+    /// operations it expands to; this limit does. Raise it when batches are larger.
+    public static let defaultMaxBatchOperations = 1 << 16
+
+    /// Encodes a batch of operations (any order; usually causal).
+    ///
+    /// Operations must be valid (every counter in `1...OpID.maxCounter`) for ``decode(_:)`` to
+    /// accept the bytes; then `decode(encode(ops)) == ops` exactly.
+    ///
+    /// - Complexity: O(n + v) for n operations (counting ids in moves, deps and section deletes)
+    ///   and v value bytes.
+    public static func encode<C: Collection>(_ ops: C) -> [UInt8] where C.Element == ListOperation {
+        var encoder = BatchEncoder(Array(ops))
+        return encoder.encode()
+    }
+
+    /// Decodes a batch completely and validates it before returning anything.
+    ///
+    /// Values may be up to ``ListDocument/defaultMaxValueSize`` bytes and the batch up to
+    /// ``defaultMaxBatchOperations`` operations.
+    ///
+    /// - Complexity: O(b + n) for b bytes and n operations.
+    public static func decode(_ bytes: some Collection<UInt8>) throws(WireError) -> [ListOperation] {
+        try decode(bytes, maxValueSize: ListDocument.defaultMaxValueSize)
+    }
+
+    /// Decodes a batch completely and validates it before returning anything, refusing a value
+    /// longer than `maxValueSize` bytes and a batch of more than `maxOperations` operations.
+    ///
+    /// - Complexity: O(b + n) for b bytes and n operations.
+    public static func decode(
+        _ bytes: some Collection<UInt8>,
+        maxValueSize: Int,
+        maxOperations: Int = ListOperation.defaultMaxBatchOperations
+    ) throws(WireError) -> [ListOperation] {
+        var reader = WireReader(bytes)
+        let ops = try BatchDecoder.decode(from: &reader, maxValueSize: maxValueSize, maxOperations: maxOperations)
+        guard reader.isAtEnd else { throw .trailingBytes(reader.remaining) }
+        return ops
+    }
+}
+
+// MARK: - Shared between the encoder and the decoder
+
+/// Record kinds: the low four bits of a record's first byte.
+enum RecordKind: UInt8 {
+    case insertSection = 1, insertItem, moveSection, moveItems, deleteItem, deleteSection
+    case setItemValue, setSectionValue
+    /// Consecutive single-item inserts by one replica, typed left to right.
+    case insertItemRun
+    /// Consecutive single-item deletes by one replica (backspace or forward delete).
+    case deleteItemRun
+}
+
+/// Flags in the high four bits of a record's first byte.
+enum RecordFlag {
+    /// The replica is the previous operation's (no replica index follows).
+    static let sameReplica: UInt8 = 0x10
+    /// The counter is the previous operation's last counter + 1 (no counter delta follows).
+    static let nextCounter: UInt8 = 0x20
+    /// The deps are exactly {previous operation's last id} (no deps follow).
+    static let depsPrevious: UInt8 = 0x40
+    /// Kind-specific: one-byte values (insert run), descending item ids (delete run), or a single
+    /// item (moveItems).
+    static let variant: UInt8 = 0x80
+}
+
+/// What both sides remember from the operations before the current one: what the shortcuts mean.
+struct CodingContext {
+    /// The last id of the previous operation (`.none` before the first).
+    var previousLast = OpID.none
+    /// The section the previous section-bearing operation named (or inserted).
+    var lastSection: SectionID?
+
+    mutating func advance(past op: ListOperation) {
+        previousLast = op.lastID
+        switch op.kind {
+        case .insertSection: lastSection = SectionID(op.id)
+        case .insertItem(let s, _, _), .moveSection(let s, _), .moveItems(_, let s, _),
+             .deleteSection(let s, _, _), .setSectionValue(let s, _):
+            lastSection = s
+        case .deleteItem, .setItemValue: break
+        }
+    }
+}
+
+/// Reference codes (see Docs/WireFormat.md, "References").
+enum RefCode {
+    /// The field's default: nil for an origin, the entity itself for `seen`, the last section for
+    /// a section; invalid elsewhere.
+    static let fieldDefault: UInt64 = 0
+    /// The previous operation's last id.
+    static let previous: UInt64 = 1
+    /// Explicit references start here: code = 2 + 2 × replica index + (1 if the counter is not
+    /// below the operation's own), then the distance between the counters.
+    static let firstExplicit: UInt64 = 2
+}
+
+extension ListOperation {
+    /// Whether `next` can follow `op` in an insert run.
+    static func continuesInsertRun(_ op: ListOperation, _ next: ListOperation, first: ListOperation) -> Bool {
+        guard case .insertItem(let s, let o, _) = op.kind,
+              case .insertItem(let s2, let o2, _) = next.kind,
+              case .insertItem(_, let o0, _) = first.kind
+        else { return false }
+        return next.id.replica == op.id.replica && next.id.counter == op.id.counter &+ 1
+            && next.deps == Frontier([op.id]) && s2 == s
+            && o2.after == SlotID(op.id) && o2.before == o0.before && o.before == o0.before
+    }
+
+    /// Whether `next` can follow `op` in a delete run going `step` (+1 or -1) through item counters.
+    static func continuesDeleteRun(_ op: ListOperation, _ next: ListOperation, step: Int64) -> Bool {
+        guard case .deleteItem(let item, _) = op.kind,
+              case .deleteItem(let item2, let seen2) = next.kind
+        else { return false }
+        return next.id.replica == op.id.replica && next.id.counter == op.id.counter &+ 1
+            && next.deps == Frontier([op.id])
+            && item2.opID.replica == item.opID.replica
+            && Int64(bitPattern: item2.opID.counter &- item.opID.counter) == step
+            && seen2.opID == item2.opID
+    }
+}
+
+// MARK: - Encoder
+
+/// Writes a batch: header, replica table, operation count, records.
+struct BatchEncoder {
+    let ops: [ListOperation]
+    var out = WireWriter()
+    var replicaIndex: [ReplicaID: Int] = [:]
+    var context = CodingContext()
+
+    init(_ ops: [ListOperation]) { self.ops = ops }
+
+    mutating func encode() -> [UInt8] {
+        var table: [ReplicaID] = []
+        func note(_ id: OpID) {
+            if replicaIndex[id.replica] == nil {
+                replicaIndex[id.replica] = table.count
+                table.append(id.replica)
+            }
+        }
+        for op in ops { op.forEachReferencedID(note) }
+
+        out.byte(ListOperation.wireFormatVersion)
+        out.count(table.count)
+        for r in table { out.varint(r.rawValue) }
+        out.count(ops.count)
+        var i = 0
+        while i < ops.count { i += record(at: i) }
+        return out.bytes
+    }
+
+    /// Writes the record starting at `ops[i]`; returns how many operations it holds.
+    private mutating func record(at i: Int) -> Int {
+        let op = ops[i]
+        switch op.kind {
+        case .insertItem(let section, let origins, let value):
+            var n = 1
+            while i + n < ops.count, ListOperation.continuesInsertRun(ops[i + n - 1], ops[i + n], first: op) { n += 1 }
+            if n == 1 {
+                header(op, .insertItem)
+                sectionRef(section, op)
+                origin(origins.after, op)
+                origin(origins.before, op)
+                out.data(value)
+                break
+            }
+            let run = ops[i..<i + n]
+            let oneByte = run.allSatisfy { if case .insertItem(_, _, let v) = $0.kind { v.count == 1 } else { false } }
+            header(op, .insertItemRun, variant: oneByte)
+            sectionRef(section, op)
+            origin(origins.after, op)
+            origin(origins.before, op)
+            out.count(n)
+            for o in run {
+                guard case .insertItem(_, _, let v) = o.kind else { continue }
+                if oneByte { out.byte(v[v.startIndex]) } else { out.data(v) }
+            }
+            for o in run { context.advance(past: o) }
+            return n
+        case .deleteItem(let item, let seen):
+            var n = 1
+            var step: Int64 = 0
+            if seen.opID == item.opID, i + 1 < ops.count {
+                for s: Int64 in [1, -1] where ListOperation.continuesDeleteRun(op, ops[i + 1], step: s) { step = s }
+                if step != 0 {
+                    n = 2
+                    while i + n < ops.count, ListOperation.continuesDeleteRun(ops[i + n - 1], ops[i + n], step: step) { n += 1 }
+                }
+            }
+            if n == 1 {
+                header(op, .deleteItem)
+                ref(item.opID, op, default: nil)
+                ref(seen.opID, op, default: item.opID)
+                break
+            }
+            header(op, .deleteItemRun, variant: step < 0)
+            ref(item.opID, op, default: nil)
+            out.count(n)
+            for o in ops[i..<i + n] { context.advance(past: o) }
+            return n
+        case .insertSection(let origins, let value):
+            header(op, .insertSection)
+            origin(origins.after, op)
+            origin(origins.before, op)
+            out.data(value)
+        case .moveSection(let section, let origins):
+            header(op, .moveSection)
+            sectionRef(section, op)
+            origin(origins.after, op)
+            origin(origins.before, op)
+        case .moveItems(let items, let section, let origins):
+            header(op, .moveItems, variant: items.count == 1)
+            sectionRef(section, op)
+            origin(origins.after, op)
+            origin(origins.before, op)
+            if items.count != 1 { out.count(items.count) }
+            for item in items { ref(item.opID, op, default: nil) }
+        case .deleteSection(let section, let seen, let items):
+            header(op, .deleteSection)
+            sectionRef(section, op)
+            ref(seen.opID, op, default: section.opID)
+            out.count(items.count)
+            for record in items {
+                ref(record.item.opID, op, default: nil)
+                ref(record.seen.opID, op, default: record.item.opID)
+            }
+        case .setItemValue(let item, let value):
+            header(op, .setItemValue)
+            ref(item.opID, op, default: nil)
+            out.data(value)
+        case .setSectionValue(let section, let value):
+            header(op, .setSectionValue)
+            sectionRef(section, op)
+            out.data(value)
+        }
+        context.advance(past: op)
+        return 1
+    }
+
+    /// The first byte (kind and flags), then the replica index, counter delta and deps unless a
+    /// flag says they are the usual ones.
+    private mutating func header(_ op: ListOperation, _ kind: RecordKind, variant: Bool = false) {
+        let prev = context.previousLast
+        let sameReplica = prev != .none && op.id.replica == prev.replica
+        let nextCounter = op.id.counter == prev.counter &+ 1
+        let depsPrevious = op.deps == Frontier([prev])
+        var b = kind.rawValue
+        if sameReplica { b |= RecordFlag.sameReplica }
+        if nextCounter { b |= RecordFlag.nextCounter }
+        if depsPrevious { b |= RecordFlag.depsPrevious }
+        if variant { b |= RecordFlag.variant }
+        out.byte(b)
+        if !sameReplica { out.count(replicaIndex[op.id.replica]!) }
+        if !nextCounter { out.signed(Int64(bitPattern: op.id.counter &- prev.counter &- 1)) }
+        if !depsPrevious {
+            out.count(op.deps.count)
+            for d in op.deps { ref(d, op, default: nil) }
+        }
+    }
+
+    private mutating func origin(_ slot: SlotID?, _ op: ListOperation) {
+        if let slot { ref(slot.opID, op, default: nil) } else { out.varint(RefCode.fieldDefault) }
+    }
+
+    private mutating func sectionRef(_ section: SectionID, _ op: ListOperation) {
+        ref(section.opID, op, default: context.lastSection?.opID)
+    }
+
+    /// A reference: the field's default, the previous operation, or replica index and the
+    /// distance back from the operation's own counter.
+    private mutating func ref(_ id: OpID, _ op: ListOperation, default fieldDefault: OpID?) {
+        if id == fieldDefault {
+            out.varint(RefCode.fieldDefault)
+        } else if id == context.previousLast, id != .none {
+            out.varint(RefCode.previous)
+        } else {
+            let index = UInt64(replicaIndex[id.replica]!)
+            if id.counter < op.id.counter {
+                out.varint(RefCode.firstExplicit + 2 * index)
+                out.varint(op.id.counter - 1 - id.counter)
+            } else {
+                out.varint(RefCode.firstExplicit + 2 * index + 1)
+                out.varint(id.counter - op.id.counter)
+            }
+        }
+    }
+}
+
+extension ListOperation {
+    /// Calls `body` with every id the operation holds (its own, deps, and every reference).
+    func forEachReferencedID(_ body: (OpID) -> Void) {
+        body(id)
+        for d in deps { body(d) }
+        func origins(_ o: Origins) {
+            if let a = o.after { body(a.opID) }
+            if let b = o.before { body(b.opID) }
+        }
+        switch kind {
+        case .insertSection(let o, _): origins(o)
+        case .insertItem(let s, let o, _), .moveSection(let s, let o): body(s.opID); origins(o)
+        case .moveItems(let items, let s, let o):
+            body(s.opID); origins(o)
+            for i in items { body(i.opID) }
+        case .deleteItem(let i, let seen): body(i.opID); body(seen.opID)
+        case .deleteSection(let s, let seen, let items):
+            body(s.opID); body(seen.opID)
+            for r in items { body(r.item.opID); body(r.seen.opID) }
+        case .setItemValue(let i, _): body(i.opID)
+        case .setSectionValue(let s, _): body(s.opID)
+        }
+    }
+}

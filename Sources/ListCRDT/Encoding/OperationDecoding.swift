@@ -1,0 +1,271 @@
+import Foundation
+
+/// Reads a batch written by ``BatchEncoder``, validating every field; throws on the first problem.
+///
+/// Nothing is allocated from a count before the count is checked against the bytes left (or, for
+/// runs of deletes, which cost no bytes per operation, against the operation count the header
+/// declared, itself checked against the caller's limit).
+struct BatchDecoder {
+    var reader: WireReader
+    let maxValueSize: Int
+    var replicas: [ReplicaID] = []
+    var context = CodingContext()
+    var ops: [ListOperation] = []
+
+    /// Decodes one batch from the reader's position; leaves the reader after it.
+    static func decode(from reader: inout WireReader, maxValueSize: Int, maxOperations: Int) throws(WireError) -> [ListOperation] {
+        var d = BatchDecoder(reader: reader, maxValueSize: maxValueSize)
+        try d.run(maxOperations: maxOperations)
+        reader = d.reader
+        return d.ops
+    }
+
+    private mutating func run(maxOperations: Int) throws(WireError) {
+        let version = try reader.byte()
+        guard version == ListOperation.wireFormatVersion else { throw .unsupportedVersion(version) }
+
+        let tableAt = reader.offset
+        let replicaCount = try reader.count(minBytes: 1)
+        replicas.reserveCapacity(replicaCount)
+        var seen = Set<ReplicaID>(minimumCapacity: replicaCount)
+        for _ in 0..<replicaCount {
+            let r = ReplicaID(try reader.varint())
+            guard seen.insert(r).inserted else { throw .invalidValue("replica \(r) twice in the table", offset: tableAt) }
+            replicas.append(r)
+        }
+
+        let countAt = reader.offset
+        let total = try reader.count(minBytes: 0)
+        guard total <= maxOperations else { throw .countTooLarge(total, offset: countAt) }
+        // Every record is at least two bytes; only runs hold more operations than bytes.
+        ops.reserveCapacity(min(total, reader.remaining))
+        while ops.count < total {
+            try record(left: total - ops.count)
+        }
+    }
+
+    // MARK: Records
+
+    private mutating func record(left: Int) throws(WireError) {
+        let at = reader.offset
+        let first = try reader.byte()
+        guard let kind = RecordKind(rawValue: first & 0x0f) else { throw .invalidTag(first, offset: at) }
+        let variant = first & RecordFlag.variant != 0
+        if variant, kind != .insertItemRun, kind != .deleteItemRun, kind != .moveItems { throw .invalidTag(first, offset: at) }
+
+        let (id, deps) = try header(first, at: at)
+        let op: ListOperation
+        switch kind {
+        case .insertSection:
+            let o = try origins(id)
+            op = ListOperation(id: id, deps: deps, kind: .insertSection(o, value: try value()))
+        case .insertItem:
+            let s = try sectionRef(id)
+            let o = try origins(id)
+            op = ListOperation(id: id, deps: deps, kind: .insertItem(section: s, o, value: try value()))
+        case .moveSection:
+            let s = try sectionRef(id)
+            op = ListOperation(id: id, deps: deps, kind: .moveSection(s, try origins(id)))
+        case .moveItems:
+            let s = try sectionRef(id)
+            let o = try origins(id)
+            let n = variant ? 1 : try reader.count(minBytes: 1)
+            guard UInt64(n) <= OpID.maxCounter - id.counter + 1 || n == 0 else {
+                throw .invalidValue("a move of \(n) items passes the largest counter", offset: at)
+            }
+            var items: [ItemID] = []
+            items.reserveCapacity(n)
+            for _ in 0..<n { items.append(ItemID(try ref(id, default: nil))) }
+            op = ListOperation(id: id, deps: deps, kind: .moveItems(items, section: s, o))
+        case .deleteItem:
+            let item = try ref(id, default: nil)
+            let seen = try ref(id, default: item)
+            op = ListOperation(id: id, deps: deps, kind: .deleteItem(ItemID(item), seen: SlotID(seen)))
+        case .deleteSection:
+            let s = try sectionRef(id)
+            let seen = try ref(id, default: s.opID)
+            let n = try reader.count(minBytes: 2)
+            var items: [ListOperation.SeenItem] = []
+            items.reserveCapacity(n)
+            for _ in 0..<n {
+                let item = try ref(id, default: nil)
+                items.append(.init(item: ItemID(item), seen: SlotID(try ref(id, default: item))))
+            }
+            op = ListOperation(id: id, deps: deps, kind: .deleteSection(s, seen: SlotID(seen), items: items))
+        case .setItemValue:
+            let item = try ref(id, default: nil)
+            op = ListOperation(id: id, deps: deps, kind: .setItemValue(ItemID(item), try value()))
+        case .setSectionValue:
+            let s = try sectionRef(id)
+            op = ListOperation(id: id, deps: deps, kind: .setSectionValue(s, try value()))
+        case .insertItemRun:
+            try insertRun(id: id, deps: deps, oneByte: variant, left: left, at: at)
+            return
+        case .deleteItemRun:
+            try deleteRun(id: id, deps: deps, descending: variant, left: left, at: at)
+            return
+        }
+        append(op)
+    }
+
+    private mutating func insertRun(id: OpID, deps: Frontier, oneByte: Bool, left: Int, at: Int) throws(WireError) {
+        let section = try sectionRef(id)
+        let o = try origins(id)
+        let n = try runCount(left: left, bytesEach: 1, id: id)
+        var prev = id
+        for k in 0..<n {
+            let v: Data
+            if oneByte { v = Data([try reader.byte()]) } else { v = try value() }
+            let opID = k == 0 ? id : prev.advanced(by: 1)
+            append(ListOperation(
+                id: opID, deps: k == 0 ? deps : Frontier([prev]),
+                kind: .insertItem(section: section,
+                                  k == 0 ? o : ListOperation.Origins(after: SlotID(prev), before: o.before),
+                                  value: v)))
+            prev = opID
+        }
+    }
+
+    private mutating func deleteRun(id: OpID, deps: Frontier, descending: Bool, left: Int, at: Int) throws(WireError) {
+        let firstItem = try ref(id, default: nil)
+        let n = try runCount(left: left, bytesEach: 0, id: id)
+        let span = UInt64(n - 1)
+        if descending {
+            guard firstItem.counter > span else {
+                throw .invalidValue("a delete run goes below counter 1", offset: at)
+            }
+        } else {
+            guard firstItem.counter <= OpID.maxCounter - span else {
+                throw .invalidValue("a delete run passes the largest counter", offset: at)
+            }
+        }
+        var prev = id
+        var item = firstItem
+        for k in 0..<n {
+            let opID = k == 0 ? id : prev.advanced(by: 1)
+            if k > 0 { item.counter = descending ? item.counter - 1 : item.counter + 1 }
+            append(ListOperation(id: opID, deps: k == 0 ? deps : Frontier([prev]),
+                                 kind: .deleteItem(ItemID(item), seen: SlotID(item))))
+            prev = opID
+        }
+    }
+
+    /// A run's length: at least 2, at most the operations the header has left, at most what the
+    /// bytes left can hold, and not past the largest counter.
+    private mutating func runCount(left: Int, bytesEach: Int, id: OpID) throws(WireError) -> Int {
+        let at = reader.offset
+        let n = try reader.count(minBytes: bytesEach)
+        guard n <= left else { throw .countTooLarge(n, offset: at) }
+        guard n >= 2 else { throw .invalidValue("a run of \(n) operations", offset: at) }
+        guard UInt64(n - 1) <= OpID.maxCounter - id.counter else {
+            throw .invalidValue("a run passes the largest counter", offset: at)
+        }
+        return n
+    }
+
+    private mutating func append(_ op: ListOperation) {
+        context.advance(past: op)
+        ops.append(op)
+    }
+
+    // MARK: Fields
+
+    /// The operation id and deps, as the first byte's flags say.
+    private mutating func header(_ first: UInt8, at: Int) throws(WireError) -> (OpID, Frontier) {
+        let prev = context.previousLast
+        let replica: ReplicaID
+        if first & RecordFlag.sameReplica != 0 {
+            guard prev != .none else { throw .invalidTag(first, offset: at) }
+            replica = prev.replica
+        } else {
+            replica = try replicaAt(try reader.varint())
+        }
+        let counter: UInt64
+        if first & RecordFlag.nextCounter != 0 {
+            counter = prev.counter + 1
+        } else {
+            let deltaAt = reader.offset
+            let delta = try reader.signed()
+            let (c, overflow) = Int64(prev.counter + 1).addingReportingOverflow(delta)
+            guard !overflow, c >= 1 else { throw .invalidValue("counter out of range", offset: deltaAt) }
+            counter = UInt64(c)
+        }
+        guard counter <= OpID.maxCounter else {
+            throw .invalidValue("counter \(counter) over \(OpID.maxCounter)", offset: at)
+        }
+        let id = OpID(counter: counter, replica: replica)
+        var deps = Frontier()
+        if first & RecordFlag.depsPrevious != 0 {
+            deps.insert(prev)
+        } else {
+            let n = try reader.count(minBytes: 1)
+            var last = OpID.none
+            for _ in 0..<n {
+                let depAt = reader.offset
+                let d = try ref(id, default: nil)
+                guard last < d else { throw .invalidValue("deps not in increasing order", offset: depAt) }
+                last = d
+                deps.insert(d)
+            }
+        }
+        return (id, deps)
+    }
+
+    private mutating func replicaAt(_ index: UInt64) throws(WireError) -> ReplicaID {
+        guard index < UInt64(replicas.count) else {
+            throw .invalidValue("replica index \(index) not in the table of \(replicas.count)", offset: reader.offset - 1)
+        }
+        return replicas[Int(index)]
+    }
+
+    /// A reference (see ``RefCode``); `fieldDefault` nil means code 0 is invalid here.
+    private mutating func ref(_ op: OpID, default fieldDefault: OpID?) throws(WireError) -> OpID {
+        let at = reader.offset
+        let code = try reader.varint()
+        switch code {
+        case RefCode.fieldDefault:
+            guard let fieldDefault else { throw .invalidValue("reference code 0 where no default exists", offset: at) }
+            return fieldDefault
+        case RefCode.previous:
+            guard context.previousLast != .none else { throw .invalidValue("reference to a previous operation in the first", offset: at) }
+            return context.previousLast
+        default:
+            let replica = try replicaAt((code - RefCode.firstExplicit) / 2)
+            let forward = (code - RefCode.firstExplicit) & 1 == 1
+            let deltaAt = reader.offset
+            let delta = try reader.varint()
+            let counter: UInt64
+            if forward {
+                guard delta <= OpID.maxCounter - op.counter else {
+                    throw .invalidValue("referenced counter over \(OpID.maxCounter)", offset: deltaAt)
+                }
+                counter = op.counter + delta
+            } else {
+                guard delta < op.counter - 1 else {
+                    throw .invalidValue("referenced counter below 1", offset: deltaAt)
+                }
+                counter = op.counter - 1 - delta
+            }
+            return OpID(counter: counter, replica: replica)
+        }
+    }
+
+    private mutating func sectionRef(_ op: OpID) throws(WireError) -> SectionID {
+        SectionID(try ref(op, default: context.lastSection?.opID))
+    }
+
+    private mutating func origins(_ op: OpID) throws(WireError) -> ListOperation.Origins {
+        func slot(_ d: inout BatchDecoder) throws(WireError) -> SlotID? {
+            let at = d.reader.offset
+            if try d.reader.varint() == RefCode.fieldDefault { return nil }
+            d.reader.rewind(to: at)
+            return SlotID(try d.ref(op, default: nil))
+        }
+        let after = try slot(&self)
+        return ListOperation.Origins(after: after, before: try slot(&self))
+    }
+
+    private mutating func value() throws(WireError) -> Data {
+        try reader.data(limit: maxValueSize)
+    }
+}

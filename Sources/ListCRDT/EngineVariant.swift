@@ -1,0 +1,15 @@
+/// Deliberately broken variants of the engine (SPI for tests only): each breaks one rule, so that
+/// the simulator's power to catch bugs can be measured (`Tests/ListSyncTests/TestPowerTests.swift`).
+@_spi(Testing) public enum EngineVariant: Sendable, Hashable, CaseIterable {
+    /// The real engine.
+    case correct
+    /// A move is a delete plus an insert of a new item with the same value (no position register):
+    /// two concurrent moves of one item duplicate it.
+    case moveAsDeleteAndInsert
+    /// Operations whose dependencies are missing are not buffered: applied if their references
+    /// happen to resolve, else dropped.
+    case noCausalBuffer
+    /// Concurrent insertions with the same origins are not ordered by id: the one that arrives
+    /// last goes first, so replicas disagree.
+    case noTieBreak
+}

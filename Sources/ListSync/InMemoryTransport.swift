@@ -1,0 +1,42 @@
+import Synchronization
+
+/// A connection inside one process: what one end sends, the other receives, in order.
+///
+/// For tests of code that uses ``Transport`` (such as ``Replica``). Deterministic simulations
+/// with delay, loss, duplication and partitions use ``InMemoryNetwork`` instead, which runs on a
+/// virtual clock.
+public final class InMemoryTransport: Transport {
+    public let incoming: AsyncStream<[UInt8]>
+    private let inbox: AsyncStream<[UInt8]>.Continuation
+    // The peer's inbox; behind a mutex so that `close` and `send` race safely.
+    private let peer = Mutex<AsyncStream<[UInt8]>.Continuation?>(nil)
+    private let limit: Int
+
+    private init(limit: Int) {
+        (incoming, inbox) = AsyncStream.makeStream(of: [UInt8].self)
+        self.limit = limit
+    }
+
+    /// Two connected ends.
+    public static func pair(frameLimit: Int = 16 << 20) -> (InMemoryTransport, InMemoryTransport) {
+        let a = InMemoryTransport(limit: frameLimit), b = InMemoryTransport(limit: frameLimit)
+        a.peer.withLock { $0 = b.inbox }
+        b.peer.withLock { $0 = a.inbox }
+        return (a, b)
+    }
+
+    public func send(_ frame: [UInt8]) async throws(TransportError) {
+        if frame.count > limit { throw .frameTooLarge(size: frame.count, limit: limit) }
+        guard let peer = peer.withLock({ $0 }) else { throw .closed }
+        if case .terminated = peer.yield(frame) { throw .closed }
+    }
+
+    public func close() async {
+        let other = peer.withLock { p -> AsyncStream<[UInt8]>.Continuation? in
+            defer { p = nil }
+            return p
+        }
+        other?.finish()
+        inbox.finish()
+    }
+}

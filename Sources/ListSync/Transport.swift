@@ -1,0 +1,36 @@
+/// A connection that carries whole frames between two peers.
+///
+/// Implementations: ``InMemoryTransport`` (tests and simulations) and, in `ListSyncTCP`, TCP.
+/// A transport only moves frames; the sync protocol (``SyncSession``) repairs anything lost.
+public protocol Transport: Sendable {
+    /// Sends one frame. Throws ``TransportError/closed`` once the connection is closed.
+    func send(_ frame: [UInt8]) async throws(TransportError)
+    /// The frames received, in order; it ends when the connection closes.
+    var incoming: AsyncStream<[UInt8]> { get }
+    /// Closes the connection; both ends' `incoming` sequences finish.
+    func close() async
+}
+
+/// Something that yields connections as peers connect.
+public protocol TransportListener: Sendable {
+    /// Waits for the next connection.
+    func accept() async throws(TransportError) -> any Transport
+}
+
+/// Why a transport failed.
+public enum TransportError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// The connection is closed.
+    case closed
+    /// A frame is over the transport's size limit.
+    case frameTooLarge(size: Int, limit: Int)
+    /// An operating-system call failed.
+    case system(call: String, errno: Int32)
+
+    public var description: String {
+        switch self {
+        case .closed: return "the connection is closed"
+        case let .frameTooLarge(size, limit): return "frame of \(size) bytes is over the limit of \(limit)"
+        case let .system(call, errno): return "\(call) failed with errno \(errno)"
+        }
+    }
+}

@@ -1,0 +1,66 @@
+import Foundation
+import Testing
+import ListCRDT
+@testable import ListSync
+
+/// The `Replica` actor over real in-memory transports.
+@Suite struct ReplicaTests {
+    /// Waits (bounded) until `condition` holds.
+    static func eventually(_ condition: @Sendable () async -> Bool) async -> Bool {
+        for _ in 0..<2_000 {
+            if await condition() { return true }
+            try? await Task.sleep(nanoseconds: 1_000_000)
+        }
+        return false
+    }
+
+    @Test("three replicas connected in a line converge, relaying through the middle")
+    func lineOfThree() async throws {
+        let a = Replica(document: ListDocument(replica: ReplicaID(1)))
+        let b = Replica(document: ListDocument(replica: ReplicaID(2)))
+        let c = Replica(document: ListDocument(replica: ReplicaID(3)))
+        let (ab1, ab2) = InMemoryTransport.pair()
+        let (bc1, bc2) = InMemoryTransport.pair()
+        await a.connect(ab1)
+        await b.connect(ab2)
+        await b.connect(bc1)
+        await c.connect(bc2)
+        try await a.edit { doc in try doc.insertSection(at: 0, value: Data("A".utf8)) }
+        #expect(await Self.eventually { c.snapshot.numberOfSections == 1 })
+        let section = try #require(c.snapshot.sections.first?.id)
+        try await c.edit { doc in
+            for k in 0..<5 { try doc.insertItem(at: IndexPath(item: k, section: 0), value: Data("c\(k)".utf8)) }
+        }
+        try await a.edit { doc in try doc.setValue(Data("A2".utf8), forSection: section) }
+        #expect(await Self.eventually { a.snapshot == c.snapshot && b.snapshot == c.snapshot && a.snapshot.numberOfItems == 5 })
+        #expect(a.snapshot.sections[0].value == Data("A2".utf8))
+        await a.close(); await b.close(); await c.close()
+    }
+
+    @Test("a replica's change stream reports remote inserts")
+    func changeStream() async throws {
+        let a = Replica(document: ListDocument(replica: ReplicaID(1)))
+        let b = Replica(document: ListDocument(replica: ReplicaID(2)))
+        let stream = b.changes()
+        let (x, y) = InMemoryTransport.pair()
+        await a.connect(x)
+        await b.connect(y)
+        try await a.edit { doc in try doc.insertSection(at: 0) }
+        var iterator = stream.makeAsyncIterator()
+        let first = await iterator.next()
+        #expect(first?.insertedSections == IndexSet(integer: 0))
+        await a.close(); await b.close()
+    }
+
+    @Test("a peer that sends garbage is disconnected and the document is untouched")
+    func garbagePeer() async throws {
+        let a = Replica(document: ListDocument(replica: ReplicaID(1)))
+        try await a.edit { doc in try doc.insertSection(at: 0) }
+        let before = a.live.document.encodedState()
+        let (x, y) = InMemoryTransport.pair()
+        await a.connect(x)
+        try await y.send([1, 2, 0xff, 0xff, 0xff])
+        #expect(await Self.eventually { await a.connectionCount == 0 })
+        #expect(a.live.document.encodedState() == before)
+    }
+}

@@ -1,0 +1,107 @@
+import Foundation
+import Testing
+@_spi(Testing) import ListCRDT
+@testable @_spi(Testing) import ListSync
+
+/// The simulator: seeded multi-replica runs over a faulty network, checked for convergence.
+@Suite struct SimulatorTests {
+    static let environment = ProcessInfo.processInfo.environment
+
+    /// The CI volume: 2,000 seeds × 3–5 replicas × 100 edits with loss, duplication, reordering
+    /// and partitions. `LISTSYNC_SIM_SEEDS` sets the number of seeds; a failing seed prints its
+    /// replay command.
+    @Test("2,000 seeds × 3–5 replicas × 100 edits with faults all converge")
+    func ciVolume() {
+        let seeds = Self.environment["LISTSYNC_SIM_SEEDS"].flatMap(UInt64.init) ?? 2_000
+        var failures = 0
+        var edits = 0, frames = 0, dropped = 0, duplicated = 0
+        for seed in 0..<seeds where failures < 3 {
+            var config = SimulationConfiguration()
+            config.seed = seed
+            config.replicas = 3 + Int(seed % 3)
+            config.operations = 100
+            var sim = Simulator(config)
+            let report = sim.run()
+            edits += report.edits
+            frames += report.framesSent
+            dropped += report.framesDropped
+            duplicated += report.framesDuplicated
+            if !report.passed {
+                failures += 1
+                Issue.record("\(report)\nreplay: swift run listsync simulate --seed \(seed) --replicas \(config.replicas) --ops 100")
+            }
+        }
+        print("simulator: \(seeds) seeds, \(edits) edits, \(frames) frames (\(dropped) dropped, \(duplicated) duplicated)")
+        #expect(dropped > 0 && duplicated > 0, "the faults were exercised")
+    }
+
+    @Test("the same seed replays exactly; another seed does something else")
+    func deterministic() {
+        var config = SimulationConfiguration()
+        config.seed = 77
+        var a = Simulator(config), b = Simulator(config)
+        let ra = a.run(), rb = b.run()
+        #expect(ra.description == rb.description)
+        #expect(a.replicaDocuments[0].encodedState() == b.replicaDocuments[0].encodedState())
+        config.seed = 78
+        var c = Simulator(config)
+        #expect(c.run().description != ra.description)
+    }
+
+    @Test("the report counts operations, frames, bytes and virtual time")
+    func reportContents() {
+        var config = SimulationConfiguration()
+        config.seed = 5
+        config.operations = 150
+        var sim = Simulator(config)
+        let r = sim.run()
+        #expect(r.passed, "\(r)")
+        #expect(r.edits == 150 && r.operations > 100 && r.moves > 30)
+        #expect(r.framesSent > 0 && r.bytesSent > 0 && r.virtualTime > 0)
+        #expect(r.description.contains("converged"))
+    }
+
+    @Test("a heavy run: 8 replicas, 400 edits, 20% loss, 6 partitions")
+    func heavy() {
+        var config = SimulationConfiguration()
+        config.seed = 1234
+        config.replicas = 8
+        config.operations = 400
+        config.faults = NetworkFaults(latency: 1...80, lossPercent: 20, duplicatePercent: 10)
+        config.partitions = 6
+        var sim = Simulator(config)
+        let r = sim.run()
+        #expect(r.passed, "\(r)")
+    }
+}
+
+/// Test power: deliberately broken engines must be caught, and the number of seeds each needs is
+/// reported (`swift test --filter TestPowerTests` prints it).
+@Suite struct TestPowerTests {
+    static func seedsToCatch(_ variant: EngineVariant, limit: UInt64 = 200) -> UInt64? {
+        for seed in 0..<limit {
+            var config = SimulationConfiguration()
+            config.seed = seed
+            config.replicas = 3 + Int(seed % 3)
+            config.operations = 100
+            config.variant = variant
+            var sim = Simulator(config)
+            if !sim.run().passed { return seed + 1 }
+        }
+        return nil
+    }
+
+    @Test("the simulator catches each broken engine variant", arguments: [
+        EngineVariant.moveAsDeleteAndInsert, .noCausalBuffer, .noTieBreak,
+    ])
+    func catches(_ variant: EngineVariant) {
+        let needed = Self.seedsToCatch(variant)
+        print("test power: \(variant) caught after \(needed.map(String.init) ?? "more than 200") seed(s)")
+        #expect(needed != nil, "\(variant) was not caught in 200 seeds")
+    }
+
+    @Test("the correct engine passes the same seeds")
+    func correctPasses() {
+        #expect(Self.seedsToCatch(.correct, limit: 50) == nil)
+    }
+}
