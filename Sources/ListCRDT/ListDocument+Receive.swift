@@ -87,6 +87,10 @@ extension ListDocument {
         for d in op.deps where d.counter >= op.id.counter {
             throw .malformed(op.id, "it depends on \(d), which is not before it")
         }
+        // Only this replica makes its own operations: one it has not made can never arrive.
+        for d in op.deps where d.replica == replica && d.counter > versionVector[replica] {
+            throw .malformed(op.id, "it depends on \(d), an operation this replica never made")
+        }
         return nil
     }
 
@@ -111,7 +115,11 @@ extension ListDocument {
                     if log.operation(containing: op.id) != op { rejected.append(op) }
                     continue
                 }
-                guard let resolved = try? resolve(op) else { rejected.append(op); continue }
+                let resolved: ResolvedOperation
+                do { resolved = try resolve(op) } catch {
+                    dropped.append((op, error))
+                    continue
+                }
                 commit(op, resolved)
                 applied += 1
                 advanced.append(op.id.replica)

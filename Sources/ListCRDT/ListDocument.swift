@@ -23,6 +23,7 @@ public struct ListDocument: Sendable {
     var log = OpLog()
     var buffer = PendingBuffer()
     var rejected: [ListOperation] = []
+    var dropped: [(ListOperation, ApplyError)] = []
 
     // State.
     var slots = SlotStore()
@@ -59,6 +60,9 @@ public struct ListDocument: Sendable {
     public var pendingCount: Int { buffer.count }
     /// Operations refused because their id was known with other content (SEMANTICS §3.9).
     public var rejectedOperations: [ListOperation] { rejected }
+    /// Buffered operations that turned out malformed once their dependencies arrived, with the
+    /// reason; they were dropped (the error could not be thrown to whoever sent them earlier).
+    public var droppedOperations: [(operation: ListOperation, error: ApplyError)] { dropped.map { ($0.0, $0.1) } }
 
     // MARK: Sections
 

@@ -24,7 +24,9 @@ public enum ListError: Error, Hashable, Sendable, CustomStringConvertible {
     public var description: String {
         switch self {
         case let .indexPathOutOfRange(p, count):
-            return "index path [\(p.section), \(p.item)] is out of range: that section has \(count) rows"
+            let shown = "[" + p.map(String.init).joined(separator: ", ") + "]"
+            if p.count != 2 { return "index path \(shown) is not a [section, row] path" }
+            return "index path \(shown) is out of range: that section has \(count) rows"
         case let .sectionIndexOutOfRange(i, count):
             return "section index \(i) is out of range: the document has \(count) sections"
         case let .unknownItem(id): return "no item \(id) is known to this replica"

@@ -49,7 +49,7 @@ public struct ListSnapshot: Hashable, Sendable {
 extension ListDocument {
     /// The document as it is now.
     ///
-    /// - Complexity: O(n) for n visible sections and items.
+    /// - Complexity: O(n + h) for n visible sections and items and h runs of hidden slots.
     public func snapshot() -> ListSnapshot {
         var out: [ListSnapshot.Section] = []
         out.reserveCapacity(sectionCount)

@@ -231,7 +231,8 @@ struct SlotTree: Sendable {
     /// `lv` must be greater than every slot already in any tree (local versions are given in order),
     /// so it extends the entry it follows when that entry ends at `lv - 1` with the same visibility.
     ///
-    /// - Complexity: O(log n) amortized.
+    /// - Complexity: O(log n), plus O(k) for the k slots of the entries moved when a leaf splits
+    ///   (their `leafOf` is updated).
     mutating func insert(_ lv: Int32, visible: Bool, after: Cursor?, leafOf: inout [Int32]) {
         let delta = visible ? 1 : 0
         guard let at = after else {

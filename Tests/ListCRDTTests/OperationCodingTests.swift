@@ -316,7 +316,7 @@ import Testing
         let ops = doc.operations
         let bytes = ListOperation.encode(ops)
         let values = ops.reduce(0) { $0 + $1.valueSize }
-        print("automerge-paper: \(ops.count) operations encode to \(bytes.count) bytes (\(String(format: "%.2f", Double(bytes.count) / Double(ops.count))) bytes/op)")
+        print("automerge-paper: \(ops.count) operations (\(values) value bytes) encode to \(bytes.count) bytes (\(String(format: "%.2f", Double(bytes.count) / Double(ops.count))) bytes/op)")
         #expect(bytes.count < 2 * values)
         let back = try ListOperation.decode(bytes, maxValueSize: 2, maxOperations: ops.count)
         #expect(back == ops)

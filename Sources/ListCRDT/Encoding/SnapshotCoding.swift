@@ -73,8 +73,8 @@ extension ListDocument {
         // Each operation costs at least one byte, except in runs of deletes; an item is deleted
         // at most once per replica that saw it, so a real history expands to a few operations per
         // byte at most. The bound keeps a tiny malicious snapshot from claiming billions.
-        let maxOperations = r.remaining.multipliedReportingOverflow(by: 16).partialValue &+ 65_536
-        let ops = try BatchDecoder.decode(from: &r, maxValueSize: maxValueSize, maxOperations: max(maxOperations, 0))
+        let maxOperations = r.remaining > (Int.max - 65_536) / 16 ? Int.max : r.remaining * 16 + 65_536
+        let ops = try BatchDecoder.decode(from: &r, maxValueSize: maxValueSize, maxOperations: maxOperations)
         guard r.isAtEnd else { throw .trailingBytes(r.remaining) }
 
         var doc = ListDocument(replica: replica, maxValueSize: maxValueSize)
