@@ -1,3 +1,4 @@
+import Foundation
 import ListCRDT
 @_spi(Testing) import ListCRDT
 
@@ -115,7 +116,12 @@ public struct Simulator: Sendable {
                 if c.at == edit { network.partition(c.a, c.b) }
                 if c.at + c.length == edit { network.heal(c.a, c.b) }
             }
-            makeEdit(at: rng.below(n))
+            let r = rng.below(n)
+            if rng.chance(configuration.dragPercent) && documents[r].totalItemCount > 0 {
+                drag(at: r)
+            } else {
+                makeEdit(at: r)
+            }
             edit += 1
         }
         quiesce()
@@ -143,6 +149,47 @@ public struct Simulator: Sendable {
             try edit.apply(to: &documents[r])
         } catch {
             report.failures.append("replica \(r): \(edit) threw \(error)")
+            return
+        }
+        let made = Array(documents[r].operations[before...])
+        report.operations += made.count
+        for b in 0..<documents.count where b != r { perform(sessions[r][b]!.forward(made), at: r, peer: b) }
+    }
+
+    /// A drag session on replica `r`: lift a random item, hover a few times while remote
+    /// operations arrive, then drop (one operation, or none if cancelled or dropped in place).
+    private mutating func drag(at r: Int) {
+        report.edits += 1
+        report.drags += 1
+        let before = documents[r].operationCount
+        var session = DragSession()
+        let shape = (0..<documents[r].sectionCount).map { (try? documents[r].itemCount(inSection: $0)) ?? 0 }
+        var k = rng.below(documents[r].totalItemCount)
+        var start = IndexPath(item: 0, section: 0)
+        for (s, rows) in shape.enumerated() {
+            if k < rows { start = IndexPath(item: k, section: s); break }
+            k -= rows
+        }
+        do {
+            try session.begin(at: start, in: documents[r])
+            for _ in 0..<(1 + rng.below(4)) {
+                deliver(until: network.now + 1 + rng.next() % max(configuration.editInterval, 1))
+                session.documentDidChange(documents[r])
+                guard session.isDragging else { break }
+                let visible = session.visibleSnapshot
+                let s = rng.below(visible.numberOfSections)
+                let rows = visible.sections[s].items.count
+                let target = IndexPath(item: rng.below(rows + 1), section: s)
+                if (try? session.update(to: target)) == nil {
+                    try? session.update(to: IndexPath(item: max(rows - 1, 0), section: s))
+                }
+            }
+            if session.isDragging {
+                _ = try session.drop(into: &documents[r])
+                report.moves += 1
+            }
+        } catch {
+            report.failures.append("replica \(r): drag from \(start) failed: \(error)")
             return
         }
         let made = Array(documents[r].operations[before...])
