@@ -20,7 +20,7 @@ let package = Package(
         .testTarget(name: "ListSyncTests", dependencies: ["ListSync", "ListSyncTestSupport"]),
         .executableTarget(
             name: "listsync-bench",
-            dependencies: ["ListCRDT", "ListSyncTestSupport"],
+            dependencies: ["ListCRDT", "ListSync", "ListSyncTestSupport"],
             path: "Benchmarks/Sources/listsync-bench"
         ),
     ]

@@ -45,10 +45,10 @@ extension ListDocument {
             }
             let left = try slot(o.after), right = try slot(o.before)
             if left >= 0 && right >= 0 {
-                let tree = sequence < 0 ? sectionTree : itemTrees[Int(sequence)]
-                let l = tree.position(of: tree.locate(left, leafOf: leafOf)).all
-                let r = tree.position(of: tree.locate(right, leafOf: leafOf)).all
-                if l >= r { throw bad("origins \(o.after!) and \(o.before!) are out of order") }
+                let inOrder = sequence < 0
+                    ? sectionTree.isBefore(left, right, leafOf: leafOf)
+                    : withItemTree(sequence) { $0.isBefore(left, right, leafOf: leafOf) }
+                if !inOrder { throw bad("origins \(o.after!) and \(o.before!) are out of order") }
             }
             return (left, right)
         }
@@ -192,7 +192,7 @@ extension ListDocument {
     /// - Complexity: O(log m) for m operations of the slot's replica.
     func writeID(ofSlot lv: Int32) -> OpID {
         let id = slots.id(of: lv)
-        return log.operation(containing: id)?.id ?? id
+        return log.operationID(containing: id) ?? id
     }
 
     /// Logs an applied operation and advances the clock, the version vector and the frontier.

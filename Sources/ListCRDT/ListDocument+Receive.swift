@@ -75,7 +75,7 @@ extension ListDocument {
             }
             throw .malformed(op.id, "its counter is not after \(op.id.replica)'s latest operation")
         }
-        if let waiting = buffer.operation(op.id) {
+        if buffer.count > 0, let waiting = buffer.operation(op.id) {
             if waiting == op { return .duplicate }
             rejected.append(op)
             throw .equivocation(op.id)
@@ -102,6 +102,7 @@ extension ListDocument {
     /// Applies every buffered operation that the arrival of operations from `replica` unblocked.
     /// Returns how many were applied. Buffered operations that turn out malformed are dropped.
     private mutating func wake(_ replica: ReplicaID) -> Int {
+        if buffer.count == 0 { return 0 }
         var applied = 0
         var advanced = [replica]
         while let r = advanced.popLast() {

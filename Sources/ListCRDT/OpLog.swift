@@ -18,6 +18,29 @@ struct OpLog: Sendable {
         ops.append(op)
     }
 
+    /// The log position of the applied operation whose id range holds `id`, if any.
+    ///
+    /// - Complexity: O(log m) for m operations of that replica.
+    func index(containing id: OpID) -> Int? {
+        guard let k = replicaSlot.index(of: id.replica) else { return nil }
+        var lo = 0, hi = starts[k].count
+        while lo < hi {
+            let mid = (lo + hi) / 2
+            if starts[k][mid].counter <= id.counter { lo = mid + 1 } else { hi = mid }
+        }
+        if lo == 0 { return nil }
+        let index = Int(starts[k][lo - 1].index)
+        return ops.withUnsafeBufferPointer { id.counter <= $0[index].lastID.counter } ? index : nil
+    }
+
+    /// The id of the applied operation whose id range holds `id`, if any (no copy of the operation).
+    ///
+    /// - Complexity: O(log m) for m operations of that replica.
+    func operationID(containing id: OpID) -> OpID? {
+        guard let index = index(containing: id) else { return nil }
+        return ops.withUnsafeBufferPointer { $0[index].id }
+    }
+
     /// The applied operation whose id range holds `id`, if any.
     ///
     /// - Complexity: O(log m) for m operations of that replica.

@@ -142,6 +142,18 @@ public struct Frontier: Hashable, Sendable, Sequence, CustomStringConvertible {
         if !tail.isEmpty { tail = [] }
     }
 
-    public func makeIterator() -> IndexingIterator<[OpID]> { ids.makeIterator() }
+    /// Iterates the ids in order without allocating.
+    public struct Iterator: IteratorProtocol {
+        fileprivate let frontier: Frontier
+        fileprivate var index = 0
+        public mutating func next() -> OpID? {
+            defer { index += 1 }
+            if index == 0 { return frontier.head == .none ? nil : frontier.head }
+            return index - 1 < frontier.tail.count ? frontier.tail[index - 1] : nil
+        }
+    }
+
+    public func makeIterator() -> Iterator { Iterator(frontier: self) }
+    public var underestimatedCount: Int { count }
     public var description: String { "{" + ids.map(\.description).joined(separator: ", ") + "}" }
 }

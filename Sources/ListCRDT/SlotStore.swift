@@ -25,6 +25,8 @@ struct SlotStore: Sendable {
     private(set) var runs: [Run] = []
     /// The entity (section index or item index) each slot places.
     private(set) var entity: [Int32] = []
+    /// The sequence of each slot (-1: sections; else a section index), for O(1) lookups.
+    private var sequenceOf: [Int32] = []
     /// For each replica (by ``replicaSlot``), runs of ids to local versions, in counter order.
     private var idRuns: [[IDRun]] = []
     private var replicaSlot = ReplicaTable()
@@ -44,6 +46,7 @@ struct SlotStore: Sendable {
     mutating func append(id: OpID, left: Int32, right: Int32, sequence: Int32, entity e: Int32) -> Int32 {
         let lv = Int32(entity.count)
         entity.append(e)
+        sequenceOf.append(sequence)
         if var last = runs.last, last.id.replica == id.replica,
            last.id.counter &+ UInt64(last.count) == id.counter,
            last.lv + last.count == lv, last.lv + last.count - 1 == left,
@@ -107,5 +110,5 @@ struct SlotStore: Sendable {
     }
 
     /// The sequence slot `lv` is in (-1: sections; else a section index).
-    func sequence(of lv: Int32) -> Int32 { run(of: lv).sequence }
+    func sequence(of lv: Int32) -> Int32 { sequenceOf[Int(lv)] }
 }

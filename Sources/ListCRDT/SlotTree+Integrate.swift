@@ -1,4 +1,13 @@
 extension SlotTree {
+    /// Whether slot `a` comes before slot `b` (both in this tree).
+    ///
+    /// - Complexity: O(1) when `b` directly follows `a` (the usual case for origins), else O(log n).
+    func isBefore(_ a: Int32, _ b: Int32, leafOf: [Int32]) -> Bool {
+        let ca = locate(a, leafOf: leafOf)
+        if let n = next(ca), lv(at: n) == b { return true }
+        return position(of: ca).all < position(of: locate(b, leafOf: leafOf)).all
+    }
+
     /// The origins of a new slot at visible position `index` as it would be without the visible
     /// positions in `skipping`: left is the slot right before the insertion point (hidden or not),
     /// right the visible slot at it (-1 at the end, and -1 for left at the start).

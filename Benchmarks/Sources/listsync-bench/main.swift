@@ -1,38 +1,149 @@
 import Foundation
-import ListCRDT
-import ListSyncTestSupport
+#if canImport(Glibc)
+import Glibc
+#endif
 
-// Minimal first version: W1.trace only. See Benchmarks/WORKLOADS.md.
-let traces = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-    .deletingLastPathComponent().appendingPathComponent("Traces")
-let trace = try EditingTrace(named: "automerge-paper", in: traces)
-if CommandLine.arguments.contains("--check") {
-    var doc = ListDocument(replica: ReplicaID(1))
-    try doc.insertSection(at: 0)
-    var n = 0
-    for edit in trace.edits {
-        for _ in 0..<edit.deleteCount { try doc.deleteItem(at: IndexPath(item: edit.position, section: 0)) }
-        for (k, c) in edit.text.enumerated() {
-            try doc.insertItem(at: IndexPath(item: edit.position + k, section: 0), value: Data([c]))
-        }
-        n += 1
-        do { try doc.checkInvariants() } catch { print("after edit \(n) \(edit): \(error)"); exit(1) }
-    }
-    exit(0)
+// listsync-bench: the ListSync side of the comparison benchmark (issue 5, Benchmarks/WORKLOADS.md).
+// Benchmarks/compare.sh runs it as `listsync-bench --workload NAME --json --trace PATH`.
+
+Memory.baseRSS = Memory.rssNow()
+
+let usage = """
+    usage: listsync-bench [--workload NAME]... [--json] [--trace PATH] [--reps N]
+           listsync-bench --list | --help
+
+    Runs the ListSync workloads of Benchmarks/WORKLOADS.md (the same operation sequences as
+    Benchmarks/compare/peers.py runs on Loro and Yrs) in a release build.
+
+      --workload NAME  run this workload (repeatable); default: all of them
+      --json           print one JSON object per workload (the compare.sh format) instead of a table;
+                       the workloads then run in this process, one after the other (memory figures
+                       are only clean with one workload per process, as compare.sh runs them)
+      --trace PATH     the automerge-paper trace, NAME.jsonl with NAME.final.txt next to it
+                       (default: Benchmarks/Traces/automerge-paper.jsonl)
+      --reps N         W1.trace / W1.random.N: best of at most N runs (default 5; no new run
+                       after 10 s)
+      --list           print the workload names
+      --help           this text
+
+    The table mode runs every workload in its own child process (`--json`), like compare.sh.
+    Build: swift build -c release --product listsync-bench
+    Workloads: \(allWorkloads.joined(separator: ", "))
+    """
+
+func fail(_ message: String) -> Never {
+    FileHandle.standardError.write(Data("listsync-bench: \(message)\n(see --help)\n".utf8))
+    exit(2)
 }
-var best = Double.infinity
-for _ in 0..<5 {
-    var doc = ListDocument(replica: ReplicaID(1))
-    try doc.insertSection(at: 0)
-    let start = DispatchTime.now().uptimeNanoseconds
-    for edit in trace.edits {
-        for _ in 0..<edit.deleteCount { try doc.deleteItem(at: IndexPath(item: edit.position, section: 0)) }
-        for (k, c) in edit.text.enumerated() {
-            try doc.insertItem(at: IndexPath(item: edit.position + k, section: 0), value: Data([c]))
-        }
-    }
-    let ns = Double(DispatchTime.now().uptimeNanoseconds - start) / Double(trace.edits.count)
-    best = min(best, ns)
-    let n = try doc.itemCount(inSection: 0); precondition(n == 104_852)
+
+func defaultTrace() -> String {
+    let candidates = [
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("Traces/automerge-paper.jsonl").path,
+        FileManager.default.currentDirectoryPath + "/Benchmarks/Traces/automerge-paper.jsonl",
+    ]
+    return candidates.first { FileManager.default.fileExists(atPath: $0) } ?? candidates[0]
 }
-print("W1.trace: \(Int(best)) ns/op")
+
+var workloads: [String] = []
+var json = false
+var tracePath: String?
+var args = Array(CommandLine.arguments.dropFirst())[...]
+while let a = args.popFirst() {
+    func value() -> String {
+        guard let v = args.popFirst(), !v.hasPrefix("--") else { fail("\(a) needs a value") }
+        return v
+    }
+    switch a {
+    case "--workload", "-w":
+        let w = value()
+        guard allWorkloads.contains(w) else {
+            fail("unknown workload '\(w)'; known: \(allWorkloads.joined(separator: ", "))")
+        }
+        workloads.append(w)
+    case "--json": json = true
+    case "--trace": tracePath = value()
+    case "--reps":
+        guard let n = Int(value()), n >= 1 else { fail("--reps needs a positive integer") }
+        Repeat.reps = n
+    case "--list":
+        print(allWorkloads.joined(separator: "\n"))
+        exit(0)
+    case "--help", "-h":
+        print(usage)
+        exit(0)
+    default:
+        fail("unknown argument '\(a)'")
+    }
+}
+if workloads.isEmpty { workloads = allWorkloads }
+
+let executable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().path
+let ctx = Context(
+    tracePath: URL(fileURLWithPath: tracePath ?? defaultTrace()).standardizedFileURL.path,
+    executable: FileManager.default.fileExists(atPath: executable) ? executable : CommandLine.arguments[0])
+if workloads.contains(where: { $0.hasPrefix("W1.trace") || $0.hasPrefix("W2") || $0.hasPrefix("W3") || $0 == "W6.memory" }),
+   !FileManager.default.fileExists(atPath: ctx.tracePath) {
+    fail("trace not found: \(ctx.tracePath) (pass --trace PATH)")
+}
+
+if json {
+    var failed = false
+    for w in workloads {
+        var result: BenchResult
+        do {
+            result = try run(w, ctx)
+        } catch {
+            // Reported as a result row (like peers.py), so one broken workload does not hide the rest.
+            result = BenchResult(workload: w, ok: false, note: "error: \(error)")
+            failed = true
+        }
+        if w != "W6.memory", result.metric("peak_rss_bytes") == nil {
+            result.set("peak_rss_bytes", Memory.rssPeak() - Memory.baseRSS)
+        }
+        print(result.json)
+        fflush(nil)
+    }
+    exit(failed ? 1 : 0)
+}
+
+// Table mode: one child process per workload.
+func fmt(_ v: Any?) -> String {
+    guard let n = v as? NSNumber else { return "–" }
+    let d = n.doubleValue
+    if abs(d) >= 100 { return NumberFormatter.localizedString(from: NSNumber(value: d.rounded()), number: .decimal) }
+    return String(format: abs(d) >= 1 ? "%.3g" : "%.3f", d)
+}
+
+let shown: [String: [String]] = [
+    "W1.trace": ["ns_per_op", "doc_peak_rss_bytes", "peak_rss_bytes"],
+    "W2.history": ["history_bytes", "snapshot_bytes", "load_history_ms", "load_snapshot_ms"],
+    "W3.stream.1": ["ms", "bytes", "deltas"],
+    "W3.stream.100": ["ms", "bytes", "deltas"],
+    "W4.moves": ["ms", "ns_per_op", "history_bytes", "load_ms", "doc_peak_rss_bytes"],
+    "W4.merge": ["ms", "items_after_merge", "exchange_bytes"],
+    "W5.sections": ["ms", "ns_per_op"],
+    "W6.memory": ["bytes_per_live_item", "bytes_per_deleted_item"],
+]
+print("ListSync benchmark (release build), trace \(ctx.tracePath)")
+print(String(repeating: "-", count: 78))
+var anyFailed = false
+for w in workloads {
+    FileHandle.standardError.write(Data("running \(w)...\n".utf8))
+    var childArgs = [ctx.executable, "--workload", w, "--json", "--trace", ctx.tracePath]
+    if Repeat.reps != 5 { childArgs += ["--reps", String(Repeat.reps)] }
+    do {
+        let r = try runChild(childArgs)
+        let metrics = r["metrics"] as? [String: Any] ?? [:]
+        let ok = r["ok"] as? Bool ?? false
+        if !ok { anyFailed = true }
+        let names = shown[w] ?? ["ns_per_op", "build_ms"]
+        let cells = names.map { "\($0) \(fmt(metrics[$0]))" }.joined(separator: "  ")
+        print("\(w.padding(toLength: 18, withPad: " ", startingAt: 0)) \(ok ? "ok  " : "FAIL")  \(cells)")
+        if !ok { print("    \(r["note"] as? String ?? "")") }
+    } catch {
+        anyFailed = true
+        print("\(w.padding(toLength: 18, withPad: " ", startingAt: 0)) FAIL  \(error)")
+    }
+}
+exit(anyFailed ? 1 : 0)

@@ -136,18 +136,20 @@ extension ListOperation {
 struct BatchEncoder {
     let ops: [ListOperation]
     var out = WireWriter()
-    var replicaIndex: [ReplicaID: Int] = [:]
+    var replicaIndex = ReplicaTable()
     var context = CodingContext()
 
     init(_ ops: [ListOperation]) { self.ops = ops }
 
     mutating func encode() -> [UInt8] {
         var table: [ReplicaID] = []
+        var last = ReplicaID(0), seenAny = false
         func note(_ id: OpID) {
-            if replicaIndex[id.replica] == nil {
-                replicaIndex[id.replica] = table.count
-                table.append(id.replica)
-            }
+            // Most ids share the previous one's replica: skip the table lookup then.
+            if seenAny && id.replica == last { return }
+            seenAny = true
+            last = id.replica
+            if replicaIndex.insert(id.replica) == table.count { table.append(id.replica) }
         }
         for op in ops { op.forEachReferencedID(note) }
 
@@ -261,7 +263,7 @@ struct BatchEncoder {
         if depsPrevious { b |= RecordFlag.depsPrevious }
         if variant { b |= RecordFlag.variant }
         out.byte(b)
-        if !sameReplica { out.count(replicaIndex[op.id.replica]!) }
+        if !sameReplica { out.count(replicaIndex.index(of: op.id.replica)!) }
         if !nextCounter { out.signed(Int64(bitPattern: op.id.counter &- prev.counter &- 1)) }
         if !depsPrevious {
             out.count(op.deps.count)
@@ -285,7 +287,7 @@ struct BatchEncoder {
         } else if id == context.previousLast, id != .none {
             out.varint(RefCode.previous)
         } else {
-            let index = UInt64(replicaIndex[id.replica]!)
+            let index = UInt64(replicaIndex.index(of: id.replica)!)
             if id.counter < op.id.counter {
                 out.varint(RefCode.firstExplicit + 2 * index)
                 out.varint(op.id.counter - 1 - id.counter)

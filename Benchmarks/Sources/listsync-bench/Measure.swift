@@ -1,0 +1,131 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+// Measurement helpers: clock, resident memory, best-of repetition, result records.
+// Conventions: Benchmarks/WORKLOADS.md ("Conventions").
+
+/// Monotonic nanoseconds.
+@inline(__always)
+func nowNs() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
+
+enum Memory {
+    /// Current resident set size in bytes (`/proc/self/statm`, second field, in pages).
+    static func rssNow() -> Int {
+        guard let text = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8) else { return 0 }
+        let fields = text.split(separator: " ")
+        guard fields.count > 1, let pages = Int(fields[1]) else { return 0 }
+        return pages * Int(sysconf(Int32(_SC_PAGESIZE)))
+    }
+
+    /// Peak resident set size in bytes (`ru_maxrss` is in KiB on Linux).
+    static func rssPeak() -> Int {
+        var usage = rusage()
+        getrusage(__rusage_who_t(RUSAGE_SELF.rawValue), &usage)
+        return Int(usage.ru_maxrss) * 1024
+    }
+
+    /// Resets the kernel's peak-RSS counter (`ru_maxrss` / VmHWM) by writing 5 to
+    /// `/proc/self/clear_refs` (Linux >= 4.0), so that input preparation is not counted.
+    static func resetPeak() {
+        guard let f = fopen("/proc/self/clear_refs", "w") else { return }
+        fputs("5", f)
+        fclose(f)
+    }
+
+    /// RSS right after start-up: `peak_rss_bytes` is relative to it.
+    nonisolated(unsafe) static var baseRSS = 0
+}
+
+/// One metric value, printed as an integer when it is one.
+enum Metric {
+    case int(Int)
+    case double(Double)
+
+    var json: String {
+        switch self {
+        case let .int(v): return String(v)
+        case let .double(v): return v.isFinite ? String(v) : "null"
+        }
+    }
+
+    var double: Double {
+        switch self {
+        case let .int(v): return Double(v)
+        case let .double(v): return v
+        }
+    }
+}
+
+/// The result of one workload (one JSON object, see WORKLOADS.md).
+struct BenchResult {
+    var workload: String
+    var metrics: [(String, Metric)] = []
+    var ops = 0
+    var ok = false
+    var note = ""
+
+    mutating func set(_ name: String, _ v: Int) { put(name, .int(v)) }
+    mutating func set(_ name: String, _ v: Double) { put(name, .double(v)) }
+    mutating func put(_ name: String, _ v: Metric) {
+        if let k = metrics.firstIndex(where: { $0.0 == name }) { metrics[k].1 = v } else { metrics.append((name, v)) }
+    }
+    func metric(_ name: String) -> Metric? { metrics.first { $0.0 == name }?.1 }
+
+    var json: String {
+        let m = metrics.map { "\(jsonString($0.0)): \($0.1.json)" }.joined(separator: ", ")
+        return "{\"engine\": \"listsync\", \"workload\": \(jsonString(workload)), \"metrics\": {\(m)}, "
+            + "\"ops\": \(ops), \"ok\": \(ok), \"note\": \(jsonString(note))}"
+    }
+}
+
+func jsonString(_ s: String) -> String {
+    var out = "\""
+    for u in s.unicodeScalars {
+        switch u {
+        case "\"": out += "\\\""
+        case "\\": out += "\\\\"
+        case "\n": out += "\\n"
+        case "\t": out += "\\t"
+        case "\r": out += "\\r"
+        default:
+            if u.value < 0x20 { out += String(format: "\\u%04x", u.value) } else { out.unicodeScalars.append(u) }
+        }
+    }
+    return out + "\""
+}
+
+/// Repetition rule of W1.trace and W1.random.N: run `once` on fresh documents, at most `reps`
+/// times, no new run once 10 s of run time has passed; keep the fastest. Memory metrics
+/// (names ending in `rss_bytes`) come from the first run, and `peak_rss_bytes` is taken right
+/// after it (later runs reuse memory the allocator kept).
+struct Repeat {
+    nonisolated(unsafe) static var reps = 5
+    static let budgetNs: UInt64 = 10_000_000_000
+
+    /// `once` returns (ns per op, metrics, state to keep from the fastest run).
+    static func bestOf<State>(
+        _ once: () throws -> (Double, [(String, Metric)], State)
+    ) rethrows -> (best: Double, metrics: [(String, Metric)], state: State, runs: Int) {
+        let t0 = nowNs()
+        var memory: [(String, Metric)] = []
+        var best: (Double, [(String, Metric)], State)?
+        var runs = 0
+        for _ in 0..<max(1, reps) {
+            let r = try once()
+            runs += 1
+            if runs == 1 {
+                memory = r.1.filter { $0.0.hasSuffix("rss_bytes") }
+                memory.append(("peak_rss_bytes", .int(Memory.rssPeak() - Memory.baseRSS)))
+            }
+            if best == nil || r.0 < best!.0 { best = r }
+            if nowNs() - t0 > budgetNs { break }
+        }
+        var metrics = best!.1.filter { !$0.0.hasSuffix("rss_bytes") }
+        metrics += memory
+        return (best!.0, metrics, best!.2, runs)
+    }
+}

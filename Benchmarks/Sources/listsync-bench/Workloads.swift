@@ -1,0 +1,417 @@
+import Foundation
+import ListCRDT
+import ListSync
+import ListSyncTestSupport
+
+// The workloads of Benchmarks/WORKLOADS.md, for ListSync. Preparation (parsing, generating the
+// ops, building the initial document, making the values) is untimed; the timed sections hold only
+// the engine calls and the loop around them.
+
+let traceLive = 104_852
+let randomSizes = [1_000, 10_000, 100_000, 1_000_000]
+let allWorkloads = ["W1.trace"] + randomSizes.map { "W1.random.\($0)" } + [
+    "W2.history", "W3.stream.1", "W3.stream.100", "W4.moves", "W4.merge", "W5.sections", "W6.memory",
+]
+
+struct BenchError: Error, CustomStringConvertible {
+    var description: String
+    init(_ d: String) { description = d }
+}
+
+struct Context {
+    var tracePath: String
+    var executable: String
+
+    /// The trace, parsed (untimed). `finalText` is nil when `NAME.final.txt` is missing.
+    func loadTrace() throws -> EditingTrace {
+        let url = URL(fileURLWithPath: tracePath)
+        guard url.pathExtension == "jsonl" else { throw BenchError("--trace must name a .jsonl file: \(tracePath)") }
+        guard FileManager.default.fileExists(atPath: tracePath) else { throw BenchError("trace not found: \(tracePath)") }
+        return try EditingTrace(named: url.deletingPathExtension().lastPathComponent, in: url.deletingLastPathComponent())
+    }
+}
+
+func run(_ workload: String, _ ctx: Context) throws -> BenchResult {
+    switch workload {
+    case "W1.trace": return try w1Trace(ctx)
+    case "W2.history": return try w2History(ctx)
+    case "W3.stream.1": return try w3Stream(ctx, every: 1)
+    case "W3.stream.100": return try w3Stream(ctx, every: 100)
+    case "W4.moves": return try w4Moves()
+    case "W4.merge": return try w4Merge()
+    case "W5.sections": return try w5Sections()
+    case "W6.memory": return try w6Memory(ctx)
+    default:
+        if workload.hasPrefix("W1.random."), let n = Int(workload.dropFirst("W1.random.".count)),
+           randomSizes.contains(n) {
+            return try w1Random(n: n)
+        }
+        throw BenchError("unknown workload \(workload) (known: \(allWorkloads.joined(separator: ", ")))")
+    }
+}
+
+// MARK: W1
+
+/// Applies trace lines lo..<hi to section 0 of `doc`, collecting the operations when asked.
+@inline(__always)
+func applyTrace(_ doc: inout ListDocument, _ edits: [EditingTrace.Edit], _ lo: Int, _ hi: Int,
+                collect: inout [ListOperation]?) throws {
+    for k in lo..<hi {
+        let e = edits[k]
+        for _ in 0..<e.deleteCount {
+            let op = try doc.deleteItem(at: IndexPath(item: e.position, section: 0))
+            collect?.append(op)
+        }
+        var p = e.position
+        for c in e.text {
+            let op = try doc.insertItem(at: IndexPath(item: p, section: 0), value: byteValues[Int(c)])
+            collect?.append(op)
+            p += 1
+        }
+    }
+}
+
+/// One timed run of the whole trace on a fresh document. Returns (ns, doc, doc_peak_rss_bytes).
+func traceOnce(_ edits: [EditingTrace.Edit]) throws -> (UInt64, ListDocument, Int) {
+    Memory.resetPeak()
+    let before = Memory.rssNow()
+    var doc = ListDocument(replica: ReplicaID(1))
+    try doc.insertSection(at: 0)
+    var none: [ListOperation]? = nil
+    let t0 = nowNs()
+    try applyTrace(&doc, edits, 0, edits.count, collect: &none)
+    let ns = nowNs() - t0
+    return (ns, doc, Memory.rssPeak() - before)
+}
+
+func w1Trace(_ ctx: Context, keep: Bool = false) throws -> BenchResult {
+    let trace = try ctx.loadTrace()
+    let edits = trace.edits
+    let total = edits.count
+    let r = try Repeat.bestOf { () throws -> (Double, [(String, Metric)], ListDocument) in
+        let (ns, doc, docPeak) = try traceOnce(edits)
+        let perOp = Double(ns) / Double(total)
+        return (perOp, [("ns_per_op", .double(perOp)), ("doc_peak_rss_bytes", .int(docPeak))], doc)
+    }
+    var res = BenchResult(workload: "W1.trace", metrics: r.metrics, ops: total)
+    let got = textBytes(r.state)
+    res.set("live_items", got.count)
+    res.ok = trace.finalText != nil && got == trace.finalText!
+    res.note = "one trace line = one op (one insertItem or deleteItem call per element); "
+        + "best of \(r.runs) run\(r.runs == 1 ? "" : "s")"
+    if trace.finalText == nil { res.note += "; no .final.txt next to the trace, cannot verify" }
+    return res
+}
+
+func w1Random(n: Int) throws -> BenchResult {
+    let ops = genRandom(n: n)
+    let values = ops.map { intValue($0.value) }
+    let r = try Repeat.bestOf { () throws -> (Double, [(String, Metric)], ListDocument) in
+        var doc = try buildList(replica: 1, n: n)  // untimed
+        let t0 = nowNs()
+        for (k, op) in ops.enumerated() {
+            if op.insert {
+                try doc.insertItem(at: IndexPath(item: op.pos, section: 0), value: values[k])
+            } else {
+                try doc.deleteItem(at: IndexPath(item: op.pos, section: 0))
+            }
+        }
+        let perOp = Double(nowNs() - t0) / Double(ops.count)
+        return (perOp, [("ns_per_op", .double(perOp))], doc)
+    }
+    var res = BenchResult(workload: "W1.random.\(n)", metrics: r.metrics, ops: ops.count)
+    let expectedLength = n + ops.reduce(0) { $0 + ($1.insert ? 1 : -1) }
+    if n <= 100_000 {
+        var model = Array(0..<n)
+        applyFlat(&model, ops)
+        res.ok = intValues(r.state) == model
+    } else {
+        res.ok = try r.state.itemCount(inSection: 0) == expectedLength
+    }
+    // How long the untimed build takes (ListCRDT has no bulk insert: n single inserts).
+    let b0 = nowNs()
+    _ = try buildList(replica: 1, n: n)
+    let buildMs = Double(nowNs() - b0) / 1e6
+    res.set("build_ms", buildMs)
+    res.note = "final length \(expectedLength); build untimed (\(n) single insertItem calls, \(String(format: "%.0f", buildMs)) ms); "
+        + "best of \(r.runs) run\(r.runs == 1 ? "" : "s")"
+    return res
+}
+
+// MARK: W2
+
+/// Decodes a history batch and receives it into a fresh document; reads the length.
+func loadHistory(_ bytes: [UInt8]) throws -> (Double, ListDocument) {
+    let t0 = nowNs()
+    let ops = try ListOperation.decode(bytes, maxValueSize: ListDocument.defaultMaxValueSize, maxOperations: Int.max)
+    var doc = ListDocument(replica: ReplicaID(99))
+    let errors = doc.receive(ops)
+    _ = doc.totalItemCount
+    let ms = Double(nowNs() - t0) / 1e6
+    guard errors.isEmpty else { throw BenchError("history load refused \(errors.count) operations: \(errors[0])") }
+    return (ms, doc)
+}
+
+func w2History(_ ctx: Context) throws -> BenchResult {
+    let trace = try ctx.loadTrace()
+    let (_, doc, _) = try traceOnce(trace.edits)
+    let w1ok = trace.finalText != nil && textBytes(doc) == trace.finalText!
+
+    let t0 = nowNs()
+    let history = ListOperation.encode(doc.operations)
+    let t1 = nowNs()
+    let snapshot = doc.encodedSnapshot()
+    let t2 = nowNs()
+
+    let (loadHistoryMs, fromHistory) = try loadHistory(history)
+    let l0 = nowNs()
+    let fromSnapshot = try ListDocument(snapshot: snapshot, replica: ReplicaID(99))
+    let snapshotCount = try fromSnapshot.itemCount(inSection: 0)
+    let loadSnapshotMs = Double(nowNs() - l0) / 1e6
+
+    var res = BenchResult(workload: "W2.history", ops: 1)
+    res.set("history_bytes", history.count)
+    res.set("snapshot_bytes", snapshot.count)
+    res.set("load_history_ms", loadHistoryMs)
+    res.set("load_snapshot_ms", loadSnapshotMs)
+    res.set("export_history_ms", Double(t1 - t0) / 1e6)
+    res.set("export_snapshot_ms", Double(t2 - t1) / 1e6)
+    res.set("operations", doc.operationCount)
+    let historyCount = try fromHistory.itemCount(inSection: 0)
+    res.ok = w1ok && historyCount == traceLive && snapshotCount == traceLive
+        && textBytes(fromHistory) == textBytes(doc)
+    res.note = "history = ListOperation.encode(doc.operations), load = decode + receive into a fresh document; "
+        + "snapshot = encodedSnapshot() (version vector + the same batch), load = ListDocument(snapshot:replica:) "
+        + "(a snapshot replays the history)"
+    return res
+}
+
+// MARK: W3
+
+/// A and B connected by SyncSessions over an InMemoryNetwork without faults.
+struct SyncPair {
+    var docs: [ListDocument]
+    var sessions: [SyncSession]
+    var net = InMemoryNetwork(seed: 3, faults: .none)
+    var bytes = 0, frames = 0, deliverErrors = 0
+
+    init(a: ListDocument, b: ListDocument) {
+        docs = [a, b]
+        sessions = [SyncSession(local: a.replica), SyncSession(local: b.replica)]
+    }
+
+    mutating func perform(_ actions: [SyncAction], at side: Int) {
+        for action in actions {
+            switch action {
+            case let .send(frame):
+                bytes += frame.count
+                frames += 1
+                net.send(from: side, to: 1 - side, frame)
+            case let .deliver(ops):
+                deliverErrors += docs[side].receive(ops).count
+            }
+        }
+    }
+
+    /// Delivers every frame in flight (and whatever the answers send).
+    mutating func drain() throws {
+        while let d = net.nextDelivery() {
+            let actions = try sessions[d.to].receive(d.frame, document: docs[d.to])
+            perform(actions, at: d.to)
+        }
+    }
+
+    mutating func connect() throws {
+        perform(sessions[0].start(document: docs[0]), at: 0)
+        perform(sessions[1].start(document: docs[1]), at: 1)
+        try drain()
+    }
+}
+
+func w3Stream(_ ctx: Context, every: Int) throws -> BenchResult {
+    let trace = try ctx.loadTrace()
+    let edits = trace.edits
+    var a = ListDocument(replica: ReplicaID(1))
+    try a.insertSection(at: 0)
+    var pair = SyncPair(a: a, b: ListDocument(replica: ReplicaID(2)))
+    try pair.connect()  // untimed: hellos, and B gets the section
+    guard pair.sessions[0].state == .live, pair.sessions[1].state == .live else {
+        throw BenchError("sync sessions did not go live")
+    }
+    pair.bytes = 0
+    pair.frames = 0
+    var deltas = 0
+    var batch: [ListOperation]? = []
+    batch!.reserveCapacity(max(16, every * 2))
+
+    let t0 = nowNs()
+    var lo = 0
+    while lo < edits.count {
+        let hi = min(edits.count, lo + every)
+        try applyTrace(&pair.docs[0], edits, lo, hi, collect: &batch)
+        pair.perform(pair.sessions[0].forward(batch!), at: 0)
+        batch!.removeAll(keepingCapacity: true)
+        deltas += 1
+        try pair.drain()
+        lo = hi
+    }
+    let ms = Double(nowNs() - t0) / 1e6
+
+    var res = BenchResult(workload: "W3.stream.\(every)", ops: edits.count)
+    res.set("ms", ms)
+    res.set("bytes", pair.bytes)
+    res.set("deltas", deltas)
+    res.set("frames", pair.frames)
+    res.ok = trace.finalText != nil && textBytes(pair.docs[1]) == trace.finalText! && pair.deliverErrors == 0
+    res.note = "\(deltas) deltas: A's operations since its previous delta, SyncSession.forward -> "
+        + "one SyncMessage.operations frame each -> InMemoryNetwork (no faults) -> B's SyncSession -> "
+        + "B.receive; bytes = sum of frame sizes (2-byte frame header included)"
+    return res
+}
+
+// MARK: W4
+
+func w4Moves() throws -> BenchResult {
+    let n = 10_000, count = 100_000
+    let (ops, expected) = genMoves(n: n, count: count, seed: 4)
+    Memory.resetPeak()
+    let before = Memory.rssNow()
+    var doc = try buildList(replica: 1, n: n)  // untimed
+    let t0 = nowNs()
+    for (f, t) in ops {
+        try doc.moveItem(from: IndexPath(item: f, section: 0), to: IndexPath(item: t, section: 0))
+    }
+    let ns = nowNs() - t0
+    let docPeak = Memory.rssPeak() - before
+
+    let history = ListOperation.encode(doc.operations)
+    let (loadMs, loaded) = try loadHistory(history)
+
+    var res = BenchResult(workload: "W4.moves", ops: count)
+    res.set("ms", Double(ns) / 1e6)
+    res.set("ns_per_op", Double(ns) / Double(count))
+    res.set("history_bytes", history.count)
+    res.set("load_ms", loadMs)
+    res.set("doc_peak_rss_bytes", docPeak)
+    let got = intValues(doc)
+    res.ok = got == expected && intValues(loaded) == expected
+    let same = ops.filter { $0.from == $0.to }.count
+    res.note = "first moves \(ops.prefix(3).map { "(\($0.from)→\($0.to))" }.joined(separator: ", ")), "
+        + "final list starts \(got.prefix(5).map(String.init).joined(separator: ", ")); "
+        + "move = moveItem(from:to:) (\(same) moves with from == to are no-ops and make no operation); "
+        + "history = ListOperation.encode(doc.operations) incl. the 10,000 inserts; load = decode + receive"
+    return res
+}
+
+func w4Merge() throws -> BenchResult {
+    let n = 10_000
+    var a = try buildList(replica: 1, n: n)
+    var b = ListDocument(replica: ReplicaID(2))
+    let errs = b.receive(a.operations)
+    guard errs.isEmpty else { throw BenchError("B could not load A's history: \(errs[0])") }
+    let fork = a.version
+    let (opsA, _) = genMoves(n: n, count: n, seed: 41)
+    let (opsB, _) = genMoves(n: n, count: n, seed: 42)
+
+    let t0 = nowNs()
+    for (f, t) in opsA {
+        try a.moveItem(from: IndexPath(item: f, section: 0), to: IndexPath(item: t, section: 0))
+    }
+    for (f, t) in opsB {
+        try b.moveItem(from: IndexPath(item: f, section: 0), to: IndexPath(item: t, section: 0))
+    }
+    let uA = ListOperation.encode(a.operations(since: fork))
+    let uB = ListOperation.encode(b.operations(since: fork))
+    let errA = a.receive(try ListOperation.decode(uB, maxValueSize: ListDocument.defaultMaxValueSize, maxOperations: Int.max))
+    let errB = b.receive(try ListOperation.decode(uA, maxValueSize: ListDocument.defaultMaxValueSize, maxOperations: Int.max))
+    let ms = Double(nowNs() - t0) / 1e6
+
+    let va = intValues(a), vb = intValues(b)
+    let converged = va == vb
+    let unique = va.sorted() == Array(0..<n)
+    var res = BenchResult(workload: "W4.merge", ops: 2 * n)
+    res.set("ms", ms)
+    res.set("items_after_merge", va.count)
+    res.set("exchange_bytes", uA.count + uB.count)
+    res.ok = converged && unique && errA.isEmpty && errB.isEmpty
+    res.note = "converged=\(converged), items after merge=\(va.count), each value once=\(unique); "
+        + "exchange = encode(operations(since: fork)) both ways, decode + receive (timed)"
+    if !(errA.isEmpty && errB.isEmpty) { res.note += "; receive refused \(errA.count + errB.count) operations" }
+    return res
+}
+
+// MARK: W5
+
+func w5Sections() throws -> BenchResult {
+    let (ops, expected) = genSections()
+    var doc = ListDocument(replica: ReplicaID(1))  // untimed: 100 sections x 100 items
+    for s in 0..<100 {
+        try doc.insertSection(at: s)
+        for i in 0..<100 { try doc.insertItem(at: IndexPath(item: i, section: s), value: intValue(s * 100 + i)) }
+    }
+    let t0 = nowNs()
+    for op in ops {
+        switch op {
+        case let .section(from, to):
+            try doc.moveSection(from: from, to: to)
+        case let .item(s, from, d, to):
+            try doc.moveItem(from: IndexPath(item: from, section: s), to: IndexPath(item: to, section: d))
+        }
+    }
+    let ns = nowNs() - t0
+    var res = BenchResult(workload: "W5.sections", ops: ops.count)
+    res.set("ms", Double(ns) / 1e6)
+    res.set("ns_per_op", Double(ns) / Double(ops.count))
+    res.ok = allSectionValues(doc) == expected
+    let sectionMoves = ops.filter { if case .section = $0 { return true } else { return false } }.count
+    res.note = "\(sectionMoves) section moves; sizes of sections 0..4: "
+        + "\(expected.prefix(5).map { String($0.count) }.joined(separator: ", ")); "
+        + "section move = moveSection(from:to:), item move = moveItem(from:to:) within or across sections"
+    return res
+}
+
+// MARK: W6
+
+/// W1.trace (one run) and W4.moves, each in its own process of this executable.
+func w6Memory(_ ctx: Context) throws -> BenchResult {
+    var results: [String: [String: Any]] = [:]
+    for w in ["W1.trace", "W4.moves"] {
+        results[w] = try runChild([ctx.executable, "--workload", w, "--json", "--reps", "1", "--trace", ctx.tracePath])
+    }
+    func docRSS(_ w: String) throws -> Double {
+        guard let m = results[w]?["metrics"] as? [String: Any], let v = m["doc_peak_rss_bytes"] as? NSNumber else {
+            throw BenchError("\(w) reported no doc_peak_rss_bytes")
+        }
+        return v.doubleValue
+    }
+    let r1 = try docRSS("W1.trace"), r4 = try docRSS("W4.moves")
+    var res = BenchResult(workload: "W6.memory", ops: 0)
+    res.set("bytes_per_live_item", r1 / Double(traceLive))
+    res.set("bytes_per_deleted_item", r4 / 100_000)
+    res.set("w1_doc_peak_rss_bytes", Int(r1))
+    res.set("w4_doc_peak_rss_bytes", Int(r4))
+    res.ok = (results["W1.trace"]?["ok"] as? Bool ?? false) && (results["W4.moves"]?["ok"] as? Bool ?? false)
+    res.note = "W1.trace doc RSS / live items; W4.moves doc RSS / moves (see WORKLOADS.md)"
+    return res
+}
+
+/// Runs this executable with `args` and parses the JSON object it prints.
+func runChild(_ args: [String]) throws -> [String: Any] {
+    let p = Process()
+    p.executableURL = URL(fileURLWithPath: args[0])
+    p.arguments = Array(args.dropFirst())
+    let out = Pipe()
+    p.standardOutput = out
+    try p.run()
+    let data = out.fileHandleForReading.readDataToEndOfFile()
+    p.waitUntilExit()
+    guard p.terminationStatus == 0 else {
+        throw BenchError("\(args.dropFirst().joined(separator: " ")) exited with status \(p.terminationStatus)")
+    }
+    let lines = String(decoding: data, as: UTF8.self).split(separator: "\n").filter { $0.hasPrefix("{") }
+    guard let line = lines.last,
+          let obj = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] else {
+        throw BenchError("\(args.dropFirst().joined(separator: " ")) printed no JSON object")
+    }
+    return obj
+}

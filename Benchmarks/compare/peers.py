@@ -1,0 +1,775 @@
+#!/usr/bin/env python3
+"""Run one ListSync comparison workload on Loro or Yrs and print one JSON object.
+
+    python peers.py --engine loro-list|loro-movable|yrs --workload NAME [--trace PATH]
+    python peers.py --engine ENGINE --list
+
+The workloads are specified in Benchmarks/WORKLOADS.md; the Swift executable
+`listsync-bench` implements the same specification.  Every operation sequence
+is generated (untimed) before the timed section, from SplitMix64, and the
+expected final state is computed with a plain Python model so each run can
+verify itself (`ok`).
+
+Engines:
+  loro-list     loro.LoroList         (a move is delete + insert)
+  loro-movable  loro.LoroMovableList  (a move is .mov(from, to))
+  yrs           pycrdt.Array          (a move is delete + insert)
+
+The timed loops call the native binding methods directly (bound to locals) so
+that Python adds as little as possible; pycrdt's high-level wrapper is bypassed
+(`Array.integrated` and `Doc._doc.create_transaction()`), see WORKLOADS.md.
+"""
+import argparse
+import importlib.metadata
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+from array import array
+
+
+def rss_now():
+    """Current resident set size in bytes (from /proc/self/statm)."""
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def reset_peak():
+    """Reset the kernel's peak-RSS counter (ru_maxrss / VmHWM) so that input
+    preparation (parsing the trace) is not counted.  Linux >= 4.0."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+    except OSError:
+        pass
+
+
+def rss_peak():
+    """Peak resident set size in bytes (ru_maxrss is in KiB on Linux)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+import pycrdt  # noqa: E402  (imported after the helpers on purpose: see BASE_RSS)
+from loro import ExportMode, LoroDoc, LoroList, LoroMovableList, VersionVector  # noqa: E402
+
+BASE_RSS = rss_now()  # RSS right after imports; peak_rss_bytes is relative to it
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+DEFAULT_TRACE = os.path.join(HERE, "..", "Traces", "automerge-paper.jsonl")  # in the repo
+
+MASK64 = (1 << 64) - 1
+NS = 1e9
+
+
+# --------------------------------------------------------------------------
+# PRNG (must match the Swift side bit for bit)
+# --------------------------------------------------------------------------
+class SplitMix64:
+    def __init__(self, seed):
+        self.state = seed & MASK64
+
+    def next(self):
+        self.state = (self.state + 0x9E3779B97F4A7C15) & MASK64
+        z = self.state
+        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & MASK64
+        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & MASK64
+        return z ^ (z >> 31)
+
+    def below(self, n):
+        return self.next() % n
+
+
+# --------------------------------------------------------------------------
+# Op generation (untimed, engine independent)
+# --------------------------------------------------------------------------
+def load_trace(path):
+    """Parse the trace into compact arrays (keeps the RSS of the input small)."""
+    pos, dels, texts = array("l"), array("l"), []
+    with open(path) as f:
+        for line in f:
+            p, d, t = json.loads(line)
+            pos.append(p)
+            dels.append(d)
+            texts.append(t)
+    final_path = path[:-len(".jsonl")] + ".final.txt" if path.endswith(".jsonl") else None
+    final = None
+    if final_path and os.path.exists(final_path):
+        with open(final_path) as f:
+            final = f.read()
+    return pos, dels, texts, final
+
+
+def gen_random(n, count=10_000, seed=1):
+    """W1.random: [(is_insert, pos, value)], value = op index k."""
+    rng, length, ops = SplitMix64(seed), n, []
+    for k in range(count):
+        insert = rng.next() % 2 == 0 or length == 0
+        if insert:
+            ops.append((True, rng.below(length + 1), k))
+            length += 1
+        else:
+            ops.append((False, rng.below(length), k))
+            length -= 1
+    return ops
+
+
+def apply_flat(model, ops):
+    for is_ins, p, v in ops:
+        if is_ins:
+            model.insert(p, v)
+        else:
+            del model[p]
+    return model
+
+
+def gen_moves(n, count, seed):
+    """W4: [(from, to, value)]; value is the moved item (known to the app).
+    Also returns the expected final list."""
+    rng, model, ops = SplitMix64(seed), list(range(n)), []
+    for _ in range(count):
+        f = rng.below(n)
+        t = rng.below(n)
+        v = model.pop(f)
+        model.insert(t, v)
+        ops.append((f, t, v))
+    return ops, model
+
+
+def gen_sections(n_sections=100, per=100, count=100_000, seed=5):
+    """W5: ops are ("S", from, to) section moves or ("I", s, from, d, to, value)
+    item moves.  Sections are addressed by their *current* index."""
+    rng = SplitMix64(seed)
+    model = [[s * per + i for i in range(per)] for s in range(n_sections)]
+    ops = []
+    for _ in range(count):
+        if rng.below(10) == 0:
+            f = rng.below(n_sections)
+            t = rng.below(n_sections)
+            model.insert(t, model.pop(f))
+            ops.append(("S", f, t))
+        else:
+            s = rng.below(n_sections)
+            while not model[s]:
+                s = rng.below(n_sections)
+            f = rng.below(len(model[s]))
+            d = rng.below(n_sections)
+            t = rng.below(len(model[d]) + 1) if d != s else rng.below(len(model[s]))
+            v = model[s].pop(f)
+            model[d].insert(t, v)
+            ops.append(("I", s, f, d, t, v))
+    return ops, model
+
+
+# --------------------------------------------------------------------------
+# Engines.  Each one implements the same small interface; the timed loops
+# (trace / flat / moves / sections) are written per engine so that the loop
+# body is just native calls.
+# --------------------------------------------------------------------------
+class LoroEngine:
+    """LoroList or LoroMovableList in a LoroDoc.  Loro keeps an implicit
+    auto-commit transaction open; we commit once at the end of a timed loop
+    (commit is inside the timed section)."""
+
+    def __init__(self, movable, peer=1):
+        self.movable = movable
+        self.doc = LoroDoc()
+        self.doc.peer_id = peer
+        self.list = self.doc.get_movable_list("list") if movable else self.doc.get_list("list")
+
+    def fresh(self, peer):
+        return LoroEngine(self.movable, peer)
+
+    def build(self, values):  # untimed: the Python binding has no bulk insert
+        ins = self.list.insert
+        for i, v in enumerate(values):
+            ins(i, v)
+        self.doc.commit()
+
+    def run_trace(self, pos, dels, texts, lo=0, hi=None):
+        ins, rem = self.list.insert, self.list.delete
+        for k in range(lo, len(pos) if hi is None else hi):
+            p, d = pos[k], dels[k]
+            if d:
+                rem(p, d)
+            for ch in texts[k]:
+                ins(p, ch)
+                p += 1
+        self.doc.commit()
+
+    def run_flat(self, ops):
+        ins, rem = self.list.insert, self.list.delete
+        for is_ins, p, v in ops:
+            if is_ins:
+                ins(p, v)
+            else:
+                rem(p, 1)
+        self.doc.commit()
+
+    def run_moves(self, ops):
+        if self.movable:
+            mov = self.list.mov
+            for f, t, _v in ops:
+                mov(f, t)
+        else:
+            ins, rem = self.list.insert, self.list.delete
+            for f, t, v in ops:
+                rem(f, 1)
+                ins(t, v)
+        self.doc.commit()
+
+    # sections: a (movable) list of (movable) list containers
+    def build_sections(self, model):
+        Kind = LoroMovableList if self.movable else LoroList
+        self.root = self.doc.get_movable_list("sections") if self.movable else self.doc.get_list("sections")
+        self.secs = []
+        for s, items in enumerate(model):
+            c = self.root.insert_container(s, Kind())
+            for i, v in enumerate(items):
+                c.insert(i, v)
+            self.secs.append(c)
+        self.doc.commit()
+
+    def run_sections(self, ops):
+        secs, root = self.secs, self.root
+        Kind = LoroMovableList if self.movable else LoroList
+        for op in ops:
+            if op[0] == "S":
+                _, f, t = op
+                if self.movable:
+                    root.mov(f, t)
+                    secs.insert(t, secs.pop(f))
+                else:  # no move: delete the section, insert a copy of it
+                    items = secs[f].to_vec()
+                    root.delete(f, 1)
+                    c = root.insert_container(t, Kind())
+                    for i, v in enumerate(items):
+                        c.insert(i, v)
+                    secs.pop(f)
+                    secs.insert(t, c)
+            else:
+                _, s, f, d, t, v = op
+                if s == d and self.movable:
+                    secs[s].mov(f, t)
+                else:
+                    secs[s].delete(f, 1)
+                    secs[d].insert(t, v)
+        self.doc.commit()
+
+    def section_values(self):
+        return [c.to_vec() for c in self.secs]
+
+    def values(self):
+        return self.list.to_vec()
+
+    def length(self):
+        return len(self.list)
+
+    def export_history(self):
+        return self.doc.export(ExportMode.Updates(VersionVector()))
+
+    def export_snapshot(self):
+        return self.doc.export(ExportMode.Snapshot())
+
+    def load(self, data):
+        self.doc.import_(data)
+
+    # incremental sync
+    def version(self):
+        return self.doc.oplog_vv
+
+    def delta_since(self, version):
+        return self.doc.export(ExportMode.Updates(version))
+
+    def stream_begin(self):
+        pass
+
+    def stream_delta(self, last):
+        """Return (delta bytes, new version)."""
+        return self.doc.export(ExportMode.Updates(last)), self.doc.oplog_vv
+
+
+class YrsEngine:
+    """pycrdt.Array.  Every logical op (trace line, random op, move) is one Yrs
+    transaction: create_transaction() ... commit(); drop().  (A single huge
+    transaction is quadratic in Yrs: 20k appends take ~9 s.)"""
+
+    def __init__(self, peer=1):
+        self.doc = pycrdt.Doc(client_id=peer)
+        self.arr = self.doc.get("list", type=pycrdt.Array)
+        self.native = self.arr.integrated
+        self.txn = self.doc._doc.create_transaction
+
+    def fresh(self, peer):
+        return YrsEngine(peer)
+
+    def build(self, values, chunk=10):  # untimed; chunks of 10 inserts per txn are fastest
+        ins, ct = self.native.insert, self.txn
+        for s in range(0, len(values), chunk):
+            x = ct()
+            for i in range(s, min(len(values), s + chunk)):
+                ins(x, i, values[i])
+            x.commit()
+            x.drop()
+
+    def run_trace(self, pos, dels, texts, lo=0, hi=None, per_txn=1):
+        ins, rem, ct = self.native.insert, self.native.remove_range, self.txn
+        hi = len(pos) if hi is None else hi
+        for s in range(lo, hi, per_txn):
+            x = ct()
+            for k in range(s, min(hi, s + per_txn)):
+                p, d = pos[k], dels[k]
+                if d:
+                    rem(x, p, d)
+                for ch in texts[k]:
+                    ins(x, p, ch)
+                    p += 1
+            x.commit()
+            x.drop()
+
+    def run_flat(self, ops):
+        ins, rem, ct = self.native.insert, self.native.remove_range, self.txn
+        for is_ins, p, v in ops:
+            x = ct()
+            if is_ins:
+                ins(x, p, v)
+            else:
+                rem(x, p, 1)
+            x.commit()
+            x.drop()
+
+    def run_moves(self, ops):  # no move in Yrs: delete + insert in one txn
+        ins, rem, ct = self.native.insert, self.native.remove_range, self.txn
+        for f, t, v in ops:
+            x = ct()
+            rem(x, f, 1)
+            ins(x, t, v)
+            x.commit()
+            x.drop()
+
+    def build_sections(self, model):
+        self.root = self.doc.get("sections", type=pycrdt.Array).integrated
+        self.secs = []
+        for s, items in enumerate(model):
+            x = self.txn()
+            c = self.root.insert_array_prelim(x, s)
+            for i, v in enumerate(items):
+                c.insert(x, i, v)
+            x.commit()
+            x.drop()
+            self.secs.append(c)
+
+    def run_sections(self, ops):
+        secs, root, ct = self.secs, self.root, self.txn
+        for op in ops:
+            x = ct()
+            if op[0] == "S":  # no move: read, delete, re-insert a copy
+                _, f, t = op
+                items = json.loads(secs[f].to_json(x))
+                root.remove_range(x, f, 1)
+                c = root.insert_array_prelim(x, t)
+                for i, v in enumerate(items):
+                    c.insert(x, i, v)
+                secs.pop(f)
+                secs.insert(t, c)
+            else:
+                _, s, f, d, t, v = op
+                secs[s].remove_range(x, f, 1)
+                secs[d].insert(x, t, v)
+            x.commit()
+            x.drop()
+
+    def section_values(self):
+        x = self.txn()
+        out = [[_num(v) for v in json.loads(c.to_json(x))] for c in self.secs]
+        x.commit()
+        x.drop()
+        return out
+
+    def values(self):
+        return [_num(v) for v in self.arr.to_py()]
+
+    def length(self):
+        return len(self.arr)
+
+    def export_history(self):
+        return self.doc.get_update()
+
+    def export_snapshot(self):  # Yrs has no separate snapshot format
+        return self.doc.get_update()
+
+    def load(self, data):
+        self.doc.apply_update(data)
+
+    def version(self):
+        return self.doc.get_state()
+
+    def delta_since(self, version):
+        return self.doc.get_update(version)
+
+    # Streaming uses the update each transaction emits (what Yjs providers
+    # send).  get_update(state_vector) re-sends the whole delete set every
+    # time (14.8 MB instead of 0.67 MB for W3.stream.100), so it is not used.
+    def stream_begin(self):
+        self._updates = []
+        self._sub = self.doc.observe(lambda ev: self._updates.append(ev.update))
+
+    def stream_delta(self, last):
+        ups, self._updates = self._updates, []
+        if len(ups) == 1:
+            return ups[0], None
+        return pycrdt.merge_updates(*ups), None
+
+
+def _ver(pkg):
+    try:
+        return importlib.metadata.version(pkg)
+    except importlib.metadata.PackageNotFoundError:
+        return "?"
+
+
+def _num(v):
+    """pycrdt returns numbers as floats; the workloads store small ints."""
+    return int(v) if isinstance(v, float) else v
+
+
+def make_engine(name, peer=1):
+    if name == "loro-list":
+        return LoroEngine(False, peer)
+    if name == "loro-movable":
+        return LoroEngine(True, peer)
+    if name == "yrs":
+        return YrsEngine(peer)
+    raise SystemExit(f"unknown engine {name}")
+
+
+# --------------------------------------------------------------------------
+# Workloads.  Each returns (metrics, ops, ok, note).
+# --------------------------------------------------------------------------
+TRACE_LIVE = 104_852  # final length of the automerge-paper document
+
+
+BUDGET_S = 120.0  # --budget: wall-clock cap for one timed loop (Yrs slows down a lot)
+REPS, REPEAT_S = 5, 10.0  # W1: best of up to REPS runs, no new run after REPEAT_S seconds
+
+
+def timed(run, total, budget=None):
+    """Call run(lo, hi) over [0, total) in ~100 chunks until done or the time
+    budget is spent.  Returns (elapsed ns, ops done)."""
+    budget_ns = (BUDGET_S if budget is None else budget) * NS
+    chunk = max(1, total // 100)
+    t0 = time.perf_counter_ns()
+    done = 0
+    while done < total:
+        hi = min(total, done + chunk)
+        run(done, hi)
+        done = hi
+        if time.perf_counter_ns() - t0 > budget_ns:
+            break
+    return time.perf_counter_ns() - t0, done
+
+
+def over_budget(metrics, done, total):
+    """Mark a run stopped by the budget: rates are measured on the done prefix,
+    totals are linear extrapolations (lower bounds: cost per op was growing)."""
+    metrics["lower_bound"] = True
+    metrics["ops_done"] = done
+    return (f" STOPPED at the {BUDGET_S:.0f} s budget after {done} of {total} ops;"
+            " ms is extrapolated linearly (a lower bound)")
+
+
+def load_timed(eng, data):
+    """Import into a fresh doc and read its length (so lazy decoders pay)."""
+    fresh = eng.fresh(99)
+    t0 = time.perf_counter_ns()
+    fresh.load(data)
+    n = fresh.length()
+    return (time.perf_counter_ns() - t0) / 1e6, n
+
+
+def py_loop_overhead(pos, dels, texts):
+    """ns/op of the W1.trace loop with a no-op C builtin in place of the engine."""
+    nop = {}.get
+    t0 = time.perf_counter_ns()
+    for k in range(len(pos)):
+        p, d = pos[k], dels[k]
+        if d:
+            nop(p, d)
+        for ch in texts[k]:
+            nop(p, ch)
+            p += 1
+    return (time.perf_counter_ns() - t0) / len(pos)
+
+
+def best_of(run_once):
+    """Repeat run_once() -> (ns_per_op, result...) on fresh documents until
+    REPS runs or REPEAT_S seconds of run time; keep the fastest.  A run stopped
+    by the budget is never repeated.  Memory is the first run's: later runs
+    reuse memory the allocator kept from the freed earlier documents."""
+    first = best = None
+    t0 = time.perf_counter()
+    for _ in range(REPS):
+        r = run_once()
+        if first is None:
+            first = r
+            memory = {k: v for k, v in r[1].items() if k.endswith("rss_bytes")}
+            memory["peak_rss_bytes"] = rss_peak() - BASE_RSS
+        if best is None or r[0] < best[0]:
+            best = r
+        if "lower_bound" in r[1] or time.perf_counter() - t0 > REPEAT_S:
+            break
+    best[1].update(memory)
+    return best
+
+
+def w1_trace(engine, args, keep=False):
+    pos, dels, texts, final = load_trace(args.trace)
+    total = len(pos)
+
+    def once():
+        reset_peak()
+        before = rss_now()
+        eng = make_engine(engine)
+        ns, done = timed(lambda lo, hi: eng.run_trace(pos, dels, texts, lo, hi), total)
+        m = {"ns_per_op": ns / done,
+             "doc_peak_rss_bytes": rss_peak() - before}  # doc memory, before export/verify
+        if done < total:
+            m["lower_bound"] = True
+        return ns / done, m, done, eng
+
+    _, m, done, eng = once() if keep else best_of(once)
+    got = "".join(eng.values())
+    ok = final is not None and got == final and done == total
+    m.update(live_items=len(got), py_loop_ns_per_op=py_loop_overhead(pos, dels, texts))
+    note = ("one trace line = one Yrs transaction" if engine == "yrs"
+            else "one Loro commit per 1% of the trace (timed)")
+    note += "; best of up to %d runs" % REPS if not keep else ""
+    if done < total:
+        note += over_budget(m, done, total)
+    if keep:
+        return eng, m, total, ok, note
+    return m, total, ok, note
+
+
+def w1_random(engine, n):
+    ops = gen_random(n)
+
+    def once():
+        eng = make_engine(engine)
+        eng.build(list(range(n)))  # untimed
+        ns, done = timed(lambda lo, hi: eng.run_flat(ops[lo:hi]), len(ops))
+        m = {"ns_per_op": ns / done}
+        if done < len(ops):
+            m["lower_bound"] = True
+        return ns / done, m, done, eng
+
+    _, m, done, eng = best_of(once)
+    note = f"build untimed (one insert call per item); best of up to {REPS} runs"
+    if done < len(ops):
+        return m, done, False, note + over_budget(m, done, len(ops))
+    if n <= 100_000:
+        ok = eng.values() == apply_flat(list(range(n)), ops)
+    else:  # the Python model would take seconds: check the length only
+        ok = eng.length() == n + sum(1 if o[0] else -1 for o in ops)
+    return m, len(ops), ok, note
+
+
+def w2_history(engine, args):
+    eng, m1, _, ok, note1 = w1_trace(engine, args, keep=True)
+    if m1.get("lower_bound"):
+        return {}, 0, False, "W1.trace did not finish:" + note1
+    t0 = time.perf_counter_ns()
+    hist = eng.export_history()
+    t1 = time.perf_counter_ns()
+    snap = eng.export_snapshot()
+    t2 = time.perf_counter_ns()
+    lh, nh = load_timed(eng, hist)
+    ls, ns_ = load_timed(eng, snap)
+    m = {"history_bytes": len(hist), "snapshot_bytes": len(snap),
+         "load_history_ms": lh, "load_snapshot_ms": ls,
+         "export_history_ms": (t1 - t0) / 1e6, "export_snapshot_ms": (t2 - t1) / 1e6}
+    ok = ok and nh == TRACE_LIVE and ns_ == TRACE_LIVE
+    note = ("Yrs has no snapshot format: snapshot = the same get_update() as history"
+            if engine == "yrs" else "history = ExportMode.Updates(empty vv), snapshot = ExportMode.Snapshot")
+    return m, 1, ok, note
+
+
+def w3_stream(engine, args, every):
+    pos, dels, texts, final = load_trace(args.trace)
+    a, b = make_engine(engine, 1), make_engine(engine, 2)
+    a.stream_begin()
+    last = a.version() if engine != "yrs" else None
+    total = deltas = 0
+    n = len(pos)
+    t0 = time.perf_counter_ns()
+    for lo in range(0, n, every):
+        hi = min(n, lo + every)
+        if engine == "yrs":
+            a.run_trace(pos, dels, texts, lo, hi, per_txn=every)  # one txn per delta
+        else:
+            a.run_trace(pos, dels, texts, lo, hi)
+        delta, last = a.stream_delta(last)
+        total += len(delta)
+        deltas += 1
+        b.load(delta)
+        if time.perf_counter_ns() - t0 > BUDGET_S * NS and hi < n:
+            break
+    ms = (time.perf_counter_ns() - t0) / 1e6
+    ok = final is not None and "".join(b.values()) == final
+    note = (f"{deltas} deltas; Yrs delta = the update emitted by one transaction of {every} lines"
+            if engine == "yrs" else f"{deltas} deltas; delta = export(Updates(vv of last export))")
+    m = {"ms": ms, "bytes": total, "deltas": deltas}
+    if hi < n:
+        m["ms"] = ms * n / hi
+        note += over_budget(m, hi, n)
+    return m, n, ok, note
+
+
+def w4_moves(engine):
+    n, count = 10_000, 100_000
+    ops, expect = gen_moves(n, count, 4)
+    reset_peak()
+    before = rss_now()
+    eng = make_engine(engine)
+    eng.build(list(range(n)))
+    ns, done = timed(lambda lo, hi: eng.run_moves(ops[lo:hi]), count)
+    doc_peak = rss_peak() - before
+    how = "LoroMovableList.mov" if engine == "loro-movable" else "delete + insert"
+    m = {"ms": ns / 1e6 * count / done, "ns_per_op": ns / done, "doc_peak_rss_bytes": doc_peak}
+    if done < count:  # no history of a partial run
+        return m, done, False, f"move = {how};" + over_budget(m, done, count)
+    hist = eng.export_history()
+    m["history_bytes"] = len(hist)
+    m["load_ms"], ln = load_timed(eng, hist)
+    ok = eng.values() == expect and ln == n
+    return m, count, ok, f"move = {how}"
+
+
+def w4_merge(engine):
+    n = 10_000
+    a = make_engine(engine, 1)
+    a.build(list(range(n)))
+    b = a.fresh(2)
+    b.load(a.export_history())
+    fork = a.version()
+    ops_a, _ = gen_moves(n, n, 41)
+    ops_b, _ = gen_moves(n, n, 42)
+    t0 = time.perf_counter_ns()
+    ns_a, done_a = timed(lambda lo, hi: a.run_moves(ops_a[lo:hi]), n, BUDGET_S / 2)
+    ns_b, done_b = timed(lambda lo, hi: b.run_moves(ops_b[lo:hi]), n, BUDGET_S / 2)
+    if done_a < n or done_b < n:
+        m = {"ms": (ns_a * n / done_a + ns_b * n / done_b) / 1e6}
+        return m, done_a + done_b, False, "moves" + over_budget(m, done_a + done_b, 2 * n)
+    ua, ub = a.delta_since(fork), b.delta_since(fork)
+    a.load(ub)
+    b.load(ua)
+    ms = (time.perf_counter_ns() - t0) / 1e6
+    va, vb = a.values(), b.values()
+    converged = va == vb
+    unique = sorted(va) == list(range(n))
+    note = f"converged={converged}, items after merge={len(va)}, each value once={unique}"
+    if engine != "loro-movable":
+        note += " (move = delete + insert: concurrent moves of one item duplicate it)"
+    return {"ms": ms, "items_after_merge": len(va), "exchange_bytes": len(ua) + len(ub)}, 2 * n, \
+        converged and unique, note
+
+
+def w5_sections(engine):
+    ops, expect = gen_sections()
+    eng = make_engine(engine)
+    eng.build_sections([[s * 100 + i for i in range(100)] for s in range(100)])
+    ns, done = timed(lambda lo, hi: eng.run_sections(ops[lo:hi]), len(ops))
+    m = {"ms": ns / 1e6 * len(ops) / done, "ns_per_op": ns / done}
+    ok = done == len(ops) and eng.section_values() == expect
+    if engine == "loro-movable":
+        note = "sections: LoroMovableList of LoroMovableList; in-section = mov, cross-section = delete + insert"
+    else:
+        note = "no move: item move = delete + insert; section move = delete the section + insert a copy"
+    if done < len(ops):
+        note += over_budget(m, done, len(ops))
+    return m, done, ok, note
+
+
+def w6_memory(engine, args):
+    """Memory per item from the doc RSS deltas of W1.trace and W4.moves, each run
+    in its own process.  Approximation (see WORKLOADS.md):
+      bytes_per_live_item    = W1.trace doc RSS / 104,852 live items
+      bytes_per_deleted_item = W4.moves doc RSS / dead positions (one per move)
+    i.e. each attributes all growth (state, history, tombstones) to one kind of item."""
+    res = {}
+    for w in ("W1.trace", "W4.moves"):
+        out = subprocess.run([sys.executable, os.path.abspath(__file__), "--engine", engine,
+                              "--workload", w, "--trace", args.trace,
+                              "--budget", str(BUDGET_S), "--reps", "1"],
+                             check=True, capture_output=True, text=True).stdout
+        res[w] = json.loads(out)
+    r1 = res["W1.trace"]["metrics"]["doc_peak_rss_bytes"]
+    r4 = res["W4.moves"]["metrics"]["doc_peak_rss_bytes"]
+    # if W4.moves hit the budget its RSS was measured after fewer moves
+    moves = res["W4.moves"]["metrics"].get("ops_done", 100_000)
+    note = "W1.trace doc RSS / live items; W4.moves doc RSS / moves (see WORKLOADS.md)"
+    if moves != 100_000:
+        note += f"; W4.moves stopped after {moves} moves, divided by that count"
+    return ({"bytes_per_live_item": r1 / TRACE_LIVE, "bytes_per_deleted_item": r4 / moves,
+             "w1_doc_peak_rss_bytes": r1, "w4_doc_peak_rss_bytes": r4},
+            0, res["W1.trace"]["ok"], note)
+
+
+RANDOM_SIZES = (1_000, 10_000, 100_000, 1_000_000)
+WORKLOADS = (["W1.trace"] + [f"W1.random.{n}" for n in RANDOM_SIZES] +
+             ["W2.history", "W3.stream.1", "W3.stream.100", "W4.moves", "W4.merge",
+              "W5.sections", "W6.memory"])
+
+
+def run(engine, workload, args):
+    if workload == "W1.trace":
+        return w1_trace(engine, args)
+    if workload.startswith("W1.random."):
+        return w1_random(engine, int(workload.split(".")[2]))
+    if workload == "W2.history":
+        return w2_history(engine, args)
+    if workload.startswith("W3.stream."):
+        return w3_stream(engine, args, int(workload.split(".")[2]))
+    if workload == "W4.moves":
+        return w4_moves(engine)
+    if workload == "W4.merge":
+        return w4_merge(engine)
+    if workload == "W5.sections":
+        return w5_sections(engine)
+    if workload == "W6.memory":
+        return w6_memory(engine, args)
+    raise SystemExit(f"unknown workload {workload}")
+
+
+def main():
+    global BUDGET_S, REPS
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--engine", required=True, choices=["loro-list", "loro-movable", "yrs"])
+    ap.add_argument("--workload")
+    ap.add_argument("--trace", default=DEFAULT_TRACE)
+    ap.add_argument("--list", action="store_true", help="print the supported workload names")
+    ap.add_argument("--budget", type=float, default=BUDGET_S,
+                    help="seconds one timed loop may take before it is stopped (default %(default)s)")
+    ap.add_argument("--reps", type=int, default=REPS, help="W1: best of up to N runs (default %(default)s)")
+    args = ap.parse_args()
+    REPS = max(1, args.reps)
+    BUDGET_S = args.budget
+    if args.list:
+        print("\n".join(WORKLOADS))
+        return
+    if not args.workload:
+        ap.error("--workload or --list is required")
+    try:
+        metrics, ops, ok, note = run(args.engine, args.workload, args)
+    except Exception as e:  # report the failure as a result row instead of crashing
+        metrics, ops, ok, note = {}, 0, False, f"error: {type(e).__name__}: {e}"
+    if args.workload != "W6.memory":
+        metrics.setdefault("peak_rss_bytes", rss_peak() - BASE_RSS)
+    versions = f"loro {_ver('loro')}, pycrdt {_ver('pycrdt')}"
+    print(json.dumps({"engine": args.engine, "workload": args.workload, "metrics": metrics,
+                      "ops": ops, "ok": ok, "note": note + (f" [{versions}]" if versions else "")}))
+
+
+if __name__ == "__main__":
+    main()
