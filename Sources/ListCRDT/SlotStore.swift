@@ -27,6 +27,8 @@ struct SlotStore: Sendable {
     private(set) var entity: [Int32] = []
     /// The sequence of each slot (-1: sections; else a section index), for O(1) lookups.
     private var sequenceOf: [Int32] = []
+    /// The run of each slot (an index into `runs`), for O(1) lookups.
+    private var runOf: [Int32] = []
     /// For each replica (by ``replicaSlot``), runs of ids to local versions, in counter order.
     private var idRuns: [[IDRun]] = []
     private var replicaSlot = ReplicaTable()
@@ -56,6 +58,7 @@ struct SlotStore: Sendable {
         } else {
             runs.append(Run(lv: lv, count: 1, id: id, left: left, right: right, sequence: sequence))
         }
+        runOf.append(Int32(runs.count - 1))
         let k = replicaSlot.insert(id.replica)
         if k == idRuns.count { idRuns.append([]) }
         if let tail = idRuns[k].last, tail.counter &+ UInt64(tail.count) == id.counter, tail.lv + tail.count == lv {
@@ -85,17 +88,7 @@ struct SlotStore: Sendable {
     }
 
     /// The run holding slot `lv`.
-    ///
-    /// - Complexity: O(log r) for r runs.
-    func run(of lv: Int32) -> Run {
-        if let last = runs.last, lv >= last.lv { return last }
-        var lo = 0, hi = runs.count
-        while lo < hi {
-            let mid = (lo + hi) / 2
-            if runs[mid].lv <= lv { lo = mid + 1 } else { hi = mid }
-        }
-        return runs[lo - 1]
-    }
+    func run(of lv: Int32) -> Run { runs[Int(runOf[Int(lv)])] }
 
     /// The id of slot `lv`.
     func id(of lv: Int32) -> OpID {
