@@ -16,7 +16,8 @@ let package = Package(
         .executableTarget(name: "listsync", dependencies: ["ListSync"]),
         // Seeded randomness and editing traces, shared by the tests and the benchmark.
         .target(name: "ListSyncTestSupport", dependencies: ["ListCRDT"]),
-        .testTarget(name: "ListCRDTTests", dependencies: ["ListCRDT", "ListSyncTestSupport"]),
+        // The CRDT tests borrow the simulator's random-edit generator (ListSync.RandomEdit).
+        .testTarget(name: "ListCRDTTests", dependencies: ["ListCRDT", "ListSync", "ListSyncTestSupport"]),
         .testTarget(name: "ListSyncTests", dependencies: ["ListSync", "ListSyncTestSupport"]),
         .executableTarget(
             name: "listsync-bench",

@@ -45,15 +45,7 @@ struct OpLog: Sendable {
     ///
     /// - Complexity: O(log m) for m operations of that replica.
     func operation(containing id: OpID) -> ListOperation? {
-        guard let k = replicaSlot.index(of: id.replica) else { return nil }
-        var lo = 0, hi = starts[k].count
-        while lo < hi {
-            let mid = (lo + hi) / 2
-            if starts[k][mid].counter <= id.counter { lo = mid + 1 } else { hi = mid }
-        }
-        if lo == 0 { return nil }
-        let op = ops[Int(starts[k][lo - 1].index)]
-        return id.counter <= op.lastID.counter ? op : nil
+        index(containing: id).map { ops[$0] }
     }
 
     /// The operations not covered by `version`, in application order (a causal order).

@@ -5,10 +5,9 @@ import Testing
 /// SEMANTICS §2 (last paragraph): bad input is a typed error, never a trap and never a partial
 /// change. After any error the document is byte-for-byte what it was before.
 @Suite("§2 bad input is refused and changes nothing")
-struct BadInputTests {
+struct BadInputTests: ScenarioSupport {
     // MARK: Helpers
 
-    private func ip(_ section: Int, _ row: Int) -> IndexPath { IndexPath(item: row, section: section) }
 
     /// Everything observable about a document that an error must not change.
     private struct Fingerprint: Equatable {

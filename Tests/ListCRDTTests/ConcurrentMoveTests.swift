@@ -5,64 +5,9 @@ import Testing
 /// SEMANTICS §3.2, §3.3, §3.7: concurrent moves of items and sections, between 2–3 replicas and in
 /// explicit delivery orders.
 @Suite("§3.2 §3.3 §3.7 concurrent moves")
-struct ConcurrentMoveTests {
+struct ConcurrentMoveTests: ScenarioSupport {
     // MARK: Helpers
 
-    private func ip(_ section: Int, _ row: Int) -> IndexPath { IndexPath(item: row, section: section) }
-
-    /// Invariants, and every visible identity shown exactly once.
-    private func valid(_ docs: ListDocument..., sourceLocation: SourceLocation = #_sourceLocation) throws {
-        for d in docs {
-            try d.checkInvariants()
-            let snap = d.snapshot()
-            let ids = snap.sections.flatMap { $0.items.map(\.id) }
-            #expect(Set(ids).count == ids.count, "an item is shown twice", sourceLocation: sourceLocation)
-            #expect(Set(snap.sections.map(\.id)).count == snap.sections.count, "a section is shown twice",
-                    sourceLocation: sourceLocation)
-            #expect(d.totalItemCount == ids.count, sourceLocation: sourceLocation)
-        }
-    }
-
-    private func permutations<T>(_ a: [T]) -> [[T]] {
-        guard a.count > 1 else { return [a] }
-        var out: [[T]] = []
-        for i in a.indices {
-            var rest = a
-            let x = rest.remove(at: i)
-            for p in permutations(rest) { out.append([x] + p) }
-        }
-        return out
-    }
-
-    /// A fresh replica that saw `base` receives `ops` in every order, checking invariants after
-    /// every step; every order must end with `expected` rows. Returns the replicas.
-    @discardableResult
-    private func everyOrder(_ base: ListDocument, _ ops: [ListOperation], expected: [[String]],
-                            sourceLocation: SourceLocation = #_sourceLocation) throws -> [ListDocument] {
-        var out: [ListDocument] = []
-        for order in permutations(ops) {
-            var doc = base.fork(as: 99)
-            for op in order {
-                try doc.receive(op)
-                try valid(doc, sourceLocation: sourceLocation)
-            }
-            #expect(doc.pendingCount == 0, sourceLocation: sourceLocation)
-            #expect(doc.rows == expected, "order \(order.map(\.id))", sourceLocation: sourceLocation)
-            out.append(doc)
-        }
-        expectConverged(out, sourceLocation: sourceLocation)
-        return out
-    }
-
-    /// `doc` receives `ops` one by one, checking invariants after each.
-    private func deliver(_ ops: ListOperation..., to doc: inout ListDocument,
-                         sourceLocation: SourceLocation = #_sourceLocation) throws {
-        for op in ops {
-            let outcome = try doc.receive(op)
-            #expect(outcome == .applied(woken: 1), sourceLocation: sourceLocation)
-            try valid(doc, sourceLocation: sourceLocation)
-        }
-    }
 
     // MARK: §3.2 the same item moved twice
 

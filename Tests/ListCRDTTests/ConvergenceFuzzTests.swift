@@ -58,8 +58,7 @@ enum Fuzz {
         while result.edits < editCount || (!inFlight.isEmpty && rng.chance(50)) {
             if result.edits < editCount && (inFlight.isEmpty || rng.chance(45)) {
                 let r = rng.below(n)
-                let shape = (0..<docs[r].sectionCount).map { (try? docs[r].itemCount(inSection: $0)) ?? 0 }
-                let edit = Edit.random(shape: shape, rng: &rng) { counter += 1; return "v\(counter)" }
+                let edit = RandomEdit.random(for: docs[r], rng: &rng) { counter += 1; return "v\(counter)" }
                 let op: ListOperation?
                 do { op = try edit.apply(to: &docs[r]) } catch { return fail("replica \(r) edit \(edit) threw \(error)") }
                 result.edits += 1

@@ -4,10 +4,9 @@ import Testing
 
 /// SEMANTICS §3.8 (duplicate and out-of-order delivery) and §3.9 (equivocation).
 @Suite("§3.8 §3.9 delivery: duplicates, causal buffering, equivocation")
-struct DeliveryTests {
+struct DeliveryTests: ScenarioSupport {
     // MARK: Helpers
 
-    private func ip(_ section: Int, _ row: Int) -> IndexPath { IndexPath(item: row, section: section) }
 
     private func valid(_ docs: ListDocument..., sourceLocation: SourceLocation = #_sourceLocation) throws {
         for d in docs {

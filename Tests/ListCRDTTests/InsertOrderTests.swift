@@ -6,20 +6,9 @@ import Testing
 /// typed (or moved) concurrently at one spot never interleave (FugueMax's non-interleaving).
 /// The scenarios are the ones of the Fugue paper (Weidner & Kleppmann, "The Art of the Fugue").
 @Suite("§3.1 concurrent inserts: deterministic order, no interleaving")
-struct InsertOrderTests {
+struct InsertOrderTests: ScenarioSupport {
     // MARK: Helpers
 
-    private func ip(_ section: Int, _ row: Int) -> IndexPath { IndexPath(item: row, section: section) }
-
-    private func valid(_ docs: ListDocument..., sourceLocation: SourceLocation = #_sourceLocation) throws {
-        for d in docs {
-            try d.checkInvariants()
-            let snap = d.snapshot()
-            let ids = snap.sections.flatMap { $0.items.map(\.id) }
-            #expect(Set(ids).count == ids.count, "an item is shown twice", sourceLocation: sourceLocation)
-            #expect(d.totalItemCount == ids.count, sourceLocation: sourceLocation)
-        }
-    }
 
     /// Types `text` (one item per character) in section `section` starting at `row`.
     /// Forward: each character after the previous one (left-to-right typing).

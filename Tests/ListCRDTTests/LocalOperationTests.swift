@@ -5,24 +5,9 @@ import Testing
 /// SEMANTICS §2: the effect of each local operation, checked against a plain array model, and
 /// replayed on a second replica (which must converge).
 @Suite("§2 local operations")
-struct LocalOperationTests {
+struct LocalOperationTests: ScenarioSupport {
     // MARK: Helpers
 
-    private func ip(_ section: Int, _ row: Int) -> IndexPath { IndexPath(item: row, section: section) }
-
-    /// Invariants, and every visible identity shown exactly once.
-    private func valid(_ docs: ListDocument..., sourceLocation: SourceLocation = #_sourceLocation) throws {
-        for d in docs {
-            try d.checkInvariants()
-            let snap = d.snapshot()
-            let ids = snap.sections.flatMap { $0.items.map(\.id) }
-            #expect(Set(ids).count == ids.count, "an item is shown twice", sourceLocation: sourceLocation)
-            #expect(Set(snap.sections.map(\.id)).count == snap.sections.count, "a section is shown twice",
-                    sourceLocation: sourceLocation)
-            #expect(d.totalItemCount == ids.count, sourceLocation: sourceLocation)
-            #expect(d.sectionCount == snap.sections.count, sourceLocation: sourceLocation)
-        }
-    }
 
     /// A replica that saw `base` receives `op` and must show what `author` shows.
     private func replay(_ op: ListOperation, on base: ListDocument, author: ListDocument,

@@ -34,8 +34,7 @@ import Testing
                 let other = docs[rng.below(replicas)]
                 docs[r].receive(other.operations(since: docs[r].version))
             }
-            let shape = (0..<docs[r].sectionCount).map { (try? docs[r].itemCount(inSection: $0)) ?? 0 }
-            let edit = Edit.random(shape: shape, rng: &rng) { counter += 1; return "v\(counter)" }
+            let edit = RandomEdit.random(for: docs[r], rng: &rng) { counter += 1; return "v\(counter)" }
             _ = try? edit.apply(to: &docs[r])
         }
         for r in 1..<replicas { docs[0].receive(docs[r].operations(since: docs[0].version)) }

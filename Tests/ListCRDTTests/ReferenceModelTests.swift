@@ -27,7 +27,7 @@ import Testing
         var counter = 0
         var history: [String] = []
         for step in 0..<steps {
-            let edit = Edit.random(shape: model.shape, rng: &rng) { counter += 1; return "v\(counter)" }
+            let edit = RandomEdit.random(for: doc, rng: &rng) { counter += 1; return "v\(counter)" }
             history.append(edit.description)
             do {
                 let before = doc.operationCount

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 @testable import ListCRDT
 @_exported import ListSyncTestSupport
+@_exported import ListSync
 
 extension Data {
     /// UTF-8 bytes of a string: test values are short strings.
