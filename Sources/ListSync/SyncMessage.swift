@@ -17,13 +17,13 @@ public enum SyncMessage: Equatable, Sendable {
     ///
     /// - Complexity: O(size).
     public func encoded() -> [UInt8] {
-        var w = ByteWriter()
+        var w = WireWriter()
         w.byte(Self.protocolVersion)
         switch self {
         case let .hello(replica, version):
             w.byte(Self.helloTag)
             w.varint(replica.rawValue)
-            w.varint(UInt64(version.count))
+            w.count(version.count)
             for (r, c) in version.entries {
                 w.varint(r.rawValue)
                 w.varint(c)
@@ -39,29 +39,39 @@ public enum SyncMessage: Equatable, Sendable {
     ///
     /// - Complexity: O(size).
     public init(decoding frame: [UInt8]) throws(SyncError) {
-        var r = ByteReader(frame)
-        let version = try r.byte()
-        guard version == Self.protocolVersion else { throw .unsupportedVersion(version) }
-        switch try r.byte() {
-        case Self.helloTag:
-            let replica = ReplicaID(try r.varint())
-            let n = try r.count(minimumSize: 2)
-            var counters: [ReplicaID: UInt64] = [:]
-            for _ in 0..<n {
-                let id = ReplicaID(try r.varint())
-                let c = try r.varint()
-                guard counters.updateValue(c, forKey: id) == nil else { throw .malformedFrame("replica \(id) twice in a version") }
+        var r = WireReader(frame)
+        do {
+            let version = try r.byte()
+            guard version == Self.protocolVersion else { throw SyncError.unsupportedVersion(version) }
+            switch try r.byte() {
+            case Self.helloTag:
+                let replica = ReplicaID(try r.varint())
+                let n = try r.count(minBytes: 2)
+                var counters: [ReplicaID: UInt64] = [:]
+                for _ in 0..<n {
+                    let id = ReplicaID(try r.varint())
+                    let c = try r.varint()
+                    guard counters.updateValue(c, forKey: id) == nil else {
+                        throw SyncError.malformedFrame("replica \(id) twice in a version")
+                    }
+                }
+                guard r.isAtEnd else { throw SyncError.malformedFrame("\(r.remaining) trailing bytes") }
+                self = .hello(replica: replica, version: VersionVector(counters))
+            case Self.operationsTag:
+                do {
+                    self = .operations(try ListOperation.decode(try r.raw(r.remaining)))
+                } catch {
+                    throw SyncError.malformedOperations(error)
+                }
+            case let tag:
+                throw SyncError.malformedFrame("unknown message tag \(tag)")
             }
-            guard r.remaining == 0 else { throw .malformedFrame("\(r.remaining) trailing bytes") }
-            self = .hello(replica: replica, version: VersionVector(counters))
-        case Self.operationsTag:
-            do {
-                self = .operations(try ListOperation.decode(r.rest()))
-            } catch {
-                throw .malformedOperations(error)
-            }
-        case let tag:
-            throw .malformedFrame("unknown message tag \(tag)")
+        } catch let error as SyncError {
+            throw error
+        } catch let error as WireError {
+            throw .malformedFrame(error.description)
+        } catch {
+            throw .malformedFrame("\(error)")
         }
     }
 }

@@ -1,16 +1,16 @@
 import Foundation
 
 /// Appends the primitive pieces of the wire format (Docs/WireFormat.md) to a byte array.
-struct WireWriter {
-    var bytes: [UInt8] = []
+package struct WireWriter {
+    package var bytes: [UInt8] = []
 
-    init() {}
+    package init() {}
 
     /// Appends one byte.
-    mutating func byte(_ b: UInt8) { bytes.append(b) }
+    package mutating func byte(_ b: UInt8) { bytes.append(b) }
 
     /// Appends an unsigned LEB128 varint (1 to 10 bytes).
-    mutating func varint(_ v: UInt64) {
+    package mutating func varint(_ v: UInt64) {
         var v = v
         while v >= 0x80 {
             bytes.append(UInt8(truncatingIfNeeded: v) | 0x80)
@@ -20,15 +20,15 @@ struct WireWriter {
     }
 
     /// Appends a non-negative count as a varint.
-    mutating func count(_ n: Int) { varint(UInt64(n)) }
+    package mutating func count(_ n: Int) { varint(UInt64(n)) }
 
     /// Appends a signed value as a zigzag varint.
-    mutating func signed(_ v: Int64) {
+    package mutating func signed(_ v: Int64) {
         varint(UInt64(bitPattern: (v << 1) ^ (v >> 63)))
     }
 
     /// Appends a length and the bytes.
-    mutating func data(_ d: Data) {
+    package mutating func data(_ d: Data) {
         count(d.count)
         bytes.append(contentsOf: d)
     }
@@ -37,28 +37,28 @@ struct WireWriter {
 /// Reads the primitive pieces of the wire format, throwing a typed error on anything malformed.
 ///
 /// Every method checks the bytes left before it reads or allocates anything.
-struct WireReader {
+package struct WireReader {
     let bytes: [UInt8]
-    private(set) var offset: Int = 0
+    package private(set) var offset: Int = 0
 
-    init(_ bytes: some Collection<UInt8>) { self.bytes = Array(bytes) }
+    package init(_ bytes: some Collection<UInt8>) { self.bytes = Array(bytes) }
 
     /// The number of unread bytes.
-    var remaining: Int { bytes.count - offset }
-    var isAtEnd: Bool { offset == bytes.count }
+    package var remaining: Int { bytes.count - offset }
+    package var isAtEnd: Bool { offset == bytes.count }
 
     /// Moves back to an earlier offset (to read a field again with another meaning).
-    mutating func rewind(to offset: Int) { self.offset = offset }
+    package mutating func rewind(to offset: Int) { self.offset = offset }
 
     /// Reads one byte.
-    mutating func byte() throws(WireError) -> UInt8 {
+    package mutating func byte() throws(WireError) -> UInt8 {
         guard offset < bytes.count else { throw .truncated(offset: offset) }
         defer { offset += 1 }
         return bytes[offset]
     }
 
     /// Reads an unsigned LEB128 varint: at most 10 bytes, no bits beyond 64.
-    mutating func varint() throws(WireError) -> UInt64 {
+    package mutating func varint() throws(WireError) -> UInt64 {
         let start = offset
         var result: UInt64 = 0
         var shift: UInt64 = 0
@@ -76,14 +76,14 @@ struct WireReader {
     }
 
     /// Reads a zigzag varint.
-    mutating func signed() throws(WireError) -> Int64 {
+    package mutating func signed() throws(WireError) -> Int64 {
         let z = try varint()
         return Int64(bitPattern: z >> 1) ^ -Int64(bitPattern: z & 1)
     }
 
     /// Reads a count of things each taking at least `minBytes` bytes, and checks that that many
     /// could still follow before anyone allocates room for them.
-    mutating func count(minBytes: Int = 1) throws(WireError) -> Int {
+    package mutating func count(minBytes: Int = 1) throws(WireError) -> Int {
         let start = offset
         let v = try varint()
         let left = remaining
@@ -94,14 +94,14 @@ struct WireReader {
     }
 
     /// Reads `n` raw bytes (already known to be available or checked here).
-    mutating func raw(_ n: Int) throws(WireError) -> ArraySlice<UInt8> {
+    package mutating func raw(_ n: Int) throws(WireError) -> ArraySlice<UInt8> {
         guard n <= remaining else { throw .truncated(offset: bytes.count) }
         defer { offset += n }
         return bytes[offset..<offset + n]
     }
 
     /// Reads a length-prefixed byte string no longer than `limit`.
-    mutating func data(limit: Int) throws(WireError) -> Data {
+    package mutating func data(limit: Int) throws(WireError) -> Data {
         let start = offset
         let n = try varint()
         let limit = max(limit, 0)

@@ -151,9 +151,7 @@ public struct Simulator: Sendable {
             report.failures.append("replica \(r): \(edit) threw \(error)")
             return
         }
-        let made = Array(documents[r].operations[before...])
-        report.operations += made.count
-        for b in 0..<documents.count where b != r { perform(sessions[r][b]!.forward(made), at: r, peer: b) }
+        broadcast(from: r, since: before)
     }
 
     /// A drag session on replica `r`: lift a random item, hover a few times while remote
@@ -192,6 +190,11 @@ public struct Simulator: Sendable {
             report.failures.append("replica \(r): drag from \(start) failed: \(error)")
             return
         }
+        broadcast(from: r, since: before)
+    }
+
+    /// Sends replica `r`'s operations from log position `before` on to every peer.
+    private mutating func broadcast(from r: Int, since before: Int) {
         let made = Array(documents[r].operations[before...])
         report.operations += made.count
         for b in 0..<documents.count where b != r { perform(sessions[r][b]!.forward(made), at: r, peer: b) }
