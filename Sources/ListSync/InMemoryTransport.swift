@@ -40,3 +40,36 @@ public final class InMemoryTransport: Transport {
         inbox.finish()
     }
 }
+
+/// An in-memory "server": ``connect()`` makes a connection whose other end the next ``accept()``
+/// returns, like a listening socket.
+public actor InMemoryListener: TransportListener {
+    private var queued: [InMemoryTransport] = []
+    private var waiting: [CheckedContinuation<InMemoryTransport?, Never>] = []
+    private var closed = false
+
+    /// A listener with no connections yet.
+    public init() {}
+
+    /// Connects to the listener: returns the client end; the server end goes to ``accept()``.
+    public func connect() -> InMemoryTransport {
+        let (client, server) = InMemoryTransport.pair()
+        if waiting.isEmpty { queued.append(server) } else { waiting.removeFirst().resume(returning: server) }
+        return client
+    }
+
+    /// Stops accepting: waiting and later ``accept()`` calls throw ``TransportError/closed``.
+    public func close() {
+        closed = true
+        for w in waiting { w.resume(returning: nil) }
+        waiting = []
+    }
+
+    public func accept() async throws(TransportError) -> any Transport {
+        if !queued.isEmpty { return queued.removeFirst() }
+        if closed { throw .closed }
+        let next = await withCheckedContinuation { waiting.append($0) }
+        guard let next else { throw .closed }
+        return next
+    }
+}

@@ -64,3 +64,17 @@ import ListCRDT
         #expect(a.live.document.encodedState() == before)
     }
 }
+
+@Suite struct InMemoryListenerTests {
+    @Test("connect and accept pair up connections; a closed listener refuses")
+    func connectAccept() async throws {
+        let listener = InMemoryListener()
+        let client = await listener.connect()
+        let server = try await listener.accept()
+        try await client.send([1, 2, 3])
+        var it = server.incoming.makeAsyncIterator()
+        #expect(await it.next() == [1, 2, 3])
+        await listener.close()
+        await #expect(throws: TransportError.closed) { _ = try await listener.accept() }
+    }
+}
