@@ -11,6 +11,9 @@ public actor Replica {
     public nonisolated let live: LiveDocument
     private var connections: [Int: Connection] = [:]
     private var nextConnection = 0
+    /// Operations peers sent that the document refused (malformed or equivocating), most recent
+    /// last; the rest of their frames still applied.
+    public private(set) var refusedOperations: [ApplyError] = []
 
     private struct Connection {
         var session: SyncSession
@@ -104,7 +107,7 @@ public actor Replica {
                 do { try await transport.send(frame) } catch { drop(id); return }
             case let .deliver(ops):
                 let before = live.document.version
-                _ = try? live.receive(ops)
+                do { _ = try live.receive(ops) } catch { refusedOperations += error.errors }
                 // Relay what was new here to the other peers (they may not be connected to the author).
                 let fresh = live.operations(since: before)
                 if !fresh.isEmpty { await forward(fresh, except: id) }

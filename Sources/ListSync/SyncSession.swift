@@ -67,7 +67,7 @@ public struct SyncSession: Sendable {
             var actions: [SyncAction] = []
             if state == .idle { actions.append(send(.hello(replica: local, version: document.version))) }
             state = .live
-            actions += sendMissing(document: document, version: version)
+            actions += batches(document.operations(since: version))
             return actions
         case let .operations(ops):
             operationsReceived += ops.count
@@ -92,10 +92,6 @@ public struct SyncSession: Sendable {
     }
 
     // MARK: Helpers
-
-    private mutating func sendMissing(document: ListDocument, version: VersionVector) -> [SyncAction] {
-        batches(document.operations(since: version))
-    }
 
     private mutating func batches(_ ops: [ListOperation]) -> [SyncAction] {
         var actions: [SyncAction] = []

@@ -65,6 +65,27 @@ import ListCRDT
     }
 }
 
+@Suite struct ReplicaRefusalTests {
+    @Test("an operation the document refuses is recorded; the connection and the rest stay")
+    func refusedOperation() async throws {
+        let a = Replica(document: ListDocument(replica: ReplicaID(1)))
+        let (x, y) = InMemoryTransport.pair()
+        await a.connect(x)
+        // A peer (replica 9) says hello, then sends a good op and one naming an unknown section.
+        try await y.send(SyncMessage.hello(replica: ReplicaID(9), version: VersionVector()).encoded())
+        var peer = ListDocument(replica: ReplicaID(9))
+        let good = try peer.insertSection(at: 0, value: Data("ok".utf8))
+        let bad = ListOperation(id: OpID(counter: 2, replica: ReplicaID(9)), deps: Frontier([good.id]),
+                                kind: .insertItem(section: SectionID(OpID(counter: 1, replica: ReplicaID(77))),
+                                                  .init(after: nil, before: nil), value: Data()))
+        try await y.send(SyncMessage.operations([good, bad]).encoded())
+        #expect(await ReplicaTests.eventually { await a.refusedOperations.count == 1 })
+        #expect(a.snapshot.numberOfSections == 1)
+        #expect(await a.connectionCount == 1)
+        await a.close()
+    }
+}
+
 @Suite struct InMemoryListenerTests {
     @Test("connect and accept pair up connections; a closed listener refuses")
     func connectAccept() async throws {
