@@ -8,26 +8,17 @@ import Testing
 struct BadInputTests: ScenarioSupport {
     // MARK: Helpers
 
-
-    /// Everything observable about a document that an error must not change.
+    /// Everything observable about a document that an error must not change, refusals included.
     private struct Fingerprint: Equatable {
-        var state: [UInt8]
-        var snapshot: ListSnapshot
-        var operationCount: Int
-        var version: VersionVector
-        var frontier: Frontier
-        var pending: Int
+        var document: DocumentFingerprint
         var rejected: [ListOperation]
         init(_ d: ListDocument) {
-            state = d.encodedState()
-            snapshot = d.snapshot()
-            operationCount = d.operationCount
-            version = d.version
-            frontier = d.frontier
-            pending = d.pendingCount
+            document = DocumentFingerprint(d)
             rejected = d.rejectedOperations
         }
     }
+
+
 
     /// Runs a local edit that must throw exactly `expected` and leave `doc` unchanged.
     private func refuse(_ doc: inout ListDocument, _ expected: ListError,

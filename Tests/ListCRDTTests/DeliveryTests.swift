@@ -31,22 +31,6 @@ struct DeliveryTests: ScenarioSupport {
         }
     }
 
-    private struct Fingerprint: Equatable {
-        var state: [UInt8]
-        var snapshot: ListSnapshot
-        var operationCount: Int
-        var version: VersionVector
-        var frontier: Frontier
-        var pending: Int
-        init(_ d: ListDocument) {
-            state = d.encodedState()
-            snapshot = d.snapshot()
-            operationCount = d.operationCount
-            version = d.version
-            frontier = d.frontier
-            pending = d.pendingCount
-        }
-    }
 
     // MARK: §3.8 duplicates
 
@@ -68,17 +52,17 @@ struct DeliveryTests: ScenarioSupport {
         for op in ops {
             #expect(try r2.receive(op) == .applied(woken: 1))
             try valid(r2)
-            let before = Fingerprint(r2)
+            let before = DocumentFingerprint(r2)
             #expect(try r2.receive(op) == .duplicate, "\(op.kind)")
-            #expect(Fingerprint(r2) == before, "duplicate of \(op.kind) changed the document")
+            #expect(DocumentFingerprint(r2) == before, "duplicate of \(op.kind) changed the document")
             try valid(r2)
         }
         expectConverged([r1, r2])
         // the author itself, and a replay of the whole log, are no-ops too
-        let before = Fingerprint(r1)
+        let before = DocumentFingerprint(r1)
         for op in ops { #expect(try r1.receive(op) == .duplicate) }
         #expect(r2.receive(r1.operations).isEmpty)
-        #expect(Fingerprint(r1) == before)
+        #expect(DocumentFingerprint(r1) == before)
         try valid(r1, r2)
         expectConverged([r1, r2])
     }
@@ -91,9 +75,9 @@ struct DeliveryTests: ScenarioSupport {
         let m1 = try #require(try r1.moveItem(from: ip(0, 1), to: ip(0, 0)))
         #expect(try r2.receive(m1) == .buffered)
         #expect(r2.pendingCount == 1)
-        let before = Fingerprint(r2)
+        let before = DocumentFingerprint(r2)
         #expect(try r2.receive(m1) == .duplicate)
-        #expect(Fingerprint(r2) == before)
+        #expect(DocumentFingerprint(r2) == before)
         #expect(r2.pendingCount == 1)
         try valid(r2)
         #expect(try r2.receive(i1) == .applied(woken: 2))
@@ -114,7 +98,7 @@ struct DeliveryTests: ScenarioSupport {
         let i1 = try r1.insertItem(at: ip(0, 2), value: Data("n"))
         let m1 = try #require(try r1.moveItem(from: ip(0, 2), to: ip(0, 0)))
         let v1 = try r1.setValue(Data("N"), forItem: r1.item("n")!)
-        let start = Fingerprint(r2)
+        let start = DocumentFingerprint(r2)
         #expect(try r2.receive(v1) == .buffered)
         #expect(r2.pendingCount == 1)
         #expect(r2.pendingOperations == [v1])
@@ -122,7 +106,7 @@ struct DeliveryTests: ScenarioSupport {
         #expect(r2.pendingCount == 2)
         try valid(r2)
         // nothing is visible yet: the state is what it was
-        var visible = Fingerprint(r2)
+        var visible = DocumentFingerprint(r2)
         visible.pending = 0
         #expect(visible == start)
         #expect(r2.rows == [["a", "b"]])
@@ -301,10 +285,10 @@ struct DeliveryTests: ScenarioSupport {
         #expect(try r2.receive(op) == .applied(woken: 1))
         var forged = op
         forged.kind = .insertItem(section: r1.sectionIDs[0], .init(after: nil, before: nil), value: Data("evil"))
-        let before = Fingerprint(r2)
+        let before = DocumentFingerprint(r2)
         #expect(throws: ApplyError.equivocation(op.id)) { try r2.receive(forged) }
         #expect(r2.rejectedOperations == [forged])
-        #expect(Fingerprint(r2) == before, "the first one stays")
+        #expect(DocumentFingerprint(r2) == before, "the first one stays")
         #expect(r2.rows == [["a", "n", "b"]])
         try valid(r2)
         // same id, same kind, other deps: also equivocation
@@ -312,7 +296,7 @@ struct DeliveryTests: ScenarioSupport {
         forged2.deps = Frontier()
         #expect(throws: ApplyError.equivocation(op.id)) { try r2.receive(forged2) }
         #expect(r2.rejectedOperations == [forged, forged2])
-        #expect(Fingerprint(r2) == before)
+        #expect(DocumentFingerprint(r2) == before)
         // the real one is still a duplicate
         #expect(try r2.receive(op) == .duplicate)
         try valid(r2)
@@ -329,10 +313,10 @@ struct DeliveryTests: ScenarioSupport {
         #expect(try r2.receive(v1) == .buffered)
         var forged = v1
         forged.kind = .setItemValue(n, Data("evil"))
-        let before = Fingerprint(r2)
+        let before = DocumentFingerprint(r2)
         #expect(throws: ApplyError.equivocation(v1.id)) { try r2.receive(forged) }
         #expect(r2.rejectedOperations == [forged])
-        #expect(Fingerprint(r2) == before)
+        #expect(DocumentFingerprint(r2) == before)
         #expect(r2.pendingOperations == [v1])
         #expect(try r2.receive(i1) == .applied(woken: 2))
         try valid(r2)
@@ -348,10 +332,10 @@ struct DeliveryTests: ScenarioSupport {
         try r2.receive(m)
         let inner = m.id.advanced(by: 1)
         let forged = ListOperation(id: inner, deps: m.deps, kind: .setItemValue(r1.item("c")!, Data("evil")))
-        let before = Fingerprint(r2)
+        let before = DocumentFingerprint(r2)
         #expect(throws: ApplyError.equivocation(inner)) { try r2.receive(forged) }
         #expect(r2.rejectedOperations == [forged])
-        #expect(Fingerprint(r2) == before)
+        #expect(DocumentFingerprint(r2) == before)
         try valid(r2)
         expectConverged([r1, r2])
     }

@@ -65,3 +65,21 @@ extension ScenarioSupport {
         }
     }
 }
+
+/// Everything observable about a document that a refused or duplicate operation must not change.
+struct DocumentFingerprint: Equatable {
+    var state: [UInt8]
+    var snapshot: ListSnapshot
+    var operationCount: Int
+    var version: VersionVector
+    var frontier: Frontier
+    var pending: Int
+    init(_ d: ListDocument) {
+        state = d.encodedState()
+        snapshot = d.snapshot()
+        operationCount = d.operationCount
+        version = d.version
+        frontier = d.frontier
+        pending = d.pendingCount
+    }
+}
