@@ -45,10 +45,7 @@ extension ListDocument {
             }
             let left = try slot(o.after), right = try slot(o.before)
             if left >= 0 && right >= 0 {
-                let inOrder = sequence < 0
-                    ? sectionTree.isBefore(left, right, leafOf: leafOf)
-                    : withItemTree(sequence) { $0.isBefore(left, right, leafOf: leafOf) }
-                if !inOrder { throw bad("origins \(o.after!) and \(o.before!) are out of order") }
+                if !forest.isBefore(left, right, leafOf: leafOf) { throw bad("origins \(o.after!) and \(o.before!) are out of order") }
             }
             return (left, right)
         }
@@ -110,28 +107,30 @@ extension ListDocument {
 
     // MARK: Committing (never fails)
 
-    /// Applies a resolved operation to the state, the log, the clock and the frontier.
-    mutating func commit(_ op: ListOperation, _ resolved: ResolvedOperation) {
+    /// Applies a resolved operation to the state, the log, the clock and the frontier. `hint` is
+    /// where a local insert goes, found when its origins were (see
+    /// ``SlotForest/localInsertion(_:at:)``); nil means: run the integration rule.
+    mutating func commit(_ op: ListOperation, _ resolved: ResolvedOperation, hint: PlacementHint? = nil) {
         switch resolved {
         case let .insertSection(left, right, value):
             let s = Int32(sections.count)
             let lv = newSlot(op.id, left: left, right: right, sequence: -1, entity: s)
             _ = sections.append(id: op.id, slot: lv, value: value, section: -1)
-            itemTrees.append(SlotTree())
+            _ = forest.addTree()
             sectionShown.append(true)
-            place(lv, id: op.id, left: left, right: right, sequence: -1, visible: true)
+            place(lv, id: op.id, left: left, right: right, sequence: -1, visible: true, hint: hint)
 
         case let .insertItem(s, left, right, value):
             let i = Int32(items.count)
             let lv = newSlot(op.id, left: left, right: right, sequence: s, entity: i)
             _ = items.append(id: op.id, slot: lv, value: value, section: s)
-            place(lv, id: op.id, left: left, right: right, sequence: s, visible: true)
+            place(lv, id: op.id, left: left, right: right, sequence: s, visible: true, hint: hint)
             refreshSection(s)
 
         case let .moveSection(s, left, right):
             let lv = newSlot(op.id, left: left, right: right, sequence: -1, entity: s)
             if op.id > sections.winnerID[Int(s)] {
-                sectionTree.setVisible(sections.winner[Int(s)], false, leafOf: &leafOf)
+                forest.setVisible(sections.winner[Int(s)], false, leafOf: &leafOf)
                 sections.winner[Int(s)] = lv
                 sections.winnerID[Int(s)] = op.id
                 sectionShown[Int(s)] = isSectionVisible(s)
@@ -149,7 +148,7 @@ extension ListDocument {
                 if op.id > items.winnerID[Int(i)] {
                     let from = items.section[Int(i)]
                     if items.isAlive(i) {
-                        itemTrees[Int(from)].setVisible(items.winner[Int(i)], false, leafOf: &leafOf)
+                        forest.setVisible(items.winner[Int(i)], false, leafOf: &leafOf)
                         if from != s { emptied.append(from) }
                     }
                     items.winner[Int(i)] = lv
@@ -216,7 +215,7 @@ extension ListDocument {
         items.deleted[Int(i)] = seen
         if wasAlive && !items.isAlive(i) {
             let s = items.section[Int(i)]
-            itemTrees[Int(s)].setVisible(items.winner[Int(i)], false, leafOf: &leafOf)
+            forest.setVisible(items.winner[Int(i)], false, leafOf: &leafOf)
             refreshSection(s)
         }
     }
@@ -226,7 +225,7 @@ extension ListDocument {
         let show = isSectionVisible(s)
         if sectionShown[Int(s)] == show { return }
         sectionShown[Int(s)] = show
-        sectionTree.setVisible(sections.winner[Int(s)], show, leafOf: &leafOf)
+        forest.setVisible(sections.winner[Int(s)], show, leafOf: &leafOf)
     }
 
     private mutating func newSlot(_ id: OpID, left: Int32, right: Int32, sequence: Int32, entity: Int32) -> Int32 {
@@ -234,18 +233,19 @@ extension ListDocument {
         return slots.append(id: id, left: left, right: right, sequence: sequence, entity: entity)
     }
 
-    /// Puts slot `lv` into its sequence by the integration rule.
-    private mutating func place(_ lv: Int32, id: OpID, left: Int32, right: Int32, sequence: Int32, visible: Bool) {
-        if sequence < 0 {
-            let after = sectionTree.placement(id: id, left: left, right: right, slots: slots, leafOf: leafOf,
-                                              tieBreak: variant != .noTieBreak)
-            sectionTree.insert(lv, visible: visible, after: after, leafOf: &leafOf)
-        } else {
-            let tieBreak = variant != .noTieBreak
-            let after = withItemTree(sequence) {
-                $0.placement(id: id, left: left, right: right, slots: slots, leafOf: leafOf, tieBreak: tieBreak)
-            }
-            itemTrees[Int(sequence)].insert(lv, visible: visible, after: after, leafOf: &leafOf)
-        }
+    /// Puts slot `lv` into its sequence by the integration rule (or where `hint` says, for a local
+    /// insert).
+    private mutating func place(_ lv: Int32, id: OpID, left: Int32, right: Int32, sequence: Int32, visible: Bool,
+                                hint: PlacementHint? = nil) {
+        let t = tree(ofSequence: sequence)
+        let after = hint.map { $0.after } ?? forest.placement(t, id: id, left: left, right: right, slots: slots,
+                                                               leafOf: leafOf, tieBreak: variant != .noTieBreak)
+        forest.insert(t, lv, visible: visible, after: after, leafOf: &leafOf)
     }
+}
+
+/// Where a local insert goes: right after `after` (nil: at the start), its left origin, which is
+/// adjacent to its right origin, so the integration rule has nothing to scan.
+struct PlacementHint {
+    var after: SlotForest.Cursor?
 }

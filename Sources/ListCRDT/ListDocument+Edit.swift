@@ -12,9 +12,9 @@ extension ListDocument {
     public mutating func insertSection(at index: Int, value: Data = Data()) throws(ListError) -> ListOperation {
         try checkValue(value)
         guard index >= 0, index <= sectionCount else { throw .sectionIndexOutOfRange(index, count: sectionCount) }
-        let (left, right) = sectionTree.insertionOrigins(at: index, skipping: [])
+        let (left, right, after) = forest.localInsertion(Self.sectionTree, at: index)
         return try make(.insertSection(origins(left, right), value: value),
-                        .insertSection(left: left, right: right, value: value))
+                        .insertSection(left: left, right: right, value: value), hint: PlacementHint(after: after))
     }
 
     /// Deletes the section at `index` and every item in it (SEMANTICS §3.5).
@@ -33,7 +33,7 @@ extension ListDocument {
         let s = try visibleSection(id)
         var records: [ListOperation.SeenItem] = []
         var resolved: [(Int32, OpID)] = []
-        forEachVisible(in: itemTrees[Int(s)]) { lv in
+        forEachVisible(in: tree(ofSequence: s)) { lv in
             let i = slots.entity[Int(lv)]
             records.append(.init(item: ItemID(items.id[Int(i)]), seen: SlotID(slots.id(of: items.winner[Int(i)]))))
             resolved.append((i, items.winnerID[Int(i)]))
@@ -52,7 +52,7 @@ extension ListDocument {
         let s = try sectionIndex(at: from)
         guard to >= 0, to < sectionCount else { throw .sectionIndexOutOfRange(to, count: sectionCount) }
         if from == to { return nil }
-        let (left, right) = sectionTree.insertionOrigins(at: to, skipping: [from])
+        let (left, right) = forest.insertionOrigins(Self.sectionTree, at: to, skipping: [from])
         return try make(.moveSection(SectionID(sections.id[Int(s)]), origins(left, right)),
                         .moveSection(s, left: left, right: right))
     }
@@ -78,9 +78,9 @@ extension ListDocument {
         guard indexPath.item >= 0, indexPath.item <= count else {
             throw .indexPathOutOfRange(indexPath, count: count)
         }
-        let (left, right) = withItemTree(s) { $0.insertionOrigins(at: indexPath.item, skipping: []) }
+        let (left, right, after) = forest.localInsertion(tree(ofSequence: s), at: indexPath.item)
         return try make(.insertItem(section: SectionID(sections.id[Int(s)]), origins(left, right), value: value),
-                        .insertItem(section: s, left: left, right: right, value: value))
+                        .insertItem(section: s, left: left, right: right, value: value), hint: PlacementHint(after: after))
     }
 
     /// Deletes the item at `indexPath`.
@@ -88,7 +88,7 @@ extension ListDocument {
     /// - Complexity: O(log n).
     @discardableResult
     public mutating func deleteItem(at indexPath: IndexPath) throws(ListError) -> ListOperation {
-        try deleteItem(ItemID(items.id[Int(try itemIndex(at: indexPath))]))
+        try deleteItem(ItemID(items.id[Int(try itemIndexNear(at: indexPath))]))
     }
 
     /// Deletes a visible item.
@@ -161,16 +161,16 @@ extension ListDocument {
             // Broken on purpose: delete every item, then insert copies with new identities.
             let values = list.map { items.value[Int($0)] }
             for i in list { try deleteItem(ItemID(items.id[Int(i)])) }
-            let sectionIndex = sectionTree.position(of: sectionTree.locate(sections.winner[Int(s)], leafOf: leafOf)).visible
+            let sectionIndex = visiblePosition(ofSlot: sections.winner[Int(s)])
             var last: ListOperation?
             for (k, v) in values.enumerated() { last = try insertItem(at: IndexPath(item: row + k, section: sectionIndex), value: v) }
             return last!
         }
         var skipped: [Int] = []
         for i in list where items.section[Int(i)] == s {
-            skipped.append(withItemTree(s) { $0.position(of: $0.locate(items.winner[Int(i)], leafOf: leafOf)).visible })
+            skipped.append(visiblePosition(ofSlot: items.winner[Int(i)]))
         }
-        let (left, right) = withItemTree(s) { $0.insertionOrigins(at: row, skipping: skipped) }
+        let (left, right) = forest.insertionOrigins(tree(ofSequence: s), at: row, skipping: skipped)
         let ids = list.map { ItemID(items.id[Int($0)]) }
         return try make(.moveItems(ids, section: SectionID(sections.id[Int(s)]), origins(left, right)),
                         .moveItems(list, section: s, left: left, right: right))
@@ -182,10 +182,11 @@ extension ListDocument {
     }
 
     /// Stamps and applies a local operation.
-    private mutating func make(_ kind: ListOperation.Kind, _ resolved: ResolvedOperation) throws(ListError) -> ListOperation {
+    private mutating func make(_ kind: ListOperation.Kind, _ resolved: ResolvedOperation,
+                               hint: PlacementHint? = nil) throws(ListError) -> ListOperation {
         let op = ListOperation(id: OpID(counter: clock + 1, replica: replica), deps: currentFrontier, kind: kind)
         guard op.lastID.counter <= OpID.maxCounter else { throw .counterOverflow }
-        commit(op, resolved)
+        commit(op, resolved, hint: hint)
         return op
     }
 

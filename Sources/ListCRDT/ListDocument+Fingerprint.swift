@@ -18,9 +18,9 @@ extension ListDocument {
         }
         func put(_ id: OpID) { put(id.counter); put(id.replica.rawValue) }
         func put(_ d: Data) { put(UInt64(d.count)); out.append(contentsOf: d) }
-        func putSequence(_ tree: SlotTree, holders: EntityTable) {
-            put(UInt64(tree.count))
-            tree.forEachRun { lv, n, visible in
+        func putSequence(_ tree: Int32, holders: EntityTable) {
+            put(UInt64(forest.count(tree)))
+            forest.forEachRun(tree) { lv, n, visible in
                 for k in 0..<Int32(n) {
                     put(slots.id(of: lv + k))
                     put(holders.id[Int(slots.entity[Int(lv + k)])])
@@ -34,11 +34,11 @@ extension ListDocument {
         }
         out.append(contentsOf: Array("LSST1".utf8))
         for (r, c) in versionVector.counters.sorted(by: { $0.key < $1.key }) { put(r.rawValue); put(c) }
-        putSequence(sectionTree, holders: sections)
+        putSequence(Self.sectionTree, holders: sections)
         let order = (0..<Int32(sections.count)).sorted { sections.id[Int($0)] < sections.id[Int($1)] }
         for s in order {
             putEntity(sections, s)
-            putSequence(itemTrees[Int(s)], holders: items)
+            putSequence(tree(ofSequence: s), holders: items)
         }
         for i in (0..<Int32(items.count)).sorted(by: { items.id[Int($0)] < items.id[Int($1)] }) {
             putEntity(items, i)

@@ -17,15 +17,16 @@ extension ListDocument {
     /// - Complexity: O(n log n) for n slots. Not for production paths.
     public func checkInvariants() throws(InvariantViolation) {
         var out: [String] = []
-        out += sectionTree.problems(leafOf: leafOf).map { "section tree: \($0)" }
-        for (s, tree) in itemTrees.enumerated() {
-            out += tree.problems(leafOf: leafOf).map { "item tree \(s): \($0)" }
+        if forest.trees.count != sections.count + 1 { out.append("\(forest.trees.count) trees for \(sections.count) sections") }
+        out += forest.problems(Self.sectionTree, leafOf: leafOf).map { "section tree: \($0)" }
+        for s in 0..<Int32(sections.count) {
+            out += forest.problems(tree(ofSequence: s), leafOf: leafOf).map { "item tree \(s): \($0)" }
         }
         // Which tree each slot is in, and whether it shows.
         var where_: [Int32] = Array(repeating: -2, count: slots.count)
         var shows: [Bool] = Array(repeating: false, count: slots.count)
-        func collect(_ tree: SlotTree, _ seq: Int32) {
-            tree.forEachRun { lv, n, visible in
+        func collect(_ seq: Int32) {
+            forest.forEachRun(tree(ofSequence: seq)) { lv, n, visible in
                 for k in 0..<Int32(n) {
                     if where_[Int(lv + k)] != -2 { out.append("slot \(lv + k) is in two trees") }
                     where_[Int(lv + k)] = seq
@@ -33,8 +34,7 @@ extension ListDocument {
                 }
             }
         }
-        collect(sectionTree, -1)
-        for (s, tree) in itemTrees.enumerated() { collect(tree, Int32(s)) }
+        for seq in -1..<Int32(sections.count) { collect(seq) }
         var greatestSection = Array(repeating: OpID.none, count: sections.count)
         var greatestItem = Array(repeating: OpID.none, count: items.count)
         for lv in 0..<Int32(slots.count) {

@@ -28,8 +28,9 @@ public struct ListDocument: Sendable {
     // State.
     var slots = SlotStore()
     var leafOf: [Int32] = []
-    var sectionTree = SlotTree()
-    var itemTrees: [SlotTree] = []
+    /// Every sequence's order: tree ``sectionTree`` for the sections, tree `s + 1` for the items of
+    /// section `s` (see ``tree(ofSequence:)``).
+    var forest = SlotForest()
     var sections = EntityTable()
     /// Whether each section is visible now (§3.5), kept by `refreshSection`.
     var sectionShown: [Bool] = []
@@ -46,6 +47,7 @@ public struct ListDocument: Sendable {
     public init(replica: ReplicaID, maxValueSize: Int = ListDocument.defaultMaxValueSize) {
         self.replica = replica
         self.maxValueSize = maxValueSize
+        _ = forest.addTree()
     }
 
     // MARK: Version
@@ -67,7 +69,7 @@ public struct ListDocument: Sendable {
     // MARK: Sections
 
     /// Number of visible sections.
-    public var sectionCount: Int { sectionTree.visibleCount }
+    public var sectionCount: Int { forest.visibleCount(Self.sectionTree) }
 
     /// The identities of the visible sections, in order.
     ///
@@ -75,7 +77,7 @@ public struct ListDocument: Sendable {
     public var sectionIDs: [SectionID] {
         var out: [SectionID] = []
         out.reserveCapacity(sectionCount)
-        forEachVisible(in: sectionTree) { out.append(SectionID(sections.id[Int(slots.entity[Int($0)])])) }
+        forEachVisible(in: Self.sectionTree) { out.append(SectionID(sections.id[Int(slots.entity[Int($0)])])) }
         return out
     }
 
@@ -91,7 +93,7 @@ public struct ListDocument: Sendable {
     /// - Complexity: O(log s).
     public func index(of section: SectionID) -> Int? {
         guard let s = sectionEntity(section), isSectionVisible(s) else { return nil }
-        return sectionTree.position(of: sectionTree.locate(sections.winner[Int(s)], leafOf: leafOf)).visible
+        return visiblePosition(ofSlot: sections.winner[Int(s)])
     }
 
     /// The value of a section (visible or not), or nil if the section is unknown.
@@ -105,7 +107,7 @@ public struct ListDocument: Sendable {
     ///
     /// - Complexity: O(log s).
     public func itemCount(inSection section: Int) throws(ListError) -> Int {
-        itemTrees[Int(try sectionIndex(at: section))].visibleCount
+        visibleItemCount(try sectionIndex(at: section))
     }
 
     /// Number of visible items in all sections.
@@ -113,7 +115,7 @@ public struct ListDocument: Sendable {
     /// - Complexity: O(s) for s sections.
     public var totalItemCount: Int {
         var n = 0
-        forEachVisible(in: sectionTree) { n += visibleItemCount(slots.entity[Int($0)]) }
+        forEachVisible(in: Self.sectionTree) { n += visibleItemCount(slots.entity[Int($0)]) }
         return n
     }
 
@@ -121,10 +123,10 @@ public struct ListDocument: Sendable {
     ///
     /// - Complexity: O(k + log s) for k items.
     public func itemIDs(inSection section: Int) throws(ListError) -> [ItemID] {
-        let tree = itemTrees[Int(try sectionIndex(at: section))]
+        let s = try sectionIndex(at: section)
         var out: [ItemID] = []
-        out.reserveCapacity(tree.visibleCount)
-        forEachVisible(in: tree) { out.append(ItemID(items.id[Int(slots.entity[Int($0)])])) }
+        out.reserveCapacity(visibleItemCount(s))
+        forEachVisible(in: tree(ofSequence: s)) { out.append(ItemID(items.id[Int(slots.entity[Int($0)])])) }
         return out
     }
 
@@ -141,10 +143,8 @@ public struct ListDocument: Sendable {
     public func indexPath(of item: ItemID) -> IndexPath? {
         guard let i = itemEntity(item), items.isAlive(i) else { return nil }
         let s = items.section[Int(i)]
-        let tree = itemTrees[Int(s)]
-        let row = tree.position(of: tree.locate(items.winner[Int(i)], leafOf: leafOf)).visible
-        let sec = sectionTree.position(of: sectionTree.locate(sections.winner[Int(s)], leafOf: leafOf)).visible
-        return IndexPath(item: row, section: sec)
+        return IndexPath(item: visiblePosition(ofSlot: items.winner[Int(i)]),
+                         section: visiblePosition(ofSlot: sections.winner[Int(s)]))
     }
 
     /// The value of an item (visible or not), or nil if the item is unknown.
@@ -186,40 +186,54 @@ public struct ListDocument: Sendable {
     }
 
     /// Number of visible items in section `s`.
-    @inline(__always) func visibleItemCount(_ s: Int32) -> Int { withItemTree(s) { $0.visibleCount } }
+    @inline(__always) func visibleItemCount(_ s: Int32) -> Int { forest.visibleCount(tree(ofSequence: s)) }
 
-    /// Calls `body` with the item tree of section `s` without copying it.
-    @inline(__always)
-    func withItemTree<R, E: Error>(_ s: Int32, _ body: (borrowing SlotTree) throws(E) -> R) throws(E) -> R {
-        try itemTrees.withUnsafeBufferPointer { (trees) throws(E) -> R in try body(trees[Int(s)]) }
+    /// The tree of the section sequence.
+    static let sectionTree: Int32 = 0
+
+    /// The tree of a sequence: -1 is the section sequence, `s` the items of section `s`.
+    @inline(__always) func tree(ofSequence sequence: Int32) -> Int32 { sequence + 1 }
+
+    /// The number of visible slots before slot `lv` in its tree (its index, when it is visible).
+    ///
+    /// - Complexity: O(log n).
+    func visiblePosition(ofSlot lv: Int32) -> Int {
+        forest.position(of: forest.locate(lv, leafOf: leafOf)).visible
     }
 
     /// The dense index of the visible section at `index`.
     func sectionIndex(at index: Int) throws(ListError) -> Int32 {
-        guard index >= 0, index < sectionTree.visibleCount else {
-            throw .sectionIndexOutOfRange(index, count: sectionTree.visibleCount)
-        }
-        return slots.entity[Int(sectionTree.lv(at: sectionTree.findVisible(index)))]
+        guard index >= 0, index < sectionCount else { throw .sectionIndexOutOfRange(index, count: sectionCount) }
+        return slots.entity[Int(forest.lv(at: forest.findVisible(Self.sectionTree, index)))]
     }
 
     /// The dense index of the visible item at `indexPath`.
     func itemIndex(at indexPath: IndexPath) throws(ListError) -> Int32 {
         guard indexPath.count == 2 else { throw .indexPathOutOfRange(indexPath, count: 0) }
-        guard indexPath.section >= 0, indexPath.section < sectionTree.visibleCount else {
+        guard indexPath.section >= 0, indexPath.section < sectionCount else {
             throw .indexPathOutOfRange(indexPath, count: 0)
         }
-        let lv = try withItemTree(try sectionIndex(at: indexPath.section)) { (tree) throws(ListError) -> Int32 in
-            guard indexPath.item >= 0, indexPath.item < tree.visibleCount else {
-                throw .indexPathOutOfRange(indexPath, count: tree.visibleCount)
-            }
-            return tree.lv(at: tree.findVisible(indexPath.item))
+        let t = tree(ofSequence: try sectionIndex(at: indexPath.section))
+        let count = forest.visibleCount(t)
+        guard indexPath.item >= 0, indexPath.item < count else { throw .indexPathOutOfRange(indexPath, count: count) }
+        return slots.entity[Int(forest.lv(at: forest.findVisible(t, indexPath.item)))]
+    }
+
+    /// ``itemIndex(at:)`` through the finger of the section's tree (for edits).
+    mutating func itemIndexNear(at indexPath: IndexPath) throws(ListError) -> Int32 {
+        guard indexPath.count == 2 else { throw .indexPathOutOfRange(indexPath, count: 0) }
+        guard indexPath.section >= 0, indexPath.section < sectionCount else {
+            throw .indexPathOutOfRange(indexPath, count: 0)
         }
-        return slots.entity[Int(lv)]
+        let t = tree(ofSequence: try sectionIndex(at: indexPath.section))
+        let count = forest.visibleCount(t)
+        guard indexPath.item >= 0, indexPath.item < count else { throw .indexPathOutOfRange(indexPath, count: count) }
+        return slots.entity[Int(forest.lv(at: forest.findVisibleNear(t, indexPath.item)))]
     }
 
     /// Calls `body` with each visible slot of `tree`, in order.
-    func forEachVisible(in tree: SlotTree, _ body: (Int32) -> Void) {
-        tree.forEachRun { lv, n, visible in
+    func forEachVisible(in tree: Int32, _ body: (Int32) -> Void) {
+        forest.forEachRun(tree) { lv, n, visible in
             if visible { for k in 0..<Int32(n) { body(lv + k) } }
         }
     }

@@ -63,13 +63,18 @@ public enum ApplyError: Error, Hashable, Sendable, CustomStringConvertible {
 #if !canImport(UIKit) && !canImport(AppKit)
 extension IndexPath {
     /// An index path for a row of a table: `[section, item]` (UIKit's initializer, for Linux).
-    public init(item: Int, section: Int) { self.init(indexes: [section, item]) }
+    /// Built from `init(index:)` and `append(_:)`, which keep two indices inline: an array literal
+    /// would allocate on every call.
+    public init(item: Int, section: Int) {
+        self.init(index: section)
+        append(item)
+    }
     /// The section of a table index path.
     public var section: Int { self[0] }
     /// The row of a table index path.
     public var item: Int { self[1] }
     /// An index path for a row of a table (UIKit's spelling, for Linux).
-    public init(row: Int, section: Int) { self.init(indexes: [section, row]) }
+    public init(row: Int, section: Int) { self.init(item: row, section: section) }
     /// The row of a table index path (UIKit's spelling, for Linux).
     public var row: Int { self[1] }
 }

@@ -53,11 +53,11 @@ extension ListDocument {
     public func snapshot() -> ListSnapshot {
         var out: [ListSnapshot.Section] = []
         out.reserveCapacity(sectionCount)
-        forEachVisible(in: sectionTree) { lv in
+        forEachVisible(in: Self.sectionTree) { lv in
             let s = slots.entity[Int(lv)]
             var list: [ListSnapshot.Item] = []
             list.reserveCapacity(visibleItemCount(s))
-            forEachVisible(in: itemTrees[Int(s)]) { ilv in
+            forEachVisible(in: tree(ofSequence: s)) { ilv in
                 let i = slots.entity[Int(ilv)]
                 list.append(.init(id: ItemID(items.id[Int(i)]), value: items.value[Int(i)]))
             }

@@ -1,5 +1,5 @@
-extension SlotTree {
-    /// Whether slot `a` comes before slot `b` (both in this tree).
+extension SlotForest {
+    /// Whether slot `a` comes before slot `b` (both in the same tree).
     ///
     /// - Complexity: O(1) when `b` directly follows `a` (the usual case for origins), else O(log n).
     func isBefore(_ a: Int32, _ b: Int32, leafOf: [Int32]) -> Bool {
@@ -13,16 +13,32 @@ extension SlotTree {
     /// right the visible slot at it (-1 at the end, and -1 for left at the start).
     ///
     /// - Complexity: O(log n + k log k) for k skipped positions.
-    func insertionOrigins(at index: Int, skipping: [Int]) -> (Int32, Int32) {
+    func insertionOrigins(_ t: Int32, at index: Int, skipping: [Int]) -> (Int32, Int32) {
         var target = index
         if !skipping.isEmpty {
             for p in skipping.sorted() where p <= target { target += 1 }
         }
-        if target < visibleCount {
-            let c = findVisible(target)
+        if target < visibleCount(t) {
+            let c = findVisible(t, target)
             return (previous(c).map { lv(at: $0) } ?? -1, lv(at: c))
         }
-        return (last.map { lv(at: $0) } ?? -1, -1)
+        return (last(t).map { lv(at: $0) } ?? -1, -1)
+    }
+
+    /// The origins of a new slot at visible position `index` of tree `t` (as
+    /// ``insertionOrigins(_:at:skipping:)`` with nothing skipped), through the finger, and the
+    /// cursor of the left origin: a local insert goes right after it (nil: at the start), with no
+    /// search, since nothing can sit between two adjacent slots.
+    ///
+    /// - Complexity: O(leafCapacity) when the finger hits, else O(log n).
+    mutating func localInsertion(_ t: Int32, at index: Int) -> (left: Int32, right: Int32, after: Cursor?) {
+        if index < visibleCount(t) {
+            let c = findVisibleNear(t, index)
+            let p = previous(c)
+            return (p.map { lv(at: $0) } ?? -1, lv(at: c), p)
+        }
+        let p = last(t)
+        return (p.map { lv(at: $0) } ?? -1, -1, p)
     }
 
     /// Where a new slot with these origins goes: the slot it follows (nil for the start).
@@ -37,13 +53,14 @@ extension SlotTree {
     ///
     /// - Complexity: O(log n) when nothing concurrent sits between the origins (always, for a local
     ///   edit); O(k log n) for k slots scanned otherwise.
-    func placement(id: OpID, left: Int32, right: Int32, slots: SlotStore, leafOf: [Int32], tieBreak: Bool = true) -> Cursor? {
+    func placement(_ t: Int32, id: OpID, left: Int32, right: Int32, slots: SlotStore, leafOf: [Int32],
+                   tieBreak: Bool = true) -> Cursor? {
         let leftCursor: Cursor? = left >= 0 ? locate(left, leafOf: leafOf) : nil
-        var cursor: Cursor? = leftCursor.map { next($0) } ?? first
+        var cursor: Cursor? = leftCursor.map { next($0) } ?? first(t)
         guard let firstScanned = cursor, lv(at: firstScanned) != right else { return leftCursor }
 
         let leftPos = leftCursor.map { position(of: $0).all } ?? -1
-        let rightPos = right >= 0 ? position(of: locate(right, leafOf: leafOf)).all : count
+        let rightPos = right >= 0 ? position(of: locate(right, leafOf: leafOf)).all : count(t)
         var destination = leftCursor
         var previous = leftCursor
         var scanning = false
@@ -56,7 +73,7 @@ extension SlotTree {
             let otherLeftPos = otherLeft >= 0 ? position(of: locate(otherLeft, leafOf: leafOf)).all : -1
             if otherLeftPos < leftPos { break }
             if otherLeftPos == leftPos {
-                let otherRightPos = otherRight >= 0 ? position(of: locate(otherRight, leafOf: leafOf)).all : count
+                let otherRightPos = otherRight >= 0 ? position(of: locate(otherRight, leafOf: leafOf)).all : count(t)
                 if otherRightPos < rightPos {
                     scanning = true
                 } else if otherRightPos == rightPos {

@@ -1,16 +1,22 @@
-extension SlotTree {
-    /// Checks the tree's own bookkeeping: counts at every node, parent and sibling links, `leafOf`.
-    /// Returns the problems found (empty when sound).
+extension SlotForest {
+    /// Checks the bookkeeping of tree `t`: counts at every node, parent, slot and sibling links,
+    /// `leafOf`, and the finger. Returns the problems found (empty when sound).
     ///
     /// - Complexity: O(n).
-    func problems(leafOf: [Int32]) -> [String] {
+    func problems(_ t: Int32, leafOf: [Int32]) -> [String] {
         var out: [String] = []
         var seenAll = 0, seenVisible = 0
-        var leaf = Self.firstLeaf
+        let tree = trees[Int(t)]
+        let (count, visibleCount, root, rootIsLeaf) = (tree.count, tree.visibleCount, tree.root, tree.rootIsLeaf)
+        var leaf = tree.firstLeaf
         var previous: Int32 = -1
         var reached = 0
         while leaf >= 0 {
             reached += 1
+            if leaves[Int(leaf)].tree != t { out.append("leaf \(leaf) is in tree \(leaves[Int(leaf)].tree), reached from \(t)") }
+            if leaf == tree.fingerLeaf && seenVisible != tree.fingerStart {
+                out.append("the finger says leaf \(leaf) starts at \(tree.fingerStart), it starts at \(seenVisible)")
+            }
             if leaves[Int(leaf)].prev != previous { out.append("leaf \(leaf) has a wrong back link") }
             let n = Int(leaves[Int(leaf)].size)
             if n == 0 && count > 0 { out.append("leaf \(leaf) is empty") }
@@ -26,7 +32,8 @@ extension SlotTree {
             previous = leaf
             leaf = leaves[Int(leaf)].next
         }
-        if reached != leaves.count { out.append("\(leaves.count - reached) leaves are unreachable") }
+        let owned = leaves.reduce(0) { $0 + ($1.tree == t ? 1 : 0) }
+        if reached != owned { out.append("\(owned - reached) leaves are unreachable") }
         if seenAll != count || seenVisible != visibleCount {
             out.append("leaves hold \(seenAll)/\(seenVisible) slots but the tree counts \(count)/\(visibleCount)")
         }
@@ -37,6 +44,7 @@ extension SlotTree {
     /// Sums a subtree, comparing with the counts its parent keeps.
     private func checkNode(_ node: Int32, parent: Int32, into out: inout [String]) -> (Int, Int) {
         if nodes[Int(node)].parent != parent { out.append("node \(node) has a wrong parent") }
+        if parent < 0 && trees[Int(nodes[Int(node)].tree)].root != node { out.append("node \(node) is a root of no tree") }
         let base = Int(node) * Self.nodeCapacity
         var all = 0, vis = 0
         for k in 0..<Int(nodes[Int(node)].size) {
@@ -44,6 +52,7 @@ extension SlotTree {
             let sums: (Int, Int)
             if nodes[Int(node)].childIsLeaf {
                 if leaves[Int(child)].parent != node { out.append("leaf \(child) has a wrong parent") }
+                if leaves[Int(child)].slot != Int32(k) { out.append("leaf \(child) has a wrong slot") }
                 var a = 0, v = 0
                 for i in 0..<Int(leaves[Int(child)].size) {
                     let e = entries[Int(child) * Self.leafCapacity + i]
@@ -52,6 +61,7 @@ extension SlotTree {
                 }
                 sums = (a, v)
             } else {
+                if nodes[Int(child)].slot != Int32(k) { out.append("node \(child) has a wrong slot") }
                 sums = checkNode(child, parent: node, into: &out)
             }
             if sums.0 != Int(links[base + k].all) || sums.1 != Int(links[base + k].visible) {

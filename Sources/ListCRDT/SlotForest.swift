@@ -1,17 +1,22 @@
-/// The order of one sequence's slots: a counted B-tree of runs of local slot numbers.
+/// The order of every sequence's slots: counted B-trees of runs of local slot numbers, one tree per
+/// sequence, all kept in one set of flat arrays.
 ///
 /// Every slot a replica knows gets a *local version* (`lv`), a dense `Int32` given in the order the
-/// slots arrived. A sequence is a list of slots; the tree stores it as runs of consecutive local
+/// slots arrived. A sequence is a list of slots; its tree stores it as runs of consecutive local
 /// versions ("entries") that share one visibility, so text typed left to right, or a run of
 /// deletes, is one entry. Leaves hold up to ``leafCapacity`` entries; internal nodes hold up to
 /// ``nodeCapacity`` children and, for each child, the number of slots and of visible slots below it.
 ///
-/// - Index → slot: descend by visible counts, O(log n).
-/// - Slot → index: the caller keeps `leafOf[lv]` (the leaf holding each slot; the tree updates it
+/// - Index → slot: descend by visible counts, O(log n); or, when the index falls in the leaf
+///   found last time (local editing), scan that leaf only (the *finger*).
+/// - Slot → index: the caller keeps `leafOf[lv]` (the leaf holding each slot; the forest updates it
 ///   when entries move), then the leaf is scanned and the path to the root summed, O(log n).
 ///
-/// Storage is flat arrays of plain integers (no class per node, no reference counting per node).
-struct SlotTree: Sendable {
+/// The trees share storage (one document is one forest), so a tree is a small header and reaching
+/// one never copies anything. Leaves and nodes know their tree and their place in their parent, so
+/// walking up needs no search. Storage is flat arrays of plain integers: no class per node, no
+/// reference counting per node.
+struct SlotForest: Sendable {
     static let leafCapacity = 32
     static let nodeCapacity = 32
 
@@ -30,18 +35,23 @@ struct SlotTree: Sendable {
         }
     }
 
-    /// A leaf's bookkeeping: entry count, parent node (-1 for the root), neighbours (-1 for none).
+    /// A leaf's bookkeeping: entry count, parent node (-1 for a root), index among the parent's
+    /// children, neighbours in its tree (-1 for none), and its tree.
     struct Leaf: Sendable {
         var size: Int32
         var parent: Int32
+        var slot: Int32
         var next: Int32
         var prev: Int32
+        var tree: Int32
     }
 
     /// An internal node's bookkeeping.
     struct Node: Sendable {
         var size: Int32
         var parent: Int32
+        var slot: Int32
+        var tree: Int32
         var childIsLeaf: Bool
     }
 
@@ -52,47 +62,96 @@ struct SlotTree: Sendable {
         var visible: Int32
     }
 
-    /// A position in the tree: slot `offset` of entry `entry` of leaf `leaf`.
+    /// One tree: its root, its first leaf (leaf splits only ever add leaves to the right, so the
+    /// first leaf never changes), its counts, and the finger: a leaf and the visible index of its
+    /// first slot, valid while no visible count changes in another leaf of the tree.
+    struct Tree: Sendable {
+        var root: Int32
+        var rootIsLeaf = true
+        var firstLeaf: Int32
+        var count = 0
+        var visibleCount = 0
+        var fingerLeaf: Int32 = -1
+        var fingerStart = 0
+    }
+
+    /// A position in a tree: slot `offset` of entry `entry` of leaf `leaf`.
     struct Cursor: Equatable, Sendable {
         var leaf: Int32
         var entry: Int32
         var offset: Int32
     }
 
-    // Leaves.
-    private(set) var entries: [Entry] = Array(repeating: Entry.empty, count: leafCapacity)
-    private(set) var leaves: [Leaf] = [Leaf(size: 0, parent: -1, next: -1, prev: -1)]
-    // Internal nodes.
+    private(set) var entries: [Entry] = []
+    private(set) var leaves: [Leaf] = []
     private(set) var nodes: [Node] = []
     /// ``nodeCapacity`` links per internal node.
     private(set) var links: [Link] = []
-    // Root: a leaf while the tree is small.
-    private(set) var root: Int32 = 0
-    private(set) var rootIsLeaf = true
-
-    /// Number of slots, visible or not.
-    private(set) var count = 0
-    /// Number of visible slots.
-    private(set) var visibleCount = 0
-
-    /// The leaf that holds the first slot (leaf splits only ever add leaves to the right).
-    static let firstLeaf: Int32 = 0
+    private(set) var trees: [Tree] = []
 
     init() {}
+
+    /// Adds an empty tree and returns its number.
+    ///
+    /// - Complexity: O(1) amortized.
+    mutating func addTree() -> Int32 {
+        let t = Int32(trees.count)
+        let leaf = newLeaf(tree: t, next: -1, prev: -1)
+        trees.append(Tree(root: leaf, firstLeaf: leaf))
+        return t
+    }
+
+    /// Number of slots of tree `t`, visible or not.
+    @inline(__always) func count(_ t: Int32) -> Int { trees[Int(t)].count }
+    /// Number of visible slots of tree `t`.
+    @inline(__always) func visibleCount(_ t: Int32) -> Int { trees[Int(t)].visibleCount }
 
     @inline(__always) func entry(_ c: Cursor) -> Entry { entries[Int(c.leaf) * Self.leafCapacity + Int(c.entry)] }
     @inline(__always) func lv(at c: Cursor) -> Int32 { entry(c).lv + c.offset }
 
     // MARK: Finding
 
-    /// The cursor of the visible slot at `index` (`0 ..< visibleCount`).
+    /// The cursor of the visible slot at `index` (`0 ..< visibleCount(t)`) of tree `t`.
     ///
     /// - Complexity: O(log n).
-    func findVisible(_ index: Int) -> Cursor {
-        precondition(index >= 0 && index < visibleCount, "visible index out of range")
+    func findVisible(_ t: Int32, _ index: Int) -> Cursor { descend(t, index).cursor }
+
+    /// ``findVisible(_:_:)`` through the finger: when `index` falls in the leaf found last time,
+    /// only that leaf is scanned; otherwise the tree is descended and the finger moves there.
+    ///
+    /// - Complexity: O(leafCapacity) on a finger hit, else O(log n).
+    mutating func findVisibleNear(_ t: Int32, _ index: Int) -> Cursor {
+        let tree = trees[Int(t)]
+        if tree.fingerLeaf >= 0 && index >= tree.fingerStart {
+            if let c = scanLeaf(tree.fingerLeaf, index - tree.fingerStart) { return c }
+        }
+        let (c, start) = descend(t, index)
+        trees[Int(t)].fingerLeaf = c.leaf
+        trees[Int(t)].fingerStart = start
+        return c
+    }
+
+    /// The visible slot `rest` of `leaf`, or nil if the leaf has fewer visible slots.
+    @inline(__always)
+    private func scanLeaf(_ leaf: Int32, _ rest: Int) -> Cursor? {
+        var rest = rest
+        let base = Int(leaf) * Self.leafCapacity
+        for i in 0..<Int(leaves[Int(leaf)].size) {
+            let v = entries[base + i].visibleCount
+            if rest < v { return Cursor(leaf: leaf, entry: Int32(i), offset: Int32(rest)) }
+            rest -= v
+        }
+        return nil
+    }
+
+    /// Descends tree `t` to the visible slot at `index`; also returns the visible index of the
+    /// first slot of the leaf it is in.
+    private func descend(_ t: Int32, _ index: Int) -> (cursor: Cursor, leafStart: Int) {
+        let tree = trees[Int(t)]
+        precondition(index >= 0 && index < tree.visibleCount, "visible index out of range")
         var rest = index
-        var node = root
-        var isLeaf = rootIsLeaf
+        var node = tree.root
+        var isLeaf = tree.rootIsLeaf
         while !isLeaf {
             let base = Int(node) * Self.nodeCapacity
             let n = Int(nodes[Int(node)].size)
@@ -106,17 +165,11 @@ struct SlotTree: Sendable {
             isLeaf = nodes[Int(node)].childIsLeaf
             node = links[base + k].child
         }
-        let base = Int(node) * Self.leafCapacity
-        let n = Int(leaves[Int(node)].size)
-        for i in 0..<n {
-            let v = entries[base + i].visibleCount
-            if rest < v { return Cursor(leaf: node, entry: Int32(i), offset: Int32(rest)) }
-            rest -= v
-        }
-        preconditionFailure("tree counts are inconsistent")
+        guard let c = scanLeaf(node, rest) else { preconditionFailure("tree counts are inconsistent") }
+        return (c, index - rest)
     }
 
-    /// The cursor of slot `lv`, which must be in this tree.
+    /// The cursor of slot `lv`, which must be in a tree.
     ///
     /// - Complexity: O(leafCapacity).
     func locate(_ lv: Int32, leafOf: [Int32]) -> Cursor {
@@ -131,8 +184,8 @@ struct SlotTree: Sendable {
         preconditionFailure("slot \(lv) is not in its leaf")
     }
 
-    /// The position of the slot at `c` among all slots and among visible slots (for a hidden slot,
-    /// the number of visible slots before it).
+    /// The position of the slot at `c` in its tree, among all slots and among visible slots (for
+    /// a hidden slot, the number of visible slots before it).
     ///
     /// - Complexity: O(log n).
     func position(of c: Cursor) -> (all: Int, visible: Int) {
@@ -145,23 +198,21 @@ struct SlotTree: Sendable {
             all += x.count
             vis += x.visibleCount
         }
-        var child = c.leaf
+        var slot = Int(leaves[Int(c.leaf)].slot)
         var parent = leaves[Int(c.leaf)].parent
         while parent >= 0 {
             let pb = Int(parent) * Self.nodeCapacity
-            var k = 0
-            while links[pb + k].child != child {
+            for k in 0..<slot {
                 all += Int(links[pb + k].all)
                 vis += Int(links[pb + k].visible)
-                k += 1
             }
-            child = parent
+            slot = Int(nodes[Int(parent)].slot)
             parent = nodes[Int(parent)].parent
         }
         return (all, vis)
     }
 
-    /// The slot after `c`, or nil at the end.
+    /// The slot after `c` in its tree, or nil at the end.
     ///
     /// - Complexity: O(1).
     func next(_ c: Cursor) -> Cursor? {
@@ -171,7 +222,7 @@ struct SlotTree: Sendable {
         return nextLeaf < 0 ? nil : Cursor(leaf: nextLeaf, entry: 0, offset: 0)
     }
 
-    /// The slot before `c`, or nil at the start.
+    /// The slot before `c` in its tree, or nil at the start.
     ///
     /// - Complexity: O(1).
     func previous(_ c: Cursor) -> Cursor? {
@@ -187,15 +238,20 @@ struct SlotTree: Sendable {
         return Cursor(leaf: prevLeaf, entry: n - 1, offset: Int32(e.count - 1))
     }
 
-    /// The first slot, or nil when the tree is empty.
-    var first: Cursor? { count == 0 ? nil : Cursor(leaf: Self.firstLeaf, entry: 0, offset: 0) }
+    /// The first slot of tree `t`, or nil when it is empty.
+    func first(_ t: Int32) -> Cursor? {
+        trees[Int(t)].count == 0 ? nil : Cursor(leaf: trees[Int(t)].firstLeaf, entry: 0, offset: 0)
+    }
 
-    /// The last slot, or nil when the tree is empty.
-    var last: Cursor? {
-        if count == 0 { return nil }
-        var leaf = root
-        if !rootIsLeaf {
-            var node = root
+    /// The last slot of tree `t`, or nil when it is empty.
+    ///
+    /// - Complexity: O(log n).
+    func last(_ t: Int32) -> Cursor? {
+        let tree = trees[Int(t)]
+        if tree.count == 0 { return nil }
+        var leaf = tree.root
+        if !tree.rootIsLeaf {
+            var node = tree.root
             while true {
                 let k = Int(nodes[Int(node)].size) - 1
                 let child = links[Int(node) * Self.nodeCapacity + k].child
@@ -208,12 +264,13 @@ struct SlotTree: Sendable {
         return Cursor(leaf: leaf, entry: n - 1, offset: Int32(e.count - 1))
     }
 
-    /// Calls `body` with each run of slots in order: first local version, count, visibility.
+    /// Calls `body` with each run of slots of tree `t` in order: first local version, count,
+    /// visibility.
     ///
     /// - Complexity: O(n) in the number of entries.
-    func forEachRun(_ body: (Int32, Int, Bool) throws -> Void) rethrows {
-        if count == 0 { return }
-        var leaf = Self.firstLeaf
+    func forEachRun(_ t: Int32, _ body: (Int32, Int, Bool) throws -> Void) rethrows {
+        if trees[Int(t)].count == 0 { return }
+        var leaf = trees[Int(t)].firstLeaf
         while leaf >= 0 {
             let base = Int(leaf) * Self.leafCapacity
             for i in 0..<Int(leaves[Int(leaf)].size) {
@@ -226,17 +283,18 @@ struct SlotTree: Sendable {
 
     // MARK: Inserting
 
-    /// Inserts the new slot `lv` right after the slot at `after` (at the start when nil).
+    /// Inserts the new slot `lv` into tree `t` right after the slot at `after` (at the start when
+    /// nil).
     ///
     /// `lv` must be greater than every slot already in any tree (local versions are given in order),
     /// so it extends the entry it follows when that entry ends at `lv - 1` with the same visibility.
     ///
     /// - Complexity: O(log n), plus O(k) for the k slots of the entries moved when a leaf splits
     ///   (their `leafOf` is updated).
-    mutating func insert(_ lv: Int32, visible: Bool, after: Cursor?, leafOf: inout [Int32]) {
+    mutating func insert(_ t: Int32, _ lv: Int32, visible: Bool, after: Cursor?, leafOf: inout [Int32]) {
         let delta = visible ? 1 : 0
         guard let at = after else {
-            let (leaf, i) = makeRoom(leaf: Self.firstLeaf, at: 0, needed: 1, leafOf: &leafOf)
+            let (leaf, i) = makeRoom(leaf: trees[Int(t)].firstLeaf, at: 0, needed: 1, leafOf: &leafOf)
             insertEntries(leaf: leaf, at: i, Entry(lv: lv, count: 1, visible: visible))
             leafOf[Int(lv)] = leaf
             addCounts(leaf: leaf, all: 1, visible: delta)
@@ -344,19 +402,20 @@ struct SlotTree: Sendable {
         leaves[Int(leaf)].size += Int32(k)
     }
 
-    /// Adds slot counts to every node on the path from `leaf` to the root.
+    /// Adds slot counts to the tree of `leaf` and to every node on the path from `leaf` to the
+    /// root. A change of visible count outside the finger's leaf drops the finger.
     private mutating func addCounts(leaf: Int32, all: Int, visible: Int) {
-        count += all
-        visibleCount += visible
-        var child = leaf
+        let t = Int(leaves[Int(leaf)].tree)
+        trees[t].count += all
+        trees[t].visibleCount += visible
+        if visible != 0 && trees[t].fingerLeaf != leaf { trees[t].fingerLeaf = -1 }
+        var slot = Int(leaves[Int(leaf)].slot)
         var parent = leaves[Int(leaf)].parent
         while parent >= 0 {
-            let pb = Int(parent) * Self.nodeCapacity
-            var k = 0
-            while links[pb + k].child != child { k += 1 }
-            links[pb + k].all += Int32(all)
-            links[pb + k].visible += Int32(visible)
-            child = parent
+            let k = Int(parent) * Self.nodeCapacity + slot
+            links[k].all += Int32(all)
+            links[k].visible += Int32(visible)
+            slot = Int(nodes[Int(parent)].slot)
             parent = nodes[Int(parent)].parent
         }
     }
@@ -375,11 +434,16 @@ struct SlotTree: Sendable {
         return i <= half ? (leaf, i) : (right, i - half)
     }
 
+    private mutating func newLeaf(tree: Int32, next: Int32, prev: Int32) -> Int32 {
+        let leaf = Int32(leaves.count)
+        entries.append(contentsOf: repeatElement(Entry.empty, count: Self.leafCapacity))
+        leaves.append(Leaf(size: 0, parent: -1, slot: 0, next: next, prev: prev, tree: tree))
+        return leaf
+    }
+
     /// Moves entries `keep...` of `leaf` into a new leaf to its right and returns the new leaf.
     private mutating func splitLeaf(_ leaf: Int32, keeping keep: Int, leafOf: inout [Int32]) -> Int32 {
-        let newLeaf = Int32(leaves.count)
-        entries.append(contentsOf: repeatElement(Entry.empty, count: Self.leafCapacity))
-        leaves.append(Leaf(size: 0, parent: -1, next: leaves[Int(leaf)].next, prev: leaf))
+        let newLeaf = newLeaf(tree: leaves[Int(leaf)].tree, next: leaves[Int(leaf)].next, prev: leaf)
         if leaves[Int(leaf)].next >= 0 { leaves[Int(leaves[Int(leaf)].next)].prev = newLeaf }
         leaves[Int(leaf)].next = newLeaf
 
@@ -405,50 +469,46 @@ struct SlotTree: Sendable {
     private mutating func insertSibling(_ newChild: Int32, isLeaf: Bool, after left: Int32, all: Int, visible: Int) {
         let parent = isLeaf ? leaves[Int(left)].parent : nodes[Int(left)].parent
         if parent < 0 {
-            let node = newNode(childIsLeaf: isLeaf)
+            let t = isLeaf ? leaves[Int(left)].tree : nodes[Int(left)].tree
+            let node = newNode(tree: t, childIsLeaf: isLeaf)
             let base = Int(node) * Self.nodeCapacity
-            links[base].child = left
-            links[base + 1].child = newChild
-            links[base].all = Int32(count - all)
-            links[base].visible = Int32(visibleCount - visible)
-            links[base + 1].all = Int32(all)
-            links[base + 1].visible = Int32(visible)
+            let tree = trees[Int(t)]
+            links[base] = Link(child: left, all: Int32(tree.count - all), visible: Int32(tree.visibleCount - visible))
+            links[base + 1] = Link(child: newChild, all: Int32(all), visible: Int32(visible))
             nodes[Int(node)].size = 2
-            setParent(left, isLeaf: isLeaf, node)
-            setParent(newChild, isLeaf: isLeaf, node)
-            root = node
-            rootIsLeaf = false
+            setParent(left, isLeaf: isLeaf, node, slot: 0)
+            setParent(newChild, isLeaf: isLeaf, node, slot: 1)
+            trees[Int(t)].root = node
+            trees[Int(t)].rootIsLeaf = false
             return
         }
         // Split a full parent first, while its counts still agree with its own parent's; `left` and
         // `newChild` then go to whichever half holds `left`, so that half's total does not change.
         var p = parent
         if Int(nodes[Int(p)].size) == Self.nodeCapacity {
-            let right = splitNode(p, keeping: Self.nodeCapacity / 2)
-            if isLeaf ? leaves[Int(left)].parent == right : nodes[Int(left)].parent == right { p = right }
+            _ = splitNode(p, keeping: Self.nodeCapacity / 2)
+            p = isLeaf ? leaves[Int(left)].parent : nodes[Int(left)].parent
         }
         let base = Int(p) * Self.nodeCapacity
-        var k = 0
-        while links[base + k].child != left { k += 1 }
+        let k = Int(isLeaf ? leaves[Int(left)].slot : nodes[Int(left)].slot)
         links[base + k].all -= Int32(all)
         links[base + k].visible -= Int32(visible)
         let n = Int(nodes[Int(p)].size)
         var j = n - 1
         while j > k {
             links[base + j + 1] = links[base + j]
+            setSlot(links[base + j + 1].child, isLeaf: isLeaf, Int32(j + 1))
             j -= 1
         }
-        links[base + k + 1].child = newChild
-        links[base + k + 1].all = Int32(all)
-        links[base + k + 1].visible = Int32(visible)
+        links[base + k + 1] = Link(child: newChild, all: Int32(all), visible: Int32(visible))
         nodes[Int(p)].size += 1
-        setParent(newChild, isLeaf: isLeaf, p)
+        setParent(newChild, isLeaf: isLeaf, p, slot: Int32(k + 1))
     }
 
     /// Moves children `keep...` of `node` into a new node to its right and returns the new node.
     private mutating func splitNode(_ node: Int32, keeping keep: Int) -> Int32 {
         let isLeafLevel = nodes[Int(node)].childIsLeaf
-        let newNode = self.newNode(childIsLeaf: isLeafLevel)
+        let newNode = self.newNode(tree: nodes[Int(node)].tree, childIsLeaf: isLeafLevel)
         let from = Int(node) * Self.nodeCapacity
         let to = Int(newNode) * Self.nodeCapacity
         let n = Int(nodes[Int(node)].size)
@@ -457,7 +517,7 @@ struct SlotTree: Sendable {
             links[to + j - keep] = links[from + j]
             movedAll += Int(links[from + j].all)
             movedVisible += Int(links[from + j].visible)
-            setParent(links[from + j].child, isLeaf: isLeafLevel, newNode)
+            setParent(links[from + j].child, isLeaf: isLeafLevel, newNode, slot: Int32(j - keep))
         }
         nodes[Int(node)].size = Int32(keep)
         nodes[Int(newNode)].size = Int32(n - keep)
@@ -465,14 +525,24 @@ struct SlotTree: Sendable {
         return newNode
     }
 
-    private mutating func newNode(childIsLeaf: Bool) -> Int32 {
+    private mutating func newNode(tree: Int32, childIsLeaf: Bool) -> Int32 {
         let node = Int32(nodes.count)
-        nodes.append(Node(size: 0, parent: -1, childIsLeaf: childIsLeaf))
+        nodes.append(Node(size: 0, parent: -1, slot: 0, tree: tree, childIsLeaf: childIsLeaf))
         links.append(contentsOf: repeatElement(Link(child: -1, all: 0, visible: 0), count: Self.nodeCapacity))
         return node
     }
 
-    private mutating func setParent(_ child: Int32, isLeaf: Bool, _ parent: Int32) {
-        if isLeaf { leaves[Int(child)].parent = parent } else { nodes[Int(child)].parent = parent }
+    private mutating func setParent(_ child: Int32, isLeaf: Bool, _ parent: Int32, slot: Int32) {
+        if isLeaf {
+            leaves[Int(child)].parent = parent
+            leaves[Int(child)].slot = slot
+        } else {
+            nodes[Int(child)].parent = parent
+            nodes[Int(child)].slot = slot
+        }
+    }
+
+    private mutating func setSlot(_ child: Int32, isLeaf: Bool, _ slot: Int32) {
+        if isLeaf { leaves[Int(child)].slot = slot } else { nodes[Int(child)].slot = slot }
     }
 }

@@ -1,0 +1,88 @@
+import Testing
+@testable import ListCRDT
+
+/// The counted B-trees on their own, against plain arrays of (slot, visible).
+@Suite struct SlotForestTests {
+    /// Inserts at random places and random visibility flips in `trees` trees of one forest, each
+    /// checked against an array. Lookups go through the finger (`findVisibleNear`) half the time,
+    /// often near the previous one, as editing does; the answers must match a full descent.
+    static func run(seed: UInt64, steps: Int, checkEvery: Int, trees: Int = 1) -> [String] {
+        var rng = SplitMix64(seed: seed)
+        var forest = SlotForest()
+        for _ in 0..<trees { _ = forest.addTree() }
+        var leafOf: [Int32] = []
+        var models: [[(lv: Int32, visible: Bool)]] = Array(repeating: [], count: trees)
+        var lastInsert: [Int32] = Array(repeating: -1, count: trees)
+        var probe = 0
+        for step in 0..<steps {
+            let t = rng.below(trees)
+            let tree = Int32(t)
+            if models[t].isEmpty || rng.chance(70) {
+                let lv = Int32(leafOf.count)
+                leafOf.append(-1)
+                let visible = rng.chance(80)
+                // Half the time continue right after the previous slot of this tree, as typing does.
+                let at = rng.chance(50) && lastInsert[t] >= 0
+                    ? (models[t].firstIndex { $0.lv == lastInsert[t] }! + 1) : rng.below(models[t].count + 1)
+                let after = at == 0 ? nil : forest.locate(models[t][at - 1].lv, leafOf: leafOf)
+                forest.insert(tree, lv, visible: visible, after: after, leafOf: &leafOf)
+                models[t].insert((lv, visible), at: at)
+                lastInsert[t] = lv
+            } else {
+                let k = rng.below(models[t].count)
+                models[t][k].visible.toggle()
+                forest.setVisible(models[t][k].lv, models[t][k].visible, leafOf: &leafOf)
+            }
+            let visibleCount = forest.visibleCount(tree)
+            if visibleCount > 0 && rng.chance(50) {
+                probe = rng.chance(70) ? min(max(probe + rng.below(5) - 2, 0), visibleCount - 1) : rng.below(visibleCount)
+                let near = forest.findVisibleNear(tree, probe)
+                if near != forest.findVisible(tree, probe) { return ["seed \(seed) step \(step): the finger found another slot"] }
+            }
+            if step % checkEvery == 0 || step == steps - 1 {
+                var problems: [String] = []
+                for t in 0..<trees {
+                    let tree = Int32(t)
+                    problems += forest.problems(tree, leafOf: leafOf).map { "tree \(t): \($0)" }
+                    var order: [(Int32, Bool)] = []
+                    forest.forEachRun(tree) { lv, n, v in for k in 0..<Int32(n) { order.append((lv + k, v)) } }
+                    if order.map(\.0) != models[t].map(\.lv) || order.map(\.1) != models[t].map(\.visible) {
+                        problems.append("tree \(t): order differs from the model at step \(step)")
+                    }
+                    let visible = models[t].enumerated().filter(\.element.visible)
+                    for probe in stride(from: 0, to: visible.count, by: max(1, visible.count / 50)) {
+                        let c = forest.findVisible(tree, probe)
+                        if forest.lv(at: c) != visible[probe].element.lv { problems.append("tree \(t): findVisible(\(probe)) is wrong") }
+                        if forest.position(of: c).all != visible[probe].offset { problems.append("tree \(t): position of visible \(probe) is wrong") }
+                    }
+                }
+                if !problems.isEmpty { return ["seed \(seed) step \(step):"] + problems }
+            }
+        }
+        return []
+    }
+
+    @Test("random inserts and visibility flips keep every count, link and position right")
+    func randomAgainstArray() {
+        for seed in 0..<20 as Range<UInt64> {
+            let problems = Self.run(seed: seed, steps: 3_000, checkEvery: 97)
+            #expect(problems.isEmpty, "\(problems)")
+        }
+    }
+
+    /// Regression: splitting a full internal node while a leaf split was pending left the new
+    /// leaf's slots counted under the wrong half (found by the automerge-paper trace at edit 10,873).
+    @Test("regression: a node split during a leaf split counts the new leaf in the half that holds it")
+    func nodeSplitDuringLeafSplit() {
+        let problems = Self.run(seed: 7, steps: 60_000, checkEvery: 2_000)
+        #expect(problems.isEmpty, "\(problems)")
+    }
+
+    @Test("several trees in one forest stay apart: counts, links, roots and fingers per tree")
+    func severalTrees() {
+        for seed in 0..<10 as Range<UInt64> {
+            let problems = Self.run(seed: seed, steps: 6_000, checkEvery: 211, trees: 4)
+            #expect(problems.isEmpty, "\(problems)")
+        }
+    }
+}
