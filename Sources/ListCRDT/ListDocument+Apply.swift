@@ -126,6 +126,9 @@ extension ListDocument {
             _ = items.append(id: op.id, slot: lv, value: value, section: s)
             place(lv, id: op.id, left: left, right: right, sequence: s, visible: true, hint: hint)
             refreshSection(s)
+            record(op)
+            lastInsert = LastInsert(id: op.id, slot: lv, right: right, section: s)
+            return
 
         case let .moveSection(s, left, right):
             let lv = newSlot(op.id, left: left, right: right, sequence: -1, entity: s)
@@ -184,6 +187,7 @@ extension ListDocument {
             }
         }
         record(op)
+        lastInsert = nil
     }
 
     /// The id of the operation that made slot `lv`: its position write.
@@ -248,4 +252,13 @@ extension ListDocument {
 /// adjacent to its right origin, so the integration rule has nothing to scan.
 struct PlacementHint {
     var after: SlotForest.Cursor?
+}
+
+/// The last applied operation when it inserted an item: its id, its slot, its right origin and its
+/// section (see ``ListDocument/receiveContinuation(_:)``).
+struct LastInsert: Sendable {
+    var id: OpID
+    var slot: Int32
+    var right: Int32
+    var section: Int32
 }

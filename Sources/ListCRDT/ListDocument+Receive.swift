@@ -21,6 +21,7 @@ extension ListDocument {
     ///   for k concurrent slots between them; deletes of sections are O(k log n) for k items.
     @discardableResult
     public mutating func receive(_ op: ListOperation) throws(ApplyError) -> ReceiveOutcome {
+        if lastInsert != nil, continuationFastPath, receiveContinuation(op) { return .applied(woken: 1) }
         if let outcome = try screen(op) { return outcome }
         if let missing = firstMissingDependency(of: op) {
             if variant == .noCausalBuffer {
@@ -64,6 +65,39 @@ extension ListDocument {
     public var pendingOperations: [ListOperation] { buffer.all }
 
     // MARK: Steps
+
+    /// Applies `op` at once, and returns true, when it is an item insert that continues the last
+    /// applied operation: the next id of the same author, depending on exactly that insert, right
+    /// after its slot with the same right origin, in the same section, and nothing concurrent sits
+    /// between the two origins here. Every check ``screen(_:)`` and ``resolve(_:)`` would make
+    /// holds then by construction (the id is new, the dependency applied, the origins known, in
+    /// order and in that section), and the integration rule has nothing to scan; so a typed run
+    /// (a history being loaded, a peer typing) skips them. Anything else returns false and
+    /// changes nothing. (Operations with this replica's id are never continuations: only this
+    /// replica makes them, and an unknown one is refused by the general checks.)
+    ///
+    /// - Complexity: O(leafCapacity) to check, then the insert.
+    private mutating func receiveContinuation(_ op: ListOperation) -> Bool {
+        guard let last = lastInsert, buffer.count == 0, variant == .correct,
+              case let .insertItem(sectionID, origins, value) = op.kind,
+              op.id.replica == last.id.replica, op.id.replica != replica,
+              op.id.counter == last.id.counter &+ 1, op.id.counter <= OpID.maxCounter,
+              op.deps.count == 1, op.deps.contains(last.id),
+              origins.after?.opID == last.id,
+              sectionID.opID == sections.id[Int(last.section)],
+              value.count <= maxValueSize else { return false }
+        if last.right < 0 {
+            guard origins.before == nil else { return false }
+        } else {
+            guard let before = origins.before, before.opID == slots.id(of: last.right) else { return false }
+        }
+        let at = forest.locate(last.slot, leafOf: leafOf)
+        let next = forest.next(at)
+        guard last.right < 0 ? next == nil : (next.map { forest.lv(at: $0) } == last.right) else { return false }
+        commit(op, .insertItem(section: last.section, left: last.slot, right: last.right, value: value),
+               hint: PlacementHint(after: at))
+        return true
+    }
 
     /// Duplicate and equivocation checks, and the checks that need no state. Nil means "go on".
     private mutating func screen(_ op: ListOperation) throws(ApplyError) -> ReceiveOutcome? {

@@ -24,6 +24,11 @@ public struct ListDocument: Sendable {
     var buffer = PendingBuffer()
     var rejected: [ListOperation] = []
     var dropped: [(ListOperation, ApplyError)] = []
+    /// The last operation applied, when it was an item insert: a received insert that continues
+    /// it (typed right after it by the same author) is applied without the general checks.
+    var lastInsert: LastInsert?
+    /// Whether received continuations take the fast path (tests turn it off to compare).
+    var continuationFastPath = true
 
     // State.
     var slots = SlotStore()
