@@ -6,7 +6,8 @@ enum ResolvedOperation {
     case insertItem(section: Int32, left: Int32, right: Int32, value: Data)
     case moveSection(Int32, left: Int32, right: Int32)
     case moveItems([Int32], section: Int32, left: Int32, right: Int32)
-    case deleteItem(Int32, seen: OpID)
+    /// `slot` is the local version of the seen slot (the log keeps it).
+    case deleteItem(Int32, seen: OpID, slot: Int32)
     case deleteSection(Int32, seen: OpID, items: [(Int32, OpID)])
     case setItemValue(Int32, Data)
     case setSectionValue(Int32, Data)
@@ -50,14 +51,14 @@ extension ListDocument {
             return (left, right)
         }
         /// `seen` must be a slot placing entity `e` of the given level; returns the id of the
-        /// operation that made it (the position write it stands for).
-        func seenSlot(_ seen: SlotID, entity e: Int32, inItems: Bool) throws(ApplyError) -> OpID {
+        /// operation that made it (the position write it stands for) and the slot's local version.
+        func seenSlot(_ seen: SlotID, entity e: Int32, inItems: Bool) throws(ApplyError) -> (OpID, Int32) {
             try checkPast(seen.opID)
             guard let lv = slots.lv(of: seen.opID), slots.entity[Int(lv)] == e,
                   (slots.sequence(of: lv) >= 0) == inItems else {
                 throw bad("\(seen) is not a position of the deleted entity")
             }
-            return writeID(ofSlot: lv)
+            return (writeID(ofSlot: lv), lv)
         }
 
         switch op.kind {
@@ -85,15 +86,16 @@ extension ListDocument {
             return .moveItems(list, section: s, left: l, right: r)
         case let .deleteItem(id, seen):
             let i = try item(id)
-            return .deleteItem(i, seen: try seenSlot(seen, entity: i, inItems: true))
+            let (w, lv) = try seenSlot(seen, entity: i, inItems: true)
+            return .deleteItem(i, seen: w, slot: lv)
         case let .deleteSection(id, seen, seenItems):
             let s = try section(id)
-            let w = try seenSlot(seen, entity: s, inItems: false)
+            let w = try seenSlot(seen, entity: s, inItems: false).0
             var list: [(Int32, OpID)] = []
             list.reserveCapacity(seenItems.count)
             for record in seenItems {
                 let i = try item(record.item)
-                list.append((i, try seenSlot(record.seen, entity: i, inItems: true)))
+                list.append((i, try seenSlot(record.seen, entity: i, inItems: true).0))
             }
             return .deleteSection(s, seen: w, items: list)
         case let .setItemValue(id, value):
@@ -126,7 +128,7 @@ extension ListDocument {
             _ = items.append(id: op.id, slot: lv, value: value, section: s)
             place(lv, id: op.id, left: left, right: right, sequence: s, visible: true, hint: hint)
             refreshSection(s)
-            record(op)
+            record(op, resolved)
             lastInsert = LastInsert(id: op.id, slot: lv, right: right, section: s)
             return
 
@@ -166,7 +168,7 @@ extension ListDocument {
             refreshSection(s)
             for from in emptied { refreshSection(from) }
 
-        case let .deleteItem(i, seen):
+        case let .deleteItem(i, seen, _):
             kill(i, seen: seen)
 
         case let .deleteSection(s, seen, list):
@@ -176,17 +178,19 @@ extension ListDocument {
 
         case let .setItemValue(i, value):
             if op.id > items.valueWrite[Int(i)] {
+                keepInsertValue(ofItem: i)
                 items.value[Int(i)] = value
                 items.valueWrite[Int(i)] = op.id
             }
 
         case let .setSectionValue(s, value):
             if op.id > sections.valueWrite[Int(s)] {
+                keepInsertValue(ofSection: s)
                 sections.value[Int(s)] = value
                 sections.valueWrite[Int(s)] = op.id
             }
         }
-        record(op)
+        record(op, resolved)
         lastInsert = nil
     }
 
@@ -199,7 +203,7 @@ extension ListDocument {
     }
 
     /// Logs an applied operation and advances the clock, the version vector and the frontier.
-    private mutating func record(_ op: ListOperation) {
+    private mutating func record(_ op: ListOperation, _ resolved: ResolvedOperation) {
         let last = op.lastID
         if last.counter > clock { clock = last.counter }
         versionVector.observe(last)
@@ -209,7 +213,7 @@ extension ListDocument {
             for d in op.deps { currentFrontier.remove(d) }
             currentFrontier.insert(last)
         }
-        log.append(op)
+        appendToLog(op, resolved)
     }
 
     /// Raises the delete record of item `i` to `seen`; hides it when that kills it.

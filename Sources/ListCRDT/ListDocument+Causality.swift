@@ -13,25 +13,40 @@ extension ListDocument {
     /// `earlier`'s replica made after it (a replica's own operations form a causal chain: each
     /// local operation depends on the one before).
     ///
+    /// A typed run (consecutive operations of one replica, each depending on the one before, one
+    /// log record) is crossed in one step rather than one operation at a time.
+    ///
     /// - Complexity: O(k log m) for the k operations between the two in causal history (those
-    ///   with a counter above `earlier`'s that `later` had seen), m operations in the log; O(log m)
-    ///   when the two were made by the same replica.
+    ///   with a counter above `earlier`'s that `later` had seen; a typed run counts once), m
+    ///   records in the log; O(log m) when the two were made by the same replica.
     public func hasSeen(_ earlier: OpID, at later: OpID) -> Bool {
-        guard let first = log.operation(containing: earlier),
-              let last = log.operation(containing: later) else { return false }
-        let target = first.id
-        if last.id == target { return true }
-        if last.id.counter <= first.lastID.counter { return false }
-        if last.id.replica == target.replica { return true }
-        var stack = Array(last.deps)
+        guard let first = log.locate(earlier), let last = log.locate(later) else { return false }
+        let target = log.id(record: first.record, operation: first.operation)
+        let targetLast = log.lastID(record: first.record, operation: first.operation)
+        let start = log.id(record: last.record, operation: last.operation)
+        if start == target { return true }
+        if start.counter <= targetLast.counter { return false }
+        if start.replica == target.replica { return true }
+        var stack: [OpID] = []
         var visited = Set<OpID>()
+        /// Pushes what operation `k` of record `r` (not of `target`'s replica, counter above
+        /// `target`'s) depends on, through the run before it: operations 0..<k of a run form a
+        /// chain of that replica, so the walk either reaches operation 0's dependencies or is
+        /// pruned by counter on the way.
+        func expand(_ r: Int, _ k: Int) {
+            let head = log.id(record: r, operation: 0)
+            if k > 0 && head.counter <= target.counter { return }
+            guard visited.insert(head).inserted else { return }
+            stack.append(contentsOf: log.deps(record: r, operation: 0))
+        }
+        expand(last.record, last.operation)
         while let dep = stack.popLast() {
-            guard let op = log.operation(containing: dep) else { continue }
-            if op.id == target { return true }
-            if op.id.counter <= target.counter { continue }
-            if op.id.replica == target.replica { return true }
-            guard visited.insert(op.id).inserted else { continue }
-            stack.append(contentsOf: op.deps)
+            guard let at = log.locate(dep) else { continue }
+            let id = log.id(record: at.record, operation: at.operation)
+            if id == target { return true }
+            if id.counter <= target.counter { continue }
+            if id.replica == target.replica { return true }
+            expand(at.record, at.operation)
         }
         return false
     }

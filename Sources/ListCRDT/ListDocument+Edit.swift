@@ -98,7 +98,8 @@ extension ListDocument {
     public mutating func deleteItem(_ id: ItemID) throws(ListError) -> ListOperation {
         let i = try liveItem(id)
         let seen = items.winnerID[Int(i)]
-        return try make(.deleteItem(id, seen: SlotID(slots.id(of: items.winner[Int(i)]))), .deleteItem(i, seen: seen))
+        let lv = items.winner[Int(i)]
+        return try make(.deleteItem(id, seen: SlotID(slots.id(of: lv))), .deleteItem(i, seen: seen, slot: lv))
     }
 
     /// Moves the item at `from` to `to`, with the meaning of UITableView's

@@ -51,16 +51,6 @@ extension ListDocument {
         return errors
     }
 
-    /// Operations this document has applied and `version` has not seen, in causal order.
-    ///
-    /// - Complexity: O(m) for m operations in the log.
-    public func operations(since version: VersionVector) -> [ListOperation] {
-        log.operations(notIn: version)
-    }
-
-    /// Every operation applied here, in the causal order they were applied.
-    public var operations: [ListOperation] { log.ops }
-
     /// Operations received but still waiting for dependencies, sorted by id.
     public var pendingOperations: [ListOperation] { buffer.all }
 
@@ -102,7 +92,7 @@ extension ListDocument {
     /// Duplicate and equivocation checks, and the checks that need no state. Nil means "go on".
     private mutating func screen(_ op: ListOperation) throws(ApplyError) -> ReceiveOutcome? {
         if versionVector.contains(op.id) {
-            if let known = log.operation(containing: op.id) {
+            if let known = loggedOperation(containing: op.id) {
                 if known == op { return .duplicate }
                 rejected.append(op)
                 throw .equivocation(op.id)
@@ -147,7 +137,7 @@ extension ListDocument {
                 }
                 // A buffered operation may have become a duplicate or equivocation meanwhile.
                 if versionVector.contains(op.id) {
-                    if log.operation(containing: op.id) != op { rejected.append(op) }
+                    if loggedOperation(containing: op.id) != op { rejected.append(op) }
                     continue
                 }
                 let resolved: ResolvedOperation

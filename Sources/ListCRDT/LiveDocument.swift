@@ -82,7 +82,7 @@ public final class LiveDocument: Sendable {
             var work = state.document
             let before = work.operationCount
             let result = try body(&work)
-            let ops = Array(work.operations[before...])
+            let ops = work.operations(from: before)
             state.document = work
             for op in ops { Self.remember(op, in: &state) }
             let changes = Self.publish(&state, lostMoves: [])
@@ -105,7 +105,7 @@ public final class LiveDocument: Sendable {
         let (changes, errors) = state.withLock { state in
             let before = state.document.operationCount
             let errors = state.document.receive(operations)
-            let applied = state.document.operations[before...]
+            let applied = state.document.operations(from: before)
             let lost = Self.lostMoves(after: applied, in: &state)
             return (Self.publish(&state, lostMoves: lost), errors)
         }
@@ -206,7 +206,7 @@ extension LiveDocument {
 
     /// The remembered local moves that the applied operations beat with a concurrent move. Each is
     /// reported once and forgotten; so is a local move overridden by a move that had seen it.
-    static func lostMoves(after applied: ArraySlice<ListOperation>, in state: inout State) -> [LostMove] {
+    static func lostMoves(after applied: [ListOperation], in state: inout State) -> [LostMove] {
         var lost: [LostMove] = []
         let doc = state.document
         for op in applied {

@@ -1,84 +1,237 @@
-/// Every applied operation, in the (causal) order it was applied, with an index by id.
+import Foundation
+
+/// Every applied operation, in the (causal) order it was applied, stored as compact records, with
+/// an index by id.
+///
+/// The log stores only what the document's state cannot give back. An insert or a move is its
+/// slots (`SlotStore` knows each slot's id, origins, sequence and entity), so its record is a first
+/// id, a count and a first slot. A delete of an item is the slot of the position write its author
+/// saw (4 bytes in ``seenSlots``). Operations typed one after the other by one replica (consecutive
+/// ids, each depending on exactly the one before) share one record: a typed run of a thousand
+/// inserts, or a thousand backspaces, is one record. Causal dependencies are stored only when they
+/// are not the implicit "the operation applied just before". The rare kinds (section deletes,
+/// value writes) are kept whole in ``others``.
+///
+/// `ListDocument+History.swift` turns records back into ``ListOperation``s equal to the ones
+/// applied; it needs the document's state, so it lives there. The log itself does no I/O.
 struct OpLog: Sendable {
-    private(set) var ops: [ListOperation] = []
-    /// Per replica (by `replicaSlot`): first counters of its operations and their log positions,
-    /// in counter order (a replica's operations are applied in counter order).
-    private var starts: [[(counter: UInt64, index: Int32)]] = []
+    /// What a record holds.
+    enum Kind: UInt8, Sendable {
+        /// A run of `insertSection` operations, one slot each, at consecutive slots.
+        case insertSection
+        /// A run of `insertItem` operations, one slot each, at consecutive slots.
+        case insertItem
+        /// One `moveSection` operation (one slot).
+        case moveSection
+        /// One `moveItems` operation: `count` items, at consecutive slots with consecutive ids.
+        case moveItems
+        /// A run of `deleteItem` operations; the seen slots are in ``OpLog/seenSlots``.
+        case deleteItem
+        /// One operation of another kind, kept whole in ``OpLog/others``.
+        case other
+    }
+
+    /// Consecutive operations of one replica (or one multi-slot move), stored together.
+    struct Record: Sendable {
+        /// Counter of the first operation's id.
+        var counter: UInt64
+        /// The replica of every operation of the record (an index into `replicaIDs`).
+        var replica: Int32
+        /// Number of ids the record covers: its operations for a run, the items of a
+        /// `moveItems`, 1 otherwise. Operation (or item) `k` has counter `counter + k`.
+        var count: Int32
+        /// Insert runs and moves: local version of the first slot made (operation or item `k`
+        /// made slot `payload + k`). Delete runs: index of the first seen slot in `seenSlots`.
+        /// Other: index into `others`.
+        var payload: Int32
+        /// Dependencies of the first operation: -1 for the implicit `{last id of the operation
+        /// applied just before}` (the empty frontier for the first record), else an index into
+        /// `explicitDeps`. Every later operation of a run depends on exactly the one before it.
+        var deps: Int32
+        /// Log position (index in application order) of the first operation.
+        var position: Int32
+        /// What the record holds.
+        var kind: Kind
+
+        /// Number of operations in the record.
+        @inline(__always) var operations: Int { kind == .moveItems ? 1 : Int(count) }
+    }
+
+    /// The records, in application order.
+    private(set) var records: [Record] = []
+    /// Delete runs: the local version of the slot each delete's author saw.
+    private(set) var seenSlots: [Int32] = []
+    /// Dependencies that are not implicit (see ``Record/deps``).
+    private var explicitDeps: [Frontier] = []
+    /// Operations of the rare kinds, whole.
+    private(set) var others: [ListOperation] = []
+    /// The value each insert gave an item, for the items whose value a later write replaced
+    /// (keyed by item index). The others' original value is still their current one.
+    var originalItemValues: [Int32: Data] = [:]
+    /// The same for sections.
+    var originalSectionValues: [Int32: Data] = [:]
+
+    /// The replica of each dense replica index.
+    private var replicaIDs: [ReplicaID] = []
     private var replicaSlot = ReplicaTable()
+    /// Per replica (by dense index): its records, in counter order (a replica's operations are
+    /// applied in counter order).
+    private var byReplica: [[Int32]] = []
 
-    var count: Int { ops.count }
+    /// Number of operations.
+    private(set) var count = 0
 
-    /// Appends an applied operation.
+    // MARK: Appending
+
+    /// Appends an applied insert, move or item delete. `payload` is the local version of the first
+    /// slot the operation made (inserts, moves), or of the slot the delete's author saw. `span` is
+    /// the number of ids the operation uses.
+    ///
+    /// - Complexity: O(1) amortized (O(1) with no allocation when it extends the last record).
+    mutating func append(id: OpID, deps: Frontier, kind: Kind, span: Int, payload: Int32) {
+        precondition(kind != .other, "use append(other:)")
+        if kind != .moveItems, kind != .moveSection, var last = records.last, last.kind == kind,
+           last.counter &+ UInt64(last.count) == id.counter, replicaIDs[Int(last.replica)] == id.replica,
+           deps.isOnly(OpID(counter: id.counter &- 1, replica: id.replica)),
+           kind == .deleteItem || last.payload &+ last.count == payload {
+            last.count += 1
+            records[records.count - 1] = last
+            if kind == .deleteItem { seenSlots.append(payload) }
+            count += 1
+            return
+        }
+        var stored = payload
+        if kind == .deleteItem {
+            stored = Int32(seenSlots.count)
+            seenSlots.append(payload)
+        }
+        newRecord(id: id, deps: deps, kind: kind, count: span, payload: stored, operations: 1)
+    }
+
+    /// Appends an applied operation of a rare kind (section delete, value write), kept whole.
     ///
     /// - Complexity: O(1) amortized.
-    mutating func append(_ op: ListOperation) {
-        let k = replicaSlot.insert(op.id.replica)
-        if k == starts.count { starts.append([]) }
-        starts[k].append((op.id.counter, Int32(ops.count)))
-        ops.append(op)
+    mutating func append(other op: ListOperation) {
+        others.append(op)
+        newRecord(id: op.id, deps: op.deps, kind: .other, count: 1, payload: Int32(others.count - 1), operations: 1)
     }
 
-    /// The log position of the applied operation whose id range holds `id`, if any.
-    ///
-    /// - Complexity: O(log m) for m operations of that replica.
-    func index(containing id: OpID) -> Int? {
-        guard let k = replicaSlot.index(of: id.replica) else { return nil }
-        var lo = 0, hi = starts[k].count
-        while lo < hi {
-            let mid = (lo + hi) / 2
-            if starts[k][mid].counter <= id.counter { lo = mid + 1 } else { hi = mid }
+    private mutating func newRecord(id: OpID, deps: Frontier, kind: Kind, count span: Int, payload: Int32,
+                                    operations: Int) {
+        precondition(count < Int(Int32.max) && span < Int(Int32.max), "the log is full")
+        let implicit = records.last.map { deps.isOnly(lastID(ofRecord: $0)) } ?? deps.isEmpty
+        var depsIndex: Int32 = -1
+        if !implicit {
+            depsIndex = Int32(explicitDeps.count)
+            explicitDeps.append(deps)
         }
-        if lo == 0 { return nil }
-        let index = Int(starts[k][lo - 1].index)
-        return ops.withUnsafeBufferPointer { id.counter <= $0[index].lastID.counter } ? index : nil
+        let k = replicaSlot.insert(id.replica)
+        if k == byReplica.count {
+            byReplica.append([])
+            replicaIDs.append(id.replica)
+        }
+        byReplica[k].append(Int32(records.count))
+        records.append(Record(counter: id.counter, replica: Int32(k), count: Int32(span), payload: payload,
+                              deps: depsIndex, position: Int32(count), kind: kind))
+        count += operations
     }
 
-    /// The id of the applied operation whose id range holds `id`, if any (no copy of the operation).
+    // MARK: Reading
+
+    /// The replica of every operation of record `r`.
+    @inline(__always) func replica(ofRecord r: Int) -> ReplicaID { replicaIDs[Int(records[r].replica)] }
+
+    /// The id of operation `k` of record `r`.
+    @inline(__always) func id(record r: Int, operation k: Int) -> OpID {
+        let rec = records[r]
+        return OpID(counter: rec.counter &+ UInt64(k), replica: replicaIDs[Int(rec.replica)])
+    }
+
+    /// The id of the last slot of operation `k` of record `r` (its id unless it moves several items).
+    @inline(__always) func lastID(record r: Int, operation k: Int) -> OpID {
+        let rec = records[r]
+        let last = rec.kind == .moveItems ? UInt64(rec.count - 1) : UInt64(k)
+        return OpID(counter: rec.counter &+ last, replica: replicaIDs[Int(rec.replica)])
+    }
+
+    /// The last id a record covers.
+    @inline(__always) private func lastID(ofRecord rec: Record) -> OpID {
+        OpID(counter: rec.counter &+ UInt64(rec.count - 1), replica: replicaIDs[Int(rec.replica)])
+    }
+
+    /// The causal dependencies of operation `k` of record `r`.
     ///
-    /// - Complexity: O(log m) for m operations of that replica.
+    /// - Complexity: O(1) (no allocation).
+    func deps(record r: Int, operation k: Int) -> Frontier {
+        let rec = records[r]
+        if rec.kind == .other { return others[Int(rec.payload)].deps }
+        if k > 0 { return Frontier(only: OpID(counter: rec.counter &+ UInt64(k - 1), replica: replicaIDs[Int(rec.replica)])) }
+        if rec.deps >= 0 { return explicitDeps[Int(rec.deps)] }
+        return r == 0 ? Frontier() : Frontier(only: lastID(ofRecord: records[r - 1]))
+    }
+
+    /// The record and operation (index in the record) whose id range holds `id`, if applied.
+    ///
+    /// - Complexity: O(log m) for m records of that replica.
+    func locate(_ id: OpID) -> (record: Int, operation: Int)? {
+        guard let k = replicaSlot.index(of: id.replica) else { return nil }
+        return records.withUnsafeBufferPointer { recs -> (record: Int, operation: Int)? in
+            byReplica[k].withUnsafeBufferPointer { list -> (record: Int, operation: Int)? in
+                var lo = 0, hi = list.count
+                while lo < hi {
+                    let mid = (lo + hi) / 2
+                    if recs[Int(list[mid])].counter <= id.counter { lo = mid + 1 } else { hi = mid }
+                }
+                if lo == 0 { return nil }
+                let r = Int(list[lo - 1])
+                let offset = id.counter - recs[r].counter
+                guard offset < UInt64(recs[r].count) else { return nil }
+                return (r, recs[r].kind == .moveItems ? 0 : Int(offset))
+            }
+        }
+    }
+
+    /// The id of the applied operation whose id range holds `id`, if any.
+    ///
+    /// - Complexity: O(log m) for m records of that replica.
     func operationID(containing id: OpID) -> OpID? {
-        guard let index = index(containing: id) else { return nil }
-        return ops.withUnsafeBufferPointer { $0[index].id }
+        locate(id).map { self.id(record: $0.record, operation: $0.operation) }
     }
 
-    /// The applied operation whose id range holds `id`, if any.
+    /// The record and operation holding log position `position` (`0...count`; `count` gives
+    /// the end: `(records.count, 0)`).
     ///
-    /// - Complexity: O(log m) for m operations of that replica.
-    func operation(containing id: OpID) -> ListOperation? {
-        index(containing: id).map { ops[$0] }
+    /// - Complexity: O(log r) for r records.
+    func locate(position: Int) -> (record: Int, operation: Int) {
+        precondition(position >= 0 && position <= count, "log position \(position) out of 0...\(count)")
+        if position == count { return (records.count, 0) }
+        return records.withUnsafeBufferPointer { recs in
+            var lo = 0, hi = recs.count
+            while lo < hi {
+                let mid = (lo + hi) / 2
+                if Int(recs[mid].position) <= position { lo = mid + 1 } else { hi = mid }
+            }
+            return (lo - 1, position - Int(recs[lo - 1].position))
+        }
     }
 
-    /// The operations not covered by `version`, in application order (a causal order).
-    ///
-    /// - Complexity: O(m) for m operations.
-    func operations(notIn version: VersionVector) -> [ListOperation] {
-        ops.filter { !version.contains($0.id) }
-    }
-}
-
-/// Received operations waiting for causal dependencies, filed under the replica of the first
-/// missing dependency so that they are looked at again only when that replica advances.
-struct PendingBuffer: Sendable {
-    private var waiting: [ReplicaID: [ListOperation]] = [:]
-    private var byID: [OpID: ListOperation] = [:]
-
-    var count: Int { byID.count }
-
-    /// The buffered operation with this id, if any.
-    func operation(_ id: OpID) -> ListOperation? { byID[id] }
-
-    /// All buffered operations, sorted by id.
-    var all: [ListOperation] { byID.values.sorted { $0.id < $1.id } }
-
-    mutating func add(_ op: ListOperation, waitingFor replica: ReplicaID) {
-        byID[op.id] = op
-        waiting[replica, default: []].append(op)
+    /// For each record, the greatest counter of its replica that `version` has seen (a per-replica
+    /// table, so the filter reads the version vector once per replica, not once per record).
+    func seenCounters(_ version: VersionVector) -> [UInt64] {
+        replicaIDs.map { version[$0] }
     }
 
-    /// Removes and returns the operations filed under `replica`.
-    mutating func take(waitingFor replica: ReplicaID) -> [ListOperation] {
-        guard let ops = waiting.removeValue(forKey: replica) else { return [] }
-        for op in ops { byID[op.id] = nil }
-        return ops
+    /// The replica index of record `r` (an index into ``seenCounters(_:)``'s answer).
+    @inline(__always) func replicaIndex(ofRecord r: Int) -> Int { Int(records[r].replica) }
+
+    /// Approximate heap bytes the log holds (array capacities; values and frontiers kept whole are
+    /// counted by their inline size only). For measurements.
+    var approximateBytes: Int {
+        records.capacity * MemoryLayout<Record>.stride
+            + seenSlots.capacity * MemoryLayout<Int32>.stride
+            + explicitDeps.capacity * MemoryLayout<Frontier>.stride
+            + others.capacity * MemoryLayout<ListOperation>.stride
+            + byReplica.reduce(0) { $0 + $1.capacity * MemoryLayout<Int32>.stride }
+            + (originalItemValues.count + originalSectionValues.count) * (MemoryLayout<Int32>.stride + MemoryLayout<Data>.stride)
     }
 }

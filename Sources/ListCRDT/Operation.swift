@@ -136,6 +136,16 @@ public struct Frontier: Hashable, Sendable, Sequence, CustomStringConvertible {
         }
     }
 
+    /// The frontier holding just `id` (no allocation).
+    init(only id: OpID) {
+        head = id
+    }
+
+    /// Whether the frontier is exactly `{id}`.
+    ///
+    /// - Complexity: O(1).
+    @inline(__always) func isOnly(_ id: OpID) -> Bool { head == id && tail.isEmpty }
+
     /// Replaces everything with the single id `id`.
     mutating func set(_ id: OpID) {
         head = id

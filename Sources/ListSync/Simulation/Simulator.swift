@@ -195,7 +195,7 @@ public struct Simulator: Sendable {
 
     /// Sends replica `r`'s operations from log position `before` on to every peer.
     private mutating func broadcast(from r: Int, since before: Int) {
-        let made = Array(documents[r].operations[before...])
+        let made = documents[r].operations(from: before)
         report.operations += made.count
         for b in 0..<documents.count where b != r { perform(sessions[r][b]!.forward(made), at: r, peer: b) }
     }

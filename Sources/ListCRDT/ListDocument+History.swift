@@ -1,0 +1,184 @@
+import Foundation
+
+/// The applied history: logging an applied operation as a compact record (see ``OpLog``), and
+/// turning records back into the operations that were applied, equal (`==`) to them.
+///
+/// A record stores only what the state cannot give back; the rest is read from the state here:
+/// a slot's id, origins and sequence from `slots`, an entity's id from `items` or `sections`. The
+/// state only grows where history needs it (slots are never removed, entities never forgotten),
+/// and an insert's value, the one register a later write replaces, is kept aside the first time
+/// that happens.
+extension ListDocument {
+    // MARK: Public history
+
+    /// Every operation applied here, in the causal order they were applied.
+    ///
+    /// - Complexity: O(m) for m operations (each one is rebuilt from the log).
+    public var operations: [ListOperation] { operations(from: 0) }
+
+    /// The operations applied from log position `logIndex` on (`0...operationCount`), in the order
+    /// they were applied: `operations(from: k) == Array(operations[k...])`. After an edit or a
+    /// receive, `operations(from: countBefore)` is what it applied.
+    ///
+    /// - Precondition: `0 <= logIndex <= operationCount`.
+    /// - Complexity: O(k + log r) for the k operations returned, r records in the log.
+    public func operations(from logIndex: Int) -> [ListOperation] {
+        var out: [ListOperation] = []
+        out.reserveCapacity(log.count - logIndex)
+        var (r, k) = log.locate(position: logIndex)
+        while r < log.records.count {
+            appendOperations(ofRecord: r, from: k, to: log.records[r].operations, into: &out)
+            r += 1
+            k = 0
+        }
+        return out
+    }
+
+    /// Operations this document has applied and `version` has not seen, in causal order.
+    ///
+    /// - Complexity: O(r + k) for r records in the log and the k operations returned; the records
+    ///   of a typed run that `version` has seen whole are skipped without rebuilding them.
+    public func operations(since version: VersionVector) -> [ListOperation] {
+        let seen = log.seenCounters(version)
+        var out: [ListOperation] = []
+        for r in 0..<log.records.count {
+            let rec = log.records[r]
+            let limit = seen[log.replicaIndex(ofRecord: r)]
+            if rec.kind == .moveItems || rec.kind == .moveSection || rec.kind == .other {
+                if rec.counter > limit { out.append(loggedOperation(record: r, operation: 0)) }
+                continue
+            }
+            // A run: operation k has counter `counter + k`.
+            let first = limit < rec.counter ? 0 : limit - rec.counter + 1
+            if first < UInt64(rec.count) { appendOperations(ofRecord: r, from: Int(first), to: Int(rec.count), into: &out) }
+        }
+        return out
+    }
+
+    // MARK: Lookups
+
+    /// The applied operation whose id range holds `id`, if any, rebuilt from the log.
+    ///
+    /// - Complexity: O(log m) for m records of that replica (plus the items of a multi-item move).
+    func loggedOperation(containing id: OpID) -> ListOperation? {
+        log.locate(id).map { loggedOperation(record: $0.record, operation: $0.operation) }
+    }
+
+    /// Operation `k` of record `r`, rebuilt.
+    ///
+    /// - Complexity: O(1), plus O(k) for a move of k items.
+    func loggedOperation(record r: Int, operation k: Int) -> ListOperation {
+        let rec = log.records[r]
+        if rec.kind == .other { return log.others[Int(rec.payload)] }
+        let id = OpID(counter: rec.counter &+ UInt64(k), replica: log.replica(ofRecord: r))
+        return rebuild(rec, operation: k, id: id, deps: log.deps(record: r, operation: k))
+    }
+
+    /// Rebuilds operations `start..<end` of record `r` and appends them to `out`.
+    ///
+    /// - Complexity: O(end - start), plus O(k) for a move of k items.
+    private func appendOperations(ofRecord r: Int, from start: Int, to end: Int, into out: inout [ListOperation]) {
+        let rec = log.records[r]
+        if rec.kind == .other {
+            out.append(log.others[Int(rec.payload)])
+            return
+        }
+        let replica = log.replica(ofRecord: r)
+        var deps = log.deps(record: r, operation: start)
+        for k in start..<end {
+            let id = OpID(counter: rec.counter &+ UInt64(k), replica: replica)
+            out.append(rebuild(rec, operation: k, id: id, deps: deps))
+            deps = Frontier(only: id)  // the next operation of a run depends on exactly this one
+        }
+    }
+
+    /// Operation `k` of `rec` (not of kind `.other`), given its id and dependencies.
+    @inline(__always)
+    private func rebuild(_ rec: OpLog.Record, operation k: Int, id: OpID, deps: Frontier) -> ListOperation {
+        let kind: ListOperation.Kind
+        switch rec.kind {
+        case .insertSection:
+            let lv = rec.payload &+ Int32(k)
+            kind = .insertSection(origins(ofSlot: lv), value: insertValue(ofSection: slots.entity[Int(lv)]))
+        case .insertItem:
+            let lv = rec.payload &+ Int32(k)
+            let section = SectionID(sections.id[Int(slots.sequence(of: lv))])
+            kind = .insertItem(section: section, origins(ofSlot: lv), value: insertValue(ofItem: slots.entity[Int(lv)]))
+        case .moveSection:
+            let lv = rec.payload
+            kind = .moveSection(SectionID(sections.id[Int(slots.entity[Int(lv)])]), origins(ofSlot: lv))
+        case .moveItems:
+            let lv = rec.payload
+            var moved: [ItemID] = []
+            moved.reserveCapacity(Int(rec.count))
+            for j in 0..<rec.count { moved.append(ItemID(items.id[Int(slots.entity[Int(lv + j)])])) }
+            kind = .moveItems(moved, section: SectionID(sections.id[Int(slots.sequence(of: lv))]), origins(ofSlot: lv))
+        case .deleteItem:
+            let lv = log.seenSlots[Int(rec.payload) + k]
+            kind = .deleteItem(ItemID(items.id[Int(slots.entity[Int(lv)])]), seen: SlotID(slots.id(of: lv)))
+        case .other:
+            preconditionFailure("kept whole in the log")
+        }
+        return ListOperation(id: id, deps: deps, kind: kind)
+    }
+
+    /// The origins an operation gave slot `lv`, as ids. Inside a slot run the left origin is the
+    /// slot before, whose id is the one before.
+    private func origins(ofSlot lv: Int32) -> ListOperation.Origins {
+        let run = slots.run(of: lv)
+        let after: SlotID?
+        if lv != run.lv {
+            after = SlotID(run.id.advanced(by: Int(lv - run.lv - 1)))
+        } else {
+            after = run.left >= 0 ? SlotID(slots.id(of: run.left)) : nil
+        }
+        return ListOperation.Origins(after: after, before: run.right >= 0 ? SlotID(slots.id(of: run.right)) : nil)
+    }
+
+    /// The value item `i`'s insert gave it.
+    private func insertValue(ofItem i: Int32) -> Data {
+        items.valueWrite[Int(i)] == items.id[Int(i)] ? items.value[Int(i)] : log.originalItemValues[i]!
+    }
+
+    /// The value section `s`'s insert gave it.
+    private func insertValue(ofSection s: Int32) -> Data {
+        sections.valueWrite[Int(s)] == sections.id[Int(s)] ? sections.value[Int(s)] : log.originalSectionValues[s]!
+    }
+
+    // MARK: Recording
+
+    /// Logs an applied operation, after its effects on the state (its slots exist).
+    ///
+    /// - Complexity: O(1) amortized.
+    mutating func appendToLog(_ op: ListOperation, _ resolved: ResolvedOperation) {
+        let kind: OpLog.Kind, span: Int, payload: Int32
+        switch resolved {
+        case .insertSection:
+            (kind, span, payload) = (.insertSection, 1, Int32(slots.count - 1))
+        case .insertItem:
+            (kind, span, payload) = (.insertItem, 1, Int32(slots.count - 1))
+        case .moveSection:
+            (kind, span, payload) = (.moveSection, 1, Int32(slots.count - 1))
+        case .moveItems(let list, _, _, _):
+            (kind, span, payload) = (.moveItems, list.count, Int32(slots.count - list.count))
+        case .deleteItem(_, _, let lv):
+            (kind, span, payload) = (.deleteItem, 1, lv)
+        case .deleteSection, .setItemValue, .setSectionValue:
+            log.append(other: op)
+            return
+        }
+        assert(kind == .deleteItem || slots.id(of: payload) == op.id, "the slots of \(op.id) are not the last ones")
+        log.append(id: op.id, deps: op.deps, kind: kind, span: span, payload: payload)
+    }
+
+    /// Call before a value write replaces item `i`'s value: keeps the value its insert gave it,
+    /// if that is the value being replaced.
+    mutating func keepInsertValue(ofItem i: Int32) {
+        if items.valueWrite[Int(i)] == items.id[Int(i)] { log.originalItemValues[i] = items.value[Int(i)] }
+    }
+
+    /// Call before a value write replaces section `s`'s value (see ``keepInsertValue(ofItem:)``).
+    mutating func keepInsertValue(ofSection s: Int32) {
+        if sections.valueWrite[Int(s)] == sections.id[Int(s)] { log.originalSectionValues[s] = sections.value[Int(s)] }
+    }
+}
