@@ -18,6 +18,7 @@ extension ListDocument {
 
     /// Checks every reference of `op` against this document and resolves it. All causal
     /// dependencies of `op` must already be applied. Changes nothing.
+    @inline(__always)
     func resolve(_ op: ListOperation) throws(ApplyError) -> ResolvedOperation {
         func bad(_ why: String) -> ApplyError { .malformed(op.id, why) }
         func checkValue(_ v: Data) throws(ApplyError) {
@@ -77,7 +78,7 @@ extension ListDocument {
             return .moveSection(s, left: l, right: r)
         case let .moveItems(ids, sectionID, o):
             if ids.isEmpty { throw bad("moves no items") }
-            if Set(ids).count != ids.count { throw bad("moves an item twice") }
+            if ids.count > 1 && Set(ids).count != ids.count { throw bad("moves an item twice") }
             var list: [Int32] = []
             list.reserveCapacity(ids.count)
             for id in ids { list.append(try item(id)) }
@@ -197,6 +198,7 @@ extension ListDocument {
     /// The id of the operation that made slot `lv`: its position write.
     ///
     /// - Complexity: O(log m) for m operations of the slot's replica.
+    @inline(__always)
     func writeID(ofSlot lv: Int32) -> OpID {
         let id = slots.id(of: lv)
         return log.operationID(containing: id) ?? id

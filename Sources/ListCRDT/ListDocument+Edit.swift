@@ -177,6 +177,7 @@ extension ListDocument {
                         .moveItems(list, section: s, left: left, right: right))
     }
 
+    @inline(__always)
     private func origins(_ left: Int32, _ right: Int32) -> ListOperation.Origins {
         ListOperation.Origins(after: left >= 0 ? SlotID(slots.id(of: left)) : nil,
                           before: right >= 0 ? SlotID(slots.id(of: right)) : nil)
@@ -191,22 +192,26 @@ extension ListDocument {
         return op
     }
 
+    @inline(__always)
     private func checkValue(_ value: Data) throws(ListError) {
         if value.count > maxValueSize { throw .valueTooLarge(size: value.count, limit: maxValueSize) }
     }
 
+    @inline(__always)
     private func liveItem(_ id: ItemID) throws(ListError) -> Int32 {
         guard let i = itemEntity(id) else { throw .unknownItem(id) }
         guard items.isAlive(i) else { throw .itemDeleted(id) }
         return i
     }
 
+    @inline(__always)
     private func visibleSection(_ id: SectionID) throws(ListError) -> Int32 {
         guard let s = sectionEntity(id) else { throw .unknownSection(id) }
         guard isSectionVisible(s) else { throw .sectionDeleted(id) }
         return s
     }
 
+    @inline(__always)
     private func sectionForInsert(_ indexPath: IndexPath) throws(ListError) -> Int32 {
         guard indexPath.count == 2, indexPath.section >= 0, indexPath.section < sectionCount else {
             throw .indexPathOutOfRange(indexPath, count: 0)

@@ -118,6 +118,7 @@ extension ListDocument {
         return nil
     }
 
+    @inline(__always)
     private func firstMissingDependency(of op: ListOperation) -> OpID? {
         for d in op.deps where !versionVector.contains(d) { return d }
         return nil

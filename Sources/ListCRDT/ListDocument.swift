@@ -170,6 +170,7 @@ public struct ListDocument: Sendable {
     // MARK: Internal lookups
 
     /// The dense index of a known section.
+    @inline(__always)
     func sectionEntity(_ id: SectionID) -> Int32? {
         guard let lv = slots.lv(of: id.opID) else { return nil }
         let e = slots.entity[Int(lv)]
@@ -178,6 +179,7 @@ public struct ListDocument: Sendable {
     }
 
     /// The dense index of a known item.
+    @inline(__always)
     func itemEntity(_ id: ItemID) -> Int32? {
         guard let lv = slots.lv(of: id.opID) else { return nil }
         let e = slots.entity[Int(lv)]
@@ -186,6 +188,7 @@ public struct ListDocument: Sendable {
     }
 
     /// A section is visible while its own position write survives or it holds a live item (§3.5).
+    @inline(__always)
     func isSectionVisible(_ s: Int32) -> Bool {
         sections.isAlive(s) || visibleItemCount(s) > 0
     }
@@ -202,17 +205,20 @@ public struct ListDocument: Sendable {
     /// The number of visible slots before slot `lv` in its tree (its index, when it is visible).
     ///
     /// - Complexity: O(log n).
+    @inline(__always)
     func visiblePosition(ofSlot lv: Int32) -> Int {
         forest.position(of: forest.locate(lv, leafOf: leafOf)).visible
     }
 
     /// The dense index of the visible section at `index`.
+    @inline(__always)
     func sectionIndex(at index: Int) throws(ListError) -> Int32 {
         guard index >= 0, index < sectionCount else { throw .sectionIndexOutOfRange(index, count: sectionCount) }
         return slots.entity[Int(forest.lv(at: forest.findVisible(Self.sectionTree, index)))]
     }
 
     /// The dense index of the visible item at `indexPath`.
+    @inline(__always)
     func itemIndex(at indexPath: IndexPath) throws(ListError) -> Int32 {
         guard indexPath.count == 2 else { throw .indexPathOutOfRange(indexPath, count: 0) }
         guard indexPath.section >= 0, indexPath.section < sectionCount else {

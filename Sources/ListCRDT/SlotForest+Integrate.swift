@@ -15,7 +15,9 @@ extension SlotForest {
     /// - Complexity: O(log n + k log k) for k skipped positions.
     func insertionOrigins(_ t: Int32, at index: Int, skipping: [Int]) -> (Int32, Int32) {
         var target = index
-        if !skipping.isEmpty {
+        if skipping.count == 1 {
+            if skipping[0] <= target { target += 1 }
+        } else if !skipping.isEmpty {
             for p in skipping.sorted() where p <= target { target += 1 }
         }
         if target < visibleCount(t) {
