@@ -73,12 +73,10 @@ extension ListDocument {
     @discardableResult
     public mutating func insertItem(at indexPath: IndexPath, value: Data = Data()) throws(ListError) -> ListOperation {
         try checkValue(value)
-        let s = try sectionForInsert(indexPath)
+        let (s, row) = try rowAddress(indexPath)
         let count = visibleItemCount(s)
-        guard indexPath.item >= 0, indexPath.item <= count else {
-            throw .indexPathOutOfRange(indexPath, count: count)
-        }
-        let (left, right, after) = forest.localInsertion(tree(ofSequence: s), at: indexPath.item)
+        guard row >= 0, row <= count else { throw .indexPathOutOfRange(indexPath, count: count) }
+        let (left, right, after) = forest.localInsertion(tree(ofSequence: s), at: row)
         return try make(.insertItem(section: SectionID(sections.id[Int(s)]), origins(left, right), value: value),
                         .insertItem(section: s, left: left, right: right, value: value), hint: PlacementHint(after: after))
     }
@@ -88,7 +86,7 @@ extension ListDocument {
     /// - Complexity: O(log n).
     @discardableResult
     public mutating func deleteItem(at indexPath: IndexPath) throws(ListError) -> ListOperation {
-        try deleteItem(ItemID(items.id[Int(try itemIndexNear(at: indexPath))]))
+        try deleteItem(entity: try itemIndexNear(at: indexPath))
     }
 
     /// Deletes a visible item.
@@ -96,7 +94,12 @@ extension ListDocument {
     /// - Complexity: O(log n).
     @discardableResult
     public mutating func deleteItem(_ id: ItemID) throws(ListError) -> ListOperation {
-        let i = try liveItem(id)
+        try deleteItem(entity: try liveItem(id))
+    }
+
+    /// Deletes the live item with dense index `i`.
+    private mutating func deleteItem(entity i: Int32) throws(ListError) -> ListOperation {
+        let id = ItemID(items.id[Int(i)])
         let seen = items.winnerID[Int(i)]
         let lv = items.winner[Int(i)]
         return try make(.deleteItem(id, seen: SlotID(slots.id(of: lv))), .deleteItem(i, seen: seen, slot: lv))
@@ -111,12 +114,12 @@ extension ListDocument {
     @discardableResult
     public mutating func moveItem(from: IndexPath, to: IndexPath) throws(ListError) -> ListOperation? {
         let i = try itemIndex(at: from)
-        let s = try sectionForInsert(to)
+        let (s, row) = try rowAddress(to)
         let sameSection = s == items.section[Int(i)]
         let limit = visibleItemCount(s) - (sameSection ? 1 : 0)
-        guard to.item >= 0, to.item <= limit else { throw .indexPathOutOfRange(to, count: limit + (sameSection ? 1 : 0)) }
+        guard row >= 0, row <= limit else { throw .indexPathOutOfRange(to, count: limit + (sameSection ? 1 : 0)) }
         if from == to { return nil }
-        return try moveItems([i], section: s, row: to.item)
+        return try moveItems([i], section: s, row: row)
     }
 
     /// Moves a visible item so that it is at `to` afterwards (as ``moveItem(from:to:)``).
@@ -140,11 +143,11 @@ extension ListDocument {
         guard Set(ids).count == ids.count else { throw .invalidSelection("an item is selected twice") }
         var list: [Int32] = []
         for id in ids { list.append(try liveItem(id)) }
-        let s = try sectionForInsert(to)
+        let (s, row) = try rowAddress(to)
         let inside = list.filter { items.section[Int($0)] == s }.count
         let limit = visibleItemCount(s) - inside
-        guard to.item >= 0, to.item <= limit else { throw .indexPathOutOfRange(to, count: limit) }
-        return try moveItems(list, section: s, row: to.item)
+        guard row >= 0, row <= limit else { throw .indexPathOutOfRange(to, count: limit) }
+        return try moveItems(list, section: s, row: row)
     }
 
     /// Writes the value of a visible item.
@@ -209,13 +212,5 @@ extension ListDocument {
         guard let s = sectionEntity(id) else { throw .unknownSection(id) }
         guard isSectionVisible(s) else { throw .sectionDeleted(id) }
         return s
-    }
-
-    @inline(__always)
-    private func sectionForInsert(_ indexPath: IndexPath) throws(ListError) -> Int32 {
-        guard indexPath.count == 2, indexPath.section >= 0, indexPath.section < sectionCount else {
-            throw .indexPathOutOfRange(indexPath, count: 0)
-        }
-        return try sectionIndex(at: indexPath.section)
     }
 }

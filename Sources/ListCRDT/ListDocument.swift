@@ -217,29 +217,33 @@ public struct ListDocument: Sendable {
         return slots.entity[Int(forest.lv(at: forest.findVisible(Self.sectionTree, index)))]
     }
 
+    /// The section (dense index) and row an index path names. The section is checked; the row is
+    /// not. Reads the index path once (its accessors are calls into Foundation).
+    @inline(__always)
+    func rowAddress(_ indexPath: IndexPath) throws(ListError) -> (section: Int32, row: Int) {
+        guard indexPath.count == 2 else { throw .indexPathOutOfRange(indexPath, count: 0) }
+        let section = indexPath[0], row = indexPath[1]
+        guard section >= 0, section < sectionCount else { throw .indexPathOutOfRange(indexPath, count: 0) }
+        return (try sectionIndex(at: section), row)
+    }
+
     /// The dense index of the visible item at `indexPath`.
     @inline(__always)
     func itemIndex(at indexPath: IndexPath) throws(ListError) -> Int32 {
-        guard indexPath.count == 2 else { throw .indexPathOutOfRange(indexPath, count: 0) }
-        guard indexPath.section >= 0, indexPath.section < sectionCount else {
-            throw .indexPathOutOfRange(indexPath, count: 0)
-        }
-        let t = tree(ofSequence: try sectionIndex(at: indexPath.section))
+        let (s, row) = try rowAddress(indexPath)
+        let t = tree(ofSequence: s)
         let count = forest.visibleCount(t)
-        guard indexPath.item >= 0, indexPath.item < count else { throw .indexPathOutOfRange(indexPath, count: count) }
-        return slots.entity[Int(forest.lv(at: forest.findVisible(t, indexPath.item)))]
+        guard row >= 0, row < count else { throw .indexPathOutOfRange(indexPath, count: count) }
+        return slots.entity[Int(forest.lv(at: forest.findVisible(t, row)))]
     }
 
     /// ``itemIndex(at:)`` through the finger of the section's tree (for edits).
     mutating func itemIndexNear(at indexPath: IndexPath) throws(ListError) -> Int32 {
-        guard indexPath.count == 2 else { throw .indexPathOutOfRange(indexPath, count: 0) }
-        guard indexPath.section >= 0, indexPath.section < sectionCount else {
-            throw .indexPathOutOfRange(indexPath, count: 0)
-        }
-        let t = tree(ofSequence: try sectionIndex(at: indexPath.section))
+        let (s, row) = try rowAddress(indexPath)
+        let t = tree(ofSequence: s)
         let count = forest.visibleCount(t)
-        guard indexPath.item >= 0, indexPath.item < count else { throw .indexPathOutOfRange(indexPath, count: count) }
-        return slots.entity[Int(forest.lv(at: forest.findVisibleNear(t, indexPath.item)))]
+        guard row >= 0, row < count else { throw .indexPathOutOfRange(indexPath, count: count) }
+        return slots.entity[Int(forest.lv(at: forest.findVisibleNear(t, row)))]
     }
 
     /// Calls `body` with each visible slot of `tree`, in order.

@@ -14,8 +14,8 @@ extension SlotForest {
         while leaf >= 0 {
             reached += 1
             if leaves[Int(leaf)].tree != t { out.append("leaf \(leaf) is in tree \(leaves[Int(leaf)].tree), reached from \(t)") }
-            if leaf == tree.fingerLeaf && seenVisible != tree.fingerStart {
-                out.append("the finger says leaf \(leaf) starts at \(tree.fingerStart), it starts at \(seenVisible)")
+            if leaf == fingers[Int(t)].leaf && seenVisible != fingers[Int(t)].start {
+                out.append("the finger says leaf \(leaf) starts at \(fingers[Int(t)].start), it starts at \(seenVisible)")
             }
             if leaves[Int(leaf)].prev != previous { out.append("leaf \(leaf) has a wrong back link") }
             let n = Int(leaves[Int(leaf)].size)

@@ -63,16 +63,21 @@ struct SlotForest: Sendable {
     }
 
     /// One tree: its root, its first leaf (leaf splits only ever add leaves to the right, so the
-    /// first leaf never changes), its counts, and the finger: a leaf and the visible index of its
-    /// first slot, valid while no visible count changes in another leaf of the tree.
+    /// first leaf never changes) and its counts.
     struct Tree: Sendable {
         var root: Int32
         var rootIsLeaf = true
         var firstLeaf: Int32
         var count = 0
         var visibleCount = 0
-        var fingerLeaf: Int32 = -1
-        var fingerStart = 0
+    }
+
+    /// A tree's finger: a leaf (-1: none) and the visible index of its first slot, valid while no
+    /// visible count changes in another leaf of the tree. Kept apart from ``Tree`` so that moving
+    /// it writes nothing else.
+    struct Finger: Sendable {
+        var leaf: Int32 = -1
+        var start = 0
     }
 
     /// A position in a tree: slot `offset` of entry `entry` of leaf `leaf`.
@@ -88,6 +93,7 @@ struct SlotForest: Sendable {
     /// ``nodeCapacity`` links per internal node.
     private(set) var links: [Link] = []
     private(set) var trees: [Tree] = []
+    private(set) var fingers: [Finger] = []
 
     init() {}
 
@@ -98,6 +104,7 @@ struct SlotForest: Sendable {
         let t = Int32(trees.count)
         let leaf = newLeaf(tree: t, next: -1, prev: -1)
         trees.append(Tree(root: leaf, firstLeaf: leaf))
+        fingers.append(Finger())
         return t
     }
 
@@ -114,6 +121,7 @@ struct SlotForest: Sendable {
     /// The cursor of the visible slot at `index` (`0 ..< visibleCount(t)`) of tree `t`.
     ///
     /// - Complexity: O(log n).
+    @inline(__always)
     func findVisible(_ t: Int32, _ index: Int) -> Cursor { descend(t, index).cursor }
 
     /// ``findVisible(_:_:)`` through the finger: when `index` falls in the leaf found last time,
@@ -121,13 +129,12 @@ struct SlotForest: Sendable {
     ///
     /// - Complexity: O(leafCapacity) on a finger hit, else O(log n).
     mutating func findVisibleNear(_ t: Int32, _ index: Int) -> Cursor {
-        let tree = trees[Int(t)]
-        if tree.fingerLeaf >= 0 && index >= tree.fingerStart {
-            if let c = scanLeaf(tree.fingerLeaf, index - tree.fingerStart) { return c }
+        let finger = fingers[Int(t)]
+        if finger.leaf >= 0 && index >= finger.start {
+            if let c = scanLeaf(finger.leaf, index - finger.start) { return c }
         }
         let (c, start) = descend(t, index)
-        trees[Int(t)].fingerLeaf = c.leaf
-        trees[Int(t)].fingerStart = start
+        fingers[Int(t)] = Finger(leaf: c.leaf, start: start)
         return c
     }
 
@@ -146,6 +153,7 @@ struct SlotForest: Sendable {
 
     /// Descends tree `t` to the visible slot at `index`; also returns the visible index of the
     /// first slot of the leaf it is in.
+    @inline(__always)
     private func descend(_ t: Int32, _ index: Int) -> (cursor: Cursor, leafStart: Int) {
         let tree = trees[Int(t)]
         precondition(index >= 0 && index < tree.visibleCount, "visible index out of range")
@@ -408,7 +416,7 @@ struct SlotForest: Sendable {
         let t = Int(leaves[Int(leaf)].tree)
         trees[t].count += all
         trees[t].visibleCount += visible
-        if visible != 0 && trees[t].fingerLeaf != leaf { trees[t].fingerLeaf = -1 }
+        if visible != 0 && fingers[t].leaf != leaf { fingers[t].leaf = -1 }
         var slot = Int(leaves[Int(leaf)].slot)
         var parent = leaves[Int(leaf)].parent
         while parent >= 0 {
