@@ -51,6 +51,19 @@ extension ListDocument {
         return errors
     }
 
+    /// ``receive(_:)-(S)`` for an array: the same, without going through the generic `Sequence`
+    /// iterator (callers in other modules cannot specialize the generic version).
+    ///
+    /// - Complexity: the sum of the single operations.
+    @discardableResult
+    public mutating func receive(_ ops: [ListOperation]) -> [ApplyError] {
+        var errors: [ApplyError] = []
+        for k in ops.indices {
+            do { try receive(ops[k]) } catch { errors.append(error) }
+        }
+        return errors
+    }
+
     /// Operations received but still waiting for dependencies, sorted by id.
     public var pendingOperations: [ListOperation] { buffer.all }
 

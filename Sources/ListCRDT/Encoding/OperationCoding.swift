@@ -113,7 +113,7 @@ extension ListOperation {
               case .insertItem(_, let o0, _) = first.kind
         else { return false }
         return next.id.replica == op.id.replica && next.id.counter == op.id.counter &+ 1
-            && next.deps == Frontier([op.id]) && s2 == s
+            && next.deps.isExactly(op.id) && s2 == s
             && o2.after == SlotID(op.id) && o2.before == o0.before && o.before == o0.before
     }
 
@@ -123,7 +123,7 @@ extension ListOperation {
               case .deleteItem(let item2, let seen2) = next.kind
         else { return false }
         return next.id.replica == op.id.replica && next.id.counter == op.id.counter &+ 1
-            && next.deps == Frontier([op.id])
+            && next.deps.isExactly(op.id)
             && item2.opID.replica == item.opID.replica
             && Int64(bitPattern: item2.opID.counter &- item.opID.counter) == step
             && seen2.opID == item2.opID
@@ -194,7 +194,11 @@ struct BatchEncoder {
             var n = 1
             var step: Int64 = 0
             if seen.opID == item.opID, i + 1 < ops.count {
-                for s: Int64 in [1, -1] where ListOperation.continuesDeleteRun(op, ops[i + 1], step: s) { step = s }
+                if ListOperation.continuesDeleteRun(op, ops[i + 1], step: 1) {
+                    step = 1
+                } else if ListOperation.continuesDeleteRun(op, ops[i + 1], step: -1) {
+                    step = -1
+                }
                 if step != 0 {
                     n = 2
                     while i + n < ops.count, ListOperation.continuesDeleteRun(ops[i + n - 1], ops[i + n], step: step) { n += 1 }
