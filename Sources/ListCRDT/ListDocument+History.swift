@@ -14,15 +14,21 @@ extension ListDocument {
     /// Every operation applied here, in the causal order they were applied.
     ///
     /// - Complexity: O(m) for m operations (each one is rebuilt from the log).
-    public var operations: [ListOperation] { operations(from: 0) }
+    public var operations: [ListOperation] { operations(fromValid: 0) }
 
     /// The operations applied from log position `logIndex` on (`0...operationCount`), in the order
     /// they were applied: `operations(from: k) == Array(operations[k...])`. After an edit or a
     /// receive, `operations(from: countBefore)` is what it applied.
     ///
-    /// - Precondition: `0 <= logIndex <= operationCount`.
+    /// - Throws: ``ListError/logPositionOutOfRange(_:count:)`` unless `0 <= logIndex <= operationCount`.
     /// - Complexity: O(k + log r) for the k operations returned, r records in the log.
-    public func operations(from logIndex: Int) -> [ListOperation] {
+    public func operations(from logIndex: Int) throws(ListError) -> [ListOperation] {
+        guard logIndex >= 0, logIndex <= log.count else { throw .logPositionOutOfRange(logIndex, count: log.count) }
+        return operations(fromValid: logIndex)
+    }
+
+    /// ``operations(from:)`` for a position known to be in `0...operationCount`.
+    func operations(fromValid logIndex: Int) -> [ListOperation] {
         var out: [ListOperation] = []
         out.reserveCapacity(log.count - logIndex)
         var (r, k) = log.locate(position: logIndex)

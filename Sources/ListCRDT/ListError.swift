@@ -20,6 +20,8 @@ public enum ListError: Error, Hashable, Sendable, CustomStringConvertible {
     case invalidSelection(String)
     /// The Lamport counter would pass ``OpID/maxCounter``.
     case counterOverflow
+    /// A position in the operation log is out of range: `count` operations are applied.
+    case logPositionOutOfRange(Int, count: Int)
 
     public var description: String {
         switch self {
@@ -36,6 +38,8 @@ public enum ListError: Error, Hashable, Sendable, CustomStringConvertible {
         case let .valueTooLarge(size, limit): return "value of \(size) bytes is over the limit of \(limit) bytes"
         case let .invalidSelection(why): return "invalid selection: \(why)"
         case .counterOverflow: return "the operation counter would overflow"
+        case let .logPositionOutOfRange(i, count):
+            return "log position \(i) is out of range: \(count) operations are applied (0...\(count) allowed)"
         }
     }
 }

@@ -82,7 +82,7 @@ public final class LiveDocument: Sendable {
             var work = state.document
             let before = work.operationCount
             let result = try body(&work)
-            let ops = work.operations(from: before)
+            let ops = work.operations(fromValid: before)
             state.document = work
             for op in ops { Self.remember(op, in: &state) }
             let changes = Self.publish(&state, lostMoves: [])
@@ -105,7 +105,7 @@ public final class LiveDocument: Sendable {
         let (changes, errors) = state.withLock { state in
             let before = state.document.operationCount
             let errors = state.document.receive(operations)
-            let applied = state.document.operations(from: before)
+            let applied = state.document.operations(fromValid: before)
             let lost = Self.lostMoves(after: applied, in: &state)
             return (Self.publish(&state, lostMoves: lost), errors)
         }

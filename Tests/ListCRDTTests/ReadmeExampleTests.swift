@@ -60,4 +60,17 @@ import ListCRDT
             #expect(throws: ListError.self) { try doc.insertItem(at: path, value: Data()) }
         }
     }
+
+    @Test("a log position out of range is a described error, and 0...operationCount are accepted")
+    func logPositionOutOfRange() throws {
+        var doc = ListDocument(replica: ReplicaID(1))
+        try doc.insertSection(at: 0)
+        try doc.insertItem(at: IndexPath(item: 0, section: 0), value: Data("a".utf8))
+        #expect(try doc.operations(from: 0) == doc.operations)
+        #expect(try doc.operations(from: 2).isEmpty)
+        for bad in [-1, 3, Int.max] {
+            #expect(throws: ListError.logPositionOutOfRange(bad, count: 2)) { try doc.operations(from: bad) }
+        }
+        #expect(ListError.logPositionOutOfRange(3, count: 2).description.contains("out of range"))
+    }
 }

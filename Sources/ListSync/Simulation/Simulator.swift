@@ -195,7 +195,11 @@ public struct Simulator: Sendable {
 
     /// Sends replica `r`'s operations from log position `before` on to every peer.
     private mutating func broadcast(from r: Int, since before: Int) {
-        let made = documents[r].operations(from: before)
+        let made: [ListOperation]
+        do { made = try documents[r].operations(from: before) } catch {
+            report.failures.append("replica \(r): \(error)")
+            return
+        }
         report.operations += made.count
         for b in 0..<documents.count where b != r { perform(sessions[r][b]!.forward(made), at: r, peer: b) }
     }
