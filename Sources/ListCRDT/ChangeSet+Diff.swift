@@ -115,11 +115,7 @@ func longestIncreasingSubsequence(_ values: [Int]) -> [Bool] {
     var tails: [Int] = []                                  // index of the smallest tail per length
     var previous = [Int](repeating: -1, count: values.count)
     for (k, v) in values.enumerated() {
-        var lo = 0, hi = tails.count
-        while lo < hi {
-            let mid = (lo + hi) / 2
-            if values[tails[mid]] < v { lo = mid + 1 } else { hi = mid }
-        }
+        let lo = tails.partitionPoint { values[$0] < v }
         if lo > 0 { previous[k] = tails[lo - 1] }
         if lo == tails.count { tails.append(k) } else { tails[lo] = k }
     }

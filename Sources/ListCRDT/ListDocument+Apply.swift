@@ -129,9 +129,6 @@ extension ListDocument {
             _ = items.append(id: op.id, slot: lv, value: value, section: s)
             place(lv, id: op.id, left: left, right: right, sequence: s, visible: true, hint: hint)
             refreshSection(s)
-            record(op, resolved)
-            lastInsert = LastInsert(id: op.id, slot: lv, right: right, section: s)
-            return
 
         case let .moveSection(s, left, right):
             let lv = newSlot(op.id, left: left, right: right, sequence: -1, entity: s)
@@ -192,7 +189,6 @@ extension ListDocument {
             }
         }
         record(op, resolved)
-        lastInsert = nil
     }
 
     /// The id of the operation that made slot `lv`: its position write.
@@ -258,13 +254,4 @@ extension ListDocument {
 /// adjacent to its right origin, so the integration rule has nothing to scan.
 struct PlacementHint {
     var after: SlotForest.Cursor?
-}
-
-/// The last applied operation when it inserted an item: its id, its slot, its right origin and its
-/// section (see ``ListDocument/receiveContinuation(_:)``).
-struct LastInsert: Sendable {
-    var id: OpID
-    var slot: Int32
-    var right: Int32
-    var section: Int32
 }

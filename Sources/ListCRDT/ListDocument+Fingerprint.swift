@@ -10,29 +10,24 @@ extension ListDocument {
     ///
     /// - Complexity: O(n log n) for n slots.
     public func encodedState() -> [UInt8] {
-        var out: [UInt8] = []
-        func put(_ v: UInt64) {
-            var v = v
-            while v >= 0x80 { out.append(UInt8(v & 0x7f) | 0x80); v >>= 7 }
-            out.append(UInt8(v))
-        }
+        var out = WireWriter()
+        func put(_ v: UInt64) { out.varint(v) }
         func put(_ id: OpID) { put(id.counter); put(id.replica.rawValue) }
-        func put(_ d: Data) { put(UInt64(d.count)); out.append(contentsOf: d) }
         func putSequence(_ tree: Int32, holders: EntityTable) {
-            put(UInt64(forest.count(tree)))
+            out.count(forest.count(tree))
             forest.forEachRun(tree) { lv, n, visible in
                 for k in 0..<Int32(n) {
                     put(slots.id(of: lv + k))
                     put(holders.id[Int(slots.entity[Int(lv + k)])])
-                    out.append(visible ? 1 : 0)
+                    out.byte(visible ? 1 : 0)
                 }
             }
         }
         func putEntity(_ t: EntityTable, _ e: Int32) {
             put(t.id[Int(e)]); put(t.winnerID[Int(e)]); put(t.deleted[Int(e)])
-            put(t.valueWrite[Int(e)]); put(t.value[Int(e)])
+            put(t.valueWrite[Int(e)]); out.data(t.value[Int(e)])
         }
-        out.append(contentsOf: Array("LSST1".utf8))
+        out.bytes.append(contentsOf: Array("LSST1".utf8))
         for (r, c) in versionVector.counters.sorted(by: { $0.key < $1.key }) { put(r.rawValue); put(c) }
         putSequence(Self.sectionTree, holders: sections)
         let order = (0..<Int32(sections.count)).sorted { sections.id[Int($0)] < sections.id[Int($1)] }
@@ -43,6 +38,6 @@ extension ListDocument {
         for i in (0..<Int32(items.count)).sorted(by: { items.id[Int($0)] < items.id[Int($1)] }) {
             putEntity(items, i)
         }
-        return out
+        return out.bytes
     }
 }

@@ -21,7 +21,7 @@ extension ListDocument {
     ///   for k concurrent slots between them; deletes of sections are O(k log n) for k items.
     @discardableResult
     public mutating func receive(_ op: ListOperation) throws(ApplyError) -> ReceiveOutcome {
-        if lastInsert != nil, continuationFastPath, receiveContinuation(op) { return .applied(woken: 1) }
+        if continuationFastPath, receiveContinuation(op) { return .applied(woken: 1) }
         if let outcome = try screen(op) { return outcome }
         if let missing = firstMissingDependency(of: op) {
             if variant == .noCausalBuffer {
@@ -44,11 +44,7 @@ extension ListDocument {
     /// - Complexity: the sum of the single operations.
     @discardableResult
     public mutating func receive<S: Sequence>(_ ops: S) -> [ApplyError] where S.Element == ListOperation {
-        var errors: [ApplyError] = []
-        for op in ops {
-            do { try receive(op) } catch { errors.append(error) }
-        }
-        return errors
+        receive(Array(ops))
     }
 
     /// ``receive(_:)-(S)`` for an array: the same, without going through the generic `Sequence`
@@ -81,23 +77,24 @@ extension ListDocument {
     ///
     /// - Complexity: O(leafCapacity) to check, then the insert.
     private mutating func receiveContinuation(_ op: ListOperation) -> Bool {
-        guard let last = lastInsert, buffer.count == 0, variant == .correct,
-              case let .insertItem(sectionID, origins, value) = op.kind,
+        guard case let .insertItem(sectionID, origins, value) = op.kind, let last = log.lastItemInsert,
+              buffer.count == 0, variant == .correct,
               op.id.replica == last.id.replica, op.id.replica != replica,
               op.id.counter == last.id.counter &+ 1, op.id.counter <= OpID.maxCounter,
-              op.deps.count == 1, op.deps.contains(last.id),
-              origins.after?.opID == last.id,
-              sectionID.opID == sections.id[Int(last.section)],
+              op.deps.isOnly(last.id), origins.after?.opID == last.id,
               value.count <= maxValueSize else { return false }
-        if last.right < 0 {
+        let section = slots.sequence(of: last.slot)
+        let right = slots.origins(of: last.slot).right
+        guard sectionID.opID == sections.id[Int(section)] else { return false }
+        if right < 0 {
             guard origins.before == nil else { return false }
         } else {
-            guard let before = origins.before, before.opID == slots.id(of: last.right) else { return false }
+            guard let before = origins.before, before.opID == slots.id(of: right) else { return false }
         }
         let at = forest.locate(last.slot, leafOf: leafOf)
         let next = forest.next(at)
-        guard last.right < 0 ? next == nil : (next.map { forest.lv(at: $0) } == last.right) else { return false }
-        commit(op, .insertItem(section: last.section, left: last.slot, right: last.right, value: value),
+        guard right < 0 ? next == nil : (next.map { forest.lv(at: $0) } == right) else { return false }
+        commit(op, .insertItem(section: section, left: last.slot, right: right, value: value),
                hint: PlacementHint(after: at))
         return true
     }

@@ -24,9 +24,6 @@ public struct ListDocument: Sendable {
     var buffer = PendingBuffer()
     var rejected: [ListOperation] = []
     var dropped: [(ListOperation, ApplyError)] = []
-    /// The last operation applied, when it was an item insert: a received insert that continues
-    /// it (typed right after it by the same author) is applied without the general checks.
-    var lastInsert: LastInsert?
     /// Whether received continuations take the fast path (tests turn it off to compare).
     var continuationFastPath = true
 
@@ -227,22 +224,26 @@ public struct ListDocument: Sendable {
         return (try sectionIndex(at: section), row)
     }
 
-    /// The dense index of the visible item at `indexPath`.
+    /// The tree and row of the visible item at `indexPath`, both checked.
     @inline(__always)
-    func itemIndex(at indexPath: IndexPath) throws(ListError) -> Int32 {
+    func itemRow(_ indexPath: IndexPath) throws(ListError) -> (tree: Int32, row: Int) {
         let (s, row) = try rowAddress(indexPath)
         let t = tree(ofSequence: s)
         let count = forest.visibleCount(t)
         guard row >= 0, row < count else { throw .indexPathOutOfRange(indexPath, count: count) }
+        return (t, row)
+    }
+
+    /// The dense index of the visible item at `indexPath`.
+    @inline(__always)
+    func itemIndex(at indexPath: IndexPath) throws(ListError) -> Int32 {
+        let (t, row) = try itemRow(indexPath)
         return slots.entity[Int(forest.lv(at: forest.findVisible(t, row)))]
     }
 
     /// ``itemIndex(at:)`` through the finger of the section's tree (for edits).
     mutating func itemIndexNear(at indexPath: IndexPath) throws(ListError) -> Int32 {
-        let (s, row) = try rowAddress(indexPath)
-        let t = tree(ofSequence: s)
-        let count = forest.visibleCount(t)
-        guard row >= 0, row < count else { throw .indexPathOutOfRange(indexPath, count: count) }
+        let (t, row) = try itemRow(indexPath)
         return slots.entity[Int(forest.lv(at: forest.findVisibleNear(t, row)))]
     }
 

@@ -138,6 +138,14 @@ struct OpLog: Sendable {
 
     // MARK: Reading
 
+    /// When the operation applied last was an item insert: its id and its slot.
+    ///
+    /// - Complexity: O(1).
+    var lastItemInsert: (id: OpID, slot: Int32)? {
+        guard let rec = records.last, rec.kind == .insertItem else { return nil }
+        return (lastID(ofRecord: rec), rec.payload + rec.count - 1)
+    }
+
     /// The replica of every operation of record `r`.
     @inline(__always) func replica(ofRecord r: Int) -> ReplicaID { replicaIDs[Int(records[r].replica)] }
 
@@ -177,11 +185,7 @@ struct OpLog: Sendable {
         guard let k = replicaSlot.index(of: id.replica) else { return nil }
         return records.withUnsafeBufferPointer { recs -> (record: Int, operation: Int)? in
             byReplica[k].withUnsafeBufferPointer { list -> (record: Int, operation: Int)? in
-                var lo = 0, hi = list.count
-                while lo < hi {
-                    let mid = (lo + hi) / 2
-                    if recs[Int(list[mid])].counter <= id.counter { lo = mid + 1 } else { hi = mid }
-                }
+                let lo = list.partitionPoint { recs[Int($0)].counter <= id.counter }
                 if lo == 0 { return nil }
                 let r = Int(list[lo - 1])
                 let offset = id.counter - recs[r].counter
@@ -206,11 +210,7 @@ struct OpLog: Sendable {
         precondition(position >= 0 && position <= count, "log position \(position) out of 0...\(count)")
         if position == count { return (records.count, 0) }
         return records.withUnsafeBufferPointer { recs in
-            var lo = 0, hi = recs.count
-            while lo < hi {
-                let mid = (lo + hi) / 2
-                if Int(recs[mid].position) <= position { lo = mid + 1 } else { hi = mid }
-            }
+            let lo = recs.partitionPoint { Int($0.position) <= position }
             return (lo - 1, position - Int(recs[lo - 1].position))
         }
     }

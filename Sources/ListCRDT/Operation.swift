@@ -146,9 +146,6 @@ public struct Frontier: Hashable, Sendable, Sequence, CustomStringConvertible {
     /// - Complexity: O(1).
     @inline(__always) func isOnly(_ id: OpID) -> Bool { head == id && tail.isEmpty }
 
-    /// Whether the frontier is exactly `{id}` (no allocation, unlike comparing with `Frontier([id])`).
-    @inline(__always) func isExactly(_ id: OpID) -> Bool { head == id && tail.isEmpty }
-
     /// Replaces everything with the single id `id`.
     mutating func set(_ id: OpID) {
         head = id

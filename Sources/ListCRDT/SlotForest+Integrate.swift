@@ -20,11 +20,8 @@ extension SlotForest {
         } else if !skipping.isEmpty {
             for p in skipping.sorted() where p <= target { target += 1 }
         }
-        if target < visibleCount(t) {
-            let c = findVisible(t, target)
-            return (previous(c).map { lv(at: $0) } ?? -1, lv(at: c))
-        }
-        return (last(t).map { lv(at: $0) } ?? -1, -1)
+        let o = origins(t, at: target < visibleCount(t) ? findVisible(t, target) : nil)
+        return (o.left, o.right)
     }
 
     /// The origins of a new slot at visible position `index` of tree `t` (as
@@ -34,13 +31,18 @@ extension SlotForest {
     ///
     /// - Complexity: O(leafCapacity) when the finger hits, else O(log n).
     mutating func localInsertion(_ t: Int32, at index: Int) -> (left: Int32, right: Int32, after: Cursor?) {
-        if index < visibleCount(t) {
-            let c = findVisibleNear(t, index)
-            let p = previous(c)
-            return (p.map { lv(at: $0) } ?? -1, lv(at: c), p)
-        }
-        let p = last(t)
-        return (p.map { lv(at: $0) } ?? -1, -1, p)
+        // The finger moves first: a mutating call inside the arguments of a call on `self` would
+        // make the compiler copy `self` (and then every array written) around it.
+        let c = index < visibleCount(t) ? findVisibleNear(t, index) : nil
+        return origins(t, at: c)
+    }
+
+    /// The origins of a new slot of tree `t` put right before the visible slot at `c` (at the end
+    /// when nil), and the cursor of the left origin.
+    @inline(__always)
+    private func origins(_ t: Int32, at c: Cursor?) -> (left: Int32, right: Int32, after: Cursor?) {
+        let p = c.map { previous($0) } ?? last(t)
+        return (p.map { lv(at: $0) } ?? -1, c.map { lv(at: $0) } ?? -1, p)
     }
 
     /// Where a new slot with these origins goes: the slot it follows (nil for the start).

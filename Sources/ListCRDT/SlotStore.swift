@@ -75,11 +75,7 @@ struct SlotStore: Sendable {
     func lv(of id: OpID) -> Int32? {
         guard let k = replicaSlot.index(of: id.replica) else { return nil }
         return idRuns[k].withUnsafeBufferPointer { list -> Int32? in
-            var lo = 0, hi = list.count
-            while lo < hi {
-                let mid = (lo + hi) / 2
-                if list[mid].counter <= id.counter { lo = mid + 1 } else { hi = mid }
-            }
+            let lo = list.partitionPoint { $0.counter <= id.counter }
             if lo == 0 { return nil }
             let r = list[lo - 1]
             let off = id.counter - r.counter

@@ -33,11 +33,7 @@ public struct VersionVector: Hashable, Sendable, CustomStringConvertible {
 
     /// Index of `replica`, or where it would be inserted.
     private func slot(_ replica: ReplicaID) -> (index: Int, found: Bool) {
-        var lo = 0, hi = replicas.count
-        while lo < hi {
-            let mid = (lo + hi) >> 1
-            if replicas[mid].rawValue < replica.rawValue { lo = mid + 1 } else { hi = mid }
-        }
+        let lo = replicas.partitionPoint { $0.rawValue < replica.rawValue }
         return (lo, lo < replicas.count && replicas[lo] == replica)
     }
 

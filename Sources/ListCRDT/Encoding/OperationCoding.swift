@@ -113,7 +113,7 @@ extension ListOperation {
               case .insertItem(_, let o0, _) = first.kind
         else { return false }
         return next.id.replica == op.id.replica && next.id.counter == op.id.counter &+ 1
-            && next.deps.isExactly(op.id) && s2 == s
+            && next.deps.isOnly(op.id) && s2 == s
             && o2.after == SlotID(op.id) && o2.before == o0.before && o.before == o0.before
     }
 
@@ -123,7 +123,7 @@ extension ListOperation {
               case .deleteItem(let item2, let seen2) = next.kind
         else { return false }
         return next.id.replica == op.id.replica && next.id.counter == op.id.counter &+ 1
-            && next.deps.isExactly(op.id)
+            && next.deps.isOnly(op.id)
             && item2.opID.replica == item.opID.replica
             && Int64(bitPattern: item2.opID.counter &- item.opID.counter) == step
             && seen2.opID == item2.opID

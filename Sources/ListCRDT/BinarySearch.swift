@@ -1,0 +1,17 @@
+extension RandomAccessCollection where Index == Int {
+    /// The index of the first element for which `isBefore` is false, in a collection where
+    /// `isBefore` holds for a prefix and fails for the rest (`endIndex` when it holds for all).
+    /// Every sorted lookup of the module (id runs, log records, version vectors, the longest
+    /// increasing subsequence) is this search with its own predicate.
+    ///
+    /// - Complexity: O(log n).
+    @inline(__always)
+    func partitionPoint(_ isBefore: (Element) -> Bool) -> Int {
+        var lo = startIndex, hi = endIndex
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2
+            if isBefore(self[mid]) { lo = mid + 1 } else { hi = mid }
+        }
+        return lo
+    }
+}
