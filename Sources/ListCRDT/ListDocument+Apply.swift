@@ -6,6 +6,8 @@ enum ResolvedOperation {
     case insertItem(section: Int32, left: Int32, right: Int32, value: Data)
     case moveSection(Int32, left: Int32, right: Int32)
     case moveItems([Int32], section: Int32, left: Int32, right: Int32)
+    /// A `moveItems` of exactly one item (the common case), without an array.
+    case moveItem(Int32, section: Int32, left: Int32, right: Int32)
     /// `slot` is the local version of the seen slot (the log keeps it).
     case deleteItem(Int32, seen: OpID, slot: Int32)
     case deleteSection(Int32, seen: OpID, items: [(Int32, OpID)])
@@ -78,6 +80,12 @@ extension ListDocument {
             return .moveSection(s, left: l, right: r)
         case let .moveItems(ids, sectionID, o):
             if ids.isEmpty { throw bad("moves no items") }
+            if ids.count == 1 {
+                let i = try item(ids[0])
+                let s = try section(sectionID)
+                let (l, r) = try origins(o, sequence: s)
+                return .moveItem(i, section: s, left: l, right: r)
+            }
             if ids.count > 1 && Set(ids).count != ids.count { throw bad("moves an item twice") }
             var list: [Int32] = []
             list.reserveCapacity(ids.count)
@@ -142,25 +150,22 @@ extension ListDocument {
                 place(lv, id: op.id, left: left, right: right, sequence: -1, visible: false)
             }
 
+        case let .moveItem(i, s, left, right):
+            let lv = newSlot(op.id, left: left, right: right, sequence: s, entity: i)
+            let from = placeMove(of: i, slot: lv, id: op.id, write: op.id, left: left, right: right, section: s,
+                                 hint: hint)
+            refreshSection(s)
+            if from >= 0 { refreshSection(from) }
+
         case let .moveItems(list, s, left, right):
             var previous = left
             var emptied: [Int32] = []
             for (k, i) in list.enumerated() {
                 let id = op.id.advanced(by: k)
                 let lv = newSlot(id, left: previous, right: right, sequence: s, entity: i)
-                if op.id > items.winnerID[Int(i)] {
-                    let from = items.section[Int(i)]
-                    if items.isAlive(i) {
-                        forest.setVisible(items.winner[Int(i)], false, leafOf: &leafOf)
-                        if from != s { emptied.append(from) }
-                    }
-                    items.winner[Int(i)] = lv
-                    items.winnerID[Int(i)] = op.id
-                    items.section[Int(i)] = s
-                    place(lv, id: id, left: previous, right: right, sequence: s, visible: items.isAlive(i))
-                } else {
-                    place(lv, id: id, left: previous, right: right, sequence: s, visible: false)
-                }
+                let from = placeMove(of: i, slot: lv, id: id, write: op.id, left: previous, right: right, section: s,
+                                     hint: nil)
+                if from >= 0 { emptied.append(from) }
                 previous = lv
             }
             refreshSection(s)
@@ -212,6 +217,29 @@ extension ListDocument {
             currentFrontier.insert(last)
         }
         appendToLog(op, resolved)
+    }
+
+    /// Puts slot `lv` (id `id`) of item `i`, made by the move operation `write`, into the sequence of
+    /// section `s`. When `write` wins the item's position register, the item moves there: the new
+    /// slot shows if the item is alive and its old slot is hidden; else the new slot stays hidden.
+    /// The new slot is placed before the old one is hidden, so a `hint` found before the operation
+    /// still holds. Returns the section the live item left when it is another one, else -1.
+    @inline(__always)
+    private mutating func placeMove(of i: Int32, slot lv: Int32, id: OpID, write: OpID, left: Int32, right: Int32,
+                                    section s: Int32, hint: PlacementHint?) -> Int32 {
+        guard write > items.winnerID[Int(i)] else {
+            place(lv, id: id, left: left, right: right, sequence: s, visible: false, hint: hint)
+            return -1
+        }
+        let wasAlive = items.isAlive(i)
+        let old = items.winner[Int(i)], from = items.section[Int(i)]
+        items.winner[Int(i)] = lv
+        items.winnerID[Int(i)] = write
+        items.section[Int(i)] = s
+        place(lv, id: id, left: left, right: right, sequence: s, visible: items.isAlive(i), hint: hint)
+        guard wasAlive else { return -1 }
+        forest.setVisible(old, false, leafOf: &leafOf)
+        return from != s ? from : -1
     }
 
     /// Raises the delete record of item `i` to `seen`; hides it when that kills it.

@@ -113,13 +113,23 @@ extension ListDocument {
     /// - Complexity: O(log n).
     @discardableResult
     public mutating func moveItem(from: IndexPath, to: IndexPath) throws(ListError) -> ListOperation? {
-        let i = try itemIndex(at: from)
+        let (fromTree, fromRow) = try itemRow(from)
+        let fromCursor = forest.findVisibleNear(fromTree, fromRow)
+        let i = slots.entity[Int(forest.lv(at: fromCursor))]
         let (s, row) = try rowAddress(to)
-        let sameSection = s == items.section[Int(i)]
+        let t = tree(ofSequence: s)
+        let sameSection = t == fromTree
         let limit = visibleItemCount(s) - (sameSection ? 1 : 0)
         guard row >= 0, row <= limit else { throw .indexPathOutOfRange(to, count: limit + (sameSection ? 1 : 0)) }
         if from == to { return nil }
-        return try moveItems([i], section: s, row: row)
+        if variant != .correct { return try moveItems([i], section: s, row: row) }
+        // One item whose row is known: the destination counts rows without it, so a row at or after
+        // its own is one further on in the tree. The new slot goes right after its left origin, with
+        // no search (as a local insert; see `SlotForest.localInsertion`).
+        let (left, right, after) = forest.localInsertion(t, at: sameSection && fromRow <= row ? row + 1 : row)
+        return try make(.moveItems([ItemID(items.id[Int(i)])], section: SectionID(sections.id[Int(s)]),
+                                   origins(left, right)),
+                        .moveItem(i, section: s, left: left, right: right), hint: PlacementHint(after: after))
     }
 
     /// Moves a visible item so that it is at `to` afterwards (as ``moveItem(from:to:)``).

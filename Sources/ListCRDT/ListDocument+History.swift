@@ -167,6 +167,8 @@ extension ListDocument {
             (kind, span, payload) = (.moveSection, 1, Int32(slots.count - 1))
         case .moveItems(let list, _, _, _):
             (kind, span, payload) = (.moveItems, list.count, Int32(slots.count - list.count))
+        case .moveItem:
+            (kind, span, payload) = (.moveItems, 1, Int32(slots.count - 1))
         case .deleteItem(_, _, let lv):
             (kind, span, payload) = (.deleteItem, 1, lv)
         case .deleteSection, .setItemValue, .setSectionValue:
