@@ -255,7 +255,7 @@ extension ListDocument {
     }
 
     /// Shows or hides section `s` by the rule of §3.5.
-    private mutating func refreshSection(_ s: Int32) {
+    mutating func refreshSection(_ s: Int32) {
         let show = isSectionVisible(s)
         if sectionShown[Int(s)] == show { return }
         sectionShown[Int(s)] = show

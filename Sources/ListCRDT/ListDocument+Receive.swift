@@ -48,14 +48,25 @@ extension ListDocument {
     }
 
     /// ``receive(_:)-(S)`` for an array: the same, without going through the generic `Sequence`
-    /// iterator (callers in other modules cannot specialize the generic version).
+    /// iterator (callers in other modules cannot specialize the generic version). A typed run (item
+    /// inserts each continuing the one before, as the encoder's insert runs) is applied in one
+    /// step once its first operation is in.
     ///
-    /// - Complexity: the sum of the single operations.
+    /// - Complexity: the sum of the single operations; O(n + log N) for a typed run of n inserts.
     @discardableResult
     public mutating func receive(_ ops: [ListOperation]) -> [ApplyError] {
         var errors: [ApplyError] = []
-        for k in ops.indices {
-            do { try receive(ops[k]) } catch { errors.append(error) }
+        var k = 0
+        while k < ops.count {
+            let outcome: ReceiveOutcome
+            do { outcome = try receive(ops[k]) } catch {
+                errors.append(error)
+                k += 1
+                continue
+            }
+            k += 1
+            // A typed run that follows an applied insert goes in in one step.
+            if outcome == .applied(woken: 1) { k = receiveInsertRun(ops, from: k) }
         }
         return errors
     }

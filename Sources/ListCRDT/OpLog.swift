@@ -108,6 +108,17 @@ struct OpLog: Sendable {
         newRecord(id: id, deps: deps, kind: kind, count: span, payload: stored, operations: 1)
     }
 
+    /// Extends the last record, an item insert run, by `n` inserts that continue it: the next ids of
+    /// its replica, each depending on exactly the one before, at the next slots.
+    ///
+    /// - Complexity: O(1).
+    mutating func extendInsertRun(by n: Int) {
+        precondition(records.last?.kind == .insertItem, "the last record is not an insert run")
+        precondition(count + n < Int(Int32.max), "the log is full")
+        records[records.count - 1].count += Int32(n)
+        count += n
+    }
+
     /// Appends an applied operation of a rare kind (section delete, value write), kept whole.
     ///
     /// - Complexity: O(1) amortized.

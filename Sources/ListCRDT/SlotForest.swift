@@ -291,21 +291,24 @@ struct SlotForest: Sendable {
 
     // MARK: Inserting
 
-    /// Inserts the new slot `lv` into tree `t` right after the slot at `after` (at the start when
-    /// nil).
+    /// Inserts the new slots `lv ..< lv + n` into tree `t`, in that order, right after the slot at
+    /// `after` (at the start when nil).
     ///
     /// `lv` must be greater than every slot already in any tree (local versions are given in order),
-    /// so it extends the entry it follows when that entry ends at `lv - 1` with the same visibility.
+    /// so the slots extend the entry they follow when that entry ends at `lv - 1` with the same
+    /// visibility.
     ///
-    /// - Complexity: O(log n), plus O(k) for the k slots of the entries moved when a leaf splits
+    /// - Complexity: O(log n + n), plus O(k) for the k slots of the entries moved when a leaf splits
     ///   (their `leafOf` is updated).
-    mutating func insert(_ t: Int32, _ lv: Int32, visible: Bool, after: Cursor?, leafOf: inout [Int32]) {
-        let delta = visible ? 1 : 0
+    mutating func insert(_ t: Int32, _ lv: Int32, count n: Int = 1, visible: Bool, after: Cursor?,
+                         leafOf: inout [Int32]) {
+        let delta = visible ? n : 0
+        let new = Entry(lv: lv, count: n, visible: visible)
         guard let at = after else {
             let (leaf, i) = makeRoom(leaf: trees[Int(t)].firstLeaf, at: 0, needed: 1, leafOf: &leafOf)
-            insertEntries(leaf: leaf, at: i, Entry(lv: lv, count: 1, visible: visible))
-            leafOf[Int(lv)] = leaf
-            addCounts(leaf: leaf, all: 1, visible: delta)
+            insertEntries(leaf: leaf, at: i, new)
+            setLeaf(leaf, of: lv, count: n, leafOf: &leafOf)
+            addCounts(leaf: leaf, all: n, visible: delta)
             return
         }
         let idx = Int(at.leaf) * Self.leafCapacity + Int(at.entry)
@@ -313,27 +316,33 @@ struct SlotForest: Sendable {
         if Int(at.offset) == e.count - 1 {
             // After the last slot of an entry: extend it if possible, else a new entry follows it.
             if e.lv + Int32(e.count) == lv && e.isVisible == visible {
-                entries[idx].len += visible ? 1 : -1
-                leafOf[Int(lv)] = at.leaf
-                addCounts(leaf: at.leaf, all: 1, visible: delta)
+                entries[idx].len += new.len
+                setLeaf(at.leaf, of: lv, count: n, leafOf: &leafOf)
+                addCounts(leaf: at.leaf, all: n, visible: delta)
                 return
             }
             let (leaf, i) = makeRoom(leaf: at.leaf, at: Int(at.entry) + 1, needed: 1, leafOf: &leafOf)
-            insertEntries(leaf: leaf, at: i, Entry(lv: lv, count: 1, visible: visible))
-            leafOf[Int(lv)] = leaf
-            addCounts(leaf: leaf, all: 1, visible: delta)
+            insertEntries(leaf: leaf, at: i, new)
+            setLeaf(leaf, of: lv, count: n, leafOf: &leafOf)
+            addCounts(leaf: leaf, all: n, visible: delta)
             return
         }
-        // In the middle of an entry: split it around the new slot.
+        // In the middle of an entry: split it around the new slots.
         let head = Int(at.offset) + 1
         let (leaf, i) = makeRoom(leaf: at.leaf, at: Int(at.entry) + 1, needed: 2, leafOf: &leafOf)
         let split = Int(leaf) * Self.leafCapacity + i - 1
         let old = entries[split]
         entries[split] = Entry(lv: old.lv, count: head, visible: old.isVisible)
         let tail = Entry(lv: old.lv + Int32(head), count: old.count - head, visible: old.isVisible)
-        insertEntries(leaf: leaf, at: i, Entry(lv: lv, count: 1, visible: visible), tail)
-        leafOf[Int(lv)] = leaf
-        addCounts(leaf: leaf, all: 1, visible: delta)
+        insertEntries(leaf: leaf, at: i, new, tail)
+        setLeaf(leaf, of: lv, count: n, leafOf: &leafOf)
+        addCounts(leaf: leaf, all: n, visible: delta)
+    }
+
+    @inline(__always)
+    private func setLeaf(_ leaf: Int32, of lv: Int32, count n: Int, leafOf: inout [Int32]) {
+        if n == 1 { leafOf[Int(lv)] = leaf; return }
+        for k in Int(lv)..<Int(lv) + n { leafOf[k] = leaf }
     }
 
     /// Shows or hides slot `lv`. Returns whether anything changed.

@@ -69,6 +69,26 @@ struct SlotStore: Sendable {
         return lv
     }
 
+    /// Adds `n` slots made together (ids `id`, `id + 1`, …, for entities `e`, `e + 1`, …): the first
+    /// with left origin `left`, each later one right after the one before, all with right origin
+    /// `right` (a typed run). Returns the first one's local version.
+    ///
+    /// - Complexity: O(n) amortized, with one run record.
+    mutating func appendRun(id: OpID, count n: Int, left: Int32, right: Int32, sequence: Int32, entity e: Int32) -> Int32 {
+        let lv = append(id: id, left: left, right: right, sequence: sequence, entity: e)
+        guard n > 1 else { return lv }
+        let rest = Int32(n - 1)
+        // The first slot ends the last run and its replica's last id run (`append` made or extended
+        // them), so the others extend both.
+        entity.append(contentsOf: (e + 1)...(e + rest))
+        sequenceOf.append(contentsOf: repeatElement(sequence, count: n - 1))
+        runOf.append(contentsOf: repeatElement(Int32(runs.count - 1), count: n - 1))
+        runs[runs.count - 1].count += rest
+        let k = replicaSlot.index(of: id.replica)!
+        idRuns[k][idRuns[k].count - 1].count += rest
+        return lv
+    }
+
     /// The local version of the slot with this id, or nil if unknown.
     ///
     /// - Complexity: O(log r) for r id runs of the replica.
