@@ -2,8 +2,16 @@ import Foundation
 
 /// The compact binary encoding of operation batches (Docs/WireFormat.md).
 extension ListOperation {
-    /// The format version written by ``encode(_:)`` and the only one ``decode(_:)`` reads.
-    public static let wireFormatVersion: UInt8 = 1
+    /// The newest format version; ``decode(_:)`` reads it and every version down to
+    /// ``oldestWireFormatVersion``.
+    ///
+    /// ``encode(_:)`` writes the oldest version that can hold the batch: version 2 only when a
+    /// record of version 2 (a move run, Docs/WireFormat.md §2.6) is in it, else version 1, byte
+    /// for byte as before, so that a peer that reads only version 1 still reads those batches.
+    public static let wireFormatVersion: UInt8 = 2
+
+    /// The oldest format version ``decode(_:)`` reads.
+    public static let oldestWireFormatVersion: UInt8 = 1
 
     /// The default limit on the number of operations one batch may decode to: 65,536.
     ///
@@ -59,6 +67,12 @@ enum RecordKind: UInt8 {
     case insertItemRun
     /// Consecutive single-item deletes by one replica (backspace or forward delete).
     case deleteItemRun
+    /// Consecutive single-item moves by one replica in one section, fields bit-packed
+    /// (version 2, MoveRunCoding.swift).
+    case moveItemRun
+
+    /// The oldest format version that has this kind of record.
+    var version: UInt8 { self == .moveItemRun ? 2 : 1 }
 }
 
 /// Flags in the high four bits of a record's first byte.
@@ -138,6 +152,8 @@ struct BatchEncoder {
     var out = WireWriter()
     var replicaIndex = ReplicaTable()
     var context = CodingContext()
+    /// The newest format version a record written so far needs.
+    var version = ListOperation.oldestWireFormatVersion
 
     init(_ ops: [ListOperation]) { self.ops = ops }
 
@@ -153,12 +169,13 @@ struct BatchEncoder {
         }
         for op in ops { op.forEachReferencedID(note) }
 
-        out.byte(ListOperation.wireFormatVersion)
+        out.byte(0)  // the version, known at the end
         out.count(table.count)
         for r in table { out.varint(r.rawValue) }
         out.count(ops.count)
         var i = 0
         while i < ops.count { i += record(at: i) }
+        out.bytes[0] = version
         return out.bytes
     }
 
@@ -226,6 +243,11 @@ struct BatchEncoder {
             origin(origins.after, op)
             origin(origins.before, op)
         case .moveItems(let items, let section, let origins):
+            let n = moveRunLength(at: i)
+            if n >= 2 {
+                moveRun(ops[i..<i + n])
+                return n
+            }
             header(op, .moveItems, variant: items.count == 1)
             sectionRef(section, op)
             origin(origins.after, op)
@@ -256,7 +278,7 @@ struct BatchEncoder {
 
     /// The first byte (kind and flags), then the replica index, counter delta and deps unless a
     /// flag says they are the usual ones.
-    private mutating func header(_ op: ListOperation, _ kind: RecordKind, variant: Bool = false) {
+    mutating func header(_ op: ListOperation, _ kind: RecordKind, variant: Bool = false) {
         let prev = context.previousLast
         let sameReplica = prev != .none && op.id.replica == prev.replica
         let nextCounter = op.id.counter == prev.counter &+ 1
@@ -279,7 +301,7 @@ struct BatchEncoder {
         if let slot { ref(slot.opID, op, default: nil) } else { out.varint(RefCode.fieldDefault) }
     }
 
-    private mutating func sectionRef(_ section: SectionID, _ op: ListOperation) {
+    mutating func sectionRef(_ section: SectionID, _ op: ListOperation) {
         ref(section.opID, op, default: context.lastSection?.opID)
     }
 

@@ -11,6 +11,8 @@ struct BatchDecoder {
     var replicas: [ReplicaID] = []
     var context = CodingContext()
     var ops: [ListOperation] = []
+    /// The batch's format version.
+    var version: UInt8 = 0
 
     /// Decodes one batch from the reader's position; leaves the reader after it.
     static func decode(from reader: inout WireReader, maxValueSize: Int, maxOperations: Int) throws(WireError) -> [ListOperation] {
@@ -21,8 +23,10 @@ struct BatchDecoder {
     }
 
     private mutating func run(maxOperations: Int) throws(WireError) {
-        let version = try reader.byte()
-        guard version == ListOperation.wireFormatVersion else { throw .unsupportedVersion(version) }
+        version = try reader.byte()
+        guard version >= ListOperation.oldestWireFormatVersion, version <= ListOperation.wireFormatVersion else {
+            throw .unsupportedVersion(version)
+        }
 
         let tableAt = reader.offset
         let replicaCount = try reader.count(minBytes: 1)
@@ -49,7 +53,7 @@ struct BatchDecoder {
     private mutating func record(left: Int) throws(WireError) {
         let at = reader.offset
         let first = try reader.byte()
-        guard let kind = RecordKind(rawValue: first & 0x0f) else { throw .invalidTag(first, offset: at) }
+        guard let kind = RecordKind(rawValue: first & 0x0f), kind.version <= version else { throw .invalidTag(first, offset: at) }
         let variant = first & RecordFlag.variant != 0
         if variant, kind != .insertItemRun, kind != .deleteItemRun, kind != .moveItems { throw .invalidTag(first, offset: at) }
 
@@ -104,6 +108,9 @@ struct BatchDecoder {
         case .deleteItemRun:
             try deleteRun(id: id, deps: deps, descending: variant, left: left, at: at)
             return
+        case .moveItemRun:
+            try moveRun(id: id, deps: deps, left: left)
+            return
         }
         append(op)
     }
@@ -152,7 +159,7 @@ struct BatchDecoder {
 
     /// A run's length: at least 2, at most the operations the header has left, at most what the
     /// bytes left can hold, and not past the largest counter.
-    private mutating func runCount(left: Int, bytesEach: Int, id: OpID) throws(WireError) -> Int {
+    mutating func runCount(left: Int, bytesEach: Int, id: OpID) throws(WireError) -> Int {
         let at = reader.offset
         let n = try reader.count(minBytes: bytesEach)
         guard n <= left else { throw .countTooLarge(n, offset: at) }
@@ -163,7 +170,7 @@ struct BatchDecoder {
         return n
     }
 
-    private mutating func append(_ op: ListOperation) {
+    mutating func append(_ op: ListOperation) {
         context.advance(past: op)
         ops.append(op)
     }
@@ -250,7 +257,7 @@ struct BatchDecoder {
         }
     }
 
-    private mutating func sectionRef(_ op: OpID) throws(WireError) -> SectionID {
+    mutating func sectionRef(_ op: OpID) throws(WireError) -> SectionID {
         SectionID(try ref(op, default: context.lastSection?.opID))
     }
 

@@ -100,6 +100,17 @@ package struct WireReader {
         return bytes[offset..<offset + n]
     }
 
+    /// Takes the next `length` bytes as a packed area of bit fields, read by the returned
+    /// ``BitReader``; the reader continues after the area.
+    ///
+    /// - Throws: `truncated(offset:)` if fewer than `length` bytes are left.
+    /// - Complexity: O(1) (the area is not copied).
+    package mutating func bitArea(length: Int) throws(WireError) -> BitReader {
+        guard length >= 0, length <= remaining else { throw .truncated(offset: bytes.count) }
+        defer { offset += length }
+        return BitReader(bytes, range: offset..<offset + length)
+    }
+
     /// Reads a length-prefixed byte string no longer than `limit`.
     package mutating func data(limit: Int) throws(WireError) -> Data {
         let start = offset
