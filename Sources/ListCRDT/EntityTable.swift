@@ -1,6 +1,7 @@
 import Foundation
 
-/// The registers of every section or every item, by dense index (struct of arrays).
+/// The registers of every section or every item, by dense index: one ``Row`` of plain fields per
+/// entity (one array append per new entity), and the values apart.
 ///
 /// - `winner`: the position register: the local version of the winning slot, and in `winnerID`
 ///   the id of the operation that wrote it (the greatest such operation id wins; one operation
@@ -9,30 +10,37 @@ import Foundation
 ///   (``OpID/none`` if none); the entity is alive while its winning write is greater (SEMANTICS §3.4);
 /// - `value` and `valueWrite`: the value register.
 struct EntityTable: Sendable {
-    private(set) var id: [OpID] = []
-    var winner: [Int32] = []
-    var winnerID: [OpID] = []
-    var deleted: [OpID] = []
-    var value: [Data] = []
-    var valueWrite: [OpID] = []
-    /// Items only: the section whose sequence holds the winning slot.
-    var section: [Int32] = []
+    /// The plain registers of one entity.
+    struct Row: Sendable {
+        /// The entity's id (the id of the operation that inserted it).
+        var id: OpID
+        var winnerID: OpID
+        var deleted: OpID
+        var valueWrite: OpID
+        var winner: Int32
+        /// Items only: the section whose sequence holds the winning slot.
+        var section: Int32
+    }
 
-    var count: Int { id.count }
+    var rows: [Row] = []
+    /// The value of each entity (apart from ``rows``, which then hold no references).
+    var value: [Data] = []
+
+    var count: Int { rows.count }
 
     /// Adds an entity placed at slot `lv` with a value written by its own insert.
+    ///
+    /// - Complexity: O(1) amortized.
     mutating func append(id: OpID, slot lv: Int32, value v: Data, section s: Int32) -> Int32 {
-        let index = Int32(self.id.count)
-        self.id.append(id)
-        winner.append(lv)
-        winnerID.append(id)
-        deleted.append(.none)
+        let index = Int32(rows.count)
+        rows.append(Row(id: id, winnerID: id, deleted: .none, valueWrite: id, winner: lv, section: s))
         value.append(v)
-        valueWrite.append(id)
-        section.append(s)
         return index
     }
 
     /// Whether the entity's winning position write survives every delete.
-    @inline(__always) func isAlive(_ i: Int32) -> Bool { winnerID[Int(i)] > deleted[Int(i)] }
+    @inline(__always) func isAlive(_ i: Int32) -> Bool {
+        let row = rows[Int(i)]
+        return row.winnerID > row.deleted
+    }
 }

@@ -140,10 +140,10 @@ extension ListDocument {
 
         case let .moveSection(s, left, right):
             let lv = newSlot(op.id, left: left, right: right, sequence: -1, entity: s)
-            if op.id > sections.winnerID[Int(s)] {
-                forest.setVisible(sections.winner[Int(s)], false, leafOf: &leafOf)
-                sections.winner[Int(s)] = lv
-                sections.winnerID[Int(s)] = op.id
+            if op.id > sections.rows[Int(s)].winnerID {
+                forest.setVisible(sections.rows[Int(s)].winner, false, leafOf: &leafOf)
+                sections.rows[Int(s)].winner = lv
+                sections.rows[Int(s)].winnerID = op.id
                 sectionShown[Int(s)] = isSectionVisible(s)
                 place(lv, id: op.id, left: left, right: right, sequence: -1, visible: sectionShown[Int(s)])
             } else {
@@ -176,21 +176,21 @@ extension ListDocument {
 
         case let .deleteSection(s, seen, list):
             for (i, w) in list { kill(i, seen: w) }
-            if seen > sections.deleted[Int(s)] { sections.deleted[Int(s)] = seen }
+            if seen > sections.rows[Int(s)].deleted { sections.rows[Int(s)].deleted = seen }
             refreshSection(s)
 
         case let .setItemValue(i, value):
-            if op.id > items.valueWrite[Int(i)] {
+            if op.id > items.rows[Int(i)].valueWrite {
                 keepInsertValue(ofItem: i)
                 items.value[Int(i)] = value
-                items.valueWrite[Int(i)] = op.id
+                items.rows[Int(i)].valueWrite = op.id
             }
 
         case let .setSectionValue(s, value):
-            if op.id > sections.valueWrite[Int(s)] {
+            if op.id > sections.rows[Int(s)].valueWrite {
                 keepInsertValue(ofSection: s)
                 sections.value[Int(s)] = value
-                sections.valueWrite[Int(s)] = op.id
+                sections.rows[Int(s)].valueWrite = op.id
             }
         }
         record(op, resolved)
@@ -227,15 +227,15 @@ extension ListDocument {
     @inline(__always)
     private mutating func placeMove(of i: Int32, slot lv: Int32, id: OpID, write: OpID, left: Int32, right: Int32,
                                     section s: Int32, hint: PlacementHint?) -> Int32 {
-        guard write > items.winnerID[Int(i)] else {
+        guard write > items.rows[Int(i)].winnerID else {
             place(lv, id: id, left: left, right: right, sequence: s, visible: false, hint: hint)
             return -1
         }
         let wasAlive = items.isAlive(i)
-        let old = items.winner[Int(i)], from = items.section[Int(i)]
-        items.winner[Int(i)] = lv
-        items.winnerID[Int(i)] = write
-        items.section[Int(i)] = s
+        let old = items.rows[Int(i)].winner, from = items.rows[Int(i)].section
+        items.rows[Int(i)].winner = lv
+        items.rows[Int(i)].winnerID = write
+        items.rows[Int(i)].section = s
         place(lv, id: id, left: left, right: right, sequence: s, visible: items.isAlive(i), hint: hint)
         guard wasAlive else { return -1 }
         forest.setVisible(old, false, leafOf: &leafOf)
@@ -244,12 +244,12 @@ extension ListDocument {
 
     /// Raises the delete record of item `i` to `seen`; hides it when that kills it.
     private mutating func kill(_ i: Int32, seen: OpID) {
-        guard seen > items.deleted[Int(i)] else { return }
+        guard seen > items.rows[Int(i)].deleted else { return }
         let wasAlive = items.isAlive(i)
-        items.deleted[Int(i)] = seen
+        items.rows[Int(i)].deleted = seen
         if wasAlive && !items.isAlive(i) {
-            let s = items.section[Int(i)]
-            forest.setVisible(items.winner[Int(i)], false, leafOf: &leafOf)
+            let s = items.rows[Int(i)].section
+            forest.setVisible(items.rows[Int(i)].winner, false, leafOf: &leafOf)
             refreshSection(s)
         }
     }
@@ -259,7 +259,7 @@ extension ListDocument {
         let show = isSectionVisible(s)
         if sectionShown[Int(s)] == show { return }
         sectionShown[Int(s)] = show
-        forest.setVisible(sections.winner[Int(s)], show, leafOf: &leafOf)
+        forest.setVisible(sections.rows[Int(s)].winner, show, leafOf: &leafOf)
     }
 
     private mutating func newSlot(_ id: OpID, left: Int32, right: Int32, sequence: Int32, entity: Int32) -> Int32 {

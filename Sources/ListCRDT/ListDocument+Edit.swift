@@ -22,7 +22,7 @@ extension ListDocument {
     /// - Complexity: O(k log n) for k items in the section.
     @discardableResult
     public mutating func deleteSection(at index: Int) throws(ListError) -> ListOperation {
-        try deleteSection(SectionID(sections.id[Int(try sectionIndex(at: index))]))
+        try deleteSection(SectionID(sections.rows[Int(try sectionIndex(at: index))].id))
     }
 
     /// Deletes a visible section and every item in it (SEMANTICS §3.5).
@@ -35,11 +35,11 @@ extension ListDocument {
         var resolved: [(Int32, OpID)] = []
         forEachVisible(in: tree(ofSequence: s)) { lv in
             let i = slots.entity[Int(lv)]
-            records.append(.init(item: ItemID(items.id[Int(i)]), seen: SlotID(slots.id(of: items.winner[Int(i)]))))
-            resolved.append((i, items.winnerID[Int(i)]))
+            records.append(.init(item: ItemID(items.rows[Int(i)].id), seen: SlotID(slots.id(of: items.rows[Int(i)].winner))))
+            resolved.append((i, items.rows[Int(i)].winnerID))
         }
-        let seen = sections.winnerID[Int(s)]
-        return try make(.deleteSection(id, seen: SlotID(slots.id(of: sections.winner[Int(s)])), items: records),
+        let seen = sections.rows[Int(s)].winnerID
+        return try make(.deleteSection(id, seen: SlotID(slots.id(of: sections.rows[Int(s)].winner)), items: records),
                         .deleteSection(s, seen: seen, items: resolved))
     }
 
@@ -53,7 +53,7 @@ extension ListDocument {
         guard to >= 0, to < sectionCount else { throw .sectionIndexOutOfRange(to, count: sectionCount) }
         if from == to { return nil }
         let (left, right) = forest.insertionOrigins(Self.sectionTree, at: to, skipping: [from])
-        return try make(.moveSection(SectionID(sections.id[Int(s)]), origins(left, right)),
+        return try make(.moveSection(SectionID(sections.rows[Int(s)].id), origins(left, right)),
                         .moveSection(s, left: left, right: right))
     }
 
@@ -77,7 +77,7 @@ extension ListDocument {
         let count = visibleItemCount(s)
         guard row >= 0, row <= count else { throw .indexPathOutOfRange(indexPath, count: count) }
         let (left, right, after) = forest.localInsertion(tree(ofSequence: s), at: row)
-        return try make(.insertItem(section: SectionID(sections.id[Int(s)]), origins(left, right), value: value),
+        return try make(.insertItem(section: SectionID(sections.rows[Int(s)].id), origins(left, right), value: value),
                         .insertItem(section: s, left: left, right: right, value: value), hint: PlacementHint(after: after))
     }
 
@@ -99,9 +99,9 @@ extension ListDocument {
 
     /// Deletes the live item with dense index `i`.
     private mutating func deleteItem(entity i: Int32) throws(ListError) -> ListOperation {
-        let id = ItemID(items.id[Int(i)])
-        let seen = items.winnerID[Int(i)]
-        let lv = items.winner[Int(i)]
+        let id = ItemID(items.rows[Int(i)].id)
+        let seen = items.rows[Int(i)].winnerID
+        let lv = items.rows[Int(i)].winner
         return try make(.deleteItem(id, seen: SlotID(slots.id(of: lv))), .deleteItem(i, seen: seen, slot: lv))
     }
 
@@ -127,7 +127,7 @@ extension ListDocument {
         // its own is one further on in the tree. The new slot goes right after its left origin, with
         // no search (as a local insert; see `SlotForest.localInsertion`).
         let (left, right, after) = forest.localInsertion(t, at: sameSection && fromRow <= row ? row + 1 : row)
-        return try make(.moveItems([ItemID(items.id[Int(i)])], section: SectionID(sections.id[Int(s)]),
+        return try make(.moveItems([ItemID(items.rows[Int(i)].id)], section: SectionID(sections.rows[Int(s)].id),
                                    origins(left, right)),
                         .moveItem(i, section: s, left: left, right: right), hint: PlacementHint(after: after))
     }
@@ -154,7 +154,7 @@ extension ListDocument {
         var list: [Int32] = []
         for id in ids { list.append(try liveItem(id)) }
         let (s, row) = try rowAddress(to)
-        let inside = list.filter { items.section[Int($0)] == s }.count
+        let inside = list.filter { items.rows[Int($0)].section == s }.count
         let limit = visibleItemCount(s) - inside
         guard row >= 0, row <= limit else { throw .indexPathOutOfRange(to, count: limit) }
         return try moveItems(list, section: s, row: row)
@@ -174,19 +174,19 @@ extension ListDocument {
         if variant == .moveAsDeleteAndInsert {
             // Broken on purpose: delete every item, then insert copies with new identities.
             let values = list.map { items.value[Int($0)] }
-            for i in list { try deleteItem(ItemID(items.id[Int(i)])) }
-            let sectionIndex = visiblePosition(ofSlot: sections.winner[Int(s)])
+            for i in list { try deleteItem(ItemID(items.rows[Int(i)].id)) }
+            let sectionIndex = visiblePosition(ofSlot: sections.rows[Int(s)].winner)
             var last: ListOperation?
             for (k, v) in values.enumerated() { last = try insertItem(at: IndexPath(item: row + k, section: sectionIndex), value: v) }
             return last!
         }
         var skipped: [Int] = []
-        for i in list where items.section[Int(i)] == s {
-            skipped.append(visiblePosition(ofSlot: items.winner[Int(i)]))
+        for i in list where items.rows[Int(i)].section == s {
+            skipped.append(visiblePosition(ofSlot: items.rows[Int(i)].winner))
         }
         let (left, right) = forest.insertionOrigins(tree(ofSequence: s), at: row, skipping: skipped)
-        let ids = list.map { ItemID(items.id[Int($0)]) }
-        return try make(.moveItems(ids, section: SectionID(sections.id[Int(s)]), origins(left, right)),
+        let ids = list.map { ItemID(items.rows[Int($0)].id) }
+        return try make(.moveItems(ids, section: SectionID(sections.rows[Int(s)].id), origins(left, right)),
                         .moveItems(list, section: s, left: left, right: right))
     }
 

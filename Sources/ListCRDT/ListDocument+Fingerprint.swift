@@ -18,24 +18,25 @@ extension ListDocument {
             forest.forEachRun(tree) { lv, n, visible in
                 for k in 0..<Int32(n) {
                     put(slots.id(of: lv + k))
-                    put(holders.id[Int(slots.entity[Int(lv + k)])])
+                    put(holders.rows[Int(slots.entity[Int(lv + k)])].id)
                     out.byte(visible ? 1 : 0)
                 }
             }
         }
         func putEntity(_ t: EntityTable, _ e: Int32) {
-            put(t.id[Int(e)]); put(t.winnerID[Int(e)]); put(t.deleted[Int(e)])
-            put(t.valueWrite[Int(e)]); out.data(t.value[Int(e)])
+            let row = t.rows[Int(e)]
+            put(row.id); put(row.winnerID); put(row.deleted)
+            put(row.valueWrite); out.data(t.value[Int(e)])
         }
         out.bytes.append(contentsOf: Array("LSST1".utf8))
         for (r, c) in versionVector.counters.sorted(by: { $0.key < $1.key }) { put(r.rawValue); put(c) }
         putSequence(Self.sectionTree, holders: sections)
-        let order = (0..<Int32(sections.count)).sorted { sections.id[Int($0)] < sections.id[Int($1)] }
+        let order = (0..<Int32(sections.count)).sorted { sections.rows[Int($0)].id < sections.rows[Int($1)].id }
         for s in order {
             putEntity(sections, s)
             putSequence(tree(ofSequence: s), holders: items)
         }
-        for i in (0..<Int32(items.count)).sorted(by: { items.id[Int($0)] < items.id[Int($1)] }) {
+        for i in (0..<Int32(items.count)).sorted(by: { items.rows[Int($0)].id < items.rows[Int($1)].id }) {
             putEntity(items, i)
         }
         return out.bytes

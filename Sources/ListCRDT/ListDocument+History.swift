@@ -108,20 +108,20 @@ extension ListDocument {
             kind = .insertSection(origins(ofSlot: lv), value: insertValue(ofSection: slots.entity[Int(lv)]))
         case .insertItem:
             let lv = rec.payload &+ Int32(k)
-            let section = SectionID(sections.id[Int(slots.sequence(of: lv))])
+            let section = SectionID(sections.rows[Int(slots.sequence(of: lv))].id)
             kind = .insertItem(section: section, origins(ofSlot: lv), value: insertValue(ofItem: slots.entity[Int(lv)]))
         case .moveSection:
             let lv = rec.payload
-            kind = .moveSection(SectionID(sections.id[Int(slots.entity[Int(lv)])]), origins(ofSlot: lv))
+            kind = .moveSection(SectionID(sections.rows[Int(slots.entity[Int(lv)])].id), origins(ofSlot: lv))
         case .moveItems:
             let lv = rec.payload
             var moved: [ItemID] = []
             moved.reserveCapacity(Int(rec.count))
-            for j in 0..<rec.count { moved.append(ItemID(items.id[Int(slots.entity[Int(lv + j)])])) }
-            kind = .moveItems(moved, section: SectionID(sections.id[Int(slots.sequence(of: lv))]), origins(ofSlot: lv))
+            for j in 0..<rec.count { moved.append(ItemID(items.rows[Int(slots.entity[Int(lv + j)])].id)) }
+            kind = .moveItems(moved, section: SectionID(sections.rows[Int(slots.sequence(of: lv))].id), origins(ofSlot: lv))
         case .deleteItem:
             let lv = log.seenSlots[Int(rec.payload) + k]
-            kind = .deleteItem(ItemID(items.id[Int(slots.entity[Int(lv)])]), seen: SlotID(slots.id(of: lv)))
+            kind = .deleteItem(ItemID(items.rows[Int(slots.entity[Int(lv)])].id), seen: SlotID(slots.id(of: lv)))
         case .other:
             preconditionFailure("kept whole in the log")
         }
@@ -143,12 +143,12 @@ extension ListDocument {
 
     /// The value item `i`'s insert gave it.
     private func insertValue(ofItem i: Int32) -> Data {
-        items.valueWrite[Int(i)] == items.id[Int(i)] ? items.value[Int(i)] : log.originalItemValues[i]!
+        items.rows[Int(i)].valueWrite == items.rows[Int(i)].id ? items.value[Int(i)] : log.originalItemValues[i]!
     }
 
     /// The value section `s`'s insert gave it.
     private func insertValue(ofSection s: Int32) -> Data {
-        sections.valueWrite[Int(s)] == sections.id[Int(s)] ? sections.value[Int(s)] : log.originalSectionValues[s]!
+        sections.rows[Int(s)].valueWrite == sections.rows[Int(s)].id ? sections.value[Int(s)] : log.originalSectionValues[s]!
     }
 
     // MARK: Recording
@@ -182,11 +182,11 @@ extension ListDocument {
     /// Call before a value write replaces item `i`'s value: keeps the value its insert gave it,
     /// if that is the value being replaced.
     mutating func keepInsertValue(ofItem i: Int32) {
-        if items.valueWrite[Int(i)] == items.id[Int(i)] { log.originalItemValues[i] = items.value[Int(i)] }
+        if items.rows[Int(i)].valueWrite == items.rows[Int(i)].id { log.originalItemValues[i] = items.value[Int(i)] }
     }
 
     /// Call before a value write replaces section `s`'s value (see ``keepInsertValue(ofItem:)``).
     mutating func keepInsertValue(ofSection s: Int32) {
-        if sections.valueWrite[Int(s)] == sections.id[Int(s)] { log.originalSectionValues[s] = sections.value[Int(s)] }
+        if sections.rows[Int(s)].valueWrite == sections.rows[Int(s)].id { log.originalSectionValues[s] = sections.value[Int(s)] }
     }
 }

@@ -44,27 +44,27 @@ extension ListDocument {
             let id = writeID(ofSlot: lv)
             if seq < 0 {
                 greatestSection[e] = max(greatestSection[e], id)
-                let shouldShow = sections.winner[e] == lv && isSectionVisible(Int32(e))
+                let shouldShow = sections.rows[e].winner == lv && isSectionVisible(Int32(e))
                 if shows[Int(lv)] != shouldShow { out.append("section slot \(lv) shows=\(shows[Int(lv)]), should be \(shouldShow)") }
             } else {
                 greatestItem[e] = max(greatestItem[e], id)
-                let shouldShow = items.winner[e] == lv && items.isAlive(Int32(e))
+                let shouldShow = items.rows[e].winner == lv && items.isAlive(Int32(e))
                 if shows[Int(lv)] != shouldShow { out.append("item slot \(lv) shows=\(shows[Int(lv)]), should be \(shouldShow)") }
-                if items.winner[e] == lv && items.section[e] != seq { out.append("item \(e) is in section \(seq), register says \(items.section[e])") }
+                if items.rows[e].winner == lv && items.rows[e].section != seq { out.append("item \(e) is in section \(seq), register says \(items.rows[e].section)") }
             }
         }
-        for s in 0..<sections.count where greatestSection[s] != sections.winnerID[s] || writeID(ofSlot: sections.winner[s]) != sections.winnerID[s] {
-            out.append("section \(s): position register is \(sections.winnerID[s]), greatest slot \(greatestSection[s])")
+        for s in 0..<sections.count where greatestSection[s] != sections.rows[s].winnerID || writeID(ofSlot: sections.rows[s].winner) != sections.rows[s].winnerID {
+            out.append("section \(s): position register is \(sections.rows[s].winnerID), greatest slot \(greatestSection[s])")
         }
-        for i in 0..<items.count where greatestItem[i] != items.winnerID[i] || writeID(ofSlot: items.winner[i]) != items.winnerID[i] {
-            out.append("item \(i): position register is \(items.winnerID[i]), greatest slot \(greatestItem[i])")
+        for i in 0..<items.count where greatestItem[i] != items.rows[i].winnerID || writeID(ofSlot: items.rows[i].winner) != items.rows[i].winnerID {
+            out.append("item \(i): position register is \(items.rows[i].winnerID), greatest slot \(greatestItem[i])")
         }
         for s in 0..<Int32(sections.count) where sectionShown[Int(s)] != isSectionVisible(s) {
             out.append("section \(s): cached visibility is stale")
         }
         // Every live item visible, in a visible section.
         for i in 0..<Int32(items.count) where items.isAlive(i) {
-            if !isSectionVisible(items.section[Int(i)]) { out.append("live item \(i) is in a hidden section") }
+            if !isSectionVisible(items.rows[Int(i)].section) { out.append("live item \(i) is in a hidden section") }
         }
         for op in buffer.all where op.deps.allSatisfy({ versionVector.contains($0) }) {
             out.append("buffered \(op.id) has all its dependencies")

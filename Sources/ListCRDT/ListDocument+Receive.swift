@@ -96,7 +96,7 @@ extension ListDocument {
               value.count <= maxValueSize else { return false }
         let section = slots.sequence(of: last.slot)
         let right = slots.origins(of: last.slot).right
-        guard sectionID.opID == sections.id[Int(section)] else { return false }
+        guard sectionID.opID == sections.rows[Int(section)].id else { return false }
         if right < 0 {
             guard origins.before == nil else { return false }
         } else {

@@ -79,7 +79,7 @@ public struct ListDocument: Sendable {
     public var sectionIDs: [SectionID] {
         var out: [SectionID] = []
         out.reserveCapacity(sectionCount)
-        forEachVisible(in: Self.sectionTree) { out.append(SectionID(sections.id[Int(slots.entity[Int($0)])])) }
+        forEachVisible(in: Self.sectionTree) { out.append(SectionID(sections.rows[Int(slots.entity[Int($0)])].id)) }
         return out
     }
 
@@ -87,7 +87,7 @@ public struct ListDocument: Sendable {
     ///
     /// - Complexity: O(log s).
     public func sectionID(at index: Int) throws(ListError) -> SectionID {
-        SectionID(sections.id[Int(try sectionIndex(at: index))])
+        SectionID(sections.rows[Int(try sectionIndex(at: index))].id)
     }
 
     /// The position of a visible section, or nil if it is unknown or not visible.
@@ -95,7 +95,7 @@ public struct ListDocument: Sendable {
     /// - Complexity: O(log s).
     public func index(of section: SectionID) -> Int? {
         guard let s = sectionEntity(section), isSectionVisible(s) else { return nil }
-        return visiblePosition(ofSlot: sections.winner[Int(s)])
+        return visiblePosition(ofSlot: sections.rows[Int(s)].winner)
     }
 
     /// The value of a section (visible or not), or nil if the section is unknown.
@@ -128,7 +128,7 @@ public struct ListDocument: Sendable {
         let s = try sectionIndex(at: section)
         var out: [ItemID] = []
         out.reserveCapacity(visibleItemCount(s))
-        forEachVisible(in: tree(ofSequence: s)) { out.append(ItemID(items.id[Int(slots.entity[Int($0)])])) }
+        forEachVisible(in: tree(ofSequence: s)) { out.append(ItemID(items.rows[Int(slots.entity[Int($0)])].id)) }
         return out
     }
 
@@ -136,7 +136,7 @@ public struct ListDocument: Sendable {
     ///
     /// - Complexity: O(log n).
     public func itemID(at indexPath: IndexPath) throws(ListError) -> ItemID {
-        ItemID(items.id[Int(try itemIndex(at: indexPath))])
+        ItemID(items.rows[Int(try itemIndex(at: indexPath))].id)
     }
 
     /// Where a visible item is, or nil if it is unknown or deleted.
@@ -144,9 +144,9 @@ public struct ListDocument: Sendable {
     /// - Complexity: O(log n).
     public func indexPath(of item: ItemID) -> IndexPath? {
         guard let i = itemEntity(item), items.isAlive(i) else { return nil }
-        let s = items.section[Int(i)]
-        return IndexPath(item: visiblePosition(ofSlot: items.winner[Int(i)]),
-                         section: visiblePosition(ofSlot: sections.winner[Int(s)]))
+        let s = items.rows[Int(i)].section
+        return IndexPath(item: visiblePosition(ofSlot: items.rows[Int(i)].winner),
+                         section: visiblePosition(ofSlot: sections.rows[Int(s)].winner))
     }
 
     /// The value of an item (visible or not), or nil if the item is unknown.
@@ -171,7 +171,7 @@ public struct ListDocument: Sendable {
     func sectionEntity(_ id: SectionID) -> Int32? {
         guard let lv = slots.lv(of: id.opID) else { return nil }
         let e = slots.entity[Int(lv)]
-        guard slots.sequence(of: lv) == -1, sections.id[Int(e)] == id.opID else { return nil }
+        guard slots.sequence(of: lv) == -1, sections.rows[Int(e)].id == id.opID else { return nil }
         return e
     }
 
@@ -180,7 +180,7 @@ public struct ListDocument: Sendable {
     func itemEntity(_ id: ItemID) -> Int32? {
         guard let lv = slots.lv(of: id.opID) else { return nil }
         let e = slots.entity[Int(lv)]
-        guard slots.sequence(of: lv) >= 0, items.id[Int(e)] == id.opID else { return nil }
+        guard slots.sequence(of: lv) >= 0, items.rows[Int(e)].id == id.opID else { return nil }
         return e
     }
 

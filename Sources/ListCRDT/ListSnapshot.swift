@@ -59,9 +59,9 @@ extension ListDocument {
             list.reserveCapacity(visibleItemCount(s))
             forEachVisible(in: tree(ofSequence: s)) { ilv in
                 let i = slots.entity[Int(ilv)]
-                list.append(.init(id: ItemID(items.id[Int(i)]), value: items.value[Int(i)]))
+                list.append(.init(id: ItemID(items.rows[Int(i)].id), value: items.value[Int(i)]))
             }
-            out.append(.init(id: SectionID(sections.id[Int(s)]), value: sections.value[Int(s)], items: list))
+            out.append(.init(id: SectionID(sections.rows[Int(s)].id), value: sections.value[Int(s)], items: list))
         }
         return ListSnapshot(sections: out)
     }

@@ -78,7 +78,9 @@ extension ListDocument {
         guard r.isAtEnd else { throw .trailingBytes(r.remaining) }
 
         var doc = ListDocument(replica: replica, maxValueSize: maxValueSize)
-        for (k, op) in ops.enumerated() {
+        var k = 0
+        while k < ops.count {
+            let op = ops[k]
             let outcome: ReceiveOutcome
             do { outcome = try doc.receive(op) } catch {
                 throw .inconsistentSnapshot("operation \(k) (\(op.id)) refused: \(error)")
@@ -86,6 +88,9 @@ extension ListDocument {
             guard outcome == .applied(woken: 1) else {
                 throw .inconsistentSnapshot("operation \(k) (\(op.id)) was not applied in order: \(outcome)")
             }
+            // A typed run after it goes in in one step (every one of its operations is applied in
+            // order by construction).
+            k = doc.receiveInsertRun(ops, from: k + 1)
         }
         guard doc.version == expected else {
             throw .inconsistentSnapshot("the operations reach \(doc.version), the header says \(expected)")
