@@ -57,7 +57,7 @@ extension ListDocument {
         /// operation that made it (the position write it stands for) and the slot's local version.
         func seenSlot(_ seen: SlotID, entity e: Int32, inItems: Bool) throws(ApplyError) -> (OpID, Int32) {
             try checkPast(seen.opID)
-            guard let lv = slots.lv(of: seen.opID), slots.entity[Int(lv)] == e,
+            guard let lv = slots.lv(of: seen.opID), slots.entity(of: lv) == e,
                   (slots.sequence(of: lv) >= 0) == inItems else {
                 throw bad("\(seen) is not a position of the deleted entity")
             }

@@ -34,7 +34,7 @@ extension ListDocument {
         var records: [ListOperation.SeenItem] = []
         var resolved: [(Int32, OpID)] = []
         forEachVisible(in: tree(ofSequence: s)) { lv in
-            let i = slots.entity[Int(lv)]
+            let i = slots.entity(of: lv)
             records.append(.init(item: ItemID(items.rows[Int(i)].id), seen: SlotID(slots.id(of: items.rows[Int(i)].winner))))
             resolved.append((i, items.rows[Int(i)].winnerID))
         }
@@ -115,7 +115,7 @@ extension ListDocument {
     public mutating func moveItem(from: IndexPath, to: IndexPath) throws(ListError) -> ListOperation? {
         let (fromTree, fromRow) = try itemRow(from)
         let fromCursor = forest.findVisibleNear(fromTree, fromRow)
-        let i = slots.entity[Int(forest.lv(at: fromCursor))]
+        let i = slots.entity(of: forest.lv(at: fromCursor))
         let (s, row) = try rowAddress(to)
         let t = tree(ofSequence: s)
         let sameSection = t == fromTree

@@ -18,7 +18,7 @@ extension ListDocument {
             forest.forEachRun(tree) { lv, n, visible in
                 for k in 0..<Int32(n) {
                     put(slots.id(of: lv + k))
-                    put(holders.rows[Int(slots.entity[Int(lv + k)])].id)
+                    put(holders.rows[Int(slots.entity(of: lv + k))].id)
                     out.byte(visible ? 1 : 0)
                 }
             }

@@ -105,23 +105,23 @@ extension ListDocument {
         switch rec.kind {
         case .insertSection:
             let lv = rec.payload &+ Int32(k)
-            kind = .insertSection(origins(ofSlot: lv), value: insertValue(ofSection: slots.entity[Int(lv)]))
+            kind = .insertSection(origins(ofSlot: lv), value: insertValue(ofSection: slots.entity(of: lv)))
         case .insertItem:
             let lv = rec.payload &+ Int32(k)
             let section = SectionID(sections.rows[Int(slots.sequence(of: lv))].id)
-            kind = .insertItem(section: section, origins(ofSlot: lv), value: insertValue(ofItem: slots.entity[Int(lv)]))
+            kind = .insertItem(section: section, origins(ofSlot: lv), value: insertValue(ofItem: slots.entity(of: lv)))
         case .moveSection:
             let lv = rec.payload
-            kind = .moveSection(SectionID(sections.rows[Int(slots.entity[Int(lv)])].id), origins(ofSlot: lv))
+            kind = .moveSection(SectionID(sections.rows[Int(slots.entity(of: lv))].id), origins(ofSlot: lv))
         case .moveItems:
             let lv = rec.payload
             var moved: [ItemID] = []
             moved.reserveCapacity(Int(rec.count))
-            for j in 0..<rec.count { moved.append(ItemID(items.rows[Int(slots.entity[Int(lv + j)])].id)) }
+            for j in 0..<rec.count { moved.append(ItemID(items.rows[Int(slots.entity(of: lv + j))].id)) }
             kind = .moveItems(moved, section: SectionID(sections.rows[Int(slots.sequence(of: lv))].id), origins(ofSlot: lv))
         case .deleteItem:
             let lv = log.seenSlots[Int(rec.payload) + k]
-            kind = .deleteItem(ItemID(items.rows[Int(slots.entity[Int(lv)])].id), seen: SlotID(slots.id(of: lv)))
+            kind = .deleteItem(ItemID(items.rows[Int(slots.entity(of: lv))].id), seen: SlotID(slots.id(of: lv)))
         case .other:
             preconditionFailure("kept whole in the log")
         }

@@ -40,7 +40,7 @@ extension ListDocument {
         for lv in 0..<Int32(slots.count) {
             let seq = slots.sequence(of: lv)
             if where_[Int(lv)] != seq { out.append("slot \(lv) of sequence \(seq) is in tree \(where_[Int(lv)])") }
-            let e = Int(slots.entity[Int(lv)])
+            let e = Int(slots.entity(of: lv))
             let id = writeID(ofSlot: lv)
             if seq < 0 {
                 greatestSection[e] = max(greatestSection[e], id)

@@ -79,7 +79,7 @@ public struct ListDocument: Sendable {
     public var sectionIDs: [SectionID] {
         var out: [SectionID] = []
         out.reserveCapacity(sectionCount)
-        forEachVisible(in: Self.sectionTree) { out.append(SectionID(sections.rows[Int(slots.entity[Int($0)])].id)) }
+        forEachVisible(in: Self.sectionTree) { out.append(SectionID(sections.rows[Int(slots.entity(of: $0))].id)) }
         return out
     }
 
@@ -117,7 +117,7 @@ public struct ListDocument: Sendable {
     /// - Complexity: O(s) for s sections.
     public var totalItemCount: Int {
         var n = 0
-        forEachVisible(in: Self.sectionTree) { n += visibleItemCount(slots.entity[Int($0)]) }
+        forEachVisible(in: Self.sectionTree) { n += visibleItemCount(slots.entity(of: $0)) }
         return n
     }
 
@@ -128,7 +128,7 @@ public struct ListDocument: Sendable {
         let s = try sectionIndex(at: section)
         var out: [ItemID] = []
         out.reserveCapacity(visibleItemCount(s))
-        forEachVisible(in: tree(ofSequence: s)) { out.append(ItemID(items.rows[Int(slots.entity[Int($0)])].id)) }
+        forEachVisible(in: tree(ofSequence: s)) { out.append(ItemID(items.rows[Int(slots.entity(of: $0))].id)) }
         return out
     }
 
@@ -170,7 +170,7 @@ public struct ListDocument: Sendable {
     @inline(__always)
     func sectionEntity(_ id: SectionID) -> Int32? {
         guard let lv = slots.lv(of: id.opID) else { return nil }
-        let e = slots.entity[Int(lv)]
+        let e = slots.entity(of: lv)
         guard slots.sequence(of: lv) == -1, sections.rows[Int(e)].id == id.opID else { return nil }
         return e
     }
@@ -179,7 +179,7 @@ public struct ListDocument: Sendable {
     @inline(__always)
     func itemEntity(_ id: ItemID) -> Int32? {
         guard let lv = slots.lv(of: id.opID) else { return nil }
-        let e = slots.entity[Int(lv)]
+        let e = slots.entity(of: lv)
         guard slots.sequence(of: lv) >= 0, items.rows[Int(e)].id == id.opID else { return nil }
         return e
     }
@@ -211,7 +211,7 @@ public struct ListDocument: Sendable {
     @inline(__always)
     func sectionIndex(at index: Int) throws(ListError) -> Int32 {
         guard index >= 0, index < sectionCount else { throw .sectionIndexOutOfRange(index, count: sectionCount) }
-        return slots.entity[Int(forest.lv(at: forest.findVisible(Self.sectionTree, index)))]
+        return slots.entity(of: forest.lv(at: forest.findVisible(Self.sectionTree, index)))
     }
 
     /// The section (dense index) and row an index path names. The section is checked; the row is
@@ -238,13 +238,13 @@ public struct ListDocument: Sendable {
     @inline(__always)
     func itemIndex(at indexPath: IndexPath) throws(ListError) -> Int32 {
         let (t, row) = try itemRow(indexPath)
-        return slots.entity[Int(forest.lv(at: forest.findVisible(t, row)))]
+        return slots.entity(of: forest.lv(at: forest.findVisible(t, row)))
     }
 
     /// ``itemIndex(at:)`` through the finger of the section's tree (for edits).
     mutating func itemIndexNear(at indexPath: IndexPath) throws(ListError) -> Int32 {
         let (t, row) = try itemRow(indexPath)
-        return slots.entity[Int(forest.lv(at: forest.findVisibleNear(t, row)))]
+        return slots.entity(of: forest.lv(at: forest.findVisibleNear(t, row)))
     }
 
     /// Calls `body` with each visible slot of `tree`, in order.

@@ -54,11 +54,11 @@ extension ListDocument {
         var out: [ListSnapshot.Section] = []
         out.reserveCapacity(sectionCount)
         forEachVisible(in: Self.sectionTree) { lv in
-            let s = slots.entity[Int(lv)]
+            let s = slots.entity(of: lv)
             var list: [ListSnapshot.Item] = []
             list.reserveCapacity(visibleItemCount(s))
             forEachVisible(in: tree(ofSequence: s)) { ilv in
-                let i = slots.entity[Int(ilv)]
+                let i = slots.entity(of: ilv)
                 list.append(.init(id: ItemID(items.rows[Int(i)].id), value: items.value[Int(i)]))
             }
             out.append(.init(id: SectionID(sections.rows[Int(s)].id), value: sections.value[Int(s)], items: list))

@@ -21,17 +21,26 @@ struct SlotStore: Sendable {
         var sequence: Int32
     }
 
+    /// What a replica keeps for one slot.
+    struct Slot: Sendable {
+        /// The entity (section index or item index) the slot places.
+        var entity: Int32
+        /// The sequence (-1: sections; else a section index).
+        var sequence: Int32
+        /// The slot's run (an index into `runs`).
+        var run: Int32
+    }
+
     /// Runs in local-version order.
     private(set) var runs: [Run] = []
-    /// The entity (section index or item index) each slot places.
-    private(set) var entity: [Int32] = []
-    /// The sequence of each slot (-1: sections; else a section index), for O(1) lookups.
-    private var sequenceOf: [Int32] = []
-    /// The run of each slot (an index into `runs`), for O(1) lookups.
-    private var runOf: [Int32] = []
+    /// Every slot, by local version (one append per slot).
+    private var slots: [Slot] = []
     /// For each replica (by ``replicaSlot``), runs of ids to local versions, in counter order.
     private var idRuns: [[IDRun]] = []
     private var replicaSlot = ReplicaTable()
+    /// The replica of the slot added last and its index in `idRuns` (most slots come from the
+    /// same replica as the one before: no table lookup then).
+    private var lastReplica: (id: ReplicaID, index: Int)?
 
     struct IDRun: Sendable {
         var counter: UInt64
@@ -40,15 +49,13 @@ struct SlotStore: Sendable {
     }
 
     /// Number of slots.
-    var count: Int { entity.count }
+    var count: Int { slots.count }
 
     /// Adds one slot and returns its local version.
     ///
     /// - Complexity: O(1) amortized.
     mutating func append(id: OpID, left: Int32, right: Int32, sequence: Int32, entity e: Int32) -> Int32 {
-        let lv = Int32(entity.count)
-        entity.append(e)
-        sequenceOf.append(sequence)
+        let lv = Int32(slots.count)
         if var last = runs.last, last.id.replica == id.replica,
            last.id.counter &+ UInt64(last.count) == id.counter,
            last.lv + last.count == lv, last.lv + last.count - 1 == left,
@@ -58,9 +65,15 @@ struct SlotStore: Sendable {
         } else {
             runs.append(Run(lv: lv, count: 1, id: id, left: left, right: right, sequence: sequence))
         }
-        runOf.append(Int32(runs.count - 1))
-        let k = replicaSlot.insert(id.replica)
-        if k == idRuns.count { idRuns.append([]) }
+        slots.append(Slot(entity: e, sequence: sequence, run: Int32(runs.count - 1)))
+        let k: Int
+        if let last = lastReplica, last.id == id.replica {
+            k = last.index
+        } else {
+            k = replicaSlot.insert(id.replica)
+            if k == idRuns.count { idRuns.append([]) }
+            lastReplica = (id.replica, k)
+        }
         if let tail = idRuns[k].last, tail.counter &+ UInt64(tail.count) == id.counter, tail.lv + tail.count == lv {
             idRuns[k][idRuns[k].count - 1].count += 1
         } else {
@@ -80,11 +93,11 @@ struct SlotStore: Sendable {
         let rest = Int32(n - 1)
         // The first slot ends the last run and its replica's last id run (`append` made or extended
         // them), so the others extend both.
-        entity.append(contentsOf: (e + 1)...(e + rest))
-        sequenceOf.append(contentsOf: repeatElement(sequence, count: n - 1))
-        runOf.append(contentsOf: repeatElement(Int32(runs.count - 1), count: n - 1))
+        let run = Int32(runs.count - 1)
+        slots.reserveCapacity(slots.count + n - 1)
+        for k in 1...rest { slots.append(Slot(entity: e + k, sequence: sequence, run: run)) }
         runs[runs.count - 1].count += rest
-        let k = replicaSlot.index(of: id.replica)!
+        let k = lastReplica!.index
         idRuns[k][idRuns[k].count - 1].count += rest
         return lv
     }
@@ -104,7 +117,10 @@ struct SlotStore: Sendable {
     }
 
     /// The run holding slot `lv`.
-    func run(of lv: Int32) -> Run { runs[Int(runOf[Int(lv)])] }
+    func run(of lv: Int32) -> Run { runs[Int(slots[Int(lv)].run)] }
+
+    /// The entity (section index or item index) slot `lv` places.
+    @inline(__always) func entity(of lv: Int32) -> Int32 { slots[Int(lv)].entity }
 
     /// The id of slot `lv`.
     func id(of lv: Int32) -> OpID {
@@ -119,5 +135,5 @@ struct SlotStore: Sendable {
     }
 
     /// The sequence slot `lv` is in (-1: sections; else a section index).
-    func sequence(of lv: Int32) -> Int32 { sequenceOf[Int(lv)] }
+    func sequence(of lv: Int32) -> Int32 { slots[Int(lv)].sequence }
 }
