@@ -141,14 +141,17 @@ struct SlotForest: Sendable {
     /// The visible slot `rest` of `leaf`, or nil if the leaf has fewer visible slots.
     @inline(__always)
     private func scanLeaf(_ leaf: Int32, _ rest: Int) -> Cursor? {
-        var rest = rest
-        let base = Int(leaf) * Self.leafCapacity
-        for i in 0..<Int(leaves[Int(leaf)].size) {
-            let v = entries[base + i].visibleCount
-            if rest < v { return Cursor(leaf: leaf, entry: Int32(i), offset: Int32(rest)) }
-            rest -= v
+        let n = Int(leaves[Int(leaf)].size)
+        return entries.withUnsafeBufferPointer { buf -> Cursor? in
+            var rest = rest
+            let base = Int(leaf) * Self.leafCapacity
+            for i in 0..<n {
+                let v = buf[base + i].visibleCount
+                if rest < v { return Cursor(leaf: leaf, entry: Int32(i), offset: Int32(rest)) }
+                rest -= v
+            }
+            return nil
         }
-        return nil
     }
 
     /// Descends tree `t` to the visible slot at `index`; also returns the visible index of the
@@ -159,19 +162,25 @@ struct SlotForest: Sendable {
         precondition(index >= 0 && index < tree.visibleCount, "visible index out of range")
         var rest = index
         var node = tree.root
-        var isLeaf = tree.rootIsLeaf
-        while !isLeaf {
-            let base = Int(node) * Self.nodeCapacity
-            let n = Int(nodes[Int(node)].size)
-            var k = 0
-            while k < n - 1 {
-                let v = Int(links[base + k].visible)
-                if rest < v { break }
-                rest -= v
-                k += 1
+        if !tree.rootIsLeaf {
+            links.withUnsafeBufferPointer { links in
+                nodes.withUnsafeBufferPointer { nodes in
+                    var isLeaf = false
+                    while !isLeaf {
+                        let base = Int(node) * Self.nodeCapacity
+                        let n = Int(nodes[Int(node)].size)
+                        var k = 0
+                        while k < n - 1 {
+                            let v = Int(links[base + k].visible)
+                            if rest < v { break }
+                            rest -= v
+                            k += 1
+                        }
+                        isLeaf = nodes[Int(node)].childIsLeaf
+                        node = links[base + k].child
+                    }
+                }
             }
-            isLeaf = nodes[Int(node)].childIsLeaf
-            node = links[base + k].child
         }
         guard let c = scanLeaf(node, rest) else { preconditionFailure("tree counts are inconsistent") }
         return (c, index - rest)
@@ -182,14 +191,19 @@ struct SlotForest: Sendable {
     /// - Complexity: O(leafCapacity).
     func locate(_ lv: Int32, leafOf: [Int32]) -> Cursor {
         let leaf = leafOf[Int(lv)]
-        let base = Int(leaf) * Self.leafCapacity
-        for i in 0..<Int(leaves[Int(leaf)].size) {
-            let e = entries[base + i]
-            if lv >= e.lv && Int(lv - e.lv) < e.count {
-                return Cursor(leaf: leaf, entry: Int32(i), offset: lv - e.lv)
+        let n = Int(leaves[Int(leaf)].size)
+        let found = entries.withUnsafeBufferPointer { buf -> Cursor? in
+            let base = Int(leaf) * Self.leafCapacity
+            for i in 0..<n {
+                let e = buf[base + i]
+                // One unsigned comparison: lv - e.lv in 0 ..< count.
+                let offset = UInt32(bitPattern: lv &- e.lv)
+                if offset < UInt32(e.count) { return Cursor(leaf: leaf, entry: Int32(i), offset: Int32(offset)) }
             }
+            return nil
         }
-        preconditionFailure("slot \(lv) is not in its leaf")
+        guard let found else { preconditionFailure("slot \(lv) is not in its leaf") }
+        return found
     }
 
     /// The position of the slot at `c` in its tree, among all slots and among visible slots (for
