@@ -282,7 +282,7 @@ struct BatchEncoder {
         let prev = context.previousLast
         let sameReplica = prev != .none && op.id.replica == prev.replica
         let nextCounter = op.id.counter == prev.counter &+ 1
-        let depsPrevious = op.deps == Frontier([prev])
+        let depsPrevious = op.deps.isOnly(prev)  // {prev}, or empty when prev is .none
         var b = kind.rawValue
         if sameReplica { b |= RecordFlag.sameReplica }
         if nextCounter { b |= RecordFlag.nextCounter }

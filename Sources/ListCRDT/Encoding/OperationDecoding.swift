@@ -122,10 +122,10 @@ struct BatchDecoder {
         var prev = id
         for k in 0..<n {
             let v: Data
-            if oneByte { v = Data([try reader.byte()]) } else { v = try value() }
+            if oneByte { v = Data(repeating: try reader.byte(), count: 1) } else { v = try value() }
             let opID = k == 0 ? id : prev.advanced(by: 1)
             append(ListOperation(
-                id: opID, deps: k == 0 ? deps : Frontier([prev]),
+                id: opID, deps: k == 0 ? deps : Frontier(only: prev),
                 kind: .insertItem(section: section,
                                   k == 0 ? o : ListOperation.Origins(after: SlotID(prev), before: o.before),
                                   value: v)))
@@ -151,7 +151,7 @@ struct BatchDecoder {
         for k in 0..<n {
             let opID = k == 0 ? id : prev.advanced(by: 1)
             if k > 0 { item.counter = descending ? item.counter - 1 : item.counter + 1 }
-            append(ListOperation(id: opID, deps: k == 0 ? deps : Frontier([prev]),
+            append(ListOperation(id: opID, deps: k == 0 ? deps : Frontier(only: prev),
                                  kind: .deleteItem(ItemID(item), seen: SlotID(item))))
             prev = opID
         }
