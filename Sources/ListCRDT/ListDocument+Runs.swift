@@ -18,45 +18,43 @@ extension ListDocument {
         guard k < ops.count, continuationFastPath, variant == .correct, buffer.count == 0,
               let last = log.lastItemInsert, last.id == ops[k - 1].id, last.id.replica != replica
         else { return k }
-        let first = ops[k - 1]
+        guard case let .insertItem(sectionID, firstOrigins, _) = ops[k - 1].kind else { return k }
+        // Each operation that continues the run gets its entity row at once (the row's slot is
+        // known ahead: the run's slots are the next local versions); nothing after can fail.
+        let s = slots.sequence(of: last.slot)
+        let right = slots.origins(of: last.slot).right
+        let lv = Int32(slots.count), e = Int32(items.count)
+        var previous = last.id
         var end = k
-        while end < ops.count, ListOperation.continuesInsertRun(ops[end - 1], ops[end], first: first),
-              ops[end].id.counter <= OpID.maxCounter, valueSize(ops[end]) <= maxValueSize {
+        while end < ops.count {
+            let op = ops[end]
+            guard op.id.replica == previous.replica, op.id.counter == previous.counter &+ 1,
+                  op.id.counter <= OpID.maxCounter, op.deps.isOnly(previous),
+                  case let .insertItem(section, origins, value) = op.kind, section == sectionID,
+                  origins.after == SlotID(previous), origins.before == firstOrigins.before,
+                  value.count <= maxValueSize
+            else { break }
+            _ = items.append(id: op.id, slot: lv + Int32(end - k), value: value, section: s)
+            previous = op.id
             end += 1
         }
         let n = end - k
         if n == 0 { return k }
-
-        let s = slots.sequence(of: last.slot)
-        let right = slots.origins(of: last.slot).right
-        let e = Int32(items.count)
-        let lv = slots.appendRun(id: ops[k].id, count: n, left: last.slot, right: right, sequence: s, entity: e)
+        _ = slots.appendRun(id: ops[k].id, count: n, left: last.slot, right: right, sequence: s, entity: e)
         leafOf.append(contentsOf: repeatElement(-1, count: n))
-        for j in 0..<n {
-            let op = ops[k + j]
-            guard case let .insertItem(_, _, value) = op.kind else { preconditionFailure("not an insert") }
-            _ = items.append(id: op.id, slot: lv + Int32(j), value: value, section: s)
-        }
         let after = forest.locate(last.slot, leafOf: leafOf)
         forest.insert(tree(ofSequence: s), lv, count: n, visible: true, after: after, leafOf: &leafOf)
         refreshSection(s)
 
-        let lastID = ops[end - 1].id
-        if lastID.counter > clock { clock = lastID.counter }
-        versionVector.observe(lastID)
-        if currentFrontier.isOnly(first.id) {
-            currentFrontier.set(lastID)
+        if previous.counter > clock { clock = previous.counter }
+        versionVector.observe(previous)
+        if currentFrontier.isOnly(last.id) {
+            currentFrontier.set(previous)
         } else {
-            currentFrontier.remove(first.id)
-            currentFrontier.insert(lastID)
+            currentFrontier.remove(last.id)
+            currentFrontier.insert(previous)
         }
         log.extendInsertRun(by: n)
         return end
-    }
-
-    @inline(__always)
-    private func valueSize(_ op: ListOperation) -> Int {
-        if case let .insertItem(_, _, value) = op.kind { return value.count }
-        return 0
     }
 }
