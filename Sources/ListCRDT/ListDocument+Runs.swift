@@ -1,5 +1,19 @@
-/// Typed runs in a received batch, applied in one step.
+/// Typed runs and delete runs in a received batch, applied in one step.
 extension ListDocument {
+    /// Called right after `ops[k - 1]` was applied (waking nothing): applies the operations from
+    /// `k` on that continue it as a typed run (``receiveInsertRun(_:from:)``) or a delete run
+    /// (``receiveDeleteRun(_:from:)``) and returns the index after them; else returns `k` and
+    /// changes nothing.
+    @inline(__always)
+    mutating func receiveRun(_ ops: [ListOperation], from k: Int) -> Int {
+        guard k < ops.count else { return k }
+        switch ops[k - 1].kind {
+        case .insertItem: return receiveInsertRun(ops, from: k)
+        case .deleteItem: return receiveDeleteRun(ops, from: k)
+        default: return k
+        }
+    }
+
     /// Called right after `ops[k - 1]` was applied (waking nothing): when it was an item insert,
     /// applies the operations from `k` on that continue it as a typed run (each the next id of the
     /// same author, depending on exactly the one before, right after its slot, with the first one's
@@ -52,6 +66,106 @@ extension ListDocument {
         }
         log.extendInsertRun(by: n)
         return end
+    }
+
+    /// Called right after `ops[k - 1]` was applied (waking nothing): when it was an item delete,
+    /// applies the operations from `k` on that continue it as a delete run (backspaces or forward
+    /// deletes: ``ListOperation/continuesDeleteRun(_:_:step:)``, each the next id of the same author,
+    /// depending on exactly the one before, deleting the item next to the one before as seen at its
+    /// insert slot), and returns the index after them; else returns `k` and changes nothing.
+    ///
+    /// What the general path checks and holds here by construction: the ids are new (each follows
+    /// the author's latest applied id), the one dependency is the operation before, applied, and
+    /// the seen slot is the item's insert slot, so the position write it saw is the item's own id.
+    /// What is checked per operation: the counter is in range, the item is before the operation,
+    /// and the slot with the item's id is known and is the insert slot of an item (found next to
+    /// the slot before, else looked up). An operation that fails a check ends the run there; the
+    /// general path then refuses or applies it exactly as before.
+    ///
+    /// Each delete has the effect of the general path's (its item's delete register is raised; an
+    /// item that dies has its slot hidden; the section is refreshed; one log entry), but the slots
+    /// that die next to each other in one section are hidden together
+    /// (``SlotForest/hideRange(_:count:leafOf:)``), and the clock, version vector and frontier are
+    /// advanced once.
+    ///
+    /// - Complexity: O(n + log N) for a run of n deletes of consecutive typed items in a document
+    ///   of N slots.
+    mutating func receiveDeleteRun(_ ops: [ListOperation], from k: Int) -> Int {
+        guard k < ops.count, continuationFastPath, variant == .correct, buffer.count == 0,
+              let last = log.lastItemDelete, last.id == ops[k - 1].id, last.id.replica != replica
+        else { return k }
+        let step: Int64
+        if ListOperation.continuesDeleteRun(ops[k - 1], ops[k], step: 1) {
+            step = 1
+        } else if ListOperation.continuesDeleteRun(ops[k - 1], ops[k], step: -1) {
+            step = -1
+        } else {
+            return k
+        }
+        let delta = Int32(step)
+        let slotCount = Int32(slots.count)
+        // The slot of the item deleted before (the slot its author saw: usually its insert slot).
+        var previous = last.seen
+        // Slots that died next to each other in one section, not hidden yet.
+        var low: Int32 = 0, pending = 0, section: Int32 = -1
+
+        var end = k
+        while end < ops.count {
+            let op = ops[end]
+            guard end == k || ListOperation.continuesDeleteRun(ops[end - 1], op, step: step),
+                  case let .deleteItem(item, _) = op.kind,
+                  op.id.counter <= OpID.maxCounter, item.opID.counter < op.id.counter else { break }
+            let id = item.opID
+            var lv = previous &+ delta
+            if lv < 0 || lv >= slotCount || slots.id(of: lv) != id {
+                guard let found = slots.lv(of: id) else { break }
+                lv = found
+            }
+            let e = slots.entity(of: lv)
+            guard slots.sequence(of: lv) >= 0, items.rows[Int(e)].id == id else { break }
+
+            // kill(e, seen: id), with the hiding deferred.
+            let row = items.rows[Int(e)]
+            if id > row.deleted {
+                items.rows[Int(e)].deleted = id
+                if row.winnerID > row.deleted && !(row.winnerID > id) {
+                    let w = row.winner
+                    if pending > 0 && row.section == section && (w == low &+ Int32(pending) || w == low &- 1) {
+                        if w < low { low = w }
+                        pending += 1
+                    } else {
+                        if pending > 0 { hideDead(low, count: pending, section: section) }
+                        (low, pending, section) = (w, 1, row.section)
+                    }
+                }
+            }
+            log.extendDeleteRun(seen: lv)
+            previous = lv
+            end += 1
+        }
+        if pending > 0 { hideDead(low, count: pending, section: section) }
+        if end == k { return k }
+
+        let first = ops[k - 1].id
+        let lastID = ops[end - 1].id
+        if lastID.counter > clock { clock = lastID.counter }
+        versionVector.observe(lastID)
+        if currentFrontier.isOnly(first) {
+            currentFrontier.set(lastID)
+        } else {
+            currentFrontier.remove(first)
+            currentFrontier.insert(lastID)
+        }
+        return end
+    }
+
+    /// Hides the `n` visible slots `lv ..< lv + n` of section `s`'s sequence, whose items just
+    /// died, and refreshes the section.
+    private mutating func hideDead(_ lv: Int32, count n: Int, section s: Int32) {
+        if n == 1 || !forest.hideRange(lv, count: n, leafOf: &leafOf) {
+            for k in 0..<Int32(n) { forest.setVisible(lv + k, false, leafOf: &leafOf) }
+        }
+        refreshSection(s)
     }
 
     @inline(__always)

@@ -119,6 +119,18 @@ struct OpLog: Sendable {
         count += n
     }
 
+    /// Extends the last record, an item delete run, by one delete that continues it: the next id of
+    /// its replica, depending on exactly the one before, whose author saw slot `seen` (what
+    /// ``append(id:deps:kind:span:payload:)`` does for such a delete).
+    ///
+    /// - Complexity: O(1) amortized.
+    mutating func extendDeleteRun(seen: Int32) {
+        precondition(records.last?.kind == .deleteItem, "the last record is not a delete run")
+        records[records.count - 1].count += 1
+        seenSlots.append(seen)
+        count += 1
+    }
+
     /// Appends an applied operation of a rare kind (section delete, value write), kept whole.
     ///
     /// - Complexity: O(1) amortized.
@@ -155,6 +167,14 @@ struct OpLog: Sendable {
     var lastItemInsert: (id: OpID, slot: Int32)? {
         guard let rec = records.last, rec.kind == .insertItem else { return nil }
         return (lastID(ofRecord: rec), rec.payload + rec.count - 1)
+    }
+
+    /// When the operation applied last was an item delete: its id and the slot its author saw.
+    ///
+    /// - Complexity: O(1).
+    var lastItemDelete: (id: OpID, seen: Int32)? {
+        guard let rec = records.last, rec.kind == .deleteItem else { return nil }
+        return (lastID(ofRecord: rec), seenSlots[Int(rec.payload + rec.count - 1)])
     }
 
     /// The replica of every operation of record `r`.
