@@ -212,18 +212,22 @@ import Testing
         let a = try type(&author, "abc", at: 1, section: 0)
         let b = try type(&author, "def", at: 1, section: 1)
         let c = try type(&author, "ghi", at: 0, section: 2)
-        var runs: [ListOperation] = []
-        for op in (a + b + c).reversed() { runs.append(try author.deleteItem(ItemID(op.id))) }
+        var back: [ListOperation] = []
+        for op in (a + b + c).reversed() { back.append(try author.deleteItem(ItemID(op.id))) }
         // And forward again over a new run typed across sections 0 and 2.
         let d = try type(&author, "jk", at: 1, section: 0)
         let e = try type(&author, "lm", at: 0, section: 2)
-        for op in d + e { runs.append(try author.deleteItem(ItemID(op.id))) }
-        #expect(continuations(runs) >= 11)
-        let loaded = try bothWays(start, [deleteSection] + a + b + c + d + e + runs)
+        var forward: [ListOperation] = []
+        for op in d + e { forward.append(try author.deleteItem(ItemID(op.id))) }
+        #expect(continuations(back) == 8 && continuations(forward) == 3)
+        let typed = a + b + c
+        let loaded = try bothWays(start, [deleteSection] + typed + back + d + e + forward)
         // Section 1 was deleted and its last live items are gone: it is hidden.
         #expect(loaded.rows == [["x"], []])
-        try bothWays(start, a + b + c + d + e + runs + [deleteSection])
-        try bothWays(start, a + b + c + [deleteSection] + d + e + runs)
+        try bothWays(start, typed + back + d + e + forward + [deleteSection])
+        try bothWays(start, typed + [deleteSection] + back + d + e + forward)
+        // Out of causal order: the later operations wait for the runs.
+        try bothWays(start, [deleteSection] + typed + d + e + back + forward)
     }
 
     @Test("delete runs of several replicas, in batches of random causal orders with duplicates, match the general path")
