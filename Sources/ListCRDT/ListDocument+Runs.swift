@@ -102,49 +102,57 @@ extension ListDocument {
         } else {
             return k
         }
-        let delta = Int32(step)
-        let slotCount = Int32(slots.count)
-        // The slot of the item deleted before (the slot its author saw: usually its insert slot).
-        var previous = last.seen
-        // Slots that died next to each other in one section, not hidden yet.
-        var low: Int32 = 0, pending = 0, section: Int32 = -1
-
-        var end = k
-        while end < ops.count {
-            let op = ops[end]
-            guard end == k || ListOperation.continuesDeleteRun(ops[end - 1], op, step: step),
-                  case let .deleteItem(item, _) = op.kind,
-                  op.id.counter <= OpID.maxCounter, item.opID.counter < op.id.counter else { break }
-            let id = item.opID
-            var lv = previous &+ delta
-            if lv < 0 || lv >= slotCount || slots.id(of: lv) != id {
-                guard let found = slots.lv(of: id) else { break }
-                lv = found
-            }
-            let e = slots.entity(of: lv)
-            guard slots.sequence(of: lv) >= 0, items.rows[Int(e)].id == id else { break }
-
-            // kill(e, seen: id), with the hiding deferred.
-            let row = items.rows[Int(e)]
-            if id > row.deleted {
-                items.rows[Int(e)].deleted = id
-                if row.winnerID > row.deleted && !(row.winnerID > id) {
-                    let w = row.winner
-                    if pending > 0 && row.section == section && (w == low &+ Int32(pending) || w == low &- 1) {
-                        if w < low { low = w }
-                        pending += 1
-                    } else {
-                        if pending > 0 { hideDead(low, count: pending, section: section) }
-                        (low, pending, section) = (w, 1, row.section)
-                    }
+        // First the checks (they read nothing the deletes change), collecting each item's slot.
+        var found: [Int32] = []
+        ops.withUnsafeBufferPointer { buf in
+            let delta = Int32(step)
+            let slotCount = Int32(slots.count)
+            // The slot of the item deleted before (the slot its author saw: usually its insert slot).
+            var previous = last.seen
+            var end = k
+            while end < buf.count {
+                guard end == k || ListOperation.continuesDeleteRun(buf[end - 1], buf[end], step: step),
+                      case let .deleteItem(item, _) = buf[end].kind else { break }
+                let counter = buf[end].id.counter
+                guard counter <= OpID.maxCounter, item.opID.counter < counter else { break }
+                let id = item.opID
+                var lv = previous &+ delta
+                if lv < 0 || lv >= slotCount || slots.id(of: lv) != id {
+                    guard let at = slots.lv(of: id) else { break }
+                    lv = at
                 }
+                guard slots.sequence(of: lv) >= 0, items.rows[Int(slots.entity(of: lv))].id == id else { break }
+                if found.isEmpty { found.reserveCapacity(min(buf.count - k, 64)) }
+                found.append(lv)
+                previous = lv
+                end += 1
             }
-            log.extendDeleteRun(seen: lv)
-            previous = lv
-            end += 1
+        }
+        let n = found.count
+        if n == 0 { return k }
+        let end = k + n
+
+        // Then the deletes: kill(e, seen: the item's id) for each, with the hiding deferred so that
+        // slots that die next to each other in one section are hidden together.
+        var low: Int32 = 0, pending = 0, section: Int32 = -1
+        for lv in found {
+            let e = Int(slots.entity(of: lv))
+            let row = items.rows[e]
+            let id = row.id
+            guard id > row.deleted else { continue }
+            items.rows[e].deleted = id
+            guard row.winnerID > row.deleted && !(row.winnerID > id) else { continue }
+            let w = row.winner
+            if pending > 0 && row.section == section && (w == low &+ Int32(pending) || w == low &- 1) {
+                if w < low { low = w }
+                pending += 1
+            } else {
+                if pending > 0 { hideDead(low, count: pending, section: section) }
+                (low, pending, section) = (w, 1, row.section)
+            }
         }
         if pending > 0 { hideDead(low, count: pending, section: section) }
-        if end == k { return k }
+        log.extendDeleteRun(seen: found)
 
         let first = ops[k - 1].id
         let lastID = ops[end - 1].id

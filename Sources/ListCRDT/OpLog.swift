@@ -119,16 +119,17 @@ struct OpLog: Sendable {
         count += n
     }
 
-    /// Extends the last record, an item delete run, by one delete that continues it: the next id of
-    /// its replica, depending on exactly the one before, whose author saw slot `seen` (what
-    /// ``append(id:deps:kind:span:payload:)`` does for such a delete).
+    /// Extends the last record, an item delete run, by deletes that continue it: the next ids of its
+    /// replica, each depending on exactly the one before, whose authors saw the slots `seen` (what
+    /// ``append(id:deps:kind:span:payload:)`` does for each such delete).
     ///
-    /// - Complexity: O(1) amortized.
-    mutating func extendDeleteRun(seen: Int32) {
+    /// - Complexity: O(n) amortized for n deletes.
+    mutating func extendDeleteRun(seen: [Int32]) {
         precondition(records.last?.kind == .deleteItem, "the last record is not a delete run")
-        records[records.count - 1].count += 1
-        seenSlots.append(seen)
-        count += 1
+        precondition(count + seen.count < Int(Int32.max), "the log is full")
+        records[records.count - 1].count += Int32(seen.count)
+        seenSlots.append(contentsOf: seen)
+        count += seen.count
     }
 
     /// Appends an applied operation of a rare kind (section delete, value write), kept whole.
