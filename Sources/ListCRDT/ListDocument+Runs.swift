@@ -8,7 +8,11 @@ extension ListDocument {
     mutating func receiveRun(_ ops: [ListOperation], from k: Int) -> Int {
         guard k < ops.count else { return k }
         switch ops[k - 1].kind {
-        case .insertItem: return receiveInsertRun(ops, from: k)
+        case .insertItem:
+            // Text typed and then deleted (backspaces right after typing): the deletes go in in one
+            // step too.
+            let end = receiveInsertRun(ops, from: k)
+            return end < ops.count ? receiveDeleteRun(ops, from: end) : end
         case .deleteItem: return receiveDeleteRun(ops, from: k)
         default: return k
         }
@@ -92,26 +96,46 @@ extension ListDocument {
     ///   of N slots.
     mutating func receiveDeleteRun(_ ops: [ListOperation], from k: Int) -> Int {
         guard k < ops.count, continuationFastPath, variant == .correct, buffer.count == 0,
-              let last = log.lastItemDelete, last.id == ops[k - 1].id, last.id.replica != replica
+              ops[k - 1].id.replica != replica, case let .deleteItem(item, seen) = ops[k].kind
         else { return k }
-        let step: Int64
-        if ListOperation.continuesDeleteRun(ops[k - 1], ops[k], step: 1) {
-            step = 1
-        } else if ListOperation.continuesDeleteRun(ops[k - 1], ops[k], step: -1) {
-            step = -1
+        // The slot of the item deleted before (the slot its author saw: usually its insert slot),
+        // or -2 (none) when the run starts at `k`.
+        var previous: Int32
+        let startsRecord: Bool
+        if let last = log.lastItemDelete, last.id == ops[k - 1].id {
+            // The run goes on from the delete applied last.
+            previous = last.seen
+            startsRecord = false
+        } else if let last = log.lastItemInsert, last.id == ops[k - 1].id, seen.opID == item.opID,
+                  ops[k].id.replica == last.id.replica, ops[k].id.counter == last.id.counter &+ 1,
+                  ops[k].deps.isOnly(last.id) {
+            // The run starts right after the insert applied last, by its author (deleting what
+            // it just typed): its first delete is new and depends on exactly that insert.
+            previous = -2
+            startsRecord = true
         } else {
             return k
         }
+        let step: Int64
+        let after = startsRecord ? k : k - 1
+        if after + 1 < ops.count && ListOperation.continuesDeleteRun(ops[after], ops[after + 1], step: 1) {
+            step = 1
+        } else if after + 1 < ops.count && ListOperation.continuesDeleteRun(ops[after], ops[after + 1], step: -1) {
+            step = -1
+        } else if startsRecord {
+            step = 0  // a single delete
+        } else {
+            return k
+        }
+
         // First the checks (they read nothing the deletes change), collecting each item's slot.
         var found: [Int32] = []
         ops.withUnsafeBufferPointer { buf in
             let delta = Int32(step)
             let slotCount = Int32(slots.count)
-            // The slot of the item deleted before (the slot its author saw: usually its insert slot).
-            var previous = last.seen
             var end = k
             while end < buf.count {
-                guard end == k || ListOperation.continuesDeleteRun(buf[end - 1], buf[end], step: step),
+                guard end == k || (step != 0 && ListOperation.continuesDeleteRun(buf[end - 1], buf[end], step: step)),
                       case let .deleteItem(item, _) = buf[end].kind else { break }
                 let counter = buf[end].id.counter
                 guard counter <= OpID.maxCounter, item.opID.counter < counter else { break }
@@ -152,7 +176,12 @@ extension ListDocument {
             }
         }
         if pending > 0 { hideDead(low, count: pending, section: section) }
-        log.extendDeleteRun(seen: found)
+        if startsRecord {
+            log.append(id: ops[k].id, deps: ops[k].deps, kind: .deleteItem, span: 1, payload: found[0])
+            if n > 1 { log.extendDeleteRun(seen: found[1...]) }
+        } else {
+            log.extendDeleteRun(seen: found[...])
+        }
 
         let first = ops[k - 1].id
         let lastID = ops[end - 1].id

@@ -198,6 +198,23 @@ import Testing
         var forward = run
         forward[0] = lookalike(run[0], item: r1(12))
         try bothWays(textBase, forward)
+
+        // Right after the typing, in the same batch: a run that starts at the first delete after
+        // the typed run, whose first or second delete is a lookalike.
+        let fresh = try ListDocument.make(1, sections: [["a", "z"]])
+        let whole = try bothWays(fresh, typed + run)
+        #expect(whole.rows == [["a", "z"]])
+        for (k, item) in [(0, r1(7_000)), (0, r1(1)), (0, r1(12)), (1, r1(7_000)), (1, r1(1))] {
+            var ops = run
+            ops[k] = lookalike(run[k], item: item)
+            try bothWays(fresh, typed + ops)
+        }
+        // A first delete that saw another slot than the item's insert slot (the general path).
+        var seenOther = run
+        seenOther[0] = ListOperation(id: run[0].id, deps: run[0].deps,
+                                     kind: .deleteItem(ItemID(r1(11)), seen: SlotID(r1(10))))
+        try bothWays(fresh, typed + seenOther)
+        try bothWays(fresh, typed + [run[0]])
     }
 
     @Test("runs across sections, one of them hidden when its last live item goes, match the general path")
