@@ -77,6 +77,9 @@ extension ListDocument {
     /// deletes: ``ListOperation/continuesDeleteRun(_:_:step:)``, each the next id of the same author,
     /// depending on exactly the one before, deleting the item next to the one before as seen at its
     /// insert slot), and returns the index after them; else returns `k` and changes nothing.
+    /// When `ops[k - 1]` was the item insert applied last, the run may start at `k` itself: a
+    /// delete by the same author, the next id, depending on exactly that insert, seeing the item's
+    /// insert slot (backspaces right after typing); its log record is then a new one.
     ///
     /// What the general path checks and holds here by construction: the ids are new (each follows
     /// the author's latest applied id), the one dependency is the operation before, applied, and
