@@ -49,10 +49,12 @@ extension ListDocument {
 
     /// ``receive(_:)-(S)`` for an array: the same, without going through the generic `Sequence`
     /// iterator (callers in other modules cannot specialize the generic version). A typed run (item
-    /// inserts each continuing the one before, as the encoder's insert runs) is applied in one
-    /// step once its first operation is in.
+    /// inserts each continuing the one before, as the encoder's insert runs) or a delete run
+    /// (backspaces or forward deletes, as the encoder's delete runs) is applied in one step once
+    /// its first operation is in.
     ///
-    /// - Complexity: the sum of the single operations; O(n + log N) for a typed run of n inserts.
+    /// - Complexity: the sum of the single operations; O(n + log N) for a typed run of n inserts
+    ///   or a delete run of n consecutive typed items.
     @discardableResult
     public mutating func receive(_ ops: [ListOperation]) -> [ApplyError] {
         var errors: [ApplyError] = []
@@ -65,8 +67,8 @@ extension ListDocument {
                 continue
             }
             k += 1
-            // A typed run that follows an applied insert goes in in one step.
-            if outcome == .applied(woken: 1) { k = receiveInsertRun(ops, from: k) }
+            // A typed run or a delete run that follows an applied insert or delete goes in in one step.
+            if outcome == .applied(woken: 1) { k = receiveRun(ops, from: k) }
         }
         return errors
     }

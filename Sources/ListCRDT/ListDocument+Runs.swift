@@ -1,5 +1,23 @@
-/// Typed runs in a received batch, applied in one step.
+/// Typed runs and delete runs in a received batch, applied in one step.
 extension ListDocument {
+    /// Called right after `ops[k - 1]` was applied (waking nothing): applies the operations from
+    /// `k` on that continue it as a typed run (``receiveInsertRun(_:from:)``) or a delete run
+    /// (``receiveDeleteRun(_:from:)``) and returns the index after them; else returns `k` and
+    /// changes nothing.
+    @inline(__always)
+    mutating func receiveRun(_ ops: [ListOperation], from k: Int) -> Int {
+        guard k < ops.count else { return k }
+        switch ops[k - 1].kind {
+        case .insertItem:
+            // Text typed and then deleted (backspaces right after typing): the deletes go in in one
+            // step too.
+            let end = receiveInsertRun(ops, from: k)
+            return end < ops.count ? receiveDeleteRun(ops, from: end) : end
+        case .deleteItem: return receiveDeleteRun(ops, from: k)
+        default: return k
+        }
+    }
+
     /// Called right after `ops[k - 1]` was applied (waking nothing): when it was an item insert,
     /// applies the operations from `k` on that continue it as a typed run (each the next id of the
     /// same author, depending on exactly the one before, right after its slot, with the first one's
@@ -56,5 +74,141 @@ extension ListDocument {
         }
         log.extendInsertRun(by: n)
         return end
+    }
+
+    /// Called right after `ops[k - 1]` was applied (waking nothing): when it was an item delete,
+    /// applies the operations from `k` on that continue it as a delete run (backspaces or forward
+    /// deletes: ``ListOperation/continuesDeleteRun(_:_:step:)``, each the next id of the same author,
+    /// depending on exactly the one before, deleting the item next to the one before as seen at its
+    /// insert slot), and returns the index after them; else returns `k` and changes nothing.
+    /// When `ops[k - 1]` was the item insert applied last, the run may start at `k` itself: a
+    /// delete by the same author, the next id, depending on exactly that insert, seeing the item's
+    /// insert slot (backspaces right after typing); its log record is then a new one.
+    ///
+    /// What the general path checks and holds here by construction: the ids are new (each follows
+    /// the author's latest applied id), the one dependency is the operation before, applied, and
+    /// the seen slot is the item's insert slot, so the position write it saw is the item's own id.
+    /// What is checked per operation: the counter is in range, the item is before the operation,
+    /// and the slot with the item's id is known and is the insert slot of an item (found next to
+    /// the slot before, else looked up). An operation that fails a check ends the run there; the
+    /// general path then refuses or applies it exactly as before.
+    ///
+    /// Each delete has the effect of the general path's (its item's delete register is raised; an
+    /// item that dies has its slot hidden; the section is refreshed; one log entry), but the slots
+    /// that die next to each other in one section are hidden together
+    /// (``SlotForest/hideRange(_:count:leafOf:)``), and the clock, version vector and frontier are
+    /// advanced once.
+    ///
+    /// - Complexity: O(n + log N) for a run of n deletes of consecutive typed items in a document
+    ///   of N slots.
+    mutating func receiveDeleteRun(_ ops: [ListOperation], from k: Int) -> Int {
+        guard k < ops.count, continuationFastPath, variant == .correct, buffer.count == 0,
+              ops[k - 1].id.replica != replica, case let .deleteItem(item, seen) = ops[k].kind
+        else { return k }
+        // The slot of the item deleted before (the slot its author saw: usually its insert slot),
+        // or -2 (none) when the run starts at `k`.
+        var previous: Int32
+        let startsRecord: Bool
+        if let last = log.lastItemDelete, last.id == ops[k - 1].id {
+            // The run goes on from the delete applied last.
+            previous = last.seen
+            startsRecord = false
+        } else if let last = log.lastItemInsert, last.id == ops[k - 1].id, seen.opID == item.opID,
+                  ops[k].id.replica == last.id.replica, ops[k].id.counter == last.id.counter &+ 1,
+                  ops[k].deps.isOnly(last.id) {
+            // The run starts right after the insert applied last, by its author (deleting what
+            // it just typed): its first delete is new and depends on exactly that insert.
+            previous = -2
+            startsRecord = true
+        } else {
+            return k
+        }
+        let step: Int64
+        let after = startsRecord ? k : k - 1
+        if after + 1 < ops.count && ListOperation.continuesDeleteRun(ops[after], ops[after + 1], step: 1) {
+            step = 1
+        } else if after + 1 < ops.count && ListOperation.continuesDeleteRun(ops[after], ops[after + 1], step: -1) {
+            step = -1
+        } else if startsRecord {
+            step = 0  // a single delete
+        } else {
+            return k
+        }
+
+        // First the checks (they read nothing the deletes change), collecting each item's slot.
+        var found: [Int32] = []
+        ops.withUnsafeBufferPointer { buf in
+            let delta = Int32(step)
+            let slotCount = Int32(slots.count)
+            var end = k
+            while end < buf.count {
+                guard end == k || (step != 0 && ListOperation.continuesDeleteRun(buf[end - 1], buf[end], step: step)),
+                      case let .deleteItem(item, _) = buf[end].kind else { break }
+                let counter = buf[end].id.counter
+                guard counter <= OpID.maxCounter, item.opID.counter < counter else { break }
+                let id = item.opID
+                var lv = previous &+ delta
+                if lv < 0 || lv >= slotCount || slots.id(of: lv) != id {
+                    guard let at = slots.lv(of: id) else { break }
+                    lv = at
+                }
+                guard slots.sequence(of: lv) >= 0, items.rows[Int(slots.entity(of: lv))].id == id else { break }
+                if found.isEmpty { found.reserveCapacity(min(buf.count - k, 64)) }
+                found.append(lv)
+                previous = lv
+                end += 1
+            }
+        }
+        let n = found.count
+        if n == 0 { return k }
+        let end = k + n
+
+        // Then the deletes: kill(e, seen: the item's id) for each, with the hiding deferred so that
+        // slots that die next to each other in one section are hidden together.
+        var low: Int32 = 0, pending = 0, section: Int32 = -1
+        for lv in found {
+            let e = Int(slots.entity(of: lv))
+            let row = items.rows[e]
+            let id = row.id
+            guard id > row.deleted else { continue }
+            items.rows[e].deleted = id
+            guard row.winnerID > row.deleted && !(row.winnerID > id) else { continue }
+            let w = row.winner
+            if pending > 0 && row.section == section && (w == low &+ Int32(pending) || w == low &- 1) {
+                if w < low { low = w }
+                pending += 1
+            } else {
+                if pending > 0 { hideDead(low, count: pending, section: section) }
+                (low, pending, section) = (w, 1, row.section)
+            }
+        }
+        if pending > 0 { hideDead(low, count: pending, section: section) }
+        if startsRecord {
+            log.append(id: ops[k].id, deps: ops[k].deps, kind: .deleteItem, span: 1, payload: found[0])
+            if n > 1 { log.extendDeleteRun(seen: found[1...]) }
+        } else {
+            log.extendDeleteRun(seen: found[...])
+        }
+
+        let first = ops[k - 1].id
+        let lastID = ops[end - 1].id
+        if lastID.counter > clock { clock = lastID.counter }
+        versionVector.observe(lastID)
+        if currentFrontier.isOnly(first) {
+            currentFrontier.set(lastID)
+        } else {
+            currentFrontier.remove(first)
+            currentFrontier.insert(lastID)
+        }
+        return end
+    }
+
+    /// Hides the `n` visible slots `lv ..< lv + n` of section `s`'s sequence, whose items just
+    /// died, and refreshes the section.
+    private mutating func hideDead(_ lv: Int32, count n: Int, section s: Int32) {
+        if n == 1 || !forest.hideRange(lv, count: n, leafOf: &leafOf) {
+            for k in 0..<Int32(n) { forest.setVisible(lv + k, false, leafOf: &leafOf) }
+        }
+        refreshSection(s)
     }
 }

@@ -119,6 +119,19 @@ struct OpLog: Sendable {
         count += n
     }
 
+    /// Extends the last record, an item delete run, by deletes that continue it: the next ids of its
+    /// replica, each depending on exactly the one before, whose authors saw the slots `seen` (what
+    /// ``append(id:deps:kind:span:payload:)`` does for each such delete).
+    ///
+    /// - Complexity: O(n) amortized for n deletes.
+    mutating func extendDeleteRun(seen: ArraySlice<Int32>) {
+        precondition(records.last?.kind == .deleteItem, "the last record is not a delete run")
+        precondition(count + seen.count < Int(Int32.max), "the log is full")
+        records[records.count - 1].count += Int32(seen.count)
+        seenSlots.append(contentsOf: seen)
+        count += seen.count
+    }
+
     /// Appends an applied operation of a rare kind (section delete, value write), kept whole.
     ///
     /// - Complexity: O(1) amortized.
@@ -155,6 +168,14 @@ struct OpLog: Sendable {
     var lastItemInsert: (id: OpID, slot: Int32)? {
         guard let rec = records.last, rec.kind == .insertItem else { return nil }
         return (lastID(ofRecord: rec), rec.payload + rec.count - 1)
+    }
+
+    /// When the operation applied last was an item delete: its id and the slot its author saw.
+    ///
+    /// - Complexity: O(1).
+    var lastItemDelete: (id: OpID, seen: Int32)? {
+        guard let rec = records.last, rec.kind == .deleteItem else { return nil }
+        return (lastID(ofRecord: rec), seenSlots[Int(rec.payload + rec.count - 1)])
     }
 
     /// The replica of every operation of record `r`.

@@ -87,7 +87,7 @@ struct SlotForest: Sendable {
         var offset: Int32
     }
 
-    private(set) var entries: [Entry] = []
+    var entries: [Entry] = []
     private(set) var leaves: [Leaf] = []
     private(set) var nodes: [Node] = []
     /// ``nodeCapacity`` links per internal node.
@@ -393,7 +393,7 @@ struct SlotForest: Sendable {
     }
 
     /// Merges entry `i` with its neighbours in the same leaf when they continue each other.
-    private mutating func mergeAround(leaf: Int32, entry i: Int) {
+    mutating func mergeAround(leaf: Int32, entry i: Int) {
         let base = Int(leaf) * Self.leafCapacity
         var i = i
         if i > 0 {
@@ -422,7 +422,7 @@ struct SlotForest: Sendable {
     }
 
     /// Inserts one or two entries at index `i` of `leaf`, which has room for them.
-    private mutating func insertEntries(leaf: Int32, at i: Int, _ first: Entry, _ second: Entry? = nil) {
+    mutating func insertEntries(leaf: Int32, at i: Int, _ first: Entry, _ second: Entry? = nil) {
         let base = Int(leaf) * Self.leafCapacity
         let n = Int(leaves[Int(leaf)].size)
         let k = second == nil ? 1 : 2
@@ -435,7 +435,7 @@ struct SlotForest: Sendable {
 
     /// Adds slot counts to the tree of `leaf` and to every node on the path from `leaf` to the
     /// root. A change of visible count outside the finger's leaf drops the finger.
-    private mutating func addCounts(leaf: Int32, all: Int, visible: Int) {
+    mutating func addCounts(leaf: Int32, all: Int, visible: Int) {
         let t = Int(leaves[Int(leaf)].tree)
         trees[t].count += all
         trees[t].visibleCount += visible
@@ -455,7 +455,7 @@ struct SlotForest: Sendable {
 
     /// Makes room for `needed` more entries at index `i` of `leaf`, splitting the leaf when full.
     /// Returns the leaf and index where the entries now go.
-    private mutating func makeRoom(leaf: Int32, at i: Int, needed: Int, leafOf: inout [Int32]) -> (Int32, Int) {
+    mutating func makeRoom(leaf: Int32, at i: Int, needed: Int, leafOf: inout [Int32]) -> (Int32, Int) {
         let n = Int(leaves[Int(leaf)].size)
         if n + needed <= Self.leafCapacity { return (leaf, i) }
         let half = n / 2

@@ -88,9 +88,9 @@ extension ListDocument {
             guard outcome == .applied(woken: 1) else {
                 throw .inconsistentSnapshot("operation \(k) (\(op.id)) was not applied in order: \(outcome)")
             }
-            // A typed run after it goes in in one step (every one of its operations is applied in
-            // order by construction).
-            k = doc.receiveInsertRun(ops, from: k + 1)
+            // A typed run or delete run after it goes in in one step (every one of its operations
+            // is applied in order by construction, or the run stops before it).
+            k = doc.receiveRun(ops, from: k + 1)
         }
         guard doc.version == expected else {
             throw .inconsistentSnapshot("the operations reach \(doc.version), the header says \(expected)")
