@@ -7,30 +7,6 @@ import Testing
 /// at a time through the general path gives: the same state bytes, log, version, frontier, buffer
 /// and errors.
 @Suite struct DeleteRunBatchTests: ScenarioSupport {
-    /// `ops` as one batch with the fast paths, and one at a time without them.
-    @discardableResult
-    func bothWays(_ base: ListDocument, _ ops: [ListOperation], sourceLocation: SourceLocation = #_sourceLocation)
-        throws -> ListDocument {
-        var batch = base.fork(as: 90)
-        var single = base.fork(as: 90)
-        single.continuationFastPath = false
-        let batchErrors = batch.receive(ops)
-        var singleErrors: [ApplyError] = []
-        for op in ops {
-            do { try single.receive(op) } catch { singleErrors.append(error) }
-        }
-        #expect("\(batchErrors)" == "\(singleErrors)", sourceLocation: sourceLocation)
-        let sameState = batch.encodedState() == single.encodedState()
-        #expect(sameState, "the states differ", sourceLocation: sourceLocation)
-        #expect(batch.operations == single.operations, sourceLocation: sourceLocation)
-        #expect(batch.version == single.version, sourceLocation: sourceLocation)
-        #expect(batch.frontier == single.frontier, sourceLocation: sourceLocation)
-        #expect(batch.pendingOperations == single.pendingOperations, sourceLocation: sourceLocation)
-        #expect(batch.rows == single.rows, sourceLocation: sourceLocation)
-        try valid(batch, single, sourceLocation: sourceLocation)
-        return batch
-    }
-
     /// How many operations of `ops` continue a delete run (so the fast path has work to do).
     func continuations(_ ops: [ListOperation]) -> Int {
         zip(ops, ops.dropFirst()).filter {
@@ -38,14 +14,6 @@ import Testing
         }.count
     }
 
-    /// A replica types `text` at `row` of `section`, one item per character.
-    func type(_ doc: inout ListDocument, _ text: String, at row: Int, section: Int = 0) throws -> [ListOperation] {
-        var ops: [ListOperation] = []
-        for (k, c) in text.enumerated() {
-            ops.append(try doc.insertItem(at: ip(section, row + k), value: Data(String(c))))
-        }
-        return ops
-    }
 
     /// `n` backspaces with the cursor after row `row - 1` of `section`.
     func backspace(_ doc: inout ListDocument, _ n: Int, at row: Int, section: Int = 0) throws -> [ListOperation] {

@@ -6,36 +6,6 @@ import Testing
 /// result must be exactly what receiving the operations one at a time through the general path
 /// gives: the same state bytes, log, version, frontier, buffer and errors.
 @Suite struct InsertRunBatchTests: ScenarioSupport {
-    /// `ops` as one batch with the fast paths, and one at a time without them.
-    @discardableResult
-    func bothWays(_ base: ListDocument, _ ops: [ListOperation], sourceLocation: SourceLocation = #_sourceLocation)
-        throws -> ListDocument {
-        var batch = base.fork(as: 90)
-        var single = base.fork(as: 90)
-        single.continuationFastPath = false
-        let batchErrors = batch.receive(ops)
-        var singleErrors: [ApplyError] = []
-        for op in ops {
-            do { try single.receive(op) } catch { singleErrors.append(error) }
-        }
-        #expect("\(batchErrors)" == "\(singleErrors)", sourceLocation: sourceLocation)
-        let sameState = batch.encodedState() == single.encodedState()
-        #expect(sameState, "the states differ", sourceLocation: sourceLocation)
-        #expect(batch.operations == single.operations, sourceLocation: sourceLocation)
-        #expect(batch.version == single.version, sourceLocation: sourceLocation)
-        #expect(batch.frontier == single.frontier, sourceLocation: sourceLocation)
-        #expect(batch.pendingOperations == single.pendingOperations, sourceLocation: sourceLocation)
-        try valid(batch, single, sourceLocation: sourceLocation)
-        return batch
-    }
-
-    /// A replica types `text` at `row` of section 0, one item per character.
-    func type(_ doc: inout ListDocument, _ text: String, at row: Int) throws -> [ListOperation] {
-        var ops: [ListOperation] = []
-        for (k, c) in text.enumerated() { ops.append(try doc.insertItem(at: ip(0, row + k), value: Data(String(c)))) }
-        return ops
-    }
-
     @Test("a typed history in one batch gives what one operation at a time gives")
     func typedHistory() throws {
         var doc = try ListDocument.make(1, sections: [["a", "z"]])
