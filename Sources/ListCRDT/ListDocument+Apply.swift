@@ -244,14 +244,20 @@ extension ListDocument {
 
     /// Raises the delete record of item `i` to `seen`; hides it when that kills it.
     private mutating func kill(_ i: Int32, seen: OpID) {
-        guard seen > items.rows[Int(i)].deleted else { return }
+        guard raiseDeleted(i, seen: seen) else { return }
+        let row = items.rows[Int(i)]
+        forest.setVisible(row.winner, false, leafOf: &leafOf)
+        refreshSection(row.section)
+    }
+
+    /// Raises the delete record of item `i` to `seen` and returns whether that killed it (the
+    /// caller then hides its winning slot and refreshes its section).
+    @inline(__always)
+    mutating func raiseDeleted(_ i: Int32, seen: OpID) -> Bool {
+        guard seen > items.rows[Int(i)].deleted else { return false }
         let wasAlive = items.isAlive(i)
         items.rows[Int(i)].deleted = seen
-        if wasAlive && !items.isAlive(i) {
-            let s = items.rows[Int(i)].section
-            forest.setVisible(items.rows[Int(i)].winner, false, leafOf: &leafOf)
-            refreshSection(s)
-        }
+        return wasAlive && !items.isAlive(i)
     }
 
     /// Shows or hides section `s` by the rule of §3.5.

@@ -64,14 +64,7 @@ extension ListDocument {
         forest.insert(tree(ofSequence: s), lv, count: n, visible: true, after: after, leafOf: &leafOf)
         refreshSection(s)
 
-        if previous.counter > clock { clock = previous.counter }
-        versionVector.observe(previous)
-        if currentFrontier.isOnly(last.id) {
-            currentFrontier.set(previous)
-        } else {
-            currentFrontier.remove(last.id)
-            currentFrontier.insert(previous)
-        }
+        advance(from: last.id, to: previous)
         log.extendInsertRun(by: n)
         return end
     }
@@ -167,12 +160,9 @@ extension ListDocument {
         // slots that die next to each other in one section are hidden together.
         var low: Int32 = 0, pending = 0, section: Int32 = -1
         for lv in found {
-            let e = Int(slots.entity(of: lv))
-            let row = items.rows[e]
-            let id = row.id
-            guard id > row.deleted else { continue }
-            items.rows[e].deleted = id
-            guard row.winnerID > row.deleted && !(row.winnerID > id) else { continue }
+            let e = slots.entity(of: lv)
+            guard raiseDeleted(e, seen: items.rows[Int(e)].id) else { continue }
+            let row = items.rows[Int(e)]
             let w = row.winner
             if pending > 0 && row.section == section && (w == low &+ Int32(pending) || w == low &- 1) {
                 if w < low { low = w }
@@ -190,17 +180,22 @@ extension ListDocument {
             log.extendDeleteRun(seen: found[...])
         }
 
-        let first = ops[k - 1].id
-        let lastID = ops[end - 1].id
-        if lastID.counter > clock { clock = lastID.counter }
-        versionVector.observe(lastID)
+        advance(from: ops[k - 1].id, to: ops[end - 1].id)
+        return end
+    }
+
+    /// The clock, version vector and frontier after a run of operations by one author, each
+    /// depending on exactly the one before, the first on `first` (applied last), up to `last`:
+    /// what recording each of them one at a time would do.
+    private mutating func advance(from first: OpID, to last: OpID) {
+        if last.counter > clock { clock = last.counter }
+        versionVector.observe(last)
         if currentFrontier.isOnly(first) {
-            currentFrontier.set(lastID)
+            currentFrontier.set(last)
         } else {
             currentFrontier.remove(first)
-            currentFrontier.insert(lastID)
+            currentFrontier.insert(last)
         }
-        return end
     }
 
     /// Hides the `n` visible slots `lv ..< lv + n` of section `s`'s sequence, whose items just

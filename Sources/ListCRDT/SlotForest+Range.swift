@@ -16,26 +16,8 @@ extension SlotForest {
         precondition(n > 0, "an empty range")
         let c = locate(lv, leafOf: leafOf)
         let e = entry(c)
-        let off = Int(c.offset)
-        let count = e.count
-        guard e.isVisible, off + n <= count else { return false }
-        let headCount = off, tailCount = count - off - n
-        // Split into [head][lv ..< lv + n][tail] (head or tail may be empty).
-        let pieces = (headCount > 0 ? 1 : 0) + 1 + (tailCount > 0 ? 1 : 0)
-        let (leaf, i) = makeRoom(leaf: c.leaf, at: Int(c.entry) + 1, needed: pieces - 1, leafOf: &leafOf)
-        let at = i - 1
-        let base = Int(leaf) * Self.leafCapacity
-        let middle = Entry(lv: lv, count: n, visible: false)
-        let tail = tailCount > 0 ? Entry(lv: lv + Int32(n), count: tailCount, visible: true) : nil
-        if headCount > 0 {
-            entries[base + at] = Entry(lv: e.lv, count: headCount, visible: true)
-            insertEntries(leaf: leaf, at: at + 1, middle, tail)
-        } else {
-            entries[base + at] = middle
-            if let tail { insertEntries(leaf: leaf, at: at + 1, tail) }
-        }
-        addCounts(leaf: leaf, all: 0, visible: -n)
-        mergeAround(leaf: leaf, entry: at + (headCount > 0 ? 1 : 0))
+        guard e.isVisible, Int(c.offset) + n <= e.count else { return false }
+        flip(at: c, count: n, leafOf: &leafOf)
         return true
     }
 }

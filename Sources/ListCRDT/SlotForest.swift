@@ -364,32 +364,45 @@ struct SlotForest: Sendable {
     /// - Complexity: O(log n) amortized.
     @discardableResult
     mutating func setVisible(_ lv: Int32, _ visible: Bool, leafOf: inout [Int32]) -> Bool {
-        var c = locate(lv, leafOf: leafOf)
+        let c = locate(lv, leafOf: leafOf)
+        if entry(c).isVisible == visible { return false }
+        flip(at: c, count: 1, leafOf: &leafOf)
+        return true
+    }
+
+    /// Flips the visibility of the `n` slots from `c` on, which lie in `c`'s entry: splits the
+    /// entry into [head][the n slots][tail] (head or tail may be empty), updates the counts on the
+    /// path to the root once, and merges the flipped piece with its neighbours.
+    ///
+    /// - Complexity: O(log N + leafCapacity), plus O(k) for the k slots of the entries moved when
+    ///   a leaf splits.
+    mutating func flip(at c: Cursor, count n: Int, leafOf: inout [Int32]) {
         let e = entry(c)
-        if e.isVisible == visible { return false }
-        let count = e.count
-        let off = Int(c.offset)
-        if count == 1 {
+        let visible = !e.isVisible
+        let count = e.count, off = Int(c.offset)
+        precondition(off + n <= count, "the range leaves its entry")
+        let lv = e.lv + c.offset
+        var at = c
+        if n == count {
             entries[Int(c.leaf) * Self.leafCapacity + Int(c.entry)].len = -e.len
         } else {
-            // Split into [head][lv][tail] (head or tail may be empty).
-            let pieces = (off > 0 ? 1 : 0) + 1 + (off < count - 1 ? 1 : 0)
+            let tailCount = count - off - n
+            let pieces = (off > 0 ? 1 : 0) + 1 + (tailCount > 0 ? 1 : 0)
             let (leaf, i) = makeRoom(leaf: c.leaf, at: Int(c.entry) + 1, needed: pieces - 1, leafOf: &leafOf)
-            let at = i - 1
-            let middle = Entry(lv: lv, count: 1, visible: visible)
-            let tail = off < count - 1 ? Entry(lv: lv + 1, count: count - off - 1, visible: e.isVisible) : nil
+            let first = i - 1
+            let middle = Entry(lv: lv, count: n, visible: visible)
+            let tail = tailCount > 0 ? Entry(lv: lv + Int32(n), count: tailCount, visible: e.isVisible) : nil
             if off > 0 {
-                entries[Int(leaf) * Self.leafCapacity + at] = Entry(lv: e.lv, count: off, visible: e.isVisible)
-                insertEntries(leaf: leaf, at: at + 1, middle, tail)
+                entries[Int(leaf) * Self.leafCapacity + first] = Entry(lv: e.lv, count: off, visible: e.isVisible)
+                insertEntries(leaf: leaf, at: first + 1, middle, tail)
             } else {
-                entries[Int(leaf) * Self.leafCapacity + at] = middle
-                if let tail { insertEntries(leaf: leaf, at: at + 1, tail) }
+                entries[Int(leaf) * Self.leafCapacity + first] = middle
+                if let tail { insertEntries(leaf: leaf, at: first + 1, tail) }
             }
-            c = Cursor(leaf: leaf, entry: Int32(at + (off > 0 ? 1 : 0)), offset: 0)
+            at = Cursor(leaf: leaf, entry: Int32(first + (off > 0 ? 1 : 0)), offset: 0)
         }
-        addCounts(leaf: c.leaf, all: 0, visible: visible ? 1 : -1)
-        mergeAround(leaf: c.leaf, entry: Int(c.entry))
-        return true
+        addCounts(leaf: at.leaf, all: 0, visible: visible ? n : -n)
+        mergeAround(leaf: at.leaf, entry: Int(at.entry))
     }
 
     /// Merges entry `i` with its neighbours in the same leaf when they continue each other.
