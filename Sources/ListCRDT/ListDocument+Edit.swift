@@ -127,7 +127,7 @@ extension ListDocument {
         // its own is one further on in the tree. The new slot goes right after its left origin, with
         // no search (as a local insert; see `SlotForest.localInsertion`).
         let (left, right, after) = forest.localInsertion(t, at: sameSection && fromRow <= row ? row + 1 : row)
-        return try make(.moveItems([ItemID(items.rows[Int(i)].id)], section: SectionID(sections.rows[Int(s)].id),
+        return try make(.moveItems(ItemIDList(one: ItemID(items.rows[Int(i)].id)), section: SectionID(sections.rows[Int(s)].id),
                                    origins(left, right)),
                         .moveItem(i, section: s, left: left, right: right), hint: PlacementHint(after: after))
     }
@@ -185,7 +185,7 @@ extension ListDocument {
             skipped.append(visiblePosition(ofSlot: items.rows[Int(i)].winner))
         }
         let (left, right) = forest.insertionOrigins(tree(ofSequence: s), at: row, skipping: skipped)
-        let ids = list.map { ItemID(items.rows[Int($0)].id) }
+        let ids = ItemIDList(list.map { ItemID(items.rows[Int($0)].id) })
         return try make(.moveItems(ids, section: SectionID(sections.rows[Int(s)].id), origins(left, right)),
                         .moveItems(list, section: s, left: left, right: right))
     }

@@ -115,9 +115,7 @@ extension ListDocument {
             kind = .moveSection(SectionID(sections.rows[Int(slots.entity(of: lv))].id), origins(ofSlot: lv))
         case .moveItems:
             let lv = rec.payload
-            var moved: [ItemID] = []
-            moved.reserveCapacity(Int(rec.count))
-            for j in 0..<rec.count { moved.append(ItemID(items.rows[Int(slots.entity(of: lv + j))].id)) }
+            let moved = ItemIDList((0..<rec.count).lazy.map { ItemID(self.items.rows[Int(self.slots.entity(of: lv + $0))].id) })
             kind = .moveItems(moved, section: SectionID(sections.rows[Int(slots.sequence(of: lv))].id), origins(ofSlot: lv))
         case .deleteItem:
             let lv = log.seenSlots[Int(rec.payload) + k]

@@ -61,7 +61,7 @@ public struct ListOperation: Hashable, Sendable, CustomStringConvertible {
         /// slot of `items[k]` has id `id.advanced(by: k)`. Every item's position register is written
         /// with the operation's id (so the whole selection wins or loses against a concurrent move
         /// of one of its items by operation id, SEMANTICS §3.2).
-        case moveItems([ItemID], section: SectionID, Origins)
+        case moveItems(ItemIDList, section: SectionID, Origins)
         /// Deletes the item as its author saw it: `seen` is the slot of the winning position write the
         /// author saw (the write is the operation that made that slot).
         case deleteItem(ItemID, seen: SlotID)
@@ -166,4 +166,37 @@ public struct Frontier: Hashable, Sendable, Sequence, CustomStringConvertible {
     public func makeIterator() -> Iterator { Iterator(frontier: self) }
     public var underestimatedCount: Int { count }
     public var description: String { "{" + ids.map(\.description).joined(separator: ", ") + "}" }
+}
+
+/// The items of a ``ListOperation/Kind/moveItems(_:section:_:)``, in order.
+///
+/// An array-like collection that keeps its first item inline, so the common move of one item
+/// needs no heap allocation. Build one from an array literal or with ``init(_:)``.
+public struct ItemIDList: RandomAccessCollection, ExpressibleByArrayLiteral, Hashable, Sendable,
+                          CustomStringConvertible {
+    private var head: ItemID?
+    private var tail: [ItemID] = []
+
+    /// The items of `ids`, in their order.
+    public init<S: Sequence>(_ ids: S) where S.Element == ItemID {
+        var it = ids.makeIterator()
+        head = it.next()
+        while let id = it.next() { tail.append(id) }
+    }
+
+    /// The single item `id` (no allocation).
+    public init(one id: ItemID) { head = id }
+
+    public init(arrayLiteral ids: ItemID...) { self.init(ids) }
+
+    public var startIndex: Int { 0 }
+    public var endIndex: Int { head == nil ? 0 : 1 + tail.count }
+
+    /// The item at position `i` (`0..<count`).
+    public subscript(i: Int) -> ItemID {
+        precondition(i >= 0 && i < endIndex, "item index \(i) out of range")
+        return i == 0 ? head! : tail[i - 1]
+    }
+
+    public var description: String { Array(self).description }
 }

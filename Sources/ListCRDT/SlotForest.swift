@@ -382,6 +382,10 @@ struct SlotForest: Sendable {
         let count = e.count, off = Int(c.offset)
         precondition(off + n <= count, "the range leaves its entry")
         let lv = e.lv + c.offset
+        if n < count, shiftToNeighbour(c, e, count: n, visible: visible) {
+            addCounts(leaf: c.leaf, all: 0, visible: visible ? n : -n)
+            return
+        }
         var at = c
         if n == count {
             entries[Int(c.leaf) * Self.leafCapacity + Int(c.entry)].len = -e.len
@@ -403,6 +407,32 @@ struct SlotForest: Sendable {
         }
         addCounts(leaf: at.leaf, all: 0, visible: visible ? n : -n)
         mergeAround(leaf: at.leaf, entry: Int(at.entry))
+    }
+
+    /// The flip of ``flip(at:count:leafOf:)`` without a split when the `n` slots end (or start)
+    /// `c`'s entry `e` and the next (or previous) entry of the leaf already has the new visibility
+    /// and continues them: the slots move over to that entry, so nothing shifts in the leaf (the
+    /// usual backspace or forward delete next to text deleted just before). Counts are the
+    /// caller's. Returns false, changing nothing, otherwise.
+    @inline(__always)
+    private mutating func shiftToNeighbour(_ c: Cursor, _ e: Entry, count n: Int, visible: Bool) -> Bool {
+        let base = Int(c.leaf) * Self.leafCapacity
+        let i = Int(c.entry)
+        if Int(c.offset) + n == e.count, i + 1 < Int(leaves[Int(c.leaf)].size) {
+            let next = entries[base + i + 1]
+            guard next.isVisible == visible, next.lv == e.lv + Int32(e.count) else { return false }
+            entries[base + i] = Entry(lv: e.lv, count: e.count - n, visible: e.isVisible)
+            entries[base + i + 1] = Entry(lv: next.lv - Int32(n), count: next.count + n, visible: visible)
+            return true
+        }
+        if c.offset == 0, i > 0 {
+            let previous = entries[base + i - 1]
+            guard previous.isVisible == visible, previous.lv + Int32(previous.count) == e.lv else { return false }
+            entries[base + i - 1] = Entry(lv: previous.lv, count: previous.count + n, visible: visible)
+            entries[base + i] = Entry(lv: e.lv + Int32(n), count: e.count - n, visible: e.isVisible)
+            return true
+        }
+        return false
     }
 
     /// Merges entry `i` with its neighbours in the same leaf when they continue each other.
@@ -429,8 +459,12 @@ struct SlotForest: Sendable {
     private mutating func removeEntry(leaf: Int32, at i: Int) {
         let base = Int(leaf) * Self.leafCapacity
         let n = Int(leaves[Int(leaf)].size)
-        var j = i
-        while j + 1 < n { entries[base + j] = entries[base + j + 1]; j += 1 }
+        if i + 1 < n {
+            entries.withUnsafeMutableBufferPointer { buf in
+                let p = buf.baseAddress! + base
+                (p + i).update(from: p + i + 1, count: n - i - 1)
+            }
+        }
         leaves[Int(leaf)].size -= 1
     }
 
@@ -439,10 +473,12 @@ struct SlotForest: Sendable {
         let base = Int(leaf) * Self.leafCapacity
         let n = Int(leaves[Int(leaf)].size)
         let k = second == nil ? 1 : 2
-        var j = n - 1
-        while j >= i { entries[base + j + k] = entries[base + j]; j -= 1 }
-        entries[base + i] = first
-        if let second { entries[base + i + 1] = second }
+        entries.withUnsafeMutableBufferPointer { buf in
+            let p = buf.baseAddress! + base
+            if i < n { (p + i + k).update(from: p + i, count: n - i) }
+            p[i] = first
+            if let second { p[i + 1] = second }
+        }
         leaves[Int(leaf)].size += Int32(k)
     }
 
@@ -455,12 +491,17 @@ struct SlotForest: Sendable {
         if visible != 0 && fingers[t].leaf != leaf { fingers[t].leaf = -1 }
         var slot = Int(leaves[Int(leaf)].slot)
         var parent = leaves[Int(leaf)].parent
-        while parent >= 0 {
-            let k = Int(parent) * Self.nodeCapacity + slot
-            links[k].all += Int32(all)
-            links[k].visible += Int32(visible)
-            slot = Int(nodes[Int(parent)].slot)
-            parent = nodes[Int(parent)].parent
+        if parent < 0 { return }
+        nodes.withUnsafeBufferPointer { nodes in
+            links.withUnsafeMutableBufferPointer { links in
+                while parent >= 0 {
+                    let k = Int(parent) * Self.nodeCapacity + slot
+                    links[k].all &+= Int32(truncatingIfNeeded: all)
+                    links[k].visible &+= Int32(truncatingIfNeeded: visible)
+                    slot = Int(nodes[Int(parent)].slot)
+                    parent = nodes[Int(parent)].parent
+                }
+            }
         }
     }
 

@@ -77,9 +77,15 @@ struct BatchDecoder {
             guard UInt64(n) <= OpID.maxCounter - id.counter + 1 || n == 0 else {
                 throw .invalidValue("a move of \(n) items passes the largest counter", offset: at)
             }
-            var items: [ItemID] = []
-            items.reserveCapacity(n)
-            for _ in 0..<n { items.append(ItemID(try ref(id, default: nil))) }
+            let items: ItemIDList
+            if n == 1 {
+                items = ItemIDList(one: ItemID(try ref(id, default: nil)))
+            } else {
+                var list: [ItemID] = []
+                list.reserveCapacity(n)
+                for _ in 0..<n { list.append(ItemID(try ref(id, default: nil))) }
+                items = ItemIDList(list)
+            }
             op = ListOperation(id: id, deps: deps, kind: .moveItems(items, section: s, o))
         case .deleteItem:
             let item = try ref(id, default: nil)
