@@ -76,9 +76,12 @@ extension ListDocument {
         let (s, row) = try rowAddress(indexPath)
         let count = visibleItemCount(s)
         guard row >= 0, row <= count else { throw .indexPathOutOfRange(indexPath, count: count) }
+        if let op = continueTyping(section: s, row: row, value: value) { return op }
         let (left, right, after) = forest.localInsertion(tree(ofSequence: s), at: row)
-        return try make(.insertItem(section: SectionID(sections.rows[Int(s)].id), origins(left, right), value: value),
-                        .insertItem(section: s, left: left, right: right, value: value), hint: PlacementHint(after: after))
+        let op = try make(.insertItem(section: SectionID(sections.rows[Int(s)].id), origins(left, right), value: value),
+                          .insertItem(section: s, left: left, right: right, value: value), hint: PlacementHint(after: after))
+        startTyping(op, section: s, row: row)
+        return op
     }
 
     /// Deletes the item at `indexPath`.

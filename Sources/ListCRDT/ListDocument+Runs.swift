@@ -187,7 +187,7 @@ extension ListDocument {
     /// The clock, version vector and frontier after a run of operations by one author, each
     /// depending on exactly the one before, the first on `first` (applied last), up to `last`:
     /// what recording each of them one at a time would do.
-    private mutating func advance(from first: OpID, to last: OpID) {
+    mutating func advance(from first: OpID, to last: OpID) {
         if last.counter > clock { clock = last.counter }
         versionVector.observe(last)
         if currentFrontier.isOnly(first) {

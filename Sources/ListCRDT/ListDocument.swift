@@ -24,8 +24,12 @@ public struct ListDocument: Sendable {
     var buffer = PendingBuffer()
     var rejected: [ListOperation] = []
     var dropped: [(ListOperation, ApplyError)] = []
-    /// Whether received continuations take the fast path (tests turn it off to compare).
+    /// Whether received continuations, and local inserts that continue this replica's typed run,
+    /// take their fast paths (tests turn it off to compare).
     var continuationFastPath = true
+    /// The typed run this replica is making, while nothing else happened since its last insert
+    /// (see `ListDocument+Typing.swift`).
+    var typing: TypingRun?
 
     // State.
     var slots = SlotStore()

@@ -353,6 +353,22 @@ struct SlotForest: Sendable {
         addCounts(leaf: leaf, all: n, visible: delta)
     }
 
+    /// Appends the new visible slot `lv` right after the visible slot at `c`, which ends its entry
+    /// and is `lv - 1` (the next character of a typed run): the entry grows by one. Returns the
+    /// new slot's cursor.
+    ///
+    /// - Complexity: O(log n) (the counts on the path to the root).
+    mutating func extend(_ c: Cursor, with lv: Int32, leafOf: inout [Int32]) -> Cursor {
+        let idx = Int(c.leaf) * Self.leafCapacity + Int(c.entry)
+        let e = entries[idx]
+        precondition(e.isVisible && Int(c.offset) == e.count - 1 && e.lv + c.offset + 1 == lv,
+                     "slot \(lv) does not continue the entry at the cursor")
+        entries[idx].len += 1
+        leafOf.append(c.leaf)
+        addCounts(leaf: c.leaf, all: 1, visible: 1)
+        return Cursor(leaf: c.leaf, entry: c.entry, offset: c.offset + 1)
+    }
+
     @inline(__always)
     private func setLeaf(_ leaf: Int32, of lv: Int32, count n: Int, leafOf: inout [Int32]) {
         if n == 1 { leafOf[Int(lv)] = leaf; return }

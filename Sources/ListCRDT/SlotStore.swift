@@ -105,6 +105,24 @@ struct SlotStore: Sendable {
     /// The local version of the slot with this id, or nil if unknown.
     ///
     /// - Complexity: O(log r) for r id runs of the replica.
+    /// Appends the slot of the operation right after the last slot's, by the same replica, with
+    /// the next local version, right after the last slot with the same right origin and sequence:
+    /// what ``append(id:left:right:sequence:entity:)`` does for the next slot of a typed run, without
+    /// its checks (the caller has made sure). Returns its local version.
+    ///
+    /// - Complexity: O(1) amortized.
+    mutating func appendContinuingLast(entity e: Int32) -> Int32 {
+        let lv = Int32(slots.count)
+        let run = runs.count - 1
+        let k = lastReplica!.index
+        assert(runs[run].lv + runs[run].count == lv && idRuns[k].last!.lv + idRuns[k].last!.count == lv,
+               "the last slot does not end the last run")
+        slots.append(Slot(entity: e, sequence: runs[run].sequence, run: Int32(run)))
+        runs[run].count += 1
+        idRuns[k][idRuns[k].count - 1].count += 1
+        return lv
+    }
+
     func lv(of id: OpID) -> Int32? {
         guard let k = replicaSlot.index(of: id.replica) else { return nil }
         return idRuns[k].withUnsafeBufferPointer { list -> Int32? in

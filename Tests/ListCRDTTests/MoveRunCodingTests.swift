@@ -79,7 +79,7 @@ import Testing
             func origin() -> SlotID? { rng.chance(25) ? nil : SlotID(ref()) }
             let kind: ListOperation.Kind
             switch rng.below(20) {
-            case 0: kind = .moveItems((0..<rng.below(3)).map { _ in ItemID(ref()) }, section: section, .init(after: origin(), before: origin()))
+            case 0: kind = .moveItems(ItemIDList((0..<rng.below(3)).map { _ in ItemID(ref()) }), section: section, .init(after: origin(), before: origin()))
             case 1: kind = .insertItem(section: section, .init(after: origin(), before: origin()), value: Data([1]))
             case 2: kind = .deleteItem(ItemID(ref()), seen: SlotID(ref()))
             default: kind = .moveItems([ItemID(ref())], section: section, .init(after: origin(), before: origin()))

@@ -92,7 +92,7 @@ import Testing
             case 3:
                 let items = (0..<rng.below(5)).map { _ in ItemID(anyID()) }
                 if id.counter > OpID.maxCounter - 5 { id.counter = 7 }
-                kind = .moveItems(items, section: SectionID(anyID()), origins())
+                kind = .moveItems(ItemIDList(items), section: SectionID(anyID()), origins())
             case 4:
                 let item = anyID()
                 kind = .deleteItem(ItemID(item), seen: rng.chance(60) ? SlotID(item) : SlotID(anyID()))

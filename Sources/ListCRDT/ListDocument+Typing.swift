@@ -1,0 +1,61 @@
+import Foundation
+
+/// Where this replica's last local item insert went, so that the next insert right after it (the
+/// next character typed) takes a short path. Valid while the log has not grown since: then
+/// nothing at all changed in the document, so the item is still at `row` of section `section`.
+struct TypingRun: Sendable {
+    /// The log's operation count right after the insert.
+    var logCount: Int
+    var section: Int32
+    var row: Int
+    /// The id of the insert, which is the id of its item and slot.
+    var id: OpID
+    /// The cursor of its slot, which ends its tree entry (a new slot always does).
+    var cursor: SlotForest.Cursor
+    /// The insert's right origin.
+    var right: SlotID?
+}
+
+/// Local typing: an insert right after this replica's previous insert, with nothing in between.
+extension ListDocument {
+    /// Called by a local item insert at `row` of section `s` once its input is checked: when it
+    /// continues the typed run (``typing`` is current and `row` is right after its item), applies
+    /// it and returns the operation; else returns nil and changes nothing.
+    ///
+    /// The result is what the general path would do, found without searching: the left origin is
+    /// the previous insert's slot, the right origin is the previous insert's right origin (the
+    /// previous slot went right before it, and nothing came in between), the new slot extends the
+    /// previous slot's tree entry, slot run, log record and id run, and the operation depends on
+    /// exactly the previous insert (the frontier is `{previous}`). The section is visible already.
+    ///
+    /// - Complexity: O(log n) for the counts on the tree path; no search.
+    @inline(__always)
+    mutating func continueTyping(section s: Int32, row: Int, value: Data) -> ListOperation? {
+        guard let run = typing, run.logCount == log.count, run.section == s, run.row + 1 == row,
+              continuationFastPath, variant == .correct, clock == run.id.counter, run.id.counter < OpID.maxCounter
+        else { return nil }
+        let id = OpID(counter: run.id.counter + 1, replica: replica)
+        let i = Int32(items.count)
+        let lv = slots.appendContinuingLast(entity: i)
+        _ = items.append(id: id, slot: lv, value: value, section: s)
+        let cursor = forest.extend(run.cursor, with: lv, leafOf: &leafOf)
+        advance(from: run.id, to: id)
+        log.extendInsertRun(by: 1)
+        typing = TypingRun(logCount: log.count, section: s, row: row, id: id, cursor: cursor, right: run.right)
+        return ListOperation(id: id, deps: Frontier(only: run.id),
+                             kind: .insertItem(section: SectionID(sections.rows[Int(s)].id),
+                                               .init(after: SlotID(run.id), before: run.right), value: value))
+    }
+
+    /// Records the local item insert `op`, just applied at `row` of section `s` by the general
+    /// path, as the start of a typed run.
+    ///
+    /// - Complexity: O(leafCapacity).
+    mutating func startTyping(_ op: ListOperation, section s: Int32, row: Int) {
+        guard continuationFastPath, variant == .correct,
+              case let .insertItem(_, origins, _) = op.kind else { return }
+        let lv = Int32(slots.count - 1)
+        typing = TypingRun(logCount: log.count, section: s, row: row, id: op.id,
+                           cursor: forest.locate(lv, leafOf: leafOf), right: origins.before)
+    }
+}
