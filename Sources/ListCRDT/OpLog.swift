@@ -149,10 +149,15 @@ struct OpLog: Sendable {
             depsIndex = Int32(explicitDeps.count)
             explicitDeps.append(deps)
         }
-        let k = replicaSlot.insert(id.replica)
-        if k == byReplica.count {
-            byReplica.append([])
-            replicaIDs.append(id.replica)
+        let k: Int
+        if let last = records.last, replicaIDs[Int(last.replica)] == id.replica {
+            k = Int(last.replica)
+        } else {
+            k = replicaSlot.insert(id.replica)
+            if k == byReplica.count {
+                byReplica.append([])
+                replicaIDs.append(id.replica)
+            }
         }
         byReplica[k].append(Int32(records.count))
         records.append(Record(counter: id.counter, replica: Int32(k), count: Int32(span), payload: payload,
