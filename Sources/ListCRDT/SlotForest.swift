@@ -17,8 +17,8 @@
 /// walking up needs no search. Storage is flat arrays of plain integers: no class per node, no
 /// reference counting per node.
 struct SlotForest: Sendable {
-    static let leafCapacity = 32
-    static let nodeCapacity = 32
+    static let leafCapacity = 16
+    static let nodeCapacity = 16
 
     /// A run of `abs(len)` slots with consecutive local versions starting at `lv`;
     /// `len > 0` means visible, `len < 0` hidden.
