@@ -46,11 +46,13 @@ extension ListDocument {
                 position += ops.count
             case .insertRun(let r):
                 let n = batch.insertRuns[r].count
-                var k = 0
-                if try receiveStep(batch.operation(insertRun: r, 0), at: position, strict: strict, errors: &errors) {
-                    k = receiveInsertRun(r, in: batch, from: 1)
-                } else {
-                    k = 1
+                var k = receiveInsertRun(r, in: batch)
+                if k == 0 {
+                    if try receiveStep(batch.operation(insertRun: r, 0), at: position, strict: strict, errors: &errors) {
+                        k = receiveInsertRun(r, in: batch, from: 1)
+                    } else {
+                        k = 1
+                    }
                 }
                 if k < n {
                     try receiveAll((k..<n).map { batch.operation(insertRun: r, $0) }, at: position + k,
@@ -122,6 +124,82 @@ extension ListDocument {
 
     // MARK: Runs in one step
 
+    /// Applies insert run `r` of `batch` from its first operation on, in one step, when that
+    /// operation passes every check of the general path (``receive(_:)-(ListOperation)``) and
+    /// applies at once: its id is new, its dependencies are applied, its section and origins are
+    /// known, before it, in that section and in order, and its value is within
+    /// ``maxValueSize``. Returns how many operations it applied: the run up to the first value
+    /// over the limit, or 0 (nothing changed) when the first operation is not such a one; the
+    /// general path then takes it, and refuses, buffers or applies it as before.
+    ///
+    /// The effect is the general path's, operation by operation: the first slot goes where the
+    /// integration rule puts it (``SlotForest/placement(_:id:left:right:slots:leafOf:tieBreak:)``)
+    /// and the others right after it, one after the other (see ``receiveInsertRun(_:from:)``);
+    /// the slots are one slot run, one tree entry and one log record (extending the last record
+    /// when the first operation continues it, as logging it alone would).
+    ///
+    /// - Complexity: O(n + log N) for a run of n operations in a document of N slots, plus
+    ///   O(k log N) for k concurrent slots between the first operation's origins.
+    mutating func receiveInsertRun(_ r: Int, in batch: DecodedBatch) -> Int {
+        let run = batch.insertRuns[r]
+        let id = run.id
+        guard continuationFastPath, variant == .correct, buffer.count == 0, id.replica != replica,
+              id.counter > versionVector[id.replica] else { return 0 }
+        for d in run.deps {
+            guard d.counter < id.counter, versionVector.contains(d) else { return 0 }
+        }
+        // The values within the limit, from the first on.
+        var n = run.count
+        if run.oneByte {
+            if maxValueSize < 1 { return 0 }
+        } else {
+            for j in 0..<n where batch.valueRanges[run.values + j].count > maxValueSize {
+                n = j
+                break
+            }
+            if n == 0 { return 0 }
+        }
+        // The references, as `resolve` checks them.
+        guard run.section.opID.counter < id.counter, let s = sectionEntity(run.section) else { return 0 }
+        var left: Int32 = -1, right: Int32 = -1
+        if let after = run.origins.after {
+            guard after.opID.counter < id.counter, let lv = slots.lv(of: after.opID), slots.sequence(of: lv) == s
+            else { return 0 }
+            left = lv
+        }
+        if let before = run.origins.before {
+            guard before.opID.counter < id.counter, let lv = slots.lv(of: before.opID), slots.sequence(of: lv) == s
+            else { return 0 }
+            right = lv
+        }
+        if left >= 0 && right >= 0 && !forest.isBefore(left, right, leafOf: leafOf) { return 0 }
+
+        // `commit` of the first operation, with the others' slots and rows added at once.
+        let lv = Int32(slots.count), e = Int32(items.count)
+        appendItems(of: run, from: 0, count: n, in: batch, slot: lv, section: s)
+        _ = slots.appendRun(id: id, count: n, left: left, right: right, sequence: s, entity: e)
+        leafOf.append(contentsOf: repeatElement(-1, count: n))
+        let t = tree(ofSequence: s)
+        let after = forest.placement(t, id: id, left: left, right: right, slots: slots, leafOf: leafOf)
+        forest.insert(t, lv, count: n, visible: true, after: after, leafOf: &leafOf)
+        refreshSection(s)
+        // What `record` does for the first operation, then `advance` for the others.
+        if id.counter > clock { clock = id.counter }
+        versionVector.observe(id)
+        if run.deps == currentFrontier {
+            currentFrontier.set(id)
+        } else {
+            for d in run.deps { currentFrontier.remove(d) }
+            currentFrontier.insert(id)
+        }
+        log.append(id: id, deps: run.deps, kind: .insertItem, span: 1, payload: lv)
+        if n > 1 {
+            advance(from: id, to: id.advanced(by: n - 1))
+            log.extendInsertRun(by: n - 1)
+        }
+        return n
+    }
+
     /// Called right after operation `k - 1` of insert run `r` of `batch` was applied (waking
     /// nothing): applies operations `k...` of the run in one step, as
     /// ``receiveInsertRun(_:from:)`` does for operations; returns the index after the last one
@@ -151,8 +229,16 @@ extension ListDocument {
         // Operation k - 1 went into the run's section: the entity rows get its sequence.
         let s = slots.sequence(of: last.slot)
         let lv = Int32(slots.count), e = Int32(items.count)
-        let first = run.id.advanced(by: k)
-        items.appendRun(id: first, count: n, slot: lv, section: s)
+        appendItems(of: run, from: k, count: n, in: batch, slot: lv, section: s)
+        commitInsertRun(after: last, count: n, sequence: s, entity: e)
+        return k + n
+    }
+
+    /// The entity rows and values of operations `k ..< k + n` of insert run `run`, items placed
+    /// at slots `lv ...` of section `s`.
+    private mutating func appendItems(of run: DecodedBatch.InsertRun, from k: Int, count n: Int, in batch: DecodedBatch,
+                                      slot lv: Int32, section s: Int32) {
+        items.appendRun(id: run.id.advanced(by: k), count: n, slot: lv, section: s)
         let start = run.values + k
         if run.oneByte {
             let table = DecodedBatch.oneByteValues
@@ -162,8 +248,6 @@ extension ListDocument {
         } else {
             for range in batch.valueRanges[start ..< start + n] { items.value.append(Data(batch.bytes[range])) }
         }
-        commitInsertRun(after: last, count: n, sequence: s, entity: e)
-        return k + n
     }
 
     /// Applies operations `k...` of delete run `r` of `batch` in one step, as

@@ -386,8 +386,9 @@ import Testing
     // MARK: Malformed input
 
     /// A small batch with every kind of record the load path treats apart: a section insert, a
-    /// one-byte insert run, an insert run of longer values, a single insert, a delete run each
-    /// way, a single delete and a move.
+    /// one-byte insert run, an insert run of longer values, a single insert (a run of one), a
+    /// delete run each way, a move and a delete of the moved item (which saw its move slot: an
+    /// operation of its own).
     func smallBatch() throws -> (base: ListDocument, bytes: [UInt8]) {
         var author = try ListDocument.make(1, sections: [["a", "z"]])
         let base = author.fork(as: 2)
@@ -398,10 +399,12 @@ import Testing
         ops += try forwardDelete(&author, 2, at: 0)  // "long", "er"
         ops.append(try author.insertItem(at: ip(0, 0), value: Data("one")))
         ops.append(try #require(try author.moveItem(from: ip(0, 0), to: ip(0, 2))))
+        ops.append(try author.deleteItem(at: ip(0, 2)))
         ops.append(try author.insertSection(at: 1, value: Data("S")))
         let bytes = ListOperation.encode(ops)
         let batch = try DecodedBatch.decode(bytes, maxValueSize: 100, maxOperations: 100)
-        #expect(batch.insertRuns.count == 2 && batch.deleteRuns.count == 2)
+        #expect(batch.insertRuns.count == 3 && batch.deleteRuns.count == 2)
+        #expect(batch.parts.count == 6)   // 3 insert runs, 2 delete runs, [move, delete, insertSection]
         #expect(batch.insertRuns.contains { $0.oneByte } && batch.insertRuns.contains { !$0.oneByte })
         #expect(batch.deleteRuns.contains { $0.descending } && batch.deleteRuns.contains { !$0.descending })
         return (base, bytes)
@@ -478,8 +481,8 @@ import Testing
         try bothLoads(doc, [1, 2, 5, 1, 2, 0x6A, 0x00, 0x05, 0x01, 2])
         // The operation count over the caller's limit.
         let (base, bytes) = try smallBatch()
-        #expect(bytes[3] == 12)
-        refused(base, bytes, .countTooLarge(12, offset: 3), maxOperations: 11)
+        #expect(bytes[3] == 13)
+        refused(base, bytes, .countTooLarge(13, offset: 3), maxOperations: 12)
         // A replica count larger than the bytes left.
         refused(base, [1, 200, 1, 2], .countTooLarge(200, offset: 1))
         // A well-formed run loads.

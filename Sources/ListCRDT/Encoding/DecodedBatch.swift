@@ -3,8 +3,10 @@ import Foundation
 /// A batch (Docs/WireFormat.md §2) decoded and validated for loading into a document, in a compact
 /// form: its insert runs and delete runs (record kinds 9 and 10) are kept as one descriptor each
 /// (``InsertRun``, ``DeleteRun``) instead of one ``ListOperation`` per typed character or deleted
-/// item, and the values of an insert run stay where they are in the input bytes. The other records
-/// are decoded to operations as ``ListOperation/decode(_:maxValueSize:maxOperations:)`` does.
+/// item, and the values of an insert run stay where they are in the input bytes. A single item
+/// insert is kept as an insert run of one, and a single item delete that saw the item's insert
+/// slot as a delete run of one. The other records are decoded to operations as
+/// ``ListOperation/decode(_:maxValueSize:maxOperations:)`` does.
 ///
 /// Decoding checks exactly what ``ListOperation/decode(_:maxValueSize:maxOperations:)`` checks and
 /// throws exactly the same ``WireError`` for the same input (the same code reads both); expanding
@@ -145,8 +147,8 @@ struct DecodedBatch {
 // MARK: - Decoding runs as descriptors
 
 extension BatchDecoder {
-    /// Reads the values of an insert run of `n` operations (the fields before them are read) and
-    /// keeps the run as a descriptor.
+    /// Reads the values of an insert run of `n` operations (the fields before them are read; one
+    /// operation for an item insert record) and keeps the run as a descriptor.
     mutating func keepInsertRun(id: OpID, deps: Frontier, section: SectionID, origins: ListOperation.Origins,
                                 count n: Int, oneByte: Bool) throws(WireError) {
         let values: Int
@@ -156,7 +158,7 @@ extension BatchDecoder {
             _ = try reader.raw(n)
         } else {
             values = runs.valueRanges.count
-            runs.valueRanges.reserveCapacity(values + n)
+            runs.valueRanges.reserveCapacity(more: n)
             for _ in 0..<n { runs.valueRanges.append(try reader.dataRange(limit: maxValueSize)) }
         }
         flushOperations()
@@ -169,7 +171,8 @@ extension BatchDecoder {
         count += n
     }
 
-    /// Keeps a delete run of `n` operations (validated) as a descriptor.
+    /// Keeps a delete run of `n` operations (validated; one for an item delete record that saw the
+    /// item's own slot) as a descriptor.
     mutating func keepDeleteRun(id: OpID, deps: Frontier, firstItem: OpID, count n: Int, descending: Bool) {
         flushOperations()
         runs.parts.append(.deleteRun(runs.deleteRuns.count))

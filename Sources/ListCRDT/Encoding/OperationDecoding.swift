@@ -75,6 +75,11 @@ struct BatchDecoder {
         case .insertItem:
             let s = try sectionRef(id)
             let o = try origins(id)
+            if keepsRuns {
+                // A run of one (its value is read the same way).
+                try keepInsertRun(id: id, deps: deps, section: s, origins: o, count: 1, oneByte: false)
+                return
+            }
             op = ListOperation(id: id, deps: deps, kind: .insertItem(section: s, o, value: try value()))
         case .moveSection:
             let s = try sectionRef(id)
@@ -93,6 +98,11 @@ struct BatchDecoder {
         case .deleteItem:
             let item = try ref(id, default: nil)
             let seen = try ref(id, default: item)
+            if keepsRuns, seen == item {
+                // A run of one: a delete that saw the item's insert slot.
+                keepDeleteRun(id: id, deps: deps, firstItem: item, count: 1, descending: false)
+                return
+            }
             op = ListOperation(id: id, deps: deps, kind: .deleteItem(ItemID(item), seen: SlotID(seen)))
         case .deleteSection:
             let s = try sectionRef(id)
