@@ -38,6 +38,7 @@ extension ListDocument {
     mutating func apply(_ batch: DecodedBatch, strict: Bool) throws(WireError) -> [ApplyError] {
         var errors: [ApplyError] = []
         var position = 0  // index in the batch of the part's first operation
+        var lastSection: (id: SectionID, entity: Int32)?  // the section the last insert run went in
         reserveCapacity(for: batch)
         for part in batch.parts {
             switch part {
@@ -46,7 +47,7 @@ extension ListDocument {
                 position += ops.count
             case .insertRun(let r):
                 let n = batch.insertRuns[r].count
-                var k = receiveInsertRun(r, in: batch)
+                var k = receiveInsertRun(r, in: batch, lastSection: &lastSection)
                 if k == 0 {
                     if try receiveStep(batch.operation(insertRun: r, 0), at: position, strict: strict, errors: &errors) {
                         k = receiveInsertRun(r, in: batch, from: 1)
@@ -136,11 +137,13 @@ extension ListDocument {
     /// integration rule puts it (``SlotForest/placement(_:id:left:right:slots:leafOf:tieBreak:)``)
     /// and the others right after it, one after the other (see ``receiveInsertRun(_:from:)``);
     /// the slots are one slot run, one tree entry and one log record (extending the last record
-    /// when the first operation continues it, as logging it alone would).
+    /// when the first operation continues it, as logging it alone would). `lastSection` caches
+    /// the section looked up last, across the runs of a batch.
     ///
     /// - Complexity: O(n + log N) for a run of n operations in a document of N slots, plus
     ///   O(k log N) for k concurrent slots between the first operation's origins.
-    mutating func receiveInsertRun(_ r: Int, in batch: DecodedBatch) -> Int {
+    mutating func receiveInsertRun(_ r: Int, in batch: DecodedBatch,
+                                   lastSection: inout (id: SectionID, entity: Int32)?) -> Int {
         let run = batch.insertRuns[r]
         let id = run.id
         guard continuationFastPath, variant == .correct, buffer.count == 0, id.replica != replica,
@@ -160,7 +163,16 @@ extension ListDocument {
             if n == 0 { return 0 }
         }
         // The references, as `resolve` checks them.
-        guard run.section.opID.counter < id.counter, let s = sectionEntity(run.section) else { return 0 }
+        guard run.section.opID.counter < id.counter else { return 0 }
+        // A section's entity never changes once known (sections are never forgotten).
+        let s: Int32
+        if let last = lastSection, last.id == run.section {
+            s = last.entity
+        } else {
+            guard let known = sectionEntity(run.section) else { return 0 }
+            s = known
+            lastSection = (run.section, known)
+        }
         var left: Int32 = -1, right: Int32 = -1
         if let after = run.origins.after {
             guard after.opID.counter < id.counter, let lv = slots.lv(of: after.opID), slots.sequence(of: lv) == s
