@@ -80,12 +80,13 @@ extension ListDocument {
         return errors
     }
 
-    /// Makes room in the slot and item tables for the slots and items the batch may add (at
-    /// least doubling the room when it grows, as appending does): a run appends many at once.
+    /// Makes room in the slot and item tables for the slots and items the batch's new insert runs
+    /// add (at least doubling the room when it grows, as appending does): a run appends many at
+    /// once. Runs whose first id is known here (duplicates) are not counted.
     private mutating func reserveCapacity(for batch: DecodedBatch) {
         var n = 0
-        for run in batch.insertRuns { n += run.count }
-        for part in batch.parts { if case .operations(let ops) = part { n += ops.count } }
+        for run in batch.insertRuns where run.id.counter > versionVector[run.id.replica] { n += run.count }
+        if n == 0 { return }
         slots.reserveCapacity(forMore: n)
         leafOf.reserveCapacity(more: n)
         items.rows.reserveCapacity(more: n)
