@@ -40,7 +40,6 @@ extension ListDocument {
         // Each operation that continues the run gets its entity row at once (the row's slot is
         // known ahead: the run's slots are the next local versions); nothing after can fail.
         let s = slots.sequence(of: last.slot)
-        let right = slots.origins(of: last.slot).right
         let lv = Int32(slots.count), e = Int32(items.count)
         var previous = last.id
         var end = k
@@ -58,15 +57,29 @@ extension ListDocument {
         }
         let n = end - k
         if n == 0 { return k }
-        _ = slots.appendRun(id: ops[k].id, count: n, left: last.slot, right: right, sequence: s, entity: e)
+        commitInsertRun(after: last, count: n, sequence: s, entity: e)
+        return end
+    }
+
+    /// Applies `n` item inserts that continue the item insert applied last (`last`: its id and
+    /// slot) as a typed run (ids `last.id + 1 …`, each depending on exactly the one before, right
+    /// after its slot, with `last`'s right origin, in its sequence `s`), whose entity rows
+    /// `e ..< e + n` are appended already (their slots are the next local versions): the slots
+    /// (one slot run), one tree entry, the section, the clock, version vector and frontier, and
+    /// the log record, which it extends.
+    ///
+    /// - Complexity: O(n + log N) in a document of N slots.
+    mutating func commitInsertRun(after last: (id: OpID, slot: Int32), count n: Int, sequence s: Int32, entity e: Int32) {
+        let lv = Int32(slots.count)
+        let right = slots.origins(of: last.slot).right
+        _ = slots.appendRun(id: last.id.advanced(by: 1), count: n, left: last.slot, right: right, sequence: s, entity: e)
         leafOf.append(contentsOf: repeatElement(-1, count: n))
         let after = forest.locate(last.slot, leafOf: leafOf)
         forest.insert(tree(ofSequence: s), lv, count: n, visible: true, after: after, leafOf: &leafOf)
         refreshSection(s)
 
-        advance(from: last.id, to: previous)
+        advance(from: last.id, to: last.id.advanced(by: n))
         log.extendInsertRun(by: n)
-        return end
     }
 
     /// Called right after `ops[k - 1]` was applied (waking nothing): when it was an item delete,
@@ -154,9 +167,23 @@ extension ListDocument {
         }
         let n = found.count
         if n == 0 { return k }
-        let end = k + n
+        commitDeleteRun(found, first: ops[k].id, deps: ops[k].deps, startsRecord: startsRecord, after: ops[k - 1].id)
+        return k + n
+    }
 
-        // Then the deletes: kill(e, seen: the item's id) for each, with the hiding deferred so that
+    /// Applies `found.count` item deletes, ids `first`, `first + 1`, …, each depending on exactly
+    /// the one before, the first on `deps`, which is exactly `{after}`, the operation applied last;
+    /// the author of each saw the insert slot `found[j]` of the item it deletes (checked by the
+    /// caller, with everything else the general path checks). When `startsRecord`, the first
+    /// delete is logged with ``OpLog/append(id:deps:kind:span:payload:)`` (which extends the last
+    /// record when it continues it); else the last record is a delete run that they all extend.
+    ///
+    /// Each delete has the effect of the general path's (see ``receiveDeleteRun(_:from:)``).
+    ///
+    /// - Complexity: O(n + log N) for n deletes of consecutive typed items in a document of N slots.
+    mutating func commitDeleteRun(_ found: [Int32], first: OpID, deps: Frontier, startsRecord: Bool, after: OpID) {
+        let n = found.count
+        // The deletes: kill(e, seen: the item's id) for each, with the hiding deferred so that
         // slots that die next to each other in one section are hidden together.
         var low: Int32 = 0, pending = 0, section: Int32 = -1
         for lv in found {
@@ -174,14 +201,13 @@ extension ListDocument {
         }
         if pending > 0 { hideDead(low, count: pending, section: section) }
         if startsRecord {
-            log.append(id: ops[k].id, deps: ops[k].deps, kind: .deleteItem, span: 1, payload: found[0])
+            log.append(id: first, deps: deps, kind: .deleteItem, span: 1, payload: found[0])
             if n > 1 { log.extendDeleteRun(seen: found[1...]) }
         } else {
             log.extendDeleteRun(seen: found[...])
         }
 
-        advance(from: ops[k - 1].id, to: ops[end - 1].id)
-        return end
+        advance(from: after, to: first.advanced(by: n - 1))
     }
 
     /// The clock, version vector and frontier after a run of operations by one author, each

@@ -155,3 +155,16 @@ struct SlotStore: Sendable {
     /// The sequence slot `lv` is in (-1: sections; else a section index).
     func sequence(of lv: Int32) -> Int32 { slots[Int(lv)].sequence }
 }
+
+// MARK: - Room for a loaded batch (ListDocument+Load.swift)
+
+extension SlotStore {
+    /// Makes room for `n` more slots at once (at least doubling the room when it grows, as
+    /// appending does), so that the runs of a loaded batch go in without reallocating on the way.
+    ///
+    /// - Complexity: O(count) when it grows, else O(1).
+    mutating func reserveCapacity(forMore n: Int) {
+        let needed = slots.count + n
+        if slots.capacity < needed { slots.reserveCapacity(max(needed, 2 * slots.capacity)) }
+    }
+}

@@ -143,9 +143,10 @@ func w1Random(n: Int) throws -> BenchResult {
 /// Decodes a history batch and receives it into a fresh document; reads the length.
 func loadHistory(_ bytes: [UInt8]) throws -> (Double, ListDocument) {
     let t0 = nowNs()
-    let ops = try ListOperation.decode(bytes, maxValueSize: ListDocument.defaultMaxValueSize, maxOperations: Int.max)
+    // Decodes and applies in one call: typed runs and delete runs go in without one
+    // ListOperation per character (ListDocument+Load.swift).
     var doc = ListDocument(replica: ReplicaID(99))
-    let errors = doc.receive(ops)
+    let errors = try doc.receive(encoded: bytes, maxOperations: Int.max)
     _ = doc.totalItemCount
     let ms = Double(nowNs() - t0) / 1e6
     guard errors.isEmpty else { throw BenchError("history load refused \(errors.count) operations: \(errors[0])") }
@@ -180,7 +181,7 @@ func w2History(_ ctx: Context) throws -> BenchResult {
     let historyCount = try fromHistory.itemCount(inSection: 0)
     res.ok = w1ok && historyCount == traceLive && snapshotCount == traceLive
         && textBytes(fromHistory) == textBytes(doc)
-    res.note = "history = ListOperation.encode(doc.operations), load = decode + receive into a fresh document; "
+    res.note = "history = ListOperation.encode(doc.operations), load = receive(encoded:) into a fresh document; "
         + "snapshot = encodedSnapshot() (version vector + the same batch), load = ListDocument(snapshot:replica:) "
         + "(a snapshot replays the history)"
     return res

@@ -13,16 +13,25 @@ struct BatchDecoder {
     var ops: [ListOperation] = []
     /// The batch's format version.
     var version: UInt8 = 0
+    /// Operations decoded so far (in ``ops``, or in ``runs``).
+    var count = 0
+    /// When set (``DecodedBatch``), insert runs and delete runs are kept as descriptors in
+    /// ``runs`` instead of one operation each, and ``ops`` holds only the operations since the
+    /// last run.
+    var keepsRuns = false
+    /// The parts and runs kept when ``keepsRuns``.
+    var runs = DecodedBatch()
 
     /// Decodes one batch from the reader's position; leaves the reader after it.
     static func decode(from reader: inout WireReader, maxValueSize: Int, maxOperations: Int) throws(WireError) -> [ListOperation] {
         var d = BatchDecoder(reader: reader, maxValueSize: maxValueSize)
-        try d.run(maxOperations: maxOperations)
+        try d.decodeBatch(maxOperations: maxOperations)
         reader = d.reader
         return d.ops
     }
 
-    private mutating func run(maxOperations: Int) throws(WireError) {
+    /// Reads the version, the replica table, the operation count and every record.
+    mutating func decodeBatch(maxOperations: Int) throws(WireError) {
         version = try reader.byte()
         guard version >= ListOperation.oldestWireFormatVersion, version <= ListOperation.wireFormatVersion else {
             throw .unsupportedVersion(version)
@@ -42,9 +51,9 @@ struct BatchDecoder {
         let total = try reader.count(minBytes: 0)
         guard total <= maxOperations else { throw .countTooLarge(total, offset: countAt) }
         // Every record is at least two bytes; only runs hold more operations than bytes.
-        ops.reserveCapacity(min(total, reader.remaining))
-        while ops.count < total {
-            try record(left: total - ops.count)
+        if !keepsRuns { ops.reserveCapacity(min(total, reader.remaining)) }
+        while count < total {
+            try record(left: total - count)
         }
     }
 
@@ -66,6 +75,11 @@ struct BatchDecoder {
         case .insertItem:
             let s = try sectionRef(id)
             let o = try origins(id)
+            if keepsRuns {
+                // A run of one (its value is read the same way).
+                try keepInsertRun(id: id, deps: deps, section: s, origins: o, count: 1, oneByte: false)
+                return
+            }
             op = ListOperation(id: id, deps: deps, kind: .insertItem(section: s, o, value: try value()))
         case .moveSection:
             let s = try sectionRef(id)
@@ -90,6 +104,11 @@ struct BatchDecoder {
         case .deleteItem:
             let item = try ref(id, default: nil)
             let seen = try ref(id, default: item)
+            if keepsRuns, seen == item {
+                // A run of one: a delete that saw the item's insert slot.
+                keepDeleteRun(id: id, deps: deps, firstItem: item, count: 1, descending: false)
+                return
+            }
             op = ListOperation(id: id, deps: deps, kind: .deleteItem(ItemID(item), seen: SlotID(seen)))
         case .deleteSection:
             let s = try sectionRef(id)
@@ -125,6 +144,10 @@ struct BatchDecoder {
         let section = try sectionRef(id)
         let o = try origins(id)
         let n = try runCount(left: left, bytesEach: 1, id: id)
+        if keepsRuns {
+            try keepInsertRun(id: id, deps: deps, section: section, origins: o, count: n, oneByte: oneByte)
+            return
+        }
         var prev = id
         for k in 0..<n {
             let v: Data
@@ -151,6 +174,10 @@ struct BatchDecoder {
             guard firstItem.counter <= OpID.maxCounter - span else {
                 throw .invalidValue("a delete run passes the largest counter", offset: at)
             }
+        }
+        if keepsRuns {
+            keepDeleteRun(id: id, deps: deps, firstItem: firstItem, count: n, descending: descending)
+            return
         }
         var prev = id
         var item = firstItem
@@ -179,6 +206,7 @@ struct BatchDecoder {
     mutating func append(_ op: ListOperation) {
         context.advance(past: op)
         ops.append(op)
+        count += 1
     }
 
     // MARK: Fields

@@ -34,8 +34,10 @@ extension ListDocument {
     /// Loads a snapshot made by ``encodedSnapshot()`` (on any replica) into a document that edits
     /// as `replica`.
     ///
-    /// The bytes are decoded and validated completely, then replayed into a fresh document; the
-    /// result must reach exactly the version the header states.
+    /// The bytes are decoded and validated completely, then replayed into a fresh document (typed
+    /// runs and delete runs in one step each, see ``receive(encoded:maxOperations:)``); every
+    /// operation must apply at once, and the result must reach exactly the version the header
+    /// states.
     ///
     /// - Throws: ``WireError`` for malformed bytes, a value over `maxValueSize`, or a history that
     ///   does not replay cleanly (``WireError/inconsistentSnapshot(_:)``).
@@ -74,24 +76,12 @@ extension ListDocument {
         // at most once per replica that saw it, so a real history expands to a few operations per
         // byte at most. The bound keeps a tiny malicious snapshot from claiming billions.
         let maxOperations = r.remaining > (Int.max - 65_536) / 16 ? Int.max : r.remaining * 16 + 65_536
-        let ops = try BatchDecoder.decode(from: &r, maxValueSize: maxValueSize, maxOperations: maxOperations)
+        let batch = try DecodedBatch.decode(from: &r, maxValueSize: maxValueSize, maxOperations: maxOperations)
         guard r.isAtEnd else { throw .trailingBytes(r.remaining) }
 
+        // Every operation must apply at once (typed runs and delete runs in one step each).
         var doc = ListDocument(replica: replica, maxValueSize: maxValueSize)
-        var k = 0
-        while k < ops.count {
-            let op = ops[k]
-            let outcome: ReceiveOutcome
-            do { outcome = try doc.receive(op) } catch {
-                throw .inconsistentSnapshot("operation \(k) (\(op.id)) refused: \(error)")
-            }
-            guard outcome == .applied(woken: 1) else {
-                throw .inconsistentSnapshot("operation \(k) (\(op.id)) was not applied in order: \(outcome)")
-            }
-            // A typed run or delete run after it goes in in one step (every one of its operations
-            // is applied in order by construction, or the run stops before it).
-            k = doc.receiveRun(ops, from: k + 1)
-        }
+        _ = try doc.apply(batch, strict: true)
         guard doc.version == expected else {
             throw .inconsistentSnapshot("the operations reach \(doc.version), the header says \(expected)")
         }

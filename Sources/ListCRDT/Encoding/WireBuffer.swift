@@ -111,6 +111,18 @@ package struct WireReader {
         return BitReader(bytes, range: offset..<offset + length)
     }
 
+    /// Reads a length-prefixed byte string no longer than `limit` (as ``data(limit:)``, with the
+    /// same checks and errors) and returns where its bytes are in the input, without copying them.
+    mutating func dataRange(limit: Int) throws(WireError) -> Range<Int> {
+        let start = offset
+        let n = try varint()
+        let limit = max(limit, 0)
+        guard n <= UInt64(limit) else { throw .valueTooLarge(n > UInt64(Int.max) ? Int.max : Int(n), limit: limit, offset: start) }
+        guard Int(n) <= remaining else { throw .truncated(offset: bytes.count) }
+        offset += Int(n)
+        return offset - Int(n)..<offset
+    }
+
     /// Reads a length-prefixed byte string no longer than `limit`.
     package mutating func data(limit: Int) throws(WireError) -> Data {
         let start = offset

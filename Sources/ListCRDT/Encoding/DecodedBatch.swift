@@ -1,0 +1,190 @@
+import Foundation
+
+/// A batch (Docs/WireFormat.md §2) decoded and validated for loading into a document, in a compact
+/// form: its insert runs and delete runs (record kinds 9 and 10) are kept as one descriptor each
+/// (``InsertRun``, ``DeleteRun``) instead of one ``ListOperation`` per typed character or deleted
+/// item, and the values of an insert run stay where they are in the input bytes. A single item
+/// insert is kept as an insert run of one, and a single item delete that saw the item's insert
+/// slot as a delete run of one. The other records are decoded to operations as
+/// ``ListOperation/decode(_:maxValueSize:maxOperations:)`` does.
+///
+/// Decoding checks exactly what ``ListOperation/decode(_:maxValueSize:maxOperations:)`` checks and
+/// throws exactly the same ``WireError`` for the same input (the same code reads both); expanding
+/// every part with ``operations`` gives exactly the operations that function returns.
+/// ``ListDocument/receive(encoded:maxOperations:)`` applies it (ListDocument+Load.swift).
+struct DecodedBatch {
+    /// A piece of the batch, in order.
+    enum Part {
+        /// Operations decoded one by one (every record but insert and delete runs).
+        case operations([ListOperation])
+        /// ``insertRuns``\[i\].
+        case insertRun(Int)
+        /// ``deleteRuns``\[i\].
+        case deleteRun(Int)
+    }
+
+    /// An insert run: `count` item inserts by one replica, typed left to right. Operation `k` has
+    /// id `id + k`; it depends on `deps` (k = 0) or on operation `k - 1`; it goes in `section`,
+    /// after `origins.after` (k = 0) or after operation `k - 1`'s slot, and before `origins.before`.
+    struct InsertRun {
+        var id: OpID
+        var deps: Frontier
+        var section: SectionID
+        var origins: ListOperation.Origins
+        var count: Int
+        /// Whether every value is one byte: then operation `k`'s value is `bytes[values + k]`;
+        /// else it is `bytes[valueRanges[values + k]]`.
+        var oneByte: Bool
+        var values: Int
+    }
+
+    /// A delete run: `count` item deletes by one replica. Operation `k` has id `id + k`; it depends
+    /// on `deps` (k = 0) or on operation `k - 1`; it deletes the item `firstItem + k` (or `- k`
+    /// when `descending`), as seen at its insert slot.
+    struct DeleteRun {
+        var id: OpID
+        var deps: Frontier
+        var firstItem: OpID
+        var count: Int
+        var descending: Bool
+
+        /// The item operation `k` deletes.
+        @inline(__always) func item(_ k: Int) -> OpID {
+            OpID(counter: descending ? firstItem.counter &- UInt64(k) : firstItem.counter &+ UInt64(k),
+                 replica: firstItem.replica)
+        }
+    }
+
+    /// The parts, in the order of the batch.
+    var parts: [Part] = []
+    var insertRuns: [InsertRun] = []
+    var deleteRuns: [DeleteRun] = []
+    /// Where the values of insert runs that are not one byte each are in ``bytes``.
+    var valueRanges: [Range<Int>] = []
+    /// The input.
+    var bytes: [UInt8] = []
+    /// Number of operations in the batch.
+    var operationCount = 0
+
+    /// Decodes and validates a whole batch (nothing may follow it).
+    ///
+    /// - Throws: the ``WireError`` ``ListOperation/decode(_:maxValueSize:maxOperations:)`` throws.
+    /// - Complexity: O(b + m) for b bytes and m operations outside insert and delete runs (a run
+    ///   costs O(1), plus O(n) for a run of n values that are not one byte each).
+    static func decode(_ bytes: some Collection<UInt8>, maxValueSize: Int,
+                       maxOperations: Int) throws(WireError) -> DecodedBatch {
+        var reader = WireReader(bytes)
+        let batch = try decode(from: &reader, maxValueSize: maxValueSize, maxOperations: maxOperations)
+        guard reader.isAtEnd else { throw .trailingBytes(reader.remaining) }
+        return batch
+    }
+
+    /// Decodes one batch from the reader's position; leaves the reader after it.
+    static func decode(from reader: inout WireReader, maxValueSize: Int,
+                       maxOperations: Int) throws(WireError) -> DecodedBatch {
+        var d = BatchDecoder(reader: reader, maxValueSize: maxValueSize)
+        d.keepsRuns = true
+        try d.decodeBatch(maxOperations: maxOperations)
+        reader = d.reader
+        d.flushOperations()
+        var batch = d.runs
+        batch.bytes = reader.bytes
+        batch.operationCount = d.count
+        return batch
+    }
+
+    /// The 256 one-byte values (small `Data` values are stored inline: copying one is cheap).
+    static let oneByteValues: [Data] = (0...255).map { Data([UInt8($0)]) }
+
+    // MARK: Operations
+
+    /// Operation `k` of insert run `r`, as ``ListOperation/decode(_:maxValueSize:maxOperations:)``
+    /// gives it.
+    func operation(insertRun r: Int, _ k: Int) -> ListOperation {
+        let run = insertRuns[r]
+        let id = run.id.advanced(by: k)
+        let value = run.oneByte ? Data(repeating: bytes[run.values + k], count: 1)
+                                : Data(bytes[valueRanges[run.values + k]])
+        if k == 0 {
+            return ListOperation(id: id, deps: run.deps,
+                                 kind: .insertItem(section: run.section, run.origins, value: value))
+        }
+        let previous = run.id.advanced(by: k - 1)
+        return ListOperation(id: id, deps: Frontier(only: previous),
+                             kind: .insertItem(section: run.section,
+                                               .init(after: SlotID(previous), before: run.origins.before),
+                                               value: value))
+    }
+
+    /// Operation `k` of delete run `r`, as ``ListOperation/decode(_:maxValueSize:maxOperations:)``
+    /// gives it.
+    func operation(deleteRun r: Int, _ k: Int) -> ListOperation {
+        let run = deleteRuns[r]
+        let item = run.item(k)
+        return ListOperation(id: run.id.advanced(by: k),
+                             deps: k == 0 ? run.deps : Frontier(only: run.id.advanced(by: k - 1)),
+                             kind: .deleteItem(ItemID(item), seen: SlotID(item)))
+    }
+
+    /// Every operation of the batch, in order: what
+    /// ``ListOperation/decode(_:maxValueSize:maxOperations:)`` returns.
+    ///
+    /// - Complexity: O(n) for n operations.
+    var operations: [ListOperation] {
+        var out: [ListOperation] = []
+        out.reserveCapacity(operationCount)
+        for part in parts {
+            switch part {
+            case .operations(let ops): out += ops
+            case .insertRun(let r): for k in 0..<insertRuns[r].count { out.append(operation(insertRun: r, k)) }
+            case .deleteRun(let r): for k in 0..<deleteRuns[r].count { out.append(operation(deleteRun: r, k)) }
+            }
+        }
+        return out
+    }
+}
+
+// MARK: - Decoding runs as descriptors
+
+extension BatchDecoder {
+    /// Reads the values of an insert run of `n` operations (the fields before them are read; one
+    /// operation for an item insert record) and keeps the run as a descriptor.
+    mutating func keepInsertRun(id: OpID, deps: Frontier, section: SectionID, origins: ListOperation.Origins,
+                                count n: Int, oneByte: Bool) throws(WireError) {
+        let values: Int
+        if oneByte {
+            // `runCount` checked that the n bytes are there.
+            values = reader.offset
+            _ = try reader.raw(n)
+        } else {
+            values = runs.valueRanges.count
+            runs.valueRanges.reserveCapacity(more: n)
+            for _ in 0..<n { runs.valueRanges.append(try reader.dataRange(limit: maxValueSize)) }
+        }
+        flushOperations()
+        runs.parts.append(.insertRun(runs.insertRuns.count))
+        runs.insertRuns.append(.init(id: id, deps: deps, section: section, origins: origins, count: n,
+                                         oneByte: oneByte, values: values))
+        // What `append` of each operation would leave.
+        context.previousLast = id.advanced(by: n - 1)
+        context.lastSection = section
+        count += n
+    }
+
+    /// Keeps a delete run of `n` operations (validated; one for an item delete record that saw the
+    /// item's own slot) as a descriptor.
+    mutating func keepDeleteRun(id: OpID, deps: Frontier, firstItem: OpID, count n: Int, descending: Bool) {
+        flushOperations()
+        runs.parts.append(.deleteRun(runs.deleteRuns.count))
+        runs.deleteRuns.append(.init(id: id, deps: deps, firstItem: firstItem, count: n, descending: descending))
+        context.previousLast = id.advanced(by: n - 1)
+        count += n
+    }
+
+    /// Moves the operations decoded since the last run into a part of their own.
+    mutating func flushOperations() {
+        guard !ops.isEmpty else { return }
+        runs.parts.append(.operations(ops))
+        ops = []
+    }
+}
