@@ -94,7 +94,7 @@ struct SlotStore: Sendable {
         // The first slot ends the last run and its replica's last id run (`append` made or extended
         // them), so the others extend both.
         let run = Int32(runs.count - 1)
-        slots.reserveCapacity(slots.count + n - 1)
+        reserveCapacity(forMore: n - 1)
         for k in 1...rest { slots.append(Slot(entity: e + k, sequence: sequence, run: run)) }
         runs[runs.count - 1].count += rest
         let k = lastReplica!.index
