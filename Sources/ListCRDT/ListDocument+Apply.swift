@@ -207,16 +207,22 @@ extension ListDocument {
 
     /// Logs an applied operation and advances the clock, the version vector and the frontier.
     private mutating func record(_ op: ListOperation, _ resolved: ResolvedOperation) {
-        let last = op.lastID
+        advance(to: op.lastID, deps: op.deps)
+        appendToLog(op, resolved)
+    }
+
+    /// The clock, version vector and frontier after applying an operation whose last id is `last`
+    /// and whose dependencies are `deps`.
+    @inline(__always)
+    mutating func advance(to last: OpID, deps: Frontier) {
         if last.counter > clock { clock = last.counter }
         versionVector.observe(last)
-        if op.deps == currentFrontier {
+        if deps == currentFrontier {
             currentFrontier.set(last)
         } else {
-            for d in op.deps { currentFrontier.remove(d) }
+            for d in deps { currentFrontier.remove(d) }
             currentFrontier.insert(last)
         }
-        appendToLog(op, resolved)
     }
 
     /// Puts slot `lv` (id `id`) of item `i`, made by the move operation `write`, into the sequence of

@@ -197,14 +197,7 @@ extension ListDocument {
         forest.insert(t, lv, count: n, visible: true, after: after, leafOf: &leafOf)
         refreshSection(s)
         // What `record` does for the first operation, then `advance` for the others.
-        if id.counter > clock { clock = id.counter }
-        versionVector.observe(id)
-        if run.deps == currentFrontier {
-            currentFrontier.set(id)
-        } else {
-            for d in run.deps { currentFrontier.remove(d) }
-            currentFrontier.insert(id)
-        }
+        advance(to: id, deps: run.deps)
         log.append(id: id, deps: run.deps, kind: .insertItem, span: 1, payload: lv)
         if n > 1 {
             advance(from: id, to: id.advanced(by: n - 1))
