@@ -90,15 +90,9 @@ struct SlotStore: Sendable {
     mutating func appendRun(id: OpID, count n: Int, left: Int32, right: Int32, sequence: Int32, entity e: Int32) -> Int32 {
         let lv = append(id: id, left: left, right: right, sequence: sequence, entity: e)
         guard n > 1 else { return lv }
-        let rest = Int32(n - 1)
         // The first slot ends the last run and its replica's last id run (`append` made or extended
         // them), so the others extend both.
-        let run = Int32(runs.count - 1)
-        reserveCapacity(forMore: n - 1)
-        for k in 1...rest { slots.append(Slot(entity: e + k, sequence: sequence, run: run)) }
-        runs[runs.count - 1].count += rest
-        let k = lastReplica!.index
-        idRuns[k][idRuns[k].count - 1].count += rest
+        extendLastRun(by: n - 1, entity: e + 1)
         return lv
     }
 
@@ -113,14 +107,22 @@ struct SlotStore: Sendable {
     /// - Complexity: O(1) amortized.
     mutating func appendContinuingLast(entity e: Int32) -> Int32 {
         let lv = Int32(slots.count)
+        extendLastRun(by: 1, entity: e)
+        return lv
+    }
+
+    /// Appends `n` slots (entities `e ..< e + n`) that continue the last slot run and its replica's
+    /// last id run.
+    private mutating func extendLastRun(by n: Int, entity e: Int32) {
         let run = runs.count - 1
         let k = lastReplica!.index
-        assert(runs[run].lv + runs[run].count == lv && idRuns[k].last!.lv + idRuns[k].last!.count == lv,
+        assert(runs[run].lv + runs[run].count == Int32(slots.count)
+               && idRuns[k].last!.lv + idRuns[k].last!.count == Int32(slots.count),
                "the last slot does not end the last run")
-        slots.append(Slot(entity: e, sequence: runs[run].sequence, run: Int32(run)))
-        runs[run].count += 1
-        idRuns[k][idRuns[k].count - 1].count += 1
-        return lv
+        if n > 1 { reserveCapacity(forMore: n) }
+        for j in 0..<Int32(n) { slots.append(Slot(entity: e + j, sequence: runs[run].sequence, run: Int32(run))) }
+        runs[run].count += Int32(n)
+        idRuns[k][idRuns[k].count - 1].count += Int32(n)
     }
 
     func lv(of id: OpID) -> Int32? {
