@@ -34,11 +34,12 @@ extension ListDocument {
         guard let run = typing, run.logCount == log.count, run.section == s, run.row + 1 == row,
               continuationFastPath, variant == .correct, clock == run.id.counter, run.id.counter < OpID.maxCounter
         else { return nil }
+        // The tree entry first: when it is full, the general path takes this insert.
+        guard let cursor = forest.extend(run.cursor, with: Int32(slots.count), leafOf: &leafOf) else { return nil }
         let id = OpID(counter: run.id.counter + 1, replica: replica)
         let i = Int32(items.count)
         let lv = slots.appendContinuingLast(entity: i)
         _ = items.append(id: id, slot: lv, value: value, section: s)
-        let cursor = forest.extend(run.cursor, with: lv, leafOf: &leafOf)
         advance(from: run.id, to: id)
         log.extendInsertRun(by: 1)
         typing = TypingRun(logCount: log.count, section: s, row: row, id: id, cursor: cursor, right: run.right)

@@ -23,6 +23,9 @@ extension SlotForest {
             for i in 0..<n {
                 let e = entries[Int(leaf) * Self.leafCapacity + i]
                 if e.len == 0 { out.append("leaf \(leaf) has an empty entry") }
+                if e.count > Self.maxEntryLength {
+                    out.append("leaf \(leaf) has an entry of \(e.count) slots (at most \(Self.maxEntryLength))")
+                }
                 seenAll += e.count
                 seenVisible += e.visibleCount
                 for lv in e.lv..<(e.lv + Int32(e.count)) where leafOf[Int(lv)] != leaf {

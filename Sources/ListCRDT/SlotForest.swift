@@ -19,6 +19,12 @@
 struct SlotForest: Sendable {
     static let leafCapacity = 16
     static let nodeCapacity = 16
+    /// The most slots one entry holds. A leaf split moves half a leaf's entries to a new leaf and
+    /// rewrites `leafOf` for each of their slots, so this bounds that work to
+    /// `leafCapacity / 2 × maxEntryLength` slots, whatever the size of the document (without it,
+    /// the first split of a long typed run rewrote `leafOf` for up to all of its slots: O(n)).
+    /// A longer run takes several entries.
+    static let maxEntryLength = 128
 
     /// A run of `abs(len)` slots with consecutive local versions starting at `lv`;
     /// `len > 0` means visible, `len < 0` hidden.
@@ -312,10 +318,16 @@ struct SlotForest: Sendable {
     /// so the slots extend the entry they follow when that entry ends at `lv - 1` with the same
     /// visibility.
     ///
-    /// - Complexity: O(log n + n), plus O(k) for the k slots of the entries moved when a leaf splits
-    ///   (their `leafOf` is updated).
+    /// - Complexity: O(log N + n + leafCapacity × maxEntryLength) for n ≤ ``maxEntryLength``
+    ///   (a leaf split rewrites `leafOf` for the slots of the entries it moves, at most
+    ///   `leafCapacity / 2 × maxEntryLength`); a longer run takes one insert per
+    ///   `maxEntryLength` slots.
     mutating func insert(_ t: Int32, _ lv: Int32, count n: Int = 1, visible: Bool, after: Cursor?,
                          leafOf: inout [Int32]) {
+        if n > Self.maxEntryLength {
+            insertLong(t, lv, count: n, visible: visible, after: after, leafOf: &leafOf)
+            return
+        }
         let delta = visible ? n : 0
         let new = Entry(lv: lv, count: n, visible: visible)
         guard let at = after else {
@@ -329,7 +341,7 @@ struct SlotForest: Sendable {
         let e = entries[idx]
         if Int(at.offset) == e.count - 1 {
             // After the last slot of an entry: extend it if possible, else a new entry follows it.
-            if e.lv + Int32(e.count) == lv && e.isVisible == visible {
+            if e.lv + Int32(e.count) == lv && e.isVisible == visible && e.count + n <= Self.maxEntryLength {
                 entries[idx].len += new.len
                 setLeaf(at.leaf, of: lv, count: n, leafOf: &leafOf)
                 addCounts(leaf: at.leaf, all: n, visible: delta)
@@ -355,14 +367,16 @@ struct SlotForest: Sendable {
 
     /// Appends the new visible slot `lv` right after the visible slot at `c`, which ends its entry
     /// and is `lv - 1` (the next character of a typed run): the entry grows by one. Returns the
-    /// new slot's cursor.
+    /// new slot's cursor, or nil, changing nothing, when the entry is full
+    /// (``maxEntryLength``).
     ///
     /// - Complexity: O(log n) (the counts on the path to the root).
-    mutating func extend(_ c: Cursor, with lv: Int32, leafOf: inout [Int32]) -> Cursor {
+    mutating func extend(_ c: Cursor, with lv: Int32, leafOf: inout [Int32]) -> Cursor? {
         let idx = Int(c.leaf) * Self.leafCapacity + Int(c.entry)
         let e = entries[idx]
         precondition(e.isVisible && Int(c.offset) == e.count - 1 && e.lv + c.offset + 1 == lv,
                      "slot \(lv) does not continue the entry at the cursor")
+        if e.count == Self.maxEntryLength { return nil }
         entries[idx].len += 1
         leafOf.append(c.leaf)
         addCounts(leaf: c.leaf, all: 1, visible: 1)
@@ -372,7 +386,27 @@ struct SlotForest: Sendable {
     @inline(__always)
     private func setLeaf(_ leaf: Int32, of lv: Int32, count n: Int, leafOf: inout [Int32]) {
         if n == 1 { leafOf[Int(lv)] = leaf; return }
-        for k in Int(lv)..<Int(lv) + n { leafOf[k] = leaf }
+        precondition(lv >= 0 && Int(lv) + n <= leafOf.count, "slots out of range")
+        leafOf.withUnsafeMutableBufferPointer { buf in
+            (buf.baseAddress! + Int(lv)).update(repeating: leaf, count: n)
+        }
+    }
+
+    /// ``insert(_:_:count:visible:after:leafOf:)`` for a run longer than ``maxEntryLength``: one
+    /// entry per piece of at most that many slots, each right after the one before.
+    ///
+    /// - Complexity: O((n / maxEntryLength) × log N + n).
+    private mutating func insertLong(_ t: Int32, _ lv: Int32, count n: Int, visible: Bool, after: Cursor?,
+                                     leafOf: inout [Int32]) {
+        var done = 0
+        var at = after
+        while done < n {
+            let k = min(Self.maxEntryLength, n - done)
+            let first = lv + Int32(done)
+            insert(t, first, count: k, visible: visible, after: at, leafOf: &leafOf)
+            done += k
+            at = locate(first + Int32(k) - 1, leafOf: leafOf)
+        }
     }
 
     /// Shows or hides slot `lv`. Returns whether anything changed.
@@ -390,8 +424,8 @@ struct SlotForest: Sendable {
     /// entry into [head][the n slots][tail] (head or tail may be empty), updates the counts on the
     /// path to the root once, and merges the flipped piece with its neighbours.
     ///
-    /// - Complexity: O(log N + leafCapacity), plus O(k) for the k slots of the entries moved when
-    ///   a leaf splits.
+    /// - Complexity: O(log N + leafCapacity × maxEntryLength): a leaf split rewrites `leafOf` for
+    ///   the slots of the entries it moves, at most `leafCapacity / 2 × maxEntryLength`.
     mutating func flip(at c: Cursor, count n: Int, leafOf: inout [Int32]) {
         let e = entry(c)
         let visible = !e.isVisible
@@ -436,14 +470,16 @@ struct SlotForest: Sendable {
         let i = Int(c.entry)
         if Int(c.offset) + n == e.count, i + 1 < Int(leaves[Int(c.leaf)].size) {
             let next = entries[base + i + 1]
-            guard next.isVisible == visible, next.lv == e.lv + Int32(e.count) else { return false }
+            guard next.isVisible == visible, next.lv == e.lv + Int32(e.count),
+                  next.count + n <= Self.maxEntryLength else { return false }
             entries[base + i] = Entry(lv: e.lv, count: e.count - n, visible: e.isVisible)
             entries[base + i + 1] = Entry(lv: next.lv - Int32(n), count: next.count + n, visible: visible)
             return true
         }
         if c.offset == 0, i > 0 {
             let previous = entries[base + i - 1]
-            guard previous.isVisible == visible, previous.lv + Int32(previous.count) == e.lv else { return false }
+            guard previous.isVisible == visible, previous.lv + Int32(previous.count) == e.lv,
+                  previous.count + n <= Self.maxEntryLength else { return false }
             entries[base + i - 1] = Entry(lv: previous.lv, count: previous.count + n, visible: visible)
             entries[base + i] = Entry(lv: e.lv + Int32(n), count: e.count - n, visible: e.isVisible)
             return true
@@ -451,13 +487,14 @@ struct SlotForest: Sendable {
         return false
     }
 
-    /// Merges entry `i` with its neighbours in the same leaf when they continue each other.
+    /// Merges entry `i` with its neighbours in the same leaf when they continue each other and
+    /// the merged entry is not too long (``maxEntryLength``).
     mutating func mergeAround(leaf: Int32, entry i: Int) {
         let base = Int(leaf) * Self.leafCapacity
         var i = i
         if i > 0 {
             let a = entries[base + i - 1], b = entries[base + i]
-            if a.isVisible == b.isVisible && a.lv + Int32(a.count) == b.lv {
+            if Self.continues(a, b) {
                 entries[base + i - 1].len += b.len
                 removeEntry(leaf: leaf, at: i)
                 i -= 1
@@ -465,11 +502,18 @@ struct SlotForest: Sendable {
         }
         if i + 1 < Int(leaves[Int(leaf)].size) {
             let a = entries[base + i], b = entries[base + i + 1]
-            if a.isVisible == b.isVisible && a.lv + Int32(a.count) == b.lv {
+            if Self.continues(a, b) {
                 entries[base + i].len += b.len
                 removeEntry(leaf: leaf, at: i + 1)
             }
         }
+    }
+
+    /// Whether entry `b` continues entry `a` (same visibility, next local versions) and both fit
+    /// in one entry.
+    @inline(__always)
+    static func continues(_ a: Entry, _ b: Entry) -> Bool {
+        a.isVisible == b.isVisible && a.lv + Int32(a.count) == b.lv && a.count + b.count <= maxEntryLength
     }
 
     private mutating func removeEntry(leaf: Int32, at i: Int) {
@@ -557,7 +601,7 @@ struct SlotForest: Sendable {
             entries[to + j - keep] = e
             movedAll += e.count
             movedVisible += e.visibleCount
-            for lv in e.lv..<(e.lv + Int32(e.count)) { leafOf[Int(lv)] = newLeaf }
+            setLeaf(newLeaf, of: e.lv, count: e.count, leafOf: &leafOf)
         }
         leaves[Int(leaf)].size = Int32(keep)
         leaves[Int(newLeaf)].size = Int32(n - keep)

@@ -53,6 +53,21 @@ import Testing
         #expect(received.rows == author.rows)
     }
 
+    /// A typed run longer than `SlotForest.maxEntryLength` is several tree entries, so a delete
+    /// run over it hides one piece per entry (`SlotForest.hideRange`).
+    @Test("delete runs across the tree entries of one long typed run match the general path")
+    func runsAcrossEntryLimit() throws {
+        var author = try ListDocument.make(1, sections: [["a", "z"]])
+        let n = 3 * SlotForest.maxEntryLength + 7
+        _ = try type(&author, String(repeating: "abcdefghij", count: n / 10 + 1), at: 1)
+        let textBase = author.fork(as: 2)
+        let runs = try backspace(&author, 2 * SlotForest.maxEntryLength + 3, at: n - 4)
+            + forwardDelete(&author, SlotForest.maxEntryLength / 2 + 9, at: 3)
+        #expect(continuations(runs) == runs.count - 2)
+        let received = try bothWays(textBase, runs)
+        #expect(received.rows == author.rows)
+    }
+
     @Test("long runs over text typed in many pieces (entries in several leaves) match the general path")
     func runsOverFragmentedText() throws {
         var author = try ListDocument.make(1, sections: [["a", "z"]])

@@ -70,6 +70,64 @@ import Testing
         }
     }
 
+    /// Regression: entries had no length limit, so the first leaf splits inside a long typed run
+    /// moved entries of up to all its slots and rewrote `leafOf` for each (the first edits inside
+    /// a document of 1M typed items took up to a millisecond each). Now an entry holds at most
+    /// `maxEntryLength` slots and one insert or flip rewrites `leafOf` for at most
+    /// `leafCapacity / 2 × maxEntryLength` slots other than its own, whatever the tree's size.
+    @Test("regression: one insert or flip inside long runs rewrites leafOf for a bounded number of slots")
+    func leafSplitWorkIsBounded() {
+        var forest = SlotForest()
+        let t = forest.addTree()
+        var leafOf: [Int32] = [-1]
+        forest.insert(t, 0, visible: true, after: nil, leafOf: &leafOf)
+        // 20,000 slots typed one by one: extend until the entry is full, then a new entry.
+        var c = forest.locate(0, leafOf: leafOf)
+        for lv in 1..<20_000 as Range<Int32> {
+            if let next = forest.extend(c, with: lv, leafOf: &leafOf) {
+                c = next
+            } else {
+                leafOf.append(-1)
+                forest.insert(t, lv, visible: true, after: c, leafOf: &leafOf)
+                c = forest.locate(lv, leafOf: leafOf)
+            }
+        }
+        // Then 20,000 more in one insert (a loaded run).
+        leafOf.append(contentsOf: repeatElement(-1, count: 20_000))
+        forest.insert(t, 20_000, count: 20_000, visible: true, after: c, leafOf: &leafOf)
+        let built = forest.problems(t, leafOf: leafOf)
+        #expect(built.isEmpty, "\(built.prefix(3))")
+        var entries = 0
+        forest.forEachRun(t) { _, n, _ in
+            entries += 1
+            #expect(n <= SlotForest.maxEntryLength)
+        }
+        #expect(entries >= 40_000 / SlotForest.maxEntryLength)
+
+        let bound = SlotForest.leafCapacity / 2 * SlotForest.maxEntryLength
+        var rng = SplitMix64(seed: 11)
+        var worst = 0
+        for step in 0..<400 {
+            let before = leafOf
+            if step % 2 == 0 {
+                let lv = Int32(leafOf.count)
+                leafOf.append(-1)
+                let at = rng.below(forest.visibleCount(t) + 1)
+                let after = at == 0 ? nil : forest.findVisible(t, at - 1)
+                forest.insert(t, lv, visible: true, after: after, leafOf: &leafOf)
+            } else {
+                let lv = forest.lv(at: forest.findVisible(t, rng.below(forest.visibleCount(t))))
+                forest.setVisible(lv, false, leafOf: &leafOf)
+            }
+            let rewritten = zip(before, leafOf).reduce(0) { $0 + ($1.0 != $1.1 ? 1 : 0) }
+            worst = max(worst, rewritten)
+        }
+        #expect(worst > 0, "no leaf split happened: the test checks nothing")
+        #expect(worst <= bound, "one edit rewrote leafOf for \(worst) slots (bound \(bound))")
+        let edited = forest.problems(t, leafOf: leafOf)
+        #expect(edited.isEmpty, "\(edited.prefix(3))")
+    }
+
     /// Regression: splitting a full internal node while a leaf split was pending left the new
     /// leaf's slots counted under the wrong half (found by the automerge-paper trace at edit 10,873).
     @Test("regression: a node split during a leaf split counts the new leaf in the half that holds it")

@@ -35,6 +35,22 @@ import Testing
         try valid(fast, general)
     }
 
+    /// A tree entry holds at most `SlotForest.maxEntryLength` slots: the insert that would make
+    /// it longer goes through the general path, which starts a new entry (and a new typed run).
+    @Test("a typed run longer than a tree entry holds matches the general path across the entry boundary")
+    func typedRunPastTheEntryLimit() throws {
+        var fast = try ListDocument.make(1, sections: [["x", "y"]])
+        var general = fast
+        general.continuationFastPath = false
+        let n = 3 * SlotForest.maxEntryLength + 5
+        for k in 0..<n {
+            _ = try same(&fast, &general, "char \(k)") { try $0.insertItem(at: ip(0, 1 + k), value: Data([UInt8(k % 251)])) }
+        }
+        #expect(fast.operations == general.operations)
+        #expect(fast.snapshot().sections[0].items.count == n + 2)
+        try valid(fast, general)
+    }
+
     @Test("anything between two inserts ends the typed run: a remote operation, a delete, a move, another row or section")
     func interruptionsEndTheRun() throws {
         var fast = try ListDocument.make(1, sections: [["a", "b", "c"], ["d"]])
