@@ -96,9 +96,6 @@ struct SlotStore: Sendable {
         return lv
     }
 
-    /// The local version of the slot with this id, or nil if unknown.
-    ///
-    /// - Complexity: O(log r) for r id runs of the replica.
     /// Appends the slot of the operation right after the last slot's, by the same replica, with
     /// the next local version, right after the last slot with the same right origin and sequence:
     /// what ``append(id:left:right:sequence:entity:)`` does for the next slot of a typed run, without
@@ -125,6 +122,9 @@ struct SlotStore: Sendable {
         idRuns[k][idRuns[k].count - 1].count += Int32(n)
     }
 
+    /// The local version of the slot with this id, or nil if unknown.
+    ///
+    /// - Complexity: O(log r) for r id runs of the replica.
     func lv(of id: OpID) -> Int32? {
         guard let k = replicaSlot.index(of: id.replica) else { return nil }
         return idRuns[k].withUnsafeBufferPointer { list -> Int32? in
