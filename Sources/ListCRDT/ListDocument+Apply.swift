@@ -121,7 +121,7 @@ extension ListDocument {
     /// Applies a resolved operation to the state, the log, the clock and the frontier. `hint` is
     /// where a local insert goes, found when its origins were (see
     /// ``SlotForest/localInsertion(_:at:)``); nil means: run the integration rule.
-    mutating func commit(_ op: ListOperation, _ resolved: ResolvedOperation, hint: PlacementHint? = nil) {
+    mutating func commit(_ op: ListOperation, _ resolved: ResolvedOperation, hint: EditHint? = nil) {
         switch resolved {
         case let .insertSection(left, right, value):
             let s = Int32(sections.count)
@@ -172,7 +172,11 @@ extension ListDocument {
             for from in emptied { refreshSection(from) }
 
         case let .deleteItem(i, seen, _):
-            kill(i, seen: seen)
+            if case let .slot(c)? = hint {
+                kill(i, seen: seen, at: c)
+            } else {
+                kill(i, seen: seen)
+            }
 
         case let .deleteSection(s, seen, list):
             for (i, w) in list { kill(i, seen: w) }
@@ -232,7 +236,7 @@ extension ListDocument {
     /// still holds. Returns the section the live item left when it is another one, else -1.
     @inline(__always)
     private mutating func placeMove(of i: Int32, slot lv: Int32, id: OpID, write: OpID, left: Int32, right: Int32,
-                                    section s: Int32, hint: PlacementHint?) -> Int32 {
+                                    section s: Int32, hint: EditHint?) -> Int32 {
         guard write > items.rows[Int(i)].winnerID else {
             place(lv, id: id, left: left, right: right, sequence: s, visible: false, hint: hint)
             return -1
@@ -254,6 +258,14 @@ extension ListDocument {
         let row = items.rows[Int(i)]
         forest.setVisible(row.winner, false, leafOf: &leafOf)
         refreshSection(row.section)
+    }
+
+    /// ``kill(_:seen:)`` for a local delete of a visible item whose winning slot is at `c`.
+    private mutating func kill(_ i: Int32, seen: OpID, at c: SlotForest.Cursor) {
+        guard raiseDeleted(i, seen: seen) else { return }
+        assert(forest.lv(at: c) == items.rows[Int(i)].winner && forest.entry(c).isVisible, "the cursor is not the item's slot")
+        forest.flip(at: c, count: 1, leafOf: &leafOf)
+        refreshSection(items.rows[Int(i)].section)
     }
 
     /// Raises the delete record of item `i` to `seen` and returns whether that killed it (the
@@ -282,16 +294,24 @@ extension ListDocument {
     /// Puts slot `lv` into its sequence by the integration rule (or where `hint` says, for a local
     /// insert).
     private mutating func place(_ lv: Int32, id: OpID, left: Int32, right: Int32, sequence: Int32, visible: Bool,
-                                hint: PlacementHint? = nil) {
+                                hint: EditHint? = nil) {
         let t = tree(ofSequence: sequence)
-        let after = hint.map { $0.after } ?? forest.placement(t, id: id, left: left, right: right, slots: slots,
-                                                               leafOf: leafOf, tieBreak: variant != .noTieBreak)
+        let after: SlotForest.Cursor?
+        if case let .after(c)? = hint {
+            after = c
+        } else {
+            after = forest.placement(t, id: id, left: left, right: right, slots: slots, leafOf: leafOf,
+                                     tieBreak: variant != .noTieBreak)
+        }
         forest.insert(t, lv, visible: visible, after: after, leafOf: &leafOf)
     }
 }
 
-/// Where a local insert goes: right after `after` (nil: at the start), its left origin, which is
-/// adjacent to its right origin, so the integration rule has nothing to scan.
-struct PlacementHint {
-    var after: SlotForest.Cursor?
+/// What a local edit found while resolving its index path, so that applying it searches no more.
+enum EditHint {
+    /// An insert or move goes right after this slot (nil: at the start), its left origin, which is
+    /// adjacent to its right origin, so the integration rule has nothing to scan.
+    case after(SlotForest.Cursor?)
+    /// A delete hides the slot at this cursor (its item's winning slot).
+    case slot(SlotForest.Cursor)
 }

@@ -14,7 +14,7 @@ extension ListDocument {
         guard index >= 0, index <= sectionCount else { throw .sectionIndexOutOfRange(index, count: sectionCount) }
         let (left, right, after) = forest.localInsertion(Self.sectionTree, at: index)
         return try make(.insertSection(origins(left, right), value: value),
-                        .insertSection(left: left, right: right, value: value), hint: PlacementHint(after: after))
+                        .insertSection(left: left, right: right, value: value), hint: .after(after))
     }
 
     /// Deletes the section at `index` and every item in it (SEMANTICS §3.5).
@@ -73,14 +73,14 @@ extension ListDocument {
     @discardableResult
     public mutating func insertItem(at indexPath: IndexPath, value: Data = Data()) throws(ListError) -> ListOperation {
         try checkValue(value)
+        if let op = continueTyping(at: indexPath, value: value) { return op }
         let (s, row) = try rowAddress(indexPath)
         let count = visibleItemCount(s)
         guard row >= 0, row <= count else { throw .indexPathOutOfRange(indexPath, count: count) }
-        if let op = continueTyping(section: s, row: row, value: value) { return op }
         let (left, right, after) = forest.localInsertion(tree(ofSequence: s), at: row)
         let op = try make(.insertItem(section: SectionID(sections.rows[Int(s)].id), origins(left, right), value: value),
-                          .insertItem(section: s, left: left, right: right, value: value), hint: PlacementHint(after: after))
-        startTyping(op, section: s, row: row)
+                          .insertItem(section: s, left: left, right: right, value: value), hint: .after(after))
+        startTyping(op, section: s, sectionIndex: indexPath[0], row: row)
         return op
     }
 
@@ -89,7 +89,9 @@ extension ListDocument {
     /// - Complexity: O(log n).
     @discardableResult
     public mutating func deleteItem(at indexPath: IndexPath) throws(ListError) -> ListOperation {
-        try deleteItem(entity: try itemIndexNear(at: indexPath))
+        let (t, row) = try itemRow(indexPath)
+        let c = forest.findVisibleNear(t, row)
+        return try deleteItem(entity: slots.entity(of: forest.lv(at: c)), at: c)
     }
 
     /// Deletes a visible item.
@@ -100,12 +102,13 @@ extension ListDocument {
         try deleteItem(entity: try liveItem(id))
     }
 
-    /// Deletes the live item with dense index `i`.
-    private mutating func deleteItem(entity i: Int32) throws(ListError) -> ListOperation {
+    /// Deletes the live item with dense index `i` (whose winning slot is at `c`, when known).
+    private mutating func deleteItem(entity i: Int32, at c: SlotForest.Cursor? = nil) throws(ListError) -> ListOperation {
         let id = ItemID(items.rows[Int(i)].id)
         let seen = items.rows[Int(i)].winnerID
         let lv = items.rows[Int(i)].winner
-        return try make(.deleteItem(id, seen: SlotID(slots.id(of: lv))), .deleteItem(i, seen: seen, slot: lv))
+        return try make(.deleteItem(id, seen: SlotID(slots.id(of: lv))), .deleteItem(i, seen: seen, slot: lv),
+                        hint: c.map { .slot($0) })
     }
 
     /// Moves the item at `from` to `to`, with the meaning of UITableView's
@@ -132,7 +135,7 @@ extension ListDocument {
         let (left, right, after) = forest.localInsertion(t, at: sameSection && fromRow <= row ? row + 1 : row)
         return try make(.moveItems(ItemIDList(one: ItemID(items.rows[Int(i)].id)), section: SectionID(sections.rows[Int(s)].id),
                                    origins(left, right)),
-                        .moveItem(i, section: s, left: left, right: right), hint: PlacementHint(after: after))
+                        .moveItem(i, section: s, left: left, right: right), hint: .after(after))
     }
 
     /// Moves a visible item so that it is at `to` afterwards (as ``moveItem(from:to:)``).
@@ -201,7 +204,7 @@ extension ListDocument {
 
     /// Stamps and applies a local operation.
     private mutating func make(_ kind: ListOperation.Kind, _ resolved: ResolvedOperation,
-                               hint: PlacementHint? = nil) throws(ListError) -> ListOperation {
+                               hint: EditHint? = nil) throws(ListError) -> ListOperation {
         let op = ListOperation(id: OpID(counter: clock + 1, replica: replica), deps: currentFrontier, kind: kind)
         guard op.lastID.counter <= OpID.maxCounter else { throw .counterOverflow }
         commit(op, resolved, hint: hint)

@@ -108,7 +108,7 @@ extension ListDocument {
         let next = forest.next(at)
         guard right < 0 ? next == nil : (next.map { forest.lv(at: $0) } == right) else { return false }
         commit(op, .insertItem(section: section, left: last.slot, right: right, value: value),
-               hint: PlacementHint(after: at))
+               hint: .after(at))
         return true
     }
 

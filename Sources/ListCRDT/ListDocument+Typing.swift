@@ -7,6 +7,8 @@ struct TypingRun: Sendable {
     /// The log's operation count right after the insert.
     var logCount: Int
     var section: Int32
+    /// The section's visible index (its index path's `section`).
+    var sectionIndex: Int
     var row: Int
     /// The id of the insert, which is the id of its item and slot.
     var id: OpID
@@ -18,9 +20,10 @@ struct TypingRun: Sendable {
 
 /// Local typing: an insert right after this replica's previous insert, with nothing in between.
 extension ListDocument {
-    /// Called by a local item insert at `row` of section `s` once its input is checked: when it
-    /// continues the typed run (``typing`` is current and `row` is right after its item), applies
-    /// it and returns the operation; else returns nil and changes nothing.
+    /// Called by a local item insert at `indexPath` once its value is checked: when it continues
+    /// the typed run (``typing`` is current and `indexPath` is the row right after its item, in
+    /// its section), applies it and returns the operation; else returns nil and changes nothing.
+    /// The index path needs no other check: the previous insert's row is still there.
     ///
     /// The result is what the general path would do, found without searching: the left origin is
     /// the previous insert's slot, the right origin is the previous insert's right origin (the
@@ -30,10 +33,12 @@ extension ListDocument {
     ///
     /// - Complexity: O(log n) for the counts on the tree path; no search.
     @inline(__always)
-    mutating func continueTyping(section s: Int32, row: Int, value: Data) -> ListOperation? {
-        guard let run = typing, run.logCount == log.count, run.section == s, run.row + 1 == row,
+    mutating func continueTyping(at indexPath: IndexPath, value: Data) -> ListOperation? {
+        guard let run = typing, run.logCount == log.count, indexPath.count == 2,
+              indexPath[0] == run.sectionIndex, indexPath[1] == run.row + 1,
               continuationFastPath, variant == .correct, clock == run.id.counter, run.id.counter < OpID.maxCounter
         else { return nil }
+        let s = run.section, row = run.row + 1
         // The tree entry first: when it is full, the general path takes this insert.
         guard let cursor = forest.extend(run.cursor, with: Int32(slots.count), leafOf: &leafOf) else { return nil }
         let id = OpID(counter: run.id.counter + 1, replica: replica)
@@ -42,21 +47,22 @@ extension ListDocument {
         _ = items.append(id: id, slot: lv, value: value, section: s)
         advance(from: run.id, to: id)
         log.extendInsertRun(by: 1)
-        typing = TypingRun(logCount: log.count, section: s, row: row, id: id, cursor: cursor, right: run.right)
+        typing = TypingRun(logCount: log.count, section: s, sectionIndex: run.sectionIndex, row: row, id: id,
+                           cursor: cursor, right: run.right)
         return ListOperation(id: id, deps: Frontier(only: run.id),
                              kind: .insertItem(section: SectionID(sections.rows[Int(s)].id),
                                                .init(after: SlotID(run.id), before: run.right), value: value))
     }
 
-    /// Records the local item insert `op`, just applied at `row` of section `s` by the general
-    /// path, as the start of a typed run.
+    /// Records the local item insert `op`, just applied at `row` of section `s` (visible index
+    /// `sectionIndex`) by the general path, as the start of a typed run.
     ///
     /// - Complexity: O(leafCapacity).
-    mutating func startTyping(_ op: ListOperation, section s: Int32, row: Int) {
+    mutating func startTyping(_ op: ListOperation, section s: Int32, sectionIndex: Int, row: Int) {
         guard continuationFastPath, variant == .correct,
               case let .insertItem(_, origins, _) = op.kind else { return }
         let lv = Int32(slots.count - 1)
-        typing = TypingRun(logCount: log.count, section: s, row: row, id: op.id,
+        typing = TypingRun(logCount: log.count, section: s, sectionIndex: sectionIndex, row: row, id: op.id,
                            cursor: forest.locate(lv, leafOf: leafOf), right: origins.before)
     }
 }

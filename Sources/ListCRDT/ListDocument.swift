@@ -245,15 +245,6 @@ public struct ListDocument: Sendable {
         return slots.entity(of: forest.lv(at: forest.findVisible(t, row)))
     }
 
-    /// ``itemIndex(at:)`` through the finger of the section's tree (for edits).
-    mutating func itemIndexNear(at indexPath: IndexPath) throws(ListError) -> Int32 {
-        let (t, row) = try itemRow(indexPath)
-        // The finger moves first (a mutating call inside the arguments of a call on `slots` would
-        // make the compiler copy `slots`, retaining each of its arrays).
-        let c = forest.findVisibleNear(t, row)
-        return slots.entity(of: forest.lv(at: c))
-    }
-
     /// Calls `body` with each visible slot of `tree`, in order.
     func forEachVisible(in tree: Int32, _ body: (Int32) -> Void) {
         forest.forEachRun(tree) { lv, n, visible in

@@ -6,6 +6,18 @@
 public struct VersionVector: Hashable, Sendable, CustomStringConvertible {
     private var replicas: [ReplicaID] = []
     private var values: [UInt64] = []
+    /// The index of the replica ``observe(_:)`` raised last: a hint, checked before use, and not
+    /// part of the value (equality and hashing ignore it).
+    private var recent = 0
+
+    public static func == (a: VersionVector, b: VersionVector) -> Bool {
+        a.replicas == b.replicas && a.values == b.values
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(replicas)
+        hasher.combine(values)
+    }
 
     /// An empty vector: nothing seen.
     public init() {}
@@ -77,11 +89,18 @@ public struct VersionVector: Hashable, Sendable, CustomStringConvertible {
 
     /// Raises the counter for `id.replica` to `id.counter` if that is greater.
     ///
-    /// - Complexity: O(log r); O(1) when `id.replica` is the last replica (in id order) already seen.
+    /// - Complexity: O(log r); O(1) when `id.replica` is the replica observed last (a run of
+    ///   operations by one author).
     public mutating func observe(_ id: OpID) {
+        let hint = recent
+        if hint < replicas.count && replicas[hint] == id.replica {
+            if id.counter > values[hint] { values[hint] = id.counter }
+            return
+        }
         let (i, found) = slot(id.replica)
         if found {
             if id.counter > values[i] { values[i] = id.counter }
+            recent = i
         } else if id.counter > 0 {
             replicas.insert(id.replica, at: i)
             values.insert(id.counter, at: i)
