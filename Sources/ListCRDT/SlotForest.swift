@@ -545,12 +545,16 @@ struct SlotForest: Sendable {
     /// Adds slot counts to the tree of `leaf` and to every node on the path from `leaf` to the
     /// root. A change of visible count outside the finger's leaf drops the finger.
     mutating func addCounts(leaf: Int32, all: Int, visible: Int) {
-        let t = Int(leaves[Int(leaf)].tree)
-        trees[t].count += all
-        trees[t].visibleCount += visible
+        let info = leaves[Int(leaf)]
+        let t = Int(info.tree)
+        // One write of the tree header (one uniqueness check of `trees`).
+        var tree = trees[t]
+        tree.count += all
+        tree.visibleCount += visible
+        trees[t] = tree
         if visible != 0 && fingers[t].leaf != leaf { fingers[t].leaf = -1 }
-        var slot = Int(leaves[Int(leaf)].slot)
-        var parent = leaves[Int(leaf)].parent
+        var slot = Int(info.slot)
+        var parent = info.parent
         if parent < 0 { return }
         nodes.withUnsafeBufferPointer { nodes in
             links.withUnsafeMutableBufferPointer { links in

@@ -110,14 +110,20 @@ struct SlotStore: Sendable {
 
     /// Appends `n` slots (entities `e ..< e + n`) that continue the last slot run and its replica's
     /// last id run.
+    @inline(__always)
     private mutating func extendLastRun(by n: Int, entity e: Int32) {
         let run = runs.count - 1
         let k = lastReplica!.index
         assert(runs[run].lv + runs[run].count == Int32(slots.count)
                && idRuns[k].last!.lv + idRuns[k].last!.count == Int32(slots.count),
                "the last slot does not end the last run")
-        if n > 1 { reserveCapacity(forMore: n) }
-        for j in 0..<Int32(n) { slots.append(Slot(entity: e + j, sequence: runs[run].sequence, run: Int32(run))) }
+        let sequence = runs[run].sequence
+        if n == 1 {
+            slots.append(Slot(entity: e, sequence: sequence, run: Int32(run)))
+        } else {
+            reserveCapacity(forMore: n)
+            for j in 0..<Int32(n) { slots.append(Slot(entity: e + j, sequence: sequence, run: Int32(run))) }
+        }
         runs[run].count += Int32(n)
         idRuns[k][idRuns[k].count - 1].count += Int32(n)
     }
