@@ -244,15 +244,12 @@ extension ListDocument {
     /// at slots `lv ...` of section `s`.
     private mutating func appendItems(of run: DecodedBatch.InsertRun, from k: Int, count n: Int, in batch: DecodedBatch,
                                       slot lv: Int32, section s: Int32) {
-        items.appendRun(id: run.id.advanced(by: k), count: n, slot: lv, section: s)
-        let start = run.values + k
+        let id = run.id.advanced(by: k), start = run.values + k
         if run.oneByte {
-            let table = DecodedBatch.oneByteValues
-            batch.bytes.withUnsafeBufferPointer { bytes in
-                for b in bytes[start ..< start + n] { items.value.append(table[Int(b)]) }
-            }
+            batch.withOneByteValues(start ..< start + n) { items.appendRun(id: id, slot: lv, section: s, values: $0) }
         } else {
-            for range in batch.valueRanges[start ..< start + n] { items.value.append(Data(batch.bytes[range])) }
+            items.appendRun(id: id, slot: lv, section: s,
+                            values: batch.valueRanges[start ..< start + n].lazy.map { Data(batch.bytes[$0]) })
         }
     }
 
@@ -316,17 +313,39 @@ extension ListDocument {
 // MARK: - Entity rows of a run
 
 extension EntityTable {
-    /// Adds the rows of `n` items made by a typed run: ids `id`, `id + 1`, …, placed at slots `lv`,
-    /// `lv + 1`, … of section `s`, each with its value written by its own insert. The caller
-    /// appends the `n` values to ``value`` (what `n` calls of ``append(id:slot:value:section:)``
-    /// do together).
+    /// Adds the rows and values of the items made by a typed run, one per value: ids `id`,
+    /// `id + 1`, …, placed at slots `lv`, `lv + 1`, … of section `s`, each with its value written
+    /// by its own insert: what one ``append(id:slot:value:section:)`` per value does, with one
+    /// reservation per array.
     ///
-    /// - Complexity: O(n) amortized.
+    /// - Complexity: O(n) amortized for n values.
     @inline(__always)
-    mutating func appendRun(id: OpID, count n: Int, slot lv: Int32, section s: Int32) {
-        for j in 0..<n {
-            let itemID = id.advanced(by: j)
-            rows.append(Row(id: itemID, winnerID: itemID, deleted: .none, valueWrite: itemID, winner: lv &+ Int32(j), section: s))
+    mutating func appendRun(id: OpID, slot lv: Int32, section s: Int32, values: some Collection<Data>) {
+        rows.append(contentsOf: RunRows(id: id, slot: lv, section: s, count: values.count))
+        value.append(contentsOf: values)
+    }
+
+    /// The rows of `count` items made by a typed run (see ``appendRun(id:slot:section:values:)``),
+    /// as a sequence: appending a sequence reserves room once and writes the elements through a
+    /// pointer (appending one at a time checks uniqueness and room for each; a closure, as in
+    /// `lazy.map`, is not inlined there).
+    private struct RunRows: Sequence, IteratorProtocol {
+        var id: OpID
+        var lv: Int32
+        let section: Int32
+        var left: Int
+
+        init(id: OpID, slot lv: Int32, section: Int32, count: Int) {
+            (self.id, self.lv, self.section, left) = (id, lv, section, count)
+        }
+
+        var underestimatedCount: Int { left }
+
+        mutating func next() -> Row? {
+            guard left > 0 else { return nil }
+            left -= 1
+            defer { (id.counter, lv) = (id.counter &+ 1, lv &+ 1) }
+            return Row(id: id, winnerID: id, deleted: .none, valueWrite: id, winner: lv, section: section)
         }
     }
 }

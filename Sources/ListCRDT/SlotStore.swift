@@ -110,14 +110,20 @@ struct SlotStore: Sendable {
 
     /// Appends `n` slots (entities `e ..< e + n`) that continue the last slot run and its replica's
     /// last id run.
+    ///
+    /// - Complexity: O(n) amortized.
     private mutating func extendLastRun(by n: Int, entity e: Int32) {
         let run = runs.count - 1
         let k = lastReplica!.index
         assert(runs[run].lv + runs[run].count == Int32(slots.count)
                && idRuns[k].last!.lv + idRuns[k].last!.count == Int32(slots.count),
                "the last slot does not end the last run")
-        if n > 1 { reserveCapacity(forMore: n) }
-        for j in 0..<Int32(n) { slots.append(Slot(entity: e + j, sequence: runs[run].sequence, run: Int32(run))) }
+        let slot = Slot(entity: e, sequence: runs[run].sequence, run: Int32(run))
+        if n == 1 {
+            slots.append(slot)
+        } else {
+            slots.append(contentsOf: NumberedSlots(first: slot, count: n))
+        }
         runs[run].count += Int32(n)
         idRuns[k][idRuns[k].count - 1].count += Int32(n)
     }
@@ -156,6 +162,28 @@ struct SlotStore: Sendable {
 
     /// The sequence slot `lv` is in (-1: sections; else a section index).
     func sequence(of lv: Int32) -> Int32 { slots[Int(lv)].sequence }
+}
+
+/// `count` slots of one run for consecutive entities, from `first` on, as a sequence: appending a
+/// sequence reserves room once and writes the elements through a pointer (appending one at a
+/// time checks uniqueness and room for each; a closure, as in `lazy.map`, is not inlined there).
+private struct NumberedSlots: Sequence, IteratorProtocol {
+    var slot: SlotStore.Slot
+    var left: Int
+
+    init(first: SlotStore.Slot, count: Int) {
+        slot = first
+        left = count
+    }
+
+    var underestimatedCount: Int { left }
+
+    mutating func next() -> SlotStore.Slot? {
+        guard left > 0 else { return nil }
+        left -= 1
+        defer { slot.entity &+= 1 }
+        return slot
+    }
 }
 
 // MARK: - Room for a loaded batch (ListDocument+Load.swift)

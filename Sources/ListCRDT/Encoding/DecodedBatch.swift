@@ -96,6 +96,30 @@ struct DecodedBatch {
     /// The 256 one-byte values (small `Data` values are stored inline: copying one is cheap).
     static let oneByteValues: [Data] = (0...255).map { Data([UInt8($0)]) }
 
+    /// Calls `body` with the values of the one-byte insert-run operations whose bytes are at
+    /// `range` of ``bytes``, as a collection.
+    func withOneByteValues<R>(_ range: Range<Int>, _ body: (OneByteValues) -> R) -> R {
+        precondition(range.lowerBound >= 0 && range.upperBound <= bytes.count, "values out of the input")
+        return bytes.withUnsafeBufferPointer { input in
+            Self.oneByteValues.withUnsafeBufferPointer { table in
+                body(OneByteValues(bytes: UnsafeBufferPointer(rebasing: input[range]), table: table.baseAddress!))
+            }
+        }
+    }
+
+    /// The values of one-byte insert-run operations: input bytes, each standing for its entry of
+    /// ``oneByteValues``. A collection with a plain (inlinable) subscript: appending it to an
+    /// array reserves room once and writes the elements through a pointer.
+    struct OneByteValues: RandomAccessCollection {
+        let bytes: UnsafeBufferPointer<UInt8>
+        /// ``oneByteValues``.
+        let table: UnsafePointer<Data>
+
+        var startIndex: Int { 0 }
+        var endIndex: Int { bytes.count }
+        subscript(i: Int) -> Data { table[Int(bytes[i])] }
+    }
+
     // MARK: Operations
 
     /// Operation `k` of insert run `r`, as ``ListOperation/decode(_:maxValueSize:maxOperations:)``
