@@ -265,48 +265,79 @@ extension ListDocument {
     /// known and is the insert slot of an item. The run stops at the first operation that fails a
     /// check; the general path then refuses or applies it exactly as before.
     ///
+    /// The deletes go in in chunks of at most ``deleteChunk``, whose slots are collected on the
+    /// stack (no allocation); each chunk after the first continues the delete applied last.
+    ///
     /// - Complexity: O(n + log N) for n deletes of consecutive typed items in a document of N
     ///   slots; O(log N) more per item not next to the one before.
     mutating func receiveDeleteRun(_ r: Int, in batch: DecodedBatch, from k: Int) -> Int {
-        let run = batch.deleteRuns[r]
-        guard k < run.count, continuationFastPath, variant == .correct, buffer.count == 0,
-              run.id.replica != replica else { return k }
-        // The slot the operation before saw (a guess for the next item's slot) or -2.
-        var previous: Int32 = -2
-        let after = OpID(counter: run.id.counter &+ UInt64(k) &- 1, replica: run.id.replica)
+        let count = batch.deleteRuns[r].count
+        var k = k
+        while k < count {
+            let m = min(count - k, Self.deleteChunk)
+            let end = withUnsafeTemporaryAllocation(of: Int32.self, capacity: m) { found in
+                receiveDeleteChunk(r, in: batch, from: k, count: m, found: found)
+            }
+            if end < k + m { return end }
+            k = end
+        }
+        return k
+    }
+
+    /// The most deletes of a run ``receiveDeleteRun(_:in:from:)`` checks and commits together:
+    /// their slots (4 bytes each) fit in the 1,024 bytes that `withUnsafeTemporaryAllocation`
+    /// always takes from the stack.
+    static let deleteChunk = 256
+
+    /// Operations `k ..< k + m` of delete run `r`, as ``receiveDeleteRun(_:in:from:)`` takes them
+    /// (`found` has room for the `m` slots); returns the index after the last one applied.
+    ///
+    /// - Complexity: O(m + log N); O(log N) more per item not next to the one before.
+    private mutating func receiveDeleteChunk(_ r: Int, in batch: DecodedBatch, from k: Int, count m: Int,
+                                             found: UnsafeMutableBufferPointer<Int32>) -> Int {
+        let id = batch.deleteRuns[r].id
+        guard continuationFastPath, variant == .correct, buffer.count == 0, id.replica != replica else { return k }
+        // The slot the operation before saw (a guess for the next item's slot).
+        let step: Int32 = batch.deleteRuns[r].descending ? -1 : 1
+        var previous: Int32
+        let after = OpID(counter: id.counter &+ UInt64(k) &- 1, replica: id.replica)
         if k > 0 {
             guard let last = log.lastItemDelete, last.id == after else { return k }
             previous = last.seen
         } else {
             // The run's first operation must continue the operation applied last, by its author.
+            guard batch.deleteRuns[r].deps.isOnly(after) else { return k }
             if let last = log.lastItemDelete {
-                guard last.id == after, run.deps.isOnly(after) else { return k }
+                guard last.id == after else { return k }
                 previous = last.seen
             } else {
-                guard let last = log.lastItemInsert, last.id == after, run.deps.isOnly(after) else { return k }
+                // Backspaces right after typing: the first item is most likely the one typed last.
+                guard let last = log.lastItemInsert, last.id == after else { return k }
+                previous = last.slot &- step
             }
         }
-        let step: Int32 = run.descending ? -1 : 1
+        let first = batch.deleteRuns[r].firstItem
         let slotCount = Int32(slots.count)
-        var found: [Int32] = []
-        found.reserveCapacity(run.count - k)
-        for j in k..<run.count {
-            let counter = run.id.counter &+ UInt64(j)
-            let id = run.item(j)
-            guard id.counter < counter else { break }
+        var n = 0
+        while n < m {
+            let counter = id.counter &+ UInt64(k + n)
+            let item = OpID(counter: step < 0 ? first.counter &- UInt64(k + n) : first.counter &+ UInt64(k + n),
+                            replica: first.replica)
+            guard item.counter < counter else { break }
             var lv = previous &+ step
-            if lv < 0 || lv >= slotCount || slots.id(of: lv) != id {
-                guard let at = slots.lv(of: id) else { break }
+            if lv < 0 || lv >= slotCount || slots.id(of: lv) != item {
+                guard let at = slots.lv(of: item) else { break }
                 lv = at
             }
-            guard slots.sequence(of: lv) >= 0, items.rows[Int(slots.entity(of: lv))].id == id else { break }
-            found.append(lv)
+            guard slots.sequence(of: lv) >= 0, items.rows[Int(slots.entity(of: lv))].id == item else { break }
+            found[n] = lv
             previous = lv
+            n += 1
         }
-        if found.isEmpty { return k }
-        commitDeleteRun(found, first: run.id.advanced(by: k), deps: k == 0 ? run.deps : Frontier(only: after),
-                        startsRecord: k == 0, after: after)
-        return k + found.count
+        if n == 0 { return k }
+        commitDeleteRun(UnsafeBufferPointer(rebasing: found[..<n]), first: id.advanced(by: k),
+                        deps: k == 0 ? batch.deleteRuns[r].deps : Frontier(only: after), startsRecord: k == 0, after: after)
+        return k + n
     }
 }
 

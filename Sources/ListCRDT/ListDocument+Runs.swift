@@ -167,7 +167,9 @@ extension ListDocument {
         }
         let n = found.count
         if n == 0 { return k }
-        commitDeleteRun(found, first: ops[k].id, deps: ops[k].deps, startsRecord: startsRecord, after: ops[k - 1].id)
+        found.withUnsafeBufferPointer {
+            commitDeleteRun($0, first: ops[k].id, deps: ops[k].deps, startsRecord: startsRecord, after: ops[k - 1].id)
+        }
         return k + n
     }
 
@@ -181,7 +183,8 @@ extension ListDocument {
     /// Each delete has the effect of the general path's (see ``receiveDeleteRun(_:from:)``).
     ///
     /// - Complexity: O(n + log N) for n deletes of consecutive typed items in a document of N slots.
-    mutating func commitDeleteRun(_ found: [Int32], first: OpID, deps: Frontier, startsRecord: Bool, after: OpID) {
+    mutating func commitDeleteRun(_ found: UnsafeBufferPointer<Int32>, first: OpID, deps: Frontier, startsRecord: Bool,
+                                  after: OpID) {
         let n = found.count
         // The deletes: kill(e, seen: the item's id) for each, with the hiding deferred so that
         // slots that die next to each other in one section are hidden together.
