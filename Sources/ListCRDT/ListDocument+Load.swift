@@ -335,7 +335,7 @@ extension ListDocument {
             n += 1
         }
         if n == 0 { return k }
-        commitDeleteRun(UnsafeBufferPointer(rebasing: found[..<n]), first: id.advanced(by: k),
+        commitDeleteRun(UnsafeMutableBufferPointer(rebasing: found[..<n]), first: id.advanced(by: k),
                         deps: k == 0 ? batch.deleteRuns[r].deps : Frontier(only: after), startsRecord: k == 0, after: after)
         return k + n
     }

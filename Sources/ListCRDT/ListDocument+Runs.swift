@@ -167,7 +167,7 @@ extension ListDocument {
         }
         let n = found.count
         if n == 0 { return k }
-        found.withUnsafeBufferPointer {
+        found.withUnsafeMutableBufferPointer {
             commitDeleteRun($0, first: ops[k].id, deps: ops[k].deps, startsRecord: startsRecord, after: ops[k - 1].id)
         }
         return k + n
@@ -179,19 +179,38 @@ extension ListDocument {
     /// caller, with everything else the general path checks). When `startsRecord`, the first
     /// delete is logged with ``OpLog/append(id:deps:kind:span:payload:)`` (which extends the last
     /// record when it continues it); else the last record is a delete run that they all extend.
+    /// `found` is scratch space afterwards.
     ///
-    /// Each delete has the effect of the general path's (see ``receiveDeleteRun(_:from:)``).
+    /// Each delete has the effect of the general path's (see ``receiveDeleteRun(_:from:)``), in
+    /// three passes: the log and the clock first (they keep the slots), then every item's delete
+    /// register (``EntityTable/deleteSeeingInserts(_:)``), then the slots of the items that died,
+    /// those next to each other in one section hidden together. (Registers and tree visibility
+    /// do not depend on each other, so the order of the passes changes nothing.)
     ///
     /// - Complexity: O(n + log N) for n deletes of consecutive typed items in a document of N slots.
-    mutating func commitDeleteRun(_ found: UnsafeBufferPointer<Int32>, first: OpID, deps: Frontier, startsRecord: Bool,
-                                  after: OpID) {
+    mutating func commitDeleteRun(_ found: UnsafeMutableBufferPointer<Int32>, first: OpID, deps: Frontier,
+                                  startsRecord: Bool, after: OpID) {
         let n = found.count
-        // The deletes: kill(e, seen: the item's id) for each, with the hiding deferred so that
-        // slots that die next to each other in one section are hidden together.
+        if startsRecord {
+            log.append(id: first, deps: deps, kind: .deleteItem, span: 1, payload: found[0])
+            if n > 1 { log.extendDeleteRun(seen: found[1...]) }
+        } else {
+            log.extendDeleteRun(seen: found[...])
+        }
+        advance(from: after, to: first.advanced(by: n - 1))
+
+        for j in found.indices { found[j] = slots.entity(of: found[j]) }
+        let dead = items.deleteSeeingInserts(found)
+        hideDeadItems(UnsafeBufferPointer(rebasing: found[..<dead]))
+    }
+
+    /// Hides the winning slots of `dead`, items that just died, in order, those next to each
+    /// other in one section together (a backspace run walks down, a forward-delete run up).
+    ///
+    /// - Complexity: O(k + p log N) for k items whose slots lie in p runs of neighbours.
+    private mutating func hideDeadItems(_ dead: UnsafeBufferPointer<Int32>) {
         var low: Int32 = 0, pending = 0, section: Int32 = -1
-        for lv in found {
-            let e = slots.entity(of: lv)
-            guard raiseDeleted(e, seen: items.rows[Int(e)].id) else { continue }
+        for e in dead {
             let row = items.rows[Int(e)]
             let w = row.winner
             if pending > 0 && row.section == section && (w == low &+ Int32(pending) || w == low &- 1) {
@@ -203,14 +222,6 @@ extension ListDocument {
             }
         }
         if pending > 0 { hideDead(low, count: pending, section: section) }
-        if startsRecord {
-            log.append(id: first, deps: deps, kind: .deleteItem, span: 1, payload: found[0])
-            if n > 1 { log.extendDeleteRun(seen: found[1...]) }
-        } else {
-            log.extendDeleteRun(seen: found[...])
-        }
-
-        advance(from: after, to: first.advanced(by: n - 1))
     }
 
     /// The clock, version vector and frontier after a run of operations by one author, each
