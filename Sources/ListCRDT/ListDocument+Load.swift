@@ -149,7 +149,8 @@ extension ListDocument {
         let id = run.id
         guard continuationFastPath, variant == .correct, buffer.count == 0, id.replica != replica,
               id.counter > versionVector[id.replica] else { return 0 }
-        for d in run.deps {
+        let deps = batch.frontier(run.deps)
+        for d in deps {
             guard d.counter < id.counter, versionVector.contains(d) else { return 0 }
         }
         // The values within the limit, from the first on.
@@ -196,13 +197,12 @@ extension ListDocument {
         let after = forest.placement(t, id: id, left: left, right: right, slots: slots, leafOf: leafOf)
         forest.insert(t, lv, count: n, visible: true, after: after, leafOf: &leafOf)
         refreshSection(s)
-        // What `record` does for the first operation, then `advance` for the others.
-        advance(to: id, deps: run.deps)
-        log.append(id: id, deps: run.deps, kind: .insertItem, span: 1, payload: lv)
-        if n > 1 {
-            advance(from: id, to: id.advanced(by: n - 1))
-            log.extendInsertRun(by: n - 1)
-        }
+        // What `record` does for the first operation and `advance` for the others: the clock,
+        // version and frontier end as after the last one alone (its id is the greatest, and each
+        // later operation replaces the one before in the frontier).
+        advance(to: id.advanced(by: n - 1), deps: deps)
+        log.append(id: id, deps: deps, kind: .insertItem, span: 1, payload: lv)
+        if n > 1 { log.extendInsertRun(by: n - 1) }
         return n
     }
 
@@ -248,8 +248,7 @@ extension ListDocument {
         if run.oneByte {
             batch.withOneByteValues(start ..< start + n) { items.appendRun(id: id, slot: lv, section: s, values: $0) }
         } else {
-            items.appendRun(id: id, slot: lv, section: s,
-                            values: batch.valueRanges[start ..< start + n].lazy.map { Data(batch.bytes[$0]) })
+            batch.withRangeValues(start ..< start + n) { items.appendRun(id: id, slot: lv, section: s, values: $0) }
         }
     }
 
@@ -336,7 +335,7 @@ extension ListDocument {
         }
         if n == 0 { return k }
         commitDeleteRun(UnsafeMutableBufferPointer(rebasing: found[..<n]), first: id.advanced(by: k),
-                        deps: k == 0 ? batch.deleteRuns[r].deps : Frontier(only: after), startsRecord: k == 0, after: after)
+                        deps: Frontier(only: after), startsRecord: k == 0, after: after)
         return k + n
     }
 }

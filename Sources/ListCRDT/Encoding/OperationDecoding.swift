@@ -237,7 +237,7 @@ struct BatchDecoder {
         let id = OpID(counter: counter, replica: replica)
         var deps = Frontier()
         if first & RecordFlag.depsPrevious != 0 {
-            deps.insert(prev)
+            if prev != .none { deps = Frontier(only: prev) }
         } else {
             let n = try reader.count(minBytes: 1)
             var last = OpID.none
