@@ -38,35 +38,25 @@ struct EntityTable: Sendable {
         return index
     }
 
-    /// What deletes whose authors saw the insert slots of items `items[0]`, `items[1]`, … (so the
-    /// position write each saw is its item's own insert) do to the registers, in one pass with
-    /// one uniqueness check: each item's delete register is raised to its id (what
-    /// `ListDocument.raiseDeleted(i, seen: rows[i].id)` does). The items that this killed are
-    /// moved to the front of `items`, in order; returns their number.
-    ///
-    /// - Complexity: O(n) for n items.
-    mutating func deleteSeeingInserts(_ items: UnsafeMutableBufferPointer<Int32>) -> Int {
-        rows.withUnsafeMutableBufferPointer { rows in
-            var dead = 0
-            for j in items.indices {
-                let i = Int(items[j])
-                precondition(i >= 0 && i < rows.count, "no item \(i)")
-                let row = rows[i]
-                guard row.id > row.deleted else { continue }
-                rows[i].deleted = row.id
-                // It was alive (its winning write survived the old register) and is no longer.
-                if row.winnerID > row.deleted && !(row.winnerID > row.id) {
-                    items[dead] = items[j]
-                    dead += 1
-                }
-            }
-            return dead
-        }
-    }
-
     /// Whether the entity's winning position write survives every delete.
     @inline(__always) func isAlive(_ i: Int32) -> Bool {
         let row = rows[Int(i)]
         return row.winnerID > row.deleted
+    }
+}
+
+extension EntityTable.Row {
+    /// What a delete whose author saw this item's insert slot (so the position write it saw is
+    /// the item's own insert) does to its registers: raises the delete register to the item's id,
+    /// as `ListDocument.raiseDeleted(i, seen: id)` does. Returns whether that killed the item (it
+    /// was alive and its winning write no longer survives); the caller then hides its slot.
+    @inline(__always) mutating func deleteSeeingInsert() -> Bool {
+        guard id > deleted else { return false }
+        let wasAlive = winnerID > deleted
+        deleted = id
+        // Most items never moved: their winning write is their insert, which was alive (it is
+        // greater than the old register) and is not greater than the new one.
+        if winnerID == id { return true }
+        return wasAlive && !(winnerID > id)
     }
 }

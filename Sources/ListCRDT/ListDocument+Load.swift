@@ -186,15 +186,20 @@ extension ListDocument {
             else { return 0 }
             right = lv
         }
-        if left >= 0 && right >= 0 && !forest.isBefore(left, right, leafOf: leafOf) { return 0 }
+        // Where the first slot goes: right after the left origin when the right origin follows it
+        // (nothing sits between them: the usual case), else where the integration rule puts it.
+        let t = tree(ofSequence: s)
+        let leftCursor = left >= 0 ? forest.locate(left, leafOf: leafOf) : nil
+        let adjacent = (leftCursor.map { forest.next($0) } ?? forest.first(t)).map { forest.lv(at: $0) == right } ?? (right < 0)
+        if !adjacent && left >= 0 && right >= 0 && !forest.isBefore(left, right, leafOf: leafOf) { return 0 }
 
         // `commit` of the first operation, with the others' slots and rows added at once.
         let lv = Int32(slots.count), e = Int32(items.count)
         appendItems(of: run, from: 0, count: n, in: batch, slot: lv, section: s)
         _ = slots.appendRun(id: id, count: n, left: left, right: right, sequence: s, entity: e)
         leafOf.append(contentsOf: repeatElement(-1, count: n))
-        let t = tree(ofSequence: s)
-        let after = forest.placement(t, id: id, left: left, right: right, slots: slots, leafOf: leafOf)
+        let after = adjacent ? leftCursor
+                             : forest.placement(t, id: id, left: left, right: right, slots: slots, leafOf: leafOf)
         forest.insert(t, lv, count: n, visible: true, after: after, leafOf: &leafOf)
         refreshSection(s)
         // What `record` does for the first operation and `advance` for the others: the clock,
@@ -264,79 +269,45 @@ extension ListDocument {
     /// known and is the insert slot of an item. The run stops at the first operation that fails a
     /// check; the general path then refuses or applies it exactly as before.
     ///
-    /// The deletes go in in chunks of at most ``deleteChunk``, whose slots are collected on the
-    /// stack (no allocation); each chunk after the first continues the delete applied last.
+    /// The deletes go in in chunks (``applyDeleteChunk(count:step:previous:first:deps:startsRecord:after:item:)``);
+    /// each chunk after the first continues the delete applied last.
     ///
     /// - Complexity: O(n + log N) for n deletes of consecutive typed items in a document of N
     ///   slots; O(log N) more per item not next to the one before.
     mutating func receiveDeleteRun(_ r: Int, in batch: DecodedBatch, from k: Int) -> Int {
-        let count = batch.deleteRuns[r].count
+        let run = batch.deleteRuns[r]
+        guard continuationFastPath, variant == .correct, buffer.count == 0, run.id.replica != replica else { return k }
+        let step: Int32 = run.descending ? -1 : 1
         var k = k
-        while k < count {
-            let m = min(count - k, Self.deleteChunk)
-            let end = withUnsafeTemporaryAllocation(of: Int32.self, capacity: m) { found in
-                receiveDeleteChunk(r, in: batch, from: k, count: m, found: found)
-            }
-            if end < k + m { return end }
-            k = end
-        }
-        return k
-    }
-
-    /// The most deletes of a run ``receiveDeleteRun(_:in:from:)`` checks and commits together:
-    /// their slots (4 bytes each) fit in the 1,024 bytes that `withUnsafeTemporaryAllocation`
-    /// always takes from the stack.
-    static let deleteChunk = 256
-
-    /// Operations `k ..< k + m` of delete run `r`, as ``receiveDeleteRun(_:in:from:)`` takes them
-    /// (`found` has room for the `m` slots); returns the index after the last one applied.
-    ///
-    /// - Complexity: O(m + log N); O(log N) more per item not next to the one before.
-    private mutating func receiveDeleteChunk(_ r: Int, in batch: DecodedBatch, from k: Int, count m: Int,
-                                             found: UnsafeMutableBufferPointer<Int32>) -> Int {
-        let id = batch.deleteRuns[r].id
-        guard continuationFastPath, variant == .correct, buffer.count == 0, id.replica != replica else { return k }
-        // The slot the operation before saw (a guess for the next item's slot).
-        let step: Int32 = batch.deleteRuns[r].descending ? -1 : 1
-        var previous: Int32
-        let after = OpID(counter: id.counter &+ UInt64(k) &- 1, replica: id.replica)
-        if k > 0 {
-            guard let last = log.lastItemDelete, last.id == after else { return k }
-            previous = last.seen
-        } else {
-            // The run's first operation must continue the operation applied last, by its author.
-            guard batch.deleteRuns[r].deps.isOnly(after) else { return k }
-            if let last = log.lastItemDelete {
-                guard last.id == after else { return k }
+        while k < run.count {
+            // The slot the operation before saw (a guess for the next item's slot).
+            var previous: Int32
+            let after = OpID(counter: run.id.counter &+ UInt64(k) &- 1, replica: run.id.replica)
+            if k > 0 {
+                guard let last = log.lastItemDelete, last.id == after else { return k }
                 previous = last.seen
             } else {
-                // Backspaces right after typing: the first item is most likely the one typed last.
-                guard let last = log.lastItemInsert, last.id == after else { return k }
-                previous = last.slot &- step
+                // The run's first operation must continue the operation applied last, by its author.
+                guard run.deps.isOnly(after) else { return k }
+                if let last = log.lastItemDelete {
+                    guard last.id == after else { return k }
+                    previous = last.seen
+                } else {
+                    // Backspaces right after typing: the first item is most likely the one typed last.
+                    guard let last = log.lastItemInsert, last.id == after else { return k }
+                    previous = last.slot &- step
+                }
             }
-        }
-        let first = batch.deleteRuns[r].firstItem
-        let slotCount = Int32(slots.count)
-        var n = 0
-        while n < m {
-            let counter = id.counter &+ UInt64(k + n)
-            let item = OpID(counter: step < 0 ? first.counter &- UInt64(k + n) : first.counter &+ UInt64(k + n),
-                            replica: first.replica)
-            guard item.counter < counter else { break }
-            var lv = previous &+ step
-            if lv < 0 || lv >= slotCount || slots.id(of: lv) != item {
-                guard let at = slots.lv(of: item) else { break }
-                lv = at
+            let start = k, m = min(run.count - start, Self.deleteChunk)
+            let n = applyDeleteChunk(count: m, step: step, previous: &previous, first: run.id.advanced(by: start),
+                                     deps: Frontier(only: after), startsRecord: start == 0, after: after) { j in
+                let item = run.item(start + j)
+                return item.counter < run.id.counter &+ UInt64(start + j) ? item : nil
             }
-            guard slots.sequence(of: lv) >= 0, items.rows[Int(slots.entity(of: lv))].id == item else { break }
-            found[n] = lv
-            previous = lv
-            n += 1
+            k += n
+            if n < m { break }
         }
-        if n == 0 { return k }
-        commitDeleteRun(UnsafeMutableBufferPointer(rebasing: found[..<n]), first: id.advanced(by: k),
-                        deps: Frontier(only: after), startsRecord: k == 0, after: after)
-        return k + n
+        return k
     }
 }
 
