@@ -54,9 +54,8 @@ extension EntityTable.Row {
         guard id > deleted else { return false }
         let wasAlive = winnerID > deleted
         deleted = id
-        // Most items never moved: their winning write is their insert, which was alive (it is
-        // greater than the old register) and is not greater than the new one.
-        if winnerID == id { return true }
-        return wasAlive && !(winnerID > id)
+        // Most items never moved: their winning write is their insert, which was alive (greater
+        // than the old register) and is not greater than the new one.
+        return winnerID == id || (wasAlive && !(winnerID > id))
     }
 }

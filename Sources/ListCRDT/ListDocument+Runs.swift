@@ -160,8 +160,8 @@ extension ListDocument {
     }
 
     /// The most deletes of a run that ``applyDeleteChunk(count:step:previous:first:deps:startsRecord:after:item:)``
-    /// takes: their slots, and the slots and sections of the items that died (4 bytes each),
-    /// fit in the 1,024 bytes that `withUnsafeTemporaryAllocation` always takes from the stack.
+    /// takes: their slots, and three numbers for each run of slots that died (4 bytes each), fit
+    /// in the 1,024 bytes that `withUnsafeTemporaryAllocation` always takes from the stack.
     static let deleteChunk = 64
 
     /// Checks and applies up to `m` (at most ``deleteChunk``) item deletes of a delete run: ids
@@ -188,12 +188,11 @@ extension ListDocument {
     mutating func applyDeleteChunk(count m: Int, step: Int32, previous: inout Int32, first: OpID, deps: Frontier,
                                    startsRecord: Bool, after: OpID, item: (Int) -> OpID?) -> Int {
         precondition(m > 0 && m <= Self.deleteChunk, "a chunk of \(m) deletes")
-        return withUnsafeTemporaryAllocation(of: Int32.self, capacity: 3 * Self.deleteChunk) { scratch in
-            // The slots the authors saw, and the slot and section of each item that died.
+        return withUnsafeTemporaryAllocation(of: Int32.self, capacity: 4 * Self.deleteChunk) { scratch in
+            // The slots the authors saw, and the runs of slots of the items that died.
             let seen = UnsafeMutableBufferPointer(rebasing: scratch[0 ..< m])
-            let slotsOfDead = UnsafeMutableBufferPointer(rebasing: scratch[m ..< 2 * m])
-            let sectionsOfDead = UnsafeMutableBufferPointer(rebasing: scratch[2 * m ..< 3 * m])
-            var n = 0, dead = 0
+            var dead = DeadSlotRuns(storage: UnsafeMutableBufferPointer(rebasing: scratch[m ..< 4 * m]))
+            var n = 0
             var lv = previous
             slots.withView { view in
                 items.rows.withUnsafeMutableBufferPointer { rows in
@@ -211,11 +210,7 @@ extension ListDocument {
                         guard rows[e].id == id else { break }
                         seen[n] = lv
                         n += 1
-                        if rows[e].deleteSeeingInsert() {
-                            slotsOfDead[dead] = rows[e].winner
-                            sectionsOfDead[dead] = rows[e].section
-                            dead += 1
-                        }
+                        if rows[e].deleteSeeingInsert() { dead.add(rows[e].winner, section: rows[e].section) }
                     }
                 }
             }
@@ -228,29 +223,13 @@ extension ListDocument {
                 log.extendDeleteRun(seen: seen[..<n])
             }
             advance(from: after, to: first.advanced(by: n - 1))
-            hideDead(UnsafeBufferPointer(rebasing: slotsOfDead[..<dead]),
-                     sections: UnsafeBufferPointer(rebasing: sectionsOfDead[..<dead]))
+            dead.close()
+            for r in 0 ..< dead.count {
+                let run = dead.run(r)
+                hideDead(run.first, count: run.count, section: run.section)
+            }
             return n
         }
-    }
-
-    /// Hides the winning slots `dead[j]` (in section `sections[j]`) of items that just died, in
-    /// order, those next to each other in one section together (a backspace run walks down, a
-    /// forward-delete run up).
-    ///
-    /// - Complexity: O(k + p log N) for k slots that lie in p runs of neighbours.
-    private mutating func hideDead(_ dead: UnsafeBufferPointer<Int32>, sections: UnsafeBufferPointer<Int32>) {
-        var low: Int32 = 0, pending = 0, section: Int32 = -1
-        for (w, s) in zip(dead, sections) {
-            if pending > 0 && s == section && (w == low &+ Int32(pending) || w == low &- 1) {
-                if w < low { low = w }
-                pending += 1
-            } else {
-                if pending > 0 { hideDead(low, count: pending, section: section) }
-                (low, pending, section) = (w, 1, s)
-            }
-        }
-        if pending > 0 { hideDead(low, count: pending, section: section) }
     }
 
     /// The clock, version vector and frontier after a run of operations by one author, each
@@ -276,5 +255,44 @@ extension ListDocument {
             forest.hideRange(lv, count: n, leafOf: &leafOf)
         }
         refreshSection(s)
+    }
+}
+
+/// The slots of items that died in a delete run, gathered as they come into runs of neighbours in
+/// one section (a backspace run walks down, a forward-delete run up), each of which is then hidden
+/// in one step. The closed runs are kept in `storage`, three numbers each (first slot, count,
+/// section): room for a third of its size.
+private struct DeadSlotRuns {
+    let storage: UnsafeMutableBufferPointer<Int32>
+    /// Number of closed runs.
+    private(set) var count = 0
+    /// The run being gathered: slots `low ..< low + pending` of `section`.
+    private var low: Int32 = 0, pending: Int32 = 0, section: Int32 = -1
+
+    init(storage: UnsafeMutableBufferPointer<Int32>) { self.storage = storage }
+
+    /// Adds slot `w` of section `s`, next to the run being gathered or starting the next one.
+    @inline(__always) mutating func add(_ w: Int32, section s: Int32) {
+        if pending > 0 && s == section && (w == low &+ pending || w == low &- 1) {
+            if w < low { low = w }
+            pending &+= 1
+        } else {
+            close()
+            (low, pending, section) = (w, 1, s)
+        }
+    }
+
+    /// Closes the run being gathered, if any.
+    @inline(__always) mutating func close() {
+        guard pending > 0 else { return }
+        precondition(3 * count + 2 < storage.count, "no room for another run of slots")
+        (storage[3 * count], storage[3 * count + 1], storage[3 * count + 2]) = (low, pending, section)
+        count += 1
+        pending = 0
+    }
+
+    /// Closed run `r`.
+    func run(_ r: Int) -> (first: Int32, count: Int, section: Int32) {
+        (storage[3 * r], Int(storage[3 * r + 1]), storage[3 * r + 2])
     }
 }
