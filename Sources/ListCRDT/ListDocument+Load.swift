@@ -190,7 +190,8 @@ extension ListDocument {
         // (nothing sits between them: the usual case), else where the integration rule puts it.
         let t = tree(ofSequence: s)
         let leftCursor = left >= 0 ? forest.locate(left, leafOf: leafOf) : nil
-        let adjacent = (leftCursor.map { forest.next($0) } ?? forest.first(t)).map { forest.lv(at: $0) == right } ?? (right < 0)
+        let following = leftCursor.map { forest.next($0) } ?? forest.first(t)
+        let adjacent = following.map { forest.lv(at: $0) == right } ?? (right < 0)
         if !adjacent && left >= 0 && right >= 0 && !forest.isBefore(left, right, leafOf: leafOf) { return 0 }
 
         // `commit` of the first operation, with the others' slots and rows added at once.
