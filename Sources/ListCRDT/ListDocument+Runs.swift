@@ -206,7 +206,7 @@ extension ListDocument {
                         }
                         guard let slot, slot.sequence >= 0 else { break }
                         let e = Int(slot.entity)
-                        precondition(e < rows.count, "slot \(lv) places no item")
+                        precondition(e >= 0 && e < rows.count, "slot \(lv) places no item")
                         guard rows[e].id == id else { break }
                         seen[n] = lv
                         n += 1
