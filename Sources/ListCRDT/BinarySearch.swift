@@ -9,8 +9,9 @@ extension RandomAccessCollection where Index == Int {
     func partitionPoint(_ isBefore: (Element) -> Bool) -> Int {
         var lo = startIndex, hi = endIndex
         while lo < hi {
-            let mid = lo + (hi - lo) / 2
-            if isBefore(self[mid]) { lo = mid + 1 } else { hi = mid }
+            // 0 <= lo < hi <= endIndex: nothing here can overflow, so the arithmetic is unchecked.
+            let mid = lo &+ (hi &- lo) >> 1
+            if isBefore(self[mid]) { lo = mid &+ 1 } else { hi = mid }
         }
         return lo
     }

@@ -44,3 +44,18 @@ struct EntityTable: Sendable {
         return row.winnerID > row.deleted
     }
 }
+
+extension EntityTable.Row {
+    /// What a delete whose author saw this item's insert slot (so the position write it saw is
+    /// the item's own insert) does to its registers: raises the delete register to the item's id,
+    /// as `ListDocument.raiseDeleted(i, seen: id)` does. Returns whether that killed the item (it
+    /// was alive and its winning write no longer survives); the caller then hides its slot.
+    @inline(__always) mutating func deleteSeeingInsert() -> Bool {
+        guard id > deleted else { return false }
+        let wasAlive = winnerID > deleted
+        deleted = id
+        // Most items never moved: their winning write is their insert, which was alive (greater
+        // than the old register) and is not greater than the new one.
+        return winnerID == id || (wasAlive && !(winnerID > id))
+    }
+}

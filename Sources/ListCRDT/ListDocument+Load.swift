@@ -149,7 +149,8 @@ extension ListDocument {
         let id = run.id
         guard continuationFastPath, variant == .correct, buffer.count == 0, id.replica != replica,
               id.counter > versionVector[id.replica] else { return 0 }
-        for d in run.deps {
+        let deps = batch.frontier(run.deps)
+        for d in deps {
             guard d.counter < id.counter, versionVector.contains(d) else { return 0 }
         }
         // The values within the limit, from the first on.
@@ -185,24 +186,29 @@ extension ListDocument {
             else { return 0 }
             right = lv
         }
-        if left >= 0 && right >= 0 && !forest.isBefore(left, right, leafOf: leafOf) { return 0 }
+        // Where the first slot goes: right after the left origin when the right origin follows it
+        // (nothing sits between them: the usual case), else where the integration rule puts it.
+        let t = tree(ofSequence: s)
+        let leftCursor = left >= 0 ? forest.locate(left, leafOf: leafOf) : nil
+        let following = leftCursor.map { forest.next($0) } ?? forest.first(t)
+        let adjacent = following.map { forest.lv(at: $0) == right } ?? (right < 0)
+        if !adjacent && left >= 0 && right >= 0 && !forest.isBefore(left, right, leafOf: leafOf) { return 0 }
 
         // `commit` of the first operation, with the others' slots and rows added at once.
         let lv = Int32(slots.count), e = Int32(items.count)
         appendItems(of: run, from: 0, count: n, in: batch, slot: lv, section: s)
         _ = slots.appendRun(id: id, count: n, left: left, right: right, sequence: s, entity: e)
         leafOf.append(contentsOf: repeatElement(-1, count: n))
-        let t = tree(ofSequence: s)
-        let after = forest.placement(t, id: id, left: left, right: right, slots: slots, leafOf: leafOf)
+        let after = adjacent ? leftCursor
+                             : forest.placement(t, id: id, left: left, right: right, slots: slots, leafOf: leafOf)
         forest.insert(t, lv, count: n, visible: true, after: after, leafOf: &leafOf)
         refreshSection(s)
-        // What `record` does for the first operation, then `advance` for the others.
-        advance(to: id, deps: run.deps)
-        log.append(id: id, deps: run.deps, kind: .insertItem, span: 1, payload: lv)
-        if n > 1 {
-            advance(from: id, to: id.advanced(by: n - 1))
-            log.extendInsertRun(by: n - 1)
-        }
+        // What `record` does for the first operation and `advance` for the others: the clock,
+        // version and frontier end as after the last one alone (its id is the greatest, and each
+        // later operation replaces the one before in the frontier).
+        advance(to: id.advanced(by: n - 1), deps: deps)
+        log.append(id: id, deps: deps, kind: .insertItem, span: 1, payload: lv)
+        if n > 1 { log.extendInsertRun(by: n - 1) }
         return n
     }
 
@@ -244,15 +250,11 @@ extension ListDocument {
     /// at slots `lv ...` of section `s`.
     private mutating func appendItems(of run: DecodedBatch.InsertRun, from k: Int, count n: Int, in batch: DecodedBatch,
                                       slot lv: Int32, section s: Int32) {
-        items.appendRun(id: run.id.advanced(by: k), count: n, slot: lv, section: s)
-        let start = run.values + k
+        let id = run.id.advanced(by: k), start = run.values + k
         if run.oneByte {
-            let table = DecodedBatch.oneByteValues
-            batch.bytes.withUnsafeBufferPointer { bytes in
-                for b in bytes[start ..< start + n] { items.value.append(table[Int(b)]) }
-            }
+            batch.withOneByteValues(start ..< start + n) { items.appendRun(id: id, slot: lv, section: s, values: $0) }
         } else {
-            for range in batch.valueRanges[start ..< start + n] { items.value.append(Data(batch.bytes[range])) }
+            batch.withRangeValues(start ..< start + n) { items.appendRun(id: id, slot: lv, section: s, values: $0) }
         }
     }
 
@@ -268,65 +270,84 @@ extension ListDocument {
     /// known and is the insert slot of an item. The run stops at the first operation that fails a
     /// check; the general path then refuses or applies it exactly as before.
     ///
+    /// The deletes go in in chunks (``applyDeleteChunk(count:step:previous:first:deps:startsRecord:after:item:)``);
+    /// each chunk after the first continues the delete applied last.
+    ///
     /// - Complexity: O(n + log N) for n deletes of consecutive typed items in a document of N
     ///   slots; O(log N) more per item not next to the one before.
     mutating func receiveDeleteRun(_ r: Int, in batch: DecodedBatch, from k: Int) -> Int {
         let run = batch.deleteRuns[r]
-        guard k < run.count, continuationFastPath, variant == .correct, buffer.count == 0,
-              run.id.replica != replica else { return k }
-        // The slot the operation before saw (a guess for the next item's slot) or -2.
-        var previous: Int32 = -2
-        let after = OpID(counter: run.id.counter &+ UInt64(k) &- 1, replica: run.id.replica)
-        if k > 0 {
-            guard let last = log.lastItemDelete, last.id == after else { return k }
-            previous = last.seen
-        } else {
-            // The run's first operation must continue the operation applied last, by its author.
-            if let last = log.lastItemDelete {
-                guard last.id == after, run.deps.isOnly(after) else { return k }
+        guard continuationFastPath, variant == .correct, buffer.count == 0, run.id.replica != replica else { return k }
+        let step: Int32 = run.descending ? -1 : 1
+        var k = k
+        while k < run.count {
+            // The slot the operation before saw (a guess for the next item's slot).
+            var previous: Int32
+            let after = OpID(counter: run.id.counter &+ UInt64(k) &- 1, replica: run.id.replica)
+            if k > 0 {
+                guard let last = log.lastItemDelete, last.id == after else { return k }
                 previous = last.seen
             } else {
-                guard let last = log.lastItemInsert, last.id == after, run.deps.isOnly(after) else { return k }
+                // The run's first operation must continue the operation applied last, by its author.
+                guard run.deps.isOnly(after) else { return k }
+                if let last = log.lastItemDelete {
+                    guard last.id == after else { return k }
+                    previous = last.seen
+                } else {
+                    // Backspaces right after typing: the first item is most likely the one typed last.
+                    guard let last = log.lastItemInsert, last.id == after else { return k }
+                    previous = last.slot &- step
+                }
             }
-        }
-        let step: Int32 = run.descending ? -1 : 1
-        let slotCount = Int32(slots.count)
-        var found: [Int32] = []
-        found.reserveCapacity(run.count - k)
-        for j in k..<run.count {
-            let counter = run.id.counter &+ UInt64(j)
-            let id = run.item(j)
-            guard id.counter < counter else { break }
-            var lv = previous &+ step
-            if lv < 0 || lv >= slotCount || slots.id(of: lv) != id {
-                guard let at = slots.lv(of: id) else { break }
-                lv = at
+            let start = k, m = min(run.count - start, Self.deleteChunk)
+            let n = applyDeleteChunk(count: m, step: step, previous: &previous, first: run.id.advanced(by: start),
+                                     deps: Frontier(only: after), startsRecord: start == 0, after: after) { j in
+                let item = run.item(start + j)
+                return item.counter < run.id.counter &+ UInt64(start + j) ? item : nil
             }
-            guard slots.sequence(of: lv) >= 0, items.rows[Int(slots.entity(of: lv))].id == id else { break }
-            found.append(lv)
-            previous = lv
+            k += n
+            if n < m { break }
         }
-        if found.isEmpty { return k }
-        commitDeleteRun(found, first: run.id.advanced(by: k), deps: k == 0 ? run.deps : Frontier(only: after),
-                        startsRecord: k == 0, after: after)
-        return k + found.count
+        return k
     }
 }
 
 // MARK: - Entity rows of a run
 
 extension EntityTable {
-    /// Adds the rows of `n` items made by a typed run: ids `id`, `id + 1`, …, placed at slots `lv`,
-    /// `lv + 1`, … of section `s`, each with its value written by its own insert. The caller
-    /// appends the `n` values to ``value`` (what `n` calls of ``append(id:slot:value:section:)``
-    /// do together).
+    /// Adds the rows and values of the items made by a typed run, one per value: ids `id`,
+    /// `id + 1`, …, placed at slots `lv`, `lv + 1`, … of section `s`, each with its value written
+    /// by its own insert: what one ``append(id:slot:value:section:)`` per value does, with one
+    /// reservation per array.
     ///
-    /// - Complexity: O(n) amortized.
+    /// - Complexity: O(n) amortized for n values.
     @inline(__always)
-    mutating func appendRun(id: OpID, count n: Int, slot lv: Int32, section s: Int32) {
-        for j in 0..<n {
-            let itemID = id.advanced(by: j)
-            rows.append(Row(id: itemID, winnerID: itemID, deleted: .none, valueWrite: itemID, winner: lv &+ Int32(j), section: s))
+    mutating func appendRun(id: OpID, slot lv: Int32, section s: Int32, values: some Collection<Data>) {
+        rows.append(contentsOf: RunRows(id: id, slot: lv, section: s, count: values.count))
+        value.append(contentsOf: values)
+    }
+
+    /// The rows of `count` items made by a typed run (see ``appendRun(id:slot:section:values:)``),
+    /// as a sequence: appending a sequence reserves room once and writes the elements through a
+    /// pointer (appending one at a time checks uniqueness and room for each; a closure, as in
+    /// `lazy.map`, is not inlined there).
+    private struct RunRows: Sequence, IteratorProtocol {
+        var id: OpID
+        var lv: Int32
+        let section: Int32
+        var left: Int
+
+        init(id: OpID, slot lv: Int32, section: Int32, count: Int) {
+            (self.id, self.lv, self.section, left) = (id, lv, section, count)
+        }
+
+        var underestimatedCount: Int { left }
+
+        mutating func next() -> Row? {
+            guard left > 0 else { return nil }
+            left -= 1
+            defer { (id.counter, lv) = (id.counter &+ 1, lv &+ 1) }
+            return Row(id: id, winnerID: id, deleted: .none, valueWrite: id, winner: lv, section: section)
         }
     }
 }

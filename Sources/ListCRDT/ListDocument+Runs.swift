@@ -141,73 +141,95 @@ extension ListDocument {
             return k
         }
 
-        // First the checks (they read nothing the deletes change), collecting each item's slot.
-        var found: [Int32] = []
-        ops.withUnsafeBufferPointer { buf in
-            let delta = Int32(step)
-            let slotCount = Int32(slots.count)
-            var end = k
-            while end < buf.count {
-                guard end == k || (step != 0 && ListOperation.continuesDeleteRun(buf[end - 1], buf[end], step: step)),
-                      case let .deleteItem(item, _) = buf[end].kind else { break }
-                let counter = buf[end].id.counter
-                guard counter <= OpID.maxCounter, item.opID.counter < counter else { break }
-                let id = item.opID
-                var lv = previous &+ delta
-                if lv < 0 || lv >= slotCount || slots.id(of: lv) != id {
-                    guard let at = slots.lv(of: id) else { break }
-                    lv = at
-                }
-                guard slots.sequence(of: lv) >= 0, items.rows[Int(slots.entity(of: lv))].id == id else { break }
-                if found.isEmpty { found.reserveCapacity(min(buf.count - k, 64)) }
-                found.append(lv)
-                previous = lv
-                end += 1
+        var end = k
+        while end < ops.count {
+            let start = end, m = min(ops.count - start, Self.deleteChunk)
+            let n = applyDeleteChunk(count: m, step: Int32(step), previous: &previous, first: ops[start].id,
+                                     deps: start == k ? ops[k].deps : Frontier(only: ops[start - 1].id),
+                                     startsRecord: startsRecord && start == k, after: ops[start - 1].id) { j in
+                let i = start + j
+                guard i == k || (step != 0 && ListOperation.continuesDeleteRun(ops[i - 1], ops[i], step: step)),
+                      case let .deleteItem(item, _) = ops[i].kind,
+                      ops[i].id.counter <= OpID.maxCounter, item.opID.counter < ops[i].id.counter else { return nil }
+                return item.opID
             }
+            end += n
+            if n < m { break }
         }
-        let n = found.count
-        if n == 0 { return k }
-        commitDeleteRun(found, first: ops[k].id, deps: ops[k].deps, startsRecord: startsRecord, after: ops[k - 1].id)
-        return k + n
+        return end
     }
 
-    /// Applies `found.count` item deletes, ids `first`, `first + 1`, …, each depending on exactly
-    /// the one before, the first on `deps`, which is exactly `{after}`, the operation applied last;
-    /// the author of each saw the insert slot `found[j]` of the item it deletes (checked by the
-    /// caller, with everything else the general path checks). When `startsRecord`, the first
-    /// delete is logged with ``OpLog/append(id:deps:kind:span:payload:)`` (which extends the last
-    /// record when it continues it); else the last record is a delete run that they all extend.
-    ///
-    /// Each delete has the effect of the general path's (see ``receiveDeleteRun(_:from:)``).
-    ///
-    /// - Complexity: O(n + log N) for n deletes of consecutive typed items in a document of N slots.
-    mutating func commitDeleteRun(_ found: [Int32], first: OpID, deps: Frontier, startsRecord: Bool, after: OpID) {
-        let n = found.count
-        // The deletes: kill(e, seen: the item's id) for each, with the hiding deferred so that
-        // slots that die next to each other in one section are hidden together.
-        var low: Int32 = 0, pending = 0, section: Int32 = -1
-        for lv in found {
-            let e = slots.entity(of: lv)
-            guard raiseDeleted(e, seen: items.rows[Int(e)].id) else { continue }
-            let row = items.rows[Int(e)]
-            let w = row.winner
-            if pending > 0 && row.section == section && (w == low &+ Int32(pending) || w == low &- 1) {
-                if w < low { low = w }
-                pending += 1
-            } else {
-                if pending > 0 { hideDead(low, count: pending, section: section) }
-                (low, pending, section) = (w, 1, row.section)
-            }
-        }
-        if pending > 0 { hideDead(low, count: pending, section: section) }
-        if startsRecord {
-            log.append(id: first, deps: deps, kind: .deleteItem, span: 1, payload: found[0])
-            if n > 1 { log.extendDeleteRun(seen: found[1...]) }
-        } else {
-            log.extendDeleteRun(seen: found[...])
-        }
+    /// The most deletes of a run that ``applyDeleteChunk(count:step:previous:first:deps:startsRecord:after:item:)``
+    /// takes: their slots, and three numbers for each run of slots that died (4 bytes each), fit
+    /// in the 1,024 bytes that `withUnsafeTemporaryAllocation` always takes from the stack.
+    static let deleteChunk = 64
 
-        advance(from: after, to: first.advanced(by: n - 1))
+    /// Checks and applies up to `m` (at most ``deleteChunk``) item deletes of a delete run: ids
+    /// `first`, `first + 1`, …, each depending on exactly the one before, the first on `deps`,
+    /// which is exactly `{after}`, the operation applied last. Operation `j` deletes item
+    /// `item(j)`, as seen at its insert slot; `item(j)` is nil when operation `j` does not
+    /// continue the run or fails a check of its own (which the caller makes). Returns how many
+    /// were applied: those before the first that fails a check (0: nothing changed).
+    ///
+    /// What is checked here per operation: the slot with the item's id is known (found at
+    /// `previous + step`, the slot next to the one before, else looked up; `previous` ends as the
+    /// last one found) and is the insert slot of an item. Each delete has the effect of the
+    /// general path's: its item's delete register is raised (``EntityTable/Row/deleteSeeingInsert()``),
+    /// an item that dies has its slot hidden, its section is refreshed, one log entry (the first
+    /// with ``OpLog/append(id:deps:kind:span:payload:)`` when `startsRecord`, which extends the
+    /// last record when it continues it; else they all extend the last record, a delete run).
+    /// But the checks and the registers go in one pass, the slots that die next to each other in
+    /// one section are hidden together, and the clock, version vector and frontier are advanced
+    /// once. (Registers, tree visibility and the log do not depend on each other, so doing them
+    /// in this order changes nothing.)
+    ///
+    /// - Complexity: O(m + log N) for deletes of consecutive typed items in a document of N
+    ///   slots; O(log N) more per item not next to the one before.
+    mutating func applyDeleteChunk(count m: Int, step: Int32, previous: inout Int32, first: OpID, deps: Frontier,
+                                   startsRecord: Bool, after: OpID, item: (Int) -> OpID?) -> Int {
+        precondition(m > 0 && m <= Self.deleteChunk, "a chunk of \(m) deletes")
+        return withUnsafeTemporaryAllocation(of: Int32.self, capacity: 4 * Self.deleteChunk) { scratch in
+            // The slots the authors saw, and the runs of slots of the items that died.
+            let seen = UnsafeMutableBufferPointer(rebasing: scratch[0 ..< m])
+            var dead = DeadSlotRuns(storage: UnsafeMutableBufferPointer(rebasing: scratch[m ..< 4 * m]))
+            var n = 0
+            var lv = previous
+            slots.withView { view in
+                items.rows.withUnsafeMutableBufferPointer { rows in
+                    while n < m, let id = item(n) {
+                        lv &+= step
+                        var slot = view.slot(lv)
+                        if slot.map({ view.id(of: $0, at: lv) }) != id {
+                            guard let at = slots.lv(of: id) else { break }
+                            lv = at
+                            slot = view.slot(at)
+                        }
+                        guard let slot, slot.sequence >= 0 else { break }
+                        let e = Int(slot.entity)
+                        precondition(e >= 0 && e < rows.count, "slot \(lv) places no item")
+                        guard rows[e].id == id else { break }
+                        seen[n] = lv
+                        n += 1
+                        if rows[e].deleteSeeingInsert() { dead.add(rows[e].winner, section: rows[e].section) }
+                    }
+                }
+            }
+            guard n > 0 else { return 0 }
+            previous = seen[n - 1]
+            if startsRecord {
+                log.append(id: first, deps: deps, kind: .deleteItem, span: 1, payload: seen[0])
+                if n > 1 { log.extendDeleteRun(seen: seen[1 ..< n]) }
+            } else {
+                log.extendDeleteRun(seen: seen[..<n])
+            }
+            advance(from: after, to: first.advanced(by: n - 1))
+            dead.close()
+            for r in 0 ..< dead.count {
+                let run = dead.run(r)
+                hideDead(run.first, count: run.count, section: run.section)
+            }
+            return n
+        }
     }
 
     /// The clock, version vector and frontier after a run of operations by one author, each
@@ -233,5 +255,44 @@ extension ListDocument {
             forest.hideRange(lv, count: n, leafOf: &leafOf)
         }
         refreshSection(s)
+    }
+}
+
+/// The slots of items that died in a delete run, gathered as they come into runs of neighbours in
+/// one section (a backspace run walks down, a forward-delete run up), each of which is then hidden
+/// in one step. The closed runs are kept in `storage`, three numbers each (first slot, count,
+/// section): room for a third of its size.
+private struct DeadSlotRuns {
+    let storage: UnsafeMutableBufferPointer<Int32>
+    /// Number of closed runs.
+    private(set) var count = 0
+    /// The run being gathered: slots `low ..< low + pending` of `section`.
+    private var low: Int32 = 0, pending: Int32 = 0, section: Int32 = -1
+
+    init(storage: UnsafeMutableBufferPointer<Int32>) { self.storage = storage }
+
+    /// Adds slot `w` of section `s`, next to the run being gathered or starting the next one.
+    @inline(__always) mutating func add(_ w: Int32, section s: Int32) {
+        if pending > 0 && s == section && (w == low &+ pending || w == low &- 1) {
+            if w < low { low = w }
+            pending &+= 1
+        } else {
+            close()
+            (low, pending, section) = (w, 1, s)
+        }
+    }
+
+    /// Closes the run being gathered, if any.
+    @inline(__always) mutating func close() {
+        guard pending > 0 else { return }
+        precondition(3 * count + 2 < storage.count, "no room for another run of slots")
+        (storage[3 * count], storage[3 * count + 1], storage[3 * count + 2]) = (low, pending, section)
+        count += 1
+        pending = 0
+    }
+
+    /// Closed run `r`.
+    func run(_ r: Int) -> (first: Int32, count: Int, section: Int32) {
+        (storage[3 * r], Int(storage[3 * r + 1]), storage[3 * r + 2])
     }
 }

@@ -124,7 +124,7 @@ struct OpLog: Sendable {
     /// ``append(id:deps:kind:span:payload:)`` does for each such delete).
     ///
     /// - Complexity: O(n) amortized for n deletes.
-    mutating func extendDeleteRun(seen: ArraySlice<Int32>) {
+    mutating func extendDeleteRun(seen: some Collection<Int32>) {
         precondition(records.last?.kind == .deleteItem, "the last record is not a delete run")
         precondition(count + seen.count < Int(Int32.max), "the log is full")
         records[records.count - 1].count += Int32(seen.count)

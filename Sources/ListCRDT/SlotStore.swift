@@ -55,17 +55,34 @@ struct SlotStore: Sendable {
     ///
     /// - Complexity: O(1) amortized.
     mutating func append(id: OpID, left: Int32, right: Int32, sequence: Int32, entity e: Int32) -> Int32 {
+        appendRun(id: id, count: 1, left: left, right: right, sequence: sequence, entity: e)
+    }
+
+    /// Adds `n` slots made together (ids `id`, `id + 1`, …, for entities `e`, `e + 1`, …): the first
+    /// with left origin `left`, each later one right after the one before, all with right origin
+    /// `right` (a typed run). Returns the first one's local version. The slots extend the last run
+    /// when the first continues it (see ``append(id:left:right:sequence:entity:)``), and their
+    /// replica's last id run when their ids and local versions continue it.
+    ///
+    /// - Complexity: O(n) amortized, with one run record.
+    @inline(__always)
+    mutating func appendRun(id: OpID, count n: Int, left: Int32, right: Int32, sequence: Int32, entity e: Int32) -> Int32 {
         let lv = Int32(slots.count)
         if var last = runs.last, last.id.replica == id.replica,
            last.id.counter &+ UInt64(last.count) == id.counter,
            last.lv + last.count == lv, last.lv + last.count - 1 == left,
            last.right == right, last.sequence == sequence {
-            last.count += 1
+            last.count += Int32(n)
             runs[runs.count - 1] = last
         } else {
-            runs.append(Run(lv: lv, count: 1, id: id, left: left, right: right, sequence: sequence))
+            runs.append(Run(lv: lv, count: Int32(n), id: id, left: left, right: right, sequence: sequence))
         }
-        slots.append(Slot(entity: e, sequence: sequence, run: Int32(runs.count - 1)))
+        let slot = Slot(entity: e, sequence: sequence, run: Int32(runs.count - 1))
+        if n == 1 {
+            slots.append(slot)
+        } else {
+            slots.append(contentsOf: NumberedSlots(first: slot, count: n))
+        }
         let k: Int
         if let last = lastReplica, last.id == id.replica {
             k = last.index
@@ -75,24 +92,10 @@ struct SlotStore: Sendable {
             lastReplica = (id.replica, k)
         }
         if let tail = idRuns[k].last, tail.counter &+ UInt64(tail.count) == id.counter, tail.lv + tail.count == lv {
-            idRuns[k][idRuns[k].count - 1].count += 1
+            idRuns[k][idRuns[k].count - 1].count += Int32(n)
         } else {
-            idRuns[k].append(IDRun(counter: id.counter, lv: lv, count: 1))
+            idRuns[k].append(IDRun(counter: id.counter, lv: lv, count: Int32(n)))
         }
-        return lv
-    }
-
-    /// Adds `n` slots made together (ids `id`, `id + 1`, …, for entities `e`, `e + 1`, …): the first
-    /// with left origin `left`, each later one right after the one before, all with right origin
-    /// `right` (a typed run). Returns the first one's local version.
-    ///
-    /// - Complexity: O(n) amortized, with one run record.
-    mutating func appendRun(id: OpID, count n: Int, left: Int32, right: Int32, sequence: Int32, entity e: Int32) -> Int32 {
-        let lv = append(id: id, left: left, right: right, sequence: sequence, entity: e)
-        guard n > 1 else { return lv }
-        // The first slot ends the last run and its replica's last id run (`append` made or extended
-        // them), so the others extend both.
-        extendLastRun(by: n - 1, entity: e + 1)
         return lv
     }
 
@@ -110,6 +113,8 @@ struct SlotStore: Sendable {
 
     /// Appends `n` slots (entities `e ..< e + n`) that continue the last slot run and its replica's
     /// last id run.
+    ///
+    /// - Complexity: O(n) amortized.
     @inline(__always)
     private mutating func extendLastRun(by n: Int, entity e: Int32) {
         let run = runs.count - 1
@@ -117,12 +122,11 @@ struct SlotStore: Sendable {
         assert(runs[run].lv + runs[run].count == Int32(slots.count)
                && idRuns[k].last!.lv + idRuns[k].last!.count == Int32(slots.count),
                "the last slot does not end the last run")
-        let sequence = runs[run].sequence
+        let slot = Slot(entity: e, sequence: runs[run].sequence, run: Int32(run))
         if n == 1 {
-            slots.append(Slot(entity: e, sequence: sequence, run: Int32(run)))
+            slots.append(slot)
         } else {
-            reserveCapacity(forMore: n)
-            for j in 0..<Int32(n) { slots.append(Slot(entity: e + j, sequence: sequence, run: Int32(run))) }
+            slots.append(contentsOf: NumberedSlots(first: slot, count: n))
         }
         runs[run].count += Int32(n)
         idRuns[k][idRuns[k].count - 1].count += Int32(n)
@@ -132,7 +136,13 @@ struct SlotStore: Sendable {
     ///
     /// - Complexity: O(log r) for r id runs of the replica.
     func lv(of id: OpID) -> Int32? {
-        guard let k = replicaSlot.index(of: id.replica) else { return nil }
+        let k: Int
+        if let last = lastReplica, last.id == id.replica {
+            k = last.index  // most look-ups are of the replica whose slot was added last
+        } else {
+            guard let found = replicaSlot.index(of: id.replica) else { return nil }
+            k = found
+        }
         return idRuns[k].withUnsafeBufferPointer { list -> Int32? in
             let lo = list.partitionPoint { $0.counter <= id.counter }
             if lo == 0 { return nil }
@@ -162,6 +172,57 @@ struct SlotStore: Sendable {
 
     /// The sequence slot `lv` is in (-1: sections; else a section index).
     func sequence(of lv: Int32) -> Int32 { slots[Int(lv)].sequence }
+}
+
+/// `count` slots of one run for consecutive entities, from `first` on, as a sequence: appending a
+/// sequence reserves room once and writes the elements through a pointer (appending one at a
+/// time checks uniqueness and room for each; a closure, as in `lazy.map`, is not inlined there).
+private struct NumberedSlots: Sequence, IteratorProtocol {
+    var slot: SlotStore.Slot
+    var left: Int
+
+    init(first: SlotStore.Slot, count: Int) {
+        slot = first
+        left = count
+    }
+
+    var underestimatedCount: Int { left }
+
+    mutating func next() -> SlotStore.Slot? {
+        guard left > 0 else { return nil }
+        left -= 1
+        defer { slot.entity &+= 1 }
+        return slot
+    }
+}
+
+// MARK: - Reading many slots (delete runs)
+
+extension SlotStore {
+    /// Read access to the slots for a loop over many of them: each read is a load through a
+    /// pointer, with no bounds check beyond the one on the local version and no copy.
+    struct View {
+        fileprivate let runs: UnsafeBufferPointer<Run>
+        fileprivate let slots: UnsafeBufferPointer<Slot>
+
+        /// Slot `lv`, or nil when there is no such slot.
+        @inline(__always) func slot(_ lv: Int32) -> Slot? {
+            UInt32(bitPattern: lv) < UInt32(slots.count) ? slots[Int(lv)] : nil
+        }
+
+        /// The id of `slot`, the slot at `lv` (as ``SlotStore/id(of:)``).
+        @inline(__always) func id(of slot: Slot, at lv: Int32) -> OpID {
+            let r = runs[Int(slot.run)]
+            return r.id.advanced(by: Int(lv &- r.lv))
+        }
+    }
+
+    /// Calls `body` with a ``View`` of the slots (valid only during the call).
+    func withView<R>(_ body: (View) -> R) -> R {
+        runs.withUnsafeBufferPointer { runs in
+            slots.withUnsafeBufferPointer { slots in body(View(runs: runs, slots: slots)) }
+        }
+    }
 }
 
 // MARK: - Room for a loaded batch (ListDocument+Load.swift)

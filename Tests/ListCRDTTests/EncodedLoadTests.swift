@@ -350,6 +350,43 @@ import Testing
         try bothLoads(two, ListOperation.encode(Array(longValues[..<2])))
     }
 
+    @Test("delete runs longer than the load path's chunk (ListDocument.deleteChunk) match, also when a check fails in a later chunk")
+    func longDeleteRuns() throws {
+        let chunk = ListDocument.deleteChunk
+        var author = try ListDocument.make(1, sections: [["a", "z"]])
+        let base = author.fork(as: 2)
+        let n = 2 * chunk + 40
+        let typed = try type(&author, String(repeating: "t", count: n + 10), at: 1)
+        let back = try backspace(&author, n, at: n + 11)
+        let forward = try forwardDelete(&author, 10, at: 1)
+        // Backspaces right after typing, three chunks, then forward deletes.
+        try bothLoads(base, ListOperation.encode(typed + back + forward))
+        // A batch that starts inside the run, continuing the delete applied last.
+        var part = base
+        part.receive(typed + Array(back[..<(chunk + 30)]))
+        try bothLoads(part, ListOperation.encode(Array(back[(chunk + 30)...]) + forward))
+
+        // A crafted forward-delete run whose items go past the typed ones (into the deletes' own
+        // ids, which are no items) inside its second chunk: the checks stop it there and the
+        // general path refuses the rest.
+        var crafter = try ListDocument.make(1, sections: [["a", "z"]])
+        let craftBase = crafter.fork(as: 2)
+        let typed2 = try type(&crafter, String(repeating: "u", count: chunk + 30), at: 1)
+        var crafted: [ListOperation] = []
+        var previous = typed2.last!.id
+        for j in 0..<(chunk + 60) {
+            let item = typed2[0].id.advanced(by: j)
+            crafted.append(ListOperation(id: previous.advanced(by: 1), deps: Frontier([previous]),
+                                         kind: .deleteItem(ItemID(item), seen: SlotID(item))))
+            previous = crafted.last!.id
+        }
+        let bytes = ListOperation.encode(typed2 + crafted)
+        let batch = try DecodedBatch.decode(bytes, maxValueSize: craftBase.maxValueSize, maxOperations: .max)
+        #expect(batch.deleteRuns.map(\.count) == [chunk + 60])
+        let loaded = try bothLoads(craftBase, bytes)
+        #expect(try loaded.itemCount(inSection: 0) == 2)
+    }
+
     @Test("the decoded form expands to exactly the decoder's operations, with the same errors, for random batches")
     func decodedFormMatchesDecoder() throws {
         var rng = SplitMix64(seed: 41)

@@ -28,7 +28,7 @@ struct DecodedBatch {
     /// after `origins.after` (k = 0) or after operation `k - 1`'s slot, and before `origins.before`.
     struct InsertRun {
         var id: OpID
-        var deps: Frontier
+        var deps: RunDeps
         var section: SectionID
         var origins: ListOperation.Origins
         var count: Int
@@ -43,7 +43,7 @@ struct DecodedBatch {
     /// when `descending`), as seen at its insert slot.
     struct DeleteRun {
         var id: OpID
-        var deps: Frontier
+        var deps: RunDeps
         var firstItem: OpID
         var count: Int
         var descending: Bool
@@ -55,10 +55,25 @@ struct DecodedBatch {
         }
     }
 
+    /// The dependencies of a run's first operation, held without a reference, so that the runs
+    /// are plain values (copying one retains nothing): none or one id inline, more in
+    /// ``DecodedBatch/frontiers``.
+    struct RunDeps {
+        /// The one dependency (``OpID/none`` for none) when `index` is -1.
+        var only: OpID
+        /// Else the index of the dependencies in ``DecodedBatch/frontiers``.
+        var index: Int32
+
+        /// Whether the dependencies are exactly `{id}` (``Frontier/isOnly(_:)``).
+        @inline(__always) func isOnly(_ id: OpID) -> Bool { index < 0 && only == id }
+    }
+
     /// The parts, in the order of the batch.
     var parts: [Part] = []
     var insertRuns: [InsertRun] = []
     var deleteRuns: [DeleteRun] = []
+    /// The dependencies of runs that have more than one (``RunDeps/index``).
+    var frontiers: [Frontier] = []
     /// Where the values of insert runs that are not one byte each are in ``bytes``.
     var valueRanges: [Range<Int>] = []
     /// The input.
@@ -96,7 +111,59 @@ struct DecodedBatch {
     /// The 256 one-byte values (small `Data` values are stored inline: copying one is cheap).
     static let oneByteValues: [Data] = (0...255).map { Data([UInt8($0)]) }
 
+    /// Calls `body` with the values of the one-byte insert-run operations whose bytes are at
+    /// `range` of ``bytes``, as a collection.
+    func withOneByteValues<R>(_ range: Range<Int>, _ body: (OneByteValues) -> R) -> R {
+        precondition(range.lowerBound >= 0 && range.upperBound <= bytes.count, "values out of the input")
+        return bytes.withUnsafeBufferPointer { input in
+            Self.oneByteValues.withUnsafeBufferPointer { table in
+                body(OneByteValues(bytes: UnsafeBufferPointer(rebasing: input[range]), table: table.baseAddress!))
+            }
+        }
+    }
+
+    /// The values of one-byte insert-run operations: input bytes, each standing for its entry of
+    /// ``oneByteValues``. A collection with a plain (inlinable) subscript: appending it to an
+    /// array reserves room once and writes the elements through a pointer.
+    struct OneByteValues: RandomAccessCollection {
+        let bytes: UnsafeBufferPointer<UInt8>
+        /// ``oneByteValues``.
+        let table: UnsafePointer<Data>
+
+        var startIndex: Int { 0 }
+        var endIndex: Int { bytes.count }
+        subscript(i: Int) -> Data { table[Int(bytes[i])] }
+    }
+
+    /// Calls `body` with the values of the insert-run operations (not one byte each) whose byte
+    /// ranges are `valueRanges[range]`, as a collection.
+    func withRangeValues<R>(_ range: Range<Int>, _ body: (RangeValues) -> R) -> R {
+        precondition(range.lowerBound >= 0 && range.upperBound <= valueRanges.count, "no such values")
+        return bytes.withUnsafeBufferPointer { input in
+            valueRanges.withUnsafeBufferPointer { ranges in
+                body(RangeValues(bytes: input, ranges: UnsafeBufferPointer(rebasing: ranges[range])))
+            }
+        }
+    }
+
+    /// The values at byte ranges of the input (which the decoder checked), as
+    /// ``OneByteValues`` are: each made from the bytes directly (a short value is stored inline).
+    struct RangeValues: RandomAccessCollection {
+        let bytes: UnsafeBufferPointer<UInt8>
+        let ranges: UnsafeBufferPointer<Range<Int>>
+
+        var startIndex: Int { 0 }
+        var endIndex: Int { ranges.count }
+        subscript(i: Int) -> Data { Data(buffer: UnsafeBufferPointer(rebasing: bytes[ranges[i]])) }
+    }
+
     // MARK: Operations
+
+    /// The dependencies `deps` stand for.
+    @inline(__always) func frontier(_ deps: RunDeps) -> Frontier {
+        if deps.index >= 0 { return frontiers[Int(deps.index)] }
+        return deps.only == .none ? Frontier() : Frontier(only: deps.only)
+    }
 
     /// Operation `k` of insert run `r`, as ``ListOperation/decode(_:maxValueSize:maxOperations:)``
     /// gives it.
@@ -106,7 +173,7 @@ struct DecodedBatch {
         let value = run.oneByte ? Data(repeating: bytes[run.values + k], count: 1)
                                 : Data(bytes[valueRanges[run.values + k]])
         if k == 0 {
-            return ListOperation(id: id, deps: run.deps,
+            return ListOperation(id: id, deps: frontier(run.deps),
                                  kind: .insertItem(section: run.section, run.origins, value: value))
         }
         let previous = run.id.advanced(by: k - 1)
@@ -122,7 +189,7 @@ struct DecodedBatch {
         let run = deleteRuns[r]
         let item = run.item(k)
         return ListOperation(id: run.id.advanced(by: k),
-                             deps: k == 0 ? run.deps : Frontier(only: run.id.advanced(by: k - 1)),
+                             deps: k == 0 ? frontier(run.deps) : Frontier(only: run.id.advanced(by: k - 1)),
                              kind: .deleteItem(ItemID(item), seen: SlotID(item)))
     }
 
@@ -163,7 +230,7 @@ extension BatchDecoder {
         }
         flushOperations()
         runs.parts.append(.insertRun(runs.insertRuns.count))
-        runs.insertRuns.append(.init(id: id, deps: deps, section: section, origins: origins, count: n,
+        runs.insertRuns.append(.init(id: id, deps: keep(deps), section: section, origins: origins, count: n,
                                          oneByte: oneByte, values: values))
         // What `append` of each operation would leave.
         context.previousLast = id.advanced(by: n - 1)
@@ -176,9 +243,19 @@ extension BatchDecoder {
     mutating func keepDeleteRun(id: OpID, deps: Frontier, firstItem: OpID, count n: Int, descending: Bool) {
         flushOperations()
         runs.parts.append(.deleteRun(runs.deleteRuns.count))
-        runs.deleteRuns.append(.init(id: id, deps: deps, firstItem: firstItem, count: n, descending: descending))
+        runs.deleteRuns.append(.init(id: id, deps: keep(deps), firstItem: firstItem, count: n, descending: descending))
         context.previousLast = id.advanced(by: n - 1)
         count += n
+    }
+
+    /// A run's dependencies as the batch keeps them (more than one in ``DecodedBatch/frontiers``).
+    private mutating func keep(_ deps: Frontier) -> DecodedBatch.RunDeps {
+        if deps.count <= 1 {
+            var ids = deps.makeIterator()
+            return .init(only: ids.next() ?? .none, index: -1)
+        }
+        runs.frontiers.append(deps)
+        return .init(only: .none, index: Int32(runs.frontiers.count - 1))
     }
 
     /// Moves the operations decoded since the last run into a part of their own.

@@ -237,7 +237,7 @@ struct BatchDecoder {
         let id = OpID(counter: counter, replica: replica)
         var deps = Frontier()
         if first & RecordFlag.depsPrevious != 0 {
-            deps.insert(prev)
+            if prev != .none { deps = Frontier(only: prev) }
         } else {
             let n = try reader.count(minBytes: 1)
             var last = OpID.none
@@ -252,6 +252,7 @@ struct BatchDecoder {
         return (id, deps)
     }
 
+    @inline(__always)
     private mutating func replicaAt(_ index: UInt64) throws(WireError) -> ReplicaID {
         guard index < UInt64(replicas.count) else {
             throw .invalidValue("replica index \(index) not in the table of \(replicas.count)", offset: reader.offset - 1)
@@ -260,6 +261,7 @@ struct BatchDecoder {
     }
 
     /// A reference (see ``RefCode``); `fieldDefault` nil means code 0 is invalid here.
+    @inline(__always)
     private mutating func ref(_ op: OpID, default fieldDefault: OpID?) throws(WireError) -> OpID {
         let at = reader.offset
         let code = try reader.varint()

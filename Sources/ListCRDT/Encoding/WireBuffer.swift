@@ -58,7 +58,18 @@ package struct WireReader {
     }
 
     /// Reads an unsigned LEB128 varint: at most 10 bytes, no bits beyond 64.
+    @inline(__always)
     package mutating func varint() throws(WireError) -> UInt64 {
+        // Most varints of a batch are one byte: read those inline.
+        if offset < bytes.count, bytes[offset] < 0x80 {
+            defer { offset += 1 }
+            return UInt64(bytes[offset])
+        }
+        return try longVarint()
+    }
+
+    /// ``varint()`` of more than one byte (or at the end of the input).
+    private mutating func longVarint() throws(WireError) -> UInt64 {
         let start = offset
         var result: UInt64 = 0
         var shift: UInt64 = 0
