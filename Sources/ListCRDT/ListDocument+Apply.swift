@@ -172,11 +172,7 @@ extension ListDocument {
             for from in emptied { refreshSection(from) }
 
         case let .deleteItem(i, seen, _):
-            if case let .slot(c)? = hint {
-                kill(i, seen: seen, at: c)
-            } else {
-                kill(i, seen: seen)
-            }
+            kill(i, seen: seen, at: hint?.slot)
 
         case let .deleteSection(s, seen, list):
             for (i, w) in list { kill(i, seen: w) }
@@ -252,20 +248,18 @@ extension ListDocument {
         return from != s ? from : -1
     }
 
-    /// Raises the delete record of item `i` to `seen`; hides it when that kills it.
-    private mutating func kill(_ i: Int32, seen: OpID) {
+    /// Raises the delete record of item `i` to `seen`; hides it when that kills it. `c` is the
+    /// cursor of its winning slot when a local delete found it (visible), else nil.
+    private mutating func kill(_ i: Int32, seen: OpID, at c: SlotForest.Cursor? = nil) {
         guard raiseDeleted(i, seen: seen) else { return }
         let row = items.rows[Int(i)]
-        forest.setVisible(row.winner, false, leafOf: &leafOf)
+        if let c {
+            assert(forest.lv(at: c) == row.winner && forest.entry(c).isVisible, "the cursor is not the item's slot")
+            forest.flip(at: c, count: 1, leafOf: &leafOf)
+        } else {
+            forest.setVisible(row.winner, false, leafOf: &leafOf)
+        }
         refreshSection(row.section)
-    }
-
-    /// ``kill(_:seen:)`` for a local delete of a visible item whose winning slot is at `c`.
-    private mutating func kill(_ i: Int32, seen: OpID, at c: SlotForest.Cursor) {
-        guard raiseDeleted(i, seen: seen) else { return }
-        assert(forest.lv(at: c) == items.rows[Int(i)].winner && forest.entry(c).isVisible, "the cursor is not the item's slot")
-        forest.flip(at: c, count: 1, leafOf: &leafOf)
-        refreshSection(items.rows[Int(i)].section)
     }
 
     /// Raises the delete record of item `i` to `seen` and returns whether that killed it (the
@@ -314,4 +308,10 @@ enum EditHint {
     case after(SlotForest.Cursor?)
     /// A delete hides the slot at this cursor (its item's winning slot).
     case slot(SlotForest.Cursor)
+
+    /// The cursor of a delete's slot, else nil.
+    var slot: SlotForest.Cursor? {
+        if case let .slot(c) = self { return c }
+        return nil
+    }
 }

@@ -249,11 +249,7 @@ extension ListDocument {
     /// Hides the `n` visible slots `lv ..< lv + n` of section `s`'s sequence, whose items just
     /// died, and refreshes the section.
     private mutating func hideDead(_ lv: Int32, count n: Int, section s: Int32) {
-        if n == 1 {
-            forest.setVisible(lv, false, leafOf: &leafOf)
-        } else {
-            forest.hideRange(lv, count: n, leafOf: &leafOf)
-        }
+        forest.hideRange(lv, count: n, leafOf: &leafOf)
         refreshSection(s)
     }
 }

@@ -341,7 +341,7 @@ struct SlotForest: Sendable {
         let e = entries[idx]
         if Int(at.offset) == e.count - 1 {
             // After the last slot of an entry: extend it if possible, else a new entry follows it.
-            if e.lv + Int32(e.count) == lv && e.isVisible == visible && e.count + n <= Self.maxEntryLength {
+            if Self.continues(e, new) {
                 entries[idx].len += new.len
                 setLeaf(at.leaf, of: lv, count: n, leafOf: &leafOf)
                 addCounts(leaf: at.leaf, all: n, visible: delta)

@@ -77,12 +77,7 @@ struct SlotStore: Sendable {
         } else {
             runs.append(Run(lv: lv, count: Int32(n), id: id, left: left, right: right, sequence: sequence))
         }
-        let slot = Slot(entity: e, sequence: sequence, run: Int32(runs.count - 1))
-        if n == 1 {
-            slots.append(slot)
-        } else {
-            slots.append(contentsOf: NumberedSlots(first: slot, count: n))
-        }
+        appendSlots(Slot(entity: e, sequence: sequence, run: Int32(runs.count - 1)), count: n)
         let k: Int
         if let last = lastReplica, last.id == id.replica {
             k = last.index
@@ -122,14 +117,19 @@ struct SlotStore: Sendable {
         assert(runs[run].lv + runs[run].count == Int32(slots.count)
                && idRuns[k].last!.lv + idRuns[k].last!.count == Int32(slots.count),
                "the last slot does not end the last run")
-        let slot = Slot(entity: e, sequence: runs[run].sequence, run: Int32(run))
-        if n == 1 {
-            slots.append(slot)
-        } else {
-            slots.append(contentsOf: NumberedSlots(first: slot, count: n))
-        }
+        appendSlots(Slot(entity: e, sequence: runs[run].sequence, run: Int32(run)), count: n)
         runs[run].count += Int32(n)
         idRuns[k][idRuns[k].count - 1].count += Int32(n)
+    }
+
+    /// Appends `first` and `n - 1` slots like it for the next entities.
+    @inline(__always)
+    private mutating func appendSlots(_ first: Slot, count n: Int) {
+        if n == 1 {
+            slots.append(first)
+        } else {
+            slots.append(contentsOf: NumberedSlots(first: first, count: n))
+        }
     }
 
     /// The local version of the slot with this id, or nil if unknown.
