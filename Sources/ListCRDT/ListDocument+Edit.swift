@@ -89,9 +89,15 @@ extension ListDocument {
     /// - Complexity: O(log n).
     @discardableResult
     public mutating func deleteItem(at indexPath: IndexPath) throws(ListError) -> ListOperation {
-        let (t, row) = try itemRow(indexPath)
+        guard indexPath.count == 2 else { throw .indexPathOutOfRange(indexPath, count: 0) }
+        let sectionIndex = indexPath[0], row = indexPath[1]
+        if let op = continueDeleting(section: sectionIndex, row: row) { return op }
+        let (t, _) = try itemRow(indexPath)
         let c = forest.findVisibleNear(t, row)
-        return try deleteItem(entity: slots.entity(of: forest.lv(at: c)), at: c)
+        let i = slots.entity(of: forest.lv(at: c))
+        let op = try deleteItem(entity: i, at: c)
+        startDeleting(op, section: items.rows[Int(i)].section, sectionIndex: sectionIndex)
+        return op
     }
 
     /// Deletes a visible item.

@@ -30,6 +30,9 @@ public struct ListDocument: Sendable {
     /// The typed run this replica is making, while nothing else happened since its last insert
     /// (see `ListDocument+Typing.swift`).
     var typing: TypingRun?
+    /// The delete run this replica is making, while nothing else happened since its last item
+    /// delete (see `ListDocument+Typing.swift`).
+    var deleting: DeleteRun?
 
     // State.
     var slots = SlotStore()

@@ -91,12 +91,18 @@ public struct VersionVector: Hashable, Sendable, CustomStringConvertible {
     ///
     /// - Complexity: O(log r); O(1) when `id.replica` is the replica observed last (a run of
     ///   operations by one author).
+    @inline(__always)
     public mutating func observe(_ id: OpID) {
         let hint = recent
         if hint < replicas.count && replicas[hint] == id.replica {
             if id.counter > values[hint] { values[hint] = id.counter }
             return
         }
+        observeSearching(id)
+    }
+
+    /// ``observe(_:)`` when `id.replica` is not the one observed last.
+    private mutating func observeSearching(_ id: OpID) {
         let (i, found) = slot(id.replica)
         if found {
             if id.counter > values[i] { values[i] = id.counter }

@@ -22,6 +22,19 @@ extension ScenarioSupport {
         }
     }
 
+    /// Applies `edit` to both documents (one taking the short paths of local runs, one with
+    /// `continuationFastPath` off) and checks they make the same operation and state.
+    func same(_ fast: inout ListDocument, _ general: inout ListDocument, _ what: String,
+              _ edit: (inout ListDocument) throws -> ListOperation?,
+              sourceLocation: SourceLocation = #_sourceLocation) throws -> ListOperation? {
+        let a = try edit(&fast)
+        let b = try edit(&general)
+        #expect(a == b, "\(what): the operations differ", sourceLocation: sourceLocation)
+        let sameState = fast.encodedState() == general.encodedState()
+        #expect(sameState, "\(what): the states differ", sourceLocation: sourceLocation)
+        return a
+    }
+
     func permutations<T>(_ a: [T]) -> [[T]] {
         guard a.count > 1 else { return [a] }
         var out: [[T]] = []

@@ -7,18 +7,6 @@ import Testing
 /// record without a search; `ListDocument+Typing.swift`) must make exactly the operation, and
 /// reach exactly the state, that the general path makes.
 @Suite struct TypingPathTests: ScenarioSupport {
-    /// Applies `edit` to both documents and checks they make the same operation and state.
-    func same(_ fast: inout ListDocument, _ general: inout ListDocument, _ what: String,
-              _ edit: (inout ListDocument) throws -> ListOperation?,
-              sourceLocation: SourceLocation = #_sourceLocation) throws -> ListOperation? {
-        let a = try edit(&fast)
-        let b = try edit(&general)
-        #expect(a == b, "\(what): the operations differ", sourceLocation: sourceLocation)
-        let sameState = fast.encodedState() == general.encodedState()
-        #expect(sameState, "\(what): the states differ", sourceLocation: sourceLocation)
-        return a
-    }
-
     @Test("typing a run makes the same operations, log and state as the general path, and takes the short path")
     func typedRunMatchesGeneralPath() throws {
         var fast = try ListDocument.make(1, sections: [["x", "y"], ["z"]])
