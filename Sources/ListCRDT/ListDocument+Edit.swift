@@ -72,15 +72,28 @@ extension ListDocument {
     /// - Complexity: O(log n).
     @discardableResult
     public mutating func insertItem(at indexPath: IndexPath, value: Data = Data()) throws(ListError) -> ListOperation {
+        guard indexPath.count == 2 else { throw .indexPathOutOfRange(indexPath, count: 0) }
+        return try insertItem(atRow: indexPath[1], inSection: indexPath[0], value: value)
+    }
+
+    /// Inserts a new item at row `row` (`0...itemCount(inSection:)`) of the visible section at
+    /// `section`: ``insertItem(at:value:)`` without an `IndexPath` (whose accessors are calls
+    /// into Foundation). Errors name the index path `[section, row]`.
+    ///
+    /// - Complexity: O(log n); O(1) apart from the counts on one tree path when it continues
+    ///   this replica's previous insert (typing).
+    @discardableResult
+    public mutating func insertItem(atRow row: Int, inSection section: Int,
+                                    value: Data = Data()) throws(ListError) -> ListOperation {
         try checkValue(value)
-        if let op = continueTyping(at: indexPath, value: value) { return op }
-        let (s, row) = try rowAddress(indexPath)
+        if let op = continueTyping(section: section, row: row, value: value) { return op }
+        let s = try sectionOfRow(section, row)
         let count = visibleItemCount(s)
-        guard row >= 0, row <= count else { throw .indexPathOutOfRange(indexPath, count: count) }
+        guard row >= 0, row <= count else { throw .indexPathOutOfRange(IndexPath(item: row, section: section), count: count) }
         let (left, right, after) = forest.localInsertion(tree(ofSequence: s), at: row)
         let op = try make(.insertItem(section: SectionID(sections.rows[Int(s)].id), origins(left, right), value: value),
                           .insertItem(section: s, left: left, right: right, value: value), hint: .after(after))
-        startTyping(op, section: s, sectionIndex: indexPath[0], row: row)
+        startTyping(op, section: s, sectionIndex: section, row: row)
         return op
     }
 
@@ -90,13 +103,23 @@ extension ListDocument {
     @discardableResult
     public mutating func deleteItem(at indexPath: IndexPath) throws(ListError) -> ListOperation {
         guard indexPath.count == 2 else { throw .indexPathOutOfRange(indexPath, count: 0) }
-        let sectionIndex = indexPath[0], row = indexPath[1]
-        if let op = continueDeleting(section: sectionIndex, row: row) { return op }
-        let (t, _) = try itemRow(indexPath)
+        return try deleteItem(atRow: indexPath[1], inSection: indexPath[0])
+    }
+
+    /// Deletes the item at row `row` of the visible section at `section`: ``deleteItem(at:)``
+    /// without an `IndexPath`. Errors name the index path `[section, row]`.
+    ///
+    /// - Complexity: O(log n).
+    @discardableResult
+    public mutating func deleteItem(atRow row: Int, inSection section: Int) throws(ListError) -> ListOperation {
+        if let op = continueDeleting(section: section, row: row) { return op }
+        let s = try sectionOfRow(section, row)
+        let t = tree(ofSequence: s)
+        let count = forest.visibleCount(t)
+        guard row >= 0, row < count else { throw .indexPathOutOfRange(IndexPath(item: row, section: section), count: count) }
         let c = forest.findVisibleNear(t, row)
-        let i = slots.entity(of: forest.lv(at: c))
-        let op = try deleteItem(entity: i, at: c)
-        startDeleting(op, section: items.rows[Int(i)].section, sectionIndex: sectionIndex)
+        let op = try deleteItem(entity: slots.entity(of: forest.lv(at: c)), at: c)
+        startDeleting(op, section: s, sectionIndex: section)
         return op
     }
 

@@ -20,10 +20,10 @@ struct TypingRun: Sendable {
 
 /// Local typing: an insert right after this replica's previous insert, with nothing in between.
 extension ListDocument {
-    /// Called by a local item insert at `indexPath` once its value is checked: when it continues
-    /// the typed run (``typing`` is current and `indexPath` is the row right after its item, in
-    /// its section), applies it and returns the operation; else returns nil and changes nothing.
-    /// The index path needs no other check: the previous insert's row is still there.
+    /// Called by a local item insert at row `newRow` of visible section `section` once its value is
+    /// checked: when it continues the typed run (``typing`` is current and the row is the one right
+    /// after its item, in its section), applies it and returns the operation; else returns nil and
+    /// changes nothing. The row needs no other check: the previous insert's row is still there.
     ///
     /// The result is what the general path would do, found without searching: the left origin is
     /// the previous insert's slot, the right origin is the previous insert's right origin (the
@@ -33,9 +33,8 @@ extension ListDocument {
     ///
     /// - Complexity: O(log n) for the counts on the tree path; no search.
     @inline(__always)
-    mutating func continueTyping(at indexPath: IndexPath, value: Data) -> ListOperation? {
-        guard let run = typing, run.logCount == log.count, indexPath.count == 2,
-              indexPath[0] == run.sectionIndex, indexPath[1] == run.row + 1,
+    mutating func continueTyping(section: Int, row newRow: Int, value: Data) -> ListOperation? {
+        guard let run = typing, run.logCount == log.count, section == run.sectionIndex, newRow == run.row + 1,
               continuationFastPath, variant == .correct, clock == run.id.counter, run.id.counter < OpID.maxCounter
         else { return nil }
         let s = run.section, row = run.row + 1

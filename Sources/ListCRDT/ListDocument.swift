@@ -227,8 +227,17 @@ public struct ListDocument: Sendable {
     func rowAddress(_ indexPath: IndexPath) throws(ListError) -> (section: Int32, row: Int) {
         guard indexPath.count == 2 else { throw .indexPathOutOfRange(indexPath, count: 0) }
         let section = indexPath[0], row = indexPath[1]
-        guard section >= 0, section < sectionCount else { throw .indexPathOutOfRange(indexPath, count: 0) }
-        return (try sectionIndex(at: section), row)
+        return (try sectionOfRow(section, row), row)
+    }
+
+    /// The section (dense index) of the visible section at `section`, checked, for an edit of its
+    /// row `row` (which is not checked; it only names the index path of the error).
+    @inline(__always)
+    func sectionOfRow(_ section: Int, _ row: Int) throws(ListError) -> Int32 {
+        guard section >= 0, section < sectionCount else {
+            throw .indexPathOutOfRange(IndexPath(item: row, section: section), count: 0)
+        }
+        return try sectionIndex(at: section)
     }
 
     /// The tree and row of the visible item at `indexPath`, both checked.

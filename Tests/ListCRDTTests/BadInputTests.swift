@@ -148,6 +148,10 @@ struct BadInputTests: ScenarioSupport {
         try refuse(&doc, .indexPathOutOfRange(ip(-1, 0), count: 0)) { d throws(ListError) in try d.insertItem(at: ip(-1, 0)) }
         let short = IndexPath(index: 0)
         try refuse(&doc, .indexPathOutOfRange(short, count: 0)) { d throws(ListError) in try d.insertItem(at: short) }
+        // The row/section spelling refuses the same way, naming the same index path.
+        try refuse(&doc, .indexPathOutOfRange(ip(0, 4), count: 3)) { d throws(ListError) in try d.insertItem(atRow: 4, inSection: 0) }
+        try refuse(&doc, .indexPathOutOfRange(ip(3, 0), count: 0)) { d throws(ListError) in try d.insertItem(atRow: 0, inSection: 3) }
+        try refuse(&doc, .indexPathOutOfRange(ip(-1, 0), count: 0)) { d throws(ListError) in try d.insertItem(atRow: 0, inSection: -1) }
         let big = Data(repeating: 7, count: doc.maxValueSize + 1)
         try refuse(&doc, .valueTooLarge(size: big.count, limit: doc.maxValueSize)) { d throws(ListError) in
             try d.insertItem(at: ip(0, 0), value: big)
@@ -163,6 +167,11 @@ struct BadInputTests: ScenarioSupport {
         try refuse(&doc, .unknownItem(ghostItem)) { d throws(ListError) in try d.deleteItem(ghostItem) }
         let d0 = deletedItem(doc)
         try refuse(&doc, .itemDeleted(d0)) { d throws(ListError) in try d.deleteItem(d0) }
+        // The row/section spelling refuses the same way, naming the same index path.
+        try refuse(&doc, .indexPathOutOfRange(ip(0, 3), count: 3)) { d throws(ListError) in try d.deleteItem(atRow: 3, inSection: 0) }
+        try refuse(&doc, .indexPathOutOfRange(ip(0, -1), count: 3)) { d throws(ListError) in try d.deleteItem(atRow: -1, inSection: 0) }
+        try refuse(&doc, .indexPathOutOfRange(ip(5, 0), count: 0)) { d throws(ListError) in try d.deleteItem(atRow: 0, inSection: 5) }
+        try refuse(&doc, .indexPathOutOfRange(ip(-1, 0), count: 0)) { d throws(ListError) in try d.deleteItem(atRow: 0, inSection: -1) }
         // a section id is not an item id
         let s = doc.sectionIDs[0]
         try refuse(&doc, .unknownItem(ItemID(s.opID))) { d throws(ListError) in try d.deleteItem(ItemID(s.opID)) }

@@ -59,12 +59,12 @@ func applyTrace(_ doc: inout ListDocument, _ edits: [EditingTrace.Edit], _ lo: I
     for k in lo..<hi {
         let e = edits[k]
         for _ in 0..<e.deleteCount {
-            let op = try doc.deleteItem(at: IndexPath(item: e.position, section: 0))
+            let op = try doc.deleteItem(atRow: e.position, inSection: 0)
             collect?.append(op)
         }
         var p = e.position
         for c in e.text {
-            let op = try doc.insertItem(at: IndexPath(item: p, section: 0), value: byteValues[Int(c)])
+            let op = try doc.insertItem(atRow: p, inSection: 0, value: byteValues[Int(c)])
             collect?.append(op)
             p += 1
         }
