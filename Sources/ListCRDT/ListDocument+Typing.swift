@@ -46,8 +46,11 @@ extension ListDocument {
         _ = items.append(id: id, slot: lv, value: value, section: s)
         advanceRun(from: run.id, to: id)
         log.extendInsertRun(by: 1)
-        typing = TypingRun(logCount: log.count, section: s, sectionIndex: run.sectionIndex, row: row, id: id,
-                           cursor: cursor, right: run.right)
+        // In place: the section and the right origin stay.
+        typing!.logCount = log.count
+        typing!.row = row
+        typing!.id = id
+        typing!.cursor = cursor
         return ListOperation(id: id, deps: Frontier(only: run.id),
                              kind: .insertItem(section: SectionID(sections.rows[Int(s)].id),
                                                .init(after: SlotID(run.id), before: run.right), value: value))
@@ -117,10 +120,11 @@ extension ListDocument {
         items.rows[Int(i)].deleted = item.winnerID
         forest.flip(at: c, count: 1, leafOf: &leafOf)
         refreshSection(run.section)
-        log.extendDeleteRun(seen: CollectionOfOne(lv))
+        log.extendDeleteRun(seenOne: lv)
         let id = OpID(counter: run.id.counter + 1, replica: replica)
         advanceRun(from: run.id, to: id)
-        deleting = DeleteRun(logCount: log.count, section: run.section, sectionIndex: sectionIndex, tree: run.tree, id: id)
+        deleting!.logCount = log.count
+        deleting!.id = id
         return ListOperation(id: id, deps: Frontier(only: run.id),
                              kind: .deleteItem(ItemID(item.id), seen: SlotID(slots.id(of: lv))))
     }

@@ -112,16 +112,30 @@ struct OpLog: Sendable {
     /// its replica, each depending on exactly the one before, at the next slots.
     ///
     /// - Complexity: O(1).
+    @inline(__always)
     mutating func extendInsertRun(by n: Int) {
-        precondition(records.last?.kind == .insertItem, "the last record is not an insert run")
+        let last = records.count - 1
+        precondition(last >= 0 && records[last].kind == .insertItem, "the last record is not an insert run")
         precondition(count + n < Int(Int32.max), "the log is full")
-        records[records.count - 1].count += Int32(n)
+        records[last].count += Int32(n)
         count += n
     }
 
-    /// Extends the last record, an item delete run, by deletes that continue it: the next ids of its
-    /// replica, each depending on exactly the one before, whose authors saw the slots `seen` (what
-    /// ``append(id:deps:kind:span:payload:)`` does for each such delete).
+    /// Extends the last record, an item delete run, by one delete that continues it: the next id of
+    /// its replica, depending on exactly the one before, whose author saw slot `lv` (what
+    /// ``append(id:deps:kind:span:payload:)`` does for such a delete).
+    ///
+    /// - Complexity: O(1) amortized.
+    mutating func extendDeleteRun(seenOne lv: Int32) {
+        let last = records.count - 1
+        precondition(last >= 0 && records[last].kind == .deleteItem, "the last record is not a delete run")
+        precondition(count + 1 < Int(Int32.max), "the log is full")
+        records[last].count += 1
+        seenSlots.append(lv)
+        count += 1
+    }
+
+    /// ``extendDeleteRun(seenOne:)`` for several deletes.
     ///
     /// - Complexity: O(n) amortized for n deletes.
     mutating func extendDeleteRun(seen: some Collection<Int32>) {

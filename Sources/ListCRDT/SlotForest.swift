@@ -544,14 +544,15 @@ struct SlotForest: Sendable {
 
     /// Adds slot counts to the tree of `leaf` and to every node on the path from `leaf` to the
     /// root. A change of visible count outside the finger's leaf drops the finger.
+    @inline(__always)
     mutating func addCounts(leaf: Int32, all: Int, visible: Int) {
         let info = leaves[Int(leaf)]
         let t = Int(info.tree)
-        // One write of the tree header (one uniqueness check of `trees`).
-        var tree = trees[t]
-        tree.count += all
-        tree.visibleCount += visible
-        trees[t] = tree
+        // One access to the tree header (one uniqueness check of `trees`).
+        trees.withUnsafeMutableBufferPointer { trees in
+            trees[t].count += all
+            trees[t].visibleCount += visible
+        }
         if visible != 0 && fingers[t].leaf != leaf { fingers[t].leaf = -1 }
         var slot = Int(info.slot)
         var parent = info.parent

@@ -100,6 +100,7 @@ struct SlotStore: Sendable {
     /// its checks (the caller has made sure). Returns its local version.
     ///
     /// - Complexity: O(1) amortized.
+    @inline(__always)
     mutating func appendContinuingLast(entity e: Int32) -> Int32 {
         let lv = Int32(slots.count)
         extendLastRun(by: 1, entity: e)

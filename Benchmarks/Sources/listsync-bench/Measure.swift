@@ -117,6 +117,7 @@ struct Repeat {
         for _ in 0..<max(1, reps) {
             let r = try once()
             runs += 1
+            if getenv("LISTSYNC_BENCH_RUNS") != nil { FileHandle.standardError.write("run \(runs): \(r.0)\n".data(using: .utf8)!) }
             if runs == 1 {
                 memory = r.1.filter { $0.0.hasSuffix("rss_bytes") }
                 memory.append(("peak_rss_bytes", .int(Memory.rssPeak() - Memory.baseRSS)))

@@ -56,6 +56,7 @@ func run(_ workload: String, _ ctx: Context) throws -> BenchResult {
 @inline(__always)
 func applyTrace(_ doc: inout ListDocument, _ edits: [EditingTrace.Edit], _ lo: Int, _ hi: Int,
                 collect: inout [ListOperation]?) throws {
+    let byteValues = byteValues  // one lazy-global check, not one per insert
     for k in lo..<hi {
         let e = edits[k]
         for _ in 0..<e.deleteCount {
