@@ -8,7 +8,8 @@ import Foundation
 ///   writes an entity's position at most once, so ids never tie);
 /// - `deleted`: the id of the greatest position-writing operation any delete's author had seen
 ///   (``OpID/none`` if none); the entity is alive while its winning write is greater (SEMANTICS §3.4);
-/// - `value` and `valueWrite`: the value register.
+/// - `value` and ``valueWrite(_:)``: the value register. The write is kept only for the entities
+///   whose value a write replaced (in ``valueWrites``); the others' value is their insert's.
 struct EntityTable: Sendable {
     /// The plain registers of one entity.
     struct Row: Sendable {
@@ -16,7 +17,6 @@ struct EntityTable: Sendable {
         var id: OpID
         var winnerID: OpID
         var deleted: OpID
-        var valueWrite: OpID
         var winner: Int32
         /// Items only: the section whose sequence holds the winning slot.
         var section: Int32
@@ -25,6 +25,9 @@ struct EntityTable: Sendable {
     var rows: [Row] = []
     /// The value of each entity (apart from ``rows``, which then hold no references).
     var value: [Data] = []
+    /// The id of the write that gave the entity its value, for the entities whose value a write
+    /// replaced, by dense index (most entities keep their insert's value: no entry).
+    private(set) var valueWrites: [Int32: OpID] = [:]
 
     var count: Int { rows.count }
 
@@ -33,9 +36,25 @@ struct EntityTable: Sendable {
     /// - Complexity: O(1) amortized.
     mutating func append(id: OpID, slot lv: Int32, value v: Data, section s: Int32) -> Int32 {
         let index = Int32(rows.count)
-        rows.append(Row(id: id, winnerID: id, deleted: .none, valueWrite: id, winner: lv, section: s))
+        rows.append(Row(id: id, winnerID: id, deleted: .none, winner: lv, section: s))
         value.append(v)
         return index
+    }
+
+    /// The id of the operation that wrote entity `i`'s value: its insert, or a later value write.
+    ///
+    /// - Complexity: O(1) expected.
+    @inline(__always) func valueWrite(_ i: Int32) -> OpID { valueWrites.isEmpty ? rows[Int(i)].id : valueWrites[i] ?? rows[Int(i)].id }
+
+    /// Whether entity `i` still has the value its insert gave it.
+    @inline(__always) func hasInsertValue(_ i: Int32) -> Bool { valueWrites.isEmpty || valueWrites[i] == nil }
+
+    /// Writes entity `i`'s value register: value `v`, written by operation `write`.
+    ///
+    /// - Complexity: O(1) expected.
+    mutating func setValue(_ v: Data, write: OpID, of i: Int32) {
+        value[Int(i)] = v
+        valueWrites[i] = write
     }
 
     /// Whether the entity's winning position write survives every delete.

@@ -180,17 +180,15 @@ extension ListDocument {
             refreshSection(s)
 
         case let .setItemValue(i, value):
-            if op.id > items.rows[Int(i)].valueWrite {
+            if op.id > items.valueWrite(i) {
                 keepInsertValue(ofItem: i)
-                items.value[Int(i)] = value
-                items.rows[Int(i)].valueWrite = op.id
+                items.setValue(value, write: op.id, of: i)
             }
 
         case let .setSectionValue(s, value):
-            if op.id > sections.rows[Int(s)].valueWrite {
+            if op.id > sections.valueWrite(s) {
                 keepInsertValue(ofSection: s)
-                sections.value[Int(s)] = value
-                sections.rows[Int(s)].valueWrite = op.id
+                sections.setValue(value, write: op.id, of: s)
             }
         }
         record(op, resolved)

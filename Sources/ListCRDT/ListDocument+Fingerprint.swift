@@ -26,7 +26,7 @@ extension ListDocument {
         func putEntity(_ t: EntityTable, _ e: Int32) {
             let row = t.rows[Int(e)]
             put(row.id); put(row.winnerID); put(row.deleted)
-            put(row.valueWrite); out.data(t.value[Int(e)])
+            put(t.valueWrite(e)); out.data(t.value[Int(e)])
         }
         out.bytes.append(contentsOf: Array("LSST1".utf8))
         for (r, c) in versionVector.counters.sorted(by: { $0.key < $1.key }) { put(r.rawValue); put(c) }

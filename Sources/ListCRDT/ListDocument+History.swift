@@ -141,12 +141,12 @@ extension ListDocument {
 
     /// The value item `i`'s insert gave it.
     private func insertValue(ofItem i: Int32) -> Data {
-        items.rows[Int(i)].valueWrite == items.rows[Int(i)].id ? items.value[Int(i)] : log.originalItemValues[i]!
+        items.hasInsertValue(i) ? items.value[Int(i)] : log.originalItemValues[i]!
     }
 
     /// The value section `s`'s insert gave it.
     private func insertValue(ofSection s: Int32) -> Data {
-        sections.rows[Int(s)].valueWrite == sections.rows[Int(s)].id ? sections.value[Int(s)] : log.originalSectionValues[s]!
+        sections.hasInsertValue(s) ? sections.value[Int(s)] : log.originalSectionValues[s]!
     }
 
     // MARK: Recording
@@ -180,11 +180,11 @@ extension ListDocument {
     /// Call before a value write replaces item `i`'s value: keeps the value its insert gave it,
     /// if that is the value being replaced.
     mutating func keepInsertValue(ofItem i: Int32) {
-        if items.rows[Int(i)].valueWrite == items.rows[Int(i)].id { log.originalItemValues[i] = items.value[Int(i)] }
+        if items.hasInsertValue(i) { log.originalItemValues[i] = items.value[Int(i)] }
     }
 
     /// Call before a value write replaces section `s`'s value (see ``keepInsertValue(ofItem:)``).
     mutating func keepInsertValue(ofSection s: Int32) {
-        if sections.rows[Int(s)].valueWrite == sections.rows[Int(s)].id { log.originalSectionValues[s] = sections.value[Int(s)] }
+        if sections.hasInsertValue(s) { log.originalSectionValues[s] = sections.value[Int(s)] }
     }
 }
