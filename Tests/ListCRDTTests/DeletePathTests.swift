@@ -166,20 +166,12 @@ import Testing
                     let op = m > 0 && roll % 2 == 0
                         ? try peer.deleteItem(at: ip(s, Int(rng.next() % UInt64(m))))
                         : try peer.insertItem(at: ip(s, Int(rng.next() % UInt64(m + 1))), value: Data("p".utf8))
-                    _ = try fast.receive(op)
-                    _ = try general.receive(op)
-                    let sameState = fast.encodedState() == general.encodedState()
-                    #expect(sameState, "seed \(seed) step \(step): the states differ after a remote edit")
+                    try receiveOnBoth(op, &fast, &general, "seed \(seed) step \(step)")
                 }
                 if step % 40 == 39 { peer.receive(fast.operations) }
             }
             #expect(deletes > 60)
-            #expect(fast.operations == general.operations, "seed \(seed)")
-            #expect(fast.frontier == general.frontier && fast.version == general.version, "seed \(seed)")
-            try valid(fast, general)
-            peer.receive(fast.operations)
-            fast.receive(peer.operations)
-            expectConverged([fast, peer])
+            try expectSameEnd(&fast, general, peer: &peer, "seed \(seed)")
         }
     }
 }

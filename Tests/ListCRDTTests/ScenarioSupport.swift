@@ -35,6 +35,31 @@ extension ScenarioSupport {
         return a
     }
 
+    /// A remote operation reaches both documents of a path comparison (`times` times: duplicates
+    /// must change nothing); their states must stay equal.
+    func receiveOnBoth(_ op: ListOperation, _ fast: inout ListDocument, _ general: inout ListDocument,
+                       _ what: String, times: Int = 1, sourceLocation: SourceLocation = #_sourceLocation) throws {
+        for _ in 0..<times {
+            _ = try fast.receive(op)
+            _ = try general.receive(op)
+        }
+        let sameState = fast.encodedState() == general.encodedState()
+        #expect(sameState, "\(what): the states differ after a remote operation", sourceLocation: sourceLocation)
+    }
+
+    /// The end of a seeded path comparison: the same log, frontier and version on both paths, both
+    /// sound, and the peer and the fast document converge once they exchange everything.
+    func expectSameEnd(_ fast: inout ListDocument, _ general: ListDocument, peer: inout ListDocument, _ what: String,
+                       sourceLocation: SourceLocation = #_sourceLocation) throws {
+        #expect(fast.operations == general.operations, "\(what)", sourceLocation: sourceLocation)
+        #expect(fast.frontier == general.frontier && fast.version == general.version, "\(what)",
+                sourceLocation: sourceLocation)
+        try valid(fast, general, sourceLocation: sourceLocation)
+        peer.receive(fast.operations)
+        fast.receive(peer.operations)
+        expectConverged([fast, peer], sourceLocation: sourceLocation)
+    }
+
     func permutations<T>(_ a: [T]) -> [[T]] {
         guard a.count > 1 else { return [a] }
         var out: [[T]] = []

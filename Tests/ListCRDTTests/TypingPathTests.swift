@@ -120,23 +120,13 @@ import Testing
                     let s = Int(rng.next() % UInt64(peer.sectionCount))
                     let n = try peer.itemCount(inSection: s)
                     let op = try peer.insertItem(at: ip(s, Int(rng.next() % UInt64(n + 1))), value: Data("p".utf8))
-                    for _ in 0..<(roll % 2 == 0 ? 2 : 1) {
-                        _ = try fast.receive(op)
-                        _ = try general.receive(op)
-                    }
-                    let sameState = fast.encodedState() == general.encodedState()
-                    #expect(sameState, "seed \(seed) step \(step): the states differ after a remote insert")
+                    try receiveOnBoth(op, &fast, &general, "seed \(seed) step \(step)", times: roll % 2 == 0 ? 2 : 1)
                 }
                 // The peer hears of our edits now and then.
                 if step % 50 == 49 { peer.receive(fast.operations) }
             }
             #expect(typed > 150)
-            #expect(fast.operations == general.operations, "seed \(seed)")
-            #expect(fast.frontier == general.frontier && fast.version == general.version, "seed \(seed)")
-            try valid(fast, general)
-            peer.receive(fast.operations)
-            fast.receive(peer.operations)
-            expectConverged([fast, peer])
+            try expectSameEnd(&fast, general, peer: &peer, "seed \(seed)")
         }
     }
 }
