@@ -451,7 +451,11 @@ TRACE_LIVE = 104_852  # final length of the automerge-paper document
 
 
 BUDGET_S = 120.0  # --budget: wall-clock cap for one timed loop (Yrs slows down a lot)
-REPS, REPEAT_S = 5, 10.0  # W1: best of up to REPS runs, no new run after REPEAT_S seconds
+# Repetition (WORKLOADS.md): best of up to RUNS (W1 runs), LOADS (W2 exports and loads, W4.moves
+# load_ms) or MOVE_RUNS (W4.moves, W4.merge) runs, no new run after REPEAT_S seconds; --reps N
+# (REPS) caps them all.
+REPS, REPEAT_S = 5, 10.0
+RUNS, LOADS, MOVE_RUNS = 5, 5, 3
 
 
 def timed(run, total, budget=None):
@@ -479,6 +483,13 @@ def over_budget(metrics, done, total):
             " ms is extrapolated linearly (a lower bound)")
 
 
+def timed_ms(fn):
+    """(ms, result) of one call."""
+    t0 = time.perf_counter_ns()
+    r = fn()
+    return (time.perf_counter_ns() - t0) / 1e6, r
+
+
 def load_timed(eng, data):
     """Import into a fresh doc and read its length (so lazy decoders pay)."""
     fresh = eng.fresh(99)
@@ -502,25 +513,50 @@ def py_loop_overhead(pos, dels, texts):
     return (time.perf_counter_ns() - t0) / len(pos)
 
 
-def best_of(run_once):
-    """Repeat run_once() -> (ns_per_op, result...) on fresh documents until
-    REPS runs or REPEAT_S seconds of run time; keep the fastest.  A run stopped
-    by the budget is never repeated.  Memory is the first run's: later runs
-    reuse memory the allocator kept from the freed earlier documents."""
-    first = best = None
+def repeat_best(run_once, reps, first=None, stop=None):
+    """The repetition rule (the same as Repeat.fastest in the Swift bench): call
+    run_once() -> (time, ...) at most min(reps, --reps) times, no new call once
+    REPEAT_S seconds have passed since the first started or once stop(result)
+    is true; keep the fastest.  first(result) sees the first result right after
+    it.  Returns (fastest result, number of runs)."""
+    best, runs = None, 0
     t0 = time.perf_counter()
-    for _ in range(REPS):
+    for _ in range(max(1, min(reps, REPS))):
         r = run_once()
-        if first is None:
-            first = r
-            memory = {k: v for k, v in r[1].items() if k.endswith("rss_bytes")}
-            memory["peak_rss_bytes"] = rss_peak() - BASE_RSS
+        runs += 1
+        if runs == 1 and first is not None:
+            first(r)
         if best is None or r[0] < best[0]:
             best = r
-        if "lower_bound" in r[1] or time.perf_counter() - t0 > REPEAT_S:
+        if (stop is not None and stop(r)) or time.perf_counter() - t0 > REPEAT_S:
             break
+    return best, runs
+
+
+def best_ms(reps, run_once):
+    """run_once() -> (ms, state): (fastest ms, its state, number of runs)."""
+    (ms, state), runs = repeat_best(run_once, reps)
+    return ms, state, runs
+
+
+def rep_note(reps, runs, what="runs"):
+    return f"best of up to {max(1, min(reps, REPS))} {what} ({runs} done)"
+
+
+def best_of(run_once):
+    """W1: repeat run_once() -> (ns_per_op, metrics, ...) on fresh documents;
+    keep the fastest.  A run stopped by the budget ("lower_bound") is never
+    repeated.  Memory is the first run's: later runs reuse memory the allocator
+    kept from the freed earlier documents.  Returns (fastest result, runs)."""
+    memory = {}
+
+    def first(r):
+        memory.update({k: v for k, v in r[1].items() if k.endswith("rss_bytes")})
+        memory["peak_rss_bytes"] = rss_peak() - BASE_RSS
+
+    best, runs = repeat_best(run_once, RUNS, first, lambda r: "lower_bound" in r[1])
     best[1].update(memory)
-    return best
+    return best, runs
 
 
 def w1_trace(engine, args, keep=False):
@@ -538,13 +574,13 @@ def w1_trace(engine, args, keep=False):
             m["lower_bound"] = True
         return ns / done, m, done, eng
 
-    _, m, done, eng = once() if keep else best_of(once)
+    (_, m, done, eng), runs = (once(), 1) if keep else best_of(once)
     got = "".join(eng.values())
     ok = final is not None and got == final and done == total
     m.update(live_items=len(got), py_loop_ns_per_op=py_loop_overhead(pos, dels, texts))
     note = ("one trace line = one Yrs transaction" if engine == "yrs"
             else "one Loro commit per 1% of the trace (timed)")
-    note += "; best of up to %d runs" % REPS if not keep else ""
+    note += "" if keep else "; " + rep_note(RUNS, runs)
     if done < total:
         note += over_budget(m, done, total)
     if keep:
@@ -564,8 +600,8 @@ def w1_random(engine, n):
             m["lower_bound"] = True
         return ns / done, m, done, eng
 
-    _, m, done, eng = best_of(once)
-    note = f"build untimed (one insert call per item); best of up to {REPS} runs"
+    (_, m, done, eng), runs = best_of(once)
+    note = "build untimed (one insert call per item); " + rep_note(RUNS, runs)
     if done < len(ops):
         return m, done, False, note + over_budget(m, done, len(ops))
     if n <= 100_000:
@@ -579,19 +615,19 @@ def w2_history(engine, args):
     eng, m1, _, ok, note1 = w1_trace(engine, args, keep=True)
     if m1.get("lower_bound"):
         return {}, 0, False, "W1.trace did not finish:" + note1
-    t0 = time.perf_counter_ns()
-    hist = eng.export_history()
-    t1 = time.perf_counter_ns()
-    snap = eng.export_snapshot()
-    t2 = time.perf_counter_ns()
-    lh, nh = load_timed(eng, hist)
-    ls, ns_ = load_timed(eng, snap)
+    # Each timing: best of up to LOADS; every load goes into a fresh document.
+    eh, hist, eh_runs = best_ms(LOADS, lambda: timed_ms(eng.export_history))
+    es, snap, es_runs = best_ms(LOADS, lambda: timed_ms(eng.export_snapshot))
+    lh, nh, lh_runs = best_ms(LOADS, lambda: load_timed(eng, hist))
+    ls, ns_, ls_runs = best_ms(LOADS, lambda: load_timed(eng, snap))
     m = {"history_bytes": len(hist), "snapshot_bytes": len(snap),
          "load_history_ms": lh, "load_snapshot_ms": ls,
-         "export_history_ms": (t1 - t0) / 1e6, "export_snapshot_ms": (t2 - t1) / 1e6}
+         "export_history_ms": eh, "export_snapshot_ms": es}
     ok = ok and nh == TRACE_LIVE and ns_ == TRACE_LIVE
     note = ("Yrs has no snapshot format: snapshot = the same get_update() as history"
             if engine == "yrs" else "history = ExportMode.Updates(empty vv), snapshot = ExportMode.Snapshot")
+    note += (f"; load_history_ms {rep_note(LOADS, lh_runs, 'loads')}, load_snapshot_ms {rep_note(LOADS, ls_runs, 'loads')},"
+             f" exports {rep_note(LOADS, min(eh_runs, es_runs))}")
     return m, 1, ok, note
 
 
@@ -629,50 +665,94 @@ def w3_stream(engine, args, every):
 def w4_moves(engine):
     n, count = 10_000, 100_000
     ops, expect = gen_moves(n, count, 4)
-    reset_peak()
-    before = rss_now()
-    eng = make_engine(engine)
-    eng.build(list(range(n)))
-    ns, done = timed(lambda lo, hi: eng.run_moves(ops[lo:hi]), count)
-    doc_peak = rss_peak() - before
+    # The move loop: best of up to MOVE_RUNS runs, each on a freshly built doc
+    # (build untimed); a run stopped by the budget is not repeated.  Every
+    # complete run's final list is checked; history and memory are the first run's.
+    state = {"runs": 0, "all_ok": True}
+
+    def once():
+        first = state["runs"] == 0
+        state["runs"] += 1
+        if first:
+            reset_peak()
+        before = rss_now()
+        eng = make_engine(engine)
+        eng.build(list(range(n)))
+        ns, done = timed(lambda lo, hi: eng.run_moves(ops[lo:hi]), count)
+        if first:
+            state["doc_peak"] = rss_peak() - before
+            state["peak"] = rss_peak() - BASE_RSS  # as in W1: right after the first run
+        if done == count:
+            state["all_ok"] = state["all_ok"] and eng.values() == expect
+            if first:
+                state["hist"] = eng.export_history()
+        # a stopped run is a lower bound, never "faster" than a complete one
+        return ns if done == count else float("inf"), ns, done
+
+    (_, ns, done), runs = repeat_best(once, MOVE_RUNS, stop=lambda r: r[2] < count)
     how = "LoroMovableList.mov" if engine == "loro-movable" else "delete + insert"
-    m = {"ms": ns / 1e6 * count / done, "ns_per_op": ns / done, "doc_peak_rss_bytes": doc_peak}
+    m = {"ms": ns / 1e6 * count / done, "ns_per_op": ns / done, "doc_peak_rss_bytes": state["doc_peak"],
+         "peak_rss_bytes": state["peak"]}
     if done < count:  # no history of a partial run
         return m, done, False, f"move = {how};" + over_budget(m, done, count)
-    hist = eng.export_history()
+    hist = state["hist"]
     m["history_bytes"] = len(hist)
-    m["load_ms"], ln = load_timed(eng, hist)
-    ok = eng.values() == expect and ln == n
-    return m, count, ok, f"move = {how}"
+    template = make_engine(engine)  # load_timed loads into template.fresh(99)
+    m["load_ms"], ln, load_runs = best_ms(LOADS, lambda: load_timed(template, hist))
+    ok = state["all_ok"] and ln == n
+    return m, count, ok, (f"move = {how}; ms {rep_note(MOVE_RUNS, runs)} on fresh documents,"
+                          f" load_ms {rep_note(LOADS, load_runs, 'loads')}")
 
 
 def w4_merge(engine):
     n = 10_000
-    a = make_engine(engine, 1)
-    a.build(list(range(n)))
-    b = a.fresh(2)
-    b.load(a.export_history())
-    fork = a.version()
     ops_a, _ = gen_moves(n, n, 41)
     ops_b, _ = gen_moves(n, n, 42)
-    t0 = time.perf_counter_ns()
-    ns_a, done_a = timed(lambda lo, hi: a.run_moves(ops_a[lo:hi]), n, BUDGET_S / 2)
-    ns_b, done_b = timed(lambda lo, hi: b.run_moves(ops_b[lo:hi]), n, BUDGET_S / 2)
-    if done_a < n or done_b < n:
-        m = {"ms": (ns_a * n / done_a + ns_b * n / done_b) / 1e6}
-        return m, done_a + done_b, False, "moves" + over_budget(m, done_a + done_b, 2 * n)
-    ua, ub = a.delta_since(fork), b.delta_since(fork)
-    a.load(ub)
-    b.load(ua)
-    ms = (time.perf_counter_ns() - t0) / 1e6
-    va, vb = a.values(), b.values()
-    converged = va == vb
+
+    def once():
+        """One run on fresh replicas (setup untimed): (ms, moves done, result);
+        a run stopped by the budget returns (inf, done, extrapolated ms)."""
+        a = make_engine(engine, 1)
+        a.build(list(range(n)))
+        b = a.fresh(2)
+        b.load(a.export_history())
+        fork = a.version()
+        t0 = time.perf_counter_ns()
+        ns_a, done_a = timed(lambda lo, hi: a.run_moves(ops_a[lo:hi]), n, BUDGET_S / 2)
+        ns_b, done_b = timed(lambda lo, hi: b.run_moves(ops_b[lo:hi]), n, BUDGET_S / 2)
+        if done_a < n or done_b < n:
+            # extrapolated (a lower bound); repeat_best stops after a stopped run
+            return float("inf"), done_a + done_b, (ns_a * n / done_a + ns_b * n / done_b) / 1e6
+        ua, ub = a.delta_since(fork), b.delta_since(fork)
+        a.load(ub)
+        b.load(ua)
+        ms = (time.perf_counter_ns() - t0) / 1e6
+        va = a.values()
+        return ms, 2 * n, (va, va == b.values(), len(ua) + len(ub))
+
+    results, peak = [], {}
+
+    def run_once():
+        r = once()
+        results.append(r)
+        return r
+
+    (ms, done, res), runs = repeat_best(run_once, MOVE_RUNS, stop=lambda r: r[1] < 2 * n,
+                                       first=lambda r: peak.update(peak_rss_bytes=rss_peak() - BASE_RSS))
+    if done < 2 * n:
+        m = {"ms": res, **peak}
+        return m, done, False, "moves" + over_budget(m, done, 2 * n)
+    va, converged, exchange = results[0][2]
     unique = sorted(va) == list(range(n))
+    all_same = all(r[1] == 2 * n and r[2][0] == va and r[2][1] for r in results)
     note = f"converged={converged}, items after merge={len(va)}, each value once={unique}"
     if engine != "loro-movable":
         note += " (move = delete + insert: concurrent moves of one item duplicate it)"
-    return {"ms": ms, "items_after_merge": len(va), "exchange_bytes": len(ua) + len(ub)}, 2 * n, \
-        converged and unique, note
+    note += f"; ms {rep_note(MOVE_RUNS, runs)} on fresh replicas"
+    if not all_same:
+        note += "; the runs did not all end in the same converged list"
+    return {"ms": ms, "items_after_merge": len(va), "exchange_bytes": exchange, **peak}, 2 * n, \
+        converged and unique and all_same, note
 
 
 def w5_sections(engine):
@@ -751,7 +831,10 @@ def main():
     ap.add_argument("--list", action="store_true", help="print the supported workload names")
     ap.add_argument("--budget", type=float, default=BUDGET_S,
                     help="seconds one timed loop may take before it is stopped (default %(default)s)")
-    ap.add_argument("--reps", type=int, default=REPS, help="W1: best of up to N runs (default %(default)s)")
+    ap.add_argument("--reps", type=int, default=REPS,
+                    help="cap every repetition at N runs (default %(default)s; 1 = single runs): timed parts"
+                         " are the best of up to 5 (W1, W2 exports and loads, W4.moves load_ms) or 3"
+                         " (W4.moves, W4.merge) runs, no new run after 10 s")
     args = ap.parse_args()
     REPS = max(1, args.reps)
     BUDGET_S = args.budget

@@ -98,35 +98,63 @@ func jsonString(_ s: String) -> String {
     return out + "\""
 }
 
-/// Repetition rule of W1.trace and W1.random.N: run `once` on fresh documents, at most `reps`
-/// times, no new run once 10 s of run time has passed; keep the fastest. Memory metrics
-/// (names ending in `rss_bytes`) come from the first run, and `peak_rss_bytes` is taken right
-/// after it (later runs reuse memory the allocator kept).
+/// The repetition rule (WORKLOADS.md, "Repetition"), the same as `best_of` in compare/peers.py:
+/// repeat a timed measurement (each run on fresh documents), at most `reps` times, no new run once
+/// 10 s have passed since the first run started; keep the fastest. Memory metrics come from the
+/// first run. `--reps N` caps every repetition count at N (`--reps 1`: single runs).
 struct Repeat {
     nonisolated(unsafe) static var reps = 5
     static let budgetNs: UInt64 = 10_000_000_000
+    /// Repetition counts: W1 runs and loads (W2, W4.moves `load_ms`) best of 5; W4's move loops best of 3.
+    static let runs = 5, loads = 5, moveRuns = 3
 
-    /// `once` returns (ns per op, metrics, state to keep from the fastest run).
+    /// The one repetition loop. Calls `once` at most min(`reps`, --reps) times, stopping early once
+    /// 10 s have passed or `stop` holds for a result; returns the result with the smallest `time`
+    /// and the number of runs. `first` sees the first result right after it (memory readings).
+    static func fastest<R>(
+        reps: Int, time: (R) -> Double, stop: (R) -> Bool = { _ in false }, first: (R) -> Void = { _ in },
+        _ once: () throws -> R
+    ) rethrows -> (best: R, runs: Int) {
+        let t0 = nowNs()
+        var best: R?
+        var runs = 0
+        for _ in 0..<max(1, min(reps, Repeat.reps)) {
+            let r = try once()
+            runs += 1
+            if getenv("LISTSYNC_BENCH_RUNS") != nil { FileHandle.standardError.write("run \(runs): \(time(r))\n".data(using: .utf8)!) }
+            if runs == 1 { first(r) }
+            if best == nil || time(r) < time(best!) { best = r }
+            if stop(r) || nowNs() - t0 > budgetNs { break }
+        }
+        return (best!, runs)
+    }
+
+    /// `once` returns (milliseconds, state); the fastest run's time and state.
+    static func bestMs<State>(
+        reps: Int, _ once: () throws -> (Double, State)
+    ) rethrows -> (ms: Double, state: State, runs: Int) {
+        let r = try fastest(reps: reps, time: { $0.0 }, once)
+        return (r.best.0, r.best.1, r.runs)
+    }
+
+    /// W1.trace and W1.random.N: `once` returns (ns per op, metrics, state to keep from the fastest
+    /// run). Memory metrics (names ending in `rss_bytes`) come from the first run, and
+    /// `peak_rss_bytes` is taken right after it (later runs reuse memory the allocator kept).
     static func bestOf<State>(
         _ once: () throws -> (Double, [(String, Metric)], State)
     ) rethrows -> (best: Double, metrics: [(String, Metric)], state: State, runs: Int) {
-        let t0 = nowNs()
         var memory: [(String, Metric)] = []
-        var best: (Double, [(String, Metric)], State)?
-        var runs = 0
-        for _ in 0..<max(1, reps) {
-            let r = try once()
-            runs += 1
-            if getenv("LISTSYNC_BENCH_RUNS") != nil { FileHandle.standardError.write("run \(runs): \(r.0)\n".data(using: .utf8)!) }
-            if runs == 1 {
-                memory = r.1.filter { $0.0.hasSuffix("rss_bytes") }
-                memory.append(("peak_rss_bytes", .int(Memory.rssPeak() - Memory.baseRSS)))
-            }
-            if best == nil || r.0 < best!.0 { best = r }
-            if nowNs() - t0 > budgetNs { break }
-        }
-        var metrics = best!.1.filter { !$0.0.hasSuffix("rss_bytes") }
+        let r = try fastest(reps: runs, time: { $0.0 }, first: { f in
+            memory = f.1.filter { $0.0.hasSuffix("rss_bytes") }
+            memory.append(("peak_rss_bytes", .int(Memory.rssPeak() - Memory.baseRSS)))
+        }, once)
+        var metrics = r.best.1.filter { !$0.0.hasSuffix("rss_bytes") }
         metrics += memory
-        return (best!.0, metrics, best!.2, runs)
+        return (r.best.0, metrics, r.best.2, r.runs)
+    }
+
+    /// The note text: "best of up to N runs (k run(s))".
+    static func note(_ reps: Int, _ runs: Int, _ what: String = "runs") -> String {
+        "best of up to \(max(1, min(reps, Repeat.reps))) \(what) (\(runs) done)"
     }
 }

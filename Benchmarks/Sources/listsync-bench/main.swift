@@ -21,8 +21,9 @@ let usage = """
                        are only clean with one workload per process, as compare.sh runs them)
       --trace PATH     the automerge-paper trace, NAME.jsonl with NAME.final.txt next to it
                        (default: Benchmarks/Traces/automerge-paper.jsonl)
-      --reps N         W1.trace / W1.random.N: best of at most N runs (default 5; no new run
-                       after 10 s)
+      --reps N         cap every repetition at N runs (default 5; 1 = single runs). Timed parts
+                       are the best of up to 5 runs (W1, W2's exports and loads, W4.moves load_ms)
+                       or 3 runs (W4.moves and W4.merge moves), no new run after 10 s
       --list           print the workload names
       --help           this text
 
