@@ -454,8 +454,8 @@ BUDGET_S = 120.0  # --budget: wall-clock cap for one timed loop (Yrs slows down 
 # Repetition (WORKLOADS.md): best of up to RUNS (W1 runs), LOADS (W2 exports and loads, W4.moves
 # load_ms) or MOVE_RUNS (W4.moves, W4.merge) runs, no new run after REPEAT_S seconds; --reps N
 # (REPS) caps them all.
-REPS, REPEAT_S = 5, 10.0
-RUNS, LOADS, MOVE_RUNS = 5, 5, 3
+REPS, REPEAT_S = 10, 10.0
+RUNS, LOADS, MOVE_RUNS = 10, 5, 3
 
 
 def timed(run, total, budget=None):
@@ -553,6 +553,7 @@ def best_of(run_once):
     def first(r):
         memory.update({k: v for k, v in r[1].items() if k.endswith("rss_bytes")})
         memory["peak_rss_bytes"] = rss_peak() - BASE_RSS
+        memory["first_run_ns_per_op"] = r[0]
 
     best, runs = repeat_best(run_once, RUNS, first, lambda r: "lower_bound" in r[1])
     best[1].update(memory)
@@ -833,7 +834,7 @@ def main():
                     help="seconds one timed loop may take before it is stopped (default %(default)s)")
     ap.add_argument("--reps", type=int, default=REPS,
                     help="cap every repetition at N runs (default %(default)s; 1 = single runs): timed parts"
-                         " are the best of up to 5 (W1, W2 exports and loads, W4.moves load_ms) or 3"
+                         " are the best of up to 10 (W1), 5 (W2 exports and loads, W4.moves load_ms) or 3"
                          " (W4.moves, W4.merge) runs, no new run after 10 s")
     args = ap.parse_args()
     REPS = max(1, args.reps)

@@ -18,7 +18,7 @@ HEAD = {"listsync": "ListSync", "loro-list": "Loro list", "loro-movable": "Loro 
 THEIRS = ["loro-list", "loro-movable", "yrs"]
 
 # (workload, metric) rows in display order
-ROWS = [("W1.trace", "ns_per_op"), ("W1.trace", "peak_rss_bytes")]
+ROWS = [("W1.trace", "ns_per_op"), ("W1.trace", "first_run_ns_per_op"), ("W1.trace", "peak_rss_bytes")]
 ROWS += [(f"W1.random.{n}", "ns_per_op") for n in (1000, 10000, 100000, 1000000)]
 ROWS += [("W2.history", m) for m in ("history_bytes", "snapshot_bytes", "load_history_ms", "load_snapshot_ms")]
 ROWS += [("W3.stream.1", "ms"), ("W3.stream.1", "bytes"), ("W3.stream.100", "ms"), ("W3.stream.100", "bytes")]

@@ -103,10 +103,12 @@ func jsonString(_ s: String) -> String {
 /// 10 s have passed since the first run started; keep the fastest. Memory metrics come from the
 /// first run. `--reps N` caps every repetition count at N (`--reps 1`: single runs).
 struct Repeat {
-    nonisolated(unsafe) static var reps = 5
+    nonisolated(unsafe) static var reps = 10
     static let budgetNs: UInt64 = 10_000_000_000
-    /// Repetition counts: W1 runs and loads (W2, W4.moves `load_ms`) best of 5; W4's move loops best of 3.
-    static let runs = 5, loads = 5, moveRuns = 3
+    /// Repetition counts: W1 runs best of 10 (the first runs of a process pay for fresh memory:
+    /// page faults; the first run is reported apart as `first_run_ns_per_op`), loads (W2, W4.moves
+    /// `load_ms`) best of 5, W4's move loops best of 3.
+    static let runs = 10, loads = 5, moveRuns = 3
 
     /// The one repetition loop. Calls `once` at most min(`reps`, --reps) times, stopping early once
     /// 10 s have passed or `stop` holds for a result; returns the result with the smallest `time`
@@ -139,7 +141,8 @@ struct Repeat {
 
     /// W1.trace and W1.random.N: `once` returns (ns per op, metrics, state to keep from the fastest
     /// run). Memory metrics (names ending in `rss_bytes`) come from the first run, and
-    /// `peak_rss_bytes` is taken right after it (later runs reuse memory the allocator kept).
+    /// `peak_rss_bytes` is taken right after it (later runs reuse memory the allocator kept); the
+    /// first run's ns per op is reported too, as `first_run_ns_per_op`.
     static func bestOf<State>(
         _ once: () throws -> (Double, [(String, Metric)], State)
     ) rethrows -> (best: Double, metrics: [(String, Metric)], state: State, runs: Int) {
@@ -147,6 +150,7 @@ struct Repeat {
         let r = try fastest(reps: runs, time: { $0.0 }, first: { f in
             memory = f.1.filter { $0.0.hasSuffix("rss_bytes") }
             memory.append(("peak_rss_bytes", .int(Memory.rssPeak() - Memory.baseRSS)))
+            memory.append(("first_run_ns_per_op", .double(f.0)))
         }, once)
         var metrics = r.best.1.filter { !$0.0.hasSuffix("rss_bytes") }
         metrics += memory

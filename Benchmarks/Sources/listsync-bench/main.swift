@@ -21,9 +21,9 @@ let usage = """
                        are only clean with one workload per process, as compare.sh runs them)
       --trace PATH     the automerge-paper trace, NAME.jsonl with NAME.final.txt next to it
                        (default: Benchmarks/Traces/automerge-paper.jsonl)
-      --reps N         cap every repetition at N runs (default 5; 1 = single runs). Timed parts
-                       are the best of up to 5 runs (W1, W2's exports and loads, W4.moves load_ms)
-                       or 3 runs (W4.moves and W4.merge moves), no new run after 10 s
+      --reps N         cap every repetition at N runs (default 10; 1 = single runs). Timed parts
+                       are the best of up to 10 runs (W1), 5 (W2's exports and loads, W4.moves
+                       load_ms) or 3 (W4.moves and W4.merge moves), no new run after 10 s
       --list           print the workload names
       --help           this text
 
@@ -132,7 +132,7 @@ var anyFailed = false
 for w in workloads {
     FileHandle.standardError.write(Data("running \(w)...\n".utf8))
     var childArgs = [ctx.executable, "--workload", w, "--json", "--trace", ctx.tracePath]
-    if Repeat.reps != 5 { childArgs += ["--reps", String(Repeat.reps)] }
+    if Repeat.reps != 10 { childArgs += ["--reps", String(Repeat.reps)] }
     do {
         let r = try runChild(childArgs)
         let metrics = r["metrics"] as? [String: Any] ?? [:]
