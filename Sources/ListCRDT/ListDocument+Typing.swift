@@ -119,6 +119,9 @@ extension ListDocument {
         assert(item.winner == lv && item.winnerID > item.deleted, "a visible slot that does not show a live item")
         items.rows[Int(i)].deleted = item.winnerID
         forest.flip(at: c, count: 1, leafOf: &leafOf)
+        // This may hide the section (a concurrently deleted one shows while it has items, §3.5);
+        // the visible indexes of the sections after it then move down, but the run cannot go on
+        // in the hidden section: its tree has no visible slot left, so the row check above fails.
         refreshSection(run.section)
         log.extendDeleteRun(seenOne: lv)
         let id = OpID(counter: run.id.counter + 1, replica: replica)

@@ -123,6 +123,9 @@ import Testing
             _ = try same(&fast, &general, "delete \(k)") { try $0.deleteItem(at: ip(0, 0)) }
         }
         #expect(fast.rows == [["c"]] && general.rows == [["c"]])
+        // Section index 0 now names the other section: the run must not go on in the hidden one.
+        _ = try same(&fast, &general, "after the section hid") { try $0.deleteItem(at: ip(0, 0)) }
+        #expect(fast.rows == [[]] && general.rows == [[]])
         #expect(fast.operations == general.operations)
         try valid(fast, general)
     }
