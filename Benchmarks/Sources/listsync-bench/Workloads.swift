@@ -98,7 +98,8 @@ func w1Trace(_ ctx: Context, keep: Bool = false) throws -> BenchResult {
     let got = textBytes(r.state)
     res.set("live_items", got.count)
     res.ok = trace.finalText != nil && got == trace.finalText!
-    res.note = "one trace line = one op (one insertItem or deleteItem call per element); "
+    res.note = "one trace line = one op (one insertItem(atRow:inSection:value:) or deleteItem(atRow:inSection:) "
+        + "call per element); "
         + Repeat.note(Repeat.runs, r.runs)
     if trace.finalText == nil { res.note += "; no .final.txt next to the trace, cannot verify" }
     return res
@@ -112,9 +113,9 @@ func w1Random(n: Int) throws -> BenchResult {
         let t0 = nowNs()
         for (k, op) in ops.enumerated() {
             if op.insert {
-                try doc.insertItem(at: IndexPath(item: op.pos, section: 0), value: values[k])
+                try doc.insertItem(atRow: op.pos, inSection: 0, value: values[k])
             } else {
-                try doc.deleteItem(at: IndexPath(item: op.pos, section: 0))
+                try doc.deleteItem(atRow: op.pos, inSection: 0)
             }
         }
         let perOp = Double(nowNs() - t0) / Double(ops.count)
