@@ -83,15 +83,18 @@ if [ "$SKIP_SWIFT" = 0 ]; then
   log "swift build -c release --product listsync-bench"
   (cd "$ROOT" && swift build -c release --product listsync-bench)
   BIN="$ROOT/.build/release/listsync-bench"
-  for w in $WORKLOADS; do
-    log "listsync $w"
-    record listsync "$w" "$BIN" --workload "$w" --json --trace "$TRACE"
-  done
 fi
 
-# (c) Loro and Yrs through their Python bindings
-for e in loro-list loro-movable yrs; do
-  for w in $WORKLOADS; do
+# (c) Every workload on every engine, one workload at a time: the engines of one row run minutes
+# apart at most, so a slow phase of the machine (this VM has phases of tens of minutes, up to
+# 1.5x apart) weighs on all of them rather than on one engine's whole block.
+for w in $WORKLOADS; do
+  if [ "$SKIP_SWIFT" = 0 ]; then
+    log "listsync $w"
+    record listsync "$w" "$BIN" --workload "$w" --json --trace "$TRACE"
+  fi
+  # Loro and Yrs through their Python bindings
+  for e in loro-list loro-movable yrs; do
     log "$e $w"
     record "$e" "$w" "$PY" "$PEERS" --engine "$e" --workload "$w" --trace "$TRACE" --budget "$BUDGET"
   done
