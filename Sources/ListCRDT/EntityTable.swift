@@ -8,8 +8,9 @@ import Foundation
 ///   writes an entity's position at most once, so ids never tie);
 /// - `deleted`: the id of the greatest position-writing operation any delete's author had seen
 ///   (``OpID/none`` if none); the entity is alive while its winning write is greater (SEMANTICS §3.4);
-/// - `value` and ``valueWrite(_:)``: the value register. The write is kept only for the entities
-///   whose value a write replaced (in ``valueWrites``); the others' value is their insert's.
+/// - `value` and ``valueWrite(_:)``: the value register. For the entities whose value a write
+///   replaced, ``replaced`` keeps that write's id and the value the insert gave (the history
+///   needs it back); the others' value is their insert's.
 struct EntityTable: Sendable {
     /// The plain registers of one entity.
     struct Row: Sendable {
@@ -25,9 +26,17 @@ struct EntityTable: Sendable {
     var rows: [Row] = []
     /// The value of each entity (apart from ``rows``, which then hold no references).
     var value: [Data] = []
-    /// The id of the write that gave the entity its value, for the entities whose value a write
-    /// replaced, by dense index (most entities keep their insert's value: no entry).
-    private(set) var valueWrites: [Int32: OpID] = [:]
+    /// The entities whose value a write replaced, by dense index (most entities keep their
+    /// insert's value: no entry).
+    private(set) var replaced: [Int32: Replaced] = [:]
+
+    /// The value register of an entity whose value a write replaced.
+    struct Replaced: Sendable {
+        /// The write that gave the current value.
+        var write: OpID
+        /// The value the entity's insert gave it.
+        var insertValue: Data
+    }
 
     var count: Int { rows.count }
 
@@ -44,17 +53,20 @@ struct EntityTable: Sendable {
     /// The id of the operation that wrote entity `i`'s value: its insert, or a later value write.
     ///
     /// - Complexity: O(1) expected.
-    @inline(__always) func valueWrite(_ i: Int32) -> OpID { valueWrites.isEmpty ? rows[Int(i)].id : valueWrites[i] ?? rows[Int(i)].id }
+    @inline(__always) func valueWrite(_ i: Int32) -> OpID { replaced[i]?.write ?? rows[Int(i)].id }
 
-    /// Whether entity `i` still has the value its insert gave it.
-    @inline(__always) func hasInsertValue(_ i: Int32) -> Bool { valueWrites.isEmpty || valueWrites[i] == nil }
+    /// The value entity `i`'s insert gave it.
+    ///
+    /// - Complexity: O(1) expected.
+    func insertValue(_ i: Int32) -> Data { replaced[i]?.insertValue ?? value[Int(i)] }
 
-    /// Writes entity `i`'s value register: value `v`, written by operation `write`.
+    /// Writes entity `i`'s value register: value `v`, written by operation `write` (the caller
+    /// has checked that `write` wins); the insert's value is kept.
     ///
     /// - Complexity: O(1) expected.
     mutating func setValue(_ v: Data, write: OpID, of i: Int32) {
+        replaced[i] = Replaced(write: write, insertValue: insertValue(i))
         value[Int(i)] = v
-        valueWrites[i] = write
     }
 
     /// Whether the entity's winning position write survives every delete.

@@ -180,16 +180,10 @@ extension ListDocument {
             refreshSection(s)
 
         case let .setItemValue(i, value):
-            if op.id > items.valueWrite(i) {
-                keepInsertValue(ofItem: i)
-                items.setValue(value, write: op.id, of: i)
-            }
+            if op.id > items.valueWrite(i) { items.setValue(value, write: op.id, of: i) }
 
         case let .setSectionValue(s, value):
-            if op.id > sections.valueWrite(s) {
-                keepInsertValue(ofSection: s)
-                sections.setValue(value, write: op.id, of: s)
-            }
+            if op.id > sections.valueWrite(s) { sections.setValue(value, write: op.id, of: s) }
         }
         record(op, resolved)
     }

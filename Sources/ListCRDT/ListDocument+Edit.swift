@@ -113,10 +113,7 @@ extension ListDocument {
     @discardableResult
     public mutating func deleteItem(atRow row: Int, inSection section: Int) throws(ListError) -> ListOperation {
         if let op = continueDeleting(section: section, row: row) { return op }
-        let s = try sectionOfRow(section, row)
-        let t = tree(ofSequence: s)
-        let count = forest.visibleCount(t)
-        guard row >= 0, row < count else { throw .indexPathOutOfRange(IndexPath(item: row, section: section), count: count) }
+        let (s, t) = try itemRow(section, row)
         let c = forest.findVisibleNear(t, row)
         let op = try deleteItem(entity: slots.entity(of: forest.lv(at: c)), at: c)
         startDeleting(op, section: s, sectionIndex: section)

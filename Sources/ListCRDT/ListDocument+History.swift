@@ -105,11 +105,11 @@ extension ListDocument {
         switch rec.kind {
         case .insertSection:
             let lv = rec.payload &+ Int32(k)
-            kind = .insertSection(origins(ofSlot: lv), value: insertValue(ofSection: slots.entity(of: lv)))
+            kind = .insertSection(origins(ofSlot: lv), value: sections.insertValue(slots.entity(of: lv)))
         case .insertItem:
             let lv = rec.payload &+ Int32(k)
             let section = SectionID(sections.rows[Int(slots.sequence(of: lv))].id)
-            kind = .insertItem(section: section, origins(ofSlot: lv), value: insertValue(ofItem: slots.entity(of: lv)))
+            kind = .insertItem(section: section, origins(ofSlot: lv), value: items.insertValue(slots.entity(of: lv)))
         case .moveSection:
             let lv = rec.payload
             kind = .moveSection(SectionID(sections.rows[Int(slots.entity(of: lv))].id), origins(ofSlot: lv))
@@ -139,16 +139,6 @@ extension ListDocument {
         return ListOperation.Origins(after: after, before: run.right >= 0 ? SlotID(slots.id(of: run.right)) : nil)
     }
 
-    /// The value item `i`'s insert gave it.
-    private func insertValue(ofItem i: Int32) -> Data {
-        items.hasInsertValue(i) ? items.value[Int(i)] : log.originalItemValues[i]!
-    }
-
-    /// The value section `s`'s insert gave it.
-    private func insertValue(ofSection s: Int32) -> Data {
-        sections.hasInsertValue(s) ? sections.value[Int(s)] : log.originalSectionValues[s]!
-    }
-
     // MARK: Recording
 
     /// Logs an applied operation, after its effects on the state (its slots exist).
@@ -175,16 +165,5 @@ extension ListDocument {
         }
         assert(kind == .deleteItem || slots.id(of: payload) == op.id, "the slots of \(op.id) are not the last ones")
         log.append(id: op.id, deps: op.deps, kind: kind, span: span, payload: payload)
-    }
-
-    /// Call before a value write replaces item `i`'s value: keeps the value its insert gave it,
-    /// if that is the value being replaced.
-    mutating func keepInsertValue(ofItem i: Int32) {
-        if items.hasInsertValue(i) { log.originalItemValues[i] = items.value[Int(i)] }
-    }
-
-    /// Call before a value write replaces section `s`'s value (see ``keepInsertValue(ofItem:)``).
-    mutating func keepInsertValue(ofSection s: Int32) {
-        if sections.hasInsertValue(s) { log.originalSectionValues[s] = sections.value[Int(s)] }
     }
 }

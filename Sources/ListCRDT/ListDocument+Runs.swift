@@ -235,6 +235,7 @@ extension ListDocument {
     /// The clock, version vector and frontier after a run of operations by one author, each
     /// depending on exactly the one before, the first on `first` (applied last), up to `last`:
     /// what recording each of them one at a time would do.
+    @inline(__always)
     mutating func advance(from first: OpID, to last: OpID) {
         if last.counter > clock { clock = last.counter }
         versionVector.observe(last)

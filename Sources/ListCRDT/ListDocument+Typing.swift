@@ -44,7 +44,7 @@ extension ListDocument {
         let i = Int32(items.count)
         let lv = slots.appendContinuingLast(entity: i)
         _ = items.append(id: id, slot: lv, value: value, section: s)
-        advanceRun(from: run.id, to: id)
+        advance(from: run.id, to: id)
         log.extendInsertRun(by: 1)
         // In place: the section and the right origin stay.
         typing!.logCount = log.count
@@ -66,17 +66,6 @@ extension ListDocument {
         let lv = Int32(slots.count - 1)
         typing = TypingRun(logCount: log.count, section: s, sectionIndex: sectionIndex, row: row, id: op.id,
                            cursor: forest.locate(lv, leafOf: leafOf), right: origins.before)
-    }
-
-    /// The clock, version vector and frontier after local operation `last`, made right after this
-    /// replica's operation `previous` with nothing applied in between (so the frontier is
-    /// `{previous}` and the clock is `previous`'s counter).
-    @inline(__always)
-    mutating func advanceRun(from previous: OpID, to last: OpID) {
-        assert(currentFrontier.isOnly(previous) && clock == previous.counter, "an operation came in between")
-        clock = last.counter
-        versionVector.observe(last)
-        currentFrontier.set(last)
     }
 }
 
@@ -116,8 +105,8 @@ extension ListDocument {
         let lv = forest.lv(at: c)
         let i = slots.entity(of: lv)
         let item = items.rows[Int(i)]
-        assert(item.winner == lv && item.winnerID > item.deleted, "a visible slot that does not show a live item")
-        items.rows[Int(i)].deleted = item.winnerID
+        let died = raiseDeleted(i, seen: item.winnerID)
+        assert(died && item.winner == lv, "a visible slot that does not show a live item")
         forest.flip(at: c, count: 1, leafOf: &leafOf)
         // This may hide the section (a concurrently deleted one shows while it has items, §3.5);
         // the visible indexes of the sections after it then move down, but the run cannot go on
@@ -125,7 +114,7 @@ extension ListDocument {
         refreshSection(run.section)
         log.extendDeleteRun(seenOne: lv)
         let id = OpID(counter: run.id.counter + 1, replica: replica)
-        advanceRun(from: run.id, to: id)
+        advance(from: run.id, to: id)
         deleting!.logCount = log.count
         deleting!.id = id
         return ListOperation(id: id, deps: Frontier(only: run.id),

@@ -243,11 +243,22 @@ public struct ListDocument: Sendable {
     /// The tree and row of the visible item at `indexPath`, both checked.
     @inline(__always)
     func itemRow(_ indexPath: IndexPath) throws(ListError) -> (tree: Int32, row: Int) {
-        let (s, row) = try rowAddress(indexPath)
+        guard indexPath.count == 2 else { throw .indexPathOutOfRange(indexPath, count: 0) }
+        let row = indexPath[1]
+        return (try itemRow(indexPath[0], row).tree, row)
+    }
+
+    /// The section (dense index) and tree of the visible item at row `row` of the visible section
+    /// at `section`, both checked.
+    @inline(__always)
+    func itemRow(_ section: Int, _ row: Int) throws(ListError) -> (section: Int32, tree: Int32) {
+        let s = try sectionOfRow(section, row)
         let t = tree(ofSequence: s)
         let count = forest.visibleCount(t)
-        guard row >= 0, row < count else { throw .indexPathOutOfRange(indexPath, count: count) }
-        return (t, row)
+        guard row >= 0, row < count else {
+            throw .indexPathOutOfRange(IndexPath(item: row, section: section), count: count)
+        }
+        return (s, t)
     }
 
     /// The dense index of the visible item at `indexPath`.

@@ -65,11 +65,6 @@ struct OpLog: Sendable {
     private var explicitDeps: [Frontier] = []
     /// Operations of the rare kinds, whole.
     private(set) var others: [ListOperation] = []
-    /// The value each insert gave an item, for the items whose value a later write replaced
-    /// (keyed by item index). The others' original value is still their current one.
-    var originalItemValues: [Int32: Data] = [:]
-    /// The same for sections.
-    var originalSectionValues: [Int32: Data] = [:]
 
     /// The replica of each dense replica index.
     private var replicaIDs: [ReplicaID] = []
@@ -283,6 +278,5 @@ struct OpLog: Sendable {
             + explicitDeps.capacity * MemoryLayout<Frontier>.stride
             + others.capacity * MemoryLayout<ListOperation>.stride
             + byReplica.reduce(0) { $0 + $1.capacity * MemoryLayout<Int32>.stride }
-            + (originalItemValues.count + originalSectionValues.count) * (MemoryLayout<Int32>.stride + MemoryLayout<Data>.stride)
     }
 }

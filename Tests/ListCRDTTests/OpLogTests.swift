@@ -221,7 +221,7 @@ struct HistoryFuzz {
             if rec.deps >= 0 { stats.explicitDeps += 1 }
         }
         stats.sectionDeletes += made.values.filter { if case .deleteSection = $0.kind { true } else { false } }.count
-        stats.overwrittenInserts += all.originalItemValues.count + all.originalSectionValues.count
+        stats.overwrittenInserts += docs[0].items.replaced.count + docs[0].sections.replaced.count
     }
 
     func expect(_ condition: Bool, _ what: @autoclosure () -> String,
