@@ -3,27 +3,50 @@ import Foundation
 /// The registers of every section or every item, by dense index: one ``Row`` of plain fields per
 /// entity (one array append per new entity), and the values apart.
 ///
-/// - `winner`: the position register: the local version of the winning slot, and in `winnerID`
-///   the id of the operation that wrote it (the greatest such operation id wins; one operation
-///   writes an entity's position at most once, so ids never tie);
-/// - `deleted`: the id of the greatest position-writing operation any delete's author had seen
-///   (``OpID/none`` if none); the entity is alive while its winning write is greater (SEMANTICS §3.4);
+/// - `winner`: the position register: the local version of the winning slot, and in
+///   ``winnerID(_:)`` the id of the operation that wrote it (the greatest such operation id wins;
+///   one operation writes an entity's position at most once, so ids never tie);
+/// - ``deleted(_:)``: the id of the greatest position-writing operation any delete's author had
+///   seen (``OpID/none`` if none); the entity is alive while its winning write is greater
+///   (SEMANTICS §3.4);
 /// - `value` and ``valueWrite(_:)``: the value register. For the entities whose value a write
 ///   replaced, ``replaced`` keeps that write's id and the value the insert gave (the history
 ///   needs it back); the others' value is their insert's.
 struct EntityTable: Sendable {
-    /// The plain registers of one entity.
+    /// The plain registers of one entity: 32 bytes. Most entities never move and are deleted, if
+    /// at all, by deletes that saw their insert: their position write is their insert and their
+    /// delete register is nothing or their own id, which ``state`` says without storing either.
+    /// The others keep both registers in ``registers``.
     struct Row: Sendable {
         /// The entity's id (the id of the operation that inserted it).
         var id: OpID
-        var winnerID: OpID
-        var deleted: OpID
+        /// The local version of the winning slot.
         var winner: Int32
         /// Items only: the section whose sequence holds the winning slot.
         var section: Int32
+        /// ``untouched``, ``deletedAtInsert``, or the index of the entity's ``Registers``.
+        var state: Int32
+
+        /// The winning write is the insert (`id`) and no delete saw it.
+        static let untouched: Int32 = -1
+        /// The winning write is the insert (`id`) and the delete register is `id`: a delete saw
+        /// the insert (the entity is dead).
+        static let deletedAtInsert: Int32 = -2
+    }
+
+    /// The position write and delete registers of an entity that moved, or whose delete register
+    /// is neither nothing nor its own id.
+    struct Registers: Sendable {
+        /// The id of the operation that wrote the winning slot.
+        var winnerID: OpID
+        /// The id of the greatest position write any delete's author had seen.
+        var deleted: OpID
     }
 
     var rows: [Row] = []
+    /// The registers of the entities whose ``Row/state`` indexes them (only
+    /// ``Registers/deleteSeeingInsert(id:)`` changes them from outside).
+    var registers: [Registers] = []
     /// The value of each entity (apart from ``rows``, which then hold no references).
     var value: [Data] = []
     /// The entities whose value a write replaced, by dense index (most entities keep their
@@ -45,7 +68,7 @@ struct EntityTable: Sendable {
     /// - Complexity: O(1) amortized.
     mutating func append(id: OpID, slot lv: Int32, value v: Data, section s: Int32) -> Int32 {
         let index = Int32(rows.count)
-        rows.append(Row(id: id, winnerID: id, deleted: .none, winner: lv, section: s))
+        rows.append(Row(id: id, winner: lv, section: s, state: Row.untouched))
         value.append(v)
         return index
     }
@@ -69,24 +92,89 @@ struct EntityTable: Sendable {
         value[Int(i)] = v
     }
 
+    /// The id of the operation that wrote entity `i`'s winning slot (its position register).
+    @inline(__always) func winnerID(_ i: Int32) -> OpID {
+        let row = rows[Int(i)]
+        return row.state >= 0 ? registers[Int(row.state)].winnerID : row.id
+    }
+
+    /// Entity `i`'s delete register: the greatest position write any delete's author had seen
+    /// (``OpID/none`` if none).
+    @inline(__always) func deleted(_ i: Int32) -> OpID {
+        let row = rows[Int(i)]
+        switch row.state {
+        case Row.untouched: return .none
+        case Row.deletedAtInsert: return row.id
+        default: return registers[Int(row.state)].deleted
+        }
+    }
+
     /// Whether the entity's winning position write survives every delete.
     @inline(__always) func isAlive(_ i: Int32) -> Bool {
         let row = rows[Int(i)]
-        return row.winnerID > row.deleted
+        switch row.state {
+        case Row.untouched: return true
+        case Row.deletedAtInsert: return false
+        default:
+            let r = registers[Int(row.state)]
+            return r.winnerID > r.deleted
+        }
+    }
+
+    /// Writes entity `i`'s position register: its winning slot is now `lv`, written by `write`
+    /// (the caller has checked that `write` wins), in section `s` (items; sections keep theirs).
+    ///
+    /// - Complexity: O(1) amortized.
+    mutating func setWinner(_ lv: Int32, write: OpID, section s: Int32, of i: Int32) {
+        let k = registersIndex(i)
+        registers[Int(k)].winnerID = write
+        rows[Int(i)].winner = lv
+        rows[Int(i)].section = s
+    }
+
+    /// Writes entity `i`'s delete register (the caller has checked that `seen` is greater).
+    ///
+    /// - Complexity: O(1) amortized.
+    mutating func setDeleted(_ seen: OpID, of i: Int32) {
+        let row = rows[Int(i)]
+        if row.state < 0 && seen == row.id {
+            rows[Int(i)].state = Row.deletedAtInsert
+        } else {
+            registers[Int(registersIndex(i))].deleted = seen
+        }
+    }
+
+    /// The index of entity `i`'s ``Registers``, made from its state when it has none.
+    private mutating func registersIndex(_ i: Int32) -> Int32 {
+        let row = rows[Int(i)]
+        if row.state >= 0 { return row.state }
+        let k = Int32(registers.count)
+        registers.append(Registers(winnerID: row.id, deleted: row.state == Row.deletedAtInsert ? row.id : .none))
+        rows[Int(i)].state = k
+        return k
     }
 }
 
 extension EntityTable.Row {
     /// What a delete whose author saw this item's insert slot (so the position write it saw is
-    /// the item's own insert) does to its registers: raises the delete register to the item's id,
-    /// as `ListDocument.raiseDeleted(i, seen: id)` does. Returns whether that killed the item (it
-    /// was alive and its winning write no longer survives); the caller then hides its slot.
+    /// the item's own insert) does to its registers when they are in the row (``state`` < 0):
+    /// raises the delete register to the item's id, as `ListDocument.raiseDeleted(i, seen: id)`
+    /// does. Returns whether that killed the item (it was alive; its winning write, the insert,
+    /// no longer survives); the caller then hides its slot. For an item with ``EntityTable/Registers``
+    /// (`state` ≥ 0), use ``EntityTable/Registers/deleteSeeingInsert(id:)``.
     @inline(__always) mutating func deleteSeeingInsert() -> Bool {
+        guard state == Self.untouched else { return false }
+        state = Self.deletedAtInsert
+        return true
+    }
+}
+
+extension EntityTable.Registers {
+    /// ``EntityTable/Row/deleteSeeingInsert()`` for an item `id` whose registers are these.
+    @inline(__always) mutating func deleteSeeingInsert(id: OpID) -> Bool {
         guard id > deleted else { return false }
         let wasAlive = winnerID > deleted
         deleted = id
-        // Most items never moved: their winning write is their insert, which was alive (greater
-        // than the old register) and is not greater than the new one.
-        return winnerID == id || (wasAlive && !(winnerID > id))
+        return wasAlive && !(winnerID > id)
     }
 }

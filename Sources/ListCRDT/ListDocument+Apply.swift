@@ -140,10 +140,9 @@ extension ListDocument {
 
         case let .moveSection(s, left, right):
             let lv = newSlot(op.id, left: left, right: right, sequence: -1, entity: s)
-            if op.id > sections.rows[Int(s)].winnerID {
+            if op.id > sections.winnerID(s) {
                 forest.setVisible(sections.rows[Int(s)].winner, false, leafOf: &leafOf)
-                sections.rows[Int(s)].winner = lv
-                sections.rows[Int(s)].winnerID = op.id
+                sections.setWinner(lv, write: op.id, section: sections.rows[Int(s)].section, of: s)
                 sectionShown[Int(s)] = isSectionVisible(s)
                 place(lv, id: op.id, left: left, right: right, sequence: -1, visible: sectionShown[Int(s)])
             } else {
@@ -176,7 +175,7 @@ extension ListDocument {
 
         case let .deleteSection(s, seen, list):
             for (i, w) in list { kill(i, seen: w) }
-            if seen > sections.rows[Int(s)].deleted { sections.rows[Int(s)].deleted = seen }
+            if seen > sections.deleted(s) { sections.setDeleted(seen, of: s) }
             refreshSection(s)
 
         case let .setItemValue(i, value):
@@ -225,15 +224,13 @@ extension ListDocument {
     @inline(__always)
     private mutating func placeMove(of i: Int32, slot lv: Int32, id: OpID, write: OpID, left: Int32, right: Int32,
                                     section s: Int32, hint: EditHint?) -> Int32 {
-        guard write > items.rows[Int(i)].winnerID else {
+        guard write > items.winnerID(i) else {
             place(lv, id: id, left: left, right: right, sequence: s, visible: false, hint: hint)
             return -1
         }
         let wasAlive = items.isAlive(i)
         let old = items.rows[Int(i)].winner, from = items.rows[Int(i)].section
-        items.rows[Int(i)].winner = lv
-        items.rows[Int(i)].winnerID = write
-        items.rows[Int(i)].section = s
+        items.setWinner(lv, write: write, section: s, of: i)
         place(lv, id: id, left: left, right: right, sequence: s, visible: items.isAlive(i), hint: hint)
         guard wasAlive else { return -1 }
         forest.setVisible(old, false, leafOf: &leafOf)
@@ -258,9 +255,9 @@ extension ListDocument {
     /// caller then hides its winning slot and refreshes its section).
     @inline(__always)
     mutating func raiseDeleted(_ i: Int32, seen: OpID) -> Bool {
-        guard seen > items.rows[Int(i)].deleted else { return false }
+        guard seen > items.deleted(i) else { return false }
         let wasAlive = items.isAlive(i)
-        items.rows[Int(i)].deleted = seen
+        items.setDeleted(seen, of: i)
         return wasAlive && !items.isAlive(i)
     }
 

@@ -56,12 +56,12 @@ extension ListDocument {
     ///
     /// The item may be deleted; the write still names where it was last placed.
     public func winningPositionWrite(of item: ItemID) -> OpID? {
-        itemEntity(item).map { items.rows[Int($0)].winnerID }
+        itemEntity(item).map { items.winnerID($0) }
     }
 
     /// The id of the operation whose position write currently wins for `section`: its insert, or
     /// the section move with the greatest id applied here. Nil if the section is unknown.
     public func winningPositionWrite(of section: SectionID) -> OpID? {
-        sectionEntity(section).map { sections.rows[Int($0)].winnerID }
+        sectionEntity(section).map { sections.winnerID($0) }
     }
 }

@@ -36,9 +36,9 @@ extension ListDocument {
         forEachVisible(in: tree(ofSequence: s)) { lv in
             let i = slots.entity(of: lv)
             records.append(.init(item: ItemID(items.rows[Int(i)].id), seen: SlotID(slots.id(of: items.rows[Int(i)].winner))))
-            resolved.append((i, items.rows[Int(i)].winnerID))
+            resolved.append((i, items.winnerID(i)))
         }
-        let seen = sections.rows[Int(s)].winnerID
+        let seen = sections.winnerID(s)
         return try make(.deleteSection(id, seen: SlotID(slots.id(of: sections.rows[Int(s)].winner)), items: records),
                         .deleteSection(s, seen: seen, items: resolved))
     }
@@ -131,7 +131,7 @@ extension ListDocument {
     /// Deletes the live item with dense index `i` (whose winning slot is at `c`, when known).
     private mutating func deleteItem(entity i: Int32, at c: SlotForest.Cursor? = nil) throws(ListError) -> ListOperation {
         let id = ItemID(items.rows[Int(i)].id)
-        let seen = items.rows[Int(i)].winnerID
+        let seen = items.winnerID(i)
         let lv = items.rows[Int(i)].winner
         return try make(.deleteItem(id, seen: SlotID(slots.id(of: lv))), .deleteItem(i, seen: seen, slot: lv),
                         hint: c.map { .slot($0) })

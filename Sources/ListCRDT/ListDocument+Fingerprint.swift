@@ -24,8 +24,7 @@ extension ListDocument {
             }
         }
         func putEntity(_ t: EntityTable, _ e: Int32) {
-            let row = t.rows[Int(e)]
-            put(row.id); put(row.winnerID); put(row.deleted)
+            put(t.rows[Int(e)].id); put(t.winnerID(e)); put(t.deleted(e))
             put(t.valueWrite(e)); out.data(t.value[Int(e)])
         }
         out.bytes.append(contentsOf: Array("LSST1".utf8))

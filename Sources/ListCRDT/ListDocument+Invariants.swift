@@ -53,11 +53,11 @@ extension ListDocument {
                 if items.rows[e].winner == lv && items.rows[e].section != seq { out.append("item \(e) is in section \(seq), register says \(items.rows[e].section)") }
             }
         }
-        for s in 0..<sections.count where greatestSection[s] != sections.rows[s].winnerID || writeID(ofSlot: sections.rows[s].winner) != sections.rows[s].winnerID {
-            out.append("section \(s): position register is \(sections.rows[s].winnerID), greatest slot \(greatestSection[s])")
+        for s in 0..<sections.count where greatestSection[s] != sections.winnerID(Int32(s)) || writeID(ofSlot: sections.rows[s].winner) != sections.winnerID(Int32(s)) {
+            out.append("section \(s): position register is \(sections.winnerID(Int32(s))), greatest slot \(greatestSection[s])")
         }
-        for i in 0..<items.count where greatestItem[i] != items.rows[i].winnerID || writeID(ofSlot: items.rows[i].winner) != items.rows[i].winnerID {
-            out.append("item \(i): position register is \(items.rows[i].winnerID), greatest slot \(greatestItem[i])")
+        for i in 0..<items.count where greatestItem[i] != items.winnerID(Int32(i)) || writeID(ofSlot: items.rows[i].winner) != items.winnerID(Int32(i)) {
+            out.append("item \(i): position register is \(items.winnerID(Int32(i))), greatest slot \(greatestItem[i])")
         }
         for s in 0..<Int32(sections.count) where sectionShown[Int(s)] != isSectionVisible(s) {
             out.append("section \(s): cached visibility is stale")

@@ -347,7 +347,7 @@ extension EntityTable {
             guard left > 0 else { return nil }
             left -= 1
             defer { (id.counter, lv) = (id.counter &+ 1, lv &+ 1) }
-            return Row(id: id, winnerID: id, deleted: .none, winner: lv, section: section)
+            return Row(id: id, winner: lv, section: section, state: Row.untouched)
         }
     }
 }

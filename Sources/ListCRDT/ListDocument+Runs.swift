@@ -210,7 +210,9 @@ extension ListDocument {
                         guard rows[e].id == id else { break }
                         seen[n] = lv
                         n += 1
-                        if rows[e].deleteSeeingInsert() { dead.add(rows[e].winner, section: rows[e].section) }
+                        let died = rows[e].state < 0 ? rows[e].deleteSeeingInsert()
+                                                     : items.registers[Int(rows[e].state)].deleteSeeingInsert(id: id)
+                        if died { dead.add(rows[e].winner, section: rows[e].section) }
                     }
                 }
             }

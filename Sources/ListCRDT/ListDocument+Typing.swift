@@ -105,7 +105,7 @@ extension ListDocument {
         let lv = forest.lv(at: c)
         let i = slots.entity(of: lv)
         let item = items.rows[Int(i)]
-        let died = raiseDeleted(i, seen: item.winnerID)
+        let died = raiseDeleted(i, seen: items.winnerID(i))
         assert(died && item.winner == lv, "a visible slot that does not show a live item")
         forest.flip(at: c, count: 1, leafOf: &leafOf)
         // This may hide the section (a concurrently deleted one shows while it has items, §3.5);
