@@ -37,6 +37,8 @@ import Testing
         #expect(Self.text(remote) == expected)
         #expect(remote.encodedState() == doc.encodedState())
         try remote.checkInvariants()
+        // Nothing moved and every delete saw its item's insert: every register stays in its row.
+        #expect(doc.items.registers.isEmpty && remote.items.registers.isEmpty)
     }
 
     @Test("the friendsforever trace gives exactly the final text")
