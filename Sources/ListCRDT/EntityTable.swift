@@ -122,14 +122,13 @@ struct EntityTable: Sendable {
     }
 
     /// Writes entity `i`'s position register: its winning slot is now `lv`, written by `write`
-    /// (the caller has checked that `write` wins), in section `s` (items; sections keep theirs).
+    /// (the caller has checked that `write` wins; an item's caller sets its `section` too).
     ///
     /// - Complexity: O(1) amortized.
-    mutating func setWinner(_ lv: Int32, write: OpID, section s: Int32, of i: Int32) {
+    mutating func setWinner(_ lv: Int32, write: OpID, of i: Int32) {
         let k = registersIndex(i)
         registers[Int(k)].winnerID = write
         rows[Int(i)].winner = lv
-        rows[Int(i)].section = s
     }
 
     /// Writes entity `i`'s delete register (the caller has checked that `seen` is greater).

@@ -142,7 +142,7 @@ extension ListDocument {
             let lv = newSlot(op.id, left: left, right: right, sequence: -1, entity: s)
             if op.id > sections.winnerID(s) {
                 forest.setVisible(sections.rows[Int(s)].winner, false, leafOf: &leafOf)
-                sections.setWinner(lv, write: op.id, section: sections.rows[Int(s)].section, of: s)
+                sections.setWinner(lv, write: op.id, of: s)
                 sectionShown[Int(s)] = isSectionVisible(s)
                 place(lv, id: op.id, left: left, right: right, sequence: -1, visible: sectionShown[Int(s)])
             } else {
@@ -230,7 +230,8 @@ extension ListDocument {
         }
         let wasAlive = items.isAlive(i)
         let old = items.rows[Int(i)].winner, from = items.rows[Int(i)].section
-        items.setWinner(lv, write: write, section: s, of: i)
+        items.setWinner(lv, write: write, of: i)
+        items.rows[Int(i)].section = s
         place(lv, id: id, left: left, right: right, sequence: s, visible: items.isAlive(i), hint: hint)
         guard wasAlive else { return -1 }
         forest.setVisible(old, false, leafOf: &leafOf)

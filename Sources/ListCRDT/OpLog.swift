@@ -109,11 +109,7 @@ struct OpLog: Sendable {
     /// - Complexity: O(1).
     @inline(__always)
     mutating func extendInsertRun(by n: Int) {
-        let last = records.count - 1
-        precondition(last >= 0 && records[last].kind == .insertItem, "the last record is not an insert run")
-        precondition(count + n < Int(Int32.max), "the log is full")
-        records[last].count += Int32(n)
-        count += n
+        growLastRecord(.insertItem, by: n)
     }
 
     /// Extends the last record, an item delete run, by one delete that continues it: the next id of
@@ -122,23 +118,26 @@ struct OpLog: Sendable {
     ///
     /// - Complexity: O(1) amortized.
     mutating func extendDeleteRun(seenOne lv: Int32) {
-        let last = records.count - 1
-        precondition(last >= 0 && records[last].kind == .deleteItem, "the last record is not a delete run")
-        precondition(count + 1 < Int(Int32.max), "the log is full")
-        records[last].count += 1
+        growLastRecord(.deleteItem, by: 1)
         seenSlots.append(lv)
-        count += 1
     }
 
     /// ``extendDeleteRun(seenOne:)`` for several deletes.
     ///
     /// - Complexity: O(n) amortized for n deletes.
     mutating func extendDeleteRun(seen: some Collection<Int32>) {
-        precondition(records.last?.kind == .deleteItem, "the last record is not a delete run")
-        precondition(count + seen.count < Int(Int32.max), "the log is full")
-        records[records.count - 1].count += Int32(seen.count)
+        growLastRecord(.deleteItem, by: seen.count)
         seenSlots.append(contentsOf: seen)
-        count += seen.count
+    }
+
+    /// Counts `n` more operations in the last record, which must be a run of `kind`.
+    @inline(__always)
+    private mutating func growLastRecord(_ kind: Kind, by n: Int) {
+        let last = records.count - 1
+        precondition(last >= 0 && records[last].kind == kind, "the last record is not a run of \(kind)")
+        precondition(count + n < Int(Int32.max), "the log is full")
+        records[last].count += Int32(n)
+        count += n
     }
 
     /// Appends an applied operation of a rare kind (section delete, value write), kept whole.

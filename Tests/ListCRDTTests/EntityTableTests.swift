@@ -54,7 +54,8 @@ import Testing
         var m = [Model(id: Self.id(1), winnerID: Self.id(1), deleted: .none)]
         _ = t.append(id: Self.id(1), slot: 0, value: Data(), section: 0)
         Self.raise(&t, &m, 0, Self.id(1))  // deleted, seeing the insert
-        t.setWinner(5, write: Self.id(4, 2), section: 1, of: 0)  // a concurrent move wins
+        t.setWinner(5, write: Self.id(4, 2), of: 0)  // a concurrent move wins
+        t.rows[0].section = 1
         m[0].winnerID = Self.id(4, 2)
         Self.check(t, m, "after the move")
         #expect(t.isAlive(0) && t.rows[0].winner == 5 && t.rows[0].section == 1)
@@ -85,7 +86,7 @@ import Testing
             case 0:  // a move: a newer write wins
                 let write = rng.chance(80) ? next : Self.id(UInt64(rng.below(Int(clock)) + 1), UInt64(rng.below(3) + 1))
                 if write > t.winnerID(i) {
-                    t.setWinner(Int32(step), write: write, section: Int32(rng.below(3)), of: i)
+                    t.setWinner(Int32(step), write: write, of: i)
                     m[Int(i)].winnerID = write
                 }
             case 1:  // a delete that saw the winning write
