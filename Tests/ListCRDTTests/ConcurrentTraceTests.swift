@@ -1,0 +1,143 @@
+import Foundation
+import Testing
+@testable import ListCRDT
+
+/// The clownschool trace: three people typing one document concurrently, replayed on three
+/// replicas (ConcurrentReplay) with every assignment of replica ids to people.
+@Suite struct ConcurrentTraceTests {
+    /// Parsed once for all the tests of the suite.
+    static let clownschool = Result { try ConcurrentTrace(named: "clownschool.concurrent", in: tracesDirectory) }
+
+    /// Every assignment of the ids 1, 2, 3 to agents 0, 1, 2 (index = agent). Fugue-family
+    /// engines reach the final text whatever the ids; an engine whose tie-breaks depend on them
+    /// wrongly fails for some.
+    static let assignments: [[UInt64]] = [[1, 2, 3], [1, 3, 2], [2, 1, 3], [2, 3, 1], [3, 1, 2], [3, 2, 1]]
+    static let deliveries: [ConcurrentReplay.Delivery] = [.causal, .shuffled(seed: 0xC10_5C4001)]
+
+    @Test("the clownschool trace parses, with a version vector per transaction")
+    func parses() throws {
+        let trace = try Self.clownschool.get()
+        #expect(trace.transactions.count == 23_136)
+        #expect(trace.agentCount == 3)
+        #expect(trace.transactionsByAgent.map(\.count) == [12_676, 1_670, 8_790])
+        #expect(trace.elementOperations == 24_326)
+        #expect(trace.finalText?.count == 21_148)
+        #expect(trace.version(of: 0) == [0, 0, 0])
+        // Transaction 8 is agent 2's first, made after agent 0's first eight.
+        #expect(trace.transactions[8].agent == 2 && trace.transactions[8].parents == [7])
+        #expect(trace.version(of: 8) == [8, 0, 0])
+        // Every version holds its own agent's earlier transactions exactly, and grows along each
+        // agent's sequence.
+        for (a, seq) in trace.transactionsByAgent.enumerated() {
+            for (k, i) in seq.enumerated() {
+                #expect(trace.seen(by: i, of: a) == k)
+                if k > 0 {
+                    let before = trace.version(of: seq[k - 1]), now = trace.version(of: i)
+                    #expect(zip(before, now).allSatisfy { $0 <= $1 })
+                }
+            }
+        }
+    }
+
+    @Test("clownschool replayed with every assignment of ids and both delivery orders gives exactly the final text",
+          arguments: assignments, deliveries)
+    func clownschoolReplay(ids: [UInt64], delivery: ConcurrentReplay.Delivery) throws {
+        let trace = try Self.clownschool.get()
+        let expected = try #require(trace.finalText)
+        var replay = try ConcurrentReplay(trace, replicas: ids.map(ReplicaID.init), delivery: delivery)
+        #expect(replay.operations.count == trace.transactions.count)
+        #expect(replay.operations.reduce(0) { $0 + $1.count } == trace.elementOperations)
+        try replay.mergeAll()
+
+        let docs = replay.documents
+        let texts = docs.map { ConcurrentTrace.text(of: $0) }
+        // Convergence first (a harness property), then the final text (an engine property).
+        #expect(texts.allSatisfy { $0 == texts[0] }, "replicas \(ids) (\(delivery)) did not converge")
+        for (a, doc) in docs.enumerated() {
+            #expect(texts[a] == expected,
+                    "agent \(a) (replica \(ids[a]), \(delivery)): \(Self.firstDifference(texts[a], expected))")
+            #expect(doc.pendingCount == 0)
+            #expect(doc.operationCount == trace.elementOperations + 1)
+            try doc.checkInvariants()
+        }
+        let first = docs[0].snapshot()
+        for doc in docs.dropFirst() { #expect(doc.snapshot() == first) }
+    }
+
+    /// Where two texts first differ, with some context (for failure messages).
+    static func firstDifference(_ got: [UInt8], _ want: [UInt8]) -> String {
+        guard let k = zip(got, want).enumerated().first(where: { $0.element.0 != $0.element.1 })?.offset
+            ?? (got.count == want.count ? nil : min(got.count, want.count)) else { return "equal" }
+        func around(_ t: [UInt8]) -> String {
+            String(decoding: t[max(0, k - 20)..<min(t.count, k + 20)], as: UTF8.self).debugDescription
+        }
+        return "lengths \(got.count) / \(want.count), first difference at \(k): got \(around(got)), want \(around(want))"
+    }
+
+    // MARK: A hand-made trace
+
+    /// Two agents: agent 0 types "ab"; agent 1 appends "c" while agent 0 concurrently puts "x" in
+    /// front; agent 1 then merges and deletes the "x".
+    static let small = """
+        [0,[],[[0,0,"ab"]]]
+        [1,[0],[[2,0,"c"]]]
+        [0,[0],[[0,0,"x"]]]
+        [1,[1,2],[[0,1,""]]]
+
+        """
+
+    @Test("a small concurrent trace: version vectors, delivery and merge", arguments: deliveries)
+    func small(delivery: ConcurrentReplay.Delivery) throws {
+        let trace = try ConcurrentTrace(parsing: Array(Self.small.utf8))
+        #expect(trace.transactions.count == 4)
+        #expect(trace.agentCount == 2)
+        #expect(trace.transactionsByAgent == [[0, 2], [1, 3]])
+        #expect((0..<4).map { trace.version(of: $0) } == [[0, 0], [1, 0], [1, 0], [2, 1]])
+        #expect(trace.transactions[3].patches == [.init(position: 0, deleteCount: 1, text: [])])
+        for ids: [UInt64] in [[1, 2], [2, 1]] {
+            var replay = try ConcurrentReplay(trace, replicas: ids.map(ReplicaID.init), delivery: delivery)
+            // Before the merge agent 0 has not seen agent 1's "c" nor the delete.
+            #expect(ConcurrentTrace.text(of: replay.documents[0]) == Array("xab".utf8))
+            #expect(ConcurrentTrace.text(of: replay.documents[1]) == Array("abc".utf8))
+            try replay.mergeAll()
+            for doc in replay.documents {
+                #expect(ConcurrentTrace.text(of: doc) == Array("abc".utf8))
+                #expect(doc.pendingCount == 0)
+            }
+        }
+    }
+
+    @Test("bad concurrent trace lines give a FormatError with their line number", arguments: [
+        ("[0,[],[[0,0,\"a\"]]]\n[1,[5],[[0,0,\"b\"]]]\n", 2, "parent 5 is not an earlier transaction"),
+        ("[0,[],[[0,0,\"a\"]]]\n[1,[1],[[0,0,\"b\"]]]\n", 2, "parent 1 is not an earlier transaction"),
+        ("[0,[],[[0,0,\"a\"]]]\n[0,[],[[0,0,\"b\"]]]\n", 2, "agent 0's previous transaction (line 1) is not in its past"),
+        ("[0,[],[[0,0,\"a\"]]\n", 1, "expected ']'"),
+        ("[0,[],[[0,0,\"a]]]\n", 1, "unterminated string"),
+        ("[0,[],[[0,x,\"a\"]]]\n", 1, "expected a number"),
+        ("[0,[],[[0,0,\"a\"]]]\n\n[1,[0],[]]\n", 2, "empty line"),
+        ("[0,[],[[0,0,\"a\"]]] [1]\n", 1, "unexpected text after the transaction"),
+        ("[0,[],[[0,0,\"a\"]]]\n[1,[0];[]]\n", 2, "expected ','"),
+        ("[0,[],[[0,0,\"\\q\"]]]\n", 1, "bad escape"),
+    ])
+    func badLines(text: String, line: Int, reason: String) {
+        do throws(ConcurrentTrace.FormatError) {
+            let trace = try ConcurrentTrace(parsing: Array(text.utf8))
+            Issue.record("parsed \(trace.transactions.count) transactions, expected an error at line \(line)")
+        } catch {
+            // A typed throw: `error` is a ConcurrentTrace.FormatError.
+            #expect(error.line == line)
+            #expect(error.reason == reason)
+            #expect(error.description.hasPrefix("concurrent trace line \(line) (transaction \(line - 1)): "))
+        }
+    }
+
+    @Test("the replay refuses replica ids that are not one distinct id per agent")
+    func badReplicas() throws {
+        let trace = try ConcurrentTrace(parsing: Array(Self.small.utf8))
+        for ids: [UInt64] in [[1], [1, 1], [1, 2, 3]] {
+            #expect(throws: ConcurrentReplay.ReplayError.self) {
+                try ConcurrentReplay(trace, replicas: ids.map(ReplicaID.init))
+            }
+        }
+    }
+}
