@@ -12,4 +12,10 @@
     /// Concurrent insertions with the same origins are not ordered by id: the one that arrives
     /// last goes first, so replicas disagree.
     case noTieBreak
+    /// Local operations choose their origins as builds before Fugue's origins did (left: the slot
+    /// right before the insertion point, hidden or not; right: the visible slot at it). Replicas
+    /// converge, but text typed in place of a deleted item can land after what another replica
+    /// concurrently put after that item (`Docs/Semantics.md`, the `abcd` case). Also what tests use
+    /// to make operations of older builds.
+    case legacyOrigins
 }

@@ -12,7 +12,7 @@ extension ListDocument {
     public mutating func insertSection(at index: Int, value: Data = Data()) throws(ListError) -> ListOperation {
         try checkValue(value)
         guard index >= 0, index <= sectionCount else { throw .sectionIndexOutOfRange(index, count: sectionCount) }
-        let (left, right, after) = forest.localInsertion(Self.sectionTree, at: index)
+        let (left, right, after) = forest.localInsertion(Self.sectionTree, at: index, legacy: variant == .legacyOrigins)
         return try make(.insertSection(origins(left, right), value: value),
                         .insertSection(left: left, right: right, value: value), hint: .after(after))
     }
@@ -52,7 +52,8 @@ extension ListDocument {
         let s = try sectionIndex(at: from)
         guard to >= 0, to < sectionCount else { throw .sectionIndexOutOfRange(to, count: sectionCount) }
         if from == to { return nil }
-        let (left, right) = forest.insertionOrigins(Self.sectionTree, at: to, skipping: [from])
+        let (left, right) = forest.insertionOrigins(Self.sectionTree, at: to, skipping: [from],
+                                                 legacy: variant == .legacyOrigins)
         return try make(.moveSection(SectionID(sections.rows[Int(s)].id), origins(left, right)),
                         .moveSection(s, left: left, right: right))
     }
@@ -90,7 +91,7 @@ extension ListDocument {
         let s = try sectionOfRow(section, row)
         let count = visibleItemCount(s)
         guard row >= 0, row <= count else { throw .indexPathOutOfRange(IndexPath(item: row, section: section), count: count) }
-        let (left, right, after) = forest.localInsertion(tree(ofSequence: s), at: row)
+        let (left, right, after) = forest.localInsertion(tree(ofSequence: s), at: row, legacy: variant == .legacyOrigins)
         let op = try make(.insertItem(section: SectionID(sections.rows[Int(s)].id), origins(left, right), value: value),
                           .insertItem(section: s, left: left, right: right, value: value), hint: .after(after))
         startTyping(op, section: s, sectionIndex: section, row: row)
@@ -156,8 +157,9 @@ extension ListDocument {
         if from == to { return nil }
         if variant != .correct { return try moveItems([i], section: s, row: row) }
         // One item whose row is known: the destination counts rows without it, so a row at or after
-        // its own is one further on in the tree. The new slot goes right after its left origin, with
-        // no search (as a local insert; see `SlotForest.localInsertion`).
+        // its own is one further on in the tree (and the visible slot before the insertion point,
+        // the left origin, is never the item itself). The new slot goes right after its left
+        // origin, with no search (as a local insert; see `SlotForest.localInsertion`).
         let (left, right, after) = forest.localInsertion(t, at: sameSection && fromRow <= row ? row + 1 : row)
         return try make(.moveItems(ItemIDList(one: ItemID(items.rows[Int(i)].id)), section: SectionID(sections.rows[Int(s)].id),
                                    origins(left, right)),
@@ -216,7 +218,8 @@ extension ListDocument {
         for i in list where items.rows[Int(i)].section == s {
             skipped.append(visiblePosition(ofSlot: items.rows[Int(i)].winner))
         }
-        let (left, right) = forest.insertionOrigins(tree(ofSequence: s), at: row, skipping: skipped)
+        let (left, right) = forest.insertionOrigins(tree(ofSequence: s), at: row, skipping: skipped,
+                                                 legacy: variant == .legacyOrigins)
         let ids = ItemIDList(list.map { ItemID(items.rows[Int($0)].id) })
         return try make(.moveItems(ids, section: SectionID(sections.rows[Int(s)].id), origins(left, right)),
                         .moveItems(list, section: s, left: left, right: right))

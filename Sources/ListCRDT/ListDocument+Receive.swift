@@ -30,7 +30,10 @@ extension ListDocument {
                 commit(op, resolved)
                 return .applied(woken: 1)
             }
-            buffer.add(op, waitingFor: missing.replica)
+            if let limit = buffer.limitPassed(adding: op, limits: pendingLimits) {
+                throw .bufferFull(op.id, limit)
+            }
+            buffer.add(op, waitingFor: missing)
             return .buffered
         }
         let resolved = try resolve(op)
@@ -149,16 +152,24 @@ extension ListDocument {
 
     /// Applies every buffered operation that the arrival of operations from `replica` unblocked.
     /// Returns how many were applied. Buffered operations that turn out malformed are dropped.
+    ///
+    /// Each buffered operation waits for one dependency (its first missing one); it is handed back
+    /// only once that dependency's replica reaches it, then either applies or waits for its next
+    /// missing dependency. So every waiting operation is looked at once per dependency it lacked.
+    ///
+    /// - Complexity: O(k log p) for k operations handed back, plus applying them.
     private mutating func wake(_ replica: ReplicaID) -> Int {
         if buffer.count == 0 { return 0 }
         var applied = 0
         var advanced = [replica]
         while let r = advanced.popLast() {
-            for op in buffer.take(waitingFor: r) {
+            for id in buffer.takeReady(r, upTo: versionVector[r]) {
+                guard let op = buffer.operation(id) else { continue }
                 if let missing = firstMissingDependency(of: op) {
-                    buffer.add(op, waitingFor: missing.replica)
+                    buffer.refile(id, waitingFor: missing)
                     continue
                 }
+                _ = buffer.remove(id)
                 // A buffered operation may have become a duplicate or equivocation meanwhile.
                 if versionVector.contains(op.id) {
                     if loggedOperation(containing: op.id) != op { rejected.append(op) }

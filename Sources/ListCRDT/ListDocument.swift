@@ -69,6 +69,15 @@ public struct ListDocument: Sendable {
     public var operationCount: Int { log.count }
     /// Number of received operations waiting for their causal dependencies.
     public var pendingCount: Int { buffer.count }
+    /// The bytes those operations count for against ``pendingLimits`` (``ListOperation/bufferFootprint``).
+    public var pendingBytes: Int { buffer.bytes }
+    /// How many operations, and bytes, may wait for their dependencies at once. An operation that
+    /// would pass a limit is refused with ``ApplyError/bufferFull(_:_:)`` and changes nothing.
+    /// Lowering the limits keeps what waits already.
+    public var pendingLimits = PendingLimits.default
+    /// How many times a waiting operation was looked at again since this document was made (each
+    /// is looked at once per dependency it lacked; tests check the buffer stays linear).
+    @_spi(Testing) public var pendingLooks: Int { buffer.looks }
     /// Operations refused because their id was known with other content (SEMANTICS §3.9).
     public var rejectedOperations: [ListOperation] { rejected }
     /// Buffered operations that turned out malformed once their dependencies arrived, with the

@@ -54,12 +54,18 @@ public enum ApplyError: Error, Hashable, Sendable, CustomStringConvertible {
     case malformed(OpID, String)
     /// The value is over the document's size limit.
     case valueTooLarge(OpID, size: Int, limit: Int)
+    /// The operation's dependencies have not arrived, and the causal buffer is at a limit of
+    /// ``ListDocument/pendingLimits``: it was not kept. Receive the missing operations (a sync
+    /// session asks the peer for them), then this one again.
+    case bufferFull(OpID, PendingLimit)
 
     public var description: String {
         switch self {
         case let .equivocation(id): return "operation \(id) is already known with different content"
         case let .malformed(id, why): return "operation \(id) is malformed: \(why)"
         case let .valueTooLarge(id, size, limit): return "operation \(id) has a value of \(size) bytes, over the limit of \(limit)"
+        case let .bufferFull(id, limit):
+            return "operation \(id) waits for operations not received yet, and the causal buffer is at \(limit)"
         }
     }
 }

@@ -8,39 +8,63 @@ extension SlotForest {
         return position(of: ca).all < position(of: locate(b, leafOf: leafOf)).all
     }
 
-    /// The origins of a new slot at visible position `index` as it would be without the visible
-    /// positions in `skipping`: left is the slot right before the insertion point (hidden or not),
-    /// right the visible slot at it (-1 at the end, and -1 for left at the start).
+    /// Fugue's origins for a new slot at visible position `index` of tree `t`, as the tree would be
+    /// without the visible positions in `skipping` (the items a move takes away): the left origin
+    /// is the visible slot just before the insertion point (-1 at the start), the right origin the
+    /// slot right after the left origin in the tree, hidden or not (-1 at the end). The two are
+    /// adjacent, so a local insert goes right between them. `legacy` gives the origins of builds
+    /// before Fugue's (left: the slot right before the insertion point, hidden or not; right: the
+    /// visible slot at it), kept for tests that mix both kinds.
     ///
     /// - Complexity: O(log n + k log k) for k skipped positions.
-    func insertionOrigins(_ t: Int32, at index: Int, skipping: [Int]) -> (Int32, Int32) {
-        var target = index
+    func insertionOrigins(_ t: Int32, at index: Int, skipping: [Int], legacy: Bool = false) -> (Int32, Int32) {
+        // The visible position, among all, of the slot the new one follows (Fugue) or precedes (legacy).
+        var target = legacy ? index : index - 1
+        if target < 0 {
+            let o = fugueOrigins(t, after: nil)
+            return (o.left, o.right)
+        }
         if skipping.count == 1 {
             if skipping[0] <= target { target += 1 }
         } else if !skipping.isEmpty {
             for p in skipping.sorted() where p <= target { target += 1 }
         }
-        let o = origins(t, at: target < visibleCount(t) ? findVisible(t, target) : nil)
+        if legacy {
+            let o = legacyOrigins(t, at: target < visibleCount(t) ? findVisible(t, target) : nil)
+            return (o.left, o.right)
+        }
+        let o = fugueOrigins(t, after: findVisible(t, target))
         return (o.left, o.right)
     }
 
     /// The origins of a new slot at visible position `index` of tree `t` (as
-    /// ``insertionOrigins(_:at:skipping:)`` with nothing skipped), through the finger, and the
-    /// cursor of the left origin: a local insert goes right after it (nil: at the start), with no
-    /// search, since nothing can sit between two adjacent slots.
+    /// ``insertionOrigins(_:at:skipping:legacy:)`` with nothing skipped), through the finger, and
+    /// the cursor of the left origin: a local insert goes right after it (nil: at the start), with
+    /// no search, since nothing can sit between two adjacent slots.
     ///
     /// - Complexity: O(leafCapacity) when the finger hits, else O(log n).
-    mutating func localInsertion(_ t: Int32, at index: Int) -> (left: Int32, right: Int32, after: Cursor?) {
+    mutating func localInsertion(_ t: Int32, at index: Int, legacy: Bool = false) -> (left: Int32, right: Int32, after: Cursor?) {
         // The finger moves first: a mutating call inside the arguments of a call on `self` would
         // make the compiler copy `self` (and then every array written) around it.
-        let c = index < visibleCount(t) ? findVisibleNear(t, index) : nil
-        return origins(t, at: c)
+        if legacy {
+            let c = index < visibleCount(t) ? findVisibleNear(t, index) : nil
+            return legacyOrigins(t, at: c)
+        }
+        let c = index > 0 ? findVisibleNear(t, index - 1) : nil
+        return fugueOrigins(t, after: c)
     }
 
-    /// The origins of a new slot of tree `t` put right before the visible slot at `c` (at the end
-    /// when nil), and the cursor of the left origin.
+    /// Fugue's origins of a new slot of tree `t` right after the visible slot at `c` (at the start
+    /// when nil): `c` itself and the slot after it, hidden or not; and the cursor of the left origin.
     @inline(__always)
-    private func origins(_ t: Int32, at c: Cursor?) -> (left: Int32, right: Int32, after: Cursor?) {
+    private func fugueOrigins(_ t: Int32, after c: Cursor?) -> (left: Int32, right: Int32, after: Cursor?) {
+        let n = c.map { next($0) } ?? first(t)
+        return (c.map { lv(at: $0) } ?? -1, n.map { lv(at: $0) } ?? -1, c)
+    }
+
+    /// The origins builds before Fugue's chose for a new slot of tree `t` put right before the
+    /// visible slot at `c` (at the end when nil): the slot before it, hidden or not, and `c`.
+    private func legacyOrigins(_ t: Int32, at c: Cursor?) -> (left: Int32, right: Int32, after: Cursor?) {
         let p = c.map { previous($0) } ?? last(t)
         return (p.map { lv(at: $0) } ?? -1, c.map { lv(at: $0) } ?? -1, p)
     }

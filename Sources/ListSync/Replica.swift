@@ -111,6 +111,10 @@ public actor Replica {
                 // Relay what was new here to the other peers (they may not be connected to the author).
                 let fresh = live.operations(since: before)
                 if !fresh.isEmpty { await forward(fresh, except: id) }
+                // Operations still waiting for their causes: ask this peer for the gap.
+                if let gap = connections[id]?.session.requestMissing(document: live.document), !gap.isEmpty {
+                    await perform(gap, on: id)
+                }
             }
         }
     }

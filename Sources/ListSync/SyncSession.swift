@@ -34,6 +34,9 @@ public struct SyncSession: Sendable {
     /// What the peer is known to have: its last hello plus every operation sent to or received from it.
     public private(set) var peerVersion = VersionVector()
 
+    /// The version our last request for missing operations carried (see ``requestMissing(document:)``).
+    private var requestedAt: VersionVector?
+
     /// Counters for reports.
     public private(set) var framesSent = 0, framesReceived = 0, operationsSent = 0, operationsReceived = 0
 
@@ -88,6 +91,17 @@ public struct SyncSession: Sendable {
     /// forwards). Call it periodically.
     public mutating func tick(document: ListDocument) -> [SyncAction] {
         guard state != .idle else { return [] }
+        return [send(.hello(replica: local, version: document.version))]
+    }
+
+    /// Asks the peer for the operations the document's causal buffer waits for: when operations
+    /// wait (`pendingCount > 0`), says hello with the document's version, so the peer sends
+    /// everything after it, the gap included (and operations refused with
+    /// `ApplyError.bufferFull`). Asks once per version: nothing more is sent until the document
+    /// has applied something new. Call it after delivering operations.
+    public mutating func requestMissing(document: ListDocument) -> [SyncAction] {
+        guard state == .live, document.pendingCount > 0, requestedAt != document.version else { return [] }
+        requestedAt = document.version
         return [send(.hello(replica: local, version: document.version))]
     }
 

@@ -21,7 +21,7 @@ import Testing
             0x61, 0x00, 0x00, 0x00, 0x01, 0x4C,              // insertSection 1@7 "L"
             0xF9, 0x00, 0x00, 0x00, 0x03, 0x61, 0x62, 0x63,  // insert run 2@7...4@7 "a" "b" "c"
             0x7B, 0x00, 0x02, 0x03, 0x02, 0x03,              // move run 5@7, 6@7: section 1@7, widths 3 and 2, 3 bytes
-            0xD1, 0x30, 0x02,                                // packed fields
+            0xD1, 0x0C, 0x09,                                // packed fields
         ]
         return (doc.operations, bytes)
     }

@@ -154,4 +154,25 @@ import ListCRDT
         let m = SyncMessage.hello(replica: ReplicaID(7), version: v)
         #expect(try SyncMessage(decoding: m.encoded()) == m)
     }
+
+    @Test("operations waiting for a gap: requestMissing says hello once per version, and the peer's answer fills the gap")
+    func requestMissingFillsGap() throws {
+        var p = Pair(try Self.doc(1, items: 0), try Self.doc(2, items: 0))
+        try p.start()
+        try p.pump()
+        // a makes three inserts; b gets only the last two (the first frame was lost).
+        var made: [ListOperation] = []
+        for k in 0..<3 { made.append(try p.a.insertItem(at: IndexPath(item: k, section: 0), value: Data([UInt8(k)]))) }
+        _ = p.sa.forward(made)   // a believes b has them all now
+        for op in made.dropFirst() { #expect(try p.b.receive(op) == .buffered) }
+        #expect(p.b.pendingCount == 2)
+        let ask = p.sb.requestMissing(document: p.b)
+        #expect(ask.count == 1)
+        #expect(p.sb.requestMissing(document: p.b).isEmpty, "asked once per version")
+        try p.route(ask, fromA: false)
+        try p.pump()
+        #expect(p.b.pendingCount == 0)
+        #expect(p.a.snapshot() == p.b.snapshot())
+        #expect(p.sb.requestMissing(document: p.b).isEmpty, "nothing waits")
+    }
 }
