@@ -344,9 +344,12 @@ public struct ConcurrentReplay: Sendable {
     ///   - trace: the trace.
     ///   - replicas: the replica id of each agent (index = agent), distinct.
     ///   - delivery: the order in which delivered operations are received.
+    ///   - makeDocument: makes the empty document of a replica (tests use it to replay on a
+    ///     deliberately broken engine variant).
     /// - Throws: ``ReplayError`` at the first refused edit or operation, or when a delivery leaves
     ///   operations in a causal buffer.
-    public init(_ trace: ConcurrentTrace, replicas: [ReplicaID], delivery: Delivery = .causal) throws(ReplayError) {
+    public init(_ trace: ConcurrentTrace, replicas: [ReplicaID], delivery: Delivery = .causal,
+                makeDocument: (ReplicaID) -> ListDocument = { ListDocument(replica: $0) }) throws(ReplayError) {
         guard trace.agentCount > 0 else { throw .replicas("the trace has no transactions") }
         guard replicas.count == trace.agentCount else {
             throw .replicas("\(replicas.count) ids for \(trace.agentCount) agents")
@@ -355,7 +358,7 @@ public struct ConcurrentReplay: Sendable {
         self.trace = trace
         self.delivery = delivery
         let n = trace.agentCount
-        var docs = replicas.map { ListDocument(replica: $0) }
+        var docs = replicas.map(makeDocument)
         let section: ListOperation
         do throws(ListError) { section = try docs[0].insertSection(at: 0) } catch { throw .edit(transaction: nil, agent: 0, error) }
         for a in 1..<n {

@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-@testable import ListCRDT
+@_spi(Testing) @testable import ListCRDT
 
 /// The clownschool trace: three people typing one document concurrently, replayed on three
 /// replicas (ConcurrentReplay) with every assignment of replica ids to people.
@@ -62,6 +62,26 @@ import Testing
         }
         let first = docs[0].snapshot()
         for doc in docs.dropFirst() { #expect(doc.snapshot() == first) }
+    }
+
+    /// What the trace can and cannot tell apart (measured; see also FugueOriginsTests): nobody in
+    /// it inserted at the same place as someone else concurrently, so the engine variants that
+    /// only change the order of concurrent inserts at one place (`.legacyOrigins`, `.noTieBreak`)
+    /// reach the final text too, for every assignment of ids. What it does catch is a replica that
+    /// cannot wait for missing operations: with the shuffled delivery, `.noCausalBuffer` loses
+    /// agent 0's first edits and agent 2's first transaction is out of range.
+    @Test("the shuffled delivery catches an engine without a causal buffer")
+    func catchesMissingCausalBuffer() throws {
+        let trace = try Self.clownschool.get()
+        #expect(throws: ConcurrentReplay.ReplayError.self) {
+            var replay = try ConcurrentReplay(trace, replicas: [1, 2, 3].map(ReplicaID.init),
+                                              delivery: .shuffled(seed: 0xC10_5C4001)) { replica in
+                var doc = ListDocument(replica: replica)
+                doc.variant = .noCausalBuffer
+                return doc
+            }
+            try replay.mergeAll()
+        }
     }
 
     /// Where two texts first differ, with some context (for failure messages).
