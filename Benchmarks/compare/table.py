@@ -25,6 +25,7 @@ ROWS += [("W3.stream.1", "ms"), ("W3.stream.1", "bytes"), ("W3.stream.100", "ms"
 ROWS += [("W4.moves", m) for m in ("ms", "history_bytes", "load_ms")]
 ROWS += [("W4.merge", "ms"), ("W4.merge", "ok"), ("W5.sections", "ms")]
 ROWS += [("W6.memory", "bytes_per_live_item"), ("W6.memory", "bytes_per_deleted_item")]
+ROWS += [("W8.concurrent", "ms"), ("W8.concurrent", "ok")]
 
 # targets: (label, workload, metric, other engine or "self:<workload>", max ratio or absolute limit)
 TARGETS = [
@@ -40,9 +41,10 @@ TARGETS = [
     ("W1.random.1000000 ns_per_op <= 2x W1.random.10000 (ours)", "W1.random.1000000", "ns_per_op",
      "self:W1.random.10000", 2.0),
 ]
+TARGETS += [("W8.concurrent ms <= 0.5x Loro (list)", "W8.concurrent", "ms", "loro-list", 0.5)]
 
 NOTE = ("Note: Loro and Yrs run through their Python bindings, so every per-op row (ns_per_op, and the ms of "
-        "W3/W4/W5) includes one or more Python->native calls per op (the bare Python loop alone costs "
+        "W3/W4/W5/W8) includes one or more Python->native calls per op (the bare Python loop alone costs "
         "{loop}); loading a history or snapshot (W2 load_*, W4.moves load_ms) is one native call each, "
         "which makes those rows the clean comparison.  \"≥\" = run stopped by the time budget (lower bound), "
         "\"!\" = the run's own check failed (ok=false).")

@@ -11,7 +11,7 @@ let traceLive = 104_852
 let randomSizes = [1_000, 10_000, 100_000, 1_000_000]
 let allWorkloads = ["W1.trace"] + randomSizes.map { "W1.random.\($0)" } + [
     "W2.history", "W3.stream.1", "W3.stream.100", "W4.moves", "W4.merge", "W5.sections", "W6.memory",
-]
+] + ["W8.concurrent"]  // W8: W8Concurrent.swift
 
 struct BenchError: Error, CustomStringConvertible {
     var description: String
@@ -41,6 +41,7 @@ func run(_ workload: String, _ ctx: Context) throws -> BenchResult {
     case "W4.merge": return try w4Merge()
     case "W5.sections": return try w5Sections()
     case "W6.memory": return try w6Memory(ctx)
+    case "W8.concurrent": return try w8Concurrent(ctx)
     default:
         if workload.hasPrefix("W1.random."), let n = Int(workload.dropFirst("W1.random.".count)),
            randomSizes.contains(n) {

@@ -125,6 +125,7 @@ let shown: [String: [String]] = [
     "W4.merge": ["ms", "items_after_merge", "exchange_bytes"],
     "W5.sections": ["ms", "ns_per_op"],
     "W6.memory": ["bytes_per_live_item", "bytes_per_deleted_item"],
+    "W8.concurrent": ["ms", "ns_per_op", "wire_ms"],
 ]
 print("ListSync benchmark (release build), trace \(ctx.tracePath)")
 print(String(repeating: "-", count: 78))
