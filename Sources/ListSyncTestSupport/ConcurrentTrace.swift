@@ -98,11 +98,12 @@ public struct ConcurrentTrace: Sendable {
                 let pa = transactions[p].agent
                 v[pa] = max(v[pa], sequenceNumbers[p] + 1)
             }
+            // The past holds at most the agent's earlier transactions; fewer means a gap.
             let own = transactionsByAgent[t.agent].count
             guard v[t.agent] == own else {
-                throw FormatError(line: i + 1, reason: own == 0
-                    ? "agent \(t.agent)'s first transaction has \(v[t.agent]) of its own transactions in its past"
-                    : "agent \(t.agent)'s previous transaction (line \(transactionsByAgent[t.agent][own - 1] + 1)) is not in its past")
+                let previous = transactionsByAgent[t.agent][own - 1]
+                throw FormatError(line: i + 1, reason:
+                    "agent \(t.agent)'s previous transaction (line \(previous + 1)) is not in its past")
             }
             sequenceNumbers.append(own)
             transactionsByAgent[t.agent].append(i)
@@ -134,6 +135,9 @@ public struct ConcurrentTrace: Sendable {
 
     // MARK: Parsing
 
+    /// Agents are numbered from 0; a larger number is taken for a corrupt file.
+    public static let maxAgents = 1_024
+
     static func parse(_ bytes: [UInt8]) throws(FormatError) -> [Transaction] {
         var s = Scanner(bytes: bytes)
         var out: [Transaction] = []
@@ -143,6 +147,7 @@ public struct ConcurrentTrace: Sendable {
             if bytes[s.i] == 0x0A { throw s.fail("empty line") }
             try s.expect(0x5B)  // [
             let agent = try s.integer()
+            guard agent < Self.maxAgents else { throw s.fail("agent \(agent) is not below \(Self.maxAgents)") }
             try s.expect(0x2C)
             var parents: [Int] = []
             var more = try s.openList()

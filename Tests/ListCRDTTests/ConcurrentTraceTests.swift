@@ -138,6 +138,7 @@ import Testing
         ("[0,[],[[0,0,\"a\"]]] [1]\n", 1, "unexpected text after the transaction"),
         ("[0,[],[[0,0,\"a\"]]]\n[1,[0];[]]\n", 2, "expected ','"),
         ("[0,[],[[0,0,\"\\q\"]]]\n", 1, "bad escape"),
+        ("[0,[],[]]\n[1024,[0],[]]\n", 2, "agent 1024 is not below 1024"),
     ])
     func badLines(text: String, line: Int, reason: String) {
         do throws(ConcurrentTrace.FormatError) {
