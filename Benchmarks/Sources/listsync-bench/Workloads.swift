@@ -552,6 +552,7 @@ func w7OutOfOrder(order: String, n: Int) throws -> BenchResult {
     res.ok = allOK
     res.note = "\(n) random inserts + the section's insert, received one receive(_:) call each "
         + (order == "reverse" ? "newest first" : "in a seeded shuffle (SplitMix64 seed 77)")
+        + "; final list starts \(String(decoding: expected.sections[0].items.prefix(12).flatMap { $0.value }, as: UTF8.self))"
         + "; \(best.buffered) of them waited in the causal buffer; ok = pendingCount 0 and snapshot (ids + values) "
         + "equal to the sender's; ms \(Repeat.note(w7Runs, r.runs)) on fresh receivers"
     return res
