@@ -797,6 +797,135 @@ def w6_memory(engine, args):
             0, res["W1.trace"]["ok"], note)
 
 
+# W7: out-of-order delivery.  The stream is n + 1 operations in ListSync (0 = its section, 1 + k
+# = insert k); Loro and Yrs have no section to create (the root list exists), so they get the n
+# inserts, in the same relative order (index 0 is skipped).
+OOO_SIZES = (10_000, 100_000)
+OOO_RUNS = 3  # best of up to 3 runs, as W4.moves
+
+
+def gen_out_of_order(n):
+    """(positions, values, reverse order, shuffled order): insert k goes at below(k + 1) of
+    SplitMix64(7) with value chr(97 + k % 26); the orders are of 0..n (see above); shuffled =
+    Fisher-Yates by SplitMix64(77): for i from n down to 1, swap i with below(i + 1)."""
+    rng = SplitMix64(7)
+    positions = [rng.below(k + 1) for k in range(n)]
+    values = [chr(97 + k % 26) for k in range(n)]
+    shuffled = list(range(n + 1))
+    srng = SplitMix64(77)
+    for i in range(n, 0, -1):
+        j = srng.below(i + 1)
+        shuffled[i], shuffled[j] = shuffled[j], shuffled[i]
+    return positions, values, list(range(n, -1, -1)), shuffled
+
+
+def ooo_updates(engine, positions, values):
+    """Untimed: the sender (peer 1) makes the inserts, one update each.  Returns (sender, updates).
+    Loro: export(Updates(from_=version before the insert)); Yrs: get_update(state vector before)."""
+    eng = make_engine(engine, 1)
+    updates = []
+    if engine == "yrs":
+        ins, ct, native = eng.native.insert, eng.txn, eng.doc._doc
+        for p, v in zip(positions, values):
+            x = ct()
+            sv = native.get_state(x)
+            x.commit()
+            x.drop()
+            x = ct()
+            ins(x, p, v)
+            x.commit()
+            x.drop()
+            x = ct()
+            updates.append(native.get_update(x, sv))
+            x.commit()
+            x.drop()
+    else:
+        doc, ins = eng.doc, eng.list.insert
+        for p, v in zip(positions, values):
+            vv = doc.oplog_vv
+            ins(p, v)
+            doc.commit()
+            updates.append(doc.export(ExportMode.Updates(from_=vv)))
+    return eng, updates
+
+
+def ooo_receive(receiver, engine, updates):
+    """run(lo, hi) for timed(): apply updates[lo:hi], one import_ / apply_update call each
+    (Yrs: one transaction per update, through the native binding as the other Yrs loops)."""
+    if engine == "yrs":
+        apply, ct = receiver.doc._doc.apply_update, receiver.txn
+
+        def run(lo, hi):
+            for k in range(lo, hi):
+                x = ct()
+                apply(x, updates[k])
+                x.commit()
+                x.drop()
+    else:
+        imp = receiver.doc.import_
+
+        def run(lo, hi):
+            for k in range(lo, hi):
+                imp(updates[k])
+    return run
+
+
+def ooo_values(eng, engine):
+    """The list, read in one native call (Yrs: to_json; pycrdt's to_py() reads item by item, each
+    read walking the blocks: quadratic on a list of 100,000 one-item blocks)."""
+    if engine == "yrs":
+        x = eng.txn()
+        out = json.loads(eng.native.to_json(x))
+        x.commit()
+        x.drop()
+        return out
+    return eng.values()
+
+
+def ooo_synced(sender, receiver, engine):
+    """The receiver holds everything the sender made (nothing left waiting): equal versions."""
+    if engine == "yrs":
+        return receiver.doc.get_state() == sender.doc.get_state()
+    return receiver.doc.oplog_vv == sender.doc.oplog_vv
+
+
+def w7_out_of_order(engine, order, n):
+    positions, values, reverse, shuffled = gen_out_of_order(n)
+    sender, updates = ooo_updates(engine, positions, values)
+    expect = ooo_values(sender, engine)
+    delivery = [updates[i - 1] for i in (reverse if order == "reverse" else shuffled) if i != 0]
+    state = {"all_ok": True}
+
+    def once():
+        receiver = make_engine(engine, 2)
+        ns, done = timed(ooo_receive(receiver, engine, delivery), n)
+        if done == n:
+            ok = ooo_synced(sender, receiver, engine) and ooo_values(receiver, engine) == expect
+            state["all_ok"] = state["all_ok"] and ok
+            if not ok and "items" not in state:
+                state["items"] = receiver.length()
+        return ns if done == n else float("inf"), ns, done
+
+    (_, ns, done), runs = repeat_best(once, OOO_RUNS, stop=lambda r: r[2] < n)
+    m = {"ms": ns / 1e6 * n / done, "ns_per_op": ns / done,
+         "update_bytes": sum(len(u) for u in updates)}
+    how = ("export(ExportMode.Updates(from_=vv before)) per insert, receiver import_ per update"
+           if engine != "yrs" else
+           "get_update(state vector before) per insert, receiver apply_update per update (one txn each)")
+    note = (f"{n} random inserts received one update at a time, "
+            + ("newest first" if order == "reverse" else "in a seeded shuffle (SplitMix64 seed 77)")
+            + f"; final list starts {''.join(expect[:12])}"
+            + f"; {how}; ok = same version (nothing pending) and same list as the sender")
+    if done < n:
+        return m, done, False, note + ";" + over_budget(m, done, n)
+    note += f"; ms {rep_note(OOO_RUNS, runs)} on fresh receivers"
+    if "items" in state:  # Yrs, shuffled: updates left waiting although all of them arrived
+        m["receiver_items"] = state["items"]
+        note += (f"; FAILED: after all {n} updates the receiver shows {state['items']} items and an older"
+                 " version than the sender (the rest stayed pending)")
+    return m, n, state["all_ok"], note
+
+
 # --------------------------------------------------------------------------
 # W8.concurrent: the clownschool concurrent trace (WORKLOADS.md, W8)
 # --------------------------------------------------------------------------
@@ -981,7 +1110,8 @@ def w8_concurrent(engine, args):
 RANDOM_SIZES = (1_000, 10_000, 100_000, 1_000_000)
 WORKLOADS = (["W1.trace"] + [f"W1.random.{n}" for n in RANDOM_SIZES] +
              ["W2.history", "W3.stream.1", "W3.stream.100", "W4.moves", "W4.merge",
-              "W5.sections", "W6.memory"] + ["W8.concurrent"])
+              "W5.sections", "W6.memory"] +
+             [f"W7.{o}.{n}" for o in ("reverse", "shuffled") for n in OOO_SIZES] + ["W8.concurrent"])
 
 
 def run(engine, workload, args):
@@ -1001,6 +1131,8 @@ def run(engine, workload, args):
         return w5_sections(engine)
     if workload == "W6.memory":
         return w6_memory(engine, args)
+    if workload in WORKLOADS and workload.startswith("W7."):
+        return w7_out_of_order(engine, workload.split(".")[1], int(workload.split(".")[2]))
     if workload == "W8.concurrent":
         return w8_concurrent(engine, args)
     raise SystemExit(f"unknown workload {workload}")

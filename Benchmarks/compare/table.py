@@ -25,6 +25,7 @@ ROWS += [("W3.stream.1", "ms"), ("W3.stream.1", "bytes"), ("W3.stream.100", "ms"
 ROWS += [("W4.moves", m) for m in ("ms", "history_bytes", "load_ms")]
 ROWS += [("W4.merge", "ms"), ("W4.merge", "ok"), ("W5.sections", "ms")]
 ROWS += [("W6.memory", "bytes_per_live_item"), ("W6.memory", "bytes_per_deleted_item")]
+ROWS += [(f"W7.{o}.{n}", m) for o in ("reverse", "shuffled") for n in (10000, 100000) for m in ("ms", "ns_per_op")]
 ROWS += [("W8.concurrent", "ms"), ("W8.concurrent", "ok")]
 
 # targets: (label, workload, metric, other engine or "self:<workload>", max ratio or absolute limit)
@@ -40,6 +41,14 @@ TARGETS = [
     ("W4.moves load_ms <= 0.25x Loro movable", "W4.moves", "load_ms", "loro-movable", 0.25),
     ("W1.random.1000000 ns_per_op <= 2x W1.random.10000 (ours)", "W1.random.1000000", "ns_per_op",
      "self:W1.random.10000", 2.0),
+    ("W7.reverse.10000 ms <= 0.5x Loro (list)", "W7.reverse.10000", "ms", "loro-list", 0.5),
+    ("W7.reverse.100000 ms <= 0.5x Loro (list)", "W7.reverse.100000", "ms", "loro-list", 0.5),
+    ("W7.shuffled.10000 ms <= 0.5x Loro (list)", "W7.shuffled.10000", "ms", "loro-list", 0.5),
+    ("W7.shuffled.100000 ms <= 0.5x Loro (list)", "W7.shuffled.100000", "ms", "loro-list", 0.5),
+    ("W7.reverse.100000 ns_per_op <= 2x W7.reverse.10000 (ours)", "W7.reverse.100000", "ns_per_op",
+     "self:W7.reverse.10000", 2.0),
+    ("W7.shuffled.100000 ns_per_op <= 2x W7.shuffled.10000 (ours)", "W7.shuffled.100000", "ns_per_op",
+     "self:W7.shuffled.10000", 2.0),
 ]
 TARGETS += [("W8.concurrent ms <= 0.5x Loro (list)", "W8.concurrent", "ms", "loro-list", 0.5)]
 

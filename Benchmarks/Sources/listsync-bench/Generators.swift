@@ -133,3 +133,18 @@ func buildList(replica: UInt64, n: Int) throws -> ListDocument {
     for i in 0..<n { try doc.insertItem(at: IndexPath(item: i, section: 0), value: intValue(i)) }
     return doc
 }
+
+/// W7: the positions of n random inserts into an empty list (SplitMix64(seed 7): insert k goes at
+/// `below(k + 1)`), the value byte of insert k (`a` + k % 26), and the delivery orders of the n + 1
+/// operations (0 = the section, 1 + k = insert k): reverse = n, n-1, ..., 0; shuffled = a
+/// Fisher-Yates shuffle of 0...n by SplitMix64(seed 77) (for i from n down to 1: swap i with
+/// `below(i + 1)`).
+func genOutOfOrder(n: Int) -> (positions: [Int], values: [UInt8], reverse: [Int], shuffled: [Int]) {
+    var rng = SplitMix64(seed: 7)
+    let positions = (0..<n).map { rng.below($0 + 1) }
+    let values = (0..<n).map { UInt8(97 + $0 % 26) }
+    var shuffled = Array(0...n)
+    var srng = SplitMix64(seed: 77)
+    for i in stride(from: n, to: 0, by: -1) { shuffled.swapAt(i, srng.below(i + 1)) }
+    return (positions, values, Array((0...n).reversed()), shuffled)
+}

@@ -11,7 +11,7 @@ let traceLive = 104_852
 let randomSizes = [1_000, 10_000, 100_000, 1_000_000]
 let allWorkloads = ["W1.trace"] + randomSizes.map { "W1.random.\($0)" } + [
     "W2.history", "W3.stream.1", "W3.stream.100", "W4.moves", "W4.merge", "W5.sections", "W6.memory",
-] + ["W8.concurrent"]  // W8: W8Concurrent.swift
+] + outOfOrderWorkloads + ["W8.concurrent"]  // W8: W8Concurrent.swift
 
 struct BenchError: Error, CustomStringConvertible {
     var description: String
@@ -43,6 +43,7 @@ func run(_ workload: String, _ ctx: Context) throws -> BenchResult {
     case "W6.memory": return try w6Memory(ctx)
     case "W8.concurrent": return try w8Concurrent(ctx)
     default:
+        if let (order, n) = outOfOrderWorkload(workload) { return try w7OutOfOrder(order: order, n: n) }
         if workload.hasPrefix("W1.random."), let n = Int(workload.dropFirst("W1.random.".count)),
            randomSizes.contains(n) {
             return try w1Random(n: n)
@@ -494,3 +495,69 @@ func runChild(_ args: [String]) throws -> [String: Any] {
     }
     return obj
 }
+
+// MARK: W7
+
+let outOfOrderSizes = [10_000, 100_000]
+let outOfOrderWorkloads = ["reverse", "shuffled"].flatMap { o in outOfOrderSizes.map { "W7.\(o).\($0)" } }
+
+/// ("reverse" or "shuffled", n) for a W7 workload name.
+func outOfOrderWorkload(_ name: String) -> (String, Int)? {
+    let parts = name.split(separator: ".")
+    guard parts.count == 3, parts[0] == "W7", parts[1] == "reverse" || parts[1] == "shuffled",
+          let n = Int(parts[2]), outOfOrderSizes.contains(n) else { return nil }
+    return (String(parts[1]), n)
+}
+
+/// W7: replica 1 makes a section and n random inserts in it (untimed); a fresh replica 2 receives
+/// the n + 1 operations one `receive(_:)` call each, newest first or shuffled (timed).
+func w7OutOfOrder(order: String, n: Int) throws -> BenchResult {
+    let gen = genOutOfOrder(n: n)
+    var sender = ListDocument(replica: ReplicaID(1))
+    var ops = [try sender.insertSection(at: 0)]
+    ops.reserveCapacity(n + 1)
+    for k in 0..<n {
+        ops.append(try sender.insertItem(atRow: gen.positions[k], inSection: 0, value: byteValues[Int(gen.values[k])]))
+    }
+    let expected = sender.snapshot()
+    let delivery = order == "reverse" ? gen.reverse : gen.shuffled
+    let deliveryOps = delivery.map { ops[$0] }  // untimed: the timed loop walks one array
+
+    struct Run {
+        var ns: UInt64
+        var ok: Bool
+        var pending: Int
+        var buffered: Int  // operations that waited in the causal buffer (outcome .buffered)
+    }
+    // Best of up to 3 runs, each on a fresh receiver; every run is checked.
+    var allOK = true
+    let r = try Repeat.fastest(reps: w7Runs, time: { Double($0.ns) }) { () throws -> Run in
+        var receiver = ListDocument(replica: ReplicaID(2))
+        var buffered = 0
+        let t0 = nowNs()
+        for op in deliveryOps {
+            if try receiver.receive(op) == .buffered { buffered += 1 }
+        }
+        let ns = nowNs() - t0
+        let pending = receiver.pendingCount
+        let ok = pending == 0 && receiver.snapshot() == expected
+        allOK = allOK && ok
+        return Run(ns: ns, ok: ok, pending: pending, buffered: buffered)
+    }
+    let best = r.best
+    var res = BenchResult(workload: "W7.\(order).\(n)", ops: n + 1)
+    res.set("ms", Double(best.ns) / 1e6)
+    res.set("ns_per_op", Double(best.ns) / Double(n + 1))
+    res.set("buffered_ops", best.buffered)
+    res.set("pending_after", best.pending)
+    res.ok = allOK
+    res.note = "\(n) random inserts + the section's insert, received one receive(_:) call each "
+        + (order == "reverse" ? "newest first" : "in a seeded shuffle (SplitMix64 seed 77)")
+        + "; final list starts \(String(decoding: expected.sections[0].items.prefix(12).flatMap { $0.value }, as: UTF8.self))"
+        + "; \(best.buffered) of them waited in the causal buffer; ok = pendingCount 0 and snapshot (ids + values) "
+        + "equal to the sender's; ms \(Repeat.note(w7Runs, r.runs)) on fresh receivers"
+    return res
+}
+
+/// W7's repetition: best of up to 3 runs, as W4.moves.
+let w7Runs = 3
