@@ -226,6 +226,8 @@ public struct Simulator: Sendable {
                         report.failures.append("replica \(r) rejected an operation from \(peer): \(error)")
                     }
                 }
+                // As `Replica` does: operations still waiting for their causes ask this peer for the gap.
+                perform(sessions[r][peer]!.requestMissing(document: documents[r]), at: r, peer: peer)
             }
         }
     }
