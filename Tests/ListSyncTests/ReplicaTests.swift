@@ -99,3 +99,42 @@ import ListCRDT
         await #expect(throws: TransportError.closed) { _ = try await listener.accept() }
     }
 }
+
+/// `Replica` and the causal buffer: a gap in what a peer sent is asked for again.
+@Suite struct ReplicaGapTests {
+    @Test("operations that arrive ahead of their causes make the replica ask the peer for the gap, which fills it")
+    func gapRequest() async throws {
+        // The peer, driven by hand: its document holds a section and three items.
+        var source = ListDocument(replica: ReplicaID(9))
+        var ops = [try source.insertSection(at: 0)]
+        for k in 0..<3 { ops.append(try source.insertItem(atRow: k, inSection: 0, value: Data([UInt8(k)]))) }
+        let a = Replica(document: ListDocument(replica: ReplicaID(1)))
+        let (x, y) = InMemoryTransport.pair()
+        let hellos = HelloLog()
+        let reader = Task { for await frame in y.incoming { await hellos.add(frame) } }
+        await a.connect(x)
+        #expect(await ReplicaTests.eventually { await hellos.versions.count == 1 })
+        try await y.send(SyncMessage.hello(replica: ReplicaID(9), version: VersionVector()).encoded())
+        // The last two operations only: the first two are "lost".
+        try await y.send(SyncMessage.operations(Array(ops.suffix(2))).encoded())
+        // The replica says hello again with its version (nothing applied yet)...
+        #expect(await ReplicaTests.eventually { await hellos.versions.count == 2 })
+        #expect(await hellos.versions.last == VersionVector())
+        #expect(a.live.document.pendingCount == 2)
+        // ...and the peer's answer (everything after that version) fills the gap.
+        try await y.send(SyncMessage.operations(ops).encoded())
+        let expected = source.snapshot()
+        #expect(await ReplicaTests.eventually { a.snapshot == expected })
+        #expect(a.live.document.pendingCount == 0)
+        reader.cancel()
+        await a.close()
+    }
+}
+
+/// The versions of the hellos a hand-driven peer received.
+private actor HelloLog {
+    var versions: [VersionVector] = []
+    func add(_ frame: [UInt8]) {
+        if case let .hello(_, version)? = try? SyncMessage(decoding: frame) { versions.append(version) }
+    }
+}
