@@ -41,67 +41,19 @@ public struct EditingTrace: Sendable {
         return out
     }
 
-    /// Parses the JSON Lines text. Only the subset the traces use: non-negative integers and
-    /// strings with the escapes `\" \\ \/ \n \t \r \b \f \uXXXX` (ASCII content).
+    /// Parses the JSON Lines text (the subset ``TraceScanner`` reads).
     static func parse(_ bytes: [UInt8]) throws -> [Edit] {
         var edits: [Edit] = []
-        var i = 0
-        var line = 1
-        func fail(_ why: String) -> FormatError { FormatError(line: line, reason: why) }
-        func skipSpaces() { while i < bytes.count, bytes[i] == 0x20 { i += 1 } }
-        func expect(_ c: UInt8) throws {
-            skipSpaces()
-            guard i < bytes.count, bytes[i] == c else { throw fail("expected '\(Character(UnicodeScalar(c)))'") }
-            i += 1
-        }
-        func integer() throws -> Int {
-            skipSpaces()
-            var n = 0, digits = 0
-            while i < bytes.count, bytes[i] >= 0x30, bytes[i] <= 0x39 {
-                n = n * 10 + Int(bytes[i] - 0x30)
-                i += 1
-                digits += 1
-            }
-            if digits == 0 { throw fail("expected a number") }
-            return n
-        }
-        func string() throws -> [UInt8] {
-            try expect(0x22)
-            var out: [UInt8] = []
-            while true {
-                guard i < bytes.count else { throw fail("unterminated string") }
-                let c = bytes[i]
-                i += 1
-                if c == 0x22 { return out }
-                if c != 0x5C { out.append(c); continue }
-                guard i < bytes.count else { throw fail("bad escape") }
-                let e = bytes[i]
-                i += 1
-                switch e {
-                case 0x22, 0x5C, 0x2F: out.append(e)
-                case 0x6E: out.append(0x0A)
-                case 0x74: out.append(0x09)
-                case 0x72: out.append(0x0D)
-                case 0x62: out.append(0x08)
-                case 0x66: out.append(0x0C)
-                case 0x75:
-                    guard i + 4 <= bytes.count, let v = UInt32(String(decoding: bytes[i..<(i + 4)], as: UTF8.self), radix: 16),
-                          let scalar = UnicodeScalar(v) else { throw fail("bad \\u escape") }
-                    out.append(contentsOf: Array(String(Character(scalar)).utf8))
-                    i += 4
-                default: throw fail("bad escape")
-                }
-            }
-        }
-        while i < bytes.count {
-            if bytes[i] == 0x0A { i += 1; line += 1; continue }
-            try expect(0x5B)
-            let position = try integer()
-            try expect(0x2C)
-            let deleteCount = try integer()
-            try expect(0x2C)
-            let text = try string()
-            try expect(0x5D)
+        var s = TraceScanner(bytes: bytes) { FormatError(line: $0, reason: $1) }
+        while s.i < bytes.count {
+            if bytes[s.i] == 0x0A { s.i += 1; s.line += 1; continue }
+            try s.expect(0x5B)
+            let position = try s.integer()
+            try s.expect(0x2C)
+            let deleteCount = try s.integer()
+            try s.expect(0x2C)
+            let text = try s.string()
+            try s.expect(0x5D)
             edits.append(Edit(position: position, deleteCount: deleteCount, text: text))
         }
         return edits
