@@ -161,14 +161,8 @@ public struct ConcurrentTrace: Sendable {
             var patches: [Patch] = []
             more = try s.openList()
             while more {
-                try s.expect(0x5B)
-                let position = try s.integer()
-                try s.expect(0x2C)
-                let deleteCount = try s.integer()
-                try s.expect(0x2C)
-                let text = try s.string()
-                try s.expect(0x5D)
-                patches.append(Patch(position: position, deleteCount: deleteCount, text: text))
+                let e = try s.edit()
+                patches.append(Patch(position: e.position, deleteCount: e.deleteCount, text: e.text))
                 more = try s.nextElement()
             }
             try s.expect(0x5D)  // ]

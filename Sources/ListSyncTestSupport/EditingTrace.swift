@@ -47,14 +47,8 @@ public struct EditingTrace: Sendable {
         var s = TraceScanner(bytes: bytes) { FormatError(line: $0, reason: $1) }
         while s.i < bytes.count {
             if bytes[s.i] == 0x0A { s.i += 1; s.line += 1; continue }
-            try s.expect(0x5B)
-            let position = try s.integer()
-            try s.expect(0x2C)
-            let deleteCount = try s.integer()
-            try s.expect(0x2C)
-            let text = try s.string()
-            try s.expect(0x5D)
-            edits.append(Edit(position: position, deleteCount: deleteCount, text: text))
+            let e = try s.edit()
+            edits.append(Edit(position: e.position, deleteCount: e.deleteCount, text: e.text))
         }
         return edits
     }

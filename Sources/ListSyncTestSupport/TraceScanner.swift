@@ -60,6 +60,18 @@ struct TraceScanner<Failure: Error> {
         return true
     }
 
+    /// One edit, `[position, deleteCount, "text"]`.
+    mutating func edit() throws(Failure) -> (position: Int, deleteCount: Int, text: [UInt8]) {
+        try expect(0x5B)
+        let position = try integer()
+        try expect(0x2C)
+        let deleteCount = try integer()
+        try expect(0x2C)
+        let text = try string()
+        try expect(0x5D)
+        return (position, deleteCount, text)
+    }
+
     mutating func string() throws(Failure) -> [UInt8] {
         try expect(0x22)
         var out: [UInt8] = []
