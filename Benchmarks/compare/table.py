@@ -41,14 +41,12 @@ TARGETS = [
     ("W4.moves load_ms <= 0.25x Loro movable", "W4.moves", "load_ms", "loro-movable", 0.25),
     ("W1.random.1000000 ns_per_op <= 2x W1.random.10000 (ours)", "W1.random.1000000", "ns_per_op",
      "self:W1.random.10000", 2.0),
-    ("W7.reverse.10000 ms <= 0.5x Loro (list)", "W7.reverse.10000", "ms", "loro-list", 0.5),
-    ("W7.reverse.100000 ms <= 0.5x Loro (list)", "W7.reverse.100000", "ms", "loro-list", 0.5),
-    ("W7.shuffled.10000 ms <= 0.5x Loro (list)", "W7.shuffled.10000", "ms", "loro-list", 0.5),
-    ("W7.shuffled.100000 ms <= 0.5x Loro (list)", "W7.shuffled.100000", "ms", "loro-list", 0.5),
-    ("W7.reverse.100000 ns_per_op <= 2x W7.reverse.10000 (ours)", "W7.reverse.100000", "ns_per_op",
-     "self:W7.reverse.10000", 2.0),
-    ("W7.shuffled.100000 ns_per_op <= 2x W7.shuffled.10000 (ours)", "W7.shuffled.100000", "ns_per_op",
-     "self:W7.shuffled.10000", 2.0),
+] + [
+    (f"W7.{o}.{n} ms <= 0.5x Loro (list)", f"W7.{o}.{n}", "ms", "loro-list", 0.5)
+    for o in ("reverse", "shuffled") for n in (10000, 100000)
+] + [
+    (f"W7.{o}.100000 ns_per_op <= 2x W7.{o}.10000 (ours)", f"W7.{o}.100000", "ns_per_op", f"self:W7.{o}.10000", 2.0)
+    for o in ("reverse", "shuffled")
 ]
 TARGETS += [("W8.concurrent ms <= 0.5x Loro (list)", "W8.concurrent", "ms", "loro-list", 0.5)]
 

@@ -30,10 +30,11 @@ extension ListDocument {
                 commit(op, resolved)
                 return .applied(woken: 1)
             }
-            if let limit = buffer.limitPassed(adding: op, limits: pendingLimits) {
+            let footprint = op.bufferFootprint
+            if let limit = buffer.limitPassed(footprint: footprint, limits: pendingLimits) {
                 throw .bufferFull(op.id, limit)
             }
-            buffer.add(op, waitingFor: missing)
+            buffer.add(op, footprint: footprint, waitingFor: missing)
             return .buffered
         }
         let resolved = try resolve(op)

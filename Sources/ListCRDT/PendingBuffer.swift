@@ -92,18 +92,18 @@ struct PendingBuffer: Sendable {
     /// - Complexity: O(p log p) for p buffered operations.
     var all: [ListOperation] { byID.values.map(\.op).sorted { $0.id < $1.id } }
 
-    /// The limit `op` would pass if it were added, or nil when it fits.
-    func limitPassed(adding op: ListOperation, limits: PendingLimits) -> PendingLimit? {
+    /// The limit an operation of `footprint` bytes (its ``ListOperation/bufferFootprint``)
+    /// would pass if it were added, or nil when it fits.
+    func limitPassed(footprint: Int, limits: PendingLimits) -> PendingLimit? {
         if byID.count >= limits.maxOperations { return .operations(limits.maxOperations) }
-        if bytes + op.bufferFootprint > limits.maxBytes { return .bytes(limits.maxBytes) }
+        if bytes + footprint > limits.maxBytes { return .bytes(limits.maxBytes) }
         return nil
     }
 
-    /// Files a new operation until `dependency` is applied.
+    /// Files a new operation of `footprint` bytes until `dependency` is applied.
     ///
     /// - Complexity: O(log p).
-    mutating func add(_ op: ListOperation, waitingFor dependency: OpID) {
-        let footprint = op.bufferFootprint
+    mutating func add(_ op: ListOperation, footprint: Int, waitingFor dependency: OpID) {
         byID[op.id] = Waiting(op: op, footprint: footprint)
         bytes += footprint
         refile(op.id, waitingFor: dependency)
