@@ -1,27 +1,45 @@
 // swift-tools-version:6.0
 import PackageDescription
 
+// `Mutex` (Synchronization), used by LiveDocument, InMemoryTransport and Replica, needs these releases;
+// `Tests/ListCRDTTests/PlatformTests.swift` fails if a source uses `Mutex` without them declared here.
+let platforms: [SupportedPlatform] = [.macOS(.v15), .iOS(.v18), .tvOS(.v18), .watchOS(.v11), .visionOS(.v2)]
+
 let package = Package(
     name: "ListSync",
+    platforms: platforms,
     products: [
         .library(name: "ListCRDT", targets: ["ListCRDT"]),
+        .library(name: "ListTable", targets: ["ListTable"]),
         .library(name: "ListSync", targets: ["ListSync"]),
+        .library(name: "ListSyncSimulation", targets: ["ListSyncSimulation"]),
         .executable(name: "listsync", targets: ["listsync"]),
         .executable(name: "listsync-bench", targets: ["listsync-bench"]),
     ],
     dependencies: [],
     targets: [
+        // The engine: pure (no I/O, no clock, no randomness it was not handed).
         .target(name: "ListCRDT"),
-        .target(name: "ListSync", dependencies: ["ListCRDT"]),
-        .executableTarget(name: "listsync", dependencies: ["ListSync"]),
-        // Seeded randomness and editing traces, shared by the tests and the benchmark.
-        .target(name: "ListSyncTestSupport", dependencies: ["ListCRDT"]),
-        // The CRDT tests borrow the simulator's random-edit generator (ListSync.RandomEdit).
-        .testTarget(name: "ListCRDTTests", dependencies: ["ListCRDT", "ListSync", "ListSyncTestSupport"]),
-        .testTarget(name: "ListSyncTests", dependencies: ["ListSync", "ListSyncTestSupport"]),
+        // The UI layer on the engine's public API: change sets, drag sessions, LiveDocument.
+        .target(name: "ListTable", dependencies: ["ListCRDT"]),
+        // The sync protocol, transports and the Replica actor.
+        .target(name: "ListSync", dependencies: ["ListCRDT", "ListTable"]),
+        // Seeded, replayable simulation: the in-memory network, workloads, the semantics oracle.
+        .target(name: "ListSyncSimulation", dependencies: ["ListCRDT", "ListTable", "ListSync"]),
+        .executableTarget(name: "listsync", dependencies: ["ListSyncSimulation"]),
+        // Editing traces, shared by the tests and the benchmark.
+        .target(name: "ListSyncTestSupport", dependencies: ["ListCRDT", "ListSyncSimulation"]),
+        .testTarget(
+            name: "ListCRDTTests",
+            dependencies: ["ListCRDT", "ListTable", "ListSync", "ListSyncSimulation", "ListSyncTestSupport"]
+        ),
+        .testTarget(
+            name: "ListSyncTests",
+            dependencies: ["ListCRDT", "ListTable", "ListSync", "ListSyncSimulation", "ListSyncTestSupport"]
+        ),
         .executableTarget(
             name: "listsync-bench",
-            dependencies: ["ListCRDT", "ListSync", "ListSyncTestSupport"],
+            dependencies: ["ListCRDT", "ListSync", "ListSyncSimulation", "ListSyncTestSupport"],
             path: "Benchmarks/Sources/listsync-bench"
         ),
     ]

@@ -1,4 +1,5 @@
 import ListCRDT
+import ListTable
 
 /// One replica of a document, connected to any number of peers over any ``Transport``s.
 ///

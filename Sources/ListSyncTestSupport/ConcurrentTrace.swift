@@ -1,5 +1,6 @@
 import Foundation
 import ListCRDT
+import ListSyncSimulation
 
 /// A recorded session of several people editing one document at the same time, as in
 /// `Benchmarks/Traces/clownschool.concurrent.jsonl`: one transaction per line (JSON Lines),

@@ -1,5 +1,5 @@
 import Foundation
-import ListSync
+import ListSyncSimulation
 
 /// `listsync`: command-line entry point. Wiring only: the work is in the ListSync modules.
 

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import ListCRDT
+import ListSyncSimulation
 
 /// SEMANTICS §2 (last paragraph): bad input is a typed error, never a trap and never a partial
 /// change. After any error the document is byte-for-byte what it was before.

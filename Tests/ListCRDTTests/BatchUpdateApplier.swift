@@ -1,5 +1,6 @@
 import Foundation
 @testable import ListCRDT
+import ListTable
 
 /// Applies a ``ChangeSet`` to the snapshot a table shows, the way `UITableView.performBatchUpdates`
 /// does, and refuses what UIKit refuses (it raises `NSInternalInconsistencyException`).

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import ListCRDT
+import ListSyncSimulation
 
 /// BitWriter and BitReader: the packed areas of move runs (Docs/WireFormat.md §1).
 @Suite struct BitPackingTests {

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @_spi(Testing) @testable import ListCRDT
+import ListSyncSimulation
 
 /// SEMANTICS §3.8: operations that arrive before their causes wait in the causal buffer. The
 /// buffer looks at each waiting operation once per dependency it lacked (so any delivery order

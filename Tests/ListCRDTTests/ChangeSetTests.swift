@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 @testable import ListCRDT
+import ListTable
+import ListSyncSimulation
 
 /// Change sets between snapshots (SEMANTICS §5): named cases, the applier's own rejections, and
 /// thousands of seeded random snapshot pairs checked with the batch-update applier.

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import ListCRDT
+import ListSyncSimulation
 
 /// Seeded multi-replica fuzzing: random edits on 3–5 replicas, delivered in random order with
 /// duplicates and losses (repaired by a final anti-entropy exchange). After full delivery every

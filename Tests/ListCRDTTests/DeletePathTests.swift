@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import ListCRDT
+import ListSyncSimulation
 
 /// The delete-run path of `ListDocument.deleteItem(at:)` (an item delete right after this
 /// replica's previous item delete in the same section, with nothing in between, skips the general

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import ListCRDT
+import ListSyncSimulation
 
 /// Delete runs (backspaces, forward deletes) in a received batch are applied in one step
 /// (`ListDocument.receiveDeleteRun`). The result must be exactly what receiving the operations one

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import ListCRDT
+import ListSyncSimulation
 
 /// SEMANTICS §3.8 (duplicate and out-of-order delivery) and §3.9 (equivocation).
 @Suite("§3.8 §3.9 delivery: duplicates, causal buffering, equivocation")

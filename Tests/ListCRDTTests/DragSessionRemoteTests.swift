@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 @testable import ListCRDT
+@testable import ListTable
+import ListSyncSimulation
 
 /// SEMANTICS §4, remote operations during a drag: a remote op injected at every step of a drag,
 /// then convergence with the remote replica; and a seeded fuzz of drags under random remote edits.

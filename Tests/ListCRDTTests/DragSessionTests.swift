@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 @testable import ListCRDT
+import ListTable
+import ListSyncSimulation
 
 /// SEMANTICS §4: the deferred reorder model, one test per reorder style of the UIKit tutorials it
 /// replaces, plus the table helpers and bad input.

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import ListCRDT
+import ListSyncSimulation
 
 /// Loading encoded batches without one operation per character (`ListDocument.receive(encoded:)`,
 /// ListDocument+Load.swift): the result must be exactly what decoding the batch and receiving the

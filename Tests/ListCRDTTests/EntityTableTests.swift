@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import ListCRDT
+import ListSyncSimulation
 
 /// The entity registers (position write, delete register, alive) against a plain model that
 /// stores both ids for every entity: the compact rows (``EntityTable/Row/state``) must give the

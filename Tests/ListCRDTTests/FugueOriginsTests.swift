@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @_spi(Testing) @testable import ListCRDT
+import ListSyncSimulation
 
 /// SEMANTICS §3.1: a new slot's origins are Fugue's. The left origin is the visible element just
 /// before the insertion point (the start at index 0), the right origin the slot right after the

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import ListCRDT
+import ListSyncSimulation
 
 /// SEMANTICS §3.1: concurrent inserts at one place are all kept, in a deterministic order, and runs
 /// typed (or moved) concurrently at one spot never interleave (FugueMax's non-interleaving).

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import ListCRDT
+import ListSyncSimulation
 
 /// Typed runs in a received batch are applied in one step (`ListDocument.receiveInsertRun`). The
 /// result must be exactly what receiving the operations one at a time through the general path

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import ListCRDT
+import ListTable
 
 /// SEMANTICS §5: change sets for every local and remote change, lost-move reports, the stream of
 /// change sets; and the causality queries the lost-move detection rests on.

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import ListCRDT
+import ListSyncSimulation
 
 /// SEMANTICS §2: the effect of each local operation, checked against a plain array model, and
 /// replayed on a second replica (which must converge).

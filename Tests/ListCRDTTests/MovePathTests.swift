@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import ListCRDT
+import ListSyncSimulation
 
 /// The one-item move path of `ListDocument.moveItem(from:to:)` (the item's row is known, the new
 /// slot is placed right after its left origin with no search, and the operation resolves without

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import ListCRDT
+import ListSyncSimulation
 
 /// Move runs (Docs/WireFormat.md §2.6): exact round trips of any batch of moves, the version the
 /// encoder picks, compactness, and a typed error for every malformed packed area.

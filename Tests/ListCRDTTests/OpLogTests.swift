@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import ListCRDT
+import ListSyncSimulation
 
 /// The compact operation log (`OpLog`, `ListDocument+History.swift`): the operations it gives back
 /// must be equal (`==`) to the ones applied, in application order, however they were stored

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import ListCRDT
+import ListSyncSimulation
 
 /// The operation batch encoding (Docs/WireFormat.md): exact round trips, compactness of runs,
 /// and typed errors (never a crash) for truncated, oversized and garbage input.

@@ -1,5 +1,6 @@
 import Foundation
 @testable import ListCRDT
+import ListSyncSimulation
 import ListSync
 
 /// The random user edits of the simulator (`ListSync.RandomEdit`), applied to the reference model.

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import ListCRDT
+import ListSyncSimulation
 
 /// One replica against a plain `[[Item]]` model: thousands of seeded random edit sequences,
 /// compared after every edit.

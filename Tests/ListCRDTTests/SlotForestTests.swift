@@ -1,5 +1,6 @@
 import Testing
 @testable import ListCRDT
+import ListSyncSimulation
 
 /// The counted B-trees on their own, against plain arrays of (slot, visible).
 @Suite struct SlotForestTests {

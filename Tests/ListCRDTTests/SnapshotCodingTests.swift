@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import ListCRDT
+import ListSyncSimulation
 
 /// Whole-document snapshots (Docs/WireFormat.md, "Snapshots"): a loaded snapshot is the same
 /// document, on any replica; malformed or inconsistent snapshots give typed errors.

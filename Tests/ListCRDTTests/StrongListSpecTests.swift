@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @_spi(Testing) @testable import ListCRDT
+import ListSyncSimulation
 
 /// The strong list specification, checked on random multi-replica histories: there is one order of
 /// all the items ever inserted into a section such that every replica, at every moment, shows the

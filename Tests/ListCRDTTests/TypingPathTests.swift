@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import ListCRDT
+import ListSyncSimulation
 
 /// The typing path of `ListDocument.insertItem(at:value:)` (an insert right after this replica's
 /// previous insert, with nothing in between, extends that insert's slot run, tree entry and log

@@ -1,5 +1,6 @@
 import Testing
 @testable import ListSync
+import ListSyncSimulation
 
 @Suite struct InMemoryNetworkTests {
     static func trace(seed: UInt64, faults: NetworkFaults) -> [String] {

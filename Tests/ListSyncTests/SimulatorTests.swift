@@ -2,6 +2,7 @@ import Foundation
 import Testing
 @_spi(Testing) import ListCRDT
 @testable @_spi(Testing) import ListSync
+@_spi(Testing) import ListSyncSimulation
 
 /// The simulator: seeded multi-replica runs over a faulty network, checked for convergence.
 @Suite struct SimulatorTests {

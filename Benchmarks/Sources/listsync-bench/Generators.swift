@@ -1,5 +1,6 @@
 import Foundation
 import ListCRDT
+import ListSyncSimulation
 
 // Untimed operation generation, identical to Benchmarks/compare/peers.py (same SplitMix64 draws,
 // in the same order), plus the plain-array models the workloads verify against.

@@ -1,5 +1,6 @@
 import Foundation
 import ListCRDT
+import ListSyncSimulation
 import ListSync
 import ListSyncTestSupport
 

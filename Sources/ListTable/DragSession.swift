@@ -1,4 +1,5 @@
 import Foundation
+import ListCRDT
 
 /// A drag to reorder rows, in the deferred model of UITableView+Reorder (SEMANTICS §4): while the
 /// finger moves, only a placeholder row moves and the document does not change; when the finger

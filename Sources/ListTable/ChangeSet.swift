@@ -1,4 +1,5 @@
 import Foundation
+import ListCRDT
 
 /// The difference between two snapshots, in the form `UITableView.performBatchUpdates(_:)`
 /// accepts: what to delete, insert, move and reload so that a table showing the old snapshot

@@ -1,5 +1,7 @@
 import Foundation
 import ListCRDT
+import ListSync
+import ListTable
 
 /// The mix of edits a simulated user makes, in percent (the rest, if any, are item inserts).
 public struct Workload: Hashable, Sendable {

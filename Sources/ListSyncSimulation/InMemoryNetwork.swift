@@ -1,4 +1,6 @@
 import ListCRDT
+import ListSync
+import ListTable
 
 /// How an ``InMemoryNetwork`` mistreats frames.
 public struct NetworkFaults: Hashable, Sendable {

@@ -1,4 +1,5 @@
 import Foundation
+import ListCRDT
 import Synchronization
 
 /// A document that reports what each change means for a table: every local edit and every batch
@@ -82,7 +83,7 @@ public final class LiveDocument: Sendable {
             var work = state.document
             let before = work.operationCount
             let result = try body(&work)
-            let ops = work.operations(fromValid: before)
+            let ops = Self.operations(of: work, from: before)
             state.document = work
             for op in ops { Self.remember(op, in: &state) }
             let changes = Self.publish(&state, lostMoves: [])
@@ -105,12 +106,19 @@ public final class LiveDocument: Sendable {
         let (changes, errors) = state.withLock { state in
             let before = state.document.operationCount
             let errors = state.document.receive(operations)
-            let applied = state.document.operations(fromValid: before)
+            let applied = Self.operations(of: state.document, from: before)
             let lost = Self.lostMoves(after: applied, in: &state)
             return (Self.publish(&state, lostMoves: lost), errors)
         }
         if !errors.isEmpty { throw ReceiveFailure(errors: errors, changes: changes) }
         return changes
+    }
+
+    /// The operations `document` applied after its log held `count` of them.
+    private static func operations(of document: ListDocument, from count: Int) -> [ListOperation] {
+        do { return try document.operations(from: count) } catch {
+            preconditionFailure("the log only grows, so \(count) is within it: \(error)")
+        }
     }
 
     /// Applies one operation from another replica (see ``receive(_:)-(S)``).

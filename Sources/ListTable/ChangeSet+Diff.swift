@@ -1,4 +1,5 @@
 import Foundation
+import ListCRDT
 
 extension ChangeSet {
     /// The change set that turns a table showing `old` into one showing `new` (see ``ChangeSet``
@@ -115,7 +116,11 @@ func longestIncreasingSubsequence(_ values: [Int]) -> [Bool] {
     var tails: [Int] = []                                  // index of the smallest tail per length
     var previous = [Int](repeating: -1, count: values.count)
     for (k, v) in values.enumerated() {
-        let lo = tails.partitionPoint { values[$0] < v }
+        var lo = 0, hi = tails.count                       // the first tail whose value is not below v
+        while lo < hi {
+            let mid = (lo + hi) / 2
+            if values[tails[mid]] < v { lo = mid + 1 } else { hi = mid }
+        }
         if lo > 0 { previous[k] = tails[lo - 1] }
         if lo == tails.count { tails.append(k) } else { tails[lo] = k }
     }

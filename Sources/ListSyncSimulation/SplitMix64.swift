@@ -1,3 +1,6 @@
+import ListCRDT
+import ListSync
+import ListTable
 /// SplitMix64: a tiny, fast, seeded random generator, so that every random test, simulation and
 /// benchmark replays exactly from its seed. The same algorithm drives the Python side of the
 /// benchmark comparison (`Benchmarks/WORKLOADS.md`).

@@ -1,3 +1,6 @@
+import ListCRDT
+import ListSync
+import ListTable
 import Foundation
 
 /// The rules of SEMANTICS §3.2–3.5 computed directly from a set of operations, independently of

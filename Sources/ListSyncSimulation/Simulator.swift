@@ -1,5 +1,7 @@
 import Foundation
 import ListCRDT
+import ListSync
+import ListTable
 @_spi(Testing) import ListCRDT
 
 /// What a simulation does.

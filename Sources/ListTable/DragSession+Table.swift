@@ -1,4 +1,5 @@
 import Foundation
+import ListCRDT
 
 /// What a table's data source asks while a drag is live (UITableView+Reorder's helpers).
 extension DragSession {
