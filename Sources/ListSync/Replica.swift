@@ -108,7 +108,7 @@ public actor Replica {
                 do { try await transport.send(frame) } catch { drop(id); return }
             case let .deliver(ops):
                 let before = live.document.version
-                do { _ = try live.receive(ops) } catch { refusedOperations += error.errors }
+                refusedOperations += live.receive(ops).report.refused
                 // Relay what was new here to the other peers (they may not be connected to the author).
                 let fresh = live.operations(since: before)
                 if !fresh.isEmpty { await forward(fresh, except: id) }

@@ -346,8 +346,8 @@ public struct ConcurrentReplay: Sendable {
             any = true
             switch delivery {
             case .causal:
-                let errors = documents[a].receive(operations[bestIndex])
-                if let e = errors.first { throw .receive(transaction: transaction, agent: a, e) }
+                let report = documents[a].receive(operations[bestIndex])
+                if let e = report.refused.first { throw .receive(transaction: transaction, agent: a, e) }
             case .shuffled:
                 scratch.append(contentsOf: operations[bestIndex])
             }

@@ -91,27 +91,32 @@ public final class LiveDocument: Sendable {
         }
     }
 
-    /// Applies operations from other replicas (see ``ListDocument/receive(_:)-(ListOperation)``)
-    /// and returns what changed, with the local moves that lost to concurrent moves.
+    /// Applies operations from other replicas (see ``ListDocument/receive(_:)-([ListOperation])``)
+    /// and returns what changed, with the local moves that lost to concurrent moves, and the
+    /// report of what happened to each operation.
     ///
-    /// Operations that are refused do not stop the others. If any is refused, the method throws
-    /// ``ReceiveFailure``, which carries the change set of the operations that were applied;
-    /// subscribers receive that change set either way.
+    /// Operations that are refused do not stop the others: they are listed in the report's
+    /// ``ReceiveReport/refused``, and the change set is that of the operations applied;
+    /// subscribers receive it either way (unless it is empty).
     ///
     /// - Complexity: the operations, plus the diff (see the type's discussion), plus the
     ///   causality checks of remembered local moves that a received move overrode.
     @discardableResult
-    public func receive<S: Sequence>(_ operations: S) throws(ReceiveFailure) -> ChangeSet
+    public func receive<S: Sequence>(_ operations: S) -> (changes: ChangeSet, report: ReceiveReport)
     where S.Element == ListOperation {
-        let (changes, errors) = state.withLock { state in
+        state.withLock { state in
             let before = state.document.operationCount
-            let errors = state.document.receive(operations)
+            let report = state.document.receive(Array(operations))
             let applied = Self.operations(of: state.document, from: before)
             let lost = Self.lostMoves(after: applied, in: &state)
-            return (Self.publish(&state, lostMoves: lost), errors)
+            return (Self.publish(&state, lostMoves: lost), report)
         }
-        if !errors.isEmpty { throw ReceiveFailure(errors: errors, changes: changes) }
-        return changes
+    }
+
+    /// Applies one operation from another replica (see ``receive(_:)-(S)``).
+    @discardableResult
+    public func receive(_ operation: ListOperation) -> (changes: ChangeSet, report: ReceiveReport) {
+        receive(CollectionOfOne(operation))
     }
 
     /// The operations `document` applied after its log held `count` of them.
@@ -119,12 +124,6 @@ public final class LiveDocument: Sendable {
         do { return try document.operations(from: count) } catch {
             preconditionFailure("the log only grows, so \(count) is within it: \(error)")
         }
-    }
-
-    /// Applies one operation from another replica (see ``receive(_:)-(S)``).
-    @discardableResult
-    public func receive(_ operation: ListOperation) throws(ReceiveFailure) -> ChangeSet {
-        try receive(CollectionOfOne(operation))
     }
 
     /// Operations this document has applied and `version` has not seen, in causal order.
@@ -168,18 +167,6 @@ public final class LiveDocument: Sendable {
             return all
         }
         for c in subscribers { c.finish() }
-    }
-}
-
-/// Thrown by ``LiveDocument/receive(_:)-(S)`` when operations were refused.
-public struct ReceiveFailure: Error, Sendable, CustomStringConvertible {
-    /// Why each refused operation was refused.
-    public var errors: [ApplyError]
-    /// What the operations that were applied changed (subscribers received it too).
-    public var changes: ChangeSet
-
-    public var description: String {
-        "\(errors.count) operation(s) refused: " + errors.map(\.description).joined(separator: "; ")
     }
 }
 

@@ -11,13 +11,13 @@ extension ScenarioSupport {
         throws -> ListDocument {
         var batch = base.fork(as: 90)
         var single = base.fork(as: 90)
-        single.continuationFastPath = false
-        let batchErrors = batch.receive(ops)
-        var singleErrors: [ApplyError] = []
+        single.fastPaths = false
+        let batchReport = batch.receive(ops)
+        var singleReport = ReceiveReport()
         for op in ops {
-            do { try single.receive(op) } catch { singleErrors.append(error) }
+            do { singleReport.add(try single.receive(op)) } catch { singleReport.refused.append(error) }
         }
-        #expect("\(batchErrors)" == "\(singleErrors)", sourceLocation: sourceLocation)
+        #expect(batchReport == singleReport, "\(batchReport) against \(singleReport)", sourceLocation: sourceLocation)
         let sameState = batch.encodedState() == single.encodedState()
         #expect(sameState, "the states differ", sourceLocation: sourceLocation)
         #expect(batch.operations == single.operations, sourceLocation: sourceLocation)

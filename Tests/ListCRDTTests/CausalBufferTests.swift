@@ -68,7 +68,7 @@ struct CausalBufferTests: ScenarioSupport {
     func shuffled(seed: UInt64) throws {
         let ops = concurrentHistory(seed: seed)
         var inOrder = ListDocument(replica: ReplicaID(9))
-        #expect(inOrder.receive(ops).isEmpty)
+        #expect(inOrder.receive(ops).refused.isEmpty)
         var rng = SplitMix64(seed: seed ^ 0xABCD)
         var shuffled = ops
         shuffled.shuffle(using: &rng)
@@ -98,7 +98,7 @@ struct CausalBufferTests: ScenarioSupport {
         let message = ApplyError.bufferFull(late[10].id, .operations(10)).description
         #expect(message.contains("10 operations"))
         // The gap arrives in order; the refused operations are sent again (as a sync session does).
-        #expect(doc.receive(Array(ops.prefix(ops.count - 10))).isEmpty)
+        #expect(doc.receive(Array(ops.prefix(ops.count - 10))).refused.isEmpty)
         #expect(doc.pendingCount == 0)
         #expect(doc.snapshot() == source.snapshot())
         try doc.checkInvariants()
@@ -118,7 +118,7 @@ struct CausalBufferTests: ScenarioSupport {
         let before = DocumentFingerprint(doc)
         #expect(throws: ApplyError.bufferFull(ops[3].id, .bytes(limit))) { try doc.receive(ops[3]) }
         #expect(DocumentFingerprint(doc) == before)
-        #expect(doc.receive(Array(ops.prefix(4))).isEmpty)
+        #expect(doc.receive(Array(ops.prefix(4))).refused.isEmpty)
         #expect(doc.pendingCount == 0 && doc.pendingBytes == 0)
         #expect(doc.snapshot() == source.snapshot())
     }

@@ -10,7 +10,7 @@ import Testing
     func bothWays(_ ops: [ListOperation]) throws -> (fast: ListDocument, general: ListDocument) {
         var fast = ListDocument(replica: ReplicaID(90))
         var general = ListDocument(replica: ReplicaID(91))
-        general.continuationFastPath = false
+        general.fastPaths = false
         for op in ops {
             let a = Result { () throws(ApplyError) in try fast.receive(op) }
             let b = Result { () throws(ApplyError) in try general.receive(op) }

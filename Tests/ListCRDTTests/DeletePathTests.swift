@@ -19,11 +19,11 @@ import ListSyncSimulation
     func backspaceRunMatchesGeneralPath() throws {
         var fast = try typed(20)
         var general = fast
-        general.continuationFastPath = false
+        general.fastPaths = false
         for k in 0..<20 {
             _ = try same(&fast, &general, "backspace \(k)") { try $0.deleteItem(at: ip(0, 20 - k)) }
             // The first delete takes the general path and starts the run; every later one continues it.
-            #expect(fast.deleting?.id == fast.operations.last?.id)
+            #expect(fast.localDeleteRun?.id == fast.operations.last?.id)
         }
         #expect(fast.operations == general.operations)
         #expect(fast.frontier == general.frontier && fast.version == general.version)
@@ -38,7 +38,7 @@ import ListSyncSimulation
         let n = 2 * SlotForest.maxEntryLength + 7
         var fast = try typed(n)
         var general = fast
-        general.continuationFastPath = false
+        general.fastPaths = false
         for k in 0..<n {
             _ = try same(&fast, &general, "delete \(k)") { try $0.deleteItem(at: ip(0, 1)) }
         }
@@ -51,7 +51,7 @@ import ListSyncSimulation
     func scatteredDeletesAndBadRows() throws {
         var fast = try typed(40)
         var general = fast
-        general.continuationFastPath = false
+        general.fastPaths = false
         var rng = SplitMix64(seed: 7)
         for k in 0..<30 {
             let n = try fast.itemCount(inSection: 0)
@@ -72,7 +72,7 @@ import ListSyncSimulation
                 #expect(fast.encodedState() == before && fast.operationCount == operations)
                 // The run goes on after the errors.
                 _ = try same(&fast, &general, "after errors") { try $0.deleteItem(at: ip(0, 0)) }
-                #expect(fast.deleting?.id == fast.operations.last?.id)
+                #expect(fast.localDeleteRun?.id == fast.operations.last?.id)
             }
         }
         #expect(fast.operations == general.operations)
@@ -83,7 +83,7 @@ import ListSyncSimulation
     func interruptionsEndTheRun() throws {
         var fast = try typed(12)
         var general = fast
-        general.continuationFastPath = false
+        general.fastPaths = false
         var peer = fast.fork(as: 2)
         _ = try same(&fast, &general, "d1") { try $0.deleteItem(at: ip(0, 3)) }
         let remote = try peer.deleteItem(at: ip(0, 2))
@@ -118,7 +118,7 @@ import ListSyncSimulation
         for (k, v) in ["x", "y", "z"].enumerated() { try fast.insertItem(at: ip(0, 2 + k), value: Data(v.utf8)) }
         try fast.receive(try peer.deleteSection(at: 0))
         var general = fast
-        general.continuationFastPath = false
+        general.fastPaths = false
         #expect(fast.rows == [["x", "y", "z"], ["c"]])
         for k in 0..<3 {
             _ = try same(&fast, &general, "delete \(k)") { try $0.deleteItem(at: ip(0, 0)) }
@@ -137,7 +137,7 @@ import ListSyncSimulation
             var rng = SplitMix64(seed: seed &* 7_919)
             var fast = try typed(60)
             var general = fast
-            general.continuationFastPath = false
+            general.fastPaths = false
             var peer = fast.fork(as: 2)
             var cursor = (section: 0, row: 30)
             var deletes = 0

@@ -23,7 +23,7 @@ extension ScenarioSupport {
     }
 
     /// Applies `edit` to both documents (one taking the short paths of local runs, one with
-    /// `continuationFastPath` off) and checks they make the same operation and state.
+    /// `fastPaths` off) and checks they make the same operation and state.
     func same(_ fast: inout ListDocument, _ general: inout ListDocument, _ what: String,
               _ edit: (inout ListDocument) throws -> ListOperation?,
               sourceLocation: SourceLocation = #_sourceLocation) throws -> ListOperation? {

@@ -217,11 +217,10 @@ enum StrongListSpec {
             step += 1
             result.stats.deliveries += 1
             do {
-                switch try docs[r].receive(op) {
-                case .applied: observe(r)
-                case .buffered: result.stats.buffered += 1
-                case .duplicate: result.stats.duplicates += 1
-                }
+                let outcome = try docs[r].receive(op)
+                if outcome.applied > 0 { observe(r) }
+                result.stats.buffered += outcome.buffered
+                result.stats.duplicates += outcome.duplicates
             } catch {
                 if result.firstErrorStep == nil { result.firstErrorStep = step }
                 report(Problem(kind: .error, detail: "replica \(r + 1) at step \(step) refused \(op): \(error)"))

@@ -37,7 +37,7 @@ extension ListDocument {
 
     /// Applies every operation of `other` this document has not seen (in `other`'s order).
     mutating func merge(_ other: ListDocument) {
-        let errors = receive(other.operations(since: version))
+        let errors = receive(other.operations(since: version)).refused
         precondition(errors.isEmpty, "merge failed: \(errors)")
     }
 

@@ -12,11 +12,11 @@ import ListSyncSimulation
     func typedRunMatchesGeneralPath() throws {
         var fast = try ListDocument.make(1, sections: [["x", "y"], ["z"]])
         var general = fast
-        general.continuationFastPath = false
+        general.fastPaths = false
         for (k, c) in "hello world".enumerated() {
             _ = try same(&fast, &general, "char \(k)") { try $0.insertItem(at: ip(0, 1 + k), value: Data(String(c))) }
             // The short path keeps the run current.
-            #expect(fast.typing?.row == 1 + k && fast.typing?.id == fast.operations.last?.id)
+            #expect(fast.localInsertRun?.row == 1 + k && fast.localInsertRun?.id == fast.operations.last?.id)
         }
         #expect(fast.operations == general.operations)
         #expect(fast.frontier == general.frontier && fast.version == general.version)
@@ -30,7 +30,7 @@ import ListSyncSimulation
     func typedRunPastTheEntryLimit() throws {
         var fast = try ListDocument.make(1, sections: [["x", "y"]])
         var general = fast
-        general.continuationFastPath = false
+        general.fastPaths = false
         let n = 3 * SlotForest.maxEntryLength + 5
         for k in 0..<n {
             _ = try same(&fast, &general, "char \(k)") { try $0.insertItem(at: ip(0, 1 + k), value: Data([UInt8(k % 251)])) }
@@ -44,7 +44,7 @@ import ListSyncSimulation
     func interruptionsEndTheRun() throws {
         var fast = try ListDocument.make(1, sections: [["a", "b", "c"], ["d"]])
         var general = fast
-        general.continuationFastPath = false
+        general.fastPaths = false
         var peer = fast.fork(as: 2)
         _ = try same(&fast, &general, "t1") { try $0.insertItem(at: ip(0, 1), value: Data("1".utf8)) }
         // A remote insert right where the next character goes.
@@ -77,7 +77,7 @@ import ListSyncSimulation
             var rng = SplitMix64(seed: seed &* 104_729)
             var fast = try ListDocument.make(1, sections: [["a", "b"], ["c"], []])
             var general = fast
-            general.continuationFastPath = false
+            general.fastPaths = false
             var peer = fast.fork(as: 2)
             var cursor = (section: 0, row: 0)
             var typed = 0

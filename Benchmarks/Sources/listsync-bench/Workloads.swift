@@ -151,7 +151,7 @@ func loadHistory(_ bytes: [UInt8]) throws -> (Double, ListDocument) {
     // Decodes and applies in one call: typed runs and delete runs go in without one
     // ListOperation per character (ListDocument+Load.swift).
     var doc = ListDocument(replica: ReplicaID(99))
-    let errors = try doc.receive(encoded: bytes, maxOperations: Int.max)
+    let errors = try doc.receive(encoded: bytes, maxOperations: Int.max).refused
     _ = doc.totalItemCount
     let ms = Double(nowNs() - t0) / 1e6
     guard errors.isEmpty else { throw BenchError("history load refused \(errors.count) operations: \(errors[0])") }
@@ -235,7 +235,7 @@ struct SyncPair {
                 frames += 1
                 net.send(from: side, to: 1 - side, frame)
             case let .deliver(ops):
-                deliverErrors += docs[side].receive(ops).count
+                deliverErrors += docs[side].receive(ops).refused.count
             }
         }
     }
@@ -372,7 +372,7 @@ func w4Merge() throws -> BenchResult {
     func once() throws -> MergeRun {
         var a = try buildList(replica: 1, n: n)
         var b = ListDocument(replica: ReplicaID(2))
-        let errs = b.receive(a.operations)
+        let errs = b.receive(a.operations).refused
         guard errs.isEmpty else { throw BenchError("B could not load A's history: \(errs[0])") }
         let fork = a.version
 
@@ -385,8 +385,8 @@ func w4Merge() throws -> BenchResult {
         }
         let uA = ListOperation.encode(a.operations(since: fork))
         let uB = ListOperation.encode(b.operations(since: fork))
-        let errA = a.receive(try ListOperation.decode(uB, maxValueSize: ListDocument.defaultMaxValueSize, maxOperations: Int.max))
-        let errB = b.receive(try ListOperation.decode(uA, maxValueSize: ListDocument.defaultMaxValueSize, maxOperations: Int.max))
+        let errA = a.receive(try ListOperation.decode(uB, maxValueSize: ListDocument.defaultMaxValueSize, maxOperations: Int.max)).refused
+        let errB = b.receive(try ListOperation.decode(uA, maxValueSize: ListDocument.defaultMaxValueSize, maxOperations: Int.max)).refused
         let ms = Double(nowNs() - t0) / 1e6
 
         let va = intValues(a)

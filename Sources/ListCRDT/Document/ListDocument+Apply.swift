@@ -1,5 +1,9 @@
 import Foundation
 
+/// The section an item insert referred to last, and its index (see
+/// ``ListDocument/itemInsertReferences(_:section:origins:valueSize:cache:)``).
+typealias SectionCache = (id: SectionID, entity: Int32)?
+
 /// An operation whose references have been checked and turned into dense indices and slots.
 enum ResolvedOperation {
     case insertSection(left: Int32, right: Int32, value: Data)
@@ -20,43 +24,27 @@ extension ListDocument {
 
     /// Checks every reference of `op` against this document and resolves it. All causal
     /// dependencies of `op` must already be applied. Changes nothing.
+    ///
+    /// Every route that applies an operation checks it with these functions (the item insert run
+    /// route with ``itemInsertReferences(_:section:origins:valueSize:)``).
     @inline(__always)
     func resolve(_ op: ListOperation) throws(ApplyError) -> ResolvedOperation {
         func bad(_ why: String) -> ApplyError { .malformed(op.id, why) }
-        func checkValue(_ v: Data) throws(ApplyError) {
-            if v.count > maxValueSize { throw .valueTooLarge(op.id, size: v.count, limit: maxValueSize) }
-        }
-        func checkPast(_ id: OpID) throws(ApplyError) {
-            if id.counter >= op.id.counter { throw bad("refers to \(id), which is not before it") }
-        }
-        func section(_ id: SectionID) throws(ApplyError) -> Int32 {
-            try checkPast(id.opID)
-            guard let s = sectionEntity(id) else { throw bad("unknown \(id)") }
-            return s
-        }
+        func section(_ id: SectionID) throws(ApplyError) -> Int32 { try sectionReference(id, by: op.id) }
         func item(_ id: ItemID) throws(ApplyError) -> Int32 {
-            try checkPast(id.opID)
+            try checkPast(id.opID, by: op.id)
             guard let i = itemEntity(id) else { throw bad("unknown \(id)") }
             return i
         }
         func origins(_ o: ListOperation.Origins, sequence: Int32) throws(ApplyError) -> (Int32, Int32) {
-            func slot(_ id: SlotID?) throws(ApplyError) -> Int32 {
-                guard let id else { return -1 }
-                try checkPast(id.opID)
-                guard let lv = slots.lv(of: id.opID) else { throw bad("unknown \(id)") }
-                guard slots.sequence(of: lv) == sequence else { throw bad("\(id) is in another sequence") }
-                return lv
-            }
-            let left = try slot(o.after), right = try slot(o.before)
-            if left >= 0 && right >= 0 {
-                if !forest.isBefore(left, right, leafOf: leafOf) { throw bad("origins \(o.after!) and \(o.before!) are out of order") }
-            }
+            let (left, right) = try originReferences(o, sequence: sequence, by: op.id)
+            if !originsInOrder(left, right) { throw bad("origins \(o.after!) and \(o.before!) are out of order") }
             return (left, right)
         }
         /// `seen` must be a slot placing entity `e` of the given level; returns the id of the
         /// operation that made it (the position write it stands for) and the slot's local version.
         func seenSlot(_ seen: SlotID, entity e: Int32, inItems: Bool) throws(ApplyError) -> (OpID, Int32) {
-            try checkPast(seen.opID)
+            try checkPast(seen.opID, by: op.id)
             guard let lv = slots.lv(of: seen.opID), slots.entity(of: lv) == e,
                   (slots.sequence(of: lv) >= 0) == inItems else {
                 throw bad("\(seen) is not a position of the deleted entity")
@@ -66,13 +54,14 @@ extension ListDocument {
 
         switch op.kind {
         case let .insertSection(o, value):
-            try checkValue(value)
+            try checkValue(value.count, of: op.id)
             let (l, r) = try origins(o, sequence: -1)
             return .insertSection(left: l, right: r, value: value)
         case let .insertItem(sectionID, o, value):
-            try checkValue(value)
-            let s = try section(sectionID)
-            let (l, r) = try origins(o, sequence: s)
+            var noCache: SectionCache = nil
+            let (s, l, r) = try itemInsertReferences(op.id, section: sectionID, origins: o, valueSize: value.count,
+                                                     cache: &noCache)
+            if !originsInOrder(l, r) { throw bad("origins \(o.after!) and \(o.before!) are out of order") }
             return .insertItem(section: s, left: l, right: r, value: value)
         case let .moveSection(sectionID, o):
             let s = try section(sectionID)
@@ -108,12 +97,76 @@ extension ListDocument {
             }
             return .deleteSection(s, seen: w, items: list)
         case let .setItemValue(id, value):
-            try checkValue(value)
+            try checkValue(value.count, of: op.id)
             return .setItemValue(try item(id), value)
         case let .setSectionValue(id, value):
-            try checkValue(value)
+            try checkValue(value.count, of: op.id)
             return .setSectionValue(try section(id), value)
         }
+    }
+
+    /// The references of an item insert `id` into `section` between `origins`, with a value of
+    /// `valueSize` bytes: the value is within ``maxValueSize``, the section and the origin slots
+    /// are known and before `id`, and the slots are in that section's sequence. Returns the
+    /// section's index and the origins' local versions (-1: none). Whether the origins are in
+    /// order is ``originsInOrder(_:_:)``, apart (the run route knows it without a search when
+    /// they are adjacent). `cache` holds the section looked up last (a section's index never
+    /// changes once known: sections are never forgotten).
+    ///
+    /// - Complexity: O(log n).
+    @inline(__always)
+    func itemInsertReferences(_ id: OpID, section: SectionID, origins: ListOperation.Origins, valueSize: Int,
+                              cache: inout SectionCache) throws(ApplyError) -> (section: Int32, left: Int32, right: Int32) {
+        try checkValue(valueSize, of: id)
+        let s: Int32
+        if let known = cache, known.id == section {
+            try checkPast(section.opID, by: id)
+            s = known.entity
+        } else {
+            s = try sectionReference(section, by: id)
+            cache = (section, s)
+        }
+        let (left, right) = try originReferences(origins, sequence: s, by: id)
+        return (s, left, right)
+    }
+
+    /// Whether origin slots `left` and `right` (-1: none) are in order in their sequence.
+    ///
+    /// - Complexity: O(log n).
+    @inline(__always)
+    func originsInOrder(_ left: Int32, _ right: Int32) -> Bool {
+        left < 0 || right < 0 || forest.isBefore(left, right, leafOf: leafOf)
+    }
+
+    @inline(__always)
+    private func checkValue(_ size: Int, of id: OpID) throws(ApplyError) {
+        if size > maxValueSize { throw .valueTooLarge(id, size: size, limit: maxValueSize) }
+    }
+
+    @inline(__always)
+    private func checkPast(_ reference: OpID, by id: OpID) throws(ApplyError) {
+        if reference.counter >= id.counter { throw .malformed(id, "refers to \(reference), which is not before it") }
+    }
+
+    @inline(__always)
+    private func sectionReference(_ section: SectionID, by id: OpID) throws(ApplyError) -> Int32 {
+        try checkPast(section.opID, by: id)
+        guard let s = sectionEntity(section) else { throw .malformed(id, "unknown \(section)") }
+        return s
+    }
+
+    /// The origin slots of `origins` (-1: none), known, before `id` and in `sequence`.
+    @inline(__always)
+    private func originReferences(_ origins: ListOperation.Origins, sequence: Int32,
+                                  by id: OpID) throws(ApplyError) -> (Int32, Int32) {
+        func slot(_ slot: SlotID?) throws(ApplyError) -> Int32 {
+            guard let slot else { return -1 }
+            try checkPast(slot.opID, by: id)
+            guard let lv = slots.lv(of: slot.opID) else { throw .malformed(id, "unknown \(slot)") }
+            guard slots.sequence(of: lv) == sequence else { throw .malformed(id, "\(slot) is in another sequence") }
+            return lv
+        }
+        return (try slot(origins.after), try slot(origins.before))
     }
 
     // MARK: Committing (never fails)

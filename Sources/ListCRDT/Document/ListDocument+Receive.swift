@@ -1,11 +1,53 @@
-/// What happened to a received operation.
-public enum ReceiveOutcome: Hashable, Sendable {
-    /// Applied, together with `woken - 1` buffered operations it unblocked (`woken` in all).
-    case applied(woken: Int)
-    /// Already known with the same content (or already waiting in the buffer): nothing changed.
-    case duplicate
-    /// Waiting in the buffer for its causal dependencies.
-    case buffered
+/// What receiving operations did: one report for every `receive` of ``ListDocument`` (one
+/// operation, an array, an encoded batch) and of the layers above it.
+///
+/// A single operation is one of ``applied(woken:)``, ``duplicate`` and ``buffered`` (or refused:
+/// ``ListDocument/receive(_:)-(ListOperation)`` throws then); a batch adds them up, and lists the
+/// operations refused, which do not stop the others.
+public struct ReceiveReport: Hashable, Sendable, CustomStringConvertible {
+    /// Operations applied, including buffered ones (from earlier receives or this one) that they
+    /// unblocked.
+    public var applied: Int
+    /// Operations already known with the same content, or already waiting in the buffer:
+    /// nothing changed for them.
+    public var duplicates: Int
+    /// Operations that went into the buffer to wait for their causal dependencies (those of them
+    /// that a later operation of the same batch unblocked are counted in ``applied`` too).
+    public var buffered: Int
+    /// Why each refused operation was refused, in the order received.
+    public var refused: [ApplyError]
+
+    public init(applied: Int = 0, duplicates: Int = 0, buffered: Int = 0, refused: [ApplyError] = []) {
+        (self.applied, self.duplicates, self.buffered, self.refused) = (applied, duplicates, buffered, refused)
+    }
+
+    /// One operation applied, together with `woken - 1` buffered operations it unblocked.
+    public static func applied(woken: Int) -> ReceiveReport { ReceiveReport(applied: woken) }
+    /// One operation already known with the same content (or already waiting).
+    public static let duplicate = ReceiveReport(duplicates: 1)
+    /// One operation waiting in the buffer for its causal dependencies.
+    public static let buffered = ReceiveReport(buffered: 1)
+
+    /// Whether no operation was refused.
+    public var isSuccess: Bool { refused.isEmpty }
+
+    /// Adds another report's counts and refusals to this one.
+    public mutating func add(_ other: ReceiveReport) {
+        applied += other.applied
+        duplicates += other.duplicates
+        buffered += other.buffered
+        refused += other.refused
+    }
+
+    public var description: String {
+        var parts = ["\(applied) applied"]
+        if duplicates > 0 { parts.append("\(duplicates) duplicate(s)") }
+        if buffered > 0 { parts.append("\(buffered) buffered") }
+        if !refused.isEmpty {
+            parts.append("\(refused.count) refused: " + refused.map(\.description).joined(separator: "; "))
+        }
+        return parts.joined(separator: ", ")
+    }
 }
 
 /// Remote operations.
@@ -16,12 +58,77 @@ extension ListDocument {
     /// and is applied when they arrive (together with everything it unblocks); an operation whose id
     /// is known with different content is refused and recorded (SEMANTICS §3.8–3.9).
     ///
+    /// - Returns: ``ReceiveReport/applied(woken:)``, ``ReceiveReport/duplicate`` or
+    ///   ``ReceiveReport/buffered``.
     /// - Throws: ``ApplyError``; the document is then exactly as before.
     /// - Complexity: O(log n) for an insert or move whose origins are adjacent here, plus O(k log n)
     ///   for k concurrent slots between them; deletes of sections are O(k log n) for k items.
     @discardableResult
-    public mutating func receive(_ op: ListOperation) throws(ApplyError) -> ReceiveOutcome {
-        if continuationFastPath, receiveContinuation(op) { return .applied(woken: 1) }
+    public mutating func receive(_ op: ListOperation) throws(ApplyError) -> ReceiveReport {
+        var cache: SectionCache = nil
+        if case .applied = applyRun(OperationList(ops: CollectionOfOne(op)), from: 0, cache: &cache) {
+            return .applied(woken: 1)
+        }
+        return try receiveGeneral(op)
+    }
+
+    /// Applies operations in the order given (see ``receive(_:)-(ListOperation)``); an operation
+    /// refused does not stop the others.
+    ///
+    /// - Complexity: the sum of the single operations.
+    @discardableResult
+    public mutating func receive<S: Sequence>(_ ops: S) -> ReceiveReport where S.Element == ListOperation {
+        receive(Array(ops))
+    }
+
+    /// ``receive(_:)-(S)`` for an array: the same, without going through the generic `Sequence`
+    /// iterator (callers in other modules cannot specialize the generic version). A typed run (item
+    /// inserts each continuing the one before, as the encoder's insert runs) or a delete run
+    /// (backspaces or forward deletes, as the encoder's delete runs) goes in in one step.
+    ///
+    /// - Complexity: the sum of the single operations; O(n + log N) for a typed run of n inserts
+    ///   or a delete run of n consecutive typed items.
+    @discardableResult
+    public mutating func receive(_ ops: [ListOperation]) -> ReceiveReport {
+        var report = ReceiveReport()
+        var irregular: String?
+        var cache: SectionCache = nil
+        receive(operations: OperationList(ops: ops), from: 0, into: &report, irregular: &irregular, cache: &cache)
+        return report
+    }
+
+    /// Applies the operations of `source` in order, adding what happened to `report`: a run
+    /// (``applyRun(_:from:cache:)``) in one step where a fast path holds, each other operation by the
+    /// general path. `irregular` is set (if nil) to a description of the first operation that
+    /// was not applied at once, waking nothing, as operation `position + k`. `cache` is the run
+    /// route's (``itemInsertReferences(_:section:origins:valueSize:cache:)``).
+    mutating func receive<S: RunSource>(operations source: S, from position: Int, into report: inout ReceiveReport,
+                                        irregular: inout String?, cache: inout SectionCache) {
+        var k = 0
+        while k < source.count {
+            if case .applied(let n) = applyRun(source, from: k, cache: &cache) {
+                report.applied += n
+                k += n
+                continue
+            }
+            let op = source.operation(k)
+            do {
+                let one = try receiveGeneral(op)
+                report.add(one)
+                if irregular == nil, one != .applied(woken: 1) {
+                    irregular = "operation \(position + k) (\(op.id)) was not applied in order: \(one)"
+                }
+            } catch {
+                report.refused.append(error)
+                if irregular == nil { irregular = "operation \(position + k) (\(op.id)) refused: \(error)" }
+            }
+            k += 1
+        }
+    }
+
+    /// The general path for one operation: duplicate and equivocation checks, the causal buffer,
+    /// then ``resolve(_:)`` and ``commit(_:_:hint:)``, and the buffered operations it unblocks.
+    private mutating func receiveGeneral(_ op: ListOperation) throws(ApplyError) -> ReceiveReport {
         if let outcome = try screen(op) { return outcome }
         if let missing = firstMissingDependency(of: op) {
             if variant == .noCausalBuffer {
@@ -42,82 +149,13 @@ extension ListDocument {
         return .applied(woken: 1 + wake(op.id.replica))
     }
 
-    /// Applies operations in the order given (see ``receive(_:)``), skipping the ones refused.
-    /// Returns the errors of the refused ones.
-    ///
-    /// - Complexity: the sum of the single operations.
-    @discardableResult
-    public mutating func receive<S: Sequence>(_ ops: S) -> [ApplyError] where S.Element == ListOperation {
-        receive(Array(ops))
-    }
-
-    /// ``receive(_:)-(S)`` for an array: the same, without going through the generic `Sequence`
-    /// iterator (callers in other modules cannot specialize the generic version). A typed run (item
-    /// inserts each continuing the one before, as the encoder's insert runs) or a delete run
-    /// (backspaces or forward deletes, as the encoder's delete runs) is applied in one step once
-    /// its first operation is in.
-    ///
-    /// - Complexity: the sum of the single operations; O(n + log N) for a typed run of n inserts
-    ///   or a delete run of n consecutive typed items.
-    @discardableResult
-    public mutating func receive(_ ops: [ListOperation]) -> [ApplyError] {
-        var errors: [ApplyError] = []
-        var k = 0
-        while k < ops.count {
-            let outcome: ReceiveOutcome
-            do { outcome = try receive(ops[k]) } catch {
-                errors.append(error)
-                k += 1
-                continue
-            }
-            k += 1
-            // A typed run or a delete run that follows an applied insert or delete goes in in one step.
-            if outcome == .applied(woken: 1) { k = receiveRun(ops, from: k) }
-        }
-        return errors
-    }
-
     /// Operations received but still waiting for dependencies, sorted by id.
     public var pendingOperations: [ListOperation] { buffer.all }
 
     // MARK: Steps
 
-    /// Applies `op` at once, and returns true, when it is an item insert that continues the last
-    /// applied operation: the next id of the same author, depending on exactly that insert, right
-    /// after its slot with the same right origin, in the same section, and nothing concurrent sits
-    /// between the two origins here. Every check ``screen(_:)`` and ``resolve(_:)`` would make
-    /// holds then by construction (the id is new, the dependency applied, the origins known, in
-    /// order and in that section), and the integration rule has nothing to scan; so a typed run
-    /// (a history being loaded, a peer typing) skips them. Anything else returns false and
-    /// changes nothing. (Operations with this replica's id are never continuations: only this
-    /// replica makes them, and an unknown one is refused by the general checks.)
-    ///
-    /// - Complexity: O(leafCapacity) to check, then the insert.
-    private mutating func receiveContinuation(_ op: ListOperation) -> Bool {
-        guard case let .insertItem(sectionID, origins, value) = op.kind, let last = log.lastItemInsert,
-              buffer.count == 0, variant == .correct,
-              op.id.replica == last.id.replica, op.id.replica != replica,
-              op.id.counter == last.id.counter &+ 1, op.id.counter <= OpID.maxCounter,
-              op.deps.isOnly(last.id), origins.after?.opID == last.id,
-              value.count <= maxValueSize else { return false }
-        let section = slots.sequence(of: last.slot)
-        let right = slots.origins(of: last.slot).right
-        guard sectionID.opID == sections.rows[Int(section)].id else { return false }
-        if right < 0 {
-            guard origins.before == nil else { return false }
-        } else {
-            guard let before = origins.before, before.opID == slots.id(of: right) else { return false }
-        }
-        let at = forest.locate(last.slot, leafOf: leafOf)
-        let next = forest.next(at)
-        guard right < 0 ? next == nil : (next.map { forest.lv(at: $0) } == right) else { return false }
-        commit(op, .insertItem(section: section, left: last.slot, right: right, value: value),
-               hint: .after(at))
-        return true
-    }
-
     /// Duplicate and equivocation checks, and the checks that need no state. Nil means "go on".
-    private mutating func screen(_ op: ListOperation) throws(ApplyError) -> ReceiveOutcome? {
+    private mutating func screen(_ op: ListOperation) throws(ApplyError) -> ReceiveReport? {
         if versionVector.contains(op.id) {
             if let known = loggedOperation(containing: op.id) {
                 if known == op { return .duplicate }

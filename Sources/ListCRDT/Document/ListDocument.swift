@@ -24,15 +24,15 @@ public struct ListDocument: Sendable {
     var buffer = PendingBuffer()
     var rejected: [ListOperation] = []
     var dropped: [(ListOperation, ApplyError)] = []
-    /// Whether received continuations, and local inserts that continue this replica's typed run,
-    /// take their fast paths (tests turn it off to compare).
-    var continuationFastPath = true
+    /// Whether the fast paths may run (tests turn it off to compare them with the general path;
+    /// the one gate is ``fastPathsEnabled``, Document/FastPaths/README.md).
+    var fastPaths = true
     /// The typed run this replica is making, while nothing else happened since its last insert
-    /// (see `ListDocument+Typing.swift`).
-    var typing: TypingRun?
+    /// (see `FastPaths/ListDocument+LocalRuns.swift`).
+    var localInsertRun: LocalInsertRun?
     /// The delete run this replica is making, while nothing else happened since its last item
-    /// delete (see `ListDocument+Typing.swift`).
-    var deleting: DeleteRun?
+    /// delete (see `FastPaths/ListDocument+LocalRuns.swift`).
+    var localDeleteRun: LocalDeleteRun?
 
     // State.
     var slots = SlotStore()

@@ -3,7 +3,7 @@ import Foundation
 /// Where this replica's last local item insert went, so that the next insert right after it (the
 /// next character typed) takes a short path. Valid while the log has not grown since: then
 /// nothing at all changed in the document, so the item is still at `row` of section `section`.
-struct TypingRun: Sendable {
+struct LocalInsertRun: Sendable {
     /// The log's operation count right after the insert.
     var logCount: Int
     var section: Int32
@@ -21,7 +21,7 @@ struct TypingRun: Sendable {
 /// Local typing: an insert right after this replica's previous insert, with nothing in between.
 extension ListDocument {
     /// Called by a local item insert at row `newRow` of visible section `section` once its value is
-    /// checked: when it continues the typed run (``typing`` is current and the row is the one right
+    /// checked: when it continues the typed run (``localInsertRun`` is current and the row is the one right
     /// after its item, in its section), applies it and returns the operation; else returns nil and
     /// changes nothing. The row needs no other check: the previous insert's row is still there.
     ///
@@ -34,8 +34,8 @@ extension ListDocument {
     /// - Complexity: O(log n) for the counts on the tree path; no search.
     @inline(__always)
     mutating func continueTyping(section: Int, row newRow: Int, value: Data) -> ListOperation? {
-        guard let run = typing, run.logCount == log.count, section == run.sectionIndex, newRow == run.row + 1,
-              continuationFastPath, variant == .correct, clock == run.id.counter, run.id.counter < OpID.maxCounter
+        guard let run = localInsertRun, run.logCount == log.count, section == run.sectionIndex, newRow == run.row + 1,
+              fastPathsEnabled, clock == run.id.counter, run.id.counter < OpID.maxCounter
         else { return nil }
         let s = run.section, row = run.row + 1
         // The tree entry first: when it is full, the general path takes this insert.
@@ -47,10 +47,10 @@ extension ListDocument {
         advance(from: run.id, to: id)
         log.extendInsertRun(by: 1)
         // In place: the section and the right origin stay.
-        typing!.logCount = log.count
-        typing!.row = row
-        typing!.id = id
-        typing!.cursor = cursor
+        localInsertRun!.logCount = log.count
+        localInsertRun!.row = row
+        localInsertRun!.id = id
+        localInsertRun!.cursor = cursor
         return ListOperation(id: id, deps: Frontier(only: run.id),
                              kind: .insertItem(section: SectionID(sections.rows[Int(s)].id),
                                                .init(after: SlotID(run.id), before: run.right), value: value))
@@ -61,17 +61,17 @@ extension ListDocument {
     ///
     /// - Complexity: O(leafCapacity).
     mutating func startTyping(_ op: ListOperation, section s: Int32, sectionIndex: Int, row: Int) {
-        guard continuationFastPath, variant == .correct,
+        guard fastPathsEnabled,
               case let .insertItem(_, origins, _) = op.kind else { return }
         let lv = Int32(slots.count - 1)
-        typing = TypingRun(logCount: log.count, section: s, sectionIndex: sectionIndex, row: row, id: op.id,
+        localInsertRun = LocalInsertRun(logCount: log.count, section: s, sectionIndex: sectionIndex, row: row, id: op.id,
                            cursor: forest.locate(lv, leafOf: leafOf), right: origins.before)
     }
 }
 
 /// This replica's last local item delete, so that the next delete right after it (a backspace or
 /// a forward delete of a run) takes a short path. Valid while the log has not grown since.
-struct DeleteRun: Sendable {
+struct LocalDeleteRun: Sendable {
     /// The log's operation count right after the delete.
     var logCount: Int
     /// The section of the deleted item, its visible index and its tree.
@@ -86,7 +86,7 @@ struct DeleteRun: Sendable {
 /// section, with nothing in between.
 extension ListDocument {
     /// Called by a local item delete at row `row` of visible section `sectionIndex`: when it
-    /// continues the delete run (``deleting`` is current and the section is the previous delete's),
+    /// continues the delete run (``localDeleteRun`` is current and the section is the previous delete's),
     /// applies it and returns the operation; else returns nil and changes nothing (also when the
     /// row is out of range: the general path then throws).
     ///
@@ -97,8 +97,8 @@ extension ListDocument {
     /// - Complexity: O(log n) for the search and the counts on the tree path.
     @inline(__always)
     mutating func continueDeleting(section sectionIndex: Int, row: Int) -> ListOperation? {
-        guard let run = deleting, run.logCount == log.count, sectionIndex == run.sectionIndex,
-              continuationFastPath, variant == .correct, clock == run.id.counter, run.id.counter < OpID.maxCounter,
+        guard let run = localDeleteRun, run.logCount == log.count, sectionIndex == run.sectionIndex,
+              fastPathsEnabled, clock == run.id.counter, run.id.counter < OpID.maxCounter,
               row >= 0, row < forest.visibleCount(run.tree)
         else { return nil }
         let c = forest.findVisibleNear(run.tree, row)
@@ -115,8 +115,8 @@ extension ListDocument {
         log.extendDeleteRun(seenOne: lv)
         let id = OpID(counter: run.id.counter + 1, replica: replica)
         advance(from: run.id, to: id)
-        deleting!.logCount = log.count
-        deleting!.id = id
+        localDeleteRun!.logCount = log.count
+        localDeleteRun!.id = id
         return ListOperation(id: id, deps: Frontier(only: run.id),
                              kind: .deleteItem(ItemID(item.id), seen: SlotID(slots.id(of: lv))))
     }
@@ -124,7 +124,7 @@ extension ListDocument {
     /// Records the local item delete `op`, just applied by the general path to an item of section
     /// `s` (visible index `sectionIndex`), as the start of a delete run.
     mutating func startDeleting(_ op: ListOperation, section s: Int32, sectionIndex: Int) {
-        guard continuationFastPath, variant == .correct else { return }
-        deleting = DeleteRun(logCount: log.count, section: s, sectionIndex: sectionIndex, tree: tree(ofSequence: s), id: op.id)
+        guard fastPathsEnabled else { return }
+        localDeleteRun = LocalDeleteRun(logCount: log.count, section: s, sectionIndex: sectionIndex, tree: tree(ofSequence: s), id: op.id)
     }
 }

@@ -1,0 +1,174 @@
+/// Received item deletes in one step: the run route (README.md in this folder).
+extension ListDocument {
+    /// Applies the item delete `k` of `source` and the ones after it that continue it as a delete
+    /// run (backspaces or forward deletes), in one step, with the general path's effect operation
+    /// by operation; declines (changing nothing) when operation `k` does not continue the
+    /// operation applied last.
+    ///
+    /// Operation `k` must be its author's next id after the operation applied last, depending on
+    /// exactly it, where that operation is an item delete (the run goes on) or an item insert
+    /// (deleting what was just typed: the log record is then a new one). What the general path
+    /// checks holds then by construction (the ids are new, the one dependency is applied, the
+    /// seen slot is the item's insert slot, so the position write it saw is the item's own id),
+    /// except what is checked per operation: the counter is in range, the item is before the
+    /// operation (``RunSource/deletedItem(_:)``), and the slot with the item's id is known and is
+    /// the insert slot of an item (``applyDeleteChunk(count:step:previous:first:deps:startsRecord:after:item:)``).
+    /// The run stops at the first operation that fails a check; the general path then refuses or
+    /// applies it exactly as before.
+    ///
+    /// - Complexity: O(n + log N) for n deletes of consecutive typed items in a document of N
+    ///   slots; O(log N) more per item not next to the one before.
+    mutating func applyDeleteRun<S: RunSource>(_ source: S, from k: Int) -> FastPath {
+        let id = source.id(k)
+        let after = OpID(counter: id.counter &- 1, replica: id.replica)
+        guard source.deletedItem(k) != nil, source.dependsOnlyOn(k, after) else { return .declined }
+        let step = source.deleteStep(from: k)
+        // The slot the operation before saw: where the next item's slot is looked for first.
+        var previous: Int32
+        let startsRecord: Bool
+        if let last = log.lastItemDelete, last.id == after {
+            (previous, startsRecord) = (last.seen, false)
+        } else if let last = log.lastItemInsert, last.id == after {
+            // Backspaces right after typing: the first item is most likely the one typed last.
+            (previous, startsRecord) = (last.slot &- step, true)
+        } else {
+            return .declined
+        }
+        var end = k
+        while end < source.count {
+            let start = end, m = min(source.count - start, Self.deleteChunk)
+            let before = start == k ? after : source.id(start - 1)
+            let n = applyDeleteChunk(count: m, step: step, previous: &previous, first: source.id(start),
+                                     deps: Frontier(only: before), startsRecord: startsRecord && start == k,
+                                     after: before) { j in
+                let i = start + j
+                guard i == k || source.continuesDeletes(i) else { return nil }
+                return source.deletedItem(i)
+            }
+            end += n
+            if n < m { break }
+        }
+        return end > k ? .applied(end - k) : .declined
+    }
+
+    /// The most deletes of a run that ``applyDeleteChunk(count:step:previous:first:deps:startsRecord:after:item:)``
+    /// takes: their slots, and three numbers for each run of slots that died (4 bytes each), fit
+    /// in the 1,024 bytes that `withUnsafeTemporaryAllocation` always takes from the stack.
+    static let deleteChunk = 64
+
+    /// Checks and applies up to `m` (at most ``deleteChunk``) item deletes of a delete run: ids
+    /// `first`, `first + 1`, …, each depending on exactly the one before, the first on `deps`,
+    /// which is exactly `{after}`, the operation applied last. Operation `j` deletes item
+    /// `item(j)`, as seen at its insert slot; `item(j)` is nil when operation `j` does not
+    /// continue the run or fails a check of its own (which the caller makes). Returns how many
+    /// were applied: those before the first that fails a check (0: nothing changed).
+    ///
+    /// What is checked here per operation: the slot with the item's id is known (found at
+    /// `previous + step`, the slot next to the one before, else looked up; `previous` ends as the
+    /// last one found) and is the insert slot of an item. Each delete has the effect of the
+    /// general path's: its item's delete register is raised (``EntityTable/Row/deleteSeeingInsert()``),
+    /// an item that dies has its slot hidden, its section is refreshed, one log entry (the first
+    /// with ``OpLog/append(id:deps:kind:span:payload:)`` when `startsRecord`, which extends the
+    /// last record when it continues it; else they all extend the last record, a delete run).
+    /// But the checks and the registers go in one pass, the slots that die next to each other in
+    /// one section are hidden together, and the clock, version vector and frontier are advanced
+    /// once. (Registers, tree visibility and the log do not depend on each other, so doing them
+    /// in this order changes nothing.)
+    ///
+    /// - Complexity: O(m + log N) for deletes of consecutive typed items in a document of N
+    ///   slots; O(log N) more per item not next to the one before.
+    mutating func applyDeleteChunk(count m: Int, step: Int32, previous: inout Int32, first: OpID, deps: Frontier,
+                                   startsRecord: Bool, after: OpID, item: (Int) -> OpID?) -> Int {
+        precondition(m > 0 && m <= Self.deleteChunk, "a chunk of \(m) deletes")
+        return withUnsafeTemporaryAllocation(of: Int32.self, capacity: 4 * Self.deleteChunk) { scratch in
+            // The slots the authors saw, and the runs of slots of the items that died.
+            let seen = UnsafeMutableBufferPointer(rebasing: scratch[0 ..< m])
+            var dead = DeadSlotRuns(storage: UnsafeMutableBufferPointer(rebasing: scratch[m ..< 4 * m]))
+            var n = 0
+            var lv = previous
+            slots.withView { view in
+                items.rows.withUnsafeMutableBufferPointer { rows in
+                    while n < m, let id = item(n) {
+                        lv &+= step
+                        var slot = view.slot(lv)
+                        if slot.map({ view.id(of: $0, at: lv) }) != id {
+                            guard let at = slots.lv(of: id) else { break }
+                            lv = at
+                            slot = view.slot(at)
+                        }
+                        guard let slot, slot.sequence >= 0 else { break }
+                        let e = Int(slot.entity)
+                        precondition(e >= 0 && e < rows.count, "slot \(lv) places no item")
+                        guard rows[e].id == id else { break }
+                        seen[n] = lv
+                        n += 1
+                        let died = rows[e].state < 0 ? rows[e].deleteSeeingInsert()
+                                                     : items.registers[Int(rows[e].state)].deleteSeeingInsert(id: id)
+                        if died { dead.add(rows[e].winner, section: rows[e].section) }
+                    }
+                }
+            }
+            guard n > 0 else { return 0 }
+            previous = seen[n - 1]
+            if startsRecord {
+                log.append(id: first, deps: deps, kind: .deleteItem, span: 1, payload: seen[0])
+                if n > 1 { log.extendDeleteRun(seen: seen[1 ..< n]) }
+            } else {
+                log.extendDeleteRun(seen: seen[..<n])
+            }
+            advance(from: after, to: first.advanced(by: n - 1))
+            dead.close()
+            for r in 0 ..< dead.count {
+                let run = dead.run(r)
+                hideDead(run.first, count: run.count, section: run.section)
+            }
+            return n
+        }
+    }
+
+    /// Hides the `n` visible slots `lv ..< lv + n` of section `s`'s sequence, whose items just
+    /// died, and refreshes the section.
+    private mutating func hideDead(_ lv: Int32, count n: Int, section s: Int32) {
+        forest.hideRange(lv, count: n, leafOf: &leafOf)
+        refreshSection(s)
+    }
+}
+
+/// The slots of items that died in a delete run, gathered as they come into runs of neighbours in
+/// one section (a backspace run walks down, a forward-delete run up), each of which is then hidden
+/// in one step. The closed runs are kept in `storage`, three numbers each (first slot, count,
+/// section): room for a third of its size.
+private struct DeadSlotRuns {
+    let storage: UnsafeMutableBufferPointer<Int32>
+    /// Number of closed runs.
+    private(set) var count = 0
+    /// The run being gathered: slots `low ..< low + pending` of `section`.
+    private var low: Int32 = 0, pending: Int32 = 0, section: Int32 = -1
+
+    init(storage: UnsafeMutableBufferPointer<Int32>) { self.storage = storage }
+
+    /// Adds slot `w` of section `s`, next to the run being gathered or starting the next one.
+    @inline(__always) mutating func add(_ w: Int32, section s: Int32) {
+        if pending > 0 && s == section && (w == low &+ pending || w == low &- 1) {
+            if w < low { low = w }
+            pending &+= 1
+        } else {
+            close()
+            (low, pending, section) = (w, 1, s)
+        }
+    }
+
+    /// Closes the run being gathered, if any.
+    @inline(__always) mutating func close() {
+        guard pending > 0 else { return }
+        precondition(3 * count + 2 < storage.count, "no room for another run of slots")
+        (storage[3 * count], storage[3 * count + 1], storage[3 * count + 2]) = (low, pending, section)
+        count += 1
+        pending = 0
+    }
+
+    /// Closed run `r`.
+    func run(_ r: Int) -> (first: Int32, count: Int, section: Int32) {
+        (storage[3 * r], Int(storage[3 * r + 1]), storage[3 * r + 2])
+    }
+}

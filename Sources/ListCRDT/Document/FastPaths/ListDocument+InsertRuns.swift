@@ -1,0 +1,145 @@
+/// What a fast path did.
+enum FastPath: Equatable {
+    /// It applied this many operations (at least one), exactly as the general path would have.
+    case applied(Int)
+    /// It does not hold here: nothing changed, and the general path takes the operation.
+    case declined
+}
+
+/// Received item inserts in one step: the run route (README.md in this folder).
+extension ListDocument {
+    /// Whether the fast paths may run: the one gate every fast path passes (tests turn
+    /// ``fastPaths`` off to compare with the general path; the deliberately broken variants of
+    /// ``EngineVariant`` take the general path only).
+    @inline(__always) var fastPathsEnabled: Bool { fastPaths && variant == .correct }
+
+    /// Applies operation `k` of `source` and the operations after it that continue it, in one
+    /// step, when it is an item insert or item delete the run routes take
+    /// (``applyInsertRun(_:from:cache:)``, ``applyDeleteRun(_:from:)``); else declines.
+    ///
+    /// - Complexity: O(n + log N) for a run of n operations in a document of N slots, plus
+    ///   O(k log N) for k concurrent slots between the first insert's origins.
+    @inline(__always)
+    mutating func applyRun<S: RunSource>(_ source: S, from k: Int, cache: inout SectionCache) -> FastPath {
+        // Received operations only (this replica's own never arrive as new), and none waiting:
+        // an operation of the run could be a buffered one's dependency.
+        guard fastPathsEnabled, buffer.count == 0, source.id(k).replica != replica else { return .declined }
+        switch source.runKind(k) {
+        case .itemInsert: return applyInsertRun(source, from: k, cache: &cache)
+        case .itemDelete: return applyDeleteRun(source, from: k)
+        case .other: return .declined
+        }
+    }
+
+    /// Applies the item insert `k` of `source` and the ones after it that continue it as a typed
+    /// run, in one step, with the general path's effect operation by operation; declines (changing
+    /// nothing) when operation `k` would not apply at once.
+    ///
+    /// Two ways in:
+    /// - operation `k` continues the item insert applied last (``RunSource/typedRun(from:after:section:right:maxValueSize:)``):
+    ///   every check of the general path holds by construction, and the integration rule puts
+    ///   each slot right after the one before (the only slots that could sort between are ones
+    ///   whose left origin is a slot of the run, which no applied operation has yet);
+    /// - else operation `k` passes the general path's checks (``screen(_:)``'s for a new
+    ///   operation, and ``itemInsertReferences(_:section:origins:valueSize:cache:)``, the validator
+    ///   ``resolve(_:)`` uses) and goes where the integration rule puts it; the operations that
+    ///   continue it follow it.
+    /// Either way the run's slots are one slot run, one tree entry and one log record (extending
+    /// the last one when the first operation continues it, as logging it alone would).
+    ///
+    /// - Complexity: O(n + log N) for a run of n operations in a document of N slots, plus
+    ///   O(k log N) for k concurrent slots between the first operation's origins.
+    mutating func applyInsertRun<S: RunSource>(_ source: S, from k: Int, cache: inout SectionCache) -> FastPath {
+        let id = source.id(k)
+        if let last = log.lastItemInsert, last.id.replica == id.replica, last.id.counter &+ 1 == id.counter {
+            let s = slots.sequence(of: last.slot)
+            let right = slots.origins(of: last.slot).right
+            let n = source.typedRun(from: k, after: last.id, section: SectionID(sections.rows[Int(s)].id),
+                                    right: right < 0 ? nil : SlotID(slots.id(of: right)), maxValueSize: maxValueSize)
+            if n > 0 {
+                let e = Int32(items.count)
+                source.appendItems(from: k, count: n, to: &items, slot: Int32(slots.count), section: s)
+                commitInsertRun(after: last, count: n, sequence: s, entity: e)
+                return .applied(n)
+            }
+        }
+        return startInsertRun(source, from: k, cache: &cache)
+    }
+
+    /// The second way into ``applyInsertRun(_:from:cache:)``: operation `k` checked as a whole.
+    private mutating func startInsertRun<S: RunSource>(_ source: S, from k: Int, cache: inout SectionCache) -> FastPath {
+        guard let insert = source.itemInsert(k) else { return .declined }
+        let id = source.id(k)
+        // What `screen` checks of a new operation whose dependencies are applied.
+        guard id.counter > versionVector[id.replica], id.counter <= OpID.maxCounter else { return .declined }
+        for d in insert.deps {
+            guard d.counter < id.counter, versionVector.contains(d) else { return .declined }
+        }
+        guard let (s, left, right) = try? itemInsertReferences(id, section: insert.section, origins: insert.origins,
+                                                                valueSize: insert.valueSize, cache: &cache)
+        else { return .declined }
+        // Where the first slot goes: right after the left origin when the right origin follows it
+        // (nothing sits between them: the usual case, and then they are in order), else where
+        // the integration rule puts it.
+        let t = tree(ofSequence: s)
+        let leftCursor = left >= 0 ? forest.locate(left, leafOf: leafOf) : nil
+        let following = leftCursor.map { forest.next($0) } ?? forest.first(t)
+        let adjacent = following.map { forest.lv(at: $0) == right } ?? (right < 0)
+        if !adjacent && !originsInOrder(left, right) { return .declined }
+
+        let n = 1 + source.typedRun(from: k + 1, after: id, section: insert.section, right: insert.origins.before,
+                                    maxValueSize: maxValueSize)
+        // `commit` of the first operation, with the others' slots and rows added at once.
+        let lv = Int32(slots.count), e = Int32(items.count)
+        source.appendItems(from: k, count: n, to: &items, slot: lv, section: s)
+        _ = slots.appendRun(id: id, count: n, left: left, right: right, sequence: s, entity: e)
+        leafOf.append(contentsOf: repeatElement(-1, count: n))
+        let after = adjacent ? leftCursor
+                             : forest.placement(t, id: id, left: left, right: right, slots: slots, leafOf: leafOf)
+        forest.insert(t, lv, count: n, visible: true, after: after, leafOf: &leafOf)
+        refreshSection(s)
+        // What `record` does for the first operation and `advance` for the others: the clock,
+        // version and frontier end as after the last one alone (its id is the greatest, and each
+        // later operation replaces the one before in the frontier).
+        advance(to: id.advanced(by: n - 1), deps: insert.deps)
+        log.append(id: id, deps: insert.deps, kind: .insertItem, span: 1, payload: lv)
+        if n > 1 { log.extendInsertRun(by: n - 1) }
+        return .applied(n)
+    }
+
+    /// Applies `n` item inserts that continue the item insert applied last (`last`: its id and
+    /// slot) as a typed run (ids `last.id + 1 …`, each depending on exactly the one before, right
+    /// after its slot, with `last`'s right origin, in its sequence `s`), whose entity rows
+    /// `e ..< e + n` are appended already (their slots are the next local versions): the slots
+    /// (one slot run), one tree entry, the section, the clock, version vector and frontier, and
+    /// the log record, which it extends.
+    ///
+    /// - Complexity: O(n + log N) in a document of N slots.
+    private mutating func commitInsertRun(after last: (id: OpID, slot: Int32), count n: Int, sequence s: Int32,
+                                          entity e: Int32) {
+        let lv = Int32(slots.count)
+        let right = slots.origins(of: last.slot).right
+        _ = slots.appendRun(id: last.id.advanced(by: 1), count: n, left: last.slot, right: right, sequence: s, entity: e)
+        leafOf.append(contentsOf: repeatElement(-1, count: n))
+        let after = forest.locate(last.slot, leafOf: leafOf)
+        forest.insert(tree(ofSequence: s), lv, count: n, visible: true, after: after, leafOf: &leafOf)
+        refreshSection(s)
+        advance(from: last.id, to: last.id.advanced(by: n))
+        log.extendInsertRun(by: n)
+    }
+
+    /// The clock, version vector and frontier after a run of operations by one author, each
+    /// depending on exactly the one before, the first on `first` (applied last), up to `last`:
+    /// what recording each of them one at a time would do.
+    @inline(__always)
+    mutating func advance(from first: OpID, to last: OpID) {
+        if last.counter > clock { clock = last.counter }
+        versionVector.observe(last)
+        if currentFrontier.isOnly(first) {
+            currentFrontier.set(last)
+        } else {
+            currentFrontier.remove(first)
+            currentFrontier.insert(last)
+        }
+    }
+}
