@@ -159,14 +159,17 @@ extension ListDocument {
     @inline(__always)
     private func originReferences(_ origins: ListOperation.Origins, sequence: Int32,
                                   by id: OpID) throws(ApplyError) -> (Int32, Int32) {
-        func slot(_ slot: SlotID?) throws(ApplyError) -> Int32 {
-            guard let slot else { return -1 }
-            try checkPast(slot.opID, by: id)
-            guard let lv = slots.lv(of: slot.opID) else { throw .malformed(id, "unknown \(slot)") }
-            guard slots.sequence(of: lv) == sequence else { throw .malformed(id, "\(slot) is in another sequence") }
-            return lv
-        }
-        return (try slot(origins.after), try slot(origins.before))
+        (try originSlot(origins.after, sequence: sequence, by: id), try originSlot(origins.before, sequence: sequence, by: id))
+    }
+
+    /// The local version of origin slot `slot` (-1: none), known, before `id` and in `sequence`.
+    @inline(__always)
+    private func originSlot(_ slot: SlotID?, sequence: Int32, by id: OpID) throws(ApplyError) -> Int32 {
+        guard let slot else { return -1 }
+        try checkPast(slot.opID, by: id)
+        guard let lv = slots.lv(of: slot.opID) else { throw .malformed(id, "unknown \(slot)") }
+        guard slots.sequence(of: lv) == sequence else { throw .malformed(id, "\(slot) is in another sequence") }
+        return lv
     }
 
     // MARK: Committing (never fails)

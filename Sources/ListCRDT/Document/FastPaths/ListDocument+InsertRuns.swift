@@ -51,7 +51,8 @@ extension ListDocument {
     ///   O(k log N) for k concurrent slots between the first operation's origins.
     mutating func applyInsertRun<S: RunSource>(_ source: S, from k: Int, cache: inout SectionCache) -> FastPath {
         let id = source.id(k)
-        if let last = log.lastItemInsert, last.id.replica == id.replica, last.id.counter &+ 1 == id.counter {
+        if k > 0 || S.firstMayContinue, let last = log.lastItemInsert, last.id.replica == id.replica,
+           last.id.counter &+ 1 == id.counter {
             let s = slots.sequence(of: last.slot)
             let right = slots.origins(of: last.slot).right
             let n = source.typedRun(from: k, after: last.id, section: SectionID(sections.rows[Int(s)].id),

@@ -18,6 +18,11 @@ protocol RunSource {
     func dependsOnlyOn(_ k: Int, _ id: OpID) -> Bool
     /// Which run fast path could take operation `k`.
     func runKind(_ k: Int) -> RunKind
+    /// Whether operation 0 may continue the item insert applied last (an operation received
+    /// alone may; a decoded insert run practically never does, since the encoder makes such an
+    /// insert part of the run before, and ``ListDocument/applyInsertRun(_:from:cache:)`` takes
+    /// it the other way then).
+    static var firstMayContinue: Bool { get }
 
     /// Operation `k` when it is an item insert: its dependencies, section, origins and value size.
     func itemInsert(_ k: Int) -> (deps: Frontier, section: SectionID, origins: ListOperation.Origins, valueSize: Int)?
@@ -55,6 +60,7 @@ enum RunKind {
 /// operation in a `CollectionOfOne`): every continuation is checked operation by operation.
 struct OperationList<Base: RandomAccessCollection<ListOperation>>: RunSource where Base.Index == Int {
     let ops: Base
+    static var firstMayContinue: Bool { true }
 
     @inline(__always) var count: Int { ops.count }
     @inline(__always) func operation(_ k: Int) -> ListOperation { ops[ops.startIndex + k] }
@@ -135,6 +141,7 @@ struct DecodedInsertRun: RunSource {
 
     @inline(__always) private var batch: DecodedBatch { _read { yield pointer.pointee } }
 
+    static var firstMayContinue: Bool { false }
     @inline(__always) var count: Int { run.count }
     func operation(_ k: Int) -> ListOperation { batch.operation(insertRun: r, k) }
     @inline(__always) func runKind(_ k: Int) -> RunKind { .itemInsert }
@@ -195,6 +202,7 @@ struct DecodedDeleteRun: RunSource {
 
     @inline(__always) private var batch: DecodedBatch { _read { yield pointer.pointee } }
 
+    static var firstMayContinue: Bool { false }
     @inline(__always) var count: Int { run.count }
     func operation(_ k: Int) -> ListOperation { batch.operation(deleteRun: r, k) }
     @inline(__always) func runKind(_ k: Int) -> RunKind { .itemDelete }
