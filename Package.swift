@@ -19,7 +19,7 @@ let package = Package(
     dependencies: [],
     targets: [
         // The engine: pure (no I/O, no clock, no randomness it was not handed).
-        .target(name: "ListCRDT"),
+        .target(name: "ListCRDT", exclude: ["Document/FastPaths/README.md"]),
         // The UI layer on the engine's public API: change sets, drag sessions, LiveDocument.
         .target(name: "ListTable", dependencies: ["ListCRDT"]),
         // The sync protocol, transports and the Replica actor.

@@ -111,15 +111,44 @@ struct DecodedBatch {
     /// The 256 one-byte values (small `Data` values are stored inline: copying one is cheap).
     static let oneByteValues: [Data] = (0...255).map { Data([UInt8($0)]) }
 
-    /// Calls `body` with the values of the one-byte insert-run operations whose bytes are at
-    /// `range` of ``bytes``, as a collection.
-    func withOneByteValues<R>(_ range: Range<Int>, _ body: (OneByteValues) -> R) -> R {
-        precondition(range.lowerBound >= 0 && range.upperBound <= bytes.count, "values out of the input")
-        return bytes.withUnsafeBufferPointer { input in
-            Self.oneByteValues.withUnsafeBufferPointer { table in
-                body(OneByteValues(bytes: UnsafeBufferPointer(rebasing: input[range]), table: table.baseAddress!))
+    /// The batch and its value bytes as buffers, for the run fast paths
+    /// (Document/FastPaths/RunSource.swift), valid inside ``withView(_:)``: a source holding
+    /// them copies no array (a copy of the batch would retain each of its six).
+    struct View {
+        let batch: UnsafePointer<DecodedBatch>
+        let bytes: UnsafeBufferPointer<UInt8>
+        let valueRanges: UnsafeBufferPointer<Range<Int>>
+        /// ``oneByteValues``.
+        let table: UnsafePointer<Data>
+
+        /// The values of the one-byte insert-run operations whose bytes are at `range` of the input.
+        @inline(__always) func oneByteValues(_ range: Range<Int>) -> OneByteValues {
+            precondition(range.lowerBound >= 0 && range.upperBound <= bytes.count, "values out of the input")
+            return OneByteValues(bytes: UnsafeBufferPointer(rebasing: bytes[range]), table: table)
+        }
+
+        /// The values of the insert-run operations (not one byte each) whose byte ranges are
+        /// `valueRanges[range]`.
+        @inline(__always) func rangeValues(_ range: Range<Int>) -> RangeValues {
+            precondition(range.lowerBound >= 0 && range.upperBound <= valueRanges.count, "no such values")
+            return RangeValues(bytes: bytes, ranges: UnsafeBufferPointer(rebasing: valueRanges[range]))
+        }
+    }
+
+    /// Calls `body` with a ``View`` of this batch.
+    func withView<R, E: Error>(_ body: (View) throws(E) -> R) throws(E) -> R {
+        var result: Result<R, E>?
+        withUnsafePointer(to: self) { batch in
+            bytes.withUnsafeBufferPointer { bytes in
+                valueRanges.withUnsafeBufferPointer { ranges in
+                    Self.oneByteValues.withUnsafeBufferPointer { table in
+                        let view = View(batch: batch, bytes: bytes, valueRanges: ranges, table: table.baseAddress!)
+                        do throws(E) { result = .success(try body(view)) } catch { result = .failure(error) }
+                    }
+                }
             }
         }
+        return try result!.get()
     }
 
     /// The values of one-byte insert-run operations: input bytes, each standing for its entry of
@@ -137,6 +166,7 @@ struct DecodedBatch {
 
     /// Calls `body` with the values of the insert-run operations (not one byte each) whose byte
     /// ranges are `valueRanges[range]`, as a collection.
+    @inline(__always)
     func withRangeValues<R>(_ range: Range<Int>, _ body: (RangeValues) -> R) -> R {
         precondition(range.lowerBound >= 0 && range.upperBound <= valueRanges.count, "no such values")
         return bytes.withUnsafeBufferPointer { input in

@@ -49,6 +49,7 @@ extension ListDocument {
     ///
     /// - Complexity: O(n + log N) for a run of n operations in a document of N slots, plus
     ///   O(k log N) for k concurrent slots between the first operation's origins.
+    @inline(__always)
     mutating func applyInsertRun<S: RunSource>(_ source: S, from k: Int, cache: inout SectionCache) -> FastPath {
         let id = source.id(k)
         if k > 0 || S.firstMayContinue, let last = log.lastItemInsert, last.id.replica == id.replica,
@@ -68,6 +69,7 @@ extension ListDocument {
     }
 
     /// The second way into ``applyInsertRun(_:from:cache:)``: operation `k` checked as a whole.
+    @inline(__always)
     private mutating func startInsertRun<S: RunSource>(_ source: S, from k: Int, cache: inout SectionCache) -> FastPath {
         guard let insert = source.itemInsert(k) else { return .declined }
         let id = source.id(k)

@@ -42,9 +42,8 @@ extension ListDocument {
         var cache: SectionCache = nil
         var position = 0  // index in the batch of the part's first operation
         reserveCapacity(for: batch)
-        // The runs read the batch through a pointer: a copy in each would retain its six arrays.
-        try withUnsafePointer(to: batch) { (batch) throws(WireError) in
-            for part in batch.pointee.parts {
+        try batch.withView { (batch) throws(WireError) in
+            for part in batch.batch.pointee.parts {
                 switch part {
                 case .operations(let ops):
                     receive(operations: OperationList(ops: ops), from: position, into: &report, irregular: &irregular,

@@ -133,17 +133,16 @@ struct OperationList<Base: RandomAccessCollection<ListOperation>>: RunSource whe
 /// construction (the decoder built it so), so only the first is checked and the values' sizes.
 struct DecodedInsertRun: RunSource {
     /// The batch, valid while the source is (``ListDocument/apply(_:strict:)`` makes both).
-    let pointer: UnsafePointer<DecodedBatch>
+    let view: DecodedBatch.View
     let r: Int
     let run: DecodedBatch.InsertRun
 
-    init(_ batch: UnsafePointer<DecodedBatch>, _ r: Int) { (pointer, self.r, run) = (batch, r, batch.pointee.insertRuns[r]) }
+    init(_ view: DecodedBatch.View, _ r: Int) { (self.view, self.r, run) = (view, r, view.batch.pointee.insertRuns[r]) }
 
-    @inline(__always) private var batch: DecodedBatch { _read { yield pointer.pointee } }
 
     static var firstMayContinue: Bool { false }
     @inline(__always) var count: Int { run.count }
-    func operation(_ k: Int) -> ListOperation { batch.operation(insertRun: r, k) }
+    func operation(_ k: Int) -> ListOperation { view.batch.pointee.operation(insertRun: r, k) }
     @inline(__always) func runKind(_ k: Int) -> RunKind { .itemInsert }
     @inline(__always) func id(_ k: Int) -> OpID { run.id.advanced(by: k) }
     @inline(__always) func dependsOnlyOn(_ k: Int, _ id: OpID) -> Bool {
@@ -153,11 +152,11 @@ struct DecodedInsertRun: RunSource {
     @inline(__always)
     func itemInsert(_ k: Int) -> (deps: Frontier, section: SectionID, origins: ListOperation.Origins, valueSize: Int)? {
         let origins = k == 0 ? run.origins : .init(after: SlotID(id(k - 1)), before: run.origins.before)
-        return (k == 0 ? batch.frontier(run.deps) : Frontier(only: id(k - 1)), run.section, origins, valueSize(k))
+        return (k == 0 ? view.batch.pointee.frontier(run.deps) : Frontier(only: id(k - 1)), run.section, origins, valueSize(k))
     }
 
     @inline(__always) private func valueSize(_ k: Int) -> Int {
-        run.oneByte ? 1 : batch.valueRanges[run.values + k].count
+        run.oneByte ? 1 : view.valueRanges[run.values + k].count
     }
 
     @inline(__always)
@@ -179,9 +178,9 @@ struct DecodedInsertRun: RunSource {
     func appendItems(from k: Int, count n: Int, to items: inout EntityTable, slot lv: Int32, section s: Int32) {
         let id = run.id.advanced(by: k), start = run.values + k
         if run.oneByte {
-            batch.withOneByteValues(start ..< start + n) { items.appendRun(id: id, slot: lv, section: s, values: $0) }
+            items.appendRun(id: id, slot: lv, section: s, values: view.oneByteValues(start ..< start + n))
         } else {
-            batch.withRangeValues(start ..< start + n) { items.appendRun(id: id, slot: lv, section: s, values: $0) }
+            items.appendRun(id: id, slot: lv, section: s, values: view.rangeValues(start ..< start + n))
         }
     }
 
@@ -194,17 +193,16 @@ struct DecodedInsertRun: RunSource {
 /// deletes the next (or previous) item as seen at its insert slot.
 struct DecodedDeleteRun: RunSource {
     /// The batch, valid while the source is (``ListDocument/apply(_:strict:)`` makes both).
-    let pointer: UnsafePointer<DecodedBatch>
+    let view: DecodedBatch.View
     let r: Int
     let run: DecodedBatch.DeleteRun
 
-    init(_ batch: UnsafePointer<DecodedBatch>, _ r: Int) { (pointer, self.r, run) = (batch, r, batch.pointee.deleteRuns[r]) }
+    init(_ view: DecodedBatch.View, _ r: Int) { (self.view, self.r, run) = (view, r, view.batch.pointee.deleteRuns[r]) }
 
-    @inline(__always) private var batch: DecodedBatch { _read { yield pointer.pointee } }
 
     static var firstMayContinue: Bool { false }
     @inline(__always) var count: Int { run.count }
-    func operation(_ k: Int) -> ListOperation { batch.operation(deleteRun: r, k) }
+    func operation(_ k: Int) -> ListOperation { view.batch.pointee.operation(deleteRun: r, k) }
     @inline(__always) func runKind(_ k: Int) -> RunKind { .itemDelete }
     @inline(__always) func id(_ k: Int) -> OpID { run.id.advanced(by: k) }
     @inline(__always) func dependsOnlyOn(_ k: Int, _ id: OpID) -> Bool {
