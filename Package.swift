@@ -2,7 +2,7 @@
 import PackageDescription
 
 // `Mutex` (Synchronization), used by LiveDocument, InMemoryTransport and Replica, needs these releases;
-// `Tests/ListCRDTTests/PlatformTests.swift` fails if a source uses `Mutex` without them declared here.
+// `Tests/ListTableTests/PlatformTests.swift` fails if a source uses `Mutex` without them declared here.
 let platforms: [SupportedPlatform] = [.macOS(.v15), .iOS(.v18), .tvOS(.v18), .watchOS(.v11), .visionOS(.v2)]
 
 let package = Package(
@@ -31,6 +31,10 @@ let package = Package(
         .target(name: "ListSyncTestSupport", dependencies: ["ListCRDT", "ListSyncSimulation"]),
         .testTarget(
             name: "ListCRDTTests",
+            dependencies: ["ListCRDT", "ListTable", "ListSync", "ListSyncSimulation", "ListSyncTestSupport"]
+        ),
+        .testTarget(
+            name: "ListTableTests",
             dependencies: ["ListCRDT", "ListTable", "ListSync", "ListSyncSimulation", "ListSyncTestSupport"]
         ),
         .testTarget(
