@@ -1,8 +1,9 @@
 // swift-tools-version:6.0
 import PackageDescription
 
-// `Mutex` (Synchronization), used by LiveDocument, InMemoryTransport and Replica, needs these releases;
-// `Tests/ListTableTests/PlatformTests.swift` fails if a source uses `Mutex` without them declared here.
+// `Mutex` (Synchronization), used by LiveDocument and InMemoryTransport, needs these releases;
+// `Tests/ListTableTests/PlatformTests.swift` fails if a source uses `Mutex` or `Atomic` without them declared here
+// or in an `@available` on the enclosing declaration.
 let platforms: [SupportedPlatform] = [.macOS(.v15), .iOS(.v18), .tvOS(.v18), .watchOS(.v11), .visionOS(.v2)]
 
 let package = Package(
