@@ -1,8 +1,9 @@
 // swift-tools-version:6.0
 import PackageDescription
 
-// `Mutex` (Synchronization), used by LiveDocument, InMemoryTransport and Replica, needs these releases;
-// `Tests/ListCRDTTests/PlatformTests.swift` fails if a source uses `Mutex` without them declared here.
+// `Mutex` (Synchronization), used by LiveDocument and InMemoryTransport, needs these releases;
+// `Tests/ListTableTests/PlatformTests.swift` fails if a source uses `Mutex` or `Atomic` without them declared here
+// or in an `@available` on the enclosing declaration.
 let platforms: [SupportedPlatform] = [.macOS(.v15), .iOS(.v18), .tvOS(.v18), .watchOS(.v11), .visionOS(.v2)]
 
 let package = Package(
@@ -19,7 +20,7 @@ let package = Package(
     dependencies: [],
     targets: [
         // The engine: pure (no I/O, no clock, no randomness it was not handed).
-        .target(name: "ListCRDT", exclude: ["Document/FastPaths/README.md"]),
+        .target(name: "ListCRDT", exclude: ["Document/FastPaths/README.md", "Sequence/README.md"]),
         // The UI layer on the engine's public API: change sets, drag sessions, LiveDocument.
         .target(name: "ListTable", dependencies: ["ListCRDT"]),
         // The sync protocol, transports and the Replica actor.
@@ -31,6 +32,10 @@ let package = Package(
         .target(name: "ListSyncTestSupport", dependencies: ["ListCRDT", "ListSyncSimulation"]),
         .testTarget(
             name: "ListCRDTTests",
+            dependencies: ["ListCRDT", "ListTable", "ListSync", "ListSyncSimulation", "ListSyncTestSupport"]
+        ),
+        .testTarget(
+            name: "ListTableTests",
             dependencies: ["ListCRDT", "ListTable", "ListSync", "ListSyncSimulation", "ListSyncTestSupport"]
         ),
         .testTarget(

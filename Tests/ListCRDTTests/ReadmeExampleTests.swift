@@ -6,12 +6,12 @@ import ListCRDT
 @Suite struct ReadmeExampleTests {
     @Test("the README usage example runs and converges")
     func readme() throws {
-        var phone = ListDocument(replica: ReplicaID(1))
+        var phone = ListDocument(replica: ReplicaID.random())
         try phone.insertSection(at: 0, value: Data("To do".utf8))
         try phone.insertItem(at: IndexPath(item: 0, section: 0), value: Data("milk".utf8))
         try phone.insertItem(at: IndexPath(item: 1, section: 0), value: Data("eggs".utf8))
 
-        var laptop = ListDocument(replica: ReplicaID(2))
+        var laptop = ListDocument(replica: ReplicaID.random())
         laptop.receive(phone.operations)
 
         let a = try phone.moveItem(from: IndexPath(item: 0, section: 0), to: IndexPath(item: 1, section: 0))!

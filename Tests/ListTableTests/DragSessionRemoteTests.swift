@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import ListSyncTestSupport
 @testable import ListCRDT
 @testable import ListTable
 import ListSyncSimulation
@@ -127,7 +128,7 @@ struct DragSessionRemoteTests {
         remote.merge(local)
         local.merge(remote)
         try remote.checkInvariants()
-        expectConverged([local, remote])
+        #expect(convergenceFailures([local, remote]) == [])
     }
 
     @Test("a remote op of every kind injected at every step of a drag within a section",
@@ -217,7 +218,7 @@ struct DragSessionRemoteTests {
             try local.checkInvariants()
             remote.merge(local)
             local.merge(remote)
-            expectConverged([local, remote])
+            #expect(convergenceFailures([local, remote]) == [])
         }
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import ListSyncTestSupport
 @testable import ListCRDT
 import ListTable
 import ListSyncSimulation
