@@ -63,7 +63,8 @@ import ListSyncSimulation
         Self.raise(&t, &m, 0, Self.id(4, 2))
         Self.check(t, m, "after the delete that saw the move")
         #expect(!t.isAlive(0))
-        var registers = t.registers[Int(t.rows[0].state)]
+        guard case .registers(let k) = t.rows[0].state else { Issue.record("a moved item keeps its registers apart"); return }
+        var registers = t.registers[k]
         let died = registers.deleteSeeingInsert(id: Self.id(1))
         #expect(!died, "the insert is older than the register")
     }
@@ -95,10 +96,10 @@ import ListSyncSimulation
             case 2:  // a delete that saw the insert, by the run path
                 let row = t.rows[Int(i)]
                 let died: Bool
-                if row.state < 0 {
-                    died = t.rows[Int(i)].deleteSeeingInsert()
+                if case .registers(let k) = row.state {
+                    died = t.registers[k].deleteSeeingInsert(id: row.id)
                 } else {
-                    died = t.registers[Int(row.state)].deleteSeeingInsert(id: row.id)
+                    died = t.rows[Int(i)].deleteSeeingInsert()
                 }
                 let before = m[Int(i)]
                 if row.id > before.deleted { m[Int(i)].deleted = row.id }

@@ -11,7 +11,6 @@ import ListSyncSimulation
         var rng = SplitMix64(seed: seed)
         var forest = SlotForest()
         for _ in 0..<trees { _ = forest.addTree() }
-        var leafOf: [Int32] = []
         var models: [[(lv: Int32, visible: Bool)]] = Array(repeating: [], count: trees)
         var lastInsert: [Int32] = Array(repeating: -1, count: trees)
         var probe = 0
@@ -19,20 +18,20 @@ import ListSyncSimulation
             let t = rng.below(trees)
             let tree = Int32(t)
             if models[t].isEmpty || rng.chance(70) {
-                let lv = Int32(leafOf.count)
-                leafOf.append(-1)
+                let lv = Int32(forest.leafOf.count)
+                forest.addSlots(1)
                 let visible = rng.chance(80)
                 // Half the time continue right after the previous slot of this tree, as typing does.
                 let at = rng.chance(50) && lastInsert[t] >= 0
                     ? (models[t].firstIndex { $0.lv == lastInsert[t] }! + 1) : rng.below(models[t].count + 1)
-                let after = at == 0 ? nil : forest.locate(models[t][at - 1].lv, leafOf: leafOf)
-                forest.insert(tree, lv, visible: visible, after: after, leafOf: &leafOf)
+                let after = at == 0 ? nil : forest.locate(models[t][at - 1].lv)
+                forest.insert(tree, lv, visible: visible, after: after)
                 models[t].insert((lv, visible), at: at)
                 lastInsert[t] = lv
             } else {
                 let k = rng.below(models[t].count)
                 models[t][k].visible.toggle()
-                forest.setVisible(models[t][k].lv, models[t][k].visible, leafOf: &leafOf)
+                forest.setVisible(models[t][k].lv, models[t][k].visible)
             }
             let visibleCount = forest.visibleCount(tree)
             if visibleCount > 0 && rng.chance(50) {
@@ -44,7 +43,7 @@ import ListSyncSimulation
                 var problems: [String] = []
                 for t in 0..<trees {
                     let tree = Int32(t)
-                    problems += forest.problems(tree, leafOf: leafOf).map { "tree \(t): \($0)" }
+                    problems += forest.problems(tree).map { "tree \(t): \($0)" }
                     var order: [(Int32, Bool)] = []
                     forest.forEachRun(tree) { lv, n, v in for k in 0..<Int32(n) { order.append((lv + k, v)) } }
                     if order.map(\.0) != models[t].map(\.lv) || order.map(\.1) != models[t].map(\.visible) {
@@ -80,23 +79,23 @@ import ListSyncSimulation
     func leafSplitWorkIsBounded() {
         var forest = SlotForest()
         let t = forest.addTree()
-        var leafOf: [Int32] = [-1]
-        forest.insert(t, 0, visible: true, after: nil, leafOf: &leafOf)
+        forest.addSlots(1)
+        forest.insert(t, 0, visible: true, after: nil)
         // 20,000 slots typed one by one: extend until the entry is full, then a new entry.
-        var c = forest.locate(0, leafOf: leafOf)
+        var c = forest.locate(0)
         for lv in 1..<20_000 as Range<Int32> {
-            if let next = forest.extend(c, with: lv, leafOf: &leafOf) {
+            if let next = forest.extend(c, with: lv) {
                 c = next
             } else {
-                leafOf.append(-1)
-                forest.insert(t, lv, visible: true, after: c, leafOf: &leafOf)
-                c = forest.locate(lv, leafOf: leafOf)
+                forest.addSlots(1)
+                forest.insert(t, lv, visible: true, after: c)
+                c = forest.locate(lv)
             }
         }
         // Then 20,000 more in one insert (a loaded run).
-        leafOf.append(contentsOf: repeatElement(-1, count: 20_000))
-        forest.insert(t, 20_000, count: 20_000, visible: true, after: c, leafOf: &leafOf)
-        let built = forest.problems(t, leafOf: leafOf)
+        forest.addSlots(20_000)
+        forest.insert(t, 20_000, count: 20_000, visible: true, after: c)
+        let built = forest.problems(t)
         #expect(built.isEmpty, "\(built.prefix(3))")
         var entries = 0
         forest.forEachRun(t) { _, n, _ in
@@ -109,23 +108,23 @@ import ListSyncSimulation
         var rng = SplitMix64(seed: 11)
         var worst = 0
         for step in 0..<400 {
-            let before = leafOf
+            let before = forest.leafOf
             if step % 2 == 0 {
-                let lv = Int32(leafOf.count)
-                leafOf.append(-1)
+                let lv = Int32(forest.leafOf.count)
+                forest.addSlots(1)
                 let at = rng.below(forest.visibleCount(t) + 1)
                 let after = at == 0 ? nil : forest.findVisible(t, at - 1)
-                forest.insert(t, lv, visible: true, after: after, leafOf: &leafOf)
+                forest.insert(t, lv, visible: true, after: after)
             } else {
                 let lv = forest.lv(at: forest.findVisible(t, rng.below(forest.visibleCount(t))))
-                forest.setVisible(lv, false, leafOf: &leafOf)
+                forest.setVisible(lv, false)
             }
-            let rewritten = zip(before, leafOf).reduce(0) { $0 + ($1.0 != $1.1 ? 1 : 0) }
+            let rewritten = zip(before, forest.leafOf).reduce(0) { $0 + ($1.0 != $1.1 ? 1 : 0) }
             worst = max(worst, rewritten)
         }
         #expect(worst > 0, "no leaf split happened: the test checks nothing")
         #expect(worst <= bound, "one edit rewrote leafOf for \(worst) slots (bound \(bound))")
-        let edited = forest.problems(t, leafOf: leafOf)
+        let edited = forest.problems(t)
         #expect(edited.isEmpty, "\(edited.prefix(3))")
     }
 

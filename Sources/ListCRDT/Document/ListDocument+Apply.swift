@@ -135,7 +135,7 @@ extension ListDocument {
     /// - Complexity: O(log n).
     @inline(__always)
     func originsInOrder(_ left: Int32, _ right: Int32) -> Bool {
-        left < 0 || right < 0 || forest.isBefore(left, right, leafOf: leafOf)
+        left < 0 || right < 0 || forest.isBefore(left, right)
     }
 
     @inline(__always)
@@ -197,7 +197,7 @@ extension ListDocument {
         case let .moveSection(s, left, right):
             let lv = newSlot(op.id, left: left, right: right, sequence: -1, entity: s)
             if op.id > sections.winnerID(s) {
-                forest.setVisible(sections.rows[Int(s)].winner, false, leafOf: &leafOf)
+                forest.setVisible(sections.rows[Int(s)].winner, false)
                 sections.setWinner(lv, write: op.id, of: s)
                 sectionShown[Int(s)] = isSectionVisible(s)
                 place(lv, id: op.id, left: left, right: right, sequence: -1, visible: sectionShown[Int(s)])
@@ -290,7 +290,7 @@ extension ListDocument {
         items.rows[Int(i)].section = s
         place(lv, id: id, left: left, right: right, sequence: s, visible: items.isAlive(i), hint: hint)
         guard wasAlive else { return -1 }
-        forest.setVisible(old, false, leafOf: &leafOf)
+        forest.setVisible(old, false)
         return from != s ? from : -1
     }
 
@@ -301,9 +301,9 @@ extension ListDocument {
         let row = items.rows[Int(i)]
         if let c {
             assert(forest.lv(at: c) == row.winner && forest.entry(c).isVisible, "the cursor is not the item's slot")
-            forest.flip(at: c, count: 1, leafOf: &leafOf)
+            forest.flip(at: c, count: 1)
         } else {
-            forest.setVisible(row.winner, false, leafOf: &leafOf)
+            forest.setVisible(row.winner, false)
         }
         refreshSection(row.section)
     }
@@ -323,11 +323,11 @@ extension ListDocument {
         let show = isSectionVisible(s)
         if sectionShown[Int(s)] == show { return }
         sectionShown[Int(s)] = show
-        forest.setVisible(sections.rows[Int(s)].winner, show, leafOf: &leafOf)
+        forest.setVisible(sections.rows[Int(s)].winner, show)
     }
 
     private mutating func newSlot(_ id: OpID, left: Int32, right: Int32, sequence: Int32, entity: Int32) -> Int32 {
-        leafOf.append(-1)
+        forest.addSlots(1)
         return slots.append(id: id, left: left, right: right, sequence: sequence, entity: entity)
     }
 
@@ -340,10 +340,10 @@ extension ListDocument {
         if case let .after(c)? = hint {
             after = c
         } else {
-            after = forest.placement(t, id: id, left: left, right: right, slots: slots, leafOf: leafOf,
+            after = forest.placement(t, id: id, left: left, right: right, slots: slots,
                                      tieBreak: variant != .noTieBreak)
         }
-        forest.insert(t, lv, visible: visible, after: after, leafOf: &leafOf)
+        forest.insert(t, lv, visible: visible, after: after)
     }
 }
 

@@ -18,9 +18,9 @@ extension ListDocument {
     public func checkInvariants() throws(InvariantViolation) {
         var out: [String] = []
         if forest.trees.count != sections.count + 1 { out.append("\(forest.trees.count) trees for \(sections.count) sections") }
-        out += forest.problems(Self.sectionTree, leafOf: leafOf).map { "section tree: \($0)" }
+        out += forest.problems(Self.sectionTree).map { "section tree: \($0)" }
         for s in 0..<Int32(sections.count) {
-            out += forest.problems(tree(ofSequence: s), leafOf: leafOf).map { "item tree \(s): \($0)" }
+            out += forest.problems(tree(ofSequence: s)).map { "item tree \(s): \($0)" }
         }
         // Which tree each slot is in, and whether it shows.
         var where_: [Int32] = Array(repeating: -2, count: slots.count)

@@ -36,7 +36,6 @@ public struct ListDocument: Sendable {
 
     // State.
     var slots = SlotStore()
-    var leafOf: [Int32] = []
     /// Every sequence's order: tree ``sectionTree`` for the sections, tree `s + 1` for the items of
     /// section `s` (see ``tree(ofSequence:)``).
     var forest = SlotForest()
@@ -220,7 +219,7 @@ public struct ListDocument: Sendable {
     /// - Complexity: O(log n).
     @inline(__always)
     func visiblePosition(ofSlot lv: Int32) -> Int {
-        forest.position(of: forest.locate(lv, leafOf: leafOf)).visible
+        forest.position(of: forest.locate(lv)).visible
     }
 
     /// The dense index of the visible section at `index`.

@@ -16,7 +16,7 @@ struct EntityTable: Sendable {
     /// The plain registers of one entity: 32 bytes. Most entities never move and are deleted, if
     /// at all, by deletes that saw their insert: their position write is their insert and their
     /// delete register is nothing or their own id, which ``state`` says without storing either.
-    /// The others keep both registers in ``registers``.
+    /// The others keep both registers in ``EntityTable/registers``.
     struct Row: Sendable {
         /// The entity's id (the id of the operation that inserted it).
         var id: OpID
@@ -24,14 +24,43 @@ struct EntityTable: Sendable {
         var winner: Int32
         /// Items only: the section whose sequence holds the winning slot.
         var section: Int32
-        /// ``untouched``, ``deletedAtInsert``, or the index of the entity's ``Registers``.
-        var state: Int32
+        /// ``state``, packed: -1 untouched, -2 deleted at its insert, else the index of the
+        /// entity's ``Registers``.
+        var packedState: Int32
 
-        /// The winning write is the insert (`id`) and no delete saw it.
-        static let untouched: Int32 = -1
-        /// The winning write is the insert (`id`) and the delete register is `id`: a delete saw
-        /// the insert (the entity is dead).
-        static let deletedAtInsert: Int32 = -2
+        /// Where an entity's position and delete registers are.
+        enum State: Equatable {
+            /// The winning write is the insert (`id`) and no delete saw it.
+            case untouched
+            /// The winning write is the insert (`id`) and the delete register is `id`: a delete
+            /// saw the insert (the entity is dead).
+            case deletedAtInsert
+            /// In ``EntityTable/registers``, at this index.
+            case registers(Int)
+        }
+
+        /// Where this entity's registers are (``packedState`` unpacked; free at `-O`).
+        @inline(__always) var state: State {
+            get {
+                switch packedState {
+                case -1: .untouched
+                case -2: .deletedAtInsert
+                default: .registers(Int(packedState))
+                }
+            }
+            set {
+                switch newValue {
+                case .untouched: packedState = -1
+                case .deletedAtInsert: packedState = -2
+                case .registers(let k): packedState = Int32(k)
+                }
+            }
+        }
+
+        init(id: OpID, winner: Int32, section: Int32, state: State) {
+            (self.id, self.winner, self.section, packedState) = (id, winner, section, -1)
+            self.state = state
+        }
     }
 
     /// The position write and delete registers of an entity that moved, or whose delete register
@@ -68,7 +97,7 @@ struct EntityTable: Sendable {
     /// - Complexity: O(1) amortized.
     mutating func append(id: OpID, slot lv: Int32, value v: Data, section s: Int32) -> Int32 {
         let index = Int32(rows.count)
-        rows.append(Row(id: id, winner: lv, section: s, state: Row.untouched))
+        rows.append(Row(id: id, winner: lv, section: s, state: .untouched))
         value.append(v)
         return index
     }
@@ -95,7 +124,8 @@ struct EntityTable: Sendable {
     /// The id of the operation that wrote entity `i`'s winning slot (its position register).
     @inline(__always) func winnerID(_ i: Int32) -> OpID {
         let row = rows[Int(i)]
-        return row.state >= 0 ? registers[Int(row.state)].winnerID : row.id
+        if case .registers(let k) = row.state { return registers[k].winnerID }
+        return row.id
     }
 
     /// Entity `i`'s delete register: the greatest position write any delete's author had seen
@@ -103,9 +133,9 @@ struct EntityTable: Sendable {
     @inline(__always) func deleted(_ i: Int32) -> OpID {
         let row = rows[Int(i)]
         switch row.state {
-        case Row.untouched: return .none
-        case Row.deletedAtInsert: return row.id
-        default: return registers[Int(row.state)].deleted
+        case .untouched: return .none
+        case .deletedAtInsert: return row.id
+        case .registers(let k): return registers[k].deleted
         }
     }
 
@@ -113,10 +143,10 @@ struct EntityTable: Sendable {
     @inline(__always) func isAlive(_ i: Int32) -> Bool {
         let row = rows[Int(i)]
         switch row.state {
-        case Row.untouched: return true
-        case Row.deletedAtInsert: return false
-        default:
-            let r = registers[Int(row.state)]
+        case .untouched: return true
+        case .deletedAtInsert: return false
+        case .registers(let k):
+            let r = registers[k]
             return r.winnerID > r.deleted
         }
     }
@@ -127,7 +157,7 @@ struct EntityTable: Sendable {
     /// - Complexity: O(1) amortized.
     mutating func setWinner(_ lv: Int32, write: OpID, of i: Int32) {
         let k = registersIndex(i)
-        registers[Int(k)].winnerID = write
+        registers[k].winnerID = write
         rows[Int(i)].winner = lv
     }
 
@@ -136,34 +166,34 @@ struct EntityTable: Sendable {
     /// - Complexity: O(1) amortized.
     mutating func setDeleted(_ seen: OpID, of i: Int32) {
         let row = rows[Int(i)]
-        if row.state < 0 && seen == row.id {
-            rows[Int(i)].state = Row.deletedAtInsert
-        } else {
-            registers[Int(registersIndex(i))].deleted = seen
+        if case .registers = row.state {} else if seen == row.id {
+            rows[Int(i)].state = .deletedAtInsert
+            return
         }
+        registers[registersIndex(i)].deleted = seen
     }
 
     /// The index of entity `i`'s ``Registers``, made from its state when it has none.
-    private mutating func registersIndex(_ i: Int32) -> Int32 {
+    private mutating func registersIndex(_ i: Int32) -> Int {
         let row = rows[Int(i)]
-        if row.state >= 0 { return row.state }
-        let k = Int32(registers.count)
-        registers.append(Registers(winnerID: row.id, deleted: row.state == Row.deletedAtInsert ? row.id : .none))
-        rows[Int(i)].state = k
+        if case .registers(let k) = row.state { return k }
+        let k = registers.count
+        registers.append(Registers(winnerID: row.id, deleted: row.state == .deletedAtInsert ? row.id : .none))
+        rows[Int(i)].state = .registers(k)
         return k
     }
 }
 
 extension EntityTable.Row {
     /// What a delete whose author saw this item's insert slot (so the position write it saw is
-    /// the item's own insert) does to its registers when they are in the row (``state`` < 0):
+    /// the item's own insert) does to its registers when they are in the row (not ``State/registers(_:)``):
     /// raises the delete register to the item's id, as `ListDocument.raiseDeleted(i, seen: id)`
     /// does. Returns whether that killed the item (it was alive; its winning write, the insert,
     /// no longer survives); the caller then hides its slot. For an item with ``EntityTable/Registers``
-    /// (`state` ≥ 0), use ``EntityTable/Registers/deleteSeeingInsert(id:)``.
+    /// (``State/registers(_:)``), use ``EntityTable/Registers/deleteSeeingInsert(id:)``.
     @inline(__always) mutating func deleteSeeingInsert() -> Bool {
-        guard state == Self.untouched else { return false }
-        state = Self.deletedAtInsert
+        guard state == .untouched else { return false }
+        state = .deletedAtInsert
         return true
     }
 }

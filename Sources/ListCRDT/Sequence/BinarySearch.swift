@@ -1,8 +1,7 @@
 extension RandomAccessCollection where Index == Int {
     /// The index of the first element for which `isBefore` is false, in a collection where
     /// `isBefore` holds for a prefix and fails for the rest (`endIndex` when it holds for all).
-    /// Every sorted lookup of the module (id runs, log records, version vectors, the longest
-    /// increasing subsequence) is this search with its own predicate.
+    /// Every sorted lookup of the module (id runs, log records, version vectors) is this search with its own predicate.
     ///
     /// - Complexity: O(log n).
     @inline(__always)

@@ -2,10 +2,10 @@ extension SlotForest {
     /// Whether slot `a` comes before slot `b` (both in the same tree).
     ///
     /// - Complexity: O(1) when `b` directly follows `a` (the usual case for origins), else O(log n).
-    func isBefore(_ a: Int32, _ b: Int32, leafOf: [Int32]) -> Bool {
-        let ca = locate(a, leafOf: leafOf)
+    func isBefore(_ a: Int32, _ b: Int32) -> Bool {
+        let ca = locate(a)
         if let n = next(ca), lv(at: n) == b { return true }
-        return position(of: ca).all < position(of: locate(b, leafOf: leafOf)).all
+        return position(of: ca).all < position(of: locate(b)).all
     }
 
     /// Fugue's origins for a new slot at visible position `index` of tree `t`, as the tree would be
@@ -57,14 +57,14 @@ extension SlotForest {
     /// Fugue's origins of a new slot of tree `t` right after the visible slot at `c` (at the start
     /// when nil): `c` itself and the slot after it, hidden or not; and the cursor of the left origin.
     @inline(__always)
-    private func fugueOrigins(_ t: Int32, after c: Cursor?) -> (left: Int32, right: Int32, after: Cursor?) {
+    func fugueOrigins(_ t: Int32, after c: Cursor?) -> (left: Int32, right: Int32, after: Cursor?) {
         let n = c.map { next($0) } ?? first(t)
         return (c.map { lv(at: $0) } ?? -1, n.map { lv(at: $0) } ?? -1, c)
     }
 
     /// The origins builds before Fugue's chose for a new slot of tree `t` put right before the
     /// visible slot at `c` (at the end when nil): the slot before it, hidden or not, and `c`.
-    private func legacyOrigins(_ t: Int32, at c: Cursor?) -> (left: Int32, right: Int32, after: Cursor?) {
+    func legacyOrigins(_ t: Int32, at c: Cursor?) -> (left: Int32, right: Int32, after: Cursor?) {
         let p = c.map { previous($0) } ?? last(t)
         return (p.map { lv(at: $0) } ?? -1, c.map { lv(at: $0) } ?? -1, p)
     }
@@ -81,14 +81,14 @@ extension SlotForest {
     ///
     /// - Complexity: O(log n) when nothing concurrent sits between the origins (always, for a local
     ///   edit); O(k log n) for k slots scanned otherwise.
-    func placement(_ t: Int32, id: OpID, left: Int32, right: Int32, slots: SlotStore, leafOf: [Int32],
+    func placement(_ t: Int32, id: OpID, left: Int32, right: Int32, slots: SlotStore,
                    tieBreak: Bool = true) -> Cursor? {
-        let leftCursor: Cursor? = left >= 0 ? locate(left, leafOf: leafOf) : nil
+        let leftCursor: Cursor? = left >= 0 ? locate(left) : nil
         var cursor: Cursor? = leftCursor.map { next($0) } ?? first(t)
         guard let firstScanned = cursor, lv(at: firstScanned) != right else { return leftCursor }
 
         let leftPos = leftCursor.map { position(of: $0).all } ?? -1
-        let rightPos = right >= 0 ? position(of: locate(right, leafOf: leafOf)).all : count(t)
+        let rightPos = right >= 0 ? position(of: locate(right)).all : count(t)
         var destination = leftCursor
         var previous = leftCursor
         var scanning = false
@@ -98,10 +98,10 @@ extension SlotForest {
             guard let c = cursor, index != rightPos else { break }
             let other = lv(at: c)
             let (otherLeft, otherRight) = slots.origins(of: other)
-            let otherLeftPos = otherLeft >= 0 ? position(of: locate(otherLeft, leafOf: leafOf)).all : -1
+            let otherLeftPos = otherLeft >= 0 ? position(of: locate(otherLeft)).all : -1
             if otherLeftPos < leftPos { break }
             if otherLeftPos == leftPos {
-                let otherRightPos = otherRight >= 0 ? position(of: locate(otherRight, leafOf: leafOf)).all : count(t)
+                let otherRightPos = otherRight >= 0 ? position(of: locate(otherRight)).all : count(t)
                 if otherRightPos < rightPos {
                     scanning = true
                 } else if otherRightPos == rightPos {

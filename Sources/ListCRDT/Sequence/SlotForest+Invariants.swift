@@ -3,7 +3,7 @@ extension SlotForest {
     /// `leafOf`, and the finger. Returns the problems found (empty when sound).
     ///
     /// - Complexity: O(n).
-    func problems(_ t: Int32, leafOf: [Int32]) -> [String] {
+    func problems(_ t: Int32) -> [String] {
         var out: [String] = []
         var seenAll = 0, seenVisible = 0
         let tree = trees[Int(t)]
@@ -45,7 +45,7 @@ extension SlotForest {
     }
 
     /// Sums a subtree, comparing with the counts its parent keeps.
-    private func checkNode(_ node: Int32, parent: Int32, into out: inout [String]) -> (Int, Int) {
+    func checkNode(_ node: Int32, parent: Int32, into out: inout [String]) -> (Int, Int) {
         if nodes[Int(node)].parent != parent { out.append("node \(node) has a wrong parent") }
         if parent < 0 && trees[Int(nodes[Int(node)].tree)].root != node { out.append("node \(node) is a root of no tree") }
         let base = Int(node) * Self.nodeCapacity

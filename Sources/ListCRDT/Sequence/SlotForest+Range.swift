@@ -5,19 +5,19 @@ extension SlotForest {
     /// two entry splits, one count update on the path to the root and one merge with the
     /// neighbours; hidden slots stay hidden.
     ///
-    /// The slots end up hidden exactly as `n` calls of ``setVisible(_:_:leafOf:)`` would leave
+    /// The slots end up hidden exactly as `n` calls of ``setVisible(_:_:)`` would leave
     /// them (the entries may be cut differently, which nothing outside the forest sees).
     ///
     /// - Complexity: O(p × (log N + leafCapacity × maxEntryLength)) for a range in p entries (a
     ///   leaf split rewrites `leafOf` for at most `leafCapacity / 2 × maxEntryLength` slots).
-    mutating func hideRange(_ lv: Int32, count n: Int, leafOf: inout [Int32]) {
+    mutating func hideRange(_ lv: Int32, count n: Int) {
         precondition(n > 0, "an empty range")
         var lv = lv, left = n
         while left > 0 {
-            let c = locate(lv, leafOf: leafOf)
+            let c = locate(lv)
             let e = entry(c)
             let k = min(left, e.count - Int(c.offset))
-            if e.isVisible { flip(at: c, count: k, leafOf: &leafOf) }
+            if e.isVisible { flip(at: c, count: k) }
             lv += Int32(k)
             left -= k
         }

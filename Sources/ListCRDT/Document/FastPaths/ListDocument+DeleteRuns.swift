@@ -102,8 +102,12 @@ extension ListDocument {
                         guard rows[e].id == id else { break }
                         seen[n] = lv
                         n += 1
-                        let died = rows[e].state < 0 ? rows[e].deleteSeeingInsert()
-                                                     : items.registers[Int(rows[e].state)].deleteSeeingInsert(id: id)
+                        let died: Bool
+                        if case .registers(let k) = rows[e].state {
+                            died = items.registers[k].deleteSeeingInsert(id: id)
+                        } else {
+                            died = rows[e].deleteSeeingInsert()
+                        }
                         if died { dead.add(rows[e].winner, section: rows[e].section) }
                     }
                 }
@@ -129,7 +133,7 @@ extension ListDocument {
     /// Hides the `n` visible slots `lv ..< lv + n` of section `s`'s sequence, whose items just
     /// died, and refreshes the section.
     private mutating func hideDead(_ lv: Int32, count n: Int, section s: Int32) {
-        forest.hideRange(lv, count: n, leafOf: &leafOf)
+        forest.hideRange(lv, count: n)
         refreshSection(s)
     }
 }

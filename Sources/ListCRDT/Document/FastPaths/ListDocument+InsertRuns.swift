@@ -85,7 +85,7 @@ extension ListDocument {
         // (nothing sits between them: the usual case, and then they are in order), else where
         // the integration rule puts it.
         let t = tree(ofSequence: s)
-        let leftCursor = left >= 0 ? forest.locate(left, leafOf: leafOf) : nil
+        let leftCursor = left >= 0 ? forest.locate(left) : nil
         let following = leftCursor.map { forest.next($0) } ?? forest.first(t)
         let adjacent = following.map { forest.lv(at: $0) == right } ?? (right < 0)
         if !adjacent && !originsInOrder(left, right) { return .declined }
@@ -96,10 +96,10 @@ extension ListDocument {
         let lv = Int32(slots.count), e = Int32(items.count)
         source.appendItems(from: k, count: n, to: &items, slot: lv, section: s)
         _ = slots.appendRun(id: id, count: n, left: left, right: right, sequence: s, entity: e)
-        leafOf.append(contentsOf: repeatElement(-1, count: n))
+        forest.addSlots(n)
         let after = adjacent ? leftCursor
-                             : forest.placement(t, id: id, left: left, right: right, slots: slots, leafOf: leafOf)
-        forest.insert(t, lv, count: n, visible: true, after: after, leafOf: &leafOf)
+                             : forest.placement(t, id: id, left: left, right: right, slots: slots)
+        forest.insert(t, lv, count: n, visible: true, after: after)
         refreshSection(s)
         // What `record` does for the first operation and `advance` for the others: the clock,
         // version and frontier end as after the last one alone (its id is the greatest, and each
@@ -123,9 +123,9 @@ extension ListDocument {
         let lv = Int32(slots.count)
         let right = slots.origins(of: last.slot).right
         _ = slots.appendRun(id: last.id.advanced(by: 1), count: n, left: last.slot, right: right, sequence: s, entity: e)
-        leafOf.append(contentsOf: repeatElement(-1, count: n))
-        let after = forest.locate(last.slot, leafOf: leafOf)
-        forest.insert(tree(ofSequence: s), lv, count: n, visible: true, after: after, leafOf: &leafOf)
+        forest.addSlots(n)
+        let after = forest.locate(last.slot)
+        forest.insert(tree(ofSequence: s), lv, count: n, visible: true, after: after)
         refreshSection(s)
         advance(from: last.id, to: last.id.advanced(by: n))
         log.extendInsertRun(by: n)

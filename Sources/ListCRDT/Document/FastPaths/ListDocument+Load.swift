@@ -72,7 +72,7 @@ extension ListDocument {
         for run in batch.insertRuns where run.id.counter > versionVector[run.id.replica] { n += run.count }
         if n == 0 { return }
         slots.reserveCapacity(forMore: n)
-        leafOf.reserveCapacity(more: n)
+        forest.reserveSlots(more: n)
         items.rows.reserveCapacity(more: n)
         items.value.reserveCapacity(more: n)
     }
@@ -113,7 +113,7 @@ extension EntityTable {
             guard left > 0 else { return nil }
             left -= 1
             defer { (id.counter, lv) = (id.counter &+ 1, lv &+ 1) }
-            return Row(id: id, winner: lv, section: section, state: Row.untouched)
+            return Row(id: id, winner: lv, section: section, state: .untouched)
         }
     }
 }

@@ -39,7 +39,7 @@ extension ListDocument {
         else { return nil }
         let s = run.section, row = run.row + 1
         // The tree entry first: when it is full, the general path takes this insert.
-        guard let cursor = forest.extend(run.cursor, with: Int32(slots.count), leafOf: &leafOf) else { return nil }
+        guard let cursor = forest.extend(run.cursor, with: Int32(slots.count)) else { return nil }
         let id = OpID(counter: run.id.counter + 1, replica: replica)
         let i = Int32(items.count)
         let lv = slots.appendContinuingLast(entity: i)
@@ -65,7 +65,7 @@ extension ListDocument {
               case let .insertItem(_, origins, _) = op.kind else { return }
         let lv = Int32(slots.count - 1)
         localInsertRun = LocalInsertRun(logCount: log.count, section: s, sectionIndex: sectionIndex, row: row, id: op.id,
-                           cursor: forest.locate(lv, leafOf: leafOf), right: origins.before)
+                           cursor: forest.locate(lv), right: origins.before)
     }
 }
 
@@ -107,7 +107,7 @@ extension ListDocument {
         let item = items.rows[Int(i)]
         let died = raiseDeleted(i, seen: items.winnerID(i))
         assert(died && item.winner == lv, "a visible slot that does not show a live item")
-        forest.flip(at: c, count: 1, leafOf: &leafOf)
+        forest.flip(at: c, count: 1)
         // This may hide the section (a concurrently deleted one shows while it has items, §3.5);
         // the visible indexes of the sections after it then move down, but the run cannot go on
         // in the hidden section: its tree has no visible slot left, so the row check above fails.

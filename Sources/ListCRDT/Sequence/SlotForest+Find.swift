@@ -1,0 +1,188 @@
+/// Finding slots: index → cursor (descending by counts, or the finger), lv → cursor, cursor → index,
+/// and walking a tree.
+extension SlotForest {
+    /// The cursor of the visible slot at `index` (`0 ..< visibleCount(t)`) of tree `t`.
+    ///
+    /// - Complexity: O(log n).
+    @inline(__always)
+    func findVisible(_ t: Int32, _ index: Int) -> Cursor { descend(t, index).cursor }
+
+    /// ``findVisible(_:_:)`` through the finger: when `index` falls in the leaf found last time,
+    /// only that leaf is scanned; otherwise the tree is descended and the finger moves there.
+    ///
+    /// - Complexity: O(leafCapacity) on a finger hit, else O(log n).
+    mutating func findVisibleNear(_ t: Int32, _ index: Int) -> Cursor {
+        let finger = fingers[Int(t)]
+        if finger.leaf >= 0 && index >= finger.start {
+            if let c = scanLeaf(finger.leaf, index - finger.start) { return c }
+        }
+        let (c, start) = descend(t, index)
+        fingers[Int(t)] = Finger(leaf: c.leaf, start: start)
+        return c
+    }
+
+    /// The visible slot `rest` of `leaf`, or nil if the leaf has fewer visible slots.
+    @inline(__always)
+    func scanLeaf(_ leaf: Int32, _ rest: Int) -> Cursor? {
+        let n = Int(leaves[Int(leaf)].size)
+        return entries.withUnsafeBufferPointer { buf -> Cursor? in
+            var rest = rest
+            let base = Int(leaf) * Self.leafCapacity
+            for i in 0..<n {
+                let v = buf[base + i].visibleCount
+                if rest < v { return Cursor(leaf: leaf, entry: Int32(i), offset: Int32(rest)) }
+                rest -= v
+            }
+            return nil
+        }
+    }
+
+    /// Descends tree `t` to the visible slot at `index`; also returns the visible index of the
+    /// first slot of the leaf it is in.
+    @inline(__always)
+    func descend(_ t: Int32, _ index: Int) -> (cursor: Cursor, leafStart: Int) {
+        let tree = trees[Int(t)]
+        precondition(index >= 0 && index < tree.visibleCount, "visible index out of range")
+        var rest = index
+        var node = tree.root
+        if !tree.rootIsLeaf {
+            links.withUnsafeBufferPointer { links in
+                nodes.withUnsafeBufferPointer { nodes in
+                    var isLeaf = false
+                    while !isLeaf {
+                        let base = Int(node) * Self.nodeCapacity
+                        let n = Int(nodes[Int(node)].size)
+                        var k = 0
+                        while k < n - 1 {
+                            let v = Int(links[base + k].visible)
+                            if rest < v { break }
+                            rest -= v
+                            k += 1
+                        }
+                        isLeaf = nodes[Int(node)].childIsLeaf
+                        node = links[base + k].child
+                    }
+                }
+            }
+        }
+        guard let c = scanLeaf(node, rest) else { preconditionFailure("tree counts are inconsistent") }
+        return (c, index - rest)
+    }
+
+    /// The cursor of slot `lv`, which must be in a tree.
+    ///
+    /// - Complexity: O(leafCapacity).
+    func locate(_ lv: Int32) -> Cursor {
+        let leaf = leafOf[Int(lv)]
+        let n = Int(leaves[Int(leaf)].size)
+        let found = entries.withUnsafeBufferPointer { buf -> Cursor? in
+            let base = Int(leaf) * Self.leafCapacity
+            for i in 0..<n {
+                let e = buf[base + i]
+                // One unsigned comparison: lv - e.lv in 0 ..< count.
+                let offset = UInt32(bitPattern: lv &- e.lv)
+                if offset < UInt32(e.count) { return Cursor(leaf: leaf, entry: Int32(i), offset: Int32(offset)) }
+            }
+            return nil
+        }
+        guard let found else { preconditionFailure("slot \(lv) is not in its leaf") }
+        return found
+    }
+
+    /// The position of the slot at `c` in its tree, among all slots and among visible slots (for
+    /// a hidden slot, the number of visible slots before it).
+    ///
+    /// - Complexity: O(log n).
+    func position(of c: Cursor) -> (all: Int, visible: Int) {
+        let base = Int(c.leaf) * Self.leafCapacity
+        var all = Int(c.offset)
+        let e = entries[base + Int(c.entry)]
+        var vis = e.isVisible ? Int(c.offset) : 0
+        for i in 0..<Int(c.entry) {
+            let x = entries[base + i]
+            all += x.count
+            vis += x.visibleCount
+        }
+        var slot = Int(leaves[Int(c.leaf)].slot)
+        var parent = leaves[Int(c.leaf)].parent
+        while parent >= 0 {
+            let pb = Int(parent) * Self.nodeCapacity
+            for k in 0..<slot {
+                all += Int(links[pb + k].all)
+                vis += Int(links[pb + k].visible)
+            }
+            slot = Int(nodes[Int(parent)].slot)
+            parent = nodes[Int(parent)].parent
+        }
+        return (all, vis)
+    }
+
+    /// The slot after `c` in its tree, or nil at the end.
+    ///
+    /// - Complexity: O(1).
+    func next(_ c: Cursor) -> Cursor? {
+        if Int(c.offset) + 1 < entry(c).count { return Cursor(leaf: c.leaf, entry: c.entry, offset: c.offset + 1) }
+        if c.entry + 1 < leaves[Int(c.leaf)].size { return Cursor(leaf: c.leaf, entry: c.entry + 1, offset: 0) }
+        let nextLeaf = leaves[Int(c.leaf)].next
+        return nextLeaf < 0 ? nil : Cursor(leaf: nextLeaf, entry: 0, offset: 0)
+    }
+
+    /// The slot before `c` in its tree, or nil at the start.
+    ///
+    /// - Complexity: O(1).
+    func previous(_ c: Cursor) -> Cursor? {
+        if c.offset > 0 { return Cursor(leaf: c.leaf, entry: c.entry, offset: c.offset - 1) }
+        if c.entry > 0 {
+            let e = entries[Int(c.leaf) * Self.leafCapacity + Int(c.entry) - 1]
+            return Cursor(leaf: c.leaf, entry: c.entry - 1, offset: Int32(e.count - 1))
+        }
+        let prevLeaf = leaves[Int(c.leaf)].prev
+        if prevLeaf < 0 { return nil }
+        let n = leaves[Int(prevLeaf)].size
+        let e = entries[Int(prevLeaf) * Self.leafCapacity + Int(n) - 1]
+        return Cursor(leaf: prevLeaf, entry: n - 1, offset: Int32(e.count - 1))
+    }
+
+    /// The first slot of tree `t`, or nil when it is empty.
+    func first(_ t: Int32) -> Cursor? {
+        trees[Int(t)].count == 0 ? nil : Cursor(leaf: trees[Int(t)].firstLeaf, entry: 0, offset: 0)
+    }
+
+    /// The last slot of tree `t`, or nil when it is empty.
+    ///
+    /// - Complexity: O(log n).
+    func last(_ t: Int32) -> Cursor? {
+        let tree = trees[Int(t)]
+        if tree.count == 0 { return nil }
+        var leaf = tree.root
+        if !tree.rootIsLeaf {
+            var node = tree.root
+            while true {
+                let k = Int(nodes[Int(node)].size) - 1
+                let child = links[Int(node) * Self.nodeCapacity + k].child
+                if nodes[Int(node)].childIsLeaf { leaf = child; break }
+                node = child
+            }
+        }
+        let n = leaves[Int(leaf)].size
+        let e = entries[Int(leaf) * Self.leafCapacity + Int(n) - 1]
+        return Cursor(leaf: leaf, entry: n - 1, offset: Int32(e.count - 1))
+    }
+
+    /// Calls `body` with each run of slots of tree `t` in order: first local version, count,
+    /// visibility.
+    ///
+    /// - Complexity: O(n) in the number of entries.
+    func forEachRun(_ t: Int32, _ body: (Int32, Int, Bool) throws -> Void) rethrows {
+        if trees[Int(t)].count == 0 { return }
+        var leaf = trees[Int(t)].firstLeaf
+        while leaf >= 0 {
+            let base = Int(leaf) * Self.leafCapacity
+            for i in 0..<Int(leaves[Int(leaf)].size) {
+                let e = entries[base + i]
+                try body(e.lv, e.count, e.isVisible)
+            }
+            leaf = leaves[Int(leaf)].next
+        }
+    }
+}
