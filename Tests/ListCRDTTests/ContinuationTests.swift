@@ -3,7 +3,7 @@ import Testing
 @testable import ListCRDT
 
 /// The receive fast path for inserts typed right after the last applied insert
-/// (`ListDocument.receiveContinuation`): it must give exactly what the general path gives, and
+/// (the run route, `ListDocument.applyInsertRun`): it must give exactly what the general path gives, and
 /// must never accept what the general path refuses.
 @Suite struct ContinuationTests: ScenarioSupport {
     /// `ops` received one by one by a fresh replica, with and without the fast path.

@@ -4,7 +4,7 @@ import Testing
 import ListSyncSimulation
 
 /// Delete runs (backspaces, forward deletes) in a received batch are applied in one step
-/// (`ListDocument.receiveDeleteRun`). The result must be exactly what receiving the operations one
+/// (the run route, `ListDocument.applyDeleteRun`). The result must be exactly what receiving the operations one
 /// at a time through the general path gives: the same state bytes, log, version, frontier, buffer
 /// and errors.
 @Suite struct DeleteRunBatchTests: ScenarioSupport {

@@ -3,7 +3,7 @@ import Testing
 @testable import ListCRDT
 import ListSyncSimulation
 
-/// Typed runs in a received batch are applied in one step (`ListDocument.receiveInsertRun`). The
+/// Typed runs in a received batch are applied in one step (the run route, `ListDocument.applyInsertRun`). The
 /// result must be exactly what receiving the operations one at a time through the general path
 /// gives: the same state bytes, log, version, frontier, buffer and errors.
 @Suite struct InsertRunBatchTests: ScenarioSupport {
