@@ -68,7 +68,7 @@ struct OpLog: Sendable {
 
     /// The replica of each dense replica index.
     private var replicaIDs: [ReplicaID] = []
-    private var replicaSlot = ReplicaTable()
+    private var replicaIndex = ReplicaTable()
     /// Per replica (by dense index): its records, in counter order (a replica's operations are
     /// applied in counter order).
     private var byReplica: [[Int32]] = []
@@ -161,7 +161,7 @@ struct OpLog: Sendable {
         if let last = records.last, replicaIDs[Int(last.replica)] == id.replica {
             k = Int(last.replica)
         } else {
-            k = replicaSlot.insert(id.replica)
+            k = replicaIndex.insert(id.replica)
             if k == byReplica.count {
                 byReplica.append([])
                 replicaIDs.append(id.replica)
@@ -227,7 +227,7 @@ struct OpLog: Sendable {
     ///
     /// - Complexity: O(log m) for m records of that replica.
     func locate(_ id: OpID) -> (record: Int, operation: Int)? {
-        guard let k = replicaSlot.index(of: id.replica) else { return nil }
+        guard let k = replicaIndex.index(of: id.replica) else { return nil }
         return records.withUnsafeBufferPointer { recs -> (record: Int, operation: Int)? in
             byReplica[k].withUnsafeBufferPointer { list -> (record: Int, operation: Int)? in
                 let lo = list.partitionPoint { recs[Int($0)].counter <= id.counter }

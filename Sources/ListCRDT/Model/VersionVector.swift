@@ -44,7 +44,7 @@ public struct VersionVector: Hashable, Sendable, CustomStringConvertible {
     public var count: Int { replicas.count }
 
     /// Index of `replica`, or where it would be inserted.
-    private func slot(_ replica: ReplicaID) -> (index: Int, found: Bool) {
+    private func position(of replica: ReplicaID) -> (index: Int, found: Bool) {
         let lo = replicas.partitionPoint { $0.rawValue < replica.rawValue }
         return (lo, lo < replicas.count && replicas[lo] == replica)
     }
@@ -54,11 +54,11 @@ public struct VersionVector: Hashable, Sendable, CustomStringConvertible {
     /// - Complexity: O(log r).
     public subscript(replica: ReplicaID) -> UInt64 {
         get {
-            let (i, found) = slot(replica)
+            let (i, found) = position(of: replica)
             return found ? values[i] : 0
         }
         set {
-            let (i, found) = slot(replica)
+            let (i, found) = position(of: replica)
             if found {
                 if newValue > 0 { values[i] = newValue } else { replicas.remove(at: i); values.remove(at: i) }
             } else if newValue > 0 {
@@ -103,7 +103,7 @@ public struct VersionVector: Hashable, Sendable, CustomStringConvertible {
 
     /// ``observe(_:)`` when `id.replica` is not the one observed last.
     private mutating func observeSearching(_ id: OpID) {
-        let (i, found) = slot(id.replica)
+        let (i, found) = position(of: id.replica)
         if found {
             if id.counter > values[i] { values[i] = id.counter }
             recent = i

@@ -103,15 +103,15 @@ extension SlotForest {
             all += x.count
             vis += x.visibleCount
         }
-        var slot = Int(leaves[Int(c.leaf)].slot)
+        var index = Int(leaves[Int(c.leaf)].indexInParent)
         var parent = leaves[Int(c.leaf)].parent
         while parent >= 0 {
             let pb = Int(parent) * Self.nodeCapacity
-            for k in 0..<slot {
+            for k in 0..<index {
                 all += Int(links[pb + k].all)
                 vis += Int(links[pb + k].visible)
             }
-            slot = Int(nodes[Int(parent)].slot)
+            index = Int(nodes[Int(parent)].indexInParent)
             parent = nodes[Int(parent)].parent
         }
         return (all, vis)

@@ -55,7 +55,7 @@ extension SlotForest {
             let sums: (Int, Int)
             if nodes[Int(node)].childIsLeaf {
                 if leaves[Int(child)].parent != node { out.append("leaf \(child) has a wrong parent") }
-                if leaves[Int(child)].slot != Int32(k) { out.append("leaf \(child) has a wrong slot") }
+                if leaves[Int(child)].indexInParent != Int32(k) { out.append("leaf \(child) has a wrong index in its parent") }
                 var a = 0, v = 0
                 for i in 0..<Int(leaves[Int(child)].size) {
                     let e = entries[Int(child) * Self.leafCapacity + i]
@@ -64,7 +64,7 @@ extension SlotForest {
                 }
                 sums = (a, v)
             } else {
-                if nodes[Int(child)].slot != Int32(k) { out.append("node \(child) has a wrong slot") }
+                if nodes[Int(child)].indexInParent != Int32(k) { out.append("node \(child) has a wrong index in its parent") }
                 sums = checkNode(child, parent: node, into: &out)
             }
             if sums.0 != Int(links[base + k].all) || sums.1 != Int(links[base + k].visible) {

@@ -15,7 +15,7 @@ extension SlotForest {
     mutating func newLeaf(tree: Int32, next: Int32, prev: Int32) -> Int32 {
         let leaf = Int32(leaves.count)
         entries.append(contentsOf: repeatElement(Entry.empty, count: Self.leafCapacity))
-        leaves.append(Leaf(size: 0, parent: -1, slot: 0, next: next, prev: prev, tree: tree))
+        leaves.append(Leaf(size: 0, parent: -1, indexInParent: 0, next: next, prev: prev, tree: tree))
         return leaf
     }
 
@@ -54,8 +54,8 @@ extension SlotForest {
             links[base] = Link(child: left, all: Int32(tree.count - all), visible: Int32(tree.visibleCount - visible))
             links[base + 1] = Link(child: newChild, all: Int32(all), visible: Int32(visible))
             nodes[Int(node)].size = 2
-            setParent(left, isLeaf: isLeaf, node, slot: 0)
-            setParent(newChild, isLeaf: isLeaf, node, slot: 1)
+            setParent(left, isLeaf: isLeaf, node, at: 0)
+            setParent(newChild, isLeaf: isLeaf, node, at: 1)
             trees[Int(t)].root = node
             trees[Int(t)].rootIsLeaf = false
             return
@@ -68,19 +68,19 @@ extension SlotForest {
             p = isLeaf ? leaves[Int(left)].parent : nodes[Int(left)].parent
         }
         let base = Int(p) * Self.nodeCapacity
-        let k = Int(isLeaf ? leaves[Int(left)].slot : nodes[Int(left)].slot)
+        let k = Int(isLeaf ? leaves[Int(left)].indexInParent : nodes[Int(left)].indexInParent)
         links[base + k].all -= Int32(all)
         links[base + k].visible -= Int32(visible)
         let n = Int(nodes[Int(p)].size)
         var j = n - 1
         while j > k {
             links[base + j + 1] = links[base + j]
-            setSlot(links[base + j + 1].child, isLeaf: isLeaf, Int32(j + 1))
+            setIndexInParent(links[base + j + 1].child, isLeaf: isLeaf, Int32(j + 1))
             j -= 1
         }
         links[base + k + 1] = Link(child: newChild, all: Int32(all), visible: Int32(visible))
         nodes[Int(p)].size += 1
-        setParent(newChild, isLeaf: isLeaf, p, slot: Int32(k + 1))
+        setParent(newChild, isLeaf: isLeaf, p, at: Int32(k + 1))
     }
 
     /// Moves children `keep...` of `node` into a new node to its right and returns the new node.
@@ -95,7 +95,7 @@ extension SlotForest {
             links[to + j - keep] = links[from + j]
             movedAll += Int(links[from + j].all)
             movedVisible += Int(links[from + j].visible)
-            setParent(links[from + j].child, isLeaf: isLeafLevel, newNode, slot: Int32(j - keep))
+            setParent(links[from + j].child, isLeaf: isLeafLevel, newNode, at: Int32(j - keep))
         }
         nodes[Int(node)].size = Int32(keep)
         nodes[Int(newNode)].size = Int32(n - keep)
@@ -105,22 +105,22 @@ extension SlotForest {
 
     mutating func newNode(tree: Int32, childIsLeaf: Bool) -> Int32 {
         let node = Int32(nodes.count)
-        nodes.append(Node(size: 0, parent: -1, slot: 0, tree: tree, childIsLeaf: childIsLeaf))
+        nodes.append(Node(size: 0, parent: -1, indexInParent: 0, tree: tree, childIsLeaf: childIsLeaf))
         links.append(contentsOf: repeatElement(Link(child: -1, all: 0, visible: 0), count: Self.nodeCapacity))
         return node
     }
 
-    mutating func setParent(_ child: Int32, isLeaf: Bool, _ parent: Int32, slot: Int32) {
+    mutating func setParent(_ child: Int32, isLeaf: Bool, _ parent: Int32, at index: Int32) {
         if isLeaf {
             leaves[Int(child)].parent = parent
-            leaves[Int(child)].slot = slot
+            leaves[Int(child)].indexInParent = index
         } else {
             nodes[Int(child)].parent = parent
-            nodes[Int(child)].slot = slot
+            nodes[Int(child)].indexInParent = index
         }
     }
 
-    mutating func setSlot(_ child: Int32, isLeaf: Bool, _ slot: Int32) {
-        if isLeaf { leaves[Int(child)].slot = slot } else { nodes[Int(child)].slot = slot }
+    mutating func setIndexInParent(_ child: Int32, isLeaf: Bool, _ index: Int32) {
+        if isLeaf { leaves[Int(child)].indexInParent = index } else { nodes[Int(child)].indexInParent = index }
     }
 }

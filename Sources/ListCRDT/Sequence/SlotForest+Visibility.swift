@@ -146,16 +146,16 @@ extension SlotForest {
             trees[t].visibleCount += visible
         }
         if visible != 0 && fingers[t].leaf != leaf { fingers[t].leaf = -1 }
-        var slot = Int(info.slot)
+        var index = Int(info.indexInParent)
         var parent = info.parent
         if parent < 0 { return }
         nodes.withUnsafeBufferPointer { nodes in
             links.withUnsafeMutableBufferPointer { links in
                 while parent >= 0 {
-                    let k = Int(parent) * Self.nodeCapacity + slot
+                    let k = Int(parent) * Self.nodeCapacity + index
                     links[k].all &+= Int32(truncatingIfNeeded: all)
                     links[k].visible &+= Int32(truncatingIfNeeded: visible)
-                    slot = Int(nodes[Int(parent)].slot)
+                    index = Int(nodes[Int(parent)].indexInParent)
                     parent = nodes[Int(parent)].parent
                 }
             }

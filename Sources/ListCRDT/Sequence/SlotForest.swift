@@ -46,7 +46,7 @@ struct SlotForest: Sendable {
     struct Leaf: Sendable {
         var size: Int32
         var parent: Int32
-        var slot: Int32
+        var indexInParent: Int32
         var next: Int32
         var prev: Int32
         var tree: Int32
@@ -56,7 +56,7 @@ struct SlotForest: Sendable {
     struct Node: Sendable {
         var size: Int32
         var parent: Int32
-        var slot: Int32
+        var indexInParent: Int32
         var tree: Int32
         var childIsLeaf: Bool
     }

@@ -35,9 +35,9 @@ struct SlotStore: Sendable {
     private(set) var runs: [Run] = []
     /// Every slot, by local version (one append per slot).
     private var slots: [Slot] = []
-    /// For each replica (by ``replicaSlot``), runs of ids to local versions, in counter order.
+    /// For each replica (by ``replicaIndex``), runs of ids to local versions, in counter order.
     private var idRuns: [[IDRun]] = []
-    private var replicaSlot = ReplicaTable()
+    private var replicaIndex = ReplicaTable()
     /// The replica of the slot added last and its index in `idRuns` (most slots come from the
     /// same replica as the one before: no table lookup then).
     private var lastReplica: (id: ReplicaID, index: Int)?
@@ -82,7 +82,7 @@ struct SlotStore: Sendable {
         if let last = lastReplica, last.id == id.replica {
             k = last.index
         } else {
-            k = replicaSlot.insert(id.replica)
+            k = replicaIndex.insert(id.replica)
             if k == idRuns.count { idRuns.append([]) }
             lastReplica = (id.replica, k)
         }
@@ -141,7 +141,7 @@ struct SlotStore: Sendable {
         if let last = lastReplica, last.id == id.replica {
             k = last.index  // most look-ups are of the replica whose slot was added last
         } else {
-            guard let found = replicaSlot.index(of: id.replica) else { return nil }
+            guard let found = replicaIndex.index(of: id.replica) else { return nil }
             k = found
         }
         return idRuns[k].withUnsafeBufferPointer { list -> Int32? in
