@@ -7,7 +7,7 @@ import ListSyncSimulation
 /// (the run route, `ListDocument.applyDeleteRun`). The result must be exactly what receiving the operations one
 /// at a time through the general path gives: the same state bytes, log, version, frontier, buffer
 /// and errors.
-@Suite struct DeleteRunBatchTests: ScenarioSupport {
+@Suite struct DeleteRunRouteTests: ScenarioSupport {
     /// How many operations of `ops` continue a delete run (so the fast path has work to do).
     func continuations(_ ops: [ListOperation]) -> Int {
         zip(ops, ops.dropFirst()).filter {
