@@ -36,7 +36,7 @@ extension ListDocument {
             guard let i = itemEntity(id) else { throw bad("unknown \(id)") }
             return i
         }
-        func origins(_ o: ListOperation.Origins, sequence: Int32) throws(ApplyError) -> (Int32, Int32) {
+        func origins(_ o: ListOperation.Origins, sequence: SequenceIndex) throws(ApplyError) -> (Int32, Int32) {
             let (left, right) = try originReferences(o, sequence: sequence, by: op.id)
             if !originsInOrder(left, right) { throw bad("origins \(o.after!) and \(o.before!) are out of order") }
             return (left, right)
@@ -46,7 +46,7 @@ extension ListDocument {
         func seenSlot(_ seen: SlotID, entity e: Int32, inItems: Bool) throws(ApplyError) -> (OpID, Int32) {
             try checkPast(seen.opID, by: op.id)
             guard let lv = slots.lv(of: seen.opID), slots.entity(of: lv) == e,
-                  (slots.sequence(of: lv) >= 0) == inItems else {
+                  slots.sequence(of: lv).isItems == inItems else {
                 throw bad("\(seen) is not a position of the deleted entity")
             }
             return (writeID(ofSlot: lv), lv)
@@ -55,7 +55,7 @@ extension ListDocument {
         switch op.kind {
         case let .insertSection(o, value):
             try checkValue(value.count, of: op.id)
-            let (l, r) = try origins(o, sequence: -1)
+            let (l, r) = try origins(o, sequence: .sections)
             return .insertSection(left: l, right: r, value: value)
         case let .insertItem(sectionID, o, value):
             var noCache: SectionCache = nil
@@ -65,14 +65,14 @@ extension ListDocument {
             return .insertItem(section: s, left: l, right: r, value: value)
         case let .moveSection(sectionID, o):
             let s = try section(sectionID)
-            let (l, r) = try origins(o, sequence: -1)
+            let (l, r) = try origins(o, sequence: .sections)
             return .moveSection(s, left: l, right: r)
         case let .moveItems(ids, sectionID, o):
             if ids.isEmpty { throw bad("moves no items") }
             if ids.count == 1 {
                 let i = try item(ids[0])
                 let s = try section(sectionID)
-                let (l, r) = try origins(o, sequence: s)
+                let (l, r) = try origins(o, sequence: .items(s))
                 return .moveItem(i, section: s, left: l, right: r)
             }
             if ids.count > 1 && Set(ids).count != ids.count { throw bad("moves an item twice") }
@@ -80,7 +80,7 @@ extension ListDocument {
             list.reserveCapacity(ids.count)
             for id in ids { list.append(try item(id)) }
             let s = try section(sectionID)
-            let (l, r) = try origins(o, sequence: s)
+            let (l, r) = try origins(o, sequence: .items(s))
             return .moveItems(list, section: s, left: l, right: r)
         case let .deleteItem(id, seen):
             let i = try item(id)
@@ -126,7 +126,7 @@ extension ListDocument {
             s = try sectionReference(section, by: id)
             cache = (section, s)
         }
-        let (left, right) = try originReferences(origins, sequence: s, by: id)
+        let (left, right) = try originReferences(origins, sequence: .items(s), by: id)
         return (s, left, right)
     }
 
@@ -157,14 +157,14 @@ extension ListDocument {
 
     /// The origin slots of `origins` (-1: none), known, before `id` and in `sequence`.
     @inline(__always)
-    private func originReferences(_ origins: ListOperation.Origins, sequence: Int32,
+    private func originReferences(_ origins: ListOperation.Origins, sequence: SequenceIndex,
                                   by id: OpID) throws(ApplyError) -> (Int32, Int32) {
         (try originSlot(origins.after, sequence: sequence, by: id), try originSlot(origins.before, sequence: sequence, by: id))
     }
 
     /// The local version of origin slot `slot` (-1: none), known, before `id` and in `sequence`.
     @inline(__always)
-    private func originSlot(_ slot: SlotID?, sequence: Int32, by id: OpID) throws(ApplyError) -> Int32 {
+    private func originSlot(_ slot: SlotID?, sequence: SequenceIndex, by id: OpID) throws(ApplyError) -> Int32 {
         guard let slot else { return -1 }
         try checkPast(slot.opID, by: id)
         guard let lv = slots.lv(of: slot.opID) else { throw .malformed(id, "unknown \(slot)") }
@@ -181,32 +181,32 @@ extension ListDocument {
         switch resolved {
         case let .insertSection(left, right, value):
             let s = Int32(sections.count)
-            let lv = newSlot(op.id, left: left, right: right, sequence: -1, entity: s)
+            let lv = newSlot(op.id, left: left, right: right, sequence: .sections, entity: s)
             _ = sections.append(id: op.id, slot: lv, value: value, section: -1)
             _ = forest.addTree()
             sectionShown.append(true)
-            place(lv, id: op.id, left: left, right: right, sequence: -1, visible: true, hint: hint)
+            place(lv, id: op.id, left: left, right: right, sequence: .sections, visible: true, hint: hint)
 
         case let .insertItem(s, left, right, value):
             let i = Int32(items.count)
-            let lv = newSlot(op.id, left: left, right: right, sequence: s, entity: i)
+            let lv = newSlot(op.id, left: left, right: right, sequence: .items(s), entity: i)
             _ = items.append(id: op.id, slot: lv, value: value, section: s)
-            place(lv, id: op.id, left: left, right: right, sequence: s, visible: true, hint: hint)
+            place(lv, id: op.id, left: left, right: right, sequence: .items(s), visible: true, hint: hint)
             refreshSection(s)
 
         case let .moveSection(s, left, right):
-            let lv = newSlot(op.id, left: left, right: right, sequence: -1, entity: s)
+            let lv = newSlot(op.id, left: left, right: right, sequence: .sections, entity: s)
             if op.id > sections.winnerID(s) {
                 forest.setVisible(sections.rows[Int(s)].winner, false)
                 sections.setWinner(lv, write: op.id, of: s)
                 sectionShown[Int(s)] = isSectionVisible(s)
-                place(lv, id: op.id, left: left, right: right, sequence: -1, visible: sectionShown[Int(s)])
+                place(lv, id: op.id, left: left, right: right, sequence: .sections, visible: sectionShown[Int(s)])
             } else {
-                place(lv, id: op.id, left: left, right: right, sequence: -1, visible: false)
+                place(lv, id: op.id, left: left, right: right, sequence: .sections, visible: false)
             }
 
         case let .moveItem(i, s, left, right):
-            let lv = newSlot(op.id, left: left, right: right, sequence: s, entity: i)
+            let lv = newSlot(op.id, left: left, right: right, sequence: .items(s), entity: i)
             let from = placeMove(of: i, slot: lv, id: op.id, write: op.id, left: left, right: right, section: s,
                                  hint: hint)
             refreshSection(s)
@@ -217,7 +217,7 @@ extension ListDocument {
             var emptied: [Int32] = []
             for (k, i) in list.enumerated() {
                 let id = op.id.advanced(by: k)
-                let lv = newSlot(id, left: previous, right: right, sequence: s, entity: i)
+                let lv = newSlot(id, left: previous, right: right, sequence: .items(s), entity: i)
                 let from = placeMove(of: i, slot: lv, id: id, write: op.id, left: previous, right: right, section: s,
                                      hint: nil)
                 if from >= 0 { emptied.append(from) }
@@ -281,14 +281,14 @@ extension ListDocument {
     private mutating func placeMove(of i: Int32, slot lv: Int32, id: OpID, write: OpID, left: Int32, right: Int32,
                                     section s: Int32, hint: EditHint?) -> Int32 {
         guard write > items.winnerID(i) else {
-            place(lv, id: id, left: left, right: right, sequence: s, visible: false, hint: hint)
+            place(lv, id: id, left: left, right: right, sequence: .items(s), visible: false, hint: hint)
             return -1
         }
         let wasAlive = items.isAlive(i)
         let old = items.rows[Int(i)].winner, from = items.rows[Int(i)].section
         items.setWinner(lv, write: write, of: i)
         items.rows[Int(i)].section = s
-        place(lv, id: id, left: left, right: right, sequence: s, visible: items.isAlive(i), hint: hint)
+        place(lv, id: id, left: left, right: right, sequence: .items(s), visible: items.isAlive(i), hint: hint)
         guard wasAlive else { return -1 }
         forest.setVisible(old, false)
         return from != s ? from : -1
@@ -326,14 +326,14 @@ extension ListDocument {
         forest.setVisible(sections.rows[Int(s)].winner, show)
     }
 
-    private mutating func newSlot(_ id: OpID, left: Int32, right: Int32, sequence: Int32, entity: Int32) -> Int32 {
+    private mutating func newSlot(_ id: OpID, left: Int32, right: Int32, sequence: SequenceIndex, entity: Int32) -> Int32 {
         forest.addSlots(1)
         return slots.append(id: id, left: left, right: right, sequence: sequence, entity: entity)
     }
 
     /// Puts slot `lv` into its sequence by the integration rule (or where `hint` says, for a local
     /// insert).
-    private mutating func place(_ lv: Int32, id: OpID, left: Int32, right: Int32, sequence: Int32, visible: Bool,
+    private mutating func place(_ lv: Int32, id: OpID, left: Int32, right: Int32, sequence: SequenceIndex, visible: Bool,
                                 hint: EditHint? = nil) {
         let t = tree(ofSequence: sequence)
         let after: SlotForest.Cursor?

@@ -33,7 +33,7 @@ extension ListDocument {
         let s = try visibleSection(id)
         var records: [ListOperation.SeenItem] = []
         var resolved: [(Int32, OpID)] = []
-        forEachVisible(in: tree(ofSequence: s)) { lv in
+        forEachVisible(in: tree(ofSequence: .items(s))) { lv in
             let i = slots.entity(of: lv)
             records.append(.init(item: ItemID(items.rows[Int(i)].id), seen: SlotID(slots.id(of: items.rows[Int(i)].winner))))
             resolved.append((i, items.winnerID(i)))
@@ -91,7 +91,7 @@ extension ListDocument {
         let s = try sectionOfRow(section, row)
         let count = visibleItemCount(s)
         guard row >= 0, row <= count else { throw .indexPathOutOfRange(IndexPath(item: row, section: section), count: count) }
-        let (left, right, after) = forest.localInsertion(tree(ofSequence: s), at: row, legacy: variant == .legacyOrigins)
+        let (left, right, after) = forest.localInsertion(tree(ofSequence: .items(s)), at: row, legacy: variant == .legacyOrigins)
         let op = try make(.insertItem(section: SectionID(sections.rows[Int(s)].id), origins(left, right), value: value),
                           .insertItem(section: s, left: left, right: right, value: value), hint: .after(after))
         startTyping(op, section: s, sectionIndex: section, row: row)
@@ -150,7 +150,7 @@ extension ListDocument {
         let fromCursor = forest.findVisibleNear(fromTree, fromRow)
         let i = slots.entity(of: forest.lv(at: fromCursor))
         let (s, row) = try rowAddress(to)
-        let t = tree(ofSequence: s)
+        let t = tree(ofSequence: .items(s))
         let sameSection = t == fromTree
         let limit = visibleItemCount(s) - (sameSection ? 1 : 0)
         guard row >= 0, row <= limit else { throw .indexPathOutOfRange(to, count: limit + (sameSection ? 1 : 0)) }
@@ -218,7 +218,7 @@ extension ListDocument {
         for i in list where items.rows[Int(i)].section == s {
             skipped.append(visiblePosition(ofSlot: items.rows[Int(i)].winner))
         }
-        let (left, right) = forest.insertionOrigins(tree(ofSequence: s), at: row, skipping: skipped,
+        let (left, right) = forest.insertionOrigins(tree(ofSequence: .items(s)), at: row, skipping: skipped,
                                                  legacy: variant == .legacyOrigins)
         let ids = ItemIDList(list.map { ItemID(items.rows[Int($0)].id) })
         return try make(.moveItems(ids, section: SectionID(sections.rows[Int(s)].id), origins(left, right)),

@@ -33,7 +33,7 @@ extension ListDocument {
         let order = (0..<Int32(sections.count)).sorted { sections.rows[Int($0)].id < sections.rows[Int($1)].id }
         for s in order {
             putEntity(sections, s)
-            putSequence(tree(ofSequence: s), holders: items)
+            putSequence(tree(ofSequence: .items(s)), holders: items)
         }
         for i in (0..<Int32(items.count)).sorted(by: { items.rows[Int($0)].id < items.rows[Int($1)].id }) {
             putEntity(items, i)

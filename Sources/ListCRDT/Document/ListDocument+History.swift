@@ -108,7 +108,7 @@ extension ListDocument {
             kind = .insertSection(origins(ofSlot: lv), value: sections.insertValue(slots.entity(of: lv)))
         case .insertItem:
             let lv = rec.payload &+ Int32(k)
-            let section = SectionID(sections.rows[Int(slots.sequence(of: lv))].id)
+            let section = SectionID(sections.rows[Int(slots.sequence(of: lv).section)].id)
             kind = .insertItem(section: section, origins(ofSlot: lv), value: items.insertValue(slots.entity(of: lv)))
         case .moveSection:
             let lv = rec.payload
@@ -116,7 +116,7 @@ extension ListDocument {
         case .moveItems:
             let lv = rec.payload
             let moved = ItemIDList((0..<rec.count).lazy.map { ItemID(self.items.rows[Int(self.slots.entity(of: lv + $0))].id) })
-            kind = .moveItems(moved, section: SectionID(sections.rows[Int(slots.sequence(of: lv))].id), origins(ofSlot: lv))
+            kind = .moveItems(moved, section: SectionID(sections.rows[Int(slots.sequence(of: lv).section)].id), origins(ofSlot: lv))
         case .deleteItem:
             let lv = log.seenSlots[Int(rec.payload) + k]
             kind = .deleteItem(ItemID(items.rows[Int(slots.entity(of: lv))].id), seen: SlotID(slots.id(of: lv)))

@@ -20,29 +20,30 @@ extension ListDocument {
         if forest.trees.count != sections.count + 1 { out.append("\(forest.trees.count) trees for \(sections.count) sections") }
         out += forest.problems(Self.sectionTree).map { "section tree: \($0)" }
         for s in 0..<Int32(sections.count) {
-            out += forest.problems(tree(ofSequence: s)).map { "item tree \(s): \($0)" }
+            out += forest.problems(tree(ofSequence: .items(s))).map { "item tree \(s): \($0)" }
         }
         // Which tree each slot is in, and whether it shows.
-        var where_: [Int32] = Array(repeating: -2, count: slots.count)
+        var where_: [SequenceIndex?] = Array(repeating: nil, count: slots.count)
         var shows: [Bool] = Array(repeating: false, count: slots.count)
-        func collect(_ seq: Int32) {
+        func collect(_ seq: SequenceIndex) {
             forest.forEachRun(tree(ofSequence: seq)) { lv, n, visible in
                 for k in 0..<Int32(n) {
-                    if where_[Int(lv + k)] != -2 { out.append("slot \(lv + k) is in two trees") }
+                    if where_[Int(lv + k)] != nil { out.append("slot \(lv + k) is in two trees") }
                     where_[Int(lv + k)] = seq
                     shows[Int(lv + k)] = visible
                 }
             }
         }
-        for seq in -1..<Int32(sections.count) { collect(seq) }
+        collect(.sections)
+        for s in 0..<Int32(sections.count) { collect(.items(s)) }
         var greatestSection = Array(repeating: OpID.none, count: sections.count)
         var greatestItem = Array(repeating: OpID.none, count: items.count)
         for lv in 0..<Int32(slots.count) {
             let seq = slots.sequence(of: lv)
-            if where_[Int(lv)] != seq { out.append("slot \(lv) of sequence \(seq) is in tree \(where_[Int(lv)])") }
+            if where_[Int(lv)] != seq { out.append("slot \(lv) of sequence \(seq) is in \(where_[Int(lv)].map(\.description) ?? "no tree")") }
             let e = Int(slots.entity(of: lv))
             let id = writeID(ofSlot: lv)
-            if seq < 0 {
+            if !seq.isItems {
                 greatestSection[e] = max(greatestSection[e], id)
                 let shouldShow = sections.rows[e].winner == lv && isSectionVisible(Int32(e))
                 if shows[Int(lv)] != shouldShow { out.append("section slot \(lv) shows=\(shows[Int(lv)]), should be \(shouldShow)") }
@@ -50,7 +51,7 @@ extension ListDocument {
                 greatestItem[e] = max(greatestItem[e], id)
                 let shouldShow = items.rows[e].winner == lv && items.isAlive(Int32(e))
                 if shows[Int(lv)] != shouldShow { out.append("item slot \(lv) shows=\(shows[Int(lv)]), should be \(shouldShow)") }
-                if items.rows[e].winner == lv && items.rows[e].section != seq { out.append("item \(e) is in section \(seq), register says \(items.rows[e].section)") }
+                if items.rows[e].winner == lv && items.rows[e].section != seq.section { out.append("item \(e) is in section \(seq.section), register says \(items.rows[e].section)") }
             }
         }
         for s in 0..<sections.count where greatestSection[s] != sections.winnerID(Int32(s)) || writeID(ofSlot: sections.rows[s].winner) != sections.winnerID(Int32(s)) {

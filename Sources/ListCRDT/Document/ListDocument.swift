@@ -143,7 +143,7 @@ public struct ListDocument: Sendable {
         let s = try sectionIndex(at: section)
         var out: [ItemID] = []
         out.reserveCapacity(visibleItemCount(s))
-        forEachVisible(in: tree(ofSequence: s)) { out.append(ItemID(items.rows[Int(slots.entity(of: $0))].id)) }
+        forEachVisible(in: tree(ofSequence: .items(s))) { out.append(ItemID(items.rows[Int(slots.entity(of: $0))].id)) }
         return out
     }
 
@@ -186,7 +186,7 @@ public struct ListDocument: Sendable {
     func sectionEntity(_ id: SectionID) -> Int32? {
         guard let lv = slots.lv(of: id.opID) else { return nil }
         let e = slots.entity(of: lv)
-        guard slots.sequence(of: lv) == -1, sections.rows[Int(e)].id == id.opID else { return nil }
+        guard slots.sequence(of: lv) == .sections, sections.rows[Int(e)].id == id.opID else { return nil }
         return e
     }
 
@@ -195,7 +195,7 @@ public struct ListDocument: Sendable {
     func itemEntity(_ id: ItemID) -> Int32? {
         guard let lv = slots.lv(of: id.opID) else { return nil }
         let e = slots.entity(of: lv)
-        guard slots.sequence(of: lv) >= 0, items.rows[Int(e)].id == id.opID else { return nil }
+        guard slots.sequence(of: lv).isItems, items.rows[Int(e)].id == id.opID else { return nil }
         return e
     }
 
@@ -206,13 +206,13 @@ public struct ListDocument: Sendable {
     }
 
     /// Number of visible items in section `s`.
-    @inline(__always) func visibleItemCount(_ s: Int32) -> Int { forest.visibleCount(tree(ofSequence: s)) }
+    @inline(__always) func visibleItemCount(_ s: Int32) -> Int { forest.visibleCount(tree(ofSequence: .items(s))) }
 
     /// The tree of the section sequence.
     static let sectionTree: Int32 = 0
 
     /// The tree of a sequence: -1 is the section sequence, `s` the items of section `s`.
-    @inline(__always) func tree(ofSequence sequence: Int32) -> Int32 { sequence + 1 }
+    @inline(__always) func tree(ofSequence sequence: SequenceIndex) -> Int32 { sequence.tree }
 
     /// The number of visible slots before slot `lv` in its tree (its index, when it is visible).
     ///
@@ -261,7 +261,7 @@ public struct ListDocument: Sendable {
     @inline(__always)
     func itemRow(_ section: Int, _ row: Int) throws(ListError) -> (section: Int32, tree: Int32) {
         let s = try sectionOfRow(section, row)
-        let t = tree(ofSequence: s)
+        let t = tree(ofSequence: .items(s))
         let count = forest.visibleCount(t)
         guard row >= 0, row < count else {
             throw .indexPathOutOfRange(IndexPath(item: row, section: section), count: count)

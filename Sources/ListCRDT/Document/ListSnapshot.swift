@@ -57,7 +57,7 @@ extension ListDocument {
             let s = slots.entity(of: lv)
             var list: [ListSnapshot.Item] = []
             list.reserveCapacity(visibleItemCount(s))
-            forEachVisible(in: tree(ofSequence: s)) { ilv in
+            forEachVisible(in: tree(ofSequence: .items(s))) { ilv in
                 let i = slots.entity(of: ilv)
                 list.append(.init(id: ItemID(items.rows[Int(i)].id), value: items.value[Int(i)]))
             }

@@ -18,7 +18,7 @@ struct SlotStore: Sendable {
         /// Right origin of every slot (a local version, or -1 for the end of the sequence).
         var right: Int32
         /// The sequence: -1 for the section sequence, else the index of the section.
-        var sequence: Int32
+        var sequence: SequenceIndex
     }
 
     /// What a replica keeps for one slot.
@@ -26,7 +26,7 @@ struct SlotStore: Sendable {
         /// The entity (section index or item index) the slot places.
         var entity: Int32
         /// The sequence (-1: sections; else a section index).
-        var sequence: Int32
+        var sequence: SequenceIndex
         /// The slot's run (an index into `runs`).
         var run: Int32
     }
@@ -54,7 +54,7 @@ struct SlotStore: Sendable {
     /// Adds one slot and returns its local version.
     ///
     /// - Complexity: O(1) amortized.
-    mutating func append(id: OpID, left: Int32, right: Int32, sequence: Int32, entity e: Int32) -> Int32 {
+    mutating func append(id: OpID, left: Int32, right: Int32, sequence: SequenceIndex, entity e: Int32) -> Int32 {
         appendRun(id: id, count: 1, left: left, right: right, sequence: sequence, entity: e)
     }
 
@@ -66,7 +66,7 @@ struct SlotStore: Sendable {
     ///
     /// - Complexity: O(n) amortized, with one run record.
     @inline(__always)
-    mutating func appendRun(id: OpID, count n: Int, left: Int32, right: Int32, sequence: Int32, entity e: Int32) -> Int32 {
+    mutating func appendRun(id: OpID, count n: Int, left: Int32, right: Int32, sequence: SequenceIndex, entity e: Int32) -> Int32 {
         let lv = Int32(slots.count)
         if var last = runs.last, last.id.replica == id.replica,
            last.id.counter &+ UInt64(last.count) == id.counter,
@@ -172,7 +172,7 @@ struct SlotStore: Sendable {
     }
 
     /// The sequence slot `lv` is in (-1: sections; else a section index).
-    func sequence(of lv: Int32) -> Int32 { slots[Int(lv)].sequence }
+    func sequence(of lv: Int32) -> SequenceIndex { slots[Int(lv)].sequence }
 }
 
 /// `count` slots of one run for consecutive entities, from `first` on, as a sequence: appending a

@@ -96,7 +96,7 @@ extension ListDocument {
                             lv = at
                             slot = view.slot(at)
                         }
-                        guard let slot, slot.sequence >= 0 else { break }
+                        guard let slot, slot.sequence.isItems else { break }
                         let e = Int(slot.entity)
                         precondition(e >= 0 && e < rows.count, "slot \(lv) places no item")
                         guard rows[e].id == id else { break }

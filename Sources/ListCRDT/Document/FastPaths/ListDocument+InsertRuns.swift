@@ -54,14 +54,14 @@ extension ListDocument {
         let id = source.id(k)
         if k > 0 || S.firstMayContinue, let last = log.lastItemInsert, last.id.replica == id.replica,
            last.id.counter &+ 1 == id.counter {
-            let s = slots.sequence(of: last.slot)
+            let s = slots.sequence(of: last.slot).section
             let right = slots.origins(of: last.slot).right
             let n = source.typedRun(from: k, after: last.id, section: SectionID(sections.rows[Int(s)].id),
                                     right: right < 0 ? nil : SlotID(slots.id(of: right)), maxValueSize: maxValueSize)
             if n > 0 {
                 let e = Int32(items.count)
                 source.appendItems(from: k, count: n, to: &items, slot: Int32(slots.count), section: s)
-                commitInsertRun(after: last, count: n, sequence: s, entity: e)
+                commitInsertRun(after: last, count: n, section: s, entity: e)
                 return .applied(n)
             }
         }
@@ -84,7 +84,7 @@ extension ListDocument {
         // Where the first slot goes: right after the left origin when the right origin follows it
         // (nothing sits between them: the usual case, and then they are in order), else where
         // the integration rule puts it.
-        let t = tree(ofSequence: s)
+        let t = tree(ofSequence: .items(s))
         let leftCursor = left >= 0 ? forest.locate(left) : nil
         let following = leftCursor.map { forest.next($0) } ?? forest.first(t)
         let adjacent = following.map { forest.lv(at: $0) == right } ?? (right < 0)
@@ -95,7 +95,7 @@ extension ListDocument {
         // `commit` of the first operation, with the others' slots and rows added at once.
         let lv = Int32(slots.count), e = Int32(items.count)
         source.appendItems(from: k, count: n, to: &items, slot: lv, section: s)
-        _ = slots.appendRun(id: id, count: n, left: left, right: right, sequence: s, entity: e)
+        _ = slots.appendRun(id: id, count: n, left: left, right: right, sequence: .items(s), entity: e)
         forest.addSlots(n)
         let after = adjacent ? leftCursor
                              : forest.placement(t, id: id, left: left, right: right, slots: slots)
@@ -112,20 +112,20 @@ extension ListDocument {
 
     /// Applies `n` item inserts that continue the item insert applied last (`last`: its id and
     /// slot) as a typed run (ids `last.id + 1 …`, each depending on exactly the one before, right
-    /// after its slot, with `last`'s right origin, in its sequence `s`), whose entity rows
+    /// after its slot, with `last`'s right origin, in the items of section `s`), whose entity rows
     /// `e ..< e + n` are appended already (their slots are the next local versions): the slots
     /// (one slot run), one tree entry, the section, the clock, version vector and frontier, and
     /// the log record, which it extends.
     ///
     /// - Complexity: O(n + log N) in a document of N slots.
-    private mutating func commitInsertRun(after last: (id: OpID, slot: Int32), count n: Int, sequence s: Int32,
+    private mutating func commitInsertRun(after last: (id: OpID, slot: Int32), count n: Int, section s: Int32,
                                           entity e: Int32) {
         let lv = Int32(slots.count)
         let right = slots.origins(of: last.slot).right
-        _ = slots.appendRun(id: last.id.advanced(by: 1), count: n, left: last.slot, right: right, sequence: s, entity: e)
+        _ = slots.appendRun(id: last.id.advanced(by: 1), count: n, left: last.slot, right: right, sequence: .items(s), entity: e)
         forest.addSlots(n)
         let after = forest.locate(last.slot)
-        forest.insert(tree(ofSequence: s), lv, count: n, visible: true, after: after)
+        forest.insert(tree(ofSequence: .items(s)), lv, count: n, visible: true, after: after)
         refreshSection(s)
         advance(from: last.id, to: last.id.advanced(by: n))
         log.extendInsertRun(by: n)

@@ -125,6 +125,6 @@ extension ListDocument {
     /// `s` (visible index `sectionIndex`), as the start of a delete run.
     mutating func startDeleting(_ op: ListOperation, section s: Int32, sectionIndex: Int) {
         guard fastPathsEnabled else { return }
-        localDeleteRun = LocalDeleteRun(logCount: log.count, section: s, sectionIndex: sectionIndex, tree: tree(ofSequence: s), id: op.id)
+        localDeleteRun = LocalDeleteRun(logCount: log.count, section: s, sectionIndex: sectionIndex, tree: tree(ofSequence: .items(s)), id: op.id)
     }
 }
