@@ -9,19 +9,19 @@ extension SlotForest {
         let tree = trees[Int(t)]
         let (count, visibleCount, root, rootIsLeaf) = (tree.count, tree.visibleCount, tree.root, tree.rootIsLeaf)
         var leaf = tree.firstLeaf
-        var previous: Int32 = -1
+        var previous = LeafIndex.none
         var reached = 0
-        while leaf >= 0 {
+        while leaf.exists {
             reached += 1
-            if leaves[Int(leaf)].tree != t { out.append("leaf \(leaf) is in tree \(leaves[Int(leaf)].tree), reached from \(t)") }
+            if leaves[leaf.int].tree != t { out.append("leaf \(leaf) is in tree \(leaves[leaf.int].tree), reached from \(t)") }
             if leaf == fingers[Int(t)].leaf && seenVisible != fingers[Int(t)].start {
                 out.append("the finger says leaf \(leaf) starts at \(fingers[Int(t)].start), it starts at \(seenVisible)")
             }
-            if leaves[Int(leaf)].prev != previous { out.append("leaf \(leaf) has a wrong back link") }
-            let n = Int(leaves[Int(leaf)].size)
+            if leaves[leaf.int].prev != previous { out.append("leaf \(leaf) has a wrong back link") }
+            let n = Int(leaves[leaf.int].size)
             if n == 0 && count > 0 { out.append("leaf \(leaf) is empty") }
             for i in 0..<n {
-                let e = entries[Int(leaf) * Self.leafCapacity + i]
+                let e = entries[leaf.entryBase + i]
                 if e.len == 0 { out.append("leaf \(leaf) has an empty entry") }
                 if e.count > Self.maxEntryLength {
                     out.append("leaf \(leaf) has an entry of \(e.count) slots (at most \(Self.maxEntryLength))")
@@ -33,7 +33,7 @@ extension SlotForest {
                 }
             }
             previous = leaf
-            leaf = leaves[Int(leaf)].next
+            leaf = leaves[leaf.int].next
         }
         let owned = leaves.reduce(0) { $0 + ($1.tree == t ? 1 : 0) }
         if reached != owned { out.append("\(owned - reached) leaves are unreachable") }
@@ -54,11 +54,12 @@ extension SlotForest {
             let child = links[base + k].child
             let sums: (Int, Int)
             if nodes[Int(node)].childIsLeaf {
-                if leaves[Int(child)].parent != node { out.append("leaf \(child) has a wrong parent") }
-                if leaves[Int(child)].indexInParent != Int32(k) { out.append("leaf \(child) has a wrong index in its parent") }
+                let leaf = links[base + k].leaf
+                if leaves[leaf.int].parent != node { out.append("leaf \(leaf) has a wrong parent") }
+                if leaves[leaf.int].indexInParent != Int32(k) { out.append("leaf \(leaf) has a wrong index in its parent") }
                 var a = 0, v = 0
-                for i in 0..<Int(leaves[Int(child)].size) {
-                    let e = entries[Int(child) * Self.leafCapacity + i]
+                for i in 0..<Int(leaves[leaf.int].size) {
+                    let e = entries[leaf.entryBase + i]
                     a += e.count
                     v += e.visibleCount
                 }

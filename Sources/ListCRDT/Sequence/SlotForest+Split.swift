@@ -2,8 +2,8 @@
 extension SlotForest {
     /// Makes room for `needed` more entries at index `i` of `leaf`, splitting the leaf when full.
     /// Returns the leaf and index where the entries now go.
-    mutating func makeRoom(leaf: Int32, at i: Int, needed: Int) -> (Int32, Int) {
-        let n = Int(leaves[Int(leaf)].size)
+    mutating func makeRoom(leaf: LeafIndex, at i: Int, needed: Int) -> (LeafIndex, Int) {
+        let n = Int(leaves[leaf.int].size)
         if n + needed <= Self.leafCapacity { return (leaf, i) }
         let half = n / 2
         let right = splitLeaf(leaf, keeping: half)
@@ -12,22 +12,22 @@ extension SlotForest {
         return i <= half ? (leaf, i) : (right, i - half)
     }
 
-    mutating func newLeaf(tree: Int32, next: Int32, prev: Int32) -> Int32 {
-        let leaf = Int32(leaves.count)
+    mutating func newLeaf(tree: Int32, next: LeafIndex, prev: LeafIndex) -> LeafIndex {
+        let leaf = LeafIndex(Int32(leaves.count))
         entries.append(contentsOf: repeatElement(Entry.empty, count: Self.leafCapacity))
         leaves.append(Leaf(size: 0, parent: -1, indexInParent: 0, next: next, prev: prev, tree: tree))
         return leaf
     }
 
     /// Moves entries `keep...` of `leaf` into a new leaf to its right and returns the new leaf.
-    mutating func splitLeaf(_ leaf: Int32, keeping keep: Int) -> Int32 {
-        let newLeaf = newLeaf(tree: leaves[Int(leaf)].tree, next: leaves[Int(leaf)].next, prev: leaf)
-        if leaves[Int(leaf)].next >= 0 { leaves[Int(leaves[Int(leaf)].next)].prev = newLeaf }
-        leaves[Int(leaf)].next = newLeaf
+    mutating func splitLeaf(_ leaf: LeafIndex, keeping keep: Int) -> LeafIndex {
+        let newLeaf = newLeaf(tree: leaves[leaf.int].tree, next: leaves[leaf.int].next, prev: leaf)
+        if leaves[leaf.int].next.exists { leaves[leaves[leaf.int].next.int].prev = newLeaf }
+        leaves[leaf.int].next = newLeaf
 
-        let from = Int(leaf) * Self.leafCapacity
-        let to = Int(newLeaf) * Self.leafCapacity
-        let n = Int(leaves[Int(leaf)].size)
+        let from = leaf.entryBase
+        let to = newLeaf.entryBase
+        let n = Int(leaves[leaf.int].size)
         var movedAll = 0, movedVisible = 0
         for j in keep..<n {
             let e = entries[from + j]
@@ -36,9 +36,9 @@ extension SlotForest {
             movedVisible += e.visibleCount
             setLeaf(newLeaf, of: e.lv, count: e.count)
         }
-        leaves[Int(leaf)].size = Int32(keep)
-        leaves[Int(newLeaf)].size = Int32(n - keep)
-        insertSibling(newLeaf, isLeaf: true, after: leaf, all: movedAll, visible: movedVisible)
+        leaves[leaf.int].size = Int32(keep)
+        leaves[newLeaf.int].size = Int32(n - keep)
+        insertSibling(newLeaf.raw, isLeaf: true, after: leaf.raw, all: movedAll, visible: movedVisible)
         return newLeaf
     }
 
