@@ -44,14 +44,16 @@ extension SlotForest {
         let tree = trees[Int(t)]
         precondition(index >= 0 && index < tree.visibleCount, "visible index out of range")
         var rest = index
-        var node = tree.root
+        // A leaf's number or a node's (`rootIsLeaf`, then `childIsLeaf`), as in a link.
+        var child = tree.root
         if !tree.rootIsLeaf {
             links.withUnsafeBufferPointer { links in
                 nodes.withUnsafeBufferPointer { nodes in
                     var isLeaf = false
                     while !isLeaf {
-                        let base = Int(node) * Self.nodeCapacity
-                        let n = Int(nodes[Int(node)].size)
+                        let node = NodeIndex(child)
+                        let base = node.linkBase
+                        let n = Int(nodes[node.int].size)
                         var k = 0
                         while k < n - 1 {
                             let v = Int(links[base + k].visible)
@@ -59,13 +61,13 @@ extension SlotForest {
                             rest -= v
                             k += 1
                         }
-                        isLeaf = nodes[Int(node)].childIsLeaf
-                        node = links[base + k].child
+                        isLeaf = nodes[node.int].childIsLeaf
+                        child = links[base + k].child
                     }
                 }
             }
         }
-        guard let c = scanLeaf(LeafIndex(node), rest) else { preconditionFailure("tree counts are inconsistent") }
+        guard let c = scanLeaf(LeafIndex(child), rest) else { preconditionFailure("tree counts are inconsistent") }
         return (c, index - rest)
     }
 
@@ -105,14 +107,14 @@ extension SlotForest {
         }
         var index = Int(leaves[c.leaf.int].indexInParent)
         var parent = leaves[c.leaf.int].parent
-        while parent >= 0 {
-            let pb = Int(parent) * Self.nodeCapacity
+        while parent.exists {
+            let pb = parent.linkBase
             for k in 0..<index {
                 all += Int(links[pb + k].all)
                 vis += Int(links[pb + k].visible)
             }
-            index = Int(nodes[Int(parent)].indexInParent)
-            parent = nodes[Int(parent)].parent
+            index = Int(nodes[parent.int].indexInParent)
+            parent = nodes[parent.int].parent
         }
         return (all, vis)
     }
@@ -156,12 +158,12 @@ extension SlotForest {
         if tree.count == 0 { return nil }
         var leaf = tree.rootLeaf
         if !tree.rootIsLeaf {
-            var node = tree.root
+            var node = tree.rootNode
             while true {
-                let k = Int(nodes[Int(node)].size) - 1
-                let link = links[Int(node) * Self.nodeCapacity + k]
-                if nodes[Int(node)].childIsLeaf { leaf = link.leaf; break }
-                node = link.child
+                let k = Int(nodes[node.int].size) - 1
+                let link = links[node.linkBase + k]
+                if nodes[node.int].childIsLeaf { leaf = link.leaf; break }
+                node = link.node
             }
         }
         let n = leaves[leaf.int].size

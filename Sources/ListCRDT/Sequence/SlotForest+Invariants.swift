@@ -7,7 +7,7 @@ extension SlotForest {
         var out: [String] = []
         var seenAll = 0, seenVisible = 0
         let tree = trees[Int(t)]
-        let (count, visibleCount, root, rootIsLeaf) = (tree.count, tree.visibleCount, tree.root, tree.rootIsLeaf)
+        let (count, visibleCount, rootNode, rootIsLeaf) = (tree.count, tree.visibleCount, tree.rootNode, tree.rootIsLeaf)
         var leaf = tree.firstLeaf
         var previous = LeafIndex.none
         var reached = 0
@@ -40,20 +40,19 @@ extension SlotForest {
         if seenAll != count || seenVisible != visibleCount {
             out.append("leaves hold \(seenAll)/\(seenVisible) slots but the tree counts \(count)/\(visibleCount)")
         }
-        if !rootIsLeaf { _ = checkNode(root, parent: -1, into: &out) }
+        if !rootIsLeaf { _ = checkNode(rootNode, parent: .none, into: &out) }
         return out
     }
 
     /// Sums a subtree, comparing with the counts its parent keeps.
-    func checkNode(_ node: Int32, parent: Int32, into out: inout [String]) -> (Int, Int) {
-        if nodes[Int(node)].parent != parent { out.append("node \(node) has a wrong parent") }
-        if parent < 0 && trees[Int(nodes[Int(node)].tree)].root != node { out.append("node \(node) is a root of no tree") }
-        let base = Int(node) * Self.nodeCapacity
+    func checkNode(_ node: NodeIndex, parent: NodeIndex, into out: inout [String]) -> (Int, Int) {
+        if nodes[node.int].parent != parent { out.append("node \(node) has a wrong parent") }
+        if !parent.exists && trees[Int(nodes[node.int].tree)].root != node.raw { out.append("node \(node) is a root of no tree") }
+        let base = node.linkBase
         var all = 0, vis = 0
-        for k in 0..<Int(nodes[Int(node)].size) {
-            let child = links[base + k].child
+        for k in 0..<Int(nodes[node.int].size) {
             let sums: (Int, Int)
-            if nodes[Int(node)].childIsLeaf {
+            if nodes[node.int].childIsLeaf {
                 let leaf = links[base + k].leaf
                 if leaves[leaf.int].parent != node { out.append("leaf \(leaf) has a wrong parent") }
                 if leaves[leaf.int].indexInParent != Int32(k) { out.append("leaf \(leaf) has a wrong index in its parent") }
@@ -65,7 +64,8 @@ extension SlotForest {
                 }
                 sums = (a, v)
             } else {
-                if nodes[Int(child)].indexInParent != Int32(k) { out.append("node \(child) has a wrong index in its parent") }
+                let child = links[base + k].node
+                if nodes[child.int].indexInParent != Int32(k) { out.append("node \(child) has a wrong index in its parent") }
                 sums = checkNode(child, parent: node, into: &out)
             }
             if sums.0 != Int(links[base + k].all) || sums.1 != Int(links[base + k].visible) {

@@ -148,15 +148,15 @@ extension SlotForest {
         if visible != 0 && fingers[t].leaf != leaf { fingers[t].leaf = .none }
         var index = Int(info.indexInParent)
         var parent = info.parent
-        if parent < 0 { return }
+        if !parent.exists { return }
         nodes.withUnsafeBufferPointer { nodes in
             links.withUnsafeMutableBufferPointer { links in
-                while parent >= 0 {
-                    let k = Int(parent) * Self.nodeCapacity + index
+                while parent.exists {
+                    let k = parent.linkBase + index
                     links[k].all &+= Int32(truncatingIfNeeded: all)
                     links[k].visible &+= Int32(truncatingIfNeeded: visible)
-                    index = Int(nodes[Int(parent)].indexInParent)
-                    parent = nodes[Int(parent)].parent
+                    index = Int(nodes[parent.int].indexInParent)
+                    parent = nodes[parent.int].parent
                 }
             }
         }

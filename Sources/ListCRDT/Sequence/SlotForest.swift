@@ -60,21 +60,41 @@ struct SlotForest: Sendable {
         var description: String { raw.description }
     }
 
-    /// A leaf's bookkeeping: entry count, parent node (-1 for a root), index among the parent's
-    /// children, neighbours in its tree (``LeafIndex/none`` for none), and its tree.
+    /// An internal node's number: its children are `links[raw × nodeCapacity ..< (raw + 1) ×
+    /// nodeCapacity]` (the first `size`), its bookkeeping `nodes[raw]`. ``none`` (-1): no node (the parent of a root). A type of its
+    /// own so that a leaf's number cannot be passed for a node's; free at -O (one `Int32`).
+    struct NodeIndex: Hashable, Sendable, CustomStringConvertible {
+        var raw: Int32
+        @inline(__always) init(_ raw: Int32) { self.raw = raw }
+        /// No node (-1).
+        static let none = NodeIndex(-1)
+        /// Whether this is a node (not ``none``).
+        @inline(__always) var exists: Bool { raw >= 0 }
+        /// `raw` as an array index.
+        @inline(__always) var int: Int { Int(raw) }
+        /// The index of the node's first link in `links`.
+        @inline(__always) var linkBase: Int { Int(raw) * SlotForest.nodeCapacity }
+        @inline(__always) static func == (a: NodeIndex, b: NodeIndex) -> Bool { a.raw == b.raw }
+        @inline(__always) func hash(into hasher: inout Hasher) { hasher.combine(raw) }
+        var description: String { raw.description }
+    }
+
+    /// A leaf's bookkeeping: entry count, parent node (``NodeIndex/none`` for a root), index among
+    /// the parent's children, neighbours in its tree (``LeafIndex/none`` for none), and its tree.
     struct Leaf: Sendable {
         var size: Int32
-        var parent: Int32
+        var parent: NodeIndex
         var indexInParent: Int32
         var next: LeafIndex
         var prev: LeafIndex
         var tree: Int32
     }
 
-    /// An internal node's bookkeeping.
+    /// An internal node's bookkeeping: child count, parent node (``NodeIndex/none`` for a root),
+    /// index among the parent's children, its tree, and whether its children are leaves.
     struct Node: Sendable {
         var size: Int32
-        var parent: Int32
+        var parent: NodeIndex
         var indexInParent: Int32
         var tree: Int32
         var childIsLeaf: Bool
@@ -89,12 +109,13 @@ struct SlotForest: Sendable {
         var visible: Int32
         /// `child` as a leaf (the node's `childIsLeaf`).
         @inline(__always) var leaf: LeafIndex { LeafIndex(child) }
+        /// `child` as a node (not the node's `childIsLeaf`).
+        @inline(__always) var node: NodeIndex { NodeIndex(child) }
     }
 
     /// One tree: its root, its first leaf (leaf splits only ever add leaves to the right, so the
-    /// first leaf never changes) and its counts.
-    /// `root` is a leaf's number or a node's, as `rootIsLeaf` says: read it through ``rootLeaf`` or
-    /// ``rootNode`` accordingly.
+    /// first leaf never changes) and its counts. `root` is a leaf's number or a node's, as
+    /// `rootIsLeaf` says: read it through ``rootLeaf`` or ``rootNode`` accordingly.
     struct Tree: Sendable {
         var root: Int32
         var rootIsLeaf = true
@@ -103,11 +124,13 @@ struct SlotForest: Sendable {
         var visibleCount = 0
         /// `root` as a leaf (`rootIsLeaf`).
         @inline(__always) var rootLeaf: LeafIndex { LeafIndex(root) }
+        /// `root` as a node (not `rootIsLeaf`).
+        @inline(__always) var rootNode: NodeIndex { NodeIndex(root) }
     }
 
-    /// A tree's finger: a leaf (``LeafIndex/none``: none) and the visible index of its first slot, valid while no
-    /// visible count changes in another leaf of the tree. Kept apart from ``Tree`` so that moving
-    /// it writes nothing else.
+    /// A tree's finger: a leaf (``LeafIndex/none``: none) and the visible index of its first slot,
+    /// valid while no visible count changes in another leaf of the tree. Kept apart from ``Tree``
+    /// so that moving it writes nothing else.
     struct Finger: Sendable {
         var leaf: LeafIndex = .none
         var start = 0
