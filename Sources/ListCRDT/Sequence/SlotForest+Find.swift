@@ -13,7 +13,7 @@ extension SlotForest {
     /// - Complexity: O(leafCapacity) on a finger hit, else O(log n).
     mutating func findVisibleNear(_ t: Int32, _ index: Int) -> Cursor {
         let finger = fingers[Int(t)]
-        if finger.leaf >= 0 && index >= finger.start {
+        if finger.leaf.exists && index >= finger.start {
             if let c = scanLeaf(finger.leaf, index - finger.start) { return c }
         }
         let (c, start) = descend(t, index)
@@ -23,11 +23,11 @@ extension SlotForest {
 
     /// The visible slot `rest` of `leaf`, or nil if the leaf has fewer visible slots.
     @inline(__always)
-    func scanLeaf(_ leaf: Int32, _ rest: Int) -> Cursor? {
-        let n = Int(leaves[Int(leaf)].size)
+    func scanLeaf(_ leaf: LeafIndex, _ rest: Int) -> Cursor? {
+        let n = Int(leaves[leaf.int].size)
         return entries.withUnsafeBufferPointer { buf -> Cursor? in
             var rest = rest
-            let base = Int(leaf) * Self.leafCapacity
+            let base = leaf.entryBase
             for i in 0..<n {
                 let v = buf[base + i].visibleCount
                 if rest < v { return Cursor(leaf: leaf, entry: Int32(i), offset: Int32(rest)) }
@@ -44,14 +44,16 @@ extension SlotForest {
         let tree = trees[Int(t)]
         precondition(index >= 0 && index < tree.visibleCount, "visible index out of range")
         var rest = index
-        var node = tree.root
+        // A leaf's number or a node's (`rootIsLeaf`, then `childIsLeaf`), as in a link.
+        var child = tree.root
         if !tree.rootIsLeaf {
             links.withUnsafeBufferPointer { links in
                 nodes.withUnsafeBufferPointer { nodes in
                     var isLeaf = false
                     while !isLeaf {
-                        let base = Int(node) * Self.nodeCapacity
-                        let n = Int(nodes[Int(node)].size)
+                        let node = NodeIndex(child)
+                        let base = node.linkBase
+                        let n = Int(nodes[node.int].size)
                         var k = 0
                         while k < n - 1 {
                             let v = Int(links[base + k].visible)
@@ -59,13 +61,13 @@ extension SlotForest {
                             rest -= v
                             k += 1
                         }
-                        isLeaf = nodes[Int(node)].childIsLeaf
-                        node = links[base + k].child
+                        isLeaf = nodes[node.int].childIsLeaf
+                        child = links[base + k].child
                     }
                 }
             }
         }
-        guard let c = scanLeaf(node, rest) else { preconditionFailure("tree counts are inconsistent") }
+        guard let c = scanLeaf(LeafIndex(child), rest) else { preconditionFailure("tree counts are inconsistent") }
         return (c, index - rest)
     }
 
@@ -74,9 +76,9 @@ extension SlotForest {
     /// - Complexity: O(leafCapacity).
     func locate(_ lv: Int32) -> Cursor {
         let leaf = leafOf[Int(lv)]
-        let n = Int(leaves[Int(leaf)].size)
+        let n = Int(leaves[leaf.int].size)
         let found = entries.withUnsafeBufferPointer { buf -> Cursor? in
-            let base = Int(leaf) * Self.leafCapacity
+            let base = leaf.entryBase
             for i in 0..<n {
                 let e = buf[base + i]
                 // One unsigned comparison: lv - e.lv in 0 ..< count.
@@ -94,7 +96,7 @@ extension SlotForest {
     ///
     /// - Complexity: O(log n).
     func position(of c: Cursor) -> (all: Int, visible: Int) {
-        let base = Int(c.leaf) * Self.leafCapacity
+        let base = c.leaf.entryBase
         var all = Int(c.offset)
         let e = entries[base + Int(c.entry)]
         var vis = e.isVisible ? Int(c.offset) : 0
@@ -103,16 +105,16 @@ extension SlotForest {
             all += x.count
             vis += x.visibleCount
         }
-        var index = Int(leaves[Int(c.leaf)].indexInParent)
-        var parent = leaves[Int(c.leaf)].parent
-        while parent >= 0 {
-            let pb = Int(parent) * Self.nodeCapacity
+        var index = Int(leaves[c.leaf.int].indexInParent)
+        var parent = leaves[c.leaf.int].parent
+        while parent.exists {
+            let pb = parent.linkBase
             for k in 0..<index {
                 all += Int(links[pb + k].all)
                 vis += Int(links[pb + k].visible)
             }
-            index = Int(nodes[Int(parent)].indexInParent)
-            parent = nodes[Int(parent)].parent
+            index = Int(nodes[parent.int].indexInParent)
+            parent = nodes[parent.int].parent
         }
         return (all, vis)
     }
@@ -122,9 +124,9 @@ extension SlotForest {
     /// - Complexity: O(1).
     func next(_ c: Cursor) -> Cursor? {
         if Int(c.offset) + 1 < entry(c).count { return Cursor(leaf: c.leaf, entry: c.entry, offset: c.offset + 1) }
-        if c.entry + 1 < leaves[Int(c.leaf)].size { return Cursor(leaf: c.leaf, entry: c.entry + 1, offset: 0) }
-        let nextLeaf = leaves[Int(c.leaf)].next
-        return nextLeaf < 0 ? nil : Cursor(leaf: nextLeaf, entry: 0, offset: 0)
+        if c.entry + 1 < leaves[c.leaf.int].size { return Cursor(leaf: c.leaf, entry: c.entry + 1, offset: 0) }
+        let nextLeaf = leaves[c.leaf.int].next
+        return !nextLeaf.exists ? nil : Cursor(leaf: nextLeaf, entry: 0, offset: 0)
     }
 
     /// The slot before `c` in its tree, or nil at the start.
@@ -133,13 +135,13 @@ extension SlotForest {
     func previous(_ c: Cursor) -> Cursor? {
         if c.offset > 0 { return Cursor(leaf: c.leaf, entry: c.entry, offset: c.offset - 1) }
         if c.entry > 0 {
-            let e = entries[Int(c.leaf) * Self.leafCapacity + Int(c.entry) - 1]
+            let e = entries[c.leaf.entryBase + Int(c.entry) - 1]
             return Cursor(leaf: c.leaf, entry: c.entry - 1, offset: Int32(e.count - 1))
         }
-        let prevLeaf = leaves[Int(c.leaf)].prev
-        if prevLeaf < 0 { return nil }
-        let n = leaves[Int(prevLeaf)].size
-        let e = entries[Int(prevLeaf) * Self.leafCapacity + Int(n) - 1]
+        let prevLeaf = leaves[c.leaf.int].prev
+        if !prevLeaf.exists { return nil }
+        let n = leaves[prevLeaf.int].size
+        let e = entries[prevLeaf.entryBase + Int(n) - 1]
         return Cursor(leaf: prevLeaf, entry: n - 1, offset: Int32(e.count - 1))
     }
 
@@ -154,18 +156,18 @@ extension SlotForest {
     func last(_ t: Int32) -> Cursor? {
         let tree = trees[Int(t)]
         if tree.count == 0 { return nil }
-        var leaf = tree.root
+        var leaf = tree.rootLeaf
         if !tree.rootIsLeaf {
-            var node = tree.root
+            var node = tree.rootNode
             while true {
-                let k = Int(nodes[Int(node)].size) - 1
-                let child = links[Int(node) * Self.nodeCapacity + k].child
-                if nodes[Int(node)].childIsLeaf { leaf = child; break }
-                node = child
+                let k = Int(nodes[node.int].size) - 1
+                let link = links[node.linkBase + k]
+                if nodes[node.int].childIsLeaf { leaf = link.leaf; break }
+                node = link.node
             }
         }
-        let n = leaves[Int(leaf)].size
-        let e = entries[Int(leaf) * Self.leafCapacity + Int(n) - 1]
+        let n = leaves[leaf.int].size
+        let e = entries[leaf.entryBase + Int(n) - 1]
         return Cursor(leaf: leaf, entry: n - 1, offset: Int32(e.count - 1))
     }
 
@@ -176,13 +178,13 @@ extension SlotForest {
     func forEachRun(_ t: Int32, _ body: (Int32, Int, Bool) throws -> Void) rethrows {
         if trees[Int(t)].count == 0 { return }
         var leaf = trees[Int(t)].firstLeaf
-        while leaf >= 0 {
-            let base = Int(leaf) * Self.leafCapacity
-            for i in 0..<Int(leaves[Int(leaf)].size) {
+        while leaf.exists {
+            let base = leaf.entryBase
+            for i in 0..<Int(leaves[leaf.int].size) {
                 let e = entries[base + i]
                 try body(e.lv, e.count, e.isVisible)
             }
-            leaf = leaves[Int(leaf)].next
+            leaf = leaves[leaf.int].next
         }
     }
 }

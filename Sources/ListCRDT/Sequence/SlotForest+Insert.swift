@@ -25,7 +25,7 @@ extension SlotForest {
             addCounts(leaf: leaf, all: n, visible: delta)
             return
         }
-        let idx = Int(at.leaf) * Self.leafCapacity + Int(at.entry)
+        let idx = at.leaf.entryBase + Int(at.entry)
         let e = entries[idx]
         if Int(at.offset) == e.count - 1 {
             // After the last slot of an entry: extend it if possible, else a new entry follows it.
@@ -44,7 +44,7 @@ extension SlotForest {
         // In the middle of an entry: split it around the new slots.
         let head = Int(at.offset) + 1
         let (leaf, i) = makeRoom(leaf: at.leaf, at: Int(at.entry) + 1, needed: 2)
-        let split = Int(leaf) * Self.leafCapacity + i - 1
+        let split = leaf.entryBase + i - 1
         let old = entries[split]
         entries[split] = Entry(lv: old.lv, count: head, visible: old.isVisible)
         let tail = Entry(lv: old.lv + Int32(head), count: old.count - head, visible: old.isVisible)
@@ -60,7 +60,7 @@ extension SlotForest {
     ///
     /// - Complexity: O(log n) (the counts on the path to the root).
     mutating func extend(_ c: Cursor, with lv: Int32) -> Cursor? {
-        let idx = Int(c.leaf) * Self.leafCapacity + Int(c.entry)
+        let idx = c.leaf.entryBase + Int(c.entry)
         let e = entries[idx]
         precondition(e.isVisible && Int(c.offset) == e.count - 1 && e.lv + c.offset + 1 == lv,
                      "slot \(lv) does not continue the entry at the cursor")
@@ -72,7 +72,7 @@ extension SlotForest {
     }
 
     @inline(__always)
-    mutating func setLeaf(_ leaf: Int32, of lv: Int32, count n: Int) {
+    mutating func setLeaf(_ leaf: LeafIndex, of lv: Int32, count n: Int) {
         if n == 1 { leafOf[Int(lv)] = leaf; return }
         precondition(lv >= 0 && Int(lv) + n <= leafOf.count, "slots out of range")
         leafOf.withUnsafeMutableBufferPointer { buf in

@@ -2,8 +2,8 @@
 extension SlotForest {
     /// Makes room for `needed` more entries at index `i` of `leaf`, splitting the leaf when full.
     /// Returns the leaf and index where the entries now go.
-    mutating func makeRoom(leaf: Int32, at i: Int, needed: Int) -> (Int32, Int) {
-        let n = Int(leaves[Int(leaf)].size)
+    mutating func makeRoom(leaf: LeafIndex, at i: Int, needed: Int) -> (LeafIndex, Int) {
+        let n = Int(leaves[leaf.int].size)
         if n + needed <= Self.leafCapacity { return (leaf, i) }
         let half = n / 2
         let right = splitLeaf(leaf, keeping: half)
@@ -12,22 +12,22 @@ extension SlotForest {
         return i <= half ? (leaf, i) : (right, i - half)
     }
 
-    mutating func newLeaf(tree: Int32, next: Int32, prev: Int32) -> Int32 {
-        let leaf = Int32(leaves.count)
+    mutating func newLeaf(tree: Int32, next: LeafIndex, prev: LeafIndex) -> LeafIndex {
+        let leaf = LeafIndex(Int32(leaves.count))
         entries.append(contentsOf: repeatElement(Entry.empty, count: Self.leafCapacity))
-        leaves.append(Leaf(size: 0, parent: -1, indexInParent: 0, next: next, prev: prev, tree: tree))
+        leaves.append(Leaf(size: 0, parent: .none, indexInParent: 0, next: next, prev: prev, tree: tree))
         return leaf
     }
 
     /// Moves entries `keep...` of `leaf` into a new leaf to its right and returns the new leaf.
-    mutating func splitLeaf(_ leaf: Int32, keeping keep: Int) -> Int32 {
-        let newLeaf = newLeaf(tree: leaves[Int(leaf)].tree, next: leaves[Int(leaf)].next, prev: leaf)
-        if leaves[Int(leaf)].next >= 0 { leaves[Int(leaves[Int(leaf)].next)].prev = newLeaf }
-        leaves[Int(leaf)].next = newLeaf
+    mutating func splitLeaf(_ leaf: LeafIndex, keeping keep: Int) -> LeafIndex {
+        let newLeaf = newLeaf(tree: leaves[leaf.int].tree, next: leaves[leaf.int].next, prev: leaf)
+        if leaves[leaf.int].next.exists { leaves[leaves[leaf.int].next.int].prev = newLeaf }
+        leaves[leaf.int].next = newLeaf
 
-        let from = Int(leaf) * Self.leafCapacity
-        let to = Int(newLeaf) * Self.leafCapacity
-        let n = Int(leaves[Int(leaf)].size)
+        let from = leaf.entryBase
+        let to = newLeaf.entryBase
+        let n = Int(leaves[leaf.int].size)
         var movedAll = 0, movedVisible = 0
         for j in keep..<n {
             let e = entries[from + j]
@@ -36,42 +36,43 @@ extension SlotForest {
             movedVisible += e.visibleCount
             setLeaf(newLeaf, of: e.lv, count: e.count)
         }
-        leaves[Int(leaf)].size = Int32(keep)
-        leaves[Int(newLeaf)].size = Int32(n - keep)
-        insertSibling(newLeaf, isLeaf: true, after: leaf, all: movedAll, visible: movedVisible)
+        leaves[leaf.int].size = Int32(keep)
+        leaves[newLeaf.int].size = Int32(n - keep)
+        insertSibling(newLeaf.raw, isLeaf: true, after: leaf.raw, all: movedAll, visible: movedVisible)
         return newLeaf
     }
 
     /// Puts `newChild` into the parent of `left`, right after it, moving `all`/`visible` counts from
-    /// `left` to it; makes a new root when `left` was the root.
+    /// `left` to it; makes a new root when `left` was the root. `newChild` and `left` are two leaves'
+    /// numbers or two nodes' (`isLeaf`), as in a ``Link``.
     mutating func insertSibling(_ newChild: Int32, isLeaf: Bool, after left: Int32, all: Int, visible: Int) {
         let parent = isLeaf ? leaves[Int(left)].parent : nodes[Int(left)].parent
-        if parent < 0 {
+        if !parent.exists {
             let t = isLeaf ? leaves[Int(left)].tree : nodes[Int(left)].tree
             let node = newNode(tree: t, childIsLeaf: isLeaf)
-            let base = Int(node) * Self.nodeCapacity
+            let base = node.linkBase
             let tree = trees[Int(t)]
             links[base] = Link(child: left, all: Int32(tree.count - all), visible: Int32(tree.visibleCount - visible))
             links[base + 1] = Link(child: newChild, all: Int32(all), visible: Int32(visible))
-            nodes[Int(node)].size = 2
+            nodes[node.int].size = 2
             setParent(left, isLeaf: isLeaf, node, at: 0)
             setParent(newChild, isLeaf: isLeaf, node, at: 1)
-            trees[Int(t)].root = node
+            trees[Int(t)].root = node.raw
             trees[Int(t)].rootIsLeaf = false
             return
         }
         // Split a full parent first, while its counts still agree with its own parent's; `left` and
         // `newChild` then go to whichever half holds `left`, so that half's total does not change.
         var p = parent
-        if Int(nodes[Int(p)].size) == Self.nodeCapacity {
+        if Int(nodes[p.int].size) == Self.nodeCapacity {
             _ = splitNode(p, keeping: Self.nodeCapacity / 2)
             p = isLeaf ? leaves[Int(left)].parent : nodes[Int(left)].parent
         }
-        let base = Int(p) * Self.nodeCapacity
+        let base = p.linkBase
         let k = Int(isLeaf ? leaves[Int(left)].indexInParent : nodes[Int(left)].indexInParent)
         links[base + k].all -= Int32(all)
         links[base + k].visible -= Int32(visible)
-        let n = Int(nodes[Int(p)].size)
+        let n = Int(nodes[p.int].size)
         var j = n - 1
         while j > k {
             links[base + j + 1] = links[base + j]
@@ -79,17 +80,17 @@ extension SlotForest {
             j -= 1
         }
         links[base + k + 1] = Link(child: newChild, all: Int32(all), visible: Int32(visible))
-        nodes[Int(p)].size += 1
+        nodes[p.int].size += 1
         setParent(newChild, isLeaf: isLeaf, p, at: Int32(k + 1))
     }
 
     /// Moves children `keep...` of `node` into a new node to its right and returns the new node.
-    mutating func splitNode(_ node: Int32, keeping keep: Int) -> Int32 {
-        let isLeafLevel = nodes[Int(node)].childIsLeaf
-        let newNode = self.newNode(tree: nodes[Int(node)].tree, childIsLeaf: isLeafLevel)
-        let from = Int(node) * Self.nodeCapacity
-        let to = Int(newNode) * Self.nodeCapacity
-        let n = Int(nodes[Int(node)].size)
+    mutating func splitNode(_ node: NodeIndex, keeping keep: Int) -> NodeIndex {
+        let isLeafLevel = nodes[node.int].childIsLeaf
+        let newNode = self.newNode(tree: nodes[node.int].tree, childIsLeaf: isLeafLevel)
+        let from = node.linkBase
+        let to = newNode.linkBase
+        let n = Int(nodes[node.int].size)
         var movedAll = 0, movedVisible = 0
         for j in keep..<n {
             links[to + j - keep] = links[from + j]
@@ -97,20 +98,21 @@ extension SlotForest {
             movedVisible += Int(links[from + j].visible)
             setParent(links[from + j].child, isLeaf: isLeafLevel, newNode, at: Int32(j - keep))
         }
-        nodes[Int(node)].size = Int32(keep)
-        nodes[Int(newNode)].size = Int32(n - keep)
-        insertSibling(newNode, isLeaf: false, after: node, all: movedAll, visible: movedVisible)
+        nodes[node.int].size = Int32(keep)
+        nodes[newNode.int].size = Int32(n - keep)
+        insertSibling(newNode.raw, isLeaf: false, after: node.raw, all: movedAll, visible: movedVisible)
         return newNode
     }
 
-    mutating func newNode(tree: Int32, childIsLeaf: Bool) -> Int32 {
-        let node = Int32(nodes.count)
-        nodes.append(Node(size: 0, parent: -1, indexInParent: 0, tree: tree, childIsLeaf: childIsLeaf))
+    mutating func newNode(tree: Int32, childIsLeaf: Bool) -> NodeIndex {
+        let node = NodeIndex(Int32(nodes.count))
+        nodes.append(Node(size: 0, parent: .none, indexInParent: 0, tree: tree, childIsLeaf: childIsLeaf))
         links.append(contentsOf: repeatElement(Link(child: -1, all: 0, visible: 0), count: Self.nodeCapacity))
         return node
     }
 
-    mutating func setParent(_ child: Int32, isLeaf: Bool, _ parent: Int32, at index: Int32) {
+    /// Sets the parent of `child`, a leaf's number or a node's (`isLeaf`), as in a ``Link``.
+    mutating func setParent(_ child: Int32, isLeaf: Bool, _ parent: NodeIndex, at index: Int32) {
         if isLeaf {
             leaves[Int(child)].parent = parent
             leaves[Int(child)].indexInParent = index
@@ -120,6 +122,7 @@ extension SlotForest {
         }
     }
 
+    /// Sets the index in its parent of `child`, a leaf's number or a node's (`isLeaf`), as in a ``Link``.
     mutating func setIndexInParent(_ child: Int32, isLeaf: Bool, _ index: Int32) {
         if isLeaf { leaves[Int(child)].indexInParent = index } else { nodes[Int(child)].indexInParent = index }
     }

@@ -30,7 +30,7 @@ extension SlotForest {
         }
         var at = c
         if n == count {
-            entries[Int(c.leaf) * Self.leafCapacity + Int(c.entry)].len = -e.len
+            entries[c.leaf.entryBase + Int(c.entry)].len = -e.len
         } else {
             let tailCount = count - off - n
             let pieces = (off > 0 ? 1 : 0) + 1 + (tailCount > 0 ? 1 : 0)
@@ -39,10 +39,10 @@ extension SlotForest {
             let middle = Entry(lv: lv, count: n, visible: visible)
             let tail = tailCount > 0 ? Entry(lv: lv + Int32(n), count: tailCount, visible: e.isVisible) : nil
             if off > 0 {
-                entries[Int(leaf) * Self.leafCapacity + first] = Entry(lv: e.lv, count: off, visible: e.isVisible)
+                entries[leaf.entryBase + first] = Entry(lv: e.lv, count: off, visible: e.isVisible)
                 insertEntries(leaf: leaf, at: first + 1, middle, tail)
             } else {
-                entries[Int(leaf) * Self.leafCapacity + first] = middle
+                entries[leaf.entryBase + first] = middle
                 if let tail { insertEntries(leaf: leaf, at: first + 1, tail) }
             }
             at = Cursor(leaf: leaf, entry: Int32(first + (off > 0 ? 1 : 0)), offset: 0)
@@ -58,9 +58,9 @@ extension SlotForest {
     /// caller's. Returns false, changing nothing, otherwise.
     @inline(__always)
     mutating func shiftToNeighbour(_ c: Cursor, _ e: Entry, count n: Int, visible: Bool) -> Bool {
-        let base = Int(c.leaf) * Self.leafCapacity
+        let base = c.leaf.entryBase
         let i = Int(c.entry)
-        if Int(c.offset) + n == e.count, i + 1 < Int(leaves[Int(c.leaf)].size) {
+        if Int(c.offset) + n == e.count, i + 1 < Int(leaves[c.leaf.int].size) {
             let next = entries[base + i + 1]
             guard next.isVisible == visible, next.lv == e.lv + Int32(e.count),
                   next.count + n <= Self.maxEntryLength else { return false }
@@ -81,8 +81,8 @@ extension SlotForest {
 
     /// Merges entry `i` with its neighbours in the same leaf when they continue each other and
     /// the merged entry is not too long (``maxEntryLength``).
-    mutating func mergeAround(leaf: Int32, entry i: Int) {
-        let base = Int(leaf) * Self.leafCapacity
+    mutating func mergeAround(leaf: LeafIndex, entry i: Int) {
+        let base = leaf.entryBase
         var i = i
         if i > 0 {
             let a = entries[base + i - 1], b = entries[base + i]
@@ -92,7 +92,7 @@ extension SlotForest {
                 i -= 1
             }
         }
-        if i + 1 < Int(leaves[Int(leaf)].size) {
+        if i + 1 < Int(leaves[leaf.int].size) {
             let a = entries[base + i], b = entries[base + i + 1]
             if Self.continues(a, b) {
                 entries[base + i].len += b.len
@@ -108,22 +108,22 @@ extension SlotForest {
         a.isVisible == b.isVisible && a.lv + Int32(a.count) == b.lv && a.count + b.count <= maxEntryLength
     }
 
-    mutating func removeEntry(leaf: Int32, at i: Int) {
-        let base = Int(leaf) * Self.leafCapacity
-        let n = Int(leaves[Int(leaf)].size)
+    mutating func removeEntry(leaf: LeafIndex, at i: Int) {
+        let base = leaf.entryBase
+        let n = Int(leaves[leaf.int].size)
         if i + 1 < n {
             entries.withUnsafeMutableBufferPointer { buf in
                 let p = buf.baseAddress! + base
                 (p + i).update(from: p + i + 1, count: n - i - 1)
             }
         }
-        leaves[Int(leaf)].size -= 1
+        leaves[leaf.int].size -= 1
     }
 
     /// Inserts one or two entries at index `i` of `leaf`, which has room for them.
-    mutating func insertEntries(leaf: Int32, at i: Int, _ first: Entry, _ second: Entry? = nil) {
-        let base = Int(leaf) * Self.leafCapacity
-        let n = Int(leaves[Int(leaf)].size)
+    mutating func insertEntries(leaf: LeafIndex, at i: Int, _ first: Entry, _ second: Entry? = nil) {
+        let base = leaf.entryBase
+        let n = Int(leaves[leaf.int].size)
         let k = second == nil ? 1 : 2
         entries.withUnsafeMutableBufferPointer { buf in
             let p = buf.baseAddress! + base
@@ -131,32 +131,32 @@ extension SlotForest {
             p[i] = first
             if let second { p[i + 1] = second }
         }
-        leaves[Int(leaf)].size += Int32(k)
+        leaves[leaf.int].size += Int32(k)
     }
 
     /// Adds slot counts to the tree of `leaf` and to every node on the path from `leaf` to the
     /// root. A change of visible count outside the finger's leaf drops the finger.
     @inline(__always)
-    mutating func addCounts(leaf: Int32, all: Int, visible: Int) {
-        let info = leaves[Int(leaf)]
+    mutating func addCounts(leaf: LeafIndex, all: Int, visible: Int) {
+        let info = leaves[leaf.int]
         let t = Int(info.tree)
         // One access to the tree header (one uniqueness check of `trees`).
         trees.withUnsafeMutableBufferPointer { trees in
             trees[t].count += all
             trees[t].visibleCount += visible
         }
-        if visible != 0 && fingers[t].leaf != leaf { fingers[t].leaf = -1 }
+        if visible != 0 && fingers[t].leaf != leaf { fingers[t].leaf = .none }
         var index = Int(info.indexInParent)
         var parent = info.parent
-        if parent < 0 { return }
+        if !parent.exists { return }
         nodes.withUnsafeBufferPointer { nodes in
             links.withUnsafeMutableBufferPointer { links in
-                while parent >= 0 {
-                    let k = Int(parent) * Self.nodeCapacity + index
+                while parent.exists {
+                    let k = parent.linkBase + index
                     links[k].all &+= Int32(truncatingIfNeeded: all)
                     links[k].visible &+= Int32(truncatingIfNeeded: visible)
-                    index = Int(nodes[Int(parent)].indexInParent)
-                    parent = nodes[Int(parent)].parent
+                    index = Int(nodes[parent.int].indexInParent)
+                    parent = nodes[parent.int].parent
                 }
             }
         }

@@ -41,54 +41,104 @@ struct SlotForest: Sendable {
         }
     }
 
-    /// A leaf's bookkeeping: entry count, parent node (-1 for a root), index among the parent's
-    /// children, neighbours in its tree (-1 for none), and its tree.
+    /// A leaf's number: its entries are `entries[raw × leafCapacity ..< (raw + 1) × leafCapacity]`,
+    /// its bookkeeping `leaves[raw]`. ``none`` (-1): no leaf. A type of its own so that a node's
+    /// number cannot be passed for a leaf's; free at -O (one `Int32`).
+    struct LeafIndex: Hashable, Sendable, CustomStringConvertible {
+        var raw: Int32
+        @inline(__always) init(_ raw: Int32) { self.raw = raw }
+        /// No leaf (-1).
+        static let none = LeafIndex(-1)
+        /// Whether this is a leaf (not ``none``).
+        @inline(__always) var exists: Bool { raw >= 0 }
+        /// `raw` as an array index.
+        @inline(__always) var int: Int { Int(raw) }
+        /// The index of the leaf's first entry in `entries`.
+        @inline(__always) var entryBase: Int { Int(raw) * SlotForest.leafCapacity }
+        @inline(__always) static func == (a: LeafIndex, b: LeafIndex) -> Bool { a.raw == b.raw }
+        @inline(__always) func hash(into hasher: inout Hasher) { hasher.combine(raw) }
+        var description: String { raw.description }
+    }
+
+    /// An internal node's number: its children are `links[raw × nodeCapacity ..< (raw + 1) ×
+    /// nodeCapacity]` (the first `size`), its bookkeeping `nodes[raw]`. ``none`` (-1): no node (the parent of a root). A type of its
+    /// own so that a leaf's number cannot be passed for a node's; free at -O (one `Int32`).
+    struct NodeIndex: Hashable, Sendable, CustomStringConvertible {
+        var raw: Int32
+        @inline(__always) init(_ raw: Int32) { self.raw = raw }
+        /// No node (-1).
+        static let none = NodeIndex(-1)
+        /// Whether this is a node (not ``none``).
+        @inline(__always) var exists: Bool { raw >= 0 }
+        /// `raw` as an array index.
+        @inline(__always) var int: Int { Int(raw) }
+        /// The index of the node's first link in `links`.
+        @inline(__always) var linkBase: Int { Int(raw) * SlotForest.nodeCapacity }
+        @inline(__always) static func == (a: NodeIndex, b: NodeIndex) -> Bool { a.raw == b.raw }
+        @inline(__always) func hash(into hasher: inout Hasher) { hasher.combine(raw) }
+        var description: String { raw.description }
+    }
+
+    /// A leaf's bookkeeping: entry count, parent node (``NodeIndex/none`` for a root), index among
+    /// the parent's children, neighbours in its tree (``LeafIndex/none`` for none), and its tree.
     struct Leaf: Sendable {
         var size: Int32
-        var parent: Int32
+        var parent: NodeIndex
         var indexInParent: Int32
-        var next: Int32
-        var prev: Int32
+        var next: LeafIndex
+        var prev: LeafIndex
         var tree: Int32
     }
 
-    /// An internal node's bookkeeping.
+    /// An internal node's bookkeeping: child count, parent node (``NodeIndex/none`` for a root),
+    /// index among the parent's children, its tree, and whether its children are leaves.
     struct Node: Sendable {
         var size: Int32
-        var parent: Int32
+        var parent: NodeIndex
         var indexInParent: Int32
         var tree: Int32
         var childIsLeaf: Bool
     }
 
     /// One child of an internal node with the number of slots, and of visible slots, below it.
+    /// `child` is a leaf's number or a node's, as the node's `childIsLeaf` says: read it through
+    /// ``leaf`` or ``node`` accordingly.
     struct Link: Sendable {
         var child: Int32
         var all: Int32
         var visible: Int32
+        /// `child` as a leaf (the node's `childIsLeaf`).
+        @inline(__always) var leaf: LeafIndex { LeafIndex(child) }
+        /// `child` as a node (not the node's `childIsLeaf`).
+        @inline(__always) var node: NodeIndex { NodeIndex(child) }
     }
 
     /// One tree: its root, its first leaf (leaf splits only ever add leaves to the right, so the
-    /// first leaf never changes) and its counts.
+    /// first leaf never changes) and its counts. `root` is a leaf's number or a node's, as
+    /// `rootIsLeaf` says: read it through ``rootLeaf`` or ``rootNode`` accordingly.
     struct Tree: Sendable {
         var root: Int32
         var rootIsLeaf = true
-        var firstLeaf: Int32
+        var firstLeaf: LeafIndex
         var count = 0
         var visibleCount = 0
+        /// `root` as a leaf (`rootIsLeaf`).
+        @inline(__always) var rootLeaf: LeafIndex { LeafIndex(root) }
+        /// `root` as a node (not `rootIsLeaf`).
+        @inline(__always) var rootNode: NodeIndex { NodeIndex(root) }
     }
 
-    /// A tree's finger: a leaf (-1: none) and the visible index of its first slot, valid while no
-    /// visible count changes in another leaf of the tree. Kept apart from ``Tree`` so that moving
-    /// it writes nothing else.
+    /// A tree's finger: a leaf (``LeafIndex/none``: none) and the visible index of its first slot,
+    /// valid while no visible count changes in another leaf of the tree. Kept apart from ``Tree``
+    /// so that moving it writes nothing else.
     struct Finger: Sendable {
-        var leaf: Int32 = -1
+        var leaf: LeafIndex = .none
         var start = 0
     }
 
     /// A position in a tree: slot `offset` of entry `entry` of leaf `leaf`.
     struct Cursor: Equatable, Sendable {
-        var leaf: Int32
+        var leaf: LeafIndex
         var entry: Int32
         var offset: Int32
     }
@@ -102,9 +152,9 @@ struct SlotForest: Sendable {
     var links: [Link] = []
     var trees: [Tree] = []
     var fingers: [Finger] = []
-    /// For every slot the forest knows of, by local version: the leaf that holds it (-1 until it
-    /// is placed). ``locate(_:)`` starts there.
-    var leafOf: [Int32] = []
+    /// For every slot the forest knows of, by local version: the leaf that holds it (``LeafIndex/none``
+    /// until it is placed). ``locate(_:)`` starts there.
+    var leafOf: [LeafIndex] = []
 
     init() {}
 
@@ -113,7 +163,7 @@ struct SlotForest: Sendable {
     /// - Complexity: O(n) amortized.
     @inline(__always)
     mutating func addSlots(_ n: Int) {
-        if n == 1 { leafOf.append(-1) } else { leafOf.append(contentsOf: repeatElement(-1, count: n)) }
+        if n == 1 { leafOf.append(.none) } else { leafOf.append(contentsOf: repeatElement(LeafIndex.none, count: n)) }
     }
 
     /// Makes room for `n` more slots (at least doubling the room when it grows).
@@ -124,8 +174,8 @@ struct SlotForest: Sendable {
     /// - Complexity: O(1) amortized.
     mutating func addTree() -> Int32 {
         let t = Int32(trees.count)
-        let leaf = newLeaf(tree: t, next: -1, prev: -1)
-        trees.append(Tree(root: leaf, firstLeaf: leaf))
+        let leaf = newLeaf(tree: t, next: .none, prev: .none)
+        trees.append(Tree(root: leaf.raw, firstLeaf: leaf))
         fingers.append(Finger())
         return t
     }
@@ -135,6 +185,6 @@ struct SlotForest: Sendable {
     /// Number of visible slots of tree `t`.
     @inline(__always) func visibleCount(_ t: Int32) -> Int { trees[Int(t)].visibleCount }
 
-    @inline(__always) func entry(_ c: Cursor) -> Entry { entries[Int(c.leaf) * Self.leafCapacity + Int(c.entry)] }
+    @inline(__always) func entry(_ c: Cursor) -> Entry { entries[c.leaf.entryBase + Int(c.entry)] }
     @inline(__always) func lv(at c: Cursor) -> Int32 { entry(c).lv + c.offset }
 }
