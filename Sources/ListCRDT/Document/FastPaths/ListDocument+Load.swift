@@ -29,7 +29,7 @@ extension ListDocument {
         return try apply(batch, strict: false)
     }
 
-    /// Applies a decoded batch in order (``receive(operations:from:at:into:irregular:)``, with the
+    /// Applies a decoded batch in order (``receive(operations:from:into:irregular:cache:)``, with the
     /// run fast paths reading the batch's runs in place).
     ///
     /// When `strict` (loading a snapshot), every operation must apply at once (no error, no
