@@ -14,14 +14,14 @@ import ListSyncSimulation
     }
 
     /// Raises the delete register to `seen` as `ListDocument.raiseDeleted` does (when greater).
-    static func raise(_ t: inout EntityTable, _ m: inout [Model], _ i: Int32, _ seen: OpID) {
+    static func raise(_ t: inout EntityTable, _ m: inout [Model], _ i: EntityIndex, _ seen: OpID) {
         if seen > t.deleted(i) { t.setDeleted(seen, of: i) }
-        if seen > m[Int(i)].deleted { m[Int(i)].deleted = seen }
+        if seen > m[i.int].deleted { m[i.int].deleted = seen }
     }
 
     static func check(_ t: EntityTable, _ m: [Model], _ what: String) {
         for (k, e) in m.enumerated() {
-            let i = Int32(k)
+            let i = EntityIndex(k)
             #expect(t.rows[k].id == e.id, "\(what): id of \(k)")
             #expect(t.winnerID(i) == e.winnerID, "\(what): winnerID of \(k)")
             #expect(t.deleted(i) == e.deleted, "\(what): deleted of \(k)")
@@ -34,10 +34,10 @@ import ListSyncSimulation
         var t = EntityTable()
         var m: [Model] = []
         for c in 1...3 as ClosedRange<UInt64> {
-            _ = t.append(id: Self.id(c), slot: Int32(c), value: Data(), section: 0)
+            _ = t.append(id: Self.id(c), slot: Int32(c), value: Data(), section: EntityIndex(0))
             m.append(Model(id: Self.id(c), winnerID: Self.id(c), deleted: .none))
         }
-        Self.raise(&t, &m, 0, Self.id(1))
+        Self.raise(&t, &m, EntityIndex(0), Self.id(1))
         var row = t.rows[1]
         let first = row.deleteSeeingInsert(), second = row.deleteSeeingInsert()
         #expect(first)
@@ -46,23 +46,23 @@ import ListSyncSimulation
         m[1].deleted = m[1].id
         #expect(t.registers.isEmpty, "no entity needed registers of its own")
         Self.check(t, m, "after the deletes")
-        #expect(!t.isAlive(0) && !t.isAlive(1) && t.isAlive(2))
+        #expect(!t.isAlive(EntityIndex(0)) && !t.isAlive(EntityIndex(1)) && t.isAlive(EntityIndex(2)))
     }
 
     @Test("a move that wins after a delete revives the entity; a later delete that saw the move kills it")
     func moveAfterDeleteThenDeleteSeeingTheMove() {
         var t = EntityTable()
         var m = [Model(id: Self.id(1), winnerID: Self.id(1), deleted: .none)]
-        _ = t.append(id: Self.id(1), slot: 0, value: Data(), section: 0)
-        Self.raise(&t, &m, 0, Self.id(1))  // deleted, seeing the insert
-        t.setWinner(5, write: Self.id(4, 2), of: 0)  // a concurrent move wins
-        t.rows[0].section = 1
+        _ = t.append(id: Self.id(1), slot: 0, value: Data(), section: EntityIndex(0))
+        Self.raise(&t, &m, EntityIndex(0), Self.id(1))  // deleted, seeing the insert
+        t.setWinner(5, write: Self.id(4, 2), of: EntityIndex(0))  // a concurrent move wins
+        t.rows[0].section = EntityIndex(1)
         m[0].winnerID = Self.id(4, 2)
         Self.check(t, m, "after the move")
-        #expect(t.isAlive(0) && t.rows[0].winner == 5 && t.rows[0].section == 1)
-        Self.raise(&t, &m, 0, Self.id(4, 2))
+        #expect(t.isAlive(EntityIndex(0)) && t.rows[0].winner == 5 && t.rows[0].section == EntityIndex(1))
+        Self.raise(&t, &m, EntityIndex(0), Self.id(4, 2))
         Self.check(t, m, "after the delete that saw the move")
-        #expect(!t.isAlive(0))
+        #expect(!t.isAlive(EntityIndex(0)))
         guard case .registers(let k) = t.rows[0].state else { Issue.record("a moved item keeps its registers apart"); return }
         var registers = t.registers[k]
         let died = registers.deleteSeeingInsert(id: Self.id(1))
@@ -79,31 +79,31 @@ import ListSyncSimulation
             clock += 1
             let next = Self.id(clock, UInt64(rng.below(3) + 1))
             if m.isEmpty || rng.chance(20) {
-                _ = t.append(id: next, slot: Int32(step), value: Data(), section: 0)
+                _ = t.append(id: next, slot: Int32(step), value: Data(), section: EntityIndex(0))
                 m.append(Model(id: next, winnerID: next, deleted: .none))
                 continue
             }
-            let i = Int32(rng.below(m.count))
+            let i = EntityIndex(rng.below(m.count))
             switch rng.below(4) {
             case 0:  // a move: a newer write wins
                 let write = rng.chance(80) ? next : Self.id(UInt64(rng.below(Int(clock)) + 1), UInt64(rng.below(3) + 1))
                 if write > t.winnerID(i) {
                     t.setWinner(Int32(step), write: write, of: i)
-                    m[Int(i)].winnerID = write
+                    m[i.int].winnerID = write
                 }
             case 1:  // a delete that saw the winning write
                 Self.raise(&t, &m, i, t.winnerID(i))
             case 2:  // a delete that saw the insert, by the run path
-                let row = t.rows[Int(i)]
+                let row = t.rows[i.int]
                 let died: Bool
                 if case .registers(let k) = row.state {
                     died = t.registers[k].deleteSeeingInsert(id: row.id)
                 } else {
-                    died = t.rows[Int(i)].deleteSeeingInsert()
+                    died = t.rows[i.int].deleteSeeingInsert()
                 }
-                let before = m[Int(i)]
-                if row.id > before.deleted { m[Int(i)].deleted = row.id }
-                let after = m[Int(i)]
+                let before = m[i.int]
+                if row.id > before.deleted { m[i.int].deleted = row.id }
+                let after = m[i.int]
                 #expect(died == (before.winnerID > before.deleted && !(after.winnerID > after.deleted)),
                         "seed \(seed) step \(step): died")
             default:  // a delete that saw some older write

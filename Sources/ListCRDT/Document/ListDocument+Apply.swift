@@ -2,21 +2,21 @@ import Foundation
 
 /// The section an item insert referred to last, and its index (see
 /// ``ListDocument/itemInsertReferences(_:section:origins:valueSize:cache:)``).
-typealias SectionCache = (id: SectionID, entity: Int32)?
+typealias SectionCache = (id: SectionID, entity: EntityIndex)?
 
 /// An operation whose references have been checked and turned into dense indices and slots.
 enum ResolvedOperation {
     case insertSection(left: Int32, right: Int32, value: Data)
-    case insertItem(section: Int32, left: Int32, right: Int32, value: Data)
-    case moveSection(Int32, left: Int32, right: Int32)
-    case moveItems([Int32], section: Int32, left: Int32, right: Int32)
+    case insertItem(section: EntityIndex, left: Int32, right: Int32, value: Data)
+    case moveSection(EntityIndex, left: Int32, right: Int32)
+    case moveItems([EntityIndex], section: EntityIndex, left: Int32, right: Int32)
     /// A `moveItems` of exactly one item (the common case), without an array.
-    case moveItem(Int32, section: Int32, left: Int32, right: Int32)
+    case moveItem(EntityIndex, section: EntityIndex, left: Int32, right: Int32)
     /// `slot` is the local version of the seen slot (the log keeps it).
-    case deleteItem(Int32, seen: OpID, slot: Int32)
-    case deleteSection(Int32, seen: OpID, items: [(Int32, OpID)])
-    case setItemValue(Int32, Data)
-    case setSectionValue(Int32, Data)
+    case deleteItem(EntityIndex, seen: OpID, slot: Int32)
+    case deleteSection(EntityIndex, seen: OpID, items: [(EntityIndex, OpID)])
+    case setItemValue(EntityIndex, Data)
+    case setSectionValue(EntityIndex, Data)
 }
 
 extension ListDocument {
@@ -30,8 +30,8 @@ extension ListDocument {
     @inline(__always)
     func resolve(_ op: ListOperation) throws(ApplyError) -> ResolvedOperation {
         func bad(_ why: String) -> ApplyError { .malformed(op.id, why) }
-        func section(_ id: SectionID) throws(ApplyError) -> Int32 { try sectionReference(id, by: op.id) }
-        func item(_ id: ItemID) throws(ApplyError) -> Int32 {
+        func section(_ id: SectionID) throws(ApplyError) -> EntityIndex { try sectionReference(id, by: op.id) }
+        func item(_ id: ItemID) throws(ApplyError) -> EntityIndex {
             try checkPast(id.opID, by: op.id)
             guard let i = itemEntity(id) else { throw bad("unknown \(id)") }
             return i
@@ -43,7 +43,7 @@ extension ListDocument {
         }
         /// `seen` must be a slot placing entity `e` of the given level; returns the id of the
         /// operation that made it (the position write it stands for) and the slot's local version.
-        func seenSlot(_ seen: SlotID, entity e: Int32, inItems: Bool) throws(ApplyError) -> (OpID, Int32) {
+        func seenSlot(_ seen: SlotID, entity e: EntityIndex, inItems: Bool) throws(ApplyError) -> (OpID, Int32) {
             try checkPast(seen.opID, by: op.id)
             guard let lv = slots.lv(of: seen.opID), slots.entity(of: lv) == e,
                   slots.sequence(of: lv).isItems == inItems else {
@@ -76,7 +76,7 @@ extension ListDocument {
                 return .moveItem(i, section: s, left: l, right: r)
             }
             if ids.count > 1 && Set(ids).count != ids.count { throw bad("moves an item twice") }
-            var list: [Int32] = []
+            var list: [EntityIndex] = []
             list.reserveCapacity(ids.count)
             for id in ids { list.append(try item(id)) }
             let s = try section(sectionID)
@@ -89,7 +89,7 @@ extension ListDocument {
         case let .deleteSection(id, seen, seenItems):
             let s = try section(id)
             let w = try seenSlot(seen, entity: s, inItems: false).0
-            var list: [(Int32, OpID)] = []
+            var list: [(EntityIndex, OpID)] = []
             list.reserveCapacity(seenItems.count)
             for record in seenItems {
                 let i = try item(record.item)
@@ -116,9 +116,9 @@ extension ListDocument {
     /// - Complexity: O(log n).
     @inline(__always)
     func itemInsertReferences(_ id: OpID, section: SectionID, origins: ListOperation.Origins, valueSize: Int,
-                              cache: inout SectionCache) throws(ApplyError) -> (section: Int32, left: Int32, right: Int32) {
+                              cache: inout SectionCache) throws(ApplyError) -> (section: EntityIndex, left: Int32, right: Int32) {
         try checkValue(valueSize, of: id)
-        let s: Int32
+        let s: EntityIndex
         if let known = cache, known.id == section {
             try checkPast(section.opID, by: id)
             s = known.entity
@@ -149,7 +149,7 @@ extension ListDocument {
     }
 
     @inline(__always)
-    private func sectionReference(_ section: SectionID, by id: OpID) throws(ApplyError) -> Int32 {
+    private func sectionReference(_ section: SectionID, by id: OpID) throws(ApplyError) -> EntityIndex {
         try checkPast(section.opID, by: id)
         guard let s = sectionEntity(section) else { throw .malformed(id, "unknown \(section)") }
         return s
@@ -180,15 +180,15 @@ extension ListDocument {
     mutating func commit(_ op: ListOperation, _ resolved: ResolvedOperation, hint: EditHint? = nil) {
         switch resolved {
         case let .insertSection(left, right, value):
-            let s = Int32(sections.count)
+            let s = EntityIndex(sections.count)
             let lv = newSlot(op.id, left: left, right: right, sequence: .sections, entity: s)
-            _ = sections.append(id: op.id, slot: lv, value: value, section: -1)
+            _ = sections.append(id: op.id, slot: lv, value: value, section: .none)
             _ = forest.addTree()
             sectionShown.append(true)
             place(lv, id: op.id, left: left, right: right, sequence: .sections, visible: true, hint: hint)
 
         case let .insertItem(s, left, right, value):
-            let i = Int32(items.count)
+            let i = EntityIndex(items.count)
             let lv = newSlot(op.id, left: left, right: right, sequence: .items(s), entity: i)
             _ = items.append(id: op.id, slot: lv, value: value, section: s)
             place(lv, id: op.id, left: left, right: right, sequence: .items(s), visible: true, hint: hint)
@@ -197,10 +197,10 @@ extension ListDocument {
         case let .moveSection(s, left, right):
             let lv = newSlot(op.id, left: left, right: right, sequence: .sections, entity: s)
             if op.id > sections.winnerID(s) {
-                forest.setVisible(sections.rows[Int(s)].winner, false)
+                forest.setVisible(sections.rows[s.int].winner, false)
                 sections.setWinner(lv, write: op.id, of: s)
-                sectionShown[Int(s)] = isSectionVisible(s)
-                place(lv, id: op.id, left: left, right: right, sequence: .sections, visible: sectionShown[Int(s)])
+                sectionShown[s.int] = isSectionVisible(s)
+                place(lv, id: op.id, left: left, right: right, sequence: .sections, visible: sectionShown[s.int])
             } else {
                 place(lv, id: op.id, left: left, right: right, sequence: .sections, visible: false)
             }
@@ -210,17 +210,17 @@ extension ListDocument {
             let from = placeMove(of: i, slot: lv, id: op.id, write: op.id, left: left, right: right, section: s,
                                  hint: hint)
             refreshSection(s)
-            if from >= 0 { refreshSection(from) }
+            if from.exists { refreshSection(from) }
 
         case let .moveItems(list, s, left, right):
             var previous = left
-            var emptied: [Int32] = []
+            var emptied: [EntityIndex] = []
             for (k, i) in list.enumerated() {
                 let id = op.id.advanced(by: k)
                 let lv = newSlot(id, left: previous, right: right, sequence: .items(s), entity: i)
                 let from = placeMove(of: i, slot: lv, id: id, write: op.id, left: previous, right: right, section: s,
                                      hint: nil)
-                if from >= 0 { emptied.append(from) }
+                if from.exists { emptied.append(from) }
                 previous = lv
             }
             refreshSection(s)
@@ -276,29 +276,29 @@ extension ListDocument {
     /// section `s`. When `write` wins the item's position register, the item moves there: the new
     /// slot shows if the item is alive and its old slot is hidden; else the new slot stays hidden.
     /// The new slot is placed before the old one is hidden, so a `hint` found before the operation
-    /// still holds. Returns the section the live item left when it is another one, else -1.
+    /// still holds. Returns the section the live item left when it is another one, else ``EntityIndex/none``.
     @inline(__always)
-    private mutating func placeMove(of i: Int32, slot lv: Int32, id: OpID, write: OpID, left: Int32, right: Int32,
-                                    section s: Int32, hint: EditHint?) -> Int32 {
+    private mutating func placeMove(of i: EntityIndex, slot lv: Int32, id: OpID, write: OpID, left: Int32, right: Int32,
+                                    section s: EntityIndex, hint: EditHint?) -> EntityIndex {
         guard write > items.winnerID(i) else {
             place(lv, id: id, left: left, right: right, sequence: .items(s), visible: false, hint: hint)
-            return -1
+            return .none
         }
         let wasAlive = items.isAlive(i)
-        let old = items.rows[Int(i)].winner, from = items.rows[Int(i)].section
+        let old = items.rows[i.int].winner, from = items.rows[i.int].section
         items.setWinner(lv, write: write, of: i)
-        items.rows[Int(i)].section = s
+        items.rows[i.int].section = s
         place(lv, id: id, left: left, right: right, sequence: .items(s), visible: items.isAlive(i), hint: hint)
-        guard wasAlive else { return -1 }
+        guard wasAlive else { return .none }
         forest.setVisible(old, false)
-        return from != s ? from : -1
+        return from != s ? from : .none
     }
 
     /// Raises the delete record of item `i` to `seen`; hides it when that kills it. `c` is the
     /// cursor of its winning slot when a local delete found it (visible), else nil.
-    private mutating func kill(_ i: Int32, seen: OpID, at c: SlotForest.Cursor? = nil) {
+    private mutating func kill(_ i: EntityIndex, seen: OpID, at c: SlotForest.Cursor? = nil) {
         guard raiseDeleted(i, seen: seen) else { return }
-        let row = items.rows[Int(i)]
+        let row = items.rows[i.int]
         if let c {
             assert(forest.lv(at: c) == row.winner && forest.entry(c).isVisible, "the cursor is not the item's slot")
             forest.flip(at: c, count: 1)
@@ -311,7 +311,7 @@ extension ListDocument {
     /// Raises the delete record of item `i` to `seen` and returns whether that killed it (the
     /// caller then hides its winning slot and refreshes its section).
     @inline(__always)
-    mutating func raiseDeleted(_ i: Int32, seen: OpID) -> Bool {
+    mutating func raiseDeleted(_ i: EntityIndex, seen: OpID) -> Bool {
         guard seen > items.deleted(i) else { return false }
         let wasAlive = items.isAlive(i)
         items.setDeleted(seen, of: i)
@@ -319,14 +319,14 @@ extension ListDocument {
     }
 
     /// Shows or hides section `s` by the rule of §3.5.
-    mutating func refreshSection(_ s: Int32) {
+    mutating func refreshSection(_ s: EntityIndex) {
         let show = isSectionVisible(s)
-        if sectionShown[Int(s)] == show { return }
-        sectionShown[Int(s)] = show
-        forest.setVisible(sections.rows[Int(s)].winner, show)
+        if sectionShown[s.int] == show { return }
+        sectionShown[s.int] = show
+        forest.setVisible(sections.rows[s.int].winner, show)
     }
 
-    private mutating func newSlot(_ id: OpID, left: Int32, right: Int32, sequence: SequenceIndex, entity: Int32) -> Int32 {
+    private mutating func newSlot(_ id: OpID, left: Int32, right: Int32, sequence: SequenceIndex, entity: EntityIndex) -> Int32 {
         forest.addSlots(1)
         return slots.append(id: id, left: left, right: right, sequence: sequence, entity: entity)
     }

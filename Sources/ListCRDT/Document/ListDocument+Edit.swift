@@ -22,7 +22,7 @@ extension ListDocument {
     /// - Complexity: O(k log n) for k items in the section.
     @discardableResult
     public mutating func deleteSection(at index: Int) throws(ListError) -> ListOperation {
-        try deleteSection(SectionID(sections.rows[Int(try sectionIndex(at: index))].id))
+        try deleteSection(SectionID(sections.rows[try sectionIndex(at: index).int].id))
     }
 
     /// Deletes a visible section and every item in it (SEMANTICS §3.5).
@@ -32,14 +32,14 @@ extension ListDocument {
     public mutating func deleteSection(_ id: SectionID) throws(ListError) -> ListOperation {
         let s = try visibleSection(id)
         var records: [ListOperation.SeenItem] = []
-        var resolved: [(Int32, OpID)] = []
+        var resolved: [(EntityIndex, OpID)] = []
         forEachVisible(in: tree(ofSequence: .items(s))) { lv in
             let i = slots.entity(of: lv)
-            records.append(.init(item: ItemID(items.rows[Int(i)].id), seen: SlotID(slots.id(of: items.rows[Int(i)].winner))))
+            records.append(.init(item: ItemID(items.rows[i.int].id), seen: SlotID(slots.id(of: items.rows[i.int].winner))))
             resolved.append((i, items.winnerID(i)))
         }
         let seen = sections.winnerID(s)
-        return try make(.deleteSection(id, seen: SlotID(slots.id(of: sections.rows[Int(s)].winner)), items: records),
+        return try make(.deleteSection(id, seen: SlotID(slots.id(of: sections.rows[s.int].winner)), items: records),
                         .deleteSection(s, seen: seen, items: resolved))
     }
 
@@ -54,7 +54,7 @@ extension ListDocument {
         if from == to { return nil }
         let (left, right) = forest.insertionOrigins(Self.sectionTree, at: to, skipping: [from],
                                                  legacy: variant == .legacyOrigins)
-        return try make(.moveSection(SectionID(sections.rows[Int(s)].id), origins(left, right)),
+        return try make(.moveSection(SectionID(sections.rows[s.int].id), origins(left, right)),
                         .moveSection(s, left: left, right: right))
     }
 
@@ -92,7 +92,7 @@ extension ListDocument {
         let count = visibleItemCount(s)
         guard row >= 0, row <= count else { throw .indexPathOutOfRange(IndexPath(item: row, section: section), count: count) }
         let (left, right, after) = forest.localInsertion(tree(ofSequence: .items(s)), at: row, legacy: variant == .legacyOrigins)
-        let op = try make(.insertItem(section: SectionID(sections.rows[Int(s)].id), origins(left, right), value: value),
+        let op = try make(.insertItem(section: SectionID(sections.rows[s.int].id), origins(left, right), value: value),
                           .insertItem(section: s, left: left, right: right, value: value), hint: .after(after))
         startTyping(op, section: s, sectionIndex: section, row: row)
         return op
@@ -130,10 +130,10 @@ extension ListDocument {
     }
 
     /// Deletes the live item with dense index `i` (whose winning slot is at `c`, when known).
-    private mutating func deleteItem(entity i: Int32, at c: SlotForest.Cursor? = nil) throws(ListError) -> ListOperation {
-        let id = ItemID(items.rows[Int(i)].id)
+    private mutating func deleteItem(entity i: EntityIndex, at c: SlotForest.Cursor? = nil) throws(ListError) -> ListOperation {
+        let id = ItemID(items.rows[i.int].id)
         let seen = items.winnerID(i)
-        let lv = items.rows[Int(i)].winner
+        let lv = items.rows[i.int].winner
         return try make(.deleteItem(id, seen: SlotID(slots.id(of: lv))), .deleteItem(i, seen: seen, slot: lv),
                         hint: c.map { .slot($0) })
     }
@@ -161,7 +161,7 @@ extension ListDocument {
         // the left origin, is never the item itself). The new slot goes right after its left
         // origin, with no search (as a local insert; see `SlotForest.localInsertion`).
         let (left, right, after) = forest.localInsertion(t, at: sameSection && fromRow <= row ? row + 1 : row)
-        return try make(.moveItems(ItemIDList(one: ItemID(items.rows[Int(i)].id)), section: SectionID(sections.rows[Int(s)].id),
+        return try make(.moveItems(ItemIDList(one: ItemID(items.rows[i.int].id)), section: SectionID(sections.rows[s.int].id),
                                    origins(left, right)),
                         .moveItem(i, section: s, left: left, right: right), hint: .after(after))
     }
@@ -185,10 +185,10 @@ extension ListDocument {
     public mutating func moveItems(_ ids: [ItemID], to: IndexPath) throws(ListError) -> ListOperation {
         guard !ids.isEmpty else { throw .invalidSelection("the selection is empty") }
         guard Set(ids).count == ids.count else { throw .invalidSelection("an item is selected twice") }
-        var list: [Int32] = []
+        var list: [EntityIndex] = []
         for id in ids { list.append(try liveItem(id)) }
         let (s, row) = try rowAddress(to)
-        let inside = list.filter { items.rows[Int($0)].section == s }.count
+        let inside = list.filter { items.rows[$0.int].section == s }.count
         let limit = visibleItemCount(s) - inside
         guard row >= 0, row <= limit else { throw .indexPathOutOfRange(to, count: limit) }
         return try moveItems(list, section: s, row: row)
@@ -204,24 +204,24 @@ extension ListDocument {
 
     // MARK: Helpers
 
-    private mutating func moveItems(_ list: [Int32], section s: Int32, row: Int) throws(ListError) -> ListOperation {
+    private mutating func moveItems(_ list: [EntityIndex], section s: EntityIndex, row: Int) throws(ListError) -> ListOperation {
         if variant == .moveAsDeleteAndInsert {
             // Broken on purpose: delete every item, then insert copies with new identities.
-            let values = list.map { items.value[Int($0)] }
-            for i in list { try deleteItem(ItemID(items.rows[Int(i)].id)) }
-            let sectionIndex = visiblePosition(ofSlot: sections.rows[Int(s)].winner)
+            let values = list.map { items.value[$0.int] }
+            for i in list { try deleteItem(ItemID(items.rows[i.int].id)) }
+            let sectionIndex = visiblePosition(ofSlot: sections.rows[s.int].winner)
             var last: ListOperation?
             for (k, v) in values.enumerated() { last = try insertItem(at: IndexPath(item: row + k, section: sectionIndex), value: v) }
             return last!
         }
         var skipped: [Int] = []
-        for i in list where items.rows[Int(i)].section == s {
-            skipped.append(visiblePosition(ofSlot: items.rows[Int(i)].winner))
+        for i in list where items.rows[i.int].section == s {
+            skipped.append(visiblePosition(ofSlot: items.rows[i.int].winner))
         }
         let (left, right) = forest.insertionOrigins(tree(ofSequence: .items(s)), at: row, skipping: skipped,
                                                  legacy: variant == .legacyOrigins)
-        let ids = ItemIDList(list.map { ItemID(items.rows[Int($0)].id) })
-        return try make(.moveItems(ids, section: SectionID(sections.rows[Int(s)].id), origins(left, right)),
+        let ids = ItemIDList(list.map { ItemID(items.rows[$0.int].id) })
+        return try make(.moveItems(ids, section: SectionID(sections.rows[s.int].id), origins(left, right)),
                         .moveItems(list, section: s, left: left, right: right))
     }
 
@@ -246,14 +246,14 @@ extension ListDocument {
     }
 
     @inline(__always)
-    private func liveItem(_ id: ItemID) throws(ListError) -> Int32 {
+    private func liveItem(_ id: ItemID) throws(ListError) -> EntityIndex {
         guard let i = itemEntity(id) else { throw .unknownItem(id) }
         guard items.isAlive(i) else { throw .itemDeleted(id) }
         return i
     }
 
     @inline(__always)
-    private func visibleSection(_ id: SectionID) throws(ListError) -> Int32 {
+    private func visibleSection(_ id: SectionID) throws(ListError) -> EntityIndex {
         guard let s = sectionEntity(id) else { throw .unknownSection(id) }
         guard isSectionVisible(s) else { throw .sectionDeleted(id) }
         return s

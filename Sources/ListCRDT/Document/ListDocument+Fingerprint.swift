@@ -18,24 +18,24 @@ extension ListDocument {
             forest.forEachRun(tree) { lv, n, visible in
                 for k in 0..<Int32(n) {
                     put(slots.id(of: lv + k))
-                    put(holders.rows[Int(slots.entity(of: lv + k))].id)
+                    put(holders.rows[slots.entity(of: lv + k).int].id)
                     out.byte(visible ? 1 : 0)
                 }
             }
         }
-        func putEntity(_ t: EntityTable, _ e: Int32) {
-            put(t.rows[Int(e)].id); put(t.winnerID(e)); put(t.deleted(e))
-            put(t.valueWrite(e)); out.data(t.value[Int(e)])
+        func putEntity(_ t: EntityTable, _ e: EntityIndex) {
+            put(t.rows[e.int].id); put(t.winnerID(e)); put(t.deleted(e))
+            put(t.valueWrite(e)); out.data(t.value[e.int])
         }
         out.bytes.append(contentsOf: Array("LSST1".utf8))
         for (r, c) in versionVector.counters.sorted(by: { $0.key < $1.key }) { put(r.rawValue); put(c) }
         putSequence(Self.sectionTree, holders: sections)
-        let order = (0..<Int32(sections.count)).sorted { sections.rows[Int($0)].id < sections.rows[Int($1)].id }
+        let order = sections.indices.sorted { sections.rows[$0.int].id < sections.rows[$1.int].id }
         for s in order {
             putEntity(sections, s)
             putSequence(tree(ofSequence: .items(s)), holders: items)
         }
-        for i in (0..<Int32(items.count)).sorted(by: { items.rows[Int($0)].id < items.rows[Int($1)].id }) {
+        for i in items.indices.sorted(by: { items.rows[$0.int].id < items.rows[$1.int].id }) {
             putEntity(items, i)
         }
         return out.bytes

@@ -108,18 +108,18 @@ extension ListDocument {
             kind = .insertSection(origins(ofSlot: lv), value: sections.insertValue(slots.entity(of: lv)))
         case .insertItem:
             let lv = rec.payload &+ Int32(k)
-            let section = SectionID(sections.rows[Int(slots.sequence(of: lv).section)].id)
+            let section = SectionID(sections.rows[slots.sequence(of: lv).section.int].id)
             kind = .insertItem(section: section, origins(ofSlot: lv), value: items.insertValue(slots.entity(of: lv)))
         case .moveSection:
             let lv = rec.payload
-            kind = .moveSection(SectionID(sections.rows[Int(slots.entity(of: lv))].id), origins(ofSlot: lv))
+            kind = .moveSection(SectionID(sections.rows[slots.entity(of: lv).int].id), origins(ofSlot: lv))
         case .moveItems:
             let lv = rec.payload
-            let moved = ItemIDList((0..<rec.count).lazy.map { ItemID(self.items.rows[Int(self.slots.entity(of: lv + $0))].id) })
-            kind = .moveItems(moved, section: SectionID(sections.rows[Int(slots.sequence(of: lv).section)].id), origins(ofSlot: lv))
+            let moved = ItemIDList((0..<rec.count).lazy.map { ItemID(self.items.rows[self.slots.entity(of: lv + $0).int].id) })
+            kind = .moveItems(moved, section: SectionID(sections.rows[slots.sequence(of: lv).section.int].id), origins(ofSlot: lv))
         case .deleteItem:
             let lv = log.seenSlots[Int(rec.payload) + k]
-            kind = .deleteItem(ItemID(items.rows[Int(slots.entity(of: lv))].id), seen: SlotID(slots.id(of: lv)))
+            kind = .deleteItem(ItemID(items.rows[slots.entity(of: lv).int].id), seen: SlotID(slots.id(of: lv)))
         case .other:
             preconditionFailure("kept whole in the log")
         }

@@ -19,7 +19,7 @@ extension ListDocument {
         var out: [String] = []
         if forest.trees.count != sections.count + 1 { out.append("\(forest.trees.count) trees for \(sections.count) sections") }
         out += forest.problems(Self.sectionTree).map { "section tree: \($0)" }
-        for s in 0..<Int32(sections.count) {
+        for s in sections.indices {
             out += forest.problems(tree(ofSequence: .items(s))).map { "item tree \(s): \($0)" }
         }
         // Which tree each slot is in, and whether it shows.
@@ -35,37 +35,37 @@ extension ListDocument {
             }
         }
         collect(.sections)
-        for s in 0..<Int32(sections.count) { collect(.items(s)) }
+        for s in sections.indices { collect(.items(s)) }
         var greatestSection = Array(repeating: OpID.none, count: sections.count)
         var greatestItem = Array(repeating: OpID.none, count: items.count)
         for lv in 0..<Int32(slots.count) {
             let seq = slots.sequence(of: lv)
             if where_[Int(lv)] != seq { out.append("slot \(lv) of sequence \(seq) is in \(where_[Int(lv)].map(\.description) ?? "no tree")") }
-            let e = Int(slots.entity(of: lv))
+            let e = slots.entity(of: lv).int
             let id = writeID(ofSlot: lv)
             if !seq.isItems {
                 greatestSection[e] = max(greatestSection[e], id)
-                let shouldShow = sections.rows[e].winner == lv && isSectionVisible(Int32(e))
+                let shouldShow = sections.rows[e].winner == lv && isSectionVisible(EntityIndex(e))
                 if shows[Int(lv)] != shouldShow { out.append("section slot \(lv) shows=\(shows[Int(lv)]), should be \(shouldShow)") }
             } else {
                 greatestItem[e] = max(greatestItem[e], id)
-                let shouldShow = items.rows[e].winner == lv && items.isAlive(Int32(e))
+                let shouldShow = items.rows[e].winner == lv && items.isAlive(EntityIndex(e))
                 if shows[Int(lv)] != shouldShow { out.append("item slot \(lv) shows=\(shows[Int(lv)]), should be \(shouldShow)") }
                 if items.rows[e].winner == lv && items.rows[e].section != seq.section { out.append("item \(e) is in section \(seq.section), register says \(items.rows[e].section)") }
             }
         }
-        for s in 0..<sections.count where greatestSection[s] != sections.winnerID(Int32(s)) || writeID(ofSlot: sections.rows[s].winner) != sections.winnerID(Int32(s)) {
-            out.append("section \(s): position register is \(sections.winnerID(Int32(s))), greatest slot \(greatestSection[s])")
+        for s in 0..<sections.count where greatestSection[s] != sections.winnerID(EntityIndex(s)) || writeID(ofSlot: sections.rows[s].winner) != sections.winnerID(EntityIndex(s)) {
+            out.append("section \(s): position register is \(sections.winnerID(EntityIndex(s))), greatest slot \(greatestSection[s])")
         }
-        for i in 0..<items.count where greatestItem[i] != items.winnerID(Int32(i)) || writeID(ofSlot: items.rows[i].winner) != items.winnerID(Int32(i)) {
-            out.append("item \(i): position register is \(items.winnerID(Int32(i))), greatest slot \(greatestItem[i])")
+        for i in 0..<items.count where greatestItem[i] != items.winnerID(EntityIndex(i)) || writeID(ofSlot: items.rows[i].winner) != items.winnerID(EntityIndex(i)) {
+            out.append("item \(i): position register is \(items.winnerID(EntityIndex(i))), greatest slot \(greatestItem[i])")
         }
-        for s in 0..<Int32(sections.count) where sectionShown[Int(s)] != isSectionVisible(s) {
+        for s in sections.indices where sectionShown[s.int] != isSectionVisible(s) {
             out.append("section \(s): cached visibility is stale")
         }
         // Every live item visible, in a visible section.
-        for i in 0..<Int32(items.count) where items.isAlive(i) {
-            if !isSectionVisible(items.rows[Int(i)].section) { out.append("live item \(i) is in a hidden section") }
+        for i in items.indices where items.isAlive(i) {
+            if !isSectionVisible(items.rows[i.int].section) { out.append("live item \(i) is in a hidden section") }
         }
         for op in buffer.all where op.deps.allSatisfy({ versionVector.contains($0) }) {
             out.append("buffered \(op.id) has all its dependencies")

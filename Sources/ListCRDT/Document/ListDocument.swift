@@ -94,7 +94,7 @@ public struct ListDocument: Sendable {
     public var sectionIDs: [SectionID] {
         var out: [SectionID] = []
         out.reserveCapacity(sectionCount)
-        forEachVisible(in: Self.sectionTree) { out.append(SectionID(sections.rows[Int(slots.entity(of: $0))].id)) }
+        forEachVisible(in: Self.sectionTree) { out.append(SectionID(sections.rows[slots.entity(of: $0).int].id)) }
         return out
     }
 
@@ -102,7 +102,7 @@ public struct ListDocument: Sendable {
     ///
     /// - Complexity: O(log s).
     public func sectionID(at index: Int) throws(ListError) -> SectionID {
-        SectionID(sections.rows[Int(try sectionIndex(at: index))].id)
+        SectionID(sections.rows[try sectionIndex(at: index).int].id)
     }
 
     /// The position of a visible section, or nil if it is unknown or not visible.
@@ -110,12 +110,12 @@ public struct ListDocument: Sendable {
     /// - Complexity: O(log s).
     public func index(of section: SectionID) -> Int? {
         guard let s = sectionEntity(section), isSectionVisible(s) else { return nil }
-        return visiblePosition(ofSlot: sections.rows[Int(s)].winner)
+        return visiblePosition(ofSlot: sections.rows[s.int].winner)
     }
 
     /// The value of a section (visible or not), or nil if the section is unknown.
     public func value(of section: SectionID) -> Data? {
-        sectionEntity(section).map { sections.value[Int($0)] }
+        sectionEntity(section).map { sections.value[$0.int] }
     }
 
     // MARK: Items
@@ -143,7 +143,7 @@ public struct ListDocument: Sendable {
         let s = try sectionIndex(at: section)
         var out: [ItemID] = []
         out.reserveCapacity(visibleItemCount(s))
-        forEachVisible(in: tree(ofSequence: .items(s))) { out.append(ItemID(items.rows[Int(slots.entity(of: $0))].id)) }
+        forEachVisible(in: tree(ofSequence: .items(s))) { out.append(ItemID(items.rows[slots.entity(of: $0).int].id)) }
         return out
     }
 
@@ -151,7 +151,7 @@ public struct ListDocument: Sendable {
     ///
     /// - Complexity: O(log n).
     public func itemID(at indexPath: IndexPath) throws(ListError) -> ItemID {
-        ItemID(items.rows[Int(try itemIndex(at: indexPath))].id)
+        ItemID(items.rows[try itemIndex(at: indexPath).int].id)
     }
 
     /// Where a visible item is, or nil if it is unknown or deleted.
@@ -159,14 +159,14 @@ public struct ListDocument: Sendable {
     /// - Complexity: O(log n).
     public func indexPath(of item: ItemID) -> IndexPath? {
         guard let i = itemEntity(item), items.isAlive(i) else { return nil }
-        let s = items.rows[Int(i)].section
-        return IndexPath(item: visiblePosition(ofSlot: items.rows[Int(i)].winner),
-                         section: visiblePosition(ofSlot: sections.rows[Int(s)].winner))
+        let s = items.rows[i.int].section
+        return IndexPath(item: visiblePosition(ofSlot: items.rows[i.int].winner),
+                         section: visiblePosition(ofSlot: sections.rows[s.int].winner))
     }
 
     /// The value of an item (visible or not), or nil if the item is unknown.
     public func value(of item: ItemID) -> Data? {
-        itemEntity(item).map { items.value[Int($0)] }
+        itemEntity(item).map { items.value[$0.int] }
     }
 
     /// Whether the item is known and visible.
@@ -183,30 +183,30 @@ public struct ListDocument: Sendable {
 
     /// The dense index of a known section.
     @inline(__always)
-    func sectionEntity(_ id: SectionID) -> Int32? {
+    func sectionEntity(_ id: SectionID) -> EntityIndex? {
         guard let lv = slots.lv(of: id.opID) else { return nil }
         let e = slots.entity(of: lv)
-        guard slots.sequence(of: lv) == .sections, sections.rows[Int(e)].id == id.opID else { return nil }
+        guard slots.sequence(of: lv) == .sections, sections.rows[e.int].id == id.opID else { return nil }
         return e
     }
 
     /// The dense index of a known item.
     @inline(__always)
-    func itemEntity(_ id: ItemID) -> Int32? {
+    func itemEntity(_ id: ItemID) -> EntityIndex? {
         guard let lv = slots.lv(of: id.opID) else { return nil }
         let e = slots.entity(of: lv)
-        guard slots.sequence(of: lv).isItems, items.rows[Int(e)].id == id.opID else { return nil }
+        guard slots.sequence(of: lv).isItems, items.rows[e.int].id == id.opID else { return nil }
         return e
     }
 
     /// A section is visible while its own position write survives or it holds a live item (§3.5).
     @inline(__always)
-    func isSectionVisible(_ s: Int32) -> Bool {
+    func isSectionVisible(_ s: EntityIndex) -> Bool {
         sections.isAlive(s) || visibleItemCount(s) > 0
     }
 
     /// Number of visible items in section `s`.
-    @inline(__always) func visibleItemCount(_ s: Int32) -> Int { forest.visibleCount(tree(ofSequence: .items(s))) }
+    @inline(__always) func visibleItemCount(_ s: EntityIndex) -> Int { forest.visibleCount(tree(ofSequence: .items(s))) }
 
     /// The tree of the section sequence.
     static let sectionTree: Int32 = 0
@@ -224,7 +224,7 @@ public struct ListDocument: Sendable {
 
     /// The dense index of the visible section at `index`.
     @inline(__always)
-    func sectionIndex(at index: Int) throws(ListError) -> Int32 {
+    func sectionIndex(at index: Int) throws(ListError) -> EntityIndex {
         guard index >= 0, index < sectionCount else { throw .sectionIndexOutOfRange(index, count: sectionCount) }
         return slots.entity(of: forest.lv(at: forest.findVisible(Self.sectionTree, index)))
     }
@@ -232,7 +232,7 @@ public struct ListDocument: Sendable {
     /// The section (dense index) and row an index path names. The section is checked; the row is
     /// not. Reads the index path once (its accessors are calls into Foundation).
     @inline(__always)
-    func rowAddress(_ indexPath: IndexPath) throws(ListError) -> (section: Int32, row: Int) {
+    func rowAddress(_ indexPath: IndexPath) throws(ListError) -> (section: EntityIndex, row: Int) {
         guard indexPath.count == 2 else { throw .indexPathOutOfRange(indexPath, count: 0) }
         let section = indexPath[0], row = indexPath[1]
         return (try sectionOfRow(section, row), row)
@@ -241,7 +241,7 @@ public struct ListDocument: Sendable {
     /// The section (dense index) of the visible section at `section`, checked, for an edit of its
     /// row `row` (which is not checked; it only names the index path of the error).
     @inline(__always)
-    func sectionOfRow(_ section: Int, _ row: Int) throws(ListError) -> Int32 {
+    func sectionOfRow(_ section: Int, _ row: Int) throws(ListError) -> EntityIndex {
         guard section >= 0, section < sectionCount else {
             throw .indexPathOutOfRange(IndexPath(item: row, section: section), count: 0)
         }
@@ -259,7 +259,7 @@ public struct ListDocument: Sendable {
     /// The section (dense index) and tree of the visible item at row `row` of the visible section
     /// at `section`, both checked.
     @inline(__always)
-    func itemRow(_ section: Int, _ row: Int) throws(ListError) -> (section: Int32, tree: Int32) {
+    func itemRow(_ section: Int, _ row: Int) throws(ListError) -> (section: EntityIndex, tree: Int32) {
         let s = try sectionOfRow(section, row)
         let t = tree(ofSequence: .items(s))
         let count = forest.visibleCount(t)
@@ -271,7 +271,7 @@ public struct ListDocument: Sendable {
 
     /// The dense index of the visible item at `indexPath`.
     @inline(__always)
-    func itemIndex(at indexPath: IndexPath) throws(ListError) -> Int32 {
+    func itemIndex(at indexPath: IndexPath) throws(ListError) -> EntityIndex {
         let (t, row) = try itemRow(indexPath)
         return slots.entity(of: forest.lv(at: forest.findVisible(t, row)))
     }

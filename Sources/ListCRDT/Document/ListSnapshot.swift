@@ -59,9 +59,9 @@ extension ListDocument {
             list.reserveCapacity(visibleItemCount(s))
             forEachVisible(in: tree(ofSequence: .items(s))) { ilv in
                 let i = slots.entity(of: ilv)
-                list.append(.init(id: ItemID(items.rows[Int(i)].id), value: items.value[Int(i)]))
+                list.append(.init(id: ItemID(items.rows[i.int].id), value: items.value[i.int]))
             }
-            out.append(.init(id: SectionID(sections.rows[Int(s)].id), value: sections.value[Int(s)], items: list))
+            out.append(.init(id: SectionID(sections.rows[s.int].id), value: sections.value[s.int], items: list))
         }
         return ListSnapshot(sections: out)
     }

@@ -22,8 +22,8 @@ struct EntityTable: Sendable {
         var id: OpID
         /// The local version of the winning slot.
         var winner: Int32
-        /// Items only: the section whose sequence holds the winning slot.
-        var section: Int32
+        /// Items only: the section whose sequence holds the winning slot (sections: ``EntityIndex/none``).
+        var section: EntityIndex
         /// ``state``, packed: -1 untouched, -2 deleted at its insert, else the index of the
         /// entity's ``Registers``.
         var packedState: Int32
@@ -57,7 +57,7 @@ struct EntityTable: Sendable {
             }
         }
 
-        init(id: OpID, winner: Int32, section: Int32, state: State) {
+        init(id: OpID, winner: Int32, section: EntityIndex, state: State) {
             (self.id, self.winner, self.section, packedState) = (id, winner, section, -1)
             self.state = state
         }
@@ -80,7 +80,7 @@ struct EntityTable: Sendable {
     var value: [Data] = []
     /// The entities whose value a write replaced, by dense index (most entities keep their
     /// insert's value: no entry).
-    private(set) var replaced: [Int32: Replaced] = [:]
+    private(set) var replaced: [EntityIndex: Replaced] = [:]
 
     /// The value register of an entity whose value a write replaced.
     struct Replaced: Sendable {
@@ -92,11 +92,14 @@ struct EntityTable: Sendable {
 
     var count: Int { rows.count }
 
+    /// Every entity's index, in order.
+    var indices: LazyMapSequence<Range<Int>, EntityIndex> { (0 ..< rows.count).lazy.map { EntityIndex($0) } }
+
     /// Adds an entity placed at slot `lv` with a value written by its own insert.
     ///
     /// - Complexity: O(1) amortized.
-    mutating func append(id: OpID, slot lv: Int32, value v: Data, section s: Int32) -> Int32 {
-        let index = Int32(rows.count)
+    mutating func append(id: OpID, slot lv: Int32, value v: Data, section s: EntityIndex) -> EntityIndex {
+        let index = EntityIndex(rows.count)
         rows.append(Row(id: id, winner: lv, section: s, state: .untouched))
         value.append(v)
         return index
@@ -105,33 +108,33 @@ struct EntityTable: Sendable {
     /// The id of the operation that wrote entity `i`'s value: its insert, or a later value write.
     ///
     /// - Complexity: O(1) expected.
-    @inline(__always) func valueWrite(_ i: Int32) -> OpID { replaced[i]?.write ?? rows[Int(i)].id }
+    @inline(__always) func valueWrite(_ i: EntityIndex) -> OpID { replaced[i]?.write ?? rows[i.int].id }
 
     /// The value entity `i`'s insert gave it.
     ///
     /// - Complexity: O(1) expected.
-    func insertValue(_ i: Int32) -> Data { replaced[i]?.insertValue ?? value[Int(i)] }
+    func insertValue(_ i: EntityIndex) -> Data { replaced[i]?.insertValue ?? value[i.int] }
 
     /// Writes entity `i`'s value register: value `v`, written by operation `write` (the caller
     /// has checked that `write` wins); the insert's value is kept.
     ///
     /// - Complexity: O(1) expected.
-    mutating func setValue(_ v: Data, write: OpID, of i: Int32) {
+    mutating func setValue(_ v: Data, write: OpID, of i: EntityIndex) {
         replaced[i] = Replaced(write: write, insertValue: insertValue(i))
-        value[Int(i)] = v
+        value[i.int] = v
     }
 
     /// The id of the operation that wrote entity `i`'s winning slot (its position register).
-    @inline(__always) func winnerID(_ i: Int32) -> OpID {
-        let row = rows[Int(i)]
+    @inline(__always) func winnerID(_ i: EntityIndex) -> OpID {
+        let row = rows[i.int]
         if case .registers(let k) = row.state { return registers[k].winnerID }
         return row.id
     }
 
     /// Entity `i`'s delete register: the greatest position write any delete's author had seen
     /// (``OpID/none`` if none).
-    @inline(__always) func deleted(_ i: Int32) -> OpID {
-        let row = rows[Int(i)]
+    @inline(__always) func deleted(_ i: EntityIndex) -> OpID {
+        let row = rows[i.int]
         switch row.state {
         case .untouched: return .none
         case .deletedAtInsert: return row.id
@@ -140,8 +143,8 @@ struct EntityTable: Sendable {
     }
 
     /// Whether the entity's winning position write survives every delete.
-    @inline(__always) func isAlive(_ i: Int32) -> Bool {
-        let row = rows[Int(i)]
+    @inline(__always) func isAlive(_ i: EntityIndex) -> Bool {
+        let row = rows[i.int]
         switch row.state {
         case .untouched: return true
         case .deletedAtInsert: return false
@@ -155,31 +158,31 @@ struct EntityTable: Sendable {
     /// (the caller has checked that `write` wins; an item's caller sets its `section` too).
     ///
     /// - Complexity: O(1) amortized.
-    mutating func setWinner(_ lv: Int32, write: OpID, of i: Int32) {
+    mutating func setWinner(_ lv: Int32, write: OpID, of i: EntityIndex) {
         let k = registersIndex(i)
         registers[k].winnerID = write
-        rows[Int(i)].winner = lv
+        rows[i.int].winner = lv
     }
 
     /// Writes entity `i`'s delete register (the caller has checked that `seen` is greater).
     ///
     /// - Complexity: O(1) amortized.
-    mutating func setDeleted(_ seen: OpID, of i: Int32) {
-        let row = rows[Int(i)]
+    mutating func setDeleted(_ seen: OpID, of i: EntityIndex) {
+        let row = rows[i.int]
         if case .registers = row.state {} else if seen == row.id {
-            rows[Int(i)].state = .deletedAtInsert
+            rows[i.int].state = .deletedAtInsert
             return
         }
         registers[registersIndex(i)].deleted = seen
     }
 
     /// The index of entity `i`'s ``Registers``, made from its state when it has none.
-    private mutating func registersIndex(_ i: Int32) -> Int {
-        let row = rows[Int(i)]
+    private mutating func registersIndex(_ i: EntityIndex) -> Int {
+        let row = rows[i.int]
         if case .registers(let k) = row.state { return k }
         let k = registers.count
         registers.append(Registers(winnerID: row.id, deleted: row.state == .deletedAtInsert ? row.id : .none))
-        rows[Int(i)].state = .registers(k)
+        rows[i.int].state = .registers(k)
         return k
     }
 }

@@ -10,19 +10,19 @@ struct SequenceIndex: Hashable, Sendable, CustomStringConvertible {
     /// The sequence of the sections.
     static let sections = SequenceIndex(raw: -1)
 
-    /// The item sequence of section `s` (a dense section index).
-    @inline(__always) static func items(_ s: Int32) -> SequenceIndex {
-        precondition(s >= 0, "no section \(s)")
-        return SequenceIndex(raw: s)
+    /// The item sequence of section `s`.
+    @inline(__always) static func items(_ s: EntityIndex) -> SequenceIndex {
+        precondition(s.exists, "no section \(s)")
+        return SequenceIndex(raw: s.raw)
     }
 
     /// Whether this is an item sequence.
     @inline(__always) var isItems: Bool { raw >= 0 }
 
     /// The section whose items this sequence orders (an item sequence only).
-    @inline(__always) var section: Int32 {
+    @inline(__always) var section: EntityIndex {
         precondition(raw >= 0, "the section sequence belongs to no section")
-        return raw
+        return EntityIndex(raw)
     }
 
     /// The forest tree that orders this sequence: tree 0 for the sections, `s + 1` for the items

@@ -23,8 +23,8 @@ struct SlotStore: Sendable {
 
     /// What a replica keeps for one slot.
     struct Slot: Sendable {
-        /// The entity (section index or item index) the slot places.
-        var entity: Int32
+        /// The entity (section index or item index) the slot places (one `Int32`: the slot stays 12 bytes).
+        var entity: EntityIndex
         /// The sequence (-1: sections; else a section index).
         var sequence: SequenceIndex
         /// The slot's run (an index into `runs`).
@@ -54,7 +54,7 @@ struct SlotStore: Sendable {
     /// Adds one slot and returns its local version.
     ///
     /// - Complexity: O(1) amortized.
-    mutating func append(id: OpID, left: Int32, right: Int32, sequence: SequenceIndex, entity e: Int32) -> Int32 {
+    mutating func append(id: OpID, left: Int32, right: Int32, sequence: SequenceIndex, entity e: EntityIndex) -> Int32 {
         appendRun(id: id, count: 1, left: left, right: right, sequence: sequence, entity: e)
     }
 
@@ -66,7 +66,7 @@ struct SlotStore: Sendable {
     ///
     /// - Complexity: O(n) amortized, with one run record.
     @inline(__always)
-    mutating func appendRun(id: OpID, count n: Int, left: Int32, right: Int32, sequence: SequenceIndex, entity e: Int32) -> Int32 {
+    mutating func appendRun(id: OpID, count n: Int, left: Int32, right: Int32, sequence: SequenceIndex, entity e: EntityIndex) -> Int32 {
         let lv = Int32(slots.count)
         if var last = runs.last, last.id.replica == id.replica,
            last.id.counter &+ UInt64(last.count) == id.counter,
@@ -101,7 +101,7 @@ struct SlotStore: Sendable {
     ///
     /// - Complexity: O(1) amortized.
     @inline(__always)
-    mutating func appendContinuingLast(entity e: Int32) -> Int32 {
+    mutating func appendContinuingLast(entity e: EntityIndex) -> Int32 {
         let lv = Int32(slots.count)
         extendLastRun(by: 1, entity: e)
         return lv
@@ -112,7 +112,7 @@ struct SlotStore: Sendable {
     ///
     /// - Complexity: O(n) amortized.
     @inline(__always)
-    private mutating func extendLastRun(by n: Int, entity e: Int32) {
+    private mutating func extendLastRun(by n: Int, entity e: EntityIndex) {
         let run = runs.count - 1
         let k = lastReplica!.index
         assert(runs[run].lv + runs[run].count == Int32(slots.count)
@@ -157,7 +157,7 @@ struct SlotStore: Sendable {
     func run(of lv: Int32) -> Run { runs[Int(slots[Int(lv)].run)] }
 
     /// The entity (section index or item index) slot `lv` places.
-    @inline(__always) func entity(of lv: Int32) -> Int32 { slots[Int(lv)].entity }
+    @inline(__always) func entity(of lv: Int32) -> EntityIndex { slots[Int(lv)].entity }
 
     /// The id of slot `lv`.
     func id(of lv: Int32) -> OpID {
@@ -192,7 +192,7 @@ private struct NumberedSlots: Sequence, IteratorProtocol {
     mutating func next() -> SlotStore.Slot? {
         guard left > 0 else { return nil }
         left -= 1
-        defer { slot.entity &+= 1 }
+        defer { slot.entity = slot.entity.advanced(by: 1) }
         return slot
     }
 }

@@ -97,7 +97,7 @@ extension ListDocument {
                             slot = view.slot(at)
                         }
                         guard let slot, slot.sequence.isItems else { break }
-                        let e = Int(slot.entity)
+                        let e = slot.entity.int
                         precondition(e >= 0 && e < rows.count, "slot \(lv) places no item")
                         guard rows[e].id == id else { break }
                         seen[n] = lv
@@ -132,7 +132,7 @@ extension ListDocument {
 
     /// Hides the `n` visible slots `lv ..< lv + n` of section `s`'s sequence, whose items just
     /// died, and refreshes the section.
-    private mutating func hideDead(_ lv: Int32, count n: Int, section s: Int32) {
+    private mutating func hideDead(_ lv: Int32, count n: Int, section s: EntityIndex) {
         forest.hideRange(lv, count: n)
         refreshSection(s)
     }
@@ -147,12 +147,12 @@ private struct DeadSlotRuns {
     /// Number of closed runs.
     private(set) var count = 0
     /// The run being gathered: slots `low ..< low + pending` of `section`.
-    private var low: Int32 = 0, pending: Int32 = 0, section: Int32 = -1
+    private var low: Int32 = 0, pending: Int32 = 0, section: EntityIndex = .none
 
     init(storage: UnsafeMutableBufferPointer<Int32>) { self.storage = storage }
 
     /// Adds slot `w` of section `s`, next to the run being gathered or starting the next one.
-    @inline(__always) mutating func add(_ w: Int32, section s: Int32) {
+    @inline(__always) mutating func add(_ w: Int32, section s: EntityIndex) {
         if pending > 0 && s == section && (w == low &+ pending || w == low &- 1) {
             if w < low { low = w }
             pending &+= 1
@@ -166,13 +166,13 @@ private struct DeadSlotRuns {
     @inline(__always) mutating func close() {
         guard pending > 0 else { return }
         precondition(3 * count + 2 < storage.count, "no room for another run of slots")
-        (storage[3 * count], storage[3 * count + 1], storage[3 * count + 2]) = (low, pending, section)
+        (storage[3 * count], storage[3 * count + 1], storage[3 * count + 2]) = (low, pending, section.raw)
         count += 1
         pending = 0
     }
 
     /// Closed run `r`.
-    func run(_ r: Int) -> (first: Int32, count: Int, section: Int32) {
-        (storage[3 * r], Int(storage[3 * r + 1]), storage[3 * r + 2])
+    func run(_ r: Int) -> (first: Int32, count: Int, section: EntityIndex) {
+        (storage[3 * r], Int(storage[3 * r + 1]), EntityIndex(storage[3 * r + 2]))
     }
 }

@@ -56,10 +56,10 @@ extension ListDocument {
            last.id.counter &+ 1 == id.counter {
             let s = slots.sequence(of: last.slot).section
             let right = slots.origins(of: last.slot).right
-            let n = source.typedRun(from: k, after: last.id, section: SectionID(sections.rows[Int(s)].id),
+            let n = source.typedRun(from: k, after: last.id, section: SectionID(sections.rows[s.int].id),
                                     right: right < 0 ? nil : SlotID(slots.id(of: right)), maxValueSize: maxValueSize)
             if n > 0 {
-                let e = Int32(items.count)
+                let e = EntityIndex(items.count)
                 source.appendItems(from: k, count: n, to: &items, slot: Int32(slots.count), section: s)
                 commitInsertRun(after: last, count: n, section: s, entity: e)
                 return .applied(n)
@@ -93,7 +93,7 @@ extension ListDocument {
         let n = 1 + source.typedRun(from: k + 1, after: id, section: insert.section, right: insert.origins.before,
                                     maxValueSize: maxValueSize)
         // `commit` of the first operation, with the others' slots and rows added at once.
-        let lv = Int32(slots.count), e = Int32(items.count)
+        let lv = Int32(slots.count), e = EntityIndex(items.count)
         source.appendItems(from: k, count: n, to: &items, slot: lv, section: s)
         _ = slots.appendRun(id: id, count: n, left: left, right: right, sequence: .items(s), entity: e)
         forest.addSlots(n)
@@ -118,8 +118,8 @@ extension ListDocument {
     /// the log record, which it extends.
     ///
     /// - Complexity: O(n + log N) in a document of N slots.
-    private mutating func commitInsertRun(after last: (id: OpID, slot: Int32), count n: Int, section s: Int32,
-                                          entity e: Int32) {
+    private mutating func commitInsertRun(after last: (id: OpID, slot: Int32), count n: Int, section s: EntityIndex,
+                                          entity e: EntityIndex) {
         let lv = Int32(slots.count)
         let right = slots.origins(of: last.slot).right
         _ = slots.appendRun(id: last.id.advanced(by: 1), count: n, left: last.slot, right: right, sequence: .items(s), entity: e)

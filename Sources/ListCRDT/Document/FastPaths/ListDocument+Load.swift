@@ -88,7 +88,7 @@ extension EntityTable {
     ///
     /// - Complexity: O(n) amortized for n values.
     @inline(__always)
-    mutating func appendRun(id: OpID, slot lv: Int32, section s: Int32, values: some Collection<Data>) {
+    mutating func appendRun(id: OpID, slot lv: Int32, section s: EntityIndex, values: some Collection<Data>) {
         rows.append(contentsOf: RunRows(id: id, slot: lv, section: s, count: values.count))
         value.append(contentsOf: values)
     }
@@ -100,10 +100,10 @@ extension EntityTable {
     private struct RunRows: Sequence, IteratorProtocol {
         var id: OpID
         var lv: Int32
-        let section: Int32
+        let section: EntityIndex
         var left: Int
 
-        init(id: OpID, slot lv: Int32, section: Int32, count: Int) {
+        init(id: OpID, slot lv: Int32, section: EntityIndex, count: Int) {
             (self.id, self.lv, self.section, left) = (id, lv, section, count)
         }
 

@@ -6,7 +6,7 @@ import Foundation
 struct LocalInsertRun: Sendable {
     /// The log's operation count right after the insert.
     var logCount: Int
-    var section: Int32
+    var section: EntityIndex
     /// The section's visible index (its index path's `section`).
     var sectionIndex: Int
     var row: Int
@@ -41,7 +41,7 @@ extension ListDocument {
         // The tree entry first: when it is full, the general path takes this insert.
         guard let cursor = forest.extend(run.cursor, with: Int32(slots.count)) else { return nil }
         let id = OpID(counter: run.id.counter + 1, replica: replica)
-        let i = Int32(items.count)
+        let i = EntityIndex(items.count)
         let lv = slots.appendContinuingLast(entity: i)
         _ = items.append(id: id, slot: lv, value: value, section: s)
         advance(from: run.id, to: id)
@@ -52,7 +52,7 @@ extension ListDocument {
         localInsertRun!.id = id
         localInsertRun!.cursor = cursor
         return ListOperation(id: id, deps: Frontier(only: run.id),
-                             kind: .insertItem(section: SectionID(sections.rows[Int(s)].id),
+                             kind: .insertItem(section: SectionID(sections.rows[s.int].id),
                                                .init(after: SlotID(run.id), before: run.right), value: value))
     }
 
@@ -60,7 +60,7 @@ extension ListDocument {
     /// `sectionIndex`) by the general path, as the start of a typed run.
     ///
     /// - Complexity: O(leafCapacity).
-    mutating func startTyping(_ op: ListOperation, section s: Int32, sectionIndex: Int, row: Int) {
+    mutating func startTyping(_ op: ListOperation, section s: EntityIndex, sectionIndex: Int, row: Int) {
         guard fastPathsEnabled,
               case let .insertItem(_, origins, _) = op.kind else { return }
         let lv = Int32(slots.count - 1)
@@ -75,7 +75,7 @@ struct LocalDeleteRun: Sendable {
     /// The log's operation count right after the delete.
     var logCount: Int
     /// The section of the deleted item, its visible index and its tree.
-    var section: Int32
+    var section: EntityIndex
     var sectionIndex: Int
     var tree: Int32
     /// The id of the delete.
@@ -104,7 +104,7 @@ extension ListDocument {
         let c = forest.findVisibleNear(run.tree, row)
         let lv = forest.lv(at: c)
         let i = slots.entity(of: lv)
-        let item = items.rows[Int(i)]
+        let item = items.rows[i.int]
         let died = raiseDeleted(i, seen: items.winnerID(i))
         assert(died && item.winner == lv, "a visible slot that does not show a live item")
         forest.flip(at: c, count: 1)
@@ -123,7 +123,7 @@ extension ListDocument {
 
     /// Records the local item delete `op`, just applied by the general path to an item of section
     /// `s` (visible index `sectionIndex`), as the start of a delete run.
-    mutating func startDeleting(_ op: ListOperation, section s: Int32, sectionIndex: Int) {
+    mutating func startDeleting(_ op: ListOperation, section s: EntityIndex, sectionIndex: Int) {
         guard fastPathsEnabled else { return }
         localDeleteRun = LocalDeleteRun(logCount: log.count, section: s, sectionIndex: sectionIndex, tree: tree(ofSequence: .items(s)), id: op.id)
     }
