@@ -1,5 +1,5 @@
 import Foundation
-import ListCRDT
+@_spi(Algorithms) import ListCRDT
 
 extension ChangeSet {
     /// The change set that turns a table showing `old` into one showing `new` (see ``ChangeSet``
@@ -116,11 +116,7 @@ func longestIncreasingSubsequence(_ values: [Int]) -> [Bool] {
     var tails: [Int] = []                                  // index of the smallest tail per length
     var previous = [Int](repeating: -1, count: values.count)
     for (k, v) in values.enumerated() {
-        var lo = 0, hi = tails.count                       // the first tail whose value is not below v
-        while lo < hi {
-            let mid = (lo + hi) / 2
-            if values[tails[mid]] < v { lo = mid + 1 } else { hi = mid }
-        }
+        let lo = tails.partitionPoint { values[$0] < v }   // the first tail whose value is not below v
         if lo > 0 { previous[k] = tails[lo - 1] }
         if lo == tails.count { tails.append(k) } else { tails[lo] = k }
     }

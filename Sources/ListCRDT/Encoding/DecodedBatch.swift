@@ -164,18 +164,6 @@ struct DecodedBatch {
         subscript(i: Int) -> Data { table[Int(bytes[i])] }
     }
 
-    /// Calls `body` with the values of the insert-run operations (not one byte each) whose byte
-    /// ranges are `valueRanges[range]`, as a collection.
-    @inline(__always)
-    func withRangeValues<R>(_ range: Range<Int>, _ body: (RangeValues) -> R) -> R {
-        precondition(range.lowerBound >= 0 && range.upperBound <= valueRanges.count, "no such values")
-        return bytes.withUnsafeBufferPointer { input in
-            valueRanges.withUnsafeBufferPointer { ranges in
-                body(RangeValues(bytes: input, ranges: UnsafeBufferPointer(rebasing: ranges[range])))
-            }
-        }
-    }
-
     /// The values at byte ranges of the input (which the decoder checked), as
     /// ``OneByteValues`` are: each made from the bytes directly (a short value is stored inline).
     struct RangeValues: RandomAccessCollection {

@@ -4,8 +4,9 @@ extension RandomAccessCollection where Index == Int {
     /// Every sorted lookup of the module (id runs, log records, version vectors) is this search with its own predicate.
     ///
     /// - Complexity: O(log n).
-    @inline(__always)
-    func partitionPoint(_ isBefore: (Element) -> Bool) -> Int {
+    /// (Shared with ListTable through `@_spi(Algorithms)`; not part of the public API.)
+    @inlinable @inline(__always)
+    @_spi(Algorithms) public func partitionPoint(_ isBefore: (Element) -> Bool) -> Int {
         var lo = startIndex, hi = endIndex
         while lo < hi {
             // 0 <= lo < hi <= endIndex: nothing here can overflow, so the arithmetic is unchecked.

@@ -42,19 +42,19 @@ extension ListDocument {
         var cache: SectionCache = nil
         var position = 0  // index in the batch of the part's first operation
         reserveCapacity(for: batch)
-        try batch.withView { (batch) throws(WireError) in
-            for part in batch.batch.pointee.parts {
+        try batch.withView { (view) throws(WireError) in
+            for part in batch.parts {
                 switch part {
                 case .operations(let ops):
                     receive(operations: OperationList(ops: ops), from: position, into: &report, irregular: &irregular,
                             cache: &cache)
                     position += ops.count
                 case .insertRun(let r):
-                    let run = DecodedInsertRun(batch, r)
+                    let run = DecodedInsertRun(view, r)
                     receive(operations: run, from: position, into: &report, irregular: &irregular, cache: &cache)
                     position += run.count
                 case .deleteRun(let r):
-                    let run = DecodedDeleteRun(batch, r)
+                    let run = DecodedDeleteRun(view, r)
                     receive(operations: run, from: position, into: &report, irregular: &irregular, cache: &cache)
                     position += run.count
                 }
