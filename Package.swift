@@ -14,6 +14,7 @@ let package = Package(
         .library(name: "ListTable", targets: ["ListTable"]),
         .library(name: "ListSync", targets: ["ListSync"]),
         .library(name: "ListSyncSimulation", targets: ["ListSyncSimulation"]),
+        .library(name: "ListSyncTCP", targets: ["ListSyncTCP"]),
         .executable(name: "listsync", targets: ["listsync"]),
         .executable(name: "listsync-bench", targets: ["listsync-bench"]),
     ],
@@ -27,6 +28,11 @@ let package = Package(
         .target(name: "ListSync", dependencies: ["ListCRDT", "ListTable"]),
         // Seeded, replayable simulation: the in-memory network, workloads, the semantics oracle.
         .target(name: "ListSyncSimulation", dependencies: ["ListCRDT", "ListTable", "ListSync"]),
+        .target(name: "ListSyncCrypto"),
+        // epoll and eventfd, which Swift's Glibc module does not export (headers only).
+        .target(name: "CListSyncLinux"),
+        // Sockets on an event loop, frames, the key handshake and sealed frames.
+        .target(name: "ListSyncTCP", dependencies: ["ListSync", "ListSyncCrypto", "CListSyncLinux"]),
         .executableTarget(name: "listsync", dependencies: ["ListSyncSimulation"]),
         // Editing traces, shared by the tests and the benchmark.
         .target(name: "ListSyncTestSupport", dependencies: ["ListCRDT", "ListSyncSimulation"]),
@@ -41,6 +47,10 @@ let package = Package(
         .testTarget(
             name: "ListSyncTests",
             dependencies: ["ListCRDT", "ListTable", "ListSync", "ListSyncSimulation", "ListSyncTestSupport"]
+        ),
+        .testTarget(
+            name: "ListSyncTCPTests",
+            dependencies: ["ListCRDT", "ListSync", "ListSyncTCP", "ListSyncCrypto", "ListSyncSimulation", "ListSyncTestSupport"]
         ),
         .executableTarget(
             name: "listsync-bench",

@@ -25,12 +25,16 @@ public enum TransportError: Error, Hashable, Sendable, CustomStringConvertible {
     case frameTooLarge(size: Int, limit: Int)
     /// An operating-system call failed.
     case system(call: String, errno: Int32)
+    /// The connection did not get through its handshake (wrong key, no common version, a
+    /// deadline, a refusal); the text says which.
+    case handshake(String)
 
     public var description: String {
         switch self {
         case .closed: return "the connection is closed"
         case let .frameTooLarge(size, limit): return "frame of \(size) bytes is over the limit of \(limit)"
         case let .system(call, errno): return "\(call) failed with errno \(errno)"
+        case let .handshake(why): return "handshake failed: \(why)"
         }
     }
 }

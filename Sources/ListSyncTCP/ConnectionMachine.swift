@@ -1,0 +1,290 @@
+import ListSync
+import ListSyncCrypto
+
+/// One end of a connection as a state machine with no socket inside: received bytes in, actions
+/// out (bytes to write, payloads to deliver, when to close and why).
+///
+/// It runs the mutual pre-shared-key handshake of Docs/Transport.md, then seals and opens frames
+/// with ChaCha20-Poly1305, a key and a frame counter per direction. Randomness (the identity and
+/// the nonce) is handed in, so tests replay it exactly. The I/O glue (``TCPConnection``) feeds it
+/// whatever the socket reads, in pieces of any size, and does what it says.
+struct ConnectionMachine: Sendable {
+    /// Which end this is.
+    enum Role: Sendable { case client, server }
+
+    /// What the caller must do, in order.
+    enum Action: Equatable, Sendable {
+        /// Write these bytes to the peer.
+        case write([UInt8])
+        /// A payload (a DATA frame's) for the layer above.
+        case deliver([UInt8])
+        /// The handshake is done: the peer holds the key. Its 16-byte identity.
+        case established(peerID: [UInt8])
+        /// Close the connection now, after the writes before this action.
+        case close(CloseReason)
+        /// The peer failed the key proof: wait a fixed delay, write `reply`, then close (the
+        /// delay and the generic reply give a guesser nothing to time or read).
+        case closeAfterDelay(reply: [UInt8], CloseReason)
+    }
+
+    private enum State: Sendable {
+        case awaitingHello
+        case awaitingChallenge(hello: [UInt8])
+        case awaitingProof(expected: [UInt8], keys: Keys, peerID: [UInt8])
+        case awaitingWelcome(peerID: [UInt8])
+        case established
+        case closed
+    }
+
+    private struct Keys: Sendable {
+        var send: ChaCha20Poly1305
+        var receive: ChaCha20Poly1305
+    }
+
+    /// Bytes of a sealed frame's body besides the payload: the type byte and the tag.
+    static let overhead = 1 + ChaCha20Poly1305.tagSize
+
+    let role: Role
+    private let key: [UInt8]
+    private let localID: [UInt8]
+    private let localNonce: [UInt8]
+    private let versions: ClosedRange<UInt16>
+    private let frameLimit: Int
+    private var state: State
+    private var decoder: FrameDecoder
+    private var keys: Keys?
+    private var sendCounter: UInt64 = 0
+    private var receiveCounter: UInt64 = 0
+
+    /// - Parameters:
+    ///   - key: the pre-shared key (32 bytes).
+    ///   - id: this end's random 16-byte identity; `nonce`: 32 fresh random bytes.
+    ///   - handshakeFrameLimit: the largest frame body before the handshake ends (256).
+    ///   - frameLimit: the largest frame body after it (1 MiB).
+    init(role: Role, key: [UInt8], id: [UInt8], nonce: [UInt8], versions: ClosedRange<UInt16> = Handshake.versions,
+         handshakeFrameLimit: Int = 256, frameLimit: Int = 1 << 20) {
+        precondition(id.count == Handshake.idSize && nonce.count == Handshake.nonceSize)
+        self.role = role
+        self.key = key
+        self.localID = id
+        self.localNonce = nonce
+        self.versions = versions
+        self.frameLimit = frameLimit
+        self.state = role == .server ? .awaitingHello : .awaitingChallenge(hello: [])
+        self.decoder = FrameDecoder(limit: handshakeFrameLimit)
+    }
+
+    /// Whether the handshake is done and the connection open.
+    var isEstablished: Bool { if case .established = state { return true } else { return false } }
+    /// Whether the machine has asked to close.
+    var isClosed: Bool { if case .closed = state { return true } else { return false } }
+    /// The largest payload ``seal(_:_:)`` accepts for DATA.
+    var maxPayload: Int { frameLimit - Self.overhead }
+
+    /// Opens the connection: a client sends HELLO; a server waits.
+    mutating func start() -> [Action] {
+        guard role == .client, case .awaitingChallenge = state else { return [] }
+        let hello = Handshake.hello(versions: versions, clientID: localID, nonce: localNonce)
+        state = .awaitingChallenge(hello: hello)
+        return [.write(Self.frame(hello))]
+    }
+
+    /// Feeds bytes read from the socket.
+    ///
+    /// - Complexity: O(bytes), plus the AEAD of every whole frame.
+    mutating func receive(_ bytes: some Collection<UInt8>) -> [Action] {
+        if isClosed { return [] }
+        decoder.append(bytes)
+        var actions: [Action] = []
+        while !isClosed {
+            let frame: FrameDecoder.Frame
+            do {
+                guard let f = try decoder.next() else { break }
+                frame = f
+            } catch .tooLarge(let length, let limit) {
+                return actions + close(.frameTooLarge(length: length, limit: limit))
+            } catch {
+                return actions + close(.malformed("a frame of length 0"))
+            }
+            actions += handle(frame)
+        }
+        return actions
+    }
+
+    /// Seals a message of `type` for the peer: the bytes to write.
+    ///
+    /// - Throws: ``TransportError/closed`` before the handshake ends or after a close;
+    ///   ``TransportError/frameTooLarge(size:limit:)`` for a payload over ``maxPayload``.
+    mutating func seal(_ type: MessageType, _ payload: some Collection<UInt8>) throws(TransportError) -> [UInt8] {
+        guard let keys, !isClosed else { throw .closed }
+        guard payload.count <= maxPayload else { throw .frameTooLarge(size: payload.count, limit: maxPayload) }
+        var plain = [UInt8]()
+        plain.reserveCapacity(1 + payload.count)
+        plain.append(type.rawValue)
+        plain.append(contentsOf: payload)
+        let header = FrameDecoder.header(plain.count + ChaCha20Poly1305.tagSize)
+        let nonce = ChaCha20Poly1305.nonce(counter: sendCounter)
+        sendCounter += 1
+        // Key and nonce sizes are fixed here; seal cannot fail.
+        let sealed = (try? keys.send.seal(plain, nonce: nonce, authenticating: header)) ?? []
+        return header + sealed
+    }
+
+    /// Marks the machine closed (the glue closed the socket for its own reason).
+    mutating func markClosed() { state = .closed }
+
+    // MARK: Frames
+
+    private mutating func handle(_ frame: FrameDecoder.Frame) -> [Action] {
+        switch state {
+        case .awaitingHello:
+            return receiveHello(frame.body)
+        case let .awaitingChallenge(hello):
+            return receiveChallenge(frame.body, hello: hello)
+        case let .awaitingProof(expected, keys, peerID):
+            return receiveProof(frame.body, expected: expected, keys: keys, peerID: peerID)
+        case let .awaitingWelcome(peerID):
+            guard let (type, _) = open(frame) else { return close(.decryptionFailed) }
+            guard type == MessageType.welcome.rawValue else { return close(.unexpectedMessage("type \(type) before WELCOME")) }
+            state = .established
+            return [.established(peerID: peerID)]
+        case .established:
+            guard let (type, payload) = open(frame) else { return close(.decryptionFailed) }
+            switch MessageType(rawValue: type) {
+            case .data: return [.deliver(payload)]
+            case .ping: return (try? seal(.pong, [])).map { [.write($0)] } ?? []
+            case .pong: return []
+            case .bye: return close(.bye(String(decoding: payload, as: UTF8.self)))
+            default: return close(.unexpectedMessage("type \(type) on an open connection"))
+            }
+        case .closed:
+            return []
+        }
+    }
+
+    private mutating func receiveHello(_ body: [UInt8]) -> [Action] {
+        guard let hello = Handshake.parseHello(body) else { return close(.badMagic) }
+        guard hello.versions.overlaps(versions) else {
+            let text = "no common protocol version: this server speaks \(versions.lowerBound)...\(versions.upperBound)"
+            return [.write(Self.frame(Handshake.error(.version, text)))] + close(.versionMismatch(peer: hello.versions))
+        }
+        let version = min(hello.versions.upperBound, versions.upperBound)
+        let head = Handshake.challengeHead(version: version, serverID: localID, nonce: localNonce)
+        let transcript = SHA256.hash(body + head)
+        let macS = HMACSHA256.authenticate(Handshake.serverLabel + transcript, key: key)
+        let macC = HMACSHA256.authenticate(Handshake.clientLabel + transcript + macS, key: key)
+        let keys = Self.deriveKeys(key: key, clientNonce: hello.nonce, serverNonce: localNonce,
+                                   clientID: hello.clientID, serverID: localID, transcript: transcript, role: .server)
+        state = .awaitingProof(expected: macC, keys: keys, peerID: hello.clientID)
+        return [.write(Self.frame(head + macS))]
+    }
+
+    private mutating func receiveChallenge(_ body: [UInt8], hello: [UInt8]) -> [Action] {
+        if body.first == MessageType.error.rawValue, body.count >= 2 {
+            return close(.refusedByPeer(code: body[1], String(decoding: body.dropFirst(2), as: UTF8.self)))
+        }
+        guard let challenge = Handshake.parseChallenge(body) else { return close(.badMagic) }
+        guard versions.contains(challenge.version) else { return close(.versionMismatch(peer: challenge.version...challenge.version)) }
+        let transcript = SHA256.hash(hello + challenge.head)
+        // The server proves the key first: a server without it learns nothing from our proof.
+        guard HMACSHA256.isValid(challenge.mac, for: Handshake.serverLabel + transcript, key: key) else {
+            return close(.authenticationFailed)
+        }
+        let macC = HMACSHA256.authenticate(Handshake.clientLabel + transcript + challenge.mac, key: key)
+        let clientNonce = Array(hello[25..<57])
+        keys = Self.deriveKeys(key: key, clientNonce: clientNonce, serverNonce: challenge.nonce,
+                               clientID: localID, serverID: challenge.serverID, transcript: transcript, role: .client)
+        state = .awaitingWelcome(peerID: challenge.serverID)
+        decoder.limit = frameLimit
+        return [.write(Self.frame([MessageType.proof.rawValue] + macC))]
+    }
+
+    private mutating func receiveProof(_ body: [UInt8], expected: [UInt8], keys: Keys, peerID: [UInt8]) -> [Action] {
+        guard body.count == 1 + Handshake.macSize, body[0] == MessageType.proof.rawValue else {
+            return close(.unexpectedMessage("expected PROOF"))
+        }
+        guard ConstantTime.equals(body[1...], expected) else {
+            state = .closed
+            return [.closeAfterDelay(reply: Self.frame(Handshake.error(.authentication, "authentication failed")),
+                                     .authenticationFailed)]
+        }
+        self.keys = keys
+        state = .established
+        decoder.limit = frameLimit
+        let welcome = (try? seal(.welcome, [])) ?? []
+        return [.write(welcome), .established(peerID: peerID)]
+    }
+
+    /// Opens an encrypted frame: its type and payload, or `nil` if it fails authentication.
+    private mutating func open(_ frame: FrameDecoder.Frame) -> (UInt8, [UInt8])? {
+        guard let keys, frame.body.count >= Self.overhead else { return nil }
+        let nonce = ChaCha20Poly1305.nonce(counter: receiveCounter)
+        guard let plain = try? keys.receive.open(frame.body, nonce: nonce, authenticating: frame.header),
+              let type = plain.first else { return nil }
+        receiveCounter += 1
+        return (type, Array(plain.dropFirst()))
+    }
+
+    private mutating func close(_ reason: CloseReason) -> [Action] {
+        state = .closed
+        return [.close(reason)]
+    }
+
+    private static func deriveKeys(key: [UInt8], clientNonce: [UInt8], serverNonce: [UInt8], clientID: [UInt8],
+                                   serverID: [UInt8], transcript: [UInt8], role: Role) -> Keys {
+        let okm = HKDFSHA256.deriveKey(ikm: key, salt: clientNonce + serverNonce,
+                                       info: Handshake.keyInfo + clientID + serverID + transcript, length: 64)
+        // Sizes are fixed: these cannot fail.
+        let c2s = try! ChaCha20Poly1305(key: okm[0..<32])
+        let s2c = try! ChaCha20Poly1305(key: okm[32..<64])
+        return role == .client ? Keys(send: c2s, receive: s2c) : Keys(send: s2c, receive: c2s)
+    }
+
+    /// A clear frame: length and body.
+    static func frame(_ body: [UInt8]) -> [UInt8] { FrameDecoder.header(body.count) + body }
+}
+
+/// Why a connection closed.
+public enum CloseReason: Hashable, Sendable, CustomStringConvertible {
+    /// The peer's first frame was not a HELLO of this protocol: closed without a word.
+    case badMagic
+    /// A length field over the cap for the connection's state.
+    case frameTooLarge(length: Int, limit: Int)
+    /// A frame the protocol does not allow here.
+    case unexpectedMessage(String)
+    /// A frame that does not parse.
+    case malformed(String)
+    /// No protocol version in common; the peer's range.
+    case versionMismatch(peer: ClosedRange<UInt16>)
+    /// The peer does not hold the key (or we do not hold its key).
+    case authenticationFailed
+    /// The peer refused the handshake with an ERROR frame.
+    case refusedByPeer(code: UInt8, String)
+    /// A sealed frame failed authentication: altered, replayed, reordered or under another key.
+    case decryptionFailed
+    /// The peer said goodbye, with its reason.
+    case bye(String)
+    /// This side closed it, for the reason given (idle, slow consumer, handshake deadline, shutdown).
+    case local(String)
+    /// The peer closed the connection.
+    case peerClosed
+    /// A socket call failed.
+    case system(call: String, errno: Int32)
+
+    public var description: String {
+        switch self {
+        case .badMagic: return "the peer does not speak this protocol"
+        case let .frameTooLarge(length, limit): return "frame of \(length) bytes is over the limit of \(limit)"
+        case let .unexpectedMessage(what): return "unexpected message: \(what)"
+        case let .malformed(what): return "malformed: \(what)"
+        case let .versionMismatch(peer): return "no common protocol version (peer speaks \(peer.lowerBound)...\(peer.upperBound))"
+        case .authenticationFailed: return "authentication failed (wrong key?)"
+        case let .refusedByPeer(code, text): return "refused by the peer (code \(code)): \(text)"
+        case .decryptionFailed: return "a frame failed authentication"
+        case let .bye(reason): return "the peer closed: \(reason)"
+        case let .local(reason): return reason
+        case .peerClosed: return "the peer closed the connection"
+        case let .system(call, errno): return "\(call) failed with errno \(errno)"
+        }
+    }
+}

@@ -1,0 +1,281 @@
+import ListSync
+import Synchronization
+
+/// The I/O of one connection, on its event loop's thread: reads feed the ``ConnectionMachine``,
+/// its actions become writes, deliveries, timers and the close.
+final class SocketConnection: EventHandler, @unchecked Sendable {
+    // @unchecked Sendable: every mutable property is used only on `loop`'s thread (callers hop
+    // there with `loop.execute`); `status` is a Mutex and `inbox` a Sendable continuation.
+
+    let fd: Int32
+    let remote: SocketAddress
+    let loop: EventLoop
+    let options: TCPOptions
+    var machine: ConnectionMachine
+    let status = Mutex<(open: Bool, reason: CloseReason?)>((true, nil))
+
+    /// Called once when the handshake ends, with the transport to hand out.
+    var onEstablished: ((TCPTransport) -> Void)?
+    /// Called once if the connection closes before its handshake ended.
+    var onFailedHandshake: ((TransportError) -> Void)?
+    /// Called once when the socket is closed, established or not (the listener's counts).
+    var onClose: ((CloseReason) -> Void)?
+    /// Called when the peer fails the key proof (the listener's per-address backoff).
+    var onAuthenticationFailure: (() -> Void)?
+
+    private var inbox: AsyncStream<[UInt8]>.Continuation?
+    private var outbound: [UInt8] = []
+    private var sent = 0
+    private var connecting = false
+    private var watchingWrites = false
+    private var closed = false
+    private var draining = false
+    private var lastReceived = EventLoop.now()
+    private var handshakeTimer: TimerQueue.ID?
+    private var idleTimer: TimerQueue.ID?
+    private var closeWaiters: [() -> Void] = []
+
+    init(fd: Int32, remote: SocketAddress, machine: ConnectionMachine, options: TCPOptions, loop: EventLoop) {
+        self.fd = fd
+        self.remote = remote
+        self.machine = machine
+        self.options = options
+        self.loop = loop
+    }
+
+    /// Bytes queued and not yet written.
+    var queued: Int { outbound.count - sent }
+
+    // MARK: Starting
+
+    /// Client: starts the non-blocking connect; the handshake follows when it completes.
+    func startConnecting(to address: SocketAddress) {
+        armHandshakeDeadline()
+        do {
+            try loop.register(fd, self, writable: true)
+            watchingWrites = true
+            if try System.connect(fd, address) {
+                connected()
+            } else {
+                connecting = true
+            }
+        } catch {
+            finish(.system(error))
+        }
+    }
+
+    /// Server: the socket is accepted; wait for HELLO.
+    func startAccepted() {
+        armHandshakeDeadline()
+        do { try loop.register(fd, self, writable: false) } catch { finish(.system(error)) }
+    }
+
+    private func armHandshakeDeadline() {
+        handshakeTimer = loop.schedule(after: options.handshakeTimeout) { [weak self] in
+            self?.finish(.local("handshake not finished within \(self?.options.handshakeTimeout ?? .zero)"))
+        }
+    }
+
+    private func connected() {
+        connecting = false
+        perform(machine.start())
+    }
+
+    // MARK: EventHandler
+
+    func readable() {
+        if closed || draining { return }
+        var buffer = [UInt8](repeating: 0, count: 65_536)
+        while !closed && !draining {
+            let n: Int?
+            do { n = try buffer.withUnsafeMutableBytes { b throws(TransportError) in try System.read(fd, b) } } catch {
+                finish(.system(error))
+                return
+            }
+            guard let n else { return }
+            if n == 0 {
+                finish(.peerClosed)
+                return
+            }
+            lastReceived = EventLoop.now()
+            perform(machine.receive(buffer[0..<n]))
+            if n < buffer.count { return }
+        }
+    }
+
+    func writable() {
+        if closed { return }
+        if connecting {
+            do {
+                let error = try System.socketError(fd)
+                if error != 0 { throw TransportError.system(call: "connect", errno: error) }
+            } catch {
+                finish(.system(error))
+                return
+            }
+            connected()
+        }
+        flush()
+    }
+
+    // MARK: From the transport
+
+    /// Seals and queues a DATA frame.
+    func sendData(_ payload: [UInt8]) {
+        guard !closed, !draining else { return }
+        do { write(try machine.seal(.data, payload)) } catch { finish(.local("send: \(error)")) }
+    }
+
+    /// Sends BYE (if the handshake is done) and closes once it is written.
+    func sayGoodbye(_ reason: String) {
+        guard !closed else { return }
+        if machine.isEstablished, !draining, let bye = try? machine.seal(.bye, Array(reason.utf8.prefix(200))) {
+            write(bye)
+        }
+        finish(.local(reason))
+    }
+
+    /// Runs `body` once the socket is closed (at once if it is).
+    func whenClosed(_ body: @escaping () -> Void) {
+        if closed { body() } else { closeWaiters.append(body) }
+    }
+
+    // MARK: Actions
+
+    private func perform(_ actions: [ConnectionMachine.Action]) {
+        for action in actions {
+            if closed { return }
+            switch action {
+            case let .write(bytes):
+                write(bytes)
+            case let .deliver(payload):
+                inbox?.yield(payload)
+            case .established:
+                if let t = handshakeTimer { loop.cancel(t) }
+                handshakeTimer = nil
+                let (stream, continuation) = AsyncStream.makeStream(of: [UInt8].self)
+                inbox = continuation
+                armIdleTimer()
+                let transport = TCPTransport(socket: self, incoming: stream)
+                onFailedHandshake = nil
+                onEstablished?(transport)
+                onEstablished = nil
+            case let .close(reason):
+                finish(reason)
+            case let .closeAfterDelay(reply, reason):
+                // Stop reading; answer after the delay, then close.
+                draining = true
+                onAuthenticationFailure?()
+                loop.schedule(after: options.authenticationFailureDelay) { [weak self] in
+                    guard let self, !self.closed else { return }
+                    self.draining = false
+                    self.write(reply)
+                    self.finish(reason)
+                }
+            }
+        }
+    }
+
+    private func armIdleTimer() {
+        idleTimer = loop.schedule(after: options.pingInterval) { [weak self] in
+            guard let self, !self.closed else { return }
+            let quiet = EventLoop.now() &- self.lastReceived
+            if quiet >= self.options.idleTimeout.nanoseconds {
+                self.sayGoodbye("idle for \(self.options.idleTimeout)")
+                return
+            }
+            if quiet >= self.options.pingInterval.nanoseconds, let ping = try? self.machine.seal(.ping, []) {
+                self.write(ping)
+            }
+            self.armIdleTimer()
+        }
+    }
+
+    // MARK: Writing and closing
+
+    private func write(_ bytes: [UInt8]) {
+        guard !closed else { return }
+        if queued + bytes.count > options.sendQueueLimit {
+            // A peer that does not read is cut off rather than growing our memory.
+            outbound = []
+            sent = 0
+            finish(.local("slow consumer: over \(options.sendQueueLimit) bytes queued"))
+            return
+        }
+        if sent == outbound.count {
+            outbound.removeAll(keepingCapacity: true)
+            sent = 0
+        }
+        outbound.append(contentsOf: bytes)
+        if !connecting { flush() }
+    }
+
+    /// Writes what the socket takes; watches for writability while bytes remain.
+    private func flush() {
+        while sent < outbound.count {
+            let n: Int?
+            do {
+                n = try outbound.withUnsafeBytes { b throws(TransportError) in
+                    try System.write(fd, UnsafeRawBufferPointer(rebasing: b[sent...]))
+                }
+            } catch {
+                closeNow(.system(error))
+                return
+            }
+            guard let n else { break }
+            sent += n
+        }
+        if sent == outbound.count {
+            outbound.removeAll(keepingCapacity: outbound.capacity <= 1 << 20)
+            sent = 0
+        }
+        let want = sent < outbound.count
+        if want != watchingWrites {
+            watchingWrites = want
+            loop.setWritable(fd, want)
+        }
+    }
+
+    /// Closes after a best-effort flush of what is queued (a non-blocking write, no waiting).
+    private func finish(_ reason: CloseReason) {
+        guard !closed else { return }
+        if !connecting { flush() }
+        closeNow(reason)
+    }
+
+    private func closeNow(_ reason: CloseReason) {
+        guard !closed else { return }
+        closed = true
+        machine.markClosed()
+        status.withLock { $0 = (false, $0.reason ?? reason) }
+        if let t = handshakeTimer { loop.cancel(t) }
+        if let t = idleTimer { loop.cancel(t) }
+        loop.deregister(fd)
+        System.close(fd)
+        inbox?.finish()
+        inbox = nil
+        outbound = []
+        if let failed = onFailedHandshake {
+            onFailedHandshake = nil
+            onEstablished = nil
+            switch reason {
+            case let .system(call, errno): failed(.system(call: call, errno: errno))
+            default: failed(.handshake(reason.description))
+            }
+        }
+        onClose?(reason)
+        onClose = nil
+        onAuthenticationFailure = nil
+        let waiters = closeWaiters
+        closeWaiters = []
+        for w in waiters { w() }
+    }
+}
+
+extension CloseReason {
+    /// A socket error as a close reason.
+    static func system(_ error: any Error) -> CloseReason {
+        if case let .system(call, errno) = error as? TransportError { return .system(call: call, errno: errno) }
+        return .local("\(error)")
+    }
+}

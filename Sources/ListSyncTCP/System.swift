@@ -1,0 +1,190 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import ListSync
+
+/// The one place where this module calls the operating system.
+///
+/// Every socket, poller and descriptor call goes through ``call(_:_:)``: it retries on `EINTR`
+/// and turns a failure into ``TransportError/system(call:errno:)`` naming the call, in the manner
+/// of swift-nio's `System.swift`. `EAGAIN`/`EWOULDBLOCK` are not errors on non-blocking
+/// descriptors; the wrappers that can meet them return `nil` instead.
+enum System {
+    /// Runs `body` until it does not fail with `EINTR`; a result of -1 throws with the call's name.
+    @inline(__always)
+    static func call<T: BinaryInteger>(_ name: StaticString, _ body: () -> T) throws(TransportError) -> T {
+        while true {
+            let r = body()
+            if r != -1 { return r }
+            let e = errno
+            if e == EINTR { continue }
+            throw .system(call: "\(name)", errno: e)
+        }
+    }
+
+    /// As ``call(_:_:)`` but `EAGAIN`/`EWOULDBLOCK` (and `EINPROGRESS` for connect) give `nil`.
+    @inline(__always)
+    static func callNonBlocking<T: BinaryInteger>(_ name: StaticString, _ body: () -> T) throws(TransportError) -> T? {
+        while true {
+            let r = body()
+            if r != -1 { return r }
+            let e = errno
+            if e == EINTR { continue }
+            if e == EAGAIN || e == EWOULDBLOCK || e == EINPROGRESS { return nil }
+            throw .system(call: "\(name)", errno: e)
+        }
+    }
+
+    // MARK: Descriptors
+
+    /// Closes `fd`; errors are ignored (the descriptor is gone either way on Linux and Darwin).
+    static func close(_ fd: Int32) {
+        #if canImport(Glibc)
+        _ = Glibc.close(fd)
+        #elseif canImport(Darwin)
+        _ = Darwin.close(fd)
+        #endif
+    }
+
+    /// Reads into `buffer`; `0` is end of stream, `nil` would block.
+    static func read(_ fd: Int32, _ buffer: UnsafeMutableRawBufferPointer) throws(TransportError) -> Int? {
+        try callNonBlocking("read") {
+            #if canImport(Glibc)
+            Glibc.read(fd, buffer.baseAddress, buffer.count)
+            #elseif canImport(Darwin)
+            Darwin.read(fd, buffer.baseAddress, buffer.count)
+            #endif
+        }
+    }
+
+    /// Writes from `buffer`; `nil` would block.
+    static func write(_ fd: Int32, _ buffer: UnsafeRawBufferPointer) throws(TransportError) -> Int? {
+        try callNonBlocking("send") {
+            #if canImport(Glibc)
+            Glibc.send(fd, buffer.baseAddress, buffer.count, Int32(MSG_NOSIGNAL))
+            #elseif canImport(Darwin)
+            Darwin.send(fd, buffer.baseAddress, buffer.count, 0)
+            #endif
+        }
+    }
+
+    /// Makes `fd` non-blocking and close-on-exec.
+    static func setNonBlocking(_ fd: Int32) throws(TransportError) {
+        let flags = try call("fcntl(F_GETFL)") { fcntl(fd, F_GETFL) }
+        _ = try call("fcntl(F_SETFL)") { fcntl(fd, F_SETFL, flags | O_NONBLOCK) }
+        _ = try call("fcntl(F_SETFD)") { fcntl(fd, F_SETFD, FD_CLOEXEC) }
+    }
+
+    // MARK: Sockets
+
+    /// A new TCP socket for `family`, non-blocking and close-on-exec.
+    static func socket(family: Int32) throws(TransportError) -> Int32 {
+        #if canImport(Glibc)
+        let fd = try call("socket") { Glibc.socket(family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0) }
+        #elseif canImport(Darwin)
+        let fd = try call("socket") { Darwin.socket(family, SOCK_STREAM, 0) }
+        do { try setNonBlocking(fd) } catch { close(fd); throw error }
+        #endif
+        #if canImport(Darwin)
+        var one: Int32 = 1
+        _ = setsockopt(fd, SOL_SOCKET, SO_NOSIGPIPE, &one, socklen_t(MemoryLayout<Int32>.size))
+        #endif
+        return fd
+    }
+
+    /// Sets an integer socket option.
+    static func setOption(_ fd: Int32, level: Int32, name: Int32, _ value: Int32, call: StaticString) throws(TransportError) {
+        var v = value
+        _ = try System.call(call) { setsockopt(fd, level, name, &v, socklen_t(MemoryLayout<Int32>.size)) }
+    }
+
+    /// Turns off Nagle's algorithm: frames leave at once.
+    static func setNoDelay(_ fd: Int32) throws(TransportError) {
+        try setOption(fd, level: Int32(IPPROTO_TCP), name: Int32(TCP_NODELAY), 1, call: "setsockopt(TCP_NODELAY)")
+    }
+
+    /// Lets a listener rebind a port with connections in TIME_WAIT.
+    static func setReuseAddress(_ fd: Int32) throws(TransportError) {
+        try setOption(fd, level: SOL_SOCKET, name: SO_REUSEADDR, 1, call: "setsockopt(SO_REUSEADDR)")
+    }
+
+    /// Binds `fd` to `address`.
+    static func bind(_ fd: Int32, _ address: SocketAddress) throws(TransportError) {
+        _ = try address.withSockAddr { sa, len throws(TransportError) in
+            try call("bind") {
+                #if canImport(Glibc)
+                Glibc.bind(fd, sa, len)
+                #elseif canImport(Darwin)
+                Darwin.bind(fd, sa, len)
+                #endif
+            }
+        }
+    }
+
+    /// Starts listening on `fd`.
+    static func listen(_ fd: Int32, backlog: Int32) throws(TransportError) {
+        _ = try call("listen") {
+            #if canImport(Glibc)
+            Glibc.listen(fd, backlog)
+            #elseif canImport(Darwin)
+            Darwin.listen(fd, backlog)
+            #endif
+        }
+    }
+
+    /// Accepts one connection: its descriptor (non-blocking, close-on-exec) and address, or `nil`
+    /// when none is waiting.
+    static func accept(_ fd: Int32) throws(TransportError) -> (Int32, SocketAddress)? {
+        var storage = sockaddr_storage()
+        var len = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        let client: Int32? = try withUnsafeMutablePointer(to: &storage) { p throws(TransportError) in
+            try p.withMemoryRebound(to: sockaddr.self, capacity: 1) { sa throws(TransportError) in
+                try callNonBlocking("accept") {
+                    #if canImport(Glibc)
+                    Glibc.accept(fd, sa, &len)
+                    #elseif canImport(Darwin)
+                    Darwin.accept(fd, sa, &len)
+                    #endif
+                }
+            }
+        }
+        guard let client else { return nil }
+        do { try setNonBlocking(client) } catch { close(client); throw error }
+        return (client, SocketAddress(storage: storage))
+    }
+
+    /// Starts connecting `fd` to `address`: `true` when connected at once, `false` in progress.
+    static func connect(_ fd: Int32, _ address: SocketAddress) throws(TransportError) -> Bool {
+        try address.withSockAddr { sa, len throws(TransportError) in
+            try callNonBlocking("connect") {
+                #if canImport(Glibc)
+                Glibc.connect(fd, sa, len)
+                #elseif canImport(Darwin)
+                Darwin.connect(fd, sa, len)
+                #endif
+            } != nil
+        }
+    }
+
+    /// The pending error of a socket (`SO_ERROR`), 0 if none: how a non-blocking connect ends.
+    static func socketError(_ fd: Int32) throws(TransportError) -> Int32 {
+        var value: Int32 = 0
+        var len = socklen_t(MemoryLayout<Int32>.size)
+        _ = try call("getsockopt(SO_ERROR)") { getsockopt(fd, SOL_SOCKET, SO_ERROR, &value, &len) }
+        return value
+    }
+
+    /// The local address `fd` is bound to.
+    static func localAddress(_ fd: Int32) throws(TransportError) -> SocketAddress {
+        var storage = sockaddr_storage()
+        var len = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        _ = try withUnsafeMutablePointer(to: &storage) { p throws(TransportError) in
+            try p.withMemoryRebound(to: sockaddr.self, capacity: 1) { sa throws(TransportError) in
+                try call("getsockname") { getsockname(fd, sa, &len) }
+            }
+        }
+        return SocketAddress(storage: storage)
+    }
+}

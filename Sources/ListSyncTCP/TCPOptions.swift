@@ -1,0 +1,33 @@
+/// The limits and timings of TCP connections and listeners (Docs/Transport.md, "Limits").
+///
+/// Every queue, frame and count is bounded; the defaults are DAEMON.md's.
+public struct TCPOptions: Sendable {
+    /// The largest frame body before the handshake ends.
+    public var handshakeFrameLimit = 256
+    /// The largest frame body after it (the largest payload is 17 bytes less).
+    public var frameLimit = 1 << 20
+    /// Time allowed from accept (or connect) to the end of the handshake.
+    public var handshakeTimeout: Duration = .seconds(5)
+    /// A connection that receives nothing for this long is closed.
+    public var idleTimeout: Duration = .seconds(60)
+    /// A connection that receives nothing for this long sends a PING.
+    public var pingInterval: Duration = .seconds(20)
+    /// Bytes queued for a peer that does not read; over it the connection closes ("slow consumer").
+    public var sendQueueLimit = 8 << 20
+    /// How long a server waits before it answers a failed key proof.
+    public var authenticationFailureDelay: Duration = .seconds(1)
+    /// Connections a listener holds at once, authenticated or not.
+    public var maxConnections = 1024
+    /// Connections still in their handshake, in all and from one address.
+    public var maxUnauthenticated = 8
+    public var maxUnauthenticatedPerAddress = 4
+    /// Connections from one address.
+    public var maxPerAddress = 16
+    /// Failed key proofs from one address before it must wait, and the first wait (doubling with
+    /// every further failure, to a minute at most).
+    public var failuresBeforeBackoff = 3
+    public var failureBackoff: Duration = .seconds(1)
+
+    /// The defaults.
+    public init() {}
+}

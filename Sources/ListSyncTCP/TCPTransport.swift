@@ -1,0 +1,121 @@
+import ListSync
+import ListSyncCrypto
+import Synchronization
+
+/// A TCP connection that has proved the pre-shared key, carrying sealed frames: a ``Transport``.
+///
+/// Make one with ``connect(host:port:key:options:loop:)`` (a client) or get it from
+/// ``TCPListener/accept()`` (a server). Its socket is non-blocking and driven by an
+/// ``EventLoop``; ``send(_:)`` queues a frame (bounded by ``TCPOptions/sendQueueLimit``) and
+/// ``incoming`` yields the peer's frames. Either side's ``close()`` ends both `incoming`s.
+public final class TCPTransport: Transport, @unchecked Sendable {
+    // @unchecked Sendable: `socket` (and everything in it) is touched only on `loop`'s thread;
+    // the other stored properties are immutable or Sendable (Mutex, AsyncStream).
+
+    public let incoming: AsyncStream<[UInt8]>
+    /// The peer's address.
+    public let remoteAddress: SocketAddress
+    /// The largest frame ``send(_:)`` accepts.
+    public let maxFrame: Int
+    let loop: EventLoop
+    let socket: SocketConnection
+
+    init(socket: SocketConnection, incoming: AsyncStream<[UInt8]>) {
+        self.socket = socket
+        self.loop = socket.loop
+        self.incoming = incoming
+        self.remoteAddress = socket.remote
+        self.maxFrame = socket.machine.maxPayload
+    }
+
+    /// Why the connection closed, once it has.
+    public var closeReason: CloseReason? { socket.status.withLock { $0.reason } }
+    /// Whether the connection is open.
+    public var isOpen: Bool { socket.status.withLock { $0.open } }
+
+    /// Connects to a listener and runs the handshake.
+    ///
+    /// - Parameters:
+    ///   - host: a numeric IPv4/IPv6 address or a name (resolved with `getaddrinfo`).
+    ///   - key: the pre-shared key (32 bytes).
+    ///   - localHost: the local address to bind before connecting (tests use other 127.x addresses).
+    /// - Throws: ``TransportError/system(call:errno:)`` if no address accepts the connection;
+    ///   ``TransportError/handshake(_:)`` if the handshake fails (wrong key, a deadline, a refusal).
+    public static func connect(host: String, port: UInt16, key: [UInt8], options: TCPOptions = .init(),
+                               localHost: String? = nil, loop: EventLoop = .shared) async throws(TransportError) -> TCPTransport {
+        let addresses = try SocketAddress.resolve(host: host, port: port)
+        var last = TransportError.system(call: "getaddrinfo(\(host))", errno: 0)
+        for address in addresses {
+            let local = try localHost.map { h throws(TransportError) -> SocketAddress in
+                guard let a = SocketAddress(numeric: h, port: 0) else { throw .system(call: "inet_pton(\(h))", errno: 22) }
+                return a
+            }
+            do {
+                return try await connect(address, key: key, options: options, local: local, loop: loop)
+            } catch {
+                last = error
+                if case .handshake = error { throw error }
+            }
+        }
+        throw last
+    }
+
+    static func connect(_ address: SocketAddress, key: [UInt8], options: TCPOptions, local: SocketAddress?,
+                        loop: EventLoop) async throws(TransportError) -> TCPTransport {
+        let fd = try System.socket(family: address.family)
+        do {
+            try System.setNoDelay(fd)
+            if let local { try System.bind(fd, local) }
+        } catch {
+            System.close(fd)
+            throw error
+        }
+        let machine = ConnectionMachine(role: .client, key: key, id: SecureRandom.bytes(Handshake.idSize),
+                                        nonce: SecureRandom.bytes(Handshake.nonceSize),
+                                        handshakeFrameLimit: options.handshakeFrameLimit, frameLimit: options.frameLimit)
+        let result: Result<TCPTransport, TransportError> = await withCheckedContinuation { continuation in
+            loop.execute {
+                let socket = SocketConnection(fd: fd, remote: address, machine: machine, options: options, loop: loop)
+                socket.onEstablished = { transport in continuation.resume(returning: .success(transport)) }
+                socket.onFailedHandshake = { error in continuation.resume(returning: .failure(error)) }
+                socket.startConnecting(to: address)
+            }
+        }
+        return try result.get()
+    }
+
+    /// Queues `frame` for the peer.
+    ///
+    /// - Throws: ``TransportError/closed`` once the connection is closed;
+    ///   ``TransportError/frameTooLarge(size:limit:)`` over ``maxFrame``.
+    public func send(_ frame: [UInt8]) async throws(TransportError) {
+        guard frame.count <= maxFrame else { throw .frameTooLarge(size: frame.count, limit: maxFrame) }
+        guard isOpen else { throw .closed }
+        let socket = socket
+        loop.execute { socket.sendData(frame) }
+    }
+
+    /// Returns once the connection is closed, by either side.
+    public func closed() async {
+        let socket = socket
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            loop.execute { socket.whenClosed { done.resume() } }
+        }
+    }
+
+    /// Sends BYE with `reason`, closes the socket and waits until it is closed.
+    public func close() async {
+        await close(reason: "closed")
+    }
+
+    /// As ``close()``, with the reason the peer reads.
+    public func close(reason: String) async {
+        let socket = socket
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            loop.execute {
+                socket.sayGoodbye(reason)
+                socket.whenClosed { done.resume() }
+            }
+        }
+    }
+}

@@ -1,0 +1,90 @@
+// Linux only (the event loop is epoll); the whole file compiles away elsewhere.
+#if canImport(Glibc)
+import Glibc
+import Foundation
+
+/// A blocking TCP client for attack tests: it sends whatever bytes the test chooses, from a
+/// chosen 127.x source address, and watches whether the server closes.
+// @unchecked Sendable: each test uses its sockets from one task at a time.
+final class RawSocket: @unchecked Sendable {
+    let fd: Int32
+
+    /// Connects from `source` (any 127.0.0.0/8 address) to 127.0.0.1:`port`; `nil` if refused.
+    init?(port: UInt16, source: String = "127.0.0.2") {
+        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { return nil }
+        var local = sockaddr_in()
+        local.sin_family = sa_family_t(AF_INET)
+        inet_pton(AF_INET, source, &local.sin_addr)
+        var remote = sockaddr_in()
+        remote.sin_family = sa_family_t(AF_INET)
+        remote.sin_port = port.bigEndian
+        inet_pton(AF_INET, "127.0.0.1", &remote.sin_addr)
+        let ok = withUnsafePointer(to: &local) { l in
+            l.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        } == 0 && withUnsafePointer(to: &remote) { r in
+            r.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        } == 0
+        if !ok {
+            close(fd)
+            return nil
+        }
+    }
+
+    deinit { close(fd) }
+
+    /// Sends all of `bytes`; `false` if the connection is gone.
+    @discardableResult
+    func send(_ bytes: [UInt8]) -> Bool {
+        var off = 0
+        while off < bytes.count {
+            let n = bytes[off...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            if n <= 0 { return false }
+            off += n
+        }
+        return true
+    }
+
+    /// Reads whatever arrives within `timeout` seconds, up to `count` bytes (fewer at a close).
+    func read(_ count: Int, timeout: Double) -> [UInt8] {
+        var out: [UInt8] = []
+        let deadline = Date().addingTimeInterval(timeout)
+        while out.count < count {
+            let left = deadline.timeIntervalSinceNow
+            if left <= 0 { break }
+            var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            guard poll(&p, 1, Int32(left * 1000) + 1) > 0 else { break }
+            var buf = [UInt8](repeating: 0, count: count - out.count)
+            let n = buf.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            if n <= 0 { break }
+            out += buf[0..<n]
+        }
+        return out
+    }
+
+    /// Whether the server closed the connection within `timeout` seconds (bytes before the close
+    /// are read and dropped).
+    func closedByPeer(within timeout: Double) -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        while true {
+            let left = deadline.timeIntervalSinceNow
+            if left <= 0 { return false }
+            var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            guard poll(&p, 1, Int32(left * 1000) + 1) > 0 else { return false }
+            var buf = [UInt8](repeating: 0, count: 4096)
+            let n = buf.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            if n <= 0 { return true }
+        }
+    }
+}
+
+/// Open sockets, epoll and eventfd descriptors of this process (Linux: /proc/self/fd), the kinds
+/// this module opens. Files other suites open at the same time are not counted.
+func openDescriptorCount() -> Int {
+    guard let entries = try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd") else { return -1 }
+    return entries.filter { name in
+        guard let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/" + name) else { return false }
+        return target.hasPrefix("socket:") || target.contains("eventpoll") || target.contains("eventfd")
+    }.count
+}
+#endif
