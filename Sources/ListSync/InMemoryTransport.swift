@@ -11,6 +11,8 @@ public final class InMemoryTransport: Transport {
     // The peer's inbox; behind a mutex so that `close` and `send` race safely.
     private let peer = Mutex<AsyncStream<[UInt8]>.Continuation?>(nil)
     private let limit: Int
+    /// The largest frame ``send(_:)`` accepts.
+    public var maxFrame: Int { limit }
 
     private init(limit: Int) {
         (incoming, inbox) = AsyncStream.makeStream(of: [UInt8].self)

@@ -52,7 +52,7 @@ public actor Replica {
     public func connect(_ transport: any Transport) async -> Int {
         let id = nextConnection
         nextConnection += 1
-        var session = SyncSession(local: live.replica)
+        var session = SyncSession(local: live.replica, maxFrameBytes: min(transport.maxFrame, 1 << 20 - 64))
         let hello = session.start(document: live.document)
         connections[id] = Connection(session: session, transport: transport)
         connections[id]?.reader = Task { [weak self] in

@@ -25,6 +25,9 @@ public struct SyncSession: Sendable {
 
     /// The largest number of operations in one frame.
     public let maxOperationsPerFrame: Int
+    /// The largest frame, in bytes, the session makes when it can (a batch over it is split; a
+    /// single operation over it is sent alone, and a transport with a smaller limit refuses it).
+    public let maxFrameBytes: Int
     /// Our replica.
     public let local: ReplicaID
     /// Where the session is.
@@ -41,9 +44,10 @@ public struct SyncSession: Sendable {
     public private(set) var framesSent = 0, framesReceived = 0, operationsSent = 0, operationsReceived = 0
 
     /// A session for `local`'s side of one connection.
-    public init(local: ReplicaID, maxOperationsPerFrame: Int = 512) {
+    public init(local: ReplicaID, maxOperationsPerFrame: Int = 512, maxFrameBytes: Int = 1 << 20 - 64) {
         self.local = local
         self.maxOperationsPerFrame = max(1, maxOperationsPerFrame)
+        self.maxFrameBytes = max(64, maxFrameBytes)
     }
 
     /// Opens the session: says hello.
@@ -107,15 +111,22 @@ public struct SyncSession: Sendable {
 
     // MARK: Helpers
 
+    /// Frames of at most ``maxOperationsPerFrame`` operations and (where one operation allows)
+    /// ``maxFrameBytes`` bytes: a batch over the byte limit is halved until it fits.
     private mutating func batches(_ ops: [ListOperation]) -> [SyncAction] {
         var actions: [SyncAction] = []
         var start = 0
         while start < ops.count {
-            let end = min(start + maxOperationsPerFrame, ops.count)
-            let batch = Array(ops[start..<end])
-            for op in batch { peerVersion.observe(op.lastID) }
-            operationsSent += batch.count
-            actions.append(send(.operations(batch)))
+            var end = min(start + maxOperationsPerFrame, ops.count)
+            var frame = SyncMessage.operations(Array(ops[start..<end])).encoded()
+            while frame.count > maxFrameBytes, end - start > 1 {
+                end = start + (end - start) / 2
+                frame = SyncMessage.operations(Array(ops[start..<end])).encoded()
+            }
+            for op in ops[start..<end] { peerVersion.observe(op.lastID) }
+            operationsSent += end - start
+            framesSent += 1
+            actions.append(.send(frame))
             start = end
         }
         return actions

@@ -9,6 +9,13 @@ public protocol Transport: Sendable {
     var incoming: AsyncStream<[UInt8]> { get }
     /// Closes the connection; both ends' `incoming` sequences finish.
     func close() async
+    /// The largest frame ``send(_:)`` accepts.
+    var maxFrame: Int { get }
+}
+
+extension Transport {
+    /// No limit unless the transport states one.
+    public var maxFrame: Int { Int.max }
 }
 
 /// Something that yields connections as peers connect.

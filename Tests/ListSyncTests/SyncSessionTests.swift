@@ -91,6 +91,29 @@ import ListCRDT
         #expect(p.a.encodedState() == p.b.encodedState())
     }
 
+    @Test("catch-up frames stay under the byte limit: a batch of large values is split")
+    func framesUnderByteLimit() throws {
+        var a = ListDocument(replica: ReplicaID(1))
+        try a.insertSection(at: 0)
+        for k in 0..<200 {
+            try a.insertItem(at: IndexPath(item: k, section: 0), value: Data(repeating: UInt8(k % 251), count: 3_000))
+        }
+        let limit = 64 * 1024
+        var sa = SyncSession(local: a.replica, maxFrameBytes: limit)
+        var b = ListDocument(replica: ReplicaID(2))
+        _ = sa.start(document: a)
+        let actions = try sa.receive(SyncMessage.hello(replica: b.replica, version: b.version).encoded(), document: a)
+        let frames = actions.compactMap { if case let .send(f) = $0 { f } else { nil } }
+        #expect(frames.count >= 10, "201 operations of ~3 KB need at least 10 frames of 64 KiB")
+        for f in frames {
+            #expect(f.count <= limit)
+            guard case let .operations(ops) = try SyncMessage(decoding: f) else { continue }
+            b.receive(ops)
+        }
+        #expect(b.encodedState() == a.encodedState())
+        #expect(sa.framesSent == 1 + frames.count)
+    }
+
     @Test("a lost frame is repaired by the next anti-entropy hello")
     func lossRepairedByTick() throws {
         var p = Pair(try Self.doc(1, items: 4), ListDocument(replica: ReplicaID(2)))
