@@ -54,7 +54,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "listsync-bench",
-            dependencies: ["ListCRDT", "ListSync", "ListSyncSimulation", "ListSyncTestSupport"],
+            dependencies: ["ListCRDT", "ListSync", "ListSyncSimulation", "ListSyncTCP", "ListSyncTestSupport"],
             path: "Benchmarks/Sources/listsync-bench"
         ),
     ]

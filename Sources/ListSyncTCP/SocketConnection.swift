@@ -13,6 +13,8 @@ final class SocketConnection: EventHandler, @unchecked Sendable {
     let options: TCPOptions
     var machine: ConnectionMachine
     let status = Mutex<(open: Bool, reason: CloseReason?)>((true, nil))
+    /// Bytes written to and read from the socket (frame headers, handshake and tags included).
+    let traffic = Mutex<(sent: Int, received: Int)>((0, 0))
 
     /// Called once when the handshake ends, with the transport to hand out.
     var onEstablished: ((TCPTransport) -> Void)?
@@ -98,6 +100,7 @@ final class SocketConnection: EventHandler, @unchecked Sendable {
                 return
             }
             lastReceived = EventLoop.now()
+            traffic.withLock { $0.received += n }
             perform(machine.receive(buffer[0..<n]))
             if n < buffer.count { return }
         }
@@ -224,6 +227,7 @@ final class SocketConnection: EventHandler, @unchecked Sendable {
             }
             guard let n else { break }
             sent += n
+            traffic.withLock { $0.sent += n }
         }
         if sent == outbound.count {
             outbound.removeAll(keepingCapacity: outbound.capacity <= 1 << 20)

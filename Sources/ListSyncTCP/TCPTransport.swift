@@ -30,6 +30,8 @@ public final class TCPTransport: Transport, @unchecked Sendable {
 
     /// Why the connection closed, once it has.
     public var closeReason: CloseReason? { socket.status.withLock { $0.reason } }
+    /// Bytes written to and read from the socket so far (handshake, headers and tags included).
+    public var traffic: (sent: Int, received: Int) { socket.traffic.withLock { $0 } }
     /// Whether the connection is open.
     public var isOpen: Bool { socket.status.withLock { $0.open } }
 
