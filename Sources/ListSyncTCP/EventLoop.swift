@@ -39,6 +39,8 @@ public final class EventLoop: @unchecked Sendable {
     private let queue = Mutex<(tasks: [@Sendable () -> Void], stopping: Bool)>(([], false))
     private let stopped = DispatchSemaphore(value: 0)
     private var handlers: [Int32: EventHandler] = [:]
+    /// Work to run at the end of the current turn (writes coalesced across a turn's tasks).
+    private var endOfTurn: [() -> Void] = []
     private var timers = TimerQueue()
     private let threadID = Mutex<pthread_t?>(nil)
 
@@ -125,6 +127,18 @@ public final class EventLoop: @unchecked Sendable {
         timers.add(at: Self.now() &+ delay.nanoseconds, task)
     }
 
+    /// Runs `task` once the tasks and events of the current turn are done (so that a turn's many
+    /// small writes to one socket leave in one system call). Loop thread only.
+    func atEndOfTurn(_ task: @escaping () -> Void) { endOfTurn.append(task) }
+
+    private func runEndOfTurn() {
+        while !endOfTurn.isEmpty {
+            let tasks = endOfTurn
+            endOfTurn = []
+            for t in tasks { t() }
+        }
+    }
+
     /// Cancels a timer (nothing if it already ran). Loop thread only.
     func cancel(_ timer: TimerQueue.ID) { timers.cancel(timer) }
 
@@ -163,8 +177,10 @@ public final class EventLoop: @unchecked Sendable {
                 return (q.tasks, q.stopping)
             }
             for t in tasks { t() }
+            runEndOfTurn()
             if stopping { break }
             for t in timers.popDue(now: Self.now()) { t() }
+            runEndOfTurn()
             let timeout: Int32
             if let next = timers.nextDeadline {
                 let now = Self.now()
@@ -187,6 +203,7 @@ public final class EventLoop: @unchecked Sendable {
                     handlers[fd]?.readable()
                 }
             }
+            runEndOfTurn()
         }
         // Shut down: close what is still registered.
         for fd in handlers.keys { System.close(fd) }

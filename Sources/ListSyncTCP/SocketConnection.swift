@@ -32,6 +32,7 @@ final class SocketConnection: EventHandler, @unchecked Sendable {
     private var watchingWrites = false
     private var closed = false
     private var draining = false
+    private var flushScheduled = false
     private var lastReceived = EventLoop.now()
     private var handshakeTimer: TimerQueue.ID?
     private var idleTimer: TimerQueue.ID?
@@ -210,7 +211,14 @@ final class SocketConnection: EventHandler, @unchecked Sendable {
             sent = 0
         }
         outbound.append(contentsOf: bytes)
-        if !connecting { flush() }
+        // One write per loop turn: frames queued by the same turn leave together.
+        if !connecting, !flushScheduled, !watchingWrites {
+            flushScheduled = true
+            loop.atEndOfTurn { [self] in
+                flushScheduled = false
+                if !closed { flush() }
+            }
+        }
     }
 
     /// Writes what the socket takes; watches for writability while bytes remain.
