@@ -14,6 +14,7 @@ let package = Package(
         .library(name: "ListTable", targets: ["ListTable"]),
         .library(name: "ListSync", targets: ["ListSync"]),
         .library(name: "ListSyncSimulation", targets: ["ListSyncSimulation"]),
+        .library(name: "ListSyncCrypto", targets: ["ListSyncCrypto"]),
         .executable(name: "listsync", targets: ["listsync"]),
         .executable(name: "listsync-bench", targets: ["listsync-bench"]),
     ],
@@ -28,6 +29,8 @@ let package = Package(
         // Seeded, replayable simulation: the in-memory network, workloads, the semantics oracle.
         .target(name: "ListSyncSimulation", dependencies: ["ListCRDT", "ListTable", "ListSync"]),
         .executableTarget(name: "listsync", dependencies: ["ListSyncSimulation"]),
+        // SHA-256, HMAC, HKDF, ChaCha20-Poly1305: pure Swift, no I/O.
+        .target(name: "ListSyncCrypto"),
         // Editing traces, shared by the tests and the benchmark.
         .target(name: "ListSyncTestSupport", dependencies: ["ListCRDT", "ListSyncSimulation"]),
         .testTarget(
@@ -42,9 +45,10 @@ let package = Package(
             name: "ListSyncTests",
             dependencies: ["ListCRDT", "ListTable", "ListSync", "ListSyncSimulation", "ListSyncTestSupport"]
         ),
+        .testTarget(name: "ListSyncCryptoTests", dependencies: ["ListSyncCrypto"]),
         .executableTarget(
             name: "listsync-bench",
-            dependencies: ["ListCRDT", "ListSync", "ListSyncSimulation", "ListSyncTestSupport"],
+            dependencies: ["ListCRDT", "ListSync", "ListSyncSimulation", "ListSyncTestSupport", "ListSyncCrypto"],
             path: "Benchmarks/Sources/listsync-bench"
         ),
     ]
