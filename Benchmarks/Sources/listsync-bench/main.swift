@@ -130,6 +130,7 @@ let shown: [String: [String]] = [
     "W7.shuffled.10000": ["ms", "ns_per_op", "buffered_ops"],
     "W7.shuffled.100000": ["ms", "ns_per_op", "buffered_ops"],
     "W8.concurrent": ["ms", "ns_per_op", "wire_ms"],
+    "W11.crypto": ["sha256_mb_s", "aead_seal_mb_s", "aead_open_mb_s", "aead_seal_1k_mb_s"],
 ]
 print("ListSync benchmark (release build), trace \(ctx.tracePath)")
 print(String(repeating: "-", count: 78))
