@@ -12,7 +12,7 @@ public struct ChaCha20Poly1305: Sendable {
     public static let tagSize = 16
 
     /// The longest plaintext one nonce can seal: 2^32 - 1 blocks of 64 bytes (RFC 8439 §2.8).
-    public static let maxPlaintextSize = 0xffff_ffff * 64
+    public static let maxPlaintextSize: UInt64 = 0xffff_ffff * 64
 
     typealias KeyWords = (UInt32, UInt32, UInt32, UInt32, UInt32, UInt32, UInt32, UInt32)
     let key: KeyWords
@@ -52,7 +52,7 @@ public struct ChaCha20Poly1305: Sendable {
             withBytes(aad) { a in
                 withBytes(plaintext) { pt in
                     let count = pt.count
-                    precondition(count <= Self.maxPlaintextSize, "ChaCha20-Poly1305 plaintext of \(count) bytes is over 256 GiB")
+                    precondition(UInt64(count) <= Self.maxPlaintextSize, "ChaCha20-Poly1305 plaintext of \(count) bytes is over 256 GiB")
                     return [UInt8](unsafeUninitializedCapacity: count + Self.tagSize) { out, initialized in
                         let core = ChaCha20.Core(key: key, nonce: n.baseAddress!)
                         let o = UnsafeMutableRawPointer(out.baseAddress!)
