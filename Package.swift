@@ -15,6 +15,7 @@ let package = Package(
         .library(name: "ListSync", targets: ["ListSync"]),
         .library(name: "ListSyncSimulation", targets: ["ListSyncSimulation"]),
         .library(name: "ListSyncTCP", targets: ["ListSyncTCP"]),
+        .library(name: "ListSyncCrypto", targets: ["ListSyncCrypto"]),
         .executable(name: "listsync", targets: ["listsync"]),
         .executable(name: "listsync-bench", targets: ["listsync-bench"]),
     ],
@@ -28,6 +29,7 @@ let package = Package(
         .target(name: "ListSync", dependencies: ["ListCRDT", "ListTable"]),
         // Seeded, replayable simulation: the in-memory network, workloads, the semantics oracle.
         .target(name: "ListSyncSimulation", dependencies: ["ListCRDT", "ListTable", "ListSync"]),
+        // SHA-256, HMAC, HKDF, ChaCha20-Poly1305: pure Swift, no I/O.
         .target(name: "ListSyncCrypto"),
         // epoll and eventfd, which Swift's Glibc module does not export (headers only).
         .target(name: "CListSyncLinux"),
@@ -52,9 +54,10 @@ let package = Package(
             name: "ListSyncTCPTests",
             dependencies: ["ListCRDT", "ListSync", "ListSyncTCP", "ListSyncCrypto", "ListSyncSimulation", "ListSyncTestSupport"]
         ),
+        .testTarget(name: "ListSyncCryptoTests", dependencies: ["ListSyncCrypto"]),
         .executableTarget(
             name: "listsync-bench",
-            dependencies: ["ListCRDT", "ListSync", "ListSyncSimulation", "ListSyncTCP", "ListSyncTestSupport"],
+            dependencies: ["ListCRDT", "ListSync", "ListSyncSimulation", "ListSyncTCP", "ListSyncTestSupport", "ListSyncCrypto"],
             path: "Benchmarks/Sources/listsync-bench"
         ),
     ]

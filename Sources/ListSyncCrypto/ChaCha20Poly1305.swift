@@ -11,6 +11,9 @@ public struct ChaCha20Poly1305: Sendable {
     /// The tag length in bytes (the sealed box is the ciphertext followed by it).
     public static let tagSize = 16
 
+    /// The longest plaintext one nonce can seal: 2^32 - 1 blocks of 64 bytes (RFC 8439 §2.8).
+    public static let maxPlaintextSize: UInt64 = 0xffff_ffff * 64
+
     typealias KeyWords = (UInt32, UInt32, UInt32, UInt32, UInt32, UInt32, UInt32, UInt32)
     let key: KeyWords
 
@@ -38,6 +41,7 @@ public struct ChaCha20Poly1305: Sendable {
 
     /// Encrypts `plaintext` and authenticates it with `aad`: the ciphertext followed by the 16-byte tag.
     ///
+    /// - Precondition: `plaintext` is at most `maxPlaintextSize` bytes (the 32-bit block counter).
     /// - Throws: `CryptoError.invalidNonceSize` unless `nonce` has 12 bytes.
     /// - Complexity: O(p + a), where p and a are the lengths of `plaintext` and `aad`.
     public func seal(
@@ -48,6 +52,7 @@ public struct ChaCha20Poly1305: Sendable {
             withBytes(aad) { a in
                 withBytes(plaintext) { pt in
                     let count = pt.count
+                    precondition(UInt64(count) <= Self.maxPlaintextSize, "ChaCha20-Poly1305 plaintext of \(count) bytes is over 256 GiB")
                     return [UInt8](unsafeUninitializedCapacity: count + Self.tagSize) { out, initialized in
                         let core = ChaCha20.Core(key: key, nonce: n.baseAddress!)
                         let o = UnsafeMutableRawPointer(out.baseAddress!)

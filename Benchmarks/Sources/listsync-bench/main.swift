@@ -131,6 +131,7 @@ let shown: [String: [String]] = [
     "W7.shuffled.100000": ["ms", "ns_per_op", "buffered_ops"],
     "W8.concurrent": ["ms", "ns_per_op", "wire_ms"],
     "W9.tcp": ["bulk_ms", "bulk_mb_s", "stream_ops_per_s", "latency_p50_us", "latency_p99_us"],
+    "W11.crypto": ["sha256_mb_s", "aead_seal_mb_s", "aead_open_mb_s", "aead_seal_1k_mb_s"],
 ]
 print("ListSync benchmark (release build), trace \(ctx.tracePath)")
 print(String(repeating: "-", count: 78))
