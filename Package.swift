@@ -14,6 +14,7 @@ let package = Package(
         .library(name: "ListTable", targets: ["ListTable"]),
         .library(name: "ListSync", targets: ["ListSync"]),
         .library(name: "ListSyncSimulation", targets: ["ListSyncSimulation"]),
+        .library(name: "ListStore", targets: ["ListStore"]),
         .executable(name: "listsync", targets: ["listsync"]),
         .executable(name: "listsync-bench", targets: ["listsync-bench"]),
     ],
@@ -28,6 +29,10 @@ let package = Package(
         // Seeded, replayable simulation: the in-memory network, workloads, the semantics oracle.
         .target(name: "ListSyncSimulation", dependencies: ["ListCRDT", "ListTable", "ListSync"]),
         .executableTarget(name: "listsync", dependencies: ["ListSyncSimulation"]),
+        // The durable store: op log, snapshots, recovery; every file call through one funnel.
+        .target(name: "ListStore", dependencies: ["ListCRDT"]),
+        // A child process for the kill -9 tests and Benchmarks/store-kill9.sh: appends, prints each ack.
+        .executableTarget(name: "listsync-store-probe", dependencies: ["ListStore", "ListCRDT"]),
         // Editing traces, shared by the tests and the benchmark.
         .target(name: "ListSyncTestSupport", dependencies: ["ListCRDT", "ListSyncSimulation"]),
         .testTarget(
@@ -42,9 +47,13 @@ let package = Package(
             name: "ListSyncTests",
             dependencies: ["ListCRDT", "ListTable", "ListSync", "ListSyncSimulation", "ListSyncTestSupport"]
         ),
+        .testTarget(
+            name: "ListStoreTests",
+            dependencies: ["ListStore", "ListCRDT", "ListSyncSimulation", "ListSyncTestSupport", "listsync-store-probe"]
+        ),
         .executableTarget(
             name: "listsync-bench",
-            dependencies: ["ListCRDT", "ListSync", "ListSyncSimulation", "ListSyncTestSupport"],
+            dependencies: ["ListCRDT", "ListSync", "ListSyncSimulation", "ListSyncTestSupport", "ListStore"],
             path: "Benchmarks/Sources/listsync-bench"
         ),
     ]
