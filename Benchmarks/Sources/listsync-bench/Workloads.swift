@@ -12,7 +12,7 @@ let traceLive = 104_852
 let randomSizes = [1_000, 10_000, 100_000, 1_000_000]
 let allWorkloads = ["W1.trace"] + randomSizes.map { "W1.random.\($0)" } + [
     "W2.history", "W3.stream.1", "W3.stream.100", "W4.moves", "W4.merge", "W5.sections", "W6.memory",
-] + outOfOrderWorkloads + ["W8.concurrent"]  // W8: W8Concurrent.swift
+] + outOfOrderWorkloads + ["W8.concurrent", "W10.store"]  // W8: W8Concurrent.swift, W10: W10Store.swift
 
 struct BenchError: Error, CustomStringConvertible {
     var description: String
@@ -43,6 +43,7 @@ func run(_ workload: String, _ ctx: Context) throws -> BenchResult {
     case "W5.sections": return try w5Sections()
     case "W6.memory": return try w6Memory(ctx)
     case "W8.concurrent": return try w8Concurrent(ctx)
+    case "W10.store": return try w10Store(ctx)
     default:
         if let (order, n) = outOfOrderWorkload(workload) { return try w7OutOfOrder(order: order, n: n) }
         if workload.hasPrefix("W1.random."), let n = Int(workload.dropFirst("W1.random.".count)),
