@@ -16,6 +16,7 @@ let package = Package(
         .library(name: "ListSyncSimulation", targets: ["ListSyncSimulation"]),
         .library(name: "ListSyncTCP", targets: ["ListSyncTCP"]),
         .library(name: "ListSyncCrypto", targets: ["ListSyncCrypto"]),
+        .library(name: "ListStore", targets: ["ListStore"]),
         .executable(name: "listsync", targets: ["listsync"]),
         .executable(name: "listsync-bench", targets: ["listsync-bench"]),
     ],
@@ -36,6 +37,10 @@ let package = Package(
         // Sockets on an event loop, frames, the key handshake and sealed frames.
         .target(name: "ListSyncTCP", dependencies: ["ListSync", "ListSyncCrypto", "CListSyncLinux"]),
         .executableTarget(name: "listsync", dependencies: ["ListSyncSimulation"]),
+        // The durable store: op log, snapshots, recovery; every file call through one funnel.
+        .target(name: "ListStore", dependencies: ["ListCRDT"]),
+        // A child process for the kill -9 tests and Benchmarks/store-kill9.sh: appends, prints each ack.
+        .executableTarget(name: "listsync-store-probe", dependencies: ["ListStore", "ListCRDT"]),
         // Editing traces, shared by the tests and the benchmark.
         .target(name: "ListSyncTestSupport", dependencies: ["ListCRDT", "ListSyncSimulation"]),
         .testTarget(
@@ -55,9 +60,13 @@ let package = Package(
             dependencies: ["ListCRDT", "ListSync", "ListSyncTCP", "ListSyncCrypto", "ListSyncSimulation", "ListSyncTestSupport"]
         ),
         .testTarget(name: "ListSyncCryptoTests", dependencies: ["ListSyncCrypto"]),
+        .testTarget(
+            name: "ListStoreTests",
+            dependencies: ["ListStore", "ListCRDT", "ListSyncSimulation", "ListSyncTestSupport", "listsync-store-probe"]
+        ),
         .executableTarget(
             name: "listsync-bench",
-            dependencies: ["ListCRDT", "ListSync", "ListSyncSimulation", "ListSyncTCP", "ListSyncTestSupport", "ListSyncCrypto"],
+            dependencies: ["ListCRDT", "ListSync", "ListSyncSimulation", "ListSyncTCP", "ListSyncTestSupport", "ListSyncCrypto", "ListStore"],
             path: "Benchmarks/Sources/listsync-bench"
         ),
     ]

@@ -101,6 +101,14 @@ for w in $WORKLOADS; do
     record "$e" "$w" "$PY" "$PEERS" --engine "$e" --workload "$w" --trace "$TRACE" --budget "$BUDGET"
   done
 done
+# W10.store: the durable store against SQLite (WAL, synchronous=FULL, one INSERT per transaction) on
+# the same disk (issue 17); Loro and Yrs have no durable store to compare.
+if [ "$SKIP_SWIFT" = 0 ]; then
+  log "listsync W10.store"
+  record listsync W10.store "$BIN" --workload W10.store --json --trace "$TRACE"
+fi
+log "sqlite-wal W10.store"
+record sqlite-wal W10.store "$PY" "$BENCH/compare/sqlite_wal.py"
 rm -f "$RESULTS/.stderr"
 
 # (d) table, Markdown report with the machine description, chart

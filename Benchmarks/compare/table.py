@@ -13,9 +13,10 @@ import argparse
 import json
 import sys
 
-ENGINES = ["listsync", "loro-list", "loro-movable", "yrs"]
-HEAD = {"listsync": "ListSync", "loro-list": "Loro list", "loro-movable": "Loro movable", "yrs": "Yrs"}
-THEIRS = ["loro-list", "loro-movable", "yrs"]
+ENGINES = ["listsync", "loro-list", "loro-movable", "yrs", "sqlite-wal"]
+HEAD = {"listsync": "ListSync", "loro-list": "Loro list", "loro-movable": "Loro movable", "yrs": "Yrs",
+        "sqlite-wal": "SQLite WAL"}
+THEIRS = ["loro-list", "loro-movable", "yrs", "sqlite-wal"]
 
 # (workload, metric) rows in display order
 ROWS = [("W1.trace", "ns_per_op"), ("W1.trace", "first_run_ns_per_op"), ("W1.trace", "peak_rss_bytes")]
@@ -27,6 +28,9 @@ ROWS += [("W4.merge", "ms"), ("W4.merge", "ok"), ("W5.sections", "ms")]
 ROWS += [("W6.memory", "bytes_per_live_item"), ("W6.memory", "bytes_per_deleted_item")]
 ROWS += [(f"W7.{o}.{n}", m) for o in ("reverse", "shuffled") for n in (10000, 100000) for m in ("ms", "ns_per_op")]
 ROWS += [("W8.concurrent", "ms"), ("W8.concurrent", "ok")]
+# W10.store (issue 17): higher appends/s is better; SQLite is WAL + synchronous=FULL (compare/sqlite_wal.py)
+ROWS += [("W10.store", m) for m in ("appends_per_s_1", "appends_per_s_16", "bytes_per_op", "recover_log_ms",
+                                     "recover_snapshot_ms")]
 
 # targets: (label, workload, metric, other engine or "self:<workload>", max ratio or absolute limit)
 TARGETS = [

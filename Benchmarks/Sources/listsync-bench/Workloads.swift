@@ -12,7 +12,7 @@ let traceLive = 104_852
 let randomSizes = [1_000, 10_000, 100_000, 1_000_000]
 let allWorkloads = ["W1.trace"] + randomSizes.map { "W1.random.\($0)" } + [
     "W2.history", "W3.stream.1", "W3.stream.100", "W4.moves", "W4.merge", "W5.sections", "W6.memory",
-] + outOfOrderWorkloads + ["W8.concurrent", "W9.tcp", "W11.crypto"]  // W8: W8Concurrent.swift, W9: W9Tcp.swift, W11: W11Crypto.swift
+] + outOfOrderWorkloads + ["W8.concurrent", "W9.tcp", "W10.store", "W11.crypto"]  // W8Concurrent.swift, W9Tcp.swift, W10Store.swift, W11Crypto.swift
 
 struct BenchError: Error, CustomStringConvertible {
     var description: String
@@ -45,6 +45,7 @@ func run(_ workload: String, _ ctx: Context) throws -> BenchResult {
     case "W8.concurrent": return try w8Concurrent(ctx)
     case "W9.tcp": return try w9Tcp(ctx)
     case "W11.crypto": return try w11Crypto()
+    case "W10.store": return try w10Store(ctx)
     default:
         if let (order, n) = outOfOrderWorkload(workload) { return try w7OutOfOrder(order: order, n: n) }
         if workload.hasPrefix("W1.random."), let n = Int(workload.dropFirst("W1.random.".count)),

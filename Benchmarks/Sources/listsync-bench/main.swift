@@ -83,7 +83,7 @@ let executable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath(
 let ctx = Context(
     tracePath: URL(fileURLWithPath: tracePath ?? defaultTrace()).standardizedFileURL.path,
     executable: FileManager.default.fileExists(atPath: executable) ? executable : CommandLine.arguments[0])
-if workloads.contains(where: { $0.hasPrefix("W1.trace") || $0.hasPrefix("W2") || $0.hasPrefix("W3") || $0 == "W6.memory" }),
+if workloads.contains(where: { $0.hasPrefix("W1.trace") || $0.hasPrefix("W2") || $0.hasPrefix("W3") || $0 == "W6.memory" || $0 == "W10.store" }),
    !FileManager.default.fileExists(atPath: ctx.tracePath) {
     fail("trace not found: \(ctx.tracePath) (pass --trace PATH)")
 }
@@ -132,6 +132,7 @@ let shown: [String: [String]] = [
     "W8.concurrent": ["ms", "ns_per_op", "wire_ms"],
     "W9.tcp": ["bulk_ms", "bulk_mb_s", "stream_ops_per_s", "latency_p50_us", "latency_p99_us"],
     "W11.crypto": ["sha256_mb_s", "aead_seal_mb_s", "aead_open_mb_s", "aead_seal_1k_mb_s"],
+    "W10.store": ["appends_per_s_1", "appends_per_s_16", "bytes_per_op", "recover_log_ms", "recover_snapshot_ms"],
 ]
 print("ListSync benchmark (release build), trace \(ctx.tracePath)")
 print(String(repeating: "-", count: 78))

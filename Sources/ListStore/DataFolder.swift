@@ -1,0 +1,127 @@
+import Foundation
+import ListCRDT
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// A data folder: many documents by id under one root, and a lock file so that one process (one
+/// `DataFolder`) uses it at a time.
+///
+/// ```
+/// <root>/lock                       flock(LOCK_EX | LOCK_NB) held while the DataFolder is open
+/// <root>/documents/<id>/name        the document's name (UTF-8), written atomically
+/// <root>/documents/<id>/...         the DocumentStore files
+/// ```
+///
+/// The lock is an `flock` on an open file description: a second process, or a second `DataFolder`
+/// in this one (its own descriptor), gets ``StoreError/locked(path:)``. It goes with the process
+/// (a crash or `kill -9` releases it).
+public final class DataFolder: Sendable {
+    /// The root folder.
+    public let root: String
+    let fs: FileSystem
+    let lock: Mutex<Int32?>
+
+    /// One document of the folder.
+    public struct Entry: Hashable, Sendable {
+        /// Its id.
+        public var id: DocumentID
+        /// Its name, as given to ``DataFolder/create(name:id:)``.
+        public var name: String
+    }
+
+    /// Opens (creating if needed) the data folder at `root` and takes its lock.
+    ///
+    /// - Throws: ``StoreError/locked(path:)`` when another process or `DataFolder` holds it.
+    public init(root: String, fileSystem: FileSystem = .system) throws(StoreError) {
+        self.root = root
+        fs = fileSystem
+        if !fs.exists(root) {
+            try fs.mkdir(root)
+            try fs.syncFolder(Opener.parent(of: root))
+        }
+        let lockPath = root + "/lock"
+        let fd = try fs.open(lockPath, flags: O_RDWR | O_CREAT, mode: 0o644)
+        do throws(StoreError) {
+            try fs.flock(fd, LOCK_EX | LOCK_NB, path: lockPath)
+        } catch {
+            try? fs.close(fd, path: lockPath)
+            if case .system(_, let code, _) = error, code == EWOULDBLOCK || code == EAGAIN {
+                throw .locked(path: lockPath)
+            }
+            throw error
+        }
+        lock = Mutex(fd)
+        do throws(StoreError) {
+            try fs.mkdir(documentsPath)
+        } catch {
+            close()
+            throw error
+        }
+    }
+
+    deinit { close() }
+
+    var documentsPath: String { root + "/documents" }
+
+    /// The folder of document `id`.
+    public func folder(of id: DocumentID) -> String { documentsPath + "/" + id.description }
+
+    /// Creates a document named `name` (with a fresh random id unless `id` is given) and returns its id.
+    /// Its store is created by the first ``open(_:replica:options:)``.
+    ///
+    /// - Throws: ``StoreError/closed`` after ``close()``.
+    @discardableResult
+    public func create(name: String, id: DocumentID? = nil) throws(StoreError) -> DocumentID {
+        try checkOpen()
+        var rng = SystemRandomNumberGenerator()
+        let id = id ?? DocumentID.random(using: &rng)
+        let folder = folder(of: id)
+        try fs.mkdir(folder)
+        try fs.syncFolder(documentsPath)
+        try fs.writeAtomically(Array(name.utf8), to: folder + "/name", folder: folder)
+        return id
+    }
+
+    /// Opens document `id`'s store (recovering it; see ``DocumentStore/open(at:documentID:replica:options:fileSystem:)``).
+    ///
+    /// - Throws: ``StoreError/unknownDocument(_:)`` for an id this folder does not have.
+    /// - Complexity: that of recovery.
+    public func open(_ id: DocumentID, replica: ReplicaID,
+                     options: StoreOptions = StoreOptions()) throws(StoreError) -> (store: DocumentStore, document: ListDocument) {
+        try checkOpen()
+        let folder = folder(of: id)
+        guard fs.exists(folder + "/name") else { throw .unknownDocument(id) }
+        return try DocumentStore.open(at: folder, documentID: id, replica: replica, options: options, fileSystem: fs)
+    }
+
+    /// Every document, ordered by id; folders that are not documents are skipped.
+    ///
+    /// - Complexity: O(d) file reads for d documents.
+    public func list() throws(StoreError) -> [Entry] {
+        try checkOpen()
+        var entries: [Entry] = []
+        for name in try fs.list(documentsPath) {
+            guard let id = DocumentID(hex: name), fs.exists(folder(of: id) + "/name") else { continue }
+            let bytes = try fs.readFile(folder(of: id) + "/name")
+            entries.append(Entry(id: id, name: String(decoding: bytes, as: UTF8.self)))
+        }
+        return entries.sorted { $0.id < $1.id }
+    }
+
+    /// Releases the lock. The stores opened through this folder stay open; close them first.
+    public func close() {
+        lock.withLock { fd in
+            guard let f = fd else { return }
+            try? fs.close(f, path: root + "/lock")
+            fd = nil
+        }
+    }
+
+    private func checkOpen() throws(StoreError) {
+        guard lock.withLock({ $0 != nil }) else { throw .closed }
+    }
+}

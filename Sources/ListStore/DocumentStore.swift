@@ -1,0 +1,157 @@
+import ListCRDT
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Settings of a ``DocumentStore``.
+public struct StoreOptions: Sendable {
+    /// The largest value an operation may carry (as ``ListDocument/maxValueSize``).
+    public var maxValueSize = ListDocument.defaultMaxValueSize
+    /// Makes the epoch of a new document (DAEMON.md, "Messages"). Default: 64 random bits from
+    /// `SystemRandomNumberGenerator`, never 0.
+    public var newEpoch: @Sendable () -> UInt64 = {
+        var rng = SystemRandomNumberGenerator()
+        return UInt64.random(in: 1...UInt64.max, using: &rng)
+    }
+
+    /// The defaults.
+    public init() {}
+}
+
+/// One document on disk: a snapshot and an operation log per generation, in a folder of its own.
+///
+/// ```
+/// <folder>/snapshot-<g>        the document at the start of generation g (none for g = 0)
+/// <folder>/log-<g>             every operation batch logged since, each fdatasynced before
+///                              append returns
+/// <folder>/log-<g>.tail-<n>    damaged bytes that recovery cut off a log, kept for inspection
+/// ```
+///
+/// ``open(at:documentID:replica:options:fileSystem:)`` creates or recovers the document;
+/// ``append(_:)-([ListOperation])`` makes a batch durable (group commit); ``snapshot(_:)`` starts a
+/// new generation from a document and drops the old one. The store does not keep the document: the
+/// caller applies what it appends, and hands the document to `snapshot`. One store per folder at a
+/// time (``DataFolder`` holds a lock for that); a store is safe to use from many threads.
+public final class DocumentStore: Sendable {
+    /// The store's folder.
+    public let folder: String
+    /// The document's id, in every file's header.
+    public let documentID: DocumentID
+    /// The settings it was opened with.
+    public let options: StoreOptions
+    /// What opening found and did.
+    public let recoveryReport: RecoveryReport
+    let fs: FileSystem
+    let writer: LogWriter
+
+    init(folder: String, documentID: DocumentID, options: StoreOptions, report: RecoveryReport,
+         fs: FileSystem, output: LogWriter.Output) {
+        self.folder = folder
+        self.documentID = documentID
+        self.options = options
+        self.recoveryReport = report
+        self.fs = fs
+        writer = LogWriter(fs: fs, output: output, label: documentID.description)
+    }
+
+    // MARK: Appending
+
+    /// Appends an operation batch to the log and returns once it is durable: one `pwrite` of its
+    /// records (a batch over 1 MiB encoded is split into several records), then `fdatasync`,
+    /// shared with the appends that arrive while another sync runs.
+    ///
+    /// Call it before applying, acknowledging or forwarding the operations (DAEMON.md, Promises 1).
+    /// An empty batch returns at once.
+    ///
+    /// - Throws: ``StoreError``: after a failed write or sync, this and every later call fail
+    ///   (``StoreError/failed(first:)``); reopen the store.
+    /// - Complexity: O(n) to encode n operations, plus one write and one sync shared with others.
+    public func append(_ ops: [ListOperation]) throws(StoreError) {
+        guard !ops.isEmpty else { return }
+        let bytes = try Self.records(for: ops)
+        try writer.commit(bytes, maxIDs: Self.maxIDs(ops))
+    }
+
+    /// ``append(_:)-([ListOperation])`` for Swift concurrency: the write and sync run on the
+    /// store's dispatch queue, so no cooperative thread waits for the disk.
+    ///
+    /// - Complexity: O(n) to encode n operations, plus one write and one sync shared with others.
+    public func append(_ ops: [ListOperation]) async throws(StoreError) {
+        guard !ops.isEmpty else { return }
+        let bytes = try Self.records(for: ops)
+        try await writer.commit(bytes, maxIDs: Self.maxIDs(ops))
+    }
+
+    /// The document's epoch (DAEMON.md, "Messages"): random at creation, kept in snapshots and logs.
+    /// Waits for a commit round in progress.
+    public var epoch: UInt64 {
+        get throws(StoreError) { try writer.exclusive { $0.epoch } }
+    }
+
+    /// The current generation (the `g` of `log-<g>`). Waits for a commit round in progress.
+    public var generation: UInt64 {
+        get throws(StoreError) { try writer.exclusive { $0.generation } }
+    }
+
+    /// The current log's length in bytes. Waits for a commit round in progress.
+    public var logSize: Int64 {
+        get throws(StoreError) { try writer.exclusive { $0.end } }
+    }
+
+    /// How many commit rounds (each one `fdatasync`) this store has run.
+    public var syncCount: Int {
+        get throws(StoreError) { try writer.exclusive { $0.syncs } }
+    }
+
+    /// Gives the document a new epoch (after a reset or a restore from a backup), durably: an epoch
+    /// record in the log. Returns it.
+    @discardableResult
+    public func resetEpoch(to epoch: UInt64? = nil) throws(StoreError) -> UInt64 {
+        let value = epoch ?? options.newEpoch()
+        try writer.commit(LogFormat.epochRecord(value), maxIDs: [:], epoch: value)
+        return value
+    }
+
+    /// Closes the log file. Appends after it fail with ``StoreError/closed``.
+    public func close() throws(StoreError) {
+        try writer.close()
+    }
+
+    // MARK: Records
+
+    /// The log records of a batch: one if it fits, else the batch split in halves until each fits.
+    static func records(for ops: [ListOperation]) throws(StoreError) -> [UInt8] {
+        var out: [UInt8] = []
+        try appendRecords(ops[...], to: &out)
+        return out
+    }
+
+    private static func appendRecords(_ ops: ArraySlice<ListOperation>, to out: inout [UInt8]) throws(StoreError) {
+        let payload = ListOperation.encode(ops)
+        if payload.count < LogFormat.maxRecordLength, ops.count <= ListOperation.defaultMaxBatchOperations {
+            LogFormat.appendRecord(.operations, payload: payload, to: &out)
+            return
+        }
+        guard ops.count > 1 else { throw .recordTooLarge(bytes: payload.count + 1, limit: LogFormat.maxRecordLength) }
+        let mid = ops.startIndex + ops.count / 2
+        try appendRecords(ops[..<mid], to: &out)
+        try appendRecords(ops[mid...], to: &out)
+    }
+
+    static func maxIDs(_ ops: some Sequence<ListOperation>) -> [ReplicaID: UInt64] {
+        var ids: [ReplicaID: UInt64] = [:]
+        for op in ops where op.id.counter > ids[op.id.replica, default: 0] { ids[op.id.replica] = op.id.counter }
+        return ids
+    }
+
+    // MARK: Names
+
+    /// `folder/name`.
+    func path(_ name: String) -> String { folder + "/" + name }
+
+    static func snapshotName(_ g: UInt64) -> String { "snapshot-\(g)" }
+    static func logName(_ g: UInt64) -> String { "log-\(g)" }
+    static func tailName(_ g: UInt64, _ n: Int) -> String { "log-\(g).tail-\(n)" }
+}

@@ -1,0 +1,304 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The one door through which the store touches files: every call retries `EINTR`, throws
+/// ``StoreError/system(call:errno:path:)`` with the call's name, errno and path, and first passes a
+/// ``Call`` to an optional hook (modelled on swift-nio's `NIOPosix/System.swift`).
+///
+/// The hook is for tests: it sees every call in order (to count `fdatasync`s, say) and can make a
+/// call fail with an errno instead of running it (`ENOSPC`, `EIO`, or every mutating call after the
+/// k-th, which is what a crash looks like to the files).
+///
+/// ```swift
+/// let calls = Mutex<[String]>([])
+/// let fs = FileSystem { call in calls.withLock { $0.append(call.name) }; return nil }
+/// ```
+public struct FileSystem: Sendable {
+    /// One file call about to be made.
+    public struct Call: Sendable, CustomStringConvertible {
+        /// The C function's name: `open`, `pread`, `pwrite`, `fdatasync`, `fsync`, `ftruncate`,
+        /// `rename`, `unlink`, `mkdir`, `fstat`, `flock`, `close`, `readdir`.
+        public var name: String
+        /// The file or folder it is about.
+        public var path: String?
+        /// Whether it can change what is on disk (`open` with `O_CREAT`, writes, syncs, truncations,
+        /// renames, unlinks, `mkdir`).
+        public var isMutating: Bool
+
+        public var description: String { "\(name)(\(path ?? "-"))" }
+    }
+
+    /// Sees each call before it runs; returns nil to run it, or an errno to fail it with.
+    public typealias Hook = @Sendable (Call) -> Int32?
+
+    /// The hook, if any.
+    public var hook: Hook?
+
+    /// The real file system, with no hook.
+    public static let system = FileSystem()
+
+    /// A file system whose calls pass through `hook` first.
+    public init(hook: Hook? = nil) { self.hook = hook }
+
+    // MARK: The funnel
+
+    /// Runs `body` (a C call returning -1 and setting errno on failure) after the hook, retrying
+    /// `EINTR`.
+    @inline(__always)
+    func run<T: BinaryInteger>(_ name: String, _ path: String?, mutating: Bool,
+                               _ body: () -> T) throws(StoreError) -> T {
+        if let hook, let code = hook(Call(name: name, path: path, isMutating: mutating)) {
+            throw .system(call: name, errno: code, path: path)
+        }
+        while true {
+            let result = body()
+            if result != -1 { return result }
+            let code = errno
+            if code == EINTR { continue }
+            throw .system(call: name, errno: code, path: path)
+        }
+    }
+
+    // MARK: Calls
+
+    /// Opens `path` (always with `O_CLOEXEC`); `mode` applies when `flags` has `O_CREAT`.
+    public func open(_ path: String, flags: Int32, mode: UInt32 = 0o644) throws(StoreError) -> Int32 {
+        try run("open", path, mutating: flags & O_CREAT != 0) { () -> Int32 in
+            #if canImport(Glibc)
+            Glibc.open(path, flags | O_CLOEXEC, mode)
+            #else
+            Darwin.open(path, flags | O_CLOEXEC, mode_t(mode))
+            #endif
+        }
+    }
+
+    /// Closes `fd`.
+    public func close(_ fd: Int32, path: String?) throws(StoreError) {
+        // EINTR on close leaves the descriptor closed on Linux: do not retry it.
+        if let hook, let code = hook(Call(name: "close", path: path, isMutating: false)) {
+            throw .system(call: "close", errno: code, path: path)
+        }
+        #if canImport(Glibc)
+        let r = Glibc.close(fd)
+        #else
+        let r = Darwin.close(fd)
+        #endif
+        if r == -1, errno != EINTR { throw .system(call: "close", errno: errno, path: path) }
+    }
+
+    /// Reads up to `count` bytes at `offset` into `buffer`; returns how many were read (0 at the end).
+    public func pread(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer, offset: Int64,
+                      path: String?) throws(StoreError) -> Int {
+        try run("pread", path, mutating: false) { () -> Int in
+            #if canImport(Glibc)
+            Glibc.pread(fd, buffer.baseAddress, buffer.count, off_t(offset))
+            #else
+            Darwin.pread(fd, buffer.baseAddress, buffer.count, off_t(offset))
+            #endif
+        }
+    }
+
+    /// Writes `bytes` at `offset`, going on after short writes until all are written.
+    ///
+    /// - Complexity: O(n).
+    public func pwriteAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, offset: Int64, path: String?) throws(StoreError) {
+        var done = 0
+        while done < bytes.count {
+            let rest = UnsafeRawBufferPointer(rebasing: bytes[done...])
+            let n = try run("pwrite", path, mutating: true) { () -> Int in
+                #if canImport(Glibc)
+                Glibc.pwrite(fd, rest.baseAddress, rest.count, off_t(offset) + off_t(done))
+                #else
+                Darwin.pwrite(fd, rest.baseAddress, rest.count, off_t(offset) + off_t(done))
+                #endif
+            }
+            if n == 0 { throw .system(call: "pwrite", errno: EIO, path: path) }
+            done += n
+        }
+    }
+
+    /// ``pwriteAll(_:_:offset:path:)`` for an array.
+    public func pwriteAll(_ fd: Int32, _ bytes: [UInt8], offset: Int64, path: String?) throws(StoreError) {
+        // withUnsafeBytes rethrows untyped errors: carry the typed one out by hand.
+        let failure: StoreError? = bytes.withUnsafeBytes { buffer in
+            do throws(StoreError) {
+                try pwriteAll(fd, buffer, offset: offset, path: path)
+                return nil
+            } catch { return error }
+        }
+        if let failure { throw failure }
+    }
+
+    /// Makes the file's data (and the metadata needed to read it, such as its length) durable.
+    public func fdatasync(_ fd: Int32, path: String?) throws(StoreError) {
+        _ = try run("fdatasync", path, mutating: true) { () -> Int32 in
+            #if canImport(Glibc)
+            Glibc.fdatasync(fd)
+            #else
+            fcntl(fd, F_FULLFSYNC)
+            #endif
+        }
+    }
+
+    /// Makes the file (or folder: its entries) and all its metadata durable.
+    public func fsync(_ fd: Int32, path: String?) throws(StoreError) {
+        _ = try run("fsync", path, mutating: true) { () -> Int32 in
+            #if canImport(Glibc)
+            Glibc.fsync(fd)
+            #else
+            fcntl(fd, F_FULLFSYNC)
+            #endif
+        }
+    }
+
+    /// Cuts the file to `length` bytes.
+    public func ftruncate(_ fd: Int32, length: Int64, path: String?) throws(StoreError) {
+        _ = try run("ftruncate", path, mutating: true) { () -> Int32 in
+            #if canImport(Glibc)
+            Glibc.ftruncate(fd, off_t(length))
+            #else
+            Darwin.ftruncate(fd, off_t(length))
+            #endif
+        }
+    }
+
+    /// The file's length in bytes.
+    public func size(_ fd: Int32, path: String?) throws(StoreError) -> Int64 {
+        var st = stat()
+        _ = try run("fstat", path, mutating: false) { fstat(fd, &st) }
+        return Int64(st.st_size)
+    }
+
+    /// Renames `from` to `to`, replacing `to` atomically if it exists.
+    public func rename(_ from: String, to: String) throws(StoreError) {
+        _ = try run("rename", "\(from) -> \(to)", mutating: true) { () -> Int32 in
+            #if canImport(Glibc)
+            Glibc.rename(from, to)
+            #else
+            Darwin.rename(from, to)
+            #endif
+        }
+    }
+
+    /// Removes the file at `path`.
+    public func unlink(_ path: String) throws(StoreError) {
+        _ = try run("unlink", path, mutating: true) { () -> Int32 in
+            #if canImport(Glibc)
+            Glibc.unlink(path)
+            #else
+            Darwin.unlink(path)
+            #endif
+        }
+    }
+
+    /// Creates the folder at `path`; an existing folder is fine.
+    public func mkdir(_ path: String) throws(StoreError) {
+        do throws(StoreError) {
+            _ = try run("mkdir", path, mutating: true) { () -> Int32 in
+                #if canImport(Glibc)
+                Glibc.mkdir(path, 0o755)
+                #else
+                Darwin.mkdir(path, 0o755)
+                #endif
+            }
+        } catch {
+            guard case .system(_, EEXIST, _) = error else { throw error }
+        }
+    }
+
+    /// `flock(fd, operation)`; `LOCK_EX | LOCK_NB` fails with `EWOULDBLOCK` when held elsewhere.
+    public func flock(_ fd: Int32, _ operation: Int32, path: String?) throws(StoreError) {
+        _ = try run("flock", path, mutating: false) { () -> Int32 in
+            #if canImport(Glibc)
+            let call = Glibc.flock(_:_:)
+            #else
+            let call = Darwin.flock(_:_:)
+            #endif
+            return call(fd, operation)
+        }
+    }
+
+    // MARK: Compositions
+
+    /// Makes the folder's entries (creations, renames, removals) durable: `open` it, `fsync`, `close`.
+    public func syncFolder(_ path: String) throws(StoreError) {
+        let fd = try open(path, flags: O_RDONLY | O_DIRECTORY)
+        defer { try? close(fd, path: path) }
+        try fsync(fd, path: path)
+    }
+
+    /// The whole file's bytes.
+    ///
+    /// - Complexity: O(n).
+    public func readAll(_ fd: Int32, path: String?) throws(StoreError) -> [UInt8] {
+        let size = Int(try self.size(fd, path: path))
+        var bytes = [UInt8](repeating: 0, count: size)
+        var done = 0
+        while done < size {
+            let read: Result<Int, StoreError> = bytes.withUnsafeMutableBytes { b in
+                do throws(StoreError) {
+                    return .success(try pread(fd, into: UnsafeMutableRawBufferPointer(rebasing: b[done...]),
+                                              offset: Int64(done), path: path))
+                } catch { return .failure(error) }
+            }
+            let n = try read.get()
+            if n == 0 { break }  // shrank under us: keep what was read
+            done += n
+        }
+        return done == size ? bytes : Array(bytes[..<done])
+    }
+
+    /// The whole file at `path`.
+    ///
+    /// - Complexity: O(n).
+    public func readFile(_ path: String) throws(StoreError) -> [UInt8] {
+        let fd = try open(path, flags: O_RDONLY)
+        defer { try? close(fd, path: path) }
+        return try readAll(fd, path: path)
+    }
+
+    /// Writes `bytes` to `path` so that it either has them all or is as before, even after a crash:
+    /// `path.tmp` is created, written, `fsync`ed, renamed over `path`, and the folder `fsync`ed.
+    ///
+    /// - Complexity: O(n).
+    public func writeAtomically(_ bytes: [UInt8], to path: String, folder: String) throws(StoreError) {
+        let tmp = path + ".tmp"
+        let fd = try open(tmp, flags: O_WRONLY | O_CREAT | O_TRUNC)
+        do throws(StoreError) {
+            try pwriteAll(fd, bytes, offset: 0, path: tmp)
+            try fsync(fd, path: tmp)
+        } catch {
+            try? close(fd, path: tmp)
+            throw error
+        }
+        try close(fd, path: tmp)
+        try rename(tmp, to: path)
+        try syncFolder(folder)
+    }
+
+    /// The names in the folder at `path` (no `.` or `..`), sorted.
+    ///
+    /// - Complexity: O(n log n) for n entries.
+    public func list(_ path: String) throws(StoreError) -> [String] {
+        if let hook, let code = hook(Call(name: "readdir", path: path, isMutating: false)) {
+            throw .system(call: "readdir", errno: code, path: path)
+        }
+        do {
+            return try FileManager.default.contentsOfDirectory(atPath: path).sorted()
+        } catch {
+            let underlying = (error as NSError).userInfo[NSUnderlyingErrorKey] as? NSError
+            let code = underlying?.domain == NSPOSIXErrorDomain ? Int32(underlying!.code)
+                : (FileManager.default.fileExists(atPath: path) ? EIO : ENOENT)
+            throw .system(call: "readdir", errno: code, path: path)
+        }
+    }
+
+    /// Whether something exists at `path` (`stat` through FileManager; not a mutating call).
+    public func exists(_ path: String) -> Bool {
+        FileManager.default.fileExists(atPath: path)
+    }
+}

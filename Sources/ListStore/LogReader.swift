@@ -1,0 +1,145 @@
+import ListCRDT
+
+/// One intact record of a log.
+public enum LogRecord: Hashable, Sendable {
+    /// An operation batch, decoded and validated.
+    case operations([ListOperation])
+    /// The document's epoch from this record on.
+    case epoch(UInt64)
+}
+
+/// Why a log scan stopped before the end of the file: the first bad record.
+public enum LogDamage: Error, Hashable, Sendable, CustomStringConvertible {
+    /// Fewer bytes left than a record's 9-byte prefix.
+    case shortPrefix(bytes: Int)
+    /// A length of zero (a zero-filled tail, typically).
+    case zeroLength
+    /// A length over the 1 MiB limit.
+    case oversizedLength(Int)
+    /// A length running past the end of the file (a torn write).
+    case truncated(length: Int, available: Int)
+    /// The masked CRC32C does not match.
+    case checksumMismatch
+    /// A type byte this build does not know.
+    case unknownType(UInt8)
+    /// The payload does not decode (the decoder's message).
+    case undecodable(String)
+
+    public var description: String {
+        switch self {
+        case let .shortPrefix(n): "\(n) bytes, too few for a record"
+        case .zeroLength: "zero length"
+        case let .oversizedLength(n): "length \(n) over the \(LogFormat.maxRecordLength)-byte limit"
+        case let .truncated(length, available): "length \(length) but only \(available) bytes follow"
+        case .checksumMismatch: "checksum mismatch"
+        case let .unknownType(t): "unknown record type \(t)"
+        case let .undecodable(why): "payload does not decode: \(why)"
+        }
+    }
+}
+
+/// The result of scanning a log's bytes: every intact record up to the first bad one.
+///
+/// Scanning is pure (bytes in, records out): ``DocumentStore`` reads the file, scans it, and only
+/// then keeps the tail aside and truncates.
+public struct LogScan: Sendable {
+    /// The intact records, in file order.
+    public var records: [LogRecord] = []
+    /// How many bytes from the start of the file are intact (header included): the length to
+    /// truncate the log to.
+    public var validLength: Int
+    /// Where the first bad record starts and what is wrong with it; nil when the whole file is intact.
+    public var damage: (offset: Int, reason: LogDamage)?
+
+    /// Scans `bytes`, a whole log of `document`.
+    ///
+    /// - Throws: ``StoreError/notOurs(path:reason:)`` when the header is not a valid header of
+    ///   this document's log (`path` only names the file in the error).
+    /// - Complexity: O(n) for n bytes, plus decoding the operation batches.
+    public static func scan(_ bytes: [UInt8], document: DocumentID, path: String = "log",
+                            maxValueSize: Int = ListDocument.defaultMaxValueSize) throws(StoreError) -> LogScan {
+        try LogFormat.checkLogHeader(bytes[...], document: document, path: path)
+        var scan = LogScan(validLength: LogFormat.logHeaderSize)
+        var at = LogFormat.logHeaderSize
+        while at < bytes.count {
+            switch record(in: bytes, at: at, maxValueSize: maxValueSize) {
+            case let .success((record, next)):
+                scan.records.append(record)
+                at = next
+                scan.validLength = next
+            case let .failure(damage):
+                scan.damage = (at, damage)
+                return scan
+            }
+        }
+        return scan
+    }
+
+    /// The record at `at` and the offset after it, or what is wrong with it.
+    static func record(in bytes: [UInt8], at: Int, maxValueSize: Int) -> Result<(LogRecord, Int), LogDamage> {
+        let available = bytes.count - at
+        guard available >= LogFormat.recordOverhead else { return .failure(.shortPrefix(bytes: available)) }
+        let all = bytes[...]
+        let len = Int(LogFormat.get32(all, at))
+        guard len > 0 else { return .failure(.zeroLength) }
+        guard len <= LogFormat.maxRecordLength else { return .failure(.oversizedLength(len)) }
+        guard len <= available - 8 else { return .failure(.truncated(length: len, available: available - 8)) }
+        var crc = CRC32C()
+        crc.update(bytes[at..<at + 4])
+        crc.update(bytes[at + 8..<at + 8 + len])
+        guard CRC32C.masked(crc.value) == LogFormat.get32(all, at + 4) else { return .failure(.checksumMismatch) }
+        let typeByte = bytes[at + 8]
+        let payload = bytes[at + 9..<at + 8 + len]
+        let next = at + 8 + len
+        switch LogRecordType(rawValue: typeByte) {
+        case .operations:
+            do {
+                let ops = try ListOperation.decode(payload, maxValueSize: maxValueSize)
+                return .success((.operations(ops), next))
+            } catch {
+                return .failure(.undecodable("\(error)"))
+            }
+        case .epoch:
+            guard payload.count == 8 else { return .failure(.undecodable("epoch record of \(payload.count) bytes, not 8")) }
+            return .success((.epoch(LogFormat.get64(all, at + 9)), next))
+        case nil:
+            return .failure(.unknownType(typeByte))
+        }
+    }
+}
+
+/// What opening a store found and did: how much it replayed, and what it kept aside.
+public struct RecoveryReport: Hashable, Sendable, CustomStringConvertible {
+    /// The generation opened (the `g` of `snapshot-<g>` and `log-<g>`).
+    public var generation: UInt64 = 0
+    /// Whether the document was created by this open (no files were there).
+    public var created = false
+    /// Whether a snapshot was loaded.
+    public var loadedSnapshot = false
+    /// Intact log records replayed (operation batches and epoch records).
+    public var recordsReplayed = 0
+    /// Operations in the replayed batches.
+    public var operationsReplayed = 0
+    /// Bytes of damaged tail moved out of the log (0 when the log was intact).
+    public var bytesKeptAside = 0
+    /// Where they went: `log-<g>.tail-<n>` in the store folder.
+    public var tailPath: String?
+    /// What was wrong at the start of the tail.
+    public var damage: LogDamage?
+    /// Whether an interrupted snapshot was finished (older generation files removed, or the
+    /// new generation's log started).
+    public var finishedSnapshot = false
+
+    public init() {}
+
+    public var description: String {
+        var parts = [created ? "created generation \(generation)" : "opened generation \(generation)"]
+        if loadedSnapshot { parts.append("loaded its snapshot") }
+        parts.append("replayed \(recordsReplayed) records (\(operationsReplayed) operations)")
+        if let tailPath, let damage {
+            parts.append("kept \(bytesKeptAside) damaged bytes aside in \(tailPath) (\(damage))")
+        }
+        if finishedSnapshot { parts.append("finished an interrupted snapshot") }
+        return parts.joined(separator: ", ")
+    }
+}

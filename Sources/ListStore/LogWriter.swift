@@ -1,0 +1,165 @@
+import Dispatch
+import ListCRDT
+import Synchronization
+
+/// The appending end of a document's log, with group commit: every append is one `pwrite` of whole
+/// records followed by one `fdatasync`, and the appends that arrive while a sync runs share the next
+/// one.
+///
+/// Leader and followers: an append queues its records; if no commit round is running, the caller
+/// leads one (takes everything queued, writes it in one `pwrite`, `fdatasync`s, completes every
+/// entry of the round); if more entries queued meanwhile, a serial dispatch queue leads the next
+/// rounds until the queue is empty. Blocking callers wait on a semaphore, async callers on a
+/// continuation, so an async append never holds a cooperative thread while the disk syncs.
+///
+/// After a failed write or sync the writer is failed for good (after a failed `fsync` Linux may
+/// have dropped the dirty pages, so retrying could acknowledge lost data): reopen the store.
+final class LogWriter: Sendable {
+    /// The open log file and what the store knows about it; guarded by ``output``, held for the
+    /// whole of a commit round or a snapshot.
+    struct Output {
+        var fd: Int32
+        var path: String
+        /// The file's length: where the next records go.
+        var end: Int64
+        var generation: UInt64
+        var epoch: UInt64
+        /// The highest counter of each replica in every operation this store has logged (from the
+        /// recovered document on): a snapshot must cover it.
+        var logged: [ReplicaID: UInt64]
+        var failure: StoreError?
+        var closed = false
+        var syncs = 0
+    }
+
+    /// A queued append.
+    struct Entry {
+        var bytes: [UInt8]
+        var maxIDs: [ReplicaID: UInt64]
+        var epoch: UInt64?
+        var done: @Sendable (StoreError?) -> Void
+    }
+
+    struct Queue {
+        var entries: [Entry] = []
+        var leading = false
+    }
+
+    let fs: FileSystem
+    let output: Mutex<Output>
+    let queue = Mutex(Queue())
+    let drain: DispatchQueue
+
+    init(fs: FileSystem, output: Output, label: String) {
+        self.fs = fs
+        self.output = Mutex(output)
+        drain = DispatchQueue(label: "ListStore.commit.\(label)")
+    }
+
+    // MARK: Appending
+
+    /// Appends `bytes` (whole records) and returns once they are durable.
+    func commit(_ bytes: [UInt8], maxIDs: [ReplicaID: UInt64], epoch: UInt64? = nil) throws(StoreError) {
+        let semaphore = DispatchSemaphore(value: 0)
+        let result = ResultBox()
+        let entry = Entry(bytes: bytes, maxIDs: maxIDs, epoch: epoch) { error in
+            result.value.withLock { $0 = error }
+            semaphore.signal()
+        }
+        if enqueue(entry) {
+            if runRound() { drain.async { self.drainAll() } }
+        }
+        semaphore.wait()
+        if let error = result.value.withLock({ $0 }) { throw error }
+    }
+
+    /// Appends `bytes` (whole records) and returns once they are durable, without blocking a
+    /// cooperative thread: the rounds run on the writer's dispatch queue.
+    func commit(_ bytes: [UInt8], maxIDs: [ReplicaID: UInt64]) async throws(StoreError) {
+        let error: StoreError? = await withCheckedContinuation { (continuation: CheckedContinuation<StoreError?, Never>) in
+            let entry = Entry(bytes: bytes, maxIDs: maxIDs, epoch: nil) { continuation.resume(returning: $0) }
+            if enqueue(entry) { drain.async { self.drainAll() } }
+        }
+        if let error { throw error }
+    }
+
+    /// Queues `entry`; true if the caller is to lead (no round is running).
+    private func enqueue(_ entry: Entry) -> Bool {
+        queue.withLock { q in
+            q.entries.append(entry)
+            if q.leading { return false }
+            q.leading = true
+            return true
+        }
+    }
+
+    private func drainAll() {
+        while runRound() {}
+    }
+
+    /// One commit round: writes and syncs everything queued, completes it. Returns whether more
+    /// entries are queued (the caller keeps leading); when not, leadership is given up.
+    private func runRound() -> Bool {
+        let batch = queue.withLock { q in
+            let b = q.entries
+            q.entries = []
+            return b
+        }
+        let error: StoreError? = output.withLock { o in
+            if let failure = o.failure { return .failed(first: failure.description) }
+            if o.closed { return .closed }
+            var bytes = batch.count == 1 ? batch[0].bytes : []
+            if batch.count > 1 {
+                bytes.reserveCapacity(batch.reduce(0) { $0 + $1.bytes.count })
+                for e in batch { bytes += e.bytes }
+            }
+            do throws(StoreError) {
+                try fs.pwriteAll(o.fd, bytes, offset: o.end, path: o.path)
+                try fs.fdatasync(o.fd, path: o.path)
+            } catch {
+                o.failure = error
+                return error
+            }
+            o.end += Int64(bytes.count)
+            o.syncs += 1
+            for e in batch {
+                for (r, c) in e.maxIDs where c > o.logged[r, default: 0] { o.logged[r] = c }
+                if let epoch = e.epoch { o.epoch = epoch }
+            }
+            return nil
+        }
+        for e in batch { e.done(error) }
+        return queue.withLock { q in
+            if q.entries.isEmpty {
+                q.leading = false
+                return false
+            }
+            return true
+        }
+    }
+
+    // MARK: Exclusive access
+
+    /// Runs `body` with the log to itself: no commit round runs meanwhile (snapshots swap the file).
+    func exclusive<T: Sendable>(_ body: (inout Output) throws(StoreError) -> T) throws(StoreError) -> T {
+        try output.withLock { (o: inout Output) throws(StoreError) -> T in
+            if let failure = o.failure { throw .failed(first: failure.description) }
+            if o.closed { throw .closed }
+            return try body(&o)
+        }
+    }
+
+    /// Closes the file; later appends fail with ``StoreError/closed``.
+    func close() throws(StoreError) {
+        try output.withLock { (o: inout Output) throws(StoreError) in
+            guard !o.closed else { return }
+            o.closed = true
+            try fs.close(o.fd, path: o.path)
+        }
+    }
+}
+
+/// A result handed from the commit round's thread to a blocked appender.
+final class ResultBox: Sendable {
+    let value = Mutex<StoreError?>(nil)
+}
