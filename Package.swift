@@ -17,6 +17,7 @@ let package = Package(
         .library(name: "ListSyncTCP", targets: ["ListSyncTCP"]),
         .library(name: "ListSyncCrypto", targets: ["ListSyncCrypto"]),
         .library(name: "ListStore", targets: ["ListStore"]),
+        .library(name: "ListSyncServer", targets: ["ListSyncServer"]),
         .executable(name: "listsync", targets: ["listsync"]),
         .executable(name: "listsync-bench", targets: ["listsync-bench"]),
     ],
@@ -36,11 +37,14 @@ let package = Package(
         .target(name: "CListSyncLinux"),
         // Sockets on an event loop, frames, the key handshake and sealed frames.
         .target(name: "ListSyncTCP", dependencies: ["ListSync", "ListSyncCrypto", "CListSyncLinux"]),
-        .executableTarget(name: "listsync", dependencies: ["ListSyncSimulation"]),
         // The durable store: op log, snapshots, recovery; every file call through one funnel.
         .target(name: "ListStore", dependencies: ["ListCRDT"]),
         // A child process for the kill -9 tests and Benchmarks/store-kill9.sh: appends, prints each ack.
         .executableTarget(name: "listsync-store-probe", dependencies: ["ListStore", "ListCRDT"]),
+        // The peer daemon: documents registry, connections, peers, metrics; and its client.
+        .target(name: "ListSyncServer", dependencies: ["ListCRDT", "ListTable", "ListSync", "ListSyncTCP", "ListStore", "ListSyncCrypto"]),
+        // The command-line tool: serve, the client commands, simulate. Wiring only.
+        .executableTarget(name: "listsync", dependencies: ["ListSyncSimulation", "ListSyncServer", "ListSyncTCP", "ListStore", "ListTable", "ListCRDT"]),
         // Editing traces, shared by the tests and the benchmark.
         .target(name: "ListSyncTestSupport", dependencies: ["ListCRDT", "ListSyncSimulation"]),
         .testTarget(
@@ -64,6 +68,8 @@ let package = Package(
             name: "ListStoreTests",
             dependencies: ["ListStore", "ListCRDT", "ListSyncSimulation", "ListSyncTestSupport", "listsync-store-probe"]
         ),
+        // Starts the built `listsync` binary as a process (a dependency, so it is built first).
+        .testTarget(name: "ListSyncServerTests", dependencies: ["listsync", "ListSyncServer", "ListStore", "ListCRDT"]),
         .executableTarget(
             name: "listsync-bench",
             dependencies: ["ListCRDT", "ListSync", "ListSyncSimulation", "ListSyncTCP", "ListSyncTestSupport", "ListSyncCrypto", "ListStore"],

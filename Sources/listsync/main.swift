@@ -1,5 +1,4 @@
 import Foundation
-import ListSyncSimulation
 
 /// `listsync`: command-line entry point. Wiring only: the work is in the ListSync modules.
 
@@ -8,114 +7,47 @@ let usage = """
 
     USAGE: listsync <command> [options]
 
-    COMMANDS:
-      simulate    run replicas that edit concurrently over a faulty simulated network, then check
-                  that they converged (the default command)
-      help        show this help
+    THE DAEMON:
+      serve       run the peer daemon: documents on disk, synced with clients and peers over TCP
+                  (zero flags: data in ~/.listsync, listening on 127.0.0.1:\(defaultPort))
+
+    CLIENT COMMANDS (talk to a daemon, by default the local one):
+      status      the daemon's documents, connections, peers, limits and figures
+      docs        list the documents
+      create      create a document:            listsync create NAME [--sections A,B]
+      show        print a document as a table:  listsync show DOC
+      watch       print each change as it comes: listsync watch DOC
+      insert      insert an item or a section:  listsync insert DOC PATH TEXT   (PATH 0.3 or 2)
+      move        move an item or a section:    listsync move DOC FROM TO       (0.3 1.0, or 2 0)
+      delete      delete an item or a section:  listsync delete DOC PATH
+      rename      change an item's or a section's text: listsync rename DOC PATH TEXT
+      export      write a document to a file:   listsync export DOC FILE
+      import      create a document from a file: listsync import FILE [--name NAME]
+
+    TESTING:
+      simulate    replicas editing concurrently over a faulty simulated network, checked
 
     Run `listsync <command> --help` for a command's options.
     """
 
-let simulateUsage = """
-    USAGE: listsync simulate [options]
-
-    Runs N replicas that make K random edits (inserts, deletes, moves within and across sections,
-    section moves and deletes, multi-item moves) over an in-memory network with delay, reordering,
-    duplication, loss and partitions, all on a virtual clock driven by the seed. Then heals the
-    network, runs anti-entropy until quiet, and checks convergence and every invariant.
-    Exits 0 when every run passes, 1 when any fails, 2 on bad usage.
-
-    OPTIONS:
-      --replicas N        replicas (default 4)
-      --ops K             edits per run (default 200)
-      --seed S            seed of the first run (default 1)
-      --runs R            number of runs with seeds S, S+1, ... (default 1)
-      --loss P            percent of frames lost (default 5)
-      --duplicate P       percent of frames duplicated (default 5)
-      --latency A-B       frame delay range in virtual ms (default 1-40)
-      --partitions N      partition episodes per run (default 2)
-      --quiet             print only failures and the summary
-      -h, --help          show this help
-    """
-
-struct UsageError: Error { var message: String }
-
-func runSimulate(_ args: [String]) throws -> Int32 {
-    var config = SimulationConfiguration()
-    var runs: UInt64 = 1
-    var quiet = false
-    var i = 0
-    func value(_ name: String) throws -> String {
-        i += 1
-        guard i < args.count else { throw UsageError(message: "\(name) needs a value") }
-        return args[i]
-    }
-    func number<T: FixedWidthInteger>(_ name: String, _ range: ClosedRange<T>) throws -> T {
-        let text = try value(name)
-        guard let n = T(text), range.contains(n) else {
-            throw UsageError(message: "\(name) must be a whole number in \(range.lowerBound)...\(range.upperBound), not '\(text)'")
-        }
-        return n
-    }
-    while i < args.count {
-        switch args[i] {
-        case "-h", "--help": print(simulateUsage); return 0
-        case "--replicas": config.replicas = try number("--replicas", 1...64)
-        case "--ops": config.operations = try number("--ops", 0...10_000_000)
-        case "--seed": config.seed = try number("--seed", 0...UInt64.max)
-        case "--runs": runs = try number("--runs", 1...10_000_000)
-        case "--loss": config.faults.lossPercent = try number("--loss", 0...99)
-        case "--duplicate": config.faults.duplicatePercent = try number("--duplicate", 0...100)
-        case "--partitions": config.partitions = try number("--partitions", 0...1000)
-        case "--latency":
-            let text = try value("--latency")
-            let parts = text.split(separator: "-").compactMap { UInt64($0) }
-            guard parts.count == 2, parts[0] <= parts[1] else { throw UsageError(message: "--latency must look like 1-40, not '\(text)'") }
-            config.faults.latency = parts[0]...parts[1]
-        case "--quiet": quiet = true
-        default: throw UsageError(message: "unknown option '\(args[i])'")
-        }
-        i += 1
-    }
-    let first = config.seed
-    var failed: [UInt64] = []
-    var edits = 0, frames = 0, bytes = 0
-    let start = Date()
-    for k in 0..<runs {
-        config.seed = first &+ k
-        var simulator = Simulator(config)
-        let report = simulator.run()
-        edits += report.edits
-        frames += report.framesSent
-        bytes += report.bytesSent
-        if !report.passed { failed.append(config.seed) }
-        if !quiet || !report.passed {
-            print(report)
-            if !report.passed {
-                print("replay: listsync simulate --seed \(config.seed) --replicas \(config.replicas) --ops \(config.operations)")
-            }
-            if runs > 1 { print("") }
-        }
-    }
-    if runs > 1 || quiet {
-        let seconds = Date().timeIntervalSince(start)
-        print("summary: \(runs) runs × \(config.replicas) replicas × \(config.operations) edits: \(edits) edits, \(frames) frames, \(bytes) bytes, \(runs - UInt64(failed.count)) passed, \(failed.count) failed, \(String(format: "%.1f", seconds)) s")
-        if !failed.isEmpty { print("failed seeds: \(failed.prefix(20).map(String.init).joined(separator: " "))") }
-    }
-    return failed.isEmpty ? 0 : 1
-}
-
 let arguments = Array(CommandLine.arguments.dropFirst())
-let command = arguments.first ?? "simulate"
+let command = arguments.first ?? "help"
+let rest = Array(arguments.dropFirst())
 do {
+    let code: Int32
     switch command {
-    case "simulate": exit(try runSimulate(Array(arguments.dropFirst())))
-    case "-h", "--help", "help": print(usage); exit(0)
+    case "serve": code = try runServe(rest)
+    case "simulate": code = try runSimulate(rest)
+    case "-h", "--help", "help": print(usage); code = 0
     default:
-        if command.hasPrefix("-") { exit(try runSimulate(arguments)) }
-        throw UsageError(message: "unknown command '\(command)'")
+        if let client = clientCommands[command] {
+            code = try runClient(command, client, rest)
+        } else {
+            throw UsageError(message: "unknown command '\(command)'")
+        }
     }
+    exit(code)
 } catch let error as UsageError {
-    FileHandle.standardError.write(Data("listsync: \(error.message)\n\(usage)\n".utf8))
+    FileHandle.standardError.write(Data("listsync: \(error.message)\nRun `listsync \(command == "help" ? "" : command + " ")--help` for usage.\n".utf8))
     exit(2)
 }

@@ -1,0 +1,356 @@
+import Foundation
+import ListCRDT
+import ListStore
+import ListSync
+import ListSyncTCP
+
+/// The peer daemon: documents durable in a data folder, served over TCP to clients and peers
+/// that hold the key (Docs/Daemon.md).
+///
+/// ``start()`` takes the data folder's lock, reads or creates the key, listens, and connects to
+/// the configured peers. Documents are loaded when first asked for and unloaded when idle.
+/// ``stop()`` stops accepting, closes every connection, snapshots large logs and releases the lock.
+public actor Daemon {
+    /// What the daemon was started with.
+    public nonisolated let configuration: DaemonConfiguration
+    /// The key's path.
+    public nonisolated let keyPath: String
+    /// Whether ``start()`` created the key file.
+    public private(set) var keyCreated = false
+    /// The address it listens on (with the port chosen, when 0 was asked), once started.
+    public private(set) var address: SocketAddress?
+    let loop: EventLoop
+    private var folder: DataFolder?
+    private var key: [UInt8] = []
+    private var replica = ReplicaID(1)
+    private var listener: TCPListener?
+    private var acceptTask: Task<Void, Never>?
+    private var hosts: [DocumentID: DocumentHost] = [:]
+    private var loading: [DocumentID: Task<DocumentHost, any Error>] = [:]
+    private var connections: [ObjectIdentifier: DaemonConnection] = [:]
+    private var peers: [PeerLink] = []
+    private var housekeeping: Task<Void, Never>?
+    let metrics = DaemonMetrics()
+    private var stopping = false
+
+    /// A daemon for `configuration`, not started.
+    public init(configuration: DaemonConfiguration, loop: EventLoop = .shared) {
+        self.configuration = configuration
+        self.keyPath = configuration.keyFile ?? configuration.dataFolder + "/key"
+        self.loop = loop
+    }
+
+    /// Opens the data folder, reads or creates the key, listens and connects to the peers.
+    ///
+    /// - Throws: ``DaemonError`` naming what stopped it (the folder locked by another daemon, a
+    ///   key file others can read, the port in use).
+    public func start() async throws(DaemonError) {
+        let fm = FileManager.default
+        if !fm.fileExists(atPath: configuration.dataFolder) {
+            do {
+                try fm.createDirectory(atPath: configuration.dataFolder, withIntermediateDirectories: true,
+                                       attributes: [.posixPermissions: 0o700])
+            } catch { throw .dataFolder("cannot create \(configuration.dataFolder): \(error.localizedDescription)") }
+        }
+        do { folder = try DataFolder(root: configuration.dataFolder) } catch {
+            throw .dataFolder("\(error)")
+        }
+        do {
+            if configuration.keyFile == nil {
+                (key, keyCreated) = try KeyFile.readOrCreate(keyPath)
+            } else {
+                key = try KeyFile.read(keyPath)
+            }
+        } catch {
+            folder?.close()
+            throw .key(error.description)
+        }
+        replica = Self.daemonReplica(in: configuration.dataFolder)
+        do {
+            listener = try await TCPListener.listen(host: configuration.listenHost, port: configuration.listenPort,
+                                                    key: key, options: configuration.tcp, loop: loop)
+        } catch {
+            folder?.close()
+            throw .listen("\(configuration.listenHost):\(configuration.listenPort): \(error)")
+        }
+        address = listener?.address
+        let l = listener!
+        acceptTask = Task { [weak self] in
+            while let t = try? await l.acceptTCP() {
+                guard let self else { await t.close(); return }
+                await self.adopt(t)
+            }
+        }
+        for p in configuration.peers {
+            let link = PeerLink(daemon: self, host: p.host, port: p.port, key: key, options: configuration.tcp, loop: loop)
+            peers.append(link)
+            await link.start()
+        }
+        housekeeping = Task { [weak self] in
+            while !Task.isCancelled {
+                try? await Task.sleep(for: .seconds(1))
+                await self?.tidy()
+            }
+        }
+    }
+
+    /// Stops accepting, closes every connection and peer link, snapshots large logs, closes the
+    /// stores and releases the data folder. Everything acknowledged was durable already.
+    public func stop() async {
+        guard !stopping else { return }
+        stopping = true
+        housekeeping?.cancel()
+        await listener?.close()
+        acceptTask?.cancel()
+        for p in peers { await p.stop() }
+        for c in connections.values { await c.close(reason: "the daemon is stopping") }
+        connections = [:]
+        for (_, h) in hosts {
+            await h.snapshotIfLarge(logBytes: configuration.snapshotLogBytes)
+            await h.close()
+        }
+        hosts = [:]
+        folder?.close()
+        folder = nil
+    }
+
+    // MARK: Documents
+
+    /// The resident host of document `id`, loading it (recovering its store) if needed.
+    ///
+    /// - Throws: ``DaemonError/unknownDocument(_:)`` or a storage failure.
+    func host(_ id: DocumentID) async throws(DaemonError) -> DocumentHost {
+        if let h = hosts[id] { return h }
+        guard let folder else { throw .stopping }
+        if let pending = loading[id] {
+            do { return try await pending.value } catch { throw DaemonError.from(error) }
+        }
+        let replica = replica
+        let clock = Self.clock
+        let task = Task { () throws -> DocumentHost in
+            let entry = try folder.list().first { $0.id == id }
+            guard let entry else { throw DaemonError.unknownDocument(id) }
+            let (store, document) = try folder.open(id, replica: replica)
+            return DocumentHost(id: id, name: entry.name, store: store, document: document,
+                                epoch: try store.epoch, clock: clock)
+        }
+        loading[id] = task
+        defer { loading[id] = nil }
+        do {
+            let h = try await task.value
+            hosts[id] = h
+            metrics.loaded()
+            return h
+        } catch {
+            throw DaemonError.from(error)
+        }
+    }
+
+    /// Creates a document with `sections` (made by this daemon's replica), or, with `id` (a
+    /// peer's copy), returns the existing one or makes an empty one with that id and `epoch`.
+    func create(name: String, sections: [String], id: DocumentID?, epoch: UInt64) async throws(DaemonError)
+        -> (DocumentID, UInt64) {
+        guard let folder else { throw .stopping }
+        if let id, let existing = try? await host(id) { return (id, await existing.epoch) }
+        let count = (try? folder.list().count) ?? 0
+        guard count < configuration.maxDocuments else { throw .limit("\(count) documents: the limit") }
+        let newID: DocumentID
+        do { newID = try folder.create(name: name, id: id) } catch { throw DaemonError.from(error) }
+        log("document created", ["id": newID.description, "name": name, "from": id == nil ? "client" : "peer"])
+        var options = StoreOptions()
+        if epoch != 0 { options.newEpoch = { epoch } }
+        let h: DocumentHost
+        do {
+            let (store, document) = try folder.open(newID, replica: replica, options: options)
+            h = DocumentHost(id: newID, name: name, store: store, document: document, epoch: try store.epoch, clock: Self.clock)
+        } catch { throw DaemonError.from(error) }
+        hosts[newID] = h
+        metrics.loaded()
+        // A document made here (not a peer's copy) starts with the sections asked for.
+        if id == nil, !sections.isEmpty {
+            let names = sections
+            var doc = await h.document
+            var ops: [ListOperation] = []
+            for (i, n) in names.enumerated() {
+                if let op = try? doc.insertSection(at: i, value: Data(n.utf8)) { ops.append(op) }
+            }
+            do { _ = try await h.receive(ops, from: nil) } catch { throw DaemonError.from(error) }
+        }
+        let madeEpoch = await h.epoch
+        if id == nil {
+            for p in peers { await p.documentCreated(newID, name: name, epoch: madeEpoch) }
+        }
+        // Connected peers that follow the list hear of it at once (they have no link to us).
+        let info = DocumentInfo(id: newID, name: name, epoch: madeEpoch, operations: 0)
+        for c in connections.values { await c.announce(info) }
+        return (newID, madeEpoch)
+    }
+
+    /// Every document in the data folder.
+    func list() async -> [DocumentInfo] {
+        guard let folder, let entries = try? folder.list() else { return [] }
+        var out: [DocumentInfo] = []
+        for e in entries {
+            if let h = hosts[e.id] {
+                out.append(DocumentInfo(id: e.id, name: e.name, epoch: await h.epoch, operations: await h.document.operationCount))
+            } else {
+                out.append(DocumentInfo(id: e.id, name: e.name, epoch: 0, operations: 0))
+            }
+        }
+        return out
+    }
+
+    /// A peer created a document here: tell the other peers.
+    func relayCreated(_ id: DocumentID, name: String, epoch: UInt64, except: PeerLink?) async {
+        for p in peers where p !== except { await p.documentCreated(id, name: name, epoch: epoch) }
+    }
+
+    // MARK: Connections
+
+    private func adopt(_ transport: TCPTransport) async {
+        let c = DaemonConnection(transport: transport, daemon: self)
+        connections[ObjectIdentifier(c)] = c
+        metrics.connected()
+        log("connection opened", ["peer": transport.remoteAddress.description])
+        Task { [weak self] in
+            await c.run()
+            await self?.forget(c)
+        }
+    }
+
+    private func forget(_ c: DaemonConnection) {
+        connections[ObjectIdentifier(c)] = nil
+        metrics.disconnected()
+        log("connection closed", ["peer": c.transport.remoteAddress.description,
+                                  "reason": c.transport.closeReason?.description ?? "closed"])
+    }
+
+    /// Logs one event through the configuration's sink.
+    nonisolated func log(_ event: String, _ fields: [String: String]) {
+        configuration.log?(event, fields)
+    }
+
+    /// Unloads idle documents (no subscriber, unused for `idleUnload`, or over the resident limit).
+    private func tidy() async {
+        let now = Self.clock()
+        var idle: [(DocumentID, UInt64)] = []
+        for (id, h) in hosts where await h.subscriberCount == 0 {
+            idle.append((id, await h.lastUsed))
+        }
+        idle.sort { $0.1 < $1.1 }
+        var excess = hosts.count - configuration.maxResidentDocuments
+        for (id, used) in idle {
+            guard excess > 0 || now &- used >= configuration.idleUnload.nanos else { continue }
+            guard let h = hosts.removeValue(forKey: id) else { continue }
+            await h.snapshotIfLarge(logBytes: configuration.snapshotLogBytes)
+            await h.close()
+            metrics.unloaded()
+            excess -= 1
+        }
+        for p in peers { await p.tick() }
+    }
+
+    /// The status as a JSON object (what `listsync status` prints).
+    func statusJSON() async -> String {
+        var resident: [[String: Any]] = []
+        for (id, h) in hosts {
+            resident.append(["id": id.description, "name": h.name, "operations": await h.document.operationCount,
+                             "subscribers": await h.subscriberCount])
+        }
+        var peerList: [[String: Any]] = []
+        for p in peers { peerList.append(["address": p.label, "connected": await p.isConnected]) }
+        let onDisk = (try? folder?.list().count) ?? 0
+        var object: [String: Any] = [
+            "address": address?.description ?? "",
+            "data_folder": configuration.dataFolder,
+            "documents_on_disk": onDisk,
+            "documents_resident": hosts.count,
+            "connections": connections.count,
+            "peers": peerList,
+            "resident": resident,
+            "refused_connections": listener?.refused ?? [:],
+            "rss_bytes": DaemonMetrics.residentBytes(),
+            "bytes_on_disk": Self.diskUsage(configuration.dataFolder),
+            "limits": [
+                "max_connections": configuration.tcp.maxConnections,
+                "max_unauthenticated": configuration.tcp.maxUnauthenticated,
+                "max_per_address": configuration.tcp.maxPerAddress,
+                "frame_bytes": configuration.tcp.frameLimit,
+                "send_queue_bytes": configuration.tcp.sendQueueLimit,
+                "handshake_timeout_ms": Int(configuration.tcp.handshakeTimeout.nanos / 1_000_000),
+                "idle_timeout_ms": Int(configuration.tcp.idleTimeout.nanos / 1_000_000),
+                "max_resident_documents": configuration.maxResidentDocuments,
+                "max_documents": configuration.maxDocuments,
+            ] as [String: Any],
+        ]
+        for (k, v) in metrics.snapshot() { object[k] = v }
+        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data("{}".utf8)
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    // MARK: Helpers
+
+    static let clock: @Sendable () -> UInt64 = { DispatchTime.now().uptimeNanoseconds }
+
+    /// The daemon's own replica id (for the sections it makes), drawn once per data folder.
+    static func daemonReplica(in folder: String) -> ReplicaID {
+        let path = folder + "/replica"
+        if let text = try? String(contentsOfFile: path, encoding: .utf8),
+           let v = UInt64(text.trimmingCharacters(in: .whitespacesAndNewlines), radix: 16), v != 0 {
+            return ReplicaID(v)
+        }
+        let r = ReplicaID.random()
+        try? String(r.rawValue, radix: 16).write(toFile: path, atomically: true, encoding: .utf8)
+        return r
+    }
+
+    static func diskUsage(_ path: String) -> Int {
+        guard let e = FileManager.default.enumerator(atPath: path) else { return 0 }
+        var total = 0
+        while let f = e.nextObject() as? String {
+            if let s = try? FileManager.default.attributesOfItem(atPath: path + "/" + f)[.size] as? NSNumber {
+                total += s.intValue
+            }
+        }
+        return total
+    }
+}
+
+/// Why the daemon could not do something.
+public enum DaemonError: Error, CustomStringConvertible, Sendable {
+    case dataFolder(String)
+    case key(String)
+    case listen(String)
+    case unknownDocument(DocumentID)
+    case storage(String)
+    case limit(String)
+    case stopping
+
+    public var description: String {
+        switch self {
+        case let .dataFolder(s): return "data folder: \(s)"
+        case let .key(s): return s
+        case let .listen(s): return "cannot listen on \(s)"
+        case let .unknownDocument(id): return "unknown document \(id)"
+        case let .storage(s): return "storage: \(s)"
+        case let .limit(s): return "limit: \(s)"
+        case .stopping: return "the daemon is stopping"
+        }
+    }
+
+    static func from(_ error: any Error) -> DaemonError {
+        if let e = error as? DaemonError { return e }
+        if let e = error as? StoreError {
+            if case let .unknownDocument(id) = e { return .unknownDocument(id) }
+            return .storage(e.description)
+        }
+        return .storage("\(error)")
+    }
+}
+
+extension Duration {
+    var nanos: UInt64 {
+        let (s, a) = components
+        return s < 0 ? 0 : UInt64(s) &* 1_000_000_000 &+ UInt64(a / 1_000_000_000)
+    }
+}

@@ -1,0 +1,38 @@
+import ListSyncTCP
+
+/// Everything `listsync serve` can be told (Docs/Daemon.md, "Flags and environment").
+public struct DaemonConfiguration: Sendable {
+    /// The port the daemon listens on unless told otherwise.
+    public static let defaultPort: UInt16 = 7450
+
+    /// The data folder (documents, key, lock).
+    public var dataFolder: String
+    /// Where to listen.
+    public var listenHost = "127.0.0.1"
+    public var listenPort: UInt16 = DaemonConfiguration.defaultPort
+    /// The key file; `nil`: `<dataFolder>/key`, created on first start.
+    public var keyFile: String?
+    /// Daemons to keep a connection to and sync every document with.
+    public var peers: [(host: String, port: UInt16)] = []
+    /// The admin HTTP address (`/healthz`, `/readyz`, `/metrics`); `nil`: none.
+    public var admin: (host: String, port: UInt16)?
+    /// Connection limits and timings.
+    public var tcp = TCPOptions()
+    /// A document with no subscriber unused for this long is unloaded.
+    public var idleUnload: Duration = .seconds(300)
+    /// Documents resident at once (the least recently used idle ones are unloaded first).
+    public var maxResidentDocuments = 1_000
+    /// A document whose log grows past this is snapshotted when it is unloaded or at shutdown.
+    public var snapshotLogBytes: Int64 = 4 << 20
+    /// How often peers exchange anti-entropy hellos.
+    public var antiEntropyInterval: Duration = .seconds(10)
+    /// Documents in the data folder at most.
+    public var maxDocuments = 100_000
+    /// Where events go (one call per event: its name and fields); `nil`: nowhere.
+    public var log: (@Sendable (String, [String: String]) -> Void)?
+
+    /// A configuration for `dataFolder` with the defaults.
+    public init(dataFolder: String) {
+        self.dataFolder = dataFolder
+    }
+}

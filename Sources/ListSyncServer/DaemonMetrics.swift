@@ -1,0 +1,86 @@
+import Foundation
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The daemon's counters, for `status` and `/metrics`. Safe from any thread.
+final class DaemonMetrics: Sendable {
+    struct Counters {
+        var connectionsTotal = 0, connectionsOpen = 0
+        var documentsLoaded = 0, documentsUnloaded = 0
+        var operationsIn = 0, operationsOut = 0
+        var batchesAcknowledged = 0, batchesRefused = 0
+        var bytesIn = 0, bytesOut = 0
+        var storageFailures = 0
+        var lastStorageError: String?
+        /// Durable-append latency (write + fdatasync, group commit included), in seconds.
+        var appendBuckets = [Int](repeating: 0, count: DaemonMetrics.bucketBounds.count + 1)
+        var appendSum = 0.0, appendCount = 0
+    }
+
+    /// Upper bounds of the append-latency histogram, in seconds.
+    static let bucketBounds: [Double] = [0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 1]
+
+    let state = Mutex(Counters())
+
+    func connected() { state.withLock { $0.connectionsTotal += 1; $0.connectionsOpen += 1 } }
+    func disconnected() { state.withLock { $0.connectionsOpen -= 1 } }
+    func loaded() { state.withLock { $0.documentsLoaded += 1 } }
+    func unloaded() { state.withLock { $0.documentsUnloaded += 1 } }
+    func received(operations: Int, bytes: Int) { state.withLock { $0.operationsIn += operations; $0.bytesIn += bytes } }
+    func sent(operations: Int, bytes: Int) { state.withLock { $0.operationsOut += operations; $0.bytesOut += bytes } }
+    func acknowledged() { state.withLock { $0.batchesAcknowledged += 1 } }
+    func refused() { state.withLock { $0.batchesRefused += 1 } }
+    func storageFailed(_ why: String) { state.withLock { $0.storageFailures += 1; $0.lastStorageError = why } }
+
+    func appended(seconds: Double) {
+        state.withLock { c in
+            let i = Self.bucketBounds.firstIndex { seconds <= $0 } ?? Self.bucketBounds.count
+            c.appendBuckets[i] += 1
+            c.appendSum += seconds
+            c.appendCount += 1
+        }
+    }
+
+    /// Quantile `q` of the append latency, from the histogram (the bucket's upper bound), in ms.
+    func appendQuantile(_ q: Double) -> Double? {
+        state.withLock { c in
+            guard c.appendCount > 0 else { return nil }
+            let target = Int((Double(c.appendCount) * q).rounded(.up))
+            var seen = 0
+            for (i, n) in c.appendBuckets.enumerated() {
+                seen += n
+                if seen >= target { return i < Self.bucketBounds.count ? Self.bucketBounds[i] * 1000 : .infinity }
+            }
+            return nil
+        }
+    }
+
+    /// The counters as JSON-ready pairs.
+    func snapshot() -> [String: Any] {
+        let c = state.withLock { $0 }
+        var out: [String: Any] = [
+            "connections_total": c.connectionsTotal, "operations_in": c.operationsIn, "operations_out": c.operationsOut,
+            "batches_acknowledged": c.batchesAcknowledged, "batches_refused": c.batchesRefused,
+            "bytes_in": c.bytesIn, "bytes_out": c.bytesOut, "storage_failures": c.storageFailures,
+            "documents_loaded_total": c.documentsLoaded, "documents_unloaded_total": c.documentsUnloaded,
+        ]
+        if let e = c.lastStorageError { out["last_storage_error"] = e }
+        if let p50 = appendQuantile(0.5), let p99 = appendQuantile(0.99), p99.isFinite {
+            out["fsync_p50_ms"] = p50
+            out["fsync_p99_ms"] = p99
+        }
+        return out
+    }
+
+    /// This process's resident set size, in bytes (Linux: /proc/self/statm).
+    static func residentBytes() -> Int {
+        guard let text = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8) else { return 0 }
+        let fields = text.split(separator: " ")
+        guard fields.count > 1, let pages = Int(fields[1]) else { return 0 }
+        return pages * Int(sysconf(Int32(_SC_PAGESIZE)))
+    }
+}

@@ -1,0 +1,346 @@
+import Foundation
+import ListCRDT
+import ListStore
+import ListSyncServer
+import ListTable
+import Synchronization
+
+/// One client command: its usage, its own options, and what it does with a connected client.
+struct ClientCommand: Sendable {
+    var usage: String
+    var values: Set<String> = []
+    var flags: Set<String> = []
+    var arguments: ClosedRange<Int>
+    var run: @Sendable (Options, DaemonClient, Bool) async throws -> Int32
+}
+
+let commonClientOptions = """
+      --daemon HOST:PORT   the daemon (LISTSYNC_DAEMON; default 127.0.0.1:\(defaultPort))
+      --key-file FILE      the key (LISTSYNC_KEY_FILE; default DIR/key of --data)
+      --data DIR           the daemon's data folder, for its key (LISTSYNC_DATA; default ~/.listsync)
+      --json               print JSON instead of text
+      -h, --help           show this help
+    """
+
+func usageText(_ synopsis: String, _ what: String, extra: String = "") -> String {
+    "USAGE: listsync \(synopsis)\n\n\(what)\n\nOPTIONS:\n\(extra)\(commonClientOptions)"
+}
+
+/// Runs a client command: parses, finds the daemon and the key, connects, runs, reports errors.
+func runClient(_ name: String, _ command: ClientCommand, _ args: [String]) throws -> Int32 {
+    let o = try Options(args, values: command.values.union(["--daemon", "--key-file", "--data"]),
+                        flags: command.flags.union(["--help", "--json"]))
+    if o.has("--help") { print(command.usage); return 0 }
+    guard command.arguments.contains(o.positional.count) else {
+        throw UsageError(message: "\(name) takes \(command.arguments.lowerBound == command.arguments.upperBound ? "\(command.arguments.lowerBound)" : "\(command.arguments.lowerBound) to \(command.arguments.upperBound)") argument(s), not \(o.positional.count)")
+    }
+    let (host, port) = try parseAddress(o.value("--daemon", env: "LISTSYNC_DAEMON") ?? "127.0.0.1:\(defaultPort)", what: "--daemon")
+    let keyPath = o.value("--key-file", env: "LISTSYNC_KEY_FILE")
+        ?? (o.value("--data", env: "LISTSYNC_DATA") ?? defaultDataFolder()) + "/key"
+    let json = o.has("--json")
+    let key: [UInt8]
+    do { key = try KeyFile.read(keyPath) } catch {
+        return fail(name, "\(error)", json: json)
+    }
+    let result = Mutex<Int32>(1)
+    let done = DispatchSemaphore(value: 0)
+    Task {
+        defer { done.signal() }
+        do {
+            let client = try await DaemonClient.connect(host: host, port: port, key: key)
+            let code = try await command.run(o, client, json)
+            await client.close()
+            result.withLock { $0 = code }
+        } catch {
+            result.withLock { $0 = fail(name, describe(error), json: json) }
+        }
+    }
+    done.wait()
+    return result.withLock { $0 }
+}
+
+/// Prints an error (as `{"error": ...}` with --json) and returns the exit code 1.
+func fail(_ command: String, _ message: String, json: Bool) -> Int32 {
+    if json { printJSON(["error": message]) } else { printError("listsync \(command): \(message)") }
+    return 1
+}
+
+func describe(_ error: any Error) -> String {
+    if let e = error as? UsageError { return e.message }
+    return "\(error)"
+}
+
+func printJSON(_ object: Any) {
+    let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .prettyPrinted])) ?? Data("{}".utf8)
+    print(String(decoding: data, as: UTF8.self))
+}
+
+/// An index path argument: `S.I` is item I of section S; `S` alone is section S.
+enum PathArgument: Equatable {
+    case section(Int)
+    case item(IndexPath)
+
+    init(_ text: String) throws {
+        let parts = text.split(separator: ".", omittingEmptySubsequences: false)
+        let numbers = parts.map { Int($0) }
+        guard !parts.isEmpty, parts.count <= 2, numbers.allSatisfy({ $0 != nil && $0! >= 0 }) else {
+            throw UsageError(message: "'\(text)' is not an index path (like 0.3 for item 3 of section 0, or 2 for section 2)")
+        }
+        self = parts.count == 1 ? .section(numbers[0]!) : .item(IndexPath(item: numbers[1]!, section: numbers[0]!))
+    }
+
+    var text: String {
+        switch self {
+        case let .section(s): return "\(s)"
+        case let .item(p): return "\(p.section).\(p.item)"
+        }
+    }
+}
+
+func text(_ data: Data) -> String { String(decoding: data, as: UTF8.self) }
+
+/// The document as JSON-ready values.
+func documentObject(_ info: DocumentInfo, _ snapshot: ListSnapshot) -> [String: Any] {
+    [
+        "id": info.id.description, "name": info.name,
+        "sections": snapshot.sections.map { s in
+            ["id": "\(s.id)", "text": text(s.value), "items": s.items.map { ["id": "\($0.id)", "text": text($0.value)] }] as [String: Any]
+        },
+    ]
+}
+
+/// The document as a table: one line per section, then its items with their index paths.
+func documentTable(_ info: DocumentInfo, _ snapshot: ListSnapshot) -> String {
+    var lines = ["\(info.name)  (\(info.id))"]
+    if snapshot.sections.isEmpty { lines.append("  (no sections)") }
+    for (s, section) in snapshot.sections.enumerated() {
+        lines.append("[\(s)] \(text(section.value).isEmpty ? "(untitled)" : text(section.value))")
+        if section.items.isEmpty { lines.append("      (empty)") }
+        for (i, item) in section.items.enumerated() {
+            lines.append(String(format: "  %-6@ %@", "\(s).\(i)" as NSString, text(item.value) as NSString))
+        }
+    }
+    return lines.joined(separator: "\n")
+}
+
+/// Opens the document named by the command's first argument.
+func openDocument(_ o: Options, _ client: DaemonClient) async throws -> (DocumentInfo, LiveDocument) {
+    let info = try await client.resolve(o.positional[0])
+    return (info, try await client.open(info.id))
+}
+
+/// Runs an edit and prints the result.
+func editCommand(_ o: Options, _ client: DaemonClient, json: Bool, verb: String,
+                 _ body: @escaping @Sendable (inout ListDocument) throws(ListError) -> String) async throws -> Int32 {
+    let (info, _) = try await openDocument(o, client)
+    let what = try await client.edit(info.id, body)
+    if json { printJSON(["document": info.id.description, "done": verb, "what": what, "acknowledged": true]) } else {
+        print("\(verb) \(what) in \(info.name) (acknowledged: on the daemon's disk)")
+    }
+    return 0
+}
+
+let clientCommands: [String: ClientCommand] = [
+    "status": ClientCommand(
+        usage: usageText("status [options]", "Prints the daemon's status: address, documents (on disk and resident), connections, peers, operations in and out, fsync latency, bytes on disk, RSS and its limits."),
+        arguments: 0...0
+    ) { _, client, json in
+        let status = try await client.status()
+        if json { print(status); return 0 }
+        guard let object = try JSONSerialization.jsonObject(with: Data(status.utf8)) as? [String: Any] else { print(status); return 0 }
+        for k in object.keys.sorted() where !(object[k] is [Any]) && !(object[k] is [String: Any]) {
+            print("\(k): \(object[k]!)")
+        }
+        if let limits = object["limits"] as? [String: Any] {
+            print("limits: " + limits.keys.sorted().map { "\($0)=\(limits[$0]!)" }.joined(separator: " "))
+        }
+        if let peers = object["peers"] as? [[String: Any]], !peers.isEmpty {
+            print("peers: " + peers.map { "\($0["address"] ?? "?")\(($0["connected"] as? Bool) == true ? " (connected)" : " (down)")" }.joined(separator: ", "))
+        }
+        return 0
+    },
+    "docs": ClientCommand(
+        usage: usageText("docs [options]", "Lists the daemon's documents: id, name (and operations, for documents in memory)."),
+        arguments: 0...0
+    ) { _, client, json in
+        let docs = try await client.documents()
+        if json {
+            printJSON(docs.map { ["id": $0.id.description, "name": $0.name, "operations": $0.operations] as [String: Any] })
+        } else if docs.isEmpty {
+            print("no documents yet: `listsync create NAME` makes one")
+        } else {
+            for d in docs { print("\(d.id)  \(d.name)") }
+        }
+        return 0
+    },
+    "create": ClientCommand(
+        usage: usageText("create NAME [--sections A,B,...] [options]", "Creates a list named NAME with one untitled section, or with the sections --sections names, and prints its id.",
+                         extra: "  --sections A,B,...   the sections to start with (comma-separated)\n"),
+        values: ["--sections"], arguments: 1...1
+    ) { o, client, json in
+        let sections = o.value("--sections").map { $0.split(separator: ",", omittingEmptySubsequences: false).map(String.init) } ?? [""]
+        let id = try await client.create(name: o.positional[0], sections: sections)
+        if json { printJSON(["id": id.description, "name": o.positional[0], "sections": sections]) } else { print(id) }
+        return 0
+    },
+    "show": ClientCommand(
+        usage: usageText("show DOC [options]", "Prints the document (by id, id prefix or name) as a table: sections and their items with index paths."),
+        arguments: 1...1
+    ) { o, client, json in
+        let (info, live) = try await openDocument(o, client)
+        if json { printJSON(documentObject(info, live.snapshot)) } else { print(documentTable(info, live.snapshot)) }
+        return 0
+    },
+    "watch": ClientCommand(
+        usage: usageText("watch DOC [--count N] [options]", "Prints the document, then each change as it arrives from any device, until interrupted (or after N changes).",
+                         extra: "  --count N            stop after N changes\n"),
+        values: ["--count"], arguments: 1...1
+    ) { o, client, json in
+        let limit = try o.value("--count").map { t -> Int in
+            guard let n = Int(t), n > 0 else { throw UsageError(message: "--count must be a positive number, not '\(t)'") }
+            return n
+        }
+        let (info, live) = try await openDocument(o, client)
+        let changes = live.changes()
+        if json { printJSON(documentObject(info, live.snapshot)) } else { print(documentTable(info, live.snapshot)); print("watching; Ctrl-C to stop") }
+        fflush(nil)
+        var seen = 0
+        for await change in changes {
+            let snapshot = live.snapshot
+            let lines = describeChange(change, snapshot)
+            if json {
+                printJSON(["changes": lines, "document": documentObject(info, snapshot)])
+            } else {
+                for l in lines { print(l) }
+            }
+            fflush(nil)
+            seen += 1
+            if let limit, seen >= limit { break }
+        }
+        return 0
+    },
+    "insert": ClientCommand(
+        usage: usageText("insert DOC PATH TEXT [options]", "Inserts an item with TEXT at PATH (0.3: row 3 of section 0), or a section at PATH when PATH is one number."),
+        arguments: 3...3
+    ) { o, client, json in
+        let path = try PathArgument(o.positional[1])
+        let value = Data(o.positional[2].utf8)
+        return try await editCommand(o, client, json: json, verb: "inserted") { doc throws(ListError) in
+            switch path {
+            case let .section(s): try doc.insertSection(at: s, value: value)
+            case let .item(p): try doc.insertItem(at: p, value: value)
+            }
+            return path.text
+        }
+    },
+    "move": ClientCommand(
+        usage: usageText("move DOC FROM TO [options]", "Moves the item at FROM to TO, with exactly the meaning of tableView(_:moveRowAt:to:) (0.3 1.0: row 3 of section 0 to the top of section 1); or a section, when both are single numbers."),
+        arguments: 3...3
+    ) { o, client, json in
+        let from = try PathArgument(o.positional[1]), to = try PathArgument(o.positional[2])
+        switch (from, to) {
+        case (.section, .section), (.item, .item): break
+        default: throw UsageError(message: "FROM and TO must both be items (S.I) or both sections (S)")
+        }
+        return try await editCommand(o, client, json: json, verb: "moved") { doc throws(ListError) in
+            switch (from, to) {
+            case let (.section(a), .section(b)): try doc.moveSection(from: a, to: b)
+            case let (.item(a), .item(b)): try doc.moveItem(from: a, to: b)
+            default: break
+            }
+            return "\(from.text) → \(to.text)"
+        }
+    },
+    "delete": ClientCommand(
+        usage: usageText("delete DOC PATH [options]", "Deletes the item at PATH (S.I), or the section S with its items."),
+        arguments: 2...2
+    ) { o, client, json in
+        let path = try PathArgument(o.positional[1])
+        return try await editCommand(o, client, json: json, verb: "deleted") { doc throws(ListError) in
+            switch path {
+            case let .section(s): try doc.deleteSection(at: s)
+            case let .item(p): try doc.deleteItem(at: p)
+            }
+            return path.text
+        }
+    },
+    "rename": ClientCommand(
+        usage: usageText("rename DOC PATH TEXT [options]", "Changes the text of the item at PATH (S.I), or of section S."),
+        arguments: 3...3
+    ) { o, client, json in
+        let path = try PathArgument(o.positional[1])
+        let value = Data(o.positional[2].utf8)
+        return try await editCommand(o, client, json: json, verb: "renamed") { doc throws(ListError) in
+            switch path {
+            case let .section(s):
+                let snap = doc.snapshot()
+                guard let id = snap.sectionIdentifier(at: s) else { throw ListError.sectionIndexOutOfRange(s, count: snap.numberOfSections) }
+                try doc.setValue(value, forSection: id)
+            case let .item(p):
+                let snap = doc.snapshot()
+                guard let id = snap.itemIdentifier(at: p) else {
+                    throw ListError.indexPathOutOfRange(p, count: p.section < snap.numberOfSections ? snap.numberOfItems(inSectionAt: p.section) : 0)
+                }
+                try doc.setValue(value, forItem: id)
+            }
+            return path.text
+        }
+    },
+    "export": ClientCommand(
+        usage: usageText("export DOC FILE [options]", "Writes the document (its whole history, so an import syncs like the original) to FILE as JSON."),
+        arguments: 2...2
+    ) { o, client, json in
+        let (info, live) = try await openDocument(o, client)
+        let snapshot = live.document.encodedSnapshot()
+        let object: [String: Any] = ["format": "listsync-export", "version": 1, "name": info.name, "id": info.id.description,
+                                     "snapshot": Data(snapshot).base64EncodedString()]
+        let data = try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])
+        try data.write(to: URL(fileURLWithPath: o.positional[1]))
+        if json { printJSON(["file": o.positional[1], "bytes": data.count, "operations": live.document.operationCount]) } else {
+            print("exported \(info.name) (\(live.document.operationCount) operations) to \(o.positional[1])")
+        }
+        return 0
+    },
+    "import": ClientCommand(
+        usage: usageText("import FILE [--name NAME] [options]", "Creates a new document from a file written by `listsync export` (a new id; the name from the file unless --name).",
+                         extra: "  --name NAME          the new document's name\n"),
+        values: ["--name"], arguments: 1...1
+    ) { o, client, json in
+        guard let data = FileManager.default.contents(atPath: o.positional[0]) else {
+            throw UsageError(message: "cannot read \(o.positional[0])")
+        }
+        guard let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
+              object["format"] as? String == "listsync-export",
+              let b64 = object["snapshot"] as? String, let bytes = Data(base64Encoded: b64) else {
+            throw UsageError(message: "\(o.positional[0]) is not a file written by `listsync export`")
+        }
+        let loaded = try ListDocument(snapshot: [UInt8](bytes), replica: ReplicaID.random())
+        let name = o.value("--name") ?? (object["name"] as? String) ?? "imported"
+        let id = try await client.create(name: name, sections: [])
+        _ = try await client.open(id)
+        try await client.upload(id, loaded.operations)
+        if json { printJSON(["id": id.description, "name": name, "operations": loaded.operationCount]) } else {
+            print("imported \(loaded.operationCount) operations as \(name): \(id)")
+        }
+        return 0
+    },
+]
+
+/// A change set in words, with index paths as the table shows them after the change.
+func describeChange(_ c: ChangeSet, _ snapshot: ListSnapshot) -> [String] {
+    var lines: [String] = []
+    func item(_ p: IndexPath) -> String {
+        guard p.section < snapshot.sections.count, p.item < snapshot.sections[p.section].items.count else { return "" }
+        return " \"" + text(snapshot.sections[p.section].items[p.item].value) + "\""
+    }
+    for s in c.deletedSections { lines.append("deleted section \(s)") }
+    for s in c.insertedSections { lines.append("inserted section \(s)") }
+    for m in c.movedSections { lines.append("moved section \(m.from) → \(m.to)") }
+    for s in c.reloadedSections.union(c.reconfiguredSections) { lines.append("changed section \(s)") }
+    for p in c.deletedItems { lines.append("deleted \(p.section).\(p.item)") }
+    for p in c.insertedItems { lines.append("inserted \(p.section).\(p.item)\(item(p))") }
+    for m in c.movedItems { lines.append("moved \(m.from.section).\(m.from.item) → \(m.to.section).\(m.to.item)\(item(m.to))") }
+    for p in c.reloadedItems + c.reconfiguredItems { lines.append("changed \(p.section).\(p.item)\(item(p))") }
+    for l in c.lostMoves { lines.append("a move lost to a concurrent one: \(l)") }
+    return lines.isEmpty ? ["(no visible change)"] : lines
+}

@@ -1,0 +1,120 @@
+import Foundation
+import ListSyncServer
+import ListSyncTCP
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+let serveUsage = """
+    USAGE: listsync serve [options]
+
+    Runs the peer daemon. With no flags it creates its data folder (~/.listsync) and a key file in
+    it on first start, listens on 127.0.0.1:\(defaultPort), and keeps every document on disk across
+    restarts. Every operation is on disk (fdatasync) before it is acknowledged or forwarded.
+    SIGTERM or SIGINT: stop accepting, finish, flush, exit 0.
+
+    OPTIONS (each also read from the environment variable shown):
+      --data DIR              data folder (LISTSYNC_DATA; default ~/.listsync)
+      --listen HOST:PORT      where to listen (LISTSYNC_LISTEN; default 127.0.0.1:\(defaultPort))
+      --key-file FILE         use this key instead of DIR/key (LISTSYNC_KEY_FILE); daemons that peer
+                              and their clients share one key by copying this file (mode 0600)
+      --peer HOST:PORT        keep a connection to another daemon and sync every document both hold;
+                              repeatable (LISTSYNC_PEERS, comma-separated)
+      --max-connections N     authenticated connections at most (LISTSYNC_MAX_CONNECTIONS; 1024)
+      --idle-unload SECONDS   unload a document nobody uses after this long (LISTSYNC_IDLE_UNLOAD; 300)
+      --log-format text|json  one line per event on standard error (LISTSYNC_LOG_FORMAT; text)
+      -h, --help              show this help
+    """
+
+func runServe(_ args: [String]) throws -> Int32 {
+    let o = try Options(args, values: ["--data", "--listen", "--key-file", "--peer", "--max-connections", "--idle-unload", "--log-format"],
+                        flags: ["--help"])
+    if o.has("--help") { print(serveUsage); return 0 }
+    guard o.positional.isEmpty else { throw UsageError(message: "unexpected argument '\(o.positional[0])'") }
+    var config = DaemonConfiguration(dataFolder: o.value("--data", env: "LISTSYNC_DATA") ?? defaultDataFolder())
+    if let listen = o.value("--listen", env: "LISTSYNC_LISTEN") {
+        (config.listenHost, config.listenPort) = try parseAddress(listen, what: "--listen")
+    }
+    config.keyFile = o.value("--key-file", env: "LISTSYNC_KEY_FILE")
+    for p in o.all("--peer", env: "LISTSYNC_PEERS") {
+        let (h, port) = try parseAddress(p, what: "--peer")
+        config.peers.append((h, port))
+    }
+    if let n = o.value("--max-connections", env: "LISTSYNC_MAX_CONNECTIONS") {
+        guard let v = Int(n), v > 0 else { throw UsageError(message: "--max-connections must be a positive number, not '\(n)'") }
+        config.tcp.maxConnections = v
+    }
+    if let s = o.value("--idle-unload", env: "LISTSYNC_IDLE_UNLOAD") {
+        guard let v = Int(s), v > 0 else { throw UsageError(message: "--idle-unload must be a positive number of seconds, not '\(s)'") }
+        config.idleUnload = .seconds(v)
+    }
+    let format = o.value("--log-format", env: "LISTSYNC_LOG_FORMAT") ?? "text"
+    guard format == "text" || format == "json" else { throw UsageError(message: "--log-format is text or json, not '\(format)'") }
+    config.log = { event, fields in logLine(event, fields, json: format == "json") }
+
+    let daemon = Daemon(configuration: config)
+    let exitCode = Mutex<Int32>(0)
+    let done = DispatchSemaphore(value: 0)
+    signal(SIGTERM, SIG_IGN)
+    signal(SIGINT, SIG_IGN)
+    signal(SIGPIPE, SIG_IGN)
+    var sources: [any DispatchSourceSignal] = []
+    for sig in [SIGTERM, SIGINT] {
+        let s = DispatchSource.makeSignalSource(signal: sig, queue: .global())
+        s.setEventHandler {
+            logLine("stopping", ["signal": sig == SIGTERM ? "SIGTERM" : "SIGINT"], json: format == "json")
+            Task {
+                await daemon.stop()
+                logLine("stopped", [:], json: format == "json")
+                done.signal()
+            }
+        }
+        s.resume()
+        sources.append(s)
+    }
+    Task {
+        do {
+            try await daemon.start()
+            let address = await daemon.address?.description ?? "?"
+            let created = await daemon.keyCreated
+            let key = daemon.keyPath
+            print("""
+                listsync daemon listening on \(address)
+                  data folder: \(config.dataFolder)
+                  key file:    \(key)\(created ? " (created now, mode 0600)" : "")
+                  peers:       \(config.peers.isEmpty ? "none" : config.peers.map { "\($0.host):\($0.port)" }.joined(separator: ", "))
+                connect from another terminal:
+                  listsync status --daemon \(address) --key-file \(key)
+                  listsync create groceries --daemon \(address) --key-file \(key)
+                """)
+            fflush(nil)
+        } catch {
+            printError("listsync serve: \(error)")
+            exitCode.withLock { $0 = 1 }
+            done.signal()
+        }
+    }
+    done.wait()
+    _ = sources
+    return exitCode.withLock { $0 }
+}
+
+/// One log line on standard error: `time event key=value ...` or a JSON object.
+func logLine(_ event: String, _ fields: [String: String], json: Bool) {
+    let time = ISO8601DateFormatter().string(from: Date())
+    var line: String
+    if json {
+        var object = fields
+        object["time"] = time
+        object["event"] = event
+        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data()
+        line = String(decoding: data, as: UTF8.self)
+    } else {
+        line = "\(time) \(event)"
+        for k in fields.keys.sorted() { line += " \(k)=\(fields[k]!.contains(" ") ? "\"\(fields[k]!)\"" : fields[k]!)" }
+    }
+    FileHandle.standardError.write(Data((line + "\n").utf8))
+}

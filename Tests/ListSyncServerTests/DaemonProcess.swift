@@ -1,0 +1,147 @@
+import Foundation
+import Synchronization
+import Testing
+
+/// The built `listsync` binary, next to the test bundle (the test target depends on it).
+func listsyncBinary() -> String? {
+    var url = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
+    for _ in 0..<6 {
+        url.deleteLastPathComponent()
+        let candidate = url.appendingPathComponent("listsync").path
+        if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
+    }
+    return nil
+}
+
+/// A temporary folder, removed by `remove()`.
+struct TemporaryFolder {
+    let path: String
+    init() {
+        path = NSTemporaryDirectory() + "listsync-test-" + UUID().uuidString
+        try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+    }
+    func remove() { try? FileManager.default.removeItem(atPath: path) }
+}
+
+/// A `listsync serve` process: started with a data folder, port 0 (read back from its output).
+final class DaemonProcess: @unchecked Sendable {
+    // @unchecked Sendable: `process` and the pipes are set in init; `output` is behind a Mutex.
+    let process = Process()
+    let data: String
+    let extra: [String]
+    private let output = OutputBuffer()
+    private(set) var port: UInt16 = 0
+
+    /// Starts `listsync serve --data DATA --listen 127.0.0.1:PORT EXTRA` and waits for its address.
+    init(data: String, port: UInt16 = 0, extra: [String] = []) throws {
+        self.data = data
+        self.extra = extra
+        guard let binary = listsyncBinary() else { throw DaemonTestError("the listsync binary was not built next to the tests") }
+        process.executableURL = URL(fileURLWithPath: binary)
+        process.arguments = ["serve", "--data", data, "--listen", "127.0.0.1:\(port)"] + extra
+        let out = Pipe(), err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        let sink = output
+        out.fileHandleForReading.readabilityHandler = { h in
+            let d = h.availableData
+            sink.append(d)
+        }
+        err.fileHandleForReading.readabilityHandler = { h in
+            let d = h.availableData
+            sink.append(d)
+        }
+        try process.run()
+        let deadline = Date().addingTimeInterval(20)
+        while Date() < deadline {
+            let text = output.text
+            if let r = text.range(of: "listening on 127.0.0.1:") {
+                let digits = text[r.upperBound...].prefix { $0.isNumber }
+                if let p = UInt16(digits) { self.port = p; return }
+            }
+            if !process.isRunning { throw DaemonTestError("the daemon exited: \(text)") }
+            Thread.sleep(forTimeInterval: 0.02)
+        }
+        throw DaemonTestError("the daemon did not say where it listens: \(output.text)")
+    }
+
+    var log: String { output.text }
+    var address: String { "127.0.0.1:\(port)" }
+    var keyFile: String {
+        if let i = extra.firstIndex(of: "--key-file"), i + 1 < extra.count { return extra[i + 1] }
+        return data + "/key"
+    }
+
+    /// SIGKILL, and wait for the process to end.
+    func kill9() {
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+    }
+
+    /// SIGTERM; returns the exit status.
+    @discardableResult
+    func terminate() -> Int32 {
+        kill(process.processIdentifier, SIGTERM)
+        process.waitUntilExit()
+        return process.terminationStatus
+    }
+
+    /// Runs a client command against this daemon: (exit status, stdout, stderr).
+    func run(_ args: [String], json: Bool = false) throws -> (Int32, String, String) {
+        try runListsync(args + ["--daemon", address, "--key-file", keyFile] + (json ? ["--json"] : []))
+    }
+
+    /// Parses a client command's `--json` output.
+    func json(_ args: [String]) throws -> Any {
+        let (code, out, err) = try run(args, json: true)
+        guard code == 0 else { throw DaemonTestError("\(args) exited \(code): \(err) \(out)") }
+        return try JSONSerialization.jsonObject(with: Data(out.utf8))
+    }
+}
+
+/// Runs the listsync binary with `args`: (exit status, stdout, stderr).
+func runListsync(_ args: [String], environment: [String: String]? = nil) throws -> (Int32, String, String) {
+    guard let binary = listsyncBinary() else { throw DaemonTestError("the listsync binary was not built next to the tests") }
+    let p = Process()
+    p.executableURL = URL(fileURLWithPath: binary)
+    p.arguments = args
+    if let environment { p.environment = environment }
+    let out = Pipe(), err = Pipe()
+    p.standardOutput = out
+    p.standardError = err
+    try p.run()
+    let o = out.fileHandleForReading.readDataToEndOfFile()
+    let e = err.fileHandleForReading.readDataToEndOfFile()
+    p.waitUntilExit()
+    return (p.terminationStatus, String(decoding: o, as: UTF8.self), String(decoding: e, as: UTF8.self))
+}
+
+struct DaemonTestError: Error, CustomStringConvertible {
+    var description: String
+    init(_ d: String) { description = d }
+}
+
+/// Waits (bounded) until `condition` holds.
+func eventually(_ seconds: Double = 15, _ condition: () throws -> Bool) rethrows -> Bool {
+    let deadline = Date().addingTimeInterval(seconds)
+    while Date() < deadline {
+        if try condition() { return true }
+        Thread.sleep(forTimeInterval: 0.05)
+    }
+    return try condition()
+}
+
+/// A document's sections and item texts, from `show --json`.
+func table(_ d: DaemonProcess, _ doc: String) throws -> [[String]] {
+    guard let o = try d.json(["show", doc]) as? [String: Any], let sections = o["sections"] as? [[String: Any]] else {
+        throw DaemonTestError("show \(doc): not a document")
+    }
+    return sections.map { s in ((s["items"] as? [[String: Any]]) ?? []).map { $0["text"] as? String ?? "?" } }
+}
+
+/// Text collected from a process's pipes.
+final class OutputBuffer: Sendable {
+    private let state = Mutex("")
+    func append(_ d: Data) { state.withLock { $0 += String(decoding: d, as: UTF8.self) } }
+    var text: String { state.withLock { $0 } }
+}

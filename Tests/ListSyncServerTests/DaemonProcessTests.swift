@@ -1,0 +1,206 @@
+import Foundation
+import Synchronization
+import Testing
+
+/// The real `listsync` binary as a process: `serve` with a temporary data folder, client
+/// commands against it, SIGKILL and restarts.
+@Suite("The daemon as a process", .serialized, .timeLimit(.minutes(3)))
+struct DaemonProcessTests {
+    @Test("zero flags but the address (from the environment): creates its folder and key (0600), persists across a restart")
+    func zeroFlagStart() throws {
+        let home = TemporaryFolder()
+        defer { home.remove() }
+        guard let binary = listsyncBinary() else { throw DaemonTestError("no binary") }
+        var env = ProcessInfo.processInfo.environment
+        env["HOME"] = home.path
+        env["LISTSYNC_LISTEN"] = "127.0.0.1:0"
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: binary)
+        p.arguments = ["serve"]
+        p.environment = env
+        let out = Pipe()
+        p.standardOutput = out
+        p.standardError = Pipe()
+        try p.run()
+        defer { if p.isRunning { kill(p.processIdentifier, SIGKILL); p.waitUntilExit() } }
+        let data = home.path + "/.listsync"
+        #expect(eventually { FileManager.default.fileExists(atPath: data + "/key") })
+        let mode = (try FileManager.default.attributesOfItem(atPath: data + "/key")[.posixPermissions] as? NSNumber)?.intValue
+        #expect(mode == 0o600)
+        kill(p.processIdentifier, SIGTERM)
+        p.waitUntilExit()
+        #expect(p.terminationStatus == 0)
+        let printed = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        #expect(printed.contains("data folder: \(data)"))
+        #expect(printed.contains("key file:    \(data)/key (created now"))
+        #expect(printed.contains("listsync status --daemon"))
+    }
+
+    @Test("two clients edit concurrently (moves of the same items, across sections); kill -9; nothing acknowledged is lost")
+    func concurrentClientsAndKill9() throws {
+        let dir = TemporaryFolder()
+        defer { dir.remove() }
+        var daemon = try DaemonProcess(data: dir.path)
+        let port = daemon.port
+        guard let created = try daemon.json(["create", "board", "--sections", "todo,doing,done"]) as? [String: Any],
+              let doc = created["id"] as? String else { throw DaemonTestError("create") }
+        for k in 0..<12 {
+            let (code, _, err) = try daemon.run(["insert", doc, "0.\(k)", "item\(k)"])
+            #expect(code == 0, "\(err)")
+        }
+        // Two clients at once: each moves items around, some the same ones.
+        let d = daemon
+        let failures = Mutex<[String]>([])
+        let group = DispatchGroup()
+        for client in 0..<2 {
+            group.enter()
+            Thread {
+                defer { group.leave() }
+                for k in 0..<8 {
+                    let from = "\(k % 2).0", to = client == 0 ? "1.\(k % 3)" : "2.0"
+                    if let (code, _, err) = try? d.run(["move", doc, from, to]), code != 0, !err.contains("out of range") {
+                        failures.withLock { $0.append(err) }
+                    }
+                }
+            }.start()
+        }
+        group.wait()
+        #expect(failures.withLock { $0 }.isEmpty, "\(failures.withLock { $0 })")
+        let before = try table(daemon, doc)
+        #expect(Set(before.flatMap { $0 }) == Set((0..<12).map { "item\($0)" }), "each item exactly once: \(before)")
+        #expect(before.flatMap { $0 }.count == 12)
+        daemon.kill9()
+        daemon = try DaemonProcess(data: dir.path, port: port)
+        defer { daemon.terminate() }
+        let after = try table(daemon, doc)
+        #expect(after == before, "after kill -9: \(after) before: \(before)")
+    }
+
+    @Test("every client command's --json output, and its errors: unknown document, bad path, daemon down, wrong key")
+    func clientCommands() throws {
+        let dir = TemporaryFolder()
+        defer { dir.remove() }
+        let daemon = try DaemonProcess(data: dir.path)
+        defer { daemon.terminate() }
+        let created = try #require(try daemon.json(["create", "list"]) as? [String: Any])
+        let doc = try #require(created["id"] as? String)
+        _ = try daemon.json(["insert", doc, "0.0", "a"])
+        _ = try daemon.json(["insert", doc, "0.1", "b"])
+        _ = try daemon.json(["insert", doc, "1", "second"])
+        _ = try daemon.json(["move", doc, "0.0", "1.0"])
+        _ = try daemon.json(["rename", doc, "1.0", "A"])
+        _ = try daemon.json(["rename", doc, "1", "Second"])
+        #expect(try table(daemon, doc) == [["b"], ["A"]])
+        _ = try daemon.json(["delete", doc, "0.0"])
+        #expect(try table(daemon, doc) == [[], ["A"]])
+        let docs = try #require(try daemon.json(["docs"]) as? [[String: Any]])
+        #expect(docs.map { $0["id"] as? String } == [doc])
+        let status = try #require(try daemon.json(["status"]) as? [String: Any])
+        #expect(status["documents_on_disk"] as? Int == 1)
+        #expect((status["limits"] as? [String: Any])?["max_connections"] as? Int == 1024)
+        // By name, too.
+        #expect(try table(daemon, "list") == [[], ["A"]])
+        // Export and import: a new document with the same contents.
+        let file = dir.path + "/export.json"
+        _ = try daemon.json(["export", doc, file])
+        let imported = try #require(try daemon.json(["import", file, "--name", "copy"]) as? [String: Any])
+        let copy = try #require(imported["id"] as? String)
+        #expect(copy != doc)
+        #expect(try table(daemon, copy) == [[], ["A"]])
+
+        // Errors: exit 1 and say what was wrong.
+        var (code, out, err) = try daemon.run(["show", "nope"])
+        #expect(code == 1 && err.contains("no document \"nope\""))
+        (code, out, _) = try daemon.run(["insert", doc, "0.9", "x"], json: true)
+        #expect(code == 1)
+        let e = try JSONSerialization.jsonObject(with: Data(out.utf8)) as? [String: Any]
+        #expect((e?["error"] as? String)?.contains("out of range") == true)
+        (code, _, err) = try daemon.run(["move", doc, "0.0", "1"])
+        #expect(code != 0 && err.contains("both be items"))
+        (code, _, err) = try runListsync(["docs", "--daemon", "127.0.0.1:1", "--key-file", daemon.keyFile])
+        #expect(code == 1 && err.contains("no daemon at 127.0.0.1:1"))
+        let wrong = dir.path + "/wrong-key"
+        FileManager.default.createFile(atPath: wrong, contents: Data(repeating: 7, count: 32), attributes: [.posixPermissions: 0o600])
+        (code, _, err) = try runListsync(["docs", "--daemon", daemon.address, "--key-file", wrong])
+        #expect(code == 1 && err.contains("refused the key"))
+        try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: wrong)
+        (code, _, err) = try runListsync(["docs", "--daemon", daemon.address, "--key-file", wrong])
+        #expect(code == 1 && err.contains("others can read it"))
+        // --help everywhere.
+        for c in ["serve", "status", "docs", "create", "show", "watch", "insert", "move", "delete", "rename", "export", "import", "simulate"] {
+            let (code, out, _) = try runListsync([c, "--help"])
+            #expect(code == 0 && out.contains("USAGE: listsync \(c)"), "\(c) --help")
+        }
+    }
+
+    @Test("a key file others can read: the daemon refuses to start")
+    func openKeyFile() throws {
+        let dir = TemporaryFolder()
+        defer { dir.remove() }
+        let key = dir.path + "/key"
+        FileManager.default.createFile(atPath: key, contents: Data(repeating: 1, count: 32), attributes: [.posixPermissions: 0o644])
+        #expect(throws: DaemonTestError.self) { _ = try DaemonProcess(data: dir.path + "/data", extra: ["--key-file", key]) }
+    }
+
+    @Test("watch prints each change made by another client")
+    func watch() throws {
+        let dir = TemporaryFolder()
+        defer { dir.remove() }
+        let daemon = try DaemonProcess(data: dir.path)
+        defer { daemon.terminate() }
+        let created = try #require(try daemon.json(["create", "w"]) as? [String: Any])
+        let doc = try #require(created["id"] as? String)
+        guard let binary = listsyncBinary() else { return }
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: binary)
+        p.arguments = ["watch", doc, "--count", "2", "--daemon", daemon.address, "--key-file", daemon.keyFile]
+        let out = Pipe()
+        p.standardOutput = out
+        try p.run()
+        Thread.sleep(forTimeInterval: 0.5)
+        _ = try daemon.json(["insert", doc, "0.0", "first"])
+        _ = try daemon.json(["insert", doc, "0.1", "second"])
+        p.waitUntilExit()
+        let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        #expect(text.contains("inserted 0.0 \"first\""))
+        #expect(text.contains("inserted 0.1 \"second\""))
+    }
+}
+
+/// Daemons peered in a line, A – B – C.
+@Suite("Daemons peered", .serialized, .timeLimit(.minutes(3)))
+struct PeeredDaemonTests {
+    @Test("A–B–C: edits on A reach C; B killed, both ends edit, B back: all converge")
+    func line() throws {
+        let root = TemporaryFolder()
+        defer { root.remove() }
+        let a = try DaemonProcess(data: root.path + "/a")
+        defer { a.terminate() }
+        let key = ["--key-file", a.keyFile]
+        var b = try DaemonProcess(data: root.path + "/b", extra: key + ["--peer", a.address])
+        let c = try DaemonProcess(data: root.path + "/c", extra: key + ["--peer", b.address])
+        defer { c.terminate() }
+        let created = try #require(try a.json(["create", "shared", "--sections", "x,y"]) as? [String: Any])
+        let doc = try #require(created["id"] as? String)
+        _ = try a.json(["insert", doc, "0.0", "from-a"])
+        #expect(eventually { ((try? table(c, doc)) ?? []) == [["from-a"], []] },
+                "C: \(String(describing: try? table(c, doc)))\nB's log:\n\(b.log)\nC's log:\n\(c.log)")
+        // B goes away; both ends edit.
+        let bPort = b.port
+        b.kill9()
+        _ = try a.json(["insert", doc, "1.0", "a-while-b-down"])
+        _ = try c.json(["insert", doc, "0.0", "c-while-b-down"])
+        _ = try c.json(["move", doc, "0.1", "1.0"])
+        b = try DaemonProcess(data: root.path + "/b", port: bPort, extra: key + ["--peer", a.address])
+        defer { b.terminate() }
+        let converged = eventually(40) {
+            guard let ta = try? table(a, doc), let tb = try? table(b, doc), let tc = try? table(c, doc) else { return false }
+            return ta == tb && tb == tc && ta.flatMap { $0 }.count == 3
+        }
+        #expect(converged, "a: \(String(describing: try? table(a, doc))) b: \(String(describing: try? table(b, doc))) c: \(String(describing: try? table(c, doc)))")
+        // Documents created on either end appear on all three.
+        let onC = try #require(try c.json(["create", "made-on-c"]) as? [String: Any])
+        let idC = try #require(onC["id"] as? String)
+        #expect(eventually(40) { ((try? a.json(["docs"]) as? [[String: Any]]) ?? []).contains { $0["id"] as? String == idC } })
+    }
+}
