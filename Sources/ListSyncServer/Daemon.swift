@@ -127,12 +127,13 @@ public actor Daemon {
         }
         let replica = replica
         let clock = Self.clock
+        let limits = configuration.pendingLimits
         let task = Task { () throws -> DocumentHost in
             let entry = try folder.list().first { $0.id == id }
             guard let entry else { throw DaemonError.unknownDocument(id) }
             let (store, document) = try folder.open(id, replica: replica)
             return DocumentHost(id: id, name: entry.name, store: store, document: document,
-                                epoch: try store.epoch, clock: clock)
+                                epoch: try store.epoch, pendingLimits: limits, clock: clock)
         }
         loading[id] = task
         defer { loading[id] = nil }
@@ -162,7 +163,8 @@ public actor Daemon {
         let h: DocumentHost
         do {
             let (store, document) = try folder.open(newID, replica: replica, options: options)
-            h = DocumentHost(id: newID, name: name, store: store, document: document, epoch: try store.epoch, clock: Self.clock)
+            h = DocumentHost(id: newID, name: name, store: store, document: document, epoch: try store.epoch,
+                             pendingLimits: configuration.pendingLimits, clock: Self.clock)
         } catch { throw DaemonError.from(error) }
         hosts[newID] = h
         metrics.loaded()
@@ -281,6 +283,8 @@ public actor Daemon {
                 "idle_timeout_ms": Int(configuration.tcp.idleTimeout.nanos / 1_000_000),
                 "max_resident_documents": configuration.maxResidentDocuments,
                 "max_documents": configuration.maxDocuments,
+                "pending_operations_per_document": configuration.pendingLimits.maxOperations,
+                "pending_bytes_per_document": configuration.pendingLimits.maxBytes,
             ] as [String: Any],
         ]
         for (k, v) in metrics.snapshot() { object[k] = v }

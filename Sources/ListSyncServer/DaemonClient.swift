@@ -116,20 +116,33 @@ public actor DaemonClient {
 
     /// Opens `document` as a local replica: subscribes and waits until it holds everything the
     /// daemon had when it answered.
-    public func open(_ document: DocumentID, timeout: Duration = .seconds(30)) async throws -> LiveDocument {
+    ///
+    /// - Parameters:
+    ///   - held: a copy kept from an earlier session, to resume from: only what it lacks is sent,
+    ///     and what the daemon lacks is uploaded (acknowledged) before this returns.
+    ///   - epoch: the epoch `held` belongs to (``info(_:)`` after an earlier `open`); 0 with no copy.
+    /// - Throws: ``DaemonClientError/refused(_:_:)`` with `.epochMismatch` when the document was
+    ///   reset or restored since: drop `held` and open it afresh.
+    public func open(_ document: DocumentID, resuming held: ListDocument? = nil, epoch: UInt64 = 0,
+                     timeout: Duration = .seconds(30)) async throws -> LiveDocument {
         if let live = opened[document] { return live }
-        let live = LiveDocument(ListDocument(replica: ReplicaID.random()))
+        let live = LiveDocument(held ?? ListDocument(replica: ReplicaID.random()))
         opened[document] = live
-        let (name, epoch, version) = try await withCheckedThrowingContinuation { c in
+        let since = held?.version ?? VersionVector()
+        let (name, currentEpoch, version) = try await withCheckedThrowingContinuation { c in
             subscribing[document] = c
-            Task { try? await transport.send(DaemonMessage.subscribe(document: document, epoch: 0, version: VersionVector()).encoded()) }
+            Task { try? await transport.send(DaemonMessage.subscribe(document: document, epoch: epoch, version: since).encoded()) }
         }
-        names[document] = (name, epoch)
+        names[document] = (name, currentEpoch)
         let deadline = ContinuousClock.now + timeout
         while !live.document.version.includes(version) {
             if closed { throw DaemonClientError.disconnected }
             if ContinuousClock.now > deadline { throw DaemonClientError.timeout("the contents of \(document)") }
             try await Task.sleep(for: .milliseconds(2))
+        }
+        if held != nil {
+            let missing = live.operations(since: version)
+            if !missing.isEmpty { try await upload(document, missing) }
         }
         return live
     }

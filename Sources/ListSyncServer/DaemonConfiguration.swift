@@ -1,3 +1,4 @@
+import ListCRDT
 import ListSyncTCP
 
 /// Everything `listsync serve` can be told (Docs/Daemon.md, "Flags and environment").
@@ -26,6 +27,9 @@ public struct DaemonConfiguration: Sendable {
     public var snapshotLogBytes: Int64 = 4 << 20
     /// How often peers exchange anti-entropy hellos.
     public var antiEntropyInterval: Duration = .seconds(10)
+    /// The causal buffer of each hosted document (operations waiting for their dependencies):
+    /// past it a batch's waiting operations are refused, and the sender is told why.
+    public var pendingLimits = PendingLimits(maxOperations: 100_000, maxBytes: 32 << 20)
     /// Documents in the data folder at most.
     public var maxDocuments = 100_000
     /// Where events go (one call per event: its name and fields); `nil`: nowhere.

@@ -26,11 +26,12 @@ actor DocumentHost {
     private(set) var operationsIn = 0
 
     init(id: DocumentID, name: String, store: DocumentStore, document: ListDocument, epoch: UInt64,
-         clock: @escaping @Sendable () -> UInt64) {
+         pendingLimits: PendingLimits, clock: @escaping @Sendable () -> UInt64) {
         self.id = id
         self.name = name
         self.store = store
         self.document = document
+        self.document.pendingLimits = pendingLimits
         self.epoch = epoch
         self.clock = clock
         self.lastUsed = clock()

@@ -24,6 +24,9 @@ let usage = """
       export      write a document to a file:   listsync export DOC FILE
       import      create a document from a file: listsync import FILE [--name NAME]
 
+    OPERATOR COMMANDS (on the data folder, with the daemon stopped):
+      restore     replace a document with an export, under a new epoch: listsync restore DOC FILE
+
     TESTING:
       simulate    replicas editing concurrently over a faulty simulated network, checked
 
@@ -37,6 +40,7 @@ do {
     let code: Int32
     switch command {
     case "serve": code = try runServe(rest)
+    case "restore": code = try runRestore(rest)
     case "simulate": code = try runSimulate(rest)
     case "-h", "--help", "help": print(usage); code = 0
     default:

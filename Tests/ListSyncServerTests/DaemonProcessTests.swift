@@ -1,4 +1,7 @@
 import Foundation
+import ListCRDT
+import ListStore
+import ListSyncServer
 import Synchronization
 import Testing
 
@@ -127,7 +130,7 @@ struct DaemonProcessTests {
         (code, _, err) = try runListsync(["docs", "--daemon", daemon.address, "--key-file", wrong])
         #expect(code == 1 && err.contains("others can read it"))
         // --help everywhere.
-        for c in ["serve", "status", "docs", "create", "show", "watch", "insert", "move", "delete", "rename", "export", "import", "simulate"] {
+        for c in ["serve", "status", "docs", "create", "show", "watch", "insert", "move", "delete", "rename", "export", "import", "restore", "simulate"] {
             let (code, out, _) = try runListsync([c, "--help"])
             #expect(code == 0 && out.contains("USAGE: listsync \(c)"), "\(c) --help")
         }
@@ -202,5 +205,54 @@ struct PeeredDaemonTests {
         let onC = try #require(try c.json(["create", "made-on-c"]) as? [String: Any])
         let idC = try #require(onC["id"] as? String)
         #expect(eventually(40) { ((try? a.json(["docs"]) as? [[String: Any]]) ?? []).contains { $0["id"] as? String == idC } })
+    }
+}
+
+/// Epochs: a restored document refuses a client that holds the old one.
+@Suite("Document epochs", .serialized, .timeLimit(.minutes(2)))
+struct EpochTests {
+    @Test("after a restore, a client resuming the old epoch is refused; merging blind would resurrect what the restore removed")
+    func restoreChangesEpoch() async throws {
+        let dir = TemporaryFolder()
+        defer { dir.remove() }
+        var daemon = try DaemonProcess(data: dir.path)
+        let created = try #require(try daemon.json(["create", "e"]) as? [String: Any])
+        let doc = try #require(created["id"] as? String)
+        _ = try daemon.json(["insert", doc, "0.0", "a"])
+        _ = try daemon.json(["insert", doc, "0.1", "b"])
+        let backup = dir.path + "/backup.json"
+        _ = try daemon.json(["export", doc, backup])
+        // A client that keeps its copy across sessions adds "c" after the backup was made.
+        let key = try KeyFile.read(daemon.keyFile)
+        let id = try #require(DocumentID(hex: doc))
+        var client = try await DaemonClient.connect(host: "127.0.0.1", port: daemon.port, key: key)
+        _ = try await client.open(id)
+        let oldEpoch = try #require(await client.info(id)?.epoch)
+        try await client.edit(id) { d throws(ListError) in _ = try d.insertItem(at: IndexPath(item: 2, section: 0), value: Data("c".utf8)) }
+        let held = try #require(await client.open(id)).document
+        await client.close()
+        // The operator restores the backup (daemon stopped), then starts the daemon again.
+        let port = daemon.port
+        #expect(daemon.terminate() == 0)
+        let (code, _, err) = try runListsync(["restore", doc, backup, "--data", dir.path])
+        #expect(code == 0, "\(err)")
+        daemon = try DaemonProcess(data: dir.path, port: port)
+        defer { daemon.terminate() }
+        #expect(try table(daemon, doc) == [["a", "b"]])
+        // Resuming the old epoch: refused, nothing merged.
+        client = try await DaemonClient.connect(host: "127.0.0.1", port: daemon.port, key: key)
+        do {
+            _ = try await client.open(id, resuming: held, epoch: oldEpoch)
+            Issue.record("a client holding the old epoch was let in")
+        } catch let DaemonClientError.refused(code, text) {
+            #expect(code == .epochMismatch, "\(text)")
+        }
+        await client.close()
+        #expect(try table(daemon, doc) == [["a", "b"]], "the refused client changed nothing")
+        // What epochs prevent: the same copy merged blind brings back "c", which the restore removed.
+        client = try await DaemonClient.connect(host: "127.0.0.1", port: daemon.port, key: key)
+        _ = try await client.open(id, resuming: held, epoch: 0)
+        await client.close()
+        #expect(try table(daemon, doc) == [["a", "b", "c"]])
     }
 }
