@@ -98,6 +98,14 @@ public final class EventLoop: @unchecked Sendable {
         stopped.wait()
     }
 
+    /// The number of descriptors registered with this loop now (sockets it drives): 0 once
+    /// every connection and listener on it is closed. For leak checks.
+    public func registeredDescriptors() async -> Int {
+        await withCheckedContinuation { (c: CheckedContinuation<Int, Never>) in
+            execute { [self] in c.resume(returning: handlers.count) }
+        }
+    }
+
     // MARK: Loop-thread API
 
     /// Watches `fd` for `handler`. Loop thread only.

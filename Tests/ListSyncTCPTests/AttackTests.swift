@@ -2,6 +2,7 @@
 import Foundation
 import Testing
 import ListSync
+import ListSyncTestSupport
 @testable import ListSyncTCP
 
 /// Each attack runs from 127.0.0.2 or .3 against a real listener; it must be refused, and an

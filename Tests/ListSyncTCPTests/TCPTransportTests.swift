@@ -2,6 +2,7 @@
 import Foundation
 import Testing
 import ListSync
+import ListSyncTestSupport
 @testable import ListSyncTCP
 
 extension SocketTests {

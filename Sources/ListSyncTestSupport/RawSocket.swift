@@ -3,14 +3,14 @@
 import Glibc
 import Foundation
 
-/// A blocking TCP client for attack tests: it sends whatever bytes the test chooses, from a
+/// A blocking TCP client for attack tests (test support, not part of the product): it sends whatever bytes the test chooses, from a
 /// chosen 127.x source address, and watches whether the server closes.
 // @unchecked Sendable: each test uses its sockets from one task at a time.
-final class RawSocket: @unchecked Sendable {
-    let fd: Int32
+public final class RawSocket: @unchecked Sendable {
+    public let fd: Int32
 
     /// Connects from `source` (any 127.0.0.0/8 address) to 127.0.0.1:`port`; `nil` if refused.
-    init?(port: UInt16, source: String = "127.0.0.2") {
+    public init?(port: UInt16, source: String = "127.0.0.2") {
         fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { return nil }
         var local = sockaddr_in()
@@ -35,7 +35,7 @@ final class RawSocket: @unchecked Sendable {
 
     /// Sends all of `bytes`; `false` if the connection is gone.
     @discardableResult
-    func send(_ bytes: [UInt8]) -> Bool {
+    public func send(_ bytes: [UInt8]) -> Bool {
         var off = 0
         while off < bytes.count {
             let n = bytes[off...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
@@ -46,7 +46,7 @@ final class RawSocket: @unchecked Sendable {
     }
 
     /// Reads whatever arrives within `timeout` seconds, up to `count` bytes (fewer at a close).
-    func read(_ count: Int, timeout: Double) -> [UInt8] {
+    public func read(_ count: Int, timeout: Double) -> [UInt8] {
         var out: [UInt8] = []
         let deadline = Date().addingTimeInterval(timeout)
         while out.count < count {
@@ -64,7 +64,7 @@ final class RawSocket: @unchecked Sendable {
 
     /// Whether the server closed the connection within `timeout` seconds (bytes before the close
     /// are read and dropped).
-    func closedByPeer(within timeout: Double) -> Bool {
+    public func closedByPeer(within timeout: Double) -> Bool {
         let deadline = Date().addingTimeInterval(timeout)
         while true {
             let left = deadline.timeIntervalSinceNow
@@ -78,13 +78,4 @@ final class RawSocket: @unchecked Sendable {
     }
 }
 
-/// Open sockets, epoll and eventfd descriptors of this process (Linux: /proc/self/fd), the kinds
-/// this module opens. Files other suites open at the same time are not counted.
-func openDescriptorCount() -> Int {
-    guard let entries = try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd") else { return -1 }
-    return entries.filter { name in
-        guard let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/" + name) else { return false }
-        return target.hasPrefix("socket:") || target.contains("eventpoll") || target.contains("eventfd")
-    }.count
-}
 #endif

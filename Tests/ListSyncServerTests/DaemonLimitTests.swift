@@ -1,0 +1,80 @@
+#if canImport(Glibc)
+import Foundation
+import ListCRDT
+import ListStore
+import ListSyncServer
+import ListSyncTestSupport
+import Testing
+@testable import ListSyncTCP
+
+/// The daemon in this process (so its limits can be set small), attacked over real sockets.
+@Suite("Daemon limits: slow consumers, connection bursts", .serialized, .timeLimit(.minutes(2)))
+struct DaemonLimitTests {
+    static func start(_ configure: (inout DaemonConfiguration) -> Void = { _ in }) async throws -> (Daemon, UInt16, [UInt8], TemporaryFolder) {
+        let dir = TemporaryFolder()
+        var config = DaemonConfiguration(dataFolder: dir.path + "/data")
+        config.listenPort = 0
+        configure(&config)
+        let daemon = Daemon(configuration: config)
+        try await daemon.start()
+        let port = try #require(await daemon.address?.port)
+        let key = try KeyFile.read(daemon.keyPath)
+        return (daemon, port, key, dir)
+    }
+
+    /// A client that completes the handshake, subscribes to `doc`, then never reads again.
+    static func mute(port: UInt16, key: [UInt8], subscribeTo doc: DocumentID) throws -> RawSocket {
+        let raw = try #require(RawSocket(port: port, source: "127.0.0.5"))
+        var m = ConnectionMachine(role: .client, key: key, id: Array(repeating: 1, count: 16), nonce: Array(repeating: 2, count: 32))
+        for case let .write(b) in m.start() { raw.send(b) }
+        let deadline = Date().addingTimeInterval(5)
+        while !m.isEstablished, !m.isClosed, Date() < deadline {
+            for case let .write(b) in m.receive(raw.read(1, timeout: 0.2)) { raw.send(b) }
+        }
+        try #require(m.isEstablished)
+        raw.send(try m.seal(.data, DaemonMessage.subscribe(document: doc, epoch: 0, version: VersionVector()).encoded()))
+        return raw
+    }
+
+    @Test("a subscriber that never reads is cut off once its send queue is full; the writer is unaffected")
+    func slowConsumer() async throws {
+        let (daemon, port, key, dir) = try await Self.start { $0.tcp.sendQueueLimit = 128 * 1024 }
+        defer { dir.remove() }
+        let writer = try await DaemonClient.connect(host: "127.0.0.1", port: port, key: key)
+        let doc = try await writer.create(name: "firehose")
+        _ = try await writer.open(doc)
+        let mute = try Self.mute(port: port, key: key, subscribeTo: doc)
+        let value = Data(repeating: 0x61, count: 4_000)
+        for batch in 0..<12 {
+            try await writer.edit(doc) { d throws(ListError) in
+                for k in 0..<400 { _ = try d.insertItem(atRow: 0, inSection: 0, value: value + Data("\(batch)-\(k)".utf8)) }
+            }
+        }
+        // 19 MB pushed at a connection that reads nothing: it is closed, not buffered.
+        #expect(mute.closedByPeer(within: 10))
+        let status = try await writer.status()
+        #expect(status.contains("\"connections\":1"), "\(status)")
+        #expect(try await writer.documents().first?.operations == 1 + 12 * 400)
+        await writer.close()
+        await daemon.stop()
+    }
+
+    @Test("a burst of 1,000 connections does not stop an honest client")
+    func connectionBurst() async throws {
+        let (daemon, port, key, dir) = try await Self.start()
+        defer { dir.remove() }
+        var burst: [RawSocket] = []
+        for _ in 0..<1_000 {
+            if let s = RawSocket(port: port, source: "127.0.0.6") { burst.append(s) }
+        }
+        let honest = try await DaemonClient.connect(host: "127.0.0.1", port: port, key: key)
+        let doc = try await honest.create(name: "still here")
+        #expect(try await honest.documents().map(\.id) == [doc])
+        let status = try await honest.status()
+        #expect(status.contains("too many"), "refusals are counted by reason: \(status)")
+        await honest.close()
+        burst = []
+        await daemon.stop()
+    }
+}
+#endif
