@@ -30,6 +30,9 @@ public actor Daemon {
     private var connections: [ObjectIdentifier: DaemonConnection] = [:]
     private var peers: [PeerLink] = []
     private var housekeeping: Task<Void, Never>?
+    private var udp: UDPSocket?
+    private var announcer: Task<Void, Never>?
+    private var discovery = DiscoveryState(instance: UInt64.random(in: 1...UInt64.max))
     let metrics = DaemonMetrics()
     private var stopping = false
 
@@ -86,6 +89,11 @@ public actor Daemon {
             peers.append(link)
             await link.start()
         }
+        if let d = configuration.discovery {
+            do { try await startDiscovery(d) } catch {
+                log("discovery off", ["reason": "\(error)"])
+            }
+        }
         housekeeping = Task { [weak self] in
             while !Task.isCancelled {
                 try? await Task.sleep(for: .seconds(1))
@@ -100,6 +108,8 @@ public actor Daemon {
         guard !stopping else { return }
         stopping = true
         housekeeping?.cancel()
+        announcer?.cancel()
+        await udp?.close()
         await listener?.close()
         acceptTask?.cancel()
         for p in peers { await p.stop() }
@@ -201,6 +211,50 @@ public actor Daemon {
         }
         return out
     }
+
+    // MARK: Discovery
+
+    private func startDiscovery(_ d: DaemonConfiguration.Discovery) async throws {
+        let key = key
+        // A daemon that listens on loopback only announces and listens on loopback only.
+        let bindHost = configuration.listenHost.hasPrefix("127.") || configuration.listenHost == "::1" ? configuration.listenHost : "0.0.0.0"
+        udp = try await UDPSocket.bind(host: bindHost, port: d.port, loop: loop) { [weak self] bytes, from in
+            guard let a = DiscoveryAnnouncement(decoding: bytes, key: key) else { return }
+            Task { await self?.heard(a, from: from) }
+        }
+        let targets = try d.announceTo.isEmpty ? [SocketAddress(numeric: "255.255.255.255", port: d.port)!]
+            : d.announceTo.flatMap { try SocketAddress.resolve(host: $0.host, port: $0.port) }
+        let port = address?.port ?? configuration.listenPort
+        let instance = discovery.instance
+        let interval = d.interval
+        announcer = Task { [weak self] in
+            while !Task.isCancelled {
+                let a = DiscoveryAnnouncement(instance: instance, port: port, time: Self.unixMillis())
+                for t in targets { await self?.udp?.send(a.encoded(key: key), to: t) }
+                try? await Task.sleep(for: interval)
+            }
+        }
+        log("discovery on", ["udp": udp?.address.description ?? "", "instance": String(instance, radix: 16)])
+    }
+
+    private func heard(_ a: DiscoveryAnnouncement, from: SocketAddress) async {
+        guard !stopping, discovery.accept(a, now: Self.unixMillis()) else { return }
+        // Of two daemons that hear each other, the one with the smaller instance id connects.
+        guard discovery.instance < a.instance else { return }
+        let host: String
+        switch from.host {
+        case let .ipv4(b0, b1, b2, b3): host = "\(b0).\(b1).\(b2).\(b3)"
+        case .ipv6: host = String(from.description.dropFirst().prefix { $0 != "]" })
+        }
+        let label = "\(host):\(a.port)"
+        guard !peers.contains(where: { $0.label == label }) else { return }
+        log("peer discovered", ["address": label, "instance": String(a.instance, radix: 16)])
+        let link = PeerLink(daemon: self, host: host, port: a.port, key: key, options: configuration.tcp, loop: loop)
+        peers.append(link)
+        await link.start()
+    }
+
+    static func unixMillis() -> UInt64 { UInt64(Date().timeIntervalSince1970 * 1000) }
 
     /// A peer created a document here: tell the other peers.
     func relayCreated(_ id: DocumentID, name: String, epoch: UInt64, except: PeerLink?) async {

@@ -17,6 +17,21 @@ public struct DaemonConfiguration: Sendable {
     public var peers: [(host: String, port: UInt16)] = []
     /// The admin HTTP address (`/healthz`, `/readyz`, `/metrics`); `nil`: none.
     public var admin: (host: String, port: UInt16)?
+    /// LAN discovery (`--discover`); `nil`: off. Static peers are always used as well.
+    public var discovery: Discovery?
+
+    /// Where discovery listens and announces.
+    public struct Discovery: Sendable {
+        /// The UDP port announcements are received on.
+        public var port: UInt16 = 7451
+        /// Where announcements go (default: the broadcast address, on `port`).
+        public var announceTo: [(host: String, port: UInt16)] = []
+        /// How often to announce.
+        public var interval: Duration = .seconds(30)
+        /// Discovery with the defaults.
+        public init() {}
+    }
+
     /// Connection limits and timings.
     public var tcp = TCPOptions()
     /// A document with no subscriber unused for this long is unloaded.

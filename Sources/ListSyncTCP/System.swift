@@ -94,6 +94,65 @@ enum System {
         return fd
     }
 
+    /// A new UDP socket for `family`, non-blocking and close-on-exec.
+    static func datagramSocket(family: Int32) throws(TransportError) -> Int32 {
+        #if canImport(Glibc)
+        let fd = try call("socket(SOCK_DGRAM)") { Glibc.socket(family, Int32(SOCK_DGRAM.rawValue), 0) }
+        #elseif canImport(Darwin)
+        let fd = try call("socket(SOCK_DGRAM)") { Darwin.socket(family, SOCK_DGRAM, 0) }
+        #endif
+        do { try setNonBlocking(fd) } catch { close(fd); throw error }
+        return fd
+    }
+
+    /// Allows sending to broadcast addresses.
+    static func setBroadcast(_ fd: Int32) throws(TransportError) {
+        try setOption(fd, level: SOL_SOCKET, name: SO_BROADCAST, 1, call: "setsockopt(SO_BROADCAST)")
+    }
+
+    /// Lets several sockets of this host bind the same UDP port (each gets broadcasts).
+    static func setReusePort(_ fd: Int32) throws(TransportError) {
+        try setOption(fd, level: SOL_SOCKET, name: SO_REUSEPORT, 1, call: "setsockopt(SO_REUSEPORT)")
+    }
+
+    /// Sends one datagram; `false` if it would block (the datagram is dropped).
+    static func sendTo(_ fd: Int32, _ bytes: [UInt8], _ address: SocketAddress) throws(TransportError) -> Bool {
+        let sent: Int? = try address.withSockAddr { sa, len throws(TransportError) in
+            try callNonBlocking("sendto") {
+                bytes.withUnsafeBytes { b in
+                    #if canImport(Glibc)
+                    Glibc.sendto(fd, b.baseAddress, b.count, Int32(MSG_NOSIGNAL), sa, len)
+                    #elseif canImport(Darwin)
+                    Darwin.sendto(fd, b.baseAddress, b.count, 0, sa, len)
+                    #endif
+                }
+            }
+        }
+        return sent != nil
+    }
+
+    /// Receives one datagram of at most `max` bytes and its sender; `nil` when none is waiting.
+    static func receiveFrom(_ fd: Int32, max: Int) throws(TransportError) -> ([UInt8], SocketAddress)? {
+        var buffer = [UInt8](repeating: 0, count: max)
+        var storage = sockaddr_storage()
+        let n: Int? = try callNonBlocking("recvfrom") {
+            var len = socklen_t(MemoryLayout<sockaddr_storage>.size)
+            return buffer.withUnsafeMutableBytes { b in
+                withUnsafeMutablePointer(to: &storage) { p in
+                    p.withMemoryRebound(to: sockaddr.self, capacity: 1) { sa in
+                        #if canImport(Glibc)
+                        Glibc.recvfrom(fd, b.baseAddress, b.count, 0, sa, &len)
+                        #elseif canImport(Darwin)
+                        Darwin.recvfrom(fd, b.baseAddress, b.count, 0, sa, &len)
+                        #endif
+                    }
+                }
+            }
+        }
+        guard let n else { return nil }
+        return (Array(buffer[0..<n]), SocketAddress(storage: storage))
+    }
+
     /// Sets an integer socket option.
     static func setOption(_ fd: Int32, level: Int32, name: Int32, _ value: Int32, call: StaticString) throws(TransportError) {
         var v = value

@@ -23,6 +23,12 @@ let serveUsage = """
                               and their clients share one key by copying this file (mode 0600)
       --peer HOST:PORT        keep a connection to another daemon and sync every document both hold;
                               repeatable (LISTSYNC_PEERS, comma-separated)
+      --discover              find peers on the LAN: announce over UDP (authenticated with the key,
+                              a random instance id) and connect to daemons heard (LISTSYNC_DISCOVER=1)
+      --discover-port PORT    UDP port of discovery (LISTSYNC_DISCOVER_PORT; 7451)
+      --announce-to HOST:PORT where announcements go; repeatable (LISTSYNC_ANNOUNCE_TO; default the
+                              broadcast address 255.255.255.255 on the discovery port)
+      --announce-interval S   seconds between announcements (LISTSYNC_ANNOUNCE_INTERVAL; 30)
       --max-connections N     authenticated connections at most (LISTSYNC_MAX_CONNECTIONS; 1024)
       --idle-unload SECONDS   unload a document nobody uses after this long (LISTSYNC_IDLE_UNLOAD; 300)
       --log-format text|json  one line per event on standard error (LISTSYNC_LOG_FORMAT; text)
@@ -30,8 +36,9 @@ let serveUsage = """
     """
 
 func runServe(_ args: [String]) throws -> Int32 {
-    let o = try Options(args, values: ["--data", "--listen", "--key-file", "--peer", "--max-connections", "--idle-unload", "--log-format"],
-                        flags: ["--help"])
+    let o = try Options(args, values: ["--data", "--listen", "--key-file", "--peer", "--max-connections", "--idle-unload", "--log-format",
+                                       "--discover-port", "--announce-to", "--announce-interval"],
+                        flags: ["--help", "--discover"])
     if o.has("--help") { print(serveUsage); return 0 }
     guard o.positional.isEmpty else { throw UsageError(message: "unexpected argument '\(o.positional[0])'") }
     var config = DaemonConfiguration(dataFolder: o.value("--data", env: "LISTSYNC_DATA") ?? defaultDataFolder())
@@ -42,6 +49,22 @@ func runServe(_ args: [String]) throws -> Int32 {
     for p in o.all("--peer", env: "LISTSYNC_PEERS") {
         let (h, port) = try parseAddress(p, what: "--peer")
         config.peers.append((h, port))
+    }
+    if o.has("--discover") || ProcessInfo.processInfo.environment["LISTSYNC_DISCOVER"] == "1" {
+        var d = DaemonConfiguration.Discovery()
+        if let p = o.value("--discover-port", env: "LISTSYNC_DISCOVER_PORT") {
+            guard let v = UInt16(p) else { throw UsageError(message: "--discover-port must be a port number, not '\(p)'") }
+            d.port = v
+        }
+        for t in o.all("--announce-to", env: "LISTSYNC_ANNOUNCE_TO") {
+            let (h, port) = try parseAddress(t, what: "--announce-to")
+            d.announceTo.append((h, port))
+        }
+        if let s = o.value("--announce-interval", env: "LISTSYNC_ANNOUNCE_INTERVAL") {
+            guard let v = Double(s), v > 0 else { throw UsageError(message: "--announce-interval must be a positive number of seconds, not '\(s)'") }
+            d.interval = .milliseconds(Int(v * 1000))
+        }
+        config.discovery = d
     }
     if let n = o.value("--max-connections", env: "LISTSYNC_MAX_CONNECTIONS") {
         guard let v = Int(n), v > 0 else { throw UsageError(message: "--max-connections must be a positive number, not '\(n)'") }
@@ -85,7 +108,7 @@ func runServe(_ args: [String]) throws -> Int32 {
                 listsync daemon listening on \(address)
                   data folder: \(config.dataFolder)
                   key file:    \(key)\(created ? " (created now, mode 0600)" : "")
-                  peers:       \(config.peers.isEmpty ? "none" : config.peers.map { "\($0.host):\($0.port)" }.joined(separator: ", "))
+                  peers:       \(config.peers.isEmpty ? "none" : config.peers.map { "\($0.host):\($0.port)" }.joined(separator: ", "))\(config.discovery.map { " (and LAN discovery on UDP port \($0.port))" } ?? "")
                 connect from another terminal:
                   listsync status --daemon \(address) --key-file \(key)
                   listsync create groceries --daemon \(address) --key-file \(key)

@@ -256,3 +256,46 @@ struct EpochTests {
         #expect(try table(daemon, doc) == [["a", "b", "c"]])
     }
 }
+
+/// LAN discovery, on loopback: each daemon announces to the other's UDP port.
+@Suite("Discovery", .serialized, .timeLimit(.minutes(2)))
+struct DiscoveryTests {
+    /// A UDP port free now (bound to port 0, then released).
+    static func freeUDPPort() -> UInt16 {
+        let fd = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
+        defer { close(fd) }
+        var a = sockaddr_in()
+        a.sin_family = sa_family_t(AF_INET)
+        inet_pton(AF_INET, "127.0.0.1", &a.sin_addr)
+        var len = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &a) { p in
+            p.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, len) == 0 && getsockname(fd, $0, &len) == 0 }
+        }
+        return UInt16(bigEndian: a.sin_port)
+    }
+
+    @Test("two daemons that hear each other's announcements peer and sync; one with another key is ignored")
+    func discover() throws {
+        let root = TemporaryFolder()
+        defer { root.remove() }
+        let pa = Self.freeUDPPort(), pb = Self.freeUDPPort(), pc = Self.freeUDPPort()
+        let fast = ["--discover", "--announce-interval", "0.3"]
+        let a = try DaemonProcess(data: root.path + "/a", extra: fast + ["--discover-port", "\(pa)", "--announce-to", "127.0.0.1:\(pb)"])
+        defer { a.terminate() }
+        let b = try DaemonProcess(data: root.path + "/b", extra: fast + ["--key-file", a.keyFile, "--discover-port", "\(pb)",
+                                                                          "--announce-to", "127.0.0.1:\(pa)"])
+        defer { b.terminate() }
+        // C has its own key and announces to both: it must be ignored.
+        let c = try DaemonProcess(data: root.path + "/c", extra: fast + ["--discover-port", "\(pc)",
+                                                                          "--announce-to", "127.0.0.1:\(pa)", "--announce-to", "127.0.0.1:\(pb)"])
+        defer { c.terminate() }
+        let created = try #require(try a.json(["create", "found"]) as? [String: Any])
+        let doc = try #require(created["id"] as? String)
+        _ = try a.json(["insert", doc, "0.0", "hello"])
+        #expect(eventually(20) { ((try? table(b, doc)) ?? []) == [["hello"]] }, "A: \(a.log)\nB: \(b.log)")
+        #expect(a.log.contains("peer discovered") || b.log.contains("peer discovered"))
+        #expect(!a.log.contains("127.0.0.1:\(c.port)") && !b.log.contains("127.0.0.1:\(c.port)"), "C (another key) was ignored")
+        let docsOnC = try #require(try c.json(["docs"]) as? [[String: Any]])
+        #expect(docsOnC.isEmpty)
+    }
+}
