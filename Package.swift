@@ -20,6 +20,7 @@ let package = Package(
         .library(name: "ListSyncServer", targets: ["ListSyncServer"]),
         .executable(name: "listsync", targets: ["listsync"]),
         .executable(name: "listsync-bench", targets: ["listsync-bench"]),
+        .executable(name: "listsync-load", targets: ["listsync-load"]),
     ],
     dependencies: [],
     targets: [
@@ -74,6 +75,12 @@ let package = Package(
             name: "listsync-bench",
             dependencies: ["ListCRDT", "ListSync", "ListSyncSimulation", "ListSyncTCP", "ListSyncTestSupport", "ListSyncCrypto", "ListStore"],
             path: "Benchmarks/Sources/listsync-bench"
+        ),
+        // Many clients editing shared lists through a `listsync serve` process (Docs/Reliability.md).
+        .executableTarget(
+            name: "listsync-load",
+            dependencies: ["ListCRDT", "ListStore", "ListSyncServer", "ListTable"],
+            path: "Benchmarks/Sources/listsync-load"
         ),
     ]
 )

@@ -41,6 +41,7 @@ public actor DaemonClient {
     private var names: [DocumentID: (name: String, epoch: UInt64)] = [:]
     private var reader: Task<Void, Never>?
     private var closed = false
+    private var observer: (@Sendable (DocumentID, [ListOperation]) -> Void)?
 
     private init(transport: TCPTransport) {
         self.transport = transport
@@ -147,6 +148,12 @@ public actor DaemonClient {
         return live
     }
 
+    /// Calls `handler` with every batch of operations the daemon sends for an opened document,
+    /// before they are applied (for instrumentation: the load generator times arrivals with it).
+    public func observeOperations(_ handler: @escaping @Sendable (DocumentID, [ListOperation]) -> Void) {
+        observer = handler
+    }
+
     /// The name and epoch of an opened document.
     public func info(_ document: DocumentID) -> (name: String, epoch: UInt64)? { names[document] }
 
@@ -211,6 +218,7 @@ public actor DaemonClient {
         case let .subscribed(doc, name, epoch, version):
             subscribing.removeValue(forKey: doc)?.resume(returning: (name, epoch, version))
         case let .operations(doc, _, ops):
+            observer?(doc, ops)
             _ = opened[doc]?.receive(ops)
         case let .ack(_, batch, version):
             acks.removeValue(forKey: batch)?.resume(returning: version)

@@ -1,0 +1,281 @@
+import Foundation
+import ListCRDT
+import ListStore
+import ListSyncServer
+import ListTable
+import Synchronization
+
+// listsync-load: many clients editing shared lists through one `listsync serve` process.
+// Starts the daemon (the `listsync` binary next to this one) on a fresh data folder, connects
+// CLIENTS clients over TCP, each making EDITS edits (MOVES% moves, a share of them on the same
+// "hot" items, the rest inserts and some deletes) on one of DOCS documents, every edit waiting for
+// its acknowledgement (durable on the daemon's disk). Then it waits until every client of a
+// document holds the same list with every item once, and prints the figures (Docs/Reliability.md).
+
+let usage = """
+    USAGE: listsync-load [--clients N] [--edits N] [--docs N] [--moves PERCENT] [--seed S] [--json]
+                         [--binary PATH] [--daemon HOST:PORT --key-file FILE]
+
+    Defaults: 64 clients, 1000 edits each, 8 documents, 40% moves, seed 1; a daemon started here.
+    """
+
+struct Config {
+    var clients = 64, edits = 1000, docs = 8, moves = 40
+    var seed: UInt64 = 1
+    var json = false
+    var binary: String?
+    var daemon: (String, UInt16)?
+    var keyFile: String?
+}
+
+func parse() -> Config {
+    var c = Config()
+    var args = Array(CommandLine.arguments.dropFirst())[...]
+    func next(_ name: String) -> String {
+        guard let v = args.popFirst() else { FileHandle.standardError.write(Data("\(name) needs a value\n".utf8)); exit(2) }
+        return v
+    }
+    while let a = args.popFirst() {
+        switch a {
+        case "--clients": c.clients = Int(next(a)) ?? c.clients
+        case "--edits": c.edits = Int(next(a)) ?? c.edits
+        case "--docs": c.docs = Int(next(a)) ?? c.docs
+        case "--moves": c.moves = Int(next(a)) ?? c.moves
+        case "--seed": c.seed = UInt64(next(a)) ?? c.seed
+        case "--json": c.json = true
+        case "--binary": c.binary = next(a)
+        case "--key-file": c.keyFile = next(a)
+        case "--daemon":
+            let t = next(a).split(separator: ":")
+            c.daemon = (String(t[0]), UInt16(t[1]) ?? 7450)
+        case "-h", "--help": print(usage); exit(0)
+        default: FileHandle.standardError.write(Data("unknown option \(a)\n\(usage)\n".utf8)); exit(2)
+        }
+    }
+    return c
+}
+
+/// A started `listsync serve` process.
+final class DaemonProcess: @unchecked Sendable {
+    // @unchecked Sendable: set up in init, then only read.
+    let process = Process()
+    let data: String
+    var port: UInt16 = 0
+
+    init(binary: String) throws {
+        data = NSTemporaryDirectory() + "listsync-load-" + UUID().uuidString
+        process.executableURL = URL(fileURLWithPath: binary)
+        process.arguments = ["serve", "--data", data, "--listen", "127.0.0.1:0"]
+        let out = Pipe()
+        process.standardOutput = out
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        var text = ""
+        let deadline = Date().addingTimeInterval(20)
+        while Date() < deadline, port == 0 {
+            text += String(decoding: out.fileHandleForReading.availableData, as: UTF8.self)
+            if let r = text.range(of: "listening on 127.0.0.1:") {
+                port = UInt16(text[r.upperBound...].prefix { $0.isNumber }) ?? 0
+            }
+        }
+        guard port != 0 else { throw LoadError("the daemon did not start: \(text)") }
+    }
+
+    var rss: Int {
+        guard let s = try? String(contentsOfFile: "/proc/\(process.processIdentifier)/status", encoding: .utf8),
+              let line = s.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }) else { return 0 }
+        return (Int(line.split(separator: " ").dropFirst().first ?? "0") ?? 0) * 1024
+    }
+
+    var bytesOnDisk: Int {
+        guard let e = FileManager.default.enumerator(atPath: data) else { return 0 }
+        var total = 0
+        while let f = e.nextObject() as? String {
+            total += ((try? FileManager.default.attributesOfItem(atPath: data + "/" + f)[.size]) as? NSNumber)?.intValue ?? 0
+        }
+        return total
+    }
+
+    func stop() {
+        process.terminate()
+        process.waitUntilExit()
+        try? FileManager.default.removeItem(atPath: data)
+    }
+}
+
+struct LoadError: Error, CustomStringConvertible {
+    var description: String
+    init(_ d: String) { description = d }
+}
+
+/// Edits that failed, with their errors.
+final class Failures: Sendable {
+    let values = Mutex<[String]>([])
+    func add(_ v: String) { values.withLock { $0.append(v) } }
+    var count: Int { values.withLock { $0.count } }
+    var first: String { values.withLock { $0.first ?? "" } }
+}
+
+/// Arrival latencies (ns), from the edit's start at its author to the operation's arrival at another client.
+final class Latencies: Sendable {
+    let values = Mutex<[UInt64]>([])
+    func add(_ v: UInt64) { values.withLock { $0.append(v) } }
+}
+
+struct SplitMix: RandomNumberGenerator {
+    var state: UInt64
+    mutating func next() -> UInt64 {
+        state &+= 0x9e37_79b9_7f4a_7c15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xbf58_476d_1ce4_e5b9
+        z = (z ^ (z >> 27)) &* 0x94d0_49bb_1331_11eb
+        return z ^ (z >> 31)
+    }
+}
+
+func now() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
+
+func run(_ c: Config) async throws -> [String: Any] {
+    var daemonProcess: DaemonProcess?
+    let host: String, port: UInt16, key: [UInt8]
+    if let d = c.daemon, let keyFile = c.keyFile {
+        (host, port) = d
+        key = try KeyFile.read(keyFile)
+    } else {
+        let binary = c.binary ?? URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("listsync").path
+        let p = try DaemonProcess(binary: binary)
+        daemonProcess = p
+        (host, port) = ("127.0.0.1", p.port)
+        key = try KeyFile.read(p.data + "/key")
+    }
+    defer { daemonProcess?.stop() }
+
+    // Untimed: the documents, each with two sections and 20 items.
+    let admin = try await DaemonClient.connect(host: host, port: port, key: key)
+    var docs: [DocumentID] = []
+    for d in 0..<c.docs {
+        let id = try await admin.create(name: "load-\(d)", sections: ["a", "b"])
+        _ = try await admin.open(id)
+        try await admin.edit(id) { doc throws(ListError) in
+            for k in 0..<20 { _ = try doc.insertItem(atRow: k / 2, inSection: k % 2, value: Data("seed-\(k)".utf8)) }
+        }
+        docs.append(id)
+    }
+    await admin.close()
+
+    // The clients, connected and caught up (untimed).
+    let latencies = Latencies()
+    var clients: [(DaemonClient, DocumentID, LiveDocument)] = []
+    for i in 0..<c.clients {
+        let client = try await DaemonClient.connect(host: host, port: port, key: key)
+        let doc = docs[i % c.docs]
+        await client.observeOperations { _, ops in
+            let t = now()
+            for op in ops {
+                if case let .insertItem(_, _, value) = op.kind, value.count == 8 {
+                    let sent = value.withUnsafeBytes { $0.loadUnaligned(as: UInt64.self) }
+                    if sent <= t { latencies.add(t - sent) }
+                }
+            }
+        }
+        clients.append((client, doc, try await client.open(doc)))
+    }
+
+    // Timed: every client edits at once, each edit acknowledged before the next.
+    let failures = Failures()
+    let start = now()
+    try await withThrowingTaskGroup(of: Void.self) { group in
+        for (i, (client, doc, live)) in clients.enumerated() {
+            let edits = c.edits, moves = c.moves, seed = c.seed
+            group.addTask {
+                var rng = SplitMix(state: seed &* 1_000_003 &+ UInt64(i))
+                for _ in 0..<edits {
+                    let roll = Int(rng.next() % 100)
+                    let snap = live.snapshot
+                    let counts = snap.sections.map(\.items.count)
+                    let total = counts.reduce(0, +)
+                    do {
+                        try await client.edit(doc) { d throws(ListError) in
+                            if roll < moves, total > 0 {
+                                // Half the moves take one of the first two items: several clients move the same ones.
+                                let from = rng.next() % 2 == 0 ? IndexPath(item: 0, section: counts[0] > 0 ? 0 : 1)
+                                    : { var k = Int(rng.next() % UInt64(total)); for (s, n) in counts.enumerated() { if k < n { return IndexPath(item: k, section: s) }; k -= n }; return IndexPath(item: 0, section: 0) }()
+                                let to = Int(rng.next() % 2)
+                                let limit = counts[to] - (to == from.section ? 1 : 0)
+                                _ = try d.moveItem(from: from, to: IndexPath(item: Int(rng.next() % UInt64(limit + 1)), section: to))
+                            } else if roll < moves + 10, total > 10 {
+                                let s = counts[0] > 0 ? 0 : 1
+                                _ = try d.deleteItem(at: IndexPath(item: Int(rng.next() % UInt64(counts[s])), section: s))
+                            } else {
+                                var stamp = now()
+                                let value = withUnsafeBytes(of: &stamp) { Data($0) }
+                                let s = Int(rng.next() % 2)
+                                _ = try d.insertItem(at: IndexPath(item: Int(rng.next() % UInt64(counts[s] + 1)), section: s), value: value)
+                            }
+                        }
+                    } catch {
+                        failures.add("\(error)")
+                    }
+                }
+            }
+        }
+        try await group.waitForAll()
+    }
+    let editSeconds = Double(now() - start) / 1e9
+
+    // Convergence: every client of a document holds the same list, each item once.
+    let convergeStart = now()
+    var converged = false
+    while Double(now() - convergeStart) / 1e9 < 120 {
+        var ok = true
+        for d in docs {
+            let states = clients.filter { $0.1 == d }.map { $0.2.snapshot }
+            if !states.allSatisfy({ $0 == states[0] }) { ok = false; break }
+        }
+        if ok { converged = true; break }
+        try await Task.sleep(for: .milliseconds(20))
+    }
+    let convergeSeconds = Double(now() - start) / 1e9
+    var itemsOnce = true
+    for (_, _, live) in clients {
+        let ids = live.snapshot.sections.flatMap { $0.items.map(\.id) }
+        if Set(ids).count != ids.count { itemsOnce = false }
+    }
+    var lat = latencies.values.withLock { $0 }
+    lat.sort()
+    func pct(_ p: Double) -> Double { lat.isEmpty ? 0 : Double(lat[min(lat.count - 1, Int(Double(lat.count) * p))]) / 1e6 }
+    let acknowledged = c.clients * c.edits - failures.count
+    let result: [String: Any] = [
+        "clients": c.clients, "edits_per_client": c.edits, "documents": c.docs, "moves_percent": c.moves,
+        "acknowledged_edits": acknowledged, "failed_edits": failures.count,
+        "first_failure": failures.first,
+        "edit_seconds": editSeconds, "acknowledged_ops_per_s": Double(acknowledged) / editSeconds,
+        "converge_seconds": convergeSeconds, "converged": converged, "items_once": itemsOnce,
+        "fanout_p50_ms": pct(0.5), "fanout_p99_ms": pct(0.99), "fanout_samples": lat.count,
+        "daemon_rss_bytes": daemonProcess?.rss ?? 0, "bytes_on_disk": daemonProcess?.bytesOnDisk ?? 0,
+    ]
+    for (client, _, _) in clients { await client.close() }
+    return result
+}
+
+let config = parse()
+let done = DispatchSemaphore(value: 0)
+let code = Mutex<Int32>(0)
+Task.detached {
+    do {
+        let r = try await run(config)
+        if config.json {
+            let data = try JSONSerialization.data(withJSONObject: r, options: [.sortedKeys])
+            print(String(decoding: data, as: UTF8.self))
+        } else {
+            for k in r.keys.sorted() { print("\(k): \(r[k]!)") }
+        }
+        if (r["converged"] as? Bool) != true || (r["items_once"] as? Bool) != true { code.withLock { $0 = 1 } }
+    } catch {
+        FileHandle.standardError.write(Data("listsync-load: \(error)\n".utf8))
+        code.withLock { $0 = 1 }
+    }
+    done.signal()
+}
+done.wait()
+exit(code.withLock { $0 })
