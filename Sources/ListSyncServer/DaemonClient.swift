@@ -42,21 +42,31 @@ public actor DaemonClient {
     private var reader: Task<Void, Never>?
     private var closed = false
     private var observer: (@Sendable (DocumentID, [ListOperation]) -> Void)?
+    private let changeSets: Bool
 
-    private init(transport: TCPTransport) {
+    private init(transport: TCPTransport, changeSets: Bool) {
         self.transport = transport
+        self.changeSets = changeSets
     }
 
-    /// Connects to the daemon at `host:port` with `key`.
-    public static func connect(host: String, port: UInt16, key: [UInt8], loop: EventLoop = .shared) async throws(DaemonClientError) -> DaemonClient {
+    /// Connects to the daemon at `host:port` with `key` (from `localHost`, when given).
+    ///
+    /// - Parameter changeSets: whether opened documents diff every change into a `ChangeSet`
+    ///   (an app's table needs them; O(n) per change). Without, a change costs what the
+    ///   document's does (``LiveDocument/init(withoutChangeSets:)``).
+    public static func connect(host: String, port: UInt16, key: [UInt8], localHost: String? = nil, changeSets: Bool = true,
+                               loop: EventLoop = .shared) async throws(DaemonClientError) -> DaemonClient {
         let t: TCPTransport
         do {
-            t = try await TCPTransport.connect(host: host, port: port, key: key, loop: loop)
+            t = try await TCPTransport.connect(host: host, port: port, key: key, localHost: localHost, loop: loop)
         } catch {
-            if case let .handshake(why) = error { throw .handshake(why) }
+            if case let .handshake(why) = error {
+                if why.contains("authentication failed") { throw .handshake(why) }
+                throw .refused(.limit, why)
+            }
             throw .notRunning("\(host):\(port)", error)
         }
-        let c = DaemonClient(transport: t)
+        let c = DaemonClient(transport: t, changeSets: changeSets)
         await c.startReading()
         return c
     }
@@ -127,7 +137,8 @@ public actor DaemonClient {
     public func open(_ document: DocumentID, resuming held: ListDocument? = nil, epoch: UInt64 = 0,
                      timeout: Duration = .seconds(30)) async throws -> LiveDocument {
         if let live = opened[document] { return live }
-        let live = LiveDocument(held ?? ListDocument(replica: ReplicaID.random()))
+        let start = held ?? ListDocument(replica: ReplicaID.random())
+        let live = changeSets ? LiveDocument(start) : LiveDocument(withoutChangeSets: start)
         opened[document] = live
         let since = held?.version ?? VersionVector()
         let (name, currentEpoch, version) = try await withCheckedThrowingContinuation { c in

@@ -151,6 +151,9 @@ public final class TCPListener: TransportListener, @unchecked Sendable {
             }
             guard let (client, remote) = accepted else { return }
             if let refusal = admit(remote) {
+                // A clear refusal in one non-blocking write (dropped if it does not fit), then close.
+                let frame = ConnectionMachine.frame(Handshake.error(.busy, refusal))
+                _ = try? frame.withUnsafeBytes { b throws(TransportError) in try System.write(client, b) }
                 System.close(client)
                 count(refusal)
                 continue

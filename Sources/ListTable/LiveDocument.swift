@@ -23,7 +23,11 @@ import Synchronization
 public final class LiveDocument: Sendable {
     struct State {
         var document: ListDocument
-        var snapshot: ListSnapshot
+        /// The snapshot of the last change; `nil` when it is stale (only without change sets).
+        var snapshot: ListSnapshot?
+        /// Whether changes are diffed into change sets (the default), or the snapshot is only
+        /// recomputed when read.
+        var publishesChanges = true
         var localItemMoves: [ItemID: ListOperation] = [:]
         var localSectionMoves: [SectionID: ListOperation] = [:]
         var subscribers: [UInt64: AsyncStream<ChangeSet>.Continuation] = [:]
@@ -40,6 +44,16 @@ public final class LiveDocument: Sendable {
         state = Mutex(State(document: document, snapshot: document.snapshot()))
     }
 
+    /// Wraps a document for a client that needs no change sets (a server, a command-line tool, a
+    /// load generator): edits and received operations cost what the document's do, every
+    /// returned ``ChangeSet`` is empty (lost moves are still reported), nothing is sent to
+    /// ``changes()`` subscribers, and ``snapshot`` is recomputed when first read after a change.
+    ///
+    /// - Complexity: O(1).
+    public init(withoutChangeSets document: ListDocument) {
+        state = Mutex(State(document: document, snapshot: nil, publishesChanges: false))
+    }
+
     deinit {
         let subscribers = state.withLock { state in
             let all = Array(state.subscribers.values)
@@ -52,8 +66,16 @@ public final class LiveDocument: Sendable {
     /// The document as it is now (a copy: O(1), shares storage until changed).
     public var document: ListDocument { state.withLock { $0.document } }
 
-    /// The snapshot as of the last change (kept, not recomputed).
-    public var snapshot: ListSnapshot { state.withLock { $0.snapshot } }
+    /// The snapshot as of the last change (kept, not recomputed; without change sets, computed
+    /// in O(n) on the first read after a change).
+    public var snapshot: ListSnapshot {
+        state.withLock { state in
+            if let s = state.snapshot { return s }
+            let s = state.document.snapshot()
+            state.snapshot = s
+            return s
+        }
+    }
 
     /// The replica this document edits as.
     public var replica: ReplicaID { state.withLock { $0.document.replica } }
@@ -175,8 +197,14 @@ extension LiveDocument {
     /// Diffs the new state against the last snapshot, keeps the new snapshot and sends the
     /// change set to every subscriber (unless it is empty). Called under the lock.
     static func publish(_ state: inout State, lostMoves: [LostMove]) -> ChangeSet {
+        guard state.publishesChanges else {
+            state.snapshot = nil
+            var none = ChangeSet()
+            none.lostMoves = lostMoves
+            return none
+        }
         let snapshot = state.document.snapshot()
-        var changes = ChangeSet(from: state.snapshot, to: snapshot)
+        var changes = ChangeSet(from: state.snapshot ?? snapshot, to: snapshot)
         changes.lostMoves = lostMoves
         state.snapshot = snapshot
         if !changes.isEmpty {

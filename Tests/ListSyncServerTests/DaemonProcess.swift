@@ -55,7 +55,7 @@ final class DaemonProcess: @unchecked Sendable {
         let deadline = Date().addingTimeInterval(20)
         while Date() < deadline {
             let text = output.text
-            if let r = text.range(of: "listening on 127.0.0.1:") {
+            if let r = text.range(of: "listening on 127.0.0.1:"), text[r.upperBound...].contains("\n") {
                 let digits = text[r.upperBound...].prefix { $0.isNumber }
                 if let p = UInt16(digits) { self.port = p; return }
             }

@@ -223,3 +223,28 @@ struct LiveDocumentTests {
         #expect(edit.changes.movedItems == [.init(from: ip(0, 0), to: ip(1, 1))])
     }
 }
+
+@Suite("LiveDocument without change sets")
+struct LiveDocumentWithoutChangeSetsTests {
+    @Test("edits and receives cost what the document's do; the snapshot is right when read; lost moves still reported")
+    func plain() throws {
+        let plain = LiveDocument(withoutChangeSets: ListDocument(replica: ReplicaID(1)))
+        let full = LiveDocument(ListDocument(replica: ReplicaID(2)))
+        let e = try plain.edit { d throws(ListError) in
+            try d.insertSection(at: 0)
+            for k in 0..<5 { try d.insertItem(at: IndexPath(item: k, section: 0), value: Data("\(k)".utf8)) }
+        }
+        #expect(e.changes.isEmpty)
+        #expect(e.operations.count == 6)
+        let r = full.receive(e.operations)
+        #expect(!r.changes.isEmpty)
+        #expect(plain.snapshot == full.snapshot)
+        // Concurrent moves of the same item: the loser is told either way.
+        let mine = try plain.edit { d throws(ListError) in try d.moveItem(from: IndexPath(item: 0, section: 0), to: IndexPath(item: 4, section: 0)) }
+        let theirs = try full.edit { d throws(ListError) in try d.moveItem(from: IndexPath(item: 0, section: 0), to: IndexPath(item: 2, section: 0)) }
+        let a = plain.receive(theirs.operations), b = full.receive(mine.operations)
+        #expect(a.changes.lostMoves.count + b.changes.lostMoves.count == 1)
+        #expect(a.changes.insertedItems.isEmpty && a.changes.movedItems.isEmpty)
+        #expect(plain.snapshot == full.snapshot)
+    }
+}

@@ -74,7 +74,8 @@ final class DaemonProcess: @unchecked Sendable {
         let deadline = Date().addingTimeInterval(20)
         while Date() < deadline, port == 0 {
             text += String(decoding: out.fileHandleForReading.availableData, as: UTF8.self)
-            if let r = text.range(of: "listening on 127.0.0.1:") {
+            // The whole line: a chunk may end in the middle of the port.
+            if let r = text.range(of: "listening on 127.0.0.1:"), text[r.upperBound...].contains("\n") {
                 port = UInt16(text[r.upperBound...].prefix { $0.isNumber }) ?? 0
             }
         }
@@ -167,7 +168,10 @@ func run(_ c: Config) async throws -> [String: Any] {
     let latencies = Latencies()
     var clients: [(DaemonClient, DocumentID, LiveDocument)] = []
     for i in 0..<c.clients {
-        let client = try await DaemonClient.connect(host: host, port: port, key: key)
+        // Each client from its own loopback address, as clients on a LAN would be (the daemon
+        // admits 16 connections per address).
+        let source = host == "127.0.0.1" ? "127.0.\(1 + i / 250).\(2 + i % 250)" : nil
+        let client = try await DaemonClient.connect(host: host, port: port, key: key, localHost: source, changeSets: false)
         let doc = docs[i % c.docs]
         await client.observeOperations { _, ops in
             let t = now()
@@ -191,15 +195,18 @@ func run(_ c: Config) async throws -> [String: Any] {
                 var rng = SplitMix(state: seed &* 1_000_003 &+ UInt64(i))
                 for _ in 0..<edits {
                     let roll = Int(rng.next() % 100)
-                    let snap = live.snapshot
-                    let counts = snap.sections.map(\.items.count)
-                    let total = counts.reduce(0, +)
                     do {
                         try await client.edit(doc) { d throws(ListError) in
+                            // The counts of the document as it is now (remote operations keep arriving).
+                            let counts = [try d.itemCount(inSection: 0), try d.itemCount(inSection: 1)]
+                            let total = counts[0] + counts[1]
                             if roll < moves, total > 0 {
-                                // Half the moves take one of the first two items: several clients move the same ones.
-                                let from = rng.next() % 2 == 0 ? IndexPath(item: 0, section: counts[0] > 0 ? 0 : 1)
-                                    : { var k = Int(rng.next() % UInt64(total)); for (s, n) in counts.enumerated() { if k < n { return IndexPath(item: k, section: s) }; k -= n }; return IndexPath(item: 0, section: 0) }()
+                                // Half the moves take one of the first items: several clients move the same ones.
+                                var from = IndexPath(item: 0, section: counts[0] > 0 ? 0 : 1)
+                                if rng.next() % 2 == 1 {
+                                    let k = Int(rng.next() % UInt64(total))
+                                    from = k < counts[0] ? IndexPath(item: k, section: 0) : IndexPath(item: k - counts[0], section: 1)
+                                }
                                 let to = Int(rng.next() % 2)
                                 let limit = counts[to] - (to == from.section ? 1 : 0)
                                 _ = try d.moveItem(from: from, to: IndexPath(item: Int(rng.next() % UInt64(limit + 1)), section: to))
@@ -241,6 +248,14 @@ func run(_ c: Config) async throws -> [String: Any] {
         let ids = live.snapshot.sections.flatMap { $0.items.map(\.id) }
         if Set(ids).count != ids.count { itemsOnce = false }
     }
+    // The daemon's own view: its durable-append latency (write + fdatasync, group commit).
+    var daemonStatus: [String: Any] = [:]
+    if let probe = try? await DaemonClient.connect(host: host, port: port, key: key, localHost: host == "127.0.0.1" ? "127.0.9.1" : nil),
+       let json = try? await probe.status(),
+       let object = try? JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any] {
+        daemonStatus = object
+        await probe.close()
+    }
     var lat = latencies.values.withLock { $0 }
     lat.sort()
     func pct(_ p: Double) -> Double { lat.isEmpty ? 0 : Double(lat[min(lat.count - 1, Int(Double(lat.count) * p))]) / 1e6 }
@@ -252,6 +267,7 @@ func run(_ c: Config) async throws -> [String: Any] {
         "edit_seconds": editSeconds, "acknowledged_ops_per_s": Double(acknowledged) / editSeconds,
         "converge_seconds": convergeSeconds, "converged": converged, "items_once": itemsOnce,
         "fanout_p50_ms": pct(0.5), "fanout_p99_ms": pct(0.99), "fanout_samples": lat.count,
+        "daemon_append_p50_ms": daemonStatus["fsync_p50_ms"] ?? 0, "daemon_append_p99_ms": daemonStatus["fsync_p99_ms"] ?? 0,
         "daemon_rss_bytes": daemonProcess?.rss ?? 0, "bytes_on_disk": daemonProcess?.bytesOnDisk ?? 0,
     ]
     for (client, _, _) in clients { await client.close() }
