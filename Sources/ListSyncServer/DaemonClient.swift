@@ -141,6 +141,7 @@ public actor DaemonClient {
         let live = changeSets ? LiveDocument(start) : LiveDocument(withoutChangeSets: start)
         opened[document] = live
         let since = held?.version ?? VersionVector()
+        if closed { throw DaemonClientError.disconnected }
         let (name, currentEpoch, version) = try await withCheckedThrowingContinuation { c in
             subscribing[document] = c
             Task { try? await transport.send(DaemonMessage.subscribe(document: document, epoch: epoch, version: since).encoded()) }
@@ -177,6 +178,7 @@ public actor DaemonClient {
         let batch = nextRequest
         nextRequest += 1
         let frames = DaemonMessage.operationFrames(document, batch: batch, result.operations, maxFrame: transport.maxFrame)
+        if closed { throw DaemonClientError.disconnected }
         _ = try await withCheckedThrowingContinuation { (c: CheckedContinuation<VersionVector, any Error>) in
             acks[batch] = c
             Task {
@@ -202,6 +204,7 @@ public actor DaemonClient {
             start += ops.count
         }
         for (frame, batch) in frames {
+            if closed { throw DaemonClientError.disconnected }
             _ = try await withCheckedThrowingContinuation { (c: CheckedContinuation<VersionVector, any Error>) in
                 acks[batch] = c
                 Task { try? await transport.send(frame) }

@@ -15,8 +15,12 @@ import Synchronization
 let usage = """
     USAGE: listsync-load [--clients N] [--edits N] [--docs N] [--moves PERCENT] [--seed S] [--json]
                          [--binary PATH] [--daemon HOST:PORT --key-file FILE]
+           listsync-load --kill-cycles K [--clients N] [--json] [--binary PATH]
 
     Defaults: 64 clients, 1000 edits each, 8 documents, 40% moves, seed 1; a daemon started here.
+    --kill-cycles K: clients insert (each insert acknowledged) while the daemon is killed with
+    SIGKILL K times at random moments and restarted on the same data folder and port; the clients
+    reconnect; at the end every acknowledged insert must be in the list, each item once.
     """
 
 struct Config {
@@ -26,6 +30,7 @@ struct Config {
     var binary: String?
     var daemon: (String, UInt16)?
     var keyFile: String?
+    var killCycles = 0
 }
 
 func parse() -> Config {
@@ -43,6 +48,7 @@ func parse() -> Config {
         case "--moves": c.moves = Int(next(a)) ?? c.moves
         case "--seed": c.seed = UInt64(next(a)) ?? c.seed
         case "--json": c.json = true
+        case "--kill-cycles": c.killCycles = Int(next(a)) ?? 0
         case "--binary": c.binary = next(a)
         case "--key-file": c.keyFile = next(a)
         case "--daemon":
@@ -62,24 +68,24 @@ final class DaemonProcess: @unchecked Sendable {
     let data: String
     var port: UInt16 = 0
 
-    init(binary: String) throws {
-        data = NSTemporaryDirectory() + "listsync-load-" + UUID().uuidString
+    init(binary: String, data: String? = nil, port: UInt16 = 0) throws {
+        self.data = data ?? NSTemporaryDirectory() + "listsync-load-" + UUID().uuidString
         process.executableURL = URL(fileURLWithPath: binary)
-        process.arguments = ["serve", "--data", data, "--listen", "127.0.0.1:0"]
+        process.arguments = ["serve", "--data", self.data, "--listen", "127.0.0.1:\(port)"]
         let out = Pipe()
         process.standardOutput = out
         process.standardError = FileHandle.nullDevice
         try process.run()
         var text = ""
         let deadline = Date().addingTimeInterval(20)
-        while Date() < deadline, port == 0 {
+        while Date() < deadline, self.port == 0 {
             text += String(decoding: out.fileHandleForReading.availableData, as: UTF8.self)
             // The whole line: a chunk may end in the middle of the port.
             if let r = text.range(of: "listening on 127.0.0.1:"), text[r.upperBound...].contains("\n") {
-                port = UInt16(text[r.upperBound...].prefix { $0.isNumber }) ?? 0
+                self.port = UInt16(text[r.upperBound...].prefix { $0.isNumber }) ?? 0
             }
         }
-        guard port != 0 else { throw LoadError("the daemon did not start: \(text)") }
+        guard self.port != 0 else { throw LoadError("the daemon did not start: \(text)") }
     }
 
     var rss: Int {
@@ -101,6 +107,12 @@ final class DaemonProcess: @unchecked Sendable {
         process.terminate()
         process.waitUntilExit()
         try? FileManager.default.removeItem(atPath: data)
+    }
+
+    /// SIGKILL, and wait for the process to end (the data folder stays).
+    func kill9() {
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
     }
 }
 
@@ -279,14 +291,16 @@ let done = DispatchSemaphore(value: 0)
 let code = Mutex<Int32>(0)
 Task.detached {
     do {
-        let r = try await run(config)
+        let r = config.killCycles > 0 ? try await runKillCycles(config) : try await run(config)
         if config.json {
             let data = try JSONSerialization.data(withJSONObject: r, options: [.sortedKeys])
             print(String(decoding: data, as: UTF8.self))
         } else {
             for k in r.keys.sorted() { print("\(k): \(r[k]!)") }
         }
-        if (r["converged"] as? Bool) != true || (r["items_once"] as? Bool) != true { code.withLock { $0 = 1 } }
+        if (r["converged"] as? Bool) == false || (r["items_once"] as? Bool) == false || (r["missing_acknowledged"] as? Int ?? 0) > 0 {
+            code.withLock { $0 = 1 }
+        }
     } catch {
         FileHandle.standardError.write(Data("listsync-load: \(error)\n".utf8))
         code.withLock { $0 = 1 }
