@@ -246,4 +246,16 @@ enum System {
         }
         return SocketAddress(storage: storage)
     }
+
+    /// Shuts down the sending side of `fd` (`shutdown(SHUT_WR)`): the peer reads end of stream
+    /// after the bytes already sent, while this side may still read.
+    static func shutdownWrite(_ fd: Int32) throws(TransportError) {
+        _ = try call("shutdown") {
+            #if canImport(Glibc)
+            Glibc.shutdown(fd, Int32(SHUT_WR))
+            #elseif canImport(Darwin)
+            Darwin.shutdown(fd, SHUT_WR)
+            #endif
+        }
+    }
 }

@@ -1,0 +1,183 @@
+import ListSync
+import Synchronization
+
+/// Limits of an ``HTTPServer`` (defaults suit a local admin port).
+public struct HTTPServerOptions: Sendable {
+    /// Connections open at once; one more is closed as soon as it is accepted (64).
+    public var maxConnections = 64
+    /// Bytes of a request head: request line, headers and the empty line (8 KiB). Over it: 414
+    /// (request line) or 431 (headers), then close.
+    public var maxHeadBytes = 8192
+    /// Header fields per request (64). Over it: 431, then close.
+    public var maxHeaders = 64
+    /// Time from the first byte of a request (or from the accept, for the first request) until
+    /// its head is complete (5 s); a slow sender is closed without an answer.
+    public var readTimeout: Duration = .seconds(5)
+    /// Time a kept-alive connection may wait for its next request (10 s).
+    public var idleTimeout: Duration = .seconds(10)
+    /// Time a response may take to leave once queued (10 s): a client that does not read is closed.
+    public var writeTimeout: Duration = .seconds(10)
+    /// Requests read ahead while an earlier one is answered (16); more: the connection is closed.
+    public var maxPipelinedRequests = 16
+    /// After the last response of a closing connection, how long unread input is drained before
+    /// the socket is closed (so the peer gets the response rather than a reset) (1 s).
+    public var lingerTimeout: Duration = .seconds(1)
+
+    /// The defaults.
+    public init() {}
+}
+
+/// Counts kept by an ``HTTPServer`` (for its own `/metrics`).
+public struct HTTPServerStatistics: Sendable, Hashable {
+    /// Connections accepted and served.
+    public var accepted = 0
+    /// Connections closed at once because ``HTTPServerOptions/maxConnections`` were open.
+    public var refused = 0
+    /// Connections open now.
+    public var open = 0
+    /// Responses queued, error responses included.
+    public var responses = 0
+    /// Requests refused with 4xx/5xx by the server itself (malformed, over a limit, method).
+    public var rejected = 0
+    /// Connections closed at a read, idle or write deadline.
+    public var timeouts = 0
+}
+
+/// A small HTTP/1.1 server for `GET` and `HEAD` (the daemon's `/healthz`, `/readyz` and
+/// `/metrics`), on the ``EventLoop`` with non-blocking sockets.
+///
+/// Each request's handler runs in its own `Task`; its response is written back on the loop, in
+/// request order (pipelined requests are read ahead and answered one after the other). Other
+/// methods get 405 with `Allow: GET, HEAD`; malformed or oversized requests get 400, 413, 414,
+/// 431 or 505 and the connection is closed. Keep-alive follows HTTP/1.1 and 1.0 rules and
+/// `Connection: close`. Request bodies are not supported. Limits: ``HTTPServerOptions``.
+public final class HTTPServer: @unchecked Sendable {
+    // @unchecked Sendable: `acceptor` and `open` are touched only on `loop`'s thread (every entry
+    // point hops there with `loop.execute`); `stats` is a Mutex; the rest is immutable.
+
+    /// The handler of requests.
+    public typealias Handler = @Sendable (HTTPRequest) async -> HTTPResponse
+
+    /// The address it listens on (with the port chosen, when 0 was asked).
+    public let address: SocketAddress
+    /// The port it listens on.
+    public var port: UInt16 { address.port }
+    let loop: EventLoop
+    let options: HTTPServerOptions
+    let handler: Handler
+    private let fd: Int32
+    let stats = Mutex(HTTPServerStatistics())
+
+    // Loop-thread state.
+    private var acceptor: HTTPAcceptor?
+    private var open: [ObjectIdentifier: HTTPConnection] = [:]
+
+    /// Listens on `host:port` (port 0: any free port, see ``port``) and answers with `handler`.
+    ///
+    /// - Throws: ``TransportError/system(call:errno:)`` naming the call that failed (`bind` on a
+    ///   port in use, for one).
+    public static func listen(host: String, port: UInt16, options: HTTPServerOptions = .init(),
+                              loop: EventLoop = .shared,
+                              handler: @escaping Handler) async throws(TransportError) -> HTTPServer {
+        guard let address = try SocketAddress.resolve(host: host, port: port).first else {
+            throw .system(call: "getaddrinfo(\(host))", errno: 0)
+        }
+        let fd = try System.socket(family: address.family)
+        let bound: SocketAddress
+        do {
+            try System.setReuseAddress(fd)
+            try System.bind(fd, address)
+            try System.listen(fd, backlog: 128)
+            bound = try System.localAddress(fd)
+        } catch {
+            System.close(fd)
+            throw error
+        }
+        let server = HTTPServer(fd: fd, address: bound, options: options, loop: loop, handler: handler)
+        let result: Result<Void, TransportError> = await withCheckedContinuation { done in
+            loop.execute {
+                do {
+                    let acceptor = HTTPAcceptor(server)
+                    server.acceptor = acceptor
+                    try loop.register(fd, acceptor, writable: false)
+                    done.resume(returning: .success(()))
+                } catch let error as TransportError {
+                    server.acceptor = nil
+                    done.resume(returning: .failure(error))
+                } catch {
+                    server.acceptor = nil
+                    done.resume(returning: .failure(.system(call: "epoll_ctl", errno: 0)))
+                }
+            }
+        }
+        if case let .failure(error) = result {
+            System.close(fd)
+            throw error
+        }
+        return server
+    }
+
+    private init(fd: Int32, address: SocketAddress, options: HTTPServerOptions, loop: EventLoop, handler: @escaping Handler) {
+        self.fd = fd
+        self.address = address
+        self.options = options
+        self.loop = loop
+        self.handler = handler
+    }
+
+    /// What the server has counted so far.
+    public var statistics: HTTPServerStatistics { stats.withLock { $0 } }
+
+    /// Stops listening and closes every open connection (handlers still running are cancelled
+    /// and their responses dropped); returns once all are closed. The loop must still run.
+    ///
+    /// - Complexity: O(*c*) in the number of open connections.
+    public func close() async {
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            loop.execute { [self] in
+                if acceptor != nil {
+                    loop.deregister(fd)
+                    System.close(fd)
+                    acceptor = nil
+                }
+                for c in Array(open.values) { c.closeNow() }
+                open = [:]
+                done.resume()
+            }
+        }
+    }
+
+    // MARK: Loop thread
+
+    fileprivate func acceptReady() {
+        while acceptor != nil {
+            let accepted: (Int32, SocketAddress)?
+            do { accepted = try System.accept(fd) } catch { return }
+            guard let (client, _) = accepted else { return }
+            if open.count >= options.maxConnections {
+                System.close(client)
+                stats.withLock { $0.refused += 1 }
+                continue
+            }
+            try? System.setNoDelay(client)
+            let connection = HTTPConnection(fd: client, server: self)
+            let id = ObjectIdentifier(connection)
+            open[id] = connection
+            stats.withLock { $0.accepted += 1; $0.open += 1 }
+            connection.onClose = { [weak self] in
+                guard let self else { return }
+                self.open[id] = nil
+                self.stats.withLock { $0.open -= 1 }
+            }
+            connection.start()
+        }
+    }
+}
+
+/// The listening socket's handler (kept apart so the server is not retained by the loop).
+private final class HTTPAcceptor: EventHandler {
+    weak var server: HTTPServer?
+    init(_ server: HTTPServer) { self.server = server }
+    func readable() { server?.acceptReady() }
+    func writable() {}
+}

@@ -1,0 +1,216 @@
+#if canImport(Glibc)
+import Glibc
+import Foundation
+import Testing
+import ListSync
+@testable import ListSyncTCP
+
+/// Runs `body` with a fresh loop and an HTTP server on 127.0.0.1 (any port) that answers
+/// `200 "hello <path>[?query]"` (404 for `/missing`), then closes both and checks that every
+/// descriptor opened meanwhile is closed again.
+func withHTTPServer(options: HTTPServerOptions = .init(),
+                    _ body: (EventLoop, HTTPServer) async throws -> Void) async throws {
+    let before = openDescriptorCount()
+    let loop = try EventLoop()
+    let server = try await HTTPServer.listen(host: "127.0.0.1", port: 0, options: options, loop: loop) { request in
+        if request.path == "/missing" { return HTTPResponse(status: 404, text: "no such page\n") }
+        return HTTPResponse(text: "hello \(request.path)\(request.query.map { "?" + $0 } ?? "")",
+                            headers: [("X-Server", "listsync")])
+    }
+    do {
+        try await body(loop, server)
+    } catch {
+        await server.close()
+        loop.shutdown()
+        throw error
+    }
+    await server.close()
+    #expect(server.statistics.open == 0)
+    loop.shutdown()
+    let after = openDescriptorCount()
+    if after != before { throw TestFailure("descriptors open before: \(before), after: \(after)") }
+}
+
+/// A response as read off a socket.
+struct RawResponse {
+    var status: Int
+    var headers: [String: String]   // lowercased names
+    var body: [UInt8]
+    var text: String { String(decoding: body, as: UTF8.self) }
+}
+
+extension RawSocket {
+    /// Reads one response (its body by `Content-Length`, none if `head`), or `nil` on a close or
+    /// after `timeout` seconds.
+    func readResponse(head: Bool = false, timeout: Double = 3) -> RawResponse? {
+        var data: [UInt8] = []
+        let deadline = Date().addingTimeInterval(timeout)
+        func more() -> Bool {
+            let left = deadline.timeIntervalSinceNow
+            guard left > 0 else { return false }
+            var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            guard poll(&p, 1, Int32(left * 1000) + 1) > 0 else { return false }
+            var buf = [UInt8](repeating: 0, count: 1)   // one byte at a time: never read past a response
+            let n = buf.withUnsafeMutableBytes { recv(fd, $0.baseAddress, 1, 0) }
+            if n <= 0 { return false }
+            data += buf[0..<n]
+            return true
+        }
+        while !(data.count >= 4 && data.suffix(4).elementsEqual("\r\n\r\n".utf8)) {
+            guard more() else { return nil }
+        }
+        let lines = String(decoding: data, as: UTF8.self).components(separatedBy: "\r\n")
+        let statusParts = lines[0].split(separator: " ")
+        guard statusParts.count >= 2, let status = Int(statusParts[1]) else { return nil }
+        var headers: [String: String] = [:]
+        for line in lines.dropFirst() where !line.isEmpty {
+            let kv = line.split(separator: ":", maxSplits: 1)
+            headers[kv[0].lowercased()] = kv.count > 1 ? kv[1].trimmingCharacters(in: .whitespaces) : ""
+        }
+        let length = head ? 0 : Int(headers["content-length"] ?? "0") ?? 0
+        data = []
+        while data.count < length { guard more() else { return nil } }
+        return RawResponse(status: status, headers: headers, body: data)
+    }
+
+    /// Sends `text` as bytes.
+    @discardableResult
+    func send(_ text: String) -> Bool { send(Array(text.utf8)) }
+}
+
+extension SocketTests {
+    @Suite("HTTP server over real sockets: keep-alive, methods, limits, deadlines", .serialized, .timeLimit(.minutes(1)))
+    struct HTTPServerTests {
+        @Test("GET gets the handler's body and headers; keep-alive serves three requests on one connection; HEAD has no body")
+        func getKeepAliveHead() async throws {
+            try await withHTTPServer { _, server in
+                let raw = try #require(RawSocket(port: server.port, source: "127.0.0.1"))
+                raw.send("GET /metrics?x=1 HTTP/1.1\r\nHost: localhost\r\n\r\n")
+                let r = try #require(raw.readResponse())
+                #expect(r.status == 200)
+                #expect(r.text == "hello /metrics?x=1")
+                #expect(r.headers["content-length"] == "18")
+                #expect(r.headers["content-type"] == "text/plain; charset=utf-8")
+                #expect(r.headers["x-server"] == "listsync")
+                #expect(r.headers["connection"] == nil)
+                // Same connection: a second request, then a HEAD, then a 404 from the handler.
+                raw.send("GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\nHEAD /readyz HTTP/1.1\r\nHost: localhost\r\n\r\n")
+                #expect(raw.readResponse()?.text == "hello /healthz")
+                let head = try #require(raw.readResponse(head: true))
+                #expect(head.status == 200 && head.headers["content-length"] == "13" && head.body.isEmpty)
+                raw.send("GET /missing HTTP/1.1\r\nHost: localhost\r\n\r\n")
+                #expect(raw.readResponse()?.status == 404)   // also proves HEAD sent no body bytes
+                #expect(server.statistics.accepted == 1 && server.statistics.responses == 4)
+            }
+        }
+
+        @Test("POST gets 405 with Allow and the connection stays; a POST with a body gets 413 and a close")
+        func methods() async throws {
+            try await withHTTPServer { _, server in
+                let raw = try #require(RawSocket(port: server.port, source: "127.0.0.1"))
+                raw.send("POST /metrics HTTP/1.1\r\nHost: h\r\nContent-Length: 0\r\n\r\n")
+                let r = try #require(raw.readResponse())
+                #expect(r.status == 405 && r.headers["allow"] == "GET, HEAD")
+                raw.send("GET / HTTP/1.1\r\nHost: h\r\n\r\n")
+                #expect(raw.readResponse()?.status == 200)
+                raw.send("POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 5\r\n\r\nhello")
+                let big = try #require(raw.readResponse())
+                #expect(big.status == 413 && big.headers["connection"] == "close")
+                #expect(raw.closedByPeer(within: 2))
+            }
+        }
+
+        @Test("Connection: close and HTTP/1.0 without keep-alive are answered, then closed")
+        func connectionClose() async throws {
+            try await withHTTPServer { _, server in
+                let raw = try #require(RawSocket(port: server.port, source: "127.0.0.1"))
+                raw.send("GET /a HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n")
+                let r = try #require(raw.readResponse())
+                #expect(r.text == "hello /a" && r.headers["connection"] == "close")
+                #expect(raw.closedByPeer(within: 2))
+                let old = try #require(RawSocket(port: server.port, source: "127.0.0.1"))
+                old.send("GET /b HTTP/1.0\r\n\r\n")
+                #expect(old.readResponse()?.headers["connection"] == "close")
+                #expect(old.closedByPeer(within: 2))
+                let kept = try #require(RawSocket(port: server.port, source: "127.0.0.1"))
+                kept.send("GET /c HTTP/1.0\r\nConnection: keep-alive\r\n\r\n")
+                #expect(kept.readResponse()?.headers["connection"] == "keep-alive")
+                kept.send("GET /d HTTP/1.0\r\n\r\n")
+                #expect(kept.readResponse()?.text == "hello /d")
+                #expect(kept.closedByPeer(within: 2))
+            }
+        }
+
+        @Test("oversized headers get 431, garbage gets 400, a bad version 505: each then closed")
+        func refusals() async throws {
+            var options = HTTPServerOptions()
+            options.maxHeadBytes = 1024
+            try await withHTTPServer(options: options) { _, server in
+                let big = try #require(RawSocket(port: server.port, source: "127.0.0.1"))
+                big.send("GET / HTTP/1.1\r\nHost: h\r\nX-Big: " + String(repeating: "a", count: 4000) + "\r\n\r\n")
+                #expect(big.readResponse()?.status == 431)
+                #expect(big.closedByPeer(within: 2))
+                let garbage = try #require(RawSocket(port: server.port, source: "127.0.0.1"))
+                garbage.send([0x16, 0x03, 0x01, 0x00, 0xA5, 0x01, 0x00, 0x00, 0xA1, 0x03, 0x03, 0x0A, 0x0D, 0x0A])
+                let g = try #require(garbage.readResponse())
+                #expect(g.status == 400 && g.headers["connection"] == "close")
+                #expect(garbage.closedByPeer(within: 2))
+                let v2 = try #require(RawSocket(port: server.port, source: "127.0.0.1"))
+                v2.send("GET / HTTP/2.0\r\n\r\n")
+                #expect(v2.readResponse()?.status == 505)
+                #expect(v2.closedByPeer(within: 2))
+                #expect(server.statistics.rejected == 3)
+            }
+        }
+
+        @Test("a slowloris sending a byte every 200 ms is closed at the read deadline; an idle keep-alive at the idle deadline")
+        func deadlines() async throws {
+            var options = HTTPServerOptions()
+            options.readTimeout = .milliseconds(600)
+            options.idleTimeout = .milliseconds(400)
+            try await withHTTPServer(options: options) { _, server in
+                let slow = try #require(RawSocket(port: server.port, source: "127.0.0.2"))
+                let start = Date()
+                var closedAt: Double?
+                for b in "GET / HTTP/1.1\r\nHost: localhost\r\nX-Slow: ".utf8 {
+                    if !slow.send([b]) || slow.closedByPeer(within: 0.2) {
+                        closedAt = Date().timeIntervalSince(start)
+                        break
+                    }
+                }
+                let t = try #require(closedAt)
+                #expect(t >= 0.5 && t < 1.5, "closed after \(t) s")
+                // Idle: answered, then closed after the idle deadline without a word.
+                let idle = try #require(RawSocket(port: server.port, source: "127.0.0.1"))
+                idle.send("GET / HTTP/1.1\r\nHost: h\r\n\r\n")
+                #expect(idle.readResponse()?.status == 200)
+                let quiet = Date()
+                #expect(idle.closedByPeer(within: 2))
+                #expect(Date().timeIntervalSince(quiet) >= 0.3)
+                // A connection that never sends anything: closed at the read deadline.
+                let mute = try #require(RawSocket(port: server.port, source: "127.0.0.3"))
+                #expect(mute.closedByPeer(within: 2))
+                #expect(server.statistics.timeouts == 3)
+            }
+        }
+
+        @Test("over max connections the extra ones are closed at once; a client already connected is answered")
+        func maxConnections() async throws {
+            var options = HTTPServerOptions()
+            options.maxConnections = 3
+            try await withHTTPServer(options: options) { _, server in
+                let client = try #require(RawSocket(port: server.port, source: "127.0.0.1"))
+                let holders = (0..<2).compactMap { _ in RawSocket(port: server.port, source: "127.0.0.4") }
+                #expect(holders.count == 2)
+                #expect(await eventually(2) { server.statistics.open == 3 })
+                let extra = (0..<3).compactMap { _ in RawSocket(port: server.port, source: "127.0.0.5") }
+                for e in extra { #expect(e.closedByPeer(within: 1)) }
+                #expect(server.statistics.refused == 3)
+                client.send("GET /still HTTP/1.1\r\nHost: h\r\n\r\n")
+                #expect(client.readResponse()?.text == "hello /still")
+                #expect(server.statistics.open == 3)
+            }
+        }
+    }
+}
+#endif
