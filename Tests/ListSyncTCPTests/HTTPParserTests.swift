@@ -1,4 +1,5 @@
 import Testing
+import ListSyncTestSupport
 @testable import ListSyncTCP
 
 @Suite("HTTP: request heads parsed from bytes split anywhere, limits, responses, Prometheus text")
