@@ -35,6 +35,13 @@ public actor Daemon {
     private var discovery = DiscoveryState(instance: UInt64.random(in: 1...UInt64.max))
     let metrics = DaemonMetrics()
     private var stopping = false
+    private var adminServer: HTTPServer?
+    /// The admin HTTP server's address, when `--admin` was given and it started.
+    public var adminAddress: SocketAddress? { adminServer?.address }
+    var isStopping: Bool { stopping }
+    var residentCount: Int { hosts.count }
+    var onDiskCount: Int { (try? folder?.list().count) ?? 0 }
+    var refusedConnections: [String: Int] { listener?.refused ?? [:] }
 
     /// A daemon for `configuration`, not started.
     public init(configuration: DaemonConfiguration, loop: EventLoop = .shared) {
@@ -89,6 +96,12 @@ public actor Daemon {
             peers.append(link)
             await link.start()
         }
+        if let a = configuration.admin {
+            do { adminServer = try await startAdmin(host: a.host, port: a.port) } catch {
+                await stop()
+                throw .listen("admin \(a.host):\(a.port): \(error)")
+            }
+        }
         if let d = configuration.discovery {
             do { try await startDiscovery(d) } catch {
                 log("discovery off", ["reason": "\(error)"])
@@ -110,6 +123,7 @@ public actor Daemon {
         housekeeping?.cancel()
         announcer?.cancel()
         await udp?.close()
+        await adminServer?.close()
         await listener?.close()
         acceptTask?.cancel()
         for p in peers { await p.stop() }

@@ -23,6 +23,8 @@ let serveUsage = """
                               and their clients share one key by copying this file (mode 0600)
       --peer HOST:PORT        keep a connection to another daemon and sync every document both hold;
                               repeatable (LISTSYNC_PEERS, comma-separated)
+      --admin HOST:PORT       serve /healthz, /readyz and Prometheus /metrics over HTTP there
+                              (LISTSYNC_ADMIN; off unless given; keep it on 127.0.0.1)
       --discover              find peers on the LAN: announce over UDP (authenticated with the key,
                               a random instance id) and connect to daemons heard (LISTSYNC_DISCOVER=1)
       --discover-port PORT    UDP port of discovery (LISTSYNC_DISCOVER_PORT; 7451)
@@ -36,7 +38,7 @@ let serveUsage = """
     """
 
 func runServe(_ args: [String]) throws -> Int32 {
-    let o = try Options(args, values: ["--data", "--listen", "--key-file", "--peer", "--max-connections", "--idle-unload", "--log-format",
+    let o = try Options(args, values: ["--data", "--listen", "--key-file", "--peer", "--admin", "--max-connections", "--idle-unload", "--log-format",
                                        "--discover-port", "--announce-to", "--announce-interval"],
                         flags: ["--help", "--discover"])
     if o.has("--help") { print(serveUsage); return 0 }
@@ -49,6 +51,10 @@ func runServe(_ args: [String]) throws -> Int32 {
     for p in o.all("--peer", env: "LISTSYNC_PEERS") {
         let (h, port) = try parseAddress(p, what: "--peer")
         config.peers.append((h, port))
+    }
+    if let admin = o.value("--admin", env: "LISTSYNC_ADMIN") {
+        let (h, p) = try parseAddress(admin, what: "--admin")
+        config.admin = (h, p)
     }
     if o.has("--discover") || ProcessInfo.processInfo.environment["LISTSYNC_DISCOVER"] == "1" {
         var d = DaemonConfiguration.Discovery()
@@ -104,11 +110,12 @@ func runServe(_ args: [String]) throws -> Int32 {
             let address = await daemon.address?.description ?? "?"
             let created = await daemon.keyCreated
             let key = daemon.keyPath
+            let admin = await daemon.adminAddress.map { "\n  admin:       http://\($0)/metrics (and /healthz, /readyz)" } ?? ""
             print("""
                 listsync daemon listening on \(address)
                   data folder: \(config.dataFolder)
                   key file:    \(key)\(created ? " (created now, mode 0600)" : "")
-                  peers:       \(config.peers.isEmpty ? "none" : config.peers.map { "\($0.host):\($0.port)" }.joined(separator: ", "))\(config.discovery.map { " (and LAN discovery on UDP port \($0.port))" } ?? "")
+                  peers:       \(config.peers.isEmpty ? "none" : config.peers.map { "\($0.host):\($0.port)" }.joined(separator: ", "))\(config.discovery.map { " (and LAN discovery on UDP port \($0.port))" } ?? "")\(admin)
                 connect from another terminal:
                   listsync status --daemon \(address) --key-file \(key)
                   listsync create groceries --daemon \(address) --key-file \(key)

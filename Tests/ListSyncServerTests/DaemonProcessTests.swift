@@ -2,6 +2,7 @@ import Foundation
 import ListCRDT
 import ListStore
 import ListSyncServer
+import ListSyncTestSupport
 import Synchronization
 import Testing
 
@@ -297,5 +298,45 @@ struct DiscoveryTests {
         #expect(!a.log.contains("127.0.0.1:\(c.port)") && !b.log.contains("127.0.0.1:\(c.port)"), "C (another key) was ignored")
         let docsOnC = try #require(try c.json(["docs"]) as? [[String: Any]])
         #expect(docsOnC.isEmpty)
+    }
+}
+
+/// The admin HTTP port of a daemon process.
+@Suite("Admin HTTP", .serialized, .timeLimit(.minutes(1)))
+struct AdminHTTPTests {
+    /// GETs `path` with a raw HTTP/1.0 request: (status, body).
+    static func get(_ port: UInt16, _ path: String) throws -> (Int, String) {
+        let raw = try #require(RawSocket(port: port, source: "127.0.0.1"))
+        raw.send(Array("GET \(path) HTTP/1.0\r\nHost: x\r\n\r\n".utf8))
+        var bytes: [UInt8] = []
+        while true {
+            let got = raw.read(65_536, timeout: 2)
+            if got.isEmpty { break }
+            bytes += got
+        }
+        let text = String(decoding: bytes, as: UTF8.self)
+        let status = Int(text.split(separator: " ").dropFirst().first ?? "") ?? 0
+        let body = text.components(separatedBy: "\r\n\r\n").dropFirst().joined(separator: "\r\n\r\n")
+        return (status, body)
+    }
+
+    @Test("/healthz, /readyz and Prometheus /metrics, with the counters moving after edits")
+    func endpoints() throws {
+        let dir = TemporaryFolder()
+        defer { dir.remove() }
+        let d = try DaemonProcess(data: dir.path, extra: ["--admin", "127.0.0.1:0"])
+        defer { d.terminate() }
+        let line = try #require(d.log.range(of: "http://127.0.0.1:"))
+        let port = try #require(UInt16(d.log[line.upperBound...].prefix { $0.isNumber }))
+        #expect(try Self.get(port, "/healthz") == (200, "ok\n"))
+        #expect(try Self.get(port, "/readyz") == (200, "ready\n"))
+        let created = try #require(try d.json(["create", "m"]) as? [String: Any])
+        _ = try d.json(["insert", try #require(created["id"] as? String), "0.0", "x"])
+        let (status, metrics) = try Self.get(port, "/metrics")
+        #expect(status == 200)
+        #expect(metrics.contains("# TYPE listsync_append_seconds histogram"))
+        #expect(metrics.contains("listsync_documents_on_disk 1"))
+        #expect(metrics.contains("listsync_batches_acknowledged_total 1"), "\(metrics)")
+        #expect(try Self.get(port, "/nope").0 == 404)
     }
 }
