@@ -182,6 +182,24 @@ enum System {
         }
     }
 
+    /// A listening TCP socket on `host:port` (SO_REUSEADDR, non-blocking): its descriptor and
+    /// the address it is bound to (with the port chosen, when 0 was asked).
+    static func listeningSocket(host: String, port: UInt16, backlog: Int32) throws(TransportError) -> (Int32, SocketAddress) {
+        guard let address = try SocketAddress.resolve(host: host, port: port).first else {
+            throw .system(call: "getaddrinfo(\(host))", errno: 0)
+        }
+        let fd = try socket(family: address.family)
+        do {
+            try setReuseAddress(fd)
+            try bind(fd, address)
+            try listen(fd, backlog: backlog)
+            return (fd, try localAddress(fd))
+        } catch {
+            close(fd)
+            throw error
+        }
+    }
+
     /// Starts listening on `fd`.
     static func listen(_ fd: Int32, backlog: Int32) throws(TransportError) {
         _ = try call("listen") {

@@ -38,20 +38,7 @@ public final class TCPListener: TransportListener, @unchecked Sendable {
     ///   port in use, for one).
     public static func listen(host: String, port: UInt16, key: [UInt8], options: TCPOptions = .init(),
                               loop: EventLoop = .shared) async throws(TransportError) -> TCPListener {
-        guard let address = try SocketAddress.resolve(host: host, port: port).first else {
-            throw .system(call: "getaddrinfo(\(host))", errno: 0)
-        }
-        let fd = try System.socket(family: address.family)
-        let bound: SocketAddress
-        do {
-            try System.setReuseAddress(fd)
-            try System.bind(fd, address)
-            try System.listen(fd, backlog: 256)
-            bound = try System.localAddress(fd)
-        } catch {
-            System.close(fd)
-            throw error
-        }
+        let (fd, bound) = try System.listeningSocket(host: host, port: port, backlog: 256)
         let listener = TCPListener(fd: fd, address: bound, key: key, options: options, loop: loop)
         let result: Result<Void, TransportError> = await withCheckedContinuation { done in
             loop.execute {

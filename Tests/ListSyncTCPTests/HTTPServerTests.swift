@@ -42,7 +42,7 @@ struct RawResponse {
 extension RawSocket {
     /// Reads one response (its body by `Content-Length`, none if `head`), or `nil` on a close or
     /// after `timeout` seconds.
-    func readResponse(head: Bool = false, timeout: Double = 3) -> RawResponse? {
+    func readResponse(head: Bool = false, timeout: Double = 10) -> RawResponse? {
         var data: [UInt8] = []
         let deadline = Date().addingTimeInterval(timeout)
         func more() -> Bool {

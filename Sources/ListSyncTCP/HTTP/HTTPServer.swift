@@ -79,20 +79,7 @@ public final class HTTPServer: @unchecked Sendable {
     public static func listen(host: String, port: UInt16, options: HTTPServerOptions = .init(),
                               loop: EventLoop = .shared,
                               handler: @escaping Handler) async throws(TransportError) -> HTTPServer {
-        guard let address = try SocketAddress.resolve(host: host, port: port).first else {
-            throw .system(call: "getaddrinfo(\(host))", errno: 0)
-        }
-        let fd = try System.socket(family: address.family)
-        let bound: SocketAddress
-        do {
-            try System.setReuseAddress(fd)
-            try System.bind(fd, address)
-            try System.listen(fd, backlog: 128)
-            bound = try System.localAddress(fd)
-        } catch {
-            System.close(fd)
-            throw error
-        }
+        let (fd, bound) = try System.listeningSocket(host: host, port: port, backlog: 128)
         let server = HTTPServer(fd: fd, address: bound, options: options, loop: loop, handler: handler)
         let result: Result<Void, TransportError> = await withCheckedContinuation { done in
             loop.execute {
