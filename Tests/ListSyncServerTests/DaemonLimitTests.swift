@@ -59,6 +59,36 @@ struct DaemonLimitTests {
         await daemon.stop()
     }
 
+    @Test("an idle document is unloaded (snapshot first) and loaded again on demand, unchanged")
+    func idleUnload() async throws {
+        let (daemon, port, key, dir) = try await Self.start { $0.idleUnload = .milliseconds(300); $0.snapshotLogBytes = 0 }
+        defer { dir.remove() }
+        var client = try await DaemonClient.connect(host: "127.0.0.1", port: port, key: key)
+        let doc = try await client.create(name: "idle")
+        _ = try await client.open(doc)
+        try await client.edit(doc) { d throws(ListError) in _ = try d.insertItem(atRow: 0, inSection: 0, value: Data("kept".utf8)) }
+        await client.close()
+        func resident() async throws -> Int {
+            let c = try await DaemonClient.connect(host: "127.0.0.1", port: port, key: key)
+            defer { Task { await c.close() } }
+            let json = try await c.status()
+            let o = try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any]
+            return o?["documents_resident"] as? Int ?? -1
+        }
+        var unloaded = false
+        for _ in 0..<60 where !unloaded {
+            try await Task.sleep(for: .milliseconds(100))
+            unloaded = try await resident() == 0
+        }
+        #expect(unloaded, "the idle document stayed resident")
+        client = try await DaemonClient.connect(host: "127.0.0.1", port: port, key: key)
+        let live = try await client.open(doc)
+        #expect(live.snapshot.sections.first?.items.map { String(decoding: $0.value, as: UTF8.self) } == ["kept"])
+        #expect(try await resident() == 1)
+        await client.close()
+        await daemon.stop()
+    }
+
     @Test("a burst of 1,000 connections does not stop an honest client")
     func connectionBurst() async throws {
         let (daemon, port, key, dir) = try await Self.start()
