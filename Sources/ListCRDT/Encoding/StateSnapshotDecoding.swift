@@ -1,0 +1,512 @@
+import Foundation
+
+/// Loads a state snapshot (format version 2, Docs/WireFormat.md §5.2) by rebuilding the
+/// document's tables directly, checking every field as it goes: an index out of range, a count the
+/// input cannot hold, slots or log records that disagree, a tree that misses a slot or names one
+/// twice, all throw a ``WireError``; nothing is trusted that a later step would index with.
+///
+/// What the snapshot does not hold is derived, so that it cannot disagree: the version vector and
+/// the clock from the log, the position registers from the slots' writes, visibility from the
+/// registers, the B-trees from the orders. A loaded document therefore always passes
+/// ``ListDocument/checkInvariants()``, whatever bytes it came from.
+struct StateSnapshotDecoder {
+    var r: WireReader
+    let replica: ReplicaID
+    let maxValueSize: Int
+    var doc: ListDocument
+    var replicas: [ReplicaID] = []
+    /// The most slots, and log operations, the input may claim (16 per byte, plus 65,536: every
+    /// slot or operation but a run's costs at least a byte, and runs are bounded likewise).
+    let limit: Int
+
+    /// A decoder reading `reader` from its offset (right after the magic and the version byte).
+    init(_ reader: WireReader, replica: ReplicaID, maxValueSize: Int) {
+        r = reader
+        self.replica = replica
+        self.maxValueSize = maxValueSize
+        doc = ListDocument(replica: replica, maxValueSize: maxValueSize)
+        let n = r.remaining
+        limit = n > (Int.max - 65_536) / 16 ? Int.max : n * 16 + 65_536
+    }
+
+    typealias Tag = StateSnapshotEncoder.RecordTag
+
+    /// Decodes everything after the magic and the version byte.
+    mutating func decode() throws(WireError) -> ListDocument {
+        let nReplicas = try r.count(minBytes: 1)
+        replicas.reserveCapacity(nReplicas)
+        var seenReplicas = Set<ReplicaID>()
+        for _ in 0 ..< nReplicas {
+            let at = r.offset
+            let id = ReplicaID(try r.varint())
+            guard seenReplicas.insert(id).inserted else { throw .invalidValue("replica \(id) listed twice", offset: at) }
+            replicas.append(id)
+        }
+        try readSlots()
+        try readLog()
+        deriveWinners()
+        try readDeleted(items: false)
+        try readDeleted(items: true)
+        try readValues(items: false)
+        try readValues(items: true)
+        try readFrontier()
+        try readTrees()
+        guard r.isAtEnd else { throw .trailingBytes(r.remaining) }
+        return doc
+    }
+
+    // MARK: Fields
+
+    private mutating func replicaIndex() throws(WireError) -> Int {
+        let at = r.offset
+        let k = try r.varint()
+        guard k < UInt64(replicas.count) else { throw .invalidValue("replica index \(k) not in the table", offset: at) }
+        return Int(k)
+    }
+
+    private mutating func counter(_ v: UInt64, at: Int) throws(WireError) -> UInt64 {
+        guard v >= 1, v <= OpID.maxCounter else { throw .invalidValue("counter \(v) out of range", offset: at) }
+        return v
+    }
+
+    private mutating func id() throws(WireError) -> OpID {
+        let k = try replicaIndex()
+        let at = r.offset
+        return OpID(counter: try counter(try r.varint(), at: at), replica: replicas[k])
+    }
+
+    /// A count of at most `max`.
+    private mutating func bounded(_ max: Int, _ what: String) throws(WireError) -> Int {
+        let at = r.offset
+        let v = try r.varint()
+        guard max >= 0, v <= UInt64(max) else { throw .countTooLarge(v > UInt64(Int.max) ? Int.max : Int(v), offset: at) }
+        return Int(v)
+    }
+
+    /// `base + zigzag delta`, checked to lie in `range`.
+    private mutating func offsetValue(from base: Int64, in range: ClosedRange<Int64>, _ what: String) throws(WireError) -> Int64 {
+        let at = r.offset
+        let d = try r.signed()
+        let (v, overflow) = base.addingReportingOverflow(d)
+        guard !overflow, range.contains(v) else { throw .invalidValue("\(what) out of range", offset: at) }
+        return v
+    }
+
+    // MARK: Slots
+
+    /// The slot runs, with the entities they place; makes the entities' rows (values come later).
+    private mutating func readSlots() throws(WireError) {
+        let at = r.offset
+        let slotCount = try r.varint()
+        guard slotCount <= UInt64(min(limit, Int(Int32.max) - 1)) else {
+            throw .countTooLarge(slotCount > UInt64(Int.max) ? Int.max : Int(slotCount), offset: at)
+        }
+        let n = Int(slotCount)
+        let pieces = try r.count(minBytes: 7)
+        doc.slots.reserveCapacity(forMore: n)
+        var lastEnd = Array(repeating: UInt64(0), count: replicas.count)
+        var previousEnd: UInt64 = 0
+        var lv: Int32 = 0
+        for _ in 0 ..< pieces {
+            let countAt = r.offset
+            let count = try bounded(n - Int(lv), "slots")
+            guard count >= 1 else { throw .invalidValue("empty slot run", offset: countAt) }
+            let k = try replicaIndex()
+            let counterAt = r.offset
+            let c = UInt64(bitPattern: try offsetValue(from: Int64(bitPattern: previousEnd),
+                                                       in: 1 ... Int64(OpID.maxCounter), "counter"))
+            guard c >= lastEnd[k], c <= OpID.maxCounter - UInt64(count) + 1 else {
+                throw .invalidValue("slot ids out of order or out of range", offset: counterAt)
+            }
+            let originAt = r.offset
+            let left = try bounded(Int(lv), "left origin"), right = try bounded(Int(lv), "right origin")
+            let seq = try bounded(doc.sections.count, "sequence")
+            let sequence: SequenceIndex = seq == 0 ? .sections : .items(EntityIndex(Int32(seq - 1)))
+            let leftLV = left == 0 ? -1 : lv - Int32(left), rightLV = right == 0 ? -1 : lv - Int32(right)
+            guard leftLV < 0 || doc.slots.sequence(of: leftLV) == sequence,
+                  rightLV < 0 || doc.slots.sequence(of: rightLV) == sequence else {
+                throw .invalidValue("an origin is in another sequence", offset: originAt)
+            }
+            let modeAt = r.offset
+            let mode = try r.byte()
+            let id = OpID(counter: c, replica: replicas[k])
+            let isItems = sequence.isItems
+            switch mode {
+            case 0:  // new entities: an insert's slots
+                let e = EntityIndex(isItems ? doc.items.count : doc.sections.count)
+                _ = doc.slots.appendRun(id: id, count: count, left: leftLV, right: rightLV, sequence: sequence, entity: e)
+                if isItems {
+                    doc.items.appendRows(id: id, slot: lv, section: sequence.section, count: count)
+                } else {
+                    doc.sections.appendRows(id: id, slot: lv, section: .none, count: count)
+                }
+            case 1:  // existing entities: a move's slots
+                for j in 0 ..< count {
+                    let e = try bounded(isItems ? doc.items.count - 1 : doc.sections.count - 1, "entity")
+                    _ = doc.slots.append(id: id.advanced(by: j), left: j == 0 ? leftLV : lv + Int32(j) - 1, right: rightLV,
+                                         sequence: sequence, entity: EntityIndex(e))
+                }
+            default:
+                throw .invalidTag(mode, offset: modeAt)
+            }
+            lastEnd[k] = c + UInt64(count)
+            previousEnd = lastEnd[k]
+            lv += Int32(count)
+        }
+        guard Int(lv) == n else { throw .invalidValue("the slot runs hold \(lv) slots, not \(n)", offset: at) }
+        doc.sectionShown = Array(repeating: false, count: doc.sections.count)
+    }
+
+    // MARK: Log
+
+    /// The log records, each checked against the slots; the version vector follows from them.
+    private mutating func readLog() throws(WireError) {
+        let records = try r.count(minBytes: 3)
+        var lastEnd = Array(repeating: UInt64(0), count: replicas.count)
+        var nextSlot: Int64 = 0
+        var previousEnd: UInt64 = 0
+        var covered = 0
+        let slotCount = Int64(doc.slots.count)
+        for _ in 0 ..< records {
+            let headAt = r.offset
+            let head = try r.byte()
+            guard head & ~(0x07 | StateSnapshotEncoder.explicitDepsFlag) == 0,
+                  let tag = Tag(rawValue: head & 0x07) else { throw .invalidTag(head, offset: headAt) }
+            let k = try replicaIndex()
+            let bodyAt = r.offset
+            var first: OpID
+            var span: Int
+            var seen: [Int32] = []
+            var other: ListOperation?
+            var payload: Int32 = 0
+            switch tag {
+            case .insertSection, .insertItem, .moveSection, .moveItems:
+                let lv = try offsetValue(from: nextSlot, in: 0 ... max(0, slotCount - 1), "first slot")
+                span = try bounded(Int(slotCount - lv), "slots")
+                guard span >= 1, tag != .moveSection || span == 1 else { throw .invalidValue("bad record length", offset: bodyAt) }
+                payload = Int32(lv)
+                first = try checkSlots(from: payload, count: span, tag: tag, replica: replicas[k], at: bodyAt)
+                nextSlot = lv + Int64(span)
+                covered += span
+            case .deleteItem:
+                let c = UInt64(bitPattern: try offsetValue(from: Int64(bitPattern: previousEnd),
+                                                           in: 1 ... Int64(OpID.maxCounter), "counter"))
+                span = try bounded(limit - doc.log.count, "deletes")
+                guard span >= 1 else { throw .invalidValue("empty delete record", offset: bodyAt) }
+                first = OpID(counter: c, replica: replicas[k])
+                seen = try readSeen(span)
+            case .other:
+                let n = try r.count(minBytes: 1)
+                let blobAt = r.offset
+                let ops = try ListOperation.decode(try r.raw(n), maxValueSize: maxValueSize, maxOperations: 1)
+                guard ops.count == 1, ops[0].id.replica == replicas[k] else {
+                    throw .invalidValue("not one operation of the record's replica", offset: blobAt)
+                }
+                switch ops[0].kind {
+                case .deleteSection, .setItemValue, .setSectionValue: break
+                default: throw .invalidValue("an operation of this kind has a record of its own", offset: blobAt)
+                }
+                other = ops[0]
+                first = ops[0].id
+                span = 1
+            }
+            let ops = tag == .moveItems ? 1 : span
+            guard doc.log.count + ops <= limit, first.counter >= lastEnd[k],
+                  first.counter <= OpID.maxCounter - UInt64(span) + 1 else {
+                throw .invalidValue("log ids out of order or out of range", offset: bodyAt)
+            }
+            lastEnd[k] = first.counter + UInt64(span)
+            previousEnd = lastEnd[k]
+            var deps: Frontier
+            if head & StateSnapshotEncoder.explicitDepsFlag != 0 {
+                let n = try r.count(minBytes: 2)
+                var ids: [OpID] = []
+                for _ in 0 ..< n { ids.append(try id()) }
+                deps = Frontier(ids)
+            } else if let last = doc.log.records.indices.last {
+                deps = Frontier(only: doc.log.lastID(record: last, operation: doc.log.records[last].operations - 1))
+            } else {
+                deps = Frontier()
+            }
+            switch tag {
+            case .insertSection:
+                for j in 0 ..< span {
+                    doc.log.append(id: first.advanced(by: j), deps: deps, kind: .insertSection, span: 1, payload: payload + Int32(j))
+                    deps = Frontier(only: first.advanced(by: j))
+                }
+            case .insertItem:
+                doc.log.append(id: first, deps: deps, kind: .insertItem, span: 1, payload: payload)
+                if span > 1 { doc.log.extendInsertRun(by: span - 1) }
+            case .moveSection:
+                doc.log.append(id: first, deps: deps, kind: .moveSection, span: 1, payload: payload)
+            case .moveItems:
+                doc.log.append(id: first, deps: deps, kind: .moveItems, span: span, payload: payload)
+            case .deleteItem:
+                doc.log.append(id: first, deps: deps, kind: .deleteItem, span: 1, payload: seen[0])
+                if span > 1 { doc.log.extendDeleteRun(seen: seen[1...]) }
+            case .other:
+                var op = other!
+                op.deps = deps
+                doc.log.append(other: op)
+            }
+        }
+        guard covered == doc.slots.count else {
+            throw .invalidValue("the log's inserts and moves make \(covered) slots, not \(doc.slots.count)", offset: r.offset)
+        }
+        var counters: [ReplicaID: UInt64] = [:]
+        for (k, end) in lastEnd.enumerated() where end > 0 { counters[replicas[k]] = end - 1 }
+        doc.versionVector = VersionVector(counters)
+        doc.clock = lastEnd.max().map { $0 > 0 ? $0 - 1 : 0 } ?? 0
+    }
+
+    /// Checks that slots `lv ..< lv + count` have consecutive ids of `replica` and are the slots
+    /// the record says (new entities' slots for an insert, in the right level), and returns the
+    /// first id.
+    private func checkSlots(from lv: Int32, count: Int, tag: Tag, replica: ReplicaID, at: Int) throws(WireError) -> OpID {
+        let first = doc.slots.id(of: lv)
+        guard first.replica == replica else { throw .invalidValue("the record's replica is not its slots'", offset: at) }
+        let inItems = tag == .insertItem || tag == .moveItems
+        let new = tag == .insertSection || tag == .insertItem
+        let table = inItems ? doc.items : doc.sections
+        var x = lv
+        let end = lv + Int32(count)
+        while x < end {
+            let run = doc.slots.run(of: x)
+            guard run.id.advanced(by: Int(x - run.lv)) == first.advanced(by: Int(x - lv)),
+                  run.sequence.isItems == inItems else {
+                throw .invalidValue("the record's slots are not its operations'", offset: at)
+            }
+            let stop = min(end, run.lv + run.count)
+            for y in x ..< stop where (table.rows[doc.slots.entity(of: y).int].winner == y) != new {
+                throw .invalidValue("slot \(y) is not \(new ? "an insert's" : "a move's")", offset: at)
+            }
+            x = stop
+        }
+        return first
+    }
+
+    /// `count` seen slots of a delete record as arithmetic runs, each an item's slot.
+    private mutating func readSeen(_ count: Int) throws(WireError) -> [Int32] {
+        var out: [Int32] = []
+        out.reserveCapacity(min(count, r.remaining))
+        var previous: Int64 = 0
+        let last = Int64(doc.slots.count) - 1
+        while out.count < count {
+            let at = r.offset
+            let start = try offsetValue(from: previous, in: 0 ... max(0, last), "seen slot")
+            let step = try r.signed()
+            let n = try bounded(count - out.count, "seen slots")
+            guard n >= 1, last >= 0 else { throw .invalidValue("empty seen run", offset: at) }
+            let (span, o1) = step.multipliedReportingOverflow(by: Int64(n - 1))
+            let (end, o2) = start.addingReportingOverflow(span)
+            guard !o1, !o2, end >= 0, end <= last else { throw .invalidValue("seen run out of range", offset: at) }
+            var lv = start
+            for _ in 0 ..< n {
+                guard doc.slots.sequence(of: Int32(lv)).isItems else { throw .invalidValue("seen slot is not an item's", offset: at) }
+                out.append(Int32(lv))
+                lv &+= step
+            }
+            previous = end
+        }
+        return out
+    }
+
+    // MARK: Registers
+
+    /// Each entity's position register: its slot with the greatest write (a move's, when a move
+    /// wins; else its insert's, which `appendRows` set).
+    private mutating func deriveWinners() {
+        for rec in doc.log.records.indices {
+            let record = doc.log.records[rec]
+            guard record.kind == .moveItems || record.kind == .moveSection else { continue }
+            let write = doc.log.id(record: rec, operation: 0)
+            for k in 0 ..< record.count {
+                let lv = record.payload + k
+                let e = doc.slots.entity(of: lv)
+                if record.kind == .moveSection {
+                    if write > doc.sections.winnerID(e) { doc.sections.setWinner(lv, write: write, of: e) }
+                } else if write > doc.items.winnerID(e) {
+                    doc.items.setWinner(lv, write: write, of: e)
+                    doc.items.rows[e.int].section = doc.slots.sequence(of: lv).section
+                }
+            }
+        }
+    }
+
+    /// The delete registers of one table, as runs.
+    private mutating func readDeleted(items: Bool) throws(WireError) {
+        let total = items ? doc.items.count : doc.sections.count
+        let runs = try r.count(minBytes: 2)
+        var e = 0
+        for _ in 0 ..< runs {
+            let at = r.offset
+            let n = try bounded(total - e, "entities")
+            let tagAt = r.offset
+            let tag = try r.varint()
+            guard n >= 1 else { throw .invalidValue("empty register run", offset: at) }
+            switch tag {
+            case StateSnapshotEncoder.DeletedTag.none.rawValue:
+                break
+            case StateSnapshotEncoder.DeletedTag.own.rawValue:
+                for x in e ..< e + n {
+                    let i = EntityIndex(x)
+                    if items { doc.items.setDeleted(doc.items.rows[x].id, of: i) } else { doc.sections.setDeleted(doc.sections.rows[x].id, of: i) }
+                }
+            case StateSnapshotEncoder.DeletedTag.explicit.rawValue:
+                for x in e ..< e + n {
+                    let seen = try id()
+                    if items { doc.items.setDeleted(seen, of: EntityIndex(x)) } else { doc.sections.setDeleted(seen, of: EntityIndex(x)) }
+                }
+            default:
+                throw .invalidTag(UInt8(truncatingIfNeeded: tag), offset: tagAt)
+            }
+            e += n
+        }
+        guard e == total else { throw .invalidValue("delete registers for \(e) of \(total) entities", offset: r.offset) }
+    }
+
+    /// The values of one table, and the insert values that later writes replaced.
+    private mutating func readValues(items: Bool) throws(WireError) {
+        let total = items ? doc.items.count : doc.sections.count
+        let runs = try r.count(minBytes: 2)
+        var lengths: [(count: Int, length: Int)] = []
+        lengths.reserveCapacity(runs)
+        var e = 0, bytes = 0
+        for _ in 0 ..< runs {
+            let at = r.offset
+            let n = try bounded(total - e, "values")
+            let length = try r.varint()
+            guard n >= 1 else { throw .invalidValue("empty value run", offset: at) }
+            guard length <= UInt64(max(maxValueSize, 0)) else {
+                throw .valueTooLarge(length > UInt64(Int.max) ? Int.max : Int(length), limit: maxValueSize, offset: at)
+            }
+            let (sum, overflow) = n.multipliedReportingOverflow(by: Int(length))
+            guard !overflow, sum <= r.remaining - bytes else { throw .truncated(offset: r.offset + r.remaining) }
+            bytes += sum
+            lengths.append((n, Int(length)))
+            e += n
+        }
+        guard e == total else { throw .invalidValue("values for \(e) of \(total) entities", offset: r.offset) }
+        var values: [Data] = []
+        values.reserveCapacity(total)
+        let raw = try r.raw(bytes)
+        raw.withUnsafeBufferPointer { buffer in
+            DecodedBatch.oneByteValues.withUnsafeBufferPointer { table in
+                var at = 0
+                for run in lengths {
+                    if run.length == 1 {
+                        for k in 0 ..< run.count { values.append(table[Int(buffer[at + k])]) }
+                    } else if run.length == 0 {
+                        values.append(contentsOf: repeatElement(Data(), count: run.count))
+                    } else {
+                        for k in 0 ..< run.count {
+                            values.append(Data(UnsafeBufferPointer(rebasing: buffer[at + k * run.length ..< at + (k + 1) * run.length])))
+                        }
+                    }
+                    at += run.count * run.length
+                }
+            }
+        }
+        let replaced = try r.count(minBytes: 3)
+        var previous = -1
+        var insertValues: [(EntityIndex, OpID, Data)] = []
+        for _ in 0 ..< replaced {
+            let x = try bounded(total - previous - 2, "entity") + previous + 1
+            let write = try id()
+            let insertValue = try r.data(limit: maxValueSize)
+            insertValues.append((EntityIndex(x), write, insertValue))
+            previous = x
+        }
+        if items {
+            doc.items.value = values
+            for (i, write, v) in insertValues {
+                let current = doc.items.value[i.int]
+                doc.items.value[i.int] = v
+                doc.items.setValue(current, write: write, of: i)
+            }
+        } else {
+            doc.sections.value = values
+            for (s, write, v) in insertValues {
+                let current = doc.sections.value[s.int]
+                doc.sections.value[s.int] = v
+                doc.sections.setValue(current, write: write, of: s)
+            }
+        }
+    }
+
+    private mutating func readFrontier() throws(WireError) {
+        let n = try r.count(minBytes: 2)
+        var ids: [OpID] = []
+        for _ in 0 ..< n {
+            let at = r.offset
+            let x = try id()
+            guard doc.versionVector.contains(x) else { throw .invalidValue("frontier id \(x) not applied", offset: at) }
+            ids.append(x)
+        }
+        doc.currentFrontier = Frontier(ids)
+    }
+
+    // MARK: Trees
+
+    /// Every tree's order; each slot must appear once, in the tree of its sequence. Visibility is
+    /// derived: an item's winning slot shows while it is alive, a section's while the section is
+    /// visible (§3.5), no other slot.
+    private mutating func readTrees() throws(WireError) {
+        var itemsShown = Array(repeating: 0, count: doc.sections.count)
+        for i in doc.items.indices where doc.items.isAlive(i) { itemsShown[doc.items.rows[i.int].section.int] += 1 }
+        for s in doc.sections.indices { doc.sectionShown[s.int] = doc.sections.isAlive(s) || itemsShown[s.int] > 0 }
+
+        var forest = SlotForest()
+        forest.leafOf = Array(repeating: .none, count: doc.slots.count)
+        var placed = 0
+        var previousEnd: Int64 = 0
+        var entries: [SlotForest.Entry] = []
+        let last = Int64(doc.slots.count) - 1
+        for t in 0 ... Int32(doc.sections.count) {
+            entries.removeAll(keepingCapacity: true)
+            let runs = try r.count(minBytes: 2)
+            for _ in 0 ..< runs {
+                let at = r.offset
+                let start = try offsetValue(from: previousEnd, in: 0 ... max(0, last), "slot")
+                let n = try bounded(Int(last - start + 1), "slots")
+                guard n >= 1, last >= 0 else { throw .invalidValue("empty run of slots", offset: at) }
+                for lv in Int32(start) ..< Int32(start) + Int32(n) {
+                    guard !forest.leafOf[Int(lv)].exists, doc.slots.sequence(of: lv).tree == t else {
+                        throw .invalidValue("slot \(lv) is twice in the trees, or in the wrong one", offset: at)
+                    }
+                    forest.leafOf[Int(lv)] = SlotForest.LeafIndex(0)  // placed; the builder sets the real leaf
+                    let e = doc.slots.entity(of: lv)
+                    let visible = t == 0
+                        ? doc.sections.rows[e.int].winner == lv && doc.sectionShown[e.int]
+                        : doc.items.rows[e.int].winner == lv && doc.items.isAlive(e)
+                    if let k = entries.indices.last, entries[k].lv + Int32(entries[k].count) == lv,
+                       entries[k].isVisible == visible, entries[k].count < SlotForest.maxEntryLength {
+                        entries[k].len += visible ? 1 : -1
+                    } else {
+                        entries.append(SlotForest.Entry(lv: lv, count: 1, visible: visible))
+                    }
+                }
+                placed += n
+                previousEnd = start + Int64(n)
+            }
+            forest.appendTree(entries)
+        }
+        guard placed == doc.slots.count else {
+            throw .invalidValue("the trees hold \(placed) of \(doc.slots.count) slots", offset: r.offset)
+        }
+        doc.forest = forest
+    }
+}
+
+extension EntityTable {
+    /// Appends the rows of `count` entities made by consecutive ids from `id`, at consecutive
+    /// slots from `lv`, in section `s` (items) or none (sections); their values come apart.
+    ///
+    /// - Complexity: O(count) amortized.
+    mutating func appendRows(id: OpID, slot lv: Int32, section s: EntityIndex, count: Int) {
+        rows.reserveCapacity(more: count)
+        for k in 0 ..< count {
+            rows.append(Row(id: id.advanced(by: k), winner: lv + Int32(k), section: s, state: .untouched))
+        }
+    }
+}
