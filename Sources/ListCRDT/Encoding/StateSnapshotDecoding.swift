@@ -15,6 +15,8 @@ struct StateSnapshotDecoder {
     let maxValueSize: Int
     var doc: ListDocument
     var replicas: [ReplicaID] = []
+    /// The slots of moves (not new entities), as ranges of local versions in increasing order.
+    var moveSlots: [Range<Int32>] = []
     /// The most slots, and log operations, the input may claim (16 per byte, plus 65,536: every
     /// slot or operation but a run's costs at least a byte, and runs are bounded likewise).
     let limit: Int
@@ -104,6 +106,7 @@ struct StateSnapshotDecoder {
         let n = Int(slotCount)
         let pieces = try r.count(minBytes: 7)
         doc.slots.reserveCapacity(forMore: n)
+        doc.items.rows.reserveCapacity(n)
         var lastEnd = Array(repeating: UInt64(0), count: replicas.count)
         var previousEnd: UInt64 = 0
         var lv: Int32 = 0
@@ -141,6 +144,11 @@ struct StateSnapshotDecoder {
                     doc.sections.appendRows(id: id, slot: lv, section: .none, count: count)
                 }
             case 1:  // existing entities: a move's slots
+                if let last = moveSlots.last, last.upperBound == lv {
+                    moveSlots[moveSlots.count - 1] = last.lowerBound ..< lv + Int32(count)
+                } else {
+                    moveSlots.append(lv ..< lv + Int32(count))
+                }
                 for j in 0 ..< count {
                     let e = try bounded(isItems ? doc.items.count - 1 : doc.sections.count - 1, "entity")
                     _ = doc.slots.append(id: id.advanced(by: j), left: j == 0 ? leftLV : lv + Int32(j) - 1, right: rightLV,
@@ -262,12 +270,11 @@ struct StateSnapshotDecoder {
     /// Checks that slots `lv ..< lv + count` have consecutive ids of `replica` and are the slots
     /// the record says (new entities' slots for an insert, in the right level), and returns the
     /// first id.
-    private func checkSlots(from lv: Int32, count: Int, tag: Tag, replica: ReplicaID, at: Int) throws(WireError) -> OpID {
+    private mutating func checkSlots(from lv: Int32, count: Int, tag: Tag, replica: ReplicaID, at: Int) throws(WireError) -> OpID {
         let first = doc.slots.id(of: lv)
         guard first.replica == replica else { throw .invalidValue("the record's replica is not its slots'", offset: at) }
         let inItems = tag == .insertItem || tag == .moveItems
         let new = tag == .insertSection || tag == .insertItem
-        let table = inItems ? doc.items : doc.sections
         var x = lv
         let end = lv + Int32(count)
         while x < end {
@@ -276,12 +283,14 @@ struct StateSnapshotDecoder {
                   run.sequence.isItems == inItems else {
                 throw .invalidValue("the record's slots are not its operations'", offset: at)
             }
-            let stop = min(end, run.lv + run.count)
-            for y in x ..< stop where (table.rows[doc.slots.entity(of: y).int].winner == y) != new {
-                throw .invalidValue("slot \(y) is not \(new ? "an insert's" : "a move's")", offset: at)
-            }
-            x = stop
+            x = min(end, run.lv + run.count)
         }
+        // An insert's slots are in no move range; a move's are all in one.
+        let k = moveSlots.partitionPoint { $0.upperBound <= lv }
+        let inMove = k < moveSlots.count && moveSlots[k].lowerBound <= lv
+        let ok = new ? !(k < moveSlots.count && moveSlots[k].lowerBound < end)
+                     : inMove && moveSlots[k].upperBound >= end
+        guard ok else { throw .invalidValue("the record's slots are not \(new ? "an insert's" : "a move's")", offset: at) }
         return first
     }
 
@@ -348,10 +357,9 @@ struct StateSnapshotDecoder {
             case StateSnapshotEncoder.DeletedTag.none.rawValue:
                 break
             case StateSnapshotEncoder.DeletedTag.own.rawValue:
-                for x in e ..< e + n {
-                    let i = EntityIndex(x)
-                    if items { doc.items.setDeleted(doc.items.rows[x].id, of: i) } else { doc.sections.setDeleted(doc.sections.rows[x].id, of: i) }
-                }
+                // What setDeleted(id, of:) does to an entity without registers (none yet: only
+                // moved ones have them, and a move's register is written before this).
+                if items { doc.items.markDeletedAtInsert(e ..< e + n) } else { doc.sections.markDeletedAtInsert(e ..< e + n) }
             case StateSnapshotEncoder.DeletedTag.explicit.rawValue:
                 for x in e ..< e + n {
                     let seen = try id()
@@ -448,65 +456,144 @@ struct StateSnapshotDecoder {
 
     // MARK: Trees
 
+    /// The entries of tree `t` from its runs of slots: each slot must be in no tree yet (marked
+    /// in `leafOf`) and in the tree of its sequence, else its local version is returned as `bad`.
+    /// Entries are cut where the visibility changes and every ``SlotForest/maxEntryLength`` slots.
+    private static func entries(of runs: ArraySlice<(start: Int32, count: Int32)>, tree t: Int32, slots: SlotStore,
+                                visible: [Bool], leafOf: inout [SlotForest.LeafIndex]) -> ([SlotForest.Entry], bad: Int32) {
+        var entries: [SlotForest.Entry] = []
+        let bad: Int32 = slots.withView { view in
+            visible.withUnsafeBufferPointer { visible in
+                leafOf.withUnsafeMutableBufferPointer { leafOf in
+                    var current = SlotForest.Entry(lv: 0, count: 0, visible: false)
+                    for run in runs {
+                        for lv in run.start ..< run.start + run.count {
+                            guard !leafOf[Int(lv)].exists, view.slot(lv)!.sequence.tree == t else { return lv }
+                            leafOf[Int(lv)] = SlotForest.LeafIndex(0)  // placed; appendTree sets the leaf
+                            let shows = visible[Int(lv)]
+                            if current.len != 0, current.lv &+ Int32(current.count) == lv, current.isVisible == shows,
+                               current.count < SlotForest.maxEntryLength {
+                                current.len &+= shows ? 1 : -1
+                            } else {
+                                if current.len != 0 { entries.append(current) }
+                                current = SlotForest.Entry(lv: lv, count: 1, visible: shows)
+                            }
+                        }
+                    }
+                    if current.len != 0 { entries.append(current) }
+                    return -1
+                }
+            }
+        }
+        return (entries, bad)
+    }
+
     /// Every tree's order; each slot must appear once, in the tree of its sequence. Visibility is
     /// derived: an item's winning slot shows while it is alive, a section's while the section is
     /// visible (§3.5), no other slot.
     private mutating func readTrees() throws(WireError) {
+        let slotCount = doc.slots.count
         var itemsShown = Array(repeating: 0, count: doc.sections.count)
-        for i in doc.items.indices where doc.items.isAlive(i) { itemsShown[doc.items.rows[i.int].section.int] += 1 }
-        for s in doc.sections.indices { doc.sectionShown[s.int] = doc.sections.isAlive(s) || itemsShown[s.int] > 0 }
-
-        var forest = SlotForest()
-        forest.leafOf = Array(repeating: .none, count: doc.slots.count)
-        var placed = 0
-        var previousEnd: Int64 = 0
-        var entries: [SlotForest.Entry] = []
-        let last = Int64(doc.slots.count) - 1
-        for t in 0 ... Int32(doc.sections.count) {
-            entries.removeAll(keepingCapacity: true)
-            let runs = try r.count(minBytes: 2)
-            for _ in 0 ..< runs {
-                let at = r.offset
-                let start = try offsetValue(from: previousEnd, in: 0 ... max(0, last), "slot")
-                let n = try bounded(Int(last - start + 1), "slots")
-                guard n >= 1, last >= 0 else { throw .invalidValue("empty run of slots", offset: at) }
-                for lv in Int32(start) ..< Int32(start) + Int32(n) {
-                    guard !forest.leafOf[Int(lv)].exists, doc.slots.sequence(of: lv).tree == t else {
-                        throw .invalidValue("slot \(lv) is twice in the trees, or in the wrong one", offset: at)
-                    }
-                    forest.leafOf[Int(lv)] = SlotForest.LeafIndex(0)  // placed; the builder sets the real leaf
-                    let e = doc.slots.entity(of: lv)
-                    let visible = t == 0
-                        ? doc.sections.rows[e.int].winner == lv && doc.sectionShown[e.int]
-                        : doc.items.rows[e.int].winner == lv && doc.items.isAlive(e)
-                    if let k = entries.indices.last, entries[k].lv + Int32(entries[k].count) == lv,
-                       entries[k].isVisible == visible, entries[k].count < SlotForest.maxEntryLength {
-                        entries[k].len += visible ? 1 : -1
-                    } else {
-                        entries.append(SlotForest.Entry(lv: lv, count: 1, visible: visible))
+        var visible = Array(repeating: false, count: slotCount)
+        visible.withUnsafeMutableBufferPointer { visible in
+            doc.items.rows.withUnsafeBufferPointer { rows in
+                for i in rows.indices {
+                    let row = rows[i]
+                    // isAlive, read from the row (free for the entities without registers).
+                    let alive = row.packedState == -1
+                        || (row.packedState >= 0 && doc.items.isAlive(EntityIndex(i)))
+                    if alive {
+                        itemsShown[row.section.int] += 1
+                        visible[Int(row.winner)] = true
                     }
                 }
-                placed += n
-                previousEnd = start + Int64(n)
             }
-            forest.appendTree(entries)
         }
-        guard placed == doc.slots.count else {
-            throw .invalidValue("the trees hold \(placed) of \(doc.slots.count) slots", offset: r.offset)
+        for s in doc.sections.indices {
+            let shown = doc.sections.isAlive(s) || itemsShown[s.int] > 0
+            doc.sectionShown[s.int] = shown
+            if shown { visible[Int(doc.sections.rows[s.int].winner)] = true }
+        }
+
+        // Read every tree's runs of slots first, checking only their bounds.
+        var runs: [(start: Int32, count: Int32)] = []
+        var treeEnds: [Int] = []
+        treeEnds.reserveCapacity(doc.sections.count + 1)
+        var previousEnd: Int64 = 0
+        var placed = 0
+        let last = Int64(slotCount) - 1
+        for _ in 0 ... doc.sections.count {
+            let n = try r.count(minBytes: 2)
+            runs.reserveCapacity(runs.count + n)
+            for _ in 0 ..< n {
+                let at = r.offset
+                let start = try offsetValue(from: previousEnd, in: 0 ... max(0, last), "slot")
+                let count = try bounded(Int(last - start + 1), "slots")
+                guard count >= 1, last >= 0, placed + count <= slotCount else {
+                    throw .invalidValue("empty run of slots, or more slots than there are", offset: at)
+                }
+                runs.append((Int32(start), Int32(count)))
+                placed += count
+                previousEnd = start + Int64(count)
+            }
+            treeEnds.append(runs.count)
+        }
+        guard placed == slotCount else {
+            throw .invalidValue("the trees hold \(placed) of \(slotCount) slots", offset: r.offset)
+        }
+
+        // Then each slot: in no tree before, in the tree of its sequence; entries cut where the
+        // visibility changes, and every ``SlotForest/maxEntryLength`` slots.
+        var forest = SlotForest()
+        forest.leafOf = Array(repeating: .none, count: slotCount)
+        var firstRun = 0
+        for (t, end) in treeEnds.enumerated() {
+            let (entries, bad) = Self.entries(of: runs[firstRun ..< end], tree: Int32(t), slots: doc.slots,
+                                              visible: visible, leafOf: &forest.leafOf)
+            if bad >= 0 { throw .invalidValue("slot \(bad) is twice in the trees, or in the wrong one", offset: r.offset) }
+            forest.appendTree(entries)
+            firstRun = end
         }
         doc.forest = forest
     }
 }
 
 extension EntityTable {
+    /// Sets the delete register of entities `range`, which have no ``Registers``, to their own
+    /// ids: what ``setDeleted(_:of:)`` does with each one's id, in one pass.
+    ///
+    /// - Complexity: O(range.count).
+    mutating func markDeletedAtInsert(_ range: Range<Int>) {
+        rows.withUnsafeMutableBufferPointer { rows in
+            for x in range {
+                if rows[x].packedState == -1 { rows[x].packedState = -2 } else if rows[x].packedState >= 0 {
+                    registers[Int(rows[x].packedState)].deleted = rows[x].id
+                }
+            }
+        }
+    }
+
     /// Appends the rows of `count` entities made by consecutive ids from `id`, at consecutive
     /// slots from `lv`, in section `s` (items) or none (sections); their values come apart.
     ///
     /// - Complexity: O(count) amortized.
     mutating func appendRows(id: OpID, slot lv: Int32, section s: EntityIndex, count: Int) {
-        rows.reserveCapacity(more: count)
-        for k in 0 ..< count {
-            rows.append(Row(id: id.advanced(by: k), winner: lv + Int32(k), section: s, state: .untouched))
+        rows.append(contentsOf: NewRows(id: id, lv: lv, section: s, left: count))
+    }
+
+    /// The rows ``appendRows(id:slot:section:count:)`` appends, as a sequence (appended in one step).
+    private struct NewRows: Sequence, IteratorProtocol {
+        var id: OpID
+        var lv: Int32
+        let section: EntityIndex
+        var left: Int
+        var underestimatedCount: Int { left }
+
+        mutating func next() -> Row? {
+            guard left > 0 else { return nil }
+            left -= 1
+            defer { (id.counter, lv) = (id.counter &+ 1, lv &+ 1) }
+            return Row(id: id, winner: lv, section: section, state: .untouched)
         }
     }
 }

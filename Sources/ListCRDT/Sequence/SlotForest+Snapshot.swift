@@ -18,6 +18,10 @@ extension SlotForest {
         entries.reserveCapacity(entries.count + leafCount * Self.leafCapacity)
         leaves.reserveCapacity(leaves.count + leafCount)
         var all = 0, visible = 0
+        var leafOf = self.leafOf
+        self.leafOf = []  // leafOf is written through a pointer, uniquely held
+        defer { self.leafOf = leafOf }
+        leafOf.withUnsafeMutableBufferPointer { leafOf in
         for k in 0 ..< leafCount {
             let leaf = LeafIndex(firstLeaf.raw + Int32(k))
             let lo = k * Self.leafCapacity, hi = min(lo + Self.leafCapacity, source.count)
@@ -37,6 +41,7 @@ extension SlotForest {
             level.append(Link(child: leaf.raw, all: a, visible: v))
             all += Int(a)
             visible += Int(v)
+        }
         }
         var childIsLeaf = true
         while level.count > 1 {
