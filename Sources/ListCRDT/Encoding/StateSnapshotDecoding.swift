@@ -309,11 +309,28 @@ struct StateSnapshotDecoder {
             let (span, o1) = step.multipliedReportingOverflow(by: Int64(n - 1))
             let (end, o2) = start.addingReportingOverflow(span)
             guard !o1, !o2, end >= 0, end <= last else { throw .invalidValue("seen run out of range", offset: at) }
-            var lv = start
+            // Every slot of the run in an item sequence: checked per slot run for a step of ±1
+            // (typed text deleted forwards or backwards), else slot by slot.
+            if step == 1 || step == -1 || n == 1 {
+                var x = Int32(min(start, end))
+                let stop = Int32(max(start, end))
+                while x <= stop {
+                    let run = doc.slots.run(of: x)
+                    guard run.sequence.isItems else { throw .invalidValue("seen slot is not an item's", offset: at) }
+                    x = run.lv + run.count
+                }
+            } else {
+                var lv = start
+                for _ in 0 ..< n {
+                    guard doc.slots.sequence(of: Int32(lv)).isItems else { throw .invalidValue("seen slot is not an item's", offset: at) }
+                    lv &+= step
+                }
+            }
+            var lv = Int32(start)
+            let step32 = Int32(truncatingIfNeeded: step)
             for _ in 0 ..< n {
-                guard doc.slots.sequence(of: Int32(lv)).isItems else { throw .invalidValue("seen slot is not an item's", offset: at) }
-                out.append(Int32(lv))
-                lv &+= step
+                out.append(lv)
+                lv &+= step32
             }
             previous = end
         }
@@ -395,23 +412,28 @@ struct StateSnapshotDecoder {
             e += n
         }
         guard e == total else { throw .invalidValue("values for \(e) of \(total) entities", offset: r.offset) }
-        var values: [Data] = []
-        values.reserveCapacity(total)
         let raw = try r.raw(bytes)
-        raw.withUnsafeBufferPointer { buffer in
-            DecodedBatch.oneByteValues.withUnsafeBufferPointer { table in
-                var at = 0
-                for run in lengths {
-                    if run.length == 1 {
-                        for k in 0 ..< run.count { values.append(table[Int(buffer[at + k])]) }
-                    } else if run.length == 0 {
-                        values.append(contentsOf: repeatElement(Data(), count: run.count))
-                    } else {
-                        for k in 0 ..< run.count {
-                            values.append(Data(UnsafeBufferPointer(rebasing: buffer[at + k * run.length ..< at + (k + 1) * run.length])))
+        // Every value written once, in place (the one-byte values copied from a table of 256).
+        let values = [Data](unsafeUninitializedCapacity: total) { out, initialized in
+            raw.withUnsafeBufferPointer { buffer in
+                DecodedBatch.oneByteValues.withUnsafeBufferPointer { table in
+                    var at = 0, k = 0
+                    for run in lengths {
+                        switch run.length {
+                        case 0:
+                            for j in k ..< k + run.count { (out.baseAddress! + j).initialize(to: Data()) }
+                        case 1:
+                            for j in 0 ..< run.count { (out.baseAddress! + k + j).initialize(to: table[Int(buffer[at + j])]) }
+                        default:
+                            for j in 0 ..< run.count {
+                                let bytes = UnsafeBufferPointer(rebasing: buffer[at + j * run.length ..< at + (j + 1) * run.length])
+                                (out.baseAddress! + k + j).initialize(to: Data(bytes))
+                            }
                         }
+                        at += run.count * run.length
+                        k += run.count
                     }
-                    at += run.count * run.length
+                    initialized = k
                 }
             }
         }
@@ -456,36 +478,37 @@ struct StateSnapshotDecoder {
 
     // MARK: Trees
 
-    /// The entries of tree `t` from its runs of slots: each slot must be in no tree yet (marked
-    /// in `leafOf`) and in the tree of its sequence, else its local version is returned as `bad`.
-    /// Entries are cut where the visibility changes and every ``SlotForest/maxEntryLength`` slots.
+    /// The entries of tree `t` from its runs of slots, cut where the visibility changes and every
+    /// ``SlotForest/maxEntryLength`` slots. Each run must lie in the tree of its sequence (checked
+    /// per slot run of `slots`, which share one sequence); returns the first slot that does not as
+    /// `bad` (else -1).
     private static func entries(of runs: ArraySlice<(start: Int32, count: Int32)>, tree t: Int32, slots: SlotStore,
-                                visible: [Bool], leafOf: inout [SlotForest.LeafIndex]) -> ([SlotForest.Entry], bad: Int32) {
+                                visible: [Bool]) -> ([SlotForest.Entry], bad: Int32) {
         var entries: [SlotForest.Entry] = []
-        let bad: Int32 = slots.withView { view in
-            visible.withUnsafeBufferPointer { visible in
-                leafOf.withUnsafeMutableBufferPointer { leafOf in
-                    var current = SlotForest.Entry(lv: 0, count: 0, visible: false)
-                    for run in runs {
-                        for lv in run.start ..< run.start + run.count {
-                            guard !leafOf[Int(lv)].exists, view.slot(lv)!.sequence.tree == t else { return lv }
-                            leafOf[Int(lv)] = SlotForest.LeafIndex(0)  // placed; appendTree sets the leaf
-                            let shows = visible[Int(lv)]
-                            if current.len != 0, current.lv &+ Int32(current.count) == lv, current.isVisible == shows,
-                               current.count < SlotForest.maxEntryLength {
-                                current.len &+= shows ? 1 : -1
-                            } else {
-                                if current.len != 0 { entries.append(current) }
-                                current = SlotForest.Entry(lv: lv, count: 1, visible: shows)
-                            }
-                        }
-                    }
-                    if current.len != 0 { entries.append(current) }
-                    return -1
+        for run in runs {
+            var lv = run.start
+            let end = run.start + run.count
+            while lv < end {
+                let slotRun = slots.run(of: lv)
+                if slotRun.sequence.tree != t { return (entries, lv) }
+                lv = min(end, slotRun.lv + slotRun.count)
+            }
+        }
+        visible.withUnsafeBufferPointer { visible in
+            for run in runs {
+                var lv = run.start
+                let end = run.start + run.count
+                while lv < end {
+                    let shows = visible[Int(lv)]
+                    var stop = lv + 1
+                    let limit = min(end, lv + Int32(SlotForest.maxEntryLength))
+                    while stop < limit && visible[Int(stop)] == shows { stop += 1 }
+                    entries.append(SlotForest.Entry(lv: lv, count: Int(stop - lv), visible: shows))
+                    lv = stop
                 }
             }
         }
-        return (entries, bad)
+        return (entries, -1)
     }
 
     /// Every tree's order; each slot must appear once, in the tree of its sequence. Visibility is
@@ -495,16 +518,18 @@ struct StateSnapshotDecoder {
         let slotCount = doc.slots.count
         var itemsShown = Array(repeating: 0, count: doc.sections.count)
         var visible = Array(repeating: false, count: slotCount)
+        let items = doc.items
         visible.withUnsafeMutableBufferPointer { visible in
-            doc.items.rows.withUnsafeBufferPointer { rows in
-                for i in rows.indices {
-                    let row = rows[i]
-                    // isAlive, read from the row (free for the entities without registers).
-                    let alive = row.packedState == -1
-                        || (row.packedState >= 0 && doc.items.isAlive(EntityIndex(i)))
-                    if alive {
-                        itemsShown[row.section.int] += 1
-                        visible[Int(row.winner)] = true
+            itemsShown.withUnsafeMutableBufferPointer { itemsShown in
+                items.rows.withUnsafeBufferPointer { rows in
+                    for i in 0 ..< rows.count {
+                        let row = rows[i]
+                        // isAlive, read from the row for the entities without registers.
+                        let alive = row.packedState == -1 || (row.packedState >= 0 && items.isAlive(EntityIndex(i)))
+                        if alive {
+                            itemsShown[row.section.int] &+= 1
+                            visible[Int(row.winner)] = true
+                        }
                     }
                 }
             }
@@ -515,7 +540,8 @@ struct StateSnapshotDecoder {
             if shown { visible[Int(doc.sections.rows[s.int].winner)] = true }
         }
 
-        // Read every tree's runs of slots first, checking only their bounds.
+        // Every tree's runs of slots, checked against the bounds; together they must hold as many
+        // slots as there are, and (below) leave none out, so each slot is in exactly one.
         var runs: [(start: Int32, count: Int32)] = []
         var treeEnds: [Int] = []
         treeEnds.reserveCapacity(doc.sections.count + 1)
@@ -542,18 +568,18 @@ struct StateSnapshotDecoder {
             throw .invalidValue("the trees hold \(placed) of \(slotCount) slots", offset: r.offset)
         }
 
-        // Then each slot: in no tree before, in the tree of its sequence; entries cut where the
-        // visibility changes, and every ``SlotForest/maxEntryLength`` slots.
         var forest = SlotForest()
         forest.leafOf = Array(repeating: .none, count: slotCount)
         var firstRun = 0
         for (t, end) in treeEnds.enumerated() {
-            let (entries, bad) = Self.entries(of: runs[firstRun ..< end], tree: Int32(t), slots: doc.slots,
-                                              visible: visible, leafOf: &forest.leafOf)
-            if bad >= 0 { throw .invalidValue("slot \(bad) is twice in the trees, or in the wrong one", offset: r.offset) }
+            let (entries, bad) = Self.entries(of: runs[firstRun ..< end], tree: Int32(t), slots: doc.slots, visible: visible)
+            if bad >= 0 { throw .invalidValue("slot \(bad) is in the tree of another sequence", offset: r.offset) }
             forest.appendTree(entries)
             firstRun = end
         }
+        // As many slots placed as there are, and none left out: none placed twice.
+        let missing = forest.leafOf.withUnsafeBufferPointer { leafOf in leafOf.firstIndex { !$0.exists } }
+        if let missing { throw .invalidValue("slot \(missing) is in no tree (another is in two)", offset: r.offset) }
         doc.forest = forest
     }
 }
