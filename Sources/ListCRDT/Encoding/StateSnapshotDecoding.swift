@@ -15,6 +15,8 @@ struct StateSnapshotDecoder {
     let maxValueSize: Int
     var doc: ListDocument
     var replicas: [ReplicaID] = []
+    /// A delete record's seen slots (reused from record to record).
+    var seen: [Int32] = []
     /// The slots of moves (not new entities), as ranges of local versions in increasing order.
     var moveSlots: [Range<Int32>] = []
     /// The most slots, and log operations, the input may claim (16 per byte, plus 65,536: every
@@ -28,7 +30,8 @@ struct StateSnapshotDecoder {
         self.maxValueSize = maxValueSize
         doc = ListDocument(replica: replica, maxValueSize: maxValueSize)
         let n = r.remaining
-        limit = n > (Int.max - 65_536) / 16 ? Int.max : n * 16 + 65_536
+        // (And fewer than 2^31: slots and log positions are Int32s.)
+        limit = n >= (Int(Int32.max) - 65_536) / 16 ? Int(Int32.max) - 1 : n * 16 + 65_536
     }
 
     typealias Tag = StateSnapshotEncoder.RecordTag
@@ -59,6 +62,7 @@ struct StateSnapshotDecoder {
 
     // MARK: Fields
 
+    @inline(__always)
     private mutating func replicaIndex() throws(WireError) -> Int {
         let at = r.offset
         let k = try r.varint()
@@ -78,19 +82,21 @@ struct StateSnapshotDecoder {
     }
 
     /// A count of at most `max`.
-    private mutating func bounded(_ max: Int, _ what: String) throws(WireError) -> Int {
+    @inline(__always)
+    private mutating func bounded(_ max: Int) throws(WireError) -> Int {
         let at = r.offset
         let v = try r.varint()
         guard max >= 0, v <= UInt64(max) else { throw .countTooLarge(v > UInt64(Int.max) ? Int.max : Int(v), offset: at) }
         return Int(v)
     }
 
-    /// `base + zigzag delta`, checked to lie in `range`.
-    private mutating func offsetValue(from base: Int64, in range: ClosedRange<Int64>, _ what: String) throws(WireError) -> Int64 {
+    /// `base + zigzag delta`, checked to lie in `lowest ... highest`.
+    @inline(__always)
+    private mutating func offsetValue(from base: Int64, lowest: Int64, highest: Int64) throws(WireError) -> Int64 {
         let at = r.offset
         let d = try r.signed()
         let (v, overflow) = base.addingReportingOverflow(d)
-        guard !overflow, range.contains(v) else { throw .invalidValue("\(what) out of range", offset: at) }
+        guard !overflow, v >= lowest, v <= highest else { throw .invalidValue("a number out of range", offset: at) }
         return v
     }
 
@@ -106,24 +112,25 @@ struct StateSnapshotDecoder {
         let n = Int(slotCount)
         let pieces = try r.count(minBytes: 7)
         doc.slots.reserveCapacity(forMore: n)
-        doc.items.rows.reserveCapacity(n)
+        // The items' rows are written in one pass at the end, from these pieces.
+        var itemPieces: [(id: OpID, lv: Int32, section: EntityIndex, count: Int)] = []
+        var itemCount = 0
         var lastEnd = Array(repeating: UInt64(0), count: replicas.count)
         var previousEnd: UInt64 = 0
         var lv: Int32 = 0
         for _ in 0 ..< pieces {
             let countAt = r.offset
-            let count = try bounded(n - Int(lv), "slots")
+            let count = try bounded(n - Int(lv))
             guard count >= 1 else { throw .invalidValue("empty slot run", offset: countAt) }
             let k = try replicaIndex()
             let counterAt = r.offset
-            let c = UInt64(bitPattern: try offsetValue(from: Int64(bitPattern: previousEnd),
-                                                       in: 1 ... Int64(OpID.maxCounter), "counter"))
+            let c = UInt64(bitPattern: try offsetValue(from: Int64(bitPattern: previousEnd), lowest: 1, highest: Int64(OpID.maxCounter)))
             guard c >= lastEnd[k], c <= OpID.maxCounter - UInt64(count) + 1 else {
                 throw .invalidValue("slot ids out of order or out of range", offset: counterAt)
             }
             let originAt = r.offset
-            let left = try bounded(Int(lv), "left origin"), right = try bounded(Int(lv), "right origin")
-            let seq = try bounded(doc.sections.count, "sequence")
+            let left = try bounded(Int(lv)), right = try bounded(Int(lv))
+            let seq = try bounded(doc.sections.count)
             let sequence: SequenceIndex = seq == 0 ? .sections : .items(EntityIndex(Int32(seq - 1)))
             let leftLV = left == 0 ? -1 : lv - Int32(left), rightLV = right == 0 ? -1 : lv - Int32(right)
             guard leftLV < 0 || doc.slots.sequence(of: leftLV) == sequence,
@@ -136,10 +143,11 @@ struct StateSnapshotDecoder {
             let isItems = sequence.isItems
             switch mode {
             case 0:  // new entities: an insert's slots
-                let e = EntityIndex(isItems ? doc.items.count : doc.sections.count)
+                let e = EntityIndex(isItems ? itemCount : doc.sections.count)
                 _ = doc.slots.appendRun(id: id, count: count, left: leftLV, right: rightLV, sequence: sequence, entity: e)
                 if isItems {
-                    doc.items.appendRows(id: id, slot: lv, section: sequence.section, count: count)
+                    itemPieces.append((id, lv, sequence.section, count))
+                    itemCount += count
                 } else {
                     doc.sections.appendRows(id: id, slot: lv, section: .none, count: count)
                 }
@@ -150,7 +158,7 @@ struct StateSnapshotDecoder {
                     moveSlots.append(lv ..< lv + Int32(count))
                 }
                 for j in 0 ..< count {
-                    let e = try bounded(isItems ? doc.items.count - 1 : doc.sections.count - 1, "entity")
+                    let e = try bounded(isItems ? itemCount - 1 : doc.sections.count - 1)
                     _ = doc.slots.append(id: id.advanced(by: j), left: j == 0 ? leftLV : lv + Int32(j) - 1, right: rightLV,
                                          sequence: sequence, entity: EntityIndex(e))
                 }
@@ -163,6 +171,18 @@ struct StateSnapshotDecoder {
         }
         guard Int(lv) == n else { throw .invalidValue("the slot runs hold \(lv) slots, not \(n)", offset: at) }
         doc.sectionShown = Array(repeating: false, count: doc.sections.count)
+        doc.items.rows = [EntityTable.Row](unsafeUninitializedCapacity: itemCount) { rows, initialized in
+            var e = 0
+            for piece in itemPieces {
+                for k in 0 ..< piece.count {
+                    (rows.baseAddress! + e + k).initialize(to: EntityTable.Row(
+                        untouched: OpID(counter: piece.id.counter &+ UInt64(k), replica: piece.id.replica),
+                        winner: piece.lv &+ Int32(k), section: piece.section))
+                }
+                e += piece.count
+            }
+            initialized = e
+        }
     }
 
     // MARK: Log
@@ -184,25 +204,23 @@ struct StateSnapshotDecoder {
             let bodyAt = r.offset
             var first: OpID
             var span: Int
-            var seen: [Int32] = []
             var other: ListOperation?
             var payload: Int32 = 0
             switch tag {
             case .insertSection, .insertItem, .moveSection, .moveItems:
-                let lv = try offsetValue(from: nextSlot, in: 0 ... max(0, slotCount - 1), "first slot")
-                span = try bounded(Int(slotCount - lv), "slots")
+                let lv = try offsetValue(from: nextSlot, lowest: 0, highest: max(0, slotCount - 1))
+                span = try bounded(Int(slotCount - lv))
                 guard span >= 1, tag != .moveSection || span == 1 else { throw .invalidValue("bad record length", offset: bodyAt) }
                 payload = Int32(lv)
                 first = try checkSlots(from: payload, count: span, tag: tag, replica: replicas[k], at: bodyAt)
                 nextSlot = lv + Int64(span)
                 covered += span
             case .deleteItem:
-                let c = UInt64(bitPattern: try offsetValue(from: Int64(bitPattern: previousEnd),
-                                                           in: 1 ... Int64(OpID.maxCounter), "counter"))
-                span = try bounded(limit - doc.log.count, "deletes")
+                let c = UInt64(bitPattern: try offsetValue(from: Int64(bitPattern: previousEnd), lowest: 1, highest: Int64(OpID.maxCounter)))
+                span = try bounded(limit - doc.log.count)
                 guard span >= 1 else { throw .invalidValue("empty delete record", offset: bodyAt) }
                 first = OpID(counter: c, replica: replicas[k])
-                seen = try readSeen(span)
+                try readSeen(span)
             case .other:
                 let n = try r.count(minBytes: 1)
                 let blobAt = r.offset
@@ -295,16 +313,18 @@ struct StateSnapshotDecoder {
     }
 
     /// `count` seen slots of a delete record as arithmetic runs, each an item's slot.
-    private mutating func readSeen(_ count: Int) throws(WireError) -> [Int32] {
-        var out: [Int32] = []
-        out.reserveCapacity(min(count, r.remaining))
+    private mutating func readSeen(_ count: Int) throws(WireError) {
+        var out = seen
+        seen = []
+        out.removeAll(keepingCapacity: true)
+        defer { seen = out }
         var previous: Int64 = 0
         let last = Int64(doc.slots.count) - 1
         while out.count < count {
             let at = r.offset
-            let start = try offsetValue(from: previous, in: 0 ... max(0, last), "seen slot")
+            let start = try offsetValue(from: previous, lowest: 0, highest: max(0, last))
             let step = try r.signed()
-            let n = try bounded(count - out.count, "seen slots")
+            let n = try bounded(count - out.count)
             guard n >= 1, last >= 0 else { throw .invalidValue("empty seen run", offset: at) }
             let (span, o1) = step.multipliedReportingOverflow(by: Int64(n - 1))
             let (end, o2) = start.addingReportingOverflow(span)
@@ -334,7 +354,6 @@ struct StateSnapshotDecoder {
             }
             previous = end
         }
-        return out
     }
 
     // MARK: Registers
@@ -366,7 +385,7 @@ struct StateSnapshotDecoder {
         var e = 0
         for _ in 0 ..< runs {
             let at = r.offset
-            let n = try bounded(total - e, "entities")
+            let n = try bounded(total - e)
             let tagAt = r.offset
             let tag = try r.varint()
             guard n >= 1 else { throw .invalidValue("empty register run", offset: at) }
@@ -399,7 +418,7 @@ struct StateSnapshotDecoder {
         var e = 0, bytes = 0
         for _ in 0 ..< runs {
             let at = r.offset
-            let n = try bounded(total - e, "values")
+            let n = try bounded(total - e)
             let length = try r.varint()
             guard n >= 1 else { throw .invalidValue("empty value run", offset: at) }
             guard length <= UInt64(max(maxValueSize, 0)) else {
@@ -441,7 +460,7 @@ struct StateSnapshotDecoder {
         var previous = -1
         var insertValues: [(EntityIndex, OpID, Data)] = []
         for _ in 0 ..< replaced {
-            let x = try bounded(total - previous - 2, "entity") + previous + 1
+            let x = try bounded(total - previous - 2) + previous + 1
             let write = try id()
             let insertValue = try r.data(limit: maxValueSize)
             insertValues.append((EntityIndex(x), write, insertValue))
@@ -502,6 +521,12 @@ struct StateSnapshotDecoder {
                     let shows = visible[Int(lv)]
                     var stop = lv + 1
                     let limit = min(end, lv + Int32(SlotForest.maxEntryLength))
+                    // Eight flags at a time while they all equal `shows`.
+                    let same: UInt64 = shows ? 0x0101_0101_0101_0101 : 0
+                    let raw = UnsafeRawPointer(visible.baseAddress!)
+                    while stop + 8 <= limit && raw.loadUnaligned(fromByteOffset: Int(stop), as: UInt64.self) == same {
+                        stop += 8
+                    }
                     while stop < limit && visible[Int(stop)] == shows { stop += 1 }
                     entries.append(SlotForest.Entry(lv: lv, count: Int(stop - lv), visible: shows))
                     lv = stop
@@ -553,8 +578,8 @@ struct StateSnapshotDecoder {
             runs.reserveCapacity(runs.count + n)
             for _ in 0 ..< n {
                 let at = r.offset
-                let start = try offsetValue(from: previousEnd, in: 0 ... max(0, last), "slot")
-                let count = try bounded(Int(last - start + 1), "slots")
+                let start = try offsetValue(from: previousEnd, lowest: 0, highest: max(0, last))
+                let count = try bounded(Int(last - start + 1))
                 guard count >= 1, last >= 0, placed + count <= slotCount else {
                     throw .invalidValue("empty run of slots, or more slots than there are", offset: at)
                 }
@@ -581,6 +606,14 @@ struct StateSnapshotDecoder {
         let missing = forest.leafOf.withUnsafeBufferPointer { leafOf in leafOf.firstIndex { !$0.exists } }
         if let missing { throw .invalidValue("slot \(missing) is in no tree (another is in two)", offset: r.offset) }
         doc.forest = forest
+    }
+}
+
+extension EntityTable.Row {
+    /// The row of an entity whose registers are in the row, untouched (``State/untouched``).
+    @inline(__always) init(untouched id: OpID, winner: Int32, section: EntityIndex) {
+        self.init(id: id, winner: winner, section: section, state: .untouched)
+        packedState = -1
     }
 }
 
