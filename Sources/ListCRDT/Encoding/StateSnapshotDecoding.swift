@@ -432,28 +432,29 @@ struct StateSnapshotDecoder {
         }
         guard e == total else { throw .invalidValue("values for \(e) of \(total) entities", offset: r.offset) }
         let raw = try r.raw(bytes)
-        // Every value written once, in place (the one-byte values copied from a table of 256).
+        // Every value written once, in place (small values are stored inline in the Data).
         let values = [Data](unsafeUninitializedCapacity: total) { out, initialized in
             raw.withUnsafeBufferPointer { buffer in
-                DecodedBatch.oneByteValues.withUnsafeBufferPointer { table in
-                    var at = 0, k = 0
-                    for run in lengths {
-                        switch run.length {
-                        case 0:
-                            for j in k ..< k + run.count { (out.baseAddress! + j).initialize(to: Data()) }
-                        case 1:
-                            for j in 0 ..< run.count { (out.baseAddress! + k + j).initialize(to: table[Int(buffer[at + j])]) }
-                        default:
-                            for j in 0 ..< run.count {
-                                let bytes = UnsafeBufferPointer(rebasing: buffer[at + j * run.length ..< at + (j + 1) * run.length])
-                                (out.baseAddress! + k + j).initialize(to: Data(bytes))
-                            }
+                var at = 0, k = 0
+                for run in lengths {
+                    let values = out.baseAddress! + k
+                    if run.length == 0 {
+                        for j in 0 ..< run.count { (values + j).initialize(to: Data()) }
+                    } else if run.length == 1 {
+                        // The common case (text), with a constant count: inline, no loop inside.
+                        let bytes = buffer.baseAddress! + at
+                        for j in 0 ..< run.count { (values + j).initialize(to: Data(bytes: bytes + j, count: 1)) }
+                    } else {
+                        // Not empty, so the buffer has a base address (run.count ≥ 1 values of ≥ 1 byte).
+                        let bytes = buffer.baseAddress! + at
+                        for j in 0 ..< run.count {
+                            (values + j).initialize(to: Data(bytes: bytes + j * run.length, count: run.length))
                         }
-                        at += run.count * run.length
-                        k += run.count
                     }
-                    initialized = k
+                    at += run.count * run.length
+                    k += run.count
                 }
+                initialized = k
             }
         }
         let replaced = try r.count(minBytes: 3)
@@ -606,14 +607,6 @@ struct StateSnapshotDecoder {
         let missing = forest.leafOf.withUnsafeBufferPointer { leafOf in leafOf.firstIndex { !$0.exists } }
         if let missing { throw .invalidValue("slot \(missing) is in no tree (another is in two)", offset: r.offset) }
         doc.forest = forest
-    }
-}
-
-extension EntityTable.Row {
-    /// The row of an entity whose registers are in the row, untouched (``State/untouched``).
-    @inline(__always) init(untouched id: OpID, winner: Int32, section: EntityIndex) {
-        self.init(id: id, winner: winner, section: section, state: .untouched)
-        packedState = -1
     }
 }
 
