@@ -63,19 +63,19 @@ struct StateSnapshotDecoder {
     // MARK: Fields
 
     @inline(__always)
-    private mutating func replicaIndex() throws(WireError) -> Int {
+    mutating func replicaIndex() throws(WireError) -> Int {
         let at = r.offset
         let k = try r.varint()
         guard k < UInt64(replicas.count) else { throw .invalidValue("replica index \(k) not in the table", offset: at) }
         return Int(k)
     }
 
-    private mutating func counter(_ v: UInt64, at: Int) throws(WireError) -> UInt64 {
+    mutating func counter(_ v: UInt64, at: Int) throws(WireError) -> UInt64 {
         guard v >= 1, v <= OpID.maxCounter else { throw .invalidValue("counter \(v) out of range", offset: at) }
         return v
     }
 
-    private mutating func id() throws(WireError) -> OpID {
+    mutating func id() throws(WireError) -> OpID {
         let k = try replicaIndex()
         let at = r.offset
         return OpID(counter: try counter(try r.varint(), at: at), replica: replicas[k])
@@ -83,7 +83,7 @@ struct StateSnapshotDecoder {
 
     /// A count of at most `max`.
     @inline(__always)
-    private mutating func bounded(_ max: Int) throws(WireError) -> Int {
+    mutating func bounded(_ max: Int) throws(WireError) -> Int {
         let at = r.offset
         let v = try r.varint()
         guard max >= 0, v <= UInt64(max) else { throw .countTooLarge(v > UInt64(Int.max) ? Int.max : Int(v), offset: at) }
@@ -92,7 +92,7 @@ struct StateSnapshotDecoder {
 
     /// `base + zigzag delta`, checked to lie in `lowest ... highest`.
     @inline(__always)
-    private mutating func offsetValue(from base: Int64, lowest: Int64, highest: Int64) throws(WireError) -> Int64 {
+    mutating func offsetValue(from base: Int64, lowest: Int64, highest: Int64) throws(WireError) -> Int64 {
         let at = r.offset
         let d = try r.signed()
         let (v, overflow) = base.addingReportingOverflow(d)
@@ -103,7 +103,7 @@ struct StateSnapshotDecoder {
     // MARK: Slots
 
     /// The slot runs, with the entities they place; makes the entities' rows (values come later).
-    private mutating func readSlots() throws(WireError) {
+    mutating func readSlots() throws(WireError) {
         let at = r.offset
         let slotCount = try r.varint()
         guard slotCount <= UInt64(min(limit, Int(Int32.max) - 1)) else {
@@ -188,7 +188,7 @@ struct StateSnapshotDecoder {
     // MARK: Log
 
     /// The log records, each checked against the slots; the version vector follows from them.
-    private mutating func readLog() throws(WireError) {
+    mutating func readLog() throws(WireError) {
         let records = try r.count(minBytes: 3)
         var lastEnd = Array(repeating: UInt64(0), count: replicas.count)
         var nextSlot: Int64 = 0
@@ -288,7 +288,7 @@ struct StateSnapshotDecoder {
     /// Checks that slots `lv ..< lv + count` have consecutive ids of `replica` and are the slots
     /// the record says (new entities' slots for an insert, in the right level), and returns the
     /// first id.
-    private mutating func checkSlots(from lv: Int32, count: Int, tag: Tag, replica: ReplicaID, at: Int) throws(WireError) -> OpID {
+    mutating func checkSlots(from lv: Int32, count: Int, tag: Tag, replica: ReplicaID, at: Int) throws(WireError) -> OpID {
         let first = doc.slots.id(of: lv)
         guard first.replica == replica else { throw .invalidValue("the record's replica is not its slots'", offset: at) }
         let inItems = tag == .insertItem || tag == .moveItems
@@ -313,7 +313,7 @@ struct StateSnapshotDecoder {
     }
 
     /// `count` seen slots of a delete record as arithmetic runs, each an item's slot.
-    private mutating func readSeen(_ count: Int) throws(WireError) {
+    mutating func readSeen(_ count: Int) throws(WireError) {
         var out = seen
         seen = []
         out.removeAll(keepingCapacity: true)
@@ -353,299 +353,6 @@ struct StateSnapshotDecoder {
                 lv &+= step32
             }
             previous = end
-        }
-    }
-
-    // MARK: Registers
-
-    /// Each entity's position register: its slot with the greatest write (a move's, when a move
-    /// wins; else its insert's, which `appendRows` set).
-    private mutating func deriveWinners() {
-        for rec in doc.log.records.indices {
-            let record = doc.log.records[rec]
-            guard record.kind == .moveItems || record.kind == .moveSection else { continue }
-            let write = doc.log.id(record: rec, operation: 0)
-            for k in 0 ..< record.count {
-                let lv = record.payload + k
-                let e = doc.slots.entity(of: lv)
-                if record.kind == .moveSection {
-                    if write > doc.sections.winnerID(e) { doc.sections.setWinner(lv, write: write, of: e) }
-                } else if write > doc.items.winnerID(e) {
-                    doc.items.setWinner(lv, write: write, of: e)
-                    doc.items.rows[e.int].section = doc.slots.sequence(of: lv).section
-                }
-            }
-        }
-    }
-
-    /// The delete registers of one table, as runs.
-    private mutating func readDeleted(items: Bool) throws(WireError) {
-        let total = items ? doc.items.count : doc.sections.count
-        let runs = try r.count(minBytes: 2)
-        var e = 0
-        for _ in 0 ..< runs {
-            let at = r.offset
-            let n = try bounded(total - e)
-            let tagAt = r.offset
-            let tag = try r.varint()
-            guard n >= 1 else { throw .invalidValue("empty register run", offset: at) }
-            switch tag {
-            case StateSnapshotEncoder.DeletedTag.none.rawValue:
-                break
-            case StateSnapshotEncoder.DeletedTag.own.rawValue:
-                // What setDeleted(id, of:) does to an entity without registers (none yet: only
-                // moved ones have them, and a move's register is written before this).
-                if items { doc.items.markDeletedAtInsert(e ..< e + n) } else { doc.sections.markDeletedAtInsert(e ..< e + n) }
-            case StateSnapshotEncoder.DeletedTag.explicit.rawValue:
-                for x in e ..< e + n {
-                    let seen = try id()
-                    if items { doc.items.setDeleted(seen, of: EntityIndex(x)) } else { doc.sections.setDeleted(seen, of: EntityIndex(x)) }
-                }
-            default:
-                throw .invalidTag(UInt8(truncatingIfNeeded: tag), offset: tagAt)
-            }
-            e += n
-        }
-        guard e == total else { throw .invalidValue("delete registers for \(e) of \(total) entities", offset: r.offset) }
-    }
-
-    /// The values of one table, and the insert values that later writes replaced.
-    private mutating func readValues(items: Bool) throws(WireError) {
-        let total = items ? doc.items.count : doc.sections.count
-        let runs = try r.count(minBytes: 2)
-        var lengths: [(count: Int, length: Int)] = []
-        lengths.reserveCapacity(runs)
-        var e = 0, bytes = 0
-        for _ in 0 ..< runs {
-            let at = r.offset
-            let n = try bounded(total - e)
-            let length = try r.varint()
-            guard n >= 1 else { throw .invalidValue("empty value run", offset: at) }
-            guard length <= UInt64(max(maxValueSize, 0)) else {
-                throw .valueTooLarge(length > UInt64(Int.max) ? Int.max : Int(length), limit: maxValueSize, offset: at)
-            }
-            let (sum, overflow) = n.multipliedReportingOverflow(by: Int(length))
-            guard !overflow, sum <= r.remaining - bytes else { throw .truncated(offset: r.offset + r.remaining) }
-            bytes += sum
-            lengths.append((n, Int(length)))
-            e += n
-        }
-        guard e == total else { throw .invalidValue("values for \(e) of \(total) entities", offset: r.offset) }
-        let raw = try r.raw(bytes)
-        // Every value written once, in place (small values are stored inline in the Data).
-        let values = [Data](unsafeUninitializedCapacity: total) { out, initialized in
-            raw.withUnsafeBufferPointer { buffer in
-                var at = 0, k = 0
-                for run in lengths {
-                    let values = out.baseAddress! + k
-                    if run.length == 0 {
-                        for j in 0 ..< run.count { (values + j).initialize(to: Data()) }
-                    } else if run.length == 1 {
-                        // The common case (text), with a constant count: inline, no loop inside.
-                        let bytes = buffer.baseAddress! + at
-                        for j in 0 ..< run.count { (values + j).initialize(to: Data(bytes: bytes + j, count: 1)) }
-                    } else {
-                        // Not empty, so the buffer has a base address (run.count ≥ 1 values of ≥ 1 byte).
-                        let bytes = buffer.baseAddress! + at
-                        for j in 0 ..< run.count {
-                            (values + j).initialize(to: Data(bytes: bytes + j * run.length, count: run.length))
-                        }
-                    }
-                    at += run.count * run.length
-                    k += run.count
-                }
-                initialized = k
-            }
-        }
-        let replaced = try r.count(minBytes: 3)
-        var previous = -1
-        var insertValues: [(EntityIndex, OpID, Data)] = []
-        for _ in 0 ..< replaced {
-            let x = try bounded(total - previous - 2) + previous + 1
-            let write = try id()
-            let insertValue = try r.data(limit: maxValueSize)
-            insertValues.append((EntityIndex(x), write, insertValue))
-            previous = x
-        }
-        if items {
-            doc.items.value = values
-            for (i, write, v) in insertValues {
-                let current = doc.items.value[i.int]
-                doc.items.value[i.int] = v
-                doc.items.setValue(current, write: write, of: i)
-            }
-        } else {
-            doc.sections.value = values
-            for (s, write, v) in insertValues {
-                let current = doc.sections.value[s.int]
-                doc.sections.value[s.int] = v
-                doc.sections.setValue(current, write: write, of: s)
-            }
-        }
-    }
-
-    private mutating func readFrontier() throws(WireError) {
-        let n = try r.count(minBytes: 2)
-        var ids: [OpID] = []
-        for _ in 0 ..< n {
-            let at = r.offset
-            let x = try id()
-            guard doc.versionVector.contains(x) else { throw .invalidValue("frontier id \(x) not applied", offset: at) }
-            ids.append(x)
-        }
-        doc.currentFrontier = Frontier(ids)
-    }
-
-    // MARK: Trees
-
-    /// The entries of tree `t` from its runs of slots, cut where the visibility changes and every
-    /// ``SlotForest/maxEntryLength`` slots. Each run must lie in the tree of its sequence (checked
-    /// per slot run of `slots`, which share one sequence); returns the first slot that does not as
-    /// `bad` (else -1).
-    private static func entries(of runs: ArraySlice<(start: Int32, count: Int32)>, tree t: Int32, slots: SlotStore,
-                                visible: [Bool]) -> ([SlotForest.Entry], bad: Int32) {
-        var entries: [SlotForest.Entry] = []
-        for run in runs {
-            var lv = run.start
-            let end = run.start + run.count
-            while lv < end {
-                let slotRun = slots.run(of: lv)
-                if slotRun.sequence.tree != t { return (entries, lv) }
-                lv = min(end, slotRun.lv + slotRun.count)
-            }
-        }
-        visible.withUnsafeBufferPointer { visible in
-            for run in runs {
-                var lv = run.start
-                let end = run.start + run.count
-                while lv < end {
-                    let shows = visible[Int(lv)]
-                    var stop = lv + 1
-                    let limit = min(end, lv + Int32(SlotForest.maxEntryLength))
-                    // Eight flags at a time while they all equal `shows`.
-                    let same: UInt64 = shows ? 0x0101_0101_0101_0101 : 0
-                    let raw = UnsafeRawPointer(visible.baseAddress!)
-                    while stop + 8 <= limit && raw.loadUnaligned(fromByteOffset: Int(stop), as: UInt64.self) == same {
-                        stop += 8
-                    }
-                    while stop < limit && visible[Int(stop)] == shows { stop += 1 }
-                    entries.append(SlotForest.Entry(lv: lv, count: Int(stop - lv), visible: shows))
-                    lv = stop
-                }
-            }
-        }
-        return (entries, -1)
-    }
-
-    /// Every tree's order; each slot must appear once, in the tree of its sequence. Visibility is
-    /// derived: an item's winning slot shows while it is alive, a section's while the section is
-    /// visible (§3.5), no other slot.
-    private mutating func readTrees() throws(WireError) {
-        let slotCount = doc.slots.count
-        var itemsShown = Array(repeating: 0, count: doc.sections.count)
-        var visible = Array(repeating: false, count: slotCount)
-        let items = doc.items
-        visible.withUnsafeMutableBufferPointer { visible in
-            itemsShown.withUnsafeMutableBufferPointer { itemsShown in
-                items.rows.withUnsafeBufferPointer { rows in
-                    for i in 0 ..< rows.count {
-                        let row = rows[i]
-                        // isAlive, read from the row for the entities without registers.
-                        let alive = row.packedState == -1 || (row.packedState >= 0 && items.isAlive(EntityIndex(i)))
-                        if alive {
-                            itemsShown[row.section.int] &+= 1
-                            visible[Int(row.winner)] = true
-                        }
-                    }
-                }
-            }
-        }
-        for s in doc.sections.indices {
-            let shown = doc.sections.isAlive(s) || itemsShown[s.int] > 0
-            doc.sectionShown[s.int] = shown
-            if shown { visible[Int(doc.sections.rows[s.int].winner)] = true }
-        }
-
-        // Every tree's runs of slots, checked against the bounds; together they must hold as many
-        // slots as there are, and (below) leave none out, so each slot is in exactly one.
-        var runs: [(start: Int32, count: Int32)] = []
-        var treeEnds: [Int] = []
-        treeEnds.reserveCapacity(doc.sections.count + 1)
-        var previousEnd: Int64 = 0
-        var placed = 0
-        let last = Int64(slotCount) - 1
-        for _ in 0 ... doc.sections.count {
-            let n = try r.count(minBytes: 2)
-            runs.reserveCapacity(runs.count + n)
-            for _ in 0 ..< n {
-                let at = r.offset
-                let start = try offsetValue(from: previousEnd, lowest: 0, highest: max(0, last))
-                let count = try bounded(Int(last - start + 1))
-                guard count >= 1, last >= 0, placed + count <= slotCount else {
-                    throw .invalidValue("empty run of slots, or more slots than there are", offset: at)
-                }
-                runs.append((Int32(start), Int32(count)))
-                placed += count
-                previousEnd = start + Int64(count)
-            }
-            treeEnds.append(runs.count)
-        }
-        guard placed == slotCount else {
-            throw .invalidValue("the trees hold \(placed) of \(slotCount) slots", offset: r.offset)
-        }
-
-        var forest = SlotForest()
-        forest.leafOf = Array(repeating: .none, count: slotCount)
-        var firstRun = 0
-        for (t, end) in treeEnds.enumerated() {
-            let (entries, bad) = Self.entries(of: runs[firstRun ..< end], tree: Int32(t), slots: doc.slots, visible: visible)
-            if bad >= 0 { throw .invalidValue("slot \(bad) is in the tree of another sequence", offset: r.offset) }
-            forest.appendTree(entries)
-            firstRun = end
-        }
-        // As many slots placed as there are, and none left out: none placed twice.
-        let missing = forest.leafOf.withUnsafeBufferPointer { leafOf in leafOf.firstIndex { !$0.exists } }
-        if let missing { throw .invalidValue("slot \(missing) is in no tree (another is in two)", offset: r.offset) }
-        doc.forest = forest
-    }
-}
-
-extension EntityTable {
-    /// Sets the delete register of entities `range`, which have no ``Registers``, to their own
-    /// ids: what ``setDeleted(_:of:)`` does with each one's id, in one pass.
-    ///
-    /// - Complexity: O(range.count).
-    mutating func markDeletedAtInsert(_ range: Range<Int>) {
-        rows.withUnsafeMutableBufferPointer { rows in
-            for x in range {
-                if rows[x].packedState == -1 { rows[x].packedState = -2 } else if rows[x].packedState >= 0 {
-                    registers[Int(rows[x].packedState)].deleted = rows[x].id
-                }
-            }
-        }
-    }
-
-    /// Appends the rows of `count` entities made by consecutive ids from `id`, at consecutive
-    /// slots from `lv`, in section `s` (items) or none (sections); their values come apart.
-    ///
-    /// - Complexity: O(count) amortized.
-    mutating func appendRows(id: OpID, slot lv: Int32, section s: EntityIndex, count: Int) {
-        rows.append(contentsOf: NewRows(id: id, lv: lv, section: s, left: count))
-    }
-
-    /// The rows ``appendRows(id:slot:section:count:)`` appends, as a sequence (appended in one step).
-    private struct NewRows: Sequence, IteratorProtocol {
-        var id: OpID
-        var lv: Int32
-        let section: EntityIndex
-        var left: Int
-        var underestimatedCount: Int { left }
-
-        mutating func next() -> Row? {
-            guard left > 0 else { return nil }
-            left -= 1
-            defer { (id.counter, lv) = (id.counter &+ 1, lv &+ 1) }
-            return Row(id: id, winner: lv, section: section, state: .untouched)
         }
     }
 }
