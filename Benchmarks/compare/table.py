@@ -21,7 +21,8 @@ THEIRS = ["loro-list", "loro-movable", "yrs", "sqlite-wal"]
 # (workload, metric) rows in display order
 ROWS = [("W1.trace", "ns_per_op"), ("W1.trace", "first_run_ns_per_op"), ("W1.trace", "peak_rss_bytes")]
 ROWS += [(f"W1.random.{n}", "ns_per_op") for n in (1000, 10000, 100000, 1000000)]
-ROWS += [("W2.history", m) for m in ("history_bytes", "snapshot_bytes", "load_history_ms", "load_snapshot_ms")]
+ROWS += [("W2.history", m) for m in ("history_bytes", "snapshot_bytes", "load_history_ms", "load_snapshot_ms",
+                                     "history_snapshot_bytes", "load_history_snapshot_ms")]
 ROWS += [("W3.stream.1", "ms"), ("W3.stream.1", "bytes"), ("W3.stream.100", "ms"), ("W3.stream.100", "bytes")]
 ROWS += [("W4.moves", m) for m in ("ms", "history_bytes", "load_ms")]
 ROWS += [("W4.merge", "ms"), ("W4.merge", "ok"), ("W5.sections", "ms")]
@@ -38,6 +39,7 @@ TARGETS = [
     ("W2 load_history_ms <= 1.0x Yrs", "W2.history", "load_history_ms", "yrs", 1.0),
     ("W2 history_bytes <= Loro (list)", "W2.history", "history_bytes", "loro-list", 1.0),
     ("W2 snapshot_bytes <= Loro (list)", "W2.history", "snapshot_bytes", "loro-list", 1.0),
+    ("W2 load_snapshot_ms <= 0.5x Loro (list)", "W2.history", "load_snapshot_ms", "loro-list", 0.5),
     ("W3.stream.100 ms <= 0.5x Loro (list)", "W3.stream.100", "ms", "loro-list", 0.5),
     ("W3.stream.100 bytes <= Loro (list)", "W3.stream.100", "bytes", "loro-list", 1.0),
     ("W4.moves ms <= 0.5x Loro movable", "W4.moves", "ms", "loro-movable", 0.5),

@@ -551,7 +551,7 @@ import ListSyncSimulation
         let second = try type(&author, "def", at: 4)
         // The snapshot's batch with the two runs swapped: the second run's first operation is
         // not applied at once.
-        var good = author.encodedSnapshot()
+        var good = author.encodedSnapshot(format: .history)
         let batch = ListOperation.encode(author.operations)
         let swapped = ListOperation.encode(Array(author.operations.dropLast(6)) + second + first)
         #expect(Array(good.suffix(batch.count)) == batch)

@@ -174,10 +174,15 @@ func w2History(_ ctx: Context) throws -> BenchResult {
     }
     let es = Repeat.bestMs(reps: Repeat.loads) { () -> (Double, [UInt8]) in
         let t0 = nowNs()
-        let snapshot = doc.encodedSnapshot()
+        let snapshot = doc.encodedSnapshot()   // the state snapshot (format v2)
         return (Double(nowNs() - t0) / 1e6, snapshot)
     }
-    let history = eh.state, snapshot = es.state
+    let ehs = Repeat.bestMs(reps: Repeat.loads) { () -> (Double, [UInt8]) in
+        let t0 = nowNs()
+        let snapshot = doc.encodedSnapshot(format: .history)   // format v1: the history behind a header
+        return (Double(nowNs() - t0) / 1e6, snapshot)
+    }
+    let history = eh.state, snapshot = es.state, historySnapshot = ehs.state
 
     // Every timed load's document is released right after it (as peers.py does with Loro's and
     // Yrs's), so that each load may reuse the memory of the one before; one more, untimed load is
@@ -191,28 +196,41 @@ func w2History(_ ctx: Context) throws -> BenchResult {
         let ok = r.state == traceLive && textBytes(loaded) == textBytes(doc)
         return ((r.ms, r.runs), ok)
     }()
-    let ls = try Repeat.bestMs(reps: Repeat.loads) { () throws -> (Double, Int) in
-        let l0 = nowNs()
-        let fromSnapshot = try ListDocument(snapshot: snapshot, replica: ReplicaID(99))
-        let count = try fromSnapshot.itemCount(inSection: 0)
-        return (Double(nowNs() - l0) / 1e6, count)
+    func loadSnapshot(_ bytes: [UInt8]) throws -> (ms: Double, state: Int, runs: Int) {
+        try Repeat.bestMs(reps: Repeat.loads) { () throws -> (Double, Int) in
+            let l0 = nowNs()
+            let fromSnapshot = try ListDocument(snapshot: bytes, replica: ReplicaID(99))
+            let count = try fromSnapshot.itemCount(inSection: 0)
+            return (Double(nowNs() - l0) / 1e6, count)
+        }
     }
+    let ls = try loadSnapshot(snapshot)
+    let lhs = try loadSnapshot(historySnapshot)
+    let snapshotOK = try {
+        let loaded = try ListDocument(snapshot: snapshot, replica: ReplicaID(99))
+        return loaded.encodedState() == doc.encodedState() && loaded.operationCount == doc.operationCount
+    }()
 
     var res = BenchResult(workload: "W2.history", ops: 1)
     res.set("history_bytes", history.count)
     res.set("snapshot_bytes", snapshot.count)
     res.set("load_history_ms", lh.ms)
     res.set("load_snapshot_ms", ls.ms)
+    res.set("history_snapshot_bytes", historySnapshot.count)
+    res.set("load_history_snapshot_ms", lhs.ms)
     res.set("export_history_ms", eh.ms)
     res.set("export_snapshot_ms", es.ms)
+    res.set("export_history_snapshot_ms", ehs.ms)
     res.set("operations", doc.operationCount)
-    res.ok = w1ok && historyOK && ls.state == traceLive
+    res.ok = w1ok && historyOK && snapshotOK && ls.state == traceLive && lhs.state == traceLive
     res.note = "history = ListOperation.encode(doc.operations), load = receive(encoded:) into a fresh document; "
-        + "snapshot = encodedSnapshot() (version vector + the same batch), load = ListDocument(snapshot:replica:) "
-        + "(a snapshot replays the history); "
+        + "snapshot = encodedSnapshot() (format v2: the document's tables), load = ListDocument(snapshot:replica:) "
+        + "(rebuilds the tables, no replay); history_snapshot = encodedSnapshot(format: .history) (format v1: "
+        + "version vector + the same batch; its load replays the history); "
         + "load_history_ms \(Repeat.note(Repeat.loads, lh.runs, "loads")), "
         + "load_snapshot_ms \(Repeat.note(Repeat.loads, ls.runs, "loads")), "
-        + "exports \(Repeat.note(Repeat.loads, min(eh.runs, es.runs)))"
+        + "load_history_snapshot_ms \(Repeat.note(Repeat.loads, lhs.runs, "loads")), "
+        + "exports \(Repeat.note(Repeat.loads, min(eh.runs, es.runs, ehs.runs)))"
     return res
 }
 

@@ -118,7 +118,8 @@ func fmt(_ v: Any?) -> String {
 
 let shown: [String: [String]] = [
     "W1.trace": ["ns_per_op", "doc_peak_rss_bytes", "peak_rss_bytes"],
-    "W2.history": ["history_bytes", "snapshot_bytes", "load_history_ms", "load_snapshot_ms"],
+    "W2.history": ["history_bytes", "snapshot_bytes", "load_history_ms", "load_snapshot_ms",
+                   "history_snapshot_bytes", "load_history_snapshot_ms"],
     "W3.stream.1": ["ms", "bytes", "deltas"],
     "W3.stream.100": ["ms", "bytes", "deltas"],
     "W4.moves": ["ms", "ns_per_op", "history_bytes", "load_ms", "doc_peak_rss_bytes"],

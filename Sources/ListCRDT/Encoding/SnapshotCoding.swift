@@ -1,23 +1,41 @@
 import Foundation
 
-/// Whole-document snapshots: the document's causal history in the batch format, behind a header
-/// that states the version it reaches (Docs/WireFormat.md, "Snapshots").
+/// Whole-document snapshots (Docs/WireFormat.md, "Snapshots"), in two formats:
 ///
-/// A snapshot is history, not state: loading replays every operation with ``receive(_:)``, so
-/// the loaded document is the same as the saved one in every respect (``encodedState()``,
-/// ``operations(since:)`` for sync, the clock), at the price of a replay on load.
+/// - version 2, the default (``SnapshotFormat/state``): the document's tables, rebuilt directly
+///   on load (`StateSnapshotEncoding.swift`, `StateSnapshotDecoding.swift`);
+/// - version 1 (``SnapshotFormat/history``): the causal history in the batch format behind a
+///   header that states the version it reaches; loading replays every operation.
+///
+/// Either way the loaded document is the same as the saved one in every respect
+/// (``encodedState()``, ``operations(since:)`` for sync, the clock, further edits).
 extension ListDocument {
     /// The first bytes of every snapshot: "LSNP".
     static let snapshotMagic: [UInt8] = Array("LSNP".utf8)
-    /// The snapshot format version written by ``encodedSnapshot()``.
+    /// The history snapshot format version (``SnapshotFormat/history``).
     public static let snapshotFormatVersion: UInt8 = 1
 
-    /// Encodes the whole document: its version vector and every applied operation, in the order
-    /// they were applied (a causal order). Operations still waiting for their dependencies are
-    /// not included.
+    /// Encodes the whole document as a snapshot in `format`: by default its state (version 2),
+    /// which loads without a replay; ``SnapshotFormat/history`` writes version 1 (the version
+    /// vector and every applied operation, in the order they were applied), which every earlier
+    /// build reads. Operations still waiting for their dependencies are not included in either.
     ///
-    /// - Complexity: O(n + v) for n operations and v value bytes.
-    public func encodedSnapshot() -> [UInt8] {
+    /// A document of more than 16 slots per byte of its state snapshot (millions of items with
+    /// empty values) is written as version 1, which the loader's bound on slots does not limit.
+    ///
+    /// - Complexity: O(n + m + v) for n slots, m operations and v value bytes.
+    public func encodedSnapshot(format: SnapshotFormat = .state) -> [UInt8] {
+        if format == .state {
+            let bytes = encodedStateSnapshot()
+            if slots.count <= (bytes.count - 5) * 16 + 65_536 && log.count <= (bytes.count - 5) * 16 + 65_536 {
+                return bytes
+            }
+        }
+        return encodedHistorySnapshot()
+    }
+
+    /// The version-1 snapshot: the version vector, then the history as one batch.
+    private func encodedHistorySnapshot() -> [UInt8] {
         var w = WireWriter()
         w.bytes.append(contentsOf: Self.snapshotMagic)
         w.byte(Self.snapshotFormatVersion)
@@ -31,17 +49,21 @@ extension ListDocument {
         return w.bytes
     }
 
-    /// Loads a snapshot made by ``encodedSnapshot()`` (on any replica) into a document that edits
-    /// as `replica`.
+    /// Loads a snapshot made by ``encodedSnapshot(format:)`` (on any replica, in either format)
+    /// into a document that edits as `replica`.
     ///
-    /// The bytes are decoded and validated completely, then replayed into a fresh document (typed
-    /// runs and delete runs in one step each, see ``receive(encoded:maxOperations:)``); every
-    /// operation must apply at once, and the result must reach exactly the version the header
-    /// states.
+    /// A state snapshot (version 2) is rebuilt table by table, every field checked as it is read
+    /// (indices in range, counts the input can hold, slots, log and trees that agree); what it
+    /// does not store is derived (version vector, clock, position registers, visibility, the
+    /// B-trees). A history snapshot (version 1) is decoded and validated completely, then replayed
+    /// into a fresh document (typed runs and delete runs in one step each, see
+    /// ``receive(encoded:maxOperations:)``); every operation must apply at once, and the result
+    /// must reach exactly the version the header states.
     ///
     /// - Throws: ``WireError`` for malformed bytes, a value over `maxValueSize`, or a history that
-    ///   does not replay cleanly (``WireError/inconsistentSnapshot(_:)``).
-    /// - Complexity: O(b) to decode b bytes, then the cost of receiving every operation in order.
+    ///   does not replay cleanly (``WireError/inconsistentSnapshot(_:)``). Nothing is loaded then.
+    /// - Complexity: version 2: O(b + n + m) for b bytes, n slots and m log records; version 1:
+    ///   O(b) to decode, then the cost of receiving every operation in order.
     public init(
         snapshot: some Collection<UInt8>,
         replica: ReplicaID,
@@ -54,6 +76,11 @@ extension ListDocument {
             guard b == expected else { throw .invalidTag(b, offset: at) }
         }
         let version = try r.byte()
+        if version == Self.stateSnapshotFormatVersion {
+            var decoder = StateSnapshotDecoder(r, replica: replica, maxValueSize: maxValueSize)
+            self = try decoder.decode()
+            return
+        }
         guard version == Self.snapshotFormatVersion else { throw .unsupportedVersion(version) }
         let n = try r.count(minBytes: 2)
         var counters: [ReplicaID: UInt64] = [:]

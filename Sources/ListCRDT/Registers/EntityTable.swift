@@ -61,6 +61,12 @@ struct EntityTable: Sendable {
             (self.id, self.winner, self.section, packedState) = (id, winner, section, -1)
             self.state = state
         }
+
+        /// The row of an entity that neither moved nor was deleted (``State/untouched``): the
+        /// fields stored as they are (a state snapshot's load writes every item's row so).
+        @inline(__always) init(untouched id: OpID, winner: Int32, section: EntityIndex) {
+            (self.id, self.winner, self.section, packedState) = (id, winner, section, -1)
+        }
     }
 
     /// The position write and delete registers of an entity that moved, or whose delete register

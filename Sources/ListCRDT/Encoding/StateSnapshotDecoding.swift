@@ -1,0 +1,358 @@
+import Foundation
+
+/// Loads a state snapshot (format version 2, Docs/WireFormat.md §5.2) by rebuilding the
+/// document's tables directly, checking every field as it goes: an index out of range, a count the
+/// input cannot hold, slots or log records that disagree, a tree that misses a slot or names one
+/// twice, all throw a ``WireError``; nothing is trusted that a later step would index with.
+///
+/// What the snapshot does not hold is derived, so that it cannot disagree: the version vector and
+/// the clock from the log, the position registers from the slots' writes, visibility from the
+/// registers, the B-trees from the orders. A loaded document therefore always passes
+/// ``ListDocument/checkInvariants()``, whatever bytes it came from.
+struct StateSnapshotDecoder {
+    var r: WireReader
+    let replica: ReplicaID
+    let maxValueSize: Int
+    var doc: ListDocument
+    var replicas: [ReplicaID] = []
+    /// A delete record's seen slots (reused from record to record).
+    var seen: [Int32] = []
+    /// The slots of moves (not new entities), as ranges of local versions in increasing order.
+    var moveSlots: [Range<Int32>] = []
+    /// The most slots, and log operations, the input may claim (16 per byte, plus 65,536: every
+    /// slot or operation but a run's costs at least a byte, and runs are bounded likewise).
+    let limit: Int
+
+    /// A decoder reading `reader` from its offset (right after the magic and the version byte).
+    init(_ reader: WireReader, replica: ReplicaID, maxValueSize: Int) {
+        r = reader
+        self.replica = replica
+        self.maxValueSize = maxValueSize
+        doc = ListDocument(replica: replica, maxValueSize: maxValueSize)
+        let n = r.remaining
+        // (And fewer than 2^31: slots and log positions are Int32s.)
+        limit = n >= (Int(Int32.max) - 65_536) / 16 ? Int(Int32.max) - 1 : n * 16 + 65_536
+    }
+
+    typealias Tag = StateSnapshotEncoder.RecordTag
+
+    /// Decodes everything after the magic and the version byte.
+    mutating func decode() throws(WireError) -> ListDocument {
+        let nReplicas = try r.count(minBytes: 1)
+        replicas.reserveCapacity(nReplicas)
+        var seenReplicas = Set<ReplicaID>()
+        for _ in 0 ..< nReplicas {
+            let at = r.offset
+            let id = ReplicaID(try r.varint())
+            guard seenReplicas.insert(id).inserted else { throw .invalidValue("replica \(id) listed twice", offset: at) }
+            replicas.append(id)
+        }
+        try readSlots()
+        try readLog()
+        deriveWinners()
+        try readDeleted(items: false)
+        try readDeleted(items: true)
+        try readValues(items: false)
+        try readValues(items: true)
+        try readFrontier()
+        try readTrees()
+        guard r.isAtEnd else { throw .trailingBytes(r.remaining) }
+        return doc
+    }
+
+    // MARK: Fields
+
+    @inline(__always)
+    mutating func replicaIndex() throws(WireError) -> Int {
+        let at = r.offset
+        let k = try r.varint()
+        guard k < UInt64(replicas.count) else { throw .invalidValue("replica index \(k) not in the table", offset: at) }
+        return Int(k)
+    }
+
+    mutating func counter(_ v: UInt64, at: Int) throws(WireError) -> UInt64 {
+        guard v >= 1, v <= OpID.maxCounter else { throw .invalidValue("counter \(v) out of range", offset: at) }
+        return v
+    }
+
+    mutating func id() throws(WireError) -> OpID {
+        let k = try replicaIndex()
+        let at = r.offset
+        return OpID(counter: try counter(try r.varint(), at: at), replica: replicas[k])
+    }
+
+    /// A count of at most `max`.
+    @inline(__always)
+    mutating func bounded(_ max: Int) throws(WireError) -> Int {
+        let at = r.offset
+        let v = try r.varint()
+        guard max >= 0, v <= UInt64(max) else { throw .countTooLarge(v > UInt64(Int.max) ? Int.max : Int(v), offset: at) }
+        return Int(v)
+    }
+
+    /// `base + zigzag delta`, checked to lie in `lowest ... highest`.
+    @inline(__always)
+    mutating func offsetValue(from base: Int64, lowest: Int64, highest: Int64) throws(WireError) -> Int64 {
+        let at = r.offset
+        let d = try r.signed()
+        let (v, overflow) = base.addingReportingOverflow(d)
+        guard !overflow, v >= lowest, v <= highest else { throw .invalidValue("a number out of range", offset: at) }
+        return v
+    }
+
+    // MARK: Slots
+
+    /// The slot runs, with the entities they place; makes the entities' rows (values come later).
+    mutating func readSlots() throws(WireError) {
+        let at = r.offset
+        let slotCount = try r.varint()
+        guard slotCount <= UInt64(min(limit, Int(Int32.max) - 1)) else {
+            throw .countTooLarge(slotCount > UInt64(Int.max) ? Int.max : Int(slotCount), offset: at)
+        }
+        let n = Int(slotCount)
+        let pieces = try r.count(minBytes: 7)
+        doc.slots.reserveCapacity(forMore: n)
+        // The items' rows are written in one pass at the end, from these pieces.
+        var itemPieces: [(id: OpID, lv: Int32, section: EntityIndex, count: Int)] = []
+        var itemCount = 0
+        var lastEnd = Array(repeating: UInt64(0), count: replicas.count)
+        var previousEnd: UInt64 = 0
+        var lv: Int32 = 0
+        for _ in 0 ..< pieces {
+            let countAt = r.offset
+            let count = try bounded(n - Int(lv))
+            guard count >= 1 else { throw .invalidValue("empty slot run", offset: countAt) }
+            let k = try replicaIndex()
+            let counterAt = r.offset
+            let c = UInt64(bitPattern: try offsetValue(from: Int64(bitPattern: previousEnd), lowest: 1, highest: Int64(OpID.maxCounter)))
+            guard c >= lastEnd[k], c <= OpID.maxCounter - UInt64(count) + 1 else {
+                throw .invalidValue("slot ids out of order or out of range", offset: counterAt)
+            }
+            let originAt = r.offset
+            let left = try bounded(Int(lv)), right = try bounded(Int(lv))
+            let seq = try bounded(doc.sections.count)
+            let sequence: SequenceIndex = seq == 0 ? .sections : .items(EntityIndex(Int32(seq - 1)))
+            let leftLV = left == 0 ? -1 : lv - Int32(left), rightLV = right == 0 ? -1 : lv - Int32(right)
+            guard leftLV < 0 || doc.slots.sequence(of: leftLV) == sequence,
+                  rightLV < 0 || doc.slots.sequence(of: rightLV) == sequence else {
+                throw .invalidValue("an origin is in another sequence", offset: originAt)
+            }
+            let modeAt = r.offset
+            let mode = try r.byte()
+            let id = OpID(counter: c, replica: replicas[k])
+            let isItems = sequence.isItems
+            switch mode {
+            case 0:  // new entities: an insert's slots
+                let e = EntityIndex(isItems ? itemCount : doc.sections.count)
+                _ = doc.slots.appendRun(id: id, count: count, left: leftLV, right: rightLV, sequence: sequence, entity: e)
+                if isItems {
+                    itemPieces.append((id, lv, sequence.section, count))
+                    itemCount += count
+                } else {
+                    doc.sections.appendRows(id: id, slot: lv, section: .none, count: count)
+                }
+            case 1:  // existing entities: a move's slots
+                if let last = moveSlots.last, last.upperBound == lv {
+                    moveSlots[moveSlots.count - 1] = last.lowerBound ..< lv + Int32(count)
+                } else {
+                    moveSlots.append(lv ..< lv + Int32(count))
+                }
+                for j in 0 ..< count {
+                    let e = try bounded(isItems ? itemCount - 1 : doc.sections.count - 1)
+                    _ = doc.slots.append(id: id.advanced(by: j), left: j == 0 ? leftLV : lv + Int32(j) - 1, right: rightLV,
+                                         sequence: sequence, entity: EntityIndex(e))
+                }
+            default:
+                throw .invalidTag(mode, offset: modeAt)
+            }
+            lastEnd[k] = c + UInt64(count)
+            previousEnd = lastEnd[k]
+            lv += Int32(count)
+        }
+        guard Int(lv) == n else { throw .invalidValue("the slot runs hold \(lv) slots, not \(n)", offset: at) }
+        doc.sectionShown = Array(repeating: false, count: doc.sections.count)
+        doc.items.rows = [EntityTable.Row](unsafeUninitializedCapacity: itemCount) { rows, initialized in
+            var e = 0
+            for piece in itemPieces {
+                for k in 0 ..< piece.count {
+                    (rows.baseAddress! + e + k).initialize(to: EntityTable.Row(
+                        untouched: OpID(counter: piece.id.counter &+ UInt64(k), replica: piece.id.replica),
+                        winner: piece.lv &+ Int32(k), section: piece.section))
+                }
+                e += piece.count
+            }
+            initialized = e
+        }
+    }
+
+    // MARK: Log
+
+    /// The log records, each checked against the slots; the version vector follows from them.
+    mutating func readLog() throws(WireError) {
+        let records = try r.count(minBytes: 3)
+        var lastEnd = Array(repeating: UInt64(0), count: replicas.count)
+        var nextSlot: Int64 = 0
+        var previousEnd: UInt64 = 0
+        var covered = 0
+        let slotCount = Int64(doc.slots.count)
+        for _ in 0 ..< records {
+            let headAt = r.offset
+            let head = try r.byte()
+            guard head & ~(0x07 | StateSnapshotEncoder.explicitDepsFlag) == 0,
+                  let tag = Tag(rawValue: head & 0x07) else { throw .invalidTag(head, offset: headAt) }
+            let k = try replicaIndex()
+            let bodyAt = r.offset
+            var first: OpID
+            var span: Int
+            var other: ListOperation?
+            var payload: Int32 = 0
+            switch tag {
+            case .insertSection, .insertItem, .moveSection, .moveItems:
+                let lv = try offsetValue(from: nextSlot, lowest: 0, highest: max(0, slotCount - 1))
+                span = try bounded(Int(slotCount - lv))
+                guard span >= 1, tag != .moveSection || span == 1 else { throw .invalidValue("bad record length", offset: bodyAt) }
+                payload = Int32(lv)
+                first = try checkSlots(from: payload, count: span, tag: tag, replica: replicas[k], at: bodyAt)
+                nextSlot = lv + Int64(span)
+                covered += span
+            case .deleteItem:
+                let c = UInt64(bitPattern: try offsetValue(from: Int64(bitPattern: previousEnd), lowest: 1, highest: Int64(OpID.maxCounter)))
+                span = try bounded(limit - doc.log.count)
+                guard span >= 1 else { throw .invalidValue("empty delete record", offset: bodyAt) }
+                first = OpID(counter: c, replica: replicas[k])
+                try readSeen(span)
+            case .other:
+                let n = try r.count(minBytes: 1)
+                let blobAt = r.offset
+                let ops = try ListOperation.decode(try r.raw(n), maxValueSize: maxValueSize, maxOperations: 1)
+                guard ops.count == 1, ops[0].id.replica == replicas[k] else {
+                    throw .invalidValue("not one operation of the record's replica", offset: blobAt)
+                }
+                switch ops[0].kind {
+                case .deleteSection, .setItemValue, .setSectionValue: break
+                default: throw .invalidValue("an operation of this kind has a record of its own", offset: blobAt)
+                }
+                other = ops[0]
+                first = ops[0].id
+                span = 1
+            }
+            let ops = tag == .moveItems ? 1 : span
+            guard doc.log.count + ops <= limit, first.counter >= lastEnd[k],
+                  first.counter <= OpID.maxCounter - UInt64(span) + 1 else {
+                throw .invalidValue("log ids out of order or out of range", offset: bodyAt)
+            }
+            lastEnd[k] = first.counter + UInt64(span)
+            previousEnd = lastEnd[k]
+            var deps: Frontier
+            if head & StateSnapshotEncoder.explicitDepsFlag != 0 {
+                let n = try r.count(minBytes: 2)
+                var ids: [OpID] = []
+                for _ in 0 ..< n { ids.append(try id()) }
+                deps = Frontier(ids)
+            } else if let last = doc.log.records.indices.last {
+                deps = Frontier(only: doc.log.lastID(record: last, operation: doc.log.records[last].operations - 1))
+            } else {
+                deps = Frontier()
+            }
+            switch tag {
+            case .insertSection:
+                for j in 0 ..< span {
+                    doc.log.append(id: first.advanced(by: j), deps: deps, kind: .insertSection, span: 1, payload: payload + Int32(j))
+                    deps = Frontier(only: first.advanced(by: j))
+                }
+            case .insertItem:
+                doc.log.append(id: first, deps: deps, kind: .insertItem, span: 1, payload: payload)
+                if span > 1 { doc.log.extendInsertRun(by: span - 1) }
+            case .moveSection:
+                doc.log.append(id: first, deps: deps, kind: .moveSection, span: 1, payload: payload)
+            case .moveItems:
+                doc.log.append(id: first, deps: deps, kind: .moveItems, span: span, payload: payload)
+            case .deleteItem:
+                doc.log.append(id: first, deps: deps, kind: .deleteItem, span: 1, payload: seen[0])
+                if span > 1 { doc.log.extendDeleteRun(seen: seen[1...]) }
+            case .other:
+                var op = other!
+                op.deps = deps
+                doc.log.append(other: op)
+            }
+        }
+        guard covered == doc.slots.count else {
+            throw .invalidValue("the log's inserts and moves make \(covered) slots, not \(doc.slots.count)", offset: r.offset)
+        }
+        var counters: [ReplicaID: UInt64] = [:]
+        for (k, end) in lastEnd.enumerated() where end > 0 { counters[replicas[k]] = end - 1 }
+        doc.versionVector = VersionVector(counters)
+        doc.clock = lastEnd.max().map { $0 > 0 ? $0 - 1 : 0 } ?? 0
+    }
+
+    /// Checks that slots `lv ..< lv + count` have consecutive ids of `replica` and are the slots
+    /// the record says (new entities' slots for an insert, in the right level), and returns the
+    /// first id.
+    mutating func checkSlots(from lv: Int32, count: Int, tag: Tag, replica: ReplicaID, at: Int) throws(WireError) -> OpID {
+        let first = doc.slots.id(of: lv)
+        guard first.replica == replica else { throw .invalidValue("the record's replica is not its slots'", offset: at) }
+        let inItems = tag == .insertItem || tag == .moveItems
+        let new = tag == .insertSection || tag == .insertItem
+        var x = lv
+        let end = lv + Int32(count)
+        while x < end {
+            let run = doc.slots.run(of: x)
+            guard run.id.advanced(by: Int(x - run.lv)) == first.advanced(by: Int(x - lv)),
+                  run.sequence.isItems == inItems else {
+                throw .invalidValue("the record's slots are not its operations'", offset: at)
+            }
+            x = min(end, run.lv + run.count)
+        }
+        // An insert's slots are in no move range; a move's are all in one.
+        let k = moveSlots.partitionPoint { $0.upperBound <= lv }
+        let inMove = k < moveSlots.count && moveSlots[k].lowerBound <= lv
+        let ok = new ? !(k < moveSlots.count && moveSlots[k].lowerBound < end)
+                     : inMove && moveSlots[k].upperBound >= end
+        guard ok else { throw .invalidValue("the record's slots are not \(new ? "an insert's" : "a move's")", offset: at) }
+        return first
+    }
+
+    /// `count` seen slots of a delete record as arithmetic runs, each an item's slot.
+    mutating func readSeen(_ count: Int) throws(WireError) {
+        var out = seen
+        seen = []
+        out.removeAll(keepingCapacity: true)
+        defer { seen = out }
+        var previous: Int64 = 0
+        let last = Int64(doc.slots.count) - 1
+        while out.count < count {
+            let at = r.offset
+            let start = try offsetValue(from: previous, lowest: 0, highest: max(0, last))
+            let step = try r.signed()
+            let n = try bounded(count - out.count)
+            guard n >= 1, last >= 0 else { throw .invalidValue("empty seen run", offset: at) }
+            let (span, o1) = step.multipliedReportingOverflow(by: Int64(n - 1))
+            let (end, o2) = start.addingReportingOverflow(span)
+            guard !o1, !o2, end >= 0, end <= last else { throw .invalidValue("seen run out of range", offset: at) }
+            // Every slot of the run in an item sequence: checked per slot run for a step of ±1
+            // (typed text deleted forwards or backwards), else slot by slot.
+            if step == 1 || step == -1 || n == 1 {
+                var x = Int32(min(start, end))
+                let stop = Int32(max(start, end))
+                while x <= stop {
+                    let run = doc.slots.run(of: x)
+                    guard run.sequence.isItems else { throw .invalidValue("seen slot is not an item's", offset: at) }
+                    x = run.lv + run.count
+                }
+            } else {
+                var lv = start
+                for _ in 0 ..< n {
+                    guard doc.slots.sequence(of: Int32(lv)).isItems else { throw .invalidValue("seen slot is not an item's", offset: at) }
+                    lv &+= step
+                }
+            }
+            var lv = Int32(start)
+            let step32 = Int32(truncatingIfNeeded: step)
+            for _ in 0 ..< n {
+                out.append(lv)
+                lv &+= step32
+            }
+            previous = end
+        }
+    }
+}

@@ -1,0 +1,286 @@
+import Foundation
+
+/// The state snapshot (format version 2, Docs/WireFormat.md §5.2): the document's own tables in a
+/// compact form, so that loading rebuilds them directly instead of replaying the history.
+///
+/// What is written, in the order the loader rebuilds it:
+/// 1. the replica table (every replica named below, by index);
+/// 2. the slot runs (``SlotStore``), each with the entities its slots place: new entities (an
+///    insert's slot) or existing ones (a move's), which also gives the sections' and items' ids;
+/// 3. the op log (``OpLog``): insert and move records name their first slot (their ids are the
+///    slots'), delete records their seen slots as arithmetic runs, the rare kinds whole;
+/// 4. every entity's delete register, run-length coded;
+/// 5. the values: their lengths run-length coded, then their bytes, then the value writes that
+///    replaced an insert's value;
+/// 6. the frontier;
+/// 7. each tree's order as runs of consecutive local versions.
+///
+/// Not written, because the loader derives them: the version vector and the clock (the log's
+/// greatest counters), the position registers (the greatest write among an entity's slots), every
+/// slot's visibility (§3.4, §3.5), each item's section, the B-tree shape and ``SlotForest/leafOf``.
+/// Buffered operations, rejected and dropped ones are not part of a snapshot (as in version 1).
+extension ListDocument {
+    /// Which snapshot format ``encodedSnapshot(format:)`` writes.
+    public enum SnapshotFormat: Sendable, Hashable {
+        /// Version 1: the version vector and the history as one operation batch; loading replays it.
+        case history
+        /// Version 2: the document's tables; loading rebuilds them without replaying anything.
+        case state
+    }
+
+    /// The state snapshot format version (``SnapshotFormat/state``).
+    public static let stateSnapshotFormatVersion: UInt8 = 2
+
+    /// Encodes the document as a state snapshot (format version 2).
+    ///
+    /// - Complexity: O(n + m + v) for n slots, m log records and v value bytes.
+    func encodedStateSnapshot() -> [UInt8] {
+        var e = StateSnapshotEncoder(self)
+        return e.encode()
+    }
+}
+
+/// Writes a ``ListDocument`` as a state snapshot. Field by field: Docs/WireFormat.md §5.2.
+struct StateSnapshotEncoder {
+    let doc: ListDocument
+    var w = WireWriter()
+    var replicaIndex: [ReplicaID: Int] = [:]
+    var replicaList: [ReplicaID] = []
+
+    init(_ doc: ListDocument) { self.doc = doc }
+
+    /// Record kinds of the log section (the low three bits of a record's first byte).
+    enum RecordTag: UInt8 {
+        case insertSection = 0, insertItem, moveSection, moveItems, deleteItem, other
+    }
+    /// The record's first operation names its dependencies (else: the operation before).
+    static let explicitDepsFlag: UInt8 = 0x08
+    /// Delete register kinds.
+    enum DeletedTag: UInt64 { case none = 0, own, explicit }
+
+    mutating func index(of r: ReplicaID) -> Int {
+        if let k = replicaIndex[r] { return k }
+        replicaIndex[r] = replicaList.count
+        replicaList.append(r)
+        return replicaList.count - 1
+    }
+
+    mutating func encode() -> [UInt8] {
+        // The replica table comes first but is known only at the end: write the body, then join.
+        let body = encodeBody()
+        var head = WireWriter()
+        head.bytes.append(contentsOf: ListDocument.snapshotMagic)
+        head.byte(ListDocument.stateSnapshotFormatVersion)
+        head.count(replicaList.count)
+        for r in replicaList { head.varint(r.rawValue) }
+        head.bytes.append(contentsOf: body)
+        return head.bytes
+    }
+
+    private mutating func encodeBody() -> [UInt8] {
+        w.bytes.reserveCapacity(doc.slots.count + doc.items.count + 4096)
+        putSlots()
+        putLog()
+        putDeleted(doc.sections)
+        putDeleted(doc.items)
+        putValues(doc.sections)
+        putValues(doc.items)
+        let frontier = doc.currentFrontier.ids
+        w.count(frontier.count)
+        for id in frontier { putID(id) }
+        putTrees()
+        return w.bytes
+    }
+
+    private mutating func putID(_ id: OpID) {
+        w.count(index(of: id.replica))
+        w.varint(id.counter)
+    }
+
+    // MARK: Slots
+
+    /// Each slot run, cut where its slots change from new entities to existing ones (a run can
+    /// hold a move's slots right after an insert's; the loader joins the pieces again).
+    private mutating func putSlots() {
+        let slots = doc.slots
+        w.count(slots.count)
+        var pieces: [(lv: Int32, count: Int32, new: Bool)] = []
+        var runOf: [Int] = []
+        for (r, run) in slots.runs.enumerated() {
+            var k: Int32 = 0
+            while k < run.count {
+                let new = isNew(run.lv + k)
+                var end = k + 1
+                while end < run.count && isNew(run.lv + end) == new { end += 1 }
+                pieces.append((run.lv + k, end - k, new))
+                runOf.append(r)
+                k = end
+            }
+        }
+        w.count(pieces.count)
+        var previousEnd: UInt64 = 0
+        for (p, piece) in pieces.enumerated() {
+            let run = slots.runs[runOf[p]]
+            let id = run.id.advanced(by: Int(piece.lv - run.lv))
+            let left = piece.lv == run.lv ? run.left : piece.lv - 1
+            w.count(Int(piece.count))
+            w.count(index(of: id.replica))
+            w.signed(Int64(bitPattern: id.counter &- previousEnd))
+            w.count(left < 0 ? 0 : Int(piece.lv - left))
+            w.count(run.right < 0 ? 0 : Int(piece.lv - run.right))
+            w.count(Int(run.sequence.raw + 1))
+            w.byte(piece.new ? 0 : 1)
+            if !piece.new {
+                for k in 0..<piece.count { w.count(slots.entity(of: piece.lv + k).int) }
+            }
+            previousEnd = id.counter &+ UInt64(piece.count)
+        }
+    }
+
+    /// Whether slot `lv` is its entity's insert slot (not a move's).
+    private func isNew(_ lv: Int32) -> Bool {
+        let table = doc.slots.sequence(of: lv).isItems ? doc.items : doc.sections
+        return table.rows[doc.slots.entity(of: lv).int].id == doc.slots.id(of: lv)
+    }
+
+    // MARK: Log
+
+    private mutating func putLog() {
+        let log = doc.log
+        w.count(log.records.count)
+        var nextSlot: Int32 = 0
+        var previousEnd: UInt64 = 0
+        for (r, rec) in log.records.enumerated() {
+            let tag: RecordTag = switch rec.kind {
+            case .insertSection: .insertSection
+            case .insertItem: .insertItem
+            case .moveSection: .moveSection
+            case .moveItems: .moveItems
+            case .deleteItem: .deleteItem
+            case .other: .other
+            }
+            let explicit = rec.deps >= 0
+            w.byte(tag.rawValue | (explicit ? Self.explicitDepsFlag : 0))
+            w.count(index(of: log.replica(ofRecord: r)))
+            switch rec.kind {
+            case .insertSection, .insertItem, .moveSection, .moveItems:
+                w.signed(Int64(rec.payload) - Int64(nextSlot))
+                w.count(Int(rec.count))
+                nextSlot = rec.payload + rec.count
+            case .deleteItem:
+                w.signed(Int64(bitPattern: rec.counter &- previousEnd))
+                w.count(Int(rec.count))
+                putSeen(log.seenSlots[Int(rec.payload) ..< Int(rec.payload) + Int(rec.count)])
+            case .other:
+                let op = log.others[Int(rec.payload)]
+                let bytes = ListOperation.encode(CollectionOfOne(op))
+                w.count(bytes.count)
+                w.bytes.append(contentsOf: bytes)
+            }
+            previousEnd = rec.counter &+ UInt64(rec.count)
+            if explicit {
+                let deps = log.deps(record: r, operation: 0).ids
+                w.count(deps.count)
+                for id in deps { putID(id) }
+            }
+        }
+    }
+
+    /// A delete record's seen slots as arithmetic runs `(start, step, length)`: backspacing or
+    /// forward-deleting typed text is one run.
+    private mutating func putSeen(_ seen: ArraySlice<Int32>) {
+        var k = seen.startIndex
+        var previous: Int64 = 0
+        while k < seen.endIndex {
+            let start = Int64(seen[k])
+            var step: Int64 = 0, end = k + 1
+            if end < seen.endIndex {
+                step = Int64(seen[end]) - start
+                while end < seen.endIndex && Int64(seen[end]) - Int64(seen[end - 1]) == step { end += 1 }
+            }
+            w.signed(start - previous)
+            w.signed(step)
+            w.count(end - k)
+            previous = Int64(seen[end - 1])
+            k = end
+        }
+    }
+
+    // MARK: Registers and values
+
+    /// Each entity's delete register as runs of one kind: none, the entity's own id (a delete saw
+    /// its insert), or explicit ids.
+    private mutating func putDeleted(_ table: EntityTable) {
+        var runs: [(tag: DeletedTag, start: Int, count: Int)] = []
+        for e in table.indices {
+            let d = table.deleted(e)
+            let tag: DeletedTag = d == .none ? .none : d == table.rows[e.int].id ? .own : .explicit
+            if let last = runs.last, last.tag == tag {
+                runs[runs.count - 1].count += 1
+            } else {
+                runs.append((tag, e.int, 1))
+            }
+        }
+        w.count(runs.count)
+        for run in runs {
+            w.count(run.count)
+            w.varint(run.tag.rawValue)
+            if run.tag == .explicit {
+                for e in run.start ..< run.start + run.count { putID(table.deleted(EntityIndex(e))) }
+            }
+        }
+    }
+
+    /// The values: runs of equal lengths, then every value's bytes, then the replaced insert
+    /// values.
+    private mutating func putValues(_ table: EntityTable) {
+        var runs: [(length: Int, count: Int)] = []
+        for v in table.value {
+            if let last = runs.last, last.length == v.count {
+                runs[runs.count - 1].count += 1
+            } else {
+                runs.append((v.count, 1))
+            }
+        }
+        w.count(runs.count)
+        for run in runs {
+            w.count(run.count)
+            w.count(run.length)
+        }
+        for v in table.value { w.bytes.append(contentsOf: v) }
+        let replaced = table.replaced.sorted { $0.key < $1.key }
+        w.count(replaced.count)
+        var previous = -1
+        for (e, r) in replaced {
+            w.count(e.int - previous - 1)
+            putID(r.write)
+            w.data(r.insertValue)
+            previous = e.int
+        }
+    }
+
+    // MARK: Trees
+
+    /// Every tree's order, tree 0 (the sections) first: runs of consecutive local versions,
+    /// visibility left out (the loader derives it).
+    private mutating func putTrees() {
+        var previousEnd: Int64 = 0
+        var runs: [(Int32, Int)] = []
+        for t in 0 ..< Int32(doc.forest.trees.count) {
+            runs.removeAll(keepingCapacity: true)
+            doc.forest.forEachRun(t) { lv, n, _ in
+                if let last = runs.last, last.0 + Int32(last.1) == lv {
+                    runs[runs.count - 1].1 += n
+                } else {
+                    runs.append((lv, n))
+                }
+            }
+            w.count(runs.count)
+            for (lv, n) in runs {
+                w.signed(Int64(lv) - previousEnd)
+                w.count(n)
+                previousEnd = Int64(lv) + Int64(n)
+            }
+        }
+    }
+}
