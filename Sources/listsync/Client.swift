@@ -56,6 +56,8 @@ func runClient(_ name: String, _ command: ClientCommand, _ args: [String]) throw
         }
     }
     done.wait()
+    // The command printed on another thread: flush before `exit`.
+    fflush(nil)
     return result.withLock { $0 }
 }
 

@@ -95,7 +95,9 @@ final class DaemonProcess: @unchecked Sendable {
     func json(_ args: [String]) throws -> Any {
         let (code, out, err) = try run(args, json: true)
         guard code == 0 else { throw DaemonTestError("\(args) exited \(code): \(err) \(out)") }
-        return try JSONSerialization.jsonObject(with: Data(out.utf8))
+        do { return try JSONSerialization.jsonObject(with: Data(out.utf8)) } catch {
+            throw DaemonTestError("\(args) printed no JSON (\(out.utf8.count) bytes): \(out) stderr: \(err)")
+        }
     }
 }
 
