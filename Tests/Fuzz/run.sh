@@ -62,7 +62,8 @@ for name in "${names[@]}"; do
     after=$(ls "$crashes" | wc -l)
     found=$(( after - before ))
     if (( status != 0 )); then failed=1; fi
-    rate=$(( execs / (SECONDS_EACH > 0 ? SECONDS_EACH : 1) ))
+    rate=$(grep -o 'stat::average_exec_per_sec: *[0-9]*' "$log" | grep -o '[0-9]*$' | tail -1)
+    rate=${rate:-0}
     printf '%-10s %12s %10s %8s %8s\n' "$name" "$execs" "$rate" "$(ls "$corpus" | wc -l)" "$found"
     printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$(date -u +%FT%TZ)" "$name" "$SECONDS_EACH" "$execs" "$found" "$status" >>"$OUT/stats.tsv"
     if (( status != 0 )); then
