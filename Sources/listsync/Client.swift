@@ -77,28 +77,6 @@ func printJSON(_ object: Any) {
     print(String(decoding: data, as: UTF8.self))
 }
 
-/// An index path argument: `S.I` is item I of section S; `S` alone is section S.
-enum PathArgument: Equatable {
-    case section(Int)
-    case item(IndexPath)
-
-    init(_ text: String) throws {
-        let parts = text.split(separator: ".", omittingEmptySubsequences: false)
-        let numbers = parts.map { Int($0) }
-        guard !parts.isEmpty, parts.count <= 2, numbers.allSatisfy({ $0 != nil && $0! >= 0 }) else {
-            throw UsageError(message: "'\(text)' is not an index path (like 0.3 for item 3 of section 0, or 2 for section 2)")
-        }
-        self = parts.count == 1 ? .section(numbers[0]!) : .item(IndexPath(item: numbers[1]!, section: numbers[0]!))
-    }
-
-    var text: String {
-        switch self {
-        case let .section(s): return "\(s)"
-        case let .item(p): return "\(p.section).\(p.item)"
-        }
-    }
-}
-
 func text(_ data: Data) -> String { String(decoding: data, as: UTF8.self) }
 
 /// The document as JSON-ready values.

@@ -5,6 +5,9 @@ struct UsageError: Error { var message: String }
 /// The default daemon port (DaemonConfiguration.defaultPort, repeated here so `--help` needs no daemon).
 let defaultPort: UInt16 = 7450
 
+// The pure parsing of the command line (no I/O besides the environment fallback): compiled by
+// path into the fuzz harness Tests/Fuzz/Harnesses/cli.swift, so keep it free of the rest of the tool.
+
 /// Command-line options: `--name value`, `--name=value` and flags, each with an environment
 /// variable as fallback; positional arguments in order.
 struct Options {
@@ -83,6 +86,28 @@ func parseAddress(_ text: String, defaultHost: String = "127.0.0.1", what: Strin
         throw UsageError(message: "\(what) must look like HOST:PORT, not '\(text)'")
     }
     return (host, p)
+}
+
+/// An index path argument: `S.I` is item I of section S; `S` alone is section S.
+enum PathArgument: Equatable {
+    case section(Int)
+    case item(IndexPath)
+
+    init(_ text: String) throws {
+        let parts = text.split(separator: ".", omittingEmptySubsequences: false)
+        let numbers = parts.map { Int($0) }
+        guard !parts.isEmpty, parts.count <= 2, numbers.allSatisfy({ $0 != nil && $0! >= 0 }) else {
+            throw UsageError(message: "'\(text)' is not an index path (like 0.3 for item 3 of section 0, or 2 for section 2)")
+        }
+        self = parts.count == 1 ? .section(numbers[0]!) : .item(IndexPath(item: numbers[1]!, section: numbers[0]!))
+    }
+
+    var text: String {
+        switch self {
+        case let .section(s): return "\(s)"
+        case let .item(p): return "\(p.section).\(p.item)"
+        }
+    }
 }
 
 /// The default data folder: `~/.listsync`.

@@ -326,6 +326,39 @@ import ListSyncSimulation
         try bothLoads(own, ListOperation.encode(author.operations))
     }
 
+    /// Found by the `ops` fuzz harness (Tests/Fuzz/Crashes/ops/, Docs/Fuzzing.md): a typed run
+    /// whose first operations equivocate with known item inserts of another section; the run's
+    /// next operation has the id after the insert applied last, and the run path took it as that
+    /// insert's continuation, into the known insert's section, where decode + receive refuses it
+    /// (its section is unknown).
+    @Test("a run continuing, by id only, a known insert of another section matches decode + receive (fuzz regression)")
+    func runContinuingAnotherSectionsInsert() throws {
+        let r = ReplicaID(96)
+        func id(_ c: UInt64) -> OpID { OpID(counter: c, replica: r) }
+        func item(_ c: UInt64, in s: UInt64, after: UInt64?, deps: [UInt64]) -> ListOperation {
+            ListOperation(id: id(c), deps: Frontier(deps.map(id)),
+                          kind: .insertItem(section: SectionID(id(s)), .init(after: after.map { SlotID(id($0)) }, before: nil),
+                                            value: Data("v".utf8)))
+        }
+        let known = [
+            ListOperation(id: id(1), deps: Frontier(), kind: .insertSection(.init(after: nil, before: nil), value: Data("s".utf8))),
+            item(2, in: 1, after: nil, deps: []),
+        ]
+        // 1@96 to 3@96: a typed run in "section 2@96" (an item's id), after the known inserts.
+        let run = [item(1, in: 2, after: nil, deps: [2]), item(2, in: 2, after: 1, deps: [1]), item(3, in: 2, after: 2, deps: [2])]
+        let bytes = ListOperation.encode(known + run)
+        try bothLoads(ListDocument(replica: ReplicaID(99)), bytes)
+        // The crash input itself.
+        let crash: [UInt8] = [
+            0x01, 0x02, 0x60, 0x02, 0x0a, 0x61, 0x00, 0x00, 0x00, 0x04, 0x74, 0x6f, 0x64, 0x6f, 0x02, 0x00,
+            0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x59, 0x03, 0x01, 0x00, 0x00, 0x03, 0x04, 0x6d, 0x69, 0x6c,
+            0x01, 0x01, 0xce, 0x01, 0x03, 0x61, 0x00, 0x00, 0x00, 0x04, 0x74, 0x6f, 0x64, 0x6f, 0x71, 0x01,
+            0x00, 0x04, 0x64, 0x6f, 0x6e, 0x65, 0x72, 0x02, 0x01, 0x00, 0x01, 0x04, 0x6d, 0x69, 0x6c, 0x64,
+            0xf4, 0x00, 0x01, 0x00, 0x02, 0x03, 0x58, 0x78, 0x02, 0x06, 0x05, 0x66, 0x69, 0x72, 0x73, 0x74,
+        ]
+        try bothLoads(ListDocument(replica: ReplicaID(99)), crash)
+    }
+
     @Test("runs that the general path refuses part-way (unknown items, a value over the limit, the limit 0) match")
     func refusedInsideRuns() throws {
         var author = try ListDocument.make(1, sections: [["a", "z"]])

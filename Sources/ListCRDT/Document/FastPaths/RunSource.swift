@@ -162,11 +162,14 @@ struct DecodedInsertRun: RunSource {
     @inline(__always)
     func typedRun(from k: Int, after previous: OpID, section: SectionID, right: SlotID?, maxValueSize: Int) -> Int {
         guard k < count, id(k) == previous.advanced(by: 1), id(k).counter <= OpID.maxCounter else { return 0 }
+        // The section and the right origin, for every k: when k > 0, the insert applied last has
+        // the id of the run's operation k - 1 but may not be it (that one was refused as an
+        // equivocation, and a known operation of another section has its id).
+        guard run.section == section, run.origins.before == right else { return 0 }
         if k == 0 {
             // The run's first operation: only the decoder's checks hold; the run's relation to
             // the insert applied last is checked here.
-            guard run.deps.isOnly(previous), run.section == section, run.origins.after == SlotID(previous),
-                  run.origins.before == right else { return 0 }
+            guard run.deps.isOnly(previous), run.origins.after == SlotID(previous) else { return 0 }
         }
         // Operations k + 1 … continue operation k by construction; the values are checked.
         if run.oneByte { return maxValueSize >= 1 ? count - k : 0 }

@@ -1,0 +1,55 @@
+import Foundation
+import Testing
+import ListSyncServer
+@testable import listsync
+
+/// Replays the `daemon` and `cli` libFuzzer corpora and kept crashes of Tests/Fuzz
+/// (Docs/Fuzzing.md) through the same calls as their harnesses.
+@Suite("Fuzz corpus replay: daemon messages and command arguments")
+struct FuzzCorpusReplayTests {
+    @Test("DaemonMessage(decoding:) and back")
+    func daemonMessages() throws {
+        let inputs = fuzzInputs("daemon")
+        #expect(!inputs.isEmpty)
+        for bytes in inputs {
+            guard let m = try? DaemonMessage(decoding: bytes) else { continue }
+            #expect(try DaemonMessage(decoding: m.encoded()) == m)
+        }
+    }
+
+    @Test("Options, PathArgument and parseAddress")
+    func commandArguments() {
+        let inputs = fuzzInputs("cli")
+        #expect(!inputs.isEmpty)
+        let client: (Set<String>, Set<String>) = (["--daemon", "--key-file", "--data", "--name", "--value"], ["--help", "--json", "--follow"])
+        let serve: (Set<String>, Set<String>) = (["--data", "--listen", "--key-file", "--peer", "--max-connections", "--idle-unload", "--log-format"], ["--help"])
+        for bytes in inputs {
+            let args = bytes.split(separator: 0, omittingEmptySubsequences: false).map { String(decoding: $0, as: UTF8.self) }
+            for (values, flags) in [client, serve] {
+                guard let o = try? Options(args, values: values, flags: flags) else { continue }
+                for text in o.positional + o.values.values.flatMap({ $0 }) {
+                    if let path = try? PathArgument(text) { #expect((try? PathArgument(path.text)) == path) }
+                    _ = try? parseAddress(text, what: "--daemon")
+                }
+            }
+            for a in args {
+                _ = try? PathArgument(a)
+                _ = try? parseAddress(a, defaultHost: "", what: "--peer")
+            }
+        }
+    }
+}
+
+/// Every file of Tests/Fuzz/Corpus/<name>/ and Tests/Fuzz/Crashes/<name>/.
+func fuzzInputs(_ name: String, file: String = #filePath) -> [[UInt8]] {
+    let tests = URL(fileURLWithPath: file).deletingLastPathComponent().deletingLastPathComponent()
+    var out: [[UInt8]] = []
+    for folder in ["Fuzz/Corpus/\(name)", "Fuzz/Crashes/\(name)"] {
+        let dir = tests.appendingPathComponent(folder)
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: dir.path)) ?? []
+        for n in names.sorted() where !n.hasPrefix(".") {
+            if let d = FileManager.default.contents(atPath: dir.appendingPathComponent(n).path) { out.append(Array(d)) }
+        }
+    }
+    return out
+}

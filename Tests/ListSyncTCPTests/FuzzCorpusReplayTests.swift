@@ -1,0 +1,121 @@
+import Foundation
+import Testing
+@testable import ListSyncTCP
+
+/// Replays the `tcp` libFuzzer corpus and kept crashes of Tests/Fuzz (Docs/Fuzzing.md), read as
+/// Tests/Fuzz/Harnesses/tcp.swift reads them: `mode | n | n piece sizes | stream or script`.
+@Suite("Fuzz corpus replay: frames and the handshake")
+struct FuzzCorpusReplayTests {
+    static let key: [UInt8] = Array(0..<32)
+    static func client() -> ConnectionMachine {
+        ConnectionMachine(role: .client, key: key, id: Array(repeating: 0xc1, count: 16), nonce: Array(repeating: 0xc2, count: 32))
+    }
+    static func server() -> ConnectionMachine {
+        ConnectionMachine(role: .server, key: key, id: Array(repeating: 0x51, count: 16), nonce: Array(repeating: 0x52, count: 32))
+    }
+
+    @Test("FrameDecoder and ConnectionMachine (server, client, established)")
+    func frames() {
+        let inputs = fuzzInputs("tcp")
+        #expect(!inputs.isEmpty)
+        for bytes in inputs {
+            var r = ByteCursor(bytes)
+            let mode = r.byte() % 4
+            let sizes = r.take(Int(r.byte() % 8))
+            switch mode {
+            case 0:
+                let limit = (Int(r.byte()) | Int(r.byte()) << 8) + 1
+                var decoder = FrameDecoder(limit: limit)
+                pieces: for piece in split(r.rest(), sizes) {
+                    decoder.append(piece)
+                    do { while try decoder.next() != nil {} } catch { break pieces }
+                }
+            case 1, 2:
+                var m = mode == 1 ? Self.server() : Self.client()
+                _ = m.start()
+                for piece in split(r.rest(), sizes) { _ = m.receive(piece) }
+            default:
+                var pair = MachinePair(client: Self.client(), server: Self.server())
+                #expect(pair.bothEstablished)
+                while !r.isAtEnd {
+                    let op = r.byte()
+                    let toClient = op & 1 == 1
+                    var wire: [UInt8]
+                    if op & 2 == 0 {
+                        let type = MessageType(rawValue: r.byte()) ?? .data
+                        let payload = r.take(Int(r.byte()))
+                        guard let sealed = toClient ? try? pair.server.seal(type, payload) : try? pair.client.seal(type, payload)
+                        else { continue }
+                        wire = sealed
+                    } else {
+                        wire = r.take(Int(r.byte()))
+                    }
+                    for piece in split(wire, sizes) {
+                        if toClient {
+                            for case let .write(w) in pair.client.receive(piece) { _ = pair.server.receive(w) }
+                        } else {
+                            for case let .write(w) in pair.server.receive(piece) { _ = pair.client.receive(w) }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+extension MachinePair {
+    /// Two given machines, handshake done in one piece each way.
+    init(client: ConnectionMachine, server: ConnectionMachine) {
+        self.client = client
+        self.server = server
+        route(client: self.client.start())
+        pump(piece: { _ in Int.max })
+    }
+}
+
+/// Reads a fuzz input front to back; zeros past the end (as the harnesses' FuzzInput).
+struct ByteCursor {
+    let bytes: [UInt8]
+    var offset = 0
+    init(_ bytes: [UInt8]) { self.bytes = bytes }
+    var isAtEnd: Bool { offset >= bytes.count }
+    mutating func byte() -> UInt8 {
+        guard offset < bytes.count else { return 0 }
+        defer { offset += 1 }
+        return bytes[offset]
+    }
+    mutating func take(_ n: Int) -> [UInt8] {
+        let n = min(n, bytes.count - min(offset, bytes.count))
+        defer { offset += n }
+        return Array(bytes[offset..<offset + n])
+    }
+    mutating func rest() -> [UInt8] { take(bytes.count) }
+}
+
+/// The harnesses' split: a size byte s gives a piece of s + 1 bytes, cycled; none: one piece.
+func split(_ bytes: [UInt8], _ sizes: [UInt8]) -> [ArraySlice<UInt8>] {
+    guard !sizes.isEmpty else { return [bytes[...]] }
+    var pieces: [ArraySlice<UInt8>] = []
+    var at = 0, k = 0
+    while at < bytes.count {
+        let n = min(Int(sizes[k % sizes.count]) + 1, bytes.count - at)
+        pieces.append(bytes[at..<at + n])
+        at += n
+        k += 1
+    }
+    return pieces
+}
+
+/// Every file of Tests/Fuzz/Corpus/<name>/ and Tests/Fuzz/Crashes/<name>/.
+func fuzzInputs(_ name: String, file: String = #filePath) -> [[UInt8]] {
+    let tests = URL(fileURLWithPath: file).deletingLastPathComponent().deletingLastPathComponent()
+    var out: [[UInt8]] = []
+    for folder in ["Fuzz/Corpus/\(name)", "Fuzz/Crashes/\(name)"] {
+        let dir = tests.appendingPathComponent(folder)
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: dir.path)) ?? []
+        for n in names.sorted() where !n.hasPrefix(".") {
+            if let d = FileManager.default.contents(atPath: dir.appendingPathComponent(n).path) { out.append(Array(d)) }
+        }
+    }
+    return out
+}
