@@ -140,10 +140,11 @@ final class HTTPConnection: EventHandler, @unchecked Sendable {
     private func respond(_ response: HTTPResponse, to request: HTTPRequest?) {
         let keepAlive = request?.keepAlive ?? false
         let header: Bool? = !keepAlive ? false : (request?.version == .http1_0 ? true : nil)
+        // Counted before the bytes leave: a client that read the response sees it counted.
+        server.stats.withLock { $0.responses += 1 }
         write(response.serialized(keepAlive: header, includeBody: request?.method != "HEAD"))
         served += 1
         lastResponse = EventLoop.now()
-        server.stats.withLock { $0.responses += 1 }
         if !keepAlive {
             closeAfterWrite = true
             queue = []

@@ -142,8 +142,8 @@ public final class HTTPServer: @unchecked Sendable {
             do { accepted = try System.accept(fd) } catch { return }
             guard let (client, _) = accepted else { return }
             if open.count >= options.maxConnections {
+                stats.withLock { $0.refused += 1 }   // counted before the peer can see the close
                 System.close(client)
-                stats.withLock { $0.refused += 1 }
                 continue
             }
             try? System.setNoDelay(client)
