@@ -46,7 +46,18 @@ public final class RawSocket: @unchecked Sendable {
     }
 
     /// Reads whatever arrives within `timeout` seconds, up to `count` bytes (fewer at a close).
-    public func read(_ count: Int, timeout: Double) -> [UInt8] {
+    /// The wait runs on a thread of its own (see ``offPool(_:)``), not on the test's pool thread.
+    public func read(_ count: Int, timeout: Double) async -> [UInt8] {
+        await offPool { self.blockingRead(count, timeout: timeout) }
+    }
+
+    /// Whether the server closed the connection within `timeout` seconds (bytes before the close
+    /// are read and dropped). The wait runs on a thread of its own.
+    public func closedByPeer(within timeout: Double) async -> Bool {
+        await offPool { self.blockingClosedByPeer(within: timeout) }
+    }
+
+    private func blockingRead(_ count: Int, timeout: Double) -> [UInt8] {
         var out: [UInt8] = []
         let deadline = Date().addingTimeInterval(timeout)
         while out.count < count {
@@ -62,9 +73,7 @@ public final class RawSocket: @unchecked Sendable {
         return out
     }
 
-    /// Whether the server closed the connection within `timeout` seconds (bytes before the close
-    /// are read and dropped).
-    public func closedByPeer(within timeout: Double) -> Bool {
+    private func blockingClosedByPeer(within timeout: Double) -> Bool {
         let deadline = Date().addingTimeInterval(timeout)
         while true {
             let left = deadline.timeIntervalSinceNow

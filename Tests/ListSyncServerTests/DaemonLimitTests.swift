@@ -18,18 +18,18 @@ struct DaemonLimitTests {
         let daemon = Daemon(configuration: config)
         try await daemon.start()
         let port = try #require(await daemon.address?.port)
-        let key = try KeyFile.read(daemon.keyPath)
+        let key = try await KeyFile.read(daemon.keyPath)
         return (daemon, port, key, dir)
     }
 
     /// A client that completes the handshake, subscribes to `doc`, then never reads again.
-    static func mute(port: UInt16, key: [UInt8], subscribeTo doc: DocumentID) throws -> RawSocket {
+    static func mute(port: UInt16, key: [UInt8], subscribeTo doc: DocumentID) async throws -> RawSocket {
         let raw = try #require(RawSocket(port: port, source: "127.0.0.5"))
         var m = ConnectionMachine(role: .client, key: key, id: Array(repeating: 1, count: 16), nonce: Array(repeating: 2, count: 32))
         for case let .write(b) in m.start() { raw.send(b) }
         let deadline = Date().addingTimeInterval(5)
         while !m.isEstablished, !m.isClosed, Date() < deadline {
-            for case let .write(b) in m.receive(raw.read(1, timeout: 0.2)) { raw.send(b) }
+            for case let .write(b) in m.receive(await raw.read(1, timeout: 0.2)) { raw.send(b) }
         }
         try #require(m.isEstablished)
         raw.send(try m.seal(.data, DaemonMessage.subscribe(document: doc, epoch: 0, version: VersionVector()).encoded()))
@@ -43,7 +43,7 @@ struct DaemonLimitTests {
         let writer = try await DaemonClient.connect(host: "127.0.0.1", port: port, key: key)
         let doc = try await writer.create(name: "firehose")
         _ = try await writer.open(doc)
-        let mute = try Self.mute(port: port, key: key, subscribeTo: doc)
+        let mute = try await Self.mute(port: port, key: key, subscribeTo: doc)
         let value = Data(repeating: 0x61, count: 4_000)
         for batch in 0..<12 {
             try await writer.edit(doc) { d throws(ListError) in
@@ -51,7 +51,7 @@ struct DaemonLimitTests {
             }
         }
         // 19 MB pushed at a connection that reads nothing: it is closed, not buffered.
-        #expect(mute.closedByPeer(within: 10))
+        #expect(await mute.closedByPeer(within: 10))
         let status = try await writer.status()
         #expect(status.contains("\"connections\":1"), "\(status)")
         #expect(try await writer.documents().first?.operations == 1 + 12 * 400)

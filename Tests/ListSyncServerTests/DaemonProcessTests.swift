@@ -224,7 +224,7 @@ struct EpochTests {
         let backup = dir.path + "/backup.json"
         _ = try daemon.json(["export", doc, backup])
         // A client that keeps its copy across sessions adds "c" after the backup was made.
-        let key = try KeyFile.read(daemon.keyFile)
+        let key = try await KeyFile.read(daemon.keyFile)
         let id = try #require(DocumentID(hex: doc))
         var client = try await DaemonClient.connect(host: "127.0.0.1", port: daemon.port, key: key)
         _ = try await client.open(id)
@@ -305,12 +305,12 @@ struct DiscoveryTests {
 @Suite("Admin HTTP", .serialized, .timeLimit(.minutes(1)))
 struct AdminHTTPTests {
     /// GETs `path` with a raw HTTP/1.0 request: (status, body).
-    static func get(_ port: UInt16, _ path: String) throws -> (Int, String) {
+    static func get(_ port: UInt16, _ path: String) async throws -> (Int, String) {
         let raw = try #require(RawSocket(port: port, source: "127.0.0.1"))
         raw.send(Array("GET \(path) HTTP/1.0\r\nHost: x\r\n\r\n".utf8))
         var bytes: [UInt8] = []
         while true {
-            let got = raw.read(65_536, timeout: 2)
+            let got = await raw.read(65_536, timeout: 2)
             if got.isEmpty { break }
             bytes += got
         }
@@ -321,22 +321,22 @@ struct AdminHTTPTests {
     }
 
     @Test("/healthz, /readyz and Prometheus /metrics, with the counters moving after edits")
-    func endpoints() throws {
+    func endpoints() async throws {
         let dir = TemporaryFolder()
         defer { dir.remove() }
         let d = try DaemonProcess(data: dir.path, extra: ["--admin", "127.0.0.1:0"])
         defer { d.terminate() }
         let line = try #require(d.log.range(of: "http://127.0.0.1:"))
         let port = try #require(UInt16(d.log[line.upperBound...].prefix { $0.isNumber }))
-        #expect(try Self.get(port, "/healthz") == (200, "ok\n"))
-        #expect(try Self.get(port, "/readyz") == (200, "ready\n"))
+        #expect(try await Self.get(port, "/healthz") == (200, "ok\n"))
+        #expect(try await Self.get(port, "/readyz") == (200, "ready\n"))
         let created = try #require(try d.json(["create", "m"]) as? [String: Any])
         _ = try d.json(["insert", try #require(created["id"] as? String), "0.0", "x"])
-        let (status, metrics) = try Self.get(port, "/metrics")
+        let (status, metrics) = try await Self.get(port, "/metrics")
         #expect(status == 200)
         #expect(metrics.contains("# TYPE listsync_append_seconds histogram"))
         #expect(metrics.contains("listsync_documents_on_disk 1"))
         #expect(metrics.contains("listsync_batches_acknowledged_total 1"), "\(metrics)")
-        #expect(try Self.get(port, "/nope").0 == 404)
+        #expect(try await Self.get(port, "/nope").0 == 404)
     }
 }

@@ -13,7 +13,7 @@ extension SocketTests {
         /// An attacker's session: a client machine driven over a raw socket, so the test can send
         /// bytes no honest client would.
         static func rawHandshake(port: UInt16, key: [UInt8] = testKey, source: String = "127.0.0.2", seed: UInt64)
-            -> (RawSocket, ConnectionMachine, wire: [UInt8])? {
+            async -> (RawSocket, ConnectionMachine, wire: [UInt8])? {
             guard let raw = RawSocket(port: port, source: source) else { return nil }
             var rng = TestRNG(seed: seed)
             var m = ConnectionMachine(role: .client, key: key, id: rng.bytes(16), nonce: rng.bytes(32))
@@ -27,7 +27,7 @@ extension SocketTests {
             run(m.start())
             let deadline = Date().addingTimeInterval(10)
             while !m.isEstablished, !m.isClosed, Date() < deadline {
-                let got = raw.read(1, timeout: 0.5)
+                let got = await raw.read(1, timeout: 0.5)
                 if got.isEmpty { continue }
                 run(m.receive(got))
             }
@@ -43,15 +43,15 @@ extension SocketTests {
         func replayedHandshake() async throws {
             try await withServer { loop, listener in
                 let echo = echoServer(listener)
-                let recorded = try #require(Self.rawHandshake(port: listener.port, seed: 1))
+                let recorded = try #require(await Self.rawHandshake(port: listener.port, seed: 1))
                 #expect(recorded.1.isEstablished)
                 let replay = try #require(RawSocket(port: listener.port))
                 replay.send(recorded.wire)
                 // A fresh CHALLENGE; then, after the fixed delay, the generic error and the close.
-                #expect(replay.read(4 + 1 + Handshake.challengeSize, timeout: 10).count == 4 + 1 + Handshake.challengeSize)
-                let answer = replay.read(4 + 2, timeout: 10)
+                #expect(await replay.read(4 + 1 + Handshake.challengeSize, timeout: 10).count == 4 + 1 + Handshake.challengeSize)
+                let answer = await replay.read(4 + 2, timeout: 10)
                 #expect(Array(answer.suffix(2)) == [MessageType.error.rawValue, HandshakeErrorCode.authentication.rawValue])
-                #expect(replay.closedByPeer(within: 10))
+                #expect(await replay.closedByPeer(within: 10))
                 try await Self.honest(listener.port, loop)
                 echo.cancel()
             }
@@ -64,15 +64,15 @@ extension SocketTests {
                 let first = try #require(RawSocket(port: listener.port))
                 var rng = TestRNG(seed: 2)
                 first.send(ConnectionMachine.frame(Handshake.hello(versions: 1...1, clientID: rng.bytes(16), nonce: rng.bytes(32))))
-                let challenge = first.read(4 + 1 + Handshake.challengeSize, timeout: 10)
+                let challenge = await first.read(4 + 1 + Handshake.challengeSize, timeout: 10)
                 #expect(challenge.count == 4 + 1 + Handshake.challengeSize)
                 let second = try #require(RawSocket(port: listener.port))
                 second.send(challenge)
-                #expect(second.read(1, timeout: 1).isEmpty)
-                #expect(second.closedByPeer(within: 10))
+                #expect(await second.read(1, timeout: 1).isEmpty)
+                #expect(await second.closedByPeer(within: 10))
                 // And sent back on the first connection, where a PROOF is due.
                 first.send(challenge)
-                #expect(first.closedByPeer(within: 10))
+                #expect(await first.closedByPeer(within: 10))
                 try await Self.honest(listener.port, loop)
                 echo.cancel()
             }
@@ -82,12 +82,12 @@ extension SocketTests {
         func flippedBit() async throws {
             try await withServer { loop, listener in
                 let echo = echoServer(listener)
-                var (raw, m, _) = try #require(Self.rawHandshake(port: listener.port, seed: 3))
+                var (raw, m, _) = try #require(await Self.rawHandshake(port: listener.port, seed: 3))
                 #expect(m.isEstablished)
                 var frame = try m.seal(.data, Array(repeating: 1, count: 64))
                 frame[10] ^= 0x01
                 raw.send(frame)
-                #expect(raw.closedByPeer(within: 10))
+                #expect(await raw.closedByPeer(within: 10))
                 try await Self.honest(listener.port, loop)
                 echo.cancel()
             }
@@ -97,13 +97,13 @@ extension SocketTests {
         func replayedFrame() async throws {
             try await withServer { loop, listener in
                 let echo = echoServer(listener)
-                var (raw, m, _) = try #require(Self.rawHandshake(port: listener.port, seed: 4))
+                var (raw, m, _) = try #require(await Self.rawHandshake(port: listener.port, seed: 4))
                 let frame = try m.seal(.data, [1, 2, 3])
                 raw.send(frame)
                 // The echo comes back once.
-                #expect(raw.read(4 + 1 + 3 + 16, timeout: 10).count == 24)
+                #expect(await raw.read(4 + 1 + 3 + 16, timeout: 10).count == 24)
                 raw.send(frame)
-                #expect(raw.closedByPeer(within: 10))
+                #expect(await raw.closedByPeer(within: 10))
                 try await Self.honest(listener.port, loop)
                 echo.cancel()
             }
@@ -115,11 +115,11 @@ extension SocketTests {
                 let echo = echoServer(listener)
                 let early = try #require(RawSocket(port: listener.port))
                 early.send([0xff, 0xff, 0xff, 0xff])
-                #expect(early.closedByPeer(within: 10))
-                let (late, m, _) = try #require(Self.rawHandshake(port: listener.port, seed: 5))
+                #expect(await early.closedByPeer(within: 10))
+                let (late, m, _) = try #require(await Self.rawHandshake(port: listener.port, seed: 5))
                 #expect(m.isEstablished)
                 late.send([0xff, 0xff, 0xff, 0xff, 0, 0])
-                #expect(late.closedByPeer(within: 10))
+                #expect(await late.closedByPeer(within: 10))
                 try await Self.honest(listener.port, loop)
                 echo.cancel()
             }
@@ -136,7 +136,7 @@ extension SocketTests {
                 var closed = false
                 for b in hello {
                     if !slow.send([b]) { closed = true; break }
-                    if slow.closedByPeer(within: 0.25) { closed = true; break }
+                    if await slow.closedByPeer(within: 0.25) { closed = true; break }
                 }
                 #expect(closed)
                 let elapsed = Date().timeIntervalSince(start)
@@ -158,7 +158,10 @@ extension SocketTests {
                 try await Self.honest(listener.port, loop)
                 // Every flood connection is closed: most at once (limits), the rest at the deadline.
                 let sockets = flood
-                #expect(await eventually(5) { sockets.allSatisfy { $0.closedByPeer(within: 0.01) } })
+                let deadline = Date().addingTimeInterval(5)
+                var allClosed = true
+                for s in sockets where !(await s.closedByPeer(within: max(0.01, deadline.timeIntervalSinceNow))) { allClosed = false }
+                #expect(allClosed)
                 let refused = listener.refused
                 #expect(refused["too many handshakes from one address", default: 0] + refused["too many connections from one address", default: 0] >= 80,
                         "\(refused)")
@@ -175,13 +178,13 @@ extension SocketTests {
                     let bad = try #require(RawSocket(port: listener.port, source: "127.0.0.4"))
                     var rng = TestRNG(seed: 100 + UInt64(seed))
                     bad.send(ConnectionMachine.frame(Handshake.hello(versions: 1...1, clientID: rng.bytes(16), nonce: rng.bytes(32))))
-                    _ = bad.read(4 + 1 + Handshake.challengeSize, timeout: 10)
+                    _ = await bad.read(4 + 1 + Handshake.challengeSize, timeout: 10)
                     bad.send(ConnectionMachine.frame([MessageType.proof.rawValue] + rng.bytes(32)))
-                    #expect(bad.closedByPeer(within: 10))
+                    #expect(await bad.closedByPeer(within: 10))
                 }
                 // Now backing off: the next connection from .4 is closed before any byte is read.
                 let next = try #require(RawSocket(port: listener.port, source: "127.0.0.4"))
-                #expect(next.closedByPeer(within: 10))
+                #expect(await next.closedByPeer(within: 10))
                 #expect(listener.refused["address backing off after failed proofs", default: 0] >= 1)
                 try await Self.honest(listener.port, loop)
                 echo.cancel()

@@ -41,8 +41,12 @@ struct RawResponse {
 
 extension RawSocket {
     /// Reads one response (its body by `Content-Length`, none if `head`), or `nil` on a close or
-    /// after `timeout` seconds.
-    func readResponse(head: Bool = false, timeout: Double = 10) -> RawResponse? {
+    /// after `timeout` seconds; the wait runs on a thread of its own.
+    func readResponse(head: Bool = false, timeout: Double = 10) async -> RawResponse? {
+        await offPool { self.blockingReadResponse(head: head, timeout: timeout) }
+    }
+
+    private func blockingReadResponse(head: Bool, timeout: Double) -> RawResponse? {
         var data: [UInt8] = []
         let deadline = Date().addingTimeInterval(timeout)
         func more() -> Bool {
@@ -86,7 +90,7 @@ extension SocketTests {
             try await withHTTPServer { _, server in
                 let raw = try #require(RawSocket(port: server.port, source: "127.0.0.1"))
                 raw.send("GET /metrics?x=1 HTTP/1.1\r\nHost: localhost\r\n\r\n")
-                let r = try #require(raw.readResponse())
+                let r = try #require(await raw.readResponse())
                 #expect(r.status == 200)
                 #expect(r.text == "hello /metrics?x=1")
                 #expect(r.headers["content-length"] == "18")
@@ -95,11 +99,11 @@ extension SocketTests {
                 #expect(r.headers["connection"] == nil)
                 // Same connection: a second request, then a HEAD, then a 404 from the handler.
                 raw.send("GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\nHEAD /readyz HTTP/1.1\r\nHost: localhost\r\n\r\n")
-                #expect(raw.readResponse()?.text == "hello /healthz")
-                let head = try #require(raw.readResponse(head: true))
+                #expect(await raw.readResponse()?.text == "hello /healthz")
+                let head = try #require(await raw.readResponse(head: true))
                 #expect(head.status == 200 && head.headers["content-length"] == "13" && head.body.isEmpty)
                 raw.send("GET /missing HTTP/1.1\r\nHost: localhost\r\n\r\n")
-                #expect(raw.readResponse()?.status == 404)   // also proves HEAD sent no body bytes
+                #expect(await raw.readResponse()?.status == 404)   // also proves HEAD sent no body bytes
                 #expect(server.statistics.accepted == 1 && server.statistics.responses == 4)
             }
         }
@@ -109,14 +113,14 @@ extension SocketTests {
             try await withHTTPServer { _, server in
                 let raw = try #require(RawSocket(port: server.port, source: "127.0.0.1"))
                 raw.send("POST /metrics HTTP/1.1\r\nHost: h\r\nContent-Length: 0\r\n\r\n")
-                let r = try #require(raw.readResponse())
+                let r = try #require(await raw.readResponse())
                 #expect(r.status == 405 && r.headers["allow"] == "GET, HEAD")
                 raw.send("GET / HTTP/1.1\r\nHost: h\r\n\r\n")
-                #expect(raw.readResponse()?.status == 200)
+                #expect(await raw.readResponse()?.status == 200)
                 raw.send("POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 5\r\n\r\nhello")
-                let big = try #require(raw.readResponse())
+                let big = try #require(await raw.readResponse())
                 #expect(big.status == 413 && big.headers["connection"] == "close")
-                #expect(raw.closedByPeer(within: 10))
+                #expect(await raw.closedByPeer(within: 10))
             }
         }
 
@@ -125,19 +129,19 @@ extension SocketTests {
             try await withHTTPServer { _, server in
                 let raw = try #require(RawSocket(port: server.port, source: "127.0.0.1"))
                 raw.send("GET /a HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n")
-                let r = try #require(raw.readResponse())
+                let r = try #require(await raw.readResponse())
                 #expect(r.text == "hello /a" && r.headers["connection"] == "close")
-                #expect(raw.closedByPeer(within: 10))
+                #expect(await raw.closedByPeer(within: 10))
                 let old = try #require(RawSocket(port: server.port, source: "127.0.0.1"))
                 old.send("GET /b HTTP/1.0\r\n\r\n")
-                #expect(old.readResponse()?.headers["connection"] == "close")
-                #expect(old.closedByPeer(within: 10))
+                #expect(await old.readResponse()?.headers["connection"] == "close")
+                #expect(await old.closedByPeer(within: 10))
                 let kept = try #require(RawSocket(port: server.port, source: "127.0.0.1"))
                 kept.send("GET /c HTTP/1.0\r\nConnection: keep-alive\r\n\r\n")
-                #expect(kept.readResponse()?.headers["connection"] == "keep-alive")
+                #expect(await kept.readResponse()?.headers["connection"] == "keep-alive")
                 kept.send("GET /d HTTP/1.0\r\n\r\n")
-                #expect(kept.readResponse()?.text == "hello /d")
-                #expect(kept.closedByPeer(within: 10))
+                #expect(await kept.readResponse()?.text == "hello /d")
+                #expect(await kept.closedByPeer(within: 10))
             }
         }
 
@@ -148,17 +152,17 @@ extension SocketTests {
             try await withHTTPServer(options: options) { _, server in
                 let big = try #require(RawSocket(port: server.port, source: "127.0.0.1"))
                 big.send("GET / HTTP/1.1\r\nHost: h\r\nX-Big: " + String(repeating: "a", count: 4000) + "\r\n\r\n")
-                #expect(big.readResponse()?.status == 431)
-                #expect(big.closedByPeer(within: 10))
+                #expect(await big.readResponse()?.status == 431)
+                #expect(await big.closedByPeer(within: 10))
                 let garbage = try #require(RawSocket(port: server.port, source: "127.0.0.1"))
                 garbage.send([0x16, 0x03, 0x01, 0x00, 0xA5, 0x01, 0x00, 0x00, 0xA1, 0x03, 0x03, 0x0A, 0x0D, 0x0A])
-                let g = try #require(garbage.readResponse())
+                let g = try #require(await garbage.readResponse())
                 #expect(g.status == 400 && g.headers["connection"] == "close")
-                #expect(garbage.closedByPeer(within: 10))
+                #expect(await garbage.closedByPeer(within: 10))
                 let v2 = try #require(RawSocket(port: server.port, source: "127.0.0.1"))
                 v2.send("GET / HTTP/2.0\r\n\r\n")
-                #expect(v2.readResponse()?.status == 505)
-                #expect(v2.closedByPeer(within: 10))
+                #expect(await v2.readResponse()?.status == 505)
+                #expect(await v2.closedByPeer(within: 10))
                 #expect(server.statistics.rejected == 3)
             }
         }
@@ -173,7 +177,8 @@ extension SocketTests {
                 let start = Date()
                 var closedAt: Double?
                 for b in "GET / HTTP/1.1\r\nHost: localhost\r\nX-Slow: ".utf8 {
-                    if !slow.send([b]) || slow.closedByPeer(within: 0.2) {
+                    let closed = await !slow.send([b]) ? true : slow.closedByPeer(within: 0.2)
+                    if closed {
                         closedAt = Date().timeIntervalSince(start)
                         break
                     }
@@ -183,13 +188,13 @@ extension SocketTests {
                 // Idle: answered, then closed after the idle deadline without a word.
                 let idle = try #require(RawSocket(port: server.port, source: "127.0.0.1"))
                 idle.send("GET / HTTP/1.1\r\nHost: h\r\n\r\n")
-                #expect(idle.readResponse()?.status == 200)
+                #expect(await idle.readResponse()?.status == 200)
                 let quiet = Date()
-                #expect(idle.closedByPeer(within: 10))
+                #expect(await idle.closedByPeer(within: 10))
                 #expect(Date().timeIntervalSince(quiet) >= 0.3)
                 // A connection that never sends anything: closed at the read deadline.
                 let mute = try #require(RawSocket(port: server.port, source: "127.0.0.3"))
-                #expect(mute.closedByPeer(within: 10))
+                #expect(await mute.closedByPeer(within: 10))
                 #expect(server.statistics.timeouts == 3)
             }
         }
@@ -204,10 +209,10 @@ extension SocketTests {
                 #expect(holders.count == 2)
                 #expect(await eventually(2) { server.statistics.open == 3 })
                 let extra = (0..<3).compactMap { _ in RawSocket(port: server.port, source: "127.0.0.5") }
-                for e in extra { #expect(e.closedByPeer(within: 10)) }
+                for e in extra { #expect(await e.closedByPeer(within: 10)) }
                 #expect(server.statistics.refused == 3)
                 client.send("GET /still HTTP/1.1\r\nHost: h\r\n\r\n")
-                #expect(client.readResponse()?.text == "hello /still")
+                #expect(await client.readResponse()?.text == "hello /still")
                 #expect(server.statistics.open == 3)
             }
         }

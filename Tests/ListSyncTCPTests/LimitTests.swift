@@ -23,7 +23,7 @@ extension SocketTests {
                     }
                     return t
                 }
-                let (raw, m, _) = try #require(AttackTests.rawHandshake(port: listener.port, seed: 20))
+                let (raw, m, _) = try #require(await AttackTests.rawHandshake(port: listener.port, seed: 20))
                 #expect(m.isEstablished)
                 // Never read: the kernel buffers fill, then the server's queue.
                 let server = try #require(await pusher.value)
@@ -50,7 +50,7 @@ extension SocketTests {
                 #expect(client.isOpen && server.isOpen, "pings keep a quiet but live connection open")
                 // A peer that finished its handshake and then reads nothing at all.
                 let acceptedMute = Task { try? await listener.acceptTCP() }
-                let (mute, m, _) = try #require(AttackTests.rawHandshake(port: listener.port, seed: 21))
+                let (mute, m, _) = try #require(await AttackTests.rawHandshake(port: listener.port, seed: 21))
                 #expect(m.isEstablished)
                 let muteServer = try #require(await acceptedMute.value)
                 #expect(await eventually(3) { !muteServer.isOpen })
