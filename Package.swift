@@ -48,29 +48,31 @@ let package = Package(
         .executableTarget(name: "listsync", dependencies: ["ListSyncSimulation", "ListSyncServer", "ListSyncTCP", "ListStore", "ListTable", "ListCRDT"]),
         // Editing traces, shared by the tests and the benchmark.
         .target(name: "ListSyncTestSupport", dependencies: ["ListCRDT", "ListSyncSimulation"]),
+        // Test traits (Swift Testing): `.ownThread` keeps long tests off the cooperative pool.
+        .target(name: "ListSyncTestTraits"),
         .testTarget(
             name: "ListCRDTTests",
-            dependencies: ["ListCRDT", "ListTable", "ListSync", "ListSyncSimulation", "ListSyncTestSupport"]
+            dependencies: ["ListCRDT", "ListTable", "ListSync", "ListSyncSimulation", "ListSyncTestSupport", "ListSyncTestTraits"]
         ),
         .testTarget(
             name: "ListTableTests",
-            dependencies: ["ListCRDT", "ListTable", "ListSync", "ListSyncSimulation", "ListSyncTestSupport"]
+            dependencies: ["ListCRDT", "ListTable", "ListSync", "ListSyncSimulation", "ListSyncTestSupport", "ListSyncTestTraits"]
         ),
         .testTarget(
             name: "ListSyncTests",
-            dependencies: ["ListCRDT", "ListTable", "ListSync", "ListSyncSimulation", "ListSyncTestSupport"]
+            dependencies: ["ListCRDT", "ListTable", "ListSync", "ListSyncSimulation", "ListSyncTestSupport", "ListSyncTestTraits"]
         ),
         .testTarget(
             name: "ListSyncTCPTests",
-            dependencies: ["ListCRDT", "ListSync", "ListSyncTCP", "ListSyncCrypto", "ListSyncSimulation", "ListSyncTestSupport"]
+            dependencies: ["ListCRDT", "ListSync", "ListSyncTCP", "ListSyncCrypto", "ListSyncSimulation", "ListSyncTestSupport", "ListSyncTestTraits"]
         ),
         .testTarget(name: "ListSyncCryptoTests", dependencies: ["ListSyncCrypto"]),
         .testTarget(
             name: "ListStoreTests",
-            dependencies: ["ListStore", "ListCRDT", "ListSyncSimulation", "ListSyncTestSupport", "listsync-store-probe"]
+            dependencies: ["ListStore", "ListCRDT", "ListSyncSimulation", "ListSyncTestSupport", "ListSyncTestTraits", "listsync-store-probe"]
         ),
         // Starts the built `listsync` binary as a process (a dependency, so it is built first).
-        .testTarget(name: "ListSyncServerTests", dependencies: ["listsync", "listsync-load", "ListSyncServer", "ListSyncTCP", "ListStore", "ListCRDT", "ListSyncTestSupport"]),
+        .testTarget(name: "ListSyncServerTests", dependencies: ["listsync", "listsync-load", "ListSyncServer", "ListSyncTCP", "ListStore", "ListCRDT", "ListSyncTestSupport", "ListSyncTestTraits"]),
         .executableTarget(
             name: "listsync-bench",
             dependencies: ["ListCRDT", "ListSync", "ListSyncSimulation", "ListSyncTCP", "ListSyncTestSupport", "ListSyncCrypto", "ListStore"],

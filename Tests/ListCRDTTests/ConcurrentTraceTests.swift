@@ -1,10 +1,11 @@
 import Foundation
 import Testing
+import ListSyncTestTraits
 @_spi(Testing) @testable import ListCRDT
 
 /// The clownschool trace: three people typing one document concurrently, replayed on three
 /// replicas (ConcurrentReplay) with every assignment of replica ids to people.
-@Suite struct ConcurrentTraceTests {
+@Suite(.cpuHeavy) struct ConcurrentTraceTests {
     /// Parsed once for all the tests of the suite.
     static let clownschool = Result { try ConcurrentTrace(named: "clownschool.concurrent", in: tracesDirectory) }
 

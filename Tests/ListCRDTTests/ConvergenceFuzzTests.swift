@@ -2,6 +2,7 @@ import Foundation
 import Testing
 @testable import ListCRDT
 import ListSyncSimulation
+import ListSyncTestTraits
 
 /// Seeded multi-replica fuzzing: random edits on 3–5 replicas, delivered in random order with
 /// duplicates and losses (repaired by a final anti-entropy exchange). After full delivery every
@@ -11,7 +12,7 @@ import ListSyncSimulation
 ///
 /// Replay one seed: `LISTSYNC_FUZZ_SEED=123 swift test --filter ConvergenceFuzzTests`.
 /// More seeds: `LISTSYNC_FUZZ_SEEDS=100000`.
-@Suite struct ConvergenceFuzzTests {
+@Suite(.cpuHeavy) struct ConvergenceFuzzTests {
     static let environment = ProcessInfo.processInfo.environment
 
     @Test("1,000 seeds × 3–5 replicas × 120 edits converge, with random order, duplicates and loss")

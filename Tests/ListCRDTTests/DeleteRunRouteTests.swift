@@ -2,12 +2,13 @@ import Foundation
 import Testing
 @testable import ListCRDT
 import ListSyncSimulation
+import ListSyncTestTraits
 
 /// Delete runs (backspaces, forward deletes) in a received batch are applied in one step
 /// (the run route, `ListDocument.applyDeleteRun`). The result must be exactly what receiving the operations one
 /// at a time through the general path gives: the same state bytes, log, version, frontier, buffer
 /// and errors.
-@Suite struct DeleteRunRouteTests: ScenarioSupport {
+@Suite(.cpuHeavy) struct DeleteRunRouteTests: ScenarioSupport {
     /// How many operations of `ops` continue a delete run (so the fast path has work to do).
     func continuations(_ ops: [ListOperation]) -> Int {
         zip(ops, ops.dropFirst()).filter {

@@ -2,13 +2,14 @@ import Foundation
 import Testing
 @testable import ListCRDT
 import ListSyncSimulation
+import ListSyncTestTraits
 
 /// Loading encoded batches without one operation per character (`ListDocument.receive(encoded:)`,
 /// ListDocument+Load.swift): the result must be exactly what decoding the batch and receiving the
 /// operations gives (the same state bytes, log, version, frontier, buffer, refused operations and
 /// errors), and a malformed batch must be refused with the decoder's `WireError`, leaving the
 /// document exactly as it was.
-@Suite struct EncodedLoadTests: ScenarioSupport {
+@Suite(.cpuHeavy) struct EncodedLoadTests: ScenarioSupport {
     // MARK: Helpers
 
     /// Everything observable about a document.

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 @testable import ListCRDT
 import ListSyncSimulation
+import ListSyncTestTraits
 
 /// The local routes of Document/FastPaths/README.md: typing (`continueTyping`) and delete runs
 /// (`continueDeleting`), each compared with the general path (`fastPaths = false`).
@@ -10,7 +11,7 @@ import ListSyncSimulation
     /// previous insert, with nothing in between, extends that insert's slot run, tree entry and log
     /// record without a search; `FastPaths/ListDocument+LocalRuns.swift`) must make exactly the operation, and
     /// reach exactly the state, that the general path makes.
-    @Suite struct Typing: ScenarioSupport {
+    @Suite(.cpuHeavy) struct Typing: ScenarioSupport {
         @Test("typing a run makes the same operations, log and state as the general path, and takes the short path")
         func typedRunMatchesGeneralPath() throws {
             var fast = try ListDocument.make(1, sections: [["x", "y"], ["z"]])
@@ -139,7 +140,7 @@ import ListSyncSimulation
     /// replica's previous item delete in the same section, with nothing in between, skips the general
     /// operation machinery; `FastPaths/ListDocument+LocalRuns.swift`) must make exactly the operation, and reach
     /// exactly the state, that the general path makes.
-    @Suite struct Deleting: ScenarioSupport {
+    @Suite(.cpuHeavy) struct Deleting: ScenarioSupport {
         /// A document with one section of `n` typed items (one typed run) and one more section.
         func typed(_ n: Int) throws -> ListDocument {
             var doc = try ListDocument.make(1, sections: [["x", "y"], ["z"]])

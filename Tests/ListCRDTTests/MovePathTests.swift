@@ -2,12 +2,13 @@ import Foundation
 import Testing
 @testable import ListCRDT
 import ListSyncSimulation
+import ListSyncTestTraits
 
 /// The one-item move path of `ListDocument.moveItem(from:to:)` (the item's row is known, the new
 /// slot is placed right after its left origin with no search, and the operation resolves without
 /// arrays) must make exactly the operation, and reach exactly the state, that the general selection
 /// path `moveItems(_:to:)` makes for a selection of that one item.
-@Suite struct MovePathTests: ScenarioSupport {
+@Suite(.cpuHeavy) struct MovePathTests: ScenarioSupport {
     /// A document with hidden slots everywhere: three sections, deletes, and earlier moves.
     func messyDocument(seed: UInt64) throws -> ListDocument {
         var rng = SplitMix64(seed: seed)

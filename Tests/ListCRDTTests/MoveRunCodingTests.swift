@@ -2,10 +2,11 @@ import Foundation
 import Testing
 @testable import ListCRDT
 import ListSyncSimulation
+import ListSyncTestTraits
 
 /// Move runs (Docs/WireFormat.md §2.6): exact round trips of any batch of moves, the version the
 /// encoder picks, compactness, and a typed error for every malformed packed area.
-@Suite struct MoveRunCodingTests {
+@Suite(.cpuHeavy) struct MoveRunCodingTests {
     // MARK: Helpers
 
     static func id(_ counter: UInt64, _ replica: UInt64) -> OpID { OpID(counter: counter, replica: ReplicaID(replica)) }

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 @testable import ListCRDT
 import ListSyncSimulation
+import ListSyncTestTraits
 
 /// The compact operation log (`OpLog`, `ListDocument+History.swift`): the operations it gives back
 /// must be equal (`==`) to the ones applied, in application order, however they were stored
@@ -11,7 +12,7 @@ import ListSyncSimulation
 /// The fuzz keeps a shadow copy of every operation each replica applied, made locally or received,
 /// and compares the document's history with it. Replay one seed:
 /// `LISTSYNC_OPLOG_SEED=7 swift test --filter OpLogTests`.
-@Suite struct OpLogTests {
+@Suite(.cpuHeavy) struct OpLogTests {
     @Test("random multi-replica editing: operations, operations(from:), operations(since:), hasSeen match a shadow log")
     func shadowFuzz() throws {
         let env = ProcessInfo.processInfo.environment

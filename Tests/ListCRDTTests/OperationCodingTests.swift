@@ -2,10 +2,11 @@ import Foundation
 import Testing
 @testable import ListCRDT
 import ListSyncSimulation
+import ListSyncTestTraits
 
 /// The operation batch encoding (Docs/WireFormat.md): exact round trips, compactness of runs,
 /// and typed errors (never a crash) for truncated, oversized and garbage input.
-@Suite struct OperationCodingTests {
+@Suite(.cpuHeavy) struct OperationCodingTests {
     // MARK: Helpers
 
     static func id(_ counter: UInt64, _ replica: UInt64) -> OpID { OpID(counter: counter, replica: ReplicaID(replica)) }

@@ -2,10 +2,11 @@ import Foundation
 import Testing
 @testable import ListCRDT
 import ListSyncSimulation
+import ListSyncTestTraits
 
 /// One replica against a plain `[[Item]]` model: thousands of seeded random edit sequences,
 /// compared after every edit.
-@Suite struct ReferenceModelTests {
+@Suite(.cpuHeavy) struct ReferenceModelTests {
     static let seeds = UInt64(ProcessInfo.processInfo.environment["LISTSYNC_MODEL_SEEDS"] ?? "") ?? 2_000
     static let steps = 80
 

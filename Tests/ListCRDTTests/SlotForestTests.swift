@@ -1,9 +1,10 @@
 import Testing
 @testable import ListCRDT
 import ListSyncSimulation
+import ListSyncTestTraits
 
 /// The counted B-trees on their own, against plain arrays of (slot, visible).
-@Suite struct SlotForestTests {
+@Suite(.cpuHeavy) struct SlotForestTests {
     /// Inserts at random places and random visibility flips in `trees` trees of one forest, each
     /// checked against an array. Lookups go through the finger (`findVisibleNear`) half the time,
     /// often near the previous one, as editing does; the answers must match a full descent.

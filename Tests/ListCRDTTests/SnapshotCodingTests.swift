@@ -2,10 +2,11 @@ import Foundation
 import Testing
 @testable import ListCRDT
 import ListSyncSimulation
+import ListSyncTestTraits
 
 /// Whole-document snapshots (Docs/WireFormat.md, "Snapshots"): a loaded snapshot is the same
 /// document, on any replica; malformed or inconsistent snapshots give typed errors.
-@Suite struct SnapshotCodingTests {
+@Suite(.cpuHeavy) struct SnapshotCodingTests {
     /// Loads `doc`'s snapshot as another replica and checks that it is the same document.
     func expectSameAfterLoading(_ doc: ListDocument, as replica: UInt64 = 77, sourceLocation: SourceLocation = #_sourceLocation) throws {
         let bytes = doc.encodedSnapshot()

@@ -2,11 +2,12 @@ import Foundation
 import Testing
 @testable import ListCRDT
 import ListSyncSimulation
+import ListSyncTestTraits
 
 /// Damaged state snapshots (format version 2): every truncation and thousands of seeded bit flips
 /// either throw a ``WireError`` or load a document that passes ``ListDocument/checkInvariants()``
 /// (a flip in a value's bytes, or one the format cannot tell from another valid document).
-@Suite struct StateSnapshotFuzzTests {
+@Suite(.cpuHeavy) struct StateSnapshotFuzzTests {
     /// A small document that every kind of edit touched, and its state snapshot.
     static func sample(seed: UInt64 = 5) -> (ListDocument, [UInt8]) {
         let (_, doc) = OperationCodingTests.randomHistory(seed: seed, replicas: 3, edits: 40)

@@ -3,11 +3,12 @@ import Testing
 @testable import ListCRDT
 import ListSyncSimulation
 import ListSyncTestSupport
+import ListSyncTestTraits
 
 /// State snapshots (format version 2, Docs/WireFormat.md §5.2): a loaded state snapshot is the same
 /// document as the saved one in everything a test can see, keeps working the same way, and any
 /// damaged snapshot is a typed error or (when only a value's bytes changed) a sound document.
-@Suite struct StateSnapshotTests {
+@Suite(.cpuHeavy) struct StateSnapshotTests {
     /// Loads `doc`'s state snapshot as `replica` and checks everything visible against `doc`;
     /// returns the loaded document.
     @discardableResult

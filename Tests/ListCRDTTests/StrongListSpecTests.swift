@@ -2,6 +2,7 @@ import Foundation
 import Testing
 @_spi(Testing) @testable import ListCRDT
 import ListSyncSimulation
+import ListSyncTestTraits
 
 /// The strong list specification, checked on random multi-replica histories: there is one order of
 /// all the items ever inserted into a section such that every replica, at every moment, shows the
@@ -25,7 +26,7 @@ import ListSyncSimulation
 ///
 /// Replay one seed: `LISTSYNC_SPEC_SEED=123 swift test --filter StrongListSpecTests`.
 /// More seeds: `LISTSYNC_SPEC_SEEDS=5000`.
-@Suite struct StrongListSpecTests {
+@Suite(.cpuHeavy) struct StrongListSpecTests {
     static let environment = ProcessInfo.processInfo.environment
 
     static var seeds: [UInt64] {

@@ -1,9 +1,10 @@
 import Foundation
 import Testing
 @testable import ListCRDT
+import ListSyncTestTraits
 
 /// Real editing traces, applied as lists of one-character items.
-@Suite struct TraceTests {
+@Suite(.cpuHeavy) struct TraceTests {
     /// Applies a trace to a one-section document, one operation per element.
     static func replay(_ trace: EditingTrace, on doc: inout ListDocument) throws {
         for edit in trace.edits {

@@ -7,12 +7,13 @@ import Testing
 import Glibc
 #elseif canImport(Darwin)
 import Darwin
+import ListSyncTestTraits
 #endif
 
 /// The probe's document id (Sources/listsync-store-probe/main.swift).
 let probeDocument = DocumentID(high: 0x4C53_594E_4350_524F, low: 0x4245_0000_0000_0001)
 
-@Suite("kill -9: a child appends and reports each acknowledged batch; killed at random, nothing acknowledged is lost")
+@Suite("kill -9: a child appends and reports each acknowledged batch; killed at random, nothing acknowledged is lost", .ownThread)
 struct KillTests {
     /// The probe executable, built with the tests (a dependency of this target): next to the test
     /// bundle in the build products folder.

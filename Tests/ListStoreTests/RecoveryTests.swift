@@ -3,6 +3,7 @@ import ListCRDT
 import ListSyncSimulation
 import Testing
 @testable import ListStore
+import ListSyncTestTraits
 
 /// A log written through the store, with the log length and the document after each batch.
 struct WrittenLog {
@@ -35,7 +36,7 @@ struct WrittenLog {
     func batchesComplete(at offset: Int) -> Int { boundaries.lastIndex { $0 <= offset }! }
 }
 
-@Suite("Recovery: torn writes at every byte, bit flips and zero-filled tails, a crash at every step")
+@Suite("Recovery: torn writes at every byte, bit flips and zero-filled tails, a crash at every step", .cpuHeavy)
 struct RecoveryTests {
     @Test("a log cut at every byte offset of its last records recovers exactly the records before the cut, tail kept aside")
     func tornWrites() throws {

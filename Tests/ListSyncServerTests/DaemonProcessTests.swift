@@ -5,10 +5,11 @@ import ListSyncServer
 import ListSyncTestSupport
 import Synchronization
 import Testing
+import ListSyncTestTraits
 
 /// The real `listsync` binary as a process: `serve` with a temporary data folder, client
 /// commands against it, SIGKILL and restarts.
-@Suite("The daemon as a process", .serialized, .timeLimit(.minutes(3)))
+@Suite("The daemon as a process", .ownThread, .serialized, .timeLimit(.minutes(3)))
 struct DaemonProcessTests {
     @Test("zero flags but the address (from the environment): creates its folder and key (0600), persists across a restart")
     func zeroFlagStart() throws {
@@ -172,7 +173,7 @@ struct DaemonProcessTests {
 }
 
 /// Daemons peered in a line, A – B – C.
-@Suite("Daemons peered", .serialized, .timeLimit(.minutes(3)))
+@Suite("Daemons peered", .ownThread, .serialized, .timeLimit(.minutes(3)))
 struct PeeredDaemonTests {
     @Test("A–B–C: edits on A reach C; B killed, both ends edit, B back: all converge")
     func line() throws {
@@ -302,7 +303,7 @@ struct DiscoveryTests {
 }
 
 /// The admin HTTP port of a daemon process.
-@Suite("Admin HTTP", .serialized, .timeLimit(.minutes(1)))
+@Suite("Admin HTTP", .ownThread, .serialized, .timeLimit(.minutes(1)))
 struct AdminHTTPTests {
     /// GETs `path` with a raw HTTP/1.0 request: (status, body).
     static func get(_ port: UInt16, _ path: String) async throws -> (Int, String) {

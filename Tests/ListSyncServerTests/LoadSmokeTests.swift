@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import ListSyncTestTraits
 
 /// Runs the built `listsync-load` with `args` (and `--json`): its exit status and result.
 func runLoad(_ args: [String]) throws -> (Int32, [String: Any]) {
@@ -21,7 +22,7 @@ func runLoad(_ args: [String]) throws -> (Int32, [String: Any]) {
 
 /// The load generator (Benchmarks/Sources/listsync-load) in small: a CI smoke of the figures of
 /// Docs/Reliability.md. The full run is `bash Benchmarks/load.sh`.
-@Suite("Load smoke: clients editing shared lists through a daemon process", .timeLimit(.minutes(2)))
+@Suite("Load smoke: clients editing shared lists through a daemon process", .ownThread, .timeLimit(.minutes(2)))
 struct LoadSmokeTests {
     @Test("16 clients × 40 edits on 4 documents (40% moves): all acknowledged, converged, every item once")
     func smoke() throws {
@@ -34,7 +35,7 @@ struct LoadSmokeTests {
     }
 }
 
-@Suite("Kill -9 under load", .timeLimit(.minutes(2)))
+@Suite("Kill -9 under load", .ownThread, .timeLimit(.minutes(2)))
 struct KillUnderLoadTests {
     @Test("20 SIGKILLs of the daemon while 8 clients insert: every acknowledged insert survives, each item once")
     func killCycles() throws {

@@ -1,11 +1,12 @@
 import Foundation
 import Testing
+import ListSyncTestTraits
 @_spi(Testing) import ListCRDT
 @testable @_spi(Testing) import ListSync
 @_spi(Testing) import ListSyncSimulation
 
 /// The simulator: seeded multi-replica runs over a faulty network, checked for convergence.
-@Suite struct SimulatorTests {
+@Suite(.cpuHeavy) struct SimulatorTests {
     static let environment = ProcessInfo.processInfo.environment
 
     /// The CI volume: 2,000 seeds × 3–5 replicas × 100 edits with loss, duplication, reordering
@@ -78,7 +79,7 @@ import Testing
 
 /// Test power: deliberately broken engines must be caught, and the number of seeds each needs is
 /// reported (`swift test --filter TestPowerTests` prints it).
-@Suite struct TestPowerTests {
+@Suite(.cpuHeavy) struct TestPowerTests {
     static func seedsToCatch(_ variant: EngineVariant, limit: UInt64 = 200) -> UInt64? {
         for seed in 0..<limit {
             var config = SimulationConfiguration()

@@ -1,0 +1,131 @@
+import Foundation
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+// Long tests run on threads of their own, not on Swift's cooperative pool.
+//
+// Swift Testing runs every test on the cooperative pool, which has one thread per core (two on the
+// CI machine). A test that computes for a minute, or blocks waiting for a child process, holds one
+// of those threads all that time; two such tests at once hold them all, and every task in the
+// process stops: an in-process server's handler, a daemon actor, the continuation of a socket test
+// that waits for them. Nothing is wrong, yet the socket test fails at its deadline (CI did, twice).
+//
+// `.ownThread` (or `.cpuHeavy`) on a suite or a test runs each of its test cases with a task executor preference
+// for a dedicated thread (SE-0417): the test's synchronous code and the async code it awaits run
+// there, in the same task (so `#expect` and `Issue.record` still belong to the test), and the
+// pool's threads stay free for everything else. At most `limit` such tests run at once; the
+// others wait without holding any thread.
+
+/// Runs each test case of the suite or test it is applied to on a thread of its own (see above).
+public struct OwnThreadTrait: TestTrait, SuiteTrait, TestScoping {
+    /// Whether the test mostly computes (then it runs at a lower priority, at most one per core at
+    /// once) or mostly waits (then it starts at once, at normal priority: its time limit runs).
+    public var computes: Bool
+
+    public var isRecursive: Bool { true }
+
+    public func scopeProvider(for test: Test, testCase: Test.Case?) -> OwnThreadTrait? {
+        testCase == nil ? nil : self
+    }
+
+    public func provideScope(for test: Test, testCase: Test.Case?,
+                             performing function: @Sendable () async throws -> Void) async throws {
+        let threads = computes ? TestThreads.computing : TestThreads.waiting
+        let executor = await threads.acquire()
+        do {
+            try await withTaskExecutorPreference(executor) {
+                // The preference applies from the next enqueue on: suspend once so that even a
+                // test that never awaits runs on the dedicated thread.
+                await Task.yield()
+                try await function()
+            }
+        } catch {
+            await threads.release(executor)
+            throw error
+        }
+        await threads.release(executor)
+    }
+}
+
+extension Trait where Self == OwnThreadTrait {
+    /// Runs each test case on a thread of its own instead of the cooperative pool, at once and at
+    /// normal priority: for tests that block on processes, files or sockets.
+    public static var ownThread: Self { OwnThreadTrait(computes: false) }
+
+    /// Runs each test case on a thread of its own at a lower priority (nice 10), at most one per
+    /// core at once: for tests that compute for seconds. Whatever waits on the pool, or on a
+    /// daemon process a test started, goes first.
+    public static var cpuHeavy: Self { OwnThreadTrait(computes: true) }
+}
+
+/// The dedicated threads, reused: at most `limit` are handed out at once.
+actor TestThreads {
+    static let computing = TestThreads(name: "cpu", limit: max(2, ProcessInfo.processInfo.activeProcessorCount), nice: 10)
+    static let waiting = TestThreads(name: "wait", limit: .max, nice: 0)
+
+    private let name: String
+    private let limit: Int
+    private let nice: Int32
+    private var idle: [ThreadExecutor] = []
+    private var created = 0
+    private var queue: [CheckedContinuation<ThreadExecutor, Never>] = []
+
+    init(name: String, limit: Int, nice: Int32) {
+        self.name = name
+        self.limit = limit
+        self.nice = nice
+    }
+
+    func acquire() async -> ThreadExecutor {
+        if let executor = idle.popLast() { return executor }
+        if created < limit {
+            created += 1
+            // A thread name on Linux has at most 15 bytes (else it is not set at all).
+            return ThreadExecutor(name: "test-\(name)-\(created)", nice: nice)
+        }
+        return await withCheckedContinuation { queue.append($0) }
+    }
+
+    func release(_ executor: ThreadExecutor) {
+        if queue.isEmpty { idle.append(executor) } else { queue.removeFirst().resume(returning: executor) }
+    }
+}
+
+/// A task executor that runs its jobs, in order, on one thread it owns for the life of the process.
+final class ThreadExecutor: TaskExecutor, @unchecked Sendable {   // state guarded by `condition`
+    private let condition = NSCondition()
+    private var jobs: [UnownedJob] = []
+
+    init(name: String, nice: Int32) {
+        let thread = Thread { [unowned(unsafe) self] in
+            Thread.current.name = name   // set on the thread itself, else Linux keeps the creator's name
+            #if canImport(Glibc)
+            // On Linux the nice value is per thread, and who = 0 is the calling thread.
+            if nice != 0 { _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, nice) }
+            #endif
+            self.run()
+        }
+        thread.stackSize = 8 << 20
+        thread.start()
+    }
+
+    func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        condition.lock()
+        jobs.append(job)
+        condition.signal()
+        condition.unlock()
+    }
+
+    private func run() {
+        while true {
+            condition.lock()
+            while jobs.isEmpty { condition.wait() }
+            let job = jobs.removeFirst()
+            condition.unlock()
+            job.runSynchronously(on: asUnownedTaskExecutor())
+        }
+    }
+}
