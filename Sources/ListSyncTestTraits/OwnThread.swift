@@ -60,6 +60,14 @@ extension Trait where Self == OwnThreadTrait {
     public static var cpuHeavy: Self { OwnThreadTrait(computes: true) }
 }
 
+let testThreadKey = "ListSyncTestTraits.thread"
+
+/// The name of the dedicated test thread this runs on (see ``OwnThreadTrait``), or nil on any
+/// other thread. A synchronous call: threads are not for async code to ask about.
+public func currentTestThread() -> String? {
+    Thread.current.threadDictionary[testThreadKey] as? String
+}
+
 /// The dedicated threads, reused: at most `limit` are handed out at once.
 actor TestThreads {
     static let computing = TestThreads(name: "cpu", limit: max(2, ProcessInfo.processInfo.activeProcessorCount), nice: 10)
@@ -100,7 +108,10 @@ final class ThreadExecutor: TaskExecutor, @unchecked Sendable {   // state guard
 
     init(name: String, nice: Int32) {
         let thread = Thread { [unowned(unsafe) self] in
-            Thread.current.name = name   // set on the thread itself, else Linux keeps the creator's name
+            // Recognised by the dictionary entry, not the name: Foundation's Thread.name setter can
+            // race with start() and leave the creator's name (it did once in CI).
+            Thread.current.name = name
+            Thread.current.threadDictionary[testThreadKey] = name
             #if canImport(Glibc)
             // On Linux the nice value is per thread, and who = 0 is the calling thread.
             if nice != 0 { _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, nice) }

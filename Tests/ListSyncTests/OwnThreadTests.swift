@@ -6,7 +6,7 @@ import Glibc
 import ListSyncTestTraits
 
 /// The name of the thread this runs on (a synchronous call: `Thread.current` is not for async code).
-private func threadName() -> String { Thread.current.name ?? "" }
+private func threadName() -> String { currentTestThread() ?? "pool thread \(Thread.current.name ?? "")" }
 
 @Suite("Test threads: .ownThread keeps long tests off the cooperative pool")
 struct OwnThreadTests {
