@@ -7,18 +7,22 @@ extension StateSnapshotDecoder {
     // MARK: Registers
 
     /// Each entity's position register: its slot with the greatest write (a move's, when a move
-    /// wins; else its insert's, which `readSlots` set).
-    mutating func deriveWinners() {
+    /// wins; else its insert's, which the entity's row holds from the start). For the sections, or
+    /// for the items (once their rows are written); the items whose register a move writes are
+    /// retracted from the visibility first and added to `touched`.
+    mutating func deriveWinners(items: Bool, touched: inout [EntityIndex]) {
+        let kind: OpLog.Kind = items ? .moveItems : .moveSection
         for rec in doc.log.records.indices {
             let record = doc.log.records[rec]
-            guard record.kind == .moveItems || record.kind == .moveSection else { continue }
+            guard record.kind == kind else { continue }
             let write = doc.log.id(record: rec, operation: 0)
             for k in 0 ..< record.count {
                 let lv = record.payload + k
                 let e = doc.slots.entity(of: lv)
-                if record.kind == .moveSection {
+                if !items {
                     if write > doc.sections.winnerID(e) { doc.sections.setWinner(lv, write: write, of: e) }
                 } else if write > doc.items.winnerID(e) {
+                    retract(e, into: &touched)
                     doc.items.setWinner(lv, write: write, of: e)
                     doc.items.rows[e.int].section = doc.slots.sequence(of: lv).section
                 }
@@ -26,10 +30,25 @@ extension StateSnapshotDecoder {
         }
     }
 
-    /// The delete registers of one table, as runs.
-    mutating func readDeleted(items: Bool) throws(WireError) {
-        let total = items ? doc.items.count : doc.sections.count
+    /// Before a write to item `e`'s registers: takes back what its row counted when it was written
+    /// (its insert slot shown, when untouched and so alive), and notes it in `touched`, once: an
+    /// item has registers only after a first write, which came here.
+    @inline(__always)
+    mutating func retract(_ e: EntityIndex, into touched: inout [EntityIndex]) {
+        let row = doc.items.rows[e.int]
+        guard row.packedState < 0 else { return }   // retracted already
+        if row.packedState == -1 {
+            visible[Int(row.winner)] = false
+            itemsShown[row.section.int] -= 1
+        }
+        touched.append(e)
+    }
+
+    /// The delete registers of one table, as runs, read into deleted-at-insert ranges and explicit
+    /// registers (in entity order).
+    mutating func readDeletedRuns(total: Int) throws(WireError) -> (own: [Range<Int>], explicit: [(EntityIndex, OpID)]) {
         let runs = try r.count(minBytes: 2)
+        var own: [Range<Int>] = [], explicit: [(EntityIndex, OpID)] = []
         var e = 0
         for _ in 0 ..< runs {
             let at = r.offset
@@ -41,20 +60,86 @@ extension StateSnapshotDecoder {
             case StateSnapshotEncoder.DeletedTag.none.rawValue:
                 break
             case StateSnapshotEncoder.DeletedTag.own.rawValue:
-                // What setDeleted(id, of:) does to an entity without registers (none yet: only
-                // moved ones have them, and a move's register is written before this).
-                if items { doc.items.markDeletedAtInsert(e ..< e + n) } else { doc.sections.markDeletedAtInsert(e ..< e + n) }
+                own.append(e ..< e + n)
             case StateSnapshotEncoder.DeletedTag.explicit.rawValue:
-                for x in e ..< e + n {
-                    let seen = try id()
-                    if items { doc.items.setDeleted(seen, of: EntityIndex(x)) } else { doc.sections.setDeleted(seen, of: EntityIndex(x)) }
-                }
+                for x in e ..< e + n { explicit.append((EntityIndex(x), try id())) }
             default:
                 throw .invalidTag(UInt8(truncatingIfNeeded: tag), offset: tagAt)
             }
             e += n
         }
         guard e == total else { throw .invalidValue("delete registers for \(e) of \(total) entities", offset: r.offset) }
+        return (own, explicit)
+    }
+
+    /// The sections' delete registers.
+    mutating func readSectionDeletes() throws(WireError) {
+        let (own, explicit) = try readDeletedRuns(total: doc.sections.count)
+        // What setDeleted(id, of:) does to an entity deleted by a delete that saw its insert.
+        for range in own { doc.sections.markDeletedAtInsert(range) }
+        for (s, seen) in explicit { doc.sections.setDeleted(seen, of: s) }
+    }
+
+    /// The items' delete registers; then the items' rows, written once each with their delete
+    /// state (``writeItemRows(deletedAtInsert:)``), the moves' position registers and the
+    /// explicit delete registers; and the visibility of the items they touched.
+    mutating func readItemDeletes() throws(WireError) {
+        let (own, explicit) = try readDeletedRuns(total: itemCount)
+        writeItemRows(deletedAtInsert: own)
+        var touched: [EntityIndex] = []
+        deriveWinners(items: true, touched: &touched)
+        for (x, seen) in explicit {
+            retract(x, into: &touched)
+            doc.items.setDeleted(seen, of: x)
+        }
+        // Each touched item once (see retract), shown where its registers say.
+        for x in touched where doc.items.isAlive(x) {
+            let row = doc.items.rows[x.int]
+            visible[Int(row.winner)] = true
+            itemsShown[row.section.int] += 1
+        }
+    }
+
+    /// Writes every item's row from `itemPieces`, in one pass: the insert's id, slot and section,
+    /// deleted at its insert in the ranges `own` (sorted, disjoint), else untouched; and, for the
+    /// untouched, the visibility of its slot and its count in its section.
+    ///
+    /// - Complexity: O(items + ranges).
+    mutating func writeItemRows(deletedAtInsert own: [Range<Int>]) {
+        visible = Array(repeating: false, count: doc.slots.count)
+        itemsShown = Array(repeating: 0, count: doc.sections.count)
+        let pieces = itemPieces
+        var shown = itemsShown
+        itemsShown = []
+        defer { itemsShown = shown }
+        doc.items.rows = visible.withUnsafeMutableBufferPointer { visible in
+            [EntityTable.Row](unsafeUninitializedCapacity: itemCount) { rows, initialized in
+                var e = 0, o = 0
+                for piece in pieces {
+                    var k = 0
+                    while k < piece.count {
+                        // The longest stretch from entity e + k in one delete state.
+                        while o < own.count && own[o].upperBound <= e + k { o += 1 }
+                        let dead = o < own.count && own[o].lowerBound <= e + k
+                        let bound = o < own.count ? (dead ? own[o].upperBound : own[o].lowerBound) : Int.max
+                        let stop = min(piece.count, bound - e)
+                        let state: Int32 = dead ? -2 : -1
+                        for j in k ..< stop {
+                            (rows.baseAddress! + e + j).initialize(to: EntityTable.Row(
+                                id: OpID(counter: piece.id.counter &+ UInt64(j), replica: piece.id.replica),
+                                winner: piece.lv &+ Int32(j), section: piece.section, packedState: state))
+                        }
+                        if !dead {
+                            (visible.baseAddress! + Int(piece.lv) + k).update(repeating: true, count: stop - k)
+                            shown[piece.section.int] += stop - k
+                        }
+                        k = stop
+                    }
+                    e += piece.count
+                }
+                initialized = e
+            }
+        }
     }
 
     /// The values of one table, and the insert values that later writes replaced.

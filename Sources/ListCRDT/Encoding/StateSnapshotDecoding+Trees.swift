@@ -12,6 +12,7 @@ extension StateSnapshotDecoder {
     static func entries(of runs: ArraySlice<(start: Int32, count: Int32)>, tree t: Int32, slots: SlotStore,
                                 visible: [Bool]) -> ([SlotForest.Entry], bad: Int32) {
         var entries: [SlotForest.Entry] = []
+        entries.reserveCapacity(runs.count)   // at least one entry per run
         for run in runs {
             var lv = run.start
             let end = run.start + run.count
@@ -49,24 +50,7 @@ extension StateSnapshotDecoder {
     /// visible (§3.5), no other slot.
     mutating func readTrees() throws(WireError) {
         let slotCount = doc.slots.count
-        var itemsShown = Array(repeating: 0, count: doc.sections.count)
-        var visible = Array(repeating: false, count: slotCount)
-        let items = doc.items
-        visible.withUnsafeMutableBufferPointer { visible in
-            itemsShown.withUnsafeMutableBufferPointer { itemsShown in
-                items.rows.withUnsafeBufferPointer { rows in
-                    for i in 0 ..< rows.count {
-                        let row = rows[i]
-                        // isAlive, read from the row for the entities without registers.
-                        let alive = row.packedState == -1 || (row.packedState >= 0 && items.isAlive(EntityIndex(i)))
-                        if alive {
-                            itemsShown[row.section.int] &+= 1
-                            visible[Int(row.winner)] = true
-                        }
-                    }
-                }
-            }
-        }
+        // The items' visibility came with their rows (``writeItemRows(deletedAtInsert:)``).
         for s in doc.sections.indices {
             let shown = doc.sections.isAlive(s) || itemsShown[s.int] > 0
             doc.sectionShown[s.int] = shown

@@ -19,6 +19,15 @@ struct StateSnapshotDecoder {
     var seen: [Int32] = []
     /// The slots of moves (not new entities), as ranges of local versions in increasing order.
     var moveSlots: [Range<Int32>] = []
+    /// The item slot runs that made new entities, in entity order: the items' rows are written
+    /// from them in one pass once the items' delete registers are read (``readItemDeletes()``).
+    var itemPieces: [(id: OpID, lv: Int32, section: EntityIndex, count: Int)] = []
+    /// The number of items.
+    var itemCount = 0
+    /// Whether each slot shows, and how many items each section shows: derived as the items'
+    /// rows are written, completed by ``readTrees()`` with the sections.
+    var visible: [Bool] = []
+    var itemsShown: [Int] = []
     /// The most slots, and log operations, the input may claim (16 per byte, plus 65,536: every
     /// slot or operation but a run's costs at least a byte, and runs are bounded likewise).
     let limit: Int
@@ -49,9 +58,10 @@ struct StateSnapshotDecoder {
         }
         try readSlots()
         try readLog()
-        deriveWinners()
-        try readDeleted(items: false)
-        try readDeleted(items: true)
+        var none: [EntityIndex] = []
+        deriveWinners(items: false, touched: &none)   // the items' come with their rows
+        try readSectionDeletes()
+        try readItemDeletes()
         try readValues(items: false)
         try readValues(items: true)
         try readFrontier()
@@ -111,10 +121,9 @@ struct StateSnapshotDecoder {
         }
         let n = Int(slotCount)
         let pieces = try r.count(minBytes: 7)
-        doc.slots.reserveCapacity(forMore: n)
-        // The items' rows are written in one pass at the end, from these pieces.
-        var itemPieces: [(id: OpID, lv: Int32, section: EntityIndex, count: Int)] = []
-        var itemCount = 0
+        doc.slots.reserveCapacity(forMore: n, runs: pieces)
+        // The items' rows are written in one pass later, from these pieces (``readItemDeletes()``).
+        itemPieces.reserveCapacity(pieces)
         var lastEnd = Array(repeating: UInt64(0), count: replicas.count)
         var previousEnd: UInt64 = 0
         var lv: Int32 = 0
@@ -171,18 +180,6 @@ struct StateSnapshotDecoder {
         }
         guard Int(lv) == n else { throw .invalidValue("the slot runs hold \(lv) slots, not \(n)", offset: at) }
         doc.sectionShown = Array(repeating: false, count: doc.sections.count)
-        doc.items.rows = [EntityTable.Row](unsafeUninitializedCapacity: itemCount) { rows, initialized in
-            var e = 0
-            for piece in itemPieces {
-                for k in 0 ..< piece.count {
-                    (rows.baseAddress! + e + k).initialize(to: EntityTable.Row(
-                        untouched: OpID(counter: piece.id.counter &+ UInt64(k), replica: piece.id.replica),
-                        winner: piece.lv &+ Int32(k), section: piece.section))
-                }
-                e += piece.count
-            }
-            initialized = e
-        }
     }
 
     // MARK: Log
@@ -190,6 +187,7 @@ struct StateSnapshotDecoder {
     /// The log records, each checked against the slots; the version vector follows from them.
     mutating func readLog() throws(WireError) {
         let records = try r.count(minBytes: 3)
+        doc.log.reserveCapacity(records: records)
         var lastEnd = Array(repeating: UInt64(0), count: replicas.count)
         var nextSlot: Int64 = 0
         var previousEnd: UInt64 = 0

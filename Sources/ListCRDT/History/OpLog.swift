@@ -78,6 +78,14 @@ struct OpLog: Sendable {
 
     // MARK: Appending
 
+    /// Makes room for `n` more records (a loaded log's, whose count is known), so that they go in
+    /// without reallocating on the way.
+    ///
+    /// - Complexity: O(records) when it grows, else O(1).
+    mutating func reserveCapacity(records n: Int) {
+        records.reserveCapacity(records.count + n)
+    }
+
     /// Appends an applied insert, move or item delete. `payload` is the local version of the first
     /// slot the operation made (inserts, moves), or of the slot the delete's author saw. `span` is
     /// the number of ids the operation uses.

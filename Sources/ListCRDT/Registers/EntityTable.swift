@@ -67,6 +67,11 @@ struct EntityTable: Sendable {
         @inline(__always) init(untouched id: OpID, winner: Int32, section: EntityIndex) {
             (self.id, self.winner, self.section, packedState) = (id, winner, section, -1)
         }
+
+        /// A row with its state packed already (-1 untouched, -2 deleted at its insert).
+        @inline(__always) init(id: OpID, winner: Int32, section: EntityIndex, packedState: Int32) {
+            (self.id, self.winner, self.section, self.packedState) = (id, winner, section, packedState)
+        }
     }
 
     /// The position write and delete registers of an entity that moved, or whose delete register

@@ -230,11 +230,13 @@ extension SlotStore {
 
 extension SlotStore {
     /// Makes room for `n` more slots at once (at least doubling the room when it grows, as
-    /// appending does), so that the runs of a loaded batch go in without reallocating on the way.
+    /// appending does), and for `r` more runs, so that the runs of a loaded batch go in without
+    /// reallocating on the way.
     ///
     /// - Complexity: O(count) when it grows, else O(1).
-    mutating func reserveCapacity(forMore n: Int) {
+    mutating func reserveCapacity(forMore n: Int, runs r: Int = 0) {
         let needed = slots.count + n
         if slots.capacity < needed { slots.reserveCapacity(max(needed, 2 * slots.capacity)) }
+        if runs.capacity < runs.count + r { runs.reserveCapacity(max(runs.count + r, 2 * runs.capacity)) }
     }
 }
