@@ -11,10 +11,13 @@ import Synchronization
 // every peer link through a fault proxy of its own (B→A, C→B, C→A), each proxy injecting seeded
 // faults all along (delays, stalls, drops, cuts at random bytes). Then:
 //   1. a document made on A reaches B and C; A inserts three items; all converge;
-//   2. partition: A is cut off from C, and B is either killed (SIGKILL) or partitioned from both;
-//      every live daemon takes acknowledged edits (inserts and a move) meanwhile;
-//   3. heal: B restarted if it was killed, then every proxy healed (no partition, no fault);
-//   4. the time until all three hold the same list, with every acknowledged insert there once.
+//   2. all three take acknowledged edits (inserts and a move) for about a second, with the faults;
+//      then the partition: A is cut off from C, and B is either killed (SIGKILL) or partitioned
+//      from both; every live daemon takes as many edits again meanwhile;
+//   3. heal: every proxy healed (no partition, no fault any more), then B restarted if it was
+//      killed;
+//   4. the time from the heal until all three hold the same list, with every acknowledged insert
+//      there once.
 // Every choice (the partition mode, B's fate, the partition's length, the faults) comes from the
 // seed; the run prints it.
 
@@ -27,7 +30,7 @@ let scenarioUsage = """
     converge with every acknowledged edit there once.
       --seed S       the first seed (default 1)
       --runs N       runs (default 1)
-      --edits N      acknowledged inserts per live daemon during the partition (default 6)
+      --edits N      acknowledged inserts per live daemon before and during the partition (default 6)
       --binary PATH  the listsync binary (default: next to this one)
       --timeout S    seconds to wait for convergence after the heal (default 30)
     """
@@ -205,17 +208,19 @@ struct Observer {
     var live: LiveDocument
 }
 
-/// The fault plan of peer link `link` in the run of `seed`: delays up to 20 ms, stalls, drops and
-/// cuts at random bytes, all the time until the heal.
+/// The fault plan of peer link `link` in the run of `seed`, all the time until the heal: each
+/// segment (1–512 bytes) delayed 0–20 ms, 5% of them stalling 50–500 ms; 15% of the connections
+/// dropped at once, 40% cut within their first 3,000 bytes (a peer link's handshake, listing and
+/// subscriptions take about 1–2 KB, so cuts fall in all of them).
 func linkPlan(seed: UInt64, link: UInt64, mode: PartitionMode) -> FaultPlan {
     var p = FaultPlan(seed: seed &* 1_000 &+ link)
     p.delay = .zero ... .milliseconds(20)
-    p.segmentBytes = 1 ... 4_096
-    p.stallProbability = 0.02
+    p.segmentBytes = 1 ... 512
+    p.stallProbability = 0.05
     p.stall = .milliseconds(50) ... .milliseconds(500)
-    p.dropProbability = 0.1
-    p.cutProbability = 0.3
-    p.cutBytes = 1 ... 20_000
+    p.dropProbability = 0.15
+    p.cutProbability = 0.4
+    p.cutBytes = 1 ... 3_000
     p.partitionMode = mode
     return p
 }
@@ -276,7 +281,9 @@ func runScenario(seed: UInt64, edits: Int, binary: String, timeout: Double) asyn
             throw ScenarioError("the first edits did not reach every daemon")
         }
 
-        // 2. Partition: A | C, and B killed or cut off from both.
+        // 2. Every daemon edits while the links suffer faults; then the partition: A | C, and B
+        //    killed or cut off from both; every live daemon edits again.
+        await edit(doc, observers, phase: "f", count: edits, ledger: ledger)
         await ca.partition()
         if killB {
             await observers[1]!.client.close()
@@ -287,39 +294,14 @@ func runScenario(seed: UInt64, edits: Int, binary: String, timeout: Double) asyn
             await cb.partition()
         }
         let partitionStart = ContinuousClock.now
-        let writers: [(Int, Observer)] = observers.enumerated().compactMap { i, o in o.map { (i, $0) } }
-        await withTaskGroup(of: Void.self) { group in
-            for (i, o) in writers {
-                group.addTask {
-                    let name = ["a", "b", "c"][i]
-                    for k in 0..<edits {
-                        let value = "\(name)-\(k)"
-                        do {
-                            try await o.client.edit(doc) { d throws(ListError) in
-                                let s = k % 2
-                                let n = try d.itemCount(inSection: s)
-                                _ = try d.insertItem(atRow: (k * 7) % (n + 1), inSection: s, value: Data(value.utf8))
-                            }
-                            ledger.acknowledged.withLock { _ = $0.insert(value) }
-                        } catch {
-                            ledger.failed.withLock { $0 += 1 }
-                        }
-                        if k == edits / 2 {
-                            // A move of an item all three had: concurrent moves of the same items.
-                            _ = try? await o.client.edit(doc) { d throws(ListError) in
-                                if try d.itemCount(inSection: 0) > 1 {
-                                    _ = try d.moveItem(from: IndexPath(item: 0, section: 0), to: IndexPath(item: 0, section: 1))
-                                }
-                            }
-                        }
-                    }
-                }
-            }
-        }
+        await edit(doc, observers, phase: "p", count: edits, ledger: ledger)
         let left = Duration.milliseconds(partitionMs) - (ContinuousClock.now - partitionStart)
         if left > .zero { try await Task.sleep(for: left) }
 
-        // 3. Heal: B back first (on its port, the proxy to it unchanged), then every link.
+        // 3. Heal every link (no partition, no fault any more); B, if it was killed, restarts on
+        //    its port (the proxy to it unchanged): its start counts in the time to converge.
+        for p in proxies { await p.heal() }
+        let healed = ContinuousClock.now
         if killB {
             var restarted: ServeProcess?
             for _ in 0..<50 where restarted == nil {
@@ -331,15 +313,12 @@ func runScenario(seed: UInt64, edits: Int, binary: String, timeout: Double) asyn
             processes.append(b)
             observers[1] = try await observe(port: ports[1], key: key, document: doc, within: 10)
         }
-        for p in proxies { await p.heal() }
-        let healed = ContinuousClock.now
 
         // 4. Converged: the same list on all three, every acknowledged insert there once.
         let acknowledged = ledger.acknowledged.withLock { $0 }
-        let waited = try await waitConverged(observers.map { $0! }, acknowledged: acknowledged, within: timeout)
-        let elapsed = ContinuousClock.now - healed
-        result.converged = waited != nil
-        result.convergeMs = Double((waited ?? elapsed).nanoseconds) / 1e6
+        let convergedAt = try await waitConverged(observers.map { $0! }, acknowledged: acknowledged, within: timeout)
+        result.converged = convergedAt != nil
+        result.convergeMs = Double(((convergedAt ?? ContinuousClock.now) - healed).nanoseconds) / 1e6
         result.acknowledged = acknowledged.count
         result.failedEdits = ledger.failed.withLock { $0 }
         let items = observers[0]!.live.snapshot.sections.flatMap(\.items)
@@ -353,6 +332,42 @@ func runScenario(seed: UInt64, edits: Int, binary: String, timeout: Double) asyn
     }
     await cleanUp()
     return result
+}
+
+/// Each live daemon's observer makes `count` acknowledged inserts (values like `a-p3`: daemon,
+/// phase, number) and one move of the first item of the first section, all three at once.
+func edit(_ doc: DocumentID, _ observers: [Observer?], phase: String, count: Int, ledger: Ledger) async {
+    let writers: [(Int, Observer)] = observers.enumerated().compactMap { i, o in o.map { (i, $0) } }
+    await withTaskGroup(of: Void.self) { group in
+        for (i, o) in writers {
+            group.addTask {
+                let name = ["a", "b", "c"][i]
+                for k in 0..<count {
+                    let value = "\(name)-\(phase)\(k)"
+                    do {
+                        try await o.client.edit(doc) { d throws(ListError) in
+                            let s = k % 2
+                            let n = try d.itemCount(inSection: s)
+                            _ = try d.insertItem(atRow: (k * 7) % (n + 1), inSection: s, value: Data(value.utf8))
+                        }
+                        ledger.acknowledged.withLock { _ = $0.insert(value) }
+                    } catch {
+                        ledger.failed.withLock { $0 += 1 }
+                    }
+                    if k == count / 2 {
+                        // A move of an item all three had: concurrent moves of the same items.
+                        _ = try? await o.client.edit(doc) { d throws(ListError) in
+                            if try d.itemCount(inSection: 0) > 1 {
+                                _ = try d.moveItem(from: IndexPath(item: 0, section: 0), to: IndexPath(item: 0, section: 1))
+                            }
+                        }
+                    }
+                    // Spread over about a second, so that the faults meet the traffic.
+                    try? await Task.sleep(for: .milliseconds(1_000 / max(1, count)))
+                }
+            }
+        }
+    }
 }
 
 /// A client of the daemon at `port`: creates the document (on A) or waits until the daemon has it
@@ -380,15 +395,15 @@ func documentID(_ client: DaemonClient) async throws -> DocumentID {
     return d.id
 }
 
-/// Waits until every observer holds the same list, with every acknowledged value in it: the time
-/// it took, or `nil` after `seconds`.
-func waitConverged(_ observers: [Observer], acknowledged: Set<String>, within seconds: Double) async throws -> Duration? {
+/// Waits until every observer holds the same list, with every acknowledged value in it: when that
+/// was seen (polled every 5 ms), or `nil` after `seconds`.
+func waitConverged(_ observers: [Observer], acknowledged: Set<String>, within seconds: Double) async throws -> ContinuousClock.Instant? {
     let start = ContinuousClock.now
     while ContinuousClock.now - start < .seconds(seconds) {
         let snapshots = observers.map(\.live.snapshot)
         if snapshots.allSatisfy({ $0 == snapshots[0] }) {
             let values = Set(snapshots[0].sections.flatMap { $0.items.map { String(decoding: $0.value, as: UTF8.self) } })
-            if values.isSuperset(of: acknowledged) { return ContinuousClock.now - start }
+            if values.isSuperset(of: acknowledged) { return ContinuousClock.now }
         }
         try await Task.sleep(for: .milliseconds(5))
     }
