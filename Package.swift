@@ -21,6 +21,7 @@ let package = Package(
         .executable(name: "listsync", targets: ["listsync"]),
         .executable(name: "listsync-bench", targets: ["listsync-bench"]),
         .executable(name: "listsync-load", targets: ["listsync-load"]),
+        .executable(name: "listsync-faultproxy", targets: ["listsync-faultproxy"]),
     ],
     dependencies: [],
     targets: [
@@ -38,6 +39,9 @@ let package = Package(
         .target(name: "CListSyncLinux"),
         // Sockets on an event loop, frames, the key handshake and sealed frames.
         .target(name: "ListSyncTCP", dependencies: ["ListSync", "ListSyncCrypto", "CListSyncLinux"]),
+        // A TCP proxy that injects seeded faults (delays, stalls, drops, cuts, partitions): the pure
+        // fault machine and its socket loop on the transport's event loop (Docs/Reliability.md).
+        .target(name: "ListSyncFaults", dependencies: ["ListSync", "ListSyncTCP"]),
         // The durable store: op log, snapshots, recovery; every file call through one funnel.
         .target(name: "ListStore", dependencies: ["ListCRDT"]),
         // A child process for the kill -9 tests and Benchmarks/store-kill9.sh: appends, prints each ack.
@@ -67,12 +71,14 @@ let package = Package(
             dependencies: ["ListCRDT", "ListSync", "ListSyncTCP", "ListSyncCrypto", "ListSyncSimulation", "ListSyncTestSupport", "ListSyncTestTraits"]
         ),
         .testTarget(name: "ListSyncCryptoTests", dependencies: ["ListSyncCrypto"]),
+        .testTarget(name: "ListSyncFaultsTests", dependencies: ["ListSyncFaults", "ListSyncTCP", "ListSyncTestSupport"]),
         .testTarget(
             name: "ListStoreTests",
             dependencies: ["ListStore", "ListCRDT", "ListSyncSimulation", "ListSyncTestSupport", "ListSyncTestTraits", "listsync-store-probe"]
         ),
         // Starts the built `listsync` binary as a process (a dependency, so it is built first).
-        .testTarget(name: "ListSyncServerTests", dependencies: ["listsync", "listsync-load", "ListSyncServer", "ListSyncTCP", "ListStore", "ListCRDT", "ListSyncTestSupport", "ListSyncTestTraits"]),
+        .testTarget(name: "ListSyncServerTests", dependencies: ["listsync", "listsync-load", "ListSyncServer", "ListSyncTCP", "ListStore", "ListCRDT", "ListSyncTestSupport", "ListSyncTestTraits",
+                                                         "ListSyncFaults", "listsync-faultproxy"]),
         .executableTarget(
             name: "listsync-bench",
             dependencies: ["ListCRDT", "ListSync", "ListSyncSimulation", "ListSyncTCP", "ListSyncTestSupport", "ListSyncCrypto", "ListStore"],
@@ -83,6 +89,12 @@ let package = Package(
             name: "listsync-load",
             dependencies: ["ListCRDT", "ListStore", "ListSyncServer", "ListTable"],
             path: "Benchmarks/Sources/listsync-load"
+        ),
+        // The fault proxy as a command, and the three-daemon partition scenario of Benchmarks/faults.sh.
+        .executableTarget(
+            name: "listsync-faultproxy",
+            dependencies: ["ListSyncFaults", "ListSyncTCP", "ListSyncServer", "ListStore", "ListCRDT", "ListTable"],
+            path: "Benchmarks/Sources/listsync-faultproxy"
         ),
     ]
 )

@@ -9,7 +9,7 @@ import ListSync
 import Synchronization
 
 /// Something the event loop tells when its descriptor is ready. Called on the loop's thread only.
-protocol EventHandler: AnyObject {
+package protocol EventHandler: AnyObject {
     /// The descriptor is readable (or has hung up or failed: the next read says which).
     func readable()
     /// The descriptor is writable (or a connect finished).
@@ -80,7 +80,7 @@ public final class EventLoop: @unchecked Sendable {
     }
 
     /// Whether the caller runs on the loop's thread.
-    var inLoop: Bool {
+    package var inLoop: Bool {
         guard let t = threadID.withLock({ $0 }) else { return false }
         return pthread_equal(t, pthread_self()) != 0
     }
@@ -109,19 +109,27 @@ public final class EventLoop: @unchecked Sendable {
     // MARK: Loop-thread API
 
     /// Watches `fd` for `handler`. Loop thread only.
-    func register(_ fd: Int32, _ handler: EventHandler, writable: Bool) throws(TransportError) {
+    package func register(_ fd: Int32, _ handler: EventHandler, writable: Bool) throws(TransportError) {
         handlers[fd] = handler
         try control(EPOLL_CTL_ADD, fd, writable: writable)
     }
 
     /// Changes whether `fd` is watched for writability. Loop thread only.
-    func setWritable(_ fd: Int32, _ writable: Bool) {
+    package func setWritable(_ fd: Int32, _ writable: Bool) {
         guard handlers[fd] != nil else { return }
         try? control(EPOLL_CTL_MOD, fd, writable: writable)
     }
 
+    /// Sets whether `fd` is watched for readability and writability: a proxy that holds too many
+    /// bytes stops reading its source (epoll is level-triggered, so a readable descriptor nobody
+    /// reads would wake the loop at once again). Loop thread only.
+    package func setInterest(_ fd: Int32, readable: Bool, writable: Bool) {
+        guard handlers[fd] != nil else { return }
+        try? control(EPOLL_CTL_MOD, fd, readable: readable, writable: writable)
+    }
+
     /// Stops watching `fd` (before it is closed). Loop thread only.
-    func deregister(_ fd: Int32) {
+    package func deregister(_ fd: Int32) {
         guard handlers.removeValue(forKey: fd) != nil else { return }
         #if os(Linux)
         var ev = epoll_event()
@@ -131,7 +139,7 @@ public final class EventLoop: @unchecked Sendable {
 
     /// Runs `task` on the loop after `delay`, unless cancelled. Loop thread only.
     @discardableResult
-    func schedule(after delay: Duration, _ task: @escaping () -> Void) -> TimerQueue.ID {
+    package func schedule(after delay: Duration, _ task: @escaping () -> Void) -> TimerQueue.ID {
         timers.add(at: Self.now() &+ delay.nanoseconds, task)
     }
 
@@ -148,10 +156,10 @@ public final class EventLoop: @unchecked Sendable {
     }
 
     /// Cancels a timer (nothing if it already ran). Loop thread only.
-    func cancel(_ timer: TimerQueue.ID) { timers.cancel(timer) }
+    package func cancel(_ timer: TimerQueue.ID) { timers.cancel(timer) }
 
     /// Monotonic nanoseconds.
-    static func now() -> UInt64 {
+    package static func now() -> UInt64 {
         var ts = timespec()
         clock_gettime(CLOCK_MONOTONIC, &ts)
         return UInt64(ts.tv_sec) &* 1_000_000_000 &+ UInt64(ts.tv_nsec)
@@ -159,10 +167,10 @@ public final class EventLoop: @unchecked Sendable {
 
     // MARK: Internals
 
-    private func control(_ op: Int32, _ fd: Int32, writable: Bool) throws(TransportError) {
+    private func control(_ op: Int32, _ fd: Int32, readable: Bool = true, writable: Bool) throws(TransportError) {
         #if os(Linux)
         var ev = epoll_event()
-        ev.events = EPOLLIN.rawValue | EPOLLRDHUP.rawValue | (writable ? EPOLLOUT.rawValue : 0)
+        ev.events = (readable ? EPOLLIN.rawValue | EPOLLRDHUP.rawValue : 0) | (writable ? EPOLLOUT.rawValue : 0)
         ev.data.fd = fd
         _ = try System.call("epoll_ctl") { epoll_ctl(pollFD, op, fd, &ev) }
         #endif
@@ -233,9 +241,9 @@ extension Duration {
 }
 
 /// Timers of one event loop: a binary heap of deadlines; cancelled timers are dropped lazily.
-struct TimerQueue {
+package struct TimerQueue {
     /// A timer's handle.
-    typealias ID = UInt64
+    package typealias ID = UInt64
     private var heap: [(deadline: UInt64, id: ID)] = []
     private var tasks: [ID: () -> Void] = [:]
     private var next: ID = 0

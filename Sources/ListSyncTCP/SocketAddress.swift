@@ -79,7 +79,7 @@ public struct SocketAddress: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// The address family constant.
-    var family: Int32 {
+    package var family: Int32 {
         switch host {
         case .ipv4: return AF_INET
         case .ipv6: return AF_INET6

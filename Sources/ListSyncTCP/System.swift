@@ -11,10 +11,10 @@ import ListSync
 /// and turns a failure into ``TransportError/system(call:errno:)`` naming the call, in the manner
 /// of swift-nio's `System.swift`. `EAGAIN`/`EWOULDBLOCK` are not errors on non-blocking
 /// descriptors; the wrappers that can meet them return `nil` instead.
-enum System {
+package enum System {
     /// Runs `body` until it does not fail with `EINTR`; a result of -1 throws with the call's name.
     @inline(__always)
-    static func call<T: BinaryInteger>(_ name: StaticString, _ body: () -> T) throws(TransportError) -> T {
+    package static func call<T: BinaryInteger>(_ name: StaticString, _ body: () -> T) throws(TransportError) -> T {
         while true {
             let r = body()
             if r != -1 { return r }
@@ -26,7 +26,7 @@ enum System {
 
     /// As ``call(_:_:)`` but `EAGAIN`/`EWOULDBLOCK` (and `EINPROGRESS` for connect) give `nil`.
     @inline(__always)
-    static func callNonBlocking<T: BinaryInteger>(_ name: StaticString, _ body: () -> T) throws(TransportError) -> T? {
+    package static func callNonBlocking<T: BinaryInteger>(_ name: StaticString, _ body: () -> T) throws(TransportError) -> T? {
         while true {
             let r = body()
             if r != -1 { return r }
@@ -40,7 +40,7 @@ enum System {
     // MARK: Descriptors
 
     /// Closes `fd`; errors are ignored (the descriptor is gone either way on Linux and Darwin).
-    static func close(_ fd: Int32) {
+    package static func close(_ fd: Int32) {
         #if canImport(Glibc)
         _ = Glibc.close(fd)
         #elseif canImport(Darwin)
@@ -49,7 +49,7 @@ enum System {
     }
 
     /// Reads into `buffer`; `0` is end of stream, `nil` would block.
-    static func read(_ fd: Int32, _ buffer: UnsafeMutableRawBufferPointer) throws(TransportError) -> Int? {
+    package static func read(_ fd: Int32, _ buffer: UnsafeMutableRawBufferPointer) throws(TransportError) -> Int? {
         try callNonBlocking("read") {
             #if canImport(Glibc)
             Glibc.read(fd, buffer.baseAddress, buffer.count)
@@ -60,7 +60,7 @@ enum System {
     }
 
     /// Writes from `buffer`; `nil` would block.
-    static func write(_ fd: Int32, _ buffer: UnsafeRawBufferPointer) throws(TransportError) -> Int? {
+    package static func write(_ fd: Int32, _ buffer: UnsafeRawBufferPointer) throws(TransportError) -> Int? {
         try callNonBlocking("send") {
             #if canImport(Glibc)
             Glibc.send(fd, buffer.baseAddress, buffer.count, Int32(MSG_NOSIGNAL))
@@ -71,7 +71,7 @@ enum System {
     }
 
     /// Makes `fd` non-blocking and close-on-exec.
-    static func setNonBlocking(_ fd: Int32) throws(TransportError) {
+    package static func setNonBlocking(_ fd: Int32) throws(TransportError) {
         let flags = try call("fcntl(F_GETFL)") { fcntl(fd, F_GETFL) }
         _ = try call("fcntl(F_SETFL)") { fcntl(fd, F_SETFL, flags | O_NONBLOCK) }
         _ = try call("fcntl(F_SETFD)") { fcntl(fd, F_SETFD, FD_CLOEXEC) }
@@ -80,7 +80,7 @@ enum System {
     // MARK: Sockets
 
     /// A new TCP socket for `family`, non-blocking and close-on-exec.
-    static func socket(family: Int32) throws(TransportError) -> Int32 {
+    package static func socket(family: Int32) throws(TransportError) -> Int32 {
         #if canImport(Glibc)
         let fd = try call("socket") { Glibc.socket(family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0) }
         #elseif canImport(Darwin)
@@ -154,13 +154,13 @@ enum System {
     }
 
     /// Sets an integer socket option.
-    static func setOption(_ fd: Int32, level: Int32, name: Int32, _ value: Int32, call: StaticString) throws(TransportError) {
+    package static func setOption(_ fd: Int32, level: Int32, name: Int32, _ value: Int32, call: StaticString) throws(TransportError) {
         var v = value
         _ = try System.call(call) { setsockopt(fd, level, name, &v, socklen_t(MemoryLayout<Int32>.size)) }
     }
 
     /// Turns off Nagle's algorithm: frames leave at once.
-    static func setNoDelay(_ fd: Int32) throws(TransportError) {
+    package static func setNoDelay(_ fd: Int32) throws(TransportError) {
         try setOption(fd, level: Int32(IPPROTO_TCP), name: Int32(TCP_NODELAY), 1, call: "setsockopt(TCP_NODELAY)")
     }
 
@@ -184,7 +184,7 @@ enum System {
 
     /// A listening TCP socket on `host:port` (SO_REUSEADDR, non-blocking): its descriptor and
     /// the address it is bound to (with the port chosen, when 0 was asked).
-    static func listeningSocket(host: String, port: UInt16, backlog: Int32) throws(TransportError) -> (Int32, SocketAddress) {
+    package static func listeningSocket(host: String, port: UInt16, backlog: Int32) throws(TransportError) -> (Int32, SocketAddress) {
         guard let address = try SocketAddress.resolve(host: host, port: port).first else {
             throw .system(call: "getaddrinfo(\(host))", errno: 0)
         }
@@ -213,7 +213,7 @@ enum System {
 
     /// Accepts one connection: its descriptor (non-blocking, close-on-exec) and address, or `nil`
     /// when none is waiting.
-    static func accept(_ fd: Int32) throws(TransportError) -> (Int32, SocketAddress)? {
+    package static func accept(_ fd: Int32) throws(TransportError) -> (Int32, SocketAddress)? {
         var storage = sockaddr_storage()
         var len = socklen_t(MemoryLayout<sockaddr_storage>.size)
         let client: Int32? = try withUnsafeMutablePointer(to: &storage) { p throws(TransportError) in
@@ -233,7 +233,7 @@ enum System {
     }
 
     /// Starts connecting `fd` to `address`: `true` when connected at once, `false` in progress.
-    static func connect(_ fd: Int32, _ address: SocketAddress) throws(TransportError) -> Bool {
+    package static func connect(_ fd: Int32, _ address: SocketAddress) throws(TransportError) -> Bool {
         try address.withSockAddr { sa, len throws(TransportError) in
             try callNonBlocking("connect") {
                 #if canImport(Glibc)
@@ -246,7 +246,7 @@ enum System {
     }
 
     /// The pending error of a socket (`SO_ERROR`), 0 if none: how a non-blocking connect ends.
-    static func socketError(_ fd: Int32) throws(TransportError) -> Int32 {
+    package static func socketError(_ fd: Int32) throws(TransportError) -> Int32 {
         var value: Int32 = 0
         var len = socklen_t(MemoryLayout<Int32>.size)
         _ = try call("getsockopt(SO_ERROR)") { getsockopt(fd, SOL_SOCKET, SO_ERROR, &value, &len) }
@@ -254,7 +254,7 @@ enum System {
     }
 
     /// The local address `fd` is bound to.
-    static func localAddress(_ fd: Int32) throws(TransportError) -> SocketAddress {
+    package static func localAddress(_ fd: Int32) throws(TransportError) -> SocketAddress {
         var storage = sockaddr_storage()
         var len = socklen_t(MemoryLayout<sockaddr_storage>.size)
         _ = try withUnsafeMutablePointer(to: &storage) { p throws(TransportError) in
@@ -265,9 +265,16 @@ enum System {
         return SocketAddress(storage: storage)
     }
 
+    /// Makes the next `close` of `fd` send a reset (RST, `SO_LINGER` 0) instead of a FIN: the peer's
+    /// next read or write fails with `ECONNRESET`, as when a connection is dropped on the way.
+    package static func setResetOnClose(_ fd: Int32) {
+        var l = linger(l_onoff: 1, l_linger: 0)
+        _ = setsockopt(fd, SOL_SOCKET, SO_LINGER, &l, socklen_t(MemoryLayout<linger>.size))
+    }
+
     /// Shuts down the sending side of `fd` (`shutdown(SHUT_WR)`): the peer reads end of stream
     /// after the bytes already sent, while this side may still read.
-    static func shutdownWrite(_ fd: Int32) throws(TransportError) {
+    package static func shutdownWrite(_ fd: Int32) throws(TransportError) {
         _ = try call("shutdown") {
             #if canImport(Glibc)
             Glibc.shutdown(fd, Int32(SHUT_WR))
