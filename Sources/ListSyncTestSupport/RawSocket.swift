@@ -51,6 +51,18 @@ public final class RawSocket: @unchecked Sendable {
         await offPool { self.blockingRead(count, timeout: timeout) }
     }
 
+    /// Whatever has arrived, up to `max` bytes, as soon as anything has (one `recv`); empty after
+    /// `timeout` seconds with nothing, or at a close. The wait runs on a thread of its own.
+    public func readSome(upTo max: Int = 4096, timeout: Double) async -> [UInt8] {
+        await offPool {
+            var p = pollfd(fd: self.fd, events: Int16(POLLIN), revents: 0)
+            guard poll(&p, 1, Int32(timeout * 1000)) > 0 else { return [] }
+            var buf = [UInt8](repeating: 0, count: max)
+            let n = buf.withUnsafeMutableBytes { recv(self.fd, $0.baseAddress, $0.count, 0) }
+            return n > 0 ? Array(buf[0..<n]) : []
+        }
+    }
+
     /// Whether the server closed the connection within `timeout` seconds (bytes before the close
     /// are read and dropped). The wait runs on a thread of its own.
     public func closedByPeer(within timeout: Double) async -> Bool {

@@ -29,7 +29,7 @@ struct DaemonLimitTests {
         for case let .write(b) in m.start() { raw.send(b) }
         let deadline = Date().addingTimeInterval(5)
         while !m.isEstablished, !m.isClosed, Date() < deadline {
-            for case let .write(b) in m.receive(await raw.read(1, timeout: 0.2)) { raw.send(b) }
+            for case let .write(b) in m.receive(await raw.readSome(timeout: 0.2)) { raw.send(b) }
         }
         try #require(m.isEstablished)
         raw.send(try m.seal(.data, DaemonMessage.subscribe(document: doc, epoch: 0, version: VersionVector()).encoded()))

@@ -27,7 +27,7 @@ extension SocketTests {
             run(m.start())
             let deadline = Date().addingTimeInterval(10)
             while !m.isEstablished, !m.isClosed, Date() < deadline {
-                let got = await raw.read(1, timeout: 0.5)
+                let got = await raw.readSome(timeout: 0.5)
                 if got.isEmpty { continue }
                 run(m.receive(got))
             }
