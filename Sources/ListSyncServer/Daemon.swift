@@ -62,7 +62,7 @@ public actor Daemon {
                                        attributes: [.posixPermissions: 0o700])
             } catch { throw .dataFolder("cannot create \(configuration.dataFolder): \(error.localizedDescription)") }
         }
-        do { folder = try DataFolder(root: configuration.dataFolder) } catch {
+        do { folder = try DataFolder(root: configuration.dataFolder, fileSystem: configuration.fileSystem) } catch {
             throw .dataFolder("\(error)")
         }
         do {
@@ -157,7 +157,8 @@ public actor Daemon {
             guard let entry else { throw DaemonError.unknownDocument(id) }
             let (store, document) = try folder.open(id, replica: replica)
             return DocumentHost(id: id, name: entry.name, store: store, document: document,
-                                epoch: try store.epoch, pendingLimits: limits, clock: clock)
+                                epoch: try store.epoch, pendingLimits: limits, clock: clock,
+                                reopen: { try folder.open(id, replica: replica) }, log: log)
         }
         loading[id] = task
         defer { loading[id] = nil }
@@ -187,8 +188,10 @@ public actor Daemon {
         let h: DocumentHost
         do {
             let (store, document) = try folder.open(newID, replica: replica, options: options)
+            let replica = replica
             h = DocumentHost(id: newID, name: name, store: store, document: document, epoch: try store.epoch,
-                             pendingLimits: configuration.pendingLimits, clock: Self.clock)
+                             pendingLimits: configuration.pendingLimits, clock: Self.clock,
+                             reopen: { try folder.open(newID, replica: replica) }, log: log)
         } catch { throw DaemonError.from(error) }
         hosts[newID] = h
         metrics.loaded()
@@ -323,9 +326,15 @@ public actor Daemon {
     /// The status as a JSON object (what `listsync status` prints).
     func statusJSON() async -> String {
         var resident: [[String: Any]] = []
+        var failing: [String: String] = [:]
         for (id, h) in hosts {
-            resident.append(["id": id.description, "name": h.name, "operations": await h.document.operationCount,
-                             "subscribers": await h.subscriberCount])
+            var entry: [String: Any] = ["id": id.description, "name": h.name, "operations": await h.document.operationCount,
+                                        "subscribers": await h.subscriberCount]
+            if let failure = await h.storeFailure {
+                entry["store_error"] = failure
+                failing[id.description] = failure
+            }
+            resident.append(entry)
         }
         var peerList: [[String: Any]] = []
         for p in peers { peerList.append(["address": p.label, "connected": await p.isConnected]) }
@@ -338,6 +347,10 @@ public actor Daemon {
             "connections": connections.count,
             "peers": peerList,
             "resident": resident,
+            // Documents whose store failed (disk full, I/O error): they acknowledge nothing until
+            // a write succeeds again (each new batch retries by reopening the store).
+            "storage": failing.isEmpty ? "ok" : "failing",
+            "store_errors": failing,
             "refused_connections": listener?.refused ?? [:],
             "rss_bytes": DaemonMetrics.residentBytes(),
             "bytes_on_disk": Self.diskUsage(configuration.dataFolder),

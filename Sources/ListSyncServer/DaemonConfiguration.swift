@@ -1,3 +1,4 @@
+import ListStore
 import ListCRDT
 import ListSyncTCP
 
@@ -49,6 +50,9 @@ public struct DaemonConfiguration: Sendable {
     public var maxDocuments = 100_000
     /// Where events go (one call per event: its name and fields); `nil`: nowhere.
     public var log: (@Sendable (String, [String: String]) -> Void)?
+    /// The file-call funnel of the data folder and every store (tests pass one whose hook fails
+    /// calls with `ENOSPC` or `EIO`; see Docs/Reliability.md, "Disk full").
+    public var fileSystem: FileSystem = .system
 
     /// A configuration for `dataFolder` with the defaults.
     public init(dataFolder: String) {

@@ -109,6 +109,14 @@ actor DaemonConnection: DocumentSubscriber {
                 let (version, report) = try await host.receive(ops, from: self)
                 daemon.metrics.appended(seconds: Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9)
                 daemon.metrics.received(operations: report.applied, bytes: 0)
+                if let first = report.equivocations.first {
+                    // Recorded: someone holding the key sent an operation under a known id with
+                    // other content (a forked replica, or an attack); refused, nothing changed.
+                    daemon.metrics.equivocated(report.equivocations.count)
+                    daemon.log("equivocation refused", ["document": doc.description, "operation": "\(first)",
+                                                        "count": "\(report.equivocations.count)",
+                                                        "from": transport.remoteAddress.description])
+                }
                 if !report.refused.isEmpty {
                     daemon.metrics.refused()
                     await send(.error(request: batch, document: doc, code: .refused,

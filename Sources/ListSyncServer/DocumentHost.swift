@@ -7,6 +7,13 @@ protocol DocumentSubscriber: AnyObject, Sendable {
     func push(_ document: DocumentID, _ operations: [ListOperation]) async
 }
 
+extension ReceiveReport {
+    /// The ids of the operations refused as equivocations (a known id with other content).
+    var equivocations: [OpID] {
+        refused.compactMap { if case let .equivocation(id) = $0 { id } else { nil } }
+    }
+}
+
 /// One resident document: its state, its store, and who is subscribed to it.
 ///
 /// Every batch is made durable before it is applied, acknowledged or forwarded (DAEMON.md,
@@ -15,8 +22,15 @@ protocol DocumentSubscriber: AnyObject, Sendable {
 actor DocumentHost {
     let id: DocumentID
     let name: String
-    let store: DocumentStore
+    private(set) var store: DocumentStore
     private(set) var document: ListDocument
+    /// Why the store failed, while it is failed (a failed store takes no more appends: after a
+    /// failed `fdatasync` the kernel may have dropped the pages, so it is reopened, see
+    /// ``reopenStore()``).
+    private(set) var storeFailure: String?
+    /// Opens the document's store again (recovering it from its files).
+    private let reopen: @Sendable () throws -> (DocumentStore, ListDocument)
+    private let log: @Sendable (String, [String: String]) -> Void
     private(set) var epoch: UInt64
     private var subscribers: [ObjectIdentifier: any DocumentSubscriber] = [:]
     /// When the host was last used (for idle unloading), in event-loop nanoseconds.
@@ -26,7 +40,11 @@ actor DocumentHost {
     private(set) var operationsIn = 0
 
     init(id: DocumentID, name: String, store: DocumentStore, document: ListDocument, epoch: UInt64,
-         pendingLimits: PendingLimits, clock: @escaping @Sendable () -> UInt64) {
+         pendingLimits: PendingLimits, clock: @escaping @Sendable () -> UInt64,
+         reopen: @escaping @Sendable () throws -> (DocumentStore, ListDocument),
+         log: @escaping @Sendable (String, [String: String]) -> Void) {
+        self.reopen = reopen
+        self.log = log
         self.id = id
         self.name = name
         self.store = store
@@ -65,14 +83,30 @@ actor DocumentHost {
     /// Makes the operations the document lacks durable, applies them, forwards what was applied
     /// to every subscriber but `sender`, and returns the document's version and the report.
     ///
-    /// - Throws: ``StoreError`` if the store could not make them durable: nothing was applied,
-    ///   acknowledged or forwarded.
+    /// Operations already known are checked against what is known (``ListDocument/receive(_:)``
+    /// changes nothing for them): one that reuses a known id with other content is refused as an
+    /// equivocation, and counted in ``equivocations``.
+    ///
+    /// - Throws: ``StoreError`` if the store could not make them durable (or, failed before, could
+    ///   not be reopened): nothing was applied, acknowledged or forwarded.
     func receive(_ ops: [ListOperation], from sender: (any DocumentSubscriber)?) async throws(StoreError)
         -> (version: VersionVector, report: ReceiveReport) {
         lastUsed = clock()
         let fresh = ops.filter { !document.version.contains($0.lastID) }
-        guard !fresh.isEmpty else { return (document.version, ReceiveReport(duplicates: ops.count)) }
-        try await store.append(fresh)
+        var known = ReceiveReport()
+        if fresh.count < ops.count {
+            known = document.receive(ops.filter { document.version.contains($0.lastID) })
+            equivocations += known.equivocations.count
+        }
+        guard !fresh.isEmpty else { return (document.version, known) }
+        if storeFailure != nil { try reopenStore() }
+        do {
+            try await store.append(fresh)
+        } catch {
+            if storeFailure == nil { log("store failed", ["document": id.description, "error": error.description]) }
+            storeFailure = error.description
+            throw error
+        }
         // Another batch may have been applied while this one was being written: apply what is
         // still new (the engine ignores the rest either way).
         let start = document.operationCount
@@ -84,7 +118,46 @@ actor DocumentHost {
                 await s.push(id, applied)
             }
         }
-        return (document.version, report)
+        var all = report
+        all.add(known)
+        return (document.version, all)
+    }
+
+    /// Operations refused here because their id was known with other content.
+    private(set) var equivocations = 0
+
+    /// Reopens the failed store: recovery keeps every record that reached the disk whole (all
+    /// that was acknowledged, and perhaps the failed batch, if its bytes got there after all).
+    /// Operations the files hold that the document lacks are applied and forwarded (they are
+    /// durable now); any the document holds that the files lack are appended again.
+    ///
+    /// - Throws: ``StoreError`` if the store cannot be opened or written yet (still no space).
+    private func reopenStore() throws(StoreError) {
+        try? store.close()
+        let (fresh, recovered): (DocumentStore, ListDocument)
+        do { (fresh, recovered) = try reopen() } catch {
+            storeFailure = "\(error)"
+            throw (error as? StoreError) ?? .failed(first: "\(error)")
+        }
+        let missing = document.operations(since: recovered.version)
+        if !missing.isEmpty {
+            do { try fresh.append(missing) } catch {
+                try? fresh.close()
+                storeFailure = error.description
+                throw error
+            }
+        }
+        store = fresh
+        let extra = recovered.operations(since: document.version)
+        if !extra.isEmpty {
+            let start = document.operationCount
+            _ = document.receive(extra)
+            let applied = (try? document.operations(from: start)) ?? []
+            for s in subscribers.values { Task { await s.push(id, applied) } }
+        }
+        storeFailure = nil
+        log("store reopened", ["document": id.description, "recovered_extra": "\(extra.count)",
+                               "appended_again": "\(missing.count)"])
     }
 
     /// Writes a snapshot (a new generation) if the log has grown past `logBytes`.
