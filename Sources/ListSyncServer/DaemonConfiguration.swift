@@ -50,6 +50,9 @@ public struct DaemonConfiguration: Sendable {
     public var maxDocuments = 100_000
     /// Where events go (one call per event: its name and fields); `nil`: nowhere.
     public var log: (@Sendable (String, [String: String]) -> Void)?
+    /// Batches of operations each connection may send (nil: no limit); over it a batch is refused
+    /// with a `.limit` error saying so (see ``RateLimit``).
+    public var rateLimit: RateLimit? = .standard
     /// The file-call funnel of the data folder and every store (tests pass one whose hook fails
     /// calls with `ENOSPC` or `EIO`; see Docs/Reliability.md, "Disk full").
     public var fileSystem: FileSystem = .system

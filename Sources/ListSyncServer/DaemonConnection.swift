@@ -35,8 +35,13 @@ actor DaemonConnection: DocumentSubscriber {
     /// Whether the peer listed the documents: it then hears of every new one at once.
     private(set) var followsDocuments = false
 
+    /// This connection's batches (nil: no limit), and how many it had refused.
+    private var bucket: TokenBucket?
+    private var rateLimitedHere = 0
+
     init(transport: TCPTransport, daemon: Daemon) {
         self.transport = transport
+        bucket = daemon.configuration.rateLimit.map { TokenBucket($0, now: DispatchTime.now().uptimeNanoseconds) }
         self.daemon = daemon
     }
 
@@ -103,6 +108,16 @@ actor DaemonConnection: DocumentSubscriber {
             guard let host = subscriptions[doc] else {
                 return await send(.error(request: batch, document: doc, code: .unknownDocument,
                                          text: "subscribe to \(doc) before sending its operations"))
+            }
+            if bucket?.take(now: DispatchTime.now().uptimeNanoseconds) == false, let limit = bucket?.limit {
+                daemon.metrics.rateLimited()
+                if rateLimitedHere == 0 {   // one line per connection, not one per batch
+                    daemon.log("rate limited", ["from": transport.remoteAddress.description,
+                                                "limit": "\(Int(limit.rate)) batches/s"])
+                }
+                rateLimitedHere += 1
+                return await send(.error(request: batch, document: doc, code: .limit,
+                                         text: "rate limit: over \(Int(limit.rate)) batches a second (bursts of \(Int(limit.burst))); this batch was refused, send it again later"))
             }
             let start = DispatchTime.now().uptimeNanoseconds
             do {

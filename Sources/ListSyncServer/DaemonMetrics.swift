@@ -12,7 +12,7 @@ final class DaemonMetrics: Sendable {
         var connectionsTotal = 0, connectionsOpen = 0
         var documentsLoaded = 0, documentsUnloaded = 0
         var operationsIn = 0, operationsOut = 0
-        var batchesAcknowledged = 0, batchesRefused = 0, equivocations = 0
+        var batchesAcknowledged = 0, batchesRefused = 0, equivocations = 0, rateLimited = 0
         var bytesIn = 0, bytesOut = 0
         var storageFailures = 0
         var lastStorageError: String?
@@ -35,6 +35,9 @@ final class DaemonMetrics: Sendable {
     func acknowledged() { state.withLock { $0.batchesAcknowledged += 1 } }
     func refused() { state.withLock { $0.batchesRefused += 1 } }
     func equivocated(_ n: Int) { state.withLock { $0.equivocations += n } }
+    /// Counts a batch refused by a rate limit; returns the total so far.
+    @discardableResult
+    func rateLimited() -> Int { state.withLock { $0.rateLimited += 1; return $0.rateLimited } }
     func storageFailed(_ why: String) { state.withLock { $0.storageFailures += 1; $0.lastStorageError = why } }
 
     func appended(seconds: Double) {
@@ -66,7 +69,7 @@ final class DaemonMetrics: Sendable {
         var out: [String: Any] = [
             "connections_total": c.connectionsTotal, "operations_in": c.operationsIn, "operations_out": c.operationsOut,
             "batches_acknowledged": c.batchesAcknowledged, "batches_refused": c.batchesRefused,
-            "equivocations_refused": c.equivocations,
+            "equivocations_refused": c.equivocations, "batches_rate_limited": c.rateLimited,
             "bytes_in": c.bytesIn, "bytes_out": c.bytesOut, "storage_failures": c.storageFailures,
             "documents_loaded_total": c.documentsLoaded, "documents_unloaded_total": c.documentsUnloaded,
         ]

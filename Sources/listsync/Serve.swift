@@ -33,12 +33,15 @@ let serveUsage = """
       --announce-interval S   seconds between announcements (LISTSYNC_ANNOUNCE_INTERVAL; 30)
       --max-connections N     authenticated connections at most (LISTSYNC_MAX_CONNECTIONS; 1024)
       --idle-unload SECONDS   unload a document nobody uses after this long (LISTSYNC_IDLE_UNLOAD; 300)
+      --rate-limit N[/BURST]  batches of operations a connection may send a second, and at once;
+                              over it a batch is refused with a reason (LISTSYNC_RATE_LIMIT;
+                              1000/5000; 0 = no limit)
       --log-format text|json  one line per event on standard error (LISTSYNC_LOG_FORMAT; text)
       -h, --help              show this help
     """
 
 func runServe(_ args: [String]) throws -> Int32 {
-    let o = try Options(args, values: ["--data", "--listen", "--key-file", "--peer", "--admin", "--max-connections", "--idle-unload", "--log-format",
+    let o = try Options(args, values: ["--data", "--listen", "--key-file", "--peer", "--admin", "--max-connections", "--idle-unload", "--rate-limit", "--log-format",
                                        "--discover-port", "--announce-to", "--announce-interval"],
                         flags: ["--help", "--discover"])
     if o.has("--help") { print(serveUsage); return 0 }
@@ -79,6 +82,14 @@ func runServe(_ args: [String]) throws -> Int32 {
     if let s = o.value("--idle-unload", env: "LISTSYNC_IDLE_UNLOAD") {
         guard let v = Int(s), v > 0 else { throw UsageError(message: "--idle-unload must be a positive number of seconds, not '\(s)'") }
         config.idleUnload = .seconds(v)
+    }
+    if let s = o.value("--rate-limit", env: "LISTSYNC_RATE_LIMIT") {
+        let parts = s.split(separator: "/", omittingEmptySubsequences: false)
+        guard parts.count <= 2, let rate = Double(parts[0]), rate >= 0, rate.isFinite,
+              parts.count == 1 || Double(parts[1]).map({ $0 >= 1 && $0.isFinite }) == true else {
+            throw UsageError(message: "--rate-limit is N or N/BURST (batches a second, and at once), not '\(s)'")
+        }
+        config.rateLimit = rate == 0 ? nil : RateLimit(batchesPerSecond: rate, burst: parts.count == 2 ? Double(parts[1])! : max(1, rate * 5))
     }
     let format = o.value("--log-format", env: "LISTSYNC_LOG_FORMAT") ?? "text"
     guard format == "text" || format == "json" else { throw UsageError(message: "--log-format is text or json, not '\(format)'") }

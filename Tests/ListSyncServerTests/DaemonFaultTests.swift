@@ -127,3 +127,89 @@ struct DaemonFaultTests {
     }
 }
 #endif
+
+#if canImport(Glibc)
+@testable import ListSyncServer
+
+@Suite("Rate limit: a token bucket per connection")
+struct RateLimitTests {
+    @Test("a full bucket lets a burst through, then one batch per 1/rate seconds; quiet time refills it, up to the burst")
+    func bucket() {
+        var b = TokenBucket(RateLimit(batchesPerSecond: 10, burst: 3), now: 0)
+        func take(_ now: UInt64) -> Bool { b.take(now: now) }
+        #expect([take(0), take(0), take(0)] == [true, true, true])
+        #expect(take(0) == false)
+        #expect(take(50_000_000) == false)           // 0.05 s: half a token
+        #expect(take(100_000_000) == true)           // 0.1 s: one
+        #expect(take(100_000_000) == false)
+        // Ten quiet seconds give the burst back, not a hundred tokens.
+        #expect([take(10_100_000_000), take(10_100_000_000), take(10_100_000_000)] == [true, true, true])
+        #expect(take(10_100_000_000) == false)
+    }
+
+    @Test("a client flooding batches is refused over its limit and told why; another client on the same document is served as usual; nothing refused is applied")
+    func flood() async throws {
+        let events = DaemonFaultTests.Events()
+        let (daemon, port, key, dir) = try await DaemonLimitTests.start { config in
+            config.rateLimit = RateLimit(batchesPerSecond: 100, burst: 100)
+            config.log = { e, f in events.list.withLock { $0.append((e, f)) } }
+        }
+        defer { dir.remove() }
+        let honest = try await DaemonClient.connect(host: "127.0.0.1", port: port, key: key)
+        let doc = try await honest.create(name: "flooded")
+        _ = try await honest.open(doc)
+        let flooder = try await DaemonClient.connect(host: "127.0.0.1", port: port, key: key, localHost: "127.0.0.4")
+        _ = try await flooder.open(doc)
+
+        // 1,500 single-insert batches at once, none waiting for the one before.
+        let start = ContinuousClock.now
+        let flood = Task {
+            await withTaskGroup(of: Result<Void, any Error>.self) { group in
+                for k in 0..<1_500 {
+                    group.addTask {
+                        do {
+                            try await flooder.edit(doc) { d throws(ListError) in _ = try d.insertItem(atRow: 0, inSection: 0, value: Data("f\(k)".utf8)) }
+                            return .success(())
+                        } catch { return .failure(error) }
+                    }
+                }
+                var acked = 0, limited = 0
+                for await r in group {
+                    switch r {
+                    case .success: acked += 1
+                    case .failure(DaemonClientError.refused(.limit, let text)) where text.hasPrefix("rate limit"): limited += 1
+                    case .failure: break
+                    }
+                }
+                return (acked, limited)
+            }
+        }
+        // Meanwhile the honest client edits one batch at a time, as an app does.
+        var slowest = Duration.zero
+        for k in 0..<20 {
+            let t0 = ContinuousClock.now
+            try await honest.edit(doc) { d throws(ListError) in _ = try d.insertItem(atRow: 0, inSection: 0, value: Data("h\(k)".utf8)) }
+            slowest = max(slowest, ContinuousClock.now - t0)
+        }
+        let (acked, limited) = await flood.value
+        let seconds = Double((ContinuousClock.now - start).components.seconds) + 1
+        #expect(slowest < .seconds(2), "the honest client waited \(slowest)")
+        #expect(limited > 0)
+        #expect(acked + limited == 1_500)
+        #expect(Double(acked) <= 100 + 100 * seconds + 10, "\(acked) acknowledged in \(seconds) s")
+        #expect(events.named("rate limited").first?["from"]?.hasPrefix("127.0.0.4") == true)
+        // The 20 honest inserts are there; of the flood, at most the acknowledged ones: an
+        // acknowledged insert made after a refused one depends on it, and waits (durable) in the
+        // causal buffer until the flooder sends the refused one again.
+        let reader = try await DaemonClient.connect(host: "127.0.0.1", port: port, key: key)
+        let copy = try await reader.open(doc).document
+        #expect(copy.flat.filter { $0.hasPrefix("h") }.count == 20)
+        let flooded = copy.flat.filter { $0.hasPrefix("f") }.count
+        #expect(flooded >= 1 && flooded <= acked, "\(flooded) shown, \(acked) acknowledged")
+        await reader.close()
+        await flooder.close()
+        await honest.close()
+        await daemon.stop()
+    }
+}
+#endif

@@ -1,0 +1,49 @@
+/// A token bucket: `rate` tokens a second, at most `burst` held; one token per batch of
+/// operations. Pure (the caller passes the time), so it is tested without a clock.
+///
+/// The daemon keeps one per connection: a client (or peer) with the key that sends batches faster
+/// than `rate` for longer than `burst` allows has the excess refused with a `.limit` error that
+/// says so; nothing of a refused batch is applied, logged or forwarded, and the other connections
+/// are not slowed (each has its own bucket and its own task). Refusing, rather than pausing the
+/// socket, keeps the daemon's memory bounded whatever the sender does: a refused batch costs a
+/// decode and a short reply.
+public struct RateLimit: Sendable, Equatable {
+    /// Batches a second, sustained.
+    public var rate: Double
+    /// Batches at once, after a quiet time.
+    public var burst: Double
+
+    /// `rate` batches a second with bursts of `burst`.
+    public init(batchesPerSecond rate: Double, burst: Double) {
+        (self.rate, self.burst) = (rate, burst)
+    }
+
+    /// The default: 1,000 batches a second, bursts of 5,000 (an interactive client sends a few a
+    /// second; an import or a peer catching up sends frames of up to 512 operations, one after
+    /// another, each waiting for its acknowledgement).
+    public static let standard = RateLimit(batchesPerSecond: 1_000, burst: 5_000)
+}
+
+/// The state of one connection's bucket.
+struct TokenBucket: Sendable {
+    let limit: RateLimit
+    private(set) var tokens: Double
+    private var last: UInt64
+
+    /// A full bucket at time `now` (nanoseconds).
+    init(_ limit: RateLimit, now: UInt64) {
+        self.limit = limit
+        tokens = limit.burst
+        last = now
+    }
+
+    /// Takes one token at time `now` (nanoseconds): false if there is none (the batch is refused).
+    mutating func take(now: UInt64) -> Bool {
+        let elapsed = Double(now &- last) / 1e9
+        last = now
+        tokens = min(limit.burst, tokens + elapsed * limit.rate)
+        guard tokens >= 1 else { return false }
+        tokens -= 1
+        return true
+    }
+}
