@@ -22,11 +22,14 @@ extension Daemon {
     }
 
     /// Ready when listening, with the data folder open and the last append not failed.
-    func readiness() -> (Bool, String) {
+    /// Ready while listening with every resident document's store writable: a store that failed
+    /// (disk full) makes it not ready until a write succeeds again (see DocumentHost.reopenStore).
+    func readiness() async -> (Bool, String) {
         if isStopping { return (false, "stopping") }
         guard address != nil else { return (false, "not listening yet") }
-        let c = metrics.state.withLock { $0 }
-        if c.storageFailures > 0, let e = c.lastStorageError { return (false, "storage failing: \(e)") }
+        for (id, h) in hosts {
+            if let e = await h.storeFailure { return (false, "storage failing for \(id): \(e)") }
+        }
         return (true, "ready")
     }
 

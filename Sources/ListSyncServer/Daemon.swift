@@ -25,7 +25,7 @@ public actor Daemon {
     private var replica = ReplicaID(1)
     private var listener: TCPListener?
     private var acceptTask: Task<Void, Never>?
-    private var hosts: [DocumentID: DocumentHost] = [:]
+    private(set) var hosts: [DocumentID: DocumentHost] = [:]
     private var loading: [DocumentID: Task<DocumentHost, any Error>] = [:]
     private var connections: [ObjectIdentifier: DaemonConnection] = [:]
     private var peers: [PeerLink] = []

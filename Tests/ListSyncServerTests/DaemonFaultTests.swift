@@ -61,6 +61,7 @@ struct DaemonFaultTests {
         #expect(failing["storage"] as? String == "failing")
         #expect((failing["store_errors"] as? [String: String])?[doc.description] != nil, "\(failing)")
         #expect(events.named("store failed").first?["document"] == doc.description)
+        #expect(await daemon.readiness().0 == false)
 
         // Space again: the unacknowledged edits are sent again (as a client does) and go in.
         full.withLock { $0 = false }
@@ -68,6 +69,7 @@ struct DaemonFaultTests {
         try await insert("d")
         let healthy = try await Self.status(client)
         #expect(healthy["storage"] as? String == "ok")
+        #expect(await daemon.readiness().0 == true)
         #expect(!events.named("store reopened").isEmpty)
         await client.close()
         await daemon.stop()
