@@ -144,6 +144,10 @@ public actor Daemon {
     ///
     /// - Throws: ``DaemonError/unknownDocument(_:)`` or a storage failure.
     func host(_ id: DocumentID) async throws(DaemonError) -> DocumentHost {
+        if let h = hosts[id] {
+            if await !h.isClosed { return h }
+            if hosts[id] === h { hosts[id] = nil }   // unloaded meanwhile: load it again
+        }
         if let h = hosts[id] { return h }
         guard let folder else { throw .stopping }
         if let pending = loading[id] {
@@ -191,10 +195,12 @@ public actor Daemon {
             let replica = replica
             h = DocumentHost(id: newID, name: name, store: store, document: document, epoch: try store.epoch,
                              pendingLimits: configuration.pendingLimits, clock: Self.clock,
-                             reopen: { try folder.open(newID, replica: replica) }, log: log)
+                             reopen: { try folder.open(newID, replica: replica) }, log: log, held: true)
         } catch { throw DaemonError.from(error) }
         hosts[newID] = h
         metrics.loaded()
+        // Held (not unloaded for want of a subscriber) until its sections are written.
+        defer { Task { await h.release() } }
         // A document made here (not a peer's copy) starts with the sections asked for.
         if id == nil, !sections.isEmpty {
             let names = sections
@@ -314,9 +320,10 @@ public actor Daemon {
         var excess = hosts.count - configuration.maxResidentDocuments
         for (id, used) in idle {
             guard excess > 0 || now &- used >= configuration.idleUnload.nanos else { continue }
-            guard let h = hosts.removeValue(forKey: id) else { continue }
-            await h.snapshotIfLarge(logBytes: configuration.snapshotLogBytes)
-            await h.close()
+            // Subscribed to since the check above (this actor let others in while it awaited)?
+            // Then it stays.
+            guard let h = hosts[id], await h.unloadIfIdle(snapshotLogBytes: configuration.snapshotLogBytes) else { continue }
+            if hosts[id] === h { hosts[id] = nil }
             metrics.unloaded()
             excess -= 1
         }

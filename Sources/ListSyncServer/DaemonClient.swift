@@ -74,7 +74,12 @@ public actor DaemonClient {
     private func startReading() {
         reader = Task { [transport] in
             for await frame in transport.incoming {
-                guard let m = try? DaemonMessage(decoding: frame) else { continue }
+                // A message this client cannot read may be the answer a request waits for:
+                // fail every request rather than leave one waiting for ever.
+                guard let m = try? DaemonMessage(decoding: frame) else {
+                    await transport.close(reason: "a message from the daemon did not decode")
+                    break
+                }
                 await self.dispatch(m)
             }
             await self.failAll()

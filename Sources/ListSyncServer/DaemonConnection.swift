@@ -89,19 +89,24 @@ actor DaemonConnection: DocumentSubscriber {
         guard let daemon else { return }
         switch message {
         case let .subscribe(doc, epoch, version):
-            let host: DocumentHost
-            do { host = try await daemon.host(doc) } catch {
-                return await send(.error(request: 0, document: doc, code: code(error), text: error.description))
+            // A host unloaded between the lookup and the subscription is asked for again.
+            for _ in 0 ..< 10 {
+                let host: DocumentHost
+                do { host = try await daemon.host(doc) } catch {
+                    return await send(.error(request: 0, document: doc, code: code(error), text: error.description))
+                }
+                let current = await host.epoch
+                guard epoch == 0 || epoch == current else {
+                    return await send(.error(request: 0, document: doc, code: .epochMismatch,
+                                             text: "document \(doc) is at epoch \(current), not \(epoch): it was reset or restored; re-attach"))
+                }
+                guard let s = await host.subscribe(self, version: version) else { continue }
+                subscriptions[doc] = host
+                await send(.subscribed(document: doc, name: s.name, epoch: s.epoch, version: s.version))
+                if !s.missing.isEmpty { await push(doc, s.missing) }
+                return
             }
-            let current = await host.epoch
-            guard epoch == 0 || epoch == current else {
-                return await send(.error(request: 0, document: doc, code: .epochMismatch,
-                                         text: "document \(doc) is at epoch \(current), not \(epoch): it was reset or restored; re-attach"))
-            }
-            subscriptions[doc] = host
-            let s = await host.subscribe(self, version: version)
-            await send(.subscribed(document: doc, name: s.name, epoch: s.epoch, version: s.version))
-            if !s.missing.isEmpty { await push(doc, s.missing) }
+            await send(.error(request: 0, document: doc, code: .storage, text: "document \(doc) could not be loaded; try again"))
         case let .unsubscribe(doc):
             if let h = subscriptions.removeValue(forKey: doc) { await h.unsubscribe(self) }
         case let .operations(doc, batch, ops):

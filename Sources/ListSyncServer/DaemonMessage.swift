@@ -189,7 +189,8 @@ public enum DaemonMessage: Equatable, Sendable {
             case .status:
                 self = .status(request: try r.varint())
             case .statusReport:
-                self = .statusReport(request: try r.varint(), json: try r.string())
+                // A status lists every resident document: as long as a frame allows.
+                self = .statusReport(request: try r.varint(), json: try r.string(limit: 1 << 20))
             case .error:
                 let request = try r.varint()
                 let doc: DocumentID? = try r.byte() == 1 ? try r.document() : nil
@@ -240,9 +241,10 @@ extension WireReader {
         guard let id = DocumentID(bytes: try raw(16)) else { throw .truncated(offset: at) }
         return id
     }
-    mutating func string() throws(WireError) -> String {
+    /// A string of at most `limit` bytes (names and error texts: 64 KiB).
+    mutating func string(limit: Int = 65_536) throws(WireError) -> String {
         let n = try count(minBytes: 1)
-        guard n <= 65_536 else { throw .countTooLarge(n, offset: offset) }
+        guard n <= limit else { throw .countTooLarge(n, offset: offset) }
         return String(decoding: try raw(n), as: UTF8.self)
     }
     mutating func version() throws(WireError) -> VersionVector {

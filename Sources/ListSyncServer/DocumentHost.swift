@@ -42,7 +42,8 @@ actor DocumentHost {
     init(id: DocumentID, name: String, store: DocumentStore, document: ListDocument, epoch: UInt64,
          pendingLimits: PendingLimits, clock: @escaping @Sendable () -> UInt64,
          reopen: @escaping @Sendable () throws -> (DocumentStore, ListDocument),
-         log: @escaping @Sendable (String, [String: String]) -> Void) {
+         log: @escaping @Sendable (String, [String: String]) -> Void, held: Bool = false) {
+        self.holds = held ? 1 : 0
         self.reopen = reopen
         self.log = log
         self.id = id
@@ -61,8 +62,11 @@ actor DocumentHost {
     /// Adds `subscriber`; returns the name, epoch, version and the operations it lacks.
     ///
     /// - Complexity: O(m) in the document's log (``ListDocument/operations(since:)``).
+    /// Nil if the host was unloaded meanwhile (``unloadIfIdle(snapshotLogBytes:)``): ask the daemon
+    /// for the document's host again.
     func subscribe(_ subscriber: any DocumentSubscriber, version: VersionVector)
-        -> (name: String, epoch: UInt64, version: VersionVector, missing: [ListOperation]) {
+        -> (name: String, epoch: UInt64, version: VersionVector, missing: [ListOperation])? {
+        guard !isClosed else { return nil }
         subscribers[ObjectIdentifier(subscriber)] = subscriber
         lastUsed = clock()
         return (name, epoch, document.version, document.operations(since: version))
@@ -99,6 +103,7 @@ actor DocumentHost {
             equivocations += known.equivocations.count
         }
         guard !fresh.isEmpty else { return (document.version, known) }
+        if isClosed { throw .closed }
         if storeFailure != nil { try reopenStore() }
         do {
             try await store.append(fresh)
@@ -166,8 +171,30 @@ actor DocumentHost {
         try? store.snapshot(document)
     }
 
-    /// Closes the store (the host is unloaded).
+    /// Closes the store (the daemon stops); the host takes nothing more.
     func close() {
+        isClosed = true
         try? store.close()
+    }
+
+    /// Holds that keep the host loaded without a subscriber (a document being created is held from
+    /// its birth until its first sections are written).
+    private var holds: Int
+
+    /// Ends a hold.
+    func release() { holds -= 1 }
+
+    /// Whether the host was unloaded or closed: it takes no subscriber and no batch, and its store is
+    /// never reopened (the document's next host opens it).
+    private(set) var isClosed = false
+
+    /// Unloads the host if nobody is subscribed: a snapshot if the log is large, then the store
+    /// closed. Checked and done in one step of this actor, so that a subscriber arriving meanwhile
+    /// either comes first (and the host stays) or finds it closed (and asks for a new one).
+    func unloadIfIdle(snapshotLogBytes: Int64) -> Bool {
+        guard subscribers.isEmpty, holds == 0, !isClosed else { return false }
+        snapshotIfLarge(logBytes: snapshotLogBytes)
+        close()
+        return true
     }
 }

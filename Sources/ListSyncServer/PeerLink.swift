@@ -160,7 +160,11 @@ actor PeerLink: DocumentSubscriber {
                 subscribed[id] = nil
                 return
             }
-            let s = await h.subscribe(self, version: version)
+            guard let s = await h.subscribe(self, version: version) else {
+                // Unloaded meanwhile: subscribe again to the document's new host.
+                subscribed[id] = nil
+                return await subscribe(id)
+            }
             if !s.missing.isEmpty { await push(id, s.missing) }
         case let .operations(id, _, ops):
             guard let h = subscribed[id] else { return }

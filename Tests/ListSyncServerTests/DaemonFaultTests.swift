@@ -215,3 +215,22 @@ struct RateLimitTests {
     }
 }
 #endif
+
+#if canImport(Glibc)
+@Suite("Status of a daemon with many resident documents")
+struct LargeStatusTests {
+    @Test("a status report of 200 KB (1,000 resident documents and more) round-trips; a name or error text is still capped at 64 KiB")
+    func largeStatus() throws {
+        let json = "{\"resident\":[" + String(repeating: "{\"id\":\"00112233445566778899aabbccddeeff\",\"name\":\"small\"},", count: 3_500) + "{}]}"
+        #expect(json.utf8.count > 150_000)
+        let m = DaemonMessage.statusReport(request: 7, json: json)
+        guard case let .statusReport(r, back) = try DaemonMessage(decoding: m.encoded()) else {
+            Issue.record("not a status report")
+            return
+        }
+        #expect(r == 7 && back == json)
+        let text = String(repeating: "x", count: 70_000)
+        #expect(throws: (any Error).self) { try DaemonMessage(decoding: DaemonMessage.error(request: 1, document: nil, code: .limit, text: text).encoded()) }
+    }
+}
+#endif

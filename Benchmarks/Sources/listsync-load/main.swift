@@ -16,11 +16,15 @@ let usage = """
     USAGE: listsync-load [--clients N] [--edits N] [--docs N] [--moves PERCENT] [--seed S] [--json]
                          [--binary PATH] [--daemon HOST:PORT --key-file FILE]
            listsync-load --kill-cycles K [--clients N] [--json] [--binary PATH]
+           listsync-load --idle-clients N [--resident-docs M] [--json] [--binary PATH]
 
     Defaults: 64 clients, 1000 edits each, 8 documents, 40% moves, seed 1; a daemon started here.
     --kill-cycles K: clients insert (each insert acknowledged) while the daemon is killed with
     SIGKILL K times at random moments and restarted on the same data folder and port; the clients
     reconnect; at the end every acknowledged insert must be in the list, each item once.
+    --idle-clients N: N clients connect, subscribe to one document and stay idle; prints the
+    daemon's RSS per connection; then M (default 1000) small documents are made resident: RSS per
+    resident document. Raise the open-file limit first (ulimit -n) for N near 1000 or more.
     """
 
 struct Config {
@@ -31,6 +35,7 @@ struct Config {
     var daemon: (String, UInt16)?
     var keyFile: String?
     var killCycles = 0
+    var idleClients = 0, residentDocs = 1_000
 }
 
 func parse() -> Config {
@@ -49,6 +54,8 @@ func parse() -> Config {
         case "--seed": c.seed = UInt64(next(a)) ?? c.seed
         case "--json": c.json = true
         case "--kill-cycles": c.killCycles = Int(next(a)) ?? 0
+        case "--idle-clients": c.idleClients = Int(next(a)) ?? 0
+        case "--resident-docs": c.residentDocs = Int(next(a)) ?? c.residentDocs
         case "--binary": c.binary = next(a)
         case "--key-file": c.keyFile = next(a)
         case "--daemon":
@@ -68,10 +75,10 @@ final class DaemonProcess: @unchecked Sendable {
     let data: String
     var port: UInt16 = 0
 
-    init(binary: String, data: String? = nil, port: UInt16 = 0) throws {
+    init(binary: String, data: String? = nil, port: UInt16 = 0, extra: [String] = []) throws {
         self.data = data ?? NSTemporaryDirectory() + "listsync-load-" + UUID().uuidString
         process.executableURL = URL(fileURLWithPath: binary)
-        process.arguments = ["serve", "--data", self.data, "--listen", "127.0.0.1:\(port)"]
+        process.arguments = ["serve", "--data", self.data, "--listen", "127.0.0.1:\(port)"] + extra
         let out = Pipe()
         process.standardOutput = out
         process.standardError = FileHandle.nullDevice
@@ -291,7 +298,8 @@ let done = DispatchSemaphore(value: 0)
 let code = Mutex<Int32>(0)
 Task.detached {
     do {
-        let r = config.killCycles > 0 ? try await runKillCycles(config) : try await run(config)
+        let r = config.idleClients > 0 ? try await runIdle(config)
+            : config.killCycles > 0 ? try await runKillCycles(config) : try await run(config)
         if config.json {
             let data = try JSONSerialization.data(withJSONObject: r, options: [.sortedKeys])
             print(String(decoding: data, as: UTF8.self))
