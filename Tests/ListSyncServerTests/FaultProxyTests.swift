@@ -47,7 +47,7 @@ extension FaultProxySuites {
             plan.stall = .milliseconds(50) ... .milliseconds(300)
             plan.dropProbability = 0.15
             plan.cutProbability = 0.5
-            plan.cutBytes = 1 ... 4_000
+            plan.cutBytes = 1 ... 800   // below what each direction carries before the heal, so a decided cut happens
             let proxy = try await FaultProxy.start(to: try #require(SocketAddress(numeric: "127.0.0.1", port: daemon.port)), plan: plan)
 
             // The document, made and watched directly.
