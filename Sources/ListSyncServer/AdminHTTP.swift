@@ -27,8 +27,8 @@ extension Daemon {
     func readiness() async -> (Bool, String) {
         if isStopping { return (false, "stopping") }
         guard address != nil else { return (false, "not listening yet") }
-        for (id, h) in hosts {
-            if let e = await h.storeFailure { return (false, "storage failing for \(id): \(e)") }
+        if let (id, e) = await failingStores().min(by: { $0.key < $1.key }) {
+            return (false, "storage failing for \(id): \(e)")
         }
         return (true, "ready")
     }

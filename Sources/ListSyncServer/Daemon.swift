@@ -330,17 +330,22 @@ public actor Daemon {
         for p in peers { await p.tick() }
     }
 
+    /// The resident documents whose store failed, with the reason (disk full: they acknowledge
+    /// nothing until their next batch reopens the store). Read by status and readiness.
+    func failingStores() async -> [String: String] {
+        var out: [String: String] = [:]
+        for (id, h) in hosts { if let e = await h.storeFailure { out[id.description] = e } }
+        return out
+    }
+
     /// The status as a JSON object (what `listsync status` prints).
     func statusJSON() async -> String {
         var resident: [[String: Any]] = []
-        var failing: [String: String] = [:]
+        let failing = await failingStores()
         for (id, h) in hosts {
             var entry: [String: Any] = ["id": id.description, "name": h.name, "operations": await h.document.operationCount,
                                         "subscribers": await h.subscriberCount]
-            if let failure = await h.storeFailure {
-                entry["store_error"] = failure
-                failing[id.description] = failure
-            }
+            if let failure = await h.storeFailure { entry["store_error"] = failure }
             resident.append(entry)
         }
         var peerList: [[String: Any]] = []

@@ -96,10 +96,13 @@ actor DocumentHost {
     func receive(_ ops: [ListOperation], from sender: (any DocumentSubscriber)?) async throws(StoreError)
         -> (version: VersionVector, report: ReceiveReport) {
         lastUsed = clock()
-        let fresh = ops.filter { !document.version.contains($0.lastID) }
+        var fresh: [ListOperation] = [], seen: [ListOperation] = []
+        for op in ops {
+            if document.version.contains(op.lastID) { seen.append(op) } else { fresh.append(op) }
+        }
         var known = ReceiveReport()
-        if fresh.count < ops.count {
-            known = document.receive(ops.filter { document.version.contains($0.lastID) })
+        if !seen.isEmpty {
+            known = document.receive(seen)
             equivocations += known.equivocations.count
         }
         guard !fresh.isEmpty else { return (document.version, known) }
