@@ -30,7 +30,7 @@ ROWS += [("W6.memory", "bytes_per_live_item"), ("W6.memory", "bytes_per_deleted_
 ROWS += [(f"W7.{o}.{n}", m) for o in ("reverse", "shuffled") for n in (10000, 100000) for m in ("ms", "ns_per_op")]
 ROWS += [("W8.concurrent", "ms"), ("W8.concurrent", "ok")]
 # W10.store (issue 17): higher appends/s is better; SQLite is WAL + synchronous=FULL (compare/sqlite_wal.py)
-ROWS += [("W10.store", m) for m in ("appends_per_s_1", "appends_per_s_16", "bytes_per_op", "recover_log_ms",
+ROWS += [("W10.store", m) for m in ("appends_per_s_1", "appends_per_s_1_growing", "appends_per_s_16", "bytes_per_op", "recover_log_ms",
                                      "recover_snapshot_ms")]
 
 # targets: (label, workload, metric, other engine or "self:<workload>", max ratio or absolute limit)

@@ -13,7 +13,8 @@ extension DocumentStore {
     /// Recovery: the newest generation's snapshot is checked and loaded; its log's header is checked
     /// (a file that is not this document's log is refused, never truncated); the records are
     /// scanned up to the first bad one (short, zero or oversized length, CRC mismatch, unknown type,
-    /// undecodable payload); the bytes from there on are copied to `log-<g>.tail-<n>`, the log is
+    /// undecodable payload) or to an all-zero rest (preallocated space, kept for the next appends);
+    /// the bytes of a bad one on are copied to `log-<g>.tail-<n>`, the log is
     /// truncated and fsynced; the intact records are replayed through ``ListDocument/receive(_:)-([ListOperation])``.
     /// A snapshot that a crash interrupted is finished (see ``snapshot(_:)``).
     ///
@@ -106,6 +107,8 @@ struct Opener {
         var document: ListDocument
         var epoch: UInt64 = 0
         let g: UInt64
+        /// Where log-<g>'s records end, when recovery scanned it (else its length).
+        var recordsEnd: Int64?
         if let latest = files.latest {
             g = latest
             report.generation = g
@@ -120,6 +123,7 @@ struct Opener {
             if files.logs.contains(g) {
                 let scan = try recoverLog(g, files)
                 replay(scan, into: &document, epoch: &epoch)
+                recordsEnd = Int64(scan.validLength)
             } else {
                 // snapshot-<g> without log-<g>: a snapshot stopped before starting its log. The
                 // previous log still holds what the snapshot may lack (operations that were waiting
@@ -157,14 +161,15 @@ struct Opener {
 
         let logPath = path(DocumentStore.logName(g))
         let fd = try fs.open(logPath, flags: O_RDWR)
-        let end: Int64
-        do throws(StoreError) { end = try fs.size(fd, path: logPath) } catch {
+        let size: Int64
+        do throws(StoreError) { size = try fs.size(fd, path: logPath) } catch {
             try? fs.close(fd, path: logPath)
             throw error
         }
         var logged = document.version.counters
         for (r, c) in DocumentStore.maxIDs(document.pendingOperations) where c > logged[r, default: 0] { logged[r] = c }
-        let output = LogWriter.Output(fd: fd, path: logPath, end: end, generation: g, epoch: epoch, logged: logged)
+        let output = LogWriter.Output(fd: fd, path: logPath, end: min(recordsEnd ?? size, size), allocated: size,
+                                      generation: g, epoch: epoch, logged: logged)
         return (document, output)
     }
 
@@ -181,7 +186,7 @@ struct Opener {
     }
 
     /// Scans `log-<g>`; a damaged tail is copied to `log-<g>.tail-<n>` (fsynced), then cut off the
-    /// log (fsynced).
+    /// log (fsynced). Preallocated zeros after the last record stay: the next append writes there.
     mutating func recoverLog(_ g: UInt64, _ files: FolderFiles) throws(StoreError) -> LogScan {
         let p = path(DocumentStore.logName(g))
         let bytes = try fs.readFile(p)

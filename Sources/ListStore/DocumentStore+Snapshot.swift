@@ -69,6 +69,7 @@ extension DocumentStore {
             o.fd = fd
             o.path = logPath
             o.end = Int64(newLog.count)
+            o.allocated = o.end
             o.generation = g
             // Generation g + 1 is complete: generation g may go.
             try fs.unlink(path(Self.logName(old)))

@@ -16,6 +16,14 @@ public struct StoreOptions: Sendable {
         return UInt64.random(in: 1...UInt64.max, using: &rng)
     }
 
+    /// The most bytes of zeros the log is extended by whenever an append reaches its end (default
+    /// 1 MiB; 0: none, the file grows by each append). A chunk is as long as the log so far, from
+    /// 4 KiB up to this. Appends then overwrite blocks already written, so their `fdatasync` has no
+    /// new file length to commit: one file-system journal commit per chunk instead of per append
+    /// (Docs/Storage.md, "Preallocation"). Recovery reads an all-zero rest as this space, not as
+    /// damage.
+    public var preallocation = 1 << 20
+
     /// The defaults.
     public init() {}
 }
@@ -53,7 +61,7 @@ public final class DocumentStore: Sendable {
         self.options = options
         self.recoveryReport = report
         self.fs = fs
-        writer = LogWriter(fs: fs, output: output, label: documentID.description)
+        writer = LogWriter(fs: fs, output: output, label: documentID.description, preallocation: options.preallocation)
     }
 
     // MARK: Appending
@@ -95,7 +103,8 @@ public final class DocumentStore: Sendable {
         get throws(StoreError) { try writer.exclusive { $0.generation } }
     }
 
-    /// The current log's length in bytes. Waits for a commit round in progress.
+    /// The current log's length in bytes: the end of its last record (the file may be longer by
+    /// its preallocated zeros). Waits for a commit round in progress.
     public var logSize: Int64 {
         get throws(StoreError) { try writer.exclusive { $0.end } }
     }

@@ -12,7 +12,8 @@ public enum LogRecord: Hashable, Sendable {
 public enum LogDamage: Error, Hashable, Sendable, CustomStringConvertible {
     /// Fewer bytes left than a record's 9-byte prefix.
     case shortPrefix(bytes: Int)
-    /// A length of zero (a zero-filled tail, typically).
+    /// A length of zero with something other than zeros after it (an all-zero rest is the log's
+    /// preallocated space, not damage: see ``LogScan/preallocated``).
     case zeroLength
     /// A length over the 1 MiB limit.
     case oversizedLength(Int)
@@ -45,11 +46,15 @@ public enum LogDamage: Error, Hashable, Sendable, CustomStringConvertible {
 public struct LogScan: Sendable {
     /// The intact records, in file order.
     public var records: [LogRecord] = []
-    /// How many bytes from the start of the file are intact (header included): the length to
-    /// truncate the log to.
+    /// How many bytes from the start of the file are intact (header included): where the next
+    /// record goes, and the length to truncate a damaged log to.
     public var validLength: Int
     /// Where the first bad record starts and what is wrong with it; nil when the whole file is intact.
     public var damage: (offset: Int, reason: LogDamage)?
+    /// Zero bytes after the last intact record: space the writer preallocated (Docs/Storage.md,
+    /// "Preallocation"), where the next record goes. Not damage: no record starts with a zero
+    /// length, so an all-zero rest holds no record, whole or torn, that was ever made durable.
+    public var preallocated = 0
 
     /// Scans `bytes`, a whole log of `document`.
     ///
@@ -68,7 +73,11 @@ public struct LogScan: Sendable {
                 at = next
                 scan.validLength = next
             case let .failure(damage):
-                scan.damage = (at, damage)
+                if bytes[at...].allSatisfy({ $0 == 0 }) {
+                    scan.preallocated = bytes.count - at
+                } else {
+                    scan.damage = (at, damage)
+                }
                 return scan
             }
         }

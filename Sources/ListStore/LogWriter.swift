@@ -20,8 +20,11 @@ final class LogWriter: Sendable {
     struct Output {
         var fd: Int32
         var path: String
-        /// The file's length: where the next records go.
+        /// Where the next records go: the end of the last record.
         var end: Int64
+        /// The file's length: `end` plus the zeros preallocated after it (Docs/Storage.md,
+        /// "Preallocation").
+        var allocated: Int64
         var generation: UInt64
         var epoch: UInt64
         /// The highest counter of each replica in every operation this store has logged (from the
@@ -49,10 +52,16 @@ final class LogWriter: Sendable {
     let output: Mutex<Output>
     let queue = Mutex(Queue())
     let drain: DispatchQueue
+    /// Zero bytes written after the records whenever a round would pass ``Output/allocated``
+    /// (``StoreOptions/preallocation``).
+    let preallocation: Int
+    /// The smallest chunk of zeros preallocated (a page), unless ``preallocation`` is smaller.
+    static let minimumChunk = 4096
 
-    init(fs: FileSystem, output: Output, label: String) {
+    init(fs: FileSystem, output: Output, label: String, preallocation: Int) {
         self.fs = fs
         self.output = Mutex(output)
+        self.preallocation = max(0, preallocation)
         drain = DispatchQueue(label: "ListStore.commit.\(label)")
     }
 
@@ -113,6 +122,15 @@ final class LogWriter: Sendable {
                 bytes.reserveCapacity(batch.reduce(0) { $0 + $1.bytes.count })
                 for e in batch { bytes += e.bytes }
             }
+            let recordsEnd = o.end + Int64(bytes.count)
+            // Past the preallocated space: the same pwrite writes the next chunk of zeros after the
+            // records, so later rounds overwrite written blocks and their fdatasync has no file
+            // length (no journal commit) to make durable. The chunk is as long as the log so far
+            // (one page at least, `preallocation` at most): a small document's log stays small.
+            if recordsEnd > o.allocated, preallocation > 0 {
+                let chunk = min(preallocation, max(Self.minimumChunk, Int(recordsEnd)))
+                bytes.append(contentsOf: repeatElement(0, count: chunk))
+            }
             do throws(StoreError) {
                 try fs.pwriteAll(o.fd, bytes, offset: o.end, path: o.path)
                 try fs.fdatasync(o.fd, path: o.path)
@@ -120,7 +138,8 @@ final class LogWriter: Sendable {
                 o.failure = error
                 return error
             }
-            o.end += Int64(bytes.count)
+            o.allocated = max(o.allocated, o.end + Int64(bytes.count))
+            o.end = recordsEnd
             o.syncs += 1
             for e in batch {
                 for (r, c) in e.maxIDs where c > o.logged[r, default: 0] { o.logged[r] = c }

@@ -62,6 +62,54 @@ struct DocumentStoreTests {
         #expect(try store.syncCount == 5)
     }
 
+    @Test("preallocation: the log grows by chunks of zeros (as long as the log, 4 KiB to the cap), appends overwrite them, reopening continues after the last record")
+    func preallocation() throws {
+        let folder = temporaryFolder("prealloc")
+        defer { removeFolder(folder) }
+        var options = StoreOptions()
+        options.preallocation = 8 * 1024
+        var stream = EditStream(seed: 7)
+        var (store, _) = try DocumentStore.open(at: folder, documentID: testDocument, replica: ReplicaID(1), options: options)
+        var fileSizes: Set<Int> = []
+        for round in 0..<3 {
+            for _ in 0..<150 {
+                let end = try store.logSize
+                try store.append(stream.batch(3))
+                let file = try FileSystem.system.readFile(folder + "/log-0")
+                // The chunk written when the records reached the end: max(4 KiB, the log) up to the cap.
+                if !fileSizes.contains(file.count) {
+                    let chunk = file.count - Int(try store.logSize)
+                    #expect(chunk == min(8 * 1024, max(4096, Int(try store.logSize))), "round \(round): \(chunk) after \(end)")
+                }
+                fileSizes.insert(file.count)
+                #expect(file.count >= Int(try store.logSize))
+                #expect(file[Int(try store.logSize)...].allSatisfy { $0 == 0 })
+            }
+            let end = try store.logSize
+            try store.close()
+            let document: ListDocument
+            (store, document) = try DocumentStore.open(at: folder, documentID: testDocument, replica: ReplicaID(1), options: options)
+            #expect(store.recoveryReport.bytesKeptAside == 0 && store.recoveryReport.damage == nil)
+            #expect(try store.logSize == end)
+            #expect(document.encodedState() == stream.document.encodedState())
+            stream.document = document
+        }
+        try store.close()
+        #expect(fileSizes.count >= 4 && fileSizes.max()! > 3 * 8 * 1024, "the file grew \(fileSizes.count) times, to \(fileSizes.max()!) bytes")
+        #expect(try FileSystem.system.list(folder) == ["log-0"])
+
+        // Off: the file is exactly the records.
+        let plain = temporaryFolder("prealloc-off")
+        defer { removeFolder(plain) }
+        options.preallocation = 0
+        let (off, _) = try DocumentStore.open(at: plain, documentID: testDocument, replica: ReplicaID(1), options: options)
+        for _ in 0..<20 {
+            try off.append(stream.batch(1))
+            #expect(try FileSystem.system.readFile(plain + "/log-0").count == Int(try off.logSize))
+        }
+        try off.close()
+    }
+
     @Test("16 threads appending concurrently share fdatasyncs, and every batch is there after reopening")
     func groupCommitThreads() throws {
         let folder = temporaryFolder("group")

@@ -27,8 +27,13 @@ struct WrittenLog {
             states.append(stream.document.encodedState())
         }
         try store.close()
-        let bytes = try FileSystem.system.readFile(folder + "/log-0")
-        let scan = try LogScan.scan(bytes, document: testDocument)
+        // The file goes on past the records with preallocated zeros; the log is the records.
+        let file = try FileSystem.system.readFile(folder + "/log-0")
+        let scan = try LogScan.scan(file, document: testDocument)
+        #expect(scan.damage == nil && scan.validLength == boundaries.last!)
+        #expect(scan.preallocated == file.count - boundaries.last! && scan.preallocated > 0)
+        #expect(file[boundaries.last!...].allSatisfy { $0 == 0 })
+        let bytes = Array(file[..<boundaries.last!])
         return WrittenLog(bytes: bytes, boundaries: boundaries, states: states, records: scan.records)
     }
 
@@ -45,33 +50,45 @@ struct RecoveryTests {
         let log = try WrittenLog.make(seed: 21, batches: 14, folder: source)
         let first = log.boundaries[log.boundaries.count - 6]
         var tried = 0
+        // Each cut twice: the file ends at the cut (a log that grew by each write), or zeros follow
+        // it (a write torn inside preallocated space: the rest of the record never reached the disk).
         for cut in first..<log.bytes.count {
-            let k = log.batchesComplete(at: cut)
-            // In memory: the scan.
-            let scan = try LogScan.scan(Array(log.bytes[..<cut]), document: testDocument)
-            #expect(scan.validLength == log.boundaries[k], "cut \(cut)")
-            #expect(scan.records == Array(log.records[..<(k + 1)]), "cut \(cut)")
-            #expect((scan.damage == nil) == (cut == log.boundaries[k]), "cut \(cut)")
-            // On disk: open repairs, keeps the tail aside, and loads the document of k batches.
-            let folder = temporaryFolder("torn")
-            defer { removeFolder(folder) }
-            _ = FileManager.default.createFile(atPath: folder + "/log-0", contents: Data(log.bytes[..<cut]))
-            let (store, doc) = try DocumentStore.open(at: folder, documentID: testDocument, replica: ReplicaID(1))
-            try store.close()
-            #expect(doc.encodedState() == log.states[k], "cut \(cut)")
-            let report = store.recoveryReport
-            #expect(report.bytesKeptAside == cut - log.boundaries[k], "cut \(cut)")
-            #expect(try FileSystem.system.readFile(folder + "/log-0") == Array(log.bytes[..<log.boundaries[k]]))
-            if cut > log.boundaries[k] {
-                #expect(report.tailPath == folder + "/log-0.tail-1")
-                #expect(try FileSystem.system.readFile(folder + "/log-0.tail-1") == Array(log.bytes[log.boundaries[k]..<cut]))
-            } else {
-                #expect(report.tailPath == nil)
+            for padding in [0, 4096] {
+                let k = log.batchesComplete(at: cut)
+                let boundary = log.boundaries[k]
+                let file = Array(log.bytes[..<cut]) + [UInt8](repeating: 0, count: padding)
+                // A torn record whose bytes so far are all zero (none, or a length's low zero byte)
+                // reads as preallocated space: no record was there, nothing is kept aside.
+                let clean = log.bytes[boundary..<cut].allSatisfy { $0 == 0 }
+                // In memory: the scan.
+                let scan = try LogScan.scan(file, document: testDocument)
+                #expect(scan.validLength == boundary, "cut \(cut)")
+                #expect(scan.records == Array(log.records[..<(k + 1)]), "cut \(cut)")
+                #expect((scan.damage == nil) == clean, "cut \(cut)")
+                #expect(scan.preallocated == (clean ? file.count - boundary : 0), "cut \(cut)")
+                // On disk: open repairs, keeps the tail aside, and loads the document of k batches.
+                let folder = temporaryFolder("torn")
+                defer { removeFolder(folder) }
+                _ = FileManager.default.createFile(atPath: folder + "/log-0", contents: Data(file))
+                let (store, doc) = try DocumentStore.open(at: folder, documentID: testDocument, replica: ReplicaID(1))
+                #expect(try store.logSize == Int64(boundary), "cut \(cut)")
+                try store.close()
+                #expect(doc.encodedState() == log.states[k], "cut \(cut)")
+                let report = store.recoveryReport
+                #expect(report.bytesKeptAside == (clean ? 0 : file.count - boundary), "cut \(cut)")
+                // A damaged log is cut at its last record; preallocated space is left for appends.
+                #expect(try FileSystem.system.readFile(folder + "/log-0") == (clean ? file : Array(log.bytes[..<boundary])))
+                if clean {
+                    #expect(report.tailPath == nil)
+                } else {
+                    #expect(report.tailPath == folder + "/log-0.tail-1")
+                    #expect(try FileSystem.system.readFile(folder + "/log-0.tail-1") == Array(file[boundary...]))
+                }
+                tried += 1
             }
-            tried += 1
         }
-        #expect(tried > 100)
-        print("torn writes: \(tried) cut offsets over the last 5 records (\(log.bytes.count - first) bytes)")
+        #expect(tried > 200)
+        print("torn writes: \(tried) cuts over the last 5 records (\(log.bytes.count - first) bytes), with and without zeros after")
     }
 
     @Test("14,000 single-bit flips and zero-filled tails over a log: a prefix of what was written, or refused")

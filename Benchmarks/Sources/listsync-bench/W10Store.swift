@@ -20,26 +20,16 @@ func w10Store(_ ctx: Context) throws -> BenchResult {
     var res = BenchResult(workload: "W10.store", ops: 0)
     let id = DocumentID(high: 10, low: 10)
 
-    // 1 writer: single-op batches for 3 s.
-    do {
-        let (store, _) = try DocumentStore.open(at: root + "/one", documentID: id, replica: ReplicaID(1))
-        var doc = ListDocument(replica: ReplicaID(1))
-        let section = try doc.insertSection(at: 0)
-        try store.append([section])
-        let before = try store.logSize
-        var n = 0
-        let t0 = nowNs()
-        while nowNs() - t0 < 3_000_000_000 {
-            let op = try doc.insertItem(at: IndexPath(item: n, section: 0), value: Data("item \(n)".utf8))
-            try store.append([op])
-            n += 1
-        }
-        let seconds = Double(nowNs() - t0) / 1e9
-        res.set("appends_per_s_1", Double(n) / seconds)
-        res.set("bytes_per_op", Double(try store.logSize - before) / Double(n))
-        res.set("appends_1", n)
-        try store.close()
-    }
+    // 1 writer: single-op batches for 3 s; the log preallocated (the default), then growing by
+    // each append (preallocation off), so every run shows what preallocation buys on this disk.
+    let one = try w10OneWriter(folder: root + "/one", id: id, options: StoreOptions())
+    res.set("appends_per_s_1", one.rate)
+    res.set("bytes_per_op", one.bytesPerOp)
+    res.set("appends_1", one.appends)
+    var growing = StoreOptions()
+    growing.preallocation = 0
+    let grown = try w10OneWriter(folder: root + "/one-growing", id: id, options: growing)
+    res.set("appends_per_s_1_growing", grown.rate)
 
     // 16 writer threads, each its own replica, single-op batches for 3 s.
     do {
@@ -127,4 +117,24 @@ func w10Store(_ ctx: Context) throws -> BenchResult {
     res.ok = logOnly.state == traceLive && withSnapshot.state == traceLive + 1_000
     res.note = "single-op batches fdatasynced before append returns; recovery " + Repeat.note(Repeat.loads, logOnly.runs, "opens")
     return res
+}
+
+/// One writer appending single-operation batches for 3 s: appends per second, log bytes per
+/// operation (the records; preallocated zeros not counted), appends made.
+func w10OneWriter(folder: String, id: DocumentID, options: StoreOptions) throws -> (rate: Double, bytesPerOp: Double, appends: Int) {
+    let (store, _) = try DocumentStore.open(at: folder, documentID: id, replica: ReplicaID(1), options: options)
+    defer { try? store.close() }
+    var doc = ListDocument(replica: ReplicaID(1))
+    let section = try doc.insertSection(at: 0)
+    try store.append([section])
+    let before = try store.logSize
+    var n = 0
+    let t0 = nowNs()
+    while nowNs() - t0 < 3_000_000_000 {
+        let op = try doc.insertItem(at: IndexPath(item: n, section: 0), value: Data("item \(n)".utf8))
+        try store.append([op])
+        n += 1
+    }
+    let seconds = Double(nowNs() - t0) / 1e9
+    return (Double(n) / seconds, Double(try store.logSize - before) / Double(n), n)
 }
