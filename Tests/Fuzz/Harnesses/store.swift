@@ -96,8 +96,12 @@ func scan(_ log: [UInt8]) {
     guard result.validLength >= LogFormat.logHeaderSize, result.validLength <= log.count else {
         fuzzFailure("valid length \(result.validLength) of \(log.count) bytes")
     }
-    guard (result.damage == nil) == (result.validLength == log.count) else { fuzzFailure("damage and valid length disagree") }
-    if result.damage != nil {
+    guard (result.damage == nil) == (result.validLength + result.preallocated == log.count),
+          result.damage == nil || result.preallocated == 0 else { fuzzFailure("damage, preallocated space and valid length disagree") }
+    guard log[result.validLength..<result.validLength + result.preallocated].allSatisfy({ $0 == 0 }) else {
+        fuzzFailure("preallocated space that is not zeros")
+    }
+    if result.damage != nil || result.preallocated > 0 {
         let again: LogScan
         do { again = try LogScan.scan(Array(log[..<result.validLength]), document: documentID) } catch {
             fuzzFailure("the intact prefix's header does not check: \(error)")
