@@ -109,11 +109,12 @@ struct Opener {
         let g: UInt64
         /// Where log-<g>'s records end, when recovery scanned it (else its length).
         var recordsEnd: Int64?
+        var snapshotBytes: Int64 = 0
         if let latest = files.latest {
             g = latest
             report.generation = g
             if files.snapshots.contains(g) {
-                (document, epoch) = try loadSnapshot(g)
+                (document, epoch, snapshotBytes) = try loadSnapshot(g)
                 report.loadedSnapshot = true
             } else if g > 0 {
                 throw .inconsistentFolder(path: folder, reason: "log-\(g) has no snapshot-\(g)")
@@ -169,17 +170,18 @@ struct Opener {
         var logged = document.version.counters
         for (r, c) in DocumentStore.maxIDs(document.pendingOperations) where c > logged[r, default: 0] { logged[r] = c }
         let output = LogWriter.Output(fd: fd, path: logPath, end: min(recordsEnd ?? size, size), allocated: size,
-                                      generation: g, epoch: epoch, logged: logged)
+                                      generation: g, snapshotBytes: snapshotBytes, epoch: epoch, logged: logged)
         return (document, output)
     }
 
-    /// The document and epoch of `snapshot-<g>`.
-    func loadSnapshot(_ g: UInt64) throws(StoreError) -> (ListDocument, UInt64) {
+    /// The document and epoch of `snapshot-<g>`, and the file's size.
+    func loadSnapshot(_ g: UInt64) throws(StoreError) -> (ListDocument, UInt64, bytes: Int64) {
         let p = path(DocumentStore.snapshotName(g))
         let bytes = try fs.readFile(p)
         let (epoch, payload) = try LogFormat.readSnapshotFile(bytes, document: id, path: p)
         do {
-            return (try ListDocument(snapshot: payload, replica: replica, maxValueSize: options.maxValueSize), epoch)
+            return (try ListDocument(snapshot: payload, replica: replica, maxValueSize: options.maxValueSize), epoch,
+                    Int64(bytes.count))
         } catch {
             throw .corruptSnapshot(path: p, reason: "the document does not load: \(error)")
         }

@@ -53,9 +53,9 @@ extension DocumentStore {
             let snapshotPath = path(Self.snapshotName(g))
             let logPath = path(Self.logName(g))
             let newLog = LogFormat.logHeader(documentID) + LogFormat.epochRecord(o.epoch) + carry
+            let snapshotFile = LogFormat.snapshotFile(payload, document: documentID, epoch: o.epoch)
             do throws(StoreError) {
-                try fs.writeAtomically(LogFormat.snapshotFile(payload, document: documentID, epoch: o.epoch),
-                                       to: snapshotPath, folder: folder)
+                try fs.writeAtomically(snapshotFile, to: snapshotPath, folder: folder)
                 try fs.writeAtomically(newLog, to: logPath, folder: folder)
             } catch {
                 // Generation g is still whole and in use; leave no half-made g + 1 behind for it.
@@ -70,6 +70,7 @@ extension DocumentStore {
             o.path = logPath
             o.end = Int64(newLog.count)
             o.allocated = o.end
+            o.snapshotBytes = Int64(snapshotFile.count)
             o.generation = g
             // Generation g + 1 is complete: generation g may go.
             try fs.unlink(path(Self.logName(old)))

@@ -109,6 +109,12 @@ public final class DocumentStore: Sendable {
         get throws(StoreError) { try writer.exclusive { $0.end } }
     }
 
+    /// The size in bytes of the current generation's snapshot file (0 in generation 0, which has
+    /// none). Waits for a commit round in progress.
+    public var snapshotBytes: Int64 {
+        get throws(StoreError) { try writer.exclusive { $0.snapshotBytes } }
+    }
+
     /// How many commit rounds (each one `fdatasync`) this store has run.
     public var syncCount: Int {
         get throws(StoreError) { try writer.exclusive { $0.syncs } }

@@ -26,6 +26,8 @@ final class LogWriter: Sendable {
         /// "Preallocation").
         var allocated: Int64
         var generation: UInt64
+        /// The size of `snapshot-<generation>` (0 for generation 0, which has none).
+        var snapshotBytes: Int64 = 0
         var epoch: UInt64
         /// The highest counter of each replica in every operation this store has logged (from the
         /// recovered document on): a snapshot must cover it.

@@ -156,13 +156,19 @@ public actor Daemon {
         let replica = replica
         let clock = Self.clock
         let limits = configuration.pendingLimits
+        let snapshotLogBytes = configuration.snapshotLogBytes
+        let log = log
+        // Recovery reads and replays the document's files: off this actor and the cooperative pool.
         let task = Task { () throws -> DocumentHost in
-            let entry = try folder.list().first { $0.id == id }
-            guard let entry else { throw DaemonError.unknownDocument(id) }
-            let (store, document) = try folder.open(id, replica: replica)
-            return DocumentHost(id: id, name: entry.name, store: store, document: document,
-                                epoch: try store.epoch, pendingLimits: limits, clock: clock,
-                                reopen: { try folder.open(id, replica: replica) }, log: log)
+            try await offPool {
+                let entry = try folder.list().first { $0.id == id }
+                guard let entry else { throw DaemonError.unknownDocument(id) }
+                let (store, document) = try folder.open(id, replica: replica)
+                return DocumentHost(id: id, name: entry.name, store: store, document: document,
+                                    epoch: try store.epoch, pendingLimits: limits, clock: clock,
+                                    reopen: { try folder.open(id, replica: replica) }, log: log,
+                                    snapshotLogBytes: snapshotLogBytes)
+            }
         }
         loading[id] = task
         defer { loading[id] = nil }
@@ -195,7 +201,8 @@ public actor Daemon {
             let replica = replica
             h = DocumentHost(id: newID, name: name, store: store, document: document, epoch: try store.epoch,
                              pendingLimits: configuration.pendingLimits, clock: Self.clock,
-                             reopen: { try folder.open(newID, replica: replica) }, log: log, held: true)
+                             reopen: { try folder.open(newID, replica: replica) }, log: log, held: true,
+                             snapshotLogBytes: configuration.snapshotLogBytes)
         } catch { throw DaemonError.from(error) }
         hosts[newID] = h
         metrics.loaded()

@@ -39,8 +39,11 @@ public struct DaemonConfiguration: Sendable {
     public var idleUnload: Duration = .seconds(300)
     /// Documents resident at once (the least recently used idle ones are unloaded first).
     public var maxResidentDocuments = 1_000
-    /// A document whose log grows past this is snapshotted when it is unloaded or at shutdown.
-    public var snapshotLogBytes: Int64 = 4 << 20
+    /// A document whose log grows past this (and past its last snapshot's size) is snapshotted:
+    /// while resident, after the batch that passed it; and when it is unloaded or at shutdown.
+    public var snapshotLogBytes: Int64 = defaultSnapshotLogBytes
+    /// 4 MiB.
+    public static let defaultSnapshotLogBytes: Int64 = 4 << 20
     /// How often peers exchange anti-entropy hellos.
     public var antiEntropyInterval: Duration = .seconds(10)
     /// The causal buffer of each hosted document (operations waiting for their dependencies):

@@ -18,8 +18,16 @@ extension ReceiveReport {
 ///
 /// Every batch is made durable before it is applied, acknowledged or forwarded (DAEMON.md,
 /// Promise 1): ``receive(_:from:)`` appends the operations the document lacks to the store, then
-/// applies them and forwards what was applied to the other subscribers.
+/// applies them and forwards what was applied to the other subscribers. When the log has grown past
+/// the snapshot threshold, the host snapshots the document (a new generation) while it stays
+/// resident, so recovery replays at most about that much log.
+///
+/// The host runs on a dispatch queue of its own (``QueueExecutor``), not on the cooperative pool:
+/// its snapshots, closes and reopens block on the disk, and only this document waits for them.
 actor DocumentHost {
+    private nonisolated let executor: QueueExecutor
+    nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
+
     let id: DocumentID
     let name: String
     private(set) var store: DocumentStore
@@ -38,11 +46,21 @@ actor DocumentHost {
     private let clock: @Sendable () -> UInt64
     /// Operations received and applied here, for metrics.
     private(set) var operationsIn = 0
+    /// The log size past which the document is snapshotted (``DaemonConfiguration/snapshotLogBytes``).
+    private let snapshotLogBytes: Int64
+    /// Where the next snapshot check fires: past both the threshold and the last snapshot's size
+    /// (so the cost of snapshots stays proportional to the log written), and further out after a
+    /// failed snapshot (so a full disk is not retried on every batch).
+    private var nextSnapshotAt: Int64
 
     init(id: DocumentID, name: String, store: DocumentStore, document: ListDocument, epoch: UInt64,
          pendingLimits: PendingLimits, clock: @escaping @Sendable () -> UInt64,
          reopen: @escaping @Sendable () throws -> (DocumentStore, ListDocument),
-         log: @escaping @Sendable (String, [String: String]) -> Void, held: Bool = false) {
+         log: @escaping @Sendable (String, [String: String]) -> Void, held: Bool = false,
+         snapshotLogBytes: Int64 = DaemonConfiguration.defaultSnapshotLogBytes) {
+        self.executor = QueueExecutor(label: "listsync.document.\(id)")
+        self.snapshotLogBytes = snapshotLogBytes
+        self.nextSnapshotAt = max(snapshotLogBytes, (try? store.snapshotBytes) ?? 0)
         self.holds = held ? 1 : 0
         self.reopen = reopen
         self.log = log
@@ -128,7 +146,24 @@ actor DocumentHost {
         }
         var all = report
         all.add(known)
+        snapshotIfDue()
         return (document.version, all)
+    }
+
+    /// Snapshots the document if its log has passed ``nextSnapshotAt``. A failure is logged, not
+    /// thrown: the batches are durable in the log either way, and the next check is a threshold
+    /// further out.
+    private func snapshotIfDue() {
+        guard let size = try? store.logSize, size > nextSnapshotAt else { return }
+        do {
+            try store.snapshot(document)
+            nextSnapshotAt = max(snapshotLogBytes, (try? store.snapshotBytes) ?? 0)
+            log("document snapshotted", ["document": id.description, "log_bytes": "\(size)",
+                                         "generation": "\((try? store.generation) ?? 0)"])
+        } catch {
+            nextSnapshotAt = size + max(snapshotLogBytes, 1)
+            log("snapshot failed", ["document": id.description, "error": error.description])
+        }
     }
 
     /// Operations refused here because their id was known with other content.

@@ -1,0 +1,60 @@
+#if canImport(Glibc)
+import Foundation
+import ListCRDT
+import ListStore
+import ListSyncServer
+import ListSyncTestSupport
+import Synchronization
+import Testing
+
+/// A document in constant use is snapshotted while it stays resident: recovery after a crash then
+/// replays only the log written since, however long the document has been open.
+@Suite("Daemon: snapshots of resident documents", .serialized, .timeLimit(.minutes(2)))
+struct DaemonSnapshotTests {
+    @Test("a subscribed document whose log passes the threshold is snapshotted while in use; every acknowledged edit survives, and a restart loads the snapshot")
+    func snapshotWhileResident() async throws {
+        let events = DaemonFaultTests.Events()
+        let (daemon, port, key, dir) = try await DaemonLimitTests.start { config in
+            config.snapshotLogBytes = 2_048
+            config.log = { e, f in events.list.withLock { $0.append((e, f)) } }
+        }
+        defer { dir.remove() }
+        let client = try await DaemonClient.connect(host: "127.0.0.1", port: port, key: key)
+        let doc = try await client.create(name: "busy")
+        let live = try await client.open(doc)   // subscribed: the document stays resident
+        let folder = dir.path + "/data/documents/\(doc)"
+        var generations: Set<String> = []
+        for i in 0..<300 {
+            try await client.edit(doc) { d throws(ListError) in
+                _ = try d.insertItem(atRow: d.itemCount(inSection: 0), inSection: 0, value: Data("item \(i)".utf8))
+            }
+            let names = try FileSystem.system.list(folder)
+            // One generation at a time: a log, and its snapshot from generation 1 on.
+            #expect(names.filter { $0.hasPrefix("log-") }.count == 1, "\(names)")
+            if let snapshot = names.first(where: { $0.hasPrefix("snapshot-") }) { generations.insert(snapshot) }
+        }
+        let snapshotted = events.named("document snapshotted")
+        #expect(snapshotted.count >= 2, "\(snapshotted)")
+        #expect(generations.count == snapshotted.count, "\(generations)")
+        #expect(snapshotted.allSatisfy { $0["document"] == doc.description })
+        // The threshold follows the snapshot's size: snapshots stay a fraction of the batches.
+        #expect(snapshotted.count < 40, "\(snapshotted.count) snapshots for 300 edits")
+        let expected = (0..<300).map { "item \($0)" }
+        #expect(live.document.rows == [expected])
+        await client.close()
+        await daemon.stop()
+
+        // A new daemon on the folder loads the latest snapshot and the log after it.
+        var config = DaemonConfiguration(dataFolder: dir.path + "/data")
+        config.listenPort = 0
+        let again = Daemon(configuration: config)
+        try await again.start()
+        let port2 = try #require(await again.address?.port)
+        let reader = try await DaemonClient.connect(host: "127.0.0.1", port: port2, key: key)
+        let reopened = try await reader.open(doc)
+        #expect(reopened.document.rows == [expected])
+        await reader.close()
+        await again.stop()
+    }
+}
+#endif
