@@ -92,7 +92,8 @@ public actor Daemon {
             }
         }
         for p in configuration.peers {
-            let link = PeerLink(daemon: self, host: p.host, port: p.port, key: key, options: configuration.tcp, loop: loop)
+            let link = PeerLink(daemon: self, host: p.host, port: p.port, key: key, options: configuration.tcp,
+                                backoff: configuration.peerBackoff, loop: loop)
             peers.append(link)
             await link.start()
         }
@@ -279,7 +280,8 @@ public actor Daemon {
         let label = "\(host):\(a.port)"
         guard !peers.contains(where: { $0.label == label }) else { return }
         log("peer discovered", ["address": label, "instance": String(a.instance, radix: 16)])
-        let link = PeerLink(daemon: self, host: host, port: a.port, key: key, options: configuration.tcp, loop: loop)
+        let link = PeerLink(daemon: self, host: host, port: a.port, key: key, options: configuration.tcp,
+                            backoff: configuration.peerBackoff, loop: loop)
         peers.append(link)
         await link.start()
     }

@@ -44,6 +44,12 @@ public struct DaemonConfiguration: Sendable {
     public var snapshotLogBytes: Int64 = defaultSnapshotLogBytes
     /// 4 MiB.
     public static let defaultSnapshotLogBytes: Int64 = 4 << 20
+    /// The wait between attempts to reach a peer (`--peer`, or discovered): 0.25 s doubling to 2 s,
+    /// jittered; reset by every connection that completes its handshake. Short on purpose: peers
+    /// are on a LAN, a refused attempt costs a SYN, and after a partition heals the link is back
+    /// within about 2 s at most (with 0.5 s doubling to 15 s it could take as long again as the
+    /// partition lasted: Docs/Reliability.md, "Fault proxy").
+    public var peerBackoff = Backoff(initial: .milliseconds(250), maximum: .seconds(2))
     /// How often peers exchange anti-entropy hellos.
     public var antiEntropyInterval: Duration = .seconds(10)
     /// The causal buffer of each hosted document (operations waiting for their dependencies):

@@ -31,7 +31,10 @@ actor PeerLink: DocumentSubscriber {
     /// Documents the peer holds at another epoch: not synced (re-attach is an operator's decision).
     private(set) var epochConflicts: [DocumentID: (local: UInt64, remote: UInt64)] = [:]
 
-    init(daemon: Daemon, host: String, port: UInt16, key: [UInt8], options: TCPOptions, loop: EventLoop) {
+    private let backoff: Backoff
+
+    init(daemon: Daemon, host: String, port: UInt16, key: [UInt8], options: TCPOptions, backoff: Backoff, loop: EventLoop) {
+        self.backoff = backoff
         self.daemon = daemon
         self.host = host
         self.port = port
@@ -60,7 +63,6 @@ actor PeerLink: DocumentSubscriber {
     private func run() async {
         var attempt = 0
         var rng = SystemRandomNumberGenerator()
-        let backoff = Backoff()
         while !Task.isCancelled {
             if let t = try? await TCPTransport.connect(host: host, port: port, key: key, options: options, loop: loop) {
                 attempt = 0
