@@ -75,11 +75,7 @@ struct DaemonFaultTests {
         await daemon.stop()
 
         // A new daemon on the same folder (real files, no hook): every acknowledged edit, once.
-        var config = DaemonConfiguration(dataFolder: dir.path + "/data")
-        config.listenPort = 0
-        let again = Daemon(configuration: config)
-        try await again.start()
-        let port2 = try #require(await again.address?.port)
+        let (again, port2) = try await DaemonLimitTests.restart(on: dir)
         let reader = try await DaemonClient.connect(host: "127.0.0.1", port: port2, key: key)
         let reopened = try await reader.open(doc)
         #expect(reopened.document.rows == [["a", "b", "c", "d"]])

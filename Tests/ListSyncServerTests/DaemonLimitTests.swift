@@ -22,6 +22,16 @@ struct DaemonLimitTests {
         return (daemon, port, key, dir)
     }
 
+    /// A new daemon on the data folder of `dir` (made by ``start(_:)``), with the defaults and no
+    /// hook: what a restart after a stop or a crash finds on disk. Returns it and its port.
+    static func restart(on dir: TemporaryFolder) async throws -> (Daemon, UInt16) {
+        var config = DaemonConfiguration(dataFolder: dir.path + "/data")
+        config.listenPort = 0
+        let daemon = Daemon(configuration: config)
+        try await daemon.start()
+        return (daemon, try #require(await daemon.address?.port))
+    }
+
     /// A client that completes the handshake, subscribes to `doc`, then never reads again.
     static func mute(port: UInt16, key: [UInt8], subscribeTo doc: DocumentID) async throws -> RawSocket {
         let raw = try #require(RawSocket(port: port, source: "127.0.0.5"))

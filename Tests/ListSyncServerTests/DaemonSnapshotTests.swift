@@ -45,11 +45,7 @@ struct DaemonSnapshotTests {
         await daemon.stop()
 
         // A new daemon on the folder loads the latest snapshot and the log after it.
-        var config = DaemonConfiguration(dataFolder: dir.path + "/data")
-        config.listenPort = 0
-        let again = Daemon(configuration: config)
-        try await again.start()
-        let port2 = try #require(await again.address?.port)
+        let (again, port2) = try await DaemonLimitTests.restart(on: dir)
         let reader = try await DaemonClient.connect(host: "127.0.0.1", port: port2, key: key)
         let reopened = try await reader.open(doc)
         #expect(reopened.document.rows == [expected])
