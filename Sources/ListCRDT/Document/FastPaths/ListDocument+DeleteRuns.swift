@@ -52,8 +52,9 @@ extension ListDocument {
     }
 
     /// The most deletes of a run that ``applyDeleteChunk(count:step:previous:first:deps:startsRecord:after:item:)``
-    /// takes: their slots, and three numbers for each run of slots that died (4 bytes each), fit
-    /// in the 1,024 bytes that `withUnsafeTemporaryAllocation` always takes from the stack.
+    /// takes: their slots (`LocalVersion`s) and three numbers for each run of slots that died (4
+    /// bytes each), 256 and 768 bytes, each within the 1,024 bytes that
+    /// `withUnsafeTemporaryAllocation` always takes from the stack.
     static let deleteChunk = 64
 
     /// Checks and applies up to `m` (at most ``deleteChunk``) item deletes of a delete run: ids
