@@ -34,7 +34,7 @@ import ListSyncSimulation
         var t = EntityTable()
         var m: [Model] = []
         for c in 1...3 as ClosedRange<UInt64> {
-            _ = t.append(id: Self.id(c), slot: Int32(c), value: Data(), section: EntityIndex(0))
+            _ = t.append(id: Self.id(c), slot: LocalVersion(Int32(c)), value: Data(), section: EntityIndex(0))
             m.append(Model(id: Self.id(c), winnerID: Self.id(c), deleted: .none))
         }
         Self.raise(&t, &m, EntityIndex(0), Self.id(1))
@@ -53,13 +53,13 @@ import ListSyncSimulation
     func moveAfterDeleteThenDeleteSeeingTheMove() {
         var t = EntityTable()
         var m = [Model(id: Self.id(1), winnerID: Self.id(1), deleted: .none)]
-        _ = t.append(id: Self.id(1), slot: 0, value: Data(), section: EntityIndex(0))
+        _ = t.append(id: Self.id(1), slot: LocalVersion(0), value: Data(), section: EntityIndex(0))
         Self.raise(&t, &m, EntityIndex(0), Self.id(1))  // deleted, seeing the insert
-        t.setWinner(5, write: Self.id(4, 2), of: EntityIndex(0))  // a concurrent move wins
+        t.setWinner(LocalVersion(5), write: Self.id(4, 2), of: EntityIndex(0))  // a concurrent move wins
         t.rows[0].section = EntityIndex(1)
         m[0].winnerID = Self.id(4, 2)
         Self.check(t, m, "after the move")
-        #expect(t.isAlive(EntityIndex(0)) && t.rows[0].winner == 5 && t.rows[0].section == EntityIndex(1))
+        #expect(t.isAlive(EntityIndex(0)) && t.rows[0].winner == LocalVersion(5) && t.rows[0].section == EntityIndex(1))
         Self.raise(&t, &m, EntityIndex(0), Self.id(4, 2))
         Self.check(t, m, "after the delete that saw the move")
         #expect(!t.isAlive(EntityIndex(0)))
@@ -79,7 +79,7 @@ import ListSyncSimulation
             clock += 1
             let next = Self.id(clock, UInt64(rng.below(3) + 1))
             if m.isEmpty || rng.chance(20) {
-                _ = t.append(id: next, slot: Int32(step), value: Data(), section: EntityIndex(0))
+                _ = t.append(id: next, slot: LocalVersion(step), value: Data(), section: EntityIndex(0))
                 m.append(Model(id: next, winnerID: next, deleted: .none))
                 continue
             }
@@ -88,7 +88,7 @@ import ListSyncSimulation
             case 0:  // a move: a newer write wins
                 let write = rng.chance(80) ? next : Self.id(UInt64(rng.below(Int(clock)) + 1), UInt64(rng.below(3) + 1))
                 if write > t.winnerID(i) {
-                    t.setWinner(Int32(step), write: write, of: i)
+                    t.setWinner(LocalVersion(step), write: write, of: i)
                     m[i.int].winnerID = write
                 }
             case 1:  // a delete that saw the winning write

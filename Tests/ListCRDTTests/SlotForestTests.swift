@@ -12,18 +12,18 @@ import ListSyncTestTraits
         var rng = SplitMix64(seed: seed)
         var forest = SlotForest()
         for _ in 0..<trees { _ = forest.addTree() }
-        var models: [[(lv: Int32, visible: Bool)]] = Array(repeating: [], count: trees)
-        var lastInsert: [Int32] = Array(repeating: -1, count: trees)
+        var models: [[(lv: LocalVersion, visible: Bool)]] = Array(repeating: [], count: trees)
+        var lastInsert: [LocalVersion] = Array(repeating: .none, count: trees)
         var probe = 0
         for step in 0..<steps {
             let t = rng.below(trees)
             let tree = Int32(t)
             if models[t].isEmpty || rng.chance(70) {
-                let lv = Int32(forest.leafOf.count)
+                let lv = LocalVersion(forest.leafOf.count)
                 forest.addSlots(1)
                 let visible = rng.chance(80)
                 // Half the time continue right after the previous slot of this tree, as typing does.
-                let at = rng.chance(50) && lastInsert[t] >= 0
+                let at = rng.chance(50) && lastInsert[t].exists
                     ? (models[t].firstIndex { $0.lv == lastInsert[t] }! + 1) : rng.below(models[t].count + 1)
                 let after = at == 0 ? nil : forest.locate(models[t][at - 1].lv)
                 forest.insert(tree, lv, visible: visible, after: after)
@@ -45,8 +45,8 @@ import ListSyncTestTraits
                 for t in 0..<trees {
                     let tree = Int32(t)
                     problems += forest.problems(tree).map { "tree \(t): \($0)" }
-                    var order: [(Int32, Bool)] = []
-                    forest.forEachRun(tree) { lv, n, v in for k in 0..<Int32(n) { order.append((lv + k, v)) } }
+                    var order: [(LocalVersion, Bool)] = []
+                    forest.forEachRun(tree) { lv, n, v in for k in 0..<Int32(n) { order.append((lv.advanced(by: k), v)) } }
                     if order.map(\.0) != models[t].map(\.lv) || order.map(\.1) != models[t].map(\.visible) {
                         problems.append("tree \(t): order differs from the model at step \(step)")
                     }
@@ -81,10 +81,11 @@ import ListSyncTestTraits
         var forest = SlotForest()
         let t = forest.addTree()
         forest.addSlots(1)
-        forest.insert(t, 0, visible: true, after: nil)
+        forest.insert(t, LocalVersion(0), visible: true, after: nil)
         // 20,000 slots typed one by one: extend until the entry is full, then a new entry.
-        var c = forest.locate(0)
-        for lv in 1..<20_000 as Range<Int32> {
+        var c = forest.locate(LocalVersion(0))
+        for k in 1..<20_000 {
+            let lv = LocalVersion(k)
             if let next = forest.extend(c, with: lv) {
                 c = next
             } else {
@@ -95,7 +96,7 @@ import ListSyncTestTraits
         }
         // Then 20,000 more in one insert (a loaded run).
         forest.addSlots(20_000)
-        forest.insert(t, 20_000, count: 20_000, visible: true, after: c)
+        forest.insert(t, LocalVersion(20_000), count: 20_000, visible: true, after: c)
         let built = forest.problems(t)
         #expect(built.isEmpty, "\(built.prefix(3))")
         var entries = 0
@@ -111,7 +112,7 @@ import ListSyncTestTraits
         for step in 0..<400 {
             let before = forest.leafOf
             if step % 2 == 0 {
-                let lv = Int32(forest.leafOf.count)
+                let lv = LocalVersion(forest.leafOf.count)
                 forest.addSlots(1)
                 let at = rng.below(forest.visibleCount(t) + 1)
                 let after = at == 0 ? nil : forest.findVisible(t, at - 1)

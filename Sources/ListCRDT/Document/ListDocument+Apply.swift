@@ -6,14 +6,14 @@ typealias SectionCache = (id: SectionID, entity: EntityIndex)?
 
 /// An operation whose references have been checked and turned into dense indices and slots.
 enum ResolvedOperation {
-    case insertSection(left: Int32, right: Int32, value: Data)
-    case insertItem(section: EntityIndex, left: Int32, right: Int32, value: Data)
-    case moveSection(EntityIndex, left: Int32, right: Int32)
-    case moveItems([EntityIndex], section: EntityIndex, left: Int32, right: Int32)
+    case insertSection(left: LocalVersion, right: LocalVersion, value: Data)
+    case insertItem(section: EntityIndex, left: LocalVersion, right: LocalVersion, value: Data)
+    case moveSection(EntityIndex, left: LocalVersion, right: LocalVersion)
+    case moveItems([EntityIndex], section: EntityIndex, left: LocalVersion, right: LocalVersion)
     /// A `moveItems` of exactly one item (the common case), without an array.
-    case moveItem(EntityIndex, section: EntityIndex, left: Int32, right: Int32)
+    case moveItem(EntityIndex, section: EntityIndex, left: LocalVersion, right: LocalVersion)
     /// `slot` is the local version of the seen slot (the log keeps it).
-    case deleteItem(EntityIndex, seen: OpID, slot: Int32)
+    case deleteItem(EntityIndex, seen: OpID, slot: LocalVersion)
     case deleteSection(EntityIndex, seen: OpID, items: [(EntityIndex, OpID)])
     case setItemValue(EntityIndex, Data)
     case setSectionValue(EntityIndex, Data)
@@ -36,14 +36,14 @@ extension ListDocument {
             guard let i = itemEntity(id) else { throw bad("unknown \(id)") }
             return i
         }
-        func origins(_ o: ListOperation.Origins, sequence: SequenceIndex) throws(ApplyError) -> (Int32, Int32) {
+        func origins(_ o: ListOperation.Origins, sequence: SequenceIndex) throws(ApplyError) -> (LocalVersion, LocalVersion) {
             let (left, right) = try originReferences(o, sequence: sequence, by: op.id)
             if !originsInOrder(left, right) { throw bad("origins \(o.after!) and \(o.before!) are out of order") }
             return (left, right)
         }
         /// `seen` must be a slot placing entity `e` of the given level; returns the id of the
         /// operation that made it (the position write it stands for) and the slot's local version.
-        func seenSlot(_ seen: SlotID, entity e: EntityIndex, inItems: Bool) throws(ApplyError) -> (OpID, Int32) {
+        func seenSlot(_ seen: SlotID, entity e: EntityIndex, inItems: Bool) throws(ApplyError) -> (OpID, LocalVersion) {
             try checkPast(seen.opID, by: op.id)
             guard let lv = slots.lv(of: seen.opID), slots.entity(of: lv) == e,
                   slots.sequence(of: lv).isItems == inItems else {
@@ -108,7 +108,7 @@ extension ListDocument {
     /// The references of an item insert `id` into `section` between `origins`, with a value of
     /// `valueSize` bytes: the value is within ``maxValueSize``, the section and the origin slots
     /// are known and before `id`, and the slots are in that section's sequence. Returns the
-    /// section's index and the origins' local versions (-1: none). Whether the origins are in
+    /// section's index and the origins' local versions (``LocalVersion/none``: none). Whether the origins are in
     /// order is ``originsInOrder(_:_:)``, apart (the run route knows it without a search when
     /// they are adjacent). `cache` holds the section looked up last (a section's index never
     /// changes once known: sections are never forgotten).
@@ -116,7 +116,7 @@ extension ListDocument {
     /// - Complexity: O(log n).
     @inline(__always)
     func itemInsertReferences(_ id: OpID, section: SectionID, origins: ListOperation.Origins, valueSize: Int,
-                              cache: inout SectionCache) throws(ApplyError) -> (section: EntityIndex, left: Int32, right: Int32) {
+                              cache: inout SectionCache) throws(ApplyError) -> (section: EntityIndex, left: LocalVersion, right: LocalVersion) {
         try checkValue(valueSize, of: id)
         let s: EntityIndex
         if let known = cache, known.id == section {
@@ -130,12 +130,12 @@ extension ListDocument {
         return (s, left, right)
     }
 
-    /// Whether origin slots `left` and `right` (-1: none) are in order in their sequence.
+    /// Whether origin slots `left` and `right` (``LocalVersion/none``: none) are in order in their sequence.
     ///
     /// - Complexity: O(log n).
     @inline(__always)
-    func originsInOrder(_ left: Int32, _ right: Int32) -> Bool {
-        left < 0 || right < 0 || forest.isBefore(left, right)
+    func originsInOrder(_ left: LocalVersion, _ right: LocalVersion) -> Bool {
+        !left.exists || !right.exists || forest.isBefore(left, right)
     }
 
     @inline(__always)
@@ -155,17 +155,17 @@ extension ListDocument {
         return s
     }
 
-    /// The origin slots of `origins` (-1: none), known, before `id` and in `sequence`.
+    /// The origin slots of `origins` (``LocalVersion/none``: none), known, before `id` and in `sequence`.
     @inline(__always)
     private func originReferences(_ origins: ListOperation.Origins, sequence: SequenceIndex,
-                                  by id: OpID) throws(ApplyError) -> (Int32, Int32) {
+                                  by id: OpID) throws(ApplyError) -> (LocalVersion, LocalVersion) {
         (try originSlot(origins.after, sequence: sequence, by: id), try originSlot(origins.before, sequence: sequence, by: id))
     }
 
-    /// The local version of origin slot `slot` (-1: none), known, before `id` and in `sequence`.
+    /// The local version of origin slot `slot` (``LocalVersion/none``: none), known, before `id` and in `sequence`.
     @inline(__always)
-    private func originSlot(_ slot: SlotID?, sequence: SequenceIndex, by id: OpID) throws(ApplyError) -> Int32 {
-        guard let slot else { return -1 }
+    private func originSlot(_ slot: SlotID?, sequence: SequenceIndex, by id: OpID) throws(ApplyError) -> LocalVersion {
+        guard let slot else { return .none }
         try checkPast(slot.opID, by: id)
         guard let lv = slots.lv(of: slot.opID) else { throw .malformed(id, "unknown \(slot)") }
         guard slots.sequence(of: lv) == sequence else { throw .malformed(id, "\(slot) is in another sequence") }
@@ -247,7 +247,7 @@ extension ListDocument {
     ///
     /// - Complexity: O(log m) for m operations of the slot's replica.
     @inline(__always)
-    func writeID(ofSlot lv: Int32) -> OpID {
+    func writeID(ofSlot lv: LocalVersion) -> OpID {
         let id = slots.id(of: lv)
         return log.operationID(containing: id) ?? id
     }
@@ -278,7 +278,7 @@ extension ListDocument {
     /// The new slot is placed before the old one is hidden, so a `hint` found before the operation
     /// still holds. Returns the section the live item left when it is another one, else ``EntityIndex/none``.
     @inline(__always)
-    private mutating func placeMove(of i: EntityIndex, slot lv: Int32, id: OpID, write: OpID, left: Int32, right: Int32,
+    private mutating func placeMove(of i: EntityIndex, slot lv: LocalVersion, id: OpID, write: OpID, left: LocalVersion, right: LocalVersion,
                                     section s: EntityIndex, hint: EditHint?) -> EntityIndex {
         guard write > items.winnerID(i) else {
             place(lv, id: id, left: left, right: right, sequence: .items(s), visible: false, hint: hint)
@@ -326,14 +326,14 @@ extension ListDocument {
         forest.setVisible(sections.rows[s.int].winner, show)
     }
 
-    private mutating func newSlot(_ id: OpID, left: Int32, right: Int32, sequence: SequenceIndex, entity: EntityIndex) -> Int32 {
+    private mutating func newSlot(_ id: OpID, left: LocalVersion, right: LocalVersion, sequence: SequenceIndex, entity: EntityIndex) -> LocalVersion {
         forest.addSlots(1)
         return slots.append(id: id, left: left, right: right, sequence: sequence, entity: entity)
     }
 
     /// Puts slot `lv` into its sequence by the integration rule (or where `hint` says, for a local
     /// insert).
-    private mutating func place(_ lv: Int32, id: OpID, left: Int32, right: Int32, sequence: SequenceIndex, visible: Bool,
+    private mutating func place(_ lv: LocalVersion, id: OpID, left: LocalVersion, right: LocalVersion, sequence: SequenceIndex, visible: Bool,
                                 hint: EditHint? = nil) {
         let t = tree(ofSequence: sequence)
         let after: SlotForest.Cursor?

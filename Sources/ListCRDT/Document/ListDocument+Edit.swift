@@ -226,9 +226,9 @@ extension ListDocument {
     }
 
     @inline(__always)
-    private func origins(_ left: Int32, _ right: Int32) -> ListOperation.Origins {
-        ListOperation.Origins(after: left >= 0 ? SlotID(slots.id(of: left)) : nil,
-                          before: right >= 0 ? SlotID(slots.id(of: right)) : nil)
+    private func origins(_ left: LocalVersion, _ right: LocalVersion) -> ListOperation.Origins {
+        ListOperation.Origins(after: left.exists ? SlotID(slots.id(of: left)) : nil,
+                          before: right.exists ? SlotID(slots.id(of: right)) : nil)
     }
 
     /// Stamps and applies a local operation.

@@ -17,8 +17,8 @@ extension ListDocument {
             out.count(forest.count(tree))
             forest.forEachRun(tree) { lv, n, visible in
                 for k in 0..<Int32(n) {
-                    put(slots.id(of: lv + k))
-                    put(holders.rows[slots.entity(of: lv + k).int].id)
+                    put(slots.id(of: lv.advanced(by: k)))
+                    put(holders.rows[slots.entity(of: lv.advanced(by: k)).int].id)
                     out.byte(visible ? 1 : 0)
                 }
             }

@@ -104,18 +104,18 @@ extension ListDocument {
         let kind: ListOperation.Kind
         switch rec.kind {
         case .insertSection:
-            let lv = rec.payload &+ Int32(k)
+            let lv = rec.firstSlot.advanced(by: k)
             kind = .insertSection(origins(ofSlot: lv), value: sections.insertValue(slots.entity(of: lv)))
         case .insertItem:
-            let lv = rec.payload &+ Int32(k)
+            let lv = rec.firstSlot.advanced(by: k)
             let section = SectionID(sections.rows[slots.sequence(of: lv).section.int].id)
             kind = .insertItem(section: section, origins(ofSlot: lv), value: items.insertValue(slots.entity(of: lv)))
         case .moveSection:
-            let lv = rec.payload
+            let lv = rec.firstSlot
             kind = .moveSection(SectionID(sections.rows[slots.entity(of: lv).int].id), origins(ofSlot: lv))
         case .moveItems:
-            let lv = rec.payload
-            let moved = ItemIDList((0..<rec.count).lazy.map { ItemID(self.items.rows[self.slots.entity(of: lv + $0).int].id) })
+            let lv = rec.firstSlot
+            let moved = ItemIDList((0..<rec.count).lazy.map { ItemID(self.items.rows[self.slots.entity(of: lv.advanced(by: $0)).int].id) })
             kind = .moveItems(moved, section: SectionID(sections.rows[slots.sequence(of: lv).section.int].id), origins(ofSlot: lv))
         case .deleteItem:
             let lv = log.seenSlots[Int(rec.payload) + k]
@@ -128,15 +128,15 @@ extension ListDocument {
 
     /// The origins an operation gave slot `lv`, as ids. Inside a slot run the left origin is the
     /// slot before, whose id is the one before.
-    private func origins(ofSlot lv: Int32) -> ListOperation.Origins {
+    private func origins(ofSlot lv: LocalVersion) -> ListOperation.Origins {
         let run = slots.run(of: lv)
         let after: SlotID?
         if lv != run.lv {
-            after = SlotID(run.id.advanced(by: Int(lv - run.lv - 1)))
+            after = SlotID(run.id.advanced(by: Int(lv.distance(from: run.lv) - 1)))
         } else {
-            after = run.left >= 0 ? SlotID(slots.id(of: run.left)) : nil
+            after = run.left.exists ? SlotID(slots.id(of: run.left)) : nil
         }
-        return ListOperation.Origins(after: after, before: run.right >= 0 ? SlotID(slots.id(of: run.right)) : nil)
+        return ListOperation.Origins(after: after, before: run.right.exists ? SlotID(slots.id(of: run.right)) : nil)
     }
 
     // MARK: Recording
@@ -145,18 +145,18 @@ extension ListDocument {
     ///
     /// - Complexity: O(1) amortized.
     mutating func appendToLog(_ op: ListOperation, _ resolved: ResolvedOperation) {
-        let kind: OpLog.Kind, span: Int, payload: Int32
+        let kind: OpLog.Kind, span: Int, payload: LocalVersion
         switch resolved {
         case .insertSection:
-            (kind, span, payload) = (.insertSection, 1, Int32(slots.count - 1))
+            (kind, span, payload) = (.insertSection, 1, LocalVersion(slots.count - 1))
         case .insertItem:
-            (kind, span, payload) = (.insertItem, 1, Int32(slots.count - 1))
+            (kind, span, payload) = (.insertItem, 1, LocalVersion(slots.count - 1))
         case .moveSection:
-            (kind, span, payload) = (.moveSection, 1, Int32(slots.count - 1))
+            (kind, span, payload) = (.moveSection, 1, LocalVersion(slots.count - 1))
         case .moveItems(let list, _, _, _):
-            (kind, span, payload) = (.moveItems, list.count, Int32(slots.count - list.count))
+            (kind, span, payload) = (.moveItems, list.count, LocalVersion(slots.count - list.count))
         case .moveItem:
-            (kind, span, payload) = (.moveItems, 1, Int32(slots.count - 1))
+            (kind, span, payload) = (.moveItems, 1, LocalVersion(slots.count - 1))
         case .deleteItem(_, _, let lv):
             (kind, span, payload) = (.deleteItem, 1, lv)
         case .deleteSection, .setItemValue, .setSectionValue:

@@ -27,10 +27,10 @@ extension ListDocument {
         var shows: [Bool] = Array(repeating: false, count: slots.count)
         func collect(_ seq: SequenceIndex) {
             forest.forEachRun(tree(ofSequence: seq)) { lv, n, visible in
-                for k in 0..<Int32(n) {
-                    if where_[Int(lv + k)] != nil { out.append("slot \(lv + k) is in two trees") }
-                    where_[Int(lv + k)] = seq
-                    shows[Int(lv + k)] = visible
+                for k in lv.int..<(lv.int + n) {
+                    if where_[k] != nil { out.append("slot \(k) is in two trees") }
+                    where_[k] = seq
+                    shows[k] = visible
                 }
             }
         }
@@ -38,19 +38,20 @@ extension ListDocument {
         for s in sections.indices { collect(.items(s)) }
         var greatestSection = Array(repeating: OpID.none, count: sections.count)
         var greatestItem = Array(repeating: OpID.none, count: items.count)
-        for lv in 0..<Int32(slots.count) {
+        for k in 0..<slots.count {
+            let lv = LocalVersion(k)
             let seq = slots.sequence(of: lv)
-            if where_[Int(lv)] != seq { out.append("slot \(lv) of sequence \(seq) is in \(where_[Int(lv)].map(\.description) ?? "no tree")") }
+            if where_[lv.int] != seq { out.append("slot \(lv) of sequence \(seq) is in \(where_[lv.int].map(\.description) ?? "no tree")") }
             let e = slots.entity(of: lv).int
             let id = writeID(ofSlot: lv)
             if !seq.isItems {
                 greatestSection[e] = max(greatestSection[e], id)
                 let shouldShow = sections.rows[e].winner == lv && isSectionVisible(EntityIndex(e))
-                if shows[Int(lv)] != shouldShow { out.append("section slot \(lv) shows=\(shows[Int(lv)]), should be \(shouldShow)") }
+                if shows[lv.int] != shouldShow { out.append("section slot \(lv) shows=\(shows[lv.int]), should be \(shouldShow)") }
             } else {
                 greatestItem[e] = max(greatestItem[e], id)
                 let shouldShow = items.rows[e].winner == lv && items.isAlive(EntityIndex(e))
-                if shows[Int(lv)] != shouldShow { out.append("item slot \(lv) shows=\(shows[Int(lv)]), should be \(shouldShow)") }
+                if shows[lv.int] != shouldShow { out.append("item slot \(lv) shows=\(shows[lv.int]), should be \(shouldShow)") }
                 if items.rows[e].winner == lv && items.rows[e].section != seq.section { out.append("item \(e) is in section \(seq.section), register says \(items.rows[e].section)") }
             }
         }

@@ -218,7 +218,7 @@ public struct ListDocument: Sendable {
     ///
     /// - Complexity: O(log n).
     @inline(__always)
-    func visiblePosition(ofSlot lv: Int32) -> Int {
+    func visiblePosition(ofSlot lv: LocalVersion) -> Int {
         forest.position(of: forest.locate(lv)).visible
     }
 
@@ -277,9 +277,9 @@ public struct ListDocument: Sendable {
     }
 
     /// Calls `body` with each visible slot of `tree`, in order.
-    func forEachVisible(in tree: Int32, _ body: (Int32) -> Void) {
+    func forEachVisible(in tree: Int32, _ body: (LocalVersion) -> Void) {
         forest.forEachRun(tree) { lv, n, visible in
-            if visible { for k in 0..<Int32(n) { body(lv + k) } }
+            if visible { for k in 0..<Int32(n) { body(lv.advanced(by: k)) } }
         }
     }
 }

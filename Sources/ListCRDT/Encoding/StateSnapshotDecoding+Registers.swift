@@ -17,7 +17,7 @@ extension StateSnapshotDecoder {
             guard record.kind == kind else { continue }
             let write = doc.log.id(record: rec, operation: 0)
             for k in 0 ..< record.count {
-                let lv = record.payload + k
+                let lv = record.firstSlot.advanced(by: k)
                 let e = doc.slots.entity(of: lv)
                 if !items {
                     if write > doc.sections.winnerID(e) { doc.sections.setWinner(lv, write: write, of: e) }
@@ -38,7 +38,7 @@ extension StateSnapshotDecoder {
         let row = doc.items.rows[e.int]
         guard row.packedState < 0 else { return }   // retracted already
         if row.packedState == -1 {
-            visible[Int(row.winner)] = false
+            visible[row.winner.int] = false
             itemsShown[row.section.int] -= 1
         }
         touched.append(e)
@@ -95,7 +95,7 @@ extension StateSnapshotDecoder {
         // Each touched item once (see retract), shown where its registers say.
         for x in touched where doc.items.isAlive(x) {
             let row = doc.items.rows[x.int]
-            visible[Int(row.winner)] = true
+            visible[row.winner.int] = true
             itemsShown[row.section.int] += 1
         }
     }
@@ -127,10 +127,10 @@ extension StateSnapshotDecoder {
                         for j in k ..< stop {
                             (rows.baseAddress! + e + j).initialize(to: EntityTable.Row(
                                 id: OpID(counter: piece.id.counter &+ UInt64(j), replica: piece.id.replica),
-                                winner: piece.lv &+ Int32(j), section: piece.section, packedState: state))
+                                winner: piece.lv.advanced(by: j), section: piece.section, packedState: state))
                         }
                         if !dead {
-                            (visible.baseAddress! + Int(piece.lv) + k).update(repeating: true, count: stop - k)
+                            (visible.baseAddress! + piece.lv.int + k).update(repeating: true, count: stop - k)
                             shown[piece.section.int] += stop - k
                         }
                         k = stop
@@ -249,14 +249,14 @@ extension EntityTable {
     /// slots from `lv`, in section `s` (items) or none (sections); their values come apart.
     ///
     /// - Complexity: O(count) amortized.
-    mutating func appendRows(id: OpID, slot lv: Int32, section s: EntityIndex, count: Int) {
+    mutating func appendRows(id: OpID, slot lv: LocalVersion, section s: EntityIndex, count: Int) {
         rows.append(contentsOf: NewRows(id: id, lv: lv, section: s, left: count))
     }
 
     /// The rows ``appendRows(id:slot:section:count:)`` appends, as a sequence (appended in one step).
     private struct NewRows: Sequence, IteratorProtocol {
         var id: OpID
-        var lv: Int32
+        var lv: LocalVersion
         let section: EntityIndex
         var left: Int
         var underestimatedCount: Int { left }
@@ -264,7 +264,7 @@ extension EntityTable {
         mutating func next() -> Row? {
             guard left > 0 else { return nil }
             left -= 1
-            defer { (id.counter, lv) = (id.counter &+ 1, lv &+ 1) }
+            defer { (id.counter, lv) = (id.counter &+ 1, lv.advanced(by: 1)) }
             return Row(id: id, winner: lv, section: section, state: .untouched)
         }
     }

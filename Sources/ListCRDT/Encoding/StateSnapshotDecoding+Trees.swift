@@ -8,41 +8,41 @@ extension StateSnapshotDecoder {
     /// The entries of tree `t` from its runs of slots, cut where the visibility changes and every
     /// ``SlotForest/maxEntryLength`` slots. Each run must lie in the tree of its sequence (checked
     /// per slot run of `slots`, which share one sequence); returns the first slot that does not as
-    /// `bad` (else -1).
-    static func entries(of runs: ArraySlice<(start: Int32, count: Int32)>, tree t: Int32, slots: SlotStore,
-                                visible: [Bool]) -> ([SlotForest.Entry], bad: Int32) {
+    /// `bad` (else ``LocalVersion/none``).
+    static func entries(of runs: ArraySlice<(start: LocalVersion, count: Int32)>, tree t: Int32, slots: SlotStore,
+                                visible: [Bool]) -> ([SlotForest.Entry], bad: LocalVersion) {
         var entries: [SlotForest.Entry] = []
         entries.reserveCapacity(runs.count)   // at least one entry per run
         for run in runs {
             var lv = run.start
-            let end = run.start + run.count
+            let end = run.start.advanced(by: run.count)
             while lv < end {
                 let slotRun = slots.run(of: lv)
                 if slotRun.sequence.tree != t { return (entries, lv) }
-                lv = min(end, slotRun.lv + slotRun.count)
+                lv = min(end, slotRun.lv.advanced(by: slotRun.count))
             }
         }
         visible.withUnsafeBufferPointer { visible in
             for run in runs {
                 var lv = run.start
-                let end = run.start + run.count
+                let end = run.start.advanced(by: run.count)
                 while lv < end {
-                    let shows = visible[Int(lv)]
-                    var stop = lv + 1
-                    let limit = min(end, lv + Int32(SlotForest.maxEntryLength))
+                    let shows = visible[lv.int]
+                    var stop = lv.advanced(by: 1)
+                    let limit = min(end, lv.advanced(by: SlotForest.maxEntryLength))
                     // Eight flags at a time while they all equal `shows`.
                     let same: UInt64 = shows ? 0x0101_0101_0101_0101 : 0
                     let raw = UnsafeRawPointer(visible.baseAddress!)
-                    while stop + 8 <= limit && raw.loadUnaligned(fromByteOffset: Int(stop), as: UInt64.self) == same {
-                        stop += 8
+                    while stop.advanced(by: 8) <= limit && raw.loadUnaligned(fromByteOffset: stop.int, as: UInt64.self) == same {
+                        stop = stop.advanced(by: 8)
                     }
-                    while stop < limit && visible[Int(stop)] == shows { stop += 1 }
-                    entries.append(SlotForest.Entry(lv: lv, count: Int(stop - lv), visible: shows))
+                    while stop < limit && visible[stop.int] == shows { stop = stop.advanced(by: 1) }
+                    entries.append(SlotForest.Entry(lv: lv, count: Int(stop.distance(from: lv)), visible: shows))
                     lv = stop
                 }
             }
         }
-        return (entries, -1)
+        return (entries, .none)
     }
 
     /// Every tree's order; each slot must appear once, in the tree of its sequence. Visibility is
@@ -54,12 +54,12 @@ extension StateSnapshotDecoder {
         for s in doc.sections.indices {
             let shown = doc.sections.isAlive(s) || itemsShown[s.int] > 0
             doc.sectionShown[s.int] = shown
-            if shown { visible[Int(doc.sections.rows[s.int].winner)] = true }
+            if shown { visible[doc.sections.rows[s.int].winner.int] = true }
         }
 
         // Every tree's runs of slots, checked against the bounds; together they must hold as many
         // slots as there are, and (below) leave none out, so each slot is in exactly one.
-        var runs: [(start: Int32, count: Int32)] = []
+        var runs: [(start: LocalVersion, count: Int32)] = []
         var treeEnds: [Int] = []
         treeEnds.reserveCapacity(doc.sections.count + 1)
         var previousEnd: Int64 = 0
@@ -75,7 +75,7 @@ extension StateSnapshotDecoder {
                 guard count >= 1, last >= 0, placed + count <= slotCount else {
                     throw .invalidValue("empty run of slots, or more slots than there are", offset: at)
                 }
-                runs.append((Int32(start), Int32(count)))
+                runs.append((LocalVersion(Int32(start)), Int32(count)))
                 placed += count
                 previousEnd = start + Int64(count)
             }
@@ -90,7 +90,7 @@ extension StateSnapshotDecoder {
         var firstRun = 0
         for (t, end) in treeEnds.enumerated() {
             let (entries, bad) = Self.entries(of: runs[firstRun ..< end], tree: Int32(t), slots: doc.slots, visible: visible)
-            if bad >= 0 { throw .invalidValue("slot \(bad) is in the tree of another sequence", offset: r.offset) }
+            if bad.exists { throw .invalidValue("slot \(bad) is in the tree of another sequence", offset: r.offset) }
             forest.appendTree(entries)
             firstRun = end
         }

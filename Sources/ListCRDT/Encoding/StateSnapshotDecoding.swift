@@ -16,12 +16,12 @@ struct StateSnapshotDecoder {
     var doc: ListDocument
     var replicas: [ReplicaID] = []
     /// A delete record's seen slots (reused from record to record).
-    var seen: [Int32] = []
+    var seen: [LocalVersion] = []
     /// The slots of moves (not new entities), as ranges of local versions in increasing order.
-    var moveSlots: [Range<Int32>] = []
+    var moveSlots: [Range<LocalVersion>] = []
     /// The item slot runs that made new entities, in entity order: the items' rows are written
     /// from them in one pass once the items' delete registers are read (``readItemDeletes()``).
-    var itemPieces: [(id: OpID, lv: Int32, section: EntityIndex, count: Int)] = []
+    var itemPieces: [(id: OpID, lv: LocalVersion, section: EntityIndex, count: Int)] = []
     /// The number of items.
     var itemCount = 0
     /// Whether each slot shows, and how many items each section shows: derived as the items'
@@ -126,10 +126,10 @@ struct StateSnapshotDecoder {
         itemPieces.reserveCapacity(pieces)
         var lastEnd = Array(repeating: UInt64(0), count: replicas.count)
         var previousEnd: UInt64 = 0
-        var lv: Int32 = 0
+        var lv = LocalVersion(0)
         for _ in 0 ..< pieces {
             let countAt = r.offset
-            let count = try bounded(n - Int(lv))
+            let count = try bounded(n - lv.int)
             guard count >= 1 else { throw .invalidValue("empty slot run", offset: countAt) }
             let k = try replicaIndex()
             let counterAt = r.offset
@@ -138,12 +138,12 @@ struct StateSnapshotDecoder {
                 throw .invalidValue("slot ids out of order or out of range", offset: counterAt)
             }
             let originAt = r.offset
-            let left = try bounded(Int(lv)), right = try bounded(Int(lv))
+            let left = try bounded(lv.int), right = try bounded(lv.int)
             let seq = try bounded(doc.sections.count)
             let sequence: SequenceIndex = seq == 0 ? .sections : .items(EntityIndex(Int32(seq - 1)))
-            let leftLV = left == 0 ? -1 : lv - Int32(left), rightLV = right == 0 ? -1 : lv - Int32(right)
-            guard leftLV < 0 || doc.slots.sequence(of: leftLV) == sequence,
-                  rightLV < 0 || doc.slots.sequence(of: rightLV) == sequence else {
+            let leftLV = left == 0 ? .none : lv.advanced(by: -left), rightLV = right == 0 ? .none : lv.advanced(by: -right)
+            guard !leftLV.exists || doc.slots.sequence(of: leftLV) == sequence,
+                  !rightLV.exists || doc.slots.sequence(of: rightLV) == sequence else {
                 throw .invalidValue("an origin is in another sequence", offset: originAt)
             }
             let modeAt = r.offset
@@ -162,13 +162,13 @@ struct StateSnapshotDecoder {
                 }
             case 1:  // existing entities: a move's slots
                 if let last = moveSlots.last, last.upperBound == lv {
-                    moveSlots[moveSlots.count - 1] = last.lowerBound ..< lv + Int32(count)
+                    moveSlots[moveSlots.count - 1] = last.lowerBound ..< lv.advanced(by: count)
                 } else {
-                    moveSlots.append(lv ..< lv + Int32(count))
+                    moveSlots.append(lv ..< lv.advanced(by: count))
                 }
                 for j in 0 ..< count {
                     let e = try bounded(isItems ? itemCount - 1 : doc.sections.count - 1)
-                    _ = doc.slots.append(id: id.advanced(by: j), left: j == 0 ? leftLV : lv + Int32(j) - 1, right: rightLV,
+                    _ = doc.slots.append(id: id.advanced(by: j), left: j == 0 ? leftLV : lv.advanced(by: j - 1), right: rightLV,
                                          sequence: sequence, entity: EntityIndex(e))
                 }
             default:
@@ -176,9 +176,9 @@ struct StateSnapshotDecoder {
             }
             lastEnd[k] = c + UInt64(count)
             previousEnd = lastEnd[k]
-            lv += Int32(count)
+            lv = lv.advanced(by: count)
         }
-        guard Int(lv) == n else { throw .invalidValue("the slot runs hold \(lv) slots, not \(n)", offset: at) }
+        guard lv.int == n else { throw .invalidValue("the slot runs hold \(lv) slots, not \(n)", offset: at) }
         doc.sectionShown = Array(repeating: false, count: doc.sections.count)
     }
 
@@ -203,13 +203,13 @@ struct StateSnapshotDecoder {
             var first: OpID
             var span: Int
             var other: ListOperation?
-            var payload: Int32 = 0
+            var payload = LocalVersion(0)
             switch tag {
             case .insertSection, .insertItem, .moveSection, .moveItems:
                 let lv = try offsetValue(from: nextSlot, lowest: 0, highest: max(0, slotCount - 1))
                 span = try bounded(Int(slotCount - lv))
                 guard span >= 1, tag != .moveSection || span == 1 else { throw .invalidValue("bad record length", offset: bodyAt) }
-                payload = Int32(lv)
+                payload = LocalVersion(Int32(lv))
                 first = try checkSlots(from: payload, count: span, tag: tag, replica: replicas[k], at: bodyAt)
                 nextSlot = lv + Int64(span)
                 covered += span
@@ -255,7 +255,7 @@ struct StateSnapshotDecoder {
             switch tag {
             case .insertSection:
                 for j in 0 ..< span {
-                    doc.log.append(id: first.advanced(by: j), deps: deps, kind: .insertSection, span: 1, payload: payload + Int32(j))
+                    doc.log.append(id: first.advanced(by: j), deps: deps, kind: .insertSection, span: 1, payload: payload.advanced(by: j))
                     deps = Frontier(only: first.advanced(by: j))
                 }
             case .insertItem:
@@ -286,20 +286,20 @@ struct StateSnapshotDecoder {
     /// Checks that slots `lv ..< lv + count` have consecutive ids of `replica` and are the slots
     /// the record says (new entities' slots for an insert, in the right level), and returns the
     /// first id.
-    mutating func checkSlots(from lv: Int32, count: Int, tag: Tag, replica: ReplicaID, at: Int) throws(WireError) -> OpID {
+    mutating func checkSlots(from lv: LocalVersion, count: Int, tag: Tag, replica: ReplicaID, at: Int) throws(WireError) -> OpID {
         let first = doc.slots.id(of: lv)
         guard first.replica == replica else { throw .invalidValue("the record's replica is not its slots'", offset: at) }
         let inItems = tag == .insertItem || tag == .moveItems
         let new = tag == .insertSection || tag == .insertItem
         var x = lv
-        let end = lv + Int32(count)
+        let end = lv.advanced(by: count)
         while x < end {
             let run = doc.slots.run(of: x)
-            guard run.id.advanced(by: Int(x - run.lv)) == first.advanced(by: Int(x - lv)),
+            guard run.id.advanced(by: Int(x.distance(from: run.lv))) == first.advanced(by: Int(x.distance(from: lv))),
                   run.sequence.isItems == inItems else {
                 throw .invalidValue("the record's slots are not its operations'", offset: at)
             }
-            x = min(end, run.lv + run.count)
+            x = min(end, run.lv.advanced(by: run.count))
         }
         // An insert's slots are in no move range; a move's are all in one.
         let k = moveSlots.partitionPoint { $0.upperBound <= lv }
@@ -330,25 +330,25 @@ struct StateSnapshotDecoder {
             // Every slot of the run in an item sequence: checked per slot run for a step of ±1
             // (typed text deleted forwards or backwards), else slot by slot.
             if step == 1 || step == -1 || n == 1 {
-                var x = Int32(min(start, end))
-                let stop = Int32(max(start, end))
+                var x = LocalVersion(Int32(min(start, end)))
+                let stop = LocalVersion(Int32(max(start, end)))
                 while x <= stop {
                     let run = doc.slots.run(of: x)
                     guard run.sequence.isItems else { throw .invalidValue("seen slot is not an item's", offset: at) }
-                    x = run.lv + run.count
+                    x = run.lv.advanced(by: run.count)
                 }
             } else {
                 var lv = start
                 for _ in 0 ..< n {
-                    guard doc.slots.sequence(of: Int32(lv)).isItems else { throw .invalidValue("seen slot is not an item's", offset: at) }
+                    guard doc.slots.sequence(of: LocalVersion(Int32(lv))).isItems else { throw .invalidValue("seen slot is not an item's", offset: at) }
                     lv &+= step
                 }
             }
-            var lv = Int32(start)
+            var lv = LocalVersion(Int32(start))
             let step32 = Int32(truncatingIfNeeded: step)
             for _ in 0 ..< n {
                 out.append(lv)
-                lv &+= step32
+                lv = lv.advanced(by: step32)
             }
             previous = end
         }

@@ -104,15 +104,15 @@ struct StateSnapshotEncoder {
     private mutating func putSlots() {
         let slots = doc.slots
         w.count(slots.count)
-        var pieces: [(lv: Int32, count: Int32, new: Bool)] = []
+        var pieces: [(lv: LocalVersion, count: Int32, new: Bool)] = []
         var runOf: [Int] = []
         for (r, run) in slots.runs.enumerated() {
             var k: Int32 = 0
             while k < run.count {
-                let new = isNew(run.lv + k)
+                let new = isNew(run.lv.advanced(by: k))
                 var end = k + 1
-                while end < run.count && isNew(run.lv + end) == new { end += 1 }
-                pieces.append((run.lv + k, end - k, new))
+                while end < run.count && isNew(run.lv.advanced(by: end)) == new { end += 1 }
+                pieces.append((run.lv.advanced(by: k), end - k, new))
                 runOf.append(r)
                 k = end
             }
@@ -121,24 +121,24 @@ struct StateSnapshotEncoder {
         var previousEnd: UInt64 = 0
         for (p, piece) in pieces.enumerated() {
             let run = slots.runs[runOf[p]]
-            let id = run.id.advanced(by: Int(piece.lv - run.lv))
-            let left = piece.lv == run.lv ? run.left : piece.lv - 1
+            let id = run.id.advanced(by: Int(piece.lv.distance(from: run.lv)))
+            let left = piece.lv == run.lv ? run.left : piece.lv.advanced(by: -1)
             w.count(Int(piece.count))
             w.count(index(of: id.replica))
             w.signed(Int64(bitPattern: id.counter &- previousEnd))
-            w.count(left < 0 ? 0 : Int(piece.lv - left))
-            w.count(run.right < 0 ? 0 : Int(piece.lv - run.right))
+            w.count(left.exists ? Int(piece.lv.distance(from: left)) : 0)
+            w.count(run.right.exists ? Int(piece.lv.distance(from: run.right)) : 0)
             w.count(Int(run.sequence.raw + 1))
             w.byte(piece.new ? 0 : 1)
             if !piece.new {
-                for k in 0..<piece.count { w.count(slots.entity(of: piece.lv + k).int) }
+                for k in 0..<piece.count { w.count(slots.entity(of: piece.lv.advanced(by: k)).int) }
             }
             previousEnd = id.counter &+ UInt64(piece.count)
         }
     }
 
     /// Whether slot `lv` is its entity's insert slot (not a move's).
-    private func isNew(_ lv: Int32) -> Bool {
+    private func isNew(_ lv: LocalVersion) -> Bool {
         let table = doc.slots.sequence(of: lv).isItems ? doc.items : doc.sections
         return table.rows[doc.slots.entity(of: lv).int].id == doc.slots.id(of: lv)
     }
@@ -148,7 +148,7 @@ struct StateSnapshotEncoder {
     private mutating func putLog() {
         let log = doc.log
         w.count(log.records.count)
-        var nextSlot: Int32 = 0
+        var nextSlot = LocalVersion(0)
         var previousEnd: UInt64 = 0
         for (r, rec) in log.records.enumerated() {
             let tag: RecordTag = switch rec.kind {
@@ -164,9 +164,9 @@ struct StateSnapshotEncoder {
             w.count(index(of: log.replica(ofRecord: r)))
             switch rec.kind {
             case .insertSection, .insertItem, .moveSection, .moveItems:
-                w.signed(Int64(rec.payload) - Int64(nextSlot))
+                w.signed(Int64(rec.firstSlot.raw) - Int64(nextSlot.raw))
                 w.count(Int(rec.count))
-                nextSlot = rec.payload + rec.count
+                nextSlot = rec.firstSlot.advanced(by: rec.count)
             case .deleteItem:
                 w.signed(Int64(bitPattern: rec.counter &- previousEnd))
                 w.count(Int(rec.count))
@@ -188,20 +188,20 @@ struct StateSnapshotEncoder {
 
     /// A delete record's seen slots as arithmetic runs `(start, step, length)`: backspacing or
     /// forward-deleting typed text is one run.
-    private mutating func putSeen(_ seen: ArraySlice<Int32>) {
+    private mutating func putSeen(_ seen: ArraySlice<LocalVersion>) {
         var k = seen.startIndex
         var previous: Int64 = 0
         while k < seen.endIndex {
-            let start = Int64(seen[k])
+            let start = Int64(seen[k].raw)
             var step: Int64 = 0, end = k + 1
             if end < seen.endIndex {
-                step = Int64(seen[end]) - start
-                while end < seen.endIndex && Int64(seen[end]) - Int64(seen[end - 1]) == step { end += 1 }
+                step = Int64(seen[end].raw) - start
+                while end < seen.endIndex && Int64(seen[end].raw) - Int64(seen[end - 1].raw) == step { end += 1 }
             }
             w.signed(start - previous)
             w.signed(step)
             w.count(end - k)
-            previous = Int64(seen[end - 1])
+            previous = Int64(seen[end - 1].raw)
             k = end
         }
     }
@@ -265,11 +265,11 @@ struct StateSnapshotEncoder {
     /// visibility left out (the loader derives it).
     private mutating func putTrees() {
         var previousEnd: Int64 = 0
-        var runs: [(Int32, Int)] = []
+        var runs: [(LocalVersion, Int)] = []
         for t in 0 ..< Int32(doc.forest.trees.count) {
             runs.removeAll(keepingCapacity: true)
             doc.forest.forEachRun(t) { lv, n, _ in
-                if let last = runs.last, last.0 + Int32(last.1) == lv {
+                if let last = runs.last, last.0.advanced(by: last.1) == lv {
                     runs[runs.count - 1].1 += n
                 } else {
                     runs.append((lv, n))
@@ -277,9 +277,9 @@ struct StateSnapshotEncoder {
             }
             w.count(runs.count)
             for (lv, n) in runs {
-                w.signed(Int64(lv) - previousEnd)
+                w.signed(Int64(lv.raw) - previousEnd)
                 w.count(n)
-                previousEnd = Int64(lv) + Int64(n)
+                previousEnd = Int64(lv.raw) + Int64(n)
             }
         }
     }

@@ -55,12 +55,15 @@ struct OpLog: Sendable {
 
         /// Number of operations in the record.
         @inline(__always) var operations: Int { kind == .moveItems ? 1 : Int(count) }
+
+        /// Insert runs and moves: the first slot made (`payload` as a local version).
+        @inline(__always) var firstSlot: LocalVersion { LocalVersion(payload) }
     }
 
     /// The records, in application order.
     private(set) var records: [Record] = []
     /// Delete runs: the local version of the slot each delete's author saw.
-    private(set) var seenSlots: [Int32] = []
+    private(set) var seenSlots: [LocalVersion] = []
     /// Dependencies that are not implicit (see ``Record/deps``).
     private var explicitDeps: [Frontier] = []
     /// Operations of the rare kinds, whole.
@@ -91,19 +94,19 @@ struct OpLog: Sendable {
     /// the number of ids the operation uses.
     ///
     /// - Complexity: O(1) amortized (O(1) with no allocation when it extends the last record).
-    mutating func append(id: OpID, deps: Frontier, kind: Kind, span: Int, payload: Int32) {
+    mutating func append(id: OpID, deps: Frontier, kind: Kind, span: Int, payload: LocalVersion) {
         precondition(kind != .other, "use append(other:)")
         if kind != .moveItems, kind != .moveSection, var last = records.last, last.kind == kind,
            last.counter &+ UInt64(last.count) == id.counter, replicaIDs[Int(last.replica)] == id.replica,
            deps.isOnly(OpID(counter: id.counter &- 1, replica: id.replica)),
-           kind == .deleteItem || last.payload &+ last.count == payload {
+           kind == .deleteItem || last.payload &+ last.count == payload.raw {
             last.count += 1
             records[records.count - 1] = last
             if kind == .deleteItem { seenSlots.append(payload) }
             count += 1
             return
         }
-        var stored = payload
+        var stored = payload.raw
         if kind == .deleteItem {
             stored = Int32(seenSlots.count)
             seenSlots.append(payload)
@@ -125,7 +128,7 @@ struct OpLog: Sendable {
     /// ``append(id:deps:kind:span:payload:)`` does for such a delete).
     ///
     /// - Complexity: O(1) amortized.
-    mutating func extendDeleteRun(seenOne lv: Int32) {
+    mutating func extendDeleteRun(seenOne lv: LocalVersion) {
         growLastRecord(.deleteItem, by: 1)
         seenSlots.append(lv)
     }
@@ -133,7 +136,7 @@ struct OpLog: Sendable {
     /// ``extendDeleteRun(seenOne:)`` for several deletes.
     ///
     /// - Complexity: O(n) amortized for n deletes.
-    mutating func extendDeleteRun(seen: some Collection<Int32>) {
+    mutating func extendDeleteRun(seen: some Collection<LocalVersion>) {
         growLastRecord(.deleteItem, by: seen.count)
         seenSlots.append(contentsOf: seen)
     }
@@ -186,15 +189,15 @@ struct OpLog: Sendable {
     /// When the operation applied last was an item insert: its id and its slot.
     ///
     /// - Complexity: O(1).
-    var lastItemInsert: (id: OpID, slot: Int32)? {
+    var lastItemInsert: (id: OpID, slot: LocalVersion)? {
         guard let rec = records.last, rec.kind == .insertItem else { return nil }
-        return (lastID(ofRecord: rec), rec.payload + rec.count - 1)
+        return (lastID(ofRecord: rec), rec.firstSlot.advanced(by: rec.count - 1))
     }
 
     /// When the operation applied last was an item delete: its id and the slot its author saw.
     ///
     /// - Complexity: O(1).
-    var lastItemDelete: (id: OpID, seen: Int32)? {
+    var lastItemDelete: (id: OpID, seen: LocalVersion)? {
         guard let rec = records.last, rec.kind == .deleteItem else { return nil }
         return (lastID(ofRecord: rec), seenSlots[Int(rec.payload + rec.count - 1)])
     }
@@ -281,7 +284,7 @@ struct OpLog: Sendable {
     /// counted by their inline size only). For measurements.
     var approximateBytes: Int {
         records.capacity * MemoryLayout<Record>.stride
-            + seenSlots.capacity * MemoryLayout<Int32>.stride
+            + seenSlots.capacity * MemoryLayout<LocalVersion>.stride
             + explicitDeps.capacity * MemoryLayout<Frontier>.stride
             + others.capacity * MemoryLayout<ListOperation>.stride
             + byReplica.reduce(0) { $0 + $1.capacity * MemoryLayout<Int32>.stride }

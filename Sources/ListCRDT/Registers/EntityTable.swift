@@ -21,7 +21,7 @@ struct EntityTable: Sendable {
         /// The entity's id (the id of the operation that inserted it).
         var id: OpID
         /// The local version of the winning slot.
-        var winner: Int32
+        var winner: LocalVersion
         /// Items only: the section whose sequence holds the winning slot (sections: ``EntityIndex/none``).
         var section: EntityIndex
         /// ``state``, packed: -1 untouched, -2 deleted at its insert, else the index of the
@@ -57,19 +57,19 @@ struct EntityTable: Sendable {
             }
         }
 
-        init(id: OpID, winner: Int32, section: EntityIndex, state: State) {
+        init(id: OpID, winner: LocalVersion, section: EntityIndex, state: State) {
             (self.id, self.winner, self.section, packedState) = (id, winner, section, -1)
             self.state = state
         }
 
         /// The row of an entity that neither moved nor was deleted (``State/untouched``): the
         /// fields stored as they are (a state snapshot's load writes every item's row so).
-        @inline(__always) init(untouched id: OpID, winner: Int32, section: EntityIndex) {
+        @inline(__always) init(untouched id: OpID, winner: LocalVersion, section: EntityIndex) {
             (self.id, self.winner, self.section, packedState) = (id, winner, section, -1)
         }
 
         /// A row with its state packed already (-1 untouched, -2 deleted at its insert).
-        @inline(__always) init(id: OpID, winner: Int32, section: EntityIndex, packedState: Int32) {
+        @inline(__always) init(id: OpID, winner: LocalVersion, section: EntityIndex, packedState: Int32) {
             (self.id, self.winner, self.section, self.packedState) = (id, winner, section, packedState)
         }
     }
@@ -109,7 +109,7 @@ struct EntityTable: Sendable {
     /// Adds an entity placed at slot `lv` with a value written by its own insert.
     ///
     /// - Complexity: O(1) amortized.
-    mutating func append(id: OpID, slot lv: Int32, value v: Data, section s: EntityIndex) -> EntityIndex {
+    mutating func append(id: OpID, slot lv: LocalVersion, value v: Data, section s: EntityIndex) -> EntityIndex {
         let index = EntityIndex(rows.count)
         rows.append(Row(id: id, winner: lv, section: s, state: .untouched))
         value.append(v)
@@ -169,7 +169,7 @@ struct EntityTable: Sendable {
     /// (the caller has checked that `write` wins; an item's caller sets its `section` too).
     ///
     /// - Complexity: O(1) amortized.
-    mutating func setWinner(_ lv: Int32, write: OpID, of i: EntityIndex) {
+    mutating func setWinner(_ lv: LocalVersion, write: OpID, of i: EntityIndex) {
         let k = registersIndex(i)
         registers[k].winnerID = write
         rows[i.int].winner = lv

@@ -74,15 +74,15 @@ extension SlotForest {
     /// The cursor of slot `lv`, which must be in a tree.
     ///
     /// - Complexity: O(leafCapacity).
-    func locate(_ lv: Int32) -> Cursor {
-        let leaf = leafOf[Int(lv)]
+    func locate(_ lv: LocalVersion) -> Cursor {
+        let leaf = leafOf[lv.int]
         let n = Int(leaves[leaf.int].size)
         let found = entries.withUnsafeBufferPointer { buf -> Cursor? in
             let base = leaf.entryBase
             for i in 0..<n {
                 let e = buf[base + i]
                 // One unsigned comparison: lv - e.lv in 0 ..< count.
-                let offset = UInt32(bitPattern: lv &- e.lv)
+                let offset = UInt32(bitPattern: lv.distance(from: e.lv))
                 if offset < UInt32(e.count) { return Cursor(leaf: leaf, entry: Int32(i), offset: Int32(offset)) }
             }
             return nil
@@ -175,7 +175,7 @@ extension SlotForest {
     /// visibility.
     ///
     /// - Complexity: O(n) in the number of entries.
-    func forEachRun(_ t: Int32, _ body: (Int32, Int, Bool) throws -> Void) rethrows {
+    func forEachRun(_ t: Int32, _ body: (LocalVersion, Int, Bool) throws -> Void) rethrows {
         if trees[Int(t)].count == 0 { return }
         var leaf = trees[Int(t)].firstLeaf
         while leaf.exists {

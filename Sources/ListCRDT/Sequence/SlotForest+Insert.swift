@@ -11,7 +11,7 @@ extension SlotForest {
     ///   (a leaf split rewrites `leafOf` for the slots of the entries it moves, at most
     ///   `leafCapacity / 2 × maxEntryLength`); a longer run takes one insert per
     ///   `maxEntryLength` slots.
-    mutating func insert(_ t: Int32, _ lv: Int32, count n: Int = 1, visible: Bool, after: Cursor?) {
+    mutating func insert(_ t: Int32, _ lv: LocalVersion, count n: Int = 1, visible: Bool, after: Cursor?) {
         if n > Self.maxEntryLength {
             insertLong(t, lv, count: n, visible: visible, after: after)
             return
@@ -47,7 +47,7 @@ extension SlotForest {
         let split = leaf.entryBase + i - 1
         let old = entries[split]
         entries[split] = Entry(lv: old.lv, count: head, visible: old.isVisible)
-        let tail = Entry(lv: old.lv + Int32(head), count: old.count - head, visible: old.isVisible)
+        let tail = Entry(lv: old.lv.advanced(by: head), count: old.count - head, visible: old.isVisible)
         insertEntries(leaf: leaf, at: i, new, tail)
         setLeaf(leaf, of: lv, count: n)
         addCounts(leaf: leaf, all: n, visible: delta)
@@ -59,10 +59,10 @@ extension SlotForest {
     /// (``maxEntryLength``).
     ///
     /// - Complexity: O(log n) (the counts on the path to the root).
-    mutating func extend(_ c: Cursor, with lv: Int32) -> Cursor? {
+    mutating func extend(_ c: Cursor, with lv: LocalVersion) -> Cursor? {
         let idx = c.leaf.entryBase + Int(c.entry)
         let e = entries[idx]
-        precondition(e.isVisible && Int(c.offset) == e.count - 1 && e.lv + c.offset + 1 == lv,
+        precondition(e.isVisible && Int(c.offset) == e.count - 1 && e.lv.advanced(by: c.offset + 1) == lv,
                      "slot \(lv) does not continue the entry at the cursor")
         if e.count == Self.maxEntryLength { return nil }
         entries[idx].len += 1
@@ -72,11 +72,11 @@ extension SlotForest {
     }
 
     @inline(__always)
-    mutating func setLeaf(_ leaf: LeafIndex, of lv: Int32, count n: Int) {
-        if n == 1 { leafOf[Int(lv)] = leaf; return }
-        precondition(lv >= 0 && Int(lv) + n <= leafOf.count, "slots out of range")
+    mutating func setLeaf(_ leaf: LeafIndex, of lv: LocalVersion, count n: Int) {
+        if n == 1 { leafOf[lv.int] = leaf; return }
+        precondition(lv.exists && lv.int + n <= leafOf.count, "slots out of range")
         leafOf.withUnsafeMutableBufferPointer { buf in
-            (buf.baseAddress! + Int(lv)).update(repeating: leaf, count: n)
+            (buf.baseAddress! + lv.int).update(repeating: leaf, count: n)
         }
     }
 
@@ -84,15 +84,15 @@ extension SlotForest {
     /// entry per piece of at most that many slots, each right after the one before.
     ///
     /// - Complexity: O((n / maxEntryLength) × log N + n).
-    mutating func insertLong(_ t: Int32, _ lv: Int32, count n: Int, visible: Bool, after: Cursor?) {
+    mutating func insertLong(_ t: Int32, _ lv: LocalVersion, count n: Int, visible: Bool, after: Cursor?) {
         var done = 0
         var at = after
         while done < n {
             let k = min(Self.maxEntryLength, n - done)
-            let first = lv + Int32(done)
+            let first = lv.advanced(by: done)
             insert(t, first, count: k, visible: visible, after: at)
             done += k
-            at = locate(first + Int32(k) - 1)
+            at = locate(first.advanced(by: k - 1))
         }
     }
 }

@@ -2,7 +2,7 @@ extension SlotForest {
     /// Whether slot `a` comes before slot `b` (both in the same tree).
     ///
     /// - Complexity: O(1) when `b` directly follows `a` (the usual case for origins), else O(log n).
-    func isBefore(_ a: Int32, _ b: Int32) -> Bool {
+    func isBefore(_ a: LocalVersion, _ b: LocalVersion) -> Bool {
         let ca = locate(a)
         if let n = next(ca), lv(at: n) == b { return true }
         return position(of: ca).all < position(of: locate(b)).all
@@ -10,14 +10,15 @@ extension SlotForest {
 
     /// Fugue's origins for a new slot at visible position `index` of tree `t`, as the tree would be
     /// without the visible positions in `skipping` (the items a move takes away): the left origin
-    /// is the visible slot just before the insertion point (-1 at the start), the right origin the
-    /// slot right after the left origin in the tree, hidden or not (-1 at the end). The two are
+    /// is the visible slot just before the insertion point (``LocalVersion/none`` at the start), the
+    /// right origin the slot right after the left origin in the tree, hidden or not (``LocalVersion/none``
+    /// at the end). The two are
     /// adjacent, so a local insert goes right between them. `legacy` gives the origins of builds
     /// before Fugue's (left: the slot right before the insertion point, hidden or not; right: the
     /// visible slot at it), kept for tests that mix both kinds.
     ///
     /// - Complexity: O(log n + k log k) for k skipped positions.
-    func insertionOrigins(_ t: Int32, at index: Int, skipping: [Int], legacy: Bool = false) -> (Int32, Int32) {
+    func insertionOrigins(_ t: Int32, at index: Int, skipping: [Int], legacy: Bool = false) -> (LocalVersion, LocalVersion) {
         // The visible position, among all, of the slot the new one follows (Fugue) or precedes (legacy).
         var target = legacy ? index : index - 1
         if target < 0 {
@@ -43,7 +44,7 @@ extension SlotForest {
     /// no search, since nothing can sit between two adjacent slots.
     ///
     /// - Complexity: O(leafCapacity) when the finger hits, else O(log n).
-    mutating func localInsertion(_ t: Int32, at index: Int, legacy: Bool = false) -> (left: Int32, right: Int32, after: Cursor?) {
+    mutating func localInsertion(_ t: Int32, at index: Int, legacy: Bool = false) -> (left: LocalVersion, right: LocalVersion, after: Cursor?) {
         // The finger moves first: a mutating call inside the arguments of a call on `self` would
         // make the compiler copy `self` (and then every array written) around it.
         if legacy {
@@ -57,16 +58,16 @@ extension SlotForest {
     /// Fugue's origins of a new slot of tree `t` right after the visible slot at `c` (at the start
     /// when nil): `c` itself and the slot after it, hidden or not; and the cursor of the left origin.
     @inline(__always)
-    func fugueOrigins(_ t: Int32, after c: Cursor?) -> (left: Int32, right: Int32, after: Cursor?) {
+    func fugueOrigins(_ t: Int32, after c: Cursor?) -> (left: LocalVersion, right: LocalVersion, after: Cursor?) {
         let n = c.map { next($0) } ?? first(t)
-        return (c.map { lv(at: $0) } ?? -1, n.map { lv(at: $0) } ?? -1, c)
+        return (c.map { lv(at: $0) } ?? .none, n.map { lv(at: $0) } ?? .none, c)
     }
 
     /// The origins builds before Fugue's chose for a new slot of tree `t` put right before the
     /// visible slot at `c` (at the end when nil): the slot before it, hidden or not, and `c`.
-    func legacyOrigins(_ t: Int32, at c: Cursor?) -> (left: Int32, right: Int32, after: Cursor?) {
+    func legacyOrigins(_ t: Int32, at c: Cursor?) -> (left: LocalVersion, right: LocalVersion, after: Cursor?) {
         let p = c.map { previous($0) } ?? last(t)
-        return (p.map { lv(at: $0) } ?? -1, c.map { lv(at: $0) } ?? -1, p)
+        return (p.map { lv(at: $0) } ?? .none, c.map { lv(at: $0) } ?? .none, p)
     }
 
     /// Where a new slot with these origins goes: the slot it follows (nil for the start).
@@ -81,14 +82,14 @@ extension SlotForest {
     ///
     /// - Complexity: O(log n) when nothing concurrent sits between the origins (always, for a local
     ///   edit); O(k log n) for k slots scanned otherwise.
-    func placement(_ t: Int32, id: OpID, left: Int32, right: Int32, slots: SlotStore,
+    func placement(_ t: Int32, id: OpID, left: LocalVersion, right: LocalVersion, slots: SlotStore,
                    tieBreak: Bool = true) -> Cursor? {
-        let leftCursor: Cursor? = left >= 0 ? locate(left) : nil
+        let leftCursor: Cursor? = left.exists ? locate(left) : nil
         var cursor: Cursor? = leftCursor.map { next($0) } ?? first(t)
         guard let firstScanned = cursor, lv(at: firstScanned) != right else { return leftCursor }
 
         let leftPos = leftCursor.map { position(of: $0).all } ?? -1
-        let rightPos = right >= 0 ? position(of: locate(right)).all : count(t)
+        let rightPos = right.exists ? position(of: locate(right)).all : count(t)
         var destination = leftCursor
         var previous = leftCursor
         var scanning = false
@@ -98,10 +99,10 @@ extension SlotForest {
             guard let c = cursor, index != rightPos else { break }
             let other = lv(at: c)
             let (otherLeft, otherRight) = slots.origins(of: other)
-            let otherLeftPos = otherLeft >= 0 ? position(of: locate(otherLeft)).all : -1
+            let otherLeftPos = otherLeft.exists ? position(of: locate(otherLeft)).all : -1
             if otherLeftPos < leftPos { break }
             if otherLeftPos == leftPos {
-                let otherRightPos = otherRight >= 0 ? position(of: locate(otherRight)).all : count(t)
+                let otherRightPos = otherRight.exists ? position(of: locate(otherRight)).all : count(t)
                 if otherRightPos < rightPos {
                     scanning = true
                 } else if otherRightPos == rightPos {

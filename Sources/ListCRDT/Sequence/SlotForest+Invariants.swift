@@ -28,8 +28,8 @@ extension SlotForest {
                 }
                 seenAll += e.count
                 seenVisible += e.visibleCount
-                for lv in e.lv..<(e.lv + Int32(e.count)) where leafOf[Int(lv)] != leaf {
-                    out.append("slot \(lv) is in leaf \(leaf) but leafOf says \(leafOf[Int(lv)])")
+                for lv in e.lv.int..<(e.lv.int + e.count) where leafOf[lv] != leaf {
+                    out.append("slot \(lv) is in leaf \(leaf) but leafOf says \(leafOf[lv])")
                 }
             }
             previous = leaf

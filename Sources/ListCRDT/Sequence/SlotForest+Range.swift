@@ -10,7 +10,7 @@ extension SlotForest {
     ///
     /// - Complexity: O(p × (log N + leafCapacity × maxEntryLength)) for a range in p entries (a
     ///   leaf split rewrites `leafOf` for at most `leafCapacity / 2 × maxEntryLength` slots).
-    mutating func hideRange(_ lv: Int32, count n: Int) {
+    mutating func hideRange(_ lv: LocalVersion, count n: Int) {
         precondition(n > 0, "an empty range")
         var lv = lv, left = n
         while left > 0 {
@@ -18,7 +18,7 @@ extension SlotForest {
             let e = entry(c)
             let k = min(left, e.count - Int(c.offset))
             if e.isVisible { flip(at: c, count: k) }
-            lv += Int32(k)
+            lv = lv.advanced(by: k)
             left -= k
         }
     }

@@ -30,7 +30,7 @@ extension SlotForest {
                 entries.append(e)
                 a += Int32(e.count)
                 v += Int32(e.visibleCount)
-                (leafOf.baseAddress! + Int(e.lv)).update(repeating: leaf, count: e.count)
+                (leafOf.baseAddress! + e.lv.int).update(repeating: leaf, count: e.count)
             }
             if hi - lo < Self.leafCapacity {
                 entries.append(contentsOf: repeatElement(Entry.empty, count: Self.leafCapacity - (hi - lo)))

@@ -5,7 +5,7 @@ extension SlotForest {
     ///
     /// - Complexity: O(log n) amortized.
     @discardableResult
-    mutating func setVisible(_ lv: Int32, _ visible: Bool) -> Bool {
+    mutating func setVisible(_ lv: LocalVersion, _ visible: Bool) -> Bool {
         let c = locate(lv)
         if entry(c).isVisible == visible { return false }
         flip(at: c, count: 1)
@@ -23,7 +23,7 @@ extension SlotForest {
         let visible = !e.isVisible
         let count = e.count, off = Int(c.offset)
         precondition(off + n <= count, "the range leaves its entry")
-        let lv = e.lv + c.offset
+        let lv = e.lv.advanced(by: c.offset)
         if n < count, shiftToNeighbour(c, e, count: n, visible: visible) {
             addCounts(leaf: c.leaf, all: 0, visible: visible ? n : -n)
             return
@@ -37,7 +37,7 @@ extension SlotForest {
             let (leaf, i) = makeRoom(leaf: c.leaf, at: Int(c.entry) + 1, needed: pieces - 1)
             let first = i - 1
             let middle = Entry(lv: lv, count: n, visible: visible)
-            let tail = tailCount > 0 ? Entry(lv: lv + Int32(n), count: tailCount, visible: e.isVisible) : nil
+            let tail = tailCount > 0 ? Entry(lv: lv.advanced(by: n), count: tailCount, visible: e.isVisible) : nil
             if off > 0 {
                 entries[leaf.entryBase + first] = Entry(lv: e.lv, count: off, visible: e.isVisible)
                 insertEntries(leaf: leaf, at: first + 1, middle, tail)
@@ -62,18 +62,18 @@ extension SlotForest {
         let i = Int(c.entry)
         if Int(c.offset) + n == e.count, i + 1 < Int(leaves[c.leaf.int].size) {
             let next = entries[base + i + 1]
-            guard next.isVisible == visible, next.lv == e.lv + Int32(e.count),
+            guard next.isVisible == visible, next.lv == e.lv.advanced(by: e.count),
                   next.count + n <= Self.maxEntryLength else { return false }
             entries[base + i] = Entry(lv: e.lv, count: e.count - n, visible: e.isVisible)
-            entries[base + i + 1] = Entry(lv: next.lv - Int32(n), count: next.count + n, visible: visible)
+            entries[base + i + 1] = Entry(lv: next.lv.advanced(by: -n), count: next.count + n, visible: visible)
             return true
         }
         if c.offset == 0, i > 0 {
             let previous = entries[base + i - 1]
-            guard previous.isVisible == visible, previous.lv + Int32(previous.count) == e.lv,
+            guard previous.isVisible == visible, previous.lv.advanced(by: previous.count) == e.lv,
                   previous.count + n <= Self.maxEntryLength else { return false }
             entries[base + i - 1] = Entry(lv: previous.lv, count: previous.count + n, visible: visible)
-            entries[base + i] = Entry(lv: e.lv + Int32(n), count: e.count - n, visible: e.isVisible)
+            entries[base + i] = Entry(lv: e.lv.advanced(by: n), count: e.count - n, visible: e.isVisible)
             return true
         }
         return false
@@ -105,7 +105,7 @@ extension SlotForest {
     /// in one entry.
     @inline(__always)
     static func continues(_ a: Entry, _ b: Entry) -> Bool {
-        a.isVisible == b.isVisible && a.lv + Int32(a.count) == b.lv && a.count + b.count <= maxEntryLength
+        a.isVisible == b.isVisible && a.lv.advanced(by: a.count) == b.lv && a.count + b.count <= maxEntryLength
     }
 
     mutating func removeEntry(leaf: LeafIndex, at i: Int) {

@@ -29,13 +29,13 @@ struct SlotForest: Sendable {
     /// A run of `abs(len)` slots with consecutive local versions starting at `lv`;
     /// `len > 0` means visible, `len < 0` hidden.
     struct Entry: Equatable, Sendable {
-        var lv: Int32
+        var lv: LocalVersion
         var len: Int32
         @inline(__always) var count: Int { Int(len < 0 ? -len : len) }
         @inline(__always) var visibleCount: Int { len > 0 ? Int(len) : 0 }
         @inline(__always) var isVisible: Bool { len > 0 }
-        static let empty = Entry(lv: 0, count: 0, visible: false)
-        @inline(__always) init(lv: Int32, count: Int, visible: Bool) {
+        static let empty = Entry(lv: LocalVersion(Int32(0)), count: 0, visible: false)
+        @inline(__always) init(lv: LocalVersion, count: Int, visible: Bool) {
             self.lv = lv
             self.len = visible ? Int32(count) : -Int32(count)
         }
@@ -186,5 +186,5 @@ struct SlotForest: Sendable {
     @inline(__always) func visibleCount(_ t: Int32) -> Int { trees[Int(t)].visibleCount }
 
     @inline(__always) func entry(_ c: Cursor) -> Entry { entries[c.leaf.entryBase + Int(c.entry)] }
-    @inline(__always) func lv(at c: Cursor) -> Int32 { entry(c).lv + c.offset }
+    @inline(__always) func lv(at c: Cursor) -> LocalVersion { entry(c).lv.advanced(by: c.offset) }
 }

@@ -8,15 +8,15 @@ struct SlotStore: Sendable {
     /// A run of slots made together.
     struct Run: Sendable {
         /// First local version.
-        var lv: Int32
+        var lv: LocalVersion
         /// Number of slots.
         var count: Int32
         /// Id of the first slot; slot `k` has id `id.advanced(by: k)`.
         var id: OpID
-        /// Left origin of the first slot (a local version, or -1 for the start of the sequence).
-        var left: Int32
-        /// Right origin of every slot (a local version, or -1 for the end of the sequence).
-        var right: Int32
+        /// Left origin of the first slot (``LocalVersion/none`` for the start of the sequence).
+        var left: LocalVersion
+        /// Right origin of every slot (``LocalVersion/none`` for the end of the sequence).
+        var right: LocalVersion
         /// The sequence: -1 for the section sequence, else the index of the section.
         var sequence: SequenceIndex
     }
@@ -44,7 +44,7 @@ struct SlotStore: Sendable {
 
     struct IDRun: Sendable {
         var counter: UInt64
-        var lv: Int32
+        var lv: LocalVersion
         var count: Int32
     }
 
@@ -54,7 +54,7 @@ struct SlotStore: Sendable {
     /// Adds one slot and returns its local version.
     ///
     /// - Complexity: O(1) amortized.
-    mutating func append(id: OpID, left: Int32, right: Int32, sequence: SequenceIndex, entity e: EntityIndex) -> Int32 {
+    mutating func append(id: OpID, left: LocalVersion, right: LocalVersion, sequence: SequenceIndex, entity e: EntityIndex) -> LocalVersion {
         appendRun(id: id, count: 1, left: left, right: right, sequence: sequence, entity: e)
     }
 
@@ -66,11 +66,11 @@ struct SlotStore: Sendable {
     ///
     /// - Complexity: O(n) amortized, with one run record.
     @inline(__always)
-    mutating func appendRun(id: OpID, count n: Int, left: Int32, right: Int32, sequence: SequenceIndex, entity e: EntityIndex) -> Int32 {
-        let lv = Int32(slots.count)
+    mutating func appendRun(id: OpID, count n: Int, left: LocalVersion, right: LocalVersion, sequence: SequenceIndex, entity e: EntityIndex) -> LocalVersion {
+        let lv = LocalVersion(slots.count)
         if var last = runs.last, last.id.replica == id.replica,
            last.id.counter &+ UInt64(last.count) == id.counter,
-           last.lv + last.count == lv, last.lv + last.count - 1 == left,
+           last.lv.advanced(by: last.count) == lv, last.lv.advanced(by: last.count - 1) == left,
            last.right == right, last.sequence == sequence {
             last.count += Int32(n)
             runs[runs.count - 1] = last
@@ -86,7 +86,7 @@ struct SlotStore: Sendable {
             if k == idRuns.count { idRuns.append([]) }
             lastReplica = (id.replica, k)
         }
-        if let tail = idRuns[k].last, tail.counter &+ UInt64(tail.count) == id.counter, tail.lv + tail.count == lv {
+        if let tail = idRuns[k].last, tail.counter &+ UInt64(tail.count) == id.counter, tail.lv.advanced(by: tail.count) == lv {
             idRuns[k][idRuns[k].count - 1].count += Int32(n)
         } else {
             idRuns[k].append(IDRun(counter: id.counter, lv: lv, count: Int32(n)))
@@ -101,8 +101,8 @@ struct SlotStore: Sendable {
     ///
     /// - Complexity: O(1) amortized.
     @inline(__always)
-    mutating func appendContinuingLast(entity e: EntityIndex) -> Int32 {
-        let lv = Int32(slots.count)
+    mutating func appendContinuingLast(entity e: EntityIndex) -> LocalVersion {
+        let lv = LocalVersion(slots.count)
         extendLastRun(by: 1, entity: e)
         return lv
     }
@@ -115,8 +115,8 @@ struct SlotStore: Sendable {
     private mutating func extendLastRun(by n: Int, entity e: EntityIndex) {
         let run = runs.count - 1
         let k = lastReplica!.index
-        assert(runs[run].lv + runs[run].count == Int32(slots.count)
-               && idRuns[k].last!.lv + idRuns[k].last!.count == Int32(slots.count),
+        assert(runs[run].lv.advanced(by: runs[run].count) == LocalVersion(slots.count)
+               && idRuns[k].last!.lv.advanced(by: idRuns[k].last!.count) == LocalVersion(slots.count),
                "the last slot does not end the last run")
         appendSlots(Slot(entity: e, sequence: runs[run].sequence, run: Int32(run)), count: n)
         runs[run].count += Int32(n)
@@ -136,7 +136,7 @@ struct SlotStore: Sendable {
     /// The local version of the slot with this id, or nil if unknown.
     ///
     /// - Complexity: O(log r) for r id runs of the replica.
-    func lv(of id: OpID) -> Int32? {
+    func lv(of id: OpID) -> LocalVersion? {
         let k: Int
         if let last = lastReplica, last.id == id.replica {
             k = last.index  // most look-ups are of the replica whose slot was added last
@@ -144,35 +144,35 @@ struct SlotStore: Sendable {
             guard let found = replicaIndex.index(of: id.replica) else { return nil }
             k = found
         }
-        return idRuns[k].withUnsafeBufferPointer { list -> Int32? in
+        return idRuns[k].withUnsafeBufferPointer { list -> LocalVersion? in
             let lo = list.partitionPoint { $0.counter <= id.counter }
             if lo == 0 { return nil }
             let r = list[lo - 1]
             let off = id.counter - r.counter
-            return off < UInt64(r.count) ? r.lv + Int32(off) : nil
+            return off < UInt64(r.count) ? r.lv.advanced(by: Int32(off)) : nil
         }
     }
 
     /// The run holding slot `lv`.
-    func run(of lv: Int32) -> Run { runs[Int(slots[Int(lv)].run)] }
+    func run(of lv: LocalVersion) -> Run { runs[Int(slots[lv.int].run)] }
 
     /// The entity (section index or item index) slot `lv` places.
-    @inline(__always) func entity(of lv: Int32) -> EntityIndex { slots[Int(lv)].entity }
+    @inline(__always) func entity(of lv: LocalVersion) -> EntityIndex { slots[lv.int].entity }
 
     /// The id of slot `lv`.
-    func id(of lv: Int32) -> OpID {
+    func id(of lv: LocalVersion) -> OpID {
         let r = run(of: lv)
-        return r.id.advanced(by: Int(lv - r.lv))
+        return r.id.advanced(by: Int(lv.distance(from: r.lv)))
     }
 
-    /// Left and right origins of slot `lv` (-1 for the ends of the sequence).
-    func origins(of lv: Int32) -> (left: Int32, right: Int32) {
+    /// Left and right origins of slot `lv` (``LocalVersion/none`` for the ends of the sequence).
+    func origins(of lv: LocalVersion) -> (left: LocalVersion, right: LocalVersion) {
         let r = run(of: lv)
-        return (lv == r.lv ? r.left : lv - 1, r.right)
+        return (lv == r.lv ? r.left : lv.advanced(by: -1), r.right)
     }
 
     /// The sequence slot `lv` is in (-1: sections; else a section index).
-    func sequence(of lv: Int32) -> SequenceIndex { slots[Int(lv)].sequence }
+    func sequence(of lv: LocalVersion) -> SequenceIndex { slots[lv.int].sequence }
 }
 
 /// `count` slots of one run for consecutive entities, from `first` on, as a sequence: appending a
@@ -207,14 +207,14 @@ extension SlotStore {
         fileprivate let slots: UnsafeBufferPointer<Slot>
 
         /// Slot `lv`, or nil when there is no such slot.
-        @inline(__always) func slot(_ lv: Int32) -> Slot? {
-            UInt32(bitPattern: lv) < UInt32(slots.count) ? slots[Int(lv)] : nil
+        @inline(__always) func slot(_ lv: LocalVersion) -> Slot? {
+            UInt32(bitPattern: lv.raw) < UInt32(slots.count) ? slots[lv.int] : nil
         }
 
         /// The id of `slot`, the slot at `lv` (as ``SlotStore/id(of:)``).
-        @inline(__always) func id(of slot: Slot, at lv: Int32) -> OpID {
+        @inline(__always) func id(of slot: Slot, at lv: LocalVersion) -> OpID {
             let r = runs[Int(slot.run)]
-            return r.id.advanced(by: Int(lv &- r.lv))
+            return r.id.advanced(by: Int(lv.distance(from: r.lv)))
         }
     }
 

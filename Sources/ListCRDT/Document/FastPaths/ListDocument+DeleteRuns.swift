@@ -24,13 +24,13 @@ extension ListDocument {
         guard source.deletedItem(k) != nil, source.dependsOnlyOn(k, after) else { return .declined }
         let step = source.deleteStep(from: k)
         // The slot the operation before saw: where the next item's slot is looked for first.
-        var previous: Int32
+        var previous: LocalVersion
         let startsRecord: Bool
         if let last = log.lastItemDelete, last.id == after {
             (previous, startsRecord) = (last.seen, false)
         } else if let last = log.lastItemInsert, last.id == after {
             // Backspaces right after typing: the first item is most likely the one typed last.
-            (previous, startsRecord) = (last.slot &- step, true)
+            (previous, startsRecord) = (last.slot.advanced(by: -step), true)
         } else {
             return .declined
         }
@@ -52,8 +52,9 @@ extension ListDocument {
     }
 
     /// The most deletes of a run that ``applyDeleteChunk(count:step:previous:first:deps:startsRecord:after:item:)``
-    /// takes: their slots, and three numbers for each run of slots that died (4 bytes each), fit
-    /// in the 1,024 bytes that `withUnsafeTemporaryAllocation` always takes from the stack.
+    /// takes: their slots (`LocalVersion`s) and three numbers for each run of slots that died (4
+    /// bytes each), 256 and 768 bytes, each within the 1,024 bytes that
+    /// `withUnsafeTemporaryAllocation` always takes from the stack.
     static let deleteChunk = 64
 
     /// Checks and applies up to `m` (at most ``deleteChunk``) item deletes of a delete run: ids
@@ -77,19 +78,20 @@ extension ListDocument {
     ///
     /// - Complexity: O(m + log N) for deletes of consecutive typed items in a document of N
     ///   slots; O(log N) more per item not next to the one before.
-    mutating func applyDeleteChunk(count m: Int, step: Int32, previous: inout Int32, first: OpID, deps: Frontier,
+    mutating func applyDeleteChunk(count m: Int, step: Int32, previous: inout LocalVersion, first: OpID, deps: Frontier,
                                    startsRecord: Bool, after: OpID, item: (Int) -> OpID?) -> Int {
         precondition(m > 0 && m <= Self.deleteChunk, "a chunk of \(m) deletes")
-        return withUnsafeTemporaryAllocation(of: Int32.self, capacity: 4 * Self.deleteChunk) { scratch in
-            // The slots the authors saw, and the runs of slots of the items that died.
-            let seen = UnsafeMutableBufferPointer(rebasing: scratch[0 ..< m])
-            var dead = DeadSlotRuns(storage: UnsafeMutableBufferPointer(rebasing: scratch[m ..< 4 * m]))
+        // The slots the authors saw, and the runs of slots of the items that died.
+        return withUnsafeTemporaryAllocation(of: LocalVersion.self, capacity: Self.deleteChunk) { seenScratch in
+          withUnsafeTemporaryAllocation(of: Int32.self, capacity: 3 * Self.deleteChunk) { deadScratch in
+            let seen = UnsafeMutableBufferPointer(rebasing: seenScratch[0 ..< m])
+            var dead = DeadSlotRuns(storage: UnsafeMutableBufferPointer(rebasing: deadScratch[0 ..< 3 * m]))
             var n = 0
             var lv = previous
             slots.withView { view in
                 items.rows.withUnsafeMutableBufferPointer { rows in
                     while n < m, let id = item(n) {
-                        lv &+= step
+                        lv = lv.advanced(by: step)
                         var slot = view.slot(lv)
                         if slot.map({ view.id(of: $0, at: lv) }) != id {
                             guard let at = slots.lv(of: id) else { break }
@@ -127,12 +129,13 @@ extension ListDocument {
                 hideDead(run.first, count: run.count, section: run.section)
             }
             return n
+          }
         }
     }
 
     /// Hides the `n` visible slots `lv ..< lv + n` of section `s`'s sequence, whose items just
     /// died, and refreshes the section.
-    private mutating func hideDead(_ lv: Int32, count n: Int, section s: EntityIndex) {
+    private mutating func hideDead(_ lv: LocalVersion, count n: Int, section s: EntityIndex) {
         forest.hideRange(lv, count: n)
         refreshSection(s)
     }
@@ -147,13 +150,13 @@ private struct DeadSlotRuns {
     /// Number of closed runs.
     private(set) var count = 0
     /// The run being gathered: slots `low ..< low + pending` of `section`.
-    private var low: Int32 = 0, pending: Int32 = 0, section: EntityIndex = .none
+    private var low = LocalVersion(Int32(0)), pending: Int32 = 0, section: EntityIndex = .none
 
     init(storage: UnsafeMutableBufferPointer<Int32>) { self.storage = storage }
 
     /// Adds slot `w` of section `s`, next to the run being gathered or starting the next one.
-    @inline(__always) mutating func add(_ w: Int32, section s: EntityIndex) {
-        if pending > 0 && s == section && (w == low &+ pending || w == low &- 1) {
+    @inline(__always) mutating func add(_ w: LocalVersion, section s: EntityIndex) {
+        if pending > 0 && s == section && (w == low.advanced(by: pending) || w == low.advanced(by: -1)) {
             if w < low { low = w }
             pending &+= 1
         } else {
@@ -166,13 +169,13 @@ private struct DeadSlotRuns {
     @inline(__always) mutating func close() {
         guard pending > 0 else { return }
         precondition(3 * count + 2 < storage.count, "no room for another run of slots")
-        (storage[3 * count], storage[3 * count + 1], storage[3 * count + 2]) = (low, pending, section.raw)
+        (storage[3 * count], storage[3 * count + 1], storage[3 * count + 2]) = (low.raw, pending, section.raw)
         count += 1
         pending = 0
     }
 
     /// Closed run `r`.
-    func run(_ r: Int) -> (first: Int32, count: Int, section: EntityIndex) {
-        (storage[3 * r], Int(storage[3 * r + 1]), EntityIndex(storage[3 * r + 2]))
+    func run(_ r: Int) -> (first: LocalVersion, count: Int, section: EntityIndex) {
+        (LocalVersion(storage[3 * r]), Int(storage[3 * r + 1]), EntityIndex(storage[3 * r + 2]))
     }
 }

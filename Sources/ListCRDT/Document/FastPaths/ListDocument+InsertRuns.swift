@@ -57,10 +57,10 @@ extension ListDocument {
             let s = slots.sequence(of: last.slot).section
             let right = slots.origins(of: last.slot).right
             let n = source.typedRun(from: k, after: last.id, section: SectionID(sections.rows[s.int].id),
-                                    right: right < 0 ? nil : SlotID(slots.id(of: right)), maxValueSize: maxValueSize)
+                                    right: right.exists ? SlotID(slots.id(of: right)) : nil, maxValueSize: maxValueSize)
             if n > 0 {
                 let e = EntityIndex(items.count)
-                source.appendItems(from: k, count: n, to: &items, slot: Int32(slots.count), section: s)
+                source.appendItems(from: k, count: n, to: &items, slot: LocalVersion(slots.count), section: s)
                 commitInsertRun(after: last, count: n, section: s, entity: e)
                 return .applied(n)
             }
@@ -85,15 +85,15 @@ extension ListDocument {
         // (nothing sits between them: the usual case, and then they are in order), else where
         // the integration rule puts it.
         let t = tree(ofSequence: .items(s))
-        let leftCursor = left >= 0 ? forest.locate(left) : nil
+        let leftCursor = left.exists ? forest.locate(left) : nil
         let following = leftCursor.map { forest.next($0) } ?? forest.first(t)
-        let adjacent = following.map { forest.lv(at: $0) == right } ?? (right < 0)
+        let adjacent = following.map { forest.lv(at: $0) == right } ?? !right.exists
         if !adjacent && !originsInOrder(left, right) { return .declined }
 
         let n = 1 + source.typedRun(from: k + 1, after: id, section: insert.section, right: insert.origins.before,
                                     maxValueSize: maxValueSize)
         // `commit` of the first operation, with the others' slots and rows added at once.
-        let lv = Int32(slots.count), e = EntityIndex(items.count)
+        let lv = LocalVersion(slots.count), e = EntityIndex(items.count)
         source.appendItems(from: k, count: n, to: &items, slot: lv, section: s)
         _ = slots.appendRun(id: id, count: n, left: left, right: right, sequence: .items(s), entity: e)
         forest.addSlots(n)
@@ -118,9 +118,9 @@ extension ListDocument {
     /// the log record, which it extends.
     ///
     /// - Complexity: O(n + log N) in a document of N slots.
-    private mutating func commitInsertRun(after last: (id: OpID, slot: Int32), count n: Int, section s: EntityIndex,
+    private mutating func commitInsertRun(after last: (id: OpID, slot: LocalVersion), count n: Int, section s: EntityIndex,
                                           entity e: EntityIndex) {
-        let lv = Int32(slots.count)
+        let lv = LocalVersion(slots.count)
         let right = slots.origins(of: last.slot).right
         _ = slots.appendRun(id: last.id.advanced(by: 1), count: n, left: last.slot, right: right, sequence: .items(s), entity: e)
         forest.addSlots(n)

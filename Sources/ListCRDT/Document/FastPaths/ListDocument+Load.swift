@@ -88,7 +88,7 @@ extension EntityTable {
     ///
     /// - Complexity: O(n) amortized for n values.
     @inline(__always)
-    mutating func appendRun(id: OpID, slot lv: Int32, section s: EntityIndex, values: some Collection<Data>) {
+    mutating func appendRun(id: OpID, slot lv: LocalVersion, section s: EntityIndex, values: some Collection<Data>) {
         rows.append(contentsOf: RunRows(id: id, slot: lv, section: s, count: values.count))
         value.append(contentsOf: values)
     }
@@ -99,11 +99,11 @@ extension EntityTable {
     /// `lazy.map`, is not inlined there).
     private struct RunRows: Sequence, IteratorProtocol {
         var id: OpID
-        var lv: Int32
+        var lv: LocalVersion
         let section: EntityIndex
         var left: Int
 
-        init(id: OpID, slot lv: Int32, section: EntityIndex, count: Int) {
+        init(id: OpID, slot lv: LocalVersion, section: EntityIndex, count: Int) {
             (self.id, self.lv, self.section, left) = (id, lv, section, count)
         }
 
@@ -112,7 +112,7 @@ extension EntityTable {
         mutating func next() -> Row? {
             guard left > 0 else { return nil }
             left -= 1
-            defer { (id.counter, lv) = (id.counter &+ 1, lv &+ 1) }
+            defer { (id.counter, lv) = (id.counter &+ 1, lv.advanced(by: 1)) }
             return Row(id: id, winner: lv, section: section, state: .untouched)
         }
     }

@@ -39,7 +39,7 @@ extension ListDocument {
         else { return nil }
         let s = run.section, row = run.row + 1
         // The tree entry first: when it is full, the general path takes this insert.
-        guard let cursor = forest.extend(run.cursor, with: Int32(slots.count)) else { return nil }
+        guard let cursor = forest.extend(run.cursor, with: LocalVersion(slots.count)) else { return nil }
         let id = OpID(counter: run.id.counter + 1, replica: replica)
         let i = EntityIndex(items.count)
         let lv = slots.appendContinuingLast(entity: i)
@@ -63,7 +63,7 @@ extension ListDocument {
     mutating func startTyping(_ op: ListOperation, section s: EntityIndex, sectionIndex: Int, row: Int) {
         guard fastPathsEnabled,
               case let .insertItem(_, origins, _) = op.kind else { return }
-        let lv = Int32(slots.count - 1)
+        let lv = LocalVersion(slots.count - 1)
         localInsertRun = LocalInsertRun(logCount: log.count, section: s, sectionIndex: sectionIndex, row: row, id: op.id,
                            cursor: forest.locate(lv), right: origins.before)
     }

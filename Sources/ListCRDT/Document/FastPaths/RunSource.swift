@@ -35,7 +35,7 @@ protocol RunSource {
     /// Appends the entity rows and values of the items of operations `k ..< k + n` (which
     /// ``typedRun(from:after:section:right:maxValueSize:)`` counted, or the first of which was
     /// checked as a whole), placed at slots `lv ...` of section `s`. O(n) amortized.
-    func appendItems(from k: Int, count n: Int, to items: inout EntityTable, slot lv: Int32, section s: EntityIndex)
+    func appendItems(from k: Int, count n: Int, to items: inout EntityTable, slot lv: LocalVersion, section s: EntityIndex)
 
     /// The item operation `k` deletes, when it is an item delete that saw the item's insert slot
     /// and comes after that insert (its counter is greater); else nil.
@@ -99,10 +99,10 @@ struct OperationList<Base: RandomAccessCollection<ListOperation>>: RunSource whe
     }
 
     @inline(__always)
-    func appendItems(from k: Int, count n: Int, to items: inout EntityTable, slot lv: Int32, section s: EntityIndex) {
+    func appendItems(from k: Int, count n: Int, to items: inout EntityTable, slot lv: LocalVersion, section s: EntityIndex) {
         for j in 0 ..< n {
             guard case let .insertItem(_, _, value) = operation(k + j).kind else { preconditionFailure("not an insert") }
-            _ = items.append(id: id(k + j), slot: lv + Int32(j), value: value, section: s)
+            _ = items.append(id: id(k + j), slot: lv.advanced(by: j), value: value, section: s)
         }
     }
 
@@ -178,7 +178,7 @@ struct DecodedInsertRun: RunSource {
     }
 
     @inline(__always)
-    func appendItems(from k: Int, count n: Int, to items: inout EntityTable, slot lv: Int32, section s: EntityIndex) {
+    func appendItems(from k: Int, count n: Int, to items: inout EntityTable, slot lv: LocalVersion, section s: EntityIndex) {
         let id = run.id.advanced(by: k), start = run.values + k
         if run.oneByte {
             items.appendRun(id: id, slot: lv, section: s, values: view.oneByteValues(start ..< start + n))
@@ -214,7 +214,7 @@ struct DecodedDeleteRun: RunSource {
 
     func itemInsert(_ k: Int) -> (deps: Frontier, section: SectionID, origins: ListOperation.Origins, valueSize: Int)? { nil }
     func typedRun(from k: Int, after previous: OpID, section: SectionID, right: SlotID?, maxValueSize: Int) -> Int { 0 }
-    func appendItems(from k: Int, count n: Int, to items: inout EntityTable, slot lv: Int32, section s: EntityIndex) {
+    func appendItems(from k: Int, count n: Int, to items: inout EntityTable, slot lv: LocalVersion, section s: EntityIndex) {
         preconditionFailure("a delete run adds no items")
     }
 
