@@ -136,6 +136,12 @@ class ServerProcess:
                     return int(line.split()[1]) * 1024
         return 0
 
+    def cpu_seconds(self) -> float:
+        """User + system CPU time the server has used (/proc/PID/stat)."""
+        with open(f"/proc/{self.proc.pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
     def kill9(self) -> None:
         self.proc.send_signal(signal.SIGKILL)
         self.proc.wait(timeout=10)
@@ -300,6 +306,7 @@ async def run(a: argparse.Namespace) -> dict:
                     f"converged clients {sum(c.count >= n * e for c in clients)}/{n}")
 
         ticker = asyncio.create_task(progress())
+        server_cpu0, own_cpu0 = server.cpu_seconds(), time.process_time()
         start = time.monotonic_ns()
         try:
             await asyncio.wait_for(asyncio.gather(*(author(c) for c in clients)), a.run_timeout)
@@ -315,6 +322,7 @@ async def run(a: argparse.Namespace) -> dict:
             ticker.cancel()
         converge_seconds = (max(c.converged_at for c in clients) - start) / 1e9
         rss = server.rss_bytes()
+        server_cpu, clients_cpu = server.cpu_seconds() - server_cpu0, time.process_time() - own_cpu0
         disk = sum(os.path.getsize(os.path.join(folder, f)) for f in os.listdir(folder)
                    if f.startswith("ystore.db"))
         acked = set(stats.acked)
@@ -349,6 +357,7 @@ async def run(a: argparse.Namespace) -> dict:
             "converged": same, "items_once": once, "items": len(lists[0]),
             "fanout_p50_ms": pct(lat, 0.5), "fanout_p99_ms": pct(lat, 0.99), "fanout_samples": len(lat),
             "server_rss_bytes": rss, "bytes_on_disk": disk,
+            "server_cpu_seconds": server_cpu, "clients_cpu_seconds": clients_cpu,
             "acknowledged_inserts": len(acked), "recovered_items": len(present),
             "missing_acknowledged": len(missing), "settle_seconds": a.settle,
             "ok": same and once,
