@@ -126,7 +126,8 @@ lines = [
     f"Workload: {clients} clients × {edits} inserts into one shared list, each insert acknowledged "
     "before the client's next; then kill -9 of the server, restart, and a fresh client's check.",
     f"Machine: {os.cpu_count()} cores ({cpu_model()}), {platform.system()} {platform.release()}; "
-    f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC. Peer: {versions}.",
+    f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC; load average at the end "
+    f"{os.getloadavg()[0]:.1f} (other work shares the machine unless this is near 0). Peer: {versions}.",
     "",
     "| | ListSync daemon | pycrdt-websocket + SQLiteYStore | ListSync / pycrdt |",
     "| --- | ---: | ---: | --- |",

@@ -56,8 +56,9 @@ def log(msg: str) -> None:
 
 # --------------------------------------------------------------------------- the server process
 
-def serve(port: int, db: str) -> None:
-    """Run a pycrdt-websocket server on 127.0.0.1:port whose rooms persist in SQLite file db."""
+def serve(port: int, db: str, store: bool = True) -> None:
+    """Run a pycrdt-websocket server on 127.0.0.1:port whose rooms persist in SQLite file db
+    (with store False: rooms in memory only, to see what the store costs)."""
     import anyio
     import uvicorn
     from pycrdt import Doc
@@ -80,14 +81,15 @@ def serve(port: int, db: str) -> None:
                     await self._loading[name].wait()
                 else:
                     self._loading[name] = anyio.Event()
-                    store = Store(path=name)
-                    await self._task_group.start(store.start)
-                    doc = Doc()
-                    try:
-                        await store.apply_updates(doc)
-                    except YDocNotFound:
-                        pass
-                    self.rooms[name] = YRoom(ready=True, ystore=store, ydoc=doc,
+                    ystore, doc = None, Doc()
+                    if store:
+                        ystore = Store(path=name)
+                        await self._task_group.start(ystore.start)
+                        try:
+                            await ystore.apply_updates(doc)
+                        except YDocNotFound:
+                            pass
+                    self.rooms[name] = YRoom(ready=True, ystore=ystore, ydoc=doc,
                                              exception_handler=exception_logger, log=self.log)
                     self._loading[name].set()
             room = self.rooms[name]
@@ -107,13 +109,14 @@ def serve(port: int, db: str) -> None:
 class ServerProcess:
     """The server as a child process: started, its RSS read, killed."""
 
-    def __init__(self, db: str, folder: str) -> None:
+    def __init__(self, db: str, folder: str, store: bool = True) -> None:
         with socket.socket() as s:  # a free port
             s.bind(("127.0.0.1", 0))
             self.port = s.getsockname()[1]
         self.log_path = os.path.join(folder, f"server-{self.port}.log")
         self.proc = subprocess.Popen(
-            [sys.executable, os.path.abspath(__file__), "--serve", "--port", str(self.port), "--db", db],
+            [sys.executable, os.path.abspath(__file__), "--serve", "--port", str(self.port), "--db", db]
+            + ([] if store else ["--no-store"]),
             stdout=subprocess.DEVNULL, stderr=open(self.log_path, "w"))
 
     async def wait_ready(self, timeout: float) -> None:
@@ -278,7 +281,7 @@ async def run(a: argparse.Namespace) -> dict:
     servers: list[ServerProcess] = []
     clients: list[Client] = []
     try:
-        server = ServerProcess(db, folder)
+        server = ServerProcess(db, folder, store=not a.no_store)
         servers.append(server)
         await server.wait_ready(timeout)
         url = f"ws://127.0.0.1:{server.port}{ROOM}"
@@ -339,7 +342,7 @@ async def run(a: argparse.Namespace) -> dict:
         for c in clients:
             await c.close()
         clients.clear()
-        restarted = ServerProcess(db, folder)
+        restarted = ServerProcess(db, folder, store=not a.no_store)
         servers.append(restarted)
         await restarted.wait_ready(timeout)
         fresh = Client(-1, f"ws://127.0.0.1:{restarted.port}{ROOM}", 0, Stats())
@@ -359,7 +362,7 @@ async def run(a: argparse.Namespace) -> dict:
             "server_rss_bytes": rss, "bytes_on_disk": disk,
             "server_cpu_seconds": server_cpu, "clients_cpu_seconds": clients_cpu,
             "acknowledged_inserts": len(acked), "recovered_items": len(present),
-            "missing_acknowledged": len(missing), "settle_seconds": a.settle,
+            "missing_acknowledged": len(missing), "settle_seconds": a.settle, "store": not a.no_store,
             "ok": same and once,
         })
         log(f"restart holds {len(present)} items; {len(missing)} acknowledged edits missing")
@@ -391,12 +394,15 @@ def main() -> None:
                    help="hard timeout in seconds of the whole timed phase (default 600)")
     p.add_argument("--settle", type=float, default=0.0,
                    help="seconds to wait after convergence before the kill -9 (default 0: at once)")
+    p.add_argument("--no-store", action="store_true",
+                   help="rooms without SQLiteYStore (in memory: everything is lost by the kill), "
+                        "to see what the store costs")
     p.add_argument("--serve", action="store_true", help="internal: run the server process")
     p.add_argument("--port", type=int, help="internal (--serve): port on 127.0.0.1")
     p.add_argument("--db", help="internal (--serve): the SQLite file")
     a = p.parse_args()
     if a.serve:
-        serve(a.port, a.db)
+        serve(a.port, a.db, store=not a.no_store)
         return
     if a.clients < 2:
         p.error("--clients must be at least 2 (an edit is acknowledged by another client)")
