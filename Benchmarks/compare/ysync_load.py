@@ -13,7 +13,10 @@ The peer side of `Benchmarks/load.sh`: the same workload shape as `listsync-load
      every transaction back to the server, remote ones included, which would double the server's
      traffic; a Yjs browser provider sends only local ones, and so does this client.)
   3. Every client makes E inserts at random positions of the one list, each value
-     "author:seq:send-time-ns". y-websocket has no acknowledgement; here an edit counts as
+     "author:seq:send-time-ns". A client tells an arriving insert by its update's header (Yjs
+     client id = author, clock = seq), in O(1): an Array observer's delta walks the list from its
+     start, O(n) per arrival, which made this harness, not the server, the bottleneck at 64
+     clients. y-websocket has no acknowledgement; here an edit counts as
      ACKNOWLEDGED once a client other than its author has received it, i.e. the server has
      relayed it. Each client waits until its insert is acknowledged before making the next
      (closed loop, as listsync-load's clients wait for the daemon's acknowledgement).
@@ -48,6 +51,34 @@ from array import array
 ROOM = "/list"
 ACK_DEFINITION = ("an edit is acknowledged once a client other than its author has received it "
                   "(the server relayed it); y-websocket itself acknowledges nothing")
+
+
+CLIENT_ID_BASE = 1_000_000  # Yjs client id of author i: CLIENT_ID_BASE + i
+
+
+def read_var_uint(b: bytes, i: int) -> tuple[int, int]:
+    """lib0 variable-length unsigned integer at b[i:]: (value, next index)."""
+    num = shift = 0
+    while True:
+        byte = b[i]
+        i += 1
+        num |= (byte & 127) << shift
+        if byte < 128:
+            return num, i
+        shift += 7
+
+
+def update_header(update: bytes) -> tuple[int, int] | None:
+    """(client id, first clock) of a Yjs v1 update holding one struct of one client, else None."""
+    groups, i = read_var_uint(update, 0)
+    if groups != 1:
+        return None
+    structs, i = read_var_uint(update, i)
+    if structs != 1:
+        return None
+    client, i = read_var_uint(update, i)
+    clock, _ = read_var_uint(update, i)
+    return client, clock
 
 
 def log(msg: str) -> None:
@@ -172,8 +203,10 @@ class Stats:
 
     def __init__(self) -> None:
         self.latencies_ns = array("q")
+        self.sent_ns: dict[tuple[int, int], int] = {}  # (author, seq): send time (as in the value)
         self.acked: set[tuple[int, int]] = set()  # (author, seq) relayed to another client
         self.clients: list[Client] = []
+        self.unparsed = 0  # relayed updates whose header was not one insert (no latency sample)
 
 
 class Client:
@@ -182,7 +215,7 @@ class Client:
     def __init__(self, idx: int, url: str, target: int, stats: Stats) -> None:
         from pycrdt import Array, Doc
         self.idx, self.url, self.target, self.stats = idx, url, target, stats
-        self.doc = Doc()
+        self.doc = Doc(client_id=CLIENT_ID_BASE + idx) if idx >= 0 else Doc()
         self.arr = self.doc.get("list", type=Array)
         self.count = 0  # items held (inserts only: the sum of inserted items)
         self.converged_at: int | None = None  # monotonic ns when it first held `target` items
@@ -190,7 +223,6 @@ class Client:
         self.waiting: tuple[int, asyncio.Event] | None = None  # own insert awaiting its ack
         self.ws = None
         self.reader: asyncio.Task | None = None
-        self._sub = self.arr.observe(self._on_change)
 
     async def connect(self, timeout: float) -> None:
         import websockets
@@ -201,7 +233,7 @@ class Client:
         await asyncio.wait_for(self.synced.wait(), timeout)
 
     async def _read(self) -> None:
-        from pycrdt import YMessageType, YSyncMessageType, handle_sync_message
+        from pycrdt import YMessageType, YSyncMessageType, handle_sync_message, read_message
         import websockets
         try:
             async for msg in self.ws:
@@ -210,33 +242,33 @@ class Client:
                 reply = handle_sync_message(msg[1:], self.doc)
                 if msg[1] == YSyncMessageType.SYNC_STEP2:
                     self.synced.set()
+                elif msg[1] == YSyncMessageType.SYNC_UPDATE and self.stats.clients:
+                    self._arrived(read_message(msg[2:]))
                 if reply is not None:
                     await self.ws.send(reply)
         except websockets.ConnectionClosed:
             pass
 
-    def _on_change(self, event) -> None:
-        """Array observer (local and remote inserts): count items, record arrivals."""
+    def _arrived(self, update: bytes) -> None:
+        """A relayed update applied here: count it, record its latency and acknowledgement."""
         t = time.monotonic_ns()
         st = self.stats
-        for d in event.delta:
-            ins = d.get("insert")
-            if not ins:
-                continue
-            self.count += len(ins)
-            if not st.clients:  # the checking client after the restart: counts only
-                continue
-            for v in ins:
-                author, seq, sent = (int(x) for x in v.split(":"))
-                if author == self.idx:
-                    continue
-                st.latencies_ns.append(t - sent)
-                key = (author, seq)
-                if key not in st.acked:
-                    st.acked.add(key)
-                    w = st.clients[author].waiting
-                    if w is not None and w[0] == seq:
-                        w[1].set()
+        header = update_header(update)
+        if header is None:
+            st.unparsed += 1
+            return
+        author, seq = header[0] - CLIENT_ID_BASE, header[1]
+        sent = st.sent_ns.get((author, seq))
+        if sent is None or author == self.idx:
+            return
+        self.count += 1
+        st.latencies_ns.append(t - sent)
+        key = (author, seq)
+        if key not in st.acked:
+            st.acked.add(key)
+            w = st.clients[author].waiting
+            if w is not None and w[0] == seq:
+                w[1].set()
         if self.converged_at is None and self.count >= self.target:
             self.converged_at = t
 
@@ -246,8 +278,12 @@ class Client:
         ev = asyncio.Event()
         self.waiting = (seq, ev)
         state = self.doc.get_state()
-        value = f"{self.idx}:{seq}:{time.monotonic_ns()}"
-        self.arr.insert(rng.randrange(len(self.arr) + 1), value)
+        sent = time.monotonic_ns()
+        self.stats.sent_ns[(self.idx, seq)] = sent
+        self.arr.insert(rng.randrange(len(self.arr) + 1), f"{self.idx}:{seq}:{sent}")
+        self.count += 1
+        if self.converged_at is None and self.count >= self.target:
+            self.converged_at = time.monotonic_ns()
         await self.ws.send(create_update_message(self.doc.get_update(state)))
         if (self.idx, seq) not in self.stats.acked:
             await asyncio.wait_for(ev.wait(), timeout)
@@ -360,7 +396,7 @@ async def run(a: argparse.Namespace) -> dict:
             "converged": same, "items_once": once, "items": len(lists[0]),
             "fanout_p50_ms": pct(lat, 0.5), "fanout_p99_ms": pct(lat, 0.99), "fanout_samples": len(lat),
             "server_rss_bytes": rss, "bytes_on_disk": disk,
-            "server_cpu_seconds": server_cpu, "clients_cpu_seconds": clients_cpu,
+            "unparsed_updates": stats.unparsed, "server_cpu_seconds": server_cpu, "clients_cpu_seconds": clients_cpu,
             "acknowledged_inserts": len(acked), "recovered_items": len(present),
             "missing_acknowledged": len(missing), "settle_seconds": a.settle, "store": not a.no_store,
             "ok": same and once,
