@@ -95,8 +95,10 @@ def f(d, k, scale=1.0, digits=1):
     v = d.get(k)
     return "n/a" if v is None else f"{v * scale:,.{digits}f}"
 
+PEER_KEY = {"daemon_cpu_seconds": "server_cpu_seconds"}
+
 def ratio(k):
-    a, b = ls.get(k), ys.get(k)
+    a, b = ls.get(k), ys.get(PEER_KEY.get(k, k))
     if not a or not b:
         return "n/a"
     r = a / b
@@ -112,6 +114,9 @@ rows = [
     ("time to converge (s)", f(ls, "converge_seconds", digits=2), f(ys, "converge_seconds", digits=2), ratio("converge_seconds")),
     ("fan-out latency p50 (ms)", f(ls, "fanout_p50_ms"), f(ys, "fanout_p50_ms"), ratio("fanout_p50_ms").split(" ")[0]),
     ("fan-out latency p99 (ms)", f(ls, "fanout_p99_ms"), f(ys, "fanout_p99_ms"), ratio("fanout_p99_ms")),
+    ("server CPU, timed phase (s)", f(ls, "daemon_cpu_seconds", digits=2), f(ys, "server_cpu_seconds", digits=2), ratio("daemon_cpu_seconds").split(" ")[0]
+     if ys.get("server_cpu_seconds") and ls.get("daemon_cpu_seconds") else "n/a"),
+    ("load tool's clients CPU, timed phase (s)", f(ls, "clients_cpu_seconds", digits=2), f(ys, "clients_cpu_seconds", digits=2), ""),
     ("server RSS once converged (MiB)", f(ls, "daemon_rss_bytes", mib), f(ys, "server_rss_bytes", mib), ""),
     ("acknowledged edits lost after kill -9", lost(ls), lost(ys), ""),
     ("converged, every item once", str(ls.get("converged")) + ", " + str(ls.get("items_once")),

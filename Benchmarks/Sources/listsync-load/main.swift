@@ -108,6 +108,15 @@ final class DaemonProcess: @unchecked Sendable {
         return (Int(line.split(separator: " ").dropFirst().first ?? "0") ?? 0) * 1024
     }
 
+    /// User + system CPU seconds the daemon has used (/proc/PID/stat, fields 14 and 15).
+    var cpuSeconds: Double {
+        guard let s = try? String(contentsOfFile: "/proc/\(process.processIdentifier)/stat", encoding: .utf8),
+              let close = s.lastIndex(of: ")") else { return 0 }
+        let fields = s[s.index(after: close)...].split(separator: " ")
+        guard fields.count > 12, let u = Double(fields[11]), let k = Double(fields[12]) else { return 0 }
+        return (u + k) / Double(sysconf(Int32(_SC_CLK_TCK)))
+    }
+
     var bytesOnDisk: Int {
         guard let e = FileManager.default.enumerator(atPath: data) else { return 0 }
         var total = 0
@@ -133,6 +142,14 @@ final class DaemonProcess: @unchecked Sendable {
 struct LoadError: Error, CustomStringConvertible {
     var description: String
     init(_ d: String) { description = d }
+}
+
+/// User + system CPU seconds of this process (all its clients).
+func ownCPUSeconds() -> Double {
+    var usage = rusage()
+    getrusage(__rusage_who_t(RUSAGE_SELF.rawValue), &usage)
+    func s(_ t: timeval) -> Double { Double(t.tv_sec) + Double(t.tv_usec) / 1e6 }
+    return s(usage.ru_utime) + s(usage.ru_stime)
 }
 
 /// Edits that failed, with their errors.
@@ -215,6 +232,7 @@ func run(_ c: Config) async throws -> [String: Any] {
     // Timed: every client edits at once, each edit acknowledged before the next.
     let failures = Failures()
     let acknowledgedInserts = Acknowledged()
+    let daemonCPU0 = daemonProcess?.cpuSeconds ?? 0, ownCPU0 = ownCPUSeconds()
     let start = now()
     try await withThrowingTaskGroup(of: Void.self) { group in
         for (i, (client, doc, live)) in clients.enumerated() {
@@ -275,6 +293,7 @@ func run(_ c: Config) async throws -> [String: Any] {
         try await Task.sleep(for: .milliseconds(20))
     }
     let convergeSeconds = Double(now() - start) / 1e9
+    let daemonCPU = (daemonProcess?.cpuSeconds ?? 0) - daemonCPU0, clientsCPU = ownCPUSeconds() - ownCPU0
     var itemsOnce = true
     for (_, _, live) in clients {
         let ids = live.snapshot.sections.flatMap { $0.items.map(\.id) }
@@ -303,6 +322,7 @@ func run(_ c: Config) async throws -> [String: Any] {
         "fanout_p50_ms": pct(0.5), "fanout_p99_ms": pct(0.99), "fanout_samples": lat.count,
         "daemon_append_p50_ms": daemonStatus["fsync_p50_ms"] ?? 0, "daemon_append_p99_ms": daemonStatus["fsync_p99_ms"] ?? 0,
         "daemon_rss_bytes": rss, "bytes_on_disk": bytesOnDisk,
+        "daemon_cpu_seconds": daemonCPU, "clients_cpu_seconds": clientsCPU,
         "items_per_document": clients.first.map { $0.2.snapshot.sections.reduce(0) { $0 + $1.items.count } } ?? 0,
     ]
     if c.killAfter, let p = daemonProcess {
