@@ -22,11 +22,14 @@ The peer side of `Benchmarks/load.sh`: the same workload shape as `listsync-load
      (closed loop, as listsync-load's clients wait for the daemon's acknowledgement).
   4. Measures: time to converge (first edit until every client holds all N*E items, every list
      the same), fan-out latency (author's send time to arrival at each other client: p50/p99),
-     the server's RSS (VmRSS) once converged.
+     the server's RSS (VmRSS) once converged, and the CPU time of the server and of the clients
+     over the timed phase.
   5. Kills the server with SIGKILL right after convergence, restarts it on the same SQLite file,
      syncs a fresh client and counts the acknowledged edits that are missing.
 
 Prints one JSON line on stdout (progress on stderr). Every wait has a hard timeout.
+--settle S waits S seconds before the kill (how far the store lags); --no-store runs the room in
+memory (what the store costs).
 
   Benchmarks/.venv/bin/python Benchmarks/compare/ysync_load.py --clients 2 --edits 10
   (needs pycrdt-websocket==0.16.5 uvicorn websockets: Benchmarks/load.sh installs them)
