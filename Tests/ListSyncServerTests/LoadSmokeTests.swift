@@ -33,6 +33,16 @@ struct LoadSmokeTests {
         #expect(r["items_once"] as? Bool == true)
         #expect((r["fanout_samples"] as? Int ?? 0) > 0)
     }
+
+    @Test("8 clients × 30 inserts on one list, then kill -9 once converged: every acknowledged insert there")
+    func killAfter() throws {
+        let (status, r) = try runLoad(["--clients", "8", "--edits", "30", "--docs", "1", "--moves", "0",
+                                       "--deletes", "0", "--kill-after"])
+        #expect(status == 0, "\(r)")
+        #expect(r["acknowledged_inserts"] as? Int == 8 * 30, "\(r)")
+        #expect(r["missing_acknowledged"] as? Int == 0, "\(r)")
+        #expect(r["items_per_document"] as? Int == 20 + 8 * 30, "\(r)")
+    }
 }
 
 @Suite("Kill -9 under load", .ownThread, .timeLimit(.minutes(2)))

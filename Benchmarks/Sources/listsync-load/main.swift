@@ -13,12 +13,16 @@ import Synchronization
 // document holds the same list with every item once, and prints the figures (Docs/Reliability.md).
 
 let usage = """
-    USAGE: listsync-load [--clients N] [--edits N] [--docs N] [--moves PERCENT] [--seed S] [--json]
-                         [--binary PATH] [--daemon HOST:PORT --key-file FILE]
+    USAGE: listsync-load [--clients N] [--edits N] [--docs N] [--moves PERCENT] [--deletes PERCENT]
+                         [--seed S] [--json] [--kill-after] [--binary PATH] [--daemon HOST:PORT --key-file FILE]
            listsync-load --kill-cycles K [--clients N] [--json] [--binary PATH]
            listsync-load --idle-clients N [--resident-docs M] [--json] [--binary PATH]
 
-    Defaults: 64 clients, 1000 edits each, 8 documents, 40% moves, seed 1; a daemon started here.
+    Defaults: 64 clients, 1000 edits each, 8 documents, 40% moves, 10% deletes, seed 1; a daemon
+    started here. The rest of the edits are inserts (--moves 0 --deletes 0: inserts only).
+    --kill-after: once the clients have converged, kill the daemon with SIGKILL, restart it on the
+    same data folder, and check with a fresh client that every acknowledged insert is there
+    (missing_acknowledged in the result; not with --daemon).
     --kill-cycles K: clients insert (each insert acknowledged) while the daemon is killed with
     SIGKILL K times at random moments and restarted on the same data folder and port; the clients
     reconnect; at the end every acknowledged insert must be in the list, each item once.
@@ -28,7 +32,8 @@ let usage = """
     """
 
 struct Config {
-    var clients = 64, edits = 1000, docs = 8, moves = 40
+    var clients = 64, edits = 1000, docs = 8, moves = 40, deletes = 10
+    var killAfter = false
     var seed: UInt64 = 1
     var json = false
     var binary: String?
@@ -51,6 +56,8 @@ func parse() -> Config {
         case "--edits": c.edits = Int(next(a)) ?? c.edits
         case "--docs": c.docs = Int(next(a)) ?? c.docs
         case "--moves": c.moves = Int(next(a)) ?? c.moves
+        case "--deletes": c.deletes = Int(next(a)) ?? c.deletes
+        case "--kill-after": c.killAfter = true
         case "--seed": c.seed = UInt64(next(a)) ?? c.seed
         case "--json": c.json = true
         case "--kill-cycles": c.killCycles = Int(next(a)) ?? 0
@@ -101,6 +108,15 @@ final class DaemonProcess: @unchecked Sendable {
         return (Int(line.split(separator: " ").dropFirst().first ?? "0") ?? 0) * 1024
     }
 
+    /// User + system CPU seconds the daemon has used (/proc/PID/stat, fields 14 and 15).
+    var cpuSeconds: Double {
+        guard let s = try? String(contentsOfFile: "/proc/\(process.processIdentifier)/stat", encoding: .utf8),
+              let close = s.lastIndex(of: ")") else { return 0 }
+        let fields = s[s.index(after: close)...].split(separator: " ")
+        guard fields.count > 12, let u = Double(fields[11]), let k = Double(fields[12]) else { return 0 }
+        return (u + k) / Double(sysconf(Int32(_SC_CLK_TCK)))
+    }
+
     var bytesOnDisk: Int {
         guard let e = FileManager.default.enumerator(atPath: data) else { return 0 }
         var total = 0
@@ -126,6 +142,14 @@ final class DaemonProcess: @unchecked Sendable {
 struct LoadError: Error, CustomStringConvertible {
     var description: String
     init(_ d: String) { description = d }
+}
+
+/// User + system CPU seconds of this process (all its clients).
+func ownCPUSeconds() -> Double {
+    var usage = rusage()
+    getrusage(__rusage_who_t(RUSAGE_SELF.rawValue), &usage)
+    func s(_ t: timeval) -> Double { Double(t.tv_sec) + Double(t.tv_usec) / 1e6 }
+    return s(usage.ru_utime) + s(usage.ru_stime)
 }
 
 /// Edits that failed, with their errors.
@@ -169,6 +193,7 @@ func run(_ c: Config) async throws -> [String: Any] {
         key = try KeyFile.read(p.data + "/key")
     }
     defer { daemonProcess?.stop() }
+    if c.killAfter, daemonProcess == nil { throw LoadError("--kill-after needs a daemon started here (no --daemon)") }
 
     // Untimed: the documents, each with two sections and 20 items.
     let admin = try await DaemonClient.connect(host: host, port: port, key: key)
@@ -195,7 +220,7 @@ func run(_ c: Config) async throws -> [String: Any] {
         await client.observeOperations { _, ops in
             let t = now()
             for op in ops {
-                if case let .insertItem(_, _, value) = op.kind, value.count == 8 {
+                if case let .insertItem(_, _, value) = op.kind, value.count == 16 {
                     let sent = value.withUnsafeBytes { $0.loadUnaligned(as: UInt64.self) }
                     if sent <= t { latencies.add(t - sent) }
                 }
@@ -206,14 +231,18 @@ func run(_ c: Config) async throws -> [String: Any] {
 
     // Timed: every client edits at once, each edit acknowledged before the next.
     let failures = Failures()
+    let acknowledgedInserts = Acknowledged()
+    let daemonCPU0 = daemonProcess?.cpuSeconds ?? 0, ownCPU0 = ownCPUSeconds()
     let start = now()
     try await withThrowingTaskGroup(of: Void.self) { group in
         for (i, (client, doc, live)) in clients.enumerated() {
-            let edits = c.edits, moves = c.moves, seed = c.seed
+            let edits = c.edits, moves = c.moves, deletes = c.deletes, seed = c.seed
             group.addTask {
                 var rng = SplitMix(state: seed &* 1_000_003 &+ UInt64(i))
-                for _ in 0..<edits {
+                for e in 0..<edits {
                     let roll = Int(rng.next() % 100)
+                    // An insert's value: its send time (for the fan-out latency), then its author and number.
+                    var inserted: Data?
                     do {
                         try await client.edit(doc) { d throws(ListError) in
                             // The counts of the document as it is now (remote operations keep arriving).
@@ -229,16 +258,18 @@ func run(_ c: Config) async throws -> [String: Any] {
                                 let to = Int(rng.next() % 2)
                                 let limit = counts[to] - (to == from.section ? 1 : 0)
                                 _ = try d.moveItem(from: from, to: IndexPath(item: Int(rng.next() % UInt64(limit + 1)), section: to))
-                            } else if roll < moves + 10, total > 10 {
+                            } else if roll < moves + deletes, total > 10 {
                                 let s = counts[0] > 0 ? 0 : 1
                                 _ = try d.deleteItem(at: IndexPath(item: Int(rng.next() % UInt64(counts[s])), section: s))
                             } else {
-                                var stamp = now()
-                                let value = withUnsafeBytes(of: &stamp) { Data($0) }
+                                var stamp = now(), tag = UInt64(i) << 32 | UInt64(e)
+                                let value = withUnsafeBytes(of: &stamp) { Data($0) } + withUnsafeBytes(of: &tag) { Data($0) }
                                 let s = Int(rng.next() % 2)
                                 _ = try d.insertItem(at: IndexPath(item: Int(rng.next() % UInt64(counts[s] + 1)), section: s), value: value)
+                                inserted = value.suffix(8)
                             }
                         }
+                        if let v = inserted { acknowledgedInserts.add(v.base64EncodedString()) }
                     } catch {
                         failures.add("\(error)")
                     }
@@ -262,6 +293,7 @@ func run(_ c: Config) async throws -> [String: Any] {
         try await Task.sleep(for: .milliseconds(20))
     }
     let convergeSeconds = Double(now() - start) / 1e9
+    let daemonCPU = (daemonProcess?.cpuSeconds ?? 0) - daemonCPU0, clientsCPU = ownCPUSeconds() - ownCPU0
     var itemsOnce = true
     for (_, _, live) in clients {
         let ids = live.snapshot.sections.flatMap { $0.items.map(\.id) }
@@ -279,17 +311,38 @@ func run(_ c: Config) async throws -> [String: Any] {
     lat.sort()
     func pct(_ p: Double) -> Double { lat.isEmpty ? 0 : Double(lat[min(lat.count - 1, Int(Double(lat.count) * p))]) / 1e6 }
     let acknowledged = c.clients * c.edits - failures.count
-    let result: [String: Any] = [
-        "clients": c.clients, "edits_per_client": c.edits, "documents": c.docs, "moves_percent": c.moves,
+    let rss = daemonProcess?.rss ?? 0, bytesOnDisk = daemonProcess?.bytesOnDisk ?? 0
+    for (client, _, _) in clients { await client.close() }
+    var result: [String: Any] = [
+        "clients": c.clients, "edits_per_client": c.edits, "documents": c.docs, "moves_percent": c.moves, "deletes_percent": c.deletes,
         "acknowledged_edits": acknowledged, "failed_edits": failures.count,
         "first_failure": failures.first,
         "edit_seconds": editSeconds, "acknowledged_ops_per_s": Double(acknowledged) / editSeconds,
         "converge_seconds": convergeSeconds, "converged": converged, "items_once": itemsOnce,
         "fanout_p50_ms": pct(0.5), "fanout_p99_ms": pct(0.99), "fanout_samples": lat.count,
         "daemon_append_p50_ms": daemonStatus["fsync_p50_ms"] ?? 0, "daemon_append_p99_ms": daemonStatus["fsync_p99_ms"] ?? 0,
-        "daemon_rss_bytes": daemonProcess?.rss ?? 0, "bytes_on_disk": daemonProcess?.bytesOnDisk ?? 0,
+        "daemon_rss_bytes": rss, "bytes_on_disk": bytesOnDisk,
+        "daemon_cpu_seconds": daemonCPU, "clients_cpu_seconds": clientsCPU,
+        "items_per_document": clients.first.map { $0.2.snapshot.sections.reduce(0) { $0 + $1.items.count } } ?? 0,
     ]
-    for (client, _, _) in clients { await client.close() }
+    if c.killAfter, let p = daemonProcess {
+        // Kill -9 right after convergence, restart on the same folder, and look for every acknowledged insert.
+        p.kill9()
+        let restarted = try DaemonProcess(binary: p.process.executableURL!.path, data: p.data)
+        daemonProcess = restarted
+        let checker = try await DaemonClient.connect(host: "127.0.0.1", port: restarted.port, key: key, changeSets: false)
+        var present = Set<String>()
+        for d in docs {
+            let live = try await checker.open(d)
+            for item in live.snapshot.sections.flatMap(\.items) where item.value.count == 16 {
+                present.insert(item.value.suffix(8).base64EncodedString())
+            }
+        }
+        await checker.close()
+        let acked = acknowledgedInserts.all
+        result["acknowledged_inserts"] = acked.count
+        result["missing_acknowledged"] = acked.subtracting(present).count
+    }
     return result
 }
 
