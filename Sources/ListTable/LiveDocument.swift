@@ -97,16 +97,24 @@ public final class LiveDocument: Sendable {
     /// change set is sent. Otherwise subscribers receive the change set (unless it is empty).
     /// `body` runs under the lock: it must not call this `LiveDocument`.
     ///
-    /// - Complexity: the edits, plus the diff (see the type's discussion), plus an O(n) copy of
-    ///   the document's storage on its first change (what makes the edit all or nothing).
+    /// - Complexity: the edits, plus the diff (see the type's discussion; none without change
+    ///   sets). The edits run on the document in place (no copy of its storage); a closure that
+    ///   throws after making edits has them undone by ``ListDocument/rolledBack(toOperationCount:)``,
+    ///   O(n log n) on that path only.
     @discardableResult
     public func edit<R: Sendable, E: Error>(_ body: (inout ListDocument) throws(E) -> R) throws(E) -> Edit<R> {
         try state.withLock { (state: inout State) throws(E) -> Edit<R> in
-            var work = state.document
-            let before = work.operationCount
-            let result = try body(&work)
-            let ops = Self.operations(of: work, from: before)
-            state.document = work
+            let before = state.document.operationCount
+            let result: R
+            do throws(E) {
+                result = try body(&state.document)
+            } catch {
+                // A refused edit changes nothing (ListDocument's contract); edits made before it
+                // in the same closure are undone.
+                state.document = state.document.rolledBack(toOperationCount: before)
+                throw error
+            }
+            let ops = Self.operations(of: state.document, from: before)
             for op in ops { Self.remember(op, in: &state) }
             let changes = Self.publish(&state, lostMoves: [])
             return Edit(result: result, operations: ops, changes: changes)
