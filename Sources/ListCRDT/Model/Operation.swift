@@ -109,31 +109,51 @@ public struct Frontier: Hashable, Sendable, Sequence, CustomStringConvertible {
 
     /// Whether `id` is one of the ids.
     ///
-    /// - Complexity: O(count).
-    public func contains(_ id: OpID) -> Bool { id != .none && (head == id || tail.contains(id)) }
+    /// - Complexity: O(log count).
+    public func contains(_ id: OpID) -> Bool {
+        guard id != .none, head != .none else { return false }
+        if id <= head { return id == head }
+        let i = tailIndex(of: id)
+        return i < tail.count && tail[i] == id
+    }
 
     /// Adds an id, keeping the order.
     ///
-    /// - Complexity: O(count).
+    /// - Complexity: O(log count) to find its place, O(count) to insert it there; no allocation
+    ///   unless the storage grows.
     public mutating func insert(_ id: OpID) {
-        guard id != .none, !contains(id) else { return }
+        guard id != .none else { return }
         if head == .none { head = id; return }
-        var all = ids
-        all.append(id)
-        all.sort()
-        head = all[0]
-        tail = Array(all.dropFirst())
+        if id <= head {
+            if id < head { tail.insert(head, at: 0); head = id }
+            return
+        }
+        let i = tailIndex(of: id)
+        if i < tail.count && tail[i] == id { return }
+        tail.insert(id, at: i)
     }
 
     /// Removes an id if present.
     ///
-    /// - Complexity: O(count).
+    /// - Complexity: O(log count) to find it, O(count) to remove it.
     public mutating func remove(_ id: OpID) {
+        guard id != .none, head != .none else { return }
         if head == id {
             if tail.isEmpty { head = .none } else { head = tail.removeFirst() }
-        } else if let i = tail.firstIndex(of: id) {
-            tail.remove(at: i)
+        } else if id > head {
+            let i = tailIndex(of: id)
+            if i < tail.count && tail[i] == id { tail.remove(at: i) }
         }
+    }
+
+    /// The first index of `tail` whose id is not less than `id` (binary search: `tail` is sorted).
+    private func tailIndex(of id: OpID) -> Int {
+        var lo = 0, hi = tail.count
+        while lo < hi {
+            let mid = (lo &+ hi) >> 1
+            if tail[mid] < id { lo = mid &+ 1 } else { hi = mid }
+        }
+        return lo
     }
 
     /// The frontier holding just `id` (no allocation).
