@@ -115,7 +115,33 @@ actor PeerLink: DocumentSubscriber {
         guard now &- lastAntiEntropy >= daemon.configuration.antiEntropyInterval.nanos else { return }
         lastAntiEntropy = now
         await send(.listDocuments(request: request()))
-        for (id, h) in subscribed { await send(.hello(document: id, version: await h.document.version)) }
+        for id in subscribed.keys { await resync(id) }
+    }
+
+    /// Subscribes to `id` again with the current version: the peer sends what this daemon lacks,
+    /// and its `subscribed` reply (its version) makes this link send what the peer lacks. Both
+    /// directions, so a batch the peer refused (over its rate limit, its disk failing) or a frame
+    /// lost with a connection reaches it at the next resync.
+    private func resync(_ id: DocumentID) async {
+        guard transport != nil, let h = subscribed[id] else { return }
+        await send(.subscribe(document: id, epoch: await h.epoch, version: await h.document.version))
+    }
+
+    /// Documents with a resync already scheduled after a refusal.
+    private var resyncScheduled: Set<DocumentID> = []
+
+    /// A resync of `id` in `delay` (once, however many batches were refused meanwhile).
+    private func scheduleResync(_ id: DocumentID, after delay: Duration) {
+        guard resyncScheduled.insert(id).inserted else { return }
+        Task { [weak self] in
+            try? await Task.sleep(for: delay)
+            await self?.resyncScheduled(id)
+        }
+    }
+
+    private func resyncScheduled(_ id: DocumentID) async {
+        resyncScheduled.remove(id)
+        await resync(id)
     }
 
     private func subscribe(_ id: DocumentID) async {
@@ -176,6 +202,10 @@ actor PeerLink: DocumentSubscriber {
                 epochConflicts[doc] = (await h.epoch, 0)
                 subscribed[doc] = nil
                 await h.unsubscribe(self)
+            } else if let doc, code == .limit || code == .storage, subscribed[doc] != nil {
+                // The peer refused a batch and applied nothing of it: send it again once the peer's
+                // bucket has refilled (or its disk may have recovered), by a resync.
+                scheduleResync(doc, after: .seconds(1))
             }
             pendingCreates[request] = nil
         case .ack, .statusReport, .hello, .subscribe, .unsubscribe, .create, .listDocuments, .status:
