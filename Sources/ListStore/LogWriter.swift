@@ -129,12 +129,21 @@ final class LogWriter: Sendable {
             // records, so later rounds overwrite written blocks and their fdatasync has no file
             // length (no journal commit) to make durable. The chunk is as long as the log so far
             // (one page at least, `preallocation` at most): a small document's log stays small.
+            var chunk = 0
             if recordsEnd > o.allocated, preallocation > 0 {
-                let chunk = min(preallocation, max(Self.minimumChunk, Int(recordsEnd)))
+                chunk = min(preallocation, max(Self.minimumChunk, Int(recordsEnd)))
                 bytes.append(contentsOf: repeatElement(0, count: chunk))
             }
             do throws(StoreError) {
-                try fs.pwriteAll(o.fd, bytes, offset: o.end, path: o.path)
+                do throws(StoreError) {
+                    try fs.pwriteAll(o.fd, bytes, offset: o.end, path: o.path)
+                } catch where chunk > 0 && error.isNoSpace {
+                    // The zeros did not fit; the records alone may: preallocation must never be
+                    // why a batch is refused. (Whatever part of the zeros was written is free
+                    // space to recovery.)
+                    bytes.removeLast(chunk)
+                    try fs.pwriteAll(o.fd, bytes, offset: o.end, path: o.path)
+                }
                 try fs.fdatasync(o.fd, path: o.path)
             } catch {
                 o.failure = error

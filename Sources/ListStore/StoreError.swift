@@ -72,3 +72,11 @@ public enum StoreError: Error, Hashable, Sendable, CustomStringConvertible {
         String(cString: strerror(code))
     }
 }
+
+extension StoreError {
+    /// Whether this is a file call that failed for want of space (`ENOSPC`).
+    var isNoSpace: Bool {
+        if case let .system(_, errno, _) = self { return errno == ENOSPC }
+        return false
+    }
+}
