@@ -44,14 +44,9 @@ PIP_PACKAGES="loro==1.17.1 pycrdt==0.14.13"
 log() { echo "[compare] $*" >&2; }
 
 # (a) Python environment with the peer engines
-if [ ! -x "$PY" ]; then
-  log "creating $VENV"
-  python3 -m venv "$VENV"
-fi
-if ! "$PY" -c "import loro, pycrdt" 2>/dev/null; then
-  log "pip install $PIP_PACKAGES"
-  "$PY" -m pip install --quiet --disable-pip-version-check $PIP_PACKAGES
-fi
+. "$BENCH/venv.sh"
+# shellcheck disable=SC2086
+ensure_venv "import loro, pycrdt" $PIP_PACKAGES
 
 WORKLOADS=$("$PY" "$PEERS" --engine loro-list --list)
 if [ "$QUICK" = 1 ]; then

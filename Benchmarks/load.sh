@@ -43,14 +43,9 @@ PIP_PACKAGES="pycrdt==0.14.13 pycrdt-websocket==0.16.5 pycrdt-store==0.1.5 sqlit
 log() { echo "[load] $*" >&2; }
 
 # (a) Python environment with the peer server and its client library
-if [ ! -x "$PY" ]; then
-  log "creating $VENV"
-  python3 -m venv "$VENV"
-fi
-if ! "$PY" -c "import pycrdt.websocket, pycrdt.store, uvicorn, websockets" 2>/dev/null; then
-  log "pip install $(echo $PIP_PACKAGES)"
-  "$PY" -m pip install --quiet --disable-pip-version-check $PIP_PACKAGES
-fi
+. "$BENCH/venv.sh"
+# shellcheck disable=SC2086
+ensure_venv "import pycrdt.websocket, pycrdt.store, uvicorn, websockets" $PIP_PACKAGES
 
 # (b) ListSync's daemon and load tool (one product per swift build call)
 if [ "$BUILD" = 1 ]; then
