@@ -160,6 +160,9 @@ actor DocumentHost {
             nextSnapshotAt = max(snapshotLogBytes, (try? store.snapshotBytes) ?? 0)
             log("document snapshotted", ["document": id.description, "log_bytes": "\(size)",
                                          "generation": "\((try? store.generation) ?? 0)"])
+        } catch .snapshotBehindLog {
+            // Another batch is logged but not yet applied (its append is in flight): the next
+            // batch tries again.
         } catch {
             nextSnapshotAt = size + max(snapshotLogBytes, 1)
             log("snapshot failed", ["document": id.description, "error": error.description])
