@@ -19,7 +19,7 @@ extension ListDocument {
         var fresh = ListDocument(replica: replica, maxValueSize: maxValueSize)
         fresh.variant = variant
         fresh.pendingLimits = pendingLimits
-        _ = fresh.receive(operations(fromValid: 0).prefix(count).map { $0 })
+        _ = fresh.receive(Array(operations(fromValid: 0).prefix(count)))
         _ = fresh.receive(pendingOperations)
         fresh.rejected = rejected
         fresh.dropped = dropped
