@@ -77,6 +77,16 @@ public final class LiveDocument: Sendable {
         }
     }
 
+    /// The snapshot as of the last change and the number of operations the document had applied
+    /// then, read under one lock: a ``ListModel`` refreshes only when the count moved.
+    var countedSnapshot: (snapshot: ListSnapshot, operationCount: Int) {
+        state.withLock { state in
+            let s = state.snapshot ?? state.document.snapshot()
+            state.snapshot = s
+            return (s, state.document.operationCount)
+        }
+    }
+
     /// The replica this document edits as.
     public var replica: ReplicaID { state.withLock { $0.document.replica } }
 
