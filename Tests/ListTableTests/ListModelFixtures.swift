@@ -12,9 +12,13 @@ enum ListModelFixtures {
     typealias Model = ListModel<String, String>
     typealias Board = TypedDocument<String, String>
 
+    /// The coder of the seeded tests: a `String` as its UTF-8 bytes (JSON through Foundation would
+    /// take most of their time); the other tests use the default, JSON.
+    static let fast: any ValueCoder = UTF8StringCoder()
+
     /// A typed document with sections "S0", "S1", … holding `counts[s]` items "s0r0", "s0r1", ….
-    static func board(_ replica: UInt64 = 1, counts: [Int]) throws -> Board {
-        var b = Board(replica: ReplicaID(replica))
+    static func board(_ replica: UInt64 = 1, counts: [Int], coder: any ValueCoder = JSONValueCoder()) throws -> Board {
+        var b = Board(replica: ReplicaID(replica), coder: coder)
         for (s, n) in counts.enumerated() {
             try b.insertSection("S\(s)", at: s)
             for r in 0..<n { try b.insertItem("s\(s)r\(r)", at: IndexPath(item: r, section: s)) }
@@ -25,16 +29,23 @@ enum ListModelFixtures {
     /// A model of a new `LiveDocument` of ``board(_:counts:)``.
     @MainActor
     static func model(_ replica: UInt64 = 1, counts: [Int], coder: any ValueCoder = JSONValueCoder()) throws -> Model {
-        Model(LiveDocument(try board(replica, counts: counts).document), coder: coder)
+        Model(LiveDocument(try board(replica, counts: counts, coder: coder).document), coder: coder)
     }
 
     /// The values the model shows, section by section.
     @MainActor
     static func rows(_ model: Model) -> [[String]] { model.sections.map { $0.items.map(\.value) } }
 
-    /// The document of `live`, decoded (what a fresh model would show).
-    static func decoded(_ live: LiveDocument) throws -> TypedSnapshot<String, String> {
-        try TypedSnapshot(live.snapshot)
+    /// The document of a model, decoded with its coder (what a fresh model would show).
+    @MainActor
+    static func decoded(_ model: Model) throws -> TypedSnapshot<String, String> {
+        try TypedSnapshot(model.live.snapshot, coder: model.coder)
+    }
+
+    /// A typed view of `model`'s document, with its coder: another replica starts from it.
+    @MainActor
+    static func fork(_ model: Model, as replica: UInt64) -> Board {
+        Board(model.live.document.fork(as: replica), coder: model.coder)
     }
 
     /// A random subset of `0..<n`, each offset with probability `percent`.
@@ -93,6 +104,25 @@ final class ObservationCounter {
                 self.track()
             }
         }
+    }
+}
+
+// MARK: Coders
+
+/// A `String` as its UTF-8 bytes; any other type, or bytes that are not UTF-8, is an error.
+struct UTF8StringCoder: ValueCoder {
+    struct NotAString: Error {}
+
+    func encode<T: Encodable>(_ value: T) throws(ValueCodingError) -> Data {
+        guard let s = value as? String else { throw ValueCodingError(.encoding, T.self, underlying: NotAString()) }
+        return Data(s.utf8)
+    }
+
+    func decode<T: Decodable>(_ type: T.Type, from data: Data) throws(ValueCodingError) -> T {
+        guard T.self == String.self, let s = String(data: data, encoding: .utf8) else {
+            throw ValueCodingError(.decoding, T.self, underlying: NotAString())
+        }
+        return s as! T
     }
 }
 

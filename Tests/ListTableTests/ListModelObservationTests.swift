@@ -15,7 +15,7 @@ struct ListModelObservationTests {
     @Test("observation fires once per change: local edits, remote operations, refreshes")
     func oncePerChange() throws {
         let model = try F.model(counts: [4, 2])
-        var remote = F.Board(model.live.document.fork(as: 2))
+        var remote = F.fork(model, as: 2)
         let counter = ObservationCounter { _ = model.sections }
         let a = model.sections[0].id, b = model.sections[1].id
         var expected = 0
@@ -51,7 +51,7 @@ struct ListModelObservationTests {
             #expect(counter.count == expected, "not before the refresh")
             model.refresh()
         }
-        #expect(model.snapshot == (try F.decoded(model.live)))
+        #expect(model.snapshot == (try F.decoded(model)))
     }
 
     @Test("a value written by another replica to a deleted item changes nothing shown: no observation")
@@ -119,7 +119,7 @@ struct ListModelObservationTests {
         expectDecodes(1, "a value")
         _ = try model.setValue("Renamed", forSection: a)
         expectDecodes(1, "a section value")
-        var remote = F.Board(model.live.document.fork(as: 2))
+        var remote = F.fork(model, as: 2)
         let version = remote.document.version
         try remote.insertItem("r1", at: IndexPath(item: 0, section: 0))
         try remote.insertItem("r2", at: IndexPath(item: 0, section: 1))
@@ -195,7 +195,7 @@ struct ListModelObservationTests {
         model.live.close()
         await follower.value
         #expect(F.rows(model) == [["local", "r2", "r1", "r0", "s0r1", "s0r2", "s0r0"]])
-        #expect(model.snapshot == (try F.decoded(model.live)))
+        #expect(model.snapshot == (try F.decoded(model)))
         #expect((2...5).contains(counter.count), "one per refresh that found something new: \(counter.count)")
     }
 

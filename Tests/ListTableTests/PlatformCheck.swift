@@ -47,9 +47,27 @@ enum PlatformCheck {
     static let synchronizationFloor: [String: PlatformVersion] = [
         "macOS": [15], "iOS": [18], "tvOS": [18], "watchOS": [11], "visionOS": [2],
     ]
+    /// The releases that ship the Observation module (`@Observable`, `withObservationTracking`).
+    static let observationFloor: [String: PlatformVersion] = [
+        "macOS": [14], "iOS": [17], "tvOS": [17], "watchOS": [10], "visionOS": [1],
+    ]
     static let platformOrder = ["macOS", "iOS", "tvOS", "watchOS", "visionOS"]
     static let synchronizationNames: Set<String> = ["Mutex", "Atomic", "AtomicLazyReference"]
     static let systemModules: Set<String> = ["Glibc", "Darwin", "Musl"]
+
+    /// The files that import Observation, and the platforms of Package.swift that do not reach its
+    /// releases (``observationFloor``), as "file: platform release" lines. No `@available` counts:
+    /// an observable type is the model of an app and must be usable wherever the package is.
+    static func observationProblems(manifest: String, sources: [SourceFile]) -> [String] {
+        let declared = declaredPlatforms(inManifest: manifest)
+        let short = platformOrder.filter { p in declared[p].map { $0 < observationFloor[p]! } ?? true }
+        guard !short.isEmpty else { return [] }
+        return sources.filter { file in
+            String(decoding: codeOnly(file.text), as: UTF8.self).split(separator: "\n").contains {
+                $0.split(separator: " ").first { !$0.isEmpty } == "import" && $0.contains("Observation")
+            }
+        }.map { "\($0.path): imports Observation, which needs " + short.map { "\($0) \(observationFloor[$0]!)" }.joined(separator: ", ") }
+    }
 
     /// The `.swift` files under `directory` (relative to `root`), paths relative to `root`, sorted.
     static func swiftFiles(under root: URL, in directory: String) throws -> [SourceFile] {

@@ -26,6 +26,22 @@ struct PlatformTests {
         #expect(problems == [], "\n\(problems.joined(separator: "\n"))")
     }
 
+    @Test("the platforms of Package.swift reach Observation's releases (ListModel is @Observable)")
+    func observationReleasesAreDeclared() throws {
+        let manifest = try String(contentsOf: Self.packageRoot.appendingPathComponent("Package.swift"), encoding: .utf8)
+        let sources = try Self.packageSources()
+        #expect(sources.contains { $0.path == "Sources/ListTable/SwiftUI/ListModel.swift" })
+        let problems = PlatformCheck.observationProblems(manifest: manifest, sources: sources)
+        #expect(problems == [], "\n\(problems.joined(separator: "\n"))")
+        // The checker can fail: a manifest below macOS 14 and a file that imports Observation.
+        let observing = PlatformCheck.SourceFile(path: "Sources/Fixture/Model.swift", text: "import Foundation\nimport Observation\n")
+        let older = "let package = Package(name: \"F\", platforms: [.macOS(.v13), .iOS(.v17), .tvOS(.v17), .watchOS(.v10), .visionOS(.v1)])"
+        #expect(PlatformCheck.observationProblems(manifest: older, sources: [observing])
+                == ["Sources/Fixture/Model.swift: imports Observation, which needs macOS 14.0"])
+        #expect(PlatformCheck.observationProblems(manifest: Self.noPlatforms, sources: [observing]).count == 1)
+        #expect(PlatformCheck.observationProblems(manifest: older, sources: [.init(path: "A.swift", text: "// import Observation")]) == [])
+    }
+
     @Test("Glibc, Darwin and Musl are imported only under #if canImport of the same module")
     func systemImportsAreGuarded() throws {
         let problems = PlatformCheck.unguardedSystemImports(in: try Self.packageSources())
