@@ -153,7 +153,9 @@ public final class ListModel<Section: Codable & Sendable, Item: Codable & Sendab
     /// changed before the call.
     ///
     /// For SwiftUI: `.task { await model.followChanges() }`. Change sets that arrive while the
-    /// main actor is busy are caught up by one refresh; the others find nothing new.
+    /// main actor is busy are caught up by one refresh; the others find nothing new. A
+    /// `LiveDocument` made with ``LiveDocument/init(withoutChangeSets:)`` sends no change sets:
+    /// this then refreshes once and waits for the end.
     ///
     /// - Complexity: one refresh per change set of ``LiveDocument/changes()``.
     public func followChanges() async {
