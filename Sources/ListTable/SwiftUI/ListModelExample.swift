@@ -1,5 +1,6 @@
 // The example of `Docs/SwiftUI.md`, compiled wherever SwiftUI exists (Apple platforms). It was
-// written on Linux, where there is no SwiftUI, and never compiled there; it is internal, not API.
+// written on Linux, where there is no SwiftUI, and never compiled against SwiftUI (only type-checked
+// against a hand-written stand-in for the declarations it uses); it is internal, not API.
 #if canImport(SwiftUI)
 import SwiftUI
 import ListCRDT
