@@ -29,10 +29,12 @@ let package = Package(
         .target(name: "ListCRDT", exclude: ["Document/FastPaths/README.md", "Sequence/README.md"]),
         // The UI layer on the engine's public API: change sets, drag sessions, LiveDocument.
         .target(name: "ListTable", dependencies: ["ListCRDT"]),
-        // The sync protocol, transports and the Replica actor.
-        .target(name: "ListSync", dependencies: ["ListCRDT", "ListTable"]),
+        // The sync protocol (Docs/Protocol.md): messages, `Transport`, and every role as a state
+        // machine with no I/O (client, server connection, document core, peer). The bottom of the
+        // network stack: it depends on the engine only.
+        .target(name: "ListSync", dependencies: ["ListCRDT"]),
         // Seeded, replayable simulation: the in-memory network, workloads, the semantics oracle.
-        .target(name: "ListSyncSimulation", dependencies: ["ListCRDT", "ListTable", "ListSync"]),
+        .target(name: "ListSyncSimulation", dependencies: ["ListCRDT", "ListTable", "ListSync", "ListStore"]),
         // SHA-256, HMAC, HKDF, ChaCha20-Poly1305: pure Swift, no I/O.
         .target(name: "ListSyncCrypto"),
         // epoll and eventfd, which Swift's Glibc module does not export (headers only).
