@@ -23,6 +23,9 @@ public struct StoreOptions: Sendable {
     /// (Docs/Storage.md, "Preallocation"). Recovery reads an all-zero rest as this space, not as
     /// damage.
     public var preallocation = 1 << 20
+    /// The causal buffer's limits while the log is replayed (a daemon passes its own, so recovery
+    /// refuses what the live document refused).
+    public var pendingLimits = PendingLimits.default
 
     /// The defaults.
     public init() {}
@@ -137,7 +140,7 @@ public final class DocumentStore: Sendable {
     // MARK: Records
 
     /// The log records of a batch: one if it fits, else the batch split in halves until each fits.
-    static func records(for ops: [ListOperation]) throws(StoreError) -> [UInt8] {
+    public static func records(for ops: [ListOperation]) throws(StoreError) -> [UInt8] {
         var out: [UInt8] = []
         try appendRecords(ops[...], to: &out)
         return out

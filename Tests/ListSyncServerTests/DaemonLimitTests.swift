@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Foundation
 import ListCRDT
+import ListSyncClient
 import ListStore
 import ListSyncServer
 import ListSyncTestSupport

@@ -1,5 +1,6 @@
 import Foundation
 import ListCRDT
+import ListSyncClient
 import ListStore
 import ListSyncServer
 import ListSyncTestSupport

@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Foundation
 import ListCRDT
+import ListSyncClient
 import ListStore
 import ListSyncFaults
 import ListSyncServer
@@ -129,7 +130,7 @@ extension FaultProxySuites {
                 }
                 var live: LiveDocument?
                 do {
-                    let l = try await client.open(doc, resuming: held, epoch: epoch, timeout: .seconds(5))
+                    let l = try await client.open(doc, resuming: held, epoch: epoch)
                     live = l
                     epoch = await client.info(doc)?.epoch ?? epoch
                     while k < edits || (healed && !finalDone) {

@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Foundation
 import ListCRDT
+import ListSyncClient
 import ListSyncServer
 import ListSyncTestSupport
 import Testing

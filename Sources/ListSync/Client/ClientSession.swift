@@ -72,6 +72,9 @@ public struct ClientSession: Sendable {
         case editDone(UInt64, Result<VersionVector, ClientSessionError>)
         /// The daemon announced new documents (this connection listed them before).
         case announced([DocumentInfo])
+        /// An error about a document that answers nothing waiting (a refused batch sent with no
+        /// acknowledgement asked).
+        case documentError(DocumentID, SyncErrorCode, String)
     }
 
     /// The largest frame the connection takes.
@@ -228,6 +231,7 @@ public struct ClientSession: Sendable {
             if let doc, subscribing.removeValue(forKey: doc) != nil || (code == .epochMismatch && live.remove(doc) != nil) {
                 return [.subscribeFailed(doc, e)]
             }
+            if let doc { return [.documentError(doc, code, text)] }
             return []
         case .subscribe, .unsubscribe, .hello, .create, .listDocuments, .status:
             return []

@@ -51,6 +51,9 @@ public enum SyncMessage: Equatable, Sendable {
     /// ``SyncProtocolError/unsupportedVersion(_:)``.
     public static let version: UInt8 = 2
 
+    /// The type byte of `operations` messages (the second byte of the frame): a relay peeks at it.
+    public static let operationsTag: UInt8 = Tag.operations.rawValue
+
     /// The longest name or error text, in UTF-8 bytes.
     public static let maxTextBytes = 65_536
 
