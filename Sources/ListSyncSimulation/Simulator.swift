@@ -109,6 +109,7 @@ public struct Simulator: Sendable {
         self.configuration = configuration
         rng = SplitMix64(seed: configuration.seed)
         network = InMemoryNetwork(seed: configuration.seed ^ 0x5EED, faults: configuration.faults)
+        network.inOrder = true
         let d = max(1, configuration.daemons)
         daemons = (0..<d).map { SimulatedDaemon(node: $0, document: DocumentID(high: 0x5157_1A7E, low: 1), epoch: 0xE90C,
                                                  variant: configuration.coreVariant) }
@@ -243,8 +244,16 @@ public struct Simulator: Sendable {
 
     private static func key(_ a: Int, _ b: Int) -> Int { min(a, b) << 32 | max(a, b) }
 
+    /// Sends on the connection between two nodes. Connections are streams (TCP): frames keep their
+    /// order, and a frame the network loses (or a partition drops) resets the connection, as a
+    /// lost segment does once TCP gives up: both ends learn it and the dialing side reconnects.
     private mutating func send(_ from: Int, _ to: Int, _ frame: [UInt8]) {
+        let dropped = network.framesDropped
         network.send(from: from, to: to, [generations[Self.key(from, to), default: 0]] + frame)
+        if network.framesDropped > dropped {
+            let (d, other) = from < daemons.count ? (from, to) : (to, from)
+            reset(daemon: d, other: other)
+        }
     }
 
     private mutating func connectClient(_ c: Int) {
@@ -307,7 +316,9 @@ public struct Simulator: Sendable {
         roomDue.removeAll { $0.daemon == d }
         let keep = rng.below(daemons[d].disk.unsyncedCount + 1)
         daemons[d].crashAndRecover(keep: keep, variant: configuration.coreVariant)
-        let lost = daemons[d].acknowledged.filter { !daemons[d].core.document.version.contains($0) }
+        // Acknowledged means durable: applied, or kept waiting for its causes (in the log either way).
+        let pending = Set(daemons[d].core.document.pendingOperations.map(\.lastID))
+        let lost = daemons[d].acknowledged.filter { !daemons[d].core.document.version.contains($0) && !pending.contains($0) }
         if !lost.isEmpty {
             report.acknowledgedLost += lost.count
             report.failures.append("daemon \(d): \(lost.count) acknowledged operations lost in a crash (first \(lost.first!))")

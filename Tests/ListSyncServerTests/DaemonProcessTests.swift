@@ -6,6 +6,7 @@ import ListSyncServer
 import ListSyncTestSupport
 import Synchronization
 import Testing
+import ListSync
 import ListSyncTestTraits
 
 /// The real `listsync` binary as a process: `serve` with a temporary data folder, client

@@ -7,6 +7,7 @@ import ListSyncServer
 import ListSyncTestSupport
 import Synchronization
 import Testing
+import ListSync
 
 /// A document in constant use is snapshotted while it stays resident: recovery after a crash then
 /// replays only the log written since, however long the document has been open.

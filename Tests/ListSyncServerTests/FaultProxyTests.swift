@@ -11,6 +11,7 @@ import ListSyncTestTraits
 import ListTable
 import Synchronization
 import Testing
+import ListSync
 
 /// Every suite that runs daemons behind fault proxies, one at a time (each starts processes and
 /// loops; together they would starve a 2-core machine and each other's deadlines).
