@@ -494,6 +494,7 @@ public struct Simulator: Sendable {
         report.edits += 1
         report.drags += 1
         let before = clients[r].document.operationCount
+        let generation = clients[r].generation
         var session = DragSession()
         let doc = clients[r].document
         let shape = (0..<doc.sectionCount).map { (try? doc.itemCount(inSection: $0)) ?? 0 }
@@ -507,6 +508,8 @@ public struct Simulator: Sendable {
             try session.begin(at: start, in: clients[r].document)
             for _ in 0..<(1 + rng.below(4)) {
                 step(until: network.now + 1 + rng.next() % max(configuration.editInterval, 1))
+                // A forgetful client that started afresh meanwhile drops the drag (its rows are gone).
+                guard clients[r].generation == generation else { return }
                 session.documentDidChange(clients[r].document)
                 guard session.isDragging else { break }
                 let visible = session.visibleSnapshot
