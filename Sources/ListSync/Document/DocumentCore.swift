@@ -290,7 +290,7 @@ public struct DocumentCore: Sendable {
                 actions += answer(first.sender, .ack(document: id, batch: first.batch, version: durableVersion))
             }
         }
-        assert(!inFlight.isEmpty || variant != .correct || durableVersion == document.version,
+        assert(!inFlight.isEmpty || variant != .correct || failure != nil || durableVersion == document.version,
                "quiet, yet the durable version \(durableVersion) is not the document's \(document.version)")
         return actions
     }
