@@ -21,7 +21,7 @@ final class StopFlag: Sendable {
 }
 
 /// Kill -9 under load: clients insert while the daemon is killed and restarted `cycles` times;
-/// then every acknowledged insert must be there (DAEMON.md, Promises 1 and 2).
+/// then every acknowledged insert must be there (Docs/Storage.md: acknowledged means durable; a crash at any byte loses nothing acknowledged).
 func runKillCycles(_ c: Config) async throws -> [String: Any] {
     let binary = c.binary ?? URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("listsync").path
     var daemon = try DaemonProcess(binary: binary)
