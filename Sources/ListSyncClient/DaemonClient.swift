@@ -278,11 +278,3 @@ public actor DaemonClient {
 
     private static func now() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
 }
-
-extension Duration {
-    /// Whole nanoseconds (0 for a negative duration).
-    var nanoseconds: UInt64 {
-        let (s, a) = components
-        return s < 0 ? 0 : UInt64(s) &* 1_000_000_000 &+ UInt64(a / 1_000_000_000)
-    }
-}

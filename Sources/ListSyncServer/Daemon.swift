@@ -348,7 +348,7 @@ public actor Daemon {
         idle.sort { $0.1 < $1.1 }
         var excess = hosts.count - configuration.maxResidentDocuments
         for (id, used) in idle {
-            guard excess > 0 || now &- used >= configuration.idleUnload.nanos else { continue }
+            guard excess > 0 || now &- used >= configuration.idleUnload.nanoseconds else { continue }
             // Subscribed to since the check above (this actor let others in while it awaited)?
             // Then it stays.
             guard let h = hosts[id], await h.unloadIfIdle(snapshotLogBytes: configuration.snapshotLogBytes) else { continue }
@@ -401,8 +401,8 @@ public actor Daemon {
                 "max_per_address": configuration.tcp.maxPerAddress,
                 "frame_bytes": configuration.tcp.frameLimit,
                 "send_queue_bytes": configuration.tcp.sendQueueLimit,
-                "handshake_timeout_ms": Int(configuration.tcp.handshakeTimeout.nanos / 1_000_000),
-                "idle_timeout_ms": Int(configuration.tcp.idleTimeout.nanos / 1_000_000),
+                "handshake_timeout_ms": Int(configuration.tcp.handshakeTimeout.nanoseconds / 1_000_000),
+                "idle_timeout_ms": Int(configuration.tcp.idleTimeout.nanoseconds / 1_000_000),
                 "max_resident_documents": configuration.maxResidentDocuments,
                 "max_documents": configuration.maxDocuments,
                 "pending_operations_per_document": configuration.pendingLimits.maxOperations,
@@ -479,12 +479,5 @@ public enum DaemonError: Error, CustomStringConvertible, Sendable {
             return .storage(e.description)
         }
         return .storage("\(error)")
-    }
-}
-
-extension Duration {
-    var nanos: UInt64 {
-        let (s, a) = components
-        return s < 0 ? 0 : UInt64(s) &* 1_000_000_000 &+ UInt64(a / 1_000_000_000)
     }
 }

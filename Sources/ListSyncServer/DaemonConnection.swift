@@ -75,12 +75,10 @@ actor DaemonConnection: DocumentSubscriber {
         case let .operations(doc, batch, ops):
             guard let host = hosts[doc] else { return }
             let start = DispatchTime.now().uptimeNanoseconds
-            let before = await host.equivocations
-            await host.receive(ops, batch: batch, from: subscriberID)
+            let (equivocated, failure) = await host.receive(ops, batch: batch, from: subscriberID)
             daemon.metrics.appended(seconds: Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9)
             daemon.metrics.received(operations: ops.count, bytes: 0)
             if batch != 0 { daemon.metrics.acknowledged() }
-            let equivocated = await host.equivocations - before
             if equivocated > 0 {
                 // Someone holding the key sent an operation under a known id with other content
                 // (a forked replica, or an attack): refused, nothing changed.
@@ -88,7 +86,7 @@ actor DaemonConnection: DocumentSubscriber {
                 daemon.log("equivocation refused", ["document": doc.description, "count": "\(equivocated)",
                                                     "from": transport.remoteAddress.description])
             }
-            if let failure = await host.storeFailure { daemon.metrics.storageFailed(failure) }
+            if let failure { daemon.metrics.storageFailed(failure) }
         case let .hello(doc, version):
             await hosts[doc]?.hello(subscriberID, version: version)
         case let .create(request, name, sections, id, epoch):

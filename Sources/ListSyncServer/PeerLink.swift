@@ -95,7 +95,11 @@ actor PeerLink: DocumentSubscriber {
                 }
                 relay.transport = nil
                 transport = nil
-                if var s = session { await perform(s.disconnected()); session = nil; _ = s }
+                if session != nil {
+                    let detach = session!.disconnected()
+                    session = nil
+                    await perform(detach)
+                }
                 await detachAll()
             }
             if Task.isCancelled { return }
@@ -118,7 +122,7 @@ actor PeerLink: DocumentSubscriber {
         let (due, actions) = session!.tick(now: now)
         await perform(actions)
         for id in due { await resync(id) }
-        guard now &- lastAntiEntropy >= daemon.configuration.antiEntropyInterval.nanos else { return }
+        guard now &- lastAntiEntropy >= daemon.configuration.antiEntropyInterval.nanoseconds else { return }
         lastAntiEntropy = now
         await perform(session!.start(now: now))
         for id in hosts.keys.sorted() { await resync(id) }

@@ -68,8 +68,6 @@ struct SimulatedDaemon {
     var disk: SimulatedDisk
     var servers: [Int: ServerSession] = [:]
     var links: [Int: PeerSession] = [:]
-    /// Tickets of appends written but not yet durable (for the ordered release).
-    var up = true
     /// Operation ids this daemon acknowledged to a client, with the batch.
     var acknowledged: Set<OpID> = []
     /// Batches each client has waiting for an ack here: (client node, batch) → last ids.

@@ -260,7 +260,6 @@ public struct Simulator: Sendable {
         let d = clients[c].daemon
         let node = clients[c].node
         clients[c].reconnectAt = nil
-        guard daemons[d].up else { clients[c].reconnectAt = network.now + 50; return }
         generations[Self.key(node, d), default: 0] &+= 1
         daemons[d].servers[node] = ServerSession(maxFrame: 1 << 16, rateLimit: nil, now: nowNs)
         clients[c].session = ClientSession(maxFrame: 1 << 16, timeout: Self.ns(2_000))

@@ -128,8 +128,8 @@ public struct PeerSession: Sendable {
         wire(client.receive(frame, now: now), now: now)
     }
 
-    /// The clock moved: deadlines, and resyncs that are due (`version(of:)` from the driver
-    /// would be needed; the driver resyncs with ``resync(_:version:now:)`` for each returned id).
+    /// The clock moved: deadlines pass, and the documents whose resync is due are returned (the
+    /// driver calls ``resync(_:version:now:)`` for each, with this daemon's version of it).
     public mutating func tick(now: UInt64) -> (due: [DocumentID], actions: [Action]) {
         let due = resyncAt.filter { $0.value <= now }.map(\.key).sorted()
         for d in due { resyncAt[d] = nil }
