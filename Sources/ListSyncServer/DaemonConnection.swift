@@ -75,7 +75,7 @@ actor DaemonConnection: DocumentSubscriber {
         case let .operations(doc, batch, ops):
             guard let host = hosts[doc] else { return }
             let start = DispatchTime.now().uptimeNanoseconds
-            let (equivocated, failure) = await host.receive(ops, batch: batch, from: subscriberID)
+            let (equivocated, equivocation, failure) = await host.receive(ops, batch: batch, from: subscriberID)
             daemon.metrics.appended(seconds: Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9)
             daemon.metrics.received(operations: ops.count, bytes: 0)
             if batch != 0 { daemon.metrics.acknowledged() }
@@ -84,6 +84,7 @@ actor DaemonConnection: DocumentSubscriber {
                 // (a forked replica, or an attack): refused, nothing changed.
                 daemon.metrics.equivocated(equivocated)
                 daemon.log("equivocation refused", ["document": doc.description, "count": "\(equivocated)",
+                                                    "operation": equivocation.map { "\($0)" } ?? "",
                                                     "from": transport.remoteAddress.description])
             }
             if let failure { daemon.metrics.storageFailed(failure) }

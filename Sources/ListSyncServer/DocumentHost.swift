@@ -119,24 +119,25 @@ actor DocumentHost {
 
     /// A batch from `sender` (nil: the daemon itself). Its answer goes to the sender through the core.
     ///
-    /// - Returns: for metrics, the equivocations it held and the store's failure, if any.
+    /// - Returns: for metrics and the log, the equivocations it held (with the last one's id) and
+    ///   the store's failure, if any.
     @discardableResult
     func receive(_ ops: [ListOperation], batch: UInt64, from sender: SubscriberID?) async
-        -> (equivocations: Int, failure: String?) {
+        -> (equivocations: Int, lastEquivocation: OpID?, failure: String?) {
         lastUsed = clock()
         if isClosed {
             if let sender { await perform(core.refuse(batch: batch, from: sender, code: .storage, text: "the document is being unloaded; send it again")) }
-            return (0, nil)
+            return (0, nil, nil)
         }
         if core.failure != nil {
             do { try await reopenStore() } catch {
                 if let sender { await perform(core.refuse(batch: batch, from: sender, code: .storage, text: "\(error)")) }
-                return (0, "\(error)")
+                return (0, nil, "\(error)")
             }
         }
         let before = core.equivocations
         await perform(core.receive(ops, batch: batch, from: sender))
-        return (core.equivocations - before, core.failure)
+        return (core.equivocations - before, core.lastEquivocation, core.failure)
     }
 
     /// Receives operations the daemon made itself (a new document's sections) and returns once they

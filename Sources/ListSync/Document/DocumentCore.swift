@@ -77,6 +77,8 @@ public struct DocumentCore: Sendable {
     public let maxQueuedOperations: Int
     /// Known operations received again with other content (equivocations), refused.
     public private(set) var equivocations = 0
+    /// The id of the last one.
+    public private(set) var lastEquivocation: OpID?
     /// Operations applied here from batches (woken ones included), for metrics.
     public private(set) var operationsApplied = 0
     /// How the core behaves (tests only).
@@ -154,6 +156,7 @@ public struct DocumentCore: Sendable {
         // Known operations change nothing; they are checked against what is known (equivocations).
         var refused = seen.isEmpty ? [] : document.receive(seen).refused
         equivocations += refused.count
+        for case let .equivocation(id) in refused { lastEquivocation = id }
         let start = document.operationCount
         let report = fresh.isEmpty ? ReceiveReport() : document.receive(fresh)
         refused += report.refused
