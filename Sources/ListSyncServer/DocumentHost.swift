@@ -155,8 +155,11 @@ actor DocumentHost {
             case let .append(ticket, ops):
                 do {
                     try await store.append(ops)
-                    await perform(core.durable(ticket: ticket))
+                    let released = core.durable(ticket: ticket)
+                    // Before the acknowledgements go out: a snapshot adds its time to the batch that
+                    // triggered it, and whoever reads the acknowledgement finds the snapshot made.
                     snapshotIfDue()
+                    await perform(released)
                 } catch {
                     log("store failed", ["document": id.description, "error": error.description])
                     await perform(core.appendFailed(ticket: ticket, reason: error.description))
