@@ -39,7 +39,8 @@ extension SocketTests {
 
         private func callbacks(_ loop: EventLoop) async throws {
             let (a, b) = try socketPair()
-            defer { System.close(b) }
+            var bOpen = true
+            defer { if bOpen { System.close(b) } }
             let handler = Recorder(fd: a)
             try await onLoop(loop) { () throws(TransportError) in try loop.register(a, handler, writable: false) }
             #expect(await loop.registeredDescriptors() == 1)
@@ -62,6 +63,7 @@ extension SocketTests {
             #expect(await eventually(5) { handler.received == [1, 2, 3] })
             // The peer's close: delivered as readable, the read sees end of stream.
             System.close(b)
+            bOpen = false
             #expect(await eventually(5) { handler.ended })
             try await onLoop(loop) { loop.deregister(a); System.close(a) }
             #expect(await loop.registeredDescriptors() == 0)
