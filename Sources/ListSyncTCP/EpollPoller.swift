@@ -1,6 +1,8 @@
 #if os(Linux)
 import CListSyncLinux
+#if canImport(Glibc)
 import Glibc
+#endif
 import ListSync
 
 /// The Linux poller: epoll(7), level-triggered, with an eventfd for wake-ups. The default on

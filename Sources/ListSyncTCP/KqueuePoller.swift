@@ -1,7 +1,7 @@
 #if canImport(Darwin) || os(FreeBSD) || os(OpenBSD)
 #if canImport(Darwin)
 import Darwin
-#else
+#elseif canImport(Glibc)
 import Glibc
 #endif
 import ListSync
@@ -120,7 +120,7 @@ final class KqueuePoller: Poller {
         changes.withUnsafeBufferPointer { c in
             #if canImport(Darwin)
             Darwin.kevent(queueFD, c.baseAddress, Int32(c.count), out, capacity, timeout)
-            #else
+            #elseif canImport(Glibc)
             Glibc.kevent(queueFD, c.baseAddress, Int32(c.count), out, capacity, timeout)
             #endif
         }
