@@ -386,6 +386,7 @@ public actor Daemon {
             "documents_on_disk": onDisk,
             "documents_resident": hosts.count,
             "connections": connections.count,
+            "poller": loop.pollerKind.rawValue,
             "peers": peerList,
             "resident": resident,
             // Documents whose store failed (disk full, I/O error): they acknowledge nothing until

@@ -1,5 +1,4 @@
 #if canImport(Glibc)
-import CListSyncLinux
 import Glibc
 #elseif canImport(Darwin)
 import Darwin
@@ -16,27 +15,37 @@ package protocol EventHandler: AnyObject {
     func writable()
 }
 
-/// One thread that waits on many non-blocking descriptors (epoll) and runs what is ready: every
-/// socket of this module is driven by a loop, never by a thread of its own.
+/// One thread that waits on many non-blocking descriptors and runs what is ready: every socket of
+/// this module is driven by a loop, never by a thread of its own.
+///
+/// The waiting is done by a ``Poller``: epoll on Linux, kqueue on Darwin and the BSDs, poll(2)
+/// elsewhere, or the one `LISTSYNC_POLLER` names (``PollerKind``); all three are level-triggered
+/// and deliver the same callbacks. ``pollerKind`` says which one a loop uses.
 ///
 /// Work reaches the loop with ``execute(_:)`` from any thread; descriptors, handlers and timers
 /// are touched on the loop's thread only. ``shared`` is started on first use and lives as long as
 /// the process; tests and servers may make their own and ``shutdown()`` them.
-///
-/// Linux only for now (epoll); on other systems `init` throws (kqueue is future work).
 public final class EventLoop: @unchecked Sendable {
-    // @unchecked Sendable: `handlers`, `timers`, `timerTasks` and `nextTimer` are read and written
-    // only on the loop's own thread (every entry point hops there with `execute`); the task queue
-    // crossing threads is behind a Mutex, and the descriptors are immutable after init.
+    // @unchecked Sendable: `handlers`, `timers`, `endOfTurn` and the poller's registrations are
+    // read and written only on the loop's own thread (every entry point hops there with
+    // `execute`); the task queue crossing threads is behind a Mutex, and the poller's `wake()`,
+    // the one poller call made from other threads, is made under that Mutex and only while the
+    // poller is open (`closed` in the queue's state).
 
-    /// The process-wide loop, started on first use.
+    /// The process-wide loop, started on first use, with the poller `LISTSYNC_POLLER` names (or
+    /// the system's default). If that variable names no poller of this system, or the poller
+    /// cannot be created, it prints why on the standard error and exits the process (status 2).
     public static let shared: EventLoop = {
-        do { return try EventLoop() } catch { fatalError("cannot start the event loop: \(error)") }
+        do { return try EventLoop() } catch {
+            FileHandle.standardError.write(Data("cannot start the event loop: \(error)\n".utf8))
+            exit(2)
+        }
     }()
 
-    private let pollFD: Int32
-    private let wakeFD: Int32
-    private let queue = Mutex<(tasks: [@Sendable () -> Void], stopping: Bool)>(([], false))
+    /// The poller this loop waits with.
+    public let pollerKind: PollerKind
+    private let poller: any Poller
+    private let queue = Mutex<(tasks: [@Sendable () -> Void], stopping: Bool, closed: Bool)>(([], false, false))
     private let stopped = DispatchSemaphore(value: 0)
     private var handlers: [Int32: EventHandler] = [:]
     /// Work to run at the end of the current turn (writes coalesced across a turn's tasks).
@@ -44,39 +53,29 @@ public final class EventLoop: @unchecked Sendable {
     private var timers = TimerQueue()
     private let threadID = Mutex<pthread_t?>(nil)
 
-    /// Starts a loop on a new thread.
+    /// Starts a loop on a new thread, waiting with `poller`, or when `nil` with the one
+    /// `LISTSYNC_POLLER` names (``PollerKind/fromEnvironment()``: the system's default if unset).
     ///
-    /// - Throws: ``TransportError/system(call:errno:)`` if the poller cannot be created.
-    public init() throws(TransportError) {
-        #if os(Linux)
-        pollFD = try System.call("epoll_create1") { epoll_create1(Int32(EPOLL_CLOEXEC)) }
-        let wake: Int32
-        do {
-            wake = try System.call("eventfd") { eventfd(0, Int32(EFD_NONBLOCK) | Int32(EFD_CLOEXEC)) }
-        } catch {
-            System.close(pollFD)
-            throw error
-        }
-        wakeFD = wake
-        var ev = epoll_event()
-        ev.events = EPOLLIN.rawValue
-        ev.data.fd = wakeFD
-        _ = try System.call("epoll_ctl(ADD)") { epoll_ctl(pollFD, EPOLL_CTL_ADD, wakeFD, &ev) }
+    /// - Throws: ``EventLoopError/unknownPoller(_:available:)`` or
+    ///   ``EventLoopError/unavailablePoller(_:available:)`` for a poller this system lacks (their
+    ///   text names the choices), ``EventLoopError/system(_:)`` if the poller cannot be created.
+    public init(poller kind: PollerKind? = nil) throws(EventLoopError) {
+        let chosen: PollerKind
+        if let kind { chosen = kind } else { chosen = try PollerKind.fromEnvironment() }
+        pollerKind = chosen
+        poller = try makePoller(chosen)
         let thread = Thread { [self] in run() }
         thread.name = "listsync-event-loop"
         thread.start()
-        #else
-        throw .system(call: "epoll_create1 (this system has no epoll; kqueue is not implemented yet)", errno: ENOSYS)
-        #endif
     }
 
-    /// Runs `task` on the loop's thread, soon. Safe from any thread.
+    /// Runs `task` on the loop's thread, soon. Safe from any thread. A task given after
+    /// ``shutdown()`` never runs.
     public func execute(_ task: @escaping @Sendable () -> Void) {
-        let wake = queue.withLock { q -> Bool in
+        queue.withLock { q in
             q.tasks.append(task)
-            return q.tasks.count == 1
+            if q.tasks.count == 1 && !q.closed { poller.wake() }
         }
-        if wake { signal() }
     }
 
     /// Whether the caller runs on the loop's thread.
@@ -91,10 +90,10 @@ public final class EventLoop: @unchecked Sendable {
         precondition(!inLoop, "EventLoop.shutdown() called on the loop's own thread")
         let first = queue.withLock { q -> Bool in
             defer { q.stopping = true }
+            if !q.stopping && !q.closed { poller.wake() }
             return !q.stopping
         }
         guard first else { return }
-        signal()
         stopped.wait()
     }
 
@@ -108,39 +107,58 @@ public final class EventLoop: @unchecked Sendable {
 
     // MARK: Loop-thread API
 
-    /// Watches `fd` for `handler`. Loop thread only.
+    /// Watches `fd` for `handler`: readable always (hang-ups and errors come as readable),
+    /// writable if `writable`. Loop thread only.
+    ///
+    /// - Throws: ``TransportError/system(call:errno:)`` if `fd` is registered already (`EEXIST`)
+    ///   or the poller refuses it; then nothing is registered.
     package func register(_ fd: Int32, _ handler: EventHandler, writable: Bool) throws(TransportError) {
+        assert(inLoop, "EventLoop.register off the loop's thread")
+        // Checked here, not left to the poller: kqueue would silently update the registration.
+        guard handlers[fd] == nil else { throw .system(call: "register", errno: EEXIST) }
+        try poller.add(fd, writable ? [.readable, .writable] : .readable)
         handlers[fd] = handler
-        try control(EPOLL_CTL_ADD, fd, writable: writable)
     }
 
-    /// Changes whether `fd` is watched for writability. Loop thread only.
+    /// Changes whether `fd` is watched for writability (it stays watched for readability).
+    /// Nothing if `fd` is not registered. Loop thread only.
     package func setWritable(_ fd: Int32, _ writable: Bool) {
-        guard handlers[fd] != nil else { return }
-        try? control(EPOLL_CTL_MOD, fd, writable: writable)
+        setInterest(fd, readable: true, writable: writable)
     }
 
     /// Sets whether `fd` is watched for readability and writability: a proxy that holds too many
-    /// bytes stops reading its source (epoll is level-triggered, so a readable descriptor nobody
-    /// reads would wake the loop at once again). Loop thread only.
+    /// bytes stops reading its source (every poller is level-triggered, so a readable descriptor
+    /// nobody reads would wake the loop at once again). Nothing if `fd` is not registered. Loop
+    /// thread only.
     package func setInterest(_ fd: Int32, readable: Bool, writable: Bool) {
+        assert(inLoop, "EventLoop.setInterest off the loop's thread")
         guard handlers[fd] != nil else { return }
-        try? control(EPOLL_CTL_MOD, fd, readable: readable, writable: writable)
+        var interest: PollInterest = []
+        if readable { interest.insert(.readable) }
+        if writable { interest.insert(.writable) }
+        do {
+            try poller.modify(fd, interest)
+        } catch {
+            // The poller fails a change only for a descriptor it does not watch or one closed
+            // while registered: a bug of the caller (deregister first, then close).
+            assertionFailure("\(pollerKind): cannot watch descriptor \(fd) for \(interest): \(error)")
+        }
     }
 
-    /// Stops watching `fd` (before it is closed). Loop thread only.
+    /// Stops watching `fd` (before it is closed). Nothing if `fd` is not registered. Loop thread only.
     package func deregister(_ fd: Int32) {
+        assert(inLoop, "EventLoop.deregister off the loop's thread")
         guard handlers.removeValue(forKey: fd) != nil else { return }
-        #if os(Linux)
-        var ev = epoll_event()
-        _ = epoll_ctl(pollFD, EPOLL_CTL_DEL, fd, &ev)
-        #endif
+        poller.remove(fd)
     }
 
     /// Runs `task` on the loop after `delay`, unless cancelled. Loop thread only.
+    ///
+    /// Complexity: O(log timers).
     @discardableResult
     package func schedule(after delay: Duration, _ task: @escaping () -> Void) -> TimerQueue.ID {
-        timers.add(at: Self.now() &+ delay.nanoseconds, task)
+        assert(inLoop, "EventLoop.schedule off the loop's thread")
+        return timers.add(at: Self.now() &+ delay.nanoseconds, task)
     }
 
     /// Runs `task` once the tasks and events of the current turn are done (so that a turn's many
@@ -167,26 +185,10 @@ public final class EventLoop: @unchecked Sendable {
 
     // MARK: Internals
 
-    private func control(_ op: Int32, _ fd: Int32, readable: Bool = true, writable: Bool) throws(TransportError) {
-        #if os(Linux)
-        var ev = epoll_event()
-        ev.events = (readable ? EPOLLIN.rawValue | EPOLLRDHUP.rawValue : 0) | (writable ? EPOLLOUT.rawValue : 0)
-        ev.data.fd = fd
-        _ = try System.call("epoll_ctl") { epoll_ctl(pollFD, op, fd, &ev) }
-        #endif
-    }
-
-    private func signal() {
-        #if os(Linux)
-        var one: UInt64 = 1
-        _ = withUnsafeBytes(of: &one) { Glibc.write(wakeFD, $0.baseAddress, 8) }
-        #endif
-    }
-
     private func run() {
-        #if os(Linux)
         threadID.withLock { $0 = pthread_self() }
-        var events = [epoll_event](repeating: epoll_event(), count: 256)
+        var events: [PollEvent] = []
+        events.reserveCapacity(256)
         while true {
             let (tasks, stopping) = queue.withLock { q -> ([@Sendable () -> Void], Bool) in
                 defer { q.tasks = [] }
@@ -204,30 +206,32 @@ public final class EventLoop: @unchecked Sendable {
             } else {
                 timeout = 60_000
             }
-            let n = events.withUnsafeMutableBufferPointer { epoll_wait(pollFD, $0.baseAddress, 256, timeout) }
-            if n < 0 { continue }   // EINTR
-            for i in 0..<Int(n) {
-                let fd = events[i].data.fd
-                let flags = events[i].events
-                if fd == wakeFD {
-                    var value: UInt64 = 0
-                    _ = withUnsafeMutableBytes(of: &value) { Glibc.read(wakeFD, $0.baseAddress, 8) }
-                    continue
-                }
-                if flags & EPOLLOUT.rawValue != 0 { handlers[fd]?.writable() }
-                if flags & (EPOLLIN.rawValue | EPOLLRDHUP.rawValue | EPOLLHUP.rawValue | EPOLLERR.rawValue) != 0 {
-                    handlers[fd]?.readable()
-                }
+            do {
+                try poller.wait(timeout: timeout, into: &events)
+            } catch {
+                // EINTR is not an error here (System.waitCall); what is left (ENOMEM) may pass:
+                // say so, and do not spin while it lasts.
+                FileHandle.standardError.write(Data("event loop (\(pollerKind)): \(error); retrying in 10 ms\n".utf8))
+                usleep(10_000)
+                continue
+            }
+            for e in events {
+                if e.writable { handlers[e.fd]?.writable() }
+                if e.readable { handlers[e.fd]?.readable() }
             }
             runEndOfTurn()
         }
-        // Shut down: close what is still registered.
-        for fd in handlers.keys { System.close(fd) }
+        // Shut down: close what is still registered, then the poller (no wake-up after that).
+        for fd in handlers.keys {
+            poller.remove(fd)
+            System.close(fd)
+        }
         handlers = [:]
-        System.close(wakeFD)
-        System.close(pollFD)
+        queue.withLock { q in
+            q.closed = true
+            poller.close()
+        }
         stopped.signal()
-        #endif
     }
 }
 

@@ -37,6 +37,19 @@ package enum System {
         }
     }
 
+    /// For the pollers' waits (`epoll_wait`, `poll`, `kevent`): as ``call(_:_:)`` but `EINTR` returns
+    /// 0 (nothing ready) instead of waiting again with the same timeout, so that the event loop
+    /// recomputes the timeout from its timers (a signal every few milliseconds would otherwise
+    /// postpone a due timer for ever).
+    @inline(__always)
+    package static func waitCall<T: BinaryInteger>(_ name: StaticString, _ body: () -> T) throws(TransportError) -> T {
+        let r = body()
+        if r != -1 { return r }
+        let e = errno
+        if e == EINTR { return 0 }
+        throw .system(call: "\(name)", errno: e)
+    }
+
     // MARK: Descriptors
 
     /// Closes `fd`; errors are ignored (the descriptor is gone either way on Linux and Darwin).
@@ -68,6 +81,45 @@ package enum System {
             Darwin.send(fd, buffer.baseAddress, buffer.count, 0)
             #endif
         }
+    }
+
+    /// Writes from `buffer` with write(2), for descriptors that are not sockets (a pipe, an
+    /// eventfd; ``write(_:_:)`` uses send(2)); `nil` would block.
+    package static func writeDescriptor(_ fd: Int32, _ buffer: UnsafeRawBufferPointer) throws(TransportError) -> Int? {
+        try callNonBlocking("write") {
+            #if canImport(Glibc)
+            Glibc.write(fd, buffer.baseAddress, buffer.count)
+            #elseif canImport(Darwin)
+            Darwin.write(fd, buffer.baseAddress, buffer.count)
+            #endif
+        }
+    }
+
+    /// A pipe, both ends non-blocking and close-on-exec: pipe(2) then fcntl(2), the same code on
+    /// every POSIX system (pipe2 is not on Darwin). Between the two calls a `fork` + `exec` on
+    /// another thread could inherit the ends; the child would only hold them open, harmlessly.
+    package static func pipe() throws(TransportError) -> (read: Int32, write: Int32) {
+        var ends: (Int32, Int32) = (-1, -1)
+        _ = try withUnsafeMutablePointer(to: &ends) { p throws(TransportError) in
+            try p.withMemoryRebound(to: Int32.self, capacity: 2) { fds throws(TransportError) in
+                try call("pipe") {
+                    #if canImport(Glibc)
+                    Glibc.pipe(fds)
+                    #elseif canImport(Darwin)
+                    Darwin.pipe(fds)
+                    #endif
+                }
+            }
+        }
+        do {
+            try setNonBlocking(ends.0)
+            try setNonBlocking(ends.1)
+        } catch {
+            close(ends.0)
+            close(ends.1)
+            throw error
+        }
+        return ends
     }
 
     /// Makes `fd` non-blocking and close-on-exec.

@@ -42,15 +42,14 @@ public final class TCPListener: TransportListener, @unchecked Sendable {
         let listener = TCPListener(fd: fd, address: bound, key: key, options: options, loop: loop)
         let result: Result<Void, TransportError> = await withCheckedContinuation { done in
             loop.execute {
-                do {
+                do throws(TransportError) {
                     let acceptor = Acceptor(listener)
                     listener.acceptor = acceptor
                     try loop.register(fd, acceptor, writable: false)
                     done.resume(returning: .success(()))
-                } catch let error as TransportError {
-                    done.resume(returning: .failure(error))
                 } catch {
-                    done.resume(returning: .failure(.system(call: "epoll_ctl", errno: 0)))
+                    listener.acceptor = nil
+                    done.resume(returning: .failure(error))
                 }
             }
         }

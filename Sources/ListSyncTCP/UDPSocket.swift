@@ -49,15 +49,20 @@ public final class UDPSocket: @unchecked Sendable {
         }
         let socket = UDPSocket(fd: fd, address: bound, loop: loop)
         let reader = Reader(fd: fd, onDatagram: onDatagram)
-        let ok: Bool = await withCheckedContinuation { c in
+        let failure: TransportError? = await withCheckedContinuation { c in
             loop.execute {
-                socket.reader = reader
-                c.resume(returning: (try? loop.register(fd, reader, writable: false)) != nil)
+                do throws(TransportError) {
+                    try loop.register(fd, reader, writable: false)
+                    socket.reader = reader
+                    c.resume(returning: nil)
+                } catch {
+                    c.resume(returning: error)
+                }
             }
         }
-        if !ok {
+        if let failure {
             System.close(fd)
-            throw .system(call: "epoll_ctl", errno: 0)
+            throw failure
         }
         return socket
     }

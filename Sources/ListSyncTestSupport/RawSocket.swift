@@ -1,4 +1,4 @@
-// Linux only (the event loop is epoll); the whole file compiles away elsewhere.
+// Linux only (the socket tests are; Glibc spellings); the whole file compiles away elsewhere.
 #if canImport(Glibc)
 import Glibc
 import Foundation

@@ -124,7 +124,7 @@ func editCommand(_ o: Options, _ client: DaemonClient, json: Bool, verb: String,
 
 let clientCommands: [String: ClientCommand] = [
     "status": ClientCommand(
-        usage: usageText("status [options]", "Prints the daemon's status: address, documents (on disk and resident), connections, peers, operations in and out, fsync latency, bytes on disk, RSS and its limits."),
+        usage: usageText("status [options]", "Prints the daemon's status: address, documents (on disk and resident), connections, peers, the event loop's poller (epoll, kqueue or poll), operations in and out, fsync latency, bytes on disk, RSS and its limits."),
         arguments: 0...0
     ) { _, client, json in
         let status = try await client.status()

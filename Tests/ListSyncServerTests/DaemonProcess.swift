@@ -34,12 +34,15 @@ final class DaemonProcess: @unchecked Sendable {
     private(set) var port: UInt16 = 0
 
     /// Starts `listsync serve --data DATA --listen 127.0.0.1:PORT EXTRA` and waits for its address.
-    init(data: String, port: UInt16 = 0, extra: [String] = []) throws {
+    /// It inherits this process's environment (`LISTSYNC_POLLER` included: the CI's second pass
+    /// runs the daemons on poll too), or runs with `environment` instead when one is given.
+    init(data: String, port: UInt16 = 0, extra: [String] = [], environment: [String: String]? = nil) throws {
         self.data = data
         self.extra = extra
         guard let binary = listsyncBinary() else { throw DaemonTestError("the listsync binary was not built next to the tests") }
         process.executableURL = URL(fileURLWithPath: binary)
         process.arguments = ["serve", "--data", data, "--listen", "127.0.0.1:\(port)"] + extra
+        if let environment { process.environment = environment }
         let out = Pipe(), err = Pipe()
         process.standardOutput = out
         process.standardError = err

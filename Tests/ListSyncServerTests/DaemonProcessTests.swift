@@ -26,6 +26,8 @@ struct DaemonProcessTests {
         p.arguments = ["serve"]
         p.environment = env
         let out = Pipe()
+        let output = OutputBuffer()
+        out.fileHandleForReading.readabilityHandler = { h in output.append(h.availableData) }
         p.standardOutput = out
         p.standardError = Pipe()
         try p.run()
@@ -34,10 +36,14 @@ struct DaemonProcessTests {
         #expect(eventually { FileManager.default.fileExists(atPath: data + "/key") })
         let mode = (try FileManager.default.attributesOfItem(atPath: data + "/key")[.posixPermissions] as? NSNumber)?.intValue
         #expect(mode == 0o600)
+        // The key file comes before the listener: wait for the banner's last line before SIGTERM
+        // (a daemon stopped between the two never prints it; seen on a loaded machine).
+        #expect(eventually(20) { output.text.contains("listsync create groceries --daemon") })
         kill(p.processIdentifier, SIGTERM)
         p.waitUntilExit()
+        out.fileHandleForReading.readabilityHandler = nil
         #expect(p.terminationStatus == 0)
-        let printed = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        let printed = output.text
         #expect(printed.contains("data folder: \(data)"))
         #expect(printed.contains("key file:    \(data)/key (created now"))
         #expect(printed.contains("listsync status --daemon"))

@@ -4,7 +4,7 @@ import ListSync
 import ListSyncTCP
 import Synchronization
 
-// W9.tcp: two replicas on loopback TCP (the real transport: epoll loop, handshake, sealed frames).
+// W9.tcp: two replicas on loopback TCP (the real transport: the event loop, handshake, sealed frames).
 // (a) bulk: A holds the whole automerge-paper history; B connects and catches up through
 //     protocol's catch-up frames (OperationFrames: at most 512 operations / 1 MiB per frame).
 // (b) stream: A makes the trace's edits one operation per frame, pipelined, until B has them all.

@@ -83,17 +83,14 @@ public final class HTTPServer: @unchecked Sendable {
         let server = HTTPServer(fd: fd, address: bound, options: options, loop: loop, handler: handler)
         let result: Result<Void, TransportError> = await withCheckedContinuation { done in
             loop.execute {
-                do {
+                do throws(TransportError) {
                     let acceptor = HTTPAcceptor(server)
                     server.acceptor = acceptor
                     try loop.register(fd, acceptor, writable: false)
                     done.resume(returning: .success(()))
-                } catch let error as TransportError {
-                    server.acceptor = nil
-                    done.resume(returning: .failure(error))
                 } catch {
                     server.acceptor = nil
-                    done.resume(returning: .failure(.system(call: "epoll_ctl", errno: 0)))
+                    done.resume(returning: .failure(error))
                 }
             }
         }
