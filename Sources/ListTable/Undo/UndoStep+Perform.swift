@@ -101,18 +101,17 @@ extension UndoTracks {
         }
     }
 
-    /// Where a section lands: right after its old left neighbour, else right before its old right
-    /// neighbour, else at its old index (clamped); counted without the section itself when it
-    /// moves (`moving` is its index).
+    /// Where a section lands (U3, the rule of a drag's placeholder, `Docs/DragSessions.md`):
+    /// first if it was first; else right after its old left neighbour; if that is gone, last if
+    /// it was last, else right before its old right neighbour; if both are gone, at its old index
+    /// (clamped). Counted without the section itself when it moves (`moving` is its index).
     private mutating func sectionIndex(for place: SectionPlace, moving: Int?, in document: ListDocument) -> Int {
         func without(_ i: Int) -> Int { moving.map { $0 < i } == true ? i - 1 : i }
-        if let a = place.after.map({ sections.resolve($0) }), let i = document.index(of: a), i != moving {
-            return without(i) + 1
-        }
-        if let b = place.before.map({ sections.resolve($0) }), let i = document.index(of: b), i != moving {
-            return without(i)
-        }
         let count = document.sectionCount - (moving == nil ? 0 : 1)
+        guard let after = place.after else { return 0 }
+        if let i = document.index(of: sections.resolve(after)), i != moving { return without(i) + 1 }
+        guard let before = place.before else { return count }
+        if let i = document.index(of: sections.resolve(before)), i != moving { return without(i) }
         return min(max(place.index, 0), count)
     }
 
@@ -155,19 +154,19 @@ extension UndoTracks {
         }
     }
 
-    /// Where an item lands in the section at `s`: right after its old upper neighbour if that is
-    /// in the section, else right before its old lower neighbour, else at its old row (clamped);
-    /// counted without the item itself when it moves (`moving` is where it is).
+    /// Where an item lands in the section at `s` (U3, the rule of a drag's placeholder,
+    /// `Docs/DragSessions.md`): at the top if it was at the top; else right below its old upper
+    /// neighbour if that is in the section; if not, at the bottom if it was at the bottom, else
+    /// right above its old lower neighbour if that is in the section; else at its old row
+    /// (clamped). Counted without the item itself when it moves (`moving` is where it is).
     private mutating func itemRow(for place: ItemPlace, inSection s: Int, moving: IndexPath?, in document: ListDocument) -> Int {
         func without(_ p: IndexPath) -> Int { moving.map { $0.section == p.section && $0.item < p.item } == true ? p.item - 1 : p.item }
-        if let a = place.after.map({ items.resolve($0) }), let p = document.indexPath(of: a), p.section == s, p != moving {
-            return without(p) + 1
-        }
-        if let b = place.before.map({ items.resolve($0) }), let p = document.indexPath(of: b), p.section == s, p != moving {
-            return without(p)
-        }
-        let count = undoMust { () throws(ListError) in try document.itemCount(inSection: s) }
-        return min(max(place.row, 0), count - (moving?.section == s ? 1 : 0))
+        let count = undoMust { () throws(ListError) in try document.itemCount(inSection: s) } - (moving?.section == s ? 1 : 0)
+        guard let after = place.after else { return 0 }
+        if let p = document.indexPath(of: items.resolve(after)), p.section == s, p != moving { return without(p) + 1 }
+        guard let before = place.before else { return count }
+        if let p = document.indexPath(of: items.resolve(before)), p.section == s, p != moving { return without(p) }
+        return min(max(place.row, 0), count)
     }
 
     // MARK: Values
