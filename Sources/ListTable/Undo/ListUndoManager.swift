@@ -18,7 +18,7 @@ import ListCRDT
 /// send(ops)
 /// ```
 ///
-/// The rules (U1–U9) are in `Docs/Semantics.md`, "Undo and redo": an insert is undone by a
+/// The rules (U1–U10) are in `Docs/Semantics.md`, "Undo and redo": an insert is undone by a
 /// delete; a delete by a copy of the item (a new identity, which later undo and redo steps follow)
 /// among its old neighbours; a move by a move back beside its old neighbours; a value by the value
 /// before. What someone else changed since (a later move, a delete, a value) is theirs and stays.
@@ -79,6 +79,10 @@ public struct ListUndoManager: Sendable {
     public var redoActionName: String? { redoStack.last?.actionName }
     /// Whether a group is open (``beginGroup(_:)`` without its ``endGroup()`` yet).
     public var isGroupOpen: Bool { open != nil }
+    /// How many groups recording has pushed since this manager was made (not counting groups
+    /// moved between the stacks by undo and redo): a bridge to another undo manager registers
+    /// one action each time it grows (``UndoBridge``).
+    public private(set) var groupsRecorded = 0
 
     /// Forgets both stacks (an open group stays open, empty).
     public mutating func removeAll() {
@@ -139,6 +143,7 @@ public struct ListUndoManager: Sendable {
             open!.derivedNames.append(actionName ?? derived)
         } else {
             push(Group(actionName: actionName ?? derived, steps: [step]), onUndo: true)
+            groupsRecorded += 1
         }
     }
 
@@ -168,6 +173,7 @@ public struct ListUndoManager: Sendable {
         let names = Set(g.derivedNames)
         let name = g.actionName ?? (names.count == 1 ? names.first! : "Edit")
         push(Group(actionName: name, steps: g.steps), onUndo: true)
+        groupsRecorded += 1
     }
 
     /// Runs `body` inside ``beginGroup(_:)`` and ``endGroup()``: what it records is one action.
@@ -200,7 +206,7 @@ public struct ListUndoManager: Sendable {
 
     /// Takes back the last group with new operations on `document`, moves it to the redo stack,
     /// and returns the operations (possibly none, when others changed everything it did since:
-    /// rules U5–U7), to send to the other replicas.
+    /// rules U6–U8), to send to the other replicas.
     ///
     /// Throws ``UndoError/nothingToUndo``, ``UndoError/groupOpen(actionName:)``, or
     /// ``UndoError/document(_:)``; then neither the document nor the stacks changed.

@@ -9,7 +9,7 @@ import ListCRDT
 /// the change set, and subscribers receive it.
 @available(macOS 15.0, iOS 18.0, tvOS 18.0, watchOS 11.0, visionOS 2.0, *)
 extension LiveDocument {
-    /// Takes back the local user's last group of edits with new operations (rules U1–U9 of
+    /// Takes back the local user's last group of edits with new operations (rules U1–U10 of
     /// `Docs/Semantics.md`); `result` is the group's action name. Throws, and changes nothing,
     /// when there is nothing to undo (``UndoError/nothingToUndo``) or a group is open.
     ///
@@ -59,6 +59,8 @@ extension LiveDocument {
     public var undoCount: Int { state.withLock { $0.undo.undoCount } }
     /// The number of groups that can be redone.
     public var redoCount: Int { state.withLock { $0.undo.redoCount } }
+    /// How many groups recording has pushed (``ListUndoManager/groupsRecorded``).
+    public var undoGroupsRecorded: Int { state.withLock { $0.undo.groupsRecorded } }
 
     /// How many groups each stack keeps (0: edits are not recorded, and both stacks are emptied).
     public var undoLimit: Int {
@@ -71,6 +73,9 @@ extension LiveDocument {
     public func beginUndoGroup(_ actionName: String? = nil) {
         state.withLock { $0.undo.beginGroup(actionName) }
     }
+
+    /// Whether an undo group is open.
+    public var isUndoGroupOpen: Bool { state.withLock { $0.undo.isGroupOpen } }
 
     /// Closes the group of the matching ``beginUndoGroup(_:)``; throws
     /// ``UndoError/noGroupOpen`` when none is open.

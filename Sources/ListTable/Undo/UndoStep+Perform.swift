@@ -2,7 +2,7 @@ import Foundation
 import ListCRDT
 
 // Taking a step back: new operations that bring each entity of the step to its `target` state,
-// where the entity still is as the step left it (Docs/Semantics.md, "Undo and redo", rules U1-U9).
+// where the entity still is as the step left it (Docs/Semantics.md, "Undo and redo", rules U2-U8).
 
 extension UndoTracks {
     /// Brings the entities of `step` back to their target states with new local operations on
@@ -25,7 +25,7 @@ extension UndoTracks {
         let itemsBefore = itemIDs.map { document.undoState(of: $0, track: items) }
         var ops: [ListOperation] = []
 
-        // U1: what the step made shown (an insert, a restore) is deleted wherever it is now.
+        // U2: what the step made shown (an insert, a restore) is deleted wherever it is now.
         for (k, c) in step.items.enumerated() where c.target.place == nil && c.expected.isShown {
             if document.contains(itemIDs[k]) { ops.append(try document.deleteItem(itemIDs[k])) }
         }
@@ -41,7 +41,7 @@ extension UndoTracks {
         for k in itemOrder {
             try bringBack(step.items[k], as: &itemIDs[k], on: &document, into: &ops)
         }
-        // U1 for sections: a section the step inserted goes, unless it holds items the step did
+        // U2 for sections: a section the step inserted goes, unless it holds items the step did
         // not put there (someone else's: they keep it, as a concurrent insert keeps a deleted
         // section shown, SEMANTICS §3.5).
         for (k, c) in step.sections.enumerated() where c.target.place == nil && c.expected.isShown {
@@ -74,7 +74,7 @@ extension UndoTracks {
         guard let target = c.target.place, let targetWrite = c.target.write else { preconditionFailure("a shown state has a write") }
         let now = document.undoState(of: id, track: sections)
         if !now.isShown {
-            // U2: restore what the step deleted (a copy); U5: not what someone else deleted since.
+            // U3: restore what the step deleted (a copy); U6: not what someone else deleted since.
             guard !c.expected.isShown else { return }
             let value = Self.value(now: now.value, expected: c.expected.value, target: c.target.value)
             let op = try document.insertSection(at: sectionIndex(for: target, moving: nil, in: document), value: value)
@@ -85,7 +85,7 @@ extension UndoTracks {
             ops.append(op)
             return
         }
-        // U3: move back, unless someone else moved it since (U6).
+        // U4: move back, unless someone else moved it since (U7).
         if targetWrite != c.expected.write && now.write == c.expected.write, let from = document.index(of: id) {
             let to = sectionIndex(for: target, moving: from, in: document)
             if let op = try document.moveSection(from: from, to: to) {
@@ -95,13 +95,13 @@ extension UndoTracks {
                 sections.label(id, write: raw, standsFor: targetWrite)
             }
         }
-        // U4: the value before, unless someone else wrote one since.
+        // U5: the value before, unless someone else wrote one since.
         if let value = c.target.value, value != c.expected.value, now.value == c.expected.value {
             ops.append(try document.setValue(value, forSection: id))
         }
     }
 
-    /// Where a section lands (U3, the rule of a drag's placeholder, `Docs/DragSessions.md`):
+    /// Where a section lands (U4, the rule of a drag's placeholder, `Docs/DragSessions.md`):
     /// first if it was first; else right after its old left neighbour; if that is gone, last if
     /// it was last, else right before its old right neighbour; if both are gone, at its old index
     /// (clamped). Counted without the section itself when it moves (`moving` is its index).
@@ -124,8 +124,8 @@ extension UndoTracks {
         let now = document.undoState(of: id, track: items)
         let section = sections.resolve(target.section)
         if !now.isShown {
-            // U2: restore what the step deleted (a copy), in its section if that is still shown;
-            // U5: not what someone else deleted since.
+            // U3: restore what the step deleted (a copy), in its section if that is still shown
+            // (U8); U6: not what someone else deleted since.
             guard !c.expected.isShown, let s = document.index(of: section) else { return }
             let value = Self.value(now: now.value, expected: c.expected.value, target: c.target.value)
             let row = itemRow(for: target, inSection: s, moving: nil, in: document)
@@ -137,7 +137,7 @@ extension UndoTracks {
             ops.append(op)
             return
         }
-        // U3: move back, unless someone else moved it since (U6) or its old section is gone (U7).
+        // U4: move back, unless someone else moved it since (U7) or its old section is gone (U8).
         if targetWrite != c.expected.write && now.write == c.expected.write,
            let s = document.index(of: section), let from = document.indexPath(of: id) {
             let to = IndexPath(item: itemRow(for: target, inSection: s, moving: from, in: document), section: s)
@@ -148,13 +148,13 @@ extension UndoTracks {
                 items.label(id, write: raw, standsFor: targetWrite)
             }
         }
-        // U4: the value before, unless someone else wrote one since.
+        // U5: the value before, unless someone else wrote one since.
         if let value = c.target.value, value != c.expected.value, now.value == c.expected.value {
             ops.append(try document.setValue(value, forItem: id))
         }
     }
 
-    /// Where an item lands in the section at `s` (U3, the rule of a drag's placeholder,
+    /// Where an item lands in the section at `s` (U4, the rule of a drag's placeholder,
     /// `Docs/DragSessions.md`): at the top if it was at the top; else right below its old upper
     /// neighbour if that is in the section; if not, at the bottom if it was at the bottom, else
     /// right above its old lower neighbour if that is in the section; else at its old row
@@ -172,7 +172,7 @@ extension UndoTracks {
     // MARK: Values
 
     /// The value a restored copy gets: the one before the step, unless someone else wrote the
-    /// register since the step (then theirs, U4).
+    /// register since the step (then theirs, U5).
     private static func value(now: Data?, expected: Data?, target: Data?) -> Data {
         (now == expected ? target : now) ?? target ?? Data()
     }
