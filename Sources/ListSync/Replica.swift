@@ -46,6 +46,28 @@ public actor Replica {
         return result
     }
 
+    /// Takes back the local user's last group of edits (``LiveDocument/undo()``, the rules of
+    /// `Docs/Semantics.md` §6) and sends its operations to every live peer.
+    ///
+    /// - Throws: ``UndoError``; the document is then unchanged and nothing is sent.
+    @discardableResult
+    public func undo() async throws(UndoError) -> LiveDocument.Edit<String> {
+        let result = try live.undo()
+        await forward(result.operations, except: nil)
+        return result
+    }
+
+    /// Makes the last undone group again (``LiveDocument/redo()``) and sends its operations to
+    /// every live peer.
+    ///
+    /// - Throws: ``UndoError``; the document is then unchanged and nothing is sent.
+    @discardableResult
+    public func redo() async throws(UndoError) -> LiveDocument.Edit<String> {
+        let result = try live.redo()
+        await forward(result.operations, except: nil)
+        return result
+    }
+
     /// Starts syncing over `transport`: says hello, then handles frames until the transport closes.
     /// Returns the connection's number.
     @discardableResult

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import ListCRDT
+import ListTable
 @testable import ListSync
 
 /// The `Replica` actor over real in-memory transports.
@@ -35,6 +36,28 @@ import ListCRDT
         #expect(await Self.eventually { a.snapshot == c.snapshot && b.snapshot == c.snapshot && a.snapshot.numberOfItems == 5 })
         #expect(a.snapshot.sections[0].value == Data("A2".utf8))
         await a.close(); await b.close(); await c.close()
+    }
+
+    @Test("undo and redo on one replica reach the other (Docs/Semantics.md §6)")
+    func undoReachesPeers() async throws {
+        let a = Replica(document: ListDocument(replica: ReplicaID(1)))
+        let b = Replica(document: ListDocument(replica: ReplicaID(2)))
+        let (x, y) = InMemoryTransport.pair()
+        await a.connect(x)
+        await b.connect(y)
+        try await a.edit { doc in try doc.insertSection(at: 0, value: Data("A".utf8)) }
+        try await a.edit { doc in
+            for k in 0..<3 { try doc.insertItem(at: IndexPath(item: k, section: 0), value: Data("a\(k)".utf8)) }
+        }
+        try await a.edit { doc in try doc.moveItem(from: IndexPath(item: 0, section: 0), to: IndexPath(item: 2, section: 0)) }
+        #expect(await Self.eventually { b.snapshot == a.snapshot })
+        let undone = try await a.undo()
+        #expect(undone.result == "Move" && undone.operations.count == 1)
+        #expect(await Self.eventually { b.snapshot == a.snapshot && b.snapshot.sections.first?.items.first?.value == Data("a0".utf8) })
+        try await a.redo()
+        #expect(await Self.eventually { b.snapshot == a.snapshot && b.snapshot.sections.first?.items.last?.value == Data("a0".utf8) })
+        await #expect(throws: UndoError.nothingToUndo) { try await b.undo() }
+        await a.close(); await b.close()
     }
 
     @Test("a replica's change stream reports remote inserts")
