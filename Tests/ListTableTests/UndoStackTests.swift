@@ -44,6 +44,25 @@ struct UndoStackTests {
         #expect(doc.rows == rows)
     }
 
+    @Test("U1: a group's steps are taken back last first; a remote insert received in between stays")
+    func u1GroupWithRemoteInBetween() throws {
+        var mine = try ListDocument.make(1, sections: [["a", "b", "c"]])
+        var theirs = mine.fork(as: 2)
+        var undo = ListUndoManager()
+        undo.beginGroup("Tidy")
+        try undo.edit(&mine) { try $0.moveItem(from: ip(0, 2), to: ip(0, 0)) }          // [c a b]
+        theirs.merge(mine)
+        try theirs.insertItem(at: ip(0, 3), value: Data("n"))                             // [c a b n]
+        mine.merge(theirs)
+        try undo.edit(&mine) { try $0.deleteItem(at: ip(0, 2)) }                          // [c a n]
+        try undo.endGroup()
+        #expect(undo.undoCount == 1 && undo.undoActionName == "Tidy")
+        try undo.undo(&mine)
+        #expect(mine.rows == [["a", "b", "c", "n"]])
+        theirs.merge(mine)
+        #expect(convergenceFailures([mine, theirs]) == [])
+    }
+
     @Test("U1: edits that change nothing record nothing and keep the redo stack; mixed edits are named Edit")
     func u1EmptyAndMixed() throws {
         var doc = try ListDocument.make(1, sections: [["a", "b"]])
