@@ -7,18 +7,23 @@ import Synchronization
 /// as an `AsyncSequence`.
 ///
 /// `LiveDocument` is the one reference type per replica (STYLE habit 12). It is `Sendable`: all
-/// of its state (the document, the last snapshot, the remembered local moves and the subscribers)
-/// lives behind one `Mutex`, so every method runs atomically with respect to the others, from any
-/// thread or task, and change sets reach every subscriber in the order the changes were made.
+/// of its state (the document, the last snapshot, the remembered local moves, the undo stacks
+/// and the subscribers) lives behind one `Mutex`, so every method runs atomically with respect
+/// to the others, from any thread or task, and change sets reach every subscriber in the order
+/// the changes were made.
 /// Nothing inside the lock calls out to user code except the `edit` closure itself (which must
 /// not call back into this `LiveDocument`: the lock is not reentrant).
 ///
 /// Each change costs a full diff of the previous and the new snapshot: O(n log n) for n visible
 /// sections and items, whatever the size of the change (see ``ChangeSet/init(from:to:)``).
 ///
-/// Lost moves: the local move operations made through ``edit(_:)`` are remembered per item and
-/// section. After remote operations, an item whose winning position write is a greater operation
-/// that had not seen the local move is reported in ``ChangeSet/lostMoves`` (once) and forgotten.
+/// Undo: local edits are recorded in groups, and ``undo()`` and ``redo()`` take them back with
+/// new operations (`Undo/LiveDocument+Undo.swift`, `Docs/Semantics.md` §6).
+///
+/// Lost moves: the local move operations made through ``edit(actionName:_:)`` (and by undo and
+/// redo) are remembered per item and section. After remote operations, an item whose winning
+/// position write is a greater operation that had not seen the local move is reported in
+/// ``ChangeSet/lostMoves`` (once) and forgotten.
 @available(macOS 15.0, iOS 18.0, tvOS 18.0, watchOS 11.0, visionOS 2.0, *)
 public final class LiveDocument: Sendable {
     struct State {

@@ -140,6 +140,25 @@ struct UndoStackTests {
         #expect(UndoError.nothingToUndo.description == "nothing to undo")
     }
 
+    @Test("U10: an edit the undo needs that the document refuses rolls back the undo's earlier operations")
+    func u10DocumentRefusalRollsBack() throws {
+        var doc = try ListDocument.make(1, sections: [["a", "b", "c", "d"]])
+        var undo = ListUndoManager()
+        try undo.edit(&doc) { doc in
+            try doc.moveItem(from: ip(0, 0), to: ip(0, 3))
+            try doc.moveItem(from: ip(0, 0), to: ip(0, 3))
+        }
+        // A peer's operation one below the counter limit: the undo's first move gets the last
+        // counter, its second overflows.
+        let c = try #require(doc.item("c"))
+        let remote = ListOperation(id: OpID(counter: OpID.maxCounter - 1, replica: ReplicaID(2)), deps: doc.frontier,
+                                   kind: .setItemValue(c, Data("C")))
+        #expect(try doc.receive(remote) == .applied(woken: 1))
+        let state = doc.encodedState(), count = doc.operationCount
+        #expect(throws: UndoError.document(.counterOverflow)) { try undo.undo(&doc) }
+        #expect(doc.encodedState() == state && doc.operationCount == count && undo.undoCount == 1 && !undo.canRedo)
+    }
+
     @Test("U10: undo makes ordinary operations; a peer that receives them shows the same")
     func u10PeersReceiveUndo() throws {
         var mine = try ListDocument.make(1, sections: [["a", "b"], ["x"]])
