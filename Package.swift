@@ -18,6 +18,7 @@ let package = Package(
         .library(name: "ListSyncCrypto", targets: ["ListSyncCrypto"]),
         .library(name: "ListStore", targets: ["ListStore"]),
         .library(name: "ListSyncServer", targets: ["ListSyncServer"]),
+        .library(name: "ListSyncClient", targets: ["ListSyncClient"]),
         .executable(name: "listsync", targets: ["listsync"]),
         .executable(name: "listsync-bench", targets: ["listsync-bench"]),
         .executable(name: "listsync-load", targets: ["listsync-load"]),
@@ -29,10 +30,12 @@ let package = Package(
         .target(name: "ListCRDT", exclude: ["Document/FastPaths/README.md", "Sequence/README.md"]),
         // The UI layer on the engine's public API: change sets, drag sessions, LiveDocument.
         .target(name: "ListTable", dependencies: ["ListCRDT"]),
-        // The sync protocol, transports and the Replica actor.
-        .target(name: "ListSync", dependencies: ["ListCRDT", "ListTable"]),
+        // The sync protocol (Docs/Protocol.md): messages, `Transport`, and every role as a state
+        // machine with no I/O (client, server connection, document core, peer). The bottom of the
+        // network stack: it depends on the engine only.
+        .target(name: "ListSync", dependencies: ["ListCRDT"]),
         // Seeded, replayable simulation: the in-memory network, workloads, the semantics oracle.
-        .target(name: "ListSyncSimulation", dependencies: ["ListCRDT", "ListTable", "ListSync"]),
+        .target(name: "ListSyncSimulation", dependencies: ["ListCRDT", "ListTable", "ListSync", "ListStore"]),
         // SHA-256, HMAC, HKDF, ChaCha20-Poly1305: pure Swift, no I/O.
         .target(name: "ListSyncCrypto"),
         // epoll and eventfd, which Swift's Glibc module does not export (headers only).
@@ -48,8 +51,11 @@ let package = Package(
         .executableTarget(name: "listsync-store-probe", dependencies: ["ListStore", "ListCRDT"]),
         // The peer daemon: documents registry, connections, peers, metrics; and its client.
         .target(name: "ListSyncServer", dependencies: ["ListCRDT", "ListTable", "ListSync", "ListSyncTCP", "ListStore", "ListSyncCrypto"]),
+        // A client of the daemon an app links without the daemon: the driver of the protocol's
+        // client session over TCP.
+        .target(name: "ListSyncClient", dependencies: ["ListCRDT", "ListTable", "ListSync", "ListSyncTCP"]),
         // The command-line tool: serve, the client commands, simulate. Wiring only.
-        .executableTarget(name: "listsync", dependencies: ["ListSyncSimulation", "ListSyncServer", "ListSyncTCP", "ListStore", "ListTable", "ListCRDT"]),
+        .executableTarget(name: "listsync", dependencies: ["ListSyncSimulation", "ListSyncServer", "ListSyncClient", "ListSync", "ListSyncTCP", "ListStore", "ListTable", "ListCRDT"]),
         // Editing traces, shared by the tests and the benchmark.
         .target(name: "ListSyncTestSupport", dependencies: ["ListCRDT", "ListSyncSimulation"]),
         // Test traits (Swift Testing): `.ownThread` keeps long tests off the cooperative pool.
@@ -77,7 +83,7 @@ let package = Package(
             dependencies: ["ListStore", "ListCRDT", "ListSyncSimulation", "ListSyncTestSupport", "ListSyncTestTraits", "listsync-store-probe"]
         ),
         // Starts the built `listsync` binary as a process (a dependency, so it is built first).
-        .testTarget(name: "ListSyncServerTests", dependencies: ["listsync", "listsync-load", "ListSyncServer", "ListSyncTCP", "ListStore", "ListCRDT", "ListSyncTestSupport", "ListSyncTestTraits",
+        .testTarget(name: "ListSyncServerTests", dependencies: ["listsync", "listsync-load", "ListSyncServer", "ListSyncClient", "ListSync", "ListSyncTCP", "ListStore", "ListCRDT", "ListSyncTestSupport", "ListSyncTestTraits",
                                                          "ListSyncFaults", "listsync-faultproxy"]),
         .executableTarget(
             name: "listsync-bench",
@@ -87,13 +93,13 @@ let package = Package(
         // Many clients editing shared lists through a `listsync serve` process (Docs/Reliability.md).
         .executableTarget(
             name: "listsync-load",
-            dependencies: ["ListCRDT", "ListStore", "ListSyncServer", "ListTable"],
+            dependencies: ["ListCRDT", "ListStore", "ListSyncServer", "ListSyncClient", "ListSync", "ListTable"],
             path: "Benchmarks/Sources/listsync-load"
         ),
         // The fault proxy as a command, and the three-daemon partition scenario of Benchmarks/faults.sh.
         .executableTarget(
             name: "listsync-faultproxy",
-            dependencies: ["ListSyncFaults", "ListSyncTCP", "ListSyncServer", "ListStore", "ListCRDT", "ListTable"],
+            dependencies: ["ListSyncFaults", "ListSyncTCP", "ListSyncServer", "ListSyncClient", "ListSync", "ListStore", "ListCRDT", "ListTable"],
             path: "Benchmarks/Sources/listsync-faultproxy"
         ),
     ]

@@ -209,6 +209,8 @@ struct Opener {
 
     /// Applies the records of `scan` to `document` through the normal receive path.
     mutating func replay(_ scan: LogScan, into document: inout ListDocument, epoch: inout UInt64) {
+        // The limits the operations were accepted under: one refused live is refused here too.
+        document.pendingLimits = options.pendingLimits
         for record in scan.records {
             switch record {
             case let .operations(ops):

@@ -10,7 +10,7 @@ extension DocumentStore {
     /// Starts generation g + 1 from `document`, so that a later open loads it instead of replaying
     /// generation g's log, and removes generation g.
     ///
-    /// The steps, each durable before the next (DAEMON.md, "The store"): write
+    /// The steps, each durable before the next (Docs/Storage.md): write
     /// `snapshot-<g+1>.tmp`, fsync, rename to `snapshot-<g+1>`, fsync the folder; write
     /// `log-<g+1>.tmp` (header, epoch, and the operations of `document` still waiting for their
     /// dependencies, which the snapshot does not hold), fsync, rename, fsync the folder; switch

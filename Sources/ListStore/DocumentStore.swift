@@ -9,7 +9,7 @@ import Darwin
 public struct StoreOptions: Sendable {
     /// The largest value an operation may carry (as ``ListDocument/maxValueSize``).
     public var maxValueSize = ListDocument.defaultMaxValueSize
-    /// Makes the epoch of a new document (DAEMON.md, "Messages"). Default: 64 random bits from
+    /// Makes the epoch of a new document (Docs/Daemon.md, "Epochs"). Default: 64 random bits from
     /// `SystemRandomNumberGenerator`, never 0.
     public var newEpoch: @Sendable () -> UInt64 = {
         var rng = SystemRandomNumberGenerator()
@@ -23,6 +23,9 @@ public struct StoreOptions: Sendable {
     /// (Docs/Storage.md, "Preallocation"). Recovery reads an all-zero rest as this space, not as
     /// damage.
     public var preallocation = 1 << 20
+    /// The causal buffer's limits while the log is replayed (a daemon passes its own, so recovery
+    /// refuses what the live document refused).
+    public var pendingLimits = PendingLimits.default
 
     /// The defaults.
     public init() {}
@@ -70,7 +73,7 @@ public final class DocumentStore: Sendable {
     /// records (a batch over 1 MiB encoded is split into several records), then `fdatasync`,
     /// shared with the appends that arrive while another sync runs.
     ///
-    /// Call it before applying, acknowledging or forwarding the operations (DAEMON.md, Promises 1).
+    /// Call it before applying, acknowledging or forwarding the operations (Docs/Storage.md: acknowledged means durable).
     /// An empty batch returns at once.
     ///
     /// - Throws: ``StoreError``: after a failed write or sync, this and every later call fail
@@ -92,7 +95,7 @@ public final class DocumentStore: Sendable {
         try await writer.commit(bytes, maxIDs: Self.maxIDs(ops))
     }
 
-    /// The document's epoch (DAEMON.md, "Messages"): random at creation, kept in snapshots and logs.
+    /// The document's epoch (Docs/Daemon.md, "Epochs"): random at creation, kept in snapshots and logs.
     /// Waits for a commit round in progress.
     public var epoch: UInt64 {
         get throws(StoreError) { try writer.exclusive { $0.epoch } }
@@ -137,7 +140,7 @@ public final class DocumentStore: Sendable {
     // MARK: Records
 
     /// The log records of a batch: one if it fits, else the batch split in halves until each fits.
-    static func records(for ops: [ListOperation]) throws(StoreError) -> [UInt8] {
+    public static func records(for ops: [ListOperation]) throws(StoreError) -> [UInt8] {
         var out: [UInt8] = []
         try appendRecords(ops[...], to: &out)
         return out

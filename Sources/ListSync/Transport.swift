@@ -11,11 +11,15 @@ public protocol Transport: Sendable {
     func close() async
     /// The largest frame ``send(_:)`` accepts.
     var maxFrame: Int { get }
+    /// Runs `body` once the connection can take more (its send queue has room again), or closed.
+    func whenRoom(_ body: @escaping @Sendable () -> Void)
 }
 
 extension Transport {
     /// No limit unless the transport states one.
     public var maxFrame: Int { Int.max }
+    /// No send queue: room at once.
+    public func whenRoom(_ body: @escaping @Sendable () -> Void) { body() }
 }
 
 /// Something that yields connections as peers connect.

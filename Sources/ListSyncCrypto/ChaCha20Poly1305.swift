@@ -29,7 +29,7 @@ public struct ChaCha20Poly1305: Sendable {
         }
     }
 
-    /// The 12-byte nonce of frame `counter`: 4 zero bytes, then the counter big-endian (DAEMON.md, "Frames").
+    /// The 12-byte nonce of frame `counter`: 4 zero bytes, then the counter big-endian (Docs/Transport.md, "Frames").
     public static func nonce(counter: UInt64) -> [UInt8] {
         [UInt8](unsafeUninitializedCapacity: nonceSize) { out, initialized in
             let p = UnsafeMutableRawPointer(out.baseAddress!)

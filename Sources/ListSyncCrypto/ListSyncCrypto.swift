@@ -16,7 +16,7 @@
 // | SecureRandom.swift         | `SecureRandom.bytes` (keys, nonces)    | `SystemRandomNumberGenerator` only   |
 // | CryptoError.swift          | the one typed error of this module     | —                                    |
 //
-// How the daemon uses them (Docs: DAEMON.md "Handshake" and "Frames"): the handshake hashes its
+// How the daemon uses them (Docs/Transport.md, "Handshake" and "Frames"): the handshake hashes its
 // transcript with SHA-256, proves knowledge of the pre-shared key with HMAC-SHA256 under role labels,
 // and derives one key per direction with HKDF-SHA256; every frame after it is sealed with
 // ChaCha20-Poly1305 under `ChaCha20Poly1305.nonce(counter:)` (4 zero bytes and a big-endian frame

@@ -151,12 +151,3 @@ public struct FaultRandom: RandomNumberGenerator, Sendable {
         return hi <= lo ? lo : lo + r % (hi - lo + 1)
     }
 }
-
-extension Duration {
-    /// Whole nanoseconds (negative: zero).
-    var nanoseconds: UInt64 {
-        let (s, a) = components
-        if s < 0 { return 0 }
-        return UInt64(s) &* 1_000_000_000 &+ UInt64(a / 1_000_000_000)
-    }
-}

@@ -28,6 +28,8 @@ public actor Daemon {
     private(set) var hosts: [DocumentID: DocumentHost] = [:]
     private var loading: [DocumentID: Task<DocumentHost, any Error>] = [:]
     private var connections: [ObjectIdentifier: DaemonConnection] = [:]
+    /// Numbers for connections and peer links (their ``SubscriberID``s).
+    private var nextSubscriber = 1
     private var peers: [PeerLink] = []
     private var housekeeping: Task<Void, Never>?
     private var udp: UDPSocket?
@@ -92,8 +94,8 @@ public actor Daemon {
             }
         }
         for p in configuration.peers {
-            let link = PeerLink(daemon: self, host: p.host, port: p.port, key: key, options: configuration.tcp,
-                                backoff: configuration.peerBackoff, loop: loop)
+            let link = PeerLink(daemon: self, number: subscriberNumber(), host: p.host, port: p.port, key: key,
+                                options: configuration.tcp, backoff: configuration.peerBackoff, loop: loop)
             peers.append(link)
             await link.start()
         }
@@ -157,6 +159,8 @@ public actor Daemon {
         let replica = replica
         let clock = Self.clock
         let limits = configuration.pendingLimits
+        let options = storeOptions()
+        let maxFrame = configuration.tcp.frameLimit
         let snapshotLogBytes = configuration.snapshotLogBytes
         let log = log
         // Recovery reads and replays the document's files: off this actor and the cooperative pool.
@@ -164,10 +168,10 @@ public actor Daemon {
             try await offPool {
                 let entry = try folder.list().first { $0.id == id }
                 guard let entry else { throw DaemonError.unknownDocument(id) }
-                let (store, document) = try folder.open(id, replica: replica)
+                let (store, document) = try folder.open(id, replica: replica, options: options)
                 return DocumentHost(id: id, name: entry.name, store: store, document: document,
-                                    epoch: try store.epoch, pendingLimits: limits, clock: clock,
-                                    reopen: { try folder.open(id, replica: replica) }, log: log,
+                                    epoch: try store.epoch, pendingLimits: limits, maxFrame: maxFrame, clock: clock,
+                                    reopen: { try folder.open(id, replica: replica, options: options) }, log: log,
                                     snapshotLogBytes: snapshotLogBytes)
             }
         }
@@ -175,10 +179,16 @@ public actor Daemon {
         defer { loading[id] = nil }
         do {
             let h = try await task.value
+            if let made = hosts[id], made !== h {
+                // Created here while it loaded (a peer's copy): one store per document, the first.
+                await h.close()
+                return made
+            }
             hosts[id] = h
             metrics.loaded()
             return h
         } catch {
+            if let made = hosts[id] { return made }
             throw DaemonError.from(error)
         }
     }
@@ -189,20 +199,24 @@ public actor Daemon {
         -> (DocumentID, UInt64) {
         guard let folder else { throw .stopping }
         if let id, let existing = try? await host(id) { return (id, await existing.epoch) }
+        // Another create of this id may have made it while this one waited: from this check to
+        // `hosts[newID] = h` nothing awaits, so one store per document whatever the races.
+        if let id, let made = hosts[id] { return (id, await made.epoch) }
         let count = (try? folder.list().count) ?? 0
         guard count < configuration.maxDocuments else { throw .limit("\(count) documents: the limit") }
         let newID: DocumentID
         do { newID = try folder.create(name: name, id: id) } catch { throw DaemonError.from(error) }
         log("document created", ["id": newID.description, "name": name, "from": id == nil ? "client" : "peer"])
-        var options = StoreOptions()
+        var options = storeOptions()
+        let reopenOptions = options
         if epoch != 0 { options.newEpoch = { epoch } }
         let h: DocumentHost
         do {
             let (store, document) = try folder.open(newID, replica: replica, options: options)
             let replica = replica
             h = DocumentHost(id: newID, name: name, store: store, document: document, epoch: try store.epoch,
-                             pendingLimits: configuration.pendingLimits, clock: Self.clock,
-                             reopen: { try folder.open(newID, replica: replica) }, log: log, held: true,
+                             pendingLimits: configuration.pendingLimits, maxFrame: configuration.tcp.frameLimit, clock: Self.clock,
+                             reopen: { try folder.open(newID, replica: replica, options: reopenOptions) }, log: log, held: true,
                              snapshotLogBytes: configuration.snapshotLogBytes)
         } catch { throw DaemonError.from(error) }
         hosts[newID] = h
@@ -217,11 +231,12 @@ public actor Daemon {
             for (i, n) in names.enumerated() {
                 if let op = try? doc.insertSection(at: i, value: Data(n.utf8)) { ops.append(op) }
             }
-            do { _ = try await h.receive(ops, from: nil) } catch { throw DaemonError.from(error) }
+            try await h.receiveOwn(ops)
         }
         let madeEpoch = await h.epoch
         if id == nil {
-            for p in peers { await p.documentCreated(newID, name: name, epoch: madeEpoch) }
+            let local = await h.localDescription
+            for p in peers { await p.documentCreated(local) }
         }
         // Connected peers that follow the list hear of it at once (they have no link to us).
         let info = DocumentInfo(id: newID, name: name, epoch: madeEpoch, operations: 0)
@@ -280,8 +295,8 @@ public actor Daemon {
         let label = "\(host):\(a.port)"
         guard !peers.contains(where: { $0.label == label }) else { return }
         log("peer discovered", ["address": label, "instance": String(a.instance, radix: 16)])
-        let link = PeerLink(daemon: self, host: host, port: a.port, key: key, options: configuration.tcp,
-                            backoff: configuration.peerBackoff, loop: loop)
+        let link = PeerLink(daemon: self, number: subscriberNumber(), host: host, port: a.port, key: key,
+                            options: configuration.tcp, backoff: configuration.peerBackoff, loop: loop)
         peers.append(link)
         await link.start()
     }
@@ -289,14 +304,19 @@ public actor Daemon {
     static func unixMillis() -> UInt64 { UInt64(Date().timeIntervalSince1970 * 1000) }
 
     /// A peer created a document here: tell the other peers.
-    func relayCreated(_ id: DocumentID, name: String, epoch: UInt64, except: PeerLink?) async {
-        for p in peers where p !== except { await p.documentCreated(id, name: name, epoch: epoch) }
+    func relayCreated(_ document: PeerSession.LocalDocument, except: PeerLink?) async {
+        for p in peers where p !== except { await p.documentCreated(document) }
     }
 
     // MARK: Connections
 
+    private func subscriberNumber() -> Int {
+        defer { nextSubscriber += 1 }
+        return nextSubscriber
+    }
+
     private func adopt(_ transport: TCPTransport) async {
-        let c = DaemonConnection(transport: transport, daemon: self)
+        let c = DaemonConnection(transport: transport, daemon: self, number: subscriberNumber())
         connections[ObjectIdentifier(c)] = c
         metrics.connected()
         log("connection opened", ["peer": transport.remoteAddress.description])
@@ -328,7 +348,7 @@ public actor Daemon {
         idle.sort { $0.1 < $1.1 }
         var excess = hosts.count - configuration.maxResidentDocuments
         for (id, used) in idle {
-            guard excess > 0 || now &- used >= configuration.idleUnload.nanos else { continue }
+            guard excess > 0 || now &- used >= configuration.idleUnload.nanoseconds else { continue }
             // Subscribed to since the check above (this actor let others in while it awaited)?
             // Then it stays.
             guard let h = hosts[id], await h.unloadIfIdle(snapshotLogBytes: configuration.snapshotLogBytes) else { continue }
@@ -381,8 +401,8 @@ public actor Daemon {
                 "max_per_address": configuration.tcp.maxPerAddress,
                 "frame_bytes": configuration.tcp.frameLimit,
                 "send_queue_bytes": configuration.tcp.sendQueueLimit,
-                "handshake_timeout_ms": Int(configuration.tcp.handshakeTimeout.nanos / 1_000_000),
-                "idle_timeout_ms": Int(configuration.tcp.idleTimeout.nanos / 1_000_000),
+                "handshake_timeout_ms": Int(configuration.tcp.handshakeTimeout.nanoseconds / 1_000_000),
+                "idle_timeout_ms": Int(configuration.tcp.idleTimeout.nanoseconds / 1_000_000),
                 "max_resident_documents": configuration.maxResidentDocuments,
                 "max_documents": configuration.maxDocuments,
                 "pending_operations_per_document": configuration.pendingLimits.maxOperations,
@@ -395,6 +415,14 @@ public actor Daemon {
     }
 
     // MARK: Helpers
+
+    /// The store options of every document: recovery replays under the daemon's own buffer limits,
+    /// so an operation refused live for a full buffer is refused at recovery too.
+    private func storeOptions() -> StoreOptions {
+        var options = StoreOptions()
+        options.pendingLimits = configuration.pendingLimits
+        return options
+    }
 
     static let clock: @Sendable () -> UInt64 = { DispatchTime.now().uptimeNanoseconds }
 
@@ -451,12 +479,5 @@ public enum DaemonError: Error, CustomStringConvertible, Sendable {
             return .storage(e.description)
         }
         return .storage("\(error)")
-    }
-}
-
-extension Duration {
-    var nanos: UInt64 {
-        let (s, a) = components
-        return s < 0 ? 0 : UInt64(s) &* 1_000_000_000 &+ UInt64(a / 1_000_000_000)
     }
 }

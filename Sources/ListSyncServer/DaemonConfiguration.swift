@@ -1,5 +1,6 @@
 import ListStore
 import ListCRDT
+import ListSync
 import ListSyncTCP
 
 /// Everything `listsync serve` can be told (Docs/Daemon.md, "Flags and environment").

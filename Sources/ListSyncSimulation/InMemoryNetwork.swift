@@ -47,6 +47,9 @@ public struct InMemoryNetwork: Sendable {
     public private(set) var now: UInt64 = 0
     /// The fault model for frames sent from now on.
     public var faults: NetworkFaults
+    /// Whether each link keeps its frames in order (a stream such as TCP): delay without reordering.
+    public var inOrder = false
+    private var lastArrival: [Int: UInt64] = [:]
     private var rng: SplitMix64
     private var heap: [Delivery] = []
     private var sequence: UInt64 = 0
@@ -130,7 +133,14 @@ public struct InMemoryNetwork: Sendable {
         let span = faults.latency.upperBound - faults.latency.lowerBound + 1
         let delay = faults.latency.lowerBound + rng.next() % span
         sequence += 1
-        heap.append(Delivery(time: now + delay, from: from, to: to, frame: frame, sequence: sequence))
+        var time = now + delay
+        if inOrder {
+            // A stream (TCP): a frame never overtakes an earlier one on its link.
+            let key = from << 32 | to
+            time = max(time, lastArrival[key] ?? 0)
+            lastArrival[key] = time
+        }
+        heap.append(Delivery(time: time, from: from, to: to, frame: frame, sequence: sequence))
         var i = heap.count - 1
         while i > 0 {
             let parent = (i - 1) / 2

@@ -1,13 +1,22 @@
 import Foundation
 import ListCRDT
-import ListSync
 import ListTable
+import ListStore
 @_spi(Testing) import ListCRDT
+@_spi(Testing) import ListSync
 
 /// What a simulation does.
 public struct SimulationConfiguration: Sendable {
-    /// Number of replicas, fully connected.
+    /// Number of clients (replicas that edit), each connected to one daemon.
     public var replicas = 4
+    /// Number of daemons, each peered with the next (a chain): the production state machines.
+    public var daemons = 1
+    /// Daemon crashes (each loses the bytes its disk had not synced, a torn last write, every
+    /// connection), at random points; each daemon restarts at once and recovers from its disk.
+    public var crashes = 0
+    /// Percent of clients that forget their copy after each acknowledged edit (a command-line
+    /// client that exits): what they made lives only on the daemons.
+    public var forgetfulPercent = 25
     /// Number of local edits, spread over the replicas at random.
     public var operations = 200
     /// The seed: the same seed and configuration replay the same run exactly.
@@ -26,6 +35,8 @@ public struct SimulationConfiguration: Sendable {
     public var workload = Workload()
     /// A deliberately broken engine, for measuring the simulator's power (tests only).
     @_spi(Testing) public var variant = EngineVariant.correct
+    /// A deliberately broken document core (acknowledge before the sync), likewise.
+    @_spi(Testing) public var coreVariant = DocumentCore.Variant.correct
 
     /// The defaults: 4 replicas, 200 edits, standard faults, 2 partitions.
     public init() {}
@@ -35,6 +46,10 @@ public struct SimulationConfiguration: Sendable {
 public struct SimulationReport: Sendable, CustomStringConvertible {
     public var seed: UInt64 = 0
     public var replicas = 0
+    /// Daemons, and the crashes they had.
+    public var daemons = 0, crashes = 0
+    /// Operations daemons acknowledged to clients, and how many of those a crash lost.
+    public var acknowledged = 0, acknowledgedLost = 0
     /// Edits made (and operations created).
     public var edits = 0, operations = 0, moves = 0, drags = 0
     public var framesSent = 0, framesDelivered = 0, framesDropped = 0, framesDuplicated = 0, bytesSent = 0
@@ -52,7 +67,8 @@ public struct SimulationReport: Sendable, CustomStringConvertible {
 
     public var description: String {
         var lines = [
-            "seed \(seed): \(replicas) replicas, \(edits) edits (\(moves) moves, \(drags) drags), \(operations) operations",
+            "seed \(seed): \(daemons) daemons, \(replicas) clients, \(crashes) crashes, \(edits) edits (\(moves) moves, \(drags) drags), \(operations) operations",
+            "acknowledged: \(acknowledged) operations, acknowledged lost: \(acknowledgedLost)",
             "network: \(framesSent) frames sent, \(framesDelivered) delivered, \(framesDropped) dropped, \(framesDuplicated) duplicated, \(bytesSent) bytes",
             "virtual time \(virtualTime) ms, quiet after \(quiescenceRounds) anti-entropy rounds; final document: \(sections) sections, \(items) items",
         ]
@@ -61,70 +77,89 @@ public struct SimulationReport: Sendable, CustomStringConvertible {
     }
 }
 
-/// Runs replicas that edit concurrently over an ``InMemoryNetwork`` with faults, then heals the
-/// network, runs anti-entropy until quiet, and checks that all replicas converged: the same
-/// snapshot and encoded state everywhere, every identity once, nothing live lost (against
-/// ``SemanticsOracle``), no operation pending, and every internal invariant.
+
+/// Runs daemons and clients, the production state machines (``DocumentCore``, ``ServerSession``,
+/// ``ClientSession``, ``PeerSession``), over an ``InMemoryNetwork`` with faults and a
+/// ``SimulatedDisk`` per daemon that crashes lose unsynced bytes from, then heals everything, runs
+/// anti-entropy until quiet, and checks: every operation a daemon acknowledged survived its
+/// crashes; every replica (daemons and clients that kept their copy) converged to the same
+/// snapshot and encoded state, with every identity once and nothing live lost (against
+/// ``SemanticsOracle``); no operation applied twice; nothing pending; every internal invariant; a
+/// stale epoch refused.
 ///
-/// Deterministic: a seed replays exactly.
+/// Deterministic: a seed replays exactly (the clock is virtual, every draw comes from the seed).
 public struct Simulator: Sendable {
     public let configuration: SimulationConfiguration
     private var rng: SplitMix64
     private var network: InMemoryNetwork
-    private(set) var documents: [ListDocument]
-    private var sessions: [[SyncSession?]]   // sessions[a][b]: a's session with b
+    private var daemons: [SimulatedDaemon]
+    private var clients: [SimulatedClient]
     private var report = SimulationReport()
     private var valueCounter = 0
+    /// Connection generations, by `min << 32 | max` of the two nodes: a frame of an older one is dropped.
+    private var generations: [Int: UInt8] = [:]
+    private var roomDue: [(time: UInt64, daemon: Int, subscriber: Int)] = []
+    private var linkDue: [Int: UInt64] = [:]
+    private var nextAntiEntropy: UInt64 = 0
+    private let document = DocumentID(high: 0x5157_1A7E, low: 1)
+    private let epoch: UInt64 = 0xE90C
 
     /// A simulator for one run.
     public init(_ configuration: SimulationConfiguration) {
         self.configuration = configuration
         rng = SplitMix64(seed: configuration.seed)
         network = InMemoryNetwork(seed: configuration.seed ^ 0x5EED, faults: configuration.faults)
-        let n = max(1, configuration.replicas)
-        documents = (0..<n).map { r in
-            var d = ListDocument(replica: ReplicaID(UInt64(r) + 1))
-            d.variant = configuration.variant
-            return d
+        network.inOrder = true
+        let d = max(1, configuration.daemons)
+        daemons = (0..<d).map { SimulatedDaemon(node: $0, document: DocumentID(high: 0x5157_1A7E, low: 1), epoch: 0xE90C,
+                                                 variant: configuration.coreVariant) }
+        clients = (0..<max(1, configuration.replicas)).map { c in
+            var doc = ListDocument(replica: ReplicaID(UInt64(c) + 1))
+            doc.variant = configuration.variant
+            return SimulatedClient(node: d + c, daemon: c % d, document: doc)
         }
-        sessions = (0..<n).map { a in (0..<n).map { b in a == b ? nil : SyncSession(local: ReplicaID(UInt64(a) + 1)) } }
+        for c in clients.indices { clients[c].forgetful = rng.chance(configuration.forgetfulPercent) }
         report.seed = configuration.seed
-        report.replicas = n
+        report.replicas = clients.count
+        report.daemons = d
     }
 
-    /// The documents of the replicas (after ``run()``, converged if the run passed).
-    public var replicaDocuments: [ListDocument] { documents }
+    /// The documents of the clients that kept theirs, then the daemons' (after ``run()``,
+    /// converged if the run passed).
+    public var replicaDocuments: [ListDocument] {
+        clients.filter { !$0.forgetful }.map(\.document) + daemons.map(\.core.document)
+    }
+
+    private static func ns(_ ms: UInt64) -> UInt64 { ms &* 1_000_000 }
+    private var nowNs: UInt64 { Self.ns(network.now) }
 
     /// Runs the simulation and checks the result.
     ///
     /// - Complexity: O(k · (r + log n)) for k edits on r replicas, plus anti-entropy.
     public mutating func run() -> SimulationReport {
-        let n = documents.count
-        for a in 0..<n { for b in 0..<n where a != b { perform(sessions[a][b]!.start(document: documents[a]), at: a, peer: b) } }
+        for d in daemons.indices where d + 1 < daemons.count { connectLink(d, d + 1) }
+        for c in clients.indices { connectClient(c) }
+        let n = clients.count
         let cuts = (0..<configuration.partitions).map { _ in
-            (at: rng.below(max(configuration.operations, 1)), a: rng.below(n), b: rng.below(n), length: 1 + rng.below(max(configuration.operations / 4, 1)))
+            (at: rng.below(max(configuration.operations, 1)), a: rng.below(n + daemons.count), b: rng.below(n + daemons.count),
+             length: 1 + rng.below(max(configuration.operations / 4, 1)))
         }
-        var nextTick = configuration.antiEntropyInterval
-        var edit = 0
-        while edit < configuration.operations {
+        let crashes = (0..<configuration.crashes).map { _ in (at: rng.below(max(configuration.operations, 1)), daemon: rng.below(daemons.count)) }
+        nextAntiEntropy = configuration.antiEntropyInterval
+        for edit in 0..<configuration.operations {
             let due = network.now + 1 + rng.next() % max(configuration.editInterval, 1)
-            deliver(until: due)
-            network.advance(to: due)
-            if network.now >= nextTick {
-                for a in 0..<n { for b in 0..<n where a != b { perform(sessions[a][b]!.tick(document: documents[a]), at: a, peer: b) } }
-                nextTick = network.now + configuration.antiEntropyInterval
-            }
+            step(until: due)
             for c in cuts where c.a != c.b {
                 if c.at == edit { network.partition(c.a, c.b) }
                 if c.at + c.length == edit { network.heal(c.a, c.b) }
             }
+            for c in crashes where c.at == edit { crash(c.daemon) }
             let r = rng.below(n)
-            if rng.chance(configuration.dragPercent) && documents[r].totalItemCount > 0 {
+            if rng.chance(configuration.dragPercent) && clients[r].document.totalItemCount > 0 {
                 drag(at: r)
             } else {
                 makeEdit(at: r)
             }
-            edit += 1
         }
         quiesce()
         check()
@@ -134,47 +169,347 @@ public struct Simulator: Sendable {
         report.framesDuplicated = network.framesDuplicated
         report.bytesSent = network.bytesSent
         report.virtualTime = network.now
+        report.acknowledged = daemons.reduce(0) { $0 + $1.acknowledged.count }
         return report
     }
 
-    // MARK: Steps
+    // MARK: Time
+
+    /// Delivers frames and fires timers up to `deadline`.
+    private mutating func step(until deadline: UInt64) {
+        while true {
+            let nextTimer = timers()
+            let next = min(nextTimer ?? .max, deadline)
+            if let d = network.nextDelivery(until: next) {
+                network.advance(to: d.time)
+                deliver(d)
+                continue
+            }
+            network.advance(to: next)
+            fireTimers()
+            if next >= deadline { return }
+        }
+    }
+
+    /// The earliest pending timer.
+    private func timers() -> UInt64? {
+        var t: UInt64? = nil
+        func take(_ x: UInt64?) { if let x, x < (t ?? .max) { t = x } }
+        for d in daemons { take(d.disk.syncDue) }
+        for r in roomDue { take(r.time) }
+        for c in clients { take(c.reconnectAt) }
+        for (_, x) in linkDue { take(x) }
+        take(nextAntiEntropy)
+        return t
+    }
+
+    private mutating func fireTimers() {
+        let now = network.now
+        for d in daemons.indices where (daemons[d].disk.syncDue ?? .max) <= now {
+            daemons[d].disk.syncDue = nil
+            for ticket in daemons[d].disk.sync() { performCore(d, daemons[d].core.durable(ticket: ticket)) }
+        }
+        let due = roomDue.filter { $0.time <= now }
+        roomDue.removeAll { $0.time <= now }
+        for r in due { performCore(r.daemon, daemons[r.daemon].core.roomAvailable(SubscriberID(r.subscriber))) }
+        for c in clients.indices where (clients[c].reconnectAt ?? .max) <= now { connectClient(c) }
+        for (d, t) in linkDue where t <= now { connectLink(d, d + 1) }
+        for c in clients.indices where clients[c].connected {
+            performClient(c, clients[c].session.tick(now: nowNs))
+        }
+        if now >= nextAntiEntropy {
+            nextAntiEntropy = now + configuration.antiEntropyInterval
+            antiEntropy()
+        }
+    }
+
+    private mutating func antiEntropy() {
+        for c in clients.indices where clients[c].connected { resubscribe(c) }
+        for d in daemons.indices {
+            for peer in daemons[d].links.keys.sorted() {
+                guard var link = daemons[d].links[peer] else { continue }
+                var actions = link.start(now: nowNs)
+                let (dueResyncs, more) = link.tick(now: nowNs)
+                actions += more
+                for id in link.attached.union(dueResyncs) {
+                    actions += link.resync(id, version: daemons[d].core.durableVersion, now: nowNs)
+                }
+                daemons[d].links[peer] = link
+                performLink(d, peer, actions)
+            }
+        }
+    }
+
+    // MARK: Connections
+
+    private static func key(_ a: Int, _ b: Int) -> Int { min(a, b) << 32 | max(a, b) }
+
+    /// Sends on the connection between two nodes. Connections are streams (TCP): frames keep their
+    /// order, and a frame the network loses (or a partition drops) resets the connection, as a
+    /// lost segment does once TCP gives up: both ends learn it and the dialing side reconnects.
+    private mutating func send(_ from: Int, _ to: Int, _ frame: [UInt8]) {
+        let dropped = network.framesDropped
+        network.send(from: from, to: to, [generations[Self.key(from, to), default: 0]] + frame)
+        if network.framesDropped > dropped {
+            let (d, other) = from < daemons.count ? (from, to) : (to, from)
+            reset(daemon: d, other: other)
+        }
+    }
+
+    private mutating func connectClient(_ c: Int) {
+        let d = clients[c].daemon
+        let node = clients[c].node
+        clients[c].reconnectAt = nil
+        generations[Self.key(node, d), default: 0] &+= 1
+        daemons[d].servers[node] = ServerSession(maxFrame: 1 << 16, rateLimit: nil, now: nowNs)
+        clients[c].session = ClientSession(maxFrame: 1 << 16, timeout: Self.ns(2_000))
+        clients[c].connected = true
+        resubscribe(c)
+    }
+
+    private mutating func resubscribe(_ c: Int) {
+        let actions = clients[c].session.subscribe(document, epoch: clients[c].knowsEpoch ? epoch : 0,
+                                                   version: clients[c].document.version, now: nowNs)
+        performClient(c, actions)
+    }
+
+    private mutating func connectLink(_ d: Int, _ e: Int) {
+        linkDue[d] = nil
+        generations[Self.key(d, e), default: 0] &+= 1
+        daemons[e].servers[d] = ServerSession(maxFrame: 1 << 16, rateLimit: nil, now: nowNs)
+        var link = PeerSession(maxFrame: 1 << 16, timeout: Self.ns(2_000), resyncDelay: Self.ns(100))
+        let actions = link.start(now: nowNs)
+        daemons[d].links[e] = link
+        performLink(d, e, actions)
+    }
+
+    /// Cuts the connection between a daemon and another node: both ends learn it, later frames of
+    /// it are dropped, and the side that dials reconnects after a while.
+    private mutating func reset(daemon d: Int, other: Int) {
+        generations[Self.key(d, other), default: 0] &+= 1
+        daemons[d].servers[other] = nil
+        daemons[d].core.unsubscribe(SubscriberID(other))
+        if other < daemons.count {
+            // A daemon link: d → e when d < e.
+            let (a, b) = d < other ? (d, other) : (other, d)
+            if var link = daemons[a].links.removeValue(forKey: b) {
+                _ = link.disconnected()
+                daemons[a].core.unsubscribe(SubscriberID(b))
+            }
+            daemons[b].servers[a] = nil
+            daemons[b].core.unsubscribe(SubscriberID(a))
+            linkDue[a] = network.now + 50
+        } else {
+            let c = other - daemons.count
+            _ = clients[c].session.disconnected()
+            clients[c].connected = false
+            clients[c].reconnectAt = network.now + 20 + UInt64(rng.below(40))
+        }
+    }
+
+    private mutating func crash(_ d: Int) {
+        report.crashes += 1
+        for other in (0..<(daemons.count + clients.count)) where other != d {
+            if other < daemons.count ? abs(other - d) == 1 : clients[other - daemons.count].daemon == d { reset(daemon: d, other: other) }
+        }
+        roomDue.removeAll { $0.daemon == d }
+        let keep = rng.below(daemons[d].disk.unsyncedCount + 1)
+        daemons[d].crashAndRecover(keep: keep, variant: configuration.coreVariant)
+        // Acknowledged means durable: applied, or kept waiting for its causes (in the log either way).
+        let pending = Set(daemons[d].core.document.pendingOperations.map(\.lastID))
+        let lost = daemons[d].acknowledged.filter { !daemons[d].core.document.version.contains($0) && !pending.contains($0) }
+        if !lost.isEmpty {
+            report.acknowledgedLost += lost.count
+            report.failures.append("daemon \(d): \(lost.count) acknowledged operations lost in a crash (first \(lost.first!))")
+        }
+    }
+
+    // MARK: Frames
+
+    private mutating func deliver(_ delivery: InMemoryNetwork.Delivery) {
+        let (from, to) = (delivery.from, delivery.to)
+        guard let g = delivery.frame.first, g == generations[Self.key(from, to), default: 0] else { return }
+        let frame = Array(delivery.frame.dropFirst())
+        if to >= daemons.count {
+            let c = to - daemons.count
+            guard clients[c].connected else { return }
+            performClient(c, clients[c].session.receive(frame, now: nowNs))
+        } else if daemons[to].links[from] != nil {
+            var link = daemons[to].links[from]!
+            let actions = link.receive(frame, now: nowNs)
+            daemons[to].links[from] = link
+            performLink(to, from, actions)
+        } else if var server = daemons[to].servers[from] {
+            let actions = server.receive(frame, now: nowNs)
+            daemons[to].servers[from] = server
+            performServer(to, from, actions)
+        }
+    }
+
+    private mutating func performServer(_ d: Int, _ other: Int, _ actions: [ServerSession.Action]) {
+        let sub = SubscriberID(other)
+        for action in actions {
+            switch action {
+            case let .send(frame): send(d, other, frame)
+            case .close: reset(daemon: d, other: other)
+            case let .subscribe(doc, epoch, version):
+                guard doc == document else {
+                    send(d, other, SyncMessage.error(request: 0, document: doc, code: .unknownDocument, text: "unknown").encoded())
+                    continue
+                }
+                daemons[d].core.unsubscribe(sub)
+                performCore(d, daemons[d].core.subscribe(sub, epoch: epoch, version: version))
+                if daemons[d].core.isSubscribed(sub) { daemons[d].servers[other]?.attached(doc) }
+            case .unsubscribe: daemons[d].core.unsubscribe(sub)
+            case let .operations(_, batch, ops):
+                if batch != 0 { daemons[d].awaitingAck[other, default: [:]][batch] = ops.map(\.lastID) }
+                performCore(d, daemons[d].core.receive(ops, batch: batch, from: sub))
+            case let .hello(_, version): performCore(d, daemons[d].core.hello(sub, version: version))
+            case let .create(request, _, _, id, _):
+                let answer = id == document ? daemons[d].servers[other]?.created(request: request, document: document, epoch: epoch)
+                    : daemons[d].servers[other]?.failed(request: request, document: id, code: .unsupported, text: "one document")
+                performServer(d, other, answer ?? [])
+            case let .listDocuments(request, after):
+                let info = DocumentInfo(id: document, name: "simulated", epoch: epoch, operations: daemons[d].core.document.operationCount)
+                performServer(d, other, daemons[d].servers[other]?.documents(request: request, after.map { $0 >= document } == true ? [] : [info]) ?? [])
+            case let .status(request): performServer(d, other, daemons[d].servers[other]?.status(request: request, json: "{}") ?? [])
+            case .rateLimited: break
+            }
+        }
+    }
+
+    private mutating func performCore(_ d: Int, _ actions: [DocumentCore.Action]) {
+        for action in actions {
+            switch action {
+            case let .append(ticket, ops):
+                daemons[d].disk.write(ticket: ticket, ops)
+                if daemons[d].disk.syncDue == nil { daemons[d].disk.syncDue = network.now + 1 + UInt64(rng.below(4)) }
+            case let .send(sub, frame):
+                let other = sub.raw
+                if daemons[d].links[other] != nil {
+                    // The link relays operations only, as PeerLink does.
+                    if frame.count > 1, frame[1] == SyncMessage.operationsTag { send(d, other, frame) }
+                    continue
+                }
+                if let message = try? SyncMessage(decoding: frame), case let .ack(_, batch, _) = message,
+                   let ids = daemons[d].awaitingAck[other]?.removeValue(forKey: batch) {
+                    daemons[d].acknowledged.formUnion(ids)
+                }
+                send(d, other, frame)
+            case let .awaitRoom(sub): roomDue.append((network.now + 1, d, sub.raw))
+            case let .close(sub, _): reset(daemon: d, other: sub.raw)
+            }
+        }
+    }
+
+    private mutating func performLink(_ d: Int, _ peer: Int, _ actions: [PeerSession.Action]) {
+        let sub = SubscriberID(peer)
+        for action in actions {
+            switch action {
+            case let .send(frame): send(d, peer, frame)
+            case .close: reset(daemon: d, other: peer)
+            case let .listed(remote), let .announced(remote):
+                let local = PeerSession.LocalDocument(id: document, name: "simulated", epoch: epoch, version: daemons[d].core.durableVersion)
+                guard var link = daemons[d].links[peer] else { continue }
+                let more = link.reconcile(remote: remote, local: [local], now: nowNs)
+                daemons[d].links[peer] = link
+                performLink(d, peer, more)
+            case .createLocal:
+                report.failures.append("daemon \(d): asked to create the document it holds")
+            case let .attach(_, remoteVersion):
+                daemons[d].core.unsubscribe(sub)
+                performCore(d, daemons[d].core.subscribe(sub, epoch: 0, version: remoteVersion))
+            case .detach: daemons[d].core.unsubscribe(sub)
+            case let .deliver(_, ops): performCore(d, daemons[d].core.receive(ops, batch: 0, from: sub))
+            case let .epochConflict(doc, a, b): report.failures.append("daemon \(d): epoch conflict on \(doc): \(a) / \(b)")
+            }
+        }
+    }
+
+    private mutating func performClient(_ c: Int, _ actions: [ClientSession.Action]) {
+        let node = clients[c].node, d = clients[c].daemon
+        for action in actions {
+            switch action {
+            case let .send(frame): send(node, d, frame)
+            case .close: reset(daemon: d, other: node)
+            case let .subscribed(_, _, _, version):
+                clients[c].knowsEpoch = true
+                let missing = clients[c].document.operations(since: version)
+                if !missing.isEmpty {
+                    let (_, sent) = clients[c].session.send(document, missing, now: nowNs)
+                    performClient(c, sent)
+                }
+            case let .operations(_, ops):
+                _ = clients[c].document.receive(ops)
+                if clients[c].document.pendingCount > 0 {
+                    performClient(c, clients[c].session.hello(document, version: clients[c].document.version))
+                }
+            case let .editDone(_, result):
+                if case .failure = result { continue }
+                if clients[c].forgetful { forget(c) }
+            case .subscribeFailed(_, let error):
+                if case let .refused(code, _) = error, code == .epochMismatch {
+                    report.failures.append("client \(c): epoch mismatch on its own document")
+                }
+            case .answered, .synced, .announced, .documentError: break
+            }
+        }
+    }
+
+    /// A forgetful client drops its copy once everything it made is acknowledged, and starts afresh
+    /// (a new replica id: a command-line client that exits, then runs again).
+    private mutating func forget(_ c: Int) {
+        guard clients[c].session.waitingCount == 0 else { return }
+        clients[c].generation += 1
+        var doc = ListDocument(replica: ReplicaID(UInt64(10_000 * clients[c].generation + c + 1)))
+        doc.variant = configuration.variant
+        clients[c].document = doc
+        clients[c].knowsEpoch = false
+        if clients[c].connected { resubscribe(c) }
+    }
+
+    // MARK: Edits
 
     private mutating func makeEdit(at r: Int) {
-        let before = documents[r].operationCount
-        let edit = RandomEdit.random(for: documents[r], workload: configuration.workload, using: &rng) {
+        let before = clients[r].document.operationCount
+        let edit = RandomEdit.random(for: clients[r].document, workload: configuration.workload, using: &rng) {
             valueCounter += 1
             return "v\(valueCounter)"
         }
         report.edits += 1
         if edit.isMove { report.moves += 1 }
         do {
-            try edit.apply(to: &documents[r])
+            try edit.apply(to: &clients[r].document)
         } catch {
-            report.failures.append("replica \(r): \(edit) threw \(error)")
+            report.failures.append("client \(r): \(edit) threw \(error)")
             return
         }
-        broadcast(from: r, since: before)
+        publish(r, since: before)
     }
 
-    /// A drag session on replica `r`: lift a random item, hover a few times while remote
+    /// A drag session on client `r`: lift a random item, hover a few times while remote
     /// operations arrive, then drop (one operation, or none if cancelled or dropped in place).
     private mutating func drag(at r: Int) {
         report.edits += 1
         report.drags += 1
-        let before = documents[r].operationCount
+        let before = clients[r].document.operationCount
+        let generation = clients[r].generation
         var session = DragSession()
-        let shape = (0..<documents[r].sectionCount).map { (try? documents[r].itemCount(inSection: $0)) ?? 0 }
-        var k = rng.below(documents[r].totalItemCount)
+        let doc = clients[r].document
+        let shape = (0..<doc.sectionCount).map { (try? doc.itemCount(inSection: $0)) ?? 0 }
+        var k = rng.below(doc.totalItemCount)
         var start = IndexPath(item: 0, section: 0)
         for (s, rows) in shape.enumerated() {
             if k < rows { start = IndexPath(item: k, section: s); break }
             k -= rows
         }
         do {
-            try session.begin(at: start, in: documents[r])
+            try session.begin(at: start, in: clients[r].document)
             for _ in 0..<(1 + rng.below(4)) {
-                deliver(until: network.now + 1 + rng.next() % max(configuration.editInterval, 1))
-                session.documentDidChange(documents[r])
+                step(until: network.now + 1 + rng.next() % max(configuration.editInterval, 1))
+                // A forgetful client that started afresh meanwhile drops the drag (its rows are gone).
+                guard clients[r].generation == generation else { return }
+                session.documentDidChange(clients[r].document)
                 guard session.isDragging else { break }
                 let visible = session.visibleSnapshot
                 let s = rng.below(visible.numberOfSections)
@@ -185,82 +520,69 @@ public struct Simulator: Sendable {
                 }
             }
             if session.isDragging {
-                _ = try session.drop(into: &documents[r])
+                _ = try session.drop(into: &clients[r].document)
                 report.moves += 1
             }
         } catch {
-            report.failures.append("replica \(r): drag from \(start) failed: \(error)")
+            report.failures.append("client \(r): drag from \(start) failed: \(error)")
             return
         }
-        broadcast(from: r, since: before)
+        publish(r, since: before)
     }
 
-    /// Sends replica `r`'s operations from log position `before` on to every peer.
-    private mutating func broadcast(from r: Int, since before: Int) {
-        let made: [ListOperation]
-        do { made = try documents[r].operations(from: before) } catch {
-            report.failures.append("replica \(r): \(error)")
-            return
-        }
+    /// Sends client `r`'s operations from log position `before` on, as one edit.
+    private mutating func publish(_ r: Int, since before: Int) {
+        let made = clients[r].document.operations(in: before..<clients[r].document.operationCount)
         report.operations += made.count
-        for b in 0..<documents.count where b != r { perform(sessions[r][b]!.forward(made), at: r, peer: b) }
+        guard !made.isEmpty, clients[r].connected else { return }
+        let (_, actions) = clients[r].session.send(document, made, now: nowNs)
+        performClient(r, actions)
     }
 
-    /// Delivers every frame due by `deadline`.
-    private mutating func deliver(until deadline: UInt64) {
-        while let d = network.nextDelivery(until: deadline) {
-            do {
-                let actions = try sessions[d.to][d.from]!.receive(d.frame, document: documents[d.to])
-                perform(actions, at: d.to, peer: d.from)
-            } catch {
-                report.failures.append("replica \(d.to) refused a frame from \(d.from): \(error)")
-            }
-        }
-    }
-
-    private mutating func perform(_ actions: [SyncAction], at r: Int, peer: Int) {
-        for action in actions {
-            switch action {
-            case let .send(frame): network.send(from: r, to: peer, frame)
-            case let .deliver(ops):
-                for op in ops {
-                    do { try documents[r].receive(op) } catch {
-                        report.failures.append("replica \(r) rejected an operation from \(peer): \(error)")
-                    }
-                }
-                // As `Replica` does: operations still waiting for their causes ask this peer for the gap.
-                perform(sessions[r][peer]!.requestMissing(document: documents[r]), at: r, peer: peer)
-            }
-        }
-    }
+    // MARK: The end
 
     /// Heals the network, stops faults, and runs anti-entropy until every replica has everything.
     private mutating func quiesce() {
         network.healAll()
         network.faults = NetworkFaults(latency: configuration.faults.latency)
-        let n = documents.count
-        for round in 1...50 {
-            deliver(until: .max)
-            if documents.allSatisfy({ $0.version == documents[0].version && $0.pendingCount == 0 }) {
+        for round in 1...60 {
+            step(until: network.now + 4 * configuration.antiEntropyInterval)
+            let docs = replicaDocuments
+            let v = docs[0].version
+            if docs.allSatisfy({ $0.version == v && $0.pendingCount == 0 }) && daemons.allSatisfy({ $0.core.isQuiet && $0.disk.unsyncedCount == 0 }) {
                 report.quiescenceRounds = round - 1
                 return
             }
-            for a in 0..<n { for b in 0..<n where a != b { perform(sessions[a][b]!.tick(document: documents[a]), at: a, peer: b) } }
         }
-        report.failures.append("replicas did not become quiet after 50 anti-entropy rounds")
+        report.failures.append("replicas did not become quiet after 60 anti-entropy rounds")
     }
 
     private mutating func check() {
-        let reference = documents[0].snapshot()
-        let state = documents[0].encodedState()
-        for (r, doc) in documents.enumerated() {
+        let docs = replicaDocuments
+        let reference = docs[0].snapshot()
+        let state = docs[0].encodedState()
+        for (r, doc) in docs.enumerated() {
             if doc.pendingCount != 0 { report.failures.append("replica \(r) has \(doc.pendingCount) operations pending") }
             do { try doc.checkInvariants() } catch { report.failures.append("replica \(r): \(error)") }
             if r > 0 && doc.snapshot() != reference { report.failures.append("replica \(r) shows a different document than replica 0") }
             if r > 0 && doc.encodedState() != state { report.failures.append("replica \(r) has a different encoded state than replica 0") }
         }
-        let all = documents[0].operations
+        let all = docs[0].operations
+        var ids = Set<OpID>()
+        for op in all where !ids.insert(op.id).inserted { report.failures.append("operation \(op.id) applied twice") }
         if let why = SemanticsOracle(all).check(reference) { report.failures.append("replica 0: \(why)") }
+        for (d, daemon) in daemons.enumerated() {
+            let missing = daemon.acknowledged.filter { !daemon.core.document.version.contains($0) }
+            if !missing.isEmpty { report.failures.append("daemon \(d) lacks \(missing.count) operations it acknowledged") }
+            // A stale epoch is refused, and changes nothing.
+            var core = daemon.core
+            let refused = core.subscribe(SubscriberID(1 << 30), epoch: epoch &+ 1, version: VersionVector())
+            guard case let .send(_, frame)? = refused.first, case .error(_, _, .epochMismatch, _)? = try? SyncMessage(decoding: frame),
+                  !core.isSubscribed(SubscriberID(1 << 30)) else {
+                report.failures.append("daemon \(d) did not refuse a stale epoch")
+                continue
+            }
+        }
         var values = Set<[UInt8]>()
         for section in reference.sections {
             for item in section.items where !values.insert(Array(item.value)).inserted {
@@ -270,4 +592,17 @@ public struct Simulator: Sendable {
         report.sections = reference.numberOfSections
         report.items = reference.numberOfItems
     }
+}
+
+/// One client in the simulator: a document and the production ``ClientSession``.
+struct SimulatedClient {
+    let node: Int
+    let daemon: Int
+    var document: ListDocument
+    var session = ClientSession(maxFrame: 1 << 16)
+    var connected = false
+    var knowsEpoch = false
+    var reconnectAt: UInt64?
+    var forgetful = false
+    var generation = 0
 }

@@ -232,8 +232,9 @@ public final class EventLoop: @unchecked Sendable {
 }
 
 extension Duration {
-    /// The duration in whole nanoseconds (negative durations count as zero).
-    var nanoseconds: UInt64 {
+    /// The duration in whole nanoseconds (negative durations count as zero): the one conversion
+    /// every module of the package uses.
+    package var nanoseconds: UInt64 {
         let (s, a) = components
         if s < 0 { return 0 }
         return UInt64(s) &* 1_000_000_000 &+ UInt64(a / 1_000_000_000)

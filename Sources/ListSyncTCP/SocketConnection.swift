@@ -37,6 +37,8 @@ final class SocketConnection: EventHandler, @unchecked Sendable {
     private var handshakeTimer: TimerQueue.ID?
     private var idleTimer: TimerQueue.ID?
     private var closeWaiters: [() -> Void] = []
+    /// Who waits for the send queue to fall below a size (back-pressure for catch-ups).
+    private var roomWaiters: [(below: Int, body: () -> Void)] = []
 
     init(fd: Int32, remote: SocketAddress, machine: ConnectionMachine, options: TCPOptions, loop: EventLoop) {
         self.fd = fd
@@ -137,6 +139,23 @@ final class SocketConnection: EventHandler, @unchecked Sendable {
             write(bye)
         }
         finish(.local(reason))
+    }
+
+    /// Runs `body` once fewer than `below` bytes are queued, or the socket is closed (at once if so).
+    func whenRoom(below: Int, _ body: @escaping () -> Void) {
+        if closed || queued < below { body() } else { roomWaiters.append((below, body)) }
+    }
+
+    /// Runs the room waiters whose threshold is met (all of them once closed).
+    private func wakeRoomWaiters() {
+        guard !roomWaiters.isEmpty else { return }
+        var kept: [(below: Int, body: () -> Void)] = []
+        var ready: [() -> Void] = []
+        for w in roomWaiters {
+            if closed || queued < w.below { ready.append(w.body) } else { kept.append(w) }
+        }
+        roomWaiters = kept
+        for body in ready { body() }
     }
 
     /// Runs `body` once the socket is closed (at once if it is).
@@ -241,6 +260,7 @@ final class SocketConnection: EventHandler, @unchecked Sendable {
             outbound.removeAll(keepingCapacity: outbound.capacity <= 1 << 20)
             sent = 0
         }
+        wakeRoomWaiters()
         let want = sent < outbound.count
         if want != watchingWrites {
             watchingWrites = want
@@ -281,6 +301,7 @@ final class SocketConnection: EventHandler, @unchecked Sendable {
         let waiters = closeWaiters
         closeWaiters = []
         for w in waiters { w() }
+        wakeRoomWaiters()
     }
 }
 

@@ -1,6 +1,6 @@
 /// The limits and timings of TCP connections and listeners (Docs/Transport.md, "Limits").
 ///
-/// Every queue, frame and count is bounded; the defaults are DAEMON.md's.
+/// Every queue, frame and count is bounded; the defaults are in Docs/Transport.md, "Limits".
 public struct TCPOptions: Sendable {
     /// The largest frame body before the handshake ends.
     public var handshakeFrameLimit = 256

@@ -97,6 +97,24 @@ public final class TCPTransport: Transport, @unchecked Sendable {
         loop.execute { socket.sendData(frame) }
     }
 
+    /// Queues `frame` for the peer without waiting (frames queued from one serial context keep their
+    /// order); false once the connection is closed or for a frame over ``maxFrame``.
+    @discardableResult
+    public func enqueue(_ frame: [UInt8]) -> Bool {
+        guard frame.count <= maxFrame, isOpen else { return false }
+        let socket = socket
+        loop.execute { socket.sendData(frame) }
+        return true
+    }
+
+    /// Runs `body` (on the loop's thread) once less than half of ``TCPOptions/sendQueueLimit`` is
+    /// queued, or the connection closed: back-pressure for a sender that streams a large catch-up.
+    public func whenRoom(_ body: @escaping @Sendable () -> Void) {
+        let socket = socket
+        let below = socket.options.sendQueueLimit / 2
+        loop.execute { socket.whenRoom(below: below, body) }
+    }
+
     /// Returns once the connection is closed, by either side.
     public func closed() async {
         let socket = socket

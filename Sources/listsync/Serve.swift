@@ -1,3 +1,4 @@
+import ListSync
 import Foundation
 import ListSyncServer
 import ListSyncTCP

@@ -11,7 +11,10 @@ let simulateUsage = """
     Exits 0 when every run passes, 1 when any fails, 2 on bad usage.
 
     OPTIONS:
-      --replicas N        replicas (default 4)
+      --clients N         clients that edit (default 4; --replicas is the same)
+      --daemons D         daemons, each peered with the next (default 1)
+      --crashes C         daemon crashes at random points (default 0): each loses what its
+                          disk had not synced and tears its last write, then recovers
       --ops K             edits per run (default 200)
       --seed S            seed of the first run (default 1)
       --runs R            number of runs with seeds S, S+1, ... (default 1)
@@ -44,7 +47,9 @@ func runSimulate(_ args: [String]) throws -> Int32 {
     while i < args.count {
         switch args[i] {
         case "-h", "--help": print(simulateUsage); return 0
-        case "--replicas": config.replicas = try number("--replicas", 1...64)
+        case "--replicas", "--clients": config.replicas = try number("--clients", 1...64)
+        case "--daemons": config.daemons = try number("--daemons", 1...16)
+        case "--crashes": config.crashes = try number("--crashes", 0...10_000)
         case "--ops": config.operations = try number("--ops", 0...10_000_000)
         case "--seed": config.seed = try number("--seed", 0...UInt64.max)
         case "--runs": runs = try number("--runs", 1...10_000_000)

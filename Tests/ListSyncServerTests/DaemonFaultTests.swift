@@ -1,11 +1,13 @@
 #if canImport(Glibc)
 import Foundation
 import ListCRDT
+import ListSyncClient
 import ListStore
 import ListSyncServer
 import ListSyncTestSupport
 import Synchronization
 import Testing
+import ListSync
 
 /// The daemon in this process, with faults a user cannot stage on demand: a disk that fills up
 /// (the store's file funnel fails writes with ENOSPC), and a client with the key that forges an
@@ -218,18 +220,23 @@ struct RateLimitTests {
 #if canImport(Glibc)
 @Suite("Status of a daemon with many resident documents")
 struct LargeStatusTests {
-    @Test("a status report of 200 KB (1,000 resident documents and more) round-trips; a name or error text is still capped at 64 KiB")
+    @Test("a status report of 200 KB (1,000 resident documents and more) crosses in parts, fed to the client one frame at a time; a name or error text is still capped at 64 KiB")
     func largeStatus() throws {
         let json = "{\"resident\":[" + String(repeating: "{\"id\":\"00112233445566778899aabbccddeeff\",\"name\":\"small\"},", count: 3_500) + "{}]}"
         #expect(json.utf8.count > 150_000)
-        let m = DaemonMessage.statusReport(request: 7, json: json)
-        guard case let .statusReport(r, back) = try DaemonMessage(decoding: m.encoded()) else {
-            Issue.record("not a status report")
-            return
+        let server = ServerSession(maxFrame: 65_536, rateLimit: nil, now: 0)
+        var client = ClientSession(maxFrame: 65_536)
+        let (n, _) = client.request(.status, now: 0)
+        let frames = server.status(request: n, json: json).compactMap { a -> [UInt8]? in if case let .send(f) = a { f } else { nil } }
+        #expect(frames.count > 2)
+        #expect(frames.allSatisfy { $0.count <= 65_536 })
+        var answer: String?
+        for f in frames {
+            for case let .answered(r, .success(.status(s))) in client.receive(f, now: 1) where r == n { answer = s }
         }
-        #expect(r == 7 && back == json)
+        #expect(answer == json)
         let text = String(repeating: "x", count: 70_000)
-        #expect(throws: (any Error).self) { try DaemonMessage(decoding: DaemonMessage.error(request: 1, document: nil, code: .limit, text: text).encoded()) }
+        #expect(throws: (any Error).self) { try SyncMessage(decoding: SyncMessage.error(request: 1, document: nil, code: .limit, text: text).encoded()) }
     }
 }
 #endif

@@ -1,10 +1,12 @@
 #if canImport(Glibc)
 import Foundation
 import ListCRDT
+import ListSyncClient
 import ListStore
 import ListSyncServer
 import ListSyncTestSupport
 import Testing
+import ListSync
 @testable import ListSyncTCP
 
 /// The daemon in this process (so its limits can be set small), attacked over real sockets.
@@ -42,7 +44,7 @@ struct DaemonLimitTests {
             for case let .write(b) in m.receive(await raw.readSome(timeout: 0.2)) { raw.send(b) }
         }
         try #require(m.isEstablished)
-        raw.send(try m.seal(.data, DaemonMessage.subscribe(document: doc, epoch: 0, version: VersionVector()).encoded()))
+        raw.send(try m.seal(.data, SyncMessage.subscribe(document: doc, epoch: 0, version: VersionVector()).encoded()))
         return raw
     }
 

@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import Testing
+import ListSync
 
 /// The built `listsync` binary, next to the test bundle (the test target depends on it).
 func listsyncBinary() -> String? {

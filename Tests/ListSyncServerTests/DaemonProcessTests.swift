@@ -1,10 +1,12 @@
 import Foundation
 import ListCRDT
+import ListSyncClient
 import ListStore
 import ListSyncServer
 import ListSyncTestSupport
 import Synchronization
 import Testing
+import ListSync
 import ListSyncTestTraits
 
 /// The real `listsync` binary as a process: `serve` with a temporary data folder, client

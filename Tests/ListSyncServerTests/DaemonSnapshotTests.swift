@@ -1,11 +1,13 @@
 #if canImport(Glibc)
 import Foundation
 import ListCRDT
+import ListSyncClient
 import ListStore
 import ListSyncServer
 import ListSyncTestSupport
 import Synchronization
 import Testing
+import ListSync
 
 /// A document in constant use is snapshotted while it stays resident: recovery after a crash then
 /// replays only the log written since, however long the document has been open.

@@ -1,4 +1,5 @@
 import Testing
+import ListSync
 @testable import ListSyncServer
 
 @Suite("Discovery announcements: authenticated, fresh, not replayed")

@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Foundation
 import ListCRDT
+import ListSyncClient
 import ListStore
 import ListSyncFaults
 import ListSyncServer
@@ -10,6 +11,7 @@ import ListSyncTestTraits
 import ListTable
 import Synchronization
 import Testing
+import ListSync
 
 /// Every suite that runs daemons behind fault proxies, one at a time (each starts processes and
 /// loops; together they would starve a 2-core machine and each other's deadlines).
@@ -129,7 +131,7 @@ extension FaultProxySuites {
                 }
                 var live: LiveDocument?
                 do {
-                    let l = try await client.open(doc, resuming: held, epoch: epoch, timeout: .seconds(5))
+                    let l = try await client.open(doc, resuming: held, epoch: epoch)
                     live = l
                     epoch = await client.info(doc)?.epoch ?? epoch
                     while k < edits || (healed && !finalDone) {

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import ListSync
 import ListSyncServer
 @testable import listsync
 
@@ -7,13 +8,13 @@ import ListSyncServer
 /// (Docs/Fuzzing.md) through the same calls as their harnesses.
 @Suite("Fuzz corpus replay: daemon messages and command arguments")
 struct FuzzCorpusReplayTests {
-    @Test("DaemonMessage(decoding:) and back")
+    @Test("SyncMessage(decoding:) and back")
     func daemonMessages() throws {
         let inputs = fuzzInputs("daemon")
         #expect(!inputs.isEmpty)
         for bytes in inputs {
-            guard let m = try? DaemonMessage(decoding: bytes) else { continue }
-            #expect(try DaemonMessage(decoding: m.encoded()) == m)
+            guard let m = try? SyncMessage(decoding: bytes) else { continue }
+            #expect(try SyncMessage(decoding: m.encoded()) == m)
         }
     }
 

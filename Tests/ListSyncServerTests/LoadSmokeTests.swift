@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import ListSync
 import ListSyncTestTraits
 
 /// Runs the built `listsync-load` with `args` (and `--json`): its exit status and result.

@@ -1,9 +1,11 @@
 #if canImport(Glibc)
 import Foundation
 import ListCRDT
+import ListSyncClient
 import ListSyncServer
 import ListSyncTestSupport
 import Testing
+import ListSync
 
 /// A peer is a connection like any other to the daemon it dials, rate limit included: what the
 /// limit refuses must reach the daemon later all the same.

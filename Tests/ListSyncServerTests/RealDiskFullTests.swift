@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Foundation
 import Testing
+import ListSync
 import ListSyncTestTraits
 
 /// Mounts a tmpfs of `size` at `path` (or remounts it with that size); whether `mount` succeeded.

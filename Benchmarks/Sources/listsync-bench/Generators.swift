@@ -1,5 +1,6 @@
 import Foundation
 import ListCRDT
+import ListSync
 import ListSyncSimulation
 
 // Untimed operation generation, identical to Benchmarks/compare/peers.py (same SplitMix64 draws,

@@ -1,5 +1,6 @@
 import Foundation
 import ListCRDT
+import ListSync
 import ListStore
 import ListSyncTestSupport
 import Synchronization

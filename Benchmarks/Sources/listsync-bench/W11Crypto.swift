@@ -2,7 +2,7 @@ import ListSyncCrypto
 
 // W11.crypto: the throughput of the daemon's crypto (ListSyncCrypto), in MB/s (10^6 bytes per second):
 // SHA-256 over a 1 MiB buffer, ChaCha20-Poly1305 seal and open of one 1 MiB buffer and of 1 KiB frames
-// (each frame with its own nonce(counter:) and a 16-byte aad, as DAEMON.md's frames). Inputs are made
+// (each frame with its own nonce(counter:) and a 16-byte aad, as the transport's frames, Docs/Transport.md). Inputs are made
 // untimed; every run is checked (the opened frames equal the plaintext).
 
 /// Best of up to this many runs, as W2's loads.

@@ -1,5 +1,6 @@
 import Foundation
 import ListCRDT
+import ListSync
 import ListSyncTestSupport
 
 // W8.concurrent (Benchmarks/WORKLOADS.md): the clownschool trace, three people typing one

@@ -6,7 +6,7 @@ import Synchronization
 
 // W9.tcp: two replicas on loopback TCP (the real transport: epoll loop, handshake, sealed frames).
 // (a) bulk: A holds the whole automerge-paper history; B connects and catches up through
-//     SyncSession (hello, then batches of at most 512 operations / 1 MiB per frame).
+//     protocol's catch-up frames (OperationFrames: at most 512 operations / 1 MiB per frame).
 // (b) stream: A makes the trace's edits one operation per frame, pipelined, until B has them all.
 // (c) latency: 10,000 edits one at a time, each waiting for its arrival at B (edit -> applied at B).
 // Beside W3 (the same protocol over the in-memory network).
@@ -28,7 +28,6 @@ func blocking<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) thr
 /// B's side: reads frames, runs its session, applies operations, reports each arrival.
 actor W9Receiver {
     var doc = ListDocument(replica: ReplicaID(2))
-    var session = SyncSession(local: ReplicaID(2))
     let transport: TCPTransport
     /// Called with B's operation count after each frame.
     var onProgress: (@Sendable (Int) -> Void)?
@@ -37,19 +36,8 @@ actor W9Receiver {
 
     func setProgress(_ f: @escaping @Sendable (Int) -> Void) { onProgress = f }
 
-    func start() async throws {
-        for action in session.start(document: doc) {
-            if case let .send(f) = action { try await transport.send(f) }
-        }
-    }
-
     func handle(_ frame: [UInt8]) async throws {
-        for action in try session.receive(frame, document: doc) {
-            switch action {
-            case let .send(f): try await transport.send(f)
-            case let .deliver(ops): doc.receive(ops)
-            }
-        }
+        if case let .operations(_, _, ops) = try SyncMessage(decoding: frame) { doc.receive(ops) }
         onProgress?(doc.operationCount)
     }
 
@@ -85,21 +73,10 @@ func w9Tcp(_ ctx: Context) throws -> BenchResult {
         let reader = Task {
             for await frame in bSide.incoming { try await receiver.handle(frame) }
         }
-        var sessionA = SyncSession(local: ReplicaID(1))
-        let helloA = sessionA.start(document: fullDoc)
-        let startedA = sessionA
-        let writer = Task {
-            var s = startedA
-            for await frame in aSide.incoming {
-                for action in try s.receive(frame, document: fullDoc) {
-                    if case let .send(f) = action { try await aSide.send(f) }
-                }
-                if s.state == .live { break }
-            }
+        // A sends its whole history as the protocol's catch-up frames (`operations`, batch 0).
+        for (f, _) in OperationFrames.split(W9.document, fullDoc.operations[...], maxFrame: aSide.maxFrame) {
+            try await aSide.send(f)
         }
-        for action in helloA { if case let .send(f) = action { try await aSide.send(f) } }
-        try await receiver.start()
-        try await writer.value
         for await n in progress where n >= target { break }
         let bulkNs = nowNs() - t0
         let bulkBytes = aSide.traffic.sent
@@ -119,14 +96,14 @@ func w9Tcp(_ ctx: Context) throws -> BenchResult {
         let receiver2 = W9Receiver(b2)
         await receiver2.setProgress { sink2.yield($0) }
         let reader2 = Task { for await frame in b2.incoming { try await receiver2.handle(frame) } }
-        try await a2.send(SyncMessage.operations(sectionOp).encoded())
+        try await a2.send(SyncMessage.operations(document: W9.document, batch: 0, operations: sectionOp).encoded())
         var ops: [ListOperation]? = []
         let s0 = nowNs()
         var sent = 0
         for k in 0..<edits.count {
             try applyTrace(&streamA, edits, k, k + 1, collect: &ops)
             for op in ops! {
-                try await a2.send(SyncMessage.operations([op]).encoded())
+                try await a2.send(SyncMessage.operations(document: W9.document, batch: 0, operations: [op]).encoded())
                 sent += 1
             }
             ops!.removeAll(keepingCapacity: true)
@@ -152,12 +129,12 @@ func w9Tcp(_ ctx: Context) throws -> BenchResult {
         await receiver3.setProgress { sink3.yield($0) }
         let reader3 = Task { for await frame in b3.incoming { try await receiver3.handle(frame) } }
         var it = progress3.makeAsyncIterator()
-        try await a3.send(SyncMessage.operations(latA.operations).encoded())
+        try await a3.send(SyncMessage.operations(document: W9.document, batch: 0, operations: latA.operations).encoded())
         _ = await it.next()
         for k in 0..<n {
             let t = nowNs()
             try applyTrace(&latA, edits, k, k + 1, collect: &ops)
-            try await a3.send(SyncMessage.operations(ops!).encoded())
+            try await a3.send(SyncMessage.operations(document: W9.document, batch: 0, operations: ops!).encoded())
             ops!.removeAll(keepingCapacity: true)
             let want = latA.operationCount
             while let got = await it.next(), got < want {}
@@ -173,7 +150,7 @@ func w9Tcp(_ ctx: Context) throws -> BenchResult {
         progressSink.finish(); sink2.finish(); sink3.finish()
         res.ok = bulkOK && streamOK
         res.note = "loopback TCP with the key handshake and ChaCha20-Poly1305 frames. bulk: B catches up on A's whole "
-            + "history through SyncSession (bytes = what A wrote, handshake and tags included); stream: every trace "
+            + "history as the protocol's operations frames (bytes = what A wrote, handshake and tags included); stream: every trace "
             + "operation in its own frame, pipelined; latency: \(n) edits one at a time, edit -> applied at B"
         return res
     }
@@ -184,4 +161,8 @@ enum SecureRandomKey {
         var g = SystemRandomNumberGenerator()
         return (0..<32).map { _ in UInt8.random(in: 0...255, using: &g) }
     }
+}
+
+enum W9 {
+    static let document = DocumentID(high: 9, low: 9)
 }

@@ -1,5 +1,7 @@
 import Foundation
 import ListCRDT
+import ListSync
+import ListSyncClient
 import ListSyncServer
 
 // listsync-load --idle-clients N [--resident-docs M]: what holding connections and documents

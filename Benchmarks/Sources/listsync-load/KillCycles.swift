@@ -1,5 +1,7 @@
 import Foundation
 import ListCRDT
+import ListSync
+import ListSyncClient
 import ListStore
 import ListSyncServer
 import Synchronization
@@ -19,7 +21,7 @@ final class StopFlag: Sendable {
 }
 
 /// Kill -9 under load: clients insert while the daemon is killed and restarted `cycles` times;
-/// then every acknowledged insert must be there (DAEMON.md, Promises 1 and 2).
+/// then every acknowledged insert must be there (Docs/Storage.md: acknowledged means durable; a crash at any byte loses nothing acknowledged).
 func runKillCycles(_ c: Config) async throws -> [String: Any] {
     let binary = c.binary ?? URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("listsync").path
     var daemon = try DaemonProcess(binary: binary)
@@ -39,12 +41,12 @@ func runKillCycles(_ c: Config) async throws -> [String: Any] {
             var seq = 0
             while !stop.isSet {
                 guard let client = try? await DaemonClient.connect(host: "127.0.0.1", port: port, key: key,
-                                                                    localHost: "127.0.1.\(2 + i)", changeSets: false) else {
+                                                                    localHost: "127.0.1.\(2 + i)", changeSets: false, timeout: .seconds(5)) else {
                     try? await Task.sleep(for: .milliseconds(20))
                     continue
                 }
                 do {
-                    _ = try await client.open(doc, timeout: .seconds(5))
+                    _ = try await client.open(doc)
                     while !stop.isSet {
                         let value = "c\(i)-\(seq)"
                         try await client.edit(doc) { d throws(ListError) in

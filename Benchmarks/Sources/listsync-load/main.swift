@@ -1,5 +1,7 @@
 import Foundation
 import ListCRDT
+import ListSync
+import ListSyncClient
 import ListStore
 import ListSyncServer
 import ListTable

@@ -45,10 +45,23 @@ extension ListDocument {
     /// - Complexity: O(r + k) for r records in the log and the k operations returned; the records
     ///   of a typed run that `version` has seen whole are skipped without rebuilding them.
     public func operations(since version: VersionVector) -> [ListOperation] {
+        operations(since: version, before: log.count)
+    }
+
+    /// The operations applied before log position `end` (`0...operationCount`) that `version` has
+    /// not seen, in the order they were applied: ``operations(since:)`` of the log's first `end`
+    /// operations. A daemon answers with it while the operations after `end` are not yet durable.
+    ///
+    /// - Complexity: O(r + k) for the r records before `end` and the k operations returned.
+    public func operations(since version: VersionVector, before end: Int) -> [ListOperation] {
+        precondition(end >= 0 && end <= log.count, "log position \(end) out of 0...\(log.count)")
         let seen = log.seenCounters(version)
         var out: [ListOperation] = []
-        for r in 0..<log.records.count {
+        let (lastRecord, lastEnd) = end == log.count ? (log.records.count, 0) : log.locate(position: end)
+        for r in 0..<min(lastRecord + 1, log.records.count) {
             let rec = log.records[r]
+            let stop = r == lastRecord ? lastEnd : rec.operations
+            guard stop > 0 else { continue }
             let limit = seen[log.replicaIndex(ofRecord: r)]
             if rec.kind == .moveItems || rec.kind == .moveSection || rec.kind == .other {
                 if rec.counter > limit { out.append(loggedOperation(record: r, operation: 0)) }
@@ -56,7 +69,27 @@ extension ListDocument {
             }
             // A run: operation k has counter `counter + k`.
             let first = limit < rec.counter ? 0 : limit - rec.counter + 1
-            if first < UInt64(rec.count) { appendOperations(ofRecord: r, from: Int(first), to: Int(rec.count), into: &out) }
+            if first < UInt64(stop) { appendOperations(ofRecord: r, from: Int(first), to: stop, into: &out) }
+        }
+        return out
+    }
+
+    /// The operations applied at log positions `range` (within `0...operationCount`), in order.
+    ///
+    /// - Complexity: O(k + log r) for the k operations returned, r records in the log.
+    public func operations(in range: Range<Int>) -> [ListOperation] {
+        precondition(range.lowerBound >= 0 && range.upperBound <= log.count, "log range \(range) out of 0...\(log.count)")
+        var out: [ListOperation] = []
+        out.reserveCapacity(range.count)
+        guard !range.isEmpty else { return out }
+        var (r, k) = log.locate(position: range.lowerBound)
+        var left = range.count
+        while left > 0 {
+            let n = min(log.records[r].operations - k, left)
+            appendOperations(ofRecord: r, from: k, to: k + n, into: &out)
+            left -= n
+            r += 1
+            k = 0
         }
         return out
     }

@@ -25,20 +25,20 @@ public struct RateLimit: Sendable, Equatable {
 }
 
 /// The state of one connection's bucket.
-struct TokenBucket: Sendable {
-    let limit: RateLimit
-    private(set) var tokens: Double
+public struct TokenBucket: Sendable {
+    public let limit: RateLimit
+    public private(set) var tokens: Double
     private var last: UInt64
 
     /// A full bucket at time `now` (nanoseconds).
-    init(_ limit: RateLimit, now: UInt64) {
+    public init(_ limit: RateLimit, now: UInt64) {
         self.limit = limit
         tokens = limit.burst
         last = now
     }
 
     /// Takes one token at time `now` (nanoseconds): false if there is none (the batch is refused).
-    mutating func take(now: UInt64) -> Bool {
+    public mutating func take(now: UInt64) -> Bool {
         let elapsed = Double(now &- last) / 1e9
         last = now
         tokens = min(limit.burst, tokens + elapsed * limit.rate)

@@ -1,0 +1,308 @@
+import ListCRDT
+
+/// Why a client's request, subscription or edit failed.
+public enum ClientSessionError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// The daemon refused it.
+    case refused(SyncErrorCode, String)
+    /// No answer before the deadline.
+    case timeout(String)
+    /// The connection closed before the answer came.
+    case disconnected
+    /// The daemon sent a message this client cannot read; the connection is closed.
+    case malformed(String)
+
+    public var description: String {
+        switch self {
+        case let .refused(code, text): return "\(code): \(text)"
+        case let .timeout(what): return "no answer from the daemon for \(what)"
+        case .disconnected: return "the connection to the daemon closed"
+        case let .malformed(why): return "the daemon sent a message this client cannot read (\(why))"
+        }
+    }
+}
+
+/// A client's side of one connection to a daemon, as a state machine with no I/O: calls and frames
+/// in, frames and results out (Docs/Protocol.md, "Roles").
+///
+/// Requests (`status`, the document list, `create`), subscriptions and edits each get a number and a
+/// deadline: every one ends in exactly one result, an answer or an error, and ``tick(now:)`` fails
+/// those past their deadline. An edit is sent as frames of at most ``maxFrame`` bytes, each with a
+/// batch number of its own, and is done only when every frame is acknowledged (durable on the daemon).
+/// The document list is fetched page by page and the status part by part, however large.
+///
+/// The session never reads a document: its driver applies ``Action/operations(_:_:)``, answers
+/// ``Action/subscribed(_:name:epoch:version:)`` by sending what the daemon lacks (``send(_:_:now:)``),
+/// and owns the clock (`now` in nanoseconds of any monotonic clock).
+public struct ClientSession: Sendable {
+    /// A request to the daemon.
+    public enum Request: Hashable, Sendable {
+        /// The daemon's status (a JSON object).
+        case status
+        /// Every document (all pages).
+        case documents
+        /// A new document with these sections; `id` and `epoch` when copying a peer's document.
+        case create(name: String, sections: [String], id: DocumentID? = nil, epoch: UInt64 = 0)
+    }
+
+    /// The answer to a ``Request``.
+    public enum Answer: Hashable, Sendable {
+        case status(String)
+        case documents([DocumentInfo])
+        case created(DocumentID, epoch: UInt64)
+    }
+
+    /// What the session tells its driver, in order.
+    public enum Action: Equatable, Sendable {
+        /// Send this frame to the daemon.
+        case send([UInt8])
+        /// Close the connection (the daemon sent what this client cannot read).
+        case close(reason: String)
+        /// Request `number` ended.
+        case answered(UInt64, Result<Answer, ClientSessionError>)
+        /// A subscription is live: the daemon holds `version` durable at `epoch`. Send it what it lacks.
+        case subscribed(DocumentID, name: String, epoch: UInt64, version: VersionVector)
+        /// A subscription failed (unknown document, another epoch, a deadline).
+        case subscribeFailed(DocumentID, ClientSessionError)
+        /// Operations from the daemon: apply them.
+        case operations(DocumentID, [ListOperation])
+        /// A catch-up ended: the daemon sent everything it held durable up to `version`.
+        case synced(DocumentID, VersionVector)
+        /// Edit `number` ended: every frame durable and applied on the daemon (its version then), or
+        /// the first error (with `refused`, the edit's other operations were applied).
+        case editDone(UInt64, Result<VersionVector, ClientSessionError>)
+        /// The daemon announced new documents (this connection listed them before).
+        case announced([DocumentInfo])
+        /// An error about a document that answers nothing waiting (a refused batch sent with no
+        /// acknowledgement asked).
+        case documentError(DocumentID, SyncErrorCode, String)
+    }
+
+    /// The largest frame the connection takes.
+    public let maxFrame: Int
+    /// How long a request, subscription or edit may wait for its answer, in nanoseconds.
+    public let timeout: UInt64
+    /// Documents subscribed to (live or waiting for `subscribed`).
+    public var subscriptions: [DocumentID] { Array(subscribing.keys) + Array(live) }
+    /// Requests, subscriptions and edits waiting for an answer.
+    public var waitingCount: Int { requests.count + subscribing.count + edits.count }
+    /// Whether the session is closed (disconnected or fed an unreadable message).
+    public private(set) var isClosed = false
+
+    private var next: UInt64 = 1
+    private var requests: [UInt64: Pending] = [:]
+    private var batches: [UInt64: (edit: UInt64, deadline: UInt64)] = [:]
+    private var edits: [UInt64: Edit] = [:]
+    private var subscribing: [DocumentID: UInt64] = [:]
+    private var live: Set<DocumentID> = []
+
+    private struct Pending {
+        var request: Request
+        var deadline: UInt64
+        var pages: [DocumentInfo] = []
+        var status: [UInt8] = []
+    }
+
+    private struct Edit {
+        var frames: Int
+        var version = VersionVector()
+        var error: ClientSessionError?
+    }
+
+    /// A session over a connection whose frames are at most `maxFrame` bytes; `timeout` in nanoseconds.
+    public init(maxFrame: Int, timeout: UInt64 = 30_000_000_000) {
+        precondition(maxFrame >= 256, "frames of \(maxFrame) bytes are too small")
+        self.maxFrame = maxFrame
+        self.timeout = timeout
+    }
+
+    // MARK: Calls
+
+    /// Sends `request`; its result comes as ``Action/answered(_:_:)`` with the returned number.
+    public mutating func request(_ request: Request, now: UInt64) -> (UInt64, [Action]) {
+        let n = number()
+        guard !isClosed else { return (n, [.answered(n, .failure(.disconnected))]) }
+        requests[n] = Pending(request: request, deadline: now &+ timeout)
+        let message: SyncMessage
+        switch request {
+        case .status: message = .status(request: n)
+        case .documents: message = .listDocuments(request: n, after: nil)
+        case let .create(name, sections, id, epoch): message = .create(request: n, name: name, sections: sections, id: id, epoch: epoch)
+        }
+        return (n, [.send(message.encoded())])
+    }
+
+    /// Subscribes to `document` holding `version` at `epoch` (0: nothing held yet).
+    public mutating func subscribe(_ document: DocumentID, epoch: UInt64, version: VersionVector, now: UInt64) -> [Action] {
+        guard !isClosed else { return [.subscribeFailed(document, .disconnected)] }
+        live.remove(document)
+        subscribing[document] = now &+ timeout
+        return [.send(SyncMessage.subscribe(document: document, epoch: epoch, version: version).encoded())]
+    }
+
+    /// Stops receiving `document`.
+    public mutating func unsubscribe(_ document: DocumentID) -> [Action] {
+        guard subscribing.removeValue(forKey: document) != nil || live.remove(document) != nil, !isClosed else { return [] }
+        return [.send(SyncMessage.unsubscribe(document: document).encoded())]
+    }
+
+    /// Anti-entropy: tells the daemon this client holds `version` of a live document.
+    public func hello(_ document: DocumentID, version: VersionVector) -> [Action] {
+        guard live.contains(document), !isClosed else { return [] }
+        return [.send(SyncMessage.hello(document: document, version: version).encoded())]
+    }
+
+    /// Sends `ops` of `document` as one edit: frames with a batch number each. The edit ends with
+    /// ``Action/editDone(_:_:)`` (with the returned number) once every frame is answered.
+    ///
+    /// - Complexity: O(size) to encode.
+    public mutating func send(_ document: DocumentID, _ ops: [ListOperation], now: UInt64) -> (UInt64, [Action]) {
+        let edit = number()
+        guard !isClosed else { return (edit, [.editDone(edit, .failure(.disconnected))]) }
+        guard !ops.isEmpty else { return (edit, [.editDone(edit, .success(VersionVector()))]) }
+        var numbers: [UInt64] = []
+        let frames = OperationFrames.split(document, ops[...], maxFrame: maxFrame) { _ in
+            let b = self.number()
+            numbers.append(b)
+            return b
+        }
+        edits[edit] = Edit(frames: frames.count)
+        for b in numbers { batches[b] = (edit, now &+ timeout) }
+        return (edit, frames.map { .send($0.frame) })
+    }
+
+    /// Sends `ops` with no acknowledgement asked (batch 0): a relay of operations the sender does
+    /// not need to track.
+    public func push(_ document: DocumentID, _ ops: [ListOperation]) -> [Action] {
+        guard !isClosed, !ops.isEmpty else { return [] }
+        return OperationFrames.split(document, ops[...], maxFrame: maxFrame).map { .send($0.frame) }
+    }
+
+    // MARK: Events
+
+    /// One frame from the daemon.
+    ///
+    /// - Complexity: O(size) to decode.
+    public mutating func receive(_ frame: [UInt8], now: UInt64) -> [Action] {
+        guard !isClosed else { return [] }
+        let message: SyncMessage
+        do { message = try SyncMessage(decoding: frame) } catch {
+            // An answer a request waits for may be in it: fail everything rather than wait for ever.
+            return [.close(reason: "a message from the daemon did not decode")] + fail(.malformed(error.description))
+        }
+        switch message {
+        case let .subscribed(doc, name, epoch, version):
+            guard subscribing.removeValue(forKey: doc) != nil else { return [] }
+            live.insert(doc)
+            return [.subscribed(doc, name: name, epoch: epoch, version: version)]
+        case let .synced(doc, version):
+            return live.contains(doc) ? [.synced(doc, version)] : []
+        case let .operations(doc, _, ops):
+            return live.contains(doc) && !ops.isEmpty ? [.operations(doc, ops)] : []
+        case let .ack(_, batch, version):
+            return answerBatch(batch, .success(version))
+        case let .created(r, doc, epoch):
+            guard requests.removeValue(forKey: r) != nil else { return [] }
+            return [.answered(r, .success(.created(doc, epoch: epoch)))]
+        case let .documents(r, list, more):
+            if r == 0 { return [.announced(list)] }
+            guard var p = requests[r] else { return [] }
+            p.pages += list
+            guard more, let last = list.last else {
+                requests[r] = nil
+                return [.answered(r, .success(.documents(p.pages)))]
+            }
+            p.deadline = now &+ timeout
+            requests[r] = p
+            return [.send(SyncMessage.listDocuments(request: r, after: last.id).encoded())]
+        case let .statusReport(r, part, more):
+            guard var p = requests[r] else { return [] }
+            p.status += part
+            guard more else {
+                requests[r] = nil
+                return [.answered(r, .success(.status(String(decoding: p.status, as: UTF8.self))))]
+            }
+            p.deadline = now &+ timeout
+            requests[r] = p
+            return []
+        case let .error(r, doc, code, text):
+            let e = ClientSessionError.refused(code, text)
+            if r != 0, requests.removeValue(forKey: r) != nil { return [.answered(r, .failure(e))] }
+            if r != 0, batches[r] != nil { return answerBatch(r, .failure(e)) }
+            if let doc, subscribing.removeValue(forKey: doc) != nil || (code == .epochMismatch && live.remove(doc) != nil) {
+                return [.subscribeFailed(doc, e)]
+            }
+            if let doc { return [.documentError(doc, code, text)] }
+            return []
+        case .subscribe, .unsubscribe, .hello, .create, .listDocuments, .status:
+            return []
+        }
+    }
+
+    /// The clock moved to `now`: requests, subscriptions and edits past their deadline fail.
+    public mutating func tick(now: UInt64) -> [Action] {
+        var actions: [Action] = []
+        for (r, p) in requests.sorted(by: { $0.key < $1.key }) where p.deadline <= now {
+            requests[r] = nil
+            actions.append(.answered(r, .failure(.timeout(Self.describe(p.request)))))
+        }
+        for (doc, deadline) in subscribing.sorted(by: { $0.key < $1.key }) where deadline <= now {
+            subscribing[doc] = nil
+            actions.append(.subscribeFailed(doc, .timeout("the subscription to \(doc)")))
+        }
+        for (b, entry) in batches.sorted(by: { $0.key < $1.key }) where entry.deadline <= now && batches[b] != nil {
+            actions += answerBatch(b, .failure(.timeout("the acknowledgement of batch \(b)")))
+        }
+        return actions
+    }
+
+    /// The connection closed: everything waiting fails with ``ClientSessionError/disconnected``.
+    public mutating func disconnected() -> [Action] {
+        fail(.disconnected)
+    }
+
+    // MARK: Internals
+
+    private mutating func number() -> UInt64 {
+        defer { next += 1 }
+        return next
+    }
+
+    private mutating func answerBatch(_ batch: UInt64, _ result: Result<VersionVector, ClientSessionError>) -> [Action] {
+        guard let entry = batches.removeValue(forKey: batch), var edit = edits[entry.edit] else { return [] }
+        edit.frames -= 1
+        switch result {
+        case let .success(v): edit.version.formUnion(v)
+        case let .failure(e):
+            if edit.error == nil { edit.error = e }
+            if case .timeout = e {
+                // The rest of the edit cannot be trusted to end on its own: end it now.
+                for (b, other) in batches where other.edit == entry.edit { batches[b] = nil }
+                edit.frames = 0
+            }
+        }
+        guard edit.frames == 0 else {
+            edits[entry.edit] = edit
+            return []
+        }
+        edits[entry.edit] = nil
+        return [.editDone(entry.edit, edit.error.map { .failure($0) } ?? .success(edit.version))]
+    }
+
+    private mutating func fail(_ e: ClientSessionError) -> [Action] {
+        isClosed = true
+        var actions: [Action] = []
+        for r in requests.keys.sorted() { actions.append(.answered(r, .failure(e))) }
+        for d in subscribing.keys.sorted() { actions.append(.subscribeFailed(d, e)) }
+        for id in edits.keys.sorted() { actions.append(.editDone(id, .failure(e))) }
+        requests = [:]; subscribing = [:]; edits = [:]; batches = [:]; live = []
+        return actions
+    }
+
+    private static func describe(_ r: Request) -> String {
+        switch r {
+        case .status: return "the status"
+        case .documents: return "the document list"
+        case let .create(name, _, _, _): return "creating \(name)"
+        }
+    }
+}

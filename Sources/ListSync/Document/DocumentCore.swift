@@ -1,0 +1,359 @@
+import ListCRDT
+
+/// Who a ``DocumentCore`` talks to: one connection (a client's or a peer's) of the daemon.
+public struct SubscriberID: Hashable, Comparable, Sendable, CustomStringConvertible {
+    /// The connection's number, unique within the daemon.
+    public var raw: Int
+    /// The subscriber with number `raw`.
+    public init(_ raw: Int) { self.raw = raw }
+    public static func < (a: Self, b: Self) -> Bool { a.raw < b.raw }
+    public var description: String { "subscriber \(raw)" }
+}
+
+/// One document on the daemon as a state machine with no I/O: batches in, durable appends and
+/// messages out (Docs/Protocol.md, "The document core").
+///
+/// A batch goes through four steps, in this order and no other:
+/// 1. **validated and applied in memory** (``receive(_:batch:from:)``): the engine refuses what is
+///    malformed, an equivocation or over its causal buffer's limits, and changes nothing for those;
+///    only what it accepted (applied, or kept waiting for its causes) is to be logged;
+/// 2. **appended**: the core asks its driver to make the accepted operations durable
+///    (``Action/append(ticket:operations:)``); nothing of the batch is visible to anyone yet: not in
+///    ``durableVersion``, not in a catch-up, not forwarded;
+/// 3. **durable** (``durable(ticket:)``): batches are released in the order they were received,
+///    once every batch before them is durable too;
+/// 4. **forwarded and acknowledged**: the operations a released batch applied go to every other
+///    subscriber, and its sender gets exactly one answer, an `ack` or an `error`.
+///
+/// A failed append (``appendFailed(ticket:reason:)``) fails every batch in flight with a storage
+/// error and stops the core until its driver reloads it from disk (``recovered(_:)``): what the
+/// disk holds is the truth.
+///
+/// Subscribers get their catch-up in steps of at most ``stepBytes`` bytes; after each step the core
+/// asks its driver to say when the subscriber's connection has room again
+/// (``Action/awaitRoom(_:)`` then ``roomAvailable(_:)``), so a large document streams to a slow
+/// link without filling the send queue.
+public struct DocumentCore: Sendable {
+    /// What the core asks its driver to do, in order.
+    public enum Action: Equatable, Sendable {
+        /// Make `operations` durable (in the document's log), then call ``durable(ticket:)`` or
+        /// ``appendFailed(ticket:reason:)`` with `ticket`. Appends must reach the log in ticket order.
+        case append(ticket: UInt64, operations: [ListOperation])
+        /// Send this frame (an encoded ``SyncMessage``) to the subscriber.
+        case send(SubscriberID, [UInt8])
+        /// Call ``roomAvailable(_:)`` once the subscriber's connection can take more.
+        case awaitRoom(SubscriberID)
+        /// Close the subscriber's connection: it fell too far behind.
+        case close(SubscriberID, reason: String)
+    }
+
+    /// What the core does differently, for measuring the simulator's power (tests only).
+    @_spi(Testing) public enum Variant: Sendable {
+        /// As documented.
+        case correct
+        /// Acknowledges and forwards a batch as soon as it is appended, before it is durable
+        /// (breaks Promise 1: a crash loses acknowledged operations).
+        case acknowledgeBeforeDurable
+    }
+
+    /// The document's id.
+    public let id: DocumentID
+    /// Its name.
+    public let name: String
+    /// Its epoch.
+    public private(set) var epoch: UInt64
+    /// The document as applied in memory: every durable operation, and those of batches in flight.
+    public private(set) var document: ListDocument
+    /// What the daemon advertises: every operation in it is durable.
+    public private(set) var durableVersion: VersionVector
+    /// Why the store failed, while the core waits for ``recovered(_:)``.
+    public private(set) var failure: String?
+    /// The largest frame a subscriber's connection takes.
+    public let maxFrame: Int
+    /// Bytes of catch-up sent to a subscriber before waiting for room.
+    public let stepBytes: Int
+    /// Operations queued for one subscriber past which it is cut off as a slow consumer (beyond its
+    /// catch-up).
+    public let maxQueuedOperations: Int
+    /// Known operations received again with other content (equivocations), refused.
+    public private(set) var equivocations = 0
+    /// The id of the last one.
+    public private(set) var lastEquivocation: OpID?
+    /// Operations applied here from batches (woken ones included), for metrics.
+    public private(set) var operationsApplied = 0
+    /// How the core behaves (tests only).
+    @_spi(Testing) public var variant = Variant.correct
+
+    /// Log positions below this are durable.
+    private var durableCount: Int
+    private var inFlight: [InFlight] = []
+    private var nextTicket: UInt64 = 1
+    private var subscribers: [SubscriberID: Subscriber] = [:]
+
+    /// A batch between ``receive(_:batch:from:)`` and its release.
+    private struct InFlight {
+        let ticket: UInt64
+        /// The log positions its receive applied (woken operations of earlier batches included).
+        let applied: Range<Int>
+        let sender: SubscriberID?
+        let batch: UInt64
+        let refused: [ApplyError]
+        var durable: Bool
+    }
+
+    /// One subscriber's outgoing operations.
+    private struct Subscriber {
+        /// Operations to send, in order.
+        var queue: [ListOperation] = []
+        var next = 0
+        /// Whether the core waits for ``roomAvailable(_:)``.
+        var waiting = false
+        /// A `synced` follows once the queue is empty.
+        var syncedDue = true
+        var queued: Int { queue.count - next }
+    }
+
+    /// A core for `document`, loaded from disk (everything in it is durable).
+    ///
+    /// - Parameters:
+    ///   - maxFrame: the largest frame subscribers' connections take.
+    ///   - stepBytes: catch-up bytes sent before waiting for room (default 1 MiB).
+    public init(id: DocumentID, name: String, epoch: UInt64, document: ListDocument, maxFrame: Int = 1 << 20,
+                stepBytes: Int = 1 << 20, maxQueuedOperations: Int = 262_144) {
+        precondition(maxFrame >= 256, "frames of \(maxFrame) bytes are too small")
+        self.id = id
+        self.name = name
+        self.epoch = epoch
+        self.document = document
+        self.durableVersion = document.version
+        self.durableCount = document.operationCount
+        self.maxFrame = maxFrame
+        self.stepBytes = max(stepBytes, 1)
+        self.maxQueuedOperations = maxQueuedOperations
+    }
+
+    /// Batches appended and not yet released.
+    public var inFlightCount: Int { inFlight.count }
+    /// Whether every applied operation is durable (a snapshot of ``document`` holds nothing that is not).
+    public var isQuiet: Bool { inFlight.isEmpty && failure == nil }
+    /// The subscribers, in order.
+    public var subscriberIDs: [SubscriberID] { subscribers.keys.sorted() }
+
+    // MARK: Batches
+
+    /// A batch from `sender` (nil: the daemon itself), with `batch` its request number (0: no answer).
+    ///
+    /// - Complexity: that of ``ListDocument/receive(_:)-([ListOperation])`` for the batch.
+    public mutating func receive(_ ops: [ListOperation], batch: UInt64, from sender: SubscriberID?) -> [Action] {
+        if let failure {
+            return answer(sender, .error(request: batch, document: id, code: .storage,
+                                        text: "the document's store failed (\(failure)); nothing of batch \(batch) was applied"))
+        }
+        var seen: [ListOperation] = [], fresh: [ListOperation] = []
+        for op in ops {
+            if document.version.contains(op.lastID) { seen.append(op) } else { fresh.append(op) }
+        }
+        // Known operations change nothing; they are checked against what is known (equivocations).
+        var refused = seen.isEmpty ? [] : document.receive(seen).refused
+        equivocations += refused.count
+        for case let .equivocation(id) in refused { lastEquivocation = id }
+        let start = document.operationCount
+        let report = fresh.isEmpty ? ReceiveReport() : document.receive(fresh)
+        refused += report.refused
+        operationsApplied += document.operationCount - start
+        let accepted = Self.accepted(fresh, refused: report.refused)
+        let ticket = nextTicket
+        nextTicket += 1
+        inFlight.append(InFlight(ticket: ticket, applied: start..<document.operationCount, sender: sender,
+                                 batch: batch, refused: refused, durable: accepted.isEmpty))
+        var actions: [Action] = []
+        if !accepted.isEmpty { actions.append(.append(ticket: ticket, operations: accepted)) }
+        if variant == .acknowledgeBeforeDurable { markDurable(ticket) }
+        actions += release()
+        return actions
+    }
+
+    /// A refusal the driver decided (a rate limit, a store it could not reopen): the sender's one
+    /// answer for `batch`, nothing applied.
+    public func refuse(batch: UInt64, from sender: SubscriberID, code: SyncErrorCode, text: String) -> [Action] {
+        answer(sender, .error(request: batch, document: id, code: code, text: text))
+    }
+
+    /// The append of `ticket` is durable.
+    public mutating func durable(ticket: UInt64) -> [Action] {
+        markDurable(ticket)
+        return release()
+    }
+
+    /// The append of `ticket` failed: every batch in flight is refused with a storage error and the
+    /// core takes nothing until ``recovered(_:)``.
+    public mutating func appendFailed(ticket: UInt64, reason: String) -> [Action] {
+        guard failure == nil else { return [] }
+        failure = reason
+        var actions: [Action] = []
+        for f in inFlight where !f.durable || f.ticket >= ticket {
+            actions += answer(f.sender, .error(request: f.batch, document: id, code: .storage,
+                                               text: "the document's store failed (\(reason)); nothing of batch \(f.batch) was acknowledged"))
+        }
+        // Durable batches before the failed one are released; the rest wait for the reload.
+        inFlight.removeAll { !$0.durable || $0.ticket >= ticket }
+        actions += release()
+        return actions
+    }
+
+    /// The document as reloaded from disk after a failure: it replaces the one in memory (whatever
+    /// of the failed batches reached the disk is durable now, and is forwarded).
+    public mutating func recovered(_ reloaded: ListDocument) -> [Action] {
+        let extra = reloaded.operations(since: durableVersion)
+        document = reloaded
+        durableVersion = reloaded.version
+        durableCount = reloaded.operationCount
+        inFlight = []
+        failure = nil
+        return forward(extra, except: nil)
+    }
+
+    // MARK: Subscribers
+
+    /// `subscriber` attaches at `epoch` (0: it holds nothing) holding `version`: it gets `subscribed`,
+    /// the durable operations it lacks in steps, then `synced`, then every new durable operation.
+    /// An epoch other than the document's is refused with `epochMismatch` (re-attach from scratch).
+    ///
+    /// - Complexity: O(r + k) for the log's r records and the k operations it lacks.
+    public mutating func subscribe(_ subscriber: SubscriberID, epoch: UInt64, version: VersionVector) -> [Action] {
+        guard epoch == 0 || epoch == self.epoch else {
+            return [.send(subscriber, SyncMessage.error(request: 0, document: id, code: .epochMismatch,
+                text: "document \(id) is at epoch \(self.epoch), not \(epoch): it was reset or restored; re-attach").encoded())]
+        }
+        subscribers[subscriber] = Subscriber()
+        let hello = SyncMessage.subscribed(document: id, name: name, epoch: self.epoch, version: durableVersion).encoded()
+        return [.send(subscriber, hello)] + enqueue(subscriber, durableOperations(since: version), synced: true)
+    }
+
+    /// Anti-entropy from `subscriber`: it holds `version`; the durable operations it lacks follow, then `synced`.
+    public mutating func hello(_ subscriber: SubscriberID, version: VersionVector) -> [Action] {
+        guard subscribers[subscriber] != nil else { return [] }
+        return enqueue(subscriber, durableOperations(since: version), synced: true)
+    }
+
+    /// `subscriber` leaves (unsubscribed, or its connection closed).
+    public mutating func unsubscribe(_ subscriber: SubscriberID) {
+        subscribers[subscriber] = nil
+        for i in inFlight.indices where inFlight[i].sender == subscriber {
+            // Its batches are still logged and forwarded; there is nobody to answer.
+            inFlight[i] = InFlight(ticket: inFlight[i].ticket, applied: inFlight[i].applied, sender: nil,
+                                   batch: 0, refused: inFlight[i].refused, durable: inFlight[i].durable)
+        }
+    }
+
+    /// Whether `subscriber` is attached.
+    public func isSubscribed(_ subscriber: SubscriberID) -> Bool { subscribers[subscriber] != nil }
+
+    /// `subscriber`'s connection has room again: the next step of what is queued for it.
+    public mutating func roomAvailable(_ subscriber: SubscriberID) -> [Action] {
+        guard subscribers[subscriber] != nil else { return [] }
+        subscribers[subscriber]!.waiting = false
+        return pump(subscriber)
+    }
+
+    // MARK: Internals
+
+    private static func accepted(_ fresh: [ListOperation], refused: [ApplyError]) -> [ListOperation] {
+        guard !refused.isEmpty else { return fresh }
+        var ids: [OpID] = []
+        for e in refused {
+            switch e {
+            case let .equivocation(i), let .malformed(i, _), let .valueTooLarge(i, _, _), let .bufferFull(i, _): ids.append(i)
+            }
+        }
+        return fresh.filter { op in !ids.contains { $0.replica == op.id.replica && $0.counter >= op.id.counter && $0.counter <= op.lastID.counter } }
+    }
+
+    private mutating func markDurable(_ ticket: UInt64) {
+        guard let i = inFlight.firstIndex(where: { $0.ticket == ticket }) else { return }
+        inFlight[i].durable = true
+    }
+
+    /// Releases the durable batches at the front, in order: forwards what each applied and
+    /// answers its sender.
+    private mutating func release() -> [Action] {
+        var actions: [Action] = []
+        while let first = inFlight.first, first.durable {
+            inFlight.removeFirst()
+            assert(first.applied.lowerBound == durableCount || variant != .correct,
+                   "batch \(first.ticket) released out of log order")
+            let applied = document.operations(in: first.applied)
+            for op in applied { durableVersion.observe(op.lastID) }
+            durableCount = first.applied.upperBound
+            actions += forward(applied, except: first.sender)
+            if !first.refused.isEmpty {
+                let text = "\(first.refused.count) operation(s) of batch \(first.batch) refused, the first: \(first.refused[0]); the others are durable and applied"
+                actions += answer(first.sender, .error(request: first.batch, document: id, code: .refused, text: text))
+            } else if first.batch != 0 {
+                actions += answer(first.sender, .ack(document: id, batch: first.batch, version: durableVersion))
+            }
+        }
+        assert(!inFlight.isEmpty || variant != .correct || failure != nil || durableVersion == document.version,
+               "quiet, yet the durable version \(durableVersion) is not the document's \(document.version)")
+        return actions
+    }
+
+    private func answer(_ to: SubscriberID?, _ message: SyncMessage) -> [Action] {
+        guard let to else { return [] }
+        return [.send(to, message.encoded())]
+    }
+
+    /// The durable operations `version` lacks.
+    private func durableOperations(since version: VersionVector) -> [ListOperation] {
+        document.operations(since: version, before: durableCount)
+    }
+
+    private mutating func forward(_ ops: [ListOperation], except sender: SubscriberID?) -> [Action] {
+        guard !ops.isEmpty else { return [] }
+        var actions: [Action] = []
+        for s in subscribers.keys.sorted() where s != sender {
+            actions += enqueue(s, ops, synced: false)
+        }
+        return actions
+    }
+
+    private mutating func enqueue(_ s: SubscriberID, _ ops: [ListOperation], synced: Bool) -> [Action] {
+        guard var sub = subscribers[s] else { return [] }
+        if sub.next > 0, sub.next == sub.queue.count { sub.queue = []; sub.next = 0 }
+        sub.queue += ops
+        if synced { sub.syncedDue = true }
+        subscribers[s] = sub
+        if sub.queued > maxQueuedOperations + (synced ? ops.count : 0) {
+            subscribers[s] = nil
+            return [.close(s, reason: "slow consumer: over \(maxQueuedOperations) operations waiting to be sent")]
+        }
+        return sub.waiting ? [] : pump(s)
+    }
+
+    /// Sends queued operations to `s` up to ``stepBytes``; then asks for room, or says `synced`.
+    private mutating func pump(_ s: SubscriberID) -> [Action] {
+        guard var sub = subscribers[s], !sub.waiting else { return [] }
+        var actions: [Action] = []
+        var sent = 0
+        while sub.next < sub.queue.count, sent < stepBytes {
+            // One frame at a time, so that a step stops near its budget.
+            let (frame, count) = OperationFrames.first(id, sub.queue[sub.next...], maxFrame: maxFrame)
+            actions.append(.send(s, frame))
+            sent += frame.count
+            sub.next += count
+        }
+        if sub.next == sub.queue.count {
+            sub.queue = []
+            sub.next = 0
+            if sub.syncedDue {
+                sub.syncedDue = false
+                actions.append(.send(s, SyncMessage.synced(document: id, version: durableVersion).encoded()))
+            }
+        } else {
+            sub.waiting = true
+            actions.append(.awaitRoom(s))
+        }
+        subscribers[s] = sub
+        return actions
+    }
+}

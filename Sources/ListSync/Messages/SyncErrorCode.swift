@@ -1,0 +1,52 @@
+import ListCRDT
+
+/// A document as `documents` lists it.
+public struct DocumentInfo: Hashable, Sendable {
+    /// Its id.
+    public var id: DocumentID
+    /// Its name.
+    public var name: String
+    /// Its epoch (a new one after a reset or a restore; 0 when the daemon has not loaded it).
+    public var epoch: UInt64
+    /// Operations applied (loaded documents only; 0 when not resident).
+    public var operations: Int
+
+    /// A listing entry.
+    public init(id: DocumentID, name: String, epoch: UInt64, operations: Int) {
+        self.id = id
+        self.name = name
+        self.epoch = epoch
+        self.operations = operations
+    }
+}
+
+/// What went wrong, in an ``SyncMessage/error(request:document:code:text:)``.
+public enum SyncErrorCode: UInt8, Sendable, CustomStringConvertible {
+    /// No document with that id.
+    case unknownDocument = 1
+    /// The document has another epoch: it was reset or restored; re-attach from scratch.
+    case epochMismatch = 2
+    /// The message did not decode; the connection is closed after this error.
+    case malformed = 3
+    /// Operations of a batch the document refused (malformed, an equivocation, its causal buffer
+    /// full). The other operations of that batch are durable and applied; no `ack` follows.
+    case refused = 4
+    /// A limit was reached (documents, rate); nothing of the request or batch was done.
+    case limit = 5
+    /// The daemon cannot write to its disk; nothing of the batch was applied or acknowledged.
+    case storage = 6
+    /// A request the daemon does not serve.
+    case unsupported = 7
+
+    public var description: String {
+        switch self {
+        case .unknownDocument: return "unknown document"
+        case .epochMismatch: return "epoch mismatch"
+        case .malformed: return "malformed message"
+        case .refused: return "refused"
+        case .limit: return "limit reached"
+        case .storage: return "storage failure"
+        case .unsupported: return "unsupported"
+        }
+    }
+}

@@ -1,0 +1,258 @@
+import ListCRDT
+
+/// One message of the sync protocol, carried in one transport frame (Docs/Protocol.md). Many
+/// documents share one connection; each message names its document or its request.
+///
+/// Every role speaks it: a device or command-line client (``ClientSession``), the daemon's side of
+/// a connection (``ServerSession``), a daemon's link to a peer daemon (``PeerSession``), and the
+/// simulator, which runs those same state machines.
+public enum SyncMessage: Equatable, Sendable {
+    /// Attach to a document: "I hold `version` of it at `epoch`" (epoch 0: I hold nothing yet).
+    case subscribe(document: DocumentID, epoch: UInt64, version: VersionVector)
+    /// The subscription is live: the document's name, epoch and durable version. The operations the
+    /// subscriber lacks follow as `operations` with batch 0, then ``synced(document:version:)``, then
+    /// every new operation as it becomes durable.
+    case subscribed(document: DocumentID, name: String, epoch: UInt64, version: VersionVector)
+    /// The end of a catch-up (after a `subscribe` or a `hello`): everything the daemon held durable up
+    /// to `version` that the subscriber lacked has been sent.
+    case synced(document: DocumentID, version: VersionVector)
+    /// Stop receiving a document's operations.
+    case unsubscribe(document: DocumentID)
+    /// Operations for a document. A nonzero `batch` asks for exactly one answer: an `ack` once they are
+    /// durable and applied, or an `error` with that request number.
+    case operations(document: DocumentID, batch: UInt64, operations: [ListOperation])
+    /// Batch `batch` is durable and applied (every operation of it); the document is now at `version`.
+    case ack(document: DocumentID, batch: UInt64, version: VersionVector)
+    /// Anti-entropy: "I hold `version`"; the answer is the operations after it, then `synced`.
+    case hello(document: DocumentID, version: VersionVector)
+    /// Create a document. A peer passes the id and epoch it holds, so both daemons hold the same document.
+    case create(request: UInt64, name: String, sections: [String], id: DocumentID?, epoch: UInt64)
+    /// The document exists (made now, or already there with this id).
+    case created(request: UInt64, document: DocumentID, epoch: UInt64)
+    /// List the documents with an id greater than `after` (all, when nil): one page.
+    case listDocuments(request: UInt64, after: DocumentID?)
+    /// A page of documents, ordered by id; `more`: ask again after the last one for the rest.
+    /// Request 0: a daemon announces new documents to a connection that listed them.
+    case documents(request: UInt64, [DocumentInfo], more: Bool)
+    /// Ask for the daemon's status.
+    case status(request: UInt64)
+    /// A part of the status (a JSON object's UTF-8 bytes, split where a frame ends); `more`: parts follow.
+    case statusReport(request: UInt64, part: [UInt8], more: Bool)
+    /// A refusal: what and why. `request` (a request or batch number) or `document` say what it answers.
+    case error(request: UInt64, document: DocumentID?, code: SyncErrorCode, text: String)
+
+    enum Tag: UInt8 {
+        case subscribe = 1, subscribed, unsubscribe, operations, ack, hello, create, created,
+             listDocuments, documents, status, statusReport, error, synced
+    }
+
+    /// The protocol's version, the first byte of every message. Version 2 added `synced`, paged
+    /// `documents` and chunked `statusReport`; a version-1 peer's messages are refused with
+    /// ``SyncProtocolError/unsupportedVersion(_:)``.
+    public static let version: UInt8 = 2
+
+    /// The type byte of `operations` messages (the second byte of the frame): a relay peeks at it.
+    public static let operationsTag: UInt8 = Tag.operations.rawValue
+
+    /// The longest name or error text, in UTF-8 bytes.
+    public static let maxTextBytes = 65_536
+
+    /// The message's bytes.
+    ///
+    /// - Complexity: O(size).
+    public func encoded() -> [UInt8] {
+        var w = WireWriter()
+        w.byte(Self.version)
+        switch self {
+        case let .subscribe(doc, epoch, version):
+            w.byte(Tag.subscribe.rawValue); w.document(doc); w.varint(epoch); w.version(version)
+        case let .subscribed(doc, name, epoch, version):
+            w.byte(Tag.subscribed.rawValue); w.document(doc); w.string(name); w.varint(epoch); w.version(version)
+        case let .synced(doc, version):
+            w.byte(Tag.synced.rawValue); w.document(doc); w.version(version)
+        case let .unsubscribe(doc):
+            w.byte(Tag.unsubscribe.rawValue); w.document(doc)
+        case let .operations(doc, batch, ops):
+            w.byte(Tag.operations.rawValue); w.document(doc); w.varint(batch)
+            w.bytes.append(contentsOf: ListOperation.encode(ops))
+        case let .ack(doc, batch, version):
+            w.byte(Tag.ack.rawValue); w.document(doc); w.varint(batch); w.version(version)
+        case let .hello(doc, version):
+            w.byte(Tag.hello.rawValue); w.document(doc); w.version(version)
+        case let .create(request, name, sections, id, epoch):
+            w.byte(Tag.create.rawValue); w.varint(request); w.string(name)
+            w.count(sections.count)
+            for s in sections { w.string(s) }
+            w.optionalDocument(id)
+            w.varint(epoch)
+        case let .created(request, doc, epoch):
+            w.byte(Tag.created.rawValue); w.varint(request); w.document(doc); w.varint(epoch)
+        case let .listDocuments(request, after):
+            w.byte(Tag.listDocuments.rawValue); w.varint(request); w.optionalDocument(after)
+        case let .documents(request, list, more):
+            w.byte(Tag.documents.rawValue); w.varint(request); w.count(list.count)
+            for d in list { w.documentInfo(d) }
+            w.byte(more ? 1 : 0)
+        case let .status(request):
+            w.byte(Tag.status.rawValue); w.varint(request)
+        case let .statusReport(request, part, more):
+            w.byte(Tag.statusReport.rawValue); w.varint(request); w.count(part.count)
+            w.bytes.append(contentsOf: part)
+            w.byte(more ? 1 : 0)
+        case let .error(request, doc, code, text):
+            w.byte(Tag.error.rawValue); w.varint(request); w.optionalDocument(doc)
+            w.byte(code.rawValue); w.string(text)
+        }
+        return w.bytes
+    }
+
+    /// Decodes one whole message, validating all of it.
+    ///
+    /// - Throws: ``SyncProtocolError`` saying what was wrong; nothing is applied.
+    /// - Complexity: O(size).
+    public init(decoding bytes: [UInt8]) throws(SyncProtocolError) {
+        var r = WireReader(bytes)
+        do {
+            let v = try r.byte()
+            guard v == Self.version else { throw SyncProtocolError.unsupportedVersion(v) }
+            let t = try r.byte()
+            guard let tag = Tag(rawValue: t) else { throw SyncProtocolError.malformed("unknown message type \(t)") }
+            self = try Self.decodeBody(tag, &r)
+            guard r.isAtEnd else { throw SyncProtocolError.malformed("\(r.remaining) trailing bytes") }
+        } catch let e as SyncProtocolError {
+            throw e
+        } catch {
+            throw .malformed("\(error)")
+        }
+    }
+
+    private static func decodeBody(_ tag: Tag, _ r: inout WireReader) throws -> SyncMessage {
+        switch tag {
+        case .subscribe:
+            return .subscribe(document: try r.document(), epoch: try r.varint(), version: try r.version())
+        case .subscribed:
+            return .subscribed(document: try r.document(), name: try r.string(), epoch: try r.varint(), version: try r.version())
+        case .synced:
+            return .synced(document: try r.document(), version: try r.version())
+        case .unsubscribe:
+            return .unsubscribe(document: try r.document())
+        case .operations:
+            let doc = try r.document()
+            let batch = try r.varint()
+            do {
+                return .operations(document: doc, batch: batch, operations: try ListOperation.decode(try r.raw(r.remaining)))
+            } catch {
+                throw SyncProtocolError.malformed("operations: \(error)")
+            }
+        case .ack:
+            return .ack(document: try r.document(), batch: try r.varint(), version: try r.version())
+        case .hello:
+            return .hello(document: try r.document(), version: try r.version())
+        case .create:
+            let request = try r.varint()
+            let name = try r.string()
+            let n = try r.count(minBytes: 1)
+            var sections: [String] = []
+            for _ in 0..<n { sections.append(try r.string()) }
+            return .create(request: request, name: name, sections: sections, id: try r.optionalDocument(), epoch: try r.varint())
+        case .created:
+            return .created(request: try r.varint(), document: try r.document(), epoch: try r.varint())
+        case .listDocuments:
+            return .listDocuments(request: try r.varint(), after: try r.optionalDocument())
+        case .documents:
+            let request = try r.varint()
+            let n = try r.count(minBytes: 19)
+            var list: [DocumentInfo] = []
+            list.reserveCapacity(n)
+            for _ in 0..<n { list.append(try r.documentInfo()) }
+            return .documents(request: request, list, more: try r.flag())
+        case .status:
+            return .status(request: try r.varint())
+        case .statusReport:
+            let request = try r.varint()
+            let n = try r.count(minBytes: 1)
+            return .statusReport(request: request, part: Array(try r.raw(n)), more: try r.flag())
+        case .error:
+            let request = try r.varint()
+            let doc = try r.optionalDocument()
+            let c = try r.byte()
+            guard let code = SyncErrorCode(rawValue: c) else { throw SyncProtocolError.malformed("unknown error code \(c)") }
+            return .error(request: request, document: doc, code: code, text: try r.string())
+        }
+    }
+}
+
+/// Why a sync-protocol message was refused.
+public enum SyncProtocolError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// A protocol version this build does not speak.
+    case unsupportedVersion(UInt8)
+    /// The bytes are not a valid message.
+    case malformed(String)
+
+    public var description: String {
+        switch self {
+        case let .unsupportedVersion(v):
+            return "unsupported sync protocol version \(v) (this build speaks \(SyncMessage.version))"
+        case let .malformed(why): return "malformed message: \(why)"
+        }
+    }
+}
+
+extension WireWriter {
+    mutating func document(_ id: DocumentID) { bytes.append(contentsOf: id.bytes) }
+    mutating func optionalDocument(_ id: DocumentID?) {
+        if let id { byte(1); document(id) } else { byte(0) }
+    }
+    mutating func string(_ s: String) {
+        let u = Array(s.utf8)
+        count(u.count)
+        bytes.append(contentsOf: u)
+    }
+    mutating func version(_ v: VersionVector) {
+        count(v.count)
+        for e in v.entries { varint(e.replica.rawValue); varint(e.counter) }
+    }
+    mutating func documentInfo(_ d: DocumentInfo) {
+        document(d.id); string(d.name); varint(d.epoch); count(d.operations)
+    }
+}
+
+extension WireReader {
+    mutating func document() throws(WireError) -> DocumentID {
+        let at = offset
+        guard let id = DocumentID(bytes: try raw(16)) else { throw .truncated(offset: at) }
+        return id
+    }
+    mutating func optionalDocument() throws(WireError) -> DocumentID? {
+        try flag() ? try document() : nil
+    }
+    /// A presence byte: 0 or 1, anything else is malformed.
+    mutating func flag() throws(WireError) -> Bool {
+        let at = offset
+        switch try byte() {
+        case 0: return false
+        case 1: return true
+        case let b: throw .invalidValue("flag byte \(b)", offset: at)
+        }
+    }
+    /// A string of at most `limit` bytes (names and error texts: 64 KiB).
+    mutating func string(limit: Int = SyncMessage.maxTextBytes) throws(WireError) -> String {
+        let n = try count(minBytes: 1)
+        guard n <= limit else { throw .countTooLarge(n, offset: offset) }
+        return String(decoding: try raw(n), as: UTF8.self)
+    }
+    mutating func version() throws(WireError) -> VersionVector {
+        let n = try count(minBytes: 2)
+        var counters: [ReplicaID: UInt64] = [:]
+        for _ in 0..<n {
+            let at = offset
+            let id = ReplicaID(try varint())
+            let c = try varint()
+            guard counters.updateValue(c, forKey: id) == nil else { throw .invalidValue("replica twice in a version", offset: at) }
+        }
+        return VersionVector(counters)
+    }
+    mutating func documentInfo() throws(WireError) -> DocumentInfo {
+        DocumentInfo(id: try document(), name: try string(), epoch: try varint(), operations: try count(minBytes: 0))
+    }
+}

@@ -1,0 +1,211 @@
+import ListCRDT
+
+/// A daemon's link to a peer daemon, as a state machine with no I/O (Docs/Protocol.md, "Peers").
+///
+/// The link is a client of the peer (its wire side is a ``ClientSession``) and a subscriber of this
+/// daemon's document cores. On every connection and every anti-entropy round it lists the peer's
+/// documents and reconciles them with this daemon's:
+/// - a document only the peer holds is subscribed to with epoch 0; when the peer says which epoch it
+///   is at, the driver makes the local copy with that id and epoch (``Action/createLocal(_:name:epoch:)``);
+/// - a document only this daemon holds is created on the peer with the same id and epoch;
+/// - a document both hold at the same epoch is subscribed to with this daemon's version: the peer
+///   sends what this daemon lacks, and its `subscribed` answer (its version) makes the link send
+///   what the peer lacks (``Action/attach(_:remoteVersion:)``);
+/// - a document held at two epochs is not synced (an operator re-attaches one of them).
+///
+/// Operations flow both ways from then on. A batch the peer refused for a limit or its storage is
+/// sent again by a resync (a new subscription, both ways) after ``resyncDelay``.
+public struct PeerSession: Sendable {
+    /// This daemon's copy of a document, as the link needs it.
+    public struct LocalDocument: Hashable, Sendable {
+        public var id: DocumentID
+        public var name: String
+        public var epoch: UInt64
+        /// The durable version.
+        public var version: VersionVector
+        public init(id: DocumentID, name: String, epoch: UInt64, version: VersionVector) {
+            (self.id, self.name, self.epoch, self.version) = (id, name, epoch, version)
+        }
+    }
+
+    /// What the link asks its driver to do, in order.
+    public enum Action: Equatable, Sendable {
+        /// Send this frame to the peer.
+        case send([UInt8])
+        /// Close the connection.
+        case close(reason: String)
+        /// The peer's document list arrived: call ``reconcile(remote:local:complete:now:)`` with this
+        /// daemon's documents.
+        case listed([DocumentInfo])
+        /// The peer announced new documents: call ``reconcile(remote:local:complete:now:)`` with
+        /// `complete: false` and this daemon's copies of them.
+        case announced([DocumentInfo])
+        /// Make this daemon's copy of a document only the peer holds, then call ``localReady(_:now:)``.
+        case createLocal(DocumentID, name: String, epoch: UInt64)
+        /// Attach the link to the local core as a subscriber holding `remoteVersion` (the core then
+        /// streams what the peer lacks; relay its `operations` frames to the peer).
+        case attach(DocumentID, remoteVersion: VersionVector)
+        /// Detach the link from the local core.
+        case detach(DocumentID)
+        /// Operations from the peer: receive them into the local core (batch 0, from the link).
+        case deliver(DocumentID, [ListOperation])
+        /// Held at two epochs: not synced.
+        case epochConflict(DocumentID, local: UInt64, remote: UInt64)
+    }
+
+    /// Nanoseconds after a refusal before the document is resynced.
+    public let resyncDelay: UInt64
+    /// The wire side.
+    public private(set) var client: ClientSession
+    /// Documents synced both ways.
+    public private(set) var attached: Set<DocumentID> = []
+    /// Documents held at two epochs, with both.
+    public private(set) var epochConflicts: [DocumentID: (local: UInt64, remote: UInt64)] = [:]
+    private var epochs: [DocumentID: UInt64] = [:]
+    /// Documents only the peer holds, subscribed to before the local copy exists.
+    private var probing: Set<DocumentID> = []
+    private var creating: [UInt64: DocumentID] = [:]
+    private var listing: UInt64?
+    private var resyncAt: [DocumentID: UInt64] = [:]
+
+    /// A link over a connection whose frames are at most `maxFrame` bytes; times in nanoseconds.
+    public init(maxFrame: Int, timeout: UInt64 = 30_000_000_000, resyncDelay: UInt64 = 1_000_000_000) {
+        client = ClientSession(maxFrame: maxFrame, timeout: timeout)
+        self.resyncDelay = resyncDelay
+    }
+
+    /// The connection is up (or an anti-entropy round is due): list the peer's documents.
+    public mutating func start(now: UInt64) -> [Action] {
+        guard listing == nil else { return [] }
+        let (n, actions) = client.request(.documents, now: now)
+        listing = n
+        return wire(actions, now: now)
+    }
+
+    /// Reconciles the peer's documents with this daemon's (after ``Action/listed(_:)``).
+    ///
+    /// - Parameter complete: whether `remote` is the peer's whole list (false for an announcement:
+    ///   documents missing from it are not created on the peer).
+    public mutating func reconcile(remote: [DocumentInfo], local: [LocalDocument], complete: Bool = true, now: UInt64) -> [Action] {
+        var actions: [Action] = []
+        let localIDs = Dictionary(local.map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a })
+        let remoteIDs = Set(remote.map(\.id))
+        for d in remote where localIDs[d.id] == nil && !probing.contains(d.id) {
+            probing.insert(d.id)
+            actions += wire(client.subscribe(d.id, epoch: 0, version: VersionVector(), now: now), now: now)
+        }
+        for d in local where epochConflicts[d.id] == nil {
+            epochs[d.id] = d.epoch
+            if !remoteIDs.contains(d.id) {
+                guard complete, !creating.values.contains(d.id) else { continue }
+                let (n, sent) = client.request(.create(name: d.name, sections: [], id: d.id, epoch: d.epoch), now: now)
+                creating[n] = d.id
+                actions += wire(sent, now: now)
+            } else {
+                actions += wire(client.subscribe(d.id, epoch: d.epoch, version: d.version, now: now), now: now)
+            }
+        }
+        return actions
+    }
+
+    /// The local copy of a document only the peer held exists now (or did already).
+    public mutating func localReady(_ document: LocalDocument, now: UInt64) -> [Action] {
+        epochs[document.id] = document.epoch
+        return wire(client.subscribe(document.id, epoch: document.epoch, version: document.version, now: now), now: now)
+    }
+
+    /// A document was created on this daemon: create it on the peer too.
+    public mutating func created(_ document: LocalDocument, now: UInt64) -> [Action] {
+        guard !client.isClosed, !attached.contains(document.id), !creating.values.contains(document.id) else { return [] }
+        epochs[document.id] = document.epoch
+        let (n, sent) = client.request(.create(name: document.name, sections: [], id: document.id, epoch: document.epoch), now: now)
+        creating[n] = document.id
+        return wire(sent, now: now)
+    }
+
+    /// One frame from the peer.
+    public mutating func receive(_ frame: [UInt8], now: UInt64) -> [Action] {
+        wire(client.receive(frame, now: now), now: now)
+    }
+
+    /// The clock moved: deadlines pass, and the documents whose resync is due are returned (the
+    /// driver calls ``resync(_:version:now:)`` for each, with this daemon's version of it).
+    public mutating func tick(now: UInt64) -> (due: [DocumentID], actions: [Action]) {
+        let due = resyncAt.filter { $0.value <= now }.map(\.key).sorted()
+        for d in due { resyncAt[d] = nil }
+        return (due, wire(client.tick(now: now), now: now))
+    }
+
+    /// Subscribes to `document` again with this daemon's `version`: both directions resync.
+    public mutating func resync(_ document: DocumentID, version: VersionVector, now: UInt64) -> [Action] {
+        guard attached.contains(document), let epoch = epochs[document] else { return [] }
+        return wire(client.subscribe(document, epoch: epoch, version: version, now: now), now: now)
+    }
+
+    /// The connection closed: everything is detached.
+    public mutating func disconnected() -> [Action] {
+        let detach = attached.sorted().map { Action.detach($0) }
+        _ = client.disconnected()
+        attached = []; probing = []; creating = [:]; listing = nil; resyncAt = [:]
+        return detach
+    }
+
+    // MARK: Internals
+
+    private mutating func wire(_ actions: [ClientSession.Action], now: UInt64) -> [Action] {
+        var out: [Action] = []
+        for a in actions {
+            switch a {
+            case let .send(f): out.append(.send(f))
+            case let .close(reason): out.append(.close(reason: reason))
+            case let .answered(n, result):
+                if n == listing {
+                    listing = nil
+                    if case let .success(.documents(list)) = result { out.append(.listed(list)) }
+                } else if let doc = creating.removeValue(forKey: n), case .success = result, let epoch = epochs[doc] {
+                    // Created there (or there already): subscribe with an empty version; its
+                    // `subscribed` brings the peer's version and starts the push.
+                    out += wire(client.subscribe(doc, epoch: epoch, version: VersionVector(), now: now), now: now)
+                }
+            case let .subscribed(doc, name, epoch, version):
+                if probing.remove(doc) != nil {
+                    out.append(.createLocal(doc, name: name, epoch: epoch))
+                    continue
+                }
+                guard let local = epochs[doc] else { continue }
+                guard local == epoch else {
+                    epochConflicts[doc] = (local, epoch)
+                    if attached.remove(doc) != nil { out.append(.detach(doc)) }
+                    out.append(.epochConflict(doc, local: local, remote: epoch))
+                    continue
+                }
+                if attached.contains(doc) { out.append(.detach(doc)) }
+                attached.insert(doc)
+                out.append(.attach(doc, remoteVersion: version))
+            case let .subscribeFailed(doc, error):
+                probing.remove(doc)
+                if case let .refused(code, _) = error, code == .epochMismatch {
+                    epochConflicts[doc] = (epochs[doc] ?? 0, 0)
+                    if attached.remove(doc) != nil { out.append(.detach(doc)) }
+                    out.append(.epochConflict(doc, local: epochs[doc] ?? 0, remote: 0))
+                }
+            case let .operations(doc, ops):
+                if attached.contains(doc) { out.append(.deliver(doc, ops)) }
+            case .synced, .editDone:
+                break
+            case let .announced(list):
+                out.append(.announced(list))
+            case let .documentError(doc, code, _):
+                refusedPush(doc, code: code, now: now)
+            }
+        }
+        return out
+    }
+
+    /// Called by the driver for an `error` the peer sent about a document with request 0: a refusal
+    /// of a pushed batch (a limit, its storage) schedules a resync.
+    public mutating func refusedPush(_ document: DocumentID, code: SyncErrorCode, now: UInt64) {
+        guard attached.contains(document), code == .limit || code == .storage, resyncAt[document] == nil else { return }
+        resyncAt[document] = now &+ resyncDelay
+    }
+}

@@ -1,0 +1,172 @@
+import ListCRDT
+
+/// The daemon's side of one connection, as a state machine with no I/O: frames in, requests for
+/// the daemon and frames out (Docs/Protocol.md, "Roles").
+///
+/// It decodes and checks each message (a malformed one gets an `error` and the connection is
+/// closed; nobody else notices), refuses what it can decide alone (a batch for a document the
+/// connection is not attached to, a batch over the rate limit, a message only a daemon sends), and
+/// turns the rest into ``Action``s for its driver, which routes them to the document cores and the
+/// registry. It pages `documents` and chunks `statusReport` so that any answer fits in frames.
+public struct ServerSession: Sendable {
+    /// What the session asks its driver to do, in order.
+    public enum Action: Equatable, Sendable {
+        /// Send this frame to the connection's peer.
+        case send([UInt8])
+        /// Close the connection, telling the peer `reason`.
+        case close(reason: String)
+        /// Attach the connection to a document (``DocumentCore/subscribe(_:epoch:version:)``); call
+        /// ``attached(_:)`` when it is.
+        case subscribe(DocumentID, epoch: UInt64, version: VersionVector)
+        /// Detach from a document.
+        case unsubscribe(DocumentID)
+        /// A batch for an attached document, within the rate limit (``DocumentCore/receive(_:batch:from:)``).
+        case operations(DocumentID, batch: UInt64, [ListOperation])
+        /// Anti-entropy for an attached document (``DocumentCore/hello(_:version:)``).
+        case hello(DocumentID, VersionVector)
+        /// Create a document; answer with ``created(request:document:epoch:)`` or ``failed(request:document:code:text:)``.
+        case create(request: UInt64, name: String, sections: [String], id: DocumentID?, epoch: UInt64)
+        /// List the documents after `after`; answer with ``documents(request:_:)``.
+        case listDocuments(request: UInt64, after: DocumentID?)
+        /// Report the status; answer with ``status(request:json:)``.
+        case status(request: UInt64)
+        /// A batch was refused for the rate limit (`first`: the first time on this connection).
+        case rateLimited(first: Bool)
+    }
+
+    /// The largest frame the connection takes.
+    public let maxFrame: Int
+    /// Documents the connection is attached to.
+    public private(set) var attachedDocuments: Set<DocumentID> = []
+    /// Whether the peer listed the documents: it then hears of every new one.
+    public private(set) var followsDocuments = false
+    /// Batches refused for the rate limit.
+    public private(set) var rateLimitedCount = 0
+    /// Whether the connection is closed (after a malformed message): it takes nothing more.
+    public private(set) var isClosed = false
+    private var bucket: TokenBucket?
+
+    /// A session for one connection; `rateLimit` nil: no limit; `now` in nanoseconds.
+    public init(maxFrame: Int, rateLimit: RateLimit?, now: UInt64) {
+        precondition(maxFrame >= 256, "frames of \(maxFrame) bytes are too small")
+        self.maxFrame = maxFrame
+        bucket = rateLimit.map { TokenBucket($0, now: now) }
+    }
+
+    /// One frame from the peer, at `now` (nanoseconds).
+    ///
+    /// - Complexity: O(size) to decode.
+    public mutating func receive(_ frame: [UInt8], now: UInt64) -> [Action] {
+        guard !isClosed else { return [] }
+        let message: SyncMessage
+        do { message = try SyncMessage(decoding: frame) } catch {
+            isClosed = true
+            return [.send(SyncMessage.error(request: 0, document: nil, code: .malformed, text: error.description).encoded()),
+                    .close(reason: "malformed message")]
+        }
+        switch message {
+        case let .subscribe(doc, epoch, version):
+            return [.subscribe(doc, epoch: epoch, version: version)]
+        case let .unsubscribe(doc):
+            guard attachedDocuments.remove(doc) != nil else { return [] }
+            return [.unsubscribe(doc)]
+        case let .operations(doc, batch, ops):
+            guard attachedDocuments.contains(doc) else {
+                return [error(batch, doc, .unknownDocument, "subscribe to \(doc) before sending its operations")]
+            }
+            if var b = bucket {
+                let ok = b.take(now: now)
+                bucket = b
+                if !ok {
+                    rateLimitedCount += 1
+                    return [.rateLimited(first: rateLimitedCount == 1),
+                            error(batch, doc, .limit, "rate limit: over \(Int(b.limit.rate)) batches a second (bursts of \(Int(b.limit.burst))); this batch was refused, send it again later")]
+                }
+            }
+            return [.operations(doc, batch: batch, ops)]
+        case let .hello(doc, version):
+            guard attachedDocuments.contains(doc) else { return [] }
+            return [.hello(doc, version)]
+        case let .create(request, name, sections, id, epoch):
+            return [.create(request: request, name: name, sections: sections, id: id, epoch: epoch)]
+        case let .listDocuments(request, after):
+            followsDocuments = true
+            return [.listDocuments(request: request, after: after)]
+        case let .status(request):
+            return [.status(request: request)]
+        case .subscribed, .synced, .ack, .created, .documents, .statusReport, .error:
+            return [error(0, nil, .unsupported, "a daemon does not take that message")]
+        }
+    }
+
+    // MARK: Answers from the driver
+
+    /// The connection is attached to `document` (its core sent `subscribed`).
+    public mutating func attached(_ document: DocumentID) { attachedDocuments.insert(document) }
+
+    /// The connection is no longer attached to `document` (unloaded, or its core cut it off).
+    public mutating func detached(_ document: DocumentID) { attachedDocuments.remove(document) }
+
+    /// A subscription the driver could not make (unknown document, storage).
+    public func subscribeFailed(_ document: DocumentID, code: SyncErrorCode, text: String) -> [Action] {
+        [error(0, document, code, text)]
+    }
+
+    /// The answer to a `create`.
+    public func created(request: UInt64, document: DocumentID, epoch: UInt64) -> [Action] {
+        [.send(SyncMessage.created(request: request, document: document, epoch: epoch).encoded())]
+    }
+
+    /// A request that failed.
+    public func failed(request: UInt64, document: DocumentID?, code: SyncErrorCode, text: String) -> [Action] {
+        [error(request, document, code, text)]
+    }
+
+    /// The answer to `listDocuments`: the first page of `list` (the documents after the one asked
+    /// for, ordered by id) that fits in a frame, with `more` set when the rest did not fit.
+    ///
+    /// - Complexity: O(k) for the k documents of the page.
+    public func documents(request: UInt64, _ list: [DocumentInfo]) -> [Action] {
+        let budget = maxFrame - 64
+        var size = 0, count = 0
+        for d in list {
+            var w = WireWriter()
+            w.documentInfo(d)
+            guard size + w.bytes.count <= budget else { break }
+            size += w.bytes.count
+            count += 1
+        }
+        // A single entry always fits: names are at most 64 KiB, frames at least 256 bytes after the
+        // handshake's 1 MiB default; a smaller frame limit with a huge name still makes progress.
+        if count == 0, !list.isEmpty { count = 1 }
+        let page = Array(list.prefix(count))
+        return [.send(SyncMessage.documents(request: request, page, more: count < list.count).encoded())]
+    }
+
+    /// Tells a connection that listed the documents about a new one (request 0).
+    public func announce(_ info: DocumentInfo) -> [Action] {
+        guard followsDocuments else { return [] }
+        return [.send(SyncMessage.documents(request: 0, [info], more: false).encoded())]
+    }
+
+    /// The answer to `status`: `json` in as many parts as frames need.
+    ///
+    /// - Complexity: O(size).
+    public func status(request: UInt64, json: String) -> [Action] {
+        let bytes = Array(json.utf8)
+        let part = max(maxFrame - 32, 1)
+        var actions: [Action] = []
+        var start = 0
+        repeat {
+            let end = min(start + part, bytes.count)
+            actions.append(.send(SyncMessage.statusReport(request: request, part: Array(bytes[start..<end]),
+                                                          more: end < bytes.count).encoded()))
+            start = end
+        } while start < bytes.count
+        return actions
+    }
+
+    private func error(_ request: UInt64, _ document: DocumentID?, _ code: SyncErrorCode, _ text: String) -> Action {
+        .send(SyncMessage.error(request: request, document: document, code: code, text: text).encoded())
+    }
+}

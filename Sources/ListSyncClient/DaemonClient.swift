@@ -1,0 +1,280 @@
+import Foundation
+import ListCRDT
+import ListSync
+import ListSyncTCP
+import ListTable
+
+/// Why a client request failed.
+public enum DaemonClientError: Error, CustomStringConvertible, Sendable {
+    /// Nothing answers at the address (the daemon is not running there).
+    case notRunning(String, TransportError)
+    /// The handshake failed (wrong key, most likely).
+    case handshake(String)
+    /// The daemon refused the request.
+    case refused(SyncErrorCode, String)
+    /// The connection closed before the answer came.
+    case disconnected
+    /// No answer in time.
+    case timeout(String)
+
+    public var description: String {
+        switch self {
+        case let .notRunning(address, error): return "no daemon at \(address) (\(error)); is `listsync serve` running?"
+        case let .handshake(why): return "the daemon refused the key: \(why) (is it the daemon's key file?)"
+        case let .refused(code, text): return "\(code): \(text)"
+        case .disconnected: return "the connection to the daemon closed"
+        case let .timeout(what): return "no answer from the daemon for \(what)"
+        }
+    }
+
+    init(_ e: ClientSessionError) {
+        switch e {
+        case let .refused(code, text): self = .refused(code, text)
+        case let .timeout(what): self = .timeout(what)
+        case .disconnected: self = .disconnected
+        case let .malformed(why): self = .refused(.malformed, why)
+        }
+    }
+}
+
+/// A client of a daemon over one connection: lists and creates documents, opens one as a local
+/// replica, edits it (each edit returns once every frame of it is durable on the daemon), and
+/// watches its changes. The driver of a ``ClientSession``: every request ends in an answer, an
+/// error or a timeout (``requestTimeout``).
+public actor DaemonClient {
+    private let transport: TCPTransport
+    private var session: ClientSession
+    private var answers: [UInt64: CheckedContinuation<ClientSession.Answer, any Error>] = [:]
+    private var edits: [UInt64: CheckedContinuation<VersionVector, any Error>] = [:]
+    private var subscriptions: [DocumentID: CheckedContinuation<(String, UInt64, VersionVector), any Error>] = [:]
+    private var catchUps: [DocumentID: CheckedContinuation<Void, any Error>] = [:]
+    private var opened: [DocumentID: LiveDocument] = [:]
+    private var synced: Set<DocumentID> = []
+    private var names: [DocumentID: (name: String, epoch: UInt64)] = [:]
+    private var reader: Task<Void, Never>?
+    private var ticker: Task<Void, Never>?
+    private var observer: (@Sendable (DocumentID, [ListOperation]) -> Void)?
+    private let changeSets: Bool
+    /// How long a request, subscription or edit may wait for its answer.
+    public nonisolated let requestTimeout: Duration
+
+    private init(transport: TCPTransport, changeSets: Bool, timeout: Duration) {
+        self.transport = transport
+        self.changeSets = changeSets
+        self.requestTimeout = timeout
+        session = ClientSession(maxFrame: transport.maxFrame, timeout: timeout.nanoseconds)
+    }
+
+    /// Connects to the daemon at `host:port` with `key` (from `localHost`, when given).
+    ///
+    /// - Parameters:
+    ///   - changeSets: whether opened documents diff every change into a `ChangeSet` (an app's
+    ///     table needs them; O(n) per change).
+    ///   - timeout: how long any request may wait for its answer (default 30 s).
+    public static func connect(host: String, port: UInt16, key: [UInt8], localHost: String? = nil, changeSets: Bool = true,
+                               timeout: Duration = .seconds(30), loop: EventLoop = .shared) async throws(DaemonClientError) -> DaemonClient {
+        let t: TCPTransport
+        do {
+            t = try await TCPTransport.connect(host: host, port: port, key: key, localHost: localHost, loop: loop)
+        } catch {
+            if case let .handshake(why) = error {
+                if why.contains("authentication failed") { throw .handshake(why) }
+                throw .refused(.limit, why)
+            }
+            throw .notRunning("\(host):\(port)", error)
+        }
+        let c = DaemonClient(transport: t, changeSets: changeSets, timeout: timeout)
+        await c.startReading()
+        return c
+    }
+
+    private func startReading() {
+        reader = Task { [transport] in
+            for await frame in transport.incoming {
+                await self.received(frame)
+            }
+            await self.closedByPeer()
+        }
+        ticker = Task { [weak self] in
+            while !Task.isCancelled {
+                try? await Task.sleep(for: .milliseconds(250))
+                await self?.tick()
+            }
+        }
+    }
+
+    /// Closes the connection; whatever waits fails with ``DaemonClientError/disconnected``.
+    public func close() async {
+        await transport.close()
+        reader?.cancel()
+        ticker?.cancel()
+        perform(session.disconnected())
+    }
+
+    // MARK: Requests
+
+    /// The daemon's status, as a JSON object (however large: it comes in parts).
+    public func status() async throws -> String {
+        guard case let .status(json) = try await ask(.status) else { throw DaemonClientError.disconnected }
+        return json
+    }
+
+    /// The daemon's documents (every page).
+    public func documents() async throws -> [DocumentInfo] {
+        guard case let .documents(list) = try await ask(.documents) else { throw DaemonClientError.disconnected }
+        return list
+    }
+
+    /// Creates a document with `sections` (none when empty); returns its id.
+    public func create(name: String, sections: [String] = [""]) async throws -> DocumentID {
+        guard case let .created(id, _) = try await ask(.create(name: name, sections: sections)) else {
+            throw DaemonClientError.disconnected
+        }
+        return id
+    }
+
+    /// Finds a document by id (32 hex digits or a unique prefix of at least 4) or by exact name.
+    public func resolve(_ text: String) async throws -> DocumentInfo {
+        let list = try await documents()
+        if let exact = list.first(where: { $0.id.description == text.lowercased() }) { return exact }
+        let byName = list.filter { $0.name == text }
+        if byName.count == 1 { return byName[0] }
+        let byPrefix = text.count >= 4 ? list.filter { $0.id.description.hasPrefix(text.lowercased()) } : []
+        if byPrefix.count == 1 { return byPrefix[0] }
+        if byName.count > 1 || byPrefix.count > 1 {
+            throw DaemonClientError.refused(.unknownDocument, "\"\(text)\" names more than one document; use its id")
+        }
+        throw DaemonClientError.refused(.unknownDocument, "no document \"\(text)\" (see `listsync docs`)")
+    }
+
+    /// Opens `document` as a local replica: subscribes and returns once the daemon's catch-up has
+    /// arrived (its `synced`), after sending what `held` has and the daemon lacks.
+    ///
+    /// - Parameters:
+    ///   - replica: the replica id of the local copy when nothing is held (a client's stable id).
+    ///   - held: a copy kept from an earlier session, to resume from: only what it lacks is sent,
+    ///     and what the daemon lacks is uploaded (acknowledged) before this returns.
+    ///   - epoch: the epoch `held` belongs to (``info(_:)`` after an earlier `open`); 0 with no copy.
+    /// - Throws: ``DaemonClientError/refused(_:_:)`` with `.epochMismatch` when the document was
+    ///   reset or restored since: drop `held` and open it afresh.
+    public func open(_ document: DocumentID, replica: ReplicaID? = nil, resuming held: ListDocument? = nil,
+                     epoch: UInt64 = 0) async throws -> LiveDocument {
+        if let live = opened[document] { return live }
+        let start = held ?? ListDocument(replica: replica ?? ReplicaID.random())
+        let live = changeSets ? LiveDocument(start) : LiveDocument(withoutChangeSets: start)
+        opened[document] = live
+        let since = held?.version ?? VersionVector()
+        let actions = session.subscribe(document, epoch: epoch, version: since, now: Self.now())
+        let (name, currentEpoch, version): (String, UInt64, VersionVector)
+        do {
+            (name, currentEpoch, version) = try await withCheckedThrowingContinuation { c in
+                subscriptions[document] = c
+                perform(actions)
+            }
+            if !synced.contains(document) {
+                try await withCheckedThrowingContinuation { (c: CheckedContinuation<Void, any Error>) in catchUps[document] = c }
+            }
+        } catch {
+            opened[document] = nil
+            throw error
+        }
+        names[document] = (name, currentEpoch)
+        let missing = live.operations(since: version)
+        if !missing.isEmpty { try await send(document, missing) }
+        return live
+    }
+
+    /// Calls `handler` with every batch of operations the daemon sends for an opened document,
+    /// before they are applied (for instrumentation: the load generator times arrivals with it).
+    public func observeOperations(_ handler: @escaping @Sendable (DocumentID, [ListOperation]) -> Void) {
+        observer = handler
+    }
+
+    /// The name and epoch of an opened document.
+    public func info(_ document: DocumentID) -> (name: String, epoch: UInt64)? { names[document] }
+
+    /// Edits an opened document and returns once the daemon acknowledged every frame of the
+    /// operations as durable.
+    public func edit<R: Sendable>(_ document: DocumentID, _ body: (inout ListDocument) throws(ListError) -> R) async throws -> R {
+        guard let live = opened[document] else { throw DaemonClientError.refused(.unknownDocument, "open \(document) first") }
+        let result = try live.edit(body)
+        if !result.operations.isEmpty { try await send(document, result.operations) }
+        return result.result
+    }
+
+    /// Sends operations made elsewhere (an import) to an opened document; returns once they are
+    /// acknowledged as durable.
+    public func upload(_ document: DocumentID, _ operations: [ListOperation]) async throws {
+        guard let live = opened[document] else { throw DaemonClientError.refused(.unknownDocument, "open \(document) first") }
+        _ = live.receive(operations)
+        try await send(document, operations)
+    }
+
+    // MARK: The session's driver
+
+    private func send(_ document: DocumentID, _ ops: [ListOperation]) async throws {
+        let (edit, actions) = session.send(document, ops, now: Self.now())
+        _ = try await withCheckedThrowingContinuation { (c: CheckedContinuation<VersionVector, any Error>) in
+            edits[edit] = c
+            perform(actions)
+        }
+    }
+
+    private func ask(_ request: ClientSession.Request) async throws -> ClientSession.Answer {
+        let (n, actions) = session.request(request, now: Self.now())
+        return try await withCheckedThrowingContinuation { c in
+            answers[n] = c
+            perform(actions)
+        }
+    }
+
+    private func received(_ frame: [UInt8]) {
+        perform(session.receive(frame, now: Self.now()))
+    }
+
+    private func tick() {
+        perform(session.tick(now: Self.now()))
+    }
+
+    private func closedByPeer() {
+        ticker?.cancel()
+        perform(session.disconnected())
+    }
+
+    private func perform(_ actions: [ClientSession.Action]) {
+        for action in actions {
+            switch action {
+            case let .send(frame):
+                if !transport.enqueue(frame) { perform(session.disconnected()) }
+            case let .close(reason):
+                let t = transport
+                Task { await t.close(reason: reason) }
+            case let .answered(n, result):
+                answers.removeValue(forKey: n)?.resume(with: result.mapError { DaemonClientError($0) })
+            case let .subscribed(doc, name, epoch, version):
+                subscriptions.removeValue(forKey: doc)?.resume(returning: (name, epoch, version))
+            case let .subscribeFailed(doc, error):
+                let e = DaemonClientError(error)
+                subscriptions.removeValue(forKey: doc)?.resume(throwing: e)
+                catchUps.removeValue(forKey: doc)?.resume(throwing: e)
+            case let .operations(doc, ops):
+                observer?(doc, ops)
+                _ = opened[doc]?.receive(ops)
+            case let .synced(doc, _):
+                synced.insert(doc)
+                catchUps.removeValue(forKey: doc)?.resume()
+            case let .editDone(n, result):
+                edits.removeValue(forKey: n)?.resume(with: result.mapError { DaemonClientError($0) })
+            case .announced, .documentError:
+                break
+            }
+        }
+        if session.isClosed {
+            // Whatever still waits outside the session (a catch-up after `subscribed`) ends too.
+            for (_, c) in catchUps { c.resume(throwing: DaemonClientError.disconnected) }
+            catchUps = [:]
+        }
+    }
+
+    private static func now() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
+}
