@@ -7,18 +7,23 @@ import Synchronization
 /// as an `AsyncSequence`.
 ///
 /// `LiveDocument` is the one reference type per replica (STYLE habit 12). It is `Sendable`: all
-/// of its state (the document, the last snapshot, the remembered local moves and the subscribers)
-/// lives behind one `Mutex`, so every method runs atomically with respect to the others, from any
-/// thread or task, and change sets reach every subscriber in the order the changes were made.
+/// of its state (the document, the last snapshot, the remembered local moves, the undo stacks
+/// and the subscribers) lives behind one `Mutex`, so every method runs atomically with respect
+/// to the others, from any thread or task, and change sets reach every subscriber in the order
+/// the changes were made.
 /// Nothing inside the lock calls out to user code except the `edit` closure itself (which must
 /// not call back into this `LiveDocument`: the lock is not reentrant).
 ///
 /// Each change costs a full diff of the previous and the new snapshot: O(n log n) for n visible
 /// sections and items, whatever the size of the change (see ``ChangeSet/init(from:to:)``).
 ///
-/// Lost moves: the local move operations made through ``edit(_:)`` are remembered per item and
-/// section. After remote operations, an item whose winning position write is a greater operation
-/// that had not seen the local move is reported in ``ChangeSet/lostMoves`` (once) and forgotten.
+/// Undo: local edits are recorded in groups, and ``undo()`` and ``redo()`` take them back with
+/// new operations (`Undo/LiveDocument+Undo.swift`, `Docs/Semantics.md` §6).
+///
+/// Lost moves: the local move operations made through ``edit(actionName:_:)`` (and by undo and
+/// redo) are remembered per item and section. After remote operations, an item whose winning
+/// position write is a greater operation that had not seen the local move is reported in
+/// ``ChangeSet/lostMoves`` (once) and forgotten.
 @available(macOS 15.0, iOS 18.0, tvOS 18.0, watchOS 11.0, visionOS 2.0, *)
 public final class LiveDocument: Sendable {
     struct State {
@@ -30,6 +35,8 @@ public final class LiveDocument: Sendable {
         var publishesChanges = true
         var localItemMoves: [ItemID: ListOperation] = [:]
         var localSectionMoves: [SectionID: ListOperation] = [:]
+        /// The local user's undo and redo stacks (`Undo/LiveDocument+Undo.swift`).
+        var undo: ListUndoManager
         var subscribers: [UInt64: AsyncStream<ChangeSet>.Continuation] = [:]
         var nextSubscriber: UInt64 = 0
         var closed = false
@@ -37,21 +44,24 @@ public final class LiveDocument: Sendable {
 
     let state: Mutex<State>
 
-    /// Wraps a document.
+    /// Wraps a document. Local edits are recorded for ``undo()`` in groups of at most
+    /// `undoLimit` (0: not recorded).
     ///
     /// - Complexity: O(n) for n visible sections and items (the first snapshot).
-    public init(_ document: ListDocument) {
-        state = Mutex(State(document: document, snapshot: document.snapshot()))
+    public init(_ document: ListDocument, undoLimit: Int = ListUndoManager.defaultLimit) {
+        state = Mutex(State(document: document, snapshot: document.snapshot(), undo: ListUndoManager(limit: undoLimit)))
     }
 
     /// Wraps a document for a client that needs no change sets (a server, a command-line tool, a
     /// load generator): edits and received operations cost what the document's do, every
     /// returned ``ChangeSet`` is empty (lost moves are still reported), nothing is sent to
     /// ``changes()`` subscribers, and ``snapshot`` is recomputed when first read after a change.
+    /// Nothing is recorded for undo unless `undoLimit` is above 0.
     ///
     /// - Complexity: O(1).
-    public init(withoutChangeSets document: ListDocument) {
-        state = Mutex(State(document: document, snapshot: nil, publishesChanges: false))
+    public init(withoutChangeSets document: ListDocument, undoLimit: Int = 0) {
+        state = Mutex(State(document: document, snapshot: nil, publishesChanges: false,
+                            undo: ListUndoManager(limit: undoLimit)))
     }
 
     deinit {
@@ -107,13 +117,21 @@ public final class LiveDocument: Sendable {
     /// change set is sent. Otherwise subscribers receive the change set (unless it is empty).
     /// `body` runs under the lock: it must not call this `LiveDocument`.
     ///
+    /// While undo is recorded (``undoLimit`` above 0), the edits are one undo group named
+    /// `actionName` ("Move", "Delete"; by default named after what they do), or part of the
+    /// group opened by ``beginUndoGroup(_:)``; they clear the redo stack.
+    ///
     /// - Complexity: the edits, plus the diff (see the type's discussion; none without change
-    ///   sets). The edits run on the document in place (no copy of its storage); a closure that
-    ///   throws after making edits has them undone by ``ListDocument/rolledBack(toOperationCount:)``,
-    ///   O(n log n) on that path only.
+    ///   sets). Without undo recording the edits run on the document in place (no copy of its
+    ///   storage); with it, the document as it was is kept while `body` runs, so the first edit
+    ///   copies the storage it changes (O(n)), and recording costs O(k log n) for k entities
+    ///   touched. A closure that throws after making edits has them undone by
+    ///   ``ListDocument/rolledBack(toOperationCount:)``, O(n log n) on that path only.
     @discardableResult
-    public func edit<R: Sendable, E: Error>(_ body: (inout ListDocument) throws(E) -> R) throws(E) -> Edit<R> {
+    public func edit<R: Sendable, E: Error>(actionName: String? = nil,
+                                            _ body: (inout ListDocument) throws(E) -> R) throws(E) -> Edit<R> {
         try state.withLock { (state: inout State) throws(E) -> Edit<R> in
+            let start: ListDocument? = state.undo.isRecording ? state.document : nil
             let before = state.document.operationCount
             let result: R
             do throws(E) {
@@ -126,6 +144,7 @@ public final class LiveDocument: Sendable {
             }
             let ops = Self.operations(of: state.document, from: before)
             for op in ops { Self.remember(op, in: &state) }
+            if let start { state.undo.record(ops, before: start, after: state.document, actionName: actionName) }
             let changes = Self.publish(&state, lostMoves: [])
             return Edit(result: result, operations: ops, changes: changes)
         }

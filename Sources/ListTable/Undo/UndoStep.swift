@@ -1,0 +1,206 @@
+import Foundation
+import ListCRDT
+
+// What an undo remembers of one recorded step: for every section and item the step touched, the
+// state to bring back (`target`) and the state the step left (`expected`). Undo compares the
+// entity as it is now with `expected`: what someone else changed since is theirs and is kept
+// (Docs/Semantics.md, "Undo and redo").
+
+/// Where a visible item stands: its section, its row, and its neighbours by identity.
+struct ItemPlace: Hashable, Sendable {
+    /// The section holding it.
+    var section: SectionID
+    /// That section's index (orders the items of a step, left to right).
+    var sectionIndex: Int
+    /// Its row (the fallback when both neighbours are gone).
+    var row: Int
+    /// The visible item right above it (nil at the top).
+    var after: ItemID?
+    /// The visible item right below it (nil at the bottom).
+    var before: ItemID?
+}
+
+/// Where a visible section stands: its index and its neighbours by identity.
+struct SectionPlace: Hashable, Sendable {
+    /// Its index (the fallback when both neighbours are gone).
+    var index: Int
+    /// The visible section right before it (nil first).
+    var after: SectionID?
+    /// The visible section right after it (nil last).
+    var before: SectionID?
+}
+
+/// What undo needs to know of one section or item at one moment.
+struct EntityState<Place: Hashable & Sendable>: Hashable, Sendable {
+    /// Where it is shown; nil when it is not (deleted, or not inserted yet).
+    var place: Place?
+    /// Its value register (a deleted entity keeps it); nil when the entity is unknown.
+    var value: Data?
+    /// The logical id of its winning position write (``UndoTrack/logical(_:of:)``); nil when
+    /// the entity is unknown.
+    var write: OpID?
+
+    /// Whether the entity is shown.
+    var isShown: Bool { place != nil }
+
+    /// Whether bringing an entity from `self` back to `target` would do anything: show or hide
+    /// it, or, while shown in both, move it or change its value.
+    func differs(from target: EntityState) -> Bool {
+        if isShown != target.isShown { return true }
+        return isShown && (write != target.write || value != target.value)
+    }
+}
+
+/// One entity's part of a step: the state to bring back and the state the step left.
+struct Change<ID: Hashable & Sendable, Place: Hashable & Sendable>: Hashable, Sendable {
+    /// The entity, as named when the change was recorded (``UndoTrack/resolve(_:)`` finds it now).
+    var id: ID
+    /// The state to bring back.
+    var target: EntityState<Place>
+    /// The state the step left.
+    var expected: EntityState<Place>
+}
+
+typealias ItemChange = Change<ItemID, ItemPlace>
+typealias SectionChange = Change<SectionID, SectionPlace>
+
+/// One recorded step (the operations of one `edit` closure, one drop, one undo of a step) as the
+/// changes that take it back.
+struct UndoStep: Hashable, Sendable {
+    var sections: [SectionChange] = []
+    var items: [ItemChange] = []
+
+    /// Whether taking the step back would do nothing.
+    var isEmpty: Bool { sections.isEmpty && items.isEmpty }
+}
+
+/// Replacement identities and position labels of one kind of entity (sections or items).
+///
+/// **Replacements.** A deleted entity cannot be shown again through the document's public API,
+/// so undoing a delete inserts a copy with a new identity; `resolve` maps the old identity (and
+/// every older one) to the copy, so older steps still find it.
+///
+/// **Labels.** Undo compares position writes to tell whether someone else moved an entity since
+/// the step. A move made by undo or redo is a new write that *stands for* the write of the state
+/// it brought back; a label says so, and ``logical(_:of:)`` reads writes through it. Only the
+/// entity's latest label is kept: a write that stops winning never wins again.
+struct UndoTrack<ID: Hashable & Sendable>: Sendable {
+    struct Label: Hashable, Sendable {
+        var write: OpID
+        var standsFor: OpID
+    }
+
+    private(set) var replacements: [ID: ID] = [:]
+    private(set) var labels: [ID: Label] = [:]
+
+    /// The identity that stands for `id` now (itself unless it was replaced), compressing the
+    /// chain of replacements on the way.
+    ///
+    /// - Complexity: O(k) for a chain of k replacements, amortized O(1).
+    mutating func resolve(_ id: ID) -> ID {
+        var last = id
+        while let next = replacements[last] { last = next }
+        var x = id
+        while let next = replacements[x], next != last {
+            replacements[x] = last
+            x = next
+        }
+        return last
+    }
+
+    /// Records that `new` replaces `old` (a copy made by undo or redo).
+    mutating func replace(_ old: ID, with new: ID) {
+        precondition(old != new && replacements[new] == nil, "a replacement is a new identity")
+        replacements[old] = new
+    }
+
+    /// The write `write` of `id` as undo compares it: what it stands for if undo or redo made it.
+    func logical(_ write: OpID, of id: ID) -> OpID {
+        if let label = labels[id], label.write == write { return label.standsFor }
+        return write
+    }
+
+    /// Records that `id`'s winning write `write` stands for the state whose write was `standsFor`.
+    mutating func label(_ id: ID, write: OpID, standsFor: OpID) {
+        labels[id] = write == standsFor ? nil : Label(write: write, standsFor: standsFor)
+    }
+}
+
+/// The tracks of both kinds of entity.
+struct UndoTracks: Sendable {
+    var sections = UndoTrack<SectionID>()
+    var items = UndoTrack<ItemID>()
+}
+
+// MARK: Recording
+
+extension UndoStep {
+    /// The step that takes back `operations`, made on `before` and giving `after`. Entities the
+    /// operations touched but left as they were are left out.
+    ///
+    /// - Complexity: O(k log n) for k entities touched, n items.
+    init(recording operations: [ListOperation], before: ListDocument, after: ListDocument, tracks: UndoTracks) {
+        var sectionIDs: [SectionID] = [], itemIDs: [ItemID] = []
+        var seenSections = Set<SectionID>(), seenItems = Set<ItemID>()
+        func touch(_ s: SectionID) { if seenSections.insert(s).inserted { sectionIDs.append(s) } }
+        func touch(_ i: ItemID) { if seenItems.insert(i).inserted { itemIDs.append(i) } }
+        for op in operations {
+            switch op.kind {
+            case .insertSection: touch(SectionID(op.id))
+            case .moveSection(let s, _), .setSectionValue(let s, _): touch(s)
+            case .deleteSection(let s, _, let seen):
+                touch(s)
+                for record in seen { touch(record.item) }
+            case .insertItem: touch(ItemID(op.id))
+            case .moveItems(let ids, _, _): for i in ids { touch(i) }
+            case .deleteItem(let i, _), .setItemValue(let i, _): touch(i)
+            }
+        }
+        for s in sectionIDs {
+            let change = SectionChange(id: s, target: before.undoState(of: s, track: tracks.sections),
+                                       expected: after.undoState(of: s, track: tracks.sections))
+            if change.expected.differs(from: change.target) { sections.append(change) }
+        }
+        for i in itemIDs {
+            let change = ItemChange(id: i, target: before.undoState(of: i, track: tracks.items),
+                                    expected: after.undoState(of: i, track: tracks.items))
+            if change.expected.differs(from: change.target) { items.append(change) }
+        }
+    }
+}
+
+// MARK: Reading states
+
+extension ListDocument {
+    /// How an item stands now, as undo sees it.
+    ///
+    /// - Complexity: O(log n).
+    func undoState(of id: ItemID, track: UndoTrack<ItemID>) -> EntityState<ItemPlace> {
+        let write = winningPositionWrite(of: id).map { track.logical($0, of: id) }
+        guard let path = indexPath(of: id) else { return EntityState(place: nil, value: value(of: id), write: write) }
+        let (s, row) = (path.section, path.item)
+        let count = undoMust { () throws(ListError) in try itemCount(inSection: s) }
+        let section = undoMust { () throws(ListError) in try sectionID(at: s) }
+        let after = row > 0 ? undoMust { () throws(ListError) in try itemID(at: IndexPath(item: row - 1, section: s)) } : nil
+        let before = row + 1 < count ? undoMust { () throws(ListError) in try itemID(at: IndexPath(item: row + 1, section: s)) } : nil
+        let place = ItemPlace(section: section, sectionIndex: s, row: row, after: after, before: before)
+        return EntityState(place: place, value: value(of: id), write: write)
+    }
+
+    /// How a section stands now, as undo sees it.
+    ///
+    /// - Complexity: O(log s) for s sections.
+    func undoState(of id: SectionID, track: UndoTrack<SectionID>) -> EntityState<SectionPlace> {
+        let write = winningPositionWrite(of: id).map { track.logical($0, of: id) }
+        guard let index = index(of: id) else { return EntityState(place: nil, value: value(of: id), write: write) }
+        let after = index > 0 ? undoMust { () throws(ListError) in try sectionID(at: index - 1) } : nil
+        let before = index + 1 < sectionCount ? undoMust { () throws(ListError) in try sectionID(at: index + 1) } : nil
+        return EntityState(place: SectionPlace(index: index, after: after, before: before), value: value(of: id), write: write)
+    }
+}
+
+/// Runs a document query whose arguments were just checked, so it cannot throw.
+@inline(__always)
+func undoMust<T>(_ body: () throws(ListError) -> T) -> T {
+    do { return try body() } catch { preconditionFailure("a query on a checked position failed: \(error)") }
+}
