@@ -51,9 +51,11 @@ let package = Package(
         .executableTarget(name: "listsync-store-probe", dependencies: ["ListStore", "ListCRDT"]),
         // The peer daemon: documents registry, connections, peers, metrics; and its client.
         .target(name: "ListSyncServer", dependencies: ["ListCRDT", "ListTable", "ListSync", "ListSyncTCP", "ListStore", "ListSyncCrypto"]),
-        // A client of the daemon an app links without the daemon: the driver of the protocol's
-        // client session over TCP.
-        .target(name: "ListSyncClient", dependencies: ["ListCRDT", "ListTable", "ListSync", "ListSyncTCP"]),
+        // What an app links to sync, without the daemon: the offline-first device client
+        // (SyncClient: a local store per document, edits durable on the device, reconnection;
+        // Docs/Client.md) and DaemonClient (one connection, online only); both drive the
+        // protocol's client session over TCP.
+        .target(name: "ListSyncClient", dependencies: ["ListCRDT", "ListTable", "ListSync", "ListSyncTCP", "ListStore"]),
         // The command-line tool: serve, the client commands, simulate. Wiring only.
         .executableTarget(name: "listsync", dependencies: ["ListSyncSimulation", "ListSyncServer", "ListSyncClient", "ListSync", "ListSyncTCP", "ListStore", "ListTable", "ListCRDT"]),
         // Editing traces, shared by the tests and the benchmark.
@@ -83,7 +85,7 @@ let package = Package(
             dependencies: ["ListStore", "ListCRDT", "ListSyncSimulation", "ListSyncTestSupport", "ListSyncTestTraits", "listsync-store-probe"]
         ),
         // Starts the built `listsync` binary as a process (a dependency, so it is built first).
-        .testTarget(name: "ListSyncServerTests", dependencies: ["listsync", "listsync-load", "ListSyncServer", "ListSyncClient", "ListSync", "ListSyncTCP", "ListStore", "ListCRDT", "ListSyncTestSupport", "ListSyncTestTraits",
+        .testTarget(name: "ListSyncServerTests", dependencies: ["listsync", "listsync-load", "ListSyncServer", "ListSyncClient", "ListSync", "ListTable", "ListSyncTCP", "ListStore", "ListCRDT", "ListSyncTestSupport", "ListSyncTestTraits",
                                                          "ListSyncFaults", "listsync-faultproxy"]),
         .executableTarget(
             name: "listsync-bench",

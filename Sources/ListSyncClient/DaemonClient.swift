@@ -135,16 +135,7 @@ public actor DaemonClient {
 
     /// Finds a document by id (32 hex digits or a unique prefix of at least 4) or by exact name.
     public func resolve(_ text: String) async throws -> DocumentInfo {
-        let list = try await documents()
-        if let exact = list.first(where: { $0.id.description == text.lowercased() }) { return exact }
-        let byName = list.filter { $0.name == text }
-        if byName.count == 1 { return byName[0] }
-        let byPrefix = text.count >= 4 ? list.filter { $0.id.description.hasPrefix(text.lowercased()) } : []
-        if byPrefix.count == 1 { return byPrefix[0] }
-        if byName.count > 1 || byPrefix.count > 1 {
-            throw DaemonClientError.refused(.unknownDocument, "\"\(text)\" names more than one document; use its id")
-        }
-        throw DaemonClientError.refused(.unknownDocument, "no document \"\(text)\" (see `listsync docs`)")
+        try DocumentInfo.resolve(text, in: try await documents())
     }
 
     /// Opens `document` as a local replica: subscribes and returns once the daemon's catch-up has
@@ -277,4 +268,22 @@ public actor DaemonClient {
     }
 
     private static func now() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
+}
+
+extension DocumentInfo {
+    /// Finds a document in `list` by id (32 hex digits or a unique prefix of at least 4) or by exact name.
+    ///
+    /// - Throws: ``DaemonClientError/refused(_:_:)`` with `.unknownDocument` when none or several match.
+    /// - Complexity: O(n).
+    public static func resolve(_ text: String, in list: [DocumentInfo]) throws(DaemonClientError) -> DocumentInfo {
+        if let exact = list.first(where: { $0.id.description == text.lowercased() }) { return exact }
+        let byName = list.filter { $0.name == text }
+        if byName.count == 1 { return byName[0] }
+        let byPrefix = text.count >= 4 ? list.filter { $0.id.description.hasPrefix(text.lowercased()) } : []
+        if byPrefix.count == 1 { return byPrefix[0] }
+        if byName.count > 1 || byPrefix.count > 1 {
+            throw .refused(.unknownDocument, "\"\(text)\" names more than one document; use its id")
+        }
+        throw .refused(.unknownDocument, "no document \"\(text)\" (see `listsync docs`)")
+    }
 }

@@ -13,13 +13,17 @@ struct ClientCommand: Sendable {
     var values: Set<String> = []
     var flags: Set<String> = []
     var arguments: ClosedRange<Int>
-    var run: @Sendable (Options, DaemonClient, Bool) async throws -> Int32
+    /// Whether the command works on a device copy (`--replica DIR`) without a daemon.
+    var onReplica = true
+    var run: @Sendable (Options, any CommandClient, Bool) async throws -> Int32
 }
 
 let commonClientOptions = """
       --daemon HOST:PORT   the daemon (LISTSYNC_DAEMON; default 127.0.0.1:\(defaultPort))
       --key-file FILE      the key (LISTSYNC_KEY_FILE; default DIR/key of --data)
       --data DIR           the daemon's data folder, for its key (LISTSYNC_DATA; default ~/.listsync)
+      --replica DIR        work on this device's copy in DIR, with no daemon (LISTSYNC_REPLICA);
+                           `listsync sync --replica DIR` exchanges it with the daemon
       --json               print JSON instead of text
       -h, --help           show this help
     """
@@ -30,11 +34,15 @@ func usageText(_ synopsis: String, _ what: String, extra: String = "") -> String
 
 /// Runs a client command: parses, finds the daemon and the key, connects, runs, reports errors.
 func runClient(_ name: String, _ command: ClientCommand, _ args: [String]) throws -> Int32 {
-    let o = try Options(args, values: command.values.union(["--daemon", "--key-file", "--data"]),
+    let o = try Options(args, values: command.values.union(["--daemon", "--key-file", "--data", "--replica"]),
                         flags: command.flags.union(["--help", "--json"]))
     if o.has("--help") { print(command.usage); return 0 }
     guard command.arguments.contains(o.positional.count) else {
         throw UsageError(message: "\(name) takes \(command.arguments.lowerBound == command.arguments.upperBound ? "\(command.arguments.lowerBound)" : "\(command.arguments.lowerBound) to \(command.arguments.upperBound)") argument(s), not \(o.positional.count)")
+    }
+    if let folder = o.value("--replica", env: "LISTSYNC_REPLICA") {
+        guard command.onReplica else { throw UsageError(message: "\(name) needs the daemon; it does not work on a --replica copy") }
+        return runOnReplica(name, command, o, folder: folder)
     }
     let (host, port) = try parseAddress(o.value("--daemon", env: "LISTSYNC_DAEMON") ?? "127.0.0.1:\(defaultPort)", what: "--daemon")
     let keyPath = o.value("--key-file", env: "LISTSYNC_KEY_FILE")
@@ -44,14 +52,43 @@ func runClient(_ name: String, _ command: ClientCommand, _ args: [String]) throw
     do { key = try KeyFile.read(keyPath) } catch {
         return fail(name, "\(error)", json: json)
     }
+    return blockOn(name, json: json) {
+        let client = try await DaemonClient.connect(host: host, port: port, key: key)
+        do {
+            let code = try await command.run(o, client, json)
+            await client.close()
+            return code
+        } catch {
+            await client.close()
+            throw error
+        }
+    }
+}
+
+/// Runs a client command on the device copy in `folder` (no daemon, no key).
+func runOnReplica(_ name: String, _ command: ClientCommand, _ o: Options, folder: String) -> Int32 {
+    let json = o.has("--json")
+    return blockOn(name, json: json) {
+        let client = try SyncClient(folder: folder, server: nil)
+        do {
+            let code = try await command.run(o, ReplicaClient(client: client, folder: folder), json)
+            await client.close()
+            return code
+        } catch {
+            await client.close()
+            throw error
+        }
+    }
+}
+
+/// Runs `body` on the cooperative pool and waits for it; an error is printed as the command's.
+func blockOn(_ name: String, json: Bool, _ body: @escaping @Sendable () async throws -> Int32) -> Int32 {
     let result = Mutex<Int32>(1)
     let done = DispatchSemaphore(value: 0)
     Task {
         defer { done.signal() }
         do {
-            let client = try await DaemonClient.connect(host: host, port: port, key: key)
-            let code = try await command.run(o, client, json)
-            await client.close()
+            let code = try await body()
             result.withLock { $0 = code }
         } catch {
             result.withLock { $0 = fail(name, describe(error), json: json) }
@@ -106,18 +143,18 @@ func documentTable(_ info: DocumentInfo, _ snapshot: ListSnapshot) -> String {
 }
 
 /// Opens the document named by the command's first argument.
-func openDocument(_ o: Options, _ client: DaemonClient) async throws -> (DocumentInfo, LiveDocument) {
+func openDocument(_ o: Options, _ client: any CommandClient) async throws -> (DocumentInfo, LiveDocument) {
     let info = try await client.resolve(o.positional[0])
     return (info, try await client.open(info.id))
 }
 
 /// Runs an edit and prints the result.
-func editCommand(_ o: Options, _ client: DaemonClient, json: Bool, verb: String,
+func editCommand(_ o: Options, _ client: any CommandClient, json: Bool, verb: String,
                  _ body: @escaping @Sendable (inout ListDocument) throws(ListError) -> String) async throws -> Int32 {
     let (info, _) = try await openDocument(o, client)
-    let what = try await client.edit(info.id, body)
-    if json { printJSON(["document": info.id.description, "done": verb, "what": what, "acknowledged": true]) } else {
-        print("\(verb) \(what) in \(info.name) (acknowledged: on the daemon's disk)")
+    let (what, saved) = try await client.edit(info.id, body)
+    if json { printJSON(saved.json.merging(["document": info.id.description, "done": verb, "what": what]) { a, _ in a }) } else {
+        print("\(verb) \(what) in \(info.name) (\(saved.text))")
     }
     return 0
 }
@@ -176,7 +213,7 @@ let clientCommands: [String: ClientCommand] = [
     "watch": ClientCommand(
         usage: usageText("watch DOC [--count N] [options]", "Prints the document, then each change as it arrives from any device, until interrupted (or after N changes).",
                          extra: "  --count N            stop after N changes\n"),
-        values: ["--count"], arguments: 1...1
+        values: ["--count"], arguments: 1...1, onReplica: false
     ) { o, client, json in
         let limit = try o.value("--count").map { t -> Int in
             guard let n = Int(t), n > 0 else { throw UsageError(message: "--count must be a positive number, not '\(t)'") }

@@ -24,6 +24,11 @@ let usage = """
       export      write a document to a file:   listsync export DOC FILE
       import      create a document from a file: listsync import FILE [--name NAME]
 
+    THIS DEVICE'S COPY (offline first):
+      --replica DIR   every client command but watch works on the copy in DIR with no daemon:
+                      listsync insert --replica ~/lists groceries 0.0 milk   (saved on this device)
+      sync        exchange the copy with the daemon: listsync sync --replica DIR [DOC]
+
     OPERATOR COMMANDS (on the data folder, with the daemon stopped):
       restore     replace a document with an export, under a new epoch: listsync restore DOC FILE
 
@@ -42,6 +47,7 @@ do {
     case "serve": code = try runServe(rest)
     case "restore": code = try runRestore(rest)
     case "simulate": code = try runSimulate(rest)
+    case "sync": code = try runSync(rest)
     case "-h", "--help", "help": print(usage); code = 0
     default:
         if let client = clientCommands[command] {

@@ -1,0 +1,281 @@
+import Foundation
+import ListCRDT
+import ListStore
+import ListSync
+import ListSyncTCP
+import ListTable
+
+extension SyncClient {
+    /// One connection to the daemon: the transport and the protocol's client session over it.
+    final class Connection {
+        let transport: TCPTransport
+        var session: ClientSession
+        /// Edit numbers of the session → the document they belong to.
+        var edits: [UInt64: DocumentID] = [:]
+        /// `create` requests → the document they make on the daemon.
+        var creates: [UInt64: DocumentID] = [:]
+        var ticker: Task<Void, Never>?
+
+        init(transport: TCPTransport, timeout: Duration) {
+            self.transport = transport
+            session = ClientSession(maxFrame: transport.maxFrame, timeout: timeout.nanoseconds)
+        }
+    }
+
+    /// Starts connecting to the daemon in the background, and reconnecting after every loss
+    /// (``Server/backoff``), until ``close()``. Does nothing without a server.
+    public func start() {
+        guard server != nil, runner == nil, !closed else { return }
+        runner = Task { await self.run() }
+    }
+
+    /// Cuts the wait before the next connection attempt short (call it from the app's
+    /// reachability callback, or when it comes to the foreground).
+    public func reconnectNow() {
+        wake?.resume()
+        wake = nil
+    }
+
+    func run() async {
+        guard let server else { return }
+        var rng = SystemRandomNumberGenerator()
+        var attempt = 0
+        while !closed && !Task.isCancelled {
+            isConnecting = true
+            updateStatus()
+            var transport: TCPTransport?
+            do {
+                transport = try await TCPTransport.connect(host: server.host, port: server.port, key: server.key,
+                                                           localHost: server.localHost, loop: loop)
+            } catch {
+                if case let .handshake(why) = error, why.contains("authentication failed") {
+                    sessionFailure = .wrongKey(why)
+                } else {
+                    lastError = "cannot reach \(server.host):\(server.port): \(error)"
+                }
+            }
+            isConnecting = false
+            if let transport {
+                if closed { await transport.close(); break }
+                attempt = 0
+                sessionFailure = nil
+                lastError = nil
+                await serve(transport, timeout: server.requestTimeout)
+                if closed { break }
+                lastError = lastError ?? "the connection to \(server.host):\(server.port) closed"
+            }
+            updateStatus()
+            let delay = server.backoff.delay(attempt: attempt, using: &rng)
+            attempt += 1
+            await sleep(delay)
+        }
+    }
+
+    /// Waits `delay`, or less if ``reconnectNow()`` or ``close()`` comes first.
+    func sleep(_ delay: Duration) async {
+        let timer = Task { [weak self] in
+            try? await Task.sleep(for: delay)
+            await self?.reconnectNow()
+        }
+        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+            if closed { c.resume() } else { wake = c }
+        }
+        timer.cancel()
+    }
+
+    /// Runs one connection until it closes.
+    func serve(_ transport: TCPTransport, timeout: Duration) async {
+        let c = Connection(transport: transport, timeout: timeout)
+        connection = c
+        c.ticker = Task { [weak self] in
+            while !Task.isCancelled {
+                try? await Task.sleep(for: .milliseconds(250))
+                await self?.tick()
+            }
+        }
+        for copy in copies.values.sorted(by: { $0.id < $1.id }) { attach(copy) }
+        updateStatus()
+        for await frame in transport.incoming {
+            guard connection === c else { break }
+            await perform(c.session.receive(frame, now: Self.now()), on: c)
+            if c.session.isClosed { break }
+        }
+        c.ticker?.cancel()
+        if connection === c {
+            await perform(c.session.disconnected(), on: c)
+            await transport.close()
+            connection = nil
+        }
+        for copy in copies.values {
+            copy.phase = .idle
+            copy.inFlight = 0
+            if copy.recordDirty { writeRecord(copy) }
+        }
+        updateStatus()
+    }
+
+    func tick() async {
+        guard let c = connection else { return }
+        await perform(c.session.tick(now: Self.now()), on: c)
+    }
+
+    /// Starts syncing `copy` on the current connection, if any: `create` first for a document
+    /// the daemon has never had, then `subscribe` from the copy's version.
+    func attach(_ copy: LocalCopy) {
+        guard let c = connection, copy.phase == .idle, copy.failure == nil else { return }
+        if !copy.record.onServer {
+            let (n, actions) = c.session.request(.create(name: copy.name, sections: [], id: copy.id, epoch: copy.record.epoch), now: Self.now())
+            c.creates[n] = copy.id
+            copy.phase = .creating(request: n)
+            send(actions, on: c)
+            return
+        }
+        copy.phase = .subscribing
+        send(c.session.subscribe(copy.id, epoch: copy.record.epoch, version: copy.live.document.version, now: Self.now()), on: c)
+    }
+
+    /// Sends the operations of `copy` the daemon has not acknowledged (once caught up; only
+    /// durable ones: the caller checks that no append runs).
+    func sendMissing(_ copy: LocalCopy) {
+        guard let c = connection, copy.phase == .live else { return }
+        let ops = copy.live.operations(since: copy.record.version)
+        guard !ops.isEmpty else { return }
+        let (n, actions) = c.session.send(copy.id, ops, now: Self.now())
+        c.edits[n] = copy.id
+        copy.inFlight += 1
+        send(actions, on: c)
+    }
+
+    /// Performs the session's actions that need no waiting (frames out, closes).
+    func send(_ actions: [ClientSession.Action], on c: Connection) {
+        for case let action in actions {
+            switch action {
+            case let .send(frame):
+                if !c.transport.enqueue(frame) {
+                    let t = c.transport
+                    Task { await t.close() }
+                }
+            case let .close(reason):
+                lastError = reason
+                let t = c.transport
+                Task { await t.close(reason: reason) }
+            default:
+                assertionFailure("a request or subscribe makes only frames: \(action)")
+            }
+        }
+    }
+
+    func perform(_ actions: [ClientSession.Action], on c: Connection) async {
+        for action in actions {
+            switch action {
+            case .send, .close:
+                send([action], on: c)
+            case let .answered(n, result):
+                guard let id = c.creates.removeValue(forKey: n), let copy = copies[id] else { break }
+                switch result {
+                case let .success(.created(_, epoch)) where epoch == copy.record.epoch:
+                    copy.record.onServer = true
+                    writeRecord(copy)
+                    copy.phase = .idle
+                    attach(copy)
+                case .success:
+                    copy.phase = .idle
+                    copy.failure = .documentReset(id, unsent: copy.unacked.count)
+                case let .failure(e):
+                    copy.phase = .idle
+                    fail(copy, e)
+                }
+            case let .subscribed(id, name, epoch, version):
+                guard let copy = copies[id] else { break }
+                if copy.record.epoch == 0 {
+                    do {
+                        try copy.store.resetEpoch(to: epoch)
+                    } catch {
+                        copy.failure = .storage(error.description)
+                        break
+                    }
+                    copy.record.epoch = epoch
+                    copy.record.name = name
+                    copy.name = name
+                    writeRecord(copy)
+                }
+                copy.acknowledge(version, replica: replica)
+                copy.phase = .catchingUp
+            case let .subscribeFailed(id, error):
+                guard let copy = copies[id] else { break }
+                copy.phase = .idle
+                fail(copy, error)
+            case let .operations(id, ops):
+                guard let copy = copies[id] else { break }
+                _ = copy.live.receive(ops)
+                var seen = VersionVector()
+                for op in ops { seen.observe(op.id) }
+                copy.acknowledge(seen, replica: replica)
+                copy.appending += 1
+                do { try await copy.store.append(ops) } catch { copy.failure = .storage(error.description) }
+                copy.appending -= 1
+                if copy.resendAfterAppends, copy.appending == 0 {
+                    copy.resendAfterAppends = false
+                    sendMissing(copy)
+                }
+            case let .synced(id, version):
+                guard let copy = copies[id] else { break }
+                copy.acknowledge(version, replica: replica)
+                copy.phase = .live
+                if copy.appending == 0 { sendMissing(copy) } else { copy.resendAfterAppends = true }
+                writeRecord(copy)
+            case let .editDone(n, result):
+                guard let id = c.edits.removeValue(forKey: n), let copy = copies[id] else { break }
+                copy.inFlight -= 1
+                switch result {
+                case let .success(version):
+                    copy.acknowledge(version, replica: replica)
+                    if copy.inFlight == 0 { writeRecord(copy) }
+                case let .failure(e):
+                    fail(copy, e)
+                }
+            case let .documentError(id, code, text):
+                if code == .epochMismatch, let copy = copies[id] {
+                    copy.failure = .documentReset(id, unsent: copy.unacked.count)
+                } else {
+                    lastError = "\(code): \(text)"
+                }
+            case .announced:
+                break
+            }
+        }
+        updateStatus()
+    }
+
+    /// What a refusal of `copy` means: a reset, or a failure to report; a lost connection or
+    /// a timeout only waits for the next connection.
+    func fail(_ copy: LocalCopy, _ error: ClientSessionError) {
+        switch error {
+        case .refused(.epochMismatch, _):
+            copy.failure = .documentReset(copy.id, unsent: copy.unacked.count)
+        case let .refused(code, text) where code == .limit || code == .storage:
+            // Nothing was done: try again on a new connection (after the backoff).
+            lastError = "\(code): \(text)"
+            if let t = connection?.transport { Task { await t.close(reason: "retry after \(code)") } }
+        case let .refused(code, text):
+            copy.failure = .refused(copy.id, code, text)
+        case let .timeout(what):
+            lastError = "no answer from the daemon for \(what)"
+            if let t = connection?.transport { Task { await t.close(reason: "timeout") } }
+        case .disconnected, .malformed:
+            break
+        }
+    }
+
+    func writeRecord(_ copy: LocalCopy) {
+        do {
+            try folder.write(copy.record, for: copy.id)
+            copy.recordDirty = false
+        } catch {
+            // Losing the record only costs a resend; the next write tries again.
+            copy.recordDirty = true
+        }
+    }
+
+    static func now() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
+}

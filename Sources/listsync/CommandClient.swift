@@ -1,0 +1,101 @@
+import Foundation
+import ListCRDT
+import ListStore
+import ListSync
+import ListSyncClient
+import ListTable
+
+/// What the client commands need of a client: the daemon's (``DaemonClient``, every edit
+/// acknowledged by the daemon) or the device's (`--replica DIR`: ``SyncClient`` on a local copy,
+/// every edit saved on this device, sent by `listsync sync`).
+protocol CommandClient: Sendable {
+    func documents() async throws -> [DocumentInfo]
+    func resolve(_ text: String) async throws -> DocumentInfo
+    func open(_ id: DocumentID) async throws -> LiveDocument
+    func create(name: String, sections: [String]) async throws -> DocumentID
+    /// Edits; returns the result and where the edit now is (for the text output and for JSON).
+    func edit<R: Sendable>(_ id: DocumentID, _ body: @Sendable (inout ListDocument) throws(ListError) -> R) async throws -> (R, Saved)
+    func upload(_ id: DocumentID, _ operations: [ListOperation]) async throws
+    func status() async throws -> String
+}
+
+/// Where an edit is when the command returns.
+struct Saved: Sendable {
+    var text: String
+    /// Whether the daemon acknowledged the edit as durable (false: saved on this device only).
+    var acknowledged: Bool
+    /// Edits of this device waiting for the daemon (device copies only).
+    var waiting: Int?
+
+    var json: [String: Any] {
+        var o: [String: Any] = ["acknowledged": acknowledged]
+        if let waiting { o["savedOnDevice"] = true; o["waiting"] = waiting }
+        return o
+    }
+}
+
+extension DaemonClient: CommandClient {
+    func open(_ id: DocumentID) async throws -> LiveDocument { try await open(id, replica: nil, resuming: nil, epoch: 0) }
+
+    func edit<R: Sendable>(_ id: DocumentID, _ body: @Sendable (inout ListDocument) throws(ListError) -> R) async throws -> (R, Saved) {
+        let r: R = try await edit(id, body)
+        return (r, Saved(text: "acknowledged: on the daemon's disk", acknowledged: true))
+    }
+}
+
+/// The device's copy in a folder (`--replica DIR`), used without a daemon.
+struct ReplicaClient: CommandClient {
+    let client: SyncClient
+    let folder: String
+
+    func documents() async throws -> [DocumentInfo] {
+        var list: [DocumentInfo] = []
+        for (id, name) in try await client.documents() {
+            let live = try await client.open(id)
+            list.append(DocumentInfo(id: id, name: name, epoch: await client.info(id)?.epoch ?? 0, operations: live.document.operationCount))
+        }
+        return list
+    }
+
+    func resolve(_ text: String) async throws -> DocumentInfo {
+        let list = try await client.documents().map { DocumentInfo(id: $0.id, name: $0.name, epoch: 0, operations: 0) }
+        do {
+            return try DocumentInfo.resolve(text, in: list)
+        } catch {
+            throw UsageError(message: "\(error) on this device (\(folder)); `listsync sync --replica \(folder) DOC` fetches a document from the daemon")
+        }
+    }
+
+    func open(_ id: DocumentID) async throws -> LiveDocument { try await client.open(id) }
+
+    func create(name: String, sections: [String]) async throws -> DocumentID {
+        try await client.create(name: name, sections: sections)
+    }
+
+    func edit<R: Sendable>(_ id: DocumentID, _ body: @Sendable (inout ListDocument) throws(ListError) -> R) async throws -> (R, Saved) {
+        _ = try await client.open(id)
+        let r = try await client.edit(id, body).result
+        let waiting = await client.status.waiting
+        return (r, Saved(text: "saved on this device; \(waiting) edit(s) wait for the daemon: `listsync sync --replica \(folder)` sends them",
+                         acknowledged: false, waiting: waiting))
+    }
+
+    func upload(_ id: DocumentID, _ operations: [ListOperation]) async throws {
+        let live = try await client.open(id)
+        _ = live.receive(operations)
+        try await client.commit(id, operations)
+    }
+
+    func status() async throws -> String {
+        var docs: [[String: Any]] = []
+        for (id, name) in try await client.documents() {
+            _ = try await client.open(id)
+            let info = await client.info(id)
+            docs.append(["id": id.description, "name": name, "waiting": info?.waiting ?? 0, "epoch": info?.epoch ?? 0])
+        }
+        let object: [String: Any] = ["replica": folder, "replicaID": client.replica.description, "documents": docs,
+                                     "waiting": await client.status.waiting, "state": "\(await client.status)"]
+        let data = try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])
+        return String(decoding: data, as: UTF8.self)
+    }
+}

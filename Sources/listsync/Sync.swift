@@ -1,0 +1,122 @@
+import Foundation
+import ListCRDT
+import ListStore
+import ListSync
+import ListSyncClient
+import ListSyncServer
+import ListSyncTCP
+
+let syncUsage = """
+    USAGE: listsync sync --replica DIR [DOC] [options]
+
+    Connects to the daemon, exchanges what either side lacks for every document of this device's
+    copy in DIR (and for DOC, fetched from the daemon when the device does not have it yet), and
+    exits 0 once everything is up to date: every edit made with --replica acknowledged as durable
+    by the daemon, and every change of the daemon's copy saved in DIR.
+
+    OPTIONS:
+      --replica DIR        this device's copy (LISTSYNC_REPLICA); created if missing
+      --timeout SECONDS    give up after this long (default 30)
+      --daemon HOST:PORT   the daemon (LISTSYNC_DAEMON; default 127.0.0.1:\(defaultPort))
+      --key-file FILE      the key (LISTSYNC_KEY_FILE; default DIR/key of --data)
+      --data DIR           the daemon's data folder, for its key (LISTSYNC_DATA; default ~/.listsync)
+      --json               print JSON instead of text
+      -h, --help           show this help
+    """
+
+/// `listsync sync --replica DIR [DOC]`: one exchange with the daemon, then exit.
+func runSync(_ args: [String]) throws -> Int32 {
+    let o = try Options(args, values: ["--replica", "--timeout", "--daemon", "--key-file", "--data"], flags: ["--help", "--json"])
+    if o.has("--help") { print(syncUsage); return 0 }
+    guard o.positional.count <= 1 else { throw UsageError(message: "sync takes at most one DOC, not \(o.positional.count)") }
+    guard let folder = o.value("--replica", env: "LISTSYNC_REPLICA") else {
+        throw UsageError(message: "sync needs --replica DIR (the device's copy)")
+    }
+    let seconds = try o.value("--timeout").map { t -> Double in
+        guard let s = Double(t), s > 0 else { throw UsageError(message: "--timeout must be a positive number of seconds, not '\(t)'") }
+        return s
+    } ?? 30
+    let (host, port) = try parseAddress(o.value("--daemon", env: "LISTSYNC_DAEMON") ?? "127.0.0.1:\(defaultPort)", what: "--daemon")
+    let keyPath = o.value("--key-file", env: "LISTSYNC_KEY_FILE")
+        ?? (o.value("--data", env: "LISTSYNC_DATA") ?? defaultDataFolder()) + "/key"
+    let json = o.has("--json")
+    let key: [UInt8]
+    do { key = try KeyFile.read(keyPath) } catch { return fail("sync", "\(error)", json: json) }
+    let doc = o.positional.first
+    return blockOn("sync", json: json) {
+        let server = SyncClient.Server(host: host, port: port, key: key, requestTimeout: .seconds(Int64(max(1, seconds))),
+                                       backoff: Backoff(initial: .milliseconds(200), maximum: .seconds(2)))
+        let client = try SyncClient(folder: folder, server: server, changeSets: false)
+        do {
+            let code = try await exchange(client, doc: doc, host: host, port: port, key: key, timeout: seconds, json: json)
+            await client.close()
+            return code
+        } catch {
+            await client.close()
+            throw error
+        }
+    }
+}
+
+private func exchange(_ client: SyncClient, doc: String?, host: String, port: UInt16, key: [UInt8],
+                      timeout: Double, json: Bool) async throws -> Int32 {
+    let started = Date()
+    var local = try await client.documents()
+    if let doc {
+        let onDevice = local.map { DocumentInfo(id: $0.id, name: $0.name, epoch: 0, operations: 0) }
+        if (try? DocumentInfo.resolve(doc, in: onDevice)) == nil {
+            // Not on this device: find it on the daemon.
+            let daemon = try await DaemonClient.connect(host: host, port: port, key: key, timeout: .seconds(Int64(max(1, timeout))))
+            let info: DocumentInfo
+            do { info = try await daemon.resolve(doc) } catch {
+                await daemon.close()
+                throw error
+            }
+            await daemon.close()
+            _ = try await client.fetch(info.id, name: info.name)
+            local = try await client.documents()
+        }
+    }
+    var before: [DocumentID: Int] = [:]
+    for (id, _) in local {
+        let live = try await client.open(id)
+        before[id] = live.document.operationCount
+    }
+    let waiting = await client.status.waiting
+    await client.start()
+    // Fail fast when the daemon cannot be reached at all (the first attempt fails).
+    let updates = await client.statusUpdates()
+    let deadline = Task {
+        try? await Task.sleep(for: .seconds(timeout))
+    }
+    var attempts = 0
+    for await status in updates {
+        if case .connecting = status { attempts += 1 }
+        if case .upToDate = status { break }
+        if case let .failed(f) = status { deadline.cancel(); return fail("sync", f.description, json: json) }
+        if case let .offline(_, reason?) = status, attempts >= 1 {
+            deadline.cancel()
+            return fail("sync", "\(reason) (is `listsync serve` running there?); the edits stay saved on this device", json: json)
+        }
+        if deadline.isCancelled || Date().timeIntervalSince(started) > timeout { break }
+    }
+    deadline.cancel()
+    guard case .upToDate = await client.status else {
+        return fail("sync", "not up to date after \(Int(timeout)) s: \(await client.status)", json: json)
+    }
+    var received = 0
+    var rows: [[String: Any]] = []
+    for (id, name) in local {
+        let live = try await client.open(id)
+        let got = live.document.operationCount - (before[id] ?? 0)
+        received += got
+        rows.append(["id": id.description, "name": name, "received": got])
+    }
+    let seconds = Date().timeIntervalSince(started)
+    if json {
+        printJSON(["documents": rows, "sent": waiting, "received": received, "upToDate": true, "seconds": seconds])
+    } else {
+        print("up to date: \(local.count) document(s); sent \(waiting) edit(s), received \(received) operation(s) in \(String(format: "%.2f", seconds)) s")
+    }
+    return 0
+}
