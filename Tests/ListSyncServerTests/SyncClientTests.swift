@@ -189,4 +189,71 @@ struct SyncClientTests {
         #expect(seen.last == .upToDate)
         await good.close()
     }
+
+    @Test("a document restored on the daemon (a new epoch) is not merged blind: the device reports the reset, keeps its unsent edits, and acceptReset sets them aside")
+    func epochReset() async throws {
+        let dir = TemporaryFolder()
+        defer { dir.remove() }
+        let data = dir.path + "/daemon"
+        var daemon = try DaemonProcess(data: data)
+        let device = dir.path + "/device"
+        let a = try SyncClient(folder: device, server: try Self.server(daemon))
+        await a.start()
+        let doc = try await a.create(name: "plan", sections: ["s"])
+        for v in ["x", "y"] { try await Self.insert(a, doc, v) }
+        try await a.waitUntilSynced(timeout: .seconds(20))
+        await a.close()
+        let export = dir.path + "/plan.json"
+        #expect(try daemon.run(["export", doc.description, export]).0 == 0)
+        daemon.terminate()
+        let (code, _, err) = try runListsync(["restore", doc.description, export, "--data", data])
+        try #require(code == 0, "\(err)")
+        daemon = try DaemonProcess(data: data)
+        defer { daemon.terminate() }
+
+        // Offline edits on the device, then the reconnect finds the new epoch.
+        let b = try SyncClient(folder: device, server: try Self.server(daemon))
+        _ = try await b.open(doc)
+        for v in ["unsent-1", "unsent-2"] { try await Self.insert(b, doc, v) }
+        await b.start()
+        let failure = await Self.error { try await b.waitUntilSynced(timeout: .seconds(20)) }
+        guard case let .failed(.documentReset(id, unsent))? = failure else { Issue.record("\(String(describing: failure))"); return }
+        #expect(id == doc && unsent == 2)
+        // The copy is kept as it was, still editable; nothing of it went to the daemon.
+        #expect(Self.values(try await b.open(doc)) == [["x", "y", "unsent-1", "unsent-2"]])
+        #expect(try table(daemon, doc.description) == [["x", "y"]])
+
+        let aside = try await b.acceptReset(doc)
+        #expect(aside.unsent.count == 2)
+        #expect(FileManager.default.fileExists(atPath: aside.folder))
+        #expect(aside.previous.snapshot().sections.flatMap(\.items).count == 4)
+        try await b.waitUntilSynced(timeout: .seconds(20))
+        #expect(Self.values(aside.live) == [["x", "y"]])
+        // Re-applying by value, as Docs/Client.md shows: the unsent inserts' values, inserted anew.
+        for v in ["unsent-1", "unsent-2"] { try await Self.insert(b, doc, v) }
+        try await b.waitUntilSynced(timeout: .seconds(20))
+        #expect(try table(daemon, doc.description) == [["x", "y", "unsent-1", "unsent-2"]])
+        await b.close()
+    }
+
+    @Test("a relaunch opens a 100,000-item document from the device's store, with the daemon unreachable")
+    func largeRelaunch() async throws {
+        let dir = TemporaryFolder()
+        defer { dir.remove() }
+        let unreachable = SyncClient.Server(host: "127.0.0.1", port: 1, key: [UInt8](repeating: 1, count: 32))
+        let a = try SyncClient(folder: dir.path, server: unreachable, changeSets: false)
+        let doc = try await a.create(name: "big", sections: ["all"])
+        for chunk in 0..<10 {
+            _ = try await a.edit(doc) { (d: inout ListDocument) throws(ListError) in
+                for i in 0..<10_000 { _ = try d.insertItem(atRow: chunk * 10_000 + i, inSection: 0, value: Data("item \(chunk * 10_000 + i)".utf8)) }
+            }
+        }
+        await a.close()
+        let b = try SyncClient(folder: dir.path, server: unreachable, changeSets: false)
+        let live = try await b.open(doc)
+        #expect(live.snapshot.numberOfItems(inSectionAt: 0) == 100_000)
+        #expect(String(decoding: live.snapshot.sections[0].items[99_999].value, as: UTF8.self) == "item 99999")
+        #expect(await b.status == .offline(waiting: 100_001, reason: nil))
+        await b.close()
+    }
 }
