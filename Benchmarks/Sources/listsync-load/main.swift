@@ -19,6 +19,7 @@ let usage = """
                          [--seed S] [--json] [--kill-after] [--binary PATH] [--daemon HOST:PORT --key-file FILE]
            listsync-load --kill-cycles K [--clients N] [--json] [--binary PATH]
            listsync-load --idle-clients N [--resident-docs M] [--json] [--binary PATH]
+           listsync-load --device N [--json] [--binary PATH]
 
     Defaults: 64 clients, 1000 edits each, 8 documents, 40% moves, 10% deletes, seed 1; a daemon
     started here. The rest of the edits are inserts (--moves 0 --deletes 0: inserts only).
@@ -31,6 +32,9 @@ let usage = """
     --idle-clients N: N clients connect, subscribe to one document and stay idle; prints the
     daemon's RSS per connection; then M (default 1000) small documents are made resident: RSS per
     resident document. Raise the open-file limit first (ulimit -n) for N near 1000 or more.
+    --device N: the device client (SyncClient): cold open of an N-item document from the device's
+    store against fetching it from the daemon; bytes on the wire resuming after 1,000 offline edits
+    against their encoded size; durable local edits per second against SQLite (WAL, synchronous=FULL).
     """
 
 struct Config {
@@ -43,6 +47,7 @@ struct Config {
     var keyFile: String?
     var killCycles = 0
     var idleClients = 0, residentDocs = 1_000
+    var deviceItems = 0
 }
 
 func parse() -> Config {
@@ -64,6 +69,7 @@ func parse() -> Config {
         case "--json": c.json = true
         case "--kill-cycles": c.killCycles = Int(next(a)) ?? 0
         case "--idle-clients": c.idleClients = Int(next(a)) ?? 0
+        case "--device": c.deviceItems = Int(next(a)) ?? 100_000
         case "--resident-docs": c.residentDocs = Int(next(a)) ?? c.residentDocs
         case "--binary": c.binary = next(a)
         case "--key-file": c.keyFile = next(a)
@@ -353,7 +359,8 @@ let done = DispatchSemaphore(value: 0)
 let code = Mutex<Int32>(0)
 Task.detached {
     do {
-        let r = config.idleClients > 0 ? try await runIdle(config)
+        let r = config.deviceItems > 0 ? try await runDevice(config, items: config.deviceItems)
+            : config.idleClients > 0 ? try await runIdle(config)
             : config.killCycles > 0 ? try await runKillCycles(config) : try await run(config)
         if config.json {
             let data = try JSONSerialization.data(withJSONObject: r, options: [.sortedKeys])

@@ -44,6 +44,7 @@ final class DeviceFolder: Sendable {
     init(root: String, fileSystem: FileSystem = .system) throws(StoreError) {
         self.root = root
         fs = fileSystem
+        try Self.makeParents(of: root, fs: fileSystem)
         data = try DataFolder(root: root, fileSystem: fileSystem)
         let path = root + "/replica"
         if fs.exists(path) {
@@ -60,6 +61,20 @@ final class DeviceFolder: Sendable {
             let text = String(repeating: "0", count: max(0, 16 - hex.count)) + hex + "\n"
             try fs.writeAtomically(Array(text.utf8), to: path, folder: root)
             replica = id
+        }
+    }
+
+    /// Creates the missing folders above `path` (an app's container exists; a CLI path may not).
+    static func makeParents(of path: String, fs: FileSystem) throws(StoreError) {
+        var missing: [String] = []
+        var p = (path as NSString).deletingLastPathComponent
+        while !p.isEmpty, p != "/", !fs.exists(p) {
+            missing.append(p)
+            p = (p as NSString).deletingLastPathComponent
+        }
+        for folder in missing.reversed() {
+            try fs.mkdir(folder)
+            try fs.syncFolder((folder as NSString).deletingLastPathComponent.isEmpty ? "." : (folder as NSString).deletingLastPathComponent)
         }
     }
 

@@ -104,6 +104,8 @@ extension SyncClient {
         if connection === c {
             await perform(c.session.disconnected(), on: c)
             await transport.close()
+            let t = transport.traffic
+            closedTraffic = (closedTraffic.sent + t.sent, closedTraffic.received + t.received)
             connection = nil
         }
         for copy in copies.values {

@@ -79,6 +79,8 @@ public actor SyncClient {
     public nonisolated let replica: ReplicaID
     /// The device folder.
     public nonisolated let folderPath: String
+    /// A document whose log is longer than this gets a snapshot when the client closes.
+    static let snapshotLogBytes: Int64 = 256 << 10
     let folder: DeviceFolder
     let server: Server?
     let changeSets: Bool
@@ -97,6 +99,14 @@ public actor SyncClient {
     var nextWatcher = 0
     var syncWaiters: [Int: CheckedContinuation<Void, any Error>] = [:]
     var nextWaiter = 0
+    var closedTraffic = (sent: 0, received: 0)
+
+    /// Bytes sent and received on the wire (sealed frames, handshakes included) since the client
+    /// was made, over every connection.
+    public var traffic: (sent: Int, received: Int) {
+        let now = connection?.transport.traffic ?? (sent: 0, received: 0)
+        return (closedTraffic.sent + now.sent, closedTraffic.received + now.received)
+    }
 
     /// Opens the device folder `folder` (created if missing) and takes its lock. Nothing connects
     /// before ``start()``; with no `server` the client works offline only.
@@ -368,6 +378,10 @@ public actor SyncClient {
         connection = nil
         for copy in copies.values {
             if copy.recordDirty { try? folder.write(copy.record, for: copy.id) }
+            // A relaunch loads a snapshot faster than it replays a long log.
+            if copy.failure == nil, copy.appending == 0, (try? copy.store.logSize) ?? 0 > Self.snapshotLogBytes {
+                try? copy.store.snapshot(copy.live.document)
+            }
             try? copy.store.close()
             copy.live.close()
         }
