@@ -155,7 +155,7 @@ public actor DaemonClient {
         let live = changeSets ? LiveDocument(start) : LiveDocument(withoutChangeSets: start)
         opened[document] = live
         let since = held?.version ?? VersionVector()
-        let actions = session.subscribe(document, epoch: epoch, version: since, now: Self.now())
+        let actions = session.subscribe(document, epoch: epoch, version: since, now: EventLoop.now())
         let (name, currentEpoch, version): (String, UInt64, VersionVector)
         do {
             (name, currentEpoch, version) = try await withCheckedThrowingContinuation { c in
@@ -204,7 +204,7 @@ public actor DaemonClient {
     // MARK: The session's driver
 
     private func send(_ document: DocumentID, _ ops: [ListOperation]) async throws {
-        let (edit, actions) = session.send(document, ops, now: Self.now())
+        let (edit, actions) = session.send(document, ops, now: EventLoop.now())
         _ = try await withCheckedThrowingContinuation { (c: CheckedContinuation<VersionVector, any Error>) in
             edits[edit] = c
             perform(actions)
@@ -212,7 +212,7 @@ public actor DaemonClient {
     }
 
     private func ask(_ request: ClientSession.Request) async throws -> ClientSession.Answer {
-        let (n, actions) = session.request(request, now: Self.now())
+        let (n, actions) = session.request(request, now: EventLoop.now())
         return try await withCheckedThrowingContinuation { c in
             answers[n] = c
             perform(actions)
@@ -220,11 +220,11 @@ public actor DaemonClient {
     }
 
     private func received(_ frame: [UInt8]) {
-        perform(session.receive(frame, now: Self.now()))
+        perform(session.receive(frame, now: EventLoop.now()))
     }
 
     private func tick() {
-        perform(session.tick(now: Self.now()))
+        perform(session.tick(now: EventLoop.now()))
     }
 
     private func closedByPeer() {
@@ -267,7 +267,6 @@ public actor DaemonClient {
         }
     }
 
-    private static func now() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
 }
 
 extension DocumentInfo {

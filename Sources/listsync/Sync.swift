@@ -84,26 +84,7 @@ private func exchange(_ client: SyncClient, doc: String?, host: String, port: UI
     }
     let waiting = await client.status.waiting
     await client.start()
-    // Fail fast when the daemon cannot be reached at all (the first attempt fails).
-    let updates = await client.statusUpdates()
-    let deadline = Task {
-        try? await Task.sleep(for: .seconds(timeout))
-    }
-    var attempts = 0
-    for await status in updates {
-        if case .connecting = status { attempts += 1 }
-        if case .upToDate = status { break }
-        if case let .failed(f) = status { deadline.cancel(); return fail("sync", f.description, json: json) }
-        if case let .offline(_, reason?) = status, attempts >= 1 {
-            deadline.cancel()
-            return fail("sync", "\(reason) (is `listsync serve` running there?); the edits stay saved on this device", json: json)
-        }
-        if deadline.isCancelled || Date().timeIntervalSince(started) > timeout { break }
-    }
-    deadline.cancel()
-    guard case .upToDate = await client.status else {
-        return fail("sync", "not up to date after \(Int(timeout)) s: \(await client.status)", json: json)
-    }
+    if let problem = await syncOrFailFast(client, timeout: timeout) { return fail("sync", problem, json: json) }
     var received = 0
     var rows: [[String: Any]] = []
     for (id, name) in local {
@@ -119,4 +100,35 @@ private func exchange(_ client: SyncClient, doc: String?, host: String, port: UI
         print("up to date: \(local.count) document(s); sent \(waiting) edit(s), received \(received) operation(s) in \(String(format: "%.2f", seconds)) s")
     }
     return 0
+}
+
+/// Waits until `client` is up to date (nil), or says why not: a failure, the daemon unreachable
+/// (the first connection attempt failed: no waiting for the backoff), or the timeout.
+private func syncOrFailFast(_ client: SyncClient, timeout: Double) async -> String? {
+    let updates = await client.statusUpdates()
+    return await withTaskGroup(of: String?.self) { group in
+        group.addTask {
+            do {
+                try await client.waitUntilSynced(timeout: .milliseconds(Int64(timeout * 1000)))
+                return nil
+            } catch SyncClientError.timeout(let status) {
+                return "not up to date after \(Int(timeout)) s: \(status)"
+            } catch {
+                return "\(error)"
+            }
+        }
+        group.addTask {
+            for await status in updates {
+                if case let .offline(_, reason?) = status {
+                    // Ends the wait above too (it throws `closed`).
+                    await client.close()
+                    return "\(reason) (is `listsync serve` running there?); the edits stay saved on this device"
+                }
+            }
+            return nil
+        }
+        let first = await group.next() ?? nil
+        group.cancelAll()
+        return first
+    }
 }

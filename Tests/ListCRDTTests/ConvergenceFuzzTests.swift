@@ -1,4 +1,5 @@
 import Foundation
+import ListSyncTestSupport
 import Testing
 @testable import ListCRDT
 import ListSyncSimulation
@@ -13,16 +14,9 @@ import ListSyncTestTraits
 /// Replay one seed: `LISTSYNC_FUZZ_SEED=123 swift test --filter ConvergenceFuzzTests`.
 /// More seeds: `LISTSYNC_FUZZ_SEEDS=100000`.
 @Suite(.cpuHeavy) struct ConvergenceFuzzTests {
-    static let environment = ProcessInfo.processInfo.environment
-
     @Test("1,000 seeds × 3–5 replicas × 120 edits converge, with random order, duplicates and loss")
     func fuzz() {
-        let seeds: [UInt64]
-        if let one = Self.environment["LISTSYNC_FUZZ_SEED"].flatMap(UInt64.init) {
-            seeds = [one]
-        } else {
-            seeds = Array(0..<(Self.environment["LISTSYNC_FUZZ_SEEDS"].flatMap(UInt64.init) ?? 1_000))
-        }
+        let seeds = ListSyncTestSupport.seeds(one: "LISTSYNC_FUZZ_SEED", count: "LISTSYNC_FUZZ_SEEDS", standard: 1_000)
         var failures = 0
         var edits = 0, moves = 0, deliveries = 0
         for seed in seeds where failures < 3 {

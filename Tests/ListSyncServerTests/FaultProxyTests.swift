@@ -30,6 +30,23 @@ func texts(_ live: LiveDocument) -> [[String]] {
     live.snapshot.sections.map { $0.items.map { String(decoding: $0.value, as: UTF8.self) } }
 }
 
+extension FaultPlan {
+    /// The faults between clients and a daemon in the client suites: short delays, small segments,
+    /// some stalls, 15 % drops, and a cut at a random byte on half the connections (below what
+    /// each direction carries before the heal, so a decided cut happens).
+    static func clientFaults(seed: UInt64) -> FaultPlan {
+        var plan = FaultPlan(seed: seed)
+        plan.delay = .zero ... .milliseconds(5)
+        plan.segmentBytes = 1 ... 512
+        plan.stallProbability = 0.03
+        plan.stall = .milliseconds(50) ... .milliseconds(300)
+        plan.dropProbability = 0.15
+        plan.cutProbability = 0.5
+        plan.cutBytes = 1 ... 800
+        return plan
+    }
+}
+
 extension FaultProxySuites {
     /// Clients of one daemon (a `listsync serve` process), each through a fault proxy of seeded
     /// drops, cuts at random bytes, stalls and delays; clients reconnect and resume their copy.
@@ -42,15 +59,8 @@ extension FaultProxySuites {
             defer { dir.remove() }
             let daemon = try await offPool { try DaemonProcess(data: dir.path) }
             let key = try KeyFile.read(daemon.keyFile)
-            var plan = FaultPlan(seed: seed)
-            plan.delay = .zero ... .milliseconds(5)
-            plan.segmentBytes = 1 ... 512
-            plan.stallProbability = 0.03
-            plan.stall = .milliseconds(50) ... .milliseconds(300)
-            plan.dropProbability = 0.15
-            plan.cutProbability = 0.5
-            plan.cutBytes = 1 ... 800   // below what each direction carries before the heal, so a decided cut happens
-            let proxy = try await FaultProxy.start(to: try #require(SocketAddress(numeric: "127.0.0.1", port: daemon.port)), plan: plan)
+            let proxy = try await FaultProxy.start(to: try #require(SocketAddress(numeric: "127.0.0.1", port: daemon.port)),
+                                                   plan: .clientFaults(seed: seed))
 
             // The document, made and watched directly.
             let admin = try await DaemonClient.connect(host: "127.0.0.1", port: daemon.port, key: key, changeSets: false)

@@ -22,15 +22,8 @@ extension FaultProxySuites {
             defer { dir.remove() }
             let daemon = try await offPool { try DaemonProcess(data: dir.path + "/daemon") }
             let key = try KeyFile.read(daemon.keyFile)
-            var plan = FaultPlan(seed: seed)
-            plan.delay = .zero ... .milliseconds(5)
-            plan.segmentBytes = 1 ... 512
-            plan.stallProbability = 0.03
-            plan.stall = .milliseconds(50) ... .milliseconds(300)
-            plan.dropProbability = 0.15
-            plan.cutProbability = 0.5
-            plan.cutBytes = 1 ... 800
-            let proxy = try await FaultProxy.start(to: try #require(SocketAddress(numeric: "127.0.0.1", port: daemon.port)), plan: plan)
+            let proxy = try await FaultProxy.start(to: try #require(SocketAddress(numeric: "127.0.0.1", port: daemon.port)),
+                                                   plan: .clientFaults(seed: seed))
             let direct = SyncClient.Server(host: "127.0.0.1", port: daemon.port, key: key)
             let server = SyncClient.Server(host: "127.0.0.1", port: proxy.port, key: key, requestTimeout: .seconds(2),
                                            backoff: Backoff(initial: .milliseconds(20), maximum: .milliseconds(200)))

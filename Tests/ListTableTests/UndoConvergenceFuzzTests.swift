@@ -16,16 +16,9 @@ import ListSyncTestTraits
 /// Replay one seed: `LISTSYNC_UNDO_FUZZ_SEED=123 swift test --filter UndoConvergenceFuzzTests`.
 /// More seeds: `LISTSYNC_UNDO_FUZZ_SEEDS=5000`.
 @Suite(.cpuHeavy) struct UndoConvergenceFuzzTests {
-    static let environment = ProcessInfo.processInfo.environment
-
     @Test("300 seeds × 3–4 replicas: edits, undo and redo, random delivery with duplicates, converge")
     func fuzz() {
-        let seeds: [UInt64]
-        if let one = Self.environment["LISTSYNC_UNDO_FUZZ_SEED"].flatMap(UInt64.init) {
-            seeds = [one]
-        } else {
-            seeds = Array(0..<(Self.environment["LISTSYNC_UNDO_FUZZ_SEEDS"].flatMap(UInt64.init) ?? 300))
-        }
+        let seeds = ListSyncTestSupport.seeds(one: "LISTSYNC_UNDO_FUZZ_SEED", count: "LISTSYNC_UNDO_FUZZ_SEEDS", standard: 300)
         var failures = 0
         var totals = UndoFuzz.Counts()
         for seed in seeds where failures < 3 {

@@ -16,16 +16,9 @@ import ListSyncTestTraits
 /// Replay one seed: `LISTSYNC_UNDO_SEED=123 swift test --filter UndoModelTests`.
 /// More seeds: `LISTSYNC_UNDO_SEEDS=20000`.
 @Suite(.cpuHeavy) struct UndoModelTests {
-    static let environment = ProcessInfo.processInfo.environment
-
     @Test("2,000 seeds: undo back to the start shows the start, redo forward shows the end")
     func undoToStartRedoToEnd() {
-        let seeds: [UInt64]
-        if let one = Self.environment["LISTSYNC_UNDO_SEED"].flatMap(UInt64.init) {
-            seeds = [one]
-        } else {
-            seeds = Array(0..<(Self.environment["LISTSYNC_UNDO_SEEDS"].flatMap(UInt64.init) ?? 2_000))
-        }
+        let seeds = ListSyncTestSupport.seeds(one: "LISTSYNC_UNDO_SEED", count: "LISTSYNC_UNDO_SEEDS", standard: 2_000)
         var failures = 0
         var totals = UndoModel.Counts()
         for seed in seeds where failures < 3 {

@@ -97,7 +97,7 @@ extension SyncClient {
         updateStatus()
         for await frame in transport.incoming {
             guard connection === c else { break }
-            await perform(c.session.receive(frame, now: Self.now()), on: c)
+            await perform(c.session.receive(frame, now: EventLoop.now()), on: c)
             if c.session.isClosed { break }
         }
         c.ticker?.cancel()
@@ -118,7 +118,7 @@ extension SyncClient {
 
     func tick() async {
         guard let c = connection else { return }
-        await perform(c.session.tick(now: Self.now()), on: c)
+        await perform(c.session.tick(now: EventLoop.now()), on: c)
     }
 
     /// Starts syncing `copy` on the current connection, if any: `create` first for a document
@@ -126,14 +126,14 @@ extension SyncClient {
     func attach(_ copy: LocalCopy) {
         guard let c = connection, copy.phase == .idle, copy.failure == nil else { return }
         if !copy.record.onServer {
-            let (n, actions) = c.session.request(.create(name: copy.name, sections: [], id: copy.id, epoch: copy.record.epoch), now: Self.now())
+            let (n, actions) = c.session.request(.create(name: copy.name, sections: [], id: copy.id, epoch: copy.record.epoch), now: EventLoop.now())
             c.creates[n] = copy.id
             copy.phase = .creating(request: n)
             send(actions, on: c)
             return
         }
         copy.phase = .subscribing
-        send(c.session.subscribe(copy.id, epoch: copy.record.epoch, version: copy.live.document.version, now: Self.now()), on: c)
+        send(c.session.subscribe(copy.id, epoch: copy.record.epoch, version: copy.live.document.version, now: EventLoop.now()), on: c)
     }
 
     /// Sends the operations of `copy` the daemon has not acknowledged (once caught up; only
@@ -142,7 +142,7 @@ extension SyncClient {
         guard let c = connection, copy.phase == .live else { return }
         let ops = copy.live.operations(since: copy.record.version)
         guard !ops.isEmpty else { return }
-        let (n, actions) = c.session.send(copy.id, ops, now: Self.now())
+        let (n, actions) = c.session.send(copy.id, ops, now: EventLoop.now())
         c.edits[n] = copy.id
         copy.inFlight += 1
         send(actions, on: c)
@@ -150,7 +150,7 @@ extension SyncClient {
 
     /// Performs the session's actions that need no waiting (frames out, closes).
     func send(_ actions: [ClientSession.Action], on c: Connection) {
-        for case let action in actions {
+        for action in actions {
             switch action {
             case let .send(frame):
                 if !c.transport.enqueue(frame) {
@@ -278,6 +278,4 @@ extension SyncClient {
             copy.recordDirty = true
         }
     }
-
-    static func now() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
 }

@@ -136,7 +136,7 @@ public actor SyncClient {
         try checkOpen()
         let id: DocumentID
         do { id = try folder.data.create(name: name) } catch { throw .store(error) }
-        let copy = try load(id, name: name, fresh: true)
+        let copy = try load(id, name: name)
         copies[id] = copy
         if !sections.isEmpty {
             _ = try await edit(id) { (doc: inout ListDocument) throws(ListError) in
@@ -157,7 +157,7 @@ public actor SyncClient {
         let entries: [DataFolder.Entry]
         do { entries = try folder.data.list() } catch { throw .store(error) }
         guard let entry = entries.first(where: { $0.id == id }) else { throw .notOnDevice(id) }
-        let copy = try load(id, name: entry.name, fresh: false)
+        let copy = try load(id, name: entry.name)
         copies[id] = copy
         attach(copy)
         updateStatus()
@@ -169,7 +169,7 @@ public actor SyncClient {
         try checkOpen()
         if (try? documents().contains { $0.id == id }) == true { return try open(id) }
         do { _ = try folder.data.create(name: name, id: id) } catch { throw .store(error) }
-        let copy = try load(id, name: name, fresh: true, onServer: true)
+        let copy = try load(id, name: name, onServer: true)
         copies[id] = copy
         attach(copy)
         updateStatus()
@@ -241,7 +241,9 @@ public actor SyncClient {
         updateStatus()
     }
 
-    func load(_ id: DocumentID, name: String, fresh: Bool, onServer: Bool = false) throws(SyncClientError) -> LocalCopy {
+    /// Opens document `id`'s store and sync record (a new record, for the daemon's copy when
+    /// `onServer`, if it has none).
+    func load(_ id: DocumentID, name: String, onServer: Bool = false) throws(SyncClientError) -> LocalCopy {
         do {
             let (store, document) = try folder.data.open(id, replica: replica)
             var record = try folder.record(id)
@@ -291,7 +293,7 @@ public actor SyncClient {
             _ = try folder.data.create(name: copy.name, id: id)
         } catch { throw .store(error) }
         copy.live.close()
-        let fresh = try load(id, name: copy.name, fresh: true, onServer: true)
+        let fresh = try load(id, name: copy.name, onServer: true)
         copies[id] = fresh
         attach(fresh)
         updateStatus()
@@ -340,7 +342,8 @@ public actor SyncClient {
     func updateStatus() {
         let waiting = copies.values.reduce(0) { $0 + $1.unacked.count }
         let new: SyncStatus
-        if let f = sessionFailure ?? copies.values.sorted(by: { $0.id < $1.id }).compactMap(\.failure).first {
+        // The failure of the lowest document id, so that the report does not depend on dictionary order.
+        if let f = sessionFailure ?? copies.values.filter({ $0.failure != nil }).min(by: { $0.id < $1.id })?.failure {
             new = .failed(f)
         } else if connection == nil {
             new = isConnecting ? .connecting(waiting: waiting) : .offline(waiting: waiting, reason: lastError)
