@@ -236,6 +236,32 @@ struct SyncClientTests {
         await b.close()
     }
 
+    @Test("60 concurrent edits (appends that may finish out of order) are all counted, sent and acknowledged")
+    func concurrentEdits() async throws {
+        let dir = TemporaryFolder()
+        defer { dir.remove() }
+        let c = try SyncClient(folder: dir.path + "/dev", server: nil, changeSets: false)
+        let doc = try await c.create(name: "burst", sections: [])
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for i in 0..<60 {
+                group.addTask {
+                    _ = try await c.edit(doc) { (d: inout ListDocument) throws(ListError) in _ = try d.insertSection(at: 0, value: Data("s\(i)".utf8)) }
+                }
+            }
+            try await group.waitForAll()
+        }
+        #expect(await c.status.waiting == 60)
+        await c.close()
+        let daemon = try DaemonProcess(data: dir.path + "/daemon")
+        defer { daemon.terminate() }
+        let online = try SyncClient(folder: dir.path + "/dev", server: try Self.server(daemon), changeSets: false)
+        _ = try await online.open(doc)
+        await online.start()
+        try await online.waitUntilSynced(timeout: .seconds(20))
+        #expect(await online.status == .upToDate)
+        await online.close()
+    }
+
     @Test("a relaunch opens a 100,000-item document from the device's store, with the daemon unreachable")
     func largeRelaunch() async throws {
         let dir = TemporaryFolder()

@@ -229,8 +229,11 @@ public actor SyncClient {
             throw .store(error)
         }
         copy.appending -= 1
-        copy.unacked.append(contentsOf: ops.filter { $0.id.replica == replica }.map(\.id.counter))
-        if copy.unacked.count > 1, copy.unacked[copy.unacked.count - 2] > copy.unacked[copy.unacked.count - 1] { copy.unacked.sort() }
+        // A batch's own counters increase; two edits whose appends finished in the other order
+        // arrive here swapped, so keep `unacked` sorted across batches.
+        let mine = ops.filter { $0.id.replica == replica }.map(\.id.counter)
+        copy.unacked.append(contentsOf: mine)
+        if let first = mine.first, let before = copy.unacked.dropLast(mine.count).last, before > first { copy.unacked.sort() }
         if copy.phase == .live, copy.appending == 0 {
             // Everything applied is durable now: send what the daemon lacks (this edit, and any
             // that waited for an earlier append).
