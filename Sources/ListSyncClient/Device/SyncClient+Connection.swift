@@ -102,11 +102,12 @@ extension SyncClient {
         }
         c.ticker?.cancel()
         if connection === c {
+            // Detached before any wait: an edit arriving meanwhile must not use a closed session.
+            connection = nil
             await perform(c.session.disconnected(), on: c)
             await transport.close()
             let t = transport.traffic
             closedTraffic = (closedTraffic.sent + t.sent, closedTraffic.received + t.received)
-            connection = nil
         }
         for copy in copies.values {
             copy.phase = .idle
@@ -148,105 +149,114 @@ extension SyncClient {
         send(actions, on: c)
     }
 
-    /// Performs the session's actions that need no waiting (frames out, closes).
+    /// Performs the actions of a call on the session (frames out, or, on a session that has
+    /// closed, the call's failure at once).
     func send(_ actions: [ClientSession.Action], on c: Connection) {
+        var settled = false
         for action in actions {
-            switch action {
-            case let .send(frame):
-                if !c.transport.enqueue(frame) {
-                    let t = c.transport
-                    Task { await t.close() }
-                }
-            case let .close(reason):
-                lastError = reason
-                let t = c.transport
-                Task { await t.close(reason: reason) }
-            default:
-                assertionFailure("a request or subscribe makes only frames: \(action)")
-            }
+            if case .send = action {} else { settled = true }
+            settle(action, on: c)
         }
+        if settled { updateStatus() }
     }
 
+    /// Performs the actions of an event on the session, storing received operations.
     func perform(_ actions: [ClientSession.Action], on c: Connection) async {
         for action in actions {
-            switch action {
-            case .send, .close:
-                send([action], on: c)
-            case let .answered(n, result):
-                guard let id = c.creates.removeValue(forKey: n), let copy = copies[id] else { break }
-                switch result {
-                case let .success(.created(_, epoch)) where epoch == copy.record.epoch:
-                    copy.record.onServer = true
-                    writeRecord(copy)
-                    copy.phase = .idle
-                    attach(copy)
-                case .success:
-                    copy.phase = .idle
-                    copy.failure = .documentReset(id, unsent: copy.unacked.count)
-                case let .failure(e):
-                    copy.phase = .idle
-                    fail(copy, e)
-                }
-            case let .subscribed(id, name, epoch, version):
-                guard let copy = copies[id] else { break }
-                if copy.record.epoch == 0 {
-                    do {
-                        try copy.store.resetEpoch(to: epoch)
-                    } catch {
-                        copy.failure = .storage(error.description)
-                        break
-                    }
-                    copy.record.epoch = epoch
-                    copy.record.name = name
-                    copy.name = name
-                    writeRecord(copy)
-                }
-                copy.acknowledge(version, replica: replica)
-                copy.phase = .catchingUp
-            case let .subscribeFailed(id, error):
-                guard let copy = copies[id] else { break }
-                copy.phase = .idle
-                fail(copy, error)
-            case let .operations(id, ops):
-                guard let copy = copies[id] else { break }
-                _ = copy.live.receive(ops)
-                var seen = VersionVector()
-                for op in ops { seen.observe(op.id) }
-                copy.acknowledge(seen, replica: replica)
-                copy.appending += 1
-                do { try await copy.store.append(ops) } catch { copy.failure = .storage(error.description) }
-                copy.appending -= 1
-                if copy.resendAfterAppends, copy.appending == 0 {
-                    copy.resendAfterAppends = false
-                    sendMissing(copy)
-                }
-            case let .synced(id, version):
-                guard let copy = copies[id] else { break }
-                copy.acknowledge(version, replica: replica)
-                copy.phase = .live
-                if copy.appending == 0 { sendMissing(copy) } else { copy.resendAfterAppends = true }
-                writeRecord(copy)
-            case let .editDone(n, result):
-                guard let id = c.edits.removeValue(forKey: n), let copy = copies[id] else { break }
-                copy.inFlight -= 1
-                switch result {
-                case let .success(version):
-                    copy.acknowledge(version, replica: replica)
-                    if copy.inFlight == 0 { writeRecord(copy) }
-                case let .failure(e):
-                    fail(copy, e)
-                }
-            case let .documentError(id, code, text):
-                if code == .epochMismatch, let copy = copies[id] {
-                    copy.failure = .documentReset(id, unsent: copy.unacked.count)
-                } else {
-                    lastError = "\(code): \(text)"
-                }
-            case .announced:
-                break
+            guard case let .operations(id, ops) = action else {
+                settle(action, on: c)
+                continue
+            }
+            guard let copy = copies[id] else { continue }
+            _ = copy.live.receive(ops)
+            var seen = VersionVector()
+            for op in ops { seen.observe(op.id) }
+            copy.acknowledge(seen, replica: replica)
+            copy.appending += 1
+            do { try await copy.store.append(ops) } catch { copy.failure = .storage(error.description) }
+            copy.appending -= 1
+            if copy.resendAfterAppends, copy.appending == 0 {
+                copy.resendAfterAppends = false
+                sendMissing(copy)
             }
         }
         updateStatus()
+    }
+
+    /// Performs one action that needs no waiting (everything but storing operations).
+    func settle(_ action: ClientSession.Action, on c: Connection) {
+        switch action {
+        case let .send(frame):
+            if !c.transport.enqueue(frame) {
+                let t = c.transport
+                Task { await t.close() }
+            }
+        case let .close(reason):
+            lastError = reason
+            let t = c.transport
+            Task { await t.close(reason: reason) }
+        case let .answered(n, result):
+            guard let id = c.creates.removeValue(forKey: n), let copy = copies[id] else { break }
+            switch result {
+            case let .success(.created(_, epoch)) where epoch == copy.record.epoch:
+                copy.record.onServer = true
+                writeRecord(copy)
+                copy.phase = .idle
+                attach(copy)
+            case .success:
+                copy.phase = .idle
+                copy.failure = .documentReset(id, unsent: copy.unacked.count)
+            case let .failure(e):
+                copy.phase = .idle
+                fail(copy, e)
+            }
+        case let .subscribed(id, name, epoch, version):
+            guard let copy = copies[id] else { break }
+            if copy.record.epoch == 0 {
+                do {
+                    try copy.store.resetEpoch(to: epoch)
+                } catch {
+                    copy.failure = .storage(error.description)
+                    break
+                }
+                copy.record.epoch = epoch
+                copy.record.name = name
+                copy.name = name
+                writeRecord(copy)
+            }
+            copy.acknowledge(version, replica: replica)
+            copy.phase = .catchingUp
+        case let .subscribeFailed(id, error):
+            guard let copy = copies[id] else { break }
+            copy.phase = .idle
+            fail(copy, error)
+        case let .synced(id, version):
+            guard let copy = copies[id] else { break }
+            copy.acknowledge(version, replica: replica)
+            copy.phase = .live
+            if copy.appending == 0 { sendMissing(copy) } else { copy.resendAfterAppends = true }
+            writeRecord(copy)
+        case let .editDone(n, result):
+            guard let id = c.edits.removeValue(forKey: n), let copy = copies[id] else { break }
+            copy.inFlight -= 1
+            switch result {
+            case let .success(version):
+                copy.acknowledge(version, replica: replica)
+                if copy.inFlight == 0 { writeRecord(copy) }
+            case let .failure(e):
+                fail(copy, e)
+            }
+        case let .documentError(id, code, text):
+            if code == .epochMismatch, let copy = copies[id] {
+                copy.failure = .documentReset(id, unsent: copy.unacked.count)
+            } else {
+                lastError = "\(code): \(text)"
+            }
+        case .announced:
+            break
+        case .operations:
+            assertionFailure("operations are stored by perform")
+        }
     }
 
     /// What a refusal of `copy` means: a reset, or a failure to report; a lost connection or
