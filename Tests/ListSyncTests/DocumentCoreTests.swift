@@ -282,6 +282,17 @@ import ListSyncTestSupport
         #expect(!core.isSubscribed(Self.a) && core.isSubscribed(Self.b))
     }
 
+    @Test("a second catch-up (hello) while the first is not sent counts the first: hellos cannot grow the queue without bound")
+    func helloFlood() {
+        let base = Fixture.typed(200)
+        var core = Self.core(base, subscribers: [], maxFrame: 256, stepBytes: 1, maxQueued: 10)
+        #expect(core.subscribe(Self.a, epoch: 7, version: VersionVector()).last == .awaitRoom(Self.a))
+        let again = core.hello(Self.a, version: VersionVector())
+        #expect(again.count == 1)
+        if case .close(Self.a, _)? = again.first {} else { Issue.record("\(again)") }
+        #expect(!core.isSubscribed(Self.a))
+    }
+
     @Test("a subscriber's frames, read from a byte stream split at every offset, give a client the same results")
     func streamToClient() {
         let base = Fixture.typed(6)

@@ -114,11 +114,14 @@ public struct DocumentCore: Sendable {
         var waiting = false
         /// A `synced` follows once the queue is empty.
         var syncedDue = true
-        /// Queue positions before this are catch-up (a subscribe's or a hello's): they do not count
-        /// toward ``maxQueuedOperations``.
-        var catchUpEnd = 0
-        /// Operations queued beyond the catch-up, not yet sent.
-        var queuedBeyondCatchUp: Int { queue.count - max(next, catchUpEnd) }
+        /// The queue positions of the latest catch-up (a subscribe's or a hello's): those not sent
+        /// yet do not count toward ``maxQueuedOperations``. Only the latest: a hello sent again
+        /// and again cannot make the queue grow without bound.
+        var catchUp = 0..<0
+        /// Operations queued and not sent, but the latest catch-up's.
+        var queuedBeyondCatchUp: Int {
+            queue.count - next - max(0, catchUp.upperBound - max(next, catchUp.lowerBound))
+        }
     }
 
     /// A core for `document`, loaded from disk (everything in it is durable).
@@ -344,11 +347,11 @@ public struct DocumentCore: Sendable {
 
     private mutating func enqueue(_ s: SubscriberID, _ ops: [ListOperation], synced: Bool) -> [Action] {
         guard var sub = subscribers[s] else { return [] }
-        if sub.next > 0, sub.next == sub.queue.count { sub.queue = []; sub.next = 0; sub.catchUpEnd = 0 }
+        if sub.next > 0, sub.next == sub.queue.count { sub.queue = []; sub.next = 0; sub.catchUp = 0..<0 }
         sub.queue += ops
         if synced {
             sub.syncedDue = true
-            sub.catchUpEnd = sub.queue.count
+            sub.catchUp = sub.queue.count - ops.count..<sub.queue.count
         }
         subscribers[s] = sub
         if sub.queuedBeyondCatchUp > maxQueuedOperations {
@@ -373,7 +376,7 @@ public struct DocumentCore: Sendable {
         if sub.next == sub.queue.count {
             sub.queue = []
             sub.next = 0
-            sub.catchUpEnd = 0
+            sub.catchUp = 0..<0
             if sub.syncedDue {
                 sub.syncedDue = false
                 actions.append(.send(s, SyncMessage.synced(document: id, version: durableVersion).encoded()))
