@@ -1,7 +1,9 @@
 /// A connection that carries whole frames between two peers.
 ///
 /// Implementations: ``InMemoryTransport`` (tests and simulations) and, in `ListSyncTCP`, TCP.
-/// A transport only moves frames; the sync protocol (``SyncSession``) repairs anything lost.
+/// A transport only moves frames, each holding one ``SyncMessage``; the protocol's state machines
+/// (``ClientSession``, ``ServerSession``, ``DocumentCore``, ``PeerSession``) repair anything lost
+/// when a connection is made again (Docs/Protocol.md).
 public protocol Transport: Sendable {
     /// Sends one frame. Throws ``TransportError/closed`` once the connection is closed.
     func send(_ frame: [UInt8]) async throws(TransportError)

@@ -160,7 +160,7 @@ public actor Daemon {
         let clock = Self.clock
         let limits = configuration.pendingLimits
         let options = storeOptions()
-        let maxFrame = configuration.tcp.frameLimit
+        let maxFrame = configuration.tcp.maxPayload
         let snapshotLogBytes = configuration.snapshotLogBytes
         let log = log
         // Recovery reads and replays the document's files: off this actor and the cooperative pool.
@@ -215,7 +215,7 @@ public actor Daemon {
             let (store, document) = try folder.open(newID, replica: replica, options: options)
             let replica = replica
             h = DocumentHost(id: newID, name: name, store: store, document: document, epoch: try store.epoch,
-                             pendingLimits: configuration.pendingLimits, maxFrame: configuration.tcp.frameLimit, clock: Self.clock,
+                             pendingLimits: configuration.pendingLimits, maxFrame: configuration.tcp.maxPayload, clock: Self.clock,
                              reopen: { try folder.open(newID, replica: replica, options: reopenOptions) }, log: log, held: true,
                              snapshotLogBytes: configuration.snapshotLogBytes)
         } catch { throw DaemonError.from(error) }

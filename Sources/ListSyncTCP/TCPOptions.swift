@@ -30,4 +30,9 @@ public struct TCPOptions: Sendable {
 
     /// The defaults.
     public init() {}
+
+    /// The largest payload (one message) a connection with these options carries:
+    /// ``frameLimit`` less the type byte and the 16-byte tag of a sealed frame
+    /// (``TCPTransport/maxFrame`` of an established connection).
+    public var maxPayload: Int { frameLimit - ConnectionMachine.overhead }
 }

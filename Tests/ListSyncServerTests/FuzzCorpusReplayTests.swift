@@ -1,23 +1,13 @@
 import Foundation
 import Testing
-import ListSync
 import ListSyncServer
 @testable import listsync
 
-/// Replays the `daemon` and `cli` libFuzzer corpora and kept crashes of Tests/Fuzz
-/// (Docs/Fuzzing.md) through the same calls as their harnesses.
-@Suite("Fuzz corpus replay: daemon messages and command arguments")
+/// Replays the `cli` libFuzzer corpus and kept crashes of Tests/Fuzz (Docs/Fuzzing.md) through
+/// the same calls as its harness. (The `daemon` corpus is replayed by ListSyncTests: its harness
+/// drives ServerSession, which is in ListSync.)
+@Suite("Fuzz corpus replay: command arguments")
 struct FuzzCorpusReplayTests {
-    @Test("SyncMessage(decoding:) and back")
-    func daemonMessages() throws {
-        let inputs = fuzzInputs("daemon")
-        #expect(!inputs.isEmpty)
-        for bytes in inputs {
-            guard let m = try? SyncMessage(decoding: bytes) else { continue }
-            #expect(try SyncMessage(decoding: m.encoded()) == m)
-        }
-    }
-
     @Test("Options, PathArgument and parseAddress")
     func commandArguments() {
         let inputs = fuzzInputs("cli")

@@ -218,6 +218,7 @@ struct ConnectionMachineTests {
         p.pump(piece: { _ in 1000 })
         let max = p.client.maxPayload
         #expect(max == (1 << 20) - 17)
+        #expect(TCPOptions().maxPayload == max, "what the daemon's document cores cut their frames to")
         #expect(throws: TransportError.frameTooLarge(size: max + 1, limit: max)) { try p.client.seal(.data, [UInt8](repeating: 0, count: max + 1)) }
         let big = try p.client.seal(.data, [UInt8](repeating: 1, count: max))
         #expect(p.server.receive(big) == [.deliver([UInt8](repeating: 1, count: max))])

@@ -3,17 +3,87 @@ import Testing
 import ListCRDT
 import ListSync
 
-/// Replays the `sync` libFuzzer corpus and kept crashes of Tests/Fuzz (Docs/Fuzzing.md).
-@Suite("Fuzz corpus replay: sync messages")
+/// Replays the `sync` and `daemon` libFuzzer corpora and kept crashes of Tests/Fuzz
+/// (Docs/Fuzzing.md) through the same calls as their harnesses, with the same properties.
+@Suite("Fuzz corpus replay: sync messages and the daemon's side of a connection")
 struct FuzzCorpusReplayTests {
-    @Test("SyncMessage(decoding:) and back")
+    static let document = DocumentID(high: 0x0123_4567_89ab_cdef, low: 0xfedc_ba98_7654_3210)
+
+    @Test("SyncMessage(decoding:) and back; a waiting ClientSession fed the frame")
     func syncMessages() throws {
         let inputs = fuzzInputs("sync")
         #expect(!inputs.isEmpty)
+        var waiting = ClientSession(maxFrame: 1 << 20, timeout: 1_000)
+        _ = waiting.request(.status, now: 0)
+        _ = waiting.subscribe(Self.document, epoch: 0, version: VersionVector(), now: 0)
+        _ = waiting.send(Self.document, Fixture.typed(1).operations, now: 0)
+        var decoded = 0
         for bytes in inputs {
-            guard let m = try? SyncMessage(decoding: bytes) else { continue }
+            var client = waiting
+            let actions = client.receive(bytes, now: 1)
+            guard let m = try? SyncMessage(decoding: bytes) else {
+                #expect(actions.count == 4 && client.isClosed && client.waitingCount == 0, "\(actions)")
+                continue
+            }
+            decoded += 1
+            #expect(!actions.contains { if case .close = $0 { return true }; return false })
             #expect(try SyncMessage(decoding: m.encoded()) == m)
         }
+        #expect(decoded > 0)
+    }
+
+    @Test("ServerSession.receive over scripts of frames, driven as the daemon drives it")
+    func daemonScripts() {
+        let inputs = fuzzInputs("daemon")
+        #expect(!inputs.isEmpty)
+        let info = DocumentInfo(id: Self.document, name: "groceries", epoch: 7, operations: 12)
+        var operations = 0
+        for bytes in inputs {
+            var session = ServerSession(maxFrame: 1024, rateLimit: RateLimit(batchesPerSecond: 100, burst: 3), now: 0)
+            for (k, frame) in Self.frames(bytes).enumerated() {
+                let now = UInt64(k) * 1_000_000
+                let attachedBefore = session.attachedDocuments
+                let actions = session.receive(frame, now: now)
+                guard let message = try? SyncMessage(decoding: frame) else {
+                    #expect(actions.count == 2 && session.isClosed && actions.sent.map(\.code) == [.malformed], "\(actions)")
+                    break
+                }
+                #expect((try? SyncMessage(decoding: message.encoded())) == message)
+                for action in actions {
+                    switch action {
+                    case .close: Issue.record("a message that decodes closed the session: \(message)")
+                    case let .send(f): #expect(decoded(f)?.code != nil, "the session sends only errors")
+                    case let .operations(doc, _, _):
+                        operations += 1
+                        #expect(attachedBefore.contains(doc))
+                    case let .subscribe(doc, _, _): session.attached(doc)
+                    case let .create(request, _, _, id, epoch):
+                        #expect(session.created(request: request, document: id ?? Self.document, epoch: max(epoch, 1)).sent.count == 1)
+                    case let .listDocuments(request, _):
+                        let list = Array(repeating: info, count: Int(request % 20))
+                        #expect(session.documents(request: request, list).sent.count == 1)
+                        #expect(session.announce(info).sent.count == 1)
+                    case let .status(request):
+                        #expect(!session.status(request: request, json: String(repeating: "{}", count: Int(request % 700))).sent.isEmpty)
+                    case .unsubscribe, .hello, .rateLimited: break
+                    }
+                }
+            }
+        }
+        #expect(operations > 0, "the corpus reaches the operations path")
+    }
+
+    /// Frames of a script: `u16 LE length | bytes`, repeated; a short last frame takes what is left.
+    static func frames(_ bytes: [UInt8]) -> [[UInt8]] {
+        var out: [[UInt8]] = [], at = 0
+        while at < bytes.count {
+            let lo = Int(bytes[at]), hi = at + 1 < bytes.count ? Int(bytes[at + 1]) : 0
+            at = min(at + 2, bytes.count)
+            let end = min(at + (lo | hi << 8), bytes.count)
+            out.append(Array(bytes[at..<end]))
+            at = end
+        }
+        return out
     }
 }
 

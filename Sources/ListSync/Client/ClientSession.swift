@@ -228,7 +228,8 @@ public struct ClientSession: Sendable {
             let e = ClientSessionError.refused(code, text)
             if r != 0, requests.removeValue(forKey: r) != nil { return [.answered(r, .failure(e))] }
             if r != 0, batches[r] != nil { return answerBatch(r, .failure(e)) }
-            if let doc, subscribing.removeValue(forKey: doc) != nil || (code == .epochMismatch && live.remove(doc) != nil) {
+            if let doc, Self.subscriptionCodes.contains(code),
+               subscribing.removeValue(forKey: doc) != nil || (code == .epochMismatch && live.remove(doc) != nil) {
                 return [.subscribeFailed(doc, e)]
             }
             if let doc { return [.documentError(doc, code, text)] }
@@ -297,6 +298,11 @@ public struct ClientSession: Sendable {
         requests = [:]; subscribing = [:]; edits = [:]; batches = [:]; live = []
         return actions
     }
+
+    /// The codes a failed `subscribe` is answered with (request 0, its document). `limit` and
+    /// `refused` with request 0 refuse a batch sent with batch 0 (a relayed push), never a
+    /// subscription, so they do not end one that waits (Docs/Protocol.md, "Errors").
+    private static let subscriptionCodes: Set<SyncErrorCode> = [.unknownDocument, .epochMismatch, .storage, .unsupported]
 
     private static func describe(_ r: Request) -> String {
         switch r {

@@ -23,7 +23,8 @@ public struct SubscriberID: Hashable, Comparable, Sendable, CustomStringConverti
 /// 3. **durable** (``durable(ticket:)``): batches are released in the order they were received,
 ///    once every batch before them is durable too;
 /// 4. **forwarded and acknowledged**: the operations a released batch applied go to every other
-///    subscriber, and its sender gets exactly one answer, an `ack` or an `error`.
+///    subscriber (and those it woke from the causal buffer, which others sent, to its sender too),
+///    and its sender gets exactly one answer, an `ack` or an `error`.
 ///
 /// A failed append (``appendFailed(ticket:reason:)``) fails every batch in flight with a storage
 /// error and stops the core until its driver reloads it from disk (``recovered(_:)``): what the
@@ -98,6 +99,9 @@ public struct DocumentCore: Sendable {
         let sender: SubscriberID?
         let batch: UInt64
         let refused: [ApplyError]
+        /// Operations of earlier batches that its receive woke from the causal buffer: forwarded
+        /// with it to everyone, and to its sender too, who may lack them.
+        let woken: [ListOperation]
         var durable: Bool
     }
 
@@ -110,7 +114,14 @@ public struct DocumentCore: Sendable {
         var waiting = false
         /// A `synced` follows once the queue is empty.
         var syncedDue = true
-        var queued: Int { queue.count - next }
+        /// The queue positions of the latest catch-up (a subscribe's or a hello's): those not sent
+        /// yet do not count toward ``maxQueuedOperations``. Only the latest: a hello sent again
+        /// and again cannot make the queue grow without bound.
+        var catchUp = 0..<0
+        /// Operations queued and not sent, but the latest catch-up's.
+        var queuedBeyondCatchUp: Int {
+            queue.count - next - max(0, catchUp.upperBound - max(next, catchUp.lowerBound))
+        }
     }
 
     /// A core for `document`, loaded from disk (everything in it is durable).
@@ -158,14 +169,18 @@ public struct DocumentCore: Sendable {
         equivocations += refused.count
         for case let .equivocation(id) in refused { lastEquivocation = id }
         let start = document.operationCount
+        let waited = document.pendingCount
         let report = fresh.isEmpty ? ReceiveReport() : document.receive(fresh)
         refused += report.refused
         operationsApplied += document.operationCount - start
         let accepted = Self.accepted(fresh, refused: report.refused)
+        let applied = start..<document.operationCount
+        // Operations other batches left waiting can only be woken if some waited before.
+        let woken = sender != nil && waited > 0 ? Self.woken(document, applied, except: fresh) : []
         let ticket = nextTicket
         nextTicket += 1
-        inFlight.append(InFlight(ticket: ticket, applied: start..<document.operationCount, sender: sender,
-                                 batch: batch, refused: refused, durable: accepted.isEmpty))
+        inFlight.append(InFlight(ticket: ticket, applied: applied, sender: sender, batch: batch,
+                                 refused: refused, woken: woken, durable: accepted.isEmpty))
         var actions: [Action] = []
         if !accepted.isEmpty { actions.append(.append(ticket: ticket, operations: accepted)) }
         if variant == .acknowledgeBeforeDurable { markDurable(ticket) }
@@ -187,17 +202,19 @@ public struct DocumentCore: Sendable {
 
     /// The append of `ticket` failed: every batch in flight is refused with a storage error and the
     /// core takes nothing until ``recovered(_:)``.
+    ///
+    /// Every batch, not only those from `ticket` on: the durable batches at the front were released
+    /// already, so any batch in flight waits behind one whose append has not been confirmed, and
+    /// cannot be released before it. The reload says what reached the disk.
     public mutating func appendFailed(ticket: UInt64, reason: String) -> [Action] {
         guard failure == nil else { return [] }
         failure = reason
         var actions: [Action] = []
-        for f in inFlight where !f.durable || f.ticket >= ticket {
+        for f in inFlight {
             actions += answer(f.sender, .error(request: f.batch, document: id, code: .storage,
                                                text: "the document's store failed (\(reason)); nothing of batch \(f.batch) was acknowledged"))
         }
-        // Durable batches before the failed one are released; the rest wait for the reload.
-        inFlight.removeAll { !$0.durable || $0.ticket >= ticket }
-        actions += release()
+        inFlight = []
         return actions
     }
 
@@ -242,7 +259,7 @@ public struct DocumentCore: Sendable {
         for i in inFlight.indices where inFlight[i].sender == subscriber {
             // Its batches are still logged and forwarded; there is nobody to answer.
             inFlight[i] = InFlight(ticket: inFlight[i].ticket, applied: inFlight[i].applied, sender: nil,
-                                   batch: 0, refused: inFlight[i].refused, durable: inFlight[i].durable)
+                                   batch: 0, refused: inFlight[i].refused, woken: [], durable: inFlight[i].durable)
         }
     }
 
@@ -269,6 +286,16 @@ public struct DocumentCore: Sendable {
         return fresh.filter { op in !ids.contains { $0.replica == op.id.replica && $0.counter >= op.id.counter && $0.counter <= op.lastID.counter } }
     }
 
+    /// The operations in log positions `applied` that are not among `fresh`: those the receive woke
+    /// from the causal buffer, sent earlier by someone else.
+    ///
+    /// - Complexity: O(k) for the k operations applied.
+    private static func woken(_ document: ListDocument, _ applied: Range<Int>, except fresh: [ListOperation]) -> [ListOperation] {
+        guard !applied.isEmpty else { return [] }
+        let own = Set(fresh.map(\.id))
+        return document.operations(in: applied).filter { !own.contains($0.id) }
+    }
+
     private mutating func markDurable(_ ticket: UInt64) {
         guard let i = inFlight.firstIndex(where: { $0.ticket == ticket }) else { return }
         inFlight[i].durable = true
@@ -286,6 +313,7 @@ public struct DocumentCore: Sendable {
             for op in applied { durableVersion.observe(op.lastID) }
             durableCount = first.applied.upperBound
             actions += forward(applied, except: first.sender)
+            if let sender = first.sender, !first.woken.isEmpty { actions += enqueue(sender, first.woken, synced: false) }
             if !first.refused.isEmpty {
                 let text = "\(first.refused.count) operation(s) of batch \(first.batch) refused, the first: \(first.refused[0]); the others are durable and applied"
                 actions += answer(first.sender, .error(request: first.batch, document: id, code: .refused, text: text))
@@ -319,11 +347,14 @@ public struct DocumentCore: Sendable {
 
     private mutating func enqueue(_ s: SubscriberID, _ ops: [ListOperation], synced: Bool) -> [Action] {
         guard var sub = subscribers[s] else { return [] }
-        if sub.next > 0, sub.next == sub.queue.count { sub.queue = []; sub.next = 0 }
+        if sub.next > 0, sub.next == sub.queue.count { sub.queue = []; sub.next = 0; sub.catchUp = 0..<0 }
         sub.queue += ops
-        if synced { sub.syncedDue = true }
+        if synced {
+            sub.syncedDue = true
+            sub.catchUp = sub.queue.count - ops.count..<sub.queue.count
+        }
         subscribers[s] = sub
-        if sub.queued > maxQueuedOperations + (synced ? ops.count : 0) {
+        if sub.queuedBeyondCatchUp > maxQueuedOperations {
             subscribers[s] = nil
             return [.close(s, reason: "slow consumer: over \(maxQueuedOperations) operations waiting to be sent")]
         }
@@ -345,6 +376,7 @@ public struct DocumentCore: Sendable {
         if sub.next == sub.queue.count {
             sub.queue = []
             sub.next = 0
+            sub.catchUp = 0..<0
             if sub.syncedDue {
                 sub.syncedDue = false
                 actions.append(.send(s, SyncMessage.synced(document: id, version: durableVersion).encoded()))

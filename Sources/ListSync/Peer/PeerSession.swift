@@ -14,7 +14,8 @@ import ListCRDT
 /// - a document held at two epochs is not synced (an operator re-attaches one of them).
 ///
 /// Operations flow both ways from then on. A batch the peer refused for a limit or its storage is
-/// sent again by a resync (a new subscription, both ways) after ``resyncDelay``.
+/// sent again by a resync (a new subscription, both ways) after ``resyncDelay``; a resync whose
+/// subscription fails (the peer's storage, a deadline) is tried again after the same delay.
 public struct PeerSession: Sendable {
     /// This daemon's copy of a document, as the link needs it.
     public struct LocalDocument: Hashable, Sendable {
@@ -188,6 +189,10 @@ public struct PeerSession: Sendable {
                     epochConflicts[doc] = (epochs[doc] ?? 0, 0)
                     if attached.remove(doc) != nil { out.append(.detach(doc)) }
                     out.append(.epochConflict(doc, local: epochs[doc] ?? 0, remote: 0))
+                } else if attached.contains(doc), resyncAt[doc] == nil {
+                    // A resync's subscription failed (the peer's storage, a deadline): the wire side
+                    // no longer delivers the document's operations. Try again after the delay.
+                    resyncAt[doc] = now &+ resyncDelay
                 }
             case let .operations(doc, ops):
                 if attached.contains(doc) { out.append(.deliver(doc, ops)) }

@@ -1,0 +1,120 @@
+import Foundation
+import Testing
+import ListCRDT
+import ListSync
+import ListSyncTestSupport
+
+/// The messages of protocol version 2 (Docs/Protocol.md): bytes, round trips, refusals.
+@Suite struct SyncMessageTests {
+    static let version = VersionVector([ReplicaID(1): 3, ReplicaID(300): 2])
+
+    /// One message of every kind, with its tag byte (Docs/Protocol.md, "Messages").
+    static func everyKind() -> [(tag: UInt8, message: SyncMessage)] {
+        let doc = Fixture.document
+        let ops = Fixture.typed(3).operations
+        let info = DocumentInfo(id: doc, name: "groceries", epoch: 7, operations: 4)
+        return [
+            (1, .subscribe(document: doc, epoch: 7, version: version)),
+            (2, .subscribed(document: doc, name: "groceries", epoch: 7, version: version)),
+            (3, .unsubscribe(document: doc)),
+            (4, .operations(document: doc, batch: 12, operations: ops)),
+            (5, .ack(document: doc, batch: 12, version: version)),
+            (6, .hello(document: doc, version: VersionVector())),
+            (7, .create(request: 1, name: "list", sections: ["a", "b"], id: doc, epoch: 7)),
+            (8, .created(request: 1, document: doc, epoch: 7)),
+            (9, .listDocuments(request: 2, after: nil)),
+            (10, .documents(request: 2, [info, info], more: true)),
+            (11, .status(request: 3)),
+            (12, .statusReport(request: 3, part: Array("{\"a\":1}".utf8), more: false)),
+            (13, .error(request: 0, document: nil, code: .malformed, text: "bad")),
+            (14, .synced(document: doc, version: version)),
+        ]
+    }
+
+    @Test("every message starts with version 2 and its tag byte, and decodes to itself")
+    func roundTrips() throws {
+        for (tag, m) in Self.everyKind() {
+            let bytes = m.encoded()
+            #expect(Array(bytes.prefix(2)) == [2, tag], "\(m)")
+            #expect(try SyncMessage(decoding: bytes) == m)
+        }
+        #expect(SyncMessage.operationsTag == 4)
+        #expect(SyncMessage.version == 2)
+    }
+
+    @Test("every strict prefix of every message is refused with a typed error")
+    func prefixes() {
+        for (_, m) in Self.everyKind() { expectEveryPrefixRefused(m.encoded()) }
+    }
+
+    @Test("a message split across the byte stream at every offset reads back whole")
+    func streamSplits() {
+        let frames = Self.everyKind().map { $0.message.encoded() }
+        for pieces in ByteStream.splits(frames) {
+            #expect(ByteStream.frames(pieces).compactMap(decoded) == Self.everyKind().map(\.message))
+        }
+    }
+
+    @Test("hex example: subscribe, byte for byte (Docs/Protocol.md)")
+    func hexSubscribe() throws {
+        let m = SyncMessage.subscribe(document: Fixture.document, epoch: 7, version: Self.version)
+        let hex = "02 01 0123456789abcdef fedcba9876543210 07 02 01 03 ac02 02"
+        #expect(m.encoded() == Self.bytes(hex))
+        #expect(try SyncMessage(decoding: Self.bytes(hex)) == m)
+    }
+
+    @Test("hex example: an epoch-mismatch error, byte for byte (Docs/Protocol.md)")
+    func hexError() throws {
+        let m = SyncMessage.error(request: 0, document: Fixture.document, code: .epochMismatch, text: "re-attach")
+        let hex = "02 0d 00 01 0123456789abcdef fedcba9876543210 02 09 72652d617474616368"
+        #expect(m.encoded() == Self.bytes(hex))
+        #expect(try SyncMessage(decoding: Self.bytes(hex)) == m)
+    }
+
+    @Test("another version, an unknown tag, an unknown error code, trailing bytes, a bad flag: typed errors")
+    func refusals() {
+        let good = SyncMessage.unsubscribe(document: Fixture.document).encoded()
+        #expect(throws: SyncProtocolError.unsupportedVersion(1)) { try SyncMessage(decoding: [1] + good.dropFirst()) }
+        for tag: UInt8 in [0, 15, 255] {
+            #expect(throws: SyncProtocolError.self) { try SyncMessage(decoding: [2, tag] + good.dropFirst(2)) }
+        }
+        #expect(throws: SyncProtocolError.self) { try SyncMessage(decoding: good + [0]) }
+        var error = SyncMessage.error(request: 1, document: nil, code: .limit, text: "x").encoded()
+        error[4] = 99   // version, tag, request, no document, then the code
+        #expect(throws: SyncProtocolError.self) { try SyncMessage(decoding: error) }
+        var listing = SyncMessage.listDocuments(request: 1, after: nil).encoded()
+        listing[3] = 2   // the presence byte of `after`
+        #expect(throws: SyncProtocolError.self) { try SyncMessage(decoding: listing) }
+        let flag = SyncMessage.statusReport(request: 1, part: [65], more: true).encoded()
+        #expect(throws: SyncProtocolError.self) { try SyncMessage(decoding: Array(flag.dropLast()) + [2]) }
+    }
+
+    @Test("a replica twice in a version vector, a name over 64 KiB, a count over the bytes left: refused")
+    func limits() {
+        // hello(doc, version of two entries for replica 1)
+        let twice: [UInt8] = [2, 6] + Fixture.document.bytes + [2, 1, 3, 1, 4]
+        #expect(throws: SyncProtocolError.self) { try SyncMessage(decoding: twice) }
+        let long = SyncMessage.subscribed(document: Fixture.document, name: String(repeating: "x", count: SyncMessage.maxTextBytes + 1),
+                                          epoch: 1, version: VersionVector()).encoded()
+        #expect(throws: SyncProtocolError.self) { try SyncMessage(decoding: long) }
+        let atLimit = SyncMessage.subscribed(document: Fixture.document, name: String(repeating: "x", count: SyncMessage.maxTextBytes),
+                                             epoch: 1, version: VersionVector())
+        #expect((try? SyncMessage(decoding: atLimit.encoded())) == atLimit)
+        // documents(request 1, a count of 1,000 entries, then nothing)
+        let count: [UInt8] = [2, 10, 1, 0xe8, 0x07, 0]
+        #expect(throws: SyncProtocolError.self) { try SyncMessage(decoding: count) }
+    }
+
+    @Test("an operations message whose batch does not decode is malformed, not a partial batch")
+    func badBatch() {
+        var frame = SyncMessage.operations(document: Fixture.document, batch: 1, operations: Fixture.typed(2).operations).encoded()
+        frame.append(0)   // a byte after the batch's last record
+        #expect(throws: SyncProtocolError.self) { try SyncMessage(decoding: frame) }
+    }
+
+    /// Bytes from hex digits (spaces ignored).
+    static func bytes(_ hex: String) -> [UInt8] {
+        let digits = Array(hex.replacingOccurrences(of: " ", with: "").utf8)
+        return stride(from: 0, to: digits.count, by: 2).map { UInt8(String(decoding: digits[$0..<$0 + 2], as: UTF8.self), radix: 16)! }
+    }
+}
