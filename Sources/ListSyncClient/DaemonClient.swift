@@ -54,6 +54,9 @@ public actor DaemonClient {
     private var reader: Task<Void, Never>?
     private var ticker: Task<Void, Never>?
     private var observer: (@Sendable (DocumentID, [ListOperation]) -> Void)?
+    private var closeWaiters: [CheckedContinuation<String, Never>] = []
+    /// Why the connection ended (the daemon's reason: a revoked credential, a shutdown), once it has.
+    public private(set) var endReason: String?
     private let changeSets: Bool
     /// How long a request, subscription or edit may wait for its answer.
     public nonisolated let requestTimeout: Duration
@@ -73,9 +76,18 @@ public actor DaemonClient {
     ///   - timeout: how long any request may wait for its answer (default 30 s).
     public static func connect(host: String, port: UInt16, key: [UInt8], localHost: String? = nil, changeSets: Bool = true,
                                timeout: Duration = .seconds(30), loop: EventLoop = .shared) async throws(DaemonClientError) -> DaemonClient {
+        try await connect(host: host, port: port, authentication: .key(key), localHost: localHost, changeSets: changeSets,
+                          timeout: timeout, loop: loop)
+    }
+
+    /// Connects to the daemon at `host:port` proving `authentication` (the daemon's key or a
+    /// device credential); otherwise as ``connect(host:port:key:localHost:changeSets:timeout:loop:)``.
+    public static func connect(host: String, port: UInt16, authentication: ClientAuthentication, localHost: String? = nil,
+                               changeSets: Bool = true, timeout: Duration = .seconds(30),
+                               loop: EventLoop = .shared) async throws(DaemonClientError) -> DaemonClient {
         let t: TCPTransport
         do {
-            t = try await TCPTransport.connect(host: host, port: port, key: key, localHost: localHost, loop: loop)
+            t = try await TCPTransport.connect(host: host, port: port, authentication: authentication, localHost: localHost, loop: loop)
         } catch {
             if case let .handshake(why) = error {
                 if why.contains("authentication failed") { throw .handshake(why) }
@@ -109,6 +121,9 @@ public actor DaemonClient {
         reader?.cancel()
         ticker?.cancel()
         perform(session.disconnected())
+        endReason = endReason ?? "closed by this client"
+        for w in closeWaiters { w.resume(returning: endReason!) }
+        closeWaiters = []
     }
 
     // MARK: Requests
@@ -230,6 +245,16 @@ public actor DaemonClient {
     private func closedByPeer() {
         ticker?.cancel()
         perform(session.disconnected())
+        let reason = endReason ?? transport.closeReason?.description ?? "the connection to the daemon closed"
+        endReason = reason
+        for w in closeWaiters { w.resume(returning: reason) }
+        closeWaiters = []
+    }
+
+    /// Waits until the connection ends (the daemon closed it, or it was lost); returns why.
+    public func waitUntilClosed() async -> String {
+        if let endReason, !transport.isOpen { return endReason }
+        return await withCheckedContinuation { closeWaiters.append($0) }
     }
 
     private func perform(_ actions: [ClientSession.Action]) {
@@ -256,6 +281,8 @@ public actor DaemonClient {
                 catchUps.removeValue(forKey: doc)?.resume()
             case let .editDone(n, result):
                 edits.removeValue(forKey: n)?.resume(with: result.mapError { DaemonClientError($0) })
+            case let .accessEnded(_, text):
+                endReason = text
             case .announced, .documentError:
                 break
             }

@@ -55,6 +55,13 @@ extension Daemon {
             m.counter("listsync_refused_connections_total", help: "Connections refused before or during the handshake.",
                       value: n, labels: ["reason": reason])
         }
+        let h = handshakes
+        m.gauge("listsync_handshakes_in_progress", help: "Connections still in their handshake (the pool).", value: h.inHandshake)
+        m.counter("listsync_handshakes_completed_total", help: "Handshakes completed (key or credential proved).", value: h.completed)
+        m.counter("listsync_handshake_failed_proofs_total", help: "Key or credential proofs that failed.", value: h.failedProofs)
+        m.counter("listsync_handshakes_evicted_total", help: "Connections evicted from a full handshake pool.", value: h.evicted)
+        m.counter("listsync_devices_refused_total", help: "Device connections ended or refused: revoked, unknown or expired.",
+                  value: c.devicesRefused)
         m.gauge("listsync_resident_bytes", help: "Resident set size of the daemon.", value: DaemonMetrics.residentBytes())
         m.gauge("listsync_disk_bytes", help: "Bytes in the data folder.", value: Self.diskUsage(configuration.dataFolder))
         return m.text

@@ -28,6 +28,8 @@ public actor Daemon {
     private(set) var hosts: [DocumentID: DocumentHost] = [:]
     private var loading: [DocumentID: Task<DocumentHost, any Error>] = [:]
     private var connections: [ObjectIdentifier: DaemonConnection] = [:]
+    private var devices: DeviceRegistry
+    private var deviceWatch: Task<Void, Never>?
     /// Numbers for connections and peer links (their ``SubscriberID``s).
     private var nextSubscriber = 1
     private var peers: [PeerLink] = []
@@ -44,12 +46,20 @@ public actor Daemon {
     var residentCount: Int { hosts.count }
     var onDiskCount: Int { (try? folder?.list().count) ?? 0 }
     var refusedConnections: [String: Int] { listener?.refused ?? [:] }
+    var handshakes: HandshakeGauges { listener?.handshakes ?? HandshakeGauges() }
+
+    func handshakeJSON() -> [String: Int] {
+        let h = handshakes
+        return ["in_progress": h.inHandshake, "peak": h.peakInHandshake, "completed": h.completed,
+                "failed_proofs": h.failedProofs, "evicted": h.evicted, "pool": configuration.tcp.maxUnauthenticated]
+    }
 
     /// A daemon for `configuration`, not started.
     public init(configuration: DaemonConfiguration, loop: EventLoop = .shared) {
         self.configuration = configuration
         self.keyPath = configuration.keyFile ?? configuration.dataFolder + "/key"
         self.loop = loop
+        devices = DeviceRegistry(dataFolder: configuration.dataFolder, fileSystem: configuration.fileSystem)
     }
 
     /// Opens the data folder, reads or creates the key, listens and connects to the peers.
@@ -116,6 +126,37 @@ public actor Daemon {
                 await self?.tidy()
             }
         }
+        checkDevices(reload: true)
+        deviceWatch = Task { [weak self] in
+            while !Task.isCancelled {
+                try? await Task.sleep(for: Self.deviceCheckInterval)
+                await self?.checkDevices(reload: true)
+            }
+        }
+    }
+
+    /// How often the devices file is reread and expiries checked: a revoked device's connections
+    /// close within this (and the close's own time).
+    static let deviceCheckInterval: Duration = .milliseconds(250)
+
+    /// Rereads the devices file (when `reload`) and ends the access of every connected device
+    /// whose credential is revoked, unknown or expired.
+    ///
+    /// - Complexity: O(c) for c connections, plus the file's read.
+    func checkDevices(reload: Bool) {
+        if reload {
+            do { try devices.reload() } catch {
+                // A devices file that does not parse keeps the rows read before; say so once per change.
+                log("devices file unreadable", ["reason": "\(error)"])
+            }
+        }
+        let now = UInt64(Date().timeIntervalSince1970)
+        for c in connections.values {
+            guard let claims = c.claims, let (code, text) = devices.refusal(for: claims, now: now) else { continue }
+            metrics.deviceRefused()
+            log("device refused", ["device": claims.idText, "name": claims.name, "reason": "\(code)"])
+            Task { await c.endAccess(code, text: text) }
+        }
     }
 
     /// Stops accepting, closes every connection and peer link, snapshots large logs, closes the
@@ -124,6 +165,7 @@ public actor Daemon {
         guard !stopping else { return }
         stopping = true
         housekeeping?.cancel()
+        deviceWatch?.cancel()
         announcer?.cancel()
         await udp?.close()
         await adminServer?.close()
@@ -319,7 +361,14 @@ public actor Daemon {
         let c = DaemonConnection(transport: transport, daemon: self, number: subscriberNumber())
         connections[ObjectIdentifier(c)] = c
         metrics.connected()
-        log("connection opened", ["peer": transport.remoteAddress.description])
+        var fields = ["peer": transport.remoteAddress.description]
+        if let claims = transport.peerClaims {
+            fields["device"] = claims.idText
+            fields["name"] = claims.name
+            // A device added a moment ago is in the file before the next periodic read.
+            if devices.refusal(for: claims, now: UInt64(Date().timeIntervalSince1970)) != nil { checkDevices(reload: true) }
+        }
+        log("connection opened", fields)
         Task { [weak self] in
             await c.run()
             await self?.forget(c)
@@ -394,6 +443,10 @@ public actor Daemon {
             "storage": failing.isEmpty ? "ok" : "failing",
             "store_errors": failing,
             "refused_connections": listener?.refused ?? [:],
+            "handshakes": handshakeJSON(),
+            "devices": ["issued": devices.records.count, "revoked": devices.records.values.filter { $0.revoked != nil }.count,
+                        "connected": connections.values.filter { $0.claims != nil }.count,
+                        "refused_total": metrics.state.withLock { $0.devicesRefused }],
             "rss_bytes": DaemonMetrics.residentBytes(),
             "bytes_on_disk": Self.diskUsage(configuration.dataFolder),
             "limits": [
@@ -466,7 +519,7 @@ public enum DaemonError: Error, CustomStringConvertible, Sendable {
         case let .dataFolder(s): return "data folder: \(s)"
         case let .key(s): return s
         case let .listen(s): return "cannot listen on \(s)"
-        case let .unknownDocument(id): return "unknown document \(id)"
+        case let .unknownDocument(id): return ServerSession.unknownDocumentText(id)
         case let .storage(s): return "storage: \(s)"
         case let .limit(s): return "limit: \(s)"
         case .stopping: return "the daemon is stopping"

@@ -13,13 +13,21 @@ actor DaemonConnection: DocumentSubscriber {
     private weak var daemon: Daemon?
     private var session: ServerSession
     private var hosts: [DocumentID: DocumentHost] = [:]
+    /// The device's claims, when it proved a credential (nil: the daemon's key).
+    nonisolated var claims: DeviceClaims? { transport.peerClaims }
 
     init(transport: TCPTransport, daemon: Daemon, number: Int) {
         self.transport = transport
         self.subscriberID = SubscriberID(number)
         self.daemon = daemon
+        let access = transport.peerClaims.map { Access(documents: $0.documents.map(Set.init), readOnly: $0.readOnly) } ?? .full
         session = ServerSession(maxFrame: transport.maxFrame, rateLimit: daemon.configuration.rateLimit,
-                                now: DispatchTime.now().uptimeNanoseconds)
+                                now: DispatchTime.now().uptimeNanoseconds, access: access)
+    }
+
+    /// Ends the device's access (revoked or expired): tells it why and closes.
+    func endAccess(_ code: SyncErrorCode, text: String) async {
+        await perform(session.endAccess(code, text: text))
     }
 
     /// Handles frames until the connection closes, then detaches from every document.

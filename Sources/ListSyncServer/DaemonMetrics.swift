@@ -15,6 +15,8 @@ final class DaemonMetrics: Sendable {
         var batchesAcknowledged = 0, batchesRefused = 0, equivocations = 0, rateLimited = 0
         var bytesIn = 0, bytesOut = 0
         var storageFailures = 0
+        /// Device connections ended or refused: credential revoked, unknown or expired.
+        var devicesRefused = 0
         var lastStorageError: String?
         /// Durable-append latency (write + fdatasync, group commit included), in seconds.
         var appendBuckets = [Int](repeating: 0, count: DaemonMetrics.bucketBounds.count + 1)
@@ -38,6 +40,7 @@ final class DaemonMetrics: Sendable {
     /// Counts a batch refused by a rate limit; returns the total so far.
     @discardableResult
     func rateLimited() -> Int { state.withLock { $0.rateLimited += 1; return $0.rateLimited } }
+    func deviceRefused() { state.withLock { $0.devicesRefused += 1 } }
     func storageFailed(_ why: String) { state.withLock { $0.storageFailures += 1; $0.lastStorageError = why } }
 
     func appended(seconds: Double) {

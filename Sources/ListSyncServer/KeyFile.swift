@@ -39,7 +39,7 @@ public enum KeyFile {
         if bytes.count == 32 { return bytes }
         // Also accept 64 hex digits (and a trailing newline), for keys pasted by hand.
         let text = String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-        if text.utf8.count == 64, let key = hexBytes(text) { return key }
+        if text.utf8.count == 64, let key = Hex.decode(text) { return key }
         throw .wrongSize(path, bytes: bytes.count)
     }
 
@@ -51,24 +51,5 @@ public enum KeyFile {
         let ok = FileManager.default.createFile(atPath: path, contents: Data(key), attributes: [.posixPermissions: 0o600])
         guard ok else { throw .io(path, "cannot create it") }
         return (key, true)
-    }
-
-    static func hexBytes(_ text: String) -> [UInt8]? {
-        var out: [UInt8] = []
-        var chars = Array(text.utf8)[...]
-        while chars.count >= 2 {
-            guard let h = nibble(chars.removeFirst()), let l = nibble(chars.removeFirst()) else { return nil }
-            out.append(h << 4 | l)
-        }
-        return chars.isEmpty ? out : nil
-    }
-
-    static func nibble(_ c: UInt8) -> UInt8? {
-        switch c {
-        case 48...57: return c - 48
-        case 97...102: return c - 87
-        case 65...70: return c - 55
-        default: return nil
-        }
     }
 }

@@ -451,7 +451,7 @@ public struct Simulator: Sendable {
                 if case let .refused(code, _) = error, code == .epochMismatch {
                     report.failures.append("client \(c): epoch mismatch on its own document")
                 }
-            case .answered, .synced, .announced, .documentError: break
+            case .answered, .synced, .announced, .documentError, .accessEnded: break
             }
         }
     }

@@ -18,8 +18,9 @@ struct ConnectionMachine: Sendable {
         case write([UInt8])
         /// A payload (a DATA frame's) for the layer above.
         case deliver([UInt8])
-        /// The handshake is done: the peer holds the key. Its 16-byte identity.
-        case established(peerID: [UInt8])
+        /// The handshake is done: the peer holds the key, or the credential of `claims` (a device's;
+        /// nil for a holder of the daemon's key). Its 16-byte identity.
+        case established(peerID: [UInt8], claims: DeviceClaims?)
         /// Close the connection now, after the writes before this action.
         case close(CloseReason)
         /// The peer failed the key proof: wait a fixed delay, write `reply`, then close (the
@@ -30,7 +31,7 @@ struct ConnectionMachine: Sendable {
     private enum State: Sendable {
         case awaitingHello
         case awaitingChallenge(hello: [UInt8])
-        case awaitingProof(expected: [UInt8], keys: Keys, peerID: [UInt8])
+        case awaitingProof(expected: [UInt8], keys: Keys, peerID: [UInt8], claims: DeviceClaims?)
         case awaitingWelcome(peerID: [UInt8])
         case established
         case closed
@@ -46,6 +47,7 @@ struct ConnectionMachine: Sendable {
 
     let role: Role
     private let key: [UInt8]
+    private let claims: [UInt8]?
     private let localID: [UInt8]
     private let localNonce: [UInt8]
     private let versions: ClosedRange<UInt16>
@@ -57,15 +59,21 @@ struct ConnectionMachine: Sendable {
     private var receiveCounter: UInt64 = 0
 
     /// - Parameters:
-    ///   - key: the pre-shared key (32 bytes).
+    ///   - key: the pre-shared key (32 bytes): on a server the daemon's key; on a client the
+    ///     daemon's key or a device credential's secret.
+    ///   - claims: a client's device claims, encoded (sent in HELLO with the credential's secret as
+    ///     `key`); nil for a holder of the daemon's key.
     ///   - id: this end's random 16-byte identity; `nonce`: 32 fresh random bytes.
-    ///   - handshakeFrameLimit: the largest frame body before the handshake ends (256).
+    ///   - handshakeFrameLimit: the largest frame body before the handshake ends (2048: a HELLO
+    ///     with the largest claims fits).
     ///   - frameLimit: the largest frame body after it (1 MiB).
-    init(role: Role, key: [UInt8], id: [UInt8], nonce: [UInt8], versions: ClosedRange<UInt16> = Handshake.versions,
-         handshakeFrameLimit: Int = 256, frameLimit: Int = 1 << 20) {
+    init(role: Role, key: [UInt8], claims: [UInt8]? = nil, id: [UInt8], nonce: [UInt8], versions: ClosedRange<UInt16> = Handshake.versions,
+         handshakeFrameLimit: Int = 2048, frameLimit: Int = 1 << 20) {
         precondition(id.count == Handshake.idSize && nonce.count == Handshake.nonceSize)
+        precondition(role == .client || claims == nil, "a server sends no claims")
         self.role = role
         self.key = key
+        self.claims = claims
         self.localID = id
         self.localNonce = nonce
         self.versions = versions
@@ -84,7 +92,7 @@ struct ConnectionMachine: Sendable {
     /// Opens the connection: a client sends HELLO; a server waits.
     mutating func start() -> [Action] {
         guard role == .client, case .awaitingChallenge = state else { return [] }
-        let hello = Handshake.hello(versions: versions, clientID: localID, nonce: localNonce)
+        let hello = Handshake.hello(versions: versions, clientID: localID, nonce: localNonce, claims: claims)
         state = .awaitingChallenge(hello: hello)
         return [.write(Self.frame(hello))]
     }
@@ -141,13 +149,13 @@ struct ConnectionMachine: Sendable {
             return receiveHello(frame.body)
         case let .awaitingChallenge(hello):
             return receiveChallenge(frame.body, hello: hello)
-        case let .awaitingProof(expected, keys, peerID):
-            return receiveProof(frame.body, expected: expected, keys: keys, peerID: peerID)
+        case let .awaitingProof(expected, keys, peerID, claims):
+            return receiveProof(frame.body, expected: expected, keys: keys, peerID: peerID, claims: claims)
         case let .awaitingWelcome(peerID):
             guard let (type, _) = open(frame) else { return close(.decryptionFailed) }
             guard type == MessageType.welcome.rawValue else { return close(.unexpectedMessage("type \(type) before WELCOME")) }
             state = .established
-            return [.established(peerID: peerID)]
+            return [.established(peerID: peerID, claims: nil)]
         case .established:
             guard let (type, payload) = open(frame) else { return close(.decryptionFailed) }
             switch MessageType(rawValue: type) {
@@ -168,6 +176,13 @@ struct ConnectionMachine: Sendable {
             let text = "no common protocol version: this server speaks \(versions.lowerBound)...\(versions.upperBound)"
             return [.write(Self.frame(Handshake.error(.version, text)))] + close(.versionMismatch(peer: hello.versions))
         }
+        // A device proves the secret derived from its claims: changed claims, another key.
+        var claims: DeviceClaims?
+        var key = self.key
+        if let encoded = hello.claims {
+            do { claims = try DeviceClaims(decoding: encoded) } catch { return close(.malformed("device claims: \(error)")) }
+            key = Credential.secret(for: encoded, masterKey: self.key)
+        }
         let version = min(hello.versions.upperBound, versions.upperBound)
         let head = Handshake.challengeHead(version: version, serverID: localID, nonce: localNonce)
         let transcript = SHA256.hash(body + head)
@@ -175,7 +190,7 @@ struct ConnectionMachine: Sendable {
         let macC = HMACSHA256.authenticate(Handshake.clientLabel + transcript + macS, key: key)
         let keys = Self.deriveKeys(key: key, clientNonce: hello.nonce, serverNonce: localNonce,
                                    clientID: hello.clientID, serverID: localID, transcript: transcript, role: .server)
-        state = .awaitingProof(expected: macC, keys: keys, peerID: hello.clientID)
+        state = .awaitingProof(expected: macC, keys: keys, peerID: hello.clientID, claims: claims)
         return [.write(Self.frame(head + macS))]
     }
 
@@ -199,7 +214,7 @@ struct ConnectionMachine: Sendable {
         return [.write(Self.frame([MessageType.proof.rawValue] + macC))]
     }
 
-    private mutating func receiveProof(_ body: [UInt8], expected: [UInt8], keys: Keys, peerID: [UInt8]) -> [Action] {
+    private mutating func receiveProof(_ body: [UInt8], expected: [UInt8], keys: Keys, peerID: [UInt8], claims: DeviceClaims?) -> [Action] {
         guard body.count == 1 + Handshake.macSize, body[0] == MessageType.proof.rawValue else {
             return close(.unexpectedMessage("expected PROOF"))
         }
@@ -212,7 +227,7 @@ struct ConnectionMachine: Sendable {
         state = .established
         decoder.limit = frameLimit
         let welcome = (try? seal(.welcome, [])) ?? []
-        return [.write(welcome), .established(peerID: peerID)]
+        return [.write(welcome), .established(peerID: peerID, claims: claims)]
     }
 
     /// Opens an encrypted frame: its type and payload, or `nil` if it fails authentication.

@@ -52,6 +52,10 @@ public final class EventLoop: @unchecked Sendable {
     private var endOfTurn: [() -> Void] = []
     private var timers = TimerQueue()
     private let threadID = Mutex<pthread_t?>(nil)
+    private let waits = Atomic<Int>(0)
+
+    /// How many times the loop has returned from its poller (a loop that spins shows it here).
+    package var wakeups: Int { waits.load(ordering: .relaxed) }
 
     /// Starts a loop on a new thread, waiting with `poller`, or when `nil` with the one
     /// `LISTSYNC_POLLER` names (``PollerKind/fromEnvironment()``: the system's default if unset).
@@ -208,6 +212,7 @@ public final class EventLoop: @unchecked Sendable {
             }
             do {
                 try poller.wait(timeout: timeout, into: &events)
+                waits.add(1, ordering: .relaxed)
             } catch {
                 // EINTR is not an error here (System.waitCall); what is left (ENOMEM) may pass:
                 // say so, and do not spin while it lasts.

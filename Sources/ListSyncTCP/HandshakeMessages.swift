@@ -27,12 +27,17 @@ enum Handshake {
     /// HKDF info prefix.
     static let keyInfo: [UInt8] = Array("listsync v1".utf8)
 
-    /// A client's HELLO body (type byte included).
-    static func hello(versions: ClosedRange<UInt16>, clientID: [UInt8], nonce: [UInt8]) -> [UInt8] {
+    /// A client's HELLO body (type byte included); a device adds its encoded claims
+    /// (`u16 length | claims`, Docs/Security.md).
+    static func hello(versions: ClosedRange<UInt16>, clientID: [UInt8], nonce: [UInt8], claims: [UInt8]? = nil) -> [UInt8] {
         var b: [UInt8] = [MessageType.hello.rawValue]
         b += magic
         b += be16(versions.lowerBound) + be16(versions.upperBound)
         b += clientID + nonce
+        if let claims {
+            precondition(claims.count <= DeviceClaims.maxEncodedSize, "claims of \(claims.count) bytes")
+            b += be16(UInt16(claims.count)) + claims
+        }
         return b
     }
 
@@ -41,14 +46,22 @@ enum Handshake {
         var versions: ClosedRange<UInt16>
         var clientID: [UInt8]
         var nonce: [UInt8]
+        /// A device's encoded claims (not yet decoded); nil for a holder of the daemon's key.
+        var claims: [UInt8]?
     }
 
     /// Parses a HELLO body; `nil` for anything else (bad type, magic or size).
     static func parseHello(_ body: [UInt8]) -> Hello? {
-        guard body.count == 1 + helloSize, body[0] == MessageType.hello.rawValue, Array(body[1...4]) == magic else { return nil }
+        guard body.count >= 1 + helloSize, body[0] == MessageType.hello.rawValue, Array(body[1...4]) == magic else { return nil }
         let lo = u16(body, 5), hi = u16(body, 7)
         guard lo <= hi else { return nil }
-        return Hello(versions: lo...hi, clientID: Array(body[9..<25]), nonce: Array(body[25..<57]))
+        var claims: [UInt8]?
+        if body.count > 1 + helloSize {
+            let at = 1 + helloSize
+            guard body.count >= at + 2, body.count == at + 2 + Int(u16(body, at)) else { return nil }
+            claims = Array(body[(at + 2)...])
+        }
+        return Hello(versions: lo...hi, clientID: Array(body[9..<25]), nonce: Array(body[25..<57]), claims: claims)
     }
 
     /// A server's CHALLENGE body without its MAC (what the transcript hash covers).

@@ -22,7 +22,7 @@ final class SocketConnection: EventHandler, @unchecked Sendable {
     var onFailedHandshake: ((TransportError) -> Void)?
     /// Called once when the socket is closed, established or not (the listener's counts).
     var onClose: ((CloseReason) -> Void)?
-    /// Called when the peer fails the key proof (the listener's per-address backoff).
+    /// Called when the peer fails the key proof (the listener's counts and eviction order).
     var onAuthenticationFailure: (() -> Void)?
 
     private var inbox: AsyncStream<[UInt8]>.Continuation?
@@ -141,6 +141,9 @@ final class SocketConnection: EventHandler, @unchecked Sendable {
         finish(.local(reason))
     }
 
+    /// Closes at once without a word (a listener evicting a connection still in its handshake).
+    func abort(_ reason: String) { closeNow(.local(reason)) }
+
     /// Runs `body` once fewer than `below` bytes are queued, or the socket is closed (at once if so).
     func whenRoom(below: Int, _ body: @escaping () -> Void) {
         if closed || queued < below { body() } else { roomWaiters.append((below, body)) }
@@ -173,21 +176,23 @@ final class SocketConnection: EventHandler, @unchecked Sendable {
                 write(bytes)
             case let .deliver(payload):
                 inbox?.yield(payload)
-            case .established:
+            case let .established(_, claims):
                 if let t = handshakeTimer { loop.cancel(t) }
                 handshakeTimer = nil
                 let (stream, continuation) = AsyncStream.makeStream(of: [UInt8].self)
                 inbox = continuation
                 armIdleTimer()
-                let transport = TCPTransport(socket: self, incoming: stream)
+                let transport = TCPTransport(socket: self, incoming: stream, peerClaims: claims)
                 onFailedHandshake = nil
                 onEstablished?(transport)
                 onEstablished = nil
             case let .close(reason):
                 finish(reason)
             case let .closeAfterDelay(reply, reason):
-                // Stop reading; answer after the delay, then close.
+                // Stop reading (out of the read interest: a level-triggered poller would report the
+                // unread bytes on every turn); answer after the delay, then close.
                 draining = true
+                loop.setInterest(fd, readable: false, writable: watchingWrites)
                 onAuthenticationFailure?()
                 loop.schedule(after: options.authenticationFailureDelay) { [weak self] in
                     guard let self, !self.closed else { return }
@@ -264,7 +269,7 @@ final class SocketConnection: EventHandler, @unchecked Sendable {
         let want = sent < outbound.count
         if want != watchingWrites {
             watchingWrites = want
-            loop.setWritable(fd, want)
+            loop.setInterest(fd, readable: !draining, writable: want)
         }
     }
 

@@ -5,11 +5,15 @@ import Synchronization
 /// A listening TCP socket that hands out connections once they have proved the key: a
 /// ``TransportListener``.
 ///
-/// Connections are counted against ``TCPOptions``: in all, in their handshake, and per source
-/// address; one over a limit is closed at once. An address whose key proofs keep failing waits
-/// before its next connection is even read (doubling each time).
+/// Connections are counted against ``TCPOptions``: in all, in their handshake, and (once
+/// authenticated) per source address. Strangers cannot lock key holders out (Docs/Security.md,
+/// "Connection limits"): when the pool of connections still in their handshake is full, a new
+/// connection evicts one of them (first those that failed a proof, then the oldest) instead of
+/// being refused, so an honest handshake, which ends within a round trip, keeps its slot while
+/// ``TCPOptions/maxUnauthenticated`` newer connections arrive; no address is ever refused for
+/// failed proofs (a failed proof costs its sender a delay, out of the read interest).
 public final class TCPListener: TransportListener, @unchecked Sendable {
-    // @unchecked Sendable: the counters, the backoff table and `listenSocket` are touched only on
+    // @unchecked Sendable: the counters, the pending table and `listenSocket` are touched only on
     // `loop`'s thread; the accept queue is behind a Mutex.
 
     /// The address it listens on (with the port chosen, when 0 was asked).
@@ -23,14 +27,22 @@ public final class TCPListener: TransportListener, @unchecked Sendable {
     private let serverID = SecureRandom.bytes(Handshake.idSize)
     private let queue = Mutex<(ready: [TCPTransport], waiting: [CheckedContinuation<TCPTransport?, Never>], closed: Bool)>(([], [], false))
     private let refusedCounts = Mutex<[String: Int]>([:])
+    private let gauges = Mutex(HandshakeGauges())
 
     // Loop-thread state.
     private var total = 0
-    private var unauthenticated = 0
-    private var perHost: [SocketAddress.Host: (all: Int, unauthenticated: Int)] = [:]
-    private var failures: [SocketAddress.Host: (count: Int, until: UInt64)] = [:]
-    private var open: [ObjectIdentifier: SocketConnection] = [:]
+    /// Authenticated connections per source address.
+    private var perHost: [SocketAddress.Host: Int] = [:]
+    /// Connections still in their handshake, by acceptance order.
+    private var pending: [ObjectIdentifier: Pending] = [:]
+    private var accepted: UInt64 = 0
     private var acceptor: Acceptor?
+
+    private struct Pending {
+        let socket: SocketConnection
+        let order: UInt64
+        var failedProof = false
+    }
 
     /// Listens on `host:port` (port 0: any free port, see ``port``).
     ///
@@ -92,8 +104,12 @@ public final class TCPListener: TransportListener, @unchecked Sendable {
         return next
     }
 
-    /// Connections refused before or during the handshake, by reason (for status and metrics).
+    /// Connections refused or closed before or during the handshake, by reason (for status and
+    /// metrics): evictions, deadlines, failed proofs, limits.
     public var refused: [String: Int] { refusedCounts.withLock { $0 } }
+
+    /// The handshake pool now and since the start (for status and metrics).
+    public var handshakes: HandshakeGauges { gauges.withLock { $0 } }
 
     /// Stops listening, closes the connections still in their handshake and those accepted but
     /// not yet taken by ``accept()``, and wakes waiting ``accept()`` calls. Connections already
@@ -112,7 +128,7 @@ public final class TCPListener: TransportListener, @unchecked Sendable {
                     System.close(fd)
                     acceptor = nil
                 }
-                let pending = Array(open.values)
+                let pending = self.pending.values.map(\.socket)
                 guard !pending.isEmpty else { return done.resume() }
                 var left = pending.count
                 for c in pending {
@@ -136,7 +152,7 @@ public final class TCPListener: TransportListener, @unchecked Sendable {
                 return
             }
             guard let (client, remote) = accepted else { return }
-            if let refusal = admit(remote) {
+            if let refusal = makeRoom() {
                 // A clear refusal in one non-blocking write (dropped if it does not fit), then close.
                 let frame = ConnectionMachine.frame(Handshake.error(.busy, refusal))
                 _ = try? frame.withUnsafeBytes { b throws(TransportError) in try System.write(client, b) }
@@ -150,61 +166,63 @@ public final class TCPListener: TransportListener, @unchecked Sendable {
                                             handshakeFrameLimit: options.handshakeFrameLimit, frameLimit: options.frameLimit)
             let socket = SocketConnection(fd: client, remote: remote, machine: machine, options: options, loop: loop)
             let id = ObjectIdentifier(socket)
-            open[id] = socket
+            self.accepted += 1
+            pending[id] = Pending(socket: socket, order: self.accepted)
             total += 1
-            unauthenticated += 1
-            perHost[remote.host, default: (0, 0)].all += 1
-            perHost[remote.host, default: (0, 0)].unauthenticated += 1
+            gauges.withLock { $0.inHandshake = pending.count; $0.peakInHandshake = max($0.peakInHandshake, pending.count) }
             var authenticated = false
             socket.onEstablished = { [weak self] transport in
                 guard let self else { return }
                 authenticated = true
-                self.unauthenticated -= 1
-                self.perHost[remote.host]?.unauthenticated -= 1
-                self.failures[remote.host] = nil
-                self.open[id] = nil
+                self.pending[id] = nil
+                self.gauges.withLock { $0.inHandshake = self.pending.count; $0.completed += 1 }
+                let n = self.perHost[remote.host, default: 0] + 1
+                self.perHost[remote.host] = n
+                if n > self.options.maxPerAddress {
+                    self.count("too many connections from one address")
+                    transport.socket.sayGoodbye("too many connections from one address (\(self.options.maxPerAddress))")
+                    return
+                }
                 self.deliver(transport)
             }
-            socket.onAuthenticationFailure = { [weak self] in self?.recordFailure(remote.host) }
+            socket.onAuthenticationFailure = { [weak self] in
+                self?.pending[id]?.failedProof = true
+                self?.gauges.withLock { $0.failedProofs += 1 }
+            }
             socket.onClose = { [weak self] reason in
                 guard let self else { return }
                 self.total -= 1
-                if !authenticated {
-                    self.unauthenticated -= 1
-                    self.perHost[remote.host]?.unauthenticated -= 1
+                if authenticated {
+                    let n = self.perHost[remote.host, default: 1] - 1
+                    self.perHost[remote.host] = n <= 0 ? nil : n
+                } else {
+                    self.pending[id] = nil
+                    self.gauges.withLock { $0.inHandshake = self.pending.count }
                     self.count("handshake: \(reason.kind)")
-                }
-                self.open[id] = nil
-                if let h = self.perHost[remote.host] {
-                    self.perHost[remote.host] = h.all <= 1 ? nil : (h.all - 1, h.unauthenticated)
                 }
             }
             socket.startAccepted()
         }
     }
 
-    /// Why a new connection from `remote` is refused, or `nil` to admit it.
-    private func admit(_ remote: SocketAddress) -> String? {
-        let now = EventLoop.now()
-        if let f = failures[remote.host], f.until > now { return "address backing off after failed proofs" }
-        if total >= options.maxConnections { return "too many connections" }
-        if unauthenticated >= options.maxUnauthenticated { return "too many handshakes" }
-        let h = perHost[remote.host] ?? (0, 0)
-        if h.all >= options.maxPerAddress { return "too many connections from one address" }
-        if h.unauthenticated >= options.maxUnauthenticatedPerAddress { return "too many handshakes from one address" }
-        return nil
-    }
-
-    private func recordFailure(_ host: SocketAddress.Host) {
-        var f = failures[host] ?? (0, 0)
-        f.count += 1
-        let over = f.count - options.failuresBeforeBackoff
-        if over >= 0 {
-            let wait = min(options.failureBackoff.nanoseconds << UInt64(min(over, 6)), 60_000_000_000)
-            f.until = EventLoop.now() &+ wait
+    /// Makes room for one more connection: evicts a connection still in its handshake when the
+    /// pool (or the whole table) is full. Returns why the new one is refused, or `nil` to admit it.
+    ///
+    /// - Complexity: O(p) for p connections in their handshake (at most
+    ///   ``TCPOptions/maxUnauthenticated``), only when the pool is full.
+    private func makeRoom() -> String? {
+        if pending.count >= options.maxUnauthenticated || total >= options.maxConnections {
+            // Failed proofs first, then the oldest: an honest handshake ends within a round trip,
+            // so the newest connections are the ones that may still be honest (ranking the silent
+            // first would evict an honest client whose HELLO is not read yet in favour of an
+            // attacker's older half-open connections).
+            let victim = pending.values.min { a, b in (a.failedProof ? 0 : 1, a.order) < (b.failedProof ? 0 : 1, b.order) }
+            guard let victim else { return "too many connections" }
+            count("evicted from a full handshake pool")
+            gauges.withLock { $0.evicted += 1 }
+            victim.socket.abort("evicted: the handshake pool is full")
         }
-        failures[host] = f
-        if failures.count > 4096 { failures = failures.filter { $0.value.until > EventLoop.now() } }
+        return nil
     }
 
     private func deliver(_ transport: TCPTransport) {
@@ -226,6 +244,16 @@ public final class TCPListener: TransportListener, @unchecked Sendable {
     private func count(_ reason: String) {
         refusedCounts.withLock { $0[reason, default: 0] += 1 }
     }
+}
+
+/// The handshake pool of a listener: connections still in their handshake now and at most, and
+/// since the start, handshakes completed, proofs failed and connections evicted.
+public struct HandshakeGauges: Sendable, Equatable {
+    public var inHandshake = 0, peakInHandshake = 0
+    public var completed = 0, failedProofs = 0, evicted = 0
+
+    /// Zeros.
+    public init() {}
 }
 
 /// The listening socket's handler (kept apart so the listener is not retained by the loop twice).

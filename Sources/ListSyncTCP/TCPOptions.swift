@@ -3,11 +3,11 @@
 /// Every queue, frame and count is bounded; the defaults are in Docs/Transport.md, "Limits".
 public struct TCPOptions: Sendable {
     /// The largest frame body before the handshake ends.
-    public var handshakeFrameLimit = 256
+    public var handshakeFrameLimit = 2048
     /// The largest frame body after it (the largest payload is 17 bytes less).
     public var frameLimit = 1 << 20
     /// Time allowed from accept (or connect) to the end of the handshake.
-    public var handshakeTimeout: Duration = .seconds(5)
+    public var handshakeTimeout: Duration = .seconds(3)
     /// A connection that receives nothing for this long is closed.
     public var idleTimeout: Duration = .seconds(60)
     /// A connection that receives nothing for this long sends a PING.
@@ -18,15 +18,12 @@ public struct TCPOptions: Sendable {
     public var authenticationFailureDelay: Duration = .seconds(1)
     /// Connections a listener holds at once, authenticated or not.
     public var maxConnections = 1024
-    /// Connections still in their handshake, in all and from one address.
-    public var maxUnauthenticated = 8
-    public var maxUnauthenticatedPerAddress = 4
-    /// Connections from one address.
-    public var maxPerAddress = 16
-    /// Failed key proofs from one address before it must wait, and the first wait (doubling with
-    /// every further failure, to a minute at most).
-    public var failuresBeforeBackoff = 3
-    public var failureBackoff: Duration = .seconds(1)
+    /// Connections still in their handshake (the pool): when it is full a new connection evicts
+    /// one of them rather than being refused (``TCPListener``).
+    public var maxUnauthenticated = 128
+    /// Authenticated connections from one address (a key holder's bug, not an attack: strangers
+    /// never count against it).
+    public var maxPerAddress = 256
 
     /// The defaults.
     public init() {}

@@ -17,11 +17,15 @@ public final class TCPTransport: Transport, @unchecked Sendable {
     public let remoteAddress: SocketAddress
     /// The largest frame ``send(_:)`` accepts.
     public let maxFrame: Int
+    /// The device claims the peer proved (a server's view of a device; nil for a holder of the
+    /// daemon's key, and on the client side).
+    public let peerClaims: DeviceClaims?
     let loop: EventLoop
     let socket: SocketConnection
 
-    init(socket: SocketConnection, incoming: AsyncStream<[UInt8]>) {
+    init(socket: SocketConnection, incoming: AsyncStream<[UInt8]>, peerClaims: DeviceClaims?) {
         self.socket = socket
+        self.peerClaims = peerClaims
         self.loop = socket.loop
         self.incoming = incoming
         self.remoteAddress = socket.remote
@@ -45,6 +49,15 @@ public final class TCPTransport: Transport, @unchecked Sendable {
     ///   ``TransportError/handshake(_:)`` if the handshake fails (wrong key, a deadline, a refusal).
     public static func connect(host: String, port: UInt16, key: [UInt8], options: TCPOptions = .init(),
                                localHost: String? = nil, loop: EventLoop = .shared) async throws(TransportError) -> TCPTransport {
+        try await connect(host: host, port: port, authentication: .key(key), options: options, localHost: localHost, loop: loop)
+    }
+
+    /// Connects to a listener and runs the handshake, proving `authentication`: the daemon's key
+    /// or a device's credential (Docs/Security.md).
+    ///
+    /// - Throws: as ``connect(host:port:key:options:localHost:loop:)``.
+    public static func connect(host: String, port: UInt16, authentication: ClientAuthentication, options: TCPOptions = .init(),
+                               localHost: String? = nil, loop: EventLoop = .shared) async throws(TransportError) -> TCPTransport {
         let addresses = try SocketAddress.resolve(host: host, port: port)
         var last = TransportError.system(call: "getaddrinfo(\(host))", errno: 0)
         for address in addresses {
@@ -53,7 +66,7 @@ public final class TCPTransport: Transport, @unchecked Sendable {
                 return a
             }
             do {
-                return try await connect(address, key: key, options: options, local: local, loop: loop)
+                return try await connect(address, authentication: authentication, options: options, local: local, loop: loop)
             } catch {
                 last = error
                 if case .handshake = error { throw error }
@@ -62,7 +75,7 @@ public final class TCPTransport: Transport, @unchecked Sendable {
         throw last
     }
 
-    static func connect(_ address: SocketAddress, key: [UInt8], options: TCPOptions, local: SocketAddress?,
+    static func connect(_ address: SocketAddress, authentication: ClientAuthentication, options: TCPOptions, local: SocketAddress?,
                         loop: EventLoop) async throws(TransportError) -> TCPTransport {
         let fd = try System.socket(family: address.family)
         do {
@@ -72,7 +85,8 @@ public final class TCPTransport: Transport, @unchecked Sendable {
             System.close(fd)
             throw error
         }
-        let machine = ConnectionMachine(role: .client, key: key, id: SecureRandom.bytes(Handshake.idSize),
+        let machine = ConnectionMachine(role: .client, key: authentication.handshakeKey, claims: authentication.claims,
+                                        id: SecureRandom.bytes(Handshake.idSize),
                                         nonce: SecureRandom.bytes(Handshake.nonceSize),
                                         handshakeFrameLimit: options.handshakeFrameLimit, frameLimit: options.frameLimit)
         let result: Result<TCPTransport, TransportError> = await withCheckedContinuation { continuation in

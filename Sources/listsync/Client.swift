@@ -4,6 +4,7 @@ import ListSync
 import ListSyncClient
 import ListStore
 import ListSyncServer
+import ListSyncTCP
 import ListTable
 import Synchronization
 
@@ -22,6 +23,8 @@ let commonClientOptions = """
       --daemon HOST:PORT   the daemon (LISTSYNC_DAEMON; default 127.0.0.1:\(defaultPort))
       --key-file FILE      the key (LISTSYNC_KEY_FILE; default DIR/key of --data)
       --data DIR           the daemon's data folder, for its key (LISTSYNC_DATA; default ~/.listsync)
+      --credential FILE    this device's credential instead of the key (LISTSYNC_CREDENTIAL;
+                           from `listsync device add`)
       --replica DIR        work on this device's copy in DIR, with no daemon (LISTSYNC_REPLICA);
                            `listsync sync --replica DIR` exchanges it with the daemon
       --json               print JSON instead of text
@@ -34,7 +37,7 @@ func usageText(_ synopsis: String, _ what: String, extra: String = "") -> String
 
 /// Runs a client command: parses, finds the daemon and the key, connects, runs, reports errors.
 func runClient(_ name: String, _ command: ClientCommand, _ args: [String]) throws -> Int32 {
-    let o = try Options(args, values: command.values.union(["--daemon", "--key-file", "--data", "--replica"]),
+    let o = try Options(args, values: command.values.union(["--daemon", "--key-file", "--data", "--replica", "--credential"]),
                         flags: command.flags.union(["--help", "--json"]))
     if o.has("--help") { print(command.usage); return 0 }
     guard command.arguments.contains(o.positional.count) else {
@@ -45,15 +48,13 @@ func runClient(_ name: String, _ command: ClientCommand, _ args: [String]) throw
         return runOnReplica(name, command, o, folder: folder)
     }
     let (host, port) = try parseAddress(o.value("--daemon", env: "LISTSYNC_DAEMON") ?? "127.0.0.1:\(defaultPort)", what: "--daemon")
-    let keyPath = o.value("--key-file", env: "LISTSYNC_KEY_FILE")
-        ?? (o.value("--data", env: "LISTSYNC_DATA") ?? defaultDataFolder()) + "/key"
     let json = o.has("--json")
-    let key: [UInt8]
-    do { key = try KeyFile.read(keyPath) } catch {
+    let authentication: ClientAuthentication
+    do { authentication = try clientAuthentication(o) } catch {
         return fail(name, "\(error)", json: json)
     }
     return blockOn(name, json: json) {
-        let client = try await DaemonClient.connect(host: host, port: port, key: key)
+        let client = try await DaemonClient.connect(host: host, port: port, authentication: authentication)
         do {
             let code = try await command.run(o, client, json)
             await client.close()
@@ -62,6 +63,32 @@ func runClient(_ name: String, _ command: ClientCommand, _ args: [String]) throw
             await client.close()
             throw error
         }
+    }
+}
+
+/// What a client command proves to the daemon: `--credential FILE` (a device's), else the key
+/// of `--key-file` or of the data folder.
+func clientAuthentication(_ o: Options) throws -> ClientAuthentication {
+    if let path = o.value("--credential", env: "LISTSYNC_CREDENTIAL") {
+        return .credential(try readCredential(path))
+    }
+    let keyPath = o.value("--key-file", env: "LISTSYNC_KEY_FILE")
+        ?? (o.value("--data", env: "LISTSYNC_DATA") ?? defaultDataFolder()) + "/key"
+    return .key(try KeyFile.read(keyPath))
+}
+
+/// Reads a credential file, refusing one that group or others can read (it is a secret).
+func readCredential(_ path: String) throws -> Credential {
+    let fm = FileManager.default
+    guard let attributes = try? fm.attributesOfItem(atPath: path), let data = fm.contents(atPath: path) else {
+        throw UsageError(message: "cannot read the credential file \(path)")
+    }
+    let mode = (attributes[.posixPermissions] as? NSNumber)?.intValue ?? 0
+    guard mode & 0o077 == 0 else {
+        throw UsageError(message: "credential file \(path) has mode \(String(mode, radix: 8)): others can read it; run `chmod 600 \(path)`")
+    }
+    do { return try Credential(fileContents: [UInt8](data)) } catch {
+        throw UsageError(message: "\(path): \(error)")
     }
 }
 
@@ -223,20 +250,34 @@ let clientCommands: [String: ClientCommand] = [
         let changes = live.changes()
         if json { printJSON(documentObject(info, live.snapshot)) } else { print(documentTable(info, live.snapshot)); print("watching; Ctrl-C to stop") }
         fflush(nil)
-        var seen = 0
-        for await change in changes {
-            let snapshot = live.snapshot
-            let lines = describeChange(change, snapshot)
-            if json {
-                printJSON(["changes": lines, "document": documentObject(info, snapshot)])
-            } else {
-                for l in lines { print(l) }
+        // Until N changes, or until the daemon ends the connection (a revoked credential, a stop).
+        return await withTaskGroup(of: String?.self) { group in
+            group.addTask {
+                var seen = 0
+                for await change in changes {
+                    let snapshot = live.snapshot
+                    let lines = describeChange(change, snapshot)
+                    if json {
+                        printJSON(["changes": lines, "document": documentObject(info, snapshot)])
+                    } else {
+                        for l in lines { print(l) }
+                    }
+                    fflush(nil)
+                    seen += 1
+                    if let limit, seen >= limit { break }
+                }
+                return nil
             }
-            fflush(nil)
-            seen += 1
-            if let limit, seen >= limit { break }
+            if let daemon = client as? DaemonClient {
+                group.addTask { await daemon.waitUntilClosed() }
+            }
+            let first = await group.next() ?? nil
+            group.cancelAll()
+            // The count was reached: closing ends the wait for the close.
+            if first == nil, let daemon = client as? DaemonClient { await daemon.close() }
+            guard let reason = first else { return 0 }
+            return fail("watch", "the daemon ended the watch: \(reason)", json: json)
         }
-        return 0
     },
     "insert": ClientCommand(
         usage: usageText("insert DOC PATH TEXT [options]", "Inserts an item with TEXT at PATH (0.3: row 3 of section 0), or a section at PATH when PATH is one number."),

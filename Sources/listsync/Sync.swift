@@ -20,13 +20,14 @@ let syncUsage = """
       --daemon HOST:PORT   the daemon (LISTSYNC_DAEMON; default 127.0.0.1:\(defaultPort))
       --key-file FILE      the key (LISTSYNC_KEY_FILE; default DIR/key of --data)
       --data DIR           the daemon's data folder, for its key (LISTSYNC_DATA; default ~/.listsync)
+      --credential FILE    this device's credential instead of the key (LISTSYNC_CREDENTIAL)
       --json               print JSON instead of text
       -h, --help           show this help
     """
 
 /// `listsync sync --replica DIR [DOC]`: one exchange with the daemon, then exit.
 func runSync(_ args: [String]) throws -> Int32 {
-    let o = try Options(args, values: ["--replica", "--timeout", "--daemon", "--key-file", "--data"], flags: ["--help", "--json"])
+    let o = try Options(args, values: ["--replica", "--timeout", "--daemon", "--key-file", "--data", "--credential"], flags: ["--help", "--json"])
     if o.has("--help") { print(syncUsage); return 0 }
     guard o.positional.count <= 1 else { throw UsageError(message: "sync takes at most one DOC, not \(o.positional.count)") }
     guard let folder = o.value("--replica", env: "LISTSYNC_REPLICA") else {
@@ -37,14 +38,12 @@ func runSync(_ args: [String]) throws -> Int32 {
         return s
     } ?? 30
     let (host, port) = try parseAddress(o.value("--daemon", env: "LISTSYNC_DAEMON") ?? "127.0.0.1:\(defaultPort)", what: "--daemon")
-    let keyPath = o.value("--key-file", env: "LISTSYNC_KEY_FILE")
-        ?? (o.value("--data", env: "LISTSYNC_DATA") ?? defaultDataFolder()) + "/key"
     let json = o.has("--json")
-    let key: [UInt8]
-    do { key = try KeyFile.read(keyPath) } catch { return fail("sync", "\(error)", json: json) }
+    let key: ClientAuthentication
+    do { key = try clientAuthentication(o) } catch { return fail("sync", "\(error)", json: json) }
     let doc = o.positional.first
     return blockOn("sync", json: json) {
-        let server = SyncClient.Server(host: host, port: port, key: key, requestTimeout: .seconds(Int64(max(1, seconds))),
+        let server = SyncClient.Server(host: host, port: port, authentication: key, requestTimeout: .seconds(Int64(max(1, seconds))),
                                        backoff: Backoff(initial: .milliseconds(200), maximum: .seconds(2)))
         let client = try SyncClient(folder: folder, server: server, changeSets: false)
         do {
@@ -58,7 +57,7 @@ func runSync(_ args: [String]) throws -> Int32 {
     }
 }
 
-private func exchange(_ client: SyncClient, doc: String?, host: String, port: UInt16, key: [UInt8],
+private func exchange(_ client: SyncClient, doc: String?, host: String, port: UInt16, key: ClientAuthentication,
                       timeout: Double, json: Bool) async throws -> Int32 {
     let started = Date()
     var local = try await client.documents()
@@ -66,7 +65,7 @@ private func exchange(_ client: SyncClient, doc: String?, host: String, port: UI
         let onDevice = local.map { DocumentInfo(id: $0.id, name: $0.name, epoch: 0, operations: 0) }
         if (try? DocumentInfo.resolve(doc, in: onDevice)) == nil {
             // Not on this device: find it on the daemon.
-            let daemon = try await DaemonClient.connect(host: host, port: port, key: key, timeout: .seconds(Int64(max(1, timeout))))
+            let daemon = try await DaemonClient.connect(host: host, port: port, authentication: key, timeout: .seconds(Int64(max(1, timeout))))
             let info: DocumentInfo
             do { info = try await daemon.resolve(doc) } catch {
                 await daemon.close()

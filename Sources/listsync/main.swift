@@ -29,8 +29,11 @@ let usage = """
                       listsync insert --replica ~/lists groceries 0.0 milk   (saved on this device)
       sync        exchange the copy with the daemon: listsync sync --replica DIR [DOC]
 
-    OPERATOR COMMANDS (on the data folder, with the daemon stopped):
+    OPERATOR COMMANDS (on the data folder):
+      device      a credential per device:      listsync device add NAME [--docs A,B] [--read-only]
+                  listsync device list;  listsync device revoke NAME  (the daemon may be running)
       restore     replace a document with an export, under a new epoch: listsync restore DOC FILE
+                  (with the daemon stopped)
 
     TESTING:
       simulate    replicas editing concurrently over a faulty simulated network, checked
@@ -48,6 +51,7 @@ do {
     case "restore": code = try runRestore(rest)
     case "simulate": code = try runSimulate(rest)
     case "sync": code = try runSync(rest)
+    case "device": code = try runDevice(rest)
     case "-h", "--help", "help": print(usage); code = 0
     default:
         if let client = clientCommands[command] {

@@ -164,7 +164,7 @@ struct SyncClientTests {
         let daemon = try DaemonProcess(data: dir.path + "/daemon")
         defer { daemon.terminate() }
         var bad = try Self.server(daemon)
-        bad.key = [UInt8](repeating: 7, count: 32)
+        bad.authentication = .key([UInt8](repeating: 7, count: 32))
         let c = try SyncClient(folder: dir.path + "/dev", server: bad)
         let doc = try await c.create(name: "x")
         try await Self.insert(c, doc, "a")

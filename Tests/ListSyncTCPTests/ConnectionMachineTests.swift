@@ -171,7 +171,7 @@ struct ConnectionMachineTests {
     func hugeLength() {
         var rng = TestRNG(seed: 9)
         var server = ConnectionMachine(role: .server, key: MachinePair.key, id: rng.bytes(16), nonce: rng.bytes(32))
-        #expect(server.receive([0xff, 0xff, 0xff, 0xff]) == [.close(.frameTooLarge(length: 0xffff_ffff, limit: 256))])
+        #expect(server.receive([0xff, 0xff, 0xff, 0xff]) == [.close(.frameTooLarge(length: 0xffff_ffff, limit: 2048))])
         var p = MachinePair(seed: 10)
         p.pump(piece: { _ in 1000 })
         #expect(p.server.receive([0xff, 0xff, 0xff, 0xff]) == [.close(.frameTooLarge(length: 0xffff_ffff, limit: 1 << 20))])

@@ -13,7 +13,6 @@ let testOptions: TCPOptions = {
     var o = TCPOptions()
     o.handshakeTimeout = .milliseconds(800)
     o.authenticationFailureDelay = .milliseconds(100)
-    o.failureBackoff = .milliseconds(200)
     return o
 }()
 

@@ -75,6 +75,9 @@ public struct ClientSession: Sendable {
         /// An error about a document that answers nothing waiting (a refused batch sent with no
         /// acknowledgement asked).
         case documentError(DocumentID, SyncErrorCode, String)
+        /// The daemon ended this credential's access (``SyncErrorCode/revoked`` or
+        /// ``SyncErrorCode/expired``): the session is closed; do not connect again with it.
+        case accessEnded(SyncErrorCode, String)
     }
 
     /// The largest frame the connection takes.
@@ -226,6 +229,9 @@ public struct ClientSession: Sendable {
             return []
         case let .error(r, doc, code, text):
             let e = ClientSessionError.refused(code, text)
+            if code == .revoked || code == .expired {
+                return [.accessEnded(code, text), .close(reason: text)] + fail(e)
+            }
             if r != 0, requests.removeValue(forKey: r) != nil { return [.answered(r, .failure(e))] }
             if r != 0, batches[r] != nil { return answerBatch(r, .failure(e)) }
             if let doc, Self.subscriptionCodes.contains(code),

@@ -37,6 +37,14 @@ public enum SyncErrorCode: UInt8, Sendable, CustomStringConvertible {
     case storage = 6
     /// A request the daemon does not serve.
     case unsupported = 7
+    /// Not allowed by the connection's credential (a read-only device's edit, a scoped device's
+    /// create, a device asking for the status); nothing was done.
+    case forbidden = 8
+    /// The device's credential was revoked: the daemon closes the connection after this error
+    /// (request 0); do not reconnect with it.
+    case revoked = 9
+    /// The device's credential expired: as ``revoked``.
+    case expired = 10
 
     public var description: String {
         switch self {
@@ -47,6 +55,9 @@ public enum SyncErrorCode: UInt8, Sendable, CustomStringConvertible {
         case .limit: return "limit reached"
         case .storage: return "storage failure"
         case .unsupported: return "unsupported"
+        case .forbidden: return "forbidden"
+        case .revoked: return "credential revoked"
+        case .expired: return "credential expired"
         }
     }
 }

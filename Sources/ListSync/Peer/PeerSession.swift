@@ -196,7 +196,7 @@ public struct PeerSession: Sendable {
                 }
             case let .operations(doc, ops):
                 if attached.contains(doc) { out.append(.deliver(doc, ops)) }
-            case .synced, .editDone:
+            case .synced, .editDone, .accessEnded:
                 break
             case let .announced(list):
                 out.append(.announced(list))

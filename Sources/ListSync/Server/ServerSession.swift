@@ -44,14 +44,22 @@ public struct ServerSession: Sendable {
     public private(set) var rateLimitedCount = 0
     /// Whether the connection is closed (after a malformed message): it takes nothing more.
     public private(set) var isClosed = false
+    /// What the peer may do (its credential's claims).
+    public let access: Access
     private var bucket: TokenBucket?
 
-    /// A session for one connection; `rateLimit` nil: no limit; `now` in nanoseconds.
-    public init(maxFrame: Int, rateLimit: RateLimit?, now: UInt64) {
+    /// A session for one connection; `rateLimit` nil: no limit; `now` in nanoseconds; `access`:
+    /// what the peer's credential allows (``Access/full`` for a holder of the daemon's key).
+    public init(maxFrame: Int, rateLimit: RateLimit?, now: UInt64, access: Access = .full) {
         precondition(maxFrame >= 256, "frames of \(maxFrame) bytes are too small")
         self.maxFrame = maxFrame
+        self.access = access
         bucket = rateLimit.map { TokenBucket($0, now: now) }
     }
+
+    /// The text of the answer for a document that does not exist, and for one the peer's
+    /// credential does not name: the same, so a scope does not reveal which documents exist.
+    public static func unknownDocumentText(_ document: DocumentID) -> String { "unknown document \(document)" }
 
     /// One frame from the peer, at `now` (nanoseconds).
     ///
@@ -66,6 +74,7 @@ public struct ServerSession: Sendable {
         }
         switch message {
         case let .subscribe(doc, epoch, version):
+            guard access.allows(doc) else { return [error(0, doc, .unknownDocument, Self.unknownDocumentText(doc))] }
             return [.subscribe(doc, epoch: epoch, version: version)]
         case let .unsubscribe(doc):
             guard attachedDocuments.remove(doc) != nil else { return [] }
@@ -73,6 +82,9 @@ public struct ServerSession: Sendable {
         case let .operations(doc, batch, ops):
             guard attachedDocuments.contains(doc) else {
                 return [error(batch, doc, .unknownDocument, "subscribe to \(doc) before sending its operations")]
+            }
+            if access.readOnly {
+                return [error(batch, doc, .forbidden, "this device's credential is read-only: the edit was refused")]
             }
             if var b = bucket {
                 let ok = b.take(now: now)
@@ -88,11 +100,17 @@ public struct ServerSession: Sendable {
             guard attachedDocuments.contains(doc) else { return [] }
             return [.hello(doc, version)]
         case let .create(request, name, sections, id, epoch):
+            guard access.mayCreate else {
+                return [error(request, id, .forbidden, "this device's credential does not allow creating documents")]
+            }
             return [.create(request: request, name: name, sections: sections, id: id, epoch: epoch)]
         case let .listDocuments(request, after):
             followsDocuments = true
             return [.listDocuments(request: request, after: after)]
         case let .status(request):
+            guard !access.isDevice else {
+                return [error(request, nil, .forbidden, "the daemon's status needs the daemon's key, not a device credential")]
+            }
             return [.status(request: request)]
         case .subscribed, .synced, .ack, .created, .documents, .statusReport, .error:
             return [error(0, nil, .unsupported, "a daemon does not take that message")]
@@ -127,6 +145,7 @@ public struct ServerSession: Sendable {
     ///
     /// - Complexity: O(k) for the k documents of the page.
     public func documents(request: UInt64, _ list: [DocumentInfo]) -> [Action] {
+        let list = access.documents == nil ? list : list.filter { access.allows($0.id) }
         let budget = maxFrame - 64
         var size = 0, count = 0
         for d in list {
@@ -145,7 +164,7 @@ public struct ServerSession: Sendable {
 
     /// Tells a connection that listed the documents about a new one (request 0).
     public func announce(_ info: DocumentInfo) -> [Action] {
-        guard followsDocuments else { return [] }
+        guard followsDocuments, access.allows(info.id) else { return [] }
         return [.send(SyncMessage.documents(request: 0, [info], more: false).encoded())]
     }
 
@@ -164,6 +183,16 @@ public struct ServerSession: Sendable {
             start = end
         } while start < bytes.count
         return actions
+    }
+
+    /// The peer's access ended (its credential was revoked or expired): tells it with `code`
+    /// (``SyncErrorCode/revoked`` or ``SyncErrorCode/expired``) and closes. The client must not
+    /// reconnect with that credential.
+    public mutating func endAccess(_ code: SyncErrorCode, text: String) -> [Action] {
+        precondition(code == .revoked || code == .expired, "access ends only for revocation or expiry")
+        guard !isClosed else { return [] }
+        isClosed = true
+        return [error(0, nil, code, text), .close(reason: text)]
     }
 
     private func error(_ request: UInt64, _ document: DocumentID?, _ code: SyncErrorCode, _ text: String) -> Action {

@@ -45,7 +45,7 @@ extension SyncClient {
             updateStatus()
             var transport: TCPTransport?
             do {
-                transport = try await TCPTransport.connect(host: server.host, port: server.port, key: server.key,
+                transport = try await TCPTransport.connect(host: server.host, port: server.port, authentication: server.authentication,
                                                            localHost: server.localHost, loop: loop)
             } catch {
                 if case let .handshake(why) = error, why.contains("authentication failed") {
@@ -62,6 +62,11 @@ extension SyncClient {
                 lastError = nil
                 await serve(transport, timeout: server.requestTimeout)
                 if closed { break }
+                if case .accessEnded? = sessionFailure {
+                    // Revoked or expired: connecting again cannot help; edits stay saved here.
+                    updateStatus()
+                    break
+                }
                 lastError = lastError ?? "the connection to \(server.host):\(server.port) closed"
             }
             updateStatus()
@@ -252,6 +257,8 @@ extension SyncClient {
             } else {
                 lastError = "\(code): \(text)"
             }
+        case let .accessEnded(code, text):
+            sessionFailure = .accessEnded(code, text)
         case .announced:
             break
         case .operations:

@@ -55,8 +55,8 @@ public actor SyncClient {
     public struct Server: Sendable {
         public var host: String
         public var port: UInt16
-        /// The daemon's pre-shared key (32 bytes).
-        public var key: [UInt8]
+        /// What the device proves: its credential (`listsync device add`), or the daemon's key.
+        public var authentication: ClientAuthentication
         /// A local address to bind before connecting (tests use other 127.x addresses).
         public var localHost: String?
         /// How long a request, a subscription or an edit may wait for the daemon's answer.
@@ -64,11 +64,26 @@ public actor SyncClient {
         /// The waits between connection attempts (jittered, doubling).
         public var backoff: Backoff
 
+        /// A daemon at `host:port` that the device reaches with the daemon's `key` (32 bytes).
         public init(host: String, port: UInt16, key: [UInt8], localHost: String? = nil,
+                    requestTimeout: Duration = .seconds(30), backoff: Backoff = Backoff()) {
+            self.init(host: host, port: port, authentication: .key(key), localHost: localHost,
+                      requestTimeout: requestTimeout, backoff: backoff)
+        }
+
+        /// A daemon at `host:port` that the device reaches with its `credential`.
+        public init(host: String, port: UInt16, credential: Credential, localHost: String? = nil,
+                    requestTimeout: Duration = .seconds(30), backoff: Backoff = Backoff()) {
+            self.init(host: host, port: port, authentication: .credential(credential), localHost: localHost,
+                      requestTimeout: requestTimeout, backoff: backoff)
+        }
+
+        /// A daemon at `host:port`, reached with `authentication`.
+        public init(host: String, port: UInt16, authentication: ClientAuthentication, localHost: String? = nil,
                     requestTimeout: Duration = .seconds(30), backoff: Backoff = Backoff()) {
             self.host = host
             self.port = port
-            self.key = key
+            self.authentication = authentication
             self.localHost = localHost
             self.requestTimeout = requestTimeout
             self.backoff = backoff

@@ -13,6 +13,10 @@ public enum SyncFailure: Error, Hashable, Sendable, CustomStringConvertible {
     case storage(String)
     /// The daemon refused a document or a batch (a limit, a malformed or refused operation).
     case refused(DocumentID?, SyncErrorCode, String)
+    /// The daemon ended this device's access: its credential was revoked or expired
+    /// (``SyncErrorCode/revoked``, ``SyncErrorCode/expired``). The client stops connecting; edits
+    /// are still saved on the device. A new credential from the operator is needed.
+    case accessEnded(SyncErrorCode, String)
 
     public var description: String {
         switch self {
@@ -21,6 +25,7 @@ public enum SyncFailure: Error, Hashable, Sendable, CustomStringConvertible {
             return "document \(id) was reset on the daemon; this device's copy and its \(unsent) unsent edit(s) are kept aside until the app accepts the reset"
         case let .storage(why): return "this device cannot save edits: \(why)"
         case let .refused(id, code, text): return "the daemon refused \(id.map { "document \($0)" } ?? "a request"): \(code): \(text)"
+        case let .accessEnded(code, text): return "the daemon ended this device's access (\(code): \(text)); ask its operator for a new credential"
         }
     }
 }
