@@ -113,7 +113,7 @@ struct DaemonLimitTests {
         let doc = try await honest.create(name: "still here")
         #expect(try await honest.documents().map(\.id) == [doc])
         let status = try await honest.status()
-        #expect(status.contains("too many"), "refusals are counted by reason: \(status)")
+        #expect(status.contains("evicted from a full handshake pool"), "evictions are counted by reason: \(status)")
         await honest.close()
         burst = []
         await daemon.stop()

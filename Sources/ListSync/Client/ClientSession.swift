@@ -90,6 +90,9 @@ public struct ClientSession: Sendable {
     public var waitingCount: Int { requests.count + subscribing.count + edits.count }
     /// Whether the session is closed (disconnected or fed an unreadable message).
     public private(set) var isClosed = false
+    /// What calls on a closed session fail with: why it closed (a revoked credential says so to
+    /// every later call, not only to those waiting then).
+    private var closedWith = ClientSessionError.disconnected
 
     private var next: UInt64 = 1
     private var requests: [UInt64: Pending] = [:]
@@ -123,7 +126,7 @@ public struct ClientSession: Sendable {
     /// Sends `request`; its result comes as ``Action/answered(_:_:)`` with the returned number.
     public mutating func request(_ request: Request, now: UInt64) -> (UInt64, [Action]) {
         let n = number()
-        guard !isClosed else { return (n, [.answered(n, .failure(.disconnected))]) }
+        guard !isClosed else { return (n, [.answered(n, .failure(closedWith))]) }
         requests[n] = Pending(request: request, deadline: now &+ timeout)
         let message: SyncMessage
         switch request {
@@ -136,7 +139,7 @@ public struct ClientSession: Sendable {
 
     /// Subscribes to `document` holding `version` at `epoch` (0: nothing held yet).
     public mutating func subscribe(_ document: DocumentID, epoch: UInt64, version: VersionVector, now: UInt64) -> [Action] {
-        guard !isClosed else { return [.subscribeFailed(document, .disconnected)] }
+        guard !isClosed else { return [.subscribeFailed(document, closedWith)] }
         live.remove(document)
         subscribing[document] = now &+ timeout
         return [.send(SyncMessage.subscribe(document: document, epoch: epoch, version: version).encoded())]
@@ -160,7 +163,7 @@ public struct ClientSession: Sendable {
     /// - Complexity: O(size) to encode.
     public mutating func send(_ document: DocumentID, _ ops: [ListOperation], now: UInt64) -> (UInt64, [Action]) {
         let edit = number()
-        guard !isClosed else { return (edit, [.editDone(edit, .failure(.disconnected))]) }
+        guard !isClosed else { return (edit, [.editDone(edit, .failure(closedWith))]) }
         guard !ops.isEmpty else { return (edit, [.editDone(edit, .success(VersionVector()))]) }
         var numbers: [UInt64] = []
         let frames = OperationFrames.split(document, ops[...], maxFrame: maxFrame) { _ in
@@ -296,6 +299,7 @@ public struct ClientSession: Sendable {
     }
 
     private mutating func fail(_ e: ClientSessionError) -> [Action] {
+        if !isClosed { closedWith = e }
         isClosed = true
         var actions: [Action] = []
         for r in requests.keys.sorted() { actions.append(.answered(r, .failure(e))) }

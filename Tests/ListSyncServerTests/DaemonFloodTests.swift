@@ -1,0 +1,110 @@
+#if canImport(Glibc)
+import Foundation
+import ListSync
+@testable import ListSyncTCP
+import ListSyncCrypto
+import ListSyncTestSupport
+import ListSyncTestTraits
+import Synchronization
+import Testing
+
+/// Strangers cannot lock a real `listsync serve` (default limits): floods of silent,
+/// half-open and failing connections from many loopback addresses, the honest client's own
+/// included, while honest commands keep being served; the daemon's CPU is measured
+/// (Docs/Security.md, "Connection limits").
+@Suite("Daemon under connection floods", .ownThread, .serialized, .timeLimit(.minutes(3)))
+struct DaemonFloodTests {
+    /// CPU seconds (user + system) the process has used, from /proc.
+    static func cpuSeconds(_ pid: Int32) -> Double {
+        guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+              let close = text.lastIndex(of: ")") else { return 0 }
+        let fields = text[text.index(after: close)...].split(separator: " ")
+        // Fields 14 and 15 (utime, stime) are 12 and 13 after the command name.
+        guard fields.count > 13, let u = Double(fields[11]), let s = Double(fields[12]) else { return 0 }
+        return (u + s) / Double(sysconf(Int32(_SC_CLK_TCK)))
+    }
+
+    /// Seconds an honest `listsync docs` takes, or nil when it failed.
+    static func honest(_ daemon: DaemonProcess) throws -> Double? {
+        let start = Date()
+        let (code, _, _) = try daemon.run(["docs"])
+        return code == 0 ? Date().timeIntervalSince(start) : nil
+    }
+
+    @Test("500 silent and half-open connections from 250 addresses, a reconnecting attacker on the honest address, and failed proofs: honest commands are served in under a second; the daemon's CPU stays low")
+    func floods() throws {
+        let dir = TemporaryFolder()
+        defer { dir.remove() }
+        let daemon = try DaemonProcess(data: dir.path + "/data")
+        defer { daemon.terminate() }
+        _ = try daemon.json(["create", "groceries"])
+        let pid = daemon.process.processIdentifier
+        var held: [RawSocket] = []
+        var report: [String] = []
+
+        // 1. Silent connections from 250 addresses.
+        var cpu0 = Self.cpuSeconds(pid), t0 = Date()
+        for a in 0..<250 { if let s = RawSocket(port: daemon.port, source: "127.0.\(2 + a / 200).\(1 + a % 200)") { held.append(s) } }
+        // 2. Half-open: a HELLO, then silence, from the same addresses.
+        for a in 0..<250 {
+            guard let s = RawSocket(port: daemon.port, source: "127.0.\(4 + a / 200).\(1 + a % 200)") else { continue }
+            s.send(ConnectionMachine.frame(Handshake.hello(versions: 1...1, clientID: SecureRandom.bytes(16), nonce: SecureRandom.bytes(32))))
+            held.append(s)
+        }
+        Thread.sleep(forTimeInterval: 0.3)
+        var worst = 0.0
+        for _ in 0..<3 {
+            let t = try #require(try Self.honest(daemon), "an honest command failed during the silent and half-open flood")
+            worst = max(worst, t)
+        }
+        report.append("500 silent/half-open held: honest worst \(String(format: "%.3f", worst)) s, daemon CPU \(String(format: "%.2f", (Self.cpuSeconds(pid) - cpu0) / Date().timeIntervalSince(t0))) core")
+        #expect(worst < 1, "\(report.last!)")
+
+        // 3. A reconnecting attacker on 127.0.0.1 (every local client's address) plus failed proofs.
+        cpu0 = Self.cpuSeconds(pid)
+        t0 = Date()
+        let port = daemon.port
+        let stop = StopFlag()
+        let attacker = Thread {
+            var mine: [RawSocket] = []
+            var n = 0
+            while !stop.value.load(ordering: .relaxed) {
+                if let s = RawSocket(port: port, source: "127.0.0.1") {
+                    if n % 4 == 0 {
+                        // A HELLO and a wrong proof: a failed proof from the honest address.
+                        s.send(ConnectionMachine.frame(Handshake.hello(versions: 1...1, clientID: SecureRandom.bytes(16), nonce: SecureRandom.bytes(32))))
+                        s.send(ConnectionMachine.frame([MessageType.proof.rawValue] + SecureRandom.bytes(32)))
+                    }
+                    mine.append(s)
+                }
+                if mine.count > 300 { mine.removeFirst(150) }
+                n += 1
+                usleep(500)
+            }
+        }
+        attacker.start()
+        worst = 0
+        for _ in 0..<5 {
+            let t = try #require(try Self.honest(daemon), "an honest command failed during the reconnecting flood")
+            worst = max(worst, t)
+        }
+        stop.value.store(true, ordering: .relaxed)
+        let seconds = Date().timeIntervalSince(t0)
+        let cpu = (Self.cpuSeconds(pid) - cpu0) / seconds
+        report.append("reconnecting attacker with failed proofs on 127.0.0.1: honest worst \(String(format: "%.3f", worst)) s, daemon CPU \(String(format: "%.2f", cpu)) core")
+        #expect(worst < 1, "\(report.last!)")
+        #expect(cpu < 0.9, "\(report.last!)")
+        let status = try #require(try daemon.json(["status"]) as? [String: Any])
+        let handshakes = try #require(status["handshakes"] as? [String: Int])
+        report.append("status handshakes: \(handshakes.sorted { $0.key < $1.key })")
+        #expect((handshakes["evicted"] ?? 0) > 0 && (handshakes["peak"] ?? 999) <= (handshakes["pool"] ?? 0))
+        print("floods:\n  " + report.joined(separator: "\n  "))
+        held = []
+    }
+}
+
+/// A flag another thread reads.
+final class StopFlag: Sendable {
+    let value = Atomic(false)
+}
+#endif
