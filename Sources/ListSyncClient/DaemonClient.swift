@@ -261,7 +261,9 @@ public actor DaemonClient {
         for action in actions {
             switch action {
             case let .send(frame):
-                if !transport.enqueue(frame) { perform(session.disconnected()) }
+                // A closed transport: the reader still delivers what came before the close (a
+                // revocation's error among it), then ends the session; what waits fails then.
+                _ = transport.enqueue(frame)
             case let .close(reason):
                 let t = transport
                 Task { await t.close(reason: reason) }
