@@ -37,13 +37,9 @@ extension Daemon {
 
     /// The token the admin port asks for, or `nil` when it stays open (loopback, no token file).
     private func adminToken(open loopback: Bool) throws(DaemonError) -> HTTPBearerToken? {
-        if let path = configuration.adminTokenFile {
-            adminTokenPath = path
-            return try AdminToken.read(path, fileSystem: configuration.fileSystem)
-        }
-        guard !loopback else { return nil }
-        let path = configuration.dataFolder + "/" + AdminToken.defaultName
+        guard let (path, given) = AdminToken.file(loopback: loopback, configuration: configuration) else { return nil }
         adminTokenPath = path
+        if given { return try AdminToken.read(path, fileSystem: configuration.fileSystem) }
         let (token, created) = try AdminToken.readOrCreate(path, fileSystem: configuration.fileSystem)
         adminTokenCreated = created
         return token

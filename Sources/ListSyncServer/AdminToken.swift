@@ -9,6 +9,13 @@ enum AdminToken {
     /// The token file's name in the data folder, when `--admin-token-file` names none.
     static let defaultName = "admin-token"
 
+    /// The token file the admin port uses, and whether it was given (it must exist) rather than
+    /// made in the data folder; `nil` when the port stays open: on loopback with no file given.
+    static func file(loopback: Bool, configuration: DaemonConfiguration) -> (path: String, given: Bool)? {
+        if let given = configuration.adminTokenFile { return (given, true) }
+        return loopback ? nil : (configuration.dataFolder + "/" + defaultName, false)
+    }
+
     /// Reads the token in `path`.
     ///
     /// - Throws: ``DaemonError/admin(_:)`` saying what is wrong and how to fix it.

@@ -70,11 +70,15 @@ public actor Daemon {
     /// - Throws: ``DaemonError`` naming what stopped it (the folder locked by another daemon, a
     ///   key file others can read, the port in use).
     public func start() async throws(DaemonError) {
-        // The folders above the data folder as any `mkdir -p`; the data folder itself 0700
-        // (DataFolder), refused if group or others can write to it.
+        // Missing folders above the data folder are made 0700 (so that a umask such as 277
+        // cannot leave one the owner cannot write to); the data folder itself 0700 (DataFolder),
+        // refused if group or others can write to it.
         let parent = SecretFile.folder(of: configuration.dataFolder)
         if !FileManager.default.fileExists(atPath: parent) {
-            do { try FileManager.default.createDirectory(atPath: parent, withIntermediateDirectories: true) } catch {
+            do {
+                try FileManager.default.createDirectory(atPath: parent, withIntermediateDirectories: true,
+                                                        attributes: [.posixPermissions: 0o700])
+            } catch {
                 throw .dataFolder("cannot create \(parent): \(error.localizedDescription)")
             }
         }
