@@ -11,6 +11,7 @@ import Darwin
 /// `DataFolder`) uses it at a time.
 ///
 /// ```
+/// <root>/                           mode 0700 (a folder group or others can write to is refused)
 /// <root>/lock                       flock(LOCK_EX | LOCK_NB) held while the DataFolder is open
 /// <root>/documents/<id>/name        the document's name (UTF-8), written atomically
 /// <root>/documents/<id>/...         the DocumentStore files
@@ -33,9 +34,13 @@ public final class DataFolder: Sendable {
         public var name: String
     }
 
-    /// Opens (creating if needed) the data folder at `root` and takes its lock.
+    /// Opens (creating if needed, mode 0700) the data folder at `root` and takes its lock.
     ///
-    /// - Throws: ``StoreError/locked(path:)`` when another process or `DataFolder` holds it.
+    /// Everything created in it is the owner's only (``FileSystem/fileMode``,
+    /// ``FileSystem/folderMode``). An existing folder that group or others may write to is refused.
+    ///
+    /// - Throws: ``StoreError/locked(path:)`` when another process or `DataFolder` holds it;
+    ///   ``StoreError/insecureFolder(path:mode:)`` when group or others can write to it.
     public init(root: String, fileSystem: FileSystem = .system) throws(StoreError) {
         self.root = root
         fs = fileSystem
@@ -43,8 +48,9 @@ public final class DataFolder: Sendable {
             try fs.mkdir(root)
             try fs.syncFolder(Opener.parent(of: root))
         }
+        if let mode = fs.permissions(root), mode & 0o022 != 0 { throw .insecureFolder(path: root, mode: mode) }
         let lockPath = root + "/lock"
-        let fd = try fs.open(lockPath, flags: O_RDWR | O_CREAT, mode: 0o644)
+        let fd = try fs.open(lockPath, flags: O_RDWR | O_CREAT)
         do throws(StoreError) {
             try fs.flock(fd, LOCK_EX | LOCK_NB, path: lockPath)
         } catch {
@@ -103,13 +109,7 @@ public final class DataFolder: Sendable {
     /// - Complexity: O(d) file reads for d documents.
     public func list() throws(StoreError) -> [Entry] {
         try checkOpen()
-        var entries: [Entry] = []
-        for name in try fs.list(documentsPath) {
-            guard let id = DocumentID(hex: name), fs.exists(folder(of: id) + "/name") else { continue }
-            let bytes = try fs.readFile(folder(of: id) + "/name")
-            entries.append(Entry(id: id, name: String(decoding: bytes, as: UTF8.self)))
-        }
-        return entries.sorted { $0.id < $1.id }
+        return try Self.entries(root: root, fileSystem: fs)
     }
 
     /// The documents of the data folder at `root` without taking its lock (a daemon may hold it):
@@ -126,6 +126,15 @@ public final class DataFolder: Sendable {
             entries.append(Entry(id: id, name: String(decoding: bytes, as: UTF8.self)))
         }
         return entries.sorted { $0.id < $1.id }
+    }
+
+    /// How many documents the folder holds: the entries of `documents/` named by an id, without
+    /// reading their names (what ``list()`` adds).
+    ///
+    /// - Complexity: O(d) for d entries (one `readdir`), no file reads.
+    public func count() throws(StoreError) -> Int {
+        try checkOpen()
+        return try fs.list(documentsPath).count { DocumentID(hex: $0) != nil }
     }
 
     /// Releases the lock. The stores opened through this folder stay open; close them first.

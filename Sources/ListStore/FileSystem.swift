@@ -65,14 +65,33 @@ public struct FileSystem: Sendable {
 
     // MARK: Calls
 
-    /// Opens `path` (always with `O_CLOEXEC`); `mode` applies when `flags` has `O_CREAT`.
-    public func open(_ path: String, flags: Int32, mode: UInt32 = 0o644) throws(StoreError) -> Int32 {
+    /// The mode of every file the funnel creates: the owner reads and writes, nobody else.
+    public static let fileMode: UInt32 = 0o600
+    /// The mode of every folder the funnel creates: the owner only.
+    public static let folderMode: UInt32 = 0o700
+
+    /// Opens `path` (always with `O_CLOEXEC`). With `O_CREAT`, the file gets exactly `mode`
+    /// (``fileMode`` unless given): it is created with it and then set with `fchmod`, so the
+    /// process's umask neither opens it further nor takes the owner's write access away.
+    public func open(_ path: String, flags: Int32, mode: UInt32 = FileSystem.fileMode) throws(StoreError) -> Int32 {
         try run("open", path, mutating: flags & O_CREAT != 0) { () -> Int32 in
             #if canImport(Glibc)
-            Glibc.open(path, flags | O_CLOEXEC, mode)
+            let fd = Glibc.open(path, flags | O_CLOEXEC, mode)
             #else
-            Darwin.open(path, flags | O_CLOEXEC, mode_t(mode))
+            let fd = Darwin.open(path, flags | O_CLOEXEC, mode_t(mode))
             #endif
+            guard fd >= 0, flags & O_CREAT != 0 else { return fd }
+            guard fchmod(fd, mode_t(mode)) == 0 else {
+                let code = errno
+                #if canImport(Glibc)
+                Glibc.close(fd)
+                #else
+                Darwin.close(fd)
+                #endif
+                errno = code
+                return -1
+            }
+            return fd
         }
     }
 
@@ -195,19 +214,28 @@ public struct FileSystem: Sendable {
         }
     }
 
-    /// Creates the folder at `path`; an existing folder is fine.
+    /// Creates the folder at `path` with exactly ``folderMode`` (set again with `chmod` after
+    /// `mkdir`, whatever the umask); an existing folder is fine and keeps its mode.
     public func mkdir(_ path: String) throws(StoreError) {
         do throws(StoreError) {
             _ = try run("mkdir", path, mutating: true) { () -> Int32 in
                 #if canImport(Glibc)
-                Glibc.mkdir(path, 0o755)
+                let made = Glibc.mkdir(path, mode_t(Self.folderMode))
                 #else
-                Darwin.mkdir(path, 0o755)
+                let made = Darwin.mkdir(path, mode_t(Self.folderMode))
                 #endif
+                return made == 0 ? chmod(path, mode_t(Self.folderMode)) : made
             }
         } catch {
             guard case .system(_, EEXIST, _) = error else { throw error }
         }
+    }
+
+    /// The permission bits of `path` (`stat`, following links); `nil` if it cannot be examined.
+    public func permissions(_ path: String) -> UInt32? {
+        var st = stat()
+        guard stat(path, &st) == 0 else { return nil }
+        return UInt32(st.st_mode) & 0o7777
     }
 
     /// `flock(fd, operation)`; `LOCK_EX | LOCK_NB` fails with `EWOULDBLOCK` when held elsewhere.

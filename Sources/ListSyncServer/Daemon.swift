@@ -3,6 +3,7 @@ import ListCRDT
 import ListStore
 import ListSync
 import ListSyncTCP
+import Synchronization
 
 /// The peer daemon: documents durable in a data folder, served over TCP to clients and peers
 /// that hold the key (Docs/Daemon.md).
@@ -21,31 +22,43 @@ public actor Daemon {
     public private(set) var address: SocketAddress?
     let loop: EventLoop
     private var folder: DataFolder?
-    private var key: [UInt8] = []
-    private var replica = ReplicaID(1)
+    private(set) var key: [UInt8] = []
+    private(set) var replica = ReplicaID(1)
     private var listener: TCPListener?
+    /// The listener again, for the refusal counts that `/metrics` reads without this actor.
+    nonisolated let listenerForMetrics = Mutex<TCPListener?>(nil)
     private var acceptTask: Task<Void, Never>?
-    private(set) var hosts: [DocumentID: DocumentHost] = [:]
+    private(set) var hosts: [DocumentID: DocumentHost] = [:] {
+        didSet { metrics.setResident(hosts.count) }
+    }
     private var loading: [DocumentID: Task<DocumentHost, any Error>] = [:]
     private var connections: [ObjectIdentifier: DaemonConnection] = [:]
     private var devices: DeviceRegistry
     private var deviceWatch: Task<Void, Never>?
     /// Numbers for connections and peer links (their ``SubscriberID``s).
     private var nextSubscriber = 1
-    private var peers: [PeerLink] = []
+    /// Static (`--peer`) and discovered peer links.
+    var peers: [PeerLink] = []
     private var housekeeping: Task<Void, Never>?
-    private var udp: UDPSocket?
-    private var announcer: Task<Void, Never>?
-    private var discovery = DiscoveryState(instance: UInt64.random(in: 1...UInt64.max))
+    /// The background sampler of the bytes on disk (``sampleDiskUsage()``).
+    var diskSampler: Task<Void, Never>?
+    var udp: UDPSocket?
+    var announcer: Task<Void, Never>?
+    /// Discovery's memory (`nil` while it is off), consulted on the event loop's thread for each
+    /// datagram without this actor.
+    nonisolated let discoveryState = Mutex<DiscoveryState?>(nil)
+    /// When each discovered peer link (by its label) last heard an announcement, monotonic ns.
+    var discoveredHeard: [String: UInt64] = [:]
     let metrics = DaemonMetrics()
     private var stopping = false
-    private var adminServer: HTTPServer?
+    var adminServer: HTTPServer?
+    /// The admin token file, when the admin port requires a token (Docs/Security.md, "Admin port").
+    public internal(set) var adminTokenPath: String?
+    /// Whether ``start()`` created the admin token file.
+    public internal(set) var adminTokenCreated = false
     /// The admin HTTP server's address, when `--admin` was given and it started.
     public var adminAddress: SocketAddress? { adminServer?.address }
     var isStopping: Bool { stopping }
-    var residentCount: Int { hosts.count }
-    var onDiskCount: Int { (try? folder?.list().count) ?? 0 }
-    var refusedConnections: [String: Int] { listener?.refused ?? [:] }
     var handshakes: HandshakeGauges { listener?.handshakes ?? HandshakeGauges() }
 
     func handshakeJSON() -> [String: Int] {
@@ -67,27 +80,33 @@ public actor Daemon {
     /// - Throws: ``DaemonError`` naming what stopped it (the folder locked by another daemon, a
     ///   key file others can read, the port in use).
     public func start() async throws(DaemonError) {
-        let fm = FileManager.default
-        if !fm.fileExists(atPath: configuration.dataFolder) {
+        // Missing folders above the data folder are made 0700 (so that a umask such as 277
+        // cannot leave one the owner cannot write to); the data folder itself 0700 (DataFolder),
+        // refused if group or others can write to it.
+        let parent = SecretFile.folder(of: configuration.dataFolder)
+        if !FileManager.default.fileExists(atPath: parent) {
             do {
-                try fm.createDirectory(atPath: configuration.dataFolder, withIntermediateDirectories: true,
-                                       attributes: [.posixPermissions: 0o700])
-            } catch { throw .dataFolder("cannot create \(configuration.dataFolder): \(error.localizedDescription)") }
+                try FileManager.default.createDirectory(atPath: parent, withIntermediateDirectories: true,
+                                                        attributes: [.posixPermissions: 0o700])
+            } catch {
+                throw .dataFolder("cannot create \(parent): \(error.localizedDescription)")
+            }
         }
         do { folder = try DataFolder(root: configuration.dataFolder, fileSystem: configuration.fileSystem) } catch {
             throw .dataFolder("\(error)")
         }
         do {
             if configuration.keyFile == nil {
-                (key, keyCreated) = try KeyFile.readOrCreate(keyPath)
+                (key, keyCreated) = try KeyFile.readOrCreate(keyPath, fileSystem: configuration.fileSystem)
             } else {
-                key = try KeyFile.read(keyPath)
+                key = try KeyFile.read(keyPath, fileSystem: configuration.fileSystem)
             }
         } catch {
             folder?.close()
             throw .key(error.description)
         }
-        replica = Self.daemonReplica(in: configuration.dataFolder)
+        replica = Self.daemonReplica(in: configuration.dataFolder, fileSystem: configuration.fileSystem)
+        metrics.setOnDisk((try? folder?.count()) ?? 0)
         do {
             listener = try await TCPListener.listen(host: configuration.listenHost, port: configuration.listenPort,
                                                     key: key, options: configuration.tcp, loop: loop)
@@ -97,6 +116,7 @@ public actor Daemon {
         }
         address = listener?.address
         let l = listener!
+        listenerForMetrics.withLock { $0 = l }
         acceptTask = Task { [weak self] in
             while let t = try? await l.acceptTCP() {
                 guard let self else { await t.close(); return }
@@ -112,7 +132,7 @@ public actor Daemon {
         if let a = configuration.admin {
             do { adminServer = try await startAdmin(host: a.host, port: a.port) } catch {
                 await stop()
-                throw .listen("admin \(a.host):\(a.port): \(error)")
+                throw error
             }
         }
         if let d = configuration.discovery {
@@ -126,6 +146,7 @@ public actor Daemon {
                 await self?.tidy()
             }
         }
+        sampleDiskUsage()
         checkDevices(reload: true)
         deviceWatch = Task { [weak self] in
             while !Task.isCancelled {
@@ -166,6 +187,7 @@ public actor Daemon {
         stopping = true
         housekeeping?.cancel()
         deviceWatch?.cancel()
+        diskSampler?.cancel()
         announcer?.cancel()
         await udp?.close()
         await adminServer?.close()
@@ -244,10 +266,12 @@ public actor Daemon {
         // Another create of this id may have made it while this one waited: from this check to
         // `hosts[newID] = h` nothing awaits, so one store per document whatever the races.
         if let id, let made = hosts[id] { return (id, await made.epoch) }
-        let count = (try? folder.list().count) ?? 0
+        // Counted at start and at each create: no listing of the folder per create.
+        let count = metrics.documentsOnDisk
         guard count < configuration.maxDocuments else { throw .limit("\(count) documents: the limit") }
         let newID: DocumentID
         do { newID = try folder.create(name: name, id: id) } catch { throw DaemonError.from(error) }
+        metrics.setOnDisk(count + 1)
         log("document created", ["id": newID.description, "name": name, "from": id == nil ? "client" : "peer"])
         var options = storeOptions()
         let reopenOptions = options
@@ -300,49 +324,6 @@ public actor Daemon {
         return out
     }
 
-    // MARK: Discovery
-
-    private func startDiscovery(_ d: DaemonConfiguration.Discovery) async throws {
-        let key = key
-        // A daemon that listens on loopback only announces and listens on loopback only.
-        let bindHost = configuration.listenHost.hasPrefix("127.") || configuration.listenHost == "::1" ? configuration.listenHost : "0.0.0.0"
-        udp = try await UDPSocket.bind(host: bindHost, port: d.port, loop: loop) { [weak self] bytes, from in
-            guard let a = DiscoveryAnnouncement(decoding: bytes, key: key) else { return }
-            Task { await self?.heard(a, from: from) }
-        }
-        let targets = try d.announceTo.isEmpty ? [SocketAddress(numeric: "255.255.255.255", port: d.port)!]
-            : d.announceTo.flatMap { try SocketAddress.resolve(host: $0.host, port: $0.port) }
-        let port = address?.port ?? configuration.listenPort
-        let instance = discovery.instance
-        let interval = d.interval
-        announcer = Task { [weak self] in
-            while !Task.isCancelled {
-                let a = DiscoveryAnnouncement(instance: instance, port: port, time: Self.unixMillis())
-                for t in targets { await self?.udp?.send(a.encoded(key: key), to: t) }
-                try? await Task.sleep(for: interval)
-            }
-        }
-        log("discovery on", ["udp": udp?.address.description ?? "", "instance": String(instance, radix: 16)])
-    }
-
-    private func heard(_ a: DiscoveryAnnouncement, from: SocketAddress) async {
-        guard !stopping, discovery.accept(a, now: Self.unixMillis()) else { return }
-        // Of two daemons that hear each other, the one with the smaller instance id connects.
-        guard discovery.instance < a.instance else { return }
-        let host: String
-        switch from.host {
-        case let .ipv4(b0, b1, b2, b3): host = "\(b0).\(b1).\(b2).\(b3)"
-        case .ipv6: host = String(from.description.dropFirst().prefix { $0 != "]" })
-        }
-        let label = "\(host):\(a.port)"
-        guard !peers.contains(where: { $0.label == label }) else { return }
-        log("peer discovered", ["address": label, "instance": String(a.instance, radix: 16)])
-        let link = PeerLink(daemon: self, number: subscriberNumber(), host: host, port: a.port, key: key,
-                            options: configuration.tcp, backoff: configuration.peerBackoff, loop: loop)
-        peers.append(link)
-        await link.start()
-    }
-
     static func unixMillis() -> UInt64 { UInt64(Date().timeIntervalSince1970 * 1000) }
 
     /// A peer created a document here: tell the other peers.
@@ -352,7 +333,7 @@ public actor Daemon {
 
     // MARK: Connections
 
-    private func subscriberNumber() -> Int {
+    func subscriberNumber() -> Int {
         defer { nextSubscriber += 1 }
         return nextSubscriber
     }
@@ -406,6 +387,7 @@ public actor Daemon {
             excess -= 1
         }
         for p in peers { await p.tick() }
+        await dropSilentPeers()
     }
 
     /// The resident documents whose store failed, with the reason (disk full: they acknowledge
@@ -427,8 +409,8 @@ public actor Daemon {
             resident.append(entry)
         }
         var peerList: [[String: Any]] = []
-        for p in peers { peerList.append(["address": p.label, "connected": await p.isConnected]) }
-        let onDisk = (try? folder?.list().count) ?? 0
+        for p in peers { peerList.append(["address": p.label, "connected": await p.isConnected, "discovered": p.discovered]) }
+        let onDisk = metrics.documentsOnDisk
         var object: [String: Any] = [
             "address": address?.description ?? "",
             "data_folder": configuration.dataFolder,
@@ -448,7 +430,7 @@ public actor Daemon {
                         "connected": connections.values.filter { $0.claims != nil }.count,
                         "refused_total": metrics.state.withLock { $0.devicesRefused }],
             "rss_bytes": DaemonMetrics.residentBytes(),
-            "bytes_on_disk": Self.diskUsage(configuration.dataFolder),
+            "bytes_on_disk": metrics.diskBytes ?? 0,
             "limits": [
                 "max_connections": configuration.tcp.maxConnections,
                 "max_unauthenticated": configuration.tcp.maxUnauthenticated,
@@ -480,18 +462,23 @@ public actor Daemon {
 
     static let clock: @Sendable () -> UInt64 = { DispatchTime.now().uptimeNanoseconds }
 
-    /// The daemon's own replica id (for the sections it makes), drawn once per data folder.
-    static func daemonReplica(in folder: String) -> ReplicaID {
+    /// The daemon's own replica id (for the sections it makes, and its node id in discovery),
+    /// drawn once per data folder and kept in `DIR/replica` (mode 0600, written atomically).
+    static func daemonReplica(in folder: String, fileSystem: FileSystem) -> ReplicaID {
         let path = folder + "/replica"
-        if let text = try? String(contentsOfFile: path, encoding: .utf8),
-           let v = UInt64(text.trimmingCharacters(in: .whitespacesAndNewlines), radix: 16), v != 0 {
+        if let bytes = try? fileSystem.readFile(path),
+           let v = UInt64(String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines), radix: 16), v != 0 {
             return ReplicaID(v)
         }
         let r = ReplicaID.random()
-        try? String(r.rawValue, radix: 16).write(toFile: path, atomically: true, encoding: .utf8)
+        try? fileSystem.writeAtomically(Array(String(r.rawValue, radix: 16).utf8), to: path, folder: folder)
         return r
     }
 
+    /// Bytes in the files under `path`: a walk of the whole tree (what ``sampleDiskUsage()`` runs
+    /// in the background, never per request).
+    ///
+    /// - Complexity: O(f) `stat`s for f files.
     static func diskUsage(_ path: String) -> Int {
         guard let e = FileManager.default.enumerator(atPath: path) else { return 0 }
         var total = 0
@@ -508,6 +495,8 @@ public actor Daemon {
 public enum DaemonError: Error, CustomStringConvertible, Sendable {
     case dataFolder(String)
     case key(String)
+    /// The admin port's token file cannot be used (Docs/Security.md, "Admin port").
+    case admin(String)
     case listen(String)
     case unknownDocument(DocumentID)
     case storage(String)
@@ -518,6 +507,7 @@ public enum DaemonError: Error, CustomStringConvertible, Sendable {
         switch self {
         case let .dataFolder(s): return "data folder: \(s)"
         case let .key(s): return s
+        case let .admin(s): return s
         case let .listen(s): return "cannot listen on \(s)"
         case let .unknownDocument(id): return ServerSession.unknownDocumentText(id)
         case let .storage(s): return "storage: \(s)"

@@ -19,6 +19,13 @@ public struct DaemonConfiguration: Sendable {
     public var peers: [(host: String, port: UInt16)] = []
     /// The admin HTTP address (`/healthz`, `/readyz`, `/metrics`); `nil`: none.
     public var admin: (host: String, port: UInt16)?
+    /// The file holding the admin port's bearer token (`--admin-token-file`); with one, every
+    /// admin path but `/healthz` asks for the token, on any address. `nil`: no token on loopback,
+    /// and `<dataFolder>/admin-token` (created on first start) on any other address.
+    public var adminTokenFile: String?
+    /// How often the bytes in the data folder are sampled (for status and `/metrics`), at least:
+    /// a walk that takes longer waits 100 times its duration.
+    public var diskUsageInterval: Duration = .seconds(30)
     /// LAN discovery (`--discover`); `nil`: off. Static peers are always used as well.
     public var discovery: Discovery?
 
@@ -30,6 +37,19 @@ public struct DaemonConfiguration: Sendable {
         public var announceTo: [(host: String, port: UInt16)] = []
         /// How often to announce.
         public var interval: Duration = .seconds(30)
+        /// The address announced for peers to dial (`--announce-address`); `nil`: the listening
+        /// address, or, when that is every interface, the first interface address that is not
+        /// loopback (Docs/Security.md, "Discovery").
+        public var announceAddress: String?
+        /// How far an announcement's time may be from this daemon's clock, either way.
+        public var window: Duration = .seconds(30)
+        /// A discovered peer link is dropped once no announcement has named it for this many
+        /// intervals and its own last attempts to connect failed.
+        public var silentIntervals = 3
+        /// Connection attempts that must have failed in a row, beside the silence, to drop a link.
+        public var failedAttempts = 3
+        /// Discovered peer links at most (static `--peer`s not counted).
+        public var maxPeers = 64
         /// Discovery with the defaults.
         public init() {}
     }

@@ -6,10 +6,23 @@ import Glibc
 import Darwin
 #endif
 
-/// The daemon's counters, for `status` and `/metrics`. Safe from any thread.
+/// The daemon's counters and gauges, for `status` and `/metrics`. Safe from any thread.
+///
+/// Each is updated where its event happens (a connection, a batch, a document created, loaded or
+/// unloaded), so reading them all is O(number of values): `/metrics` walks no document and no file
+/// (Docs/Security.md, "Admin port"). The one value that needs a walk, the bytes on disk, is
+/// sampled in the background (``Daemon/sampleDiskUsage()``).
 final class DaemonMetrics: Sendable {
     struct Counters {
         var connectionsTotal = 0, connectionsOpen = 0
+        /// Documents in the data folder (counted at start, then at each create) and in memory.
+        var documentsOnDisk = 0, documentsResident = 0
+        /// Bytes in the data folder at the last sample; `nil` before the first.
+        var diskBytes: Int?
+        /// Admin requests refused for a missing or wrong token.
+        var adminUnauthorized = 0
+        /// Discovery announcements by what became of them (``DiscoveryState/Verdict``, `invalid`, `limit`).
+        var discovery: [String: Int] = [:]
         var documentsLoaded = 0, documentsUnloaded = 0
         var operationsIn = 0, operationsOut = 0
         var batchesAcknowledged = 0, batchesRefused = 0, equivocations = 0, rateLimited = 0
@@ -27,6 +40,14 @@ final class DaemonMetrics: Sendable {
     static let bucketBounds: [Double] = [0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 1]
 
     let state = Mutex(Counters())
+
+    func setOnDisk(_ n: Int) { state.withLock { $0.documentsOnDisk = n } }
+    func setResident(_ n: Int) { state.withLock { $0.documentsResident = n } }
+    func setDiskBytes(_ n: Int) { state.withLock { $0.diskBytes = n } }
+    func adminRefused() { state.withLock { $0.adminUnauthorized += 1 } }
+    func discovery(_ result: String) { state.withLock { $0.discovery[result, default: 0] += 1 } }
+    var documentsOnDisk: Int { state.withLock { $0.documentsOnDisk } }
+    var diskBytes: Int? { state.withLock { $0.diskBytes } }
 
     func connected() { state.withLock { $0.connectionsTotal += 1; $0.connectionsOpen += 1 } }
     func disconnected() { state.withLock { $0.connectionsOpen -= 1 } }
@@ -75,7 +96,9 @@ final class DaemonMetrics: Sendable {
             "equivocations_refused": c.equivocations, "batches_rate_limited": c.rateLimited,
             "bytes_in": c.bytesIn, "bytes_out": c.bytesOut, "storage_failures": c.storageFailures,
             "documents_loaded_total": c.documentsLoaded, "documents_unloaded_total": c.documentsUnloaded,
+            "admin_unauthorized": c.adminUnauthorized,
         ]
+        if !c.discovery.isEmpty { out["discovery"] = c.discovery }
         if let e = c.lastStorageError { out["last_storage_error"] = e }
         if let p50 = appendQuantile(0.5), let p99 = appendQuantile(0.99), p99.isFinite {
             out["fsync_p50_ms"] = p50

@@ -1,7 +1,8 @@
 import Foundation
+import ListStore
 import ListSyncCrypto
 
-/// The pre-shared key file: 32 random bytes, mode 0600.
+/// The pre-shared key file: 32 random bytes, mode 0600 (Docs/Security.md, "Files").
 public enum KeyFile {
     /// Why a key file cannot be used.
     public enum Problem: Error, CustomStringConvertible, Equatable {
@@ -18,24 +19,26 @@ public enum KeyFile {
             switch self {
             case let .missing(p): return "key file \(p) does not exist"
             case let .tooOpen(p, mode):
-                return "key file \(p) has mode \(String(mode, radix: 8)): others can read it; run `chmod 600 \(p)`"
-            case let .wrongSize(p, n): return "key file \(p) holds \(n) bytes; a key is 32 bytes"
+                return "key file \(p) has mode \(String(mode, radix: 8)): group or others can read it or write it; run `chmod 600 \(p)`"
+            case let .wrongSize(p, n): return "key file \(p) holds \(n) bytes; a key is 32 bytes (or 64 hexadecimal digits)"
             case let .io(p, why): return "key file \(p): \(why)"
+            }
+        }
+
+        init(_ failure: SecretFile.Failure, path: String) {
+            switch failure {
+            case .missing: self = .missing(path)
+            case let .tooOpen(mode): self = .tooOpen(path, mode: Int(mode))
+            case let .tooLarge(n): self = .wrongSize(path, bytes: n)
+            case let .io(why): self = .io(path, why)
             }
         }
     }
 
-    /// Reads the key at `path`, refusing a file that group or others can access.
-    public static func read(_ path: String) throws(Problem) -> [UInt8] {
-        let fm = FileManager.default
-        guard fm.fileExists(atPath: path) else { throw .missing(path) }
-        let mode: Int
-        do {
-            mode = ((try fm.attributesOfItem(atPath: path)[.posixPermissions]) as? NSNumber)?.intValue ?? 0
-        } catch { throw .io(path, "\(error)") }
-        guard mode & 0o077 == 0 else { throw .tooOpen(path, mode: mode) }
-        guard let data = fm.contents(atPath: path) else { throw .io(path, "cannot read it") }
-        let bytes = [UInt8](data)
+    /// Reads the key at `path`, refusing a file that group or others can read or write.
+    public static func read(_ path: String, fileSystem: FileSystem = .system) throws(Problem) -> [UInt8] {
+        let bytes: [UInt8]
+        do { bytes = try SecretFile.read(path, fileSystem: fileSystem) } catch { throw Problem(error, path: path) }
         if bytes.count == 32 { return bytes }
         // Also accept 64 hex digits (and a trailing newline), for keys pasted by hand.
         let text = String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
@@ -43,13 +46,16 @@ public enum KeyFile {
         throw .wrongSize(path, bytes: bytes.count)
     }
 
-    /// Reads the key at `path`, or creates one (32 random bytes, mode 0600) if there is none.
+    /// Reads the key at `path`, or creates one (32 random bytes) if there is none. A new key file
+    /// is created with `O_CREAT | O_EXCL` and mode 0600, so it is never readable by others, not
+    /// even for an instant; if another process creates it first, its key is read.
     /// Returns the key and whether it was created.
-    public static func readOrCreate(_ path: String) throws(Problem) -> (key: [UInt8], created: Bool) {
-        if FileManager.default.fileExists(atPath: path) { return (try read(path), false) }
+    public static func readOrCreate(_ path: String, fileSystem: FileSystem = .system) throws(Problem)
+        -> (key: [UInt8], created: Bool) {
+        do { return (try read(path, fileSystem: fileSystem), false) } catch .missing(_) {}
         let key = SecureRandom.bytes(32)
-        let ok = FileManager.default.createFile(atPath: path, contents: Data(key), attributes: [.posixPermissions: 0o600])
-        guard ok else { throw .io(path, "cannot create it") }
-        return (key, true)
+        let made: Bool
+        do { made = try SecretFile.create(path, bytes: key, fileSystem: fileSystem) } catch { throw Problem(error, path: path) }
+        return made ? (key, true) : (try read(path, fileSystem: fileSystem), false)
     }
 }

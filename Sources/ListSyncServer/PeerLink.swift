@@ -10,6 +10,9 @@ import ListSyncTCP
 /// relays to the peer.
 actor PeerLink: DocumentSubscriber {
     nonisolated let label: String
+    /// Whether discovery made this link (it is dropped when its peer falls silent and cannot be
+    /// reached); `--peer` links are kept for as long as the daemon runs.
+    nonisolated let discovered: Bool
     nonisolated let subscriberID: SubscriberID
     private weak var daemon: Daemon?
     private let host: String
@@ -23,12 +26,15 @@ actor PeerLink: DocumentSubscriber {
     private var task: Task<Void, Never>?
     private var hosts: [DocumentID: DocumentHost] = [:]
     private var lastAntiEntropy: UInt64 = 0
+    /// Attempts to connect that failed since the last that succeeded.
+    private(set) var failedAttempts = 0
     /// The relay's transport, readable from any thread (frames come from the hosts' queues).
     private nonisolated let relay = RelayBox()
 
     init(daemon: Daemon, number: Int, host: String, port: UInt16, key: [UInt8], options: TCPOptions,
-         backoff: Backoff, loop: EventLoop) {
+         backoff: Backoff, loop: EventLoop, discovered: Bool = false) {
         self.backoff = backoff
+        self.discovered = discovered
         self.daemon = daemon
         self.subscriberID = SubscriberID(number)
         self.host = host
@@ -79,7 +85,9 @@ actor PeerLink: DocumentSubscriber {
         var attempt = 0
         var rng = SystemRandomNumberGenerator()
         while !Task.isCancelled {
-            if let t = try? await TCPTransport.connect(host: host, port: port, key: key, options: options, loop: loop) {
+            let connected = try? await TCPTransport.connect(host: host, port: port, key: key, options: options, loop: loop)
+            failedAttempts = connected == nil ? failedAttempts + 1 : 0
+            if let t = connected {
                 attempt = 0
                 transport = t
                 relay.transport = t

@@ -102,6 +102,33 @@ public struct SocketAddress: Hashable, Sendable, CustomStringConvertible {
     /// The host without the port: the key for per-address limits.
     public var hostKey: Host { host }
 
+    /// The host as text, without the port or brackets: `127.0.0.1`, `::1`.
+    public var hostText: String {
+        switch host {
+        case let .ipv4(a, b, c, d): return "\(a).\(b).\(c).\(d)"
+        case .ipv6: return String(description.dropFirst().prefix { $0 != "]" })
+        }
+    }
+
+    /// Whether the host is a loopback address: 127.0.0.0/8, `::1`, or `::ffff:127.x.y.z`.
+    public var isLoopback: Bool {
+        switch host {
+        case let .ipv4(a, _, _, _): return a == 127
+        case let .ipv6(b):
+            guard b.count == 16 else { return false }
+            if b[0..<15].allSatisfy({ $0 == 0 }) && b[15] == 1 { return true }
+            return b[0..<10].allSatisfy { $0 == 0 } && b[10] == 0xff && b[11] == 0xff && b[12] == 127
+        }
+    }
+
+    /// Whether the host is the unspecified address (`0.0.0.0` or `::`): every interface.
+    public var isUnspecified: Bool {
+        switch host {
+        case let .ipv4(a, b, c, d): return a == 0 && b == 0 && c == 0 && d == 0
+        case let .ipv6(bytes): return bytes.allSatisfy { $0 == 0 }
+        }
+    }
+
     init(storage: sockaddr_storage) {
         var s = storage
         if Int32(s.ss_family) == AF_INET6 {

@@ -129,7 +129,7 @@ func blockOn(_ name: String, json: Bool, _ body: @escaping @Sendable () async th
 
 /// Prints an error (as `{"error": ...}` with --json) and returns the exit code 1.
 func fail(_ command: String, _ message: String, json: Bool) -> Int32 {
-    if json { printJSON(["error": message]) } else { printError("listsync \(command): \(message)") }
+    if json { printJSON(["error": message]) } else { printError("listsync \(command): \(PrintableText.escaped(message))") }
     return 1
 }
 
@@ -138,12 +138,20 @@ func describe(_ error: any Error) -> String {
     return "\(error)"
 }
 
+/// Prints `object` as JSON, every control character in its strings escaped (Docs/Security.md, "Output").
 func printJSON(_ object: Any) {
     let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .prettyPrinted])) ?? Data("{}".utf8)
-    print(String(decoding: data, as: UTF8.self))
+    print(PrintableText.escapedJSON(String(decoding: data, as: UTF8.self)))
 }
 
+/// A value's bytes as text (for JSON: escaped when printed).
 func text(_ data: Data) -> String { String(decoding: data, as: UTF8.self) }
+
+/// Text someone else chose (a name, a section's or an item's text), as it may reach the terminal.
+func shown(_ text: String) -> String { PrintableText.escaped(text) }
+
+/// A value's bytes as text, as it may reach the terminal.
+func shown(_ data: Data) -> String { PrintableText.escaped(text(data)) }
 
 /// The document as JSON-ready values.
 func documentObject(_ info: DocumentInfo, _ snapshot: ListSnapshot) -> [String: Any] {
@@ -157,13 +165,13 @@ func documentObject(_ info: DocumentInfo, _ snapshot: ListSnapshot) -> [String: 
 
 /// The document as a table: one line per section, then its items with their index paths.
 func documentTable(_ info: DocumentInfo, _ snapshot: ListSnapshot) -> String {
-    var lines = ["\(info.name)  (\(info.id))"]
+    var lines = ["\(shown(info.name))  (\(info.id))"]
     if snapshot.sections.isEmpty { lines.append("  (no sections)") }
     for (s, section) in snapshot.sections.enumerated() {
-        lines.append("[\(s)] \(text(section.value).isEmpty ? "(untitled)" : text(section.value))")
+        lines.append("[\(s)] \(section.value.isEmpty ? "(untitled)" : shown(section.value))")
         if section.items.isEmpty { lines.append("      (empty)") }
         for (i, item) in section.items.enumerated() {
-            lines.append(String(format: "  %-6@ %@", "\(s).\(i)" as NSString, text(item.value) as NSString))
+            lines.append(String(format: "  %-6@ %@", "\(s).\(i)" as NSString, shown(item.value) as NSString))
         }
     }
     return lines.joined(separator: "\n")
@@ -181,7 +189,7 @@ func editCommand(_ o: Options, _ client: any CommandClient, json: Bool, verb: St
     let (info, _) = try await openDocument(o, client)
     let (what, saved) = try await client.edit(info.id, body)
     if json { printJSON(saved.json.merging(["document": info.id.description, "done": verb, "what": what]) { a, _ in a }) } else {
-        print("\(verb) \(what) in \(info.name) (\(saved.text))")
+        print("\(verb) \(what) in \(shown(info.name)) (\(saved.text))")
     }
     return 0
 }
@@ -192,16 +200,16 @@ let clientCommands: [String: ClientCommand] = [
         arguments: 0...0
     ) { _, client, json in
         let status = try await client.status()
-        if json { print(status); return 0 }
+        if json { print(PrintableText.escapedJSON(status)); return 0 }
         guard let object = try JSONSerialization.jsonObject(with: Data(status.utf8)) as? [String: Any] else { print(status); return 0 }
         for k in object.keys.sorted() where !(object[k] is [Any]) && !(object[k] is [String: Any]) {
-            print("\(k): \(object[k]!)")
+            print("\(k): \(shown("\(object[k]!)"))")
         }
         if let limits = object["limits"] as? [String: Any] {
-            print("limits: " + limits.keys.sorted().map { "\($0)=\(limits[$0]!)" }.joined(separator: " "))
+            print("limits: " + limits.keys.sorted().map { "\($0)=\(shown("\(limits[$0]!)"))" }.joined(separator: " "))
         }
         if let peers = object["peers"] as? [[String: Any]], !peers.isEmpty {
-            print("peers: " + peers.map { "\($0["address"] ?? "?")\(($0["connected"] as? Bool) == true ? " (connected)" : " (down)")" }.joined(separator: ", "))
+            print("peers: " + peers.map { "\(shown("\($0["address"] ?? "?")"))\(($0["connected"] as? Bool) == true ? " (connected)" : " (down)")" }.joined(separator: ", "))
         }
         return 0
     },
@@ -215,7 +223,7 @@ let clientCommands: [String: ClientCommand] = [
         } else if docs.isEmpty {
             print("no documents yet: `listsync create NAME` makes one")
         } else {
-            for d in docs { print("\(d.id)  \(d.name)") }
+            for d in docs { print("\(d.id)  \(shown(d.name))") }
         }
         return 0
     },
@@ -357,7 +365,7 @@ let clientCommands: [String: ClientCommand] = [
         let data = try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])
         try data.write(to: URL(fileURLWithPath: o.positional[1]))
         if json { printJSON(["file": o.positional[1], "bytes": data.count, "operations": live.document.operationCount]) } else {
-            print("exported \(info.name) (\(live.document.operationCount) operations) to \(o.positional[1])")
+            print("exported \(shown(info.name)) (\(live.document.operationCount) operations) to \(o.positional[1])")
         }
         return 0
     },
@@ -380,7 +388,7 @@ let clientCommands: [String: ClientCommand] = [
         _ = try await client.open(id)
         try await client.upload(id, loaded.operations)
         if json { printJSON(["id": id.description, "name": name, "operations": loaded.operationCount]) } else {
-            print("imported \(loaded.operationCount) operations as \(name): \(id)")
+            print("imported \(loaded.operationCount) operations as \(shown(name)): \(id)")
         }
         return 0
     },
@@ -391,7 +399,7 @@ func describeChange(_ c: ChangeSet, _ snapshot: ListSnapshot) -> [String] {
     var lines: [String] = []
     func item(_ p: IndexPath) -> String {
         guard p.section < snapshot.sections.count, p.item < snapshot.sections[p.section].items.count else { return "" }
-        return " \"" + text(snapshot.sections[p.section].items[p.item].value) + "\""
+        return " \"" + shown(snapshot.sections[p.section].items[p.item].value) + "\""
     }
     for s in c.deletedSections { lines.append("deleted section \(s)") }
     for s in c.insertedSections { lines.append("inserted section \(s)") }

@@ -185,15 +185,5 @@ private func safeFileName(_ name: String) -> String {
     return s.hasPrefix(".") ? "_" + s : s
 }
 
-/// `text` with control characters escaped, for a terminal.
-func terminalSafe(_ text: String) -> String {
-    var out = ""
-    for scalar in text.unicodeScalars {
-        if scalar.value < 0x20 || (0x7f...0x9f).contains(scalar.value) {
-            out += "\\u{\(String(scalar.value, radix: 16))}"
-        } else {
-            out.unicodeScalars.append(scalar)
-        }
-    }
-    return out
-}
+/// `text` safe for a terminal (``PrintableText/escaped(_:)``).
+func terminalSafe(_ text: String) -> String { PrintableText.escaped(text) }

@@ -44,7 +44,7 @@ func runRestore(_ args: [String]) throws -> Int32 {
         let aside = path + ".replaced-\(Int(Date().timeIntervalSince1970))"
         let fm = FileManager.default
         try? fm.removeItem(atPath: fresh)
-        try fm.createDirectory(atPath: fresh, withIntermediateDirectories: false)
+        try FileSystem.system.mkdir(fresh)   // 0700, like every folder the daemon makes
         try fm.copyItem(atPath: path + "/name", toPath: fresh + "/name")
         var options = StoreOptions()
         let epoch = UInt64.random(in: 1...UInt64.max)
@@ -59,7 +59,7 @@ func runRestore(_ args: [String]) throws -> Int32 {
         try fm.moveItem(atPath: fresh, toPath: path)
         try fm.removeItem(atPath: aside)
         if json { printJSON(["id": entry.id.description, "epoch": String(epoch), "operations": loaded.operationCount]) } else {
-            print("restored \(entry.name) (\(loaded.operationCount) operations) with a new epoch; clients holding the old one will re-attach")
+            print("restored \(shown(entry.name)) (\(loaded.operationCount) operations) with a new epoch; clients holding the old one will re-attach")
         }
         return 0
     } catch let e as StoreError {

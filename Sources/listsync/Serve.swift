@@ -25,13 +25,23 @@ let serveUsage = """
       --peer HOST:PORT        keep a connection to another daemon and sync every document both hold;
                               repeatable (LISTSYNC_PEERS, comma-separated)
       --admin HOST:PORT       serve /healthz, /readyz and Prometheus /metrics over HTTP there
-                              (LISTSYNC_ADMIN; off unless given; keep it on 127.0.0.1)
+                              (LISTSYNC_ADMIN; off unless given). On loopback it is open; on any
+                              other address every path but /healthz needs
+                              `Authorization: Bearer TOKEN`, the token in DIR/admin-token
+                              (created on first start, mode 0600) unless --admin-token-file
+      --admin-token-file FILE the admin token (one line, 16-512 characters, mode 0600); with it
+                              the token is asked for on loopback too (LISTSYNC_ADMIN_TOKEN_FILE)
       --discover              find peers on the LAN: announce over UDP (authenticated with the key,
                               a random instance id) and connect to daemons heard (LISTSYNC_DISCOVER=1)
       --discover-port PORT    UDP port of discovery (LISTSYNC_DISCOVER_PORT; 7451)
       --announce-to HOST:PORT where announcements go; repeatable (LISTSYNC_ANNOUNCE_TO; default the
                               broadcast address 255.255.255.255 on the discovery port)
       --announce-interval S   seconds between announcements (LISTSYNC_ANNOUNCE_INTERVAL; 30)
+      --announce-address HOST the address peers are told to dial (LISTSYNC_ANNOUNCE_ADDRESS;
+                              default the --listen address, or the first interface address that
+                              is not loopback when listening on 0.0.0.0); announcements are
+                              authenticated with the key, name this address and port, and are
+                              ignored when replayed, older or newer than 30 s, or our own
       --max-connections N     authenticated connections at most (LISTSYNC_MAX_CONNECTIONS; 1024)
       --idle-unload SECONDS   unload a document nobody uses after this long (LISTSYNC_IDLE_UNLOAD; 300)
       --rate-limit N[/BURST]  batches of operations a connection may send a second, and at once;
@@ -42,8 +52,8 @@ let serveUsage = """
     """
 
 func runServe(_ args: [String]) throws -> Int32 {
-    let o = try Options(args, values: ["--data", "--listen", "--key-file", "--peer", "--admin", "--max-connections", "--idle-unload", "--rate-limit", "--log-format",
-                                       "--discover-port", "--announce-to", "--announce-interval"],
+    let o = try Options(args, values: ["--data", "--listen", "--key-file", "--peer", "--admin", "--admin-token-file", "--max-connections", "--idle-unload",
+                                       "--rate-limit", "--log-format", "--discover-port", "--announce-to", "--announce-interval", "--announce-address"],
                         flags: ["--help", "--discover"])
     if o.has("--help") { print(serveUsage); return 0 }
     guard o.positional.isEmpty else { throw UsageError(message: "unexpected argument '\(o.positional[0])'") }
@@ -60,6 +70,7 @@ func runServe(_ args: [String]) throws -> Int32 {
         let (h, p) = try parseAddress(admin, what: "--admin")
         config.admin = (h, p)
     }
+    config.adminTokenFile = o.value("--admin-token-file", env: "LISTSYNC_ADMIN_TOKEN_FILE")
     if o.has("--discover") || ProcessInfo.processInfo.environment["LISTSYNC_DISCOVER"] == "1" {
         var d = DaemonConfiguration.Discovery()
         if let p = o.value("--discover-port", env: "LISTSYNC_DISCOVER_PORT") {
@@ -74,6 +85,7 @@ func runServe(_ args: [String]) throws -> Int32 {
             guard let v = Double(s), v > 0 else { throw UsageError(message: "--announce-interval must be a positive number of seconds, not '\(s)'") }
             d.interval = .milliseconds(Int(v * 1000))
         }
+        d.announceAddress = o.value("--announce-address", env: "LISTSYNC_ANNOUNCE_ADDRESS")
         config.discovery = d
     }
     if let n = o.value("--max-connections", env: "LISTSYNC_MAX_CONNECTIONS") {
@@ -122,7 +134,11 @@ func runServe(_ args: [String]) throws -> Int32 {
             let address = await daemon.address?.description ?? "?"
             let created = await daemon.keyCreated
             let key = daemon.keyPath
-            let admin = await daemon.adminAddress.map { "\n  admin:       http://\($0)/metrics (and /healthz, /readyz)" } ?? ""
+            var admin = await daemon.adminAddress.map { "\n  admin:       http://\($0)/metrics (and /healthz, /readyz)" } ?? ""
+            if let token = await daemon.adminTokenPath {
+                let made = await daemon.adminTokenCreated ? " (created now, mode 0600)" : ""
+                admin += "\n  admin token: \(token)\(made); send `Authorization: Bearer $(cat \(token))` (all but /healthz)"
+            }
             print("""
                 listsync daemon listening on \(address)
                   data folder: \(config.dataFolder)
@@ -144,7 +160,9 @@ func runServe(_ args: [String]) throws -> Int32 {
     return exitCode.withLock { $0 }
 }
 
-/// One log line on standard error: `time event key=value ...` or a JSON object.
+/// One log line on standard error: `time event key=value ...` or a JSON object. Values are
+/// escaped (``PrintableText``): a document name with a newline or `ESC` stays inside its field
+/// and cannot forge a line or reach the terminal raw (Docs/Security.md, "Output").
 func logLine(_ event: String, _ fields: [String: String], json: Bool) {
     let time = ISO8601DateFormatter().string(from: Date())
     var line: String
@@ -153,10 +171,18 @@ func logLine(_ event: String, _ fields: [String: String], json: Bool) {
         object["time"] = time
         object["event"] = event
         let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data()
-        line = String(decoding: data, as: UTF8.self)
+        line = PrintableText.escapedJSON(String(decoding: data, as: UTF8.self))
     } else {
         line = "\(time) \(event)"
-        for k in fields.keys.sorted() { line += " \(k)=\(fields[k]!.contains(" ") ? "\"\(fields[k]!)\"" : fields[k]!)" }
+        for k in fields.keys.sorted() { line += " \(k)=\(logValue(fields[k]!))" }
     }
     FileHandle.standardError.write(Data((line + "\n").utf8))
+}
+
+/// A text log line's value: escaped, and quoted (with `\"` inside) when it is empty or holds a
+/// space, a quote or `=`, so that each `key=value` reads back as exactly one field.
+func logValue(_ value: String) -> String {
+    let v = PrintableText.escaped(value)
+    guard v.isEmpty || v.contains(where: { $0 == " " || $0 == "\"" || $0 == "=" }) else { return v }
+    return "\"" + v.replacingOccurrences(of: "\"", with: "\\\"") + "\""
 }

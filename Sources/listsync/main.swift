@@ -1,4 +1,5 @@
 import Foundation
+import ListSyncServer
 
 /// `listsync`: command-line entry point. Wiring only: the work is in the ListSync modules.
 
@@ -62,6 +63,6 @@ do {
     }
     exit(code)
 } catch let error as UsageError {
-    FileHandle.standardError.write(Data("listsync: \(error.message)\nRun `listsync \(command == "help" ? "" : command + " ")--help` for usage.\n".utf8))
+    FileHandle.standardError.write(Data("listsync: \(PrintableText.escaped(error.message))\nRun `listsync \(command == "help" ? "" : command + " ")--help` for usage.\n".utf8))
     exit(2)
 }

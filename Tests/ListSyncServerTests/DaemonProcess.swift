@@ -3,8 +3,10 @@ import Synchronization
 import Testing
 import ListSync
 
-/// The built `listsync` binary, next to the test bundle (the test target depends on it).
+/// The built `listsync` binary, next to the test bundle (the test target depends on it), or the
+/// one `LISTSYNC_TEST_BINARY` names (to measure another build with the same tests).
 func listsyncBinary() -> String? {
+    if let other = ProcessInfo.processInfo.environment["LISTSYNC_TEST_BINARY"], !other.isEmpty { return other }
     var url = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
     for _ in 0..<6 {
         url.deleteLastPathComponent()
@@ -14,12 +16,14 @@ func listsyncBinary() -> String? {
     return nil
 }
 
-/// A temporary folder, removed by `remove()`.
+/// A temporary folder (mode 0700 whatever the umask: a data folder others can write to is
+/// refused), removed by `remove()`.
 struct TemporaryFolder {
     let path: String
     init() {
         path = NSTemporaryDirectory() + "listsync-test-" + UUID().uuidString
         try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        chmod(path, 0o700)
     }
     func remove() { try? FileManager.default.removeItem(atPath: path) }
 }
@@ -35,13 +39,20 @@ final class DaemonProcess: @unchecked Sendable {
 
     /// Starts `listsync serve --data DATA --listen 127.0.0.1:PORT EXTRA` and waits for its address.
     /// It inherits this process's environment (`LISTSYNC_POLLER` included: the CI's second pass
-    /// runs the daemons on poll too), or runs with `environment` instead when one is given.
-    init(data: String, port: UInt16 = 0, extra: [String] = [], environment: [String: String]? = nil) throws {
+    /// runs the daemons on poll too), or runs with `environment` instead when one is given; with
+    /// `umask` (octal digits), through `/bin/sh` with that umask.
+    init(data: String, port: UInt16 = 0, extra: [String] = [], environment: [String: String]? = nil, umask: String? = nil) throws {
         self.data = data
         self.extra = extra
         guard let binary = listsyncBinary() else { throw DaemonTestError("the listsync binary was not built next to the tests") }
-        process.executableURL = URL(fileURLWithPath: binary)
-        process.arguments = ["serve", "--data", data, "--listen", "127.0.0.1:\(port)"] + extra
+        let arguments = ["serve", "--data", data, "--listen", "127.0.0.1:\(port)"] + extra
+        if let umask {
+            process.executableURL = URL(fileURLWithPath: "/bin/sh")
+            process.arguments = ["-c", "umask \(umask) && exec \"$0\" \"$@\"", binary] + arguments
+        } else {
+            process.executableURL = URL(fileURLWithPath: binary)
+            process.arguments = arguments
+        }
         if let environment { process.environment = environment }
         let out = Pipe(), err = Pipe()
         process.standardOutput = out

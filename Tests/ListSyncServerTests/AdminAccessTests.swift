@@ -1,0 +1,212 @@
+import Foundation
+import ListCRDT
+import ListStore
+import ListSyncClient
+@testable import ListSyncServer
+import ListSyncTCP
+import ListSyncTestSupport
+import ListSyncTestTraits
+import Testing
+
+/// The admin port of a daemon process: the bearer token, and `/metrics` that costs the daemon
+/// nothing per document (Docs/Security.md, "Admin port").
+@Suite("Admin port: token and cheap metrics", .ownThread, .serialized, .timeLimit(.minutes(3)))
+struct AdminAccessTests {
+    /// Sends `requests` (raw HTTP) on one connection from 127.0.0.1 and reads until the server
+    /// closes or `timeout` seconds pass with nothing: the whole answer as text.
+    static func exchange(_ port: UInt16, _ requests: String, timeout: Double = 5) async throws -> String {
+        let raw = try #require(RawSocket(port: port, source: "127.0.0.1"))
+        raw.send(Array(requests.utf8))
+        var bytes: [UInt8] = []
+        while true {
+            let got = await raw.read(65_536, timeout: timeout)
+            if got.isEmpty { break }
+            bytes += got
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// One GET with `headers`: (status, the response's head, body).
+    static func get(_ port: UInt16, _ path: String, _ headers: String = "") async throws -> (Int, String, String) {
+        let text = try await exchange(port, "GET \(path) HTTP/1.1\r\nHost: x\r\n\(headers)Connection: close\r\n\r\n")
+        let parts = text.components(separatedBy: "\r\n\r\n")
+        let status = Int(text.split(separator: " ").dropFirst().first ?? "") ?? 0
+        return (status, parts.first ?? "", parts.dropFirst().joined(separator: "\r\n\r\n"))
+    }
+
+    /// The admin port a daemon printed.
+    static func adminPort(_ d: DaemonProcess) throws -> UInt16 {
+        let line = try #require(d.log.range(of: "http://127.0.0.1:"))
+        return try #require(UInt16(d.log[line.upperBound...].prefix { $0.isNumber }))
+    }
+
+    @Test("--admin-token-file: 401 with WWW-Authenticate without the token or with a wrong one, 200 with it; /healthz open")
+    func token() async throws {
+        let dir = TemporaryFolder()
+        defer { dir.remove() }
+        let tokenFile = dir.path + "/token"
+        let token = "s3cret-token-0123456789abcdef"
+        _ = FileManager.default.createFile(atPath: tokenFile, contents: Data((token + "\n").utf8), attributes: [.posixPermissions: 0o600])
+        let d = try DaemonProcess(data: dir.path + "/data", extra: ["--admin", "127.0.0.1:0", "--admin-token-file", tokenFile])
+        defer { d.terminate() }
+        let port = try Self.adminPort(d)
+        #expect(d.log.contains("admin token: \(tokenFile)"), "the banner says where the token is: \(d.log)")
+        #expect(try await Self.get(port, "/healthz").0 == 200)
+        for path in ["/metrics", "/readyz", "/nope"] {
+            let (status, head, _) = try await Self.get(port, path)
+            #expect(status == 401, "\(path) without a token")
+            #expect(head.contains("WWW-Authenticate: Bearer realm=\"listsync\""), "\(head)")
+            #expect(!head.contains("invalid_token"))
+        }
+        for wrong in ["Bearer s3cret-token-0123456789abcdeX", "Bearer s3cret", "Basic \(token)", "Bearer", "Bearer \(token)x"] {
+            let (status, head, body) = try await Self.get(port, "/metrics", "Authorization: \(wrong)\r\n")
+            #expect(status == 401, "\(wrong)")
+            #expect(!body.contains("listsync_"), "nothing of the metrics leaks")
+            if wrong.hasPrefix("Bearer ") { #expect(head.contains("error=\"invalid_token\"")) }
+        }
+        let (status, _, metrics) = try await Self.get(port, "/metrics", "Authorization: bearer  \(token)\r\n")
+        #expect(status == 200)
+        #expect(metrics.contains("listsync_admin_unauthorized_total 8"), "\(metrics)")
+        #expect(try await Self.get(port, "/readyz", "Authorization: Bearer \(token)\r\n").0 == 200)
+        #expect(try await Self.get(port, "/nope", "Authorization: Bearer \(token)\r\n").0 == 404)
+    }
+
+    @Test("a token file others can read, or one without a token, stops the daemon with the fix")
+    func badTokenFile() throws {
+        let dir = TemporaryFolder()
+        defer { dir.remove() }
+        let open = dir.path + "/open", short = dir.path + "/short"
+        _ = FileManager.default.createFile(atPath: open, contents: Data("0123456789abcdef0123".utf8), attributes: [.posixPermissions: 0o640])
+        _ = FileManager.default.createFile(atPath: short, contents: Data("abc".utf8), attributes: [.posixPermissions: 0o600])
+        for (file, says) in [(open, "chmod 600 \(open)"), (short, "does not hold a token"), (dir.path + "/none", "does not exist")] {
+            let (code, _, err) = try runListsync(["serve", "--data", dir.path + "/data", "--listen", "127.0.0.1:0",
+                                                 "--admin", "127.0.0.1:0", "--admin-token-file", file])
+            #expect(code == 1 && err.contains(says), "\(file): \(err)")
+        }
+    }
+
+    /// Makes `count` documents, each with its store, in a new data folder at `root` (as a daemon
+    /// would have; faster than `count` CREATEs through a daemon).
+    static func folder(_ root: String, documents count: Int) throws {
+        let folder = try DataFolder(root: root)
+        defer { folder.close() }
+        for i in 0..<count {
+            let id = try folder.create(name: "doc \(i)")
+            let (store, _) = try folder.open(id, replica: ReplicaID(1))
+            try store.close()
+        }
+    }
+
+    @Test("a burst of pipelined /metrics on a daemon with 400 documents barely delays a CREATE")
+    func metricsBurst() async throws {
+        let dir = TemporaryFolder()
+        defer { dir.remove() }
+        let documents = 400, connections = 60, pipelined = 4
+        try Self.folder(dir.path + "/data", documents: documents)
+        let d = try DaemonProcess(data: dir.path + "/data", extra: ["--admin", "127.0.0.1:0"])
+        defer { d.terminate() }
+        let port = try Self.adminPort(d)
+        let one = ContinuousClock.now
+        let (status, _, metrics) = try await Self.get(port, "/metrics")
+        let single = ContinuousClock.now - one
+        #expect(status == 200 && metrics.contains("listsync_documents_on_disk \(documents)"), "\(metrics)")
+        let client = try await DaemonClient.connect(host: "127.0.0.1", port: d.port, key: KeyFile.read(d.keyFile))
+        var quiet: [Duration] = []
+        for i in 0..<5 {
+            let t = ContinuousClock.now
+            _ = try await client.create(name: "quiet \(i)")
+            quiet.append(ContinuousClock.now - t)
+        }
+        // The burst: every connection sends all its requests at once, then reads every answer.
+        let request = "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n"
+        let last = "GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+        let burstStart = ContinuousClock.now
+        let burst = Task {
+            try await withThrowingTaskGroup(of: Int.self) { group in
+                for _ in 0..<connections {
+                    group.addTask {
+                        let text = try await Self.exchange(port, String(repeating: request, count: pipelined - 1) + last, timeout: 30)
+                        return text.components(separatedBy: "HTTP/1.1 200 OK").count - 1
+                    }
+                }
+                return try await group.reduce(0, +)
+            }
+        }
+        try await Task.sleep(for: .milliseconds(50))
+        let t = ContinuousClock.now
+        _ = try await client.create(name: "during the burst")
+        let during = ContinuousClock.now - t
+        let answered = try await burst.value
+        let burstTime = ContinuousClock.now - burstStart
+        await client.close()
+        let median = quiet.sorted()[quiet.count / 2]
+        print("metrics burst: \(documents) documents; one scrape \(single); CREATE quiet median \(median), "
+              + "during \(connections)×\(pipelined) pipelined scrapes \(during); burst answered \(answered) in \(burstTime)")
+        #expect(answered == connections * pipelined)
+        // Generous: 240 answers that each walked 400 documents took 23.6 s before (100 ms each, one
+        // at a time on the daemon's actor); from counters they take well under a second.
+        #expect(burstTime < .seconds(10), "the burst took \(burstTime)")
+        // Generous: a CREATE is some fsyncs (tens of ms here); the scrapes it waited behind cost
+        // seconds before (Docs/Security.md, "Admin port").
+        #expect(during < .seconds(2), "CREATE took \(during) during the burst (quiet: \(median))")
+    }
+}
+
+/// Which admin token applies, and the token file (no sockets).
+@Suite("Admin token file and policy")
+struct AdminTokenTests {
+    @Test("loopback stays open unless a token file is given; any other address needs one (DIR/admin-token by default)")
+    func policy() {
+        var c = DaemonConfiguration(dataFolder: "/d")
+        #expect(AdminToken.file(loopback: true, configuration: c) == nil)
+        #expect(AdminToken.file(loopback: false, configuration: c)! == ("/d/admin-token", false))
+        c.adminTokenFile = "/t"
+        #expect(AdminToken.file(loopback: true, configuration: c)! == ("/t", true))
+        #expect(AdminToken.file(loopback: false, configuration: c)! == ("/t", true))
+        let loopback = ["127.0.0.1", "127.9.8.7", "::1", "::ffff:127.0.0.1"]
+        let beyond = ["0.0.0.0", "::", "192.168.1.20", "10.0.0.1", "::ffff:10.0.0.1", "fe80::1", "128.0.0.1"]
+        for h in loopback { #expect(SocketAddress(numeric: h, port: 1)!.isLoopback, "\(h)") }
+        for h in beyond { #expect(!SocketAddress(numeric: h, port: 1)!.isLoopback, "\(h)") }
+    }
+
+    @Test("a new token file is 0600 when its token is written, 64 hex digits, read back; an open one is refused")
+    func file() throws {
+        let dir = TemporaryFolder()
+        defer { dir.remove() }
+        let path = dir.path + "/admin-token"
+        let modes = ModeWatch(path)
+        let (token, created) = try AdminToken.readOrCreate(path, fileSystem: modes.fileSystem)
+        #expect(created)
+        #expect(modes.seen == [0o600], "the mode at each write of the secret: \(modes.seen)")
+        let text = try String(contentsOfFile: path, encoding: .utf8)
+        #expect(text.count == 65 && text.hasSuffix("\n") && text.dropLast().allSatisfy(\.isHexDigit))
+        let request = HTTPRequest(method: "GET", path: "/metrics", headers: [("Authorization", "Bearer " + text.dropLast())])
+        #expect(token.authorizes(request))
+        let (again, createdAgain) = try AdminToken.readOrCreate(path, fileSystem: .system)
+        #expect(!createdAgain && again.authorizes(request))
+        chmod(path, 0o604)
+        #expect(throws: DaemonError.self) { try AdminToken.readOrCreate(path, fileSystem: .system) }
+    }
+}
+
+/// A file system that records the mode of `path` each time bytes are written to it.
+final class ModeWatch: @unchecked Sendable {
+    // @unchecked Sendable: `modes` is behind `lock`.
+    let path: String
+    private let lock = NSLock()
+    private var modes: [UInt32] = []
+    init(_ path: String) { self.path = path }
+
+    var seen: [UInt32] { lock.lock(); defer { lock.unlock() }; return modes }
+
+    var fileSystem: FileSystem {
+        FileSystem { [self] call in
+            if call.name == "pwrite", call.path == path, let mode = FileSystem.system.permissions(path) {
+                lock.lock()
+                modes.append(mode)
+                lock.unlock()
+            }
+            return nil
+        }
+    }
+}

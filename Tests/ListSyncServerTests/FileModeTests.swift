@@ -1,0 +1,97 @@
+import Foundation
+import ListStore
+@testable import ListSyncServer
+import ListSyncTestTraits
+import Testing
+
+/// The data folder and the key file on disk: modes whatever the umask, and refusals of folders and
+/// keys others can write to (Docs/Security.md, "Files").
+@Suite("Files: modes and refusals", .ownThread, .serialized, .timeLimit(.minutes(2)))
+struct FileModeTests {
+    /// Every folder and file under `root`, with its permission bits (`lstat`: links as links).
+    static func modes(under root: String) -> [(path: String, mode: UInt32, folder: Bool)] {
+        var out: [(String, UInt32, Bool)] = []
+        let items = [""] + ((FileManager.default.enumerator(atPath: root)?.allObjects as? [String]) ?? [])
+        for rel in items {
+            let path = rel.isEmpty ? root : root + "/" + rel
+            var st = stat()
+            guard lstat(path, &st) == 0 else { continue }
+            out.append((path, UInt32(st.st_mode) & 0o7777, (st.st_mode & S_IFMT) == S_IFDIR))
+        }
+        return out
+    }
+
+    @Test("under umask 000 and 277 the data folder and everything the daemon makes in it are 0700 / 0600")
+    func modesWhateverTheUmask() throws {
+        let dir = TemporaryFolder()
+        defer { dir.remove() }
+        for umask in ["000", "277"] {
+            let data = dir.path + "/umask-\(umask)/data"
+            let d = try DaemonProcess(data: data, umask: umask)
+            let created = try #require(try d.json(["create", "modes", "--sections", "a,b"]) as? [String: Any])
+            let doc = try #require(created["id"] as? String)
+            _ = try d.json(["insert", doc, "0.0", "x"])
+            #expect(d.terminate() == 0)
+            let found = Self.modes(under: data)
+            let names = Set(found.map { ($0.path as NSString).lastPathComponent })
+            for expected in ["data", "key", "lock", "replica", "documents", doc, "name", "log-0"] {
+                #expect(names.contains(expected), "umask \(umask): \(expected) in \(names.sorted())")
+            }
+            for f in found {
+                #expect(f.mode == (f.folder ? 0o700 : 0o600), "umask \(umask): \(f.path) has mode \(String(f.mode, radix: 8))")
+            }
+            // What was made under umask 277 still works: the daemon starts again and reads it.
+            let again = try DaemonProcess(data: data, umask: umask)
+            #expect(try table(again, doc) == [["x"], []])
+            again.terminate()
+        }
+    }
+
+    @Test("a data folder group or others can write to is refused, with the chmod that fixes it; 0755 is accepted")
+    func openDataFolder() throws {
+        let dir = TemporaryFolder()
+        defer { dir.remove() }
+        let data = dir.path + "/data"
+        try FileManager.default.createDirectory(atPath: data, withIntermediateDirectories: false)
+        for mode in [0o775, 0o757, 0o777, 0o720] as [mode_t] {
+            chmod(data, mode)
+            let (code, _, err) = try runListsync(["serve", "--data", data, "--listen", "127.0.0.1:0"])
+            #expect(code == 1, "mode \(String(mode, radix: 8))")
+            #expect(err.contains("has mode \(String(mode, radix: 8))") && err.contains("run `chmod 700 \(data)`"), "\(err)")
+            #expect(!FileManager.default.fileExists(atPath: data + "/key"), "nothing was made in it")
+        }
+        chmod(data, 0o755)
+        let d = try DaemonProcess(data: data)
+        #expect(d.terminate() == 0)
+    }
+
+    @Test("a key file group or others can write to (or read) is refused, by the daemon and by clients")
+    func openKeyFile() throws {
+        let dir = TemporaryFolder()
+        defer { dir.remove() }
+        let key = dir.path + "/key"
+        _ = FileManager.default.createFile(atPath: key, contents: Data(repeating: 3, count: 32), attributes: [.posixPermissions: 0o600])
+        for mode in [0o620, 0o602, 0o640] as [mode_t] {
+            chmod(key, mode)
+            let (code, _, err) = try runListsync(["serve", "--data", dir.path + "/data", "--listen", "127.0.0.1:0", "--key-file", key])
+            #expect(code == 1 && err.contains("run `chmod 600 \(key)`"), "mode \(String(mode, radix: 8)): \(err)")
+            let (clientCode, _, clientErr) = try runListsync(["docs", "--key-file", key, "--daemon", "127.0.0.1:9"])
+            #expect(clientCode == 1 && clientErr.contains("chmod 600"), "\(clientErr)")
+        }
+    }
+
+    @Test("a new key file is 0600 when its key is written (O_EXCL), and an existing one is never replaced")
+    func keyCreation() throws {
+        let dir = TemporaryFolder()
+        defer { dir.remove() }
+        let path = dir.path + "/key"
+        let modes = ModeWatch(path)
+        let (key, created) = try KeyFile.readOrCreate(path, fileSystem: modes.fileSystem)
+        #expect(created && key.count == 32)
+        #expect(modes.seen == [0o600], "the mode at each write of the key: \(modes.seen)")
+        #expect(FileSystem.system.permissions(path) == 0o600)
+        #expect(try SecretFile.create(path, bytes: [1, 2, 3], fileSystem: .system) == false)
+        let (again, createdAgain) = try KeyFile.readOrCreate(path)
+        #expect(!createdAgain && again == key)
+    }
+}
