@@ -146,14 +146,7 @@ struct DaemonProcessTests {
         }
     }
 
-    @Test("a key file others can read: the daemon refuses to start")
-    func openKeyFile() throws {
-        let dir = TemporaryFolder()
-        defer { dir.remove() }
-        let key = dir.path + "/key"
-        FileManager.default.createFile(atPath: key, contents: Data(repeating: 1, count: 32), attributes: [.posixPermissions: 0o644])
-        #expect(throws: DaemonTestError.self) { _ = try DaemonProcess(data: dir.path + "/data", extra: ["--key-file", key]) }
-    }
+    // A key file others can read or write: FileModeTests.openKeyFile.
 
     @Test("watch prints each change made by another client")
     func watch() throws {

@@ -1,5 +1,6 @@
 import Foundation
 import ListStore
+import ListSyncTCP
 @testable import ListSyncServer
 import ListSyncTestTraits
 import Testing
@@ -81,18 +82,26 @@ struct FileModeTests {
         }
     }
 
-    @Test("a new key file is 0600 when its key is written (O_EXCL), and an existing one is never replaced")
-    func keyCreation() throws {
+    @Test("a new key file and a new admin token file are 0600 when their secret is written (O_EXCL); an existing one is never replaced")
+    func secretCreation() throws {
         let dir = TemporaryFolder()
         defer { dir.remove() }
-        let path = dir.path + "/key"
-        let modes = ModeWatch(path)
-        let (key, created) = try KeyFile.readOrCreate(path, fileSystem: modes.fileSystem)
-        #expect(created && key.count == 32)
-        #expect(modes.seen == [0o600], "the mode at each write of the key: \(modes.seen)")
-        #expect(FileSystem.system.permissions(path) == 0o600)
-        #expect(try SecretFile.create(path, bytes: [1, 2, 3], fileSystem: .system) == false)
-        let (again, createdAgain) = try KeyFile.readOrCreate(path)
+        let keyPath = dir.path + "/key", tokenPath = dir.path + "/admin-token"
+        let keyModes = ModeWatch(keyPath), tokenModes = ModeWatch(tokenPath)
+        let (key, created) = try KeyFile.readOrCreate(keyPath, fileSystem: keyModes.fileSystem)
+        let (token, tokenCreated) = try AdminToken.readOrCreate(tokenPath, fileSystem: tokenModes.fileSystem)
+        #expect(created && key.count == 32 && tokenCreated)
+        #expect(keyModes.seen == [0o600] && tokenModes.seen == [0o600], "the modes at each write: \(keyModes.seen) \(tokenModes.seen)")
+        #expect(try SecretFile.create(keyPath, bytes: [1, 2, 3], fileSystem: .system) == false)
+        let (again, createdAgain) = try KeyFile.readOrCreate(keyPath)
         #expect(!createdAgain && again == key)
+        // The token: 64 hex digits and a newline, the same when read back; refused once others can read it.
+        let text = try String(contentsOfFile: tokenPath, encoding: .utf8)
+        #expect(text.count == 65 && text.hasSuffix("\n") && text.dropLast().allSatisfy(\.isHexDigit))
+        let request = HTTPRequest(method: "GET", path: "/metrics", headers: [("Authorization", "Bearer " + text.dropLast())])
+        let (tokenAgain, tokenCreatedAgain) = try AdminToken.readOrCreate(tokenPath, fileSystem: .system)
+        #expect(token.authorizes(request) && tokenAgain.authorizes(request) && !tokenCreatedAgain)
+        chmod(tokenPath, 0o604)
+        #expect(throws: DaemonError.self) { try AdminToken.readOrCreate(tokenPath, fileSystem: .system) }
     }
 }
