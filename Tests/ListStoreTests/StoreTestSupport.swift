@@ -8,6 +8,7 @@ import Synchronization
 func temporaryFolder(_ name: String) -> String {
     let path = FileManager.default.temporaryDirectory.appendingPathComponent("liststore-\(name)-\(UUID().uuidString)").path
     try! FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+    chmod(path, 0o700)   // a data folder others can write to (umask 002) is refused
     return path
 }
 

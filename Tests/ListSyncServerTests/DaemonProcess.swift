@@ -133,6 +133,31 @@ func runListsync(_ args: [String], environment: [String: String]? = nil) throws 
     return (p.terminationStatus, String(decoding: o, as: UTF8.self), String(decoding: e, as: UTF8.self))
 }
 
+/// Runs the listsync binary with `args` for at most `seconds` (then SIGKILL: a `serve` that should
+/// have refused to start is stopped, not left running): (exit status, stdout, stderr, killed).
+func runListsync(_ args: [String], atMost seconds: Double) throws -> (Int32, String, String, killed: Bool) {
+    guard let binary = listsyncBinary() else { throw DaemonTestError("the listsync binary was not built next to the tests") }
+    let p = Process()
+    p.executableURL = URL(fileURLWithPath: binary)
+    p.arguments = args
+    let out = Pipe(), err = Pipe(), stdout = OutputBuffer(), stderr = OutputBuffer()
+    out.fileHandleForReading.readabilityHandler = { stdout.append($0.availableData) }
+    err.fileHandleForReading.readabilityHandler = { stderr.append($0.availableData) }
+    p.standardOutput = out
+    p.standardError = err
+    try p.run()
+    let deadline = Date().addingTimeInterval(seconds)
+    while p.isRunning, Date() < deadline { Thread.sleep(forTimeInterval: 0.02) }
+    let killed = p.isRunning
+    if killed { kill(p.processIdentifier, SIGKILL) }
+    p.waitUntilExit()
+    out.fileHandleForReading.readabilityHandler = nil
+    err.fileHandleForReading.readabilityHandler = nil
+    stdout.append(out.fileHandleForReading.readDataToEndOfFile())
+    stderr.append(err.fileHandleForReading.readDataToEndOfFile())
+    return (p.terminationStatus, stdout.text, stderr.text, killed)
+}
+
 struct DaemonTestError: Error, CustomStringConvertible {
     var description: String
     init(_ d: String) { description = d }

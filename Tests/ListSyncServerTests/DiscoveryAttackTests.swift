@@ -12,13 +12,32 @@ import Testing
 @Suite("Discovery attacks", .ownThread, .serialized, .timeLimit(.minutes(2)))
 struct DiscoveryAttackTests {
     /// A daemon with discovery on a free UDP port, announcing every 0.3 s to `announceTo` (by
-    /// default a port nobody reads).
-    static func daemon(_ dir: TemporaryFolder, _ name: String, announceTo: UInt16? = nil) throws -> (DaemonProcess, UInt16) {
-        let udp = DiscoveryTests.freeUDPPort()
-        let target = announceTo ?? DiscoveryTests.freeUDPPort()
-        let d = try DaemonProcess(data: dir.path + "/" + name, extra: ["--discover", "--discover-port", "\(udp)", "--announce-interval", "0.3",
-                                                                        "--announce-to", target == 0 ? "127.0.0.1:\(udp)" : "127.0.0.1:\(target)"])
-        return (d, udp)
+    /// default a port nobody reads; 0: its own), with its key and a sender from a 127.x address.
+    struct Scene {
+        let dir = TemporaryFolder()
+        let daemon: DaemonProcess
+        let udp: UInt16
+        let key: [UInt8]
+        let sender: UDPSender
+
+        init(_ name: String, announceTo: UInt16? = nil, from source: String = "127.0.0.6") throws {
+            let udp = DiscoveryTests.freeUDPPort()
+            self.udp = udp
+            let target = announceTo.map { $0 == 0 ? udp : $0 } ?? DiscoveryTests.freeUDPPort()
+            daemon = try DaemonProcess(data: dir.path + "/" + name, extra: ["--discover", "--discover-port", "\(udp)",
+                                                                             "--announce-interval", "0.3", "--announce-to", "127.0.0.1:\(target)"])
+            key = try KeyFile.read(daemon.keyFile)
+            guard let sender = UDPSender(from: source) else { throw DaemonTestError("no UDP socket on \(source)") }
+            self.sender = sender
+        }
+
+        /// Sends `a`, sealed with the daemon's key (or `key`).
+        func send(_ a: DiscoveryAnnouncement, key other: [UInt8]? = nil) { sender.send(a.encoded(key: other ?? key), to: udp) }
+
+        func stop() {
+            daemon.terminate()
+            dir.remove()
+        }
     }
 
     static func now() -> UInt64 { UInt64(Date().timeIntervalSince1970 * 1000) }
@@ -34,16 +53,14 @@ struct DiscoveryAttackTests {
 
     @Test("a replayed datagram, from another source, is ignored; the daemon dials the announced address, never the sender's")
     func replay() throws {
-        let dir = TemporaryFolder()
-        defer { dir.remove() }
-        let (d, udp) = try Self.daemon(dir, "a")
-        defer { d.terminate() }
+        let scene = try Scene("a", from: "127.0.0.7")
+        defer { scene.stop() }
+        let (d, udp) = (scene.daemon, scene.udp)
         let honest = try #require(TCPWatch("127.0.0.1"))
         let decoy = try #require(TCPWatch("127.0.0.7", port: honest.port))
-        let key = try KeyFile.read(d.keyFile)
         let a = DiscoveryAnnouncement(instance: .max, node: 77, address: SocketAddress(numeric: "127.0.0.1", port: honest.port)!, time: Self.now())
-        let datagram = a.encoded(key: key)
-        try #require(UDPSender(from: "127.0.0.7")).send(datagram, to: udp)
+        let datagram = a.encoded(key: scene.key)
+        scene.send(a)
         #expect(honest.waitForConnection(seconds: 10), "the announced address is dialled: \(d.log)")
         try #require(UDPSender(from: "127.0.0.8")).send(datagram, to: udp)
         try #require(UDPSender(from: "127.0.0.7")).send(datagram, to: udp)
@@ -55,19 +72,16 @@ struct DiscoveryAttackTests {
 
     @Test("its own announcements, an earlier run's (same node) and one naming its own address: never a peer of itself")
     func own() throws {
-        let dir = TemporaryFolder()
-        defer { dir.remove() }
-        let (d, udp) = try Self.daemon(dir, "self", announceTo: 0)   // announces to its own port
-        defer { d.terminate() }
-        let key = try KeyFile.read(d.keyFile)
+        let scene = try Scene("self", announceTo: 0)   // announces to its own port
+        defer { scene.stop() }
+        let d = scene.daemon
         let node = try #require(UInt64(String(contentsOfFile: d.data + "/replica", encoding: .utf8)
             .trimmingCharacters(in: .whitespacesAndNewlines), radix: 16))
         let target = try #require(TCPWatch("127.0.0.1"))
-        let sender = try #require(UDPSender(from: "127.0.0.5"))
         let earlierRun = DiscoveryAnnouncement(instance: .max, node: node, address: SocketAddress(numeric: "127.0.0.1", port: target.port)!, time: Self.now())
         let ownAddress = DiscoveryAnnouncement(instance: .max - 1, node: 555, address: SocketAddress(numeric: "127.0.0.1", port: d.port)!, time: Self.now())
-        sender.send(earlierRun.encoded(key: key), to: udp)
-        sender.send(ownAddress.encoded(key: key), to: udp)
+        scene.send(earlierRun)
+        scene.send(ownAddress)
         #expect(eventually(10) { (Self.verdicts(d)["own"] ?? 0) >= 5 }, "\(Self.verdicts(d))")
         #expect(Self.verdicts(d)["accepted"] == nil)
         #expect(Self.peers(d).isEmpty)
@@ -77,25 +91,22 @@ struct DiscoveryAttackTests {
 
     @Test("stale and future times, a MAC over another address or port, another key: ignored; the genuine datagram is not")
     func forgeries() throws {
-        let dir = TemporaryFolder()
-        defer { dir.remove() }
-        let (d, udp) = try Self.daemon(dir, "f")
-        defer { d.terminate() }
-        let key = try KeyFile.read(d.keyFile)
+        let scene = try Scene("f")
+        defer { scene.stop() }
+        let (d, udp, sender) = (scene.daemon, scene.udp, scene.sender)
         let honest = try #require(TCPWatch("127.0.0.1"))
         let forgedTarget = try #require(TCPWatch("127.0.0.9", port: honest.port))
-        let sender = try #require(UDPSender(from: "127.0.0.6"))
         let address = SocketAddress(numeric: "127.0.0.1", port: honest.port)!
-        sender.send(DiscoveryAnnouncement(instance: .max, node: 9, address: address, time: Self.now() - 45_000).encoded(key: key), to: udp)
-        sender.send(DiscoveryAnnouncement(instance: .max, node: 9, address: address, time: Self.now() + 45_000).encoded(key: key), to: udp)
-        let genuine = DiscoveryAnnouncement(instance: .max, node: 9, address: address, time: Self.now()).encoded(key: key)
+        scene.send(DiscoveryAnnouncement(instance: .max, node: 9, address: address, time: Self.now() - 45_000))
+        scene.send(DiscoveryAnnouncement(instance: .max, node: 9, address: address, time: Self.now() + 45_000))
+        let genuine = DiscoveryAnnouncement(instance: .max, node: 9, address: address, time: Self.now()).encoded(key: scene.key)
         var otherHost = genuine
         otherHost[25] = 9                            // 127.0.0.9, the MAC over 127.0.0.1
         var otherPort = genuine
         otherPort[27] ^= 1
         sender.send(otherHost, to: udp)
         sender.send(otherPort, to: udp)
-        sender.send(DiscoveryAnnouncement(instance: .max, node: 9, address: address, time: Self.now()).encoded(key: Array(repeating: 1, count: 32)), to: udp)
+        scene.send(DiscoveryAnnouncement(instance: .max, node: 9, address: address, time: Self.now()), key: Array(repeating: 1, count: 32))
         #expect(eventually(10) { Self.verdicts(d) == ["stale": 2, "invalid": 3] }, "\(Self.verdicts(d))")
         #expect(Self.peers(d).isEmpty)
         sender.send(genuine, to: udp)
@@ -106,18 +117,18 @@ struct DiscoveryAttackTests {
 
     @Test("a discovered peer that falls silent and cannot be reached is dropped")
     func deadPeer() throws {
-        let dir = TemporaryFolder()
-        defer { dir.remove() }
-        let (d, udp) = try Self.daemon(dir, "dead")
-        defer { d.terminate() }
-        let key = try KeyFile.read(d.keyFile)
+        let scene = try Scene("dead")
+        defer { scene.stop() }
+        let d = scene.daemon
         let closed = try #require(TCPWatch("127.0.0.1"))
         let port = closed.port
         closed.close()                               // nothing listens there any more
         let a = DiscoveryAnnouncement(instance: .max, node: 9, address: SocketAddress(numeric: "127.0.0.1", port: port)!, time: Self.now())
-        try #require(UDPSender(from: "127.0.0.6")).send(a.encoded(key: key), to: udp)
+        scene.send(a)
         #expect(eventually(10) { d.log.contains("peer discovered address=127.0.0.1:\(port)") }, "\(d.log)")
+        let found = ContinuousClock.now
         #expect(eventually(15) { d.log.contains("peer dropped address=127.0.0.1:\(port)") }, "\(d.log)")
+        print("dead peer: dropped \(ContinuousClock.now - found) after it was discovered (interval 0.3 s)")
         #expect(Self.peers(d).isEmpty)
     }
 }

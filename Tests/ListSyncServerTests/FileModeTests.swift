@@ -1,5 +1,6 @@
 import Foundation
 import ListStore
+import ListSyncTCP
 @testable import ListSyncServer
 import ListSyncTestTraits
 import Testing
@@ -55,8 +56,8 @@ struct FileModeTests {
         try FileManager.default.createDirectory(atPath: data, withIntermediateDirectories: false)
         for mode in [0o775, 0o757, 0o777, 0o720] as [mode_t] {
             chmod(data, mode)
-            let (code, _, err) = try runListsync(["serve", "--data", data, "--listen", "127.0.0.1:0"])
-            #expect(code == 1, "mode \(String(mode, radix: 8))")
+            let (code, _, err, killed) = try runListsync(["serve", "--data", data, "--listen", "127.0.0.1:0"], atMost: 10)
+            #expect(code == 1 && !killed, "mode \(String(mode, radix: 8))")
             #expect(err.contains("has mode \(String(mode, radix: 8))") && err.contains("run `chmod 700 \(data)`"), "\(err)")
             #expect(!FileManager.default.fileExists(atPath: data + "/key"), "nothing was made in it")
         }
@@ -73,25 +74,34 @@ struct FileModeTests {
         _ = FileManager.default.createFile(atPath: key, contents: Data(repeating: 3, count: 32), attributes: [.posixPermissions: 0o600])
         for mode in [0o620, 0o602, 0o640] as [mode_t] {
             chmod(key, mode)
-            let (code, _, err) = try runListsync(["serve", "--data", dir.path + "/data", "--listen", "127.0.0.1:0", "--key-file", key])
-            #expect(code == 1 && err.contains("run `chmod 600 \(key)`"), "mode \(String(mode, radix: 8)): \(err)")
+            let (code, _, err, killed) = try runListsync(["serve", "--data", dir.path + "/data", "--listen", "127.0.0.1:0", "--key-file", key],
+                                                         atMost: 10)
+            #expect(code == 1 && !killed && err.contains("run `chmod 600 \(key)`"), "mode \(String(mode, radix: 8)): \(err)")
             let (clientCode, _, clientErr) = try runListsync(["docs", "--key-file", key, "--daemon", "127.0.0.1:9"])
             #expect(clientCode == 1 && clientErr.contains("chmod 600"), "\(clientErr)")
         }
     }
 
-    @Test("a new key file is 0600 when its key is written (O_EXCL), and an existing one is never replaced")
-    func keyCreation() throws {
+    @Test("a new key file and a new admin token file are 0600 when their secret is written (O_EXCL); an existing one is never replaced")
+    func secretCreation() throws {
         let dir = TemporaryFolder()
         defer { dir.remove() }
-        let path = dir.path + "/key"
-        let modes = ModeWatch(path)
-        let (key, created) = try KeyFile.readOrCreate(path, fileSystem: modes.fileSystem)
-        #expect(created && key.count == 32)
-        #expect(modes.seen == [0o600], "the mode at each write of the key: \(modes.seen)")
-        #expect(FileSystem.system.permissions(path) == 0o600)
-        #expect(try SecretFile.create(path, bytes: [1, 2, 3], fileSystem: .system) == false)
-        let (again, createdAgain) = try KeyFile.readOrCreate(path)
+        let keyPath = dir.path + "/key", tokenPath = dir.path + "/admin-token"
+        let keyModes = ModeWatch(keyPath), tokenModes = ModeWatch(tokenPath)
+        let (key, created) = try KeyFile.readOrCreate(keyPath, fileSystem: keyModes.fileSystem)
+        let (token, tokenCreated) = try AdminToken.readOrCreate(tokenPath, fileSystem: tokenModes.fileSystem)
+        #expect(created && key.count == 32 && tokenCreated)
+        #expect(keyModes.seen == [0o600] && tokenModes.seen == [0o600], "the modes at each write: \(keyModes.seen) \(tokenModes.seen)")
+        #expect(try SecretFile.create(keyPath, bytes: [1, 2, 3], fileSystem: .system) == false)
+        let (again, createdAgain) = try KeyFile.readOrCreate(keyPath)
         #expect(!createdAgain && again == key)
+        // The token: 64 hex digits and a newline, the same when read back; refused once others can read it.
+        let text = try String(contentsOfFile: tokenPath, encoding: .utf8)
+        #expect(text.count == 65 && text.hasSuffix("\n") && text.dropLast().allSatisfy(\.isHexDigit))
+        let request = HTTPRequest(method: "GET", path: "/metrics", headers: [("Authorization", "Bearer " + text.dropLast())])
+        let (tokenAgain, tokenCreatedAgain) = try AdminToken.readOrCreate(tokenPath, fileSystem: .system)
+        #expect(token.authorizes(request) && tokenAgain.authorizes(request) && !tokenCreatedAgain)
+        chmod(tokenPath, 0o604)
+        #expect(throws: DaemonError.self) { try AdminToken.readOrCreate(tokenPath, fileSystem: .system) }
     }
 }
