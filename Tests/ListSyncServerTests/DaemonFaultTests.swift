@@ -158,7 +158,10 @@ struct RateLimitTests {
         let honest = try await DaemonClient.connect(host: "127.0.0.1", port: port, key: key)
         let doc = try await honest.create(name: "flooded")
         _ = try await honest.open(doc)
-        let flooder = try await DaemonClient.connect(host: "127.0.0.1", port: port, key: key, localHost: "127.0.0.4")
+        // No client-side deadline in the way: under a loaded CI machine the 1,500 answers took over
+        // the default 30 s once, and a batch timed out here was still applied there.
+        let flooder = try await DaemonClient.connect(host: "127.0.0.1", port: port, key: key, localHost: "127.0.0.4",
+                                                     timeout: .seconds(600))
         _ = try await flooder.open(doc)
 
         // 1,500 single-insert batches at once, none waiting for the one before.

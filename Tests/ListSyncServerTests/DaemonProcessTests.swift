@@ -162,12 +162,17 @@ struct DaemonProcessTests {
         p.arguments = ["watch", doc, "--count", "2", "--daemon", daemon.address, "--key-file", daemon.keyFile]
         let out = Pipe()
         p.standardOutput = out
+        let printed = OutputBuffer()
+        out.fileHandleForReading.readabilityHandler = { h in printed.append(h.availableData) }
         try p.run()
-        Thread.sleep(forTimeInterval: 0.5)
+        defer { if p.isRunning { p.terminate() } }
+        // Bounded waits: a watch that missed a change must fail the test, not hang it.
+        #expect(eventually(20) { printed.text.contains("watching") }, "the watch did not start: \(printed.text)")
         _ = try daemon.json(["insert", doc, "0.0", "first"])
         _ = try daemon.json(["insert", doc, "0.1", "second"])
-        p.waitUntilExit()
-        let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        #expect(eventually(20) { !p.isRunning }, "the watch did not end after 2 changes: \(printed.text)")
+        Thread.sleep(forTimeInterval: 0.1)
+        let text = printed.text
         #expect(text.contains("inserted 0.0 \"first\""))
         #expect(text.contains("inserted 0.1 \"second\""))
     }
