@@ -34,6 +34,10 @@ public actor Daemon {
     private var loading: [DocumentID: Task<DocumentHost, any Error>] = [:]
     private var connections: [ObjectIdentifier: DaemonConnection] = [:]
     private var devices: DeviceRegistry
+    /// The last failure to read the devices file (logged once), and the device connections whose
+    /// access was ended (counted once).
+    private var devicesFileError: String?
+    private var accessEnded: Set<ObjectIdentifier> = []
     private var deviceWatch: Task<Void, Never>?
     /// Numbers for connections and peer links (their ``SubscriberID``s).
     private var nextSubscriber = 1
@@ -147,11 +151,11 @@ public actor Daemon {
             }
         }
         sampleDiskUsage()
-        checkDevices(reload: true)
+        checkDevices()
         deviceWatch = Task { [weak self] in
             while !Task.isCancelled {
                 try? await Task.sleep(for: Self.deviceCheckInterval)
-                await self?.checkDevices(reload: true)
+                await self?.checkConnectedDevices()
             }
         }
     }
@@ -160,20 +164,30 @@ public actor Daemon {
     /// close within this (and the close's own time).
     static let deviceCheckInterval: Duration = .milliseconds(250)
 
-    /// Rereads the devices file (when `reload`) and ends the access of every connected device
-    /// whose credential is revoked, unknown or expired.
+    /// The periodic check: only while a device is connected (with none, a device's connection
+    /// rereads the file itself in ``adopt(_:)``).
+    func checkConnectedDevices() {
+        guard connections.values.contains(where: { $0.claims != nil }) else { return }
+        checkDevices()
+    }
+
+    /// Rereads the devices file and ends the access of every connected device whose credential
+    /// is revoked, unknown or expired (once per connection).
     ///
     /// - Complexity: O(c) for c connections, plus the file's read.
-    func checkDevices(reload: Bool) {
-        if reload {
-            do { try devices.reload() } catch {
-                // A devices file that does not parse keeps the rows read before; say so once per change.
-                log("devices file unreadable", ["reason": "\(error)"])
-            }
+    func checkDevices() {
+        do {
+            try devices.reload()
+            devicesFileError = nil
+        } catch {
+            // A devices file that does not parse keeps the rows read before; said once per failure.
+            if devicesFileError != error.description { log("devices file unreadable", ["reason": error.description]) }
+            devicesFileError = error.description
         }
         let now = UInt64(Date().timeIntervalSince1970)
-        for c in connections.values {
+        for (id, c) in connections where !accessEnded.contains(id) {
             guard let claims = c.claims, let (code, text) = devices.refusal(for: claims, now: now) else { continue }
+            accessEnded.insert(id)
             metrics.deviceRefused()
             log("device refused", ["device": claims.idText, "name": claims.name, "reason": "\(code)"])
             Task { await c.endAccess(code, text: text) }
@@ -346,8 +360,8 @@ public actor Daemon {
         if let claims = transport.peerClaims {
             fields["device"] = claims.idText
             fields["name"] = claims.name
-            // A device added a moment ago is in the file before the next periodic read.
-            if devices.refusal(for: claims, now: UInt64(Date().timeIntervalSince1970)) != nil { checkDevices(reload: true) }
+            // The file as it is now: a device added or revoked a moment ago counts at once.
+            checkDevices()
         }
         log("connection opened", fields)
         Task { [weak self] in
@@ -358,6 +372,7 @@ public actor Daemon {
 
     private func forget(_ c: DaemonConnection) {
         connections[ObjectIdentifier(c)] = nil
+        accessEnded.remove(ObjectIdentifier(c))
         metrics.disconnected()
         log("connection closed", ["peer": c.transport.remoteAddress.description,
                                   "reason": c.transport.closeReason?.description ?? "closed"])
@@ -400,6 +415,7 @@ public actor Daemon {
 
     /// The status as a JSON object (what `listsync status` prints).
     func statusJSON() async -> String {
+        try? devices.reload()   // the rows as they are now (the periodic read runs only while devices connect)
         var resident: [[String: Any]] = []
         let failing = await failingStores()
         for (id, h) in hosts {

@@ -28,8 +28,8 @@ enum SecretFile {
     /// Reads the file at `path`. The mode is checked on the open descriptor (`fstat`), so the
     /// file read is the file checked, before a byte of it is read.
     ///
-    /// - Complexity: O(n) in the file's size, at most ``maxBytes``.
-    static func read(_ path: String, fileSystem: FileSystem) throws(Failure) -> [UInt8] {
+    /// - Complexity: O(n) in the file's size, at most `maxBytes` (default ``maxBytes``).
+    static func read(_ path: String, fileSystem: FileSystem, maxBytes: Int = maxBytes) throws(Failure) -> [UInt8] {
         let fd: Int32
         do { fd = try fileSystem.open(path, flags: O_RDONLY) } catch {
             if case .system(_, ENOENT, _) = error { throw .missing }

@@ -169,13 +169,13 @@ public final class TCPListener: TransportListener, @unchecked Sendable {
             self.accepted += 1
             pending[id] = Pending(socket: socket, order: self.accepted)
             total += 1
-            gauges.withLock { $0.inHandshake = pending.count; $0.peakInHandshake = max($0.peakInHandshake, pending.count) }
+            publishPool()
             var authenticated = false
             socket.onEstablished = { [weak self] transport in
                 guard let self else { return }
                 authenticated = true
                 self.pending[id] = nil
-                self.gauges.withLock { $0.inHandshake = self.pending.count; $0.completed += 1 }
+                self.publishPool { $0.completed += 1 }
                 let n = self.perHost[remote.host, default: 0] + 1
                 self.perHost[remote.host] = n
                 if n > self.options.maxPerAddress {
@@ -197,7 +197,7 @@ public final class TCPListener: TransportListener, @unchecked Sendable {
                     self.perHost[remote.host] = n <= 0 ? nil : n
                 } else {
                     self.pending[id] = nil
-                    self.gauges.withLock { $0.inHandshake = self.pending.count }
+                    self.publishPool()
                     self.count("handshake: \(reason.kind)")
                 }
             }
@@ -238,6 +238,15 @@ public final class TCPListener: TransportListener, @unchecked Sendable {
             waiter.resume(returning: transport)
         } else if queue.withLock({ $0.closed }) {
             transport.socket.sayGoodbye("the server is closing")
+        }
+    }
+
+    /// Mirrors the pool's size (and `change`) into the gauges other threads read.
+    private func publishPool(_ change: (inout HandshakeGauges) -> Void = { _ in }) {
+        gauges.withLock { g in
+            g.inHandshake = pending.count
+            g.peakInHandshake = max(g.peakInHandshake, pending.count)
+            change(&g)
         }
     }
 

@@ -70,26 +70,11 @@ func runClient(_ name: String, _ command: ClientCommand, _ args: [String]) throw
 /// of `--key-file` or of the data folder.
 func clientAuthentication(_ o: Options) throws -> ClientAuthentication {
     if let path = o.value("--credential", env: "LISTSYNC_CREDENTIAL") {
-        return .credential(try readCredential(path))
+        return .credential(try CredentialFile.read(path))
     }
     let keyPath = o.value("--key-file", env: "LISTSYNC_KEY_FILE")
         ?? (o.value("--data", env: "LISTSYNC_DATA") ?? defaultDataFolder()) + "/key"
     return .key(try KeyFile.read(keyPath))
-}
-
-/// Reads a credential file, refusing one that group or others can read (it is a secret).
-func readCredential(_ path: String) throws -> Credential {
-    let fm = FileManager.default
-    guard let attributes = try? fm.attributesOfItem(atPath: path), let data = fm.contents(atPath: path) else {
-        throw UsageError(message: "cannot read the credential file \(path)")
-    }
-    let mode = (attributes[.posixPermissions] as? NSNumber)?.intValue ?? 0
-    guard mode & 0o077 == 0 else {
-        throw UsageError(message: "credential file \(path) has mode \(String(mode, radix: 8)): others can read it; run `chmod 600 \(path)`")
-    }
-    do { return try Credential(fileContents: [UInt8](data)) } catch {
-        throw UsageError(message: "\(path): \(error)")
-    }
 }
 
 /// Runs a client command on the device copy in `folder` (no daemon, no key).

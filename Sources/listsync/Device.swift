@@ -64,10 +64,10 @@ private func addDevice(_ name: String, _ o: Options, data: String, json: Bool) t
     let now = UInt64(Date().timeIntervalSince1970)
     try DeviceRegistry.update(dataFolder: data) { records in
         if let same = records.values.first(where: { $0.name == name && $0.revoked == nil }) {
-            throw UsageError(message: "a device named '\(terminalSafe(name))' exists (\(same.id)); revoke it first or choose another name")
+            throw UsageError(message: "a device named '\(PrintableText.escaped(name))' exists (\(same.id)); revoke it first or choose another name")
         }
         // The file first, never replacing one: a credential in the registry that nobody holds is harmless.
-        try writeSecretFile(Credential(claims: claims, masterKey: key).fileContents(), to: out)
+        try CredentialFile.create(Credential(claims: claims, masterKey: key), at: out)
         records[claims.idText] = DeviceRecord(claims: claims, created: now)
     }
     if json {
@@ -75,7 +75,7 @@ private func addDevice(_ name: String, _ o: Options, data: String, json: Bool) t
                    "documents": claims.documents?.map(\.description) as Any, "expires": expires as Any])
     } else {
         print("""
-            device '\(terminalSafe(name))' added (\(claims.idText))
+            device '\(PrintableText.escaped(name))' added (\(claims.idText))
               credential: \(out) (mode 0600; give it to the device, keep it secret)
               documents:  \(claims.documents.map { $0.map(\.description).joined(separator: ", ") } ?? "all")
               rights:     \(claims.readOnly ? "read-only" : "read and write")
@@ -106,7 +106,7 @@ private func listDevices(data: String, json: Bool) throws -> Int32 {
     let date = { (t: UInt64) in ISO8601DateFormatter().string(from: Date(timeIntervalSince1970: Double(t))) }
     for r in rows {
         let docs = r.documents.map { "\($0.count) document(s)" } ?? "all documents"
-        print("\(terminalSafe(r.name))  \(r.id)  \(state(r))  \(r.readOnly ? "read-only" : "read-write")  \(docs)  expires \(r.expires.map(date) ?? "never")")
+        print("\(PrintableText.escaped(r.name))  \(r.id)  \(state(r))  \(r.readOnly ? "read-only" : "read-write")  \(docs)  expires \(r.expires.map(date) ?? "never")")
     }
     return 0
 }
@@ -116,8 +116,8 @@ private func revokeDevice(_ which: String, data: String, json: Bool) throws -> I
     let revoked = try DeviceRegistry.update(dataFolder: data) { records -> DeviceRecord in
         let matches = records.values.filter { ($0.name == which || $0.id == which.lowercased()) && $0.revoked == nil }
         guard matches.count == 1, var r = matches.first else {
-            throw UsageError(message: matches.isEmpty ? "no active device named '\(terminalSafe(which))'; see `listsync device list`"
-                             : "\(matches.count) devices match '\(terminalSafe(which))'; name one by its id")
+            throw UsageError(message: matches.isEmpty ? "no active device named '\(PrintableText.escaped(which))'; see `listsync device list`"
+                             : "\(matches.count) devices match '\(PrintableText.escaped(which))'; name one by its id")
         }
         r.revoked = now
         records[r.id] = r
@@ -126,7 +126,7 @@ private func revokeDevice(_ which: String, data: String, json: Bool) throws -> I
     if json {
         printJSON(["device": revoked.id, "name": revoked.name, "revoked": now])
     } else {
-        print("device '\(terminalSafe(revoked.name))' (\(revoked.id)) revoked: a running daemon closes its connections within a second")
+        print("device '\(PrintableText.escaped(revoked.name))' (\(revoked.id)) revoked: a running daemon closes its connections within a second")
     }
     return 0
 }
@@ -139,7 +139,7 @@ private func resolveDocuments(_ text: String, data: String) throws -> [DocumentI
     var ids: [DocumentID] = []
     for part in text.split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces) }) where !part.isEmpty {
         do { ids.append(try DocumentInfo.resolve(part, in: infos).id) } catch {
-            throw UsageError(message: "--docs: no single document '\(terminalSafe(part))' in \(data) (\(entries.count) there; see `listsync docs`)")
+            throw UsageError(message: "--docs: no single document '\(PrintableText.escaped(part))' in \(data) (\(entries.count) there; see `listsync docs`)")
         }
     }
     guard !ids.isEmpty else { throw UsageError(message: "--docs needs at least one document") }
@@ -163,27 +163,9 @@ func parseExpiry(_ text: String) throws -> UInt64 {
     throw UsageError(message: "--expires must be like 30d, 12h, 90m or a future date (2027-01-31), not '\(text)'")
 }
 
-/// Creates `path` with mode 0600 from the start (never replacing a file) and writes `bytes`.
-private func writeSecretFile(_ bytes: [UInt8], to path: String) throws {
-    let fs = FileSystem.system
-    let fd: Int32
-    do { fd = try fs.open(path, flags: O_WRONLY | O_CREAT | O_EXCL, mode: 0o600) } catch {
-        if case let .system(_, errno, _) = error, errno == EEXIST {
-            throw UsageError(message: "\(path) exists; choose another --out")
-        }
-        throw error
-    }
-    defer { try? fs.close(fd, path: path) }
-    try fs.pwriteAll(fd, bytes, offset: 0, path: path)
-    try fs.fsync(fd, path: path)
-}
-
 /// A device name as a file name: letters, digits, `-`, `_` and `.`; the rest becomes `_`.
 private func safeFileName(_ name: String) -> String {
     let allowed = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.")
     let s = String(name.map { allowed.contains($0) ? $0 : "_" })
     return s.hasPrefix(".") ? "_" + s : s
 }
-
-/// `text` safe for a terminal (``PrintableText/escaped(_:)``).
-func terminalSafe(_ text: String) -> String { PrintableText.escaped(text) }

@@ -2,6 +2,7 @@ import Foundation
 import ListCRDT
 import ListSync
 import ListSyncClient
+import ListSyncCrypto
 import ListSyncServer
 import ListSyncTCP
 import ListSyncTestTraits
@@ -29,6 +30,14 @@ struct CredentialTests {
         try runListsync(args + ["--daemon", daemon.address, "--credential", credential])
     }
 
+    /// Creates a document with the daemon's key; returns its id.
+    static func create(_ daemon: DaemonProcess, _ name: String) throws -> String {
+        guard let created = try daemon.json(["create", name]) as? [String: Any], let id = created["id"] as? String else {
+            throw DaemonTestError("create \(name) printed no id")
+        }
+        return id
+    }
+
     static func mode(_ path: String) -> Int {
         ((try? FileManager.default.attributesOfItem(atPath: path)[.posixPermissions]) as? NSNumber)?.intValue ?? -1
     }
@@ -40,8 +49,7 @@ struct CredentialTests {
         let daemon = try DaemonProcess(data: dir.path + "/data")
         defer { daemon.terminate() }
         _ = try daemon.json(["create", "shared"])
-        let secret = try #require(try daemon.json(["create", "secret"]) as? [String: Any])
-        let secretID = try #require(secret["id"] as? String)
+        let secretID = try Self.create(daemon, "secret")
         _ = try daemon.json(["insert", "shared", "0.0", "milk"])
         let cred = try Self.add(daemon, "phone", ["--docs", "shared"], in: dir)
         #expect(Self.mode(cred) == 0o600)
@@ -61,6 +69,10 @@ struct CredentialTests {
         #expect(try table(daemon, "shared") == [["milk", "eggs"]])
         // Status is the operator's.
         #expect(try Self.with(cred, daemon, ["status"]).0 != 0)
+        // A credential others can read is refused before it is used.
+        try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: cred)
+        let open = try Self.with(cred, daemon, ["docs"])
+        #expect(open.0 != 0 && open.2.contains("chmod 600"), "\(open)")
     }
 
     @Test("a read-only device reads and is refused every edit; nothing changes")
@@ -85,8 +97,7 @@ struct CredentialTests {
         defer { dir.remove() }
         let daemon = try DaemonProcess(data: dir.path + "/data")
         defer { daemon.terminate() }
-        let created = try #require(try daemon.json(["create", "w"]) as? [String: Any])
-        let doc = try #require(created["id"] as? String)
+        let doc = try Self.create(daemon, "w")
         let cred = try Self.add(daemon, "temp", ["--expires", "3s"], in: dir)
         let watch = try Self.startWatch(cred, daemon, doc)
         defer { if watch.isRunning { watch.terminate() } }
@@ -101,8 +112,7 @@ struct CredentialTests {
         defer { dir.remove() }
         let daemon = try DaemonProcess(data: dir.path + "/data")
         defer { daemon.terminate() }
-        let created = try #require(try daemon.json(["create", "w"]) as? [String: Any])
-        let doc = try #require(created["id"] as? String)
+        let doc = try Self.create(daemon, "w")
         let cred = try Self.add(daemon, "lost-phone", in: dir)
         let keep = try Self.add(daemon, "laptop", in: dir)
         let watch = try Self.startWatch(cred, daemon, doc)
@@ -142,8 +152,7 @@ struct CredentialTests {
         var bytes = forged.fileContents()
         // Keep the original secret with the changed claims.
         let text = String(decoding: bytes, as: UTF8.self)
-            .replacingOccurrences(of: forged.secret.map { String(format: "%02x", $0) }.joined(),
-                                  with: original.secret.map { String(format: "%02x", $0) }.joined())
+            .replacingOccurrences(of: Hex.encode(forged.secret), with: Hex.encode(original.secret))
         bytes = Array(text.utf8)
         FileManager.default.createFile(atPath: forgedFile, contents: Data(bytes), attributes: [.posixPermissions: 0o600])
         let f = try Self.with(forgedFile, daemon, ["insert", "a1", "0.0", "x"])
