@@ -121,9 +121,7 @@ public actor DaemonClient {
         reader?.cancel()
         ticker?.cancel()
         perform(session.disconnected())
-        endReason = endReason ?? "closed by this client"
-        for w in closeWaiters { w.resume(returning: endReason!) }
-        closeWaiters = []
+        ended(endReason ?? "closed by this client")
     }
 
     // MARK: Requests
@@ -245,7 +243,11 @@ public actor DaemonClient {
     private func closedByPeer() {
         ticker?.cancel()
         perform(session.disconnected())
-        let reason = endReason ?? transport.closeReason?.description ?? "the connection to the daemon closed"
+        ended(endReason ?? transport.closeReason?.description ?? "the connection to the daemon closed")
+    }
+
+    /// The connection ended for `reason`: whoever waits for that hears it.
+    private func ended(_ reason: String) {
         endReason = reason
         for w in closeWaiters { w.resume(returning: reason) }
         closeWaiters = []

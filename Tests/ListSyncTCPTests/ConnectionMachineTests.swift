@@ -14,9 +14,10 @@ struct MachinePair {
     var clientWire: [UInt8] = []
 
     init(seed: UInt64, clientKey: [UInt8] = MachinePair.key, serverKey: [UInt8] = MachinePair.key,
-         clientVersions: ClosedRange<UInt16> = 1...1) {
+         clientVersions: ClosedRange<UInt16> = 1...1, claims: [UInt8]? = nil) {
         var rng = TestRNG(seed: seed)
-        client = ConnectionMachine(role: .client, key: clientKey, id: rng.bytes(16), nonce: rng.bytes(32), versions: clientVersions)
+        client = ConnectionMachine(role: .client, key: clientKey, claims: claims, id: rng.bytes(16), nonce: rng.bytes(32),
+                                   versions: clientVersions)
         server = ConnectionMachine(role: .server, key: serverKey, id: rng.bytes(16), nonce: rng.bytes(32))
         route(client: client.start())
     }
