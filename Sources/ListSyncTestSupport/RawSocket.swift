@@ -7,7 +7,9 @@ import Foundation
 /// chosen 127.x source address, and watches whether the server closes.
 // @unchecked Sendable: each test uses its sockets from one task at a time.
 public final class RawSocket: @unchecked Sendable {
-    public let fd: Int32
+    /// The socket; -1 once closed (a failed init closes it, and deinit must not close the number
+    /// again: by then it may be another test's descriptor).
+    public private(set) var fd: Int32
 
     /// Connects from `source` (any 127.0.0.0/8 address) to 127.0.0.1:`port`; `nil` if refused.
     public init?(port: UInt16, source: String = "127.0.0.2") {
@@ -27,11 +29,12 @@ public final class RawSocket: @unchecked Sendable {
         } == 0
         if !ok {
             close(fd)
+            fd = -1
             return nil
         }
     }
 
-    deinit { close(fd) }
+    deinit { if fd >= 0 { close(fd) } }
 
     /// Sends all of `bytes`; `false` if the connection is gone.
     @discardableResult

@@ -135,7 +135,9 @@ struct DiscoveryAttackTests {
 
 /// A UDP socket bound to a 127.x source address, sending datagrams to 127.0.0.1.
 final class UDPSender {
-    let fd: Int32
+    /// -1 once closed: a failed init closes it itself, and deinit (which runs after a failed init
+    /// of a fully initialized object) must not close that number again.
+    private(set) var fd: Int32
     init?(from source: String) {
         fd = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
         guard fd >= 0 else { return nil }
@@ -145,9 +147,9 @@ final class UDPSender {
         let ok = withUnsafePointer(to: &a) { p in
             p.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         } == 0
-        if !ok { Glibc.close(fd); return nil }
+        if !ok { Glibc.close(fd); fd = -1; return nil }
     }
-    deinit { Glibc.close(fd) }
+    deinit { if fd >= 0 { Glibc.close(fd) } }
 
     func send(_ bytes: [UInt8], to port: UInt16) {
         var a = sockaddr_in()
