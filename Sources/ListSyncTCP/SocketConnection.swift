@@ -144,6 +144,9 @@ final class SocketConnection: EventHandler, @unchecked Sendable {
     /// Closes at once without a word (a listener evicting a connection still in its handshake).
     func abort(_ reason: String) { closeNow(.local(reason)) }
 
+    /// Whether any byte came from the peer.
+    var hasReceived: Bool { traffic.withLock { $0.received > 0 } }
+
     /// Runs `body` once fewer than `below` bytes are queued, or the socket is closed (at once if so).
     func whenRoom(below: Int, _ body: @escaping () -> Void) {
         if closed || queued < below { body() } else { roomWaiters.append((below, body)) }

@@ -8,10 +8,11 @@ import Synchronization
 /// Connections are counted against ``TCPOptions``: in all, in their handshake, and (once
 /// authenticated) per source address. Strangers cannot lock key holders out (Docs/Security.md,
 /// "Connection limits"): when the pool of connections still in their handshake is full, a new
-/// connection evicts one of them (first those that failed a proof, then the oldest) instead of
-/// being refused, so an honest handshake, which ends within a round trip, keeps its slot while
-/// ``TCPOptions/maxUnauthenticated`` newer connections arrive; no address is ever refused for
-/// failed proofs (a failed proof costs its sender a delay, out of the read interest).
+/// connection evicts one of them (those that failed a proof, then those silent for 100 ms, then
+/// the rest; oldest first in each) instead of being refused. An honest handshake sends at once and
+/// ends within a round trip, so it keeps its slot while silent connections remain to evict, and
+/// otherwise while ``TCPOptions/maxUnauthenticated`` newer ones arrive. No address is ever refused
+/// for failed proofs (a failed proof costs its sender a delay, out of the read interest).
 public final class TCPListener: TransportListener, @unchecked Sendable {
     // @unchecked Sendable: the counters, the pending table and `listenSocket` are touched only on
     // `loop`'s thread; the accept queue is behind a Mutex.
@@ -41,8 +42,14 @@ public final class TCPListener: TransportListener, @unchecked Sendable {
     private struct Pending {
         let socket: SocketConnection
         let order: UInt64
+        /// When it was accepted (``EventLoop/now()``).
+        let since: UInt64
         var failedProof = false
     }
+
+    /// Longer than this without a byte, a connection in its handshake counts as silent (an honest
+    /// client sends its HELLO at once; a newer one may simply not have been read yet).
+    private var silentAfter: UInt64 { min(100_000_000, options.handshakeTimeout.nanoseconds / 4) }
 
     /// Listens on `host:port` (port 0: any free port, see ``port``).
     ///
@@ -167,7 +174,7 @@ public final class TCPListener: TransportListener, @unchecked Sendable {
             let socket = SocketConnection(fd: client, remote: remote, machine: machine, options: options, loop: loop)
             let id = ObjectIdentifier(socket)
             self.accepted += 1
-            pending[id] = Pending(socket: socket, order: self.accepted)
+            pending[id] = Pending(socket: socket, order: self.accepted, since: EventLoop.now())
             total += 1
             publishPool()
             var authenticated = false
@@ -212,11 +219,17 @@ public final class TCPListener: TransportListener, @unchecked Sendable {
     ///   ``TCPOptions/maxUnauthenticated``), only when the pool is full.
     private func makeRoom() -> String? {
         if pending.count >= options.maxUnauthenticated || total >= options.maxConnections {
-            // Failed proofs first, then the oldest: an honest handshake ends within a round trip,
-            // so the newest connections are the ones that may still be honest (ranking the silent
-            // first would evict an honest client whose HELLO is not read yet in favour of an
-            // attacker's older half-open connections).
-            let victim = pending.values.min { a, b in (a.failedProof ? 0 : 1, a.order) < (b.failedProof ? 0 : 1, b.order) }
+            // Failed proofs first, then connections silent past `silentAfter`, then the rest; the
+            // oldest first in each. An honest handshake sends at once and ends within a round
+            // trip, so it is in the last class and among the newest (a connection not read yet is
+            // not ranked silent until `silentAfter`, so it does not go before older half-open ones).
+            let now = EventLoop.now()
+            func rank(_ p: Pending) -> (Int, UInt64) {
+                if p.failedProof { return (0, p.order) }
+                if now &- p.since > silentAfter, !p.socket.hasReceived { return (1, p.order) }
+                return (2, p.order)
+            }
+            let victim = pending.values.min { rank($0) < rank($1) }
             guard let victim else { return "too many connections" }
             count("evicted from a full handshake pool")
             gauges.withLock { $0.evicted += 1 }

@@ -184,7 +184,9 @@ extension SocketTests {
                     }
                 }
                 let t = try #require(closedAt)
-                #expect(t >= 0.5 && t < 1.5, "closed after \(t) s")
+                // The deadline is 0.6 s; the whole head would take 8 s. A loaded CI machine once
+                // closed it at 1.54 s, so the bound leaves room for scheduling, not for the slowloris.
+                #expect(t >= 0.5 && t < 3, "closed after \(t) s")
                 // Idle: answered, then closed after the idle deadline without a word.
                 let idle = try #require(RawSocket(port: server.port, source: "127.0.0.1"))
                 // The idle deadline starts once the answer is written, after the request is sent:
