@@ -15,6 +15,7 @@ let package = Package(
         .library(name: "ListSync", targets: ["ListSync"]),
         .library(name: "ListSyncSimulation", targets: ["ListSyncSimulation"]),
         .library(name: "ListSyncTCP", targets: ["ListSyncTCP"]),
+        .library(name: "ListSyncHTTP", targets: ["ListSyncHTTP"]),
         .library(name: "ListSyncCrypto", targets: ["ListSyncCrypto"]),
         .library(name: "ListStore", targets: ["ListStore"]),
         .library(name: "ListSyncServer", targets: ["ListSyncServer"]),
@@ -42,6 +43,9 @@ let package = Package(
         .target(name: "CListSyncLinux"),
         // Sockets on an event loop, frames, the key handshake and sealed frames.
         .target(name: "ListSyncTCP", dependencies: ["ListSync", "ListSyncCrypto", "CListSyncLinux"]),
+        // A small HTTP/1.1 server on the transport's event loop and syscall funnel (the daemon's
+        // admin port: /healthz, /readyz, Prometheus /metrics, bearer tokens).
+        .target(name: "ListSyncHTTP", dependencies: ["ListSync", "ListSyncTCP", "ListSyncCrypto"]),
         // A TCP proxy that injects seeded faults (delays, stalls, drops, cuts, partitions): the pure
         // fault machine and its socket loop on the transport's event loop (Docs/Reliability.md).
         .target(name: "ListSyncFaults", dependencies: ["ListSync", "ListSyncTCP"]),
@@ -50,7 +54,7 @@ let package = Package(
         // A child process for the kill -9 tests and Benchmarks/store-kill9.sh: appends, prints each ack.
         .executableTarget(name: "listsync-store-probe", dependencies: ["ListStore", "ListCRDT"]),
         // The peer daemon: documents registry, connections, peers, metrics; and its client.
-        .target(name: "ListSyncServer", dependencies: ["ListCRDT", "ListTable", "ListSync", "ListSyncTCP", "ListStore", "ListSyncCrypto"]),
+        .target(name: "ListSyncServer", dependencies: ["ListCRDT", "ListTable", "ListSync", "ListSyncTCP", "ListSyncHTTP", "ListStore", "ListSyncCrypto"]),
         // What an app links to sync, without the daemon: the offline-first device client
         // (SyncClient: a local store per document, edits durable on the device, reconnection;
         // Docs/Client.md) and DaemonClient (one connection, online only); both drive the
@@ -76,7 +80,7 @@ let package = Package(
         ),
         .testTarget(
             name: "ListSyncTCPTests",
-            dependencies: ["ListCRDT", "ListSync", "ListSyncTCP", "ListSyncCrypto", "ListSyncSimulation", "ListSyncTestSupport", "ListSyncTestTraits"]
+            dependencies: ["ListCRDT", "ListSync", "ListSyncTCP", "ListSyncHTTP", "ListSyncCrypto", "ListSyncSimulation", "ListSyncTestSupport", "ListSyncTestTraits"]
         ),
         .testTarget(name: "ListSyncCryptoTests", dependencies: ["ListSyncCrypto"]),
         .testTarget(name: "ListSyncFaultsTests", dependencies: ["ListSyncFaults", "ListSyncTCP", "ListSyncTestSupport"]),
@@ -85,7 +89,7 @@ let package = Package(
             dependencies: ["ListStore", "ListCRDT", "ListSyncSimulation", "ListSyncTestSupport", "ListSyncTestTraits", "listsync-store-probe"]
         ),
         // Starts the built `listsync` binary as a process (a dependency, so it is built first).
-        .testTarget(name: "ListSyncServerTests", dependencies: ["listsync", "listsync-load", "ListSyncServer", "ListSyncClient", "ListSync", "ListTable", "ListSyncTCP", "ListStore", "ListCRDT", "ListSyncTestSupport", "ListSyncTestTraits",
+        .testTarget(name: "ListSyncServerTests", dependencies: ["listsync", "listsync-load", "ListSyncServer", "ListSyncClient", "ListSync", "ListTable", "ListSyncTCP", "ListSyncHTTP", "ListStore", "ListCRDT", "ListSyncTestSupport", "ListSyncTestTraits",
                                                          "ListSyncFaults", "listsync-faultproxy"]),
         .executableTarget(
             name: "listsync-bench",

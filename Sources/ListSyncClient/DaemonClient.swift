@@ -103,9 +103,9 @@ public actor DaemonClient {
     private func startReading() {
         reader = Task { [transport] in
             for await frame in transport.incoming {
-                await self.received(frame)
+                self.received(frame)
             }
-            await self.closedByPeer()
+            self.closedByPeer()
         }
         ticker = Task { [weak self] in
             while !Task.isCancelled {

@@ -1,4 +1,5 @@
 import Foundation
+import ListSyncHTTP
 import ListSyncTCP
 
 /// The admin HTTP endpoints (`--admin HOST:PORT`): `/healthz`, `/readyz`, Prometheus `/metrics`

@@ -1,5 +1,6 @@
 import ListStore
 import ListSyncCrypto
+import ListSyncHTTP
 import ListSyncTCP
 
 /// The admin port's token file (Docs/Security.md, "Admin port"): one line, the token that

@@ -2,6 +2,7 @@ import Foundation
 import ListCRDT
 import ListStore
 import ListSync
+import ListSyncHTTP
 import ListSyncTCP
 import Synchronization
 
@@ -415,7 +416,7 @@ public actor Daemon {
 
     /// The status as a JSON object (what `listsync status` prints).
     func statusJSON() async -> String {
-        try? devices.reload()   // the rows as they are now (the periodic read runs only while devices connect)
+        _ = try? devices.reload()   // the rows as they are now (the periodic read runs only while devices connect)
         var resident: [[String: Any]] = []
         let failing = await failingStores()
         for (id, h) in hosts {

@@ -3,6 +3,7 @@ import ListCRDT
 import ListStore
 import ListSyncClient
 @testable import ListSyncServer
+import ListSyncHTTP
 import ListSyncTCP
 import ListSyncTestSupport
 import ListSyncTestTraits

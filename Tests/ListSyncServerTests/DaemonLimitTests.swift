@@ -20,7 +20,7 @@ struct DaemonLimitTests {
         let daemon = Daemon(configuration: config)
         try await daemon.start()
         let port = try #require(await daemon.address?.port)
-        let key = try await KeyFile.read(daemon.keyPath)
+        let key = try KeyFile.read(daemon.keyPath)
         return (daemon, port, key, dir)
     }
 

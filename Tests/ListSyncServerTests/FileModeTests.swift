@@ -1,5 +1,6 @@
 import Foundation
 import ListStore
+import ListSyncHTTP
 import ListSyncTCP
 @testable import ListSyncServer
 import ListSyncTestTraits

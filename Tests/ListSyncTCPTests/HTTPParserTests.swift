@@ -1,6 +1,7 @@
 import Testing
 import ListSyncTestSupport
-@testable import ListSyncTCP
+import ListSyncTCP
+@testable import ListSyncHTTP
 
 @Suite("HTTP: request heads parsed from bytes split anywhere, limits, responses, Prometheus text")
 struct HTTPParserTests {

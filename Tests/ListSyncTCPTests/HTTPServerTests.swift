@@ -4,7 +4,8 @@ import Foundation
 import Testing
 import ListSyncTestSupport
 import ListSync
-@testable import ListSyncTCP
+import ListSyncTCP
+@testable import ListSyncHTTP
 
 /// Runs `body` with a fresh loop and an HTTP server on 127.0.0.1 (any port) that answers
 /// `200 "hello <path>[?query]"` (404 for `/missing`), then closes both and checks that every

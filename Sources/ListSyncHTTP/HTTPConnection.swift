@@ -1,4 +1,5 @@
 import ListSync
+import ListSyncTCP
 
 /// One connection of an ``HTTPServer``, on its loop's thread: reads feed the parser, parsed
 /// requests wait in order, one handler runs at a time, its response is written back, and one

@@ -1,4 +1,5 @@
 import ListSync
+import ListSyncTCP
 import Synchronization
 
 /// Limits of an ``HTTPServer`` (defaults suit a local admin port).
