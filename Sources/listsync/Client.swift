@@ -53,15 +53,25 @@ func runClient(_ name: String, _ command: ClientCommand, _ args: [String]) throw
     do { authentication = try clientAuthentication(o) } catch {
         return fail(name, "\(error)", json: json)
     }
+    // This client's kept replica id (nil: every slot held or the folder unusable; a random id).
+    let slot = try? ClientReplica.acquire(folder: (o.value("--data", env: "LISTSYNC_DATA") ?? defaultDataFolder()) + "/clients")
     return blockOn(name, json: json) {
-        let client = try await DaemonClient.connect(host: host, port: port, authentication: authentication)
-        do {
-            let code = try await command.run(o, client, json)
-            await client.close()
-            return code
-        } catch {
-            await client.close()
-            throw error
+        var renewed = false
+        while true {
+            let daemon = try await DaemonClient.connect(host: host, port: port, authentication: authentication)
+            do {
+                let code = try await command.run(o, OnlineClient(daemon: daemon, slot: slot), json)
+                await daemon.close()
+                return code
+            } catch is OnlineClient.ReplicaBehind where !renewed {
+                // Nothing was sent yet (the check comes at open): again, as a fresh id.
+                await daemon.close()
+                try slot?.renew()
+                renewed = true
+            } catch {
+                await daemon.close()
+                throw error
+            }
         }
     }
 }
@@ -261,13 +271,13 @@ let clientCommands: [String: ClientCommand] = [
                 }
                 return nil
             }
-            if let daemon = client as? DaemonClient {
+            if let daemon = (client as? OnlineClient)?.daemon {
                 group.addTask { await daemon.waitUntilClosed() }
             }
             let first = await group.next() ?? nil
             group.cancelAll()
             // The count was reached: closing ends the wait for the close.
-            if first == nil, let daemon = client as? DaemonClient { await daemon.close() }
+            if first == nil, let daemon = (client as? OnlineClient)?.daemon { await daemon.close() }
             guard let reason = first else { return 0 }
             return fail("watch", "the daemon ended the watch: \(reason)", json: json)
         }

@@ -34,12 +34,41 @@ struct Saved: Sendable {
     }
 }
 
-extension DaemonClient: CommandClient {
-    func open(_ id: DocumentID) async throws -> LiveDocument { try await open(id, replica: nil, resuming: nil, epoch: 0) }
+/// The daemon's copy, edited online: every edit acknowledged as durable by the daemon. Edits are
+/// made as this client's replica of `--data`'s `clients/` folder (``ClientReplica``), so commands
+/// run one after another add one entry to a document's version vector, not one each.
+struct OnlineClient: CommandClient {
+    let daemon: DaemonClient
+    /// The client's kept replica id; nil when none could be taken (a random id per command).
+    let slot: ClientReplica?
+
+    /// The document could not be edited as the kept id (the daemon lacks an edit it may have
+    /// sent): the command is run again as a fresh id.
+    struct ReplicaBehind: Error {}
+
+    func documents() async throws -> [DocumentInfo] { try await daemon.documents() }
+    func resolve(_ text: String) async throws -> DocumentInfo { try await daemon.resolve(text) }
+    func create(name: String, sections: [String]) async throws -> DocumentID { try await daemon.create(name: name, sections: sections) }
+    func upload(_ id: DocumentID, _ operations: [ListOperation]) async throws { try await daemon.upload(id, operations) }
+    func status() async throws -> String { try await daemon.status() }
+
+    func open(_ id: DocumentID) async throws -> LiveDocument {
+        let live = try await daemon.open(id, replica: slot?.replica, resuming: nil, epoch: 0)
+        if let slot, live.document.replica == slot.replica, !slot.mayReuse(in: id, version: live.document.version) {
+            throw ReplicaBehind()
+        }
+        return live
+    }
 
     func edit<R: Sendable>(_ id: DocumentID, _ body: @Sendable (inout ListDocument) throws(ListError) -> R) async throws -> (R, Saved) {
-        let r: R = try await edit(id, body)
-        return (r, Saved(text: "acknowledged: on the daemon's disk", acknowledged: true))
+        let live = try await open(id)
+        let made = try live.edit(body)
+        if let last = made.operations.map(\.lastID.counter).max() {
+            // Recorded before anything goes out: a later run knows this id may have sent it.
+            if let slot, live.document.replica == slot.replica { try slot.willSend(id, upTo: last) }
+            try await daemon.upload(id, made.operations)
+        }
+        return (made.result, Saved(text: "acknowledged: on the daemon's disk", acknowledged: true))
     }
 }
 

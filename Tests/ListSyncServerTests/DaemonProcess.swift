@@ -103,7 +103,9 @@ final class DaemonProcess: @unchecked Sendable {
 
     /// Runs a client command against this daemon: (exit status, stdout, stderr).
     func run(_ args: [String], json: Bool = false) throws -> (Int32, String, String) {
-        try runListsync(args + ["--daemon", address, "--key-file", keyFile] + (json ? ["--json"] : []))
+        // `--data`: the client's kept replica id lives in the daemon's folder, not the runner's home.
+        let data = args.contains("--data") ? [] : ["--data", self.data]
+        return try runListsync(args + ["--daemon", address, "--key-file", keyFile] + data + (json ? ["--json"] : []))
     }
 
     /// Parses a client command's `--json` output.

@@ -70,7 +70,7 @@ func runDevice(_ c: Config, items: Int) async throws -> [String: Any] {
     // 2. Resume after 1,000 offline edits while another device made 100.
     let offline = try SyncClient(folder: root + "/a", server: server, changeSets: false)
     _ = try await offline.open(doc)
-    let before = try await offline.live(doc)!.document.version
+    let before = await offline.live(doc)!.document.version
     for i in 0..<1_000 {
         _ = try await offline.edit(doc) { (d: inout ListDocument) throws(ListError) in
             _ = try d.insertItem(atRow: (i * 7919) % items, inSection: 0, value: Data("offline \(i)".utf8))
@@ -79,7 +79,7 @@ func runDevice(_ c: Config, items: Int) async throws -> [String: Any] {
     let mine = ListOperation.encode(await offline.live(doc)!.operations(since: before))
     let other = try SyncClient(folder: root + "/fresh", server: server, changeSets: false)
     _ = try await other.open(doc)
-    let otherBefore = try await other.live(doc)!.document.version
+    let otherBefore = await other.live(doc)!.document.version
     await other.start()
     try await other.waitUntilSynced(timeout: .seconds(60))
     for i in 0..<100 {

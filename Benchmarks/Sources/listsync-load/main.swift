@@ -243,7 +243,7 @@ func run(_ c: Config) async throws -> [String: Any] {
     let daemonCPU0 = daemonProcess?.cpuSeconds ?? 0, ownCPU0 = ownCPUSeconds()
     let start = now()
     try await withThrowingTaskGroup(of: Void.self) { group in
-        for (i, (client, doc, live)) in clients.enumerated() {
+        for (i, (client, doc, _)) in clients.enumerated() {
             let edits = c.edits, moves = c.moves, deletes = c.deletes, seed = c.seed
             group.addTask {
                 var rng = SplitMix(state: seed &* 1_000_003 &+ UInt64(i))
