@@ -29,8 +29,9 @@ public final class EventLoop: @unchecked Sendable {
     // @unchecked Sendable: `handlers`, `timers`, `endOfTurn` and the poller's registrations are
     // read and written only on the loop's own thread (every entry point hops there with
     // `execute`); the task queue crossing threads is behind a Mutex, and the poller's `wake()`,
-    // the one poller call made from other threads, is made under that Mutex and only while the
-    // poller is open (`closed` in the queue's state).
+    // the one poller call made from other threads, is made only while the poller is open: a
+    // caller decides under that Mutex (`closed` false) and counts itself in `wakers`, and the loop
+    // closes the poller only once `closed` is set and `wakers` is back to zero.
 
     /// The process-wide loop, started on first use, with the poller `LISTSYNC_POLLER` names (or
     /// the system's default). If that variable names no poller of this system, or the poller
@@ -53,6 +54,8 @@ public final class EventLoop: @unchecked Sendable {
     private var timers = TimerQueue()
     private let threadID = Mutex<pthread_t?>(nil)
     private let waits = Atomic<Int>(0)
+    /// Wake-ups of the poller in progress on other threads (outside the queue's lock).
+    private let wakers = Atomic<Int>(0)
 
     /// How many times the loop has returned from its poller (a loop that spins shows it here).
     package var wakeups: Int { waits.load(ordering: .relaxed) }
@@ -76,10 +79,23 @@ public final class EventLoop: @unchecked Sendable {
     /// Runs `task` on the loop's thread, soon. Safe from any thread. A task given after
     /// ``shutdown()`` never runs.
     public func execute(_ task: @escaping @Sendable () -> Void) {
-        queue.withLock { q in
+        let wake = queue.withLock { q -> Bool in
             q.tasks.append(task)
-            if q.tasks.count == 1 && !q.closed { poller.wake() }
+            guard q.tasks.count == 1 && !q.closed else { return false }
+            // Counted under the lock, before `closed` can be set: the loop closes the poller only
+            // once no wake-up is in progress.
+            wakers.add(1, ordering: .sequentiallyConsistent)
+            return true
         }
+        // The wake-up (a syscall) outside the lock: under it, every other thread queuing work
+        // spun on the lock while it ran (most of the daemon's CPU under load).
+        if wake { wakeAndRelease() }
+    }
+
+    /// Wakes the poller, then releases the count ``execute(_:)`` or ``shutdown()`` took.
+    private func wakeAndRelease() {
+        poller.wake()
+        wakers.subtract(1, ordering: .sequentiallyConsistent)
     }
 
     /// Whether the caller runs on the loop's thread.
@@ -92,11 +108,13 @@ public final class EventLoop: @unchecked Sendable {
     /// still registered are closed. Must not be called on the loop's thread.
     public func shutdown() {
         precondition(!inLoop, "EventLoop.shutdown() called on the loop's own thread")
-        let first = queue.withLock { q -> Bool in
+        let (first, wake) = queue.withLock { q -> (Bool, Bool) in
             defer { q.stopping = true }
-            if !q.stopping && !q.closed { poller.wake() }
-            return !q.stopping
+            let wake = !q.stopping && !q.closed
+            if wake { wakers.add(1, ordering: .sequentiallyConsistent) }
+            return (!q.stopping, wake)
         }
+        if wake { wakeAndRelease() }
         guard first else { return }
         stopped.wait()
     }
@@ -232,10 +250,10 @@ public final class EventLoop: @unchecked Sendable {
             System.close(fd)
         }
         handlers = [:]
-        queue.withLock { q in
-            q.closed = true
-            poller.close()
-        }
+        queue.withLock { q in q.closed = true }
+        // No wake-up starts after `closed`; wait out those already started, then close.
+        while wakers.load(ordering: .sequentiallyConsistent) != 0 { sched_yield() }
+        poller.close()
         stopped.signal()
     }
 }

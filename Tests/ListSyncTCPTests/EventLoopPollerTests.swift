@@ -108,6 +108,29 @@ extension SocketTests {
             #expect(try take(b) == [])
         }
 
+        @Test("execute from four threads racing shutdown, 50 loops: every shutdown returns, nothing crashes, the wake-ups end before the poller closes", arguments: PollerKind.available)
+        func executeRacingShutdown(kind: PollerKind) async throws {
+            for _ in 0..<50 {
+                let loop = try EventLoop(poller: kind)
+                let ran = Atomic<Int>(0)
+                let stop = Atomic<Bool>(false)
+                let done = DispatchGroup()
+                for _ in 0..<4 {
+                    done.enter()
+                    Thread {
+                        // Wake-ups before, during and after the shutdown (those after are dropped).
+                        while !stop.load(ordering: .relaxed) { loop.execute { ran.add(1, ordering: .relaxed) } }
+                        done.leave()
+                    }.start()
+                }
+                while ran.load(ordering: .relaxed) == 0 { usleep(100) }
+                await offLoopShutdown(loop)
+                stop.store(true, ordering: .relaxed)
+                done.wait()
+                #expect(ran.load(ordering: .relaxed) > 0)
+            }
+        }
+
         @Test("TCP: a listener and clients on a loop of each poller exchange frames, and nothing stays open", arguments: PollerKind.available)
         func tcpRoundTrip(kind: PollerKind) async throws {
             try await withLoop(kind) { loop in
