@@ -104,16 +104,26 @@ private func exchange(_ client: SyncClient, doc: String?, host: String, port: UI
 /// Waits until `client` is up to date (nil), or says why not: a failure, the daemon unreachable
 /// (the first connection attempt failed: no waiting for the backoff), or the timeout.
 private func syncOrFailFast(_ client: SyncClient, timeout: Double) async -> String? {
+    /// How one of the two waits ended.
+    enum Outcome: Sendable {
+        case synced
+        case failed(String)
+        /// The wait for the sync ended because the other wait closed the client: its reason
+        /// comes next.
+        case closedHere
+    }
     let updates = await client.statusUpdates()
-    return await withTaskGroup(of: String?.self) { group in
+    return await withTaskGroup(of: Outcome.self) { group in
         group.addTask {
             do {
                 try await client.waitUntilSynced(timeout: .milliseconds(Int64(timeout * 1000)))
-                return nil
+                return .synced
             } catch SyncClientError.timeout(let status) {
-                return "not up to date after \(Int(timeout)) s: \(status)"
+                return .failed("not up to date after \(Int(timeout)) s: \(status)")
+            } catch SyncClientError.closed {
+                return .closedHere
             } catch {
-                return "\(error)"
+                return .failed("\(error)")
             }
         }
         group.addTask {
@@ -121,13 +131,23 @@ private func syncOrFailFast(_ client: SyncClient, timeout: Double) async -> Stri
                 if case let .offline(_, reason?) = status {
                     // Ends the wait above too (it throws `closed`).
                     await client.close()
-                    return "\(reason) (is `listsync serve` running there?); the edits stay saved on this device"
+                    return .failed("\(reason) (is `listsync serve` running there?); the edits stay saved on this device")
                 }
             }
-            return nil
+            return .closedHere
         }
-        let first = await group.next() ?? nil
+        // The first outcome that says something: a `closed` from the first wait is only the
+        // echo of the second wait's close, which may finish after it.
+        var answer: String?? = nil
+        for await outcome in group {
+            switch outcome {
+            case .synced: answer = .some(nil)
+            case let .failed(why): answer = .some(why)
+            case .closedHere: continue
+            }
+            break
+        }
         group.cancelAll()
-        return first
+        return answer ?? "the sync client closed before it was up to date"
     }
 }
