@@ -98,6 +98,8 @@ actor DaemonConnection: DocumentSubscriber {
             if let failure { daemon.metrics.storageFailed(failure) }
         case let .hello(doc, version):
             await hosts[doc]?.hello(subscriberID, version: version)
+        case let .presence(doc, presence):
+            await hosts[doc]?.presence(presence, from: subscriberID)
         case let .create(request, name, sections, id, epoch):
             do {
                 let (made, madeEpoch) = try await daemon.create(name: name, sections: sections, id: id, epoch: epoch)
