@@ -75,3 +75,45 @@ public struct PresenceOutbox: Sendable {
         return current
     }
 }
+
+/// A client's presence in every document it takes part in: one ``PresenceOutbox`` per document
+/// and the name shown with it; what the drivers (`DaemonClient`, `SyncClient`, the simulator)
+/// keep, pure like the outbox.
+public struct PresencePublisher: Sendable {
+    private var outboxes: [DocumentID: PresenceOutbox] = [:]
+    /// Per document, who the presence is of: the replica that edits it here, the name shown.
+    private var senders: [DocumentID: (replica: ReplicaID, name: String)] = [:]
+
+    /// A publisher taking part in no document yet.
+    public init() {}
+
+    /// The documents it takes part in, in order.
+    public var documents: [DocumentID] { outboxes.keys.sorted() }
+
+    /// The activity of `replica` in `document` is now `activity`, shown as `name`: the presence
+    /// to send now, if any (the first call for a document takes part in it, and sends at once).
+    public mutating func publish(_ document: DocumentID, _ activity: PresenceActivity, replica: ReplicaID, name: String,
+                                 now: UInt64) -> Presence? {
+        senders[document] = (replica, name)
+        let due = outboxes[document, default: PresenceOutbox()].publish(activity, now: now)
+        return due.map { Presence(replica: replica, name: name, activity: $0) }
+    }
+
+    /// The clock moved: the presences to send now, by document.
+    ///
+    /// - Complexity: O(d log d) for d documents.
+    public mutating func tick(now: UInt64) -> [(DocumentID, Presence)] {
+        var out: [(DocumentID, Presence)] = []
+        for doc in documents {
+            guard let due = outboxes[doc]!.tick(now: now), let sender = senders[doc] else { continue }
+            out.append((doc, Presence(replica: sender.replica, name: sender.name, activity: due)))
+        }
+        return out
+    }
+
+    /// `document` was subscribed again (a reconnection): its current activity is owed again.
+    public mutating func announce(_ document: DocumentID) { outboxes[document]?.announce() }
+
+    /// When ``tick(now:)`` next has something to send (nil: nothing until the next publish).
+    public var nextDeadline: UInt64? { outboxes.values.compactMap(\.nextDeadline).min() }
+}
