@@ -273,7 +273,15 @@ public struct Simulator: Sendable {
         daemons[d].servers[node] = ServerSession(maxFrame: 1 << 16, rateLimit: nil, now: nowNs)
         clients[c].session = ClientSession(maxFrame: 1 << 16, timeout: Self.ns(2_000))
         clients[c].connected = true
+        takePartInPresence(c)
         resubscribe(c)
+    }
+
+    /// Every client shows the others' drags: it takes part in the document's presence (idle), and
+    /// announces itself again after each `subscribed`.
+    private mutating func takePartInPresence(_ c: Int) {
+        guard clients[c].presence.documents.isEmpty else { return }
+        publishPresence(c, .idle)
     }
 
     private mutating func resubscribe(_ c: Int) {
@@ -483,6 +491,7 @@ public struct Simulator: Sendable {
         clients[c].document = doc
         clients[c].knowsEpoch = false
         clients[c].presence = PresencePublisher()
+        takePartInPresence(c)
         if clients[c].connected { resubscribe(c) }
     }
 
