@@ -7,7 +7,7 @@ import ListTable
 import Testing
 
 /// Presence through a `listsync serve` process (Docs/DragSessions.md, "Presence"): clients over
-/// TCP and a `watch` process see a drag as it happens, see it end when its sender vanishes, and
+/// TCP (`DaemonClient`, the device's `SyncClient`) and a `watch` process see a drag as it happens, see it end when its sender vanishes, and
 /// the daemon's data folder does not change by one byte.
 @Suite("Presence through a daemon process", .ownThread, .serialized, .timeLimit(.minutes(2)))
 struct PresenceProcessTests {
@@ -55,6 +55,12 @@ struct PresenceProcessTests {
         let tabletLive = try await tablet.open(doc)
         #expect(tabletLive.document.totalItemCount == 3)
         try await tablet.publishPresence(doc, .idle, as: "tablet")   // takes part: hears the others
+        // A device client too (offline-first, reconnecting).
+        let laptop = try SyncClient(folder: dir.path + "/laptop", server: SyncClientTests.server(daemon))
+        let laptopLive = try await laptop.fetch(doc)
+        await laptop.start()
+        try await laptop.waitUntilSynced(timeout: .seconds(20))
+        try await laptop.publishPresence(doc, .idle, as: "laptop")
 
         // A watch process, in JSON.
         let binary = try #require(listsyncBinary())
@@ -87,6 +93,8 @@ struct PresenceProcessTests {
         #expect(shown.name == "phone" && shown.indexPaths == [IndexPath(item: 0, section: 0)] && shown.destination == IndexPath(item: 0, section: 1))
         #expect(await Self.within(2) { printed.text.contains("dragging") && printed.text.contains("phone") } != nil,
                 "watch did not show the drag: \(printed.text)")
+        #expect(await Self.within(2) { laptopLive.remoteActivities.first?.destination == IndexPath(item: 0, section: 1) } != nil,
+                "the device client did not show the drag: \(laptopLive.remoteActivities)")
 
         // A burst: a hover every millisecond for half a second, from both.
         for i in 0..<500 {
@@ -104,8 +112,10 @@ struct PresenceProcessTests {
         await phone.close()
         let ended = await Self.within(Double(PresenceBoard.defaultTTL) / 1e9 + 0.5) { tabletLive.remoteActivities.isEmpty }
         #expect(ended != nil, "the tablet still shows the drag: \(tabletLive.remoteActivities)")
+        #expect(await Self.within(1) { !laptopLive.remoteActivities.contains { $0.name == "phone" } } != nil)
         #expect(await Self.within(2) { printed.text.contains("ended") } != nil, "watch did not show the end: \(printed.text)")
         await tablet.close()
+        await laptop.close()
         #expect(Self.files(daemon.data) == before, "presence changed the daemon's data folder")
     }
 }
