@@ -196,12 +196,20 @@ public final class LiveDocument: Sendable {
     /// The stream buffers without limit: a subscriber that stops reading keeps its change sets
     /// in memory until it is cancelled.
     public func changes() -> AsyncStream<ChangeSet> {
-        let (stream, continuation) = AsyncStream<ChangeSet>.makeStream(bufferingPolicy: .unbounded)
+        makeStream(bufferingPolicy: .unbounded, \.subscribers)
+    }
+
+    /// A new stream registered in `subscribers` until it terminates; finished at once when the
+    /// document is closed.
+    func makeStream<T: Sendable>(bufferingPolicy: AsyncStream<T>.Continuation.BufferingPolicy,
+                                 _ subscribers: WritableKeyPath<State, [UInt64: AsyncStream<T>.Continuation]> & Sendable)
+        -> AsyncStream<T> {
+        let (stream, continuation) = AsyncStream<T>.makeStream(bufferingPolicy: bufferingPolicy)
         let id: UInt64? = state.withLock { state in
             if state.closed { return nil }
             let id = state.nextSubscriber
             state.nextSubscriber += 1
-            state.subscribers[id] = continuation
+            state[keyPath: subscribers][id] = continuation
             return id
         }
         guard let id else {
@@ -209,7 +217,7 @@ public final class LiveDocument: Sendable {
             return stream
         }
         continuation.onTermination = { [weak self] _ in
-            _ = self?.state.withLock { $0.subscribers.removeValue(forKey: id) }
+            _ = self?.state.withLock { $0[keyPath: subscribers].removeValue(forKey: id) }
         }
         return stream
     }

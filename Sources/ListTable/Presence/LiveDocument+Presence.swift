@@ -52,22 +52,7 @@ extension LiveDocument {
     /// presence arrived, ended or expired, or the document changed while someone drags), until
     /// ``close()`` or the end of the `LiveDocument`. Keeps only the latest list unread.
     public func presenceChanges() -> AsyncStream<[RemoteActivity]> {
-        let (stream, continuation) = AsyncStream<[RemoteActivity]>.makeStream(bufferingPolicy: .bufferingNewest(1))
-        let id: UInt64? = state.withLock { state in
-            if state.closed { return nil }
-            let id = state.nextSubscriber
-            state.nextSubscriber += 1
-            state.presenceSubscribers[id] = continuation
-            return id
-        }
-        guard let id else {
-            continuation.finish()
-            return stream
-        }
-        continuation.onTermination = { [weak self] _ in
-            _ = self?.state.withLock { $0.presenceSubscribers.removeValue(forKey: id) }
-        }
-        return stream
+        makeStream(bufferingPolicy: .bufferingNewest(1), \.presenceSubscribers)
     }
 
     /// Sends the activities to every presence subscriber: always when `force` (the board
