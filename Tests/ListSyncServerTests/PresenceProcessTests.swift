@@ -34,6 +34,19 @@ struct PresenceProcessTests {
         return nil
     }
 
+    /// A `listsync watch DOC` process and what it prints.
+    static func watch(_ doc: DocumentID, _ daemon: DaemonProcess, json: Bool) throws -> (Process, OutputBuffer) {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: try #require(listsyncBinary()))
+        p.arguments = ["watch", doc.description, "--daemon", daemon.address, "--key-file", daemon.keyFile] + (json ? ["--json"] : [])
+        let pipe = Pipe()
+        let printed = OutputBuffer()
+        p.standardOutput = pipe
+        pipe.fileHandleForReading.readabilityHandler = { printed.append($0.availableData) }
+        try p.run()
+        return (p, printed)
+    }
+
     static func seconds(_ d: Duration) -> Double { Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18 }
 
     @Test("a drag on one client is seen on another and by `watch` within a second; when its sender vanishes it ends within the time to live; the data folder is byte for byte unchanged")
@@ -62,18 +75,13 @@ struct PresenceProcessTests {
         try await laptop.waitUntilSynced(timeout: .seconds(20))
         try await laptop.publishPresence(doc, .idle, as: "laptop")
 
-        // A watch process, in JSON.
-        let binary = try #require(listsyncBinary())
-        let watch = Process()
-        watch.executableURL = URL(fileURLWithPath: binary)
-        watch.arguments = ["watch", doc.description, "--json", "--daemon", daemon.address, "--key-file", daemon.keyFile]
-        let pipe = Pipe()
-        let printed = OutputBuffer()
-        watch.standardOutput = pipe
-        pipe.fileHandleForReading.readabilityHandler = { printed.append($0.availableData) }
-        try watch.run()
+        // Watch processes, in JSON and in text.
+        let (watch, printed) = try Self.watch(doc, daemon, json: true)
         defer { if watch.isRunning { watch.terminate() } }
-        #expect(await Self.within(20) { printed.text.contains("\"sections\"") } != nil, "the watch did not start: \(printed.text)")
+        let (textWatch, text) = try Self.watch(doc, daemon, json: false)
+        defer { if textWatch.isRunning { textWatch.terminate() } }
+        #expect(await Self.within(20) { printed.text.contains("\"sections\"") && text.text.contains("watching") } != nil,
+                "the watches did not start: \(printed.text) \(text.text)")
         try await Task.sleep(for: .milliseconds(200))   // its announcement reaches the daemon
 
         let before = Self.files(daemon.data)
@@ -93,6 +101,8 @@ struct PresenceProcessTests {
         #expect(shown.name == "phone" && shown.indexPaths == [IndexPath(item: 0, section: 0)] && shown.destination == IndexPath(item: 0, section: 1))
         #expect(await Self.within(2) { printed.text.contains("dragging") && printed.text.contains("phone") } != nil,
                 "watch did not show the drag: \(printed.text)")
+        #expect(await Self.within(2) { text.text.contains("presence: phone drags \"milk\" to 1.0") } != nil,
+                "watch did not show the drag: \(text.text)")
         #expect(await Self.within(2) { laptopLive.remoteActivities.first?.destination == IndexPath(item: 0, section: 1) } != nil,
                 "the device client did not show the drag: \(laptopLive.remoteActivities)")
 
@@ -114,6 +124,7 @@ struct PresenceProcessTests {
         #expect(ended != nil, "the tablet still shows the drag: \(tabletLive.remoteActivities)")
         #expect(await Self.within(1) { !laptopLive.remoteActivities.contains { $0.name == "phone" } } != nil)
         #expect(await Self.within(2) { printed.text.contains("ended") } != nil, "watch did not show the end: \(printed.text)")
+        #expect(await Self.within(2) { text.text.contains("presence: phone ended") } != nil, "watch did not show the end: \(text.text)")
         await tablet.close()
         await laptop.close()
         #expect(Self.files(daemon.data) == before, "presence changed the daemon's data folder")
