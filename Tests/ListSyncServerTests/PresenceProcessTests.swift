@@ -117,6 +117,9 @@ struct PresenceProcessTests {
         try await Task.sleep(for: .milliseconds(1_500))   // refreshes go on meanwhile
         #expect(!tabletLive.remoteActivities.isEmpty && !phoneLive.remoteActivities.isEmpty)
         #expect(Self.files(daemon.data) == before, "presence changed the daemon's data folder")
+        let status = try #require(try daemon.json(["status"]) as? [String: Any])
+        #expect((status["presence_in"] as? Int ?? 0) > 0 && status["presence_dropped"] as? Int == 0,
+                "coalescing clients stay within the daemon's limit: \(status["presence_in"] ?? "?"), \(status["presence_dropped"] ?? "?")")
 
         // The phone vanishes without ending its drag: the others see the drag end within the time to live.
         await phone.close()
