@@ -58,6 +58,10 @@ public actor DaemonClient {
     /// Why the connection ended (the daemon's reason: a revoked credential, a shutdown), once it has.
     public private(set) var endReason: String?
     private let changeSets: Bool
+    /// The documents that take part in presence: their coalescing outboxes.
+    private var presence = PresencePublisher()
+    /// Whether a flush of coalesced presence is scheduled.
+    private var presenceFlush: Task<Void, Never>?
     /// How long a request, subscription or edit may wait for its answer.
     public nonisolated let requestTimeout: Duration
 
@@ -120,6 +124,8 @@ public actor DaemonClient {
         await transport.close()
         reader?.cancel()
         ticker?.cancel()
+        presenceFlush?.cancel()
+        for (_, live) in opened { live.clearPresence() }
         perform(session.disconnected())
         ended(endReason ?? "closed by this client")
     }
@@ -214,6 +220,45 @@ public actor DaemonClient {
         try await send(document, operations)
     }
 
+    // MARK: Presence
+
+    /// Publishes what this client does with an opened document (a drag in progress:
+    /// `dragSession.presenceActivity`; `.idle` when it ends) to the document's other subscribers,
+    /// shown with `name` (Docs/DragSessions.md, "Presence").
+    ///
+    /// The first call for a document also makes the daemon relay the others' presence to this
+    /// client: they arrive in the opened `LiveDocument` (``ListTable/LiveDocument/remoteActivities``,
+    /// ``ListTable/LiveDocument/presenceChanges()``), and expire there 3 s after their last refresh.
+    /// Calls are coalesced to at most 10 messages a second per document (the latest wins); an
+    /// activity in progress is refreshed every second. Nothing is stored or acknowledged.
+    public func publishPresence(_ document: DocumentID, _ activity: PresenceActivity, as name: String) throws {
+        guard let live = opened[document] else { throw DaemonClientError.refused(.unknownDocument, "open \(document) first") }
+        let now = EventLoop.now()
+        let due = presence.publish(document, activity, replica: live.replica, name: name, now: now)
+        if let due { perform(session.publish(document, due)) } else { schedulePresenceFlush(now: now) }
+    }
+
+    /// Sends what the outboxes owe now; forgets the others' presence that expired.
+    private func flushPresence() {
+        let now = EventLoop.now()
+        for (doc, due) in presence.tick(now: now) { perform(session.publish(doc, due)) }
+        for (_, live) in opened { live.expirePresence(now: now) }
+    }
+
+    /// Flushes coalesced presence when its turn comes, sooner than the 250 ms tick.
+    private func schedulePresenceFlush(now: UInt64) {
+        guard presenceFlush == nil, let at = presence.nextDeadline else { return }
+        presenceFlush = Task { [weak self] in
+            try? await Task.sleep(nanoseconds: at > now ? at - now : 0)
+            await self?.presenceFlushed()
+        }
+    }
+
+    private func presenceFlushed() {
+        presenceFlush = nil
+        flushPresence()
+    }
+
     // MARK: The session's driver
 
     private func send(_ document: DocumentID, _ ops: [ListOperation]) async throws {
@@ -238,10 +283,13 @@ public actor DaemonClient {
 
     private func tick() {
         perform(session.tick(now: EventLoop.now()))
+        flushPresence()
     }
 
     private func closedByPeer() {
         ticker?.cancel()
+        presenceFlush?.cancel()
+        for (_, live) in opened { live.clearPresence() }
         perform(session.disconnected())
         ended(endReason ?? transport.closeReason?.description ?? "the connection to the daemon closed")
     }
@@ -287,6 +335,8 @@ public actor DaemonClient {
                 edits.removeValue(forKey: n)?.resume(with: result.mapError { DaemonClientError($0) })
             case let .accessEnded(_, text):
                 endReason = text
+            case let .presence(doc, p):
+                opened[doc]?.receivePresence(p, now: EventLoop.now())
             case .announced, .documentError:
                 break
             }

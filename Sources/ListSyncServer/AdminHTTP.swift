@@ -88,6 +88,8 @@ extension Daemon {
         m.counter("listsync_bytes_in_total", help: "Message bytes received.", value: c.bytesIn)
         m.counter("listsync_batches_acknowledged_total", help: "Batches acknowledged (durable).", value: c.batchesAcknowledged)
         m.counter("listsync_rate_limited_total", help: "Batches refused: a connection over its rate limit.", value: c.rateLimited)
+        m.counter("listsync_presence_total", help: "Presence messages relayed (drags in progress; never stored).", value: c.presenceIn)
+        m.counter("listsync_presence_dropped_total", help: "Presence messages dropped: a connection over its presence limit.", value: c.presenceDropped)
         m.counter("listsync_equivocations_total", help: "Operations refused: a known id with other content.", value: c.equivocations)
         m.counter("listsync_storage_failures_total", help: "Appends that could not be made durable.", value: c.storageFailures)
         m.histogram("listsync_append_seconds", help: "Durable append latency: write and fdatasync, group commit included.",

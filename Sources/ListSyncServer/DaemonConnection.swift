@@ -34,7 +34,14 @@ actor DaemonConnection: DocumentSubscriber {
     func run() async {
         for await frame in transport.incoming {
             daemon?.metrics.received(operations: 0, bytes: frame.count)
+            let dropped = session.presenceDroppedCount
             await perform(session.receive(frame, now: DispatchTime.now().uptimeNanoseconds))
+            if session.presenceDroppedCount > dropped, let daemon {
+                daemon.metrics.presenceDropped()
+                if dropped == 0 {   // one line per connection, not one per message
+                    daemon.log("presence limited", ["from": transport.remoteAddress.description])
+                }
+            }
             if session.isClosed { break }
         }
         for (_, h) in hosts { await h.unsubscribe(subscriberID) }
@@ -98,6 +105,9 @@ actor DaemonConnection: DocumentSubscriber {
             if let failure { daemon.metrics.storageFailed(failure) }
         case let .hello(doc, version):
             await hosts[doc]?.hello(subscriberID, version: version)
+        case let .presence(doc, presence):
+            daemon.metrics.presence()
+            await hosts[doc]?.presence(presence, from: subscriberID)
         case let .create(request, name, sections, id, epoch):
             do {
                 let (made, madeEpoch) = try await daemon.create(name: name, sections: sections, id: id, epoch: epoch)

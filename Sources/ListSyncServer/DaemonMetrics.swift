@@ -26,6 +26,8 @@ final class DaemonMetrics: Sendable {
         var documentsLoaded = 0, documentsUnloaded = 0
         var operationsIn = 0, operationsOut = 0
         var batchesAcknowledged = 0, batchesRefused = 0, equivocations = 0, rateLimited = 0
+        /// Presence messages taken and relayed, and dropped for the presence limit.
+        var presenceIn = 0, presenceDropped = 0
         var bytesIn = 0, bytesOut = 0
         var storageFailures = 0
         /// Device connections ended or refused: credential revoked, unknown or expired.
@@ -61,6 +63,10 @@ final class DaemonMetrics: Sendable {
     /// Counts a batch refused by a rate limit; returns the total so far.
     @discardableResult
     func rateLimited() -> Int { state.withLock { $0.rateLimited += 1; return $0.rateLimited } }
+    func presence() { state.withLock { $0.presenceIn += 1 } }
+    /// Counts a presence message dropped by the presence limit; returns the total so far.
+    @discardableResult
+    func presenceDropped() -> Int { state.withLock { $0.presenceDropped += 1; return $0.presenceDropped } }
     func deviceRefused() { state.withLock { $0.devicesRefused += 1 } }
     func storageFailed(_ why: String) { state.withLock { $0.storageFailures += 1; $0.lastStorageError = why } }
 
@@ -97,6 +103,7 @@ final class DaemonMetrics: Sendable {
             "bytes_in": c.bytesIn, "bytes_out": c.bytesOut, "storage_failures": c.storageFailures,
             "documents_loaded_total": c.documentsLoaded, "documents_unloaded_total": c.documentsUnloaded,
             "admin_unauthorized": c.adminUnauthorized,
+            "presence_in": c.presenceIn, "presence_dropped": c.presenceDropped,
         ]
         if !c.discovery.isEmpty { out["discovery"] = c.discovery }
         if let e = c.lastStorageError { out["last_storage_error"] = e }

@@ -99,11 +99,29 @@ actor DocumentHost {
         return subscribers[subscriber.subscriberID] != nil
     }
 
-    /// Detaches a subscriber.
+    /// Detaches a subscriber; the end of its presence, if it had one in progress, goes to the others.
     func unsubscribe(_ subscriber: SubscriberID) {
-        core.unsubscribe(subscriber)
+        let ends = core.unsubscribe(subscriber)
         subscribers[subscriber] = nil
         lastUsed = clock()
+        deliver(ends)
+    }
+
+    /// A subscriber's presence: relayed to the other subscribers that take presence. Nothing is
+    /// stored: not in the log, not in a snapshot (Docs/Protocol.md, "Presence").
+    func presence(_ presence: Presence, from subscriber: SubscriberID) {
+        deliver(core.presence(presence, from: subscriber))
+    }
+
+    /// Delivers frames the core relays (presence): only `send` comes of them.
+    private func deliver(_ actions: [DocumentCore.Action]) {
+        for action in actions {
+            guard case let .send(to, frame) = action else {
+                assertionFailure("a presence relay asked for \(action)")
+                continue
+            }
+            subscribers[to]?.deliver(id, frame)
+        }
     }
 
     /// Anti-entropy from a subscriber.
@@ -172,7 +190,7 @@ actor DocumentHost {
                 }
             case let .close(to, reason):
                 let s = subscribers.removeValue(forKey: to)
-                core.unsubscribe(to)
+                deliver(core.unsubscribe(to))
                 s?.cut(reason: reason)
             }
         }

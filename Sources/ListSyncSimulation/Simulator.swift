@@ -52,6 +52,8 @@ public struct SimulationReport: Sendable, CustomStringConvertible {
     public var acknowledged = 0, acknowledgedLost = 0
     /// Edits made (and operations created).
     public var edits = 0, operations = 0, moves = 0, drags = 0
+    /// Presence messages clients sent, and received (relayed by their daemon).
+    public var presenceSent = 0, presenceReceived = 0
     public var framesSent = 0, framesDelivered = 0, framesDropped = 0, framesDuplicated = 0, bytesSent = 0
     /// Virtual time at the end, in milliseconds.
     public var virtualTime: UInt64 = 0
@@ -69,6 +71,7 @@ public struct SimulationReport: Sendable, CustomStringConvertible {
         var lines = [
             "seed \(seed): \(daemons) daemons, \(replicas) clients, \(crashes) crashes, \(edits) edits (\(moves) moves, \(drags) drags), \(operations) operations",
             "acknowledged: \(acknowledged) operations, acknowledged lost: \(acknowledgedLost)",
+            "presence: \(presenceSent) messages sent, \(presenceReceived) received",
             "network: \(framesSent) frames sent, \(framesDelivered) delivered, \(framesDropped) dropped, \(framesDuplicated) duplicated, \(bytesSent) bytes",
             "virtual time \(virtualTime) ms, quiet after \(quiescenceRounds) anti-entropy rounds; final document: \(sections) sections, \(items) items",
         ]
@@ -162,6 +165,7 @@ public struct Simulator: Sendable {
             }
         }
         quiesce()
+        checkPresenceEnded()
         check()
         report.framesSent = network.framesSent
         report.framesDelivered = network.framesDelivered
@@ -197,7 +201,10 @@ public struct Simulator: Sendable {
         func take(_ x: UInt64?) { if let x, x < (t ?? .max) { t = x } }
         for d in daemons { take(d.disk.syncDue) }
         for r in roomDue { take(r.time) }
-        for c in clients { take(c.reconnectAt) }
+        for c in clients {
+            take(c.reconnectAt)
+            if c.connected { take(c.presence.nextDeadline.map { $0 / 1_000_000 + 1 }) }
+        }
         for (_, x) in linkDue { take(x) }
         take(nextAntiEntropy)
         return t
@@ -216,7 +223,9 @@ public struct Simulator: Sendable {
         for (d, t) in linkDue where t <= now { connectLink(d, d + 1) }
         for c in clients.indices where clients[c].connected {
             performClient(c, clients[c].session.tick(now: nowNs))
+            for (_, due) in clients[c].presence.tick(now: nowNs) { sendPresence(c, due) }
         }
+        for c in clients.indices { _ = clients[c].board.expire(now: nowNs) }
         if now >= nextAntiEntropy {
             nextAntiEntropy = now + configuration.antiEntropyInterval
             antiEntropy()
@@ -264,7 +273,15 @@ public struct Simulator: Sendable {
         daemons[d].servers[node] = ServerSession(maxFrame: 1 << 16, rateLimit: nil, now: nowNs)
         clients[c].session = ClientSession(maxFrame: 1 << 16, timeout: Self.ns(2_000))
         clients[c].connected = true
+        takePartInPresence(c)
         resubscribe(c)
+    }
+
+    /// Every client shows the others' drags: it takes part in the document's presence (idle), and
+    /// announces itself again after each `subscribed`.
+    private mutating func takePartInPresence(_ c: Int) {
+        guard clients[c].presence.documents.isEmpty else { return }
+        publishPresence(c, .idle)
     }
 
     private mutating func resubscribe(_ c: Int) {
@@ -374,6 +391,7 @@ public struct Simulator: Sendable {
                 performServer(d, other, daemons[d].servers[other]?.documents(request: request, after.map { $0 >= document } == true ? [] : [info]) ?? [])
             case let .status(request): performServer(d, other, daemons[d].servers[other]?.status(request: request, json: "{}") ?? [])
             case .rateLimited: break
+            case let .presence(_, presence): performCore(d, daemons[d].core.presence(presence, from: sub))
             }
         }
     }
@@ -434,6 +452,7 @@ public struct Simulator: Sendable {
             case .close: reset(daemon: d, other: node)
             case let .subscribed(_, _, _, version):
                 clients[c].knowsEpoch = true
+                clients[c].presence.announce(document)
                 let missing = clients[c].document.operations(since: version)
                 if !missing.isEmpty {
                     let (_, sent) = clients[c].session.send(document, missing, now: nowNs)
@@ -451,6 +470,12 @@ public struct Simulator: Sendable {
                 if case let .refused(code, _) = error, code == .epochMismatch {
                     report.failures.append("client \(c): epoch mismatch on its own document")
                 }
+            case let .presence(_, p):
+                report.presenceReceived += 1
+                if p.replica == clients[c].document.replica { report.failures.append("client \(c) got its own presence back") }
+                _ = clients[c].board.receive(p, now: nowNs)
+                // Read by identity against the client's own document (its assertions check the mapping).
+                _ = clients[c].board.activities(in: clients[c].document)
             case .answered, .synced, .announced, .documentError, .accessEnded: break
             }
         }
@@ -465,6 +490,8 @@ public struct Simulator: Sendable {
         doc.variant = configuration.variant
         clients[c].document = doc
         clients[c].knowsEpoch = false
+        clients[c].presence = PresencePublisher()
+        takePartInPresence(c)
         if clients[c].connected { resubscribe(c) }
     }
 
@@ -505,6 +532,7 @@ public struct Simulator: Sendable {
         }
         do {
             try session.begin(at: start, in: clients[r].document)
+            publishPresence(r, session.presenceActivity)
             for _ in 0..<(1 + rng.below(4)) {
                 step(until: network.now + 1 + rng.next() % max(configuration.editInterval, 1))
                 // A forgetful client that started afresh meanwhile drops the drag (its rows are gone).
@@ -518,6 +546,7 @@ public struct Simulator: Sendable {
                 if (try? session.update(to: target)) == nil {
                     try? session.update(to: IndexPath(item: max(rows - 1, 0), section: s))
                 }
+                publishPresence(r, session.presenceActivity)
             }
             if session.isDragging {
                 _ = try session.drop(into: &clients[r].document)
@@ -527,7 +556,22 @@ public struct Simulator: Sendable {
             report.failures.append("client \(r): drag from \(start) failed: \(error)")
             return
         }
+        publishPresence(r, .idle)
         publish(r, since: before)
+    }
+
+    /// Client `r`'s drag as presence, through its coalescing outbox (sent now or on a later tick).
+    private mutating func publishPresence(_ r: Int, _ activity: PresenceActivity) {
+        let replica = clients[r].document.replica
+        if let due = clients[r].presence.publish(document, activity, replica: replica, name: "client \(r)", now: nowNs) {
+            sendPresence(r, due)
+        }
+    }
+
+    private mutating func sendPresence(_ c: Int, _ presence: Presence) {
+        let actions = clients[c].session.publish(document, presence)
+        report.presenceSent += actions.count
+        performClient(c, actions)
     }
 
     /// Sends client `r`'s operations from log position `before` on, as one edit.
@@ -555,6 +599,22 @@ public struct Simulator: Sendable {
             }
         }
         report.failures.append("replicas did not become quiet after 60 anti-entropy rounds")
+    }
+
+    /// Every drag ended: after the presence time to live, no client shows another's drag (ended
+    /// by its `idle`, or expired when that was lost), and no daemon wrote presence to its disk.
+    private mutating func checkPresenceEnded() {
+        let written = daemons.map { $0.disk.synced.count + $0.disk.unsyncedCount }
+        step(until: network.now + PresenceBoard.defaultTTL / 1_000_000 + 1)
+        for c in clients.indices {
+            _ = clients[c].board.expire(now: nowNs)
+            if !clients[c].board.isEmpty {
+                report.failures.append("client \(c) still shows \(clients[c].board.presences.count) drags after the time to live")
+            }
+        }
+        if daemons.map({ $0.disk.synced.count + $0.disk.unsyncedCount }) != written || daemons.contains(where: { !$0.core.isQuiet }) {
+            report.failures.append("a daemon wrote to its disk while only presence and anti-entropy ran")
+        }
     }
 
     private mutating func check() {
@@ -605,4 +665,7 @@ struct SimulatedClient {
     var reconnectAt: UInt64?
     var forgetful = false
     var generation = 0
+    /// Its presence (drags), coalesced; and the others' it shows.
+    var presence = PresencePublisher()
+    var board = PresenceBoard()
 }

@@ -39,6 +39,9 @@ public final class LiveDocument: Sendable {
         var undo: ListUndoManager
         var subscribers: [UInt64: AsyncStream<ChangeSet>.Continuation] = [:]
         var nextSubscriber: UInt64 = 0
+        /// The other replicas' presence (`Presence/LiveDocument+Presence.swift`).
+        var presence = PresenceBoard()
+        var presenceSubscribers: [UInt64: AsyncStream<[RemoteActivity]>.Continuation] = [:]
         var closed = false
     }
 
@@ -65,12 +68,7 @@ public final class LiveDocument: Sendable {
     }
 
     deinit {
-        let subscribers = state.withLock { state in
-            let all = Array(state.subscribers.values)
-            state.subscribers = [:]
-            return all
-        }
-        for c in subscribers { c.finish() }
+        finishSubscribers()
     }
 
     /// The document as it is now (a copy: O(1), shares storage until changed).
@@ -198,12 +196,20 @@ public final class LiveDocument: Sendable {
     /// The stream buffers without limit: a subscriber that stops reading keeps its change sets
     /// in memory until it is cancelled.
     public func changes() -> AsyncStream<ChangeSet> {
-        let (stream, continuation) = AsyncStream<ChangeSet>.makeStream(bufferingPolicy: .unbounded)
+        makeStream(bufferingPolicy: .unbounded, \.subscribers)
+    }
+
+    /// A new stream registered in `subscribers` until it terminates; finished at once when the
+    /// document is closed.
+    func makeStream<T: Sendable>(bufferingPolicy: AsyncStream<T>.Continuation.BufferingPolicy,
+                                 _ subscribers: WritableKeyPath<State, [UInt64: AsyncStream<T>.Continuation]> & Sendable)
+        -> AsyncStream<T> {
+        let (stream, continuation) = AsyncStream<T>.makeStream(bufferingPolicy: bufferingPolicy)
         let id: UInt64? = state.withLock { state in
             if state.closed { return nil }
             let id = state.nextSubscriber
             state.nextSubscriber += 1
-            state.subscribers[id] = continuation
+            state[keyPath: subscribers][id] = continuation
             return id
         }
         guard let id else {
@@ -211,7 +217,7 @@ public final class LiveDocument: Sendable {
             return stream
         }
         continuation.onTermination = { [weak self] _ in
-            _ = self?.state.withLock { $0.subscribers.removeValue(forKey: id) }
+            _ = self?.state.withLock { $0[keyPath: subscribers].removeValue(forKey: id) }
         }
         return stream
     }
@@ -219,13 +225,18 @@ public final class LiveDocument: Sendable {
     /// Finishes every subscription; later calls to ``changes()`` return finished streams.
     /// Edits and receives still work.
     public func close() {
-        let subscribers = state.withLock { state in
+        finishSubscribers()
+    }
+
+    /// Finishes every change-set and presence stream; later ones are born finished.
+    private func finishSubscribers() {
+        let (changes, presence) = state.withLock { state in
             state.closed = true
-            let all = Array(state.subscribers.values)
-            state.subscribers = [:]
-            return all
+            defer { state.subscribers = [:]; state.presenceSubscribers = [:] }
+            return (Array(state.subscribers.values), Array(state.presenceSubscribers.values))
         }
-        for c in subscribers { c.finish() }
+        for c in changes { c.finish() }
+        for c in presence { c.finish() }
     }
 }
 
@@ -234,6 +245,8 @@ extension LiveDocument {
     /// Diffs the new state against the last snapshot, keeps the new snapshot and sends the
     /// change set to every subscriber (unless it is empty). Called under the lock.
     static func publish(_ state: inout State, lostMoves: [LostMove]) -> ChangeSet {
+        // Rows moved: the others' drags are shown at their new places.
+        publishPresence(&state)
         guard state.publishesChanges else {
             state.snapshot = nil
             var none = ChangeSet()

@@ -241,7 +241,7 @@ let clientCommands: [String: ClientCommand] = [
         return 0
     },
     "watch": ClientCommand(
-        usage: usageText("watch DOC [--count N] [options]", "Prints the document, then each change as it arrives from any device, until interrupted (or after N changes).",
+        usage: usageText("watch DOC [--count N] [options]", "Prints the document, then each change as it arrives from any device, and the other devices' drags as they happen (presence: phone drags \"milk\" to 1.0), until interrupted (or after N changes; drags do not count).",
                          extra: "  --count N            stop after N changes\n"),
         values: ["--count"], arguments: 1...1, onReplica: false
     ) { o, client, json in
@@ -251,6 +251,9 @@ let clientCommands: [String: ClientCommand] = [
         }
         let (info, live) = try await openDocument(o, client)
         let changes = live.changes()
+        let presence = live.presenceChanges()
+        // Taking part (idle) makes the daemon relay the others' drags to this watch.
+        try await (client as? OnlineClient)?.daemon.publishPresence(info.id, .idle, as: "watch")
         if json { printJSON(documentObject(info, live.snapshot)) } else { print(documentTable(info, live.snapshot)); print("watching; Ctrl-C to stop") }
         fflush(nil)
         // Until N changes, or until the daemon ends the connection (a revoked credential, a stop).
@@ -269,6 +272,19 @@ let clientCommands: [String: ClientCommand] = [
                     seen += 1
                     if let limit, seen >= limit { break }
                 }
+                return nil
+            }
+            group.addTask {
+                // The others' drags as they happen; they do not count as changes.
+                var shownNow: [ReplicaID: RemoteActivity] = [:]
+                for await activities in presence {
+                    for entry in describePresence(activities, since: shownNow, live.snapshot) {
+                        if json { printJSON(entry.json) } else { print(entry.text) }
+                    }
+                    fflush(nil)
+                    shownNow = Dictionary(activities.map { ($0.replica, $0) }, uniquingKeysWith: { a, _ in a })
+                }
+                while !Task.isCancelled { try? await Task.sleep(for: .seconds(60)) }
                 return nil
             }
             if let daemon = (client as? OnlineClient)?.daemon {

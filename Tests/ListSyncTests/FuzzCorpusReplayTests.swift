@@ -65,6 +65,7 @@ struct FuzzCorpusReplayTests {
                         #expect(session.announce(info).sent.count == 1)
                     case let .status(request):
                         #expect(!session.status(request: request, json: String(repeating: "{}", count: Int(request % 700))).sent.isEmpty)
+                    case let .presence(doc, _): #expect(attachedBefore.contains(doc))
                     case .unsubscribe, .hello, .rateLimited: break
                     }
                 }

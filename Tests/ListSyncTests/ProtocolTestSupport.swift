@@ -251,6 +251,8 @@ struct Wired {
                 fromServer(server.documents(request: request, all.filter { after == nil || $0.id > after! }))
             case let .status(request):
                 fromServer(server.status(request: request, json: statusJSON))
+            case let .presence(_, presence):
+                fromCore(core.presence(presence, from: connection))
             }
         }
     }

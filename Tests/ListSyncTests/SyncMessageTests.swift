@@ -28,7 +28,7 @@ import ListSyncTestSupport
             (12, .statusReport(request: 3, part: Array("{\"a\":1}".utf8), more: false)),
             (13, .error(request: 0, document: nil, code: .malformed, text: "bad")),
             (14, .synced(document: doc, version: version)),
-        ]
+        ] + PresenceMessageTests.examples.map { (15, .presence(document: doc, $0)) }
     }
 
     @Test("every message starts with version 2 and its tag byte, and decodes to itself")
@@ -75,7 +75,7 @@ import ListSyncTestSupport
     func refusals() {
         let good = SyncMessage.unsubscribe(document: Fixture.document).encoded()
         #expect(throws: SyncProtocolError.unsupportedVersion(1)) { try SyncMessage(decoding: [1] + good.dropFirst()) }
-        for tag: UInt8 in [0, 15, 255] {
+        for tag: UInt8 in [0, 16, 255] {
             #expect(throws: SyncProtocolError.self) { try SyncMessage(decoding: [2, tag] + good.dropFirst(2)) }
         }
         #expect(throws: SyncProtocolError.self) { try SyncMessage(decoding: good + [0]) }

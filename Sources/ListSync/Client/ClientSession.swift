@@ -78,6 +78,9 @@ public struct ClientSession: Sendable {
         /// The daemon ended this credential's access (``SyncErrorCode/revoked`` or
         /// ``SyncErrorCode/expired``): the session is closed; do not connect again with it.
         case accessEnded(SyncErrorCode, String)
+        /// Another replica's presence in a live document (a drag in progress, a selection, or its
+        /// end): ephemeral, hand it to the document's presence board.
+        case presence(DocumentID, Presence)
     }
 
     /// The largest frame the connection takes.
@@ -183,6 +186,15 @@ public struct ClientSession: Sendable {
         return OperationFrames.split(document, ops[...], maxFrame: maxFrame).map { .send($0.frame) }
     }
 
+    /// Sends this replica's presence in a live document (not live: nothing is sent, presence is
+    /// ephemeral). The daemon relays it to the document's other subscribers, and from the first
+    /// one on relays theirs to this connection (Docs/Protocol.md, "Presence"). Coalesce before
+    /// calling (``PresenceOutbox``): the daemon drops what exceeds its limit.
+    public func publish(_ document: DocumentID, _ presence: Presence) -> [Action] {
+        guard live.contains(document), !isClosed else { return [] }
+        return [.send(SyncMessage.presence(document: document, presence).encoded())]
+    }
+
     // MARK: Events
 
     /// One frame from the daemon.
@@ -243,6 +255,8 @@ public struct ClientSession: Sendable {
             }
             if let doc { return [.documentError(doc, code, text)] }
             return []
+        case let .presence(doc, presence):
+            return live.contains(doc) ? [.presence(doc, presence)] : []
         case .subscribe, .unsubscribe, .hello, .create, .listDocuments, .status:
             return []
         }

@@ -90,6 +90,11 @@ public struct DocumentCore: Sendable {
     private var inFlight: [InFlight] = []
     private var nextTicket: UInt64 = 1
     private var subscribers: [SubscriberID: Subscriber] = [:]
+    /// Subscribers that sent a presence since they attached: presence is relayed to them only (a
+    /// client of an older version would not read it).
+    private var presenceListeners: Set<SubscriberID> = []
+    /// The last presence of each listener that is not idle: ended for the others when it leaves.
+    private var activePresence: [SubscriberID: Presence] = [:]
 
     /// A batch between ``receive(_:batch:from:)`` and its release.
     private struct InFlight {
@@ -243,6 +248,7 @@ public struct DocumentCore: Sendable {
                 text: "document \(id) is at epoch \(self.epoch), not \(epoch): it was reset or restored; re-attach").encoded())]
         }
         subscribers[subscriber] = Subscriber()
+        presenceListeners.remove(subscriber)
         let hello = SyncMessage.subscribed(document: id, name: name, epoch: self.epoch, version: durableVersion).encoded()
         return [.send(subscriber, hello)] + enqueue(subscriber, durableOperations(since: version), synced: true)
     }
@@ -253,14 +259,48 @@ public struct DocumentCore: Sendable {
         return enqueue(subscriber, durableOperations(since: version), synced: true)
     }
 
-    /// `subscriber` leaves (unsubscribed, or its connection closed).
-    public mutating func unsubscribe(_ subscriber: SubscriberID) {
+    /// `subscriber` leaves (unsubscribed, or its connection closed). Returns the end of its
+    /// presence for the other listeners, if it had one in progress: send it.
+    @discardableResult
+    public mutating func unsubscribe(_ subscriber: SubscriberID) -> [Action] {
         subscribers[subscriber] = nil
+        defer { assert(!presenceListeners.contains(subscriber) && activePresence[subscriber] == nil) }
         for i in inFlight.indices where inFlight[i].sender == subscriber {
             // Its batches are still logged and forwarded; there is nobody to answer.
             inFlight[i] = InFlight(ticket: inFlight[i].ticket, applied: inFlight[i].applied, sender: nil,
                                    batch: 0, refused: inFlight[i].refused, woken: [], durable: inFlight[i].durable)
         }
+        return endPresence(of: subscriber)
+    }
+
+    // MARK: Presence
+
+    /// A presence from `subscriber` (Docs/Protocol.md, "Presence"): relayed at once to every other
+    /// subscriber that has sent one too, never to its sender; nothing is stored but whether
+    /// `subscriber` has a drag or selection in progress, so that its end reaches the others when
+    /// it leaves. From now on `subscriber` hears the others' presence. Not attached: nothing.
+    ///
+    /// - Complexity: O(s) for s subscribers that sent presence (one encoding, shared).
+    public mutating func presence(_ presence: Presence, from subscriber: SubscriberID) -> [Action] {
+        guard subscribers[subscriber] != nil else { return [] }
+        presenceListeners.insert(subscriber)
+        activePresence[subscriber] = presence.activity == .idle ? nil : presence
+        return relayPresence(presence, except: subscriber)
+    }
+
+    /// The subscribers that hear presence, in order.
+    public var presenceListenerIDs: [SubscriberID] { presenceListeners.sorted() }
+
+    private func relayPresence(_ presence: Presence, except sender: SubscriberID) -> [Action] {
+        let frame = SyncMessage.presence(document: id, presence).encoded()
+        return presenceListeners.sorted().filter { $0 != sender }.map { .send($0, frame) }
+    }
+
+    /// Forgets `subscriber`'s presence; if it had one in progress, its end goes to the others.
+    private mutating func endPresence(of subscriber: SubscriberID) -> [Action] {
+        presenceListeners.remove(subscriber)
+        guard let last = activePresence.removeValue(forKey: subscriber) else { return [] }
+        return relayPresence(Presence(replica: last.replica, name: last.name, activity: .idle), except: subscriber)
     }
 
     /// Whether `subscriber` is attached.
@@ -357,6 +397,7 @@ public struct DocumentCore: Sendable {
         if sub.queuedBeyondCatchUp > maxQueuedOperations {
             subscribers[s] = nil
             return [.close(s, reason: "slow consumer: over \(maxQueuedOperations) operations waiting to be sent")]
+                + endPresence(of: s)
         }
         return sub.waiting ? [] : pump(s)
     }

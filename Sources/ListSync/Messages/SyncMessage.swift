@@ -40,10 +40,14 @@ public enum SyncMessage: Equatable, Sendable {
     case statusReport(request: UInt64, part: [UInt8], more: Bool)
     /// A refusal: what and why. `request` (a request or batch number) or `document` say what it answers.
     case error(request: UInt64, document: DocumentID?, code: SyncErrorCode, text: String)
+    /// What a replica does with a document right now (a drag in progress, a selection): ephemeral,
+    /// never stored or acknowledged. A client sends it for a live subscription; the daemon relays
+    /// it to the document's other subscribers that sent one too (Docs/Protocol.md, "Presence").
+    case presence(document: DocumentID, Presence)
 
     enum Tag: UInt8 {
         case subscribe = 1, subscribed, unsubscribe, operations, ack, hello, create, created,
-             listDocuments, documents, status, statusReport, error, synced
+             listDocuments, documents, status, statusReport, error, synced, presence
     }
 
     /// The protocol's version, the first byte of every message. Version 2 added `synced`, paged
@@ -102,6 +106,8 @@ public enum SyncMessage: Equatable, Sendable {
         case let .error(request, doc, code, text):
             w.byte(Tag.error.rawValue); w.varint(request); w.optionalDocument(doc)
             w.byte(code.rawValue); w.string(text)
+        case let .presence(doc, presence):
+            w.byte(Tag.presence.rawValue); w.document(doc); w.presence(presence)
         }
         return w.bytes
     }
@@ -178,6 +184,8 @@ public enum SyncMessage: Equatable, Sendable {
             let c = try r.byte()
             guard let code = SyncErrorCode(rawValue: c) else { throw SyncProtocolError.malformed("unknown error code \(c)") }
             return .error(request: request, document: doc, code: code, text: try r.string())
+        case .presence:
+            return .presence(document: try r.document(), try r.presence())
         }
     }
 }

@@ -198,6 +198,9 @@ public struct PeerSession: Sendable {
                 if attached.contains(doc) { out.append(.deliver(doc, ops)) }
             case .synced, .editDone, .accessEnded:
                 break
+            case .presence:
+                // Presence is per daemon: a link never sends one, so the peer relays none to it.
+                break
             case let .announced(list):
                 out.append(.announced(list))
             case let .documentError(doc, code, _):

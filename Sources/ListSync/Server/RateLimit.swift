@@ -22,6 +22,11 @@ public struct RateLimit: Sendable, Equatable {
     /// second; an import or a peer catching up sends frames of up to 512 operations, one after
     /// another, each waiting for its acknowledgement).
     public static let standard = RateLimit(batchesPerSecond: 1_000, burst: 5_000)
+
+    /// The daemon's default limit on `presence` messages per connection: 20 a second, bursts of
+    /// 40 (twice what a reference client sends while dragging in two documents: it coalesces to
+    /// at most 10 a second per document, ``PresenceOutbox``). The excess is dropped silently.
+    public static let presence = RateLimit(batchesPerSecond: 20, burst: 40)
 }
 
 /// The state of one connection's bucket.

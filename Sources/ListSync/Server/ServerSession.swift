@@ -32,6 +32,9 @@ public struct ServerSession: Sendable {
         case status(request: UInt64)
         /// A batch was refused for the rate limit (`first`: the first time on this connection).
         case rateLimited(first: Bool)
+        /// A presence for an attached document, within the presence limit
+        /// (``DocumentCore/presence(_:from:)``): relay it, store nothing.
+        case presence(DocumentID, Presence)
     }
 
     /// The largest frame the connection takes.
@@ -46,15 +49,22 @@ public struct ServerSession: Sendable {
     public private(set) var isClosed = false
     /// What the peer may do (its credential's claims).
     public let access: Access
+    /// Presence messages dropped for the presence limit (silently: presence is ephemeral, and the
+    /// sender's next refresh carries the latest state).
+    public private(set) var presenceDroppedCount = 0
     private var bucket: TokenBucket?
+    private var presenceBucket: TokenBucket?
 
     /// A session for one connection; `rateLimit` nil: no limit; `now` in nanoseconds; `access`:
-    /// what the peer's credential allows (``Access/full`` for a holder of the daemon's key).
-    public init(maxFrame: Int, rateLimit: RateLimit?, now: UInt64, access: Access = .full) {
+    /// what the peer's credential allows (``Access/full`` for a holder of the daemon's key);
+    /// `presenceLimit`: presence messages a second, all documents together (nil: no limit).
+    public init(maxFrame: Int, rateLimit: RateLimit?, now: UInt64, access: Access = .full,
+                presenceLimit: RateLimit? = .presence) {
         precondition(maxFrame >= 256, "frames of \(maxFrame) bytes are too small")
         self.maxFrame = maxFrame
         self.access = access
         bucket = rateLimit.map { TokenBucket($0, now: now) }
+        presenceBucket = presenceLimit.map { TokenBucket($0, now: now) }
     }
 
     /// The text of the answer for a document that does not exist, and for one the peer's
@@ -112,6 +122,18 @@ public struct ServerSession: Sendable {
                 return [error(request, nil, .forbidden, "the daemon's status needs the daemon's key, not a device credential")]
             }
             return [.status(request: request)]
+        case let .presence(doc, presence):
+            // Ephemeral: what is not relayed is dropped without a word, never an error.
+            guard attachedDocuments.contains(doc) else { return [] }
+            if var b = presenceBucket {
+                let ok = b.take(now: now)
+                presenceBucket = b
+                if !ok {
+                    presenceDroppedCount += 1
+                    return []
+                }
+            }
+            return [.presence(doc, presence)]
         case .subscribed, .synced, .ack, .created, .documents, .statusReport, .error:
             return [error(0, nil, .unsupported, "a daemon does not take that message")]
         }

@@ -115,6 +115,7 @@ extension SyncClient {
             closedTraffic = (closedTraffic.sent + t.sent, closedTraffic.received + t.received)
         }
         for copy in copies.values {
+            copy.live.clearPresence()   // nothing refreshes it now
             copy.phase = .idle
             copy.inFlight = 0
             if copy.recordDirty { writeRecord(copy) }
@@ -125,6 +126,7 @@ extension SyncClient {
     func tick() async {
         guard let c = connection else { return }
         await perform(c.session.tick(now: EventLoop.now()), on: c)
+        tickPresence()
     }
 
     /// Starts syncing `copy` on the current connection, if any: `create` first for a document
@@ -231,6 +233,7 @@ extension SyncClient {
             }
             copy.acknowledge(version, replica: replica)
             copy.phase = .catchingUp
+            presence.announce(id)   // a presence in progress is owed to this new subscription
         case let .subscribeFailed(id, error):
             guard let copy = copies[id] else { break }
             copy.phase = .idle
@@ -259,6 +262,8 @@ extension SyncClient {
             }
         case let .accessEnded(code, text):
             sessionFailure = .accessEnded(code, text)
+        case let .presence(id, p):
+            copies[id]?.live.receivePresence(p, now: EventLoop.now())
         case .announced:
             break
         case .operations:

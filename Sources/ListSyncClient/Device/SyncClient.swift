@@ -115,6 +115,8 @@ public actor SyncClient {
     var syncWaiters: [Int: CheckedContinuation<Void, any Error>] = [:]
     var nextWaiter = 0
     var closedTraffic = (sent: 0, received: 0)
+    /// The documents this device takes part in the presence of (`SyncClient+Presence.swift`).
+    var presence = PresencePublisher()
 
     /// Bytes sent and received on the wire (sealed frames, handshakes included) since the client
     /// was made, over every connection.

@@ -42,6 +42,9 @@ func fuzzSeeds() -> [[UInt8]] {
                 .operations(document: fuzzDocument, batch: 1, operations: batches[1]),
                 .operations(document: fuzzDocument, batch: 0, operations: batches[3]),
                 .hello(document: fuzzDocument, version: VersionVector()),
+                .presence(document: fuzzDocument, Presence(replica: ReplicaID(2), name: "phone", activity: .dragging(
+                    items: [ItemID(OpID(counter: 3, replica: ReplicaID(1)))],
+                    to: PresencePlace(section: SectionID(OpID(counter: 1, replica: ReplicaID(1))), after: nil, before: nil)))),
                 .unsubscribe(document: fuzzDocument),
                 .operations(document: fuzzDocument, batch: 2, operations: batches[2])]),
         script([.create(request: 1, name: "list", sections: ["a", "b"], id: nil, epoch: 0),
@@ -91,6 +94,8 @@ func fuzzOne(_ bytes: [UInt8]) {
                 answers(session.announce(fuzzInfo))
             case let .status(request):
                 answers(session.status(request: request, json: String(repeating: "{}", count: Int(request % 700))))
+            case let .presence(doc, _):
+                guard attachedBefore.contains(doc) else { fuzzFailure("presence for a document not attached") }
             case .unsubscribe, .hello, .rateLimited:
                 break
             }

@@ -31,6 +31,7 @@ func fuzzSeeds() -> [[UInt8]] {
         .unsubscribe(document: fuzzDocument),
         .ack(document: fuzzDocument, batch: 3, version: v),
         .hello(document: fuzzDocument, version: VersionVector()),
+        .presence(document: fuzzDocument, Presence(replica: ReplicaID(2), name: "phone", activity: .selecting(items: []))),
         .create(request: 1, name: "list", sections: ["a", "b"], id: nil, epoch: 0),
         .create(request: 2, name: "copy", sections: [], id: fuzzDocument, epoch: 7),
         .created(request: 1, document: fuzzDocument, epoch: 7),
