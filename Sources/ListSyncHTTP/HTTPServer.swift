@@ -82,23 +82,11 @@ public final class HTTPServer: @unchecked Sendable {
                               handler: @escaping Handler) async throws(TransportError) -> HTTPServer {
         let (fd, bound) = try System.listeningSocket(host: host, port: port, backlog: 128)
         let server = HTTPServer(fd: fd, address: bound, options: options, loop: loop, handler: handler)
-        let result: Result<Void, TransportError> = await withCheckedContinuation { done in
-            loop.execute {
-                do throws(TransportError) {
-                    let acceptor = HTTPAcceptor(server)
-                    server.acceptor = acceptor
-                    try loop.register(fd, acceptor, writable: false)
-                    done.resume(returning: .success(()))
-                } catch {
-                    server.acceptor = nil
-                    done.resume(returning: .failure(error))
-                }
-            }
-        }
-        if case let .failure(error) = result {
-            System.close(fd)
-            throw error
-        }
+        try await loop.registerAcceptor(fd, install: {
+            let acceptor = HTTPAcceptor(server)
+            server.acceptor = acceptor
+            return acceptor
+        }, uninstall: { server.acceptor = nil })
         return server
     }
 

@@ -142,6 +142,30 @@ public final class EventLoop: @unchecked Sendable {
         handlers[fd] = handler
     }
 
+    /// Registers the listening socket `fd` for the acceptor `install` makes (and keeps), on the
+    /// loop's thread, and waits. On failure `uninstall` runs there, `fd` is closed and the error
+    /// thrown: what `TCPListener.listen` and `HTTPServer.listen` share. Not on the loop's thread.
+    ///
+    /// - Throws: ``TransportError/system(call:errno:)`` if the poller refuses `fd`.
+    package func registerAcceptor(_ fd: Int32, install: @escaping @Sendable () -> EventHandler,
+                                  uninstall: @escaping @Sendable () -> Void) async throws(TransportError) {
+        let result: Result<Void, TransportError> = await withCheckedContinuation { done in
+            execute { [self] in
+                do throws(TransportError) {
+                    try register(fd, install(), writable: false)
+                    done.resume(returning: .success(()))
+                } catch {
+                    uninstall()
+                    done.resume(returning: .failure(error))
+                }
+            }
+        }
+        if case let .failure(error) = result {
+            System.close(fd)
+            throw error
+        }
+    }
+
     /// Changes whether `fd` is watched for writability (it stays watched for readability).
     /// Nothing if `fd` is not registered. Loop thread only.
     package func setWritable(_ fd: Int32, _ writable: Bool) {

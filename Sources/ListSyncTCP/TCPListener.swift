@@ -59,23 +59,11 @@ public final class TCPListener: TransportListener, @unchecked Sendable {
                               loop: EventLoop = .shared) async throws(TransportError) -> TCPListener {
         let (fd, bound) = try System.listeningSocket(host: host, port: port, backlog: 256)
         let listener = TCPListener(fd: fd, address: bound, key: key, options: options, loop: loop)
-        let result: Result<Void, TransportError> = await withCheckedContinuation { done in
-            loop.execute {
-                do throws(TransportError) {
-                    let acceptor = Acceptor(listener)
-                    listener.acceptor = acceptor
-                    try loop.register(fd, acceptor, writable: false)
-                    done.resume(returning: .success(()))
-                } catch {
-                    listener.acceptor = nil
-                    done.resume(returning: .failure(error))
-                }
-            }
-        }
-        if case let .failure(error) = result {
-            System.close(fd)
-            throw error
-        }
+        try await loop.registerAcceptor(fd, install: {
+            let acceptor = Acceptor(listener)
+            listener.acceptor = acceptor
+            return acceptor
+        }, uninstall: { listener.acceptor = nil })
         return listener
     }
 
