@@ -118,8 +118,7 @@ actor PeerLink: DocumentSubscriber {
 
     /// A document was created on this daemon: create it on the peer too.
     func documentCreated(_ document: PeerSession.LocalDocument) async {
-        guard session != nil else { return }
-        await perform(session!.created(document, now: Self.now()))
+        await perform(onSession { $0.created(document, now: Self.now()) })
     }
 
     /// About once a second (the daemon's housekeeping): deadlines, resyncs after refusals, and an
@@ -132,14 +131,22 @@ actor PeerLink: DocumentSubscriber {
         for id in due { await resync(id) }
         guard now &- lastAntiEntropy >= daemon.configuration.antiEntropyInterval.nanoseconds else { return }
         lastAntiEntropy = now
-        await perform(session!.start(now: now))
+        await perform(onSession { $0.start(now: now) })
         for id in hosts.keys.sorted() { await resync(id) }
     }
 
     private func resync(_ id: DocumentID) async {
         guard session != nil, let h = hosts[id] else { return }
         let version = await h.localDescription.version
-        await perform(session!.resync(id, version: version, now: Self.now()))
+        await perform(onSession { $0.resync(id, version: version, now: Self.now()) })
+    }
+
+    /// Calls `event` on the session if the link has one now: an `await` before may have let the
+    /// connection end (the session is then nil, or a new connection's), so nothing may assume
+    /// it from a check made before a suspension.
+    private func onSession(_ event: (inout PeerSession) -> [PeerSession.Action]) -> [PeerSession.Action] {
+        guard session != nil else { return [] }
+        return event(&session!)
     }
 
     private func perform(_ actions: [PeerSession.Action]) async {
@@ -161,15 +168,14 @@ actor PeerLink: DocumentSubscriber {
             for d in await daemon.list() where wanted?.contains(d.id) ?? true {
                 if let h = try? await daemon.host(d.id) { local.append(await h.localDescription) }
             }
-            guard session != nil else { return }
-            await perform(session!.reconcile(remote: remote, local: local, complete: complete, now: Self.now()))
+            await perform(onSession { $0.reconcile(remote: remote, local: local, complete: complete, now: Self.now()) })
         case let .createLocal(id, name, epoch):
             do {
                 _ = try await daemon.create(name: name, sections: [], id: id, epoch: epoch)
                 let h = try await daemon.host(id)
                 await daemon.relayCreated(await h.localDescription, except: self)
-                guard session != nil else { return }
-                await perform(session!.localReady(await h.localDescription, now: Self.now()))
+                let ready = await h.localDescription
+                await perform(onSession { $0.localReady(ready, now: Self.now()) })
             } catch {
                 daemon.log("peer document not copied", ["peer": label, "document": id.description, "error": "\(error)"])
             }
