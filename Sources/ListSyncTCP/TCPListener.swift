@@ -207,15 +207,17 @@ public final class TCPListener: TransportListener, @unchecked Sendable {
     ///   ``TCPOptions/maxUnauthenticated``), only when the pool is full.
     private func makeRoom() -> String? {
         if pending.count >= options.maxUnauthenticated || total >= options.maxConnections {
-            // Failed proofs first, then connections silent past `silentAfter`, then the rest; the
-            // oldest first in each. An honest handshake sends at once and ends within a round
-            // trip, so it is in the last class and among the newest (a connection not read yet is
-            // not ranked silent until `silentAfter`, so it does not go before older half-open ones).
+            // Failed proofs first, then connections silent past `silentAfter`, then those that
+            // have sent nothing yet, then those whose handshake is under way; the oldest first in
+            // each. An honest handshake sends at once and ends within a round trip, so it is in
+            // the last class: a reconnecting attacker's young silent connections go before it
+            // even when the honest client is slow to answer (a loaded machine), and a connection
+            // not read yet is not ranked silent until `silentAfter`.
             let now = EventLoop.now()
             func rank(_ p: Pending) -> (Int, UInt64) {
                 if p.failedProof { return (0, p.order) }
-                if now &- p.since > silentAfter, !p.socket.hasReceived { return (1, p.order) }
-                return (2, p.order)
+                if !p.socket.hasReceived { return (now &- p.since > silentAfter ? 1 : 2, p.order) }
+                return (3, p.order)
             }
             let victim = pending.values.min { rank($0) < rank($1) }
             guard let victim else { return "too many connections" }

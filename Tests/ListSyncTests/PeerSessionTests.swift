@@ -36,7 +36,32 @@ import ListSyncTestSupport
         #expect(p.receive(frame(.subscribed(document: both, name: "b", epoch: 5, version: remoteVersion)), now: 0)
                 == [.attach(both, remoteVersion: remoteVersion)])
         #expect(p.attached == [both])
+        #expect(p.receive(frame(.synced(document: both, version: remoteVersion)), now: 0).isEmpty)
+        #expect(p.catchingUp.isEmpty)
         return p
+    }
+
+    @Test("an anti-entropy round or a resync during a catch-up does not restart it; after synced they subscribe again")
+    func noRestartDuringCatchUp() {
+        var (p, n) = Self.started()
+        let remote = [DocumentInfo(id: Self.both, name: "b", epoch: 5, operations: 1)]
+        _ = p.receive(Self.frame(.documents(request: n, remote, more: false)), now: 0)
+        let local = [PeerSession.LocalDocument(id: Self.both, name: "b", epoch: 5, version: Self.localVersion)]
+        _ = p.reconcile(remote: remote, local: local, now: 0)
+        _ = p.receive(Self.frame(.subscribed(document: Self.both, name: "b", epoch: 5, version: Self.remoteVersion)), now: 0)
+        #expect(p.catchingUp == [Self.both])
+        let ops = Fixture.typed(1).operations
+        #expect(p.receive(Self.frame(.operations(document: Self.both, batch: 0, operations: ops)), now: 1) == [.deliver(Self.both, ops)])
+        // The next round, and a resync, while the catch-up streams: nothing sent for it.
+        #expect(p.resync(Self.both, version: Self.localVersion, now: 2).isEmpty)
+        #expect(p.reconcile(remote: remote, local: local, now: 2).isEmpty)
+        #expect(p.receive(Self.frame(.synced(document: Self.both, version: Self.remoteVersion)), now: 3).isEmpty)
+        #expect(p.catchingUp.isEmpty)
+        #expect(p.resync(Self.both, version: Self.localVersion, now: 4).sent == [.subscribe(document: Self.both, epoch: 5, version: Self.localVersion)])
+        // The connection ends: nothing is left catching up.
+        _ = p.receive(Self.frame(.subscribed(document: Self.both, name: "b", epoch: 5, version: Self.remoteVersion)), now: 5)
+        _ = p.disconnected()
+        #expect(p.catchingUp.isEmpty)
     }
 
     @Test("reconcile: a document only the peer holds is probed, made here and attached; one only here is created there; one both hold is subscribed")
@@ -77,6 +102,11 @@ import ListSyncTestSupport
                 == [.attach(Self.onlyLocal, remoteVersion: VersionVector())])
         #expect(p.attached == [Self.onlyRemote, Self.both, Self.onlyLocal])
         #expect(p.client.waitingCount == 0)
+
+        // Their catch-ups end.
+        for d in [Self.onlyRemote, Self.both, Self.onlyLocal] {
+            #expect(p.receive(Self.frame(.synced(document: d, version: Self.remoteVersion)), now: 0).isEmpty)
+        }
 
         // An anti-entropy round lists again; documents already made on both sides are subscribed again, not created.
         let again = p.start(now: 10)

@@ -68,6 +68,10 @@ public struct PeerSession: Sendable {
     private var creating: [UInt64: DocumentID] = [:]
     private var listing: UInt64?
     private var resyncAt: [DocumentID: UInt64] = [:]
+    /// Attached documents whose catch-up has not ended (no `synced` yet). A new subscription
+    /// would restart it from this daemon's durable version: over a slow link a large document
+    /// restarted by every anti-entropy round never finished, so rounds and resyncs leave these be.
+    public private(set) var catchingUp: Set<DocumentID> = []
 
     /// A link over a connection whose frames are at most `maxFrame` bytes; times in nanoseconds.
     public init(maxFrame: Int, timeout: UInt64 = 30_000_000_000, resyncDelay: UInt64 = 1_000_000_000) {
@@ -102,7 +106,7 @@ public struct PeerSession: Sendable {
                 let (n, sent) = client.request(.create(name: d.name, sections: [], id: d.id, epoch: d.epoch), now: now)
                 creating[n] = d.id
                 actions += wire(sent, now: now)
-            } else {
+            } else if !catchingUp.contains(d.id) {
                 actions += wire(client.subscribe(d.id, epoch: d.epoch, version: d.version, now: now), now: now)
             }
         }
@@ -139,7 +143,7 @@ public struct PeerSession: Sendable {
 
     /// Subscribes to `document` again with this daemon's `version`: both directions resync.
     public mutating func resync(_ document: DocumentID, version: VersionVector, now: UInt64) -> [Action] {
-        guard attached.contains(document), let epoch = epochs[document] else { return [] }
+        guard attached.contains(document), !catchingUp.contains(document), let epoch = epochs[document] else { return [] }
         return wire(client.subscribe(document, epoch: epoch, version: version, now: now), now: now)
     }
 
@@ -147,7 +151,7 @@ public struct PeerSession: Sendable {
     public mutating func disconnected() -> [Action] {
         let detach = attached.sorted().map { Action.detach($0) }
         _ = client.disconnected()
-        attached = []; probing = []; creating = [:]; listing = nil; resyncAt = [:]
+        attached = []; probing = []; creating = [:]; listing = nil; resyncAt = [:]; catchingUp = []
         return detach
     }
 
@@ -176,17 +180,20 @@ public struct PeerSession: Sendable {
                 guard let local = epochs[doc] else { continue }
                 guard local == epoch else {
                     epochConflicts[doc] = (local, epoch)
+                    catchingUp.remove(doc)
                     if attached.remove(doc) != nil { out.append(.detach(doc)) }
                     out.append(.epochConflict(doc, local: local, remote: epoch))
                     continue
                 }
                 if attached.contains(doc) { out.append(.detach(doc)) }
                 attached.insert(doc)
+                catchingUp.insert(doc)
                 out.append(.attach(doc, remoteVersion: version))
             case let .subscribeFailed(doc, error):
                 probing.remove(doc)
                 if case let .refused(code, _) = error, code == .epochMismatch {
                     epochConflicts[doc] = (epochs[doc] ?? 0, 0)
+                    catchingUp.remove(doc)
                     if attached.remove(doc) != nil { out.append(.detach(doc)) }
                     out.append(.epochConflict(doc, local: epochs[doc] ?? 0, remote: 0))
                 } else if attached.contains(doc), resyncAt[doc] == nil {
@@ -196,7 +203,9 @@ public struct PeerSession: Sendable {
                 }
             case let .operations(doc, ops):
                 if attached.contains(doc) { out.append(.deliver(doc, ops)) }
-            case .synced, .editDone, .accessEnded:
+            case let .synced(doc, _):
+                catchingUp.remove(doc)
+            case .editDone, .accessEnded:
                 break
             case .presence:
                 // Presence is per daemon: a link never sends one, so the peer relays none to it.
