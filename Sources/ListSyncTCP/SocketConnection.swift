@@ -147,6 +147,10 @@ final class SocketConnection: EventHandler, @unchecked Sendable {
     /// Whether any byte came from the peer.
     var hasReceived: Bool { traffic.withLock { $0.received > 0 } }
 
+    /// Nanoseconds since the last bytes from the peer (since the socket was made, if none came).
+    /// Loop thread only.
+    var quietFor: UInt64 { EventLoop.now() &- lastReceived }
+
     /// Runs `body` once fewer than `below` bytes are queued, or the socket is closed (at once if so).
     func whenRoom(below: Int, _ body: @escaping () -> Void) {
         if closed || queued < below { body() } else { roomWaiters.append((below, body)) }

@@ -207,17 +207,19 @@ public final class TCPListener: TransportListener, @unchecked Sendable {
     ///   ``TCPOptions/maxUnauthenticated``), only when the pool is full.
     private func makeRoom() -> String? {
         if pending.count >= options.maxUnauthenticated || total >= options.maxConnections {
-            // Failed proofs first, then connections silent past `silentAfter`, then those that
-            // have sent nothing yet, then those whose handshake is under way; the oldest first in
-            // each. An honest handshake sends at once and ends within a round trip, so it is in
-            // the last class: a reconnecting attacker's young silent connections go before it
-            // even when the honest client is slow to answer (a loaded machine), and a connection
-            // not read yet is not ranked silent until `silentAfter`.
-            let now = EventLoop.now()
+            // The victim, by class, the oldest first in each: (0) a failed proof; then, quiet
+            // past `silentAfter`, (1) one that never sent a byte and (2) one whose handshake
+            // stalled (a HELLO, then nothing); then, active lately, (3) one that has sent nothing
+            // yet and (4) one whose handshake is under way. An honest handshake sends at once and
+            // ends within a round trip: it is in class 3 or 4 and among the newest, so a
+            // reconnecting attacker's connections, young or old, silent or half-open, go first.
+            // (Oldest-first alone, and then three classes that ranked half-open connections with
+            // honest ones, lost an honest client under load in CI.)
             func rank(_ p: Pending) -> (Int, UInt64) {
                 if p.failedProof { return (0, p.order) }
-                if !p.socket.hasReceived { return (now &- p.since > silentAfter ? 1 : 2, p.order) }
-                return (3, p.order)
+                let sent = p.socket.hasReceived
+                if p.socket.quietFor > silentAfter { return (sent ? 2 : 1, p.order) }
+                return (sent ? 4 : 3, p.order)
             }
             let victim = pending.values.min { rank($0) < rank($1) }
             guard let victim else { return "too many connections" }
