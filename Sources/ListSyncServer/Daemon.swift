@@ -250,7 +250,10 @@ public actor Daemon {
         let task = Task { () throws -> DocumentHost in
             try await offPool {
                 let entry = try folder.list().first { $0.id == id }
-                guard let entry else { throw DaemonError.unknownDocument(id) }
+                guard let entry else {
+                    if (try? folder.destroyedRecord(id)) != nil { throw DaemonError.destroyed(id) }
+                    throw DaemonError.unknownDocument(id)
+                }
                 let (store, document) = try folder.open(id, replica: replica, options: options)
                 return DocumentHost(id: id, name: entry.name, store: store, document: document,
                                     epoch: try store.epoch, pendingLimits: limits, maxFrame: maxFrame, clock: clock,
