@@ -301,8 +301,9 @@ let clientCommands: [String: ClientCommand] = [
             }
             let first = await group.next() ?? nil
             group.cancelAll()
-            // The count was reached: closing ends the wait for the close.
-            if first == nil, let daemon = (client as? OnlineClient)?.daemon { await daemon.close() }
+            // The count was reached, or the document ended: closing ends the wait for the close
+            // (a wait that cancelling does not end). Closed already: nothing more happens.
+            if let daemon = (client as? OnlineClient)?.daemon { await daemon.close() }
             guard let reason = first else { return 0 }
             return fail("watch", "the daemon ended the watch: \(reason)", json: json)
         }
