@@ -19,6 +19,17 @@ struct DataFolderDestroyTests {
         return id
     }
 
+    /// A file system that fails every mutating call (EIO) once a call `crashAt` matches has run:
+    /// what a crash right after that call leaves on disk.
+    static func crashing(after crashAt: @escaping @Sendable (FileSystem.Call) -> Bool) -> FileSystem {
+        let crashed = Mutex(false)
+        return FileSystem { call in
+            if crashed.withLock({ $0 }), call.isMutating { return EIO }
+            if crashAt(call) { crashed.withLock { $0 = true } }
+            return nil
+        }
+    }
+
     @Test("destroy: the record (epoch, time; mode 0600) is written and synced before the document's folder is touched; then it is gone")
     func recordFirst() throws {
         let root = temporaryFolder("destroy-order")
@@ -61,12 +72,7 @@ struct DataFolderDestroyTests {
         defer { removeFolder(root) }
         let id = try Self.folderWithDocument(root)
         // Every mutating call after the record's folder sync fails: the crash.
-        let crashed = Mutex(false)
-        let fs = FileSystem { call in
-            if crashed.withLock({ $0 }), call.isMutating { return EIO }
-            if call.name == "fsync", call.path == root + "/destroyed" { crashed.withLock { $0 = true } }
-            return nil
-        }
+        let fs = Self.crashing { $0.name == "fsync" && $0.path == root + "/destroyed" }
         let folder = try DataFolder(root: root, fileSystem: fs)
         #expect(throws: StoreError.self) { try folder.destroy(id, epoch: 7, time: 1) }
         folder.close()
@@ -85,12 +91,7 @@ struct DataFolderDestroyTests {
         let root = temporaryFolder("destroy-trash")
         defer { removeFolder(root) }
         let id = try Self.folderWithDocument(root)
-        let crashed = Mutex(false)
-        let fs = FileSystem { call in
-            if crashed.withLock({ $0 }), call.isMutating { return EIO }
-            if call.name == "unlink", call.path?.contains(".trash-") == true { crashed.withLock { $0 = true } }
-            return nil
-        }
+        let fs = Self.crashing { $0.name == "unlink" && $0.path?.contains(".trash-") == true }
         let folder = try DataFolder(root: root, fileSystem: fs)
         #expect(throws: StoreError.self) { try folder.destroy(id, epoch: 7, time: 1) }
         folder.close()

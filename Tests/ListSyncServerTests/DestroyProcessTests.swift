@@ -7,19 +7,16 @@ import Testing
 struct DestroyProcessTests {
     /// Runs listsync with stdin from /dev/null (never a terminal): (exit status, stdout, stderr).
     static func withoutTerminal(_ args: [String]) throws -> (Int32, String, String) {
-        guard let binary = listsyncBinary() else { throw DaemonTestError("no listsync binary") }
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: binary)
-        p.arguments = args
-        p.standardInput = FileHandle.nullDevice
-        let out = Pipe(), err = Pipe()
-        p.standardOutput = out
-        p.standardError = err
-        try p.run()
-        let o = out.fileHandleForReading.readDataToEndOfFile()
-        let e = err.fileHandleForReading.readDataToEndOfFile()
-        p.waitUntilExit()
-        return (p.terminationStatus, String(decoding: o, as: UTF8.self), String(decoding: e, as: UTF8.self))
+        try runListsync(args, stdin: FileHandle.nullDevice)
+    }
+
+    /// A daemon in `dir` holding a document "groceries" with one item, its id, and the options
+    /// that reach the daemon as its operator and as a device.
+    static func daemonWithDocument(_ dir: TemporaryFolder) throws -> (DaemonProcess, String, operator: [String], device: [String]) {
+        let daemon = try DaemonProcess(data: dir.path + "/data")
+        let doc = try create(daemon, "groceries")
+        return (daemon, doc, ["--daemon", daemon.address, "--key-file", daemon.keyFile, "--data", daemon.data],
+                ["--daemon", daemon.address, "--key-file", daemon.keyFile, "--timeout", "20"])
     }
 
     static func ids(_ d: DaemonProcess) -> [String] {
@@ -37,10 +34,8 @@ struct DestroyProcessTests {
     func destroyCommand() throws {
         let dir = TemporaryFolder()
         defer { dir.remove() }
-        let daemon = try DaemonProcess(data: dir.path + "/data")
+        let (daemon, doc, common, device) = try Self.daemonWithDocument(dir)
         defer { daemon.terminate() }
-        let doc = try Self.create(daemon, "groceries")
-        let common = ["--daemon", daemon.address, "--key-file", daemon.keyFile, "--data", daemon.data]
 
         let (refused, _, why) = try Self.withoutTerminal(["destroy", doc] + common)
         #expect(refused == 2, "\(why)")
@@ -61,7 +56,6 @@ struct DestroyProcessTests {
         defer { if watch.isRunning { watch.terminate() } }
         #expect(eventually(10) { watchOut.text.contains("watching") }, "\(watchOut.text) \(watchErr.text)")
         let phone = dir.path + "/phone"
-        let device = ["--daemon", daemon.address, "--key-file", daemon.keyFile, "--timeout", "20"]
         let fetched = try runListsync(["sync", "--replica", phone, doc] + device)
         #expect(fetched.0 == 0, "\(fetched)")
 
@@ -98,12 +92,9 @@ struct DestroyProcessTests {
     func deviceWithUnsentEdits() throws {
         let dir = TemporaryFolder()
         defer { dir.remove() }
-        let daemon = try DaemonProcess(data: dir.path + "/data")
+        let (daemon, doc, common, device) = try Self.daemonWithDocument(dir)
         defer { daemon.terminate() }
-        let doc = try Self.create(daemon, "groceries")
-        let common = ["--daemon", daemon.address, "--key-file", daemon.keyFile, "--data", daemon.data]
         let phone = dir.path + "/phone"
-        let device = ["--daemon", daemon.address, "--key-file", daemon.keyFile, "--timeout", "20"]
         #expect(try runListsync(["sync", "--replica", phone, doc] + device).0 == 0)
         let edited = try runListsync(["insert", "--replica", phone, doc, "0.0", "eggs"])
         #expect(edited.0 == 0, "\(edited)")

@@ -22,16 +22,22 @@ struct SyncClientDestroyTests {
         return await condition()
     }
 
-    @Test("destroyed on the daemon: a synced copy is removed from the device, the status stays up to date, and the id cannot be fetched again")
-    func destroyedCopyRemoved() async throws {
-        let dir = TemporaryFolder()
-        defer { dir.remove() }
+    /// A daemon process, and a device client in `dir` that made "groceries" and synced it.
+    static func syncedDevice(_ dir: TemporaryFolder) async throws -> (DaemonProcess, SyncClient, DocumentID) {
         let daemon = try DaemonProcess(data: dir.path + "/data")
-        defer { daemon.terminate() }
         let client = try SyncClient(folder: dir.path + "/device", server: try SyncClientTests.server(daemon))
         let id = try await client.create(name: "groceries", sections: ["a"])
         await client.start()
         try await client.waitUntilSynced(timeout: .seconds(10))
+        return (daemon, client, id)
+    }
+
+    @Test("destroyed on the daemon: a synced copy is removed from the device, the status stays up to date, and the id cannot be fetched again")
+    func destroyedCopyRemoved() async throws {
+        let dir = TemporaryFolder()
+        defer { dir.remove() }
+        let (daemon, client, id) = try await Self.syncedDevice(dir)
+        defer { daemon.terminate() }
         let admin = try await DaemonClient.connect(host: "127.0.0.1", port: daemon.port, key: try KeyFile.read(daemon.keyFile))
         try await admin.destroy(id)
         await admin.close()
@@ -51,12 +57,8 @@ struct SyncClientDestroyTests {
     func drop() async throws {
         let dir = TemporaryFolder()
         defer { dir.remove() }
-        let daemon = try DaemonProcess(data: dir.path + "/data")
+        let (daemon, client, id) = try await Self.syncedDevice(dir)
         defer { daemon.terminate() }
-        let client = try SyncClient(folder: dir.path + "/device", server: try SyncClientTests.server(daemon))
-        let id = try await client.create(name: "groceries", sections: ["a"])
-        await client.start()
-        try await client.waitUntilSynced(timeout: .seconds(10))
         #expect(try await client.drop(id) == nil, "nothing unsent: removed, not set aside")
         #expect(try await client.documents().isEmpty)
         _ = try await client.fetch(id, name: "groceries")
