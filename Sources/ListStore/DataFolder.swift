@@ -212,6 +212,15 @@ public final class DataFolder: Sendable {
         return out.sorted { $0.id < $1.id }
     }
 
+    /// The ids of the destroyed documents, from the names in `destroyed/` (no record is read).
+    ///
+    /// - Complexity: O(d) for d records (one `readdir`).
+    public func destroyedIDs() throws(StoreError) -> Set<DocumentID> {
+        try checkOpen()
+        guard fs.exists(destroyedPath) else { return [] }
+        return Set(try fs.list(destroyedPath).compactMap { DocumentID(hex: $0) })
+    }
+
     /// Finishes what a crash interrupted: the folders of destroyed documents, and trash folders.
     private func finishRemovals() throws(StoreError) {
         for name in try fs.list(documentsPath) where name.hasPrefix(".trash-") {

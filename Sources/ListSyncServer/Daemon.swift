@@ -351,28 +351,36 @@ public actor Daemon {
             return record.epoch
         }
         guard !destroying.contains(id) else { throw .destroyed(id) }
-        let h = try await host(id)
-        let current = await h.epoch
+        let h: DocumentHost?
+        do { h = try await host(id) } catch {
+            // A document that cannot be loaded (a damaged store) can still be destroyed, at any epoch.
+            guard case .storage = error, epoch == 0, (try? folder.list())?.contains(where: { $0.id == id }) == true else { throw error }
+            log("destroying a document that does not load", ["id": id.description, "error": error.description])
+            h = nil
+        }
+        let current = await h?.epoch ?? 0
         guard epoch == 0 || epoch == current else { throw .epochMismatch(id, epoch: current) }
         guard !destroying.contains(id) else { throw .destroyed(id) }
         destroying.insert(id)
         defer { destroying.remove(id) }
-        await h.destroy(reason: "document \(id) was destroyed (\(reason)); its id is not used again")
-        if hosts[id] === h { hosts[id] = nil }
-        metrics.unloaded()
+        if let h {
+            await h.destroy(reason: "document \(id) was destroyed (\(reason)); its id is not used again")
+            if hosts[id] === h { hosts[id] = nil }
+            metrics.unloaded()
+        }
         do { try folder.destroy(id, epoch: current, time: Self.unixMillis()) } catch {
             log("document destroy failed", ["id": id.description, "error": error.description])
             throw DaemonError.from(error)
         }
         metrics.setOnDisk(max(0, metrics.documentsOnDisk - 1))
-        log("document destroyed", ["id": id.description, "name": h.name, "epoch": String(current, radix: 16), "by": reason])
+        log("document destroyed", ["id": id.description, "name": h?.name ?? "", "epoch": String(current, radix: 16), "by": reason])
         for p in peers { await p.documentDestroyed(id) }
         return current
     }
 
     /// The ids of the destroyed documents (their deletion records).
     func destroyedIDs() -> Set<DocumentID> {
-        Set(((try? folder?.destroyedRecords()) ?? []).map(\.id))
+        (try? folder?.destroyedIDs()) ?? []
     }
 
     /// Every document in the data folder.

@@ -85,6 +85,26 @@ struct DaemonDestroyTests {
         await daemon.stop()
     }
 
+    @Test("a document whose store does not load (a log that is not ours) can still be destroyed, at epoch 0 only")
+    func damagedDocument() async throws {
+        let dir = TemporaryFolder()
+        defer { dir.remove() }
+        let data = dir.path + "/data"
+        var daemon = try await Self.started(data)
+        let (id, epoch) = try await daemon.create(name: "groceries", sections: ["a"], id: nil, epoch: 0)
+        await daemon.stop()
+        let folder = data + "/documents/" + id.description
+        for f in try FileManager.default.contentsOfDirectory(atPath: folder) where f.hasPrefix("log-") {
+            try Data(repeating: 0x41, count: 64).write(to: URL(fileURLWithPath: folder + "/" + f))
+        }
+        daemon = try await Self.started(data)
+        await #expect(throws: DaemonError.self) { try await daemon.host(id) }
+        await #expect(throws: DaemonError.self) { try await daemon.destroy(id, epoch: epoch, reason: "test") }
+        #expect(try await daemon.destroy(id, epoch: 0, reason: "test") == 0)
+        #expect(await daemon.list().isEmpty && !FileManager.default.fileExists(atPath: folder))
+        await daemon.stop()
+    }
+
     @Test("a device credential may not destroy: forbidden for a document in its scope, unknown document out of it; nothing destroyed")
     func deviceRefused() async throws {
         let dir = TemporaryFolder()
