@@ -22,6 +22,19 @@ struct SyncClientDestroyTests {
         return await condition()
     }
 
+    /// Opens the device folder again, offline. A process another test spawns at that moment may
+    /// hold the folder's lock for an instant (its copy of the descriptor lives from fork to exec,
+    /// and a flock goes with the open file): that wait is bounded, anything else thrown.
+    static func reopen(_ folder: String) async throws -> SyncClient {
+        let deadline = Date().addingTimeInterval(5)
+        while true {
+            do { return try SyncClient(folder: folder, server: nil) } catch {
+                guard case .store(.locked) = error, Date() < deadline else { throw error }
+                try await Task.sleep(for: .milliseconds(50))
+            }
+        }
+    }
+
     /// A daemon process, and a device client in `dir` that made "groceries" and synced it.
     static func syncedDevice(_ dir: TemporaryFolder) async throws -> (DaemonProcess, SyncClient, DocumentID) {
         let daemon = try DaemonProcess(data: dir.path + "/data")
@@ -66,7 +79,7 @@ struct SyncClientDestroyTests {
         #expect(await client.live(id)?.snapshot.sections.count == 1)
         await client.close()
         // Offline, with an edit the daemon never had: set aside.
-        let offline = try SyncClient(folder: dir.path + "/device", server: nil)
+        let offline = try await Self.reopen(dir.path + "/device")
         _ = try await offline.open(id)
         _ = try await offline.edit(id) { (d: inout ListDocument) throws(ListError) in
             try d.insertItem(at: IndexPath(item: 0, section: 0), value: Data("eggs".utf8))
