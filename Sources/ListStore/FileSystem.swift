@@ -319,16 +319,17 @@ public struct FileSystem: Sendable {
         try syncFolder(folder)
     }
 
-    /// Removes the folder at `path` and everything in it (files are unlinked, folders removed
-    /// bottom up); nothing there is fine. Not atomic: rename the folder out of the way first
+    /// Removes the folder at `path` and everything in it (files and links are unlinked, links
+    /// never followed; folders removed bottom up); nothing there is fine. Not atomic: rename the folder out of the way first
     /// (``DataFolder/remove(_:)``), so that a crash leaves a half-removed folder only under a
     /// name nobody reads.
     ///
     /// - Complexity: O(f) calls for f entries.
     public func removeTree(_ path: String) throws(StoreError) {
-        var isFolder: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: path, isDirectory: &isFolder) else { return }
-        guard isFolder.boolValue else { return try unlink(path) }
+        // lstat: a link is removed, never followed (nothing outside `path` is touched).
+        var st = stat()
+        guard lstat(path, &st) == 0 else { return }
+        guard (st.st_mode & S_IFMT) == S_IFDIR else { return try unlink(path) }
         for name in try list(path) { try removeTree(path + "/" + name) }
         try rmdir(path)
     }

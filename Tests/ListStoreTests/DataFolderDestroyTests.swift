@@ -121,6 +121,19 @@ struct DataFolderDestroyTests {
         try store.close()
     }
 
+    @Test("removeTree removes a link inside the folder, never what it points to")
+    func linksNotFollowed() throws {
+        let root = temporaryFolder("remove-links")
+        defer { removeFolder(root) }
+        let outside = root + "/outside"
+        try FileSystem.system.mkdir(outside)
+        #expect(FileManager.default.createFile(atPath: outside + "/keep", contents: Data("x".utf8)))
+        try FileSystem.system.mkdir(root + "/tree")
+        try FileManager.default.createSymbolicLink(atPath: root + "/tree/link", withDestinationPath: outside)
+        try FileSystem.system.removeTree(root + "/tree")
+        #expect(!FileSystem.system.exists(root + "/tree") && FileSystem.system.exists(outside + "/keep"))
+    }
+
     @Test("remove (a device dropping its copy) leaves no record: the id may be made again")
     func removeWithoutRecord() throws {
         let root = temporaryFolder("remove")
