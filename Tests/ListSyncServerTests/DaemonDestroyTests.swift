@@ -21,6 +21,14 @@ struct DaemonDestroyTests {
         return daemon
     }
 
+    /// A data folder with one document "groceries", its daemon stopped: the id and epoch.
+    static func stoppedWithDocument(_ data: String) async throws -> (DocumentID, UInt64) {
+        let daemon = try await started(data)
+        let made = try await daemon.create(name: "groceries", sections: ["a"], id: nil, epoch: 0)
+        await daemon.stop()
+        return made
+    }
+
     @Test("destroy: a subscriber hears destroyed and its subscription ends; create with the id, subscribe and destroy again are answered after")
     func destroyThenRefused() async throws {
         let dir = TemporaryFolder()
@@ -69,15 +77,13 @@ struct DaemonDestroyTests {
         let dir = TemporaryFolder()
         defer { dir.remove() }
         let data = dir.path + "/data"
-        var daemon = try await Self.started(data)
-        let (id, epoch) = try await daemon.create(name: "groceries", sections: ["a"], id: nil, epoch: 0)
-        await daemon.stop()
+        let (id, epoch) = try await Self.stoppedWithDocument(data)
         // What a crash between the two steps leaves: the record written, the folder still there.
         try FileSystem.system.mkdir(data + "/destroyed")
         try FileSystem.system.writeAtomically(Array("epoch \(String(epoch, radix: 16))\ntime 1\n".utf8),
                                               to: data + "/destroyed/" + id.description, folder: data + "/destroyed")
         #expect(FileManager.default.fileExists(atPath: data + "/documents/" + id.description))
-        daemon = try await Self.started(data)
+        let daemon = try await Self.started(data)
         #expect(await daemon.list().isEmpty)
         #expect(!FileManager.default.fileExists(atPath: data + "/documents/" + id.description))
         await #expect(throws: DaemonError.self) { try await daemon.host(id) }
@@ -90,14 +96,12 @@ struct DaemonDestroyTests {
         let dir = TemporaryFolder()
         defer { dir.remove() }
         let data = dir.path + "/data"
-        var daemon = try await Self.started(data)
-        let (id, epoch) = try await daemon.create(name: "groceries", sections: ["a"], id: nil, epoch: 0)
-        await daemon.stop()
+        let (id, epoch) = try await Self.stoppedWithDocument(data)
         let folder = data + "/documents/" + id.description
         for f in try FileManager.default.contentsOfDirectory(atPath: folder) where f.hasPrefix("log-") {
             try Data(repeating: 0x41, count: 64).write(to: URL(fileURLWithPath: folder + "/" + f))
         }
-        daemon = try await Self.started(data)
+        let daemon = try await Self.started(data)
         await #expect(throws: DaemonError.self) { try await daemon.host(id) }
         await #expect(throws: DaemonError.self) { try await daemon.destroy(id, epoch: epoch, reason: "test") }
         #expect(try await daemon.destroy(id, epoch: 0, reason: "test") == 0)
