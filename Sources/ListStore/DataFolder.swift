@@ -15,7 +15,13 @@ import Darwin
 /// <root>/lock                       flock(LOCK_EX | LOCK_NB) held while the DataFolder is open
 /// <root>/documents/<id>/name        the document's name (UTF-8), written atomically
 /// <root>/documents/<id>/...         the DocumentStore files
+/// <root>/documents/.trash-<id>/      a destroyed or dropped document's folder while it is removed
+/// <root>/destroyed/<id>              a deletion record (``DestroyedRecord``), mode 0600
 /// ```
+///
+/// A destroyed document (``destroy(_:epoch:time:)``) leaves its deletion record, written durably
+/// before anything of the document is removed; opening the folder finishes any removal a crash
+/// interrupted (a record with the document's folder still there: the record wins).
 ///
 /// The lock is an `flock` on an open file description: a second process, or a second `DataFolder`
 /// in this one (its own descriptor), gets ``StoreError/locked(path:)``. It goes with the process
@@ -63,6 +69,7 @@ public final class DataFolder: Sendable {
         lock = Mutex(fd)
         do throws(StoreError) {
             try fs.mkdir(documentsPath)
+            try finishRemovals()
         } catch {
             close()
             throw error
@@ -85,6 +92,7 @@ public final class DataFolder: Sendable {
         try checkOpen()
         var rng = SystemRandomNumberGenerator()
         let id = id ?? DocumentID.random(using: &rng)
+        if fs.exists(destroyedPath + "/" + id.description) { throw .destroyed(id) }
         let folder = folder(of: id)
         try fs.mkdir(folder)
         try fs.syncFolder(documentsPath)
@@ -100,6 +108,7 @@ public final class DataFolder: Sendable {
                      options: StoreOptions = StoreOptions()) throws(StoreError) -> (store: DocumentStore, document: ListDocument) {
         try checkOpen()
         let folder = folder(of: id)
+        if fs.exists(destroyedPath + "/" + id.description) { throw .destroyed(id) }
         guard fs.exists(folder + "/name") else { throw .unknownDocument(id) }
         return try DocumentStore.open(at: folder, documentID: id, replica: replica, options: options, fileSystem: fs)
     }
@@ -137,6 +146,94 @@ public final class DataFolder: Sendable {
         return try fs.list(documentsPath).count { DocumentID(hex: $0) != nil }
     }
 
+    // MARK: Destroying
+
+    var destroyedPath: String { root + "/destroyed" }
+
+    /// Destroys document `id`: writes its deletion record (`destroyed/<id>`: the epoch it had and
+    /// `time`, Unix milliseconds; mode 0600, written atomically and its folder synced), and only
+    /// then removes its folder (``remove(_:)``). From then on ``create(name:id:)`` and
+    /// ``open(_:replica:options:)`` refuse the id with ``StoreError/destroyed(_:)``. Close its
+    /// store first. Destroying it again rewrites nothing and finishes the removal.
+    ///
+    /// A crash at any point leaves the document whole, or the record (with all, part or none of
+    /// the folder, which the next opening of the data folder removes).
+    ///
+    /// - Complexity: O(f) file calls for the document's f files.
+    public func destroy(_ id: DocumentID, epoch: UInt64, time: UInt64) throws(StoreError) {
+        try checkOpen()
+        if try destroyedRecord(id) == nil {
+            if !fs.exists(destroyedPath) {
+                try fs.mkdir(destroyedPath)
+                try fs.syncFolder(root)
+            }
+            let text = "epoch \(String(epoch, radix: 16))\ntime \(time)\n"
+            try fs.writeAtomically(Array(text.utf8), to: destroyedPath + "/" + id.description, folder: destroyedPath)
+        }
+        try remove(id)
+    }
+
+    /// Removes document `id`'s folder without a deletion record (a device dropping its copy):
+    /// renamed to `documents/.trash-<id>` and the folder synced (from then on it is not listed),
+    /// then removed, and the folder synced again. Nothing there is fine.
+    ///
+    /// - Complexity: O(f) file calls for the document's f files.
+    public func remove(_ id: DocumentID) throws(StoreError) {
+        try checkOpen()
+        let trash = documentsPath + "/.trash-" + id.description
+        if fs.exists(folder(of: id)) {
+            try fs.removeTree(trash)   // a trash left by an earlier removal of the same id
+            try fs.rename(folder(of: id), to: trash)
+            try fs.syncFolder(documentsPath)
+        }
+        guard fs.exists(trash) else { return }
+        try fs.removeTree(trash)
+        try fs.syncFolder(documentsPath)
+    }
+
+    /// Document `id`'s deletion record, if it was destroyed.
+    public func destroyedRecord(_ id: DocumentID) throws(StoreError) -> DestroyedRecord? {
+        let path = destroyedPath + "/" + id.description
+        guard fs.exists(path) else { return nil }
+        return DestroyedRecord(id: id, text: String(decoding: try fs.readFile(path), as: UTF8.self))
+    }
+
+    /// Every deletion record, ordered by id (records that do not parse count, with epoch and time 0).
+    ///
+    /// - Complexity: O(d) file reads for d records.
+    public func destroyedRecords() throws(StoreError) -> [DestroyedRecord] {
+        try checkOpen()
+        guard fs.exists(destroyedPath) else { return [] }
+        var out: [DestroyedRecord] = []
+        for name in try fs.list(destroyedPath) {
+            guard let id = DocumentID(hex: name), let r = try destroyedRecord(id) else { continue }
+            out.append(r)
+        }
+        return out.sorted { $0.id < $1.id }
+    }
+
+    /// The ids of the destroyed documents, from the names in `destroyed/` (no record is read).
+    ///
+    /// - Complexity: O(d) for d records (one `readdir`).
+    public func destroyedIDs() throws(StoreError) -> Set<DocumentID> {
+        try checkOpen()
+        guard fs.exists(destroyedPath) else { return [] }
+        return Set(try fs.list(destroyedPath).compactMap { DocumentID(hex: $0) })
+    }
+
+    /// Finishes what a crash interrupted: the folders of destroyed documents, and trash folders.
+    private func finishRemovals() throws(StoreError) {
+        for name in try fs.list(documentsPath) where name.hasPrefix(".trash-") {
+            try fs.removeTree(documentsPath + "/" + name)
+            try fs.syncFolder(documentsPath)
+        }
+        guard fs.exists(destroyedPath) else { return }
+        for name in try fs.list(destroyedPath) {
+            guard let id = DocumentID(hex: name), fs.exists(folder(of: id)) else { continue }
+            try remove(id)
+        }
+    }
+
     /// Releases the lock. The stores opened through this folder stay open; close them first.
     public func close() {
         lock.withLock { fd in
@@ -148,5 +245,35 @@ public final class DataFolder: Sendable {
 
     private func checkOpen() throws(StoreError) {
         guard lock.withLock({ $0 != nil }) else { throw .closed }
+    }
+}
+
+
+/// A destroyed document's deletion record (`<root>/destroyed/<id>`), kept so that a peer's or a
+/// device's copy does not bring it back.
+public struct DestroyedRecord: Hashable, Sendable {
+    /// The document's id.
+    public var id: DocumentID
+    /// The epoch it had when it was destroyed.
+    public var epoch: UInt64
+    /// When, in Unix milliseconds.
+    public var time: UInt64
+
+    /// A record.
+    public init(id: DocumentID, epoch: UInt64, time: UInt64) {
+        (self.id, self.epoch, self.time) = (id, epoch, time)
+    }
+
+    /// Reads the record's text (`epoch <hex>` and `time <ms>` lines); what does not parse is 0:
+    /// the id alone is what is refused.
+    init(id: DocumentID, text: String) {
+        var epoch: UInt64 = 0, time: UInt64 = 0
+        for line in text.split(separator: "\n") {
+            let parts = line.split(separator: " ")
+            guard parts.count == 2 else { continue }
+            if parts[0] == "epoch" { epoch = UInt64(parts[1], radix: 16) ?? 0 }
+            if parts[0] == "time" { time = UInt64(parts[1]) ?? 0 }
+        }
+        self.init(id: id, epoch: epoch, time: time)
     }
 }

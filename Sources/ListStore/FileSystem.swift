@@ -21,7 +21,7 @@ public struct FileSystem: Sendable {
     /// One file call about to be made.
     public struct Call: Sendable, CustomStringConvertible {
         /// The C function's name: `open`, `pread`, `pwrite`, `fdatasync`, `fsync`, `ftruncate`,
-        /// `rename`, `unlink`, `mkdir`, `fstat`, `flock`, `close`, `readdir`.
+        /// `rename`, `unlink`, `rmdir`, `mkdir`, `fstat`, `flock`, `close`, `readdir`.
         public var name: String
         /// The file or folder it is about.
         public var path: String?
@@ -214,6 +214,17 @@ public struct FileSystem: Sendable {
         }
     }
 
+    /// Removes the empty folder at `path`.
+    public func rmdir(_ path: String) throws(StoreError) {
+        _ = try run("rmdir", path, mutating: true) { () -> Int32 in
+            #if canImport(Glibc)
+            Glibc.rmdir(path)
+            #else
+            Darwin.rmdir(path)
+            #endif
+        }
+    }
+
     /// Creates the folder at `path` with exactly ``folderMode`` (set again with `chmod` after
     /// `mkdir`, whatever the umask); an existing folder is fine and keeps its mode.
     public func mkdir(_ path: String) throws(StoreError) {
@@ -306,6 +317,21 @@ public struct FileSystem: Sendable {
         try close(fd, path: tmp)
         try rename(tmp, to: path)
         try syncFolder(folder)
+    }
+
+    /// Removes the folder at `path` and everything in it (files and links are unlinked, links
+    /// never followed; folders removed bottom up); nothing there is fine. Not atomic: rename the folder out of the way first
+    /// (``DataFolder/remove(_:)``), so that a crash leaves a half-removed folder only under a
+    /// name nobody reads.
+    ///
+    /// - Complexity: O(f) calls for f entries.
+    public func removeTree(_ path: String) throws(StoreError) {
+        // lstat: a link is removed, never followed (nothing outside `path` is touched).
+        var st = stat()
+        guard lstat(path, &st) == 0 else { return }
+        guard (st.st_mode & S_IFMT) == S_IFDIR else { return try unlink(path) }
+        for name in try list(path) { try removeTree(path + "/" + name) }
+        try rmdir(path)
     }
 
     /// The names in the folder at `path` (no `.` or `..`), sorted.

@@ -37,6 +37,9 @@ public enum StoreError: Error, Hashable, Sendable, CustomStringConvertible {
     case invalidDocumentID(String)
     /// The data folder has no document with this id.
     case unknownDocument(DocumentID)
+    /// The document with this id was destroyed (its deletion record is in the data folder's
+    /// `destroyed/`): it is not opened or created again.
+    case destroyed(DocumentID)
     /// The data folder may be written by group or others (its permission bits are `mode`), who
     /// could then plant or swap documents, the lock or the key: it is refused until tightened.
     case insecureFolder(path: String, mode: UInt32)
@@ -67,6 +70,8 @@ public enum StoreError: Error, Hashable, Sendable, CustomStringConvertible {
             return "'\(text)' is not a document id (32 hexadecimal digits)"
         case let .unknownDocument(id):
             return "no document \(id) in the data folder"
+        case let .destroyed(id):
+            return "document \(id) was destroyed; its id is not used again"
         case let .insecureFolder(path, mode):
             return "data folder \(path) has mode \(String(mode, radix: 8)): group or others can write to it; "
                 + "run `chmod 700 \(path)` (or `chmod go-w`) and start again"

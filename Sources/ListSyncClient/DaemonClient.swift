@@ -55,6 +55,9 @@ public actor DaemonClient {
     private var ticker: Task<Void, Never>?
     private var observer: (@Sendable (DocumentID, [ListOperation]) -> Void)?
     private var closeWaiters: [CheckedContinuation<String, Never>] = []
+    /// Opened documents whose subscription the daemon ended (destroyed or reset), with its words.
+    private var endedDocuments: [DocumentID: String] = [:]
+    private var documentEndWaiters: [DocumentID: [CheckedContinuation<String, Never>]] = [:]
     /// Why the connection ended (the daemon's reason: a revoked credential, a shutdown), once it has.
     public private(set) var endReason: String?
     private let changeSets: Bool
@@ -150,6 +153,33 @@ public actor DaemonClient {
             throw DaemonClientError.disconnected
         }
         return id
+    }
+
+    /// Destroys `document` on the daemon (Docs/Daemon.md, "Destroying a document"): it is gone
+    /// from the list, its files are removed, its subscribers are told, and its id is refused from
+    /// then on, here and on the daemon's peers. Needs the daemon's key (a device credential is
+    /// refused). Destroying a destroyed document succeeds again.
+    ///
+    /// - Parameter epoch: destroy it only at this epoch (0: whatever epoch it is at), so that a
+    ///   copy restored since is not destroyed by mistake.
+    /// - Returns: the epoch it had.
+    /// - Throws: ``DaemonClientError/refused(_:_:)`` with `.unknownDocument`, `.epochMismatch`,
+    ///   `.forbidden` (a device) or `.storage`.
+    @discardableResult
+    public func destroy(_ document: DocumentID, epoch: UInt64 = 0) async throws -> UInt64 {
+        guard case let .destroyed(_, madeEpoch) = try await ask(.destroy(document, epoch: epoch)) else {
+            throw DaemonClientError.disconnected
+        }
+        return madeEpoch
+    }
+
+    /// Waits until the daemon ends the subscription of an opened document (it was destroyed, or
+    /// reset), and returns the daemon's words; nil when the connection closes first.
+    public func waitUntilEnded(_ document: DocumentID) async -> String? {
+        if let text = endedDocuments[document] { return text }
+        guard transport.isOpen else { return nil }
+        let text = await withCheckedContinuation { documentEndWaiters[document, default: []].append($0) }
+        return text.isEmpty ? nil : text
     }
 
     /// Finds a document by id (32 hex digits or a unique prefix of at least 4) or by exact name.
@@ -299,6 +329,8 @@ public actor DaemonClient {
         endReason = reason
         for w in closeWaiters { w.resume(returning: reason) }
         closeWaiters = []
+        for (_, waiters) in documentEndWaiters { for w in waiters { w.resume(returning: "") } }
+        documentEndWaiters = [:]
     }
 
     /// Waits until the connection ends (the daemon closed it, or it was lost); returns why.
@@ -323,8 +355,15 @@ public actor DaemonClient {
                 subscriptions.removeValue(forKey: doc)?.resume(returning: (name, epoch, version))
             case let .subscribeFailed(doc, error):
                 let e = DaemonClientError(error)
+                let waited = subscriptions[doc] != nil || catchUps[doc] != nil
                 subscriptions.removeValue(forKey: doc)?.resume(throwing: e)
                 catchUps.removeValue(forKey: doc)?.resume(throwing: e)
+                if !waited, opened[doc] != nil, case let .refused(code, text) = error, code == .destroyed || code == .epochMismatch {
+                    // A live document ended by the daemon: it no longer syncs.
+                    opened[doc] = nil
+                    endedDocuments[doc] = text
+                    for w in documentEndWaiters.removeValue(forKey: doc) ?? [] { w.resume(returning: text) }
+                }
             case let .operations(doc, ops):
                 observer?(doc, ops)
                 _ = opened[doc]?.receive(ops)

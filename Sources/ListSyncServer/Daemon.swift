@@ -33,6 +33,9 @@ public actor Daemon {
         didSet { metrics.setResident(hosts.count) }
     }
     private var loading: [DocumentID: Task<DocumentHost, any Error>] = [:]
+    /// Documents being destroyed (``destroy(_:epoch:reason:)``): not loaded, created or
+    /// subscribed to while their files go.
+    private var destroying: Set<DocumentID> = []
     private var connections: [ObjectIdentifier: DaemonConnection] = [:]
     private var devices: DeviceRegistry
     /// The last failure to read the devices file (logged once), and the device connections whose
@@ -226,6 +229,7 @@ public actor Daemon {
     ///
     /// - Throws: ``DaemonError/unknownDocument(_:)`` or a storage failure.
     func host(_ id: DocumentID) async throws(DaemonError) -> DocumentHost {
+        if destroying.contains(id) { throw .destroyed(id) }
         if let h = hosts[id] {
             if await !h.isClosed { return h }
             if hosts[id] === h { hosts[id] = nil }   // unloaded meanwhile: load it again
@@ -246,7 +250,10 @@ public actor Daemon {
         let task = Task { () throws -> DocumentHost in
             try await offPool {
                 let entry = try folder.list().first { $0.id == id }
-                guard let entry else { throw DaemonError.unknownDocument(id) }
+                guard let entry else {
+                    if (try? folder.destroyedRecord(id)) != nil { throw DaemonError.destroyed(id) }
+                    throw DaemonError.unknownDocument(id)
+                }
                 let (store, document) = try folder.open(id, replica: replica, options: options)
                 return DocumentHost(id: id, name: entry.name, store: store, document: document,
                                     epoch: try store.epoch, pendingLimits: limits, maxFrame: maxFrame, clock: clock,
@@ -277,6 +284,8 @@ public actor Daemon {
     func create(name: String, sections: [String], id: DocumentID?, epoch: UInt64) async throws(DaemonError)
         -> (DocumentID, UInt64) {
         guard let folder else { throw .stopping }
+        // A destroyed id is never made again, whoever holds a copy (Docs/Daemon.md, "Destroying a document").
+        if let id, destroying.contains(id) || (try? folder.destroyedRecord(id)) != nil { throw .destroyed(id) }
         if let id, let existing = try? await host(id) { return (id, await existing.epoch) }
         // Another create of this id may have made it while this one waited: from this check to
         // `hosts[newID] = h` nothing awaits, so one store per document whatever the races.
@@ -323,6 +332,55 @@ public actor Daemon {
         let info = DocumentInfo(id: newID, name: name, epoch: madeEpoch, operations: 0)
         for c in connections.values { await c.announce(info) }
         return (newID, madeEpoch)
+    }
+
+    /// Destroys document `id` (Docs/Daemon.md, "Destroying a document"): its subscribers hear
+    /// `destroyed` and are detached, its host closes, its deletion record is written durably,
+    /// then its files are removed, and the peers are told. `epoch` 0: whatever epoch it is at;
+    /// another: only at that epoch. Destroying a destroyed document answers its record's epoch
+    /// (and finishes a removal left half done).
+    ///
+    /// - Returns: the epoch the document had.
+    /// - Throws: ``DaemonError/unknownDocument(_:)``, ``DaemonError/epochMismatch(_:epoch:)``, or
+    ///   a storage failure (the record may be written: the document is then destroyed, and the
+    ///   removal is finished at the next start).
+    func destroy(_ id: DocumentID, epoch: UInt64, reason: String) async throws(DaemonError) -> UInt64 {
+        guard let folder else { throw .stopping }
+        if let record = try? folder.destroyedRecord(id) {
+            try? folder.remove(id)
+            return record.epoch
+        }
+        guard !destroying.contains(id) else { throw .destroyed(id) }
+        let h: DocumentHost?
+        do { h = try await host(id) } catch {
+            // A document that cannot be loaded (a damaged store) can still be destroyed, at any epoch.
+            guard case .storage = error, epoch == 0, (try? folder.list())?.contains(where: { $0.id == id }) == true else { throw error }
+            log("destroying a document that does not load", ["id": id.description, "error": error.description])
+            h = nil
+        }
+        let current = await h?.epoch ?? 0
+        guard epoch == 0 || epoch == current else { throw .epochMismatch(id, epoch: current) }
+        guard !destroying.contains(id) else { throw .destroyed(id) }
+        destroying.insert(id)
+        defer { destroying.remove(id) }
+        if let h {
+            await h.destroy(reason: "document \(id) was destroyed (\(reason)); its id is not used again")
+            if hosts[id] === h { hosts[id] = nil }
+            metrics.unloaded()
+        }
+        do { try folder.destroy(id, epoch: current, time: Self.unixMillis()) } catch {
+            log("document destroy failed", ["id": id.description, "error": error.description])
+            throw DaemonError.from(error)
+        }
+        metrics.setOnDisk(max(0, metrics.documentsOnDisk - 1))
+        log("document destroyed", ["id": id.description, "name": h?.name ?? "", "epoch": String(current, radix: 16), "by": reason])
+        for p in peers { await p.documentDestroyed(id) }
+        return current
+    }
+
+    /// The ids of the destroyed documents (their deletion records).
+    func destroyedIDs() -> Set<DocumentID> {
+        (try? folder?.destroyedIDs()) ?? []
     }
 
     /// Every document in the data folder.
@@ -516,6 +574,10 @@ public enum DaemonError: Error, CustomStringConvertible, Sendable {
     case admin(String)
     case listen(String)
     case unknownDocument(DocumentID)
+    /// The document was destroyed: its id is refused.
+    case destroyed(DocumentID)
+    /// The document is at `epoch`, not the one a request named.
+    case epochMismatch(DocumentID, epoch: UInt64)
     case storage(String)
     case limit(String)
     case stopping
@@ -527,6 +589,8 @@ public enum DaemonError: Error, CustomStringConvertible, Sendable {
         case let .admin(s): return s
         case let .listen(s): return "cannot listen on \(s)"
         case let .unknownDocument(id): return ServerSession.unknownDocumentText(id)
+        case let .destroyed(id): return "document \(id) was destroyed; its id is not used again"
+        case let .epochMismatch(id, epoch): return "document \(id) is at epoch \(epoch), not the one asked for"
         case let .storage(s): return "storage: \(s)"
         case let .limit(s): return "limit: \(s)"
         case .stopping: return "the daemon is stopping"
@@ -537,6 +601,7 @@ public enum DaemonError: Error, CustomStringConvertible, Sendable {
         if let e = error as? DaemonError { return e }
         if let e = error as? StoreError {
             if case let .unknownDocument(id) = e { return .unknownDocument(id) }
+            if case let .destroyed(id) = e { return .destroyed(id) }
             return .storage(e.description)
         }
         return .storage("\(error)")

@@ -65,6 +65,17 @@ actor DaemonConnection: DocumentSubscriber {
         Task { await transport.close(reason: reason) }
     }
 
+    nonisolated func documentDestroyed(_ document: DocumentID) {
+        Task { await self.detach(document) }
+    }
+
+    /// The document's host ended this connection's subscription (destroyed): a later batch for
+    /// it is refused as for any document the connection is not attached to.
+    private func detach(_ document: DocumentID) {
+        hosts[document] = nil
+        session.detached(document)
+    }
+
     /// Tells a connection that listed the documents about a new one.
     func announce(_ info: DocumentInfo) async {
         await perform(session.announce(info))
@@ -89,6 +100,11 @@ actor DaemonConnection: DocumentSubscriber {
             if let h = hosts.removeValue(forKey: doc) { await h.unsubscribe(subscriberID) }
         case let .operations(doc, batch, ops):
             guard let host = hosts[doc] else { return }
+            if let reason = await host.destroyedReason {
+                // Destroyed since this connection attached (its detach is on its way).
+                detach(doc)
+                return await perform(session.failed(request: batch, document: doc, code: .destroyed, text: reason))
+            }
             let start = DispatchTime.now().uptimeNanoseconds
             let (equivocated, equivocation, failure) = await host.receive(ops, batch: batch, from: subscriberID)
             daemon.metrics.appended(seconds: Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9)
@@ -114,6 +130,14 @@ actor DaemonConnection: DocumentSubscriber {
                 await perform(session.created(request: request, document: made, epoch: madeEpoch))
             } catch {
                 await perform(session.failed(request: request, document: id, code: error.code, text: error.description))
+            }
+        case let .destroy(request, doc, epoch):
+            do {
+                let madeEpoch = try await daemon.destroy(doc, epoch: epoch, reason: "asked by \(transport.remoteAddress)")
+                hosts[doc] = nil
+                await perform(session.destroyed(request: request, document: doc, epoch: madeEpoch))
+            } catch {
+                await perform(session.failed(request: request, document: doc, code: error.code, text: error.description))
             }
         case let .listDocuments(request, after):
             let list = await daemon.list().filter { after == nil || $0.id > after! }
@@ -158,6 +182,8 @@ extension DaemonError {
     var code: SyncErrorCode {
         switch self {
         case .unknownDocument: return .unknownDocument
+        case .destroyed: return .destroyed
+        case .epochMismatch: return .epochMismatch
         case .limit: return .limit
         case .storage, .stopping: return .storage
         default: return .unsupported

@@ -13,6 +13,9 @@ protocol DocumentSubscriber: AnyObject, Sendable {
     func whenRoom(_ body: @escaping @Sendable () -> Void)
     /// Cuts the subscriber off (it fell too far behind).
     func cut(reason: String)
+    /// The document was destroyed: the subscriber was told (`error(0, document, destroyed)`) and
+    /// is detached; it must forget the host.
+    func documentDestroyed(_ document: DocumentID)
 }
 
 /// One resident document: the driver of its ``DocumentCore`` (the protocol's logic) with its store,
@@ -77,6 +80,8 @@ actor DocumentHost {
     var document: ListDocument { core.document }
     var subscriberCount: Int { subscribers.count }
     var storeFailure: String? { core.failure }
+    /// Why the document was destroyed, once it was (``destroy(reason:)``).
+    var destroyedReason: String? { core.destroyedReason }
     var equivocations: Int { core.equivocations }
     var operationsIn: Int { core.operationsApplied }
     /// This document as a peer link describes it.
@@ -144,7 +149,11 @@ actor DocumentHost {
         -> (equivocations: Int, lastEquivocation: OpID?, failure: String?) {
         lastUsed = clock()
         if isClosed {
-            if let sender { await perform(core.refuse(batch: batch, from: sender, code: .storage, text: "the document is being unloaded; send it again")) }
+            if let sender, let reason = core.destroyedReason {
+                await perform(core.refuse(batch: batch, from: sender, code: .destroyed, text: reason))
+            } else if let sender {
+                await perform(core.refuse(batch: batch, from: sender, code: .storage, text: "the document is being unloaded; send it again"))
+            }
             return (0, nil, nil)
         }
         if core.failure != nil {
@@ -242,6 +251,18 @@ actor DocumentHost {
     func close() {
         isClosed = true
         try? store.close()
+    }
+
+    /// Destroys the document in memory (``DocumentCore/destroy(reason:)``): every subscriber is
+    /// told and detached, batches in flight are answered, and the store is closed. The daemon
+    /// removes the files next.
+    func destroy(reason: String) {
+        let actions = core.destroy(reason: reason)
+        for case let .send(to, frame) in actions { subscribers[to]?.deliver(id, frame) }
+        let ended = subscribers.values
+        subscribers = [:]
+        for s in ended { s.documentDestroyed(id) }
+        close()
     }
 
     /// Ends a hold.

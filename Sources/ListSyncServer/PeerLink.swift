@@ -79,6 +79,12 @@ actor PeerLink: DocumentSubscriber {
         Task { await relay.transport?.close(reason: reason) }
     }
 
+    nonisolated func documentDestroyed(_ document: DocumentID) {
+        Task { await self.forgetHost(document) }
+    }
+
+    private func forgetHost(_ document: DocumentID) { hosts[document] = nil }
+
     // MARK: The connection
 
     private func run() async {
@@ -119,6 +125,12 @@ actor PeerLink: DocumentSubscriber {
     /// A document was created on this daemon: create it on the peer too.
     func documentCreated(_ document: PeerSession.LocalDocument) async {
         await perform(onSession { $0.created(document, now: Self.now()) })
+    }
+
+    /// A document was destroyed on this daemon: destroy it on the peer too.
+    func documentDestroyed(_ document: DocumentID) async {
+        hosts[document] = nil
+        await perform(onSession { $0.destroyed(document, now: Self.now()) })
     }
 
     /// About once a second (the daemon's housekeeping): deadlines, resyncs after refusals, and an
@@ -168,7 +180,8 @@ actor PeerLink: DocumentSubscriber {
             for d in await daemon.list() where wanted?.contains(d.id) ?? true {
                 if let h = try? await daemon.host(d.id) { local.append(await h.localDescription) }
             }
-            await perform(onSession { $0.reconcile(remote: remote, local: local, complete: complete, now: Self.now()) })
+            let destroyed = await daemon.destroyedIDs()
+            await perform(onSession { $0.reconcile(remote: remote, local: local, destroyed: destroyed, complete: complete, now: Self.now()) })
         case let .createLocal(id, name, epoch):
             do {
                 _ = try await daemon.create(name: name, sections: [], id: id, epoch: epoch)
@@ -187,6 +200,16 @@ actor PeerLink: DocumentSubscriber {
             if let h = hosts.removeValue(forKey: id) { await h.unsubscribe(subscriberID) }
         case let .deliver(id, ops):
             await hosts[id]?.receive(ops, batch: 0, from: subscriberID)
+        case let .destroyLocal(id, reason):
+            hosts[id] = nil
+            do {
+                _ = try await daemon.destroy(id, epoch: 0, reason: "destroyed on peer \(label)")
+            } catch DaemonError.unknownDocument {
+                // Not here (a probe's document): nothing to destroy.
+            } catch {
+                daemon.log("peer destroy not applied", ["peer": label, "document": id.description, "reason": reason,
+                                                        "error": "\(error)"])
+            }
         case let .epochConflict(id, localEpoch, remoteEpoch):
             daemon.log("peer epoch conflict", ["peer": label, "document": id.description,
                                                "local_epoch": "\(localEpoch)", "remote_epoch": "\(remoteEpoch)"])

@@ -392,6 +392,10 @@ public struct Simulator: Sendable {
             case let .status(request): performServer(d, other, daemons[d].servers[other]?.status(request: request, json: "{}") ?? [])
             case .rateLimited: break
             case let .presence(_, presence): performCore(d, daemons[d].core.presence(presence, from: sub))
+            case let .destroy(request, doc, _):
+                // The simulated daemons hold one document for the whole run: no destroy events.
+                performServer(d, other, daemons[d].servers[other]?.failed(request: request, document: doc, code: .unsupported,
+                                                                          text: "the simulated daemons do not destroy") ?? [])
             }
         }
     }
@@ -440,6 +444,7 @@ public struct Simulator: Sendable {
             case .detach: daemons[d].core.unsubscribe(sub)
             case let .deliver(_, ops): performCore(d, daemons[d].core.receive(ops, batch: 0, from: sub))
             case let .epochConflict(doc, a, b): report.failures.append("daemon \(d): epoch conflict on \(doc): \(a) / \(b)")
+            case let .destroyLocal(doc, reason): report.failures.append("daemon \(d): told to destroy \(doc) (\(reason)); no daemon destroys here")
             }
         }
     }

@@ -16,6 +16,8 @@ struct ClientCommand: Sendable {
     var arguments: ClosedRange<Int>
     /// Whether the command works on a device copy (`--replica DIR`) without a daemon.
     var onReplica = true
+    /// Checks made before connecting (a usage error exits 2 with nothing done).
+    var check: (@Sendable (Options) throws -> Void)? = nil
     var run: @Sendable (Options, any CommandClient, Bool) async throws -> Int32
 }
 
@@ -43,6 +45,7 @@ func runClient(_ name: String, _ command: ClientCommand, _ args: [String]) throw
     guard command.arguments.contains(o.positional.count) else {
         throw UsageError(message: "\(name) takes \(command.arguments.lowerBound == command.arguments.upperBound ? "\(command.arguments.lowerBound)" : "\(command.arguments.lowerBound) to \(command.arguments.upperBound)") argument(s), not \(o.positional.count)")
     }
+    try command.check?(o)
     if let folder = o.value("--replica", env: "LISTSYNC_REPLICA") {
         guard command.onReplica else { throw UsageError(message: "\(name) needs the daemon; it does not work on a --replica copy") }
         return runOnReplica(name, command, o, folder: folder)
@@ -289,14 +292,51 @@ let clientCommands: [String: ClientCommand] = [
             }
             if let daemon = (client as? OnlineClient)?.daemon {
                 group.addTask { await daemon.waitUntilClosed() }
+                group.addTask {
+                    // The document destroyed (or reset) on the daemon: its subscription ended.
+                    if let why = await daemon.waitUntilEnded(info.id) { return why }
+                    while !Task.isCancelled { try? await Task.sleep(for: .seconds(60)) }
+                    return nil
+                }
             }
             let first = await group.next() ?? nil
             group.cancelAll()
-            // The count was reached: closing ends the wait for the close.
-            if first == nil, let daemon = (client as? OnlineClient)?.daemon { await daemon.close() }
+            // The count was reached, or the document ended: closing ends the wait for the close
+            // (a wait that cancelling does not end). Closed already: nothing more happens.
+            if let daemon = (client as? OnlineClient)?.daemon { await daemon.close() }
             guard let reason = first else { return 0 }
             return fail("watch", "the daemon ended the watch: \(reason)", json: json)
         }
+    },
+    "destroy": ClientCommand(
+        usage: usageText("destroy DOC [--yes] [options]", """
+            Destroys the document DOC (by id, id prefix or name) on the daemon: it is gone from `docs`, its \
+            files are removed from the data folder, whoever watches or syncs it is told, and its id is refused \
+            from then on, on the daemon and on its peers (a copy elsewhere does not bring it back). Needs the \
+            daemon's key. On a terminal it asks you to type the document's name; scripts pass --yes. With \
+            --replica DIR it removes this device's copy only (set aside if it has unsent edits); the daemon's \
+            copy is untouched. (To delete an item, see `listsync delete DOC PATH`.)
+            """, extra: "  --yes                destroy without asking (needed when stdin is not a terminal)\n"),
+        flags: ["--yes"], arguments: 1...1,
+        check: { o in
+            guard o.has("--yes") || isatty(0) == 1 else {
+                throw UsageError(message: "destroy asks for confirmation, and stdin is not a terminal: nothing was destroyed; pass --yes to destroy \(o.positional.first.map { "\"\($0)\"" } ?? "the document") without asking")
+            }
+        }
+    ) { o, client, json in
+        let info = try await client.resolve(o.positional[0])
+        if !o.has("--yes") {
+            let live = try await client.open(info.id)
+            let items = live.document.totalItemCount
+            let question = "Destroy list \"\(shown(info.name))\" (id \(info.id), \(items) item\(items == 1 ? "" : "s"))\(client is ReplicaClient ? " on this device" : "")? Type its name to confirm: "
+            FileHandle.standardError.write(Data(question.utf8))
+            guard let answer = readLine(strippingNewline: true), answer == info.name else {
+                return fail("destroy", "not destroyed: the name typed was not \"\(info.name)\"", json: json)
+            }
+        }
+        let done = try await client.destroy(info)
+        if json { printJSON(done.json) } else { print(done.text) }
+        return 0
     },
     "insert": ClientCommand(
         usage: usageText("insert DOC PATH TEXT [options]", "Inserts an item with TEXT at PATH (0.3: row 3 of section 0), or a section at PATH when PATH is one number."),

@@ -17,6 +17,9 @@ protocol CommandClient: Sendable {
     func edit<R: Sendable>(_ id: DocumentID, _ body: @Sendable (inout ListDocument) throws(ListError) -> R) async throws -> (R, Saved)
     func upload(_ id: DocumentID, _ operations: [ListOperation]) async throws
     func status() async throws -> String
+    /// Destroys the document (the daemon's copy; or, for a device copy, removes it from the
+    /// device), and says what was done, in words and as JSON.
+    func destroy(_ info: DocumentInfo) async throws -> (text: String, json: [String: Any])
 }
 
 /// Where an edit is when the command returns.
@@ -51,6 +54,12 @@ struct OnlineClient: CommandClient {
     func create(name: String, sections: [String]) async throws -> DocumentID { try await daemon.create(name: name, sections: sections) }
     func upload(_ id: DocumentID, _ operations: [ListOperation]) async throws { try await daemon.upload(id, operations) }
     func status() async throws -> String { try await daemon.status() }
+
+    func destroy(_ info: DocumentInfo) async throws -> (text: String, json: [String: Any]) {
+        let epoch = try await daemon.destroy(info.id)
+        return ("destroyed \(shown(info.name)) (\(info.id)) on the daemon: its files are removed and its id is refused from now on",
+                ["destroyed": true, "id": info.id.description, "name": info.name, "epoch": String(epoch, radix: 16)])
+    }
 
     func open(_ id: DocumentID) async throws -> LiveDocument {
         let live = try await daemon.open(id, replica: slot?.replica, resuming: nil, epoch: 0)
@@ -113,6 +122,15 @@ struct ReplicaClient: CommandClient {
         let live = try await client.open(id)
         _ = live.receive(operations)
         try await client.commit(id, operations)
+    }
+
+    func destroy(_ info: DocumentInfo) async throws -> (text: String, json: [String: Any]) {
+        let aside = try await client.drop(info.id)
+        var json: [String: Any] = ["dropped": true, "id": info.id.description, "name": info.name, "replica": folder]
+        if let aside { json["setAside"] = aside }
+        let text = "removed \(shown(info.name)) (\(info.id)) from this device (\(folder))"
+            + (aside.map { "; its unsent edits are kept in \($0)" } ?? "") + "; the daemon's copy is untouched"
+        return (text, json)
     }
 
     func status() async throws -> String {

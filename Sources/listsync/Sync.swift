@@ -86,7 +86,12 @@ private func exchange(_ client: SyncClient, doc: String?, host: String, port: UI
     if let problem = await syncOrFailFast(client, timeout: timeout) { return fail("sync", problem, json: json) }
     var received = 0
     var rows: [[String: Any]] = []
+    let destroyed = Dictionary(uniqueKeysWithValues: await client.destroyedCopies.map { ($0.id, $0) })
     for (id, name) in local {
+        if let gone = destroyed[id] {
+            rows.append(["id": id.description, "name": name, "destroyed": true, "reason": gone.reason])
+            continue
+        }
         let live = try await client.open(id)
         let got = live.document.operationCount - (before[id] ?? 0)
         received += got
@@ -96,7 +101,10 @@ private func exchange(_ client: SyncClient, doc: String?, host: String, port: UI
     if json {
         printJSON(["documents": rows, "sent": waiting, "received": received, "upToDate": true, "seconds": seconds])
     } else {
-        print("up to date: \(local.count) document(s); sent \(waiting) edit(s), received \(received) operation(s) in \(String(format: "%.2f", seconds)) s")
+        for gone in destroyed.values.sorted(by: { $0.id < $1.id }) {
+            print("destroyed on the daemon: \(shown(gone.name)) (\(gone.id)); removed from this device")
+        }
+        print("up to date: \(local.count - destroyed.count) document(s); sent \(waiting) edit(s), received \(received) operation(s) in \(String(format: "%.2f", seconds)) s")
     }
     return 0
 }

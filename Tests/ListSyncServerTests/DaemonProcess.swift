@@ -118,13 +118,15 @@ final class DaemonProcess: @unchecked Sendable {
     }
 }
 
-/// Runs the listsync binary with `args`: (exit status, stdout, stderr).
-func runListsync(_ args: [String], environment: [String: String]? = nil) throws -> (Int32, String, String) {
+/// Runs the listsync binary with `args`: (exit status, stdout, stderr). `stdin` nil: this
+/// process's (perhaps a terminal); `FileHandle.nullDevice`: never a terminal.
+func runListsync(_ args: [String], environment: [String: String]? = nil, stdin: FileHandle? = nil) throws -> (Int32, String, String) {
     guard let binary = listsyncBinary() else { throw DaemonTestError("the listsync binary was not built next to the tests") }
     let p = Process()
     p.executableURL = URL(fileURLWithPath: binary)
     p.arguments = args
     if let environment { p.environment = environment }
+    if let stdin { p.standardInput = stdin }
     let out = Pipe(), err = Pipe()
     p.standardOutput = out
     p.standardError = err

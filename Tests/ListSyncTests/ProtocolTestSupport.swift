@@ -253,6 +253,14 @@ struct Wired {
                 fromServer(server.status(request: request, json: statusJSON))
             case let .presence(_, presence):
                 fromCore(core.presence(presence, from: connection))
+            case let .destroy(request, doc, _):
+                guard doc == core.id else {
+                    fromServer(server.failed(request: request, document: doc, code: .unknownDocument, text: "unknown document \(doc)"))
+                    continue
+                }
+                fromCore(core.destroy(reason: "destroyed"))
+                server.detached(doc)
+                fromServer(server.destroyed(request: request, document: doc, epoch: core.epoch))
             }
         }
     }

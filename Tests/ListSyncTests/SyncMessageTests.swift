@@ -28,6 +28,9 @@ import ListSyncTestSupport
             (12, .statusReport(request: 3, part: Array("{\"a\":1}".utf8), more: false)),
             (13, .error(request: 0, document: nil, code: .malformed, text: "bad")),
             (14, .synced(document: doc, version: version)),
+            (16, .destroy(request: 4, document: doc, epoch: 7)),
+            (17, .destroyed(request: 4, document: doc, epoch: 7)),
+            (13, .error(request: 0, document: doc, code: .destroyed, text: "destroyed")),
         ] + PresenceMessageTests.examples.map { (15, .presence(document: doc, $0)) }
     }
 
@@ -61,6 +64,22 @@ import ListSyncTestSupport
         let hex = "02 01 0123456789abcdef fedcba9876543210 07 02 01 03 ac02 02"
         #expect(m.encoded() == Self.bytes(hex))
         #expect(try SyncMessage(decoding: Self.bytes(hex)) == m)
+    }
+
+    @Test("hex example: destroy and its answer, byte for byte (Docs/Protocol.md)")
+    func hexDestroy() throws {
+        let m = SyncMessage.destroy(request: 5, document: Fixture.document, epoch: 7)
+        let hex = "02 10 05 0123456789abcdef fedcba9876543210 07"
+        #expect(m.encoded() == Self.bytes(hex))
+        #expect(try SyncMessage(decoding: Self.bytes(hex)) == m)
+        let answer = SyncMessage.destroyed(request: 5, document: Fixture.document, epoch: 7)
+        #expect(answer.encoded() == Self.bytes("02 11 05 0123456789abcdef fedcba9876543210 07"))
+        // Code 11 is `destroyed`; 12 is no code (malformed).
+        let error = SyncMessage.error(request: 0, document: Fixture.document, code: .destroyed, text: "")
+        #expect(error.encoded()[20] == 11)
+        var unknown = error.encoded()
+        unknown[20] = 12
+        #expect(throws: SyncProtocolError.self) { try SyncMessage(decoding: unknown) }
     }
 
     @Test("hex example: an epoch-mismatch error, byte for byte (Docs/Protocol.md)")

@@ -42,6 +42,8 @@ public struct ClientSession: Sendable {
         case documents
         /// A new document with these sections; `id` and `epoch` when copying a peer's document.
         case create(name: String, sections: [String], id: DocumentID? = nil, epoch: UInt64 = 0)
+        /// Destroy a document (at `epoch`; 0: whatever epoch it is at). Needs the daemon's key.
+        case destroy(DocumentID, epoch: UInt64 = 0)
     }
 
     /// The answer to a ``Request``.
@@ -49,6 +51,8 @@ public struct ClientSession: Sendable {
         case status(String)
         case documents([DocumentInfo])
         case created(DocumentID, epoch: UInt64)
+        /// The document is destroyed (now or before); the epoch it had.
+        case destroyed(DocumentID, epoch: UInt64)
     }
 
     /// What the session tells its driver, in order.
@@ -61,7 +65,9 @@ public struct ClientSession: Sendable {
         case answered(UInt64, Result<Answer, ClientSessionError>)
         /// A subscription is live: the daemon holds `version` durable at `epoch`. Send it what it lacks.
         case subscribed(DocumentID, name: String, epoch: UInt64, version: VersionVector)
-        /// A subscription failed (unknown document, another epoch, a deadline).
+        /// A subscription failed (unknown document, another epoch, a deadline), or a live one ended:
+        /// the document was reset (``SyncErrorCode/epochMismatch``) or destroyed
+        /// (``SyncErrorCode/destroyed``) on the daemon.
         case subscribeFailed(DocumentID, ClientSessionError)
         /// Operations from the daemon: apply them.
         case operations(DocumentID, [ListOperation])
@@ -136,6 +142,7 @@ public struct ClientSession: Sendable {
         case .status: message = .status(request: n)
         case .documents: message = .listDocuments(request: n, after: nil)
         case let .create(name, sections, id, epoch): message = .create(request: n, name: name, sections: sections, id: id, epoch: epoch)
+        case let .destroy(doc, epoch): message = .destroy(request: n, document: doc, epoch: epoch)
         }
         return (n, [.send(message.encoded())])
     }
@@ -221,6 +228,9 @@ public struct ClientSession: Sendable {
         case let .created(r, doc, epoch):
             guard requests.removeValue(forKey: r) != nil else { return [] }
             return [.answered(r, .success(.created(doc, epoch: epoch)))]
+        case let .destroyed(r, doc, epoch):
+            guard requests.removeValue(forKey: r) != nil else { return [] }
+            return [.answered(r, .success(.destroyed(doc, epoch: epoch)))]
         case let .documents(r, list, more):
             if r == 0 { return [.announced(list)] }
             guard var p = requests[r] else { return [] }
@@ -250,14 +260,14 @@ public struct ClientSession: Sendable {
             if r != 0, requests.removeValue(forKey: r) != nil { return [.answered(r, .failure(e))] }
             if r != 0, batches[r] != nil { return answerBatch(r, .failure(e)) }
             if let doc, Self.subscriptionCodes.contains(code),
-               subscribing.removeValue(forKey: doc) != nil || (code == .epochMismatch && live.remove(doc) != nil) {
+               subscribing.removeValue(forKey: doc) != nil || (Self.endsLive.contains(code) && live.remove(doc) != nil) {
                 return [.subscribeFailed(doc, e)]
             }
             if let doc { return [.documentError(doc, code, text)] }
             return []
         case let .presence(doc, presence):
             return live.contains(doc) ? [.presence(doc, presence)] : []
-        case .subscribe, .unsubscribe, .hello, .create, .listDocuments, .status:
+        case .subscribe, .unsubscribe, .hello, .create, .listDocuments, .status, .destroy:
             return []
         }
     }
@@ -326,13 +336,18 @@ public struct ClientSession: Sendable {
     /// The codes a failed `subscribe` is answered with (request 0, its document). `limit` and
     /// `refused` with request 0 refuse a batch sent with batch 0 (a relayed push), never a
     /// subscription, so they do not end one that waits (Docs/Protocol.md, "Errors").
-    private static let subscriptionCodes: Set<SyncErrorCode> = [.unknownDocument, .epochMismatch, .storage, .unsupported]
+    private static let subscriptionCodes: Set<SyncErrorCode> = [.unknownDocument, .epochMismatch, .storage, .unsupported, .destroyed]
+
+    /// The codes that end a live subscription (request 0, its document): the document was reset
+    /// or destroyed on the daemon.
+    private static let endsLive: Set<SyncErrorCode> = [.epochMismatch, .destroyed]
 
     private static func describe(_ r: Request) -> String {
         switch r {
         case .status: return "the status"
         case .documents: return "the document list"
         case let .create(name, _, _, _): return "creating \(name)"
+        case let .destroy(doc, _): return "destroying \(doc)"
         }
     }
 }

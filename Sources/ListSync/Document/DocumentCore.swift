@@ -84,6 +84,8 @@ public struct DocumentCore: Sendable {
     public private(set) var operationsApplied = 0
     /// How the core behaves (tests only).
     @_spi(Testing) public var variant = Variant.correct
+    /// Why the document was destroyed, once ``destroy(reason:)`` ran: the core takes nothing more.
+    public private(set) var destroyedReason: String?
 
     /// Log positions below this are durable.
     private var durableCount: Int
@@ -161,6 +163,9 @@ public struct DocumentCore: Sendable {
     ///
     /// - Complexity: that of ``ListDocument/receive(_:)-([ListOperation])`` for the batch.
     public mutating func receive(_ ops: [ListOperation], batch: UInt64, from sender: SubscriberID?) -> [Action] {
+        if let destroyedReason {
+            return answer(sender, .error(request: batch, document: id, code: .destroyed, text: destroyedReason))
+        }
         if let failure {
             return answer(sender, .error(request: batch, document: id, code: .storage,
                                         text: "the document's store failed (\(failure)); nothing of batch \(batch) was applied"))
@@ -201,6 +206,7 @@ public struct DocumentCore: Sendable {
 
     /// The append of `ticket` is durable.
     public mutating func durable(ticket: UInt64) -> [Action] {
+        guard destroyedReason == nil else { return [] }
         markDurable(ticket)
         return release()
     }
@@ -226,6 +232,7 @@ public struct DocumentCore: Sendable {
     /// The document as reloaded from disk after a failure: it replaces the one in memory (whatever
     /// of the failed batches reached the disk is durable now, and is forwarded).
     public mutating func recovered(_ reloaded: ListDocument) -> [Action] {
+        guard destroyedReason == nil else { return [] }
         let extra = reloaded.operations(since: durableVersion)
         document = reloaded
         durableVersion = reloaded.version
@@ -243,6 +250,9 @@ public struct DocumentCore: Sendable {
     ///
     /// - Complexity: O(r + k) for the log's r records and the k operations it lacks.
     public mutating func subscribe(_ subscriber: SubscriberID, epoch: UInt64, version: VersionVector) -> [Action] {
+        if let destroyedReason {
+            return [.send(subscriber, SyncMessage.error(request: 0, document: id, code: .destroyed, text: destroyedReason).encoded())]
+        }
         guard epoch == 0 || epoch == self.epoch else {
             return [.send(subscriber, SyncMessage.error(request: 0, document: id, code: .epochMismatch,
                 text: "document \(id) is at epoch \(self.epoch), not \(epoch): it was reset or restored; re-attach").encoded())]
@@ -273,6 +283,28 @@ public struct DocumentCore: Sendable {
         return endPresence(of: subscriber)
     }
 
+    /// The document is being destroyed (Docs/Daemon.md, "Destroying a document"): every
+    /// subscriber hears `error(0, document, destroyed, reason)` and is detached; every batch in
+    /// flight is answered with the same code (what of it reached the log goes with the files);
+    /// from now on every batch and subscription is refused the same way. Nothing is forwarded.
+    ///
+    /// - Complexity: O(s + b) for s subscribers and b batches in flight.
+    public mutating func destroy(reason: String) -> [Action] {
+        guard destroyedReason == nil else { return [] }
+        destroyedReason = reason
+        var actions: [Action] = []
+        for f in inFlight where f.batch != 0 {
+            actions += answer(f.sender, .error(request: f.batch, document: id, code: .destroyed, text: reason))
+        }
+        inFlight = []
+        let ended = SyncMessage.error(request: 0, document: id, code: .destroyed, text: reason).encoded()
+        for s in subscribers.keys.sorted() { actions.append(.send(s, ended)) }
+        subscribers = [:]
+        presenceListeners = []
+        activePresence = [:]
+        return actions
+    }
+
     // MARK: Presence
 
     /// A presence from `subscriber` (Docs/Protocol.md, "Presence"): relayed at once to every other
@@ -282,7 +314,7 @@ public struct DocumentCore: Sendable {
     ///
     /// - Complexity: O(s) for s subscribers that sent presence (one encoding, shared).
     public mutating func presence(_ presence: Presence, from subscriber: SubscriberID) -> [Action] {
-        guard subscribers[subscriber] != nil else { return [] }
+        guard subscribers[subscriber] != nil, destroyedReason == nil else { return [] }
         presenceListeners.insert(subscriber)
         activePresence[subscriber] = presence.activity == .idle ? nil : presence
         return relayPresence(presence, except: subscriber)

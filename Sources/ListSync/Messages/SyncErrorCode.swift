@@ -45,6 +45,11 @@ public enum SyncErrorCode: UInt8, Sendable, CustomStringConvertible {
     case revoked = 9
     /// The device's credential expired: as ``revoked``.
     case expired = 10
+    /// The document was destroyed (Docs/Daemon.md, "Destroying a document"): sent with request 0
+    /// to each of its subscribers, whose subscription ends, and as the answer to a `subscribe`,
+    /// a batch or a `create` with its id from then on. Drop the copy; do not create it again.
+    /// New in message version 2 after presence: an older client finds it malformed.
+    case destroyed = 11
 
     public var description: String {
         switch self {
@@ -58,6 +63,7 @@ public enum SyncErrorCode: UInt8, Sendable, CustomStringConvertible {
         case .forbidden: return "forbidden"
         case .revoked: return "credential revoked"
         case .expired: return "credential expired"
+        case .destroyed: return "document destroyed"
         }
     }
 }

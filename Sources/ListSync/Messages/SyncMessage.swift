@@ -44,14 +44,22 @@ public enum SyncMessage: Equatable, Sendable {
     /// never stored or acknowledged. A client sends it for a live subscription; the daemon relays
     /// it to the document's other subscribers that sent one too (Docs/Protocol.md, "Presence").
     case presence(document: DocumentID, Presence)
+    /// Destroy a document on the daemon: its data removed, its id refused from then on
+    /// (Docs/Daemon.md, "Destroying a document"). `epoch` 0: whatever epoch it is at; another
+    /// number: only if it is at that epoch. Only a holder of the daemon's key may ask.
+    case destroy(request: UInt64, document: DocumentID, epoch: UInt64)
+    /// The document is destroyed (now, or it was already): the answer to ``destroy(request:document:epoch:)``,
+    /// with the epoch it had.
+    case destroyed(request: UInt64, document: DocumentID, epoch: UInt64)
 
     enum Tag: UInt8 {
         case subscribe = 1, subscribed, unsubscribe, operations, ack, hello, create, created,
-             listDocuments, documents, status, statusReport, error, synced, presence
+             listDocuments, documents, status, statusReport, error, synced, presence, destroy, destroyed
     }
 
     /// The protocol's version, the first byte of every message. Version 2 added `synced`, paged
-    /// `documents` and chunked `statusReport`; a version-1 peer's messages are refused with
+    /// `documents` and chunked `statusReport` (and later, without a new version, `presence`,
+    /// `destroy` and `destroyed`: older peers find those malformed); a version-1 peer's messages are refused with
     /// ``SyncProtocolError/unsupportedVersion(_:)``.
     public static let version: UInt8 = 2
 
@@ -108,6 +116,10 @@ public enum SyncMessage: Equatable, Sendable {
             w.byte(code.rawValue); w.string(text)
         case let .presence(doc, presence):
             w.byte(Tag.presence.rawValue); w.document(doc); w.presence(presence)
+        case let .destroy(request, doc, epoch):
+            w.byte(Tag.destroy.rawValue); w.varint(request); w.document(doc); w.varint(epoch)
+        case let .destroyed(request, doc, epoch):
+            w.byte(Tag.destroyed.rawValue); w.varint(request); w.document(doc); w.varint(epoch)
         }
         return w.bytes
     }
@@ -186,6 +198,10 @@ public enum SyncMessage: Equatable, Sendable {
             return .error(request: request, document: doc, code: code, text: try r.string())
         case .presence:
             return .presence(document: try r.document(), try r.presence())
+        case .destroy:
+            return .destroy(request: try r.varint(), document: try r.document(), epoch: try r.varint())
+        case .destroyed:
+            return .destroyed(request: try r.varint(), document: try r.document(), epoch: try r.varint())
         }
     }
 }

@@ -11,7 +11,12 @@ import ListCRDT
 /// - a document both hold at the same epoch is subscribed to with this daemon's version: the peer
 ///   sends what this daemon lacks, and its `subscribed` answer (its version) makes the link send
 ///   what the peer lacks (``Action/attach(_:remoteVersion:)``);
-/// - a document held at two epochs is not synced (an operator re-attaches one of them).
+/// - a document held at two epochs is not synced (an operator re-attaches one of them);
+/// - a document this daemon destroyed (it holds its deletion record) that the peer still lists is
+///   destroyed on the peer (`destroy`); a document the peer says is destroyed (a refused `create`
+///   or `subscribe`, or the end of a subscription, with ``SyncErrorCode/destroyed``) is destroyed
+///   here too (``Action/destroyLocal(_:reason:)``). So a destroy reaches every peer, and no
+///   peer's copy brings the document back (Docs/Daemon.md, "Destroying a document").
 ///
 /// Operations flow both ways from then on. A batch the peer refused for a limit or its storage is
 /// sent again by a resync (a new subscription, both ways) after ``resyncDelay``; a resync whose
@@ -52,6 +57,9 @@ public struct PeerSession: Sendable {
         case deliver(DocumentID, [ListOperation])
         /// Held at two epochs: not synced.
         case epochConflict(DocumentID, local: UInt64, remote: UInt64)
+        /// The peer destroyed the document: destroy this daemon's copy too (its deletion record
+        /// then keeps it from coming back).
+        case destroyLocal(DocumentID, reason: String)
     }
 
     /// Nanoseconds after a refusal before the document is resynced.
@@ -66,6 +74,8 @@ public struct PeerSession: Sendable {
     /// Documents only the peer holds, subscribed to before the local copy exists.
     private var probing: Set<DocumentID> = []
     private var creating: [UInt64: DocumentID] = [:]
+    /// `destroy` requests on their way to the peer.
+    private var destroying: [UInt64: DocumentID] = [:]
     private var listing: UInt64?
     private var resyncAt: [DocumentID: UInt64] = [:]
     /// Attached documents whose catch-up has not ended (no `synced` yet). A new subscription
@@ -91,11 +101,17 @@ public struct PeerSession: Sendable {
     ///
     /// - Parameter complete: whether `remote` is the peer's whole list (false for an announcement:
     ///   documents missing from it are not created on the peer).
-    public mutating func reconcile(remote: [DocumentInfo], local: [LocalDocument], complete: Bool = true, now: UInt64) -> [Action] {
+    /// - Parameter destroyed: the documents this daemon destroyed (its deletion records): those the
+    ///   peer lists are destroyed on the peer, never copied here.
+    public mutating func reconcile(remote: [DocumentInfo], local: [LocalDocument], destroyed: Set<DocumentID> = [],
+                                   complete: Bool = true, now: UInt64) -> [Action] {
         var actions: [Action] = []
         let localIDs = Dictionary(local.map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a })
         let remoteIDs = Set(remote.map(\.id))
-        for d in remote where localIDs[d.id] == nil && !probing.contains(d.id) {
+        for d in remote where destroyed.contains(d.id) {
+            actions += destroyRemote(d.id, now: now)
+        }
+        for d in remote where localIDs[d.id] == nil && !probing.contains(d.id) && !destroyed.contains(d.id) {
             probing.insert(d.id)
             actions += wire(client.subscribe(d.id, epoch: 0, version: VersionVector(), now: now), now: now)
         }
@@ -128,6 +144,24 @@ public struct PeerSession: Sendable {
         return wire(sent, now: now)
     }
 
+    /// A document was destroyed on this daemon: destroy it on the peer too. The link forgets it
+    /// (the local host is gone; its detach came from the host).
+    public mutating func destroyed(_ document: DocumentID, now: UInt64) -> [Action] {
+        attached.remove(document)
+        catchingUp.remove(document)
+        probing.remove(document)
+        resyncAt[document] = nil
+        epochs[document] = nil
+        return destroyRemote(document, now: now)
+    }
+
+    private mutating func destroyRemote(_ document: DocumentID, now: UInt64) -> [Action] {
+        guard !client.isClosed, !destroying.values.contains(document) else { return [] }
+        let (n, sent) = client.request(.destroy(document), now: now)
+        destroying[n] = document
+        return wire(sent, now: now)
+    }
+
     /// One frame from the peer.
     public mutating func receive(_ frame: [UInt8], now: UInt64) -> [Action] {
         wire(client.receive(frame, now: now), now: now)
@@ -151,7 +185,7 @@ public struct PeerSession: Sendable {
     public mutating func disconnected() -> [Action] {
         let detach = attached.sorted().map { Action.detach($0) }
         _ = client.disconnected()
-        attached = []; probing = []; creating = [:]; listing = nil; resyncAt = [:]; catchingUp = []
+        attached = []; probing = []; creating = [:]; destroying = [:]; listing = nil; resyncAt = [:]; catchingUp = []
         return detach
     }
 
@@ -167,10 +201,19 @@ public struct PeerSession: Sendable {
                 if n == listing {
                     listing = nil
                     if case let .success(.documents(list)) = result { out.append(.listed(list)) }
-                } else if let doc = creating.removeValue(forKey: n), case .success = result, let epoch = epochs[doc] {
-                    // Created there (or there already): subscribe with an empty version; its
-                    // `subscribed` brings the peer's version and starts the push.
-                    out += wire(client.subscribe(doc, epoch: epoch, version: VersionVector(), now: now), now: now)
+                } else if destroying.removeValue(forKey: n) != nil {
+                    // Destroyed there (or unknown there): nothing more to do either way.
+                } else if let doc = creating.removeValue(forKey: n) {
+                    if case let .failure(.refused(.destroyed, text)) = result {
+                        // The peer destroyed it: so does this daemon, rather than keep a copy
+                        // nobody may sync.
+                        epochs[doc] = nil
+                        out.append(.destroyLocal(doc, reason: text))
+                    } else if case .success = result, let epoch = epochs[doc] {
+                        // Created there (or there already): subscribe with an empty version; its
+                        // `subscribed` brings the peer's version and starts the push.
+                        out += wire(client.subscribe(doc, epoch: epoch, version: VersionVector(), now: now), now: now)
+                    }
                 }
             case let .subscribed(doc, name, epoch, version):
                 if probing.remove(doc) != nil {
@@ -191,9 +234,14 @@ public struct PeerSession: Sendable {
                 out.append(.attach(doc, remoteVersion: version))
             case let .subscribeFailed(doc, error):
                 probing.remove(doc)
-                if case let .refused(code, _) = error, code == .epochMismatch {
+                catchingUp.remove(doc)   // no subscription streams now (a resync may start one)
+                if case let .refused(.destroyed, text) = error {
+                    if attached.remove(doc) != nil { out.append(.detach(doc)) }
+                    resyncAt[doc] = nil
+                    epochs[doc] = nil
+                    out.append(.destroyLocal(doc, reason: text))
+                } else if case let .refused(code, _) = error, code == .epochMismatch {
                     epochConflicts[doc] = (epochs[doc] ?? 0, 0)
-                    catchingUp.remove(doc)
                     if attached.remove(doc) != nil { out.append(.detach(doc)) }
                     out.append(.epochConflict(doc, local: epochs[doc] ?? 0, remote: 0))
                 } else if attached.contains(doc), resyncAt[doc] == nil {
@@ -212,8 +260,14 @@ public struct PeerSession: Sendable {
                 break
             case let .announced(list):
                 out.append(.announced(list))
-            case let .documentError(doc, code, _):
-                refusedPush(doc, code: code, now: now)
+            case let .documentError(doc, code, text):
+                if code == .destroyed {
+                    catchingUp.remove(doc)
+                    if attached.remove(doc) != nil { out.append(.detach(doc)) }
+                    out.append(.destroyLocal(doc, reason: text))
+                } else {
+                    refusedPush(doc, code: code, now: now)
+                }
             }
         }
         return out

@@ -26,6 +26,9 @@ public struct ServerSession: Sendable {
         case hello(DocumentID, VersionVector)
         /// Create a document; answer with ``created(request:document:epoch:)`` or ``failed(request:document:code:text:)``.
         case create(request: UInt64, name: String, sections: [String], id: DocumentID?, epoch: UInt64)
+        /// Destroy a document (the peer holds the daemon's key); answer with
+        /// ``destroyed(request:document:epoch:)`` or ``failed(request:document:code:text:)``.
+        case destroy(request: UInt64, document: DocumentID, epoch: UInt64)
         /// List the documents after `after`; answer with ``documents(request:_:)``.
         case listDocuments(request: UInt64, after: DocumentID?)
         /// Report the status; answer with ``status(request:json:)``.
@@ -114,6 +117,14 @@ public struct ServerSession: Sendable {
                 return [error(request, id, .forbidden, "this device's credential does not allow creating documents")]
             }
             return [.create(request: request, name: name, sections: sections, id: id, epoch: epoch)]
+        case let .destroy(request, doc, epoch):
+            // Only the daemon's key destroys (Docs/Security.md): a device is told what it would be
+            // told of any document out of its scope, or that its credential does not allow it.
+            guard access.allows(doc) else { return [error(request, doc, .unknownDocument, Self.unknownDocumentText(doc))] }
+            guard !access.isDevice else {
+                return [error(request, doc, .forbidden, "destroying a document needs the daemon's key, not a device credential")]
+            }
+            return [.destroy(request: request, document: doc, epoch: epoch)]
         case let .listDocuments(request, after):
             followsDocuments = true
             return [.listDocuments(request: request, after: after)]
@@ -134,7 +145,7 @@ public struct ServerSession: Sendable {
                 }
             }
             return [.presence(doc, presence)]
-        case .subscribed, .synced, .ack, .created, .documents, .statusReport, .error:
+        case .subscribed, .synced, .ack, .created, .documents, .statusReport, .error, .destroyed:
             return [error(0, nil, .unsupported, "a daemon does not take that message")]
         }
     }
@@ -155,6 +166,12 @@ public struct ServerSession: Sendable {
     /// The answer to a `create`.
     public func created(request: UInt64, document: DocumentID, epoch: UInt64) -> [Action] {
         [.send(SyncMessage.created(request: request, document: document, epoch: epoch).encoded())]
+    }
+
+    /// The answer to a `destroy`: the document is gone (now or before), at `epoch`.
+    public mutating func destroyed(request: UInt64, document: DocumentID, epoch: UInt64) -> [Action] {
+        attachedDocuments.remove(document)
+        return [.send(SyncMessage.destroyed(request: request, document: document, epoch: epoch).encoded())]
     }
 
     /// A request that failed.

@@ -255,7 +255,9 @@ extension SyncClient {
                 fail(copy, e)
             }
         case let .documentError(id, code, text):
-            if code == .epochMismatch, let copy = copies[id] {
+            if code == .destroyed, let copy = copies[id] {
+                destroyedOnDaemon(copy, text)
+            } else if code == .epochMismatch, let copy = copies[id] {
                 copy.failure = .documentReset(id, unsent: copy.unacked.count)
             } else {
                 lastError = "\(code): \(text)"
@@ -277,6 +279,8 @@ extension SyncClient {
         switch error {
         case .refused(.epochMismatch, _):
             copy.failure = .documentReset(copy.id, unsent: copy.unacked.count)
+        case let .refused(.destroyed, text):
+            destroyedOnDaemon(copy, text)
         case let .refused(code, text) where code == .limit || code == .storage:
             // Nothing was done: try again on a new connection (after the backoff).
             lastError = "\(code): \(text)"

@@ -117,6 +117,8 @@ public actor SyncClient {
     var closedTraffic = (sent: 0, received: 0)
     /// The documents this device takes part in the presence of (`SyncClient+Presence.swift`).
     var presence = PresencePublisher()
+    /// Copies removed because the daemon destroyed their document (`SyncClient+Destroy.swift`).
+    var destroyed: [DocumentID: DestroyedCopy] = [:]
 
     /// Bytes sent and received on the wire (sealed frames, handshakes included) since the client
     /// was made, over every connection.
@@ -363,7 +365,8 @@ public actor SyncClient {
         let waiting = copies.values.reduce(0) { $0 + $1.unacked.count }
         let new: SyncStatus
         // The failure of the lowest document id, so that the report does not depend on dictionary order.
-        if let f = sessionFailure ?? copies.values.filter({ $0.failure != nil }).min(by: { $0.id < $1.id })?.failure {
+        if let f = sessionFailure ?? copies.values.filter({ $0.failure != nil }).min(by: { $0.id < $1.id })?.failure
+            ?? destroyedWithUnsentEdits {
             new = .failed(f)
         } else if connection == nil {
             new = isConnecting ? .connecting(waiting: waiting) : .offline(waiting: waiting, reason: lastError)

@@ -17,6 +17,10 @@ public enum SyncFailure: Error, Hashable, Sendable, CustomStringConvertible {
     /// (``SyncErrorCode/revoked``, ``SyncErrorCode/expired``). The client stops connecting; edits
     /// are still saved on the device. A new credential from the operator is needed.
     case accessEnded(SyncErrorCode, String)
+    /// The document was destroyed on the daemon while this device had `unsent` edits of it: the
+    /// copy was moved to `folder` (nothing of it is lost) and is no longer synced. Export what is
+    /// wanted from it; ``SyncClient/dismissDestroyed(_:)`` ends this report.
+    case documentDestroyed(DocumentID, unsent: Int, folder: String)
 
     public var description: String {
         switch self {
@@ -26,6 +30,8 @@ public enum SyncFailure: Error, Hashable, Sendable, CustomStringConvertible {
         case let .storage(why): return "this device cannot save edits: \(why)"
         case let .refused(id, code, text): return "the daemon refused \(id.map { "document \($0)" } ?? "a request"): \(code): \(text)"
         case let .accessEnded(code, text): return "the daemon ended this device's access (\(code): \(text)); ask its operator for a new credential"
+        case let .documentDestroyed(id, unsent, folder):
+            return "document \(id) was destroyed on the daemon; this device's copy with its \(unsent) unsent edit(s) was moved to \(folder) and is no longer synced"
         }
     }
 }

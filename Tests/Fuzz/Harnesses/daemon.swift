@@ -96,6 +96,8 @@ func fuzzOne(_ bytes: [UInt8]) {
                 answers(session.status(request: request, json: String(repeating: "{}", count: Int(request % 700))))
             case let .presence(doc, _):
                 guard attachedBefore.contains(doc) else { fuzzFailure("presence for a document not attached") }
+            case let .destroy(request, doc, epoch):
+                answers(session.destroyed(request: request, document: doc, epoch: epoch))
             case .unsubscribe, .hello, .rateLimited:
                 break
             }
