@@ -265,6 +265,11 @@ public actor Daemon {
         defer { loading[id] = nil }
         do {
             let h = try await task.value
+            if destroying.contains(id) || (try? folder.destroyedRecord(id)) != nil {
+                // Destroyed while it loaded: no host for it, and its store closed.
+                await h.close()
+                throw DaemonError.destroyed(id)
+            }
             if let made = hosts[id], made !== h {
                 // Created here while it loaded (a peer's copy): one store per document, the first.
                 await h.close()
@@ -274,6 +279,7 @@ public actor Daemon {
             metrics.loaded()
             return h
         } catch {
+            if case DaemonError.destroyed? = error as? DaemonError { throw .destroyed(id) }
             if let made = hosts[id] { return made }
             throw DaemonError.from(error)
         }
