@@ -40,12 +40,16 @@ public final class DataFolder: Sendable {
         public var name: String
     }
 
+    /// How many times a held lock is tried, 25 ms apart, before ``StoreError/locked(path:)``.
+    static let lockAttempts = 20
+
     /// Opens (creating if needed, mode 0700) the data folder at `root` and takes its lock.
     ///
     /// Everything created in it is the owner's only (``FileSystem/fileMode``,
     /// ``FileSystem/folderMode``). An existing folder that group or others may write to is refused.
     ///
-    /// - Throws: ``StoreError/locked(path:)`` when another process or `DataFolder` holds it;
+    /// - Throws: ``StoreError/locked(path:)`` when another process or `DataFolder` holds it (after
+    ///   trying for half a second);
     ///   ``StoreError/insecureFolder(path:mode:)`` when group or others can write to it.
     public init(root: String, fileSystem: FileSystem = .system) throws(StoreError) {
         self.root = root
@@ -57,14 +61,27 @@ public final class DataFolder: Sendable {
         if let mode = fs.permissions(root), mode & 0o022 != 0 { throw .insecureFolder(path: root, mode: mode) }
         let lockPath = root + "/lock"
         let fd = try fs.open(lockPath, flags: O_RDWR | O_CREAT)
-        do throws(StoreError) {
-            try fs.flock(fd, LOCK_EX | LOCK_NB, path: lockPath)
-        } catch {
-            try? fs.close(fd, path: lockPath)
-            if case .system(_, let code, _) = error, code == EWOULDBLOCK || code == EAGAIN {
-                throw .locked(path: lockPath)
+        // Held: tried again for up to half a second. A holder that just closed may live on for a
+        // moment in a child process this one is spawning (between its fork and its exec, the
+        // child shares every descriptor, the lock's too); a real second holder is still refused.
+        var attempts = 0
+        while true {
+            do throws(StoreError) {
+                try fs.flock(fd, LOCK_EX | LOCK_NB, path: lockPath)
+                break
+            } catch {
+                if case .system(_, let code, _) = error, code == EWOULDBLOCK || code == EAGAIN {
+                    attempts += 1
+                    if attempts < Self.lockAttempts {
+                        usleep(25_000)
+                        continue
+                    }
+                    try? fs.close(fd, path: lockPath)
+                    throw .locked(path: lockPath)
+                }
+                try? fs.close(fd, path: lockPath)
+                throw error
             }
-            throw error
         }
         lock = Mutex(fd)
         do throws(StoreError) {
