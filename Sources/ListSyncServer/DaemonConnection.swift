@@ -106,7 +106,13 @@ actor DaemonConnection: DocumentSubscriber {
                 return await perform(session.failed(request: batch, document: doc, code: .destroyed, text: reason))
             }
             let start = DispatchTime.now().uptimeNanoseconds
-            let (equivocated, equivocation, failure) = await host.receive(ops, batch: batch, from: subscriberID)
+            let (equivocated, equivocation, failure, closed) = await host.receive(ops, batch: batch, from: subscriberID)
+            if let closed {
+                // Destroyed (or unloaded) between the check above and the batch: answered here,
+                // since the host no longer holds this connection.
+                if closed.code == .destroyed { detach(doc) }
+                return await perform(session.failed(request: batch, document: doc, code: closed.code, text: closed.text))
+            }
             daemon.metrics.appended(seconds: Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9)
             daemon.metrics.received(operations: ops.count, bytes: 0)
             if batch != 0 { daemon.metrics.acknowledged() }

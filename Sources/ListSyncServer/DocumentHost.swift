@@ -143,28 +143,26 @@ actor DocumentHost {
     /// A batch from `sender` (nil: the daemon itself). Its answer goes to the sender through the core.
     ///
     /// - Returns: for metrics and the log, the equivocations it held (with the last one's id) and
-    ///   the store's failure, if any.
+    ///   the store's failure, if any; and, for a host that closed (destroyed or unloaded) before
+    ///   the batch came in, the refusal the caller must answer the sender with itself (the host
+    ///   no longer holds its subscribers).
     @discardableResult
     func receive(_ ops: [ListOperation], batch: UInt64, from sender: SubscriberID?) async
-        -> (equivocations: Int, lastEquivocation: OpID?, failure: String?) {
+        -> (equivocations: Int, lastEquivocation: OpID?, failure: String?, closed: (code: SyncErrorCode, text: String)?) {
         lastUsed = clock()
         if isClosed {
-            if let sender, let reason = core.destroyedReason {
-                await perform(core.refuse(batch: batch, from: sender, code: .destroyed, text: reason))
-            } else if let sender {
-                await perform(core.refuse(batch: batch, from: sender, code: .storage, text: "the document is being unloaded; send it again"))
-            }
-            return (0, nil, nil)
+            if let reason = core.destroyedReason { return (0, nil, nil, (.destroyed, reason)) }
+            return (0, nil, nil, (.storage, "the document is being unloaded; send it again"))
         }
         if core.failure != nil {
             do { try await reopenStore() } catch {
                 if let sender { await perform(core.refuse(batch: batch, from: sender, code: .storage, text: "\(error)")) }
-                return (0, nil, "\(error)")
+                return (0, nil, "\(error)", nil)
             }
         }
         let before = core.equivocations
         await perform(core.receive(ops, batch: batch, from: sender))
-        return (core.equivocations - before, core.lastEquivocation, core.failure)
+        return (core.equivocations - before, core.lastEquivocation, core.failure, nil)
     }
 
     /// Receives operations the daemon made itself (a new document's sections) and returns once they

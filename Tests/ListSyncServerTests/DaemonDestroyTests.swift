@@ -29,6 +29,50 @@ struct DaemonDestroyTests {
         return made
     }
 
+    @Test("edits racing a destroy, 8 rounds: each is answered (acknowledged or refused), none waits for its timeout")
+    func editsRacingDestroy() async throws {
+        for round in 0..<8 {
+            let dir = TemporaryFolder()
+            defer { dir.remove() }
+            let data = dir.path + "/data"
+            let daemon = try await Self.started(data)
+            let port = try #require(await daemon.address?.port)
+            let key = try KeyFile.read(data + "/key")
+            let admin = try await DaemonClient.connect(host: "127.0.0.1", port: port, key: key)
+            let editor = try await DaemonClient.connect(host: "127.0.0.1", port: port, key: key, timeout: .seconds(20))
+            let id = try await admin.create(name: "raced", sections: ["a"])
+            _ = try await editor.open(id)
+            let started = ContinuousClock.now
+            let answered = await withTaskGroup(of: Bool.self) { group in
+                for i in 0..<40 {
+                    group.addTask {
+                        do {
+                            try await editor.edit(id) { (d: inout ListDocument) throws(ListError) in
+                                _ = try d.insertItem(atRow: 0, inSection: 0, value: Data("e\(i)".utf8))
+                            }
+                        } catch {
+                            if "\(error)".contains("no answer") || "\(error)".contains("timeout") { return false }
+                        }
+                        return true
+                    }
+                }
+                group.addTask {
+                    try? await Task.sleep(for: .milliseconds(Int64(round)))
+                    _ = try? await admin.destroy(id)
+                    return true
+                }
+                var all = true
+                for await ok in group { all = all && ok }
+                return all
+            }
+            #expect(answered, "round \(round): an edit waited for its timeout")
+            #expect(ContinuousClock.now - started < .seconds(10), "round \(round): \(ContinuousClock.now - started)")
+            await editor.close()
+            await admin.close()
+            await daemon.stop()
+        }
+    }
+
     @Test("destroy: a subscriber hears destroyed and its subscription ends; create with the id, subscribe and destroy again are answered after")
     func destroyThenRefused() async throws {
         let dir = TemporaryFolder()
