@@ -21,6 +21,15 @@ struct DaemonDestroyTests {
         return daemon
     }
 
+    /// A daemon in a new folder, with its port and key (remove `dir`, stop the daemon).
+    static func running() async throws -> (dir: TemporaryFolder, data: String, daemon: Daemon, port: UInt16, key: [UInt8]) {
+        let dir = TemporaryFolder()
+        let data = dir.path + "/data"
+        let daemon = try await started(data)
+        let port = try #require(await daemon.address?.port)
+        return (dir, data, daemon, port, try KeyFile.read(data + "/key"))
+    }
+
     /// A data folder with one document "groceries", its daemon stopped: the id and epoch.
     static func stoppedWithDocument(_ data: String) async throws -> (DocumentID, UInt64) {
         let daemon = try await started(data)
@@ -32,12 +41,8 @@ struct DaemonDestroyTests {
     @Test("edits racing a destroy, 8 rounds: each is answered (acknowledged or refused), none waits for its timeout")
     func editsRacingDestroy() async throws {
         for round in 0..<8 {
-            let dir = TemporaryFolder()
+            let (dir, _, daemon, port, key) = try await Self.running()
             defer { dir.remove() }
-            let data = dir.path + "/data"
-            let daemon = try await Self.started(data)
-            let port = try #require(await daemon.address?.port)
-            let key = try KeyFile.read(data + "/key")
             let admin = try await DaemonClient.connect(host: "127.0.0.1", port: port, key: key)
             let editor = try await DaemonClient.connect(host: "127.0.0.1", port: port, key: key, timeout: .seconds(20))
             let id = try await admin.create(name: "raced", sections: ["a"])
@@ -75,12 +80,8 @@ struct DaemonDestroyTests {
 
     @Test("destroy: a subscriber hears destroyed and its subscription ends; create with the id, subscribe and destroy again are answered after")
     func destroyThenRefused() async throws {
-        let dir = TemporaryFolder()
+        let (dir, data, daemon, port, key) = try await Self.running()
         defer { dir.remove() }
-        let data = dir.path + "/data"
-        let daemon = try await Self.started(data)
-        let port = try #require(await daemon.address?.port)
-        let key = try KeyFile.read(data + "/key")
         let client = try await DaemonClient.connect(host: "127.0.0.1", port: port, key: key)
         let watcher = try await DaemonClient.connect(host: "127.0.0.1", port: port, key: key)
         let id = try await client.create(name: "groceries", sections: ["a"])
@@ -155,11 +156,8 @@ struct DaemonDestroyTests {
 
     @Test("a device credential may not destroy: forbidden for a document in its scope, unknown document out of it; nothing destroyed")
     func deviceRefused() async throws {
-        let dir = TemporaryFolder()
+        let (dir, data, daemon, port, _) = try await Self.running()
         defer { dir.remove() }
-        let data = dir.path + "/data"
-        let daemon = try await Self.started(data)
-        let port = try #require(await daemon.address?.port)
         let (id, _) = try await daemon.create(name: "groceries", sections: ["a"], id: nil, epoch: 0)
         let (other, _) = try await daemon.create(name: "other", sections: [], id: nil, epoch: 0)
         let file = dir.path + "/phone.credential"
