@@ -216,6 +216,18 @@ package enum System {
         try setOption(fd, level: Int32(IPPROTO_TCP), name: Int32(TCP_NODELAY), 1, call: "setsockopt(TCP_NODELAY)")
     }
 
+    /// Whether bytes from the peer wait in `fd`'s receive buffer, not read yet (`FIONREAD`); false
+    /// if the call fails.
+    static func hasUnreadBytes(_ fd: Int32) -> Bool {
+        var count: Int32 = 0
+        #if canImport(Glibc)
+        let r = ioctl(fd, UInt(FIONREAD), &count)
+        #else
+        let r = ioctl(fd, FIONREAD, &count)
+        #endif
+        return r == 0 && count > 0
+    }
+
     /// Lets a listener rebind a port with connections in TIME_WAIT.
     static func setReuseAddress(_ fd: Int32) throws(TransportError) {
         try setOption(fd, level: SOL_SOCKET, name: SO_REUSEADDR, 1, call: "setsockopt(SO_REUSEADDR)")

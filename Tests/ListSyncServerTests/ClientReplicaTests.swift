@@ -10,6 +10,17 @@ import Testing
 /// only while the daemon holds everything it may have sent.
 @Suite("A stable replica id per client folder", .serialized, .timeLimit(.minutes(2)))
 struct ClientReplicaTests {
+    /// Slot 0 of `folder`, waiting up to 5 s while it is held: a slot just released may live on
+    /// for a moment in a process another test is spawning (between its fork and its exec).
+    static func firstSlot(_ folder: String) throws -> ClientReplica? {
+        let deadline = Date().addingTimeInterval(5)
+        while true {
+            if let slot = try ClientReplica.acquire(folder: folder, slots: 1) { return slot }
+            if Date() > deadline { return nil }
+            Thread.sleep(forTimeInterval: 0.01)
+        }
+    }
+
     @Test("the id is kept across uses; a second holder gets another slot and id; all slots held: nil")
     func slots() throws {
         let folder = TemporaryFolder()
@@ -26,15 +37,8 @@ struct ClientReplicaTests {
             #expect(third == nil)
             withExtendedLifetime((a, b)) {}
         }
-        // Released with the objects. A process another test spawns at that moment may hold a
-        // copy of the descriptor until its exec: wait for it briefly.
-        var again: ClientReplica?
-        let deadline = Date().addingTimeInterval(5)
-        while again == nil, Date() < deadline {
-            again = try ClientReplica.acquire(folder: clients, slots: 2)
-            if again == nil { Thread.sleep(forTimeInterval: 0.01) }
-        }
-        let kept = try #require(again)
+        // Released with the objects: slot 0 again, with its id.
+        let kept = try #require(try Self.firstSlot(clients))
         #expect(kept.replica == first)
         let mode = (try FileManager.default.attributesOfItem(atPath: kept.path)[.posixPermissions] as? NSNumber)?.intValue
         #expect(mode == 0o600)
@@ -48,7 +52,7 @@ struct ClientReplicaTests {
         let doc = DocumentID.random(using: &rng), other = DocumentID.random(using: &rng)
         let (id, renewedID): (ReplicaID, ReplicaID)
         do {
-            let slot = try #require(try ClientReplica.acquire(folder: folder.path))
+            let slot = try #require(try Self.firstSlot(folder.path))
             id = slot.replica
             #expect(slot.mayReuse(in: doc, version: VersionVector()))
             try slot.willSend(doc, upTo: 7)
@@ -58,7 +62,7 @@ struct ClientReplicaTests {
             #expect(slot.mayReuse(in: other, version: VersionVector()))
         }
         do {
-            let slot = try #require(try ClientReplica.acquire(folder: folder.path))
+            let slot = try #require(try Self.firstSlot(folder.path))
             #expect(slot.replica == id)
             #expect(!slot.mayReuse(in: doc, version: VersionVector([id: 6])), "the record is durable")
             try slot.renew()
@@ -66,7 +70,7 @@ struct ClientReplicaTests {
             #expect(renewedID != id)
             #expect(slot.mayReuse(in: doc, version: VersionVector()))
         }
-        let slot = try #require(try ClientReplica.acquire(folder: folder.path))
+        let slot = try #require(try Self.firstSlot(folder.path))
         #expect(slot.replica == renewedID)
     }
 
@@ -79,7 +83,7 @@ struct ClientReplicaTests {
         let doc = DocumentID.random(using: &rng)
         let id: ReplicaID
         do {
-            let slot = try #require(try ClientReplica.acquire(folder: folder.path))
+            let slot = try #require(try Self.firstSlot(folder.path))
             try slot.willSend(doc, upTo: 41)
             try slot.willSend(DocumentID.random(using: &rng), upTo: 3)
             id = slot.replica
@@ -93,7 +97,7 @@ struct ClientReplicaTests {
         }
         for bytes in damaged {
             try bytes.write(to: URL(fileURLWithPath: path))
-            let slot = try #require(try ClientReplica.acquire(folder: folder.path))
+            let slot = try #require(try Self.firstSlot(folder.path))
             if slot.replica == id {
                 // Only a file that still says exactly what was written may keep the id.
                 #expect(!slot.mayReuse(in: doc, version: VersionVector([id: 40])), "kept the id but lost its record")
@@ -144,12 +148,12 @@ extension DaemonProcessTests {
         watch.waitUntilExit()
         let before: ReplicaID
         do {
-            let slot = try #require(try ClientReplica.acquire(folder: d.data + "/clients"))
+            let slot = try #require(try ClientReplicaTests.firstSlot(d.data + "/clients"))
             before = slot.replica
             try slot.willSend(doc, upTo: 1_000)
         }
         #expect(try d.run(["insert", "list", "0.0", "after a lost edit"]).0 == 0)
-        let slot = try #require(try ClientReplica.acquire(folder: d.data + "/clients"))
+        let slot = try #require(try ClientReplicaTests.firstSlot(d.data + "/clients"))
         #expect(slot.replica != before)
         let after = try await DaemonClient.connect(host: "127.0.0.1", port: d.port, key: key)
         let items = try await after.open(doc).document.snapshot().sections[0].items
