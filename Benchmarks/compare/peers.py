@@ -1170,6 +1170,11 @@ class _ChurnLoro:
     def history(self):
         return self.doc.export(ExportMode.Updates(VersionVector()))
 
+    def shallow(self):
+        """Loro's own history trimming: a shallow snapshot at the current frontiers (the state and
+        no history before it), a reference for what compaction can reach."""
+        return self.doc.export(ExportMode.ShallowSnapshot(self.doc.oplog_frontiers))
+
 
 class _ChurnYrs:
     """Yrs side of W12: one transaction per op (as every Yrs loop here); a turn's update is the
@@ -1256,10 +1261,13 @@ def w12_churn(engine, n):
          "live_items": len(lists[0]), "exchange_bytes": exchange}
     if hist is not None:
         m["history_bytes"] = len(hist)
+    if engine != "yrs":
+        m["shallow_snapshot_bytes"] = len(reps[0].shallow())
     how = ("Yrs: one transaction per op, a turn's update = merge_updates of its transactions' updates"
            " (observe), apply_update by the 2 others; snapshot = get_update() (full state)" if engine == "yrs" else
            "Loro: one commit per turn, update = export(Updates(vv before the turn)), import_ by the 2 others;"
-           " snapshot = export(Snapshot), history = export(Updates(empty vv))")
+           " snapshot = export(Snapshot), history = export(Updates(empty vv)),"
+           " shallow_snapshot = export(ShallowSnapshot(oplog_frontiers))")
     note = (f"3 replicas (ids 1, 2, 3), turns of {CHURN_TURN} ops (turn t by replica t % 3), single timed run; {how};"
             f" memory_bytes = RSS delta (before building the replicas -> after the run, all 3 alive) / 3, a proxy;"
             f" converged={converged}, equals model={lists[0] == model}")
