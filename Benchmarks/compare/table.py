@@ -31,7 +31,7 @@ ROWS += [(f"W7.{o}.{n}", m) for o in ("reverse", "shuffled") for n in (10000, 10
 ROWS += [("W8.concurrent", "ms"), ("W8.concurrent", "ok"), ("W8.concurrent", "memory_bytes")]
 # W12.churn (issue 29): snapshot and memory per replica after N churn ops, before compaction
 ROWS += [(f"W12.churn.{n}", m) for n in (100000, 1000000)
-         for m in ("ns_per_op", "snapshot_bytes", "history_bytes", "memory_bytes")]
+         for m in ("ns_per_op", "snapshot_bytes", "history_bytes", "shallow_snapshot_bytes", "memory_bytes")]
 # W10.store (issue 17): higher appends/s is better; SQLite is WAL + synchronous=FULL (compare/sqlite_wal.py)
 ROWS += [("W10.store", m) for m in ("appends_per_s_1", "appends_per_s_1_growing", "appends_per_s_16", "bytes_per_op", "recover_log_ms",
                                      "recover_snapshot_ms")]
