@@ -3,7 +3,7 @@
 #
 #   bash Benchmarks/compare.sh [--quick] [--skip-swift] [--budget SECONDS]
 #
-#   --quick       smoke test: skip W1.random.1000000, 20 s budget per timed loop
+#   --quick       smoke test: skip W1.random.1000000 and W12.churn.1000000, 20 s budget per timed loop
 #   --skip-swift  run only the Python engines (Loro, Yrs)
 #   --budget S    wall-clock cap for one timed loop of a Python engine (default 120;
 #                 Yrs slows down as documents fragment; a stopped run reports lower bounds)
@@ -50,7 +50,7 @@ ensure_venv "import loro, pycrdt" $PIP_PACKAGES
 
 WORKLOADS=$("$PY" "$PEERS" --engine loro-list --list)
 if [ "$QUICK" = 1 ]; then
-  WORKLOADS=$(echo "$WORKLOADS" | grep -v '^W1\.random\.1000000$')
+  WORKLOADS=$(echo "$WORKLOADS" | grep -v -e '^W1\.random\.1000000$' -e '^W12\.churn\.1000000$')
 fi
 
 mkdir -p "$RESULTS"

@@ -137,6 +137,22 @@ def gen_moves(n, count, seed):
     return ops, model
 
 
+def gen_churn(count, live=1_000, seed=12):
+    """W12.churn: count inserts/deletes keeping the list near `live` items (same draws as the
+    Swift genChurn): op k inserts value live + k at below(len + 1) when len == 0 or
+    below(2 * live) >= len, else deletes at below(len).  Returns [(is_insert, pos, value)]."""
+    rng = SplitMix64(seed)
+    n, ops = live, []
+    for k in range(count):
+        if n == 0 or rng.below(2 * live) >= n:
+            ops.append((True, rng.below(n + 1), live + k))
+            n += 1
+        else:
+            ops.append((False, rng.below(n), live + k))
+            n -= 1
+    return ops
+
+
 def gen_sections(n_sections=100, per=100, count=100_000, seed=5):
     """W5: ops are ("S", from, to) section moves or ("I", s, from, d, to, value)
     item moves.  Sections are addressed by their *current* index."""
@@ -982,7 +998,9 @@ def load_concurrent(trace_path):
 def w8_replay_loro(movable, agents, patches, plan, merge, n, budget_ns):
     """One timed replay on Loro: one LoroDoc per agent (peer ids 1..n); after each transaction its
     agent exports export(ExportMode.Updates(vv before the edits)); the others import_ it when it
-    is delivered.  Returns (ns, transactions done, texts)."""
+    is delivered.  Returns (ns, transactions done, texts, RSS delta: before the replicas -> after
+    the merge, all alive)."""
+    before = rss_now()
     docs = []
     for k in range(n):
         d = LoroDoc()
@@ -1012,19 +1030,22 @@ def w8_replay_loro(movable, agents, patches, plan, merge, n, budget_ns):
         commits[a]()
         updates[i] = exps[a](Updates(vv))
         if i % 1000 == 999 and time.perf_counter_ns() - t0 > budget_ns:
-            return time.perf_counter_ns() - t0, i + 1, None
+            return time.perf_counter_ns() - t0, i + 1, None, 0
     for a in range(n):
         imp = imps[a]
         for j in merge[a]:
             imp(updates[j])
     ns = time.perf_counter_ns() - t0
-    return ns, len(agents), ["".join(x.to_vec()) for x in lists]
+    held = rss_now() - before
+    return ns, len(agents), ["".join(x.to_vec()) for x in lists], held
 
 
 def w8_replay_yrs(agents, patches, plan, merge, n, budget_ns):
     """One timed replay on Yrs (pycrdt, native binding): one Doc per agent (client ids 1..n); each
     transaction is one Yrs transaction; after it its agent sends get_update(state vector before
-    the edits); the others apply_update it (one Yrs transaction each) when it is delivered."""
+    the edits); the others apply_update it (one Yrs transaction each) when it is delivered.
+    Returns (ns, transactions done, texts, RSS delta) as w8_replay_loro."""
+    before = rss_now()
     docs = [pycrdt.Doc(client_id=k + 1) for k in range(n)]
     wrappers = [d.get("list", type=pycrdt.Array) for d in docs]
     arrs = [w.integrated for w in wrappers]
@@ -1060,7 +1081,7 @@ def w8_replay_yrs(agents, patches, plan, merge, n, budget_ns):
         y.commit()
         y.drop()
         if i % 1000 == 999 and time.perf_counter_ns() - t0 > budget_ns:
-            return time.perf_counter_ns() - t0, i + 1, None
+            return time.perf_counter_ns() - t0, i + 1, None, 0
     for a in range(n):
         ct, apply = cts[a], applies[a]
         for j in merge[a]:
@@ -1069,13 +1090,14 @@ def w8_replay_yrs(agents, patches, plan, merge, n, budget_ns):
             x.commit()
             x.drop()
     ns = time.perf_counter_ns() - t0
+    held = rss_now() - before
     texts = []
     for k in range(n):  # untimed check; the native to_json, not the slow wrapper's to_py
         x = cts[k]()
         texts.append("".join(json.loads(arrs[k].to_json(x))))
         x.commit()
         x.drop()
-    return ns, len(agents), texts
+    return ns, len(agents), texts, held
 
 
 def w8_concurrent(engine, args):
@@ -1087,31 +1109,180 @@ def w8_concurrent(engine, args):
 
     def once():
         if engine == "yrs":
-            ns, done, texts = w8_replay_yrs(agents, patches, plan, merge, n, budget_ns)
+            ns, done, texts, held = w8_replay_yrs(agents, patches, plan, merge, n, budget_ns)
         else:
-            ns, done, texts = w8_replay_loro(engine == "loro-movable", agents, patches, plan, merge, n, budget_ns)
+            ns, done, texts, held = w8_replay_loro(engine == "loro-movable", agents, patches, plan, merge, n, budget_ns)
+        state.setdefault("held", held)  # memory: the first run's (later runs reuse freed memory)
         state["all_ok"] = state["all_ok"] and done == total and final is not None and all(t == final for t in texts)
         # a stopped run is a lower bound, never "faster" than a complete one
         return (ns if done == total else float("inf")), ns, done
 
     (_, ns, done), runs = repeat_best(once, W8_RUNS, stop=lambda r: r[2] < total)
-    m = {"ms": ns / 1e6 * total / done, "ns_per_op": ns / done * total / elem_ops, "transactions": total}
+    m = {"ms": ns / 1e6 * total / done, "ns_per_op": ns / done * total / elem_ops, "transactions": total,
+         "memory_bytes": state["held"] // n, "replicas_rss_bytes": state["held"]}
     how = ("Yrs: one transaction per trace transaction, update = get_update(state vector before it),"
            " apply_update per delivered transaction" if engine == "yrs" else
            "Loro: update = export(ExportMode.Updates(oplog_vv before it)), import_ per delivered transaction")
     note = (f"{total} transactions, {elem_ops} element edits (ops), {n} replicas (ids 1..{n}); {how};"
             f" delivery plan computed untimed; every run checked (all replicas == final.txt);"
-            f" ms {rep_note(W8_RUNS, runs)} on fresh replicas")
+            f" ms {rep_note(W8_RUNS, runs)} on fresh replicas; memory_bytes = RSS delta of the first run"
+            f" (before the replicas -> after the merge, all alive, with the updates kept) / {n}, a proxy")
     if done < total:
         return m, done, False, note + over_budget(m, done, total)
     return m, elem_ops, state["all_ok"], note
+
+
+# --------------------------------------------------------------------------
+# W12.churn.N: 1,000 live items, N inserts/deletes by 3 replicas in turns of 1,000 (WORKLOADS.md)
+# --------------------------------------------------------------------------
+CHURN_SIZES = (100_000, 1_000_000)
+CHURN_LIVE, CHURN_TURN, CHURN_REPLICAS = 1_000, 1_000, 3
+
+
+class _ChurnLoro:
+    """Loro side of W12: a turn is committed once; its update is export(Updates(vv before it))."""
+
+    def __init__(self, peer, movable):
+        self.doc = LoroDoc()
+        self.doc.peer_id = peer
+        self.list = self.doc.get_movable_list("list") if movable else self.doc.get_list("list")
+
+    def turn(self, ops):
+        vv = self.doc.oplog_vv
+        ins, rem = self.list.insert, self.list.delete
+        for is_ins, p, v in ops:
+            if is_ins:
+                ins(p, v)
+            else:
+                rem(p, 1)
+        self.doc.commit()
+        return self.doc.export(ExportMode.Updates(vv))
+
+    def receive(self, update):
+        self.doc.import_(update)
+
+    def values(self):
+        return self.list.to_vec()
+
+    def snapshot(self):
+        return self.doc.export(ExportMode.Snapshot())
+
+    def history(self):
+        return self.doc.export(ExportMode.Updates(VersionVector()))
+
+    def shallow(self):
+        """Loro's own history trimming: a shallow snapshot at the current frontiers (the state and
+        no history before it), a reference for what compaction can reach."""
+        return self.doc.export(ExportMode.ShallowSnapshot(self.doc.oplog_frontiers))
+
+
+class _ChurnYrs:
+    """Yrs side of W12: one transaction per op (as every Yrs loop here); a turn's update is the
+    merge of its transactions' updates (doc.observe, what Yjs providers send: get_update(sv) would
+    re-send the whole delete set every turn, see W3)."""
+
+    def __init__(self, peer):
+        self.doc = pycrdt.Doc(client_id=peer)
+        self.arr = self.doc.get("list", type=pycrdt.Array).integrated
+        self.nat = self.doc._doc
+        self.ups = []
+        self._sub = self.doc.observe(lambda ev: self.ups.append(ev.update))
+
+    def turn(self, ops):
+        self.ups.clear()
+        ins, rem, ct = self.arr.insert, self.arr.remove_range, self.nat.create_transaction
+        for is_ins, p, v in ops:
+            x = ct()
+            if is_ins:
+                ins(x, p, v)
+            else:
+                rem(x, p, 1)
+            x.commit()
+            x.drop()
+        ups, self.ups = self.ups, []
+        return ups[0] if len(ups) == 1 else pycrdt.merge_updates(*ups)
+
+    def receive(self, update):
+        x = self.nat.create_transaction()
+        self.nat.apply_update(x, update)
+        x.commit()
+        x.drop()
+        self.ups.clear()  # its own observer saw the applied update: not a local change
+
+    def values(self):
+        x = self.nat.create_transaction()
+        out = [_num(v) for v in json.loads(self.arr.to_json(x))]
+        x.commit()
+        x.drop()
+        return out
+
+    def snapshot(self):  # Yrs has no separate snapshot format: the full-state update
+        return self.doc.get_update()
+
+    def history(self):
+        return None
+
+
+def w12_churn(engine, n):
+    ops = gen_churn(n, CHURN_LIVE)  # untimed
+    model = list(range(CHURN_LIVE))
+    apply_flat(model, ops)
+    before = rss_now()  # memory held by the replicas: RSS delta from here to the end of the run
+    make = (lambda p: _ChurnYrs(p)) if engine == "yrs" else (lambda p: _ChurnLoro(p, engine == "loro-movable"))
+    reps = [make(k + 1) for k in range(CHURN_REPLICAS)]
+    init = reps[0].turn([(True, i, i) for i in range(CHURN_LIVE)])  # untimed: replica 1 builds
+    for r in reps[1:]:
+        r.receive(init)
+    budget_ns = BUDGET_S * NS
+    exchange = 0
+    t0 = time.perf_counter_ns()
+    done = 0
+    while done < n:  # turn t: ops t*1000 .. t*1000+999 by replica t % 3, the 2 others receive
+        hi = min(n, done + CHURN_TURN)
+        maker = (done // CHURN_TURN) % CHURN_REPLICAS
+        update = reps[maker].turn(ops[done:hi])
+        exchange += len(update)
+        for k, r in enumerate(reps):
+            if k != maker:
+                r.receive(update)
+        done = hi
+        if time.perf_counter_ns() - t0 > budget_ns:
+            break
+    ns = time.perf_counter_ns() - t0
+    held = rss_now() - before
+    snap, hist = reps[0].snapshot(), reps[0].history()
+    lists = [r.values() for r in reps]
+    if done < n:
+        model = list(range(CHURN_LIVE))
+        apply_flat(model, ops[:done])
+    converged = all(x == lists[0] for x in lists)
+    m = {"ns_per_op": ns / done, "ms": ns / 1e6 * n / done, "snapshot_bytes": len(snap),
+         "memory_bytes": held // CHURN_REPLICAS, "replicas_rss_bytes": held,
+         "live_items": len(lists[0]), "exchange_bytes": exchange}
+    if hist is not None:
+        m["history_bytes"] = len(hist)
+    if engine != "yrs":
+        m["shallow_snapshot_bytes"] = len(reps[0].shallow())
+    how = ("Yrs: one transaction per op, a turn's update = merge_updates of its transactions' updates"
+           " (observe), apply_update by the 2 others; snapshot = get_update() (full state)" if engine == "yrs" else
+           "Loro: one commit per turn, update = export(Updates(vv before the turn)), import_ by the 2 others;"
+           " snapshot = export(Snapshot), history = export(Updates(empty vv)),"
+           " shallow_snapshot = export(ShallowSnapshot(oplog_frontiers))")
+    note = (f"3 replicas (ids 1, 2, 3), turns of {CHURN_TURN} ops (turn t by replica t % 3), single timed run; {how};"
+            f" memory_bytes = RSS delta (before building the replicas -> after the run, all 3 alive) / 3, a proxy;"
+            f" converged={converged}, equals model={lists[0] == model}")
+    ok = converged and lists[0] == model and done == n
+    if done < n:
+        note += over_budget(m, done, n)
+    return m, done, ok, note
 
 
 RANDOM_SIZES = (1_000, 10_000, 100_000, 1_000_000)
 WORKLOADS = (["W1.trace"] + [f"W1.random.{n}" for n in RANDOM_SIZES] +
              ["W2.history", "W3.stream.1", "W3.stream.100", "W4.moves", "W4.merge",
               "W5.sections", "W6.memory"] +
-             [f"W7.{o}.{n}" for o in ("reverse", "shuffled") for n in OOO_SIZES] + ["W8.concurrent"])
+             [f"W7.{o}.{n}" for o in ("reverse", "shuffled") for n in OOO_SIZES] + ["W8.concurrent"] +
+             [f"W12.churn.{n}" for n in CHURN_SIZES])
 
 
 def run(engine, workload, args):
@@ -1135,6 +1306,8 @@ def run(engine, workload, args):
         return w7_out_of_order(engine, workload.split(".")[1], int(workload.split(".")[2]))
     if workload == "W8.concurrent":
         return w8_concurrent(engine, args)
+    if workload in WORKLOADS and workload.startswith("W12.churn."):
+        return w12_churn(engine, int(workload.split(".")[2]))
     raise SystemExit(f"unknown workload {workload}")
 
 

@@ -150,3 +150,24 @@ func genOutOfOrder(n: Int) -> (positions: [Int], values: [UInt8], reverse: [Int]
     for i in stride(from: n, to: 0, by: -1) { shuffled.swapAt(i, srng.below(i + 1)) }
     return (positions, values, Array((0...n).reversed()), shuffled)
 }
+
+/// W12.churn: `count` inserts and deletes on a list of `live` items that stays near `live` items
+/// (SplitMix64(seed 12)). Op k: insert when the list is empty or `below(2 * live) >= len` (so the
+/// chance of an insert falls as the list grows past `live`), at `below(len + 1)` with value
+/// `live + k`; else delete the item at `below(len)`.
+func genChurn(count: Int, live: Int = 1_000, seed: UInt64 = 12) -> [FlatOp] {
+    var rng = SplitMix64(seed: seed)
+    var len = live
+    var ops: [FlatOp] = []
+    ops.reserveCapacity(count)
+    for k in 0..<count {
+        if len == 0 || rng.below(2 * live) >= len {
+            ops.append(FlatOp(insert: true, pos: rng.below(len + 1), value: live + k))
+            len += 1
+        } else {
+            ops.append(FlatOp(insert: false, pos: rng.below(len), value: live + k))
+            len -= 1
+        }
+    }
+    return ops
+}

@@ -27,12 +27,16 @@ func w8Concurrent(_ ctx: Context) throws -> BenchResult {
     guard let expected = trace.finalText else { throw BenchError("clownschool.concurrent.final.txt is missing") }
     let ids = [1, 2, 3].map(ReplicaID.init)
     // Every run is checked: all three replicas show the final text after the merge.
-    var allOK = true, first: ConcurrentReplay?
+    // Memory: the RSS delta of the first run (before its replicas exist -> after the merge, all
+    // alive), divided by the number of replicas: a proxy for the memory one replica holds.
+    var allOK = true, first: ConcurrentReplay?, held = 0
     let r = try Repeat.fastest(reps: w8Runs, time: { Double($0) }) { () throws -> UInt64 in
+        let before = Memory.rssNow()
         let t0 = nowNs()
         var replay = try ConcurrentReplay(trace, replicas: ids, delivery: .causal)
         try replay.mergeAll()
         let ns = nowNs() - t0
+        if first == nil { held = Memory.rssNow() - before }
         allOK = allOK && replay.documents.allSatisfy { ConcurrentTrace.text(of: $0) == expected }
         if first == nil { first = replay }
         return ns
@@ -62,12 +66,15 @@ func w8Concurrent(_ ctx: Context) throws -> BenchResult {
     res.set("transactions", trace.transactions.count)
     res.set("wire_ms", wire.ms)
     res.set("wire_bytes", wire.state)
+    res.set("memory_bytes", held / ids.count)
+    res.set("replicas_rss_bytes", held)
     res.ok = allOK
     res.note = "\(trace.transactions.count) transactions, \(elementOps) element edits (ops), 3 replicas (ids 1, 2, 3); "
         + "timed: ConcurrentReplay (before each transaction its agent's replica receives the other agents' "
         + "transactions in its past as ListOperation values, one receive(_:) per transaction, then one "
         + "insertItem/deleteItem call per element) + mergeAll; ms \(Repeat.note(w8Runs, r.runs)) on fresh replicas, "
         + "every run checked (all replicas == final.txt); wire_ms (not in ms): encoding each transaction once "
-        + "and decoding it once per other replica, \(Repeat.note(w8Runs, wire.runs))"
+        + "and decoding it once per other replica, \(Repeat.note(w8Runs, wire.runs)); memory_bytes = RSS delta of "
+        + "the first run (before the replicas -> after the merge, all alive) / 3, a proxy"
     return res
 }
