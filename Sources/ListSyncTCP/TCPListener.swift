@@ -209,28 +209,28 @@ public final class TCPListener: TransportListener, @unchecked Sendable {
     ///   ``TCPOptions/maxUnauthenticated``), only when the pool is full.
     private func makeRoom() -> String? {
         if pending.count >= options.maxUnauthenticated || total >= options.maxConnections {
-            // The victim, by class, the oldest first in each: (0) a failed proof; then, quiet
-            // past `silentAfter`, (1) one that never sent a byte and (2) one whose handshake
-            // stalled (a HELLO, then nothing); then, active lately, (3) one that has sent nothing
-            // yet and (4) one whose handshake is under way. An honest handshake sends at once and
-            // ends within a round trip: it is in class 3 or 4 and among the newest, so a
-            // reconnecting attacker's connections, young or old, silent or half-open, go first.
-            // "Sent" counts bytes waiting unread too: a loaded loop may accept a burst of
-            // connections before it reads the honest HELLO among them, so a candidate that
-            // seems never to have sent is asked (FIONREAD) before it is evicted.
-            // (Oldest-first alone, then three classes, then five without the unread bytes, each
-            // lost an honest client under load in CI.)
+            // The victim, by class, the oldest first in each: (0) a failed proof; then those
+            // that never sent a byte: (1) quiet past `silentAfter`, (2) younger; then those that
+            // sent: (3) a handshake stalled past `silentAfter` (a HELLO, then nothing), (4) one
+            // under way. An honest client sends its HELLO at once, so it is in class 3 or 4: any
+            // number of silent connections, young or old, go before it, even when a loaded
+            // client is slow to answer the challenge. "Sent" counts bytes waiting unread too: a
+            // loaded loop may accept a burst of connections before it reads the honest HELLO
+            // among them, so a candidate that seems never to have sent is asked (FIONREAD) first.
+            // (Each earlier order lost an honest client under load in CI: oldest first alone;
+            // three classes; five that ranked a stalled handshake before a young silent
+            // connection, which is where a slow honest client sat under a fast silent flood.)
             func rank(_ p: Pending) -> (Int, UInt64) {
                 if p.failedProof { return (0, p.order) }
                 let quiet = p.socket.quietFor > silentAfter
-                if p.socket.hasReceived { return (quiet ? 2 : 4, p.order) }
+                if p.socket.hasReceived { return (quiet ? 3 : 4, p.order) }
                 if p.sentUnread { return (4, p.order) }   // its first bytes wait to be read
-                return (quiet ? 1 : 3, p.order)
+                return (quiet ? 1 : 2, p.order)
             }
             var chosen: Pending?
             while let candidate = pending.values.min(by: { rank($0) < rank($1) }) {
                 let r = rank(candidate).0
-                if (r == 1 || r == 3), System.hasUnreadBytes(candidate.socket.fd) {
+                if (r == 1 || r == 2), System.hasUnreadBytes(candidate.socket.fd) {
                     // Each connection is promoted once: at most one extra pass per promotion.
                     pending[ObjectIdentifier(candidate.socket)]?.sentUnread = true
                     continue

@@ -38,7 +38,10 @@ struct DaemonFloodTests {
     static func honest(_ daemon: DaemonProcess) throws -> Double? {
         let start = Date()
         let (code, out, err) = try daemon.run(["docs"])
-        if code != 0 { Issue.record("listsync docs exited \(code): \(err) \(out)") }
+        if code != 0 {
+            let status = (try? daemon.run(["status", "--json"]))?.1 ?? ""
+            Issue.record("listsync docs exited \(code) after \(String(format: "%.3f", Date().timeIntervalSince(start))) s: \(err) \(out); the daemon's handshakes and refusals: \(status)")
+        }
         return code == 0 ? Date().timeIntervalSince(start) : nil
     }
 
