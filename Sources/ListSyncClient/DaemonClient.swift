@@ -236,7 +236,11 @@ public actor DaemonClient {
                 perform(actions)
             }
             if !synced.contains(document) {
-                try await withCheckedThrowingContinuation { (c: CheckedContinuation<Void, any Error>) in catchUps[document] = c }
+                try await withCheckedThrowingContinuation { (c: CheckedContinuation<Void, any Error>) in
+                    // The session may have closed between `subscribed` and now (a daemon killed
+                    // right after it): nothing would resume a wait registered after that.
+                    if session.isClosed { c.resume(throwing: DaemonClientError.disconnected) } else { catchUps[document] = c }
+                }
             }
         } catch {
             opened[document] = nil

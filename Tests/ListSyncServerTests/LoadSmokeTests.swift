@@ -4,7 +4,7 @@ import ListSync
 import ListSyncTestTraits
 
 /// Runs the built `listsync-load` with `args` (and `--json`): its exit status and result.
-func runLoad(_ args: [String]) throws -> (Int32, [String: Any]) {
+func runLoad(_ args: [String], seconds: Int = 100) throws -> (Int32, [String: Any]) {
     guard let listsync = listsyncBinary() else { throw DaemonTestError("no listsync binary") }
     let load = URL(fileURLWithPath: listsync).deletingLastPathComponent().appendingPathComponent("listsync-load").path
     let p = Process()
@@ -13,8 +13,21 @@ func runLoad(_ args: [String]) throws -> (Int32, [String: Any]) {
     let out = Pipe()
     p.standardOutput = out
     try p.run()
+    // A hung run must not hang the suite (a time limit does not stop a blocking read): after
+    // `seconds`, it and the daemons it started are killed, and the output that came is read.
+    let pid = p.processIdentifier
+    let watchdog = DispatchWorkItem {
+        let children = (try? String(contentsOfFile: "/proc/\(pid)/task/\(pid)/children", encoding: .utf8)) ?? ""
+        for child in children.split(separator: " ").compactMap({ Int32($0) }) { kill(child, SIGKILL) }
+        kill(pid, SIGKILL)
+    }
+    DispatchQueue.global().asyncAfter(deadline: .now() + .seconds(seconds), execute: watchdog)
     let data = out.fileHandleForReading.readDataToEndOfFile()
     p.waitUntilExit()
+    watchdog.cancel()
+    if p.terminationReason == .uncaughtSignal, p.terminationStatus == SIGKILL {
+        throw DaemonTestError("listsync-load \(args) ran past \(seconds) s and was killed; it printed \(String(decoding: data, as: UTF8.self))")
+    }
     guard let r = try JSONSerialization.jsonObject(with: data) as? [String: Any] else {
         throw DaemonTestError("listsync-load printed \(String(decoding: data, as: UTF8.self))")
     }
