@@ -87,45 +87,24 @@ public actor DaemonClient {
                           timeout: timeout, loop: loop)
     }
 
-    /// How many times a connection cut during its handshake is tried (see ``connect(host:port:authentication:localHost:changeSets:timeout:loop:)``).
-    public static let handshakeAttempts = 4
-
     /// Connects to the daemon at `host:port` proving `authentication` (the daemon's key or a
     /// device credential); otherwise as ``connect(host:port:key:localHost:changeSets:timeout:loop:)``.
     /// A connection cut during its handshake (a daemon evicting handshakes under a flood) is tried
-    /// again up to ``handshakeAttempts`` times in all.
+    /// again (``TCPTransport/handshakeAttempts`` in all).
     public static func connect(host: String, port: UInt16, authentication: ClientAuthentication, localHost: String? = nil,
                                changeSets: Bool = true, timeout: Duration = .seconds(30),
                                loop: EventLoop = .shared) async throws(DaemonClientError) -> DaemonClient {
-        var t: TCPTransport?
-        // A connection cut during its handshake (the daemon's pool of handshakes full, under a
-        // flood of strangers' connections, evicts one) is tried again, a few times, at once: a
-        // key holder completes the next one within a round trip. A refused connect (nothing
-        // listening) or a failed proof is not retried.
-        var attempt = 0
-        while t == nil {
-            do {
-                t = try await TCPTransport.connect(host: host, port: port, authentication: authentication, localHost: localHost, loop: loop)
-            } catch {
-                attempt += 1
-                let cut: Bool
-                switch error {
-                case let .handshake(why): cut = !why.contains("authentication failed")
-                case let .system(call, code): cut = call != "connect" && (code == ECONNRESET || code == EPIPE)
-                default: cut = false
-                }
-                if cut, attempt < Self.handshakeAttempts {
-                    try? await Task.sleep(for: .milliseconds(10 * attempt))
-                    continue
-                }
-                if case let .handshake(why) = error {
-                    if why.contains("authentication failed") { throw .handshake(why) }
-                    throw .refused(.limit, why)
-                }
-                throw .notRunning("\(host):\(port)", error)
+        let t: TCPTransport
+        do {
+            // A handshake cut by a flooded listener is tried again there (TCPTransport.handshakeAttempts).
+            t = try await TCPTransport.connect(host: host, port: port, authentication: authentication, localHost: localHost, loop: loop)
+        } catch {
+            if case let .handshake(why) = error {
+                if why.contains("authentication failed") { throw .handshake(why) }
+                throw .refused(.limit, why)
             }
+            throw .notRunning("\(host):\(port)", error)
         }
-        guard let t else { throw .disconnected }
         let c = DaemonClient(transport: t, changeSets: changeSets, timeout: timeout)
         await c.startReading()
         return c

@@ -1,3 +1,8 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import ListSync
 import ListSyncCrypto
 import Synchronization
@@ -65,14 +70,40 @@ public final class TCPTransport: Transport, @unchecked Sendable {
                 guard let a = SocketAddress(numeric: h, port: 0) else { throw .system(call: "inet_pton(\(h))", errno: 22) }
                 return a
             }
-            do {
-                return try await connect(address, authentication: authentication, options: options, local: local, loop: loop)
-            } catch {
-                last = error
-                if case .handshake = error { throw error }
+            var attempt = 0
+            while true {
+                do {
+                    return try await connect(address, authentication: authentication, options: options, local: local, loop: loop)
+                } catch {
+                    attempt += 1
+                    if Self.cutInHandshake(error), attempt < Self.handshakeAttempts {
+                        // A listener under a flood of strangers' connections evicts handshakes:
+                        // a key holder gets through on the next try, within a round trip.
+                        try? await Task.sleep(for: .milliseconds(10 * attempt))
+                        continue
+                    }
+                    last = error
+                    if case .handshake = error { throw error }
+                    break
+                }
             }
         }
         throw last
+    }
+
+    /// How many times ``connect(host:port:authentication:options:localHost:loop:)`` tries an
+    /// address whose connection was cut during the handshake (closed or reset by the listener:
+    /// its pool of handshakes evicts under a flood). A refused connect, a failed proof, another
+    /// version, a refusal or a deadline are not tried again.
+    public static let handshakeAttempts = 4
+
+    /// Whether `error` is a connection cut during the handshake, worth one more try.
+    static func cutInHandshake(_ error: TransportError) -> Bool {
+        switch error {
+        case let .handshake(why): return why == CloseReason.peerClosed.description
+        case let .system(call, code): return call != "connect" && (code == ECONNRESET || code == EPIPE)
+        default: return false
+        }
     }
 
     static func connect(_ address: SocketAddress, authentication: ClientAuthentication, options: TCPOptions, local: SocketAddress?,
