@@ -1182,23 +1182,16 @@ class _ChurnYrs:
     re-send the whole delete set every turn, see W3)."""
 
     def __init__(self, peer):
-        self.doc = pycrdt.Doc(client_id=peer)
-        self.arr = self.doc.get("list", type=pycrdt.Array).integrated
+        self.eng = YrsEngine(peer)           # its run_flat: one transaction per op
+        self.doc = self.eng.doc
+        self.arr = self.eng.native
         self.nat = self.doc._doc
         self.ups = []
         self._sub = self.doc.observe(lambda ev: self.ups.append(ev.update))
 
     def turn(self, ops):
         self.ups.clear()
-        ins, rem, ct = self.arr.insert, self.arr.remove_range, self.nat.create_transaction
-        for is_ins, p, v in ops:
-            x = ct()
-            if is_ins:
-                ins(x, p, v)
-            else:
-                rem(x, p, 1)
-            x.commit()
-            x.drop()
+        self.eng.run_flat(ops)
         ups, self.ups = self.ups, []
         return ups[0] if len(ups) == 1 else pycrdt.merge_updates(*ups)
 

@@ -109,7 +109,7 @@ public final class DataFolder: Sendable {
         try checkOpen()
         var rng = SystemRandomNumberGenerator()
         let id = id ?? DocumentID.random(using: &rng)
-        if fs.exists(destroyedPath + "/" + id.description) { throw .destroyed(id) }
+        if isDestroyed(id) { throw .destroyed(id) }
         let folder = folder(of: id)
         try fs.mkdir(folder)
         try fs.syncFolder(documentsPath)
@@ -125,7 +125,7 @@ public final class DataFolder: Sendable {
                      options: StoreOptions = StoreOptions()) throws(StoreError) -> (store: DocumentStore, document: ListDocument) {
         try checkOpen()
         let folder = folder(of: id)
-        if fs.exists(destroyedPath + "/" + id.description) { throw .destroyed(id) }
+        if isDestroyed(id) { throw .destroyed(id) }
         guard fs.exists(folder + "/name") else { throw .unknownDocument(id) }
         return try DocumentStore.open(at: folder, documentID: id, replica: replica, options: options, fileSystem: fs)
     }
@@ -167,6 +167,11 @@ public final class DataFolder: Sendable {
 
     var destroyedPath: String { root + "/destroyed" }
 
+    private func recordPath(_ id: DocumentID) -> String { destroyedPath + "/" + id.description }
+
+    /// Whether document `id` was destroyed (its deletion record exists; nothing is read).
+    public func isDestroyed(_ id: DocumentID) -> Bool { fs.exists(recordPath(id)) }
+
     /// Destroys document `id`: writes its deletion record (`destroyed/<id>`: the epoch it had and
     /// `time`, Unix milliseconds; mode 0600, written atomically and its folder synced), and only
     /// then removes its folder (``remove(_:)``). From then on ``create(name:id:)`` and
@@ -179,13 +184,13 @@ public final class DataFolder: Sendable {
     /// - Complexity: O(f) file calls for the document's f files.
     public func destroy(_ id: DocumentID, epoch: UInt64, time: UInt64) throws(StoreError) {
         try checkOpen()
-        if try destroyedRecord(id) == nil {
+        if !isDestroyed(id) {
             if !fs.exists(destroyedPath) {
                 try fs.mkdir(destroyedPath)
                 try fs.syncFolder(root)
             }
             let text = "epoch \(String(epoch, radix: 16))\ntime \(time)\n"
-            try fs.writeAtomically(Array(text.utf8), to: destroyedPath + "/" + id.description, folder: destroyedPath)
+            try fs.writeAtomically(Array(text.utf8), to: recordPath(id), folder: destroyedPath)
         }
         try remove(id)
     }
@@ -210,7 +215,7 @@ public final class DataFolder: Sendable {
 
     /// Document `id`'s deletion record, if it was destroyed.
     public func destroyedRecord(_ id: DocumentID) throws(StoreError) -> DestroyedRecord? {
-        let path = destroyedPath + "/" + id.description
+        let path = recordPath(id)
         guard fs.exists(path) else { return nil }
         return DestroyedRecord(id: id, text: String(decoding: try fs.readFile(path), as: UTF8.self))
     }

@@ -53,7 +53,8 @@ public final class ClientReplica: Sendable {
     ///
     /// - Throws: ``StoreError`` when the folder or a slot file cannot be made or read.
     public static func acquire(folder: String, slots: Int = 16, fileSystem fs: FileSystem = .system) throws(StoreError) -> ClientReplica? {
-        try makeFolders(folder, fs: fs)
+        try DeviceFolder.makeParents(of: folder, fs: fs)
+        if !fs.exists(folder) { try fs.mkdir(folder) }
         for n in 0..<slots {
             let path = folder + "/slot-\(n)"
             let fd = try fs.open(path, flags: O_RDWR | O_CREAT | O_CLOEXEC, mode: 0o600)
@@ -147,15 +148,5 @@ public final class ClientReplica: Sendable {
     private static func hex8(_ v: UInt32) -> String {
         let h = String(v, radix: 16)
         return String(repeating: "0", count: max(0, 8 - h.count)) + h
-    }
-
-    private static func makeFolders(_ folder: String, fs: FileSystem) throws(StoreError) {
-        var missing: [String] = []
-        var p = folder
-        while !p.isEmpty, p != "/", !fs.exists(p) {
-            missing.append(p)
-            p = (p as NSString).deletingLastPathComponent
-        }
-        for f in missing.reversed() { try fs.mkdir(f) }
     }
 }

@@ -251,7 +251,7 @@ public actor Daemon {
             try await offPool {
                 let entry = try folder.list().first { $0.id == id }
                 guard let entry else {
-                    if (try? folder.destroyedRecord(id)) != nil { throw DaemonError.destroyed(id) }
+                    if folder.isDestroyed(id) { throw DaemonError.destroyed(id) }
                     throw DaemonError.unknownDocument(id)
                 }
                 let (store, document) = try folder.open(id, replica: replica, options: options)
@@ -265,7 +265,7 @@ public actor Daemon {
         defer { loading[id] = nil }
         do {
             let h = try await task.value
-            if destroying.contains(id) || (try? folder.destroyedRecord(id)) != nil {
+            if isDestroyed(id, in: folder) {
                 // Destroyed while it loaded: no host for it, and its store closed.
                 await h.close()
                 throw DaemonError.destroyed(id)
@@ -285,13 +285,18 @@ public actor Daemon {
         }
     }
 
+    /// Whether document `id` is being destroyed or was (its deletion record).
+    private func isDestroyed(_ id: DocumentID, in folder: DataFolder) -> Bool {
+        destroying.contains(id) || folder.isDestroyed(id)
+    }
+
     /// Creates a document with `sections` (made by this daemon's replica), or, with `id` (a
     /// peer's copy), returns the existing one or makes an empty one with that id and `epoch`.
     func create(name: String, sections: [String], id: DocumentID?, epoch: UInt64) async throws(DaemonError)
         -> (DocumentID, UInt64) {
         guard let folder else { throw .stopping }
         // A destroyed id is never made again, whoever holds a copy (Docs/Daemon.md, "Destroying a document").
-        if let id, destroying.contains(id) || (try? folder.destroyedRecord(id)) != nil { throw .destroyed(id) }
+        if let id, isDestroyed(id, in: folder) { throw .destroyed(id) }
         if let id, let existing = try? await host(id) { return (id, await existing.epoch) }
         // Another create of this id may have made it while this one waited: from this check to
         // `hosts[newID] = h` nothing awaits, so one store per document whatever the races.
@@ -380,7 +385,7 @@ public actor Daemon {
         }
         metrics.setOnDisk(max(0, metrics.documentsOnDisk - 1))
         log("document destroyed", ["id": id.description, "name": h?.name ?? "", "epoch": String(current, radix: 16), "by": reason])
-        for p in peers { await p.documentDestroyed(id) }
+        for p in peers { await p.destroyOnPeer(id) }
         return current
     }
 

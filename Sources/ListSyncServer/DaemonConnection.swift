@@ -100,16 +100,11 @@ actor DaemonConnection: DocumentSubscriber {
             if let h = hosts.removeValue(forKey: doc) { await h.unsubscribe(subscriberID) }
         case let .operations(doc, batch, ops):
             guard let host = hosts[doc] else { return }
-            if let reason = await host.destroyedReason {
-                // Destroyed since this connection attached (its detach is on its way).
-                detach(doc)
-                return await perform(session.failed(request: batch, document: doc, code: .destroyed, text: reason))
-            }
             let start = DispatchTime.now().uptimeNanoseconds
             let (equivocated, equivocation, failure, closed) = await host.receive(ops, batch: batch, from: subscriberID)
             if let closed {
-                // Destroyed (or unloaded) between the check above and the batch: answered here,
-                // since the host no longer holds this connection.
+                // Destroyed (or unloaded) since this connection attached: answered here, since
+                // the host no longer holds this connection (its detach may be on its way).
                 if closed.code == .destroyed { detach(doc) }
                 return await perform(session.failed(request: batch, document: doc, code: closed.code, text: closed.text))
             }

@@ -80,8 +80,6 @@ actor DocumentHost {
     var document: ListDocument { core.document }
     var subscriberCount: Int { subscribers.count }
     var storeFailure: String? { core.failure }
-    /// Why the document was destroyed, once it was (``destroy(reason:)``).
-    var destroyedReason: String? { core.destroyedReason }
     var equivocations: Int { core.equivocations }
     var operationsIn: Int { core.operationsApplied }
     /// This document as a peer link describes it.

@@ -128,7 +128,7 @@ actor PeerLink: DocumentSubscriber {
     }
 
     /// A document was destroyed on this daemon: destroy it on the peer too.
-    func documentDestroyed(_ document: DocumentID) async {
+    func destroyOnPeer(_ document: DocumentID) async {
         hosts[document] = nil
         await perform(onSession { $0.destroyed(document, now: Self.now()) })
     }
