@@ -52,3 +52,13 @@ public struct TokenBucket: Sendable {
         return true
     }
 }
+
+extension Optional where Wrapped == TokenBucket {
+    /// Takes one token at time `now` from the bucket, if there is one: false only when there is a
+    /// bucket and it is empty (no bucket: no limit).
+    public mutating func allows(now: UInt64) -> Bool {
+        guard var b = self else { return true }
+        defer { self = b }
+        return b.take(now: now)
+    }
+}

@@ -99,14 +99,10 @@ public struct ServerSession: Sendable {
             if access.readOnly {
                 return [error(batch, doc, .forbidden, "this device's credential is read-only: the edit was refused")]
             }
-            if var b = bucket {
-                let ok = b.take(now: now)
-                bucket = b
-                if !ok {
-                    rateLimitedCount += 1
-                    return [.rateLimited(first: rateLimitedCount == 1),
-                            error(batch, doc, .limit, "rate limit: over \(Int(b.limit.rate)) batches a second (bursts of \(Int(b.limit.burst))); this batch was refused, send it again later")]
-                }
+            if !bucket.allows(now: now), let limit = bucket?.limit {
+                rateLimitedCount += 1
+                return [.rateLimited(first: rateLimitedCount == 1),
+                        error(batch, doc, .limit, "rate limit: over \(Int(limit.rate)) batches a second (bursts of \(Int(limit.burst))); this batch was refused, send it again later")]
             }
             return [.operations(doc, batch: batch, ops)]
         case let .hello(doc, version):
@@ -136,13 +132,9 @@ public struct ServerSession: Sendable {
         case let .presence(doc, presence):
             // Ephemeral: what is not relayed is dropped without a word, never an error.
             guard attachedDocuments.contains(doc) else { return [] }
-            if var b = presenceBucket {
-                let ok = b.take(now: now)
-                presenceBucket = b
-                if !ok {
-                    presenceDroppedCount += 1
-                    return []
-                }
+            if !presenceBucket.allows(now: now) {
+                presenceDroppedCount += 1
+                return []
             }
             return [.presence(doc, presence)]
         case .subscribed, .synced, .ack, .created, .documents, .statusReport, .error, .destroyed:
