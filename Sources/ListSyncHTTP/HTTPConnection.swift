@@ -27,6 +27,9 @@ final class HTTPConnection: EventHandler, @unchecked Sendable {
     private var closeAfterWrite = false
     /// Writing side shut down; input is read and dropped until end of stream or the deadline.
     private var lingering = false
+    /// The streamed response being written, if any: no deadline while nothing waits to be
+    /// written, input is dropped, and the connection closes when it finishes.
+    private var stream: HTTPStream?
     private var closed = false
 
     // Deadlines (monotonic nanoseconds).
@@ -72,7 +75,7 @@ final class HTTPConnection: EventHandler, @unchecked Sendable {
                 closeNow()
                 return
             }
-            if lingering || parser.hasFailed || closeAfterWrite { continue }   // drained and dropped
+            if lingering || parser.hasFailed || closeAfterWrite || stream != nil { continue }   // drained and dropped
             parser.append(buffer[0..<n])
             if partialStart == nil { partialStart = EventLoop.now() }
             var completed = false
@@ -111,15 +114,15 @@ final class HTTPConnection: EventHandler, @unchecked Sendable {
 
     /// Starts the next queued request if none is running.
     private func advance() {
-        while !closed, task == nil, !closeAfterWrite, !queue.isEmpty {
+        while !closed, task == nil, !closeAfterWrite, stream == nil, !queue.isEmpty {
             switch queue.removeFirst() {
             case let .failure(error):
                 server.stats.withLock { $0.rejected += 1 }
                 respond(HTTPResponse(status: error.statusCode, text: "\(error)\n"), to: nil)
-            case let .success(request) where request.method != "GET" && request.method != "HEAD":
+            case let .success(request) where !options.methods.contains(request.method):
                 server.stats.withLock { $0.rejected += 1 }
                 respond(HTTPResponse(status: 405, text: "method \(request.method) not allowed\n",
-                                     headers: [("Allow", "GET, HEAD")]), to: request)
+                                     headers: [("Allow", options.methods.sorted().joined(separator: ", "))]), to: request)
             case let .success(request):
                 let handler = server.handler
                 let loop = self.loop
@@ -139,6 +142,7 @@ final class HTTPConnection: EventHandler, @unchecked Sendable {
 
     /// Queues `response` for `request` (`nil`: a parse error, so the connection closes after it).
     private func respond(_ response: HTTPResponse, to request: HTTPRequest?) {
+        if let s = response.stream { return respond(streaming: s, response, to: request) }
         let keepAlive = request?.keepAlive ?? false
         let header: Bool? = !keepAlive ? false : (request?.version == .http1_0 ? true : nil)
         // Counted before the bytes leave: a client that read the response sees it counted.
@@ -151,6 +155,55 @@ final class HTTPConnection: EventHandler, @unchecked Sendable {
             queue = []
             if sent == outbound.count { startLinger() }
         }
+    }
+
+    /// Queues the head of a streamed response and attaches its stream; the connection takes no
+    /// more requests and closes when the stream finishes (or at once, for `HEAD` or over the
+    /// limit of streams).
+    private func respond(streaming s: HTTPStream, _ response: HTTPResponse, to request: HTTPRequest?) {
+        let admitted = server.stats.withLock { st -> Bool in
+            st.responses += 1
+            guard st.streams < options.maxStreams else { return false }
+            st.streams += 1
+            return true
+        }
+        queue = []
+        served += 1
+        lastResponse = EventLoop.now()
+        guard admitted else {
+            s.connectionClosed()
+            var refused = HTTPResponse(status: 503, text: "too many streams open; try again later\n")
+            refused.headers.append(("Retry-After", "5"))
+            write(refused.serialized(keepAlive: false))
+            closeAfterWrite = true
+            if sent == outbound.count { startLinger() }
+            return
+        }
+        stream = s
+        write(response.serialized(keepAlive: false))
+        if request?.method == "HEAD" { s.finish() }
+        let loop = self.loop
+        s.attach { [weak self] event in
+            loop.execute { [weak self] in self?.streamed(event) }
+        }
+    }
+
+    /// An event of the streamed response, on the loop's thread.
+    private func streamed(_ event: HTTPStream.Event) {
+        guard !closed else { return }
+        switch event {
+        case let .bytes(b):
+            write(b)
+            if outbound.count - sent > options.maxStreamBuffer {
+                server.stats.withLock { $0.slowStreams += 1 }
+                closeNow()
+                return
+            }
+        case .finish:
+            closeAfterWrite = true
+            if sent == outbound.count { startLinger() }
+        }
+        rearm()
     }
 
     // MARK: Writing and closing
@@ -193,9 +246,18 @@ final class HTTPConnection: EventHandler, @unchecked Sendable {
     /// would reset the connection and could lose the response on the way).
     private func startLinger() {
         guard !lingering, !closed else { return }
+        endStream()
         lingering = true
         lingerStart = EventLoop.now()
         do { try System.shutdownWrite(fd) } catch { closeNow() }
+    }
+
+    /// The streamed response is over (written whole, or the connection closes): it stops counting.
+    private func endStream() {
+        guard let s = stream else { return }
+        stream = nil
+        server.stats.withLock { $0.streams -= 1 }
+        s.connectionClosed()
     }
 
     /// The deadline that applies now, re-armed only when it changes.
@@ -206,7 +268,7 @@ final class HTTPConnection: EventHandler, @unchecked Sendable {
             deadline = lingerStart &+ options.lingerTimeout.nanoseconds
         } else if sent < outbound.count {
             deadline = writeStart &+ options.writeTimeout.nanoseconds
-        } else if task != nil || !queue.isEmpty || closeAfterWrite {
+        } else if task != nil || !queue.isEmpty || closeAfterWrite || stream != nil {
             deadline = nil
         } else if let p = partialStart {
             deadline = p &+ options.readTimeout.nanoseconds
@@ -239,6 +301,7 @@ final class HTTPConnection: EventHandler, @unchecked Sendable {
         timer = nil
         task?.cancel()
         task = nil
+        endStream()
         queue = []
         outbound = []
         loop.deregister(fd)

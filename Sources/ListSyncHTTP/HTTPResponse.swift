@@ -9,6 +9,9 @@ public struct HTTPResponse: Sendable, Equatable {
     public var headers: [(name: String, value: String)]
     /// The body (not sent in answer to `HEAD`, though its length is).
     public var body: [UInt8]
+    /// A body written over time instead of ``body`` (server-sent events): the head goes without
+    /// `Content-Length`, with `Connection: close`, and the body ends with the connection.
+    public var stream: HTTPStream?
 
     /// A response with `body` as bytes.
     public init(status: Int, reason: String? = nil, headers: [(name: String, value: String)] = [], body: [UInt8] = []) {
@@ -24,6 +27,12 @@ public struct HTTPResponse: Sendable, Equatable {
         self.init(status: status, headers: [("Content-Type", contentType)] + headers, body: Array(text.utf8))
     }
 
+    /// A response whose body is `stream`, written as the handler sends on it.
+    public init(status: Int = 200, headers: [(name: String, value: String)] = [], stream: HTTPStream) {
+        self.init(status: status, headers: headers)
+        self.stream = stream
+    }
+
     /// The first value of the header `name` (case-insensitive), or `nil`.
     ///
     /// - Complexity: O(*n*) in the number of headers.
@@ -33,7 +42,7 @@ public struct HTTPResponse: Sendable, Equatable {
     }
 
     public static func == (a: HTTPResponse, b: HTTPResponse) -> Bool {
-        a.status == b.status && a.reason == b.reason && a.body == b.body && a.headers.count == b.headers.count
+        a.status == b.status && a.reason == b.reason && a.body == b.body && a.stream === b.stream && a.headers.count == b.headers.count
             && zip(a.headers, b.headers).allSatisfy { $0.name == $1.name && $0.value == $1.value }
     }
 
@@ -43,7 +52,8 @@ public struct HTTPResponse: Sendable, Equatable {
     /// the reason become spaces, so a handler cannot split the response.
     ///
     /// - Parameter keepAlive: `nil` sends no `Connection` header (1.1 keep-alive); `false` sends
-    ///   `close`; `true` sends `keep-alive` (for HTTP/1.0 clients that asked for it).
+    ///   `close`; `true` sends `keep-alive` (for HTTP/1.0 clients that asked for it). A response
+    ///   with a ``stream`` is the head alone, without `Content-Length` and with `Connection: close`.
     /// - Complexity: O(*n*) in the size of the response.
     public func serialized(keepAlive: Bool?, includeBody: Bool = true) -> [UInt8] {
         var head = "HTTP/1.1 \(status) \(Self.clean(reason))\r\n"
@@ -57,15 +67,15 @@ public struct HTTPResponse: Sendable, Equatable {
             head += "\(Self.clean(name)): \(Self.clean(value))\r\n"
         }
         if !hasType { head += "Content-Type: text/plain; charset=utf-8\r\n" }
-        head += "Content-Length: \(body.count)\r\n"
-        switch keepAlive {
+        if stream == nil { head += "Content-Length: \(body.count)\r\n" }
+        switch stream == nil ? keepAlive : false {
         case false?: head += "Connection: close\r\n"
         case true?: head += "Connection: keep-alive\r\n"
         case nil: break
         }
         head += "\r\n"
         var out = Array(head.utf8)
-        if includeBody { out += body }
+        if includeBody, stream == nil { out += body }
         return out
     }
 
@@ -81,6 +91,7 @@ public struct HTTPResponse: Sendable, Equatable {
         case 204: return "No Content"
         case 301: return "Moved Permanently"
         case 302: return "Found"
+        case 303: return "See Other"
         case 304: return "Not Modified"
         case 400: return "Bad Request"
         case 401: return "Unauthorized"

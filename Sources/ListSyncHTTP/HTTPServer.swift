@@ -23,6 +23,15 @@ public struct HTTPServerOptions: Sendable {
     /// After the last response of a closing connection, how long unread input is drained before
     /// the socket is closed (so the peer gets the response rather than a reset) (1 s).
     public var lingerTimeout: Duration = .seconds(1)
+    /// The methods handed to the handler (`GET` and `HEAD`); others get 405 with `Allow`. A
+    /// request with a body is refused whatever its method (413), so a `POST` carries its
+    /// arguments in the query.
+    public var methods: Set<String> = ["GET", "HEAD"]
+    /// Bytes of a streamed response (``HTTPStream``) waiting for a client that does not read
+    /// (1 MiB); over it the connection is closed.
+    public var maxStreamBuffer = 1 << 20
+    /// Streamed responses open at once (16); over it a handler's streamed response gets 503.
+    public var maxStreams = 16
 
     /// The defaults.
     public init() {}
@@ -42,14 +51,20 @@ public struct HTTPServerStatistics: Sendable, Hashable {
     public var rejected = 0
     /// Connections closed at a read, idle or write deadline.
     public var timeouts = 0
+    /// Streamed responses open now.
+    public var streams = 0
+    /// Streamed responses cut off: their client did not read (``HTTPServerOptions/maxStreamBuffer``).
+    public var slowStreams = 0
 }
 
 /// A small HTTP/1.1 server for `GET` and `HEAD` (the daemon's `/healthz`, `/readyz` and
-/// `/metrics`), on the ``EventLoop`` with non-blocking sockets.
+/// `/metrics`) and, where ``HTTPServerOptions/methods`` allows, other methods without a body;
+/// responses with a length or streamed (``HTTPStream``, server-sent events); on the
+/// ``EventLoop`` with non-blocking sockets.
 ///
 /// Each request's handler runs in its own `Task`; its response is written back on the loop, in
 /// request order (pipelined requests are read ahead and answered one after the other). Other
-/// methods get 405 with `Allow: GET, HEAD`; malformed or oversized requests get 400, 413, 414,
+/// methods get 405 with `Allow`; malformed or oversized requests get 400, 413, 414,
 /// 431 or 505 and the connection is closed. Keep-alive follows HTTP/1.1 and 1.0 rules and
 /// `Connection: close`. Request bodies are not supported. Limits: ``HTTPServerOptions``.
 public final class HTTPServer: @unchecked Sendable {
