@@ -20,6 +20,7 @@ let package = Package(
         .library(name: "ListStore", targets: ["ListStore"]),
         .library(name: "ListSyncServer", targets: ["ListSyncServer"]),
         .library(name: "ListSyncClient", targets: ["ListSyncClient"]),
+        .library(name: "ListSyncWeb", targets: ["ListSyncWeb"]),
         .executable(name: "listsync", targets: ["listsync"]),
         .executable(name: "listsync-bench", targets: ["listsync-bench"]),
         .executable(name: "listsync-load", targets: ["listsync-load"]),
@@ -60,8 +61,12 @@ let package = Package(
         // Docs/Client.md) and DaemonClient (one connection, online only); both drive the
         // protocol's client session over TCP.
         .target(name: "ListSyncClient", dependencies: ["ListCRDT", "ListTable", "ListSync", "ListSyncTCP", "ListStore"]),
+        // The web view (`listsync serve --web`, Docs/Web.md): the lists in a browser, live, with
+        // drag and drop; one-time login links, session cookies, CSRF checks. Each browser session
+        // is a client of the daemon over its own port, proving the key or the device's credential.
+        .target(name: "ListSyncWeb", dependencies: ["ListCRDT", "ListTable", "ListSync", "ListSyncTCP", "ListSyncHTTP", "ListSyncCrypto", "ListSyncClient", "ListSyncServer"]),
         // The command-line tool: serve, the client commands, simulate. Wiring only.
-        .executableTarget(name: "listsync", dependencies: ["ListSyncSimulation", "ListSyncServer", "ListSyncClient", "ListSync", "ListSyncTCP", "ListStore", "ListTable", "ListCRDT"]),
+        .executableTarget(name: "listsync", dependencies: ["ListSyncWeb", "ListSyncSimulation", "ListSyncServer", "ListSyncClient", "ListSync", "ListSyncTCP", "ListStore", "ListTable", "ListCRDT"]),
         // Editing traces, shared by the tests and the benchmark.
         .target(name: "ListSyncTestSupport", dependencies: ["ListCRDT", "ListSyncSimulation"]),
         // Test traits (Swift Testing): `.ownThread` keeps long tests off the cooperative pool.
@@ -83,6 +88,7 @@ let package = Package(
             dependencies: ["ListCRDT", "ListSync", "ListSyncTCP", "ListSyncHTTP", "ListSyncCrypto", "ListSyncSimulation", "ListSyncTestSupport", "ListSyncTestTraits"]
         ),
         .testTarget(name: "ListSyncCryptoTests", dependencies: ["ListSyncCrypto"]),
+        .testTarget(name: "ListSyncWebTests", dependencies: ["ListSyncWeb", "ListCRDT", "ListSyncTCP", "ListSyncHTTP", "ListSyncCrypto"]),
         .testTarget(name: "ListSyncFaultsTests", dependencies: ["ListSyncFaults", "ListSyncTCP", "ListSyncTestSupport"]),
         .testTarget(
             name: "ListStoreTests",

@@ -2,6 +2,7 @@ import ListSync
 import Foundation
 import ListSyncServer
 import ListSyncTCP
+import ListSyncWeb
 import Synchronization
 #if canImport(Glibc)
 import Glibc
@@ -31,6 +32,9 @@ let serveUsage = """
                               (created on first start, mode 0600) unless --admin-token-file
       --admin-token-file FILE the admin token (one line, 16-512 characters, mode 0600); with it
                               the token is asked for on loopback too (LISTSYNC_ADMIN_TOKEN_FILE)
+      --web [HOST:]PORT       serve the web view there (LISTSYNC_WEB_LISTEN; off unless given; HOST
+                              127.0.0.1 unless given): the lists live in a browser, with drag and
+                              drop; `listsync open [DOC]` prints a one-time login link (Docs/Web.md)
       --discover              find peers on the LAN: announce over UDP (authenticated with the key,
                               a random instance id) and connect to daemons heard (LISTSYNC_DISCOVER=1)
       --discover-port PORT    UDP port of discovery (LISTSYNC_DISCOVER_PORT; 7451)
@@ -52,7 +56,7 @@ let serveUsage = """
     """
 
 func runServe(_ args: [String]) throws -> Int32 {
-    let o = try Options(args, values: ["--data", "--listen", "--key-file", "--peer", "--admin", "--admin-token-file", "--max-connections", "--idle-unload",
+    let o = try Options(args, values: ["--data", "--listen", "--key-file", "--peer", "--admin", "--web", "--admin-token-file", "--max-connections", "--idle-unload",
                                        "--rate-limit", "--log-format", "--discover-port", "--announce-to", "--announce-interval", "--announce-address"],
                         flags: ["--help", "--discover"])
     if o.has("--help") { print(serveUsage); return 0 }
@@ -108,6 +112,9 @@ func runServe(_ args: [String]) throws -> Int32 {
     guard format == "text" || format == "json" else { throw UsageError(message: "--log-format is text or json, not '\(format)'") }
     config.log = { event, fields in logLine(event, fields, json: format == "json") }
 
+    let web = try o.value("--web", env: "LISTSYNC_WEB_LISTEN").map(parseWebAddress)
+    let webView = WebViewHolder()
+    let webFolder = config.dataFolder, webLog = config.log
     let daemon = Daemon(configuration: config)
     let exitCode = Mutex<Int32>(0)
     let done = DispatchSemaphore(value: 0)
@@ -120,6 +127,10 @@ func runServe(_ args: [String]) throws -> Int32 {
         s.setEventHandler {
             logLine("stopping", ["signal": sig == SIGTERM ? "SIGTERM" : "SIGINT"], json: format == "json")
             Task {
+                if let view = webView.current {
+                    await view.stop()
+                    try? FileManager.default.removeItem(atPath: webAddressPath(webFolder))
+                }
                 await daemon.stop()
                 logLine("stopped", [:], json: format == "json")
                 done.signal()
@@ -138,6 +149,12 @@ func runServe(_ args: [String]) throws -> Int32 {
             if let token = await daemon.adminTokenPath {
                 let made = await daemon.adminTokenCreated ? " (created now, mode 0600)" : ""
                 admin += "\n  admin token: \(token)\(made); send `Authorization: Bearer $(cat \(token))` (all but /healthz)"
+            }
+            if let (host, port) = web {
+                let view = try await startWeb(host: host, port: port, daemon: daemon, dataFolder: webFolder,
+                                              log: { webLog?($0, $1) })
+                webView.set(view)
+                admin += "\n  web view:    http://\(await view.address?.description ?? "?")/ (a login link: `listsync open [DOC]`)"
             }
             print("""
                 listsync daemon listening on \(address)

@@ -23,6 +23,7 @@ let usage = """
       delete      delete an item or a section:  listsync delete DOC PATH
       rename      change an item's or a section's text: listsync rename DOC PATH TEXT
       destroy     destroy a whole document:     listsync destroy DOC [--yes]   (asks to type its name)
+      open        a one-time login link to the web view: listsync open [DOC]   (serve --web)
       export      write a document to a file:   listsync export DOC FILE
       import      create a document from a file: listsync import FILE [--name NAME]
 
@@ -54,6 +55,7 @@ do {
     case "simulate": code = try runSimulate(rest)
     case "sync": code = try runSync(rest)
     case "device": code = try runDevice(rest)
+    case "open": code = try runClient("open", openCommand, rest)
     case "-h", "--help", "help": print(usage); code = 0
     default:
         if let client = clientCommands[command] {

@@ -1,0 +1,397 @@
+extension WebAssets {
+    /// The page's script: plain JavaScript, no library. It draws the documents, a document (live
+    /// over server-sent events, drag and drop in the deferred model, keyboard moves, the others'
+    /// drags) and the status chart. Every text from the daemon goes in with `textContent`.
+    /// `window.listsync` exposes what the browser tests read (when each row text was first drawn,
+    /// the list drawn, moves sent, whether the daemon ended the session).
+    static let script = #"""
+'use strict';
+(() => {
+  const body = document.body;
+  const page = body.dataset.page;
+  const csrfMeta = document.querySelector('meta[name=csrf]');
+  const csrf = csrfMeta ? csrfMeta.content : '';
+  const main = document.getElementById('main');
+  const banner = document.getElementById('banner');
+  const live = document.getElementById('live');
+  const state = { seen: {}, renders: 0, moves: 0, state: null, ended: null, connected: false, errors: [] };
+  window.listsync = state;
+
+  function el(tag, props, ...children) {
+    const e = document.createElement(tag);
+    for (const [k, v] of Object.entries(props || {})) {
+      if (k === 'class') e.className = v;
+      else if (k.startsWith('data-') || k.startsWith('aria-') || k === 'role') e.setAttribute(k, v);
+      else e[k] = v;
+    }
+    for (const c of children) e.append(c);
+    return e;
+  }
+  function say(text) { if (live) live.textContent = text; }
+  function showBanner(text) { if (banner) { banner.textContent = text; banner.hidden = false; } state.errors.push(text); }
+  async function post(url, params) {
+    const q = new URLSearchParams(params || {}).toString();
+    const r = await fetch(url + (q ? '?' + q : ''), { method: 'POST', headers: { 'X-ListSync-CSRF': csrf }, credentials: 'same-origin' });
+    let j = {};
+    try { j = await r.json(); } catch (_) {}
+    if (!r.ok) throw new Error(j.error || r.statusText);
+    return j;
+  }
+  function bytes(n) {
+    if (n < 1024) return n + ' B';
+    if (n < 1048576) return (n / 1024).toFixed(1) + ' KiB';
+    return (n / 1048576).toFixed(1) + ' MiB';
+  }
+
+  const who = document.getElementById('who');
+  if (who) who.textContent = body.dataset.who || '';
+  const logout = document.getElementById('logout');
+  if (logout) logout.addEventListener('click', () => post('/logout').catch(() => {}).finally(() => { location.href = '/'; }));
+
+  // ---- The documents -------------------------------------------------------------------
+  async function loadDocuments() {
+    const r = await fetch('/api/docs', { credentials: 'same-origin' });
+    const j = await r.json().catch(() => ({}));
+    if (!r.ok) { showBanner(j.error || 'cannot list the documents'); return; }
+    const rows = j.documents.map(d => {
+      const del = el('button', { type: 'button', class: 'danger', textContent: 'Delete' });
+      del.hidden = !j.operator;
+      del.addEventListener('click', () => {
+        if (del.dataset.armed !== '1') {
+          del.dataset.armed = '1';
+          del.textContent = 'Confirm delete';
+          setTimeout(() => { del.dataset.armed = ''; del.textContent = 'Delete'; }, 4000);
+          return;
+        }
+        post('/api/docs/' + d.id + '/destroy').then(loadDocuments, e => showBanner(e.message));
+      });
+      return el('tr', { 'data-doc': d.id },
+        el('td', {}, el('a', { href: '/doc/' + d.id, textContent: d.name || '(no name)' })),
+        el('td', { class: 'num', textContent: bytes(d.bytes) }),
+        el('td', { textContent: d.changed ? new Date(d.changed).toLocaleString() : '—' }),
+        el('td', {}, del));
+    });
+    const table = el('table', { class: 'docs' },
+      el('thead', {}, el('tr', {}, el('th', { textContent: 'List' }), el('th', { textContent: 'On disk' }),
+        el('th', { textContent: 'Last changed' }), el('th', {}))),
+      el('tbody', {}, ...rows));
+    const name = el('input', { id: 'new-name', placeholder: 'New list name', maxLength: 200 });
+    const make = el('button', { id: 'create', type: 'submit', textContent: 'Create' });
+    const form = el('form', { class: 'create' }, name, make);
+    form.hidden = j.readOnly;
+    form.addEventListener('submit', ev => {
+      ev.preventDefault();
+      if (!name.value) return;
+      post('/api/docs', { name: name.value }).then(r => { location.href = '/doc/' + r.id; }, e => showBanner(e.message));
+    });
+    const keep = document.activeElement === document.getElementById('new-name') ? document.getElementById('new-name').value : null;
+    main.replaceChildren(rows.length ? table : el('p', { textContent: 'No lists yet.' }), form);
+    if (keep !== null) { name.value = keep; name.focus(); }
+  }
+
+  // ---- A document ----------------------------------------------------------------------
+  const docID = body.dataset.doc;
+  let pending = null;     // a state that came while the pointer was down (drawn at the drop)
+  let drag = null;        // the drag in progress
+  let others = [];        // the others' activities (presence)
+  let lastPresence = 0, presenceSent = '';
+
+  function rowsOf(section, except) {
+    return [...section.querySelectorAll('li.row')].filter(r => r.dataset.item !== except);
+  }
+
+  function render(d) {
+    state.state = d;
+    state.renders += 1;
+    const active = document.activeElement;
+    const focused = active && active.dataset ? active.dataset.item : null;
+    document.getElementById('title').textContent = d.name || '(no name)';
+    document.title = (d.name || 'List') + ' · ListSync';
+    const now = Date.now();
+    const sections = d.sections.map(s => {
+      const ul = el('ul', { class: 'rows', 'data-section': s.id, role: 'list' });
+      for (const it of s.items) {
+        if (!(it.text in state.seen)) state.seen[it.text] = now;
+        ul.append(el('li', { class: 'row', tabIndex: 0, 'data-item': it.id, 'data-section': s.id, role: 'listitem',
+                             'aria-roledescription': 'reorderable row' },
+          el('span', { class: 'handle', textContent: '⠿', 'aria-hidden': 'true' }),
+          el('span', { class: 'text', textContent: it.text }),
+          el('span', { class: 'who' })));
+      }
+      const text = el('input', { class: 'add-text', placeholder: 'Add an item', maxLength: 1000 });
+      const add = el('form', { class: 'add' }, text, el('button', { type: 'submit', textContent: 'Add' }));
+      add.addEventListener('submit', ev => {
+        ev.preventDefault();
+        if (!text.value) return;
+        const value = text.value;
+        text.value = '';
+        post('/api/docs/' + docID + '/insert', { section: s.id, text: value }).catch(e => showBanner(e.message));
+      });
+      return el('section', { class: 'section', 'data-section': s.id },
+        el('h2', { textContent: s.text || 'Untitled' }), ul, add);
+    });
+    main.replaceChildren(...sections);
+    if (focused) {
+      const f = main.querySelector('li.row[data-item="' + CSS.escape(focused) + '"]');
+      if (f) f.focus();
+    }
+    drawPresence();
+  }
+
+  function drawPresence() {
+    for (const r of main.querySelectorAll('li.row.remote')) { r.classList.remove('remote'); r.querySelector('.who').textContent = ''; }
+    for (const m of document.querySelectorAll('.remote-place')) m.remove();
+    for (const a of others) {
+      if (a.kind !== 'dragging') continue;
+      for (const id of a.items) {
+        const r = main.querySelector('li.row[data-item="' + CSS.escape(id) + '"]');
+        if (r) { r.classList.add('remote'); r.querySelector('.who').textContent = a.name + ' is moving this'; }
+      }
+      if (a.to) {
+        const ul = main.querySelector('ul.rows[data-section="' + CSS.escape(a.to.section) + '"]');
+        if (!ul) continue;
+        const marker = el('li', { class: 'remote-place', 'aria-hidden': 'true', textContent: a.name });
+        const rows = [...ul.querySelectorAll('li.row')];
+        ul.insertBefore(marker, rows[a.to.row] || null);
+      }
+    }
+  }
+
+  // Where a row dropped at (x, y) lands, by identity: {section, after, before}.
+  function placeAt(x, y) {
+    const under = document.elementFromPoint(x, y);
+    if (!under) return null;
+    const row = under.closest('li.row');
+    if (row) {
+      const section = row.closest('section.section');
+      const rows = rowsOf(section, drag.item);
+      if (row.dataset.item === drag.item) {
+        const all = [...section.querySelectorAll('li.row')];
+        const i = all.indexOf(row);
+        const after = all[i - 1], before = all[i + 1];
+        return { section: section.dataset.section, after: after ? after.dataset.item : null, before: before ? before.dataset.item : null, el: row, top: true };
+      }
+      const i = rows.indexOf(row);
+      const box = row.getBoundingClientRect();
+      if (y < box.top + box.height / 2) {
+        const after = rows[i - 1];
+        return { section: section.dataset.section, after: after ? after.dataset.item : null, before: row.dataset.item, el: row, top: true };
+      }
+      const before = rows[i + 1];
+      return { section: section.dataset.section, after: row.dataset.item, before: before ? before.dataset.item : null, el: row, top: false };
+    }
+    const section = under.closest('section.section');
+    if (!section) return drag.place;
+    const rows = rowsOf(section, drag.item);
+    const ul = section.querySelector('ul.rows');
+    const first = rows[0];
+    if (!first || y < first.getBoundingClientRect().top) {
+      return { section: section.dataset.section, after: null, before: first ? first.dataset.item : null, el: first || ul, top: true };
+    }
+    const last = rows[rows.length - 1];
+    return { section: section.dataset.section, after: last.dataset.item, before: null, el: last, top: false };
+  }
+
+  function sendMove(item, place) {
+    state.moves += 1;
+    return post('/api/docs/' + docID + '/move', { item: item, section: place.section, after: place.after || '', before: place.before || '' })
+      .catch(e => showBanner('The move failed: ' + e.message));
+  }
+
+  function sendPresence(place) {
+    const key = place ? place.section + '/' + place.after + '/' + place.before : 'idle';
+    const now = Date.now();
+    if (key === presenceSent || (place && now - lastPresence < 120)) return;
+    presenceSent = key;
+    lastPresence = now;
+    const params = place ? { item: drag.item, section: place.section, after: place.after || '', before: place.before || '' } : {};
+    post('/api/docs/' + docID + '/presence', params).catch(() => {});
+  }
+
+  function startDrag(e) {
+    drag.active = true;
+    drag.row.classList.add('lifted');
+    const box = drag.row.getBoundingClientRect();
+    drag.dx = e.clientX - box.left;
+    drag.dy = e.clientY - box.top;
+    drag.ghost = drag.row.cloneNode(true);
+    drag.ghost.classList.add('ghost');
+    drag.ghost.style.width = box.width + 'px';
+    drag.indicator = el('div', { class: 'indicator', 'aria-hidden': 'true' });
+    document.body.append(drag.ghost, drag.indicator);
+    say('Moving ' + drag.row.querySelector('.text').textContent);
+  }
+
+  function follow(e) {
+    drag.ghost.style.left = (e.clientX - drag.dx) + 'px';
+    drag.ghost.style.top = (e.clientY - drag.dy) + 'px';
+    const place = placeAt(e.clientX, e.clientY);
+    if (!place) return;
+    drag.place = place;
+    const box = place.el.getBoundingClientRect();
+    drag.indicator.style.left = (box.left + window.scrollX) + 'px';
+    drag.indicator.style.width = box.width + 'px';
+    drag.indicator.style.top = ((place.top ? box.top : box.bottom) + window.scrollY - 2) + 'px';
+    sendPresence(place);
+  }
+
+  function finishDrag(commit) {
+    const d = drag;
+    drag = null;
+    if (d.active) {
+      d.row.classList.remove('lifted');
+      d.ghost.remove();
+      d.indicator.remove();
+      presenceSent = '';
+      lastPresence = 0;
+      post('/api/docs/' + docID + '/presence', {}).catch(() => {});
+      if (commit && d.place) {
+        sendMove(d.item, d.place).then(() => say('Moved'));
+      } else {
+        say('Move cancelled');
+      }
+    }
+    if (pending) { const s = pending; pending = null; render(s); }
+  }
+
+  function keyMove(row, dir) {
+    const item = row.dataset.item;
+    const section = row.closest('section.section');
+    const rows = [...section.querySelectorAll('li.row')];
+    const i = rows.indexOf(row);
+    const id = r => (r ? r.dataset.item : null);
+    let place;
+    if (dir < 0) {
+      if (i > 0) place = { section: section.dataset.section, after: id(rows[i - 2]), before: id(rows[i - 1]) };
+      else {
+        const prev = section.previousElementSibling;
+        if (!prev) return;
+        const pr = [...prev.querySelectorAll('li.row')];
+        place = { section: prev.dataset.section, after: id(pr[pr.length - 1]), before: null };
+      }
+    } else {
+      if (i < rows.length - 1) place = { section: section.dataset.section, after: id(rows[i + 1]), before: id(rows[i + 2]) };
+      else {
+        const next = section.nextElementSibling;
+        if (!next) return;
+        const nr = [...next.querySelectorAll('li.row')];
+        place = { section: next.dataset.section, after: null, before: id(nr[0]) };
+      }
+    }
+    sendMove(item, place).then(() => say('Moved ' + row.querySelector('.text').textContent + (dir < 0 ? ' up' : ' down')));
+  }
+
+  function startDocument() {
+    main.addEventListener('pointerdown', e => {
+      if (e.button !== 0 || drag) return;
+      if (e.target.closest('input, button, form')) return;
+      const row = e.target.closest('li.row');
+      if (!row) return;
+      e.preventDefault();
+      row.focus();
+      drag = { row: row, item: row.dataset.item, pointerId: e.pointerId, x0: e.clientX, y0: e.clientY, active: false, place: null };
+      row.setPointerCapture(e.pointerId);
+    });
+    main.addEventListener('pointermove', e => {
+      if (!drag || e.pointerId !== drag.pointerId) return;
+      if (!drag.active) {
+        if (Math.hypot(e.clientX - drag.x0, e.clientY - drag.y0) < 4) return;
+        startDrag(e);
+      }
+      follow(e);
+    });
+    main.addEventListener('pointerup', e => { if (drag && e.pointerId === drag.pointerId) finishDrag(true); });
+    main.addEventListener('pointercancel', e => { if (drag && e.pointerId === drag.pointerId) finishDrag(false); });
+    document.addEventListener('keydown', e => { if (drag && e.key === 'Escape') finishDrag(false); });
+    main.addEventListener('keydown', e => {
+      const row = e.target.closest ? e.target.closest('li.row') : null;
+      if (!row || drag) return;
+      if (e.key === 'ArrowUp' || e.key === 'ArrowDown') {
+        e.preventDefault();
+        if (e.altKey) { keyMove(row, e.key === 'ArrowUp' ? -1 : 1); return; }
+        const all = [...main.querySelectorAll('li.row')];
+        const next = all[all.indexOf(row) + (e.key === 'ArrowUp' ? -1 : 1)];
+        if (next) next.focus();
+      }
+    });
+
+    const events = new EventSource('/api/docs/' + docID + '/events');
+    events.addEventListener('open', () => { state.connected = true; });
+    events.addEventListener('state', e => {
+      const d = JSON.parse(e.data);
+      if (drag) pending = d; else render(d);
+    });
+    events.addEventListener('presence', e => { others = JSON.parse(e.data); if (!drag) drawPresence(); });
+    events.addEventListener('ended', e => {
+      state.ended = e.data;
+      state.connected = false;
+      events.close();
+      showBanner('The daemon ended this session: ' + e.data);
+    });
+    events.addEventListener('error', () => {
+      if (events.readyState === EventSource.CLOSED) {
+        state.connected = false;
+        showBanner('Disconnected from the daemon; run `listsync open` for a new session.');
+      }
+    });
+  }
+
+  // ---- Status --------------------------------------------------------------------------
+  const samples = [];
+  let previous = null;
+  function startStatus() {
+    const figures = el('dl', { class: 'figures' });
+    const canvas = el('canvas', { id: 'chart', width: 720, height: 260 });
+    main.replaceChildren(figures, el('h2', { textContent: 'The last two minutes' }), canvas);
+    const poll = async () => {
+      const r = await fetch('/api/status', { credentials: 'same-origin' });
+      const j = await r.json().catch(() => ({}));
+      if (!r.ok) { showBanner(j.error || 'no status'); return; }
+      const t = Date.now();
+      const rate = previous ? Math.max(0, (j.operations_in - previous.ops) / ((t - previous.t) / 1000)) : 0;
+      previous = { t: t, ops: j.operations_in };
+      samples.push({ rate: rate, p50: j.fsync_p50_ms, p99: j.fsync_p99_ms });
+      if (samples.length > 120) samples.shift();
+      const rows = [['Connections', j.connections], ['Documents on disk', j.documents_on_disk],
+        ['Documents in memory', j.documents_resident], ['Operations per second', rate.toFixed(1)],
+        ['Operations received', j.operations_in],
+        ['fsync p50 / p99 (ms, since start)', j.fsync_p50_ms === undefined ? '—' : j.fsync_p50_ms.toFixed(2) + ' / ' + j.fsync_p99_ms.toFixed(2)],
+        ['Bytes on disk', bytes(j.bytes_on_disk || 0)], ['Memory (RSS)', bytes(j.rss_bytes || 0)], ['Storage', j.storage]];
+      figures.replaceChildren(...rows.flatMap(([k, v]) => [el('dt', { textContent: k }), el('dd', { textContent: String(v) })]));
+      draw(canvas);
+    };
+    poll();
+    setInterval(poll, 1000);
+  }
+
+  function draw(canvas) {
+    const g = canvas.getContext('2d');
+    const w = canvas.width, h = canvas.height, half = (h - 30) / 2;
+    g.clearRect(0, 0, w, h);
+    g.font = '12px system-ui, sans-serif';
+    const panel = (top, values, color, label) => {
+      const max = Math.max(1, ...values.filter(v => typeof v === 'number'));
+      g.strokeStyle = '#ccc';
+      g.strokeRect(40, top, w - 50, half - 10);
+      g.fillStyle = '#444';
+      g.fillText(label + ' (max ' + max.toFixed(max < 10 ? 2 : 0) + ')', 44, top + 14);
+      g.strokeStyle = color;
+      g.lineWidth = 2;
+      g.beginPath();
+      values.forEach((v, i) => {
+        if (typeof v !== 'number') return;
+        const x = 40 + (w - 50) * i / 119, y = top + half - 10 - (half - 30) * v / max;
+        if (i === 0) g.moveTo(x, y); else g.lineTo(x, y);
+      });
+      g.stroke();
+    };
+    panel(5, samples.map(s => s.rate), '#2a6fdb', 'operations per second');
+    panel(15 + half, samples.map(s => s.p99), '#d9822b', 'fsync p99, ms');
+  }
+
+  if (page === 'documents') { loadDocuments(); setInterval(loadDocuments, 5000); }
+  if (page === 'document') startDocument();
+  if (page === 'status') startStatus();
+})();
+"""#
+}
