@@ -112,7 +112,7 @@ extension WebAssets {
       const ul = el('ul', { class: 'rows', 'data-section': s.id, role: 'list' });
       for (const it of s.items) {
         if (!(it.text in state.seen)) state.seen[it.text] = now;
-        ul.append(el('li', { class: 'row', tabIndex: 0, 'data-item': it.id, 'data-section': s.id, role: 'listitem',
+        ul.append(el('li', { class: 'row', tabIndex: 0, 'data-item': it.id, 'data-section': s.id, 'data-text': it.text, role: 'listitem',
                              'aria-roledescription': 'reorderable row' },
           el('span', { class: 'handle', textContent: '⠿', 'aria-hidden': 'true' }),
           el('span', { class: 'text', textContent: it.text }),
@@ -214,8 +214,7 @@ extension WebAssets {
     const box = drag.row.getBoundingClientRect();
     drag.dx = e.clientX - box.left;
     drag.dy = e.clientY - box.top;
-    drag.ghost = drag.row.cloneNode(true);
-    drag.ghost.classList.add('ghost');
+    drag.ghost = el('div', { class: 'ghost', 'aria-hidden': 'true' }, ...[...drag.row.childNodes].map(n => n.cloneNode(true)));
     drag.ghost.style.width = box.width + 'px';
     drag.indicator = el('div', { class: 'indicator', 'aria-hidden': 'true' });
     document.body.append(drag.ghost, drag.indicator);
@@ -321,7 +320,7 @@ extension WebAssets {
       const d = JSON.parse(e.data);
       if (drag) pending = d; else render(d);
     });
-    events.addEventListener('presence', e => { others = JSON.parse(e.data); if (!drag) drawPresence(); });
+    events.addEventListener('presence', e => { others = JSON.parse(e.data); drawPresence(); });
     events.addEventListener('ended', e => {
       state.ended = e.data;
       state.connected = false;

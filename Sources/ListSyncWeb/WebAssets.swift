@@ -30,7 +30,7 @@ li.row .who { font-size: 12px; color: #b35c00; }
 li.row.lifted { opacity: .35; }
 li.row.remote { background: #fff6e5; }
 li.remote-place { height: 0; border-top: 2px dashed #d9822b; font-size: 11px; color: #b35c00; padding-left: 12px; list-style: none; }
-.ghost { position: fixed; pointer-events: none; background: #fff; box-shadow: 0 6px 18px rgba(0,0,0,.18); border-radius: 6px; z-index: 10; }
+.ghost { display: flex; align-items: center; gap: 10px; padding: 9px 12px; position: fixed; pointer-events: none; background: #fff; box-shadow: 0 6px 18px rgba(0,0,0,.18); border-radius: 6px; z-index: 10; }
 .indicator { position: absolute; height: 4px; background: #2a6fdb; border-radius: 2px; pointer-events: none; z-index: 9; }
 dl.figures { display: grid; grid-template-columns: max-content 1fr; gap: 6px 18px; background: #fff; border: 1px solid #ddd; border-radius: 6px; padding: 12px 16px; }
 dl.figures dt { color: #666; }
