@@ -50,7 +50,8 @@ public enum WebModel {
     /// Where `item` lands when dropped at `place`, found by identity in `snapshot` as it is when
     /// the move is made (others may have moved rows since the page drew them): right below
     /// `place.after` if it is still in the section, else right above `place.before`, else at the
-    /// top when the drop was at the top, else at the end. The index path is `moveItem`'s
+    /// top when the drop was at the top, else at the end (a neighbour that is `item` itself counts
+    /// as none). The index path is `moveItem`'s
     /// destination (the row's place after the move, counted without it). Nil when the item or
     /// the section is gone.
     ///
@@ -58,12 +59,14 @@ public enum WebModel {
     public static func destination(of item: ItemID, at place: PresencePlace, in snapshot: ListSnapshot) -> IndexPath? {
         guard snapshot.indexPath(of: item) != nil, let s = snapshot.indexOfSection(place.section) else { return nil }
         let rows = snapshot.sections[s].items.map(\.id).filter { $0 != item }
+        // A neighbour that is the dragged row itself names no place: as if none were named.
+        let after = place.after == item ? nil : place.after, before = place.before == item ? nil : place.before
         let row: Int
-        if let after = place.after, after != item, let i = rows.firstIndex(of: after) {
+        if let after, let i = rows.firstIndex(of: after) {
             row = i + 1
-        } else if let before = place.before, before != item, let i = rows.firstIndex(of: before) {
+        } else if let before, let i = rows.firstIndex(of: before) {
             row = i
-        } else if place.after == nil {
+        } else if after == nil {
             row = 0
         } else {
             row = rows.count

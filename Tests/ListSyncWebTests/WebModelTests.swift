@@ -1,0 +1,83 @@
+import Foundation
+import Testing
+import ListCRDT
+@testable import ListSyncWeb
+
+@Suite("Web view model: ids, and where a dropped row lands by identity (against a reference model)")
+struct WebModelTests {
+    @Test("ids read back from their text; other text is refused")
+    func ids() {
+        let id = OpID(counter: 42, replica: ReplicaID(UInt64.max))
+        #expect(WebModel.opID(WebModel.text(id)) == id)
+        for bad in ["", "1", "1-", "-1", "a-b", "1-2-3", "18446744073709551616-1"] { #expect(WebModel.opID(bad) == nil, "\(bad)") }
+    }
+
+    /// The reference: remove the item, then put it right after `after` if it is in the section,
+    /// else right before `before`, else at the top (when the drop was at the top), else at the end.
+    static func reference(_ sections: [[ItemID]], item: ItemID, section: Int, after: ItemID?, before: ItemID?) -> [[ItemID]] {
+        var s = sections.map { $0.filter { $0 != item } }
+        let rows = s[section]
+        let at: Int
+        if let after, let i = rows.firstIndex(of: after) { at = i + 1 }
+        else if let before, let i = rows.firstIndex(of: before) { at = i }
+        else if after == nil { at = 0 }
+        else { at = rows.count }
+        s[section].insert(item, at: at)
+        return s
+    }
+
+    @Test("seeded: drops placed by neighbours that others moved, deleted or never had land as the reference model says, with one move")
+    func destinations() throws {
+        var rng = SplitMix(seed: 0x5eed)
+        for _ in 0..<300 {
+            var doc = ListDocument(replica: ReplicaID(1))
+            let sectionCount = Int(rng.next() % 3) + 1
+            for s in 0..<sectionCount { try doc.insertSection(at: s, value: Data("s\(s)".utf8)) }
+            for i in 0..<Int(rng.next() % 8) + 1 {
+                let s = Int(rng.next() % UInt64(sectionCount))
+                try doc.insertItem(at: IndexPath(item: Int(rng.next() % UInt64(try doc.itemCount(inSection: s) + 1)), section: s),
+                                   value: Data("i\(i)".utf8))
+            }
+            let snap = doc.snapshot()
+            let all = snap.sections.flatMap { $0.items.map(\.id) }
+            let item = all[Int(rng.next() % UInt64(all.count))]
+            let section = Int(rng.next() % UInt64(sectionCount))
+            // Neighbours: any row (perhaps in another section now, as after a remote move), or none.
+            let pick: () -> ItemID? = { rng.next() % 4 == 0 ? nil : all[Int(rng.next() % UInt64(all.count))] }
+            let after = pick(), before = pick()
+            let place = PresencePlace(section: snap.sections[section].id, after: after, before: before)
+            let to = try #require(WebModel.destination(of: item, at: place, in: snap))
+            let model = Self.reference(snap.sections.map { $0.items.map(\.id) }, item: item, section: section,
+                                       after: after == item ? nil : after, before: before == item ? nil : before)
+            let ops = doc.operationCount
+            try doc.moveItem(item, to: to)
+            #expect(doc.snapshot().sections.map { $0.items.map(\.id) } == model)
+            let unmoved = snap.indexPath(of: item) == to
+            #expect(doc.operationCount == ops + (unmoved ? 0 : 1), "one move, or none when it lands where it is")
+        }
+    }
+
+    @Test("a drop whose item or section is gone has no destination")
+    func gone() throws {
+        var doc = ListDocument(replica: ReplicaID(1))
+        try doc.insertSection(at: 0, value: Data())
+        try doc.insertItem(at: IndexPath(item: 0, section: 0), value: Data("a".utf8))
+        let snap = doc.snapshot()
+        let item = snap.sections[0].items[0].id
+        #expect(WebModel.destination(of: ItemID(OpID(counter: 99, replica: ReplicaID(9))), at: PresencePlace(section: snap.sections[0].id, after: nil, before: nil), in: snap) == nil)
+        #expect(WebModel.destination(of: item, at: PresencePlace(section: SectionID(OpID(counter: 99, replica: ReplicaID(9))), after: nil, before: nil), in: snap) == nil)
+    }
+}
+
+/// SplitMix64, seeded.
+struct SplitMix {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
