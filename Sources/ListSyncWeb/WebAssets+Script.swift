@@ -377,10 +377,12 @@ extension WebAssets {
       g.strokeStyle = color;
       g.lineWidth = 2;
       g.beginPath();
+      let first = true;
       values.forEach((v, i) => {
         if (typeof v !== 'number') return;
-        const x = 40 + (w - 50) * i / 119, y = top + half - 10 - (half - 30) * v / max;
-        if (i === 0) g.moveTo(x, y); else g.lineTo(x, y);
+        const x = 40 + (w - 50) * (i + 120 - values.length) / 119, y = top + half - 10 - (half - 30) * v / max;
+        if (first) g.moveTo(x, y); else g.lineTo(x, y);
+        first = false;
       });
       g.stroke();
     };

@@ -59,7 +59,7 @@ final class WebFixture {
     func signedInBrowser() throws -> Browser {
         let b = try newBrowser()
         try b.navigate(try loginURL())
-        #expect(try b.wait(until: "return document.querySelectorAll('li.row').length === 4"), "the list did not show: \(String(describing: try? b.run("return document.body.innerText") ?? ""))")
+        #expect(try b.wait(until: "return document.querySelectorAll('li.row').length >= 4"), "the list did not show: \(String(describing: try? b.run("return document.body.innerText") ?? ""))")
         return b
     }
 
@@ -271,8 +271,15 @@ struct WebBrowserTests {
         if let shots {
             try f.cli(["insert", f.doc, "1.1", "dish soap"])
             _ = try page.wait(until: "return 'dish soap' in window.listsync.seen")
-            try page.run("document.querySelector('li.row[data-text=\"bread\"]').focus()")
+            // Another page drags eggs: this one shows it (presence); then that drag is cancelled (Escape).
+            let other = try f.signedInBrowser()
+            try other.perform([Browser.mouse(try pressAndHover(other, from: "eggs", onto: "soap"))])
+            _ = try page.wait(until: "return !!document.querySelector('li.row.remote')")
             try page.screenshot().write(to: URL(fileURLWithPath: shots + "/web-list.png"))
+            try other.screenshot().write(to: URL(fileURLWithPath: shots + "/web-drag.png"))
+            try other.perform([Browser.keys([["type": "keyDown", "value": "\u{E00C}"], ["type": "keyUp", "value": "\u{E00C}"]]),
+                               Browser.mouse([["type": "pointerUp", "button": 0]])])
+            #expect(try f.table() == [["milk", "eggs", "bread"], ["soap", "dish soap"]], "a cancelled drag moves nothing")
         }
         try page.navigate(web + "/")
         #expect(try page.wait(until: "return !!document.querySelector('tr[data-doc=\"' + arguments[0] + '\"]')", [f.doc]))
@@ -290,12 +297,25 @@ struct WebBrowserTests {
             try page.screenshot().write(to: URL(fileURLWithPath: shots + "/web-documents.png"))
         }
 
+        // Delete from the page: two clicks (the second confirms); gone from the daemon.
+        let chores = try #require((f.daemon.json(["docs"]) as? [[String: Any]] ?? []).first { $0["name"] as? String == "chores" }?["id"] as? String)
+        try page.navigate(web + "/")
+        #expect(try page.wait(until: "return !!document.querySelector('tr[data-doc=\"' + arguments[0] + '\"] button.danger')", [chores]))
+        let delete = try page.element("tr[data-doc=\"\(chores)\"] button.danger")
+        let click: [[String: Any]] = [["type": "pointerMove", "duration": 0, "origin": delete, "x": 0, "y": 0],
+                                      ["type": "pointerDown", "button": 0], ["type": "pointerUp", "button": 0]]
+        try page.perform([Browser.mouse(click)])
+        #expect(try page.run("return document.querySelector('tr[data-doc=\"' + arguments[0] + '\"] button.danger').textContent", [chores]) as? String == "Confirm delete")
+        try page.perform([Browser.mouse(click)])
+        #expect(try page.wait(until: "return !document.querySelector('tr[data-doc=\"' + arguments[0] + '\"]')", [chores]))
+        #expect(try !(f.daemon.json(["docs"]) as? [[String: Any]] ?? []).contains { $0["name"] as? String == "chores" })
+
         try page.navigate(web + "/status")
         #expect(try page.wait(until: "return document.querySelectorAll('dl.figures dd').length > 5"))
         let connections = try page.run("return Number(document.querySelector('dl.figures dd').textContent)") as? Int
         #expect((connections ?? 0) >= 1, "the page's own session is a connection")
         if let shots {
-            for i in 0..<6 { try f.cli(["insert", f.doc, "0.0", "item \(i)"]); Thread.sleep(forTimeInterval: 0.4) }
+            for i in 0..<24 { try f.cli(["insert", f.doc, "0.0", "item \(i)"]); if i % 3 == 0 { Thread.sleep(forTimeInterval: 0.5) } }
             Thread.sleep(forTimeInterval: 1.5)
             try page.screenshot().write(to: URL(fileURLWithPath: shots + "/web-status.png"))
         }
