@@ -88,8 +88,15 @@ enum WebAPI {
         guard open else { return HTTPResponse(headers: eventHeaders, stream: stream) }
         let task = Task {
             await withTaskGroup(of: Void.self) { group in
+                // Changes wake the sender; wake-ups that come while it sends collapse into one,
+                // so a burst of changes costs one state per send, not one per change.
+                let (wake, poke) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
                 group.addTask {
-                    for await _ in changes { guard stream.send(state()) else { return } }
+                    for await _ in changes { poke.yield() }
+                    poke.finish()
+                }
+                group.addTask {
+                    for await _ in wake { guard stream.send(state()) else { return } }
                 }
                 group.addTask {
                     for await activities in presence {

@@ -72,7 +72,7 @@ public actor WebView {
         self.server = server
         address = server.address
         let port = server.address.port
-        allowedHosts = ["127.0.0.1:\(port)", "localhost:\(port)", "[::1]:\(port)"]
+        allowedHosts = ["127.0.0.1:\(port)", "localhost:\(port)", "[::1]:\(port)", server.address.description.lowercased()]
         if !server.address.isLoopback {
             // Bound beyond loopback on purpose: the names it is reached by are not known here.
             anyHost = true
@@ -198,6 +198,11 @@ public actor WebView {
             let session = try table.login(token, masterKey: configuration.masterKey, now: now,
                                           refusal: { refusal($0, now: now) }, random: { SecureRandom.bytes(32) })
             log("web login", ["device": session.claims?.idText ?? "key", "name": session.claims?.name ?? "operator"])
+            // Sessions the table ended (the oldest, past its bound) or that expired: their connections go.
+            for (id, b) in backends where table.session(id, now: now) == nil {
+                backends[id] = nil
+                Task { await b.close() }
+            }
             let target = token.document.map { "/doc/\($0)" } ?? "/"
             return HTTPResponse(status: 303, headers: [("Location", target), ("Set-Cookie", WebRequestCheck.setCookie(session, now: now)),
                                                        ("Cache-Control", "no-store")])

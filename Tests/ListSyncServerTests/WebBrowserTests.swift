@@ -150,6 +150,13 @@ struct WebBrowserTests {
         let lines = watched.text.split(separator: "\n").filter { $0.hasPrefix("moved") || $0.hasPrefix("inserted") || $0.hasPrefix("deleted") }
         #expect(lines == ["moved 0.0 → 1.1 \"milk\""], "\(watched.text)")
         #expect(try page.run("return window.listsync.moves") as? Int == 1)
+
+        // Renames and deletes from the CLI appear too.
+        try f.cli(["rename", f.doc, "0.0", "brown eggs"])
+        #expect(try page.wait(until: "return !!document.querySelector('li.row[data-text=\"brown eggs\"]') && !document.querySelector('li.row[data-text=\"eggs\"]')"))
+        try f.cli(["delete", f.doc, "1.0"])
+        #expect(try page.wait(until: "return !document.querySelector('li.row[data-text=\"soap\"]')"))
+        #expect(try page.rows() == [["brown eggs", "bread", "butter"], ["milk"]])
     }
 
     @Test("two pages drag the same row at once: each sees the other's drag, and both end showing one list, the row once")
