@@ -1,4 +1,6 @@
+#if canImport(Glibc)
 import Foundation
+import ListSyncTestTraits
 import Testing
 
 /// Whether the browser tests run: always on CI (a missing browser then fails them), and
@@ -99,7 +101,7 @@ func pressAndHover(_ b: Browser, from: String, onto: String, above: Bool = false
     ]
 }
 
-@Suite("The web view in headless Chromium (real pointer and key events)", .serialized, .timeLimit(.minutes(10)),
+@Suite("The web view in headless Chromium (real pointer and key events)", .ownThread, .serialized, .timeLimit(.minutes(10)),
        .enabled(if: browserTestsEnabled, "chromium and chromedriver are not installed (.ci/run installs them)"))
 struct WebBrowserTests {
     @Test("a CLI insert appears in the page within a second; a drag with real pointer events changes nothing until the drop, then is one move in the daemon's history, which the CLI shows")
@@ -129,7 +131,7 @@ struct WebBrowserTests {
         pipe.fileHandleForReading.readabilityHandler = { watched.append($0.availableData) }
         try watch.run()
         defer { if watch.isRunning { kill(watch.processIdentifier, SIGKILL) }; watch.waitUntilExit() }
-        #expect(eventually(20) { watched.text.contains("watching") })
+        #expect(eventually(30) { watched.text.contains("watching") })
 
         // Press on milk and hover below soap: the list does not change while the pointer is down.
         try page.perform([Browser.mouse(try pressAndHover(page, from: "milk", onto: "soap"))])
@@ -146,7 +148,7 @@ struct WebBrowserTests {
                 "the page shows \(String(describing: try? page.rows()))")
         #expect(try f.table() == after)
         #expect(try f.operations() == before + 1, "one move operation")
-        #expect(eventually(20) { !watch.isRunning })
+        #expect(eventually(30) { !watch.isRunning })
         let lines = watched.text.split(separator: "\n").filter { $0.hasPrefix("moved") || $0.hasPrefix("inserted") || $0.hasPrefix("deleted") }
         #expect(lines == ["moved 0.0 → 1.1 \"milk\""], "\(watched.text)")
         #expect(try page.run("return window.listsync.moves") as? Int == 1)
@@ -173,7 +175,7 @@ struct WebBrowserTests {
         try b.perform([Browser.mouse([["type": "pointerUp", "button": 0]])])
 
         var final: [[String]] = []
-        let settled = eventually(20) {
+        let settled = eventually(30) {
             guard let t = try? f.table(), let ra = try? a.rows(), let rb = try? b.rows() else { return false }
             final = t
             return ra == t && rb == t && t.flatMap { $0 }.filter { $0 == "eggs" }.count == 1
@@ -255,15 +257,15 @@ struct WebBrowserTests {
         let altDown: [[String: Any]] = [["type": "keyDown", "value": "\u{E00A}"], ["type": "keyDown", "value": "\u{E015}"],
                                         ["type": "keyUp", "value": "\u{E015}"], ["type": "keyUp", "value": "\u{E00A}"]]
         try page.perform([Browser.keys(altDown)])
-        #expect(eventually(20) { (try? f.table()) == [["milk", "eggs"], ["bread", "soap"]] }, "\(String(describing: try? f.table()))")
+        #expect(eventually(30) { (try? f.table()) == [["milk", "eggs"], ["bread", "soap"]] }, "\(String(describing: try? f.table()))")
         #expect(try page.wait(until: "return document.querySelector('ul.rows[data-section]:nth-of-type(1)') !== null && [...document.querySelectorAll('ul.rows')][1].querySelector('li.row .text').textContent === 'bread'"))
         #expect(try page.run("return document.activeElement && document.activeElement.dataset.text") as? String == "bread", "the moved row keeps the focus")
         let altUp: [[String: Any]] = [["type": "keyDown", "value": "\u{E00A}"], ["type": "keyDown", "value": "\u{E013}"],
                                       ["type": "keyUp", "value": "\u{E013}"], ["type": "keyUp", "value": "\u{E00A}"]]
         try page.perform([Browser.keys(altUp)])
-        #expect(eventually(20) { (try? f.table()) == [["milk", "eggs", "bread"], ["soap"]] })
+        #expect(eventually(30) { (try? f.table()) == [["milk", "eggs", "bread"], ["soap"]] })
         try page.perform([Browser.keys(altUp)])
-        #expect(eventually(20) { (try? f.table()) == [["milk", "bread", "eggs"], ["soap"]] })
+        #expect(eventually(30) { (try? f.table()) == [["milk", "bread", "eggs"], ["soap"]] })
         #expect(try f.operations() == before + 3, "one move per key press")
         #expect(try page.wait(until: "return [...document.querySelectorAll('li.row .text')].map(t => t.textContent).join() === 'milk,bread,eggs,soap'"))
     }
@@ -328,3 +330,4 @@ struct WebBrowserTests {
         }
     }
 }
+#endif

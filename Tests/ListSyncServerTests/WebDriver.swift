@@ -1,7 +1,6 @@
-import Foundation
 #if canImport(Glibc)
+import Foundation
 import Glibc
-#endif
 
 /// A small client of chromedriver's W3C WebDriver API (HTTP and JSON on 127.0.0.1), enough for
 /// the web view's browser tests: sessions of headless Chromium, navigation, scripts, and real
@@ -218,7 +217,7 @@ struct Browser {
     }
 
     /// Waits (bounded) until `script` returns true; false at the deadline.
-    func wait(_ seconds: Double = 20, until script: String, _ arguments: [Any] = []) throws -> Bool {
+    func wait(_ seconds: Double = 30, until script: String, _ arguments: [Any] = []) throws -> Bool {
         let deadline = Date().addingTimeInterval(seconds)
         while Date() < deadline {
             if try run(script, arguments) as? Bool == true { return true }
@@ -233,3 +232,4 @@ struct Browser {
         return (v as? [[String]]) ?? []
     }
 }
+#endif
