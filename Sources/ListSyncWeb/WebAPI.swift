@@ -81,8 +81,8 @@ enum WebAPI {
         stream.send(state())
         stream.send(ServerSentEvent(event: "presence", data: WebModel.presenceJSON(live.remoteActivities, snapshot: live.snapshot)).bytes)
         let key = ObjectIdentifier(stream)
-        let open = await backend.register(key) { why in
-            stream.send(ServerSentEvent(event: "ended", data: why).bytes)
+        let open = await backend.register(key) { why, final in
+            if final { stream.send(ServerSentEvent(event: "ended", data: why).bytes) }
             stream.finish()
         }
         guard open else { return HTTPResponse(headers: eventHeaders, stream: stream) }

@@ -16,8 +16,9 @@ actor WebBackend {
     private var client: DaemonClient?
     private var connecting: Task<DaemonClient, any Error>?
     private var opening: [DocumentID: Task<LiveDocument, any Error>] = [:]
-    /// The streams open for this session: ended when the daemon closes the connection.
-    private var streams: [ObjectIdentifier: @Sendable (String) -> Void] = [:]
+    /// The streams open for this session: ended when the daemon closes the connection; `final`
+    /// when the session is over (the page is told why), else the page reconnects.
+    private var streams: [ObjectIdentifier: @Sendable (_ why: String, _ final: Bool) -> Void] = [:]
     /// Why the daemon ended the connection, once it has.
     private(set) var ended: String?
     private let onEnded: @Sendable (String) -> Void
@@ -64,24 +65,26 @@ actor WebBackend {
 
     /// Registers a stream to end (with the daemon's words) when the connection closes; returns
     /// false if it has closed already.
-    func register(_ key: ObjectIdentifier, end: @escaping @Sendable (String) -> Void) -> Bool {
-        if let ended { end(ended); return false }
+    func register(_ key: ObjectIdentifier, end: @escaping @Sendable (_ why: String, _ final: Bool) -> Void) -> Bool {
+        if let ended { end(ended, true); return false }
         streams[key] = end
         return true
     }
 
     func unregister(_ key: ObjectIdentifier) { streams[key] = nil }
 
-    /// The daemon closed the connection: every stream ends; the next request connects again
-    /// (the daemon refuses a revoked device there, and the web view ends its session).
+    /// The daemon closed the connection: every stream ends; for a revoked or expired credential
+    /// the session ends too, otherwise the pages reconnect (`EventSource` does) and the next
+    /// request connects again.
     private func closed(_ c: DaemonClient, _ why: String) {
         guard client === c else { return }
         client = nil
         opening = [:]
         let ends = streams.values
         streams = [:]
-        for e in ends { e(why) }
-        if session.claims != nil, why.contains("revoked") || why.contains("expired") {
+        let final = session.claims != nil && (why.contains("revoked") || why.contains("expired"))
+        for e in ends { e(why, final) }
+        if final {
             ended = why
             onEnded(why)
         }
@@ -92,7 +95,7 @@ actor WebBackend {
         ended = ended ?? "the session ended"
         let c = client
         client = nil
-        for e in streams.values { e(ended!) }
+        for e in streams.values { e(ended!, true) }
         streams = [:]
         await c?.close()
     }

@@ -9,7 +9,7 @@ import Glibc
 final class ChromeDriver: @unchecked Sendable {
     // @unchecked Sendable: `process` and `port` are set in init and only read after; `sessions`
     // is touched by the test's own thread.
-    let process = Process()
+    let process: Process
     let port: UInt16
     private let output = OutputBuffer()
     private var sessions: [String] = []
@@ -23,27 +23,46 @@ final class ChromeDriver: @unchecked Sendable {
         FileManager.default.isExecutableFile(atPath: chromium) && FileManager.default.isExecutableFile(atPath: chromedriver)
     }
 
-    /// Starts chromedriver on a free loopback port and waits (up to 30 s) until it is ready.
+    /// Starts chromedriver on a free loopback port and waits (up to 30 s) until it is ready. The
+    /// port is found free and then bound by chromedriver, so another process may take it between
+    /// the two: a chromedriver that exits at once is started again on another port (3 tries).
     init() throws {
         guard Self.available else { throw DaemonTestError("chromium and chromedriver are not installed (apt-get install chromium chromium-driver)") }
-        port = try Self.freePort()
-        process.executableURL = URL(fileURLWithPath: Self.chromedriver)
-        process.arguments = ["--port=\(port)", "--allowed-ips=127.0.0.1", "--log-level=WARNING"]
-        let out = Pipe()
-        process.standardOutput = out
-        process.standardError = out
-        let sink = output
-        out.fileHandleForReading.readabilityHandler = { sink.append($0.availableData) }
-        try process.run()
+        var tries = 0
+        while true {
+            tries += 1
+            let port = try Self.freePort()
+            let p = Process()
+            p.executableURL = URL(fileURLWithPath: Self.chromedriver)
+            p.arguments = ["--port=\(port)", "--allowed-ips=127.0.0.1", "--log-level=WARNING"]
+            let out = Pipe()
+            p.standardOutput = out
+            p.standardError = out
+            let sink = output
+            out.fileHandleForReading.readabilityHandler = { sink.append($0.availableData) }
+            try p.run()
+            if Self.ready(p, port: port) {
+                (process, self.port) = (p, port)
+                return
+            }
+            if p.isRunning { kill(p.processIdentifier, SIGKILL) }
+            p.waitUntilExit()
+            out.fileHandleForReading.readabilityHandler = nil
+            if tries == 3 { throw DaemonTestError("chromedriver did not start (3 tries): \(output.text)") }
+        }
+    }
+
+    /// Whether chromedriver `p` answers `/status` ready on `port` within 30 s (false as soon as it exits).
+    private static func ready(_ p: Process, port: UInt16) -> Bool {
         let deadline = Date().addingTimeInterval(30)
         while Date() < deadline {
-            if let status = try? request("GET", "/status", timeout: 2) as? [String: Any],
-               let value = status["value"] as? [String: Any], value["ready"] as? Bool == true { return }
-            guard process.isRunning else { throw DaemonTestError("chromedriver exited: \(output.text)") }
+            if let (status, body) = try? http(method: "GET", port: port, path: "/status", body: [], timeout: 2), status == 200,
+               let object = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any],
+               let value = object["value"] as? [String: Any], value["ready"] as? Bool == true { return true }
+            guard p.isRunning else { return false }
             Thread.sleep(forTimeInterval: 0.1)
         }
-        stop()
-        throw DaemonTestError("chromedriver did not start: \(output.text)")
+        return false
     }
 
     /// A port free on 127.0.0.1 now (bound, read back, closed).
