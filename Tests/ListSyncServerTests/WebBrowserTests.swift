@@ -331,3 +331,48 @@ struct WebBrowserTests {
     }
 }
 #endif
+
+#if canImport(Glibc)
+import ListSyncTestSupport
+
+@Suite("The web view over plain HTTP (no browser)", .ownThread, .serialized, .timeLimit(.minutes(3)))
+struct WebHTTPTests {
+    /// The status line of the answer to `request` on 127.0.0.1:`port`.
+    static func statusLine(_ request: String, port: UInt16) async throws -> String {
+        let raw = try #require(RawSocket(port: port, source: "127.0.0.1"))
+        raw.send(Array(request.utf8))
+        var got: [UInt8] = []
+        while !got.contains(10) {
+            let more = await raw.readSome(timeout: 10)
+            if more.isEmpty { break }
+            got += more
+        }
+        return String(decoding: got.prefix { $0 != 13 && $0 != 10 }, as: UTF8.self)
+    }
+
+    @Test("listsync open without a web view says how to start one; another Host (DNS rebinding) gets 421; the script and style need no session, the pages do")
+    func openAndHosts() async throws {
+        let dir = TemporaryFolder()
+        defer { dir.remove() }
+        let plain = try DaemonProcess(data: dir.path + "/plain")
+        let (code, _, err) = try plain.run(["open", "--no-browser"])
+        plain.terminate()
+        #expect(code != 0 && err.contains("serve --web"), "\(err)")
+
+        let d = try DaemonProcess(data: dir.path + "/web", extra: ["--web", "0"])
+        defer { if d.process.isRunning { d.terminate() } }
+        let r = try #require(d.log.range(of: "web view:    http://127.0.0.1:"))
+        let port = try #require(UInt16(d.log[r.upperBound...].prefix { $0.isNumber }))
+        #expect(FileManager.default.fileExists(atPath: d.data + "/web-address"))
+        #expect(try await Self.statusLine("GET / HTTP/1.1\r\nHost: evil.example:\(port)\r\n\r\n", port: port) == "HTTP/1.1 421 Misdirected Request")
+        #expect(try await Self.statusLine("GET /app.js HTTP/1.1\r\nHost: localhost:\(port)\r\n\r\n", port: port) == "HTTP/1.1 200 OK")
+        #expect(try await Self.statusLine("GET / HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\n\r\n", port: port) == "HTTP/1.1 401 Unauthorized")
+        #expect(try await Self.statusLine("POST /api/docs?name=x HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nCookie: listsync_session=forged\r\n\r\n", port: port)
+                == "HTTP/1.1 401 Unauthorized")
+        #expect(try await Self.statusLine("GET /login?t=1.-.00 HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\n\r\n", port: port) == "HTTP/1.1 403 Forbidden")
+        // Stopped, the daemon removes the address file.
+        #expect(d.terminate() == 0)
+        #expect(!FileManager.default.fileExists(atPath: d.data + "/web-address"))
+    }
+}
+#endif
