@@ -178,7 +178,10 @@ struct Opener {
     func loadSnapshot(_ g: UInt64) throws(StoreError) -> (ListDocument, UInt64, bytes: Int64) {
         let p = path(DocumentStore.snapshotName(g))
         let bytes = try fs.readFile(p)
-        let (epoch, payload) = try LogFormat.readSnapshotFile(bytes, document: id, path: p)
+        let (epoch, payload, covering) = try LogFormat.readSnapshotFile(bytes, document: id, path: p)
+        if covering != nil {
+            throw .inconsistentFolder(path: folder, reason: "\(DocumentStore.snapshotName(g)) is a snapshot of a document kept in the shared log; open the data folder with its log")
+        }
         do {
             return (try ListDocument(snapshot: payload, replica: replica, maxValueSize: options.maxValueSize), epoch,
                     Int64(bytes.count))

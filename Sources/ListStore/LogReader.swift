@@ -111,7 +111,8 @@ public struct LogScan: Sendable {
         case .epoch:
             guard payload.count == 8 else { return .failure(.undecodable("epoch record of \(payload.count) bytes, not 8")) }
             return .success((.epoch(LogFormat.get64(all, at + 9)), next))
-        case nil:
+        case nil, .documentOperations, .documentEpoch, .documentRemoved:
+            // Types 3 to 5 belong to the shared log, never to a document's own.
             return .failure(.unknownType(typeByte))
         }
     }
@@ -138,6 +139,8 @@ public struct RecoveryReport: Hashable, Sendable, CustomStringConvertible {
     /// Whether an interrupted snapshot was finished (older generation files removed, or the
     /// new generation's log started).
     public var finishedSnapshot = false
+    /// Whether the document had a log of its own and was moved to the data folder's shared log.
+    public var movedToSharedLog = false
 
     public init() {}
 
@@ -149,6 +152,7 @@ public struct RecoveryReport: Hashable, Sendable, CustomStringConvertible {
             parts.append("kept \(bytesKeptAside) damaged bytes aside in \(tailPath) (\(damage))")
         }
         if finishedSnapshot { parts.append("finished an interrupted snapshot") }
+        if movedToSharedLog { parts.append("moved it to the shared log") }
         return parts.joined(separator: ", ")
     }
 }
