@@ -373,18 +373,19 @@ public final class SharedLog: Sendable {
     /// Whether a write or sync failed (every append fails until ``recover()``).
     public var hasFailed: Bool { writer.output.withLock { $0.failure != nil } }
 
-    /// After a failed write or sync: cuts the active segment back to its last durable record and
-    /// starts a new segment, so nothing the failed round wrote is ever read. Does nothing when not
-    /// failed.
+    /// After a failed write or sync: cuts the active segment back to the end of its last durable
+    /// record, so that nothing the failed round wrote is read, and lets appends go on from there.
+    /// Does nothing when not failed.
     ///
-    /// - Throws: ``StoreError`` when the new segment cannot be made (the log stays failed).
+    /// Safe after a failed `fdatasync` too: only the failed round's bytes were unsynced (every
+    /// earlier round's sync succeeded), and they are cut off; later rounds write and sync anew.
+    ///
+    /// - Throws: ``StoreError`` when the segment cannot be cut (the log stays failed).
     public func recover() throws(StoreError) {
         try writer.output.withLock { (o: inout LogWriter.Output) throws(StoreError) in
             guard o.failure != nil, !o.closed else { return }
             try fs.ftruncate(o.fd, length: o.end, path: o.path)
-            try fs.fsync(o.fd, path: o.path)
             o.allocated = o.end
-            try Self.startSegment(after: &o, folder: folder, fs: fs, box: box)
             o.failure = nil
         }
     }

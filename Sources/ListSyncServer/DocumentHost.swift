@@ -256,6 +256,18 @@ actor DocumentHost {
         try? store.snapshot(core.document)
     }
 
+    /// Snapshots the document now if nothing is in flight (the daemon's checkpoint of the shared
+    /// log: the snapshot lets the log drop the segments that held this document's records).
+    func checkpoint() {
+        guard core.isQuiet, !isClosed else { return }
+        do {
+            try store.snapshot(core.document)
+            nextSnapshotAt = max(snapshotLogBytes, (try? store.snapshotBytes) ?? 0)
+        } catch {
+            log("checkpoint snapshot failed", ["document": id.description, "error": error.description])
+        }
+    }
+
     /// Closes the store (the daemon stops); the host takes nothing more.
     func close() {
         isClosed = true
