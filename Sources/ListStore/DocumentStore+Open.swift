@@ -214,7 +214,14 @@ struct Opener {
     mutating func replay(_ scan: LogScan, into document: inout ListDocument, epoch: inout UInt64) {
         // The limits the operations were accepted under: one refused live is refused here too.
         document.pendingLimits = options.pendingLimits
-        for record in scan.records {
+        Self.replay(scan.records, into: &document, epoch: &epoch, report: &report)
+    }
+
+    /// Applies `records` to `document` through the normal receive path; the last epoch record
+    /// sets `epoch`.
+    static func replay(_ records: [LogRecord], into document: inout ListDocument, epoch: inout UInt64,
+                       report: inout RecoveryReport) {
+        for record in records {
             switch record {
             case let .operations(ops):
                 document.receive(ops)

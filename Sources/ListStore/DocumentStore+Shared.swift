@@ -103,14 +103,14 @@ extension DocumentStore {
         }
         if let covering {
             var epoch = state.epoch
-            replay(try log.records(of: id, from: covering, maxValueSize: options.maxValueSize), into: &document,
+            Opener.replay(try log.records(of: id, from: covering, maxValueSize: options.maxValueSize), into: &document,
                    epoch: &epoch, report: &report)
             state.epoch = epoch
         } else if !ownLogs.isEmpty || newestSnapshot != nil {
             return try migrate(folder: folder, id: id, replica: replica, log: log, options: options, fs: fs)
         } else {
             var epoch: UInt64 = 0
-            replay(try log.records(of: id, maxValueSize: options.maxValueSize), into: &document, epoch: &epoch,
+            Opener.replay(try log.records(of: id, maxValueSize: options.maxValueSize), into: &document, epoch: &epoch,
                    report: &report)
             if epoch == 0 {
                 epoch = options.newEpoch()
@@ -124,20 +124,6 @@ extension DocumentStore {
         let store = DocumentStore(folder: folder, documentID: id, options: options, report: report, fs: fs, log: log,
                                   document: SharedDocument(state))
         return (store, document)
-    }
-
-    private static func replay(_ records: [LogRecord], into document: inout ListDocument, epoch: inout UInt64,
-                               report: inout RecoveryReport) {
-        for record in records {
-            switch record {
-            case let .operations(ops):
-                document.receive(ops)
-                report.operationsReplayed += ops.count
-            case let .epoch(e):
-                epoch = e
-            }
-            report.recordsReplayed += 1
-        }
     }
 
     /// A document from before the shared log: recovered from its own log, then moved. A crash at

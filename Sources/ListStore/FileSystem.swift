@@ -274,21 +274,7 @@ public struct FileSystem: Sendable {
     ///
     /// - Complexity: O(n).
     public func readAll(_ fd: Int32, path: String?) throws(StoreError) -> [UInt8] {
-        let size = Int(try self.size(fd, path: path))
-        var bytes = [UInt8](repeating: 0, count: size)
-        var done = 0
-        while done < size {
-            let read: Result<Int, StoreError> = bytes.withUnsafeMutableBytes { b in
-                do throws(StoreError) {
-                    return .success(try pread(fd, into: UnsafeMutableRawBufferPointer(rebasing: b[done...]),
-                                              offset: Int64(done), path: path))
-                } catch { return .failure(error) }
-            }
-            let n = try read.get()
-            if n == 0 { break }  // shrank under us: keep what was read
-            done += n
-        }
-        return done == size ? bytes : Array(bytes[..<done])
+        try read(fd, count: Int(try size(fd, path: path)), at: 0, path: path)   // shrank under us: what was read
     }
 
     /// Up to `count` bytes at `offset` (fewer only at the end of the file), going on after short reads.

@@ -106,30 +106,14 @@ public enum LogFormat {
 
     // MARK: Snapshot file
 
-    /// A snapshot file: its header, then `payload`.
-    ///
-    /// - Complexity: O(n).
-    public static func snapshotFile(_ payload: [UInt8], document: DocumentID, epoch: UInt64) -> [UInt8] {
-        var h = snapshotMagic
-        h.reserveCapacity(snapshotHeaderSize + payload.count)
-        put16(formatVersion, &h)
-        put16(0, &h)
-        h += document.bytes
-        put64(epoch, &h)
-        put64(UInt64(payload.count), &h)
-        put32(CRC32C.masked(CRC32C.checksum(payload)), &h)
-        put32(CRC32C.masked(CRC32C.checksum(h)), &h)
-        h += payload
-        return h
-    }
-
     /// The snapshot format of a document kept in the shared log: format 1's header with the log
     /// position the snapshot covers (every record of the document before it is in the snapshot).
     public static let sharedSnapshotFormat: UInt16 = 2
     /// The size of format 2's header.
     public static let sharedSnapshotHeaderSize = 68
 
-    /// A format 2 snapshot file (a document of the shared log): its header, then `payload`.
+    /// A snapshot file: its header, then `payload`; with `position`, format 2 (a document of the
+    /// shared log), which also records the log position the snapshot covers:
     ///
     /// ```
     /// 0 "LSYNCSNP" | 8 format u16 (2) | 10 flags u16 | 12 document id (16) | 28 epoch u64
@@ -139,17 +123,19 @@ public enum LogFormat {
     ///
     /// - Complexity: O(n).
     public static func snapshotFile(_ payload: [UInt8], document: DocumentID, epoch: UInt64,
-                                    covering position: UInt64) -> [UInt8] {
+                                    covering position: UInt64? = nil) -> [UInt8] {
         var h = snapshotMagic
         h.reserveCapacity(sharedSnapshotHeaderSize + payload.count)
-        put16(sharedSnapshotFormat, &h)
+        put16(position == nil ? formatVersion : sharedSnapshotFormat, &h)
         put16(0, &h)
         h += document.bytes
         put64(epoch, &h)
         put64(UInt64(payload.count), &h)
         put32(CRC32C.masked(CRC32C.checksum(payload)), &h)
-        put64(position, &h)
-        put64(0, &h)
+        if let position {
+            put64(position, &h)
+            put64(0, &h)
+        }
         put32(CRC32C.masked(CRC32C.checksum(h)), &h)
         h += payload
         return h

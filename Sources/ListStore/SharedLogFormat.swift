@@ -181,18 +181,12 @@ public struct SharedLogScan: Sendable {
     }
 
     static func entry(in bytes: [UInt8], at: Int, base: LogPosition) -> Result<SharedLogEntry, LogDamage> {
-        let available = bytes.count - at
-        guard available >= LogFormat.recordOverhead else { return .failure(.shortPrefix(bytes: available)) }
+        let typeByte: UInt8, len: Int
+        switch LogScan.frame(in: bytes, at: at) {
+        case let .success(f): (typeByte, len) = f
+        case let .failure(damage): return .failure(damage)
+        }
         let all = bytes[...]
-        let len = Int(LogFormat.get32(all, at))
-        guard len > 0 else { return .failure(.zeroLength) }
-        guard len <= LogFormat.maxRecordLength else { return .failure(.oversizedLength(len)) }
-        guard len <= available - 8 else { return .failure(.truncated(length: len, available: available - 8)) }
-        var crc = CRC32C()
-        crc.update(bytes[at..<at + 4])
-        crc.update(bytes[at + 8..<at + 8 + len])
-        guard CRC32C.masked(crc.value) == LogFormat.get32(all, at + 4) else { return .failure(.checksumMismatch) }
-        let typeByte = bytes[at + 8]
         let payloadCount = len - 1
         guard let type = LogRecordType(rawValue: typeByte),
               type == .documentOperations || type == .documentEpoch || type == .documentRemoved else {

@@ -199,6 +199,28 @@ struct SharedLogTests {
         }
     }
 
+    @Test("2,000 single-bit flips over a format 2 snapshot file: refused, or read back exactly (epoch, payload, covered position)")
+    func snapshotFlips() throws {
+        var stream = EditStream(seed: 550)
+        _ = stream.batch(20)
+        let payload = stream.document.encodedSnapshot()
+        let file = LogFormat.snapshotFile(payload, document: testDocument, epoch: 77, covering: 123_456)
+        let read = try LogFormat.readSnapshotFile(file, document: testDocument, path: "s")
+        #expect(read.epoch == 77 && Array(read.payload) == payload && read.covering == 123_456)
+        var rng = SplitMix64(seed: 11)
+        var refused = 0
+        for _ in 0..<2000 {
+            var flipped = file
+            flipped[Int(rng.next() % UInt64(file.count))] ^= UInt8(1 << (rng.next() % 8))
+            guard let r = try? LogFormat.readSnapshotFile(flipped, document: testDocument, path: "s") else {
+                refused += 1
+                continue
+            }
+            #expect(r.epoch == 77 && Array(r.payload) == payload && r.covering == 123_456)
+        }
+        #expect(refused == 2000, "every flip is caught by a checksum")
+    }
+
     @Test("a crash after every file call of appends, snapshots, new segments, a removal and checkpoints: nothing acknowledged lost")
     func crashAtEveryStep() throws {
         let base = temporaryFolder("wal-crash-base")
