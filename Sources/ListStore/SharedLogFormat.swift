@@ -212,7 +212,7 @@ public struct SharedLogScan: Sendable {
     /// Decodes one whole record (`bytes`, prefix included) of the shared log, checking it again.
     ///
     /// - Complexity: O(n) for n bytes, plus decoding the operations.
-    static func decode(_ bytes: ArraySlice<UInt8>, maxValueSize: Int) -> Result<(DocumentID, LogRecord), LogDamage> {
+    public static func decode(_ bytes: ArraySlice<UInt8>, maxValueSize: Int) -> Result<(DocumentID, LogRecord), LogDamage> {
         let record = Array(bytes)
         let entry: SharedLogEntry
         switch Self.entry(in: record, at: 0, base: 0) {
