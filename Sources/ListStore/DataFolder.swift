@@ -29,6 +29,9 @@ import Darwin
 public final class DataFolder: Sendable {
     /// The root folder.
     public let root: String
+    /// The write-ahead log every document's batches go to (`<root>/wal`), when the folder has one;
+    /// nil when each document keeps a log of its own.
+    public let sharedLog: SharedLog?
     let fs: FileSystem
     let lock: Mutex<Int32?>
 
@@ -48,10 +51,14 @@ public final class DataFolder: Sendable {
     /// Everything created in it is the owner's only (``FileSystem/fileMode``,
     /// ``FileSystem/folderMode``). An existing folder that group or others may write to is refused.
     ///
+    /// With `sharedLog` (or when the folder has a `wal` folder already) every document's batches
+    /// go to one write-ahead log (Docs/Storage.md, "The shared log"): it is opened and recovered
+    /// here, and a document that still has a log of its own moves to it when opened.
+    ///
     /// - Throws: ``StoreError/locked(path:)`` when another process or `DataFolder` holds it (after
     ///   trying for half a second);
     ///   ``StoreError/insecureFolder(path:mode:)`` when group or others can write to it.
-    public init(root: String, fileSystem: FileSystem = .system) throws(StoreError) {
+    public init(root: String, fileSystem: FileSystem = .system, sharedLog: SharedLogOptions? = nil) throws(StoreError) {
         self.root = root
         fs = fileSystem
         if !fs.exists(root) {
@@ -84,9 +91,29 @@ public final class DataFolder: Sendable {
             }
         }
         lock = Mutex(fd)
+        let documents = root + "/documents"
+        var log: SharedLog?
         do throws(StoreError) {
-            try fs.mkdir(documentsPath)
+            try fs.mkdir(documents)
+            let walPath = root + "/wal"
+            if sharedLog != nil || fs.exists(walPath) {
+                log = try SharedLog.open(folder: walPath, options: sharedLog ?? SharedLogOptions(), fileSystem: fs)
+            }
+        } catch {
+            lock.withLock { held in
+                if let f = held { try? fileSystem.close(f, path: lockPath) }
+                held = nil
+            }
+            self.sharedLog = nil
+            throw error
+        }
+        self.sharedLog = log
+        do throws(StoreError) {
             try finishRemovals()
+            if let log {
+                // Records of documents no longer here (destroyed or removed) are never read.
+                for id in log.documents where !fs.exists(folder(of: id) + "/name") { try log.forget(id) }
+            }
         } catch {
             close()
             throw error
@@ -127,6 +154,11 @@ public final class DataFolder: Sendable {
         let folder = folder(of: id)
         if isDestroyed(id) { throw .destroyed(id) }
         guard fs.exists(folder + "/name") else { throw .unknownDocument(id) }
+        if let sharedLog {
+            if sharedLog.hasFailed { try sharedLog.recover() }
+            return try DocumentStore.open(at: folder, documentID: id, replica: replica, log: sharedLog, options: options,
+                                          fileSystem: fs)
+        }
         return try DocumentStore.open(at: folder, documentID: id, replica: replica, options: options, fileSystem: fs)
     }
 
@@ -208,6 +240,7 @@ public final class DataFolder: Sendable {
             try fs.rename(folder(of: id), to: trash)
             try fs.syncFolder(documentsPath)
         }
+        if let sharedLog { try sharedLog.remove(id) }
         guard fs.exists(trash) else { return }
         try fs.removeTree(trash)
         try fs.syncFolder(documentsPath)
@@ -258,6 +291,7 @@ public final class DataFolder: Sendable {
 
     /// Releases the lock. The stores opened through this folder stay open; close them first.
     public func close() {
+        try? sharedLog?.close()
         lock.withLock { fd in
             guard let f = fd else { return }
             try? fs.close(f, path: root + "/lock")

@@ -178,7 +178,10 @@ struct Opener {
     func loadSnapshot(_ g: UInt64) throws(StoreError) -> (ListDocument, UInt64, bytes: Int64) {
         let p = path(DocumentStore.snapshotName(g))
         let bytes = try fs.readFile(p)
-        let (epoch, payload) = try LogFormat.readSnapshotFile(bytes, document: id, path: p)
+        let (epoch, payload, covering) = try LogFormat.readSnapshotFile(bytes, document: id, path: p)
+        if covering != nil {
+            throw .inconsistentFolder(path: folder, reason: "\(DocumentStore.snapshotName(g)) is a snapshot of a document kept in the shared log; open the data folder with its log")
+        }
         do {
             return (try ListDocument(snapshot: payload, replica: replica, maxValueSize: options.maxValueSize), epoch,
                     Int64(bytes.count))
@@ -211,7 +214,14 @@ struct Opener {
     mutating func replay(_ scan: LogScan, into document: inout ListDocument, epoch: inout UInt64) {
         // The limits the operations were accepted under: one refused live is refused here too.
         document.pendingLimits = options.pendingLimits
-        for record in scan.records {
+        Self.replay(scan.records, into: &document, epoch: &epoch, report: &report)
+    }
+
+    /// Applies `records` to `document` through the normal receive path; the last epoch record
+    /// sets `epoch`.
+    static func replay(_ records: [LogRecord], into document: inout ListDocument, epoch: inout UInt64,
+                       report: inout RecoveryReport) {
+        for record in records {
             switch record {
             case let .operations(ops):
                 document.receive(ops)

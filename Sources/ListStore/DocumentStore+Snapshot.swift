@@ -39,6 +39,13 @@ extension DocumentStore {
     }
 
     private func startGeneration(from document: ListDocument, dropTails: Bool) throws(StoreError) {
+        let writer: LogWriter
+        switch backend {
+        case let .own(w): writer = w
+        case let .shared(log, doc):
+            try snapshotShared(document, log: log, state: doc, dropTails: dropTails)
+            return
+        }
         let payload = document.encodedSnapshot()
         let pending = document.pendingOperations
         var covered = document.version.counters

@@ -55,7 +55,15 @@ public final class DocumentStore: Sendable {
     /// What opening found and did.
     public let recoveryReport: RecoveryReport
     let fs: FileSystem
-    let writer: LogWriter
+    /// Where the document's batches go: a log of its own, or the data folder's shared log.
+    let backend: Backend
+
+    enum Backend: Sendable {
+        /// `log-<g>` in the document's folder.
+        case own(LogWriter)
+        /// The data folder's shared log (Docs/Storage.md, "The shared log").
+        case shared(SharedLog, SharedDocument)
+    }
 
     init(folder: String, documentID: DocumentID, options: StoreOptions, report: RecoveryReport,
          fs: FileSystem, output: LogWriter.Output) {
@@ -64,7 +72,23 @@ public final class DocumentStore: Sendable {
         self.options = options
         self.recoveryReport = report
         self.fs = fs
-        writer = LogWriter(fs: fs, output: output, label: documentID.description, preallocation: options.preallocation)
+        backend = .own(LogWriter(fs: fs, output: output, label: documentID.description, preallocation: options.preallocation))
+    }
+
+    init(folder: String, documentID: DocumentID, options: StoreOptions, report: RecoveryReport,
+         fs: FileSystem, log: SharedLog, document: SharedDocument) {
+        self.folder = folder
+        self.documentID = documentID
+        self.options = options
+        self.recoveryReport = report
+        self.fs = fs
+        backend = .shared(log, document)
+    }
+
+    /// Whether the document's batches go to the data folder's shared log.
+    public var usesSharedLog: Bool {
+        if case .shared = backend { return true }
+        return false
     }
 
     // MARK: Appending
@@ -81,8 +105,13 @@ public final class DocumentStore: Sendable {
     /// - Complexity: O(n) to encode n operations, plus one write and one sync shared with others.
     public func append(_ ops: [ListOperation]) throws(StoreError) {
         guard !ops.isEmpty else { return }
-        let bytes = try Self.records(for: ops)
-        try writer.commit(bytes, maxIDs: Self.maxIDs(ops))
+        switch backend {
+        case let .own(writer):
+            try writer.commit(try Self.records(for: ops), maxIDs: Self.maxIDs(ops))
+        case let .shared(log, doc):
+            let bytes = try doc.willAppend(ops, of: documentID)
+            try log.appendBlocking(bytes, of: documentID)
+        }
     }
 
     /// ``append(_:)-([ListOperation])`` for Swift concurrency: the write and sync run on the
@@ -91,36 +120,57 @@ public final class DocumentStore: Sendable {
     /// - Complexity: O(n) to encode n operations, plus one write and one sync shared with others.
     public func append(_ ops: [ListOperation]) async throws(StoreError) {
         guard !ops.isEmpty else { return }
-        let bytes = try Self.records(for: ops)
-        try await writer.commit(bytes, maxIDs: Self.maxIDs(ops))
+        switch backend {
+        case let .own(writer):
+            try await writer.commit(try Self.records(for: ops), maxIDs: Self.maxIDs(ops))
+        case let .shared(log, doc):
+            let bytes = try doc.willAppend(ops, of: documentID)
+            try await log.append(bytes, of: documentID)
+        }
     }
 
     /// The document's epoch (Docs/Daemon.md, "Epochs"): random at creation, kept in snapshots and logs.
     /// Waits for a commit round in progress.
     public var epoch: UInt64 {
-        get throws(StoreError) { try writer.exclusive { $0.epoch } }
+        get throws(StoreError) { try read({ $0.epoch }, { _, d in d.epoch }) }
     }
 
     /// The current generation (the `g` of `log-<g>`). Waits for a commit round in progress.
     public var generation: UInt64 {
-        get throws(StoreError) { try writer.exclusive { $0.generation } }
+        get throws(StoreError) { try read({ $0.generation }, { _, d in d.generation }) }
     }
 
     /// The current log's length in bytes: the end of its last record (the file may be longer by
     /// its preallocated zeros). Waits for a commit round in progress.
     public var logSize: Int64 {
-        get throws(StoreError) { try writer.exclusive { $0.end } }
+        get throws(StoreError) { try read({ $0.end }, { log, _ in log.uncoveredBytes(of: documentID) }) }
     }
 
     /// The size in bytes of the current generation's snapshot file (0 in generation 0, which has
     /// none). Waits for a commit round in progress.
     public var snapshotBytes: Int64 {
-        get throws(StoreError) { try writer.exclusive { $0.snapshotBytes } }
+        get throws(StoreError) { try read({ $0.snapshotBytes }, { _, d in d.snapshotBytes }) }
     }
 
     /// How many commit rounds (each one `fdatasync`) this store has run.
     public var syncCount: Int {
-        get throws(StoreError) { try writer.exclusive { $0.syncs } }
+        get throws(StoreError) {
+            switch backend {
+            case let .own(writer): return try writer.exclusive { $0.syncs }
+            case let .shared(log, _): return try log.syncCount
+            }
+        }
+    }
+
+    /// `own` under the log's lock, or `shared` with the document's state, unless closed or failed.
+    private func read<T: Sendable>(_ own: (LogWriter.Output) -> T,
+                                   _ shared: (SharedLog, SharedDocument.State) -> T) throws(StoreError) -> T {
+        switch backend {
+        case let .own(writer): return try writer.exclusive { own($0) }
+        case let .shared(log, doc):
+            let state = try doc.current()
+            return shared(log, state)
+        }
     }
 
     /// Gives the document a new epoch (after a reset or a restore from a backup), durably: an epoch
@@ -128,13 +178,23 @@ public final class DocumentStore: Sendable {
     @discardableResult
     public func resetEpoch(to epoch: UInt64? = nil) throws(StoreError) -> UInt64 {
         let value = epoch ?? options.newEpoch()
-        try writer.commit(LogFormat.epochRecord(value), maxIDs: [:], epoch: value)
+        switch backend {
+        case let .own(writer):
+            try writer.commit(LogFormat.epochRecord(value), maxIDs: [:], epoch: value)
+        case let .shared(log, doc):
+            _ = try doc.current()
+            try log.appendBlocking(SharedLogFormat.epochRecord(value, document: documentID), of: documentID)
+            doc.state.withLock { $0.epoch = value }
+        }
         return value
     }
 
     /// Closes the log file. Appends after it fail with ``StoreError/closed``.
     public func close() throws(StoreError) {
-        try writer.close()
+        switch backend {
+        case let .own(writer): try writer.close()
+        case let .shared(_, doc): doc.state.withLock { $0.closed = true }
+        }
     }
 
     // MARK: Records

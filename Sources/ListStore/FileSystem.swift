@@ -274,21 +274,27 @@ public struct FileSystem: Sendable {
     ///
     /// - Complexity: O(n).
     public func readAll(_ fd: Int32, path: String?) throws(StoreError) -> [UInt8] {
-        let size = Int(try self.size(fd, path: path))
-        var bytes = [UInt8](repeating: 0, count: size)
+        try read(fd, count: Int(try size(fd, path: path)), at: 0, path: path)   // shrank under us: what was read
+    }
+
+    /// Up to `count` bytes at `offset` (fewer only at the end of the file), going on after short reads.
+    ///
+    /// - Complexity: O(n).
+    public func read(_ fd: Int32, count: Int, at offset: Int64, path: String?) throws(StoreError) -> [UInt8] {
+        var bytes = [UInt8](repeating: 0, count: count)
         var done = 0
-        while done < size {
+        while done < count {
             let read: Result<Int, StoreError> = bytes.withUnsafeMutableBytes { b in
                 do throws(StoreError) {
                     return .success(try pread(fd, into: UnsafeMutableRawBufferPointer(rebasing: b[done...]),
-                                              offset: Int64(done), path: path))
+                                              offset: offset + Int64(done), path: path))
                 } catch { return .failure(error) }
             }
             let n = try read.get()
-            if n == 0 { break }  // shrank under us: keep what was read
+            if n == 0 { break }
             done += n
         }
-        return done == size ? bytes : Array(bytes[..<done])
+        return done == count ? bytes : Array(bytes[..<done])
     }
 
     /// The whole file at `path`.

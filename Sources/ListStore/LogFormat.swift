@@ -6,6 +6,14 @@ public enum LogRecordType: UInt8, Sendable, CaseIterable {
     case operations = 1
     /// The document's epoch from here on: the payload is a u64 LE.
     case epoch = 2
+    /// In the shared log: an operation batch of one document: its 16-byte id, then
+    /// `ListOperation.encode(batch)`.
+    case documentOperations = 3
+    /// In the shared log: one document's epoch from here on: its 16-byte id, then a u64 LE.
+    case documentEpoch = 4
+    /// In the shared log: the document was removed; its earlier records are never read (the
+    /// payload is its 16-byte id).
+    case documentRemoved = 5
 }
 
 /// The byte layouts of the log and snapshot files (Docs/Storage.md). Every integer is little-endian.
@@ -98,52 +106,77 @@ public enum LogFormat {
 
     // MARK: Snapshot file
 
-    /// A snapshot file: its header, then `payload`.
+    /// The snapshot format of a document kept in the shared log: format 1's header with the log
+    /// position the snapshot covers (every record of the document before it is in the snapshot).
+    public static let sharedSnapshotFormat: UInt16 = 2
+    /// The size of format 2's header.
+    public static let sharedSnapshotHeaderSize = 68
+
+    /// A snapshot file: its header, then `payload`; with `position`, format 2 (a document of the
+    /// shared log), which also records the log position the snapshot covers:
+    ///
+    /// ```
+    /// 0 "LSYNCSNP" | 8 format u16 (2) | 10 flags u16 | 12 document id (16) | 28 epoch u64
+    /// | 36 payload length u64 | 44 masked CRC32C(payload) u32 | 48 covered log position u64
+    /// | 56 zeros (8) | 64 masked CRC32C of bytes 0..<64, u32 | 68 payload
+    /// ```
     ///
     /// - Complexity: O(n).
-    public static func snapshotFile(_ payload: [UInt8], document: DocumentID, epoch: UInt64) -> [UInt8] {
+    public static func snapshotFile(_ payload: [UInt8], document: DocumentID, epoch: UInt64,
+                                    covering position: UInt64? = nil) -> [UInt8] {
         var h = snapshotMagic
-        h.reserveCapacity(snapshotHeaderSize + payload.count)
-        put16(formatVersion, &h)
+        h.reserveCapacity(sharedSnapshotHeaderSize + payload.count)
+        put16(position == nil ? formatVersion : sharedSnapshotFormat, &h)
         put16(0, &h)
         h += document.bytes
         put64(epoch, &h)
         put64(UInt64(payload.count), &h)
         put32(CRC32C.masked(CRC32C.checksum(payload)), &h)
+        if let position {
+            put64(position, &h)
+            put64(0, &h)
+        }
         put32(CRC32C.masked(CRC32C.checksum(h)), &h)
         h += payload
         return h
     }
 
-    /// The epoch and payload of a snapshot file, after checking everything but the payload's
-    /// content; throws ``StoreError/corruptSnapshot(path:reason:)`` or, for another document's
-    /// snapshot, ``StoreError/notOurs(path:reason:)``.
+    /// The epoch and payload of a snapshot file, and for format 2 the log position it covers,
+    /// after checking everything but the payload's content; throws
+    /// ``StoreError/corruptSnapshot(path:reason:)`` or, for another document's snapshot,
+    /// ``StoreError/notOurs(path:reason:)``.
     ///
     /// - Complexity: O(n).
-    public static func readSnapshotFile(_ bytes: [UInt8], document: DocumentID,
-                                        path: String) throws(StoreError) -> (epoch: UInt64, payload: ArraySlice<UInt8>) {
+    public static func readSnapshotFile(_ bytes: [UInt8], document: DocumentID, path: String) throws(StoreError)
+        -> (epoch: UInt64, payload: ArraySlice<UInt8>, covering: UInt64?) {
         guard bytes.count >= snapshotHeaderSize else {
             throw .corruptSnapshot(path: path, reason: "\(bytes.count) bytes, shorter than its header")
         }
         guard Array(bytes[0..<8]) == snapshotMagic else { throw .corruptSnapshot(path: path, reason: "no LSYNCSNP magic") }
-        guard CRC32C.masked(CRC32C.checksum(bytes[0..<48])) == get32(bytes[...], 48) else {
-            throw .corruptSnapshot(path: path, reason: "header checksum mismatch")
-        }
         let format = get16(bytes[...], 8)
-        guard format == formatVersion else {
-            throw .corruptSnapshot(path: path, reason: "format \(format); this build reads format \(formatVersion)")
+        let headerSize: Int
+        switch format {
+        case formatVersion: headerSize = snapshotHeaderSize
+        case sharedSnapshotFormat: headerSize = sharedSnapshotHeaderSize
+        default: headerSize = 0
+        }
+        guard headerSize > 0, bytes.count >= headerSize,
+              CRC32C.masked(CRC32C.checksum(bytes[0..<headerSize - 4])) == get32(bytes[...], headerSize - 4) else {
+            throw .corruptSnapshot(path: path, reason: headerSize == 0 || bytes.count < headerSize
+                                   ? "format \(format) unreadable; this build reads formats 1 and 2"
+                                   : "header checksum mismatch")
         }
         let id = DocumentID(bytes: bytes[12..<28])!
         guard id == document else { throw .notOurs(path: path, reason: "the snapshot is document \(id)'s, not \(document)'s") }
         let length = get64(bytes[...], 36)
-        guard length == UInt64(bytes.count - snapshotHeaderSize) else {
-            throw .corruptSnapshot(path: path, reason: "header says \(length) payload bytes, file has \(bytes.count - snapshotHeaderSize)")
+        guard length == UInt64(bytes.count - headerSize) else {
+            throw .corruptSnapshot(path: path, reason: "header says \(length) payload bytes, file has \(bytes.count - headerSize)")
         }
-        let payload = bytes[snapshotHeaderSize...]
+        let payload = bytes[headerSize...]
         guard CRC32C.masked(CRC32C.checksum(payload)) == get32(bytes[...], 44) else {
             throw .corruptSnapshot(path: path, reason: "payload checksum mismatch")
         }
-        return (get64(bytes[...], 28), payload)
+        return (get64(bytes[...], 28), payload, format == sharedSnapshotFormat ? get64(bytes[...], 48) : nil)
     }
 
     // MARK: Little-endian integers

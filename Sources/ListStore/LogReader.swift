@@ -84,8 +84,9 @@ public struct LogScan: Sendable {
         return scan
     }
 
-    /// The record at `at` and the offset after it, or what is wrong with it.
-    static func record(in bytes: [UInt8], at: Int, maxValueSize: Int) -> Result<(LogRecord, Int), LogDamage> {
+    /// The framing of the record at `at` (a document's log and the shared log alike): its type
+    /// byte and the length of its type byte and payload, after checking the length and checksum.
+    static func frame(in bytes: [UInt8], at: Int) -> Result<(type: UInt8, length: Int), LogDamage> {
         let available = bytes.count - at
         guard available >= LogFormat.recordOverhead else { return .failure(.shortPrefix(bytes: available)) }
         let all = bytes[...]
@@ -97,7 +98,17 @@ public struct LogScan: Sendable {
         crc.update(bytes[at..<at + 4])
         crc.update(bytes[at + 8..<at + 8 + len])
         guard CRC32C.masked(crc.value) == LogFormat.get32(all, at + 4) else { return .failure(.checksumMismatch) }
-        let typeByte = bytes[at + 8]
+        return .success((bytes[at + 8], len))
+    }
+
+    /// The record at `at` and the offset after it, or what is wrong with it.
+    static func record(in bytes: [UInt8], at: Int, maxValueSize: Int) -> Result<(LogRecord, Int), LogDamage> {
+        let typeByte: UInt8, len: Int
+        switch frame(in: bytes, at: at) {
+        case let .success(f): (typeByte, len) = f
+        case let .failure(damage): return .failure(damage)
+        }
+        let all = bytes[...]
         let payload = bytes[at + 9..<at + 8 + len]
         let next = at + 8 + len
         switch LogRecordType(rawValue: typeByte) {
@@ -111,7 +122,8 @@ public struct LogScan: Sendable {
         case .epoch:
             guard payload.count == 8 else { return .failure(.undecodable("epoch record of \(payload.count) bytes, not 8")) }
             return .success((.epoch(LogFormat.get64(all, at + 9)), next))
-        case nil:
+        case nil, .documentOperations, .documentEpoch, .documentRemoved:
+            // Types 3 to 5 belong to the shared log, never to a document's own.
             return .failure(.unknownType(typeByte))
         }
     }
@@ -138,6 +150,8 @@ public struct RecoveryReport: Hashable, Sendable, CustomStringConvertible {
     /// Whether an interrupted snapshot was finished (older generation files removed, or the
     /// new generation's log started).
     public var finishedSnapshot = false
+    /// Whether the document had a log of its own and was moved to the data folder's shared log.
+    public var movedToSharedLog = false
 
     public init() {}
 
@@ -149,6 +163,7 @@ public struct RecoveryReport: Hashable, Sendable, CustomStringConvertible {
             parts.append("kept \(bytesKeptAside) damaged bytes aside in \(tailPath) (\(damage))")
         }
         if finishedSnapshot { parts.append("finished an interrupted snapshot") }
+        if movedToSharedLog { parts.append("moved it to the shared log") }
         return parts.joined(separator: ", ")
     }
 }

@@ -42,7 +42,16 @@ final class LogWriter: Sendable {
         var bytes: [UInt8]
         var maxIDs: [ReplicaID: UInt64]
         var epoch: UInt64?
-        var done: @Sendable (StoreError?) -> Void
+        /// Called once the round ended: the error, or nil and where the bytes were written.
+        var done: @Sendable (StoreError?, Placement) -> Void
+        /// Called when the bytes are durable, with the file still held (before ``afterRound``).
+        var placed: (@Sendable (Placement) -> Void)? = nil
+    }
+
+    /// Where an entry's bytes went: the file (its ``Output/generation``) and the offset in it.
+    struct Placement: Sendable {
+        var generation: UInt64
+        var offset: Int64
     }
 
     struct Queue {
@@ -57,13 +66,18 @@ final class LogWriter: Sendable {
     /// Zero bytes written after the records whenever a round would pass ``Output/allocated``
     /// (``StoreOptions/preallocation``).
     let preallocation: Int
+    /// Runs after every successful round, with the file still held (a shared log starts its next
+    /// segment there). An error is not the round's: the records are durable either way.
+    let afterRound: (@Sendable (inout Output) -> Void)?
     /// The smallest chunk of zeros preallocated (a page), unless ``preallocation`` is smaller.
     static let minimumChunk = 4096
 
-    init(fs: FileSystem, output: Output, label: String, preallocation: Int) {
+    init(fs: FileSystem, output: Output, label: String, preallocation: Int,
+         afterRound: (@Sendable (inout Output) -> Void)? = nil) {
         self.fs = fs
         self.output = Mutex(output)
         self.preallocation = max(0, preallocation)
+        self.afterRound = afterRound
         drain = DispatchQueue(label: "ListStore.commit.\(label)")
     }
 
@@ -73,7 +87,7 @@ final class LogWriter: Sendable {
     func commit(_ bytes: [UInt8], maxIDs: [ReplicaID: UInt64], epoch: UInt64? = nil) throws(StoreError) {
         let semaphore = DispatchSemaphore(value: 0)
         let result = ResultBox()
-        let entry = Entry(bytes: bytes, maxIDs: maxIDs, epoch: epoch) { error in
+        let entry = Entry(bytes: bytes, maxIDs: maxIDs, epoch: epoch) { error, _ in
             result.value.withLock { $0 = error }
             semaphore.signal()
         }
@@ -87,11 +101,35 @@ final class LogWriter: Sendable {
     /// Appends `bytes` (whole records) and returns once they are durable, without blocking a
     /// cooperative thread: the rounds run on the writer's dispatch queue.
     func commit(_ bytes: [UInt8], maxIDs: [ReplicaID: UInt64]) async throws(StoreError) {
-        let error: StoreError? = await withCheckedContinuation { (continuation: CheckedContinuation<StoreError?, Never>) in
-            let entry = Entry(bytes: bytes, maxIDs: maxIDs, epoch: nil) { continuation.resume(returning: $0) }
+        _ = try await commitPlaced(bytes, maxIDs: maxIDs)
+    }
+
+    /// ``commit(_:maxIDs:)-(_,_)`` that also says where the bytes were written; `placed` runs
+    /// as soon as they are durable, before the round lets go of the file.
+    func commitPlaced(_ bytes: [UInt8], maxIDs: [ReplicaID: UInt64],
+                      placed: (@Sendable (Placement) -> Void)? = nil) async throws(StoreError) -> Placement {
+        let result: Result<Placement, StoreError> = await withCheckedContinuation { continuation in
+            let entry = Entry(bytes: bytes, maxIDs: maxIDs, epoch: nil, done: { error, placement in
+                continuation.resume(returning: error.map { .failure($0) } ?? .success(placement))
+            }, placed: placed)
             if enqueue(entry) { drain.async { self.drainAll() } }
         }
-        if let error { throw error }
+        return try result.get()
+    }
+
+    /// The blocking form of ``commitPlaced(_:maxIDs:placed:)``: the caller leads a round if none runs.
+    func commitPlacedBlocking(_ bytes: [UInt8], placed: (@Sendable (Placement) -> Void)? = nil) throws(StoreError) -> Placement {
+        let semaphore = DispatchSemaphore(value: 0)
+        let box = Mutex<Result<Placement, StoreError>?>(nil)
+        let entry = Entry(bytes: bytes, maxIDs: [:], epoch: nil, done: { error, placement in
+            box.withLock { $0 = error.map { .failure($0) } ?? .success(placement) }
+            semaphore.signal()
+        }, placed: placed)
+        if enqueue(entry) {
+            if runRound() { drain.async { self.drainAll() } }
+        }
+        semaphore.wait()
+        return try box.withLock { $0 }!.get()
     }
 
     /// Queues `entry`; true if the caller is to lead (no round is running).
@@ -116,6 +154,8 @@ final class LogWriter: Sendable {
             q.entries = []
             return b
         }
+        var placements: [Placement] = []
+        placements.reserveCapacity(batch.count)
         let error: StoreError? = output.withLock { o in
             if let failure = o.failure { return .failed(first: failure.description) }
             if o.closed { return .closed }
@@ -150,15 +190,24 @@ final class LogWriter: Sendable {
                 return error
             }
             o.allocated = max(o.allocated, o.end + Int64(bytes.count))
+            var at = o.end
+            for e in batch {
+                let placement = Placement(generation: o.generation, offset: at)
+                placements.append(placement)
+                e.placed?(placement)
+                at += Int64(e.bytes.count)
+            }
             o.end = recordsEnd
             o.syncs += 1
             for e in batch {
                 for (r, c) in e.maxIDs where c > o.logged[r, default: 0] { o.logged[r] = c }
                 if let epoch = e.epoch { o.epoch = epoch }
             }
+            afterRound?(&o)
             return nil
         }
-        for e in batch { e.done(error) }
+        let nowhere = Placement(generation: 0, offset: -1)
+        for (i, e) in batch.enumerated() { e.done(error, error == nil ? placements[i] : nowhere) }
         return queue.withLock { q in
             if q.entries.isEmpty {
                 q.leading = false

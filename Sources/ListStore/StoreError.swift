@@ -43,9 +43,15 @@ public enum StoreError: Error, Hashable, Sendable, CustomStringConvertible {
     /// The data folder may be written by group or others (its permission bits are `mode`), who
     /// could then plant or swap documents, the lock or the key: it is refused until tightened.
     case insecureFolder(path: String, mode: UInt32)
+    /// A record of the shared log that checked when the log was opened no longer checks or
+    /// decodes when its document is loaded (the file changed under the daemon, or a bug).
+    case corruptRecord(path: String, position: UInt64, reason: String)
 
     public var description: String {
         switch self {
+        case let .corruptRecord(path, position, reason):
+            return "the shared log's record at position \(position) in \(path) is damaged: \(reason)"
+
         case let .system(call, errno, path):
             let what = path.map { " on \($0)" } ?? ""
             return "\(call) failed\(what): \(Self.errnoDescription(errno)) (errno \(errno))"

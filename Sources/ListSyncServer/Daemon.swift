@@ -100,7 +100,13 @@ public actor Daemon {
                 throw .dataFolder("cannot create \(parent): \(error.localizedDescription)")
             }
         }
-        do { folder = try DataFolder(root: configuration.dataFolder, fileSystem: configuration.fileSystem) } catch {
+        do {
+            folder = try DataFolder(root: configuration.dataFolder, fileSystem: configuration.fileSystem,
+                                    sharedLog: configuration.sharedLog)
+            if let report = folder?.sharedLog?.recoveryReport {
+                log("shared log opened", ["recovery": report.description])
+            }
+        } catch {
             throw .dataFolder("\(error)")
         }
         do {
@@ -473,6 +479,19 @@ public actor Daemon {
         }
         for p in peers { await p.tick() }
         await dropSilentPeers()
+        await checkpoint()
+    }
+
+    /// Snapshots the documents that hold the shared log's oldest segment once it has more than
+    /// ``DaemonConfiguration/checkpointSegments`` (loading those not resident), so that the
+    /// segment is deleted: the log stays a few segments long whatever the documents do. At most
+    /// 16 documents a turn.
+    private func checkpoint() async {
+        guard let log = folder?.sharedLog else { return }
+        for id in log.documentsHolding(moreThan: configuration.checkpointSegments).prefix(16) {
+            guard let h = try? await host(id) else { continue }
+            await h.checkpoint()
+        }
     }
 
     /// The resident documents whose store failed, with the reason (disk full: they acknowledge

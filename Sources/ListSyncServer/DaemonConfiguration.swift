@@ -86,6 +86,13 @@ public struct DaemonConfiguration: Sendable {
     /// The file-call funnel of the data folder and every store (tests pass one whose hook fails
     /// calls with `ENOSPC` or `EIO`; see Docs/Reliability.md, "Disk full").
     public var fileSystem: FileSystem = .system
+    /// The data folder's one write-ahead log for every document (Docs/Storage.md, "The shared
+    /// log"), with its settings; nil: a log per document, as before it (kept for comparisons; a
+    /// folder that has a shared log keeps using it).
+    public var sharedLog: SharedLogOptions? = SharedLogOptions()
+    /// Once the shared log has more segments than this, the documents holding its oldest segment
+    /// are snapshotted (loaded first if they are not resident), so that the segment can go.
+    public var checkpointSegments = 4
 
     /// A configuration for `dataFolder` with the defaults.
     public init(dataFolder: String) {

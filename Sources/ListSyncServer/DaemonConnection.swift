@@ -53,8 +53,8 @@ actor DaemonConnection: DocumentSubscriber {
         await transport.close(reason: reason)
     }
 
-    nonisolated func deliver(_ document: DocumentID, _ frame: [UInt8]) {
-        transport.enqueue(frame)
+    nonisolated func deliver(_ document: DocumentID, _ frame: [UInt8], via outbox: inout TCPOutbox) {
+        outbox.enqueue(frame, on: transport)
     }
 
     nonisolated func whenRoom(_ body: @escaping @Sendable () -> Void) {

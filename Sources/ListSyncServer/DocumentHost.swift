@@ -1,14 +1,16 @@
 import ListCRDT
 import ListStore
 import ListSync
+import ListSyncTCP
 
 /// Something a document's frames go to: a client's or a peer's connection.
 protocol DocumentSubscriber: AnyObject, Sendable {
     /// The subscriber's number in the daemon.
     var subscriberID: SubscriberID { get }
-    /// Queues a frame of `document` (an encoded message) for the subscriber, without waiting; frames
-    /// queued by one host keep their order.
-    func deliver(_ document: DocumentID, _ frame: [UInt8])
+    /// Queues a frame of `document` (an encoded message) for the subscriber in `outbox`, without
+    /// waiting; it leaves when the host flushes the outbox. Frames queued by one host keep their
+    /// order.
+    func deliver(_ document: DocumentID, _ frame: [UInt8], via outbox: inout TCPOutbox)
     /// Runs `body` once the subscriber's connection can take more.
     func whenRoom(_ body: @escaping @Sendable () -> Void)
     /// Cuts the subscriber off (it fell too far behind).
@@ -118,13 +120,15 @@ actor DocumentHost {
 
     /// Delivers frames the core relays (presence): only `send` comes of them.
     private func deliver(_ actions: [DocumentCore.Action]) {
+        var outbox = TCPOutbox()
         for action in actions {
             guard case let .send(to, frame) = action else {
                 assertionFailure("a presence relay asked for \(action)")
                 continue
             }
-            subscribers[to]?.deliver(id, frame)
+            subscribers[to]?.deliver(id, frame, via: &outbox)
         }
+        outbox.flush()
     }
 
     /// Anti-entropy from a subscriber.
@@ -173,7 +177,15 @@ actor DocumentHost {
     // MARK: Actions
 
     private func perform(_ actions: [DocumentCore.Action]) async {
+        // Consecutive sends (a batch's fan-out and acknowledgement) leave together: one hand-over
+        // to the event loop, flushed before any other action so that the order holds.
+        var outbox = TCPOutbox()
         for action in actions {
+            if case let .send(to, frame) = action {
+                subscribers[to]?.deliver(id, frame, via: &outbox)
+                continue
+            }
+            outbox.flush()
             switch action {
             case let .append(ticket, ops):
                 do {
@@ -187,8 +199,8 @@ actor DocumentHost {
                     log("store failed", ["document": id.description, "error": error.description])
                     await perform(core.appendFailed(ticket: ticket, reason: error.description))
                 }
-            case let .send(to, frame):
-                subscribers[to]?.deliver(id, frame)
+            case .send:
+                preconditionFailure("sends are queued above")
             case let .awaitRoom(to):
                 subscribers[to]?.whenRoom { [weak self] in
                     Task { await self?.roomAvailable(to) }
@@ -199,6 +211,7 @@ actor DocumentHost {
                 s?.cut(reason: reason)
             }
         }
+        outbox.flush()
     }
 
     /// Reopens the failed store: recovery keeps every record that reached the disk whole, and the
@@ -243,6 +256,18 @@ actor DocumentHost {
         try? store.snapshot(core.document)
     }
 
+    /// Snapshots the document now if nothing is in flight (the daemon's checkpoint of the shared
+    /// log: the snapshot lets the log drop the segments that held this document's records).
+    func checkpoint() {
+        guard core.isQuiet, !isClosed else { return }
+        do {
+            try store.snapshot(core.document)
+            nextSnapshotAt = max(snapshotLogBytes, (try? store.snapshotBytes) ?? 0)
+        } catch {
+            log("checkpoint snapshot failed", ["document": id.description, "error": error.description])
+        }
+    }
+
     /// Closes the store (the daemon stops); the host takes nothing more.
     func close() {
         isClosed = true
@@ -254,7 +279,9 @@ actor DocumentHost {
     /// removes the files next.
     func destroy(reason: String) {
         let actions = core.destroy(reason: reason)
-        for case let .send(to, frame) in actions { subscribers[to]?.deliver(id, frame) }
+        var outbox = TCPOutbox()
+        for case let .send(to, frame) in actions { subscribers[to]?.deliver(id, frame, via: &outbox) }
+        outbox.flush()
         let ended = subscribers.values
         subscribers = [:]
         for s in ended { s.documentDestroyed(id) }
@@ -277,6 +304,8 @@ actor DocumentHost {
 extension DocumentSubscriber {
     /// Delivers the frames of `actions` addressed to this subscriber (a refused subscription).
     func deliverAll(_ document: DocumentID, _ actions: [DocumentCore.Action]) {
-        for case let .send(to, frame) in actions where to == subscriberID { deliver(document, frame) }
+        var outbox = TCPOutbox()
+        for case let .send(to, frame) in actions where to == subscriberID { deliver(document, frame, via: &outbox) }
+        outbox.flush()
     }
 }

@@ -64,11 +64,11 @@ actor PeerLink: DocumentSubscriber {
 
     // MARK: DocumentSubscriber (frames from the local hosts)
 
-    nonisolated func deliver(_ document: DocumentID, _ frame: [UInt8]) {
+    nonisolated func deliver(_ document: DocumentID, _ frame: [UInt8], via outbox: inout TCPOutbox) {
         // Only operations go to the peer: `subscribed` and `synced` are the local core's answers
         // to this link's attachment, not messages for the peer.
         guard frame.count > 1, frame[1] == SyncMessage.operationsTag else { return }
-        relay.transport?.enqueue(frame)
+        if let transport = relay.transport { outbox.enqueue(frame, on: transport) }
     }
 
     nonisolated func whenRoom(_ body: @escaping @Sendable () -> Void) {

@@ -2,10 +2,11 @@ import ListCRDT
 import ListStore
 @_spi(Testing) import ListSync
 
-/// A daemon's disk in the simulator: the document's log as bytes in the production format
-/// (`LogFormat`, `DocumentStore.records(for:)`), split into what is synced and what is only
-/// written. A crash keeps the synced bytes and a random prefix of the rest (a torn write);
-/// recovery scans them with the production scanner (`LogScan`).
+/// A daemon's disk in the simulator: its shared log as bytes in the production format
+/// (`SharedLogFormat`: a segment header, then records tagged with the document), split into what
+/// is synced and what is only written. A crash keeps the synced bytes and a random prefix of the
+/// rest (a torn write); recovery scans them with the production scanner (`SharedLogScan`) and
+/// decodes the document's records as a load does.
 struct SimulatedDisk {
     let document: DocumentID
     /// Bytes made durable by a sync.
@@ -17,13 +18,13 @@ struct SimulatedDisk {
 
     init(document: DocumentID, epoch: UInt64) {
         self.document = document
-        synced = LogFormat.logHeader(document) + LogFormat.epochRecord(epoch)
+        synced = SharedLogFormat.header(base: 0) + SharedLogFormat.epochRecord(epoch, document: document)
     }
 
     /// Writes `ops` (not durable yet).
     mutating func write(ticket: UInt64, _ ops: [ListOperation]) {
         // Every operation the core hands over encodes: it came from the decoder.
-        let bytes = (try? DocumentStore.records(for: ops)) ?? []
+        let bytes = (try? SharedLogFormat.records(for: ops, document: document)) ?? []
         precondition(!bytes.isEmpty, "a batch of \(ops.count) operations did not encode")
         unsynced.append((ticket, bytes))
     }
@@ -48,11 +49,15 @@ struct SimulatedDisk {
 
     /// Recovery as the store does it: scan, cut at the first bad record, replay into a document.
     mutating func recover(replica: ReplicaID, limits: PendingLimits) -> ListDocument {
-        let scan = (try? LogScan.scan(synced, document: document))!
+        let scan = (try? SharedLogScan.scan(synced, base: 0))!
         synced = Array(synced.prefix(scan.validLength))
         var doc = ListDocument(replica: replica)
         doc.pendingLimits = limits
-        for case let .operations(ops) in scan.records { _ = doc.receive(ops) }
+        for entry in scan.entries where entry.document == document {
+            let start = Int(entry.position)
+            let record = SharedLogScan.decode(synced[start..<start + entry.length], maxValueSize: doc.maxValueSize)
+            if case let .success((_, .operations(ops))) = record { _ = doc.receive(ops) }
+        }
         return doc
     }
 }

@@ -1,6 +1,7 @@
 import ListSync
 import Foundation
 import ListSyncServer
+import ListStore
 import ListSyncTCP
 import ListSyncWeb
 import Synchronization
@@ -52,12 +53,16 @@ let serveUsage = """
                               over it a batch is refused with a reason (LISTSYNC_RATE_LIMIT;
                               1000/5000; 0 = no limit)
       --log-format text|json  one line per event on standard error (LISTSYNC_LOG_FORMAT; text)
+      --storage shared|per-document
+                              shared: one write-ahead log for every document, DIR/wal (the
+                              default); per-document: a log in each document's folder, as before
+                              it (for comparisons; a folder with DIR/wal keeps it) (LISTSYNC_STORAGE)
       -h, --help              show this help
     """
 
 func runServe(_ args: [String]) throws -> Int32 {
     let o = try Options(args, values: ["--data", "--listen", "--key-file", "--peer", "--admin", "--web", "--admin-token-file", "--max-connections", "--idle-unload",
-                                       "--rate-limit", "--log-format", "--discover-port", "--announce-to", "--announce-interval", "--announce-address"],
+                                       "--rate-limit", "--log-format", "--storage", "--discover-port", "--announce-to", "--announce-interval", "--announce-address"],
                         flags: ["--help", "--discover"])
     if o.has("--help") { print(serveUsage); return 0 }
     guard o.positional.isEmpty else { throw UsageError(message: "unexpected argument '\(o.positional[0])'") }
@@ -107,6 +112,11 @@ func runServe(_ args: [String]) throws -> Int32 {
             throw UsageError(message: "--rate-limit is N or N/BURST (batches a second, and at once), not '\(s)'")
         }
         config.rateLimit = rate == 0 ? nil : RateLimit(batchesPerSecond: rate, burst: parts.count == 2 ? Double(parts[1])! : max(1, rate * 5))
+    }
+    switch o.value("--storage", env: "LISTSYNC_STORAGE") ?? "shared" {
+    case "shared": config.sharedLog = SharedLogOptions()
+    case "per-document": config.sharedLog = nil
+    case let other: throw UsageError(message: "--storage is shared or per-document, not '\(other)'")
     }
     let format = o.value("--log-format", env: "LISTSYNC_LOG_FORMAT") ?? "text"
     guard format == "text" || format == "json" else { throw UsageError(message: "--log-format is text or json, not '\(format)'") }

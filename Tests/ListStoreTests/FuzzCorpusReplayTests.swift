@@ -35,7 +35,7 @@ struct FuzzCorpusReplayTests {
                 _ = try? LogScan.scan(log, document: Self.document)
             case 2:
                 _ = try? LogScan.scan(body, document: Self.document)
-                if let (_, payload) = try? LogFormat.readSnapshotFile(body, document: Self.document, path: "snapshot"),
+                if let (_, payload, _) = try? LogFormat.readSnapshotFile(body, document: Self.document, path: "snapshot"),
                    let doc = try? ListDocument(snapshot: payload, replica: ReplicaID(5)) {
                     try doc.checkInvariants()
                 }

@@ -143,7 +143,7 @@ struct RecoveryTests {
                 bytes[at] ^= 1 << UInt8.random(in: 0..<8, using: &rng)
             }
             do {
-                let (epoch, payload) = try LogFormat.readSnapshotFile(bytes, document: testDocument, path: "s")
+                let (epoch, payload, _) = try LogFormat.readSnapshotFile(bytes, document: testDocument, path: "s")
                 let doc = try ListDocument(snapshot: payload, replica: ReplicaID(1))
                 #expect(bytes == file || (epoch == 5 && doc.encodedState() == state), "trial \(trial)")
                 loaded += 1

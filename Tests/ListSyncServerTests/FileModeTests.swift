@@ -36,7 +36,7 @@ struct FileModeTests {
             #expect(d.terminate() == 0)
             let found = Self.modes(under: data)
             let names = Set(found.map { ($0.path as NSString).lastPathComponent })
-            for expected in ["data", "key", "lock", "replica", "documents", doc, "name", "log-0"] {
+            for expected in ["data", "key", "lock", "replica", "documents", doc, "name", "wal", "segment-0000000000000000"] {
                 #expect(names.contains(expected), "umask \(umask): \(expected) in \(names.sorted())")
             }
             for f in found {

@@ -32,41 +32,31 @@ func w10Store(_ ctx: Context) throws -> BenchResult {
     let grown = try w10OneWriter(folder: root + "/one-growing", id: id, options: growing)
     res.set("appends_per_s_1_growing", grown.rate)
 
-    // 16 writer threads, each its own replica, single-op batches for 3 s.
+    // 16 writer threads, each its own replica, single-op batches for 3 s: on one document; then
+    // on 16 documents, each with a log of its own and with the data folder's shared log.
     do {
         let (store, _) = try DocumentStore.open(at: root + "/sixteen", documentID: id, replica: ReplicaID(1))
-        var doc = ListDocument(replica: ReplicaID(1))
-        let section = try doc.insertSection(at: 0)
-        try store.append([section])
-        let syncsBefore = try store.syncCount
-        let total = Mutex(0)
-        let failure = Mutex<String?>(nil)
-        let group = DispatchGroup()
-        let t0 = nowNs()
-        for w in 0..<16 {
-            group.enter()
-            Thread {
-                defer { group.leave() }
-                var mine = ListDocument(replica: ReplicaID(UInt64(100 + w)))
-                mine.receive([section])
-                var n = 0
-                do {
-                    while nowNs() - t0 < 3_000_000_000 {
-                        let op = try mine.insertItem(at: IndexPath(item: n, section: 0), value: Data("w\(w) \(n)".utf8))
-                        try store.append([op])
-                        n += 1
-                    }
-                } catch { failure.withLock { $0 = "\(error)" } }
-                total.withLock { $0 += n }
-            }.start()
-        }
-        group.wait()
-        let seconds = Double(nowNs() - t0) / 1e9
-        if let f = failure.withLock({ $0 }) { throw BenchError("16 writers: \(f)") }
-        let n = total.withLock { $0 }
-        res.set("appends_per_s_16", Double(n) / seconds)
-        res.set("syncs_per_append_16", Double(try store.syncCount - syncsBefore) / Double(n))
+        let r = try w10Writers(Array(repeating: store, count: 16)) { try store.syncCount }
+        res.set("appends_per_s_16", r.rate)
+        res.set("syncs_per_append_16", r.syncsPerAppend)
         try store.close()
+    }
+    for shared in [false, true] {
+        let folder = try DataFolder(root: root + (shared ? "/docs-shared" : "/docs-own"),
+                                    sharedLog: shared ? SharedLogOptions() : nil)
+        var stores: [DocumentStore] = []
+        for w in 0..<16 {
+            let doc = try folder.create(name: "w\(w)", id: DocumentID(high: 16, low: UInt64(w)))
+            stores.append(try folder.open(doc, replica: ReplicaID(1)).store)
+        }
+        let r = try w10Writers(stores) {
+            if let log = folder.sharedLog { return try log.syncCount }
+            return try stores.reduce(0) { $0 + (try $1.syncCount) }
+        }
+        res.set(shared ? "appends_per_s_16_docs_shared" : "appends_per_s_16_docs_own", r.rate)
+        res.set(shared ? "syncs_per_append_16_docs_shared" : "syncs_per_append_16_docs_own", r.syncsPerAppend)
+        for s in stores { try s.close() }
+        folder.close()
     }
 
     // Recovery of the automerge-paper history: log only (batches of 64 operations, as a peer's
@@ -138,4 +128,42 @@ func w10OneWriter(folder: String, id: DocumentID, options: StoreOptions) throws 
     }
     let seconds = Double(nowNs() - t0) / 1e9
     return (Double(n) / seconds, Double(try store.logSize - before) / Double(n), n)
+}
+
+/// `stores.count` writer threads, writer w appending single-operation batches to `stores[w]` for
+/// 3 s (each its own replica, on a section made first): appends per second, and `fdatasync`s per
+/// append (`syncs` read before and after).
+func w10Writers(_ stores: [DocumentStore], syncs: () throws -> Int) throws -> (rate: Double, syncsPerAppend: Double) {
+    var doc = ListDocument(replica: ReplicaID(1))
+    let section = try doc.insertSection(at: 0)
+    for s in Set(stores.map { ObjectIdentifier($0) }) {
+        try stores.first { ObjectIdentifier($0) == s }!.append([section])
+    }
+    let syncsBefore = try syncs()
+    let total = Mutex(0)
+    let failure = Mutex<String?>(nil)
+    let group = DispatchGroup()
+    let t0 = nowNs()
+    for (w, store) in stores.enumerated() {
+        group.enter()
+        Thread {
+            defer { group.leave() }
+            var mine = ListDocument(replica: ReplicaID(UInt64(100 + w)))
+            mine.receive([section])
+            var n = 0
+            do {
+                while nowNs() - t0 < 3_000_000_000 {
+                    let op = try mine.insertItem(at: IndexPath(item: n, section: 0), value: Data("w\(w) \(n)".utf8))
+                    try store.append([op])
+                    n += 1
+                }
+            } catch { failure.withLock { $0 = "\(error)" } }
+            total.withLock { $0 += n }
+        }.start()
+    }
+    group.wait()
+    let seconds = Double(nowNs() - t0) / 1e9
+    if let f = failure.withLock({ $0 }) { throw BenchError("\(stores.count) writers: \(f)") }
+    let n = total.withLock { $0 }
+    return (Double(n) / seconds, Double(try syncs() - syncsBefore) / Double(n))
 }

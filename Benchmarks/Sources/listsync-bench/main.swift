@@ -135,7 +135,8 @@ let shown: [String: [String]] = [
     "W12.churn.1000000": ["ns_per_op", "snapshot_bytes", "history_bytes", "memory_bytes"],
     "W9.tcp": ["bulk_ms", "bulk_mb_s", "stream_ops_per_s", "latency_p50_us", "latency_p99_us"],
     "W11.crypto": ["sha256_mb_s", "aead_seal_mb_s", "aead_open_mb_s", "aead_seal_1k_mb_s"],
-    "W10.store": ["appends_per_s_1", "appends_per_s_1_growing", "appends_per_s_16", "bytes_per_op", "recover_log_ms", "recover_snapshot_ms"],
+    "W10.store": ["appends_per_s_1", "appends_per_s_1_growing", "appends_per_s_16", "appends_per_s_16_docs_own",
+                  "appends_per_s_16_docs_shared", "bytes_per_op", "recover_log_ms", "recover_snapshot_ms"],
 ]
 print("ListSync benchmark (release build), trace \(ctx.tracePath)")
 print(String(repeating: "-", count: 78))

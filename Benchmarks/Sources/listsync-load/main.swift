@@ -20,6 +20,7 @@ let usage = """
            listsync-load --kill-cycles K [--clients N] [--json] [--binary PATH]
            listsync-load --idle-clients N [--resident-docs M] [--json] [--binary PATH]
            listsync-load --device N [--json] [--binary PATH]
+           listsync-load --recovery-docs N [--json] [--binary PATH]
 
     Defaults: 64 clients, 1000 edits each, 8 documents, 40% moves, 10% deletes, seed 1; a daemon
     started here. The rest of the edits are inserts (--moves 0 --deletes 0: inserts only).
@@ -35,6 +36,9 @@ let usage = """
     --device N: the device client (SyncClient): cold open of an N-item document from the device's
     store against fetching it from the daemon; bytes on the wire resuming after 1,000 offline edits
     against their encoded size; durable local edits per second against SQLite (WAL, synchronous=FULL).
+    --recovery-docs N: N small documents, then SIGKILL and a restart on the same data: seconds to
+    the first answer and to every document opened again (LISTSYNC_STORAGE=per-document compares
+    with a log per document).
     """
 
 struct Config {
@@ -48,6 +52,7 @@ struct Config {
     var killCycles = 0
     var idleClients = 0, residentDocs = 1_000
     var deviceItems = 0
+    var recoveryDocs = 0
 }
 
 func parse() -> Config {
@@ -71,6 +76,7 @@ func parse() -> Config {
         case "--idle-clients": c.idleClients = Int(next(a)) ?? 0
         case "--device": c.deviceItems = Int(next(a)) ?? 100_000
         case "--resident-docs": c.residentDocs = Int(next(a)) ?? c.residentDocs
+        case "--recovery-docs": c.recoveryDocs = Int(next(a)) ?? 1_000
         case "--binary": c.binary = next(a)
         case "--key-file": c.keyFile = next(a)
         case "--daemon":
@@ -359,7 +365,8 @@ let done = DispatchSemaphore(value: 0)
 let code = Mutex<Int32>(0)
 Task.detached {
     do {
-        let r = config.deviceItems > 0 ? try await runDevice(config, items: config.deviceItems)
+        let r = config.recoveryDocs > 0 ? try await runRecovery(config)
+            : config.deviceItems > 0 ? try await runDevice(config, items: config.deviceItems)
             : config.idleClients > 0 ? try await runIdle(config)
             : config.killCycles > 0 ? try await runKillCycles(config) : try await run(config)
         if config.json {

@@ -411,10 +411,43 @@ public struct DocumentCore: Sendable {
     private mutating func forward(_ ops: [ListOperation], except sender: SubscriberID?) -> [Action] {
         guard !ops.isEmpty else { return [] }
         var actions: [Action] = []
+        // Live fan-out: a subscriber with nothing queued gets the same frames as every other such
+        // subscriber, so they are encoded once (when they fit one step) instead of once each.
+        var shared: [[UInt8]]?? = .none
         for s in subscribers.keys.sorted() where s != sender {
+            if var sub = subscribers[s], !sub.waiting, !sub.syncedDue, sub.next == sub.queue.count,
+               ops.count <= maxQueuedOperations {
+                if case .none = shared { shared = .some(framesInOneStep(ops)) }
+                if case let .some(.some(frames)) = shared {
+                    if !sub.queue.isEmpty {
+                        // What enqueue does to a queue sent to its end.
+                        sub.queue = []
+                        sub.next = 0
+                        sub.catchUp = 0..<0
+                        subscribers[s] = sub
+                    }
+                    for frame in frames { actions.append(.send(s, frame)) }
+                    continue
+                }
+            }
             actions += enqueue(s, ops, synced: false)
         }
         return actions
+    }
+
+    /// The frames ``pump(_:)`` sends for `ops` to a subscriber with nothing queued, when they all go
+    /// in one step; nil when they do not (the subscriber then queues them as usual).
+    private func framesInOneStep(_ ops: [ListOperation]) -> [[UInt8]]? {
+        var frames: [[UInt8]] = []
+        var sent = 0, next = 0
+        while next < ops.count {
+            guard sent < stepBytes else { return nil }
+            let (frame, count) = OperationFrames.first(id, ops[next...], maxFrame: maxFrame)
+            frames.append(frame)
+            sent += frame.count
+            next += count
+        }
+        return frames
     }
 
     private mutating func enqueue(_ s: SubscriberID, _ ops: [ListOperation], synced: Bool) -> [Action] {

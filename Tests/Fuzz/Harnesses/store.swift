@@ -57,7 +57,7 @@ func fuzzOne(_ bytes: [UInt8]) {
     case 2:
         let file = input.rest()
         scan(file)
-        if let (_, payload) = try? LogFormat.readSnapshotFile(file, document: documentID, path: "snapshot") {
+        if let (_, payload, _) = try? LogFormat.readSnapshotFile(file, document: documentID, path: "snapshot") {
             load(payload)
         }
     default:
