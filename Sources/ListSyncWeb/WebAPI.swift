@@ -9,8 +9,9 @@ import ListTable
 /// ``WebBackend``, so the daemon decides what the session may do. State-changing calls are
 /// `POST`s without a body (arguments in the query), checked for CSRF before they get here.
 enum WebAPI {
-    /// `GET /api/docs`: the documents the session may see, with their bytes on disk and when
-    /// their files last changed.
+    /// `GET /api/docs`: the documents the session may see, with the bytes in their folders and
+    /// when a file there was last written (with the shared log, recent edits are in `DIR/wal`
+    /// until the next snapshot: these trail them).
     ///
     /// - Complexity: O(d · f): a `stat` of each file of each document.
     static func documents(_ backend: WebBackend, dataFolder: String) async -> HTTPResponse {
@@ -18,7 +19,9 @@ enum WebAPI {
             let docs = try await backend.daemon().documents()
             let list: [[String: Any]] = docs.sorted { $0.name < $1.name }.map { d in
                 let (bytes, changed) = usage(dataFolder + "/documents/" + d.id.description)
-                return ["id": d.id.description, "name": d.name, "bytes": bytes, "changed": changed]
+                // Operations are known for documents in memory (epoch 0: not loaded now).
+                return ["id": d.id.description, "name": d.name, "bytes": bytes, "changed": changed,
+                        "operations": d.epoch == 0 ? NSNull() : d.operations as Any]
             }
             return WebPages.json(200, ["documents": list, "operator": backend.session.claims == nil,
                                        "readOnly": backend.session.claims?.readOnly ?? false])

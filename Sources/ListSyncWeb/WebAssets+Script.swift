@@ -67,13 +67,14 @@ extension WebAssets {
       });
       return el('tr', { 'data-doc': d.id },
         el('td', {}, el('a', { href: '/doc/' + d.id, textContent: d.name || '(no name)' })),
+        el('td', { class: 'num', textContent: d.operations === null ? 'not loaded' : String(d.operations) }),
         el('td', { class: 'num', textContent: bytes(d.bytes) }),
         el('td', { textContent: d.changed ? new Date(d.changed).toLocaleString() : '—' }),
         el('td', {}, del));
     });
     const table = el('table', { class: 'docs' },
-      el('thead', {}, el('tr', {}, el('th', { textContent: 'List' }), el('th', { textContent: 'On disk' }),
-        el('th', { textContent: 'Last changed' }), el('th', {}))),
+      el('thead', {}, el('tr', {}, el('th', { textContent: 'List' }), el('th', { textContent: 'Operations' }), el('th', { textContent: 'Folder on disk' }),
+        el('th', { textContent: 'Last written' }), el('th', {}))),
       el('tbody', {}, ...rows));
     const name = el('input', { id: 'new-name', placeholder: 'New list name', maxLength: 200 });
     const make = el('button', { id: 'create', type: 'submit', textContent: 'Create' });

@@ -292,8 +292,9 @@ struct WebBrowserTests {
         }
         try page.navigate(web + "/")
         #expect(try page.wait(until: "return !!document.querySelector('tr[data-doc=\"' + arguments[0] + '\"]')", [f.doc]))
-        let size = try page.run("return document.querySelector('tr[data-doc=\"' + arguments[0] + '\"] td.num').textContent", [f.doc]) as? String
-        #expect(size?.hasSuffix("B") == true, "\(size ?? "")")
+        let figures = try page.run("return [...document.querySelectorAll('tr[data-doc=\"' + arguments[0] + '\"] td.num')].map(t => t.textContent)", [f.doc]) as? [String]
+        #expect(figures?.first == String(try f.operations()), "the operations of a loaded document: \(figures ?? [])")
+        #expect(figures?.last?.hasSuffix("B") == true, "\(figures ?? [])")
         try page.run("document.getElementById('new-name').value = 'chores'")
         let create = try page.element("#create")
         try page.perform([Browser.mouse([["type": "pointerMove", "duration": 0, "origin": create, "x": 0, "y": 0],
