@@ -34,7 +34,7 @@ final class ChromeDriver: @unchecked Sendable {
             let port = try Self.freePort()
             let p = Process()
             p.executableURL = URL(fileURLWithPath: Self.chromedriver)
-            p.arguments = ["--port=\(port)", "--allowed-ips=127.0.0.1", "--log-level=WARNING"]
+            p.arguments = ["--port=\(port)", "--log-level=WARNING"]   // no --allowed-ips: it would listen on every interface
             let out = Pipe()
             p.standardOutput = out
             p.standardError = out
