@@ -21,6 +21,19 @@ enum Memory {
         return pages * Int(sysconf(Int32(_SC_PAGESIZE)))
     }
 
+    /// Bytes the C allocator has handed out and not taken back (glibc `mallinfo2()`: `uordblks`,
+    /// the bytes in use in the heap, plus `hblkhd`, those of blocks mapped on their own). Unlike
+    /// the RSS, it goes down when memory is freed, so it measures what a process that frees
+    /// memory still holds; it leaves out the allocator's slack (freed memory it keeps).
+    static func heapInUse() -> Int {
+        #if canImport(Glibc)
+        let info = mallinfo2()
+        return Int(info.uordblks) + Int(info.hblkhd)
+        #else
+        return 0
+        #endif
+    }
+
     /// Peak resident set size in bytes (`ru_maxrss` is in KiB on Linux).
     static func rssPeak() -> Int {
         var usage = rusage()
