@@ -21,17 +21,17 @@ enum Memory {
         return pages * Int(sysconf(Int32(_SC_PAGESIZE)))
     }
 
-    /// Bytes the C allocator has handed out and not taken back (glibc `mallinfo2()`: `uordblks`,
-    /// the bytes in use in the heap, plus `hblkhd`, those of blocks mapped on their own). Unlike
-    /// the RSS, it goes down when memory is freed, so it measures what a process that frees
-    /// memory still holds; it leaves out the allocator's slack (freed memory it keeps).
-    static func heapInUse() -> Int {
+    /// The resident set size after asking the C allocator to give back the free memory it keeps
+    /// (glibc `malloc_trim(0)`, looked up with `dlsym`: it returns the free pages inside its heap
+    /// too), so that the RSS falls when memory is freed; elsewhere the plain RSS.
+    static func trimmedRSS() -> Int {
         #if canImport(Glibc)
-        let info = mallinfo2()
-        return Int(info.uordblks) + Int(info.hblkhd)
-        #else
-        return 0
+        typealias Trim = @convention(c) (Int) -> Int32
+        if let handle = dlopen(nil, RTLD_NOW), let symbol = dlsym(handle, "malloc_trim") {
+            _ = unsafeBitCast(symbol, to: Trim.self)(0)
+        }
         #endif
+        return rssNow()
     }
 
     /// Peak resident set size in bytes (`ru_maxrss` is in KiB on Linux).
