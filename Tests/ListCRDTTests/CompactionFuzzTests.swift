@@ -6,7 +6,8 @@ import ListSyncSimulation
 import ListSyncTestTraits
 
 /// Seeded multi-replica fuzzing with compaction: rounds of random edits on 3–4 replicas,
-/// delivered in random order with duplicates and losses; between rounds a stable point (every
+/// delivered in random order with duplicates and losses, one at a time or several as one encoded
+/// batch; between rounds a stable point (every
 /// replica has every operation: the losses repaired by anti-entropy) where a random subset of
 /// the replicas compacts, one may be replaced by a replica joining late from a snapshot, and
 /// stale duplicates of operations before the floor arrive again. Replicas that did not compact
@@ -98,6 +99,21 @@ enum CompactionFuzz {
                         inFlight.append((op, to))
                         if rng.chance(10) { inFlight.append((op, to)) }          // duplicated
                     }
+                } else if rng.chance(20) {
+                    // Several at once to one replica, as one encoded batch (the run routes).
+                    let to = inFlight[rng.below(inFlight.count)].to
+                    var batch: [ListOperation] = []
+                    inFlight.removeAll { m in
+                        guard m.to == to, batch.count < 8 else { return false }
+                        batch.append(m.op)
+                        return true
+                    }
+                    let bytes = ListOperation.encode(batch)
+                    do {
+                        let report = to == n ? try shadow.receive(encoded: bytes, maxOperations: 100)
+                                             : try docs[to].receive(encoded: bytes, maxOperations: 100)
+                        if !report.isSuccess { return fail("replica \(to) refused part of a batch: \(report)") }
+                    } catch { return fail("replica \(to) could not decode a batch: \(error)") }
                 } else {
                     let m = inFlight.remove(at: rng.below(inFlight.count))      // any order
                     if let why = deliver(m.op, to: m.to) { return fail(why) }

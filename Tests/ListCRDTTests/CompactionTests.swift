@@ -122,4 +122,39 @@ import ListSyncSimulation
             if let d = try? ListDocument(snapshot: bad, replica: ReplicaID(1)) { try d.checkInvariants() }
         }
     }
+
+    @Test("a typed run and a delete run that go on across the compaction point, received as one encoded batch, land alike on compacted and uncompacted replicas")
+    func runsAcrossTheFloor() throws {
+        var docs = try synced(["a", "b", "c"])
+        var shadow = docs[0].fork(as: 9)
+        func send(_ ops: [ListOperation], from k: Int) throws {
+            let bytes = ListOperation.encode(ops)
+            for j in 0..<3 where j != k {
+                #expect(try docs[j].receive(encoded: bytes, maxOperations: 1_000).isSuccess)
+            }
+            #expect(try shadow.receive(encoded: bytes, maxOperations: 1_000).isSuccess)
+        }
+        var typed: [ListOperation] = []
+        for (k, ch) in ["x", "y", "z"].enumerated() {
+            typed.append(try docs[0].insertItem(at: IndexPath(item: 1 + k, section: 0), value: Data(ch.utf8)))
+        }
+        try send(typed, from: 0)
+        try docs[0].compact(stable: docs[0].version)
+        try docs[1].compact(stable: docs[1].version)
+        // Replica 1 types on right after z, and deletes backwards; replica 3 never compacted.
+        typed = []
+        for (k, ch) in ["p", "q"].enumerated() {
+            typed.append(try docs[0].insertItem(at: IndexPath(item: 4 + k, section: 0), value: Data(ch.utf8)))
+        }
+        for k in 0..<3 { typed.append(try docs[0].deleteItem(at: IndexPath(item: 5 - k, section: 0))) }
+        try send(typed, from: 0)
+        let more = [try docs[2].insertItem(at: IndexPath(item: 2, section: 0), value: Data("w".utf8))]
+        try send(more, from: 2)
+        for d in docs + [shadow] {
+            try d.checkInvariants()
+            #expect(d.rows == shadow.rows)
+        }
+        #expect(shadow.flat == ["a", "x", "w", "y", "b", "c"])
+    }
 }
+
