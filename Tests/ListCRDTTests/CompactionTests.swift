@@ -78,6 +78,11 @@ import ListSyncSimulation
         try docs[1].receive(redo)
         #expect(docs[0].rows == again.rows && docs[1].rows == again.rows)
         #expect(again.flat == ["a", "late", "d"])
+        // Every operation after the floor had seen every operation of it.
+        let floorOp = try #require(Array(late.deps).first)     // an operation of the floor
+        #expect(docs[0].historyFloor?.contains(floorOp) == true)
+        #expect(docs[0].hasSeen(floorOp, at: redo.id))
+        #expect(!docs[0].hasSeen(redo.id, at: floorOp))
     }
 
     @Test("a duplicate of an operation before the floor is a duplicate")
