@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-@testable import ListCRDT
+@_spi(Testing) @testable import ListCRDT
 import ListSyncSimulation
 
 /// Compaction (Docs/Semantics.md, "Compaction"): what is collected, what stays, and that no
@@ -160,6 +160,22 @@ import ListSyncSimulation
             #expect(d.rows == shadow.rows)
         }
         #expect(shadow.flat == ["a", "x", "w", "y", "b", "c"])
+    }
+
+    @Test("an insert with the origins of builds before Fugue's can name a collected slot: refused with a typed error, nothing changes (why every sender must make Fugue's origins)")
+    func legacyOriginsAreRefused() throws {
+        var docs = try synced(["a", "b", "c", "d", "e"])
+        for _ in 0..<3 {
+            let op = try docs[0].deleteItem(at: IndexPath(item: 1, section: 0))
+            try docs[1].receive(op)
+        }
+        try docs[0].compact(stable: docs[0].version)
+        let state = docs[0].encodedState()
+        docs[1].variant = .legacyOrigins
+        // Before e: the left origin is the slot right before e, hidden or not: d, collected.
+        let op = try docs[1].insertItem(at: IndexPath(item: 1, section: 0), value: Data("x".utf8))
+        #expect(throws: ApplyError.self) { try docs[0].receive(op) }
+        #expect(docs[0].encodedState() == state)
     }
 }
 
