@@ -67,13 +67,23 @@ extension CompactedState {
         w.varint(clock)
         w.count(frontier.count)
         for x in frontier { id(x) }
+        // Slots, as runs made together: consecutive ids, each slot's left origin the one before,
+        // one right origin, one sequence, consecutive entities.
         w.count(slotCount)
-        var previous: UInt64 = 0
+        var runStarts: [Int] = []
         for k in 0 ..< slotCount {
+            if k > 0, let start = runStarts.last, continuesRun(k, from: start) { continue }
+            runStarts.append(k)
+        }
+        w.count(runStarts.count)
+        var previous: UInt64 = 0
+        for (j, k) in runStarts.enumerated() {
+            let length = (j + 1 < runStarts.count ? runStarts[j + 1] : slotCount) - k
             let x = slotIDs[k]
+            w.count(length)
             w.count(r(x.replica))
             w.signed(Int64(bitPattern: x.counter &- previous))
-            previous = x.counter
+            previous = x.counter &+ UInt64(length)
             w.count(lefts[k] < 0 ? 0 : k - Int(lefts[k]))
             w.count(rights[k] < 0 ? 0 : k - Int(rights[k]))
             w.count(Int(sequences[k] + 1))
@@ -81,21 +91,35 @@ extension CompactedState {
         }
         w.count(writes.count)
         for (slot, write) in writes.sorted(by: { $0.key < $1.key }) { id(slot); id(write) }
+        // Entities, as runs of plain ones (consecutive ids and winning slots, the same flags, no
+        // explicit register), then every value's length (run-length coded), then their bytes.
         for table in [sections, items] {
             w.count(table.count)
-            for e in table {
-                var flags: UInt8 = 0
-                if e.winnerID != e.id { flags |= Self.winnerFlag }
-                if e.deleted == e.winnerID { flags |= Self.deletedIsWinner } else if e.deleted != .none { flags |= Self.deletedExplicit }
-                if e.valueWrite != e.id { flags |= Self.valueFlag }
-                w.byte(flags)
-                id(e.id)
-                w.count(Int(e.winner))
-                if flags & Self.winnerFlag != 0 { id(e.winnerID) }
-                if flags & Self.deletedExplicit != 0 { id(e.deleted) }
-                w.data(e.value)
-                if flags & Self.valueFlag != 0 { id(e.valueWrite) }
+            var starts: [Int] = []
+            for e in table.indices {
+                if e > 0, let start = starts.last, Self.continuesRun(table, e, from: start) { continue }
+                starts.append(e)
             }
+            w.count(starts.count)
+            for (j, e) in starts.enumerated() {
+                let length = (j + 1 < starts.count ? starts[j + 1] : table.count) - e
+                let x = table[e]
+                let flags = Self.flags(of: x)
+                w.count(length)
+                w.byte(flags)
+                id(x.id)
+                w.count(Int(x.winner))
+                if flags & Self.winnerFlag != 0 { id(x.winnerID) }
+                if flags & Self.deletedExplicit != 0 { id(x.deleted) }
+                if flags & Self.valueFlag != 0 { id(x.valueWrite) }
+            }
+            var lengths: [(Int, Int)] = []
+            for x in table {
+                if let last = lengths.last, last.0 == x.value.count { lengths[lengths.count - 1].1 += 1 } else { lengths.append((x.value.count, 1)) }
+            }
+            w.count(lengths.count)
+            for (length, count) in lengths { w.count(length); w.count(count) }
+            for x in table { w.bytes.append(contentsOf: x.value) }
         }
         for order in trees {
             var runs: [(Int32, Int32)] = []
@@ -114,6 +138,33 @@ extension CompactedState {
         head.count(replicas.count)
         for x in replicas { head.varint(x.rawValue) }
         return head.bytes + w.bytes
+    }
+
+    /// Whether slot `k` continues the run of slots that starts at `start` (see ``encoded()``).
+    private func continuesRun(_ k: Int, from start: Int) -> Bool {
+        let d = k - start
+        return slotIDs[k].replica == slotIDs[start].replica && slotIDs[k].counter == slotIDs[start].counter &+ UInt64(d)
+            && lefts[k] == Int32(k - 1) && rights[k] == rights[start] && sequences[k] == sequences[start]
+            && entities[k] == entities[start] + Int32(d)
+    }
+
+    /// An entity's flags: which registers are not the implicit ones.
+    private static func flags(of x: Entity) -> UInt8 {
+        var flags: UInt8 = 0
+        if x.winnerID != x.id { flags |= winnerFlag }
+        if x.deleted == x.winnerID { flags |= deletedIsWinner } else if x.deleted != .none { flags |= deletedExplicit }
+        if x.valueWrite != x.id { flags |= valueFlag }
+        return flags
+    }
+
+    /// Whether entity `e` continues the run of entities that starts at `start`: the same flags,
+    /// none of them an explicit register, the next id and the next winning slot.
+    private static func continuesRun(_ table: [Entity], _ e: Int, from start: Int) -> Bool {
+        let d = e - start, x = table[e], first = table[start]
+        let f = flags(of: x)
+        return f == flags(of: first) && f & (winnerFlag | deletedExplicit | valueFlag) == 0
+            && x.id.replica == first.id.replica && x.id.counter == first.id.counter &+ UInt64(d)
+            && x.winner == first.winner + Int32(d)
     }
 
     /// Reads a state written by ``encoded()``. Every count is bounded by the input; what
@@ -145,41 +196,75 @@ extension CompactedState {
         clock = try r.varint()
         frontier = []
         for _ in 0 ..< (try r.count(minBytes: 2)) { frontier.append(try id()) }
-        let n = try r.count(minBytes: 6)
-        guard n < Int(Int32.max) else { throw .countTooLarge(n, offset: r.offset) }
+        // At most 16 slots (or entities) per byte left, plus 65,536, as the state snapshot (version 2).
+        let limit = min(Int(Int32.max) - 1, r.remaining > (Int.max - 65_536) / 16 ? Int.max : r.remaining * 16 + 65_536)
+        let countAt = r.offset
+        let n = try small(limit)
+        let runCount = try r.count(minBytes: 7)
         var previous: UInt64 = 0
-        for k in 0 ..< n {
+        var k = 0
+        for _ in 0 ..< runCount {
             let at = r.offset
+            let length = try small(n - k)
+            guard length >= 1 else { throw .invalidValue("empty run of slots", offset: at) }
             let rk = try small(replicas.count - 1)
             let (c, overflow) = Int64(bitPattern: previous).addingReportingOverflow(try r.signed())
-            guard !overflow, c >= 1, UInt64(c) <= OpID.maxCounter else { throw .invalidValue("slot counter out of range", offset: at) }
-            previous = UInt64(c)
-            slotIDs.append(OpID(counter: UInt64(c), replica: replicas[rk]))
+            guard !overflow, c >= 1, UInt64(c) <= OpID.maxCounter - UInt64(length) + 1 else { throw .invalidValue("slot counter out of range", offset: at) }
+            previous = UInt64(c) + UInt64(length)
             let l = try small(k), rr = try small(k)
-            lefts.append(l == 0 ? -1 : Int32(k - l))
-            rights.append(rr == 0 ? -1 : Int32(k - rr))
-            sequences.append(Int32(try small(Int(Int32.max) - 1)) - 1)
-            entities.append(Int32(try small(Int(Int32.max) - 1)))
+            let seq = Int32(try small(Int(Int32.max) - 1)) - 1
+            let entity = try small(Int(Int32.max) - 1 - length)
+            for j in 0 ..< length {
+                slotIDs.append(OpID(counter: UInt64(c) + UInt64(j), replica: replicas[rk]))
+                lefts.append(j > 0 ? Int32(k + j - 1) : l == 0 ? -1 : Int32(k - l))
+                rights.append(rr == 0 ? -1 : Int32(k - rr))
+                sequences.append(seq)
+                entities.append(Int32(entity + j))
+            }
+            k += length
         }
+        guard k == n else { throw .invalidValue("the slot runs hold \(k) slots, not \(n)", offset: countAt) }
         for _ in 0 ..< (try r.count(minBytes: 4)) {
             let slot = try id()
             writes[slot] = try id()
         }
         func table() throws(WireError) -> [Entity] {
             var out: [Entity] = []
-            for _ in 0 ..< (try r.count(minBytes: 5)) {
+            let total = try small(limit)
+            let runs = try r.count(minBytes: 4)
+            for _ in 0 ..< runs {
                 let at = r.offset
+                let length = try small(total - out.count)
                 let flags = try r.byte()
-                guard flags & ~(Self.winnerFlag | Self.deletedIsWinner | Self.deletedExplicit | Self.valueFlag) == 0,
-                      flags & Self.deletedIsWinner == 0 || flags & Self.deletedExplicit == 0 else { throw .invalidTag(flags, offset: at) }
+                guard length >= 1, flags & ~(Self.winnerFlag | Self.deletedIsWinner | Self.deletedExplicit | Self.valueFlag) == 0,
+                      flags & Self.deletedIsWinner == 0 || flags & Self.deletedExplicit == 0,
+                      length == 1 || flags & (Self.winnerFlag | Self.deletedExplicit | Self.valueFlag) == 0 else {
+                    throw .invalidValue("bad entity run", offset: at)
+                }
                 let x = try id()
-                let winner = Int32(try small(max(0, n - 1)))
+                guard x.counter <= OpID.maxCounter - UInt64(length) + 1 else { throw .invalidValue("entity ids out of range", offset: at) }
+                let winner = try small(max(0, n - length))
                 let winnerID = try flags & Self.winnerFlag != 0 ? id() : x
                 let deleted = try flags & Self.deletedExplicit != 0 ? id() : flags & Self.deletedIsWinner != 0 ? winnerID : .none
-                let value = try r.data(limit: maxValueSize)
                 let valueWrite = try flags & Self.valueFlag != 0 ? id() : x
-                out.append(Entity(id: x, winner: winner, winnerID: winnerID, deleted: deleted, value: value, valueWrite: valueWrite))
+                for j in 0 ..< length {
+                    let y = x.advanced(by: j)
+                    out.append(Entity(id: y, winner: Int32(winner + j), winnerID: length == 1 ? winnerID : y,
+                                      deleted: length == 1 ? deleted : flags & Self.deletedIsWinner != 0 ? y : .none,
+                                      value: Data(), valueWrite: length == 1 ? valueWrite : y))
+                }
             }
+            guard out.count == total else { throw .invalidValue("the entity runs hold \(out.count) of \(total)", offset: r.offset) }
+            var lengths: [Int] = []
+            for _ in 0 ..< (try r.count(minBytes: 2)) {
+                let at = r.offset
+                let length = try r.varint()
+                let count = try small(total - lengths.count)
+                guard length <= UInt64(maxValueSize) else { throw .valueTooLarge(Int(min(length, UInt64(Int.max))), limit: maxValueSize, offset: at) }
+                lengths.append(contentsOf: repeatElement(Int(length), count: count))
+            }
+            guard lengths.count == total else { throw .invalidValue("value lengths for \(lengths.count) of \(total)", offset: r.offset) }
+            for e in 0 ..< total { out[e].value = Data(try r.raw(lengths[e])) }
             return out
         }
         sections = try table()
