@@ -29,7 +29,7 @@ ROWS += [("W4.merge", "ms"), ("W4.merge", "ok"), ("W5.sections", "ms")]
 ROWS += [("W6.memory", "bytes_per_live_item"), ("W6.memory", "bytes_per_deleted_item")]
 ROWS += [(f"W7.{o}.{n}", m) for o in ("reverse", "shuffled") for n in (10000, 100000) for m in ("ms", "ns_per_op")]
 ROWS += [("W8.concurrent", "ms"), ("W8.concurrent", "ok"), ("W8.concurrent", "memory_bytes")]
-# W12.churn (issue 29): snapshot and memory per replica after N churn ops, before compaction
+# W12.churn (issue 29): snapshot and memory per replica after N churn ops (ListSync compacts at stable points; W12.uncompacted.N is ListSync without)
 ROWS += [(f"W12.churn.{n}", m) for n in (100000, 1000000)
          for m in ("ns_per_op", "snapshot_bytes", "history_bytes", "shallow_snapshot_bytes", "memory_bytes")]
 # W10.store (issue 17): higher appends/s is better; SQLite is WAL + synchronous=FULL (compare/sqlite_wal.py)

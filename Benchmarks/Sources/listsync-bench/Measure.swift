@@ -21,6 +21,19 @@ enum Memory {
         return pages * Int(sysconf(Int32(_SC_PAGESIZE)))
     }
 
+    /// The resident set size after asking the C allocator to give back the free memory it keeps
+    /// (glibc `malloc_trim(0)`, looked up with `dlsym`: it returns the free pages inside its heap
+    /// too), so that the RSS falls when memory is freed; elsewhere the plain RSS.
+    static func trimmedRSS() -> Int {
+        #if canImport(Glibc)
+        typealias Trim = @convention(c) (Int) -> Int32
+        if let handle = dlopen(nil, RTLD_NOW), let symbol = dlsym(handle, "malloc_trim") {
+            _ = unsafeBitCast(symbol, to: Trim.self)(0)
+        }
+        #endif
+        return rssNow()
+    }
+
     /// Peak resident set size in bytes (`ru_maxrss` is in KiB on Linux).
     static func rssPeak() -> Int {
         var usage = rusage()

@@ -68,6 +68,26 @@ func w8Concurrent(_ ctx: Context) throws -> BenchResult {
     res.set("wire_bytes", wire.state)
     res.set("memory_bytes", held / ids.count)
     res.set("replicas_rss_bytes", held)
+
+    // Untimed (issue 29): one replica's document alone, before and after compaction at the
+    // merged version (every replica holds every operation): its snapshot, and the memory of 3
+    // documents loaded from that snapshot (RSS delta with malloc_trim before each reading, / 3).
+    var compacted = replay.documents[0]
+    let full = compacted.encodedSnapshot()
+    try compacted.compact(stable: compacted.version)
+    let small = compacted.encodedSnapshot()
+    func loadedMemory(_ bytes: [UInt8]) throws -> Int {
+        let before = Memory.trimmedRSS()
+        let docs = try (0..<3).map { _ in try ListDocument(snapshot: bytes, replica: ReplicaID(99)) }
+        let after = Memory.trimmedRSS()
+        withExtendedLifetime(docs) {}
+        return (after - before) / 3
+    }
+    res.set("snapshot_bytes", full.count)
+    res.set("compacted_snapshot_bytes", small.count)
+    res.set("loaded_memory_bytes", try loadedMemory(full))
+    res.set("compacted_loaded_memory_bytes", try loadedMemory(small))
+    allOK = allOK && ConcurrentTrace.text(of: compacted) == expected
     res.ok = allOK
     res.note = "\(trace.transactions.count) transactions, \(elementOps) element edits (ops), 3 replicas (ids 1, 2, 3); "
         + "timed: ConcurrentReplay (before each transaction its agent's replica receives the other agents' "

@@ -13,7 +13,7 @@ let randomSizes = [1_000, 10_000, 100_000, 1_000_000]
 let allWorkloads = ["W1.trace"] + randomSizes.map { "W1.random.\($0)" } + [
     "W2.history", "W3.stream.1", "W3.stream.100", "W4.moves", "W4.merge", "W5.sections", "W6.memory",
 ] + outOfOrderWorkloads + ["W8.concurrent", "W9.tcp", "W10.store", "W11.crypto"]  // W8Concurrent.swift, W9Tcp.swift, W10Store.swift, W11Crypto.swift
-    + churnSizes.map { "W12.churn.\($0)" }  // W12Churn.swift
+    + churnSizes.map { "W12.churn.\($0)" } + churnSizes.map { "W12.uncompacted.\($0)" }  // W12Churn.swift
 
 struct BenchError: Error, CustomStringConvertible {
     var description: String
@@ -52,6 +52,10 @@ func run(_ workload: String, _ ctx: Context) throws -> BenchResult {
         if workload.hasPrefix("W12.churn."), let n = Int(workload.dropFirst("W12.churn.".count)),
            churnSizes.contains(n) {
             return try w12Churn(n: n)
+        }
+        if workload.hasPrefix("W12.uncompacted."), let n = Int(workload.dropFirst("W12.uncompacted.".count)),
+           churnSizes.contains(n) {
+            return try w12Churn(n: n, compact: false)
         }
         if workload.hasPrefix("W1.random."), let n = Int(workload.dropFirst("W1.random.".count)),
            randomSizes.contains(n) {

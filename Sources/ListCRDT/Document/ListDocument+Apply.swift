@@ -249,7 +249,10 @@ extension ListDocument {
     @inline(__always)
     func writeID(ofSlot lv: LocalVersion) -> OpID {
         let id = slots.id(of: lv)
-        return log.operationID(containing: id) ?? id
+        if let write = log.operationID(containing: id) { return write }
+        // A slot kept by compaction whose operation's record is gone (a multi-item move's).
+        if let floor = compaction, !floor.writes.isEmpty, let write = floor.writes[id] { return write }
+        return id
     }
 
     /// Logs an applied operation and advances the clock, the version vector and the frontier.

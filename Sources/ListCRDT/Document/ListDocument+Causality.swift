@@ -19,7 +19,13 @@ extension ListDocument {
     /// - Complexity: O(k log m) for the k operations between the two in causal history (those
     ///   with a counter above `earlier`'s that `later` had seen; a typed run counts once), m
     ///   records in the log; O(log m) when the two were made by the same replica.
+    /// After compaction (``compact(stable:)``): an operation applied after the floor had seen every
+    /// operation of the floor; between two operations of the floor the answer is false (their
+    /// history is gone).
     public func hasSeen(_ earlier: OpID, at later: OpID) -> Bool {
+        if let floor = compaction, floor.version.contains(earlier) {
+            return versionVector.contains(later) && !floor.version.contains(later)
+        }
         guard let first = log.locate(earlier), let last = log.locate(later) else { return false }
         let target = log.id(record: first.record, operation: first.operation)
         let targetLast = log.lastID(record: first.record, operation: first.operation)

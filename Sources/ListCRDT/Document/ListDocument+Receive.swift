@@ -162,6 +162,8 @@ extension ListDocument {
                 rejected.append(op)
                 throw .equivocation(op.id)
             }
+            // Before the compaction floor the log is gone: the content cannot be compared.
+            if let floor = compaction, floor.version.contains(op.id) { return .duplicate }
             throw .malformed(op.id, "its counter is not after \(op.id.replica)'s latest operation")
         }
         if buffer.count > 0, let waiting = buffer.operation(op.id) {
@@ -170,6 +172,7 @@ extension ListDocument {
             throw .equivocation(op.id)
         }
         if op.id.counter == 0 { throw .malformed(op.id, "counter 0 is reserved") }
+        if isBeforeFloor(op) { throw Self.beforeFloor(op.id) }
         if op.lastID.counter > OpID.maxCounter || op.lastID.counter < op.id.counter {
             throw .malformed(op.id, "its counter is over the limit")
         }
@@ -211,7 +214,11 @@ extension ListDocument {
                 _ = buffer.remove(id)
                 // A buffered operation may have become a duplicate or equivocation meanwhile.
                 if versionVector.contains(op.id) {
-                    if loggedOperation(containing: op.id) != op { rejected.append(op) }
+                    if compaction?.version.contains(op.id) != true, loggedOperation(containing: op.id) != op { rejected.append(op) }
+                    continue
+                }
+                if isBeforeFloor(op) {
+                    dropped.append((op, Self.beforeFloor(op.id)))
                     continue
                 }
                 let resolved: ResolvedOperation
@@ -225,5 +232,10 @@ extension ListDocument {
             }
         }
         return applied
+    }
+
+    /// The refusal of an operation that cannot be causally after the compaction floor.
+    static func beforeFloor(_ id: OpID) -> ApplyError {
+        .malformed(id, "it was made before its author had seen the version this document was compacted at, so it may name collected state; its author re-syncs from a snapshot and makes its unsent edits again (Docs/Semantics.md, \"Compaction\")")
     }
 }

@@ -24,6 +24,8 @@ public struct ListDocument: Sendable {
     var buffer = PendingBuffer()
     var rejected: [ListOperation] = []
     var dropped: [(ListOperation, ApplyError)] = []
+    /// What compaction left of the history (`Compaction/`): nil for a document never compacted.
+    var compaction: CompactionFloor?
     /// Whether the fast paths may run (tests turn it off to compare them with the general path;
     /// the one gate is ``fastPathsEnabled``, Document/FastPaths/README.md).
     var fastPaths = true

@@ -20,11 +20,16 @@ extension ListDocument {
     /// vector and every applied operation, in the order they were applied), which every earlier
     /// build reads. Operations still waiting for their dependencies are not included in either.
     ///
+    /// A compacted document (``compact(stable:)``) is always written as version 3: the state at its
+    /// floor, then the operations applied since.
+    ///
     /// A document of more than 16 slots per byte of its state snapshot (millions of items with
     /// empty values) is written as version 1, which the loader's bound on slots does not limit.
     ///
     /// - Complexity: O(n + m + v) for n slots, m operations and v value bytes.
     public func encodedSnapshot(format: SnapshotFormat = .state) -> [UInt8] {
+        // A compacted document has no history before its floor: version 3, whatever the format.
+        if let floor = compaction { return encodedCompactedSnapshot(floor) }
         if format == .state {
             let bytes = encodedStateSnapshot()
             if slots.count <= (bytes.count - 5) * 16 + 65_536 && log.count <= (bytes.count - 5) * 16 + 65_536 {
@@ -79,6 +84,10 @@ extension ListDocument {
         if version == Self.stateSnapshotFormatVersion {
             var decoder = StateSnapshotDecoder(r, replica: replica, maxValueSize: maxValueSize)
             self = try decoder.decode()
+            return
+        }
+        if version == Self.compactedSnapshotFormatVersion {
+            self = try Self.loadCompacted(&r, replica: replica, maxValueSize: maxValueSize)
             return
         }
         guard version == Self.snapshotFormatVersion else { throw .unsupportedVersion(version) }

@@ -24,6 +24,14 @@ extension ListDocument {
         // Received operations only (this replica's own never arrive as new), and none waiting:
         // an operation of the run could be a buffered one's dependency.
         guard fastPathsEnabled, buffer.count == 0, source.id(k).replica != replica else { return .declined }
+        // Operations that may predate the compaction floor take the general path, which refuses them.
+        if let floor = compaction {
+            // Usually the operation depends on the one before it of its replica, made after the floor.
+            let id = source.id(k)
+            let previous = OpID(counter: id.counter &- 1, replica: id.replica)
+            let afterFloor = id.counter > 1 && !floor.version.contains(previous) && source.dependsOnlyOn(k, previous)
+            if !afterFloor && isBeforeFloor(source.operation(k)) { return .declined }
+        }
         switch source.runKind(k) {
         case .itemInsert: return applyInsertRun(source, from: k, cache: &cache)
         case .itemDelete: return applyDeleteRun(source, from: k)

@@ -1,0 +1,105 @@
+import Foundation
+
+/// What compaction left of a document's history: the version it was compacted at (the floor),
+/// its greatest counter, the state at the floor (encoded, for snapshots: ``ListDocument/encodedSnapshot(format:)``
+/// writes it, then the operations applied since), and the write ids of kept slots that the
+/// dropped log no longer gives.
+struct CompactionFloor: Sendable {
+    var version: VersionVector
+    /// The floor's heads: an operation is causally after the floor when it depends on all of them,
+    /// or on any operation applied after the floor (each of which is after it, or was refused).
+    var frontier: [OpID]
+    var base: [UInt8]
+    var writes: [OpID: OpID]
+}
+
+/// Why ``ListDocument/compact(stable:)`` did nothing.
+public enum CompactionError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// The stable version is not this document's version: compaction runs only at a quiescent
+    /// stable point, where every operation applied here is stable (Docs/Semantics.md, "Compaction").
+    case notQuiescent(stable: VersionVector, version: VersionVector)
+
+    public var description: String {
+        switch self {
+        case let .notQuiescent(stable, version):
+            return "the stable version \(stable) is not this document's version \(version): compact when every operation applied here is stable"
+        }
+    }
+}
+
+/// What one compaction collected.
+public struct CompactionReport: Hashable, Sendable {
+    /// Slots before and after (hidden slots dropped: the interior of every run of dead item slots).
+    public var slotsBefore: Int, slotsAfter: Int
+    /// Items before and after (dead items with no kept slot dropped).
+    public var itemsBefore: Int, itemsAfter: Int
+    /// Operations of the log dropped (the history before the stable version).
+    public var operationsDropped: Int
+}
+
+extension ListDocument {
+    /// Collects what no replica can still need, once every operation applied here is causally
+    /// stable: `stable` is a version that every replica that can still send operations to this
+    /// document has seen, and every operation any of them will send is causally after it
+    /// (Docs/Semantics.md, "Compaction": the daemon computes it from what replicas acknowledged).
+    ///
+    /// Collected: the operation log (the history before `stable`), dead items' values and
+    /// registers, and every dead item slot inside a run of dead slots (the first and last of each
+    /// run stay, as anchors a later insert may name). The visible document is unchanged, and a
+    /// replica that was never compacted converges with this one on every later operation.
+    ///
+    /// Afterwards: ``operations(since:)`` answers only for versions that include `stable`
+    /// (``hasHistory(since:)``); an operation not causally after `stable` (depending neither on all
+    /// of `stable`'s heads, nor on anything applied since) is refused with ``ApplyError/malformed(_:_:)`` and
+    /// changes nothing; a duplicate of an operation before `stable` is a duplicate (its content
+    /// can no longer be compared, so an equivocation before the floor goes unnoticed).
+    ///
+    /// - Throws: ``CompactionError/notQuiescent(stable:version:)`` unless `stable` equals
+    ///   ``version``; nothing changes then.
+    /// - Complexity: O(n + e + m) for n slots, e entities and m logged operations.
+    @discardableResult
+    public mutating func compact(stable: VersionVector) throws(CompactionError) -> CompactionReport {
+        guard stable.includes(versionVector), versionVector.includes(stable) else {
+            throw .notQuiescent(stable: stable, version: versionVector)
+        }
+        let state = CompactedState(extracting: self)
+        var report = CompactionReport(slotsBefore: slots.count, slotsAfter: state.slotCount,
+                                      itemsBefore: items.count, itemsAfter: state.items.count,
+                                      operationsDropped: log.count)
+        var doc = state.build(replica: replica, maxValueSize: maxValueSize)
+        doc.compaction = CompactionFloor(version: state.version, frontier: state.frontier,
+                                         base: state.encoded(), writes: state.writes)
+        doc.buffer = buffer
+        doc.rejected = rejected
+        doc.dropped = dropped
+        doc.pendingLimits = pendingLimits
+        doc.fastPaths = fastPaths
+        doc.variant = variant
+        self = doc
+        report.slotsAfter = slots.count
+        return report
+    }
+
+    /// The version this document was last compacted at (``compact(stable:)``): its history starts
+    /// there. Nil if it was never compacted.
+    public var historyFloor: VersionVector? { compaction?.version }
+
+    /// Whether ``operations(since:)`` can answer for `version`: true unless the document was
+    /// compacted at a version that `version` does not include (a replica that far behind needs a
+    /// snapshot instead, ``encodedSnapshot(format:)``).
+    public func hasHistory(since version: VersionVector) -> Bool {
+        compaction.map { version.includes($0.version) } ?? true
+    }
+
+    /// Whether `op` (not applied here) is not causally after the compaction floor: its
+    /// dependencies include neither every head of the floor nor any operation applied after it.
+    /// Its author had not seen the whole floor, so it may name collected state; it is refused.
+    ///
+    /// - Complexity: O(d × h) for d dependencies and h heads of the floor.
+    func isBeforeFloor(_ op: ListOperation) -> Bool {
+        guard let floor = compaction else { return false }
+        for d in op.deps where !floor.version.contains(d) { return false }
+        for f in floor.frontier where !op.deps.contains(f) { return true }
+        return false
+    }
+}

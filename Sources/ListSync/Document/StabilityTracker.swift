@@ -1,0 +1,73 @@
+import ListCRDT
+
+/// Which version of one document is causally stable at the replica that keeps this tracker (a
+/// daemon's copy), from what the replicas that can still send operations have acknowledged
+/// (Docs/Semantics.md §7). No I/O: the daemon feeds it acknowledgements and asks.
+///
+/// The stable version is the pointwise minimum of the versions the senders acknowledged, once
+/// this replica holds every operation each sender had made when it acknowledged (so that every
+/// operation still to arrive from a sender was made after it had seen the stable version). A
+/// sender that is *retired* (declared gone) no longer holds it back; the daemon must then refuse
+/// its operations until it re-syncs from a snapshot (its operations made before the floor are
+/// refused by the engine in any case).
+///
+/// Not wired into ``DocumentCore`` yet: the daemon still has to acknowledge-track its clients and
+/// peers, call ``ListDocument/compact(stable:)`` when ``quiescentVersion(holding:)`` answers, and
+/// answer catch-ups behind the floor with a snapshot (``ListDocument/hasHistory(since:)``).
+public struct StabilityTracker: Sendable, Equatable {
+    /// What each sender acknowledged (the greatest of its acknowledgements, pointwise).
+    public private(set) var acknowledged: [ReplicaID: VersionVector] = [:]
+    /// Senders declared gone: they no longer count.
+    public private(set) var retired: Set<ReplicaID> = []
+
+    public init() {}
+
+    /// Counts `replica` as a sender that can still send (having acknowledged nothing yet, it holds
+    /// the stable version at nothing until it acknowledges). A retired replica stays retired.
+    public mutating func addSender(_ replica: ReplicaID) {
+        guard !retired.contains(replica), acknowledged[replica] == nil else { return }
+        acknowledged[replica] = VersionVector()
+    }
+
+    /// Records that `replica` has seen every operation of `version` (acknowledgements only grow:
+    /// an older one changes nothing). Adds the replica as a sender if it was not one.
+    ///
+    /// - Complexity: O(r log r) for r replicas in the vectors.
+    public mutating func acknowledge(_ replica: ReplicaID, version: VersionVector) {
+        guard !retired.contains(replica) else { return }
+        acknowledged[replica, default: VersionVector()].formUnion(version)
+    }
+
+    /// Declares `replica` gone: it no longer holds the stable version back.
+    public mutating func retire(_ replica: ReplicaID) {
+        acknowledged[replica] = nil
+        retired.insert(replica)
+    }
+
+    /// The stable version at a replica that holds `local`, or nil while there is none: no sender,
+    /// or `local` lacks an operation a sender had made when it acknowledged (it may still be in
+    /// flight, and operations made before it may not be causally after the minimum).
+    ///
+    /// - Complexity: O(s × r log r) for s senders and r replicas in the vectors.
+    public func stableVersion(holding local: VersionVector) -> VersionVector? {
+        guard !acknowledged.isEmpty else { return nil }
+        var replicas = Set<ReplicaID>()
+        for (sender, ack) in acknowledged {
+            guard local[sender] >= ack[sender] else { return nil }
+            for e in ack.entries { replicas.insert(e.replica) }
+        }
+        var minimum: [ReplicaID: UInt64] = [:]
+        for r in replicas {
+            let c = acknowledged.values.map { $0[r] }.min() ?? 0
+            if c > 0 { minimum[r] = c }
+        }
+        return VersionVector(minimum)
+    }
+
+    /// The version at which a replica holding `local` may compact now
+    /// (``ListDocument/compact(stable:)``): the stable version, when it is all of `local`.
+    public func quiescentVersion(holding local: VersionVector) -> VersionVector? {
+        guard let stable = stableVersion(holding: local), stable.includes(local), local.includes(stable) else { return nil }
+        return stable
+    }
+}
