@@ -16,6 +16,7 @@ let package = Package(
         .library(name: "ListSyncSimulation", targets: ["ListSyncSimulation"]),
         .library(name: "ListSyncTCP", targets: ["ListSyncTCP"]),
         .library(name: "ListSyncHTTP", targets: ["ListSyncHTTP"]),
+        .library(name: "ListSyncNATS", targets: ["ListSyncNATS"]),
         .library(name: "ListSyncCrypto", targets: ["ListSyncCrypto"]),
         .library(name: "ListStore", targets: ["ListStore"]),
         .library(name: "ListSyncServer", targets: ["ListSyncServer"]),
@@ -46,6 +47,9 @@ let package = Package(
         // A small HTTP/1.1 server on the transport's event loop and syscall funnel (the daemon's
         // admin port: /healthz, /readyz, Prometheus /metrics, bearer tokens).
         .target(name: "ListSyncHTTP", dependencies: ["ListSync", "ListSyncTCP", "ListSyncCrypto"]),
+        // A NATS client (Docs/Cluster.md): the client protocol's parser and connection as state
+        // machines, the connection on the transport's event loop and syscall funnel, JetStream.
+        .target(name: "ListSyncNATS", dependencies: ["ListSync", "ListSyncTCP"]),
         // A TCP proxy that injects seeded faults (delays, stalls, drops, cuts, partitions): the pure
         // fault machine and its socket loop on the transport's event loop (Docs/Reliability.md).
         .target(name: "ListSyncFaults", dependencies: ["ListSync", "ListSyncTCP"]),
@@ -83,6 +87,7 @@ let package = Package(
             dependencies: ["ListCRDT", "ListSync", "ListSyncTCP", "ListSyncHTTP", "ListSyncCrypto", "ListSyncSimulation", "ListSyncTestSupport", "ListSyncTestTraits"]
         ),
         .testTarget(name: "ListSyncCryptoTests", dependencies: ["ListSyncCrypto"]),
+        .testTarget(name: "ListSyncNATSTests", dependencies: ["ListSyncNATS", "ListSyncTCP", "ListSync", "ListSyncTestTraits"]),
         .testTarget(name: "ListSyncFaultsTests", dependencies: ["ListSyncFaults", "ListSyncTCP", "ListSyncTestSupport"]),
         .testTarget(
             name: "ListStoreTests",
