@@ -87,7 +87,7 @@ let package = Package(
             dependencies: ["ListCRDT", "ListSync", "ListSyncTCP", "ListSyncHTTP", "ListSyncCrypto", "ListSyncSimulation", "ListSyncTestSupport", "ListSyncTestTraits"]
         ),
         .testTarget(name: "ListSyncCryptoTests", dependencies: ["ListSyncCrypto"]),
-        .testTarget(name: "ListSyncNATSTests", dependencies: ["ListSyncNATS", "ListSyncTCP", "ListSync", "ListSyncTestTraits"]),
+        .testTarget(name: "ListSyncNATSTests", dependencies: ["ListSyncNATS", "ListSyncTCP", "ListSync", "ListSyncTestSupport", "ListSyncTestTraits"]),
         .testTarget(name: "ListSyncFaultsTests", dependencies: ["ListSyncFaults", "ListSyncTCP", "ListSyncTestSupport"]),
         .testTarget(
             name: "ListStoreTests",
