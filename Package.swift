@@ -58,14 +58,14 @@ let package = Package(
         // A child process for the kill -9 tests and Benchmarks/store-kill9.sh: appends, prints each ack.
         .executableTarget(name: "listsync-store-probe", dependencies: ["ListStore", "ListCRDT"]),
         // The peer daemon: documents registry, connections, peers, metrics; and its client.
-        .target(name: "ListSyncServer", dependencies: ["ListCRDT", "ListTable", "ListSync", "ListSyncTCP", "ListSyncHTTP", "ListStore", "ListSyncCrypto"]),
+        .target(name: "ListSyncServer", dependencies: ["ListCRDT", "ListTable", "ListSync", "ListSyncTCP", "ListSyncHTTP", "ListStore", "ListSyncCrypto", "ListSyncNATS"]),
         // What an app links to sync, without the daemon: the offline-first device client
         // (SyncClient: a local store per document, edits durable on the device, reconnection;
         // Docs/Client.md) and DaemonClient (one connection, online only); both drive the
         // protocol's client session over TCP.
         .target(name: "ListSyncClient", dependencies: ["ListCRDT", "ListTable", "ListSync", "ListSyncTCP", "ListStore"]),
         // The command-line tool: serve, the client commands, simulate. Wiring only.
-        .executableTarget(name: "listsync", dependencies: ["ListSyncSimulation", "ListSyncServer", "ListSyncClient", "ListSync", "ListSyncTCP", "ListStore", "ListTable", "ListCRDT"]),
+        .executableTarget(name: "listsync", dependencies: ["ListSyncSimulation", "ListSyncServer", "ListSyncNATS", "ListSyncClient", "ListSync", "ListSyncTCP", "ListStore", "ListTable", "ListCRDT"]),
         // Editing traces, shared by the tests and the benchmark.
         .target(name: "ListSyncTestSupport", dependencies: ["ListCRDT", "ListSyncSimulation"]),
         // Test traits (Swift Testing): `.ownThread` keeps long tests off the cooperative pool.

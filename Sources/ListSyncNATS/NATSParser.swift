@@ -139,7 +139,8 @@ public struct NATSParser: Sendable {
             while i + 1 < buffer.count, !(buffer[i] == 13 && buffer[i + 1] == 10) { i += 1 }
             guard i + 1 < buffer.count else {
                 scanned = max(start, buffer.count - 1)
-                if buffer.count - start > maxControlLine { throw .controlLineTooLong(limit: maxControlLine) }
+                // + 1: the line's CR may be the last byte held (any split must agree with one piece).
+                if buffer.count - start > maxControlLine + 1 { throw .controlLineTooLong(limit: maxControlLine) }
                 return nil
             }
             if i - start > maxControlLine { throw .controlLineTooLong(limit: maxControlLine) }

@@ -47,6 +47,8 @@ public actor Daemon {
     private var nextSubscriber = 1
     /// Static (`--peer`) and discovered peer links.
     var peers: [PeerLink] = []
+    /// Cluster mode's node (Docs/Cluster.md), nil outside it.
+    var cluster: ClusterNode?
     private var housekeeping: Task<Void, Never>?
     /// The background sampler of the bytes on disk (``sampleDiskUsage()``).
     var diskSampler: Task<Void, Never>?
@@ -137,6 +139,14 @@ public actor Daemon {
             peers.append(link)
             await link.start()
         }
+        if let c = configuration.cluster {
+            let node = ClusterNode(daemon: self, configuration: c, daemonKey: key, subscriber: subscriberNumber(), loop: loop)
+            cluster = node
+            do { try await node.start() } catch {
+                await stop()
+                throw error
+            }
+        }
         if let a = configuration.admin {
             do { adminServer = try await startAdmin(host: a.host, port: a.port) } catch {
                 await stop()
@@ -211,6 +221,7 @@ public actor Daemon {
         await adminServer?.close()
         await listener?.close()
         acceptTask?.cancel()
+        await cluster?.stop()
         for p in peers { await p.stop() }
         for c in connections.values { await c.close(reason: "the daemon is stopping") }
         connections = [:]
@@ -277,6 +288,7 @@ public actor Daemon {
             }
             hosts[id] = h
             metrics.loaded()
+            if let cluster { await cluster.attach(h) }
             return h
         } catch {
             if case DaemonError.destroyed? = error as? DaemonError { throw .destroyed(id) }
@@ -322,6 +334,8 @@ public actor Daemon {
         } catch { throw DaemonError.from(error) }
         hosts[newID] = h
         metrics.loaded()
+        // Cluster mode: its sections, and every later batch, are published.
+        if let cluster { await cluster.attach(h) }
         // Held (not unloaded for want of a subscriber) until its sections are written.
         defer { Task { await h.release() } }
         // A document made here (not a peer's copy) starts with the sections asked for.
@@ -335,6 +349,7 @@ public actor Daemon {
             try await h.receiveOwn(ops)
         }
         let madeEpoch = await h.epoch
+        if id == nil, let cluster { await cluster.created(newID, name: name, epoch: madeEpoch) }
         if id == nil {
             let local = await h.localDescription
             for p in peers { await p.documentCreated(local) }
@@ -592,6 +607,8 @@ public enum DaemonError: Error, CustomStringConvertible, Sendable {
     case storage(String)
     case limit(String)
     case stopping
+    /// Cluster mode could not start (no NATS server answered, JetStream refused).
+    case cluster(String)
 
     public var description: String {
         switch self {
@@ -605,6 +622,7 @@ public enum DaemonError: Error, CustomStringConvertible, Sendable {
         case let .storage(s): return "storage: \(s)"
         case let .limit(s): return "limit: \(s)"
         case .stopping: return "the daemon is stopping"
+        case let .cluster(s): return "cluster: \(s)"
         }
     }
 

@@ -53,6 +53,11 @@ actor DocumentHost {
     private var holds: Int
     /// Whether the host was unloaded or closed: it takes no subscriber and no batch.
     private(set) var isClosed = false
+    /// Cluster mode: publishes a batch once it is in the local store, and returns when the batch
+    /// may be acknowledged (``ClusterNode``); `nil` outside cluster mode.
+    private var replicator: (@Sendable (DocumentID, [ListOperation]) async -> Void)?
+    /// The cluster's sender number: its batches came from the cluster and are not published again.
+    private var clusterSender: SubscriberID?
 
     init(id: DocumentID, name: String, store: DocumentStore, document: ListDocument, epoch: UInt64,
          pendingLimits: PendingLimits, maxFrame: Int, clock: @escaping @Sendable () -> UInt64,
@@ -85,6 +90,13 @@ actor DocumentHost {
     /// This document as a peer link describes it.
     var localDescription: PeerSession.LocalDocument {
         PeerSession.LocalDocument(id: id, name: name, epoch: core.epoch, version: core.durableVersion)
+    }
+
+    /// Cluster mode: every batch not from `sender` is passed to `replicator` after its local
+    /// append and before it is released (acknowledged and forwarded).
+    func setReplicator(_ replicator: @escaping @Sendable (DocumentID, [ListOperation]) async -> Void, sender: SubscriberID) {
+        self.replicator = replicator
+        clusterSender = sender
     }
 
     // MARK: Events
@@ -159,7 +171,7 @@ actor DocumentHost {
             }
         }
         let before = core.equivocations
-        await perform(core.receive(ops, batch: batch, from: sender))
+        await perform(core.receive(ops, batch: batch, from: sender), replicate: replicator != nil && sender != clusterSender)
         return (core.equivocations - before, core.lastEquivocation, core.failure, nil)
     }
 
@@ -172,12 +184,15 @@ actor DocumentHost {
 
     // MARK: Actions
 
-    private func perform(_ actions: [DocumentCore.Action]) async {
+    private func perform(_ actions: [DocumentCore.Action], replicate: Bool = false) async {
         for action in actions {
             switch action {
             case let .append(ticket, ops):
                 do {
                     try await store.append(ops)
+                    // Cluster mode: published (and, with `--ack cluster`, acknowledged by
+                    // JetStream) before the batch is released; the core releases in order.
+                    if replicate, let replicator { await replicator(id, ops) }
                     let released = core.durable(ticket: ticket)
                     // Before the acknowledgements go out: a snapshot adds its time to the batch that
                     // triggered it, and whoever reads the acknowledgement finds the snapshot made.
