@@ -95,7 +95,7 @@ let package = Package(
         ),
         // Starts the built `listsync` binary as a process (a dependency, so it is built first).
         .testTarget(name: "ListSyncServerTests", dependencies: ["listsync", "listsync-load", "ListSyncServer", "ListSyncClient", "ListSync", "ListTable", "ListSyncTCP", "ListSyncHTTP", "ListStore", "ListCRDT", "ListSyncTestSupport", "ListSyncTestTraits",
-                                                         "ListSyncFaults", "listsync-faultproxy"]),
+                                                         "ListSyncFaults", "listsync-faultproxy", "ListSyncNATS", "ListSyncCrypto"]),
         .executableTarget(
             name: "listsync-bench",
             dependencies: ["ListCRDT", "ListSync", "ListSyncSimulation", "ListSyncTCP", "ListSyncTestSupport", "ListSyncCrypto", "ListStore"],

@@ -43,6 +43,11 @@ public enum ClusterEnvelope {
         HMACSHA256.authenticate(Array(subject.utf8) + [0] + payload, key: key)
     }
 
+    /// The tag of `payload` on `subject`, as the header carries it (hex).
+    public static func tagHex(subject: String, payload: [UInt8], key: [UInt8]) -> String {
+        Hex.encode(tag(subject: subject, payload: payload, key: key))
+    }
+
     /// The message id of a batch: the document and a hash of its operations' ids, in order.
     ///
     /// - Complexity: O(operations).
@@ -55,7 +60,7 @@ public enum ClusterEnvelope {
     /// The payload and headers to publish `ops` on `subject` with.
     public static func seal(_ ops: [ListOperation], document: DocumentID, subject: String, key: [UInt8]) -> (payload: [UInt8], headers: NATSHeaders, messageID: String) {
         let payload = ListOperation.encode(ops)
-        let headers = NATSHeaders([(tagHeader, Hex.encode(tag(subject: subject, payload: payload, key: key)))])
+        let headers = NATSHeaders([(tagHeader, tagHex(subject: subject, payload: payload, key: key))])
         return (payload, headers, messageID(document, ops))
     }
 

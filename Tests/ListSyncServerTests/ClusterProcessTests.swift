@@ -1,0 +1,107 @@
+import Foundation
+import Testing
+import ListCRDT
+import ListSyncNATS
+import ListSyncServer
+import ListSyncTestSupport
+import ListSyncTestTraits
+
+/// Cluster mode (Docs/Cluster.md) with real processes: a `nats-server -js` and `listsync serve
+/// --cluster` nodes on 127.0.0.x, clients (the CLI) on different nodes.
+@Suite(.serialized, .ownThread, .enabled(if: NATSServerProcess.available, "nats-server is not installed"))
+struct ClusterProcessTests {
+    /// A key file shared by the nodes (and their clients).
+    func sharedKey(_ folder: TemporaryFolder) throws -> String {
+        let path = folder.path + "/cluster-key"
+        var g = SystemRandomNumberGenerator()
+        let key = (0..<32).map { _ in UInt8.random(in: 0...255, using: &g) }
+        FileManager.default.createFile(atPath: path, contents: Data(key), attributes: [.posixPermissions: 0o600])
+        return path
+    }
+
+    func node(_ folder: TemporaryFolder, _ name: String, nats: NATSServerProcess, key: String, ack: String = "cluster") throws -> DaemonProcess {
+        try DaemonProcess(data: folder.path + "/" + name, extra: ["--key-file", key, "--cluster", nats.url, "--ack", ack])
+    }
+
+    func items(_ d: DaemonProcess, _ doc: String) -> [[String]] { (try? table(d, doc)) ?? [] }
+
+    @Test func twoNodesConvergeWithClientsOnEach() throws {
+        let nats = try NATSServerProcess(host: "127.0.0.8")
+        let folder = TemporaryFolder()
+        defer { nats.remove(); folder.remove() }
+        let key = try sharedKey(folder)
+        let a = try node(folder, "a", nats: nats, key: key)
+        defer { a.kill9() }
+        let b = try node(folder, "b", nats: nats, key: key, ack: "local")
+        defer { b.kill9() }
+        let (created, _, err) = try a.run(["create", "board", "--sections", "Todo,Done"])
+        #expect(created == 0, "\(err)")
+        // The document list is in the cluster: B makes its copy and lists it.
+        #expect(eventually(30) { (try? b.run(["docs"]).1.contains("board")) == true }, "B does not list the document: \(b.log)")
+        #expect(try a.run(["insert", "board", "0.0", "milk"]).0 == 0)
+        #expect(try b.run(["insert", "board", "1.0", "bread"]).0 == 0)
+        let want = [["milk"], ["bread"]]
+        #expect(eventually(30) { items(a, "board") == want && items(b, "board") == want },
+                "A: \(items(a, "board")) B: \(items(b, "board"))\n\(a.log)\n\(b.log)")
+        // Both orders of concurrent edits converge: a burst on each node at once.
+        for i in 0..<5 {
+            _ = try a.run(["insert", "board", "0.0", "a\(i)"])
+            _ = try b.run(["insert", "board", "1.0", "b\(i)"])
+        }
+        #expect(eventually(30) { items(a, "board") == items(b, "board") && items(a, "board").joined().count == 12 },
+                "A: \(items(a, "board")) B: \(items(b, "board"))")
+    }
+
+    @Test func aMessageWithoutTheClusterTagIsRefused() async throws {
+        let nats = try NATSServerProcess(host: "127.0.0.9")
+        let folder = TemporaryFolder()
+        defer { nats.remove(); folder.remove() }
+        let key = try sharedKey(folder)
+        let a = try node(folder, "a", nats: nats, key: key)
+        defer { a.kill9() }
+        let (created, out, _) = try a.run(["create", "board", "--sections", "Todo"])
+        #expect(created == 0)
+        let id = out.trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(try a.run(["insert", "board", "0.0", "milk"]).0 == 0)
+        // Anyone who can publish to the broker: a valid batch of operations, without a tag, and
+        // with a tag made from another key.
+        var intruder = ListDocument(replica: ReplicaID(99))
+        let op = try intruder.insertSection(at: 0, value: Data("INJECTED".utf8))
+        let subject = "listsync.doc.\(id)"
+        let c = try await NATSConnection.connect(to: [NATSServerAddress(host: nats.host, port: nats.port)])
+        let js = JetStream(c, timeout: .seconds(20))
+        _ = try await js.publish(subject, payload: ListOperation.encode([op]))
+        let forged = ClusterEnvelope.seal([op], document: DocumentID(hex: id)!, subject: subject,
+                                          key: ClusterEnvelope.clusterKey(daemonKey: Array(repeating: 7, count: 32)))
+        _ = try await js.publish(subject, payload: forged.payload, headers: forged.headers)
+        await c.close()
+        #expect(eventually(30) { a.log.components(separatedBy: "cluster message refused").count - 1 == 2 }, "\(a.log)")
+        #expect(a.log.contains("no Listsync-Tag header") && a.log.contains("the tag is not the cluster key's"))
+        // Nothing of either was applied; the node still takes edits.
+        #expect(try a.run(["insert", "board", "0.1", "eggs"]).0 == 0)
+        #expect(items(a, "board") == [["milk", "eggs"]])
+    }
+
+    @Test func envelopeRoundTripAndRefusals() throws {
+        var d = ListDocument(replica: ReplicaID(5))
+        let ops = [try d.insertSection(at: 0, value: Data("s".utf8))]
+        let key = ClusterEnvelope.clusterKey(daemonKey: Array(repeating: 1, count: 32))
+        let id = DocumentID(high: 1, low: 2)
+        let sealed = ClusterEnvelope.seal(ops, document: id, subject: "p.x", key: key)
+        #expect(try ClusterEnvelope.open(subject: "p.x", headers: sealed.headers, payload: sealed.payload, key: key) == ops)
+        #expect(sealed.messageID == ClusterEnvelope.messageID(id, ops))
+        #expect(throws: ClusterEnvelope.Refusal.badTag) {
+            try ClusterEnvelope.open(subject: "p.y", headers: sealed.headers, payload: sealed.payload, key: key)
+        }
+        #expect(throws: ClusterEnvelope.Refusal.badTag) {
+            try ClusterEnvelope.open(subject: "p.x", headers: sealed.headers, payload: sealed.payload + [0], key: key)
+        }
+        #expect(throws: ClusterEnvelope.Refusal.untagged) {
+            try ClusterEnvelope.open(subject: "p.x", headers: nil, payload: sealed.payload, key: key)
+        }
+        let garbage: [UInt8] = [1, 2, 3]
+        let tagged = NATSHeaders([(ClusterEnvelope.tagHeader, ClusterEnvelope.tagHex(subject: "p.x", payload: garbage, key: key))])
+        #expect(throws: ClusterEnvelope.Refusal.self) { try ClusterEnvelope.open(subject: "p.x", headers: tagged, payload: garbage, key: key) }
+    }
+}
+
