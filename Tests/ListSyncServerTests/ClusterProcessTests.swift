@@ -82,6 +82,50 @@ struct ClusterProcessTests {
         #expect(items(a, "board") == [["milk", "eggs"]])
     }
 
+    @Test func ackClusterWaitsForJetStreamAndAckLocalDoesNot() throws {
+        let nats = try NATSServerProcess(host: "127.0.0.10")
+        let folder = TemporaryFolder()
+        defer { nats.remove(); folder.remove() }
+        let key = try sharedKey(folder)
+        let a = try node(folder, "a", nats: nats, key: key, ack: "cluster")
+        defer { a.kill9() }
+        let b = try node(folder, "b", nats: nats, key: key, ack: "local")
+        defer { b.kill9() }
+        #expect(try a.run(["create", "board", "--sections", "Todo"]).0 == 0)
+        #expect(eventually(30) { (try? b.run(["docs"]).1.contains("board")) == true })
+        nats.stop()
+        // --ack local: on B's disk is enough.
+        #expect(try b.run(["insert", "board", "0.0", "local"]).0 == 0)
+        // --ack cluster: not acknowledged while JetStream cannot store it (the client gives up here).
+        let (_, out, _, killed) = try runListsync(["insert", "board", "0.0", "cluster", "--daemon", a.address, "--key-file", key,
+                                                   "--data", a.data], atMost: 6)
+        #expect(killed && !out.contains("acknowledged"), "\(out)")
+        try nats.restart()
+        // Both batches reach the stream once it is back, and every node has both.
+        let both: ([[String]]) -> Bool = { $0.first.map { Set($0) == ["local", "cluster"] } ?? false }
+        #expect(eventually(60) { both(items(a, "board")) && both(items(b, "board")) },
+                "A: \(items(a, "board")) B: \(items(b, "board"))\n\(a.log)")
+    }
+
+    @Test func aNodeKilledWithSIGKILLCatchesUpWhenRestarted() throws {
+        let nats = try NATSServerProcess(host: "127.0.0.11")
+        let folder = TemporaryFolder()
+        defer { nats.remove(); folder.remove() }
+        let key = try sharedKey(folder)
+        let a = try node(folder, "a", nats: nats, key: key)
+        defer { a.kill9() }
+        var b = try node(folder, "b", nats: nats, key: key)
+        #expect(try a.run(["create", "board", "--sections", "Todo"]).0 == 0)
+        #expect(try a.run(["insert", "board", "0.0", "one"]).0 == 0)
+        #expect(eventually(30) { items(b, "board") == [["one"]] })
+        b.kill9()
+        for t in ["two", "three"] { #expect(try a.run(["insert", "board", "0.0", t]).0 == 0) }
+        b = try DaemonProcess(data: b.data, port: b.port, extra: b.extra)
+        defer { b.kill9() }
+        #expect(eventually(30) { items(b, "board") == items(a, "board") && items(a, "board").joined().count == 3 },
+                "A: \(items(a, "board")) B: \(items(b, "board"))")
+    }
+
     @Test func envelopeRoundTripAndRefusals() throws {
         var d = ListDocument(replica: ReplicaID(5))
         let ops = [try d.insertSection(at: 0, value: Data("s".utf8))]
