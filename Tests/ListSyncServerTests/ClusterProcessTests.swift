@@ -126,6 +126,27 @@ struct ClusterProcessTests {
                 "A: \(items(a, "board")) B: \(items(b, "board"))")
     }
 
+    @Test func aBatchAcknowledgedLocallyByANodeKilledBeforeItsPublishIsPublishedOnRestart() throws {
+        let nats = try NATSServerProcess(host: "127.0.0.12")
+        let folder = TemporaryFolder()
+        defer { nats.remove(); folder.remove() }
+        let key = try sharedKey(folder)
+        var a = try node(folder, "a", nats: nats, key: key, ack: "local")
+        let b = try node(folder, "b", nats: nats, key: key)
+        defer { b.kill9() }
+        #expect(try a.run(["create", "board", "--sections", "Todo"]).0 == 0)
+        #expect(eventually(30) { items(b, "board") == [[]] }, "B: \(items(b, "board"))")
+        nats.stop()
+        // On A's disk only: the publish cannot succeed, and A dies before it could.
+        #expect(try a.run(["insert", "board", "0.0", "orphan"]).0 == 0)
+        a.kill9()
+        try nats.restart()
+        a = try DaemonProcess(data: a.data, port: a.port, extra: a.extra)
+        defer { a.kill9() }
+        #expect(eventually(60) { items(b, "board") == [["orphan"]] }, "B: \(items(b, "board"))\n\(a.log)")
+        #expect(a.log.contains("cluster republishing"))
+    }
+
     @Test func envelopeRoundTripAndRefusals() throws {
         var d = ListDocument(replica: ReplicaID(5))
         let ops = [try d.insertSection(at: 0, value: Data("s".utf8))]

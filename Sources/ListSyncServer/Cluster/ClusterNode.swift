@@ -30,6 +30,13 @@ actor ClusterNode {
     private var consumers: [DocumentID: (consumer: OrderedConsumer, task: Task<Void, Never>)] = [:]
     /// The last stream sequence applied per document (a restarted consumer starts after it).
     private var applied: [DocumentID: UInt64] = [:]
+    /// The operations seen in each document's subject (what the stream holds, as far as read).
+    private var streamVersion: [DocumentID: VersionVector] = [:]
+    /// Per document being caught up: the subject's last sequence when the node began to follow
+    /// it; once applied up to there, the node publishes what it has and the stream lacks.
+    private var catchUpTarget: [DocumentID: UInt64] = [:]
+    /// Per document, the last publish queued (the next one waits for it).
+    private var publishChain: [DocumentID: Task<Void, Never>] = [:]
     private var listTask: Task<Void, Never>?
     private var stopped = false
     /// Messages refused (no tag, a wrong tag, not operations).
@@ -149,34 +156,64 @@ actor ClusterNode {
 
     // MARK: Out
 
-    /// Publishes a batch appended locally; with `--ack cluster`, returns once JetStream stored
-    /// it (retrying with the same message id until then, or until the node stops).
+    /// Publishes a batch appended locally (in pieces of at most ``maxPayload`` bytes); with
+    /// `--ack cluster`, returns once JetStream stored every piece (each retried with the same
+    /// message id until then, or until the node stops). A document's pieces are published one
+    /// after the other, in the order they were given: the stream holds a prefix of what the node
+    /// appended, which ``reconcile(_:)`` relies on.
     private func replicate(_ id: DocumentID, _ ops: [ListOperation]) async {
-        guard let js, !ops.isEmpty else { return }
+        guard !ops.isEmpty, !stopped else { return }
         let subject = ClusterEnvelope.subject(prefix: configuration.subjectPrefix, id)
-        let (payload, headers, messageID) = ClusterEnvelope.seal(ops, document: id, subject: subject, key: key)
-        let attempt: @Sendable () async -> Void = { [weak self] in
-            var delay = Duration.milliseconds(50)
-            while true {
-                do {
-                    _ = try await js.publish(subject, payload: payload, messageID: messageID, headers: headers)
-                    await self?.countPublished()
-                    return
-                } catch {
-                    guard let self, await !self.stopped else { return }
-                    await self.log("cluster publish retried", ["document": id.description, "error": "\(error)"])
-                    try? await Task.sleep(for: delay)
-                    delay = min(delay * 2, .seconds(1))
-                }
+        for piece in Self.pieces(ops, maxBytes: Self.maxPayload) {
+            let (payload, headers, messageID) = ClusterEnvelope.seal(piece, document: id, subject: subject, key: key)
+            let previous = publishChain[id]
+            let task = Task { [weak self] in
+                await previous?.value
+                await self?.publishUntilStored(id, subject, payload, headers, messageID)
             }
-        }
-        switch configuration.acknowledgement {
-        case .cluster: await attempt()
-        case .local: Task { await attempt() }
+            publishChain[id] = task
+            if configuration.acknowledgement == .cluster { await task.value }
         }
     }
 
-    private func countPublished() { published += 1 }
+    /// The largest payload published (NATS servers take 1 MiB by default).
+    static let maxPayload = 256 << 10
+
+    /// `ops` in runs whose encodings are at most `maxBytes` each (one operation alone may be more).
+    ///
+    /// - Complexity: O(operations).
+    static func pieces(_ ops: [ListOperation], maxBytes: Int) -> [[ListOperation]] {
+        var out: [[ListOperation]] = [], current: [ListOperation] = [], size = 0
+        for op in ops {
+            let n = ListOperation.encode([op]).count
+            if !current.isEmpty, size + n > maxBytes {
+                out.append(current)
+                current = []
+                size = 0
+            }
+            current.append(op)
+            size += n
+        }
+        if !current.isEmpty { out.append(current) }
+        return out
+    }
+
+    private func publishUntilStored(_ id: DocumentID, _ subject: String, _ payload: [UInt8], _ headers: NATSHeaders, _ messageID: String) async {
+        guard let js else { return }
+        var delay = Duration.milliseconds(50)
+        while !stopped {
+            do {
+                _ = try await js.publish(subject, payload: payload, messageID: messageID, headers: headers)
+                published += 1
+                return
+            } catch {
+                log("cluster publish retried", ["document": id.description, "error": "\(error)"])
+                try? await Task.sleep(for: delay)
+                delay = min(delay * 2, .seconds(1))
+            }
+        }
+    }
+
     private func log(_ event: String, _ fields: [String: String]) { daemon?.log(event, fields) }
 
     // MARK: In
@@ -186,6 +223,18 @@ actor ClusterNode {
         guard consumers[id] == nil, let js else { return }
         let subject = ClusterEnvelope.subject(prefix: configuration.subjectPrefix, id)
         let from = (applied[id] ?? 0) + 1
+        if streamVersion[id] == nil {
+            // First follow since the node started: learn where the subject ends, to reconcile
+            // once caught up (a batch appended here and never published, the node killed between).
+            do {
+                let last = try await js.getMessage(configuration.stream, lastBySubject: subject)?.sequence ?? 0
+                streamVersion[id] = VersionVector()
+                if last == 0 { Task { await self.reconcile(id) } } else { catchUpTarget[id] = last }
+            } catch {
+                daemon?.log("cluster follow failed", ["document": id.description, "error": "\(error)"])
+                return
+            }
+        }
         let consumer: OrderedConsumer
         do { consumer = try await OrderedConsumer.start(js, stream: configuration.stream, filter: subject, from: from) } catch {
             daemon?.log("cluster follow failed", ["document": id.description, "error": "\(error)"])
@@ -205,15 +254,39 @@ actor ClusterNode {
 
     private func apply(_ id: DocumentID, _ m: StoredMessage) async {
         guard let daemon else { return }
+        defer { caughtUp(id, m.sequence) }
         let ops: [ListOperation]
         do { ops = try ClusterEnvelope.open(subject: m.subject, headers: m.headers, payload: m.payload, key: key) } catch {
             refused += 1
             daemon.log("cluster message refused", ["document": id.description, "sequence": "\(m.sequence)", "reason": "\(error)"])
-            applied[id] = max(applied[id] ?? 0, m.sequence)
             return
         }
         guard let h = try? await daemon.host(id) else { return }
         await h.receive(ops, batch: 0, from: subscriberID)
-        applied[id] = max(applied[id] ?? 0, m.sequence)
+        var v = streamVersion[id] ?? VersionVector()
+        for op in ops { v.observe(op.lastID) }
+        streamVersion[id] = v
+    }
+
+    /// Message `sequence` of document `id` was read: reconcile once the catch-up is done.
+    private func caughtUp(_ id: DocumentID, _ sequence: UInt64) {
+        applied[id] = max(applied[id] ?? 0, sequence)
+        if let target = catchUpTarget[id], sequence >= target {
+            catchUpTarget[id] = nil
+            Task { await reconcile(id) }
+        }
+    }
+
+    /// Publishes the operations the node has and the stream lacks (caught up to where the subject
+    /// ended when the node began to follow it): batches made durable here by a node killed before
+    /// their publish succeeded. A document's publishes keep their order, so the stream holds a
+    /// prefix of each node's appends and its version vector tells what it lacks. Operations the
+    /// stream has already, republished by a race with a live batch, change nothing where read.
+    private func reconcile(_ id: DocumentID) async {
+        guard !stopped, let daemon, let h = try? await daemon.host(id) else { return }
+        let missing = await h.document.operations(since: streamVersion[id] ?? VersionVector())
+        guard !missing.isEmpty else { return }
+        daemon.log("cluster republishing", ["document": id.description, "operations": "\(missing.count)"])
+        await replicate(id, missing)
     }
 }
