@@ -98,6 +98,16 @@ public final class NATSServerProcess: @unchecked Sendable {
         throw Failure("nats-server did not become ready in 20 s: \(output)")
     }
 
+    /// Waits (at most `seconds`) until the server's log contains `text`.
+    public func waitFor(_ text: String, seconds: Double = 30) -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
+        while Date() < deadline {
+            if output.contains(text) { return true }
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+        return output.contains(text)
+    }
+
     /// What the server logged.
     public var output: String { log.text.withLock { $0 } }
     /// `nats://host:port`.

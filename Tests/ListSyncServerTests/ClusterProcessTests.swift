@@ -23,6 +23,40 @@ struct ClusterProcessTests {
         try DaemonProcess(data: folder.path + "/" + name, extra: ["--key-file", key, "--cluster", nats.url, "--ack", ack])
     }
 
+    @Test func aNATSServerKilledInAThreeServerClusterLosesNoAcknowledgedBatch() throws {
+        let hosts = ["127.0.0.13", "127.0.0.14", "127.0.0.15"]
+        let routes = hosts.map { "nats://\($0):6222" }.joined(separator: ",")
+        var servers: [NATSServerProcess] = []
+        let folder = TemporaryFolder()
+        defer { for s in servers { s.remove() }; folder.remove() }
+        for (i, h) in hosts.enumerated() {
+            servers.append(try NATSServerProcess(host: h, extra: ["-n", "s\(i)", "--cluster_name", "listsync", "--cluster", "nats://\(h):6222",
+                                                                 "--routes", routes]))
+        }
+        for s in servers { #expect(s.waitFor("metadata leader"), "\(s.output)") }
+        let key = try sharedKey(folder)
+        let urls = servers.map(\.url)
+        // A on server 0 first (killed below), B on server 1 first; the stream has 3 replicas.
+        let a = try DaemonProcess(data: folder.path + "/a", extra: ["--key-file", key, "--cluster-replicas", "3",
+                                                                    "--cluster", urls.joined(separator: ",")])
+        defer { a.kill9() }
+        let b = try DaemonProcess(data: folder.path + "/b", extra: ["--key-file", key, "--cluster-replicas", "3",
+                                                                    "--cluster", [urls[1], urls[2], urls[0]].joined(separator: ",")])
+        defer { b.kill9() }
+        #expect(try a.run(["create", "board", "--sections", "Todo"]).0 == 0)
+        #expect(try a.run(["insert", "board", "0.0", "before-a"]).0 == 0)
+        #expect(eventually(30) { items(b, "board").joined().count == 1 }, "B: \(items(b, "board"))")
+        servers[0].stop()
+        // A reconnects to another server; both keep acknowledging (--ack cluster: 2 of 3 replicas).
+        let (code, out, err, killed) = try runListsync(["insert", "board", "0.0", "after-a", "--daemon", a.address, "--key-file", key,
+                                                        "--data", a.data], atMost: 60)
+        #expect(code == 0 && !killed, "\(out) \(err)\n\(a.log)")
+        #expect(try b.run(["insert", "board", "0.0", "after-b"]).0 == 0)
+        let want: Set<String> = ["before-a", "after-a", "after-b"]
+        #expect(eventually(60) { Set(items(a, "board").joined()) == want && Set(items(b, "board").joined()) == want },
+                "A: \(items(a, "board")) B: \(items(b, "board"))")
+    }
+
     func items(_ d: DaemonProcess, _ doc: String) -> [[String]] { (try? table(d, doc)) ?? [] }
 
     @Test func twoNodesConvergeWithClientsOnEach() throws {
