@@ -153,7 +153,11 @@ struct ClusterProcessTests {
         #expect(try a.run(["insert", "board", "0.0", "one"]).0 == 0)
         #expect(eventually(30) { items(b, "board") == [["one"]] })
         b.kill9()
-        for t in ["two", "three"] { #expect(try a.run(["insert", "board", "0.0", t]).0 == 0) }
+        // The CLI given both nodes, B first: B refuses the connection, the client moves to A.
+        let (code, out, err) = try runListsync(["insert", "board", "0.0", "two", "--daemon", "\(b.address),\(a.address)",
+                                                "--key-file", a.keyFile, "--data", a.data])
+        #expect(code == 0 && out.contains("acknowledged"), "\(out) \(err)")
+        #expect(try a.run(["insert", "board", "0.0", "three"]).0 == 0)
         b = try DaemonProcess(data: b.data, port: b.port, extra: b.extra)
         defer { b.kill9() }
         #expect(eventually(30) { items(b, "board") == items(a, "board") && items(a, "board").joined().count == 3 },
