@@ -58,7 +58,7 @@ for ack in local cluster; do
         run=$((run + 1))
         "$NATS" -a 127.0.0.51 -p -1 -js -sd "$WORK/nats$run" > "$WORK/nats$run.log" 2>&1 &
         PIDS+=($!)
-        for _ in $(seq 1 200); do grep -q "Server is ready" "$WORK/nats$run.log" && break; sleep 0.05; done
+        for _ in $(seq 1 200); do grep -qs "Server is ready" "$WORK/nats$run.log" && break; sleep 0.05; done
         url="nats://$(grep -o 'client connections on [0-9.:]*' "$WORK/nats$run.log" | awk '{print $4}')"
         daemons=()
         for i in $(seq 1 "$n"); do
@@ -66,7 +66,7 @@ for ack in local cluster; do
             "$BIN/listsync" serve --data "$WORK/r$run-node$i" --listen "127.0.0.1:$port" --key-file "$WORK/key" \
                 --cluster "$url" --ack "$ack" > "$WORK/r$run-node$i.log" 2>&1 &
             PIDS+=($!)
-            for _ in $(seq 1 200); do grep -q "listening on" "$WORK/r$run-node$i.log" && break; sleep 0.05; done
+            for _ in $(seq 1 200); do grep -qs "listening on" "$WORK/r$run-node$i.log" && break; sleep 0.05; done
             daemons+=(--daemon "127.0.0.1:$port")
         done
         row "cluster, --ack $ack" "${daemons[@]}" --key-file "$WORK/key"
