@@ -512,6 +512,7 @@ public actor Daemon {
         var peerList: [[String: Any]] = []
         for p in peers { peerList.append(["address": p.label, "connected": await p.isConnected, "discovered": p.discovered]) }
         let onDisk = metrics.documentsOnDisk
+        let clusterStatus = await cluster?.status()
         var object: [String: Any] = [
             "address": address?.description ?? "",
             "data_folder": configuration.dataFolder,
@@ -547,6 +548,12 @@ public actor Daemon {
             ] as [String: Any],
         ]
         for (k, v) in metrics.snapshot() { object[k] = v }
+        if let c = clusterStatus {
+            // Cluster mode (Docs/Cluster.md): batches published and acknowledged by JetStream,
+            // messages refused (no tag or a wrong one), documents followed.
+            object["cluster"] = ["servers": c.servers, "ack": c.ack, "connected": c.connected, "documents_followed": c.followed,
+                                 "published": c.published, "refused": c.refused] as [String: Any]
+        }
         let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data("{}".utf8)
         return String(decoding: data, as: UTF8.self)
     }

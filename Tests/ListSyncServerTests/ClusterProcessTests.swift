@@ -111,6 +111,8 @@ struct ClusterProcessTests {
         await c.close()
         #expect(eventually(30) { a.log.components(separatedBy: "cluster message refused").count - 1 == 2 }, "\(a.log)")
         #expect(a.log.contains("no Listsync-Tag header") && a.log.contains("the tag is not the cluster key's"))
+        let cluster = (try a.json(["status"]) as? [String: Any])?["cluster"] as? [String: Any]
+        #expect(cluster?["refused"] as? Int == 2 && cluster?["connected"] as? Bool == true, "\(String(describing: cluster))")
         // Nothing of either was applied; the node still takes edits.
         #expect(try a.run(["insert", "board", "0.1", "eggs"]).0 == 0)
         #expect(items(a, "board") == [["milk", "eggs"]])

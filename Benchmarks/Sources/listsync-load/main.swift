@@ -249,6 +249,12 @@ func run(_ c: Config) async throws -> [String: Any] {
                 try await Task.sleep(for: .milliseconds(100))
             }
         }
+        // A node that made its copy just now fills it from the stream: wait for the seeded list
+        // (two sections, 20 items), or the first edits would find no section to edit.
+        while opened!.snapshot.sections.count < 2 || opened!.snapshot.sections.reduce(0, { $0 + $1.items.count }) < 20 {
+            if now() > deadline { throw LoadError("document \(doc) not caught up on \(h):\(p) in 60 s") }
+            try await Task.sleep(for: .milliseconds(20))
+        }
         clients.append((client, doc, opened!))
     }
 

@@ -99,10 +99,15 @@ actor ClusterNode {
         await connection?.close()
     }
 
-    /// Status for `listsync status` and the metrics.
-    var status: [String: Any] {
-        ["servers": configuration.servers.map(\.description), "ack": configuration.acknowledgement.rawValue,
-         "documents_followed": consumers.count, "published": published, "refused": refused]
+    /// What `listsync status` shows of the cluster.
+    struct Status: Sendable {
+        var servers: [String], ack: String, connected: Bool, followed: Int, published: Int, refused: Int
+    }
+
+    /// The node's cluster status now.
+    func status() async -> Status {
+        Status(servers: configuration.servers.map(\.description), ack: configuration.acknowledgement.rawValue,
+               connected: await connection?.isConnected ?? false, followed: consumers.count, published: published, refused: refused)
     }
 
     // MARK: Documents
