@@ -187,6 +187,19 @@ struct ClusterProcessTests {
         #expect(a.log.contains("cluster republishing"))
     }
 
+    @Test func aNodeWithoutANATSServerDoesNotStartAndBadFlagsAreRefused() throws {
+        let folder = TemporaryFolder()
+        defer { folder.remove() }
+        let (code, _, err, killed) = try runListsync(["serve", "--data", folder.path + "/a", "--listen", "127.0.0.1:0",
+                                                      "--cluster", "nats://127.0.0.1:1"], atMost: 30)
+        #expect(code == 1 && !killed && err.contains("cannot connect to NATS"), "\(err)")
+        for bad in [["--cluster", "nats://h:x"], ["--cluster", "nats://127.0.0.1:1", "--ack", "sometimes"], ["--ack", "local"],
+                    ["--cluster", "nats://127.0.0.1:1", "--cluster-replicas", "9"]] {
+            let (c, _, e, k) = try runListsync(["serve", "--data", folder.path + "/b", "--listen", "127.0.0.1:0"] + bad, atMost: 30)
+            #expect(c == 2 && !k, "\(bad): \(c) \(e)")
+        }
+    }
+
     @Test func envelopeRoundTripAndRefusals() throws {
         var d = ListDocument(replica: ReplicaID(5))
         let ops = [try d.insertSection(at: 0, value: Data("s".utf8))]
