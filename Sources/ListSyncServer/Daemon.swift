@@ -349,7 +349,9 @@ public actor Daemon {
             try await h.receiveOwn(ops)
         }
         let madeEpoch = await h.epoch
-        if id == nil, let cluster { await cluster.created(newID, name: name, epoch: madeEpoch) }
+        // Cluster mode: every document made here goes into the cluster's list (a client's, a
+        // device's with its own id; for a copy of the list's own, a compare-and-set that loses).
+        if let cluster { await cluster.created(newID, name: name, epoch: madeEpoch) }
         if id == nil {
             let local = await h.localDescription
             for p in peers { await p.documentCreated(local) }

@@ -1,7 +1,10 @@
 import Foundation
 import Testing
 import ListCRDT
+import ListSyncClient
 import ListSyncNATS
+import ListSyncTCP
+import ListTable
 import ListSyncServer
 import ListSyncTestSupport
 import ListSyncTestTraits
@@ -198,6 +201,32 @@ struct ClusterProcessTests {
             let (c, _, e, k) = try runListsync(["serve", "--data", folder.path + "/b", "--listen", "127.0.0.1:0"] + bad, atMost: 30)
             #expect(c == 2 && !k, "\(bad): \(c) \(e)")
         }
+    }
+
+    @Test func theDeviceClientMovesToAnotherNodeWhenItsNodeIsKilled() async throws {
+        let nats = try NATSServerProcess(host: "127.0.0.16")
+        let folder = TemporaryFolder()
+        defer { nats.remove(); folder.remove() }
+        let key = try sharedKey(folder)
+        let a = try node(folder, "a", nats: nats, key: key)
+        defer { a.kill9() }
+        let b = try node(folder, "b", nats: nats, key: key)
+        defer { b.kill9() }
+        var server = SyncClient.Server(host: "127.0.0.1", port: a.port, key: try KeyFile.read(key), requestTimeout: .seconds(20),
+                                       backoff: Backoff(initial: .milliseconds(50), maximum: .milliseconds(400)))
+        server.alternates = [("127.0.0.1", b.port)]
+        let device = try SyncClient(folder: folder.path + "/device", server: server)
+        // Made on the device with its own id, uploaded to A, listed in the cluster: B has it too.
+        let doc = try await device.create(name: "board", sections: ["todo"])
+        _ = try await device.edit(doc) { (d: inout ListDocument) throws(ListError) in _ = try d.insertItem(atRow: 0, inSection: 0, value: Data("one".utf8)) }
+        await device.start()
+        try await device.waitUntilSynced(timeout: .seconds(60))
+        #expect(eventually(30) { items(b, "board") == [["one"]] }, "B: \(items(b, "board"))\n\(b.log)")
+        a.kill9()
+        _ = try await device.edit(doc) { (d: inout ListDocument) throws(ListError) in _ = try d.insertItem(atRow: 1, inSection: 0, value: Data("two".utf8)) }
+        try await device.waitUntilSynced(timeout: .seconds(60))
+        #expect(items(b, "board") == [["one", "two"]])
+        await device.close()
     }
 
     @Test func envelopeRoundTripAndRefusals() throws {
