@@ -76,3 +76,16 @@ private func connected() -> NATSClientMachine {
         #expect(m.isConnected)
     }
 }
+
+@Suite struct OrderedConsumerReplyTests {
+    @Test func sequencesComeFromBothAckSubjectLayouts() {
+        // v1: $JS.ACK.<stream>.<consumer>.<delivered>.<sseq>.<cseq>.<ts>.<pending>
+        #expect(OrderedConsumer.sequences("$JS.ACK.S.C.1.42.7.1700000000.0")! == (42, 7))
+        // v2: $JS.ACK.<domain>.<account>.<stream>.<consumer>.<delivered>.<sseq>.<cseq>.<ts>.<pending>.<token>
+        #expect(OrderedConsumer.sequences("$JS.ACK._.ACC.S.C.1.42.7.1700000000.0.tok")! == (42, 7))
+        #expect(OrderedConsumer.sequences("$JS.ACK._.ACC.S.C.1.42.7.1700000000.0")! == (42, 7))
+        for bad in ["", "_INBOX.x.1", "$JS.ACK.S.C.1.x.7.1.0", "$JS.ACK.S.C", "$JS.NAK.S.C.1.42.7.1.0"] {
+            #expect(OrderedConsumer.sequences(bad) == nil, "\(bad)")
+        }
+    }
+}
