@@ -403,6 +403,7 @@ public actor Daemon {
         metrics.setOnDisk(max(0, metrics.documentsOnDisk - 1))
         log("document destroyed", ["id": id.description, "name": h?.name ?? "", "epoch": String(current, radix: 16), "by": reason])
         for p in peers { await p.destroyOnPeer(id) }
+        await cluster?.destroyed(id)
         return current
     }
 

@@ -229,6 +229,25 @@ struct ClusterProcessTests {
         await device.close()
     }
 
+    @Test func aDocumentDestroyedOnOneNodeIsDestroyedOnTheOthers() throws {
+        let nats = try NATSServerProcess(host: "127.0.0.17")
+        let folder = TemporaryFolder()
+        defer { nats.remove(); folder.remove() }
+        let key = try sharedKey(folder)
+        let a = try node(folder, "a", nats: nats, key: key)
+        defer { a.kill9() }
+        let b = try node(folder, "b", nats: nats, key: key)
+        defer { b.kill9() }
+        #expect(try a.run(["create", "board", "--sections", "Todo"]).0 == 0)
+        #expect(try a.run(["create", "kept", "--sections", "Todo"]).0 == 0)
+        #expect(eventually(30) { let d = (try? b.run(["docs"]).1) ?? ""; return d.contains("board") && d.contains("kept") })
+        let (code, out, err) = try a.run(["destroy", "board", "--yes"])
+        #expect(code == 0, "\(out) \(err)")
+        #expect(eventually(30) { let d = (try? b.run(["docs"]).1) ?? "board"; return !d.contains("board") && d.contains("kept") },
+                "\(b.log)")
+        #expect(b.log.contains("destroyed on another cluster node"))
+    }
+
     @Test func envelopeRoundTripAndRefusals() throws {
         var d = ListDocument(replica: ReplicaID(5))
         let ops = [try d.insertSection(at: 0, value: Data("s".utf8))]

@@ -35,6 +35,8 @@ actor ClusterNode {
     /// Per document being caught up: the subject's last sequence when the node began to follow
     /// it; once applied up to there, the node publishes what it has and the stream lacks.
     private var catchUpTarget: [DocumentID: UInt64] = [:]
+    /// Documents destroyed in the cluster (seen in the bucket or destroyed here).
+    private var knownDestroyed: Set<DocumentID> = []
     /// Per document, the last publish queued (the next one waits for it).
     private var publishChain: [DocumentID: Task<Void, Never>] = [:]
     private var listTask: Task<Void, Never>?
@@ -135,7 +137,28 @@ actor ClusterNode {
         }
     }
 
-    /// Reads the bucket; makes the documents this node lacks and follows every one.
+    /// A document was destroyed on this node: the bucket says so (key `destroyed.<id>`), and
+    /// every node destroys its copy when it next reads the list.
+    func destroyed(_ id: DocumentID) async {
+        guard let bucket, !knownDestroyed.contains(id) else { return }
+        knownDestroyed.insert(id)
+        await unfollow(id)
+        do { try await bucket.put(Self.destroyedPrefix + id.description, Array("destroyed".utf8)) } catch {
+            daemon?.log("cluster destroy not listed", ["document": id.description, "error": "\(error)"])
+            knownDestroyed.remove(id)
+        }
+    }
+
+    static let destroyedPrefix = "destroyed."
+
+    private func unfollow(_ id: DocumentID) async {
+        guard let c = consumers.removeValue(forKey: id) else { return }
+        c.task.cancel()
+        await c.consumer.stop()
+    }
+
+    /// Reads the bucket; destroys the documents destroyed elsewhere, makes those this node
+    /// lacks, and follows every one.
     private func readList() async {
         guard !stopped, let bucket, let daemon else { return }
         let keys: [String]
@@ -144,8 +167,18 @@ actor ClusterNode {
             return
         }
         let local = Set(await daemon.list().map(\.id))
+        let gone = Set(keys.filter { $0.hasPrefix(Self.destroyedPrefix) }.compactMap { DocumentID(hex: String($0.dropFirst(Self.destroyedPrefix.count))) })
+        for id in gone.sorted() where !knownDestroyed.contains(id) {
+            knownDestroyed.insert(id)
+            await unfollow(id)
+            if local.contains(id) {
+                do { _ = try await daemon.destroy(id, epoch: 0, reason: "destroyed on another cluster node") } catch {
+                    daemon.log("cluster destroy not applied", ["document": id.description, "error": "\(error)"])
+                }
+            }
+        }
         for k in keys {
-            guard let id = DocumentID(hex: k) else { continue }
+            guard let id = DocumentID(hex: k), !gone.contains(id) else { continue }
             if !local.contains(id) {
                 guard let entry = try? await bucket.get(k),
                       let object = (try? JSONSerialization.jsonObject(with: Data(entry.value))) as? [String: Any],
