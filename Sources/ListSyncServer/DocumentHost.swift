@@ -55,7 +55,8 @@ actor DocumentHost {
     private(set) var isClosed = false
     /// Cluster mode: publishes a batch once it is in the local store, and returns when the batch
     /// may be acknowledged (``ClusterNode``); `nil` outside cluster mode.
-    private var replicator: (@Sendable (DocumentID, [ListOperation]) async -> Void)?
+    /// It returns nil when the batch may be released, or why not (the node is stopping).
+    private var replicator: (@Sendable (DocumentID, [ListOperation]) async -> String?)?
     /// The cluster's sender number: its batches came from the cluster and are not published again.
     private var clusterSender: SubscriberID?
 
@@ -94,7 +95,7 @@ actor DocumentHost {
 
     /// Cluster mode: every batch not from `sender` is passed to `replicator` after its local
     /// append and before it is released (acknowledged and forwarded).
-    func setReplicator(_ replicator: @escaping @Sendable (DocumentID, [ListOperation]) async -> Void, sender: SubscriberID) {
+    func setReplicator(_ replicator: @escaping @Sendable (DocumentID, [ListOperation]) async -> String?, sender: SubscriberID) {
         self.replicator = replicator
         clusterSender = sender
     }
@@ -192,7 +193,13 @@ actor DocumentHost {
                     try await store.append(ops)
                     // Cluster mode: published (and, with `--ack cluster`, acknowledged by
                     // JetStream) before the batch is released; the core releases in order.
-                    if replicate, let replicator { await replicator(id, ops) }
+                    if replicate, let replicator, let failure = await replicator(id, ops) {
+                        // Not in the cluster (`--ack cluster`, the node stopping): not acknowledged;
+                        // the batches in flight are refused, as for a failed append.
+                        log("cluster publish failed", ["document": id.description, "error": failure])
+                        await perform(core.appendFailed(ticket: ticket, reason: "cluster: \(failure)"))
+                        continue
+                    }
                     let released = core.durable(ticket: ticket)
                     // Before the acknowledgements go out: a snapshot adds its time to the batch that
                     // triggered it, and whoever reads the acknowledgement finds the snapshot made.

@@ -38,7 +38,7 @@ actor ClusterNode {
     /// Documents destroyed in the cluster (seen in the bucket or destroyed here).
     private var knownDestroyed: Set<DocumentID> = []
     /// Per document, the last publish queued (the next one waits for it).
-    private var publishChain: [DocumentID: Task<Void, Never>] = [:]
+    private var publishChain: [DocumentID: Task<Bool, Never>] = [:]
     private var listTask: Task<Void, Never>?
     private var stopped = false
     /// Messages refused (no tag, a wrong tag, not operations).
@@ -118,8 +118,9 @@ actor ClusterNode {
     /// the document's subject.
     func attach(_ host: DocumentHost) async {
         guard !stopped else { return }
-        let publish: @Sendable (DocumentID, [ListOperation]) async -> Void = { [weak self] id, ops in
-            await self?.replicate(id, ops)
+        let publish: @Sendable (DocumentID, [ListOperation]) async -> String? = { [weak self] id, ops in
+            guard let self else { return "the cluster node is gone" }
+            return await self.replicate(id, ops)
         }
         await host.setReplicator(publish, sender: subscriberID)
         await follow(host.id)
@@ -199,19 +200,26 @@ actor ClusterNode {
     /// message id until then, or until the node stops). A document's pieces are published one
     /// after the other, in the order they were given: the stream holds a prefix of what the node
     /// appended, which ``reconcile(_:)`` relies on.
-    private func replicate(_ id: DocumentID, _ ops: [ListOperation]) async {
-        guard !ops.isEmpty, !stopped else { return }
+    ///
+    /// - Returns: nil when the batch may be released; why not when `--ack cluster` and a piece
+    ///   was not stored because the node stopped first.
+    private func replicate(_ id: DocumentID, _ ops: [ListOperation]) async -> String? {
+        guard !ops.isEmpty else { return nil }
+        guard !stopped else { return configuration.acknowledgement == .cluster ? "the node is stopping" : nil }
         let subject = ClusterEnvelope.subject(prefix: configuration.subjectPrefix, id)
         for piece in Self.pieces(ops, maxBytes: Self.maxPayload) {
             let (payload, headers, messageID) = ClusterEnvelope.seal(piece, document: id, subject: subject, key: key)
             let previous = publishChain[id]
-            let task = Task { [weak self] in
-                await previous?.value
-                await self?.publishUntilStored(id, subject, payload, headers, messageID)
+            let task = Task { [weak self] () -> Bool in
+                _ = await previous?.value
+                return await self?.publishUntilStored(id, subject, payload, headers, messageID) ?? false
             }
             publishChain[id] = task
-            if configuration.acknowledgement == .cluster { await task.value }
+            if configuration.acknowledgement == .cluster, await !task.value {
+                return "not stored by JetStream before the node stopped"
+            }
         }
+        return nil
     }
 
     /// The largest payload published (NATS servers take 1 MiB by default).
@@ -236,20 +244,22 @@ actor ClusterNode {
         return out
     }
 
-    private func publishUntilStored(_ id: DocumentID, _ subject: String, _ payload: [UInt8], _ headers: NATSHeaders, _ messageID: String) async {
-        guard let js else { return }
+    /// Whether JetStream stored it (false: the node stopped first).
+    private func publishUntilStored(_ id: DocumentID, _ subject: String, _ payload: [UInt8], _ headers: NATSHeaders, _ messageID: String) async -> Bool {
+        guard let js else { return false }
         var delay = Duration.milliseconds(50)
         while !stopped {
             do {
                 _ = try await js.publish(subject, payload: payload, messageID: messageID, headers: headers)
                 published += 1
-                return
+                return true
             } catch {
                 log("cluster publish retried", ["document": id.description, "error": "\(error)"])
                 try? await Task.sleep(for: delay)
                 delay = min(delay * 2, .seconds(1))
             }
         }
+        return false
     }
 
     private func log(_ event: String, _ fields: [String: String]) { daemon?.log(event, fields) }
