@@ -16,6 +16,7 @@ let package = Package(
         .library(name: "ListSyncSimulation", targets: ["ListSyncSimulation"]),
         .library(name: "ListSyncTCP", targets: ["ListSyncTCP"]),
         .library(name: "ListSyncHTTP", targets: ["ListSyncHTTP"]),
+        .library(name: "ListSyncNATS", targets: ["ListSyncNATS"]),
         .library(name: "ListSyncCrypto", targets: ["ListSyncCrypto"]),
         .library(name: "ListStore", targets: ["ListStore"]),
         .library(name: "ListSyncServer", targets: ["ListSyncServer"]),
@@ -47,6 +48,9 @@ let package = Package(
         // A small HTTP/1.1 server on the transport's event loop and syscall funnel (the daemon's
         // admin port: /healthz, /readyz, Prometheus /metrics, bearer tokens).
         .target(name: "ListSyncHTTP", dependencies: ["ListSync", "ListSyncTCP", "ListSyncCrypto"]),
+        // A NATS client (Docs/Cluster.md): the client protocol's parser and connection as state
+        // machines, the connection on the transport's event loop and syscall funnel, JetStream.
+        .target(name: "ListSyncNATS", dependencies: ["ListSync", "ListSyncTCP"]),
         // A TCP proxy that injects seeded faults (delays, stalls, drops, cuts, partitions): the pure
         // fault machine and its socket loop on the transport's event loop (Docs/Reliability.md).
         .target(name: "ListSyncFaults", dependencies: ["ListSync", "ListSyncTCP"]),
@@ -55,7 +59,7 @@ let package = Package(
         // A child process for the kill -9 tests and Benchmarks/store-kill9.sh: appends, prints each ack.
         .executableTarget(name: "listsync-store-probe", dependencies: ["ListStore", "ListCRDT"]),
         // The peer daemon: documents registry, connections, peers, metrics; and its client.
-        .target(name: "ListSyncServer", dependencies: ["ListCRDT", "ListTable", "ListSync", "ListSyncTCP", "ListSyncHTTP", "ListStore", "ListSyncCrypto"]),
+        .target(name: "ListSyncServer", dependencies: ["ListCRDT", "ListTable", "ListSync", "ListSyncTCP", "ListSyncHTTP", "ListStore", "ListSyncCrypto", "ListSyncNATS"]),
         // What an app links to sync, without the daemon: the offline-first device client
         // (SyncClient: a local store per document, edits durable on the device, reconnection;
         // Docs/Client.md) and DaemonClient (one connection, online only); both drive the
@@ -66,7 +70,7 @@ let package = Package(
         // is a client of the daemon over its own port, proving the key or the device's credential.
         .target(name: "ListSyncWeb", dependencies: ["ListCRDT", "ListTable", "ListSync", "ListSyncTCP", "ListSyncHTTP", "ListSyncCrypto", "ListSyncClient", "ListSyncServer"]),
         // The command-line tool: serve, the client commands, simulate. Wiring only.
-        .executableTarget(name: "listsync", dependencies: ["ListSyncWeb", "ListSyncSimulation", "ListSyncServer", "ListSyncClient", "ListSync", "ListSyncTCP", "ListStore", "ListTable", "ListCRDT"]),
+        .executableTarget(name: "listsync", dependencies: ["ListSyncWeb", "ListSyncSimulation", "ListSyncServer", "ListSyncNATS", "ListSyncClient", "ListSync", "ListSyncTCP", "ListStore", "ListTable", "ListCRDT"]),
         // Editing traces, shared by the tests and the benchmark.
         .target(name: "ListSyncTestSupport", dependencies: ["ListCRDT", "ListSyncSimulation"]),
         // Test traits (Swift Testing): `.ownThread` keeps long tests off the cooperative pool.
@@ -89,6 +93,7 @@ let package = Package(
         ),
         .testTarget(name: "ListSyncCryptoTests", dependencies: ["ListSyncCrypto"]),
         .testTarget(name: "ListSyncWebTests", dependencies: ["ListSyncWeb", "ListCRDT", "ListSyncTCP", "ListSyncHTTP", "ListSyncCrypto"]),
+        .testTarget(name: "ListSyncNATSTests", dependencies: ["ListSyncNATS", "ListSyncTCP", "ListSync", "ListSyncTestSupport", "ListSyncTestTraits"]),
         .testTarget(name: "ListSyncFaultsTests", dependencies: ["ListSyncFaults", "ListSyncTCP", "ListSyncTestSupport"]),
         .testTarget(
             name: "ListStoreTests",
@@ -96,7 +101,7 @@ let package = Package(
         ),
         // Starts the built `listsync` binary as a process (a dependency, so it is built first).
         .testTarget(name: "ListSyncServerTests", dependencies: ["listsync", "listsync-load", "ListSyncServer", "ListSyncClient", "ListSync", "ListTable", "ListSyncTCP", "ListSyncHTTP", "ListStore", "ListCRDT", "ListSyncTestSupport", "ListSyncTestTraits",
-                                                         "ListSyncFaults", "listsync-faultproxy"]),
+                                                         "ListSyncFaults", "listsync-faultproxy", "ListSyncNATS", "ListSyncCrypto"]),
         .executableTarget(
             name: "listsync-bench",
             dependencies: ["ListCRDT", "ListSync", "ListSyncSimulation", "ListSyncTCP", "ListSyncTestSupport", "ListSyncCrypto", "ListStore"],

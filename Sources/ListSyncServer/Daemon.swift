@@ -47,6 +47,8 @@ public actor Daemon {
     private var nextSubscriber = 1
     /// Static (`--peer`) and discovered peer links.
     var peers: [PeerLink] = []
+    /// Cluster mode's node (Docs/Cluster.md), nil outside it.
+    var cluster: ClusterNode?
     private var housekeeping: Task<Void, Never>?
     /// The background sampler of the bytes on disk (``sampleDiskUsage()``).
     var diskSampler: Task<Void, Never>?
@@ -143,6 +145,14 @@ public actor Daemon {
             peers.append(link)
             await link.start()
         }
+        if let c = configuration.cluster {
+            let node = ClusterNode(daemon: self, configuration: c, daemonKey: key, subscriber: subscriberNumber(), loop: loop)
+            cluster = node
+            do { try await node.start() } catch {
+                await stop()
+                throw error
+            }
+        }
         if let a = configuration.admin {
             do { adminServer = try await startAdmin(host: a.host, port: a.port) } catch {
                 await stop()
@@ -217,6 +227,7 @@ public actor Daemon {
         await adminServer?.close()
         await listener?.close()
         acceptTask?.cancel()
+        await cluster?.stop()
         for p in peers { await p.stop() }
         for c in connections.values { await c.close(reason: "the daemon is stopping") }
         connections = [:]
@@ -283,6 +294,7 @@ public actor Daemon {
             }
             hosts[id] = h
             metrics.loaded()
+            if let cluster { await cluster.attach(h) }
             return h
         } catch {
             if case DaemonError.destroyed? = error as? DaemonError { throw .destroyed(id) }
@@ -328,6 +340,8 @@ public actor Daemon {
         } catch { throw DaemonError.from(error) }
         hosts[newID] = h
         metrics.loaded()
+        // Cluster mode: its sections, and every later batch, are published.
+        if let cluster { await cluster.attach(h) }
         // Held (not unloaded for want of a subscriber) until its sections are written.
         defer { Task { await h.release() } }
         // A document made here (not a peer's copy) starts with the sections asked for.
@@ -341,6 +355,9 @@ public actor Daemon {
             try await h.receiveOwn(ops)
         }
         let madeEpoch = await h.epoch
+        // Cluster mode: every document made here goes into the cluster's list (a client's, a
+        // device's with its own id; for a copy of the list's own, a compare-and-set that loses).
+        if let cluster { await cluster.created(newID, name: name, epoch: madeEpoch) }
         if id == nil {
             let local = await h.localDescription
             for p in peers { await p.documentCreated(local) }
@@ -392,6 +409,7 @@ public actor Daemon {
         metrics.setOnDisk(max(0, metrics.documentsOnDisk - 1))
         log("document destroyed", ["id": id.description, "name": h?.name ?? "", "epoch": String(current, radix: 16), "by": reason])
         for p in peers { await p.destroyOnPeer(id) }
+        await cluster?.destroyed(id)
         return current
     }
 
@@ -516,6 +534,7 @@ public actor Daemon {
         var peerList: [[String: Any]] = []
         for p in peers { peerList.append(["address": p.label, "connected": await p.isConnected, "discovered": p.discovered]) }
         let onDisk = metrics.documentsOnDisk
+        let clusterStatus = await cluster?.status()
         var object: [String: Any] = [
             "address": address?.description ?? "",
             "data_folder": configuration.dataFolder,
@@ -551,6 +570,12 @@ public actor Daemon {
             ] as [String: Any],
         ]
         for (k, v) in metrics.snapshot() { object[k] = v }
+        if let c = clusterStatus {
+            // Cluster mode (Docs/Cluster.md): batches published and acknowledged by JetStream,
+            // messages refused (no tag or a wrong one), documents followed.
+            object["cluster"] = ["servers": c.servers, "ack": c.ack, "connected": c.connected, "documents_followed": c.followed,
+                                 "published": c.published, "refused": c.refused] as [String: Any]
+        }
         let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data("{}".utf8)
         return String(decoding: data, as: UTF8.self)
     }
@@ -611,6 +636,8 @@ public enum DaemonError: Error, CustomStringConvertible, Sendable {
     case storage(String)
     case limit(String)
     case stopping
+    /// Cluster mode could not start (no NATS server answered, JetStream refused).
+    case cluster(String)
 
     public var description: String {
         switch self {
@@ -624,6 +651,7 @@ public enum DaemonError: Error, CustomStringConvertible, Sendable {
         case let .storage(s): return "storage: \(s)"
         case let .limit(s): return "limit: \(s)"
         case .stopping: return "the daemon is stopping"
+        case let .cluster(s): return "cluster: \(s)"
         }
     }
 

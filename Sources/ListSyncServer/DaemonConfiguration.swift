@@ -56,6 +56,8 @@ public struct DaemonConfiguration: Sendable {
 
     /// Connection limits and timings.
     public var tcp = TCPOptions()
+    /// Cluster mode (Docs/Cluster.md): documents shared through NATS JetStream; nil: off.
+    public var cluster: ClusterConfiguration?
     /// A document with no subscriber unused for this long is unloaded.
     public var idleUnload: Duration = .seconds(300)
     /// Documents resident at once (the least recently used idle ones are unloaded first).

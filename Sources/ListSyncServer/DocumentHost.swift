@@ -55,6 +55,12 @@ actor DocumentHost {
     private var holds: Int
     /// Whether the host was unloaded or closed: it takes no subscriber and no batch.
     private(set) var isClosed = false
+    /// Cluster mode: publishes a batch once it is in the local store, and returns when the batch
+    /// may be acknowledged (``ClusterNode``); `nil` outside cluster mode.
+    /// It returns nil when the batch may be released, or why not (the node is stopping).
+    private var replicator: (@Sendable (DocumentID, [ListOperation]) async -> String?)?
+    /// The cluster's sender number: its batches came from the cluster and are not published again.
+    private var clusterSender: SubscriberID?
 
     init(id: DocumentID, name: String, store: DocumentStore, document: ListDocument, epoch: UInt64,
          pendingLimits: PendingLimits, maxFrame: Int, clock: @escaping @Sendable () -> UInt64,
@@ -87,6 +93,13 @@ actor DocumentHost {
     /// This document as a peer link describes it.
     var localDescription: PeerSession.LocalDocument {
         PeerSession.LocalDocument(id: id, name: name, epoch: core.epoch, version: core.durableVersion)
+    }
+
+    /// Cluster mode: every batch not from `sender` is passed to `replicator` after its local
+    /// append and before it is released (acknowledged and forwarded).
+    func setReplicator(_ replicator: @escaping @Sendable (DocumentID, [ListOperation]) async -> String?, sender: SubscriberID) {
+        self.replicator = replicator
+        clusterSender = sender
     }
 
     // MARK: Events
@@ -163,7 +176,7 @@ actor DocumentHost {
             }
         }
         let before = core.equivocations
-        await perform(core.receive(ops, batch: batch, from: sender))
+        await perform(core.receive(ops, batch: batch, from: sender), replicate: replicator != nil && sender != clusterSender)
         return (core.equivocations - before, core.lastEquivocation, core.failure, nil)
     }
 
@@ -176,7 +189,7 @@ actor DocumentHost {
 
     // MARK: Actions
 
-    private func perform(_ actions: [DocumentCore.Action]) async {
+    private func perform(_ actions: [DocumentCore.Action], replicate: Bool = false) async {
         // Consecutive sends (a batch's fan-out and acknowledgement) leave together: one hand-over
         // to the event loop, flushed before any other action so that the order holds.
         var outbox = TCPOutbox()
@@ -190,6 +203,15 @@ actor DocumentHost {
             case let .append(ticket, ops):
                 do {
                     try await store.append(ops)
+                    // Cluster mode: published (and, with `--ack cluster`, acknowledged by
+                    // JetStream) before the batch is released; the core releases in order.
+                    if replicate, let replicator, let failure = await replicator(id, ops) {
+                        // Not in the cluster (`--ack cluster`, the node stopping): not acknowledged;
+                        // the batches in flight are refused, as for a failed append.
+                        log("cluster publish failed", ["document": id.description, "error": failure])
+                        await perform(core.appendFailed(ticket: ticket, reason: "cluster: \(failure)"))
+                        continue
+                    }
                     let released = core.durable(ticket: ticket)
                     // Before the acknowledgements go out: a snapshot adds its time to the batch that
                     // triggered it, and whoever reads the acknowledgement finds the snapshot made.

@@ -209,7 +209,7 @@ public final class EventLoop: @unchecked Sendable {
 
     /// Runs `task` once the tasks and events of the current turn are done (so that a turn's many
     /// small writes to one socket leave in one system call). Loop thread only.
-    func atEndOfTurn(_ task: @escaping () -> Void) { endOfTurn.append(task) }
+    package func atEndOfTurn(_ task: @escaping () -> Void) { endOfTurn.append(task) }
 
     private func runEndOfTurn() {
         while !endOfTurn.isEmpty {

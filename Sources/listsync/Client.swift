@@ -22,7 +22,8 @@ struct ClientCommand: Sendable {
 }
 
 let commonClientOptions = """
-      --daemon HOST:PORT   the daemon (LISTSYNC_DAEMON; default 127.0.0.1:\(defaultPort))
+      --daemon HOST:PORT   the daemon (LISTSYNC_DAEMON; default 127.0.0.1:\(defaultPort)); several,
+                           comma-separated (cluster nodes): the first that answers
       --key-file FILE      the key (LISTSYNC_KEY_FILE; default DIR/key of --data)
       --data DIR           the daemon's data folder, for its key (LISTSYNC_DATA; default ~/.listsync)
       --credential FILE    this device's credential instead of the key (LISTSYNC_CREDENTIAL;
@@ -35,6 +36,25 @@ let commonClientOptions = """
 
 func usageText(_ synopsis: String, _ what: String, extra: String = "") -> String {
     "USAGE: listsync \(synopsis)\n\n\(what)\n\nOPTIONS:\n\(extra)\(commonClientOptions)"
+}
+
+/// `HOST:PORT[,HOST:PORT…]`: several daemons (cluster nodes, Docs/Cluster.md), tried in order.
+func parseAddressList(_ text: String, what: String) throws -> [(String, UInt16)] {
+    let parts = text.split(separator: ",").map { String($0).trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+    guard !parts.isEmpty else { throw UsageError(message: "\(what) needs HOST:PORT") }
+    return try parts.map { try parseAddress($0, what: what) }
+}
+
+/// Connects to the first of `addresses` that answers (a node down: the next one).
+///
+/// - Throws: the last address's error when none answers.
+func connectToFirst(_ addresses: [(String, UInt16)], authentication: ClientAuthentication) async throws -> DaemonClient {
+    precondition(!addresses.isEmpty)
+    var last: (any Error)?
+    for (host, port) in addresses {
+        do { return try await DaemonClient.connect(host: host, port: port, authentication: authentication) } catch { last = error }
+    }
+    throw last!
 }
 
 /// Runs a client command: parses, finds the daemon and the key, connects, runs, reports errors.
@@ -50,7 +70,7 @@ func runClient(_ name: String, _ command: ClientCommand, _ args: [String]) throw
         guard command.onReplica else { throw UsageError(message: "\(name) needs the daemon; it does not work on a --replica copy") }
         return runOnReplica(name, command, o, folder: folder)
     }
-    let (host, port) = try parseAddress(o.value("--daemon", env: "LISTSYNC_DAEMON") ?? "127.0.0.1:\(defaultPort)", what: "--daemon")
+    let addresses = try parseAddressList(o.value("--daemon", env: "LISTSYNC_DAEMON") ?? "127.0.0.1:\(defaultPort)", what: "--daemon")
     let json = o.has("--json")
     let authentication: ClientAuthentication
     do { authentication = try clientAuthentication(o) } catch {
@@ -61,7 +81,7 @@ func runClient(_ name: String, _ command: ClientCommand, _ args: [String]) throw
     return blockOn(name, json: json) {
         var renewed = false
         while true {
-            let daemon = try await DaemonClient.connect(host: host, port: port, authentication: authentication)
+            let daemon = try await connectToFirst(addresses, authentication: authentication)
             do {
                 let code = try await command.run(o, OnlineClient(daemon: daemon, slot: slot), json)
                 await daemon.close()

@@ -4,6 +4,7 @@ import ListSyncServer
 import ListStore
 import ListSyncTCP
 import ListSyncWeb
+import ListSyncNATS
 import Synchronization
 #if canImport(Glibc)
 import Glibc
@@ -57,12 +58,21 @@ let serveUsage = """
                               shared: one write-ahead log for every document, DIR/wal (the
                               default); per-document: a log in each document's folder, as before
                               it (for comparisons; a folder with DIR/wal keeps it) (LISTSYNC_STORAGE)
+      --cluster nats://HOST:PORT[,…]
+                              cluster mode (LISTSYNC_CLUSTER; Docs/Cluster.md): share documents
+                              with the other nodes through these NATS JetStream servers; nodes
+                              share the key file
+      --ack local|cluster     in cluster mode, acknowledge a batch after the local fsync (local) or
+                              also after JetStream stored it (cluster, the default; LISTSYNC_ACK)
+      --cluster-replicas N    the stream's and bucket's replicas when this node creates them
+                              (LISTSYNC_CLUSTER_REPLICAS; 1; 3 for a cluster of three NATS servers)
       -h, --help              show this help
     """
 
 func runServe(_ args: [String]) throws -> Int32 {
     let o = try Options(args, values: ["--data", "--listen", "--key-file", "--peer", "--admin", "--web", "--admin-token-file", "--max-connections", "--idle-unload",
-                                       "--rate-limit", "--log-format", "--storage", "--discover-port", "--announce-to", "--announce-interval", "--announce-address"],
+                                       "--rate-limit", "--log-format", "--storage", "--discover-port", "--announce-to", "--announce-interval", "--announce-address",
+                                       "--cluster", "--ack", "--cluster-replicas"],
                         flags: ["--help", "--discover"])
     if o.has("--help") { print(serveUsage); return 0 }
     guard o.positional.isEmpty else { throw UsageError(message: "unexpected argument '\(o.positional[0])'") }
@@ -80,6 +90,7 @@ func runServe(_ args: [String]) throws -> Int32 {
         config.admin = (h, p)
     }
     config.adminTokenFile = o.value("--admin-token-file", env: "LISTSYNC_ADMIN_TOKEN_FILE")
+    config.cluster = try parseCluster(o)
     if o.has("--discover") || ProcessInfo.processInfo.environment["LISTSYNC_DISCOVER"] == "1" {
         var d = DaemonConfiguration.Discovery()
         if let p = o.value("--discover-port", env: "LISTSYNC_DISCOVER_PORT") {
@@ -170,6 +181,7 @@ func runServe(_ args: [String]) throws -> Int32 {
                 listsync daemon listening on \(address)
                   data folder: \(config.dataFolder)
                   key file:    \(key)\(created ? " (created now, mode 0600)" : "")
+                  cluster:     \(config.cluster.map { "\($0.servers.map(\.description).joined(separator: ",")) (ack \($0.acknowledgement.rawValue))" } ?? "off")
                   peers:       \(config.peers.isEmpty ? "none" : config.peers.map { "\($0.host):\($0.port)" }.joined(separator: ", "))\(config.discovery.map { " (and LAN discovery on UDP port \($0.port))" } ?? "")\(admin)
                 connect from another terminal:
                   listsync status --daemon \(address) --key-file \(key)
@@ -212,4 +224,31 @@ func logValue(_ value: String) -> String {
     let v = PrintableText.escaped(value)
     guard v.isEmpty || v.contains(where: { $0 == " " || $0 == "\"" || $0 == "=" }) else { return v }
     return "\"" + v.replacingOccurrences(of: "\"", with: "\\\"") + "\""
+}
+
+/// `--cluster`, `--ack` and `--cluster-replicas` (and their environment variables).
+func parseCluster(_ o: Options) throws -> ClusterConfiguration? {
+    let ack = o.value("--ack", env: "LISTSYNC_ACK")
+    let replicas = o.value("--cluster-replicas", env: "LISTSYNC_CLUSTER_REPLICAS")
+    guard let text = o.value("--cluster", env: "LISTSYNC_CLUSTER") else {
+        if ack != nil || replicas != nil { throw UsageError(message: "--ack and --cluster-replicas need --cluster") }
+        return nil
+    }
+    guard let servers = NATSServerAddress.list(text) else {
+        throw UsageError(message: "--cluster must be nats://HOST:PORT[,nats://HOST:PORT…], not '\(text)'")
+    }
+    var c = ClusterConfiguration(servers: servers)
+    if let ack {
+        guard let level = ClusterConfiguration.Acknowledgement(rawValue: ack) else {
+            throw UsageError(message: "--ack must be local or cluster, not '\(ack)'")
+        }
+        c.acknowledgement = level
+    }
+    if let replicas {
+        guard let n = Int(replicas), (1...5).contains(n) else {
+            throw UsageError(message: "--cluster-replicas must be 1 to 5, not '\(replicas)'")
+        }
+        c.replicas = n
+    }
+    return c
 }

@@ -63,11 +63,12 @@ build_module ListSync ListCRDT ListTable
 build_module ListSyncCrypto
 build_module ListSyncTCP ListSync ListSyncCrypto
 build_module ListSyncHTTP ListSync ListSyncTCP ListSyncCrypto
+build_module ListSyncNATS ListSync ListSyncTCP
 build_module ListStore ListCRDT
-build_module ListSyncServer ListCRDT ListTable ListSync ListSyncTCP ListSyncHTTP ListStore ListSyncCrypto
+build_module ListSyncServer ListCRDT ListTable ListSync ListSyncTCP ListSyncHTTP ListStore ListSyncCrypto ListSyncNATS
 
 OBJECTS=("$MOD"/ListCRDT.o "$MOD"/ListTable.o "$MOD"/ListSync.o "$MOD"/ListSyncCrypto.o "$MOD"/CListSyncLinux.o
-         "$MOD"/ListSyncTCP.o "$MOD"/ListSyncHTTP.o "$MOD"/ListStore.o "$MOD"/ListSyncServer.o)
+         "$MOD"/ListSyncTCP.o "$MOD"/ListSyncHTTP.o "$MOD"/ListSyncNATS.o "$MOD"/ListStore.o "$MOD"/ListSyncServer.o)
 
 # Extra sources compiled into a harness (the CLI's parsing lives in the executable target).
 extra_sources() {

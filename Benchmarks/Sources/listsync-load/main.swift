@@ -16,12 +16,14 @@ import Synchronization
 
 let usage = """
     USAGE: listsync-load [--clients N] [--edits N] [--docs N] [--moves PERCENT] [--deletes PERCENT]
-                         [--seed S] [--json] [--kill-after] [--binary PATH] [--daemon HOST:PORT --key-file FILE]
+                         [--seed S] [--json] [--kill-after] [--binary PATH] [--daemon HOST:PORT… --key-file FILE]
            listsync-load --kill-cycles K [--clients N] [--json] [--binary PATH]
            listsync-load --idle-clients N [--resident-docs M] [--json] [--binary PATH]
            listsync-load --device N [--json] [--binary PATH]
            listsync-load --recovery-docs N [--json] [--binary PATH]
 
+    --daemon, repeated (cluster nodes, Docs/Cluster.md): the documents are made on the first, the
+    clients take the daemons in turn.
     Defaults: 64 clients, 1000 edits each, 8 documents, 40% moves, 10% deletes, seed 1; a daemon
     started here. The rest of the edits are inserts (--moves 0 --deletes 0: inserts only).
     --kill-after: once the clients have converged, kill the daemon with SIGKILL, restart it on the
@@ -47,7 +49,9 @@ struct Config {
     var seed: UInt64 = 1
     var json = false
     var binary: String?
-    var daemon: (String, UInt16)?
+    /// `--daemon`, repeatable: the clients are spread over these, in turn (cluster nodes).
+    var daemons: [(String, UInt16)] = []
+    var daemon: (String, UInt16)? { daemons.first }
     var keyFile: String?
     var killCycles = 0
     var idleClients = 0, residentDocs = 1_000
@@ -81,7 +85,7 @@ func parse() -> Config {
         case "--key-file": c.keyFile = next(a)
         case "--daemon":
             let t = next(a).split(separator: ":")
-            c.daemon = (String(t[0]), UInt16(t[1]) ?? 7450)
+            c.daemons.append((String(t[0]), UInt16(t.count > 1 ? t[1] : "") ?? 7450))
         case "-h", "--help": print(usage); exit(0)
         default: FileHandle.standardError.write(Data("unknown option \(a)\n\(usage)\n".utf8)); exit(2)
         }
@@ -226,10 +230,12 @@ func run(_ c: Config) async throws -> [String: Any] {
     let latencies = Latencies()
     var clients: [(DaemonClient, DocumentID, LiveDocument)] = []
     for i in 0..<c.clients {
+        // Several --daemon (cluster nodes): the clients take them in turn.
+        let (h, p) = c.daemons.count > 1 ? c.daemons[i % c.daemons.count] : (host, port)
         // Each client from its own loopback address, as clients on a LAN would be (the daemon
         // admits 16 connections per address).
-        let source = host == "127.0.0.1" ? "127.0.\(1 + i / 250).\(2 + i % 250)" : nil
-        let client = try await DaemonClient.connect(host: host, port: port, key: key, localHost: source, changeSets: false)
+        let source = h == "127.0.0.1" ? "127.0.\(1 + i / 250).\(2 + i % 250)" : nil
+        let client = try await DaemonClient.connect(host: h, port: p, key: key, localHost: source, changeSets: false)
         let doc = docs[i % c.docs]
         await client.observeOperations { _, ops in
             let t = now()
@@ -240,7 +246,22 @@ func run(_ c: Config) async throws -> [String: Any] {
                 }
             }
         }
-        clients.append((client, doc, try await client.open(doc)))
+        // Another cluster node makes its copy of a new document within a second or so.
+        var opened: LiveDocument?
+        let deadline = now() + 60_000_000_000
+        while opened == nil {
+            do { opened = try await client.open(doc) } catch {
+                if now() > deadline { throw error }
+                try await Task.sleep(for: .milliseconds(100))
+            }
+        }
+        // A node that made its copy just now fills it from the stream: wait for the seeded list
+        // (two sections, 20 items), or the first edits would find no section to edit.
+        while opened!.snapshot.sections.count < 2 || opened!.snapshot.sections.reduce(0, { $0 + $1.items.count }) < 20 {
+            if now() > deadline { throw LoadError("document \(doc) not caught up on \(h):\(p) in 60 s") }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        clients.append((client, doc, opened!))
     }
 
     // Timed: every client edits at once, each edit acknowledged before the next.
@@ -328,7 +349,7 @@ func run(_ c: Config) async throws -> [String: Any] {
     let rss = daemonProcess?.rss ?? 0, bytesOnDisk = daemonProcess?.bytesOnDisk ?? 0
     for (client, _, _) in clients { await client.close() }
     var result: [String: Any] = [
-        "clients": c.clients, "edits_per_client": c.edits, "documents": c.docs, "moves_percent": c.moves, "deletes_percent": c.deletes,
+        "clients": c.clients, "daemons": max(1, c.daemons.count), "edits_per_client": c.edits, "documents": c.docs, "moves_percent": c.moves, "deletes_percent": c.deletes,
         "acknowledged_edits": acknowledged, "failed_edits": failures.count,
         "first_failure": failures.first,
         "edit_seconds": editSeconds, "acknowledged_ops_per_s": Double(acknowledged) / editSeconds,

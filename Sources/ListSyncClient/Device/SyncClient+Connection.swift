@@ -40,24 +40,29 @@ extension SyncClient {
         guard let server else { return }
         var rng = SystemRandomNumberGenerator()
         var attempt = 0
+        // `host:port`, then the alternates (cluster nodes); `failed` counts this round's failures.
+        let addresses = [(host: server.host, port: server.port)] + server.alternates
+        var current = 0, failed = 0
         while !closed && !Task.isCancelled {
+            let (host, port) = addresses[current]
             isConnecting = true
             updateStatus()
             var transport: TCPTransport?
             do {
-                transport = try await TCPTransport.connect(host: server.host, port: server.port, authentication: server.authentication,
+                transport = try await TCPTransport.connect(host: host, port: port, authentication: server.authentication,
                                                            localHost: server.localHost, loop: loop)
             } catch {
                 if case let .handshake(why) = error, why.contains("authentication failed") {
                     sessionFailure = .wrongKey(why)
                 } else {
-                    lastError = "cannot reach \(server.host):\(server.port): \(error)"
+                    lastError = "cannot reach \(host):\(port): \(error)"
                 }
             }
             isConnecting = false
             if let transport {
                 if closed { await transport.close(); break }
                 attempt = 0
+                failed = 0
                 sessionFailure = nil
                 lastError = nil
                 await serve(transport, timeout: server.requestTimeout)
@@ -67,9 +72,15 @@ extension SyncClient {
                     updateStatus()
                     break
                 }
-                lastError = lastError ?? "the connection to \(server.host):\(server.port) closed"
+                lastError = lastError ?? "the connection to \(host):\(port) closed"
+            } else {
+                failed += 1
             }
             updateStatus()
+            // The next address at once while some of this round are untried; else wait.
+            current = (current + 1) % addresses.count
+            if failed > 0 && failed < addresses.count { continue }
+            failed = 0
             let delay = server.backoff.delay(attempt: attempt, using: &rng)
             attempt += 1
             await sleep(delay)

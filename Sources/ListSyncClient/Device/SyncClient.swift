@@ -63,6 +63,10 @@ public actor SyncClient {
         public var requestTimeout: Duration
         /// The waits between connection attempts (jittered, doubling).
         public var backoff: Backoff
+        /// Other daemons serving the same documents (cluster nodes, Docs/Cluster.md): when the
+        /// one in use cannot be reached, or its connection ends, the client tries the next of
+        /// `host:port` and these, in turn; the backoff applies once every one has failed.
+        public var alternates: [(host: String, port: UInt16)] = []
 
         /// A daemon at `host:port` that the device reaches with the daemon's `key` (32 bytes).
         public init(host: String, port: UInt16, key: [UInt8], localHost: String? = nil,
