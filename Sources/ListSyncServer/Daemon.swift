@@ -409,6 +409,8 @@ public actor Daemon {
         do { try folder.rename(id, to: name) } catch {
             throw DaemonError.from(error)
         }
+        // A host loading now may have read the old name: it takes the new one once loaded.
+        if let pending = loading[id] { _ = try? await pending.value }
         var info = DocumentInfo(id: id, name: name, epoch: 0, operations: 0)
         if let h = hosts[id] {
             await h.rename(name)
