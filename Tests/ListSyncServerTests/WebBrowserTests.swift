@@ -215,6 +215,8 @@ struct WebBrowserTests {
         // A state-changing request without the page's CSRF token is refused.
         let csrf = try stranger.run("return fetch('/api/docs?name=forged', {method: 'POST'}).then(r => r.status)") as? Int
         #expect(csrf == 403)
+        let renameCSRF = try stranger.run("return fetch('/api/docs/' + arguments[0] + '/rename?name=forged', {method: 'POST'}).then(r => r.status)", [f.doc]) as? Int
+        #expect(renameCSRF == 403)
 
         // A device scoped to this list.
         guard let made = try f.daemon.json(["create", "secret"]) as? [String: Any], let secret = made["id"] as? String else {
@@ -234,6 +236,10 @@ struct WebBrowserTests {
         #expect(docs == [f.doc], "a device sees only its documents")
         #expect(try phone.run("return fetch('/doc/' + arguments[0]).then(r => r.status)", [secret]) as? Int == 404)
         #expect(try phone.run("return fetch('/api/docs/' + arguments[0] + '/events').then(r => r.status)", [secret]) as? Int == 404)
+        // Renaming a list out of the device's scope, with the page's own token: no such document.
+        let renameSecret = "return fetch('/api/docs/' + arguments[0] + '/rename?name=x', {method: 'POST', headers: {'X-ListSync-CSRF': document.querySelector('meta[name=csrf]').content}}).then(r => r.status)"
+        #expect(try phone.run(renameSecret, [secret]) as? Int == 404)
+        #expect(try (f.daemon.json(["docs"]) as? [[String: Any]] ?? []).contains { $0["id"] as? String == secret && $0["name"] as? String == "secret" })
 
         try f.cli(["insert", f.doc, "0.0", "before-revoke"])
         #expect(try phone.wait(until: "return 'before-revoke' in window.listsync.seen"))
