@@ -397,6 +397,9 @@ let clientCommands: [String: ClientCommand] = [
                     throw UsageError(message: "rename --name takes one argument, DOC, not \(o.positional.count): nothing was renamed")
                 }
                 guard !name.isEmpty else { throw UsageError(message: "a document's name cannot be empty: nothing was renamed") }
+                guard o.value("--replica", env: "LISTSYNC_REPLICA") == nil else {
+                    throw UsageError(message: "renaming a document needs the daemon: run it without --replica (a device copy keeps the name it was fetched with; Docs/Daemon.md, \"Renaming a document\")")
+                }
             } else if o.positional.count != 3 {
                 throw UsageError(message: "rename takes DOC PATH TEXT (an item or a section), or DOC --name NEW-NAME (the document), not \(o.positional.count) argument(s): nothing was renamed")
             }
