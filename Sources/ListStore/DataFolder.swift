@@ -144,6 +144,19 @@ public final class DataFolder: Sendable {
         return id
     }
 
+    /// Renames document `id` to `name`: its `name` file replaced atomically (a temporary file,
+    /// fsynced, renamed over it, the folder fsynced), so a crash leaves the old name or the new one.
+    ///
+    /// - Throws: ``StoreError/destroyed(_:)`` or ``StoreError/unknownDocument(_:)`` for an id this
+    ///   folder does not hold (nothing is written); ``StoreError/closed`` after ``close()``.
+    public func rename(_ id: DocumentID, to name: String) throws(StoreError) {
+        try checkOpen()
+        if isDestroyed(id) { throw .destroyed(id) }
+        let folder = folder(of: id)
+        guard fs.exists(folder + "/name") else { throw .unknownDocument(id) }
+        try fs.writeAtomically(Array(name.utf8), to: folder + "/name", folder: folder)
+    }
+
     /// Opens document `id`'s store (recovering it; see ``DocumentStore/open(at:documentID:replica:options:fileSystem:)``).
     ///
     /// - Throws: ``StoreError/unknownDocument(_:)`` for an id this folder does not have.

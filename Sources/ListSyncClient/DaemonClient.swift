@@ -176,6 +176,22 @@ public actor DaemonClient {
         return madeEpoch
     }
 
+    /// Renames `document` on the daemon (Docs/Daemon.md, "Renaming a document"): its name file is
+    /// replaced durably, and connections that listed the documents hear the new name. Needs the
+    /// daemon's key or a device credential that may write the document. Peers are not told.
+    ///
+    /// - Returns: the document's info with its new name.
+    /// - Throws: ``DaemonClientError/refused(_:_:)`` with `.unknownDocument` (or out of the
+    ///   credential's scope), `.destroyed`, `.forbidden` (a read-only device), `.refused` (an
+    ///   empty name) or `.storage`; nothing is renamed then.
+    @discardableResult
+    public func rename(_ document: DocumentID, to name: String) async throws -> DocumentInfo {
+        guard case let .renamed(info) = try await ask(.rename(document, name: name)) else {
+            throw DaemonClientError.disconnected
+        }
+        return info
+    }
+
     /// Waits until the daemon ends the subscription of an opened document (it was destroyed, or
     /// reset), and returns the daemon's words; nil when the connection closes first.
     public func waitUntilEnded(_ document: DocumentID) async -> String? {

@@ -407,10 +407,37 @@ public actor Daemon {
             throw DaemonError.from(error)
         }
         metrics.setOnDisk(max(0, metrics.documentsOnDisk - 1))
-        log("document destroyed", ["id": id.description, "name": h?.name ?? "", "epoch": String(current, radix: 16), "by": reason])
+        log("document destroyed", ["id": id.description, "name": await h?.name ?? "", "epoch": String(current, radix: 16), "by": reason])
         for p in peers { await p.destroyOnPeer(id) }
         await cluster?.destroyed(id)
         return current
+    }
+
+    /// Renames document `id` to `name` (Docs/Daemon.md, "Renaming a document"): the name file is
+    /// written durably, a resident host takes the new name (later subscribers hear it), and every
+    /// connection that listed the documents hears the new info. Peers are not told.
+    ///
+    /// - Returns: the document's info with its new name.
+    /// - Throws: ``DaemonError/invalidName(_:)`` (nothing written), ``DaemonError/unknownDocument(_:)``,
+    ///   ``DaemonError/destroyed(_:)`` or a storage failure.
+    func rename(_ id: DocumentID, to name: String) async throws(DaemonError) -> DocumentInfo {
+        guard let folder else { throw .stopping }
+        if let why = DocumentInfo.nameProblem(name) { throw .invalidName(why) }
+        if isDestroyed(id, in: folder) { throw .destroyed(id) }
+        do { try folder.rename(id, to: name) } catch {
+            throw DaemonError.from(error)
+        }
+        // A host loading now may have read the old name: it takes the new one once loaded.
+        if let pending = loading[id] { _ = try? await pending.value }
+        var info = DocumentInfo(id: id, name: name, epoch: 0, operations: 0)
+        if let h = hosts[id] {
+            await h.rename(name)
+            info.epoch = await h.epoch
+            info.operations = await h.document.operationCount
+        }
+        log("document renamed", ["id": id.description, "name": name])
+        for c in connections.values { await c.announce(info) }
+        return info
     }
 
     /// The ids of the destroyed documents (their deletion records).
@@ -526,7 +553,7 @@ public actor Daemon {
         var resident: [[String: Any]] = []
         let failing = await failingStores()
         for (id, h) in hosts {
-            var entry: [String: Any] = ["id": id.description, "name": h.name, "operations": await h.document.operationCount,
+            var entry: [String: Any] = ["id": id.description, "name": await h.name, "operations": await h.document.operationCount,
                                         "subscribers": await h.subscriberCount]
             if let failure = await h.storeFailure { entry["store_error"] = failure }
             resident.append(entry)
@@ -631,6 +658,8 @@ public enum DaemonError: Error, CustomStringConvertible, Sendable {
     case unknownDocument(DocumentID)
     /// The document was destroyed: its id is refused.
     case destroyed(DocumentID)
+    /// A name a document cannot have (why).
+    case invalidName(String)
     /// The document is at `epoch`, not the one a request named.
     case epochMismatch(DocumentID, epoch: UInt64)
     case storage(String)
@@ -647,6 +676,7 @@ public enum DaemonError: Error, CustomStringConvertible, Sendable {
         case let .listen(s): return "cannot listen on \(s)"
         case let .unknownDocument(id): return ServerSession.unknownDocumentText(id)
         case let .destroyed(id): return "document \(id) was destroyed; its id is not used again"
+        case let .invalidName(why): return why
         case let .epochMismatch(id, epoch): return "document \(id) is at epoch \(epoch), not the one asked for"
         case let .storage(s): return "storage: \(s)"
         case let .limit(s): return "limit: \(s)"

@@ -140,6 +140,13 @@ actor DaemonConnection: DocumentSubscriber {
             } catch {
                 await perform(session.failed(request: request, document: doc, code: error.code, text: error.description))
             }
+        case let .rename(request, doc, name):
+            do {
+                let info = try await daemon.rename(doc, to: name)
+                await perform(session.renamed(request: request, info))
+            } catch {
+                await perform(session.failed(request: request, document: doc, code: error.code, text: error.description))
+            }
         case let .listDocuments(request, after):
             let list = await daemon.list().filter { after == nil || $0.id > after! }
             await perform(session.documents(request: request, list))
@@ -186,6 +193,7 @@ extension DaemonError {
         case .destroyed: return .destroyed
         case .epochMismatch: return .epochMismatch
         case .limit: return .limit
+        case .invalidName: return .refused
         case .storage, .stopping: return .storage
         default: return .unsupported
         }

@@ -36,7 +36,8 @@ actor DocumentHost {
     nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
 
     nonisolated let id: DocumentID
-    nonisolated let name: String
+    /// Its name, as `subscribed` sends it (``rename(_:)`` changes it).
+    private(set) var name: String
     private(set) var core: DocumentCore
     private(set) var store: DocumentStore
     /// Opens the document's store again (recovering it from its files).
@@ -294,6 +295,12 @@ actor DocumentHost {
     func close() {
         isClosed = true
         try? store.close()
+    }
+
+    /// The document was renamed (its name file written): later subscribers hear the new name.
+    func rename(_ newName: String) {
+        name = newName
+        core.name = newName
     }
 
     /// Destroys the document in memory (``DocumentCore/destroy(reason:)``): every subscriber is

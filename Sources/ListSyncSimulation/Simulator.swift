@@ -396,6 +396,10 @@ public struct Simulator: Sendable {
                 // The simulated daemons hold one document for the whole run: no destroy events.
                 performServer(d, other, daemons[d].servers[other]?.failed(request: request, document: doc, code: .unsupported,
                                                                           text: "the simulated daemons do not destroy") ?? [])
+            case let .rename(request, doc, _):
+                // Names are not part of the simulated runs.
+                performServer(d, other, daemons[d].servers[other]?.failed(request: request, document: doc, code: .unsupported,
+                                                                          text: "the simulated daemons do not rename") ?? [])
             }
         }
     }

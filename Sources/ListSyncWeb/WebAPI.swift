@@ -61,6 +61,18 @@ enum WebAPI {
         } catch { return failure(error) }
     }
 
+    /// `POST /api/docs/ID/rename?name=N`: renames the document (the daemon decides whether the
+    /// session's credential may: read-only or out of scope is refused). Answers `{"id", "name"}`.
+    static func rename(_ backend: WebBackend, _ id: DocumentID, _ request: HTTPRequest) async -> HTTPResponse {
+        guard let name = WebRequestCheck.parameter("name", in: request.query), !name.isEmpty, name.utf8.count <= 200 else {
+            return WebPages.json(400, ["error": "a document needs a name of 1 to 200 bytes"])
+        }
+        do {
+            let info = try await backend.daemon().rename(id, to: name)
+            return WebPages.json(200, ["id": info.id.description, "name": info.name])
+        } catch { return failure(error) }
+    }
+
     /// `GET /api/status`: the daemon's status object (the daemon's key only).
     static func status(_ backend: WebBackend) async -> HTTPResponse {
         do {

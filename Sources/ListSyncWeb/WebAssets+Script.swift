@@ -49,7 +49,9 @@ extension WebAssets {
   if (logout) logout.addEventListener('click', () => post('/logout').catch(() => {}).finally(() => { location.href = '/'; }));
 
   // ---- The documents -------------------------------------------------------------------
-  async function loadDocuments() {
+  async function loadDocuments(periodic) {
+    // A rename being typed is not wiped by the periodic refresh.
+    if (periodic === true && document.querySelector('form.rename')) return;
     const r = await fetch('/api/docs', { credentials: 'same-origin' });
     const j = await r.json().catch(() => ({}));
     if (!r.ok) { showBanner(j.error || 'cannot list the documents'); return; }
@@ -65,12 +67,30 @@ extension WebAssets {
         }
         post('/api/docs/' + d.id + '/destroy').then(loadDocuments, e => showBanner(e.message));
       });
+      const nameCell = el('td', {}, el('a', { href: '/doc/' + d.id, textContent: d.name || '(no name)' }));
+      const ren = el('button', { type: 'button', class: 'rename', textContent: 'Rename' });
+      ren.hidden = j.readOnly;
+      ren.addEventListener('click', () => {
+        const input = el('input', { class: 'rename-name', value: d.name, maxLength: 200, 'aria-label': 'New name' });
+        const save = el('button', { type: 'submit', class: 'rename-save', textContent: 'Save' });
+        const form = el('form', { class: 'rename' }, input, save);
+        form.addEventListener('submit', ev => {
+          ev.preventDefault();
+          if (!input.value) return;
+          post('/api/docs/' + d.id + '/rename', { name: input.value })
+            .then(r => { say('renamed to ' + r.name); form.remove(); loadDocuments(); }, e => showBanner(e.message));
+        });
+        form.addEventListener('keydown', ev => { if (ev.key === 'Escape') { form.remove(); loadDocuments(); } });
+        nameCell.replaceChildren(form);
+        input.focus();
+        input.select();
+      });
       return el('tr', { 'data-doc': d.id },
-        el('td', {}, el('a', { href: '/doc/' + d.id, textContent: d.name || '(no name)' })),
+        nameCell,
         el('td', { class: 'num', textContent: d.operations === null ? 'not loaded' : String(d.operations) }),
         el('td', { class: 'num', textContent: bytes(d.bytes) }),
         el('td', { textContent: d.changed ? new Date(d.changed).toLocaleString() : '—' }),
-        el('td', {}, del));
+        el('td', {}, ren, ' ', del));
     });
     const table = el('table', { class: 'docs' },
       el('thead', {}, el('tr', {}, el('th', { textContent: 'List' }), el('th', { textContent: 'Operations' }), el('th', { textContent: 'Folder on disk' }),
@@ -391,7 +411,7 @@ extension WebAssets {
     panel(15 + half, samples.map(s => s.p99), '#d9822b', 'fsync p99, ms');
   }
 
-  if (page === 'documents') { loadDocuments(); setInterval(loadDocuments, 5000); }
+  if (page === 'documents') { loadDocuments(); setInterval(() => loadDocuments(true), 5000); }
   if (page === 'document') startDocument();
   if (page === 'status') startStatus();
 })();

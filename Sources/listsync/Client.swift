@@ -404,9 +404,37 @@ let clientCommands: [String: ClientCommand] = [
         }
     },
     "rename": ClientCommand(
-        usage: usageText("rename DOC PATH TEXT [options]", "Changes the text of the item at PATH (S.I), or of section S."),
-        arguments: 3...3
+        usage: usageText("rename DOC PATH TEXT [options]\n       listsync rename DOC --name NEW-NAME [options]", """
+            Changes the text of the item at PATH (S.I), or of section S. With --name, renames the document DOC \
+            (by id, id prefix or name) itself on the daemon: `docs` and the web view show NEW-NAME from then on. \
+            Needs the daemon's key or a device credential that may write DOC; peer daemons keep their name \
+            (Docs/Daemon.md, "Renaming a document").
+            """, extra: "  --name NEW-NAME      rename the document, not an item (DOC is then the only argument)\n"),
+        values: ["--name"], arguments: 1...3,
+        check: { o in
+            if let name = o.value("--name") {
+                guard o.positional.count == 1 else {
+                    throw UsageError(message: "rename --name takes one argument, DOC, not \(o.positional.count): nothing was renamed")
+                }
+                guard !name.isEmpty else { throw UsageError(message: "a document's name cannot be empty: nothing was renamed") }
+                guard o.value("--replica", env: "LISTSYNC_REPLICA") == nil else {
+                    throw UsageError(message: "renaming a document needs the daemon: run it without --replica (a device copy keeps the name it was fetched with; Docs/Daemon.md, \"Renaming a document\")")
+                }
+            } else if o.positional.count != 3 {
+                throw UsageError(message: "rename takes DOC PATH TEXT (an item or a section), or DOC --name NEW-NAME (the document), not \(o.positional.count) argument(s): nothing was renamed")
+            }
+        }
     ) { o, client, json in
+        if let name = o.value("--name") {
+            let info = try await client.resolve(o.positional[0])
+            let renamed = try await client.renameDocument(info, to: name)
+            if json {
+                printJSON(["renamed": true, "id": renamed.id.description, "name": renamed.name, "was": info.name])
+            } else {
+                print("renamed \(shown(info.name)) (\(info.id)) to \(shown(renamed.name)) on the daemon")
+            }
+            return 0
+        }
         let path = try PathArgument(o.positional[1])
         let value = Data(o.positional[2].utf8)
         return try await editCommand(o, client, json: json, verb: "renamed") { doc throws(ListError) in

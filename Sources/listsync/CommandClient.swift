@@ -20,6 +20,8 @@ protocol CommandClient: Sendable {
     /// Destroys the document (the daemon's copy; or, for a device copy, removes it from the
     /// device), and says what was done, in words and as JSON.
     func destroy(_ info: DocumentInfo) async throws -> (text: String, json: [String: Any])
+    /// Renames the document on the daemon; returns its info with the new name.
+    func renameDocument(_ info: DocumentInfo, to name: String) async throws -> DocumentInfo
 }
 
 /// Where an edit is when the command returns.
@@ -59,6 +61,10 @@ struct OnlineClient: CommandClient {
         let epoch = try await daemon.destroy(info.id)
         return ("destroyed \(shown(info.name)) (\(info.id)) on the daemon: its files are removed and its id is refused from now on",
                 ["destroyed": true, "id": info.id.description, "name": info.name, "epoch": String(epoch, radix: 16)])
+    }
+
+    func renameDocument(_ info: DocumentInfo, to name: String) async throws -> DocumentInfo {
+        try await daemon.rename(info.id, to: name)
     }
 
     func open(_ id: DocumentID) async throws -> LiveDocument {
@@ -131,6 +137,10 @@ struct ReplicaClient: CommandClient {
         let text = "removed \(shown(info.name)) (\(info.id)) from this device (\(folder))"
             + (aside.map { "; its unsent edits are kept in \($0)" } ?? "") + "; the daemon's copy is untouched"
         return (text, json)
+    }
+
+    func renameDocument(_ info: DocumentInfo, to name: String) async throws -> DocumentInfo {
+        throw UsageError(message: "renaming a document needs the daemon: run it without --replica (a device copy keeps the name it was fetched with; Docs/Daemon.md, \"Renaming a document\")")
     }
 
     func status() async throws -> String {

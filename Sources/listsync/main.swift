@@ -22,6 +22,7 @@ let usage = """
       move        move an item or a section:    listsync move DOC FROM TO       (0.3 1.0, or 2 0)
       delete      delete an item or a section:  listsync delete DOC PATH
       rename      change an item's or a section's text: listsync rename DOC PATH TEXT
+                  or the document's name:       listsync rename DOC --name NEW-NAME
       destroy     destroy a whole document:     listsync destroy DOC [--yes]   (asks to type its name)
       open        a one-time login link to the web view: listsync open [DOC]   (serve --web)
       export      write a document to a file:   listsync export DOC FILE

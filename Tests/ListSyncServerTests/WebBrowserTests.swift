@@ -215,6 +215,8 @@ struct WebBrowserTests {
         // A state-changing request without the page's CSRF token is refused.
         let csrf = try stranger.run("return fetch('/api/docs?name=forged', {method: 'POST'}).then(r => r.status)") as? Int
         #expect(csrf == 403)
+        let renameCSRF = try stranger.run("return fetch('/api/docs/' + arguments[0] + '/rename?name=forged', {method: 'POST'}).then(r => r.status)", [f.doc]) as? Int
+        #expect(renameCSRF == 403)
 
         // A device scoped to this list.
         guard let made = try f.daemon.json(["create", "secret"]) as? [String: Any], let secret = made["id"] as? String else {
@@ -234,6 +236,10 @@ struct WebBrowserTests {
         #expect(docs == [f.doc], "a device sees only its documents")
         #expect(try phone.run("return fetch('/doc/' + arguments[0]).then(r => r.status)", [secret]) as? Int == 404)
         #expect(try phone.run("return fetch('/api/docs/' + arguments[0] + '/events').then(r => r.status)", [secret]) as? Int == 404)
+        // Renaming a list out of the device's scope, with the page's own token: no such document.
+        let renameSecret = "return fetch('/api/docs/' + arguments[0] + '/rename?name=x', {method: 'POST', headers: {'X-ListSync-CSRF': document.querySelector('meta[name=csrf]').content}}).then(r => r.status)"
+        #expect(try phone.run(renameSecret, [secret]) as? Int == 404)
+        #expect(try (f.daemon.json(["docs"]) as? [[String: Any]] ?? []).contains { $0["id"] as? String == secret && $0["name"] as? String == "secret" })
 
         try f.cli(["insert", f.doc, "0.0", "before-revoke"])
         #expect(try phone.wait(until: "return 'before-revoke' in window.listsync.seen"))
@@ -270,7 +276,7 @@ struct WebBrowserTests {
         #expect(try page.wait(until: "return [...document.querySelectorAll('li.row .text')].map(t => t.textContent).join() === 'milk,bread,eggs,soap'"))
     }
 
-    @Test("the documents and status pages: the list with sizes, create from the page; the status figures and chart (screenshots with LISTSYNC_WEB_SCREENSHOTS=DIR)")
+    @Test("the documents and status pages: the list with sizes, create, rename and delete from the page; the status figures and chart (screenshots with LISTSYNC_WEB_SCREENSHOTS=DIR)")
     func documentsAndStatus() throws {
         let f = try WebFixture()
         defer { f.close() }
@@ -309,7 +315,25 @@ struct WebBrowserTests {
 
         // Delete from the page: two clicks (the second confirms); gone from the daemon.
         let chores = try #require((f.daemon.json(["docs"]) as? [[String: Any]] ?? []).first { $0["name"] as? String == "chores" }?["id"] as? String)
+        // Rename from the page: the button opens a field in the name's cell; Save (Enter) renames
+        // it on the daemon, the row shows the new name and the CLI lists it.
         try page.navigate(web + "/")
+        #expect(try page.wait(until: "return !!document.querySelector('tr[data-doc=\"' + arguments[0] + '\"] button.rename')", [chores]))
+        let rename = try page.element("tr[data-doc=\"\(chores)\"] button.rename")
+        try page.perform([Browser.mouse([["type": "pointerMove", "duration": 0, "origin": rename, "x": 0, "y": 0],
+                                         ["type": "pointerDown", "button": 0], ["type": "pointerUp", "button": 0]])])
+        #expect(try page.wait(until: "return document.activeElement && document.activeElement.classList.contains('rename-name')"))
+        // Typed as keys: select-all is on (the old name is replaced).
+        let typing: [[String: Any]] = "weekend chores\u{E007}".unicodeScalars.flatMap { k -> [[String: Any]] in
+            [["type": "keyDown", "value": String(k)], ["type": "keyUp", "value": String(k)]]
+        }
+        try page.perform([Browser.keys(typing)])
+        #expect(try page.wait(until: "return (document.querySelector('tr[data-doc=\"' + arguments[0] + '\"] td a') || {}).textContent === 'weekend chores'", [chores]),
+                "\(String(describing: try? page.run("return window.listsync.errors") ?? ""))")
+        let listed = try f.daemon.json(["docs"]) as? [[String: Any]] ?? []
+        #expect(listed.first { $0["id"] as? String == chores }?["name"] as? String == "weekend chores", "\(listed)")
+        #expect(try f.cli(["docs"]).contains("weekend chores"))
+
         #expect(try page.wait(until: "return !!document.querySelector('tr[data-doc=\"' + arguments[0] + '\"] button.danger')", [chores]))
         let delete = try page.element("tr[data-doc=\"\(chores)\"] button.danger")
         let click: [[String: Any]] = [["type": "pointerMove", "duration": 0, "origin": delete, "x": 0, "y": 0],
@@ -318,7 +342,7 @@ struct WebBrowserTests {
         #expect(try page.run("return document.querySelector('tr[data-doc=\"' + arguments[0] + '\"] button.danger').textContent", [chores]) as? String == "Confirm delete")
         try page.perform([Browser.mouse(click)])
         #expect(try page.wait(until: "return !document.querySelector('tr[data-doc=\"' + arguments[0] + '\"]')", [chores]))
-        #expect(try !(f.daemon.json(["docs"]) as? [[String: Any]] ?? []).contains { $0["name"] as? String == "chores" })
+        #expect(try !(f.daemon.json(["docs"]) as? [[String: Any]] ?? []).contains { $0["id"] as? String == chores })
 
         try page.navigate(web + "/status")
         #expect(try page.wait(until: "return document.querySelectorAll('dl.figures dd').length > 5"))

@@ -69,6 +69,9 @@ struct FuzzCorpusReplayTests {
                     case let .destroy(request, doc, epoch):
                         #expect(session.destroyed(request: request, document: doc, epoch: epoch).sent.count == 1)
                         #expect(!session.attachedDocuments.contains(doc))
+                    case let .rename(request, doc, name):
+                        #expect(DocumentInfo.nameProblem(name) == nil)
+                        #expect(session.renamed(request: request, DocumentInfo(id: doc, name: name, epoch: 1, operations: 0)).sent.count == 1)
                     case .unsubscribe, .hello, .rateLimited: break
                     }
                 }

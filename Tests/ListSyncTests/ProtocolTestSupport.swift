@@ -261,6 +261,14 @@ struct Wired {
                 fromCore(core.destroy(reason: "destroyed"))
                 server.detached(doc)
                 fromServer(server.destroyed(request: request, document: doc, epoch: core.epoch))
+            case let .rename(request, doc, name):
+                guard doc == core.id else {
+                    fromServer(server.failed(request: request, document: doc, code: .unknownDocument, text: "unknown document \(doc)"))
+                    continue
+                }
+                core.name = name
+                fromServer(server.renamed(request: request, DocumentInfo(id: doc, name: name, epoch: core.epoch,
+                                                                         operations: core.document.operationCount)))
             }
         }
     }

@@ -31,6 +31,7 @@ import ListSyncTestSupport
             (16, .destroy(request: 4, document: doc, epoch: 7)),
             (17, .destroyed(request: 4, document: doc, epoch: 7)),
             (13, .error(request: 0, document: doc, code: .destroyed, text: "destroyed")),
+            (18, .rename(request: 5, document: doc, name: "weekend groceries")),
         ] + PresenceMessageTests.examples.map { (15, .presence(document: doc, $0)) }
     }
 
@@ -80,6 +81,27 @@ import ListSyncTestSupport
         var unknown = error.encoded()
         unknown[20] = 12
         #expect(throws: SyncProtocolError.self) { try SyncMessage(decoding: unknown) }
+    }
+
+    @Test("hex example: rename and its answer, byte for byte (Docs/Protocol.md)")
+    func hexRename() throws {
+        let m = SyncMessage.rename(request: 5, document: Fixture.document, name: "hi")
+        let hex = "02 12 05 0123456789abcdef fedcba9876543210 02 6869"
+        #expect(m.encoded() == Self.bytes(hex))
+        #expect(try SyncMessage(decoding: Self.bytes(hex)) == m)
+        // The answer is a one-entry `documents` page with the request's number.
+        let answer = SyncMessage.documents(request: 5, [DocumentInfo(id: Fixture.document, name: "hi", epoch: 7, operations: 3)], more: false)
+        #expect(answer.encoded() == Self.bytes("02 0a 05 01 0123456789abcdef fedcba9876543210 02 6869 07 03 00"))
+        // Tag 19 is no message: what an older build says of tag 18.
+        var unknown = m.encoded()
+        unknown[1] = 19
+        #expect(throws: SyncProtocolError.malformed("unknown message type 19")) { try SyncMessage(decoding: unknown) }
+        // A name over the limit is refused while decoding.
+        var long = Array(m.encoded().prefix(19))
+        var w = WireWriter()
+        w.count(SyncMessage.maxTextBytes + 1)
+        long += w.bytes + Array(repeating: 0x61, count: SyncMessage.maxTextBytes + 1)
+        #expect(throws: SyncProtocolError.self) { try SyncMessage(decoding: long) }
     }
 
     @Test("hex example: an epoch-mismatch error, byte for byte (Docs/Protocol.md)")

@@ -44,6 +44,8 @@ public struct ClientSession: Sendable {
         case create(name: String, sections: [String], id: DocumentID? = nil, epoch: UInt64 = 0)
         /// Destroy a document (at `epoch`; 0: whatever epoch it is at). Needs the daemon's key.
         case destroy(DocumentID, epoch: UInt64 = 0)
+        /// Rename a document. Needs a credential that may write it (or the daemon's key).
+        case rename(DocumentID, name: String)
     }
 
     /// The answer to a ``Request``.
@@ -53,6 +55,8 @@ public struct ClientSession: Sendable {
         case created(DocumentID, epoch: UInt64)
         /// The document is destroyed (now or before); the epoch it had.
         case destroyed(DocumentID, epoch: UInt64)
+        /// The document is renamed: its info with the new name.
+        case renamed(DocumentInfo)
     }
 
     /// What the session tells its driver, in order.
@@ -143,6 +147,7 @@ public struct ClientSession: Sendable {
         case .documents: message = .listDocuments(request: n, after: nil)
         case let .create(name, sections, id, epoch): message = .create(request: n, name: name, sections: sections, id: id, epoch: epoch)
         case let .destroy(doc, epoch): message = .destroy(request: n, document: doc, epoch: epoch)
+        case let .rename(doc, name): message = .rename(request: n, document: doc, name: name)
         }
         return (n, [.send(message.encoded())])
     }
@@ -234,6 +239,14 @@ public struct ClientSession: Sendable {
         case let .documents(r, list, more):
             if r == 0 { return [.announced(list)] }
             guard var p = requests[r] else { return [] }
+            if case let .rename(doc, _) = p.request {
+                // A rename's answer: one entry, the renamed document.
+                requests[r] = nil
+                guard list.count == 1, let info = list.first, info.id == doc, !more else {
+                    return [.answered(r, .failure(.malformed("the answer to a rename is not the renamed document")))]
+                }
+                return [.answered(r, .success(.renamed(info)))]
+            }
             p.pages += list
             guard more, let last = list.last else {
                 requests[r] = nil
@@ -267,7 +280,7 @@ public struct ClientSession: Sendable {
             return []
         case let .presence(doc, presence):
             return live.contains(doc) ? [.presence(doc, presence)] : []
-        case .subscribe, .unsubscribe, .hello, .create, .listDocuments, .status, .destroy:
+        case .subscribe, .unsubscribe, .hello, .create, .listDocuments, .status, .destroy, .rename:
             return []
         }
     }
@@ -348,6 +361,7 @@ public struct ClientSession: Sendable {
         case .documents: return "the document list"
         case let .create(name, _, _, _): return "creating \(name)"
         case let .destroy(doc, _): return "destroying \(doc)"
+        case let .rename(doc, _): return "renaming \(doc)"
         }
     }
 }

@@ -59,8 +59,8 @@ public struct DocumentCore: Sendable {
 
     /// The document's id.
     public let id: DocumentID
-    /// Its name.
-    public let name: String
+    /// Its name (sent in `subscribed`); changed by a rename.
+    public var name: String
     /// Its epoch.
     public private(set) var epoch: UInt64
     /// The document as applied in memory: every durable operation, and those of batches in flight.

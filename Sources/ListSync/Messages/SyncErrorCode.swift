@@ -18,6 +18,17 @@ public struct DocumentInfo: Hashable, Sendable {
         self.epoch = epoch
         self.operations = operations
     }
+
+    /// Why `name` cannot be a document's new name (``SyncMessage/rename(request:document:name:)``),
+    /// or nil when it can: it must have 1 to ``SyncMessage/maxTextBytes`` bytes of UTF-8.
+    ///
+    /// - Complexity: O(1) (the UTF-8 view's count).
+    public static func nameProblem(_ name: String) -> String? {
+        let n = name.utf8.count
+        if n == 0 { return "a document's name cannot be empty" }
+        if n > SyncMessage.maxTextBytes { return "a document's name has at most \(SyncMessage.maxTextBytes) bytes, not \(n)" }
+        return nil
+    }
 }
 
 /// What went wrong, in an ``SyncMessage/error(request:document:code:text:)``.

@@ -51,15 +51,20 @@ public enum SyncMessage: Equatable, Sendable {
     /// The document is destroyed (now, or it was already): the answer to ``destroy(request:document:epoch:)``,
     /// with the epoch it had.
     case destroyed(request: UInt64, document: DocumentID, epoch: UInt64)
+    /// Rename a document on the daemon (Docs/Protocol.md, "Renaming a document"). The answer is
+    /// `documents(request:, [the document's info with its new name], more: false)`; a refusal is
+    /// an `error` with the request's number. A read-only device, or one whose credential does not
+    /// name the document, is refused.
+    case rename(request: UInt64, document: DocumentID, name: String)
 
     enum Tag: UInt8 {
         case subscribe = 1, subscribed, unsubscribe, operations, ack, hello, create, created,
-             listDocuments, documents, status, statusReport, error, synced, presence, destroy, destroyed
+             listDocuments, documents, status, statusReport, error, synced, presence, destroy, destroyed, rename
     }
 
     /// The protocol's version, the first byte of every message. Version 2 added `synced`, paged
     /// `documents` and chunked `statusReport` (and later, without a new version, `presence`,
-    /// `destroy` and `destroyed`: older peers find those malformed); a version-1 peer's messages are refused with
+    /// `destroy`, `destroyed` and `rename`: older peers find those malformed); a version-1 peer's messages are refused with
     /// ``SyncProtocolError/unsupportedVersion(_:)``.
     public static let version: UInt8 = 2
 
@@ -120,6 +125,8 @@ public enum SyncMessage: Equatable, Sendable {
             w.byte(Tag.destroy.rawValue); w.varint(request); w.document(doc); w.varint(epoch)
         case let .destroyed(request, doc, epoch):
             w.byte(Tag.destroyed.rawValue); w.varint(request); w.document(doc); w.varint(epoch)
+        case let .rename(request, doc, name):
+            w.byte(Tag.rename.rawValue); w.varint(request); w.document(doc); w.string(name)
         }
         return w.bytes
     }
@@ -202,6 +209,8 @@ public enum SyncMessage: Equatable, Sendable {
             return .destroy(request: try r.varint(), document: try r.document(), epoch: try r.varint())
         case .destroyed:
             return .destroyed(request: try r.varint(), document: try r.document(), epoch: try r.varint())
+        case .rename:
+            return .rename(request: try r.varint(), document: try r.document(), name: try r.string())
         }
     }
 }

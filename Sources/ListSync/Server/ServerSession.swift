@@ -29,6 +29,9 @@ public struct ServerSession: Sendable {
         /// Destroy a document (the peer holds the daemon's key); answer with
         /// ``destroyed(request:document:epoch:)`` or ``failed(request:document:code:text:)``.
         case destroy(request: UInt64, document: DocumentID, epoch: UInt64)
+        /// Rename a document (the peer may write it; the name is checked); answer with
+        /// ``renamed(request:_:)`` or ``failed(request:document:code:text:)``.
+        case rename(request: UInt64, document: DocumentID, name: String)
         /// List the documents after `after`; answer with ``documents(request:_:)``.
         case listDocuments(request: UInt64, after: DocumentID?)
         /// Report the status; answer with ``status(request:json:)``.
@@ -121,6 +124,13 @@ public struct ServerSession: Sendable {
                 return [error(request, doc, .forbidden, "destroying a document needs the daemon's key, not a device credential")]
             }
             return [.destroy(request: request, document: doc, epoch: epoch)]
+        case let .rename(request, doc, name):
+            guard access.allows(doc) else { return [error(request, doc, .unknownDocument, Self.unknownDocumentText(doc))] }
+            if access.readOnly {
+                return [error(request, doc, .forbidden, "this device's credential is read-only: the rename was refused")]
+            }
+            if let why = DocumentInfo.nameProblem(name) { return [error(request, doc, .refused, why)] }
+            return [.rename(request: request, document: doc, name: name)]
         case let .listDocuments(request, after):
             followsDocuments = true
             return [.listDocuments(request: request, after: after)]
@@ -166,6 +176,12 @@ public struct ServerSession: Sendable {
         return [.send(SyncMessage.destroyed(request: request, document: document, epoch: epoch).encoded())]
     }
 
+    /// The answer to a `rename`: the document's info with its new name (a one-entry `documents`
+    /// page with the request's number).
+    public func renamed(request: UInt64, _ info: DocumentInfo) -> [Action] {
+        [.send(SyncMessage.documents(request: request, [info], more: false).encoded())]
+    }
+
     /// A request that failed.
     public func failed(request: UInt64, document: DocumentID?, code: SyncErrorCode, text: String) -> [Action] {
         [error(request, document, code, text)]
@@ -193,7 +209,7 @@ public struct ServerSession: Sendable {
         return [.send(SyncMessage.documents(request: request, page, more: count < list.count).encoded())]
     }
 
-    /// Tells a connection that listed the documents about a new one (request 0).
+    /// Tells a connection that listed the documents about a new one, or a renamed one (request 0).
     public func announce(_ info: DocumentInfo) -> [Action] {
         guard followsDocuments, access.allows(info.id) else { return [] }
         return [.send(SyncMessage.documents(request: 0, [info], more: false).encoded())]

@@ -98,6 +98,9 @@ func fuzzOne(_ bytes: [UInt8]) {
                 guard attachedBefore.contains(doc) else { fuzzFailure("presence for a document not attached") }
             case let .destroy(request, doc, epoch):
                 answers(session.destroyed(request: request, document: doc, epoch: epoch))
+            case let .rename(request, doc, name):
+                guard DocumentInfo.nameProblem(name) == nil else { fuzzFailure("a rename with a name that is refused") }
+                answers(session.renamed(request: request, DocumentInfo(id: doc, name: name, epoch: 1, operations: 0)))
             case .unsubscribe, .hello, .rateLimited:
                 break
             }
