@@ -20,10 +20,9 @@ final class NATSSocket: EventHandler {
     private var connecting = false
     private var watchingWrites = false
     private var flushScheduled = false
-    private var outbound: [UInt8] = []
-    private var sent = 0
+    private var outbound = OutboundBuffer()
     /// Bytes queued and not yet written.
-    var queued: Int { outbound.count - sent }
+    var queued: Int { outbound.queued }
 
     /// Opens a non-blocking socket for `address` (not yet connecting).
     ///
@@ -102,11 +101,7 @@ final class NATSSocket: EventHandler {
     /// Queues `bytes`; they leave at the end of the loop's turn (a turn's writes in one call).
     func write(_ bytes: [UInt8]) {
         guard !closed else { return }
-        if sent == outbound.count {
-            outbound.removeAll(keepingCapacity: true)
-            sent = 0
-        }
-        outbound.append(contentsOf: bytes)
+        outbound.append(bytes)
         if !connecting, !flushScheduled, !watchingWrites {
             flushScheduled = true
             loop.atEndOfTurn { [self] in
@@ -117,24 +112,11 @@ final class NATSSocket: EventHandler {
     }
 
     private func flush() {
-        while sent < outbound.count {
-            let n: Int?
-            do {
-                n = try outbound.withUnsafeBytes { b throws(TransportError) in
-                    try System.write(fd, UnsafeRawBufferPointer(rebasing: b[sent...]))
-                }
-            } catch {
-                close("write: \(error)")
-                return
-            }
-            guard let n else { break }
-            sent += n
+        if case let .failure(error) = outbound.write(to: fd) {
+            close("write: \(error)")
+            return
         }
-        if sent == outbound.count {
-            outbound.removeAll(keepingCapacity: outbound.capacity <= 1 << 20)
-            sent = 0
-        }
-        let want = sent < outbound.count
+        let want = outbound.queued > 0
         if want != watchingWrites {
             watchingWrites = want
             loop.setWritable(fd, want)
@@ -148,7 +130,7 @@ final class NATSSocket: EventHandler {
         machine.markClosed()
         loop.deregister(fd)
         System.close(fd)
-        outbound = []
+        outbound.clear()
         let owner = onAction
         onAction = nil
         owner?(.close(reason))

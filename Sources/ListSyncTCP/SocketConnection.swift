@@ -26,8 +26,7 @@ final class SocketConnection: EventHandler, @unchecked Sendable {
     var onAuthenticationFailure: (() -> Void)?
 
     private var inbox: AsyncStream<[UInt8]>.Continuation?
-    private var outbound: [UInt8] = []
-    private var sent = 0
+    private var outbound = OutboundBuffer()
     private var connecting = false
     private var watchingWrites = false
     private var closed = false
@@ -49,7 +48,7 @@ final class SocketConnection: EventHandler, @unchecked Sendable {
     }
 
     /// Bytes queued and not yet written.
-    var queued: Int { outbound.count - sent }
+    var queued: Int { outbound.queued }
 
     // MARK: Starting
 
@@ -232,16 +231,11 @@ final class SocketConnection: EventHandler, @unchecked Sendable {
         guard !closed else { return }
         if queued + bytes.count > options.sendQueueLimit {
             // A peer that does not read is cut off rather than growing our memory.
-            outbound = []
-            sent = 0
+            outbound.clear()
             finish(.local("slow consumer: over \(options.sendQueueLimit) bytes queued"))
             return
         }
-        if sent == outbound.count {
-            outbound.removeAll(keepingCapacity: true)
-            sent = 0
-        }
-        outbound.append(contentsOf: bytes)
+        outbound.append(bytes)
         // One write per loop turn: frames queued by the same turn leave together.
         if !connecting, !flushScheduled, !watchingWrites {
             flushScheduled = true
@@ -254,26 +248,15 @@ final class SocketConnection: EventHandler, @unchecked Sendable {
 
     /// Writes what the socket takes; watches for writability while bytes remain.
     private func flush() {
-        while sent < outbound.count {
-            let n: Int?
-            do {
-                n = try outbound.withUnsafeBytes { b throws(TransportError) in
-                    try System.write(fd, UnsafeRawBufferPointer(rebasing: b[sent...]))
-                }
-            } catch {
-                closeNow(.system(error))
-                return
-            }
-            guard let n else { break }
-            sent += n
-            traffic.withLock { $0.sent += n }
-        }
-        if sent == outbound.count {
-            outbound.removeAll(keepingCapacity: outbound.capacity <= 1 << 20)
-            sent = 0
+        switch outbound.write(to: fd) {
+        case let .success(n):
+            if n > 0 { traffic.withLock { $0.sent += n } }
+        case let .failure(error):
+            closeNow(.system(error))
+            return
         }
         wakeRoomWaiters()
-        let want = sent < outbound.count
+        let want = outbound.queued > 0
         if want != watchingWrites {
             watchingWrites = want
             loop.setInterest(fd, readable: !draining, writable: want)
@@ -298,7 +281,7 @@ final class SocketConnection: EventHandler, @unchecked Sendable {
         System.close(fd)
         inbox?.finish()
         inbox = nil
-        outbound = []
+        outbound.clear()
         if let failed = onFailedHandshake {
             onFailedHandshake = nil
             onEstablished = nil
