@@ -192,6 +192,25 @@ public struct FileSystem: Sendable {
         return Int64(st.st_size)
     }
 
+    /// When the file at `path` was last modified, in milliseconds since 1970.
+    public func modificationMillis(_ path: String) throws(StoreError) -> UInt64 {
+        var st = stat()
+        _ = try run("stat", path, mutating: false) { stat(path, &st) }
+        #if canImport(Darwin)
+        let t = st.st_mtimespec
+        #else
+        let t = st.st_mtim
+        #endif
+        return UInt64(max(0, t.tv_sec)) * 1000 + UInt64(max(0, t.tv_nsec)) / 1_000_000
+    }
+
+    /// Now, in milliseconds since 1970 (the wall clock).
+    public static func nowMillis() -> UInt64 {
+        var t = timespec()
+        clock_gettime(CLOCK_REALTIME, &t)
+        return UInt64(max(0, t.tv_sec)) * 1000 + UInt64(max(0, t.tv_nsec)) / 1_000_000
+    }
+
     /// Renames `from` to `to`, replacing `to` atomically if it exists.
     public func rename(_ from: String, to: String) throws(StoreError) {
         _ = try run("rename", "\(from) -> \(to)", mutating: true) { () -> Int32 in

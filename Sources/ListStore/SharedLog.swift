@@ -61,6 +61,9 @@ public final class SharedLog: Sendable {
         var index: [DocumentID: [Ref]] = [:]
         /// Appends of each document issued and not yet answered.
         var inFlight: [DocumentID: Int] = [:]
+        /// When each document's newest record was made durable (ms since 1970; for records found
+        /// by the scan at open, their segment's modification time).
+        var lastWrite: [DocumentID: UInt64] = [:]
         var checkpoints = 0
     }
 
@@ -88,6 +91,7 @@ public final class SharedLog: Sendable {
         }
         var bases = names.compactMap(SharedLogFormat.base(ofSegment:)).sorted()
         var index: [DocumentID: [Ref]] = [:]
+        var lastWrite: [DocumentID: UInt64] = [:]
         var end = Int64(SharedLogFormat.headerSize)
         var allocated = end
         for (i, base) in bases.enumerated() {
@@ -114,6 +118,9 @@ public final class SharedLog: Sendable {
                 report.bytesKeptAside += bytes.count - offset
                 report.damage.append((tailPath, damage))
             }
+            if !scan.entries.isEmpty, let modified = try? fs.modificationMillis(path) {
+                for e in scan.entries { lastWrite[e.document] = modified }
+            }
             if i == bases.count - 1 {
                 end = Int64(scan.validLength)
                 allocated = scan.damage == nil ? Int64(bytes.count) : end
@@ -133,7 +140,7 @@ public final class SharedLog: Sendable {
         let output = LogWriter.Output(fd: fd, path: path, end: end, allocated: allocated, generation: active,
                                       epoch: 0, logged: [:])
         return SharedLog(folder: folder, options: options, report: report, fs: fs, output: output,
-                         state: State(segments: bases, index: index))
+                         state: State(segments: bases, index: index, lastWrite: lastWrite))
     }
 
     private init(folder: String, options: SharedLogOptions, report: SharedLogRecovery, fs: FileSystem,
@@ -218,7 +225,9 @@ public final class SharedLog: Sendable {
         let lengths = SharedLogFormat.recordLengths(records)
         let box = self.box
         return { placement in
+            let now = FileSystem.nowMillis()
             box.state.withLock { s in
+                s.lastWrite[document] = now
                 var at = placement.generation + UInt64(placement.offset)
                 for n in lengths {
                     assert(s.index[document]?.last.map { $0.position < at } ?? true, "a document's records in log order")
@@ -282,6 +291,12 @@ public final class SharedLog: Sendable {
         box.state.withLock { s in Int64((s.index[id] ?? []).reduce(0) { $0 + $1.length }) }
     }
 
+    /// When a record of document `id` was last made durable here (ms since 1970), if the log has
+    /// written or found one since it was opened.
+    public func lastWrite(of id: DocumentID) -> UInt64? {
+        box.state.withLock { $0.lastWrite[id] }
+    }
+
     /// Whether document `id` has records in the log that its snapshot does not cover.
     public func hasRecords(of id: DocumentID) -> Bool {
         box.state.withLock { !($0.index[id] ?? []).isEmpty }
@@ -321,7 +336,10 @@ public final class SharedLog: Sendable {
 
     /// Forgets every record of document `id` (destroyed: its records are never read again).
     public func forget(_ id: DocumentID) throws(StoreError) {
-        _ = box.state.withLock { $0.index.removeValue(forKey: id) }
+        box.state.withLock { s in
+            s.index[id] = nil
+            s.lastWrite[id] = nil
+        }
         try checkpoint()
     }
 

@@ -28,6 +28,8 @@ public actor Daemon {
     private var listener: TCPListener?
     /// The listener again, for the refusal counts that `/metrics` reads without this actor.
     nonisolated let listenerForMetrics = Mutex<TCPListener?>(nil)
+    /// The data folder's shared log once started, for ``storageUsage(_:)`` from any thread.
+    nonisolated let sharedLogHandle = Mutex<SharedLog?>(nil)
     private var acceptTask: Task<Void, Never>?
     private(set) var hosts: [DocumentID: DocumentHost] = [:] {
         didSet { metrics.setResident(hosts.count) }
@@ -105,8 +107,9 @@ public actor Daemon {
         do {
             folder = try DataFolder(root: configuration.dataFolder, fileSystem: configuration.fileSystem,
                                     sharedLog: configuration.sharedLog)
-            if let report = folder?.sharedLog?.recoveryReport {
-                log("shared log opened", ["recovery": report.description])
+            if let shared = folder?.sharedLog {
+                sharedLogHandle.withLock { $0 = shared }
+                log("shared log opened", ["recovery": shared.recoveryReport.description])
             }
         } catch {
             throw .dataFolder("\(error)")
@@ -301,6 +304,15 @@ public actor Daemon {
             if let made = hosts[id] { return made }
             throw DaemonError.from(error)
         }
+    }
+
+    /// What document `id` holds in the shared log beyond its snapshot (bytes of its records there)
+    /// and when its newest record there was made durable (ms since 1970, if since the daemon
+    /// started or found at its start); nil without a shared log. Its folder has the rest (its
+    /// name and snapshot). Safe from any thread.
+    public nonisolated func storageUsage(_ id: DocumentID) -> (logBytes: Int64, lastWriteMillis: UInt64?)? {
+        guard let log = sharedLogHandle.withLock({ $0 }) else { return nil }
+        return (log.uncoveredBytes(of: id), log.lastWrite(of: id))
     }
 
     /// Whether document `id` is being destroyed or was (its deletion record).

@@ -9,16 +9,21 @@ import ListTable
 /// ``WebBackend``, so the daemon decides what the session may do. State-changing calls are
 /// `POST`s without a body (arguments in the query), checked for CSRF before they get here.
 enum WebAPI {
-    /// `GET /api/docs`: the documents the session may see, with the bytes in their folders and
-    /// when a file there was last written (with the shared log, recent edits are in `DIR/wal`
-    /// until the next snapshot: these trail them).
+    /// `GET /api/docs`: the documents the session may see, with their bytes on disk (their folder,
+    /// and their records in the daemon's shared log not yet in a snapshot) and when they were last
+    /// written (the newer of the two).
     ///
     /// - Complexity: O(d · f): a `stat` of each file of each document.
-    static func documents(_ backend: WebBackend, dataFolder: String) async -> HTTPResponse {
+    static func documents(_ backend: WebBackend, dataFolder: String,
+                          logUsage: (@Sendable (DocumentID) -> (logBytes: Int64, lastWriteMillis: UInt64?)?)? = nil) async -> HTTPResponse {
         do {
             let docs = try await backend.daemon().documents()
             let list: [[String: Any]] = docs.sorted { $0.name < $1.name }.map { d in
-                let (bytes, changed) = usage(dataFolder + "/documents/" + d.id.description)
+                var (bytes, changed) = usage(dataFolder + "/documents/" + d.id.description)
+                if let inLog = logUsage?(d.id) {
+                    bytes += Int(inLog.logBytes)
+                    changed = max(changed, Int(inLog.lastWriteMillis ?? 0))
+                }
                 // Operations are known for documents in memory (epoch 0: not loaded now).
                 return ["id": d.id.description, "name": d.name, "bytes": bytes, "changed": changed,
                         "operations": d.epoch == 0 ? NSNull() : d.operations as Any]

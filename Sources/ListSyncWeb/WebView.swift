@@ -21,6 +21,9 @@ public struct WebViewConfiguration: Sendable {
     public var dataFolder: String
     /// One log line per event (login, session ended, refusals).
     public var log: (@Sendable (String, [String: String]) -> Void)?
+    /// What a document holds in the daemon's shared log beyond its folder, and when it was last
+    /// written there (``Daemon/storageUsage(_:)``); nil: the folder alone.
+    public var logUsage: (@Sendable (DocumentID) -> (logBytes: Int64, lastWriteMillis: UInt64?)?)?
 
     public init(host: String, port: UInt16, daemonHost: String, daemonPort: UInt16, masterKey: [UInt8], dataFolder: String,
                 log: (@Sendable (String, [String: String]) -> Void)? = nil) {
@@ -127,7 +130,7 @@ public actor WebView {
         switch (request.method, path) {
         case ("GET", "/"), ("HEAD", "/"): return WebPages.page(.documents, session: session)
         case ("GET", "/status"), ("HEAD", "/status"): return WebPages.page(.status, session: session)
-        case ("GET", "/api/docs"): return await WebAPI.documents(backend, dataFolder: configuration.dataFolder)
+        case ("GET", "/api/docs"): return await WebAPI.documents(backend, dataFolder: configuration.dataFolder, logUsage: configuration.logUsage)
         case ("POST", "/api/docs"): return await WebAPI.create(backend, request)
         case ("GET", "/api/status"): return await WebAPI.status(backend)
         default: break

@@ -24,8 +24,10 @@ func startWeb(host: String, port: UInt16, daemon: Daemon, dataFolder: String, lo
     guard let address = await daemon.address else { throw UsageError(message: "the daemon is not listening") }
     // The web view is a client of the daemon's own port: on a wildcard address, over loopback.
     let daemonHost = address.isLoopback ? address.hostText : "127.0.0.1"
-    let view = try await WebView.start(WebViewConfiguration(host: host, port: port, daemonHost: daemonHost, daemonPort: address.port,
-                                                            masterKey: key, dataFolder: dataFolder, log: log))
+    var configuration = WebViewConfiguration(host: host, port: port, daemonHost: daemonHost, daemonPort: address.port,
+                                             masterKey: key, dataFolder: dataFolder, log: log)
+    configuration.logUsage = { daemon.storageUsage($0) }
+    let view = try await WebView.start(configuration)
     if let bound = await view.address {
         try? Data("\(bound)\n".utf8).write(to: URL(fileURLWithPath: webAddressPath(dataFolder)), options: .atomic)
     }

@@ -346,6 +346,27 @@ struct SharedLogTests {
         }
     }
 
+    @Test("a document's bytes in the log and its last write: counted while uncovered, zero after a snapshot, found again after reopening")
+    func usage() throws {
+        let root = temporaryFolder("wal-usage")
+        defer { removeFolder(root) }
+        var stream = EditStream(seed: 850)
+        var (folder, stores, _) = try Self.openFolder(root, count: 2)
+        let log = folder.sharedLog!
+        let before = FileSystem.nowMillis()
+        try stores[0].append(stream.batch(3))
+        let written = log.uncoveredBytes(of: Self.id(0))
+        #expect(written > 0 && log.lastWrite(of: Self.id(0)).map { $0 >= before } == true)
+        #expect(try stores[0].logSize == written)
+        Self.close(folder, stores)
+        (folder, stores, _) = try Self.openFolder(root, count: 2)
+        #expect(folder.sharedLog!.uncoveredBytes(of: Self.id(0)) == written)
+        #expect(folder.sharedLog!.lastWrite(of: Self.id(0)) != nil, "the segment's modification time")
+        try stores[0].snapshot(stream.document)
+        #expect(folder.sharedLog!.uncoveredBytes(of: Self.id(0)) == 0)
+        Self.close(folder, stores)
+    }
+
     @Test("a removed document's records stay unread after reopening, even when a document of the same id comes back")
     func removalRecord() throws {
         let root = temporaryFolder("wal-remove")
