@@ -131,7 +131,9 @@ struct ClusterProcessTests {
         let b = try node(folder, "b", nats: nats, key: key, ack: "local")
         defer { b.kill9() }
         #expect(try a.run(["create", "board", "--sections", "Todo"]).0 == 0)
-        #expect(eventually(30) { (try? b.run(["docs"]).1.contains("board")) == true })
+        // B has the document and its section (listed first, then filled from the stream): the
+        // insert at 0.0 below needs the section on B's disk once JetStream is gone.
+        #expect(eventually(30) { items(b, "board").count == 1 })
         nats.stop()
         // --ack local: on B's disk is enough.
         #expect(try b.run(["insert", "board", "0.0", "local"]).0 == 0)
