@@ -75,6 +75,8 @@ struct ClusterProcessTests {
         #expect(created == 0, "\(err)")
         // The document list is in the cluster: B makes its copy and lists it.
         #expect(eventually(30) { (try? b.run(["docs"]).1.contains("board")) == true }, "B does not list the document: \(b.log)")
+        // and fills it from the stream: B's insert at 1.0 needs both sections there.
+        #expect(eventually(30) { items(b, "board").count == 2 }, "B: \(items(b, "board"))")
         #expect(try a.run(["insert", "board", "0.0", "milk"]).0 == 0)
         #expect(try b.run(["insert", "board", "1.0", "bread"]).0 == 0)
         let want = [["milk"], ["bread"]]
