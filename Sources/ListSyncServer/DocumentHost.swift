@@ -286,6 +286,7 @@ actor DocumentHost {
         do {
             try store.snapshot(core.document)
             nextSnapshotAt = max(snapshotLogBytes, (try? store.snapshotBytes) ?? 0)
+            log("document checkpointed", ["document": id.description, "generation": "\((try? store.generation) ?? 0)"])
         } catch {
             log("checkpoint snapshot failed", ["document": id.description, "error": error.description])
         }

@@ -56,5 +56,60 @@ struct DaemonSnapshotTests {
         await reader.close()
         await again.stop()
     }
+
+    @Test("the shared log stays a few segments long: the daemon snapshots the documents holding its oldest segment, resident or not, and every acknowledged edit survives a restart")
+    func checkpointsKeepTheLogShort() async throws {
+        let events = DaemonFaultTests.Events()
+        let (daemon, port, key, dir) = try await DaemonLimitTests.start { config in
+            var log = SharedLogOptions()
+            log.segmentBytes = 4_096
+            log.preallocation = 0
+            config.sharedLog = log
+            config.checkpointSegments = 2
+            config.snapshotLogBytes = 1 << 30   // no snapshot but the checkpoints'
+            config.idleUnload = .seconds(1)      // the quiet document is unloaded, unsnapshotted
+            config.log = { e, f in events.list.withLock { $0.append((e, f)) } }
+        }
+        defer { dir.remove() }
+        let wal = dir.path + "/data/wal"
+        func segments() -> Int { ((try? FileSystem.system.list(wal)) ?? []).filter { $0.hasPrefix("segment-") }.count }
+        let writer = try await DaemonClient.connect(host: "127.0.0.1", port: port, key: key)
+        // One document written once, then left alone (its records sit in the oldest segments),
+        // and one written all along.
+        let other = try await DaemonClient.connect(host: "127.0.0.1", port: port, key: key)
+        let quiet = try await other.create(name: "quiet")
+        _ = try await other.open(quiet)
+        try await other.edit(quiet) { d throws(ListError) in
+            _ = try d.insertItem(atRow: 0, inSection: 0, value: Data("once".utf8))
+        }
+        await other.close()   // nobody holds it: unloaded after a second, its records in the log
+        let busy = try await writer.create(name: "busy")
+        let live = try await writer.open(busy)
+        var most = 0
+        for i in 0..<400 {
+            try await writer.edit(busy) { d throws(ListError) in
+                _ = try d.insertItem(atRow: d.itemCount(inSection: 0), inSection: 0, value: Data("item \(i) \(String(repeating: "x", count: 40))".utf8))
+            }
+            if i % 50 == 49 { try await Task.sleep(for: .milliseconds(1_200)) }   // a housekeeping turn
+            most = max(most, segments())
+        }
+        try await Task.sleep(for: .milliseconds(1_500))
+        // 400 edits of about 80 bytes are some 8 segments of 4 KiB: without checkpoints all stay.
+        #expect(segments() <= 4, "\(segments()) segments (at most \(most) during the run)")
+        #expect(most < 8, "at most \(most) segments during the run")
+        // The quiet document was loaded again to be snapshotted, the busy one snapshotted in use.
+        let checkpointed = Set(events.named("document checkpointed").compactMap { $0["document"] })
+        #expect(checkpointed.isSuperset(of: [quiet.description, busy.description]), "\(checkpointed)")
+        let expected = live.document.rows
+        await writer.close()
+        await daemon.stop()
+
+        let (again, port2) = try await DaemonLimitTests.restart(on: dir)
+        let reader = try await DaemonClient.connect(host: "127.0.0.1", port: port2, key: key)
+        #expect(try await reader.open(busy).document.rows == expected)
+        #expect(try await reader.open(quiet).document.rows == [["once"]])
+        await reader.close()
+        await again.stop()
+    }
 }
 #endif
