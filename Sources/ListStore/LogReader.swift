@@ -64,24 +64,34 @@ public struct LogScan: Sendable {
     public static func scan(_ bytes: [UInt8], document: DocumentID, path: String = "log",
                             maxValueSize: Int = ListDocument.defaultMaxValueSize) throws(StoreError) -> LogScan {
         try LogFormat.checkLogHeader(bytes[...], document: document, path: path)
-        var scan = LogScan(validLength: LogFormat.logHeaderSize)
-        var at = LogFormat.logHeaderSize
+        let walk = walkRecords(bytes, from: LogFormat.logHeaderSize) { at in
+            record(in: bytes, at: at, maxValueSize: maxValueSize)
+        }
+        return LogScan(records: walk.items, validLength: walk.validLength, damage: walk.damage,
+                       preallocated: walk.preallocated)
+    }
+
+    /// The records of `bytes` from `start`, each read by `read` (the record at an offset and the
+    /// offset after it), up to the first bad one: how far they are intact, and either the damage
+    /// there or, when every byte from there on is zero, that many bytes of preallocated space.
+    /// A document's log and the shared log's segments are walked alike.
+    ///
+    /// - Complexity: O(n) for n bytes, plus `read`'s.
+    static func walkRecords<T>(_ bytes: [UInt8], from start: Int, _ read: (Int) -> Result<(T, Int), LogDamage>)
+        -> (items: [T], validLength: Int, damage: (offset: Int, reason: LogDamage)?, preallocated: Int) {
+        var items: [T] = []
+        var at = start
         while at < bytes.count {
-            switch record(in: bytes, at: at, maxValueSize: maxValueSize) {
-            case let .success((record, next)):
-                scan.records.append(record)
+            switch read(at) {
+            case let .success((item, next)):
+                items.append(item)
                 at = next
-                scan.validLength = next
             case let .failure(damage):
-                if bytes[at...].allSatisfy({ $0 == 0 }) {
-                    scan.preallocated = bytes.count - at
-                } else {
-                    scan.damage = (at, damage)
-                }
-                return scan
+                if bytes[at...].allSatisfy({ $0 == 0 }) { return (items, at, nil, bytes.count - at) }
+                return (items, at, (at, damage), 0)
             }
         }
-        return scan
+        return (items, at, nil, 0)
     }
 
     /// The framing of the record at `at` (a document's log and the shared log alike): its type

@@ -160,24 +160,11 @@ public struct SharedLogScan: Sendable {
     /// - Complexity: O(n) for n bytes (one checksum pass).
     public static func scan(_ bytes: [UInt8], base: LogPosition, path: String = "segment") throws(StoreError) -> SharedLogScan {
         try SharedLogFormat.checkHeader(bytes[...], base: base, path: path)
-        var scan = SharedLogScan(validLength: SharedLogFormat.headerSize)
-        var at = SharedLogFormat.headerSize
-        while at < bytes.count {
-            switch entry(in: bytes, at: at, base: base) {
-            case let .success(entry):
-                scan.entries.append(entry)
-                at += entry.length
-                scan.validLength = at
-            case let .failure(damage):
-                if bytes[at...].allSatisfy({ $0 == 0 }) {
-                    scan.preallocated = bytes.count - at
-                } else {
-                    scan.damage = (at, damage)
-                }
-                return scan
-            }
+        let walk = LogScan.walkRecords(bytes, from: SharedLogFormat.headerSize) { at in
+            entry(in: bytes, at: at, base: base).map { ($0, at + $0.length) }
         }
-        return scan
+        return SharedLogScan(entries: walk.items, validLength: walk.validLength, damage: walk.damage,
+                             preallocated: walk.preallocated)
     }
 
     static func entry(in bytes: [UInt8], at: Int, base: LogPosition) -> Result<SharedLogEntry, LogDamage> {
