@@ -26,12 +26,15 @@ struct DaemonFloodTests {
 
     /// The bounds on an honest command's time (the process's start included). Alone on this
     /// machine every one takes under 0.1 s (Docs/Security.md); beside the whole test suite on
-    /// two cores, starting a debug binary alone took over a second once: the median must stay
-    /// under a second and the worst under 2.5 s.
+    /// two cores (NATS servers, Chromium and daemons started by other suites at the same time),
+    /// starting a debug binary alone took over a second, and one command of five took 3.1 s while
+    /// the daemon used 0.06 of a core: the median must stay under a second, and the worst under
+    /// 5 s. A client the flood starved fails its command (3 s handshake deadline, a few retries of
+    /// a cut handshake), which ``honest(_:)`` records as an issue whatever the time.
     static func expectServed(_ times: [Double], _ report: String, sourceLocation: SourceLocation = #_sourceLocation) {
         let sorted = times.sorted()
         #expect(!sorted.isEmpty && sorted[sorted.count / 2] < 1, "median: \(report)", sourceLocation: sourceLocation)
-        #expect((sorted.last ?? 0) < 2.5, "worst: \(report)", sourceLocation: sourceLocation)
+        #expect((sorted.last ?? 0) < 5, "worst: \(report)", sourceLocation: sourceLocation)
     }
 
     /// Seconds an honest `listsync docs` takes, or nil when it failed (its error recorded).
