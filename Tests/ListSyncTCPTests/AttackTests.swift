@@ -34,6 +34,15 @@ extension SocketTests {
             return (raw, m, wire)
         }
 
+        /// The test options with a 10 s handshake deadline, for tests that run a handshake by hand
+        /// (``rawHandshake(port:key:source:seed:)``): a loaded machine once took longer than the
+        /// 0.8 s test deadline, and the server closed the connection before it was established.
+        static var rawHandshakeOptions: TCPOptions {
+            var options = testOptions
+            options.handshakeTimeout = .seconds(10)
+            return options
+        }
+
         static func honest(_ port: UInt16, _ loop: EventLoop) async throws {
             let ok = try await honestRoundTrip(port: port, loop: loop)
             #expect(ok, "the honest client was not served")
@@ -83,7 +92,7 @@ extension SocketTests {
 
         @Test("a sealed frame with one bit flipped closes that connection only")
         func flippedBit() async throws {
-            try await withServer { loop, listener in
+            try await withServer(options: Self.rawHandshakeOptions) { loop, listener in
                 let echo = echoServer(listener)
                 var (raw, m, _) = try #require(await Self.rawHandshake(port: listener.port, seed: 3))
                 #expect(m.isEstablished)
@@ -98,7 +107,7 @@ extension SocketTests {
 
         @Test("a frame replayed within a session closes that connection")
         func replayedFrame() async throws {
-            try await withServer { loop, listener in
+            try await withServer(options: Self.rawHandshakeOptions) { loop, listener in
                 let echo = echoServer(listener)
                 var (raw, m, _) = try #require(await Self.rawHandshake(port: listener.port, seed: 4))
                 let frame = try m.seal(.data, [1, 2, 3])
@@ -114,7 +123,7 @@ extension SocketTests {
 
         @Test("a 4 GiB length prefix is refused at once, before and after the handshake")
         func hugeLength() async throws {
-            try await withServer { loop, listener in
+            try await withServer(options: Self.rawHandshakeOptions) { loop, listener in
                 let echo = echoServer(listener)
                 let early = try #require(RawSocket(port: listener.port))
                 early.send([0xff, 0xff, 0xff, 0xff])
@@ -149,30 +158,39 @@ extension SocketTests {
             }
         }
 
-        /// Timed honest round trips: each must take under a second.
-        static func honestTimed(_ port: UInt16, _ loop: EventLoop, _ what: String) async throws -> Double {
+        /// One honest round trip's time, unchecked (a baseline); its failure is an issue.
+        static func roundTripSeconds(_ port: UInt16, _ loop: EventLoop, _ what: String) async throws -> Double {
             let start = Date()
             do { try await Self.honest(port, loop) } catch {
                 Issue.record("\(what): \(error)")
                 throw error
             }
-            let seconds = Date().timeIntervalSince(start)
-            #expect(seconds < 1, "\(what): the honest client took \(seconds) s")
+            return Date().timeIntervalSince(start)
+        }
+
+        /// Timed honest round trips: each must take under a second more than three times
+        /// `baseline`, the same round trip's time before the flood (0 on a quiet machine, where
+        /// the bound is a second; on a loaded one the whole test suite's load is in both).
+        static func honestTimed(_ port: UInt16, _ loop: EventLoop, _ what: String, baseline: Double = 0) async throws -> Double {
+            let seconds = try await roundTripSeconds(port, loop, what)
+            let bound = 1 + 3 * baseline
+            #expect(seconds < bound, "\(what): the honest client took \(seconds) s (bound \(bound) s, \(baseline) s without a flood)")
             return seconds
         }
 
-        @Test("silent and half-open floods, from the honest client's own address and from 64 others: the pool never grows past its size, and the honest client is served in under a second")
+        @Test("silent and half-open floods, from the honest client's own address and from 64 others: the pool never grows past its size, and the honest client is served in under a second (more on a loaded machine: three times its time without the flood)")
         func handshakeFlood() async throws {
             var options = testOptions
             options.maxUnauthenticated = 16
             options.handshakeTimeout = .seconds(5)   // the flood holds its slots for the whole test
             try await withServer(options: options) { loop, listener in
                 let echo = echoServer(listener)
+                let alone = try await Self.roundTripSeconds(listener.port, loop, "no flood yet")
                 // Silent connections from 127.0.0.1, the honest client's own address.
                 var flood: [RawSocket] = []
                 for _ in 0..<64 { if let s = RawSocket(port: listener.port, source: "127.0.0.1") { flood.append(s) } }
                 try await Task.sleep(for: .milliseconds(200))
-                _ = try await Self.honestTimed(listener.port, loop, "64 silent connections from its own address")
+                _ = try await Self.honestTimed(listener.port, loop, "64 silent connections from its own address", baseline: alone)
                 // Half-open: a HELLO each, from 64 addresses, then silence.
                 var rng = TestRNG(seed: 9)
                 for a in 0..<64 {
@@ -181,7 +199,7 @@ extension SocketTests {
                     flood.append(s)
                 }
                 try await Task.sleep(for: .milliseconds(200))
-                _ = try await Self.honestTimed(listener.port, loop, "64 half-open connections from 64 addresses")
+                _ = try await Self.honestTimed(listener.port, loop, "64 half-open connections from 64 addresses", baseline: alone)
                 // An attacker that keeps reconnecting while the honest client works.
                 let port = listener.port
                 let attacker = Task.detached {
@@ -193,7 +211,7 @@ extension SocketTests {
                     }
                 }
                 var worst = 0.0
-                for _ in 0..<5 { worst = max(worst, try await Self.honestTimed(listener.port, loop, "a reconnecting attacker")) }
+                for _ in 0..<5 { worst = max(worst, try await Self.honestTimed(listener.port, loop, "a reconnecting attacker", baseline: alone)) }
                 attacker.cancel()
                 _ = await attacker.value
                 let h = listener.handshakes
@@ -208,8 +226,9 @@ extension SocketTests {
 
         @Test("failed proofs from the honest client's own address never refuse it")
         func failedProofsFromOwnAddress() async throws {
-            try await withServer { loop, listener in
+            try await withServer(options: Self.rawHandshakeOptions) { loop, listener in
                 let echo = echoServer(listener)
+                let alone = try await Self.roundTripSeconds(listener.port, loop, "before the failed proofs")
                 for seed in 0..<8 {
                     let bad = try #require(RawSocket(port: listener.port, source: "127.0.0.1"))
                     var rng = TestRNG(seed: 100 + UInt64(seed))
@@ -219,7 +238,7 @@ extension SocketTests {
                     #expect(await bad.closedByPeer(within: 10))
                 }
                 #expect(listener.handshakes.failedProofs == 8)
-                _ = try await Self.honestTimed(listener.port, loop, "after 8 failed proofs from its address")
+                _ = try await Self.honestTimed(listener.port, loop, "after 8 failed proofs from its address", baseline: alone)
                 echo.cancel()
             }
         }
