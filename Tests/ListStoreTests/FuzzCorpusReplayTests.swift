@@ -1,4 +1,5 @@
 import Foundation
+import ListSyncTestSupport
 import Testing
 import ListCRDT
 import ListStore
@@ -65,18 +66,4 @@ struct FuzzCorpusReplayTests {
         let masked = CRC32C.masked(crc.value)
         out += lenBytes + (0..<4).map { UInt8(truncatingIfNeeded: masked >> (8 * $0)) } + [type] + payload
     }
-}
-
-/// Every file of Tests/Fuzz/Corpus/<name>/ and Tests/Fuzz/Crashes/<name>/.
-func fuzzInputs(_ name: String, file: String = #filePath) -> [[UInt8]] {
-    let tests = URL(fileURLWithPath: file).deletingLastPathComponent().deletingLastPathComponent()
-    var out: [[UInt8]] = []
-    for folder in ["Fuzz/Corpus/\(name)", "Fuzz/Crashes/\(name)"] {
-        let dir = tests.appendingPathComponent(folder)
-        let names = (try? FileManager.default.contentsOfDirectory(atPath: dir.path)) ?? []
-        for n in names.sorted() where !n.hasPrefix(".") {
-            if let d = FileManager.default.contents(atPath: dir.appendingPathComponent(n).path) { out.append(Array(d)) }
-        }
-    }
-    return out
 }

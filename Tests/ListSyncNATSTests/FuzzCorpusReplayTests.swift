@@ -1,4 +1,5 @@
 import Foundation
+import ListSyncTestSupport
 import Testing
 @testable import ListSyncNATS
 
@@ -41,32 +42,4 @@ struct FuzzCorpusReplayTests {
             }
         }
     }
-}
-
-/// Cuts `bytes` into pieces of `sizes[k] + 1` bytes (cycled); one piece when `sizes` is empty.
-func split(_ bytes: [UInt8], _ sizes: [UInt8]) -> [ArraySlice<UInt8>] {
-    guard !sizes.isEmpty else { return [bytes[...]] }
-    var pieces: [ArraySlice<UInt8>] = []
-    var at = 0, k = 0
-    while at < bytes.count {
-        let n = min(Int(sizes[k % sizes.count]) + 1, bytes.count - at)
-        pieces.append(bytes[at..<at + n])
-        at += n
-        k += 1
-    }
-    return pieces
-}
-
-/// The files of Tests/Fuzz/Corpus/<name>/ and Tests/Fuzz/Crashes/<name>/.
-func fuzzInputs(_ name: String, file: String = #filePath) -> [[UInt8]] {
-    let tests = URL(fileURLWithPath: file).deletingLastPathComponent().deletingLastPathComponent()
-    var out: [[UInt8]] = []
-    for folder in ["Fuzz/Corpus/\(name)", "Fuzz/Crashes/\(name)"] {
-        let dir = tests.appendingPathComponent(folder)
-        let names = (try? FileManager.default.contentsOfDirectory(atPath: dir.path)) ?? []
-        for n in names.sorted() where !n.hasPrefix(".") {
-            if let d = FileManager.default.contents(atPath: dir.appendingPathComponent(n).path) { out.append(Array(d)) }
-        }
-    }
-    return out
 }

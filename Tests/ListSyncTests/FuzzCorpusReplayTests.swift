@@ -1,4 +1,5 @@
 import Foundation
+import ListSyncTestSupport
 import Testing
 import ListCRDT
 import ListSync
@@ -92,18 +93,4 @@ struct FuzzCorpusReplayTests {
         }
         return out
     }
-}
-
-/// Every file of Tests/Fuzz/Corpus/<name>/ and Tests/Fuzz/Crashes/<name>/.
-func fuzzInputs(_ name: String, file: String = #filePath) -> [[UInt8]] {
-    let tests = URL(fileURLWithPath: file).deletingLastPathComponent().deletingLastPathComponent()
-    var out: [[UInt8]] = []
-    for folder in ["Fuzz/Corpus/\(name)", "Fuzz/Crashes/\(name)"] {
-        let dir = tests.appendingPathComponent(folder)
-        let names = (try? FileManager.default.contentsOfDirectory(atPath: dir.path)) ?? []
-        for n in names.sorted() where !n.hasPrefix(".") {
-            if let d = FileManager.default.contents(atPath: dir.appendingPathComponent(n).path) { out.append(Array(d)) }
-        }
-    }
-    return out
 }
