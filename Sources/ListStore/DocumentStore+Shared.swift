@@ -135,16 +135,14 @@ extension DocumentStore {
         let epoch = try own.epoch
         let g = try own.generation
         var report = own.recoveryReport
+        report.movedToSharedLog = true
         try own.close()
         let state = SharedDocument(SharedDocument.State(epoch: epoch, generation: g, snapshotBytes: 0,
                                                         logged: document.version.counters))
         let store = DocumentStore(folder: folder, documentID: id, options: options, report: report, fs: fs, log: log,
                                   document: state)
         try store.snapshotShared(document, log: log, state: state, dropTails: false)
-        report.movedToSharedLog = true
-        let moved = DocumentStore(folder: folder, documentID: id, options: options, report: report, fs: fs, log: log,
-                                  document: state)
-        return (moved, document)
+        return (store, document)
     }
 
     /// A snapshot of a document of the shared log: generation g + 1, covering every record of it

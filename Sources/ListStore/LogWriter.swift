@@ -85,17 +85,7 @@ final class LogWriter: Sendable {
 
     /// Appends `bytes` (whole records) and returns once they are durable.
     func commit(_ bytes: [UInt8], maxIDs: [ReplicaID: UInt64], epoch: UInt64? = nil) throws(StoreError) {
-        let semaphore = DispatchSemaphore(value: 0)
-        let result = ResultBox()
-        let entry = Entry(bytes: bytes, maxIDs: maxIDs, epoch: epoch) { error, _ in
-            result.value.withLock { $0 = error }
-            semaphore.signal()
-        }
-        if enqueue(entry) {
-            if runRound() { drain.async { self.drainAll() } }
-        }
-        semaphore.wait()
-        if let error = result.value.withLock({ $0 }) { throw error }
+        _ = try commitPlacedBlocking(bytes, maxIDs: maxIDs, epoch: epoch)
     }
 
     /// Appends `bytes` (whole records) and returns once they are durable, without blocking a
@@ -117,11 +107,13 @@ final class LogWriter: Sendable {
         return try result.get()
     }
 
-    /// The blocking form of ``commitPlaced(_:maxIDs:placed:)``: the caller leads a round if none runs.
-    func commitPlacedBlocking(_ bytes: [UInt8], placed: (@Sendable (Placement) -> Void)? = nil) throws(StoreError) -> Placement {
+    /// The blocking form of ``commitPlaced(_:maxIDs:placed:)``: the caller leads a round if none
+    /// runs, and waits on a semaphore otherwise.
+    func commitPlacedBlocking(_ bytes: [UInt8], maxIDs: [ReplicaID: UInt64] = [:], epoch: UInt64? = nil,
+                              placed: (@Sendable (Placement) -> Void)? = nil) throws(StoreError) -> Placement {
         let semaphore = DispatchSemaphore(value: 0)
         let box = Mutex<Result<Placement, StoreError>?>(nil)
-        let entry = Entry(bytes: bytes, maxIDs: [:], epoch: nil, done: { error, placement in
+        let entry = Entry(bytes: bytes, maxIDs: maxIDs, epoch: epoch, done: { error, placement in
             box.withLock { $0 = error.map { .failure($0) } ?? .success(placement) }
             semaphore.signal()
         }, placed: placed)
@@ -236,9 +228,4 @@ final class LogWriter: Sendable {
             try fs.close(o.fd, path: o.path)
         }
     }
-}
-
-/// A result handed from the commit round's thread to a blocked appender.
-final class ResultBox: Sendable {
-    let value = Mutex<StoreError?>(nil)
 }

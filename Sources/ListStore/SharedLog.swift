@@ -59,12 +59,9 @@ public final class SharedLog: Sendable {
         var segments: [LogPosition]
         /// Each document's uncovered records, in log order.
         var index: [DocumentID: [Ref]] = [:]
-        /// Appends of each document issued and not yet answered.
-        var inFlight: [DocumentID: Int] = [:]
         /// When each document's newest record was made durable (ms since 1970; for records found
         /// by the scan at open, their segment's modification time).
         var lastWrite: [DocumentID: UInt64] = [:]
-        var checkpoints = 0
     }
 
     // MARK: Opening
@@ -193,8 +190,6 @@ public final class SharedLog: Sendable {
     /// - Complexity: one write and one sync shared with every append of the round.
     @discardableResult
     public func append(_ records: [UInt8], of document: DocumentID) async throws(StoreError) -> LogPosition {
-        begin(document)
-        defer { end(document) }
         let placement = try await writer.commitPlaced(records, maxIDs: [:], placed: indexer(document, records))
         return placement.generation + UInt64(placement.offset)
     }
@@ -202,21 +197,8 @@ public final class SharedLog: Sendable {
     /// The blocking form of ``append(_:of:)`` (for callers that may block their thread).
     @discardableResult
     public func appendBlocking(_ records: [UInt8], of document: DocumentID) throws(StoreError) -> LogPosition {
-        begin(document)
-        defer { end(document) }
         let placement = try writer.commitPlacedBlocking(records, placed: indexer(document, records))
         return placement.generation + UInt64(placement.offset)
-    }
-
-    private func begin(_ document: DocumentID) {
-        box.state.withLock { $0.inFlight[document, default: 0] += 1 }
-    }
-
-    private func end(_ document: DocumentID) {
-        box.state.withLock { s in
-            let n = s.inFlight[document, default: 1] - 1
-            s.inFlight[document] = n > 0 ? n : nil
-        }
     }
 
     /// Puts the records in the index as soon as they are durable, inside the commit round (so a
@@ -297,19 +279,9 @@ public final class SharedLog: Sendable {
         box.state.withLock { $0.lastWrite[id] }
     }
 
-    /// Whether document `id` has records in the log that its snapshot does not cover.
-    public func hasRecords(of id: DocumentID) -> Bool {
-        box.state.withLock { !($0.index[id] ?? []).isEmpty }
-    }
-
-    /// Every document with records in the log, and whether it has appends in flight.
+    /// Every document with records in the log that its snapshot does not cover.
     public var documents: [DocumentID] {
         box.state.withLock { s in s.index.compactMap { $0.value.isEmpty ? nil : $0.key } }
-    }
-
-    /// How many appends of `id` are issued and not yet answered.
-    public func appendsInFlight(of id: DocumentID) -> Int {
-        box.state.withLock { $0.inFlight[id] ?? 0 }
     }
 
     // MARK: Checkpointing
@@ -361,10 +333,7 @@ public final class SharedLog: Sendable {
         // Oldest first, so that a crash leaves no gap: the live segments stay a run.
         for base in doomed { try fs.unlink(folder + "/" + SharedLogFormat.segmentName(base)) }
         try fs.syncFolder(folder)
-        box.state.withLock { s in
-            s.segments.removeFirst(doomed.count)
-            s.checkpoints += 1
-        }
+        box.state.withLock { $0.segments.removeFirst(doomed.count) }
         return doomed.count
     }
 

@@ -257,12 +257,19 @@ actor DocumentHost {
     /// Snapshots the document if its log has passed ``nextSnapshotAt`` and nothing is in flight
     /// (so the snapshot holds only durable operations). A failure is logged, not thrown.
     private func snapshotIfDue() {
-        guard core.isQuiet, let size = try? store.logSize, size > nextSnapshotAt else { return }
+        guard let size = try? store.logSize, size > nextSnapshotAt else { return }
+        snapshotNow(size, event: "document snapshotted")
+    }
+
+    /// Snapshots the document if nothing is in flight, and logs `event`; a failure is logged and
+    /// the next threshold moved out, not thrown.
+    private func snapshotNow(_ size: Int64, event: String) {
+        guard core.isQuiet else { return }
         do {
             try store.snapshot(core.document)
             nextSnapshotAt = max(snapshotLogBytes, (try? store.snapshotBytes) ?? 0)
-            log("document snapshotted", ["document": id.description, "log_bytes": "\(size)",
-                                         "generation": "\((try? store.generation) ?? 0)"])
+            log(event, ["document": id.description, "log_bytes": "\(size)",
+                        "generation": "\((try? store.generation) ?? 0)"])
         } catch .snapshotBehindLog {
             // Another append is on its way (issued, not yet answered): the next batch tries again.
         } catch {
@@ -282,14 +289,8 @@ actor DocumentHost {
     /// Snapshots the document now if nothing is in flight (the daemon's checkpoint of the shared
     /// log: the snapshot lets the log drop the segments that held this document's records).
     func checkpoint() {
-        guard core.isQuiet, !isClosed else { return }
-        do {
-            try store.snapshot(core.document)
-            nextSnapshotAt = max(snapshotLogBytes, (try? store.snapshotBytes) ?? 0)
-            log("document checkpointed", ["document": id.description, "generation": "\((try? store.generation) ?? 0)"])
-        } catch {
-            log("checkpoint snapshot failed", ["document": id.description, "error": error.description])
-        }
+        guard !isClosed, let size = try? store.logSize else { return }
+        snapshotNow(size, event: "document checkpointed")
     }
 
     /// Closes the store (the daemon stops); the host takes nothing more.

@@ -110,6 +110,9 @@ struct DaemonFaultTests {
             #expect(code == .refused)
             #expect(text.contains("different content"), "\(text)")
         }
+        // The refusal reaches the forger from inside the document's host; the connection logs and
+        // counts it once the host has answered it: wait for that, a moment at most.
+        #expect(eventually(5) { !events.named("equivocation refused").isEmpty })
         let logged = try #require(events.named("equivocation refused").first)
         #expect(logged["document"] == doc.description)
         #expect(logged["operation"] == "\(forged.id)")

@@ -413,12 +413,16 @@ public struct DocumentCore: Sendable {
         var actions: [Action] = []
         // Live fan-out: a subscriber with nothing queued gets the same frames as every other such
         // subscriber, so they are encoded once (when they fit one step) instead of once each.
-        var shared: [[UInt8]]?? = .none
+        var shared: [[UInt8]]?
+        var encoded = false
         for s in subscribers.keys.sorted() where s != sender {
             if var sub = subscribers[s], !sub.waiting, !sub.syncedDue, sub.next == sub.queue.count,
                ops.count <= maxQueuedOperations {
-                if case .none = shared { shared = .some(framesInOneStep(ops)) }
-                if case let .some(.some(frames)) = shared {
+                if !encoded {
+                    shared = framesInOneStep(ops)
+                    encoded = true
+                }
+                if let frames = shared {
                     if !sub.queue.isEmpty {
                         // What enqueue does to a queue sent to its end.
                         sub.queue = []
