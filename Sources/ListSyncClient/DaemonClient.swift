@@ -37,6 +37,14 @@ public enum DaemonClientError: Error, CustomStringConvertible, Sendable {
     }
 }
 
+/// A change to the daemon's document list (``DaemonClient/documentListChanges()``).
+public enum DocumentListChange: Hashable, Sendable {
+    /// A document was made, or renamed: its info now.
+    case changed(DocumentInfo)
+    /// A document was destroyed, at the epoch it had: it is gone from the list for good.
+    case destroyed(DocumentID, epoch: UInt64)
+}
+
 /// A client of a daemon over one connection: lists and creates documents, opens one as a local
 /// replica, edits it (each edit returns once every frame of it is durable on the daemon), and
 /// watches its changes. The driver of a ``ClientSession``: every request ends in an answer, an
@@ -58,6 +66,8 @@ public actor DaemonClient {
     /// Opened documents whose subscription the daemon ended (destroyed or reset), with its words.
     private var endedDocuments: [DocumentID: String] = [:]
     private var documentEndWaiters: [DocumentID: [CheckedContinuation<String, Never>]] = [:]
+    /// Whoever follows the document list (``documentListChanges()``).
+    private var listFollowers: [AsyncStream<DocumentListChange>.Continuation] = []
     /// Why the connection ended (the daemon's reason: a revoked credential, a shutdown), once it has.
     public private(set) var endReason: String?
     private let changeSets: Bool
@@ -354,6 +364,22 @@ public actor DaemonClient {
         closeWaiters = []
         for (_, waiters) in documentEndWaiters { for w in waiters { w.resume(returning: "") } }
         documentEndWaiters = [:]
+        for f in listFollowers { f.finish() }
+        listFollowers = []
+    }
+
+    /// The changes to the daemon's document list from now on: documents made, renamed and
+    /// destroyed, by anyone (within this credential's scope). The daemon tells a connection
+    /// that has listed the documents, so call ``documents()`` first; the stream ends with the
+    /// connection.
+    public func documentListChanges() -> AsyncStream<DocumentListChange> {
+        let (stream, continuation) = AsyncStream.makeStream(of: DocumentListChange.self)
+        if transport.isOpen { listFollowers.append(continuation) } else { continuation.finish() }
+        return stream
+    }
+
+    private func tellFollowers(_ change: DocumentListChange) {
+        for f in listFollowers { f.yield(change) }
     }
 
     /// Waits until the connection ends (the daemon closed it, or it was lost); returns why.
@@ -399,7 +425,11 @@ public actor DaemonClient {
                 endReason = text
             case let .presence(doc, p):
                 opened[doc]?.receivePresence(p, now: EventLoop.now())
-            case .announced, .documentError:
+            case let .announced(list):
+                for info in list { tellFollowers(.changed(info)) }
+            case let .withdrawn(doc, epoch):
+                tellFollowers(.destroyed(doc, epoch: epoch))
+            case .documentError:
                 break
             }
         }

@@ -325,6 +325,7 @@ public actor Daemon {
     func create(name: String, sections: [String], id: DocumentID?, epoch: UInt64) async throws(DaemonError)
         -> (DocumentID, UInt64) {
         guard let folder else { throw .stopping }
+        if id == nil, let why = DocumentInfo.nameProblem(name) { throw .invalidName(why) }
         // A destroyed id is never made again, whoever holds a copy (Docs/Daemon.md, "Destroying a document").
         if let id, isDestroyed(id, in: folder) { throw .destroyed(id) }
         if let id, let existing = try? await host(id) { return (id, await existing.epoch) }
@@ -420,6 +421,7 @@ public actor Daemon {
         }
         metrics.setOnDisk(max(0, metrics.documentsOnDisk - 1))
         log("document destroyed", ["id": id.description, "name": await h?.name ?? "", "epoch": String(current, radix: 16), "by": reason])
+        for c in connections.values { await c.announceDestroyed(id, epoch: current) }
         for p in peers { await p.destroyOnPeer(id) }
         await cluster?.destroyed(id)
         return current

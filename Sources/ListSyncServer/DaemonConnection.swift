@@ -81,6 +81,11 @@ actor DaemonConnection: DocumentSubscriber {
         await perform(session.announce(info))
     }
 
+    /// Tells a connection that listed the documents that one was destroyed.
+    func announceDestroyed(_ document: DocumentID, epoch: UInt64) async {
+        await perform(session.announceDestroyed(document, epoch: epoch))
+    }
+
     private func perform(_ actions: [ServerSession.Action]) async {
         for action in actions {
             await perform(action)

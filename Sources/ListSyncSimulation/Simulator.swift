@@ -485,7 +485,7 @@ public struct Simulator: Sendable {
                 _ = clients[c].board.receive(p, now: nowNs)
                 // Read by identity against the client's own document (its assertions check the mapping).
                 _ = clients[c].board.activities(in: clients[c].document)
-            case .answered, .synced, .announced, .documentError, .accessEnded: break
+            case .answered, .synced, .announced, .withdrawn, .documentError, .accessEnded: break
             }
         }
     }

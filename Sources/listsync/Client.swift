@@ -38,6 +38,15 @@ func usageText(_ synopsis: String, _ what: String, extra: String = "") -> String
     "USAGE: listsync \(synopsis)\n\n\(what)\n\nOPTIONS:\n\(extra)\(commonClientOptions)"
 }
 
+/// `docs`' `--count N` (with `--follow` only), or nil.
+func followCount(_ o: Options) throws -> Int? {
+    try o.value("--count").map { t -> Int in
+        guard o.has("--follow") else { throw UsageError(message: "--count goes with --follow") }
+        guard let n = Int(t), n > 0 else { throw UsageError(message: "--count must be a positive number, not '\(t)'") }
+        return n
+    }
+}
+
 /// `HOST:PORT[,HOST:PORT…]`: several daemons (cluster nodes, Docs/Cluster.md), tried in order.
 func parseAddressList(_ text: String, what: String) throws -> [(String, UInt16)] {
     let parts = text.split(separator: ",").map { String($0).trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
@@ -157,8 +166,10 @@ func describe(_ error: any Error) -> String {
 }
 
 /// Prints `object` as JSON, every control character in its strings escaped (Docs/Security.md, "Output").
-func printJSON(_ object: Any) {
-    let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .prettyPrinted])) ?? Data("{}".utf8)
+/// Prints `object` as JSON: indented, or on one line (`line`: a stream of JSON lines).
+func printJSON(_ object: Any, line: Bool = false) {
+    let options: JSONSerialization.WritingOptions = line ? [.sortedKeys] : [.sortedKeys, .prettyPrinted]
+    let data = (try? JSONSerialization.data(withJSONObject: object, options: options)) ?? Data("{}".utf8)
     print(PrintableText.escapedJSON(String(decoding: data, as: UTF8.self)))
 }
 
@@ -232,18 +243,50 @@ let clientCommands: [String: ClientCommand] = [
         return 0
     },
     "docs": ClientCommand(
-        usage: usageText("docs [options]", "Lists the daemon's documents: id, name (and operations, for documents in memory)."),
-        arguments: 0...0
-    ) { _, client, json in
+        usage: usageText("docs [--follow [--count N]] [options]", """
+            Lists the daemon's documents: id, name (and operations, for documents in memory). With --follow, \
+            then prints each change to the list as it happens (made, renamed, destroyed, by anyone) until \
+            interrupted, or after N changes. With --json: JSON lines, the list first.
+            """, extra: "  --follow             keep printing the list's changes\n  --count N            with --follow: stop after N changes\n"),
+        values: ["--count"], flags: ["--follow"], arguments: 0...0,
+        check: { o in _ = try followCount(o) }
+    ) { o, client, json in
+        let follow = o.has("--follow")
+        let limit = try followCount(o)
+        var daemon: DaemonClient?
+        if follow {
+            guard let online = client as? OnlineClient else { throw UsageError(message: "--follow needs a daemon, not --replica") }
+            daemon = online.daemon
+        }
+        // Following from before the listing: a change made between the two is not missed.
+        let changes = await daemon?.documentListChanges()
         let docs = try await client.documents()
         if json {
-            printJSON(docs.map { ["id": $0.id.description, "name": $0.name, "operations": $0.operations] as [String: Any] })
+            // Following: JSON lines, the list first.
+            printJSON(docs.map { ["id": $0.id.description, "name": $0.name, "operations": $0.operations] as [String: Any] }, line: follow)
         } else if docs.isEmpty {
-            print("no documents yet: `listsync create NAME` makes one")
+            print(follow ? "no documents yet; following" : "no documents yet: `listsync create NAME` makes one")
         } else {
             for d in docs { print("\(d.id)  \(shown(d.name))") }
         }
-        return 0
+        guard let changes, let daemon else { return 0 }
+        fflush(nil)
+        var known = Set(docs.map(\.id)), seen = 0
+        for await change in changes {
+            switch change {
+            case let .changed(info):
+                let event = known.insert(info.id).inserted ? "created" : "renamed"
+                if json { printJSON(["event": event, "id": info.id.description, "name": info.name], line: true) } else { print("\(event)  \(info.id)  \(shown(info.name))") }
+            case let .destroyed(id, _):
+                known.remove(id)
+                if json { printJSON(["event": "destroyed", "id": id.description], line: true) } else { print("destroyed  \(id)") }
+            }
+            fflush(nil)
+            seen += 1
+            if let limit, seen >= limit { await daemon.close(); return 0 }
+        }
+        let reason = await daemon.endReason ?? "closed"
+        return fail("docs", "the daemon ended the connection: \(reason)", json: json)
     },
     "create": ClientCommand(
         usage: usageText("create NAME [--sections A,B,...] [options]", "Creates a list named NAME with one untitled section, or with the sections --sections names, and prints its id.",

@@ -162,6 +162,43 @@ func runListsync(_ args: [String], atMost seconds: Double) throws -> (Int32, Str
     return (p.terminationStatus, stdout.text, stderr.text, killed)
 }
 
+/// The listsync binary running in the background (a `watch`, a `docs --follow`), its output
+/// collected as it comes; ``stop()`` (or the deinit) ends it with SIGKILL if it still runs.
+final class BackgroundListsync: @unchecked Sendable {
+    let process = Process()
+    let stdout = OutputBuffer(), stderr = OutputBuffer()
+    private let out = Pipe(), err = Pipe()
+
+    init(_ args: [String]) throws {
+        guard let binary = listsyncBinary() else { throw DaemonTestError("the listsync binary was not built next to the tests") }
+        process.executableURL = URL(fileURLWithPath: binary)
+        process.arguments = args
+        process.standardInput = FileHandle.nullDevice
+        process.standardOutput = out
+        process.standardError = err
+        out.fileHandleForReading.readabilityHandler = { [stdout] in stdout.append($0.availableData) }
+        err.fileHandleForReading.readabilityHandler = { [stderr] in stderr.append($0.availableData) }
+        try process.run()
+    }
+
+    var isRunning: Bool { process.isRunning }
+
+    /// Waits at most `seconds` for it to exit by itself, then kills it; returns its exit status.
+    @discardableResult
+    func stop(within seconds: Double = 0) -> Int32 {
+        _ = eventually(seconds) { !process.isRunning }
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        process.waitUntilExit()
+        out.fileHandleForReading.readabilityHandler = nil
+        err.fileHandleForReading.readabilityHandler = nil
+        stdout.append(out.fileHandleForReading.readDataToEndOfFile())
+        stderr.append(err.fileHandleForReading.readDataToEndOfFile())
+        return process.terminationStatus
+    }
+
+    deinit { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
+}
+
 struct DaemonTestError: Error, CustomStringConvertible {
     var description: String
     init(_ d: String) { description = d }

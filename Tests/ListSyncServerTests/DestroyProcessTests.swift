@@ -30,6 +30,30 @@ struct DestroyProcessTests {
         return doc
     }
 
+    @Test("docs --follow: prints the list, then each document made, renamed and destroyed by others, as JSON lines; an empty name is refused")
+    func docsFollow() throws {
+        let dir = TemporaryFolder()
+        defer { dir.remove() }
+        let (daemon, doc, common, _) = try Self.daemonWithDocument(dir)
+        defer { daemon.terminate() }
+        let follow = try BackgroundListsync(["docs", "--follow", "--count", "3", "--json"] + common)
+        defer { follow.stop() }
+        #expect(eventually(10) { follow.stdout.text.contains(doc) }, "\(follow.stdout.text) \(follow.stderr.text)")
+
+        let (empty, _, why) = try Self.withoutTerminal(["create", ""] + common)
+        #expect(empty != 0 && why.contains("cannot be empty"), "\(why)")
+        let other = try Self.create(daemon, "hardware")
+        #expect(try Self.withoutTerminal(["rename", other, "--name", "tools"] + common).0 == 0)
+        #expect(try Self.withoutTerminal(["destroy", doc, "--yes"] + common).0 == 0)
+        #expect(follow.stop(within: 10) == 0, "\(follow.stdout.text) \(follow.stderr.text)")
+
+        let lines = follow.stdout.text.split(separator: "\n").dropFirst()
+        let events = lines.compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+        #expect(events.map { "\($0["event"] ?? "?") \($0["id"] ?? "?") \($0["name"] ?? "")" }
+                == ["created \(other) hardware", "renamed \(other) tools", "destroyed \(doc) "], "\(follow.stdout.text)")
+        #expect(try runListsync(["docs", "--count", "2"] + common).0 == 2, "--count without --follow is a usage error")
+    }
+
     @Test("destroy: refused without a terminal or --yes (exit 2, nothing done); --yes --json destroys it: not listed, folder gone, record kept; a watch ends saying so")
     func destroyCommand() throws {
         let dir = TemporaryFolder()
@@ -43,18 +67,9 @@ struct DestroyProcessTests {
         #expect(Self.ids(daemon) == [doc])
 
         // A watch of it, and a device copy of it.
-        let watch = Process()
-        watch.executableURL = URL(fileURLWithPath: try #require(listsyncBinary()))
-        watch.arguments = ["watch", doc] + common
-        let watchOut = OutputBuffer(), watchErr = OutputBuffer()
-        let (wo, we) = (Pipe(), Pipe())
-        watch.standardOutput = wo
-        watch.standardError = we
-        wo.fileHandleForReading.readabilityHandler = { watchOut.append($0.availableData) }
-        we.fileHandleForReading.readabilityHandler = { watchErr.append($0.availableData) }
-        try watch.run()
-        defer { if watch.isRunning { watch.terminate() } }
-        #expect(eventually(10) { watchOut.text.contains("watching") }, "\(watchOut.text) \(watchErr.text)")
+        let watch = try BackgroundListsync(["watch", doc] + common)
+        defer { watch.stop() }
+        #expect(eventually(10) { watch.stdout.text.contains("watching") }, "\(watch.stdout.text) \(watch.stderr.text)")
         let phone = dir.path + "/phone"
         let fetched = try runListsync(["sync", "--replica", phone, doc] + device)
         #expect(fetched.0 == 0, "\(fetched)")
@@ -72,11 +87,8 @@ struct DestroyProcessTests {
         #expect(daemon.log.contains("document destroyed"))
 
         // The watch ends with a clear message.
-        #expect(eventually(10) { !watch.isRunning }, "the watch still runs: \(watchOut.text) \(watchErr.text)")
-        if watch.isRunning { watch.terminate() }
-        watch.waitUntilExit()
-        #expect(watch.terminationStatus == 1)
-        #expect(watchErr.text.contains("destroyed"), "\(watchErr.text)")
+        #expect(watch.stop(within: 10) == 1, "the watch: \(watch.stdout.text) \(watch.stderr.text)")
+        #expect(watch.stderr.text.contains("destroyed"), "\(watch.stderr.text)")
 
         // The device copy: sync says it was destroyed and removes it; nothing comes back on the daemon.
         let (synced, said, syncErr) = try runListsync(["sync", "--replica", phone] + device)

@@ -165,4 +165,54 @@ import ListSyncTestSupport
                 == [.detach(Self.doc), .destroyLocal(Self.doc, reason: "gone")])
         #expect(p.attached.isEmpty)
     }
+
+    // MARK: Connections that listed the documents
+
+    @Test("a destroy is told (destroyed, request 0) only to a connection that listed the documents, and only within its scope")
+    func listingConnectionsTold() {
+        var s = ServerSession(maxFrame: 1 << 20, rateLimit: nil, now: 0)
+        #expect(s.announceDestroyed(Self.doc, epoch: 7).isEmpty, "it never listed")
+        _ = s.receive(SyncMessage.listDocuments(request: 1, after: nil).encoded(), now: 0)
+        #expect(s.announceDestroyed(Self.doc, epoch: 7).sent == [.destroyed(request: 0, document: Self.doc, epoch: 7)])
+        var scoped = ServerSession(maxFrame: 1 << 20, rateLimit: nil, now: 0,
+                                   access: Access(documents: [Fixture.other], readOnly: false))
+        _ = scoped.receive(SyncMessage.listDocuments(request: 1, after: nil).encoded(), now: 0)
+        #expect(scoped.announceDestroyed(Self.doc, epoch: 7).isEmpty, "out of the device's scope")
+        #expect(scoped.announceDestroyed(Fixture.other, epoch: 2).sent == [.destroyed(request: 0, document: Fixture.other, epoch: 2)])
+    }
+
+    @Test("the client reads destroyed with request 0 as the document withdrawn from the list; nothing waiting is answered")
+    func clientWithdrawn() {
+        var c = ClientSession(maxFrame: 1 << 20, timeout: 1_000)
+        let (n, _) = c.request(.destroy(Fixture.other), now: 0)
+        #expect(c.receive(SyncMessage.destroyed(request: 0, document: Self.doc, epoch: 7).encoded(), now: 0)
+                == [.withdrawn(Self.doc, epoch: 7)])
+        #expect(c.waitingCount == 1, "request \(n) still waits for its own answer")
+    }
+
+    @Test("a peer that withdraws a document this daemon holds at that epoch: destroyLocal; at another epoch: nothing")
+    func peerWithdraws() {
+        var p = PeerSession(maxFrame: 1 << 20, timeout: 1_000, resyncDelay: 100)
+        _ = p.start(now: 0)
+        let local = PeerSession.LocalDocument(id: Self.doc, name: "g", epoch: 7, version: VersionVector())
+        let remote = [DocumentInfo(id: Self.doc, name: "g", epoch: 7, operations: 0)]
+        _ = p.reconcile(remote: remote, local: [local], now: 0)
+        _ = p.receive(SyncMessage.subscribed(document: Self.doc, name: "g", epoch: 7, version: VersionVector()).encoded(), now: 0)
+        #expect(p.receive(SyncMessage.destroyed(request: 0, document: Self.doc, epoch: 6).encoded(), now: 0).isEmpty,
+                "another epoch's copy")
+        #expect(p.attached == [Self.doc])
+        #expect(p.receive(SyncMessage.destroyed(request: 0, document: Self.doc, epoch: 7).encoded(), now: 0)
+                == [.detach(Self.doc), .destroyLocal(Self.doc, reason: "document \(Self.doc) was destroyed on the peer")])
+        #expect(p.attached.isEmpty)
+        #expect(p.receive(SyncMessage.destroyed(request: 0, document: Self.doc, epoch: 7).encoded(), now: 0).isEmpty, "once")
+    }
+
+    @Test("a create of a new list with an empty name is refused; a peer's copy (with its id) keeps its name")
+    func emptyNameRefused() {
+        var s = ServerSession(maxFrame: 1 << 20, rateLimit: nil, now: 0)
+        let refused = s.receive(SyncMessage.create(request: 3, name: "", sections: [""], id: nil, epoch: 0).encoded(), now: 0)
+        #expect(refused.sent.map(\.code) == [.refused] && refused.requests.isEmpty)
+        let copy = s.receive(SyncMessage.create(request: 4, name: "", sections: [""], id: Self.doc, epoch: 7).encoded(), now: 0)
+        #expect(copy == [.create(request: 4, name: "", sections: [""], id: Self.doc, epoch: 7)])
+    }
 }

@@ -82,6 +82,9 @@ public struct ClientSession: Sendable {
         case editDone(UInt64, Result<VersionVector, ClientSessionError>)
         /// The daemon announced new documents (this connection listed them before).
         case announced([DocumentInfo])
+        /// The daemon destroyed a document (this connection listed them before): it is gone from
+        /// the list, at the epoch it had.
+        case withdrawn(DocumentID, epoch: UInt64)
         /// An error about a document that answers nothing waiting (a refused batch sent with no
         /// acknowledgement asked).
         case documentError(DocumentID, SyncErrorCode, String)
@@ -234,6 +237,7 @@ public struct ClientSession: Sendable {
             guard requests.removeValue(forKey: r) != nil else { return [] }
             return [.answered(r, .success(.created(doc, epoch: epoch)))]
         case let .destroyed(r, doc, epoch):
+            if r == 0 { return [.withdrawn(doc, epoch: epoch)] }
             guard requests.removeValue(forKey: r) != nil else { return [] }
             return [.answered(r, .success(.destroyed(doc, epoch: epoch)))]
         case let .documents(r, list, more):

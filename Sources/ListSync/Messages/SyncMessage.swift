@@ -49,7 +49,8 @@ public enum SyncMessage: Equatable, Sendable {
     /// number: only if it is at that epoch. Only a holder of the daemon's key may ask.
     case destroy(request: UInt64, document: DocumentID, epoch: UInt64)
     /// The document is destroyed (now, or it was already): the answer to ``destroy(request:document:epoch:)``,
-    /// with the epoch it had.
+    /// with the epoch it had. Request 0: a daemon tells a connection that listed the documents that
+    /// one was destroyed.
     case destroyed(request: UInt64, document: DocumentID, epoch: UInt64)
     /// Rename a document on the daemon (Docs/Protocol.md, "Renaming a document"). The answer is
     /// `documents(request:, [the document's info with its new name], more: false)`; a refusal is

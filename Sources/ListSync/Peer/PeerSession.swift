@@ -260,6 +260,16 @@ public struct PeerSession: Sendable {
                 break
             case let .announced(list):
                 out.append(.announced(list))
+            case let .withdrawn(doc, epoch):
+                // The peer destroyed a document this daemon holds at the same epoch: so does this
+                // daemon (as when its subscription ends `destroyed`). Another epoch is another
+                // copy's business: the subscription's own answer decides.
+                guard let local = epochs[doc], local == epoch else { break }
+                catchingUp.remove(doc)
+                resyncAt[doc] = nil
+                epochs[doc] = nil
+                if attached.remove(doc) != nil { out.append(.detach(doc)) }
+                out.append(.destroyLocal(doc, reason: "document \(doc) was destroyed on the peer"))
             case let .documentError(doc, code, text):
                 if code == .destroyed {
                     catchingUp.remove(doc)

@@ -115,6 +115,8 @@ public struct ServerSession: Sendable {
             guard access.mayCreate else {
                 return [error(request, id, .forbidden, "this device's credential does not allow creating documents")]
             }
+            // A new list needs a name; a copy of a peer's (with its id) keeps whatever name it has.
+            if id == nil, let why = DocumentInfo.nameProblem(name) { return [error(request, nil, .refused, why)] }
             return [.create(request: request, name: name, sections: sections, id: id, epoch: epoch)]
         case let .destroy(request, doc, epoch):
             // Only the daemon's key destroys (Docs/Security.md): a device is told what it would be
@@ -213,6 +215,13 @@ public struct ServerSession: Sendable {
     public func announce(_ info: DocumentInfo) -> [Action] {
         guard followsDocuments, access.allows(info.id) else { return [] }
         return [.send(SyncMessage.documents(request: 0, [info], more: false).encoded())]
+    }
+
+    /// Tells a connection that listed the documents that one was destroyed (`destroyed` with
+    /// request 0): it is gone from the list, and its id is not used again.
+    public func announceDestroyed(_ document: DocumentID, epoch: UInt64) -> [Action] {
+        guard followsDocuments, access.allows(document) else { return [] }
+        return [.send(SyncMessage.destroyed(request: 0, document: document, epoch: epoch).encoded())]
     }
 
     /// The answer to `status`: `json` in as many parts as frames need.

@@ -277,6 +277,9 @@ extension SyncClient {
             sessionFailure = .accessEnded(code, text)
         case let .presence(id, p):
             copies[id]?.live.receivePresence(p, now: EventLoop.now())
+        case let .withdrawn(id, _):
+            // Destroyed while this connection was not subscribed to it (or before its error came).
+            if let copy = copies[id] { destroyedOnDaemon(copy, "document \(id) was destroyed on the daemon") }
         case .announced:
             break
         case .operations:
