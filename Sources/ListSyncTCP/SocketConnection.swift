@@ -89,22 +89,23 @@ final class SocketConnection: EventHandler, @unchecked Sendable {
 
     func readable() {
         if closed || draining { return }
-        var buffer = [UInt8](repeating: 0, count: 65_536)
         while !closed && !draining {
-            let n: Int?
-            do { n = try buffer.withUnsafeMutableBytes { b throws(TransportError) in try System.read(fd, b) } } catch {
+            let bytes: UnsafeRawBufferPointer?
+            do { bytes = try loop.read(fd) } catch {
                 finish(.system(error))
                 return
             }
-            guard let n else { return }
+            guard let bytes else { return }
+            let n = bytes.count
             if n == 0 {
                 finish(.peerClosed)
                 return
             }
             lastReceived = EventLoop.now()
             traffic.withLock { $0.received += n }
-            perform(machine.receive(buffer[0..<n]))
-            if n < buffer.count { return }
+            // The machine copies the bytes before anything else can read into the loop's buffer.
+            perform(machine.receive(bytes))
+            if n < EventLoop.readSize { return }
         }
     }
 
