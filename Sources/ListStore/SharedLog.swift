@@ -57,11 +57,43 @@ public final class SharedLog: Sendable {
     struct State {
         /// Live segments by base, oldest first; the last is the one appended to.
         var segments: [LogPosition]
-        /// Each document's uncovered records, in log order.
-        var index: [DocumentID: [Ref]] = [:]
+        /// Each document's uncovered records, in log order (changed only by ``add(_:of:)``,
+        /// ``cover(_:below:)`` and ``drop(_:)``, which keep ``uncoveredBytes`` in step).
+        private(set) var index: [DocumentID: [Ref]]
+        /// The bytes of each document's records in ``index``: a host asks after every append
+        /// (its snapshot threshold), and summing the refs made each append O(records).
+        private(set) var uncoveredBytes: [DocumentID: Int64]
         /// When each document's newest record was made durable (ms since 1970; for records found
         /// by the scan at open, their segment's modification time).
-        var lastWrite: [DocumentID: UInt64] = [:]
+        var lastWrite: [DocumentID: UInt64]
+
+        init(segments: [LogPosition], index: [DocumentID: [Ref]] = [:], lastWrite: [DocumentID: UInt64] = [:]) {
+            self.segments = segments
+            self.index = index
+            self.uncoveredBytes = index.mapValues { refs in Int64(refs.reduce(0) { $0 + $1.length }) }
+            self.lastWrite = lastWrite
+        }
+
+        /// Indexes a record of `document`, after every record it has in the index.
+        mutating func add(_ ref: Ref, of document: DocumentID) {
+            assert(index[document]?.last.map { $0.position < ref.position } ?? true, "a document's records in log order")
+            index[document, default: []].append(ref)
+            uncoveredBytes[document, default: 0] += Int64(ref.length)
+        }
+
+        /// Forgets the records of `id` before `position` (its snapshot covers them).
+        mutating func cover(_ id: DocumentID, below position: LogPosition) {
+            guard var refs = index[id] else { return }
+            refs.removeAll { $0.position < position }
+            index[id] = refs.isEmpty ? nil : refs
+            uncoveredBytes[id] = refs.isEmpty ? nil : Int64(refs.reduce(0) { $0 + $1.length })
+        }
+
+        /// Forgets every record of `id`.
+        mutating func drop(_ id: DocumentID) {
+            index[id] = nil
+            uncoveredBytes[id] = nil
+        }
     }
 
     // MARK: Opening
@@ -212,8 +244,7 @@ public final class SharedLog: Sendable {
                 s.lastWrite[document] = now
                 var at = placement.generation + UInt64(placement.offset)
                 for n in lengths {
-                    assert(s.index[document]?.last.map { $0.position < at } ?? true, "a document's records in log order")
-                    s.index[document, default: []].append(Ref(position: at, length: n))
+                    s.add(Ref(position: at, length: n), of: document)
                     at += UInt64(n)
                 }
             }
@@ -270,7 +301,7 @@ public final class SharedLog: Sendable {
 
     /// Bytes of document `id`'s records that its snapshot does not cover.
     public func uncoveredBytes(of id: DocumentID) -> Int64 {
-        box.state.withLock { s in Int64((s.index[id] ?? []).reduce(0) { $0 + $1.length }) }
+        box.state.withLock { $0.uncoveredBytes[id] ?? 0 }
     }
 
     /// When a record of document `id` was last made durable here (ms since 1970), if the log has
@@ -291,11 +322,7 @@ public final class SharedLog: Sendable {
     ///
     /// - Complexity: O(r + d) for r records of the document and d documents.
     public func covered(_ id: DocumentID, below position: LogPosition) throws(StoreError) {
-        box.state.withLock { s in
-            guard var refs = s.index[id] else { return }
-            refs.removeAll { $0.position < position }
-            s.index[id] = refs.isEmpty ? nil : refs
-        }
+        box.state.withLock { $0.cover(id, below: position) }
         try checkpoint()
     }
 
@@ -309,7 +336,7 @@ public final class SharedLog: Sendable {
     /// Forgets every record of document `id` (destroyed: its records are never read again).
     public func forget(_ id: DocumentID) throws(StoreError) {
         box.state.withLock { s in
-            s.index[id] = nil
+            s.drop(id)
             s.lastWrite[id] = nil
         }
         try checkpoint()

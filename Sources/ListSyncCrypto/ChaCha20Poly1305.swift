@@ -51,20 +51,45 @@ public struct ChaCha20Poly1305: Sendable {
         return withBytes(nonce) { n in
             withBytes(aad) { a in
                 withBytes(plaintext) { pt in
-                    let count = pt.count
-                    precondition(UInt64(count) <= Self.maxPlaintextSize, "ChaCha20-Poly1305 plaintext of \(count) bytes is over 256 GiB")
-                    return [UInt8](unsafeUninitializedCapacity: count + Self.tagSize) { out, initialized in
-                        let core = ChaCha20.Core(key: key, nonce: n.baseAddress!)
-                        let o = UnsafeMutableRawPointer(out.baseAddress!)
-                        if count > 0 { core.xor(pt.baseAddress!, into: o, count: count, counter: 1) }
-                        var mac = Self.poly1305(core)
-                        Self.authenticate(&mac, aad: a, ciphertext: UnsafeRawBufferPointer(start: o, count: count))
-                        mac.tag(into: o + count)
-                        initialized = count + Self.tagSize
+                    [UInt8](unsafeUninitializedCapacity: pt.count + Self.tagSize) { out, initialized in
+                        seal(pt.baseAddress, count: pt.count, into: UnsafeMutableRawPointer(out.baseAddress!), nonce: n.baseAddress!, aad: a)
+                        initialized = pt.count + Self.tagSize
                     }
                 }
             }
         }
+    }
+
+    /// Seals in place under the nonce ``nonce(counter:)`` makes: `buffer` holds the plaintext
+    /// followed by ``tagSize`` bytes of room; the plaintext becomes the ciphertext and the room the
+    /// tag, as ``seal(_:nonce:authenticating:)`` would return them. For a frame sealed where it is
+    /// queued, with no array of its own (a daemon seals one per subscriber per batch).
+    ///
+    /// - Precondition: `buffer` has at least ``tagSize`` bytes, and the plaintext at most
+    ///   ``maxPlaintextSize``.
+    /// - Complexity: O(p + a), where p and a are the lengths of the plaintext and `aad`.
+    public func seal(inPlace buffer: UnsafeMutableRawBufferPointer, counter: UInt64, authenticating aad: UnsafeRawBufferPointer) {
+        precondition(buffer.count >= Self.tagSize, "no room for the tag")
+        // The nonce as three words: 4 zero bytes, then the counter big-endian (``nonce(counter:)``).
+        let nonce: (UInt32, UInt32, UInt32) = (0, UInt32(truncatingIfNeeded: counter >> 32).bigEndian,
+                                               UInt32(truncatingIfNeeded: counter).bigEndian)
+        withUnsafeBytes(of: nonce) { n in
+            seal(UnsafeRawPointer(buffer.baseAddress), count: buffer.count - Self.tagSize, into: buffer.baseAddress!,
+                 nonce: n.baseAddress!, aad: aad)
+        }
+    }
+
+    /// Encrypts the `count` bytes at `input` into `output` (the same memory or none overlapping)
+    /// and writes the tag after them: the one sealing both forms share.
+    @inline(__always)
+    private func seal(_ input: UnsafeRawPointer?, count: Int, into output: UnsafeMutableRawPointer, nonce: UnsafeRawPointer,
+                      aad: UnsafeRawBufferPointer) {
+        precondition(UInt64(count) <= Self.maxPlaintextSize, "ChaCha20-Poly1305 plaintext of \(count) bytes is over 256 GiB")
+        let core = ChaCha20.Core(key: key, nonce: nonce)
+        if count > 0, let input { core.xor(input, into: output, count: count, counter: 1) }
+        var mac = Self.poly1305(core)
+        Self.authenticate(&mac, aad: aad, ciphertext: UnsafeRawBufferPointer(start: output, count: count))
+        mac.tag(into: output + count)
     }
 
     /// Checks the tag of `sealed` (ciphertext ‖ tag) against `nonce` and `aad` in constant time, then

@@ -307,29 +307,25 @@ private final class Side: EventHandler {
 
     func readable() {
         guard let link, fd >= 0, !ended else { return }
-        var buffer = [UInt8](repeating: 0, count: 65_536)
         let room = link.proxy.bufferLimit - held.count
         guard room > 0 else {
             link.update(self)
             return
         }
-        let n: Int?
-        do {
-            n = try buffer.withUnsafeMutableBytes { b throws(TransportError) in
-                try System.read(fd, UnsafeMutableRawBufferPointer(rebasing: b[0..<min(b.count, room)]))
-            }
-        } catch {
+        let bytes: UnsafeRawBufferPointer?
+        do { bytes = try link.proxy.loop.read(fd, limit: room) } catch {
             link.proxy.machineFailed(link.id)
             return
         }
-        guard let n else { return }
+        guard let bytes else { return }
+        let n = bytes.count
         if n == 0 {
             ended = true
             link.update(self)
             link.proxy.machineEnded(link.id, direction)
             return
         }
-        held.append(buffer[0..<n])
+        held.append(bytes)
         link.proxy.machineReceived(link.id, direction, n)
         if fd >= 0 { link.update(self) }
     }

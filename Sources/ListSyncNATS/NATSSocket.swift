@@ -52,20 +52,20 @@ final class NATSSocket: EventHandler {
     // MARK: EventHandler
 
     func readable() {
-        var buffer = [UInt8](repeating: 0, count: 65_536)
         while !closed {
-            let n: Int?
-            do { n = try buffer.withUnsafeMutableBytes { b throws(TransportError) in try System.read(fd, b) } } catch {
+            let bytes: UnsafeRawBufferPointer?
+            do { bytes = try loop.read(fd) } catch {
                 close("read: \(error)")
                 return
             }
-            guard let n else { return }
-            if n == 0 {
+            guard let bytes else { return }
+            if bytes.isEmpty {
                 close("the server closed the connection")
                 return
             }
-            perform(machine.receive(buffer[0..<n]))
-            if n < buffer.count { return }
+            // The machine copies the bytes before anything else can read into the loop's buffer.
+            perform(machine.receive(bytes))
+            if bytes.count < EventLoop.readSize { return }
         }
     }
 

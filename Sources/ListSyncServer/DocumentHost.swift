@@ -29,11 +29,14 @@ protocol DocumentSubscriber: AnyObject, Sendable {
 /// the host only reports what the store did. When the log has grown past the snapshot threshold and
 /// no batch is in flight, the host snapshots the document (a new generation).
 ///
-/// The host runs on a dispatch queue of its own (``QueueExecutor``), not on the cooperative pool:
-/// its snapshots, closes and reopens block on the disk, and only this document waits for them.
+/// The host runs on the cooperative pool, as the connections do: a batch goes from its connection
+/// to the host and back on the same thread. (On a dispatch queue of its own, each batch cost two
+/// thread wake-ups more: about a quarter of the daemon's CPU under load, Docs/Storage.md, "Daemon
+/// CPU per acknowledged edit".)
+/// Its long blocking calls, a snapshot's writes and fsyncs and a store's reopening after a failed
+/// disk, run off the pool (``exclusively(_:)``); meanwhile batches of this document wait, so that
+/// no append is issued while a snapshot decides which position of the log it covers.
 actor DocumentHost {
-    private nonisolated let executor: QueueExecutor
-    nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
 
     nonisolated let id: DocumentID
     /// Its name, as `subscribed` sends it (``rename(_:)`` changes it).
@@ -62,13 +65,16 @@ actor DocumentHost {
     private var replicator: (@Sendable (DocumentID, [ListOperation]) async -> String?)?
     /// The cluster's sender number: its batches came from the cluster and are not published again.
     private var clusterSender: SubscriberID?
+    /// Whether a snapshot or a reopening runs off the pool (``exclusively(_:)``), and who waits
+    /// for it to end (``settleStore()``).
+    private var storeBusy = false
+    private var storeWaiters: [CheckedContinuation<Void, Never>] = []
 
     init(id: DocumentID, name: String, store: DocumentStore, document: ListDocument, epoch: UInt64,
          pendingLimits: PendingLimits, maxFrame: Int, clock: @escaping @Sendable () -> UInt64,
          reopen: @escaping @Sendable () throws -> (DocumentStore, ListDocument),
          log: @escaping @Sendable (String, [String: String]) -> Void, held: Bool = false,
          snapshotLogBytes: Int64 = DaemonConfiguration.defaultSnapshotLogBytes) {
-        self.executor = QueueExecutor(label: "listsync.document.\(id)")
         self.snapshotLogBytes = snapshotLogBytes
         self.nextSnapshotAt = max(snapshotLogBytes, (try? store.snapshotBytes) ?? 0)
         self.holds = held ? 1 : 0
@@ -166,6 +172,7 @@ actor DocumentHost {
     func receive(_ ops: [ListOperation], batch: UInt64, from sender: SubscriberID?) async
         -> (equivocations: Int, lastEquivocation: OpID?, failure: String?, closed: (code: SyncErrorCode, text: String)?) {
         lastUsed = clock()
+        await settleStore()
         if isClosed {
             if let reason = core.destroyedReason { return (0, nil, nil, (.destroyed, reason)) }
             return (0, nil, nil, (.storage, "the document is being unloaded; send it again"))
@@ -216,7 +223,7 @@ actor DocumentHost {
                     let released = core.durable(ticket: ticket)
                     // Before the acknowledgements go out: a snapshot adds its time to the batch that
                     // triggered it, and whoever reads the acknowledgement finds the snapshot made.
-                    snapshotIfDue()
+                    await snapshotIfDue()
                     await perform(released)
                 } catch {
                     log("store failed", ["document": id.description, "error": error.description])
@@ -241,8 +248,9 @@ actor DocumentHost {
     /// core continues from that document (what the disk holds is the truth).
     private func reopenStore() async throws(StoreError) {
         try? store.close()
+        let reopen = reopen
         let (fresh, recovered): (DocumentStore, ListDocument)
-        do { (fresh, recovered) = try reopen() } catch {
+        do { (fresh, recovered) = try await exclusively { try reopen() } } catch {
             throw (error as? StoreError) ?? .failed(first: "\(error)")
         }
         store = fresh
@@ -256,17 +264,17 @@ actor DocumentHost {
 
     /// Snapshots the document if its log has passed ``nextSnapshotAt`` and nothing is in flight
     /// (so the snapshot holds only durable operations). A failure is logged, not thrown.
-    private func snapshotIfDue() {
+    private func snapshotIfDue() async {
         guard let size = try? store.logSize, size > nextSnapshotAt else { return }
-        snapshotNow(size, event: "document snapshotted")
+        await snapshotNow(size, event: "document snapshotted")
     }
 
     /// Snapshots the document if nothing is in flight, and logs `event`; a failure is logged and
     /// the next threshold moved out, not thrown.
-    private func snapshotNow(_ size: Int64, event: String) {
-        guard core.isQuiet else { return }
+    private func snapshotNow(_ size: Int64, event: String) async {
+        guard core.isQuiet, !storeBusy else { return }
         do {
-            try store.snapshot(core.document)
+            try await writeSnapshot(core.document)
             nextSnapshotAt = max(snapshotLogBytes, (try? store.snapshotBytes) ?? 0)
             log(event, ["document": id.description, "log_bytes": "\(size)",
                         "generation": "\((try? store.generation) ?? 0)"])
@@ -281,20 +289,57 @@ actor DocumentHost {
     // MARK: Lifetime
 
     /// Writes a snapshot (a new generation) if the log has grown past `logBytes` and nothing is in flight.
-    func snapshotIfLarge(logBytes: Int64) {
-        guard core.isQuiet, let size = try? store.logSize, size > logBytes else { return }
-        try? store.snapshot(core.document)
+    func snapshotIfLarge(logBytes: Int64) async {
+        guard core.isQuiet, !storeBusy, let size = try? store.logSize, size > logBytes else { return }
+        try? await writeSnapshot(core.document)
+    }
+
+    /// Writes `document` as the store's next snapshot, off the pool (``exclusively(_:)``).
+    private func writeSnapshot(_ document: ListDocument) async throws(StoreError) {
+        let store = store
+        do { try await exclusively { try store.snapshot(document) } } catch {
+            throw (error as? StoreError) ?? .failed(first: "\(error)")
+        }
+    }
+
+    /// Runs blocking store `work` on a Dispatch thread (on the cooperative pool it would hold one
+    /// of its few threads, and every connection and document waiting for one). Until it ends,
+    /// ``settleStore()`` holds back whatever would append, reopen or close.
+    ///
+    /// - Precondition: nothing else runs so (callers check ``storeBusy`` or settled first).
+    private func exclusively<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+        precondition(!storeBusy, "two blocking store calls of one document at once")
+        storeBusy = true
+        defer {
+            storeBusy = false
+            let waiters = storeWaiters
+            storeWaiters = []
+            for w in waiters { w.resume() }
+        }
+        return try await offPool(work)
+    }
+
+    /// Returns once no blocking store call runs: a batch (an append, or a reopening) and a close
+    /// wait here, since a snapshot's position in the log must not pass a record its document lacks.
+    private func settleStore() async {
+        while storeBusy { await withCheckedContinuation { storeWaiters.append($0) } }
     }
 
     /// Snapshots the document now if nothing is in flight (the daemon's checkpoint of the shared
     /// log: the snapshot lets the log drop the segments that held this document's records).
-    func checkpoint() {
+    func checkpoint() async {
         guard !isClosed, let size = try? store.logSize else { return }
-        snapshotNow(size, event: "document checkpointed")
+        await snapshotNow(size, event: "document checkpointed")
     }
 
     /// Closes the store (the daemon stops); the host takes nothing more.
-    func close() {
+    func close() async {
+        await settleStore()
+        closeStore()
+    }
+
+    /// Marks the host closed and closes its store (no snapshot is being written).
+    private func closeStore() {
         isClosed = true
         try? store.close()
     }
@@ -308,7 +353,8 @@ actor DocumentHost {
     /// Destroys the document in memory (``DocumentCore/destroy(reason:)``): every subscriber is
     /// told and detached, batches in flight are answered, and the store is closed. The daemon
     /// removes the files next.
-    func destroy(reason: String) {
+    func destroy(reason: String) async {
+        await settleStore()
         let actions = core.destroy(reason: reason)
         var outbox = TCPOutbox()
         for case let .send(to, frame) in actions { subscribers[to]?.deliver(id, frame, via: &outbox) }
@@ -316,20 +362,26 @@ actor DocumentHost {
         let ended = subscribers.values
         subscribers = [:]
         for s in ended { s.documentDestroyed(id) }
-        close()
+        closeStore()
     }
 
     /// Ends a hold.
     func release() { holds -= 1 }
 
     /// Unloads the host if nobody is subscribed and nothing is in flight: a snapshot if the log is
-    /// large, then the store closed. Checked and done in one step of this actor.
-    func unloadIfIdle(snapshotLogBytes: Int64) -> Bool {
-        guard subscribers.isEmpty, holds == 0, !isClosed, core.inFlightCount == 0 else { return false }
-        snapshotIfLarge(logBytes: snapshotLogBytes)
-        close()
+    /// large, then the store closed. The check is made again after the snapshot (others came in
+    /// while it was written), and the close follows it in the same step of this actor.
+    func unloadIfIdle(snapshotLogBytes: Int64) async -> Bool {
+        guard isIdle else { return false }
+        await snapshotIfLarge(logBytes: snapshotLogBytes)
+        await settleStore()
+        guard isIdle else { return false }
+        closeStore()
         return true
     }
+
+    /// Nobody subscribed or holding the host, nothing in flight, not closed.
+    private var isIdle: Bool { subscribers.isEmpty && holds == 0 && !isClosed && core.inFlightCount == 0 }
 }
 
 extension DocumentSubscriber {

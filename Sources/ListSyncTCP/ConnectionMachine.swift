@@ -124,19 +124,34 @@ struct ConnectionMachine: Sendable {
     /// - Throws: ``TransportError/closed`` before the handshake ends or after a close;
     ///   ``TransportError/frameTooLarge(size:limit:)`` for a payload over ``maxPayload``.
     mutating func seal(_ type: MessageType, _ payload: some Collection<UInt8>) throws(TransportError) -> [UInt8] {
+        var frame: [UInt8] = []
+        try seal(type, payload, appendingTo: &frame)
+        return frame
+    }
+
+    /// Seals a message of `type` for the peer and appends its frame to `out`, sealed in place
+    /// there: no array of the frame's own, no copy (a socket's send queue takes every frame this
+    /// way: a batch's fan-out is one sealed frame per subscriber, and nothing more).
+    ///
+    /// - Throws: as ``seal(_:_:)``; nothing is appended then.
+    mutating func seal(_ type: MessageType, _ payload: some Collection<UInt8>, appendingTo out: inout [UInt8]) throws(TransportError) {
         guard let keys, !isClosed else { throw .closed }
         guard payload.count <= maxPayload else { throw .frameTooLarge(size: payload.count, limit: maxPayload) }
-        var plain = [UInt8]()
-        plain.reserveCapacity(1 + payload.count)
-        plain.append(type.rawValue)
-        plain.append(contentsOf: payload)
-        let header = FrameDecoder.header(plain.count + ChaCha20Poly1305.tagSize)
-        let nonce = ChaCha20Poly1305.nonce(counter: sendCounter)
+        let start = out.count
+        withUnsafeBytes(of: UInt32(payload.count + Self.overhead).bigEndian) { out.append(contentsOf: $0) }
+        out.append(type.rawValue)
+        out.append(contentsOf: payload)
+        out.append(contentsOf: repeatElement(0, count: ChaCha20Poly1305.tagSize))
+        let counter = sendCounter
         sendCounter += 1
-        // Key and nonce sizes are fixed here; seal cannot fail.
-        let sealed = (try? keys.send.seal(plain, nonce: nonce, authenticating: header)) ?? []
-        return header + sealed
+        out.withUnsafeMutableBytes { b in
+            keys.send.seal(inPlace: UnsafeMutableRawBufferPointer(rebasing: b[(start + 4)...]), counter: counter,
+                           authenticating: UnsafeRawBufferPointer(rebasing: b[start..<(start + 4)]))
+        }
     }
+
+    /// The bytes ``seal(_:_:appendingTo:)`` appends for a payload of `count` bytes.
+    static func sealedSize(_ count: Int) -> Int { 4 + count + overhead }
 
     /// Marks the machine closed (the glue closed the socket for its own reason).
     mutating func markClosed() { state = .closed }

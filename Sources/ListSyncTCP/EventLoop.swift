@@ -57,6 +57,14 @@ public final class EventLoop: @unchecked Sendable {
     /// Wake-ups of the poller in progress on other threads (outside the queue's lock).
     private let wakers = Atomic<Int>(0)
 
+    /// The one buffer every socket of this loop reads into (``read(_:limit:)``), loop thread only.
+    /// A fresh zero-filled 64 KiB array per readable event cost a malloc of a large chunk (which
+    /// makes glibc consolidate its fast bins), a memset and a free for every frame received.
+    private let readBuffer = UnsafeMutableRawBufferPointer.allocate(byteCount: EventLoop.readSize, alignment: 16)
+
+    /// The most bytes one ``read(_:limit:)`` returns.
+    package static let readSize = 65_536
+
     /// How many times the loop has returned from its poller (a loop that spins shows it here).
     package var wakeups: Int { waits.load(ordering: .relaxed) }
 
@@ -75,6 +83,8 @@ public final class EventLoop: @unchecked Sendable {
         thread.name = "listsync-event-loop"
         thread.start()
     }
+
+    deinit { readBuffer.deallocate() }
 
     /// Runs `task` on the loop's thread, soon. Safe from any thread. A task given after
     /// ``shutdown()`` never runs.
@@ -196,6 +206,19 @@ public final class EventLoop: @unchecked Sendable {
         assert(inLoop, "EventLoop.deregister off the loop's thread")
         guard handlers.removeValue(forKey: fd) != nil else { return }
         poller.remove(fd)
+    }
+
+    /// Reads at most `limit` (and ``readSize``) bytes from the non-blocking `fd` into the loop's
+    /// read buffer: the bytes read (empty at the end of the stream), or nil if the read would
+    /// block. The bytes stay valid until the next read on this loop: copy what is kept. Loop
+    /// thread only.
+    ///
+    /// - Throws: ``TransportError/system(call:errno:)`` for a failed read.
+    package func read(_ fd: Int32, limit: Int = readSize) throws(TransportError) -> UnsafeRawBufferPointer? {
+        assert(inLoop, "EventLoop.read off the loop's thread")
+        let room = UnsafeMutableRawBufferPointer(rebasing: readBuffer[0..<min(limit, readBuffer.count)])
+        guard let n = try System.read(fd, room) else { return nil }
+        return UnsafeRawBufferPointer(rebasing: room[0..<n])
     }
 
     /// Runs `task` on the loop after `delay`, unless cancelled. Loop thread only.

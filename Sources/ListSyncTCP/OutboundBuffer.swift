@@ -13,11 +13,17 @@ package struct OutboundBuffer {
 
     /// Queues `more` after what is there (reusing the storage once everything was written).
     package mutating func append(_ more: [UInt8]) {
+        appendInPlace { $0.append(contentsOf: more) }
+    }
+
+    /// Queues what `fill` appends to the bytes queued (it must only append): a frame made where
+    /// it waits to be written, without an array of its own to copy.
+    package mutating func appendInPlace<E: Error>(_ fill: (inout [UInt8]) throws(E) -> Void) throws(E) {
         if sent == bytes.count {
             bytes.removeAll(keepingCapacity: true)
             sent = 0
         }
-        bytes.append(contentsOf: more)
+        try fill(&bytes)
     }
 
     /// Drops everything queued.

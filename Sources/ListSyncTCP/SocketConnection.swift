@@ -89,22 +89,23 @@ final class SocketConnection: EventHandler, @unchecked Sendable {
 
     func readable() {
         if closed || draining { return }
-        var buffer = [UInt8](repeating: 0, count: 65_536)
         while !closed && !draining {
-            let n: Int?
-            do { n = try buffer.withUnsafeMutableBytes { b throws(TransportError) in try System.read(fd, b) } } catch {
+            let bytes: UnsafeRawBufferPointer?
+            do { bytes = try loop.read(fd) } catch {
                 finish(.system(error))
                 return
             }
-            guard let n else { return }
+            guard let bytes else { return }
+            let n = bytes.count
             if n == 0 {
                 finish(.peerClosed)
                 return
             }
             lastReceived = EventLoop.now()
             traffic.withLock { $0.received += n }
-            perform(machine.receive(buffer[0..<n]))
-            if n < buffer.count { return }
+            // The machine copies the bytes before anything else can read into the loop's buffer.
+            perform(machine.receive(bytes))
+            if n < EventLoop.readSize { return }
         }
     }
 
@@ -128,15 +129,13 @@ final class SocketConnection: EventHandler, @unchecked Sendable {
     /// Seals and queues a DATA frame.
     func sendData(_ payload: [UInt8]) {
         guard !closed, !draining else { return }
-        do { write(try machine.seal(.data, payload)) } catch { finish(.local("send: \(error)")) }
+        do { try writeSealed(.data, payload) } catch { finish(.local("send: \(error)")) }
     }
 
     /// Sends BYE (if the handshake is done) and closes once it is written.
     func sayGoodbye(_ reason: String) {
         guard !closed else { return }
-        if machine.isEstablished, !draining, let bye = try? machine.seal(.bye, Array(reason.utf8.prefix(200))) {
-            write(bye)
-        }
+        if machine.isEstablished, !draining { try? writeSealed(.bye, Array(reason.utf8.prefix(200))) }
         finish(.local(reason))
     }
 
@@ -218,9 +217,7 @@ final class SocketConnection: EventHandler, @unchecked Sendable {
                 self.sayGoodbye("idle for \(self.options.idleTimeout)")
                 return
             }
-            if quiet >= self.options.pingInterval.nanoseconds, let ping = try? self.machine.seal(.ping, []) {
-                self.write(ping)
-            }
+            if quiet >= self.options.pingInterval.nanoseconds { try? self.writeSealed(.ping, []) }
             self.armIdleTimer()
         }
     }
@@ -228,14 +225,37 @@ final class SocketConnection: EventHandler, @unchecked Sendable {
     // MARK: Writing and closing
 
     private func write(_ bytes: [UInt8]) {
-        guard !closed else { return }
-        if queued + bytes.count > options.sendQueueLimit {
+        guard admit(bytes.count) else { return }
+        outbound.append(bytes)
+        flushSoon()
+    }
+
+    /// Seals a message of `type` straight into the send queue (no array of the frame's own).
+    ///
+    /// - Throws: as ``ConnectionMachine/seal(_:_:)``.
+    private func writeSealed(_ type: MessageType, _ payload: [UInt8]) throws(TransportError) {
+        guard admit(ConnectionMachine.sealedSize(payload.count)) else { return }
+        try outbound.appendInPlace { (bytes: inout [UInt8]) throws(TransportError) in
+            try machine.seal(type, payload, appendingTo: &bytes)
+        }
+        flushSoon()
+    }
+
+    /// Whether `count` more bytes may be queued; if they would pass the send queue's limit the
+    /// connection is closed (false).
+    private func admit(_ count: Int) -> Bool {
+        guard !closed else { return false }
+        if queued + count > options.sendQueueLimit {
             // A peer that does not read is cut off rather than growing our memory.
             outbound.clear()
             finish(.local("slow consumer: over \(options.sendQueueLimit) bytes queued"))
-            return
+            return false
         }
-        outbound.append(bytes)
+        return true
+    }
+
+    /// Writes what is queued at the end of this loop turn.
+    private func flushSoon() {
         // One write per loop turn: frames queued by the same turn leave together.
         if !connecting, !flushScheduled, !watchingWrites {
             flushScheduled = true

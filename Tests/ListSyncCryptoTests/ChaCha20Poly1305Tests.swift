@@ -201,6 +201,27 @@ struct ChaCha20Poly1305Tests {
         }
     }
 
+    @Test("seal(inPlace:counter:) gives A.5's ciphertext and tag (its nonce is of the counter form), and what seal gives for lengths 0...300")
+    func inPlace() throws {
+        func sealInPlace(_ aead: ChaCha20Poly1305, _ plaintext: [UInt8], counter: UInt64, aad: [UInt8]) -> [UInt8] {
+            var buffer = plaintext + [UInt8](repeating: 0, count: ChaCha20Poly1305.tagSize)
+            buffer.withUnsafeMutableBytes { b in aad.withUnsafeBytes { aead.seal(inPlace: b, counter: counter, authenticating: $0) } }
+            return buffer
+        }
+        let v = aeadVectors[1]
+        #expect(v.nonce == "000000000102030405060708")
+        let sealed = sealInPlace(try ChaCha20Poly1305(key: hex(v.key)), hex(v.plaintext), counter: 0x0102_0304_0506_0708, aad: hex(v.aad))
+        #expect(hexString(sealed) == v.ciphertext + v.tag)
+
+        var rng = SeededRandom(seed: 2808)
+        for length in 0...300 {
+            let aead = try ChaCha20Poly1305(key: rng.bytes(32)), counter = rng.next()
+            let aad = rng.bytes(Int.random(in: 0...40, using: &rng)), plaintext = rng.bytes(length)
+            #expect(sealInPlace(aead, plaintext, counter: counter, aad: aad)
+                    == (try aead.seal(plaintext, nonce: ChaCha20Poly1305.nonce(counter: counter), authenticating: aad)), "length \(length)")
+        }
+    }
+
     @Test("slices with a non-zero start index and non-contiguous collections are read correctly")
     func slices() throws {
         let aead = try ChaCha20Poly1305(key: hex(Self.v.key))

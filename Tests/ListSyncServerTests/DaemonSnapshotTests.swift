@@ -57,6 +57,55 @@ struct DaemonSnapshotTests {
         await again.stop()
     }
 
+    @Test("4 clients editing one document at once with snapshots every 2 KiB (batches arrive while snapshots are written off the pool): every acknowledged edit is there, live and after a restart")
+    func batchesDuringSnapshots() async throws {
+        let events = DaemonFaultTests.Events()
+        let (daemon, port, key, dir) = try await DaemonLimitTests.start { config in
+            config.snapshotLogBytes = 2_048
+            config.log = { e, f in events.list.withLock { $0.append((e, f)) } }
+        }
+        defer { dir.remove() }
+        let admin = try await DaemonClient.connect(host: "127.0.0.1", port: port, key: key)
+        let doc = try await admin.create(name: "contended")
+        let watcher = try await admin.open(doc)
+        var clients: [DaemonClient] = []
+        for _ in 0..<4 {
+            let c = try await DaemonClient.connect(host: "127.0.0.1", port: port, key: key)
+            _ = try await c.open(doc)
+            clients.append(c)
+        }
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for (n, c) in clients.enumerated() {
+                group.addTask {
+                    for i in 0..<60 {
+                        try await c.edit(doc) { d throws(ListError) in
+                            _ = try d.insertItem(atRow: 0, inSection: 0, value: Data("c\(n) \(i)".utf8))
+                        }
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        let expected = Set((0..<4).flatMap { n in (0..<60).map { "c\(n) \($0)" } })
+        let deadline = ContinuousClock.now + .seconds(10)
+        while Set(watcher.document.rows.flatMap { $0 }) != expected, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        #expect(Set(watcher.document.rows.flatMap { $0 }) == expected)
+        #expect(events.named("document snapshotted").count >= 2)
+        for c in clients { await c.close() }
+        await admin.close()
+        await daemon.stop()
+
+        let (again, port2) = try await DaemonLimitTests.restart(on: dir)
+        let reader = try await DaemonClient.connect(host: "127.0.0.1", port: port2, key: key)
+        let reopened = try await reader.open(doc)
+        #expect(Set(reopened.document.rows.flatMap { $0 }) == expected)
+        #expect(reopened.document.rows.flatMap { $0 }.count == 240)
+        await reader.close()
+        await again.stop()
+    }
+
     @Test("the shared log stays a few segments long: the daemon snapshots the documents holding its oldest segment, resident or not, and every acknowledged edit survives a restart")
     func checkpointsKeepTheLogShort() async throws {
         let events = DaemonFaultTests.Events()
