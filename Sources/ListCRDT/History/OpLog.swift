@@ -65,7 +65,7 @@ struct OpLog: Sendable {
     /// Delete runs: the local version of the slot each delete's author saw.
     private(set) var seenSlots: [LocalVersion] = []
     /// Dependencies that are not implicit (see ``Record/deps``).
-    private var explicitDeps: [Frontier] = []
+    private(set) var explicitDeps: [Frontier] = []
     /// Operations of the rare kinds, whole.
     private(set) var others: [ListOperation] = []
 
@@ -74,7 +74,7 @@ struct OpLog: Sendable {
     private var replicaIndex = ReplicaTable()
     /// Per replica (by dense index): its records, in counter order (a replica's operations are
     /// applied in counter order).
-    private var byReplica: [[Int32]] = []
+    private(set) var byReplica: [[Int32]] = []
 
     /// Number of operations.
     private(set) var count = 0

@@ -34,9 +34,9 @@ struct SlotStore: Sendable {
     /// Runs in local-version order.
     private(set) var runs: [Run] = []
     /// Every slot, by local version (one append per slot).
-    private var slots: [Slot] = []
+    private(set) var slots: [Slot] = []
     /// For each replica (by ``replicaIndex``), runs of ids to local versions, in counter order.
-    private var idRuns: [[IDRun]] = []
+    private(set) var idRuns: [[IDRun]] = []
     private var replicaIndex = ReplicaTable()
     /// The replica of the slot added last and its index in `idRuns` (most slots come from the
     /// same replica as the one before: no table lookup then).
