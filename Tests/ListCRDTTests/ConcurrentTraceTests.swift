@@ -170,10 +170,10 @@ import ListSyncTestTraits
         #expect(text.count == inserted - deleted)
         #expect(text.count * 5 < inserted)
         for doc in replay.documents { #expect(ConcurrentTrace.text(of: doc) == text) }
-        // The breakdown counts every item's value once.
-        let values = replay.documents[0].memoryBreakdown.first { $0.name == "items.value" }
+        // The breakdown counts every item's insert value (one byte each) once.
+        let values = replay.documents[0].memoryBreakdown.first { $0.name == "items.insertValues" }
         #expect(values?.count == inserted)
-        #expect(values.map { $0.bytes >= inserted * 16 } == true)
+        #expect(values.map { $0.bytes >= inserted * 5 } == true)
     }
 
     @Test("the replay refuses replica ids that are not one distinct id per agent")

@@ -42,8 +42,7 @@ func heapBytes(_ value: Data) -> Int { value.count > 14 ? value.count : 0 }
 extension OpLog {
     var memoryParts: [MemoryPart] {
         [memoryPart("log.records", records), memoryPart("log.seenSlots", seenSlots),
-         memoryPart("log.explicitDeps", explicitDeps,
-                    extra: explicitDeps.reduce(0) { $0 + $1.tailHeapBytes }),
+         memoryPart("log.depIDs", depIDs), memoryPart("log.depStarts", depStarts),
          memoryPart("log.others", others),
          MemoryPart(name: "log.byReplica", count: byReplica.count,
                     bytes: byReplica.reduce(byReplica.capacity * MemoryLayout<[Int32]>.stride) {
@@ -73,6 +72,9 @@ extension SlotForest {
 extension EntityTable {
     func memoryParts(prefix: String) -> [MemoryPart] {
         [memoryPart("\(prefix).rows", rows), memoryPart("\(prefix).registers", registers),
-         memoryPart("\(prefix).value", value, extra: value.reduce(0) { $0 + heapBytes($1) })]
+         MemoryPart(name: "\(prefix).insertValues", count: insertValues.count, bytes: insertValues.heapBytes),
+         MemoryPart(name: "\(prefix).replaced", count: replaced.count,
+                    bytes: replaced.capacity * (MemoryLayout<EntityIndex>.stride + MemoryLayout<Replaced>.stride)
+                        + replaced.values.reduce(0) { $0 + heapBytes($1.value) })]
     }
 }

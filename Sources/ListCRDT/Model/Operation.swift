@@ -102,9 +102,6 @@ public struct Frontier: Hashable, Sendable, Sequence, CustomStringConvertible {
 
     /// Number of ids.
     public var count: Int { head == .none ? 0 : 1 + tail.count }
-    /// Heap bytes of the ids after the first (an array's 32-byte header and its room; none for
-    /// one id or none), for ``ListDocument/memoryBreakdown``.
-    var tailHeapBytes: Int { tail.capacity == 0 ? 0 : 32 + tail.capacity * MemoryLayout<OpID>.stride }
     /// Whether there are no ids.
     public var isEmpty: Bool { head == .none }
     /// The ids, sorted.
