@@ -82,7 +82,15 @@ public struct ConcurrentTrace: Sendable {
     /// final newline is allowed); a parent must be an earlier transaction; an agent's previous
     /// transaction must be in the past of its next one.
     public init(parsing bytes: [UInt8]) throws(FormatError) {
-        self.transactions = try Self.parse(bytes)
+        try self.init(transactions: Self.parse(bytes))
+    }
+
+    /// A trace of these transactions (a parent must be an earlier transaction, as in a file);
+    /// computes every transaction's version vector.
+    ///
+    /// - Complexity: O(t × a) time and memory for t transactions and a agents.
+    public init(transactions: [Transaction]) throws(FormatError) {
+        self.transactions = transactions
         finalText = nil
         agentCount = (transactions.map(\.agent).max() ?? -1) + 1
         transactionsByAgent = Array(repeating: [], count: agentCount)
@@ -94,7 +102,8 @@ public struct ConcurrentTrace: Sendable {
         for (i, t) in transactions.enumerated() {
             var v = Array(repeating: 0, count: n)
             for p in t.parents {
-                // Parents come first (checked by the parser): their past is known.
+                guard p >= 0, p < i else { throw FormatError(line: i + 1, reason: "parent \(p) is not an earlier transaction") }
+                // Parents come first: their past is known.
                 for b in 0..<n { v[b] = max(v[b], pastCounts[p * n + b]) }
                 let pa = transactions[p].agent
                 v[pa] = max(v[pa], sequenceNumbers[p] + 1)

@@ -153,6 +153,29 @@ import ListSyncTestTraits
         }
     }
 
+    @Test("a generated many-agent trace is valid, deterministic, survives JSON Lines, and converges with most text deleted")
+    func synthetic() throws {
+        let trace = ConcurrentTrace.synthetic(agents: 12, operations: 3_000)
+        #expect(trace.agentCount == 12 && trace.elementOperations >= 3_000)
+        #expect(trace.transactions == ConcurrentTrace.synthetic(agents: 12, operations: 3_000).transactions)
+        #expect(trace.transactions != ConcurrentTrace.synthetic(agents: 12, operations: 3_000, seed: 30).transactions)
+        #expect(try ConcurrentTrace(parsing: trace.jsonLines).transactions == trace.transactions)
+        var replay = try ConcurrentReplay(trace, replicas: (1...12).map { ReplicaID(UInt64($0)) },
+                                          delivery: .shuffled(seed: 29))
+        try replay.mergeAll()
+        let text = ConcurrentTrace.text(of: replay.documents[0])
+        // Concurrent transactions never delete the same character: the length is known.
+        let patches = trace.transactions.flatMap(\.patches)
+        let inserted = patches.reduce(0) { $0 + $1.text.count }, deleted = patches.reduce(0) { $0 + $1.deleteCount }
+        #expect(text.count == inserted - deleted)
+        #expect(text.count * 5 < inserted)
+        for doc in replay.documents { #expect(ConcurrentTrace.text(of: doc) == text) }
+        // The breakdown counts every item's insert value (one byte each) once.
+        let values = replay.documents[0].memoryBreakdown.first { $0.name == "items.insertValues" }
+        #expect(values?.count == inserted)
+        #expect(values.map { $0.bytes >= inserted * 5 } == true)
+    }
+
     @Test("the replay refuses replica ids that are not one distinct id per agent")
     func badReplicas() throws {
         let trace = try ConcurrentTrace(parsing: Array(Self.small.utf8))

@@ -14,10 +14,11 @@ import Testing
         #expect(a.description == "7")
     }
 
-    @Test("typed local versions keep the stored layouts (a slot 12 bytes, an entry 8)")
+    @Test("typed local versions keep the stored layouts (a slot 8 bytes, an entry 8, an entity row 32)")
     func layouts() {
         #expect(MemoryLayout<LocalVersion>.size == 4 && MemoryLayout<LocalVersion>.stride == 4)
-        #expect(MemoryLayout<SlotStore.Slot>.stride == 12)
+        #expect(MemoryLayout<SlotStore.Slot>.stride == 8)
+        #expect(MemoryLayout<EntityTable.Row>.stride == 32)
         #expect(MemoryLayout<SlotForest.Entry>.stride == 8)
     }
 }

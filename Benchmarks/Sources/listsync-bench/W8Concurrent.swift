@@ -1,18 +1,25 @@
 import Foundation
-import ListCRDT
+@_spi(Testing) import ListCRDT
 import ListSync
 import ListSyncTestSupport
 
-// W8.concurrent (Benchmarks/WORKLOADS.md): the clownschool trace, three people typing one
-// document concurrently, replayed on three replicas (ConcurrentReplay, causal delivery, replica
-// ids 1, 2, 3 for agents 0, 1, 2) and merged. compare/peers.py runs the same on Loro and Yrs.
+// W8.concurrent (Benchmarks/WORKLOADS.md): a concurrent trace replayed on one replica per agent
+// (ConcurrentReplay, causal delivery, replica ids 1...n for agents 0...n-1) and merged: the
+// clownschool trace (three people typing one document), the trace `--concurrent-trace PATH` names,
+// or, as W8.synthetic.AGENTS.OPS, ConcurrentTrace.synthetic(agents:operations:) (many agents, a
+// long history that is mostly deleted again). compare/peers.py runs the same on Loro and Yrs.
 
 /// Best of up to this many runs (each on fresh replicas), as W2's loads.
 let w8Runs = 5
 
-/// The concurrent trace: `clownschool.concurrent.jsonl` next to the `--trace` file, else in
-/// Benchmarks/Traces.
+/// The concurrent trace: `--concurrent-trace PATH` (with `PATH.final.txt` when it exists), else
+/// `clownschool.concurrent.jsonl` next to the `--trace` file, else in Benchmarks/Traces.
 func loadConcurrentTrace(_ ctx: Context) throws -> ConcurrentTrace {
+    if let path = ctx.concurrentTracePath {
+        let url = URL(fileURLWithPath: path)
+        guard url.pathExtension == "jsonl" else { throw BenchError("--concurrent-trace must name a .jsonl file: \(path)") }
+        return try ConcurrentTrace(named: url.deletingPathExtension().lastPathComponent, in: url.deletingLastPathComponent())
+    }
     let name = "clownschool.concurrent"
     let dirs = [URL(fileURLWithPath: ctx.tracePath).deletingLastPathComponent(),
                 URL(fileURLWithPath: defaultTrace()).deletingLastPathComponent()]
@@ -22,13 +29,40 @@ func loadConcurrentTrace(_ ctx: Context) throws -> ConcurrentTrace {
     throw BenchError("\(name).jsonl not found in \(dirs.map(\.path))")
 }
 
-func w8Concurrent(_ ctx: Context) throws -> BenchResult {
-    let trace = try loadConcurrentTrace(ctx)  // untimed: parsing and the version vectors
-    guard let expected = trace.finalText else { throw BenchError("clownschool.concurrent.final.txt is missing") }
-    let ids = [1, 2, 3].map(ReplicaID.init)
-    // Every run is checked: all three replicas show the final text after the merge.
+/// `W8.synthetic.AGENTS.OPS` (or `AGENTS.OPS` alone): the generator's two numbers, if well formed.
+func syntheticTraceSize(_ name: String) -> (agents: Int, operations: Int)? {
+    let parts = (name.hasPrefix("W8.synthetic.") ? name.dropFirst("W8.synthetic.".count) : name[...]).split(separator: ".")
+    guard parts.count == 2, let a = Int(parts[0]), let n = Int(parts[1]),
+          (1...ConcurrentTrace.maxAgents).contains(a), n >= 1 else { return nil }
+    return (a, n)
+}
+
+/// `--write-concurrent-trace AGENTS.OPS PATH.jsonl`: writes the synthetic trace for peers.py.
+func writeSyntheticTrace(_ size: String, to path: String) throws {
+    guard let (a, n) = syntheticTraceSize(size) else { throw BenchError("expected AGENTS.OPS, got '\(size)'") }
+    let trace = ConcurrentTrace.synthetic(agents: a, operations: n)
+    try Data(trace.jsonLines).write(to: URL(fileURLWithPath: path))
+    print("\(path): \(trace.transactions.count) transactions, \(trace.elementOperations) element operations, \(a) agents")
+}
+
+func w8Concurrent(_ ctx: Context, workload: String = "W8.concurrent") throws -> BenchResult {
+    // Untimed: parsing or generating, and the version vectors.
+    let trace = try syntheticTraceSize(workload).map { ConcurrentTrace.synthetic(agents: $0.agents, operations: $0.operations) }
+        ?? loadConcurrentTrace(ctx)
+    let expected = trace.finalText
+    guard expected != nil || ctx.concurrentTracePath != nil || workload != "W8.concurrent" else {
+        throw BenchError("clownschool.concurrent.final.txt is missing")
+    }
+    let n = trace.agentCount
+    let ids = (1...n).map { ReplicaID(UInt64($0)) }
+    /// Every replica shows the final text, or, without one, the same text as replica 1.
+    func converged(_ docs: [ListDocument]) -> Bool {
+        let want = expected ?? ConcurrentTrace.text(of: docs[0])
+        return docs.allSatisfy { ConcurrentTrace.text(of: $0) == want }
+    }
     // Memory: the RSS delta of the first run (before its replicas exist -> after the merge, all
-    // alive), divided by the number of replicas: a proxy for the memory one replica holds.
+    // alive, with the replay's operations), divided by the number of replicas: a proxy for the
+    // memory one replica holds.
     var allOK = true, first: ConcurrentReplay?, held = 0
     let r = try Repeat.fastest(reps: w8Runs, time: { Double($0) }) { () throws -> UInt64 in
         let before = Memory.rssNow()
@@ -37,20 +71,19 @@ func w8Concurrent(_ ctx: Context) throws -> BenchResult {
         try replay.mergeAll()
         let ns = nowNs() - t0
         if first == nil { held = Memory.rssNow() - before }
-        allOK = allOK && replay.documents.allSatisfy { ConcurrentTrace.text(of: $0) == expected }
+        allOK = allOK && converged(replay.documents)
         if first == nil { first = replay }
         return ns
     }
-    let replay = first!
     let elementOps = trace.elementOperations
 
     // What sending the operations as bytes would add (measured apart, on the first run's
     // operations): each transaction encoded once, and decoded once by each of the other replicas.
-    let others = trace.agentCount - 1
+    let others = n - 1
     let wire = try Repeat.bestMs(reps: w8Runs) { () throws -> (Double, Int) in
         let t0 = nowNs()
         var bytes = 0
-        for ops in replay.operations {
+        for ops in first!.operations {
             let encoded = ListOperation.encode(ops)
             bytes += encoded.count
             for _ in 0..<others {
@@ -59,20 +92,42 @@ func w8Concurrent(_ ctx: Context) throws -> BenchResult {
         }
         return (Double(nowNs() - t0) / 1e6, bytes)
     }
+    first = nil
 
-    var res = BenchResult(workload: "W8.concurrent", ops: elementOps)
+    // Untimed: the documents alone. One more replay whose operations (ConcurrentReplay keeps every
+    // transaction's ListOperation values) are freed before the second reading; glibc malloc_trim
+    // before both readings. `documents_memory_bytes` = that delta / n.
+    let before = Memory.trimmedRSS()
+    let docs = try { () throws -> [ListDocument] in
+        var replay = try ConcurrentReplay(trace, replicas: ids, delivery: .causal)
+        try replay.mergeAll()
+        return replay.documents
+    }()
+    let documentsHeld = Memory.trimmedRSS() - before
+    allOK = allOK && converged(docs)
+
+    var res = BenchResult(workload: workload, ops: elementOps)
     res.set("ms", Double(r.best) / 1e6)
     res.set("ns_per_op", Double(r.best) / Double(elementOps))
     res.set("transactions", trace.transactions.count)
+    res.set("replicas", n)
     res.set("wire_ms", wire.ms)
     res.set("wire_bytes", wire.state)
-    res.set("memory_bytes", held / ids.count)
+    res.set("memory_bytes", held / n)
     res.set("replicas_rss_bytes", held)
+    res.set("documents_memory_bytes", documentsHeld / n)
+    res.set("documents_bytes_per_op", Double(documentsHeld) / Double(n) / Double(elementOps))
+    let live = ConcurrentTrace.text(of: docs[0]).count
+    res.set("live_items", live)
+    // Replica 1's tables (ListDocument.memoryBreakdown: capacity × stride, no allocator slack).
+    let parts = docs[0].memoryBreakdown
+    res.set("tables_bytes", parts.reduce(0) { $0 + $1.bytes })
+    for p in parts where p.bytes > 0 { res.set("tables.\(p.name)", p.bytes) }
 
     // Untimed (issue 29): one replica's document alone, before and after compaction at the
     // merged version (every replica holds every operation): its snapshot, and the memory of 3
     // documents loaded from that snapshot (RSS delta with malloc_trim before each reading, / 3).
-    var compacted = replay.documents[0]
+    var compacted = docs[0]
     let full = compacted.encodedSnapshot()
     try compacted.compact(stable: compacted.version)
     let small = compacted.encodedSnapshot()
@@ -87,14 +142,18 @@ func w8Concurrent(_ ctx: Context) throws -> BenchResult {
     res.set("compacted_snapshot_bytes", small.count)
     res.set("loaded_memory_bytes", try loadedMemory(full))
     res.set("compacted_loaded_memory_bytes", try loadedMemory(small))
-    allOK = allOK && ConcurrentTrace.text(of: compacted) == expected
+    allOK = allOK && ConcurrentTrace.text(of: compacted) == ConcurrentTrace.text(of: docs[0])
     res.ok = allOK
-    res.note = "\(trace.transactions.count) transactions, \(elementOps) element edits (ops), 3 replicas (ids 1, 2, 3); "
+    withExtendedLifetime(docs) {}
+    res.note = "\(trace.transactions.count) transactions, \(elementOps) element edits (ops), \(n) replicas (ids 1...\(n)); "
         + "timed: ConcurrentReplay (before each transaction its agent's replica receives the other agents' "
         + "transactions in its past as ListOperation values, one receive(_:) per transaction, then one "
         + "insertItem/deleteItem call per element) + mergeAll; ms \(Repeat.note(w8Runs, r.runs)) on fresh replicas, "
-        + "every run checked (all replicas == final.txt); wire_ms (not in ms): encoding each transaction once "
+        + "every run checked (all replicas == \(expected == nil ? "replica 1's text, no final.txt" : "final.txt")); "
+        + "wire_ms (not in ms): encoding each transaction once "
         + "and decoding it once per other replica, \(Repeat.note(w8Runs, wire.runs)); memory_bytes = RSS delta of "
-        + "the first run (before the replicas -> after the merge, all alive) / 3, a proxy"
+        + "the first run (before the replicas -> after the merge, all alive, the replay's operations included) / \(n), "
+        + "a proxy; documents_memory_bytes = the same for the documents alone (one more replay, its operations "
+        + "freed, malloc_trim before both readings) / \(n)"
     return res
 }

@@ -23,6 +23,8 @@ struct BenchError: Error, CustomStringConvertible {
 struct Context {
     var tracePath: String
     var executable: String
+    /// `--concurrent-trace PATH`: the trace W8.concurrent replays instead of clownschool's.
+    var concurrentTracePath: String? = nil
 
     /// The trace, parsed (untimed). `finalText` is nil when `NAME.final.txt` is missing.
     func loadTrace() throws -> EditingTrace {
@@ -49,6 +51,7 @@ func run(_ workload: String, _ ctx: Context) throws -> BenchResult {
     case "W10.store": return try w10Store(ctx)
     default:
         if let (order, n) = outOfOrderWorkload(workload) { return try w7OutOfOrder(order: order, n: n) }
+        if workload.hasPrefix("W8.synthetic."), syntheticTraceSize(workload) != nil { return try w8Concurrent(ctx, workload: workload) }
         if workload.hasPrefix("W12.churn."), let n = Int(workload.dropFirst("W12.churn.".count)),
            churnSizes.contains(n) {
             return try w12Churn(n: n)

@@ -10,6 +10,7 @@ Memory.baseRSS = Memory.rssNow()
 
 let usage = """
     usage: listsync-bench [--workload NAME]... [--json] [--trace PATH] [--reps N]
+           listsync-bench --write-concurrent-trace AGENTS.OPS PATH.jsonl
            listsync-bench --list | --help
 
     Runs the ListSync workloads of Benchmarks/WORKLOADS.md (the same operation sequences as
@@ -24,6 +25,13 @@ let usage = """
       --reps N         cap every repetition at N runs (default 10; 1 = single runs). Timed parts
                        are the best of up to 10 runs (W1), 5 (W2's exports and loads, W4.moves
                        load_ms) or 3 (W4.moves and W4.merge moves), no new run after 10 s
+      --concurrent-trace PATH
+                       the concurrent trace W8.concurrent replays (NAME.jsonl, with NAME.final.txt
+                       checked when it is next to it; one replica per agent), instead of clownschool
+      --write-concurrent-trace AGENTS.OPS PATH.jsonl
+                       write the synthetic trace of W8.synthetic.AGENTS.OPS (AGENTS agents, about OPS
+                       element operations, most text deleted again) to PATH.jsonl and exit, for
+                       compare/peers.py --concurrent-trace PATH.jsonl
       --list           print the workload names
       --help           this text
 
@@ -49,6 +57,7 @@ func defaultTrace() -> String {
 var workloads: [String] = []
 var json = false
 var tracePath: String?
+var concurrentTracePath: String?
 var args = Array(CommandLine.arguments.dropFirst())[...]
 while let a = args.popFirst() {
     func value() -> String {
@@ -58,12 +67,17 @@ while let a = args.popFirst() {
     switch a {
     case "--workload", "-w":
         let w = value()
-        guard allWorkloads.contains(w) else {
+        guard allWorkloads.contains(w) || (w.hasPrefix("W8.synthetic.") && syntheticTraceSize(w) != nil) else {
             fail("unknown workload '\(w)'; known: \(allWorkloads.joined(separator: ", "))")
         }
         workloads.append(w)
     case "--json": json = true
     case "--trace": tracePath = value()
+    case "--concurrent-trace": concurrentTracePath = value()
+    case "--write-concurrent-trace":
+        let size = value(), path = value()
+        do { try writeSyntheticTrace(size, to: path) } catch { fail("\(error)") }
+        exit(0)
     case "--reps":
         guard let n = Int(value()), n >= 1 else { fail("--reps needs a positive integer") }
         Repeat.reps = n
@@ -82,7 +96,8 @@ if workloads.isEmpty { workloads = allWorkloads }
 let executable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().path
 let ctx = Context(
     tracePath: URL(fileURLWithPath: tracePath ?? defaultTrace()).standardizedFileURL.path,
-    executable: FileManager.default.fileExists(atPath: executable) ? executable : CommandLine.arguments[0])
+    executable: FileManager.default.fileExists(atPath: executable) ? executable : CommandLine.arguments[0],
+    concurrentTracePath: concurrentTracePath.map { URL(fileURLWithPath: $0).standardizedFileURL.path })
 if workloads.contains(where: { $0.hasPrefix("W1.trace") || $0.hasPrefix("W2") || $0.hasPrefix("W3") || $0 == "W6.memory" || $0 == "W10.store" }),
    !FileManager.default.fileExists(atPath: ctx.tracePath) {
     fail("trace not found: \(ctx.tracePath) (pass --trace PATH)")
@@ -130,7 +145,7 @@ let shown: [String: [String]] = [
     "W7.reverse.100000": ["ms", "ns_per_op", "buffered_ops"],
     "W7.shuffled.10000": ["ms", "ns_per_op", "buffered_ops"],
     "W7.shuffled.100000": ["ms", "ns_per_op", "buffered_ops"],
-    "W8.concurrent": ["ms", "ns_per_op", "wire_ms", "memory_bytes"],
+    "W8.concurrent": ["ms", "ns_per_op", "wire_ms", "memory_bytes", "documents_memory_bytes"],
     "W12.churn.100000": ["ns_per_op", "snapshot_bytes", "history_bytes", "memory_bytes"],
     "W12.churn.1000000": ["ns_per_op", "snapshot_bytes", "history_bytes", "memory_bytes"],
     "W9.tcp": ["bulk_ms", "bulk_mb_s", "stream_ops_per_s", "latency_p50_us", "latency_p99_us"],
@@ -145,6 +160,7 @@ for w in workloads {
     FileHandle.standardError.write(Data("running \(w)...\n".utf8))
     var childArgs = [ctx.executable, "--workload", w, "--json", "--trace", ctx.tracePath]
     if Repeat.reps != 10 { childArgs += ["--reps", String(Repeat.reps)] }
+    if let path = ctx.concurrentTracePath { childArgs += ["--concurrent-trace", path] }
     do {
         let r = try runChild(childArgs)
         let metrics = r["metrics"] as? [String: Any] ?? [:]

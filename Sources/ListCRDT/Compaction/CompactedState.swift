@@ -113,7 +113,7 @@ extension CompactedState {
         func entity(_ table: EntityTable, _ i: EntityIndex, alive: Bool) -> Entity {
             let row = table.rows[i.int]
             return Entity(id: row.id, winner: newLV[row.winner.int], winnerID: table.winnerID(i),
-                          deleted: table.deleted(i), value: alive ? table.value[i.int] : Data(),
+                          deleted: table.deleted(i), value: alive ? table.value(i) : Data(),
                           valueWrite: alive ? table.valueWrite(i) : row.id)
         }
         sections = doc.sections.indices.map { entity(doc.sections, $0, alive: true) }

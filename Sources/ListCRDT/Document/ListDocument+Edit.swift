@@ -207,7 +207,7 @@ extension ListDocument {
     private mutating func moveItems(_ list: [EntityIndex], section s: EntityIndex, row: Int) throws(ListError) -> ListOperation {
         if variant == .moveAsDeleteAndInsert {
             // Broken on purpose: delete every item, then insert copies with new identities.
-            let values = list.map { items.value[$0.int] }
+            let values = list.map { items.value($0) }
             for i in list { try deleteItem(ItemID(items.rows[i.int].id)) }
             let sectionIndex = visiblePosition(ofSlot: sections.rows[s.int].winner)
             var last: ListOperation?

@@ -25,7 +25,7 @@ extension ListDocument {
         }
         func putEntity(_ t: EntityTable, _ e: EntityIndex) {
             put(t.rows[e.int].id); put(t.winnerID(e)); put(t.deleted(e))
-            put(t.valueWrite(e)); out.data(t.value[e.int])
+            put(t.valueWrite(e)); out.data(t.value(e))
         }
         out.bytes.append(contentsOf: Array("LSST1".utf8))
         for (r, c) in versionVector.counters.sorted(by: { $0.key < $1.key }) { put(r.rawValue); put(c) }

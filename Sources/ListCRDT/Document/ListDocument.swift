@@ -117,7 +117,7 @@ public struct ListDocument: Sendable {
 
     /// The value of a section (visible or not), or nil if the section is unknown.
     public func value(of section: SectionID) -> Data? {
-        sectionEntity(section).map { sections.value[$0.int] }
+        sectionEntity(section).map { sections.value($0) }
     }
 
     // MARK: Items
@@ -168,7 +168,7 @@ public struct ListDocument: Sendable {
 
     /// The value of an item (visible or not), or nil if the item is unknown.
     public func value(of item: ItemID) -> Data? {
-        itemEntity(item).map { items.value[$0.int] }
+        itemEntity(item).map { items.value($0) }
     }
 
     /// Whether the item is known and visible.

@@ -59,9 +59,9 @@ extension ListDocument {
             list.reserveCapacity(visibleItemCount(s))
             forEachVisible(in: tree(ofSequence: .items(s))) { ilv in
                 let i = slots.entity(of: ilv)
-                list.append(.init(id: ItemID(items.rows[i.int].id), value: items.value[i.int]))
+                list.append(.init(id: ItemID(items.rows[i.int].id), value: items.value(i)))
             }
-            out.append(.init(id: SectionID(sections.rows[s.int].id), value: sections.value[s.int], items: list))
+            out.append(.init(id: SectionID(sections.rows[s.int].id), value: sections.value(s), items: list))
         }
         return ListSnapshot(sections: out)
     }

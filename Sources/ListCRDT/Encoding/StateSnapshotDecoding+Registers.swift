@@ -165,31 +165,7 @@ extension StateSnapshotDecoder {
         }
         guard e == total else { throw .invalidValue("values for \(e) of \(total) entities", offset: r.offset) }
         let raw = try r.raw(bytes)
-        // Every value written once, in place (small values are stored inline in the Data).
-        let values = [Data](unsafeUninitializedCapacity: total) { out, initialized in
-            raw.withUnsafeBufferPointer { buffer in
-                var at = 0, k = 0
-                for run in lengths {
-                    let values = out.baseAddress! + k
-                    if run.length == 0 {
-                        for j in 0 ..< run.count { (values + j).initialize(to: Data()) }
-                    } else if run.length == 1 {
-                        // The common case (text), with a constant count: inline, no loop inside.
-                        let bytes = buffer.baseAddress! + at
-                        for j in 0 ..< run.count { (values + j).initialize(to: Data(bytes: bytes + j, count: 1)) }
-                    } else {
-                        // Not empty, so the buffer has a base address (run.count ≥ 1 values of ≥ 1 byte).
-                        let bytes = buffer.baseAddress! + at
-                        for j in 0 ..< run.count {
-                            (values + j).initialize(to: Data(bytes: bytes + j * run.length, count: run.length))
-                        }
-                    }
-                    at += run.count * run.length
-                    k += run.count
-                }
-                initialized = k
-            }
-        }
+        let values = ValueStore(bytes: Array(raw), lengths: lengths)
         let replaced = try r.count(minBytes: 3)
         var previous = -1
         var insertValues: [(EntityIndex, OpID, Data)] = []
@@ -200,21 +176,19 @@ extension StateSnapshotDecoder {
             insertValues.append((EntityIndex(x), write, insertValue))
             previous = x
         }
-        if items {
-            doc.items.value = values
-            for (i, write, v) in insertValues {
-                let current = doc.items.value[i.int]
-                doc.items.value[i.int] = v
-                doc.items.setValue(current, write: write, of: i)
+        // The snapshot holds the current values, the table keeps the inserts' values apart from
+        // the written ones: put the insert values back in place when some were replaced.
+        func install(_ table: inout EntityTable) {
+            if insertValues.isEmpty {
+                table.insertValues = values
+                return
             }
-        } else {
-            doc.sections.value = values
-            for (s, write, v) in insertValues {
-                let current = doc.sections.value[s.int]
-                doc.sections.value[s.int] = v
-                doc.sections.setValue(current, write: write, of: s)
-            }
+            var inserts = (0 ..< values.count).map { values[$0] }
+            for (i, _, v) in insertValues { inserts[i.int] = v }
+            table.insertValues = ValueStore(inserts)
+            for (i, write, _) in insertValues { table.setValue(values[i.int], write: write, of: i) }
         }
+        if items { install(&doc.items) } else { install(&doc.sections) }
     }
 
     mutating func readFrontier() throws(WireError) {

@@ -235,11 +235,13 @@ struct StateSnapshotEncoder {
     /// values.
     private mutating func putValues(_ table: EntityTable) {
         var runs: [(length: Int, count: Int)] = []
-        for v in table.value {
-            if let last = runs.last, last.length == v.count {
+        let current = table.replaced.isEmpty ? nil : table.indices.map { table.value($0) }
+        for e in 0 ..< table.count {
+            let length = current?[e].count ?? table.insertValues.length(e)
+            if let last = runs.last, last.length == length {
                 runs[runs.count - 1].count += 1
             } else {
-                runs.append((v.count, 1))
+                runs.append((length, 1))
             }
         }
         w.count(runs.count)
@@ -247,14 +249,18 @@ struct StateSnapshotEncoder {
             w.count(run.count)
             w.count(run.length)
         }
-        for v in table.value { w.bytes.append(contentsOf: v) }
+        if let current {
+            for v in current { w.bytes.append(contentsOf: v) }
+        } else {
+            w.bytes.append(contentsOf: table.insertValues.bytes)
+        }
         let replaced = table.replaced.sorted { $0.key < $1.key }
         w.count(replaced.count)
         var previous = -1
         for (e, r) in replaced {
             w.count(e.int - previous - 1)
             putID(r.write)
-            w.data(r.insertValue)
+            w.data(table.insertValue(e))
             previous = e.int
         }
     }

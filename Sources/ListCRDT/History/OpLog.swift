@@ -46,7 +46,7 @@ struct OpLog: Sendable {
         var payload: Int32
         /// Dependencies of the first operation: -1 for the implicit `{last id of the operation
         /// applied just before}` (the empty frontier for the first record), else an index into
-        /// `explicitDeps`. Every later operation of a run depends on exactly the one before it.
+        /// `depStarts`. Every later operation of a run depends on exactly the one before it.
         var deps: Int32
         /// Log position (index in application order) of the first operation.
         var position: Int32
@@ -64,8 +64,12 @@ struct OpLog: Sendable {
     private(set) var records: [Record] = []
     /// Delete runs: the local version of the slot each delete's author saw.
     private(set) var seenSlots: [LocalVersion] = []
-    /// Dependencies that are not implicit (see ``Record/deps``).
-    private var explicitDeps: [Frontier] = []
+    /// Dependencies that are not implicit (see ``Record/deps``), flat: list `k` is
+    /// `depIDs[depStarts[k] ..< depStarts[k + 1]]` (to the end for the last). 4 bytes plus 16 per
+    /// id, where a ``Frontier`` took 24 bytes plus a heap block for a second id (issue 29).
+    private(set) var depIDs: [OpID] = []
+    /// Where each dependency list starts in ``depIDs``.
+    private(set) var depStarts: [Int32] = []
     /// Operations of the rare kinds, whole.
     private(set) var others: [ListOperation] = []
 
@@ -74,7 +78,7 @@ struct OpLog: Sendable {
     private var replicaIndex = ReplicaTable()
     /// Per replica (by dense index): its records, in counter order (a replica's operations are
     /// applied in counter order).
-    private var byReplica: [[Int32]] = []
+    private(set) var byReplica: [[Int32]] = []
 
     /// Number of operations.
     private(set) var count = 0
@@ -165,8 +169,10 @@ struct OpLog: Sendable {
         let implicit = records.last.map { deps.isOnly(lastID(ofRecord: $0)) } ?? deps.isEmpty
         var depsIndex: Int32 = -1
         if !implicit {
-            depsIndex = Int32(explicitDeps.count)
-            explicitDeps.append(deps)
+            precondition(depIDs.count + deps.count < Int(Int32.max), "the log is full")
+            depsIndex = Int32(depStarts.count)
+            depStarts.append(Int32(depIDs.count))
+            depIDs.append(contentsOf: deps)
         }
         let k: Int
         if let last = records.last, replicaIDs[Int(last.replica)] == id.replica {
@@ -225,12 +231,16 @@ struct OpLog: Sendable {
 
     /// The causal dependencies of operation `k` of record `r`.
     ///
-    /// - Complexity: O(1) (no allocation).
+    /// - Complexity: O(d) for d dependencies (no allocation for one).
     func deps(record r: Int, operation k: Int) -> Frontier {
         let rec = records[r]
         if rec.kind == .other { return others[Int(rec.payload)].deps }
         if k > 0 { return Frontier(only: OpID(counter: rec.counter &+ UInt64(k - 1), replica: replicaIDs[Int(rec.replica)])) }
-        if rec.deps >= 0 { return explicitDeps[Int(rec.deps)] }
+        if rec.deps >= 0 {
+            let list = Int(rec.deps)
+            let lo = Int(depStarts[list]), hi = list + 1 < depStarts.count ? Int(depStarts[list + 1]) : depIDs.count
+            return hi - lo == 1 ? Frontier(only: depIDs[lo]) : Frontier(depIDs[lo ..< hi])
+        }
         return r == 0 ? Frontier() : Frontier(only: lastID(ofRecord: records[r - 1]))
     }
 
@@ -279,14 +289,4 @@ struct OpLog: Sendable {
 
     /// The replica index of record `r` (an index into ``seenCounters(_:)``'s answer).
     @inline(__always) func replicaIndex(ofRecord r: Int) -> Int { Int(records[r].replica) }
-
-    /// Approximate heap bytes the log holds (array capacities; values and frontiers kept whole are
-    /// counted by their inline size only). For measurements.
-    var approximateBytes: Int {
-        records.capacity * MemoryLayout<Record>.stride
-            + seenSlots.capacity * MemoryLayout<LocalVersion>.stride
-            + explicitDeps.capacity * MemoryLayout<Frontier>.stride
-            + others.capacity * MemoryLayout<ListOperation>.stride
-            + byReplica.reduce(0) { $0 + $1.capacity * MemoryLayout<Int32>.stride }
-    }
 }

@@ -9,9 +9,10 @@ import Foundation
 /// - ``deleted(_:)``: the id of the greatest position-writing operation any delete's author had
 ///   seen (``OpID/none`` if none); the entity is alive while its winning write is greater
 ///   (SEMANTICS §3.4);
-/// - `value` and ``valueWrite(_:)``: the value register. For the entities whose value a write
-///   replaced, ``replaced`` keeps that write's id and the value the insert gave (the history
-///   needs it back); the others' value is their insert's.
+/// - ``value(_:)`` and ``valueWrite(_:)``: the value register. Every entity's insert value is in
+///   ``insertValues`` (packed bytes, 4 bytes of offset each; the history needs it back); for the
+///   entities whose value a write replaced, ``replaced`` keeps that write's id and the current
+///   value; the others' value is their insert's.
 struct EntityTable: Sendable {
     /// The plain registers of one entity: 32 bytes. Most entities never move and are deleted, if
     /// at all, by deletes that saw their insert: their position write is their insert and their
@@ -87,8 +88,9 @@ struct EntityTable: Sendable {
     /// The registers of the entities whose ``Row/state`` indexes them (only
     /// ``Registers/deleteSeeingInsert(id:)`` changes them from outside).
     var registers: [Registers] = []
-    /// The value of each entity (apart from ``rows``, which then hold no references).
-    var value: [Data] = []
+    /// The value each entity's insert gave it, packed (apart from ``rows``, which then hold no
+    /// references): 4 bytes per entity plus the value's bytes.
+    var insertValues = ValueStore()
     /// The entities whose value a write replaced, by dense index (most entities keep their
     /// insert's value: no entry).
     private(set) var replaced: [EntityIndex: Replaced] = [:]
@@ -97,8 +99,8 @@ struct EntityTable: Sendable {
     struct Replaced: Sendable {
         /// The write that gave the current value.
         var write: OpID
-        /// The value the entity's insert gave it.
-        var insertValue: Data
+        /// The current value.
+        var value: Data
     }
 
     var count: Int { rows.count }
@@ -108,12 +110,20 @@ struct EntityTable: Sendable {
 
     /// Adds an entity placed at slot `lv` with a value written by its own insert.
     ///
-    /// - Complexity: O(1) amortized.
+    /// - Complexity: O(1) amortized (O(size of the value)).
     mutating func append(id: OpID, slot lv: LocalVersion, value v: Data, section s: EntityIndex) -> EntityIndex {
         let index = EntityIndex(rows.count)
         rows.append(Row(id: id, winner: lv, section: s, state: .untouched))
-        value.append(v)
+        insertValues.append(v)
         return index
+    }
+
+    /// The current value of entity `i`: a later write's, or its insert's.
+    ///
+    /// - Complexity: O(size of the value) (O(1) expected for the look-up of a replaced value).
+    @inline(__always) func value(_ i: EntityIndex) -> Data {
+        if !replaced.isEmpty, let r = replaced[i] { return r.value }
+        return insertValues[i.int]
     }
 
     /// The id of the operation that wrote entity `i`'s value: its insert, or a later value write.
@@ -123,16 +133,15 @@ struct EntityTable: Sendable {
 
     /// The value entity `i`'s insert gave it.
     ///
-    /// - Complexity: O(1) expected.
-    func insertValue(_ i: EntityIndex) -> Data { replaced[i]?.insertValue ?? value[i.int] }
+    /// - Complexity: O(size of the value).
+    func insertValue(_ i: EntityIndex) -> Data { insertValues[i.int] }
 
     /// Writes entity `i`'s value register: value `v`, written by operation `write` (the caller
     /// has checked that `write` wins); the insert's value is kept.
     ///
     /// - Complexity: O(1) expected.
     mutating func setValue(_ v: Data, write: OpID, of i: EntityIndex) {
-        replaced[i] = Replaced(write: write, insertValue: insertValue(i))
-        value[i.int] = v
+        replaced[i] = Replaced(write: write, value: v)
     }
 
     /// The id of the operation that wrote entity `i`'s winning slot (its position register).

@@ -21,12 +21,11 @@ struct SlotStore: Sendable {
         var sequence: SequenceIndex
     }
 
-    /// What a replica keeps for one slot.
+    /// What a replica keeps for one slot: 8 bytes. Its id, origins and sequence are its run's
+    /// (``Run/sequence``: one more load to read, 4 bytes less per slot, issue 29).
     struct Slot: Sendable {
-        /// The entity (section index or item index) the slot places (one `Int32`: the slot stays 12 bytes).
+        /// The entity (section index or item index) the slot places (one `Int32`).
         var entity: EntityIndex
-        /// The sequence (-1: sections; else a section index).
-        var sequence: SequenceIndex
         /// The slot's run (an index into `runs`).
         var run: Int32
     }
@@ -34,9 +33,9 @@ struct SlotStore: Sendable {
     /// Runs in local-version order.
     private(set) var runs: [Run] = []
     /// Every slot, by local version (one append per slot).
-    private var slots: [Slot] = []
+    private(set) var slots: [Slot] = []
     /// For each replica (by ``replicaIndex``), runs of ids to local versions, in counter order.
-    private var idRuns: [[IDRun]] = []
+    private(set) var idRuns: [[IDRun]] = []
     private var replicaIndex = ReplicaTable()
     /// The replica of the slot added last and its index in `idRuns` (most slots come from the
     /// same replica as the one before: no table lookup then).
@@ -77,7 +76,7 @@ struct SlotStore: Sendable {
         } else {
             runs.append(Run(lv: lv, count: Int32(n), id: id, left: left, right: right, sequence: sequence))
         }
-        appendSlots(Slot(entity: e, sequence: sequence, run: Int32(runs.count - 1)), count: n)
+        appendSlots(Slot(entity: e, run: Int32(runs.count - 1)), count: n)
         let k: Int
         if let last = lastReplica, last.id == id.replica {
             k = last.index
@@ -118,7 +117,7 @@ struct SlotStore: Sendable {
         assert(runs[run].lv.advanced(by: runs[run].count) == LocalVersion(slots.count)
                && idRuns[k].last!.lv.advanced(by: idRuns[k].last!.count) == LocalVersion(slots.count),
                "the last slot does not end the last run")
-        appendSlots(Slot(entity: e, sequence: runs[run].sequence, run: Int32(run)), count: n)
+        appendSlots(Slot(entity: e, run: Int32(run)), count: n)
         runs[run].count += Int32(n)
         idRuns[k][idRuns[k].count - 1].count += Int32(n)
     }
@@ -172,7 +171,9 @@ struct SlotStore: Sendable {
     }
 
     /// The sequence slot `lv` is in (-1: sections; else a section index).
-    func sequence(of lv: LocalVersion) -> SequenceIndex { slots[lv.int].sequence }
+    ///
+    /// - Complexity: O(1) (the slot's run holds it).
+    @inline(__always) func sequence(of lv: LocalVersion) -> SequenceIndex { runs[Int(slots[lv.int].run)].sequence }
 }
 
 /// `count` slots of one run for consecutive entities, from `first` on, as a sequence: appending a
@@ -210,6 +211,9 @@ extension SlotStore {
         @inline(__always) func slot(_ lv: LocalVersion) -> Slot? {
             UInt32(bitPattern: lv.raw) < UInt32(slots.count) ? slots[lv.int] : nil
         }
+
+        /// The sequence of `slot` (as ``SlotStore/sequence(of:)``).
+        @inline(__always) func sequence(of slot: Slot) -> SequenceIndex { runs[Int(slot.run)].sequence }
 
         /// The id of `slot`, the slot at `lv` (as ``SlotStore/id(of:)``).
         @inline(__always) func id(of slot: Slot, at lv: LocalVersion) -> OpID {

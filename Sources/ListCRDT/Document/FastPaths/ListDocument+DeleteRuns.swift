@@ -98,7 +98,7 @@ extension ListDocument {
                             lv = at
                             slot = view.slot(at)
                         }
-                        guard let slot, slot.sequence.isItems else { break }
+                        guard let slot, view.sequence(of: slot).isItems else { break }
                         let e = slot.entity.int
                         precondition(e >= 0 && e < rows.count, "slot \(lv) places no item")
                         guard rows[e].id == id else { break }

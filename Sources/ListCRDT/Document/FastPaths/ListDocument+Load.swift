@@ -74,7 +74,7 @@ extension ListDocument {
         slots.reserveCapacity(forMore: n)
         forest.reserveSlots(more: n)
         items.rows.reserveCapacity(more: n)
-        items.value.reserveCapacity(more: n)
+        items.insertValues.reserveCapacity(more: n)
     }
 }
 
@@ -90,7 +90,16 @@ extension EntityTable {
     @inline(__always)
     mutating func appendRun(id: OpID, slot lv: LocalVersion, section s: EntityIndex, values: some Collection<Data>) {
         rows.append(contentsOf: RunRows(id: id, slot: lv, section: s, count: values.count))
-        value.append(contentsOf: values)
+        insertValues.append(contentsOf: values)
+    }
+
+    /// ``appendRun(id:slot:section:values:)`` for one-byte values: their bytes go in as they are.
+    ///
+    /// - Complexity: O(n) amortized for n values.
+    @inline(__always)
+    mutating func appendRun(id: OpID, slot lv: LocalVersion, section s: EntityIndex, values: DecodedBatch.OneByteValues) {
+        rows.append(contentsOf: RunRows(id: id, slot: lv, section: s, count: values.count))
+        insertValues.append(oneByteValues: values.bytes)
     }
 
     /// The rows of `count` items made by a typed run (see ``appendRun(id:slot:section:values:)``),

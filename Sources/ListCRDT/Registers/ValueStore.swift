@@ -1,0 +1,106 @@
+import Foundation
+
+/// The insert values of a table's entities, by dense index, packed in one byte array.
+///
+/// A `Data` per entity took 16 bytes even for the one-byte values of text (issue 29: memory per
+/// operation of history); here an entity costs 4 bytes of offset plus its value's bytes. Values are
+/// appended once and never change (a later value write is kept by ``EntityTable`` apart, in its
+/// `replaced` table), so entity `i`'s bytes are `bytes[ends[i - 1] ..< ends[i]]` (from 0 for the
+/// first). A document's values hold at most 4 GiB in all (the offsets are `UInt32`).
+struct ValueStore: Sendable {
+    /// Every value's bytes, one after the other.
+    private(set) var bytes: [UInt8] = []
+    /// For each entity, the end of its bytes in ``bytes``.
+    private(set) var ends: [UInt32] = []
+
+    init() {}
+
+    /// The values `values` in order.
+    ///
+    /// - Complexity: O(n + total bytes).
+    init(_ values: some Sequence<Data>) {
+        for v in values { append(v) }
+    }
+
+    /// Values laid out already: `bytes`, and for each entity the length of its value (in order).
+    ///
+    /// - Complexity: O(n).
+    init(bytes: [UInt8], lengths: some Sequence<(count: Int, length: Int)>) {
+        precondition(bytes.count <= Int(UInt32.max), "values over 4 GiB")
+        self.bytes = bytes
+        var end = 0
+        for run in lengths {
+            for _ in 0 ..< run.count {
+                end += run.length
+                ends.append(UInt32(truncatingIfNeeded: end))
+            }
+        }
+        precondition(end == bytes.count, "value lengths do not add up to the bytes")
+    }
+
+    /// Number of values.
+    var count: Int { ends.count }
+
+    /// The bytes of value `i`, as positions in ``bytes``.
+    @inline(__always) func range(_ i: Int) -> Range<Int> {
+        (i == 0 ? 0 : Int(ends[i - 1])) ..< Int(ends[i])
+    }
+
+    /// The length of value `i`.
+    @inline(__always) func length(_ i: Int) -> Int { range(i).count }
+
+    /// Value `i` (a copy of its bytes: up to 14 bytes are held inline in the `Data`, no allocation).
+    ///
+    /// - Complexity: O(length of the value).
+    subscript(i: Int) -> Data {
+        let r = range(i)
+        if r.isEmpty { return Data() }
+        return bytes.withUnsafeBufferPointer { Data(bytes: $0.baseAddress! + r.lowerBound, count: r.count) }
+    }
+
+    /// Appends a value.
+    ///
+    /// - Complexity: O(length of the value) amortized.
+    @inline(__always)
+    mutating func append(_ v: Data) {
+        switch v.count {
+        case 0: break
+        case 1: bytes.append(v[v.startIndex])  // text: no generic sequence append
+        default: v.withUnsafeBytes { bytes.append(contentsOf: $0) }
+        }
+        precondition(bytes.count <= Int(UInt32.max), "values over 4 GiB")
+        ends.append(UInt32(truncatingIfNeeded: bytes.count))
+    }
+
+    /// Appends values (one reservation).
+    ///
+    /// - Complexity: O(n + their bytes) amortized.
+    @inline(__always)
+    mutating func append(contentsOf values: some Collection<Data>) {
+        ends.reserveCapacity(more: values.count)
+        for v in values { append(v) }
+    }
+
+    /// Appends one value per byte of `oneByte` (a typed run's values, as a decoded batch holds them).
+    ///
+    /// - Complexity: O(n) amortized.
+    @inline(__always)
+    mutating func append(oneByteValues oneByte: UnsafeBufferPointer<UInt8>) {
+        let start = bytes.count
+        bytes.append(contentsOf: oneByte)
+        precondition(bytes.count <= Int(UInt32.max), "values over 4 GiB")
+        ends.reserveCapacity(more: oneByte.count)
+        for k in 0 ..< oneByte.count { ends.append(UInt32(truncatingIfNeeded: start + k + 1)) }
+    }
+
+    /// Makes room for `n` more values of `length` bytes on average.
+    ///
+    /// - Complexity: O(count) when it grows, else O(1).
+    mutating func reserveCapacity(more n: Int, length: Int = 1) {
+        ends.reserveCapacity(more: n)
+        bytes.reserveCapacity(more: n * length)
+    }
+
+    /// Heap bytes (array capacities), for ``ListDocument/memoryBreakdown``.
+    var heapBytes: Int { bytes.capacity + ends.capacity * MemoryLayout<UInt32>.stride }
+}
