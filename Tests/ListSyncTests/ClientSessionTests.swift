@@ -33,12 +33,15 @@ import ListSyncTestSupport
         w.run(a3)
         let (refused, a4) = w.client.request(.create(name: "", sections: []), now: 0)
         w.run(a4)
+        let (limited, a5) = w.client.request(.create(name: "one too many", sections: []), now: 0)
+        w.run(a5)
         #expect(w.results == [
             .answered(status, .success(.status("{\"ok\":true}"))),
             .answered(list, .success(.documents([DocumentInfo(id: Self.doc, name: "groceries", epoch: 7, operations: 4),
                                                  DocumentInfo(id: Fixture.other, name: "b", epoch: 3, operations: 0)]))),
             .answered(made, .success(.created(Fixture.other, epoch: 9))),
-            .answered(refused, .failure(.refused(.limit, "no name"))),
+            .answered(refused, .failure(.refused(.refused, "a document's name cannot be empty"))),
+            .answered(limited, .failure(.refused(.limit, "the documents limit"))),
         ])
         #expect(w.client.waitingCount == 0)
         #expect(w.client.tick(now: 1 << 40).isEmpty, "nothing is left to time out")

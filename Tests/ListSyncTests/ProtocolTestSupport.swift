@@ -240,8 +240,8 @@ struct Wired {
             case let .hello(_, version):
                 fromCore(core.hello(connection, version: version))
             case let .create(request, name, _, id, epoch):
-                if name.isEmpty {
-                    fromServer(server.failed(request: request, document: id, code: .limit, text: "no name"))
+                if name == "one too many" {
+                    fromServer(server.failed(request: request, document: id, code: .limit, text: "the documents limit"))
                 } else {
                     fromServer(server.created(request: request, document: id ?? Fixture.other, epoch: epoch == 0 ? 9 : epoch))
                 }
