@@ -1,0 +1,119 @@
+import Foundation
+import Testing
+import ListSyncNATS
+import ListSyncTestSupport
+
+/// Snapshots, trimming, leases and interest (Docs/Cluster.md) with real processes: a
+/// `nats-server -js` and `listsync serve --cluster` nodes, clients (the CLI) on them.
+extension ClusterProcessTests {
+    /// The messages document `id`'s subject holds now, asked of JetStream.
+    func subjectMessages(_ nats: NATSServerProcess, _ id: String) async throws -> Int {
+        let c = try await NATSConnection.connect(to: [NATSServerAddress(host: nats.host, port: nats.port)])
+        defer { Task { await c.close() } }
+        let subject = "listsync.doc.\(id)"
+        return try await JetStream(c, timeout: .seconds(20)).streamInfo("LISTSYNC", subjectsFilter: subject).subjects[subject] ?? 0
+    }
+
+    func clusterStatus(_ d: DaemonProcess) -> [String: Any] {
+        ((try? d.json(["status"])) as? [String: Any])?["cluster"] as? [String: Any] ?? [:]
+    }
+
+    func occurrences(_ text: String, _ d: DaemonProcess) -> Int { d.log.components(separatedBy: text).count - 1 }
+
+    @Test func theSubjectIsTrimmedOnceASnapshotIsStoredAndANewNodeStartsFromIt() async throws {
+        let nats = try NATSServerProcess(host: "127.0.0.18")
+        let folder = TemporaryFolder()
+        defer { nats.remove(); folder.remove() }
+        let key = try sharedKey(folder)
+        let flags = ["--key-file", key, "--cluster", nats.url, "--cluster-trim", "8"]
+        let a = try DaemonProcess(data: folder.path + "/a", extra: flags)
+        defer { a.kill9() }
+        let (created, out, _) = try a.run(["create", "board", "--sections", "Todo"])
+        #expect(created == 0)
+        let id = out.trimmingCharacters(in: .whitespacesAndNewlines)
+        for i in 0..<12 { #expect(try a.run(["insert", "board", "0.\(i)", "i\(i)"]).0 == 0) }
+        // 13 messages (the section, 12 inserts): A, which reads the document for its clients,
+        // takes the free lease, stores a snapshot, then trims.
+        #expect(eventually(30) { a.log.contains("cluster trimmed") }, "\(a.log)")
+        #expect(a.log.contains("cluster lease taken"))
+        let snapshotAt = a.log.range(of: "cluster trimmed")!.lowerBound
+        #expect(a.log[..<snapshotAt].contains("cluster following"))
+        let left = try await subjectMessages(nats, id)
+        #expect(left <= 13 - 8, "the subject still holds \(left) messages")
+        #expect(try a.run(["insert", "board", "0.0", "after"]).0 == 0)
+        // A node that joins now has nothing of the trimmed messages but the snapshot.
+        let b = try DaemonProcess(data: folder.path + "/b", extra: flags)
+        defer { b.kill9() }
+        #expect(eventually(30) { items(b, "board") == items(a, "board") && items(a, "board").joined().count == 13 },
+                "A: \(items(a, "board")) B: \(items(b, "board"))\n\(b.log)")
+        #expect(b.log.contains("cluster snapshot loaded"))
+        #expect(clusterStatus(b)["snapshots_loaded"] as? Int == 1, "\(clusterStatus(b))")
+        #expect((clusterStatus(a)["trims"] as? Int ?? 0) >= 1)
+    }
+
+    @Test func twoNodesNeverBothTrimAndTheLeasePassesOnlyAfterItsHolderDied() throws {
+        let nats = try NATSServerProcess(host: "127.0.0.19")
+        let folder = TemporaryFolder()
+        defer { nats.remove(); folder.remove() }
+        let key = try sharedKey(folder)
+        let lease = 4.0
+        let flags = ["--key-file", key, "--cluster", nats.url, "--cluster-trim", "5", "--cluster-lease", "\(lease)", "--cluster-grace", "300"]
+        let a = try DaemonProcess(data: folder.path + "/a", extra: flags)
+        defer { a.kill9() }
+        let b = try DaemonProcess(data: folder.path + "/b", extra: flags)
+        defer { b.kill9() }
+        #expect(try a.run(["create", "board", "--sections", "Todo"]).0 == 0)
+        #expect(eventually(30) { items(b, "board").count == 1 }, "\(b.log)")
+        // Both read the document (their clients subscribed) and both see a trim due, again and again.
+        for round in 0..<3 {
+            for i in 0..<4 {
+                #expect(try a.run(["insert", "board", "0.0", "a\(round)\(i)"]).0 == 0)
+                #expect(try b.run(["insert", "board", "0.0", "b\(round)\(i)"]).0 == 0)
+            }
+            #expect(eventually(30) { occurrences("cluster trimmed", a) + occurrences("cluster trimmed", b) > round },
+                    "\(a.log)\n\(b.log)")
+        }
+        let (aTrims, bTrims) = (occurrences("cluster trimmed", a), occurrences("cluster trimmed", b))
+        #expect((aTrims == 0) != (bTrims == 0), "A trimmed \(aTrims) times, B \(bTrims) times")
+        let (holder, other) = aTrims > 0 ? (a, b) : (b, a)
+        #expect(!other.log.contains("cluster lease taken"), "\(other.log)")
+        #expect((clusterStatus(holder)["leases_held"] as? [String])?.count == 1)
+        holder.kill9()
+        let killed = Date()
+        for i in 0..<6 { #expect(try other.run(["insert", "board", "0.0", "c\(i)"]).0 == 0) }
+        #expect(eventually(60) { other.log.contains("cluster trimmed") }, "\(other.log)")
+        // Not before the lease lapsed: its holder renewed it at most a third of it before dying.
+        let waited = Date().timeIntervalSince(killed)
+        #expect(waited >= lease * 2 / 3, "taken \(waited) s after its holder died")
+        #expect(other.log.contains("cluster lease taken"))
+        #expect(items(other, "board").joined().count == 30)
+    }
+
+    @Test func aNodeReadsADocumentOnlyWhileSomeoneReadsItThere() throws {
+        let nats = try NATSServerProcess(host: "127.0.0.20")
+        let folder = TemporaryFolder()
+        defer { nats.remove(); folder.remove() }
+        let key = try sharedKey(folder)
+        let a = try DaemonProcess(data: folder.path + "/a", extra: ["--key-file", key, "--cluster", nats.url])
+        defer { a.kill9() }
+        let b = try DaemonProcess(data: folder.path + "/b", extra: ["--key-file", key, "--cluster", nats.url, "--cluster-grace", "2"])
+        defer { b.kill9() }
+        let (created, out, _) = try a.run(["create", "board", "--sections", "Todo"])
+        #expect(created == 0)
+        let id = out.trimmingCharacters(in: .whitespacesAndNewlines)
+        for v in ["one", "two", "three"] { #expect(try a.run(["insert", "board", "0.0", v]).0 == 0) }
+        // B lists the document (the list is the cluster's) but reads nothing of it: nobody asked.
+        #expect(eventually(30) { (try? b.run(["docs"]).1.contains("board")) == true }, "\(b.log)")
+        Thread.sleep(forTimeInterval: 2)
+        #expect(clusterStatus(b)["documents_followed"] as? Int == 0, "\(clusterStatus(b))")
+        #expect((clusterStatus(a)["followed"] as? [String]) == [id])
+        // A client on B: B reads the subject, and the client sees everything.
+        #expect(eventually(30) { items(b, "board") == [["three", "two", "one"]] }, "B: \(items(b, "board"))\n\(b.log)")
+        // Nobody on B for the grace period: B stops reading.
+        #expect(eventually(30) { clusterStatus(b)["documents_followed"] as? Int == 0 }, "\(clusterStatus(b))")
+        #expect(b.log.contains("cluster unfollowed"))
+        // What was written meanwhile reaches B's next client.
+        #expect(try a.run(["insert", "board", "0.0", "zero"]).0 == 0)
+        #expect(eventually(30) { items(b, "board") == [["zero", "three", "two", "one"]] }, "B: \(items(b, "board"))")
+    }
+}
