@@ -116,4 +116,35 @@ extension ClusterProcessTests {
         #expect(try a.run(["insert", "board", "0.0", "zero"]).0 == 0)
         #expect(eventually(30) { items(b, "board") == [["zero", "three", "two", "one"]] }, "B: \(items(b, "board"))")
     }
+
+    @Test func aRestartedNodeResumesFromItsReadCheckpoint() throws {
+        let nats = try NATSServerProcess(host: "127.0.0.21")
+        let folder = TemporaryFolder()
+        defer { nats.remove(); folder.remove() }
+        let key = try sharedKey(folder)
+        let a = try node(folder, "a", nats: nats, key: key)
+        defer { a.kill9() }
+        var b = try node(folder, "b", nats: nats, key: key)
+        let (created, out, _) = try a.run(["create", "board", "--sections", "Todo"])
+        #expect(created == 0)
+        let id = out.trimmingCharacters(in: .whitespacesAndNewlines)
+        for i in 0..<5 { #expect(try a.run(["insert", "board", "0.0", "i\(i)"]).0 == 0) }
+        #expect(eventually(30) { items(b, "board").joined().count == 5 }, "B: \(items(b, "board"))")
+        // The stream holds this document only: its 6 messages are sequences 1...6. B writes its
+        // checkpoint once what it read is durable.
+        let checkpoint = b.data + "/cluster/" + id
+        let sequence: () -> Int? = {
+            (try? JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: checkpoint))) as? [String: Any])?["sequence"] as? Int
+        }
+        #expect(eventually(15) { sequence() == 6 }, "\(String(describing: sequence()))")
+        b.kill9()
+        #expect(try a.run(["insert", "board", "0.0", "late"]).0 == 0)
+        b = try DaemonProcess(data: b.data, port: b.port, extra: b.extra)
+        defer { b.kill9() }
+        #expect(eventually(30) { items(b, "board") == items(a, "board") && items(a, "board").joined().count == 6 },
+                "A: \(items(a, "board")) B: \(items(b, "board"))")
+        // From after the checkpoint, not from the subject's start.
+        let following = b.log.components(separatedBy: "\n").filter { $0.contains("cluster following") }
+        #expect(following.first?.hasSuffix("from=7") == true, "\(following)")
+    }
 }
