@@ -22,6 +22,18 @@ struct ClusterProcessTests {
         return path
     }
 
+    /// A NATS server with JetStream on `host`, a temporary folder and a key file in it: where
+    /// each test starts (remove the server and the folder after).
+    func server(_ host: String) throws -> (NATSServerProcess, TemporaryFolder, String) {
+        let nats = try NATSServerProcess(host: host)
+        let folder = TemporaryFolder()
+        do { return (nats, folder, try sharedKey(folder)) } catch {
+            nats.remove()
+            folder.remove()
+            throw error
+        }
+    }
+
     func node(_ folder: TemporaryFolder, _ name: String, nats: NATSServerProcess, key: String, ack: String = "cluster") throws -> DaemonProcess {
         try DaemonProcess(data: folder.path + "/" + name, extra: ["--key-file", key, "--cluster", nats.url, "--ack", ack])
     }
@@ -63,10 +75,8 @@ struct ClusterProcessTests {
     func items(_ d: DaemonProcess, _ doc: String) -> [[String]] { (try? table(d, doc)) ?? [] }
 
     @Test func twoNodesConvergeWithClientsOnEach() throws {
-        let nats = try NATSServerProcess(host: "127.0.0.8")
-        let folder = TemporaryFolder()
+        let (nats, folder, key) = try server("127.0.0.8")
         defer { nats.remove(); folder.remove() }
-        let key = try sharedKey(folder)
         let a = try node(folder, "a", nats: nats, key: key)
         defer { a.kill9() }
         let b = try node(folder, "b", nats: nats, key: key, ack: "local")
@@ -92,10 +102,8 @@ struct ClusterProcessTests {
     }
 
     @Test func aMessageWithoutTheClusterTagIsRefused() async throws {
-        let nats = try NATSServerProcess(host: "127.0.0.9")
-        let folder = TemporaryFolder()
+        let (nats, folder, key) = try server("127.0.0.9")
         defer { nats.remove(); folder.remove() }
-        let key = try sharedKey(folder)
         let a = try node(folder, "a", nats: nats, key: key)
         defer { a.kill9() }
         let (created, out, _) = try a.run(["create", "board", "--sections", "Todo"])
@@ -124,10 +132,8 @@ struct ClusterProcessTests {
     }
 
     @Test func ackClusterWaitsForJetStreamAndAckLocalDoesNot() throws {
-        let nats = try NATSServerProcess(host: "127.0.0.10")
-        let folder = TemporaryFolder()
+        let (nats, folder, key) = try server("127.0.0.10")
         defer { nats.remove(); folder.remove() }
-        let key = try sharedKey(folder)
         let a = try node(folder, "a", nats: nats, key: key, ack: "cluster")
         defer { a.kill9() }
         let b = try node(folder, "b", nats: nats, key: key, ack: "local")
@@ -151,10 +157,8 @@ struct ClusterProcessTests {
     }
 
     @Test func aNodeKilledWithSIGKILLCatchesUpWhenRestarted() throws {
-        let nats = try NATSServerProcess(host: "127.0.0.11")
-        let folder = TemporaryFolder()
+        let (nats, folder, key) = try server("127.0.0.11")
         defer { nats.remove(); folder.remove() }
-        let key = try sharedKey(folder)
         let a = try node(folder, "a", nats: nats, key: key)
         defer { a.kill9() }
         var b = try node(folder, "b", nats: nats, key: key)
@@ -174,10 +178,8 @@ struct ClusterProcessTests {
     }
 
     @Test func aBatchAcknowledgedLocallyByANodeKilledBeforeItsPublishIsPublishedOnRestart() throws {
-        let nats = try NATSServerProcess(host: "127.0.0.12")
-        let folder = TemporaryFolder()
+        let (nats, folder, key) = try server("127.0.0.12")
         defer { nats.remove(); folder.remove() }
-        let key = try sharedKey(folder)
         var a = try node(folder, "a", nats: nats, key: key, ack: "local")
         let b = try node(folder, "b", nats: nats, key: key)
         defer { b.kill9() }
@@ -208,10 +210,8 @@ struct ClusterProcessTests {
     }
 
     @Test func theDeviceClientMovesToAnotherNodeWhenItsNodeIsKilled() async throws {
-        let nats = try NATSServerProcess(host: "127.0.0.16")
-        let folder = TemporaryFolder()
+        let (nats, folder, key) = try server("127.0.0.16")
         defer { nats.remove(); folder.remove() }
-        let key = try sharedKey(folder)
         let a = try node(folder, "a", nats: nats, key: key)
         defer { a.kill9() }
         let b = try node(folder, "b", nats: nats, key: key)
@@ -234,10 +234,8 @@ struct ClusterProcessTests {
     }
 
     @Test func aDocumentDestroyedOnOneNodeIsDestroyedOnTheOthers() throws {
-        let nats = try NATSServerProcess(host: "127.0.0.17")
-        let folder = TemporaryFolder()
+        let (nats, folder, key) = try server("127.0.0.17")
         defer { nats.remove(); folder.remove() }
-        let key = try sharedKey(folder)
         let a = try node(folder, "a", nats: nats, key: key)
         defer { a.kill9() }
         let b = try node(folder, "b", nats: nats, key: key)

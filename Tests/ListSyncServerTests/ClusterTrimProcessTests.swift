@@ -21,10 +21,8 @@ extension ClusterProcessTests {
     func occurrences(_ text: String, _ d: DaemonProcess) -> Int { d.log.components(separatedBy: text).count - 1 }
 
     @Test func theSubjectIsTrimmedOnceASnapshotIsStoredAndANewNodeStartsFromIt() async throws {
-        let nats = try NATSServerProcess(host: "127.0.0.18")
-        let folder = TemporaryFolder()
+        let (nats, folder, key) = try server("127.0.0.18")
         defer { nats.remove(); folder.remove() }
-        let key = try sharedKey(folder)
         let flags = ["--key-file", key, "--cluster", nats.url, "--cluster-trim", "8"]
         let a = try DaemonProcess(data: folder.path + "/a", extra: flags)
         defer { a.kill9() }
@@ -52,10 +50,8 @@ extension ClusterProcessTests {
     }
 
     @Test func twoNodesNeverBothTrimAndTheLeasePassesOnlyAfterItsHolderDied() throws {
-        let nats = try NATSServerProcess(host: "127.0.0.19")
-        let folder = TemporaryFolder()
+        let (nats, folder, key) = try server("127.0.0.19")
         defer { nats.remove(); folder.remove() }
-        let key = try sharedKey(folder)
         let lease = 4.0
         let flags = ["--key-file", key, "--cluster", nats.url, "--cluster-trim", "5", "--cluster-lease", "\(lease)", "--cluster-grace", "300"]
         let a = try DaemonProcess(data: folder.path + "/a", extra: flags)
@@ -90,10 +86,8 @@ extension ClusterProcessTests {
     }
 
     @Test func aNodeReadsADocumentOnlyWhileSomeoneReadsItThere() throws {
-        let nats = try NATSServerProcess(host: "127.0.0.20")
-        let folder = TemporaryFolder()
+        let (nats, folder, key) = try server("127.0.0.20")
         defer { nats.remove(); folder.remove() }
-        let key = try sharedKey(folder)
         let a = try DaemonProcess(data: folder.path + "/a", extra: ["--key-file", key, "--cluster", nats.url])
         defer { a.kill9() }
         let b = try DaemonProcess(data: folder.path + "/b", extra: ["--key-file", key, "--cluster", nats.url, "--cluster-grace", "2"])
@@ -118,10 +112,8 @@ extension ClusterProcessTests {
     }
 
     @Test func aRestartedNodeResumesFromItsReadCheckpoint() throws {
-        let nats = try NATSServerProcess(host: "127.0.0.21")
-        let folder = TemporaryFolder()
+        let (nats, folder, key) = try server("127.0.0.21")
         defer { nats.remove(); folder.remove() }
-        let key = try sharedKey(folder)
         let a = try node(folder, "a", nats: nats, key: key)
         defer { a.kill9() }
         var b = try node(folder, "b", nats: nats, key: key)
