@@ -203,7 +203,8 @@ struct ClusterProcessTests {
                                                       "--cluster", "nats://127.0.0.1:1"], atMost: 30)
         #expect(code == 1 && !killed && err.contains("cannot connect to NATS"), "\(err)")
         for bad in [["--cluster", "nats://h:x"], ["--cluster", "nats://127.0.0.1:1", "--ack", "sometimes"], ["--ack", "local"],
-                    ["--cluster", "nats://127.0.0.1:1", "--cluster-replicas", "9"]] {
+                    ["--cluster", "nats://127.0.0.1:1", "--cluster-replicas", "9"], ["--cluster", "nats://127.0.0.1:1", "--cluster-trim", "-1"],
+                    ["--cluster", "nats://127.0.0.1:1", "--cluster-lease", "0"], ["--cluster-grace", "5"]] {
             let (c, _, e, k) = try runListsync(["serve", "--data", folder.path + "/b", "--listen", "127.0.0.1:0"] + bad, atMost: 30)
             #expect(c == 2 && !k, "\(bad): \(c) \(e)")
         }

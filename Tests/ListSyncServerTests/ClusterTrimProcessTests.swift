@@ -52,7 +52,7 @@ extension ClusterProcessTests {
     @Test func twoNodesNeverBothTrimAndTheLeasePassesOnlyAfterItsHolderDied() throws {
         let (nats, folder, key) = try server("127.0.0.19")
         defer { nats.remove(); folder.remove() }
-        let lease = 4.0
+        let lease = 6.0
         let flags = ["--key-file", key, "--cluster", nats.url, "--cluster-trim", "5", "--cluster-lease", "\(lease)", "--cluster-grace", "300"]
         let a = try DaemonProcess(data: folder.path + "/a", extra: flags)
         defer { a.kill9() }
@@ -78,9 +78,10 @@ extension ClusterProcessTests {
         let killed = Date()
         for i in 0..<6 { #expect(try other.run(["insert", "board", "0.0", "c\(i)"]).0 == 0) }
         #expect(eventually(60) { other.log.contains("cluster trimmed") }, "\(other.log)")
-        // Not before the lease lapsed: its holder renewed it at most a third of it before dying.
+        // Not before the lease lapsed: its holder renewed it at most a third of it (and a
+        // maintenance turn of a second) before dying.
         let waited = Date().timeIntervalSince(killed)
-        #expect(waited >= lease * 2 / 3, "taken \(waited) s after its holder died")
+        #expect(waited >= lease / 2, "taken \(waited) s after its holder died")
         #expect(other.log.contains("cluster lease taken"))
         #expect(items(other, "board").joined().count == 30)
     }
