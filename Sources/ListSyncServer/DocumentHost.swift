@@ -118,13 +118,14 @@ actor DocumentHost {
     /// The operations that are durable here (what a cluster read checkpoint may cover).
     var durableVersion: VersionVector { core.durableVersion }
 
-    /// Cluster mode: the document's operations and version for a cluster snapshot, when nothing
-    /// is in flight (so every operation in it is durable here); nil otherwise.
+    /// Cluster mode: the document's durable operations and their version, for a cluster
+    /// snapshot (batches in flight are left out, so it is taken under load too); nil while the
+    /// store is failing or closed.
     ///
     /// - Complexity: O(operations).
     func clusterSnapshot() -> (operations: [ListOperation], version: VersionVector)? {
-        guard core.isQuiet, !isClosed else { return nil }
-        return (core.document.operations, core.document.version)
+        guard core.failure == nil, !isClosed else { return nil }
+        return (core.durableOperations, core.durableVersion)
     }
 
     // MARK: Events

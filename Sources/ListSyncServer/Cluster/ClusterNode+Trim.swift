@@ -55,8 +55,9 @@ extension ClusterNode {
 
     /// Stores a snapshot of document `id` covering the subject up to the last sequence applied
     /// here, then, once JetStream acknowledged it and while the lease is still held, purges the
-    /// subject below it. Nothing happens if batches are in flight or the copy lacks an
-    /// operation the subject had up to there (read but causally waiting).
+    /// subject below it. The snapshot holds the durable operations only; nothing happens while
+    /// they lack an operation the subject had up to there (in flight, or read but causally
+    /// waiting).
     func trim(_ id: DocumentID, _ h: DocumentHost) async {
         guard let snapshots, let js, let covered = applied[id], covered > 0 else { return }
         let version = streamVersion[id] ?? VersionVector()
