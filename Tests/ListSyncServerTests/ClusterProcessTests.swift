@@ -234,18 +234,23 @@ struct ClusterProcessTests {
         await device.close()
     }
 
-    @Test func aDocumentDestroyedOnOneNodeIsDestroyedOnTheOthers() throws {
+    @Test func aDocumentDestroyedOnOneNodeIsDestroyedOnTheOthers() async throws {
         let (nats, folder, key) = try server("127.0.0.17")
         defer { nats.remove(); folder.remove() }
         let a = try node(folder, "a", nats: nats, key: key)
         defer { a.kill9() }
         let b = try node(folder, "b", nats: nats, key: key)
         defer { b.kill9() }
-        #expect(try a.run(["create", "board", "--sections", "Todo"]).0 == 0)
+        let made = try a.run(["create", "board", "--sections", "Todo"])
+        #expect(made.0 == 0)
+        let id = made.1.trimmingCharacters(in: .whitespacesAndNewlines)
         #expect(try a.run(["create", "kept", "--sections", "Todo"]).0 == 0)
         #expect(eventually(30) { let d = (try? b.run(["docs"]).1) ?? ""; return d.contains("board") && d.contains("kept") })
+        #expect(try await subjectMessages(nats, id) == 1)
         let (code, out, err) = try a.run(["destroy", "board", "--yes"])
         #expect(code == 0, "\(out) \(err)")
+        // Its operations leave the stream once it is listed as destroyed.
+        #expect(try await subjectMessages(nats, id) == 0)
         #expect(eventually(30) { let d = (try? b.run(["docs"]).1) ?? "board"; return !d.contains("board") && d.contains("kept") },
                 "\(b.log)")
         #expect(b.log.contains("destroyed on another cluster node"))

@@ -202,7 +202,9 @@ extension ClusterNode {
         let version = streamVersion[id] ?? VersionVector()
         guard await h.durableVersion.includes(version) else { return }
         do {
-            try checkpoints.write(id, ClusterCheckpoint(sequence: sequence, version: version))
+            // Off the cooperative pool: the write waits for two fsyncs.
+            let (checkpoints, checkpoint) = (checkpoints, ClusterCheckpoint(sequence: sequence, version: version))
+            try await offPool { try checkpoints.write(id, checkpoint) }
             checkpointed[id] = max(checkpointed[id] ?? 0, sequence)
         } catch {
             log("cluster checkpoint not written", ["document": id.description, "error": "\(error)"])

@@ -201,17 +201,19 @@ actor ClusterNode {
         knownDestroyed.insert(id)
         await unfollow(id)
         await forget(id)
-        // Its operations, snapshot and lease go from the cluster: the id is refused from now on.
-        if let js { _ = try? await js.purge(configuration.stream, subject: ClusterEnvelope.subject(prefix: configuration.subjectPrefix, id)) }
-        await snapshots?.remove(id)
         do { try await bucket.put(Self.destroyedPrefix + id.description, Array("destroyed".utf8)) } catch {
             daemon?.log("cluster destroy not listed", ["document": id.description, "error": "\(error)"])
             knownDestroyed.remove(id)
+            return
         }
+        // Listed as destroyed (the id is refused from now on): its operations, snapshot and
+        // lease go from the cluster. Not before: a node that died in between would leave a
+        // document that every node still lists, emptied.
+        if let js { _ = try? await js.purge(configuration.stream, subject: ClusterEnvelope.subject(prefix: configuration.subjectPrefix, id)) }
+        await snapshots?.remove(id)
     }
 
     static let destroyedPrefix = "destroyed."
-
 
     /// Reads the bucket; destroys the documents destroyed elsewhere and makes those this node
     /// lacks (it follows none of them for that: only for a subscriber).
