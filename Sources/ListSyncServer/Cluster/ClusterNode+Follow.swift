@@ -119,6 +119,13 @@ extension ClusterNode {
         await loadSnapshotIfBehind(id)
     }
 
+    /// The connection came back: the heads written meanwhile were not heard, and the consumers
+    /// are made again from their next sequence, which a trim meanwhile may have removed. Each
+    /// document followed loads its snapshot if its copy lacks what the snapshot covers.
+    func reconnected() async {
+        for id in Array(consumers.keys) { await loadSnapshotIfBehind(id) }
+    }
+
     /// Follows, once after the node starts, each local document that may hold operations the
     /// stream lacks (its version is not within its read checkpoint), so that they are published
     /// (``reconcile(_:)``) even if nobody reads the document here.

@@ -121,6 +121,10 @@ actor ClusterNode {
                 guard tokens.count >= 2, let id = DocumentID(hex: String(tokens[tokens.count - 2])) else { return }
                 Task { await self?.headWritten(id) }
             })
+            // Heads written while the connection was down were not heard: check them all.
+            _ = await c.listen { [weak self] event in
+                if case .reconnected = event { Task { await self?.reconnected() } }
+            }
         } catch {
             await connection?.close()
             throw .cluster("\(error)")
