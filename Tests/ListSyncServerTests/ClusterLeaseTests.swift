@@ -33,6 +33,12 @@ struct ClusterLeaseTests {
         #expect(b.decide(entry: renewed, now: 118 * second) == .wait)
         #expect(b.decide(entry: renewed, now: 119 * second) == .take(revision: 9))
         #expect(!b.isHeld(now: 119 * second))
+        // A clock read before the first sighting (another task stamped it meanwhile) counts as
+        // no time at all, not as a wrapped-around eternity.
+        var c = ClusterLease(node: "c", duration: 9 * second)
+        #expect(c.decide(entry: held, now: 200 * second) == .wait)
+        #expect(c.decide(entry: held, now: 199 * second) == .wait)
+        #expect(ClusterLease.elapsed(since: 10, 5) == 0 && ClusterLease.elapsed(since: 5, 10) == 5)
         // A take that loses the compare-and-set is not a lease.
         b.lost()
         #expect(!b.isHeld(now: 119 * second))

@@ -140,4 +140,29 @@ extension ClusterProcessTests {
         let following = b.log.components(separatedBy: "\n").filter { $0.contains("cluster following") }
         #expect(following.first?.hasSuffix("from=7") == true, "\(following)")
     }
+
+    @Test func aFollowerOvertakenByATrimLoadsTheSnapshot() throws {
+        let (nats, folder, key) = try server("127.0.0.22")
+        defer { nats.remove(); folder.remove() }
+        let flags = ["--key-file", key, "--cluster", nats.url, "--cluster-grace", "300"]
+        let a = try DaemonProcess(data: folder.path + "/a", extra: flags + ["--cluster-trim", "20"])
+        defer { a.kill9() }
+        let b = try DaemonProcess(data: folder.path + "/b", extra: flags + ["--cluster-trim", "0"])
+        defer { kill(b.process.processIdentifier, SIGCONT); b.kill9() }
+        #expect(try a.run(["create", "board", "--sections", "Todo"]).0 == 0)
+        #expect(eventually(30) { items(b, "board").count == 1 }, "\(b.log)")
+        // B reads the document, then stands still (SIGSTOP) while A writes and trims past it,
+        // for longer than B's consumer waits for a heartbeat. B's consumer does not deliver
+        // what the trim removed, and only the snapshot has it: the test fails with the head
+        // notices and the check after a reconnection turned off (B never converges).
+        kill(b.process.processIdentifier, SIGSTOP)
+        for i in 0..<30 { #expect(try a.run(["insert", "board", "0.0", "i\(i)"]).0 == 0) }
+        #expect(eventually(30) { a.log.contains("cluster trimmed") }, "\(a.log)")
+        Thread.sleep(forTimeInterval: 7)
+        kill(b.process.processIdentifier, SIGCONT)
+        #expect(eventually(30) { items(b, "board") == items(a, "board") }, "A: \(items(a, "board")) B: \(items(b, "board"))\n\(b.log)")
+        #expect(b.log.contains("cluster snapshot loaded"))
+        // Its clients came and went within the grace period: B still reads the document.
+        #expect(clusterStatus(b)["documents_followed"] as? Int == 1, "\(b.log)")
+    }
 }

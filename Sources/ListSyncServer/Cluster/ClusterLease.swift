@@ -53,14 +53,14 @@ struct ClusterLease: Sendable {
             return .take(revision: 0)
         }
         if let h = held, h.revision == entry.revision, entry.holder == node {
-            return now &- h.sentAt >= duration / 3 ? .renew(revision: entry.revision) : .keep
+            return Self.elapsed(since: h.sentAt, now) >= duration / 3 ? .renew(revision: entry.revision) : .keep
         }
         held = nil
         // Released, or this node's own name from before it restarted (one daemon per data
         // folder, so that holder is dead): free now.
         if entry.holder.isEmpty || entry.holder == node { return .take(revision: entry.revision) }
         if let o = observed, o.revision == entry.revision {
-            return now &- o.firstSeen >= duration ? .take(revision: entry.revision) : .wait
+            return Self.elapsed(since: o.firstSeen, now) >= duration ? .take(revision: entry.revision) : .wait
         }
         observed = (entry.revision, now)
         return .wait
@@ -80,6 +80,10 @@ struct ClusterLease: Sendable {
     /// three quarters of ``duration`` ago.
     func isHeld(now: UInt64) -> Bool {
         guard let h = held else { return false }
-        return now &- h.sentAt < duration / 4 * 3
+        return Self.elapsed(since: h.sentAt, now) < duration / 4 * 3
     }
+
+    /// The time from `start` to `now`, 0 if `now` was read before `start` (a caller that read
+    /// the clock, then awaited while another task stamped a later time).
+    static func elapsed(since start: UInt64, _ now: UInt64) -> UInt64 { now > start ? now - start : 0 }
 }

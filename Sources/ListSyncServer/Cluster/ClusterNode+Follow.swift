@@ -188,12 +188,15 @@ extension ClusterNode {
     func maintain() async {
         guard !stopped, let daemon else { return }
         for id in Array(consumers.keys) {
-            let now = Self.now()
             let h = await daemon.residentHost(id)
             let busy = await (h?.subscriberCount ?? 0) > 0 || (publishesPending[id] ?? 0) > 0 || catchUpTarget[id] != nil
+            // Read after the awaits, and the difference saturated: a subscriber that came in
+            // meanwhile stamped a later time.
+            let now = Self.now()
             if busy { lastInterest[id] = now }
             if let h { await writeCheckpoint(id, h) }
-            if !busy, now &- (lastInterest[id] ?? now) >= UInt64(configuration.interestGrace.nanoseconds) {
+            let idle = ClusterLease.elapsed(since: lastInterest[id] ?? now, Self.now())
+            if !busy, idle >= UInt64(configuration.interestGrace.nanoseconds), consumers[id] != nil {
                 await unfollow(id)
                 await releaseLease(id)
                 log("cluster unfollowed", ["document": id.description, "reason": "no subscriber here"])
