@@ -165,4 +165,33 @@ extension ClusterProcessTests {
         // Its clients came and went within the grace period: B still reads the document.
         #expect(clusterStatus(b)["documents_followed"] as? Int == 1, "\(b.log)")
     }
+
+    @Test func aSubscriberWhoseNodeCouldNotReadTheSubjectGetsItOnceJetStreamIsBack() throws {
+        let (nats, folder, key) = try server("127.0.0.23")
+        defer { nats.remove(); folder.remove() }
+        let a = try node(folder, "a", nats: nats, key: key)
+        defer { a.kill9() }
+        let b = try DaemonProcess(data: folder.path + "/b", extra: ["--key-file", key, "--cluster", nats.url, "--cluster-grace", "1"])
+        defer { b.kill9() }
+        let (created, out, _) = try a.run(["create", "board", "--sections", "Todo"])
+        #expect(created == 0)
+        let id = out.trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(eventually(30) { (try? b.run(["docs"]).1.contains("board")) == true }, "\(b.log)")
+        nats.stop()
+        // A client that stays subscribed on B while B cannot reach JetStream (its follow fails).
+        let watch = Process()
+        watch.executableURL = URL(fileURLWithPath: try #require(listsyncBinary()))
+        watch.arguments = ["watch", "board", "--daemon", b.address, "--key-file", key, "--data", folder.path + "/watcher"]
+        watch.standardOutput = Pipe()
+        watch.standardError = Pipe()
+        try watch.run()
+        defer { if watch.isRunning { kill(watch.processIdentifier, SIGKILL); watch.waitUntilExit() } }
+        #expect(eventually(30) { b.log.contains("cluster follow failed") }, "\(b.log)")
+        Thread.sleep(forTimeInterval: 2)   // past B's grace period: the subscriber, not the grace, keeps it wanted
+        #expect(clusterStatus(b)["documents_followed"] as? Int == 0)
+        try nats.restart()
+        // With no new subscription, B follows the document once JetStream answers again.
+        #expect(eventually(30) { (clusterStatus(b)["followed"] as? [String]) == [id] }, "\(clusterStatus(b))\n\(b.log)")
+    }
 }
+

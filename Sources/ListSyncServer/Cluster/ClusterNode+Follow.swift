@@ -27,7 +27,11 @@ extension ClusterNode {
             checkpointed[id] = c.sequence
             streamVersion[id] = v
         }
-        await loadSnapshotIfBehind(id)
+        guard await loadSnapshotIfBehind(id) else {
+            // Reading from here could skip what a trim removed: not without the snapshot.
+            log("cluster follow failed", ["document": id.description, "error": "the snapshot could not be checked"])
+            return
+        }
         if !followedOnce.contains(id) {
             // First follow since the node started: learn where the subject ends, to reconcile
             // once caught up (a batch appended here and never published, the node killed between).
@@ -71,6 +75,7 @@ extension ClusterNode {
         applied[id] = nil
         streamVersion[id] = nil
         catchUpTarget[id] = nil
+        unpublished.remove(id)
         checkpointed[id] = nil
         sinceSnapshot[id] = nil
         leases[id] = nil
@@ -82,23 +87,27 @@ extension ClusterNode {
     /// operation it covers (a new node, a node behind the trim point, a follower that the trim
     /// overtook), and moves the read position past what it covers. A snapshot that does not
     /// check (a wrong tag, a wrong digest) is refused, logged and not applied.
-    func loadSnapshotIfBehind(_ id: DocumentID) async {
-        guard let snapshots, let daemon else { return }
+    ///
+    /// - Returns: whether the check was made (false: the head or its chunks could not be read
+    ///   or were refused; the caller must not read the subject as if nothing was trimmed).
+    @discardableResult
+    func loadSnapshotIfBehind(_ id: DocumentID) async -> Bool {
+        guard let snapshots, let daemon else { return false }
         for _ in 0..<3 {
             let found: (head: ClusterSnapshots.Head, revision: UInt64)?
             do { found = try await snapshots.head(id) } catch {
                 log("cluster snapshot refused", ["document": id.description, "error": "\(error)"])
-                return
+                return false
             }
-            guard let head = found?.head, let covered = ClusterCheckpoint.decode(head.version),
-                  let h = try? await daemon.host(id) else { return }
+            guard let head = found?.head else { return true }
+            guard let covered = ClusterCheckpoint.decode(head.version), let h = try? await daemon.host(id) else { return false }
             if !(await h.document.version).includes(covered) {
                 let pieces: [[ListOperation]]
                 do { pieces = try await snapshots.read(id, head) } catch {
                     // A chunk replaced by a newer snapshot meanwhile: read the head again.
                     if case .missingChunk = error { continue }
                     log("cluster snapshot refused", ["document": id.description, "error": "\(error)"])
-                    return
+                    return false
                 }
                 for p in pieces { await h.receive(p, batch: 0, from: subscriberID) }
                 snapshotsLoaded += 1
@@ -108,8 +117,9 @@ extension ClusterNode {
             streamVersion[id, default: VersionVector()].formUnion(covered)
             if head.sequence > applied[id] ?? 0 { applied[id] = head.sequence }
             sinceSnapshot[id] = 0
-            return
+            return true
         }
+        return false
     }
 
     /// A snapshot head was written (by any node): a follower of the document that lacks what it
@@ -136,6 +146,7 @@ extension ClusterNode {
             let version = await h.durableVersion
             if let v = checkpoints.read(info.id)?.versionVector, v.includes(version) { continue }
             if version == VersionVector() { continue }
+            unpublished.insert(info.id)
             await follow(info.id)
         }
     }
@@ -182,11 +193,24 @@ extension ClusterNode {
 
     // MARK: Maintenance
 
-    /// Once every ``ClusterConfiguration/maintenanceInterval``, for each document followed: its
-    /// read checkpoint, its lease and trim, and the end of following it once nobody here has
-    /// read it for ``ClusterConfiguration/interestGrace``.
+    /// Once every ``ClusterConfiguration/maintenanceInterval``: the documents with interest whose
+    /// follow failed are followed again; for each document followed, its read checkpoint, its
+    /// lease and trim, and the end of following it once nobody here has read it for
+    /// ``ClusterConfiguration/interestGrace``.
     func maintain() async {
         guard !stopped, let daemon else { return }
+        let grace = UInt64(configuration.interestGrace.nanoseconds)
+        for (id, last) in lastInterest where consumers[id] == nil && !starting.contains(id) {
+            // A follow that failed (no NATS server then, a JetStream error): again, while someone
+            // is subscribed here or within the grace period.
+            let subscribed = await (daemon.residentHost(id)?.subscriberCount ?? 0) > 0
+            if subscribed { lastInterest[id] = Self.now() }
+            guard subscribed || ClusterLease.elapsed(since: last, Self.now()) < grace else { continue }
+            await follow(id)
+        }
+        // Documents that may hold unpublished batches: followed until their first catch-up began.
+        unpublished.subtract(followedOnce)
+        for id in unpublished where consumers[id] == nil && !starting.contains(id) { await follow(id) }
         for id in Array(consumers.keys) {
             let h = await daemon.residentHost(id)
             let busy = await (h?.subscriberCount ?? 0) > 0 || (publishesPending[id] ?? 0) > 0 || catchUpTarget[id] != nil
@@ -196,7 +220,7 @@ extension ClusterNode {
             if busy { lastInterest[id] = now }
             if let h { await writeCheckpoint(id, h) }
             let idle = ClusterLease.elapsed(since: lastInterest[id] ?? now, Self.now())
-            if !busy, idle >= UInt64(configuration.interestGrace.nanoseconds), consumers[id] != nil {
+            if !busy, idle >= grace, consumers[id] != nil {
                 await unfollow(id)
                 await releaseLease(id)
                 log("cluster unfollowed", ["document": id.description, "reason": "no subscriber here"])

@@ -45,6 +45,8 @@ actor ClusterNode {
     var streamVersion: [DocumentID: VersionVector] = [:]
     /// Documents this node has begun to follow since it started (and so has reconciled, or will).
     var followedOnce: Set<DocumentID> = []
+    /// Local documents that may hold batches never published, not yet followed since the start.
+    var unpublished: Set<DocumentID> = []
     /// Per document being caught up: the subject's last sequence when the node began to follow
     /// it; once applied up to there, the node publishes what it has and the stream lacks.
     var catchUpTarget: [DocumentID: UInt64] = [:]
