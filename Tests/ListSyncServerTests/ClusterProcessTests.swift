@@ -34,8 +34,16 @@ struct ClusterProcessTests {
         }
     }
 
-    func node(_ folder: TemporaryFolder, _ name: String, nats: NATSServerProcess, key: String, ack: String = "cluster") throws -> DaemonProcess {
-        try DaemonProcess(data: folder.path + "/" + name, extra: ["--key-file", key, "--cluster", nats.url, "--ack", ack])
+    func node(_ folder: TemporaryFolder, _ name: String, nats: NATSServerProcess, key: String, ack: String = "cluster",
+              extra: [String] = []) throws -> DaemonProcess {
+        try DaemonProcess(data: folder.path + "/" + name, extra: ["--key-file", key, "--cluster", nats.url, "--ack", ack] + extra)
+    }
+
+    /// Creates the document "board" (one section, "Todo") on `d`; returns its id.
+    func createBoard(on d: DaemonProcess) throws -> String {
+        let (code, out, err) = try d.run(["create", "board", "--sections", "Todo"])
+        #expect(code == 0, "\(err)")
+        return out.trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
     @Test func aNATSServerKilledInAThreeServerClusterLosesNoAcknowledgedBatch() throws {
@@ -106,9 +114,7 @@ struct ClusterProcessTests {
         defer { nats.remove(); folder.remove() }
         let a = try node(folder, "a", nats: nats, key: key)
         defer { a.kill9() }
-        let (created, out, _) = try a.run(["create", "board", "--sections", "Todo"])
-        #expect(created == 0)
-        let id = out.trimmingCharacters(in: .whitespacesAndNewlines)
+        let id = try createBoard(on: a)
         #expect(try a.run(["insert", "board", "0.0", "milk"]).0 == 0)
         // Anyone who can publish to the broker: a valid batch of operations, without a tag, and
         // with a tag made from another key.
@@ -241,9 +247,7 @@ struct ClusterProcessTests {
         defer { a.kill9() }
         let b = try node(folder, "b", nats: nats, key: key)
         defer { b.kill9() }
-        let made = try a.run(["create", "board", "--sections", "Todo"])
-        #expect(made.0 == 0)
-        let id = made.1.trimmingCharacters(in: .whitespacesAndNewlines)
+        let id = try createBoard(on: a)
         #expect(try a.run(["create", "kept", "--sections", "Todo"]).0 == 0)
         #expect(eventually(30) { let d = (try? b.run(["docs"]).1) ?? ""; return d.contains("board") && d.contains("kept") })
         #expect(try await subjectMessages(nats, id) == 1)

@@ -23,12 +23,10 @@ extension ClusterProcessTests {
     @Test func theSubjectIsTrimmedOnceASnapshotIsStoredAndANewNodeStartsFromIt() async throws {
         let (nats, folder, key) = try server("127.0.0.18")
         defer { nats.remove(); folder.remove() }
-        let flags = ["--key-file", key, "--cluster", nats.url, "--cluster-trim", "8"]
-        let a = try DaemonProcess(data: folder.path + "/a", extra: flags)
+        let flags = ["--cluster-trim", "8"]
+        let a = try node(folder, "a", nats: nats, key: key, extra: flags)
         defer { a.kill9() }
-        let (created, out, _) = try a.run(["create", "board", "--sections", "Todo"])
-        #expect(created == 0)
-        let id = out.trimmingCharacters(in: .whitespacesAndNewlines)
+        let id = try createBoard(on: a)
         for i in 0..<12 { #expect(try a.run(["insert", "board", "0.\(i)", "i\(i)"]).0 == 0) }
         // 13 messages (the section, 12 inserts): A, which reads the document for its clients,
         // takes the free lease, stores a snapshot, then trims.
@@ -40,7 +38,7 @@ extension ClusterProcessTests {
         #expect(left <= 13 - 8, "the subject still holds \(left) messages")
         #expect(try a.run(["insert", "board", "0.0", "after"]).0 == 0)
         // A node that joins now has nothing of the trimmed messages but the snapshot.
-        let b = try DaemonProcess(data: folder.path + "/b", extra: flags)
+        let b = try node(folder, "b", nats: nats, key: key, extra: flags)
         defer { b.kill9() }
         #expect(eventually(30) { items(b, "board") == items(a, "board") && items(a, "board").joined().count == 13 },
                 "A: \(items(a, "board")) B: \(items(b, "board"))\n\(b.log)")
@@ -53,10 +51,10 @@ extension ClusterProcessTests {
         let (nats, folder, key) = try server("127.0.0.19")
         defer { nats.remove(); folder.remove() }
         let lease = 6.0
-        let flags = ["--key-file", key, "--cluster", nats.url, "--cluster-trim", "5", "--cluster-lease", "\(lease)", "--cluster-grace", "300"]
-        let a = try DaemonProcess(data: folder.path + "/a", extra: flags)
+        let flags = ["--cluster-trim", "5", "--cluster-lease", "\(lease)", "--cluster-grace", "300"]
+        let a = try node(folder, "a", nats: nats, key: key, extra: flags)
         defer { a.kill9() }
-        let b = try DaemonProcess(data: folder.path + "/b", extra: flags)
+        let b = try node(folder, "b", nats: nats, key: key, extra: flags)
         defer { b.kill9() }
         #expect(try a.run(["create", "board", "--sections", "Todo"]).0 == 0)
         #expect(eventually(30) { items(b, "board").count == 1 }, "\(b.log)")
@@ -89,13 +87,11 @@ extension ClusterProcessTests {
     @Test func aNodeReadsADocumentOnlyWhileSomeoneReadsItThere() throws {
         let (nats, folder, key) = try server("127.0.0.20")
         defer { nats.remove(); folder.remove() }
-        let a = try DaemonProcess(data: folder.path + "/a", extra: ["--key-file", key, "--cluster", nats.url])
+        let a = try node(folder, "a", nats: nats, key: key)
         defer { a.kill9() }
-        let b = try DaemonProcess(data: folder.path + "/b", extra: ["--key-file", key, "--cluster", nats.url, "--cluster-grace", "2"])
+        let b = try node(folder, "b", nats: nats, key: key, extra: ["--cluster-grace", "2"])
         defer { b.kill9() }
-        let (created, out, _) = try a.run(["create", "board", "--sections", "Todo"])
-        #expect(created == 0)
-        let id = out.trimmingCharacters(in: .whitespacesAndNewlines)
+        let id = try createBoard(on: a)
         for v in ["one", "two", "three"] { #expect(try a.run(["insert", "board", "0.0", v]).0 == 0) }
         // B lists the document (the list is the cluster's) but reads nothing of it: nobody asked.
         #expect(eventually(30) { (try? b.run(["docs"]).1.contains("board")) == true }, "\(b.log)")
@@ -118,9 +114,7 @@ extension ClusterProcessTests {
         let a = try node(folder, "a", nats: nats, key: key)
         defer { a.kill9() }
         var b = try node(folder, "b", nats: nats, key: key)
-        let (created, out, _) = try a.run(["create", "board", "--sections", "Todo"])
-        #expect(created == 0)
-        let id = out.trimmingCharacters(in: .whitespacesAndNewlines)
+        let id = try createBoard(on: a)
         for i in 0..<5 { #expect(try a.run(["insert", "board", "0.0", "i\(i)"]).0 == 0) }
         #expect(eventually(30) { items(b, "board").joined().count == 5 }, "B: \(items(b, "board"))")
         // The stream holds this document only: its 6 messages are sequences 1...6. B writes its
@@ -144,10 +138,9 @@ extension ClusterProcessTests {
     @Test func aFollowerOvertakenByATrimLoadsTheSnapshot() throws {
         let (nats, folder, key) = try server("127.0.0.22")
         defer { nats.remove(); folder.remove() }
-        let flags = ["--key-file", key, "--cluster", nats.url, "--cluster-grace", "300"]
-        let a = try DaemonProcess(data: folder.path + "/a", extra: flags + ["--cluster-trim", "20"])
+        let a = try node(folder, "a", nats: nats, key: key, extra: ["--cluster-grace", "300", "--cluster-trim", "20"])
         defer { a.kill9() }
-        let b = try DaemonProcess(data: folder.path + "/b", extra: flags + ["--cluster-trim", "0"])
+        let b = try node(folder, "b", nats: nats, key: key, extra: ["--cluster-grace", "300", "--cluster-trim", "0"])
         defer { kill(b.process.processIdentifier, SIGCONT); b.kill9() }
         #expect(try a.run(["create", "board", "--sections", "Todo"]).0 == 0)
         #expect(eventually(30) { items(b, "board").count == 1 }, "\(b.log)")
@@ -171,11 +164,9 @@ extension ClusterProcessTests {
         defer { nats.remove(); folder.remove() }
         let a = try node(folder, "a", nats: nats, key: key)
         defer { a.kill9() }
-        let b = try DaemonProcess(data: folder.path + "/b", extra: ["--key-file", key, "--cluster", nats.url, "--cluster-grace", "1"])
+        let b = try node(folder, "b", nats: nats, key: key, extra: ["--cluster-grace", "1"])
         defer { b.kill9() }
-        let (created, out, _) = try a.run(["create", "board", "--sections", "Todo"])
-        #expect(created == 0)
-        let id = out.trimmingCharacters(in: .whitespacesAndNewlines)
+        let id = try createBoard(on: a)
         #expect(eventually(30) { (try? b.run(["docs"]).1.contains("board")) == true }, "\(b.log)")
         nats.stop()
         // A client that stays subscribed on B while B cannot reach JetStream (its follow fails).
