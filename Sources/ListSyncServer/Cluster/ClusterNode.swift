@@ -156,6 +156,7 @@ actor ClusterNode {
         for id in Array(consumers.keys) {
             if let h = await daemon?.residentHost(id) { await writeCheckpoint(id, h) }
             await unfollow(id)
+            await releaseLease(id)
         }
         await connection?.close()
     }
