@@ -155,8 +155,9 @@ actor ClusterNode {
         maintenanceTask?.cancel()
         for id in Array(consumers.keys) {
             if let h = await daemon?.residentHost(id) { await writeCheckpoint(id, h) }
+            // Its lease is not given back here: with JetStream gone, each release would wait
+            // for the request timeout and hold the stop; it lapses instead.
             await unfollow(id)
-            await releaseLease(id)
         }
         await connection?.close()
     }
