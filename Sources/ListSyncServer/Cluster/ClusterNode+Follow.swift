@@ -188,7 +188,7 @@ extension ClusterNode {
         let missing = await h.document.operations(since: streamVersion[id] ?? VersionVector())
         guard !missing.isEmpty else { return }
         log("cluster republishing", ["document": id.description, "operations": "\(missing.count)"])
-        await replicate(id, missing)
+        _ = await replicate(id, missing)
     }
 
     // MARK: Maintenance
