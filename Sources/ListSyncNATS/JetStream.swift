@@ -204,11 +204,12 @@ public struct JetStream: Sendable {
         _ = try await call("STREAM.DELETE.\(name)")
     }
 
-    /// Removes a stream's messages below `sequence` (kept: `sequence` and after), only those of
-    /// `subject` if given. Returns how many went.
+    /// Removes a stream's messages below `sequence` (kept: `sequence` and after; nil: every
+    /// message), only those of `subject` (wildcards allowed) if given. Returns how many went.
     @discardableResult
-    public func purge(_ stream: String, subject: String? = nil, keepFrom sequence: UInt64) async throws(JetStreamError) -> Int {
-        var body: [String: Any] = ["seq": sequence]
+    public func purge(_ stream: String, subject: String? = nil, keepFrom sequence: UInt64? = nil) async throws(JetStreamError) -> Int {
+        var body: [String: Any] = [:]
+        if let sequence { body["seq"] = sequence }
         if let subject { body["filter"] = subject }
         return try await call("STREAM.PURGE.\(stream)", body)["purged"] as? Int ?? 0
     }

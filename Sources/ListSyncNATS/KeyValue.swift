@@ -20,8 +20,11 @@ public struct KeyValue: Sendable {
     public let js: JetStream
     /// The bucket's name.
     public let bucket: String
-    var stream: String { "KV_\(bucket)" }
-    func subject(_ key: String) -> String { "$KV.\(bucket).\(key)" }
+    /// The stream that holds the bucket.
+    public var streamName: String { "KV_\(bucket)" }
+    var stream: String { streamName }
+    /// The subject of `key` (a key with wildcards names a subject filter, for a purge).
+    public func subject(_ key: String) -> String { "$KV.\(bucket).\(key)" }
 
     /// Opens (creating if needed) the bucket, with `replicas` copies on `storage`.
     ///

@@ -287,6 +287,11 @@ public final class NATSConnection: @unchecked Sendable {
         return nextSID
     }
 
+    /// ``addListener(_:)`` from any thread: `body` runs on the loop's thread for each later event.
+    package func listen(_ body: @escaping @Sendable (NATSConnectionEvent) -> Void) async -> UInt64 {
+        await onLoop { [self] in addListener(body) }
+    }
+
     /// Stops calling a listener. Loop thread only.
     package func removeListener(_ id: UInt64) { eventListeners[id] = nil }
 

@@ -149,7 +149,9 @@ public actor Daemon {
             await link.start()
         }
         if let c = configuration.cluster {
-            let node = ClusterNode(daemon: self, configuration: c, daemonKey: key, subscriber: subscriberNumber(), loop: loop)
+            let node = ClusterNode(daemon: self, configuration: c, daemonKey: key, subscriber: subscriberNumber(), loop: loop,
+                                   nodeName: String(replica.rawValue, radix: 16),
+                                   checkpoints: ClusterCheckpoints(dataFolder: configuration.dataFolder, fileSystem: configuration.fileSystem))
             cluster = node
             do { try await node.start() } catch {
                 await stop()
@@ -459,6 +461,9 @@ public actor Daemon {
         (try? folder?.destroyedIDs()) ?? []
     }
 
+    /// Document `id`'s host if it is loaded (none is loaded for the asking).
+    func residentHost(_ id: DocumentID) -> DocumentHost? { hosts[id] }
+
     /// Every document in the data folder.
     func list() async -> [DocumentInfo] {
         guard let folder, let entries = try? folder.list() else { return [] }
@@ -613,9 +618,12 @@ public actor Daemon {
         for (k, v) in metrics.snapshot() { object[k] = v }
         if let c = clusterStatus {
             // Cluster mode (Docs/Cluster.md): batches published and acknowledged by JetStream,
-            // messages refused (no tag or a wrong one), documents followed.
-            object["cluster"] = ["servers": c.servers, "ack": c.ack, "connected": c.connected, "documents_followed": c.followed,
-                                 "published": c.published, "refused": c.refused] as [String: Any]
+            // messages refused (no tag or a wrong one), documents followed (read from their
+            // subjects: those with interest here), snapshots stored and trims, snapshots loaded,
+            // trim leases held.
+            object["cluster"] = ["servers": c.servers, "ack": c.ack, "connected": c.connected, "documents_followed": c.followed.count,
+                                 "followed": c.followed, "published": c.published, "refused": c.refused, "trims": c.trims,
+                                 "snapshots_loaded": c.snapshotsLoaded, "leases_held": c.leasesHeld] as [String: Any]
         }
         let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data("{}".utf8)
         return String(decoding: data, as: UTF8.self)

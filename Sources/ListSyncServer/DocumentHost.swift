@@ -69,6 +69,9 @@ actor DocumentHost {
     /// for it to end (``settleStore()``).
     private var storeBusy = false
     private var storeWaiters: [CheckedContinuation<Void, Never>] = []
+    /// Cluster mode: told of each subscriber attached (the node reads the document's subject
+    /// while someone here reads the document).
+    private var interest: (@Sendable (DocumentID) async -> Void)?
 
     init(id: DocumentID, name: String, store: DocumentStore, document: ListDocument, epoch: UInt64,
          pendingLimits: PendingLimits, maxFrame: Int, clock: @escaping @Sendable () -> UInt64,
@@ -104,9 +107,25 @@ actor DocumentHost {
 
     /// Cluster mode: every batch not from `sender` is passed to `replicator` after its local
     /// append and before it is released (acknowledged and forwarded).
-    func setReplicator(_ replicator: @escaping @Sendable (DocumentID, [ListOperation]) async -> String?, sender: SubscriberID) {
+    /// `interest` hears of each subscriber attached.
+    func setReplicator(_ replicator: @escaping @Sendable (DocumentID, [ListOperation]) async -> String?, sender: SubscriberID,
+                       interest: @escaping @Sendable (DocumentID) async -> Void) {
         self.replicator = replicator
         clusterSender = sender
+        self.interest = interest
+    }
+
+    /// The operations that are durable here (what a cluster read checkpoint may cover).
+    var durableVersion: VersionVector { core.durableVersion }
+
+    /// Cluster mode: the document's durable operations and their version, for a cluster
+    /// snapshot (batches in flight are left out, so it is taken under load too); nil while the
+    /// store is failing or closed.
+    ///
+    /// - Complexity: O(operations).
+    func clusterSnapshot() -> (operations: [ListOperation], version: VersionVector)? {
+        guard core.failure == nil, !isClosed else { return nil }
+        return (core.durableOperations, core.durableVersion)
     }
 
     // MARK: Events
@@ -118,8 +137,10 @@ actor DocumentHost {
         guard !isClosed else { return nil }
         lastUsed = clock()
         let actions = core.subscribe(subscriber.subscriberID, epoch: epoch, version: version)
-        if core.isSubscribed(subscriber.subscriberID) { subscribers[subscriber.subscriberID] = subscriber }
-        else { subscriber.deliverAll(id, actions) }
+        if core.isSubscribed(subscriber.subscriberID) {
+            subscribers[subscriber.subscriberID] = subscriber
+            if let interest { Task { [id] in await interest(id) } }
+        } else { subscriber.deliverAll(id, actions) }
         await perform(actions)
         return subscribers[subscriber.subscriberID] != nil
     }

@@ -66,13 +66,18 @@ let serveUsage = """
                               also after JetStream stored it (cluster, the default; LISTSYNC_ACK)
       --cluster-replicas N    the stream's and bucket's replicas when this node creates them
                               (LISTSYNC_CLUSTER_REPLICAS; 1; 3 for a cluster of three NATS servers)
+      --cluster-trim N        snapshot a document into the cluster and trim its subject once the
+                              subject holds N messages (LISTSYNC_CLUSTER_TRIM; 10000; 0 = never)
+      --cluster-lease S       seconds a trim lease lasts unrenewed (LISTSYNC_CLUSTER_LEASE; 15)
+      --cluster-grace S       seconds a node keeps reading a document after its last subscriber
+                              left (LISTSYNC_CLUSTER_GRACE; 30)
       -h, --help              show this help
     """
 
 func runServe(_ args: [String]) throws -> Int32 {
     let o = try Options(args, values: ["--data", "--listen", "--key-file", "--peer", "--admin", "--web", "--admin-token-file", "--max-connections", "--idle-unload",
                                        "--rate-limit", "--log-format", "--storage", "--discover-port", "--announce-to", "--announce-interval", "--announce-address",
-                                       "--cluster", "--ack", "--cluster-replicas"],
+                                       "--cluster", "--ack", "--cluster-replicas", "--cluster-trim", "--cluster-lease", "--cluster-grace"],
                         flags: ["--help", "--discover"])
     if o.has("--help") { print(serveUsage); return 0 }
     guard o.positional.isEmpty else { throw UsageError(message: "unexpected argument '\(o.positional[0])'") }
@@ -102,8 +107,7 @@ func runServe(_ args: [String]) throws -> Int32 {
             d.announceTo.append((h, port))
         }
         if let s = o.value("--announce-interval", env: "LISTSYNC_ANNOUNCE_INTERVAL") {
-            guard let v = Double(s), v > 0 else { throw UsageError(message: "--announce-interval must be a positive number of seconds, not '\(s)'") }
-            d.interval = .milliseconds(Int(v * 1000))
+            d.interval = try parseSeconds(s, what: "--announce-interval")
         }
         d.announceAddress = o.value("--announce-address", env: "LISTSYNC_ANNOUNCE_ADDRESS")
         config.discovery = d
@@ -230,8 +234,13 @@ func logValue(_ value: String) -> String {
 func parseCluster(_ o: Options) throws -> ClusterConfiguration? {
     let ack = o.value("--ack", env: "LISTSYNC_ACK")
     let replicas = o.value("--cluster-replicas", env: "LISTSYNC_CLUSTER_REPLICAS")
+    let trim = o.value("--cluster-trim", env: "LISTSYNC_CLUSTER_TRIM")
+    let lease = o.value("--cluster-lease", env: "LISTSYNC_CLUSTER_LEASE")
+    let grace = o.value("--cluster-grace", env: "LISTSYNC_CLUSTER_GRACE")
     guard let text = o.value("--cluster", env: "LISTSYNC_CLUSTER") else {
-        if ack != nil || replicas != nil { throw UsageError(message: "--ack and --cluster-replicas need --cluster") }
+        if [ack, replicas, trim, lease, grace].contains(where: { $0 != nil }) {
+            throw UsageError(message: "--ack, --cluster-replicas, --cluster-trim, --cluster-lease and --cluster-grace need --cluster")
+        }
         return nil
     }
     guard let servers = NATSServerAddress.list(text) else {
@@ -250,5 +259,17 @@ func parseCluster(_ o: Options) throws -> ClusterConfiguration? {
         }
         c.replicas = n
     }
+    if let trim {
+        guard let n = Int(trim), n >= 0 else { throw UsageError(message: "--cluster-trim must be a number of messages, not '\(trim)'") }
+        c.trimMessages = n
+    }
+    if let lease { c.leaseDuration = try parseSeconds(lease, what: "--cluster-lease") }
+    if let grace { c.interestGrace = try parseSeconds(grace, what: "--cluster-grace") }
     return c
+}
+
+/// A positive number of seconds (fractions allowed) given to `what`.
+func parseSeconds(_ text: String, what: String) throws -> Duration {
+    guard let v = Double(text), v > 0, v <= 86_400 else { throw UsageError(message: "\(what) must be a number of seconds, not '\(text)'") }
+    return .milliseconds(Int(v * 1000))
 }

@@ -61,6 +61,12 @@ struct JetStreamLiveTests {
             if case .nats(.noResponders) = error { noResponders = true }
         }
         #expect(noResponders)
+        // Purge one subject below a sequence (a trim), then all of another; the rest stays.
+        #expect(try await js.purge("DOCS", subject: "doc.a", keepFrom: 2) == 1)
+        #expect(try await js.purge("DOCS", subject: "doc.c") == 2)
+        #expect(try await js.streamInfo("DOCS", subjectsFilter: ">").subjects == ["doc.a": 1, "doc.b": 1])
+        #expect(try await js.getMessage("DOCS", sequence: 1) == nil)
+        #expect(try await js.getMessage("DOCS", sequence: 2)?.payload == [2])
         try await js.deleteStream("DOCS")
         let gone = await apiCode { _ = try await js.streamInfo("DOCS") }
         #expect(gone == JetStreamError.streamNotFound)

@@ -22,8 +22,28 @@ struct ClusterProcessTests {
         return path
     }
 
-    func node(_ folder: TemporaryFolder, _ name: String, nats: NATSServerProcess, key: String, ack: String = "cluster") throws -> DaemonProcess {
-        try DaemonProcess(data: folder.path + "/" + name, extra: ["--key-file", key, "--cluster", nats.url, "--ack", ack])
+    /// A NATS server with JetStream on `host`, a temporary folder and a key file in it: where
+    /// each test starts (remove the server and the folder after).
+    func server(_ host: String) throws -> (NATSServerProcess, TemporaryFolder, String) {
+        let nats = try NATSServerProcess(host: host)
+        let folder = TemporaryFolder()
+        do { return (nats, folder, try sharedKey(folder)) } catch {
+            nats.remove()
+            folder.remove()
+            throw error
+        }
+    }
+
+    func node(_ folder: TemporaryFolder, _ name: String, nats: NATSServerProcess, key: String, ack: String = "cluster",
+              extra: [String] = []) throws -> DaemonProcess {
+        try DaemonProcess(data: folder.path + "/" + name, extra: ["--key-file", key, "--cluster", nats.url, "--ack", ack] + extra)
+    }
+
+    /// Creates the document "board" (one section, "Todo") on `d`; returns its id.
+    func createBoard(on d: DaemonProcess) throws -> String {
+        let (code, out, err) = try d.run(["create", "board", "--sections", "Todo"])
+        #expect(code == 0, "\(err)")
+        return out.trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
     @Test func aNATSServerKilledInAThreeServerClusterLosesNoAcknowledgedBatch() throws {
@@ -63,10 +83,8 @@ struct ClusterProcessTests {
     func items(_ d: DaemonProcess, _ doc: String) -> [[String]] { (try? table(d, doc)) ?? [] }
 
     @Test func twoNodesConvergeWithClientsOnEach() throws {
-        let nats = try NATSServerProcess(host: "127.0.0.8")
-        let folder = TemporaryFolder()
+        let (nats, folder, key) = try server("127.0.0.8")
         defer { nats.remove(); folder.remove() }
-        let key = try sharedKey(folder)
         let a = try node(folder, "a", nats: nats, key: key)
         defer { a.kill9() }
         let b = try node(folder, "b", nats: nats, key: key, ack: "local")
@@ -92,15 +110,11 @@ struct ClusterProcessTests {
     }
 
     @Test func aMessageWithoutTheClusterTagIsRefused() async throws {
-        let nats = try NATSServerProcess(host: "127.0.0.9")
-        let folder = TemporaryFolder()
+        let (nats, folder, key) = try server("127.0.0.9")
         defer { nats.remove(); folder.remove() }
-        let key = try sharedKey(folder)
         let a = try node(folder, "a", nats: nats, key: key)
         defer { a.kill9() }
-        let (created, out, _) = try a.run(["create", "board", "--sections", "Todo"])
-        #expect(created == 0)
-        let id = out.trimmingCharacters(in: .whitespacesAndNewlines)
+        let id = try createBoard(on: a)
         #expect(try a.run(["insert", "board", "0.0", "milk"]).0 == 0)
         // Anyone who can publish to the broker: a valid batch of operations, without a tag, and
         // with a tag made from another key.
@@ -124,10 +138,8 @@ struct ClusterProcessTests {
     }
 
     @Test func ackClusterWaitsForJetStreamAndAckLocalDoesNot() throws {
-        let nats = try NATSServerProcess(host: "127.0.0.10")
-        let folder = TemporaryFolder()
+        let (nats, folder, key) = try server("127.0.0.10")
         defer { nats.remove(); folder.remove() }
-        let key = try sharedKey(folder)
         let a = try node(folder, "a", nats: nats, key: key, ack: "cluster")
         defer { a.kill9() }
         let b = try node(folder, "b", nats: nats, key: key, ack: "local")
@@ -151,10 +163,8 @@ struct ClusterProcessTests {
     }
 
     @Test func aNodeKilledWithSIGKILLCatchesUpWhenRestarted() throws {
-        let nats = try NATSServerProcess(host: "127.0.0.11")
-        let folder = TemporaryFolder()
+        let (nats, folder, key) = try server("127.0.0.11")
         defer { nats.remove(); folder.remove() }
-        let key = try sharedKey(folder)
         let a = try node(folder, "a", nats: nats, key: key)
         defer { a.kill9() }
         var b = try node(folder, "b", nats: nats, key: key)
@@ -174,10 +184,8 @@ struct ClusterProcessTests {
     }
 
     @Test func aBatchAcknowledgedLocallyByANodeKilledBeforeItsPublishIsPublishedOnRestart() throws {
-        let nats = try NATSServerProcess(host: "127.0.0.12")
-        let folder = TemporaryFolder()
+        let (nats, folder, key) = try server("127.0.0.12")
         defer { nats.remove(); folder.remove() }
-        let key = try sharedKey(folder)
         var a = try node(folder, "a", nats: nats, key: key, ack: "local")
         let b = try node(folder, "b", nats: nats, key: key)
         defer { b.kill9() }
@@ -201,17 +209,16 @@ struct ClusterProcessTests {
                                                       "--cluster", "nats://127.0.0.1:1"], atMost: 30)
         #expect(code == 1 && !killed && err.contains("cannot connect to NATS"), "\(err)")
         for bad in [["--cluster", "nats://h:x"], ["--cluster", "nats://127.0.0.1:1", "--ack", "sometimes"], ["--ack", "local"],
-                    ["--cluster", "nats://127.0.0.1:1", "--cluster-replicas", "9"]] {
+                    ["--cluster", "nats://127.0.0.1:1", "--cluster-replicas", "9"], ["--cluster", "nats://127.0.0.1:1", "--cluster-trim", "-1"],
+                    ["--cluster", "nats://127.0.0.1:1", "--cluster-lease", "0"], ["--cluster-grace", "5"]] {
             let (c, _, e, k) = try runListsync(["serve", "--data", folder.path + "/b", "--listen", "127.0.0.1:0"] + bad, atMost: 30)
             #expect(c == 2 && !k, "\(bad): \(c) \(e)")
         }
     }
 
     @Test func theDeviceClientMovesToAnotherNodeWhenItsNodeIsKilled() async throws {
-        let nats = try NATSServerProcess(host: "127.0.0.16")
-        let folder = TemporaryFolder()
+        let (nats, folder, key) = try server("127.0.0.16")
         defer { nats.remove(); folder.remove() }
-        let key = try sharedKey(folder)
         let a = try node(folder, "a", nats: nats, key: key)
         defer { a.kill9() }
         let b = try node(folder, "b", nats: nats, key: key)
@@ -233,20 +240,21 @@ struct ClusterProcessTests {
         await device.close()
     }
 
-    @Test func aDocumentDestroyedOnOneNodeIsDestroyedOnTheOthers() throws {
-        let nats = try NATSServerProcess(host: "127.0.0.17")
-        let folder = TemporaryFolder()
+    @Test func aDocumentDestroyedOnOneNodeIsDestroyedOnTheOthers() async throws {
+        let (nats, folder, key) = try server("127.0.0.17")
         defer { nats.remove(); folder.remove() }
-        let key = try sharedKey(folder)
         let a = try node(folder, "a", nats: nats, key: key)
         defer { a.kill9() }
         let b = try node(folder, "b", nats: nats, key: key)
         defer { b.kill9() }
-        #expect(try a.run(["create", "board", "--sections", "Todo"]).0 == 0)
+        let id = try createBoard(on: a)
         #expect(try a.run(["create", "kept", "--sections", "Todo"]).0 == 0)
         #expect(eventually(30) { let d = (try? b.run(["docs"]).1) ?? ""; return d.contains("board") && d.contains("kept") })
+        #expect(try await subjectMessages(nats, id) == 1)
         let (code, out, err) = try a.run(["destroy", "board", "--yes"])
         #expect(code == 0, "\(out) \(err)")
+        // Its operations leave the stream once it is listed as destroyed.
+        #expect(try await subjectMessages(nats, id) == 0)
         #expect(eventually(30) { let d = (try? b.run(["docs"]).1) ?? "board"; return !d.contains("board") && d.contains("kept") },
                 "\(b.log)")
         #expect(b.log.contains("destroyed on another cluster node"))

@@ -7,10 +7,8 @@ import ListSyncTestSupport
 /// write, and the whole cluster (the NATS server and every node) killed and started again.
 extension ClusterProcessTests {
     @Test func threeNodesConvergeWithClientsOnEach() throws {
-        let nats = try NATSServerProcess(host: "127.0.0.16")
-        let folder = TemporaryFolder()
+        let (nats, folder, key) = try server("127.0.0.16")
         defer { nats.remove(); folder.remove() }
-        let key = try sharedKey(folder)
         let nodes = try ["a", "b", "c"].map { try node(folder, $0, nats: nats, key: key, ack: $0 == "b" ? "local" : "cluster") }
         defer { for n in nodes { n.kill9() } }
         #expect(try nodes[0].run(["create", "board", "--sections", "Todo,Done"]).0 == 0)
@@ -34,10 +32,8 @@ extension ClusterProcessTests {
     }
 
     @Test func aNodeKilledWhileClientsWriteLosesNoAcknowledgedInsert() throws {
-        let nats = try NATSServerProcess(host: "127.0.0.17")
-        let folder = TemporaryFolder()
+        let (nats, folder, key) = try server("127.0.0.17")
         defer { nats.remove(); folder.remove() }
-        let key = try sharedKey(folder)
         let a = try node(folder, "a", nats: nats, key: key)
         defer { a.kill9() }
         var b = try node(folder, "b", nats: nats, key: key)
@@ -73,10 +69,8 @@ extension ClusterProcessTests {
     }
 
     @Test func theWholeClusterKilledAndStartedAgainKeepsEverything() throws {
-        let nats = try NATSServerProcess(host: "127.0.0.18")
-        let folder = TemporaryFolder()
+        let (nats, folder, key) = try server("127.0.0.18")
         defer { nats.remove(); folder.remove() }
-        let key = try sharedKey(folder)
         var a = try node(folder, "a", nats: nats, key: key)
         var b = try node(folder, "b", nats: nats, key: key, ack: "local")
         #expect(try a.run(["create", "board", "--sections", "Todo"]).0 == 0)

@@ -39,6 +39,7 @@ import ListSyncTestSupport
         let received = core.receive(ops, batch: 5, from: Self.a)
         #expect(received.count == 1 && received.appends.map(\.ticket) == [1] && received.appends.first?.operations == ops)
         #expect(core.durableVersion == base.version && core.inFlightCount == 1 && !core.isQuiet)
+        #expect(core.durableOperations == base.operations)
         // A subscriber that attaches meanwhile is not sent what is not durable.
         let late = core.subscribe(Self.c, epoch: 0, version: base.version)
         #expect(late.sent(to: Self.c) == [.subscribed(document: Self.doc, name: "groceries", epoch: 7, version: base.version),
@@ -47,6 +48,7 @@ import ListSyncTestSupport
         var after = base
         after.receive(ops)
         #expect(core.durableVersion == after.version && core.isQuiet)
+        #expect(core.durableOperations == base.operations + ops)
         #expect(released.sent(to: Self.a) == [.ack(document: Self.doc, batch: 5, version: after.version)])
         #expect(released.operations(to: Self.b) == ops)
         #expect(released.operations(to: Self.c) == ops)

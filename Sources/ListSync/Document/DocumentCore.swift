@@ -403,6 +403,12 @@ public struct DocumentCore: Sendable {
         return [.send(to, message.encoded())]
     }
 
+    /// Every durable operation, in the order applied (what ``durableVersion`` counts): a copy of
+    /// the document that never includes a batch still in flight.
+    ///
+    /// - Complexity: O(operations).
+    public var durableOperations: [ListOperation] { durableOperations(since: VersionVector()) }
+
     /// The durable operations `version` lacks.
     private func durableOperations(since version: VersionVector) -> [ListOperation] {
         document.operations(since: version, before: durableCount)

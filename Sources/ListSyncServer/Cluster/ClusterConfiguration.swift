@@ -29,6 +29,18 @@ public struct ClusterConfiguration: Sendable {
     public var maxBytes = -1
     /// How often the document list is read from the bucket (new documents made on other nodes).
     public var listInterval: Duration = .seconds(1)
+    /// The key-value bucket of the documents' snapshots and trim leases.
+    public var snapshotBucket = "listsync_snapshots"
+    /// How many messages a document's subject gathers before the lease holder snapshots the
+    /// document and trims the subject (0: never).
+    public var trimMessages = 10_000
+    /// How long a trim lease lasts without a renewal before another node may take it.
+    public var leaseDuration: Duration = .seconds(15)
+    /// How long a node keeps reading a document's subject after its last subscriber left.
+    public var interestGrace: Duration = .seconds(30)
+    /// How often a node renews its leases, trims, writes its read checkpoints and drops the
+    /// documents nobody reads here any more.
+    public var maintenanceInterval: Duration = .seconds(1)
 
     /// Cluster mode on `servers`, with the defaults above.
     public init(servers: [NATSServerAddress]) {

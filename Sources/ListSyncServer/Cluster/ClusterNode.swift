@@ -5,54 +5,92 @@ import ListSyncNATS
 import ListSyncTCP
 
 /// A daemon's part in a cluster (Docs/Cluster.md): its NATS connection, the stream of every
-/// document's operations and the bucket of the document list.
+/// document's operations, the bucket of the document list and the bucket of snapshots and leases.
 ///
 /// Out: each batch a document host appended locally (from a client, or the daemon's own) is
 /// published to the document's subject, tagged with the cluster key, with a `Nats-Msg-Id` from
 /// its operations' ids; with `--ack cluster` the host releases the batch only once JetStream has
-/// acknowledged it (publishing is retried until then). In: for each document it holds, the node
-/// reads the subject from the sequence after the last it applied (an ordered consumer), checks
-/// each message's tag (an untagged or wrongly tagged message is refused and counted, nothing of
-/// it applied) and hands the operations to the document's host as a batch from the cluster,
-/// which forwards them to the node's clients. The document list: a created document is put into
-/// the bucket; every ``ClusterConfiguration/listInterval`` the node reads the bucket and makes
-/// the documents it lacks (empty, same id, name and epoch: their operations come from the stream).
+/// acknowledged it (publishing is retried until then). In (`ClusterNode+Follow.swift`): while a
+/// document has subscribers here (its *interest*), the node reads its subject with an ordered
+/// consumer, from its read checkpoint or the cluster's snapshot, checks each message's tag and
+/// hands the operations to the document's host as a batch from the cluster. Trimming
+/// (`ClusterNode+Trim.swift`): the holder of a document's lease snapshots it into the cluster
+/// and, once the snapshot is stored, trims the subject below what it covers. The document list:
+/// a created document is put into the bucket; every ``ClusterConfiguration/listInterval`` the
+/// node reads the bucket and makes the documents it lacks (empty, same id, name and epoch: their
+/// operations come from the cluster when someone reads them here).
 actor ClusterNode {
-    private weak var daemon: Daemon?
-    private let configuration: ClusterConfiguration
-    private let key: [UInt8]
+    weak var daemon: Daemon?
+    let configuration: ClusterConfiguration
+    let key: [UInt8]
     private let loop: EventLoop
     /// The sender number of batches from the cluster (never published again).
     nonisolated let subscriberID: SubscriberID
+    /// This node's name in leases (the daemon's replica id, in hexadecimal).
+    let nodeName: String
+    /// The read checkpoints on this node's disk.
+    let checkpoints: ClusterCheckpoints
     private var connection: NATSConnection?
-    private var js: JetStream?
+    var js: JetStream?
     private var bucket: KeyValue?
-    private var consumers: [DocumentID: (consumer: OrderedConsumer, task: Task<Void, Never>)] = [:]
+    /// The snapshots and leases (nil until started).
+    var snapshots: ClusterSnapshots?
+    var consumers: [DocumentID: (consumer: OrderedConsumer, task: Task<Void, Never>)] = [:]
+    /// Documents whose consumer is being made (a second ``follow(_:)`` waits for nothing).
+    var starting: Set<DocumentID> = []
     /// The last stream sequence applied per document (a restarted consumer starts after it).
-    private var applied: [DocumentID: UInt64] = [:]
-    /// The operations seen in each document's subject (what the stream holds, as far as read).
-    private var streamVersion: [DocumentID: VersionVector] = [:]
+    var applied: [DocumentID: UInt64] = [:]
+    /// The operations of each document's subject up to ``applied`` (and of the snapshots it
+    /// covers): what the cluster holds, as far as read.
+    var streamVersion: [DocumentID: VersionVector] = [:]
+    /// Documents this node has begun to follow since it started (and so has reconciled, or will).
+    var followedOnce: Set<DocumentID> = []
+    /// Local documents that may hold batches never published, not yet followed since the start.
+    var unpublished: Set<DocumentID> = []
     /// Per document being caught up: the subject's last sequence when the node began to follow
     /// it; once applied up to there, the node publishes what it has and the stream lacks.
-    private var catchUpTarget: [DocumentID: UInt64] = [:]
+    var catchUpTarget: [DocumentID: UInt64] = [:]
+    /// The sequence of each document's last checkpoint written here.
+    var checkpointed: [DocumentID: UInt64] = [:]
+    /// When each followed document last had interest (subscribers, a publish, a catch-up), ns.
+    var lastInterest: [DocumentID: UInt64] = [:]
+    /// Messages applied per document since its last snapshot known here.
+    var sinceSnapshot: [DocumentID: Int] = [:]
+    /// This node's side of each document's trim lease.
+    var leases: [DocumentID: ClusterLease] = [:]
     /// Documents destroyed in the cluster (seen in the bucket or destroyed here).
     private var knownDestroyed: Set<DocumentID> = []
     /// Per document, the last publish queued (the next one waits for it).
     private var publishChain: [DocumentID: Task<Bool, Never>] = [:]
+    /// Per document, publishes queued and not yet stored (or given up).
+    var publishesPending: [DocumentID: Int] = [:]
     private var listTask: Task<Void, Never>?
-    private var stopped = false
+    private var maintenanceTask: Task<Void, Never>?
+    /// The subscription to every snapshot head written (``headWritten(_:)``).
+    private var headSubscription: UInt64?
+    var stopped = false
     /// Messages refused (no tag, a wrong tag, not operations).
-    private(set) var refused = 0
+    var refused = 0
     /// Batches published and acknowledged by JetStream.
     private(set) var published = 0
+    /// Snapshots this node stored and trimmed after.
+    var trims = 0
+    /// Cluster snapshots this node loaded into a copy that lacked what they cover.
+    var snapshotsLoaded = 0
 
-    init(daemon: Daemon, configuration: ClusterConfiguration, daemonKey: [UInt8], subscriber: Int, loop: EventLoop) {
+    init(daemon: Daemon, configuration: ClusterConfiguration, daemonKey: [UInt8], subscriber: Int, loop: EventLoop,
+         nodeName: String, checkpoints: ClusterCheckpoints) {
         self.daemon = daemon
         self.configuration = configuration
         key = ClusterEnvelope.clusterKey(daemonKey: daemonKey)
         subscriberID = SubscriberID(subscriber)
         self.loop = loop
+        self.nodeName = nodeName
+        self.checkpoints = checkpoints
     }
+
+    /// The monotonic clock of leases and interest, in nanoseconds.
+    static func now() -> UInt64 { Daemon.clock() }
 
     /// Connects, makes the stream and the bucket if missing, and starts following the list.
     ///
@@ -76,6 +114,19 @@ actor ClusterNode {
                 _ = try await js.streamInfo(configuration.stream)
             }
             bucket = try await KeyValue.open(js, bucket: configuration.bucket, replicas: configuration.replicas)
+            let snapshotBucket = try await KeyValue.open(js, bucket: configuration.snapshotBucket, replicas: configuration.replicas)
+            snapshots = ClusterSnapshots(bucket: snapshotBucket, key: key)
+            // Every head written (a snapshot stored, its subject about to be trimmed): a node
+            // behind what it covers loads it (ClusterNode+Follow.swift).
+            headSubscription = try await c.subscribe(snapshotBucket.subject("*.head"), deliver: { [weak self] m in
+                let tokens = m.subject.split(separator: ".")
+                guard tokens.count >= 2, let id = DocumentID(hex: String(tokens[tokens.count - 2])) else { return }
+                Task { await self?.headWritten(id) }
+            })
+            // Heads written while the connection was down were not heard: check them all.
+            _ = await c.listen { [weak self] event in
+                if case .reconnected = event { Task { await self?.reconnected() } }
+            }
         } catch {
             await connection?.close()
             throw .cluster("\(error)")
@@ -88,42 +139,55 @@ actor ClusterNode {
                 await self?.readList()
             }
         }
+        let every = configuration.maintenanceInterval
+        maintenanceTask = Task { [weak self] in
+            await self?.followUnpublished()
+            while !Task.isCancelled {
+                try? await Task.sleep(for: every)
+                await self?.maintain()
+            }
+        }
     }
 
     func stop() async {
         stopped = true
         listTask?.cancel()
-        for (_, c) in consumers {
-            c.task.cancel()
-            await c.consumer.stop()
+        maintenanceTask?.cancel()
+        for id in Array(consumers.keys) {
+            if let h = await daemon?.residentHost(id) { await writeCheckpoint(id, h) }
+            // Its lease is not given back here: with JetStream gone, each release would wait
+            // for the request timeout and hold the stop; it lapses instead.
+            await unfollow(id)
         }
-        consumers = [:]
         await connection?.close()
     }
 
     /// What `listsync status` shows of the cluster.
     struct Status: Sendable {
-        var servers: [String], ack: String, connected: Bool, followed: Int, published: Int, refused: Int
+        var servers: [String], ack: String, connected: Bool, followed: [String], published: Int, refused: Int
+        var trims: Int, snapshotsLoaded: Int, leasesHeld: [String]
     }
 
     /// The node's cluster status now.
     func status() async -> Status {
-        Status(servers: configuration.servers.map(\.description), ack: configuration.acknowledgement.rawValue,
-               connected: await connection?.isConnected ?? false, followed: consumers.count, published: published, refused: refused)
+        let now = Self.now()
+        return Status(servers: configuration.servers.map(\.description), ack: configuration.acknowledgement.rawValue,
+                      connected: await connection?.isConnected ?? false, followed: consumers.keys.map(\.description).sorted(),
+                      published: published, refused: refused, trims: trims, snapshotsLoaded: snapshotsLoaded,
+                      leasesHeld: leases.filter { $0.value.isHeld(now: now) }.keys.map(\.description).sorted())
     }
 
     // MARK: Documents
 
-    /// A host was loaded or made: its batches are published from now on, and the node follows
-    /// the document's subject.
+    /// A host was loaded or made: its batches are published from now on, and each subscriber it
+    /// attaches makes the node follow the document's subject (``interested(_:)``).
     func attach(_ host: DocumentHost) async {
         guard !stopped else { return }
         let publish: @Sendable (DocumentID, [ListOperation]) async -> String? = { [weak self] id, ops in
             guard let self else { return "the cluster node is gone" }
             return await self.replicate(id, ops)
         }
-        await host.setReplicator(publish, sender: subscriberID)
-        await follow(host.id)
+        await host.setReplicator(publish, sender: subscriberID, interest: { [weak self] id in await self?.interested(id) })
     }
 
     /// A document was created on this node: put it in the bucket (once: a compare-and-set on
@@ -144,22 +208,23 @@ actor ClusterNode {
         guard let bucket, !knownDestroyed.contains(id) else { return }
         knownDestroyed.insert(id)
         await unfollow(id)
+        await forget(id)
         do { try await bucket.put(Self.destroyedPrefix + id.description, Array("destroyed".utf8)) } catch {
             daemon?.log("cluster destroy not listed", ["document": id.description, "error": "\(error)"])
             knownDestroyed.remove(id)
+            return
         }
+        // Listed as destroyed (the id is refused from now on): its operations, snapshot and
+        // lease go from the cluster. Not before: a node that died in between would leave a
+        // document that every node still lists, emptied.
+        if let js { _ = try? await js.purge(configuration.stream, subject: ClusterEnvelope.subject(prefix: configuration.subjectPrefix, id)) }
+        await snapshots?.remove(id)
     }
 
     static let destroyedPrefix = "destroyed."
 
-    private func unfollow(_ id: DocumentID) async {
-        guard let c = consumers.removeValue(forKey: id) else { return }
-        c.task.cancel()
-        await c.consumer.stop()
-    }
-
-    /// Reads the bucket; destroys the documents destroyed elsewhere, makes those this node
-    /// lacks, and follows every one.
+    /// Reads the bucket; destroys the documents destroyed elsewhere and makes those this node
+    /// lacks (it follows none of them for that: only for a subscriber).
     private func readList() async {
         guard !stopped, let bucket, let daemon else { return }
         let keys: [String]
@@ -172,6 +237,7 @@ actor ClusterNode {
         for id in gone.sorted() where !knownDestroyed.contains(id) {
             knownDestroyed.insert(id)
             await unfollow(id)
+            await forget(id)
             if local.contains(id) {
                 do { _ = try await daemon.destroy(id, epoch: 0, reason: "destroyed on another cluster node") } catch {
                     daemon.log("cluster destroy not applied", ["document": id.description, "error": "\(error)"])
@@ -189,7 +255,6 @@ actor ClusterNode {
                     continue
                 }
             }
-            if consumers[id] == nil, let h = try? await daemon.host(id) { await attach(h) }
         }
     }
 
@@ -203,16 +268,19 @@ actor ClusterNode {
     ///
     /// - Returns: nil when the batch may be released; why not when `--ack cluster` and a piece
     ///   was not stored because the node stopped first.
-    private func replicate(_ id: DocumentID, _ ops: [ListOperation]) async -> String? {
+    func replicate(_ id: DocumentID, _ ops: [ListOperation]) async -> String? {
         guard !ops.isEmpty else { return nil }
         guard !stopped else { return configuration.acknowledgement == .cluster ? "the node is stopping" : nil }
         let subject = ClusterEnvelope.subject(prefix: configuration.subjectPrefix, id)
         for piece in Self.pieces(ops, maxBytes: Self.maxPayload) {
             let (payload, headers, messageID) = ClusterEnvelope.seal(piece, document: id, subject: subject, key: key)
             let previous = publishChain[id]
+            publishesPending[id, default: 0] += 1
             let task = Task { [weak self] () -> Bool in
                 _ = await previous?.value
-                return await self?.publishUntilStored(id, subject, payload, headers, messageID) ?? false
+                let stored = await self?.publishUntilStored(id, subject, payload, headers, messageID) ?? false
+                await self?.publishEnded(id)
+                return stored
             }
             publishChain[id] = task
             if configuration.acknowledgement == .cluster, await !task.value {
@@ -220,6 +288,11 @@ actor ClusterNode {
             }
         }
         return nil
+    }
+
+    private func publishEnded(_ id: DocumentID) {
+        publishesPending[id, default: 1] -= 1
+        lastInterest[id] = Self.now()
     }
 
     /// The largest payload published (NATS servers take 1 MiB by default).
@@ -262,79 +335,5 @@ actor ClusterNode {
         return false
     }
 
-    private func log(_ event: String, _ fields: [String: String]) { daemon?.log(event, fields) }
-
-    // MARK: In
-
-    /// Follows document `id`'s subject from the sequence after the last applied.
-    private func follow(_ id: DocumentID) async {
-        guard consumers[id] == nil, let js else { return }
-        let subject = ClusterEnvelope.subject(prefix: configuration.subjectPrefix, id)
-        let from = (applied[id] ?? 0) + 1
-        if streamVersion[id] == nil {
-            // First follow since the node started: learn where the subject ends, to reconcile
-            // once caught up (a batch appended here and never published, the node killed between).
-            do {
-                let last = try await js.getMessage(configuration.stream, lastBySubject: subject)?.sequence ?? 0
-                streamVersion[id] = VersionVector()
-                if last == 0 { Task { await self.reconcile(id) } } else { catchUpTarget[id] = last }
-            } catch {
-                daemon?.log("cluster follow failed", ["document": id.description, "error": "\(error)"])
-                return
-            }
-        }
-        let consumer: OrderedConsumer
-        do { consumer = try await OrderedConsumer.start(js, stream: configuration.stream, filter: subject, from: from) } catch {
-            daemon?.log("cluster follow failed", ["document": id.description, "error": "\(error)"])
-            return
-        }
-        guard consumers[id] == nil, !stopped else {
-            await consumer.stop()
-            return
-        }
-        let task = Task { [weak self] in
-            for await m in consumer.messages {
-                await self?.apply(id, m)
-            }
-        }
-        consumers[id] = (consumer, task)
-    }
-
-    private func apply(_ id: DocumentID, _ m: StoredMessage) async {
-        guard let daemon else { return }
-        defer { caughtUp(id, m.sequence) }
-        let ops: [ListOperation]
-        do { ops = try ClusterEnvelope.open(subject: m.subject, headers: m.headers, payload: m.payload, key: key) } catch {
-            refused += 1
-            daemon.log("cluster message refused", ["document": id.description, "sequence": "\(m.sequence)", "reason": "\(error)"])
-            return
-        }
-        guard let h = try? await daemon.host(id) else { return }
-        await h.receive(ops, batch: 0, from: subscriberID)
-        var v = streamVersion[id] ?? VersionVector()
-        for op in ops { v.observe(op.lastID) }
-        streamVersion[id] = v
-    }
-
-    /// Message `sequence` of document `id` was read: reconcile once the catch-up is done.
-    private func caughtUp(_ id: DocumentID, _ sequence: UInt64) {
-        applied[id] = max(applied[id] ?? 0, sequence)
-        if let target = catchUpTarget[id], sequence >= target {
-            catchUpTarget[id] = nil
-            Task { await reconcile(id) }
-        }
-    }
-
-    /// Publishes the operations the node has and the stream lacks (caught up to where the subject
-    /// ended when the node began to follow it): batches made durable here by a node killed before
-    /// their publish succeeded. A document's publishes keep their order, so the stream holds a
-    /// prefix of each node's appends and its version vector tells what it lacks. Operations the
-    /// stream has already, republished by a race with a live batch, change nothing where read.
-    private func reconcile(_ id: DocumentID) async {
-        guard !stopped, let daemon, let h = try? await daemon.host(id) else { return }
-        let missing = await h.document.operations(since: streamVersion[id] ?? VersionVector())
-        guard !missing.isEmpty else { return }
-        daemon.log("cluster republishing", ["document": id.description, "operations": "\(missing.count)"])
-        await replicate(id, missing)
-    }
+    func log(_ event: String, _ fields: [String: String]) { daemon?.log(event, fields) }
 }
