@@ -8,6 +8,7 @@ import ListSyncTestSupport
 import Synchronization
 import Testing
 import ListSync
+import ListSyncTCP
 
 /// The daemon in this process, with faults a user cannot stage on demand: a disk that fills up
 /// (the store's file funnel fails writes with ENOSPC), and a client with the key that forges an
@@ -161,34 +162,45 @@ struct RateLimitTests {
         let honest = try await DaemonClient.connect(host: "127.0.0.1", port: port, key: key)
         let doc = try await honest.create(name: "flooded")
         _ = try await honest.open(doc)
-        // No client-side deadline in the way: under a loaded CI machine the 1,500 answers took over
-        // the default 30 s once, and a batch timed out here was still applied there.
-        let flooder = try await DaemonClient.connect(host: "127.0.0.1", port: port, key: key, localHost: "127.0.0.4",
-                                                     timeout: .seconds(600))
-        _ = try await flooder.open(doc)
-
-        // 1,500 single-insert batches at once, none waiting for the one before.
+        // The flooder is a raw connection: its 1,500 single-insert batches are sealed up front and
+        // handed to the socket in one burst, a real flood whatever the load on this process's pool
+        // (as 1,500 awaiting edit tasks, a full suite's load once trickled them in under the limit,
+        // and nothing was refused).
+        let base = try await honest.open(doc).document
+        let raw = try await TCPTransport.connect(host: "127.0.0.1", port: port, key: key, localHost: "127.0.0.4")
+        var session = ClientSession(maxFrame: raw.maxFrame, timeout: Duration.seconds(600).nanoseconds)
+        var incoming = raw.incoming.makeAsyncIterator()
+        /// Feeds the daemon's frames to the session until `done` says enough (nil: the connection ended).
+        func readUntil(_ done: ([ClientSession.Action]) -> Bool) async -> Bool {
+            while let frame = await incoming.next() {
+                if done(session.receive(frame, now: EventLoop.now())) { return true }
+            }
+            return false
+        }
+        for case let .send(f) in session.subscribe(doc, epoch: 0, version: base.version, now: EventLoop.now()) { _ = raw.enqueue(f) }
+        #expect(await readUntil { $0.contains { if case .subscribed = $0 { return true }; return false } })
+        var fork = base.fork(as: 404)
+        var burst: [[UInt8]] = []
+        for k in 0..<1_500 {
+            let op = try fork.insertItem(at: IndexPath(item: 0, section: 0), value: Data("f\(k)".utf8))
+            for case let .send(f) in session.send(doc, [op], now: EventLoop.now()).1 { burst.append(f) }
+        }
+        #expect(burst.count == 1_500)
         let start = ContinuousClock.now
         let flood = Task {
-            await withTaskGroup(of: Result<Void, any Error>.self) { group in
-                for k in 0..<1_500 {
-                    group.addTask {
-                        do {
-                            try await flooder.edit(doc) { d throws(ListError) in _ = try d.insertItem(atRow: 0, inSection: 0, value: Data("f\(k)".utf8)) }
-                            return .success(())
-                        } catch { return .failure(error) }
-                    }
-                }
-                var acked = 0, limited = 0
-                for await r in group {
-                    switch r {
+            for f in burst { _ = raw.enqueue(f) }
+            var acked = 0, limited = 0
+            _ = await readUntil { actions in
+                for case let .editDone(_, result) in actions {
+                    switch result {
                     case .success: acked += 1
-                    case .failure(DaemonClientError.refused(.limit, let text)) where text.hasPrefix("rate limit"): limited += 1
+                    case let .failure(.refused(.limit, text)) where text.hasPrefix("rate limit"): limited += 1
                     case .failure: break
                     }
                 }
-                return (acked, limited)
+                return acked + limited == 1_500
             }
+            return (acked, limited)
         }
         // Meanwhile the honest client edits one batch at a time, as an app does.
         var slowest = Duration.zero
@@ -216,7 +228,7 @@ struct RateLimitTests {
         let flooded = copy.flat.filter { $0.hasPrefix("f") }.count
         #expect(flooded >= 1 && flooded <= acked, "\(flooded) shown, \(acked) acknowledged")
         await reader.close()
-        await flooder.close()
+        await raw.close(reason: "done")
         await honest.close()
         await daemon.stop()
     }
