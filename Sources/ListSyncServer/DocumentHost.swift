@@ -62,12 +62,24 @@ actor DocumentHost {
     private var replicator: (@Sendable (DocumentID, [ListOperation]) async -> String?)?
     /// The cluster's sender number: its batches came from the cluster and are not published again.
     private var clusterSender: SubscriberID?
+    /// When to compact (nil: never), the wall clock's seconds, and where the document's stability
+    /// is kept (`stability` in its folder).
+    private let compaction: CompactionPolicy?
+    private let wallClock: @Sendable () -> UInt64
+    private let stabilityPath: String?
+    private let fileSystem: FileSystem
+    /// The monotonic time before which the host does not compact again.
+    private var nextCompactionAt: UInt64 = 0
+    /// The wall-clock time of the last compaction (0: none since the host was loaded).
+    private(set) var lastCompactionTime: UInt64 = 0
 
     init(id: DocumentID, name: String, store: DocumentStore, document: ListDocument, epoch: UInt64,
          pendingLimits: PendingLimits, maxFrame: Int, clock: @escaping @Sendable () -> UInt64,
          reopen: @escaping @Sendable () throws -> (DocumentStore, ListDocument),
          log: @escaping @Sendable (String, [String: String]) -> Void, held: Bool = false,
-         snapshotLogBytes: Int64 = DaemonConfiguration.defaultSnapshotLogBytes) {
+         snapshotLogBytes: Int64 = DaemonConfiguration.defaultSnapshotLogBytes,
+         compaction: CompactionPolicy? = nil, wallClock: @escaping @Sendable () -> UInt64 = CompactionPolicy.wallClock,
+         stabilityPath: String? = nil, fileSystem: FileSystem = .system) {
         self.executor = QueueExecutor(label: "listsync.document.\(id)")
         self.snapshotLogBytes = snapshotLogBytes
         self.nextSnapshotAt = max(snapshotLogBytes, (try? store.snapshotBytes) ?? 0)
@@ -80,7 +92,12 @@ actor DocumentHost {
         var document = document
         document.pendingLimits = pendingLimits
         self.pendingLimits = pendingLimits
-        self.core = DocumentCore(id: id, name: name, epoch: epoch, document: document, maxFrame: maxFrame)
+        self.compaction = compaction
+        self.wallClock = wallClock
+        self.stabilityPath = stabilityPath
+        self.fileSystem = fileSystem
+        let stability = Self.loadStability(stabilityPath, fileSystem: fileSystem, log: log, id: id)
+        self.core = DocumentCore(id: id, name: name, epoch: epoch, document: document, maxFrame: maxFrame, stability: stability)
         self.clock = clock
         self.lastUsed = clock()
     }
@@ -151,6 +168,14 @@ actor DocumentHost {
         await perform(core.hello(subscriber, version: version))
     }
 
+    /// What a subscriber has seen (``DocumentCore/seen(_:replica:version:role:now:)``); a change
+    /// of who counts is written down at once, and the document compacted if it is due.
+    func seen(_ subscriber: SubscriberID, replica: ReplicaID, version: VersionVector, role: SeenRole) {
+        guard !isClosed else { return }
+        if core.seen(subscriber, replica: replica, version: version, role: role, now: wallClock()) { saveStability() }
+        compactIfDue()
+    }
+
     /// A subscriber's connection has room again.
     func roomAvailable(_ subscriber: SubscriberID) async {
         await perform(core.roomAvailable(subscriber))
@@ -218,6 +243,7 @@ actor DocumentHost {
                     // triggered it, and whoever reads the acknowledgement finds the snapshot made.
                     snapshotIfDue()
                     await perform(released)
+                    compactIfDue()
                 } catch {
                     log("store failed", ["document": id.description, "error": error.description])
                     await perform(core.appendFailed(ticket: ticket, reason: error.description))
@@ -278,6 +304,66 @@ actor DocumentHost {
         }
     }
 
+    // MARK: Compaction
+
+    /// Compacts the document if the policy allows it and the core finds a quiescent stable
+    /// version (``DocumentCore/compactionPoint(minOperations:)``): the stability is written
+    /// first, then the core compacts in memory, then the store writes a format-3 snapshot and
+    /// starts a new log generation, only then dropping the old one (``DocumentStore/compact(_:)``).
+    /// A store failure leaves the old generation whole on disk (it loads uncompacted: safe).
+    private func compactIfDue() {
+        guard let compaction, !isClosed, clock() >= nextCompactionAt else { return }
+        let (changed, retired) = core.refreshStability(now: wallClock(), retireAfter: compaction.retireAfterSeconds)
+        if !retired.isEmpty {
+            log("senders retired", ["document": id.description, "replicas": retired.map(\.description).joined(separator: ","),
+                                    "after_seconds": "\(compaction.retireAfterSeconds)"])
+        }
+        if changed { saveStability() }
+        guard let point = core.compactionPoint(minOperations: compaction.minOperations) else { return }
+        saveStability()
+        let report: CompactionReport
+        do { report = try core.compact(at: point) } catch {
+            log("compaction refused", ["document": id.description, "error": error.description])
+            return
+        }
+        nextCompactionAt = clock() &+ compaction.intervalNanoseconds
+        do {
+            try store.compact(core.document)
+            nextSnapshotAt = max(snapshotLogBytes, (try? store.snapshotBytes) ?? 0)
+        } catch {
+            log("compaction snapshot failed", ["document": id.description, "error": error.description])
+            return
+        }
+        lastCompactionTime = wallClock()
+        log("document compacted", ["document": id.description, "floor": point.description,
+                                   "operations_dropped": "\(report.operationsDropped)",
+                                   "slots": "\(report.slotsBefore)->\(report.slotsAfter)",
+                                   "items": "\(report.itemsBefore)->\(report.itemsAfter)",
+                                   "generation": "\((try? store.generation) ?? 0)"])
+    }
+
+    /// Writes the document's stability (``DocumentStability``) atomically; a failure is logged
+    /// (the next change tries again; lost, stability restarts from nothing, which is safe).
+    private func saveStability() {
+        guard let stabilityPath else { return }
+        let folder = String(stabilityPath[..<(stabilityPath.lastIndex(of: "/") ?? stabilityPath.startIndex)])
+        do { try fileSystem.writeAtomically(core.stability.encoded(), to: stabilityPath, folder: folder) } catch {
+            log("stability not written", ["document": id.description, "error": error.description])
+        }
+    }
+
+    /// Reads the document's stability, or starts from nothing (no file yet, or one that does not
+    /// decode: logged).
+    private static func loadStability(_ path: String?, fileSystem fs: FileSystem, log: (String, [String: String]) -> Void,
+                                      id: DocumentID) -> DocumentStability {
+        guard let path, fs.exists(path) else { return DocumentStability() }
+        do { return try DocumentStability(decoding: try fs.readFile(path)) } catch {
+            log("stability not read", ["document": id.description, "error": "\(error)",
+                                       "consequence": "every author holds compaction back until it reports or is retired"])
+            return DocumentStability()
+        }
+    }
+
     // MARK: Lifetime
 
     /// Writes a snapshot (a new generation) if the log has grown past `logBytes` and nothing is in flight.
@@ -295,6 +381,7 @@ actor DocumentHost {
 
     /// Closes the store (the daemon stops); the host takes nothing more.
     func close() {
+        if !isClosed, compaction != nil { saveStability() }
         isClosed = true
         try? store.close()
     }
