@@ -267,6 +267,7 @@ public actor Daemon {
         let snapshotLogBytes = configuration.snapshotLogBytes
         let log = log
         let compaction = compactionSettings
+        let metrics = metrics
         // Recovery reads and replays the document's files: off this actor and the cooperative pool.
         let task = Task { () throws -> DocumentHost in
             try await offPool {
@@ -280,7 +281,8 @@ public actor Daemon {
                                     epoch: try store.epoch, pendingLimits: limits, maxFrame: maxFrame, clock: clock,
                                     reopen: { try folder.open(id, replica: replica, options: options) }, log: log,
                                     snapshotLogBytes: snapshotLogBytes, compaction: compaction.policy, wallClock: compaction.wallClock,
-                                    stabilityPath: folder.folder(of: id) + "/stability", fileSystem: compaction.fileSystem)
+                                    stabilityPath: folder.folder(of: id) + "/stability", fileSystem: compaction.fileSystem,
+                                    metrics: metrics)
             }
         }
         loading[id] = task
@@ -352,7 +354,7 @@ public actor Daemon {
                              reopen: { try folder.open(newID, replica: replica, options: reopenOptions) }, log: log, held: true,
                              snapshotLogBytes: configuration.snapshotLogBytes, compaction: compactionSettings.policy,
                              wallClock: compactionSettings.wallClock, stabilityPath: folder.folder(of: newID) + "/stability",
-                             fileSystem: compactionSettings.fileSystem)
+                             fileSystem: compactionSettings.fileSystem, metrics: metrics)
         } catch { throw DaemonError.from(error) }
         hosts[newID] = h
         metrics.loaded()

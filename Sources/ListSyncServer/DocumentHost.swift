@@ -68,6 +68,7 @@ actor DocumentHost {
     private let wallClock: @Sendable () -> UInt64
     private let stabilityPath: String?
     private let fileSystem: FileSystem
+    private let metrics: DaemonMetrics?
     /// The monotonic time before which the host does not compact again.
     private var nextCompactionAt: UInt64 = 0
     /// The wall-clock time of the last compaction (0: none since the host was loaded).
@@ -79,7 +80,7 @@ actor DocumentHost {
          log: @escaping @Sendable (String, [String: String]) -> Void, held: Bool = false,
          snapshotLogBytes: Int64 = DaemonConfiguration.defaultSnapshotLogBytes,
          compaction: CompactionPolicy? = nil, wallClock: @escaping @Sendable () -> UInt64 = CompactionPolicy.wallClock,
-         stabilityPath: String? = nil, fileSystem: FileSystem = .system) {
+         stabilityPath: String? = nil, fileSystem: FileSystem = .system, metrics: DaemonMetrics? = nil) {
         self.executor = QueueExecutor(label: "listsync.document.\(id)")
         self.snapshotLogBytes = snapshotLogBytes
         self.nextSnapshotAt = max(snapshotLogBytes, (try? store.snapshotBytes) ?? 0)
@@ -96,6 +97,7 @@ actor DocumentHost {
         self.wallClock = wallClock
         self.stabilityPath = stabilityPath
         self.fileSystem = fileSystem
+        self.metrics = metrics
         let stability = Self.loadStability(stabilityPath, fileSystem: fileSystem, log: log, id: id)
         self.core = DocumentCore(id: id, name: name, epoch: epoch, document: document, maxFrame: maxFrame, stability: stability)
         self.clock = clock
@@ -315,6 +317,7 @@ actor DocumentHost {
         guard let compaction, !isClosed, clock() >= nextCompactionAt else { return }
         let (changed, retired) = core.refreshStability(now: wallClock(), retireAfter: compaction.retireAfterSeconds)
         if !retired.isEmpty {
+            metrics?.retired(retired.count)
             log("senders retired", ["document": id.description, "replicas": retired.map(\.description).joined(separator: ","),
                                     "after_seconds": "\(compaction.retireAfterSeconds)"])
         }
@@ -335,6 +338,7 @@ actor DocumentHost {
             return
         }
         lastCompactionTime = wallClock()
+        metrics?.compacted(report, at: lastCompactionTime)
         log("document compacted", ["document": id.description, "floor": point.description,
                                    "operations_dropped": "\(report.operationsDropped)",
                                    "slots": "\(report.slotsBefore)->\(report.slotsAfter)",
