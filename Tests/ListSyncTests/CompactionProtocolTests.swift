@@ -184,6 +184,13 @@ import ListSyncTestSupport
         #expect(code == .compacted && core.refusedBeforeFloor == 1)
         #expect(core.document.encodedState() == state && core.document.version == version && core.document.pendingCount == 0)
         #expect(answer.sent(to: Self.live).isEmpty, "nothing forwarded")
+        // Its next edits depend on the refused one: refused too, in the same batch or a later
+        // one, never kept waiting in the causal buffer for an operation that will not come.
+        let chain = Fixture.edits(on: base, replica: 4, count: 3)
+        _ = core.receive(Array(chain.prefix(2)), batch: 9, from: Self.device)
+        let later = core.receive([chain[2]], batch: 10, from: Self.device)
+        #expect(later.sent(to: Self.device).map(\.code) == [.compacted])
+        #expect(core.document.pendingCount == 0 && core.refusedBeforeFloor == 4 && core.document.encodedState() == state)
         // Made after the floor: taken.
         let fresh = Fixture.edits(on: core.document, replica: 3, count: 1)
         let ok = core.receive(fresh, batch: 8, from: Self.device)

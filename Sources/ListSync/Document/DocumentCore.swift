@@ -94,6 +94,11 @@ public struct DocumentCore: Sendable {
     public private(set) var lastCompaction: CompactionReport?
     /// Operations refused because they were made before the compaction floor (``SyncErrorCode/compacted``).
     public private(set) var refusedBeforeFloor = 0
+    /// The greatest counter of each replica refused for the floor: an operation that depends on
+    /// one of those (and not on anything known) is refused too, rather than kept waiting for it
+    /// in the causal buffer for ever (where it would hold compaction back, and clash with the
+    /// edits its author makes again after re-syncing).
+    private var refusedFloor: [ReplicaID: UInt64] = [:]
 
     /// Log positions below this are durable.
     private var durableCount: Int
@@ -199,7 +204,9 @@ public struct DocumentCore: Sendable {
         var refused = seen.isEmpty ? [] : document.receive(seen).refused
         equivocations += refused.count
         for case let .equivocation(id) in refused { lastEquivocation = id }
-        let beforeFloor = fresh.contains { document.isBeforeFloor($0) }
+        let stale = refuseBeforeFloor(&fresh)
+        let beforeFloor = !stale.isEmpty
+        refused += stale
         let start = document.operationCount
         let waited = document.pendingCount
         let report = fresh.isEmpty ? ReceiveReport() : document.receive(fresh)
@@ -218,6 +225,25 @@ public struct DocumentCore: Sendable {
         if variant == .acknowledgeBeforeDurable { markDurable(ticket) }
         actions += release()
         return actions
+    }
+
+    /// Takes out of `fresh` (in order) the operations made before the compaction floor, and those
+    /// that depend on an operation refused for it; returns their refusals.
+    ///
+    /// - Complexity: O(k × d) for k operations of d dependencies.
+    private mutating func refuseBeforeFloor(_ fresh: inout [ListOperation]) -> [ApplyError] {
+        guard document.historyFloor != nil else { return [] }
+        var refusals: [ApplyError] = []
+        fresh = fresh.filter { op in
+            let onRefused = op.deps.contains { d in
+                !document.version.contains(d) && refusedFloor[d.replica].map { d.counter <= $0 } == true
+            }
+            guard onRefused || document.isBeforeFloor(op) else { return true }
+            refusedFloor[op.id.replica] = max(refusedFloor[op.id.replica] ?? 0, op.lastID.counter)
+            refusals.append(.malformed(op.id, "it was made before its author had seen the version this document was compacted at; re-sync from a snapshot"))
+            return false
+        }
+        return refusals
     }
 
     /// A refusal the driver decided (a rate limit, a store it could not reopen): the sender's one
