@@ -264,6 +264,30 @@ import ListSyncTestSupport
         #expect(c.tick(now: 10 + 3 * second).sent.isEmpty && c.nextSeenDeadline == nil)
     }
 
+    @Test("an older daemon's refusal of seen (unknown message type 19) stops the session from sending it; other malformed errors do not")
+    func olderDaemon() {
+        func session() -> ClientSession {
+            var c = ClientSession(maxFrame: 1 << 20)
+            _ = c.subscribe(Self.doc, epoch: 0, version: VersionVector(), now: 0)
+            _ = c.receive(SyncMessage.subscribed(document: Self.doc, name: "n", epoch: 7, version: VersionVector()).encoded(), now: 0)
+            return c
+        }
+        var other = session()
+        _ = other.receive(SyncMessage.error(request: 0, document: nil, code: .malformed, text: "malformed message: 3 trailing bytes").encoded(), now: 0)
+        #expect(other.sendsSeen)
+        var c = session()
+        // What ServerSession of a build without tag 19 answers, byte for byte the same message.
+        let old = SyncMessage.error(request: 0, document: nil, code: .malformed,
+                                    text: SyncProtocolError.malformed("unknown message type 19").description)
+        _ = c.receive(old.encoded(), now: 0)
+        #expect(!c.sendsSeen)
+        var next = ClientSession(maxFrame: 1 << 20)
+        next.sendsSeen = c.sendsSeen
+        _ = next.subscribe(Self.doc, epoch: 0, version: VersionVector(), now: 0)
+        _ = next.receive(SyncMessage.subscribed(document: Self.doc, name: "n", epoch: 7, version: VersionVector()).encoded(), now: 0)
+        #expect(next.reportSeen(Self.doc, replica: ReplicaID(4), version: VersionVector([ReplicaID(4): 1]), role: .device, now: 0).isEmpty)
+    }
+
     @Test("the client joins snapshot parts split at every offset into one snapshot action; not live: ignored; over the limit: closed")
     func clientSnapshotParts() throws {
         let (core0, _, _) = try Self.compacted(maxFrame: 256)

@@ -123,6 +123,11 @@ public struct ClientSession: Sendable {
     private var edits: [UInt64: Edit] = [:]
     private var subscribing: [DocumentID: UInt64] = [:]
     private var live: Set<DocumentID> = []
+    /// Whether ``reportSeen(_:replica:version:role:now:)`` sends anything: false once a daemon of
+    /// an older build refused `seen` as an unknown message (it then closes the connection). The
+    /// driver carries it to its next session on the same daemon, so that the client reconnects
+    /// once, not again and again (Docs/Protocol.md, "Compaction").
+    public var sendsSeen = true
     /// Snapshot parts received so far, by document.
     private var snapshotParts: [DocumentID: [UInt8]] = [:]
     /// `seen` reports: the last one sent (with when), and the next one waiting for its interval.
@@ -195,7 +200,7 @@ public struct ClientSession: Sendable {
     /// ``tick(now:)`` (only the latest). Call it after each catch-up and each change.
     public mutating func reportSeen(_ document: DocumentID, replica: ReplicaID, version: VersionVector, role: SeenRole,
                                     now: UInt64) -> [Action] {
-        guard live.contains(document), !isClosed else { return [] }
+        guard live.contains(document), !isClosed, sendsSeen else { return [] }
         let last = seenSent[document]
         guard last?.version != version else {
             seenDue[document] = nil
@@ -311,6 +316,11 @@ public struct ClientSession: Sendable {
             return []
         case let .error(r, doc, code, text):
             let e = ClientSessionError.refused(code, text)
+            if code == .malformed, doc == nil, text.hasSuffix("unknown message type \(SyncMessage.seenTag)") {
+                // An older daemon: it closes the connection now; do not say `seen` to it again.
+                sendsSeen = false
+                seenDue = [:]
+            }
             if code == .revoked || code == .expired {
                 return [.accessEnded(code, text), .close(reason: text)] + fail(e)
             }

@@ -83,6 +83,9 @@ public enum SyncMessage: Equatable, Sendable {
     /// The type byte of `operations` messages (the second byte of the frame): a relay peeks at it.
     public static let operationsTag: UInt8 = Tag.operations.rawValue
 
+    /// The type byte of `seen`: an older daemon names it in its refusal ("unknown message type 19").
+    public static let seenTag: UInt8 = Tag.seen.rawValue
+
     /// The longest name or error text, in UTF-8 bytes.
     public static let maxTextBytes = 65_536
 

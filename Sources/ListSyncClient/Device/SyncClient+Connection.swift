@@ -16,9 +16,10 @@ extension SyncClient {
         var creates: [UInt64: DocumentID] = [:]
         var ticker: Task<Void, Never>?
 
-        init(transport: TCPTransport, timeout: Duration) {
+        init(transport: TCPTransport, timeout: Duration, sendsSeen: Bool) {
             self.transport = transport
             session = ClientSession(maxFrame: transport.maxFrame, timeout: timeout.nanoseconds)
+            session.sendsSeen = sendsSeen
         }
     }
 
@@ -101,7 +102,7 @@ extension SyncClient {
 
     /// Runs one connection until it closes.
     func serve(_ transport: TCPTransport, timeout: Duration) async {
-        let c = Connection(transport: transport, timeout: timeout)
+        let c = Connection(transport: transport, timeout: timeout, sendsSeen: daemonTakesSeen)
         connection = c
         c.ticker = Task { [weak self] in
             while !Task.isCancelled {
@@ -117,6 +118,7 @@ extension SyncClient {
             if c.session.isClosed { break }
         }
         c.ticker?.cancel()
+        if !c.session.sendsSeen { daemonTakesSeen = false }
         if connection === c {
             // Detached before any wait: an edit arriving meanwhile must not use a closed session.
             connection = nil
