@@ -14,8 +14,9 @@ import ListSyncTestSupport
 
     /// A core on the daemon's replica 99 holding `base` (authored by replica 1), with replica 1
     /// attached as a device and replica 2 as a client that keeps no copy, both at `base`.
-    static func core(_ base: ListDocument, maxFrame: Int = 1 << 20) -> DocumentCore {
-        var core = DocumentCore(id: doc, name: "groceries", epoch: 7, document: base.fork(as: 99), maxFrame: maxFrame)
+    static func core(_ base: ListDocument, maxFrame: Int = 1 << 20, stepBytes: Int = 1 << 20) -> DocumentCore {
+        var core = DocumentCore(id: doc, name: "groceries", epoch: 7, document: base.fork(as: 99), maxFrame: maxFrame,
+                                stepBytes: stepBytes)
         _ = core.subscribe(device, epoch: 7, version: base.version)
         _ = core.subscribe(live, epoch: 7, version: base.version)
         return core
@@ -107,9 +108,9 @@ import ListSyncTestSupport
     }
 
     /// A core compacted at `base` plus three edits of replica 2, with the edits.
-    static func compacted(maxFrame: Int = 1 << 20) throws -> (DocumentCore, ListDocument, [ListOperation]) {
+    static func compacted(maxFrame: Int = 1 << 20, stepBytes: Int = 1 << 20) throws -> (DocumentCore, ListDocument, [ListOperation]) {
         let base = Fixture.typed(30)
-        var core = Self.core(base, maxFrame: maxFrame)
+        var core = Self.core(base, maxFrame: maxFrame, stepBytes: stepBytes)
         let ops = Fixture.edits(on: base, replica: 2, count: 3)
         let received = core.receive(ops, batch: 1, from: Self.live)
         _ = core.durable(ticket: try #require(received.appends.first).ticket)
@@ -150,6 +151,38 @@ import ListSyncTestSupport
         #expect(Self.snapshot(atFloor) == nil && atFloor.count == 2)
         // A hello behind the floor is answered the same way.
         #expect(Self.snapshot(core.hello(Self.late, version: VersionVector()).sent(to: Self.late)) != nil)
+    }
+
+    @Test("the snapshot catch-up is stepped like an operations catch-up: a step, then wait for room; operations made meanwhile follow it, then synced")
+    func snapshotStepped() throws {
+        var (core, _, _) = try Self.compacted(maxFrame: 256, stepBytes: 1)
+        var all = core.subscribe(Self.late, epoch: 7, version: VersionVector())
+        var steps = 1
+        #expect(all.last == .awaitRoom(Self.late), "the first step waits for room")
+        let more = Fixture.edits(on: core.document, replica: 2, count: 2)
+        let received = core.receive(more, batch: 2, from: Self.live)
+        all += core.durable(ticket: try #require(received.appends.first).ticket)
+        func waits() -> Bool {
+            all.last { if case .awaitRoom(Self.late) = $0 { return true }; if case .send(Self.late, _) = $0 { return true }; return false }
+                == .awaitRoom(Self.late)
+        }
+        while waits(), steps < 100 {
+            all += core.roomAvailable(Self.late)
+            steps += 1
+        }
+        #expect(steps > 2)
+        let sent = all.sent(to: Self.late)
+        guard case .synced(_, core.durableVersion) = sent.last else {
+            Issue.record("no synced at the end: \(sent.suffix(3))")
+            return
+        }
+        // Every part before the operations made meanwhile, which come before synced.
+        let lastPart = try #require(sent.lastIndex { if case .snapshot = $0 { return true }; return false })
+        let firstOps = try #require(sent.firstIndex { if case .operations = $0 { return true }; return false })
+        #expect(lastPart < firstOps)
+        var loaded = try ListDocument(snapshot: try #require(Self.snapshot(sent)), replica: ReplicaID(5))
+        _ = loaded.receive(all.operations(to: Self.late))
+        #expect(loaded.snapshot() == core.document.snapshot() && loaded.version == core.document.version)
     }
 
     @Test("a catch-up behind the floor while a batch is in flight waits for it: the snapshot holds only durable operations, nothing is forwarded before it")

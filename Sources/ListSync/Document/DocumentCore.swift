@@ -149,6 +149,9 @@ public struct DocumentCore: Sendable {
         /// Its catch-up is a snapshot (its version is behind the floor), sent once nothing is in
         /// flight; nothing is forwarded to it until then (the snapshot holds it).
         var snapshotDue = false
+        /// The parts of its snapshot catch-up still to send, last part first, before anything
+        /// queued (stepped as operations are: ``stepBytes`` at a time, then ``Action/awaitRoom(_:)``).
+        var snapshotFrames: [[UInt8]] = []
         /// Operations queued and not sent, but the latest catch-up's.
         var queuedBeyondCatchUp: Int {
             queue.count - next - max(0, catchUp.upperBound - max(next, catchUp.lowerBound))
@@ -488,21 +491,22 @@ public struct DocumentCore: Sendable {
         guard var sub = subscribers[subscriber], sub.snapshotDue, inFlight.isEmpty, failure == nil else { return [] }
         let bytes = document.encodedSnapshot()
         let part = maxFrame - 32
-        var actions: [Action] = []
+        var frames: [[UInt8]] = []
         var at = 0
         repeat {
             let end = min(at + part, bytes.count)
-            actions.append(.send(subscriber, SyncMessage.snapshot(document: id, part: Array(bytes[at..<end]), more: end < bytes.count).encoded()))
+            frames.append(SyncMessage.snapshot(document: id, part: Array(bytes[at..<end]), more: end < bytes.count).encoded())
             at = end
         } while at < bytes.count
+        assert(frames.allSatisfy { $0.count <= maxFrame })
         sub.snapshotDue = false
+        sub.snapshotFrames = frames.reversed()   // sent from the end: popLast is O(1)
         sub.queue = []
         sub.next = 0
         sub.catchUp = 0..<0
-        sub.syncedDue = false
+        sub.syncedDue = true
         subscribers[subscriber] = sub
-        actions.append(.send(subscriber, SyncMessage.synced(document: id, version: durableVersion).encoded()))
-        return actions
+        return sub.waiting ? [] : pump(subscriber)
     }
 
     /// Whether `subscriber` is attached.
@@ -651,6 +655,16 @@ public struct DocumentCore: Sendable {
         guard var sub = subscribers[s], !sub.waiting else { return [] }
         var actions: [Action] = []
         var sent = 0
+        while !sub.snapshotFrames.isEmpty, sent < stepBytes {
+            let frame = sub.snapshotFrames.removeLast()
+            actions.append(.send(s, frame))
+            sent += frame.count
+        }
+        if !sub.snapshotFrames.isEmpty {
+            sub.waiting = true
+            subscribers[s] = sub
+            return actions + [.awaitRoom(s)]
+        }
         while sub.next < sub.queue.count, sent < stepBytes {
             // One frame at a time, so that a step stops near its budget.
             let (frame, count) = OperationFrames.first(id, sub.queue[sub.next...], maxFrame: maxFrame)
