@@ -574,6 +574,11 @@ public actor Daemon {
             var entry: [String: Any] = ["id": id.description, "name": await h.name, "operations": await h.document.operationCount,
                                         "subscribers": await h.subscriberCount]
             if let failure = await h.storeFailure { entry["store_error"] = failure }
+            let compaction = await h.compactionStatus
+            entry["senders"] = compaction.senders
+            entry["retired"] = compaction.retired
+            if let floor = compaction.floor { entry["floor"] = floor }
+            if compaction.lastCompaction > 0 { entry["last_compaction"] = compaction.lastCompaction }
             resident.append(entry)
         }
         var peerList: [[String: Any]] = []
@@ -587,6 +592,7 @@ public actor Daemon {
             "documents_resident": hosts.count,
             "connections": connections.count,
             "poller": loop.pollerKind.rawValue,
+            "compaction": compactionSettings.policy == nil ? "off" : "on",
             "peers": peerList,
             "resident": resident,
             // Documents whose store failed (disk full, I/O error): they acknowledge nothing until

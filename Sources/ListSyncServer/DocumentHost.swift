@@ -314,7 +314,9 @@ actor DocumentHost {
     /// starts a new log generation, only then dropping the old one (``DocumentStore/compact(_:)``).
     /// A store failure leaves the old generation whole on disk (it loads uncompacted: safe).
     private func compactIfDue() {
-        guard let compaction, !isClosed, clock() >= nextCompactionAt else { return }
+        // The cheap checks first: this runs after every batch and every `seen`.
+        guard let compaction, !isClosed, clock() >= nextCompactionAt,
+              core.document.operationCount >= compaction.minOperations else { return }
         let (changed, retired) = core.refreshStability(now: wallClock(), retireAfter: compaction.retireAfterSeconds)
         if !retired.isEmpty {
             metrics?.retired(retired.count)
@@ -344,6 +346,13 @@ actor DocumentHost {
                                    "slots": "\(report.slotsBefore)->\(report.slotsAfter)",
                                    "items": "\(report.itemsBefore)->\(report.itemsAfter)",
                                    "generation": "\((try? store.generation) ?? 0)"])
+    }
+
+    /// For `status`: the floor (the version it was last compacted at), when it was compacted in
+    /// this run (Unix seconds), the senders that count and those retired.
+    var compactionStatus: (floor: String?, lastCompaction: UInt64, senders: Int, retired: Int) {
+        (core.document.historyFloor?.description, lastCompactionTime, core.stability.tracker.acknowledged.count,
+         core.stability.tracker.retired.count)
     }
 
     /// Writes the document's stability (``DocumentStability``) atomically; a failure is logged

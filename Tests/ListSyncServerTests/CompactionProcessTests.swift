@@ -68,6 +68,11 @@ struct CompactionProcessTests {
         #expect(eventually(20, trimmed), "the log is trimmed to its header: \(Self.files(daemon, doc))")
         let files = Self.files(daemon, doc)
         #expect(files.keys.contains { $0.hasPrefix("snapshot-") } && files["stability"] != nil, "\(files)")
+        let status = try #require(try daemon.json(["status"]) as? [String: Any])
+        let resident = (status["resident"] as? [[String: Any]])?.first { $0["id"] as? String == doc.description }
+        #expect(status["compaction"] as? String == "on" && (status["compactions"] as? Int ?? 0) >= 1
+                && (status["last_compaction"] as? Int ?? 0) > 0, "\(status)")
+        #expect(resident?["floor"] != nil && resident?["senders"] as? Int == 2, "\(String(describing: resident))")
         #expect(try table(daemon, doc.description) == [expected], "a command catches up from the compacted document")
 
         // Restart: the compacted snapshot loads; the devices reconnect; new clients catch up from it.
