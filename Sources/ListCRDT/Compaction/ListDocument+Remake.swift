@@ -6,8 +6,9 @@ extension ListDocument {
     /// document lacks (Docs/Semantics.md §7, "A replica that comes back"). Returns the operations
     /// made here, to send.
     ///
-    /// When none of `unsent` was made before this document's floor they are received as they are
-    /// (their ids are kept). Otherwise each is made again as a new local operation of this
+    /// Those made after this document's floor (and not depending on one made before it) are
+    /// received as they are, ids kept (so that a copy of one already on its way to the daemon is
+    /// taken once). Each of the others is made again as a new local operation of this
     /// document's replica, from what `local` shows now: an item inserted (and still there) is
     /// inserted with its current value after the nearest item before it that this document
     /// shows (at the start of its section if none; in its section, or a section inserted with
@@ -21,19 +22,38 @@ extension ListDocument {
     /// - Complexity: O(k × n) for k operations of `unsent` and n visible items.
     public mutating func remake(_ unsent: [ListOperation], from local: ListDocument) -> [ListOperation] {
         guard !unsent.isEmpty else { return [] }
-        if !unsent.contains(where: isBeforeFloor) {
-            // On a copy: all of them or none.
+        // Those made after the floor (and not on one made before it) are taken as they are, ids
+        // kept: one of them may also be on its way to the daemon, which then takes it once.
+        var stale: [ClosedRange<UInt64>] = [], staleReplicas: [ReplicaID] = []
+        var direct: [ListOperation] = [], redo: [ListOperation] = []
+        for op in unsent {
+            let onStale = op.deps.contains { d in
+                zip(staleReplicas, stale).contains { $0.0 == d.replica && $0.1.contains(d.counter) }
+            }
+            if onStale || isBeforeFloor(op) {
+                redo.append(op)
+                staleReplicas.append(op.id.replica)
+                stale.append(op.id.counter...op.lastID.counter)
+            } else {
+                direct.append(op)
+            }
+        }
+        var taken: [ListOperation] = []
+        if !direct.isEmpty {
+            // On a copy: all of them or none (then every one is made again).
             var copy = self
             let start = copy.operationCount
-            let report = copy.receive(unsent)
+            let report = copy.receive(direct)
             if report.refused.isEmpty, copy.pendingCount == pendingCount, let made = try? copy.operations(from: start) {
                 self = copy
-                return made
+                taken = made
+            } else {
+                redo = unsent
             }
         }
         var remaker = Remaker(local: local.snapshot())
-        for op in unsent { remaker.remake(op, on: &self) }
-        return remaker.made
+        for op in redo { remaker.remake(op, on: &self) }
+        return taken + remaker.made
     }
 }
 
