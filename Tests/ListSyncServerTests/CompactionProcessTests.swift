@@ -23,6 +23,18 @@ struct CompactionProcessTests {
         _ = try await c.edit(doc) { (d: inout ListDocument) throws(ListError) in _ = try d.deleteItem(atRow: row, inSection: 0) }
     }
 
+    /// A started device in `folder` that creates `name` (one section) on `daemon` with items
+    /// `values`, synced.
+    static func firstDevice(_ daemon: DaemonProcess, folder: String, name: String, values: [String]) async throws
+        -> (SyncClient, DocumentID) {
+        let device = try SyncClient(folder: folder, server: try SyncClientTests.server(daemon))
+        await device.start()
+        let doc = try await device.create(name: name, sections: ["todo"])
+        for v in values { try await SyncClientTests.insert(device, doc, v) }
+        try await device.waitUntilSynced(timeout: .seconds(20))
+        return (device, doc)
+    }
+
     /// The files of `doc`'s folder in `daemon`'s data folder, with their sizes.
     static func files(_ daemon: DaemonProcess, _ doc: DocumentID) -> [String: Int] {
         let folder = daemon.data + "/documents/\(doc)"
@@ -40,13 +52,8 @@ struct CompactionProcessTests {
         defer { dir.remove() }
         var daemon = try DaemonProcess(data: dir.path + "/daemon", extra: Self.flags(retireAfter: "1h"))
         defer { daemon.terminate() }
-        let server = try SyncClientTests.server(daemon)
-        let a = try SyncClient(folder: dir.path + "/a", server: server)
-        let b = try SyncClient(folder: dir.path + "/b", server: server)
-        await a.start()
-        let doc = try await a.create(name: "churn", sections: ["todo"])
-        for i in 0..<30 { try await SyncClientTests.insert(a, doc, "item \(i)") }
-        try await a.waitUntilSynced(timeout: .seconds(20))
+        let (a, doc) = try await Self.firstDevice(daemon, folder: dir.path + "/a", name: "churn", values: (0..<30).map { "item \($0)" })
+        let b = try SyncClient(folder: dir.path + "/b", server: try SyncClientTests.server(daemon))
         let liveA = try await a.open(doc)
         let liveB = try await b.fetch(doc)
         await b.start()
@@ -100,12 +107,7 @@ struct CompactionProcessTests {
         defer { dir.remove() }
         var daemon = try DaemonProcess(data: dir.path + "/daemon", extra: Self.flags(retireAfter: "1h"))
         defer { daemon.terminate() }
-        let server = try SyncClientTests.server(daemon)
-        let a = try SyncClient(folder: dir.path + "/a", server: server)
-        await a.start()
-        let doc = try await a.create(name: "shared", sections: ["todo"])
-        try await SyncClientTests.insert(a, doc, "from the device")
-        try await a.waitUntilSynced(timeout: .seconds(20))
+        let (a, doc) = try await Self.firstDevice(daemon, folder: dir.path + "/a", name: "shared", values: ["from the device"])
         // A command edits as its own kept replica and says it keeps no copy; then it exits.
         let (code, _, err) = try daemon.run(["insert", doc.description, "0.1", "from a command"])
         #expect(code == 0, "\(err)")
@@ -131,11 +133,7 @@ struct CompactionProcessTests {
         let daemon = try DaemonProcess(data: dir.path + "/daemon", extra: Self.flags(retireAfter: "1s"))
         defer { daemon.terminate() }
         let server = try SyncClientTests.server(daemon)
-        let phone = try SyncClient(folder: dir.path + "/phone", server: server)
-        await phone.start()
-        let doc = try await phone.create(name: "drawer", sections: ["todo"])
-        for v in ["a", "b", "c"] { try await SyncClientTests.insert(phone, doc, v) }
-        try await phone.waitUntilSynced(timeout: .seconds(20))
+        let (phone, doc) = try await Self.firstDevice(daemon, folder: dir.path + "/phone", name: "drawer", values: ["a", "b", "c"])
         await phone.close()
         // Offline (not started): an edit that stays on the device.
         let offline = try SyncClient(folder: dir.path + "/phone", server: server)
