@@ -153,12 +153,13 @@ extension DocumentStore {
     /// covers) written (tmp, fsync, rename, fsync folder); `snapshot-<g>` and any own log removed; the
     /// log told, so that it can delete segments no document needs. A crash before the rename leaves
     /// generation g and the log as they were (the operations appended twice are received once).
-    func snapshotShared(_ document: ListDocument, log: SharedLog, state: SharedDocument, dropTails: Bool) throws(StoreError) {
+    func snapshotShared(_ document: ListDocument, log: SharedLog, state: SharedDocument, dropTails: Bool,
+                        replacing: Bool = false) throws(StoreError) {
         let current = try state.current()
         let pending = document.pendingOperations
         var covered = document.version.counters
         for (r, c) in Self.maxIDs(pending) where c > covered[r, default: 0] { covered[r] = c }
-        for (r, c) in current.logged where covered[r, default: 0] < c {
+        for (r, c) in current.logged where covered[r, default: 0] < c && !replacing {
             throw .snapshotBehindLog(replica: r, logged: c, inDocument: covered[r, default: 0])
         }
         let position = try log.end
@@ -178,6 +179,7 @@ extension DocumentStore {
         state.state.withLock { s in
             s.generation = g
             s.snapshotBytes = Int64(file.count)
+            if replacing { s.logged = covered }
         }
         let files = FolderFiles(try fs.list(folder))
         for old in files.snapshots where old < g { try fs.unlink(self.path(Self.snapshotName(old))) }

@@ -38,12 +38,23 @@ extension DocumentStore {
         try startGeneration(from: document, dropTails: true)
     }
 
-    private func startGeneration(from document: ListDocument, dropTails: Bool) throws(StoreError) {
+    /// Starts generation g + 1 from `document` as ``compact(_:)`` does, even though `document`
+    /// lacks operations the log holds: a device that re-synced from its daemon's snapshot after
+    /// being left behind a compaction (Docs/Semantics.md §7) replaces its copy, whose unsent
+    /// operations were refused and made again as new ones. Those logged operations are gone
+    /// once it returns; until the new generation is complete, the old one stays whole.
+    ///
+    /// - Complexity: O(n) to encode and write a document of n operations.
+    public func replace(with document: ListDocument) throws(StoreError) {
+        try startGeneration(from: document, dropTails: true, replacing: true)
+    }
+
+    private func startGeneration(from document: ListDocument, dropTails: Bool, replacing: Bool = false) throws(StoreError) {
         let writer: LogWriter
         switch backend {
         case let .own(w): writer = w
         case let .shared(log, doc):
-            try snapshotShared(document, log: log, state: doc, dropTails: dropTails)
+            try snapshotShared(document, log: log, state: doc, dropTails: dropTails, replacing: replacing)
             return
         }
         let payload = document.encodedSnapshot()
@@ -52,7 +63,7 @@ extension DocumentStore {
         for (r, c) in Self.maxIDs(pending) where c > covered[r, default: 0] { covered[r] = c }
         let carry = pending.isEmpty ? [] : try Self.records(for: pending)
         try writer.exclusive { (o: inout LogWriter.Output) throws(StoreError) in
-            for (r, c) in o.logged where covered[r, default: 0] < c {
+            for (r, c) in o.logged where covered[r, default: 0] < c && !replacing {
                 throw .snapshotBehindLog(replica: r, logged: c, inDocument: covered[r, default: 0])
             }
             let old = o.generation
@@ -79,6 +90,7 @@ extension DocumentStore {
             o.allocated = o.end
             o.snapshotBytes = Int64(snapshotFile.count)
             o.generation = g
+            if replacing { o.logged = covered }
             // Generation g + 1 is complete: generation g may go.
             try fs.unlink(path(Self.logName(old)))
             if old > 0 { try fs.unlink(path(Self.snapshotName(old))) }

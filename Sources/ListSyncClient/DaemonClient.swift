@@ -388,6 +388,31 @@ public actor DaemonClient {
         return await withCheckedContinuation { closeWaiters.append($0) }
     }
 
+    /// Tells the daemon what this client holds of an opened document (coalesced by the session),
+    /// as a client that keeps no copy: it holds compaction back only while it is subscribed.
+    private func reportSeen(_ document: DocumentID) {
+        guard let live = opened[document] else { return }
+        perform(session.reportSeen(document, replica: live.replica, version: live.document.version, role: .live,
+                                   now: EventLoop.now()))
+    }
+
+    /// The catch-up of an opened document is the daemon's snapshot (what was held is behind its
+    /// compaction floor): it replaces the copy, with what the daemon lacked made again on it as
+    /// new operations (sent by ``open(_:replica:resuming:epoch:)`` after the catch-up).
+    private func resync(_ document: DocumentID, from bytes: [UInt8]) {
+        guard let live = opened[document] else { return }
+        let local = live.document
+        do {
+            var base = try ListDocument(snapshot: bytes, replica: local.replica)
+            let unsent = local.hasHistory(since: base.version) ? local.operations(since: base.version) : []
+            _ = base.remake(unsent, from: local)
+            live.replace(with: base)
+        } catch {
+            let t = transport
+            Task { await t.close(reason: "the daemon's snapshot did not load: \(error)") }
+        }
+    }
+
     private func perform(_ actions: [ClientSession.Action]) {
         for action in actions {
             switch action {
@@ -416,9 +441,13 @@ public actor DaemonClient {
             case let .operations(doc, ops):
                 observer?(doc, ops)
                 _ = opened[doc]?.receive(ops)
+                if synced.contains(doc) { reportSeen(doc) }
+            case let .snapshot(doc, bytes):
+                resync(doc, from: bytes)
             case let .synced(doc, _):
                 synced.insert(doc)
                 catchUps.removeValue(forKey: doc)?.resume()
+                reportSeen(doc)
             case let .editDone(n, result):
                 edits.removeValue(forKey: n)?.resume(with: result.mapError { DaemonClientError($0) })
             case let .accessEnded(_, text):

@@ -91,6 +91,10 @@ extension Daemon {
         m.counter("listsync_presence_total", help: "Presence messages relayed (drags in progress; never stored).", value: c.presenceIn)
         m.counter("listsync_presence_dropped_total", help: "Presence messages dropped: a connection over its presence limit.", value: c.presenceDropped)
         m.counter("listsync_equivocations_total", help: "Operations refused: a known id with other content.", value: c.equivocations)
+        m.counter("listsync_compactions_total", help: "Documents compacted (history and dead state collected).", value: c.compactions)
+        m.counter("listsync_operations_collected_total", help: "Logged operations dropped by compactions.", value: c.operationsCollected)
+        m.counter("listsync_senders_retired_total", help: "Senders retired for silence (--retire-after).", value: c.sendersRetired)
+        m.gauge("listsync_last_compaction_seconds", help: "Wall-clock time of the last compaction (0: none since start).", value: Int(c.lastCompaction))
         m.counter("listsync_storage_failures_total", help: "Appends that could not be made durable.", value: c.storageFailures)
         m.histogram("listsync_append_seconds", help: "Durable append latency: write and fdatasync, group commit included.",
                     buckets: DaemonMetrics.bucketBounds, counts: Array(c.appendBuckets.prefix(DaemonMetrics.bucketBounds.count)),

@@ -268,6 +268,8 @@ public actor Daemon {
         let maxFrame = configuration.tcp.maxPayload
         let snapshotLogBytes = configuration.snapshotLogBytes
         let log = log
+        let compaction = compactionSettings
+        let metrics = metrics
         // Recovery reads and replays the document's files: off this actor and the cooperative pool.
         let task = Task { () throws -> DocumentHost in
             try await offPool {
@@ -280,7 +282,9 @@ public actor Daemon {
                 return DocumentHost(id: id, name: entry.name, store: store, document: document,
                                     epoch: try store.epoch, pendingLimits: limits, maxFrame: maxFrame, clock: clock,
                                     reopen: { try folder.open(id, replica: replica, options: options) }, log: log,
-                                    snapshotLogBytes: snapshotLogBytes)
+                                    snapshotLogBytes: snapshotLogBytes, compaction: compaction.policy, wallClock: compaction.wallClock,
+                                    stabilityPath: folder.folder(of: id) + "/stability", fileSystem: compaction.fileSystem,
+                                    metrics: metrics)
             }
         }
         loading[id] = task
@@ -351,7 +355,9 @@ public actor Daemon {
             h = DocumentHost(id: newID, name: name, store: store, document: document, epoch: try store.epoch,
                              pendingLimits: configuration.pendingLimits, maxFrame: configuration.tcp.maxPayload, clock: Self.clock,
                              reopen: { try folder.open(newID, replica: replica, options: reopenOptions) }, log: log, held: true,
-                             snapshotLogBytes: configuration.snapshotLogBytes)
+                             snapshotLogBytes: configuration.snapshotLogBytes, compaction: compactionSettings.policy,
+                             wallClock: compactionSettings.wallClock, stabilityPath: folder.folder(of: newID) + "/stability",
+                             fileSystem: compactionSettings.fileSystem, metrics: metrics)
         } catch { throw DaemonError.from(error) }
         hosts[newID] = h
         metrics.loaded()
@@ -575,6 +581,11 @@ public actor Daemon {
             var entry: [String: Any] = ["id": id.description, "name": await h.name, "operations": await h.document.operationCount,
                                         "subscribers": await h.subscriberCount]
             if let failure = await h.storeFailure { entry["store_error"] = failure }
+            let compaction = await h.compactionStatus
+            entry["senders"] = compaction.senders
+            entry["retired"] = compaction.retired
+            if let floor = compaction.floor { entry["floor"] = floor }
+            if compaction.lastCompaction > 0 { entry["last_compaction"] = compaction.lastCompaction }
             resident.append(entry)
         }
         var peerList: [[String: Any]] = []
@@ -588,6 +599,7 @@ public actor Daemon {
             "documents_resident": hosts.count,
             "connections": connections.count,
             "poller": loop.pollerKind.rawValue,
+            "compaction": compactionSettings.policy == nil ? "off" : "on",
             "peers": peerList,
             "resident": resident,
             // Documents whose store failed (disk full, I/O error): they acknowledge nothing until
@@ -640,6 +652,14 @@ public actor Daemon {
     }
 
     static let clock: @Sendable () -> UInt64 = { DispatchTime.now().uptimeNanoseconds }
+
+    /// What a document host needs to compact: the policy (nil when compaction is off, or when the
+    /// daemon has peers or a cluster, whose relays it cannot see past: Docs/Semantics.md §7), the
+    /// wall clock and the file funnel.
+    var compactionSettings: (policy: CompactionPolicy?, wallClock: @Sendable () -> UInt64, fileSystem: FileSystem) {
+        let relayed = !configuration.peers.isEmpty || configuration.discovery != nil || configuration.cluster != nil
+        return (relayed ? nil : configuration.compaction, configuration.wallClock, configuration.fileSystem)
+    }
 
     /// The daemon's own replica id (for the sections it makes, and its node id in discovery),
     /// drawn once per data folder and kept in `DIR/replica` (mode 0600, written atomically).

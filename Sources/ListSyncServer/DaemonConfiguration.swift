@@ -62,6 +62,12 @@ public struct DaemonConfiguration: Sendable {
     public var idleUnload: Duration = .seconds(300)
     /// Documents resident at once (the least recently used idle ones are unloaded first).
     public var maxResidentDocuments = 1_000
+    /// When documents are compacted (Docs/Daemon.md, "Compaction"); nil: never. A daemon with
+    /// peers (`--peer`, discovery) or in a cluster never compacts: its peers relay operations of
+    /// replicas it cannot see (Docs/Semantics.md §7).
+    public var compaction: CompactionPolicy? = CompactionPolicy()
+    /// Seconds of the wall clock, for the retire period (tests move it).
+    public var wallClock: @Sendable () -> UInt64 = CompactionPolicy.wallClock
     /// A document whose log grows past this (and past its last snapshot's size) is snapshotted:
     /// while resident, after the batch that passed it; and when it is unloaded or at shutdown.
     public var snapshotLogBytes: Int64 = defaultSnapshotLogBytes

@@ -127,6 +127,8 @@ actor DaemonConnection: DocumentSubscriber {
             if let failure { daemon.metrics.storageFailed(failure) }
         case let .hello(doc, version):
             await hosts[doc]?.hello(subscriberID, version: version)
+        case let .seen(doc, replica, version, role):
+            await hosts[doc]?.seen(subscriberID, replica: replica, version: version, role: role)
         case let .presence(doc, presence):
             daemon.metrics.presence()
             await hosts[doc]?.presence(presence, from: subscriberID)

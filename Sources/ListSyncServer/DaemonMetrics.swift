@@ -1,4 +1,5 @@
 import Foundation
+import ListCRDT
 import Synchronization
 #if canImport(Glibc)
 import Glibc
@@ -30,6 +31,10 @@ final class DaemonMetrics: Sendable {
         var presenceIn = 0, presenceDropped = 0
         var bytesIn = 0, bytesOut = 0
         var storageFailures = 0
+        /// Compactions (Docs/Daemon.md, "Compaction"): how many, the operations and slots they
+        /// collected, senders retired, and when the last one ran (wall-clock seconds, 0: never).
+        var compactions = 0, operationsCollected = 0, slotsCollected = 0, sendersRetired = 0
+        var lastCompaction: UInt64 = 0
         /// Device connections ended or refused: credential revoked, unknown or expired.
         var devicesRefused = 0
         var lastStorageError: String?
@@ -68,6 +73,15 @@ final class DaemonMetrics: Sendable {
     @discardableResult
     func presenceDropped() -> Int { state.withLock { $0.presenceDropped += 1; return $0.presenceDropped } }
     func deviceRefused() { state.withLock { $0.devicesRefused += 1 } }
+    func compacted(_ report: CompactionReport, at time: UInt64) {
+        state.withLock {
+            $0.compactions += 1
+            $0.operationsCollected += report.operationsDropped
+            $0.slotsCollected += report.slotsBefore - report.slotsAfter
+            $0.lastCompaction = time
+        }
+    }
+    func retired(_ n: Int) { state.withLock { $0.sendersRetired += n } }
     func storageFailed(_ why: String) { state.withLock { $0.storageFailures += 1; $0.lastStorageError = why } }
 
     func appended(seconds: Double) {
@@ -104,6 +118,9 @@ final class DaemonMetrics: Sendable {
             "documents_loaded_total": c.documentsLoaded, "documents_unloaded_total": c.documentsUnloaded,
             "admin_unauthorized": c.adminUnauthorized,
             "presence_in": c.presenceIn, "presence_dropped": c.presenceDropped,
+            "compactions": c.compactions, "operations_collected": c.operationsCollected,
+            "slots_collected": c.slotsCollected, "senders_retired": c.sendersRetired,
+            "last_compaction": c.lastCompaction,
         ]
         if !c.discovery.isEmpty { out["discovery"] = c.discovery }
         if let e = c.lastStorageError { out["last_storage_error"] = e }

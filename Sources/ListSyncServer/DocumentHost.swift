@@ -72,12 +72,25 @@ actor DocumentHost {
     /// Cluster mode: told of each subscriber attached (the node reads the document's subject
     /// while someone here reads the document).
     private var interest: (@Sendable (DocumentID) async -> Void)?
+    /// When to compact (nil: never), the wall clock's seconds, and where the document's stability
+    /// is kept (`stability` in its folder).
+    private let compaction: CompactionPolicy?
+    private let wallClock: @Sendable () -> UInt64
+    private let stabilityPath: String?
+    private let fileSystem: FileSystem
+    private let metrics: DaemonMetrics?
+    /// The monotonic time before which the host does not compact again.
+    private var nextCompactionAt: UInt64 = 0
+    /// The wall-clock time of the last compaction (0: none since the host was loaded).
+    private(set) var lastCompactionTime: UInt64 = 0
 
     init(id: DocumentID, name: String, store: DocumentStore, document: ListDocument, epoch: UInt64,
          pendingLimits: PendingLimits, maxFrame: Int, clock: @escaping @Sendable () -> UInt64,
          reopen: @escaping @Sendable () throws -> (DocumentStore, ListDocument),
          log: @escaping @Sendable (String, [String: String]) -> Void, held: Bool = false,
-         snapshotLogBytes: Int64 = DaemonConfiguration.defaultSnapshotLogBytes) {
+         snapshotLogBytes: Int64 = DaemonConfiguration.defaultSnapshotLogBytes,
+         compaction: CompactionPolicy? = nil, wallClock: @escaping @Sendable () -> UInt64 = CompactionPolicy.wallClock,
+         stabilityPath: String? = nil, fileSystem: FileSystem = .system, metrics: DaemonMetrics? = nil) {
         self.snapshotLogBytes = snapshotLogBytes
         self.nextSnapshotAt = max(snapshotLogBytes, (try? store.snapshotBytes) ?? 0)
         self.holds = held ? 1 : 0
@@ -89,7 +102,13 @@ actor DocumentHost {
         var document = document
         document.pendingLimits = pendingLimits
         self.pendingLimits = pendingLimits
-        self.core = DocumentCore(id: id, name: name, epoch: epoch, document: document, maxFrame: maxFrame)
+        self.compaction = compaction
+        self.wallClock = wallClock
+        self.stabilityPath = stabilityPath
+        self.fileSystem = fileSystem
+        self.metrics = metrics
+        let stability = Self.loadStability(stabilityPath, fileSystem: fileSystem, log: log, id: id)
+        self.core = DocumentCore(id: id, name: name, epoch: epoch, document: document, maxFrame: maxFrame, stability: stability)
         self.clock = clock
         self.lastUsed = clock()
     }
@@ -178,6 +197,14 @@ actor DocumentHost {
         await perform(core.hello(subscriber, version: version))
     }
 
+    /// What a subscriber has seen (``DocumentCore/seen(_:replica:version:role:now:)``); a change
+    /// of who counts is written down at once, and the document compacted if it is due.
+    func seen(_ subscriber: SubscriberID, replica: ReplicaID, version: VersionVector, role: SeenRole) async {
+        guard !isClosed else { return }
+        if core.seen(subscriber, replica: replica, version: version, role: role, now: wallClock()) { saveStability() }
+        await compactIfDue()
+    }
+
     /// A subscriber's connection has room again.
     func roomAvailable(_ subscriber: SubscriberID) async {
         await perform(core.roomAvailable(subscriber))
@@ -246,6 +273,7 @@ actor DocumentHost {
                     // triggered it, and whoever reads the acknowledgement finds the snapshot made.
                     await snapshotIfDue()
                     await perform(released)
+                    await compactIfDue()
                 } catch {
                     log("store failed", ["document": id.description, "error": error.description])
                     await perform(core.appendFailed(ticket: ticket, reason: error.description))
@@ -307,6 +335,80 @@ actor DocumentHost {
         }
     }
 
+    // MARK: Compaction
+
+    /// Compacts the document if the policy allows it and the core finds a quiescent stable
+    /// version (``DocumentCore/compactionPoint(minOperations:)``): the stability is written
+    /// first, then the core compacts in memory, then the store writes a format-3 snapshot and
+    /// starts a new log generation, only then dropping the old one (``DocumentStore/compact(_:)``).
+    /// A store failure leaves the old generation whole on disk (it loads uncompacted: safe).
+    private func compactIfDue() async {
+        // The cheap checks first: this runs after every batch and every `seen`. Not while a
+        // snapshot is written (the store takes one blocking call at a time).
+        guard let compaction, !isClosed, !storeBusy, clock() >= nextCompactionAt,
+              core.document.operationCount >= compaction.minOperations else { return }
+        let (changed, retired) = core.refreshStability(now: wallClock(), retireAfter: compaction.retireAfterSeconds)
+        if !retired.isEmpty {
+            metrics?.retired(retired.count)
+            log("senders retired", ["document": id.description, "replicas": retired.map(\.description).joined(separator: ","),
+                                    "after_seconds": "\(compaction.retireAfterSeconds)"])
+        }
+        if changed { saveStability() }
+        guard let point = core.compactionPoint(minOperations: compaction.minOperations) else { return }
+        saveStability()
+        let report: CompactionReport
+        do { report = try core.compact(at: point) } catch {
+            log("compaction refused", ["document": id.description, "error": error.description])
+            return
+        }
+        nextCompactionAt = clock() &+ compaction.intervalNanoseconds
+        // The snapshot and the log's trim off the pool; batches wait meanwhile (``settleStore()``).
+        let store = store, compacted = core.document
+        do {
+            try await exclusively { try store.compact(compacted) }
+            nextSnapshotAt = max(snapshotLogBytes, (try? store.snapshotBytes) ?? 0)
+        } catch {
+            log("compaction snapshot failed", ["document": id.description, "error": "\(error)"])
+            return
+        }
+        lastCompactionTime = wallClock()
+        metrics?.compacted(report, at: lastCompactionTime)
+        log("document compacted", ["document": id.description, "floor": point.description,
+                                   "operations_dropped": "\(report.operationsDropped)",
+                                   "slots": "\(report.slotsBefore)->\(report.slotsAfter)",
+                                   "items": "\(report.itemsBefore)->\(report.itemsAfter)",
+                                   "generation": "\((try? store.generation) ?? 0)"])
+    }
+
+    /// For `status`: the floor (the version it was last compacted at), when it was compacted in
+    /// this run (Unix seconds), the senders that count and those retired.
+    var compactionStatus: (floor: String?, lastCompaction: UInt64, senders: Int, retired: Int) {
+        (core.document.historyFloor?.description, lastCompactionTime, core.stability.tracker.acknowledged.count,
+         core.stability.tracker.retired.count)
+    }
+
+    /// Writes the document's stability (``DocumentStability``) atomically; a failure is logged
+    /// (the next change tries again; lost, stability restarts from nothing, which is safe).
+    private func saveStability() {
+        guard let stabilityPath else { return }
+        let folder = String(stabilityPath[..<(stabilityPath.lastIndex(of: "/") ?? stabilityPath.startIndex)])
+        do { try fileSystem.writeAtomically(core.stability.encoded(), to: stabilityPath, folder: folder) } catch {
+            log("stability not written", ["document": id.description, "error": error.description])
+        }
+    }
+
+    /// Reads the document's stability, or starts from nothing (no file yet, or one that does not
+    /// decode: logged).
+    private static func loadStability(_ path: String?, fileSystem fs: FileSystem, log: (String, [String: String]) -> Void,
+                                      id: DocumentID) -> DocumentStability {
+        guard let path, fs.exists(path) else { return DocumentStability() }
+        do { return try DocumentStability(decoding: try fs.readFile(path)) } catch {
+            log("stability not read", ["document": id.description, "error": "\(error)",
+                                       "consequence": "every author holds compaction back until it reports or is retired"])
+            return DocumentStability()
+        }
+    }
+
     // MARK: Lifetime
 
     /// Writes a snapshot (a new generation) if the log has grown past `logBytes` and nothing is in flight.
@@ -356,6 +458,7 @@ actor DocumentHost {
     /// Closes the store (the daemon stops); the host takes nothing more.
     func close() async {
         await settleStore()
+        if !isClosed, compaction != nil { saveStability() }
         closeStore()
     }
 

@@ -213,6 +213,9 @@ actor PeerLink: DocumentSubscriber {
         case let .epochConflict(id, localEpoch, remoteEpoch):
             daemon.log("peer epoch conflict", ["peer": label, "document": id.description,
                                                "local_epoch": "\(localEpoch)", "remote_epoch": "\(remoteEpoch)"])
+        case let .behindFloor(id):
+            daemon.log("peer compacted past this copy", ["peer": label, "document": id.description,
+                                                         "action": "not synced with this peer: re-attach one of the copies"])
         }
     }
 

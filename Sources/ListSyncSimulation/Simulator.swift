@@ -392,6 +392,8 @@ public struct Simulator: Sendable {
             case let .status(request): performServer(d, other, daemons[d].servers[other]?.status(request: request, json: "{}") ?? [])
             case .rateLimited: break
             case let .presence(_, presence): performCore(d, daemons[d].core.presence(presence, from: sub))
+            case let .seen(_, replica, version, role):
+                _ = daemons[d].core.seen(sub, replica: replica, version: version, role: role, now: nowNs / 1_000_000_000)
             case let .destroy(request, doc, _):
                 // The simulated daemons hold one document for the whole run: no destroy events.
                 performServer(d, other, daemons[d].servers[other]?.failed(request: request, document: doc, code: .unsupported,
@@ -449,6 +451,7 @@ public struct Simulator: Sendable {
             case let .deliver(_, ops): performCore(d, daemons[d].core.receive(ops, batch: 0, from: sub))
             case let .epochConflict(doc, a, b): report.failures.append("daemon \(d): epoch conflict on \(doc): \(a) / \(b)")
             case let .destroyLocal(doc, reason): report.failures.append("daemon \(d): told to destroy \(doc) (\(reason)); no daemon destroys here")
+            case let .behindFloor(doc): report.failures.append("daemon \(d): a peer compacted \(doc); the simulated daemons relay, so none may")
             }
         }
     }
@@ -485,6 +488,9 @@ public struct Simulator: Sendable {
                 _ = clients[c].board.receive(p, now: nowNs)
                 // Read by identity against the client's own document (its assertions check the mapping).
                 _ = clients[c].board.activities(in: clients[c].document)
+            case .snapshot:
+                // The simulated daemons are linked as peers (relays): none compacts.
+                report.failures.append("client \(c): a snapshot catch-up, yet no simulated daemon compacts")
             case .answered, .synced, .announced, .withdrawn, .documentError, .accessEnded: break
             }
         }

@@ -30,7 +30,13 @@ extension ListDocument {
     }
 
     /// A copy that edits as another replica, with the same state (for scenarios that fork).
+    /// A compacted document's copy is loaded from its snapshot (its log starts at the floor).
     public func fork(as replica: UInt64) -> ListDocument {
+        if historyFloor != nil {
+            do { return try ListDocument(snapshot: encodedSnapshot(), replica: ReplicaID(replica)) } catch {
+                preconditionFailure("a document's own snapshot did not load: \(error)")
+            }
+        }
         var other = ListDocument(replica: ReplicaID(replica), maxValueSize: maxValueSize)
         other.receive(operations)
         return other

@@ -50,6 +50,15 @@ let serveUsage = """
                               ignored when replayed, older or newer than 30 s, or our own
       --max-connections N     authenticated connections at most (LISTSYNC_MAX_CONNECTIONS; 1024)
       --idle-unload SECONDS   unload a document nobody uses after this long (LISTSYNC_IDLE_UNLOAD; 300)
+      --retire-after DURATION a sender of a document not heard of for this long (a device lost in a
+                              drawer) no longer holds its compaction back; if it comes back behind
+                              the floor it re-syncs from a snapshot and makes its unsent edits
+                              again (LISTSYNC_RETIRE_AFTER; 30d; N with s, m, h or d; 0 = at once)
+      --compact-after N       compact a document once N operations were logged since its last
+                              compaction and every sender has seen all of them (LISTSYNC_COMPACT_AFTER;
+                              10000; 0 = never compact). Off with --peer, --discover or --cluster
+      --compact-interval S    seconds between two compactions of one document at least
+                              (LISTSYNC_COMPACT_INTERVAL; 60)
       --rate-limit N[/BURST]  batches of operations a connection may send a second, and at once;
                               over it a batch is refused with a reason (LISTSYNC_RATE_LIMIT;
                               1000/5000; 0 = no limit)
@@ -76,6 +85,7 @@ let serveUsage = """
 
 func runServe(_ args: [String]) throws -> Int32 {
     let o = try Options(args, values: ["--data", "--listen", "--key-file", "--peer", "--admin", "--web", "--admin-token-file", "--max-connections", "--idle-unload",
+                                       "--retire-after", "--compact-after", "--compact-interval",
                                        "--rate-limit", "--log-format", "--storage", "--discover-port", "--announce-to", "--announce-interval", "--announce-address",
                                        "--cluster", "--ack", "--cluster-replicas", "--cluster-trim", "--cluster-lease", "--cluster-grace"],
                         flags: ["--help", "--discover"])
@@ -120,6 +130,7 @@ func runServe(_ args: [String]) throws -> Int32 {
         guard let v = Int(s), v > 0 else { throw UsageError(message: "--idle-unload must be a positive number of seconds, not '\(s)'") }
         config.idleUnload = .seconds(v)
     }
+    try compactionOptions(o, into: &config)
     if let s = o.value("--rate-limit", env: "LISTSYNC_RATE_LIMIT") {
         let parts = s.split(separator: "/", omittingEmptySubsequences: false)
         guard parts.count <= 2, let rate = Double(parts[0]), rate >= 0, rate.isFinite,
@@ -272,4 +283,36 @@ func parseCluster(_ o: Options) throws -> ClusterConfiguration? {
 func parseSeconds(_ text: String, what: String) throws -> Duration {
     guard let v = Double(text), v > 0, v <= 86_400 else { throw UsageError(message: "\(what) must be a number of seconds, not '\(text)'") }
     return .milliseconds(Int(v * 1000))
+}
+
+/// `--retire-after`, `--compact-after` and `--compact-interval` (Docs/Daemon.md, "Compaction").
+private func compactionOptions(_ o: Options, into config: inout DaemonConfiguration) throws {
+    var policy = config.compaction ?? CompactionPolicy()
+    if let s = o.value("--retire-after", env: "LISTSYNC_RETIRE_AFTER") {
+        guard let v = parseDuration(s) else {
+            throw UsageError(message: "--retire-after is a duration (90s, 15m, 12h, 30d, or seconds), not '\(s)'")
+        }
+        policy.retireAfter = .seconds(v)
+    }
+    if let s = o.value("--compact-interval", env: "LISTSYNC_COMPACT_INTERVAL") {
+        guard let v = Double(s), v >= 0 else { throw UsageError(message: "--compact-interval must be seconds, not '\(s)'") }
+        policy.interval = .milliseconds(Int(v * 1000))
+    }
+    config.compaction = policy
+    if let s = o.value("--compact-after", env: "LISTSYNC_COMPACT_AFTER") {
+        guard let v = Int(s), v >= 0 else { throw UsageError(message: "--compact-after must be a number of operations, not '\(s)'") }
+        if v == 0 { config.compaction = nil } else { config.compaction?.minOperations = v }
+    }
+}
+
+/// Seconds in "90", "90s", "15m", "12h" or "30d"; nil for anything else.
+func parseDuration(_ text: String) -> Int? {
+    let units: [Character: Int] = ["s": 1, "m": 60, "h": 3_600, "d": 86_400]
+    var digits = Substring(text), unit = 1
+    if let last = text.last, let u = units[last] {
+        digits = text.dropLast()
+        unit = u
+    }
+    guard let n = Int(digits), n >= 0, n <= Int.max / unit else { return nil }
+    return n * unit
 }

@@ -33,7 +33,7 @@ import ListSyncTestSupport
         #expect(p.receive(frame(.documents(request: n, remote, more: false)), now: 0) == [.listed(remote)])
         let local = [PeerSession.LocalDocument(id: both, name: "b", epoch: 5, version: localVersion)]
         #expect(p.reconcile(remote: remote, local: local, now: 0).sent == [.subscribe(document: both, epoch: 5, version: localVersion)])
-        #expect(p.receive(frame(.subscribed(document: both, name: "b", epoch: 5, version: remoteVersion)), now: 0)
+        #expect(p.receive(frame(.subscribed(document: both, name: "b", epoch: 5, version: remoteVersion)), now: 0).requests
                 == [.attach(both, remoteVersion: remoteVersion)])
         #expect(p.attached == [both])
         #expect(p.receive(frame(.synced(document: both, version: remoteVersion)), now: 0).isEmpty)
@@ -81,24 +81,24 @@ import ListSyncTestSupport
 
         // The peer's copy: its epoch comes with `subscribed`; the local copy is made, then subscribed again.
         let ops = Fixture.typed(2).operations
-        #expect(p.receive(Self.frame(.subscribed(document: Self.onlyRemote, name: "r", epoch: 9, version: Self.remoteVersion)), now: 0)
+        #expect(p.receive(Self.frame(.subscribed(document: Self.onlyRemote, name: "r", epoch: 9, version: Self.remoteVersion)), now: 0).requests
                 == [.createLocal(Self.onlyRemote, name: "r", epoch: 9)])
         #expect(p.receive(Self.frame(.operations(document: Self.onlyRemote, batch: 0, operations: ops)), now: 0).isEmpty,
                 "nothing is delivered before the local copy is attached")
         let ready = PeerSession.LocalDocument(id: Self.onlyRemote, name: "r", epoch: 9, version: VersionVector())
         #expect(p.localReady(ready, now: 0).sent == [.subscribe(document: Self.onlyRemote, epoch: 9, version: VersionVector())])
-        #expect(p.receive(Self.frame(.subscribed(document: Self.onlyRemote, name: "r", epoch: 9, version: Self.remoteVersion)), now: 0)
+        #expect(p.receive(Self.frame(.subscribed(document: Self.onlyRemote, name: "r", epoch: 9, version: Self.remoteVersion)), now: 0).requests
                 == [.attach(Self.onlyRemote, remoteVersion: Self.remoteVersion)])
         #expect(p.receive(Self.frame(.operations(document: Self.onlyRemote, batch: 0, operations: ops)), now: 0) == [.deliver(Self.onlyRemote, ops)])
 
         // Held by both at one epoch: attached with the peer's version (the core then pushes what it lacks).
-        #expect(p.receive(Self.frame(.subscribed(document: Self.both, name: "b", epoch: 5, version: Self.remoteVersion)), now: 0)
+        #expect(p.receive(Self.frame(.subscribed(document: Self.both, name: "b", epoch: 5, version: Self.remoteVersion)), now: 0).requests
                 == [.attach(Self.both, remoteVersion: Self.remoteVersion)])
 
         // Only here: created there, then subscribed with nothing, so that `subscribed` brings the peer's version.
         #expect(p.receive(Self.frame(.created(request: request, document: Self.onlyLocal, epoch: 3)), now: 0).sent
                 == [.subscribe(document: Self.onlyLocal, epoch: 3, version: VersionVector())])
-        #expect(p.receive(Self.frame(.subscribed(document: Self.onlyLocal, name: "l", epoch: 3, version: VersionVector())), now: 0)
+        #expect(p.receive(Self.frame(.subscribed(document: Self.onlyLocal, name: "l", epoch: 3, version: VersionVector())), now: 0).requests
                 == [.attach(Self.onlyLocal, remoteVersion: VersionVector())])
         #expect(p.attached == [Self.onlyRemote, Self.both, Self.onlyLocal])
         #expect(p.client.waitingCount == 0)
@@ -122,7 +122,7 @@ import ListSyncTestSupport
         var p = Self.attached()
         // A resync meets another epoch.
         #expect(p.resync(Self.both, version: Self.localVersion, now: 0).sent == [.subscribe(document: Self.both, epoch: 5, version: Self.localVersion)])
-        #expect(p.receive(Self.frame(.subscribed(document: Self.both, name: "b", epoch: 6, version: Self.remoteVersion)), now: 0)
+        #expect(p.receive(Self.frame(.subscribed(document: Self.both, name: "b", epoch: 6, version: Self.remoteVersion)), now: 0).requests
                 == [.detach(Self.both), .epochConflict(Self.both, local: 5, remote: 6)])
         #expect(p.attached.isEmpty && p.epochConflicts[Self.both]?.local == 5 && p.epochConflicts[Self.both]?.remote == 6)
         let local = [PeerSession.LocalDocument(id: Self.both, name: "b", epoch: 5, version: Self.localVersion)]
@@ -150,7 +150,7 @@ import ListSyncTestSupport
         #expect(p.tick(now: 5_000).due.isEmpty, "once")
         let v = VersionVector([ReplicaID(1): 5])
         #expect(p.resync(Self.both, version: v, now: 5_000).sent == [.subscribe(document: Self.both, epoch: 5, version: v)])
-        #expect(p.receive(Self.frame(.subscribed(document: Self.both, name: "b", epoch: 5, version: Self.remoteVersion)), now: 5_000)
+        #expect(p.receive(Self.frame(.subscribed(document: Self.both, name: "b", epoch: 5, version: Self.remoteVersion)), now: 5_000).requests
                 == [.detach(Self.both), .attach(Self.both, remoteVersion: Self.remoteVersion)])
         // A refusal of the operations themselves is not retried.
         #expect(p.receive(Self.frame(.error(request: 0, document: Self.both, code: .refused, text: "equivocation")), now: 6_000).isEmpty)
@@ -163,7 +163,7 @@ import ListSyncTestSupport
         var p = Self.attached()
         _ = p.resync(Self.both, version: Self.localVersion, now: 0)
         #expect(p.receive(Self.frame(.error(request: 0, document: Self.both, code: .limit, text: "rate limit")), now: 0).isEmpty)
-        #expect(p.receive(Self.frame(.subscribed(document: Self.both, name: "b", epoch: 5, version: Self.remoteVersion)), now: 0)
+        #expect(p.receive(Self.frame(.subscribed(document: Self.both, name: "b", epoch: 5, version: Self.remoteVersion)), now: 0).requests
                 == [.detach(Self.both), .attach(Self.both, remoteVersion: Self.remoteVersion)])
         let ops = Fixture.typed(1).operations
         #expect(p.receive(Self.frame(.operations(document: Self.both, batch: 0, operations: ops)), now: 0) == [.deliver(Self.both, ops)])

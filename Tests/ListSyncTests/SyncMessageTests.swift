@@ -32,6 +32,11 @@ import ListSyncTestSupport
             (17, .destroyed(request: 4, document: doc, epoch: 7)),
             (13, .error(request: 0, document: doc, code: .destroyed, text: "destroyed")),
             (18, .rename(request: 5, document: doc, name: "weekend groceries")),
+            (19, .seen(document: doc, replica: ReplicaID(300), version: version, role: .device)),
+            (19, .seen(document: doc, replica: ReplicaID(1), version: VersionVector(), role: .relay)),
+            (20, .snapshot(document: doc, part: [0x4c, 0x53, 0, 3], more: true)),
+            (20, .snapshot(document: doc, part: [7], more: false)),
+            (13, .error(request: 9, document: doc, code: .compacted, text: "before the floor")),
         ] + PresenceMessageTests.examples.map { (15, .presence(document: doc, $0)) }
     }
 
@@ -75,11 +80,11 @@ import ListSyncTestSupport
         #expect(try SyncMessage(decoding: Self.bytes(hex)) == m)
         let answer = SyncMessage.destroyed(request: 5, document: Fixture.document, epoch: 7)
         #expect(answer.encoded() == Self.bytes("02 11 05 0123456789abcdef fedcba9876543210 07"))
-        // Code 11 is `destroyed`; 12 is no code (malformed).
+        // Code 11 is `destroyed`, 12 `compacted`; 13 is no code (malformed).
         let error = SyncMessage.error(request: 0, document: Fixture.document, code: .destroyed, text: "")
         #expect(error.encoded()[20] == 11)
         var unknown = error.encoded()
-        unknown[20] = 12
+        unknown[20] = 13
         #expect(throws: SyncProtocolError.self) { try SyncMessage(decoding: unknown) }
     }
 
@@ -92,10 +97,10 @@ import ListSyncTestSupport
         // The answer is a one-entry `documents` page with the request's number.
         let answer = SyncMessage.documents(request: 5, [DocumentInfo(id: Fixture.document, name: "hi", epoch: 7, operations: 3)], more: false)
         #expect(answer.encoded() == Self.bytes("02 0a 05 01 0123456789abcdef fedcba9876543210 02 6869 07 03 00"))
-        // Tag 19 is no message: what an older build says of tag 18.
+        // Tag 21 is no message: what an older build says of tags 18 to 20.
         var unknown = m.encoded()
-        unknown[1] = 19
-        #expect(throws: SyncProtocolError.malformed("unknown message type 19")) { try SyncMessage(decoding: unknown) }
+        unknown[1] = 21
+        #expect(throws: SyncProtocolError.malformed("unknown message type 21")) { try SyncMessage(decoding: unknown) }
         // A name over the limit is refused while decoding.
         var long = Array(m.encoded().prefix(19))
         var w = WireWriter()

@@ -96,7 +96,7 @@ extension ListDocument {
     /// Its author had not seen the whole floor, so it may name collected state; it is refused.
     ///
     /// - Complexity: O(d × h) for d dependencies and h heads of the floor.
-    func isBeforeFloor(_ op: ListOperation) -> Bool {
+    public func isBeforeFloor(_ op: ListOperation) -> Bool {
         guard let floor = compaction else { return false }
         for d in op.deps where !floor.version.contains(d) { return false }
         for f in floor.frontier where !op.deps.contains(f) { return true }

@@ -94,7 +94,17 @@ public struct ClientSession: Sendable {
         /// Another replica's presence in a live document (a drag in progress, a selection, or its
         /// end): ephemeral, hand it to the document's presence board.
         case presence(DocumentID, Presence)
+        /// The catch-up of a live document is a snapshot (its version was behind the daemon's
+        /// compaction floor, Docs/Protocol.md, "Compaction"): these bytes (format 3) are the
+        /// document; load them in place of the copy, then make again what the daemon lacks
+        /// (unsent edits) as new operations. Live operations and `synced` follow.
+        case snapshot(DocumentID, [UInt8])
     }
+
+    /// The most bytes of one snapshot the session assembles (over it: the connection is closed).
+    public static let maxSnapshotBytes = 1 << 30
+    /// The least time between two `seen` reports of one document, in nanoseconds.
+    public static let seenInterval: UInt64 = 1_000_000_000
 
     /// The largest frame the connection takes.
     public let maxFrame: Int
@@ -116,6 +126,16 @@ public struct ClientSession: Sendable {
     private var edits: [UInt64: Edit] = [:]
     private var subscribing: [DocumentID: UInt64] = [:]
     private var live: Set<DocumentID> = []
+    /// Whether ``reportSeen(_:replica:version:role:now:)`` sends anything: false once a daemon of
+    /// an older build refused `seen` as an unknown message (it then closes the connection). The
+    /// driver carries it to its next session on the same daemon, so that the client reconnects
+    /// once, not again and again (Docs/Protocol.md, "Compaction").
+    public var sendsSeen = true
+    /// Snapshot parts received so far, by document.
+    private var snapshotParts: [DocumentID: [UInt8]] = [:]
+    /// `seen` reports: the last one sent (with when), and the next one waiting for its interval.
+    private var seenSent: [DocumentID: (version: VersionVector, at: UInt64)] = [:]
+    private var seenDue: [DocumentID: SyncMessage] = [:]
 
     private struct Pending {
         var request: Request
@@ -159,6 +179,7 @@ public struct ClientSession: Sendable {
     public mutating func subscribe(_ document: DocumentID, epoch: UInt64, version: VersionVector, now: UInt64) -> [Action] {
         guard !isClosed else { return [.subscribeFailed(document, closedWith)] }
         live.remove(document)
+        forgetLive(document)
         subscribing[document] = now &+ timeout
         return [.send(SyncMessage.subscribe(document: document, epoch: epoch, version: version).encoded())]
     }
@@ -166,6 +187,7 @@ public struct ClientSession: Sendable {
     /// Stops receiving `document`.
     public mutating func unsubscribe(_ document: DocumentID) -> [Action] {
         guard subscribing.removeValue(forKey: document) != nil || live.remove(document) != nil, !isClosed else { return [] }
+        forgetLive(document)
         return [.send(SyncMessage.unsubscribe(document: document).encoded())]
     }
 
@@ -173,6 +195,33 @@ public struct ClientSession: Sendable {
     public func hello(_ document: DocumentID, version: VersionVector) -> [Action] {
         guard live.contains(document), !isClosed else { return [] }
         return [.send(SyncMessage.hello(document: document, version: version).encoded())]
+    }
+
+    /// Reports that `replica` has seen `version` of a live document
+    /// (``SyncMessage/seen(document:replica:version:role:)``), coalesced: sent now if it differs
+    /// from the last report and ``seenInterval`` has passed since it, otherwise kept and sent by
+    /// ``tick(now:)`` (only the latest). Call it after each catch-up and each change.
+    public mutating func reportSeen(_ document: DocumentID, replica: ReplicaID, version: VersionVector, role: SeenRole,
+                                    now: UInt64) -> [Action] {
+        guard live.contains(document), !isClosed, sendsSeen else { return [] }
+        let last = seenSent[document]
+        guard last?.version != version else {
+            seenDue[document] = nil
+            return []
+        }
+        let message = SyncMessage.seen(document: document, replica: replica, version: version, role: role)
+        if let last, now < last.at &+ Self.seenInterval {
+            seenDue[document] = message
+            return []
+        }
+        seenDue[document] = nil
+        seenSent[document] = (version, now)
+        return [.send(message.encoded())]
+    }
+
+    /// The earliest time a kept `seen` report is due (for the driver's timer), if any.
+    public var nextSeenDeadline: UInt64? {
+        seenDue.keys.compactMap { seenSent[$0].map { $0.at &+ Self.seenInterval } }.min()
     }
 
     /// Sends `ops` of `document` as one edit: frames with a batch number each. The edit ends with
@@ -271,6 +320,11 @@ public struct ClientSession: Sendable {
             return []
         case let .error(r, doc, code, text):
             let e = ClientSessionError.refused(code, text)
+            if code == .malformed, doc == nil, text.hasSuffix("unknown message type \(SyncMessage.seenTag)") {
+                // An older daemon: it closes the connection now; do not say `seen` to it again.
+                sendsSeen = false
+                seenDue = [:]
+            }
             if code == .revoked || code == .expired {
                 return [.accessEnded(code, text), .close(reason: text)] + fail(e)
             }
@@ -284,7 +338,21 @@ public struct ClientSession: Sendable {
             return []
         case let .presence(doc, presence):
             return live.contains(doc) ? [.presence(doc, presence)] : []
-        case .subscribe, .unsubscribe, .hello, .create, .listDocuments, .status, .destroy, .rename:
+        case let .snapshot(doc, part, more):
+            guard live.contains(doc) else { return [] }
+            var bytes = snapshotParts[doc, default: []]
+            guard bytes.count + part.count <= Self.maxSnapshotBytes else {
+                return [.close(reason: "a snapshot over \(Self.maxSnapshotBytes) bytes")] + fail(.malformed("a snapshot over \(Self.maxSnapshotBytes) bytes"))
+            }
+            bytes += part
+            guard !more else {
+                snapshotParts[doc] = bytes
+                return []
+            }
+            snapshotParts[doc] = nil
+            seenSent[doc] = nil
+            return [.snapshot(doc, bytes)]
+        case .subscribe, .unsubscribe, .hello, .create, .listDocuments, .status, .destroy, .rename, .seen:
             return []
         }
     }
@@ -292,6 +360,13 @@ public struct ClientSession: Sendable {
     /// The clock moved to `now`: requests, subscriptions and edits past their deadline fail.
     public mutating func tick(now: UInt64) -> [Action] {
         var actions: [Action] = []
+        for (doc, message) in seenDue.sorted(by: { $0.key < $1.key }) {
+            guard case let .seen(_, _, version, _) = message, live.contains(doc) else { seenDue[doc] = nil; continue }
+            guard now >= (seenSent[doc]?.at ?? 0) &+ Self.seenInterval else { continue }
+            seenDue[doc] = nil
+            seenSent[doc] = (version, now)
+            actions.append(.send(message.encoded()))
+        }
         for (r, p) in requests.sorted(by: { $0.key < $1.key }) where p.deadline <= now {
             requests[r] = nil
             actions.append(.answered(r, .failure(.timeout(Self.describe(p.request)))))
@@ -312,6 +387,13 @@ public struct ClientSession: Sendable {
     }
 
     // MARK: Internals
+
+    /// Forgets what a subscription was streaming (a part-built snapshot, its `seen` reports).
+    private mutating func forgetLive(_ document: DocumentID) {
+        snapshotParts[document] = nil
+        seenSent[document] = nil
+        seenDue[document] = nil
+    }
 
     private mutating func number() -> UInt64 {
         defer { next += 1 }
@@ -347,6 +429,7 @@ public struct ClientSession: Sendable {
         for d in subscribing.keys.sorted() { actions.append(.subscribeFailed(d, e)) }
         for id in edits.keys.sorted() { actions.append(.editDone(id, .failure(e))) }
         requests = [:]; subscribing = [:]; edits = [:]; batches = [:]; live = []
+        snapshotParts = [:]; seenSent = [:]; seenDue = [:]
         return actions
     }
 

@@ -86,6 +86,19 @@ public struct DocumentCore: Sendable {
     @_spi(Testing) public var variant = Variant.correct
     /// Why the document was destroyed, once ``destroy(reason:)`` ran: the core takes nothing more.
     public private(set) var destroyedReason: String?
+    /// Who can still send the document operations, and what they have seen (Docs/Semantics.md
+    /// §7): fed by ``seen(_:replica:version:role:now:)``, kept on disk by the driver.
+    public private(set) var stability: DocumentStability
+    /// Compactions made since the core was made (``compact(at:)``), and the last one's report.
+    public private(set) var compactions = 0
+    public private(set) var lastCompaction: CompactionReport?
+    /// Operations refused because they were made before the compaction floor (``SyncErrorCode/compacted``).
+    public private(set) var refusedBeforeFloor = 0
+    /// The greatest counter of each replica refused for the floor: an operation that depends on
+    /// one of those (and not on anything known) is refused too, rather than kept waiting for it
+    /// in the causal buffer for ever (where it would hold compaction back, and clash with the
+    /// edits its author makes again after re-syncing).
+    private var refusedFloor: [ReplicaID: UInt64] = [:]
 
     /// Log positions below this are durable.
     private var durableCount: Int
@@ -110,6 +123,8 @@ public struct DocumentCore: Sendable {
         /// with it to everyone, and to its sender too, who may lack them.
         let woken: [ListOperation]
         var durable: Bool
+        /// Whether some of its operations were made before the compaction floor (refused).
+        var beforeFloor = false
     }
 
     /// One subscriber's outgoing operations.
@@ -125,6 +140,18 @@ public struct DocumentCore: Sendable {
         /// yet do not count toward ``maxQueuedOperations``. Only the latest: a hello sent again
         /// and again cannot make the queue grow without bound.
         var catchUp = 0..<0
+        /// What it said it has seen (``SyncMessage/seen(document:replica:version:role:)``); nil
+        /// until it says: it then holds compaction back (an older client, a peer of an older build).
+        var seen: VersionVector?
+        /// The replica and role of its last `seen`.
+        var replica: ReplicaID?
+        var role: SeenRole?
+        /// Its catch-up is a snapshot (its version is behind the floor), sent once nothing is in
+        /// flight; nothing is forwarded to it until then (the snapshot holds it).
+        var snapshotDue = false
+        /// The parts of its snapshot catch-up still to send, last part first, before anything
+        /// queued (stepped as operations are: ``stepBytes`` at a time, then ``Action/awaitRoom(_:)``).
+        var snapshotFrames: [[UInt8]] = []
         /// Operations queued and not sent, but the latest catch-up's.
         var queuedBeyondCatchUp: Int {
             queue.count - next - max(0, catchUp.upperBound - max(next, catchUp.lowerBound))
@@ -137,7 +164,8 @@ public struct DocumentCore: Sendable {
     ///   - maxFrame: the largest frame subscribers' connections take.
     ///   - stepBytes: catch-up bytes sent before waiting for room (default 1 MiB).
     public init(id: DocumentID, name: String, epoch: UInt64, document: ListDocument, maxFrame: Int = 1 << 20,
-                stepBytes: Int = 1 << 20, maxQueuedOperations: Int = 262_144) {
+                stepBytes: Int = 1 << 20, maxQueuedOperations: Int = 262_144,
+                stability: DocumentStability = DocumentStability()) {
         precondition(maxFrame >= 256, "frames of \(maxFrame) bytes are too small")
         self.id = id
         self.name = name
@@ -148,6 +176,7 @@ public struct DocumentCore: Sendable {
         self.maxFrame = maxFrame
         self.stepBytes = max(stepBytes, 1)
         self.maxQueuedOperations = maxQueuedOperations
+        self.stability = stability
     }
 
     /// Batches appended and not yet released.
@@ -178,6 +207,9 @@ public struct DocumentCore: Sendable {
         var refused = seen.isEmpty ? [] : document.receive(seen).refused
         equivocations += refused.count
         for case let .equivocation(id) in refused { lastEquivocation = id }
+        let stale = refuseBeforeFloor(&fresh)
+        let beforeFloor = !stale.isEmpty
+        refused += stale
         let start = document.operationCount
         let waited = document.pendingCount
         let report = fresh.isEmpty ? ReceiveReport() : document.receive(fresh)
@@ -190,12 +222,31 @@ public struct DocumentCore: Sendable {
         let ticket = nextTicket
         nextTicket += 1
         inFlight.append(InFlight(ticket: ticket, applied: applied, sender: sender, batch: batch,
-                                 refused: refused, woken: woken, durable: accepted.isEmpty))
+                                 refused: refused, woken: woken, durable: accepted.isEmpty, beforeFloor: beforeFloor))
         var actions: [Action] = []
         if !accepted.isEmpty { actions.append(.append(ticket: ticket, operations: accepted)) }
         if variant == .acknowledgeBeforeDurable { markDurable(ticket) }
         actions += release()
         return actions
+    }
+
+    /// Takes out of `fresh` (in order) the operations made before the compaction floor, and those
+    /// that depend on an operation refused for it; returns their refusals.
+    ///
+    /// - Complexity: O(k × d) for k operations of d dependencies.
+    private mutating func refuseBeforeFloor(_ fresh: inout [ListOperation]) -> [ApplyError] {
+        guard document.historyFloor != nil else { return [] }
+        var refusals: [ApplyError] = []
+        fresh = fresh.filter { op in
+            let onRefused = op.deps.contains { d in
+                !document.version.contains(d) && refusedFloor[d.replica].map { d.counter <= $0 } == true
+            }
+            guard onRefused || document.isBeforeFloor(op) else { return true }
+            refusedFloor[op.id.replica] = max(refusedFloor[op.id.replica] ?? 0, op.lastID.counter)
+            refusals.append(.malformed(op.id, "it was made before its author had seen the version this document was compacted at; re-sync from a snapshot"))
+            return false
+        }
+        return refusals
     }
 
     /// A refusal the driver decided (a rate limit, a store it could not reopen): the sender's one
@@ -260,12 +311,23 @@ public struct DocumentCore: Sendable {
         subscribers[subscriber] = Subscriber()
         presenceListeners.remove(subscriber)
         let hello = SyncMessage.subscribed(document: id, name: name, epoch: self.epoch, version: durableVersion).encoded()
-        return [.send(subscriber, hello)] + enqueue(subscriber, durableOperations(since: version), synced: true)
+        return [.send(subscriber, hello)] + catchUp(subscriber, from: version)
     }
 
-    /// Anti-entropy from `subscriber`: it holds `version`; the durable operations it lacks follow, then `synced`.
+    /// Anti-entropy from `subscriber`: it holds `version`; the durable operations it lacks follow,
+    /// then `synced` (a snapshot instead, if `version` is behind the compaction floor).
     public mutating func hello(_ subscriber: SubscriberID, version: VersionVector) -> [Action] {
         guard subscribers[subscriber] != nil else { return [] }
+        return catchUp(subscriber, from: version)
+    }
+
+    /// The durable operations `version` lacks, then `synced`; or, when the history no longer goes
+    /// back to `version` (``ListDocument/hasHistory(since:)``), the document as a snapshot.
+    private mutating func catchUp(_ subscriber: SubscriberID, from version: VersionVector) -> [Action] {
+        guard document.hasHistory(since: version) else {
+            subscribers[subscriber]!.snapshotDue = true
+            return sendSnapshotIfQuiet(subscriber)
+        }
         return enqueue(subscriber, durableOperations(since: version), synced: true)
     }
 
@@ -278,7 +340,8 @@ public struct DocumentCore: Sendable {
         for i in inFlight.indices where inFlight[i].sender == subscriber {
             // Its batches are still logged and forwarded; there is nobody to answer.
             inFlight[i] = InFlight(ticket: inFlight[i].ticket, applied: inFlight[i].applied, sender: nil,
-                                   batch: 0, refused: inFlight[i].refused, woken: [], durable: inFlight[i].durable)
+                                   batch: 0, refused: inFlight[i].refused, woken: [], durable: inFlight[i].durable,
+                                   beforeFloor: inFlight[i].beforeFloor)
         }
         return endPresence(of: subscriber)
     }
@@ -335,6 +398,117 @@ public struct DocumentCore: Sendable {
         return relayPresence(Presence(replica: last.replica, name: last.name, activity: .idle), except: subscriber)
     }
 
+    // MARK: Stability and compaction
+
+    /// `subscriber` says replica `replica` has seen every operation of `version`, at `now`
+    /// (seconds of the wall clock, for the retire period). Not attached: nothing.
+    ///
+    /// - Returns: whether ``stability`` changed in a way to write down at once (a new sender, a
+    ///   sender that keeps no copy, a relay); acknowledgements alone may wait for the next write.
+    /// - Complexity: O(r log r) for r replicas in the version.
+    public mutating func seen(_ subscriber: SubscriberID, replica: ReplicaID, version: VersionVector, role: SeenRole,
+                              now: UInt64) -> Bool {
+        guard var sub = subscribers[subscriber], destroyedReason == nil else { return false }
+        var v = sub.seen ?? VersionVector()
+        v.formUnion(version)
+        sub.seen = v
+        sub.replica = replica
+        sub.role = role
+        subscribers[subscriber] = sub
+        switch role {
+        case .live: return stability.heardFromLive(replica)
+        case .device:
+            return stability.heardFromDevice(replica, version: version, caughtUp: document.hasHistory(since: version), now: now)
+        case .relay: return stability.heardFromRelay()
+        }
+    }
+
+    /// Brings ``stability`` up to `now` (seconds): every author of the document not known yet
+    /// becomes a sender (the daemon's own replica aside), attached devices are heard of, and
+    /// senders silent for `retireAfter` seconds are retired.
+    ///
+    /// - Returns: whether ``stability`` changed, and the replicas retired now.
+    /// - Complexity: O(s log s + r) for s senders and r replicas in the document's version.
+    public mutating func refreshStability(now: UInt64, retireAfter: UInt64) -> (changed: Bool, retired: [ReplicaID]) {
+        var counters = document.version.counters
+        counters[document.replica] = nil
+        let authors = VersionVector(counters)
+        var changed = stability.noteAuthors(of: authors, now: now)
+        for sub in subscribers.values where sub.role == .device {
+            if let r = sub.replica { stability.attached(r, now: now) }
+        }
+        let retired = stability.retireSilent(now: now, after: retireAfter)
+        changed = changed || !retired.isEmpty
+        return (changed, retired)
+    }
+
+    /// The version at which the document may be compacted now (``compact(at:)``), or nil: it must
+    /// be quiescent and stable (Docs/Semantics.md §7): nothing in flight or waiting for its
+    /// causes, no relay ever attached, every subscriber has said it has seen exactly the
+    /// document's version and has nothing queued, and every sender that is not retired has
+    /// reported exactly that version too. `minOperations`: the least number of operations logged
+    /// since the last compaction worth collecting.
+    ///
+    /// - Complexity: O(n + s × r log r) for n subscribers, s senders and r replicas.
+    public func compactionPoint(minOperations: Int) -> VersionVector? {
+        guard failure == nil, destroyedReason == nil, inFlight.isEmpty, document.pendingCount == 0, !stability.relayed,
+              document.operationCount >= max(minOperations, 1) else { return nil }
+        let version = document.version
+        guard version == durableVersion else { return nil }
+        for sub in subscribers.values {
+            guard sub.role != .relay, sub.seen == version, sub.next == sub.queue.count, !sub.snapshotDue else { return nil }
+        }
+        if !stability.tracker.acknowledged.isEmpty {
+            guard stability.tracker.quiescentVersion(holding: version) == version else { return nil }
+        }
+        return version
+    }
+
+    /// Compacts the document at `stable` (from ``compactionPoint(minOperations:)``): its history
+    /// before `stable` and what is dead are collected (``ListDocument/compact(stable:)``). The
+    /// driver then writes a snapshot and trims the log; from now on a catch-up behind `stable` is
+    /// a snapshot and operations made before it are refused with ``SyncErrorCode/compacted``.
+    ///
+    /// - Throws: ``CompactionError`` if `stable` is not the document's version; nothing changes.
+    /// - Complexity: that of ``ListDocument/compact(stable:)``.
+    @discardableResult
+    public mutating func compact(at stable: VersionVector) throws(CompactionError) -> CompactionReport {
+        precondition(inFlight.isEmpty && failure == nil, "compaction with batches in flight")
+        let report = try document.compact(stable: stable)
+        durableCount = document.operationCount
+        compactions += 1
+        lastCompaction = report
+        assert(durableVersion == document.version && document.historyFloor == stable)
+        return report
+    }
+
+    /// Sends `subscriber` the document as a snapshot (in parts under the frame size), then
+    /// `synced`, if nothing is in flight (the snapshot then holds only durable operations);
+    /// otherwise it waits for ``release()``.
+    ///
+    /// - Complexity: O(size) of the snapshot.
+    private mutating func sendSnapshotIfQuiet(_ subscriber: SubscriberID) -> [Action] {
+        guard var sub = subscribers[subscriber], sub.snapshotDue, inFlight.isEmpty, failure == nil else { return [] }
+        let bytes = document.encodedSnapshot()
+        let part = maxFrame - 32
+        var frames: [[UInt8]] = []
+        var at = 0
+        repeat {
+            let end = min(at + part, bytes.count)
+            frames.append(SyncMessage.snapshot(document: id, part: Array(bytes[at..<end]), more: end < bytes.count).encoded())
+            at = end
+        } while at < bytes.count
+        assert(frames.allSatisfy { $0.count <= maxFrame })
+        sub.snapshotDue = false
+        sub.snapshotFrames = frames.reversed()   // sent from the end: popLast is O(1)
+        sub.queue = []
+        sub.next = 0
+        sub.catchUp = 0..<0
+        sub.syncedDue = true
+        subscribers[subscriber] = sub
+        return sub.waiting ? [] : pump(subscriber)
+    }
+
     /// Whether `subscriber` is attached.
     public func isSubscribed(_ subscriber: SubscriberID) -> Bool { subscribers[subscriber] != nil }
 
@@ -388,13 +562,18 @@ public struct DocumentCore: Sendable {
             if let sender = first.sender, !first.woken.isEmpty { actions += enqueue(sender, first.woken, synced: false) }
             if !first.refused.isEmpty {
                 let text = "\(first.refused.count) operation(s) of batch \(first.batch) refused, the first: \(first.refused[0]); the others are durable and applied"
-                actions += answer(first.sender, .error(request: first.batch, document: id, code: .refused, text: text))
+                if first.beforeFloor { refusedBeforeFloor += first.refused.count }
+                actions += answer(first.sender, .error(request: first.batch, document: id,
+                                                       code: first.beforeFloor ? .compacted : .refused, text: text))
             } else if first.batch != 0 {
                 actions += answer(first.sender, .ack(document: id, batch: first.batch, version: durableVersion))
             }
         }
         assert(!inFlight.isEmpty || variant != .correct || failure != nil || durableVersion == document.version,
                "quiet, yet the durable version \(durableVersion) is not the document's \(document.version)")
+        if inFlight.isEmpty {
+            for s in subscribers.keys.sorted() where subscribers[s]!.snapshotDue { actions += sendSnapshotIfQuiet(s) }
+        }
         return actions
     }
 
@@ -421,7 +600,7 @@ public struct DocumentCore: Sendable {
         // subscriber, so they are encoded once (when they fit one step) instead of once each.
         var shared: [[UInt8]]?
         var encoded = false
-        for s in subscribers.keys.sorted() where s != sender {
+        for s in subscribers.keys.sorted() where s != sender && !subscribers[s]!.snapshotDue {
             if var sub = subscribers[s], !sub.waiting, !sub.syncedDue, sub.next == sub.queue.count,
                ops.count <= maxQueuedOperations {
                 if !encoded {
@@ -482,6 +661,16 @@ public struct DocumentCore: Sendable {
         guard var sub = subscribers[s], !sub.waiting else { return [] }
         var actions: [Action] = []
         var sent = 0
+        while !sub.snapshotFrames.isEmpty, sent < stepBytes {
+            let frame = sub.snapshotFrames.removeLast()
+            actions.append(.send(s, frame))
+            sent += frame.count
+        }
+        if !sub.snapshotFrames.isEmpty {
+            sub.waiting = true
+            subscribers[s] = sub
+            return actions + [.awaitRoom(s)]
+        }
         while sub.next < sub.queue.count, sent < stepBytes {
             // One frame at a time, so that a step stops near its budget.
             let (frame, count) = OperationFrames.first(id, sub.queue[sub.next...], maxFrame: maxFrame)

@@ -11,9 +11,9 @@ import ListCRDT
 /// its operations until it re-syncs from a snapshot (its operations made before the floor are
 /// refused by the engine in any case).
 ///
-/// Not wired into ``DocumentCore`` yet: the daemon still has to acknowledge-track its clients and
-/// peers, call ``ListDocument/compact(stable:)`` when ``quiescentVersion(holding:)`` answers, and
-/// answer catch-ups behind the floor with a snapshot (``ListDocument/hasHistory(since:)``).
+/// ``DocumentStability`` keeps one per document for ``DocumentCore``, which feeds it what devices
+/// report (``SyncMessage/seen(document:replica:version:role:)``) and compacts when
+/// ``quiescentVersion(holding:)`` answers.
 public struct StabilityTracker: Sendable, Equatable {
     /// What each sender acknowledged (the greatest of its acknowledgements, pointwise).
     public private(set) var acknowledged: [ReplicaID: VersionVector] = [:]
@@ -21,6 +21,13 @@ public struct StabilityTracker: Sendable, Equatable {
     public private(set) var retired: Set<ReplicaID> = []
 
     public init() {}
+
+    /// A tracker with these acknowledgements and retired senders (as read back from disk).
+    public init(acknowledged: [ReplicaID: VersionVector], retired: Set<ReplicaID>) {
+        precondition(Set(acknowledged.keys).isDisjoint(with: retired), "a sender both acknowledged and retired")
+        self.acknowledged = acknowledged
+        self.retired = retired
+    }
 
     /// Counts `replica` as a sender that can still send (having acknowledged nothing yet, it holds
     /// the stable version at nothing until it acknowledges). A retired replica stays retired.
@@ -42,6 +49,15 @@ public struct StabilityTracker: Sendable, Equatable {
     public mutating func retire(_ replica: ReplicaID) {
         acknowledged[replica] = nil
         retired.insert(replica)
+    }
+
+    /// Counts a retired `replica` as a sender again, having seen `version`: it came back and has
+    /// caught up past every compaction made without it (the caller checks that), so what it
+    /// sends from now on is after them. A replica that is not retired is acknowledged as usual.
+    public mutating func reinstate(_ replica: ReplicaID, version: VersionVector) {
+        retired.remove(replica)
+        acknowledge(replica, version: version)
+        assert(!retired.contains(replica) && acknowledged[replica] != nil)
     }
 
     /// The stable version at a replica that holds `local`, or nil while there is none: no sender,

@@ -61,6 +61,14 @@ public enum SyncErrorCode: UInt8, Sendable, CustomStringConvertible {
     /// a batch or a `create` with its id from then on. Drop the copy; do not create it again.
     /// New in message version 2 after presence: an older client finds it malformed.
     case destroyed = 11
+    /// Operations of the batch were made before their author had seen the version the document
+    /// was compacted at (Docs/Semantics.md §7): they may name collected state and were refused,
+    /// nothing of them applied (the batch's other operations are durable and applied, as with
+    /// ``refused``). Re-sync from the daemon's snapshot (subscribe again: the catch-up is a
+    /// `snapshot`) and make the unsent edits again as new operations. New after `destroyed`: an
+    /// older client finds it malformed (such a client is never left out of a compaction while it
+    /// is subscribed, Docs/Protocol.md, "Compaction").
+    case compacted = 12
 
     public var description: String {
         switch self {
@@ -75,6 +83,7 @@ public enum SyncErrorCode: UInt8, Sendable, CustomStringConvertible {
         case .revoked: return "credential revoked"
         case .expired: return "credential expired"
         case .destroyed: return "document destroyed"
+        case .compacted: return "made before the document's compaction floor"
         }
     }
 }

@@ -57,20 +57,35 @@ public enum SyncMessage: Equatable, Sendable {
     /// an `error` with the request's number. A read-only device, or one whose credential does not
     /// name the document, is refused.
     case rename(request: UInt64, document: DocumentID, name: String)
+    /// What a subscriber has received of a live document: "replica `replica` has seen every
+    /// operation of `version`" (Docs/Protocol.md, "Compaction"). The daemon computes from these
+    /// which version is causally stable, and compacts there. Sent after a catch-up and when it
+    /// changed, at most about once a second. No answer.
+    case seen(document: DocumentID, replica: ReplicaID, version: VersionVector, role: SeenRole)
+    /// A part of a document's snapshot (format 3, `Docs/WireFormat.md` §5.3), the catch-up of a
+    /// subscriber whose version is behind the document's compaction floor: join the parts in
+    /// order up to the one with `more` false, load them as the document (replacing the copy),
+    /// then live operations and `synced` follow as after any catch-up.
+    case snapshot(document: DocumentID, part: [UInt8], more: Bool)
 
     enum Tag: UInt8 {
         case subscribe = 1, subscribed, unsubscribe, operations, ack, hello, create, created,
-             listDocuments, documents, status, statusReport, error, synced, presence, destroy, destroyed, rename
+             listDocuments, documents, status, statusReport, error, synced, presence, destroy, destroyed, rename,
+             seen, snapshot
     }
 
     /// The protocol's version, the first byte of every message. Version 2 added `synced`, paged
     /// `documents` and chunked `statusReport` (and later, without a new version, `presence`,
-    /// `destroy`, `destroyed` and `rename`: older peers find those malformed); a version-1 peer's messages are refused with
+    /// `destroy`, `destroyed`, `rename`, `seen` and `snapshot`: older peers find those malformed;
+    /// Docs/Protocol.md says who may send them to whom); a version-1 peer's messages are refused with
     /// ``SyncProtocolError/unsupportedVersion(_:)``.
     public static let version: UInt8 = 2
 
     /// The type byte of `operations` messages (the second byte of the frame): a relay peeks at it.
     public static let operationsTag: UInt8 = Tag.operations.rawValue
+
+    /// The type byte of `seen`: an older daemon names it in its refusal ("unknown message type 19").
+    public static let seenTag: UInt8 = Tag.seen.rawValue
 
     /// The longest name or error text, in UTF-8 bytes.
     public static let maxTextBytes = 65_536
@@ -128,6 +143,12 @@ public enum SyncMessage: Equatable, Sendable {
             w.byte(Tag.destroyed.rawValue); w.varint(request); w.document(doc); w.varint(epoch)
         case let .rename(request, doc, name):
             w.byte(Tag.rename.rawValue); w.varint(request); w.document(doc); w.string(name)
+        case let .seen(doc, replica, version, role):
+            w.byte(Tag.seen.rawValue); w.document(doc); w.varint(replica.rawValue); w.version(version); w.byte(role.rawValue)
+        case let .snapshot(doc, part, more):
+            w.byte(Tag.snapshot.rawValue); w.document(doc); w.count(part.count)
+            w.bytes.append(contentsOf: part)
+            w.byte(more ? 1 : 0)
         }
         return w.bytes
     }
@@ -212,6 +233,20 @@ public enum SyncMessage: Equatable, Sendable {
             return .destroyed(request: try r.varint(), document: try r.document(), epoch: try r.varint())
         case .rename:
             return .rename(request: try r.varint(), document: try r.document(), name: try r.string())
+        case .seen:
+            let doc = try r.document()
+            let at = r.offset
+            let replica = try r.varint()
+            guard replica != 0 else { throw WireError.invalidValue("replica 0 in seen", offset: at) }
+            let version = try r.version()
+            let roleAt = r.offset
+            let b = try r.byte()
+            guard let role = SeenRole(rawValue: b) else { throw WireError.invalidValue("seen role \(b)", offset: roleAt) }
+            return .seen(document: doc, replica: ReplicaID(replica), version: version, role: role)
+        case .snapshot:
+            let doc = try r.document()
+            let n = try r.count(minBytes: 1)
+            return .snapshot(document: doc, part: Array(try r.raw(n)), more: try r.flag())
         }
     }
 }

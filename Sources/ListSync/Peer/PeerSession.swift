@@ -60,7 +60,14 @@ public struct PeerSession: Sendable {
         /// The peer destroyed the document: destroy this daemon's copy too (its deletion record
         /// then keeps it from coming back).
         case destroyLocal(DocumentID, reason: String)
+        /// The peer compacted the document past this daemon's copy (it answered the subscription
+        /// with a snapshot): a daemon does not replace its copy, so the document is not synced
+        /// with this peer (log it; an operator re-attaches one of them). Docs/Semantics.md §7.
+        case behindFloor(DocumentID)
     }
+
+    /// The replica a link names in its `seen` (a relay's replica means nothing to the peer).
+    static let relayReplica = ReplicaID(1)
 
     /// Nanoseconds after a refusal before the document is resynced.
     public let resyncDelay: UInt64
@@ -232,6 +239,9 @@ public struct PeerSession: Sendable {
                 attached.insert(doc)
                 catchingUp.insert(doc)
                 out.append(.attach(doc, remoteVersion: version))
+                // The peer must never compact a document this link relays (its other replicas'
+                // operations reach the peer through it): said once per subscription.
+                out.append(.send(SyncMessage.seen(document: doc, replica: Self.relayReplica, version: version, role: .relay).encoded()))
             case let .subscribeFailed(doc, error):
                 probing.remove(doc)
                 catchingUp.remove(doc)   // no subscription streams now (a resync may start one)
@@ -255,6 +265,11 @@ public struct PeerSession: Sendable {
                 catchingUp.remove(doc)
             case .editDone, .accessEnded:
                 break
+            case let .snapshot(doc, _):
+                catchingUp.remove(doc)
+                if attached.remove(doc) != nil { out.append(.detach(doc)) }
+                out += wire(client.unsubscribe(doc), now: now)
+                out.append(.behindFloor(doc))
             case .presence:
                 // Presence is per daemon: a link never sends one, so the peer relays none to it.
                 break

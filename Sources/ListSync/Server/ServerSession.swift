@@ -41,6 +41,9 @@ public struct ServerSession: Sendable {
         /// A presence for an attached document, within the presence limit
         /// (``DocumentCore/presence(_:from:)``): relay it, store nothing.
         case presence(DocumentID, Presence)
+        /// What the peer has seen of an attached document
+        /// (``DocumentCore/seen(_:replica:version:role:now:)``): feeds the document's stability.
+        case seen(DocumentID, replica: ReplicaID, version: VersionVector, role: SeenRole)
     }
 
     /// The largest frame the connection takes.
@@ -149,7 +152,12 @@ public struct ServerSession: Sendable {
                 return []
             }
             return [.presence(doc, presence)]
-        case .subscribed, .synced, .ack, .created, .documents, .statusReport, .error, .destroyed:
+        case let .seen(doc, replica, version, role):
+            // No answer, never an error: a report for a document not attached changes nothing.
+            guard attachedDocuments.contains(doc) else { return [] }
+            // A read-only device sends no operations: it holds stability back only while attached.
+            return [.seen(doc, replica: replica, version: version, role: access.readOnly ? .live : role)]
+        case .subscribed, .synced, .ack, .created, .documents, .statusReport, .error, .destroyed, .snapshot:
             return [error(0, nil, .unsupported, "a daemon does not take that message")]
         }
     }

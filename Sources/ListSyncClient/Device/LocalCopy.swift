@@ -35,6 +35,9 @@ final class LocalCopy {
     /// Whether `record` changed since it was written.
     var recordDirty = false
     var failure: SyncFailure?
+    /// The daemon refused an edit for its compaction floor: subscribe from nothing next, so that
+    /// the catch-up is its snapshot (``SyncClient/resync(_:from:on:)``).
+    var resync = false
 
     init(id: DocumentID, name: String, live: LiveDocument, store: DocumentStore, record: SyncRecord, replica: ReplicaID) {
         self.id = id

@@ -16,9 +16,10 @@ extension SyncClient {
         var creates: [UInt64: DocumentID] = [:]
         var ticker: Task<Void, Never>?
 
-        init(transport: TCPTransport, timeout: Duration) {
+        init(transport: TCPTransport, timeout: Duration, sendsSeen: Bool) {
             self.transport = transport
             session = ClientSession(maxFrame: transport.maxFrame, timeout: timeout.nanoseconds)
+            session.sendsSeen = sendsSeen
         }
     }
 
@@ -101,7 +102,7 @@ extension SyncClient {
 
     /// Runs one connection until it closes.
     func serve(_ transport: TCPTransport, timeout: Duration) async {
-        let c = Connection(transport: transport, timeout: timeout)
+        let c = Connection(transport: transport, timeout: timeout, sendsSeen: daemonTakesSeen)
         connection = c
         c.ticker = Task { [weak self] in
             while !Task.isCancelled {
@@ -117,6 +118,7 @@ extension SyncClient {
             if c.session.isClosed { break }
         }
         c.ticker?.cancel()
+        if !c.session.sendsSeen { daemonTakesSeen = false }
         if connection === c {
             // Detached before any wait: an edit arriving meanwhile must not use a closed session.
             connection = nil
@@ -152,7 +154,10 @@ extension SyncClient {
             return
         }
         copy.phase = .subscribing
-        send(c.session.subscribe(copy.id, epoch: copy.record.epoch, version: copy.live.document.version, now: EventLoop.now()), on: c)
+        // After a refusal for the compaction floor: from nothing, so that the catch-up is the
+        // daemon's snapshot (its history no longer goes back that far).
+        let since = copy.resync ? VersionVector() : copy.live.document.version
+        send(c.session.subscribe(copy.id, epoch: copy.record.epoch, version: since, now: EventLoop.now()), on: c)
     }
 
     /// Sends the operations of `copy` the daemon has not acknowledged (once caught up; only
@@ -181,6 +186,10 @@ extension SyncClient {
     /// Performs the actions of an event on the session, storing received operations.
     func perform(_ actions: [ClientSession.Action], on c: Connection) async {
         for action in actions {
+            if case let .snapshot(id, bytes) = action {
+                if let copy = copies[id] { resync(copy, from: bytes, on: c) }
+                continue
+            }
             guard case let .operations(id, ops) = action else {
                 settle(action, on: c)
                 continue
@@ -197,6 +206,7 @@ extension SyncClient {
                 copy.resendAfterAppends = false
                 sendMissing(copy)
             }
+            if copy.phase == .live { reportSeen(copy, on: c) }
         }
         updateStatus()
     }
@@ -255,6 +265,7 @@ extension SyncClient {
             copy.phase = .live
             if copy.appending == 0 { sendMissing(copy) } else { copy.resendAfterAppends = true }
             writeRecord(copy)
+            reportSeen(copy, on: c)
         case let .editDone(n, result):
             guard let id = c.edits.removeValue(forKey: n), let copy = copies[id] else { break }
             copy.inFlight -= 1
@@ -262,6 +273,7 @@ extension SyncClient {
             case let .success(version):
                 copy.acknowledge(version, replica: replica)
                 if copy.inFlight == 0 { writeRecord(copy) }
+                reportSeen(copy, on: c)
             case let .failure(e):
                 fail(copy, e)
             }
@@ -282,8 +294,8 @@ extension SyncClient {
             if let copy = copies[id] { destroyedOnDaemon(copy, "document \(id) was destroyed on the daemon") }
         case .announced:
             break
-        case .operations:
-            assertionFailure("operations are stored by perform")
+        case .operations, .snapshot:
+            assertionFailure("operations and snapshots are stored by perform")
         }
     }
 
@@ -295,6 +307,16 @@ extension SyncClient {
             copy.failure = .documentReset(copy.id, unsent: copy.unacked.count)
         case let .refused(.destroyed, text):
             destroyedOnDaemon(copy, text)
+        case let .refused(.compacted, text):
+            // Left behind a compaction (retired while offline): re-sync from the daemon's
+            // snapshot and make the unsent edits again (``resync(_:from:on:)``).
+            lastError = "compacted: \(text)"
+            copy.resync = true
+            if let c = connection, copy.phase != .idle {
+                send(c.session.unsubscribe(copy.id), on: c)
+                copy.phase = .idle
+                attach(copy)
+            }
         case let .refused(code, text) where code == .limit || code == .storage:
             // Nothing was done: try again on a new connection (after the backoff).
             lastError = "\(code): \(text)"
@@ -307,6 +329,41 @@ extension SyncClient {
         case .disconnected, .malformed:
             break
         }
+    }
+
+    /// Reports what `copy` holds to the daemon (coalesced by the session: at most once a second
+    /// per document), so that it can tell when everything is stable and compact.
+    func reportSeen(_ copy: LocalCopy, on c: Connection) {
+        send(c.session.reportSeen(copy.id, replica: replica, version: copy.live.document.version, role: .device,
+                                  now: EventLoop.now()), on: c)
+    }
+
+    /// The daemon's catch-up for `copy` is a snapshot: the copy was behind its compaction floor.
+    /// The snapshot becomes the copy, with the edits the daemon lacks made again on it
+    /// (``ListCRDT/ListDocument/remake(_:from:)``), written durably (replacing the store's
+    /// generation) before the copy changes; `synced` then sends the remade edits.
+    func resync(_ copy: LocalCopy, from bytes: [UInt8], on c: Connection) {
+        var base: ListDocument
+        do { base = try ListDocument(snapshot: bytes, replica: replica) } catch {
+            copy.failure = .refused(copy.id, .malformed, "the daemon's snapshot did not load: \(error)")
+            return
+        }
+        let local = copy.live.document
+        let unsent = local.hasHistory(since: copy.record.version)
+            ? local.operations(since: copy.record.version).filter { !base.version.contains($0.lastID) } : []
+        let held = base.version
+        let made = base.remake(unsent, from: local)
+        do { try copy.store.replace(with: base) } catch {
+            copy.failure = .storage(error.description)
+            return
+        }
+        copy.live.replace(with: base)
+        copy.resync = false
+        copy.acknowledge(held, replica: replica)
+        copy.recount(replica: replica)
+        assert(copy.unacked.count == made.count, "\(made.count) edits made again, \(copy.unacked.count) unacknowledged")
+        writeRecord(copy)
+        lastError = nil
     }
 
     func writeRecord(_ copy: LocalCopy) {

@@ -109,6 +109,8 @@ public actor SyncClient {
     var runner: Task<Void, Never>?
     var wake: CheckedContinuation<Void, Never>?
     var isConnecting = false
+    /// False once a daemon refused `seen` (an older build): not sent again on later connections.
+    var daemonTakesSeen = true
     var lastError: String?
     var sessionFailure: SyncFailure?
     var closed = false

@@ -1,0 +1,143 @@
+import Foundation
+
+extension ListDocument {
+    /// Makes on this document (a compacted replica's snapshot, loaded by a replica that was left
+    /// behind its floor) the edits of `unsent`: operations that `local` made and applied and this
+    /// document lacks (Docs/Semantics.md §7, "A replica that comes back"). Returns the operations
+    /// made here, to send.
+    ///
+    /// Those made after this document's floor (and not depending on one made before it) are
+    /// received as they are, ids kept (so that a copy of one already on its way to the daemon is
+    /// taken once). Each of the others is made again as a new local operation of this
+    /// document's replica, from what `local` shows now: an item inserted (and still there) is
+    /// inserted with its current value after the nearest item before it that this document
+    /// shows (at the start of its section if none; in its section, or a section inserted with
+    /// it); a deleted item is deleted if this document still shows it; a written value is
+    /// written again; a moved item is moved after the same neighbour; an inserted section is
+    /// inserted (at its index, clamped), a deleted one deleted, a section value written again.
+    /// Section moves are not made again (the section stays where the others left it). An edit of
+    /// something this document no longer shows (deleted by another replica) is dropped, as it
+    /// would have been by the merge.
+    ///
+    /// - Complexity: O(k × n) for k operations of `unsent` and n visible items.
+    public mutating func remake(_ unsent: [ListOperation], from local: ListDocument) -> [ListOperation] {
+        guard !unsent.isEmpty else { return [] }
+        // Those made after the floor (and not on one made before it) are taken as they are, ids
+        // kept: one of them may also be on its way to the daemon, which then takes it once.
+        var stale: [ClosedRange<UInt64>] = [], staleReplicas: [ReplicaID] = []
+        var direct: [ListOperation] = [], redo: [ListOperation] = []
+        for op in unsent {
+            let onStale = op.deps.contains { d in
+                zip(staleReplicas, stale).contains { $0.0 == d.replica && $0.1.contains(d.counter) }
+            }
+            if onStale || isBeforeFloor(op) {
+                redo.append(op)
+                staleReplicas.append(op.id.replica)
+                stale.append(op.id.counter...op.lastID.counter)
+            } else {
+                direct.append(op)
+            }
+        }
+        var taken: [ListOperation] = []
+        if !direct.isEmpty {
+            // On a copy: all of them or none (then every one is made again).
+            var copy = self
+            let start = copy.operationCount
+            let report = copy.receive(direct)
+            if report.refused.isEmpty, copy.pendingCount == pendingCount, let made = try? copy.operations(from: start) {
+                self = copy
+                taken = made
+            } else {
+                redo = unsent
+            }
+        }
+        var remaker = Remaker(local: local.snapshot())
+        for op in redo { remaker.remake(op, on: &self) }
+        return taken + remaker.made
+    }
+}
+
+/// The state of one ``ListDocument/remake(_:from:)``: what the returning replica shows, and
+/// which of its new entities were made again under which id.
+private struct Remaker {
+    let local: ListSnapshot
+    var sections: [SectionID: SectionID] = [:]
+    var items: [ItemID: ItemID] = [:]
+    var made: [ListOperation] = []
+
+    init(local: ListSnapshot) { self.local = local }
+
+    mutating func remake(_ op: ListOperation, on doc: inout ListDocument) {
+        switch op.kind {
+        case .insertSection:
+            let s = SectionID(op.id)
+            guard let index = local.indexOfSection(s), let value = local.sections.first(where: { $0.id == s })?.value else { return }
+            let at = min(index, doc.snapshot().numberOfSections)
+            if let op = record(try? doc.insertSection(at: at, value: value)) { sections[s] = SectionID(op.id) }
+        case let .deleteSection(s, _, _):
+            guard doc.snapshot().indexOfSection(s) != nil else { return }
+            record(try? doc.deleteSection(s))
+        case let .setSectionValue(s, _):
+            let here = sections[s] ?? s
+            guard doc.snapshot().indexOfSection(here) != nil,
+                  let value = local.sections.first(where: { $0.id == s })?.value else { return }
+            record(try? doc.setValue(value, forSection: here))
+        case .moveSection:
+            return
+        case .insertItem:
+            let x = ItemID(op.id)
+            guard let value = value(of: x), let to = place(of: x, in: doc.snapshot()) else { return }
+            if let op = record(try? doc.insertItem(at: to, value: value)) { items[x] = ItemID(op.id) }
+        case let .deleteItem(x, _):
+            guard let here = doc.snapshot().indexPath(of: items[x] ?? x) else { return }
+            record(try? doc.deleteItem(at: here))
+        case let .setItemValue(x, _):
+            let here = items[x] ?? x
+            guard doc.snapshot().indexPath(of: here) != nil, let value = value(of: x) else { return }
+            record(try? doc.setValue(value, forItem: here))
+        case let .moveItems(list, _, _):
+            for x in list where items[x] == nil {
+                let snapshot = doc.snapshot()
+                guard snapshot.indexPath(of: x) != nil, let to = place(of: x, in: snapshot, moving: true) else { continue }
+                recordMove(try? doc.moveItem(x, to: to))
+            }
+        }
+    }
+
+    /// What `x` holds on the returning replica now (nil: it no longer shows it).
+    private func value(of x: ItemID) -> Data? {
+        guard let at = local.indexPath(of: x) else { return nil }
+        return local.sections[at.section].items[at.item].value
+    }
+
+    /// Where `x` goes in `doc`: right after the nearest item before it on the returning replica
+    /// that `doc` shows, in the section it is in there (nil: that section is gone). `moving`: `x`
+    /// is in `doc` already, and the index counts as after its move.
+    private func place(of x: ItemID, in doc: ListSnapshot, moving: Bool = false) -> IndexPath? {
+        guard let at = local.indexPath(of: x) else { return nil }
+        let localSection = local.sections[at.section]
+        guard let section = doc.indexOfSection(sections[localSection.id] ?? localSection.id) else { return nil }
+        var index = 0
+        for before in localSection.items[..<at.item].reversed() {
+            let id = items[before.id] ?? before.id
+            if let p = doc.indexPath(of: id), p.section == section {
+                index = p.item + 1
+                break
+            }
+        }
+        if moving, let from = doc.indexPath(of: x), from.section == section, from.item < index { index -= 1 }
+        return IndexPath(item: index, section: section)
+    }
+
+    @discardableResult
+    private mutating func record(_ op: ListOperation?) -> ListOperation? {
+        guard let op else { return nil }
+        made.append(op)
+        return op
+    }
+
+    private mutating func recordMove(_ op: ListOperation??) {
+        guard let op = op ?? nil else { return }
+        made.append(op)
+    }
+}

@@ -1,0 +1,144 @@
+import ListCRDT
+
+/// What one document's daemon remembers about who can still send it operations, across restarts
+/// (Docs/Semantics.md §7, "Who is a sender"): the ``StabilityTracker`` of its senders, when each
+/// was last heard of, which replicas keep no copy, and whether a peer daemon relays it. No I/O:
+/// ``DocumentCore`` changes it, its driver stores ``encoded()`` in the document's folder.
+///
+/// Every replica that authored an operation of the document is a sender until it is heard to
+/// keep no copy (``SeenRole/live``) or is retired; a device (``SeenRole/device``) is one from its
+/// first report. A sender not heard of for the retire period no longer holds stability back
+/// (``retireSilent(now:after:)``); if it comes back behind the floor its operations are refused
+/// (``SyncErrorCode/compacted``) and it re-syncs.
+public struct DocumentStability: Sendable, Equatable {
+    /// The senders' acknowledgements (what each device reported it had seen).
+    public private(set) var tracker = StabilityTracker()
+    /// When each sender was last heard of (a report, or attached), in seconds of the wall clock.
+    public private(set) var lastHeard: [ReplicaID: UInt64] = [:]
+    /// Replicas that said they keep no copy: they count only while subscribed.
+    public private(set) var ephemeral: Set<ReplicaID> = []
+    /// Whether a peer daemon's link was ever attached to the document: it is then never compacted.
+    public private(set) var relayed = false
+
+    /// Nothing known: every author found later holds stability back until heard of or retired.
+    public init() {}
+
+    /// A device `replica` reports it has seen `version`, at `now` (seconds). A retired replica
+    /// counts again only if `caughtUp` (its version includes the document's floor).
+    /// Returns whether the set of senders changed (worth writing down at once).
+    public mutating func heardFromDevice(_ replica: ReplicaID, version: VersionVector, caughtUp: Bool, now: UInt64) -> Bool {
+        let before = (tracker.acknowledged[replica] == nil, tracker.retired.contains(replica), ephemeral.contains(replica))
+        ephemeral.remove(replica)
+        if tracker.retired.contains(replica) {
+            guard caughtUp else { return before.2 }
+            tracker.reinstate(replica, version: version)
+        } else {
+            tracker.acknowledge(replica, version: version)
+        }
+        lastHeard[replica] = now
+        return before.0 || before.1 || before.2
+    }
+
+    /// `replica` keeps no copy of its own (``SeenRole/live``): from now on it counts only while
+    /// it is subscribed. Returns whether that is new.
+    public mutating func heardFromLive(_ replica: ReplicaID) -> Bool {
+        guard ephemeral.insert(replica).inserted else { return false }
+        if tracker.acknowledged[replica] != nil { tracker.retire(replica) }
+        lastHeard[replica] = nil
+        return true
+    }
+
+    /// A peer daemon relays the document: it is never compacted here. Returns whether that is new.
+    public mutating func heardFromRelay() -> Bool {
+        defer { relayed = true }
+        return !relayed
+    }
+
+    /// Counts every author of `version` not known yet as a sender that has acknowledged nothing,
+    /// heard of `now`: an older client's replica, or one that never reported, holds stability
+    /// back until it reports or is retired. Returns whether any was new.
+    ///
+    /// - Complexity: O(r) for the r replicas of `version`.
+    public mutating func noteAuthors(of version: VersionVector, now: UInt64) -> Bool {
+        var added = false
+        for e in version.entries where tracker.acknowledged[e.replica] == nil && !tracker.retired.contains(e.replica)
+            && !ephemeral.contains(e.replica) {
+            tracker.addSender(e.replica)
+            lastHeard[e.replica] = now
+            added = true
+        }
+        return added
+    }
+
+    /// `replica` is attached now (a subscribed device): it is heard of.
+    public mutating func attached(_ replica: ReplicaID, now: UInt64) {
+        if tracker.acknowledged[replica] != nil { lastHeard[replica] = now }
+    }
+
+    /// Retires every sender not heard of for `after` seconds before `now`; returns them, in order.
+    ///
+    /// - Complexity: O(s log s) for s senders.
+    public mutating func retireSilent(now: UInt64, after: UInt64) -> [ReplicaID] {
+        let silent = tracker.acknowledged.keys.filter { now &- (lastHeard[$0] ?? 0) >= after && now >= (lastHeard[$0] ?? 0) }.sorted()
+        for r in silent {
+            tracker.retire(r)
+            lastHeard[r] = nil
+        }
+        return silent
+    }
+
+    // MARK: Encoding
+
+    static let magic: [UInt8] = Array("LSSTAB1\n".utf8)
+
+    /// The bytes to keep in the document's folder.
+    ///
+    /// ```
+    /// "LSSTAB1\n" relayed:u8 senders:varint (replica:varint heard:varint version)×
+    /// retired:varint replica:varint× ephemeral:varint replica:varint×
+    /// ```
+    /// - Complexity: O(size).
+    public func encoded() -> [UInt8] {
+        var w = WireWriter()
+        w.bytes = Self.magic
+        w.byte(relayed ? 1 : 0)
+        let senders = tracker.acknowledged.keys.sorted()
+        w.count(senders.count)
+        for r in senders {
+            w.varint(r.rawValue); w.varint(lastHeard[r] ?? 0); w.version(tracker.acknowledged[r]!)
+        }
+        w.count(tracker.retired.count)
+        for r in tracker.retired.sorted() { w.varint(r.rawValue) }
+        w.count(ephemeral.count)
+        for r in ephemeral.sorted() { w.varint(r.rawValue) }
+        return w.bytes
+    }
+
+    /// Reads what ``encoded()`` wrote.
+    ///
+    /// - Throws: ``SyncProtocolError/malformed(_:)`` for bytes that are not whole and valid; the
+    ///   caller then starts from nothing (safe: every author holds stability back again).
+    /// - Complexity: O(size).
+    public init(decoding bytes: [UInt8]) throws(SyncProtocolError) {
+        guard bytes.starts(with: Self.magic) else { throw .malformed("not a stability file") }
+        var r = WireReader(Array(bytes.dropFirst(Self.magic.count)))
+        do {
+            relayed = try r.flag()
+            var acknowledged: [ReplicaID: VersionVector] = [:]
+            for _ in 0..<(try r.count(minBytes: 3)) {
+                let replica = ReplicaID(try r.varint())
+                lastHeard[replica] = try r.varint()
+                acknowledged[replica] = try r.version()
+            }
+            var retired = Set<ReplicaID>()
+            for _ in 0..<(try r.count(minBytes: 1)) { retired.insert(ReplicaID(try r.varint())) }
+            for _ in 0..<(try r.count(minBytes: 1)) { ephemeral.insert(ReplicaID(try r.varint())) }
+            guard r.isAtEnd, Set(acknowledged.keys).isDisjoint(with: retired) else { throw SyncProtocolError.malformed("inconsistent stability file") }
+            tracker = StabilityTracker(acknowledged: acknowledged, retired: retired)
+        } catch let e as SyncProtocolError {
+            throw e
+        } catch {
+            throw .malformed("stability file: \(error)")
+        }
+    }
+}

@@ -1,0 +1,23 @@
+/// What a replica that reports what it has seen (``SyncMessage/seen(document:replica:version:role:)``)
+/// is to the document's stability (Docs/Semantics.md §7, "Who is a sender").
+public enum SeenRole: UInt8, Sendable, Hashable, CustomStringConvertible {
+    /// A client that keeps no copy of its own (a `listsync` command, the web backend): every run
+    /// opens the document afresh from the daemon, so its later operations are always after what
+    /// the daemon holds. It holds compaction back only while it is subscribed.
+    case live = 0
+    /// A device that keeps a durable copy and edits offline (``SyncMessage`` from `SyncClient`):
+    /// it holds compaction back, subscribed or not, until it reports again or is retired
+    /// (`listsync serve --retire-after`).
+    case device = 1
+    /// A peer daemon's link, which relays other replicas' operations: a document a relay is
+    /// attached to is never compacted on this daemon (its peers' stability is not gossiped).
+    case relay = 2
+
+    public var description: String {
+        switch self {
+        case .live: return "live"
+        case .device: return "device"
+        case .relay: return "relay"
+        }
+    }
+}

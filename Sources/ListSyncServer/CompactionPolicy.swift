@@ -1,0 +1,35 @@
+import Foundation
+
+/// When the daemon compacts a document and whom it stops waiting for (Docs/Daemon.md,
+/// "Compaction"; the rule in Docs/Semantics.md §7).
+public struct CompactionPolicy: Sendable, Equatable {
+    /// A sender not heard of for this long is retired (`--retire-after`): it no longer holds
+    /// stability back, and if it comes back behind the floor it re-syncs from a snapshot.
+    public var retireAfter: Duration = .seconds(30 * 86_400)
+    /// The least number of operations logged since the last compaction worth compacting for.
+    public var minOperations = 10_000
+    /// The least time between two compactions of one document.
+    public var interval: Duration = .seconds(60)
+
+    /// The defaults: retire after 30 days, compact past 10,000 operations, at most once a minute.
+    public init() {}
+
+    /// A policy with these settings.
+    public init(retireAfter: Duration, minOperations: Int, interval: Duration) {
+        precondition(minOperations >= 1, "compacting for \(minOperations) operations")
+        self.retireAfter = retireAfter
+        self.minOperations = minOperations
+        self.interval = interval
+    }
+
+    /// ``retireAfter`` in whole seconds (0: a sender is retired as soon as it is silent).
+    var retireAfterSeconds: UInt64 { UInt64(max(0, retireAfter.components.seconds)) }
+    /// ``interval`` in nanoseconds.
+    var intervalNanoseconds: UInt64 {
+        let (s, a) = interval.components
+        return UInt64(max(0, s)) * 1_000_000_000 + UInt64(max(0, a / 1_000_000_000))
+    }
+
+    /// Seconds of the wall clock (the retire period must survive restarts, so not a monotonic clock).
+    static let wallClock: @Sendable () -> UInt64 = { UInt64(max(0, Date().timeIntervalSince1970)) }
+}

@@ -1,0 +1,75 @@
+import Foundation
+import Testing
+import ListCRDT
+import ListSyncTestSupport
+
+/// A replica left behind a compaction makes its unsent edits again on the compacted replica's
+/// snapshot (`ListDocument.remake`, Docs/Semantics.md §7, "A replica that comes back"): what it
+/// did is kept, what the others did is kept, and the result converges once sent.
+@Suite struct RemakeTests {
+    /// `hub` compacted after deleting "b" and "c", and `offline`, which had seen only the start
+    /// and made `edits` meanwhile.
+    static func scenario(_ edits: (inout ListDocument) throws -> Void) throws
+        -> (hub: ListDocument, offline: ListDocument, unsent: [ListOperation]) {
+        var hub = try ListDocument.make(1, sections: [["a", "b", "c", "d", "e"]])
+        var offline = hub.fork(as: 3)
+        let start = offline.operationCount
+        try edits(&offline)
+        let unsent = try offline.operations(from: start)
+        for _ in 0..<2 { _ = try hub.deleteItem(at: IndexPath(item: 1, section: 0)) }
+        _ = try hub.insertItem(at: IndexPath(item: 0, section: 0), value: Data("z"))
+        try hub.compact(stable: hub.version)
+        var probe = hub
+        let state = hub.encodedState()
+        #expect(probe.receive([unsent[0]]).refused.count == 1, "the first unsent edit is refused as it is")
+        #expect(probe.encodedState() == state)
+        return (hub, offline, unsent)
+    }
+
+    @Test("inserts, a value, a delete and a move made offline are made again on the snapshot, after the same neighbours")
+    func itemEdits() throws {
+        let (hub0, offline, unsent) = try Self.scenario { doc in
+            _ = try doc.insertItem(at: IndexPath(item: 1, section: 0), value: Data("after a"))
+            _ = try doc.insertItem(at: IndexPath(item: 5, section: 0), value: Data("after d"))
+            _ = try doc.setValue(Data("E"), forItem: doc.snapshot().itemIdentifier(at: IndexPath(item: 6, section: 0))!)
+            _ = try doc.deleteItem(at: IndexPath(item: 0, section: 0))   // "a"
+            _ = try doc.moveItem(from: IndexPath(item: 3, section: 0), to: IndexPath(item: 0, section: 0))   // "d" first
+        }
+        #expect(offline.flat == ["d", "after a", "b", "c", "after d", "E"])
+        var hub = hub0
+        var copy = try ListDocument(snapshot: hub.encodedSnapshot(), replica: ReplicaID(3))
+        let made = copy.remake(unsent, from: offline)
+        #expect(!made.isEmpty && made.allSatisfy { $0.id.replica == ReplicaID(3) })
+        // "b" and "c" stay deleted (the hub's), "z" stays (the hub's), every offline edit is made.
+        #expect(copy.flat == ["d", "z", "after a", "after d", "E"])
+        try copy.checkInvariants()
+        // The hub takes the remade edits: both show the same.
+        #expect(hub.receive(made).refused.isEmpty)
+        #expect(hub.rows == copy.rows)
+    }
+
+    @Test("edits made after the floor are received as they are, keeping their ids")
+    func afterFloorKept() throws {
+        var hub = try ListDocument.make(1, sections: [["a", "b"]])
+        try hub.compact(stable: hub.version)
+        var device = try ListDocument(snapshot: hub.encodedSnapshot(), replica: ReplicaID(3))
+        let op = try device.insertItem(at: IndexPath(item: 1, section: 0), value: Data("x"))
+        var copy = try ListDocument(snapshot: hub.encodedSnapshot(), replica: ReplicaID(3))
+        #expect(copy.remake([op], from: device) == [op])
+        #expect(copy.flat == ["a", "x", "b"])
+    }
+
+    @Test("a section inserted offline is made again with its items; an edit of an item the hub deleted is dropped")
+    func sectionsAndDropped() throws {
+        let (hub, offline, unsent) = try Self.scenario { doc in
+            _ = try doc.insertSection(at: 1, value: Data("new"))
+            _ = try doc.insertItem(at: IndexPath(item: 0, section: 1), value: Data("n1"))
+            _ = try doc.setValue(Data("B"), forItem: doc.snapshot().itemIdentifier(at: IndexPath(item: 1, section: 0))!)
+        }
+        #expect(offline.rows == [["a", "B", "c", "d", "e"], ["n1"]])
+        var copy = try ListDocument(snapshot: hub.encodedSnapshot(), replica: ReplicaID(3))
+        _ = copy.remake(unsent, from: offline)
+        #expect(copy.rows == [["z", "a", "d", "e"], ["n1"]])
+        #expect(copy.snapshot().sections.map(\.value) == [Data("S0"), Data("new")])
+    }
+}

@@ -1,0 +1,173 @@
+import Foundation
+import ListCRDT
+import ListStore
+import ListSync
+import ListSyncClient
+import ListSyncTCP
+import ListTable
+import Testing
+
+/// Compaction against a real `listsync serve` process (Docs/Daemon.md, "Compaction"): devices
+/// report what they have seen, the daemon compacts when everything is stable, a restart loads
+/// the compacted snapshot, late clients catch up from it, and a device retired while offline
+/// comes back, re-syncs and keeps its edits.
+@Suite("Daemon: compaction", .serialized, .timeLimit(.minutes(3)))
+struct CompactionProcessTests {
+    /// A document log per document (so the test can see it trimmed), compaction after 20
+    /// operations, no rate limit between compactions.
+    static func flags(retireAfter: String) -> [String] {
+        ["--storage", "per-document", "--compact-after", "20", "--compact-interval", "0", "--retire-after", retireAfter]
+    }
+
+    static func delete(_ c: SyncClient, _ doc: DocumentID, row: Int) async throws {
+        _ = try await c.edit(doc) { (d: inout ListDocument) throws(ListError) in _ = try d.deleteItem(atRow: row, inSection: 0) }
+    }
+
+    /// A started device in `folder` that creates `name` (one section) on `daemon` with items
+    /// `values`, synced.
+    static func firstDevice(_ daemon: DaemonProcess, folder: String, name: String, values: [String]) async throws
+        -> (SyncClient, DocumentID) {
+        let device = try SyncClient(folder: folder, server: try SyncClientTests.server(daemon))
+        await device.start()
+        let doc = try await device.create(name: name, sections: ["todo"])
+        for v in values { try await SyncClientTests.insert(device, doc, v) }
+        try await device.waitUntilSynced(timeout: .seconds(20))
+        return (device, doc)
+    }
+
+    /// The files of `doc`'s folder in `daemon`'s data folder, with their sizes.
+    static func files(_ daemon: DaemonProcess, _ doc: DocumentID) -> [String: Int] {
+        let folder = daemon.data + "/documents/\(doc)"
+        var out: [String: Int] = [:]
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? [] {
+            let size = (try? FileManager.default.attributesOfItem(atPath: folder + "/" + name)[.size] as? Int) ?? -1
+            out[name] = size
+        }
+        return out
+    }
+
+    @Test("two devices edit and see everything; the daemon compacts, trims the log; a restart loads the compacted snapshot; new clients catch up from it; every client shows the same list")
+    func compactsAndRestarts() async throws {
+        let dir = TemporaryFolder()
+        defer { dir.remove() }
+        var daemon = try DaemonProcess(data: dir.path + "/daemon", extra: Self.flags(retireAfter: "1h"))
+        defer { daemon.terminate() }
+        let (a, doc) = try await Self.firstDevice(daemon, folder: dir.path + "/a", name: "churn", values: (0..<30).map { "item \($0)" })
+        let b = try SyncClient(folder: dir.path + "/b", server: try SyncClientTests.server(daemon))
+        let liveA = try await a.open(doc)
+        let liveB = try await b.fetch(doc)
+        await b.start()
+        try await b.waitUntilSynced(timeout: .seconds(20))
+        for _ in 0..<25 { try await Self.delete(b, doc, row: 0) }
+        try await b.waitUntilSynced(timeout: .seconds(20))
+        let expected = (25..<30).map { "item \($0)" }
+        #expect(eventually(20) { SyncClientTests.values(liveA) == [expected] })
+        #expect(SyncClientTests.values(liveB) == [expected])
+
+        // Both devices report what they have seen (within a second): the daemon compacts (maybe
+        // once before the deletes too, on a slow machine), and the last compaction leaves the log
+        // trimmed to its header.
+        #expect(eventually(20) { daemon.log.contains("document compacted") }, "\(daemon.log)")
+        func trimmed() -> Bool {
+            let logs = Self.files(daemon, doc).filter { $0.key.hasPrefix("log-") }
+            return logs.count == 1 && logs.values.allSatisfy { $0 < 128 }
+        }
+        #expect(eventually(20, trimmed), "the log is trimmed to its header: \(Self.files(daemon, doc))")
+        let files = Self.files(daemon, doc)
+        #expect(files.keys.contains { $0.hasPrefix("snapshot-") } && files["stability"] != nil, "\(files)")
+        let status = try #require(try daemon.json(["status"]) as? [String: Any])
+        let resident = (status["resident"] as? [[String: Any]])?.first { $0["id"] as? String == doc.description }
+        #expect(status["compaction"] as? String == "on" && (status["compactions"] as? Int ?? 0) >= 1
+                && (status["last_compaction"] as? Int ?? 0) > 0, "\(status)")
+        #expect(resident?["floor"] != nil && resident?["senders"] as? Int == 2, "\(String(describing: resident))")
+        #expect(try table(daemon, doc.description) == [expected], "a command catches up from the compacted document")
+
+        // Restart: the compacted snapshot loads; the devices reconnect; new clients catch up from it.
+        #expect(daemon.terminate() == 0)
+        daemon = try DaemonProcess(data: dir.path + "/daemon", port: daemon.port, extra: Self.flags(retireAfter: "1h"))
+        #expect(try table(daemon, doc.description) == [expected])
+        let c = try SyncClient(folder: dir.path + "/c", server: try SyncClientTests.server(daemon))
+        let liveC = try await c.fetch(doc)
+        await c.start()
+        try await c.waitUntilSynced(timeout: .seconds(20))
+        #expect(SyncClientTests.values(liveC) == [expected])
+        #expect(liveC.document.historyFloor != nil, "its catch-up was the restarted daemon's compacted snapshot")
+        // Edits after the floor flow to everyone.
+        try await SyncClientTests.insert(c, doc, "after restart")
+        try await c.waitUntilSynced(timeout: .seconds(20))
+        let after = expected + ["after restart"]
+        #expect(eventually(20) { SyncClientTests.values(liveA) == [after] && SyncClientTests.values(liveB) == [after] })
+        #expect(try table(daemon, doc.description) == [after])
+        for client in [a, b, c] { await client.close() }
+    }
+
+    @Test("who counts survives a restart: a command's replica, which keeps no copy, does not hold compaction back after the daemon restarts")
+    func stabilitySurvivesRestart() async throws {
+        let dir = TemporaryFolder()
+        defer { dir.remove() }
+        var daemon = try DaemonProcess(data: dir.path + "/daemon", extra: Self.flags(retireAfter: "1h"))
+        defer { daemon.terminate() }
+        let (a, doc) = try await Self.firstDevice(daemon, folder: dir.path + "/a", name: "shared", values: ["from the device"])
+        // A command edits as its own kept replica and says it keeps no copy; then it exits.
+        let (code, _, err) = try daemon.run(["insert", doc.description, "0.1", "from a command"])
+        #expect(code == 0, "\(err)")
+        #expect(eventually(20) { Self.files(daemon, doc)["stability"] != nil })
+        #expect(daemon.terminate() == 0)
+        #expect(!daemon.log.contains("document compacted"), "too few operations before the restart")
+
+        // After the restart the command's replica, an author of the document, is known to keep
+        // no copy: once the device has seen everything, the daemon compacts.
+        daemon = try DaemonProcess(data: dir.path + "/daemon", port: daemon.port, extra: Self.flags(retireAfter: "1h"))
+        let live = try await a.open(doc)
+        for i in 0..<25 { try await SyncClientTests.insert(a, doc, "d\(i)") }
+        try await a.waitUntilSynced(timeout: .seconds(20))
+        #expect(eventually(20) { daemon.log.contains("document compacted") }, "\(daemon.log)")
+        #expect(try table(daemon, doc.description) == SyncClientTests.values(live))
+        await a.close()
+    }
+
+    @Test("a device offline past --retire-after no longer holds compaction back; it comes back with an unsent edit, re-syncs from the snapshot and keeps it")
+    func retiredDeviceComesBack() async throws {
+        let dir = TemporaryFolder()
+        defer { dir.remove() }
+        let daemon = try DaemonProcess(data: dir.path + "/daemon", extra: Self.flags(retireAfter: "1s"))
+        defer { daemon.terminate() }
+        let server = try SyncClientTests.server(daemon)
+        let (phone, doc) = try await Self.firstDevice(daemon, folder: dir.path + "/phone", name: "drawer", values: ["a", "b", "c"])
+        await phone.close()
+        // Offline (not started): an edit that stays on the device.
+        let offline = try SyncClient(folder: dir.path + "/phone", server: server)
+        _ = try await offline.open(doc)
+        _ = try await offline.edit(doc) { (d: inout ListDocument) throws(ListError) in
+            _ = try d.insertItem(atRow: 1, inSection: 0, value: Data("in the drawer".utf8))   // after "a"
+        }
+        await offline.close()
+        try await Task.sleep(for: .milliseconds(2_100))
+
+        // The laptop churns: the phone is retired, the document compacted without it.
+        let laptop = try SyncClient(folder: dir.path + "/laptop", server: server)
+        let liveLaptop = try await laptop.fetch(doc)
+        await laptop.start()
+        try await laptop.waitUntilSynced(timeout: .seconds(20))
+        for i in 0..<12 { try await SyncClientTests.insert(laptop, doc, "l\(i)") }
+        for _ in 0..<10 { try await Self.delete(laptop, doc, row: 3) }
+        try await laptop.waitUntilSynced(timeout: .seconds(20))
+        let laptopView = ["a", "b", "c", "l10", "l11"]
+        #expect(SyncClientTests.values(liveLaptop) == [laptopView])
+        #expect(eventually(20) { daemon.log.contains("senders retired") && daemon.log.contains("document compacted") }, "\(daemon.log)")
+
+        // The phone comes back: its catch-up is the snapshot; its edit is made again and kept.
+        let back = try SyncClient(folder: dir.path + "/phone", server: server)
+        let livePhone = try await back.open(doc)
+        await back.start()
+        try await back.waitUntilSynced(timeout: .seconds(20))
+        let merged = ["a", "in the drawer", "b", "c", "l10", "l11"]
+        #expect(SyncClientTests.values(livePhone) == [merged])
+        #expect(livePhone.document.historyFloor != nil, "it re-synced from the daemon's snapshot")
+        #expect(eventually(20) { SyncClientTests.values(liveLaptop) == [merged] })
+        #expect(try table(daemon, doc.description) == [merged])
+        #expect(await back.status.waiting == 0)
+        await back.close()
+        await laptop.close()
+    }
+}

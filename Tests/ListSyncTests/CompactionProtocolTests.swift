@@ -1,0 +1,355 @@
+import Foundation
+import Testing
+import ListCRDT
+import ListSync
+import ListSyncTestSupport
+
+/// Compaction in the protocol machines, with no socket and no disk (Docs/Protocol.md,
+/// "Compaction"; the rule in Docs/Semantics.md §7): `seen` feeding the document core's stability,
+/// compaction only at a quiescent stable point, the catch-up behind the floor as a snapshot, and
+/// operations made before the floor refused with `compacted`.
+@Suite struct CompactionProtocolTests {
+    static let doc = Fixture.document
+    static let (device, live, late) = (SubscriberID(1), SubscriberID(2), SubscriberID(3))
+
+    /// A core on the daemon's replica 99 holding `base` (authored by replica 1), with replica 1
+    /// attached as a device and replica 2 as a client that keeps no copy, both at `base`.
+    static func core(_ base: ListDocument, maxFrame: Int = 1 << 20, stepBytes: Int = 1 << 20) -> DocumentCore {
+        var core = DocumentCore(id: doc, name: "groceries", epoch: 7, document: base.fork(as: 99), maxFrame: maxFrame,
+                                stepBytes: stepBytes)
+        _ = core.subscribe(device, epoch: 7, version: base.version)
+        _ = core.subscribe(live, epoch: 7, version: base.version)
+        return core
+    }
+
+    /// Both subscribers say they have seen `version`.
+    static func bothSeen(_ core: inout DocumentCore, _ version: VersionVector, now: UInt64 = 100) {
+        _ = core.seen(device, replica: ReplicaID(1), version: version, role: .device, now: now)
+        _ = core.seen(live, replica: ReplicaID(2), version: version, role: .live, now: now)
+    }
+
+    // MARK: The document core
+
+    @Test("seen feeds the tracker; the core compacts only when every subscriber and sender has seen exactly its version, nothing in flight")
+    func compactsOnlyWhenQuiescent() throws {
+        let base = Fixture.typed(4)
+        var core = Self.core(base)
+        let noted = core.refreshStability(now: 100, retireAfter: 1_000)
+        #expect(noted.changed, "the author of the document, replica 1, is a sender")
+        #expect(core.stability.tracker.acknowledged[ReplicaID(1)] == VersionVector())
+        #expect(core.compactionPoint(minOperations: 1) == nil, "nobody said what it has seen")
+        let deviceIsNew = core.seen(Self.device, replica: ReplicaID(1), version: base.version, role: .device, now: 100)
+        #expect(!deviceIsNew, "replica 1 was noted as an author already")
+        #expect(core.stability.tracker.acknowledged[ReplicaID(1)] == base.version)
+        #expect(core.compactionPoint(minOperations: 1) == nil, "the live client has not said")
+        let liveIsNew = core.seen(Self.live, replica: ReplicaID(2), version: base.version, role: .live, now: 100)
+        #expect(liveIsNew, "replica 2 keeps no copy: new")
+        #expect(core.compactionPoint(minOperations: 1) == base.version)
+        #expect(core.compactionPoint(minOperations: 1_000) == nil, "not enough to collect")
+
+        // A batch in flight, then durable but not yet seen: no compaction.
+        let ops = Fixture.edits(on: base, replica: 2, count: 3)
+        let received = core.receive(ops, batch: 1, from: Self.live)
+        #expect(core.compactionPoint(minOperations: 1) == nil)
+        _ = core.durable(ticket: try #require(received.appends.first).ticket)
+        let after = core.document.version
+        _ = core.refreshStability(now: 101, retireAfter: 1_000)
+        #expect(core.compactionPoint(minOperations: 1) == nil, "the device has not seen the new operations")
+        _ = core.seen(Self.device, replica: ReplicaID(1), version: after, role: .device, now: 101)
+        #expect(core.compactionPoint(minOperations: 1) == nil, "the live client's report is older")
+        _ = core.seen(Self.live, replica: ReplicaID(2), version: after, role: .live, now: 101)
+        let point = try #require(core.compactionPoint(minOperations: 1))
+        #expect(point == after)
+        let shown = core.document.snapshot()
+        let report = try core.compact(at: point)
+        #expect(report.operationsDropped == base.operationCount + ops.count)
+        #expect(core.document.historyFloor == after && core.document.snapshot() == shown && core.durableVersion == after)
+        #expect(core.compactionPoint(minOperations: 1) == nil, "nothing logged since")
+    }
+
+    @Test("a sender that never reports holds compaction back until it is retired; a retired device caught up counts again")
+    func retire() throws {
+        let base = Fixture.typed(3)
+        var core = Self.core(base)
+        _ = core.unsubscribe(Self.device)
+        _ = core.seen(Self.live, replica: ReplicaID(2), version: base.version, role: .live, now: 100)
+        _ = core.refreshStability(now: 100, retireAfter: 50)
+        #expect(core.compactionPoint(minOperations: 1) == nil, "replica 1 authored operations and has said nothing")
+        let early = core.refreshStability(now: 149, retireAfter: 50)
+        #expect(early.retired.isEmpty)
+        let due = core.refreshStability(now: 150, retireAfter: 50)
+        #expect(due.retired == [ReplicaID(1)])
+        #expect(core.stability.tracker.retired == [ReplicaID(1)])
+        let point = try #require(core.compactionPoint(minOperations: 1))
+        try core.compact(at: point)
+        // Replica 1 comes back behind the floor: its report does not make it a sender again.
+        _ = core.subscribe(Self.device, epoch: 7, version: VersionVector())
+        _ = core.seen(Self.device, replica: ReplicaID(1), version: VersionVector([ReplicaID(1): 1]), role: .device, now: 200)
+        #expect(core.stability.tracker.retired == [ReplicaID(1)])
+        // Caught up past the floor (after its snapshot): it counts again.
+        let reinstated = core.seen(Self.device, replica: ReplicaID(1), version: point, role: .device, now: 201)
+        #expect(reinstated)
+        #expect(core.stability.tracker.retired.isEmpty && core.stability.tracker.acknowledged[ReplicaID(1)] == point)
+    }
+
+    @Test("a relay ever attached: never compacted")
+    func relayNeverCompacts() {
+        let base = Fixture.typed(3)
+        var core = Self.core(base)
+        Self.bothSeen(&core, base.version)
+        _ = core.refreshStability(now: 100, retireAfter: 1_000)
+        #expect(core.compactionPoint(minOperations: 1) == base.version)
+        _ = core.subscribe(Self.late, epoch: 7, version: base.version)
+        let relayIsNew = core.seen(Self.late, replica: ReplicaID(1), version: base.version, role: .relay, now: 100)
+        #expect(relayIsNew)
+        #expect(core.compactionPoint(minOperations: 1) == nil)
+        _ = core.unsubscribe(Self.late)
+        #expect(core.compactionPoint(minOperations: 1) == nil, "remembered after the link left")
+    }
+
+    /// A core compacted at `base` plus three edits of replica 2, with the edits.
+    static func compacted(maxFrame: Int = 1 << 20, stepBytes: Int = 1 << 20) throws -> (DocumentCore, ListDocument, [ListOperation]) {
+        let base = Fixture.typed(30)
+        var core = Self.core(base, maxFrame: maxFrame, stepBytes: stepBytes)
+        let ops = Fixture.edits(on: base, replica: 2, count: 3)
+        let received = core.receive(ops, batch: 1, from: Self.live)
+        _ = core.durable(ticket: try #require(received.appends.first).ticket)
+        Self.bothSeen(&core, core.document.version)
+        _ = core.refreshStability(now: 100, retireAfter: 1_000)
+        try core.compact(at: try #require(core.compactionPoint(minOperations: 1)))
+        return (core, base, ops)
+    }
+
+    /// The snapshot parts sent to `s`, joined; nil when none ends.
+    static func snapshot(_ messages: [SyncMessage]) -> [UInt8]? {
+        var bytes: [UInt8] = []
+        for m in messages {
+            guard case let .snapshot(_, part, more) = m else { continue }
+            bytes += part
+            if !more { return bytes }
+        }
+        return nil
+    }
+
+    @Test("a subscriber behind the floor gets subscribed, the snapshot in parts under the frame size, then synced; one at the floor gets operations")
+    func catchUpBehindFloorIsSnapshot() throws {
+        let (core0, _, _) = try Self.compacted(maxFrame: 256)
+        var core = core0
+        let actions = core.subscribe(Self.late, epoch: 7, version: VersionVector())
+        let sent = actions.sent(to: Self.late)
+        #expect(sent.count > 3, "several parts")
+        #expect(actions.frames(to: Self.late).allSatisfy { $0.count <= 256 })
+        guard case .subscribed = sent.first, case .synced(_, core.durableVersion) = sent.last else {
+            Issue.record("not subscribed … synced: \(sent)")
+            return
+        }
+        let loaded = try ListDocument(snapshot: try #require(Self.snapshot(sent)), replica: ReplicaID(5))
+        #expect(loaded.snapshot() == core.document.snapshot() && loaded.version == core.document.version)
+        #expect(sent.allSatisfy { if case .operations = $0 { return false }; return true })
+        // At the floor: the operations after it, no snapshot.
+        let atFloor = core.subscribe(SubscriberID(4), epoch: 7, version: core.document.version).sent(to: SubscriberID(4))
+        #expect(Self.snapshot(atFloor) == nil && atFloor.count == 2)
+        // A hello behind the floor is answered the same way.
+        #expect(Self.snapshot(core.hello(Self.late, version: VersionVector()).sent(to: Self.late)) != nil)
+    }
+
+    @Test("the snapshot catch-up is stepped like an operations catch-up: a step, then wait for room; operations made meanwhile follow it, then synced")
+    func snapshotStepped() throws {
+        var (core, _, _) = try Self.compacted(maxFrame: 256, stepBytes: 1)
+        var all = core.subscribe(Self.late, epoch: 7, version: VersionVector())
+        var steps = 1
+        #expect(all.last == .awaitRoom(Self.late), "the first step waits for room")
+        let more = Fixture.edits(on: core.document, replica: 2, count: 2)
+        let received = core.receive(more, batch: 2, from: Self.live)
+        all += core.durable(ticket: try #require(received.appends.first).ticket)
+        func waits() -> Bool {
+            all.last { if case .awaitRoom(Self.late) = $0 { return true }; if case .send(Self.late, _) = $0 { return true }; return false }
+                == .awaitRoom(Self.late)
+        }
+        while waits(), steps < 100 {
+            all += core.roomAvailable(Self.late)
+            steps += 1
+        }
+        #expect(steps > 2)
+        let sent = all.sent(to: Self.late)
+        guard case .synced(_, core.durableVersion) = sent.last else {
+            Issue.record("no synced at the end: \(sent.suffix(3))")
+            return
+        }
+        // Every part before the operations made meanwhile, which come before synced.
+        let lastPart = try #require(sent.lastIndex { if case .snapshot = $0 { return true }; return false })
+        let firstOps = try #require(sent.firstIndex { if case .operations = $0 { return true }; return false })
+        #expect(lastPart < firstOps)
+        var loaded = try ListDocument(snapshot: try #require(Self.snapshot(sent)), replica: ReplicaID(5))
+        _ = loaded.receive(all.operations(to: Self.late))
+        #expect(loaded.snapshot() == core.document.snapshot() && loaded.version == core.document.version)
+    }
+
+    @Test("a catch-up behind the floor while a batch is in flight waits for it: the snapshot holds only durable operations, nothing is forwarded before it")
+    func snapshotWaitsForDurable() throws {
+        var (core, base, _) = try Self.compacted()
+        let more = Fixture.edits(on: core.document, replica: 2, count: 2)
+        let received = core.receive(more, batch: 2, from: Self.live)
+        let waiting = core.subscribe(Self.late, epoch: 7, version: VersionVector()).sent(to: Self.late)
+        #expect(waiting.count == 1, "only subscribed: \(waiting)")
+        let released = core.durable(ticket: try #require(received.appends.first).ticket)
+        let sent = released.sent(to: Self.late)
+        #expect(sent.allSatisfy { if case .operations = $0 { return false }; return true }, "not forwarded: in the snapshot")
+        let loaded = try ListDocument(snapshot: try #require(Self.snapshot(sent)), replica: ReplicaID(5))
+        #expect(loaded.version == core.durableVersion && loaded.version.includes(base.version))
+        #expect(more.allSatisfy { loaded.version.contains($0.lastID) })
+    }
+
+    @Test("operations made before the floor are refused with compacted and change nothing; after it they are taken")
+    func beforeFloorRefused() throws {
+        var (core, base, _) = try Self.compacted()
+        let state = core.document.encodedState()
+        let version = core.document.version
+        // Replica 3 had seen only `base`, not replica 2's edits in the floor.
+        let stale = Fixture.edits(on: base, replica: 3, count: 1)
+        let answer = core.receive(stale, batch: 7, from: Self.device)
+        #expect(answer.appends.isEmpty)
+        let sent = answer.sent(to: Self.device)
+        guard case let .error(7, _, code, _)? = sent.first else {
+            Issue.record("no error: \(sent)")
+            return
+        }
+        #expect(code == .compacted && core.refusedBeforeFloor == 1)
+        #expect(core.document.encodedState() == state && core.document.version == version && core.document.pendingCount == 0)
+        #expect(answer.sent(to: Self.live).isEmpty, "nothing forwarded")
+        // Its next edits depend on the refused one: refused too, in the same batch or a later
+        // one, never kept waiting in the causal buffer for an operation that will not come.
+        let chain = Fixture.edits(on: base, replica: 4, count: 3)
+        _ = core.receive(Array(chain.prefix(2)), batch: 9, from: Self.device)
+        let later = core.receive([chain[2]], batch: 10, from: Self.device)
+        #expect(later.sent(to: Self.device).map(\.code) == [.compacted])
+        #expect(core.document.pendingCount == 0 && core.refusedBeforeFloor == 4 && core.document.encodedState() == state)
+        // Made after the floor: taken.
+        let fresh = Fixture.edits(on: core.document, replica: 3, count: 1)
+        let ok = core.receive(fresh, batch: 8, from: Self.device)
+        #expect(ok.appends.count == 1)
+    }
+
+    // MARK: Stability on disk
+
+    @Test("stability round-trips; every truncation and a wrong magic are refused")
+    func stabilityEncoding() throws {
+        var s = DocumentStability()
+        _ = s.noteAuthors(of: VersionVector([ReplicaID(1): 3, ReplicaID(7): 2]), now: 50)
+        _ = s.heardFromDevice(ReplicaID(1), version: VersionVector([ReplicaID(1): 3]), caughtUp: true, now: 60)
+        _ = s.heardFromLive(ReplicaID(9))
+        let retired = s.retireSilent(now: 200, after: 145)
+        #expect(retired == [ReplicaID(7)])
+        _ = s.heardFromRelay()
+        let bytes = s.encoded()
+        #expect(try DocumentStability(decoding: bytes) == s)
+        for n in 0..<bytes.count {
+            #expect(throws: SyncProtocolError.self) { try DocumentStability(decoding: Array(bytes.prefix(n))) }
+        }
+        var bad = bytes
+        bad[0] ^= 1
+        #expect(throws: SyncProtocolError.self) { try DocumentStability(decoding: bad) }
+        #expect(throws: SyncProtocolError.self) { try DocumentStability(decoding: bytes + [0]) }
+    }
+
+    // MARK: The connections
+
+    @Test("the server connection passes seen for attached documents only; a read-only device counts as live; bad seen bytes close it")
+    func serverSeen() {
+        var s = ServerSession(maxFrame: 1 << 20, rateLimit: nil, now: 0)
+        let frame = SyncMessage.seen(document: Self.doc, replica: ReplicaID(4), version: VersionVector([ReplicaID(4): 2]), role: .device).encoded()
+        #expect(s.receive(frame, now: 0).isEmpty, "not attached")
+        s.attached(Self.doc)
+        #expect(s.receive(frame, now: 0) == [.seen(Self.doc, replica: ReplicaID(4), version: VersionVector([ReplicaID(4): 2]), role: .device)])
+        var readOnly = ServerSession(maxFrame: 1 << 20, rateLimit: nil, now: 0, access: Access(documents: nil, readOnly: true))
+        readOnly.attached(Self.doc)
+        #expect(readOnly.receive(frame, now: 0) == [.seen(Self.doc, replica: ReplicaID(4), version: VersionVector([ReplicaID(4): 2]), role: .live)])
+        // Replica 0, and role 3: malformed (the connection closes, nothing reaches the daemon).
+        var zero = frame
+        zero[18] = 0
+        var role = frame
+        role[role.count - 1] = 3
+        for bad in [zero, role] {
+            var t = ServerSession(maxFrame: 1 << 20, rateLimit: nil, now: 0)
+            t.attached(Self.doc)
+            let actions = t.receive(bad, now: 0)
+            #expect(actions.requests == [.close(reason: "malformed message")] && t.isClosed)
+        }
+    }
+
+    @Test("the client coalesces seen: sent after a change, at most once a second, the latest kept for the tick")
+    func clientSeenCoalesced() {
+        var c = ClientSession(maxFrame: 1 << 20)
+        let r = ReplicaID(4)
+        let v1 = VersionVector([r: 1]), v2 = VersionVector([r: 2]), v3 = VersionVector([r: 3])
+        #expect(c.reportSeen(Self.doc, replica: r, version: v1, role: .device, now: 0).isEmpty, "not live")
+        _ = c.subscribe(Self.doc, epoch: 0, version: VersionVector(), now: 0)
+        _ = c.receive(SyncMessage.subscribed(document: Self.doc, name: "n", epoch: 7, version: VersionVector()).encoded(), now: 0)
+        let second = ClientSession.seenInterval
+        #expect(c.reportSeen(Self.doc, replica: r, version: v1, role: .device, now: 10).sent
+                == [.seen(document: Self.doc, replica: r, version: v1, role: .device)])
+        #expect(c.reportSeen(Self.doc, replica: r, version: v1, role: .device, now: 20).isEmpty, "unchanged")
+        #expect(c.reportSeen(Self.doc, replica: r, version: v2, role: .device, now: 30).isEmpty, "within a second")
+        #expect(c.reportSeen(Self.doc, replica: r, version: v3, role: .device, now: 40).isEmpty)
+        #expect(c.nextSeenDeadline == 10 + second)
+        #expect(c.tick(now: 10 + second - 1).sent.isEmpty)
+        #expect(c.tick(now: 10 + second).sent == [.seen(document: Self.doc, replica: r, version: v3, role: .device)], "the latest only")
+        #expect(c.tick(now: 10 + 3 * second).sent.isEmpty && c.nextSeenDeadline == nil)
+    }
+
+    @Test("an older daemon's refusal of seen (unknown message type 19) stops the session from sending it; other malformed errors do not")
+    func olderDaemon() {
+        func session() -> ClientSession {
+            var c = ClientSession(maxFrame: 1 << 20)
+            _ = c.subscribe(Self.doc, epoch: 0, version: VersionVector(), now: 0)
+            _ = c.receive(SyncMessage.subscribed(document: Self.doc, name: "n", epoch: 7, version: VersionVector()).encoded(), now: 0)
+            return c
+        }
+        var other = session()
+        _ = other.receive(SyncMessage.error(request: 0, document: nil, code: .malformed, text: "malformed message: 3 trailing bytes").encoded(), now: 0)
+        #expect(other.sendsSeen)
+        var c = session()
+        // What ServerSession of a build without tag 19 answers, byte for byte the same message.
+        let old = SyncMessage.error(request: 0, document: nil, code: .malformed,
+                                    text: SyncProtocolError.malformed("unknown message type 19").description)
+        _ = c.receive(old.encoded(), now: 0)
+        #expect(!c.sendsSeen)
+        var next = ClientSession(maxFrame: 1 << 20)
+        next.sendsSeen = c.sendsSeen
+        _ = next.subscribe(Self.doc, epoch: 0, version: VersionVector(), now: 0)
+        _ = next.receive(SyncMessage.subscribed(document: Self.doc, name: "n", epoch: 7, version: VersionVector()).encoded(), now: 0)
+        #expect(next.reportSeen(Self.doc, replica: ReplicaID(4), version: VersionVector([ReplicaID(4): 1]), role: .device, now: 0).isEmpty)
+    }
+
+    @Test("the client joins snapshot parts split at every offset into one snapshot action; not live: ignored; over the limit: closed")
+    func clientSnapshotParts() throws {
+        let (core0, _, _) = try Self.compacted(maxFrame: 256)
+        var core = core0
+        let frames = core.subscribe(Self.late, epoch: 7, version: VersionVector()).frames(to: Self.late)
+        let whole = core.document.encodedSnapshot()
+        for pieces in ByteStream.splits(frames) {
+            var c = ClientSession(maxFrame: 256)
+            _ = c.subscribe(Self.doc, epoch: 0, version: VersionVector(), now: 0)
+            var actions: [ClientSession.Action] = []
+            for f in ByteStream.frames(pieces) { actions += c.receive(f, now: 0) }
+            let snapshots = actions.compactMap { if case let .snapshot(_, b) = $0 { return b }; return nil }
+            #expect(snapshots == [whole])
+            #expect(actions.contains(.synced(Self.doc, core.durableVersion)))
+        }
+        var stranger = ClientSession(maxFrame: 256)
+        #expect(stranger.receive(SyncMessage.snapshot(document: Self.doc, part: [1], more: false).encoded(), now: 0).isEmpty)
+    }
+
+    @Test("a peer link says it relays once its subscription is live, and a snapshot answer detaches the document")
+    func peerSaysRelay() {
+        var p = PeerSession(maxFrame: 1 << 20)
+        let local = PeerSession.LocalDocument(id: Self.doc, name: "n", epoch: 7, version: VersionVector())
+        _ = p.reconcile(remote: [DocumentInfo(id: Self.doc, name: "n", epoch: 7, operations: 0)], local: [local], complete: true, now: 0)
+        let v = VersionVector([ReplicaID(3): 1])
+        let live = p.receive(SyncMessage.subscribed(document: Self.doc, name: "n", epoch: 7, version: v).encoded(), now: 0)
+        #expect(live.sent.contains(.seen(document: Self.doc, replica: ReplicaID(1), version: v, role: .relay)))
+        let behind = p.receive(SyncMessage.snapshot(document: Self.doc, part: [1], more: false).encoded(), now: 0)
+        #expect(behind.requests == [.detach(Self.doc), .behindFloor(Self.doc)])
+        #expect(!p.attached.contains(Self.doc))
+    }
+}
