@@ -87,8 +87,18 @@ public struct KeyValue: Sendable {
     ///
     /// - Complexity: one request; the answer lists every key (the server pages past 100,000).
     public func keys() async throws(JetStreamError) -> [String] {
+        try await keysAndRevision().keys
+    }
+
+    /// Every key of the bucket, sorted, and the bucket's latest revision (the greatest revision
+    /// of any key, or of a deletion): a reader that saw the same revision before has seen every
+    /// entry as it is now.
+    ///
+    /// - Complexity: as ``keys()``.
+    public func keysAndRevision() async throws(JetStreamError) -> (keys: [String], revision: UInt64) {
         let info = try await js.streamInfo(stream, subjectsFilter: "$KV.\(bucket).>")
         let prefix = "$KV.\(bucket)."
-        return info.subjects.keys.filter { $0.hasPrefix(prefix) }.map { String($0.dropFirst(prefix.count)) }.sorted()
+        return (info.subjects.keys.filter { $0.hasPrefix(prefix) }.map { String($0.dropFirst(prefix.count)) }.sorted(),
+                info.lastSequence)
     }
 }

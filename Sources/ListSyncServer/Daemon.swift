@@ -437,15 +437,18 @@ public actor Daemon {
 
     /// Renames document `id` to `name` (Docs/Daemon.md, "Renaming a document"): the name file is
     /// written durably, a resident host takes the new name (later subscribers hear it), and every
-    /// connection that listed the documents hears the new info. Peers are not told.
+    /// connection that listed the documents hears the new info. Peers are not told; in cluster mode
+    /// the cluster's document list takes the name first, and the other nodes take it from there.
     ///
     /// - Returns: the document's info with its new name.
     /// - Throws: ``DaemonError/invalidName(_:)`` (nothing written), ``DaemonError/unknownDocument(_:)``,
     ///   ``DaemonError/destroyed(_:)`` or a storage failure.
-    func rename(_ id: DocumentID, to name: String) async throws(DaemonError) -> DocumentInfo {
+    func rename(_ id: DocumentID, to name: String, fromCluster: Bool = false) async throws(DaemonError) -> DocumentInfo {
         guard let folder else { throw .stopping }
         if let why = DocumentInfo.nameProblem(name) { throw .invalidName(why) }
         if isDestroyed(id, in: folder) { throw .destroyed(id) }
+        // Cluster mode: the cluster's list first (every node takes its names from it), then here.
+        if !fromCluster, let cluster, let failure = await cluster.renamed(id, name: name) { throw .cluster(failure) }
         do { try folder.rename(id, to: name) } catch {
             throw DaemonError.from(error)
         }

@@ -4,7 +4,7 @@ import Testing
 import ListSyncTestSupport
 
 /// Cluster mode with more moving parts (Docs/Cluster.md): three nodes, a node killed while clients
-/// write, and the whole cluster (the NATS server and every node) killed and started again.
+/// write, the whole cluster (the NATS server and every node) killed and started again, renames.
 extension ClusterProcessTests {
     @Test func threeNodesConvergeWithClientsOnEach() throws {
         let (nats, folder, key) = try server("127.0.0.16")
@@ -94,5 +94,28 @@ extension ClusterProcessTests {
         #expect(try a.run(["insert", "board", "0.0", "after-a"]).0 == 0)
         #expect(eventually(30) { items(a, "board").joined().count == 4 && items(b, "board") == items(a, "board") },
                 "A: \(items(a, "board")) B: \(items(b, "board"))\n\(a.log)\n\(b.log)")
+    }
+
+    @Test func aRenameOnOneNodeShowsOnEveryNode() throws {
+        let (nats, folder, key) = try server("127.0.0.24")
+        defer { nats.remove(); folder.remove() }
+        let a = try node(folder, "a", nats: nats, key: key)
+        defer { a.kill9() }
+        let b = try node(folder, "b", nats: nats, key: key)
+        defer { b.kill9() }
+        let doc = try createBoard(on: a)
+        func name(_ d: DaemonProcess) -> String? {
+            ((try? d.json(["docs"]) as? [[String: Any]]) ?? []).first { $0["id"] as? String == doc }?["name"] as? String
+        }
+        #expect(eventually(30) { name(b) == "board" }, "B: \(String(describing: name(b)))")
+        #expect(try a.run(["rename", doc, "--name", "weekend board"]).0 == 0)
+        #expect(eventually(30) { name(b) == "weekend board" }, "B: \(String(describing: name(b)))\n\(b.log)")
+        #expect(try b.run(["rename", doc, "--name", "tools"]).0 == 0)
+        #expect(eventually(30) { name(a) == "tools" && name(b) == "tools" },
+                "A: \(String(describing: name(a))) B: \(String(describing: name(b)))")
+        // A node started later takes the list's name, not the one the document was made with.
+        let c = try node(folder, "c", nats: nats, key: key)
+        defer { c.kill9() }
+        #expect(eventually(30) { name(c) == "tools" }, "C: \(String(describing: name(c)))")
     }
 }

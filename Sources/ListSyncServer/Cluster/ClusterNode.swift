@@ -60,6 +60,8 @@ actor ClusterNode {
     var leases: [DocumentID: ClusterLease] = [:]
     /// Documents destroyed in the cluster (seen in the bucket or destroyed here).
     private var knownDestroyed: Set<DocumentID> = []
+    /// The document list's revision when this node last compared its names with it (renames).
+    private var listRevision: UInt64 = 0
     /// Per document, the last publish queued (the next one waits for it).
     private var publishChain: [DocumentID: Task<Bool, Never>] = [:]
     /// Per document, publishes queued and not yet stored (or given up).
@@ -193,13 +195,46 @@ actor ClusterNode {
     /// A document was created on this node: put it in the bucket (once: a compare-and-set on
     /// the key's absence).
     func created(_ id: DocumentID, name: String, epoch: UInt64) async {
-        guard let bucket else { return }
-        let entry: [String: Any] = ["name": name, "epoch": epoch]
-        guard let value = try? JSONSerialization.data(withJSONObject: entry) else { return }
-        do { try await bucket.update(id.description, Array(value), revision: 0) } catch {
+        guard let bucket, let value = Self.listEntry(name: name, epoch: epoch) else { return }
+        do { try await bucket.update(id.description, value, revision: 0) } catch {
             if case let .api(_, code, _) = error, code == JetStreamError.wrongLastSequence { return }
             daemon?.log("cluster list not updated", ["document": id.description, "error": "\(error)"])
         }
+    }
+
+    /// A document is being renamed on this node: its entry in the list takes the new name first
+    /// (a compare-and-set on the entry read, tried again if another write came first), and every
+    /// node renames its copy when it next reads the list. Concurrent renames on two nodes end with
+    /// the list's last one everywhere. Returns why the list did not take it (the rename is then
+    /// refused), nil once it did or when the list has no entry for the document.
+    func renamed(_ id: DocumentID, name: String) async -> String? {
+        guard let bucket else { return nil }
+        for _ in 0..<3 {
+            do {
+                guard let entry = try await bucket.get(id.description) else { return nil }
+                guard let current = Self.readEntry(entry.value), let value = Self.listEntry(name: name, epoch: current.epoch) else {
+                    return "the cluster's entry for \(id) is not readable"
+                }
+                try await bucket.update(id.description, value, revision: entry.revision)
+                return nil
+            } catch {
+                if case let .api(_, code, _) = error, code == JetStreamError.wrongLastSequence { continue }
+                return "the cluster's document list did not take the name: \(error)"
+            }
+        }
+        return "the cluster's document list did not take the name: three other writes came first"
+    }
+
+    /// A list entry's bytes: `{"name", "epoch"}`.
+    static func listEntry(name: String, epoch: UInt64) -> [UInt8]? {
+        (try? JSONSerialization.data(withJSONObject: ["name": name, "epoch": epoch] as [String: Any])).map(Array.init)
+    }
+
+    /// A list entry's name and epoch, nil if it is not one.
+    static func readEntry(_ bytes: [UInt8]) -> (name: String, epoch: UInt64)? {
+        guard let object = (try? JSONSerialization.jsonObject(with: Data(bytes))) as? [String: Any],
+              let name = object["name"] as? String, let epoch = (object["epoch"] as? NSNumber)?.uint64Value else { return nil }
+        return (name, epoch)
     }
 
     /// A document was destroyed on this node: the bucket says so (key `destroyed.<id>`), and
@@ -227,12 +262,13 @@ actor ClusterNode {
     /// lacks (it follows none of them for that: only for a subscriber).
     private func readList() async {
         guard !stopped, let bucket, let daemon else { return }
-        let keys: [String]
-        do { keys = try await bucket.keys() } catch {
+        let keys: [String], revision: UInt64
+        do { (keys, revision) = try await bucket.keysAndRevision() } catch {
             daemon.log("cluster list not read", ["error": "\(error)"])
             return
         }
-        let local = Set(await daemon.list().map(\.id))
+        let names = Dictionary(await daemon.list().map { ($0.id, $0.name) }, uniquingKeysWith: { a, _ in a })
+        let local = Set(names.keys)
         let gone = Set(keys.filter { $0.hasPrefix(Self.destroyedPrefix) }.compactMap { DocumentID(hex: String($0.dropFirst(Self.destroyedPrefix.count))) })
         for id in gone.sorted() where !knownDestroyed.contains(id) {
             knownDestroyed.insert(id)
@@ -247,15 +283,22 @@ actor ClusterNode {
         for k in keys {
             guard let id = DocumentID(hex: k), !gone.contains(id) else { continue }
             if !local.contains(id) {
-                guard let entry = try? await bucket.get(k),
-                      let object = (try? JSONSerialization.jsonObject(with: Data(entry.value))) as? [String: Any],
-                      let name = object["name"] as? String, let epoch = (object["epoch"] as? NSNumber)?.uint64Value else { continue }
+                guard let entry = try? await bucket.get(k), let (name, epoch) = Self.readEntry(entry.value) else { continue }
                 do { _ = try await daemon.create(name: name, sections: [], id: id, epoch: epoch) } catch {
                     daemon.log("cluster document not made", ["document": k, "error": "\(error)"])
                     continue
                 }
+            } else if revision != listRevision {
+                // The list changed since this node last looked: a rename elsewhere shows here.
+                guard let entry = try? await bucket.get(k), let (name, _) = Self.readEntry(entry.value),
+                      let mine = names[id], mine != name else { continue }
+                do { _ = try await daemon.rename(id, to: name, fromCluster: true) } catch {
+                    daemon.log("cluster rename not applied", ["document": k, "error": "\(error)"])
+                    continue
+                }
             }
         }
+        listRevision = revision
     }
 
     // MARK: Out
