@@ -15,7 +15,8 @@ extension ListDocument {
     /// it); a deleted item is deleted if this document still shows it; a written value is
     /// written again; a moved item is moved after the same neighbour; an inserted section is
     /// inserted (at its index, clamped), a deleted one deleted, a section value written again.
-    /// Section moves are not made again (the section stays where the others left it). An edit of
+    /// Section moves are not made again (the section stays where the others left it). Operations
+    /// made again take counters after `local`'s clock, never an id `local` has used. An edit of
     /// something this document no longer shows (deleted by another replica) is dropped, as it
     /// would have been by the merge.
     ///
@@ -51,6 +52,11 @@ extension ListDocument {
                 redo = unsent
             }
         }
+        // Each identity once: the operations made again take ids after every one `local` knows,
+        // its own refused or unsent ones included (this document's clock only knows what the
+        // daemon held; an id reused here would name two operations, and the daemon, which refused
+        // the first, would refuse what depends on the second for the floor too).
+        clock = max(clock, local.clock)
         var remaker = Remaker(local: local.snapshot())
         for op in redo { remaker.remake(op, on: &self) }
         return taken + remaker.made
