@@ -42,6 +42,68 @@ import ListSyncTestTraits
         #expect(crashes > 0 && acknowledged > 0, "crashes happened and acknowledgements were checked against them")
     }
 
+    /// Compaction (Docs/Semantics.md §7) in the simulator: one daemon that compacts every 10
+    /// operations once all have seen them, clients that report `seen`, drop off (faults,
+    /// partitions, crashes) and are retired after 30 virtual ms, then come back behind the floor:
+    /// their batches are refused as `compacted`, they re-sync from a snapshot and make their
+    /// unsent edits again. Same checks as above, plus: no unsent item lost by a re-sync.
+    /// `LISTSYNC_SIM_COMPACT_SEEDS` sets the number of seeds.
+    @Test("300 seeds with compaction: 1 daemon × 3–5 clients × 100 edits, 0–3 crashes, retired clients re-sync from snapshots, nothing lost")
+    func compaction() {
+        let seeds = Self.environment["LISTSYNC_SIM_COMPACT_SEEDS"].flatMap(UInt64.init) ?? 300
+        var failures = 0
+        var total = SimulationReport()
+        let start = Date()
+        for seed in 0..<seeds where failures < 3 {
+            var config = SimulationConfiguration()
+            config.seed = seed
+            config.replicas = 3 + Int(seed % 3)
+            config.crashes = Int(seed / 3 % 4)
+            config.operations = 100
+            config.compactAfter = 10
+            var sim = Simulator(config)
+            let report = sim.run()
+            total.compactions += report.compactions
+            total.retired += report.retired
+            total.snapshots += report.snapshots
+            total.remade += report.remade
+            total.refusedCompacted += report.refusedCompacted
+            total.crashes += report.crashes
+            total.acknowledged += report.acknowledged
+            if !report.passed {
+                failures += 1
+                Issue.record("\(report)\nreplay: swift run listsync simulate --seed \(seed) --replicas \(config.replicas) --crashes \(config.crashes) --ops 100 --compact-after 10")
+            }
+        }
+        let seconds = Date().timeIntervalSince(start)
+        print("simulator with compaction: \(seeds) seeds in \(String(format: "%.1f", seconds)) s (\(String(format: "%.0f", Double(seeds) / max(seconds, 0.001))) seeds/s): \(total.compactions) compactions, \(total.retired) senders retired, \(total.snapshots) snapshot catch-ups, \(total.remade) operations remade, \(total.refusedCompacted) batches refused as compacted, \(total.crashes) crashes, \(total.acknowledged) operations acknowledged")
+        #expect(total.compactions > 0 && total.retired > 0, "compactions ran, senders were retired")
+        #expect(total.snapshots > 0 && total.remade > 0 && total.refusedCompacted > 0,
+                "clients were refused as compacted, re-synced from snapshots and made edits again")
+        #expect(total.crashes > 0 && total.acknowledged > 0)
+    }
+
+    /// A known issue: a client that sends an edit ahead of earlier unacknowledged edits it
+    /// depends on (as the simulator's clients do without compaction; SyncClient sends everything
+    /// unacknowledged in order, once caught up) can have the later edit kept waiting in the
+    /// daemon's causal buffer while the earlier ones are refused for the floor. Its author then
+    /// re-syncs and makes its edits again with higher counters of the same replica, which the
+    /// daemon's version vector takes as covering the refused ones: the waiting edit is applied
+    /// without its causes (a move into a section never inserted: items vanish).
+    @Test("known issue: an edit sent ahead of the earlier edits it depends on, refused for the floor, is applied without them")
+    func sendsAheadOfRefusedEdits() {
+        withKnownIssue("a dependent of an edit refused for the floor, received first, waits and is woken by the remade edits") {
+            var config = SimulationConfiguration()
+            config.seed = 17
+            config.operations = 100
+            config.compactAfter = 10
+            config.sendsAhead = true
+            var sim = Simulator(config)
+            let report = sim.run()
+            #expect(report.passed, "\(report)")
+        }
+    }
+
     @Test("the same seed replays exactly; another seed does something else")
     func deterministic() {
         var config = SimulationConfiguration()
