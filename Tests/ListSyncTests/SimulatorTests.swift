@@ -83,18 +83,30 @@ import ListSyncTestTraits
         #expect(total.crashes > 0 && total.acknowledged > 0)
     }
 
-    /// A known issue: a client that sends an edit ahead of earlier unacknowledged edits it
-    /// depends on (as the simulator's clients do without compaction; SyncClient sends everything
-    /// unacknowledged in order, once caught up) can have the later edit kept waiting in the
-    /// daemon's causal buffer while the earlier ones are refused for the floor. Its author then
-    /// re-syncs and makes its edits again with higher counters of the same replica, which the
-    /// daemon's version vector takes as covering the refused ones: the waiting edit is applied
-    /// without its causes (a move into a section never inserted: items vanish).
-    @Test("known issue: an edit sent ahead of the earlier edits it depends on, refused for the floor, is applied without them")
+    /// Clients that send each edit at once, even ahead of earlier unacknowledged edits it depends
+    /// on (as the simulator's clients do without compaction; SyncClient sends everything
+    /// unacknowledged in order, once caught up). An edit that reached the daemon ahead of its
+    /// author's earlier ones, those then refused for the floor, used to wait in the causal buffer
+    /// and be woken without them by the author's edits made again on the snapshot (seed 17; 70
+    /// seeds in 200 failed); the core now refuses it with `compacted` (CompactionProtocolTests).
+    @Test("clients that send ahead: the seeds that failed pass; a known issue left in one seed in 200")
     func sendsAheadOfRefusedEdits() {
-        withKnownIssue("a dependent of an edit refused for the floor, received first, waits and is woken by the remade edits") {
+        var failed: [UInt64] = []
+        for seed in [17, 21, 27, 30] as [UInt64] {
             var config = SimulationConfiguration()
-            config.seed = 17
+            config.seed = seed
+            config.operations = 100
+            config.compactAfter = 10
+            config.sendsAhead = true
+            var sim = Simulator(config)
+            if !sim.run().passed { failed.append(seed) }
+        }
+        #expect(failed.isEmpty, "seeds \(failed) failed with --sends-ahead")
+        // Left: seed 175 (with 2 crashes) still loses a live item; not diagnosed yet.
+        withKnownIssue("seed 175 with --sends-ahead and 2 crashes loses a live item") {
+            var config = SimulationConfiguration()
+            config.seed = 175
+            config.crashes = 2
             config.operations = 100
             config.compactAfter = 10
             config.sendsAhead = true
