@@ -263,7 +263,7 @@ public struct Simulator: Sendable {
         roomDue.removeAll { $0.time <= now }
         for r in due { performCore(r.daemon, daemons[r.daemon].core.roomAvailable(SubscriberID(r.subscriber))) }
         for c in clients.indices where (clients[c].reconnectAt ?? .max) <= now { connectClient(c) }
-        for (d, t) in linkDue where t <= now { connectLink(d, d + 1) }
+        for (d, t) in linkDue.sorted(by: { $0.key < $1.key }) where t <= now { connectLink(d, d + 1) }
         for c in clients.indices where clients[c].connected {
             performClient(c, clients[c].session.tick(now: nowNs))
             for (_, due) in clients[c].presence.tick(now: nowNs) { sendPresence(c, due) }
@@ -284,7 +284,7 @@ public struct Simulator: Sendable {
                 var actions = link.start(now: nowNs)
                 let (dueResyncs, more) = link.tick(now: nowNs)
                 actions += more
-                for id in link.attached.union(dueResyncs) {
+                for id in link.attached.union(dueResyncs).sorted() {
                     actions += link.resync(id, version: daemons[d].core.durableVersion, now: nowNs)
                 }
                 daemons[d].links[peer] = link
