@@ -15,6 +15,13 @@ struct SimulatedDisk {
     private(set) var unsynced: [(ticket: UInt64, bytes: [UInt8])] = []
     /// When the running sync completes (virtual ms), if one runs.
     var syncDue: UInt64?
+    /// The snapshot of the last compaction (format 3), durable: the log after it starts afresh,
+    /// as the store's next generation does (``DocumentStore/compact(_:)``). Nil: never compacted.
+    private(set) var base: [UInt8]?
+    /// Bytes of operations written since the disk was made (compactions and crashes aside).
+    private(set) var bytesWritten = 0
+    /// The operations the last recovery replayed from the log.
+    private(set) var replayed: [ListOperation] = []
 
     init(document: DocumentID, epoch: UInt64) {
         self.document = document
@@ -27,6 +34,7 @@ struct SimulatedDisk {
         let bytes = (try? SharedLogFormat.records(for: ops, document: document)) ?? []
         precondition(!bytes.isEmpty, "a batch of \(ops.count) operations did not encode")
         unsynced.append((ticket, bytes))
+        bytesWritten += bytes.count
     }
 
     /// The sync completes: every written byte is durable; returns the tickets, in order.
@@ -44,6 +52,15 @@ struct SimulatedDisk {
         syncDue = nil
     }
 
+    /// A compaction: `snapshot` becomes the base and the log starts afresh, at once and durably
+    /// (the store writes the snapshot and the new generation before dropping the old one; the
+    /// host compacts only when nothing is in flight, so nothing is unsynced).
+    mutating func compact(snapshot: [UInt8], epoch: UInt64) {
+        precondition(unsynced.isEmpty && syncDue == nil, "a compaction with unsynced writes")
+        base = snapshot
+        synced = SharedLogFormat.header(base: 0) + SharedLogFormat.epochRecord(epoch, document: document)
+    }
+
     /// Bytes not yet synced.
     var unsyncedCount: Int { unsynced.reduce(0) { $0 + $1.bytes.count } }
 
@@ -51,12 +68,20 @@ struct SimulatedDisk {
     mutating func recover(replica: ReplicaID, limits: PendingLimits) -> ListDocument {
         let scan = (try? SharedLogScan.scan(synced, base: 0))!
         synced = Array(synced.prefix(scan.validLength))
+        replayed = []
         var doc = ListDocument(replica: replica)
+        if let base {
+            // The store loads the generation's snapshot, then replays its log.
+            doc = try! ListDocument(snapshot: base, replica: replica)
+        }
         doc.pendingLimits = limits
         for entry in scan.entries where entry.document == document {
             let start = Int(entry.position)
             let record = SharedLogScan.decode(synced[start..<start + entry.length], maxValueSize: doc.maxValueSize)
-            if case let .success((_, .operations(ops))) = record { _ = doc.receive(ops) }
+            if case let .success((_, .operations(ops))) = record {
+                _ = doc.receive(ops)
+                replayed += ops
+            }
         }
         return doc
     }
@@ -71,6 +96,9 @@ struct SimulatedDaemon {
     let epoch: UInt64
     var core: DocumentCore
     var disk: SimulatedDisk
+    /// The stability as last written to disk (the host writes it when it changes in a way that
+    /// matters, and before each compaction); a crash restarts from it.
+    var savedStability = DocumentStability()
     var servers: [Int: ServerSession] = [:]
     var links: [Int: PeerSession] = [:]
     /// Operation ids this daemon acknowledged to a client, with the batch.
@@ -94,7 +122,8 @@ struct SimulatedDaemon {
     mutating func crashAndRecover(keep: Int, variant: DocumentCore.Variant) {
         disk.crash(keep: keep)
         let doc = disk.recover(replica: replica, limits: Self.limits)
-        core = DocumentCore(id: core.id, name: core.name, epoch: epoch, document: doc, maxFrame: 1 << 16, stepBytes: 1 << 14)
+        core = DocumentCore(id: core.id, name: core.name, epoch: epoch, document: doc, maxFrame: 1 << 16, stepBytes: 1 << 14,
+                            stability: savedStability)
         core.variant = variant
         servers = [:]
         links = [:]

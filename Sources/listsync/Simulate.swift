@@ -22,6 +22,15 @@ let simulateUsage = """
       --duplicate P       percent of frames duplicated (default 5)
       --latency A-B       frame delay range in virtual ms (default 1-40)
       --partitions N      partition episodes per run (default 2)
+      --compact-after N   the daemon compacts once N operations were logged since its last
+                          compaction and every sender has seen them (default: never); one
+                          daemon (--daemons is ignored); clients report `seen`, silent ones
+                          are retired, and those left behind re-sync from a snapshot
+      --retire-after MS   with --compact-after: virtual ms after which a silent client is
+                          retired (default 30)
+      --sends-ahead       with --compact-after: clients send each edit at once, even ahead of
+                          earlier unacknowledged ones (default: as SyncClient, in order once
+                          caught up); a known issue, see SimulatorTests
       --quiet             print only failures and the summary
       -h, --help          show this help
     """
@@ -61,6 +70,9 @@ func runSimulate(_ args: [String]) throws -> Int32 {
             let parts = text.split(separator: "-").compactMap { UInt64($0) }
             guard parts.count == 2, parts[0] <= parts[1] else { throw UsageError(message: "--latency must look like 1-40, not '\(text)'") }
             config.faults.latency = parts[0]...parts[1]
+        case "--compact-after": config.compactAfter = try number("--compact-after", 1...10_000_000)
+        case "--retire-after": config.retireAfter = try number("--retire-after", 0...10_000_000)
+        case "--sends-ahead": config.sendsAhead = true
         case "--quiet": quiet = true
         default: throw UsageError(message: "unknown option '\(args[i])'")
         }
@@ -69,6 +81,7 @@ func runSimulate(_ args: [String]) throws -> Int32 {
     let first = config.seed
     var failed: [UInt64] = []
     var edits = 0, frames = 0, bytes = 0
+    var compactions = 0, retired = 0, snapshots = 0, remade = 0, refused = 0
     let start = Date()
     for k in 0..<runs {
         config.seed = first &+ k
@@ -77,11 +90,15 @@ func runSimulate(_ args: [String]) throws -> Int32 {
         edits += report.edits
         frames += report.framesSent
         bytes += report.bytesSent
+        compactions += report.compactions; retired += report.retired; snapshots += report.snapshots
+        remade += report.remade; refused += report.refusedCompacted
         if !report.passed { failed.append(config.seed) }
         if !quiet || !report.passed {
             print(report)
             if !report.passed {
-                print("replay: listsync simulate --seed \(config.seed) --replicas \(config.replicas) --ops \(config.operations)")
+                print("replay: listsync simulate --seed \(config.seed) --replicas \(config.replicas) --ops \(config.operations) --daemons \(config.daemons) --crashes \(config.crashes)"
+                      + (config.compactAfter.map { " --compact-after \($0) --retire-after \(config.retireAfter)" } ?? "")
+                      + (config.sendsAhead ? " --sends-ahead" : ""))
             }
             if runs > 1 { print("") }
         }
@@ -89,6 +106,9 @@ func runSimulate(_ args: [String]) throws -> Int32 {
     if runs > 1 || quiet {
         let seconds = Date().timeIntervalSince(start)
         print("summary: \(runs) runs × \(config.replicas) replicas × \(config.operations) edits: \(edits) edits, \(frames) frames, \(bytes) bytes, \(runs - UInt64(failed.count)) passed, \(failed.count) failed, \(String(format: "%.1f", seconds)) s")
+        if config.compactAfter != nil {
+            print("compaction: \(compactions) compactions, \(retired) senders retired, \(snapshots) snapshot catch-ups, \(remade) operations remade, \(refused) batches refused as compacted")
+        }
         if !failed.isEmpty { print("failed seeds: \(failed.prefix(20).map(String.init).joined(separator: " "))") }
     }
     return failed.isEmpty ? 0 : 1

@@ -230,6 +230,32 @@ import ListSyncTestSupport
         #expect(ok.appends.count == 1)
     }
 
+    @Test("an operation that reaches the daemon ahead of its author's earlier ones, the author behind the floor, is refused with compacted, not kept waiting to be woken by the edits made again")
+    func aheadOfRefusedCauses() throws {
+        var (core, base, _) = try Self.compacted()
+        let state = core.document.encodedState()
+        // Replica 4 had seen only `base`; its second edit (on its first) arrives first.
+        let chain = Fixture.edits(on: base, replica: 4, count: 2)
+        let ahead = core.receive([chain[1]], batch: 9, from: Self.device)
+        #expect(ahead.sent(to: Self.device).map(\.code) == [.compacted])
+        #expect(core.document.pendingCount == 0, "not kept waiting for its cause")
+        #expect(core.receive([chain[0]], batch: 10, from: Self.device).sent(to: Self.device).map(\.code) == [.compacted])
+        // It re-syncs and makes them again on the snapshot, with higher counters of the same
+        // replica: nothing of the refused ones is applied.
+        var copy = try ListDocument(snapshot: core.document.encodedSnapshot(), replica: ReplicaID(4))
+        var local = base.fork(as: 4)
+        _ = local.receive(chain)
+        let made = copy.remake(chain, from: local)
+        let taken = core.receive(made, batch: 11, from: Self.device)
+        _ = core.durable(ticket: try #require(taken.appends.first).ticket)
+        #expect(core.document.pendingCount == 0 && core.document.rows == copy.rows)
+        #expect(core.document.encodedState() != state)
+        // In one batch and in order, an edit on the same author's earlier one is taken as before.
+        let fresh = Fixture.edits(on: core.document, replica: 5, count: 2)
+        let ok = core.receive(fresh, batch: 12, from: Self.device)
+        #expect(ok.appends.first?.operations.count == 2)
+    }
+
     // MARK: Stability on disk
 
     @Test("stability round-trips; every truncation and a wrong magic are refused")

@@ -42,6 +42,85 @@ import ListSyncTestTraits
         #expect(crashes > 0 && acknowledged > 0, "crashes happened and acknowledgements were checked against them")
     }
 
+    /// Compaction (Docs/Semantics.md §7) in the simulator: one daemon that compacts every 10
+    /// operations once all have seen them, clients that report `seen`, drop off (faults,
+    /// partitions, crashes) and are retired after 30 virtual ms, then come back behind the floor:
+    /// their batches are refused as `compacted`, they re-sync from a snapshot and make their
+    /// unsent edits again. Same checks as above, plus: no unsent item lost by a re-sync.
+    /// `LISTSYNC_SIM_COMPACT_SEEDS` sets the number of seeds.
+    @Test("300 seeds with compaction: 1 daemon × 3–5 clients × 100 edits, 0–3 crashes, retired clients re-sync from snapshots, nothing lost")
+    func compaction() {
+        let seeds = Self.environment["LISTSYNC_SIM_COMPACT_SEEDS"].flatMap(UInt64.init) ?? 300
+        var failures = 0
+        var total = SimulationReport()
+        let start = Date()
+        for seed in 0..<seeds where failures < 3 {
+            var config = SimulationConfiguration()
+            config.seed = seed
+            config.replicas = 3 + Int(seed % 3)
+            config.crashes = Int(seed / 3 % 4)
+            config.operations = 100
+            config.compactAfter = 10
+            var sim = Simulator(config)
+            let report = sim.run()
+            total.compactions += report.compactions
+            total.retired += report.retired
+            total.snapshots += report.snapshots
+            total.remade += report.remade
+            total.refusedCompacted += report.refusedCompacted
+            total.crashes += report.crashes
+            total.acknowledged += report.acknowledged
+            if !report.passed {
+                failures += 1
+                Issue.record("\(report)\nreplay: swift run listsync simulate --seed \(seed) --replicas \(config.replicas) --crashes \(config.crashes) --ops 100 --compact-after 10")
+            }
+        }
+        let seconds = Date().timeIntervalSince(start)
+        print("simulator with compaction: \(seeds) seeds in \(String(format: "%.1f", seconds)) s (\(String(format: "%.0f", Double(seeds) / max(seconds, 0.001))) seeds/s): \(total.compactions) compactions, \(total.retired) senders retired, \(total.snapshots) snapshot catch-ups, \(total.remade) operations remade, \(total.refusedCompacted) batches refused as compacted, \(total.crashes) crashes, \(total.acknowledged) operations acknowledged")
+        #expect(total.compactions > 0 && total.retired > 0, "compactions ran, senders were retired")
+        #expect(total.snapshots > 0 && total.remade > 0 && total.refusedCompacted > 0,
+                "clients were refused as compacted, re-synced from snapshots and made edits again")
+        #expect(total.crashes > 0 && total.acknowledged > 0)
+    }
+
+    /// Clients that send each edit at once, even ahead of earlier unacknowledged edits it depends
+    /// on (as the simulator's clients do without compaction; SyncClient sends everything
+    /// unacknowledged in order, once caught up). An edit that reached the daemon ahead of its
+    /// author's earlier ones, those then refused for the floor, used to wait in the causal buffer
+    /// and be woken without them by the author's edits made again on the snapshot (seed 17; 70
+    /// seeds in 200 failed); the core now refuses it with `compacted` (CompactionProtocolTests).
+    @Test("clients that send ahead: the seeds that failed pass; a known issue left in one seed in 200")
+    func sendsAheadOfRefusedEdits() {
+        var failed: [UInt64] = []
+        for seed in [17, 21, 27, 30] as [UInt64] {
+            var config = SimulationConfiguration()
+            config.seed = seed
+            config.operations = 100
+            config.compactAfter = 10
+            config.sendsAhead = true
+            var sim = Simulator(config)
+            if !sim.run().passed { failed.append(seed) }
+        }
+        #expect(failed.isEmpty, "seeds \(failed) failed with --sends-ahead")
+        // Left: seed 175 (2 crashes) loses a live item. Replica 3's operation 24@3 (a move, on its
+        // 16@3–23@3, which the daemon never got) reaches the daemon ahead of them after a crash;
+        // the stability says replica 3 has seen the floor, so the core keeps it waiting, and
+        // replica 3's edits made again on the snapshot (37@3 on) wake it without its causes. A
+        // full fix needs the daemon to know, durably, below which counter an author's unreceived
+        // operations are stale (or a returning replica to make its edits under a new replica id).
+        withKnownIssue("seed 175 with --sends-ahead and 2 crashes: an operation sent ahead, its author past the floor, is woken without its causes") {
+            var config = SimulationConfiguration()
+            config.seed = 175
+            config.crashes = 2
+            config.operations = 100
+            config.compactAfter = 10
+            config.sendsAhead = true
+            var sim = Simulator(config)
+            let report = sim.run()
+            #expect(report.passed, "\(report)")
+        }
+    }
+
     @Test("the same seed replays exactly; another seed does something else")
     func deterministic() {
         var config = SimulationConfiguration()

@@ -15,7 +15,8 @@ extension ListDocument {
     /// it); a deleted item is deleted if this document still shows it; a written value is
     /// written again; a moved item is moved after the same neighbour; an inserted section is
     /// inserted (at its index, clamped), a deleted one deleted, a section value written again.
-    /// Section moves are not made again (the section stays where the others left it). An edit of
+    /// Section moves are not made again (the section stays where the others left it). Operations
+    /// made again take counters after `local`'s clock, never an id `local` has used. An edit of
     /// something this document no longer shows (deleted by another replica) is dropped, as it
     /// would have been by the merge.
     ///
@@ -51,7 +52,15 @@ extension ListDocument {
                 redo = unsent
             }
         }
+        // Each identity once: the operations made again take ids after every one `local` knows,
+        // its own refused or unsent ones included (this document's clock only knows what the
+        // daemon held; an id reused here would name two operations, and the daemon, which refused
+        // the first, would refuse what depends on the second for the floor too).
+        clock = max(clock, local.clock)
         var remaker = Remaker(local: local.snapshot())
+        for op in redo {
+            if case .insertSection = op.kind { remaker.sectionInserts[SectionID(op.id)] = op }
+        }
         for op in redo { remaker.remake(op, on: &self) }
         return taken + remaker.made
     }
@@ -64,13 +73,25 @@ private struct Remaker {
     var sections: [SectionID: SectionID] = [:]
     var items: [ItemID: ItemID] = [:]
     var made: [ListOperation] = []
+    /// The sections inserted by the operations made again, not made yet: an item's insert or
+    /// move, made at the item's place now, may come before its section's insert (the item was
+    /// moved into it later); that section is then made first.
+    var sectionInserts: [SectionID: ListOperation] = [:]
 
     init(local: ListSnapshot) { self.local = local }
+
+    /// Makes the section that `x` is in on the returning replica now first, if an operation made
+    /// again inserts it and it is not made yet.
+    private mutating func makeSection(of x: ItemID, on doc: inout ListDocument) {
+        guard let at = local.indexPath(of: x), let op = sectionInserts[local.sections[at.section].id] else { return }
+        remake(op, on: &doc)
+    }
 
     mutating func remake(_ op: ListOperation, on doc: inout ListDocument) {
         switch op.kind {
         case .insertSection:
             let s = SectionID(op.id)
+            guard sectionInserts.removeValue(forKey: s) != nil else { return }   // made already
             guard let index = local.indexOfSection(s), let value = local.sections.first(where: { $0.id == s })?.value else { return }
             let at = min(index, doc.snapshot().numberOfSections)
             if let op = record(try? doc.insertSection(at: at, value: value)) { sections[s] = SectionID(op.id) }
@@ -86,6 +107,7 @@ private struct Remaker {
             return
         case .insertItem:
             let x = ItemID(op.id)
+            makeSection(of: x, on: &doc)
             guard let value = value(of: x), let to = place(of: x, in: doc.snapshot()) else { return }
             if let op = record(try? doc.insertItem(at: to, value: value)) { items[x] = ItemID(op.id) }
         case let .deleteItem(x, _):
@@ -97,6 +119,7 @@ private struct Remaker {
             record(try? doc.setValue(value, forItem: here))
         case let .moveItems(list, _, _):
             for x in list where items[x] == nil {
+                makeSection(of: x, on: &doc)
                 let snapshot = doc.snapshot()
                 guard snapshot.indexPath(of: x) != nil, let to = place(of: x, in: snapshot, moving: true) else { continue }
                 recordMove(try? doc.moveItem(x, to: to))

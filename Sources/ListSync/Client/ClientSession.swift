@@ -105,6 +105,9 @@ public struct ClientSession: Sendable {
     public static let maxSnapshotBytes = 1 << 30
     /// The least time between two `seen` reports of one document, in nanoseconds.
     public static let seenInterval: UInt64 = 1_000_000_000
+    /// This session's least time between two `seen` reports, in nanoseconds (``seenInterval``
+    /// unless its driver says otherwise: the simulator, whose runs last a virtual second or two).
+    public var seenReportInterval: UInt64 = ClientSession.seenInterval
 
     /// The largest frame the connection takes.
     public let maxFrame: Int
@@ -199,7 +202,7 @@ public struct ClientSession: Sendable {
 
     /// Reports that `replica` has seen `version` of a live document
     /// (``SyncMessage/seen(document:replica:version:role:)``), coalesced: sent now if it differs
-    /// from the last report and ``seenInterval`` has passed since it, otherwise kept and sent by
+    /// from the last report and ``seenReportInterval`` has passed since it, otherwise kept and sent by
     /// ``tick(now:)`` (only the latest). Call it after each catch-up and each change.
     public mutating func reportSeen(_ document: DocumentID, replica: ReplicaID, version: VersionVector, role: SeenRole,
                                     now: UInt64) -> [Action] {
@@ -210,7 +213,7 @@ public struct ClientSession: Sendable {
             return []
         }
         let message = SyncMessage.seen(document: document, replica: replica, version: version, role: role)
-        if let last, now < last.at &+ Self.seenInterval {
+        if let last, now < last.at &+ seenReportInterval {
             seenDue[document] = message
             return []
         }
@@ -221,7 +224,7 @@ public struct ClientSession: Sendable {
 
     /// The earliest time a kept `seen` report is due (for the driver's timer), if any.
     public var nextSeenDeadline: UInt64? {
-        seenDue.keys.compactMap { seenSent[$0].map { $0.at &+ Self.seenInterval } }.min()
+        seenDue.keys.compactMap { seenSent[$0].map { $0.at &+ seenReportInterval } }.min()
     }
 
     /// Sends `ops` of `document` as one edit: frames with a batch number each. The edit ends with
@@ -362,7 +365,7 @@ public struct ClientSession: Sendable {
         var actions: [Action] = []
         for (doc, message) in seenDue.sorted(by: { $0.key < $1.key }) {
             guard case let .seen(_, _, version, _) = message, live.contains(doc) else { seenDue[doc] = nil; continue }
-            guard now >= (seenSent[doc]?.at ?? 0) &+ Self.seenInterval else { continue }
+            guard now >= (seenSent[doc]?.at ?? 0) &+ seenReportInterval else { continue }
             seenDue[doc] = nil
             seenSent[doc] = (version, now)
             actions.append(.send(message.encoded()))
