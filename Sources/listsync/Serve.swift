@@ -279,10 +279,13 @@ func parseCluster(_ o: Options) throws -> ClusterConfiguration? {
     return c
 }
 
-/// A positive number of seconds (fractions allowed) given to `what`.
+/// A positive duration of at most a day given to `what`: seconds ("1.5") or with a unit ("90s",
+/// "15m", "12h", "1d"), as ``parseDuration(_:)`` reads them.
 func parseSeconds(_ text: String, what: String) throws -> Duration {
-    guard let v = Double(text), v > 0, v <= 86_400 else { throw UsageError(message: "\(what) must be a number of seconds, not '\(text)'") }
-    return .milliseconds(Int(v * 1000))
+    guard let d = parseDuration(text), d > .zero, d <= .seconds(86_400) else {
+        throw UsageError(message: "\(what) must be a number of seconds (or 90s, 15m, 12h), at most a day, not '\(text)'")
+    }
+    return d
 }
 
 /// `--retire-after`, `--compact-after` and `--compact-interval` (Docs/Daemon.md, "Compaction").
@@ -292,11 +295,11 @@ private func compactionOptions(_ o: Options, into config: inout DaemonConfigurat
         guard let v = parseDuration(s) else {
             throw UsageError(message: "--retire-after is a duration (90s, 15m, 12h, 30d, or seconds), not '\(s)'")
         }
-        policy.retireAfter = .seconds(v)
+        policy.retireAfter = v
     }
     if let s = o.value("--compact-interval", env: "LISTSYNC_COMPACT_INTERVAL") {
-        guard let v = Double(s), v >= 0 else { throw UsageError(message: "--compact-interval must be seconds, not '\(s)'") }
-        policy.interval = .milliseconds(Int(v * 1000))
+        guard let v = parseDuration(s) else { throw UsageError(message: "--compact-interval must be seconds (or 90s, 15m), not '\(s)'") }
+        policy.interval = v
     }
     config.compaction = policy
     if let s = o.value("--compact-after", env: "LISTSYNC_COMPACT_AFTER") {
@@ -305,14 +308,15 @@ private func compactionOptions(_ o: Options, into config: inout DaemonConfigurat
     }
 }
 
-/// Seconds in "90", "90s", "15m", "12h" or "30d"; nil for anything else.
-func parseDuration(_ text: String) -> Int? {
-    let units: [Character: Int] = ["s": 1, "m": 60, "h": 3_600, "d": 86_400]
-    var digits = Substring(text), unit = 1
+/// The duration in "90" or "1.5" (seconds), "90s", "15m", "12h" or "30d" (to the millisecond);
+/// nil for anything else, a negative one, or one over about 30,000 years.
+func parseDuration(_ text: String) -> Duration? {
+    let units: [Character: Double] = ["s": 1, "m": 60, "h": 3_600, "d": 86_400]
+    var digits = Substring(text), unit = 1.0
     if let last = text.last, let u = units[last] {
         digits = text.dropLast()
         unit = u
     }
-    guard let n = Int(digits), n >= 0, n <= Int.max / unit else { return nil }
-    return n * unit
+    guard let v = Double(digits), v.isFinite, v >= 0, v * unit <= 1e12 else { return nil }
+    return .milliseconds(Int64((v * unit * 1000).rounded()))
 }
