@@ -345,17 +345,20 @@ actor DocumentHost {
     private func compactIfDue() async {
         // The cheap checks first: this runs after every batch and every `seen`. Not while a
         // snapshot is written (the store takes one blocking call at a time).
+        // The senders (authors noted, the silent retired) are refreshed only once the document
+        // and its subscribers are settled: only then can the refresh change the answer.
         guard let compaction, !isClosed, !storeBusy, clock() >= nextCompactionAt,
-              core.document.operationCount >= compaction.minOperations else { return }
+              core.isSettled(minOperations: compaction.minOperations) else { return }
         let (changed, retired) = core.refreshStability(now: wallClock(), retireAfter: compaction.retireAfterSeconds)
         if !retired.isEmpty {
             metrics?.retired(retired.count)
             log("senders retired", ["document": id.description, "replicas": retired.map(\.description).joined(separator: ","),
                                     "after_seconds": "\(compaction.retireAfterSeconds)"])
         }
-        if changed { saveStability() }
-        guard let point = core.compactionPoint(minOperations: compaction.minOperations) else { return }
-        saveStability()
+        let point = core.compactionPoint(minOperations: compaction.minOperations)
+        // Written once: a change of who counts, and always before a compaction.
+        if changed || point != nil { saveStability() }
+        guard let point else { return }
         let report: CompactionReport
         do { report = try core.compact(at: point) } catch {
             log("compaction refused", ["document": id.description, "error": error.description])

@@ -453,6 +453,23 @@ public struct DocumentCore: Sendable {
         return (changed, retired)
     }
 
+    /// Whether the document is settled enough for ``compactionPoint(minOperations:)`` to answer:
+    /// nothing in flight or waiting for its causes, no relay ever attached, at least
+    /// `minOperations` logged, and every subscriber has said it has seen exactly the document's
+    /// version and has nothing queued. The driver asks this before refreshing the senders
+    /// (``refreshStability(now:retireAfter:)``), which a busy document need not pay for after
+    /// every batch.
+    ///
+    /// - Complexity: O(n) for n subscribers.
+    public func isSettled(minOperations: Int) -> Bool {
+        guard failure == nil, destroyedReason == nil, inFlight.isEmpty, document.pendingCount == 0, !stability.relayed,
+              document.operationCount >= max(minOperations, 1), document.version == durableVersion else { return false }
+        let version = durableVersion
+        return subscribers.values.allSatisfy { sub in
+            sub.role != .relay && sub.seen == version && sub.next == sub.queue.count && !sub.snapshotDue
+        }
+    }
+
     /// The version at which the document may be compacted now (``compact(at:)``), or nil: it must
     /// be quiescent and stable (Docs/Semantics.md §7): nothing in flight or waiting for its
     /// causes, no relay ever attached, every subscriber has said it has seen exactly the
@@ -462,13 +479,8 @@ public struct DocumentCore: Sendable {
     ///
     /// - Complexity: O(n + s × r log r) for n subscribers, s senders and r replicas.
     public func compactionPoint(minOperations: Int) -> VersionVector? {
-        guard failure == nil, destroyedReason == nil, inFlight.isEmpty, document.pendingCount == 0, !stability.relayed,
-              document.operationCount >= max(minOperations, 1) else { return nil }
+        guard isSettled(minOperations: minOperations) else { return nil }
         let version = document.version
-        guard version == durableVersion else { return nil }
-        for sub in subscribers.values {
-            guard sub.role != .relay, sub.seen == version, sub.next == sub.queue.count, !sub.snapshotDue else { return nil }
-        }
         if !stability.tracker.acknowledged.isEmpty {
             guard stability.tracker.quiescentVersion(holding: version) == version else { return nil }
         }
