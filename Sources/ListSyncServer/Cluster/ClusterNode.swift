@@ -202,28 +202,19 @@ actor ClusterNode {
         }
     }
 
-    /// A document is being renamed on this node: its entry in the list takes the new name first
-    /// (a compare-and-set on the entry read, tried again if another write came first), and every
-    /// node renames its copy when it next reads the list. Concurrent renames on two nodes end with
-    /// the list's last one everywhere. Returns why the list did not take it (the rename is then
-    /// refused), nil once it did or when the list has no entry for the document.
+    /// A document is being renamed on this node: the bucket takes the new name first (key
+    /// `name.<id>`, written whole: the last rename wins), and every node renames its copy when it
+    /// next reads the list. Returns why the bucket did not take it (the rename is then refused),
+    /// nil once it did.
     func renamed(_ id: DocumentID, name: String) async -> String? {
         guard let bucket else { return nil }
-        for _ in 0..<3 {
-            do {
-                guard let entry = try await bucket.get(id.description) else { return nil }
-                guard let current = Self.readEntry(entry.value), let value = Self.listEntry(name: name, epoch: current.epoch) else {
-                    return "the cluster's entry for \(id) is not readable"
-                }
-                try await bucket.update(id.description, value, revision: entry.revision)
-                return nil
-            } catch {
-                if case let .api(_, code, _) = error, code == JetStreamError.wrongLastSequence { continue }
-                return "the cluster's document list did not take the name: \(error)"
-            }
+        do { try await bucket.put(Self.namePrefix + id.description, Array(name.utf8)) } catch {
+            return "the cluster's document list did not take the name: \(error)"
         }
-        return "the cluster's document list did not take the name: three other writes came first"
+        return nil
     }
+
+    static let namePrefix = "name."
 
     /// A list entry's bytes: `{"name", "epoch"}`.
     static func listEntry(name: String, epoch: UInt64) -> [UInt8]? {
@@ -280,21 +271,26 @@ actor ClusterNode {
                 }
             }
         }
+        // Renames: a key `name.<id>` per renamed document, read only when the bucket changed since
+        // this node last looked (its revision moved), and only those keys, not every entry.
+        let renamed = Set(keys.filter { $0.hasPrefix(Self.namePrefix) }.compactMap { DocumentID(hex: String($0.dropFirst(Self.namePrefix.count))) })
+        func currentName(_ id: DocumentID) async -> String? {
+            guard renamed.contains(id), let entry = try? await bucket.get(Self.namePrefix + id.description) else { return nil }
+            return String(decoding: entry.value, as: UTF8.self)
+        }
         for k in keys {
-            guard let id = DocumentID(hex: k), !gone.contains(id) else { continue }
-            if !local.contains(id) {
-                guard let entry = try? await bucket.get(k), let (name, epoch) = Self.readEntry(entry.value) else { continue }
-                do { _ = try await daemon.create(name: name, sections: [], id: id, epoch: epoch) } catch {
-                    daemon.log("cluster document not made", ["document": k, "error": "\(error)"])
-                    continue
-                }
-            } else if revision != listRevision {
-                // The list changed since this node last looked: a rename elsewhere shows here.
-                guard let entry = try? await bucket.get(k), let (name, _) = Self.readEntry(entry.value),
-                      let mine = names[id], mine != name else { continue }
+            guard let id = DocumentID(hex: k), !gone.contains(id), !local.contains(id) else { continue }
+            guard let entry = try? await bucket.get(k), let (made, epoch) = Self.readEntry(entry.value) else { continue }
+            let name = await currentName(id) ?? made
+            do { _ = try await daemon.create(name: name, sections: [], id: id, epoch: epoch) } catch {
+                daemon.log("cluster document not made", ["document": k, "error": "\(error)"])
+            }
+        }
+        if revision != listRevision {
+            for id in renamed.sorted() where local.contains(id) && !gone.contains(id) {
+                guard let name = await currentName(id), name != names[id] else { continue }
                 do { _ = try await daemon.rename(id, to: name, fromCluster: true) } catch {
-                    daemon.log("cluster rename not applied", ["document": k, "error": "\(error)"])
-                    continue
+                    daemon.log("cluster rename not applied", ["document": id.description, "error": "\(error)"])
                 }
             }
         }
