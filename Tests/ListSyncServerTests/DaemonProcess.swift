@@ -140,26 +140,9 @@ func runListsync(_ args: [String], environment: [String: String]? = nil, stdin: 
 /// Runs the listsync binary with `args` for at most `seconds` (then SIGKILL: a `serve` that should
 /// have refused to start is stopped, not left running): (exit status, stdout, stderr, killed).
 func runListsync(_ args: [String], atMost seconds: Double) throws -> (Int32, String, String, killed: Bool) {
-    guard let binary = listsyncBinary() else { throw DaemonTestError("the listsync binary was not built next to the tests") }
-    let p = Process()
-    p.executableURL = URL(fileURLWithPath: binary)
-    p.arguments = args
-    let out = Pipe(), err = Pipe(), stdout = OutputBuffer(), stderr = OutputBuffer()
-    out.fileHandleForReading.readabilityHandler = { stdout.append($0.availableData) }
-    err.fileHandleForReading.readabilityHandler = { stderr.append($0.availableData) }
-    p.standardOutput = out
-    p.standardError = err
-    try p.run()
-    let deadline = Date().addingTimeInterval(seconds)
-    while p.isRunning, Date() < deadline { Thread.sleep(forTimeInterval: 0.02) }
-    let killed = p.isRunning
-    if killed { kill(p.processIdentifier, SIGKILL) }
-    p.waitUntilExit()
-    out.fileHandleForReading.readabilityHandler = nil
-    err.fileHandleForReading.readabilityHandler = nil
-    stdout.append(out.fileHandleForReading.readDataToEndOfFile())
-    stderr.append(err.fileHandleForReading.readDataToEndOfFile())
-    return (p.terminationStatus, stdout.text, stderr.text, killed)
+    let p = try BackgroundListsync(args)
+    let code = p.stop(within: seconds)
+    return (code, p.stdout.text, p.stderr.text, p.killed)
 }
 
 /// The listsync binary running in the background (a `watch`, a `docs --follow`), its output
@@ -183,11 +166,17 @@ final class BackgroundListsync: @unchecked Sendable {
 
     var isRunning: Bool { process.isRunning }
 
+    /// Whether ``stop(within:)`` had to kill it.
+    private(set) var killed = false
+
     /// Waits at most `seconds` for it to exit by itself, then kills it; returns its exit status.
     @discardableResult
     func stop(within seconds: Double = 0) -> Int32 {
         _ = eventually(seconds) { !process.isRunning }
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        if process.isRunning {
+            killed = true
+            kill(process.processIdentifier, SIGKILL)
+        }
         process.waitUntilExit()
         out.fileHandleForReading.readabilityHandler = nil
         err.fileHandleForReading.readabilityHandler = nil
