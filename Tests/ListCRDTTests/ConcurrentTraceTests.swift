@@ -176,6 +176,32 @@ import ListSyncTestTraits
         #expect(values.map { $0.bytes >= inserted * 5 } == true)
     }
 
+    @Test("a generated version-control-like trace (long-lived branches) is valid, deterministic, and converges in any delivery order to its known length")
+    func branchy() throws {
+        let trace = ConcurrentTrace.branchy(agents: 16, operations: 30_000)
+        #expect(trace.agentCount <= 16 && trace.elementOperations >= 30_000)
+        #expect(trace.transactions == ConcurrentTrace.branchy(agents: 16, operations: 30_000).transactions)
+        #expect(trace.transactions != ConcurrentTrace.branchy(agents: 16, operations: 30_000, seed: 30).transactions)
+        #expect(try ConcurrentTrace(parsing: trace.jsonLines).transactions == trace.transactions)
+        // Long-lived branches: some transaction merges two heads, and some has hundreds of
+        // concurrent transactions (its past misses many of the trace's earlier ones).
+        #expect(trace.transactions.contains { $0.parents.count == 2 })
+        let past = (0 ..< trace.transactions.count).map { i in (0 ..< trace.agentCount).reduce(0) { $0 + trace.seen(by: i, of: $1) } }
+        #expect(past.enumerated().contains { i, seen in i - seen > 50 })
+        let ids = (1...trace.agentCount).map { ReplicaID(UInt64($0)) }
+        var texts: [[UInt8]] = []
+        for delivery in [ConcurrentReplay.Delivery.causal, .shuffled(seed: 7)] {
+            var replay = try ConcurrentReplay(trace, replicas: ids, delivery: delivery)
+            try replay.mergeAll()
+            let text = ConcurrentTrace.text(of: replay.documents[0])
+            #expect(text.count == trace.finalLength)
+            for doc in replay.documents { #expect(ConcurrentTrace.text(of: doc) == text) }
+            texts.append(text)
+        }
+        #expect(texts[0] == texts[1])
+        #expect(trace.finalLength * 5 < trace.elementOperations)
+    }
+
     @Test("the replay refuses replica ids that are not one distinct id per agent")
     func badReplicas() throws {
         let trace = try ConcurrentTrace(parsing: Array(Self.small.utf8))

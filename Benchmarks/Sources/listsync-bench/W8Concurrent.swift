@@ -6,8 +6,10 @@ import ListSyncTestSupport
 // W8.concurrent (Benchmarks/WORKLOADS.md): a concurrent trace replayed on one replica per agent
 // (ConcurrentReplay, causal delivery, replica ids 1...n for agents 0...n-1) and merged: the
 // clownschool trace (three people typing one document), the trace `--concurrent-trace PATH` names,
-// or, as W8.synthetic.AGENTS.OPS, ConcurrentTrace.synthetic(agents:operations:) (many agents, a
-// long history that is mostly deleted again). compare/peers.py runs the same on Loro and Yrs.
+// or a generated one: W8.synthetic.AGENTS.OPS, ConcurrentTrace.synthetic(agents:operations:) (many
+// agents, a long history that is mostly deleted again), or W8.branches.AGENTS.OPS,
+// ConcurrentTrace.branchy(agents:operations:) (the same shaped like a version-control history, with
+// long-lived branches). compare/peers.py runs the same on Loro and Yrs.
 
 /// Best of up to this many runs (each on fresh replicas), as W2's loads.
 let w8Runs = 5
@@ -29,26 +31,47 @@ func loadConcurrentTrace(_ ctx: Context) throws -> ConcurrentTrace {
     throw BenchError("\(name).jsonl not found in \(dirs.map(\.path))")
 }
 
-/// `W8.synthetic.AGENTS.OPS` (or `AGENTS.OPS` alone): the generator's two numbers, if well formed.
-func syntheticTraceSize(_ name: String) -> (agents: Int, operations: Int)? {
-    let parts = (name.hasPrefix("W8.synthetic.") ? name.dropFirst("W8.synthetic.".count) : name[...]).split(separator: ".")
+/// The generators W8 replays besides the recorded traces: `W8.synthetic.AGENTS.OPS`
+/// (``ConcurrentTrace/synthetic(agents:operations:seed:liveTarget:)``: short rounds of concurrency)
+/// and `W8.branches.AGENTS.OPS` (``ConcurrentTrace/branchy(agents:operations:seed:liveTarget:)``:
+/// a version-control-like history with long-lived branches).
+let traceGenerators: [(prefix: String, minAgents: Int, make: @Sendable (Int, Int) -> ConcurrentTrace)] = [
+    ("W8.synthetic.", 1, { ConcurrentTrace.synthetic(agents: $0, operations: $1) }),
+    ("W8.branches.", 2, { ConcurrentTrace.branchy(agents: $0, operations: $1) }),
+]
+
+/// `W8.synthetic.AGENTS.OPS`, `W8.branches.AGENTS.OPS` (or `AGENTS.OPS` alone, the synthetic
+/// one): the generator and its two numbers, if well formed.
+func generatedTraceSize(_ name: String) -> (make: @Sendable (Int, Int) -> ConcurrentTrace, agents: Int, operations: Int)? {
+    let generator = traceGenerators.first { name.hasPrefix($0.prefix) }
+    let rest = generator.map { name.dropFirst($0.prefix.count) } ?? name[...]
+    let parts = rest.split(separator: ".", omittingEmptySubsequences: false)
+    let g = generator ?? traceGenerators[0]
     guard parts.count == 2, let a = Int(parts[0]), let n = Int(parts[1]),
-          (1...ConcurrentTrace.maxAgents).contains(a), n >= 1 else { return nil }
-    return (a, n)
+          (g.minAgents...ConcurrentTrace.maxAgents).contains(a), n >= 1 else { return nil }
+    return (g.make, a, n)
 }
 
-/// `--write-concurrent-trace AGENTS.OPS PATH.jsonl`: writes the synthetic trace for peers.py.
+/// Whether `name` is a W8 workload made by a generator.
+func isGeneratedTraceWorkload(_ name: String) -> Bool {
+    traceGenerators.contains { name.hasPrefix($0.prefix) } && generatedTraceSize(name) != nil
+}
+
+/// `--write-concurrent-trace [W8.synthetic.|W8.branches.]AGENTS.OPS PATH.jsonl`: writes a generated
+/// trace for peers.py.
 func writeSyntheticTrace(_ size: String, to path: String) throws {
-    guard let (a, n) = syntheticTraceSize(size) else { throw BenchError("expected AGENTS.OPS, got '\(size)'") }
-    let trace = ConcurrentTrace.synthetic(agents: a, operations: n)
+    guard let (make, a, n) = generatedTraceSize(size) else {
+        throw BenchError("expected AGENTS.OPS, W8.synthetic.AGENTS.OPS or W8.branches.AGENTS.OPS, got '\(size)'")
+    }
+    let trace = make(a, n)
     try Data(trace.jsonLines).write(to: URL(fileURLWithPath: path))
     print("\(path): \(trace.transactions.count) transactions, \(trace.elementOperations) element operations, \(a) agents")
 }
 
 func w8Concurrent(_ ctx: Context, workload: String = "W8.concurrent") throws -> BenchResult {
     // Untimed: parsing or generating, and the version vectors.
-    let trace = try syntheticTraceSize(workload).map { ConcurrentTrace.synthetic(agents: $0.agents, operations: $0.operations) }
-        ?? loadConcurrentTrace(ctx)
+    let trace = try (isGeneratedTraceWorkload(workload) ? generatedTraceSize(workload) : nil)
+        .map { $0.make($0.agents, $0.operations) } ?? loadConcurrentTrace(ctx)
     let expected = trace.finalText
     guard expected != nil || ctx.concurrentTracePath != nil || workload != "W8.concurrent" else {
         throw BenchError("clownschool.concurrent.final.txt is missing")

@@ -51,7 +51,7 @@ func run(_ workload: String, _ ctx: Context) throws -> BenchResult {
     case "W10.store": return try w10Store(ctx)
     default:
         if let (order, n) = outOfOrderWorkload(workload) { return try w7OutOfOrder(order: order, n: n) }
-        if workload.hasPrefix("W8.synthetic."), syntheticTraceSize(workload) != nil { return try w8Concurrent(ctx, workload: workload) }
+        if isGeneratedTraceWorkload(workload) { return try w8Concurrent(ctx, workload: workload) }
         if workload.hasPrefix("W12.churn."), let n = Int(workload.dropFirst("W12.churn.".count)),
            churnSizes.contains(n) {
             return try w12Churn(n: n)

@@ -28,10 +28,11 @@ let usage = """
       --concurrent-trace PATH
                        the concurrent trace W8.concurrent replays (NAME.jsonl, with NAME.final.txt
                        checked when it is next to it; one replica per agent), instead of clownschool
-      --write-concurrent-trace AGENTS.OPS PATH.jsonl
-                       write the synthetic trace of W8.synthetic.AGENTS.OPS (AGENTS agents, about OPS
-                       element operations, most text deleted again) to PATH.jsonl and exit, for
-                       compare/peers.py --concurrent-trace PATH.jsonl
+      --write-concurrent-trace [W8.synthetic.|W8.branches.]AGENTS.OPS PATH.jsonl
+                       write the generated trace of W8.synthetic.AGENTS.OPS (AGENTS agents, about OPS
+                       element operations, most text deleted again; the default) or of
+                       W8.branches.AGENTS.OPS (the same with long-lived branches) to PATH.jsonl and
+                       exit, for compare/peers.py --concurrent-trace PATH.jsonl
       --list           print the workload names
       --help           this text
 
@@ -67,7 +68,7 @@ while let a = args.popFirst() {
     switch a {
     case "--workload", "-w":
         let w = value()
-        guard allWorkloads.contains(w) || (w.hasPrefix("W8.synthetic.") && syntheticTraceSize(w) != nil) else {
+        guard allWorkloads.contains(w) || isGeneratedTraceWorkload(w) else {
             fail("unknown workload '\(w)'; known: \(allWorkloads.joined(separator: ", "))")
         }
         workloads.append(w)
