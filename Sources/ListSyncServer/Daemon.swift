@@ -532,12 +532,15 @@ public actor Daemon {
         configuration.log?(event, fields)
     }
 
-    /// Unloads idle documents (no subscriber, unused for `idleUnload`, or over the resident limit).
+    /// Compacts the documents that are due (quiet now: a last client gone, an interval over),
+    /// then unloads idle documents (no subscriber, unused for `idleUnload`, or over the resident
+    /// limit).
     private func tidy() async {
         let now = Self.clock()
         var idle: [(DocumentID, UInt64)] = []
-        for (id, h) in hosts where await h.subscriberCount == 0 {
-            idle.append((id, await h.lastUsed))
+        for (id, h) in hosts {
+            await h.compactIfDue()
+            if await h.subscriberCount == 0 { idle.append((id, await h.lastUsed)) }
         }
         idle.sort { $0.1 < $1.1 }
         var excess = hosts.count - configuration.maxResidentDocuments

@@ -342,9 +342,12 @@ actor DocumentHost {
     /// first, then the core compacts in memory, then the store writes a format-3 snapshot and
     /// starts a new log generation, only then dropping the old one (``DocumentStore/compact(_:)``).
     /// A store failure leaves the old generation whole on disk (it loads uncompacted: safe).
-    private func compactIfDue() async {
-        // The cheap checks first: this runs after every batch and every `seen`. Not while a
-        // snapshot is written (the store takes one blocking call at a time).
+    /// Called after every batch and every `seen`, and by the daemon's housekeeping once a second
+    /// (so that a document that went quiet, its last client gone or its interval not yet over at
+    /// its last batch, is compacted without waiting for another connection).
+    func compactIfDue() async {
+        // The cheap checks first. Not while a snapshot is written (the store takes one blocking
+        // call at a time).
         // The senders (authors noted, the silent retired) are refreshed only once the document
         // and its subscribers are settled: only then can the refresh change the answer.
         guard let compaction, !isClosed, !storeBusy, clock() >= nextCompactionAt,

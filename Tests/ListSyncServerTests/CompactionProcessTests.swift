@@ -170,4 +170,40 @@ struct CompactionProcessTests {
         await back.close()
         await laptop.close()
     }
+
+    @Test("a to-do list: five items of 60 KB deleted with commands; once the last command has gone, the daemon compacts with no other connection, and the export shrinks to the one item left")
+    func quietDocumentCompacts() throws {
+        let dir = TemporaryFolder()
+        defer { dir.remove() }
+        // 1 section + 6 inserts + 5 deletes = 12 operations: only the last delete makes the document
+        // worth compacting.
+        let daemon = try DaemonProcess(data: dir.path + "/daemon",
+                                       extra: ["--compact-after", "12", "--compact-interval", "0", "--retire-after", "1h"])
+        defer { daemon.terminate() }
+        #expect(try daemon.run(["create", "todo"]).0 == 0)
+        let big = String(repeating: "x", count: 60_000)
+        for i in 0..<6 {
+            let (code, _, err) = try daemon.run(["insert", "todo", "0.0", big + "\(i)"])
+            #expect(code == 0, "\(err)")
+        }
+        func exportSize() throws -> Int {
+            let file = dir.path + "/export-\(UUID().uuidString)"
+            let (code, _, err) = try daemon.run(["export", "todo", file])
+            #expect(code == 0, "\(err)")
+            return (try FileManager.default.attributesOfItem(atPath: file)[.size] as? Int) ?? -1
+        }
+        let before = try exportSize()
+        // The export is JSON with the snapshot in base64 (4/3 of its bytes).
+        #expect(before > 6 * 80_000)
+        #expect(!daemon.log.contains("document compacted"), "7 operations are under --compact-after 12")
+        for _ in 0..<5 {
+            let (code, _, err) = try daemon.run(["delete", "todo", "0.0"])
+            #expect(code == 0, "\(err)")
+        }
+        // No connection from here on: the daemon's housekeeping finds the document quiet.
+        #expect(eventually(20) { daemon.log.contains("document compacted") }, "\(daemon.log)")
+        let after = try exportSize()
+        #expect(after < 90_000, "the deleted values are collected: \(before) -> \(after) bytes")
+        #expect(try table(daemon, "todo") == [[big + "0"]])
+    }
 }
