@@ -458,7 +458,8 @@ public actor DaemonClient {
                 for info in list { tellFollowers(.changed(info)) }
             case let .withdrawn(doc, epoch):
                 tellFollowers(.destroyed(doc, epoch: epoch))
-            case .documentError:
+            case .documentError, .stable:
+                // `stable` comes only to compacting devices (this client says `seen` as `live`).
                 break
             }
         }

@@ -178,12 +178,13 @@ actor DocumentHost {
         deliver(core.presence(presence, from: subscriber))
     }
 
-    /// Delivers frames the core relays (presence): only `send` comes of them.
+    /// Delivers frames the core sends outside batches (presence, the floor after a compaction):
+    /// only `send` comes of them.
     private func deliver(_ actions: [DocumentCore.Action]) {
         var outbox = TCPOutbox()
         for action in actions {
             guard case let .send(to, frame) = action else {
-                assertionFailure("a presence relay asked for \(action)")
+                assertionFailure("a presence relay or a floor asked for \(action)")
                 continue
             }
             subscribers[to]?.deliver(id, frame, via: &outbox)
@@ -379,6 +380,8 @@ actor DocumentHost {
         }
         lastCompactionTime = wallClock()
         metrics?.compacted(report, at: lastCompactionTime)
+        // Devices that compact their copies hear of the floor once it is durable here.
+        deliver(core.floorAnnouncements())
         log("document compacted", ["document": id.description, "floor": point.description,
                                    "operations_dropped": "\(report.operationsDropped)",
                                    "slots": "\(report.slotsBefore)->\(report.slotsAfter)",

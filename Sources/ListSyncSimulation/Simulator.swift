@@ -82,6 +82,8 @@ public struct SimulationReport: Sendable, CustomStringConvertible {
     /// With compaction: compactions, senders retired, snapshot catch-ups clients loaded, edits
     /// they made again on one (operations), and batches refused with `compacted`.
     public var compactions = 0, retired = 0, snapshots = 0, remade = 0, refusedCompacted = 0
+    /// Clients that compacted their copy where their daemon had (told by `stable`).
+    public var clientCompactions = 0
     /// Whether the run compacted (the report then says what compaction did).
     public var compacting = false
 
@@ -102,7 +104,7 @@ public struct SimulationReport: Sendable, CustomStringConvertible {
             "virtual time \(virtualTime) ms, quiet after \(quiescenceRounds) anti-entropy rounds; final document: \(sections) sections, \(items) items",
         ]
         if compacting {
-            lines.append("compaction: \(compactions) compactions, \(retired) senders retired, \(snapshots) snapshot catch-ups, \(remade) operations remade, \(refusedCompacted) batches refused as compacted")
+            lines.append("compaction: \(compactions) compactions, \(retired) senders retired, \(snapshots) snapshot catch-ups, \(remade) operations remade, \(refusedCompacted) batches refused as compacted, \(clientCompactions) client compactions")
         }
         lines.append(passed ? "result: converged, all invariants hold" : "result: FAILED\n  " + failures.joined(separator: "\n  "))
         return lines.joined(separator: "\n")
@@ -554,6 +556,8 @@ public struct Simulator: Sendable {
                 _ = clients[c].board.receive(p, now: nowNs)
                 // Read by identity against the client's own document (its assertions check the mapping).
                 _ = clients[c].board.activities(in: clients[c].document)
+            case let .stable(_, floor):
+                compactClient(c, at: floor)
             case let .snapshot(_, bytes):
                 if compacting {
                     resync(c, from: bytes)
@@ -626,6 +630,20 @@ public struct Simulator: Sendable {
         }
         daemons[d].disk.compact(snapshot: daemons[d].core.document.encodedSnapshot(), epoch: epoch)
         report.compactions += 1
+        performCore(d, daemons[d].core.floorAnnouncements())
+    }
+
+    /// The daemon compacted at `floor` (`stable`): client `c` compacts its copy there too if it
+    /// holds exactly that version (as SyncClient does); its view must not change.
+    private mutating func compactClient(_ c: Int, at floor: VersionVector) {
+        guard clients[c].document.version == floor, clients[c].document.historyFloor != floor else { return }
+        let before = clients[c].document.snapshot()
+        do { try clients[c].document.compact(stable: floor) } catch {
+            report.failures.append("client \(c): compaction at the daemon's floor refused: \(error)")
+            return
+        }
+        if clients[c].document.snapshot() != before { report.failures.append("client \(c): its compaction changed what it shows") }
+        report.clientCompactions += 1
     }
 
     /// Sends everything client `c` holds that the daemon has not acknowledged, in order, as one
@@ -647,7 +665,7 @@ public struct Simulator: Sendable {
     private mutating func reportSeen(_ c: Int) {
         guard compacting, clients[c].connected else { return }
         let doc = clients[c].document
-        performClient(c, clients[c].session.reportSeen(document, replica: doc.replica, version: doc.version, role: .device, now: nowNs))
+        performClient(c, clients[c].session.reportSeen(document, replica: doc.replica, version: doc.version, role: .compactingDevice, now: nowNs))
     }
 
     /// A batch of client `c` was refused for the compaction floor: it was left behind (retired

@@ -206,4 +206,44 @@ struct CompactionProcessTests {
         #expect(after < 90_000, "the deleted values are collected: \(before) -> \(after) bytes")
         #expect(try table(daemon, "todo") == [[big + "0"]])
     }
+
+    @Test("a device learns the floor: where the daemon compacted, both devices' copies compact too, in memory and in their stores, showing the same; reopened, a copy loads compacted and keeps syncing")
+    func devicesCompactTheirCopies() async throws {
+        let dir = TemporaryFolder()
+        defer { dir.remove() }
+        let daemon = try DaemonProcess(data: dir.path + "/daemon", extra: Self.flags(retireAfter: "1h"))
+        defer { daemon.terminate() }
+        let (a, doc) = try await Self.firstDevice(daemon, folder: dir.path + "/a", name: "churn", values: (0..<30).map { "item \($0)" })
+        let b = try SyncClient(folder: dir.path + "/b", server: try SyncClientTests.server(daemon))
+        let liveA = try await a.open(doc)
+        let liveB = try await b.fetch(doc)
+        await b.start()
+        try await b.waitUntilSynced(timeout: .seconds(20))
+        #expect(liveA.document.historyFloor == nil && liveB.document.historyFloor == nil)
+        for _ in 0..<25 { try await Self.delete(b, doc, row: 0) }
+        try await b.waitUntilSynced(timeout: .seconds(20))
+        let expected = (25..<30).map { "item \($0)" }
+        #expect(eventually(20) { daemon.log.contains("document compacted") }, "\(daemon.log)")
+        // The last compaction's floor is the version everyone holds: both copies compact there.
+        #expect(eventually(20) {
+            let v = liveA.document.version
+            return liveA.document.historyFloor == v && liveB.document.historyFloor == v && liveB.document.version == v
+        }, "a: \(String(describing: liveA.document.historyFloor)) / \(liveA.document.version), b: \(String(describing: liveB.document.historyFloor))")
+        #expect(SyncClientTests.values(liveA) == [expected] && SyncClientTests.values(liveB) == [expected])
+        #expect(liveB.document.operationCount == 0, "its history was collected")
+        #expect(liveB.canUndo, "b's undo history is kept across the compaction")
+
+        // Reopened from its folder, b's copy is the compacted one; edits still flow both ways.
+        await b.close()
+        let b2 = try SyncClient(folder: dir.path + "/b", server: try SyncClientTests.server(daemon))
+        let liveB2 = try await b2.open(doc)
+        #expect(liveB2.document.historyFloor != nil && SyncClientTests.values(liveB2) == [expected])
+        await b2.start()
+        try await SyncClientTests.insert(b2, doc, "after")
+        try await b2.waitUntilSynced(timeout: .seconds(20))
+        #expect(eventually(20) { SyncClientTests.values(liveA) == [expected + ["after"]] })
+        #expect(try table(daemon, doc.description) == [expected + ["after"]])
+        await a.close()
+        await b2.close()
+    }
 }

@@ -278,6 +278,37 @@ import ListSyncTestSupport
         #expect(throws: SyncProtocolError.self) { try DocumentStability(decoding: bytes + [0]) }
     }
 
+    @Test("after a compaction the floor goes to the subscribers that said seen as compacting devices, and to no other; none before a compaction")
+    func floorGoesToCompactingDevices() throws {
+        let base = Fixture.typed(4)
+        var core = Self.core(base)
+        _ = core.subscribe(Self.late, epoch: 7, version: base.version)
+        #expect(core.floorAnnouncements().isEmpty, "never compacted")
+        _ = core.seen(Self.device, replica: ReplicaID(1), version: base.version, role: .device, now: 100)
+        _ = core.seen(Self.live, replica: ReplicaID(2), version: base.version, role: .live, now: 100)
+        _ = core.seen(Self.late, replica: ReplicaID(3), version: base.version, role: .compactingDevice, now: 100)
+        #expect(core.stability.tracker.acknowledged[ReplicaID(3)] == base.version, "a compacting device is a device")
+        _ = core.refreshStability(now: 100, retireAfter: 1_000)
+        let point = try #require(core.compactionPoint(minOperations: 1))
+        try core.compact(at: point)
+        let frame = SyncMessage.stable(document: Self.doc, version: point).encoded()
+        #expect(core.floorAnnouncements() == [.send(Self.late, frame)])
+
+        // The client side: a live document's floor becomes an action; another document's is dropped.
+        var client = ClientSession(maxFrame: 1 << 20, timeout: 1_000_000_000)
+        _ = client.subscribe(Self.doc, epoch: 7, version: base.version, now: 0)
+        _ = client.receive(SyncMessage.subscribed(document: Self.doc, name: "groceries", epoch: 7, version: base.version).encoded(), now: 0)
+        _ = client.receive(SyncMessage.synced(document: Self.doc, version: base.version).encoded(), now: 0)
+        #expect(client.receive(frame, now: 0) == [.stable(Self.doc, point)])
+        let other = SyncMessage.stable(document: DocumentID(hex: String(repeating: "ab", count: 16))!, version: point).encoded()
+        #expect(client.receive(other, now: 0).isEmpty)
+        // A daemon takes no `stable` from a client.
+        var server = ServerSession(maxFrame: 1 << 20, rateLimit: nil, now: 0)
+        server.attached(Self.doc)
+        let refused = server.receive(frame, now: 0)
+        #expect(refused.contains { if case .send = $0 { return true } else { return false } } && !refused.contains { if case .seen = $0 { return true } else { return false } })
+    }
+
     // MARK: The connections
 
     @Test("the server connection passes seen for attached documents only; a read-only device counts as live; bad seen bytes close it")
@@ -290,11 +321,11 @@ import ListSyncTestSupport
         var readOnly = ServerSession(maxFrame: 1 << 20, rateLimit: nil, now: 0, access: Access(documents: nil, readOnly: true))
         readOnly.attached(Self.doc)
         #expect(readOnly.receive(frame, now: 0) == [.seen(Self.doc, replica: ReplicaID(4), version: VersionVector([ReplicaID(4): 2]), role: .live)])
-        // Replica 0, and role 3: malformed (the connection closes, nothing reaches the daemon).
+        // Replica 0, and role 4: malformed (the connection closes, nothing reaches the daemon).
         var zero = frame
         zero[18] = 0
         var role = frame
-        role[role.count - 1] = 3
+        role[role.count - 1] = 4
         for bad in [zero, role] {
             var t = ServerSession(maxFrame: 1 << 20, rateLimit: nil, now: 0)
             t.attached(Self.doc)
@@ -345,6 +376,44 @@ import ListSyncTestSupport
         _ = next.subscribe(Self.doc, epoch: 0, version: VersionVector(), now: 0)
         _ = next.receive(SyncMessage.subscribed(document: Self.doc, name: "n", epoch: 7, version: VersionVector()).encoded(), now: 0)
         #expect(next.reportSeen(Self.doc, replica: ReplicaID(4), version: VersionVector([ReplicaID(4): 1]), role: .device, now: 0).isEmpty)
+    }
+
+    @Test("an older daemon's refusal of the compacting device role (seen role 3) makes later reports say device; the role is kept otherwise")
+    func olderDaemonRefusesCompactingRole() throws {
+        // What a build without role 3 answers: today's answer to role 4, with 3 in its place.
+        var server = ServerSession(maxFrame: 1 << 20, rateLimit: nil, now: 0)
+        server.attached(Self.doc)
+        var frame = SyncMessage.seen(document: Self.doc, replica: ReplicaID(4), version: VersionVector([ReplicaID(4): 1]),
+                                     role: .device).encoded()
+        frame[frame.count - 1] = 4
+        let answer = server.receive(frame, now: 0).compactMap { action -> SyncMessage? in
+            guard case let .send(bytes) = action else { return nil }
+            return try? SyncMessage(decoding: bytes)
+        }.first
+        guard case let .error(_, nil, .malformed, text)? = answer, text.hasSuffix("seen role 4") else {
+            Issue.record("unexpected answer \(String(describing: answer))")
+            return
+        }
+        let old = SyncMessage.error(request: 0, document: nil, code: .malformed, text: String(text.dropLast()) + "3")
+        func session() -> ClientSession {
+            var c = ClientSession(maxFrame: 1 << 20)
+            _ = c.subscribe(Self.doc, epoch: 0, version: VersionVector(), now: 0)
+            _ = c.receive(SyncMessage.subscribed(document: Self.doc, name: "n", epoch: 7, version: VersionVector()).encoded(), now: 0)
+            return c
+        }
+        func role(_ actions: [ClientSession.Action]) -> SeenRole? {
+            for case let .send(bytes) in actions { if case let .seen(_, _, _, r)? = try? SyncMessage(decoding: bytes) { return r } }
+            return nil
+        }
+        let v = VersionVector([ReplicaID(4): 1])
+        var kept = session()
+        #expect(role(kept.reportSeen(Self.doc, replica: ReplicaID(4), version: v, role: .compactingDevice, now: 0)) == .compactingDevice)
+        var c = session()
+        _ = c.receive(old.encoded(), now: 0)
+        #expect(!c.saysCompactingDevice && c.sendsSeen)
+        var next = session()
+        next.saysCompactingDevice = c.saysCompactingDevice
+        #expect(role(next.reportSeen(Self.doc, replica: ReplicaID(4), version: v, role: .compactingDevice, now: 0)) == .device)
     }
 
     @Test("the client joins snapshot parts split at every offset into one snapshot action; not live: ignored; over the limit: closed")

@@ -34,6 +34,8 @@ import ListSyncTestSupport
             (18, .rename(request: 5, document: doc, name: "weekend groceries")),
             (19, .seen(document: doc, replica: ReplicaID(300), version: version, role: .device)),
             (19, .seen(document: doc, replica: ReplicaID(1), version: VersionVector(), role: .relay)),
+            (19, .seen(document: doc, replica: ReplicaID(2), version: version, role: .compactingDevice)),
+            (22, .stable(document: doc, version: version)),
             (20, .snapshot(document: doc, part: [0x4c, 0x53, 0, 3], more: true)),
             (20, .snapshot(document: doc, part: [7], more: false)),
             (13, .error(request: 9, document: doc, code: .compacted, text: "before the floor")),

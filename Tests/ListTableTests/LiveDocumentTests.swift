@@ -247,4 +247,33 @@ struct LiveDocumentWithoutChangeSetsTests {
         #expect(a.changes.insertedItems.isEmpty && a.changes.movedItems.isEmpty)
         #expect(plain.snapshot == full.snapshot)
     }
+
+    @Test("compacting a live document (a device's copy, where its daemon compacted) changes nothing it shows and keeps its undo history: a delete undone after the compaction brings the item back with its value, and redo deletes it again")
+    func compactionKeepsUndo() throws {
+        let live = LiveDocument(try ListDocument.make(1, sections: [["a", "b", "c", "d"]]))
+        _ = try live.edit { (d: inout ListDocument) throws(ListError) in try d.deleteItem(atRow: 1, inSection: 0) }
+        _ = try live.edit { (d: inout ListDocument) throws(ListError) in
+            try d.setValue(Data("C".utf8), forItem: try d.itemID(at: IndexPath(item: 1, section: 0)))
+        }
+        let shown = live.snapshot
+        let report = try live.compact(at: live.document.version)
+        #expect(report.itemsAfter < report.itemsBefore || report.operationsDropped > 0)
+        #expect(live.document.historyFloor == live.document.version && live.snapshot == shown)
+        #expect(live.document.value(of: try live.document.itemID(at: IndexPath(item: 0, section: 0))) == Data("a".utf8))
+        // Undo the rename, then the delete of "b", whose item compaction collected.
+        _ = try live.undo()
+        #expect(live.snapshot.sections[0].items.map { String(decoding: $0.value, as: UTF8.self) } == ["a", "c", "d"])
+        _ = try live.undo()
+        #expect(live.snapshot.sections[0].items.map { String(decoding: $0.value, as: UTF8.self) } == ["a", "b", "c", "d"])
+        _ = try live.redo()
+        #expect(live.snapshot.sections[0].items.map { String(decoding: $0.value, as: UTF8.self) } == ["a", "c", "d"])
+        try live.document.checkInvariants()
+        // Not at the document's version: refused, nothing changes.
+        var other = live.document.fork(as: 2)
+        _ = try other.insertItem(atRow: 0, inSection: 0, value: Data("z".utf8))
+        _ = live.receive(other.operations(since: live.document.version))
+        let before = live.snapshot
+        #expect(throws: CompactionError.self) { try live.compact(at: live.document.historyFloor!) }
+        #expect(live.snapshot == before)
+    }
 }

@@ -166,9 +166,15 @@ public struct ListDocument: Sendable {
                          section: visiblePosition(ofSlot: sections.rows[s.int].winner))
     }
 
-    /// The value of an item (visible or not), or nil if the item is unknown.
+    /// The value of an item (visible or not), or nil if the item is unknown or its value was
+    /// collected: a deleted item of a compacted document whose value reads empty (§7: the values
+    /// of dead items are collected; undo then brings a deleted item back with the value it
+    /// remembers, not an empty one).
     public func value(of item: ItemID) -> Data? {
-        itemEntity(item).map { items.value($0) }
+        guard let i = itemEntity(item) else { return nil }
+        let value = items.value(i)
+        if value.isEmpty, historyFloor != nil, !items.isAlive(i) { return nil }
+        return value
     }
 
     /// Whether the item is known and visible.

@@ -99,6 +99,10 @@ public struct ClientSession: Sendable {
         /// document; load them in place of the copy, then make again what the daemon lacks
         /// (unsent edits) as new operations. Live operations and `synced` follow.
         case snapshot(DocumentID, [UInt8])
+        /// The daemon compacted a live document at this version, its floor (sent only after a
+        /// `seen` with ``SeenRole/compactingDevice``): a copy whose version is exactly it may
+        /// compact there too.
+        case stable(DocumentID, VersionVector)
     }
 
     /// The most bytes of one snapshot the session assembles (over it: the connection is closed).
@@ -134,6 +138,10 @@ public struct ClientSession: Sendable {
     /// driver carries it to its next session on the same daemon, so that the client reconnects
     /// once, not again and again (Docs/Protocol.md, "Compaction").
     public var sendsSeen = true
+    /// Whether `seen` says ``SeenRole/compactingDevice`` as asked: false once a daemon of an
+    /// older build refused that role (it then closes the connection); later reports say
+    /// ``SeenRole/device`` instead. Carried to the next session as ``sendsSeen`` is.
+    public var saysCompactingDevice = true
     /// Snapshot parts received so far, by document.
     private var snapshotParts: [DocumentID: [UInt8]] = [:]
     /// `seen` reports: the last one sent (with when), and the next one waiting for its interval.
@@ -207,6 +215,7 @@ public struct ClientSession: Sendable {
     public mutating func reportSeen(_ document: DocumentID, replica: ReplicaID, version: VersionVector, role: SeenRole,
                                     now: UInt64) -> [Action] {
         guard live.contains(document), !isClosed, sendsSeen else { return [] }
+        let role = role == .compactingDevice && !saysCompactingDevice ? .device : role
         let last = seenSent[document]
         guard last?.version != version else {
             seenDue[document] = nil
@@ -328,6 +337,11 @@ public struct ClientSession: Sendable {
                 sendsSeen = false
                 seenDue = [:]
             }
+            if code == .malformed, doc == nil, text.hasSuffix("seen role \(SeenRole.compactingDevice.rawValue)") {
+                // A daemon older than the compacting device role: say `device` to it from now on.
+                saysCompactingDevice = false
+                seenDue = [:]
+            }
             if code == .revoked || code == .expired {
                 return [.accessEnded(code, text), .close(reason: text)] + fail(e)
             }
@@ -355,6 +369,8 @@ public struct ClientSession: Sendable {
             snapshotParts[doc] = nil
             seenSent[doc] = nil
             return [.snapshot(doc, bytes)]
+        case let .stable(doc, version):
+            return live.contains(doc) ? [.stable(doc, version)] : []
         case .subscribe, .unsubscribe, .hello, .create, .listDocuments, .status, .destroy, .rename, .seen:
             return []
         }

@@ -104,7 +104,7 @@ public struct DocumentCore: Sendable {
     private var durableCount: Int
     private var inFlight: [InFlight] = []
     private var nextTicket: UInt64 = 1
-    private var subscribers: [SubscriberID: Subscriber] = [:]
+    var subscribers: [SubscriberID: Subscriber] = [:]
     /// Subscribers that sent a presence since they attached: presence is relayed to them only (a
     /// client of an older version would not read it).
     private var presenceListeners: Set<SubscriberID> = []
@@ -128,7 +128,7 @@ public struct DocumentCore: Sendable {
     }
 
     /// One subscriber's outgoing operations.
-    private struct Subscriber {
+    struct Subscriber {
         /// Operations to send, in order.
         var queue: [ListOperation] = []
         var next = 0
@@ -428,7 +428,7 @@ public struct DocumentCore: Sendable {
         subscribers[subscriber] = sub
         switch role {
         case .live: return stability.heardFromLive(replica)
-        case .device:
+        case .device, .compactingDevice:
             return stability.heardFromDevice(replica, version: version, caughtUp: document.hasHistory(since: version), now: now)
         case .relay: return stability.heardFromRelay()
         }
@@ -445,7 +445,7 @@ public struct DocumentCore: Sendable {
         counters[document.replica] = nil
         let authors = VersionVector(counters)
         var changed = stability.noteAuthors(of: authors, now: now)
-        for sub in subscribers.values where sub.role == .device {
+        for sub in subscribers.values where sub.role?.isDevice == true {
             if let r = sub.replica { stability.attached(r, now: now) }
         }
         let retired = stability.retireSilent(now: now, after: retireAfter)

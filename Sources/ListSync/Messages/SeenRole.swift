@@ -9,15 +9,23 @@ public enum SeenRole: UInt8, Sendable, Hashable, CustomStringConvertible {
     /// it holds compaction back, subscribed or not, until it reports again or is retired
     /// (`listsync serve --retire-after`).
     case device = 1
+    /// A device as ``device`` that also compacts its own copy where the daemon compacted: the
+    /// daemon tells it each floor (``SyncMessage/stable(document:version:)``), which only this
+    /// role is sent (older devices say ``device`` and never see that message).
+    case compactingDevice = 3
     /// A peer daemon's link, which relays other replicas' operations: a document a relay is
     /// attached to is never compacted on this daemon (its peers' stability is not gossiped).
     case relay = 2
+
+    /// A device that keeps a durable copy (``device`` or ``compactingDevice``).
+    public var isDevice: Bool { self == .device || self == .compactingDevice }
 
     public var description: String {
         switch self {
         case .live: return "live"
         case .device: return "device"
         case .relay: return "relay"
+        case .compactingDevice: return "compacting device"
         }
     }
 }

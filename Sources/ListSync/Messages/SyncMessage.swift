@@ -67,11 +67,18 @@ public enum SyncMessage: Equatable, Sendable {
     /// order up to the one with `more` false, load them as the document (replacing the copy),
     /// then live operations and `synced` follow as after any catch-up.
     case snapshot(document: DocumentID, part: [UInt8], more: Bool)
+    /// From the daemon to a subscriber that said `seen` with ``SeenRole/compactingDevice``: the
+    /// document was compacted at `version`, its floor (Docs/Protocol.md, "Compaction"). Every
+    /// replica that can still send operations has seen all of it and every later operation is
+    /// after it, so a copy whose version is exactly `version` may compact there too
+    /// (``ListCRDT/ListDocument/compact(stable:)``); any other copy ignores it. No answer.
+    case stable(document: DocumentID, version: VersionVector)
 
     enum Tag: UInt8 {
         case subscribe = 1, subscribed, unsubscribe, operations, ack, hello, create, created,
              listDocuments, documents, status, statusReport, error, synced, presence, destroy, destroyed, rename,
              seen, snapshot
+        case stable = 22
     }
 
     /// The protocol's version, the first byte of every message. Version 2 added `synced`, paged
@@ -145,6 +152,8 @@ public enum SyncMessage: Equatable, Sendable {
             w.byte(Tag.rename.rawValue); w.varint(request); w.document(doc); w.string(name)
         case let .seen(doc, replica, version, role):
             w.byte(Tag.seen.rawValue); w.document(doc); w.varint(replica.rawValue); w.version(version); w.byte(role.rawValue)
+        case let .stable(doc, version):
+            w.byte(Tag.stable.rawValue); w.document(doc); w.version(version)
         case let .snapshot(doc, part, more):
             w.byte(Tag.snapshot.rawValue); w.document(doc); w.count(part.count)
             w.bytes.append(contentsOf: part)
@@ -243,6 +252,8 @@ public enum SyncMessage: Equatable, Sendable {
             let b = try r.byte()
             guard let role = SeenRole(rawValue: b) else { throw WireError.invalidValue("seen role \(b)", offset: roleAt) }
             return .seen(document: doc, replica: ReplicaID(replica), version: version, role: role)
+        case .stable:
+            return .stable(document: try r.document(), version: try r.version())
         case .snapshot:
             let doc = try r.document()
             let n = try r.count(minBytes: 1)

@@ -273,6 +273,9 @@ public struct PeerSession: Sendable {
             case .presence:
                 // Presence is per daemon: a link never sends one, so the peer relays none to it.
                 break
+            case .stable:
+                // Sent only to compacting devices; a link says `seen` as a relay.
+                break
             case let .announced(list):
                 out.append(.announced(list))
             case let .withdrawn(doc, epoch):

@@ -157,7 +157,7 @@ public struct ServerSession: Sendable {
             guard attachedDocuments.contains(doc) else { return [] }
             // A read-only device sends no operations: it holds stability back only while attached.
             return [.seen(doc, replica: replica, version: version, role: access.readOnly ? .live : role)]
-        case .subscribed, .synced, .ack, .created, .documents, .statusReport, .error, .destroyed, .snapshot:
+        case .subscribed, .synced, .ack, .created, .documents, .statusReport, .error, .destroyed, .snapshot, .stable:
             return [error(0, nil, .unsupported, "a daemon does not take that message")]
         }
     }

@@ -16,10 +16,11 @@ extension SyncClient {
         var creates: [UInt64: DocumentID] = [:]
         var ticker: Task<Void, Never>?
 
-        init(transport: TCPTransport, timeout: Duration, sendsSeen: Bool) {
+        init(transport: TCPTransport, timeout: Duration, sendsSeen: Bool, saysCompactingDevice: Bool) {
             self.transport = transport
             session = ClientSession(maxFrame: transport.maxFrame, timeout: timeout.nanoseconds)
             session.sendsSeen = sendsSeen
+            session.saysCompactingDevice = saysCompactingDevice
         }
     }
 
@@ -102,7 +103,8 @@ extension SyncClient {
 
     /// Runs one connection until it closes.
     func serve(_ transport: TCPTransport, timeout: Duration) async {
-        let c = Connection(transport: transport, timeout: timeout, sendsSeen: daemonTakesSeen)
+        let c = Connection(transport: transport, timeout: timeout, sendsSeen: daemonTakesSeen,
+                           saysCompactingDevice: daemonTakesCompactingDevice)
         connection = c
         c.ticker = Task { [weak self] in
             while !Task.isCancelled {
@@ -119,6 +121,7 @@ extension SyncClient {
         }
         c.ticker?.cancel()
         if !c.session.sendsSeen { daemonTakesSeen = false }
+        if !c.session.saysCompactingDevice { daemonTakesCompactingDevice = false }
         if connection === c {
             // Detached before any wait: an edit arriving meanwhile must not use a closed session.
             connection = nil
@@ -294,6 +297,8 @@ extension SyncClient {
             if let copy = copies[id] { destroyedOnDaemon(copy, "document \(id) was destroyed on the daemon") }
         case .announced:
             break
+        case let .stable(id, floor):
+            if let copy = copies[id] { compactCopy(copy, at: floor) }
         case .operations, .snapshot:
             assertionFailure("operations and snapshots are stored by perform")
         }
@@ -334,7 +339,7 @@ extension SyncClient {
     /// Reports what `copy` holds to the daemon (coalesced by the session: at most once a second
     /// per document), so that it can tell when everything is stable and compact.
     func reportSeen(_ copy: LocalCopy, on c: Connection) {
-        send(c.session.reportSeen(copy.id, replica: replica, version: copy.live.document.version, role: .device,
+        send(c.session.reportSeen(copy.id, replica: replica, version: copy.live.document.version, role: .compactingDevice,
                                   now: EventLoop.now()), on: c)
     }
 

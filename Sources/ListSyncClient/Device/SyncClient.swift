@@ -111,6 +111,9 @@ public actor SyncClient {
     var isConnecting = false
     /// False once a daemon refused `seen` (an older build): not sent again on later connections.
     var daemonTakesSeen = true
+    /// False once a daemon refused the compacting device role (an older build): `seen` says
+    /// `device` on later connections, and the copies are not told where it compacts.
+    var daemonTakesCompactingDevice = true
     var lastError: String?
     var sessionFailure: SyncFailure?
     var closed = false
