@@ -68,6 +68,7 @@ import ListSyncTestTraits
             total.snapshots += report.snapshots
             total.remade += report.remade
             total.refusedCompacted += report.refusedCompacted
+            total.clientCompactions += report.clientCompactions
             total.crashes += report.crashes
             total.acknowledged += report.acknowledged
             if !report.passed {
@@ -76,8 +77,9 @@ import ListSyncTestTraits
             }
         }
         let seconds = Date().timeIntervalSince(start)
-        print("simulator with compaction: \(seeds) seeds in \(String(format: "%.1f", seconds)) s (\(String(format: "%.0f", Double(seeds) / max(seconds, 0.001))) seeds/s): \(total.compactions) compactions, \(total.retired) senders retired, \(total.snapshots) snapshot catch-ups, \(total.remade) operations remade, \(total.refusedCompacted) batches refused as compacted, \(total.crashes) crashes, \(total.acknowledged) operations acknowledged")
+        print("simulator with compaction: \(seeds) seeds in \(String(format: "%.1f", seconds)) s (\(String(format: "%.0f", Double(seeds) / max(seconds, 0.001))) seeds/s): \(total.compactions) compactions, \(total.retired) senders retired, \(total.snapshots) snapshot catch-ups, \(total.remade) operations remade, \(total.refusedCompacted) batches refused as compacted, \(total.clientCompactions) client compactions, \(total.crashes) crashes, \(total.acknowledged) operations acknowledged")
         #expect(total.compactions > 0 && total.retired > 0, "compactions ran, senders were retired")
+        #expect(total.clientCompactions > 0, "clients told the floor compacted their copies (each checked to show the same)")
         #expect(total.snapshots > 0 && total.remade > 0 && total.refusedCompacted > 0,
                 "clients were refused as compacted, re-synced from snapshots and made edits again")
         #expect(total.crashes > 0 && total.acknowledged > 0)
