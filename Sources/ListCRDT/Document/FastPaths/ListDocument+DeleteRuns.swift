@@ -143,6 +143,17 @@ extension ListDocument {
             items.rows.withUnsafeBufferPointer { rows in
                 while n < m, let id = item(n) {
                     lv = lv.advanced(by: step)
+                    // Usually the slot next to the one before is the item's insert slot, and the
+                    // item never moved: its row says so (its id, no registers, its winning slot
+                    // `lv`: an item's winning slot while it never moved is its insert slot), and
+                    // the slot's run, one more cache miss, need not be read.
+                    if let slot = view.slot(lv), case let e = slot.entity.int, e >= 0, e < rows.count, rows[e].id == id,
+                       rows[e].packedState < 0, rows[e].winner == lv {
+                        seen[n] = lv
+                        entities[n] = slot.entity
+                        n += 1
+                        continue
+                    }
                     var slot = view.slot(lv)
                     if slot.map({ view.id(of: $0, at: lv) }) != id {
                         guard let at = slots.lv(of: id) else { break }

@@ -66,13 +66,18 @@ extension ListDocument {
 
     /// Makes room in the slot and item tables for the slots and items the batch's new insert runs
     /// add (at least doubling the room when it grows, as appending does): a run appends many at
-    /// once. Runs whose first id is known here (duplicates) are not counted.
+    /// once. Runs whose first id is known here (duplicates) are not counted. The slot tables get
+    /// room for one slot more per other operation (a section insert, a move of one item): without
+    /// it, a history that starts with its section outgrew the room by one slot at its last run and
+    /// copied the whole slot table and leaf index there.
     private mutating func reserveCapacity(for batch: DecodedBatch) {
         var n = 0
         for run in batch.insertRuns where run.id.counter > versionVector[run.id.replica] { n += run.count }
         if n == 0 { return }
-        slots.reserveCapacity(forMore: n)
-        forest.reserveSlots(more: n)
+        var others = 0
+        for part in batch.parts { if case .operations(let ops) = part { others += ops.count } }
+        slots.reserveCapacity(forMore: n + others)
+        forest.reserveSlots(more: n + others)
         items.rows.reserveCapacity(more: n)
         items.insertValues.reserveCapacity(more: n)
     }
