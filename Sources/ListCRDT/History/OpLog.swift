@@ -93,6 +93,16 @@ struct OpLog: Sendable {
         records.reserveCapacity(records.count + n)
     }
 
+    /// Makes room for about `n` more records and `seen` more item deletes (a received batch's,
+    /// estimated from its runs), at least doubling the room when it grows (as appending does, so
+    /// that calling it for every batch stays amortized O(1) per record).
+    ///
+    /// - Complexity: O(records + seen slots) when it grows, else O(1).
+    mutating func reserveCapacity(moreRecords n: Int, seen: Int) {
+        records.reserveCapacity(more: n)
+        seenSlots.reserveCapacity(more: seen)
+    }
+
     /// Appends an applied insert, move or item delete. `payload` is the local version of the first
     /// slot the operation made (inserts, moves), or of the slot the delete's author saw. `span` is
     /// the number of ids the operation uses.

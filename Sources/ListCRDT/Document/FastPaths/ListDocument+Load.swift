@@ -76,10 +76,14 @@ extension ListDocument {
         if n == 0 { return }
         var others = 0
         for part in batch.parts { if case .operations(let ops) = part { others += ops.count } }
-        slots.reserveCapacity(forMore: n + others)
+        var deletes = 0
+        for run in batch.deleteRuns { deletes += run.count }
+        slots.reserveCapacity(forMore: n + others, runs: batch.insertRuns.count + others)
         forest.reserveSlots(more: n + others)
         items.rows.reserveCapacity(more: n)
         items.insertValues.reserveCapacity(more: n)
+        // About a record per run (one continuing the run before extends its record instead).
+        log.reserveCapacity(moreRecords: batch.insertRuns.count + batch.deleteRuns.count + others, seen: deletes)
     }
 }
 
