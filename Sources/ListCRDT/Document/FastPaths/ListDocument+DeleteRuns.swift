@@ -92,17 +92,30 @@ extension ListDocument {
             // place: a closure that also wrote the document would make `withView` work on a copy
             // of the slot store, five retains and releases a chunk), then the registers.
             let n = findDeleted(count: m, step: step, from: previous, seen: seen, entities: entities, item: item)
-            items.rows.withUnsafeMutableBufferPointer { rows in
-                for j in 0 ..< n {
-                    let e = entities[j].int
-                    precondition(e >= 0 && e < rows.count, "slot \(seen[j]) places no item")
-                    let died: Bool
-                    if case .registers(let k) = rows[e].state {
-                        died = items.registers[k].deleteSeeingInsert(id: rows[e].id)
-                    } else {
-                        died = rows[e].deleteSeeingInsert()
+            if items.registers.isEmpty {
+                // No item has registers (no move, no delete that saw a move): the rows alone. (A
+                // loop that may write the registers makes the empty table unique once per chunk.)
+                items.rows.withUnsafeMutableBufferPointer { rows in
+                    for j in 0 ..< n {
+                        let e = entities[j].int
+                        precondition(e >= 0 && e < rows.count, "slot \(seen[j]) places no item")
+                        assert(rows[e].packedState < 0, "a row with registers, but the table is empty")
+                        if rows[e].deleteSeeingInsert() { dead.add(rows[e].winner, section: rows[e].section) }
                     }
-                    if died { dead.add(rows[e].winner, section: rows[e].section) }
+                }
+            } else {
+                items.rows.withUnsafeMutableBufferPointer { rows in
+                    for j in 0 ..< n {
+                        let e = entities[j].int
+                        precondition(e >= 0 && e < rows.count, "slot \(seen[j]) places no item")
+                        let died: Bool
+                        if case .registers(let k) = rows[e].state {
+                            died = items.registers[k].deleteSeeingInsert(id: rows[e].id)
+                        } else {
+                            died = rows[e].deleteSeeingInsert()
+                        }
+                        if died { dead.add(rows[e].winner, section: rows[e].section) }
+                    }
                 }
             }
             guard n > 0 else { return 0 }
