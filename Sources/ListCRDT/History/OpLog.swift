@@ -93,13 +93,12 @@ struct OpLog: Sendable {
         records.reserveCapacity(records.count + n)
     }
 
-    /// Makes room for about `n` more records and `seen` more item deletes (a received batch's,
-    /// estimated from its runs), at least doubling the room when it grows (as appending does, so
-    /// that calling it for every batch stays amortized O(1) per record).
+    /// Makes room for `seen` more item deletes (a received batch's delete runs), at least doubling
+    /// the room when it grows (as appending does, so that calling it for every batch stays
+    /// amortized O(1) per delete).
     ///
-    /// - Complexity: O(records + seen slots) when it grows, else O(1).
-    mutating func reserveCapacity(moreRecords n: Int, seen: Int) {
-        records.reserveCapacity(more: n)
+    /// - Complexity: O(seen slots) when it grows, else O(1).
+    mutating func reserveCapacity(seen: Int) {
         seenSlots.reserveCapacity(more: seen)
     }
 
