@@ -67,15 +67,24 @@ extension ListDocument {
     /// Makes room in the slot and item tables for the slots and items the batch's new insert runs
     /// add (at least doubling the room when it grows, as appending does): a run appends many at
     /// once. Runs whose first id is known here (duplicates) are not counted. The slot tables get
-    /// room for one slot more per other operation (a section insert, a move of one item): without
+    /// room for the slots the other operations make too (section inserts, moves): without
     /// it, a history that starts with its section outgrew the room by one slot at its last run and
     /// copied the whole slot table and leaf index there.
     private mutating func reserveCapacity(for batch: DecodedBatch) {
         var n = 0
         for run in batch.insertRuns where run.id.counter > versionVector[run.id.replica] { n += run.count }
         if n == 0 { return }
-        var others = 0
-        for part in batch.parts { if case .operations(let ops) = part { others += ops.count } }
+        var others = 0  // slots the other operations make
+        for part in batch.parts {
+            guard case .operations(let ops) = part else { continue }
+            for op in ops {
+                switch op.kind {
+                case .insertSection, .insertItem, .moveSection: others += 1
+                case .moveItems(let list, _, _): others += list.count
+                default: break
+                }
+            }
+        }
         var deletes = 0
         for run in batch.deleteRuns { deletes += run.count }
         slots.reserveCapacity(forMore: n + others)
