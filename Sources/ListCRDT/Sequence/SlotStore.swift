@@ -144,46 +144,12 @@ struct SlotStore: Sendable {
             k = found
         }
         return idRuns[k].withUnsafeBufferPointer { list -> LocalVersion? in
-            let lo = Self.firstRun(after: id.counter, in: list)
+            let lo = list.partitionPoint { $0.counter <= id.counter }
             if lo == 0 { return nil }
             let r = list[lo - 1]
             let off = id.counter - r.counter
             return off < UInt64(r.count) ? r.lv.advanced(by: Int32(off)) : nil
         }
-    }
-
-    /// The index of the first id run of `list` (a replica's, in counter order) whose first counter
-    /// is after `counter` (`list.count` if none): `list.partitionPoint { $0.counter <= counter }`,
-    /// found from a guess that takes the counters as evenly spread between the first run's and
-    /// the last's, then by steps doubling away from it, then by bisection. A replica's counters
-    /// grow about as evenly as its slots, so the guess is usually a few runs off: a few loads
-    /// where bisecting a long list took one per halving, most of them cache misses.
-    ///
-    /// - Complexity: O(log d) for an answer d runs from the guess; O(log n) at most.
-    @inline(__always)
-    static func firstRun(after counter: UInt64, in list: UnsafeBufferPointer<IDRun>) -> Int {
-        let n = list.count
-        if n <= 8 { return list.partitionPoint { $0.counter <= counter } }
-        let first = list[0].counter, last = list[n - 1].counter
-        if counter < first { return 0 }
-        if counter >= last { return n }
-        // first <= counter < last: the answer is in 1 ..< n.
-        let guess = min(n - 1, Int(Double(counter - first) / Double(last - first) * Double(n - 1)))
-        var lo: Int, hi: Int  // list[lo].counter <= counter < list[hi].counter
-        if list[guess].counter <= counter {
-            lo = guess
-            var step = 1
-            hi = min(n - 1, lo + step)
-            while list[hi].counter <= counter { (lo, step) = (hi, step << 1); hi = min(n - 1, lo + step) }
-        } else {
-            hi = guess
-            var step = 1
-            lo = max(0, hi - step)
-            while list[lo].counter > counter { (hi, step) = (lo, step << 1); lo = max(0, hi - step) }
-        }
-        assert(list[lo].counter <= counter && counter < list[hi].counter, "the bracket does not hold the answer")
-        let inside = UnsafeBufferPointer(rebasing: list[(lo + 1) ..< hi])
-        return lo + 1 + inside.partitionPoint { $0.counter <= counter }
     }
 
     /// The run holding slot `lv`.
