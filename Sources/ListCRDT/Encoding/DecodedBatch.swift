@@ -81,6 +81,16 @@ struct DecodedBatch {
     /// Number of operations in the batch.
     var operationCount = 0
 
+    /// Makes room for `n` parts, insert runs and delete runs (a guess from the batch's size, which
+    /// bounds it: the decoder never reserves more than its input can hold).
+    ///
+    /// - Complexity: O(n).
+    mutating func reserveCapacity(records n: Int) {
+        parts.reserveCapacity(n)
+        insertRuns.reserveCapacity(n)
+        deleteRuns.reserveCapacity(n)
+    }
+
     /// Decodes and validates a whole batch (nothing may follow it).
     ///
     /// - Throws: the ``WireError`` ``ListOperation/decode(_:maxValueSize:maxOperations:)`` throws.

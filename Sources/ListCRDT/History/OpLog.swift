@@ -93,6 +93,15 @@ struct OpLog: Sendable {
         records.reserveCapacity(records.count + n)
     }
 
+    /// Makes room for `seen` more item deletes (a received batch's delete runs), at least doubling
+    /// the room when it grows (as appending does, so that calling it for every batch stays
+    /// amortized O(1) per delete).
+    ///
+    /// - Complexity: O(seen slots) when it grows, else O(1).
+    mutating func reserveCapacity(seen: Int) {
+        seenSlots.reserveCapacity(more: seen)
+    }
+
     /// Appends an applied insert, move or item delete. `payload` is the local version of the first
     /// slot the operation made (inserts, moves), or of the slot the delete's author saw. `span` is
     /// the number of ids the operation uses.

@@ -89,8 +89,7 @@ struct ValueStore: Sendable {
         let start = bytes.count
         bytes.append(contentsOf: oneByte)
         precondition(bytes.count <= Int(UInt32.max), "values over 4 GiB")
-        ends.reserveCapacity(more: oneByte.count)
-        for k in 0 ..< oneByte.count { ends.append(UInt32(truncatingIfNeeded: start + k + 1)) }
+        ends.append(contentsOf: OneByteEnds(end: UInt32(truncatingIfNeeded: start + 1), left: oneByte.count))
     }
 
     /// Makes room for `n` more values of `length` bytes on average.
@@ -103,4 +102,30 @@ struct ValueStore: Sendable {
 
     /// Heap bytes (array capacities), for ``ListDocument/memoryBreakdown``.
     var heapBytes: Int { bytes.capacity + ends.capacity * MemoryLayout<UInt32>.stride }
+}
+
+/// The ends of `left` one-byte values whose first ends at `end`, as a sequence that an array
+/// appends in one loop (`_copyContents`; appending them one at a time checks uniqueness and room
+/// for each).
+private struct OneByteEnds: Sequence, IteratorProtocol {
+    var end: UInt32
+    var left: Int
+
+    var underestimatedCount: Int { left }
+
+    mutating func next() -> UInt32? {
+        guard left > 0 else { return nil }
+        left -= 1
+        defer { end &+= 1 }
+        return end
+    }
+
+    /// Writes the ends left (as many as fit) straight into `buffer`; returns the ends not written
+    /// and the number written.
+    func _copyContents(initializing buffer: UnsafeMutableBufferPointer<UInt32>) -> (OneByteEnds, Int) {
+        let n = Swift.min(left, buffer.count)
+        guard n > 0, let base = buffer.baseAddress else { return (self, 0) }
+        for k in 0 ..< n { (base + k).initialize(to: end &+ UInt32(truncatingIfNeeded: k)) }
+        return (OneByteEnds(end: end &+ UInt32(truncatingIfNeeded: n), left: left - n), n)
+    }
 }

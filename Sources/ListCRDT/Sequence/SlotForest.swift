@@ -163,7 +163,7 @@ struct SlotForest: Sendable {
     /// - Complexity: O(n) amortized.
     @inline(__always)
     mutating func addSlots(_ n: Int) {
-        if n == 1 { leafOf.append(.none) } else { leafOf.append(contentsOf: repeatElement(LeafIndex.none, count: n)) }
+        if n == 1 { leafOf.append(.none) } else { leafOf.append(contentsOf: Unplaced(left: n)) }
     }
 
     /// Makes room for `n` more slots (at least doubling the room when it grows).
@@ -187,4 +187,28 @@ struct SlotForest: Sendable {
 
     @inline(__always) func entry(_ c: Cursor) -> Entry { entries[c.leaf.entryBase + Int(c.entry)] }
     @inline(__always) func lv(at c: Cursor) -> LocalVersion { entry(c).lv.advanced(by: c.offset) }
+}
+
+/// `left` times ``SlotForest/LeafIndex/none`` (the leaf of slots not placed yet), as a sequence
+/// that an array appends in one loop (`_copyContents`; `repeatElement`'s is the default, one
+/// ``next()`` call per element).
+private struct Unplaced: Sequence, IteratorProtocol {
+    var left: Int
+
+    var underestimatedCount: Int { left }
+
+    mutating func next() -> SlotForest.LeafIndex? {
+        guard left > 0 else { return nil }
+        left -= 1
+        return SlotForest.LeafIndex.none
+    }
+
+    /// Writes the elements left (as many as fit) straight into `buffer`; returns the elements not
+    /// written and the number written.
+    func _copyContents(initializing buffer: UnsafeMutableBufferPointer<SlotForest.LeafIndex>) -> (Unplaced, Int) {
+        let n = Swift.min(left, buffer.count)
+        guard n > 0, let base = buffer.baseAddress else { return (self, 0) }
+        base.initialize(repeating: .none, count: n)
+        return (Unplaced(left: left - n), n)
+    }
 }

@@ -196,6 +196,20 @@ private struct NumberedSlots: Sequence, IteratorProtocol {
         defer { slot.entity = slot.entity.advanced(by: 1) }
         return slot
     }
+
+    /// Writes the slots left (as many as fit) straight into `buffer`, in one loop: what
+    /// `Array.append(contentsOf:)` calls to fill its new room (the default calls ``next()`` once
+    /// per slot). Returns the slots not written and the number written.
+    func _copyContents(initializing buffer: UnsafeMutableBufferPointer<SlotStore.Slot>) -> (NumberedSlots, Int) {
+        let n = Swift.min(left, buffer.count)
+        guard n > 0, let base = buffer.baseAddress else { return (self, 0) }
+        for k in 0 ..< n {
+            (base + k).initialize(to: SlotStore.Slot(entity: slot.entity.advanced(by: Int32(truncatingIfNeeded: k)), run: slot.run))
+        }
+        var rest = self
+        (rest.slot.entity, rest.left) = (slot.entity.advanced(by: Int32(truncatingIfNeeded: n)), left - n)
+        return (rest, n)
+    }
 }
 
 // MARK: - Reading many slots (delete runs)

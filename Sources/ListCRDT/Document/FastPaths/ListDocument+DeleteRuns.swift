@@ -81,32 +81,36 @@ extension ListDocument {
     mutating func applyDeleteChunk(count m: Int, step: Int32, previous: inout LocalVersion, first: OpID, deps: Frontier,
                                    startsRecord: Bool, after: OpID, item: (Int) -> OpID?) -> Int {
         precondition(m > 0 && m <= Self.deleteChunk, "a chunk of \(m) deletes")
-        // The slots the authors saw, and the runs of slots of the items that died.
+        // The slots the authors saw, the items' entities, and the runs of slots of the items that died.
         return withUnsafeTemporaryAllocation(of: LocalVersion.self, capacity: Self.deleteChunk) { seenScratch in
+          withUnsafeTemporaryAllocation(of: EntityIndex.self, capacity: Self.deleteChunk) { entityScratch in
           withUnsafeTemporaryAllocation(of: Int32.self, capacity: 3 * Self.deleteChunk) { deadScratch in
             let seen = UnsafeMutableBufferPointer(rebasing: seenScratch[0 ..< m])
+            let entities = UnsafeMutableBufferPointer(rebasing: entityScratch[0 ..< m])
             var dead = DeadSlotRuns(storage: UnsafeMutableBufferPointer(rebasing: deadScratch[0 ..< 3 * m]))
-            var n = 0
-            var lv = previous
-            slots.withView { view in
+            // First the checks, which only read the document (so that the slots are read in
+            // place: a closure that also wrote the document would make `withView` work on a copy
+            // of the slot store, five retains and releases a chunk), then the registers.
+            let n = findDeleted(count: m, step: step, from: previous, seen: seen, entities: entities, item: item)
+            if items.registers.isEmpty {
+                // No item has registers (no move, no delete that saw a move): the rows alone. (A
+                // loop that may write the registers makes the empty table unique once per chunk.)
                 items.rows.withUnsafeMutableBufferPointer { rows in
-                    while n < m, let id = item(n) {
-                        lv = lv.advanced(by: step)
-                        var slot = view.slot(lv)
-                        if slot.map({ view.id(of: $0, at: lv) }) != id {
-                            guard let at = slots.lv(of: id) else { break }
-                            lv = at
-                            slot = view.slot(at)
-                        }
-                        guard let slot, view.sequence(of: slot).isItems else { break }
-                        let e = slot.entity.int
-                        precondition(e >= 0 && e < rows.count, "slot \(lv) places no item")
-                        guard rows[e].id == id else { break }
-                        seen[n] = lv
-                        n += 1
+                    for j in 0 ..< n {
+                        let e = entities[j].int
+                        precondition(e >= 0 && e < rows.count, "slot \(seen[j]) places no item")
+                        assert(rows[e].packedState < 0, "a row with registers, but the table is empty")
+                        if rows[e].deleteSeeingInsert() { dead.add(rows[e].winner, section: rows[e].section) }
+                    }
+                }
+            } else {
+                items.rows.withUnsafeMutableBufferPointer { rows in
+                    for j in 0 ..< n {
+                        let e = entities[j].int
+                        precondition(e >= 0 && e < rows.count, "slot \(seen[j]) places no item")
                         let died: Bool
                         if case .registers(let k) = rows[e].state {
-                            died = items.registers[k].deleteSeeingInsert(id: id)
+                            died = items.registers[k].deleteSeeingInsert(id: rows[e].id)
                         } else {
                             died = rows[e].deleteSeeingInsert()
                         }
@@ -130,7 +134,56 @@ extension ListDocument {
             }
             return n
           }
+          }
         }
+    }
+
+    /// The checks of ``applyDeleteChunk(count:step:previous:first:deps:startsRecord:after:item:)``,
+    /// which only read the document: for each operation `j` from 0 on, while `item(j)` is an item
+    /// whose slot with its id is known (found at the slot next to the one before, `previous +
+    /// step` for the first, else looked up) and is the insert slot of an item with that id, writes
+    /// the slot to `seen[j]` and the item's entity to `entities[j]`. Returns how many passed (the
+    /// first `n` of at most `m`).
+    ///
+    /// - Complexity: O(m), plus O(log N) for each item not next to the one before.
+    @inline(__always)
+    private func findDeleted(count m: Int, step: Int32, from previous: LocalVersion, seen: UnsafeMutableBufferPointer<LocalVersion>,
+                             entities: UnsafeMutableBufferPointer<EntityIndex>, item: (Int) -> OpID?) -> Int {
+        precondition(seen.count >= m && entities.count >= m, "no room for \(m) deletes")
+        var n = 0
+        var lv = previous
+        slots.withView { view in
+            items.rows.withUnsafeBufferPointer { rows in
+                while n < m, let id = item(n) {
+                    lv = lv.advanced(by: step)
+                    // Usually the slot next to the one before is the item's insert slot, and the
+                    // item never moved: its row says so (its id, no registers, its winning slot
+                    // `lv`: an item's winning slot while it never moved is its insert slot), and
+                    // the slot's run, one more cache miss, need not be read.
+                    if let slot = view.slot(lv), case let e = slot.entity.int, e >= 0, e < rows.count, rows[e].id == id,
+                       rows[e].packedState < 0, rows[e].winner == lv {
+                        seen[n] = lv
+                        entities[n] = slot.entity
+                        n += 1
+                        continue
+                    }
+                    var slot = view.slot(lv)
+                    if slot.map({ view.id(of: $0, at: lv) }) != id {
+                        guard let at = slots.lv(of: id) else { break }
+                        lv = at
+                        slot = view.slot(at)
+                    }
+                    guard let slot, view.sequence(of: slot).isItems else { break }
+                    let e = slot.entity.int
+                    precondition(e >= 0 && e < rows.count, "slot \(lv) places no item")
+                    guard rows[e].id == id else { break }
+                    seen[n] = lv
+                    entities[n] = slot.entity
+                    n += 1
+                }
+            }
+        }
+        return n
     }
 
     /// Hides the `n` visible slots `lv ..< lv + n` of section `s`'s sequence, whose items just
