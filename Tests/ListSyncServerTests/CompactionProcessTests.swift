@@ -35,6 +35,26 @@ struct CompactionProcessTests {
         return (device, doc)
     }
 
+    /// What ``churned(_:_:before:)`` leaves in the list.
+    static let churnedValues = (25..<30).map { "item \($0)" }
+
+    /// Device a (folder `a`) creates "churn" with 30 items; device b (folder `b`) fetches it and
+    /// deletes the first 25, synced. `before` sees both copies before the deletes.
+    static func churned(_ daemon: DaemonProcess, _ dir: TemporaryFolder,
+                        before: (LiveDocument, LiveDocument) -> Void = { _, _ in }) async throws
+        -> (SyncClient, SyncClient, DocumentID, LiveDocument, LiveDocument) {
+        let (a, doc) = try await firstDevice(daemon, folder: dir.path + "/a", name: "churn", values: (0..<30).map { "item \($0)" })
+        let b = try SyncClient(folder: dir.path + "/b", server: try SyncClientTests.server(daemon))
+        let liveA = try await a.open(doc)
+        let liveB = try await b.fetch(doc)
+        await b.start()
+        try await b.waitUntilSynced(timeout: .seconds(20))
+        before(liveA, liveB)
+        for _ in 0..<25 { try await delete(b, doc, row: 0) }
+        try await b.waitUntilSynced(timeout: .seconds(20))
+        return (a, b, doc, liveA, liveB)
+    }
+
     /// The files of `doc`'s folder in `daemon`'s data folder, with their sizes.
     static func files(_ daemon: DaemonProcess, _ doc: DocumentID) -> [String: Int] {
         let folder = daemon.data + "/documents/\(doc)"
@@ -52,15 +72,8 @@ struct CompactionProcessTests {
         defer { dir.remove() }
         var daemon = try DaemonProcess(data: dir.path + "/daemon", extra: Self.flags(retireAfter: "1h"))
         defer { daemon.terminate() }
-        let (a, doc) = try await Self.firstDevice(daemon, folder: dir.path + "/a", name: "churn", values: (0..<30).map { "item \($0)" })
-        let b = try SyncClient(folder: dir.path + "/b", server: try SyncClientTests.server(daemon))
-        let liveA = try await a.open(doc)
-        let liveB = try await b.fetch(doc)
-        await b.start()
-        try await b.waitUntilSynced(timeout: .seconds(20))
-        for _ in 0..<25 { try await Self.delete(b, doc, row: 0) }
-        try await b.waitUntilSynced(timeout: .seconds(20))
-        let expected = (25..<30).map { "item \($0)" }
+        let (a, b, doc, liveA, liveB) = try await Self.churned(daemon, dir)
+        let expected = Self.churnedValues
         #expect(eventually(20) { SyncClientTests.values(liveA) == [expected] })
         #expect(SyncClientTests.values(liveB) == [expected])
 
@@ -213,16 +226,10 @@ struct CompactionProcessTests {
         defer { dir.remove() }
         let daemon = try DaemonProcess(data: dir.path + "/daemon", extra: Self.flags(retireAfter: "1h"))
         defer { daemon.terminate() }
-        let (a, doc) = try await Self.firstDevice(daemon, folder: dir.path + "/a", name: "churn", values: (0..<30).map { "item \($0)" })
-        let b = try SyncClient(folder: dir.path + "/b", server: try SyncClientTests.server(daemon))
-        let liveA = try await a.open(doc)
-        let liveB = try await b.fetch(doc)
-        await b.start()
-        try await b.waitUntilSynced(timeout: .seconds(20))
-        #expect(liveA.document.historyFloor == nil && liveB.document.historyFloor == nil)
-        for _ in 0..<25 { try await Self.delete(b, doc, row: 0) }
-        try await b.waitUntilSynced(timeout: .seconds(20))
-        let expected = (25..<30).map { "item \($0)" }
+        let (a, b, doc, liveA, liveB) = try await Self.churned(daemon, dir, before: { liveA, liveB in
+            #expect(liveA.document.historyFloor == nil && liveB.document.historyFloor == nil)
+        })
+        let expected = Self.churnedValues
         #expect(eventually(20) { daemon.log.contains("document compacted") }, "\(daemon.log)")
         // The last compaction's floor is the version everyone holds: both copies compact there.
         #expect(eventually(20) {
