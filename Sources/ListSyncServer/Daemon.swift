@@ -551,6 +551,7 @@ public actor Daemon {
             excess -= 1
         }
         for p in peers { await p.tick() }
+        for h in hosts.values { await h.peerTick() }
         await dropSilentPeers()
         await checkpoint()
     }
@@ -656,12 +657,11 @@ public actor Daemon {
 
     static let clock: @Sendable () -> UInt64 = { DispatchTime.now().uptimeNanoseconds }
 
-    /// What a document host needs to compact: the policy (nil when compaction is off, or when the
-    /// daemon has peers or a cluster, whose relays it cannot see past: Docs/Semantics.md §7), the
-    /// wall clock and the file funnel.
+    /// What a document host needs to compact: the policy (nil when compaction is off, or in a
+    /// cluster, whose JetStream relays it cannot see past; with peers, the peers' stability
+    /// gossip decides: Docs/Semantics.md §7, "Peers"), the wall clock and the file funnel.
     var compactionSettings: (policy: CompactionPolicy?, wallClock: @Sendable () -> UInt64, fileSystem: FileSystem) {
-        let relayed = !configuration.peers.isEmpty || configuration.discovery != nil || configuration.cluster != nil
-        return (relayed ? nil : configuration.compaction, configuration.wallClock, configuration.fileSystem)
+        (configuration.cluster != nil ? nil : configuration.compaction, configuration.wallClock, configuration.fileSystem)
     }
 
     /// The daemon's own replica id (for the sections it makes, and its node id in discovery),

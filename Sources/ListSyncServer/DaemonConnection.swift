@@ -129,6 +129,8 @@ actor DaemonConnection: DocumentSubscriber {
             await hosts[doc]?.hello(subscriberID, version: version)
         case let .seen(doc, replica, version, role):
             await hosts[doc]?.seen(subscriberID, replica: replica, version: version, role: role)
+        case let .stability(doc, from, entries):
+            await hosts[doc]?.peerStability(subscriberID, from: from, entries: entries)
         case let .presence(doc, presence):
             daemon.metrics.presence()
             await hosts[doc]?.presence(presence, from: subscriberID)

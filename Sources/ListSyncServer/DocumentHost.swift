@@ -152,11 +152,13 @@ actor DocumentHost {
     /// Attaches `subscriber` (``DocumentCore/subscribe(_:epoch:version:)``): true when attached, false
     /// when refused (another epoch; the subscriber got the error), nil if the host was unloaded
     /// meanwhile (ask the daemon for the document's host again).
-    func subscribe(_ subscriber: any DocumentSubscriber, epoch: UInt64, version: VersionVector) async -> Bool? {
+    /// `relay`: the subscriber is this daemon's own peer link (``DocumentCore/markRelay(_:)``).
+    func subscribe(_ subscriber: any DocumentSubscriber, epoch: UInt64, version: VersionVector, relay: Bool = false) async -> Bool? {
         guard !isClosed else { return nil }
         lastUsed = clock()
         let actions = core.subscribe(subscriber.subscriberID, epoch: epoch, version: version)
         if core.isSubscribed(subscriber.subscriberID) {
+            if relay { core.markRelay(subscriber.subscriberID) }
             subscribers[subscriber.subscriberID] = subscriber
             if let interest { Task { [id] in await interest(id) } }
         } else { subscriber.deliverAll(id, actions) }
@@ -204,6 +206,35 @@ actor DocumentHost {
         if core.seen(subscriber, replica: replica, version: version, role: role, now: wallClock()) { saveStability() }
         await compactIfDue()
     }
+
+    /// A peer daemon's stability table, from the peer link attached as `subscriber`
+    /// (``DocumentCore/peerStability(_:from:entries:now:)``): written down if it changed, then
+    /// the document compacted if it is due.
+    func peerStability(_ subscriber: SubscriberID, from daemon: ReplicaID, entries: [ReplicaID: PeerStability.Entry]) async {
+        guard !isClosed, compaction != nil else { return }
+        if core.peerStability(subscriber, from: daemon, entries: entries, now: wallClock()) { saveStability() }
+        await compactIfDue()
+    }
+
+    /// About once a second (the daemon's housekeeping): a document with peers keeps its entry
+    /// heard of, retires silent peers, and sends its stability table if it changed
+    /// (Docs/Semantics.md §7, "Peers").
+    func peerTick() async {
+        guard !isClosed, compaction != nil, core.isPeered else { return }
+        await compactIfDue()
+    }
+
+    /// Sends the stability table to the peer links if it changed (at most once a second).
+    private func flushGossip() {
+        let actions = core.gossip(now: clock(), interval: Self.gossipInterval)
+        guard !actions.isEmpty else { return }
+        var outbox = TCPOutbox()
+        for case let .send(to, frame) in actions { subscribers[to]?.deliver(id, frame, via: &outbox) }
+        outbox.flush()
+    }
+
+    /// The least time between two stability tables sent, in nanoseconds.
+    static let gossipInterval: UInt64 = 1_000_000_000
 
     /// A subscriber's connection has room again.
     func roomAvailable(_ subscriber: SubscriberID) async {
@@ -347,8 +378,19 @@ actor DocumentHost {
         // snapshot is written (the store takes one blocking call at a time).
         // The senders (authors noted, the silent retired) are refreshed only once the document
         // and its subscribers are settled: only then can the refresh change the answer.
-        guard let compaction, !isClosed, !storeBusy, clock() >= nextCompactionAt,
-              core.isSettled(minOperations: compaction.minOperations) else { return }
+        guard let compaction, !isClosed, !storeBusy else { return }
+        if core.isPeered {
+            // With peers: this daemon's entry first (written down before it is gossiped).
+            let (changed, retired) = core.refreshPeers(now: wallClock(), retireAfter: compaction.retireAfterSeconds)
+            if !retired.isEmpty {
+                metrics?.retired(retired.count)
+                log("senders retired", ["document": id.description, "replicas": retired.map(\.description).joined(separator: ","),
+                                        "after_seconds": "\(compaction.retireAfterSeconds)"])
+            }
+            if changed { saveStability() }
+            flushGossip()
+        }
+        guard clock() >= nextCompactionAt, core.isSettled(minOperations: compaction.minOperations) else { return }
         let (changed, retired) = core.refreshStability(now: wallClock(), retireAfter: compaction.retireAfterSeconds)
         if !retired.isEmpty {
             metrics?.retired(retired.count)

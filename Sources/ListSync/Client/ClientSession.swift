@@ -99,6 +99,9 @@ public struct ClientSession: Sendable {
         /// document; load them in place of the copy, then make again what the daemon lacks
         /// (unsent edits) as new operations. Live operations and `synced` follow.
         case snapshot(DocumentID, [UInt8])
+        /// A peer daemon's stability table of a live document (the daemon's side of a peer link,
+        /// Docs/Protocol.md, "Compaction"): hand it to this daemon's copy.
+        case stability(DocumentID, from: ReplicaID, entries: [ReplicaID: PeerStability.Entry])
     }
 
     /// The most bytes of one snapshot the session assembles (over it: the connection is closed).
@@ -134,6 +137,10 @@ public struct ClientSession: Sendable {
     /// driver carries it to its next session on the same daemon, so that the client reconnects
     /// once, not again and again (Docs/Protocol.md, "Compaction").
     public var sendsSeen = true
+    /// Whether the daemon reads `stability` (a peer link relays its document cores' tables to
+    /// it): false once a daemon of an older build refused it as an unknown message. The driver
+    /// carries it to its next session on the same daemon, as ``sendsSeen``.
+    public var sendsStability = true
     /// Snapshot parts received so far, by document.
     private var snapshotParts: [DocumentID: [UInt8]] = [:]
     /// `seen` reports: the last one sent (with when), and the next one waiting for its interval.
@@ -328,6 +335,11 @@ public struct ClientSession: Sendable {
                 sendsSeen = false
                 seenDue = [:]
             }
+            if code == .malformed, doc == nil, text.hasSuffix("unknown message type \(SyncMessage.stabilityTag)") {
+                // An older daemon (a peer link's): it closes the connection now; the driver stops
+                // relaying stability to it.
+                sendsStability = false
+            }
             if code == .revoked || code == .expired {
                 return [.accessEnded(code, text), .close(reason: text)] + fail(e)
             }
@@ -355,6 +367,8 @@ public struct ClientSession: Sendable {
             snapshotParts[doc] = nil
             seenSent[doc] = nil
             return [.snapshot(doc, bytes)]
+        case let .stability(doc, from, entries):
+            return live.contains(doc) ? [.stability(doc, from: from, entries: entries)] : []
         case .subscribe, .unsubscribe, .hello, .create, .listDocuments, .status, .destroy, .rename, .seen:
             return []
         }

@@ -88,7 +88,7 @@ public struct DocumentCore: Sendable {
     public private(set) var destroyedReason: String?
     /// Who can still send the document operations, and what they have seen (Docs/Semantics.md
     /// §7): fed by ``seen(_:replica:version:role:now:)``, kept on disk by the driver.
-    public private(set) var stability: DocumentStability
+    public internal(set) var stability: DocumentStability
     /// Compactions made since the core was made (``compact(at:)``), and the last one's report.
     public private(set) var compactions = 0
     public private(set) var lastCompaction: CompactionReport?
@@ -104,7 +104,13 @@ public struct DocumentCore: Sendable {
     private var durableCount: Int
     private var inFlight: [InFlight] = []
     private var nextTicket: UInt64 = 1
-    private var subscribers: [SubscriberID: Subscriber] = [:]
+    var subscribers: [SubscriberID: Subscriber] = [:]
+    /// Whether the stability table changed since it was last gossiped to the peer links, and
+    /// when that was (``gossip(now:interval:)``).
+    var gossipDirty = false
+    var lastGossip: UInt64?
+    /// The stability clock's last reading (seconds), for what is noted between two readings.
+    var stabilityClock: UInt64 = 0
     /// Subscribers that sent a presence since they attached: presence is relayed to them only (a
     /// client of an older version would not read it).
     private var presenceListeners: Set<SubscriberID> = []
@@ -128,7 +134,7 @@ public struct DocumentCore: Sendable {
     }
 
     /// One subscriber's outgoing operations.
-    private struct Subscriber {
+    struct Subscriber {
         /// Operations to send, in order.
         var queue: [ListOperation] = []
         var next = 0
@@ -146,6 +152,9 @@ public struct DocumentCore: Sendable {
         /// The replica and role of its last `seen`.
         var replica: ReplicaID?
         var role: SeenRole?
+        /// A peer link that takes the stability table (``gossip(now:interval:)``): this daemon's
+        /// own link, or a peer's that sent one.
+        var gossips = false
         /// Its catch-up is a snapshot (its version is behind the floor), sent once nothing is in
         /// flight; nothing is forwarded to it until then (the snapshot holds it).
         var snapshotDue = false
@@ -216,6 +225,7 @@ public struct DocumentCore: Sendable {
         refused += report.refused
         operationsApplied += document.operationCount - start
         let accepted = Self.accepted(fresh, refused: report.refused)
+        noteAuthors(of: accepted, from: sender)
         let applied = start..<document.operationCount
         // Operations other batches left waiting can only be woken if some waited before.
         let woken = sender != nil && waited > 0 ? Self.woken(document, applied, except: fresh) : []
@@ -420,6 +430,7 @@ public struct DocumentCore: Sendable {
     public mutating func seen(_ subscriber: SubscriberID, replica: ReplicaID, version: VersionVector, role: SeenRole,
                               now: UInt64) -> Bool {
         guard var sub = subscribers[subscriber], destroyedReason == nil else { return false }
+        stabilityClock = now
         var v = sub.seen ?? VersionVector()
         v.formUnion(version)
         sub.seen = v
@@ -430,7 +441,10 @@ public struct DocumentCore: Sendable {
         case .live: return stability.heardFromLive(replica)
         case .device:
             return stability.heardFromDevice(replica, version: version, caughtUp: document.hasHistory(since: version), now: now)
-        case .relay: return stability.heardFromRelay()
+        case .relay:
+            let changed = stability.heardFromRelay(replica, me: document.replica, now: now)
+            if changed { gossipDirty = true }
+            return changed
         }
     }
 
@@ -441,6 +455,7 @@ public struct DocumentCore: Sendable {
     /// - Returns: whether ``stability`` changed, and the replicas retired now.
     /// - Complexity: O(s log s + r) for s senders and r replicas in the document's version.
     public mutating func refreshStability(now: UInt64, retireAfter: UInt64) -> (changed: Bool, retired: [ReplicaID]) {
+        stabilityClock = now
         var counters = document.version.counters
         counters[document.replica] = nil
         let authors = VersionVector(counters)
@@ -454,36 +469,33 @@ public struct DocumentCore: Sendable {
     }
 
     /// Whether the document is settled enough for ``compactionPoint(minOperations:)`` to answer:
-    /// nothing in flight or waiting for its causes, no relay ever attached, at least
-    /// `minOperations` logged, and every subscriber has said it has seen exactly the document's
-    /// version and has nothing queued. The driver asks this before refreshing the senders
+    /// nothing in flight or waiting for its causes, at least `minOperations` logged, every
+    /// subscriber but the peer links has said it has seen exactly the document's version, and
+    /// none has anything queued. The driver asks this before refreshing the senders
     /// (``refreshStability(now:retireAfter:)``), which a busy document need not pay for after
     /// every batch.
     ///
     /// - Complexity: O(n) for n subscribers.
     public func isSettled(minOperations: Int) -> Bool {
-        guard failure == nil, destroyedReason == nil, inFlight.isEmpty, document.pendingCount == 0, !stability.relayed,
+        guard failure == nil, destroyedReason == nil, inFlight.isEmpty, document.pendingCount == 0,
               document.operationCount >= max(minOperations, 1), document.version == durableVersion else { return false }
         let version = durableVersion
         return subscribers.values.allSatisfy { sub in
-            sub.role != .relay && sub.seen == version && sub.next == sub.queue.count && !sub.snapshotDue
+            (sub.role == .relay || sub.seen == version) && sub.next == sub.queue.count && !sub.snapshotDue
         }
     }
 
     /// The version at which the document may be compacted now (``compact(at:)``), or nil: it must
     /// be quiescent and stable (Docs/Semantics.md §7): nothing in flight or waiting for its
-    /// causes, no relay ever attached, every subscriber has said it has seen exactly the
-    /// document's version and has nothing queued, and every sender that is not retired has
-    /// reported exactly that version too. `minOperations`: the least number of operations logged
+    /// causes, every subscriber but the peer links has said it has seen exactly the document's
+    /// version, none has anything queued, every sender that is not retired has reported exactly
+    /// that version too, and, with peers, every peer daemon has too (``peersAllow(_:)``). `minOperations`: the least number of operations logged
     /// since the last compaction worth collecting.
     ///
     /// - Complexity: O(n + s × r log r) for n subscribers, s senders and r replicas.
     public func compactionPoint(minOperations: Int) -> VersionVector? {
-        guard isSettled(minOperations: minOperations) else { return nil }
-        let version = document.version
-        if !stability.tracker.acknowledged.isEmpty {
-            guard stability.tracker.quiescentVersion(holding: version) == version else { return nil }
-        }
+        guard isSettled(minOperations: minOperations), let version = localQuiescentVersion else { return nil }
+        guard !isPeered || peersAllow(version) else { return nil }
         return version
     }
 

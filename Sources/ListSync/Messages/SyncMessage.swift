@@ -67,11 +67,16 @@ public enum SyncMessage: Equatable, Sendable {
     /// order up to the one with `more` false, load them as the document (replacing the copy),
     /// then live operations and `synced` follow as after any catch-up.
     case snapshot(document: DocumentID, part: [UInt8], more: Bool)
+    /// A peer daemon's stability table of a document (Docs/Protocol.md, "Compaction", and
+    /// Docs/Semantics.md §7, "Peers"): daemon `from` says, per daemon it knows, the latest version
+    /// at which that daemon was locally quiescent and the replicas it accounts for. Sent both ways
+    /// on a peer link when the table changed, coalesced. No answer, never an error.
+    case stability(document: DocumentID, from: ReplicaID, entries: [ReplicaID: PeerStability.Entry])
 
     enum Tag: UInt8 {
         case subscribe = 1, subscribed, unsubscribe, operations, ack, hello, create, created,
              listDocuments, documents, status, statusReport, error, synced, presence, destroy, destroyed, rename,
-             seen, snapshot
+             seen, snapshot, stability
     }
 
     /// The protocol's version, the first byte of every message. Version 2 added `synced`, paged
@@ -86,6 +91,8 @@ public enum SyncMessage: Equatable, Sendable {
 
     /// The type byte of `seen`: an older daemon names it in its refusal ("unknown message type 19").
     public static let seenTag: UInt8 = Tag.seen.rawValue
+    /// The type byte of `stability` (21): a peer link relays these frames to its peer as they are.
+    public static let stabilityTag: UInt8 = Tag.stability.rawValue
 
     /// The longest name or error text, in UTF-8 bytes.
     public static let maxTextBytes = 65_536
@@ -149,6 +156,8 @@ public enum SyncMessage: Equatable, Sendable {
             w.byte(Tag.snapshot.rawValue); w.document(doc); w.count(part.count)
             w.bytes.append(contentsOf: part)
             w.byte(more ? 1 : 0)
+        case let .stability(doc, from, entries):
+            w.byte(Tag.stability.rawValue); w.document(doc); w.varint(from.rawValue); w.stabilityEntries(entries)
         }
         return w.bytes
     }
@@ -247,6 +256,12 @@ public enum SyncMessage: Equatable, Sendable {
             let doc = try r.document()
             let n = try r.count(minBytes: 1)
             return .snapshot(document: doc, part: Array(try r.raw(n)), more: try r.flag())
+        case .stability:
+            let doc = try r.document()
+            let at = r.offset
+            let from = try r.varint()
+            guard from != 0 else { throw WireError.invalidValue("daemon 0 in stability", offset: at) }
+            return .stability(document: doc, from: ReplicaID(from), entries: try r.stabilityEntries())
         }
     }
 }

@@ -44,6 +44,9 @@ public struct ServerSession: Sendable {
         /// What the peer has seen of an attached document
         /// (``DocumentCore/seen(_:replica:version:role:now:)``): feeds the document's stability.
         case seen(DocumentID, replica: ReplicaID, version: VersionVector, role: SeenRole)
+        /// A peer daemon's stability table of an attached document
+        /// (``DocumentCore/peerStability(_:from:entries:now:)``): merge it.
+        case stability(DocumentID, from: ReplicaID, entries: [ReplicaID: PeerStability.Entry])
     }
 
     /// The largest frame the connection takes.
@@ -157,6 +160,11 @@ public struct ServerSession: Sendable {
             guard attachedDocuments.contains(doc) else { return [] }
             // A read-only device sends no operations: it holds stability back only while attached.
             return [.seen(doc, replica: replica, version: version, role: access.readOnly ? .live : role)]
+        case let .stability(doc, from, entries):
+            // Only a peer daemon (the daemon's key) speaks for daemons: a device's table would let
+            // it make the daemon compact under its peers. No answer, never an error.
+            guard attachedDocuments.contains(doc), !access.isDevice else { return [] }
+            return [.stability(doc, from: from, entries: entries)]
         case .subscribed, .synced, .ack, .created, .documents, .statusReport, .error, .destroyed, .snapshot:
             return [error(0, nil, .unsupported, "a daemon does not take that message")]
         }

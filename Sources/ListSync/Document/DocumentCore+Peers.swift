@@ -1,0 +1,142 @@
+import ListCRDT
+
+/// Compaction on a daemon with peers (Docs/Semantics.md §7, "Peers"): the document's
+/// ``PeerStability`` table, what the peer links say of it, and what this daemon gossips back.
+extension DocumentCore {
+    /// Whether peers are involved: a peer link is attached, or ever was, or the table holds
+    /// something. Compaction then waits for the peers too (``peersAllow(_:)``).
+    ///
+    /// - Complexity: O(n) for n subscribers.
+    public var isPeered: Bool {
+        stability.relayed || !stability.peers.isEmpty || subscribers.values.contains { $0.role == .relay }
+    }
+
+    /// The version at which this daemon is locally quiescent now, or nil: nothing in flight or
+    /// waiting, every subscriber but the peer links has said it has seen exactly the document's
+    /// version, nothing queued, and every sender it counts that is not retired has reported
+    /// exactly that version.
+    ///
+    /// - Complexity: O(n + s × r log r) for n subscribers, s senders and r replicas.
+    public var localQuiescentVersion: VersionVector? {
+        guard isSettled(minOperations: 0) else { return nil }
+        let version = document.version
+        if !stability.tracker.acknowledged.isEmpty {
+            guard stability.tracker.quiescentVersion(holding: version) == version else { return nil }
+        }
+        return version
+    }
+
+    /// This daemon's own peer link attached as `subscriber`: it relays what it is sent to its
+    /// peer, this document's stability table included, and what it delivers came through it (its
+    /// authors are relay authors).
+    public mutating func markRelay(_ subscriber: SubscriberID) {
+        guard subscribers[subscriber] != nil else { return }
+        subscribers[subscriber]!.role = .relay
+        subscribers[subscriber]!.gossips = true
+        gossipDirty = true
+    }
+
+    /// A peer link attached as `subscriber` says daemon `daemon`'s table is `entries`
+    /// (``SyncMessage/stability(document:from:entries:)``), at `now` (the stability clock's
+    /// seconds): the link is that daemon's, takes this daemon's table from now on, and the
+    /// entries are merged (``PeerStability/merge(_:me:floor:now:)``). Not attached: nothing.
+    ///
+    /// - Returns: whether the table changed (write it down; it is gossiped on).
+    /// - Complexity: O(e × c) for e entries of c replicas claimed.
+    public mutating func peerStability(_ subscriber: SubscriberID, from daemon: ReplicaID,
+                                       entries: [ReplicaID: PeerStability.Entry], now: UInt64) -> Bool {
+        guard var sub = subscribers[subscriber], destroyedReason == nil, daemon != document.replica else { return false }
+        stabilityClock = now
+        let newListener = !sub.gossips
+        sub.role = .relay
+        sub.replica = daemon
+        sub.gossips = true
+        subscribers[subscriber] = sub
+        var changed = stability.heardFromRelay(daemon, me: document.replica, now: now)
+        changed = stability.peers.merge(entries, me: document.replica, floor: document.historyFloor, now: now) || changed
+        if changed || newListener { gossipDirty = true }
+        return changed
+    }
+
+    /// Brings the peers' side of ``stability`` up to `now` (seconds): this daemon's entry is kept
+    /// heard of (a heartbeat every quarter of `retireAfter`), daemons and relay authors silent for
+    /// `retireAfter` are retired, and, when this daemon is locally quiescent, its entry becomes
+    /// that version (the senders refreshed first, ``refreshStability(now:retireAfter:)``). Nothing
+    /// for a document no peer touched. `daemonsRetireAfter`: the retire period of daemons and
+    /// relay authors, when not `retireAfter` (`.max`: never).
+    ///
+    /// - Returns: whether ``stability`` changed, and who was retired now.
+    /// - Complexity: that of ``localQuiescentVersion`` and ``PeerStability/retireSilent(me:now:after:)``.
+    public mutating func refreshPeers(now: UInt64, retireAfter: UInt64,
+                                      daemonsRetireAfter: UInt64? = nil) -> (changed: Bool, retired: [ReplicaID]) {
+        guard isPeered, destroyedReason == nil else { return (false, []) }
+        stabilityClock = now
+        let me = document.replica
+        let peersAfter = daemonsRetireAfter ?? retireAfter
+        let beat = max(1, min(retireAfter, peersAfter) / 4)
+        var changed = stability.peers.heartbeat(me, now: now, every: beat)
+        var retired = stability.peers.retireSilent(me: me, now: now, after: peersAfter)
+        changed = changed || !retired.isEmpty
+        if isSettled(minOperations: 0) {
+            let local = refreshStability(now: now, retireAfter: retireAfter)
+            retired += local.retired
+            changed = changed || local.changed
+            if let version = localQuiescentVersion {
+                changed = stability.peers.publish(me, version: version, claimed: stability.claimed, now: now, heartbeat: beat) || changed
+            }
+        }
+        if changed { gossipDirty = true }
+        return (changed, retired)
+    }
+
+    /// Whether the peers let this daemon compact at `version`, its local quiescent version: every
+    /// peer link attached is a daemon the table knows (or retired), and the table allows it
+    /// (``PeerStability/allows(_:me:)``: every daemon known reported exactly `version`, every
+    /// relay author is claimed).
+    ///
+    /// - Complexity: O(n + e × r + a × e).
+    public func peersAllow(_ version: VersionVector) -> Bool {
+        let peers = stability.peers
+        for sub in subscribers.values where sub.role == .relay {
+            guard let d = sub.replica, peers.entries[d] != nil || peers.retired.contains(d) else { return false }
+        }
+        return peers.allows(version, me: document.replica)
+    }
+
+    /// The stability table, to every peer link that takes it, if it changed since it was last
+    /// sent and `interval` has passed since then (coalesced; `now` and `interval` in the
+    /// driver's clock). Kept for later if no link takes it, or the frame would not fit one.
+    ///
+    /// - Complexity: O(size) of the table.
+    public mutating func gossip(now: UInt64, interval: UInt64) -> [Action] {
+        guard gossipDirty, destroyedReason == nil, !stability.peers.entries.isEmpty else { return [] }
+        if let lastGossip, now < lastGossip &+ interval { return [] }
+        let targets = subscribers.keys.sorted().filter { subscribers[$0]!.gossips }
+        guard !targets.isEmpty else { return [] }
+        let frame = SyncMessage.stability(document: id, from: document.replica, entries: stability.peers.entries).encoded()
+        guard frame.count <= maxFrame else { return [] }
+        gossipDirty = false
+        lastGossip = now
+        return targets.map { .send($0, frame) }
+    }
+
+    /// Whether a gossip is waiting for its interval (the driver's timer asks).
+    public var gossipDue: Bool { gossipDirty && !stability.peers.entries.isEmpty }
+
+    /// Notes the authors of operations a batch from `sender` accepted: through a peer link, those
+    /// this daemon does not count itself are relay authors; from a client, an author is counted
+    /// here (no longer a relay author).
+    ///
+    /// - Complexity: O(k) for k operations.
+    mutating func noteAuthors(of accepted: [ListOperation], from sender: SubscriberID?) {
+        guard let sender, let sub = subscribers[sender], !accepted.isEmpty else { return }
+        var authors = Set(accepted.map(\.id.replica))
+        authors.remove(document.replica)
+        if sub.role == .relay {
+            let local = authors.filter { stability.isLocal($0) }
+            _ = stability.peers.noteRelayAuthors(authors, now: stabilityClock, isLocal: { local.contains($0) })
+        } else {
+            for a in authors { _ = stability.peers.local(a) }
+        }
+    }
+}
