@@ -181,7 +181,10 @@ actor DaemonConnection: DocumentSubscriber {
             do { host = try await daemon.host(doc) } catch {
                 return await perform(session.subscribeFailed(doc, code: error.code, text: error.description))
             }
-            switch await host.subscribe(self, epoch: epoch, version: version) {
+            // A peer daemon's link, known from its earlier subscriptions: marked at once.
+            let peer = session.relayDaemon
+            switch await host.subscribe(self, epoch: epoch, version: version, relay: peer != nil, peer: peer,
+                                        gossips: session.relayGossips) {
             case nil: continue
             case false?: return
             case true?:

@@ -153,12 +153,15 @@ actor DocumentHost {
     /// when refused (another epoch; the subscriber got the error), nil if the host was unloaded
     /// meanwhile (ask the daemon for the document's host again).
     /// `relay`: the subscriber is this daemon's own peer link (``DocumentCore/markRelay(_:)``).
-    func subscribe(_ subscriber: any DocumentSubscriber, epoch: UInt64, version: VersionVector, relay: Bool = false) async -> Bool? {
+    /// `peer`: the peer daemon's id, if known; `gossips`: whether the subscriber takes the
+    /// stability table.
+    func subscribe(_ subscriber: any DocumentSubscriber, epoch: UInt64, version: VersionVector, relay: Bool = false,
+                   peer: ReplicaID? = nil, gossips: Bool = true) async -> Bool? {
         guard !isClosed else { return nil }
         lastUsed = clock()
         let actions = core.subscribe(subscriber.subscriberID, epoch: epoch, version: version)
         if core.isSubscribed(subscriber.subscriberID) {
-            if relay { core.markRelay(subscriber.subscriberID) }
+            if relay { core.markRelay(subscriber.subscriberID, daemon: peer, gossips: gossips) }
             subscribers[subscriber.subscriberID] = subscriber
             if let interest { Task { [id] in await interest(id) } }
         } else { subscriber.deliverAll(id, actions) }

@@ -38,10 +38,11 @@ public struct SimulationConfiguration: Sendable {
     /// Compaction (Docs/Semantics.md §7): nil, none; otherwise each daemon compacts once this
     /// many operations were logged since its last compaction and every sender has seen all of
     /// them, as a daemon's host does; with several daemons, once every daemon's stability table
-    /// (gossiped over the links) says so too (§7, "Peers"). Clients report `seen` (forgetful ones
-    /// as keeping no copy), silent ones are retired (daemons never are: a daemon retired while
-    /// alive is a documented limit), and those left behind the floor re-sync from a snapshot and
-    /// make their unsent edits again (``ListDocument/remake(_:from:)``).
+    /// (gossiped over the links) says so too (§7, "Peers"). Clients report `seen`;
+    /// with one daemon, silent ones are retired, and those left behind the floor re-sync from a
+    /// snapshot and make their unsent edits again (``ListDocument/remake(_:from:)``). With
+    /// several daemons nobody is retired (§7, "Peers"), so those runs have no forgetful clients
+    /// (a forgetful client's old replica would hold compaction back for ever).
     public var compactAfter: Int?
     /// With compaction: virtual milliseconds after which a silent sender is retired (the
     /// stability's clock counts virtual milliseconds where a daemon's counts seconds).
@@ -168,11 +169,25 @@ public struct Simulator: Sendable {
             return SimulatedClient(node: d + c, daemon: c % d, document: doc)
         }
         for c in clients.indices { clients[c].forgetful = rng.chance(configuration.forgetfulPercent) }
+        if d > 1 && configuration.compactAfter != nil {
+            // With peers nobody is retired (Docs/Semantics.md §7, "Peers"): a replica that
+            // vanishes, as a forgetful client's old one does, would hold compaction back for ever.
+            for c in clients.indices { clients[c].forgetful = false }
+        }
         report.seed = configuration.seed
         report.replicas = clients.count
         report.daemons = d
         report.compacting = configuration.compactAfter != nil
         report.compactionsPerDaemon = Array(repeating: 0, count: d)
+        if d > 1 && configuration.compactAfter != nil {
+            // Every daemon starts with the document, as if it had been copied through the links
+            // before the run: each has heard of the others (a daemon's copy of a peer's document
+            // exists only once its link attached, and the peer noted it then).
+            for i in daemons.indices {
+                for j in daemons.indices where j != i { _ = daemons[i].core.notePeer(daemons[j].replica, now: 0) }
+                daemons[i].savedStability = daemons[i].core.stability
+            }
+        }
     }
 
     /// The documents of the clients that kept theirs, then the daemons' (after ``run()``,
@@ -213,6 +228,7 @@ public struct Simulator: Sendable {
             }
         }
         quiesce()
+        settleCompaction()
         checkPresenceEnded()
         check()
         report.framesSent = network.framesSent
@@ -433,6 +449,8 @@ public struct Simulator: Sendable {
     private mutating func performServer(_ d: Int, _ other: Int, _ actions: [ServerSession.Action]) {
         let sub = SubscriberID(other)
         for action in actions {
+            // The connection was cut by an earlier action (a frame lost): the rest belonged to it.
+            guard daemons[d].servers[other] != nil else { return }
             switch action {
             case let .send(frame): send(d, other, frame)
             case .close: reset(daemon: d, other: other)
@@ -443,7 +461,13 @@ public struct Simulator: Sendable {
                 }
                 daemons[d].core.unsubscribe(sub)
                 performCore(d, daemons[d].core.subscribe(sub, epoch: epoch, version: version))
-                if daemons[d].core.isSubscribed(sub) { daemons[d].servers[other]?.attached(doc) }
+                if daemons[d].core.isSubscribed(sub) {
+                    daemons[d].servers[other]?.attached(doc)
+                    // A peer daemon's link, known from its earlier subscriptions: marked at once.
+                    if let server = daemons[d].servers[other], let peer = server.relayDaemon {
+                        daemons[d].core.markRelay(sub, daemon: peer, gossips: server.relayGossips)
+                    }
+                }
             case .unsubscribe: daemons[d].core.unsubscribe(sub)
             case let .operations(_, batch, ops):
                 if batch != 0 { daemons[d].awaitingAck[other, default: [:]][batch] = ops.map(\.lastID) }
@@ -511,6 +535,8 @@ public struct Simulator: Sendable {
     private mutating func performLink(_ d: Int, _ peer: Int, _ actions: [PeerSession.Action]) {
         let sub = SubscriberID(peer)
         for action in actions {
+            // The connection was cut by an earlier action (a frame lost): the rest belonged to it.
+            guard daemons[d].links[peer] != nil else { return }
             switch action {
             case let .send(frame): send(d, peer, frame)
             case .close: reset(daemon: d, other: peer)
@@ -525,7 +551,7 @@ public struct Simulator: Sendable {
             case let .attach(_, remoteVersion):
                 daemons[d].core.unsubscribe(sub)
                 performCore(d, daemons[d].core.subscribe(sub, epoch: 0, version: remoteVersion))
-                daemons[d].core.markRelay(sub)
+                daemons[d].core.markRelay(sub, daemon: daemons[d].links[peer]?.peerDaemon)
             case .detach: daemons[d].core.unsubscribe(sub)
             case let .stability(_, from, entries):
                 if daemons[d].core.peerStability(sub, from: from, entries: entries, now: stabilityNow) {
@@ -641,8 +667,7 @@ public struct Simulator: Sendable {
         guard let minOperations = configuration.compactAfter else { return }
         if daemons[d].core.isPeered {
             // With peers: this daemon's entry first, written down before it is gossiped.
-            let (changed, retired) = daemons[d].core.refreshPeers(now: stabilityNow, retireAfter: configuration.retireAfter,
-                                                                  daemonsRetireAfter: .max)
+            let (changed, retired) = daemons[d].core.refreshPeers(now: stabilityNow, retireAfter: configuration.retireAfter)
             report.retired += retired.count
             if changed { daemons[d].savedStability = daemons[d].core.stability }
             performCore(d, daemons[d].core.gossip(now: network.now, interval: Self.gossipInterval))
@@ -683,9 +708,7 @@ public struct Simulator: Sendable {
     private mutating func reportSeen(_ c: Int) {
         guard compacting, clients[c].connected else { return }
         let doc = clients[c].document
-        // A forgetful client keeps no copy of its own (a command-line client): it says so.
-        let role: SeenRole = clients[c].forgetful ? .live : .device
-        performClient(c, clients[c].session.reportSeen(document, replica: doc.replica, version: doc.version, role: role, now: nowNs))
+        performClient(c, clients[c].session.reportSeen(document, replica: doc.replica, version: doc.version, role: .device, now: nowNs))
     }
 
     /// A batch of client `c` was refused for the compaction floor: it was left behind (retired
@@ -859,6 +882,20 @@ public struct Simulator: Sendable {
             }
         }
         report.failures.append("replicas did not become quiet after 60 anti-entropy rounds")
+    }
+
+    /// With compaction and several daemons: once quiet, the run goes on until no daemon holds
+    /// `compactAfter` operations or more since its last compaction (each daemon's table reached
+    /// the others and every daemon compacted), for at most 30 anti-entropy intervals; a daemon
+    /// that does not get there fails the run (liveness: quiet, everyone has seen everything).
+    private mutating func settleCompaction() {
+        guard let minOperations = configuration.compactAfter, daemons.count > 1, report.failures.isEmpty else { return }
+        for _ in 1...30 where daemons.contains(where: { $0.core.document.operationCount >= minOperations }) {
+            step(until: network.now + configuration.antiEntropyInterval)
+        }
+        for (d, daemon) in daemons.enumerated() where daemon.core.document.operationCount >= minOperations {
+            report.failures.append("daemon \(d) did not compact once quiet (\(daemon.core.document.operationCount) operations since its floor)")
+        }
     }
 
     /// Every drag ended: after the presence time to live, no client shows another's drag (ended

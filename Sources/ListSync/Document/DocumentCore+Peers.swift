@@ -26,14 +26,29 @@ extension DocumentCore {
         return version
     }
 
-    /// This daemon's own peer link attached as `subscriber`: it relays what it is sent to its
-    /// peer, this document's stability table included, and what it delivers came through it (its
-    /// authors are relay authors).
-    public mutating func markRelay(_ subscriber: SubscriberID) {
+    /// A peer link attached as `subscriber`: what it delivers came through it (its authors are
+    /// relay authors). This daemon's own link (`gossips`, the default) relays what it is sent to
+    /// its peer, this document's stability table included; a peer's link known from its earlier
+    /// subscriptions (``ServerSession/relayDaemon``) takes the table if it sent one. `daemon`: the
+    /// peer's id, if known already (else the peer's next `seen` or table says it).
+    public mutating func markRelay(_ subscriber: SubscriberID, daemon: ReplicaID? = nil, gossips: Bool = true) {
         guard subscribers[subscriber] != nil else { return }
         subscribers[subscriber]!.role = .relay
-        subscribers[subscriber]!.gossips = true
+        if let daemon {
+            subscribers[subscriber]!.replica = daemon
+            _ = stability.heardFromRelay(daemon, me: document.replica, now: stabilityClock)
+        }
+        subscribers[subscriber]!.gossips = gossips
+        if gossips { gossipDirty = true }
+    }
+
+    /// Notes that daemon `daemon` holds the document too (its link was attached once, as a
+    /// daemon that copied the document from it knows): it holds compaction back until it
+    /// reports or is retired. Returns whether that is new.
+    public mutating func notePeer(_ daemon: ReplicaID, now: UInt64) -> Bool {
+        guard stability.heardFromRelay(daemon, me: document.replica, now: now) else { return false }
         gossipDirty = true
+        return true
     }
 
     /// A peer link attached as `subscriber` says daemon `daemon`'s table is `entries`
@@ -59,24 +74,25 @@ extension DocumentCore {
     }
 
     /// Brings the peers' side of ``stability`` up to `now` (seconds): this daemon's entry is kept
-    /// heard of (a heartbeat every quarter of `retireAfter`), daemons and relay authors silent for
-    /// `retireAfter` are retired, and, when this daemon is locally quiescent, its entry becomes
-    /// that version (the senders refreshed first, ``refreshStability(now:retireAfter:)``). Nothing
-    /// for a document no peer touched. `daemonsRetireAfter`: the retire period of daemons and
-    /// relay authors, when not `retireAfter` (`.max`: never).
+    /// heard of (a heartbeat every quarter of `retireAfter`), and, when this daemon is locally
+    /// quiescent, its entry becomes that version (the senders refreshed first,
+    /// ``refreshStability(now:retireAfter:)``). Nothing for a document no peer touched.
     ///
-    /// - Returns: whether ``stability`` changed, and who was retired now.
-    /// - Complexity: that of ``localQuiescentVersion`` and ``PeerStability/retireSilent(me:now:after:)``.
-    public mutating func refreshPeers(now: UInt64, retireAfter: UInt64,
-                                      daemonsRetireAfter: UInt64? = nil) -> (changed: Bool, retired: [ReplicaID]) {
+    /// Nobody is retired on a document with peers: not a device, not an author, not a daemon
+    /// (Docs/Semantics.md §7, "Peers": a replica left out of a floor could have its operations
+    /// taken by a daemon that did not compact there and refused by one that did).
+    ///
+    /// - Returns: whether ``stability`` changed, and who was retired now (nobody, with peers).
+    /// - Complexity: that of ``localQuiescentVersion``.
+    public mutating func refreshPeers(now: UInt64, retireAfter: UInt64) -> (changed: Bool, retired: [ReplicaID]) {
         guard isPeered, destroyedReason == nil else { return (false, []) }
         stabilityClock = now
         let me = document.replica
-        let peersAfter = daemonsRetireAfter ?? retireAfter
-        let beat = max(1, min(retireAfter, peersAfter) / 4)
+        let beat = max(1, retireAfter / 4)
         var changed = stability.peers.heartbeat(me, now: now, every: beat)
-        var retired = stability.peers.retireSilent(me: me, now: now, after: peersAfter)
-        changed = changed || !retired.isEmpty
+        var retired: [ReplicaID] = []
+        changed = changed || stabilityUnsaved
+        stabilityUnsaved = false
         if isSettled(minOperations: 0) {
             let local = refreshStability(now: now, retireAfter: retireAfter)
             retired += local.retired
@@ -134,9 +150,9 @@ extension DocumentCore {
         authors.remove(document.replica)
         if sub.role == .relay {
             let local = authors.filter { stability.isLocal($0) }
-            _ = stability.peers.noteRelayAuthors(authors, now: stabilityClock, isLocal: { local.contains($0) })
+            if stability.peers.noteRelayAuthors(authors, now: stabilityClock, isLocal: { local.contains($0) }) { stabilityUnsaved = true }
         } else {
-            for a in authors { _ = stability.peers.local(a) }
+            for a in authors where stability.peers.local(a) { stabilityUnsaved = true }
         }
     }
 }

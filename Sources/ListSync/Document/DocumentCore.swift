@@ -111,6 +111,9 @@ public struct DocumentCore: Sendable {
     var lastGossip: UInt64?
     /// The stability clock's last reading (seconds), for what is noted between two readings.
     var stabilityClock: UInt64 = 0
+    /// Whether relay authors changed since the driver last wrote the stability down
+    /// (``refreshPeers(now:retireAfter:)`` then says it changed).
+    var stabilityUnsaved = false
     /// Subscribers that sent a presence since they attached: presence is relayed to them only (a
     /// client of an older version would not read it).
     private var presenceListeners: Set<SubscriberID> = []
@@ -463,7 +466,10 @@ public struct DocumentCore: Sendable {
         for sub in subscribers.values where sub.role == .device {
             if let r = sub.replica { stability.attached(r, now: now) }
         }
-        let retired = stability.retireSilent(now: now, after: retireAfter)
+        // With peers nobody is retired: a replica left out of a floor is refused only where that
+        // floor was compacted, and another daemon may have taken its operations (Docs/Semantics.md
+        // §7, "Peers").
+        let retired = isPeered ? [] : stability.retireSilent(now: now, after: retireAfter)
         changed = changed || !retired.isEmpty
         return (changed, retired)
     }

@@ -64,13 +64,18 @@ public struct DocumentStability: Sendable, Equatable {
     /// Counts every author of `version` not known yet as a sender that has acknowledged nothing,
     /// heard of `now`: an older client's replica, or one that never reported, holds stability
     /// back until it reports or is retired. Authors that came only through peer links and peer
-    /// daemons are left to ``peers``. Returns whether any was new.
+    /// daemons are left to ``peers``, and so is an author a peer daemon claims (a relay author
+    /// this daemon had not written down before a restart). Returns whether any was new.
     ///
     /// - Complexity: O(r) for the r replicas of `version`.
     public mutating func noteAuthors(of version: VersionVector, now: UInt64) -> Bool {
         var added = false
         for e in version.entries where tracker.acknowledged[e.replica] == nil && !tracker.retired.contains(e.replica)
             && !ephemeral.contains(e.replica) && !isPeerReplica(e.replica) {
+            if peers.isClaimed(e.replica) {
+                added = peers.noteRelayAuthors([e.replica], now: now, isLocal: { _ in false }) || added
+                continue
+            }
             tracker.addSender(e.replica)
             lastHeard[e.replica] = now
             added = true

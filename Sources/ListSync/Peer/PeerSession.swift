@@ -81,6 +81,9 @@ public struct PeerSession: Sendable {
     public private(set) var client: ClientSession
     /// Documents synced both ways.
     public private(set) var attached: Set<DocumentID> = []
+    /// The peer's daemon id, once it sent a stability table on this connection (its link
+    /// subscribers are marked with it at once on later attachments).
+    public private(set) var peerDaemon: ReplicaID?
     /// Documents held at two epochs, with both.
     public private(set) var epochConflicts: [DocumentID: (local: UInt64, remote: UInt64)] = [:]
     private var epochs: [DocumentID: UInt64] = [:]
@@ -281,6 +284,7 @@ public struct PeerSession: Sendable {
                 out += wire(client.unsubscribe(doc), now: now)
                 out.append(.behindFloor(doc))
             case let .stability(doc, from, entries):
+                peerDaemon = from
                 if attached.contains(doc) { out.append(.stability(doc, from: from, entries: entries)) }
             case .presence:
                 // Presence is per daemon: a link never sends one, so the peer relays none to it.
