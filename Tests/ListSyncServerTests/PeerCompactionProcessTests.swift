@@ -2,13 +2,14 @@ import Foundation
 import ListCRDT
 import ListSync
 import ListSyncClient
+import ListSyncTestTraits
 import Testing
 
 /// Compaction on peered daemons, against two real `listsync serve` processes (Docs/Daemon.md,
 /// "Compaction"; the rule in Docs/Semantics.md §7, "Peers"): each daemon gossips its stability
 /// over the peer link, both compact once both are quiescent at the same version, and a restart
 /// of one loads its compacted snapshot and goes on syncing.
-@Suite("Daemon: compaction with peers", .serialized, .timeLimit(.minutes(3)))
+@Suite("Daemon: compaction with peers", .ownThread, .serialized, .timeLimit(.minutes(3)))
 struct PeerCompactionProcessTests {
     static func compactions(_ daemon: DaemonProcess) -> Int {
         ((try? daemon.json(["status"])) as? [String: Any])?["compactions"] as? Int ?? 0
