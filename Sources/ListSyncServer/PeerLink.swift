@@ -216,6 +216,9 @@ actor PeerLink: DocumentSubscriber {
         case let .epochConflict(id, localEpoch, remoteEpoch):
             daemon.log("peer epoch conflict", ["peer": label, "document": id.description,
                                                "local_epoch": "\(localEpoch)", "remote_epoch": "\(remoteEpoch)"])
+        case let .refusedCompacted(id, text):
+            daemon.log("peer refused relayed operations as compacted", ["peer": label, "document": id.description, "error": text,
+                                                                      "consequence": "this copy holds operations the peer's does not"])
         case let .stability(id, from, entries):
             await hosts[id]?.peerStability(subscriberID, from: from, entries: entries)
         case let .behindFloor(id):

@@ -289,3 +289,57 @@ struct SplitRNG: RandomNumberGenerator {
         #expect(core.compactionPoint(minOperations: 1) == core.document.version)
     }
 }
+
+/// The peer link's side: what it says and passes on.
+@Suite struct PeerSessionStabilityTests {
+    static let doc = Fixture.document
+
+    /// A link of daemon 77 with `doc` attached (the peer answered its subscription).
+    static func attached() -> (PeerSession, [PeerSession.Action]) {
+        var p = PeerSession(maxFrame: 1 << 20, daemon: ReplicaID(77))
+        let local = PeerSession.LocalDocument(id: doc, name: "n", epoch: 7, version: VersionVector())
+        _ = p.reconcile(remote: [DocumentInfo(id: doc, name: "n", epoch: 7, operations: 0)], local: [local], complete: true, now: 0)
+        let live = p.receive(SyncMessage.subscribed(document: doc, name: "n", epoch: 7, version: VersionVector()).encoded(), now: 0)
+        return (p, live)
+    }
+
+    @Test("the link names its daemon in its seen, before it attaches (so that nothing it relays comes first); the peer's table passes to the core and names the peer")
+    func seenThenAttach() {
+        var (p, live) = Self.attached()
+        #expect(live.count == 2)
+        #expect(live.sent == [.seen(document: Self.doc, replica: ReplicaID(77), version: VersionVector(), role: .relay)])
+        #expect(live.last == .attach(Self.doc, remoteVersion: VersionVector()), "the seen goes first")
+        #expect(p.peerDaemon == nil)
+        let entries = [ReplicaID(88): PeerStability.Entry(sequence: 1, version: VersionVector(), claimed: [ReplicaID(88)])]
+        let table = p.receive(SyncMessage.stability(document: Self.doc, from: ReplicaID(88), entries: entries).encoded(), now: 1)
+        #expect(table == [.stability(Self.doc, from: ReplicaID(88), entries: entries)])
+        #expect(p.peerDaemon == ReplicaID(88))
+        // Not attached: nothing passes.
+        let other = p.receive(SyncMessage.stability(document: Fixture.other, from: ReplicaID(88), entries: entries).encoded(), now: 1)
+        #expect(other.isEmpty)
+    }
+
+    @Test("a relayed batch the peer refuses as compacted is reported (the copies differ); an older peer's refusal of stability stops it")
+    func refusals() {
+        var (p, _) = Self.attached()
+        let refused = p.receive(SyncMessage.error(request: 0, document: Self.doc, code: .compacted, text: "before the floor").encoded(), now: 1)
+        #expect(refused == [.refusedCompacted(Self.doc, "before the floor")])
+        #expect(p.client.sendsStability)
+        _ = p.receive(SyncMessage.error(request: 0, document: nil, code: .malformed, text: "malformed message: unknown message type 21").encoded(), now: 2)
+        #expect(!p.client.sendsStability)
+    }
+
+    @Test("the server connection passes a peer's table for attached documents only, never a device's, and remembers the peer daemon")
+    func server() {
+        var s = ServerSession(maxFrame: 1 << 20, rateLimit: nil, now: 0)
+        let entries = [ReplicaID(88): PeerStability.Entry(sequence: 2, version: VersionVector(), claimed: [])]
+        let frame = SyncMessage.stability(document: Self.doc, from: ReplicaID(88), entries: entries).encoded()
+        #expect(s.receive(frame, now: 0).isEmpty, "not attached")
+        s.attached(Self.doc)
+        #expect(s.relayDaemon == nil)
+        _ = s.receive(SyncMessage.seen(document: Self.doc, replica: ReplicaID(88), version: VersionVector(), role: .relay).encoded(), now: 0)
+        #expect(s.relayDaemon == ReplicaID(88) && !s.relayGossips)
+        #expect(s.receive(frame, now: 0) == [.stability(Self.doc, from: ReplicaID(88), entries: entries)])
+        #expect(s.relayGossips)
+    }
+}

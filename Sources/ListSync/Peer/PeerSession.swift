@@ -64,6 +64,10 @@ public struct PeerSession: Sendable {
         /// with a snapshot): a daemon does not replace its copy, so the document is not synced
         /// with this peer (log it; an operator re-attaches one of them). Docs/Semantics.md §7.
         case behindFloor(DocumentID)
+        /// The peer refused operations this link relayed as made before its compaction floor
+        /// (``SyncErrorCode/compacted``): this daemon took operations of a replica left out of
+        /// that floor, so the two copies differ (Docs/Semantics.md §7, "Peers"). Log it.
+        case refusedCompacted(DocumentID, String)
         /// The peer's stability table of an attached document: merge it into the local core
         /// (``DocumentCore/peerStability(_:from:entries:now:)``, with the link as subscriber).
         case stability(DocumentID, from: ReplicaID, entries: [ReplicaID: PeerStability.Entry])
@@ -306,6 +310,8 @@ public struct PeerSession: Sendable {
                     catchingUp.remove(doc)
                     if attached.remove(doc) != nil { out.append(.detach(doc)) }
                     out.append(.destroyLocal(doc, reason: text))
+                } else if code == .compacted {
+                    out.append(.refusedCompacted(doc, text))
                 } else {
                     refusedPush(doc, code: code, now: now)
                 }
