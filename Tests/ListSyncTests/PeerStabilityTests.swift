@@ -142,6 +142,22 @@ import ListSyncTestSupport
         }
     }
 
+    @Test("an author counted here that never reported, claimed by another daemon, becomes a relay author (lost file, crash); claimed only by this daemon, it stays")
+    func adoptClaimed() {
+        var s = DocumentStability()
+        _ = s.noteAuthors(of: Self.v([5: 2, 6: 1]), now: 1)
+        #expect(s.tracker.acknowledged.keys.sorted() == [ReplicaID(5), ReplicaID(6)])
+        _ = s.peers.publish(Self.a, version: VersionVector(), claimed: [ReplicaID(6)], now: 2)
+        expect(!s.adoptClaimedAuthors(me: Self.a, now: 3), "claimed by this daemon only")
+        _ = s.peers.merge([Self.b: Self.entry(1, Self.v([5: 2]), [ReplicaID(5)])], me: Self.a, floor: nil, now: 4)
+        expect(s.adoptClaimedAuthors(me: Self.a, now: 5))
+        #expect(s.tracker.acknowledged.keys.sorted() == [ReplicaID(6)] && s.peers.relayAuthors == [ReplicaID(5)])
+        // One that reported stays a sender.
+        _ = s.heardFromDevice(ReplicaID(6), version: Self.v([6: 1]), caughtUp: true, now: 6)
+        _ = s.peers.merge([Self.b: Self.entry(2, Self.v([5: 2]), [ReplicaID(5), ReplicaID(6)])], me: Self.a, floor: nil, now: 7)
+        expect(!s.adoptClaimedAuthors(me: Self.a, now: 8) && s.tracker.acknowledged[ReplicaID(6)] == Self.v([6: 1]))
+    }
+
     @Test("the table round-trips in the stability file; a version-1 file still loads, with no peers")
     func persistence() throws {
         var s = DocumentStability()

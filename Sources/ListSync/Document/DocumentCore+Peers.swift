@@ -91,6 +91,7 @@ extension DocumentCore {
         let beat = max(1, retireAfter / 4)
         var changed = stability.peers.heartbeat(me, now: now, every: beat)
         var retired: [ReplicaID] = []
+        changed = stability.adoptClaimedAuthors(me: me, now: now) || changed
         changed = changed || stabilityUnsaved
         stabilityUnsaved = false
         if isSettled(minOperations: 0) {

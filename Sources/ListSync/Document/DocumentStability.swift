@@ -83,6 +83,22 @@ public struct DocumentStability: Sendable, Equatable {
         return added
     }
 
+    /// Authors counted here as senders that never reported anything, which another daemon (not
+    /// `me`) claims, become relay authors: they may never report here (their operations came
+    /// through a peer before this daemon wrote down that they did: a lost stability file, a
+    /// crash), and the daemon that counts them holds its entry back for them. Returns whether
+    /// any did.
+    ///
+    /// - Complexity: O(s × e) for s senders and e entries.
+    public mutating func adoptClaimedAuthors(me: ReplicaID, now: UInt64) -> Bool {
+        let claimed = tracker.acknowledged.filter { $0.value == VersionVector() && peers.isClaimed($0.key, except: me) }.keys.sorted()
+        for r in claimed where tracker.forget(r) {
+            lastHeard[r] = nil
+            _ = peers.noteRelayAuthors([r], now: now, isLocal: { _ in false })
+        }
+        return !claimed.isEmpty
+    }
+
     /// Whether `replica` is a peer daemon or an author counted through the peers.
     func isPeerReplica(_ replica: ReplicaID) -> Bool {
         peers.relayAuthors.contains(replica) || peers.retiredAuthors.contains(replica) || peers.entries[replica] != nil

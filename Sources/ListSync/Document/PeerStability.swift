@@ -134,9 +134,11 @@ public struct PeerStability: Sendable, Equatable {
         return true
     }
 
-    /// Whether `author` is claimed by a daemon's entry (or is a daemon).
-    public func isClaimed(_ author: ReplicaID) -> Bool {
-        entries[author] != nil || entries.values.contains { $0.claimed.contains(author) }
+    /// Whether `author` is claimed by a daemon's entry (or is a daemon), `me`'s aside if given.
+    ///
+    /// - Complexity: O(e) for e entries.
+    public func isClaimed(_ author: ReplicaID, except me: ReplicaID? = nil) -> Bool {
+        entries[author] != nil || entries.contains { $0.key != me && $0.value.claimed.contains(author) }
     }
 
     /// Whether this daemon (`me`) may compact at `version`, as far as its peers go: every daemon
