@@ -219,6 +219,28 @@ actor DocumentHost {
         await compactIfDue()
     }
 
+    /// A peer answered this daemon's link with its snapshot (its floor is past this copy): if the
+    /// copy holds nothing the snapshot lacks (an empty copy of a document copied after it was
+    /// compacted), the snapshot becomes the copy: written to the store as a new generation, then
+    /// every subscriber cut off to subscribe again (``DocumentCore/replace(with:)``). Returns
+    /// whether it did; otherwise nothing changes.
+    func adoptSnapshot(_ bytes: [UInt8]) async -> Bool {
+        await settleStore()
+        guard !isClosed, core.isQuiet, !storeBusy,
+              let snapshot = try? ListDocument(snapshot: bytes, replica: core.document.replica),
+              snapshot.version.includes(core.document.version) else { return false }
+        let store = store
+        do { try await exclusively { try store.compact(snapshot) } } catch {
+            log("peer snapshot not written", ["document": id.description, "error": "\(error)"])
+            return false
+        }
+        // Batches waited while it was written: none is in flight.
+        guard core.isQuiet, snapshot.version.includes(core.document.version) else { return false }
+        await perform(core.replace(with: snapshot))
+        nextSnapshotAt = max(snapshotLogBytes, (try? store.snapshotBytes) ?? 0)
+        return true
+    }
+
     /// About once a second (the daemon's housekeeping): a document with peers keeps its entry
     /// heard of, retires silent peers, and sends its stability table if it changed
     /// (Docs/Semantics.md §7, "Peers").

@@ -221,7 +221,15 @@ actor PeerLink: DocumentSubscriber {
                                                                       "consequence": "this copy holds operations the peer's does not"])
         case let .stability(id, from, entries):
             await hosts[id]?.peerStability(subscriberID, from: from, entries: entries)
-        case let .behindFloor(id):
+        case let .behindFloor(id, snapshot):
+            // A copy that holds nothing the snapshot lacks (copied from a peer after it was
+            // compacted) takes it, and subscribes again from it.
+            if let h = try? await daemon.host(id), await h.adoptSnapshot(snapshot) {
+                daemon.log("peer snapshot loaded", ["peer": label, "document": id.description])
+                let ready = await h.localDescription
+                await perform(onSession { $0.localReady(ready, now: Self.now()) })
+                return
+            }
             daemon.log("peer compacted past this copy", ["peer": label, "document": id.description,
                                                          "action": "not synced with this peer: re-attach one of the copies"])
         }

@@ -561,7 +561,7 @@ public struct Simulator: Sendable {
             case let .deliver(_, ops): performCore(d, daemons[d].core.receive(ops, batch: 0, from: sub))
             case let .epochConflict(doc, a, b): report.failures.append("daemon \(d): epoch conflict on \(doc): \(a) / \(b)")
             case let .destroyLocal(doc, reason): report.failures.append("daemon \(d): told to destroy \(doc) (\(reason)); no daemon destroys here")
-            case let .behindFloor(doc): report.failures.append("daemon \(d): a peer compacted \(doc) past this daemon's copy")
+            case let .behindFloor(doc, _): report.failures.append("daemon \(d): a peer compacted \(doc) past this daemon's copy")
             case let .refusedCompacted(doc, text): report.failures.append("daemon \(d): a peer refused relayed operations of \(doc) as compacted: \(text)")
             }
         }

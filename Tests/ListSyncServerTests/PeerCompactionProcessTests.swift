@@ -15,7 +15,7 @@ struct PeerCompactionProcessTests {
         ((try? daemon.json(["status"])) as? [String: Any])?["compactions"] as? Int ?? 0
     }
 
-    @Test("two peered daemons, a device on each churns: both compact, both show the same list; a restart of one loads its snapshot and converges")
+    @Test("two peered daemons, a device on each churns: both compact, both show the same list; a restart of one loads its snapshot and converges; a daemon peered later copies the compacted document from the snapshot")
     func peersCompact() async throws {
         let dir = TemporaryFolder()
         defer { dir.remove() }
@@ -65,6 +65,15 @@ struct PeerCompactionProcessTests {
         #expect(eventually(40) { ((try? table(b, doc.description)) ?? []) == [after] }, "B: \(String(describing: try? table(b, doc.description)))\n\(b.log)")
         #expect(eventually(30) { SyncClientTests.values(liveB) == [after] })
         #expect(!a.log.contains("peer compacted past this copy") && !b.log.contains("peer compacted past this copy"))
+
+        // A new daemon peered with A after the compaction: its empty copy takes A's snapshot.
+        let c = try DaemonProcess(data: dir.path + "/c", extra: flags + ["--key-file", a.keyFile, "--peer", a.address])
+        defer { c.terminate() }
+        #expect(eventually(40) { ((try? table(c, doc.description)) ?? []) == [after] },
+                "C: \(String(describing: try? table(c, doc.description)))\n\(c.log)")
+        #expect(c.log.contains("peer snapshot loaded"), "\(c.log)")
+        try await SyncClientTests.insert(deviceB, doc, "from B to C")
+        #expect(eventually(40) { ((try? table(c, doc.description)) ?? []) == [after + ["from B to C"]] }, "\(c.log)")
         for client in [deviceA, deviceB] { await client.close() }
     }
 }

@@ -386,7 +386,7 @@ import ListSyncTestSupport
         let live = p.receive(SyncMessage.subscribed(document: Self.doc, name: "n", epoch: 7, version: v).encoded(), now: 0)
         #expect(live.sent.contains(.seen(document: Self.doc, replica: ReplicaID(1), version: v, role: .relay)))
         let behind = p.receive(SyncMessage.snapshot(document: Self.doc, part: [1], more: false).encoded(), now: 0)
-        #expect(behind.requests == [.detach(Self.doc), .behindFloor(Self.doc)])
+        #expect(behind.requests == [.detach(Self.doc), .behindFloor(Self.doc, snapshot: [1])])
         #expect(!p.attached.contains(Self.doc))
     }
 }

@@ -306,6 +306,24 @@ struct SplitRNG: RandomNumberGenerator {
     }
 }
 
+extension PeerCompactionCoreTests {
+    @Test("an empty copy replaced by a peer's compacted snapshot: the document is the snapshot's, every subscriber is cut off and subscribes again from the snapshot")
+    func replaceWithSnapshot() throws {
+        var peer = Fixture.typed(4)
+        try peer.compact(stable: peer.version)
+        let snapshot = try ListDocument(snapshot: peer.encodedSnapshot(), replica: ReplicaID(99))
+        var core = DocumentCore(id: Self.doc, name: "n", epoch: 7, document: ListDocument(replica: ReplicaID(99)))
+        _ = core.subscribe(Self.device, epoch: 7, version: VersionVector())
+        let cut = core.replace(with: snapshot)
+        #expect(cut == [.close(Self.device, reason: "the daemon's copy was replaced by a peer's snapshot; subscribe again")])
+        #expect(core.document.version == peer.version && core.durableVersion == peer.version && core.document.historyFloor == peer.version)
+        #expect(!core.isSubscribed(Self.device))
+        // Subscribing again from nothing: the catch-up is the snapshot.
+        let again = core.subscribe(Self.device, epoch: 7, version: VersionVector())
+        #expect(again.sent(to: Self.device).contains { if case .snapshot = $0 { return true }; return false })
+    }
+}
+
 /// The peer link's side: what it says and passes on.
 @Suite struct PeerSessionStabilityTests {
     static let doc = Fixture.document

@@ -137,6 +137,31 @@ extension DocumentCore {
         return targets.map { .send($0, frame) }
     }
 
+    /// Replaces the document with `document`, a peer's snapshot that holds everything this copy
+    /// holds (``PeerSession/Action/behindFloor(_:snapshot:)``): every subscriber is cut off (each
+    /// subscribes again, from what it holds; a catch-up behind the new floor is a snapshot).
+    /// The driver writes the new document to its store first.
+    ///
+    /// - Precondition: nothing in flight; `document` includes this copy's version.
+    /// - Complexity: O(s) for s subscribers.
+    public mutating func replace(with document: ListDocument) -> [Action] {
+        precondition(inFlight.isEmpty && document.version.includes(self.document.version), "a replacement that loses operations")
+        var document = document
+        document.pendingLimits = self.document.pendingLimits
+        self.document = document
+        durableVersion = document.version
+        durableCount = document.operationCount
+        let cut = subscribers.keys.sorted()
+        var actions: [Action] = []
+        for s in cut {
+            subscribers[s] = nil
+            actions.append(.close(s, reason: "the daemon's copy was replaced by a peer's snapshot; subscribe again"))
+        }
+        presenceListeners = []
+        activePresence = [:]
+        return actions
+    }
+
     /// Whether a gossip is waiting for its interval (the driver's timer asks).
     public var gossipDue: Bool { gossipDirty && !stability.peers.entries.isEmpty }
 

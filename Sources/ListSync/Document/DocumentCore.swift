@@ -64,9 +64,9 @@ public struct DocumentCore: Sendable {
     /// Its epoch.
     public private(set) var epoch: UInt64
     /// The document as applied in memory: every durable operation, and those of batches in flight.
-    public private(set) var document: ListDocument
+    public internal(set) var document: ListDocument
     /// What the daemon advertises: every operation in it is durable.
-    public private(set) var durableVersion: VersionVector
+    public internal(set) var durableVersion: VersionVector
     /// Why the store failed, while the core waits for ``recovered(_:)``.
     public private(set) var failure: String?
     /// The largest frame a subscriber's connection takes.
@@ -101,8 +101,8 @@ public struct DocumentCore: Sendable {
     private var refusedFloor: [ReplicaID: UInt64] = [:]
 
     /// Log positions below this are durable.
-    private var durableCount: Int
-    private var inFlight: [InFlight] = []
+    var durableCount: Int
+    var inFlight: [InFlight] = []
     private var nextTicket: UInt64 = 1
     var subscribers: [SubscriberID: Subscriber] = [:]
     /// Whether the stability table changed since it was last gossiped to the peer links, and
@@ -116,12 +116,12 @@ public struct DocumentCore: Sendable {
     var stabilityUnsaved = false
     /// Subscribers that sent a presence since they attached: presence is relayed to them only (a
     /// client of an older version would not read it).
-    private var presenceListeners: Set<SubscriberID> = []
+    var presenceListeners: Set<SubscriberID> = []
     /// The last presence of each listener that is not idle: ended for the others when it leaves.
-    private var activePresence: [SubscriberID: Presence] = [:]
+    var activePresence: [SubscriberID: Presence] = [:]
 
     /// A batch between ``receive(_:batch:from:)`` and its release.
-    private struct InFlight {
+    struct InFlight {
         let ticket: UInt64
         /// The log positions its receive applied (woken operations of earlier batches included).
         let applied: Range<Int>

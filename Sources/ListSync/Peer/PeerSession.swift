@@ -61,9 +61,12 @@ public struct PeerSession: Sendable {
         /// then keeps it from coming back).
         case destroyLocal(DocumentID, reason: String)
         /// The peer compacted the document past this daemon's copy (it answered the subscription
-        /// with a snapshot): a daemon does not replace its copy, so the document is not synced
-        /// with this peer (log it; an operator re-attaches one of them). Docs/Semantics.md §7.
-        case behindFloor(DocumentID)
+        /// with `snapshot`, these bytes): the document is detached from this peer. If the copy
+        /// holds nothing the snapshot lacks (an empty copy: a document copied from a peer after
+        /// it was compacted), the driver replaces it with the snapshot and calls
+        /// ``localReady(_:now:)`` to subscribe again; otherwise it is not synced with this peer
+        /// (log it; an operator re-attaches one of them). Docs/Semantics.md §7, "Peers".
+        case behindFloor(DocumentID, snapshot: [UInt8])
         /// The peer refused operations this link relayed as made before its compaction floor
         /// (``SyncErrorCode/compacted``): this daemon took operations of a replica left out of
         /// that floor, so the two copies differ (Docs/Semantics.md §7, "Peers"). Log it.
@@ -282,11 +285,11 @@ public struct PeerSession: Sendable {
                 catchingUp.remove(doc)
             case .editDone, .accessEnded:
                 break
-            case let .snapshot(doc, _):
+            case let .snapshot(doc, bytes):
                 catchingUp.remove(doc)
                 if attached.remove(doc) != nil { out.append(.detach(doc)) }
                 out += wire(client.unsubscribe(doc), now: now)
-                out.append(.behindFloor(doc))
+                out.append(.behindFloor(doc, snapshot: bytes))
             case let .stability(doc, from, entries):
                 peerDaemon = from
                 if attached.contains(doc) { out.append(.stability(doc, from: from, entries: entries)) }
