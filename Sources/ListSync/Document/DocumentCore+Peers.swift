@@ -91,10 +91,10 @@ extension DocumentCore {
         let beat = max(1, retireAfter / 4)
         var changed = stability.peers.heartbeat(me, now: now, every: beat)
         var retired: [ReplicaID] = []
-        changed = stability.adoptClaimedAuthors(me: me, now: now) || changed
         changed = changed || stabilityUnsaved
         stabilityUnsaved = false
         if isSettled(minOperations: 0) {
+            changed = stability.adoptClaimedAuthors(me: me, now: now) || changed
             let local = refreshStability(now: now, retireAfter: retireAfter)
             retired += local.retired
             changed = changed || local.changed

@@ -156,6 +156,11 @@ public struct PeerStability: Sendable, Equatable {
     /// Retires every daemon (not `me`) whose entry has not changed for `after` seconds before
     /// `now`, and every relay author claimed by none that long; returns them, in order.
     ///
+    /// The daemon does not call it: on a document a peer syncs nobody is retired, since a
+    /// retired replica that comes back could have its operations taken by a daemon that did not
+    /// compact and refused by one that did (Docs/Semantics.md §7, "Peers"). It is the building
+    /// block for retiring by agreement, which is not built.
+    ///
     /// - Complexity: O((e + a) × e) for e entries and a relay authors.
     public mutating func retireSilent(me: ReplicaID, now: UInt64, after: UInt64) -> [ReplicaID] {
         func silent(_ r: ReplicaID) -> Bool { now >= (heard[r] ?? 0) && now &- (heard[r] ?? 0) >= after }
