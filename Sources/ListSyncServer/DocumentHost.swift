@@ -152,7 +152,7 @@ actor DocumentHost {
     /// Attaches `subscriber` (``DocumentCore/subscribe(_:epoch:version:)``): true when attached, false
     /// when refused (another epoch; the subscriber got the error), nil if the host was unloaded
     /// meanwhile (ask the daemon for the document's host again).
-    /// `relay`: the subscriber is this daemon's own peer link (``DocumentCore/markRelay(_:)``).
+    /// `relay`: the subscriber is a peer link (``DocumentCore/markRelay(_:daemon:gossips:)``).
     /// `peer`: the peer daemon's id, if known; `gossips`: whether the subscriber takes the
     /// stability table.
     func subscribe(_ subscriber: any DocumentSubscriber, epoch: UInt64, version: VersionVector, relay: Bool = false,

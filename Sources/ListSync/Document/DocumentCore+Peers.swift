@@ -36,7 +36,7 @@ extension DocumentCore {
         subscribers[subscriber]!.role = .relay
         if let daemon {
             subscribers[subscriber]!.replica = daemon
-            _ = stability.heardFromRelay(daemon, me: document.replica, now: stabilityClock)
+            if stability.heardFromRelay(daemon, me: document.replica, now: stabilityClock) { stabilityUnsaved = true }
         }
         subscribers[subscriber]!.gossips = gossips
         if gossips { gossipDirty = true }

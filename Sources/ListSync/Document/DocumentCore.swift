@@ -111,8 +111,8 @@ public struct DocumentCore: Sendable {
     var lastGossip: UInt64?
     /// The stability clock's last reading (seconds), for what is noted between two readings.
     var stabilityClock: UInt64 = 0
-    /// Whether relay authors changed since the driver last wrote the stability down
-    /// (``refreshPeers(now:retireAfter:)`` then says it changed).
+    /// Whether relay authors or the daemons known changed since the driver last wrote the
+    /// stability down (``refreshPeers(now:retireAfter:)`` then says it changed).
     var stabilityUnsaved = false
     /// Subscribers that sent a presence since they attached: presence is relayed to them only (a
     /// client of an older version would not read it).
@@ -495,8 +495,9 @@ public struct DocumentCore: Sendable {
     /// be quiescent and stable (Docs/Semantics.md §7): nothing in flight or waiting for its
     /// causes, every subscriber but the peer links has said it has seen exactly the document's
     /// version, none has anything queued, every sender that is not retired has reported exactly
-    /// that version too, and, with peers, every peer daemon has too (``peersAllow(_:)``). `minOperations`: the least number of operations logged
-    /// since the last compaction worth collecting.
+    /// that version too, and, with peers, every peer daemon has too (``peersAllow(_:)``).
+    /// `minOperations`: the least number of operations logged since the last compaction worth
+    /// collecting.
     ///
     /// - Complexity: O(n + s × r log r) for n subscribers, s senders and r replicas.
     public func compactionPoint(minOperations: Int) -> VersionVector? {
