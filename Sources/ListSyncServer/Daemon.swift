@@ -590,6 +590,10 @@ public actor Daemon {
             entry["retired"] = compaction.retired
             if let floor = compaction.floor { entry["floor"] = floor }
             if compaction.lastCompaction > 0 { entry["last_compaction"] = compaction.lastCompaction }
+            if let peers = compaction.peers {
+                entry["peers"] = peers
+                entry["peers_at_version"] = compaction.peersAtVersion
+            }
             resident.append(entry)
         }
         var peerList: [[String: Any]] = []

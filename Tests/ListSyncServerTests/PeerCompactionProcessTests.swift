@@ -59,6 +59,7 @@ struct PeerCompactionProcessTests {
         let status = try #require(try b.json(["status"]) as? [String: Any])
         let resident = (status["resident"] as? [[String: Any]])?.first { $0["id"] as? String == doc.description }
         #expect(resident?["floor"] != nil, "the restarted daemon loaded a compacted document: \(String(describing: resident))")
+        #expect(resident?["peers"] as? Int == 1, "its stability file remembers A: \(String(describing: resident))")
         try await SyncClientTests.insert(deviceA, doc, "after restart")
         try await deviceA.waitUntilSynced(timeout: .seconds(20))
         let after = expected + ["after restart"]
