@@ -27,15 +27,22 @@ import ListSyncTestSupport
         expect(y.merge(newer, me: Self.a, floor: nil, now: 1))
         expect(!y.merge(older, me: Self.a, floor: nil, now: 2))
         #expect(x.entries == y.entries && x.entries[Self.b]?.version == Self.v([1: 5]))
-        // Nobody else writes a's entry, not even with a greater sequence.
+        // Nobody else writes a's entry, not even with a greater sequence; a's sequence moves past
+        // it (a's file was lost or restored), so that a's next reports are taken.
         expect(x.publish(Self.a, version: Self.v([1: 5]), claimed: [], now: 5))
-        expect(!x.merge([Self.a: Self.entry(99, Self.v([1: 9]))], me: Self.a, floor: nil, now: 6))
-        #expect(x.entries[Self.a] == Self.entry(1, Self.v([1: 5]), [Self.a]))
+        expect(x.merge([Self.a: Self.entry(99, Self.v([1: 9]))], me: Self.a, floor: nil, now: 6))
+        #expect(x.entries[Self.a] == Self.entry(100, Self.v([1: 5]), [Self.a]))
+        expect(!x.merge([Self.a: Self.entry(99, Self.v([1: 9]))], me: Self.a, floor: nil, now: 6), "older than a's own: nothing")
         // Publishing the same again is no change; a heartbeat is, once due.
         expect(!x.publish(Self.a, version: Self.v([1: 5]), claimed: [], now: 7, heartbeat: 10))
-        expect(x.publish(Self.a, version: Self.v([1: 5]), claimed: [], now: 15, heartbeat: 10))
-        expect(!x.heartbeat(Self.a, now: 20, every: 10) && x.heartbeat(Self.a, now: 25, every: 10))
-        #expect(x.entries[Self.a]?.sequence == 3)
+        expect(x.publish(Self.a, version: Self.v([1: 5]), claimed: [], now: 16, heartbeat: 10))
+        expect(!x.heartbeat(Self.a, now: 20, every: 10) && x.heartbeat(Self.a, now: 26, every: 10))
+        #expect(x.entries[Self.a]?.sequence == 102)
+        // A daemon that has published nothing yet and hears of its old entry starts past it, empty.
+        var fresh = PeerStability()
+        expect(fresh.merge([Self.a: Self.entry(7, Self.v([1: 5]))], me: Self.a, floor: nil, now: 1))
+        #expect(fresh.entries[Self.a] == Self.entry(8, VersionVector(), [Self.a]))
+        #expect(!fresh.allows(Self.v([1: 5]), me: Self.a))
     }
 
     @Test("every daemon known must report exactly the version; a placeholder holds it back")

@@ -89,13 +89,23 @@ public struct PeerStability: Sendable, Equatable {
     }
 
     /// Merges a table a peer gossiped: per daemon, the entry of the greater sequence; `me`'s own
-    /// entry is never taken from others. A retired daemon counts again only if its new entry's
-    /// version includes `floor` (it caught up past every compaction made without it; with no
-    /// floor, always). Returns whether anything changed.
+    /// entry is never taken from others, but if they hold one of a sequence at least `me`'s (this
+    /// daemon's stability file was lost or restored from a backup), `me`'s sequence moves past it
+    /// (its content unchanged, or empty if it had none) so that its next reports are taken. A
+    /// retired daemon counts again only if its new entry's version includes `floor` (it caught up
+    /// past every compaction made without it; with no floor, always). Returns whether anything
+    /// changed.
     ///
     /// - Complexity: O(e × c) for e entries of c replicas claimed.
     public mutating func merge(_ incoming: [ReplicaID: Entry], me: ReplicaID, floor: VersionVector?, now: UInt64) -> Bool {
         var changed = false
+        if let theirs = incoming[me], entries[me] == nil || theirs.sequence > entries[me]!.sequence
+            || (theirs.sequence == entries[me]!.sequence && theirs != entries[me]!) {
+            let mine = entries[me] ?? Entry(sequence: 0, version: VersionVector(), claimed: [me])
+            entries[me] = Entry(sequence: theirs.sequence + 1, version: mine.version, claimed: mine.claimed)
+            heard[me] = now
+            changed = true
+        }
         for (daemon, entry) in incoming where daemon != me {
             if retired.contains(daemon) {
                 guard entry.sequence > 0, floor.map({ entry.version.includes($0) }) ?? true else { continue }
