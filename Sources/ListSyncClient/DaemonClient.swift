@@ -454,6 +454,9 @@ public actor DaemonClient {
                 endReason = text
             case let .presence(doc, p):
                 opened[doc]?.receivePresence(p, now: EventLoop.now())
+            case .stability:
+                // Only a peer daemon's link hears a daemon's stability table.
+                break
             case let .announced(list):
                 for info in list { tellFollowers(.changed(info)) }
             case let .withdrawn(doc, epoch):

@@ -554,6 +554,7 @@ public actor Daemon {
             excess -= 1
         }
         for p in peers { await p.tick() }
+        for h in hosts.values { await h.peerTick() }
         await dropSilentPeers()
         await checkpoint()
     }
@@ -592,6 +593,10 @@ public actor Daemon {
             entry["retired"] = compaction.retired
             if let floor = compaction.floor { entry["floor"] = floor }
             if compaction.lastCompaction > 0 { entry["last_compaction"] = compaction.lastCompaction }
+            if let peers = compaction.peers {
+                entry["peers"] = peers
+                entry["peers_at_version"] = compaction.peersAtVersion
+            }
             resident.append(entry)
         }
         var peerList: [[String: Any]] = []
@@ -659,12 +664,11 @@ public actor Daemon {
 
     static let clock: @Sendable () -> UInt64 = { DispatchTime.now().uptimeNanoseconds }
 
-    /// What a document host needs to compact: the policy (nil when compaction is off, or when the
-    /// daemon has peers or a cluster, whose relays it cannot see past: Docs/Semantics.md §7), the
-    /// wall clock and the file funnel.
+    /// What a document host needs to compact: the policy (nil when compaction is off, or in a
+    /// cluster, whose JetStream relays it cannot see past; with peers, the peers' stability
+    /// gossip decides: Docs/Semantics.md §7, "Peers"), the wall clock and the file funnel.
     var compactionSettings: (policy: CompactionPolicy?, wallClock: @Sendable () -> UInt64, fileSystem: FileSystem) {
-        let relayed = !configuration.peers.isEmpty || configuration.discovery != nil || configuration.cluster != nil
-        return (relayed ? nil : configuration.compaction, configuration.wallClock, configuration.fileSystem)
+        (configuration.cluster != nil ? nil : configuration.compaction, configuration.wallClock, configuration.fileSystem)
     }
 
     /// The daemon's own replica id (for the sections it makes, and its node id in discovery),

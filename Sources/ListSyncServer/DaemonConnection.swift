@@ -129,6 +129,8 @@ actor DaemonConnection: DocumentSubscriber {
             await hosts[doc]?.hello(subscriberID, version: version)
         case let .seen(doc, replica, version, role):
             await hosts[doc]?.seen(subscriberID, replica: replica, version: version, role: role)
+        case let .stability(doc, from, entries):
+            await hosts[doc]?.peerStability(subscriberID, from: from, entries: entries)
         case let .presence(doc, presence):
             daemon.metrics.presence()
             await hosts[doc]?.presence(presence, from: subscriberID)
@@ -179,7 +181,10 @@ actor DaemonConnection: DocumentSubscriber {
             do { host = try await daemon.host(doc) } catch {
                 return await perform(session.subscribeFailed(doc, code: error.code, text: error.description))
             }
-            switch await host.subscribe(self, epoch: epoch, version: version) {
+            // A peer daemon's link, known from its earlier subscriptions: marked at once.
+            let peer = session.relayDaemon
+            switch await host.subscribe(self, epoch: epoch, version: version, relay: peer != nil, peer: peer,
+                                        gossips: session.relayGossips) {
             case nil: continue
             case false?: return
             case true?:

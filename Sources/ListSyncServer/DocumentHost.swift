@@ -152,11 +152,16 @@ actor DocumentHost {
     /// Attaches `subscriber` (``DocumentCore/subscribe(_:epoch:version:)``): true when attached, false
     /// when refused (another epoch; the subscriber got the error), nil if the host was unloaded
     /// meanwhile (ask the daemon for the document's host again).
-    func subscribe(_ subscriber: any DocumentSubscriber, epoch: UInt64, version: VersionVector) async -> Bool? {
+    /// `relay`: the subscriber is a peer link (``DocumentCore/markRelay(_:daemon:gossips:)``).
+    /// `peer`: the peer daemon's id, if known; `gossips`: whether the subscriber takes the
+    /// stability table.
+    func subscribe(_ subscriber: any DocumentSubscriber, epoch: UInt64, version: VersionVector, relay: Bool = false,
+                   peer: ReplicaID? = nil, gossips: Bool = true) async -> Bool? {
         guard !isClosed else { return nil }
         lastUsed = clock()
         let actions = core.subscribe(subscriber.subscriberID, epoch: epoch, version: version)
         if core.isSubscribed(subscriber.subscriberID) {
+            if relay { core.markRelay(subscriber.subscriberID, daemon: peer, gossips: gossips) }
             subscribers[subscriber.subscriberID] = subscriber
             if let interest { Task { [id] in await interest(id) } }
         } else { subscriber.deliverAll(id, actions) }
@@ -205,6 +210,57 @@ actor DocumentHost {
         if core.seen(subscriber, replica: replica, version: version, role: role, now: wallClock()) { saveStability() }
         await compactIfDue()
     }
+
+    /// A peer daemon's stability table, from the peer link attached as `subscriber`
+    /// (``DocumentCore/peerStability(_:from:entries:now:)``): written down if it changed, then
+    /// the document compacted if it is due.
+    func peerStability(_ subscriber: SubscriberID, from daemon: ReplicaID, entries: [ReplicaID: PeerStability.Entry]) async {
+        guard !isClosed, compaction != nil else { return }
+        if core.peerStability(subscriber, from: daemon, entries: entries, now: wallClock()) { saveStability() }
+        await compactIfDue()
+    }
+
+    /// A peer answered this daemon's link with its snapshot (its floor is past this copy): if the
+    /// copy holds nothing the snapshot lacks (an empty copy of a document copied after it was
+    /// compacted), the snapshot becomes the copy: written to the store as a new generation, then
+    /// every subscriber cut off to subscribe again (``DocumentCore/replace(with:)``). Returns
+    /// whether it did; otherwise nothing changes.
+    func adoptSnapshot(_ bytes: [UInt8]) async -> Bool {
+        await settleStore()
+        guard !isClosed, core.isQuiet, !storeBusy,
+              let snapshot = try? ListDocument(snapshot: bytes, replica: core.document.replica),
+              snapshot.version.includes(core.document.version) else { return false }
+        let store = store
+        do { try await exclusively { try store.compact(snapshot) } } catch {
+            log("peer snapshot not written", ["document": id.description, "error": "\(error)"])
+            return false
+        }
+        // Batches waited while it was written: none is in flight.
+        guard core.isQuiet, snapshot.version.includes(core.document.version) else { return false }
+        await perform(core.replace(with: snapshot))
+        nextSnapshotAt = max(snapshotLogBytes, (try? store.snapshotBytes) ?? 0)
+        return true
+    }
+
+    /// About once a second (the daemon's housekeeping): a document with peers keeps its entry
+    /// heard of, retires silent peers, and sends its stability table if it changed
+    /// (Docs/Semantics.md §7, "Peers").
+    func peerTick() async {
+        guard !isClosed, compaction != nil, core.isPeered else { return }
+        await compactIfDue()
+    }
+
+    /// Sends the stability table to the peer links if it changed (at most once a second).
+    private func flushGossip() {
+        let actions = core.gossip(now: clock(), interval: Self.gossipInterval)
+        guard !actions.isEmpty else { return }
+        var outbox = TCPOutbox()
+        for case let .send(to, frame) in actions { subscribers[to]?.deliver(id, frame, via: &outbox) }
+        outbox.flush()
+    }
+
+    /// The least time between two stability tables sent, in nanoseconds.
+    static let gossipInterval: UInt64 = 1_000_000_000
 
     /// A subscriber's connection has room again.
     func roomAvailable(_ subscriber: SubscriberID) async {
@@ -351,8 +407,19 @@ actor DocumentHost {
         // call at a time).
         // The senders (authors noted, the silent retired) are refreshed only once the document
         // and its subscribers are settled: only then can the refresh change the answer.
-        guard let compaction, !isClosed, !storeBusy, clock() >= nextCompactionAt,
-              core.isSettled(minOperations: compaction.minOperations) else { return }
+        guard let compaction, !isClosed, !storeBusy else { return }
+        if core.isPeered {
+            // With peers: this daemon's entry first (written down before it is gossiped).
+            let (changed, retired) = core.refreshPeers(now: wallClock(), retireAfter: compaction.retireAfterSeconds)
+            if !retired.isEmpty {
+                metrics?.retired(retired.count)
+                log("senders retired", ["document": id.description, "replicas": retired.map(\.description).joined(separator: ","),
+                                        "after_seconds": "\(compaction.retireAfterSeconds)"])
+            }
+            if changed { saveStability() }
+            flushGossip()
+        }
+        guard clock() >= nextCompactionAt, core.isSettled(minOperations: compaction.minOperations) else { return }
         let (changed, retired) = core.refreshStability(now: wallClock(), retireAfter: compaction.retireAfterSeconds)
         if !retired.isEmpty {
             metrics?.retired(retired.count)
@@ -391,9 +458,14 @@ actor DocumentHost {
 
     /// For `status`: the floor (the version it was last compacted at), when it was compacted in
     /// this run (Unix seconds), the senders that count and those retired.
-    var compactionStatus: (floor: String?, lastCompaction: UInt64, senders: Int, retired: Int) {
-        (core.document.historyFloor?.description, lastCompactionTime, core.stability.tracker.acknowledged.count,
-         core.stability.tracker.retired.count)
+    /// With peers: the peer daemons in its stability table, and how many of them reported this
+    /// daemon's version (Docs/Semantics.md §7, "Peers").
+    var compactionStatus: (floor: String?, lastCompaction: UInt64, senders: Int, retired: Int, peers: Int?, peersAtVersion: Int) {
+        let me = core.document.replica
+        let others = core.stability.peers.entries.filter { $0.key != me }
+        return (core.document.historyFloor?.description, lastCompactionTime, core.stability.tracker.acknowledged.count,
+                core.stability.tracker.retired.count, core.isPeered ? others.count : nil,
+                others.values.filter { $0.version == core.document.version }.count)
     }
 
     /// Writes the document's stability (``DocumentStability``) atomically; a failure is logged

@@ -65,9 +65,11 @@ actor PeerLink: DocumentSubscriber {
     // MARK: DocumentSubscriber (frames from the local hosts)
 
     nonisolated func deliver(_ document: DocumentID, _ frame: [UInt8], via outbox: inout TCPOutbox) {
-        // Only operations go to the peer: `subscribed` and `synced` are the local core's answers
-        // to this link's attachment, not messages for the peer.
-        guard frame.count > 1, frame[1] == SyncMessage.operationsTag else { return }
+        // Only operations and the stability table go to the peer: `subscribed` and `synced` are
+        // the local core's answers to this link's attachment, not messages for the peer. The
+        // table not to a peer of an older build, which refused it once.
+        guard frame.count > 1, frame[1] == SyncMessage.operationsTag
+            || (frame[1] == SyncMessage.stabilityTag && relay.sendsStability) else { return }
         if let transport = relay.transport { outbox.enqueue(frame, on: transport) }
     }
 
@@ -97,7 +99,7 @@ actor PeerLink: DocumentSubscriber {
                 attempt = 0
                 transport = t
                 relay.transport = t
-                var s = PeerSession(maxFrame: t.maxFrame)
+                var s = PeerSession(maxFrame: t.maxFrame, daemon: await daemon?.replica ?? ReplicaID(1))
                 let first = s.start(now: Self.now())
                 session = s
                 lastAntiEntropy = Self.now()
@@ -105,6 +107,7 @@ actor PeerLink: DocumentSubscriber {
                 for await frame in t.incoming {
                     guard session != nil else { break }
                     let actions = session!.receive(frame, now: Self.now())
+                    if !session!.client.sendsStability { relay.sendsStability = false }
                     await perform(actions)
                 }
                 relay.transport = nil
@@ -195,7 +198,7 @@ actor PeerLink: DocumentSubscriber {
         case let .attach(id, remoteVersion):
             guard let h = try? await daemon.host(id) else { return }
             if let old = hosts[id] { await old.unsubscribe(subscriberID) }
-            if await h.subscribe(self, epoch: 0, version: remoteVersion) == true { hosts[id] = h }
+            if await h.subscribe(self, epoch: 0, version: remoteVersion, relay: true, peer: session?.peerDaemon) == true { hosts[id] = h }
         case let .detach(id):
             if let h = hosts.removeValue(forKey: id) { await h.unsubscribe(subscriberID) }
         case let .deliver(id, ops):
@@ -213,7 +216,20 @@ actor PeerLink: DocumentSubscriber {
         case let .epochConflict(id, localEpoch, remoteEpoch):
             daemon.log("peer epoch conflict", ["peer": label, "document": id.description,
                                                "local_epoch": "\(localEpoch)", "remote_epoch": "\(remoteEpoch)"])
-        case let .behindFloor(id):
+        case let .refusedCompacted(id, text):
+            daemon.log("peer refused relayed operations as compacted", ["peer": label, "document": id.description, "error": text,
+                                                                      "consequence": "this copy holds operations the peer's does not"])
+        case let .stability(id, from, entries):
+            await hosts[id]?.peerStability(subscriberID, from: from, entries: entries)
+        case let .behindFloor(id, snapshot):
+            // A copy that holds nothing the snapshot lacks (copied from a peer after it was
+            // compacted) takes it, and subscribes again from it.
+            if let h = try? await daemon.host(id), await h.adoptSnapshot(snapshot) {
+                daemon.log("peer snapshot loaded", ["peer": label, "document": id.description])
+                let ready = await h.localDescription
+                await perform(onSession { $0.localReady(ready, now: Self.now()) })
+                return
+            }
             daemon.log("peer compacted past this copy", ["peer": label, "document": id.description,
                                                          "action": "not synced with this peer: re-attach one of the copies"])
         }
@@ -232,6 +248,12 @@ final class RelayBox: @unchecked Sendable {
     // @unchecked Sendable: `transport` is behind `lock`.
     private let lock = NSLock()
     private var value: TCPTransport?
+    private var stability = true
+    /// Whether the peer reads `stability` (false once it refused it: an older build).
+    var sendsStability: Bool {
+        get { lock.lock(); defer { lock.unlock() }; return stability }
+        set { lock.lock(); stability = newValue; lock.unlock() }
+    }
     var transport: TCPTransport? {
         get { lock.lock(); defer { lock.unlock() }; return value }
         set { lock.lock(); value = newValue; lock.unlock() }

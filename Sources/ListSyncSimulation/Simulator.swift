@@ -11,6 +11,8 @@ public struct SimulationConfiguration: Sendable {
     public var replicas = 4
     /// Number of daemons, each peered with the next (a chain): the production state machines.
     public var daemons = 1
+    /// With three daemons or more, the first is peered with the last too (a ring: a cycle of links).
+    public var ring = false
     /// Daemon crashes (each loses the bytes its disk had not synced, a torn last write, every
     /// connection), at random points; each daemon restarts at once and recovers from its disk.
     public var crashes = 0
@@ -33,12 +35,14 @@ public struct SimulationConfiguration: Sendable {
     public var editInterval: UInt64 = 8
     /// The mix of edits.
     public var workload = Workload()
-    /// Compaction (Docs/Semantics.md §7): nil, none (daemons then relay, as peers never compact);
-    /// otherwise the daemon compacts once this many operations were logged since its last
-    /// compaction and every sender has seen all of them, as a daemon's host does. Runs with
-    /// compaction have one daemon (compaction is off on a daemon with peers); clients report
-    /// `seen`, silent ones are retired, and those left behind the floor re-sync from a snapshot
-    /// and make their unsent edits again (``ListDocument/remake(_:from:)``).
+    /// Compaction (Docs/Semantics.md §7): nil, none; otherwise each daemon compacts once this
+    /// many operations were logged since its last compaction and every sender has seen all of
+    /// them, as a daemon's host does; with several daemons, once every daemon's stability table
+    /// (gossiped over the links) says so too (§7, "Peers"). Clients report `seen`;
+    /// with one daemon, silent ones are retired, and those left behind the floor re-sync from a
+    /// snapshot and make their unsent edits again (``ListDocument/remake(_:from:)``). With
+    /// several daemons nobody is retired (§7, "Peers"), so those runs have no forgetful clients
+    /// (a forgetful client's old replica would hold compaction back for ever).
     public var compactAfter: Int?
     /// With compaction: virtual milliseconds after which a silent sender is retired (the
     /// stability's clock counts virtual milliseconds where a daemon's counts seconds).
@@ -84,6 +88,8 @@ public struct SimulationReport: Sendable, CustomStringConvertible {
     public var compactions = 0, retired = 0, snapshots = 0, remade = 0, refusedCompacted = 0
     /// Clients that compacted their copy where their daemon had (told by `stable`).
     public var clientCompactions = 0
+    /// With compaction: each daemon's compactions, and the stability tables daemons sent each other.
+    public var compactionsPerDaemon: [Int] = [], stabilityGossips = 0
     /// Whether the run compacted (the report then says what compaction did).
     public var compacting = false
 
@@ -105,6 +111,9 @@ public struct SimulationReport: Sendable, CustomStringConvertible {
         ]
         if compacting {
             lines.append("compaction: \(compactions) compactions, \(retired) senders retired, \(snapshots) snapshot catch-ups, \(remade) operations remade, \(refusedCompacted) batches refused as compacted, \(clientCompactions) client compactions")
+            if daemons > 1 {
+                lines.append("peers: compactions per daemon \(compactionsPerDaemon), \(stabilityGossips) stability tables sent")
+            }
         }
         lines.append(passed ? "result: converged, all invariants hold" : "result: FAILED\n  " + failures.joined(separator: "\n  "))
         return lines.joined(separator: "\n")
@@ -153,7 +162,7 @@ public struct Simulator: Sendable {
         rng = SplitMix64(seed: configuration.seed)
         network = InMemoryNetwork(seed: configuration.seed ^ 0x5EED, faults: configuration.faults)
         network.inOrder = true
-        let d = configuration.compactAfter != nil ? 1 : max(1, configuration.daemons)
+        let d = max(1, configuration.daemons)
         daemons = (0..<d).map { SimulatedDaemon(node: $0, document: DocumentID(high: 0x5157_1A7E, low: 1), epoch: 0xE90C,
                                                  variant: configuration.coreVariant) }
         clients = (0..<max(1, configuration.replicas)).map { c in
@@ -162,10 +171,25 @@ public struct Simulator: Sendable {
             return SimulatedClient(node: d + c, daemon: c % d, document: doc)
         }
         for c in clients.indices { clients[c].forgetful = rng.chance(configuration.forgetfulPercent) }
+        if d > 1 && configuration.compactAfter != nil {
+            // With peers nobody is retired (Docs/Semantics.md §7, "Peers"): a replica that
+            // vanishes, as a forgetful client's old one does, would hold compaction back for ever.
+            for c in clients.indices { clients[c].forgetful = false }
+        }
         report.seed = configuration.seed
         report.replicas = clients.count
         report.daemons = d
         report.compacting = configuration.compactAfter != nil
+        report.compactionsPerDaemon = Array(repeating: 0, count: d)
+        if d > 1 && configuration.compactAfter != nil {
+            // Every daemon starts with the document, as if it had been copied through the links
+            // before the run: each has heard of the others (a daemon's copy of a peer's document
+            // exists only once its link attached, and the peer noted it then).
+            for i in daemons.indices {
+                for j in daemons.indices where j != i { _ = daemons[i].core.notePeer(daemons[j].replica, now: 0) }
+                daemons[i].savedStability = daemons[i].core.stability
+            }
+        }
     }
 
     /// The documents of the clients that kept theirs, then the daemons' (after ``run()``,
@@ -181,7 +205,7 @@ public struct Simulator: Sendable {
     ///
     /// - Complexity: O(k · (r + log n)) for k edits on r replicas, plus anti-entropy.
     public mutating func run() -> SimulationReport {
-        for d in daemons.indices where d + 1 < daemons.count { connectLink(d, d + 1) }
+        for (a, b) in configuration.links(daemons.count) { connectLink(a, b) }
         for c in clients.indices { connectClient(c) }
         let n = clients.count
         let cuts = (0..<configuration.partitions).map { _ in
@@ -206,6 +230,7 @@ public struct Simulator: Sendable {
             }
         }
         quiesce()
+        settleCompaction()
         checkPresenceEnded()
         check()
         report.framesSent = network.framesSent
@@ -248,6 +273,8 @@ public struct Simulator: Sendable {
             if c.connected, compacting { take(c.session.nextSeenDeadline.map { $0 / 1_000_000 + 1 }) }
         }
         for (_, x) in linkDue { take(x) }
+        // A stability table waits for its interval: the host's housekeeping sends it.
+        if compacting, daemons.contains(where: { $0.core.gossipDue }) { take(network.now + Self.gossipInterval) }
         take(nextAntiEntropy)
         return t
     }
@@ -265,7 +292,7 @@ public struct Simulator: Sendable {
         roomDue.removeAll { $0.time <= now }
         for r in due { performCore(r.daemon, daemons[r.daemon].core.roomAvailable(SubscriberID(r.subscriber))) }
         for c in clients.indices where (clients[c].reconnectAt ?? .max) <= now { connectClient(c) }
-        for (d, t) in linkDue.sorted(by: { $0.key < $1.key }) where t <= now { connectLink(d, d + 1) }
+        for (k, t) in linkDue.sorted(by: { $0.key < $1.key }) where t <= now { connectLink(k >> 32, k & 0xFFFF_FFFF) }
         for c in clients.indices where clients[c].connected {
             performClient(c, clients[c].session.tick(now: nowNs))
             for (_, due) in clients[c].presence.tick(now: nowNs) { sendPresence(c, due) }
@@ -342,10 +369,10 @@ public struct Simulator: Sendable {
     }
 
     private mutating func connectLink(_ d: Int, _ e: Int) {
-        linkDue[d] = nil
+        linkDue[Self.key(d, e)] = nil
         generations[Self.key(d, e), default: 0] &+= 1
         daemons[e].servers[d] = ServerSession(maxFrame: 1 << 16, rateLimit: nil, now: nowNs)
-        var link = PeerSession(maxFrame: 1 << 16, timeout: Self.ns(2_000), resyncDelay: Self.ns(100))
+        var link = PeerSession(maxFrame: 1 << 16, timeout: Self.ns(2_000), resyncDelay: Self.ns(100), daemon: daemons[d].replica)
         let actions = link.start(now: nowNs)
         daemons[d].links[e] = link
         performLink(d, e, actions)
@@ -366,7 +393,7 @@ public struct Simulator: Sendable {
             }
             daemons[b].servers[a] = nil
             daemons[b].core.unsubscribe(SubscriberID(a))
-            linkDue[a] = network.now + 50
+            linkDue[Self.key(a, b)] = network.now + 50
         } else {
             let c = other - daemons.count
             _ = clients[c].session.disconnected()
@@ -379,7 +406,9 @@ public struct Simulator: Sendable {
     private mutating func crash(_ d: Int) {
         report.crashes += 1
         for other in (0..<(daemons.count + clients.count)) where other != d {
-            if other < daemons.count ? abs(other - d) == 1 : clients[other - daemons.count].daemon == d { reset(daemon: d, other: other) }
+            if other < daemons.count ? configuration.areLinked(d, other, daemons: daemons.count) : clients[other - daemons.count].daemon == d {
+                reset(daemon: d, other: other)
+            }
         }
         roomDue.removeAll { $0.daemon == d }
         let keep = rng.below(daemons[d].disk.unsyncedCount + 1)
@@ -422,6 +451,8 @@ public struct Simulator: Sendable {
     private mutating func performServer(_ d: Int, _ other: Int, _ actions: [ServerSession.Action]) {
         let sub = SubscriberID(other)
         for action in actions {
+            // The connection was cut by an earlier action (a frame lost): the rest belonged to it.
+            guard daemons[d].servers[other] != nil else { return }
             switch action {
             case let .send(frame): send(d, other, frame)
             case .close: reset(daemon: d, other: other)
@@ -432,7 +463,13 @@ public struct Simulator: Sendable {
                 }
                 daemons[d].core.unsubscribe(sub)
                 performCore(d, daemons[d].core.subscribe(sub, epoch: epoch, version: version))
-                if daemons[d].core.isSubscribed(sub) { daemons[d].servers[other]?.attached(doc) }
+                if daemons[d].core.isSubscribed(sub) {
+                    daemons[d].servers[other]?.attached(doc)
+                    // A peer daemon's link, known from its earlier subscriptions: marked at once.
+                    if let server = daemons[d].servers[other], let peer = server.relayDaemon {
+                        daemons[d].core.markRelay(sub, daemon: peer, gossips: server.relayGossips)
+                    }
+                }
             case .unsubscribe: daemons[d].core.unsubscribe(sub)
             case let .operations(_, batch, ops):
                 if batch != 0 { daemons[d].awaitingAck[other, default: [:]][batch] = ops.map(\.lastID) }
@@ -450,6 +487,10 @@ public struct Simulator: Sendable {
             case let .presence(_, presence): performCore(d, daemons[d].core.presence(presence, from: sub))
             case let .seen(_, replica, version, role):
                 if daemons[d].core.seen(sub, replica: replica, version: version, role: role, now: stabilityNow) {
+                    daemons[d].savedStability = daemons[d].core.stability
+                }
+            case let .stability(_, from, entries):
+                if daemons[d].core.peerStability(sub, from: from, entries: entries, now: stabilityNow) {
                     daemons[d].savedStability = daemons[d].core.stability
                 }
             case let .destroy(request, doc, _):
@@ -474,10 +515,14 @@ public struct Simulator: Sendable {
             case let .send(sub, frame):
                 let other = sub.raw
                 if daemons[d].links[other] != nil {
-                    // The link relays operations only, as PeerLink does.
-                    if frame.count > 1, frame[1] == SyncMessage.operationsTag { send(d, other, frame) }
+                    // The link relays operations and the stability table only, as PeerLink does.
+                    if frame.count > 1, frame[1] == SyncMessage.operationsTag || frame[1] == SyncMessage.stabilityTag {
+                        if frame[1] == SyncMessage.stabilityTag { report.stabilityGossips += 1 }
+                        send(d, other, frame)
+                    }
                     continue
                 }
+                if frame.count > 1, frame[1] == SyncMessage.stabilityTag { report.stabilityGossips += 1 }
                 if let message = try? SyncMessage(decoding: frame), case let .ack(_, batch, _) = message,
                    let ids = daemons[d].awaitingAck[other]?.removeValue(forKey: batch) {
                     daemons[d].acknowledged.formUnion(ids)
@@ -492,6 +537,8 @@ public struct Simulator: Sendable {
     private mutating func performLink(_ d: Int, _ peer: Int, _ actions: [PeerSession.Action]) {
         let sub = SubscriberID(peer)
         for action in actions {
+            // The connection was cut by an earlier action (a frame lost): the rest belonged to it.
+            guard daemons[d].links[peer] != nil else { return }
             switch action {
             case let .send(frame): send(d, peer, frame)
             case .close: reset(daemon: d, other: peer)
@@ -506,11 +553,18 @@ public struct Simulator: Sendable {
             case let .attach(_, remoteVersion):
                 daemons[d].core.unsubscribe(sub)
                 performCore(d, daemons[d].core.subscribe(sub, epoch: 0, version: remoteVersion))
+                daemons[d].core.markRelay(sub, daemon: daemons[d].links[peer]?.peerDaemon)
             case .detach: daemons[d].core.unsubscribe(sub)
+            case let .stability(_, from, entries):
+                if daemons[d].core.peerStability(sub, from: from, entries: entries, now: stabilityNow) {
+                    daemons[d].savedStability = daemons[d].core.stability
+                }
+                compactIfDue(d)
             case let .deliver(_, ops): performCore(d, daemons[d].core.receive(ops, batch: 0, from: sub))
             case let .epochConflict(doc, a, b): report.failures.append("daemon \(d): epoch conflict on \(doc): \(a) / \(b)")
             case let .destroyLocal(doc, reason): report.failures.append("daemon \(d): told to destroy \(doc) (\(reason)); no daemon destroys here")
-            case let .behindFloor(doc): report.failures.append("daemon \(d): a peer compacted \(doc); the simulated daemons relay, so none may")
+            case let .behindFloor(doc, _): report.failures.append("daemon \(d): a peer compacted \(doc) past this daemon's copy")
+            case let .refusedCompacted(doc, text): report.failures.append("daemon \(d): a peer refused relayed operations of \(doc) as compacted: \(text)")
             }
         }
     }
@@ -583,7 +637,7 @@ public struct Simulator: Sendable {
                 reportSeen(c)
             case let .documentError(_, code, _):
                 if code == .compacted { refusedForFloor(c) }
-            case .answered, .announced, .withdrawn, .accessEnded: break
+            case .answered, .announced, .withdrawn, .accessEnded, .stability: break
             }
         }
     }
@@ -615,8 +669,15 @@ public struct Simulator: Sendable {
     /// stability (retiring silent senders), and compact at the core's compaction point if any,
     /// writing the stability first and the snapshot (the disk's next generation) after.
     private mutating func compactIfDue(_ d: Int) {
-        guard let minOperations = configuration.compactAfter,
-              daemons[d].core.document.operationCount >= minOperations else { return }
+        guard let minOperations = configuration.compactAfter else { return }
+        if daemons[d].core.isPeered {
+            // With peers: this daemon's entry first, written down before it is gossiped.
+            let (changed, retired) = daemons[d].core.refreshPeers(now: stabilityNow, retireAfter: configuration.retireAfter)
+            report.retired += retired.count
+            if changed { daemons[d].savedStability = daemons[d].core.stability }
+            performCore(d, daemons[d].core.gossip(now: network.now, interval: Self.gossipInterval))
+        }
+        guard daemons[d].core.document.operationCount >= minOperations else { return }
         let (changed, retired) = daemons[d].core.refreshStability(now: stabilityNow, retireAfter: configuration.retireAfter)
         report.retired += retired.count
         if changed { daemons[d].savedStability = daemons[d].core.stability }
@@ -630,6 +691,7 @@ public struct Simulator: Sendable {
         }
         daemons[d].disk.compact(snapshot: daemons[d].core.document.encodedSnapshot(), epoch: epoch)
         report.compactions += 1
+        report.compactionsPerDaemon[d] += 1
         performCore(d, daemons[d].core.floorAnnouncements())
     }
 
@@ -839,6 +901,20 @@ public struct Simulator: Sendable {
             }
         }
         report.failures.append("replicas did not become quiet after 60 anti-entropy rounds")
+    }
+
+    /// With compaction and several daemons: once quiet, the run goes on until no daemon holds
+    /// `compactAfter` operations or more since its last compaction (each daemon's table reached
+    /// the others and every daemon compacted), for at most 30 anti-entropy intervals; a daemon
+    /// that does not get there fails the run (liveness: quiet, everyone has seen everything).
+    private mutating func settleCompaction() {
+        guard let minOperations = configuration.compactAfter, daemons.count > 1, report.failures.isEmpty else { return }
+        for _ in 1...30 where daemons.contains(where: { $0.core.document.operationCount >= minOperations }) {
+            step(until: network.now + configuration.antiEntropyInterval)
+        }
+        for (d, daemon) in daemons.enumerated() where daemon.core.document.operationCount >= minOperations {
+            report.failures.append("daemon \(d) did not compact once quiet (\(daemon.core.document.operationCount) operations since its floor)")
+        }
     }
 
     /// Every drag ended: after the presence time to live, no client shows another's drag (ended

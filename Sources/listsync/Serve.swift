@@ -53,10 +53,12 @@ let serveUsage = """
       --retire-after DURATION a sender of a document not heard of for this long (a device lost in a
                               drawer) no longer holds its compaction back; if it comes back behind
                               the floor it re-syncs from a snapshot and makes its unsent edits
-                              again (LISTSYNC_RETIRE_AFTER; 30d; N with s, m, h or d; 0 = at once)
+                              again (LISTSYNC_RETIRE_AFTER; 30d; N with s, m, h or d; 0 = at once).
+                              Not on a document a peer daemon syncs: nobody is retired there
       --compact-after N       compact a document once N operations were logged since its last
-                              compaction and every sender has seen all of them (LISTSYNC_COMPACT_AFTER;
-                              10000; 0 = never compact). Off with --peer, --discover or --cluster
+                              compaction and every sender has seen all of them, and, with peers,
+                              once every peer daemon says so too (LISTSYNC_COMPACT_AFTER; 10000;
+                              0 = never compact). Off with --cluster
       --compact-interval S    seconds between two compactions of one document at least
                               (LISTSYNC_COMPACT_INTERVAL; 60)
       --rate-limit N[/BURST]  batches of operations a connection may send a second, and at once;

@@ -13,6 +13,7 @@ let simulateUsage = """
     OPTIONS:
       --clients N         clients that edit (default 4; --replicas is the same)
       --daemons D         daemons, each peered with the next (default 1)
+      --ring              with 3 daemons or more, the last is peered with the first too
       --crashes C         daemon crashes at random points (default 0): each loses what its
                           disk had not synced and tears its last write, then recovers
       --ops K             edits per run (default 200)
@@ -22,10 +23,11 @@ let simulateUsage = """
       --duplicate P       percent of frames duplicated (default 5)
       --latency A-B       frame delay range in virtual ms (default 1-40)
       --partitions N      partition episodes per run (default 2)
-      --compact-after N   the daemon compacts once N operations were logged since its last
-                          compaction and every sender has seen them (default: never); one
-                          daemon (--daemons is ignored); clients report `seen`, silent ones
-                          are retired, and those left behind re-sync from a snapshot
+      --compact-after N   each daemon compacts once N operations were logged since its last
+                          compaction and every sender has seen them, and with several daemons
+                          once every daemon's gossiped stability says so (default: never);
+                          clients report `seen`, silent ones are retired, and those left
+                          behind re-sync from a snapshot
       --retire-after MS   with --compact-after: virtual ms after which a silent client is
                           retired (default 30)
       --sends-ahead       with --compact-after: clients send each edit at once, even ahead of
@@ -58,6 +60,7 @@ func runSimulate(_ args: [String]) throws -> Int32 {
         case "-h", "--help": print(simulateUsage); return 0
         case "--replicas", "--clients": config.replicas = try number("--clients", 1...64)
         case "--daemons": config.daemons = try number("--daemons", 1...16)
+        case "--ring": config.ring = true
         case "--crashes": config.crashes = try number("--crashes", 0...10_000)
         case "--ops": config.operations = try number("--ops", 0...10_000_000)
         case "--seed": config.seed = try number("--seed", 0...UInt64.max)
@@ -96,7 +99,7 @@ func runSimulate(_ args: [String]) throws -> Int32 {
         if !quiet || !report.passed {
             print(report)
             if !report.passed {
-                print("replay: listsync simulate --seed \(config.seed) --replicas \(config.replicas) --ops \(config.operations) --daemons \(config.daemons) --crashes \(config.crashes)"
+                print("replay: listsync simulate --seed \(config.seed) --replicas \(config.replicas) --ops \(config.operations) --daemons \(config.daemons)" + (config.ring ? " --ring" : "") + " --crashes \(config.crashes)"
                       + (config.compactAfter.map { " --compact-after \($0) --retire-after \(config.retireAfter)" } ?? "")
                       + (config.sendsAhead ? " --sends-ahead" : ""))
             }

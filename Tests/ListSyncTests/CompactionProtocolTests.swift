@@ -92,19 +92,30 @@ import ListSyncTestSupport
         #expect(core.stability.tracker.retired.isEmpty && core.stability.tracker.acknowledged[ReplicaID(1)] == point)
     }
 
-    @Test("a relay ever attached: never compacted")
-    func relayNeverCompacts() {
+    @Test("a peer link holds compaction back until its daemon's table reports the version; remembered after it left, never retired")
+    func relayHoldsBack() {
         let base = Fixture.typed(3)
         var core = Self.core(base)
         Self.bothSeen(&core, base.version)
         _ = core.refreshStability(now: 100, retireAfter: 1_000)
         #expect(core.compactionPoint(minOperations: 1) == base.version)
         _ = core.subscribe(Self.late, epoch: 7, version: base.version)
-        let relayIsNew = core.seen(Self.late, replica: ReplicaID(1), version: base.version, role: .relay, now: 100)
+        let relayIsNew = core.seen(Self.late, replica: ReplicaID(50), version: base.version, role: .relay, now: 100)
         #expect(relayIsNew)
-        #expect(core.compactionPoint(minOperations: 1) == nil)
+        _ = core.refreshPeers(now: 100, retireAfter: 1_000)
+        #expect(core.compactionPoint(minOperations: 1) == nil, "daemon 50 has not reported")
         _ = core.unsubscribe(Self.late)
+        _ = core.refreshPeers(now: 1_000, retireAfter: 1_000)
         #expect(core.compactionPoint(minOperations: 1) == nil, "remembered after the link left")
+        let (_, retired) = core.refreshPeers(now: 5_000, retireAfter: 1_000)
+        #expect(retired.isEmpty, "nobody is retired on a document a peer syncs")
+        #expect(core.compactionPoint(minOperations: 1) == nil)
+        // The peer's link comes back and its table reports the version: compacted.
+        _ = core.subscribe(Self.late, epoch: 7, version: base.version)
+        _ = core.seen(Self.late, replica: ReplicaID(50), version: base.version, role: .relay, now: 5_001)
+        let entry = PeerStability.Entry(sequence: 3, version: base.version, claimed: [ReplicaID(50)])
+        _ = core.peerStability(Self.late, from: ReplicaID(50), entries: [ReplicaID(50): entry], now: 5_002)
+        #expect(core.compactionPoint(minOperations: 1) == base.version)
     }
 
     /// A core compacted at `base` plus three edits of replica 2, with the edits.
@@ -266,7 +277,7 @@ import ListSyncTestSupport
         _ = s.heardFromLive(ReplicaID(9))
         let retired = s.retireSilent(now: 200, after: 145)
         #expect(retired == [ReplicaID(7)])
-        _ = s.heardFromRelay()
+        _ = s.heardFromRelay(ReplicaID(50), me: ReplicaID(99), now: 70)
         let bytes = s.encoded()
         #expect(try DocumentStability(decoding: bytes) == s)
         for n in 0..<bytes.count {
@@ -444,7 +455,7 @@ import ListSyncTestSupport
         let live = p.receive(SyncMessage.subscribed(document: Self.doc, name: "n", epoch: 7, version: v).encoded(), now: 0)
         #expect(live.sent.contains(.seen(document: Self.doc, replica: ReplicaID(1), version: v, role: .relay)))
         let behind = p.receive(SyncMessage.snapshot(document: Self.doc, part: [1], more: false).encoded(), now: 0)
-        #expect(behind.requests == [.detach(Self.doc), .behindFloor(Self.doc)])
+        #expect(behind.requests == [.detach(Self.doc), .behindFloor(Self.doc, snapshot: [1])])
         #expect(!p.attached.contains(Self.doc))
     }
 }

@@ -38,6 +38,11 @@ import ListSyncTestSupport
             (22, .stable(document: doc, version: version)),
             (20, .snapshot(document: doc, part: [0x4c, 0x53, 0, 3], more: true)),
             (20, .snapshot(document: doc, part: [7], more: false)),
+            (21, .stability(document: doc, from: ReplicaID(300), entries: [:])),
+            (21, .stability(document: doc, from: ReplicaID(300), entries: [
+                ReplicaID(300): PeerStability.Entry(sequence: 4, version: version, claimed: [ReplicaID(300), ReplicaID(1)]),
+                ReplicaID(301): PeerStability.Entry(sequence: 0, version: VersionVector(), claimed: []),
+            ])),
             (13, .error(request: 9, document: doc, code: .compacted, text: "before the floor")),
         ] + PresenceMessageTests.examples.map { (15, .presence(document: doc, $0)) }
     }
@@ -99,10 +104,10 @@ import ListSyncTestSupport
         // The answer is a one-entry `documents` page with the request's number.
         let answer = SyncMessage.documents(request: 5, [DocumentInfo(id: Fixture.document, name: "hi", epoch: 7, operations: 3)], more: false)
         #expect(answer.encoded() == Self.bytes("02 0a 05 01 0123456789abcdef fedcba9876543210 02 6869 07 03 00"))
-        // Tag 21 is no message: what an older build says of tags 18 to 20.
+        // Tag 22 is no message: what an older build says of tags 18 to 21.
         var unknown = m.encoded()
-        unknown[1] = 21
-        #expect(throws: SyncProtocolError.malformed("unknown message type 21")) { try SyncMessage(decoding: unknown) }
+        unknown[1] = 22
+        #expect(throws: SyncProtocolError.malformed("unknown message type 22")) { try SyncMessage(decoding: unknown) }
         // A name over the limit is refused while decoding.
         var long = Array(m.encoded().prefix(19))
         var w = WireWriter()

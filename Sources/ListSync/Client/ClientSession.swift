@@ -103,6 +103,9 @@ public struct ClientSession: Sendable {
         /// `seen` with ``SeenRole/compactingDevice``): a copy whose version is exactly it may
         /// compact there too.
         case stable(DocumentID, VersionVector)
+        /// A peer daemon's stability table of a live document (the daemon's side of a peer link,
+        /// Docs/Protocol.md, "Compaction"): hand it to this daemon's copy.
+        case stability(DocumentID, from: ReplicaID, entries: [ReplicaID: PeerStability.Entry])
     }
 
     /// The most bytes of one snapshot the session assembles (over it: the connection is closed).
@@ -142,6 +145,10 @@ public struct ClientSession: Sendable {
     /// older build refused that role (it then closes the connection); later reports say
     /// ``SeenRole/device`` instead. Carried to the next session as ``sendsSeen`` is.
     public var saysCompactingDevice = true
+    /// Whether the daemon reads `stability` (a peer link relays its document cores' tables to
+    /// it): false once a daemon of an older build refused it as an unknown message. The driver
+    /// carries it to its next session on the same daemon, as ``sendsSeen``.
+    public var sendsStability = true
     /// Snapshot parts received so far, by document.
     private var snapshotParts: [DocumentID: [UInt8]] = [:]
     /// `seen` reports: the last one sent (with when), and the next one waiting for its interval.
@@ -342,6 +349,11 @@ public struct ClientSession: Sendable {
                 saysCompactingDevice = false
                 seenDue = [:]
             }
+            if code == .malformed, doc == nil, text.hasSuffix("unknown message type \(SyncMessage.stabilityTag)") {
+                // An older daemon (a peer link's): it closes the connection now; the driver stops
+                // relaying stability to it.
+                sendsStability = false
+            }
             if code == .revoked || code == .expired {
                 return [.accessEnded(code, text), .close(reason: text)] + fail(e)
             }
@@ -371,6 +383,8 @@ public struct ClientSession: Sendable {
             return [.snapshot(doc, bytes)]
         case let .stable(doc, version):
             return live.contains(doc) ? [.stable(doc, version)] : []
+        case let .stability(doc, from, entries):
+            return live.contains(doc) ? [.stability(doc, from: from, entries: entries)] : []
         case .subscribe, .unsubscribe, .hello, .create, .listDocuments, .status, .destroy, .rename, .seen:
             return []
         }

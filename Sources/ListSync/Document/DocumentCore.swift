@@ -64,9 +64,9 @@ public struct DocumentCore: Sendable {
     /// Its epoch.
     public private(set) var epoch: UInt64
     /// The document as applied in memory: every durable operation, and those of batches in flight.
-    public private(set) var document: ListDocument
+    public internal(set) var document: ListDocument
     /// What the daemon advertises: every operation in it is durable.
-    public private(set) var durableVersion: VersionVector
+    public internal(set) var durableVersion: VersionVector
     /// Why the store failed, while the core waits for ``recovered(_:)``.
     public private(set) var failure: String?
     /// The largest frame a subscriber's connection takes.
@@ -88,7 +88,7 @@ public struct DocumentCore: Sendable {
     public private(set) var destroyedReason: String?
     /// Who can still send the document operations, and what they have seen (Docs/Semantics.md
     /// §7): fed by ``seen(_:replica:version:role:now:)``, kept on disk by the driver.
-    public private(set) var stability: DocumentStability
+    public internal(set) var stability: DocumentStability
     /// Compactions made since the core was made (``compact(at:)``), and the last one's report.
     public private(set) var compactions = 0
     public private(set) var lastCompaction: CompactionReport?
@@ -101,18 +101,27 @@ public struct DocumentCore: Sendable {
     private var refusedFloor: [ReplicaID: UInt64] = [:]
 
     /// Log positions below this are durable.
-    private var durableCount: Int
-    private var inFlight: [InFlight] = []
+    var durableCount: Int
+    var inFlight: [InFlight] = []
     private var nextTicket: UInt64 = 1
     var subscribers: [SubscriberID: Subscriber] = [:]
+    /// Whether the stability table changed since it was last gossiped to the peer links, and
+    /// when that was (``gossip(now:interval:)``).
+    var gossipDirty = false
+    var lastGossip: UInt64?
+    /// The stability clock's last reading (seconds), for what is noted between two readings.
+    var stabilityClock: UInt64 = 0
+    /// Whether relay authors or the daemons known changed since the driver last wrote the
+    /// stability down (``refreshPeers(now:retireAfter:)`` then says it changed).
+    var stabilityUnsaved = false
     /// Subscribers that sent a presence since they attached: presence is relayed to them only (a
     /// client of an older version would not read it).
-    private var presenceListeners: Set<SubscriberID> = []
+    var presenceListeners: Set<SubscriberID> = []
     /// The last presence of each listener that is not idle: ended for the others when it leaves.
-    private var activePresence: [SubscriberID: Presence] = [:]
+    var activePresence: [SubscriberID: Presence] = [:]
 
     /// A batch between ``receive(_:batch:from:)`` and its release.
-    private struct InFlight {
+    struct InFlight {
         let ticket: UInt64
         /// The log positions its receive applied (woken operations of earlier batches included).
         let applied: Range<Int>
@@ -146,6 +155,9 @@ public struct DocumentCore: Sendable {
         /// The replica and role of its last `seen`.
         var replica: ReplicaID?
         var role: SeenRole?
+        /// A peer link that takes the stability table (``gossip(now:interval:)``): this daemon's
+        /// own link, or a peer's that sent one.
+        var gossips = false
         /// Its catch-up is a snapshot (its version is behind the floor), sent once nothing is in
         /// flight; nothing is forwarded to it until then (the snapshot holds it).
         var snapshotDue = false
@@ -216,6 +228,7 @@ public struct DocumentCore: Sendable {
         refused += report.refused
         operationsApplied += document.operationCount - start
         let accepted = Self.accepted(fresh, refused: report.refused)
+        noteAuthors(of: accepted, from: sender)
         let applied = start..<document.operationCount
         // Operations other batches left waiting can only be woken if some waited before.
         let woken = sender != nil && waited > 0 ? Self.woken(document, applied, except: fresh) : []
@@ -420,6 +433,7 @@ public struct DocumentCore: Sendable {
     public mutating func seen(_ subscriber: SubscriberID, replica: ReplicaID, version: VersionVector, role: SeenRole,
                               now: UInt64) -> Bool {
         guard var sub = subscribers[subscriber], destroyedReason == nil else { return false }
+        stabilityClock = now
         var v = sub.seen ?? VersionVector()
         v.formUnion(version)
         sub.seen = v
@@ -430,7 +444,10 @@ public struct DocumentCore: Sendable {
         case .live: return stability.heardFromLive(replica)
         case .device, .compactingDevice:
             return stability.heardFromDevice(replica, version: version, caughtUp: document.hasHistory(since: version), now: now)
-        case .relay: return stability.heardFromRelay()
+        case .relay:
+            let changed = stability.heardFromRelay(replica, me: document.replica, now: now)
+            if changed { gossipDirty = true }
+            return changed
         }
     }
 
@@ -441,6 +458,7 @@ public struct DocumentCore: Sendable {
     /// - Returns: whether ``stability`` changed, and the replicas retired now.
     /// - Complexity: O(s log s + r) for s senders and r replicas in the document's version.
     public mutating func refreshStability(now: UInt64, retireAfter: UInt64) -> (changed: Bool, retired: [ReplicaID]) {
+        stabilityClock = now
         var counters = document.version.counters
         counters[document.replica] = nil
         let authors = VersionVector(counters)
@@ -448,42 +466,43 @@ public struct DocumentCore: Sendable {
         for sub in subscribers.values where sub.role?.isDevice == true {
             if let r = sub.replica { stability.attached(r, now: now) }
         }
-        let retired = stability.retireSilent(now: now, after: retireAfter)
+        // With peers nobody is retired: a replica left out of a floor is refused only where that
+        // floor was compacted, and another daemon may have taken its operations (Docs/Semantics.md
+        // §7, "Peers").
+        let retired = isPeered ? [] : stability.retireSilent(now: now, after: retireAfter)
         changed = changed || !retired.isEmpty
         return (changed, retired)
     }
 
     /// Whether the document is settled enough for ``compactionPoint(minOperations:)`` to answer:
-    /// nothing in flight or waiting for its causes, no relay ever attached, at least
-    /// `minOperations` logged, and every subscriber has said it has seen exactly the document's
-    /// version and has nothing queued. The driver asks this before refreshing the senders
+    /// nothing in flight or waiting for its causes, at least `minOperations` logged, every
+    /// subscriber but the peer links has said it has seen exactly the document's version, and
+    /// none has anything queued. The driver asks this before refreshing the senders
     /// (``refreshStability(now:retireAfter:)``), which a busy document need not pay for after
     /// every batch.
     ///
     /// - Complexity: O(n) for n subscribers.
     public func isSettled(minOperations: Int) -> Bool {
-        guard failure == nil, destroyedReason == nil, inFlight.isEmpty, document.pendingCount == 0, !stability.relayed,
+        guard failure == nil, destroyedReason == nil, inFlight.isEmpty, document.pendingCount == 0,
               document.operationCount >= max(minOperations, 1), document.version == durableVersion else { return false }
         let version = durableVersion
         return subscribers.values.allSatisfy { sub in
-            sub.role != .relay && sub.seen == version && sub.next == sub.queue.count && !sub.snapshotDue
+            (sub.role == .relay || sub.seen == version) && sub.next == sub.queue.count && !sub.snapshotDue
         }
     }
 
     /// The version at which the document may be compacted now (``compact(at:)``), or nil: it must
     /// be quiescent and stable (Docs/Semantics.md §7): nothing in flight or waiting for its
-    /// causes, no relay ever attached, every subscriber has said it has seen exactly the
-    /// document's version and has nothing queued, and every sender that is not retired has
-    /// reported exactly that version too. `minOperations`: the least number of operations logged
-    /// since the last compaction worth collecting.
+    /// causes, every subscriber but the peer links has said it has seen exactly the document's
+    /// version, none has anything queued, every sender that is not retired has reported exactly
+    /// that version too, and, with peers, every peer daemon has too (``peersAllow(_:)``).
+    /// `minOperations`: the least number of operations logged since the last compaction worth
+    /// collecting.
     ///
     /// - Complexity: O(n + s × r log r) for n subscribers, s senders and r replicas.
     public func compactionPoint(minOperations: Int) -> VersionVector? {
-        guard isSettled(minOperations: minOperations) else { return nil }
-        let version = document.version
-        if !stability.tracker.acknowledged.isEmpty {
-            guard stability.tracker.quiescentVersion(holding: version) == version else { return nil }
-        }
+        guard isSettled(minOperations: minOperations), let version = localQuiescentVersion else { return nil }
+        guard !isPeered || peersAllow(version) else { return nil }
         return version
     }
 

@@ -17,8 +17,10 @@ public struct DocumentStability: Sendable, Equatable {
     public private(set) var lastHeard: [ReplicaID: UInt64] = [:]
     /// Replicas that said they keep no copy: they count only while subscribed.
     public private(set) var ephemeral: Set<ReplicaID> = []
-    /// Whether a peer daemon's link was ever attached to the document: it is then never compacted.
+    /// Whether a peer daemon's link was ever attached to the document.
     public private(set) var relayed = false
+    /// What this daemon knows of its peers' stability (Docs/Semantics.md §7, "Peers").
+    public internal(set) var peers = PeerStability()
 
     /// Nothing known: every author found later holds stability back until heard of or retired.
     public init() {}
@@ -29,6 +31,7 @@ public struct DocumentStability: Sendable, Equatable {
     public mutating func heardFromDevice(_ replica: ReplicaID, version: VersionVector, caughtUp: Bool, now: UInt64) -> Bool {
         let before = (tracker.acknowledged[replica] == nil, tracker.retired.contains(replica), ephemeral.contains(replica))
         ephemeral.remove(replica)
+        _ = peers.local(replica)
         if tracker.retired.contains(replica) {
             guard caughtUp else { return before.2 }
             tracker.reinstate(replica, version: version)
@@ -43,32 +46,75 @@ public struct DocumentStability: Sendable, Equatable {
     /// it is subscribed. Returns whether that is new.
     public mutating func heardFromLive(_ replica: ReplicaID) -> Bool {
         guard ephemeral.insert(replica).inserted else { return false }
+        _ = peers.local(replica)
         if tracker.acknowledged[replica] != nil { tracker.retire(replica) }
         lastHeard[replica] = nil
         return true
     }
 
-    /// A peer daemon relays the document: it is never compacted here. Returns whether that is new.
-    public mutating func heardFromRelay() -> Bool {
-        defer { relayed = true }
-        return !relayed
+    /// A peer daemon `daemon` (its replica id) relays the document: noted, it holds compaction
+    /// back until it reports its stability (``PeerStability``) or is retired. Returns whether
+    /// that is new.
+    public mutating func heardFromRelay(_ daemon: ReplicaID, me: ReplicaID, now: UInt64) -> Bool {
+        let first = !relayed
+        relayed = true
+        return peers.note(daemon: daemon, me: me, now: now) || first
     }
 
     /// Counts every author of `version` not known yet as a sender that has acknowledged nothing,
     /// heard of `now`: an older client's replica, or one that never reported, holds stability
-    /// back until it reports or is retired. Returns whether any was new.
+    /// back until it reports or is retired. Authors that came only through peer links and peer
+    /// daemons are left to ``peers``, and so is an author a peer daemon claims (a relay author
+    /// this daemon had not written down before a restart). Returns whether any was new.
     ///
     /// - Complexity: O(r) for the r replicas of `version`.
     public mutating func noteAuthors(of version: VersionVector, now: UInt64) -> Bool {
         var added = false
         for e in version.entries where tracker.acknowledged[e.replica] == nil && !tracker.retired.contains(e.replica)
-            && !ephemeral.contains(e.replica) {
+            && !ephemeral.contains(e.replica) && !isPeerReplica(e.replica) {
+            if peers.isClaimed(e.replica) {
+                added = peers.noteRelayAuthors([e.replica], now: now, isLocal: { _ in false }) || added
+                continue
+            }
             tracker.addSender(e.replica)
             lastHeard[e.replica] = now
             added = true
         }
         return added
     }
+
+    /// Authors counted here as senders that never reported anything, which another daemon (not
+    /// `me`) claims, become relay authors: they may never report here (their operations came
+    /// through a peer before this daemon wrote down that they did: a lost stability file, a
+    /// crash), and the daemon that counts them holds its entry back for them. Returns whether
+    /// any did.
+    ///
+    /// - Complexity: O(s × e) for s senders and e entries.
+    public mutating func adoptClaimedAuthors(me: ReplicaID, now: UInt64) -> Bool {
+        let claimed = tracker.acknowledged.filter { $0.value == VersionVector() && peers.isClaimed($0.key, except: me) }.keys.sorted()
+        for r in claimed where tracker.forget(r) {
+            lastHeard[r] = nil
+            _ = peers.noteRelayAuthors([r], now: now, isLocal: { _ in false })
+        }
+        return !claimed.isEmpty
+    }
+
+    /// Whether `replica` is a peer daemon or an author counted through the peers.
+    func isPeerReplica(_ replica: ReplicaID) -> Bool {
+        peers.relayAuthors.contains(replica) || peers.retiredAuthors.contains(replica) || peers.entries[replica] != nil
+            || peers.retired.contains(replica)
+    }
+
+    /// Whether this daemon counts `replica` itself (a sender, retired or keeping no copy).
+    func isLocal(_ replica: ReplicaID) -> Bool {
+        tracker.acknowledged[replica] != nil || tracker.retired.contains(replica) || ephemeral.contains(replica)
+    }
+
+    /// The replicas this daemon accounts for in its own entry (``PeerStability/Entry/claimed``):
+    /// its senders not retired and those that keep no copy.
+    ///
+    /// - Complexity: O(s).
+    public var claimed: Set<ReplicaID> { Set(tracker.acknowledged.keys).union(ephemeral) }
 
     /// `replica` is attached now (a subscribed device): it is heard of.
     public mutating func attached(_ replica: ReplicaID, now: UInt64) {
@@ -89,14 +135,17 @@ public struct DocumentStability: Sendable, Equatable {
 
     // MARK: Encoding
 
-    static let magic: [UInt8] = Array("LSSTAB1\n".utf8)
+    static let magicV1: [UInt8] = Array("LSSTAB1\n".utf8)
+    static let magic: [UInt8] = Array("LSSTAB2\n".utf8)
 
     /// The bytes to keep in the document's folder.
     ///
     /// ```
-    /// "LSSTAB1\n" relayed:u8 senders:varint (replica:varint heard:varint version)×
-    /// retired:varint replica:varint× ephemeral:varint replica:varint×
+    /// "LSSTAB2\n" relayed:u8 senders:varint (replica:varint heard:varint version)×
+    /// retired:varint replica:varint× ephemeral:varint replica:varint× peers
     /// ```
+    /// where `peers` is ``PeerStability``'s table (``PeerStability/encode(into:)``). A version-1
+    /// file (`LSSTAB1`, no `peers`) still loads, with no peers known.
     /// - Complexity: O(size).
     public func encoded() -> [UInt8] {
         var w = WireWriter()
@@ -111,6 +160,7 @@ public struct DocumentStability: Sendable, Equatable {
         for r in tracker.retired.sorted() { w.varint(r.rawValue) }
         w.count(ephemeral.count)
         for r in ephemeral.sorted() { w.varint(r.rawValue) }
+        peers.encode(into: &w)
         return w.bytes
     }
 
@@ -120,7 +170,8 @@ public struct DocumentStability: Sendable, Equatable {
     ///   caller then starts from nothing (safe: every author holds stability back again).
     /// - Complexity: O(size).
     public init(decoding bytes: [UInt8]) throws(SyncProtocolError) {
-        guard bytes.starts(with: Self.magic) else { throw .malformed("not a stability file") }
+        let v2 = bytes.starts(with: Self.magic)
+        guard v2 || bytes.starts(with: Self.magicV1) else { throw .malformed("not a stability file") }
         var r = WireReader(Array(bytes.dropFirst(Self.magic.count)))
         do {
             relayed = try r.flag()
@@ -133,6 +184,7 @@ public struct DocumentStability: Sendable, Equatable {
             var retired = Set<ReplicaID>()
             for _ in 0..<(try r.count(minBytes: 1)) { retired.insert(ReplicaID(try r.varint())) }
             for _ in 0..<(try r.count(minBytes: 1)) { ephemeral.insert(ReplicaID(try r.varint())) }
+            if v2 { peers = try PeerStability(reading: &r) }
             guard r.isAtEnd, Set(acknowledged.keys).isDisjoint(with: retired) else { throw SyncProtocolError.malformed("inconsistent stability file") }
             tracker = StabilityTracker(acknowledged: acknowledged, retired: retired)
         } catch let e as SyncProtocolError {

@@ -45,6 +45,14 @@ public struct StabilityTracker: Sendable, Equatable {
         acknowledged[replica, default: VersionVector()].formUnion(version)
     }
 
+    /// Stops counting `replica`, which acknowledged nothing, as a sender here: another daemon
+    /// counts it (Docs/Semantics.md §7, "Peers"). Returns whether it was one.
+    public mutating func forget(_ replica: ReplicaID) -> Bool {
+        guard let ack = acknowledged[replica], ack == VersionVector() else { return false }
+        acknowledged[replica] = nil
+        return true
+    }
+
     /// Declares `replica` gone: it no longer holds the stable version back.
     public mutating func retire(_ replica: ReplicaID) {
         acknowledged[replica] = nil

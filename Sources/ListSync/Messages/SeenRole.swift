@@ -13,8 +13,11 @@ public enum SeenRole: UInt8, Sendable, Hashable, CustomStringConvertible {
     /// daemon tells it each floor (``SyncMessage/stable(document:version:)``), which only this
     /// role is sent (older devices say ``device`` and never see that message).
     case compactingDevice = 3
-    /// A peer daemon's link, which relays other replicas' operations: a document a relay is
-    /// attached to is never compacted on this daemon (its peers' stability is not gossiped).
+    /// A peer daemon's link, which relays other replicas' operations; its `replica` is the peer
+    /// daemon's id. That daemon holds the document's compaction back until its stability table
+    /// (``SyncMessage/stability(document:from:entries:)``) reports this daemon's version
+    /// (Docs/Semantics.md §7, "Peers"); a link of an older build names replica 1, which never
+    /// reports.
     case relay = 2
 
     /// A device that keeps a durable copy (``device`` or ``compactingDevice``).

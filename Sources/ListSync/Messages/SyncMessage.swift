@@ -73,11 +73,16 @@ public enum SyncMessage: Equatable, Sendable {
     /// after it, so a copy whose version is exactly `version` may compact there too
     /// (``ListCRDT/ListDocument/compact(stable:)``); any other copy ignores it. No answer.
     case stable(document: DocumentID, version: VersionVector)
+    /// A peer daemon's stability table of a document (Docs/Protocol.md, "Compaction", and
+    /// Docs/Semantics.md §7, "Peers"): daemon `from` says, per daemon it knows, the latest version
+    /// at which that daemon was locally quiescent and the replicas it accounts for. Sent both ways
+    /// on a peer link when the table changed, coalesced. No answer, never an error.
+    case stability(document: DocumentID, from: ReplicaID, entries: [ReplicaID: PeerStability.Entry])
 
     enum Tag: UInt8 {
         case subscribe = 1, subscribed, unsubscribe, operations, ack, hello, create, created,
              listDocuments, documents, status, statusReport, error, synced, presence, destroy, destroyed, rename,
-             seen, snapshot
+             seen, snapshot, stability
         case stable = 22
     }
 
@@ -93,6 +98,8 @@ public enum SyncMessage: Equatable, Sendable {
 
     /// The type byte of `seen`: an older daemon names it in its refusal ("unknown message type 19").
     public static let seenTag: UInt8 = Tag.seen.rawValue
+    /// The type byte of `stability` (21): a peer link relays these frames to its peer as they are.
+    public static let stabilityTag: UInt8 = Tag.stability.rawValue
 
     /// The longest name or error text, in UTF-8 bytes.
     public static let maxTextBytes = 65_536
@@ -158,6 +165,8 @@ public enum SyncMessage: Equatable, Sendable {
             w.byte(Tag.snapshot.rawValue); w.document(doc); w.count(part.count)
             w.bytes.append(contentsOf: part)
             w.byte(more ? 1 : 0)
+        case let .stability(doc, from, entries):
+            w.byte(Tag.stability.rawValue); w.document(doc); w.varint(from.rawValue); w.stabilityEntries(entries)
         }
         return w.bytes
     }
@@ -258,6 +267,12 @@ public enum SyncMessage: Equatable, Sendable {
             let doc = try r.document()
             let n = try r.count(minBytes: 1)
             return .snapshot(document: doc, part: Array(try r.raw(n)), more: try r.flag())
+        case .stability:
+            let doc = try r.document()
+            let at = r.offset
+            let from = try r.varint()
+            guard from != 0 else { throw WireError.invalidValue("daemon 0 in stability", offset: at) }
+            return .stability(document: doc, from: ReplicaID(from), entries: try r.stabilityEntries())
         }
     }
 }

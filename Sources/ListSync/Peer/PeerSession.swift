@@ -61,13 +61,26 @@ public struct PeerSession: Sendable {
         /// then keeps it from coming back).
         case destroyLocal(DocumentID, reason: String)
         /// The peer compacted the document past this daemon's copy (it answered the subscription
-        /// with a snapshot): a daemon does not replace its copy, so the document is not synced
-        /// with this peer (log it; an operator re-attaches one of them). Docs/Semantics.md §7.
-        case behindFloor(DocumentID)
+        /// with `snapshot`, these bytes): the document is detached from this peer. If the copy
+        /// holds nothing the snapshot lacks (an empty copy: a document copied from a peer after
+        /// it was compacted), the driver replaces it with the snapshot and calls
+        /// ``localReady(_:now:)`` to subscribe again; otherwise it is not synced with this peer
+        /// (log it; an operator re-attaches one of them). Docs/Semantics.md §7, "Peers".
+        case behindFloor(DocumentID, snapshot: [UInt8])
+        /// The peer refused operations this link relayed as made before its compaction floor
+        /// (``SyncErrorCode/compacted``): this daemon took operations of a replica left out of
+        /// that floor, so the two copies differ (Docs/Semantics.md §7, "Peers"). Log it.
+        case refusedCompacted(DocumentID, String)
+        /// The peer's stability table of an attached document: merge it into the local core
+        /// (``DocumentCore/peerStability(_:from:entries:now:)``, with the link as subscriber).
+        case stability(DocumentID, from: ReplicaID, entries: [ReplicaID: PeerStability.Entry])
     }
 
-    /// The replica a link names in its `seen` (a relay's replica means nothing to the peer).
-    static let relayReplica = ReplicaID(1)
+    /// The replica a link of an older build named in its `seen`.
+    public static let relayReplica = ReplicaID(1)
+    /// This daemon's replica id (``DocumentCore`` names it in its stability table): the link
+    /// says it in its `seen`, so that the peer waits for this daemon's table before compacting.
+    public let daemon: ReplicaID
 
     /// Nanoseconds after a refusal before the document is resynced.
     public let resyncDelay: UInt64
@@ -75,6 +88,9 @@ public struct PeerSession: Sendable {
     public private(set) var client: ClientSession
     /// Documents synced both ways.
     public private(set) var attached: Set<DocumentID> = []
+    /// The peer's daemon id, once it sent a stability table on this connection (its link
+    /// subscribers are marked with it at once on later attachments).
+    public private(set) var peerDaemon: ReplicaID?
     /// Documents held at two epochs, with both.
     public private(set) var epochConflicts: [DocumentID: (local: UInt64, remote: UInt64)] = [:]
     private var epochs: [DocumentID: UInt64] = [:]
@@ -91,9 +107,11 @@ public struct PeerSession: Sendable {
     public private(set) var catchingUp: Set<DocumentID> = []
 
     /// A link over a connection whose frames are at most `maxFrame` bytes; times in nanoseconds.
-    public init(maxFrame: Int, timeout: UInt64 = 30_000_000_000, resyncDelay: UInt64 = 1_000_000_000) {
+    public init(maxFrame: Int, timeout: UInt64 = 30_000_000_000, resyncDelay: UInt64 = 1_000_000_000,
+                daemon: ReplicaID = PeerSession.relayReplica) {
         client = ClientSession(maxFrame: maxFrame, timeout: timeout)
         self.resyncDelay = resyncDelay
+        self.daemon = daemon
     }
 
     /// The connection is up (or an anti-entropy round is due): list the peer's documents.
@@ -238,10 +256,12 @@ public struct PeerSession: Sendable {
                 if attached.contains(doc) { out.append(.detach(doc)) }
                 attached.insert(doc)
                 catchingUp.insert(doc)
+                // The peer must not compact a document this link relays (its other replicas'
+                // operations reach the peer through it) before it has this daemon's stability:
+                // said once per subscription, before anything this daemon sends (so that the
+                // peer counts their authors as relayed).
+                out.append(.send(SyncMessage.seen(document: doc, replica: daemon, version: version, role: .relay).encoded()))
                 out.append(.attach(doc, remoteVersion: version))
-                // The peer must never compact a document this link relays (its other replicas'
-                // operations reach the peer through it): said once per subscription.
-                out.append(.send(SyncMessage.seen(document: doc, replica: Self.relayReplica, version: version, role: .relay).encoded()))
             case let .subscribeFailed(doc, error):
                 probing.remove(doc)
                 catchingUp.remove(doc)   // no subscription streams now (a resync may start one)
@@ -265,11 +285,14 @@ public struct PeerSession: Sendable {
                 catchingUp.remove(doc)
             case .editDone, .accessEnded:
                 break
-            case let .snapshot(doc, _):
+            case let .snapshot(doc, bytes):
                 catchingUp.remove(doc)
                 if attached.remove(doc) != nil { out.append(.detach(doc)) }
                 out += wire(client.unsubscribe(doc), now: now)
-                out.append(.behindFloor(doc))
+                out.append(.behindFloor(doc, snapshot: bytes))
+            case let .stability(doc, from, entries):
+                peerDaemon = from
+                if attached.contains(doc) { out.append(.stability(doc, from: from, entries: entries)) }
             case .presence:
                 // Presence is per daemon: a link never sends one, so the peer relays none to it.
                 break
@@ -293,6 +316,8 @@ public struct PeerSession: Sendable {
                     catchingUp.remove(doc)
                     if attached.remove(doc) != nil { out.append(.detach(doc)) }
                     out.append(.destroyLocal(doc, reason: text))
+                } else if code == .compacted {
+                    out.append(.refusedCompacted(doc, text))
                 } else {
                     refusedPush(doc, code: code, now: now)
                 }

@@ -44,12 +44,22 @@ public struct ServerSession: Sendable {
         /// What the peer has seen of an attached document
         /// (``DocumentCore/seen(_:replica:version:role:now:)``): feeds the document's stability.
         case seen(DocumentID, replica: ReplicaID, version: VersionVector, role: SeenRole)
+        /// A peer daemon's stability table of an attached document
+        /// (``DocumentCore/peerStability(_:from:entries:now:)``): merge it.
+        case stability(DocumentID, from: ReplicaID, entries: [ReplicaID: PeerStability.Entry])
     }
 
     /// The largest frame the connection takes.
     public let maxFrame: Int
     /// Documents the connection is attached to.
     public private(set) var attachedDocuments: Set<DocumentID> = []
+    /// The daemon at the other end, once it said so (a `seen` with the relay role, or a
+    /// `stability`): the connection is a peer daemon's link, and its later subscriptions are
+    /// marked as such at once (``DocumentCore/markRelay(_:daemon:gossips:)``), before anything
+    /// it relays arrives on them.
+    public private(set) var relayDaemon: ReplicaID?
+    /// Whether that link sent a stability table (it reads them: send it this daemon's).
+    public private(set) var relayGossips = false
     /// Whether the peer listed the documents: it then hears of every new one.
     public private(set) var followsDocuments = false
     /// Batches refused for the rate limit.
@@ -156,7 +166,15 @@ public struct ServerSession: Sendable {
             // No answer, never an error: a report for a document not attached changes nothing.
             guard attachedDocuments.contains(doc) else { return [] }
             // A read-only device sends no operations: it holds stability back only while attached.
+            if role == .relay, !access.isDevice { relayDaemon = replica }
             return [.seen(doc, replica: replica, version: version, role: access.readOnly ? .live : role)]
+        case let .stability(doc, from, entries):
+            // Only a peer daemon (the daemon's key) speaks for daemons: a device's table would let
+            // it make the daemon compact under its peers. No answer, never an error.
+            guard attachedDocuments.contains(doc), !access.isDevice else { return [] }
+            relayDaemon = from
+            relayGossips = true
+            return [.stability(doc, from: from, entries: entries)]
         case .subscribed, .synced, .ack, .created, .documents, .statusReport, .error, .destroyed, .snapshot, .stable:
             return [error(0, nil, .unsupported, "a daemon does not take that message")]
         }

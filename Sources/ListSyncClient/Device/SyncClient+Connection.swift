@@ -295,7 +295,8 @@ extension SyncClient {
         case let .withdrawn(id, _):
             // Destroyed while this connection was not subscribed to it (or before its error came).
             if let copy = copies[id] { destroyedOnDaemon(copy, "document \(id) was destroyed on the daemon") }
-        case .announced:
+        case .announced, .stability:
+            // A daemon's stability table goes only to a peer daemon's link.
             break
         case let .stable(id, floor):
             if let copy = copies[id] { compactCopy(copy, at: floor) }

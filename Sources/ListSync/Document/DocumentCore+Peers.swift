@@ -1,0 +1,184 @@
+import ListCRDT
+
+/// Compaction on a daemon with peers (Docs/Semantics.md §7, "Peers"): the document's
+/// ``PeerStability`` table, what the peer links say of it, and what this daemon gossips back.
+extension DocumentCore {
+    /// Whether peers are involved: a peer link is attached, or ever was, or the table holds
+    /// something. Compaction then waits for the peers too (``peersAllow(_:)``).
+    ///
+    /// - Complexity: O(n) for n subscribers.
+    public var isPeered: Bool {
+        stability.relayed || !stability.peers.isEmpty || subscribers.values.contains { $0.role == .relay }
+    }
+
+    /// The version at which this daemon is locally quiescent now, or nil: nothing in flight or
+    /// waiting, every subscriber but the peer links has said it has seen exactly the document's
+    /// version, nothing queued, and every sender it counts that is not retired has reported
+    /// exactly that version.
+    ///
+    /// - Complexity: O(n + s × r log r) for n subscribers, s senders and r replicas.
+    public var localQuiescentVersion: VersionVector? {
+        guard isSettled(minOperations: 0) else { return nil }
+        let version = document.version
+        if !stability.tracker.acknowledged.isEmpty {
+            guard stability.tracker.quiescentVersion(holding: version) == version else { return nil }
+        }
+        return version
+    }
+
+    /// A peer link attached as `subscriber`: what it delivers came through it (its authors are
+    /// relay authors). This daemon's own link (`gossips`, the default) relays what it is sent to
+    /// its peer, this document's stability table included; a peer's link known from its earlier
+    /// subscriptions (``ServerSession/relayDaemon``) takes the table if it sent one. `daemon`: the
+    /// peer's id, if known already (else the peer's next `seen` or table says it).
+    public mutating func markRelay(_ subscriber: SubscriberID, daemon: ReplicaID? = nil, gossips: Bool = true) {
+        guard subscribers[subscriber] != nil else { return }
+        subscribers[subscriber]!.role = .relay
+        if let daemon {
+            subscribers[subscriber]!.replica = daemon
+            if stability.heardFromRelay(daemon, me: document.replica, now: stabilityClock) { stabilityUnsaved = true }
+        }
+        subscribers[subscriber]!.gossips = gossips
+        if gossips { gossipDirty = true }
+    }
+
+    /// Notes that daemon `daemon` holds the document too (its link was attached once, as a
+    /// daemon that copied the document from it knows): it holds compaction back until it
+    /// reports or is retired. Returns whether that is new.
+    public mutating func notePeer(_ daemon: ReplicaID, now: UInt64) -> Bool {
+        guard stability.heardFromRelay(daemon, me: document.replica, now: now) else { return false }
+        gossipDirty = true
+        return true
+    }
+
+    /// A peer link attached as `subscriber` says daemon `daemon`'s table is `entries`
+    /// (``SyncMessage/stability(document:from:entries:)``), at `now` (the stability clock's
+    /// seconds): the link is that daemon's, takes this daemon's table from now on, and the
+    /// entries are merged (``PeerStability/merge(_:me:floor:now:)``). Not attached: nothing.
+    ///
+    /// - Returns: whether the table changed (write it down; it is gossiped on).
+    /// - Complexity: O(e × c) for e entries of c replicas claimed.
+    public mutating func peerStability(_ subscriber: SubscriberID, from daemon: ReplicaID,
+                                       entries: [ReplicaID: PeerStability.Entry], now: UInt64) -> Bool {
+        guard var sub = subscribers[subscriber], destroyedReason == nil, daemon != document.replica else { return false }
+        stabilityClock = now
+        let newListener = !sub.gossips
+        sub.role = .relay
+        sub.replica = daemon
+        sub.gossips = true
+        subscribers[subscriber] = sub
+        var changed = stability.heardFromRelay(daemon, me: document.replica, now: now)
+        changed = stability.peers.merge(entries, me: document.replica, floor: document.historyFloor, now: now) || changed
+        if changed || newListener { gossipDirty = true }
+        return changed
+    }
+
+    /// Brings the peers' side of ``stability`` up to `now` (seconds): this daemon's entry is kept
+    /// heard of (a heartbeat every quarter of `retireAfter`), and, when this daemon is locally
+    /// quiescent, its entry becomes that version (the senders refreshed first,
+    /// ``refreshStability(now:retireAfter:)``). Nothing for a document no peer touched.
+    ///
+    /// Nobody is retired on a document with peers: not a device, not an author, not a daemon
+    /// (Docs/Semantics.md §7, "Peers": a replica left out of a floor could have its operations
+    /// taken by a daemon that did not compact there and refused by one that did).
+    ///
+    /// - Returns: whether ``stability`` changed, and who was retired now (nobody, with peers).
+    /// - Complexity: that of ``localQuiescentVersion``.
+    public mutating func refreshPeers(now: UInt64, retireAfter: UInt64) -> (changed: Bool, retired: [ReplicaID]) {
+        guard isPeered, destroyedReason == nil else { return (false, []) }
+        stabilityClock = now
+        let me = document.replica
+        let beat = max(1, retireAfter / 4)
+        var changed = stability.peers.heartbeat(me, now: now, every: beat)
+        var retired: [ReplicaID] = []
+        changed = changed || stabilityUnsaved
+        stabilityUnsaved = false
+        if isSettled(minOperations: 0) {
+            changed = stability.adoptClaimedAuthors(me: me, now: now) || changed
+            let local = refreshStability(now: now, retireAfter: retireAfter)
+            retired += local.retired
+            changed = changed || local.changed
+            if let version = localQuiescentVersion {
+                changed = stability.peers.publish(me, version: version, claimed: stability.claimed, now: now, heartbeat: beat) || changed
+            }
+        }
+        if changed { gossipDirty = true }
+        return (changed, retired)
+    }
+
+    /// Whether the peers let this daemon compact at `version`, its local quiescent version: every
+    /// peer link attached is a daemon the table knows (or retired), and the table allows it
+    /// (``PeerStability/allows(_:me:)``: every daemon known reported exactly `version`, every
+    /// relay author is claimed).
+    ///
+    /// - Complexity: O(n + e × r + a × e).
+    public func peersAllow(_ version: VersionVector) -> Bool {
+        let peers = stability.peers
+        for sub in subscribers.values where sub.role == .relay {
+            guard let d = sub.replica, peers.entries[d] != nil || peers.retired.contains(d) else { return false }
+        }
+        return peers.allows(version, me: document.replica)
+    }
+
+    /// The stability table, to every peer link that takes it, if it changed since it was last
+    /// sent and `interval` has passed since then (coalesced; `now` and `interval` in the
+    /// driver's clock). Kept for later if no link takes it, or the frame would not fit one.
+    ///
+    /// - Complexity: O(size) of the table.
+    public mutating func gossip(now: UInt64, interval: UInt64) -> [Action] {
+        guard gossipDirty, destroyedReason == nil, !stability.peers.entries.isEmpty else { return [] }
+        if let lastGossip, now < lastGossip &+ interval { return [] }
+        let targets = subscribers.keys.sorted().filter { subscribers[$0]!.gossips }
+        guard !targets.isEmpty else { return [] }
+        let frame = SyncMessage.stability(document: id, from: document.replica, entries: stability.peers.entries).encoded()
+        guard frame.count <= maxFrame else { return [] }
+        gossipDirty = false
+        lastGossip = now
+        return targets.map { .send($0, frame) }
+    }
+
+    /// Replaces the document with `document`, a peer's snapshot that holds everything this copy
+    /// holds (``PeerSession/Action/behindFloor(_:snapshot:)``): every subscriber is cut off (each
+    /// subscribes again, from what it holds; a catch-up behind the new floor is a snapshot).
+    /// The driver writes the new document to its store first.
+    ///
+    /// - Precondition: nothing in flight; `document` includes this copy's version.
+    /// - Complexity: O(s) for s subscribers.
+    public mutating func replace(with document: ListDocument) -> [Action] {
+        precondition(inFlight.isEmpty && document.version.includes(self.document.version), "a replacement that loses operations")
+        var document = document
+        document.pendingLimits = self.document.pendingLimits
+        self.document = document
+        durableVersion = document.version
+        durableCount = document.operationCount
+        let cut = subscribers.keys.sorted()
+        var actions: [Action] = []
+        for s in cut {
+            subscribers[s] = nil
+            actions.append(.close(s, reason: "the daemon's copy was replaced by a peer's snapshot; subscribe again"))
+        }
+        presenceListeners = []
+        activePresence = [:]
+        return actions
+    }
+
+    /// Whether a gossip is waiting for its interval (the driver's timer asks).
+    public var gossipDue: Bool { gossipDirty && !stability.peers.entries.isEmpty }
+
+    /// Notes the authors of operations a batch from `sender` accepted: through a peer link, those
+    /// this daemon does not count itself are relay authors; from a client, an author is counted
+    /// here (no longer a relay author).
+    ///
+    /// - Complexity: O(k) for k operations.
+    mutating func noteAuthors(of accepted: [ListOperation], from sender: SubscriberID?) {
+        guard let sender, let sub = subscribers[sender], !accepted.isEmpty else { return }
+        var authors = Set(accepted.map(\.id.replica))
+        authors.remove(document.replica)
+        if sub.role == .relay {
+            let local = authors.filter { stability.isLocal($0) }
+            if stability.peers.noteRelayAuthors(authors, now: stabilityClock, isLocal: { local.contains($0) }) { stabilityUnsaved = true }
+        } else {
+            for a in authors where stability.peers.local(a) { stabilityUnsaved = true }
+        }
+    }
+}

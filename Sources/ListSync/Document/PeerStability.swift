@@ -1,0 +1,241 @@
+import ListCRDT
+
+/// What one daemon knows of the other daemons that hold a document (Docs/Semantics.md §7,
+/// "Peers"): for each daemon, the latest version at which it was *locally quiescent* and the
+/// replicas it accounts for; and which authors reached this daemon only through peer links. No
+/// I/O: ``DocumentCore`` keeps one in its ``DocumentStability``, merges what peers gossip
+/// (``SyncMessage/stability(document:from:entries:)``) and asks ``allows(_:me:)``.
+///
+/// A daemon is named by its replica id of the document (`ListDocument.replica`, the daemon's
+/// replica, the same for every document of its data folder). Only a daemon writes its own entry
+/// (``publish(_:version:claimed:now:)``), with a greater ``Entry/sequence`` each time; a merge
+/// keeps, per daemon, the entry of the greater sequence. That is a join-semilattice: a table
+/// received twice, late or through a cycle of links changes nothing more.
+public struct PeerStability: Sendable, Equatable {
+    /// One daemon's report.
+    public struct Entry: Sendable, Equatable {
+        /// The owner's counter: a greater one replaces the entry (0: a placeholder, a daemon
+        /// known to exist that has reported nothing).
+        public var sequence: UInt64
+        /// The latest version at which the daemon was locally quiescent: it held exactly this,
+        /// nothing in flight or waiting, every client subscriber and every sender it counts had
+        /// said it had seen exactly this. Empty: never.
+        public var version: VersionVector
+        /// The replicas the daemon accounts for: its senders (devices, authors), those that keep
+        /// no copy, and itself.
+        public var claimed: Set<ReplicaID>
+
+        public init(sequence: UInt64, version: VersionVector, claimed: Set<ReplicaID>) {
+            (self.sequence, self.version, self.claimed) = (sequence, version, claimed)
+        }
+    }
+
+    /// Every daemon known and not retired, this one's included once it published.
+    public private(set) var entries: [ReplicaID: Entry] = [:]
+    /// When each daemon's entry last changed here, and when each relay author was last
+    /// claimed, in the stability clock's seconds (for the retire period).
+    public private(set) var heard: [ReplicaID: UInt64] = [:]
+    /// Daemons declared gone: they no longer hold compaction back.
+    public private(set) var retired: Set<ReplicaID> = []
+    /// Authors whose operations reached this daemon only through peer links: each must be
+    /// claimed by a daemon's entry (or retired) before this daemon compacts.
+    public private(set) var relayAuthors: Set<ReplicaID> = []
+    /// Relay authors declared gone.
+    public private(set) var retiredAuthors: Set<ReplicaID> = []
+
+    /// Nothing known.
+    public init() {}
+
+    /// Whether there is anything of peers here (a document no peer ever touched has nothing).
+    public var isEmpty: Bool { entries.isEmpty && relayAuthors.isEmpty && retired.isEmpty && retiredAuthors.isEmpty }
+
+    /// Notes that daemon `daemon` exists (a link of it attached): until it reports, its
+    /// placeholder entry holds compaction back. Nothing for a known or retired daemon, or `me`.
+    /// Returns whether that is new.
+    public mutating func note(daemon: ReplicaID, me: ReplicaID, now: UInt64) -> Bool {
+        guard daemon != me, entries[daemon] == nil, !retired.contains(daemon) else { return false }
+        entries[daemon] = Entry(sequence: 0, version: VersionVector(), claimed: [])
+        heard[daemon] = now
+        return true
+    }
+
+    /// This daemon (`me`) was locally quiescent at `version`, accounting for `claimed`: its own
+    /// entry becomes that, with the next sequence, if it differs or if the last was published
+    /// `heartbeat` seconds ago or more (so that its peers keep hearing of it). Returns whether
+    /// the entry changed (gossip it).
+    ///
+    /// - Complexity: O(c) for c replicas claimed.
+    public mutating func publish(_ me: ReplicaID, version: VersionVector, claimed: Set<ReplicaID>, now: UInt64,
+                                 heartbeat: UInt64 = .max) -> Bool {
+        var claimed = claimed
+        claimed.insert(me)
+        let old = entries[me]
+        if let old, old.version == version, old.claimed == claimed, now &- (heard[me] ?? 0) < heartbeat { return false }
+        entries[me] = Entry(sequence: (old?.sequence ?? 0) + 1, version: version, claimed: claimed)
+        heard[me] = now
+        assert(entries[me]!.sequence > (old?.sequence ?? 0))
+        return true
+    }
+
+    /// Keeps this daemon's entry heard of: published again, unchanged, with the next sequence,
+    /// once `every` seconds have passed since it was last (a busy daemon that is never
+    /// quiescent must not be retired by its peers). Returns whether it was.
+    public mutating func heartbeat(_ me: ReplicaID, now: UInt64, every: UInt64) -> Bool {
+        let old = entries[me] ?? Entry(sequence: 0, version: VersionVector(), claimed: [me])
+        guard entries[me] == nil || now &- (heard[me] ?? 0) >= every else { return false }
+        entries[me] = Entry(sequence: old.sequence + 1, version: old.version, claimed: old.claimed)
+        heard[me] = now
+        return true
+    }
+
+    /// Merges a table a peer gossiped: per daemon, the entry of the greater sequence; `me`'s own
+    /// entry is never taken from others, but if they hold one of a sequence at least `me`'s (this
+    /// daemon's stability file was lost or restored from a backup), `me`'s sequence moves past it
+    /// (its content unchanged, or empty if it had none) so that its next reports are taken. A
+    /// retired daemon counts again only if its new entry's version includes `floor` (it caught up
+    /// past every compaction made without it; with no floor, always). Returns whether anything
+    /// changed.
+    ///
+    /// - Complexity: O(e × c) for e entries of c replicas claimed.
+    public mutating func merge(_ incoming: [ReplicaID: Entry], me: ReplicaID, floor: VersionVector?, now: UInt64) -> Bool {
+        var changed = false
+        if let theirs = incoming[me], entries[me] == nil || theirs.sequence > entries[me]!.sequence
+            || (theirs.sequence == entries[me]!.sequence && theirs != entries[me]!) {
+            let mine = entries[me] ?? Entry(sequence: 0, version: VersionVector(), claimed: [me])
+            entries[me] = Entry(sequence: theirs.sequence + 1, version: mine.version, claimed: mine.claimed)
+            heard[me] = now
+            changed = true
+        }
+        for (daemon, entry) in incoming where daemon != me {
+            if retired.contains(daemon) {
+                guard entry.sequence > 0, floor.map({ entry.version.includes($0) }) ?? true else { continue }
+                retired.remove(daemon)
+            } else if let old = entries[daemon], old.sequence >= entry.sequence {
+                continue
+            }
+            entries[daemon] = entry
+            heard[daemon] = now
+            for a in entry.claimed where relayAuthors.contains(a) { heard[a] = now }
+            changed = true
+        }
+        return changed
+    }
+
+    /// Notes authors of operations that came through a peer link, unless `isLocal` says this
+    /// daemon counts them itself. Returns whether any was new.
+    ///
+    /// - Complexity: O(a) for a authors.
+    public mutating func noteRelayAuthors(_ authors: some Sequence<ReplicaID>, now: UInt64,
+                                          isLocal: (ReplicaID) -> Bool) -> Bool {
+        var added = false
+        for a in authors where !relayAuthors.contains(a) && !retiredAuthors.contains(a) && !isLocal(a) {
+            relayAuthors.insert(a)
+            heard[a] = now
+            added = true
+        }
+        return added
+    }
+
+    /// `author` is counted locally from now on (it sent to this daemon itself): no longer a
+    /// relay author. Returns whether it was one.
+    public mutating func local(_ author: ReplicaID) -> Bool {
+        guard relayAuthors.remove(author) != nil else { return false }
+        heard[author] = nil
+        return true
+    }
+
+    /// Whether `author` is claimed by a daemon's entry (or is a daemon), `me`'s aside if given.
+    ///
+    /// - Complexity: O(e) for e entries.
+    public func isClaimed(_ author: ReplicaID, except me: ReplicaID? = nil) -> Bool {
+        entries[author] != nil || entries.contains { $0.key != me && $0.value.claimed.contains(author) }
+    }
+
+    /// Whether this daemon (`me`) may compact at `version`, as far as its peers go: every daemon
+    /// known and not retired (this one included) has reported exactly `version`, and every relay
+    /// author is claimed by one of them or retired. (Its own local quiescence, and that every
+    /// peer link attached is a known daemon, ``DocumentCore`` checks.)
+    ///
+    /// - Complexity: O(e × r + a × e) for e entries of r replicas and a relay authors.
+    public func allows(_ version: VersionVector, me: ReplicaID) -> Bool {
+        guard entries[me]?.version == version else { return false }
+        guard entries.values.allSatisfy({ $0.version == version }) else { return false }
+        return relayAuthors.allSatisfy { isClaimed($0) }
+    }
+
+    /// Retires every daemon (not `me`) whose entry has not changed for `after` seconds before
+    /// `now`, and every relay author claimed by none that long; returns them, in order.
+    ///
+    /// The daemon does not call it: on a document a peer syncs nobody is retired, since a
+    /// retired replica that comes back could have its operations taken by a daemon that did not
+    /// compact and refused by one that did (Docs/Semantics.md §7, "Peers"). It is the building
+    /// block for retiring by agreement, which is not built.
+    ///
+    /// - Complexity: O((e + a) × e) for e entries and a relay authors.
+    public mutating func retireSilent(me: ReplicaID, now: UInt64, after: UInt64) -> [ReplicaID] {
+        func silent(_ r: ReplicaID) -> Bool { now >= (heard[r] ?? 0) && now &- (heard[r] ?? 0) >= after }
+        let daemons = entries.keys.filter { $0 != me && silent($0) }.sorted()
+        for d in daemons {
+            entries[d] = nil
+            heard[d] = nil
+            retired.insert(d)
+        }
+        let authors = relayAuthors.filter { !isClaimed($0) && silent($0) }.sorted()
+        for a in authors {
+            relayAuthors.remove(a)
+            heard[a] = nil
+            retiredAuthors.insert(a)
+        }
+        assert(retired.isDisjoint(with: entries.keys) && retiredAuthors.isDisjoint(with: relayAuthors))
+        return daemons + authors
+    }
+
+    // MARK: Encoding
+
+    /// Appends the table to `w` (the tail of a version-2 stability file).
+    ///
+    /// ```
+    /// entries:varint (daemon:varint heard:varint sequence:varint version claimed:varint replica:varint×)×
+    /// retired:varint daemon:varint× relayAuthors:varint (replica:varint heard:varint)×
+    /// retiredAuthors:varint replica:varint×
+    /// ```
+    /// - Complexity: O(size).
+    func encode(into w: inout WireWriter) {
+        w.count(entries.count)
+        for d in entries.keys.sorted() {
+            let e = entries[d]!
+            w.varint(d.rawValue); w.varint(heard[d] ?? 0); w.varint(e.sequence); w.version(e.version)
+            w.count(e.claimed.count)
+            for r in e.claimed.sorted() { w.varint(r.rawValue) }
+        }
+        w.count(retired.count)
+        for d in retired.sorted() { w.varint(d.rawValue) }
+        w.count(relayAuthors.count)
+        for a in relayAuthors.sorted() { w.varint(a.rawValue); w.varint(heard[a] ?? 0) }
+        w.count(retiredAuthors.count)
+        for a in retiredAuthors.sorted() { w.varint(a.rawValue) }
+    }
+
+    /// Reads what ``encode(into:)`` wrote.
+    init(reading r: inout WireReader) throws(WireError) {
+        for _ in 0..<(try r.count(minBytes: 5)) {
+            let d = ReplicaID(try r.varint())
+            heard[d] = try r.varint()
+            let sequence = try r.varint()
+            let version = try r.version()
+            var claimed = Set<ReplicaID>()
+            for _ in 0..<(try r.count(minBytes: 1)) { claimed.insert(ReplicaID(try r.varint())) }
+            entries[d] = Entry(sequence: sequence, version: version, claimed: claimed)
+        }
+        for _ in 0..<(try r.count(minBytes: 1)) { retired.insert(ReplicaID(try r.varint())) }
+        for _ in 0..<(try r.count(minBytes: 2)) {
+            let a = ReplicaID(try r.varint())
+            relayAuthors.insert(a)
+            heard[a] = try r.varint()
+        }
+        for _ in 0..<(try r.count(minBytes: 1)) { retiredAuthors.insert(ReplicaID(try r.varint())) }
+        guard retired.isDisjoint(with: entries.keys), retiredAuthors.isDisjoint(with: relayAuthors) else {
+            throw .invalidValue("a daemon or author both counted and retired", offset: 0)
+        }
+    }
+}

@@ -1,0 +1,65 @@
+import Foundation
+import Testing
+import ListSyncTestTraits
+@_spi(Testing) import ListSyncSimulation
+
+/// Compaction on peered daemons in the simulator (Docs/Semantics.md §7, "Peers"): each daemon
+/// gossips its stability table over the production peer links, and compacts only once every
+/// daemon it knows reported exactly its version. The oracle's checks hold (convergence, nothing
+/// acknowledged lost, nothing lost, each identity once) and every daemon compacts.
+@Suite(.cpuHeavy) struct SimulatorPeerCompactionTests {
+    static let environment = ProcessInfo.processInfo.environment
+
+    /// Runs `seeds` seeds of `configure`'s configuration; returns the summed report.
+    static func runs(_ seeds: UInt64, first: UInt64 = 0, _ configure: (inout SimulationConfiguration, UInt64) -> Void) -> SimulationReport {
+        var total = SimulationReport()
+        var failures = 0
+        for seed in first..<first + seeds where failures < 3 {
+            var config = SimulationConfiguration()
+            config.seed = seed
+            config.operations = 50
+            config.compactAfter = 10
+            configure(&config, seed)
+            var sim = Simulator(config)
+            let report = sim.run()
+            total.compactions += report.compactions
+            total.stabilityGossips += report.stabilityGossips
+            total.crashes += report.crashes
+            total.acknowledged += report.acknowledged
+            total.daemons += report.daemons
+            // Every daemon compacted in every run.
+            total.compactionsPerDaemon.append(report.compactionsPerDaemon.min() ?? 0)
+            if !report.passed {
+                failures += 1
+                Issue.record("\(report)\nreplay: swift run listsync simulate --seed \(seed) --replicas \(config.replicas) --daemons \(config.daemons)\(config.ring ? " --ring" : "") --crashes \(config.crashes) --ops \(config.operations) --compact-after 10")
+            }
+        }
+        return total
+    }
+
+    /// `LISTSYNC_SIM_PEER_SEEDS` sets the number of seeds of the chain (the ring runs a third).
+    @Test("180 seeds: 2–3 daemons in a chain × 3–5 clients × 50 edits, 0–2 crashes; then 60 seeds of a ring of 3–4 daemons: every daemon compacts, all converge, nothing lost")
+    func peersCompact() {
+        let seeds = Self.environment["LISTSYNC_SIM_PEER_SEEDS"].flatMap(UInt64.init) ?? 180
+        let start = Date()
+        let chain = Self.runs(seeds) { config, seed in
+            config.daemons = 2 + Int(seed % 2)
+            config.replicas = 3 + Int(seed % 3)
+            config.crashes = Int(seed / 2 % 3)
+        }
+        let ring = Self.runs(max(1, seeds / 3), first: 10_000) { config, seed in
+            config.daemons = 3 + Int(seed % 2)
+            config.ring = true
+            config.replicas = 4
+            config.crashes = Int(seed % 2)
+        }
+        let seconds = Date().timeIntervalSince(start)
+        for (name, total) in [("chain", chain), ("ring", ring)] {
+            print("simulator, peered daemons compacting (\(name)): \(total.compactionsPerDaemon.count) seeds, \(total.daemons) daemons, \(total.compactions) compactions, \(total.stabilityGossips) stability tables sent, \(total.crashes) crashes, \(total.acknowledged) operations acknowledged; \(String(format: "%.1f", seconds)) s in all")
+            #expect(total.compactionsPerDaemon.allSatisfy { $0 > 0 }, "\(name): a daemon that never compacted in a run")
+            #expect(total.compactions >= total.daemons && total.stabilityGossips > 0)
+            #expect(total.acknowledged > 0)
+        }
+        #expect(chain.crashes > 0 && ring.crashes > 0, "crashes happened")
+    }
+}
