@@ -133,28 +133,28 @@ public struct SimulationReport: Sendable, CustomStringConvertible {
 /// Deterministic: a seed replays exactly (the clock is virtual, every draw comes from the seed).
 public struct Simulator: Sendable {
     public let configuration: SimulationConfiguration
-    private var rng: SplitMix64
-    private var network: InMemoryNetwork
-    private var daemons: [SimulatedDaemon]
-    private var clients: [SimulatedClient]
-    private var report = SimulationReport()
-    private var valueCounter = 0
+    var rng: SplitMix64
+    var network: InMemoryNetwork
+    var daemons: [SimulatedDaemon]
+    var clients: [SimulatedClient]
+    var report = SimulationReport()
+    var valueCounter = 0
     /// Connection generations, by `min << 32 | max` of the two nodes: a frame of an older one is dropped.
-    private var generations: [Int: UInt8] = [:]
-    private var roomDue: [(time: UInt64, daemon: Int, subscriber: Int)] = []
-    private var linkDue: [Int: UInt64] = [:]
-    private var nextAntiEntropy: UInt64 = 0
-    private let document = DocumentID(high: 0x5157_1A7E, low: 1)
-    private let epoch: UInt64 = 0xE90C
+    var generations: [Int: UInt8] = [:]
+    var roomDue: [(time: UInt64, daemon: Int, subscriber: Int)] = []
+    var linkDue: [Int: UInt64] = [:]
+    var nextAntiEntropy: UInt64 = 0
+    let document = DocumentID(high: 0x5157_1A7E, low: 1)
+    let epoch: UInt64 = 0xE90C
     /// With compaction: every operation a daemon logged, by id (the oracle's input at the end:
     /// the replicas' own logs start at their floors).
-    private var logged: [OpID: ListOperation] = [:]
+    var logged: [OpID: ListOperation] = [:]
     /// Operations appended and not yet synced, by daemon and ticket (logged once durable: a
     /// crash loses them, and their ids may yet be counted in by a later operation of their author).
-    private var appending: [Int: [UInt64: [ListOperation]]] = [:]
-    private var compacting: Bool { configuration.compactAfter != nil }
+    var appending: [Int: [UInt64: [ListOperation]]] = [:]
+    var compacting: Bool { configuration.compactAfter != nil }
     /// Whether clients send as SyncClient does (everything unacknowledged, in order, once caught up).
-    private var sendsInOrder: Bool { compacting && !configuration.sendsAhead }
+    var sendsInOrder: Bool { compacting && !configuration.sendsAhead }
 
     /// A simulator for one run.
     public init(_ configuration: SimulationConfiguration) {
@@ -198,8 +198,8 @@ public struct Simulator: Sendable {
         clients.filter { !$0.forgetful }.map(\.document) + daemons.map(\.core.document)
     }
 
-    private static func ns(_ ms: UInt64) -> UInt64 { ms &* 1_000_000 }
-    private var nowNs: UInt64 { Self.ns(network.now) }
+    static func ns(_ ms: UInt64) -> UInt64 { ms &* 1_000_000 }
+    var nowNs: UInt64 { Self.ns(network.now) }
 
     /// Runs the simulation and checks the result.
     ///
@@ -246,7 +246,7 @@ public struct Simulator: Sendable {
     // MARK: Time
 
     /// Delivers frames and fires timers up to `deadline`.
-    private mutating func step(until deadline: UInt64) {
+    mutating func step(until deadline: UInt64) {
         while true {
             let nextTimer = timers()
             let next = min(nextTimer ?? .max, deadline)
@@ -262,7 +262,7 @@ public struct Simulator: Sendable {
     }
 
     /// The earliest pending timer.
-    private func timers() -> UInt64? {
+    func timers() -> UInt64? {
         var t: UInt64? = nil
         func take(_ x: UInt64?) { if let x, x < (t ?? .max) { t = x } }
         for d in daemons { take(d.disk.syncDue) }
@@ -279,7 +279,7 @@ public struct Simulator: Sendable {
         return t
     }
 
-    private mutating func fireTimers() {
+    mutating func fireTimers() {
         let now = network.now
         for d in daemons.indices where (daemons[d].disk.syncDue ?? .max) <= now {
             daemons[d].disk.syncDue = nil
@@ -305,7 +305,7 @@ public struct Simulator: Sendable {
         }
     }
 
-    private mutating func antiEntropy() {
+    mutating func antiEntropy() {
         for c in clients.indices where clients[c].connected { resubscribe(c) }
         for d in daemons.indices {
             for peer in daemons[d].links.keys.sorted() {
@@ -324,12 +324,12 @@ public struct Simulator: Sendable {
 
     // MARK: Connections
 
-    private static func key(_ a: Int, _ b: Int) -> Int { min(a, b) << 32 | max(a, b) }
+    static func key(_ a: Int, _ b: Int) -> Int { min(a, b) << 32 | max(a, b) }
 
     /// Sends on the connection between two nodes. Connections are streams (TCP): frames keep their
     /// order, and a frame the network loses (or a partition drops) resets the connection, as a
     /// lost segment does once TCP gives up: both ends learn it and the dialing side reconnects.
-    private mutating func send(_ from: Int, _ to: Int, _ frame: [UInt8]) {
+    mutating func send(_ from: Int, _ to: Int, _ frame: [UInt8]) {
         let dropped = network.framesDropped
         network.send(from: from, to: to, [generations[Self.key(from, to), default: 0]] + frame)
         if network.framesDropped > dropped {
@@ -338,7 +338,7 @@ public struct Simulator: Sendable {
         }
     }
 
-    private mutating func connectClient(_ c: Int) {
+    mutating func connectClient(_ c: Int) {
         let d = clients[c].daemon
         let node = clients[c].node
         clients[c].reconnectAt = nil
@@ -353,12 +353,12 @@ public struct Simulator: Sendable {
 
     /// Every client shows the others' drags: it takes part in the document's presence (idle), and
     /// announces itself again after each `subscribed`.
-    private mutating func takePartInPresence(_ c: Int) {
+    mutating func takePartInPresence(_ c: Int) {
         guard clients[c].presence.documents.isEmpty else { return }
         publishPresence(c, .idle)
     }
 
-    private mutating func resubscribe(_ c: Int) {
+    mutating func resubscribe(_ c: Int) {
         // After a refusal for the compaction floor: from nothing, so that the catch-up is the
         // daemon's snapshot (as SyncClient does).
         let version = clients[c].resync ? VersionVector() : clients[c].document.version
@@ -368,7 +368,7 @@ public struct Simulator: Sendable {
         performClient(c, actions)
     }
 
-    private mutating func connectLink(_ d: Int, _ e: Int) {
+    mutating func connectLink(_ d: Int, _ e: Int) {
         linkDue[Self.key(d, e)] = nil
         generations[Self.key(d, e), default: 0] &+= 1
         daemons[e].servers[d] = ServerSession(maxFrame: 1 << 16, rateLimit: nil, now: nowNs)
@@ -380,7 +380,7 @@ public struct Simulator: Sendable {
 
     /// Cuts the connection between a daemon and another node: both ends learn it, later frames of
     /// it are dropped, and the side that dials reconnects after a while.
-    private mutating func reset(daemon d: Int, other: Int) {
+    mutating func reset(daemon d: Int, other: Int) {
         generations[Self.key(d, other), default: 0] &+= 1
         daemons[d].servers[other] = nil
         daemons[d].core.unsubscribe(SubscriberID(other))
@@ -403,7 +403,7 @@ public struct Simulator: Sendable {
         }
     }
 
-    private mutating func crash(_ d: Int) {
+    mutating func crash(_ d: Int) {
         report.crashes += 1
         for other in (0..<(daemons.count + clients.count)) where other != d {
             if other < daemons.count ? configuration.areLinked(d, other, daemons: daemons.count) : clients[other - daemons.count].daemon == d {
@@ -426,7 +426,7 @@ public struct Simulator: Sendable {
 
     // MARK: Frames
 
-    private mutating func deliver(_ delivery: InMemoryNetwork.Delivery) {
+    mutating func deliver(_ delivery: InMemoryNetwork.Delivery) {
         let (from, to) = (delivery.from, delivery.to)
         guard let g = delivery.frame.first, g == generations[Self.key(from, to), default: 0] else { return }
         let frame = Array(delivery.frame.dropFirst())
@@ -448,7 +448,7 @@ public struct Simulator: Sendable {
         }
     }
 
-    private mutating func performServer(_ d: Int, _ other: Int, _ actions: [ServerSession.Action]) {
+    mutating func performServer(_ d: Int, _ other: Int, _ actions: [ServerSession.Action]) {
         let sub = SubscriberID(other)
         for action in actions {
             // The connection was cut by an earlier action (a frame lost): the rest belonged to it.
@@ -505,7 +505,7 @@ public struct Simulator: Sendable {
         }
     }
 
-    private mutating func performCore(_ d: Int, _ actions: [DocumentCore.Action]) {
+    mutating func performCore(_ d: Int, _ actions: [DocumentCore.Action]) {
         for action in actions {
             switch action {
             case let .append(ticket, ops):
@@ -534,7 +534,7 @@ public struct Simulator: Sendable {
         }
     }
 
-    private mutating func performLink(_ d: Int, _ peer: Int, _ actions: [PeerSession.Action]) {
+    mutating func performLink(_ d: Int, _ peer: Int, _ actions: [PeerSession.Action]) {
         let sub = SubscriberID(peer)
         for action in actions {
             // The connection was cut by an earlier action (a frame lost): the rest belonged to it.
@@ -569,7 +569,7 @@ public struct Simulator: Sendable {
         }
     }
 
-    private mutating func performClient(_ c: Int, _ actions: [ClientSession.Action]) {
+    mutating func performClient(_ c: Int, _ actions: [ClientSession.Action]) {
         let node = clients[c].node, d = clients[c].daemon
         for action in actions {
             switch action {
@@ -644,7 +644,7 @@ public struct Simulator: Sendable {
 
     /// A forgetful client drops its copy once everything it made is acknowledged, and starts afresh
     /// (a new replica id: a command-line client that exits, then runs again).
-    private mutating func forget(_ c: Int) {
+    mutating func forget(_ c: Int) {
         guard clients[c].session.waitingCount == 0 else { return }
         clients[c].generation += 1
         var doc = ListDocument(replica: ReplicaID(UInt64(10_000 * clients[c].generation + c + 1)))
@@ -659,139 +659,9 @@ public struct Simulator: Sendable {
         if clients[c].connected { resubscribe(c) }
     }
 
-    // MARK: Compaction
-
-    /// The stability's clock: virtual milliseconds (a daemon's counts seconds; only differences
-    /// against ``SimulationConfiguration/retireAfter`` matter).
-    private var stabilityNow: UInt64 { network.now }
-
-    /// What the host does after every batch and `seen` (DocumentHost.compactIfDue): refresh the
-    /// stability (retiring silent senders), and compact at the core's compaction point if any,
-    /// writing the stability first and the snapshot (the disk's next generation) after.
-    private mutating func compactIfDue(_ d: Int) {
-        guard let minOperations = configuration.compactAfter else { return }
-        if daemons[d].core.isPeered {
-            // With peers: this daemon's entry first, written down before it is gossiped.
-            let (changed, retired) = daemons[d].core.refreshPeers(now: stabilityNow, retireAfter: configuration.retireAfter)
-            report.retired += retired.count
-            if changed { daemons[d].savedStability = daemons[d].core.stability }
-            performCore(d, daemons[d].core.gossip(now: network.now, interval: Self.gossipInterval))
-        }
-        guard daemons[d].core.document.operationCount >= minOperations else { return }
-        let (changed, retired) = daemons[d].core.refreshStability(now: stabilityNow, retireAfter: configuration.retireAfter)
-        report.retired += retired.count
-        if changed { daemons[d].savedStability = daemons[d].core.stability }
-        guard let point = daemons[d].core.compactionPoint(minOperations: minOperations) else { return }
-        daemons[d].savedStability = daemons[d].core.stability
-        do {
-            try daemons[d].core.compact(at: point)
-        } catch {
-            report.failures.append("daemon \(d): compaction at its own compaction point refused: \(error)")
-            return
-        }
-        daemons[d].disk.compact(snapshot: daemons[d].core.document.encodedSnapshot(), epoch: epoch)
-        report.compactions += 1
-        report.compactionsPerDaemon[d] += 1
-        performCore(d, daemons[d].core.floorAnnouncements())
-    }
-
-    /// The daemon compacted at `floor` (`stable`): client `c` compacts its copy there too if it
-    /// holds exactly that version (as SyncClient does); its view must not change.
-    private mutating func compactClient(_ c: Int, at floor: VersionVector) {
-        guard clients[c].document.version == floor, clients[c].document.historyFloor != floor else { return }
-        let before = clients[c].document.snapshot()
-        do { try clients[c].document.compact(stable: floor) } catch {
-            report.failures.append("client \(c): compaction at the daemon's floor refused: \(error)")
-            return
-        }
-        if clients[c].document.snapshot() != before { report.failures.append("client \(c): its compaction changed what it shows") }
-        report.clientCompactions += 1
-    }
-
-    /// Sends everything client `c` holds that the daemon has not acknowledged, in order, as one
-    /// edit, if it is caught up (as SyncClient does).
-    private mutating func sendUnacknowledged(_ c: Int) {
-        guard clients[c].connected, clients[c].live, !clients[c].resync else { return }
-        let doc = clients[c].document
-        guard doc.hasHistory(since: clients[c].acked) else {
-            report.failures.append("client \(c): its history does not go back to what the daemon acknowledged")
-            return
-        }
-        let ops = doc.operations(since: clients[c].acked)
-        guard !ops.isEmpty else { return }
-        let (_, sent) = clients[c].session.send(document, ops, now: nowNs)
-        performClient(c, sent)
-    }
-
-    /// Client `c` says what it has seen (coalesced by its session), as a device does.
-    private mutating func reportSeen(_ c: Int) {
-        guard compacting, clients[c].connected else { return }
-        let doc = clients[c].document
-        performClient(c, clients[c].session.reportSeen(document, replica: doc.replica, version: doc.version, role: .compactingDevice, now: nowNs))
-    }
-
-    /// A batch of client `c` was refused for the compaction floor: it was left behind (retired
-    /// while away). It subscribes again from nothing, for the daemon's snapshot (as SyncClient does).
-    private mutating func refusedForFloor(_ c: Int) {
-        report.refusedCompacted += 1
-        guard clients[c].connected, !clients[c].resync else { return }
-        clients[c].resync = true
-        performClient(c, clients[c].session.unsubscribe(document))
-        resubscribe(c)
-    }
-
-    /// The catch-up of client `c` is a snapshot: it becomes the client's document, with the edits
-    /// the daemon lacks made again on it (``ListDocument/remake(_:from:)``), which are sent. Checks
-    /// that every item the client inserted and did not send is still shown, unless its section is gone.
-    private mutating func resync(_ c: Int, from bytes: [UInt8]) {
-        let local = clients[c].document
-        var base: ListDocument
-        do { base = try ListDocument(snapshot: bytes, replica: local.replica) } catch {
-            report.failures.append("client \(c): the daemon's snapshot did not load: \(error)")
-            return
-        }
-        base.variant = configuration.variant
-        let unsent = local.operations.filter { !base.version.contains($0.lastID) }
-        let held = base.version
-        let made = base.remake(unsent, from: local)
-        // Each identity once: nothing made again takes the id of an operation the client made before.
-        for op in made where !unsent.contains(where: { $0.id == op.id }) {
-            if let old = unsent.first(where: { $0.id.replica == op.id.replica && op.id.counter <= $0.lastID.counter && $0.id.counter <= op.lastID.counter }) {
-                report.failures.append("client \(c): an operation made again as \(op.id) takes the id of its unsent \(old.id) (\(old.kind) vs \(op.kind))")
-            }
-        }
-        let shown = Set(base.snapshot().sections.flatMap { $0.items.map { Array($0.value) } })
-        let sectionsThere = Set(base.snapshot().sections.map(\.id))
-        let localSnapshot = local.snapshot()
-        let insertedSections = Set(unsent.filter { if case .insertSection = $0.kind { true } else { false } }.map { SectionID($0.id) })
-        for op in unsent {
-            guard case .insertItem = op.kind, let at = localSnapshot.indexPath(of: ItemID(op.id)) else { continue }
-            let section = localSnapshot.sections[at.section]
-            guard sectionsThere.contains(section.id) || insertedSections.contains(section.id) else { continue }
-            let value = section.items[at.item].value
-            if !shown.contains(Array(value)) {
-                report.failures.append("client \(c): unsent item \(String(decoding: value, as: UTF8.self)) lost in a re-sync")
-            }
-        }
-        clients[c].document = base
-        clients[c].resync = false
-        clients[c].acked = held
-        // A drag in progress ends (its rows may be gone), as when a client forgets its copy; the
-        // others hear its end.
-        clients[c].generation += 1
-        publishPresence(c, .idle)
-        report.snapshots += 1
-        report.remade += made.count
-        if !made.isEmpty, !sendsInOrder {
-            let (_, sent) = clients[c].session.send(document, made, now: nowNs)
-            performClient(c, sent)
-        }
-        reportSeen(c)
-    }
-
     // MARK: Edits
 
-    private mutating func makeEdit(at r: Int) {
+    mutating func makeEdit(at r: Int) {
         let before = clients[r].document.operationCount
         let edit = RandomEdit.random(for: clients[r].document, workload: configuration.workload, using: &rng) {
             valueCounter += 1
@@ -810,7 +680,7 @@ public struct Simulator: Sendable {
 
     /// A drag session on client `r`: lift a random item, hover a few times while remote
     /// operations arrive, then drop (one operation, or none if cancelled or dropped in place).
-    private mutating func drag(at r: Int) {
+    mutating func drag(at r: Int) {
         report.edits += 1
         report.drags += 1
         let before = clients[r].document.operationCount
@@ -855,21 +725,21 @@ public struct Simulator: Sendable {
     }
 
     /// Client `r`'s drag as presence, through its coalescing outbox (sent now or on a later tick).
-    private mutating func publishPresence(_ r: Int, _ activity: PresenceActivity) {
+    mutating func publishPresence(_ r: Int, _ activity: PresenceActivity) {
         let replica = clients[r].document.replica
         if let due = clients[r].presence.publish(document, activity, replica: replica, name: "client \(r)", now: nowNs) {
             sendPresence(r, due)
         }
     }
 
-    private mutating func sendPresence(_ c: Int, _ presence: Presence) {
+    mutating func sendPresence(_ c: Int, _ presence: Presence) {
         let actions = clients[c].session.publish(document, presence)
         report.presenceSent += actions.count
         performClient(c, actions)
     }
 
     /// Sends client `r`'s operations from log position `before` on, as one edit.
-    private mutating func publish(_ r: Int, since before: Int) {
+    mutating func publish(_ r: Int, since before: Int) {
         let made = clients[r].document.operations(in: before..<clients[r].document.operationCount)
         report.operations += made.count
         if sendsInOrder {
@@ -884,7 +754,7 @@ public struct Simulator: Sendable {
     // MARK: The end
 
     /// Heals the network, stops faults, and runs anti-entropy until every replica has everything.
-    private mutating func quiesce() {
+    mutating func quiesce() {
         network.healAll()
         network.faults = NetworkFaults(latency: configuration.faults.latency)
         for round in 1...60 {
@@ -903,27 +773,13 @@ public struct Simulator: Sendable {
         report.failures.append("replicas did not become quiet after 60 anti-entropy rounds")
     }
 
-    /// With compaction and several daemons: once quiet, the run goes on until no daemon holds
-    /// `compactAfter` operations or more since its last compaction (each daemon's table reached
-    /// the others and every daemon compacted), for at most 30 anti-entropy intervals; a daemon
-    /// that does not get there fails the run (liveness: quiet, everyone has seen everything).
-    private mutating func settleCompaction() {
-        guard let minOperations = configuration.compactAfter, daemons.count > 1, report.failures.isEmpty else { return }
-        for _ in 1...30 where daemons.contains(where: { $0.core.document.operationCount >= minOperations }) {
-            step(until: network.now + configuration.antiEntropyInterval)
-        }
-        for (d, daemon) in daemons.enumerated() where daemon.core.document.operationCount >= minOperations {
-            report.failures.append("daemon \(d) did not compact once quiet (\(daemon.core.document.operationCount) operations since its floor)")
-        }
-    }
-
     /// Every drag ended: after the presence time to live, no client shows another's drag (ended
     /// by its `idle`, or expired when that was lost), and no daemon wrote presence to its disk.
     ///
     /// Running the network for the whole time to live more than doubles a run's frames (hellos
     /// and ticks): one seed in eight does; the others check the boards at the time to live
     /// without running it (what is in flight then is not seen).
-    private mutating func checkPresenceEnded() {
+    mutating func checkPresenceEnded() {
         let written = daemons.map(\.disk.bytesWritten)
         let ttl = PresenceBoard.defaultTTL / 1_000_000 + 1
         let runs = configuration.seed % 8 == 0
@@ -939,7 +795,7 @@ public struct Simulator: Sendable {
         }
     }
 
-    private mutating func check() {
+    mutating func check() {
         let docs = replicaDocuments
         let reference = docs[0].snapshot()
         let state = docs[0].encodedState()

@@ -1,0 +1,152 @@
+import ListTable
+@_spi(Testing) import ListCRDT
+@_spi(Testing) import ListSync
+
+// The simulator with compaction (`--compact-after`): what the daemons' hosts and the devices do
+// about stability, the floor and re-syncs, driven by ``Simulator``'s event loop.
+
+extension Simulator {
+    // MARK: Compaction
+
+    /// The stability's clock: virtual milliseconds (a daemon's counts seconds; only differences
+    /// against ``SimulationConfiguration/retireAfter`` matter).
+    var stabilityNow: UInt64 { network.now }
+
+    /// What the host does after every batch and `seen` (DocumentHost.compactIfDue): refresh the
+    /// stability (retiring silent senders), and compact at the core's compaction point if any,
+    /// writing the stability first and the snapshot (the disk's next generation) after.
+    mutating func compactIfDue(_ d: Int) {
+        guard let minOperations = configuration.compactAfter else { return }
+        if daemons[d].core.isPeered {
+            // With peers: this daemon's entry first, written down before it is gossiped.
+            let (changed, retired) = daemons[d].core.refreshPeers(now: stabilityNow, retireAfter: configuration.retireAfter)
+            report.retired += retired.count
+            if changed { daemons[d].savedStability = daemons[d].core.stability }
+            performCore(d, daemons[d].core.gossip(now: network.now, interval: Self.gossipInterval))
+        }
+        guard daemons[d].core.document.operationCount >= minOperations else { return }
+        let (changed, retired) = daemons[d].core.refreshStability(now: stabilityNow, retireAfter: configuration.retireAfter)
+        report.retired += retired.count
+        if changed { daemons[d].savedStability = daemons[d].core.stability }
+        guard let point = daemons[d].core.compactionPoint(minOperations: minOperations) else { return }
+        daemons[d].savedStability = daemons[d].core.stability
+        do {
+            try daemons[d].core.compact(at: point)
+        } catch {
+            report.failures.append("daemon \(d): compaction at its own compaction point refused: \(error)")
+            return
+        }
+        daemons[d].disk.compact(snapshot: daemons[d].core.document.encodedSnapshot(), epoch: epoch)
+        report.compactions += 1
+        report.compactionsPerDaemon[d] += 1
+        performCore(d, daemons[d].core.floorAnnouncements())
+    }
+
+    /// The daemon compacted at `floor` (`stable`): client `c` compacts its copy there too if it
+    /// holds exactly that version (as SyncClient does); its view must not change.
+    mutating func compactClient(_ c: Int, at floor: VersionVector) {
+        guard clients[c].document.version == floor, clients[c].document.historyFloor != floor else { return }
+        let before = clients[c].document.snapshot()
+        do { try clients[c].document.compact(stable: floor) } catch {
+            report.failures.append("client \(c): compaction at the daemon's floor refused: \(error)")
+            return
+        }
+        if clients[c].document.snapshot() != before { report.failures.append("client \(c): its compaction changed what it shows") }
+        report.clientCompactions += 1
+    }
+
+    /// Sends everything client `c` holds that the daemon has not acknowledged, in order, as one
+    /// edit, if it is caught up (as SyncClient does).
+    mutating func sendUnacknowledged(_ c: Int) {
+        guard clients[c].connected, clients[c].live, !clients[c].resync else { return }
+        let doc = clients[c].document
+        guard doc.hasHistory(since: clients[c].acked) else {
+            report.failures.append("client \(c): its history does not go back to what the daemon acknowledged")
+            return
+        }
+        let ops = doc.operations(since: clients[c].acked)
+        guard !ops.isEmpty else { return }
+        let (_, sent) = clients[c].session.send(document, ops, now: nowNs)
+        performClient(c, sent)
+    }
+
+    /// Client `c` says what it has seen (coalesced by its session), as a device does.
+    mutating func reportSeen(_ c: Int) {
+        guard compacting, clients[c].connected else { return }
+        let doc = clients[c].document
+        performClient(c, clients[c].session.reportSeen(document, replica: doc.replica, version: doc.version, role: .compactingDevice, now: nowNs))
+    }
+
+    /// A batch of client `c` was refused for the compaction floor: it was left behind (retired
+    /// while away). It subscribes again from nothing, for the daemon's snapshot (as SyncClient does).
+    mutating func refusedForFloor(_ c: Int) {
+        report.refusedCompacted += 1
+        guard clients[c].connected, !clients[c].resync else { return }
+        clients[c].resync = true
+        performClient(c, clients[c].session.unsubscribe(document))
+        resubscribe(c)
+    }
+
+    /// The catch-up of client `c` is a snapshot: it becomes the client's document, with the edits
+    /// the daemon lacks made again on it (``ListDocument/remake(_:from:)``), which are sent. Checks
+    /// that every item the client inserted and did not send is still shown, unless its section is gone.
+    mutating func resync(_ c: Int, from bytes: [UInt8]) {
+        let local = clients[c].document
+        var base: ListDocument
+        do { base = try ListDocument(snapshot: bytes, replica: local.replica) } catch {
+            report.failures.append("client \(c): the daemon's snapshot did not load: \(error)")
+            return
+        }
+        base.variant = configuration.variant
+        let unsent = local.operations.filter { !base.version.contains($0.lastID) }
+        let held = base.version
+        let made = base.remake(unsent, from: local)
+        // Each identity once: nothing made again takes the id of an operation the client made before.
+        for op in made where !unsent.contains(where: { $0.id == op.id }) {
+            if let old = unsent.first(where: { $0.id.replica == op.id.replica && op.id.counter <= $0.lastID.counter && $0.id.counter <= op.lastID.counter }) {
+                report.failures.append("client \(c): an operation made again as \(op.id) takes the id of its unsent \(old.id) (\(old.kind) vs \(op.kind))")
+            }
+        }
+        let shown = Set(base.snapshot().sections.flatMap { $0.items.map { Array($0.value) } })
+        let sectionsThere = Set(base.snapshot().sections.map(\.id))
+        let localSnapshot = local.snapshot()
+        let insertedSections = Set(unsent.filter { if case .insertSection = $0.kind { true } else { false } }.map { SectionID($0.id) })
+        for op in unsent {
+            guard case .insertItem = op.kind, let at = localSnapshot.indexPath(of: ItemID(op.id)) else { continue }
+            let section = localSnapshot.sections[at.section]
+            guard sectionsThere.contains(section.id) || insertedSections.contains(section.id) else { continue }
+            let value = section.items[at.item].value
+            if !shown.contains(Array(value)) {
+                report.failures.append("client \(c): unsent item \(String(decoding: value, as: UTF8.self)) lost in a re-sync")
+            }
+        }
+        clients[c].document = base
+        clients[c].resync = false
+        clients[c].acked = held
+        // A drag in progress ends (its rows may be gone), as when a client forgets its copy; the
+        // others hear its end.
+        clients[c].generation += 1
+        publishPresence(c, .idle)
+        report.snapshots += 1
+        report.remade += made.count
+        if !made.isEmpty, !sendsInOrder {
+            let (_, sent) = clients[c].session.send(document, made, now: nowNs)
+            performClient(c, sent)
+        }
+        reportSeen(c)
+    }
+
+    /// With compaction and several daemons: once quiet, the run goes on until no daemon holds
+    /// `compactAfter` operations or more since its last compaction (each daemon's table reached
+    /// the others and every daemon compacted), for at most 30 anti-entropy intervals; a daemon
+    /// that does not get there fails the run (liveness: quiet, everyone has seen everything).
+    mutating func settleCompaction() {
+        guard let minOperations = configuration.compactAfter, daemons.count > 1, report.failures.isEmpty else { return }
+        for _ in 1...30 where daemons.contains(where: { $0.core.document.operationCount >= minOperations }) {
+            step(until: network.now + configuration.antiEntropyInterval)
+        }
+        for (d, daemon) in daemons.enumerated() where daemon.core.document.operationCount >= minOperations {
+            report.failures.append("daemon \(d) did not compact once quiet (\(daemon.core.document.operationCount) operations since its floor)")
+        }
+    }
+}
