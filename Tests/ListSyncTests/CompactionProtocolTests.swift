@@ -164,6 +164,29 @@ import ListSyncTestSupport
         #expect(Self.snapshot(core.hello(Self.late, version: VersionVector()).sent(to: Self.late)) != nil)
     }
 
+    @Test("subscribers behind the floor at the same state get the same snapshot parts (made once); after a new durable batch the next one's snapshot holds it")
+    func snapshotPartsShared() throws {
+        let (core0, _, _) = try Self.compacted(maxFrame: 256)
+        var core = core0
+        let parts = { (sent: [SyncMessage]) in sent.filter { if case .snapshot = $0 { true } else { false } } }
+        let firstFrames = core.subscribe(Self.late, epoch: 7, version: VersionVector()).frames(to: Self.late)
+        let secondFrames = core.subscribe(SubscriberID(4), epoch: 7, version: VersionVector()).frames(to: SubscriberID(4))
+        let first = parts(firstFrames.compactMap { try? SyncMessage(decoding: $0) })
+        let second = parts(secondFrames.compactMap { try? SyncMessage(decoding: $0) })
+        #expect(first.count >= 2 && first == second)
+        // Made once: the second subscriber's parts are the first's bytes, not a copy.
+        let storage = { (frames: [[UInt8]]) in frames.filter { $0.count > 2 && $0[1] == 20 }.map { $0.withUnsafeBufferPointer { UInt(bitPattern: $0.baseAddress) } } }
+        #expect(storage(firstFrames).count == first.count && storage(firstFrames) == storage(secondFrames))
+        // A batch made durable: the next catch-up is a snapshot of the new state.
+        let more = Fixture.edits(on: core.document, replica: 2, count: 2)
+        let received = core.receive(more, batch: 2, from: Self.live)
+        _ = core.durable(ticket: try #require(received.appends.first).ticket)
+        let third = core.subscribe(SubscriberID(5), epoch: 7, version: VersionVector()).sent(to: SubscriberID(5))
+        let loaded = try ListDocument(snapshot: try #require(Self.snapshot(third)), replica: ReplicaID(6))
+        #expect(loaded.version == core.document.version && loaded.snapshot() == core.document.snapshot())
+        #expect(parts(third) != first)
+    }
+
     @Test("the snapshot catch-up is stepped like an operations catch-up: a step, then wait for room; operations made meanwhile follow it, then synced")
     func snapshotStepped() throws {
         var (core, _, _) = try Self.compacted(maxFrame: 256, stepBytes: 1)

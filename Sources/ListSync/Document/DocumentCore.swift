@@ -105,6 +105,14 @@ public struct DocumentCore: Sendable {
     var inFlight: [InFlight] = []
     private var nextTicket: UInt64 = 1
     var subscribers: [SubscriberID: Subscriber] = [:]
+    /// What identifies the document's state for ``snapshotFrames()``.
+    struct SnapshotKey: Equatable {
+        var version: VersionVector
+        var pending: Int
+        var floor: VersionVector?
+    }
+    /// The last snapshot catch-up's frames (``snapshotFrames()``), while the document is as it was.
+    private var snapshotCache: (key: SnapshotKey, frames: [[UInt8]])?
     /// Whether the stability table changed since it was last gossiped to the peer links, and
     /// when that was (``gossip(now:interval:)``).
     var gossipDirty = false
@@ -282,6 +290,7 @@ public struct DocumentCore: Sendable {
     /// The append of `ticket` is durable.
     public mutating func durable(ticket: UInt64) -> [Action] {
         guard destroyedReason == nil else { return [] }
+        snapshotCache = nil   // the document moved on: its next snapshot is another
         markDurable(ticket)
         return release()
     }
@@ -531,6 +540,24 @@ public struct DocumentCore: Sendable {
     /// - Complexity: O(size) of the snapshot.
     private mutating func sendSnapshotIfQuiet(_ subscriber: SubscriberID) -> [Action] {
         guard var sub = subscribers[subscriber], sub.snapshotDue, inFlight.isEmpty, failure == nil else { return [] }
+        sub.snapshotDue = false
+        sub.snapshotFrames = snapshotFrames()
+        sub.queue = []
+        sub.next = 0
+        sub.catchUp = 0..<0
+        sub.syncedDue = true
+        subscribers[subscriber] = sub
+        return sub.waiting ? [] : pump(subscriber)
+    }
+
+    /// The document's snapshot as `snapshot` frames under the frame size, last part first (sent
+    /// from the end: popLast is O(1)). Made once per state of the document: subscribers that
+    /// catch up from it meanwhile share the same parts (the arrays' storage), not a copy each.
+    ///
+    /// - Complexity: O(size) of the snapshot the first time, O(parts) after.
+    private mutating func snapshotFrames() -> [[UInt8]] {
+        let key = SnapshotKey(version: document.version, pending: document.pendingCount, floor: document.historyFloor)
+        if let cached = snapshotCache, cached.key == key { return cached.frames }
         let bytes = document.encodedSnapshot()
         let part = maxFrame - 32
         var frames: [[UInt8]] = []
@@ -541,14 +568,9 @@ public struct DocumentCore: Sendable {
             at = end
         } while at < bytes.count
         assert(frames.allSatisfy { $0.count <= maxFrame })
-        sub.snapshotDue = false
-        sub.snapshotFrames = frames.reversed()   // sent from the end: popLast is O(1)
-        sub.queue = []
-        sub.next = 0
-        sub.catchUp = 0..<0
-        sub.syncedDue = true
-        subscribers[subscriber] = sub
-        return sub.waiting ? [] : pump(subscriber)
+        frames.reverse()
+        snapshotCache = (key, frames)
+        return frames
     }
 
     /// Whether `subscriber` is attached.
