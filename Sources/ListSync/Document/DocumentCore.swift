@@ -90,8 +90,8 @@ public struct DocumentCore: Sendable {
     /// §7): fed by ``seen(_:replica:version:role:now:)``, kept on disk by the driver.
     public internal(set) var stability: DocumentStability
     /// Compactions made since the core was made (``compact(at:)``), and the last one's report.
-    public private(set) var compactions = 0
-    public private(set) var lastCompaction: CompactionReport?
+    public internal(set) var compactions = 0
+    public internal(set) var lastCompaction: CompactionReport?
     /// Operations refused because they were made before the compaction floor (``SyncErrorCode/compacted``).
     public private(set) var refusedBeforeFloor = 0
     /// The greatest counter of each replica refused for the floor: an operation that depends on
@@ -112,7 +112,7 @@ public struct DocumentCore: Sendable {
         var floor: VersionVector?
     }
     /// The last snapshot catch-up's frames (``snapshotFrames()``), while the document is as it was.
-    private var snapshotCache: (key: SnapshotKey, frames: [[UInt8]])?
+    var snapshotCache: (key: SnapshotKey, frames: [[UInt8]])?
     /// Whether the stability table changed since it was last gossiped to the peer links, and
     /// when that was (``gossip(now:interval:)``).
     var gossipDirty = false
@@ -431,148 +431,6 @@ public struct DocumentCore: Sendable {
         return relayPresence(Presence(replica: last.replica, name: last.name, activity: .idle), except: subscriber)
     }
 
-    // MARK: Stability and compaction
-
-    /// `subscriber` says replica `replica` has seen every operation of `version`, at `now`
-    /// (seconds of the wall clock, for the retire period). Not attached: nothing.
-    ///
-    /// - Returns: whether ``stability`` changed in a way to write down at once (a new sender, a
-    ///   sender that keeps no copy, a relay); acknowledgements alone may wait for the next write.
-    /// - Complexity: O(r log r) for r replicas in the version.
-    public mutating func seen(_ subscriber: SubscriberID, replica: ReplicaID, version: VersionVector, role: SeenRole,
-                              now: UInt64) -> Bool {
-        guard var sub = subscribers[subscriber], destroyedReason == nil else { return false }
-        stabilityClock = now
-        var v = sub.seen ?? VersionVector()
-        v.formUnion(version)
-        sub.seen = v
-        sub.replica = replica
-        sub.role = role
-        subscribers[subscriber] = sub
-        switch role {
-        case .live: return stability.heardFromLive(replica)
-        case .device, .compactingDevice:
-            return stability.heardFromDevice(replica, version: version, caughtUp: document.hasHistory(since: version), now: now)
-        case .relay:
-            let changed = stability.heardFromRelay(replica, me: document.replica, now: now)
-            if changed { gossipDirty = true }
-            return changed
-        }
-    }
-
-    /// Brings ``stability`` up to `now` (seconds): every author of the document not known yet
-    /// becomes a sender (the daemon's own replica aside), attached devices are heard of, and
-    /// senders silent for `retireAfter` seconds are retired.
-    ///
-    /// - Returns: whether ``stability`` changed, and the replicas retired now.
-    /// - Complexity: O(s log s + r) for s senders and r replicas in the document's version.
-    public mutating func refreshStability(now: UInt64, retireAfter: UInt64) -> (changed: Bool, retired: [ReplicaID]) {
-        stabilityClock = now
-        var counters = document.version.counters
-        counters[document.replica] = nil
-        let authors = VersionVector(counters)
-        var changed = stability.noteAuthors(of: authors, now: now)
-        for sub in subscribers.values where sub.role?.isDevice == true {
-            if let r = sub.replica { stability.attached(r, now: now) }
-        }
-        // With peers nobody is retired: a replica left out of a floor is refused only where that
-        // floor was compacted, and another daemon may have taken its operations (Docs/Semantics.md
-        // §7, "Peers").
-        let retired = isPeered ? [] : stability.retireSilent(now: now, after: retireAfter)
-        changed = changed || !retired.isEmpty
-        return (changed, retired)
-    }
-
-    /// Whether the document is settled enough for ``compactionPoint(minOperations:)`` to answer:
-    /// nothing in flight or waiting for its causes, at least `minOperations` logged, every
-    /// subscriber but the peer links has said it has seen exactly the document's version, and
-    /// none has anything queued. The driver asks this before refreshing the senders
-    /// (``refreshStability(now:retireAfter:)``), which a busy document need not pay for after
-    /// every batch.
-    ///
-    /// - Complexity: O(n) for n subscribers.
-    public func isSettled(minOperations: Int) -> Bool {
-        guard failure == nil, destroyedReason == nil, inFlight.isEmpty, document.pendingCount == 0,
-              document.operationCount >= max(minOperations, 1), document.version == durableVersion else { return false }
-        let version = durableVersion
-        return subscribers.values.allSatisfy { sub in
-            (sub.role == .relay || sub.seen == version) && sub.next == sub.queue.count && !sub.snapshotDue
-        }
-    }
-
-    /// The version at which the document may be compacted now (``compact(at:)``), or nil: it must
-    /// be quiescent and stable (Docs/Semantics.md §7): nothing in flight or waiting for its
-    /// causes, every subscriber but the peer links has said it has seen exactly the document's
-    /// version, none has anything queued, every sender that is not retired has reported exactly
-    /// that version too, and, with peers, every peer daemon has too (``peersAllow(_:)``).
-    /// `minOperations`: the least number of operations logged since the last compaction worth
-    /// collecting.
-    ///
-    /// - Complexity: O(n + s × r log r) for n subscribers, s senders and r replicas.
-    public func compactionPoint(minOperations: Int) -> VersionVector? {
-        guard isSettled(minOperations: minOperations), let version = localQuiescentVersion else { return nil }
-        guard !isPeered || peersAllow(version) else { return nil }
-        return version
-    }
-
-    /// Compacts the document at `stable` (from ``compactionPoint(minOperations:)``): its history
-    /// before `stable` and what is dead are collected (``ListDocument/compact(stable:)``). The
-    /// driver then writes a snapshot and trims the log; from now on a catch-up behind `stable` is
-    /// a snapshot and operations made before it are refused with ``SyncErrorCode/compacted``.
-    ///
-    /// - Throws: ``CompactionError`` if `stable` is not the document's version; nothing changes.
-    /// - Complexity: that of ``ListDocument/compact(stable:)``.
-    @discardableResult
-    public mutating func compact(at stable: VersionVector) throws(CompactionError) -> CompactionReport {
-        precondition(inFlight.isEmpty && failure == nil, "compaction with batches in flight")
-        let report = try document.compact(stable: stable)
-        durableCount = document.operationCount
-        compactions += 1
-        lastCompaction = report
-        assert(durableVersion == document.version && document.historyFloor == stable)
-        return report
-    }
-
-    /// Sends `subscriber` the document as a snapshot (in parts under the frame size), then
-    /// `synced`, if nothing is in flight (the snapshot then holds only durable operations);
-    /// otherwise it waits for ``release()``.
-    ///
-    /// - Complexity: O(size) of the snapshot.
-    private mutating func sendSnapshotIfQuiet(_ subscriber: SubscriberID) -> [Action] {
-        guard var sub = subscribers[subscriber], sub.snapshotDue, inFlight.isEmpty, failure == nil else { return [] }
-        sub.snapshotDue = false
-        sub.snapshotFrames = snapshotFrames()
-        sub.queue = []
-        sub.next = 0
-        sub.catchUp = 0..<0
-        sub.syncedDue = true
-        subscribers[subscriber] = sub
-        return sub.waiting ? [] : pump(subscriber)
-    }
-
-    /// The document's snapshot as `snapshot` frames under the frame size, last part first (sent
-    /// from the end: popLast is O(1)). Made once per state of the document: subscribers that
-    /// catch up from it meanwhile share the same parts (the arrays' storage), not a copy each.
-    ///
-    /// - Complexity: O(size) of the snapshot the first time, O(parts) after.
-    private mutating func snapshotFrames() -> [[UInt8]] {
-        let key = SnapshotKey(version: document.version, pending: document.pendingCount, floor: document.historyFloor)
-        if let cached = snapshotCache, cached.key == key { return cached.frames }
-        let bytes = document.encodedSnapshot()
-        let part = maxFrame - 32
-        var frames: [[UInt8]] = []
-        var at = 0
-        repeat {
-            let end = min(at + part, bytes.count)
-            frames.append(SyncMessage.snapshot(document: id, part: Array(bytes[at..<end]), more: end < bytes.count).encoded())
-            at = end
-        } while at < bytes.count
-        assert(frames.allSatisfy { $0.count <= maxFrame })
-        frames.reverse()
-        snapshotCache = (key, frames)
-        return frames
-    }
-
     /// Whether `subscriber` is attached.
     public func isSubscribed(_ subscriber: SubscriberID) -> Bool { subscribers[subscriber] != nil }
 
@@ -721,7 +579,7 @@ public struct DocumentCore: Sendable {
     }
 
     /// Sends queued operations to `s` up to ``stepBytes``; then asks for room, or says `synced`.
-    private mutating func pump(_ s: SubscriberID) -> [Action] {
+    mutating func pump(_ s: SubscriberID) -> [Action] {
         guard var sub = subscribers[s], !sub.waiting else { return [] }
         var actions: [Action] = []
         var sent = 0
