@@ -93,8 +93,21 @@ public struct SimulationReport: Sendable, CustomStringConvertible {
     /// Whether the run compacted (the report then says what compaction did).
     public var compacting = false
 
-    /// An empty report (runs fill theirs in; tests add reports up in one).
+    /// An empty report (runs fill theirs in; tests add reports up in one with ``addCounts(of:)``).
     public init() {}
+
+    /// Adds `other`'s counts (daemons, crashes, acknowledged, edits, frames and bytes, and what
+    /// compaction did) to this report's: a total over many runs. Failures and per-run figures
+    /// (seed, time, what is visible at the end) are not added.
+    public mutating func addCounts(of other: SimulationReport) {
+        daemons += other.daemons; crashes += other.crashes
+        acknowledged += other.acknowledged; acknowledgedLost += other.acknowledgedLost
+        edits += other.edits; operations += other.operations
+        framesSent += other.framesSent; bytesSent += other.bytesSent
+        compactions += other.compactions; retired += other.retired; snapshots += other.snapshots
+        remade += other.remade; refusedCompacted += other.refusedCompacted
+        clientCompactions += other.clientCompactions; stabilityGossips += other.stabilityGossips
+    }
     /// Every invariant that failed; empty when the run passed.
     public var failures: [String] = []
 

@@ -11,16 +11,9 @@ extension LiveDocument {
     /// - Complexity: that of ``ListCRDT/ListDocument/compact(stable:)``.
     @discardableResult
     public func compact(at floor: VersionVector) throws(CompactionError) -> CompactionReport {
-        let result: Result<CompactionReport, CompactionError> = state.withLock { state in
-            var document = state.document
-            do throws(CompactionError) {
-                let report = try document.compact(stable: floor)
-                state.document = document
-                return .success(report)
-            } catch {
-                return .failure(error)
-            }
+        // In place: a refused compaction changes nothing, and a copy would duplicate the document.
+        try state.withLock { (state) throws(CompactionError) -> CompactionReport in
+            try state.document.compact(stable: floor)
         }
-        return try result.get()
     }
 }

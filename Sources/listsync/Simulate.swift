@@ -83,18 +83,13 @@ func runSimulate(_ args: [String]) throws -> Int32 {
     }
     let first = config.seed
     var failed: [UInt64] = []
-    var edits = 0, frames = 0, bytes = 0
-    var compactions = 0, retired = 0, snapshots = 0, remade = 0, refused = 0, clientCompactions = 0
+    var total = SimulationReport()
     let start = Date()
     for k in 0..<runs {
         config.seed = first &+ k
         var simulator = Simulator(config)
         let report = simulator.run()
-        edits += report.edits
-        frames += report.framesSent
-        bytes += report.bytesSent
-        compactions += report.compactions; retired += report.retired; snapshots += report.snapshots
-        remade += report.remade; refused += report.refusedCompacted; clientCompactions += report.clientCompactions
+        total.addCounts(of: report)
         if !report.passed { failed.append(config.seed) }
         if !quiet || !report.passed {
             print(report)
@@ -108,9 +103,9 @@ func runSimulate(_ args: [String]) throws -> Int32 {
     }
     if runs > 1 || quiet {
         let seconds = Date().timeIntervalSince(start)
-        print("summary: \(runs) runs × \(config.replicas) replicas × \(config.operations) edits: \(edits) edits, \(frames) frames, \(bytes) bytes, \(runs - UInt64(failed.count)) passed, \(failed.count) failed, \(String(format: "%.1f", seconds)) s")
+        print("summary: \(runs) runs × \(config.replicas) replicas × \(config.operations) edits: \(total.edits) edits, \(total.framesSent) frames, \(total.bytesSent) bytes, \(runs - UInt64(failed.count)) passed, \(failed.count) failed, \(String(format: "%.1f", seconds)) s")
         if config.compactAfter != nil {
-            print("compaction: \(compactions) compactions, \(retired) senders retired, \(snapshots) snapshot catch-ups, \(remade) operations remade, \(refused) batches refused as compacted, \(clientCompactions) client compactions")
+            print("compaction: \(total.compactions) compactions, \(total.retired) senders retired, \(total.snapshots) snapshot catch-ups, \(total.remade) operations remade, \(total.refusedCompacted) batches refused as compacted, \(total.clientCompactions) client compactions")
         }
         if !failed.isEmpty { print("failed seeds: \(failed.prefix(20).map(String.init).joined(separator: " "))") }
     }

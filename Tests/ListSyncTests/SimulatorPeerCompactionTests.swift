@@ -22,11 +22,7 @@ import ListSyncTestTraits
             configure(&config, seed)
             var sim = Simulator(config)
             let report = sim.run()
-            total.compactions += report.compactions
-            total.stabilityGossips += report.stabilityGossips
-            total.crashes += report.crashes
-            total.acknowledged += report.acknowledged
-            total.daemons += report.daemons
+            total.addCounts(of: report)
             // Every daemon compacted in every run.
             total.compactionsPerDaemon.append(report.compactionsPerDaemon.min() ?? 0)
             if !report.passed {

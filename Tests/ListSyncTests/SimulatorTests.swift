@@ -63,14 +63,7 @@ import ListSyncTestTraits
             config.compactAfter = 10
             var sim = Simulator(config)
             let report = sim.run()
-            total.compactions += report.compactions
-            total.retired += report.retired
-            total.snapshots += report.snapshots
-            total.remade += report.remade
-            total.refusedCompacted += report.refusedCompacted
-            total.clientCompactions += report.clientCompactions
-            total.crashes += report.crashes
-            total.acknowledged += report.acknowledged
+            total.addCounts(of: report)
             if !report.passed {
                 failures += 1
                 Issue.record("\(report)\nreplay: swift run listsync simulate --seed \(seed) --replicas \(config.replicas) --crashes \(config.crashes) --ops 100 --compact-after 10")

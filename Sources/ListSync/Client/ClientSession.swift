@@ -136,19 +136,40 @@ public struct ClientSession: Sendable {
     private var edits: [UInt64: Edit] = [:]
     private var subscribing: [DocumentID: UInt64] = [:]
     private var live: Set<DocumentID> = []
-    /// Whether ``reportSeen(_:replica:version:role:now:)`` sends anything: false once a daemon of
-    /// an older build refused `seen` as an unknown message (it then closes the connection). The
-    /// driver carries it to its next session on the same daemon, so that the client reconnects
-    /// once, not again and again (Docs/Protocol.md, "Compaction").
-    public var sendsSeen = true
-    /// Whether `seen` says ``SeenRole/compactingDevice`` as asked: false once a daemon of an
-    /// older build refused that role (it then closes the connection); later reports say
-    /// ``SeenRole/device`` instead. Carried to the next session as ``sendsSeen`` is.
-    public var saysCompactingDevice = true
-    /// Whether the daemon reads `stability` (a peer link relays its document cores' tables to
-    /// it): false once a daemon of an older build refused it as an unknown message. The driver
-    /// carries it to its next session on the same daemon, as ``sendsSeen``.
-    public var sendsStability = true
+    /// What a daemon of an older build refused as malformed (it then closes the connection): the
+    /// driver carries it to its next session on the same daemon (``refusedByDaemon``), so that the
+    /// client reconnects once, not again and again (Docs/Protocol.md, "Compaction").
+    public struct OlderDaemon: OptionSet, Sendable, Hashable {
+        public let rawValue: UInt8
+        public init(rawValue: UInt8) { self.rawValue = rawValue }
+        /// `seen` (tag 19): ``reportSeen(_:replica:version:role:now:)`` sends nothing.
+        public static let seen = OlderDaemon(rawValue: 1)
+        /// The role ``SeenRole/compactingDevice``: `seen` says ``SeenRole/device`` instead.
+        public static let compactingDevice = OlderDaemon(rawValue: 2)
+        /// `stability` (tag 21): a peer link stops relaying its cores' tables.
+        public static let stability = OlderDaemon(rawValue: 4)
+
+        /// The refusal's text that names each (the end of an older `ServerSession`'s answer).
+        static let refusals: [(OlderDaemon, String)] = [
+            (.seen, "unknown message type \(SyncMessage.seenTag)"),
+            (.compactingDevice, "seen role \(SeenRole.compactingDevice.rawValue)"),
+            (.stability, "unknown message type \(SyncMessage.stabilityTag)"),
+        ]
+    }
+    /// What the daemon refused, on this session or (set by the driver) an earlier one.
+    public var refusedByDaemon: OlderDaemon = []
+    /// Whether ``reportSeen(_:replica:version:role:now:)`` sends anything (``OlderDaemon/seen``).
+    public var sendsSeen: Bool {
+        get { !refusedByDaemon.contains(.seen) }
+        set { if newValue { refusedByDaemon.remove(.seen) } else { refusedByDaemon.insert(.seen) } }
+    }
+    /// Whether `seen` says ``SeenRole/compactingDevice`` as asked (``OlderDaemon/compactingDevice``).
+    public var saysCompactingDevice: Bool {
+        get { !refusedByDaemon.contains(.compactingDevice) }
+        set { if newValue { refusedByDaemon.remove(.compactingDevice) } else { refusedByDaemon.insert(.compactingDevice) } }
+    }
+    /// Whether the daemon reads `stability` (``OlderDaemon/stability``).
+    public var sendsStability: Bool { !refusedByDaemon.contains(.stability) }
     /// Snapshot parts received so far, by document.
     private var snapshotParts: [DocumentID: [UInt8]] = [:]
     /// `seen` reports: the last one sent (with when), and the next one waiting for its interval.
@@ -339,20 +360,12 @@ public struct ClientSession: Sendable {
             return []
         case let .error(r, doc, code, text):
             let e = ClientSessionError.refused(code, text)
-            if code == .malformed, doc == nil, text.hasSuffix("unknown message type \(SyncMessage.seenTag)") {
-                // An older daemon: it closes the connection now; do not say `seen` to it again.
-                sendsSeen = false
+            if code == .malformed, doc == nil,
+               let (older, _) = OlderDaemon.refusals.first(where: { text.hasSuffix($0.1) }) {
+                // An older daemon: it closes the connection now; what it refused is not said to
+                // it again (a kept `seen` would be: drop it).
+                refusedByDaemon.insert(older)
                 seenDue = [:]
-            }
-            if code == .malformed, doc == nil, text.hasSuffix("seen role \(SeenRole.compactingDevice.rawValue)") {
-                // A daemon older than the compacting device role: say `device` to it from now on.
-                saysCompactingDevice = false
-                seenDue = [:]
-            }
-            if code == .malformed, doc == nil, text.hasSuffix("unknown message type \(SyncMessage.stabilityTag)") {
-                // An older daemon (a peer link's): it closes the connection now; the driver stops
-                // relaying stability to it.
-                sendsStability = false
             }
             if code == .revoked || code == .expired {
                 return [.accessEnded(code, text), .close(reason: text)] + fail(e)

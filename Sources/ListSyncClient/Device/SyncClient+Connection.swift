@@ -16,11 +16,10 @@ extension SyncClient {
         var creates: [UInt64: DocumentID] = [:]
         var ticker: Task<Void, Never>?
 
-        init(transport: TCPTransport, timeout: Duration, sendsSeen: Bool, saysCompactingDevice: Bool) {
+        init(transport: TCPTransport, timeout: Duration, refusedByDaemon: ClientSession.OlderDaemon) {
             self.transport = transport
             session = ClientSession(maxFrame: transport.maxFrame, timeout: timeout.nanoseconds)
-            session.sendsSeen = sendsSeen
-            session.saysCompactingDevice = saysCompactingDevice
+            session.refusedByDaemon = refusedByDaemon
         }
     }
 
@@ -103,8 +102,7 @@ extension SyncClient {
 
     /// Runs one connection until it closes.
     func serve(_ transport: TCPTransport, timeout: Duration) async {
-        let c = Connection(transport: transport, timeout: timeout, sendsSeen: daemonTakesSeen,
-                           saysCompactingDevice: daemonTakesCompactingDevice)
+        let c = Connection(transport: transport, timeout: timeout, refusedByDaemon: refusedByDaemon)
         connection = c
         c.ticker = Task { [weak self] in
             while !Task.isCancelled {
@@ -120,8 +118,7 @@ extension SyncClient {
             if c.session.isClosed { break }
         }
         c.ticker?.cancel()
-        if !c.session.sendsSeen { daemonTakesSeen = false }
-        if !c.session.saysCompactingDevice { daemonTakesCompactingDevice = false }
+        refusedByDaemon.formUnion(c.session.refusedByDaemon)
         if connection === c {
             // Detached before any wait: an edit arriving meanwhile must not use a closed session.
             connection = nil

@@ -109,11 +109,9 @@ public actor SyncClient {
     var runner: Task<Void, Never>?
     var wake: CheckedContinuation<Void, Never>?
     var isConnecting = false
-    /// False once a daemon refused `seen` (an older build): not sent again on later connections.
-    var daemonTakesSeen = true
-    /// False once a daemon refused the compacting device role (an older build): `seen` says
-    /// `device` on later connections, and the copies are not told where it compacts.
-    var daemonTakesCompactingDevice = true
+    /// What a daemon of an older build refused (`seen`, the compacting device role): not said
+    /// again on later connections (``ListSync/ClientSession/OlderDaemon``).
+    var refusedByDaemon: ClientSession.OlderDaemon = []
     var lastError: String?
     var sessionFailure: SyncFailure?
     var closed = false
