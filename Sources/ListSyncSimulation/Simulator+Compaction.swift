@@ -91,12 +91,19 @@ extension Simulator {
     /// the daemon lacks made again on it (``ListDocument/remake(_:from:)``), which are sent. Checks
     /// that every item the client inserted and did not send is still shown, unless its section is gone.
     mutating func resync(_ c: Int, from bytes: [UInt8]) {
-        let local = clients[c].document
-        var base: ListDocument
-        do { base = try ListDocument(snapshot: bytes, replica: local.replica) } catch {
+        do {
+            resync(c, onto: try ListDocument(snapshot: bytes, replica: clients[c].document.replica))
+            report.snapshots += 1
+        } catch {
             report.failures.append("client \(c): the daemon's snapshot did not load: \(error)")
-            return
         }
+    }
+
+    /// Client `c`'s re-sync onto `base`, the daemon's copy (its snapshot, or its catch-up from
+    /// nothing): `base` becomes the client's document with the edits the daemon lacks made again on it.
+    mutating func resync(_ c: Int, onto base: ListDocument) {
+        let local = clients[c].document
+        var base = base
         base.variant = configuration.variant
         let unsent = local.operations.filter { !base.version.contains($0.lastID) }
         let held = base.version
@@ -122,12 +129,12 @@ extension Simulator {
         }
         clients[c].document = base
         clients[c].resync = false
+        clients[c].resyncBase = nil
         clients[c].acked = held
         // A drag in progress ends (its rows may be gone), as when a client forgets its copy; the
         // others hear its end.
         clients[c].generation += 1
         publishPresence(c, .idle)
-        report.snapshots += 1
         report.remade += made.count
         if !made.isEmpty, !sendsInOrder {
             let (_, sent) = clients[c].session.send(document, made, now: nowNs)

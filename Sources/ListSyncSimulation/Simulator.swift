@@ -375,6 +375,11 @@ public struct Simulator: Sendable {
         // After a refusal for the compaction floor: from nothing, so that the catch-up is the
         // daemon's snapshot (as SyncClient does).
         let version = clients[c].resync ? VersionVector() : clients[c].document.version
+        if !clients[c].resync {
+            clients[c].resyncBase = nil
+        } else if clients[c].resyncBase == nil {
+            clients[c].resyncBase = ListDocument(replica: clients[c].document.replica)
+        }
         clients[c].live = false
         let actions = clients[c].session.subscribe(document, epoch: clients[c].knowsEpoch ? epoch : 0,
                                                    version: version, now: nowNs)
@@ -600,6 +605,10 @@ public struct Simulator: Sendable {
                     performClient(c, sent)
                 }
             case let .operations(_, ops):
+                if clients[c].resync, clients[c].resyncBase != nil {
+                    _ = clients[c].resyncBase!.receive(ops)
+                    continue
+                }
                 _ = clients[c].document.receive(ops)
                 if clients[c].document.pendingCount > 0 {
                     performClient(c, clients[c].session.hello(document, version: clients[c].document.version))
@@ -634,18 +643,18 @@ public struct Simulator: Sendable {
                 }
             case let .synced(_, version):
                 clients[c].acked.formUnion(version)
+                if clients[c].resync, let base = clients[c].resyncBase {
+                    // No snapshot came: the daemon did not compact (it refused an edit of a replica
+                    // no daemon counts); its catch-up from nothing is its copy, and the edits are
+                    // made again on it. Not before the catch-up holds everything `synced` says: the
+                    // answer may be that of a subscription made before the refusal (the session
+                    // cannot tell them apart), whose catch-up was from the client's version.
+                    guard base.version.includes(version) else { continue }
+                    resync(c, onto: base)
+                }
                 if sendsInOrder {
-                    clients[c].resync = false
                     clients[c].live = true
                     sendUnacknowledged(c)
-                } else if clients[c].resync {
-                    // No snapshot came (the history goes back far enough): send what it lacks.
-                    clients[c].resync = false
-                    let missing = clients[c].document.operations(since: version)
-                    if !missing.isEmpty {
-                        let (_, sent) = clients[c].session.send(document, missing, now: nowNs)
-                        performClient(c, sent)
-                    }
                 }
                 reportSeen(c)
             case let .documentError(_, code, _):
@@ -862,6 +871,9 @@ struct SimulatedClient {
     var generation = 0
     /// Refused for the compaction floor: it subscribes from nothing and waits for the snapshot.
     var resync = false
+    /// While re-syncing: the daemon's copy, built from its catch-up when that is operations (the
+    /// daemon did not compact; it refused an edit of a replica no daemon counts).
+    var resyncBase: ListDocument?
     /// With compaction: caught up (`synced`) on its current subscription; and what the daemon
     /// said it holds (subscribed, synced, acknowledgements), as SyncClient's record.
     var live = false

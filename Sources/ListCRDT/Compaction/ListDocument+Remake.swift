@@ -8,7 +8,9 @@ extension ListDocument {
     ///
     /// Those made after this document's floor (and not depending on one made before it) are
     /// received as they are, ids kept (so that a copy of one already on its way to the daemon is
-    /// taken once). Each of the others is made again as a new local operation of this
+    /// taken once). A document with no floor (a daemon that did not compact, and refused an edit
+    /// of a replica no daemon counts: Docs/Semantics.md §7, "Peers") keeps none: every one is
+    /// made again. Each of the others is made again as a new local operation of this
     /// document's replica, from what `local` shows now: an item inserted (and still there) is
     /// inserted with its current value after the nearest item before it that this document
     /// shows (at the start of its section if none; in its section, or a section inserted with
@@ -31,7 +33,7 @@ extension ListDocument {
             let onStale = op.deps.contains { d in
                 zip(staleReplicas, stale).contains { $0.0 == d.replica && $0.1.contains(d.counter) }
             }
-            if onStale || isBeforeFloor(op) {
+            if onStale || isBeforeFloor(op) || compaction == nil {
                 redo.append(op)
                 staleReplicas.append(op.id.replica)
                 stale.append(op.id.counter...op.lastID.counter)

@@ -149,6 +149,7 @@ extension DocumentCore {
         var document = document
         document.pendingLimits = self.document.pendingLimits
         self.document = document
+        publishedMark = nil
         durableVersion = document.version
         durableCount = document.operationCount
         let cut = subscribers.keys.sorted()

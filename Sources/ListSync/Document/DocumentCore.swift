@@ -98,7 +98,10 @@ public struct DocumentCore: Sendable {
     /// one of those (and not on anything known) is refused too, rather than kept waiting for it
     /// in the causal buffer for ever (where it would hold compaction back, and clash with the
     /// edits its author makes again after re-syncing).
-    private var refusedFloor: [ReplicaID: UInt64] = [:]
+    var refusedFloor: [ReplicaID: UInt64] = [:]
+    /// The version this daemon last published to its peers, and what is known to be after it
+    /// (``refuseUnaccounted(_:relay:)``).
+    var publishedMark: PublishedMark?
 
     /// Log positions below this are durable.
     var durableCount: Int
@@ -227,8 +230,10 @@ public struct DocumentCore: Sendable {
         var refused = seen.isEmpty ? [] : document.receive(seen).refused
         equivocations += refused.count
         for case let .equivocation(id) in refused { lastEquivocation = id }
-        let stale = refuseBeforeFloor(&fresh)
+        var stale = refuseBeforeFloor(&fresh)
+        if let sender { stale += refuseUnaccounted(&fresh, relay: subscribers[sender]?.role == .relay) }
         let beforeFloor = !stale.isEmpty
+        if beforeFloor { forgetRefusedAcknowledgements() }
         refused += stale
         let start = document.operationCount
         let waited = document.pendingCount
@@ -264,9 +269,7 @@ public struct DocumentCore: Sendable {
         var refusals: [ApplyError] = []
         var taken = VersionVector()   // earlier operations of the batch that pass
         fresh = fresh.filter { op in
-            let onRefused = op.deps.contains { d in
-                !document.version.contains(d) && refusedFloor[d.replica].map { d.counter <= $0 } == true
-            }
+            let onRefused = dependsOnRefused(op, taken: taken)
             let aheadOfOwn = op.deps.contains { d in
                 d.replica == op.id.replica && !document.version.contains(d) && !taken.contains(d)
             } && stability.tracker.acknowledged[op.id.replica].map { $0.includes(floor) } != true
@@ -279,6 +282,18 @@ public struct DocumentCore: Sendable {
             return false
         }
         return refusals
+    }
+
+    /// Whether `op` depends on an operation refused for the compaction floor (or as unaccounted
+    /// for, ``refuseUnaccounted(_:relay:)``) that is neither applied here nor `taken` earlier in
+    /// its batch (its author's edits made again after a re-sync reuse the refused counters, and
+    /// depend on one another within their batch).
+    ///
+    /// - Complexity: O(d) for d dependencies.
+    func dependsOnRefused(_ op: ListOperation, taken: VersionVector) -> Bool {
+        op.deps.contains { d in
+            !document.version.contains(d) && !taken.contains(d) && refusedFloor[d.replica].map { d.counter <= $0 } == true
+        }
     }
 
     /// A refusal the driver decided (a rate limit, a store it could not reopen): the sender's one

@@ -45,6 +45,15 @@ public struct StabilityTracker: Sendable, Equatable {
         acknowledged[replica, default: VersionVector()].formUnion(version)
     }
 
+    /// Lowers what `replica` acknowledged of its own operations to `counter` (its operations above
+    /// it were refused: it had reported them as seen, made, yet no replica will hold them). A
+    /// replica not counted: nothing.
+    public mutating func forgetRefused(_ replica: ReplicaID, downTo counter: UInt64) {
+        guard var ack = acknowledged[replica], ack[replica] > counter else { return }
+        ack[replica] = counter
+        acknowledged[replica] = ack
+    }
+
     /// Stops counting `replica`, which acknowledged nothing, as a sender here: another daemon
     /// counts it (Docs/Semantics.md §7, "Peers"). Returns whether it was one.
     public mutating func forget(_ replica: ReplicaID) -> Bool {

@@ -38,6 +38,10 @@ final class LocalCopy {
     /// The daemon refused an edit for its compaction floor: subscribe from nothing next, so that
     /// the catch-up is its snapshot (``SyncClient/resync(_:from:on:)``).
     var resync = false
+    /// While re-syncing with a daemon that did not compact (it refused an edit of a replica no
+    /// daemon counts: Docs/Semantics.md §7, "Peers"), its copy, built from its catch-up from
+    /// nothing (operations, not a snapshot).
+    var resyncBase: ListDocument?
 
     init(id: DocumentID, name: String, live: LiveDocument, store: DocumentStore, record: SyncRecord, replica: ReplicaID) {
         self.id = id

@@ -157,6 +157,7 @@ extension SyncClient {
         // After a refusal for the compaction floor: from nothing, so that the catch-up is the
         // daemon's snapshot (its history no longer goes back that far).
         let since = copy.resync ? VersionVector() : copy.live.document.version
+        if copy.resync, copy.resyncBase == nil { copy.resyncBase = ListDocument(replica: replica) }
         send(c.session.subscribe(copy.id, epoch: copy.record.epoch, version: since, now: EventLoop.now()), on: c)
     }
 
@@ -195,6 +196,11 @@ extension SyncClient {
                 continue
             }
             guard let copy = copies[id] else { continue }
+            if copy.resync, copy.resyncBase != nil {
+                // Re-syncing: the catch-up from nothing is the daemon's copy (``resync(_:onto:)``).
+                _ = copy.resyncBase!.receive(ops)
+                continue
+            }
             _ = copy.live.receive(ops)
             var seen = VersionVector()
             for op in ops { seen.observe(op.id) }
@@ -261,6 +267,14 @@ extension SyncClient {
             fail(copy, error)
         case let .synced(id, version):
             guard let copy = copies[id] else { break }
+            if copy.resync, let base = copy.resyncBase {
+                // No snapshot came: the daemon did not compact. Only once the catch-up holds all
+                // that `synced` says (the answer may be that of a subscription made before the
+                // refusal, from the copy's version).
+                guard base.version.includes(version) else { break }
+                resync(copy, onto: base)
+                guard !copy.resync else { break }
+            }
             copy.acknowledge(version, replica: replica)
             copy.phase = .live
             if copy.appending == 0 { sendMissing(copy) } else { copy.resendAfterAppends = true }
@@ -346,11 +360,15 @@ extension SyncClient {
     /// (``ListCRDT/ListDocument/remake(_:from:)``), written durably (replacing the store's
     /// generation) before the copy changes; `synced` then sends the remade edits.
     func resync(_ copy: LocalCopy, from bytes: [UInt8], on c: Connection) {
-        var base: ListDocument
-        do { base = try ListDocument(snapshot: bytes, replica: replica) } catch {
+        do { resync(copy, onto: try ListDocument(snapshot: bytes, replica: replica)) } catch {
             copy.failure = .refused(copy.id, .malformed, "the daemon's snapshot did not load: \(error)")
-            return
         }
+    }
+
+    /// `base`, the daemon's copy (its snapshot, or its catch-up from nothing), becomes `copy`,
+    /// with the edits the daemon lacks made again on it, written durably first.
+    func resync(_ copy: LocalCopy, onto base: ListDocument) {
+        var base = base
         let local = copy.live.document
         let unsent = local.hasHistory(since: copy.record.version)
             ? local.operations(since: copy.record.version).filter { !base.version.contains($0.lastID) } : []
@@ -362,6 +380,7 @@ extension SyncClient {
         }
         copy.live.replace(with: base)
         copy.resync = false
+        copy.resyncBase = nil
         copy.acknowledge(held, replica: replica)
         copy.recount(replica: replica)
         assert(copy.unacked.count == made.count, "\(made.count) edits made again, \(copy.unacked.count) unacknowledged")

@@ -1,0 +1,125 @@
+import ListCRDT
+
+// On a document peer daemons sync, what a client may still send once this daemon has published a
+// version to its peers (Docs/Semantics.md §7, "Peers", "Replicas no daemon counts"): an operation
+// whose author no daemon accounts for must be causally after that version, or it is refused as
+// `compacted` (its author re-syncs), on every daemon alike, whether it compacted or not.
+
+extension DocumentCore {
+    /// The version this daemon last published to its peers (its own entry of the stability
+    /// table), its heads, and which operations are known to be causally after it.
+    struct PublishedMark {
+        var version: VersionVector
+        /// The version's frontier (heads found by ``DocumentCore/heads(of:)``).
+        var heads: [OpID]
+        /// Per replica, the least counter of an operation applied here that is causally after
+        /// `version` (a replica's operations form a causal chain, so each later one is too).
+        var after: [ReplicaID: UInt64] = [:]
+
+        /// Whether `id` is known to be causally after the version (the operation it names, or
+        /// one before it of its replica, was found to be).
+        func isAfter(_ id: OpID) -> Bool { after[id.replica].map { $0 <= id.counter } == true }
+
+        mutating func markAfter(_ id: OpID) {
+            after[id.replica] = min(after[id.replica] ?? .max, id.counter)
+        }
+    }
+
+    /// The mark of the version this daemon last published, made again when that changed; nil
+    /// when no peer touches the document or this daemon has published nothing (then no daemon
+    /// can have compacted at a version it had not).
+    ///
+    /// - Complexity: O(1) while the published version is the same; else that of ``heads(of:)``.
+    mutating func currentMark() -> PublishedMark? {
+        guard isPeered, let mine = stability.peers.entries[document.replica], mine.version != VersionVector() else {
+            publishedMark = nil
+            return nil
+        }
+        if let mark = publishedMark, mark.version == mine.version { return mark }
+        publishedMark = PublishedMark(version: mine.version, heads: heads(of: mine.version))
+        return publishedMark
+    }
+
+    /// The frontier of `version`, a version this document held: the document's own frontier if
+    /// it holds exactly that, else the last operation of each replica of `version` that no other
+    /// such operation has seen (taken in decreasing counter order: an operation can only have been
+    /// seen by one of a greater Lamport counter).
+    ///
+    /// - Complexity: O(1) when `version` is the document's; else O(r × h) causal queries
+    ///   (``ListDocument/hasSeen(_:at:)``) for r replicas and h heads.
+    func heads(of version: VersionVector) -> [OpID] {
+        if version == document.version { return document.frontier.ids }
+        let last = version.counters.map { OpID(counter: $0.value, replica: $0.key) }.sorted { $0.counter > $1.counter }
+        var heads: [OpID] = []
+        for candidate in last where !heads.contains(where: { document.hasSeen(candidate, at: $0) }) {
+            heads.append(candidate)
+        }
+        return heads
+    }
+
+    /// Takes out of `fresh` (in order) the operations of a client (not a peer link: `relay`
+    /// false) that no daemon can account for: on a peered document where this daemon published
+    /// version `P`, an operation whose author no daemon's entry claims and that is not causally
+    /// after `P` (it depends on something unknown, or its author had not seen all of `P`); and
+    /// those that depend on an operation refused so. Returns their refusals (the batch is answered
+    /// `compacted`: its author re-syncs). Every operation that passes and is causally after `P`
+    /// is noted as such, from any sender, so that what depends on it is known to be after `P`
+    /// at once.
+    ///
+    /// Why (Docs/Semantics.md §7, "Peers"): a peer may have compacted at any version this daemon
+    /// published, the latest of which includes every earlier one; an author some daemon claims
+    /// reported there, so what it sends is in that daemon's copy or after its report. Any other
+    /// operation must be after `P`, or a daemon that did not compact would take it and relay it
+    /// to one that did, which refuses it: the copies would differ.
+    ///
+    /// - Complexity: O(k × d) for k operations of d dependencies while they are known to be after
+    ///   `P` or claimed; an unclaimed author's operation that is not known so costs up to h causal
+    ///   queries (``ListDocument/hasSeen(_:at:)``) for the h heads of `P`.
+    mutating func refuseUnaccounted(_ fresh: inout [ListOperation], relay: Bool) -> [ApplyError] {
+        guard var mark = currentMark() else { return [] }
+        defer { publishedMark = mark }
+        let peers = stability.peers
+        let me = document.replica
+        let mine = peers.entries[me]?.claimed ?? []
+        var refusals: [ApplyError] = []
+        var taken = VersionVector()   // operations of the batch that pass, for the later ones
+        fresh = fresh.filter { op in
+            let author = op.id.replica
+            let onRefused = !relay && dependsOnRefused(op, taken: taken)
+            var after = !onRefused && coversHeads(op, mark, quick: true)
+            // An author this daemon claims acknowledged exactly P: what it sends that P lacks, it
+            // made later.
+            if !after, !onRefused, mine.contains(author) { after = true }
+            let claimed = author == me || relay || peers.isClaimed(author)
+            if !after, !onRefused, !claimed {
+                after = op.deps.allSatisfy { document.version.contains($0) || taken.contains($0) }
+                    && coversHeads(op, mark, quick: false)
+            }
+            guard !onRefused, after || claimed else {
+                refusedFloor[author] = max(refusedFloor[author] ?? 0, op.lastID.counter)
+                refusals.append(.malformed(op.id, onRefused
+                    ? "it depends on an operation refused for the compaction floor; re-sync from a snapshot"
+                    : "no daemon accounts for its author, and it was made before the author had seen the version this daemon reported to its peers (which may have compacted there); re-sync from a snapshot"))
+                return false
+            }
+            if after { mark.markAfter(op.id) }
+            taken.observe(op.lastID)
+            return true
+        }
+        return refusals
+    }
+
+    /// Whether every head of the mark's version is in `op`'s causal past: one of its dependencies
+    /// is known to be after the version, or each head is a dependency or before one of them (of
+    /// the same replica, or, unless `quick`, by a causal query on the applied history).
+    private func coversHeads(_ op: ListOperation, _ mark: PublishedMark, quick: Bool) -> Bool {
+        let deps = op.deps.ids
+        if deps.contains(where: mark.isAfter) { return true }
+        return mark.heads.allSatisfy { h in
+            deps.contains { d in
+                (d.replica == h.replica && d.counter >= h.counter)
+                    || (!quick && document.version.contains(d) && document.hasSeen(h, at: d))
+            }
+        }
+    }
+}
