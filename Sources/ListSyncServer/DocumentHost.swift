@@ -460,12 +460,13 @@ actor DocumentHost {
     /// this run (Unix seconds), the senders that count and those retired.
     /// With peers: the peer daemons in its stability table, and how many of them reported this
     /// daemon's version (Docs/Semantics.md §7, "Peers").
-    var compactionStatus: (floor: String?, lastCompaction: UInt64, senders: Int, retired: Int, peers: Int?, peersAtVersion: Int) {
+    var compactionStatus: (floor: String?, lastCompaction: UInt64, senders: Int, retired: Int, peers: Int?, peersAtVersion: Int,
+                           refusedCompacted: Int) {
         let me = core.document.replica
         let others = core.stability.peers.entries.filter { $0.key != me }
         return (core.document.historyFloor?.description, lastCompactionTime, core.stability.tracker.acknowledged.count,
                 core.stability.tracker.retired.count, core.isPeered ? others.count : nil,
-                others.values.filter { $0.version == core.document.version }.count)
+                others.values.filter { $0.version == core.document.version }.count, core.refusedBeforeFloor)
     }
 
     /// Writes the document's stability (``DocumentStability``) atomically; a failure is logged

@@ -1,7 +1,7 @@
 import Foundation
 import ListCRDT
 import ListSync
-import ListSyncClient
+@_spi(Testing) import ListSyncClient
 import ListSyncTestTraits
 import Testing
 
@@ -76,5 +76,56 @@ struct PeerCompactionProcessTests {
         try await SyncClientTests.insert(deviceB, doc, "from B to C")
         #expect(eventually(40) { ((try? table(c, doc.description)) ?? []) == [after + ["from B to C"]] }, "\(c.log)")
         for client in [deviceA, deviceB] { await client.close() }
+    }
+
+    @Test("a device no daemon counts (it never said seen) edits offline, before the version both daemons reported; A compacted there, B did not: B refuses the edit too, the device re-syncs from B's catch-up and makes it again, and both daemons keep the same list")
+    func unaccountedDeviceNoSplit() async throws {
+        let dir = TemporaryFolder()
+        defer { dir.remove() }
+        let flags = CompactionProcessTests.flags(retireAfter: "1h")
+        let a = try DaemonProcess(data: dir.path + "/a", extra: flags)
+        defer { a.terminate() }
+        // B reports its version to A but compacts only past a million operations: never here.
+        let bFlags = ["--storage", "per-document", "--compact-after", "1000000", "--compact-interval", "0",
+                      "--retire-after", "1h", "--key-file", a.keyFile, "--peer", a.address]
+        let b = try DaemonProcess(data: dir.path + "/b", extra: bFlags)
+        defer { b.terminate() }
+        let values = (0..<25).map { "item \($0)" }
+        let (deviceA, doc) = try await CompactionProcessTests.firstDevice(a, folder: dir.path + "/da", name: "split", values: values)
+        #expect(eventually(30) { ((try? table(b, doc.description)) ?? []) == [values] }, "B: \(b.log)")
+
+        // D copies the list from B as a client of an older build would: it never says seen.
+        var deviceD = try SyncClient(folder: dir.path + "/dd", server: try SyncClientTests.server(b))
+        await deviceD.sayNothingSeen()
+        _ = try await deviceD.fetch(doc)
+        await deviceD.start()
+        try await deviceD.waitUntilSynced(timeout: .seconds(20))
+        await deviceD.close()
+
+        // A's device edits; both daemons become quiet at that version and A compacts there.
+        let before = Self.compactions(a)
+        try await SyncClientTests.insert(deviceA, doc, "from A")
+        try await deviceA.waitUntilSynced(timeout: .seconds(20))
+        #expect(eventually(40) { Self.compactions(a) > before }, "A: \(a.log)\nB: \(b.log)")
+        #expect(Self.compactions(b) == 0)
+
+        // D, offline, edits the copy it had (before A's edit), then reconnects to B.
+        deviceD = try SyncClient(folder: dir.path + "/dd", server: try SyncClientTests.server(b))
+        await deviceD.sayNothingSeen()
+        let liveD = try await deviceD.open(doc)
+        try await SyncClientTests.insert(deviceD, doc, "offline on D")
+        await deviceD.start()
+        let expected = ["from A"] + values + ["offline on D"]
+        func sorted(_ d: DaemonProcess) -> [String] { ((try? table(d, doc.description)) ?? []).flatMap { $0 }.sorted() }
+        #expect(eventually(40) { sorted(a) == expected.sorted() && sorted(b) == expected.sorted() },
+                "A: \(sorted(a))\nB: \(sorted(b))\nA's log:\n\(a.log)\nB's log:\n\(b.log)")
+        #expect(try table(a, doc.description) == table(b, doc.description))
+        #expect(eventually(20) { SyncClientTests.values(liveD).flatMap { $0 }.sorted() == expected.sorted() })
+        let status = try #require(try b.json(["status"]) as? [String: Any])
+        let resident = (status["resident"] as? [[String: Any]])?.first { $0["id"] as? String == doc.description }
+        #expect((resident?["refused_compacted"] as? Int ?? 0) > 0, "B refused D's edit: \(String(describing: resident))")
+        #expect(!a.log.contains("peer refused relayed operations as compacted") && !b.log.contains("peer refused relayed operations as compacted"),
+                "the copies split:\n\(a.log)\n\(b.log)")
+        for client in [deviceA, deviceD] { await client.close() }
     }
 }
