@@ -18,12 +18,6 @@ extension DocumentCore {
                               now: UInt64) -> Bool {
         guard var sub = subscribers[subscriber], destroyedReason == nil else { return false }
         stabilityClock = now
-        var version = version
-        // Its own operations this daemon refused for the floor are not seen by anyone: a report
-        // made before its re-sync (which still counts them) must not hold stability back for ever.
-        if let refused = refusedFloor[replica], version[replica] <= refused, version[replica] > document.version[replica] {
-            version[replica] = document.version[replica]
-        }
         var v = sub.seen ?? VersionVector()
         v.formUnion(version)
         sub.seen = v
@@ -38,23 +32,6 @@ extension DocumentCore {
             let changed = stability.heardFromRelay(replica, me: document.replica, now: now)
             if changed { gossipDirty = true }
             return changed
-        }
-    }
-
-    /// After a refusal for the floor (``SyncErrorCode/compacted``): what each refused author, and
-    /// each of its subscriptions, acknowledged of its own refused operations is forgotten (its
-    /// `seen` counted them as it made them; no replica will hold them).
-    ///
-    /// - Complexity: O(a + n) for a authors refused and n subscribers.
-    mutating func forgetRefusedAcknowledgements() {
-        for (author, refused) in refusedFloor where document.version[author] < refused {
-            stability.forgetRefused(author, downTo: document.version[author])
-            for s in subscribers.keys where subscribers[s]!.replica == author {
-                if var seen = subscribers[s]!.seen, seen[author] > document.version[author] {
-                    seen[author] = document.version[author]
-                    subscribers[s]!.seen = seen
-                }
-            }
         }
     }
 

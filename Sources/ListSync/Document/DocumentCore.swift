@@ -233,7 +233,6 @@ public struct DocumentCore: Sendable {
         var stale = refuseBeforeFloor(&fresh)
         if let sender { stale += refuseUnaccounted(&fresh, relay: subscribers[sender]?.role == .relay) }
         let beforeFloor = !stale.isEmpty
-        if beforeFloor { forgetRefusedAcknowledgements() }
         refused += stale
         let start = document.operationCount
         let waited = document.pendingCount

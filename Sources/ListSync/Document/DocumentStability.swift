@@ -42,12 +42,6 @@ public struct DocumentStability: Sendable, Equatable {
         return before.0 || before.1 || before.2
     }
 
-    /// `replica`'s own operations above `counter` were refused for the floor: what it
-    /// acknowledged of them is forgotten (``StabilityTracker/forgetRefused(_:downTo:)``).
-    public mutating func forgetRefused(_ replica: ReplicaID, downTo counter: UInt64) {
-        tracker.forgetRefused(replica, downTo: counter)
-    }
-
     /// `replica` keeps no copy of its own (``SeenRole/live``): from now on it counts only while
     /// it is subscribed. Returns whether that is new.
     public mutating func heardFromLive(_ replica: ReplicaID) -> Bool {

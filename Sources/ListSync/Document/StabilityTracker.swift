@@ -36,21 +36,19 @@ public struct StabilityTracker: Sendable, Equatable {
         acknowledged[replica] = VersionVector()
     }
 
-    /// Records that `replica` has seen every operation of `version` (acknowledgements only grow:
-    /// an older one changes nothing). Adds the replica as a sender if it was not one.
+    /// Records that `replica` has seen every operation of `version` (acknowledgements of the
+    /// others' operations only grow: an older one changes nothing). Of its own operations, what
+    /// it holds now: a replica that re-synced after a refusal for the floor no longer holds the
+    /// refused ones, which no replica will ever hold (a report from before that re-sync counted
+    /// them). Lower is never less safe: it only holds the stable version back. Adds the replica
+    /// as a sender if it was not one.
     ///
     /// - Complexity: O(r log r) for r replicas in the vectors.
     public mutating func acknowledge(_ replica: ReplicaID, version: VersionVector) {
         guard !retired.contains(replica) else { return }
-        acknowledged[replica, default: VersionVector()].formUnion(version)
-    }
-
-    /// Lowers what `replica` acknowledged of its own operations to `counter` (its operations above
-    /// it were refused: it had reported them as seen, made, yet no replica will hold them). A
-    /// replica not counted: nothing.
-    public mutating func forgetRefused(_ replica: ReplicaID, downTo counter: UInt64) {
-        guard var ack = acknowledged[replica], ack[replica] > counter else { return }
-        ack[replica] = counter
+        var ack = acknowledged[replica, default: VersionVector()]
+        ack.formUnion(version)
+        ack[replica] = version[replica]
         acknowledged[replica] = ack
     }
 
