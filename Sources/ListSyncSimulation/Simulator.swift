@@ -88,6 +88,9 @@ public struct SimulationReport: Sendable, CustomStringConvertible {
     public var compactions = 0, retired = 0, snapshots = 0, remade = 0, refusedCompacted = 0
     /// Clients that compacted their copy where their daemon had (told by `stable`).
     public var clientCompactions = 0
+    /// Re-syncs from a catch-up of operations: a daemon that did not compact refused an edit of
+    /// a replica no daemon counts (Docs/Semantics.md §7, "Replicas no daemon counts").
+    public var operationResyncs = 0
     /// With compaction: each daemon's compactions, and the stability tables daemons sent each other.
     public var compactionsPerDaemon: [Int] = [], stabilityGossips = 0
     /// Whether the run compacted (the report then says what compaction did).
@@ -105,7 +108,7 @@ public struct SimulationReport: Sendable, CustomStringConvertible {
         edits += other.edits; operations += other.operations
         framesSent += other.framesSent; bytesSent += other.bytesSent
         compactions += other.compactions; retired += other.retired; snapshots += other.snapshots
-        remade += other.remade; refusedCompacted += other.refusedCompacted
+        remade += other.remade; refusedCompacted += other.refusedCompacted; operationResyncs += other.operationResyncs
         clientCompactions += other.clientCompactions; stabilityGossips += other.stabilityGossips
     }
     /// Every invariant that failed; empty when the run passed.
@@ -123,7 +126,7 @@ public struct SimulationReport: Sendable, CustomStringConvertible {
             "virtual time \(virtualTime) ms, quiet after \(quiescenceRounds) anti-entropy rounds; final document: \(sections) sections, \(items) items",
         ]
         if compacting {
-            lines.append("compaction: \(compactions) compactions, \(retired) senders retired, \(snapshots) snapshot catch-ups, \(remade) operations remade, \(refusedCompacted) batches refused as compacted, \(clientCompactions) client compactions")
+            lines.append("compaction: \(compactions) compactions, \(retired) senders retired, \(snapshots) snapshot catch-ups, \(remade) operations remade, \(refusedCompacted) batches refused as compacted, \(operationResyncs) re-syncs from operations, \(clientCompactions) client compactions")
             if daemons > 1 {
                 lines.append("peers: compactions per daemon \(compactionsPerDaemon), \(stabilityGossips) stability tables sent")
             }
@@ -651,6 +654,7 @@ public struct Simulator: Sendable {
                     // cannot tell them apart), whose catch-up was from the client's version.
                     guard base.version.includes(version) else { continue }
                     resync(c, onto: base)
+                    report.operationResyncs += 1
                 }
                 if sendsInOrder {
                     clients[c].live = true
