@@ -90,7 +90,8 @@ extension DocumentCore {
             // An author this daemon claims acknowledged exactly P: what it sends that P lacks, it
             // made later.
             if !after, !onRefused, mine.contains(author) { after = true }
-            let claimed = author == me || relay || peers.isClaimed(author)
+            // Looked up only for what is not known to be after P (most operations are).
+            let claimed = after || author == me || relay || peers.isClaimed(author)
             if !after, !onRefused, !claimed {
                 after = op.deps.allSatisfy { document.version.contains($0) || taken.contains($0) }
                     && coversHeads(op, mark, quick: false)
