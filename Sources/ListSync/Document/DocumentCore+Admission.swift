@@ -31,7 +31,8 @@ extension DocumentCore {
     ///
     /// - Complexity: O(1) while the published version is the same; else that of ``heads(of:)``.
     mutating func currentMark() -> PublishedMark? {
-        guard isPeered, let mine = stability.peers.entries[document.replica], mine.version != VersionVector() else {
+        // One look-up for a document no peer touches (it has no entries), before anything else.
+        guard let mine = stability.peers.entries[document.replica], mine.version != VersionVector(), isPeered else {
             publishedMark = nil
             return nil
         }
