@@ -1,11 +1,53 @@
 import ListCRDT
 
-// On a document peer daemons sync, what a client may still send once this daemon has published a
-// version to its peers (Docs/Semantics.md §7, "Peers", "Replicas no daemon counts"): an operation
-// whose author no daemon accounts for must be causally after that version, or it is refused as
-// `compacted` (its author re-syncs), on every daemon alike, whether it compacted or not.
+// What the core refuses with `compacted` (Docs/Semantics.md §7): operations made before the
+// compaction floor, and those that depend on one refused; and, on a document peer daemons sync,
+// what a client may still send once this daemon has published a version to its peers ("Peers",
+// "Replicas no daemon counts"): an operation whose author no daemon accounts for must be causally
+// after that version, or it is refused (its author re-syncs), on every daemon alike, whether it
+// compacted or not.
 
 extension DocumentCore {
+    /// Takes out of `fresh` (in order) the operations made before the compaction floor, those
+    /// that depend on an operation refused for it, and those that depend on an operation of
+    /// their own author not received yet while the author has not said it has seen the floor
+    /// (sent ahead of its causes, which may be refused for the floor when they come: kept
+    /// waiting, it would be woken without them once its author's edits made again on the
+    /// snapshot raise the version past their counters); returns their refusals.
+    ///
+    /// - Complexity: O(k × d) for k operations of d dependencies.
+    mutating func refuseBeforeFloor(_ fresh: inout [ListOperation]) -> [ApplyError] {
+        guard let floor = document.historyFloor else { return [] }
+        var refusals: [ApplyError] = []
+        var taken = VersionVector()   // earlier operations of the batch that pass
+        fresh = fresh.filter { op in
+            let onRefused = dependsOnRefused(op, taken: taken)
+            let aheadOfOwn = op.deps.contains { d in
+                d.replica == op.id.replica && !document.version.contains(d) && !taken.contains(d)
+            } && stability.tracker.acknowledged[op.id.replica].map { $0.includes(floor) } != true
+            guard onRefused || aheadOfOwn || document.isBeforeFloor(op) else {
+                taken.observe(op.lastID)
+                return true
+            }
+            refusedFloor[op.id.replica] = max(refusedFloor[op.id.replica] ?? 0, op.lastID.counter)
+            refusals.append(.malformed(op.id, "it was made before its author had seen the version this document was compacted at; re-sync from a snapshot"))
+            return false
+        }
+        return refusals
+    }
+
+    /// Whether `op` depends on an operation refused for the compaction floor (or as unaccounted
+    /// for, ``refuseUnaccounted(_:relay:)``) that is neither applied here nor `taken` earlier in
+    /// its batch (its author's edits made again after a re-sync reuse the refused counters, and
+    /// depend on one another within their batch).
+    ///
+    /// - Complexity: O(d) for d dependencies.
+    func dependsOnRefused(_ op: ListOperation, taken: VersionVector) -> Bool {
+        op.deps.contains { d in
+            !document.version.contains(d) && !taken.contains(d) && refusedFloor[d.replica].map { d.counter <= $0 } == true
+        }
+    }
+
     /// The version this daemon last published to its peers (its own entry of the stability
     /// table), its heads, and which operations are known to be causally after it.
     struct PublishedMark {
