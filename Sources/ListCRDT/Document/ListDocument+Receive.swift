@@ -65,7 +65,7 @@ extension ListDocument {
     ///   for k concurrent slots between them; deletes of sections are O(k log n) for k items.
     @discardableResult
     public mutating func receive(_ op: ListOperation) throws(ApplyError) -> ReceiveReport {
-        var cache: SectionCache = nil
+        var cache = LookupCache()
         if case .applied = applyRun(OperationList(ops: CollectionOfOne(op)), from: 0, cache: &cache) {
             return .applied(woken: 1)
         }
@@ -92,7 +92,7 @@ extension ListDocument {
     public mutating func receive(_ ops: [ListOperation]) -> ReceiveReport {
         var report = ReceiveReport()
         var irregular: String?
-        var cache: SectionCache = nil
+        var cache = LookupCache()
         receive(operations: OperationList(ops: ops), from: 0, into: &report, irregular: &irregular, cache: &cache)
         return report
     }
@@ -103,7 +103,7 @@ extension ListDocument {
     /// was not applied at once, waking nothing, as operation `position + k`. `cache` is the run
     /// route's (``itemInsertReferences(_:section:origins:valueSize:cache:)``).
     mutating func receive<S: RunSource>(operations source: S, from position: Int, into report: inout ReceiveReport,
-                                        irregular: inout String?, cache: inout SectionCache) {
+                                        irregular: inout String?, cache: inout LookupCache) {
         var k = 0
         while k < source.count {
             if case .applied(let n) = applyRun(source, from: k, cache: &cache) {

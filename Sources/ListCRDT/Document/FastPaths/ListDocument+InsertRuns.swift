@@ -15,12 +15,12 @@ extension ListDocument {
 
     /// Applies operation `k` of `source` and the operations after it that continue it, in one
     /// step, when it is an item insert or item delete the run routes take
-    /// (``applyInsertRun(_:from:cache:)``, ``applyDeleteRun(_:from:)``); else declines.
+    /// (``applyInsertRun(_:from:cache:)``, ``applyDeleteRun(_:from:hint:)``); else declines.
     ///
     /// - Complexity: O(n + log N) for a run of n operations in a document of N slots, plus
     ///   O(k log N) for k concurrent slots between the first insert's origins.
     @inline(__always)
-    mutating func applyRun<S: RunSource>(_ source: S, from k: Int, cache: inout SectionCache) -> FastPath {
+    mutating func applyRun<S: RunSource>(_ source: S, from k: Int, cache: inout LookupCache) -> FastPath {
         // Received operations only (this replica's own never arrive as new), and none waiting:
         // an operation of the run could be a buffered one's dependency.
         guard fastPathsEnabled, buffer.count == 0, source.id(k).replica != replica else { return .declined }
@@ -34,7 +34,7 @@ extension ListDocument {
         }
         switch source.runKind(k) {
         case .itemInsert: return applyInsertRun(source, from: k, cache: &cache)
-        case .itemDelete: return applyDeleteRun(source, from: k)
+        case .itemDelete: return applyDeleteRun(source, from: k, hint: &cache.ids)
         case .other: return .declined
         }
     }
@@ -58,7 +58,7 @@ extension ListDocument {
     /// - Complexity: O(n + log N) for a run of n operations in a document of N slots, plus
     ///   O(k log N) for k concurrent slots between the first operation's origins.
     @inline(__always)
-    mutating func applyInsertRun<S: RunSource>(_ source: S, from k: Int, cache: inout SectionCache) -> FastPath {
+    mutating func applyInsertRun<S: RunSource>(_ source: S, from k: Int, cache: inout LookupCache) -> FastPath {
         let id = source.id(k)
         if k > 0 || S.firstMayContinue, let last = log.lastItemInsert, last.id.replica == id.replica,
            last.id.counter &+ 1 == id.counter {
@@ -78,7 +78,7 @@ extension ListDocument {
 
     /// The second way into ``applyInsertRun(_:from:cache:)``: operation `k` checked as a whole.
     @inline(__always)
-    private mutating func startInsertRun<S: RunSource>(_ source: S, from k: Int, cache: inout SectionCache) -> FastPath {
+    private mutating func startInsertRun<S: RunSource>(_ source: S, from k: Int, cache: inout LookupCache) -> FastPath {
         guard let insert = source.itemInsert(k) else { return .declined }
         let id = source.id(k)
         // What `screen` checks of a new operation whose dependencies are applied.

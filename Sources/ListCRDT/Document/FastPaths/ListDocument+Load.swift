@@ -39,7 +39,7 @@ extension ListDocument {
     mutating func apply(_ batch: DecodedBatch, strict: Bool) throws(WireError) -> ReceiveReport {
         var report = ReceiveReport()
         var irregular: String?
-        var cache: SectionCache = nil
+        var cache = LookupCache()
         var position = 0  // index in the batch of the part's first operation
         reserveCapacity(for: batch)
         try batch.withView { (view) throws(WireError) in

@@ -4,7 +4,7 @@ import Foundation
 /// operations (``OperationList``: a received batch, or one operation) or one run of a decoded
 /// batch (``DecodedInsertRun``, ``DecodedDeleteRun``: read in place, never expanded into
 /// ``ListOperation``s). The insert and delete run routes (``ListDocument/applyInsertRun(_:from:cache:)``,
-/// ``ListDocument/applyDeleteRun(_:from:)``) are written once against this protocol.
+/// ``ListDocument/applyDeleteRun(_:from:hint:)``) are written once against this protocol.
 ///
 /// Indices are `0 ..< count`. Every query is O(1) unless it says otherwise.
 protocol RunSource {
