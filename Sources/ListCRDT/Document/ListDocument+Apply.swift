@@ -1,13 +1,18 @@
 import Foundation
 
-/// What the run routes remember from one operation to the next within one receive: the section
-/// an item insert referred to last, and its index (see
-/// ``ListDocument/itemInsertReferences(_:section:origins:valueSize:cache:)``), and where the last id
-/// look-up found its id (``SlotStore/IDHint``). Guesses checked before use: any value gives the
-/// same results.
-struct LookupCache {
+/// What the run routes carry from one operation to the next within one receive: the section an
+/// item insert referred to last, and its index (see
+/// ``ListDocument/itemInsertReferences(_:section:origins:valueSize:context:)``), and where the last
+/// id look-up found its id (``SlotStore/IDHint``), guesses checked before use (any value gives the
+/// same results); and, in a load into an empty document, the slots to hide later.
+struct RunContext {
     var section: (id: SectionID, entity: EntityIndex)?
     var ids = SlotStore.IDHint()
+    /// When not nil, the delete run route leaves the winning slots of the items that die visible
+    /// in the trees and gathers them here, with their sections, for
+    /// ``ListDocument/hideGathered(_:)`` to hide in one pass (``ListDocument/apply(_:strict:)``
+    /// sets it for a load into an empty document).
+    var deaths: [(first: LocalVersion, count: Int32, section: EntityIndex)]?
 }
 
 /// An operation whose references have been checked and turned into dense indices and slots.
@@ -65,9 +70,9 @@ extension ListDocument {
             let (l, r) = try origins(o, sequence: .sections)
             return .insertSection(left: l, right: r, value: value)
         case let .insertItem(sectionID, o, value):
-            var noCache = LookupCache()
+            var noContext = RunContext()
             let (s, l, r) = try itemInsertReferences(op.id, section: sectionID, origins: o, valueSize: value.count,
-                                                     cache: &noCache)
+                                                     context: &noContext)
             if !originsInOrder(l, r) { throw bad("origins \(o.after!) and \(o.before!) are out of order") }
             return .insertItem(section: s, left: l, right: r, value: value)
         case let .moveSection(sectionID, o):
@@ -117,23 +122,23 @@ extension ListDocument {
     /// are known and before `id`, and the slots are in that section's sequence. Returns the
     /// section's index and the origins' local versions (``LocalVersion/none``: none). Whether the origins are in
     /// order is ``originsInOrder(_:_:)``, apart (the run route knows it without a search when
-    /// they are adjacent). `cache` holds the section looked up last (a section's index never
+    /// they are adjacent). `context` holds the section looked up last (a section's index never
     /// changes once known: sections are never forgotten).
     ///
     /// - Complexity: O(log n).
     @inline(__always)
     func itemInsertReferences(_ id: OpID, section: SectionID, origins: ListOperation.Origins, valueSize: Int,
-                              cache: inout LookupCache) throws(ApplyError) -> (section: EntityIndex, left: LocalVersion, right: LocalVersion) {
+                              context: inout RunContext) throws(ApplyError) -> (section: EntityIndex, left: LocalVersion, right: LocalVersion) {
         try checkValue(valueSize, of: id)
         let s: EntityIndex
-        if let known = cache.section, known.id == section {
+        if let known = context.section, known.id == section {
             try checkPast(section.opID, by: id)
             s = known.entity
         } else {
             s = try sectionReference(section, by: id)
-            cache.section = (section, s)
+            context.section = (section, s)
         }
-        let (left, right) = try originReferences(origins, sequence: .items(s), by: id, hint: &cache.ids)
+        let (left, right) = try originReferences(origins, sequence: .items(s), by: id, hint: &context.ids)
         return (s, left, right)
     }
 

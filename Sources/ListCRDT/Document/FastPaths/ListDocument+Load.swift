@@ -29,17 +29,25 @@ extension ListDocument {
         return try apply(batch, strict: false)
     }
 
-    /// Applies a decoded batch in order (``receive(operations:from:into:irregular:cache:)``, with the
+    /// Applies a decoded batch in order (``receive(operations:from:into:irregular:context:)``, with the
     /// run fast paths reading the batch's runs in place).
     ///
     /// When `strict` (loading a snapshot), every operation must apply at once (no error, no
     /// duplicate, none buffered, none waking buffered ones): else it throws
     /// ``WireError/inconsistentSnapshot(_:)`` naming the first that does not, and the document is
     /// left part-way (the caller discards it).
+    ///
+    /// Into an empty document (a history load), the delete runs leave the slots of the items
+    /// that die visible and gather them (``RunContext/deaths``); they are hidden at once, the
+    /// trees rebuilt packed (``hideGathered(_:)``), at the end of the batch or before the first
+    /// operation that takes the general path. Until then nothing reads the trees' visibility: the
+    /// run routes place slots by the order of the trees alone, and a section's visibility, which
+    /// their inserts refresh, only goes from hidden to shown then (a live item was just added).
     mutating func apply(_ batch: DecodedBatch, strict: Bool) throws(WireError) -> ReceiveReport {
         var report = ReceiveReport()
         var irregular: String?
-        var cache = LookupCache()
+        var context = RunContext()
+        if slots.count == 0 { context.deaths = [] }
         var position = 0  // index in the batch of the part's first operation
         reserveCapacity(for: batch)
         try batch.withView { (view) throws(WireError) in
@@ -47,21 +55,40 @@ extension ListDocument {
                 switch part {
                 case .operations(let ops):
                     receive(operations: OperationList(ops: ops), from: position, into: &report, irregular: &irregular,
-                            cache: &cache)
+                            context: &context)
                     position += ops.count
                 case .insertRun(let r):
                     let run = DecodedInsertRun(view, r)
-                    receive(operations: run, from: position, into: &report, irregular: &irregular, cache: &cache)
+                    receive(operations: run, from: position, into: &report, irregular: &irregular, context: &context)
                     position += run.count
                 case .deleteRun(let r):
                     let run = DecodedDeleteRun(view, r)
-                    receive(operations: run, from: position, into: &report, irregular: &irregular, cache: &cache)
+                    receive(operations: run, from: position, into: &report, irregular: &irregular, context: &context)
                     position += run.count
                 }
                 if strict, let irregular { throw .inconsistentSnapshot(irregular) }
             }
         }
+        hideGathered(&context)
         return report
+    }
+
+    /// Hides the slots gathered in `context` (``RunContext/deaths``), if any, rebuilding the trees
+    /// packed (``SlotForest/rebuild(hiding:)``), and refreshes their sections; gathering stops
+    /// then (so that a batch rebuilds the trees at most twice: here, before an operation that
+    /// takes the general path, and at its end).
+    ///
+    /// - Complexity: O(N + e + g) for N slots in e entries and g runs of slots gathered; O(1)
+    ///   when none was gathered.
+    mutating func hideGathered(_ context: inout RunContext) {
+        guard let deaths = context.deaths, !deaths.isEmpty else { return }
+        context.deaths = nil
+        forest.rebuild(hiding: deaths.map { ($0.first, $0.count) })
+        var refreshed = EntityIndex.none
+        for death in deaths where death.section != refreshed {
+            refreshSection(death.section)
+            refreshed = death.section
+        }
     }
 
     /// Makes room in the slot and item tables for the slots and items the batch's new insert runs
