@@ -459,6 +459,16 @@ import ListSyncTestTraits
         try loaded.checkInvariants()
         #expect(loaded.sectionCount == 1 && merged.sectionCount == 1)
         try bothLoads(base.fork(as: 4), ListOperation.encode(merged.operations))
+        // Few deaths among many slots: hidden one by one at the end, not by a rebuild.
+        var long = try ListDocument.make(1, sections: [["a", "z"]])
+        let n = 4 * ListDocument.slotsPerRebuild
+        _ = try type(&long, String(repeating: "y", count: n), at: 1)
+        _ = try backspace(&long, 2, at: n / 2)
+        _ = try forwardDelete(&long, 1, at: 3)
+        #expect(2 * ListDocument.slotsPerRebuild < long.slots.count)
+        loaded = try bothLoads(empty, ListOperation.encode(long.operations))
+        try loaded.checkInvariants()
+        #expect(loaded.rows == long.rows)
     }
 
     @Test("the decoded form expands to exactly the decoder's operations, with the same errors, for random batches")

@@ -196,9 +196,11 @@ extension ListDocument {
         return n
     }
 
-    /// Hides the `n` visible slots `lv ..< lv + n` of section `s`'s sequence, whose items just
-    /// died, and refreshes the section.
-    private mutating func hideDead(_ lv: LocalVersion, count n: Int, section s: EntityIndex) {
+    /// Hides the `n` slots `lv ..< lv + n` of section `s`'s sequence, whose items died, and
+    /// refreshes the section.
+    ///
+    /// - Complexity: O(p × log N) for slots in p entries (``SlotForest/hideRange(_:count:)``).
+    mutating func hideDead(_ lv: LocalVersion, count n: Int, section s: EntityIndex) {
         forest.hideRange(lv, count: n)
         refreshSection(s)
     }
