@@ -111,26 +111,29 @@ extension ListDocument {
         var n = 0
         for run in batch.insertRuns where run.id.counter > versionVector[run.id.replica] { n += run.count }
         if n == 0 { return }
-        var others = 0  // slots the other operations make
+        var others = 0, otherRuns = 0  // slots the other operations make, and at most as many slot runs
         for part in batch.parts {
             guard case .operations(let ops) = part else { continue }
             for op in ops {
                 switch op.kind {
-                case .insertSection, .insertItem, .moveSection: others += 1
-                case .moveItems(let list, _, _): others += list.count
+                case .insertSection, .insertItem, .moveSection: (others, otherRuns) = (others + 1, otherRuns + 1)
+                case .moveItems(let list, _, _): (others, otherRuns) = (others + list.count, otherRuns + 1)
                 default: break
                 }
             }
         }
         var deletes = 0
         for run in batch.deleteRuns { deletes += run.count }
-        slots.reserveCapacity(forMore: n + others)
+        // Into an empty document (a history load), the slot runs too: at most one per insert run
+        // and per other operation that makes slots, which the table would otherwise reach by
+        // doubling (copying itself each time) and overshoot.
+        slots.reserveCapacity(forMore: n + others, runs: slots.count == 0 ? batch.insertRuns.count + otherRuns : 0)
         forest.reserveSlots(more: n + others)
         items.rows.reserveCapacity(more: n)
         items.insertValues.reserveCapacity(more: n)
-        // Not the slot runs or log records: a run that extends the last one adds none, and room
-        // for them all doubled those tables in documents loaded with a short tail (W8's
-        // compacted snapshot loads).
+        // Not the log records (nor the slot runs but into an empty document): a run that extends
+        // the last one adds none, and room for them all doubled those tables in documents loaded
+        // with a short tail (W8's compacted snapshot loads).
         log.reserveCapacity(seen: deletes)
     }
 }
