@@ -10,7 +10,7 @@ struct RunContext {
     var ids = SlotStore.IDHint()
     /// When not nil, the delete run route leaves the winning slots of the items that die visible
     /// in the trees and gathers them here, with their sections, for
-    /// ``ListDocument/hideGathered(_:)`` to hide in one pass (``ListDocument/apply(_:strict:)``
+    /// ``ListDocument/hideGathered(_:)`` to hide later, all at once (``ListDocument/apply(_:strict:)``
     /// sets it for a load into an empty document).
     var deaths: [(first: LocalVersion, count: Int32, section: EntityIndex)]?
 }
