@@ -422,6 +422,55 @@ import ListSyncTestTraits
         #expect(try loaded.itemCount(inSection: 0) == 2)
     }
 
+    @Test("into an empty document, the slots of items that die in delete runs are hidden at the batch's end or before the general path, and match")
+    func deathsHiddenTogether() throws {
+        // Deletes only (backspaces, forward deletes, across both sections): hidden at the end.
+        var author = try ListDocument.make(1, sections: [["a", "z"], ["b", "c", "d"]])
+        _ = try type(&author, "hello world, this is typed", at: 1)
+        _ = try backspace(&author, 6, at: 20)
+        _ = try forwardDelete(&author, 4, at: 2)
+        _ = try backspace(&author, 2, at: 3, section: 1)
+        let empty = ListDocument(replica: ReplicaID(5))
+        var loaded = try bothLoads(empty, ListOperation.encode(author.operations))
+        try loaded.checkInvariants()
+        #expect(loaded.rows == author.rows)
+        // Then operations that take the general path (a move, a value write, a section delete):
+        // the slots gathered before them are hidden first, the rest at once.
+        _ = try author.moveItem(from: ip(0, 3), to: ip(1, 0))
+        _ = try backspace(&author, 3, at: 8)
+        _ = try author.setValue(Data("v".utf8), forItem: author.itemID(at: ip(0, 1)))
+        _ = try forwardDelete(&author, 2, at: 0, section: 1)
+        _ = try author.deleteSection(at: 1)
+        _ = try type(&author, "more", at: 2)
+        _ = try backspace(&author, 3, at: 6)
+        loaded = try bothLoads(empty, ListOperation.encode(author.operations))
+        try loaded.checkInvariants()
+        #expect(loaded.rows == author.rows)
+        // A section deleted while another replica typed into it, which then deletes what it typed
+        // (a delete run): the section hides only at the end, when the gathered slots are hidden.
+        let base = try ListDocument.make(1, sections: [["a"], ["x"]])
+        var deleter = base.fork(as: 2), typist = base.fork(as: 3)
+        _ = try deleter.deleteSection(at: 1)
+        _ = try type(&typist, "gone", at: 1, section: 1)
+        _ = try backspace(&typist, 4, at: 5, section: 1)
+        var merged = deleter
+        merged.receive(typist.operations)
+        loaded = try bothLoads(empty, ListOperation.encode(merged.operations))
+        try loaded.checkInvariants()
+        #expect(loaded.sectionCount == 1 && merged.sectionCount == 1)
+        try bothLoads(base.fork(as: 4), ListOperation.encode(merged.operations))
+        // Few deaths among many slots: hidden one by one at the end, not by a rebuild.
+        var long = try ListDocument.make(1, sections: [["a", "z"]])
+        let n = 4 * ListDocument.slotsPerRebuild
+        _ = try type(&long, String(repeating: "y", count: n), at: 1)
+        _ = try backspace(&long, 2, at: n / 2)
+        _ = try forwardDelete(&long, 1, at: 3)
+        #expect(2 * ListDocument.slotsPerRebuild < long.slots.count)
+        loaded = try bothLoads(empty, ListOperation.encode(long.operations))
+        try loaded.checkInvariants()
+        #expect(loaded.rows == long.rows)
+    }
+
     @Test("the decoded form expands to exactly the decoder's operations, with the same errors, for random batches")
     func decodedFormMatchesDecoder() throws {
         var rng = SplitMix64(seed: 41)

@@ -1,8 +1,19 @@
 import Foundation
 
-/// The section an item insert referred to last, and its index (see
-/// ``ListDocument/itemInsertReferences(_:section:origins:valueSize:cache:)``).
-typealias SectionCache = (id: SectionID, entity: EntityIndex)?
+/// What the run routes carry from one operation to the next within one receive: the section an
+/// item insert referred to last, and its index (see
+/// ``ListDocument/itemInsertReferences(_:section:origins:valueSize:context:)``), and where the last
+/// id look-up found its id (``SlotStore/IDHint``), guesses checked before use (any value gives the
+/// same results); and, in a load into an empty document, the slots to hide later.
+struct RunContext {
+    var section: (id: SectionID, entity: EntityIndex)?
+    var ids = SlotStore.IDHint()
+    /// When not nil, the delete run route leaves the winning slots of the items that die visible
+    /// in the trees and gathers them here, with their sections, for
+    /// ``ListDocument/hideGathered(_:)`` to hide later, all at once (``ListDocument/apply(_:strict:)``
+    /// sets it for a load into an empty document).
+    var deaths: [(first: LocalVersion, count: Int32, section: EntityIndex)]?
+}
 
 /// An operation whose references have been checked and turned into dense indices and slots.
 enum ResolvedOperation {
@@ -37,7 +48,8 @@ extension ListDocument {
             return i
         }
         func origins(_ o: ListOperation.Origins, sequence: SequenceIndex) throws(ApplyError) -> (LocalVersion, LocalVersion) {
-            let (left, right) = try originReferences(o, sequence: sequence, by: op.id)
+            var hint = SlotStore.IDHint()
+            let (left, right) = try originReferences(o, sequence: sequence, by: op.id, hint: &hint)
             if !originsInOrder(left, right) { throw bad("origins \(o.after!) and \(o.before!) are out of order") }
             return (left, right)
         }
@@ -58,9 +70,9 @@ extension ListDocument {
             let (l, r) = try origins(o, sequence: .sections)
             return .insertSection(left: l, right: r, value: value)
         case let .insertItem(sectionID, o, value):
-            var noCache: SectionCache = nil
+            var noContext = RunContext()
             let (s, l, r) = try itemInsertReferences(op.id, section: sectionID, origins: o, valueSize: value.count,
-                                                     cache: &noCache)
+                                                     context: &noContext)
             if !originsInOrder(l, r) { throw bad("origins \(o.after!) and \(o.before!) are out of order") }
             return .insertItem(section: s, left: l, right: r, value: value)
         case let .moveSection(sectionID, o):
@@ -110,23 +122,23 @@ extension ListDocument {
     /// are known and before `id`, and the slots are in that section's sequence. Returns the
     /// section's index and the origins' local versions (``LocalVersion/none``: none). Whether the origins are in
     /// order is ``originsInOrder(_:_:)``, apart (the run route knows it without a search when
-    /// they are adjacent). `cache` holds the section looked up last (a section's index never
+    /// they are adjacent). `context` holds the section looked up last (a section's index never
     /// changes once known: sections are never forgotten).
     ///
     /// - Complexity: O(log n).
     @inline(__always)
     func itemInsertReferences(_ id: OpID, section: SectionID, origins: ListOperation.Origins, valueSize: Int,
-                              cache: inout SectionCache) throws(ApplyError) -> (section: EntityIndex, left: LocalVersion, right: LocalVersion) {
+                              context: inout RunContext) throws(ApplyError) -> (section: EntityIndex, left: LocalVersion, right: LocalVersion) {
         try checkValue(valueSize, of: id)
         let s: EntityIndex
-        if let known = cache, known.id == section {
+        if let known = context.section, known.id == section {
             try checkPast(section.opID, by: id)
             s = known.entity
         } else {
             s = try sectionReference(section, by: id)
-            cache = (section, s)
+            context.section = (section, s)
         }
-        let (left, right) = try originReferences(origins, sequence: .items(s), by: id)
+        let (left, right) = try originReferences(origins, sequence: .items(s), by: id, hint: &context.ids)
         return (s, left, right)
     }
 
@@ -157,17 +169,20 @@ extension ListDocument {
 
     /// The origin slots of `origins` (``LocalVersion/none``: none), known, before `id` and in `sequence`.
     @inline(__always)
-    private func originReferences(_ origins: ListOperation.Origins, sequence: SequenceIndex,
-                                  by id: OpID) throws(ApplyError) -> (LocalVersion, LocalVersion) {
-        (try originSlot(origins.after, sequence: sequence, by: id), try originSlot(origins.before, sequence: sequence, by: id))
+    private func originReferences(_ origins: ListOperation.Origins, sequence: SequenceIndex, by id: OpID,
+                                  hint: inout SlotStore.IDHint) throws(ApplyError) -> (LocalVersion, LocalVersion) {
+        (try originSlot(origins.after, sequence: sequence, by: id, hint: &hint),
+         try originSlot(origins.before, sequence: sequence, by: id, hint: &hint))
     }
 
-    /// The local version of origin slot `slot` (``LocalVersion/none``: none), known, before `id` and in `sequence`.
+    /// The local version of origin slot `slot` (``LocalVersion/none``: none), known, before `id` and in
+    /// `sequence` (looked up with `hint`, ``SlotStore/lv(of:hint:)``).
     @inline(__always)
-    private func originSlot(_ slot: SlotID?, sequence: SequenceIndex, by id: OpID) throws(ApplyError) -> LocalVersion {
+    private func originSlot(_ slot: SlotID?, sequence: SequenceIndex, by id: OpID,
+                            hint: inout SlotStore.IDHint) throws(ApplyError) -> LocalVersion {
         guard let slot else { return .none }
         try checkPast(slot.opID, by: id)
-        guard let lv = slots.lv(of: slot.opID) else { throw .malformed(id, "unknown \(slot)") }
+        guard let lv = slots.lv(of: slot.opID, hint: &hint) else { throw .malformed(id, "unknown \(slot)") }
         guard slots.sequence(of: lv) == sequence else { throw .malformed(id, "\(slot) is in another sequence") }
         return lv
     }

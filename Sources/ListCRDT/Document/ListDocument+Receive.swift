@@ -65,8 +65,8 @@ extension ListDocument {
     ///   for k concurrent slots between them; deletes of sections are O(k log n) for k items.
     @discardableResult
     public mutating func receive(_ op: ListOperation) throws(ApplyError) -> ReceiveReport {
-        var cache: SectionCache = nil
-        if case .applied = applyRun(OperationList(ops: CollectionOfOne(op)), from: 0, cache: &cache) {
+        var context = RunContext()
+        if case .applied = applyRun(OperationList(ops: CollectionOfOne(op)), from: 0, context: &context) {
             return .applied(woken: 1)
         }
         return try receiveGeneral(op)
@@ -92,25 +92,29 @@ extension ListDocument {
     public mutating func receive(_ ops: [ListOperation]) -> ReceiveReport {
         var report = ReceiveReport()
         var irregular: String?
-        var cache: SectionCache = nil
-        receive(operations: OperationList(ops: ops), from: 0, into: &report, irregular: &irregular, cache: &cache)
+        var context = RunContext()
+        receive(operations: OperationList(ops: ops), from: 0, into: &report, irregular: &irregular, context: &context)
         return report
     }
 
     /// Applies the operations of `source` in order, adding what happened to `report`: a run
-    /// (``applyRun(_:from:cache:)``) in one step where a fast path holds, each other operation by the
+    /// (``applyRun(_:from:context:)``) in one step where a fast path holds, each other operation by the
     /// general path. `irregular` is set (if nil) to a description of the first operation that
-    /// was not applied at once, waking nothing, as operation `position + k`. `cache` is the run
-    /// route's (``itemInsertReferences(_:section:origins:valueSize:cache:)``).
+    /// was not applied at once, waking nothing, as operation `position + k`. `context` is the run
+    /// route's (``itemInsertReferences(_:section:origins:valueSize:context:)``); the slots it
+    /// gathered to hide (``RunContext/deaths``) are hidden before any operation takes the general
+    /// path, and gathering stops then.
     mutating func receive<S: RunSource>(operations source: S, from position: Int, into report: inout ReceiveReport,
-                                        irregular: inout String?, cache: inout SectionCache) {
+                                        irregular: inout String?, context: inout RunContext) {
         var k = 0
         while k < source.count {
-            if case .applied(let n) = applyRun(source, from: k, cache: &cache) {
+            if case .applied(let n) = applyRun(source, from: k, context: &context) {
                 report.applied += n
                 k += n
                 continue
             }
+            // The general path reads the trees' visibility: the slots gathered to hide go first.
+            hideGathered(&context)
             let op = source.operation(k)
             do {
                 let one = try receiveGeneral(op)

@@ -136,6 +136,26 @@ struct SlotStore: Sendable {
     ///
     /// - Complexity: O(log r) for r id runs of the replica.
     func lv(of id: OpID) -> LocalVersion? {
+        var hint = IDHint()
+        return lv(of: id, hint: &hint)
+    }
+
+    /// Where a look-up found its id last: the replica's index and the id run. Look-ups in a row
+    /// mostly find ids of the same id run as the one before, or of one next to it (a history
+    /// load: about two thirds of the look-ups of the automerge-paper trace's), which
+    /// ``lv(of:hint:)`` checks before it searches. Only a guess: any value gives the same answers.
+    struct IDHint {
+        var replica: Int32 = -1
+        var run: Int32 = 0
+    }
+
+    /// ``lv(of:)``, checking the id run `hint` names and its two neighbours before searching;
+    /// `hint` is left naming the id run holding `id`, when found.
+    ///
+    /// - Complexity: O(1) when `id` is in one of those three runs, else O(log r) for r id runs of
+    ///   the replica.
+    @inline(__always)
+    func lv(of id: OpID, hint: inout IDHint) -> LocalVersion? {
         let k: Int
         if let last = lastReplica, last.id == id.replica {
             k = last.index  // most look-ups are of the replica whose slot was added last
@@ -144,11 +164,29 @@ struct SlotStore: Sendable {
             k = found
         }
         return idRuns[k].withUnsafeBufferPointer { list -> LocalVersion? in
+            /// The slot of `id` in id run `i`, if there.
+            func slot(inRun i: Int) -> LocalVersion? {
+                let r = list[i]
+                let off = id.counter &- r.counter
+                return id.counter >= r.counter && off < UInt64(r.count) ? r.lv.advanced(by: Int32(off)) : nil
+            }
+            if Int(hint.replica) == k, !list.isEmpty {
+                let h = Swift.min(Swift.max(Int(hint.run), 0), list.count - 1)
+                if let lv = slot(inRun: h) { return lv }
+                if h + 1 < list.count, let lv = slot(inRun: h + 1) {
+                    hint.run = Int32(truncatingIfNeeded: h + 1)
+                    return lv
+                }
+                if h > 0, let lv = slot(inRun: h - 1) {
+                    hint.run = Int32(truncatingIfNeeded: h - 1)
+                    return lv
+                }
+            }
             let lo = list.partitionPoint { $0.counter <= id.counter }
             if lo == 0 { return nil }
-            let r = list[lo - 1]
-            let off = id.counter - r.counter
-            return off < UInt64(r.count) ? r.lv.advanced(by: Int32(off)) : nil
+            guard let lv = slot(inRun: lo - 1) else { return nil }
+            (hint.replica, hint.run) = (Int32(truncatingIfNeeded: k), Int32(truncatingIfNeeded: lo - 1))
+            return lv
         }
     }
 

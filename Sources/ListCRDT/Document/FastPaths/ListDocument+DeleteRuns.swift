@@ -12,13 +12,15 @@ extension ListDocument {
     /// seen slot is the item's insert slot, so the position write it saw is the item's own id),
     /// except what is checked per operation: the counter is in range, the item is before the
     /// operation (``RunSource/deletedItem(_:)``), and the slot with the item's id is known and is
-    /// the insert slot of an item (``applyDeleteChunk(count:step:previous:first:deps:startsRecord:after:item:)``).
+    /// the insert slot of an item (``applyDeleteChunk(count:step:previous:first:deps:startsRecord:after:context:item:)``).
     /// The run stops at the first operation that fails a check; the general path then refuses or
-    /// applies it exactly as before.
+    /// applies it exactly as before. Ids are looked up with `context`'s hint
+    /// (``SlotStore/lv(of:hint:)``); the slots of the items that die are hidden at once, or
+    /// gathered in `context` (``RunContext/deaths``).
     ///
     /// - Complexity: O(n + log N) for n deletes of consecutive typed items in a document of N
     ///   slots; O(log N) more per item not next to the one before.
-    mutating func applyDeleteRun<S: RunSource>(_ source: S, from k: Int) -> FastPath {
+    mutating func applyDeleteRun<S: RunSource>(_ source: S, from k: Int, context: inout RunContext) -> FastPath {
         let id = source.id(k)
         let after = OpID(counter: id.counter &- 1, replica: id.replica)
         guard source.deletedItem(k) != nil, source.dependsOnlyOn(k, after) else { return .declined }
@@ -40,7 +42,7 @@ extension ListDocument {
             let before = start == k ? after : source.id(start - 1)
             let n = applyDeleteChunk(count: m, step: step, previous: &previous, first: source.id(start),
                                      deps: Frontier(only: before), startsRecord: startsRecord && start == k,
-                                     after: before) { j in
+                                     after: before, context: &context) { j in
                 let i = start + j
                 guard i == k || source.continuesDeletes(i) else { return nil }
                 return source.deletedItem(i)
@@ -51,7 +53,7 @@ extension ListDocument {
         return end > k ? .applied(end - k) : .declined
     }
 
-    /// The most deletes of a run that ``applyDeleteChunk(count:step:previous:first:deps:startsRecord:after:item:)``
+    /// The most deletes of a run that ``applyDeleteChunk(count:step:previous:first:deps:startsRecord:after:context:item:)``
     /// takes: their slots (`LocalVersion`s) and three numbers for each run of slots that died (4
     /// bytes each), 256 and 768 bytes, each within the 1,024 bytes that
     /// `withUnsafeTemporaryAllocation` always takes from the stack.
@@ -65,10 +67,11 @@ extension ListDocument {
     /// were applied: those before the first that fails a check (0: nothing changed).
     ///
     /// What is checked here per operation: the slot with the item's id is known (found at
-    /// `previous + step`, the slot next to the one before, else looked up; `previous` ends as the
-    /// last one found) and is the insert slot of an item. Each delete has the effect of the
+    /// `previous + step`, the slot next to the one before, else looked up with `context`'s hint;
+    /// `previous` ends as the last one found) and is the insert slot of an item. Each delete has the effect of the
     /// general path's: its item's delete register is raised (``EntityTable/Row/deleteSeeingInsert()``),
-    /// an item that dies has its slot hidden, its section is refreshed, one log entry (the first
+    /// an item that dies has its slot hidden and its section refreshed (or the slot is gathered in
+    /// `context` when its ``RunContext/deaths`` is set, for ``hideGathered(_:)``), one log entry (the first
     /// with ``OpLog/append(id:deps:kind:span:payload:)`` when `startsRecord`, which extends the
     /// last record when it continues it; else they all extend the last record, a delete run).
     /// But the checks and the registers go in one pass, the slots that die next to each other in
@@ -79,7 +82,8 @@ extension ListDocument {
     /// - Complexity: O(m + log N) for deletes of consecutive typed items in a document of N
     ///   slots; O(log N) more per item not next to the one before.
     mutating func applyDeleteChunk(count m: Int, step: Int32, previous: inout LocalVersion, first: OpID, deps: Frontier,
-                                   startsRecord: Bool, after: OpID, item: (Int) -> OpID?) -> Int {
+                                   startsRecord: Bool, after: OpID, context: inout RunContext,
+                                   item: (Int) -> OpID?) -> Int {
         precondition(m > 0 && m <= Self.deleteChunk, "a chunk of \(m) deletes")
         // The slots the authors saw, the items' entities, and the runs of slots of the items that died.
         return withUnsafeTemporaryAllocation(of: LocalVersion.self, capacity: Self.deleteChunk) { seenScratch in
@@ -91,7 +95,8 @@ extension ListDocument {
             // First the checks, which only read the document (so that the slots are read in
             // place: a closure that also wrote the document would make `withView` work on a copy
             // of the slot store, five retains and releases a chunk), then the registers.
-            let n = findDeleted(count: m, step: step, from: previous, seen: seen, entities: entities, item: item)
+            let n = findDeleted(count: m, step: step, from: previous, seen: seen, entities: entities,
+                                hint: &context.ids, item: item)
             if items.registers.isEmpty {
                 // No item has registers (no move, no delete that saw a move): the rows alone. (A
                 // loop that may write the registers makes the empty table unique once per chunk.)
@@ -130,7 +135,11 @@ extension ListDocument {
             dead.close()
             for r in 0 ..< dead.count {
                 let run = dead.run(r)
-                hideDead(run.first, count: run.count, section: run.section)
+                if context.deaths != nil {
+                    context.deaths!.append((run.first, Int32(run.count), run.section))
+                } else {
+                    hideDead(run.first, count: run.count, section: run.section)
+                }
             }
             return n
           }
@@ -138,17 +147,18 @@ extension ListDocument {
         }
     }
 
-    /// The checks of ``applyDeleteChunk(count:step:previous:first:deps:startsRecord:after:item:)``,
+    /// The checks of ``applyDeleteChunk(count:step:previous:first:deps:startsRecord:after:context:item:)``,
     /// which only read the document: for each operation `j` from 0 on, while `item(j)` is an item
     /// whose slot with its id is known (found at the slot next to the one before, `previous +
-    /// step` for the first, else looked up) and is the insert slot of an item with that id, writes
+    /// step` for the first, else looked up with `hint`) and is the insert slot of an item with that id, writes
     /// the slot to `seen[j]` and the item's entity to `entities[j]`. Returns how many passed (the
     /// first `n` of at most `m`).
     ///
     /// - Complexity: O(m), plus O(log N) for each item not next to the one before.
     @inline(__always)
     private func findDeleted(count m: Int, step: Int32, from previous: LocalVersion, seen: UnsafeMutableBufferPointer<LocalVersion>,
-                             entities: UnsafeMutableBufferPointer<EntityIndex>, item: (Int) -> OpID?) -> Int {
+                             entities: UnsafeMutableBufferPointer<EntityIndex>, hint: inout SlotStore.IDHint,
+                             item: (Int) -> OpID?) -> Int {
         precondition(seen.count >= m && entities.count >= m, "no room for \(m) deletes")
         var n = 0
         var lv = previous
@@ -169,7 +179,7 @@ extension ListDocument {
                     }
                     var slot = view.slot(lv)
                     if slot.map({ view.id(of: $0, at: lv) }) != id {
-                        guard let at = slots.lv(of: id) else { break }
+                        guard let at = slots.lv(of: id, hint: &hint) else { break }
                         lv = at
                         slot = view.slot(at)
                     }
@@ -186,9 +196,11 @@ extension ListDocument {
         return n
     }
 
-    /// Hides the `n` visible slots `lv ..< lv + n` of section `s`'s sequence, whose items just
-    /// died, and refreshes the section.
-    private mutating func hideDead(_ lv: LocalVersion, count n: Int, section s: EntityIndex) {
+    /// Hides the `n` slots `lv ..< lv + n` of section `s`'s sequence, whose items died, and
+    /// refreshes the section.
+    ///
+    /// - Complexity: O(p × log N) for slots in p entries (``SlotForest/hideRange(_:count:)``).
+    mutating func hideDead(_ lv: LocalVersion, count n: Int, section s: EntityIndex) {
         forest.hideRange(lv, count: n)
         refreshSection(s)
     }

@@ -15,12 +15,12 @@ extension ListDocument {
 
     /// Applies operation `k` of `source` and the operations after it that continue it, in one
     /// step, when it is an item insert or item delete the run routes take
-    /// (``applyInsertRun(_:from:cache:)``, ``applyDeleteRun(_:from:)``); else declines.
+    /// (``applyInsertRun(_:from:context:)``, ``applyDeleteRun(_:from:context:)``); else declines.
     ///
     /// - Complexity: O(n + log N) for a run of n operations in a document of N slots, plus
     ///   O(k log N) for k concurrent slots between the first insert's origins.
     @inline(__always)
-    mutating func applyRun<S: RunSource>(_ source: S, from k: Int, cache: inout SectionCache) -> FastPath {
+    mutating func applyRun<S: RunSource>(_ source: S, from k: Int, context: inout RunContext) -> FastPath {
         // Received operations only (this replica's own never arrive as new), and none waiting:
         // an operation of the run could be a buffered one's dependency.
         guard fastPathsEnabled, buffer.count == 0, source.id(k).replica != replica else { return .declined }
@@ -33,8 +33,8 @@ extension ListDocument {
             if !afterFloor && isBeforeFloor(source.operation(k)) { return .declined }
         }
         switch source.runKind(k) {
-        case .itemInsert: return applyInsertRun(source, from: k, cache: &cache)
-        case .itemDelete: return applyDeleteRun(source, from: k)
+        case .itemInsert: return applyInsertRun(source, from: k, context: &context)
+        case .itemDelete: return applyDeleteRun(source, from: k, context: &context)
         case .other: return .declined
         }
     }
@@ -49,7 +49,7 @@ extension ListDocument {
     ///   each slot right after the one before (the only slots that could sort between are ones
     ///   whose left origin is a slot of the run, which no applied operation has yet);
     /// - else operation `k` passes the general path's checks (``screen(_:)``'s for a new
-    ///   operation, and ``itemInsertReferences(_:section:origins:valueSize:cache:)``, the validator
+    ///   operation, and ``itemInsertReferences(_:section:origins:valueSize:context:)``, the validator
     ///   ``resolve(_:)`` uses) and goes where the integration rule puts it; the operations that
     ///   continue it follow it.
     /// Either way the run's slots are one slot run, one tree entry and one log record (extending
@@ -58,7 +58,7 @@ extension ListDocument {
     /// - Complexity: O(n + log N) for a run of n operations in a document of N slots, plus
     ///   O(k log N) for k concurrent slots between the first operation's origins.
     @inline(__always)
-    mutating func applyInsertRun<S: RunSource>(_ source: S, from k: Int, cache: inout SectionCache) -> FastPath {
+    mutating func applyInsertRun<S: RunSource>(_ source: S, from k: Int, context: inout RunContext) -> FastPath {
         let id = source.id(k)
         if k > 0 || S.firstMayContinue, let last = log.lastItemInsert, last.id.replica == id.replica,
            last.id.counter &+ 1 == id.counter {
@@ -73,12 +73,12 @@ extension ListDocument {
                 return .applied(n)
             }
         }
-        return startInsertRun(source, from: k, cache: &cache)
+        return startInsertRun(source, from: k, context: &context)
     }
 
-    /// The second way into ``applyInsertRun(_:from:cache:)``: operation `k` checked as a whole.
+    /// The second way into ``applyInsertRun(_:from:context:)``: operation `k` checked as a whole.
     @inline(__always)
-    private mutating func startInsertRun<S: RunSource>(_ source: S, from k: Int, cache: inout SectionCache) -> FastPath {
+    private mutating func startInsertRun<S: RunSource>(_ source: S, from k: Int, context: inout RunContext) -> FastPath {
         guard let insert = source.itemInsert(k) else { return .declined }
         let id = source.id(k)
         // What `screen` checks of a new operation whose dependencies are applied.
@@ -87,7 +87,7 @@ extension ListDocument {
             guard d.counter < id.counter, versionVector.contains(d) else { return .declined }
         }
         guard let (s, left, right) = try? itemInsertReferences(id, section: insert.section, origins: insert.origins,
-                                                                valueSize: insert.valueSize, cache: &cache)
+                                                                valueSize: insert.valueSize, context: &context)
         else { return .declined }
         // Where the first slot goes: right after the left origin when the right origin follows it
         // (nothing sits between them: the usual case, and then they are in order), else where

@@ -3,8 +3,8 @@ import Foundation
 /// Received operations as the run fast paths read them (README.md in this folder): an array of
 /// operations (``OperationList``: a received batch, or one operation) or one run of a decoded
 /// batch (``DecodedInsertRun``, ``DecodedDeleteRun``: read in place, never expanded into
-/// ``ListOperation``s). The insert and delete run routes (``ListDocument/applyInsertRun(_:from:cache:)``,
-/// ``ListDocument/applyDeleteRun(_:from:)``) are written once against this protocol.
+/// ``ListOperation``s). The insert and delete run routes (``ListDocument/applyInsertRun(_:from:context:)``,
+/// ``ListDocument/applyDeleteRun(_:from:context:)``) are written once against this protocol.
 ///
 /// Indices are `0 ..< count`. Every query is O(1) unless it says otherwise.
 protocol RunSource {
@@ -20,7 +20,7 @@ protocol RunSource {
     func runKind(_ k: Int) -> RunKind
     /// Whether operation 0 may continue the item insert applied last (an operation received
     /// alone may; a decoded insert run practically never does, since the encoder makes such an
-    /// insert part of the run before, and ``ListDocument/applyInsertRun(_:from:cache:)`` takes
+    /// insert part of the run before, and ``ListDocument/applyInsertRun(_:from:context:)`` takes
     /// it the other way then).
     static var firstMayContinue: Bool { get }
 
