@@ -114,10 +114,6 @@ public actor SyncClient {
     var refusedByDaemon: ClientSession.OlderDaemon = []
     var lastError: String?
     var sessionFailure: SyncFailure?
-
-    /// Behaves as a client of a build before `seen` (tests only): reports nothing of what it
-    /// has seen, so no daemon counts it (Docs/Semantics.md §7, "Peers").
-    @_spi(Testing) public func sayNothingSeen() { refusedByDaemon.insert(.seen) }
     var closed = false
     /// The current status (``statusUpdates()`` for every change).
     public private(set) var status: SyncStatus = .offline(waiting: 0, reason: nil)
@@ -334,6 +330,10 @@ public actor SyncClient {
     }
 
     // MARK: Status
+
+    /// Behaves as a client of a build before `seen` (tests only): reports nothing of what it
+    /// has seen, so no daemon counts it (Docs/Semantics.md §7, "Replicas no daemon counts").
+    @_spi(Testing) public func sayNothingSeen() { refusedByDaemon.insert(.seen) }
 
     /// Every status from now on, starting with the current one.
     public func statusUpdates() -> AsyncStream<SyncStatus> {
