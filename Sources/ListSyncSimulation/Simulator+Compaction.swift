@@ -82,7 +82,7 @@ extension Simulator {
     mutating func refusedForFloor(_ c: Int) {
         report.refusedCompacted += 1
         guard clients[c].connected, !clients[c].resync else { return }
-        clients[c].resync = true
+        clients[c].resyncBase = ListDocument(replica: clients[c].document.replica)
         performClient(c, clients[c].session.unsubscribe(document))
         resubscribe(c)
     }
@@ -128,7 +128,6 @@ extension Simulator {
             }
         }
         clients[c].document = base
-        clients[c].resync = false
         clients[c].resyncBase = nil
         clients[c].acked = held
         // A drag in progress ends (its rows may be gone), as when a client forgets its copy; the

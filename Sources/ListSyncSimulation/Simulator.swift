@@ -378,11 +378,6 @@ public struct Simulator: Sendable {
         // After a refusal for the compaction floor: from nothing, so that the catch-up is the
         // daemon's snapshot (as SyncClient does).
         let version = clients[c].resync ? VersionVector() : clients[c].document.version
-        if !clients[c].resync {
-            clients[c].resyncBase = nil
-        } else if clients[c].resyncBase == nil {
-            clients[c].resyncBase = ListDocument(replica: clients[c].document.replica)
-        }
         clients[c].live = false
         let actions = clients[c].session.subscribe(document, epoch: clients[c].knowsEpoch ? epoch : 0,
                                                    version: version, now: nowNs)
@@ -608,7 +603,7 @@ public struct Simulator: Sendable {
                     performClient(c, sent)
                 }
             case let .operations(_, ops):
-                if clients[c].resync, clients[c].resyncBase != nil {
+                if clients[c].resyncBase != nil {
                     _ = clients[c].resyncBase!.receive(ops)
                     continue
                 }
@@ -646,7 +641,7 @@ public struct Simulator: Sendable {
                 }
             case let .synced(_, version):
                 clients[c].acked.formUnion(version)
-                if clients[c].resync, let base = clients[c].resyncBase {
+                if let base = clients[c].resyncBase {
                     // No snapshot came: the daemon did not compact (it refused an edit of a replica
                     // no daemon counts); its catch-up from nothing is its copy, and the edits are
                     // made again on it. Not before the catch-up holds everything `synced` says: the
@@ -677,7 +672,7 @@ public struct Simulator: Sendable {
         doc.variant = configuration.variant
         clients[c].document = doc
         clients[c].knowsEpoch = false
-        clients[c].resync = false
+        clients[c].resyncBase = nil
         clients[c].acked = VersionVector()
         clients[c].live = false
         clients[c].presence = PresencePublisher()
@@ -873,11 +868,12 @@ struct SimulatedClient {
     var reconnectAt: UInt64?
     var forgetful = false
     var generation = 0
-    /// Refused for the compaction floor: it subscribes from nothing and waits for the snapshot.
-    var resync = false
-    /// While re-syncing: the daemon's copy, built from its catch-up when that is operations (the
-    /// daemon did not compact; it refused an edit of a replica no daemon counts).
+    /// Refused for the compaction floor: the daemon's copy, built from its catch-up from nothing
+    /// when that is operations (a daemon that did not compact; it refused an edit of a replica no
+    /// daemon counts); a snapshot catch-up replaces it. Nil: not re-syncing.
     var resyncBase: ListDocument?
+    /// Whether it re-syncs: it subscribes from nothing.
+    var resync: Bool { resyncBase != nil }
     /// With compaction: caught up (`synced`) on its current subscription; and what the daemon
     /// said it holds (subscribed, synced, acknowledgements), as SyncClient's record.
     var live = false

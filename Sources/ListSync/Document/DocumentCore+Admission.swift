@@ -29,11 +29,17 @@ extension DocumentCore {
                 taken.observe(op.lastID)
                 return true
             }
-            refusedFloor[op.id.replica] = max(refusedFloor[op.id.replica] ?? 0, op.lastID.counter)
-            refusals.append(.malformed(op.id, "it was made before its author had seen the version this document was compacted at; re-sync from a snapshot"))
+            refusals.append(refuse(op, "it was made before its author had seen the version this document was compacted at; re-sync from a snapshot"))
             return false
         }
         return refusals
+    }
+
+    /// Refuses `op` for `reason`: its counters are remembered (``dependsOnRefused(_:taken:)``)
+    /// and the refusal returned.
+    private mutating func refuse(_ op: ListOperation, _ reason: String) -> ApplyError {
+        refusedFloor[op.id.replica] = max(refusedFloor[op.id.replica] ?? 0, op.lastID.counter)
+        return .malformed(op.id, reason)
     }
 
     /// Whether `op` depends on an operation refused for the compaction floor (or as unaccounted
@@ -120,6 +126,8 @@ extension DocumentCore {
     ///   queries (``ListDocument/hasSeen(_:at:)``) for the h heads of `P`.
     mutating func refuseUnaccounted(_ fresh: inout [ListOperation], relay: Bool) -> [ApplyError] {
         guard var mark = currentMark() else { return [] }
+        // Taken out while it is marked, so that its table is not copied for every batch.
+        publishedMark = nil
         defer { publishedMark = mark }
         let peers = stability.peers
         let me = document.replica
@@ -140,8 +148,7 @@ extension DocumentCore {
                     && coversHeads(op, mark, quick: false)
             }
             guard !onRefused, after || claimed else {
-                refusedFloor[author] = max(refusedFloor[author] ?? 0, op.lastID.counter)
-                refusals.append(.malformed(op.id, onRefused
+                refusals.append(refuse(op, onRefused
                     ? "it depends on an operation refused for the compaction floor; re-sync from a snapshot"
                     : "no daemon accounts for its author, and it was made before the author had seen the version this daemon reported to its peers (which may have compacted there); re-sync from a snapshot"))
                 return false

@@ -35,13 +35,13 @@ final class LocalCopy {
     /// Whether `record` changed since it was written.
     var recordDirty = false
     var failure: SyncFailure?
-    /// The daemon refused an edit for its compaction floor: subscribe from nothing next, so that
-    /// the catch-up is its snapshot (``SyncClient/resync(_:from:on:)``).
-    var resync = false
-    /// While re-syncing with a daemon that did not compact (it refused an edit of a replica no
-    /// daemon counts: Docs/Semantics.md §7, "Peers"), its copy, built from its catch-up from
-    /// nothing (operations, not a snapshot).
+    /// After the daemon refused an edit for its compaction floor (``SyncErrorCode/compacted``):
+    /// the daemon's copy, built from its catch-up from nothing when that is operations (a daemon
+    /// that did not compact: Docs/Semantics.md §7, "Replicas no daemon counts"); a snapshot
+    /// catch-up replaces it (``SyncClient/resync(_:from:on:)``). Nil: not re-syncing.
     var resyncBase: ListDocument?
+    /// Whether the copy re-syncs: it subscribes from nothing next.
+    var resync: Bool { resyncBase != nil }
 
     init(id: DocumentID, name: String, live: LiveDocument, store: DocumentStore, record: SyncRecord, replica: ReplicaID) {
         self.id = id

@@ -157,7 +157,6 @@ extension SyncClient {
         // After a refusal for the compaction floor: from nothing, so that the catch-up is the
         // daemon's snapshot (its history no longer goes back that far).
         let since = copy.resync ? VersionVector() : copy.live.document.version
-        if copy.resync, copy.resyncBase == nil { copy.resyncBase = ListDocument(replica: replica) }
         send(c.session.subscribe(copy.id, epoch: copy.record.epoch, version: since, now: EventLoop.now()), on: c)
     }
 
@@ -196,7 +195,7 @@ extension SyncClient {
                 continue
             }
             guard let copy = copies[id] else { continue }
-            if copy.resync, copy.resyncBase != nil {
+            if copy.resyncBase != nil {
                 // Re-syncing: the catch-up from nothing is the daemon's copy (``resync(_:onto:)``).
                 _ = copy.resyncBase!.receive(ops)
                 continue
@@ -267,7 +266,7 @@ extension SyncClient {
             fail(copy, error)
         case let .synced(id, version):
             guard let copy = copies[id] else { break }
-            if copy.resync, let base = copy.resyncBase {
+            if let base = copy.resyncBase {
                 // No snapshot came: the daemon did not compact. Only once the catch-up holds all
                 // that `synced` says (the answer may be that of a subscription made before the
                 // refusal, from the copy's version).
@@ -328,7 +327,7 @@ extension SyncClient {
             // Left behind a compaction (retired while offline): re-sync from the daemon's
             // snapshot and make the unsent edits again (``resync(_:from:on:)``).
             lastError = "compacted: \(text)"
-            copy.resync = true
+            if copy.resyncBase == nil { copy.resyncBase = ListDocument(replica: replica) }
             if let c = connection, copy.phase != .idle {
                 send(c.session.unsubscribe(copy.id), on: c)
                 copy.phase = .idle
@@ -379,7 +378,6 @@ extension SyncClient {
             return
         }
         copy.live.replace(with: base)
-        copy.resync = false
         copy.resyncBase = nil
         copy.acknowledge(held, replica: replica)
         copy.recount(replica: replica)
