@@ -32,7 +32,7 @@ let simulateUsage = """
                           retired (default 30)
       --sends-ahead       with --compact-after: clients send each edit at once, even ahead of
                           earlier unacknowledged ones (default: as SyncClient, in order once
-                          caught up); a known issue, see SimulatorTests
+                          caught up)
       --quiet             print only failures and the summary
       -h, --help          show this help
     """

@@ -147,4 +147,60 @@ struct CausalBufferTests: ScenarioSupport {
             #expect(doc.snapshot() == c.snapshot())
         }
     }
+
+    /// A replica that re-synced (or was restored) goes on from an older operation of its own,
+    /// under new counters; what it made on the history it left must never apply, though its
+    /// counters may lie above the new ones. Replica 3 makes x, then (after 4's ops up to 22@4)
+    /// 23@3, then (after 4's ops up to 30@4) 31@3 on 23@3. Its other copy, holding x and 4's ops
+    /// up to 25@4, makes 26@3.
+    private func leftHistory() throws -> (base: ListDocument, x: ListOperation, fours: [ListOperation], left: [ListOperation], went: ListOperation) {
+        var base = ListDocument(replica: ReplicaID(100))
+        try base.insertSection(at: 0)
+        var a = base.fork(as: 3)
+        let x = try a.insertItem(atRow: 0, inSection: 0, value: Data("x"))
+        var d = base.fork(as: 4)
+        try d.receive(x)
+        var fours: [ListOperation] = []
+        for k in 0..<28 { fours.append(try d.insertItem(atRow: 0, inSection: 0, value: Data("d\(k)"))) }
+        #expect(fours.first?.id == OpID(counter: 3, replica: ReplicaID(4)) && fours.last?.id == OpID(counter: 30, replica: ReplicaID(4)))
+        var other = a
+        try other.receive(Array(fours.prefix(23)))
+        let went = try other.insertItem(atRow: 0, inSection: 0, value: Data("went on"))
+        try a.receive(Array(fours.prefix(20)))
+        let y = try a.insertItem(atRow: 0, inSection: 0, value: Data("left 1"))
+        try a.receive(Array(fours.dropFirst(20)))
+        // At the end, after x: nothing it names is of the history left but its dependency.
+        let z = try a.insertItem(atRow: a.itemCount(inSection: 0), inSection: 0, value: Data("left 2"))
+        #expect(y.id == OpID(counter: 23, replica: ReplicaID(3)) && went.id == OpID(counter: 26, replica: ReplicaID(3)))
+        #expect(z.id == OpID(counter: 31, replica: ReplicaID(3)) && z.deps.ids.contains(y.id))
+        return (base, x, fours, [y, z], went)
+    }
+
+    @Test("§3.8 an operation of a history its author left is refused, woken from the buffer or arriving after, and changes nothing")
+    func historyLeftBehind() throws {
+        let (base, x, fours, left, went) = try leftHistory()
+        let z = left[1]
+        var expected = base.fork(as: 9)
+        expected.receive([x] + fours + [went])
+        // Woken: z waits for 23@3; 26@3 raises replica 3's counter past it, yet 23@3 never came.
+        var woken = base.fork(as: 9)
+        woken.receive([x] + fours)
+        #expect(try woken.receive(z) == .buffered)
+        #expect(try woken.receive(went) == .applied(woken: 1))
+        #expect(woken.pendingCount == 0)
+        #expect(woken.droppedOperations.map(\.operation) == [z])
+        #expect(woken.snapshot() == expected.snapshot())
+        #expect(woken.operations.count == expected.operations.count)
+        // Arriving after: refused at once, nothing changes.
+        var late = expected
+        let before = late.encodedState()
+        #expect(throws: ApplyError.self) { try late.receive(z) }
+        #expect(late.encodedState() == before)
+        // The whole history left, in one batch (the run routes): 23@3 is not after replica 3's
+        // latest, and 31@3 depends on it.
+        var batch = expected
+        let report = batch.receive(left)
+        #expect(report.applied == 0 && report.refused.count == 2)
+        #expect(batch.encodedState() == before && batch.pendingCount == 0)
+    }
 }

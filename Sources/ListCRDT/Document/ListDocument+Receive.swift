@@ -187,7 +187,37 @@ extension ListDocument {
         for d in op.deps where d.replica == replica && d.counter > versionVector[replica] {
             throw .malformed(op.id, "it depends on \(d), an operation this replica never made")
         }
+        if let d = op.deps.first(where: { leftBranch(op.id, $0) }) { throw Self.leftBehind(op.id, d) }
         return nil
+    }
+
+    /// Whether `op`'s dependency `d` is an earlier operation of its own author than the author's
+    /// latest applied one. A replica's operations form one causal chain, and an operation names
+    /// its author's latest operation as a dependency when it names one of them at all; so an
+    /// author that went on from a later operation never made `op` on the history it went on
+    /// with: `op` is of a history its author left (it re-synced from a daemon's copy and made
+    /// its unsent edits again under new counters, Docs/Semantics.md §7) or forked. Its counters
+    /// may lie above the author's latest (they are Lamport clocks), so the version alone would
+    /// let it in, and with it a dependency never applied.
+    @inline(__always)
+    func leftBranch(_ op: OpID, _ d: OpID) -> Bool {
+        d.replica == op.replica && d.counter < versionVector[d.replica]
+    }
+
+    /// Whether the operation `id` names is applied here or was collected below the compaction
+    /// floor; unlike the version, which holds every counter up to each replica's latest, it says
+    /// no for a counter its replica skipped.
+    ///
+    /// - Complexity: O(log m) for m log records of its replica.
+    func holdsExactly(_ id: OpID) -> Bool {
+        guard versionVector.contains(id) else { return false }
+        if let floor = compaction, floor.version.contains(id) { return true }
+        return log.locate(id) != nil
+    }
+
+    /// The refusal of an operation of a history its author left (``leftBranch(_:_:)``).
+    static func leftBehind(_ id: OpID, _ d: OpID) -> ApplyError {
+        .malformed(id, "it depends on \(d), which its author never made on the history it went on with: its author re-synced and made its unsent edits again (or forked); the operation is of the history it left")
     }
 
     @inline(__always)
@@ -223,6 +253,13 @@ extension ListDocument {
                 }
                 if isBeforeFloor(op) {
                     dropped.append((op, Self.beforeFloor(op.id)))
+                    continue
+                }
+                // Woken because its dependency's replica reached the counter: check that the
+                // dependency itself was applied, not skipped by an author that left the history
+                // this operation is of (it made its edits again under later counters).
+                if let d = op.deps.first(where: { leftBranch(op.id, $0) || !holdsExactly($0) }) {
+                    dropped.append((op, Self.leftBehind(op.id, d)))
                     continue
                 }
                 let resolved: ResolvedOperation

@@ -23,7 +23,7 @@ extension ListDocument {
     mutating func applyDeleteRun<S: RunSource>(_ source: S, from k: Int, context: inout RunContext) -> FastPath {
         let id = source.id(k)
         let after = OpID(counter: id.counter &- 1, replica: id.replica)
-        guard source.deletedItem(k) != nil, source.dependsOnlyOn(k, after) else { return .declined }
+        guard source.deletedItem(k) != nil, source.dependsOnlyOn(k, after), !leftBranch(id, after) else { return .declined }
         let step = source.deleteStep(from: k)
         // The slot the operation before saw: where the next item's slot is looked for first.
         var previous: LocalVersion

@@ -84,7 +84,7 @@ extension ListDocument {
         // What `screen` checks of a new operation whose dependencies are applied.
         guard id.counter > versionVector[id.replica], id.counter <= OpID.maxCounter else { return .declined }
         for d in insert.deps {
-            guard d.counter < id.counter, versionVector.contains(d) else { return .declined }
+            guard d.counter < id.counter, versionVector.contains(d), !leftBranch(id, d) else { return .declined }
         }
         guard let (s, left, right) = try? itemInsertReferences(id, section: insert.section, origins: insert.origins,
                                                                 valueSize: insert.valueSize, context: &context)
