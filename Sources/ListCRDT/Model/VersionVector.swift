@@ -54,6 +54,9 @@ public struct VersionVector: Hashable, Sendable, CustomStringConvertible {
     /// - Complexity: O(log r).
     public subscript(replica: ReplicaID) -> UInt64 {
         get {
+            // The replica raised last is most often the one asked for (a run of one author's
+            // operations): checked first.
+            if recent < replicas.count, replicas[recent] == replica { return values[recent] }
             let (i, found) = position(of: replica)
             return found ? values[i] : 0
         }
