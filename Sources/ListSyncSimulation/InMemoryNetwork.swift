@@ -61,6 +61,10 @@ public struct InMemoryNetwork: Sendable {
     public private(set) var framesDelivered = 0
     /// Frames lost, or dropped by a partition.
     public private(set) var framesDropped = 0
+    /// Frames dropped on arrival because their link was cut after they were sent, not yet taken
+    /// by ``takeCutInFlight()`` (a stream's driver resets its connection for each, as TCP does
+    /// once it gives up on a segment).
+    public private(set) var cutInFlight: [Delivery] = []
     /// Extra copies made.
     public private(set) var framesDuplicated = 0
     /// Bytes handed to the network.
@@ -116,12 +120,19 @@ public struct InMemoryNetwork: Sendable {
             now = max(now, d.time)
             if isPartitioned(d.from, d.to) {
                 framesDropped += 1
+                cutInFlight.append(d)
                 continue
             }
             framesDelivered += 1
             return d
         }
         return nil
+    }
+
+    /// The frames dropped on arrival since the last call (``cutInFlight``), oldest first.
+    public mutating func takeCutInFlight() -> [Delivery] {
+        defer { cutInFlight = [] }
+        return cutInFlight
     }
 
     /// Moves the clock forward to `time` (never backward).

@@ -270,7 +270,14 @@ public struct Simulator: Sendable {
         while true {
             let nextTimer = timers()
             let next = min(nextTimer ?? .max, deadline)
-            if let d = network.nextDelivery(until: next) {
+            let delivery = network.nextDelivery(until: next)
+            // A frame a partition cut on its way: its connection resets, as one whose frame was
+            // lost when sent does (a stream never skips a frame and goes on).
+            for cut in network.takeCutInFlight() where cut.frame.first == generations[Self.key(cut.from, cut.to), default: 0] {
+                let (d, other) = cut.from < daemons.count ? (cut.from, cut.to) : (cut.to, cut.from)
+                if d < daemons.count { reset(daemon: d, other: other) }
+            }
+            if let d = delivery {
                 network.advance(to: d.time)
                 deliver(d)
                 continue
@@ -326,7 +333,10 @@ public struct Simulator: Sendable {
     }
 
     mutating func antiEntropy() {
-        for c in clients.indices where clients[c].connected { resubscribe(c) }
+        // A subscription still waiting for its answer is left to it: made again, it would be
+        // sent only after that answer (ClientSession), and a driver that does so more often than
+        // a round trip would never get one through.
+        for c in clients.indices where clients[c].connected && !clients[c].session.isSubscribing(document) { resubscribe(c) }
         for d in daemons.indices {
             for peer in daemons[d].links.keys.sorted() {
                 guard var link = daemons[d].links[peer] else { continue }

@@ -251,6 +251,73 @@ import ListSyncTestSupport
         #expect(s.receive(Self.frame(.operations(document: Self.doc, batch: 0, operations: ops)), now: 0) == [.operations(Self.doc, ops)])
     }
 
+    @Test("a subscription made again while one waits is sent once that one's answer came; that answer and its catch-up are dropped")
+    func subscriptionMadeAgainWhileWaiting() {
+        var s = Self.session()
+        let held = VersionVector([ReplicaID(1): 2])
+        #expect(s.subscribe(Self.doc, epoch: 7, version: held, now: 0).sent == [.subscribe(document: Self.doc, epoch: 7, version: held)])
+        // Made again from nothing (a re-sync): one subscribe on the wire at a time.
+        #expect(s.subscribe(Self.doc, epoch: 0, version: VersionVector(), now: 0).isEmpty)
+        #expect(s.subscriptions == [Self.doc] && s.waitingCount == 1)
+        let first = VersionVector([ReplicaID(1): 3])
+        #expect(s.receive(Self.frame(.subscribed(document: Self.doc, name: "g", epoch: 7, version: first)), now: 0).sent
+                == [.subscribe(document: Self.doc, epoch: 0, version: VersionVector())], "the first answer sends the second, and is dropped")
+        let ops = Fixture.typed(3).operations
+        #expect(s.receive(Self.frame(.operations(document: Self.doc, batch: 0, operations: Array(ops.suffix(1)))), now: 0).isEmpty)
+        #expect(s.receive(Self.frame(.synced(document: Self.doc, version: first)), now: 0).isEmpty, "the first catch-up is not the second's")
+        #expect(s.receive(Self.frame(.subscribed(document: Self.doc, name: "g", epoch: 7, version: first)), now: 0)
+                == [.subscribed(Self.doc, name: "g", epoch: 7, version: first)])
+        #expect(s.receive(Self.frame(.operations(document: Self.doc, batch: 0, operations: ops)), now: 0) == [.operations(Self.doc, ops)])
+        #expect(s.receive(Self.frame(.synced(document: Self.doc, version: first)), now: 0) == [.synced(Self.doc, first)])
+        #expect(s.waitingCount == 0)
+    }
+
+    @Test("a subscription given up while waiting: its answer, subscribed or an error, is never another's")
+    func givenUpSubscriptionAnswers() {
+        // Unsubscribed while waiting, then made again: sent after the first answer.
+        var s = Self.session()
+        _ = s.subscribe(Self.doc, epoch: 7, version: VersionVector(), now: 0)
+        #expect(s.unsubscribe(Self.doc).sent == [.unsubscribe(document: Self.doc)])
+        #expect(s.subscribe(Self.doc, epoch: 7, version: VersionVector(), now: 0).isEmpty)
+        let refused = s.receive(Self.frame(.error(request: 0, document: Self.doc, code: .epochMismatch, text: "reset")), now: 0)
+        #expect(refused.sent == [.subscribe(document: Self.doc, epoch: 7, version: VersionVector())], "an error answers the given-up one")
+        #expect(!refused.contains { if case .subscribeFailed = $0 { return true }; return false })
+        #expect(s.receive(Self.frame(.error(request: 0, document: Self.doc, code: .epochMismatch, text: "reset")), now: 0)
+                == [.subscribeFailed(Self.doc, .refused(.epochMismatch, "reset"))], "the second's own answer")
+        // Past its deadline: the next one waits for its late answer, or for a whole deadline.
+        var t = Self.session()
+        _ = t.subscribe(Self.doc, epoch: 7, version: VersionVector(), now: 0)
+        #expect(t.tick(now: Self.timeout) == [.subscribeFailed(Self.doc, .timeout("the subscription to \(Self.doc)"))])
+        #expect(t.subscribe(Self.doc, epoch: 7, version: VersionVector(), now: Self.timeout).isEmpty)
+        #expect(t.tick(now: 2 * Self.timeout) == [.subscribeFailed(Self.doc, .timeout("the subscription to \(Self.doc)"))])
+        #expect(t.subscribe(Self.doc, epoch: 7, version: VersionVector(), now: 2 * Self.timeout).sent
+                == [.subscribe(document: Self.doc, epoch: 7, version: VersionVector())], "the late answer is taken as lost")
+        // A queued subscription given up is never sent; the connection is detached all the same.
+        var u = Self.session()
+        _ = u.subscribe(Self.doc, epoch: 7, version: VersionVector(), now: 0)
+        _ = u.subscribe(Self.doc, epoch: 7, version: VersionVector(), now: 0)
+        #expect(u.unsubscribe(Self.doc).sent == [.unsubscribe(document: Self.doc)])
+        #expect(u.receive(Self.frame(.subscribed(document: Self.doc, name: "g", epoch: 7, version: VersionVector())), now: 0).isEmpty)
+        #expect(u.waitingCount == 0 && u.subscriptions.isEmpty)
+    }
+
+    @Test("through the daemon's connection and document: a subscription made again while one waits gets its own catch-up, once")
+    func subscriptionMadeAgainWired() {
+        var w = Wired(core: Self.core())
+        let partly = Fixture.typed(3).operations.prefix(2)
+        var held = VersionVector()
+        for op in partly { held.observe(op.lastID) }
+        w.sendOnly(w.client.subscribe(Self.doc, epoch: 7, version: held, now: 0))
+        w.sendOnly(w.client.subscribe(Self.doc, epoch: 0, version: VersionVector(), now: 0))
+        #expect(w.toClient.count == 3, "the first subscription's subscribed, catch-up and synced; the second not sent yet")
+        w.deliver()
+        #expect(w.results.count == 3, "\(w.results)")
+        #expect(w.results.first == .subscribed(Self.doc, name: "groceries", epoch: 7, version: w.core.durableVersion))
+        #expect(w.results.dropFirst().first == .operations(Self.doc, Fixture.typed(3).operations), "the whole history: the second's catch-up")
+        #expect(w.results.last == .synced(Self.doc, w.core.durableVersion))
+        #expect(w.core.isSubscribed(w.connection))
+    }
+
     @Test("new documents announced to a client that listed them")
     func announcements() {
         var s = Self.session()

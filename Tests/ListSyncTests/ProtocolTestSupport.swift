@@ -198,6 +198,12 @@ struct Wired {
         deliver()
     }
 
+    /// Runs what the client asked for, delivering nothing to it yet (its answers wait in
+    /// ``toClient`` for ``deliver()``).
+    mutating func sendOnly(_ actions: [ClientSession.Action]) {
+        fromClient(actions)
+    }
+
     /// Delivers the frames on their way to the client, and what they cause, until nothing moves.
     mutating func deliver() {
         while !toClient.isEmpty {

@@ -120,10 +120,12 @@ public struct ClientSession: Sendable {
     public let maxFrame: Int
     /// How long a request, subscription or edit may wait for its answer, in nanoseconds.
     public let timeout: UInt64
-    /// Documents subscribed to (live or waiting for `subscribed`).
-    public var subscriptions: [DocumentID] { Array(subscribing.keys) + Array(live) }
+    /// Documents subscribed to (live, waiting for `subscribed`, or waiting to be sent).
+    public var subscriptions: [DocumentID] { Array(subscribing.keys) + Array(queued.keys) + Array(live) }
+    /// Whether a subscription of `document` waits for its `subscribed` (sent, or waiting to be sent).
+    public func isSubscribing(_ document: DocumentID) -> Bool { subscribing[document] != nil || queued[document] != nil }
     /// Requests, subscriptions and edits waiting for an answer.
-    public var waitingCount: Int { requests.count + subscribing.count + edits.count }
+    public var waitingCount: Int { requests.count + subscribing.count + queued.count + edits.count }
     /// Whether the session is closed (disconnected or fed an unreadable message).
     public private(set) var isClosed = false
     /// What calls on a closed session fail with: why it closed (a revoked credential says so to
@@ -135,6 +137,15 @@ public struct ClientSession: Sendable {
     private var batches: [UInt64: (edit: UInt64, deadline: UInt64)] = [:]
     private var edits: [UInt64: Edit] = [:]
     private var subscribing: [DocumentID: UInt64] = [:]
+    /// Documents whose `subscribe` on the wire was given up before its answer came (made again,
+    /// unsubscribed, or past its deadline). The daemon answers every `subscribe` once
+    /// (`subscribed` or an error naming the document), in order; a subscription made while that
+    /// answer is due waits for it in ``queued`` and is sent after it, so that one answer can never
+    /// be taken for another's (each `subscribed` streams its own catch-up from its own version).
+    private var answerDue: Set<DocumentID> = []
+    /// Subscriptions waiting for a given-up one's answer before they are sent: epoch, version and
+    /// deadline.
+    private var queued: [DocumentID: (epoch: UInt64, version: VersionVector, deadline: UInt64)] = [:]
     private var live: Set<DocumentID> = []
     /// What a daemon of an older build refused as malformed (it then closes the connection): the
     /// driver carries it to its next session on the same daemon (``refusedByDaemon``), so that the
@@ -214,18 +225,30 @@ public struct ClientSession: Sendable {
         return (n, [.send(message.encoded())])
     }
 
-    /// Subscribes to `document` holding `version` at `epoch` (0: nothing held yet).
+    /// Subscribes to `document` holding `version` at `epoch` (0: nothing held yet). Made while an
+    /// earlier subscription of the document waits for its answer, it replaces that one and is sent
+    /// once that answer came (dropped), so that every answer is matched to its own subscription.
     public mutating func subscribe(_ document: DocumentID, epoch: UInt64, version: VersionVector, now: UInt64) -> [Action] {
         guard !isClosed else { return [.subscribeFailed(document, closedWith)] }
         live.remove(document)
         forgetLive(document)
-        subscribing[document] = now &+ timeout
-        return [.send(SyncMessage.subscribe(document: document, epoch: epoch, version: version).encoded())]
+        if subscribing.removeValue(forKey: document) != nil { answerDue.insert(document) }
+        guard !answerDue.contains(document) else {
+            queued[document] = (epoch, version, now &+ timeout)
+            return []
+        }
+        return sendSubscribe(document, epoch: epoch, version: version, deadline: now &+ timeout)
     }
 
-    /// Stops receiving `document`.
+    /// Stops receiving `document`. Sent too while a given-up subscription's answer is due: the
+    /// daemon may attach the connection for that one first.
     public mutating func unsubscribe(_ document: DocumentID) -> [Action] {
-        guard subscribing.removeValue(forKey: document) != nil || live.remove(document) != nil, !isClosed else { return [] }
+        guard !isClosed else { return [] }
+        let wasQueued = queued.removeValue(forKey: document) != nil
+        let waiting = subscribing.removeValue(forKey: document) != nil
+        if waiting { answerDue.insert(document) }
+        let wasLive = live.remove(document) != nil
+        guard wasQueued || waiting || wasLive || answerDue.contains(document) else { return [] }
         forgetLive(document)
         return [.send(SyncMessage.unsubscribe(document: document).encoded())]
     }
@@ -313,6 +336,7 @@ public struct ClientSession: Sendable {
         }
         switch message {
         case let .subscribed(doc, name, epoch, version):
+            if answerDue.contains(doc) { return givenUpAnswered(doc) }
             guard subscribing.removeValue(forKey: doc) != nil else { return [] }
             live.insert(doc)
             return [.subscribed(doc, name: name, epoch: epoch, version: version)]
@@ -372,6 +396,9 @@ public struct ClientSession: Sendable {
             }
             if r != 0, requests.removeValue(forKey: r) != nil { return [.answered(r, .failure(e))] }
             if r != 0, batches[r] != nil { return answerBatch(r, .failure(e)) }
+            if let doc, r == 0, Self.subscriptionCodes.contains(code), answerDue.contains(doc), !live.contains(doc) {
+                return givenUpAnswered(doc)
+            }
             if let doc, Self.subscriptionCodes.contains(code),
                subscribing.removeValue(forKey: doc) != nil || (Self.endsLive.contains(code) && live.remove(doc) != nil) {
                 return [.subscribeFailed(doc, e)]
@@ -419,6 +446,14 @@ public struct ClientSession: Sendable {
         }
         for (doc, deadline) in subscribing.sorted(by: { $0.key < $1.key }) where deadline <= now {
             subscribing[doc] = nil
+            answerDue.insert(doc)   // it may still come: the next subscription waits for it
+            actions.append(.subscribeFailed(doc, .timeout("the subscription to \(doc)")))
+        }
+        for (doc, q) in queued.sorted(by: { $0.key < $1.key }) where q.deadline <= now {
+            // The answer it waited for never came within a whole deadline: taken as lost, so
+            // that the next subscription is sent at once.
+            queued[doc] = nil
+            answerDue.remove(doc)
             actions.append(.subscribeFailed(doc, .timeout("the subscription to \(doc)")))
         }
         for (b, entry) in batches.sorted(by: { $0.key < $1.key }) where entry.deadline <= now && batches[b] != nil {
@@ -433,6 +468,19 @@ public struct ClientSession: Sendable {
     }
 
     // MARK: Internals
+
+    private mutating func sendSubscribe(_ document: DocumentID, epoch: UInt64, version: VersionVector, deadline: UInt64) -> [Action] {
+        subscribing[document] = deadline
+        return [.send(SyncMessage.subscribe(document: document, epoch: epoch, version: version).encoded())]
+    }
+
+    /// The answer to a given-up subscription of `document` came (dropped): the subscription
+    /// waiting for it, if any, is sent now.
+    private mutating func givenUpAnswered(_ document: DocumentID) -> [Action] {
+        answerDue.remove(document)
+        guard let q = queued.removeValue(forKey: document) else { return [] }
+        return sendSubscribe(document, epoch: q.epoch, version: q.version, deadline: q.deadline)
+    }
 
     /// Forgets what a subscription was streaming (a part-built snapshot, its `seen` reports).
     private mutating func forgetLive(_ document: DocumentID) {
@@ -472,9 +520,9 @@ public struct ClientSession: Sendable {
         isClosed = true
         var actions: [Action] = []
         for r in requests.keys.sorted() { actions.append(.answered(r, .failure(e))) }
-        for d in subscribing.keys.sorted() { actions.append(.subscribeFailed(d, e)) }
+        for d in Set(subscribing.keys).union(queued.keys).sorted() { actions.append(.subscribeFailed(d, e)) }
         for id in edits.keys.sorted() { actions.append(.editDone(id, .failure(e))) }
-        requests = [:]; subscribing = [:]; edits = [:]; batches = [:]; live = []
+        requests = [:]; subscribing = [:]; answerDue = []; queued = [:]; edits = [:]; batches = [:]; live = []
         snapshotParts = [:]; seenSent = [:]; seenDue = [:]
         return actions
     }

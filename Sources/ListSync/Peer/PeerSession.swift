@@ -147,7 +147,7 @@ public struct PeerSession: Sendable {
                 let (n, sent) = client.request(.create(name: d.name, sections: [], id: d.id, epoch: d.epoch), now: now)
                 creating[n] = d.id
                 actions += wire(sent, now: now)
-            } else if !catchingUp.contains(d.id) {
+            } else if !catchingUp.contains(d.id), !client.isSubscribing(d.id) {
                 actions += wire(client.subscribe(d.id, epoch: d.epoch, version: d.version, now: now), now: now)
             }
         }
@@ -200,9 +200,12 @@ public struct PeerSession: Sendable {
         return (due, wire(client.tick(now: now), now: now))
     }
 
-    /// Subscribes to `document` again with this daemon's `version`: both directions resync.
+    /// Subscribes to `document` again with this daemon's `version`: both directions resync. Nothing
+    /// while a subscription of it waits for its answer (its catch-up is on its way; made again, it
+    /// would only be sent after that answer, ClientSession).
     public mutating func resync(_ document: DocumentID, version: VersionVector, now: UInt64) -> [Action] {
-        guard attached.contains(document), !catchingUp.contains(document), let epoch = epochs[document] else { return [] }
+        guard attached.contains(document), !catchingUp.contains(document), !client.isSubscribing(document),
+              let epoch = epochs[document] else { return [] }
         return wire(client.subscribe(document, epoch: epoch, version: version, now: now), now: now)
     }
 
