@@ -665,9 +665,9 @@ public struct Simulator: Sendable {
                 if let base = clients[c].resyncBase {
                     // No snapshot came: the daemon did not compact (it refused an edit of a replica
                     // no daemon counts); its catch-up from nothing is its copy, and the edits are
-                    // made again on it. Not before the catch-up holds everything `synced` says: the
-                    // answer may be that of a subscription made before the refusal (the session
-                    // cannot tell them apart), whose catch-up was from the client's version.
+                    // made again on it. Not before the catch-up holds everything `synced` says (the
+                    // session matches each answer to its own subscription, so it does; a frame the
+                    // network duplicated may still be taken for a later one's).
                     guard base.version.includes(version) else { continue }
                     resync(c, onto: base)
                     report.operationResyncs += 1

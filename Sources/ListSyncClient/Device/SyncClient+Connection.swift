@@ -268,8 +268,9 @@ extension SyncClient {
             guard let copy = copies[id] else { break }
             if let base = copy.resyncBase {
                 // No snapshot came: the daemon did not compact. Only once the catch-up holds all
-                // that `synced` says (the answer may be that of a subscription made before the
-                // refusal, from the copy's version).
+                // that `synced` says: the session matches each answer to its own subscription
+                // (one subscribe on the wire at a time), so it does; checked all the same, since
+                // making the edits again on a partial copy would lose what it lacks.
                 guard base.version.includes(version) else { break }
                 resync(copy, onto: base)
                 guard !copy.resync else { break }
