@@ -9,9 +9,9 @@ import ListSyncTestTraits
 @Suite(.cpuHeavy) struct SimulatorTests {
     static let environment = ProcessInfo.processInfo.environment
 
-    /// The CI volume: 2,000 seeds × 3–5 replicas × 100 edits with loss, duplication, reordering
-    /// and partitions. `LISTSYNC_SIM_SEEDS` sets the number of seeds; a failing seed prints its
-    /// replay command.
+    /// The CI volume: 1,000 seeds × 1–3 daemons × 3–5 clients × 100 edits with loss (a reset
+    /// connection), duplication, delays and partitions. `LISTSYNC_SIM_SEEDS` sets the number of
+    /// seeds; a failing seed prints its replay command.
     @Test("1,000 seeds × 1–3 peered daemons × 3–5 clients × 100 edits with faults and 0–3 daemon crashes: nothing acknowledged lost, all converge")
     func ciVolume() {
         let seeds = Self.environment["LISTSYNC_SIM_SEEDS"].flatMap(UInt64.init) ?? 1_000
