@@ -30,7 +30,7 @@ let package = Package(
     dependencies: [],
     targets: [
         // The engine: pure (no I/O, no clock, no randomness it was not handed).
-        .target(name: "ListCRDT", exclude: ["Document/FastPaths/README.md", "Sequence/README.md"]),
+        .target(name: "ListCRDT", exclude: ["Compaction/README.md", "Document/FastPaths/README.md", "Sequence/README.md"]),
         // The UI layer on the engine's public API: change sets, drag sessions, LiveDocument.
         .target(name: "ListTable", dependencies: ["ListCRDT"]),
         // The sync protocol (Docs/Protocol.md): messages, `Transport`, and every role as a state
