@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Side-by-side benchmark: ListSync vs Loro vs Yrs (issue 5).  Spec: WORKLOADS.md.
 #
-#   bash Benchmarks/compare.sh [--quick] [--skip-swift] [--budget SECONDS]
+#   bash Benchmarks/compare.sh [--quick] [--skip-swift] [--budget SECONDS] [--only W,W...]
 #
 #   --quick       smoke test: skip W1.random.1000000 and W12.churn.1000000, 20 s budget per timed loop
+#   --only LIST   only these workloads (comma-separated, e.g. W2.history), every engine; results in
+#                 results/only.jsonl and the table (latest.* are left as they are)
 #   --skip-swift  run only the Python engines (Loro, Yrs)
 #   --budget S    wall-clock cap for one timed loop of a Python engine (default 120;
 #                 Yrs slows down as documents fragment; a stopped run reports lower bounds)
@@ -16,13 +18,14 @@ set -euo pipefail
 
 BENCH="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ROOT="$(cd "$BENCH/.." && pwd)"
-QUICK=0 SKIP_SWIFT=0 BUDGET="" ARGS="$*"
+QUICK=0 SKIP_SWIFT=0 BUDGET="" ONLY="" ARGS="$*"
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) QUICK=1 ;;
     --skip-swift) SKIP_SWIFT=1 ;;
     --budget) BUDGET="$2"; shift ;;
-    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+    --only) ONLY="$2"; shift ;;
+    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
     *) echo "compare.sh: unknown option $1" >&2; exit 2 ;;
   esac
   shift
@@ -51,6 +54,13 @@ ensure_venv "import loro, pycrdt" $PIP_PACKAGES
 WORKLOADS=$("$PY" "$PEERS" --engine loro-list --list)
 if [ "$QUICK" = 1 ]; then
   WORKLOADS=$(echo "$WORKLOADS" | grep -v -e '^W1\.random\.1000000$' -e '^W12\.churn\.1000000$')
+fi
+if [ -n "$ONLY" ]; then
+  for w in ${ONLY//,/ }; do
+    [ "$w" = W10.store ] || echo "$WORKLOADS" | grep -qx "$w" || { echo "compare.sh: unknown workload $w" >&2; exit 2; }
+  done
+  WORKLOADS=$(echo "$WORKLOADS" | grep -x -F "$(echo "${ONLY//,/$'\n'}")" || true)
+  OUT="$RESULTS/only.jsonl"
 fi
 
 mkdir -p "$RESULTS"
@@ -98,13 +108,20 @@ for w in $WORKLOADS; do
 done
 # W10.store: the durable store against SQLite (WAL, synchronous=FULL, one INSERT per transaction) on
 # the same disk (issue 17); Loro and Yrs have no durable store to compare.
-if [ "$SKIP_SWIFT" = 0 ]; then
-  log "listsync W10.store"
-  record listsync W10.store "$BIN" --workload W10.store --json --trace "$TRACE"
+if [ -z "$ONLY" ] || [[ ",$ONLY," == *",W10.store,"* ]]; then
+  if [ "$SKIP_SWIFT" = 0 ]; then
+    log "listsync W10.store"
+    record listsync W10.store "$BIN" --workload W10.store --json --trace "$TRACE"
+  fi
+  log "sqlite-wal W10.store"
+  record sqlite-wal W10.store "$PY" "$BENCH/compare/sqlite_wal.py"
 fi
-log "sqlite-wal W10.store"
-record sqlite-wal W10.store "$PY" "$BENCH/compare/sqlite_wal.py"
 rm -f "$RESULTS/.stderr"
+if [ -n "$ONLY" ]; then
+  "$PY" "$BENCH/compare/table.py" "$OUT"
+  log "wrote $OUT"
+  exit 0
+fi
 
 # (d) table, Markdown report with the machine description, chart
 "$PY" "$BENCH/compare/table.py" "$OUT"
