@@ -21,7 +21,9 @@ protocol RunSource {
     /// Whether operation 0 may continue the item insert applied last (an operation received
     /// alone may; a decoded insert run practically never does, since the encoder makes such an
     /// insert part of the run before, and ``ListDocument/applyInsertRun(_:from:context:)`` takes
-    /// it the other way then).
+    /// it the other way then). Likewise a decoded delete run's first operation practically never
+    /// deletes the item next to the one the delete applied last deleted: the delete run route
+    /// then looks its slot up at once (``ListDocument/applyDeleteRun(_:from:context:)``).
     static var firstMayContinue: Bool { get }
 
     /// Operation `k` when it is an item insert: its dependencies, section, origins and value size.
