@@ -84,6 +84,7 @@ extension ListDocument {
     ///
     /// - Complexity: O(m + log N) for deletes of consecutive typed items in a document of N
     ///   slots; O(log N) more per item not next to the one before.
+    @inline(__always)
     mutating func applyDeleteChunk(count m: Int, step: Int32, previous: inout LocalVersion, lookUpFirst: Bool = false,
                                    first: OpID, deps: Frontier,
                                    startsRecord: Bool, after: OpID, context: inout RunContext,
@@ -169,6 +170,9 @@ extension ListDocument {
         precondition(seen.count >= m && entities.count >= m, "no room for \(m) deletes")
         var n = 0
         var lv = previous
+        // Slots and item rows are mostly appended together (a typed run's slots and rows are
+        // consecutive), so an item's entity is mostly its insert slot less this.
+        let entityOffset = slots.count - items.rows.count
         slots.withView { view in
             items.rows.withUnsafeBufferPointer { rows in
                 while n < m, let id = item(n) {
@@ -179,8 +183,18 @@ extension ListDocument {
                     }
                     // Usually the slot next to the one before is the item's insert slot, and the
                     // item never moved: its row says so (its id, no registers, its winning slot
-                    // `lv`: an item's winning slot while it never moved is its insert slot), and
-                    // the slot's run, one more cache miss, need not be read.
+                    // `lv`: an item's winning slot while it never moved is its insert slot, whose
+                    // entity it is). The row is guessed (the entity next to the one before, or
+                    // `lv` less the offset), so that neither the slot nor its run, each a cache
+                    // miss away, need be read; else the slot says.
+                    let guess = n > 0 ? entities[n - 1].int &+ Int(step) : lv.int &- entityOffset
+                    if guess >= 0, guess < rows.count, rows[guess].winner == lv, rows[guess].id == id,
+                       rows[guess].packedState < 0 {
+                        seen[n] = lv
+                        entities[n] = EntityIndex(guess)
+                        n += 1
+                        continue
+                    }
                     if let slot = view.slot(lv), case let e = slot.entity.int, e >= 0, e < rows.count, rows[e].id == id,
                        rows[e].packedState < 0, rows[e].winner == lv {
                         seen[n] = lv
