@@ -39,7 +39,10 @@ extension ListDocument {
         } else {
             return .declined
         }
-        var end = k
+        // A decoded delete run in a history load: one tight pass while its items' slots and rows
+        // are consecutive; the chunks below check the deletes after it, if any.
+        var end = k + applyConsecutiveDeletes(source, from: k, step: step, previous: &previous, lookUpFirst: lookUpFirst,
+                                              startsRecord: startsRecord, after: after, context: &context)
         while end < source.count {
             let start = end, m = min(source.count - start, Self.deleteChunk)
             let before = start == k ? after : source.id(start - 1)

@@ -45,6 +45,11 @@ protocol RunSource {
     /// Whether operation `k` (k ≥ 1) continues operation `k - 1` as a delete run: the next id of
     /// the same author, depending on exactly it.
     func continuesDeletes(_ k: Int) -> Bool
+    /// Whether each operation after the first continues the one before as a delete run
+    /// (``continuesDeletes(_:)`` holds) and deletes the item next to the one before deleted (the
+    /// next or previous id of the same author), in the direction ``deleteStep(from:)`` says: a
+    /// decoded delete run, by construction (``ListDocument/applyConsecutiveDeletes(_:from:step:previous:lookUpFirst:startsRecord:after:context:)``).
+    static var deletesConsecutiveItems: Bool { get }
     /// Which way the items of the delete run from `k` go, +1 (forward deletes) or -1
     /// (backspaces): where the next item's slot is looked for first. A guess: a wrong one costs a
     /// lookup, never a different result.
@@ -63,6 +68,7 @@ enum RunKind {
 struct OperationList<Base: RandomAccessCollection<ListOperation>>: RunSource where Base.Index == Int {
     let ops: Base
     static var firstMayContinue: Bool { true }
+    static var deletesConsecutiveItems: Bool { false }
 
     @inline(__always) var count: Int { ops.count }
     @inline(__always) func operation(_ k: Int) -> ListOperation { ops[ops.startIndex + k] }
@@ -143,6 +149,7 @@ struct DecodedInsertRun: RunSource {
 
 
     static var firstMayContinue: Bool { false }
+    static var deletesConsecutiveItems: Bool { false }
     @inline(__always) var count: Int { run.count }
     func operation(_ k: Int) -> ListOperation { view.batch.pointee.operation(insertRun: r, k) }
     @inline(__always) func runKind(_ k: Int) -> RunKind { .itemInsert }
@@ -206,6 +213,7 @@ struct DecodedDeleteRun: RunSource {
 
 
     static var firstMayContinue: Bool { false }
+    static var deletesConsecutiveItems: Bool { true }
     @inline(__always) var count: Int { run.count }
     func operation(_ k: Int) -> ListOperation { view.batch.pointee.operation(deleteRun: r, k) }
     @inline(__always) func runKind(_ k: Int) -> RunKind { .itemDelete }
