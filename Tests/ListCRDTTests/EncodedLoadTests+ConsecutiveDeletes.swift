@@ -5,9 +5,9 @@ import ListSyncSimulation
 import ListSyncTestTraits
 
 /// The tight pass of decoded delete runs in a load into an empty document
-/// (`ListDocument.applyConsecutiveDeletes`, ListDocument+ConsecutiveDeletes.swift): every branch
-/// of it against decode + receive, one operation at a time and the general path alone
-/// (`bothLoads`).
+/// (`ListDocument.applyConsecutiveDeletes`, ListDocument+ConsecutiveDeletes.swift), and the
+/// insert run route's origins checked against the trees: every branch against decode + receive,
+/// one operation at a time and the general path alone (`bothLoads`).
 extension EncodedLoadTests {
     @Test("into an empty document, delete runs whose items another replica deleted already, or whose slots are not consecutive, match")
     func consecutiveDeletesIntoAnEmptyDocument() throws {
@@ -78,5 +78,43 @@ extension EncodedLoadTests {
         }
         loaded = try bothLoads(empty, ListOperation.encode(crafter.operations + crafted))
         #expect(try loaded.itemCount(inSection: 0) == 2)
+    }
+
+    @Test("insert runs whose origins are in another sequence (the right one next to the left one, or not) are refused as decode + receive refuses them")
+    func insertRunOriginsInAnotherSequence() throws {
+        let base = try ListDocument.make(1, sections: [["a", "b", "c"], ["x", "y"]])
+        let s0 = base.sectionIDs[0], s1 = base.sectionIDs[1]
+        let a = SlotID(try #require(base.item("a")).opID), c = SlotID(try #require(base.item("c")).opID)
+        let x = SlotID(try #require(base.item("x")).opID), y = SlotID(try #require(base.item("y")).opID)
+        let r = ReplicaID(7)
+        let first = (base.operations.map(\.lastID.counter).max() ?? 0) + 1
+        /// A typed run of three by replica 7 into `section` between `origins`, after `base`.
+        func run(_ section: SectionID, _ origins: ListOperation.Origins) -> [ListOperation] {
+            var ops: [ListOperation] = []
+            var deps = base.frontier
+            var after = origins.after
+            for k in 0 ..< 3 {
+                let id = OpID(counter: first + UInt64(k), replica: r)
+                ops.append(ListOperation(id: id, deps: deps,
+                                         kind: .insertItem(section: section, .init(after: after, before: origins.before),
+                                                           value: Data("n".utf8))))
+                (deps, after) = (Frontier(only: id), SlotID(id))
+            }
+            return ops
+        }
+        let cases: [(SectionID, ListOperation.Origins)] = [
+            (s0, .init(after: x, before: nil)),              // left in section 1's items
+            (s0, .init(after: nil, before: y)),              // right in section 1's items, no left
+            (s0, .init(after: a, before: x)),                // right in another sequence, not next
+            (s0, .init(after: c, before: SlotID(s1.opID))),  // right a section slot
+            (s0, .init(after: SlotID(s0.opID), before: nil)),// left a section slot
+            (s1, .init(after: x, before: y)),                // fine: next to each other
+            (s1, .init(after: nil, before: x)),              // fine: at the start
+        ]
+        for (section, origins) in cases {
+            let ops = run(section, origins)
+            try bothLoads(base, ListOperation.encode(ops))
+            try bothLoads(ListDocument(replica: ReplicaID(9)), ListOperation.encode(base.operations + ops))
+        }
     }
 }
