@@ -33,7 +33,7 @@ extension SlotForest {
                 (leafOf.baseAddress! + e.lv.int).update(repeating: leaf, count: e.count)
             }
             if hi - lo < Self.leafCapacity {
-                entries.append(contentsOf: repeatElement(Entry.empty, count: Self.leafCapacity - (hi - lo)))
+                entries.append(contentsOf: Entry.emptyLeaf[(hi - lo)...])
             }
             leaves.append(Leaf(size: Int32(hi - lo), parent: .none, indexInParent: 0,
                                next: k + 1 < leafCount ? LeafIndex(leaf.raw + 1) : .none,

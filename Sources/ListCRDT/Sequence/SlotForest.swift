@@ -35,6 +35,9 @@ struct SlotForest: Sendable {
         @inline(__always) var visibleCount: Int { len > 0 ? Int(len) : 0 }
         @inline(__always) var isVisible: Bool { len > 0 }
         static let empty = Entry(lv: LocalVersion(Int32(0)), count: 0, visible: false)
+        /// A leaf's worth of ``empty`` entries: appending (part of) it copies them in one go
+        /// (appending `repeatElement(empty, …)` goes element by element through the generic path).
+        static let emptyLeaf = [Entry](repeating: .empty, count: SlotForest.leafCapacity)
         @inline(__always) init(lv: LocalVersion, count: Int, visible: Bool) {
             self.lv = lv
             self.len = visible ? Int32(count) : -Int32(count)
