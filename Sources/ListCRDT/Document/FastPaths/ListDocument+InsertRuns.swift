@@ -113,7 +113,8 @@ extension ListDocument {
         let lv = LocalVersion(slots.count), e = EntityIndex(items.count)
         source.appendItems(from: k, count: n, to: &items, slot: lv, section: s)
         _ = slots.appendRun(id: id, count: n, left: left, right: right, sequence: .items(s), entity: e)
-        forest.addSlots(n)
+        // The forest learns of the slots as it places them (announced first only for `placement`).
+        if !adjacent { forest.addSlots(n) }
         let after = adjacent ? leftCursor
                              : forest.placement(t, id: id, left: left, right: right, slots: slots)
         forest.insert(t, lv, count: n, visible: true, after: after)
@@ -140,8 +141,7 @@ extension ListDocument {
         let lv = LocalVersion(slots.count)
         let right = slots.origins(of: last.slot).right
         _ = slots.appendRun(id: last.id.advanced(by: 1), count: n, left: last.slot, right: right, sequence: .items(s), entity: e)
-        forest.addSlots(n)
-        let after = forest.locate(last.slot)
+        let after = forest.locate(last.slot)  // the insert appends the slots' leaf (SlotForest.setLeaf)
         forest.insert(tree(ofSequence: .items(s)), lv, count: n, visible: true, after: after)
         refreshSection(s)
         advance(from: last.id, to: last.id.advanced(by: n))
