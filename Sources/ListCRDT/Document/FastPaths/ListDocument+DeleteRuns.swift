@@ -39,8 +39,9 @@ extension ListDocument {
         } else {
             return .declined
         }
-        // A decoded delete run in a history load: one tight pass while its items' slots and rows
-        // are consecutive; the chunks below check the deletes after it, if any.
+        // A decoded delete run in a history load: one tight pass while its items' rows are where
+        // their slots say (ListDocument+ConsecutiveDeletes.swift); the chunks below check the
+        // deletes after it, if any.
         var end = k + applyConsecutiveDeletes(source, from: k, step: step, previous: &previous, lookUpFirst: lookUpFirst,
                                               startsRecord: startsRecord, after: after, context: &context)
         while end < source.count {
@@ -74,8 +75,8 @@ extension ListDocument {
     ///
     /// What is checked here per operation: the slot with the item's id is known (found at
     /// `previous + step`, the slot next to the one before, else looked up with `context`'s hint,
-    /// which the first is at once when `lookUpFirst`; `previous` ends as the last one found) and is the insert slot of an item. Each delete has the effect of the
-    /// general path's: its item's delete register is raised (``EntityTable/Row/deleteSeeingInsert()``),
+    /// which the first is at once when `lookUpFirst`; `previous` ends as the last one found) and
+    /// is the insert slot of an item. Each delete has the effect of the general path's: its item's delete register is raised (``EntityTable/Row/deleteSeeingInsert()``),
     /// an item that dies has its slot hidden and its section refreshed (or the slot is gathered in
     /// `context` when its ``RunContext/deaths`` is set, for ``hideGathered(_:)``), one log entry (the first
     /// with ``OpLog/append(id:deps:kind:span:payload:)`` when `startsRecord`, which extends the
