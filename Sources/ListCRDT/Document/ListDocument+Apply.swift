@@ -123,12 +123,15 @@ extension ListDocument {
     /// section's index and the origins' local versions (``LocalVersion/none``: none). Whether the origins are in
     /// order is ``originsInOrder(_:_:)``, apart (the run route knows it without a search when
     /// they are adjacent). `context` holds the section looked up last (a section's index never
-    /// changes once known: sections are never forgotten).
+    /// changes once known: sections are never forgotten). Without `checkingSequences`, the
+    /// origins' sequences are left to the caller (the run route reads them from the trees: a
+    /// slot's tree is its sequence's).
     ///
     /// - Complexity: O(log n).
     @inline(__always)
     func itemInsertReferences(_ id: OpID, section: SectionID, origins: ListOperation.Origins, valueSize: Int,
-                              context: inout RunContext) throws(ApplyError) -> (section: EntityIndex, left: LocalVersion, right: LocalVersion) {
+                              checkingSequences: Bool = true, context: inout RunContext)
+        throws(ApplyError) -> (section: EntityIndex, left: LocalVersion, right: LocalVersion) {
         try checkValue(valueSize, of: id)
         let s: EntityIndex
         if let known = context.section, known.id == section {
@@ -138,7 +141,8 @@ extension ListDocument {
             s = try sectionReference(section, by: id)
             context.section = (section, s)
         }
-        let (left, right) = try originReferences(origins, sequence: .items(s), by: id, hint: &context.ids)
+        let sequence: SequenceIndex? = checkingSequences ? .items(s) : nil
+        let (left, right) = try originReferences(origins, sequence: sequence, by: id, hint: &context.ids)
         return (s, left, right)
     }
 
@@ -167,23 +171,24 @@ extension ListDocument {
         return s
     }
 
-    /// The origin slots of `origins` (``LocalVersion/none``: none), known, before `id` and in `sequence`.
+    /// The origin slots of `origins` (``LocalVersion/none``: none), known, before `id` and in `sequence`
+    /// (nil: in any).
     @inline(__always)
-    private func originReferences(_ origins: ListOperation.Origins, sequence: SequenceIndex, by id: OpID,
+    private func originReferences(_ origins: ListOperation.Origins, sequence: SequenceIndex?, by id: OpID,
                                   hint: inout SlotStore.IDHint) throws(ApplyError) -> (LocalVersion, LocalVersion) {
         (try originSlot(origins.after, sequence: sequence, by: id, hint: &hint),
          try originSlot(origins.before, sequence: sequence, by: id, hint: &hint))
     }
 
     /// The local version of origin slot `slot` (``LocalVersion/none``: none), known, before `id` and in
-    /// `sequence` (looked up with `hint`, ``SlotStore/lv(of:hint:)``).
+    /// `sequence` (nil: in any; looked up with `hint`, ``SlotStore/lv(of:hint:)``).
     @inline(__always)
-    private func originSlot(_ slot: SlotID?, sequence: SequenceIndex, by id: OpID,
+    private func originSlot(_ slot: SlotID?, sequence: SequenceIndex?, by id: OpID,
                             hint: inout SlotStore.IDHint) throws(ApplyError) -> LocalVersion {
         guard let slot else { return .none }
         try checkPast(slot.opID, by: id)
         guard let lv = slots.lv(of: slot.opID, hint: &hint) else { throw .malformed(id, "unknown \(slot)") }
-        guard slots.sequence(of: lv) == sequence else { throw .malformed(id, "\(slot) is in another sequence") }
+        if let sequence, slots.sequence(of: lv) != sequence { throw .malformed(id, "\(slot) is in another sequence") }
         return lv
     }
 

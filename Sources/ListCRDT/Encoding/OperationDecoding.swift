@@ -269,7 +269,12 @@ struct BatchDecoder {
     @inline(__always)
     private mutating func ref(_ op: OpID, default fieldDefault: OpID?) throws(WireError) -> OpID {
         let at = reader.offset
-        let code = try reader.varint()
+        return try ref(op, code: try reader.varint(), at: at, default: fieldDefault)
+    }
+
+    /// ``ref(_:default:)`` whose code, at offset `at`, is read already.
+    @inline(__always)
+    private mutating func ref(_ op: OpID, code: UInt64, at: Int, default fieldDefault: OpID?) throws(WireError) -> OpID {
         switch code {
         case RefCode.fieldDefault:
             guard let fieldDefault else { throw .invalidValue("reference code 0 where no default exists", offset: at) }
@@ -305,9 +310,9 @@ struct BatchDecoder {
     private mutating func origins(_ op: OpID) throws(WireError) -> ListOperation.Origins {
         func slot(_ d: inout BatchDecoder) throws(WireError) -> SlotID? {
             let at = d.reader.offset
-            if try d.reader.varint() == RefCode.fieldDefault { return nil }
-            d.reader.rewind(to: at)
-            return SlotID(try d.ref(op, default: nil))
+            let code = try d.reader.varint()
+            if code == RefCode.fieldDefault { return nil }
+            return SlotID(try d.ref(op, code: code, at: at, default: nil))
         }
         let after = try slot(&self)
         return ListOperation.Origins(after: after, before: try slot(&self))

@@ -154,6 +154,15 @@ struct OpLog: Sendable {
         seenSlots.append(contentsOf: seen)
     }
 
+    /// ``extendDeleteRun(seen:)`` for `n` deletes whose authors saw slots `lv`, `lv + step`, …
+    /// (a delete run of consecutive typed items, `step` ±1).
+    ///
+    /// - Complexity: O(n) amortized.
+    mutating func extendDeleteRun(seenFrom lv: LocalVersion, step: Int32, count n: Int) {
+        growLastRecord(.deleteItem, by: n)
+        seenSlots.append(contentsOf: SteppedSlots(slot: lv, step: step, left: n))
+    }
+
     /// Counts `n` more operations in the last record, which must be a run of `kind`.
     @inline(__always)
     private mutating func growLastRecord(_ kind: Kind, by n: Int) {
@@ -298,4 +307,30 @@ struct OpLog: Sendable {
 
     /// The replica index of record `r` (an index into ``seenCounters(_:)``'s answer).
     @inline(__always) func replicaIndex(ofRecord r: Int) -> Int { Int(records[r].replica) }
+}
+
+/// Slots `slot`, `slot + step`, … (`left` of them), as a sequence that an array appends in one
+/// loop (`_copyContents`; appending them one at a time checks uniqueness and room for each).
+private struct SteppedSlots: Sequence, IteratorProtocol {
+    var slot: LocalVersion
+    let step: Int32
+    var left: Int
+
+    var underestimatedCount: Int { left }
+
+    mutating func next() -> LocalVersion? {
+        guard left > 0 else { return nil }
+        left -= 1
+        defer { slot = slot.advanced(by: step) }
+        return slot
+    }
+
+    /// Writes the slots left (as many as fit) straight into `buffer`; returns the slots not
+    /// written and the number written.
+    func _copyContents(initializing buffer: UnsafeMutableBufferPointer<LocalVersion>) -> (SteppedSlots, Int) {
+        let n = Swift.min(left, buffer.count)
+        guard n > 0, let base = buffer.baseAddress else { return (self, 0) }
+        for k in 0 ..< n { (base + k).initialize(to: slot.advanced(by: step &* Int32(truncatingIfNeeded: k))) }
+        return (SteppedSlots(slot: slot.advanced(by: step &* Int32(truncatingIfNeeded: n)), step: step, left: left - n), n)
+    }
 }

@@ -71,6 +71,9 @@ extension SlotForest {
         return (c, index - rest)
     }
 
+    /// The tree holding the slot at `c`.
+    @inline(__always) func tree(of c: Cursor) -> Int32 { leaves[c.leaf.int].tree }
+
     /// The cursor of slot `lv`, which must be in a tree.
     ///
     /// - Complexity: O(leafCapacity).

@@ -71,8 +71,14 @@ extension SlotForest {
         return Cursor(leaf: c.leaf, entry: c.entry, offset: c.offset + 1)
     }
 
+    /// Records that slots `lv ..< lv + n` are in `leaf`: new slots not announced with
+    /// ``addSlots(_:)`` (`lv` is the next local version) are appended.
     @inline(__always)
     mutating func setLeaf(_ leaf: LeafIndex, of lv: LocalVersion, count n: Int) {
+        if lv.int == leafOf.count {
+            if n == 1 { leafOf.append(leaf) } else { leafOf.append(contentsOf: RepeatedLeaf(leaf: leaf, left: n)) }
+            return
+        }
         if n == 1 { leafOf[lv.int] = leaf; return }
         precondition(lv.exists && lv.int + n <= leafOf.count, "slots out of range")
         leafOf.withUnsafeMutableBufferPointer { buf in

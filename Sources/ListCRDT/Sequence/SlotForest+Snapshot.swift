@@ -26,14 +26,14 @@ extension SlotForest {
             let leaf = LeafIndex(firstLeaf.raw + Int32(k))
             let lo = k * Self.leafCapacity, hi = min(lo + Self.leafCapacity, source.count)
             var a: Int32 = 0, v: Int32 = 0
+            entries.append(contentsOf: source[lo ..< hi])  // one copy, not one append (and check) per entry
             for e in source[lo ..< hi] {
-                entries.append(e)
                 a += Int32(e.count)
                 v += Int32(e.visibleCount)
                 (leafOf.baseAddress! + e.lv.int).update(repeating: leaf, count: e.count)
             }
             if hi - lo < Self.leafCapacity {
-                entries.append(contentsOf: repeatElement(Entry.empty, count: Self.leafCapacity - (hi - lo)))
+                entries.append(contentsOf: Entry.emptyLeaf[(hi - lo)...])
             }
             leaves.append(Leaf(size: Int32(hi - lo), parent: .none, indexInParent: 0,
                                next: k + 1 < leafCount ? LeafIndex(leaf.raw + 1) : .none,

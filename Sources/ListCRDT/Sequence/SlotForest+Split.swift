@@ -14,7 +14,7 @@ extension SlotForest {
 
     mutating func newLeaf(tree: Int32, next: LeafIndex, prev: LeafIndex) -> LeafIndex {
         let leaf = LeafIndex(Int32(leaves.count))
-        entries.append(contentsOf: repeatElement(Entry.empty, count: Self.leafCapacity))
+        entries.append(contentsOf: Entry.emptyLeaf)
         leaves.append(Leaf(size: 0, parent: .none, indexInParent: 0, next: next, prev: prev, tree: tree))
         return leaf
     }

@@ -35,6 +35,9 @@ struct SlotForest: Sendable {
         @inline(__always) var visibleCount: Int { len > 0 ? Int(len) : 0 }
         @inline(__always) var isVisible: Bool { len > 0 }
         static let empty = Entry(lv: LocalVersion(Int32(0)), count: 0, visible: false)
+        /// A leaf's worth of ``empty`` entries: appending (part of) it copies them in one go
+        /// (appending `repeatElement(empty, …)` goes element by element through the generic path).
+        static let emptyLeaf = [Entry](repeating: .empty, count: SlotForest.leafCapacity)
         @inline(__always) init(lv: LocalVersion, count: Int, visible: Bool) {
             self.lv = lv
             self.len = visible ? Int32(count) : -Int32(count)
@@ -159,11 +162,13 @@ struct SlotForest: Sendable {
     init() {}
 
     /// Learns of `n` new slots (the next local versions), placed by a later ``insert(_:_:count:visible:after:)``.
+    /// (New slots that go into a tree at once need not be announced: the insert appends their
+    /// leaf, ``setLeaf(_:of:count:)``.)
     ///
     /// - Complexity: O(n) amortized.
     @inline(__always)
     mutating func addSlots(_ n: Int) {
-        if n == 1 { leafOf.append(.none) } else { leafOf.append(contentsOf: Unplaced(left: n)) }
+        if n == 1 { leafOf.append(.none) } else { leafOf.append(contentsOf: RepeatedLeaf(leaf: .none, left: n)) }
     }
 
     /// Makes room for `n` more slots (at least doubling the room when it grows).
@@ -189,10 +194,11 @@ struct SlotForest: Sendable {
     @inline(__always) func lv(at c: Cursor) -> LocalVersion { entry(c).lv.advanced(by: c.offset) }
 }
 
-/// `left` times ``SlotForest/LeafIndex/none`` (the leaf of slots not placed yet), as a sequence
-/// that an array appends in one loop (`_copyContents`; `repeatElement`'s is the default, one
-/// ``next()`` call per element).
-private struct Unplaced: Sequence, IteratorProtocol {
+/// `left` times `leaf` (``SlotForest/LeafIndex/none``: the leaf of slots not placed yet), as a
+/// sequence that an array appends in one loop (`_copyContents`; `repeatElement`'s is the default,
+/// one ``next()`` call per element).
+struct RepeatedLeaf: Sequence, IteratorProtocol {
+    let leaf: SlotForest.LeafIndex
     var left: Int
 
     var underestimatedCount: Int { left }
@@ -200,15 +206,15 @@ private struct Unplaced: Sequence, IteratorProtocol {
     mutating func next() -> SlotForest.LeafIndex? {
         guard left > 0 else { return nil }
         left -= 1
-        return SlotForest.LeafIndex.none
+        return leaf
     }
 
     /// Writes the elements left (as many as fit) straight into `buffer`; returns the elements not
     /// written and the number written.
-    func _copyContents(initializing buffer: UnsafeMutableBufferPointer<SlotForest.LeafIndex>) -> (Unplaced, Int) {
+    func _copyContents(initializing buffer: UnsafeMutableBufferPointer<SlotForest.LeafIndex>) -> (RepeatedLeaf, Int) {
         let n = Swift.min(left, buffer.count)
         guard n > 0, let base = buffer.baseAddress else { return (self, 0) }
-        base.initialize(repeating: .none, count: n)
-        return (Unplaced(left: left - n), n)
+        base.initialize(repeating: leaf, count: n)
+        return (RepeatedLeaf(leaf: leaf, left: left - n), n)
     }
 }

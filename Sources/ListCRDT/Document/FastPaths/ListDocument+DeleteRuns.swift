@@ -12,7 +12,7 @@ extension ListDocument {
     /// seen slot is the item's insert slot, so the position write it saw is the item's own id),
     /// except what is checked per operation: the counter is in range, the item is before the
     /// operation (``RunSource/deletedItem(_:)``), and the slot with the item's id is known and is
-    /// the insert slot of an item (``applyDeleteChunk(count:step:previous:first:deps:startsRecord:after:context:item:)``).
+    /// the insert slot of an item (``applyDeleteChunk(count:step:previous:lookUpFirst:first:deps:startsRecord:after:context:item:)``).
     /// The run stops at the first operation that fails a check; the general path then refuses or
     /// applies it exactly as before. Ids are looked up with `context`'s hint
     /// (``SlotStore/lv(of:hint:)``); the slots of the items that die are hidden at once, or
@@ -27,22 +27,29 @@ extension ListDocument {
         let step = source.deleteStep(from: k)
         // The slot the operation before saw: where the next item's slot is looked for first.
         var previous: LocalVersion
-        let startsRecord: Bool
+        let startsRecord: Bool, lookUpFirst: Bool
         if let last = log.lastItemDelete, last.id == after {
-            (previous, startsRecord) = (last.seen, false)
+            // A decoded delete run that continues a delete run deletes an item that is not next to
+            // the one before (else the encoder had made them one run): its slot is looked up by
+            // id at once, rather than guessed next to the one before (two cache misses wasted).
+            (previous, startsRecord, lookUpFirst) = (last.seen, false, !S.firstMayContinue)
         } else if let last = log.lastItemInsert, last.id == after {
             // Backspaces right after typing: the first item is most likely the one typed last.
-            (previous, startsRecord) = (last.slot.advanced(by: -step), true)
+            (previous, startsRecord, lookUpFirst) = (last.slot.advanced(by: -step), true, false)
         } else {
             return .declined
         }
-        var end = k
+        // A decoded delete run in a history load: one tight pass while its items' rows are where
+        // their slots say (ListDocument+ConsecutiveDeletes.swift); the chunks below check the
+        // deletes after it, if any.
+        var end = k + applyConsecutiveDeletes(source, from: k, step: step, previous: &previous, lookUpFirst: lookUpFirst,
+                                              startsRecord: startsRecord, after: after, context: &context)
         while end < source.count {
             let start = end, m = min(source.count - start, Self.deleteChunk)
             let before = start == k ? after : source.id(start - 1)
-            let n = applyDeleteChunk(count: m, step: step, previous: &previous, first: source.id(start),
-                                     deps: Frontier(only: before), startsRecord: startsRecord && start == k,
-                                     after: before, context: &context) { j in
+            let n = applyDeleteChunk(count: m, step: step, previous: &previous, lookUpFirst: lookUpFirst && start == k,
+                                     first: source.id(start), deps: Frontier(only: before),
+                                     startsRecord: startsRecord && start == k, after: before, context: &context) { j in
                 let i = start + j
                 guard i == k || source.continuesDeletes(i) else { return nil }
                 return source.deletedItem(i)
@@ -53,7 +60,7 @@ extension ListDocument {
         return end > k ? .applied(end - k) : .declined
     }
 
-    /// The most deletes of a run that ``applyDeleteChunk(count:step:previous:first:deps:startsRecord:after:context:item:)``
+    /// The most deletes of a run that ``applyDeleteChunk(count:step:previous:lookUpFirst:first:deps:startsRecord:after:context:item:)``
     /// takes: their slots (`LocalVersion`s) and three numbers for each run of slots that died (4
     /// bytes each), 256 and 768 bytes, each within the 1,024 bytes that
     /// `withUnsafeTemporaryAllocation` always takes from the stack.
@@ -67,9 +74,9 @@ extension ListDocument {
     /// were applied: those before the first that fails a check (0: nothing changed).
     ///
     /// What is checked here per operation: the slot with the item's id is known (found at
-    /// `previous + step`, the slot next to the one before, else looked up with `context`'s hint;
-    /// `previous` ends as the last one found) and is the insert slot of an item. Each delete has the effect of the
-    /// general path's: its item's delete register is raised (``EntityTable/Row/deleteSeeingInsert()``),
+    /// `previous + step`, the slot next to the one before, else looked up with `context`'s hint,
+    /// which the first is at once when `lookUpFirst`; `previous` ends as the last one found) and
+    /// is the insert slot of an item. Each delete has the effect of the general path's: its item's delete register is raised (``EntityTable/Row/deleteSeeingInsert()``),
     /// an item that dies has its slot hidden and its section refreshed (or the slot is gathered in
     /// `context` when its ``RunContext/deaths`` is set, for ``hideGathered(_:)``), one log entry (the first
     /// with ``OpLog/append(id:deps:kind:span:payload:)`` when `startsRecord`, which extends the
@@ -81,7 +88,9 @@ extension ListDocument {
     ///
     /// - Complexity: O(m + log N) for deletes of consecutive typed items in a document of N
     ///   slots; O(log N) more per item not next to the one before.
-    mutating func applyDeleteChunk(count m: Int, step: Int32, previous: inout LocalVersion, first: OpID, deps: Frontier,
+    @inline(__always)
+    mutating func applyDeleteChunk(count m: Int, step: Int32, previous: inout LocalVersion, lookUpFirst: Bool = false,
+                                   first: OpID, deps: Frontier,
                                    startsRecord: Bool, after: OpID, context: inout RunContext,
                                    item: (Int) -> OpID?) -> Int {
         precondition(m > 0 && m <= Self.deleteChunk, "a chunk of \(m) deletes")
@@ -95,8 +104,8 @@ extension ListDocument {
             // First the checks, which only read the document (so that the slots are read in
             // place: a closure that also wrote the document would make `withView` work on a copy
             // of the slot store, five retains and releases a chunk), then the registers.
-            let n = findDeleted(count: m, step: step, from: previous, seen: seen, entities: entities,
-                                hint: &context.ids, item: item)
+            let n = findDeleted(count: m, step: step, from: previous, lookUpFirst: lookUpFirst, seen: seen,
+                                entities: entities, hint: &context.ids, item: item)
             if items.registers.isEmpty {
                 // No item has registers (no move, no delete that saw a move): the rows alone. (A
                 // loop that may write the registers makes the empty table unique once per chunk.)
@@ -147,29 +156,49 @@ extension ListDocument {
         }
     }
 
-    /// The checks of ``applyDeleteChunk(count:step:previous:first:deps:startsRecord:after:context:item:)``,
+    /// The checks of ``applyDeleteChunk(count:step:previous:lookUpFirst:first:deps:startsRecord:after:context:item:)``,
     /// which only read the document: for each operation `j` from 0 on, while `item(j)` is an item
     /// whose slot with its id is known (found at the slot next to the one before, `previous +
-    /// step` for the first, else looked up with `hint`) and is the insert slot of an item with that id, writes
+    /// step` for the first, else looked up with `hint`; the first is looked up at once when
+    /// `lookUpFirst`: a guess that misses costs two cache misses, a look-up mostly reads id runs
+    /// in cache) and is the insert slot of an item with that id, writes
     /// the slot to `seen[j]` and the item's entity to `entities[j]`. Returns how many passed (the
     /// first `n` of at most `m`).
     ///
     /// - Complexity: O(m), plus O(log N) for each item not next to the one before.
     @inline(__always)
-    private func findDeleted(count m: Int, step: Int32, from previous: LocalVersion, seen: UnsafeMutableBufferPointer<LocalVersion>,
+    private func findDeleted(count m: Int, step: Int32, from previous: LocalVersion, lookUpFirst: Bool,
+                             seen: UnsafeMutableBufferPointer<LocalVersion>,
                              entities: UnsafeMutableBufferPointer<EntityIndex>, hint: inout SlotStore.IDHint,
                              item: (Int) -> OpID?) -> Int {
         precondition(seen.count >= m && entities.count >= m, "no room for \(m) deletes")
         var n = 0
         var lv = previous
+        // Slots and item rows are mostly appended together (a typed run's slots and rows are
+        // consecutive), so an item's entity is mostly its insert slot less this.
+        let entityOffset = slots.count - items.rows.count
         slots.withView { view in
             items.rows.withUnsafeBufferPointer { rows in
                 while n < m, let id = item(n) {
-                    lv = lv.advanced(by: step)
+                    if n == 0 && lookUpFirst, let at = slots.lv(of: id, hint: &hint) {
+                        lv = at
+                    } else {
+                        lv = lv.advanced(by: step)
+                    }
                     // Usually the slot next to the one before is the item's insert slot, and the
                     // item never moved: its row says so (its id, no registers, its winning slot
-                    // `lv`: an item's winning slot while it never moved is its insert slot), and
-                    // the slot's run, one more cache miss, need not be read.
+                    // `lv`: an item's winning slot while it never moved is its insert slot, whose
+                    // entity it is). The row is guessed (the entity next to the one before, or
+                    // `lv` less the offset), so that neither the slot nor its run, each a cache
+                    // miss away, need be read; else the slot says.
+                    let guess = n > 0 ? entities[n - 1].int &+ Int(step) : lv.int &- entityOffset
+                    if guess >= 0, guess < rows.count, rows[guess].winner == lv, rows[guess].id == id,
+                       rows[guess].packedState < 0 {
+                        seen[n] = lv
+                        entities[n] = EntityIndex(guess)
+                        n += 1
+                        continue
+                    }
                     if let slot = view.slot(lv), case let e = slot.entity.int, e >= 0, e < rows.count, rows[e].id == id,
                        rows[e].packedState < 0, rows[e].winner == lv {
                         seen[n] = lv

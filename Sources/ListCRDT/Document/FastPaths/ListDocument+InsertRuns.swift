@@ -87,16 +87,25 @@ extension ListDocument {
             guard d.counter < id.counter, versionVector.contains(d), !leftBranch(id, d) else { return .declined }
         }
         guard let (s, left, right) = try? itemInsertReferences(id, section: insert.section, origins: insert.origins,
-                                                                valueSize: insert.valueSize, context: &context)
+                                                                valueSize: insert.valueSize, checkingSequences: false,
+                                                                context: &context)
         else { return .declined }
         // Where the first slot goes: right after the left origin when the right origin follows it
         // (nothing sits between them: the usual case, and then they are in order), else where
-        // the integration rule puts it.
+        // the integration rule puts it. The origins must be in the section's item sequence, as
+        // `itemInsertReferences` checks it when asked: read from the trees (every slot is in its
+        // sequence's tree), the left origin's from the leaf `locate` reads anyway, the right
+        // origin's from its following the left one (else from its slot), so that neither slot's
+        // run, each a cache miss away, is read.
         let t = tree(ofSequence: .items(s))
         let leftCursor = left.exists ? forest.locate(left) : nil
+        if let c = leftCursor, forest.tree(of: c) != t { return .declined }
         let following = leftCursor.map { forest.next($0) } ?? forest.first(t)
         let adjacent = following.map { forest.lv(at: $0) == right } ?? !right.exists
-        if !adjacent && !originsInOrder(left, right) { return .declined }
+        if !adjacent {
+            if right.exists && slots.sequence(of: right) != .items(s) { return .declined }
+            if !originsInOrder(left, right) { return .declined }
+        }
 
         let n = 1 + source.typedRun(from: k + 1, after: id, section: insert.section, right: insert.origins.before,
                                     maxValueSize: maxValueSize)
@@ -104,7 +113,8 @@ extension ListDocument {
         let lv = LocalVersion(slots.count), e = EntityIndex(items.count)
         source.appendItems(from: k, count: n, to: &items, slot: lv, section: s)
         _ = slots.appendRun(id: id, count: n, left: left, right: right, sequence: .items(s), entity: e)
-        forest.addSlots(n)
+        // The forest learns of the slots as it places them (announced first only for `placement`).
+        if !adjacent { forest.addSlots(n) }
         let after = adjacent ? leftCursor
                              : forest.placement(t, id: id, left: left, right: right, slots: slots)
         forest.insert(t, lv, count: n, visible: true, after: after)
@@ -131,8 +141,7 @@ extension ListDocument {
         let lv = LocalVersion(slots.count)
         let right = slots.origins(of: last.slot).right
         _ = slots.appendRun(id: last.id.advanced(by: 1), count: n, left: last.slot, right: right, sequence: .items(s), entity: e)
-        forest.addSlots(n)
-        let after = forest.locate(last.slot)
+        let after = forest.locate(last.slot)  // the insert appends the slots' leaf (SlotForest.setLeaf)
         forest.insert(tree(ofSequence: .items(s)), lv, count: n, visible: true, after: after)
         refreshSection(s)
         advance(from: last.id, to: last.id.advanced(by: n))

@@ -47,7 +47,11 @@ extension ListDocument {
         var report = ReceiveReport()
         var irregular: String?
         var context = RunContext()
-        if slots.count == 0 { context.deaths = [] }
+        if slots.count == 0 {
+            // About one run of slots that die per delete run (a history load's).
+            context.deaths = []
+            context.deaths!.reserveCapacity(batch.deleteRuns.count)
+        }
         var position = 0  // index in the batch of the part's first operation
         reserveCapacity(for: batch)
         try batch.withView { (view) throws(WireError) in
@@ -112,8 +116,10 @@ extension ListDocument {
         for run in batch.insertRuns where run.id.counter > versionVector[run.id.replica] { n += run.count }
         if n == 0 { return }
         var others = 0, otherRuns = 0  // slots the other operations make, and at most as many slot runs
+        var otherOperations = 0
         for part in batch.parts {
             guard case .operations(let ops) = part else { continue }
+            otherOperations += ops.count
             for op in ops {
                 switch op.kind {
                 case .insertSection, .insertItem, .moveSection: (others, otherRuns) = (others + 1, otherRuns + 1)
@@ -131,10 +137,15 @@ extension ListDocument {
         forest.reserveSlots(more: n + others)
         items.rows.reserveCapacity(more: n)
         items.insertValues.reserveCapacity(more: n)
-        // Not the log records (nor the slot runs but into an empty document): a run that extends
+        // Not the log records (nor the slot runs) but into an empty document: a run that extends
         // the last one adds none, and room for them all doubled those tables in documents loaded
-        // with a short tail (W8's compacted snapshot loads).
+        // with a short tail (W8's compacted snapshot loads). Into an empty document (a history
+        // load), at most one record per run and per other operation, which the table would
+        // otherwise reach by doubling (copying itself each time).
         log.reserveCapacity(seen: deletes)
+        if log.count == 0 {
+            log.reserveCapacity(records: batch.insertRuns.count + batch.deleteRuns.count + otherOperations)
+        }
     }
 }
 

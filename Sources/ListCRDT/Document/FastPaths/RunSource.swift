@@ -21,7 +21,9 @@ protocol RunSource {
     /// Whether operation 0 may continue the item insert applied last (an operation received
     /// alone may; a decoded insert run practically never does, since the encoder makes such an
     /// insert part of the run before, and ``ListDocument/applyInsertRun(_:from:context:)`` takes
-    /// it the other way then).
+    /// it the other way then). Likewise a decoded delete run's first operation practically never
+    /// deletes the item next to the one the delete applied last deleted: the delete run route
+    /// then looks its slot up at once (``ListDocument/applyDeleteRun(_:from:context:)``).
     static var firstMayContinue: Bool { get }
 
     /// Operation `k` when it is an item insert: its dependencies, section, origins and value size.
@@ -43,6 +45,11 @@ protocol RunSource {
     /// Whether operation `k` (k ≥ 1) continues operation `k - 1` as a delete run: the next id of
     /// the same author, depending on exactly it.
     func continuesDeletes(_ k: Int) -> Bool
+    /// Whether each operation after the first continues the one before as a delete run
+    /// (``continuesDeletes(_:)`` holds) and deletes the item next to the one before deleted (the
+    /// next or previous id of the same author), in the direction ``deleteStep(from:)`` says: a
+    /// decoded delete run, by construction (``ListDocument/applyConsecutiveDeletes(_:from:step:previous:lookUpFirst:startsRecord:after:context:)``).
+    static var deletesConsecutiveItems: Bool { get }
     /// Which way the items of the delete run from `k` go, +1 (forward deletes) or -1
     /// (backspaces): where the next item's slot is looked for first. A guess: a wrong one costs a
     /// lookup, never a different result.
@@ -61,6 +68,7 @@ enum RunKind {
 struct OperationList<Base: RandomAccessCollection<ListOperation>>: RunSource where Base.Index == Int {
     let ops: Base
     static var firstMayContinue: Bool { true }
+    static var deletesConsecutiveItems: Bool { false }
 
     @inline(__always) var count: Int { ops.count }
     @inline(__always) func operation(_ k: Int) -> ListOperation { ops[ops.startIndex + k] }
@@ -141,6 +149,7 @@ struct DecodedInsertRun: RunSource {
 
 
     static var firstMayContinue: Bool { false }
+    static var deletesConsecutiveItems: Bool { false }
     @inline(__always) var count: Int { run.count }
     func operation(_ k: Int) -> ListOperation { view.batch.pointee.operation(insertRun: r, k) }
     @inline(__always) func runKind(_ k: Int) -> RunKind { .itemInsert }
@@ -204,6 +213,7 @@ struct DecodedDeleteRun: RunSource {
 
 
     static var firstMayContinue: Bool { false }
+    static var deletesConsecutiveItems: Bool { true }
     @inline(__always) var count: Int { run.count }
     func operation(_ k: Int) -> ListOperation { view.batch.pointee.operation(deleteRun: r, k) }
     @inline(__always) func runKind(_ k: Int) -> RunKind { .itemDelete }
