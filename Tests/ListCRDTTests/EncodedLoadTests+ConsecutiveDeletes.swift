@@ -68,14 +68,7 @@ extension EncodedLoadTests {
         // ids, which are no items): the pass stops there, the general path refuses the rest.
         var crafter = try ListDocument.make(1, sections: [["a", "z"]])
         let typed = try type(&crafter, String(repeating: "u", count: chunk + 30), at: 1)
-        var crafted: [ListOperation] = []
-        var previous = typed.last!.id
-        for j in 0..<(chunk + 60) {
-            let item = typed[0].id.advanced(by: j)
-            crafted.append(ListOperation(id: previous.advanced(by: 1), deps: Frontier([previous]),
-                                         kind: .deleteItem(ItemID(item), seen: SlotID(item))))
-            previous = crafted.last!.id
-        }
+        let crafted = forwardDeletes(from: typed, count: chunk + 60)
         loaded = try bothLoads(empty, ListOperation.encode(crafter.operations + crafted))
         #expect(try loaded.itemCount(inSection: 0) == 2)
     }

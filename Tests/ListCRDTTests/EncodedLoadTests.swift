@@ -407,14 +407,7 @@ import ListSyncTestTraits
         var crafter = try ListDocument.make(1, sections: [["a", "z"]])
         let craftBase = crafter.fork(as: 2)
         let typed2 = try type(&crafter, String(repeating: "u", count: chunk + 30), at: 1)
-        var crafted: [ListOperation] = []
-        var previous = typed2.last!.id
-        for j in 0..<(chunk + 60) {
-            let item = typed2[0].id.advanced(by: j)
-            crafted.append(ListOperation(id: previous.advanced(by: 1), deps: Frontier([previous]),
-                                         kind: .deleteItem(ItemID(item), seen: SlotID(item))))
-            previous = crafted.last!.id
-        }
+        let crafted = forwardDeletes(from: typed2, count: chunk + 60)
         let bytes = ListOperation.encode(typed2 + crafted)
         let batch = try DecodedBatch.decode(bytes, maxValueSize: craftBase.maxValueSize, maxOperations: .max)
         #expect(batch.deleteRuns.map(\.count) == [chunk + 60])
@@ -649,4 +642,19 @@ import ListSyncTestTraits
         let loaded = try ListDocument(snapshot: good + batch, replica: ReplicaID(3))
         #expect(loaded.encodedState() == author.encodedState())
     }
+}
+
+/// A crafted forward-delete run after `typed`: `count` deletes, each of the item with the next id
+/// from `typed`'s first on (past the typed ones when `count` exceeds them, into ids that are no
+/// items), each depending on the one before.
+func forwardDeletes(from typed: [ListOperation], count: Int) -> [ListOperation] {
+    var crafted: [ListOperation] = []
+    var previous = typed.last!.id
+    for j in 0..<count {
+        let item = typed[0].id.advanced(by: j)
+        crafted.append(ListOperation(id: previous.advanced(by: 1), deps: Frontier([previous]),
+                                     kind: .deleteItem(ItemID(item), seen: SlotID(item))))
+        previous = crafted.last!.id
+    }
+    return crafted
 }
