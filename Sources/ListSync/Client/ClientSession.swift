@@ -396,7 +396,7 @@ public struct ClientSession: Sendable {
             }
             if r != 0, requests.removeValue(forKey: r) != nil { return [.answered(r, .failure(e))] }
             if r != 0, batches[r] != nil { return answerBatch(r, .failure(e)) }
-            if let doc, r == 0, Self.subscriptionCodes.contains(code), answerDue.contains(doc), !live.contains(doc) {
+            if let doc, r == 0, Self.subscriptionCodes.contains(code), answerDue.contains(doc) {
                 return givenUpAnswered(doc)
             }
             if let doc, Self.subscriptionCodes.contains(code),
@@ -477,6 +477,8 @@ public struct ClientSession: Sendable {
     /// The answer to a given-up subscription of `document` came (dropped): the subscription
     /// waiting for it, if any, is sent now.
     private mutating func givenUpAnswered(_ document: DocumentID) -> [Action] {
+        // Nothing makes a document live while an answer is due (only its own answer would).
+        assert(!live.contains(document), "\(document) is live while a given-up subscription's answer is due")
         answerDue.remove(document)
         guard let q = queued.removeValue(forKey: document) else { return [] }
         return sendSubscribe(document, epoch: q.epoch, version: q.version, deadline: q.deadline)
