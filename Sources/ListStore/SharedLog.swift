@@ -329,7 +329,7 @@ public final class SharedLog: Sendable {
     /// Removes document `id` from the log: a durable removal record (so that reopening does not read
     /// its earlier records, even if a document of the same id comes back), then ``forget(_:)``.
     public func remove(_ id: DocumentID) throws(StoreError) {
-        try writer.commitPlacedBlocking(SharedLogFormat.removalRecord(document: id))
+        _ = try writer.commitPlacedBlocking(SharedLogFormat.removalRecord(document: id))
         try forget(id)
     }
 

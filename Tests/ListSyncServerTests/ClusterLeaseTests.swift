@@ -79,7 +79,7 @@ struct ClusterLeaseTests {
         let v = VersionVector([ReplicaID(0xabc): 17, ReplicaID(UInt64.max): 3])
         try store.write(id, ClusterCheckpoint(sequence: 42, version: v))
         #expect(store.read(id)?.sequence == 42 && store.read(id)?.versionVector == v)
-        FileManager.default.createFile(atPath: folder + "/cluster/" + id.description, contents: Data(#"{"sequence":1,"version":{"zz":1}}"#.utf8))
+        _ = FileManager.default.createFile(atPath: folder + "/cluster/" + id.description, contents: Data(#"{"sequence":1,"version":{"zz":1}}"#.utf8))
         #expect(store.read(id) == nil)
     }
 

@@ -18,7 +18,7 @@ struct ClusterProcessTests {
         let path = folder.path + "/cluster-key"
         var g = SystemRandomNumberGenerator()
         let key = (0..<32).map { _ in UInt8.random(in: 0...255, using: &g) }
-        FileManager.default.createFile(atPath: path, contents: Data(key), attributes: [.posixPermissions: 0o600])
+        _ = FileManager.default.createFile(atPath: path, contents: Data(key), attributes: [.posixPermissions: 0o600])
         return path
     }
 

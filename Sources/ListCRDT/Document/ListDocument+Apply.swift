@@ -10,9 +10,13 @@ struct RunContext {
     var ids = SlotStore.IDHint()
     /// When not nil, the delete run route leaves the winning slots of the items that die visible
     /// in the trees and gathers them here, with their sections, for
-    /// ``ListDocument/hideGathered(_:)`` to hide later, all at once (``ListDocument/apply(_:strict:)``
+    /// ``ListDocument/settle(_:)`` to hide later, all at once (``ListDocument/apply(_:strict:)``
     /// sets it for a load into an empty document).
     var deaths: [(first: LocalVersion, count: Int32, section: EntityIndex)]?
+    /// When not nil (with ``deaths``, in a load into an empty document), the insert run route
+    /// keeps the order of the item trees it is the first to fill aside (``PendingOrder``), for
+    /// ``ListDocument/settle(_:)`` to build them from, once, with the gathered deaths hidden.
+    var order: PendingOrder?
 }
 
 /// An operation whose references have been checked and turned into dense indices and slots.

@@ -101,9 +101,9 @@ extension ListDocument {
     /// (``applyRun(_:from:context:)``) in one step where a fast path holds, each other operation by the
     /// general path. `irregular` is set (if nil) to a description of the first operation that
     /// was not applied at once, waking nothing, as operation `position + k`. `context` is the run
-    /// route's (``itemInsertReferences(_:section:origins:valueSize:context:)``); the slots it
-    /// gathered to hide (``RunContext/deaths``) are hidden before any operation takes the general
-    /// path, and gathering stops then.
+    /// route's (``itemInsertReferences(_:section:origins:valueSize:context:)``); the order it kept
+    /// aside and the slots it gathered to hide (``RunContext/order``, ``RunContext/deaths``) go into
+    /// the trees before any operation takes the general path, and keeping aside stops then.
     mutating func receive<S: RunSource>(operations source: S, from position: Int, into report: inout ReceiveReport,
                                         irregular: inout String?, context: inout RunContext) {
         var k = 0
@@ -113,8 +113,9 @@ extension ListDocument {
                 k += n
                 continue
             }
-            // The general path reads the trees' visibility: the slots gathered to hide go first.
-            hideGathered(&context)
+            // The general path reads the trees: the order kept aside and the slots gathered to
+            // hide go in first.
+            settle(&context)
             let op = source.operation(k)
             do {
                 let one = try receiveGeneral(op)

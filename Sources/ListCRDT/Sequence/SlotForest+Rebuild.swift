@@ -6,12 +6,16 @@ extension SlotForest {
     /// hidden: what ``hideRange(_:count:)`` of each range does (the entries are cut differently,
     /// which nothing outside the forest sees), in one pass over the forest. Fingers are dropped.
     ///
+    /// A tree that is pending in `pending` (empty in the forest) gets the slots of its list, in
+    /// its order, visible but for the hidden ranges: what inserting them one run at a time, in
+    /// the order the list says, would have made (a history load's, ``ListDocument/settle(_:)``).
+    ///
     /// Cheaper than the ranges' ``hideRange(_:count:)`` calls when they are many for the forest's
     /// size: a history load hides the slots that died in its delete runs so, at its end
-    /// (``ListDocument/hideGathered(_:)``).
+    /// (``ListDocument/settle(_:)``).
     ///
-    /// - Complexity: O(N + e + h) for N slots in e entries and h ranges.
-    mutating func rebuild(hiding hidden: [(first: LocalVersion, count: Int32)]) {
+    /// - Complexity: O(N + e + h) for N slots (pending ones included) in e entries and h ranges.
+    mutating func rebuild(hiding hidden: [(first: LocalVersion, count: Int32)], pending: PendingOrder = PendingOrder()) {
         // The slots to hide, one bit each.
         var bits = [UInt64](repeating: 0, count: (leafOf.count + 63) / 64)
         bits.withUnsafeMutableBufferPointer { bits in
@@ -33,28 +37,29 @@ extension SlotForest {
         rebuiltEntries.reserveCapacity(trees.count)
         bits.withUnsafeBufferPointer { bits in
             for t in trees.indices {
+                var out: [Entry] = []
+                if pending.isPending(Int32(t)) {
+                    // Its slots are in the pending lists only, all visible until the bits say.
+                    precondition(trees[t].count == 0, "tree \(t) is pending and holds slots")
+                    out.reserveCapacity(Swift.min(pending.count(Int32(t)), pending.count(Int32(t)) / 16 + 2 * hidden.count + 16))
+                    pending.forEachRun(Int32(t)) { lv, n in Self.appendVisible(lv, count: n, hiding: bits, to: &out) }
+                    rebuiltEntries.append(out)
+                    continue
+                }
                 // Room for the entries: each range hidden cuts at most two more.
                 var old = 0
                 var leaf = trees[t].firstLeaf
                 while leaf.exists { (old, leaf) = (old + Int(leaves[leaf.int].size), leaves[leaf.int].next) }
-                var out: [Entry] = []
                 out.reserveCapacity(Swift.min(trees[t].count, old + 2 * hidden.count))
                 leaf = trees[t].firstLeaf
                 while leaf.exists {
                     let base = leaf.entryBase
                     for i in 0 ..< Int(leaves[leaf.int].size) {
                         let e = entries[base + i]
-                        guard e.isVisible else {
+                        if e.isVisible {
+                            Self.appendVisible(e.lv, count: e.count, hiding: bits, to: &out)
+                        } else {
                             Self.append(e.lv, count: e.count, visible: false, to: &out)
-                            continue
-                        }
-                        var at = e.lv.int
-                        let end = at + e.count
-                        while at < end {
-                            let hides = bits[at >> 6] >> UInt64(at & 63) & 1 == 1
-                            let stop = Self.firstChange(bits, from: at, end: end, set: hides)
-                            Self.append(LocalVersion(Int32(at)), count: stop - at, visible: !hides, to: &out)
-                            at = stop
                         }
                     }
                     leaf = leaves[leaf.int].next
@@ -69,6 +74,20 @@ extension SlotForest {
         leafOf = []
         for source in rebuiltEntries { rebuilt.appendTree(source) }
         self = rebuilt
+    }
+
+    /// Appends the visible slots `lv ..< lv + n` to `out`, hidden where `bits` says.
+    @inline(__always)
+    private static func appendVisible(_ lv: LocalVersion, count n: Int, hiding bits: UnsafeBufferPointer<UInt64>,
+                                      to out: inout [Entry]) {
+        var at = lv.int
+        let end = at + n
+        while at < end {
+            let hides = bits[at >> 6] >> UInt64(at & 63) & 1 == 1
+            let stop = firstChange(bits, from: at, end: end, set: hides)
+            append(LocalVersion(Int32(at)), count: stop - at, visible: !hides, to: &out)
+            at = stop
+        }
     }
 
     /// The first position from `at` on (before `end`) whose bit is not `set`, else `end`.

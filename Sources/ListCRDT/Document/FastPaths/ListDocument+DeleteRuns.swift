@@ -78,7 +78,7 @@ extension ListDocument {
     /// which the first is at once when `lookUpFirst`; `previous` ends as the last one found) and
     /// is the insert slot of an item. Each delete has the effect of the general path's: its item's delete register is raised (``EntityTable/Row/deleteSeeingInsert()``),
     /// an item that dies has its slot hidden and its section refreshed (or the slot is gathered in
-    /// `context` when its ``RunContext/deaths`` is set, for ``hideGathered(_:)``), one log entry (the first
+    /// `context` when its ``RunContext/deaths`` is set, for ``settle(_:)``), one log entry (the first
     /// with ``OpLog/append(id:deps:kind:span:payload:)`` when `startsRecord`, which extends the
     /// last record when it continues it; else they all extend the last record, a delete run).
     /// But the checks and the registers go in one pass, the slots that die next to each other in

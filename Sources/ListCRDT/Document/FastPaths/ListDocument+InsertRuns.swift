@@ -69,7 +69,7 @@ extension ListDocument {
             if n > 0 {
                 let e = EntityIndex(items.count)
                 source.appendItems(from: k, count: n, to: &items, slot: LocalVersion(slots.count), section: s)
-                commitInsertRun(after: last, count: n, section: s, entity: e)
+                commitInsertRun(after: last, count: n, section: s, entity: e, context: &context)
                 return .applied(n)
             }
         }
@@ -98,6 +98,18 @@ extension ListDocument {
         // origin's from its following the left one (else from its slot), so that neither slot's
         // run, each a cache miss away, is read.
         let t = tree(ofSequence: .items(s))
+        if context.order != nil, context.order!.isPending(t) || forest.count(t) == 0 {
+            // In a load into an empty document: the order of a tree the forest holds nothing of
+            // is kept aside while each run goes right after its left origin.
+            if left.exists && slots.sequence(of: left) != .items(s) { return .declined }
+            let following = left.exists ? context.order!.next(left) : context.order!.head(t)
+            if following == right {
+                return applyInsertRunAside(source, from: k, tree: t, section: s, left: left, right: right,
+                                           following: following, insert: insert, context: &context)
+            }
+            // Something sits between the origins: the integration rule reads the trees.
+            settle(&context)
+        }
         let leftCursor = left.exists ? forest.locate(left) : nil
         if let c = leftCursor, forest.tree(of: c) != t { return .declined }
         let following = leftCursor.map { forest.next($0) } ?? forest.first(t)
@@ -128,6 +140,33 @@ extension ListDocument {
         return .applied(n)
     }
 
+    /// ``startInsertRun(_:from:context:)`` for a run whose first operation was checked, into tree
+    /// `t` (section `s`) whose order is kept aside (``RunContext/order``), with nothing between
+    /// its origins there (`following`, the slot after `left`, is `right`): the run goes right
+    /// after `left` in the list. The section is refreshed when the order is put into the trees
+    /// (``settle(_:)``): until then nothing reads it.
+    ///
+    /// - Complexity: O(n) for a run of n operations.
+    private mutating func applyInsertRunAside<S: RunSource>(
+        _ source: S, from k: Int, tree t: Int32, section s: EntityIndex, left: LocalVersion, right: LocalVersion,
+        following: LocalVersion, insert: (deps: Frontier, section: SectionID, origins: ListOperation.Origins, valueSize: Int),
+        context: inout RunContext
+    ) -> FastPath {
+        let id = source.id(k), deps = insert.deps
+        let n = 1 + source.typedRun(from: k + 1, after: id, section: insert.section, right: insert.origins.before,
+                                    maxValueSize: maxValueSize)
+        let lv = LocalVersion(slots.count), e = EntityIndex(items.count)
+        source.appendItems(from: k, count: n, to: &items, slot: lv, section: s)
+        _ = slots.appendRun(id: id, count: n, left: left, right: right, sequence: .items(s), entity: e)
+        forest.addSlots(n)
+        if !context.order!.isPending(t) { context.order!.begin(t) }
+        context.order!.insert(t, lv, count: n, after: left, following: following)
+        advance(to: id.advanced(by: n - 1), deps: deps)
+        log.append(id: id, deps: deps, kind: .insertItem, span: 1, payload: lv)
+        if n > 1 { log.extendInsertRun(by: n - 1) }
+        return .applied(n)
+    }
+
     /// Applies `n` item inserts that continue the item insert applied last (`last`: its id and
     /// slot) as a typed run (ids `last.id + 1 …`, each depending on exactly the one before, right
     /// after its slot, with `last`'s right origin, in the items of section `s`), whose entity rows
@@ -137,13 +176,19 @@ extension ListDocument {
     ///
     /// - Complexity: O(n + log N) in a document of N slots.
     private mutating func commitInsertRun(after last: (id: OpID, slot: LocalVersion), count n: Int, section s: EntityIndex,
-                                          entity e: EntityIndex) {
+                                          entity e: EntityIndex, context: inout RunContext) {
         let lv = LocalVersion(slots.count)
         let right = slots.origins(of: last.slot).right
         _ = slots.appendRun(id: last.id.advanced(by: 1), count: n, left: last.slot, right: right, sequence: .items(s), entity: e)
-        let after = forest.locate(last.slot)  // the insert appends the slots' leaf (SlotForest.setLeaf)
-        forest.insert(tree(ofSequence: .items(s)), lv, count: n, visible: true, after: after)
-        refreshSection(s)
+        let t = tree(ofSequence: .items(s))
+        if context.order?.isPending(t) == true {
+            forest.addSlots(n)
+            context.order!.insert(t, lv, count: n, after: last.slot, following: context.order!.next(last.slot))
+        } else {
+            let after = forest.locate(last.slot)  // the insert appends the slots' leaf (SlotForest.setLeaf)
+            forest.insert(t, lv, count: n, visible: true, after: after)
+            refreshSection(s)
+        }
         advance(from: last.id, to: last.id.advanced(by: n))
         log.extendInsertRun(by: n)
     }

@@ -38,10 +38,13 @@ extension ListDocument {
     /// left part-way (the caller discards it).
     ///
     /// Into an empty document (a history load), the delete runs leave the slots of the items
-    /// that die visible and gather them (``RunContext/deaths``); they are hidden at once, the
-    /// trees rebuilt packed (``hideGathered(_:)``), at the end of the batch or before the first
-    /// operation that takes the general path. Until then nothing reads the trees' visibility: the
-    /// run routes place slots by the order of the trees alone, and a section's visibility, which
+    /// that die visible and gather them (``RunContext/deaths``), and the insert runs into an item
+    /// tree the forest holds nothing of keep its order aside (``RunContext/order``) while each run
+    /// goes right after its left origin with its right origin next; both go into the trees at
+    /// once, rebuilt packed (``settle(_:)``), at the end of the batch, before the first operation
+    /// that takes the general path, or before an insert run with a slot between its origins. Until
+    /// then nothing reads the trees kept aside or the trees' visibility: the run routes place
+    /// slots by the order of the trees (or the lists) alone, and a section's visibility, which
     /// their inserts refresh, only goes from hidden to shown then (a live item was just added).
     mutating func apply(_ batch: DecodedBatch, strict: Bool) throws(WireError) -> ReceiveReport {
         var report = ReceiveReport()
@@ -51,6 +54,9 @@ extension ListDocument {
             // About one run of slots that die per delete run (a history load's).
             context.deaths = []
             context.deaths!.reserveCapacity(batch.deleteRuns.count)
+            var slotsMade = 0
+            for run in batch.insertRuns { slotsMade += run.count }
+            context.order = PendingOrder(room: slotsMade)
         }
         var position = 0  // index in the batch of the part's first operation
         reserveCapacity(for: batch)
@@ -73,26 +79,36 @@ extension ListDocument {
                 if strict, let irregular { throw .inconsistentSnapshot(irregular) }
             }
         }
-        hideGathered(&context)
+        settle(&context)
         return report
     }
 
-    /// Hides the slots gathered in `context` (``RunContext/deaths``), if any, and refreshes their
-    /// sections; gathering stops then (so that a batch rebuilds the trees at most once). With at
-    /// least one run of slots gathered per ``slotsPerRebuild`` slots, the trees are rebuilt packed
-    /// (``SlotForest/rebuild(hiding:)``); with fewer, the runs are hidden one by one, as the delete
-    /// run route hides them at once.
+    /// Puts what the run routes kept aside in `context` into the trees: the order of the item
+    /// trees kept aside (``RunContext/order``) and the slots gathered to hide (``RunContext/deaths``);
+    /// the sections of both are refreshed. Keeping aside stops then (so that a batch rebuilds the
+    /// trees at most once), unless there was nothing to put in.
+    ///
+    /// With a tree kept aside, or at least one run of slots gathered per ``slotsPerRebuild`` slots,
+    /// the trees are rebuilt packed (``SlotForest/rebuild(hiding:pending:)``); else the gathered
+    /// runs are hidden one by one, as the delete run route hides them at once.
     ///
     /// - Complexity: O(N + e + g) for N slots in e entries and g runs gathered, or O(g log N) (see
-    ///   ``SlotForest/hideRange(_:count:)``) for few runs; O(1) when none was gathered.
-    mutating func hideGathered(_ context: inout RunContext) {
-        guard let deaths = context.deaths, !deaths.isEmpty else { return }
-        context.deaths = nil
-        guard deaths.count * Self.slotsPerRebuild >= slots.count else {
+    ///   ``SlotForest/hideRange(_:count:)``) for few runs and no tree kept aside; O(1) when nothing
+    ///   was kept aside.
+    mutating func settle(_ context: inout RunContext) {
+        let pendingTrees = context.order.map { !$0.isEmpty } ?? false
+        guard pendingTrees || context.deaths?.isEmpty == false else { return }
+        let deaths = context.deaths ?? [], order = context.order ?? PendingOrder()
+        (context.deaths, context.order) = (nil, nil)
+        guard pendingTrees || deaths.count * Self.slotsPerRebuild >= slots.count else {
             for death in deaths { hideDead(death.first, count: Int(death.count), section: death.section) }
             return
         }
-        forest.rebuild(hiding: deaths.map { ($0.first, $0.count) })
+        forest.rebuild(hiding: deaths.map { ($0.first, $0.count) }, pending: order)
+        // The sections whose items were kept aside were not refreshed as their items came in.
+        for s in 0 ..< sections.count where order.isPending(tree(ofSequence: .items(EntityIndex(s)))) {
+            refreshSection(EntityIndex(s))
+        }
         var refreshed = EntityIndex.none
         for death in deaths where death.section != refreshed {
             refreshSection(death.section)
@@ -100,7 +116,7 @@ extension ListDocument {
         }
     }
 
-    /// The most slots per gathered run of slots for which ``hideGathered(_:)`` rebuilds the trees
+    /// The most slots per gathered run of slots for which ``settle(_:)`` rebuilds the trees
     /// rather than hiding the runs one by one: a rebuild costs about 2.5 ns a slot, hiding a run
     /// about 100 ns (the automerge-paper history's load, 182,316 slots and 7,900 runs, issue 29).
     static let slotsPerRebuild = 32
