@@ -33,7 +33,9 @@ public struct SubscriberID: Hashable, Comparable, Sendable, CustomStringConverti
 /// Subscribers get their catch-up in steps of at most ``stepBytes`` bytes; after each step the core
 /// asks its driver to say when the subscriber's connection has room again
 /// (``Action/awaitRoom(_:)`` then ``roomAvailable(_:)``), so a large document streams to a slow
-/// link without filling the send queue.
+/// link without filling the send queue. The catch-up is read from the document's log a frame's
+/// worth at a time (DocumentCore+CatchUp.swift): the core holds a cursor per catch-up, not its
+/// operations.
 public struct DocumentCore: Sendable {
     /// What the core asks its driver to do, in order.
     public enum Action: Equatable, Sendable {
@@ -303,7 +305,8 @@ public struct DocumentCore: Sendable {
     /// the durable operations it lacks in steps, then `synced`, then every new durable operation.
     /// An epoch other than the document's is refused with `epochMismatch` (re-attach from scratch).
     ///
-    /// - Complexity: O(r + k) for the log's r records and the k operations it lacks.
+    /// - Complexity: O(r + k) for the log's r records (counted, not rebuilt) and the k operations of
+    ///   the first step; each later step costs what it sends (``roomAvailable(_:)``).
     public mutating func subscribe(_ subscriber: SubscriberID, epoch: UInt64, version: VersionVector) -> [Action] {
         if let destroyedReason {
             return [.send(subscriber, SyncMessage.error(request: 0, document: id, code: .destroyed, text: destroyedReason).encoded())]
