@@ -74,7 +74,7 @@ func w12Churn(n: Int, compact: Bool = true) throws -> BenchResult {
 
     // Untimed: the sizes and the checks.
     let snapshot = docs[0].encodedSnapshot()          // v3 after compaction, else the state snapshot (v2), as W2
-    let history = ListOperation.encode(docs[0].operations)
+    let history = docs[0].encodedHistory()   // the bytes of ListOperation.encode(docs[0].operations)
     let lists = docs.map { intValues($0) }
     let converged = lists.allSatisfy { $0 == lists[0] }
 
@@ -101,7 +101,7 @@ func w12Churn(n: Int, compact: Bool = true) throws -> BenchResult {
         + "ListOperation.encode'd once and receive(encoded:) by the 2 others (timed, single run); "
         + (compact ? "after every round of 3 turns and after the last turn all 3 replicas compact(stable:) at their common version "
             + "(timed, \(compactions) times; compact_ms of the total); " : "never compacted; ")
-        + "snapshot = encodedSnapshot() (v3 once compacted, else the state v2), history = ListOperation.encode(doc.operations), both of replica 1; "
+        + "snapshot = encodedSnapshot() (v3 once compacted, else the state v2), history = doc.encodedHistory() (the bytes of ListOperation.encode(doc.operations)), both of replica 1; "
         + (compact ? "memory_bytes = RSS delta with glibc malloc_trim(0) called before each reading (before building the replicas -> after the run) / 3 "
             + "(the plain RSS delta, replicas_rss_bytes, does not fall when compaction frees memory); "
             : "memory_bytes = RSS delta (before building the replicas -> after the run, all 3 alive) / 3, a proxy "

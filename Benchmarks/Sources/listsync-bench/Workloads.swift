@@ -16,6 +16,7 @@ let allWorkloads = ["W1.trace"] + randomSizes.map { "W1.random.\($0)" } + [
     "W2.history", "W3.stream.1", "W3.stream.100", "W4.moves", "W4.merge", "W5.sections", "W6.memory",
 ] + outOfOrderWorkloads + ["W8.concurrent", "W9.tcp", "W10.store", "W11.crypto"]  // W8Concurrent.swift, W9Tcp.swift, W10Store.swift, W11Crypto.swift
     + churnSizes.map { "W12.churn.\($0)" } + churnSizes.map { "W12.uncompacted.\($0)" }  // W12Churn.swift
+    + catchUpSizes.map { "W13.catchup.\($0)" }  // W13Catchup.swift
 
 struct BenchError: Error, CustomStringConvertible {
     var description: String
@@ -61,6 +62,10 @@ func run(_ workload: String, _ ctx: Context) throws -> BenchResult {
         if workload.hasPrefix("W12.uncompacted."), let n = Int(workload.dropFirst("W12.uncompacted.".count)),
            churnSizes.contains(n) {
             return try w12Churn(n: n, compact: false)
+        }
+        if workload.hasPrefix("W13.catchup."), let n = Int(workload.dropFirst("W13.catchup.".count)),
+           catchUpSizes.contains(n) {
+            return try w13CatchUp(n: n)
         }
         if workload.hasPrefix("W1.random."), let n = Int(workload.dropFirst("W1.random.".count)),
            randomSizes.contains(n) {
@@ -184,7 +189,7 @@ func w2History(_ ctx: Context) throws -> BenchResult {
     // Each timing: best of up to 5 (Repeat); every load goes into a fresh document.
     let eh = Repeat.bestMs(reps: Repeat.loads) { () -> (Double, [UInt8]) in
         let t0 = nowNs()
-        let history = ListOperation.encode(doc.operations)
+        let history = doc.encodedHistory()   // the bytes of ListOperation.encode(doc.operations), from the log
         return (Double(nowNs() - t0) / 1e6, history)
     }
     let es = Repeat.bestMs(reps: Repeat.loads) { () -> (Double, [UInt8]) in
@@ -238,7 +243,8 @@ func w2History(_ ctx: Context) throws -> BenchResult {
     res.set("export_history_snapshot_ms", ehs.ms)
     res.set("operations", doc.operationCount)
     res.ok = w1ok && historyOK && snapshotOK && ls.state == live && lhs.state == live
-    res.note = "history = ListOperation.encode(doc.operations), load = receive(encoded:) into a fresh document; "
+    res.note = "history = doc.encodedHistory() (the bytes of ListOperation.encode(doc.operations), encoded from the log "
+        + "a window of 4,096 operations at a time: export_history_ms times it), load = receive(encoded:) into a fresh document; "
         + "snapshot = encodedSnapshot() (format v2: the document's tables), load = ListDocument(snapshot:replica:) "
         + "(rebuilds the tables, no replay); history_snapshot = encodedSnapshot(format: .history) (format v1: "
         + "version vector + the same batch; its load replays the history); "

@@ -16,7 +16,7 @@ extension ListDocument {
         w.byte(Self.compactedSnapshotFormatVersion)
         w.count(floor.base.count)
         w.bytes.append(contentsOf: floor.base)
-        w.bytes.append(contentsOf: ListOperation.encode(operations))
+        appendEncodedOperations(since: VersionVector(), to: &w)
         return w.bytes
     }
 

@@ -54,24 +54,81 @@ extension ListDocument {
     ///
     /// - Complexity: O(r + k) for the r records before `end` and the k operations returned.
     public func operations(since version: VersionVector, before end: Int) -> [ListOperation] {
-        precondition(end >= 0 && end <= log.count, "log position \(end) out of 0...\(log.count)")
-        let seen = log.seenCounters(version)
         var out: [ListOperation] = []
+        _ = appendOperations(since: version, from: 0, before: end, into: &out)
+        return out
+    }
+
+    /// Appends to `out` the operations applied at log positions `start..<end` (within
+    /// `0...operationCount`) that `version` has not seen, in the order they were applied, at most
+    /// `limit` of them; returns the log position to go on from (`end` once there is nothing more).
+    ///
+    /// Reading `start..<end` this way in steps, each from the position the one before returned,
+    /// appends exactly ``operations(since:before:)`` (for `start` 0), a step's worth at a time: a
+    /// daemon streams a catch-up from its log without holding it whole.
+    ///
+    /// - Precondition: `0 <= start <= end <= operationCount`, `limit > 0`.
+    /// - Complexity: O(k + s + log r) for the k operations appended, the s records looked at (the
+    ///   records of a typed run that `version` has seen whole are skipped without rebuilding them)
+    ///   and r records in the log.
+    @discardableResult
+    public func appendOperations(since version: VersionVector, from start: Int, before end: Int, limit: Int = .max,
+                                 into out: inout [ListOperation]) -> Int {
+        forEachUnseen(since: version, from: start, before: end, limit: limit) { r, from, to in
+            appendOperations(ofRecord: r, from: from, to: to, into: &out)
+        }
+    }
+
+    /// How many operations applied before log position `end` (`0...operationCount`) `version` has
+    /// not seen: `operations(since: version, before: end).count`, without rebuilding them.
+    ///
+    /// - Complexity: O(r) for the r records before `end`.
+    public func countOperations(since version: VersionVector, before end: Int) -> Int {
+        var n = 0
+        forEachUnseen(since: version, from: 0, before: end, limit: .max) { _, from, to in n += to - from }
+        return n
+    }
+
+    /// Calls `body(r, from, to)` for each record `r` with operations `from..<to` at log positions
+    /// `start..<end` that `version` has not seen, in log order, until `limit` operations were
+    /// given; returns the log position after the last operation looked at (`end` when done).
+    ///
+    /// - Complexity: O(s + log r) for s records looked at, plus what `body` costs.
+    @discardableResult
+    private func forEachUnseen(since version: VersionVector, from start: Int, before end: Int, limit: Int,
+                               _ body: (_ record: Int, _ from: Int, _ to: Int) -> Void) -> Int {
+        precondition(start >= 0 && start <= end && end <= log.count, "log range \(start)..<\(end) out of 0...\(log.count)")
+        precondition(limit > 0, "a limit of \(limit) operations")
+        guard start < end else { return end }
+        let seen = log.seenCounters(version)
+        var (r, k) = log.locate(position: start)
         let (lastRecord, lastEnd) = end == log.count ? (log.records.count, 0) : log.locate(position: end)
-        for r in 0..<min(lastRecord + 1, log.records.count) {
+        var left = limit
+        while r < lastRecord || (r == lastRecord && k < lastEnd) {
             let rec = log.records[r]
             let stop = r == lastRecord ? lastEnd : rec.operations
-            guard stop > 0 else { continue }
-            let limit = seen[log.replicaIndex(ofRecord: r)]
+            let seenUpTo = seen[log.replicaIndex(ofRecord: r)]
             if rec.kind == .moveItems || rec.kind == .moveSection || rec.kind == .other {
-                if rec.counter > limit { out.append(loggedOperation(record: r, operation: 0)) }
-                continue
+                if rec.counter > seenUpTo {
+                    body(r, 0, 1)
+                    left -= 1
+                }
+            } else {
+                // A run: operation k has counter `counter + k`; those up to `seenUpTo` are seen.
+                let seenInRun = seenUpTo < rec.counter ? 0 : Int(min(seenUpTo - rec.counter + 1, UInt64(stop)))
+                let first = max(k, seenInRun)
+                if first < stop {
+                    let n = min(stop - first, left)
+                    body(r, first, first + n)
+                    left -= n
+                    if first + n < stop { return Int(rec.position) + first + n }
+                }
             }
-            // A run: operation k has counter `counter + k`.
-            let first = limit < rec.counter ? 0 : limit - rec.counter + 1
-            if first < UInt64(stop) { appendOperations(ofRecord: r, from: Int(first), to: stop, into: &out) }
+            r += 1
+            k = 0
+            if left == 0 { return r < log.records.count ? min(Int(log.records[r].position), end) : end }
         }
-        return out
+        return end
     }
 
     /// The operations applied at log positions `range` (within `0...operationCount`), in order.

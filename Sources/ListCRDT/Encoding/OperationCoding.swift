@@ -146,46 +146,84 @@ extension ListOperation {
 
 // MARK: - Encoder
 
+/// The replicas a batch refers to, in the order the encoder first meets them (its replica table).
+struct ReplicaCollector {
+    private(set) var table: [ReplicaID] = []
+    private(set) var index = ReplicaTable()
+    private var last = ReplicaID(0), seenAny = false
+
+    /// Notes every replica `op` refers to (``ListOperation/forEachReferencedID(_:)``).
+    mutating func note(_ op: ListOperation) {
+        op.forEachReferencedID { id in
+            // Most ids share the previous one's replica: skip the table lookup then.
+            if seenAny && id.replica == last { return }
+            seenAny = true
+            last = id.replica
+            if index.insert(id.replica) == table.count { table.append(id.replica) }
+        }
+    }
+}
+
 /// Writes a batch: header, replica table, operation count, records.
+///
+/// All at once (``encode()``), or a window of operations at a time (``start(_:count:)``,
+/// ``records(final:)``, ``finish()``): a run that reaches the end of a window waits for the next,
+/// so the bytes are the same either way.
 struct BatchEncoder {
-    let ops: [ListOperation]
+    /// The operations not written yet (a window of the batch when it is written in windows).
+    var ops: [ListOperation]
     var out = WireWriter()
     var replicaIndex = ReplicaTable()
     var context = CodingContext()
     /// The newest format version a record written so far needs.
     var version = ListOperation.oldestWireFormatVersion
+    /// Where the version byte is in `out`.
+    private var versionAt = 0
 
     init(_ ops: [ListOperation]) { self.ops = ops }
 
     mutating func encode() -> [UInt8] {
-        var table: [ReplicaID] = []
-        var last = ReplicaID(0), seenAny = false
-        func note(_ id: OpID) {
-            // Most ids share the previous one's replica: skip the table lookup then.
-            if seenAny && id.replica == last { return }
-            seenAny = true
-            last = id.replica
-            if replicaIndex.insert(id.replica) == table.count { table.append(id.replica) }
-        }
-        for op in ops { op.forEachReferencedID(note) }
-
-        out.byte(0)  // the version, known at the end
-        out.count(table.count)
-        for r in table { out.varint(r.rawValue) }
-        out.count(ops.count)
+        var replicas = ReplicaCollector()
+        for op in ops { replicas.note(op) }
+        start(replicas, count: ops.count)
         var i = 0
-        while i < ops.count { i += record(at: i) }
-        out.bytes[0] = version
+        while i < ops.count { i += record(at: i, final: true)! }
+        return finish()
+    }
+
+    /// Writes the header: the version (set by ``finish()``), the replica table, the operation count.
+    mutating func start(_ replicas: ReplicaCollector, count: Int) {
+        replicaIndex = replicas.index
+        versionAt = out.bytes.count
+        out.byte(0)  // the version, known at the end
+        out.count(replicas.table.count)
+        for r in replicas.table { out.varint(r.rawValue) }
+        out.count(count)
+    }
+
+    /// Writes the records of ``ops`` and drops them from it: all of them when `final`, else those
+    /// that end before its last operation (a run reaching it may go on in the next window).
+    mutating func records(final: Bool) {
+        var i = 0
+        while i < ops.count, let n = record(at: i, final: final) { i += n }
+        ops.removeSubrange(0..<i)
+    }
+
+    /// The bytes, once every record is written.
+    mutating func finish() -> [UInt8] {
+        out.bytes[versionAt] = version
         return out.bytes
     }
 
-    /// Writes the record starting at `ops[i]`; returns how many operations it holds.
-    private mutating func record(at i: Int) -> Int {
+    /// Writes the record starting at `ops[i]`; returns how many operations it holds, or nil (and
+    /// writes nothing) when it reaches the last operation and `final` is false.
+    private mutating func record(at i: Int, final: Bool) -> Int? {
         let op = ops[i]
         switch op.kind {
         case .insertItem(let section, let origins, let value):
             var n = 1
             while i + n < ops.count, ListOperation.continuesInsertRun(ops[i + n - 1], ops[i + n], first: op) { n += 1 }
+            guard final || i + n < ops.count else { return nil }
             if n == 1 {
                 header(op, .insertItem)
                 sectionRef(section, op)
@@ -221,6 +259,7 @@ struct BatchEncoder {
                     while i + n < ops.count, ListOperation.continuesDeleteRun(ops[i + n - 1], ops[i + n], step: step) { n += 1 }
                 }
             }
+            guard final || i + n < ops.count else { return nil }
             if n == 1 {
                 header(op, .deleteItem)
                 ref(item.opID, op, default: nil)
@@ -244,6 +283,7 @@ struct BatchEncoder {
             origin(origins.before, op)
         case .moveItems(let items, let section, let origins):
             let n = moveRunLength(at: i)
+            guard final || i + n < ops.count else { return nil }
             if n >= 2 {
                 moveRun(ops[i..<i + n])
                 return n

@@ -50,7 +50,7 @@ extension ListDocument {
             w.varint(e.replica.rawValue)
             w.varint(e.counter)
         }
-        w.bytes.append(contentsOf: ListOperation.encode(operations))
+        appendEncodedOperations(since: VersionVector(), to: &w)
         return w.bytes
     }
 

@@ -71,7 +71,7 @@ extension DocumentCore {
               document.operationCount >= max(minOperations, 1), document.version == durableVersion else { return false }
         let version = durableVersion
         return subscribers.values.allSatisfy { sub in
-            (sub.role == .relay || sub.seen == version) && sub.next == sub.queue.count && !sub.snapshotDue
+            (sub.role == .relay || sub.seen == version) && sub.outbox.isEmpty && !sub.snapshotDue
         }
     }
 
@@ -100,6 +100,10 @@ extension DocumentCore {
     @discardableResult
     public mutating func compact(at stable: VersionVector) throws(CompactionError) -> CompactionReport {
         precondition(inFlight.isEmpty && failure == nil, "compaction with batches in flight")
+        // Through compactionPoint nothing is queued (isSettled); called otherwise, a catch-up
+        // still in the log is rebuilt first, from the history the compaction drops (and the
+        // positions it renumbers): what is sent stays what it was.
+        materialiseCatchUps()
         let report = try document.compact(stable: stable)
         durableCount = document.operationCount
         compactions += 1
@@ -117,9 +121,7 @@ extension DocumentCore {
         guard var sub = subscribers[subscriber], sub.snapshotDue, inFlight.isEmpty, failure == nil else { return [] }
         sub.snapshotDue = false
         sub.snapshotFrames = snapshotFrames()
-        sub.queue = []
-        sub.next = 0
-        sub.catchUp = 0..<0
+        sub.outbox.removeAll()
         sub.syncedDue = true
         subscribers[subscriber] = sub
         return sub.waiting ? [] : pump(subscriber)

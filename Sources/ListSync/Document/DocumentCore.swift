@@ -33,7 +33,9 @@ public struct SubscriberID: Hashable, Comparable, Sendable, CustomStringConverti
 /// Subscribers get their catch-up in steps of at most ``stepBytes`` bytes; after each step the core
 /// asks its driver to say when the subscriber's connection has room again
 /// (``Action/awaitRoom(_:)`` then ``roomAvailable(_:)``), so a large document streams to a slow
-/// link without filling the send queue.
+/// link without filling the send queue. The catch-up is read from the document's log a frame's
+/// worth at a time (DocumentCore+CatchUp.swift): the core holds a cursor per catch-up, not its
+/// operations.
 public struct DocumentCore: Sendable {
     /// What the core asks its driver to do, in order.
     public enum Action: Equatable, Sendable {
@@ -55,6 +57,10 @@ public struct DocumentCore: Sendable {
         /// Acknowledges and forwards a batch as soon as it is appended, before it is durable
         /// (breaks Promise 1: a crash loses acknowledged operations).
         case acknowledgeBeforeDurable
+        /// Rebuilds a catch-up whole when it begins and queues it, as the core did before it read
+        /// catch-ups from the log a step at a time: the frames are the same (the reference the
+        /// streamed catch-up is checked against), the memory is the history's.
+        case materialisedCatchUp
     }
 
     /// The document's id.
@@ -149,17 +155,13 @@ public struct DocumentCore: Sendable {
 
     /// One subscriber's outgoing operations.
     struct Subscriber {
-        /// Operations to send, in order.
-        var queue: [ListOperation] = []
-        var next = 0
+        /// What is to be sent to it, in order: its catch-up (read from the log a step at a time)
+        /// and the live operations queued behind.
+        var outbox = Outbox()
         /// Whether the core waits for ``roomAvailable(_:)``.
         var waiting = false
-        /// A `synced` follows once the queue is empty.
+        /// A `synced` follows once the outbox is empty.
         var syncedDue = true
-        /// The queue positions of the latest catch-up (a subscribe's or a hello's): those not sent
-        /// yet do not count toward ``maxQueuedOperations``. Only the latest: a hello sent again
-        /// and again cannot make the queue grow without bound.
-        var catchUp = 0..<0
         /// What it said it has seen (``SyncMessage/seen(document:replica:version:role:)``); nil
         /// until it says: it then holds compaction back (an older client, a peer of an older build).
         var seen: VersionVector?
@@ -175,10 +177,6 @@ public struct DocumentCore: Sendable {
         /// The parts of its snapshot catch-up still to send, last part first, before anything
         /// queued (stepped as operations are: ``stepBytes`` at a time, then ``Action/awaitRoom(_:)``).
         var snapshotFrames: [[UInt8]] = []
-        /// Operations queued and not sent, but the latest catch-up's.
-        var queuedBeyondCatchUp: Int {
-            queue.count - next - max(0, catchUp.upperBound - max(next, catchUp.lowerBound))
-        }
     }
 
     /// A core for `document`, loaded from disk (everything in it is durable).
@@ -292,6 +290,7 @@ public struct DocumentCore: Sendable {
     public mutating func recovered(_ reloaded: ListDocument) -> [Action] {
         guard destroyedReason == nil else { return [] }
         let extra = reloaded.operations(since: durableVersion)
+        materialiseCatchUps()   // their log positions are the old document's
         document = reloaded
         durableVersion = reloaded.version
         durableCount = reloaded.operationCount
@@ -306,7 +305,8 @@ public struct DocumentCore: Sendable {
     /// the durable operations it lacks in steps, then `synced`, then every new durable operation.
     /// An epoch other than the document's is refused with `epochMismatch` (re-attach from scratch).
     ///
-    /// - Complexity: O(r + k) for the log's r records and the k operations it lacks.
+    /// - Complexity: O(r + k) for the log's r records (counted, not rebuilt) and the k operations of
+    ///   the first step; each later step costs what it sends (``roomAvailable(_:)``).
     public mutating func subscribe(_ subscriber: SubscriberID, epoch: UInt64, version: VersionVector) -> [Action] {
         if let destroyedReason {
             return [.send(subscriber, SyncMessage.error(request: 0, document: id, code: .destroyed, text: destroyedReason).encoded())]
@@ -326,16 +326,6 @@ public struct DocumentCore: Sendable {
     public mutating func hello(_ subscriber: SubscriberID, version: VersionVector) -> [Action] {
         guard subscribers[subscriber] != nil else { return [] }
         return catchUp(subscriber, from: version)
-    }
-
-    /// The durable operations `version` lacks, then `synced`; or, when the history no longer goes
-    /// back to `version` (``ListDocument/hasHistory(since:)``), the document as a snapshot.
-    private mutating func catchUp(_ subscriber: SubscriberID, from version: VersionVector) -> [Action] {
-        guard document.hasHistory(since: version) else {
-            subscribers[subscriber]!.snapshotDue = true
-            return sendSnapshotIfQuiet(subscriber)
-        }
-        return enqueue(subscriber, durableOperations(since: version), synced: true)
     }
 
     /// `subscriber` leaves (unsubscribed, or its connection closed). Returns the end of its
@@ -399,7 +389,7 @@ public struct DocumentCore: Sendable {
     }
 
     /// Forgets `subscriber`'s presence; if it had one in progress, its end goes to the others.
-    private mutating func endPresence(of subscriber: SubscriberID) -> [Action] {
+    mutating func endPresence(of subscriber: SubscriberID) -> [Action] {
         presenceListeners.remove(subscriber)
         guard let last = activePresence.removeValue(forKey: subscriber) else { return [] }
         return relayPresence(Presence(replica: last.replica, name: last.name, activity: .idle), except: subscriber)
@@ -449,13 +439,13 @@ public struct DocumentCore: Sendable {
         var actions: [Action] = []
         while let first = inFlight.first, first.durable {
             inFlight.removeFirst()
-            assert(first.applied.lowerBound == durableCount || variant != .correct,
+            assert(first.applied.lowerBound == durableCount || variant == .acknowledgeBeforeDurable,
                    "batch \(first.ticket) released out of log order")
             let applied = document.operations(in: first.applied)
             for op in applied { durableVersion.observe(op.lastID) }
             durableCount = first.applied.upperBound
             actions += forward(applied, except: first.sender)
-            if let sender = first.sender, !first.woken.isEmpty { actions += enqueue(sender, first.woken, synced: false) }
+            if let sender = first.sender, !first.woken.isEmpty { actions += enqueue(sender, first.woken) }
             if !first.refused.isEmpty {
                 let text = "\(first.refused.count) operation(s) of batch \(first.batch) refused, the first: \(first.refused[0]); the others are durable and applied"
                 if first.beforeFloor { refusedBeforeFloor += first.refused.count }
@@ -465,7 +455,7 @@ public struct DocumentCore: Sendable {
                 actions += answer(first.sender, .ack(document: id, batch: first.batch, version: durableVersion))
             }
         }
-        assert(!inFlight.isEmpty || variant != .correct || failure != nil || durableVersion == document.version,
+        assert(!inFlight.isEmpty || variant == .acknowledgeBeforeDurable || failure != nil || durableVersion == document.version,
                "quiet, yet the durable version \(durableVersion) is not the document's \(document.version)")
         if inFlight.isEmpty {
             for s in subscribers.keys.sorted() where subscribers[s]!.snapshotDue { actions += sendSnapshotIfQuiet(s) }
@@ -482,111 +472,5 @@ public struct DocumentCore: Sendable {
     /// the document that never includes a batch still in flight.
     ///
     /// - Complexity: O(operations).
-    public var durableOperations: [ListOperation] { durableOperations(since: VersionVector()) }
-
-    /// The durable operations `version` lacks.
-    private func durableOperations(since version: VersionVector) -> [ListOperation] {
-        document.operations(since: version, before: durableCount)
-    }
-
-    private mutating func forward(_ ops: [ListOperation], except sender: SubscriberID?) -> [Action] {
-        guard !ops.isEmpty else { return [] }
-        var actions: [Action] = []
-        // Live fan-out: a subscriber with nothing queued gets the same frames as every other such
-        // subscriber, so they are encoded once (when they fit one step) instead of once each.
-        var shared: [[UInt8]]?
-        var encoded = false
-        for s in subscribers.keys.sorted() where s != sender && !subscribers[s]!.snapshotDue {
-            if var sub = subscribers[s], !sub.waiting, !sub.syncedDue, sub.next == sub.queue.count,
-               ops.count <= maxQueuedOperations {
-                if !encoded {
-                    shared = framesInOneStep(ops)
-                    encoded = true
-                }
-                if let frames = shared {
-                    if !sub.queue.isEmpty {
-                        // What enqueue does to a queue sent to its end.
-                        sub.queue = []
-                        sub.next = 0
-                        sub.catchUp = 0..<0
-                        subscribers[s] = sub
-                    }
-                    for frame in frames { actions.append(.send(s, frame)) }
-                    continue
-                }
-            }
-            actions += enqueue(s, ops, synced: false)
-        }
-        return actions
-    }
-
-    /// The frames ``pump(_:)`` sends for `ops` to a subscriber with nothing queued, when they all go
-    /// in one step; nil when they do not (the subscriber then queues them as usual).
-    private func framesInOneStep(_ ops: [ListOperation]) -> [[UInt8]]? {
-        var frames: [[UInt8]] = []
-        var sent = 0, next = 0
-        while next < ops.count {
-            guard sent < stepBytes else { return nil }
-            let (frame, count) = OperationFrames.first(id, ops[next...], maxFrame: maxFrame)
-            frames.append(frame)
-            sent += frame.count
-            next += count
-        }
-        return frames
-    }
-
-    private mutating func enqueue(_ s: SubscriberID, _ ops: [ListOperation], synced: Bool) -> [Action] {
-        guard var sub = subscribers[s] else { return [] }
-        if sub.next > 0, sub.next == sub.queue.count { sub.queue = []; sub.next = 0; sub.catchUp = 0..<0 }
-        sub.queue += ops
-        if synced {
-            sub.syncedDue = true
-            sub.catchUp = sub.queue.count - ops.count..<sub.queue.count
-        }
-        subscribers[s] = sub
-        if sub.queuedBeyondCatchUp > maxQueuedOperations {
-            subscribers[s] = nil
-            return [.close(s, reason: "slow consumer: over \(maxQueuedOperations) operations waiting to be sent")]
-                + endPresence(of: s)
-        }
-        return sub.waiting ? [] : pump(s)
-    }
-
-    /// Sends queued operations to `s` up to ``stepBytes``; then asks for room, or says `synced`.
-    mutating func pump(_ s: SubscriberID) -> [Action] {
-        guard var sub = subscribers[s], !sub.waiting else { return [] }
-        var actions: [Action] = []
-        var sent = 0
-        while !sub.snapshotFrames.isEmpty, sent < stepBytes {
-            let frame = sub.snapshotFrames.removeLast()
-            actions.append(.send(s, frame))
-            sent += frame.count
-        }
-        if !sub.snapshotFrames.isEmpty {
-            sub.waiting = true
-            subscribers[s] = sub
-            return actions + [.awaitRoom(s)]
-        }
-        while sub.next < sub.queue.count, sent < stepBytes {
-            // One frame at a time, so that a step stops near its budget.
-            let (frame, count) = OperationFrames.first(id, sub.queue[sub.next...], maxFrame: maxFrame)
-            actions.append(.send(s, frame))
-            sent += frame.count
-            sub.next += count
-        }
-        if sub.next == sub.queue.count {
-            sub.queue = []
-            sub.next = 0
-            sub.catchUp = 0..<0
-            if sub.syncedDue {
-                sub.syncedDue = false
-                actions.append(.send(s, SyncMessage.synced(document: id, version: durableVersion).encoded()))
-            }
-        } else {
-            sub.waiting = true
-            actions.append(.awaitRoom(s))
-        }
-        subscribers[s] = sub
-        return actions
-    }
+    public var durableOperations: [ListOperation] { document.operations(since: VersionVector(), before: durableCount) }
 }
