@@ -152,7 +152,8 @@ extension Simulator {
             step(until: network.now + configuration.antiEntropyInterval)
         }
         for (d, daemon) in daemons.enumerated() where daemon.core.document.operationCount >= minOperations {
-            report.failures.append("daemon \(d) did not compact once quiet (\(daemon.core.document.operationCount) operations since its floor)")
+            report.failures.append("daemon \(d) did not compact once quiet (\(daemon.core.document.operationCount) operations since its floor)"
+                                   + ": \(daemon.core.compactionBlock)")
         }
     }
 }

@@ -41,8 +41,8 @@ public struct SimulationConfiguration: Sendable {
     /// (gossiped over the links) says so too (§7, "Peers"). Clients report `seen`;
     /// with one daemon, silent ones are retired, and those left behind the floor re-sync from a
     /// snapshot and make their unsent edits again (``ListDocument/remake(_:from:)``). With
-    /// several daemons nobody is retired (§7, "Peers"), so those runs have no forgetful clients
-    /// (a forgetful client's old replica would hold compaction back for ever).
+    /// several daemons the same, once every daemon acknowledged the retirement (§7, "Retiring
+    /// with peers").
     public var compactAfter: Int?
     /// With compaction: virtual milliseconds after which a silent sender is retired (the
     /// stability's clock counts virtual milliseconds where a daemon's counts seconds).
@@ -190,12 +190,10 @@ public struct Simulator: Sendable {
             doc.variant = configuration.variant
             return SimulatedClient(node: d + c, daemon: c % d, document: doc)
         }
+        // With peers too: a forgetful client's old replica vanishes and is retired by the daemon
+        // that counts it, once silent; the daemons agree on it before compacting
+        // (Docs/Semantics.md §7, "Retiring with peers").
         for c in clients.indices { clients[c].forgetful = rng.chance(configuration.forgetfulPercent) }
-        if d > 1 && configuration.compactAfter != nil {
-            // With peers nobody is retired (Docs/Semantics.md §7, "Peers"): a replica that
-            // vanishes, as a forgetful client's old one does, would hold compaction back for ever.
-            for c in clients.indices { clients[c].forgetful = false }
-        }
         report.seed = configuration.seed
         report.replicas = clients.count
         report.daemons = d

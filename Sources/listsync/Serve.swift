@@ -54,7 +54,8 @@ let serveUsage = """
                               drawer) no longer holds its compaction back; if it comes back behind
                               the floor it re-syncs from a snapshot and makes its unsent edits
                               again (LISTSYNC_RETIRE_AFTER; 30d; N with s, m, h or d; 0 = at once).
-                              Not on a document a peer daemon syncs: nobody is retired there
+                              With peer daemons, none compacts until every one has seen the
+                              retirement
       --compact-after N       compact a document once N operations were logged since its last
                               compaction and every sender has seen all of them, and, with peers,
                               once every peer daemon says so too (LISTSYNC_COMPACT_AFTER; 10000;

@@ -180,7 +180,7 @@ import ListSyncTestSupport
                 "relay authors and daemons, retired or not, are not counted as this daemon's senders")
         #expect(s.peers.retired == [Self.b] && s.peers.retiredAuthors == [ReplicaID(6)])
         let bytes = s.encoded()
-        #expect(bytes.starts(with: Array("LSSTAB2\n".utf8)))
+        #expect(bytes.starts(with: Array("LSSTAB3\n".utf8)))
         let back = try DocumentStability(decoding: bytes)
         #expect(back == s)
         for n in 0..<bytes.count {
@@ -195,7 +195,7 @@ import ListSyncTestSupport
         #expect(old.relayed && old.peers.isEmpty)
         #expect(old.tracker.acknowledged == [ReplicaID(7): Self.v([7: 3])] && old.tracker.retired == [ReplicaID(8)])
         #expect(old.ephemeral == [ReplicaID(9)])
-        #expect(try DocumentStability(decoding: old.encoded()) == old, "written again as version 2")
+        #expect(try DocumentStability(decoding: old.encoded()) == old, "written again as version 3")
         #expect(throws: SyncProtocolError.self) { try DocumentStability(decoding: w + [0]) }
     }
 

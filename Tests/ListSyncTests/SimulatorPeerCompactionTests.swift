@@ -51,12 +51,15 @@ import ListSyncTestTraits
         }
         let seconds = Date().timeIntervalSince(start)
         for (name, total) in [("chain", chain), ("ring", ring)] {
-            print("simulator, peered daemons compacting (\(name)): \(total.compactionsPerDaemon.count) seeds, \(total.daemons) daemons, \(total.compactions) compactions, \(total.stabilityGossips) stability tables sent, \(total.crashes) crashes, \(total.acknowledged) operations acknowledged, \(total.refusedCompacted) batches refused as compacted, \(total.operationResyncs) re-syncs from operations; \(String(format: "%.1f", seconds)) s in all")
+            print("simulator, peered daemons compacting (\(name)): \(total.compactionsPerDaemon.count) seeds, \(total.daemons) daemons, \(total.compactions) compactions, \(total.stabilityGossips) stability tables sent, \(total.crashes) crashes, \(total.acknowledged) operations acknowledged, \(total.refusedCompacted) batches refused as compacted, \(total.operationResyncs) re-syncs from operations, \(total.retired) senders retired; \(String(format: "%.1f", seconds)) s in all")
             #expect(total.compactionsPerDaemon.allSatisfy { $0 > 0 }, "\(name): a daemon that never compacted in a run")
             #expect(total.compactions >= total.daemons && total.stabilityGossips > 0)
             #expect(total.acknowledged > 0)
         }
         #expect(chain.crashes > 0 && ring.crashes > 0, "crashes happened")
+        // Forgetful clients' old replicas, and silent clients, were retired on peered documents
+        // (Docs/Semantics.md §7, "Retiring with peers"), and every daemon still compacted.
+        #expect(chain.retired > 0 && ring.retired > 0, "senders were retired with peers")
         // Clients that start offline edit before the version their daemon reports: refused on
         // every daemon alike, they re-sync, from operations where their daemon did not compact.
         #expect(chain.refusedCompacted > 0 && chain.operationResyncs > 0, "the admission rule and the re-sync from operations were exercised")

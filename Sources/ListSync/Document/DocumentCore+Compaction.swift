@@ -50,10 +50,9 @@ extension DocumentCore {
         for sub in subscribers.values where sub.role?.isDevice == true {
             if let r = sub.replica { stability.attached(r, now: now) }
         }
-        // With peers nobody is retired: a replica left out of a floor is refused only where that
-        // floor was compacted, and another daemon may have taken its operations (Docs/Semantics.md
-        // §7, "Peers").
-        let retired = isPeered ? [] : stability.retireSilent(now: now, after: retireAfter)
+        // With peers too: the daemons then compact only once every peer acknowledged the
+        // retirement (Docs/Semantics.md §7, "Retiring with peers"; PeerStability.allows).
+        let retired = stability.retireSilent(now: now, after: retireAfter)
         changed = changed || !retired.isEmpty
         return (changed, retired)
     }
@@ -69,10 +68,13 @@ extension DocumentCore {
     public func isSettled(minOperations: Int) -> Bool {
         guard failure == nil, destroyedReason == nil, inFlight.isEmpty, document.pendingCount == 0,
               document.operationCount >= max(minOperations, 1), document.version == durableVersion else { return false }
-        let version = durableVersion
-        return subscribers.values.allSatisfy { sub in
-            (sub.role == .relay || sub.seen == version) && sub.outbox.isEmpty && !sub.snapshotDue
-        }
+        return subscribers.values.allSatisfy { isSettled($0) }
+    }
+
+    /// Whether `sub` is settled: a peer link, or it said it has seen exactly the durable version;
+    /// nothing queued for it, no snapshot due.
+    func isSettled(_ sub: Subscriber) -> Bool {
+        (sub.role == .relay || sub.seen == durableVersion) && sub.outbox.isEmpty && !sub.snapshotDue
     }
 
     /// The version at which the document may be compacted now (``compact(at:)``), or nil: it must

@@ -78,11 +78,12 @@ extension DocumentCore {
     /// quiescent, its entry becomes that version (the senders refreshed first,
     /// ``refreshStability(now:retireAfter:)``). Nothing for a document no peer touched.
     ///
-    /// Nobody is retired on a document with peers: not a device, not an author, not a daemon
-    /// (Docs/Semantics.md §7, "Peers": a replica left out of a floor could have its operations
-    /// taken by a daemon that did not compact there and refused by one that did).
+    /// The senders this daemon counts are retired after `retireAfter` as without peers; its
+    /// entry then claims less, and no daemon compacts until every daemon was locally quiescent
+    /// holding that entry (Docs/Semantics.md §7, "Retiring with peers";
+    /// ``PeerStability/allows(_:me:)``). Daemons are not retired.
     ///
-    /// - Returns: whether ``stability`` changed, and who was retired now (nobody, with peers).
+    /// - Returns: whether ``stability`` changed, and who was retired now.
     /// - Complexity: that of ``localQuiescentVersion``.
     public mutating func refreshPeers(now: UInt64, retireAfter: UInt64) -> (changed: Bool, retired: [ReplicaID]) {
         guard isPeered, destroyedReason == nil else { return (false, []) }
@@ -99,8 +100,15 @@ extension DocumentCore {
             retired += local.retired
             changed = changed || local.changed
             if let version = localQuiescentVersion {
-                changed = stability.peers.publish(me, version: version, claimed: stability.claimed, now: now, heartbeat: beat) || changed
+                changed = stability.peers.publish(me, version: version, claimed: stability.claimed,
+                                                  retired: stability.tracker.retired, now: now, heartbeat: beat) || changed
             }
+        }
+        // Not quiescent (a subscriber has not said `seen` yet), but the copy has not moved since
+        // it was: the peers' retirements it holds are acknowledged all the same.
+        if failure == nil, inFlight.isEmpty, document.pendingCount == 0, document.version == durableVersion,
+           stability.peers.entries[me]?.version == document.version {
+            changed = stability.peers.acknowledgeRetirements(me, now: now) || changed
         }
         if changed { gossipDirty = true }
         return (changed, retired)
@@ -117,7 +125,48 @@ extension DocumentCore {
         for sub in subscribers.values where sub.role == .relay {
             guard let d = sub.replica, peers.entries[d] != nil || peers.retired.contains(d) else { return false }
         }
-        return peers.allows(version, me: document.replica)
+        return peers.allows(version, me: document.replica, acknowledgedRetirements: variant != .retiresWithoutAgreement)
+    }
+
+    /// Why this daemon does not compact now, in words (for a report or a log): not settled, not
+    /// locally quiescent (and which senders are behind), a peer link of a daemon the table does
+    /// not know, a daemon at another version, a retirement not acknowledged, a relay author no
+    /// daemon claims; "nothing" when it may.
+    ///
+    /// - Complexity: that of ``localQuiescentVersion`` and ``peersAllow(_:)``.
+    public var compactionBlock: String {
+        guard isSettled(minOperations: 0) else {
+            let behind = subscribers.keys.sorted().filter { !isSettled(subscribers[$0]!) }.map { s in
+                let sub = subscribers[s]!
+                return "\(s) (\(sub.role.map { "\($0)" } ?? "no role"), replica \(sub.replica.map { "\($0)" } ?? "?"), "
+                    + "seen \(sub.seen.map { "\($0)" } ?? "nothing"), queued \(!sub.outbox.isEmpty), snapshot due \(sub.snapshotDue))"
+            }
+            return "not settled: \(inFlight.count) batches in flight, \(document.pendingCount) operations waiting, "
+                + "durable \(document.version == durableVersion), subscribers behind \(behind)"
+        }
+        guard let version = localQuiescentVersion else {
+            let behind = stability.tracker.acknowledged.filter { $0.value != document.version }.keys.sorted()
+            return "not locally quiescent: senders behind \(behind)"
+        }
+        let peers = stability.peers, me = document.replica
+        for sub in subscribers.values where sub.role == .relay {
+            guard let d = sub.replica, peers.entries[d] != nil || peers.retired.contains(d) else {
+                return "a peer link of an unknown daemon \(sub.replica.map { "\($0)" } ?? "(unnamed)")"
+            }
+        }
+        if peers.entries[me]?.version != version { return "its own entry is not at its quiescent version" }
+        let others = peers.entries.filter { $0.value.version != version }.keys.sorted()
+        if !others.isEmpty { return "daemons at another version: \(others)" }
+        if !peers.retirementsAcknowledged {
+            let table = peers.entries.keys.sorted().map { d in
+                let e = peers.entries[d]!
+                return "\(d): sequence \(e.sequence), retiredAt \(e.retiredAt), acknowledged \(e.acknowledged.sorted { $0.key < $1.key })"
+            }
+            return "a retirement not acknowledged: \(table)"
+        }
+        let unclaimed = peers.relayAuthors.filter { !peers.isClaimed($0) }.sorted()
+        if !unclaimed.isEmpty { return "relay authors no daemon claims: \(unclaimed)" }
+        return "nothing"
     }
 
     /// The stability table, to every peer link that takes it, if it changed since it was last

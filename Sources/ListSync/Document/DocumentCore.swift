@@ -61,6 +61,10 @@ public struct DocumentCore: Sendable {
         /// catch-ups from the log a step at a time: the frames are the same (the reference the
         /// streamed catch-up is checked against), the memory is the history's.
         case materialisedCatchUp
+        /// Compacts a peered document without waiting for every peer to acknowledge a retirement
+        /// (Docs/Semantics.md §7, "Retiring with peers"): a retired replica's edit that a peer
+        /// took meanwhile is refused where the floor was compacted (the copies split).
+        case retiresWithoutAgreement
     }
 
     /// The document's id.

@@ -24,9 +24,23 @@ public struct PeerStability: Sendable, Equatable {
         /// The replicas the daemon accounts for: its senders (devices, authors), those that keep
         /// no copy, and itself.
         public var claimed: Set<ReplicaID>
+        /// The sequence of the daemon's latest entry that claimed less than the one before (it
+        /// retired a replica, Docs/Semantics.md §7 "Retiring with peers"); 0: none.
+        public var retiredAt: UInt64
+        /// Per other daemon whose entry had a ``retiredAt``: that ``retiredAt``, as this daemon held
+        /// it when it was last locally quiescent (at ``version``): it had the entry without the
+        /// replicas retired and checked their edits as unclaimed from then on. Empty from an older
+        /// daemon: then nobody it may have taken edits of is retired.
+        public var acknowledged: [ReplicaID: UInt64]
+        /// The replicas the daemon retired (counted once, silent for the retire period, and not
+        /// back since): a relay author elsewhere that no daemon claims and some daemon retired is
+        /// retired there too.
+        public var retired: Set<ReplicaID>
 
-        public init(sequence: UInt64, version: VersionVector, claimed: Set<ReplicaID>) {
+        public init(sequence: UInt64, version: VersionVector, claimed: Set<ReplicaID>, retiredAt: UInt64 = 0,
+                    acknowledged: [ReplicaID: UInt64] = [:], retired: Set<ReplicaID> = []) {
             (self.sequence, self.version, self.claimed) = (sequence, version, claimed)
+            (self.retiredAt, self.acknowledged, self.retired) = (retiredAt, acknowledged, retired)
         }
     }
 
@@ -65,15 +79,44 @@ public struct PeerStability: Sendable, Equatable {
     /// the entry changed (gossip it).
     ///
     /// - Complexity: O(c) for c replicas claimed.
-    public mutating func publish(_ me: ReplicaID, version: VersionVector, claimed: Set<ReplicaID>, now: UInt64,
-                                 heartbeat: UInt64 = .max) -> Bool {
+    public mutating func publish(_ me: ReplicaID, version: VersionVector, claimed: Set<ReplicaID>,
+                                 retired: Set<ReplicaID> = [], now: UInt64, heartbeat: UInt64 = .max) -> Bool {
         var claimed = claimed
         claimed.insert(me)
         let old = entries[me]
-        if let old, old.version == version, old.claimed == claimed, now &- (heard[me] ?? 0) < heartbeat { return false }
-        entries[me] = Entry(sequence: (old?.sequence ?? 0) + 1, version: version, claimed: claimed)
+        // The retirements of other daemons this one holds now, at this quiescence.
+        var acknowledged: [ReplicaID: UInt64] = [:]
+        for (d, e) in entries where d != me && e.retiredAt > 0 { acknowledged[d] = e.retiredAt }
+        if let old, old.version == version, old.claimed == claimed, old.acknowledged == acknowledged, old.retired == retired,
+           now &- (heard[me] ?? 0) < heartbeat { return false }
+        let sequence = (old?.sequence ?? 0) + 1
+        // Claiming less than before: a replica was retired (or another daemon counts it now).
+        let retiredAt = old.map { $0.claimed.isSubset(of: claimed) ? $0.retiredAt : sequence } ?? 0
+        entries[me] = Entry(sequence: sequence, version: version, claimed: claimed, retiredAt: retiredAt,
+                            acknowledged: acknowledged, retired: retired)
         heard[me] = now
         assert(entries[me]!.sequence > (old?.sequence ?? 0))
+        return true
+    }
+
+    /// This daemon (`me`) holds exactly its entry's version still, nothing taken since it was
+    /// locally quiescent there (nothing in flight or waiting: the caller checks): its entry
+    /// acknowledges the retirements it holds now (``Entry/acknowledged``), with the next sequence,
+    /// if that changed. From the moment it holds a retiring entry it checks the replicas retired
+    /// as unclaimed, and its copy has not moved since its version, so it took none of their edits
+    /// made before it (Docs/Semantics.md §7, "Retiring with peers"). Returns whether the entry
+    /// changed.
+    ///
+    /// - Complexity: O(e) for e entries.
+    public mutating func acknowledgeRetirements(_ me: ReplicaID, now: UInt64) -> Bool {
+        guard var mine = entries[me] else { return false }
+        var acknowledged: [ReplicaID: UInt64] = [:]
+        for (d, e) in entries where d != me && e.retiredAt > 0 { acknowledged[d] = e.retiredAt }
+        guard acknowledged != mine.acknowledged else { return false }
+        mine.acknowledged = acknowledged
+        mine.sequence += 1
+        entries[me] = mine
+        heard[me] = now
         return true
     }
 
@@ -81,9 +124,11 @@ public struct PeerStability: Sendable, Equatable {
     /// once `every` seconds have passed since it was last (a busy daemon that is never
     /// quiescent must not be retired by its peers). Returns whether it was.
     public mutating func heartbeat(_ me: ReplicaID, now: UInt64, every: UInt64) -> Bool {
-        let old = entries[me] ?? Entry(sequence: 0, version: VersionVector(), claimed: [me])
+        var old = entries[me] ?? Entry(sequence: 0, version: VersionVector(), claimed: [me])
         guard entries[me] == nil || now &- (heard[me] ?? 0) >= every else { return false }
-        entries[me] = Entry(sequence: old.sequence + 1, version: old.version, claimed: old.claimed)
+        // Unchanged but its sequence: what it acknowledged stays that of its last quiescence.
+        old.sequence += 1
+        entries[me] = old
         heard[me] = now
         return true
     }
@@ -101,8 +146,15 @@ public struct PeerStability: Sendable, Equatable {
         var changed = false
         if let theirs = incoming[me], entries[me] == nil || theirs.sequence > entries[me]!.sequence
             || (theirs.sequence == entries[me]!.sequence && theirs != entries[me]!) {
-            let mine = entries[me] ?? Entry(sequence: 0, version: VersionVector(), claimed: [me])
-            entries[me] = Entry(sequence: theirs.sequence + 1, version: mine.version, claimed: mine.claimed)
+            var mine = entries[me] ?? Entry(sequence: 0, version: VersionVector(), claimed: [me])
+            // A retirement of this daemon's that its peers may hold with a greater sequence
+            // than this one knows, or claims it no longer makes (its file lost): taken as a
+            // retirement made now, at the new sequence.
+            if mine.retiredAt > 0 || theirs.retiredAt > 0 || !theirs.claimed.isSubset(of: mine.claimed) {
+                mine.retiredAt = theirs.sequence + 1
+            }
+            mine.sequence = theirs.sequence + 1
+            entries[me] = mine
             heard[me] = now
             changed = true
         }
@@ -117,6 +169,15 @@ public struct PeerStability: Sendable, Equatable {
             heard[daemon] = now
             for a in entry.claimed where relayAuthors.contains(a) { heard[a] = now }
             changed = true
+        }
+        // A relay author that a daemon retired and none claims is retired here too: the daemons
+        // agree on it before any compacts (``allows(_:me:)``).
+        if changed {
+            for a in relayAuthors.sorted() where !isClaimed(a) && entries.values.contains(where: { $0.retired.contains(a) }) {
+                relayAuthors.remove(a)
+                heard[a] = nil
+                retiredAuthors.insert(a)
+            }
         }
         return changed
     }
@@ -152,24 +213,41 @@ public struct PeerStability: Sendable, Equatable {
     }
 
     /// Whether this daemon (`me`) may compact at `version`, as far as its peers go: every daemon
-    /// known and not retired (this one included) has reported exactly `version`, and every relay
-    /// author is claimed by one of them or retired. (Its own local quiescence, and that every
-    /// peer link attached is a known daemon, ``DocumentCore`` checks.)
+    /// known and not retired (this one included) has reported exactly `version`, every daemon's
+    /// retirement is acknowledged by every other (``retirementsAcknowledged``; not checked when
+    /// `acknowledgedRetirements` is false, a deliberately broken core's), and every relay author is
+    /// claimed by one of them or retired. (Its own local quiescence, and that every peer link
+    /// attached is a known daemon, ``DocumentCore`` checks.)
     ///
-    /// - Complexity: O(e × r + a × e) for e entries of r replicas and a relay authors.
-    public func allows(_ version: VersionVector, me: ReplicaID) -> Bool {
+    /// - Complexity: O(e × r + e² + a × e) for e entries of r replicas and a relay authors.
+    public func allows(_ version: VersionVector, me: ReplicaID, acknowledgedRetirements: Bool = true) -> Bool {
         guard entries[me]?.version == version else { return false }
         guard entries.values.allSatisfy({ $0.version == version }) else { return false }
+        guard retirementsAcknowledged || !acknowledgedRetirements else { return false }
         return relayAuthors.allSatisfy { isClaimed($0) }
+    }
+
+    /// Whether every daemon's retirement (``Entry/retiredAt``) is acknowledged by every other
+    /// daemon's entry (``Entry/acknowledged``): each was locally quiescent, at its entry's
+    /// version, holding the retiring daemon's entry without the replicas retired (Docs/Semantics.md
+    /// §7, "Retiring with peers").
+    ///
+    /// - Complexity: O(e²) for e entries.
+    public var retirementsAcknowledged: Bool {
+        entries.allSatisfy { d, e in
+            e.retiredAt == 0 || entries.allSatisfy { $0.key == d || ($0.value.acknowledged[d] ?? 0) >= e.retiredAt }
+        }
     }
 
     /// Retires every daemon (not `me`) whose entry has not changed for `after` seconds before
     /// `now`, and every relay author claimed by none that long; returns them, in order.
     ///
-    /// The daemon does not call it: on a document a peer syncs nobody is retired, since a
-    /// retired replica that comes back could have its operations taken by a daemon that did not
-    /// compact and refused by one that did (Docs/Semantics.md §7, "Peers"). It is the building
-    /// block for retiring by agreement, which is not built.
+    /// The daemon does not call it: daemons and relay authors are not retired by silence (a
+    /// retired daemon that comes back could relay operations a daemon that compacted refuses;
+    /// Docs/Semantics.md §7, "Peers"). A relay author is retired when the daemon that claimed it
+    /// retires it (``merge(_:me:floor:now:)``); devices and authors are retired by the daemon that
+    /// counts them (``DocumentStability/retireSilent(now:after:)``), and the daemons agree on it
+    /// before any compacts (``allows(_:me:)``).
     ///
     /// - Complexity: O((e + a) × e) for e entries and a relay authors.
     public mutating func retireSilent(me: ReplicaID, now: UInt64, after: UInt64) -> [ReplicaID] {
@@ -192,13 +270,15 @@ public struct PeerStability: Sendable, Equatable {
 
     // MARK: Encoding
 
-    /// Appends the table to `w` (the tail of a version-2 stability file).
+    /// Appends the table to `w` (the tail of a version-3 stability file).
     ///
     /// ```
-    /// entries:varint (daemon:varint heard:varint sequence:varint version claimed:varint replica:varint×)×
+    /// entries:varint (daemon:varint heard:varint sequence:varint version claimed:varint replica:varint×
+    ///                 retiredAt:varint acknowledged:varint (daemon:varint sequence:varint)× retired:varint replica:varint×)×
     /// retired:varint daemon:varint× relayAuthors:varint (replica:varint heard:varint)×
     /// retiredAuthors:varint replica:varint×
     /// ```
+    /// (A version-2 file's entries end at `claimed`: no retirements.)
     /// - Complexity: O(size).
     func encode(into w: inout WireWriter) {
         w.count(entries.count)
@@ -207,6 +287,11 @@ public struct PeerStability: Sendable, Equatable {
             w.varint(d.rawValue); w.varint(heard[d] ?? 0); w.varint(e.sequence); w.version(e.version)
             w.count(e.claimed.count)
             for r in e.claimed.sorted() { w.varint(r.rawValue) }
+            w.varint(e.retiredAt)
+            w.count(e.acknowledged.count)
+            for a in e.acknowledged.keys.sorted() { w.varint(a.rawValue); w.varint(e.acknowledged[a]!) }
+            w.count(e.retired.count)
+            for r in e.retired.sorted() { w.varint(r.rawValue) }
         }
         w.count(retired.count)
         for d in retired.sorted() { w.varint(d.rawValue) }
@@ -216,8 +301,8 @@ public struct PeerStability: Sendable, Equatable {
         for a in retiredAuthors.sorted() { w.varint(a.rawValue) }
     }
 
-    /// Reads what ``encode(into:)`` wrote.
-    init(reading r: inout WireReader) throws(WireError) {
+    /// Reads what ``encode(into:)`` wrote (`retirements` false: a version-2 file's table).
+    init(reading r: inout WireReader, retirements: Bool = true) throws(WireError) {
         for _ in 0..<(try r.count(minBytes: 5)) {
             let d = ReplicaID(try r.varint())
             heard[d] = try r.varint()
@@ -225,7 +310,13 @@ public struct PeerStability: Sendable, Equatable {
             let version = try r.version()
             var claimed = Set<ReplicaID>()
             for _ in 0..<(try r.count(minBytes: 1)) { claimed.insert(ReplicaID(try r.varint())) }
-            entries[d] = Entry(sequence: sequence, version: version, claimed: claimed)
+            var entry = Entry(sequence: sequence, version: version, claimed: claimed)
+            if retirements {
+                entry.retiredAt = try r.varint()
+                for _ in 0..<(try r.count(minBytes: 2)) { entry.acknowledged[ReplicaID(try r.varint())] = try r.varint() }
+                for _ in 0..<(try r.count(minBytes: 1)) { entry.retired.insert(ReplicaID(try r.varint())) }
+            }
+            entries[d] = entry
         }
         for _ in 0..<(try r.count(minBytes: 1)) { retired.insert(ReplicaID(try r.varint())) }
         for _ in 0..<(try r.count(minBytes: 2)) {

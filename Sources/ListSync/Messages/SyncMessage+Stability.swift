@@ -4,9 +4,17 @@ import ListCRDT
 ///
 /// ```
 /// entries := count:varint (daemon:varint (≠ 0) sequence:varint version claimed:varint replica:varint ×)×
+///            [retirements]
+/// retirements := count:varint (daemon:varint retiredAt:varint acknowledged:varint (daemon:varint sequence:varint)×
+///                               retired:varint replica:varint×)×
 /// ```
 /// Daemons in increasing order, each once; claimed replicas in increasing order, each once. A
 /// decoder refuses a daemon named twice, a replica claimed twice and a replica 0 (malformed).
+/// `retirements` (Docs/Semantics.md §7, "Retiring with peers") follows only when an entry has a
+/// ``PeerStability/Entry/retiredAt``, ``PeerStability/Entry/acknowledged`` or
+/// ``PeerStability/Entry/retired`` (an older daemon,
+/// which reads no more than the entries, never sees it unless someone retired); each names a
+/// daemon of the entries, once, in increasing order; absent, they are 0 and empty.
 extension WireWriter {
     mutating func stabilityEntries(_ entries: [ReplicaID: PeerStability.Entry]) {
         count(entries.count)
@@ -15,6 +23,19 @@ extension WireWriter {
             varint(d.rawValue); varint(e.sequence); version(e.version)
             count(e.claimed.count)
             for r in e.claimed.sorted() { varint(r.rawValue) }
+        }
+        let retiring = entries.keys.sorted().filter {
+            entries[$0]!.retiredAt > 0 || !entries[$0]!.acknowledged.isEmpty || !entries[$0]!.retired.isEmpty
+        }
+        guard !retiring.isEmpty else { return }
+        count(retiring.count)
+        for d in retiring {
+            let e = entries[d]!
+            varint(d.rawValue); varint(e.retiredAt)
+            count(e.acknowledged.count)
+            for a in e.acknowledged.keys.sorted() { varint(a.rawValue); varint(e.acknowledged[a]!) }
+            count(e.retired.count)
+            for r in e.retired.sorted() { varint(r.rawValue) }
         }
     }
 }
@@ -38,6 +59,36 @@ extension WireReader {
             }
             entries[ReplicaID(d)] = PeerStability.Entry(sequence: sequence, version: v, claimed: claimed)
         }
+        if !isAtEnd { try retirements(into: &entries) }
         return entries
+    }
+
+    /// The `retirements` part: each daemon's ``PeerStability/Entry/retiredAt`` and
+    /// ``PeerStability/Entry/acknowledged``, set on its entry.
+    private mutating func retirements(into entries: inout [ReplicaID: PeerStability.Entry]) throws(WireError) {
+        var previous: UInt64 = 0
+        for _ in 0..<(try count(minBytes: 4)) {
+            let at = offset
+            let d = try varint()
+            guard d > previous, entries[ReplicaID(d)] != nil else { throw .invalidValue("daemon \(d) in retirements", offset: at) }
+            previous = d
+            entries[ReplicaID(d)]!.retiredAt = try varint()
+            var last: UInt64 = 0
+            for _ in 0..<(try count(minBytes: 2)) {
+                let aAt = offset
+                let a = try varint()
+                guard a > last, a != d else { throw .invalidValue("daemon \(a) acknowledged in retirements", offset: aAt) }
+                last = a
+                entries[ReplicaID(d)]!.acknowledged[ReplicaID(a)] = try varint()
+            }
+            var lastRetired: UInt64 = 0
+            for _ in 0..<(try count(minBytes: 1)) {
+                let rAt = offset
+                let r = try varint()
+                guard r > lastRetired else { throw .invalidValue("replica \(r) retired in retirements", offset: rAt) }
+                lastRetired = r
+                entries[ReplicaID(d)]!.retired.insert(ReplicaID(r))
+            }
+        }
     }
 }
