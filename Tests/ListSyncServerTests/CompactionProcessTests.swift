@@ -19,6 +19,17 @@ struct CompactionProcessTests {
         ["--storage", "per-document", "--compact-after", "20", "--compact-interval", "0", "--retire-after", retireAfter]
     }
 
+    /// The device of `folder`, offline (never started): inserts "in the drawer" after row 0 of
+    /// `doc`, an edit that stays on the device.
+    static func editOffline(folder: String, server: SyncClient.Server, _ doc: DocumentID) async throws {
+        let offline = try SyncClient(folder: folder, server: server)
+        _ = try await offline.open(doc)
+        _ = try await offline.edit(doc) { (d: inout ListDocument) throws(ListError) in
+            _ = try d.insertItem(atRow: 1, inSection: 0, value: Data("in the drawer".utf8))   // after "a"
+        }
+        await offline.close()
+    }
+
     static func delete(_ c: SyncClient, _ doc: DocumentID, row: Int) async throws {
         _ = try await c.edit(doc) { (d: inout ListDocument) throws(ListError) in _ = try d.deleteItem(atRow: row, inSection: 0) }
     }
@@ -146,13 +157,7 @@ struct CompactionProcessTests {
         let server = try SyncClientTests.server(daemon)
         let (phone, doc) = try await Self.firstDevice(daemon, folder: dir.path + "/phone", name: "drawer", values: ["a", "b", "c"])
         await phone.close()
-        // Offline (not started): an edit that stays on the device.
-        let offline = try SyncClient(folder: dir.path + "/phone", server: server)
-        _ = try await offline.open(doc)
-        _ = try await offline.edit(doc) { (d: inout ListDocument) throws(ListError) in
-            _ = try d.insertItem(atRow: 1, inSection: 0, value: Data("in the drawer".utf8))   // after "a"
-        }
-        await offline.close()
+        try await Self.editOffline(folder: dir.path + "/phone", server: server, doc)
         try await Task.sleep(for: .milliseconds(2_100))
 
         // The laptop churns: the phone is retired, the document compacted without it.

@@ -11,6 +11,19 @@ import Testing
 /// of one loads its compacted snapshot and goes on syncing.
 @Suite("Daemon: compaction with peers", .ownThread, .serialized, .timeLimit(.minutes(3)))
 struct PeerCompactionProcessTests {
+    /// Daemon A and daemon B peered with it (B names A), data in `dir`, compacting as
+    /// ``CompactionProcessTests/flags(retireAfter:)`` says.
+    static func peered(_ dir: TemporaryFolder, retireAfter: String) throws -> (DaemonProcess, DaemonProcess) {
+        let flags = CompactionProcessTests.flags(retireAfter: retireAfter)
+        let a = try DaemonProcess(data: dir.path + "/a", extra: flags)
+        do {
+            return (a, try DaemonProcess(data: dir.path + "/b", extra: flags + ["--key-file", a.keyFile, "--peer", a.address]))
+        } catch {
+            a.terminate()
+            throw error
+        }
+    }
+
     static func compactions(_ daemon: DaemonProcess) -> Int {
         ((try? daemon.json(["status"])) as? [String: Any])?["compactions"] as? Int ?? 0
     }
@@ -76,6 +89,50 @@ struct PeerCompactionProcessTests {
         try await SyncClientTests.insert(deviceB, doc, "from B to C")
         #expect(eventually(40) { ((try? table(c, doc.description)) ?? []) == [after + ["from B to C"]] }, "\(c.log)")
         for client in [deviceA, deviceB] { await client.close() }
+    }
+
+    @Test("two peered daemons: a phone on A goes offline for good; past --retire-after A retires it, B acknowledges, both compact and show the same list; the phone comes back with an edit made offline, re-syncs from A's snapshot and keeps it")
+    func retiredDeviceWithPeers() async throws {
+        let dir = TemporaryFolder()
+        defer { dir.remove() }
+        let (a, b) = try Self.peered(dir, retireAfter: "2s")
+        defer { a.terminate(); b.terminate() }
+        let serverA = try SyncClientTests.server(a)
+        let (phone, doc) = try await CompactionProcessTests.firstDevice(a, folder: dir.path + "/phone", name: "drawer",
+                                                                         values: ["a", "b", "c"])
+        #expect(eventually(30) { ((try? table(b, doc.description)) ?? []) == [["a", "b", "c"]] }, "B: \(b.log)")
+        await phone.close()
+        // Offline for good (never started again until the end): an edit that stays on the phone.
+        try await CompactionProcessTests.editOffline(folder: dir.path + "/phone", server: serverA, doc)
+
+        // A laptop on B churns. The phone holds compaction back on both daemons until A retires it.
+        let laptop = try SyncClient(folder: dir.path + "/laptop", server: try SyncClientTests.server(b))
+        let liveLaptop = try await laptop.fetch(doc)
+        await laptop.start()
+        try await laptop.waitUntilSynced(timeout: .seconds(20))
+        for i in 0..<12 { try await SyncClientTests.insert(laptop, doc, "l\(i)") }
+        for _ in 0..<10 { try await CompactionProcessTests.delete(laptop, doc, row: 3) }
+        try await laptop.waitUntilSynced(timeout: .seconds(20))
+        let laptopView = ["a", "b", "c", "l10", "l11"]
+        #expect(SyncClientTests.values(liveLaptop) == [laptopView])
+        #expect(eventually(40) { a.log.contains("senders retired") && Self.compactions(a) > 0 && Self.compactions(b) > 0 },
+                "A: \(Self.compactions(a)) B: \(Self.compactions(b))\nA's log:\n\(a.log)\nB's log:\n\(b.log)")
+        #expect(try table(a, doc.description) == [laptopView] && table(b, doc.description) == [laptopView])
+        #expect(!a.log.contains("peer refused relayed operations") && !b.log.contains("peer refused relayed operations"))
+
+        // The phone comes back to A: refused for the floor, it re-syncs and makes its edit again.
+        let back = try SyncClient(folder: dir.path + "/phone", server: serverA)
+        let livePhone = try await back.open(doc)
+        await back.start()
+        try await back.waitUntilSynced(timeout: .seconds(20))
+        let merged = ["a", "in the drawer", "b", "c", "l10", "l11"]
+        #expect(SyncClientTests.values(livePhone) == [merged])
+        #expect(eventually(30) { SyncClientTests.values(liveLaptop) == [merged] })
+        #expect(eventually(30) { ((try? table(a, doc.description)) ?? []) == [merged] && ((try? table(b, doc.description)) ?? []) == [merged] },
+                "A: \(String(describing: try? table(a, doc.description))) B: \(String(describing: try? table(b, doc.description)))")
+        #expect(!a.log.contains("peer refused relayed operations") && !b.log.contains("peer refused relayed operations"))
+        await back.close()
+        await laptop.close()
     }
 
     @Test("a device no daemon counts (it never said seen) edits offline, before the version both daemons reported; A compacted there, B did not: B refuses the edit too, the device re-syncs from B's catch-up and makes it again, and both daemons keep the same list")
