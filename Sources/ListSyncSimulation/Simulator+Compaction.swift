@@ -52,6 +52,8 @@ extension Simulator {
             return
         }
         if clients[c].document.snapshot() != before { report.failures.append("client \(c): its compaction changed what it shows") }
+        // The daemon holds its floor: what it acknowledged is at least that (as SyncClient records).
+        clients[c].acked.formUnion(floor)
         report.clientCompactions += 1
     }
 

@@ -24,5 +24,11 @@ extension SyncClient {
         do { try copy.store.compact(copy.live.document) } catch {
             lastError = "the compacted copy of \(copy.id) was not written: \(error)"
         }
+        // The daemon holds the floor (it compacted there, durably): what it acknowledged is at
+        // least that. Without it, the record could name a version the copy's history no longer
+        // goes back to, and a re-sync would not find the edits made since (it takes those after
+        // the record's version).
+        copy.acknowledge(floor, replica: replica)
+        writeRecord(copy)
     }
 }

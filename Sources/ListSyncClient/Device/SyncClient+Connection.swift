@@ -370,8 +370,12 @@ extension SyncClient {
     func resync(_ copy: LocalCopy, onto base: ListDocument) {
         var base = base
         let local = copy.live.document
-        let unsent = local.hasHistory(since: copy.record.version)
-            ? local.operations(since: copy.record.version).filter { !base.version.contains($0.lastID) } : []
+        // What the daemon acknowledged, and the copy's floor, which a daemon held when it
+        // compacted there (a record written before the copy compacted may name less).
+        var acknowledged = copy.record.version
+        if let floor = local.historyFloor { acknowledged.formUnion(floor) }
+        let unsent = local.hasHistory(since: acknowledged)
+            ? local.operations(since: acknowledged).filter { !base.version.contains($0.lastID) } : []
         let held = base.version
         let made = base.remake(unsent, from: local)
         do { try copy.store.replace(with: base) } catch {
