@@ -461,12 +461,15 @@ actor DocumentHost {
     /// With peers: the peer daemons in its stability table, and how many of them reported this
     /// daemon's version (Docs/Semantics.md §7, "Peers").
     var compactionStatus: (floor: String?, lastCompaction: UInt64, senders: Int, retired: Int, peers: Int?, peersAtVersion: Int,
-                           refusedCompacted: Int) {
+                           refusedCompacted: Int, waitsFor: String?) {
         let me = core.document.replica
         let others = core.stability.peers.entries.filter { $0.key != me }
+        // Why it does not compact now, once there is anything since the floor to compact.
+        let block = compaction != nil && core.document.operationCount > 0 ? core.compactionBlock : "nothing"
         return (core.document.historyFloor?.description, lastCompactionTime, core.stability.tracker.acknowledged.count,
                 core.stability.tracker.retired.count, core.isPeered ? others.count : nil,
-                others.values.filter { $0.version == core.document.version }.count, core.refusedBeforeFloor)
+                others.values.filter { $0.version == core.document.version }.count, core.refusedBeforeFloor,
+                block == "nothing" ? nil : block)
     }
 
     /// Writes the document's stability (``DocumentStability``) atomically; a failure is logged

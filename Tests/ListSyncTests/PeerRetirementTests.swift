@@ -115,6 +115,7 @@ import ListSyncTestSupport
         var actions = x.receive(insert, batch: 0, from: link)
         for a in actions.appends { actions += x.durable(ticket: a.ticket) }
         try #require(x.document.version == three.version && w.document.version == three.version)
+        #expect(x.compactionBlock == "not locally quiescent: senders behind [\(Self.device)]", "\(x.compactionBlock)")
         // Device 7 silent past the retire period: X retires it and publishes; so does W.
         let (_, retired) = x.refreshPeers(now: 200, retireAfter: 100)
         try #require(retired == [Self.device])
@@ -135,6 +136,7 @@ import ListSyncTestSupport
             let point = x.compactionPoint(minOperations: 1)
             if variant == .correct {
                 #expect(point == nil, "X compacted before W acknowledged the retirement")
+                #expect(x.compactionBlock.hasPrefix("a retirement not acknowledged"), "\(x.compactionBlock)")
             } else {
                 #expect(point == version)
                 _ = try x.compact(at: version)
@@ -165,6 +167,7 @@ import ListSyncTestSupport
         #expect(w.stability.peers.entries[ReplicaID(99)]?.acknowledged[ReplicaID(50)] == x.stability.peers.entries[ReplicaID(50)]?.retiredAt)
         _ = x.peerStability(Self.link, from: ReplicaID(99), entries: w.stability.peers.entries, now: 204)
         #expect(x.compactionPoint(minOperations: 1) == version)
+        #expect(x.compactionBlock == "nothing")
         _ = try x.compact(at: version)
         _ = w.subscribe(Self.roamerAtW, epoch: 7, version: Fixture.typed(2).version)
         #expect(PeerAdmissionTests.isCompacted(PeerAdmissionTests.send(offline, from: Self.roamerAtW, to: &w, batch: 9)),
