@@ -30,6 +30,24 @@ struct CompactionProcessTests {
         await offline.close()
     }
 
+    /// What ``churningLaptop(folder:server:_:)`` shows after its churn.
+    static let laptopView = ["a", "b", "c", "l10", "l11"]
+
+    /// A laptop in `folder` that fetches `doc` (items "a", "b", "c"), inserts "l0" … "l11" after
+    /// them and deletes ten of those, synced: it shows ``laptopView``.
+    static func churningLaptop(folder: String, server: SyncClient.Server, _ doc: DocumentID) async throws
+        -> (SyncClient, LiveDocument) {
+        let laptop = try SyncClient(folder: folder, server: server)
+        let live = try await laptop.fetch(doc)
+        await laptop.start()
+        try await laptop.waitUntilSynced(timeout: .seconds(20))
+        for i in 0..<12 { try await SyncClientTests.insert(laptop, doc, "l\(i)") }
+        for _ in 0..<10 { try await Self.delete(laptop, doc, row: 3) }
+        try await laptop.waitUntilSynced(timeout: .seconds(20))
+        #expect(SyncClientTests.values(live) == [laptopView])
+        return (laptop, live)
+    }
+
     static func delete(_ c: SyncClient, _ doc: DocumentID, row: Int) async throws {
         _ = try await c.edit(doc) { (d: inout ListDocument) throws(ListError) in _ = try d.deleteItem(atRow: row, inSection: 0) }
     }
@@ -161,15 +179,7 @@ struct CompactionProcessTests {
         try await Task.sleep(for: .milliseconds(2_100))
 
         // The laptop churns: the phone is retired, the document compacted without it.
-        let laptop = try SyncClient(folder: dir.path + "/laptop", server: server)
-        let liveLaptop = try await laptop.fetch(doc)
-        await laptop.start()
-        try await laptop.waitUntilSynced(timeout: .seconds(20))
-        for i in 0..<12 { try await SyncClientTests.insert(laptop, doc, "l\(i)") }
-        for _ in 0..<10 { try await Self.delete(laptop, doc, row: 3) }
-        try await laptop.waitUntilSynced(timeout: .seconds(20))
-        let laptopView = ["a", "b", "c", "l10", "l11"]
-        #expect(SyncClientTests.values(liveLaptop) == [laptopView])
+        let (laptop, liveLaptop) = try await Self.churningLaptop(folder: dir.path + "/laptop", server: server, doc)
         #expect(eventually(20) { daemon.log.contains("senders retired") && daemon.log.contains("document compacted") }, "\(daemon.log)")
 
         // The phone comes back: its catch-up is the snapshot; its edit is made again and kept.

@@ -106,15 +106,9 @@ struct PeerCompactionProcessTests {
         try await CompactionProcessTests.editOffline(folder: dir.path + "/phone", server: serverA, doc)
 
         // A laptop on B churns. The phone holds compaction back on both daemons until A retires it.
-        let laptop = try SyncClient(folder: dir.path + "/laptop", server: try SyncClientTests.server(b))
-        let liveLaptop = try await laptop.fetch(doc)
-        await laptop.start()
-        try await laptop.waitUntilSynced(timeout: .seconds(20))
-        for i in 0..<12 { try await SyncClientTests.insert(laptop, doc, "l\(i)") }
-        for _ in 0..<10 { try await CompactionProcessTests.delete(laptop, doc, row: 3) }
-        try await laptop.waitUntilSynced(timeout: .seconds(20))
-        let laptopView = ["a", "b", "c", "l10", "l11"]
-        #expect(SyncClientTests.values(liveLaptop) == [laptopView])
+        let (laptop, liveLaptop) = try await CompactionProcessTests.churningLaptop(folder: dir.path + "/laptop",
+                                                                                 server: try SyncClientTests.server(b), doc)
+        let laptopView = CompactionProcessTests.laptopView
         #expect(eventually(40) { a.log.contains("senders retired") && Self.compactions(a) > 0 && Self.compactions(b) > 0 },
                 "A: \(Self.compactions(a)) B: \(Self.compactions(b))\nA's log:\n\(a.log)\nB's log:\n\(b.log)")
         #expect(try table(a, doc.description) == [laptopView] && table(b, doc.description) == [laptopView])
