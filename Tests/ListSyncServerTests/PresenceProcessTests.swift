@@ -133,9 +133,12 @@ struct PresenceProcessTests {
         await phone.close()
         let ended = await Self.within(Double(PresenceBoard.defaultTTL) / 1e9 + 2) { tabletLive.remoteActivities.isEmpty }
         #expect(ended != nil, "the tablet still shows the drag: \(tabletLive.remoteActivities)")
-        #expect(await Self.within(3) { !laptopLive.remoteActivities.contains { $0.name == "phone" } } != nil)
-        #expect(await Self.within(2) { printed.text.contains("ended") } != nil, "watch did not show the end: \(printed.text)")
-        #expect(await Self.within(2) { text.text.contains("presence: phone ended") } != nil, "watch did not show the end: \(text.text)")
+        // The others follow the tablet at once; 5 s leaves room for a loaded machine (the poll pass
+        // of CI once missed a 2–3 s window here).
+        #expect(await Self.within(5) { !laptopLive.remoteActivities.contains { $0.name == "phone" } } != nil,
+                "the device client still shows the drag: \(laptopLive.remoteActivities)")
+        #expect(await Self.within(5) { printed.text.contains("ended") } != nil, "watch did not show the end: \(printed.text)")
+        #expect(await Self.within(5) { text.text.contains("presence: phone ended") } != nil, "watch did not show the end: \(text.text)")
         await tablet.close()
         await laptop.close()
         #expect(Self.files(daemon.data) == before, "presence changed the daemon's data folder")
