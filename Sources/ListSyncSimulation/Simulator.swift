@@ -19,6 +19,9 @@ public struct SimulationConfiguration: Sendable {
     /// Percent of clients that forget their copy after each acknowledged edit (a command-line
     /// client that exits): what they made lives only on the daemons.
     public var forgetfulPercent = 25
+    /// With several daemons: percent of reconnects on which a client connects to another daemon,
+    /// picked at random (a phone that roams between daemons). 0: each client keeps its daemon.
+    public var roamPercent = 0
     /// Number of local edits, spread over the replicas at random.
     public var operations = 200
     /// The seed: the same seed and configuration replay the same run exactly.
@@ -95,6 +98,8 @@ public struct SimulationReport: Sendable, CustomStringConvertible {
     public var compactionsPerDaemon: [Int] = [], stabilityGossips = 0
     /// Whether the run compacted (the report then says what compaction did).
     public var compacting = false
+    /// Reconnects on which a client connected to another daemon than before (``SimulationConfiguration/roamPercent``).
+    public var roams = 0
 
     /// An empty report (runs fill theirs in; tests add reports up in one with ``addCounts(of:)``).
     public init() {}
@@ -110,6 +115,7 @@ public struct SimulationReport: Sendable, CustomStringConvertible {
         compactions += other.compactions; retired += other.retired; snapshots += other.snapshots
         remade += other.remade; refusedCompacted += other.refusedCompacted; operationResyncs += other.operationResyncs
         clientCompactions += other.clientCompactions; stabilityGossips += other.stabilityGossips
+        roams += other.roams
     }
     /// Every invariant that failed; empty when the run passed.
     public var failures: [String] = []
@@ -125,6 +131,7 @@ public struct SimulationReport: Sendable, CustomStringConvertible {
             "network: \(framesSent) frames sent, \(framesDelivered) delivered, \(framesDropped) dropped, \(framesDuplicated) duplicated, \(bytesSent) bytes",
             "virtual time \(virtualTime) ms, quiet after \(quiescenceRounds) anti-entropy rounds; final document: \(sections) sections, \(items) items",
         ]
+        if roams > 0 { lines.append("roaming: \(roams) reconnects to another daemon") }
         if compacting {
             lines.append("compaction: \(compactions) compactions, \(retired) senders retired, \(snapshots) snapshot catch-ups, \(remade) operations remade, \(refusedCompacted) batches refused as compacted, \(operationResyncs) re-syncs from operations, \(clientCompactions) client compactions")
             if daemons > 1 {
@@ -367,6 +374,11 @@ public struct Simulator: Sendable {
     }
 
     mutating func connectClient(_ c: Int) {
+        if daemons.count > 1, configuration.roamPercent > 0, rng.chance(configuration.roamPercent) {
+            let d = rng.below(daemons.count)
+            if d != clients[c].daemon { report.roams += 1 }
+            clients[c].daemon = d
+        }
         let d = clients[c].daemon
         let node = clients[c].node
         clients[c].reconnectAt = nil
@@ -883,7 +895,8 @@ public struct Simulator: Sendable {
 /// One client in the simulator: a document and the production ``ClientSession``.
 struct SimulatedClient {
     let node: Int
-    let daemon: Int
+    /// The daemon it connects to (another one on a reconnect, with ``SimulationConfiguration/roamPercent``).
+    var daemon: Int
     var document: ListDocument
     var session = ClientSession(maxFrame: 1 << 16)
     var connected = false

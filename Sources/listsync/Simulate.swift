@@ -33,6 +33,8 @@ let simulateUsage = """
       --sends-ahead       with --compact-after: clients send each edit at once, even ahead of
                           earlier unacknowledged ones (default: as SyncClient, in order once
                           caught up)
+      --roam P            with --daemons 2 or more: percent of reconnects on which a client
+                          connects to another daemon, picked at random (default 0)
       --quiet             print only failures and the summary
       -h, --help          show this help
     """
@@ -76,6 +78,7 @@ func runSimulate(_ args: [String]) throws -> Int32 {
         case "--compact-after": config.compactAfter = try number("--compact-after", 1...10_000_000)
         case "--retire-after": config.retireAfter = try number("--retire-after", 0...10_000_000)
         case "--sends-ahead": config.sendsAhead = true
+        case "--roam": config.roamPercent = try number("--roam", 0...100)
         case "--quiet": quiet = true
         default: throw UsageError(message: "unknown option '\(args[i])'")
         }
@@ -96,7 +99,7 @@ func runSimulate(_ args: [String]) throws -> Int32 {
             if !report.passed {
                 print("replay: listsync simulate --seed \(config.seed) --replicas \(config.replicas) --ops \(config.operations) --daemons \(config.daemons)" + (config.ring ? " --ring" : "") + " --crashes \(config.crashes)"
                       + (config.compactAfter.map { " --compact-after \($0) --retire-after \(config.retireAfter)" } ?? "")
-                      + (config.sendsAhead ? " --sends-ahead" : ""))
+                      + (config.sendsAhead ? " --sends-ahead" : "") + (config.roamPercent > 0 ? " --roam \(config.roamPercent)" : ""))
             }
             if runs > 1 { print("") }
         }

@@ -48,6 +48,34 @@ import ListSyncTestTraits
     /// their batches are refused as `compacted`, they re-sync from a snapshot and make their
     /// unsent edits again. Same checks as above, plus: no unsent item lost by a re-sync.
     /// `LISTSYNC_SIM_COMPACT_SEEDS` sets the number of seeds.
+    /// Roaming: a client reconnects to another daemon, picked at random, on 40% of its
+    /// reconnects (a phone that moves between daemons), without compaction. With compaction,
+    /// roaming clients still make the copies differ in some seeds (Docs/Simulation.md, "Roaming").
+    @Test("200 seeds of clients roaming between 2–3 peered daemons (no compaction), 0–2 crashes: nothing acknowledged lost, all converge")
+    func roaming() {
+        var total = SimulationReport()
+        var failures = 0
+        for seed in UInt64(5_000)..<5_200 where failures < 3 {
+            var config = SimulationConfiguration()
+            config.seed = seed
+            config.replicas = 3 + Int(seed % 3)
+            config.daemons = 2 + Int(seed % 2)
+            config.ring = seed % 4 == 1
+            config.crashes = Int(seed / 2 % 3)
+            config.operations = 100
+            config.roamPercent = 40
+            var sim = Simulator(config)
+            let report = sim.run()
+            total.addCounts(of: report)
+            if !report.passed {
+                failures += 1
+                Issue.record("\(report)\nreplay: swift run listsync simulate --seed \(seed) --replicas \(config.replicas) --daemons \(config.daemons)\(config.ring ? " --ring" : "") --crashes \(config.crashes) --ops 100 --roam 40")
+            }
+        }
+        print("simulator, roaming: \(total.roams) reconnects to another daemon, \(total.acknowledged) operations acknowledged, \(total.crashes) crashes")
+        #expect(total.roams > 100 && total.crashes > 0)
+    }
+
     @Test("300 seeds with compaction: 1 daemon × 3–5 clients × 100 edits, 0–3 crashes, retired clients re-sync from snapshots, nothing lost")
     func compaction() {
         let seeds = Self.environment["LISTSYNC_SIM_COMPACT_SEEDS"].flatMap(UInt64.init) ?? 300
