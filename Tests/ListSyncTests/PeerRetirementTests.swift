@@ -175,6 +175,18 @@ import ListSyncTestSupport
         #expect(w.document.version == version && x.document.version == version)
     }
 
+    @Test("compactionBlock without peers: a device behind holds compaction back, and says so; caught up, nothing does")
+    func compactionBlockAlone() {
+        let two = Fixture.typed(2)
+        var core = DocumentCore(id: Fixture.document, name: "n", epoch: 7, document: two.fork(as: 99))
+        _ = core.subscribe(Self.deviceAtX, epoch: 7, version: Fixture.typed(1).version)
+        #expect(core.compactionBlock.hasPrefix("not settled"), "\(core.compactionBlock)")
+        _ = core.seen(Self.deviceAtX, replica: ReplicaID(1), version: two.version, role: .compactingDevice, now: 1)
+        _ = core.refreshStability(now: 2, retireAfter: 100)
+        #expect(core.compactionBlock == "nothing", "\(core.compactionBlock)")
+        #expect(core.compactionPoint(minOperations: 1) == two.version)
+    }
+
     @Test("a relay author that the daemon claiming it retired is retired where it was relayed; one nobody retired still holds compaction back")
     func relayAuthorRetired() {
         let version = Self.v([7: 5, 8: 2])

@@ -79,9 +79,11 @@ extension DocumentCore {
     /// ``refreshStability(now:retireAfter:)``). Nothing for a document no peer touched.
     ///
     /// The senders this daemon counts are retired after `retireAfter` as without peers; its
-    /// entry then claims less, and no daemon compacts until every daemon was locally quiescent
-    /// holding that entry (Docs/Semantics.md §7, "Retiring with peers";
-    /// ``PeerStability/allows(_:me:)``). Daemons are not retired.
+    /// entry then claims less, and no daemon compacts until every other daemon acknowledged that
+    /// entry at a moment its own copy was exactly its entry's version, nothing in flight or
+    /// waiting (which this daemon does here, when its copy has not moved since it published;
+    /// Docs/Semantics.md §7, "Retiring with peers"; ``PeerStability/allows(_:me:acknowledgedRetirements:)``).
+    /// Daemons are not retired.
     ///
     /// - Returns: whether ``stability`` changed, and who was retired now.
     /// - Complexity: that of ``localQuiescentVersion``.
@@ -131,7 +133,8 @@ extension DocumentCore {
     /// Why this daemon does not compact now, in words (for a report or a log): not settled, not
     /// locally quiescent (and which senders are behind), a peer link of a daemon the table does
     /// not know, a daemon at another version, a retirement not acknowledged, a relay author no
-    /// daemon claims; "nothing" when it may.
+    /// daemon claims; "nothing" when it may (``compactionPoint(minOperations:)`` then gives a point,
+    /// with at least one operation logged).
     ///
     /// - Complexity: that of ``localQuiescentVersion`` and ``peersAllow(_:)``.
     public var compactionBlock: String {
@@ -148,6 +151,7 @@ extension DocumentCore {
             let behind = stability.tracker.acknowledged.filter { $0.value != document.version }.keys.sorted()
             return "not locally quiescent: senders behind \(behind)"
         }
+        guard isPeered else { return "nothing" }
         let peers = stability.peers, me = document.replica
         for sub in subscribers.values where sub.role == .relay {
             guard let d = sub.replica, peers.entries[d] != nil || peers.retired.contains(d) else {
