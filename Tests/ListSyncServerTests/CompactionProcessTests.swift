@@ -197,6 +197,35 @@ struct CompactionProcessTests {
         await laptop.close()
     }
 
+    @Test("status says what holds compaction back: a device offline (not retired yet) is named as a sender behind; once it is back and caught up, nothing is")
+    func statusSaysWhatWaits() async throws {
+        let dir = TemporaryFolder()
+        defer { dir.remove() }
+        let daemon = try DaemonProcess(data: dir.path + "/daemon", extra: Self.flags(retireAfter: "1h"))
+        defer { daemon.terminate() }
+        let server = try SyncClientTests.server(daemon)
+        let (phone, doc) = try await Self.firstDevice(daemon, folder: dir.path + "/phone", name: "waits", values: ["a", "b", "c"])
+        let phoneReplica = phone.replica
+        await phone.close()
+        let (laptop, _) = try await Self.churningLaptop(folder: dir.path + "/laptop", server: server, doc)
+        func waitsFor() -> String? {
+            let status = (try? daemon.json(["status"])) as? [String: Any]
+            let resident = (status?["resident"] as? [[String: Any]])?.first { $0["id"] as? String == doc.description }
+            return resident?["compaction_waits_for"] as? String
+        }
+        #expect(eventually(20) { waitsFor()?.contains("senders behind") == true && waitsFor()?.contains("\(phoneReplica)") == true },
+                "\(String(describing: waitsFor()))")
+        #expect(!daemon.log.contains("document compacted"), "compacted while the phone was behind")
+        // The phone comes back and catches up: the document compacts, and nothing holds it back.
+        let back = try SyncClient(folder: dir.path + "/phone", server: server)
+        _ = try await back.open(doc)
+        await back.start()
+        try await back.waitUntilSynced(timeout: .seconds(20))
+        #expect(eventually(20) { daemon.log.contains("document compacted") && waitsFor() == nil }, "\(String(describing: waitsFor()))\n\(daemon.log)")
+        await back.close()
+        await laptop.close()
+    }
+
     @Test("a to-do list: five items of 60 KB deleted with commands; once the last command has gone, the daemon compacts with no other connection, and the export shrinks to the one item left")
     func quietDocumentCompacts() throws {
         let dir = TemporaryFolder()
