@@ -63,6 +63,14 @@ public struct SimulationConfiguration: Sendable {
     /// A deliberately broken document core (acknowledge before the sync), likewise.
     @_spi(Testing) public var coreVariant = DocumentCore.Variant.correct
 
+    /// The `listsync simulate` arguments that replay this configuration's run (the knobs the
+    /// command takes; faults and partitions at their defaults).
+    public var replayArguments: String {
+        "--seed \(seed) --replicas \(replicas) --ops \(operations) --daemons \(daemons)" + (ring ? " --ring" : "")
+            + " --crashes \(crashes)" + (compactAfter.map { " --compact-after \($0) --retire-after \(retireAfter)" } ?? "")
+            + (sendsAhead ? " --sends-ahead" : "") + (roamPercent > 0 ? " --roam \(roamPercent)" : "")
+    }
+
     /// The defaults: 4 replicas, 200 edits, standard faults, 2 partitions.
     public init() {}
 }

@@ -97,9 +97,7 @@ func runSimulate(_ args: [String]) throws -> Int32 {
         if !quiet || !report.passed {
             print(report)
             if !report.passed {
-                print("replay: listsync simulate --seed \(config.seed) --replicas \(config.replicas) --ops \(config.operations) --daemons \(config.daemons)" + (config.ring ? " --ring" : "") + " --crashes \(config.crashes)"
-                      + (config.compactAfter.map { " --compact-after \($0) --retire-after \(config.retireAfter)" } ?? "")
-                      + (config.sendsAhead ? " --sends-ahead" : "") + (config.roamPercent > 0 ? " --roam \(config.roamPercent)" : ""))
+                print("replay: listsync simulate \(config.replayArguments)")
             }
             if runs > 1 { print("") }
         }

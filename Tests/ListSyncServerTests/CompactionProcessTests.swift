@@ -30,6 +30,15 @@ struct CompactionProcessTests {
         await offline.close()
     }
 
+    /// The device of `folder` started again with `doc` open, synced.
+    static func reopened(folder: String, server: SyncClient.Server, _ doc: DocumentID) async throws -> (SyncClient, LiveDocument) {
+        let device = try SyncClient(folder: folder, server: server)
+        let live = try await device.open(doc)
+        await device.start()
+        try await device.waitUntilSynced(timeout: .seconds(20))
+        return (device, live)
+    }
+
     /// What ``churningLaptop(folder:server:_:)`` shows after its churn.
     static let laptopView = ["a", "b", "c", "l10", "l11"]
 
@@ -183,10 +192,7 @@ struct CompactionProcessTests {
         #expect(eventually(20) { daemon.log.contains("senders retired") && daemon.log.contains("document compacted") }, "\(daemon.log)")
 
         // The phone comes back: its catch-up is the snapshot; its edit is made again and kept.
-        let back = try SyncClient(folder: dir.path + "/phone", server: server)
-        let livePhone = try await back.open(doc)
-        await back.start()
-        try await back.waitUntilSynced(timeout: .seconds(20))
+        let (back, livePhone) = try await Self.reopened(folder: dir.path + "/phone", server: server, doc)
         let merged = ["a", "in the drawer", "b", "c", "l10", "l11"]
         #expect(SyncClientTests.values(livePhone) == [merged])
         #expect(livePhone.document.historyFloor != nil, "it re-synced from the daemon's snapshot")
@@ -217,10 +223,7 @@ struct CompactionProcessTests {
                 "\(String(describing: waitsFor()))")
         #expect(!daemon.log.contains("document compacted"), "compacted while the phone was behind")
         // The phone comes back and catches up: the document compacts, and nothing holds it back.
-        let back = try SyncClient(folder: dir.path + "/phone", server: server)
-        _ = try await back.open(doc)
-        await back.start()
-        try await back.waitUntilSynced(timeout: .seconds(20))
+        let (back, _) = try await Self.reopened(folder: dir.path + "/phone", server: server, doc)
         #expect(eventually(20) { daemon.log.contains("document compacted") && waitsFor() == nil }, "\(String(describing: waitsFor()))\n\(daemon.log)")
         await back.close()
         await laptop.close()

@@ -115,10 +115,7 @@ struct PeerCompactionProcessTests {
         #expect(!a.log.contains("peer refused relayed operations") && !b.log.contains("peer refused relayed operations"))
 
         // The phone comes back to A: refused for the floor, it re-syncs and makes its edit again.
-        let back = try SyncClient(folder: dir.path + "/phone", server: serverA)
-        let livePhone = try await back.open(doc)
-        await back.start()
-        try await back.waitUntilSynced(timeout: .seconds(20))
+        let (back, livePhone) = try await CompactionProcessTests.reopened(folder: dir.path + "/phone", server: serverA, doc)
         let merged = ["a", "in the drawer", "b", "c", "l10", "l11"]
         #expect(SyncClientTests.values(livePhone) == [merged])
         #expect(eventually(30) { SyncClientTests.values(liveLaptop) == [merged] })

@@ -10,26 +10,17 @@ import ListSyncTestTraits
 @Suite(.cpuHeavy) struct SimulatorPeerCompactionTests {
     static let environment = ProcessInfo.processInfo.environment
 
-    /// Runs `seeds` seeds of `configure`'s configuration; returns the summed report.
+    /// Runs `seeds` seeds of `configure`'s configuration, 50 edits each, compacting every 10
+    /// operations (``SimulatorRuns/run(_:_:each:)``); the total also lists, per run, the fewest
+    /// compactions a daemon made.
     static func runs(_ seeds: UInt64, first: UInt64 = 0, _ configure: (inout SimulationConfiguration, UInt64) -> Void) -> SimulationReport {
-        var total = SimulationReport()
-        var failures = 0
-        for seed in first..<first + seeds where failures < 3 {
-            var config = SimulationConfiguration()
-            config.seed = seed
+        var fewest: [Int] = []
+        var total = SimulatorRuns.run(first..<first + seeds, { config, seed in
             config.operations = 50
             config.compactAfter = 10
             configure(&config, seed)
-            var sim = Simulator(config)
-            let report = sim.run()
-            total.addCounts(of: report)
-            // Every daemon compacted in every run.
-            total.compactionsPerDaemon.append(report.compactionsPerDaemon.min() ?? 0)
-            if !report.passed {
-                failures += 1
-                Issue.record("\(report)\nreplay: swift run listsync simulate --seed \(seed) --replicas \(config.replicas) --daemons \(config.daemons)\(config.ring ? " --ring" : "") --crashes \(config.crashes) --ops \(config.operations) --compact-after 10")
-            }
-        }
+        }, each: { fewest.append($0.compactionsPerDaemon.min() ?? 0) })
+        total.compactionsPerDaemon = fewest
         return total
     }
 

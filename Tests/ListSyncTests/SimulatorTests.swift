@@ -34,7 +34,7 @@ import ListSyncTestTraits
             duplicated += report.framesDuplicated
             if !report.passed {
                 failures += 1
-                Issue.record("\(report)\nreplay: swift run listsync simulate --seed \(seed) --replicas \(config.replicas) --daemons \(config.daemons) --crashes \(config.crashes) --ops 100")
+                Issue.record("\(report)\nreplay: swift run listsync simulate \(config.replayArguments)")
             }
         }
         print("simulator: \(seeds) seeds, \(edits) edits, \(frames) frames (\(dropped) dropped, \(duplicated) duplicated), \(crashes) crashes, \(acknowledged) operations acknowledged")
@@ -48,54 +48,15 @@ import ListSyncTestTraits
     /// their batches are refused as `compacted`, they re-sync from a snapshot and make their
     /// unsent edits again. Same checks as above, plus: no unsent item lost by a re-sync.
     /// `LISTSYNC_SIM_COMPACT_SEEDS` sets the number of seeds.
-    /// Roaming: a client reconnects to another daemon, picked at random, on 40% of its
-    /// reconnects (a phone that moves between daemons), without compaction. With compaction,
-    /// roaming clients still make the copies differ in some seeds (Docs/Simulation.md, "Roaming").
-    @Test("200 seeds of clients roaming between 2–3 peered daemons (no compaction), 0–2 crashes: nothing acknowledged lost, all converge")
-    func roaming() {
-        var total = SimulationReport()
-        var failures = 0
-        for seed in UInt64(5_000)..<5_200 where failures < 3 {
-            var config = SimulationConfiguration()
-            config.seed = seed
-            config.replicas = 3 + Int(seed % 3)
-            config.daemons = 2 + Int(seed % 2)
-            config.ring = seed % 4 == 1
-            config.crashes = Int(seed / 2 % 3)
-            config.operations = 100
-            config.roamPercent = 40
-            var sim = Simulator(config)
-            let report = sim.run()
-            total.addCounts(of: report)
-            if !report.passed {
-                failures += 1
-                Issue.record("\(report)\nreplay: swift run listsync simulate --seed \(seed) --replicas \(config.replicas) --daemons \(config.daemons)\(config.ring ? " --ring" : "") --crashes \(config.crashes) --ops 100 --roam 40")
-            }
-        }
-        print("simulator, roaming: \(total.roams) reconnects to another daemon, \(total.acknowledged) operations acknowledged, \(total.crashes) crashes")
-        #expect(total.roams > 100 && total.crashes > 0)
-    }
-
     @Test("300 seeds with compaction: 1 daemon × 3–5 clients × 100 edits, 0–3 crashes, retired clients re-sync from snapshots, nothing lost")
     func compaction() {
         let seeds = Self.environment["LISTSYNC_SIM_COMPACT_SEEDS"].flatMap(UInt64.init) ?? 300
-        var failures = 0
-        var total = SimulationReport()
         let start = Date()
-        for seed in 0..<seeds where failures < 3 {
-            var config = SimulationConfiguration()
-            config.seed = seed
+        let total = SimulatorRuns.run(0..<seeds) { config, seed in
             config.replicas = 3 + Int(seed % 3)
             config.crashes = Int(seed / 3 % 4)
             config.operations = 100
             config.compactAfter = 10
-            var sim = Simulator(config)
-            let report = sim.run()
-            total.addCounts(of: report)
-            if !report.passed {
-                failures += 1
-                Issue.record("\(report)\nreplay: swift run listsync simulate --seed \(seed) --replicas \(config.replicas) --crashes \(config.crashes) --ops 100 --compact-after 10")
-            }
         }
         let seconds = Date().timeIntervalSince(start)
         print("simulator with compaction: \(seeds) seeds in \(String(format: "%.1f", seconds)) s (\(String(format: "%.0f", Double(seeds) / max(seconds, 0.001))) seeds/s): \(total.compactions) compactions, \(total.retired) senders retired, \(total.snapshots) snapshot catch-ups, \(total.remade) operations remade, \(total.refusedCompacted) batches refused as compacted, \(total.clientCompactions) client compactions, \(total.crashes) crashes, \(total.acknowledged) operations acknowledged")
@@ -104,6 +65,23 @@ import ListSyncTestTraits
         #expect(total.snapshots > 0 && total.remade > 0 && total.refusedCompacted > 0,
                 "clients were refused as compacted, re-synced from snapshots and made edits again")
         #expect(total.crashes > 0 && total.acknowledged > 0)
+    }
+
+    /// Roaming: a client reconnects to another daemon, picked at random, on 40% of its
+    /// reconnects (a phone that moves between daemons), without compaction. With compaction,
+    /// roaming clients still make the copies differ in some seeds (Docs/Simulation.md, "Roaming").
+    @Test("200 seeds of clients roaming between 2–3 peered daemons (no compaction), 0–2 crashes: nothing acknowledged lost, all converge")
+    func roaming() {
+        let total = SimulatorRuns.run(5_000..<5_200) { config, seed in
+            config.replicas = 3 + Int(seed % 3)
+            config.daemons = 2 + Int(seed % 2)
+            config.ring = seed % 4 == 1
+            config.crashes = Int(seed / 2 % 3)
+            config.operations = 100
+            config.roamPercent = 40
+        }
+        print("simulator, roaming: \(total.roams) reconnects to another daemon, \(total.acknowledged) operations acknowledged, \(total.crashes) crashes")
+        #expect(total.roams > 100 && total.crashes > 0)
     }
 
     /// Clients that send each edit at once, even ahead of earlier unacknowledged edits it depends

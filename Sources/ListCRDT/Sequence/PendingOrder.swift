@@ -35,8 +35,11 @@ struct PendingOrder: Sendable {
     /// Whether tree `t`'s slots are kept here.
     @inline(__always) func isPending(_ t: Int32) -> Bool { Int(t) < pending.count && pending[Int(t)] }
 
-    /// Whether any tree is pending.
-    var isEmpty: Bool { !pending.contains(true) }
+    /// Whether no tree is pending (asked before every operation of a load that takes the
+    /// general path: O(1)).
+    var isEmpty: Bool { pendingTrees == 0 }
+    /// The number of trees pending.
+    private var pendingTrees = 0
 
     /// The number of slots of pending tree `t` (0 when it is not pending).
     @inline(__always) func count(_ t: Int32) -> Int { isPending(t) ? Int(counts[Int(t)]) : 0 }
@@ -59,6 +62,7 @@ struct PendingOrder: Sendable {
         }
         assert(!pending[Int(t)], "tree \(t) is pending already")
         pending[Int(t)] = true
+        pendingTrees += 1
     }
 
     /// Places the new slots `lv ..< lv + n` (no slot at or after `lv` was placed before) in pending

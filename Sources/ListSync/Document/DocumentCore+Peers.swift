@@ -116,27 +116,35 @@ extension DocumentCore {
         return (changed, retired)
     }
 
-    /// Whether the peers let this daemon compact at `version`, its local quiescent version: every
-    /// peer link attached is a daemon the table knows (or retired), and the table allows it
-    /// (``PeerStability/allows(_:me:)``: every daemon known reported exactly `version`, every
-    /// relay author is claimed).
+    /// Whether the peers let this daemon compact at `version`, its local quiescent version:
+    /// nothing of theirs holds it back (``peersHold(_:)``).
     ///
-    /// - Complexity: O(n + e × r + a × e).
-    public func peersAllow(_ version: VersionVector) -> Bool {
+    /// - Complexity: that of ``peersHold(_:)``.
+    public func peersAllow(_ version: VersionVector) -> Bool { peersHold(version) == nil }
+
+    /// What of the peers holds this daemon back from compacting at `version`, its local quiescent
+    /// version (nil: nothing): a peer link attached that is not a daemon the table knows (or
+    /// retired), or what the table says (``PeerStability/hold(_:me:acknowledgedRetirements:)``:
+    /// a daemon at another version, a retirement not acknowledged, a relay author no daemon claims).
+    ///
+    /// - Complexity: O(n + e × r + e² + a × e) for n subscribers, e entries of r replicas and a
+    ///   relay authors.
+    func peersHold(_ version: VersionVector) -> String? {
         let peers = stability.peers
         for sub in subscribers.values where sub.role == .relay {
-            guard let d = sub.replica, peers.entries[d] != nil || peers.retired.contains(d) else { return false }
+            guard let d = sub.replica, peers.entries[d] != nil || peers.retired.contains(d) else {
+                return "a peer link of an unknown daemon \(sub.replica.map { "\($0)" } ?? "(unnamed)")"
+            }
         }
-        return peers.allows(version, me: document.replica, acknowledgedRetirements: variant != .retiresWithoutAgreement)
+        return peers.hold(version, me: document.replica, acknowledgedRetirements: variant != .retiresWithoutAgreement)?.description
     }
 
     /// Why this daemon does not compact now, in words (for a report or a log): not settled, not
-    /// locally quiescent (and which senders are behind), a peer link of a daemon the table does
-    /// not know, a daemon at another version, a retirement not acknowledged, a relay author no
-    /// daemon claims; "nothing" when it may (``compactionPoint(minOperations:)`` then gives a point,
-    /// with at least one operation logged).
+    /// locally quiescent (and which senders are behind), or what of its peers holds it back
+    /// (``peersHold(_:)``); "nothing" when it may (``compactionPoint(minOperations:)`` then gives a
+    /// point, with at least one operation logged).
     ///
-    /// - Complexity: that of ``localQuiescentVersion`` and ``peersAllow(_:)``.
+    /// - Complexity: that of ``localQuiescentVersion`` and ``peersHold(_:)``.
     public var compactionBlock: String {
         guard isSettled(minOperations: 0) else {
             let behind = subscribers.keys.sorted().filter { !isSettled(subscribers[$0]!) }.map { s in
@@ -152,25 +160,7 @@ extension DocumentCore {
             return "not locally quiescent: senders behind \(behind)"
         }
         guard isPeered else { return "nothing" }
-        let peers = stability.peers, me = document.replica
-        for sub in subscribers.values where sub.role == .relay {
-            guard let d = sub.replica, peers.entries[d] != nil || peers.retired.contains(d) else {
-                return "a peer link of an unknown daemon \(sub.replica.map { "\($0)" } ?? "(unnamed)")"
-            }
-        }
-        if peers.entries[me]?.version != version { return "its own entry is not at its quiescent version" }
-        let others = peers.entries.filter { $0.value.version != version }.keys.sorted()
-        if !others.isEmpty { return "daemons at another version: \(others)" }
-        if !peers.retirementsAcknowledged {
-            let table = peers.entries.keys.sorted().map { d in
-                let e = peers.entries[d]!
-                return "\(d): sequence \(e.sequence), retiredAt \(e.retiredAt), acknowledged \(e.acknowledged.sorted { $0.key < $1.key })"
-            }
-            return "a retirement not acknowledged: \(table)"
-        }
-        let unclaimed = peers.relayAuthors.filter { !peers.isClaimed($0) }.sorted()
-        if !unclaimed.isEmpty { return "relay authors no daemon claims: \(unclaimed)" }
-        return "nothing"
+        return peersHold(version) ?? "nothing"
     }
 
     /// The stability table, to every peer link that takes it, if it changed since it was last

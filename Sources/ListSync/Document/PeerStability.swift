@@ -85,8 +85,7 @@ public struct PeerStability: Sendable, Equatable {
         claimed.insert(me)
         let old = entries[me]
         // The retirements of other daemons this one holds now, at this quiescence.
-        var acknowledged: [ReplicaID: UInt64] = [:]
-        for (d, e) in entries where d != me && e.retiredAt > 0 { acknowledged[d] = e.retiredAt }
+        let acknowledged = retirementsHeld(except: me)
         if let old, old.version == version, old.claimed == claimed, old.acknowledged == acknowledged, old.retired == retired,
            now &- (heard[me] ?? 0) < heartbeat { return false }
         let sequence = (old?.sequence ?? 0) + 1
@@ -110,14 +109,23 @@ public struct PeerStability: Sendable, Equatable {
     /// - Complexity: O(e) for e entries.
     public mutating func acknowledgeRetirements(_ me: ReplicaID, now: UInt64) -> Bool {
         guard var mine = entries[me] else { return false }
-        var acknowledged: [ReplicaID: UInt64] = [:]
-        for (d, e) in entries where d != me && e.retiredAt > 0 { acknowledged[d] = e.retiredAt }
+        let acknowledged = retirementsHeld(except: me)
         guard acknowledged != mine.acknowledged else { return false }
         mine.acknowledged = acknowledged
         mine.sequence += 1
         entries[me] = mine
         heard[me] = now
         return true
+    }
+
+    /// Per daemon other than `me` whose entry here has a retirement, that ``Entry/retiredAt``:
+    /// what `me`'s entry acknowledges when it is written.
+    ///
+    /// - Complexity: O(e) for e entries.
+    private func retirementsHeld(except me: ReplicaID) -> [ReplicaID: UInt64] {
+        var held: [ReplicaID: UInt64] = [:]
+        for (d, e) in entries where d != me && e.retiredAt > 0 { held[d] = e.retiredAt }
+        return held
     }
 
     /// Keeps this daemon's entry heard of: published again, unchanged, with the next sequence,
@@ -212,31 +220,68 @@ public struct PeerStability: Sendable, Equatable {
         entries[author] != nil || entries.contains { $0.key != me && $0.value.claimed.contains(author) }
     }
 
-    /// Whether this daemon (`me`) may compact at `version`, as far as its peers go: every daemon
-    /// known and not retired (this one included) has reported exactly `version`, every daemon's
-    /// retirement is acknowledged by every other (``retirementsAcknowledged``; not checked when
-    /// `acknowledgedRetirements` is false, a deliberately broken core's), and every relay author is
-    /// claimed by one of them or retired. (Its own local quiescence, and that every peer link
-    /// attached is a known daemon, ``DocumentCore`` checks.)
+    /// What holds this daemon (`me`) back from compacting at `version`, as far as its peers go
+    /// (nil: nothing): its own entry or another daemon's not at exactly `version`, a daemon's
+    /// retirement not acknowledged by every other (``Entry/acknowledged``; not checked when
+    /// `acknowledgedRetirements` is false, a deliberately broken core's), or a relay author no
+    /// daemon claims. (Its own local quiescence, and that every peer link attached is a known
+    /// daemon, ``DocumentCore`` checks.)
     ///
     /// - Complexity: O(e × r + e² + a × e) for e entries of r replicas and a relay authors.
+    public func hold(_ version: VersionVector, me: ReplicaID, acknowledgedRetirements: Bool = true) -> Hold? {
+        guard entries[me]?.version == version else { return .ownEntry }
+        if let d = entries.first(where: { $0.value.version != version })?.key { return .daemonAtAnotherVersion(d) }
+        if acknowledgedRetirements, let (d, w) = unacknowledgedRetirement { return .retirementNotAcknowledged(d, by: w) }
+        if let a = relayAuthors.first(where: { !isClaimed($0) }) { return .unclaimedRelayAuthor(a) }
+        return nil
+    }
+
+    /// Whether this daemon (`me`) may compact at `version`, as far as its peers go: nothing
+    /// holds it back (``hold(_:me:acknowledgedRetirements:)``).
+    ///
+    /// - Complexity: that of ``hold(_:me:acknowledgedRetirements:)``.
     public func allows(_ version: VersionVector, me: ReplicaID, acknowledgedRetirements: Bool = true) -> Bool {
-        guard entries[me]?.version == version else { return false }
-        guard entries.values.allSatisfy({ $0.version == version }) else { return false }
-        guard retirementsAcknowledged || !acknowledgedRetirements else { return false }
-        return relayAuthors.allSatisfy { isClaimed($0) }
+        hold(version, me: me, acknowledgedRetirements: acknowledgedRetirements) == nil
+    }
+
+    /// What holds a daemon back from compacting, as far as its peers go (``hold(_:me:acknowledgedRetirements:)``).
+    public enum Hold: Equatable, Sendable, CustomStringConvertible {
+        /// Its own entry is not at the version (it has not published it).
+        case ownEntry
+        /// This daemon's entry is at another version.
+        case daemonAtAnotherVersion(ReplicaID)
+        /// The first daemon's retirement is not acknowledged by the second.
+        case retirementNotAcknowledged(ReplicaID, by: ReplicaID)
+        /// A relay author no daemon claims.
+        case unclaimedRelayAuthor(ReplicaID)
+
+        public var description: String {
+            switch self {
+            case .ownEntry: "its own entry is not at its quiescent version"
+            case let .daemonAtAnotherVersion(d): "daemon \(d) at another version"
+            case let .retirementNotAcknowledged(d, w): "a retirement not acknowledged: daemon \(d)'s, by daemon \(w)"
+            case let .unclaimedRelayAuthor(a): "relay author \(a) claimed by no daemon"
+            }
+        }
     }
 
     /// Whether every daemon's retirement (``Entry/retiredAt``) is acknowledged by every other
-    /// daemon's entry (``Entry/acknowledged``): each was locally quiescent, at its entry's
-    /// version, holding the retiring daemon's entry without the replicas retired (Docs/Semantics.md
-    /// §7, "Retiring with peers").
+    /// daemon's entry (``Entry/acknowledged``): each held the retiring daemon's entry without the
+    /// replicas retired at a moment its own copy was exactly its entry's version
+    /// (Docs/Semantics.md §7, "Retiring with peers").
     ///
     /// - Complexity: O(e²) for e entries.
-    public var retirementsAcknowledged: Bool {
-        entries.allSatisfy { d, e in
-            e.retiredAt == 0 || entries.allSatisfy { $0.key == d || ($0.value.acknowledged[d] ?? 0) >= e.retiredAt }
+    public var retirementsAcknowledged: Bool { unacknowledgedRetirement == nil }
+
+    /// A daemon whose retirement another daemon's entry does not acknowledge, and that other
+    /// daemon; nil when there is none.
+    ///
+    /// - Complexity: O(e²) for e entries.
+    private var unacknowledgedRetirement: (retiring: ReplicaID, by: ReplicaID)? {
+        for (d, e) in entries where e.retiredAt > 0 {
+            if let w = entries.first(where: { $0.key != d && ($0.value.acknowledged[d] ?? 0) < e.retiredAt })?.key { return (d, w) }
         }
+        return nil
     }
 
     /// Retires every daemon (not `me`) whose entry has not changed for `after` seconds before

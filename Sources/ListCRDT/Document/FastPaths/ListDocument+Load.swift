@@ -50,16 +50,15 @@ extension ListDocument {
         var report = ReceiveReport()
         var irregular: String?
         var context = RunContext()
-        if slots.count == 0 {
+        let empty = slots.count == 0
+        let slotsMade = reserveCapacity(for: batch)
+        if empty {
             // About one run of slots that die per delete run (a history load's).
             context.deaths = []
             context.deaths!.reserveCapacity(batch.deleteRuns.count)
-            var slotsMade = 0
-            for run in batch.insertRuns { slotsMade += run.count }
             context.order = PendingOrder(room: slotsMade)
         }
         var position = 0  // index in the batch of the part's first operation
-        reserveCapacity(for: batch)
         try batch.withView { (view) throws(WireError) in
             for part in batch.parts {
                 switch part {
@@ -126,11 +125,13 @@ extension ListDocument {
     /// once. Runs whose first id is known here (duplicates) are not counted. The slot tables get
     /// room for the slots the other operations make too (section inserts, moves): without
     /// it, a history that starts with its section outgrew the room by one slot at its last run and
-    /// copied the whole slot table and leaf index there.
-    private mutating func reserveCapacity(for batch: DecodedBatch) {
+    /// copied the whole slot table and leaf index there. Returns the slots the new insert runs
+    /// make.
+    @discardableResult
+    private mutating func reserveCapacity(for batch: DecodedBatch) -> Int {
         var n = 0
         for run in batch.insertRuns where run.id.counter > versionVector[run.id.replica] { n += run.count }
-        if n == 0 { return }
+        if n == 0 { return 0 }
         var others = 0, otherRuns = 0  // slots the other operations make, and at most as many slot runs
         var otherOperations = 0
         for part in batch.parts {
@@ -162,6 +163,7 @@ extension ListDocument {
         if log.count == 0 {
             log.reserveCapacity(records: batch.insertRuns.count + batch.deleteRuns.count + otherOperations)
         }
+        return n
     }
 }
 
