@@ -68,8 +68,7 @@ extension Simulator {
         }
         let ops = doc.operations(since: clients[c].acked)
         guard !ops.isEmpty else { return }
-        let (_, sent) = clients[c].session.send(document, ops, now: nowNs)
-        performClient(c, sent)
+        sendOwn(c, ops)
     }
 
     /// Client `c` says what it has seen (coalesced by its session), as a device does.
@@ -84,7 +83,15 @@ extension Simulator {
     mutating func refusedForFloor(_ c: Int) {
         report.refusedCompacted += 1
         guard clients[c].connected, !clients[c].resync else { return }
+        if case let .settle(other) = clients[c].unanswered.refused(by: clients[c].daemon), !configuration.remakesOnFirstRefusal {
+            // Another daemon may hold what this one refused: settle there first.
+            clients[c].settleAt = other
+            report.settles += 1
+            reset(daemon: clients[c].daemon, other: clients[c].node)
+            return
+        }
         clients[c].resyncBase = ListDocument(replica: clients[c].document.replica)
+        clients[c].resyncSynced = nil
         performClient(c, clients[c].session.unsubscribe(document))
         resubscribe(c)
     }
@@ -94,11 +101,26 @@ extension Simulator {
     /// that every item the client inserted and did not send is still shown, unless its section is gone.
     mutating func resync(_ c: Int, from bytes: [UInt8]) {
         do {
-            resync(c, onto: try ListDocument(snapshot: bytes, replica: clients[c].document.replica))
+            clients[c].resyncBase = try ListDocument(snapshot: bytes, replica: clients[c].document.replica)
             report.snapshots += 1
+            resyncIfReady(c)
         } catch {
             report.failures.append("client \(c): the daemon's snapshot did not load: \(error)")
         }
+    }
+
+    /// Re-syncs client `c` onto the daemon's copy it is building (``SimulatedClient/resyncBase``)
+    /// once that holds everything `synced` said and every operation of its own that a daemon
+    /// acknowledged (one acknowledged by another daemon may reach this one later, relayed; made
+    /// again on a copy without it, what depends on it would be lost).
+    mutating func resyncIfReady(_ c: Int) {
+        guard let base = clients[c].resyncBase, let synced = clients[c].resyncSynced,
+              base.version.includes(synced) else { return }
+        let own = clients[c].document.replica
+        guard base.version[own] >= clients[c].acked[own] else { return }
+        let fromOperations = base.historyFloor == nil
+        resync(c, onto: base)
+        if fromOperations { report.operationResyncs += 1 }
     }
 
     /// Client `c`'s re-sync onto `base`, the daemon's copy (its snapshot, or its catch-up from
@@ -107,7 +129,9 @@ extension Simulator {
         let local = clients[c].document
         var base = base
         base.variant = configuration.variant
-        let unsent = local.operations.filter { !base.version.contains($0.lastID) }
+        // Its own: what it holds of others' came from a daemon (one it roamed from may not have
+        // relayed it to this one yet), and comes here too.
+        let unsent = local.operations.filter { $0.id.replica == local.replica && !base.version.contains($0.lastID) }
         let held = base.version
         let made = base.remake(unsent, from: local)
         // Each identity once: nothing made again takes the id of an operation the client made before.
@@ -131,26 +155,27 @@ extension Simulator {
         }
         clients[c].document = base
         clients[c].resyncBase = nil
+        clients[c].resyncSynced = nil
         clients[c].acked = held
         // A drag in progress ends (its rows may be gone), as when a client forgets its copy; the
         // others hear its end.
         clients[c].generation += 1
         publishPresence(c, .idle)
         report.remade += made.count
-        if !made.isEmpty, !sendsInOrder {
-            let (_, sent) = clients[c].session.send(document, made, now: nowNs)
-            performClient(c, sent)
-        }
+        if !made.isEmpty, !sendsInOrder { sendOwn(c, made) }
         reportSeen(c)
     }
 
     /// With compaction and several daemons: once quiet, the run goes on until no daemon holds
     /// `compactAfter` operations or more since its last compaction (each daemon's table reached
-    /// the others and every daemon compacted), for at most 30 anti-entropy intervals; a daemon
+    /// the others and every daemon compacted), for at most 30 anti-entropy intervals per client; a daemon
     /// that does not get there fails the run (liveness: quiet, everyone has seen everything).
     mutating func settleCompaction() {
         guard let minOperations = configuration.compactAfter, daemons.count > 1, report.failures.isEmpty else { return }
-        for _ in 1...30 where daemons.contains(where: { $0.core.document.operationCount >= minOperations }) {
+        // Every anti-entropy round re-subscribes each client, and a daemon knows nothing of a
+        // client's `seen` until it reports again: the more clients on one daemon (roaming puts
+        // them together), the rarer the moment when all have reported.
+        for _ in 1...(30 * clients.count) where daemons.contains(where: { $0.core.document.operationCount >= minOperations }) {
             step(until: network.now + configuration.antiEntropyInterval)
         }
         for (d, daemon) in daemons.enumerated() where daemon.core.document.operationCount >= minOperations {

@@ -62,6 +62,9 @@ public struct SimulationConfiguration: Sendable {
     @_spi(Testing) public var variant = EngineVariant.correct
     /// A deliberately broken document core (acknowledge before the sync), likewise.
     @_spi(Testing) public var coreVariant = DocumentCore.Variant.correct
+    /// A deliberately broken client (tests of the harness's power): it takes every refusal as
+    /// final and makes its edits again at once, as clients did before ``UnansweredSends``.
+    @_spi(Testing) public var remakesOnFirstRefusal = false
 
     /// The `listsync simulate` arguments that replay this configuration's run (the knobs the
     /// command takes; faults and partitions at their defaults).
@@ -108,6 +111,8 @@ public struct SimulationReport: Sendable, CustomStringConvertible {
     public var compacting = false
     /// Reconnects on which a client connected to another daemon than before (``SimulationConfiguration/roamPercent``).
     public var roams = 0
+    /// Refusals after which a client went back to another daemon it had sent the refused operations to.
+    public var settles = 0
 
     /// An empty report (runs fill theirs in; tests add reports up in one with ``addCounts(of:)``).
     public init() {}
@@ -124,6 +129,7 @@ public struct SimulationReport: Sendable, CustomStringConvertible {
         remade += other.remade; refusedCompacted += other.refusedCompacted; operationResyncs += other.operationResyncs
         clientCompactions += other.clientCompactions; stabilityGossips += other.stabilityGossips
         roams += other.roams
+        settles += other.settles
     }
     /// Every invariant that failed; empty when the run passed.
     public var failures: [String] = []
@@ -139,7 +145,7 @@ public struct SimulationReport: Sendable, CustomStringConvertible {
             "network: \(framesSent) frames sent, \(framesDelivered) delivered, \(framesDropped) dropped, \(framesDuplicated) duplicated, \(bytesSent) bytes",
             "virtual time \(virtualTime) ms, quiet after \(quiescenceRounds) anti-entropy rounds; final document: \(sections) sections, \(items) items",
         ]
-        if roams > 0 { lines.append("roaming: \(roams) reconnects to another daemon") }
+        if roams > 0 { lines.append("roaming: \(roams) reconnects to another daemon, \(settles) back to settle a refusal") }
         if compacting {
             lines.append("compaction: \(compactions) compactions, \(retired) senders retired, \(snapshots) snapshot catch-ups, \(remade) operations remade, \(refusedCompacted) batches refused as compacted, \(operationResyncs) re-syncs from operations, \(clientCompactions) client compactions")
             if daemons > 1 {
@@ -382,7 +388,11 @@ public struct Simulator: Sendable {
     }
 
     mutating func connectClient(_ c: Int) {
-        if daemons.count > 1, configuration.roamPercent > 0, rng.chance(configuration.roamPercent) {
+        if let d = clients[c].settleAt {
+            clients[c].settleAt = nil
+            if d != clients[c].daemon { report.roams += 1 }
+            clients[c].daemon = d
+        } else if daemons.count > 1, configuration.roamPercent > 0, rng.chance(configuration.roamPercent) {
             let d = rng.below(daemons.count)
             if d != clients[c].daemon { report.roams += 1 }
             clients[c].daemon = d
@@ -634,16 +644,21 @@ public struct Simulator: Sendable {
                 clients[c].knowsEpoch = true
                 clients[c].presence.announce(document)
                 clients[c].acked.formUnion(version)
+                noteAcknowledged(c)
                 // Re-syncing: a snapshot follows; what it lacks is made again then. In order: once caught up.
                 guard !clients[c].resync, !sendsInOrder else { continue }
-                let missing = clients[c].document.operations(since: version)
-                if !missing.isEmpty {
-                    let (_, sent) = clients[c].session.send(document, missing, now: nowNs)
-                    performClient(c, sent)
+                var missing = clients[c].document.operations(since: version)
+                if compacting {
+                    // As SyncClient: only its own that no daemon acknowledged (what another daemon
+                    // acknowledged reaches this one from it).
+                    let own = clients[c].document.replica, acked = clients[c].acked
+                    missing.removeAll { $0.id.replica != own || acked.contains($0.lastID) }
                 }
+                if !missing.isEmpty { sendOwn(c, missing) }
             case let .operations(_, ops):
                 if clients[c].resyncBase != nil {
                     _ = clients[c].resyncBase!.receive(ops)
+                    resyncIfReady(c)
                     continue
                 }
                 _ = clients[c].document.receive(ops)
@@ -656,7 +671,10 @@ public struct Simulator: Sendable {
                     if case .refused(.compacted, _) = error { refusedForFloor(c) }
                     continue
                 }
-                if case let .success(version) = result { clients[c].acked.formUnion(version) }
+                if case let .success(version) = result {
+                    clients[c].acked.formUnion(version)
+                    noteAcknowledged(c)
+                }
                 reportSeen(c)
                 if clients[c].forgetful { forget(c) }
             case .subscribeFailed(_, let error):
@@ -680,15 +698,11 @@ public struct Simulator: Sendable {
                 }
             case let .synced(_, version):
                 clients[c].acked.formUnion(version)
-                if let base = clients[c].resyncBase {
-                    // No snapshot came: the daemon did not compact (it refused an edit of a replica
-                    // no daemon counts); its catch-up from nothing is its copy, and the edits are
-                    // made again on it. Not before the catch-up holds everything `synced` says (the
-                    // session matches each answer to its own subscription, so it does; a frame the
-                    // network duplicated may still be taken for a later one's).
-                    guard base.version.includes(version) else { continue }
-                    resync(c, onto: base)
-                    report.operationResyncs += 1
+                noteAcknowledged(c)
+                if clients[c].resync {
+                    clients[c].resyncSynced = version
+                    resyncIfReady(c)
+                    if clients[c].resync { continue }
                 }
                 if sendsInOrder {
                     clients[c].live = true
@@ -711,8 +725,9 @@ public struct Simulator: Sendable {
         doc.variant = configuration.variant
         clients[c].document = doc
         clients[c].knowsEpoch = false
-        clients[c].resyncBase = nil
+        clients[c].resyncBase = nil; clients[c].resyncSynced = nil
         clients[c].acked = VersionVector()
+        clients[c].unanswered = UnansweredSends()
         clients[c].live = false
         clients[c].presence = PresencePublisher()
         takePartInPresence(c)
@@ -807,8 +822,23 @@ public struct Simulator: Sendable {
             return
         }
         guard !made.isEmpty, clients[r].connected else { return }
-        let (_, actions) = clients[r].session.send(document, made, now: nowNs)
-        performClient(r, actions)
+        sendOwn(r, made)
+    }
+
+    /// Sends operations of client `c` on its connection, and notes that its daemon may take them
+    /// (unanswered until acknowledged or refused).
+    mutating func sendOwn(_ c: Int, _ ops: [ListOperation]) {
+        if ops.contains(where: { $0.id.replica == clients[c].document.replica }) {
+            clients[c].unanswered.sent(to: clients[c].daemon)
+        }
+        let (_, actions) = clients[c].session.send(document, ops, now: nowNs)
+        performClient(c, actions)
+    }
+
+    /// Client `c`'s daemons have answered for everything it made once it is all acknowledged.
+    mutating func noteAcknowledged(_ c: Int) {
+        let replica = clients[c].document.replica
+        if clients[c].acked[replica] >= clients[c].document.version[replica] { clients[c].unanswered.allAcknowledged() }
     }
 
     // MARK: The end
@@ -916,6 +946,13 @@ struct SimulatedClient {
     /// when that is operations (a daemon that did not compact; it refused an edit of a replica no
     /// daemon counts); a snapshot catch-up replaces it. Nil: not re-syncing.
     var resyncBase: ListDocument?
+    /// The daemons it sent operations of its own to that have not answered for them all: a
+    /// refusal is final only once each has refused (as SyncClient's). Until then it goes back to
+    /// `settleAt` on its next connection.
+    var unanswered = UnansweredSends<Int>()
+    var settleAt: Int?
+    /// Re-syncing: what the daemon's `synced` said its catch-up holds (nil: not yet said).
+    var resyncSynced: VersionVector?
     /// Whether it re-syncs: it subscribes from nothing.
     var resync: Bool { resyncBase != nil }
     /// With compaction: caught up (`synced`) on its current subscription; and what the daemon

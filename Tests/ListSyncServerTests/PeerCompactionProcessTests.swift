@@ -126,26 +126,31 @@ struct PeerCompactionProcessTests {
         await laptop.close()
     }
 
-    @Test("a device no daemon counts (it never said seen) edits offline, before the version both daemons reported; A compacted there, B did not: B refuses the edit too, the device re-syncs from B's catch-up and makes it again, and both daemons keep the same list")
-    func unaccountedDeviceNoSplit() async throws {
-        let dir = TemporaryFolder()
-        defer { dir.remove() }
+    /// Daemons A (compacting at every quiet version) and B (peered with it, never compacting)
+    /// share a list of 25 items made by A's device; device D (folder `dd`) copied it from B as a
+    /// client of an older build would (it never says seen) and went offline; then A's device
+    /// inserted "from A" and A compacted there. Returns the daemons, A's device, the document,
+    /// the 25 values, and D's folder. The caller terminates the daemons.
+    static func unaccountedDevice(_ dir: TemporaryFolder) async throws
+        -> (a: DaemonProcess, b: DaemonProcess, deviceA: SyncClient, doc: DocumentID, values: [String], folderD: String) {
         // A compacts whenever both daemons are quiet at a version past its floor (an operation
         // since its floor is enough: it may have compacted before D copied the list).
         let flags = ["--storage", "per-document", "--compact-after", "1", "--compact-interval", "0", "--retire-after", "1h"]
         let a = try DaemonProcess(data: dir.path + "/a", extra: flags)
-        defer { a.terminate() }
         // B reports its version to A but compacts only past a million operations: never here.
         let bFlags = ["--storage", "per-document", "--compact-after", "1000000", "--compact-interval", "0",
                       "--retire-after", "1h", "--key-file", a.keyFile, "--peer", a.address]
-        let b = try DaemonProcess(data: dir.path + "/b", extra: bFlags)
-        defer { b.terminate() }
+        let b: DaemonProcess
+        do { b = try DaemonProcess(data: dir.path + "/b", extra: bFlags) } catch {
+            a.terminate()
+            throw error
+        }
         let values = (0..<25).map { "item \($0)" }
         let (deviceA, doc) = try await CompactionProcessTests.firstDevice(a, folder: dir.path + "/da", name: "split", values: values)
         #expect(eventually(30) { ((try? table(b, doc.description)) ?? []) == [values] }, "B: \(b.log)")
 
         // D copies the list from B as a client of an older build would: it never says seen.
-        var deviceD = try SyncClient(folder: dir.path + "/dd", server: try SyncClientTests.server(b))
+        let deviceD = try SyncClient(folder: dir.path + "/dd", server: try SyncClientTests.server(b))
         await deviceD.sayNothingSeen()
         _ = try await deviceD.fetch(doc)
         await deviceD.start()
@@ -158,9 +163,18 @@ struct PeerCompactionProcessTests {
         try await deviceA.waitUntilSynced(timeout: .seconds(20))
         #expect(eventually(40) { Self.compactions(a) > before }, "A: \(a.log)\nB: \(b.log)")
         #expect(Self.compactions(b) == 0)
+        return (a, b, deviceA, doc, values, dir.path + "/dd")
+    }
+
+    @Test("a device no daemon counts (it never said seen) edits offline, before the version both daemons reported; A compacted there, B did not: B refuses the edit too, the device re-syncs from B's catch-up and makes it again, and both daemons keep the same list")
+    func unaccountedDeviceNoSplit() async throws {
+        let dir = TemporaryFolder()
+        defer { dir.remove() }
+        let (a, b, deviceA, doc, values, _) = try await Self.unaccountedDevice(dir)
+        defer { a.terminate(); b.terminate() }
 
         // D, offline, edits the copy it had (before A's edit), then reconnects to B.
-        deviceD = try SyncClient(folder: dir.path + "/dd", server: try SyncClientTests.server(b))
+        let deviceD = try SyncClient(folder: dir.path + "/dd", server: try SyncClientTests.server(b))
         await deviceD.sayNothingSeen()
         let liveD = try await deviceD.open(doc)
         try await SyncClientTests.insert(deviceD, doc, "offline on D")

@@ -68,8 +68,8 @@ import ListSyncTestTraits
     }
 
     /// Roaming: a client reconnects to another daemon, picked at random, on 40% of its
-    /// reconnects (a phone that moves between daemons), without compaction. With compaction,
-    /// roaming clients still make the copies differ in some seeds (Docs/Simulation.md, "Roaming").
+    /// reconnects (a phone that moves between daemons), without compaction (with compaction:
+    /// SimulatorPeerCompactionTests.roamingWithCompaction).
     @Test("200 seeds of clients roaming between 2–3 peered daemons (no compaction), 0–2 crashes: nothing acknowledged lost, all converge")
     func roaming() {
         let total = SimulatorRuns.run(5_000..<5_200) { config, seed in

@@ -20,10 +20,13 @@ extension ListDocument {
     /// Section moves are not made again (the section stays where the others left it). Operations
     /// made again take counters after `local`'s clock, never an id `local` has used. An edit of
     /// something this document no longer shows (deleted by another replica) is dropped, as it
-    /// would have been by the merge.
+    /// would have been by the merge. Operations of other replicas in `unsent` are skipped: `local`
+    /// received them from a daemon, which holds them (a copy that roamed between peer daemons may
+    /// hold some that this one has not received yet); made again they would exist twice.
     ///
     /// - Complexity: O(k × n) for k operations of `unsent` and n visible items.
     public mutating func remake(_ unsent: [ListOperation], from local: ListDocument) -> [ListOperation] {
+        let unsent = unsent.filter { $0.id.replica == local.replica }
         guard !unsent.isEmpty else { return [] }
         // Those made after the floor (and not on one made before it) are taken as they are, ids
         // kept: one of them may also be on its way to the daemon, which then takes it once.

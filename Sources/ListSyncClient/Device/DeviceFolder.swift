@@ -4,8 +4,9 @@ import ListStore
 
 /// What a device knows of one document's standing with the daemon, kept beside its store.
 ///
-/// Losing it costs nothing but bytes: the next connection resends what the daemon may lack (the
-/// daemon drops duplicates). It is written atomically after acknowledgements and on close.
+/// Losing `acknowledged` costs nothing but bytes: the next connection resends what the daemon may
+/// lack (the daemon drops duplicates). It is written atomically after acknowledgements and on
+/// close, and before edits are first sent to a daemon not in `unanswered`.
 struct SyncRecord: Codable, Hashable, Sendable {
     /// The epoch of the daemon's copy this copy belongs to; 0 while the daemon has never been told.
     var epoch: UInt64
@@ -15,6 +16,10 @@ struct SyncRecord: Codable, Hashable, Sendable {
     var acknowledged: [UInt64: UInt64]
     /// The name, for a document fetched before its first download finished.
     var name: String
+    /// The daemons (`host:port`) sent edits of this device that have not answered for all of
+    /// them (``ListSync/UnansweredSends``); written before the first send to each. Nil in records
+    /// of older builds: none.
+    var unanswered: [String]?
 
     var version: VersionVector {
         VersionVector(Dictionary(uniqueKeysWithValues: acknowledged.map { (ReplicaID($0.key), $0.value) }))

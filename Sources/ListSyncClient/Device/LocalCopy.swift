@@ -1,4 +1,5 @@
 import ListCRDT
+import ListSync
 import ListStore
 import ListTable
 
@@ -40,6 +41,8 @@ final class LocalCopy {
     /// that did not compact: Docs/Semantics.md §7, "Replicas no daemon counts"); a snapshot
     /// catch-up replaces it (``SyncClient/resync(_:from:on:)``). Nil: not re-syncing.
     var resyncBase: ListDocument?
+    /// Re-syncing: what `synced` said the daemon's catch-up holds (nil: not said yet).
+    var resyncSynced: VersionVector?
     /// Whether the copy re-syncs: it subscribes from nothing next.
     var resync: Bool { resyncBase != nil }
 
@@ -59,7 +62,8 @@ final class LocalCopy {
         unacked = live.operations(since: record.version).filter { $0.id.replica == replica }.map(\.id.counter).sorted()
     }
 
-    /// Records that the daemon holds `version` durably.
+    /// Records that the daemon holds `version` durably. Once nothing of this device's is
+    /// unacknowledged, no daemon owes an answer for any of it.
     func acknowledge(_ version: VersionVector, replica: ReplicaID) {
         record.acknowledge(version)
         recordDirty = true
@@ -67,6 +71,13 @@ final class LocalCopy {
         if let first = unacked.first, first <= upTo {
             unacked.removeFirst(unacked.prefix { $0 <= upTo }.count)
         }
+        if unacked.isEmpty, appending == 0, record.unanswered?.isEmpty == false { record.unanswered = [] }
+    }
+
+    /// The daemons that owe an answer for edits of this device (``ListSync/UnansweredSends``).
+    var unanswered: UnansweredSends<String> {
+        get { UnansweredSends(Set(record.unanswered ?? [])) }
+        set { record.unanswered = newValue.daemons.sorted(); recordDirty = true }
     }
 
     /// Whether this copy is caught up with nothing of its own waiting.

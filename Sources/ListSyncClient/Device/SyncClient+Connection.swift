@@ -9,6 +9,8 @@ extension SyncClient {
     /// One connection to the daemon: the transport and the protocol's client session over it.
     final class Connection {
         let transport: TCPTransport
+        /// `host:port` as dialled: the daemon, for ``LocalCopy/unanswered``.
+        let address: String
         var session: ClientSession
         /// Edit numbers of the session → the document they belong to.
         var edits: [UInt64: DocumentID] = [:]
@@ -16,8 +18,9 @@ extension SyncClient {
         var creates: [UInt64: DocumentID] = [:]
         var ticker: Task<Void, Never>?
 
-        init(transport: TCPTransport, timeout: Duration, refusedByDaemon: ClientSession.OlderDaemon) {
+        init(transport: TCPTransport, address: String, timeout: Duration, refusedByDaemon: ClientSession.OlderDaemon) {
             self.transport = transport
+            self.address = address
             session = ClientSession(maxFrame: transport.maxFrame, timeout: timeout.nanoseconds)
             session.refusedByDaemon = refusedByDaemon
         }
@@ -35,6 +38,12 @@ extension SyncClient {
     public func reconnectNow() {
         wake?.resume()
         wake = nil
+    }
+
+    /// The addresses this client dials (`host:port`): the server's, then its alternates.
+    var dialled: [String] {
+        guard let server else { return [] }
+        return ["\(server.host):\(server.port)"] + server.alternates.map { "\($0.host):\($0.port)" }
     }
 
     func run() async {
@@ -66,7 +75,7 @@ extension SyncClient {
                 failed = 0
                 sessionFailure = nil
                 lastError = nil
-                await serve(transport, timeout: server.requestTimeout)
+                await serve(transport, address: "\(host):\(port)", timeout: server.requestTimeout)
                 if closed { break }
                 if case .accessEnded? = sessionFailure {
                     // Revoked or expired: connecting again cannot help; edits stay saved here.
@@ -78,9 +87,16 @@ extension SyncClient {
                 failed += 1
             }
             updateStatus()
-            // The next address at once while some of this round are untried; else wait.
-            current = (current + 1) % addresses.count
-            if failed > 0 && failed < addresses.count { continue }
+            if let back = goBack, let i = addresses.firstIndex(where: { "\($0.host):\($0.port)" == back }) {
+                // A daemon that may hold edits this one refused comes next (after the backoff:
+                // while it cannot be reached, the others are tried in turn).
+                current = i
+            } else {
+                // The next address at once while some of this round are untried; else wait.
+                current = (current + 1) % addresses.count
+                if failed > 0 && failed < addresses.count { continue }
+            }
+            goBack = nil
             failed = 0
             let delay = server.backoff.delay(attempt: attempt, using: &rng)
             attempt += 1
@@ -101,8 +117,8 @@ extension SyncClient {
     }
 
     /// Runs one connection until it closes.
-    func serve(_ transport: TCPTransport, timeout: Duration) async {
-        let c = Connection(transport: transport, timeout: timeout, refusedByDaemon: refusedByDaemon)
+    func serve(_ transport: TCPTransport, address: String, timeout: Duration) async {
+        let c = Connection(transport: transport, address: address, timeout: timeout, refusedByDaemon: refusedByDaemon)
         connection = c
         c.ticker = Task { [weak self] in
             while !Task.isCancelled {
@@ -166,6 +182,16 @@ extension SyncClient {
         guard let c = connection, copy.phase == .live else { return }
         let ops = copy.live.operations(since: copy.record.version)
         guard !ops.isEmpty else { return }
+        if ops.contains(where: { $0.id.replica == replica }), copy.unanswered.adds(c.address) {
+            // Durable before they leave: a refusal by another daemon is final only once this one
+            // answered too (``ListSync/UnansweredSends``).
+            copy.unanswered.sent(to: c.address)
+            writeRecord(copy)
+            guard !copy.recordDirty else {
+                lastError = "edits of \(copy.id) not sent: their record was not written"
+                return
+            }
+        }
         let (n, actions) = c.session.send(copy.id, ops, now: EventLoop.now())
         c.edits[n] = copy.id
         copy.inFlight += 1
@@ -198,6 +224,7 @@ extension SyncClient {
             if copy.resyncBase != nil {
                 // Re-syncing: the catch-up from nothing is the daemon's copy (``resync(_:onto:)``).
                 _ = copy.resyncBase!.receive(ops)
+                if let version = copy.resyncSynced { caughtUp(copy, version, on: c) }
                 continue
             }
             _ = copy.live.receive(ops)
@@ -266,20 +293,8 @@ extension SyncClient {
             fail(copy, error)
         case let .synced(id, version):
             guard let copy = copies[id] else { break }
-            if let base = copy.resyncBase {
-                // No snapshot came: the daemon did not compact. Only once the catch-up holds all
-                // that `synced` says: the session matches each answer to its own subscription
-                // (one subscribe on the wire at a time), so it does; checked all the same, since
-                // making the edits again on a partial copy would lose what it lacks.
-                guard base.version.includes(version) else { break }
-                resync(copy, onto: base)
-                guard !copy.resync else { break }
-            }
-            copy.acknowledge(version, replica: replica)
-            copy.phase = .live
-            if copy.appending == 0 { sendMissing(copy) } else { copy.resendAfterAppends = true }
-            writeRecord(copy)
-            reportSeen(copy, on: c)
+            if copy.resync { copy.resyncSynced = version }
+            caughtUp(copy, version, on: c)
         case let .editDone(n, result):
             guard let id = c.edits.removeValue(forKey: n), let copy = copies[id] else { break }
             copy.inFlight -= 1
@@ -325,10 +340,28 @@ extension SyncClient {
         case let .refused(.destroyed, text):
             destroyedOnDaemon(copy, text)
         case let .refused(.compacted, text):
-            // Left behind a compaction (retired while offline): re-sync from the daemon's
-            // snapshot and make the unsent edits again (``resync(_:from:on:)``).
             lastError = "compacted: \(text)"
-            if copy.resyncBase == nil { copy.resyncBase = ListDocument(replica: replica) }
+            guard copy.resyncBase == nil else { break }
+            var verdict = copy.unanswered.refused(by: connection?.address ?? "")
+            // A daemon no longer configured cannot be asked: what it may hold is given up
+            // (Docs/Client.md, "Roaming between daemons").
+            while case let .settle(other) = verdict, !dialled.contains(other) { verdict = copy.unanswered.refused(by: other) }
+            if let c = connection, case let .settle(other) = verdict {
+                // Another daemon may hold what this one refused: ask it first (it acknowledges
+                // them, or refuses them too).
+                writeRecord(copy)
+                lastError = "compacted: \(text); asking \(other) first, which may hold those edits"
+                goBack = other
+                let t = c.transport
+                Task { await t.close(reason: "edits refused here may be held by \(other)") }
+                break
+            }
+            writeRecord(copy)
+            // Left behind a compaction (retired while offline), or unaccounted for on a peered
+            // document: re-sync from the daemon's copy and make the unsent edits again
+            // (``resync(_:onto:)``).
+            copy.resyncBase = ListDocument(replica: replica)
+            copy.resyncSynced = nil
             if let c = connection, copy.phase != .idle {
                 send(c.session.unsubscribe(copy.id), on: c)
                 copy.phase = .idle
@@ -360,9 +393,32 @@ extension SyncClient {
     /// (``ListCRDT/ListDocument/remake(_:from:)``), written durably (replacing the store's
     /// generation) before the copy changes; `synced` then sends the remade edits.
     func resync(_ copy: LocalCopy, from bytes: [UInt8], on c: Connection) {
-        do { resync(copy, onto: try ListDocument(snapshot: bytes, replica: replica)) } catch {
+        do {
+            copy.resyncBase = try ListDocument(snapshot: bytes, replica: replica)
+            copy.resyncSynced = nil
+        } catch {
             copy.failure = .refused(copy.id, .malformed, "the daemon's snapshot did not load: \(error)")
         }
+    }
+
+    /// `copy`'s catch-up holds `version` (`synced`): it goes live, or, re-syncing, it is re-synced
+    /// first once the daemon's copy holds all of that and every edit of this device a daemon
+    /// acknowledged (one acknowledged by another daemon may reach this one later, relayed; made
+    /// again on a copy without it, what depends on it would be lost). The session matches each
+    /// answer to its own subscription (one subscribe on the wire at a time), so the catch-up
+    /// does hold `version`; checked all the same, since making the edits again on a partial copy
+    /// would lose what it lacks.
+    func caughtUp(_ copy: LocalCopy, _ version: VersionVector, on c: Connection) {
+        if let base = copy.resyncBase {
+            guard base.version.includes(version), base.version[replica] >= copy.record.version[replica] else { return }
+            resync(copy, onto: base)
+            guard !copy.resync else { return }
+        }
+        copy.acknowledge(version, replica: replica)
+        copy.phase = .live
+        if copy.appending == 0 { sendMissing(copy) } else { copy.resendAfterAppends = true }
+        writeRecord(copy)
+        reportSeen(copy, on: c)
     }
 
     /// `base`, the daemon's copy (its snapshot, or its catch-up from nothing), becomes `copy`,
@@ -384,6 +440,7 @@ extension SyncClient {
         }
         copy.live.replace(with: base)
         copy.resyncBase = nil
+        copy.resyncSynced = nil
         copy.acknowledge(held, replica: replica)
         copy.recount(replica: replica)
         assert(copy.unacked.count == made.count, "\(made.count) edits made again, \(copy.unacked.count) unacknowledged")

@@ -113,6 +113,9 @@ public actor SyncClient {
     /// again on later connections (``ListSync/ClientSession/OlderDaemon``).
     var refusedByDaemon: ClientSession.OlderDaemon = []
     var lastError: String?
+    /// The daemon (`host:port`) to connect to next: it may hold edits the current one refused
+    /// (``ListSync/UnansweredSends``).
+    var goBack: String?
     var sessionFailure: SyncFailure?
     var closed = false
     /// The current status (``statusUpdates()`` for every change).
@@ -334,6 +337,9 @@ public actor SyncClient {
     /// Behaves as a client of a build before `seen` (tests only): reports nothing of what it
     /// has seen, so no daemon counts it (Docs/Semantics.md §7, "Replicas no daemon counts").
     @_spi(Testing) public func sayNothingSeen() { refusedByDaemon.insert(.seen) }
+
+    /// The daemon (`host:port`) of the current connection; nil while offline.
+    @_spi(Testing) public var connectedAddress: String? { connection?.address }
 
     /// Every status from now on, starting with the current one.
     public func statusUpdates() -> AsyncStream<SyncStatus> {

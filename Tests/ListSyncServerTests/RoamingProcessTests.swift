@@ -1,0 +1,84 @@
+import Foundation
+import ListCRDT
+import ListSync
+@_spi(Testing) import ListSyncClient
+import ListSyncTestTraits
+import Testing
+
+/// A device that roams between peered daemons (Docs/Client.md, "Roaming between daemons";
+/// Docs/Semantics.md §7, "Roaming"), against real `listsync serve` processes: it writes which
+/// daemon may hold its edits before sending them, and a refusal is final only once every such
+/// daemon has answered.
+@Suite("Device: roaming between daemons", .ownThread, .serialized, .timeLimit(.minutes(3)))
+struct RoamingProcessTests {
+    /// The `unanswered` field of the device's sync record for `doc`, as written on disk.
+    static func unanswered(folder: String, _ doc: DocumentID) -> [String]? {
+        guard let bytes = FileManager.default.contents(atPath: folder + "/documents/\(doc)/sync"),
+              let object = try? JSONSerialization.jsonObject(with: bytes) as? [String: Any] else { return nil }
+        return object["unanswered"] as? [String]
+    }
+
+    @Test("an edit sent to a daemon that does not answer (stopped) is recorded on disk as possibly held there before it leaves; once acknowledged, nothing is")
+    func recordedBeforeSent() async throws {
+        let dir = TemporaryFolder()
+        defer { dir.remove() }
+        let daemon = try DaemonProcess(data: dir.path + "/daemon")
+        defer { kill(daemon.process.processIdentifier, SIGCONT); daemon.terminate() }
+        let folder = dir.path + "/phone"
+        let (phone, doc) = try await CompactionProcessTests.firstDevice(daemon, folder: folder, name: "roam", values: ["a"])
+        #expect(eventually(10) { Self.unanswered(folder: folder, doc) == [] }, "acknowledged: \(String(describing: Self.unanswered(folder: folder, doc)))")
+
+        kill(daemon.process.processIdentifier, SIGSTOP)
+        try await SyncClientTests.insert(phone, doc, "b")
+        let address = "127.0.0.1:\(daemon.port)"
+        #expect(eventually(10) { Self.unanswered(folder: folder, doc) == [address] },
+                "\(String(describing: Self.unanswered(folder: folder, doc)))")
+        kill(daemon.process.processIdentifier, SIGCONT)
+        try await phone.waitUntilSynced(timeout: .seconds(30))
+        #expect(eventually(10) { Self.unanswered(folder: folder, doc) == [] })
+        #expect(try table(daemon, doc.description) == [["a", "b"]])
+        await phone.close()
+    }
+
+    @Test("a device no daemon counts edits offline before the version both peers reported, and may also have sent that edit to A (its record says so): refused by B, it asks A before making the edit again; A has compacted past it, and the edit is made again once, on both daemons")
+    func refusalWaitsForTheOtherDaemon() async throws {
+        let dir = TemporaryFolder()
+        defer { dir.remove() }
+        let (a, b, deviceA, doc, values, folderD) = try await PeerCompactionProcessTests.unaccountedDevice(dir)
+        defer { a.terminate(); b.terminate() }
+
+        // D, offline, edits the copy it had (before A's edit). Its record says A may hold that
+        // edit (sent there, the connection lost before the answer), as D writes it before sending.
+        var server = try SyncClientTests.server(b)
+        server.alternates = [(host: "127.0.0.1", port: a.port)]
+        let deviceD = try SyncClient(folder: folderD, server: server)
+        await deviceD.sayNothingSeen()
+        _ = try await deviceD.open(doc)
+        try await SyncClientTests.insert(deviceD, doc, "offline on D")
+        await deviceD.close()
+        let path = folderD + "/documents/\(doc)/sync"
+        var record = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: path))) as? [String: Any])
+        let addressA = "127.0.0.1:\(a.port)"
+        record["unanswered"] = [addressA]
+        try JSONSerialization.data(withJSONObject: record).write(to: URL(fileURLWithPath: path))
+
+        // D reconnects to B, which refuses the edit; D asks A, whose catch-up is its snapshot
+        // (D is behind its floor): the edit is made again there, once.
+        let back = try SyncClient(folder: folderD, server: server)
+        await back.sayNothingSeen()
+        let live = try await back.open(doc)
+        await back.start()
+        let expected = ["from A"] + values + ["offline on D"]
+        func sorted(_ d: DaemonProcess) -> [String] { ((try? table(d, doc.description)) ?? []).flatMap { $0 }.sorted() }
+        #expect(eventually(40) { sorted(a) == expected.sorted() && sorted(b) == expected.sorted() },
+                "A: \(sorted(a))\nB: \(sorted(b))\nA's log:\n\(a.log)\nB's log:\n\(b.log)")
+        #expect(try table(a, doc.description) == table(b, doc.description))
+        #expect(eventually(20) { SyncClientTests.values(live).flatMap { $0 }.sorted() == expected.sorted() })
+        let status = try #require(try b.json(["status"]) as? [String: Any])
+        let resident = (status["resident"] as? [[String: Any]])?.first { $0["id"] as? String == doc.description }
+        #expect((resident?["refused_compacted"] as? Int ?? 0) > 0, "B refused D's edit: \(String(describing: resident))")
+        #expect(await back.connectedAddress == addressA, "D asked A before making its edit again")
+        #expect(eventually(10) { Self.unanswered(folder: folderD, doc) == [] })
+        for client in [deviceA, back] { await client.close() }
+    }
+}
