@@ -110,4 +110,26 @@ import ListSyncTestSupport
         #expect(copy.rows == [["z", "a", "d", "e"], ["n1"]])
         #expect(copy.snapshot().sections.map(\.value) == [Data("S0"), Data("new")])
     }
+
+    /// A copy that roamed between peer daemons holds operations of other replicas that the
+    /// daemon it re-syncs from has not received yet (relayed later): made again they would exist
+    /// twice (Docs/Semantics.md §7, "Roaming").
+    @Test("only the copy's own operations are made again; another replica's that the daemon lacks are left to arrive")
+    func othersLeftToArrive() throws {
+        let (hub, offline0, unsent) = try Self.scenario { doc in
+            _ = try doc.insertItem(at: IndexPath(item: 1, section: 0), value: Data("mine"))
+        }
+        // The copy also took an insert by replica 5 (from another daemon, after the same start).
+        var offline = offline0
+        var other = hub.fork(as: 5)
+        let foreign = try other.insertItem(at: IndexPath(item: 0, section: 0), value: Data("theirs"))
+        #expect(offline.receive([foreign]).refused.isEmpty)
+        var copy = try ListDocument(snapshot: hub.encodedSnapshot(), replica: ReplicaID(3))
+        let made = copy.remake([foreign] + unsent, from: offline)
+        #expect(made.allSatisfy { $0.id.replica == ReplicaID(3) } && made.count == 1, "\(made)")
+        #expect(!copy.flat.contains("theirs") && copy.flat.contains("mine"), "\(copy.flat)")
+        // When it arrives, it shows once.
+        #expect(copy.receive([foreign]).refused.isEmpty)
+        #expect(copy.flat.filter { $0 == "theirs" }.count == 1, "\(copy.flat)")
+    }
 }

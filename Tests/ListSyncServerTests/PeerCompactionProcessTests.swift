@@ -3,6 +3,7 @@ import ListCRDT
 import ListSync
 @_spi(Testing) import ListSyncClient
 import ListSyncTestTraits
+import ListTable
 import Testing
 
 /// Compaction on peered daemons, against two real `listsync serve` processes (Docs/Daemon.md,
@@ -166,6 +167,19 @@ struct PeerCompactionProcessTests {
         return (a, b, deviceA, doc, values, dir.path + "/dd")
     }
 
+    /// Both daemons and D's copy (`liveD`) end with `expected` (in some order, the same on both
+    /// daemons), and B refused an edit of D's with `compacted`.
+    static func keptOnce(_ a: DaemonProcess, _ b: DaemonProcess, _ doc: DocumentID, _ liveD: LiveDocument, _ expected: [String]) throws {
+        func sorted(_ d: DaemonProcess) -> [String] { ((try? table(d, doc.description)) ?? []).flatMap { $0 }.sorted() }
+        #expect(eventually(40) { sorted(a) == expected.sorted() && sorted(b) == expected.sorted() },
+                "A: \(sorted(a))\nB: \(sorted(b))\nA's log:\n\(a.log)\nB's log:\n\(b.log)")
+        #expect(try table(a, doc.description) == table(b, doc.description))
+        #expect(eventually(20) { SyncClientTests.values(liveD).flatMap { $0 }.sorted() == expected.sorted() })
+        let status = try #require(try b.json(["status"]) as? [String: Any])
+        let resident = (status["resident"] as? [[String: Any]])?.first { $0["id"] as? String == doc.description }
+        #expect((resident?["refused_compacted"] as? Int ?? 0) > 0, "B refused D's edit: \(String(describing: resident))")
+    }
+
     @Test("a device no daemon counts (it never said seen) edits offline, before the version both daemons reported; A compacted there, B did not: B refuses the edit too, the device re-syncs from B's catch-up and makes it again, and both daemons keep the same list")
     func unaccountedDeviceNoSplit() async throws {
         let dir = TemporaryFolder()
@@ -179,15 +193,7 @@ struct PeerCompactionProcessTests {
         let liveD = try await deviceD.open(doc)
         try await SyncClientTests.insert(deviceD, doc, "offline on D")
         await deviceD.start()
-        let expected = ["from A"] + values + ["offline on D"]
-        func sorted(_ d: DaemonProcess) -> [String] { ((try? table(d, doc.description)) ?? []).flatMap { $0 }.sorted() }
-        #expect(eventually(40) { sorted(a) == expected.sorted() && sorted(b) == expected.sorted() },
-                "A: \(sorted(a))\nB: \(sorted(b))\nA's log:\n\(a.log)\nB's log:\n\(b.log)")
-        #expect(try table(a, doc.description) == table(b, doc.description))
-        #expect(eventually(20) { SyncClientTests.values(liveD).flatMap { $0 }.sorted() == expected.sorted() })
-        let status = try #require(try b.json(["status"]) as? [String: Any])
-        let resident = (status["resident"] as? [[String: Any]])?.first { $0["id"] as? String == doc.description }
-        #expect((resident?["refused_compacted"] as? Int ?? 0) > 0, "B refused D's edit: \(String(describing: resident))")
+        try Self.keptOnce(a, b, doc, liveD, ["from A"] + values + ["offline on D"])
         #expect(!a.log.contains("peer refused relayed operations as compacted") && !b.log.contains("peer refused relayed operations as compacted"),
                 "the copies split:\n\(a.log)\n\(b.log)")
         for client in [deviceA, deviceD] { await client.close() }

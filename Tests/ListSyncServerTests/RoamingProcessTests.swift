@@ -68,15 +68,7 @@ struct RoamingProcessTests {
         await back.sayNothingSeen()
         let live = try await back.open(doc)
         await back.start()
-        let expected = ["from A"] + values + ["offline on D"]
-        func sorted(_ d: DaemonProcess) -> [String] { ((try? table(d, doc.description)) ?? []).flatMap { $0 }.sorted() }
-        #expect(eventually(40) { sorted(a) == expected.sorted() && sorted(b) == expected.sorted() },
-                "A: \(sorted(a))\nB: \(sorted(b))\nA's log:\n\(a.log)\nB's log:\n\(b.log)")
-        #expect(try table(a, doc.description) == table(b, doc.description))
-        #expect(eventually(20) { SyncClientTests.values(live).flatMap { $0 }.sorted() == expected.sorted() })
-        let status = try #require(try b.json(["status"]) as? [String: Any])
-        let resident = (status["resident"] as? [[String: Any]])?.first { $0["id"] as? String == doc.description }
-        #expect((resident?["refused_compacted"] as? Int ?? 0) > 0, "B refused D's edit: \(String(describing: resident))")
+        try PeerCompactionProcessTests.keptOnce(a, b, doc, live, ["from A"] + values + ["offline on D"])
         #expect(await back.connectedAddress == addressA, "D asked A before making its edit again")
         #expect(eventually(10) { Self.unanswered(folder: folderD, doc) == [] })
         for client in [deviceA, back] { await client.close() }

@@ -56,6 +56,19 @@ import ListSyncTestTraits
         #expect(chain.refusedCompacted > 0 && chain.operationResyncs > 0, "the admission rule and the re-sync from operations were exercised")
     }
 
+    static let roamingSeeds: Range<UInt64> = 30_000..<30_150
+
+    /// 2–3 daemons, 4 clients roaming on 30% of their reconnects, 0–2 crashes, 60 edits,
+    /// compaction every 10 operations.
+    static func roaming(_ config: inout SimulationConfiguration, _ seed: UInt64) {
+        config.daemons = 2 + Int(seed % 2)
+        config.replicas = 4
+        config.crashes = Int(seed % 3)
+        config.operations = 60
+        config.compactAfter = 10
+        config.roamPercent = 30
+    }
+
     /// Clients roam: on 30% of their reconnects they connect to another daemon, with what they
     /// hold and what was acknowledged (as SyncClient with alternates). Before ``UnansweredSends``
     /// 24 of 200 such seeds (`--compact-after 10 --daemons 2 --crashes 2 --ops 60 --seed 30000
@@ -63,14 +76,7 @@ import ListSyncTestTraits
     /// without an answer, refused by another, was made again while the first had taken it.
     @Test("150 seeds of clients roaming between 2–3 peered daemons that compact, 0–2 crashes: all converge, each value once, nothing acknowledged lost, every daemon compacts")
     func roamingWithCompaction() {
-        let total = SimulatorRuns.run(30_000..<30_150) { config, seed in
-            config.daemons = 2 + Int(seed % 2)
-            config.replicas = 4
-            config.crashes = Int(seed % 3)
-            config.operations = 60
-            config.compactAfter = 10
-            config.roamPercent = 30
-        }
+        let total = SimulatorRuns.run(Self.roamingSeeds, Self.roaming)
         print("simulator, roaming with compaction: \(total.roams) reconnects to another daemon, \(total.settles) back to settle a refusal, \(total.refusedCompacted) batches refused as compacted, \(total.remade) operations remade, \(total.compactions) compactions")
         #expect(total.roams > 100 && total.settles > 0 && total.compactions > 0)
     }
@@ -80,15 +86,10 @@ import ListSyncTestTraits
     @Test("test power: clients that make refused edits again at once, without asking the daemons they sent them to, fail some seeds")
     func roamingPower() {
         var failed = 0, runs = 0
-        for seed in UInt64(30_000)..<30_150 where failed == 0 {
+        for seed in Self.roamingSeeds where failed == 0 {
             var config = SimulationConfiguration()
             config.seed = seed
-            config.daemons = 2 + Int(seed % 2)
-            config.replicas = 4
-            config.crashes = Int(seed % 3)
-            config.operations = 60
-            config.compactAfter = 10
-            config.roamPercent = 30
+            Self.roaming(&config, seed)
             config.remakesOnFirstRefusal = true
             var sim = Simulator(config)
             if !sim.run().passed { failed += 1 }

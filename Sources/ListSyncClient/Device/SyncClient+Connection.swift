@@ -341,12 +341,13 @@ extension SyncClient {
             destroyedOnDaemon(copy, text)
         case let .refused(.compacted, text):
             lastError = "compacted: \(text)"
-            guard copy.resyncBase == nil else { break }
-            var verdict = copy.unanswered.refused(by: connection?.address ?? "")
+            // Without a connection (it ended first) the next one sends them again and hears again.
+            guard copy.resyncBase == nil, let c = connection else { break }
+            var verdict = copy.unanswered.refused(by: c.address)
             // A daemon no longer configured cannot be asked: what it may hold is given up
             // (Docs/Client.md, "Roaming between daemons").
             while case let .settle(other) = verdict, !dialled.contains(other) { verdict = copy.unanswered.refused(by: other) }
-            if let c = connection, case let .settle(other) = verdict {
+            if case let .settle(other) = verdict {
                 // Another daemon may hold what this one refused: ask it first (it acknowledges
                 // them, or refuses them too).
                 writeRecord(copy)
@@ -362,7 +363,7 @@ extension SyncClient {
             // (``resync(_:onto:)``).
             copy.resyncBase = ListDocument(replica: replica)
             copy.resyncSynced = nil
-            if let c = connection, copy.phase != .idle {
+            if copy.phase != .idle {
                 send(c.session.unsubscribe(copy.id), on: c)
                 copy.phase = .idle
                 attach(copy)
