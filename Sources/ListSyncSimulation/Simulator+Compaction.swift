@@ -83,6 +83,12 @@ extension Simulator {
     mutating func refusedForFloor(_ c: Int) {
         report.refusedCompacted += 1
         guard clients[c].connected, !clients[c].resync else { return }
+        // Sent ahead, a later batch may still be taken (it brings the causes an earlier one
+        // lacked): every answer first (SyncClient's later batches hold the refused edits too).
+        guard clients[c].batches.isEmpty else {
+            clients[c].refusalWaits = true
+            return
+        }
         if case let .settle(other) = clients[c].unanswered.refused(by: clients[c].daemon), !configuration.remakesOnFirstRefusal {
             // Another daemon may hold what this one refused: settle there first.
             clients[c].settleAt = other
@@ -94,6 +100,17 @@ extension Simulator {
         clients[c].resyncSynced = nil
         performClient(c, clients[c].session.unsubscribe(document))
         resubscribe(c)
+    }
+
+    /// Every batch of client `c` is answered: a refusal that waited for them re-syncs now, unless
+    /// the later ones took everything.
+    mutating func answeredAll(_ c: Int) {
+        guard clients[c].batches.isEmpty, clients[c].refusalWaits else { return }
+        clients[c].refusalWaits = false
+        let own = clients[c].document.replica
+        guard clients[c].acked[own] < clients[c].document.version[own] else { return }
+        report.refusedCompacted -= 1   // counted when it came
+        refusedForFloor(c)
     }
 
     /// The catch-up of client `c` is a snapshot: it becomes the client's document, with the edits
@@ -157,6 +174,7 @@ extension Simulator {
         clients[c].resyncBase = nil
         clients[c].resyncSynced = nil
         clients[c].acked = held
+        clients[c].resyncs += 1
         // A drag in progress ends (its rows may be gone), as when a client forgets its copy; the
         // others hear its end.
         clients[c].generation += 1

@@ -455,6 +455,8 @@ public struct Simulator: Sendable {
         } else {
             let c = other - daemons.count
             _ = clients[c].session.disconnected()
+            clients[c].batches = [:]
+            clients[c].refusalWaits = false
             clients[c].connected = false
             clients[c].live = false
             clients[c].reconnectAt = network.now + 20 + UInt64(rng.below(40))
@@ -666,15 +668,19 @@ public struct Simulator: Sendable {
                     performClient(c, clients[c].session.hello(document, version: clients[c].document.version))
                 }
                 reportSeen(c)
-            case let .editDone(_, result):
+            case let .editDone(n, result):
+                let resyncs = clients[c].batches.removeValue(forKey: n)
                 if case let .failure(error) = result {
-                    if case .refused(.compacted, _) = error { refusedForFloor(c) }
+                    // A refusal of edits a re-sync made again since (sent ahead) is answered.
+                    if case .refused(.compacted, _) = error, resyncs == clients[c].resyncs { refusedForFloor(c) }
+                    answeredAll(c)
                     continue
                 }
                 if case let .success(version) = result {
                     clients[c].acked.formUnion(version)
                     noteAcknowledged(c)
                 }
+                answeredAll(c)
                 reportSeen(c)
                 if clients[c].forgetful { forget(c) }
             case .subscribeFailed(_, let error):
@@ -821,7 +827,8 @@ public struct Simulator: Sendable {
             if !made.isEmpty { sendUnacknowledged(r) }
             return
         }
-        guard !made.isEmpty, clients[r].connected else { return }
+        // Re-syncing, they are made again with the others once the daemon's copy is here.
+        guard !made.isEmpty, clients[r].connected, !clients[r].resync else { return }
         sendOwn(r, made)
     }
 
@@ -831,7 +838,8 @@ public struct Simulator: Sendable {
         if ops.contains(where: { $0.id.replica == clients[c].document.replica }) {
             clients[c].unanswered.sent(to: clients[c].daemon)
         }
-        let (_, actions) = clients[c].session.send(document, ops, now: nowNs)
+        let (n, actions) = clients[c].session.send(document, ops, now: nowNs)
+        clients[c].batches[n] = clients[c].resyncs
         performClient(c, actions)
     }
 
@@ -953,6 +961,11 @@ struct SimulatedClient {
     var settleAt: Int?
     /// Re-syncing: what the daemon's `synced` said its catch-up holds (nil: not yet said).
     var resyncSynced: VersionVector?
+    /// Re-syncs done, and per batch in flight how many had been done when it was sent.
+    var resyncs = 0
+    var batches: [UInt64: Int] = [:]
+    /// A refusal came while other batches waited for their answers.
+    var refusalWaits = false
     /// Whether it re-syncs: it subscribes from nothing.
     var resync: Bool { resyncBase != nil }
     /// With compaction: caught up (`synced`) on its current subscription; and what the daemon
