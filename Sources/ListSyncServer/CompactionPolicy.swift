@@ -1,4 +1,5 @@
 import Foundation
+import ListCRDT
 
 /// When the daemon compacts a document and whom it stops waiting for (Docs/Daemon.md,
 /// "Compaction"; the rule in Docs/Semantics.md §7).
@@ -10,6 +11,10 @@ public struct CompactionPolicy: Sendable, Equatable {
     public var minOperations = 10_000
     /// The least time between two compactions of one document.
     public var interval: Duration = .seconds(60)
+    /// Peer daemons the operator declared gone for good (`--forget-peer`): they no longer hold
+    /// compaction back, on this daemon and, through the gossip, on every other (Docs/Semantics.md
+    /// §7, "Forgetting a daemon").
+    public var forgottenPeers: Set<ReplicaID> = []
 
     /// The defaults: retire after 30 days, compact past 10,000 operations, at most once a minute.
     public init() {}

@@ -410,7 +410,11 @@ actor DocumentHost {
         guard let compaction, !isClosed, !storeBusy else { return }
         if core.isPeered {
             // With peers: this daemon's entry first (written down before it is gossiped).
-            let (changed, retired) = core.refreshPeers(now: wallClock(), retireAfter: compaction.retireAfterSeconds)
+            let (changed, retired, forgotten) = core.refreshPeers(now: wallClock(), retireAfter: compaction.retireAfterSeconds,
+                                                                  forgotten: compaction.forgottenPeers)
+            if !forgotten.isEmpty {
+                log("peer daemons forgotten", ["document": id.description, "daemons": forgotten.map(\.description).joined(separator: ",")])
+            }
             if !retired.isEmpty {
                 metrics?.retired(retired.count)
                 log("senders retired", ["document": id.description, "replicas": retired.map(\.description).joined(separator: ","),

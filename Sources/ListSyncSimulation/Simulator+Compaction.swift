@@ -19,7 +19,7 @@ extension Simulator {
         guard let minOperations = configuration.compactAfter else { return }
         if daemons[d].core.isPeered {
             // With peers: this daemon's entry first, written down before it is gossiped.
-            let (changed, retired) = daemons[d].core.refreshPeers(now: stabilityNow, retireAfter: configuration.retireAfter)
+            let (changed, retired, _) = daemons[d].core.refreshPeers(now: stabilityNow, retireAfter: configuration.retireAfter)
             report.retired += retired.count
             if changed { daemons[d].savedStability = daemons[d].core.stability }
             performCore(d, daemons[d].core.gossip(now: network.now, interval: Self.gossipInterval))

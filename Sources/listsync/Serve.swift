@@ -1,3 +1,4 @@
+import ListCRDT
 import ListSync
 import Foundation
 import ListSyncServer
@@ -62,6 +63,11 @@ let serveUsage = """
                               0 = never compact). Off with --cluster
       --compact-interval S    seconds between two compactions of one document at least
                               (LISTSYNC_COMPACT_INTERVAL; 60)
+      --forget-peer ID        a peer daemon gone for good (its replica id, as `listsync status`
+                              names it in compaction_waits_for: r123): it no longer holds
+                              compaction back, here and, once told, on every other daemon; its
+                              edits no other daemon received are lost to them (repeatable;
+                              LISTSYNC_FORGET_PEERS, comma-separated)
       --rate-limit N[/BURST]  batches of operations a connection may send a second, and at once;
                               over it a batch is refused with a reason (LISTSYNC_RATE_LIMIT;
                               1000/5000; 0 = no limit)
@@ -88,7 +94,7 @@ let serveUsage = """
 
 func runServe(_ args: [String]) throws -> Int32 {
     let o = try Options(args, values: ["--data", "--listen", "--key-file", "--peer", "--admin", "--web", "--admin-token-file", "--max-connections", "--idle-unload",
-                                       "--retire-after", "--compact-after", "--compact-interval",
+                                       "--retire-after", "--compact-after", "--compact-interval", "--forget-peer",
                                        "--rate-limit", "--log-format", "--storage", "--discover-port", "--announce-to", "--announce-interval", "--announce-address",
                                        "--cluster", "--ack", "--cluster-replicas", "--cluster-trim", "--cluster-lease", "--cluster-grace"],
                         flags: ["--help", "--discover"])
@@ -291,7 +297,8 @@ func parseSeconds(_ text: String, what: String) throws -> Duration {
     return d
 }
 
-/// `--retire-after`, `--compact-after` and `--compact-interval` (Docs/Daemon.md, "Compaction").
+/// `--retire-after`, `--compact-after`, `--compact-interval` and `--forget-peer` (Docs/Daemon.md,
+/// "Compaction").
 private func compactionOptions(_ o: Options, into config: inout DaemonConfiguration) throws {
     var policy = config.compaction ?? CompactionPolicy()
     if let s = o.value("--retire-after", env: "LISTSYNC_RETIRE_AFTER") {
@@ -303,6 +310,13 @@ private func compactionOptions(_ o: Options, into config: inout DaemonConfigurat
     if let s = o.value("--compact-interval", env: "LISTSYNC_COMPACT_INTERVAL") {
         guard let v = parseDuration(s) else { throw UsageError(message: "--compact-interval must be seconds (or 90s, 15m), not '\(s)'") }
         policy.interval = v
+    }
+    for text in o.all("--forget-peer", env: "LISTSYNC_FORGET_PEERS") {
+        let digits = text.hasPrefix("r") ? String(text.dropFirst()) : text
+        guard let raw = UInt64(digits), raw != 0 else {
+            throw UsageError(message: "--forget-peer is a daemon's replica id as `listsync status` shows it (r123), not '\(text)'")
+        }
+        policy.forgottenPeers.insert(ReplicaID(raw))
     }
     config.compaction = policy
     if let s = o.value("--compact-after", env: "LISTSYNC_COMPACT_AFTER") {

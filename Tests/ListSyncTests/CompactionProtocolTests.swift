@@ -107,7 +107,7 @@ import ListSyncTestSupport
         _ = core.unsubscribe(Self.late)
         _ = core.refreshPeers(now: 1_000, retireAfter: 1_000)
         #expect(core.compactionPoint(minOperations: 1) == nil, "remembered after the link left")
-        let (_, retired) = core.refreshPeers(now: 5_000, retireAfter: 1_000)
+        let (_, retired, _) = core.refreshPeers(now: 5_000, retireAfter: 1_000)
         #expect(retired.isEmpty, "nobody is retired on a document a peer syncs")
         #expect(core.compactionPoint(minOperations: 1) == nil)
         // The peer's link comes back and its table reports the version: compacted.

@@ -117,7 +117,7 @@ import ListSyncTestSupport
         try #require(x.document.version == three.version && w.document.version == three.version)
         #expect(x.compactionBlock == "not locally quiescent: senders behind [\(Self.device)]", "\(x.compactionBlock)")
         // Device 7 silent past the retire period: X retires it and publishes; so does W.
-        let (_, retired) = x.refreshPeers(now: 200, retireAfter: 100)
+        let (_, retired, _) = x.refreshPeers(now: 200, retireAfter: 100)
         try #require(retired == [Self.device])
         _ = w.refreshPeers(now: 200, retireAfter: 100)
         _ = x.peerStability(link, from: ReplicaID(99), entries: w.stability.peers.entries, now: 201)

@@ -83,17 +83,26 @@ extension DocumentCore {
     /// entry at a moment its own copy was exactly its entry's version, nothing in flight or
     /// waiting (which this daemon does here, when its copy has not moved since it published;
     /// Docs/Semantics.md §7, "Retiring with peers"; ``PeerStability/allows(_:me:acknowledgedRetirements:)``).
-    /// Daemons are not retired.
+    /// Daemons are not retired by silence; those in `forgotten` (the operator's `--forget-peer`)
+    /// are forgotten (``PeerStability/forget(daemon:me:now:)``), and so, through the gossip, on every
+    /// other daemon.
     ///
-    /// - Returns: whether ``stability`` changed, and who was retired now.
-    /// - Complexity: that of ``localQuiescentVersion``.
-    public mutating func refreshPeers(now: UInt64, retireAfter: UInt64) -> (changed: Bool, retired: [ReplicaID]) {
-        guard isPeered, destroyedReason == nil else { return (false, []) }
+    /// - Returns: whether ``stability`` changed, who was retired now, and which daemons were
+    ///   forgotten now.
+    /// - Complexity: that of ``localQuiescentVersion``, and O(f) for f daemons forgotten.
+    public mutating func refreshPeers(now: UInt64, retireAfter: UInt64, forgotten: Set<ReplicaID> = [])
+        -> (changed: Bool, retired: [ReplicaID], forgotten: [ReplicaID]) {
+        guard isPeered, destroyedReason == nil else { return (false, [], []) }
         stabilityClock = now
         let me = document.replica
         let beat = max(1, retireAfter / 4)
         var changed = stability.peers.heartbeat(me, now: now, every: beat)
         var retired: [ReplicaID] = []
+        let forgottenNow = forgotten.sorted().filter { d in
+            d != me && (stability.peers.entries[d] != nil || !stability.peers.retired.contains(d))
+                && stability.peers.forget(daemon: d, me: me, now: now)
+        }
+        changed = changed || !forgottenNow.isEmpty
         changed = changed || stabilityUnsaved
         stabilityUnsaved = false
         if isSettled(minOperations: 0) {
@@ -113,7 +122,7 @@ extension DocumentCore {
             changed = stability.peers.acknowledgeRetirements(me, now: now) || changed
         }
         if changed { gossipDirty = true }
-        return (changed, retired)
+        return (changed, retired, forgottenNow)
     }
 
     /// Whether the peers let this daemon compact at `version`, its local quiescent version:

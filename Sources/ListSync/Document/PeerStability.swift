@@ -83,14 +83,20 @@ public struct PeerStability: Sendable, Equatable {
                                  retired: Set<ReplicaID> = [], now: UInt64, heartbeat: UInt64 = .max) -> Bool {
         var claimed = claimed
         claimed.insert(me)
+        // The daemons retired here are listed too: every daemon that holds this entry forgets
+        // them (``merge(_:me:floor:now:)``).
+        let retired = retired.union(self.retired)
         let old = entries[me]
         // The retirements of other daemons this one holds now, at this quiescence.
         let acknowledged = retirementsHeld(except: me)
         if let old, old.version == version, old.claimed == claimed, old.acknowledged == acknowledged, old.retired == retired,
            now &- (heard[me] ?? 0) < heartbeat { return false }
         let sequence = (old?.sequence ?? 0) + 1
-        // Claiming less than before: a replica was retired (or another daemon counts it now).
-        let retiredAt = old.map { $0.claimed.isSubset(of: claimed) ? $0.retiredAt : sequence } ?? 0
+        // Claiming less than before: a replica was retired (or another daemon counts it now); or
+        // a daemon forgotten.
+        let retiredAt = old.map { o in
+            o.claimed.isSubset(of: claimed) && self.retired.isSubset(of: o.retired) ? o.retiredAt : sequence
+        } ?? 0
         entries[me] = Entry(sequence: sequence, version: version, claimed: claimed, retiredAt: retiredAt,
                             acknowledged: acknowledged, retired: retired)
         heard[me] = now
@@ -168,7 +174,11 @@ public struct PeerStability: Sendable, Equatable {
         }
         for (daemon, entry) in incoming where daemon != me {
             if retired.contains(daemon) {
-                guard entry.sequence > 0, floor.map({ entry.version.includes($0) }) ?? true else { continue }
+                // Back only once it caught up past every compaction made without it, and while
+                // no daemon lists it as forgotten (a stale entry of it still goes round).
+                guard entry.sequence > 0, floor.map({ entry.version.includes($0) }) ?? true,
+                      !incoming.values.contains(where: { $0.retired.contains(daemon) }),
+                      !entries.values.contains(where: { $0.retired.contains(daemon) }) else { continue }
                 retired.remove(daemon)
             } else if let old = entries[daemon], old.sequence >= entry.sequence {
                 continue
@@ -177,6 +187,11 @@ public struct PeerStability: Sendable, Equatable {
             heard[daemon] = now
             for a in entry.claimed where relayAuthors.contains(a) { heard[a] = now }
             changed = true
+        }
+        // A daemon another daemon forgot (``forget(daemon:me:now:)``) is forgotten here too.
+        if changed {
+            let listed = entries.values.reduce(into: Set<ReplicaID>()) { $0.formUnion($1.retired) }
+            for d in listed.sorted() where d != me && entries[d] != nil { forget(daemon: d, me: me, now: now) }
         }
         // A relay author that a daemon retired and none claims is retired here too: the daemons
         // agree on it before any compacts (``allows(_:me:)``).
@@ -187,6 +202,40 @@ public struct PeerStability: Sendable, Equatable {
                 retiredAuthors.insert(a)
             }
         }
+        return changed
+    }
+
+    /// The operator declared daemon `daemon` gone for good (`listsync serve --forget-peer`), or
+    /// another daemon's entry lists it so: its entry goes, it is retired (a stale copy of its entry
+    /// is not taken again while any entry lists it), and the relay authors only it claimed are
+    /// retired too (their edits are checked as unclaimed from now on, Docs/Semantics.md §7,
+    /// "Forgetting a daemon"). This daemon's entry, if it has one, lists it as retired at once,
+    /// with the next sequence and a new ``Entry/retiredAt`` (so that a stale copy of the
+    /// forgotten daemon's entry is not taken here again): no daemon compacts until every other
+    /// one has acknowledged that, as for a device retired. Nothing for `me`. Returns whether
+    /// anything changed.
+    ///
+    /// - Complexity: O(e × c + a × e) for e entries of c replicas claimed and a relay authors.
+    @discardableResult
+    public mutating func forget(daemon: ReplicaID, me: ReplicaID, now: UInt64) -> Bool {
+        guard daemon != me else { return false }
+        if var mine = entries[me], !mine.retired.contains(daemon) {
+            mine.retired.insert(daemon)
+            mine.sequence += 1
+            mine.retiredAt = mine.sequence
+            entries[me] = mine
+            heard[me] = now
+        }
+        let claimed = entries.removeValue(forKey: daemon)?.claimed ?? []
+        heard[daemon] = nil
+        var changed = retired.insert(daemon).inserted || !claimed.isEmpty
+        for a in claimed.sorted() where relayAuthors.contains(a) && !isClaimed(a) {
+            relayAuthors.remove(a)
+            heard[a] = nil
+            retiredAuthors.insert(a)
+            changed = true
+        }
+        assert(entries[daemon] == nil && retired.contains(daemon))
         return changed
     }
 
@@ -289,7 +338,8 @@ public struct PeerStability: Sendable, Equatable {
     ///
     /// The daemon does not call it: daemons and relay authors are not retired by silence (a
     /// retired daemon that comes back could relay operations a daemon that compacted refuses;
-    /// Docs/Semantics.md §7, "Peers"). A relay author is retired when the daemon that claimed it
+    /// Docs/Semantics.md §7, "Peers"); a daemon gone for good is forgotten on its operator's word
+    /// (``forget(daemon:me:now:)``). A relay author is retired when the daemon that claimed it
     /// retires it (``merge(_:me:floor:now:)``); devices and authors are retired by the daemon that
     /// counts them (``DocumentStability/retireSilent(now:after:)``), and the daemons agree on it
     /// before any compacts (``allows(_:me:)``).

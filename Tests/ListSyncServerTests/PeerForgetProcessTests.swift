@@ -1,0 +1,79 @@
+import Foundation
+import ListCRDT
+import ListSync
+@_spi(Testing) import ListSyncClient
+import ListSyncTestTraits
+import Testing
+
+/// A peer daemon gone for good, against real `listsync serve` processes (Docs/Daemon.md,
+/// "Compaction"; Docs/Semantics.md §7, "Forgetting a daemon"): until the operator forgets it,
+/// it holds compaction back on every daemon that knew it; forgotten on one, it is forgotten on
+/// the others through the gossip, and they compact.
+@Suite("Daemon: forgetting a peer daemon", .ownThread, .serialized, .timeLimit(.minutes(3)))
+struct PeerForgetProcessTests {
+    /// What `daemon`'s `status --json` says holds `doc`'s compaction back ("nothing", or nil if
+    /// the document is not resident).
+    static func waitsFor(_ daemon: DaemonProcess, _ doc: DocumentID) -> String? {
+        let status = (try? daemon.json(["status"])) as? [String: Any]
+        let resident = (status?["resident"] as? [[String: Any]])?.first { $0["id"] as? String == doc.description }
+        return resident?["compaction_waits_for"] as? String
+    }
+
+    @Test("three peered daemons; C is killed and its data lost: A and B never compact and say C holds them back; B restarted with --forget-peer C: both forget it, compact, and show the same list")
+    func forgottenDaemon() async throws {
+        let dir = TemporaryFolder()
+        defer { dir.remove() }
+        let flags = CompactionProcessTests.flags(retireAfter: "1h")
+        let a = try DaemonProcess(data: dir.path + "/a", extra: flags)
+        defer { a.terminate() }
+        let peerFlags = flags + ["--key-file", a.keyFile, "--peer", a.address]
+        var b = try DaemonProcess(data: dir.path + "/b", extra: peerFlags)
+        defer { b.terminate() }
+        let c = try DaemonProcess(data: dir.path + "/c", extra: peerFlags)
+        defer { c.terminate() }
+
+        let values = ["a", "b", "c"]
+        let (device, doc) = try await CompactionProcessTests.firstDevice(a, folder: dir.path + "/phone", name: "gone", values: values)
+        #expect(eventually(30) { ((try? table(b, doc.description)) ?? []) == [values] && ((try? table(c, doc.description)) ?? []) == [values] },
+                "B: \(b.log)\nC: \(c.log)")
+        // Every daemon hears of C (its entry goes round) before it goes for good. Its id, as
+        // status names it: `DIR/replica` holds it in hex.
+        let hex = try String(contentsOfFile: dir.path + "/c/replica", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+        let id = "r\(try #require(UInt64(hex, radix: 16)))"
+        try await Task.sleep(for: .seconds(3))
+        c.kill9()
+        try FileManager.default.removeItem(atPath: dir.path + "/c")
+
+        // A laptop on A churns; C's entry holds both back.
+        let (laptop, liveLaptop) = try await CompactionProcessTests.churningLaptop(folder: dir.path + "/laptop",
+                                                                                 server: try SyncClientTests.server(a), doc)
+        let view = [CompactionProcessTests.laptopView]
+        #expect(eventually(30) { ((try? table(b, doc.description)) ?? []) == view })
+        #expect(eventually(20) { Self.waitsFor(a, doc) == "daemon \(id) at another version" && Self.waitsFor(b, doc) == "daemon \(id) at another version" },
+                "A: \(String(describing: Self.waitsFor(a, doc))) B: \(String(describing: Self.waitsFor(b, doc)))")
+        #expect(PeerCompactionProcessTests.compactions(a) == 0 && PeerCompactionProcessTests.compactions(b) == 0)
+
+        // The operator forgets C on B (restarted with the flag); A learns it from B's entry.
+        let bPort = b.port
+        #expect(b.terminate() == 0)
+        b = try DaemonProcess(data: dir.path + "/b", port: bPort, extra: peerFlags + ["--forget-peer", id])
+        #expect(eventually(40) { PeerCompactionProcessTests.compactions(a) > 0 && PeerCompactionProcessTests.compactions(b) > 0 },
+                "A: \(String(describing: Self.waitsFor(a, doc))) B: \(String(describing: Self.waitsFor(b, doc)))\nA's log:\n\(a.log)\nB's log:\n\(b.log)")
+        #expect(b.log.contains("peer daemons forgotten daemons=\(id)"), "\(b.log)")
+        #expect(try table(a, doc.description) == view && table(b, doc.description) == view)
+        #expect(SyncClientTests.values(liveLaptop) == view)
+        #expect(!a.log.contains("peer refused relayed operations") && !b.log.contains("peer refused relayed operations"))
+        await laptop.close()
+        await device.close()
+    }
+
+    @Test("--forget-peer takes a replica id as status shows it, and refuses anything else")
+    func flagChecked() throws {
+        let dir = TemporaryFolder()
+        defer { dir.remove() }
+        for bad in ["x12", "r", "0", "-3"] {
+            let (status, _, stderr, killed) = try runListsync(["serve", "--data", dir.path + "/d", "--listen", "127.0.0.1:0", "--forget-peer", bad], atMost: 10)
+            #expect(!killed && status != 0 && stderr.contains("--forget-peer"), "\(bad): \(status) \(stderr)")
+        }
+    }
+}
