@@ -73,4 +73,44 @@ struct RoamingProcessTests {
         #expect(eventually(10) { Self.unanswered(folder: folderD, doc) == [] })
         for client in [deviceA, back] { await client.close() }
     }
+
+    @Test("a phone with two peered daemons keeps editing while its daemon is killed (SIGKILL) and comes back: it fails over to the other, every edit shows once on both daemons and on a laptop, and both daemons compact once it is quiet")
+    func failsOverAndConverges() async throws {
+        let dir = TemporaryFolder()
+        defer { dir.remove() }
+        let (a0, b) = try PeerCompactionProcessTests.peered(dir, retireAfter: "2s")
+        var a = a0
+        defer { a.terminate(); b.terminate() }
+        var server = try SyncClientTests.server(a)
+        server.alternates = [(host: "127.0.0.1", port: b.port)]
+        let phone = try SyncClient(folder: dir.path + "/phone", server: server)
+        await phone.start()
+        let doc = try await phone.create(name: "failover", sections: ["todo"])
+        let live = try await phone.open(doc)
+        try await phone.waitUntilSynced(timeout: .seconds(20))
+        let laptop = try SyncClient(folder: dir.path + "/laptop", server: try SyncClientTests.server(b))
+        let liveLaptop = try await laptop.fetch(doc)
+        await laptop.start()
+        try await laptop.waitUntilSynced(timeout: .seconds(20))
+
+        for i in 0..<10 { try await SyncClientTests.insert(phone, doc, "p\(i)") }
+        let aPort = a.port
+        a.kill9()
+        for i in 10..<25 { try await SyncClientTests.insert(phone, doc, "p\(i)") }
+        try await phone.waitUntilSynced(timeout: .seconds(30))
+        #expect(await phone.connectedAddress == "127.0.0.1:\(b.port)", "the phone failed over to B")
+        a = try DaemonProcess(data: dir.path + "/a", port: aPort, extra: CompactionProcessTests.flags(retireAfter: "2s"))
+
+        let expected = [(0..<25).map { "p\($0)" }]
+        #expect(SyncClientTests.values(live) == expected)
+        #expect(eventually(30) { SyncClientTests.values(liveLaptop) == expected })
+        #expect(eventually(30) { ((try? table(a, doc.description)) ?? []) == expected && ((try? table(b, doc.description)) ?? []) == expected },
+                "A: \(String(describing: try? table(a, doc.description))) B: \(String(describing: try? table(b, doc.description)))")
+        #expect(eventually(40) { PeerCompactionProcessTests.compactions(a) > 0 && PeerCompactionProcessTests.compactions(b) > 0 },
+                "A: \(String(describing: PeerForgetProcessTests.waitsFor(a, doc))) B: \(String(describing: PeerForgetProcessTests.waitsFor(b, doc)))")
+        #expect(!a.log.contains("peer refused relayed operations") && !b.log.contains("peer refused relayed operations"))
+        #expect(Self.unanswered(folder: dir.path + "/phone", doc) == [])
+        await phone.close()
+        await laptop.close()
+    }
 }
