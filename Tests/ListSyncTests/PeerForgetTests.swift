@@ -87,6 +87,11 @@ import ListSyncTestSupport
         back[Self.a] = nil
         _ = y.merge(back, me: Self.b, floor: nil, now: 8)
         #expect(y.entries[Self.c] == nil, "b's own entry lists it")
+        // A daemon that forgot c before it ever published: its first entry is a retirement.
+        var z = PeerStability()
+        expect(z.forget(daemon: Self.c, me: Self.a, now: 1))
+        expect(z.publish(Self.a, version: after, claimed: [], now: 2))
+        #expect(z.entries[Self.a]!.retired == [Self.c] && z.entries[Self.a]!.retiredAt == z.entries[Self.a]!.sequence)
     }
 
     @Test("the core forgets what refreshPeers is told once, says so, and its next entry lists it")

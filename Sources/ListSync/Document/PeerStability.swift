@@ -94,9 +94,10 @@ public struct PeerStability: Sendable, Equatable {
         let sequence = (old?.sequence ?? 0) + 1
         // Claiming less than before: a replica was retired (or another daemon counts it now); or
         // a daemon forgotten.
+        // A first entry that already lists forgotten daemons is a retirement too.
         let retiredAt = old.map { o in
             o.claimed.isSubset(of: claimed) && self.retired.isSubset(of: o.retired) ? o.retiredAt : sequence
-        } ?? 0
+        } ?? (self.retired.isEmpty ? 0 : sequence)
         entries[me] = Entry(sequence: sequence, version: version, claimed: claimed, retiredAt: retiredAt,
                             acknowledged: acknowledged, retired: retired)
         heard[me] = now
