@@ -664,6 +664,14 @@ public struct Simulator: Sendable {
                     continue
                 }
                 _ = clients[c].document.receive(ops)
+                if compacting {
+                    // As SyncClient: what the daemon sent, it holds; only the client's own edits
+                    // are ever sent back (a batch that mixed others' edits in could be taken in
+                    // part, and the client would not know which part).
+                    var seen = VersionVector()
+                    for op in ops { seen.observe(op.lastID) }
+                    clients[c].acked.formUnion(seen)
+                }
                 if clients[c].document.pendingCount > 0 {
                     performClient(c, clients[c].session.hello(document, version: clients[c].document.version))
                 }
