@@ -132,9 +132,7 @@ extension Simulator {
     /// again on a copy without it, what depends on it would be lost).
     mutating func resyncIfReady(_ c: Int) {
         guard let base = clients[c].resyncBase, let synced = clients[c].resyncSynced,
-              base.version.includes(synced) else { return }
-        let own = clients[c].document.replica
-        guard base.version[own] >= clients[c].acked[own] else { return }
+              base.isReadyForRemake(synced: synced, acknowledged: clients[c].acked, of: clients[c].document.replica) else { return }
         let fromOperations = base.historyFloor == nil
         resync(c, onto: base)
         if fromOperations { report.operationResyncs += 1 }

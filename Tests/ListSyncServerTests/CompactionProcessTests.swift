@@ -91,6 +91,14 @@ struct CompactionProcessTests {
         return (a, b, doc, liveA, liveB)
     }
 
+    /// What `daemon`'s `status --json` says holds `doc`'s compaction back (`compaction_waits_for`;
+    /// nil when nothing does, or the document is not resident).
+    static func waitsFor(_ daemon: DaemonProcess, _ doc: DocumentID) -> String? {
+        let status = (try? daemon.json(["status"])) as? [String: Any]
+        let resident = (status?["resident"] as? [[String: Any]])?.first { $0["id"] as? String == doc.description }
+        return resident?["compaction_waits_for"] as? String
+    }
+
     /// The files of `doc`'s folder in `daemon`'s data folder, with their sizes.
     static func files(_ daemon: DaemonProcess, _ doc: DocumentID) -> [String: Int] {
         let folder = daemon.data + "/documents/\(doc)"
@@ -214,11 +222,7 @@ struct CompactionProcessTests {
         let phoneReplica = phone.replica
         await phone.close()
         let (laptop, _) = try await Self.churningLaptop(folder: dir.path + "/laptop", server: server, doc)
-        func waitsFor() -> String? {
-            let status = (try? daemon.json(["status"])) as? [String: Any]
-            let resident = (status?["resident"] as? [[String: Any]])?.first { $0["id"] as? String == doc.description }
-            return resident?["compaction_waits_for"] as? String
-        }
+        func waitsFor() -> String? { Self.waitsFor(daemon, doc) }
         #expect(eventually(20) { waitsFor()?.contains("senders behind") == true && waitsFor()?.contains("\(phoneReplica)") == true },
                 "\(String(describing: waitsFor()))")
         #expect(!daemon.log.contains("document compacted"), "compacted while the phone was behind")

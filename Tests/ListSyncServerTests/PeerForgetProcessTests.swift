@@ -11,14 +11,6 @@ import Testing
 /// the others through the gossip, and they compact.
 @Suite("Daemon: forgetting a peer daemon", .ownThread, .serialized, .timeLimit(.minutes(3)))
 struct PeerForgetProcessTests {
-    /// What `daemon`'s `status --json` says holds `doc`'s compaction back ("nothing", or nil if
-    /// the document is not resident).
-    static func waitsFor(_ daemon: DaemonProcess, _ doc: DocumentID) -> String? {
-        let status = (try? daemon.json(["status"])) as? [String: Any]
-        let resident = (status?["resident"] as? [[String: Any]])?.first { $0["id"] as? String == doc.description }
-        return resident?["compaction_waits_for"] as? String
-    }
-
     @Test("three peered daemons; C is killed and its data lost: A and B never compact and say C holds them back; B restarted with --forget-peer C: both forget it, compact, and show the same list")
     func forgottenDaemon() async throws {
         let dir = TemporaryFolder()
@@ -49,8 +41,8 @@ struct PeerForgetProcessTests {
                                                                                  server: try SyncClientTests.server(a), doc)
         let view = [CompactionProcessTests.laptopView]
         #expect(eventually(30) { ((try? table(b, doc.description)) ?? []) == view })
-        #expect(eventually(20) { Self.waitsFor(a, doc) == "daemon \(id) at another version" && Self.waitsFor(b, doc) == "daemon \(id) at another version" },
-                "A: \(String(describing: Self.waitsFor(a, doc))) B: \(String(describing: Self.waitsFor(b, doc)))")
+        #expect(eventually(20) { CompactionProcessTests.waitsFor(a, doc) == "daemon \(id) at another version" && CompactionProcessTests.waitsFor(b, doc) == "daemon \(id) at another version" },
+                "A: \(String(describing: CompactionProcessTests.waitsFor(a, doc))) B: \(String(describing: CompactionProcessTests.waitsFor(b, doc)))")
         #expect(PeerCompactionProcessTests.compactions(a) == 0 && PeerCompactionProcessTests.compactions(b) == 0)
 
         // The operator forgets C on B (restarted with the flag); A learns it from B's entry.
@@ -58,7 +50,7 @@ struct PeerForgetProcessTests {
         #expect(b.terminate() == 0)
         b = try DaemonProcess(data: dir.path + "/b", port: bPort, extra: peerFlags + ["--forget-peer", id])
         #expect(eventually(40) { PeerCompactionProcessTests.compactions(a) > 0 && PeerCompactionProcessTests.compactions(b) > 0 },
-                "A: \(String(describing: Self.waitsFor(a, doc))) B: \(String(describing: Self.waitsFor(b, doc)))\nA's log:\n\(a.log)\nB's log:\n\(b.log)")
+                "A: \(String(describing: CompactionProcessTests.waitsFor(a, doc))) B: \(String(describing: CompactionProcessTests.waitsFor(b, doc)))\nA's log:\n\(a.log)\nB's log:\n\(b.log)")
         #expect(b.log.contains("peer daemons forgotten daemons=\(id)"), "\(b.log)")
         #expect(try table(a, doc.description) == view && table(b, doc.description) == view)
         #expect(SyncClientTests.values(liveLaptop) == view)

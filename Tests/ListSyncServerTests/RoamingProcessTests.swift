@@ -107,7 +107,7 @@ struct RoamingProcessTests {
         #expect(eventually(30) { ((try? table(a, doc.description)) ?? []) == expected && ((try? table(b, doc.description)) ?? []) == expected },
                 "A: \(String(describing: try? table(a, doc.description))) B: \(String(describing: try? table(b, doc.description)))")
         #expect(eventually(40) { PeerCompactionProcessTests.compactions(a) > 0 && PeerCompactionProcessTests.compactions(b) > 0 },
-                "A: \(String(describing: PeerForgetProcessTests.waitsFor(a, doc))) B: \(String(describing: PeerForgetProcessTests.waitsFor(b, doc)))")
+                "A: \(String(describing: CompactionProcessTests.waitsFor(a, doc))) B: \(String(describing: CompactionProcessTests.waitsFor(b, doc)))")
         #expect(!a.log.contains("peer refused relayed operations") && !b.log.contains("peer refused relayed operations"))
         #expect(Self.unanswered(folder: dir.path + "/phone", doc) == [])
         await phone.close()

@@ -98,10 +98,7 @@ extension DocumentCore {
         let beat = max(1, retireAfter / 4)
         var changed = stability.peers.heartbeat(me, now: now, every: beat)
         var retired: [ReplicaID] = []
-        let forgottenNow = forgotten.sorted().filter { d in
-            d != me && (stability.peers.entries[d] != nil || !stability.peers.retired.contains(d))
-                && stability.peers.forget(daemon: d, me: me, now: now)
-        }
+        let forgottenNow = forgotten.sorted().filter { stability.peers.forget(daemon: $0, me: me, now: now) }
         changed = changed || !forgottenNow.isEmpty
         changed = changed || stabilityUnsaved
         stabilityUnsaved = false

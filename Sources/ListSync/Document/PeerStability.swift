@@ -173,13 +173,14 @@ public struct PeerStability: Sendable, Equatable {
             heard[me] = now
             changed = true
         }
+        // What any entry, held or received, lists as retired (asked only of a retired daemon).
+        lazy var listedBefore = Self.retiredListed(in: entries.values).union(Self.retiredListed(in: incoming.values))
         for (daemon, entry) in incoming where daemon != me {
             if retired.contains(daemon) {
                 // Back only once it caught up past every compaction made without it, and while
                 // no daemon lists it as forgotten (a stale entry of it still goes round).
                 guard entry.sequence > 0, floor.map({ entry.version.includes($0) }) ?? true,
-                      !incoming.values.contains(where: { $0.retired.contains(daemon) }),
-                      !entries.values.contains(where: { $0.retired.contains(daemon) }) else { continue }
+                      !listedBefore.contains(daemon) else { continue }
                 retired.remove(daemon)
             } else if let old = entries[daemon], old.sequence >= entry.sequence {
                 continue
@@ -189,21 +190,26 @@ public struct PeerStability: Sendable, Equatable {
             for a in entry.claimed where relayAuthors.contains(a) { heard[a] = now }
             changed = true
         }
-        // A daemon another daemon forgot (``forget(daemon:me:now:)``) is forgotten here too.
-        if changed {
-            let listed = entries.values.reduce(into: Set<ReplicaID>()) { $0.formUnion($1.retired) }
-            for d in listed.sorted() where d != me && entries[d] != nil { forget(daemon: d, me: me, now: now) }
-        }
-        // A relay author that a daemon retired and none claims is retired here too: the daemons
+        // A daemon another daemon forgot (``forget(daemon:me:now:)``) is forgotten here too; a
+        // relay author that a daemon retired and none claims is retired here too: the daemons
         // agree on it before any compacts (``allows(_:me:)``).
         if changed {
-            for a in relayAuthors.sorted() where !isClaimed(a) && entries.values.contains(where: { $0.retired.contains(a) }) {
+            let listed = Self.retiredListed(in: entries.values)
+            for d in listed.sorted() where d != me && entries[d] != nil { forget(daemon: d, me: me, now: now) }
+            for a in relayAuthors.sorted() where !isClaimed(a) && listed.contains(a) {
                 relayAuthors.remove(a)
                 heard[a] = nil
                 retiredAuthors.insert(a)
             }
         }
         return changed
+    }
+
+    /// Every replica some entry of `entries` lists as retired (``Entry/retired``).
+    ///
+    /// - Complexity: O(e × r) for e entries of r replicas retired.
+    static func retiredListed(in entries: some Sequence<Entry>) -> Set<ReplicaID> {
+        entries.reduce(into: Set<ReplicaID>()) { $0.formUnion($1.retired) }
     }
 
     /// The operator declared daemon `daemon` gone for good (`listsync serve --forget-peer`), or
@@ -220,16 +226,18 @@ public struct PeerStability: Sendable, Equatable {
     @discardableResult
     public mutating func forget(daemon: ReplicaID, me: ReplicaID, now: UInt64) -> Bool {
         guard daemon != me else { return false }
+        var changed = false
         if var mine = entries[me], !mine.retired.contains(daemon) {
             mine.retired.insert(daemon)
             mine.sequence += 1
             mine.retiredAt = mine.sequence
             entries[me] = mine
             heard[me] = now
+            changed = true
         }
         let claimed = entries.removeValue(forKey: daemon)?.claimed ?? []
         heard[daemon] = nil
-        var changed = retired.insert(daemon).inserted || !claimed.isEmpty
+        changed = retired.insert(daemon).inserted || !claimed.isEmpty || changed
         for a in claimed.sorted() where relayAuthors.contains(a) && !isClaimed(a) {
             relayAuthors.remove(a)
             heard[a] = nil

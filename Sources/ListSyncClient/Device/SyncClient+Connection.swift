@@ -411,7 +411,7 @@ extension SyncClient {
     /// would lose what it lacks.
     func caughtUp(_ copy: LocalCopy, _ version: VersionVector, on c: Connection) {
         if let base = copy.resyncBase {
-            guard base.version.includes(version), base.version[replica] >= copy.record.version[replica] else { return }
+            guard base.isReadyForRemake(synced: version, acknowledged: copy.record.version, of: replica) else { return }
             resync(copy, onto: base)
             guard !copy.resync else { return }
         }
