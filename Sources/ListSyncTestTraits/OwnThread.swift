@@ -39,7 +39,7 @@ public struct OwnThreadTrait: TestTrait, SuiteTrait, TestScoping {
                 // The preference applies from the next enqueue on: suspend once so that even a
                 // test that never awaits runs on the dedicated thread.
                 await Task.yield()
-                try await function()
+                try await TestThreads.$current.withValue(executor) { try await function() }
             }
         } catch {
             await threads.release(executor)
@@ -62,6 +62,24 @@ extension Trait where Self == OwnThreadTrait {
 
 let testThreadKey = "ListSyncTestTraits.thread"
 
+/// Starts an unstructured task that runs where the calling test runs: on the test's own thread
+/// under `.ownThread` or `.cpuHeavy`, else on the pool as `Task {}` would.
+///
+/// A plain `Task {}` does not keep the test's executor preference (SE-0417): its work goes to the
+/// cooperative pool, which tests blocking on processes can hold for many seconds, and a responder
+/// or a flood started that way stalled past a test's deadline in CI (a NATS request timed out
+/// after 20 s). Child tasks (`async let`, task groups) keep the preference without this.
+@discardableResult
+public func testTask<Success: Sendable>(_ body: sending @escaping () async -> Success) -> Task<Success, Never> {
+    Task(executorPreference: TestThreads.current, operation: body)
+}
+
+/// ``testTask(_:)`` for a body that throws.
+@discardableResult
+public func testTask<Success: Sendable>(_ body: sending @escaping () async throws -> Success) -> Task<Success, any Error> {
+    Task(executorPreference: TestThreads.current, operation: body)
+}
+
 /// The name of the dedicated test thread this runs on (see ``OwnThreadTrait``), or nil on any
 /// other thread. A synchronous call: threads are not for async code to ask about.
 public func currentTestThread() -> String? {
@@ -70,6 +88,9 @@ public func currentTestThread() -> String? {
 
 /// The dedicated threads, reused: at most `limit` are handed out at once.
 actor TestThreads {
+    /// The executor of the `.ownThread` or `.cpuHeavy` test running in this task, if any.
+    @TaskLocal static var current: ThreadExecutor?
+
     static let computing = TestThreads(name: "cpu", limit: max(2, ProcessInfo.processInfo.activeProcessorCount), nice: 10)
     static let waiting = TestThreads(name: "wait", limit: .max, nice: 0)
 

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import ListSyncTestTraits
 @testable import ListCRDT
 import ListSyncSimulation
 
@@ -86,7 +87,7 @@ import ListSyncSimulation
     }
 
     @Test("encodedOperations(since:) is ListOperation.encode(operations(since:)) byte for byte, whatever the window",
-          arguments: [1, 2, 3, 7, 64, ListDocument.encodingWindow])
+          .cpuHeavy, arguments: [1, 2, 3, 7, 64, ListDocument.encodingWindow])
     func encodedFromTheLog(window: Int) throws {
         for seed in [1, 2, 3] as [UInt64] {
             let (docs, versions) = try Self.histories(seed: seed)

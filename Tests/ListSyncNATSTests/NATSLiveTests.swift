@@ -30,7 +30,7 @@ struct NATSLiveTests {
         let m1 = await it.next(), m2 = await it.next()
         #expect(m1?.subject == "t.one" && m1?.payload == Array("1".utf8))
         #expect(m2?.subject == "t.two" && m2?.headers?["K"] == "v")
-        let server2 = Task {
+        let server2 = testTask {
             for await m in echo.messages {
                 if let r = m.replyTo { try? await b.publish(r, payload: m.payload + Array("!".utf8)) }
             }

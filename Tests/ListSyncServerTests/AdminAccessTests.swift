@@ -98,7 +98,7 @@ struct AdminAccessTests {
         }
     }
 
-    @Test("a burst of pipelined /metrics on a daemon with 400 documents barely delays a CREATE")
+    @Test("a burst of pipelined /metrics on a daemon with 400 documents barely delays a CREATE", .timed)
     func metricsBurst() async throws {
         let dir = TemporaryFolder()
         defer { dir.remove() }
@@ -122,7 +122,7 @@ struct AdminAccessTests {
         let request = "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n"
         let last = "GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
         let burstStart = ContinuousClock.now
-        let burst = Task {
+        let burst = testTask {
             try await withThrowingTaskGroup(of: Int.self) { group in
                 for _ in 0..<connections {
                     group.addTask {

@@ -7,6 +7,7 @@ import ListSyncServer
 import ListSyncTestSupport
 import Synchronization
 import Testing
+import ListSyncTestTraits
 import ListSync
 import ListSyncTCP
 
@@ -187,7 +188,7 @@ struct RateLimitTests {
         }
         #expect(burst.count == 1_500)
         let start = ContinuousClock.now
-        let flood = Task {
+        let flood = testTask {
             for f in burst { _ = raw.enqueue(f) }
             var acked = 0, limited = 0
             _ = await readUntil { actions in

@@ -71,7 +71,7 @@ extension FaultProxySuites {
             let port = proxy.port
             let clients = 4
 
-            let finished = Task {
+            let finished = testTask {
                 try await withThrowingTaskGroup(of: (DaemonClient, LiveDocument, Int).self) { group in
                     for i in 0..<clients {
                         group.addTask {

@@ -3,12 +3,13 @@ import Foundation
 import Testing
 import ListSync
 import ListSyncTestSupport
+import ListSyncTestTraits
 @testable import ListSyncTCP
 
 /// Each attack runs from 127.0.0.2 or .3 against a real listener; it must be refused, and an
 /// honest client (from 127.0.0.1) must still get its frames echoed, during and after.
 extension SocketTests {
-    @Suite("Attacks on the TCP listener, each refused while an honest client is served", .serialized, .timeLimit(.minutes(1)))
+    @Suite("Attacks on the TCP listener, each refused while an honest client is served", .serialized, .timeLimit(.minutes(3)))
     struct AttackTests {
         /// An attacker's session: a client machine driven over a raw socket, so the test can send
         /// bytes no honest client would.
@@ -180,7 +181,7 @@ extension SocketTests {
             return seconds
         }
 
-        @Test("silent and half-open floods, from the honest client's own address and from 64 others: the pool never grows past its size, and the honest client is served in under a second (more on a loaded machine: three times its time without the flood)")
+        @Test("silent and half-open floods, from the honest client's own address and from 64 others: the pool never grows past its size, and the honest client is served in under a second (more on a loaded machine: three times its time without the flood)", .timed)
         func handshakeFlood() async throws {
             var options = testOptions
             options.maxUnauthenticated = 16

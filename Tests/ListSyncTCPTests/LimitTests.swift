@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Foundation
 import Testing
+import ListSyncTestTraits
 import ListSync
 import ListSyncTestSupport
 @testable import ListSyncTCP
@@ -14,7 +15,7 @@ extension SocketTests {
             options.sendQueueLimit = 256 * 1024
             try await withServer(options: options) { loop, listener in
                 // The server pushes frames at whoever connects.
-                let pusher = Task { () -> TCPTransport? in
+                let pusher = testTask { () -> TCPTransport? in
                     guard let t = try? await listener.acceptTCP() else { return nil }
                     let chunk = [UInt8](repeating: 1, count: 60_000)
                     for _ in 0..<2_000 {
@@ -43,13 +44,13 @@ extension SocketTests {
             options.pingInterval = .milliseconds(100)
             options.idleTimeout = .milliseconds(350)
             try await withServer(options: options) { loop, listener in
-                let accepted = Task { try? await listener.acceptTCP() }
+                let accepted = testTask { try? await listener.acceptTCP() }
                 let client = try await TCPTransport.connect(host: "127.0.0.1", port: listener.port, key: testKey, options: options, loop: loop)
                 let server = try #require(await accepted.value)
                 try await Task.sleep(for: .milliseconds(900))
                 #expect(client.isOpen && server.isOpen, "pings keep a quiet but live connection open")
                 // A peer that finished its handshake and then reads nothing at all.
-                let acceptedMute = Task { try? await listener.acceptTCP() }
+                let acceptedMute = testTask { try? await listener.acceptTCP() }
                 let (mute, m, _) = try #require(await AttackTests.rawHandshake(port: listener.port, seed: 21))
                 #expect(m.isEstablished)
                 let muteServer = try #require(await acceptedMute.value)

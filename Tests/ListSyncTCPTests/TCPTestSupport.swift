@@ -3,6 +3,7 @@ import Foundation
 import ListSync
 import ListSyncTestSupport
 import Testing
+import ListSyncTestTraits
 @testable import ListSyncTCP
 
 /// Every suite that opens sockets, one at a time: their descriptor counts must not mix.
@@ -58,7 +59,7 @@ func eventually(_ seconds: Double = 10, _ condition: @Sendable () async -> Bool)
 
 /// Accepts connections and echoes every frame back, until the listener closes.
 func echoServer(_ listener: TCPListener) -> Task<Void, Never> {
-    Task {
+    testTask {
         await withTaskGroup(of: Void.self) { group in
             while let t = try? await listener.acceptTCP() {
                 group.addTask {

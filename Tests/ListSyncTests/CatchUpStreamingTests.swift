@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import ListSyncTestTraits
 import ListCRDT
 @testable @_spi(Testing) import ListSync
 import ListSyncSimulation
@@ -102,7 +103,7 @@ import ListSyncTestSupport
     }
 
     @Test("random scripts: the streamed catch-up sends exactly the frames of the catch-up rebuilt whole, in the same order",
-          arguments: [(256, 1), (2048, 5000), (1 << 20, 1 << 20)])
+          .cpuHeavy, arguments: [(256, 1), (2048, 5000), (1 << 20, 1 << 20)])
     func sameFramesAsMaterialised(maxFrame: Int, stepBytes: Int) {
         for seed in [1, 2] as [UInt64] {
             let (base, versions) = Self.history(seed: seed, edits: 200)
@@ -118,7 +119,7 @@ import ListSyncTestSupport
     }
 
     @Test("a catch-up from any version: its frames are the operations it lacks split as OperationFrames.split does, in steps of stepBytes",
-          arguments: [(256, 1), (300, 700), (4096, 9000), (1 << 20, 1 << 20)])
+          .cpuHeavy, arguments: [(256, 1), (300, 700), (4096, 9000), (1 << 20, 1 << 20)])
     func framesOfACatchUp(maxFrame: Int, stepBytes: Int) throws {
         let (base, versions) = Self.history(seed: 4, edits: 400)
         for version in versions {
