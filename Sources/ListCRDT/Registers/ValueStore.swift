@@ -25,15 +25,24 @@ struct ValueStore: Sendable {
     /// Values laid out already: `bytes`, and for each entity the length of its value (in order).
     ///
     /// - Complexity: O(n).
-    init(bytes: [UInt8], lengths: some Sequence<(count: Int, length: Int)>) {
+    init(bytes: [UInt8], lengths: [(count: Int, length: Int)]) {
         precondition(bytes.count <= Int(UInt32.max), "values over 4 GiB")
         self.bytes = bytes
+        // Written through a pointer into room made once: appending one at a time checked
+        // uniqueness and room for each value (5% of a snapshot load of the friendsforever trace).
+        let total = lengths.reduce(0) { $0 + $1.count }
         var end = 0
-        for run in lengths {
-            for _ in 0 ..< run.count {
-                end += run.length
-                ends.append(UInt32(truncatingIfNeeded: end))
+        ends = [UInt32](unsafeUninitializedCapacity: total) { buffer, initialized in
+            var k = 0
+            for run in lengths {
+                precondition(run.count >= 0 && run.count <= total - k, "value run counts do not add up")
+                for _ in 0 ..< run.count {
+                    end += run.length
+                    (buffer.baseAddress! + k).initialize(to: UInt32(truncatingIfNeeded: end))
+                    k += 1
+                }
             }
+            initialized = k
         }
         precondition(end == bytes.count, "value lengths do not add up to the bytes")
     }
