@@ -124,15 +124,21 @@ extension StateSnapshotDecoder {
                         let bound = o < own.count ? (dead ? own[o].upperBound : own[o].lowerBound) : Int.max
                         let stop = min(piece.count, bound - e)
                         let state: Int32 = dead ? -2 : -1
-                        for j in k ..< stop {
-                            (rows.baseAddress! + e + j).initialize(to: EntityTable.Row(
-                                id: OpID(counter: piece.id.counter &+ UInt64(j), replica: piece.id.replica),
-                                winner: piece.lv.advanced(by: j), section: piece.section, packedState: state))
+                        // One pass writes the rows and, for live items, their slots' visibility
+                        // (a memset per stretch cost more than the stores: stretches are short).
+                        var row = rows.baseAddress! + e + k
+                        var counter = piece.id.counter &+ UInt64(k)
+                        var lv = piece.lv.advanced(by: k)
+                        let flags = visible.baseAddress!
+                        for _ in k ..< stop {
+                            row.initialize(to: EntityTable.Row(id: OpID(counter: counter, replica: piece.id.replica),
+                                                               winner: lv, section: piece.section, packedState: state))
+                            flags[lv.int] = !dead
+                            row += 1
+                            counter &+= 1
+                            lv = lv.advanced(by: 1)
                         }
-                        if !dead {
-                            (visible.baseAddress! + piece.lv.int + k).update(repeating: true, count: stop - k)
-                            shown[piece.section.int] += stop - k
-                        }
+                        if !dead { shown[piece.section.int] += stop - k }
                         k = stop
                     }
                     e += piece.count

@@ -95,8 +95,16 @@ extension StateSnapshotDecoder {
             firstRun = end
         }
         // As many slots placed as there are, and none left out: none placed twice.
-        let missing = forest.leafOf.withUnsafeBufferPointer { leafOf in leafOf.firstIndex { !$0.exists } }
-        if let missing { throw .invalidValue("slot \(missing) is in no tree (another is in two)", offset: r.offset) }
+        // A branch-free pass over the leaves' signs first (it vectorises); the slot is looked for
+        // only when one is missing (a closure per slot cost 2% of a load).
+        let anyMissing = forest.leafOf.withUnsafeBufferPointer { leafOf in
+            var sign: Int32 = 0
+            for leaf in leafOf { sign |= leaf.raw }
+            return sign < 0
+        }
+        if anyMissing, let missing = forest.leafOf.firstIndex(where: { !$0.exists }) {
+            throw .invalidValue("slot \(missing) is in no tree (another is in two)", offset: r.offset)
+        }
         doc.forest = forest
     }
 }

@@ -113,6 +113,7 @@ struct StateSnapshotDecoder {
     // MARK: Slots
 
     /// The slot runs, with the entities they place; makes the entities' rows (values come later).
+    /// The slots are written in place (``SlotStore/load(slots:runs:_:)``): the count is known.
     mutating func readSlots() throws(WireError) {
         let at = r.offset
         let slotCount = try r.varint()
@@ -121,9 +122,17 @@ struct StateSnapshotDecoder {
         }
         let n = Int(slotCount)
         let pieces = try r.count(minBytes: 7)
-        doc.slots.reserveCapacity(forMore: n, runs: pieces)
         // The items' rows are written in one pass later, from these pieces (``readItemDeletes()``).
         itemPieces.reserveCapacity(pieces)
+        // Each piece starts at most one run: a move's later slots continue its first one's run.
+        doc.slots = try SlotStore.load(slots: n, runs: pieces) { (slots: inout SlotStore.Loading) throws(WireError) in
+            try readSlotRuns(pieces, of: n, countAt: at, into: &slots)
+        }
+        doc.sectionShown = Array(repeating: false, count: doc.sections.count)
+    }
+
+    /// The `pieces` slot runs of `n` slots (a count read at offset `at`), written to `slots`.
+    private mutating func readSlotRuns(_ pieces: Int, of n: Int, countAt at: Int, into slots: inout SlotStore.Loading) throws(WireError) {
         var lastEnd = Array(repeating: UInt64(0), count: replicas.count)
         var previousEnd: UInt64 = 0
         var lv = LocalVersion(0)
@@ -142,8 +151,8 @@ struct StateSnapshotDecoder {
             let seq = try bounded(doc.sections.count)
             let sequence: SequenceIndex = seq == 0 ? .sections : .items(EntityIndex(Int32(seq - 1)))
             let leftLV = left == 0 ? .none : lv.advanced(by: -left), rightLV = right == 0 ? .none : lv.advanced(by: -right)
-            guard !leftLV.exists || doc.slots.sequence(of: leftLV) == sequence,
-                  !rightLV.exists || doc.slots.sequence(of: rightLV) == sequence else {
+            guard !leftLV.exists || slots.sequence(of: leftLV) == sequence,
+                  !rightLV.exists || slots.sequence(of: rightLV) == sequence else {
                 throw .invalidValue("an origin is in another sequence", offset: originAt)
             }
             let modeAt = r.offset
@@ -153,7 +162,7 @@ struct StateSnapshotDecoder {
             switch mode {
             case 0:  // new entities: an insert's slots
                 let e = EntityIndex(isItems ? itemCount : doc.sections.count)
-                _ = doc.slots.appendRun(id: id, count: count, left: leftLV, right: rightLV, sequence: sequence, entity: e)
+                _ = slots.appendRun(id: id, count: count, left: leftLV, right: rightLV, sequence: sequence, entity: e)
                 if isItems {
                     itemPieces.append((id, lv, sequence.section, count))
                     itemCount += count
@@ -168,8 +177,8 @@ struct StateSnapshotDecoder {
                 }
                 for j in 0 ..< count {
                     let e = try bounded(isItems ? itemCount - 1 : doc.sections.count - 1)
-                    _ = doc.slots.append(id: id.advanced(by: j), left: j == 0 ? leftLV : lv.advanced(by: j - 1), right: rightLV,
-                                         sequence: sequence, entity: EntityIndex(e))
+                    _ = slots.append(id: id.advanced(by: j), left: j == 0 ? leftLV : lv.advanced(by: j - 1), right: rightLV,
+                                     sequence: sequence, entity: EntityIndex(e))
                 }
             default:
                 throw .invalidTag(mode, offset: modeAt)
@@ -179,7 +188,6 @@ struct StateSnapshotDecoder {
             lv = lv.advanced(by: count)
         }
         guard lv.int == n else { throw .invalidValue("the slot runs hold \(lv) slots, not \(n)", offset: at) }
-        doc.sectionShown = Array(repeating: false, count: doc.sections.count)
     }
 
     // MARK: Log

@@ -19,6 +19,15 @@ struct SlotStore: Sendable {
         var right: LocalVersion
         /// The sequence: -1 for the section sequence, else the index of the section.
         var sequence: SequenceIndex
+
+        /// Whether slots with ids from `id` on, at `lv` on, the first with left origin `left`,
+        /// all with right origin `right` in `sequence`, continue this run (a typed run goes on).
+        @inline(__always)
+        func isContinued(by id: OpID, at lv: LocalVersion, left: LocalVersion, right: LocalVersion, sequence: SequenceIndex) -> Bool {
+            self.id.replica == id.replica && self.id.counter &+ UInt64(count) == id.counter
+                && self.lv.advanced(by: count) == lv && self.lv.advanced(by: count - 1) == left
+                && self.right == right && self.sequence == sequence
+        }
     }
 
     /// What a replica keeps for one slot: 8 bytes. Its id, origins and sequence are its run's
@@ -67,16 +76,35 @@ struct SlotStore: Sendable {
     @inline(__always)
     mutating func appendRun(id: OpID, count n: Int, left: LocalVersion, right: LocalVersion, sequence: SequenceIndex, entity e: EntityIndex) -> LocalVersion {
         let lv = LocalVersion(slots.count)
-        if var last = runs.last, last.id.replica == id.replica,
-           last.id.counter &+ UInt64(last.count) == id.counter,
-           last.lv.advanced(by: last.count) == lv, last.lv.advanced(by: last.count - 1) == left,
-           last.right == right, last.sequence == sequence {
+        if var last = runs.last, last.isContinued(by: id, at: lv, left: left, right: right, sequence: sequence) {
             last.count += Int32(n)
             runs[runs.count - 1] = last
         } else {
             runs.append(Run(lv: lv, count: Int32(n), id: id, left: left, right: right, sequence: sequence))
         }
         appendSlots(Slot(entity: e, run: Int32(runs.count - 1)), count: n)
+        noteIDs(id, count: n, at: lv)
+        return lv
+    }
+
+    /// An empty store.
+    init() {}
+
+    /// A store holding `runs` and `slots` as they are (built in place by
+    /// ``load(slots:runs:_:)``), with each replica's id runs derived from the runs: the id runs
+    /// ``appendRun(id:count:left:right:sequence:entity:)`` would have made appending them.
+    ///
+    /// - Complexity: O(runs).
+    init(runs: [Run], slots: [Slot]) {
+        self.runs = runs
+        self.slots = slots
+        for run in runs { noteIDs(run.id, count: Int(run.count), at: run.lv) }
+    }
+
+    /// Records that ids `id ..< id + n` are the slots from `lv` on in their replica's id runs:
+    /// the last one grows when they continue it.
+    @inline(__always)
+    private mutating func noteIDs(_ id: OpID, count n: Int, at lv: LocalVersion) {
         let k: Int
         if let last = lastReplica, last.id == id.replica {
             k = last.index
@@ -90,7 +118,6 @@ struct SlotStore: Sendable {
         } else {
             idRuns[k].append(IDRun(counter: id.counter, lv: lv, count: Int32(n)))
         }
-        return lv
     }
 
     /// Appends the slot of the operation right after the last slot's, by the same replica, with
