@@ -19,8 +19,10 @@ extension Simulator {
         guard let minOperations = configuration.compactAfter else { return }
         if daemons[d].core.isPeered {
             // With peers: this daemon's entry first, written down before it is gossiped.
-            let (changed, retired, _) = daemons[d].core.refreshPeers(now: stabilityNow, retireAfter: configuration.retireAfter)
+            let (changed, retired, forgotten) = daemons[d].core.refreshPeers(now: stabilityNow, retireAfter: configuration.retireAfter,
+                                                                             forgotten: forgottenPeers[d] ?? [])
             report.retired += retired.count
+            report.daemonsForgotten += forgotten.count
             if changed { daemons[d].savedStability = daemons[d].core.stability }
             performCore(d, daemons[d].core.gossip(now: network.now, interval: Self.gossipInterval))
         }
@@ -191,10 +193,10 @@ extension Simulator {
         // Every anti-entropy round re-subscribes each client, and a daemon knows nothing of a
         // client's `seen` until it reports again: the more clients on one daemon (roaming puts
         // them together), the rarer the moment when all have reported.
-        for _ in 1...(30 * clients.count) where daemons.contains(where: { $0.core.document.operationCount >= minOperations }) {
+        for _ in 1...(30 * clients.count) where liveDaemons.contains(where: { $0.core.document.operationCount >= minOperations }) {
             step(until: network.now + configuration.antiEntropyInterval)
         }
-        for (d, daemon) in daemons.enumerated() where daemon.core.document.operationCount >= minOperations {
+        for (d, daemon) in daemons.enumerated() where d != lost && daemon.core.document.operationCount >= minOperations {
             report.failures.append("daemon \(d) did not compact once quiet (\(daemon.core.document.operationCount) operations since its floor)"
                                    + ": \(daemon.core.compactionBlock)")
         }

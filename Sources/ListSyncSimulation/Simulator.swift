@@ -65,6 +65,12 @@ public struct SimulationConfiguration: Sendable {
     /// A deliberately broken client (tests of the harness's power): it takes every refusal as
     /// final and makes its edits again at once, as clients did before ``UnansweredSends``.
     @_spi(Testing) public var remakesOnFirstRefusal = false
+    /// With compaction and several daemons: once quiet, the last daemon is lost for good (its
+    /// machine gone), the operator forgets it on one of the others (`--forget-peer`), and the
+    /// clients edit on for half as many edits again (``Simulator/loseDaemon()``).
+    public var losesDaemon = false
+    /// A deliberately absent operator (tests of the harness's power): the lost daemon is not forgotten.
+    @_spi(Testing) public var forgetsLostDaemon = true
 
     /// The `listsync simulate` arguments that replay this configuration's run (the knobs the
     /// command takes; faults and partitions at their defaults).
@@ -72,6 +78,7 @@ public struct SimulationConfiguration: Sendable {
         "--seed \(seed) --replicas \(replicas) --ops \(operations) --daemons \(daemons)" + (ring ? " --ring" : "")
             + " --crashes \(crashes)" + (compactAfter.map { " --compact-after \($0) --retire-after \(retireAfter)" } ?? "")
             + (sendsAhead ? " --sends-ahead" : "") + (roamPercent > 0 ? " --roam \(roamPercent)" : "")
+            + (losesDaemon ? " --lose-daemon" : "")
     }
 
     /// The defaults: 4 replicas, 200 edits, standard faults, 2 partitions.
@@ -113,6 +120,8 @@ public struct SimulationReport: Sendable, CustomStringConvertible {
     public var roams = 0
     /// Refusals after which a client went back to another daemon it had sent the refused operations to.
     public var settles = 0
+    /// Daemons lost for good, and daemons the others forgot (``SimulationConfiguration/losesDaemon``).
+    public var daemonsLost = 0, daemonsForgotten = 0
 
     /// An empty report (runs fill theirs in; tests add reports up in one with ``addCounts(of:)``).
     public init() {}
@@ -130,6 +139,8 @@ public struct SimulationReport: Sendable, CustomStringConvertible {
         clientCompactions += other.clientCompactions; stabilityGossips += other.stabilityGossips
         roams += other.roams
         settles += other.settles
+        daemonsLost += other.daemonsLost
+        daemonsForgotten += other.daemonsForgotten
     }
     /// Every invariant that failed; empty when the run passed.
     public var failures: [String] = []
@@ -193,6 +204,11 @@ public struct Simulator: Sendable {
     /// Operations appended and not yet synced, by daemon and ticket (logged once durable: a
     /// crash loses them, and their ids may yet be counted in by a later operation of their author).
     var appending: [Int: [UInt64: [ListOperation]]] = [:]
+    /// The daemon lost for good (``SimulationConfiguration/losesDaemon``): nothing reaches it or
+    /// leaves it again, and the checks leave it out.
+    var lost: Int?
+    /// Per daemon, the daemons its operator told it to forget (`--forget-peer`), by replica.
+    var forgottenPeers: [Int: Set<ReplicaID>] = [:]
     var compacting: Bool { configuration.compactAfter != nil }
     /// Whether clients send as SyncClient does (everything unacknowledged, in order, once caught up).
     var sendsInOrder: Bool { compacting && !configuration.sendsAhead }
@@ -234,8 +250,11 @@ public struct Simulator: Sendable {
     /// The documents of the clients that kept theirs, then the daemons' (after ``run()``,
     /// converged if the run passed).
     public var replicaDocuments: [ListDocument] {
-        clients.filter { !$0.forgetful }.map(\.document) + daemons.map(\.core.document)
+        clients.filter { !$0.forgetful }.map(\.document) + liveDaemons.map(\.core.document)
     }
+
+    /// The daemons but the one lost for good.
+    var liveDaemons: [SimulatedDaemon] { daemons.indices.filter { $0 != lost }.map { daemons[$0] } }
 
     static func ns(_ ms: UInt64) -> UInt64 { ms &* 1_000_000 }
     var nowNs: UInt64 { Self.ns(network.now) }
@@ -254,22 +273,25 @@ public struct Simulator: Sendable {
         let crashes = (0..<configuration.crashes).map { _ in (at: rng.below(max(configuration.operations, 1)), daemon: rng.below(daemons.count)) }
         nextAntiEntropy = configuration.antiEntropyInterval
         for edit in 0..<configuration.operations {
-            let due = network.now + 1 + rng.next() % max(configuration.editInterval, 1)
-            step(until: due)
+            stepToNextEdit()
             for c in cuts where c.a != c.b {
                 if c.at == edit { network.partition(c.a, c.b) }
                 if c.at + c.length == edit { network.heal(c.a, c.b) }
             }
             for c in crashes where c.at == edit { crash(c.daemon) }
-            let r = rng.below(n)
-            if rng.chance(configuration.dragPercent) && clients[r].document.totalItemCount > 0 {
-                drag(at: r)
-            } else {
-                makeEdit(at: r)
-            }
+            editSomewhere()
         }
         quiesce()
+        if configuration.losesDaemon, compacting, daemons.count > 1, report.failures.isEmpty {
+            loseDaemon()
+            for _ in 0 ..< max(configuration.operations / 2, 1) {
+                stepToNextEdit()
+                editSomewhere()
+            }
+            quiesce()
+        }
         settleCompaction()
+        checkLostDaemonForgotten()
         checkPresenceEnded()
         check()
         report.framesSent = network.framesSent
@@ -280,6 +302,22 @@ public struct Simulator: Sendable {
         report.virtualTime = network.now
         report.acknowledged = daemons.reduce(0) { $0 + $1.acknowledged.count }
         return report
+    }
+
+    /// Runs the network up to the next edit's moment.
+    mutating func stepToNextEdit() {
+        let due = network.now + 1 + rng.next() % max(configuration.editInterval, 1)
+        step(until: due)
+    }
+
+    /// One edit, or a drag, by a client picked at random.
+    mutating func editSomewhere() {
+        let r = rng.below(clients.count)
+        if rng.chance(configuration.dragPercent) && clients[r].document.totalItemCount > 0 {
+            drag(at: r)
+        } else {
+            makeEdit(at: r)
+        }
     }
 
     // MARK: Time
@@ -338,7 +376,10 @@ public struct Simulator: Sendable {
         roomDue.removeAll { $0.time <= now }
         for r in due { performCore(r.daemon, daemons[r.daemon].core.roomAvailable(SubscriberID(r.subscriber))) }
         for c in clients.indices where (clients[c].reconnectAt ?? .max) <= now { connectClient(c) }
-        for (k, t) in linkDue.sorted(by: { $0.key < $1.key }) where t <= now { connectLink(k >> 32, k & 0xFFFF_FFFF) }
+        for (k, t) in linkDue.sorted(by: { $0.key < $1.key }) where t <= now {
+            let (a, b) = (k >> 32, k & 0xFFFF_FFFF)
+            if a == lost || b == lost { linkDue[k] = nil } else { connectLink(a, b) }
+        }
         for c in clients.indices where clients[c].connected {
             performClient(c, clients[c].session.tick(now: nowNs))
             for (_, due) in clients[c].presence.tick(now: nowNs) { sendPresence(c, due) }
@@ -379,6 +420,8 @@ public struct Simulator: Sendable {
     /// order, and a frame the network loses (or a partition drops) resets the connection, as a
     /// lost segment does once TCP gives up: both ends learn it and the dialing side reconnects.
     mutating func send(_ from: Int, _ to: Int, _ frame: [UInt8]) {
+        // A daemon lost for good: its machine is gone, nothing reaches it or comes from it.
+        if let lost, from == lost || to == lost { return }
         let dropped = network.framesDropped
         network.send(from: from, to: to, [generations[Self.key(from, to), default: 0]] + frame)
         if network.framesDropped > dropped {
@@ -388,12 +431,14 @@ public struct Simulator: Sendable {
     }
 
     mutating func connectClient(_ c: Int) {
-        if let d = clients[c].settleAt {
+        if let d = clients[c].settleAt, d != lost {
             clients[c].settleAt = nil
             if d != clients[c].daemon { report.roams += 1 }
             clients[c].daemon = d
         } else if daemons.count > 1, configuration.roamPercent > 0, rng.chance(configuration.roamPercent) {
-            let d = rng.below(daemons.count)
+            clients[c].settleAt = nil
+            var d = rng.below(daemons.count)
+            if d == lost { d = (d + 1) % daemons.count }
             if d != clients[c].daemon { report.roams += 1 }
             clients[c].daemon = d
         }
@@ -772,7 +817,7 @@ public struct Simulator: Sendable {
     mutating func drag(at r: Int) {
         report.edits += 1
         report.drags += 1
-        let before = clients[r].document.operationCount
+        var before = clients[r].document.operationCount
         let generation = clients[r].generation
         var session = DragSession()
         let doc = clients[r].document
@@ -801,6 +846,9 @@ public struct Simulator: Sendable {
                 }
                 publishPresence(r, session.presenceActivity)
             }
+            // Compacted meanwhile (the daemon's floor reached): its log starts at the floor now,
+            // shorter than when the drag began.
+            before = min(before, clients[r].document.operationCount)
             if session.isDragging {
                 _ = try session.drop(into: &clients[r].document)
                 report.moves += 1
@@ -871,7 +919,7 @@ public struct Simulator: Sendable {
             let clientsDone = !compacting || clients.allSatisfy { c in
                 !c.resync && c.document.hasHistory(since: c.acked) && c.document.operations(since: c.acked).isEmpty
             }
-            if clientsDone && docs.allSatisfy({ $0.version == v && $0.pendingCount == 0 }) && daemons.allSatisfy({ $0.core.isQuiet && $0.disk.unsyncedCount == 0 }) {
+            if clientsDone && docs.allSatisfy({ $0.version == v && $0.pendingCount == 0 }) && liveDaemons.allSatisfy({ $0.core.isQuiet && $0.disk.unsyncedCount == 0 }) {
                 report.quiescenceRounds = round - 1
                 return
             }
@@ -886,7 +934,7 @@ public struct Simulator: Sendable {
     /// and ticks): one seed in eight does; the others check the boards at the time to live
     /// without running it (what is in flight then is not seen).
     mutating func checkPresenceEnded() {
-        let written = daemons.map(\.disk.bytesWritten)
+        let written = liveDaemons.map(\.disk.bytesWritten)
         let ttl = PresenceBoard.defaultTTL / 1_000_000 + 1
         let runs = configuration.seed % 8 == 0
         if runs { step(until: network.now + ttl) }
@@ -896,7 +944,7 @@ public struct Simulator: Sendable {
                 report.failures.append("client \(c) still shows \(clients[c].board.presences.count) drags after the time to live")
             }
         }
-        if daemons.map(\.disk.bytesWritten) != written || daemons.contains(where: { !$0.core.isQuiet }) {
+        if liveDaemons.map(\.disk.bytesWritten) != written || liveDaemons.contains(where: { !$0.core.isQuiet }) {
             report.failures.append("a daemon wrote to its disk while only presence and anti-entropy ran")
         }
     }

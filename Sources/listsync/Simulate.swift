@@ -35,6 +35,10 @@ let simulateUsage = """
                           caught up)
       --roam P            with --daemons 2 or more: percent of reconnects on which a client
                           connects to another daemon, picked at random (default 0)
+      --lose-daemon       with --compact-after and --daemons 2 or more: once quiet, the last
+                          daemon is lost for good, the operator forgets it on another
+                          (--forget-peer), and the clients edit on; every other daemon
+                          must compact again
       --quiet             print only failures and the summary
       -h, --help          show this help
     """
@@ -78,6 +82,7 @@ func runSimulate(_ args: [String]) throws -> Int32 {
         case "--compact-after": config.compactAfter = try number("--compact-after", 1...10_000_000)
         case "--retire-after": config.retireAfter = try number("--retire-after", 0...10_000_000)
         case "--sends-ahead": config.sendsAhead = true
+        case "--lose-daemon": config.losesDaemon = true
         case "--roam": config.roamPercent = try number("--roam", 0...100)
         case "--quiet": quiet = true
         default: throw UsageError(message: "unknown option '\(args[i])'")
@@ -107,6 +112,9 @@ func runSimulate(_ args: [String]) throws -> Int32 {
         print("summary: \(runs) runs × \(config.replicas) replicas × \(config.operations) edits: \(total.edits) edits, \(total.framesSent) frames, \(total.bytesSent) bytes, \(runs - UInt64(failed.count)) passed, \(failed.count) failed, \(String(format: "%.1f", seconds)) s")
         if config.compactAfter != nil {
             print("compaction: \(total.compactions) compactions, \(total.retired) senders retired, \(total.snapshots) snapshot catch-ups, \(total.remade) operations remade, \(total.refusedCompacted) batches refused as compacted, \(total.clientCompactions) client compactions")
+            if config.losesDaemon {
+                print("lost daemons: \(total.daemonsLost) lost for good, \(total.daemonsForgotten) forgotten on the operator's word (the others forget through the gossip)")
+            }
         }
         if !failed.isEmpty { print("failed seeds: \(failed.prefix(20).map(String.init).joined(separator: " "))") }
     }

@@ -114,4 +114,45 @@ import ListSyncTestTraits
         }
         #expect(total.refusedCompacted > 0 && total.remade > 0 && total.compactions > 0)
     }
+
+    /// A daemon lost for good (``SimulationConfiguration/losesDaemon``): 2–4 daemons, a chain or
+    /// a ring, roaming or not, 0–2 crashes before; once quiet the last is lost, the operator
+    /// forgets it on one of the others, and the clients edit on.
+    static func losing(_ config: inout SimulationConfiguration, _ seed: UInt64) {
+        config.daemons = 2 + Int(seed % 3)
+        config.ring = seed % 2 == 0
+        config.crashes = Int(seed % 3)
+        config.operations = 50
+        config.compactAfter = 10
+        config.roamPercent = seed % 4 == 0 ? 0 : 30
+        config.losesDaemon = true
+    }
+
+    static let losingSeeds: Range<UInt64> = 410_000..<410_060
+
+    @Test("60 seeds: the last daemon is lost for good, forgotten on another, the clients edit on: the others forget it through the gossip, all converge, nothing acknowledged lost, every other daemon compacts again")
+    func lostDaemonForgotten() {
+        let total = SimulatorRuns.run(Self.losingSeeds, Self.losing)
+        print("simulator, a daemon lost for good: \(total.daemonsLost) lost, \(total.daemonsForgotten) forgotten on the operator's word, \(total.compactions) compactions")
+        #expect(total.daemonsLost == 60 && total.daemonsForgotten == 60 && total.compactions > 0)
+    }
+
+    /// The harness's power: without the operator's word, the lost daemon's last entry holds
+    /// compaction back for ever (daemons are not retired by silence), and the runs fail.
+    @Test("test power: a lost daemon nobody forgets holds every other daemon's compaction back: the runs fail")
+    func lostDaemonNotForgotten() {
+        var failed = 0, runs = 0
+        for seed in Self.losingSeeds.prefix(10) {
+            var config = SimulationConfiguration()
+            config.seed = seed
+            Self.losing(&config, seed)
+            config.forgetsLostDaemon = false
+            var sim = Simulator(config)
+            let report = sim.run()
+            if report.failures.contains(where: { $0.contains("did not compact once quiet") }) { failed += 1 }
+            runs += 1
+        }
+        print("simulator, a lost daemon not forgotten: \(failed) of \(runs) runs failed to compact")
+        #expect(failed >= runs / 2)
+    }
 }
