@@ -120,7 +120,8 @@ public struct SimulationReport: Sendable, CustomStringConvertible {
     public var roams = 0
     /// Refusals after which a client went back to another daemon it had sent the refused operations to.
     public var settles = 0
-    /// Daemons lost for good, and daemons the others forgot (``SimulationConfiguration/losesDaemon``).
+    /// Daemons lost for good, and the times a daemon forgot one on its operator's word (the
+    /// others forget it through the gossip; ``SimulationConfiguration/losesDaemon``).
     public var daemonsLost = 0, daemonsForgotten = 0
 
     /// An empty report (runs fill theirs in; tests add reports up in one with ``addCounts(of:)``).
