@@ -100,6 +100,7 @@ extension Simulator {
         }
         clients[c].resyncBase = ListDocument(replica: clients[c].document.replica)
         clients[c].resyncSynced = nil
+        clients[c].resyncAfterRefusal = !configuration.keepsRefusedEdits
         performClient(c, clients[c].session.unsubscribe(document))
         resubscribe(c)
     }
@@ -150,7 +151,7 @@ extension Simulator {
         // relayed it to this one yet), and comes here too.
         let unsent = local.operations.filter { $0.id.replica == local.replica && !base.version.contains($0.lastID) }
         let held = base.version
-        let made = base.remake(unsent, from: local)
+        let made = base.remake(unsent, from: local, refused: clients[c].resyncAfterRefusal)
         // Each identity once: nothing made again takes the id of an operation the client made before.
         for op in made where !unsent.contains(where: { $0.id == op.id }) {
             if let old = unsent.first(where: { $0.id.replica == op.id.replica && op.id.counter <= $0.lastID.counter && $0.id.counter <= op.lastID.counter }) {
@@ -173,6 +174,7 @@ extension Simulator {
         clients[c].document = base
         clients[c].resyncBase = nil
         clients[c].resyncSynced = nil
+        clients[c].resyncAfterRefusal = false
         clients[c].acked = held
         clients[c].resyncs += 1
         // A drag in progress ends (its rows may be gone), as when a client forgets its copy; the

@@ -71,6 +71,9 @@ public struct SimulationConfiguration: Sendable {
     public var losesDaemon = false
     /// A deliberately absent operator (tests of the harness's power): the lost daemon is not forgotten.
     @_spi(Testing) public var forgetsLostDaemon = true
+    /// A deliberately broken client (tests of the harness's power): after a refusal it keeps the
+    /// edits made after the floor as they are, as clients did before `remake(_:from:refused:)`.
+    @_spi(Testing) public var keepsRefusedEdits = false
 
     /// The `listsync simulate` arguments that replay this configuration's run (the knobs the
     /// command takes; faults and partitions at their defaults).
@@ -1018,6 +1021,8 @@ struct SimulatedClient {
     var settleAt: Int?
     /// Re-syncing: what the daemon's `synced` said its catch-up holds (nil: not yet said).
     var resyncSynced: VersionVector?
+    /// Re-syncing after a refusal (as SyncClient's `resyncAfterRefusal`): nothing kept as it is.
+    var resyncAfterRefusal = false
     /// Re-syncs done, and per batch in flight how many had been done when it was sent.
     var resyncs = 0
     var batches: [UInt64: Int] = [:]

@@ -97,6 +97,20 @@ import ListSyncTestSupport
         #expect(copy.flat == ["a", "x", "b"])
     }
 
+    @Test("refused, edits made after the floor are made again under new ids: sent again as they were, the daemon would refuse them again")
+    func afterFloorRefused() throws {
+        var hub = try ListDocument.make(1, sections: [["a", "b"]])
+        try hub.compact(stable: hub.version)
+        var device = try ListDocument(snapshot: hub.encodedSnapshot(), replica: ReplicaID(3))
+        let op = try device.insertItem(at: IndexPath(item: 1, section: 0), value: Data("x"))
+        var copy = try ListDocument(snapshot: hub.encodedSnapshot(), replica: ReplicaID(3))
+        let made = copy.remake([op], from: device, refused: true)
+        #expect(made.count == 1 && made[0].id != op.id && made[0].id.replica == ReplicaID(3))
+        #expect(made[0].id.counter > op.lastID.counter, "never an id the device used")
+        #expect(copy.flat == ["a", "x", "b"])
+        #expect(hub.receive(made).refused.isEmpty && hub.flat == ["a", "x", "b"])
+    }
+
     @Test("a section inserted offline is made again with its items; an edit of an item the hub deleted is dropped")
     func sectionsAndDropped() throws {
         let (hub, offline, unsent) = try Self.scenario { doc in

@@ -155,4 +155,35 @@ import ListSyncTestTraits
         print("simulator, a lost daemon not forgotten: \(failed) of \(runs) runs failed to compact")
         #expect(failed >= runs / 2)
     }
+
+    /// A client whose author no daemon counts any longer (its daemon was forgotten) and a daemon
+    /// that published a version past its floor: edits made between the two were refused, and a
+    /// client that kept them as they were after its re-sync sent them again for ever (seeds
+    /// 810007, 810057, … of `--daemons 4 --ring --crashes 2 --ops 80 --seed 810000 --lose-daemon
+    /// --roam 30 --retire-after 80`: 14 of 200 failed). Refused edits are now made again.
+    @Test("a lost daemon's clients, refused by a daemon whose published version is past its floor, make their edits again and converge; kept as they were (the old client), the same seeds fail")
+    func refusedEditsMadeAgain() {
+        let seeds: [UInt64] = [810_007, 810_057, 810_087, 810_098]
+        func configure(_ config: inout SimulationConfiguration, _ seed: UInt64) {
+            config.daemons = 4
+            config.ring = true
+            config.crashes = 2
+            config.operations = 80
+            config.compactAfter = 10
+            config.retireAfter = 80
+            config.roamPercent = 30
+            config.losesDaemon = true
+        }
+        var old = 0
+        for seed in seeds {
+            _ = SimulatorRuns.run(seed..<seed + 1, configure)
+            var config = SimulationConfiguration()
+            config.seed = seed
+            configure(&config, seed)
+            config.keepsRefusedEdits = true
+            var sim = Simulator(config)
+            if !sim.run().passed { old += 1 }
+        }
+        #expect(old == seeds.count, "the old client failed \(old) of \(seeds.count) seeds")
+    }
 }

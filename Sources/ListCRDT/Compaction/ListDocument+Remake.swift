@@ -8,8 +8,11 @@ extension ListDocument {
     ///
     /// Those made after this document's floor (and not depending on one made before it) are
     /// received as they are, ids kept (so that a copy of one already on its way to the daemon is
-    /// taken once). A document with no floor (a daemon that did not compact, and refused an edit
-    /// of a replica no daemon counts: Docs/Semantics.md §7, "Peers") keeps none: every one is
+    /// taken once), unless `refused`: the daemon refused the edits (`compacted`), and sent again
+    /// as they are it would refuse them again (one made after its floor but before the version
+    /// it published to its peers, of a replica no daemon counts: Docs/Semantics.md §7, "Peers";
+    /// every answer came, so none is on its way). A document with no floor (a daemon that did not
+    /// compact, and refused an edit of a replica no daemon counts) keeps none either: every one is
     /// made again. Each of the others is made again as a new local operation of this
     /// document's replica, from what `local` shows now: an item inserted (and still there) is
     /// inserted with its current value after the nearest item before it that this document
@@ -25,7 +28,7 @@ extension ListDocument {
     /// hold some that this one has not received yet); made again they would exist twice.
     ///
     /// - Complexity: O(k × n) for k operations of `unsent` and n visible items.
-    public mutating func remake(_ unsent: [ListOperation], from local: ListDocument) -> [ListOperation] {
+    public mutating func remake(_ unsent: [ListOperation], from local: ListDocument, refused: Bool = false) -> [ListOperation] {
         let unsent = unsent.filter { $0.id.replica == local.replica }
         guard !unsent.isEmpty else { return [] }
         // Those made after the floor (and not on one made before it) are taken as they are, ids
@@ -36,7 +39,7 @@ extension ListDocument {
             let onStale = op.deps.contains { d in
                 zip(staleReplicas, stale).contains { $0.0 == d.replica && $0.1.contains(d.counter) }
             }
-            if onStale || isBeforeFloor(op) || compaction == nil {
+            if refused || onStale || isBeforeFloor(op) || compaction == nil {
                 redo.append(op)
                 staleReplicas.append(op.id.replica)
                 stale.append(op.id.counter...op.lastID.counter)

@@ -43,6 +43,9 @@ final class LocalCopy {
     var resyncBase: ListDocument?
     /// Re-syncing: what `synced` said the daemon's catch-up holds (nil: not said yet).
     var resyncSynced: VersionVector?
+    /// Re-syncing after the daemon refused edits (not only left behind its floor): none is kept
+    /// as it is (``ListCRDT/ListDocument/remake(_:from:refused:)``).
+    var resyncAfterRefusal = false
     /// Whether the copy re-syncs: it subscribes from nothing next.
     var resync: Bool { resyncBase != nil }
 

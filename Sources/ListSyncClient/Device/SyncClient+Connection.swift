@@ -363,6 +363,7 @@ extension SyncClient {
             // (``resync(_:onto:)``).
             copy.resyncBase = ListDocument(replica: replica)
             copy.resyncSynced = nil
+            copy.resyncAfterRefusal = true
             if copy.phase != .idle {
                 send(c.session.unsubscribe(copy.id), on: c)
                 copy.phase = .idle
@@ -434,7 +435,7 @@ extension SyncClient {
         let unsent = local.hasHistory(since: acknowledged)
             ? local.operations(since: acknowledged).filter { !base.version.contains($0.lastID) } : []
         let held = base.version
-        let made = base.remake(unsent, from: local)
+        let made = base.remake(unsent, from: local, refused: copy.resyncAfterRefusal)
         do { try copy.store.replace(with: base) } catch {
             copy.failure = .storage(error.description)
             return
@@ -442,6 +443,7 @@ extension SyncClient {
         copy.live.replace(with: base)
         copy.resyncBase = nil
         copy.resyncSynced = nil
+        copy.resyncAfterRefusal = false
         copy.acknowledge(held, replica: replica)
         copy.recount(replica: replica)
         assert(copy.unacked.count == made.count, "\(made.count) edits made again, \(copy.unacked.count) unacknowledged")
