@@ -198,4 +198,61 @@ struct PeerCompactionProcessTests {
                 "the copies split:\n\(a.log)\n\(b.log)")
         for client in [deviceA, deviceD] { await client.close() }
     }
+
+    /// A's status for `doc`: its floor, and how many peers reported exactly its version.
+    static func floorAndPeers(_ a: DaemonProcess, _ doc: DocumentID) -> (floor: String?, atVersion: Int, refused: Int) {
+        let status = (try? a.json(["status"])) as? [String: Any]
+        let entry = (status?["resident"] as? [[String: Any]])?.first { $0["id"] as? String == doc.description }
+        return (entry?["floor"] as? String, entry?["peers_at_version"] as? Int ?? 0, entry?["refused_compacted"] as? Int ?? 0)
+    }
+
+    @Test("a device no daemon counts edits offline after A's floor but before the version A published since: A refuses the edit, the device re-syncs and makes it again under a new id (kept as it was, it was refused again for ever), and both daemons keep it once")
+    func refusedAfterFloorMadeAgain() async throws {
+        let dir = TemporaryFolder()
+        defer { dir.remove() }
+        // A compacts at a quiet version once 5 operations were logged since its floor; B never.
+        let a = try DaemonProcess(data: dir.path + "/a", extra: ["--storage", "per-document", "--compact-after", "5",
+                                                                 "--compact-interval", "0", "--retire-after", "1h"])
+        defer { a.terminate() }
+        let b = try DaemonProcess(data: dir.path + "/b", extra: ["--storage", "per-document", "--compact-after", "1000000",
+                                                                 "--compact-interval", "0", "--retire-after", "1h",
+                                                                 "--key-file", a.keyFile, "--peer", a.address])
+        defer { b.terminate() }
+        let values = (0..<10).map { "item \($0)" }
+        let (deviceA, doc) = try await CompactionProcessTests.firstDevice(a, folder: dir.path + "/da", name: "window", values: values)
+        #expect(eventually(30) { ((try? table(b, doc.description)) ?? []) == [values] }, "B: \(b.log)")
+        #expect(eventually(40) { Self.floorAndPeers(a, doc).floor != nil }, "A compacts the list: \(a.log)")
+        let floor = Self.floorAndPeers(a, doc).floor
+
+        // D copies the list at A's floor as a client of an older build would (it never says seen)
+        // and goes offline.
+        let deviceD = try SyncClient(folder: dir.path + "/dd", server: try SyncClientTests.server(a))
+        await deviceD.sayNothingSeen()
+        _ = try await deviceD.fetch(doc)
+        await deviceD.start()
+        try await deviceD.waitUntilSynced(timeout: .seconds(20))
+        await deviceD.close()
+
+        // One edit on A's device: both daemons quiet there, A publishes that version, and does
+        // not compact (one operation since its floor).
+        try await SyncClientTests.insert(deviceA, doc, "from A")
+        try await deviceA.waitUntilSynced(timeout: .seconds(20))
+        #expect(eventually(30) { ((try? table(b, doc.description)) ?? []).flatMap { $0 }.contains("from A") })
+        #expect(eventually(30) { Self.floorAndPeers(a, doc).atVersion == 1 }, "B reports A's version: \(a.log)")
+        try await Task.sleep(for: .seconds(2))   // A's own entry goes out with its next table
+        #expect(Self.floorAndPeers(a, doc).floor == floor, "A did not compact again")
+
+        // D, offline, edits its copy (after A's floor, before what A published), then reconnects.
+        let deviceD2 = try SyncClient(folder: dir.path + "/dd", server: try SyncClientTests.server(a))
+        await deviceD2.sayNothingSeen()
+        let liveD = try await deviceD2.open(doc)
+        try await SyncClientTests.insert(deviceD2, doc, "offline on D")
+        await deviceD2.start()
+        let expected = (["from A"] + values + ["offline on D"]).sorted()
+        func sorted(_ d: DaemonProcess) -> [String] { ((try? table(d, doc.description)) ?? []).flatMap { $0 }.sorted() }
+        #expect(eventually(40) { sorted(a) == expected && sorted(b) == expected }, "A: \(sorted(a))\nB: \(sorted(b))\nA's log:\n\(a.log)")
+        #expect(eventually(20) { SyncClientTests.values(liveD).flatMap { $0 }.sorted() == expected })
+        #expect(Self.floorAndPeers(a, doc).refused > 0, "A refused D's edit first (the case this test is for): \(a.log)")
+        for client in [deviceA, deviceD2] { await client.close() }
+    }
 }
