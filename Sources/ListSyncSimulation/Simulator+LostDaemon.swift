@@ -19,11 +19,7 @@ extension Simulator {
     mutating func loseDaemon() {
         let l = daemons.count - 1
         precondition(daemons.count > 1 && lost == nil, "a daemon to lose, and another to go on")
-        for other in 0 ..< (daemons.count + clients.count) where other != l {
-            if other < daemons.count ? configuration.areLinked(l, other, daemons: daemons.count) : clients[other - daemons.count].daemon == l {
-                reset(daemon: l, other: other)
-            }
-        }
+        resetConnections(of: l)
         lost = l
         report.daemonsLost += 1
         for c in clients.indices where clients[c].daemon == l || clients[c].settleAt == l {

@@ -518,13 +518,18 @@ public struct Simulator: Sendable {
         doc.droppedOperations.map(\.operation) + doc.rejectedOperations
     }
 
-    mutating func crash(_ d: Int) {
-        report.crashes += 1
+    /// Resets every connection of daemon `d`: its links to its peers and its clients'.
+    mutating func resetConnections(of d: Int) {
         for other in (0..<(daemons.count + clients.count)) where other != d {
             if other < daemons.count ? configuration.areLinked(d, other, daemons: daemons.count) : clients[other - daemons.count].daemon == d {
                 reset(daemon: d, other: other)
             }
         }
+    }
+
+    mutating func crash(_ d: Int) {
+        report.crashes += 1
+        resetConnections(of: d)
         roomDue.removeAll { $0.daemon == d }
         for op in Self.unapplied(daemons[d].core.document) { unappliedBeforeCrashes[op.id] = op }
         let keep = rng.below(daemons[d].disk.unsyncedCount + 1)

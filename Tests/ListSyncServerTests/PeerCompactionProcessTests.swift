@@ -127,6 +127,23 @@ struct PeerCompactionProcessTests {
         await laptop.close()
     }
 
+    /// A device in `folder` talking to `server` as a client of an older build would: it never says
+    /// seen, so no daemon counts it.
+    static func olderBuildDevice(_ folder: String, _ server: SyncClient.Server) async throws -> SyncClient {
+        let device = try SyncClient(folder: folder, server: server)
+        await device.sayNothingSeen()
+        return device
+    }
+
+    /// An older build's device in `folder` copies `doc` from `daemon`, syncs, and goes offline.
+    static func copyAsOlderBuild(_ doc: DocumentID, from daemon: DaemonProcess, folder: String) async throws {
+        let device = try await olderBuildDevice(folder, try SyncClientTests.server(daemon))
+        _ = try await device.fetch(doc)
+        await device.start()
+        try await device.waitUntilSynced(timeout: .seconds(20))
+        await device.close()
+    }
+
     /// Daemons A (compacting at every quiet version) and B (peered with it, never compacting)
     /// share a list of 25 items made by A's device; device D (folder `dd`) copied it from B as a
     /// client of an older build would (it never says seen) and went offline; then A's device
@@ -151,12 +168,7 @@ struct PeerCompactionProcessTests {
         #expect(eventually(30) { ((try? table(b, doc.description)) ?? []) == [values] }, "B: \(b.log)")
 
         // D copies the list from B as a client of an older build would: it never says seen.
-        let deviceD = try SyncClient(folder: dir.path + "/dd", server: try SyncClientTests.server(b))
-        await deviceD.sayNothingSeen()
-        _ = try await deviceD.fetch(doc)
-        await deviceD.start()
-        try await deviceD.waitUntilSynced(timeout: .seconds(20))
-        await deviceD.close()
+        try await Self.copyAsOlderBuild(doc, from: b, folder: dir.path + "/dd")
 
         // A's device edits; both daemons become quiet at that version and A compacts there.
         let before = Self.compactions(a)
@@ -188,8 +200,7 @@ struct PeerCompactionProcessTests {
         defer { a.terminate(); b.terminate() }
 
         // D, offline, edits the copy it had (before A's edit), then reconnects to B.
-        let deviceD = try SyncClient(folder: dir.path + "/dd", server: try SyncClientTests.server(b))
-        await deviceD.sayNothingSeen()
+        let deviceD = try await Self.olderBuildDevice(dir.path + "/dd", try SyncClientTests.server(b))
         let liveD = try await deviceD.open(doc)
         try await SyncClientTests.insert(deviceD, doc, "offline on D")
         await deviceD.start()
@@ -226,12 +237,7 @@ struct PeerCompactionProcessTests {
 
         // D copies the list at A's floor as a client of an older build would (it never says seen)
         // and goes offline.
-        let deviceD = try SyncClient(folder: dir.path + "/dd", server: try SyncClientTests.server(a))
-        await deviceD.sayNothingSeen()
-        _ = try await deviceD.fetch(doc)
-        await deviceD.start()
-        try await deviceD.waitUntilSynced(timeout: .seconds(20))
-        await deviceD.close()
+        try await Self.copyAsOlderBuild(doc, from: a, folder: dir.path + "/dd")
 
         // One edit on A's device: both daemons quiet there, A publishes that version, and does
         // not compact (one operation since its floor).
@@ -243,8 +249,7 @@ struct PeerCompactionProcessTests {
         #expect(Self.floorAndPeers(a, doc).floor == floor, "A did not compact again")
 
         // D, offline, edits its copy (after A's floor, before what A published), then reconnects.
-        let deviceD2 = try SyncClient(folder: dir.path + "/dd", server: try SyncClientTests.server(a))
-        await deviceD2.sayNothingSeen()
+        let deviceD2 = try await Self.olderBuildDevice(dir.path + "/dd", try SyncClientTests.server(a))
         let liveD = try await deviceD2.open(doc)
         try await SyncClientTests.insert(deviceD2, doc, "offline on D")
         await deviceD2.start()

@@ -51,8 +51,7 @@ struct RoamingProcessTests {
         // edit (sent there, the connection lost before the answer), as D writes it before sending.
         var server = try SyncClientTests.server(b)
         server.alternates = [(host: "127.0.0.1", port: a.port)]
-        let deviceD = try SyncClient(folder: folderD, server: server)
-        await deviceD.sayNothingSeen()
+        let deviceD = try await PeerCompactionProcessTests.olderBuildDevice(folderD, server)
         _ = try await deviceD.open(doc)
         try await SyncClientTests.insert(deviceD, doc, "offline on D")
         await deviceD.close()
@@ -64,8 +63,7 @@ struct RoamingProcessTests {
 
         // D reconnects to B, which refuses the edit; D asks A, whose catch-up is its snapshot
         // (D is behind its floor): the edit is made again there, once.
-        let back = try SyncClient(folder: folderD, server: server)
-        await back.sayNothingSeen()
+        let back = try await PeerCompactionProcessTests.olderBuildDevice(folderD, server)
         let live = try await back.open(doc)
         await back.start()
         try PeerCompactionProcessTests.keptOnce(a, b, doc, live, ["from A"] + values + ["offline on D"])

@@ -197,12 +197,17 @@ public struct PeerStability: Sendable, Equatable {
             let listed = Self.retiredListed(in: entries.values)
             for d in listed.sorted() where d != me && entries[d] != nil { forget(daemon: d, me: me, now: now) }
             for a in relayAuthors.sorted() where !isClaimed(a) && listed.contains(a) {
-                relayAuthors.remove(a)
-                heard[a] = nil
-                retiredAuthors.insert(a)
+                retireRelayAuthor(a)
             }
         }
         return changed
+    }
+
+    /// Relay author `a` is retired: no longer waited for, and its edits checked as unclaimed.
+    private mutating func retireRelayAuthor(_ a: ReplicaID) {
+        relayAuthors.remove(a)
+        heard[a] = nil
+        retiredAuthors.insert(a)
     }
 
     /// Every replica some entry of `entries` lists as retired (``Entry/retired``).
@@ -239,9 +244,7 @@ public struct PeerStability: Sendable, Equatable {
         heard[daemon] = nil
         changed = retired.insert(daemon).inserted || !claimed.isEmpty || changed
         for a in claimed.sorted() where relayAuthors.contains(a) && !isClaimed(a) {
-            relayAuthors.remove(a)
-            heard[a] = nil
-            retiredAuthors.insert(a)
+            retireRelayAuthor(a)
             changed = true
         }
         assert(entries[daemon] == nil && retired.contains(daemon))
@@ -363,11 +366,7 @@ public struct PeerStability: Sendable, Equatable {
             retired.insert(d)
         }
         let authors = relayAuthors.filter { !isClaimed($0) && silent($0) }.sorted()
-        for a in authors {
-            relayAuthors.remove(a)
-            heard[a] = nil
-            retiredAuthors.insert(a)
-        }
+        for a in authors { retireRelayAuthor(a) }
         assert(retired.isDisjoint(with: entries.keys) && retiredAuthors.isDisjoint(with: relayAuthors))
         return daemons + authors
     }
