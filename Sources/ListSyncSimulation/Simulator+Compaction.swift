@@ -129,6 +129,22 @@ extension Simulator {
         }
     }
 
+    /// Client `c` is caught up (`synced` came; re-syncing, its catch-up is complete too): it is
+    /// live, sends what the daemon has not acknowledged (in order), and says what it has seen, as
+    /// SyncClient's `caughtUp` does. Called on `synced`, and on each catch-up batch after it while
+    /// re-syncing (the batches an earlier subscription owed may come after it).
+    mutating func caughtUp(_ c: Int) {
+        if clients[c].resync {
+            resyncIfReady(c)
+            guard !clients[c].resync else { return }
+        }
+        if sendsInOrder {
+            clients[c].live = true
+            sendUnacknowledged(c)
+        }
+        reportSeen(c)
+    }
+
     /// Re-syncs client `c` onto the daemon's copy it is building (``SimulatedClient/resyncBase``)
     /// once that holds everything `synced` said and every operation of its own that a daemon
     /// acknowledged (one acknowledged by another daemon may reach this one later, relayed; made
@@ -192,9 +208,8 @@ extension Simulator {
     /// that does not get there fails the run (liveness: quiet, everyone has seen everything).
     mutating func settleCompaction() {
         guard let minOperations = configuration.compactAfter, daemons.count > 1, report.failures.isEmpty else { return }
-        // Every anti-entropy round re-subscribes each client, and a daemon knows nothing of a
-        // client's `seen` until it reports again: the more clients on one daemon (roaming puts
-        // them together), the rarer the moment when all have reported.
+        // A daemon knows nothing of a client's `seen` from a new subscription until it reports
+        // again: the more clients on one daemon (roaming puts them together), the more rounds.
         for _ in 1...(30 * clients.count) where liveDaemons.contains(where: { $0.core.document.operationCount >= minOperations }) {
             step(until: network.now + configuration.antiEntropyInterval)
         }

@@ -397,10 +397,10 @@ public struct Simulator: Sendable {
     }
 
     mutating func antiEntropy() {
-        // A subscription still waiting for its answer is left to it: made again, it would be
-        // sent only after that answer (ClientSession), and a driver that does so more often than
-        // a round trip would never get one through.
-        for c in clients.indices where clients[c].connected && !clients[c].session.isSubscribing(document) { resubscribe(c) }
+        // Clients are not subscribed again each round: as SyncClient, a subscription lasts as
+        // long as its connection (a lost frame resets the connection, and the client subscribes
+        // on the next). Subscribing each round also made a daemon forget every client's `seen`
+        // each round, and hid a client that never went live after a re-sync.
         for d in daemons.indices {
             for peer in daemons[d].links.keys.sorted() {
                 guard var link = daemons[d].links[peer] else { continue }
@@ -713,8 +713,10 @@ public struct Simulator: Sendable {
                 if !missing.isEmpty { sendOwn(c, missing) }
             case let .operations(_, ops):
                 if clients[c].resyncBase != nil {
+                    // Re-syncing: the catch-up from nothing is the daemon's copy; once `synced`
+                    // came and it holds all that said, the client is caught up.
                     _ = clients[c].resyncBase!.receive(ops)
-                    resyncIfReady(c)
+                    if clients[c].resyncSynced != nil { caughtUp(c) }
                     continue
                 }
                 _ = clients[c].document.receive(ops)
@@ -767,16 +769,8 @@ public struct Simulator: Sendable {
             case let .synced(_, version):
                 clients[c].acked.formUnion(version)
                 noteAcknowledged(c)
-                if clients[c].resync {
-                    clients[c].resyncSynced = version
-                    resyncIfReady(c)
-                    if clients[c].resync { continue }
-                }
-                if sendsInOrder {
-                    clients[c].live = true
-                    sendUnacknowledged(c)
-                }
-                reportSeen(c)
+                if clients[c].resync { clients[c].resyncSynced = version }
+                caughtUp(c)
             case let .documentError(_, code, _):
                 if code == .compacted { refusedForFloor(c) }
             case .answered, .announced, .withdrawn, .accessEnded, .stability: break

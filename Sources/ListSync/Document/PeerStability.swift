@@ -219,9 +219,10 @@ public struct PeerStability: Sendable, Equatable {
 
     /// The operator declared daemon `daemon` gone for good (`listsync serve --forget-peer`), or
     /// another daemon's entry lists it so: its entry goes, it is retired (a stale copy of its entry
-    /// is not taken again while any entry lists it), and the relay authors only it claimed are
-    /// retired too (their edits are checked as unclaimed from now on, Docs/Semantics.md §7,
-    /// "Forgetting a daemon"). This daemon's entry, if it has one, lists it as retired at once,
+    /// is not taken again while any entry lists it), and every relay author no daemon left
+    /// claims is retired too: those only it claimed, and those it counted without its entry
+    /// reaching this daemon (their edits are checked as unclaimed from now on, Docs/Semantics.md
+    /// §7, "Forgetting a daemon"). This daemon's entry, if it has one, lists it as retired at once,
     /// with the next sequence and a new ``Entry/retiredAt`` (so that a stale copy of the
     /// forgotten daemon's entry is not taken here again): no daemon compacts until every other
     /// one has acknowledged that, as for a device retired. Nothing for `me`. Returns whether
@@ -240,12 +241,16 @@ public struct PeerStability: Sendable, Equatable {
             heard[me] = now
             changed = true
         }
-        let claimed = entries.removeValue(forKey: daemon)?.claimed ?? []
+        let entry = entries.removeValue(forKey: daemon)
         heard[daemon] = nil
-        changed = retired.insert(daemon).inserted || !claimed.isEmpty || changed
-        for a in claimed.sorted() where relayAuthors.contains(a) && !isClaimed(a) {
+        let newly = retired.insert(daemon).inserted || entry != nil
+        changed = newly || changed
+        // Forgotten now: every relay author no daemon left claims is retired, those only `daemon`
+        // claimed and those it counted (or retired) without its entry saying so here before it
+        // was lost. The operator's word is that it never reports them; waited for, they would
+        // hold compaction back for ever.
+        for a in relayAuthors.sorted() where newly && !isClaimed(a) {
             retireRelayAuthor(a)
-            changed = true
         }
         assert(entries[daemon] == nil && retired.contains(daemon))
         return changed
