@@ -128,6 +128,19 @@ import ListSyncTestTraits
         config.losesDaemon = true
     }
 
+    /// `--daemons D --ring --crashes 2 --ops 80 --compact-after 10 --retire-after 80 --roam 30
+    /// --lose-daemon`: the runs that found the faults below.
+    static func lostForGood(_ config: inout SimulationConfiguration, daemons: Int) {
+        config.daemons = daemons
+        config.ring = true
+        config.crashes = 2
+        config.operations = 80
+        config.compactAfter = 10
+        config.retireAfter = 80
+        config.roamPercent = 30
+        config.losesDaemon = true
+    }
+
     static let losingSeeds: Range<UInt64> = 410_000..<410_060
 
     @Test("60 seeds: the last daemon is lost for good, forgotten on another, the clients edit on: the others forget it through the gossip, all converge, nothing acknowledged lost, every other daemon compacts again")
@@ -148,16 +161,7 @@ import ListSyncTestTraits
     func unreportedDevicesOfALostDaemon() {
         let seeds: [UInt64] = [1_100_053, 1_100_107, 1_100_119, 1_100_136, 1_100_161, 1_100_278]
         for seed in seeds {
-            _ = SimulatorRuns.run(seed..<seed + 1) { config, _ in
-                config.daemons = 3
-                config.ring = true
-                config.crashes = 2
-                config.operations = 80
-                config.compactAfter = 10
-                config.retireAfter = 80
-                config.roamPercent = 30
-                config.losesDaemon = true
-            }
+            _ = SimulatorRuns.run(seed..<seed + 1) { config, _ in Self.lostForGood(&config, daemons: 3) }
         }
     }
 
@@ -190,16 +194,7 @@ import ListSyncTestTraits
     @Test("a lost daemon's clients, refused by a daemon whose published version is past its floor, make their edits again and converge; kept as they were (the old client), the same seeds fail")
     func refusedEditsMadeAgain() {
         let seeds: [UInt64] = [810_000, 810_005, 810_055, 810_093]
-        func configure(_ config: inout SimulationConfiguration, _ seed: UInt64) {
-            config.daemons = 4
-            config.ring = true
-            config.crashes = 2
-            config.operations = 80
-            config.compactAfter = 10
-            config.retireAfter = 80
-            config.roamPercent = 30
-            config.losesDaemon = true
-        }
+        func configure(_ config: inout SimulationConfiguration, _ seed: UInt64) { Self.lostForGood(&config, daemons: 4) }
         var old = 0
         for seed in seeds {
             _ = SimulatorRuns.run(seed..<seed + 1, configure)
