@@ -170,4 +170,45 @@ import ListCRDT
             return
         }
     }
+    /// Found by the simulator (`--compact-after 10 --daemons 3 --crashes 3 --ops 100 --seed 700077
+    /// --lose-daemon --roam 40 --retire-after 50`): a daemon acknowledged an edit waiting for its
+    /// cause, refused the cause, then refused the edit when its device sent it again. The device
+    /// made it again under a new id, while the first applied once a peer relayed the cause; the
+    /// device never had it, and refused what later referred to it ("unknown slot") for ever.
+    @Test("an edit waiting here for its cause, acknowledged, is taken again as it is when sent again after this daemon refused that cause; it applies once a peer relays the cause")
+    func waitingEditNotRefusedAgain() throws {
+        var (core, _) = try Self.published()
+        let older = Fixture.typed(2)
+        // Replica 6 reported to the peer daemon, which claims it; replica 7 nobody claims.
+        let peerEntry = PeerStability.Entry(sequence: 1, version: older.version, claimed: [Self.peer, ReplicaID(6)])
+        _ = core.peerStability(Self.link, from: Self.peer, entries: [Self.peer: peerEntry], now: 12)
+        _ = core.subscribe(Self.roamer, epoch: 7, version: older.version)
+        _ = core.subscribe(Self.stranger, epoch: 7, version: older.version)
+        // 7's edit, made before the published version; 6 saw it and edited after it.
+        let cause = Fixture.edits(on: older, replica: 7, count: 1)
+        var six = older.fork(as: 6)
+        _ = six.receive(cause)
+        let edit = try six.insertItem(at: IndexPath(item: 0, section: 0), value: Data("six".utf8))
+        // The edit arrives first: it waits for its cause, durable and acknowledged.
+        guard case .ack? = Self.send([edit], from: Self.roamer, to: &core) else {
+            Issue.record("an edit of a claimed replica waiting for its cause was refused")
+            return
+        }
+        #expect(core.document.isWaiting(edit))
+        // The cause comes from 7 itself: refused (unclaimed, made before the published version).
+        #expect(Self.isCompacted(Self.send(cause, from: Self.stranger, to: &core, batch: 5)))
+        // 6 sends the edit again (its connection dropped before the answer): taken as it is.
+        let again = Self.send([edit], from: Self.roamer, to: &core, batch: 6)
+        guard case .ack? = again else {
+            Issue.record("an acknowledged edit waiting here was refused when sent again: \(String(describing: again))")
+            return
+        }
+        #expect(core.document.isWaiting(edit))
+        // A peer took the cause (it judged it against its own published version) and relays it:
+        // both apply.
+        var actions = core.receive(cause, batch: 0, from: Self.link)
+        for a in actions.appends { actions += core.durable(ticket: a.ticket) }
+        #expect(core.document.version.contains(cause[0].id) && core.document.version.contains(edit.id))
+        #expect(core.document.pendingCount == 0)
+    }
 }

@@ -165,6 +165,27 @@ import ListSyncTestTraits
         }
     }
 
+    /// Two faults the clients' subscribing once per connection uncovered (seeds of `--daemons 3
+    /// --crashes 3 --ops 100 --seed 700000 --lose-daemon --roam 40 --retire-after 50`, 2 of 300
+    /// failed, never quiet): 700077, a daemon refused an edit it had acknowledged while it waited
+    /// for its cause (`PeerAdmissionTests.waitingEditNotRefusedAgain`); 700084, a client went on
+    /// asking the lost daemon about edits it may have held, for ever (a daemon lost for good is
+    /// no longer among a device's daemons; given up, as SyncClient gives up one not configured).
+    @Test("a daemon that acknowledged an edit waiting for its cause never refuses it later; a device gives up asking a daemon lost for good")
+    func waitingEditsAndALostDaemonAsked() {
+        for seed: UInt64 in [700_077, 700_084] {
+            _ = SimulatorRuns.run(seed..<seed + 1) { config, _ in
+                config.daemons = 3
+                config.crashes = 3
+                config.operations = 100
+                config.compactAfter = 10
+                config.retireAfter = 50
+                config.roamPercent = 40
+                config.losesDaemon = true
+            }
+        }
+    }
+
     /// The harness's power: without the operator's word, the lost daemon's last entry holds
     /// compaction back for ever (daemons are not retired by silence), and the runs fail.
     @Test("test power: a lost daemon nobody forgets holds every other daemon's compaction back: the runs fail")

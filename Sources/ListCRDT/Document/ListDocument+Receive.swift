@@ -157,6 +157,10 @@ extension ListDocument {
     /// Operations received but still waiting for dependencies, sorted by id.
     public var pendingOperations: [ListOperation] { buffer.all }
 
+    /// Whether exactly `op` was received and waits for its dependencies (received again, it
+    /// changes nothing).
+    public func isWaiting(_ op: ListOperation) -> Bool { buffer.operation(op.id) == op }
+
     // MARK: Steps
 
     /// Duplicate and equivocation checks, and the checks that need no state. Nil means "go on".

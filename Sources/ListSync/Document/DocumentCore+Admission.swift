@@ -13,13 +13,14 @@ extension DocumentCore {
     /// their own author not received yet while the author has not said it has seen the floor
     /// (sent ahead of its causes, which may be refused for the floor when they come: kept
     /// waiting, it would be woken without them once its author's edits made again on the
-    /// snapshot raise the version past their counters); returns their refusals.
+    /// snapshot raise the version past their counters); returns their refusals. `waiting`: the
+    /// batch's operations this core keeps waiting already (taken before; they count as taken).
     ///
     /// - Complexity: O(k × d) for k operations of d dependencies.
-    mutating func refuseBeforeFloor(_ fresh: inout [ListOperation]) -> [ApplyError] {
+    mutating func refuseBeforeFloor(_ fresh: inout [ListOperation], waiting: VersionVector = VersionVector()) -> [ApplyError] {
         guard let floor = document.historyFloor else { return [] }
         var refusals: [ApplyError] = []
-        var taken = VersionVector()   // earlier operations of the batch that pass
+        var taken = waiting   // earlier operations of the batch that pass, and those waiting here
         fresh = fresh.filter { op in
             let onRefused = dependsOnRefused(op, taken: taken)
             let aheadOfOwn = op.deps.contains { d in
@@ -113,7 +114,8 @@ extension DocumentCore {
     /// those that depend on an operation refused so. Returns their refusals (the batch is answered
     /// `compacted`: its author re-syncs). Every operation that passes and is causally after `P`
     /// is noted as such, from any sender, so that what depends on it is known to be after `P`
-    /// at once.
+    /// at once. `waiting`: the batch's operations this core keeps waiting already (checked when
+    /// first taken; they count as taken).
     ///
     /// Why (Docs/Semantics.md §7, "Peers"): a peer may have compacted at any version this daemon
     /// published, the latest of which includes every earlier one; an author some daemon claims
@@ -124,7 +126,7 @@ extension DocumentCore {
     /// - Complexity: O(k × d) for k operations of d dependencies while they are known to be after
     ///   `P` or claimed; an unclaimed author's operation that is not known so costs up to h causal
     ///   queries (``ListDocument/hasSeen(_:at:)``) for the h heads of `P`.
-    mutating func refuseUnaccounted(_ fresh: inout [ListOperation], relay: Bool) -> [ApplyError] {
+    mutating func refuseUnaccounted(_ fresh: inout [ListOperation], relay: Bool, waiting: VersionVector = VersionVector()) -> [ApplyError] {
         guard var mark = currentMark() else { return [] }
         // Taken out while it is marked, so that its table is not copied for every batch.
         publishedMark = nil
@@ -133,7 +135,7 @@ extension DocumentCore {
         let me = document.replica
         let mine = peers.entries[me]?.claimed ?? []
         var refusals: [ApplyError] = []
-        var taken = VersionVector()   // operations of the batch that pass, for the later ones
+        var taken = waiting   // operations of the batch that pass (and those waiting here), for the later ones
         fresh = fresh.filter { op in
             let author = op.id.replica
             let onRefused = !relay && dependsOnRefused(op, taken: taken)

@@ -225,15 +225,26 @@ public struct DocumentCore: Sendable {
                                         text: "the document's store failed (\(failure)); nothing of batch \(batch) was applied"))
         }
         var seen: [ListOperation] = [], fresh: [ListOperation] = []
+        // Operations this core took before and keeps waiting for their causes: durable and
+        // acknowledged then, so taken again as they are, never refused now (a refusal would
+        // contradict that acknowledgement: the sender would make them again under new ids while
+        // these apply once their causes come, relayed by a peer that took them).
+        var waiting = VersionVector()
         for op in ops {
-            if document.version.contains(op.lastID) { seen.append(op) } else { fresh.append(op) }
+            if document.version.contains(op.lastID) {
+                seen.append(op)
+            } else if document.isWaiting(op) {
+                waiting.observe(op.lastID)
+            } else {
+                fresh.append(op)
+            }
         }
         // Known operations change nothing; they are checked against what is known (equivocations).
         var refused = seen.isEmpty ? [] : document.receive(seen).refused
         equivocations += refused.count
         for case let .equivocation(id) in refused { lastEquivocation = id }
-        var stale = refuseBeforeFloor(&fresh)
-        if let sender { stale += refuseUnaccounted(&fresh, relay: subscribers[sender]?.role == .relay) }
+        var stale = refuseBeforeFloor(&fresh, waiting: waiting)
+        if let sender { stale += refuseUnaccounted(&fresh, relay: subscribers[sender]?.role == .relay, waiting: waiting) }
         let beforeFloor = !stale.isEmpty
         refused += stale
         let start = document.operationCount
