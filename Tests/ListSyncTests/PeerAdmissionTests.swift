@@ -37,6 +37,16 @@ import ListCRDT
         }
     }
 
+    /// Replica 6 reported to the peer daemon, which claims it (at `typed(2)`'s version, returned),
+    /// and subscribes here as `roamer`.
+    static func roamerClaimedByThePeer(_ core: inout DocumentCore) -> ListDocument {
+        let older = Fixture.typed(2)
+        let peerEntry = PeerStability.Entry(sequence: 1, version: older.version, claimed: [peer, ReplicaID(6)])
+        _ = core.peerStability(link, from: peer, entries: [peer: peerEntry], now: 12)
+        _ = core.subscribe(roamer, epoch: 7, version: older.version)
+        return older
+    }
+
     static func isCompacted(_ m: SyncMessage?) -> Bool {
         if case .error(_, _, .compacted, _)? = m { return true }
         return false
@@ -68,11 +78,7 @@ import ListCRDT
     @Test("an author a daemon claims (here, or a roaming device another daemon claims), a peer link, and a client that opened the document afresh are taken")
     func claimedAndAfterAreTaken() throws {
         var (core, base) = try Self.published()
-        let older = Fixture.typed(2)
-        // Replica 6 reported to the peer daemon, which claims it.
-        let peerEntry = PeerStability.Entry(sequence: 1, version: older.version, claimed: [Self.peer, ReplicaID(6)])
-        _ = core.peerStability(Self.link, from: Self.peer, entries: [Self.peer: peerEntry], now: 12)
-        _ = core.subscribe(Self.roamer, epoch: 7, version: older.version)
+        let older = Self.roamerClaimedByThePeer(&core)
         let roaming = Fixture.edits(on: older, replica: 6, count: 1)
         guard case .ack? = Self.send(roaming, from: Self.roamer, to: &core) else {
             Issue.record("a device another daemon claims was refused")
@@ -178,11 +184,7 @@ import ListCRDT
     @Test("an edit waiting here for its cause, acknowledged, is taken again as it is when sent again after this daemon refused that cause; it applies once a peer relays the cause")
     func waitingEditNotRefusedAgain() throws {
         var (core, _) = try Self.published()
-        let older = Fixture.typed(2)
-        // Replica 6 reported to the peer daemon, which claims it; replica 7 nobody claims.
-        let peerEntry = PeerStability.Entry(sequence: 1, version: older.version, claimed: [Self.peer, ReplicaID(6)])
-        _ = core.peerStability(Self.link, from: Self.peer, entries: [Self.peer: peerEntry], now: 12)
-        _ = core.subscribe(Self.roamer, epoch: 7, version: older.version)
+        let older = Self.roamerClaimedByThePeer(&core)   // replica 7 nobody claims
         _ = core.subscribe(Self.stranger, epoch: 7, version: older.version)
         // 7's edit, made before the published version; 6 saw it and edited after it.
         let cause = Fixture.edits(on: older, replica: 7, count: 1)

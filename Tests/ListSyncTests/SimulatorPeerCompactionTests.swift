@@ -128,16 +128,18 @@ import ListSyncTestTraits
         config.losesDaemon = true
     }
 
-    /// `--daemons D --ring --crashes 2 --ops 80 --compact-after 10 --retire-after 80 --roam 30
-    /// --lose-daemon`: the runs that found the faults below.
-    static func lostForGood(_ config: inout SimulationConfiguration, daemons: Int) {
+    /// `--daemons D [--ring] --crashes C --ops K --compact-after 10 --retire-after MS --roam P
+    /// --lose-daemon` (by default a ring, 2 crashes, 80 edits, 80 ms, 30%): the runs that found
+    /// the faults below.
+    static func lostForGood(_ config: inout SimulationConfiguration, daemons: Int, ring: Bool = true, crashes: Int = 2,
+                            operations: Int = 80, retireAfter: UInt64 = 80, roam: Int = 30) {
         config.daemons = daemons
-        config.ring = true
-        config.crashes = 2
-        config.operations = 80
+        config.ring = ring
+        config.crashes = crashes
+        config.operations = operations
         config.compactAfter = 10
-        config.retireAfter = 80
-        config.roamPercent = 30
+        config.retireAfter = retireAfter
+        config.roamPercent = roam
         config.losesDaemon = true
     }
 
@@ -175,13 +177,7 @@ import ListSyncTestTraits
     func waitingEditsAndALostDaemonAsked() {
         for seed: UInt64 in [700_077, 700_084] {
             _ = SimulatorRuns.run(seed..<seed + 1) { config, _ in
-                config.daemons = 3
-                config.crashes = 3
-                config.operations = 100
-                config.compactAfter = 10
-                config.retireAfter = 50
-                config.roamPercent = 40
-                config.losesDaemon = true
+                Self.lostForGood(&config, daemons: 3, ring: false, crashes: 3, operations: 100, retireAfter: 50, roam: 40)
             }
         }
     }
