@@ -9,7 +9,9 @@ import Testing
 /// Presence through a `listsync serve` process (Docs/DragSessions.md, "Presence"): clients over
 /// TCP (`DaemonClient`, the device's `SyncClient`) and a `watch` process see a drag as it happens, see it end when its sender vanishes, and
 /// the daemon's data folder does not change by one byte.
-@Suite("Presence through a daemon process", .ownThread, .serialized, .timeLimit(.minutes(2)))
+// Timed: its bounds (a drag seen within 3 s, ended within the time to live and 2 s) were missed
+// once in the poll pass of a CI run beside the tests that load the machine.
+@Suite("Presence through a daemon process", .ownThread, .serialized, .timed, .timeLimit(.minutes(3)))
 struct PresenceProcessTests {
     /// Every file under `folder` (relative path → contents).
     static func files(_ folder: String) -> [String: Data] {
