@@ -91,11 +91,10 @@ extension Simulator {
             clients[c].refusalWaits = true
             return
         }
-        var verdict = clients[c].unanswered.refused(by: clients[c].daemon)
         // A daemon lost for good is no longer among the device's daemons (its operator took it
         // out, as from the daemons'): what it may hold is given up, as SyncClient does for a
         // daemon not configured. Asked still, it would keep the device from ever re-syncing.
-        while case let .settle(other) = verdict, other == lost { verdict = clients[c].unanswered.refused(by: other) }
+        let verdict = clients[c].unanswered.refused(by: clients[c].daemon, askable: { $0 != lost })
         if case let .settle(other) = verdict, !configuration.remakesOnFirstRefusal {
             // Another daemon may hold what this one refused: settle there first.
             clients[c].settleAt = other

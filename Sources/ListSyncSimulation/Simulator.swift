@@ -435,7 +435,9 @@ public struct Simulator: Sendable {
     }
 
     mutating func connectClient(_ c: Int) {
-        if let d = clients[c].settleAt, d != lost {
+        // Never the lost daemon: it is cleared when lost, and never asked since (``refusedForFloor(_:)``).
+        assert(clients[c].settleAt == nil || clients[c].settleAt != lost)
+        if let d = clients[c].settleAt {
             clients[c].settleAt = nil
             if d != clients[c].daemon { report.roams += 1 }
             clients[c].daemon = d

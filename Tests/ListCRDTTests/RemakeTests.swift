@@ -86,25 +86,31 @@ import ListSyncTestSupport
         #expect(hub.rows == copy.rows)
     }
 
-    @Test("edits made after the floor are received as they are, keeping their ids")
-    func afterFloorKept() throws {
+    /// The daemon (`hub`), compacted; a device's insert of "x" into ["a", "b"] made after its
+    /// floor; and a fresh copy of the daemon's snapshot at that floor (the base a re-sync makes
+    /// it again on).
+    static func editAfterFloor() throws -> (hub: ListDocument, device: ListDocument, op: ListOperation, copy: ListDocument) {
         var hub = try ListDocument.make(1, sections: [["a", "b"]])
         try hub.compact(stable: hub.version)
         var device = try ListDocument(snapshot: hub.encodedSnapshot(), replica: ReplicaID(3))
         let op = try device.insertItem(at: IndexPath(item: 1, section: 0), value: Data("x"))
-        var copy = try ListDocument(snapshot: hub.encodedSnapshot(), replica: ReplicaID(3))
-        #expect(copy.remake([op], from: device) == [op])
+        return (hub, device, op, try ListDocument(snapshot: hub.encodedSnapshot(), replica: ReplicaID(3)))
+    }
+
+    @Test("edits made after the floor are received as they are, keeping their ids")
+    func afterFloorKept() throws {
+        let edit = try Self.editAfterFloor()
+        var copy = edit.copy
+        #expect(copy.remake([edit.op], from: edit.device) == [edit.op])
         #expect(copy.flat == ["a", "x", "b"])
     }
 
     @Test("refused, edits made after the floor are made again under new ids: sent again as they were, the daemon would refuse them again")
     func afterFloorRefused() throws {
-        var hub = try ListDocument.make(1, sections: [["a", "b"]])
-        try hub.compact(stable: hub.version)
-        var device = try ListDocument(snapshot: hub.encodedSnapshot(), replica: ReplicaID(3))
-        let op = try device.insertItem(at: IndexPath(item: 1, section: 0), value: Data("x"))
-        var copy = try ListDocument(snapshot: hub.encodedSnapshot(), replica: ReplicaID(3))
-        let made = copy.remake([op], from: device, refused: true)
+        let edit = try Self.editAfterFloor()
+        var (hub, copy) = (edit.hub, edit.copy)
+        let op = edit.op
+        let made = copy.remake([op], from: edit.device, refused: true)
         #expect(made.count == 1 && made[0].id != op.id && made[0].id.replica == ReplicaID(3))
         #expect(made[0].id.counter > op.lastID.counter, "never an id the device used")
         #expect(copy.flat == ["a", "x", "b"])

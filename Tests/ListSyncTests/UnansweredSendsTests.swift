@@ -42,4 +42,14 @@ struct UnansweredSendsTests {
         sends.sent(to: 2)
         #expect(sends.refused(by: 2) == .remake)
     }
+
+    @Test("a daemon that cannot be asked (no longer configured, lost for good) is given up on the way: the next that can is asked, or they are made again")
+    func unaskableGivenUp() {
+        var sends = UnansweredSends([1, 2, 3])
+        #expect(sends.refused(by: 3, askable: { $0 != 1 }) == .settle(at: 2))
+        #expect(sends.daemons == [2], "the daemon that cannot be asked is given up with what it may hold")
+        var lost = UnansweredSends([1, 2])
+        #expect(lost.refused(by: 2, askable: { $0 != 1 }) == .remake)
+        #expect(lost.daemons.isEmpty)
+    }
 }

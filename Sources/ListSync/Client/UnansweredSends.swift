@@ -48,12 +48,17 @@ public struct UnansweredSends<Daemon: Hashable & Comparable & Sendable>: Sendabl
     /// `daemon` refused operations of its own for the compaction floor (`compacted`). The
     /// refused operations and those that depend on them are final at `daemon`: it never takes
     /// them later from this device (its published version only grows, and it remembers what it
-    /// refused), nor relayed, unless another daemon took them.
+    /// refused), nor relayed, unless another daemon took them. A daemon `askable` says cannot be
+    /// asked (no longer among the device's daemons: its operator took it out, gone for good) is
+    /// given up on the way, with what it may hold (Docs/Client.md, "Roaming between daemons").
     ///
     /// - Complexity: O(d) for the d daemons waiting.
-    public mutating func refused(by daemon: Daemon) -> Verdict {
+    public mutating func refused(by daemon: Daemon, askable: (Daemon) -> Bool = { _ in true }) -> Verdict {
         daemons.remove(daemon)
-        guard let other = daemons.min() else { return .remake }
-        return .settle(at: other)
+        while let other = daemons.min() {
+            if askable(other) { return .settle(at: other) }
+            daemons.remove(other)
+        }
+        return .remake
     }
 }

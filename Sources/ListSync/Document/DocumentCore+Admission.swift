@@ -17,7 +17,7 @@ extension DocumentCore {
     /// batch's operations this core keeps waiting already (taken before; they count as taken).
     ///
     /// - Complexity: O(k × d) for k operations of d dependencies.
-    mutating func refuseBeforeFloor(_ fresh: inout [ListOperation], waiting: VersionVector = VersionVector()) -> [ApplyError] {
+    mutating func refuseBeforeFloor(_ fresh: inout [ListOperation], waiting: VersionVector) -> [ApplyError] {
         guard let floor = document.historyFloor else { return [] }
         var refusals: [ApplyError] = []
         var taken = waiting   // earlier operations of the batch that pass, and those waiting here
@@ -44,7 +44,7 @@ extension DocumentCore {
     }
 
     /// Whether `op` depends on an operation refused for the compaction floor (or as unaccounted
-    /// for, ``refuseUnaccounted(_:relay:)``) that is neither applied here nor `taken` earlier in
+    /// for, ``refuseUnaccounted(_:relay:waiting:)``) that is neither applied here nor `taken` earlier in
     /// its batch (its author's edits made again after a re-sync reuse the refused counters, and
     /// depend on one another within their batch).
     ///
@@ -126,7 +126,7 @@ extension DocumentCore {
     /// - Complexity: O(k × d) for k operations of d dependencies while they are known to be after
     ///   `P` or claimed; an unclaimed author's operation that is not known so costs up to h causal
     ///   queries (``ListDocument/hasSeen(_:at:)``) for the h heads of `P`.
-    mutating func refuseUnaccounted(_ fresh: inout [ListOperation], relay: Bool, waiting: VersionVector = VersionVector()) -> [ApplyError] {
+    mutating func refuseUnaccounted(_ fresh: inout [ListOperation], relay: Bool, waiting: VersionVector) -> [ApplyError] {
         guard var mark = currentMark() else { return [] }
         // Taken out while it is marked, so that its table is not copied for every batch.
         publishedMark = nil

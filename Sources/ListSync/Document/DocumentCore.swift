@@ -110,7 +110,7 @@ public struct DocumentCore: Sendable {
     /// edits its author makes again after re-syncing).
     var refusedFloor: [ReplicaID: UInt64] = [:]
     /// The version this daemon last published to its peers, and what is known to be after it
-    /// (``refuseUnaccounted(_:relay:)``).
+    /// (``refuseUnaccounted(_:relay:waiting:)``).
     var publishedMark: PublishedMark?
 
     /// Log positions below this are durable.

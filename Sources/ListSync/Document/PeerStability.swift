@@ -249,8 +249,8 @@ public struct PeerStability: Sendable, Equatable {
         // claimed and those it counted (or retired) without its entry saying so here before it
         // was lost. The operator's word is that it never reports them; waited for, they would
         // hold compaction back for ever.
-        for a in relayAuthors.sorted() where newly && !isClaimed(a) {
-            retireRelayAuthor(a)
+        if newly {
+            for a in relayAuthors.sorted() where !isClaimed(a) { retireRelayAuthor(a) }
         }
         assert(entries[daemon] == nil && retired.contains(daemon))
         return changed

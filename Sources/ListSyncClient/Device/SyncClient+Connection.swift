@@ -343,11 +343,9 @@ extension SyncClient {
             lastError = "compacted: \(text)"
             // Without a connection (it ended first) the next one sends them again and hears again.
             guard copy.resyncBase == nil, let c = connection else { break }
-            var verdict = copy.unanswered.refused(by: c.address)
-            // A daemon no longer configured cannot be asked: what it may hold is given up
-            // (Docs/Client.md, "Roaming between daemons").
-            while case let .settle(other) = verdict, !dialled.contains(other) { verdict = copy.unanswered.refused(by: other) }
-            if case let .settle(other) = verdict {
+            // A daemon no longer configured cannot be asked: what it may hold is given up.
+            let configured = dialled
+            if case let .settle(other) = copy.unanswered.refused(by: c.address, askable: { configured.contains($0) }) {
                 // Another daemon may hold what this one refused: ask it first (it acknowledges
                 // them, or refuses them too).
                 writeRecord(copy)
