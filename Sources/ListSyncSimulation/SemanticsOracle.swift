@@ -13,6 +13,8 @@ public struct SemanticsOracle: Sendable {
     struct Register: Sendable { var write = OpID.none; var record = OpID.none; var section: SectionID?; var value = OpID.none; var data = Data() }
     var items: [ItemID: Register] = [:]
     var sections: [SectionID: Register] = [:]
+    /// Every field write, by entity and field name (Docs/Semantics.md §8).
+    var fieldWrites: [OpID: [String: [(clock: UInt64, id: OpID, write: FieldWrite)]]] = [:]
 
     /// Computes the registers of every section and item from the operations (any order).
     public init(_ ops: [ListOperation]) {
@@ -40,6 +42,10 @@ public struct SemanticsOracle: Sendable {
                 for r in list { items[r.item, default: Register()].record = max(items[r.item]?.record ?? .none, writeOfSlot[r.seen.opID] ?? r.seen.opID) }
             case let .setItemValue(item, value): setValue(&items[item, default: Register()], op.id, value)
             case let .setSectionValue(s, value): setValue(&sections[s, default: Register()], op.id, value)
+            case let .writeFields(target, writes):
+                for w in writes.writes {
+                    fieldWrites[target.opID, default: [:]][w.name, default: []].append((writes.clock, op.id, w))
+                }
             }
         }
     }
@@ -62,16 +68,70 @@ public struct SemanticsOracle: Sendable {
         var shownItems = Set<ItemID>()
         for section in snapshot.sections {
             if section.value != sections[section.id]?.data { return "\(section.id) shows a stale value" }
+            if let why = checkFields(section.fields, of: section.id.opID) { return "\(section.id): \(why)" }
             for item in section.items {
                 if !shownItems.insert(item.id).inserted { return "\(item.id) is shown twice" }
                 guard let r = liveItems[item.id] else { return "\(item.id) is shown but should be deleted" }
                 if r.section != section.id { return "\(item.id) is in \(section.id), its winning move put it in \(r.section!)" }
                 if item.value != r.data { return "\(item.id) shows a stale value" }
+                if let why = checkFields(item.fields, of: item.id.opID) { return "\(item.id): \(why)" }
             }
         }
         if shownItems.count != liveItems.count {
             return "\(liveItems.count - shownItems.count) live items are lost: \(Set(liveItems.keys).subtracting(shownItems).sorted())"
         }
         return nil
+    }
+
+    /// The fields the writes imply for `entity`, computed from the whole set of writes at once
+    /// (not write by write, as the engine does): a value field is its greatest set or remove; the
+    /// kind shown is that of the greatest write; an increment or add counts unless a reset of the
+    /// field (or a delete of that member) names it as seen.
+    public func expectedFields(of entity: OpID) -> [String: Field] {
+        var out: [String: Field] = [:]
+        for (name, list) in fieldWrites[entity] ?? [:] {
+            func greater(_ a: (clock: UInt64, id: OpID, write: FieldWrite), _ b: (clock: UInt64, id: OpID, write: FieldWrite)) -> Bool {
+                a.clock != b.clock ? a.clock > b.clock : a.id > b.id
+            }
+            guard let latest = list.max(by: { greater($1, $0) }) else { continue }
+            func covered(_ tag: OpID, by writes: [(clock: UInt64, id: OpID, write: FieldWrite)]) -> Bool {
+                writes.contains { w in w.write.seen.contains { $0.replica == tag.replica && $0.counter >= tag.counter } }
+            }
+            let resets = list.filter { if case .set = $0.write.change { true } else if case .remove = $0.write.change { true } else { false } }
+            switch latest.write.change {
+            case .set(let v): out[name] = .value(v.normalizedForOracle)
+            case .remove: break
+            case .increment:
+                var sum: Int64 = 0
+                for w in list { if case .increment(let n) = w.write.change, !covered(w.id, by: resets) { sum &+= n } }
+                out[name] = .counter(sum)
+            case .insert, .delete:
+                var members = Set<String>()
+                for w in list {
+                    guard case .insert(let added) = w.write.change else { continue }
+                    for m in added {
+                        let deletes = list.filter { if case .delete(let d) = $0.write.change { d.contains(m) } else { false } }
+                        if !covered(w.id, by: resets) && !covered(w.id, by: deletes) { members.insert(m) }
+                    }
+                }
+                out[name] = .set(members.sorted())
+            }
+        }
+        return out
+    }
+
+    private func checkFields(_ shown: [String: Field], of entity: OpID) -> String? {
+        let expected = expectedFields(of: entity)
+        return shown == expected ? nil : "fields \(shown) where the writes imply \(expected)"
+    }
+}
+
+extension FieldValue {
+    /// A date to the millisecond, as the engine keeps it.
+    var normalizedForOracle: FieldValue {
+        if case .date(let d) = self {
+            return .date(Date(timeIntervalSince1970: Double(Int64((d.timeIntervalSince1970 * 1000).rounded())) / 1000))
+        }
+        return self
     }
 }

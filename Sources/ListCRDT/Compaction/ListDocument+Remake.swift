@@ -19,7 +19,8 @@ extension ListDocument {
     /// shows (at the start of its section if none; in its section, or a section inserted with
     /// it); a deleted item is deleted if this document still shows it; a written value is
     /// written again; a moved item is moved after the same neighbour; an inserted section is
-    /// inserted (at its index, clamped), a deleted one deleted, a section value written again.
+    /// inserted (at its index, clamped), a deleted one deleted, a section value written again;
+    /// field writes are written again with the same changes (on the item or section made again).
     /// Section moves are not made again (the section stays where the others left it). Operations
     /// made again take counters after `local`'s clock, never an id `local` has used. An edit of
     /// something this document no longer shows (deleted by another replica) is dropped, as it
@@ -125,6 +126,21 @@ private struct Remaker {
             let here = items[x] ?? x
             guard doc.snapshot().indexPath(of: here) != nil, let value = value(of: x) else { return }
             record(try? doc.setValue(value, forItem: here))
+        case let .writeFields(target, writes):
+            // The same changes, written again on what this document shows (what they replace
+            // and reset is what this document holds).
+            var changes: [String: FieldChange] = [:]
+            for w in writes.writes { changes[w.name] = w.change }
+            switch target {
+            case .item(let x):
+                let here = items[x] ?? x
+                guard doc.contains(here) else { return }
+                record(try? doc.writeFields(changes, ofItem: here))
+            case .section(let s):
+                let here = sections[s] ?? s
+                guard doc.contains(here) else { return }
+                record(try? doc.writeFields(changes, ofSection: here))
+            }
         case let .moveItems(list, _, _):
             for x in list where items[x] == nil {
                 makeSection(of: x, on: &doc)

@@ -32,6 +32,7 @@ enum ResolvedOperation {
     case deleteSection(EntityIndex, seen: OpID, items: [(EntityIndex, OpID)])
     case setItemValue(EntityIndex, Data)
     case setSectionValue(EntityIndex, Data)
+    case writeFields(RecordTarget, FieldWrites)
 }
 
 extension ListDocument {
@@ -118,6 +119,19 @@ extension ListDocument {
         case let .setSectionValue(id, value):
             try checkValue(value.count, of: op.id)
             return .setSectionValue(try section(id), value)
+        case let .writeFields(target, writes):
+            switch target {
+            case .item(let id): _ = try item(id)
+            case .section(let id): _ = try section(id)
+            }
+            if let problem = Self.problem(with: writes, maxValueSize: maxValueSize) {
+                throw bad(problem.name.isEmpty ? problem.why : "field \"\(problem.name)\": \(problem.why)")
+            }
+            for w in writes.writes {
+                if w.replaces != .none { try checkPast(w.replaces, by: op.id) }
+                for s in w.seen { try checkPast(s, by: op.id) }
+            }
+            return .writeFields(target, writes)
         }
     }
 
@@ -263,6 +277,9 @@ extension ListDocument {
 
         case let .setSectionValue(s, value):
             if op.id > sections.valueWrite(s) { sections.setValue(value, write: op.id, of: s) }
+
+        case let .writeFields(target, writes):
+            records.apply(writes, of: op.id, to: target, local: replica)
         }
         record(op, resolved)
     }

@@ -232,7 +232,7 @@ extension ListDocument {
     }
 
     /// Stamps and applies a local operation.
-    private mutating func make(_ kind: ListOperation.Kind, _ resolved: ResolvedOperation,
+    mutating func make(_ kind: ListOperation.Kind, _ resolved: ResolvedOperation,
                                hint: EditHint? = nil) throws(ListError) -> ListOperation {
         let op = ListOperation(id: OpID(counter: clock + 1, replica: replica), deps: currentFrontier, kind: kind)
         guard op.lastID.counter <= OpID.maxCounter else { throw .counterOverflow }

@@ -249,7 +249,7 @@ extension ListDocument {
             (kind, span, payload) = (.moveItems, 1, LocalVersion(slots.count - 1))
         case .deleteItem(_, _, let lv):
             (kind, span, payload) = (.deleteItem, 1, lv)
-        case .deleteSection, .setItemValue, .setSectionValue:
+        case .deleteSection, .setItemValue, .setSectionValue, .writeFields:
             log.append(other: op)
             return
         }

@@ -45,6 +45,13 @@ public struct ListDocument: Sendable {
     /// Whether each section is visible now (§3.5), kept by `refreshSection`.
     var sectionShown: [Bool] = []
     var items = EntityTable()
+    /// Every section's and item's fields (`Records/`, Docs/Semantics.md §8).
+    var records = RecordStore()
+
+    /// Where field writes read the time for their hybrid logical clock (nil: the logical clock
+    /// alone; ``WallClock/system`` makes the later edit win, Docs/Semantics.md §8.2). The engine
+    /// reads no clock it was not handed.
+    public var wallClock: WallClock?
 
     /// A deliberately broken engine, for tests that show the simulator catches such bugs.
     /// Always ``EngineVariant/correct`` outside those tests.

@@ -22,6 +22,9 @@ public enum ListError: Error, Hashable, Sendable, CustomStringConvertible {
     case counterOverflow
     /// A position in the operation log is out of range: `count` operations are applied.
     case logPositionOutOfRange(Int, count: Int)
+    /// A field write that breaks a rule of fields: the field's name (empty for the whole
+    /// operation) and why (Docs/Semantics.md §8, ``FieldLimits``).
+    case invalidField(String, String)
 
     public var description: String {
         switch self {
@@ -38,6 +41,7 @@ public enum ListError: Error, Hashable, Sendable, CustomStringConvertible {
         case let .valueTooLarge(size, limit): return "value of \(size) bytes is over the limit of \(limit) bytes"
         case let .invalidSelection(why): return "invalid selection: \(why)"
         case .counterOverflow: return "the operation counter would overflow"
+        case let .invalidField(name, why): return name.isEmpty ? "invalid field write: \(why)" : "field \"\(name)\": \(why)"
         case let .logPositionOutOfRange(i, count):
             return "log position \(i) is out of range: \(count) operations are applied (0...\(count) allowed)"
         }

@@ -13,11 +13,14 @@ public struct ListSnapshot: Hashable, Sendable {
         public var value: Data
         /// The section's visible items, in order.
         public var items: [Item]
+        /// The section's fields (Docs/Semantics.md §8), by name; empty when it has none.
+        public var fields: [String: Field]
         /// Makes a section.
-        public init(id: SectionID, value: Data, items: [Item]) {
+        public init(id: SectionID, value: Data, items: [Item], fields: [String: Field] = [:]) {
             self.id = id
             self.value = value
             self.items = items
+            self.fields = fields
         }
     }
 
@@ -27,10 +30,13 @@ public struct ListSnapshot: Hashable, Sendable {
         public var id: ItemID
         /// The item's value.
         public var value: Data
+        /// The item's fields (Docs/Semantics.md §8), by name; empty when it has none.
+        public var fields: [String: Field]
         /// Makes an item.
-        public init(id: ItemID, value: Data) {
+        public init(id: ItemID, value: Data, fields: [String: Field] = [:]) {
             self.id = id
             self.value = value
+            self.fields = fields
         }
     }
 
@@ -53,15 +59,20 @@ extension ListDocument {
     public func snapshot() -> ListSnapshot {
         var out: [ListSnapshot.Section] = []
         out.reserveCapacity(sectionCount)
+        let hasRecords = !records.isEmpty
         forEachVisible(in: Self.sectionTree) { lv in
             let s = slots.entity(of: lv)
             var list: [ListSnapshot.Item] = []
             list.reserveCapacity(visibleItemCount(s))
             forEachVisible(in: tree(ofSequence: .items(s))) { ilv in
                 let i = slots.entity(of: ilv)
-                list.append(.init(id: ItemID(items.rows[i.int].id), value: items.value(i)))
+                let id = items.rows[i.int].id
+                list.append(.init(id: ItemID(id), value: items.value(i),
+                                  fields: hasRecords ? records.record(of: id) : [:]))
             }
-            out.append(.init(id: SectionID(sections.rows[s.int].id), value: sections.value(s), items: list))
+            let id = sections.rows[s.int].id
+            out.append(.init(id: SectionID(id), value: sections.value(s), items: list,
+                             fields: hasRecords ? records.record(of: id) : [:]))
         }
         return ListSnapshot(sections: out)
     }

@@ -5,10 +5,11 @@ extension ListOperation {
     /// The newest format version; ``decode(_:)`` reads it and every version down to
     /// ``oldestWireFormatVersion``.
     ///
-    /// ``encode(_:)`` writes the oldest version that can hold the batch: version 2 only when a
-    /// record of version 2 (a move run, Docs/WireFormat.md §2.6) is in it, else version 1, byte
-    /// for byte as before, so that a peer that reads only version 1 still reads those batches.
-    public static let wireFormatVersion: UInt8 = 2
+    /// ``encode(_:)`` writes the oldest version that can hold the batch: version 3 only when a
+    /// field write (Docs/WireFormat.md §2.7) is in it, version 2 when a move run (§2.6) is, else
+    /// version 1, byte for byte as before, so that a peer that reads only an older version still
+    /// reads every batch that needs nothing newer.
+    public static let wireFormatVersion: UInt8 = 3
 
     /// The oldest format version ``decode(_:)`` reads.
     public static let oldestWireFormatVersion: UInt8 = 1
@@ -70,9 +71,18 @@ enum RecordKind: UInt8 {
     /// Consecutive single-item moves by one replica in one section, fields bit-packed
     /// (version 2, MoveRunCoding.swift).
     case moveItemRun
+    /// Field writes of one section or item (version 3, Records/FieldCoding.swift); the variant
+    /// flag says the target is a section.
+    case writeFields
 
     /// The oldest format version that has this kind of record.
-    var version: UInt8 { self == .moveItemRun ? 2 : 1 }
+    var version: UInt8 {
+        switch self {
+        case .moveItemRun: 2
+        case .writeFields: 3
+        default: 1
+        }
+    }
 }
 
 /// Flags in the high four bits of a record's first byte.
@@ -103,6 +113,8 @@ struct CodingContext {
              .deleteSection(let s, _, _), .setSectionValue(let s, _):
             lastSection = s
         case .deleteItem, .setItemValue: break
+        case .writeFields(let target, _):
+            if case .section(let s) = target { lastSection = s }
         }
     }
 }
@@ -311,6 +323,25 @@ struct BatchEncoder {
             header(op, .setSectionValue)
             sectionRef(section, op)
             out.data(value)
+        case .writeFields(let target, let writes):
+            version = max(version, RecordKind.writeFields.version)
+            switch target {
+            case .item(let item):
+                header(op, .writeFields)
+                ref(item.opID, op, default: nil)
+            case .section(let section):
+                header(op, .writeFields, variant: true)
+                sectionRef(section, op)
+            }
+            out.varint(writes.clock)
+            out.count(writes.writes.count)
+            for w in writes.writes {
+                out.data(Data(w.name.utf8))
+                ref(w.replaces, op, default: .none)
+                out.count(w.seen.count)
+                for s in w.seen { ref(s, op, default: nil) }
+                out.fieldChange(w.change)
+            }
         }
         context.advance(past: op)
         return 1
@@ -386,6 +417,12 @@ extension ListOperation {
             for r in items { body(r.item.opID); body(r.seen.opID) }
         case .setItemValue(let i, _): body(i.opID)
         case .setSectionValue(let s, _): body(s.opID)
+        case .writeFields(let target, let writes):
+            body(target.opID)
+            for w in writes.writes {
+                if w.replaces != .none { body(w.replaces) }
+                for s in w.seen { body(s) }
+            }
         }
     }
 }

@@ -70,7 +70,9 @@ struct BatchDecoder {
         let first = try reader.byte()
         guard let kind = RecordKind(rawValue: first & 0x0f), kind.version <= version else { throw .invalidTag(first, offset: at) }
         let variant = first & RecordFlag.variant != 0
-        if variant, kind != .insertItemRun, kind != .deleteItemRun, kind != .moveItems { throw .invalidTag(first, offset: at) }
+        if variant, kind != .insertItemRun, kind != .deleteItemRun, kind != .moveItems, kind != .writeFields {
+            throw .invalidTag(first, offset: at)
+        }
 
         let (id, deps) = try header(first, at: at)
         let op: ListOperation
@@ -142,6 +144,30 @@ struct BatchDecoder {
         case .moveItemRun:
             try moveRun(id: id, deps: deps, left: left)
             return
+        case .writeFields:
+            let target: RecordTarget = variant ? .section(try sectionRef(id)) : .item(ItemID(try ref(id, default: nil)))
+            let clock = try reader.varint()
+            let countAt = reader.offset
+            let n = try reader.count(minBytes: 4)
+            guard n <= FieldLimits.maxWrites else { throw .countTooLarge(n, offset: countAt) }
+            var writes: [FieldWrite] = []
+            writes.reserveCapacity(n)
+            for _ in 0 ..< n {
+                let name = try reader.utf8(limit: FieldLimits.maxNameBytes)
+                let replaces = try ref(id, default: .none)
+                let seenAt = reader.offset
+                let s = try reader.count(minBytes: 1)
+                guard s <= FieldLimits.maxSeen else { throw .countTooLarge(s, offset: seenAt) }
+                var seen: [OpID] = []
+                seen.reserveCapacity(s)
+                for _ in 0 ..< s { seen.append(try ref(id, default: nil)) }
+                let change = try reader.fieldChange(maxValueSize: maxValueSize)
+                writes.append(FieldWrite(name: name, change: change, replaces: replaces, seen: seen))
+            }
+            guard zip(writes, writes.dropFirst()).allSatisfy({ $0.name < $1.name }) else {
+                throw .invalidValue("field names not in increasing order, or twice", offset: countAt)
+            }
+            op = ListOperation(id: id, deps: deps, kind: .writeFields(target, FieldWrites(clock: clock, writes: writes)))
         }
         append(op)
     }

@@ -236,6 +236,14 @@ struct StateSnapshotDecoder {
                 }
                 switch ops[0].kind {
                 case .deleteSection, .setItemValue, .setSectionValue: break
+                case let .writeFields(target, writes):
+                    // The history holds every field write: the records are rebuilt from it.
+                    if let problem = ListDocument.problem(with: writes, maxValueSize: maxValueSize) {
+                        throw .invalidValue("field \"\(problem.name)\": \(problem.why)", offset: blobAt)
+                    }
+                    doc.records.reportsConflicts = false
+                    doc.records.apply(writes, of: ops[0].id, to: target, local: doc.replica)
+                    doc.records.reportsConflicts = true
                 default: throw .invalidValue("an operation of this kind has a record of its own", offset: blobAt)
                 }
                 other = ops[0]

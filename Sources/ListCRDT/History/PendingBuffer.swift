@@ -45,6 +45,9 @@ extension ListOperation {
             ids += 3
         case .moveSection:
             ids += 3
+        case let .writeFields(_, writes):
+            bytes += writes.footprint
+            ids += 1
         case let .moveItems(list, _, _):
             ids += 3 + list.count
         case .deleteItem:

@@ -71,6 +71,9 @@ public struct ListOperation: Hashable, Sendable, CustomStringConvertible {
         case setItemValue(ItemID, Data)
         /// Writes the section's value register.
         case setSectionValue(SectionID, Data)
+        /// Writes fields of a section's or an item's record, each merged by its own rule
+        /// (Docs/Semantics.md §8); fields not named are untouched.
+        case writeFields(RecordTarget, FieldWrites)
     }
 
     /// How many consecutive ids the operation uses (one per slot it makes, at least one).

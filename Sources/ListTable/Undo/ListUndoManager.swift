@@ -79,6 +79,9 @@ public struct ListUndoManager: Sendable {
     public var redoActionName: String? { redoStack.last?.actionName }
     /// Whether a group is open (``beginGroup(_:)`` without its ``endGroup()`` yet).
     public var isGroupOpen: Bool { open != nil }
+    /// The value fields the last ``undo(_:)`` or ``redo(_:)`` left alone because someone else
+    /// wrote them since the step (Docs/Semantics.md §8.8), for the app to tell its user.
+    public var keptFields: [KeptField] { tracks.kept }
     /// How many groups recording has pushed since this manager was made (not counting groups
     /// moved between the stacks by undo and redo): a bridge to another undo manager registers
     /// one action each time it grows (``UndoBridge``).
@@ -197,6 +200,7 @@ public struct ListUndoManager: Sendable {
             case .deleteItem, .deleteSection: names.insert("Delete")
             case .moveItems, .moveSection: names.insert("Move")
             case .setItemValue, .setSectionValue: names.insert("Rename")
+            case .writeFields: names.insert("Edit")
             }
         }
         return names.count == 1 ? names.first! : "Edit"
@@ -214,6 +218,7 @@ public struct ListUndoManager: Sendable {
     /// - Complexity: O(k log n) for k entities in the group, plus the operations.
     @discardableResult
     public mutating func undo(_ document: inout ListDocument) throws(UndoError) -> [ListOperation] {
+        tracks.kept = []
         if let open { throw .groupOpen(actionName: open.actionName) }
         guard let group = undoStack.last else { throw .nothingToUndo }
         let (ops, inverse) = try perform(group, on: &document)
@@ -232,6 +237,7 @@ public struct ListUndoManager: Sendable {
     /// - Complexity: O(k log n) for k entities in the group, plus the operations.
     @discardableResult
     public mutating func redo(_ document: inout ListDocument) throws(UndoError) -> [ListOperation] {
+        tracks.kept = []
         if let open { throw .groupOpen(actionName: open.actionName) }
         guard let group = redoStack.last else { throw .nothingToRedo }
         let (ops, inverse) = try perform(group, on: &document)

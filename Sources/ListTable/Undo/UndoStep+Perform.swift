@@ -99,6 +99,8 @@ extension UndoTracks {
         if let value = c.target.value, value != c.expected.value, now.value == c.expected.value {
             ops.append(try document.setValue(value, forSection: id))
         }
+        let changes = fieldChanges(target: c.target.fields, expected: c.expected.fields, now: now.fields, of: .section(id))
+        if !changes.isEmpty { ops.append(try document.writeFields(changes, ofSection: id)) }
     }
 
     /// Where a section lands (U4, the rule of a drag's placeholder, `Docs/DragSessions.md`):
@@ -152,6 +154,45 @@ extension UndoTracks {
         if let value = c.target.value, value != c.expected.value, now.value == c.expected.value {
             ops.append(try document.setValue(value, forItem: id))
         }
+        let changes = fieldChanges(target: c.target.fields, expected: c.expected.fields, now: now.fields, of: .item(id))
+        if !changes.isEmpty { ops.append(try document.writeFields(changes, ofItem: id)) }
+    }
+
+    // MARK: Fields
+
+    /// The field changes that take a record from `expected` (what the step left) back to `target`
+    /// (U9, Docs/Semantics.md §8.8): a counter takes back the step's increments and a set its adds
+    /// and removes, whatever others did since (they commute); a value field is written back only
+    /// if it still shows what the step left, else it is kept and listed in ``UndoTracks/kept``.
+    mutating func fieldChanges(target: [String: Field], expected: [String: Field], now: [String: Field],
+                               of owner: RecordTarget) -> [String: FieldChange] {
+        var changes: [String: FieldChange] = [:]
+        for name in Set(target.keys).union(expected.keys) where target[name] != expected[name] {
+            switch (target[name], expected[name]) {
+            case let (.counter(t)?, .counter(e)?):
+                changes[name] = .increment(t &- e)
+            case let (.set(t)?, .set(e)?):
+                let add = Set(t).subtracting(e), remove = Set(e).subtracting(t)
+                // One write per field: the removes first where both (rare: a step that swapped members).
+                if !remove.isEmpty {
+                    changes[name] = .delete(remove.sorted())
+                } else if !add.isEmpty {
+                    changes[name] = .insert(add.sorted())
+                }
+            case (let t, let e):
+                guard now[name] == e else {
+                    kept.append(KeptField(target: owner, name: name, now: now[name], wanted: t))
+                    continue
+                }
+                switch t {
+                case .value(let v)?: changes[name] = .set(v)
+                case nil: changes[name] = .remove
+                case .counter(let n)?: changes[name] = .increment(n &- (now[name].flatMap { if case .counter(let x) = $0 { x } else { nil } } ?? 0))
+                case .set(let members)?: changes[name] = members.isEmpty ? .remove : .insert(members)
+                }
+            }
+        }
+        return changes
     }
 
     /// Where an item lands in the section at `s` (U4, the rule of a drag's placeholder,

@@ -39,6 +39,8 @@ struct EntityState<Place: Hashable & Sendable>: Hashable, Sendable {
     /// The logical id of its winning position write (``UndoTrack/logical(_:of:)``); nil when
     /// the entity is unknown.
     var write: OpID?
+    /// Its fields as shown (a deleted entity keeps them).
+    var fields: [String: Field] = [:]
 
     /// Whether the entity is shown.
     var isShown: Bool { place != nil }
@@ -47,7 +49,7 @@ struct EntityState<Place: Hashable & Sendable>: Hashable, Sendable {
     /// it, or, while shown in both, move it or change its value.
     func differs(from target: EntityState) -> Bool {
         if isShown != target.isShown { return true }
-        return isShown && (write != target.write || value != target.value)
+        return isShown && (write != target.write || value != target.value || fields != target.fields)
     }
 }
 
@@ -130,6 +132,26 @@ struct UndoTrack<ID: Hashable & Sendable>: Sendable {
 struct UndoTracks: Sendable {
     var sections = UndoTrack<SectionID>()
     var items = UndoTrack<ItemID>()
+    /// The value fields the last undo or redo left as they were, because someone else wrote them
+    /// since the step (U9).
+    var kept: [KeptField] = []
+}
+
+/// A value field that an undo or redo did not write back, because another write replaced the
+/// one the step made (Docs/Semantics.md §8.8): undo says so rather than erasing it.
+public struct KeptField: Hashable, Sendable, CustomStringConvertible {
+    /// The section or item.
+    public var target: RecordTarget
+    /// The field.
+    public var name: String
+    /// What it shows now (someone else's), kept.
+    public var now: Field?
+    /// What undo would have brought back.
+    public var wanted: Field?
+
+    public var description: String {
+        "\(target) field \"\(name)\" was changed by someone else since (\(now.map(\.description) ?? "removed")); undo kept it"
+    }
 }
 
 // MARK: Recording
@@ -154,6 +176,8 @@ extension UndoStep {
             case .insertItem: touch(ItemID(op.id))
             case .moveItems(let ids, _, _): for i in ids { touch(i) }
             case .deleteItem(let i, _), .setItemValue(let i, _): touch(i)
+            case .writeFields(.item(let i), _): touch(i)
+            case .writeFields(.section(let s), _): touch(s)
             }
         }
         for s in sectionIDs {
@@ -177,14 +201,16 @@ extension ListDocument {
     /// - Complexity: O(log n).
     func undoState(of id: ItemID, track: UndoTrack<ItemID>) -> EntityState<ItemPlace> {
         let write = winningPositionWrite(of: id).map { track.logical($0, of: id) }
-        guard let path = indexPath(of: id) else { return EntityState(place: nil, value: value(of: id), write: write) }
+        guard let path = indexPath(of: id) else {
+            return EntityState(place: nil, value: value(of: id), write: write, fields: fields(of: id))
+        }
         let (s, row) = (path.section, path.item)
         let count = undoMust { () throws(ListError) in try itemCount(inSection: s) }
         let section = undoMust { () throws(ListError) in try sectionID(at: s) }
         let after = row > 0 ? undoMust { () throws(ListError) in try itemID(at: IndexPath(item: row - 1, section: s)) } : nil
         let before = row + 1 < count ? undoMust { () throws(ListError) in try itemID(at: IndexPath(item: row + 1, section: s)) } : nil
         let place = ItemPlace(section: section, sectionIndex: s, row: row, after: after, before: before)
-        return EntityState(place: place, value: value(of: id), write: write)
+        return EntityState(place: place, value: value(of: id), write: write, fields: fields(of: id))
     }
 
     /// How a section stands now, as undo sees it.
@@ -192,10 +218,13 @@ extension ListDocument {
     /// - Complexity: O(log s) for s sections.
     func undoState(of id: SectionID, track: UndoTrack<SectionID>) -> EntityState<SectionPlace> {
         let write = winningPositionWrite(of: id).map { track.logical($0, of: id) }
-        guard let index = index(of: id) else { return EntityState(place: nil, value: value(of: id), write: write) }
+        guard let index = index(of: id) else {
+            return EntityState(place: nil, value: value(of: id), write: write, fields: fields(of: id))
+        }
         let after = index > 0 ? undoMust { () throws(ListError) in try sectionID(at: index - 1) } : nil
         let before = index + 1 < sectionCount ? undoMust { () throws(ListError) in try sectionID(at: index + 1) } : nil
-        return EntityState(place: SectionPlace(index: index, after: after, before: before), value: value(of: id), write: write)
+        return EntityState(place: SectionPlace(index: index, after: after, before: before), value: value(of: id), write: write,
+                           fields: fields(of: id))
     }
 }
 

@@ -1,0 +1,168 @@
+import Foundation
+
+/// Where the hybrid logical clock of field writes reads the time (Docs/Semantics.md §8.2). The
+/// engine reads no clock of its own: a document without one orders field writes by the logical
+/// part alone (each write beats what its author saw; concurrent ones by operation id).
+public struct WallClock: Sendable {
+    /// Milliseconds since 1970, UTC.
+    public let millisecondsSince1970: @Sendable () -> UInt64
+
+    /// A clock reading `now`.
+    public init(_ now: @escaping @Sendable () -> UInt64) { millisecondsSince1970 = now }
+
+    /// The system's clock (`Date()`).
+    public static let system = WallClock { UInt64(max(0, (Date().timeIntervalSince1970 * 1000).rounded())) }
+
+    /// A clock that always reads `ms` (tests).
+    public static func fixed(_ ms: UInt64) -> WallClock { WallClock { ms } }
+}
+
+extension ListDocument {
+    // MARK: Reading
+
+    /// The fields an item shows (removed fields left out), or an empty record if it has none.
+    ///
+    /// - Complexity: O(f + t) for f fields and t their counters' increments and sets' members.
+    public func fields(of item: ItemID) -> [String: Field] { records.record(of: item.opID) }
+
+    /// The fields a section shows.
+    ///
+    /// - Complexity: O(f + t), as ``fields(of:)-(ItemID)``.
+    public func fields(of section: SectionID) -> [String: Field] { records.record(of: section.opID) }
+
+    /// One field of an item, or nil if it has none of that name (or it was removed).
+    public func field(_ name: String, of item: ItemID) -> Field? {
+        records.records[item.opID]?[name]?.shown
+    }
+
+    /// One field of a section, or nil.
+    public func field(_ name: String, of section: SectionID) -> Field? {
+        records.records[section.opID]?[name]?.shown
+    }
+
+    /// The greatest field-write clock this document has applied.
+    public var fieldClock: UInt64 { records.clock }
+
+    /// The field writes of this replica that lost to a concurrent write of another since the last
+    /// call (Docs/Semantics.md §8.3), oldest first; taking them empties the list. At most 1,024
+    /// wait; older ones are dropped.
+    public mutating func takeFieldConflicts() -> [FieldConflict] {
+        defer { records.conflicts = [] }
+        return records.conflicts
+    }
+
+    // MARK: Writing
+
+    /// Writes fields of a live item, in one operation: each named field changes, every other
+    /// field is untouched (Docs/Semantics.md §8.1).
+    ///
+    /// - Throws: ``ListError/unknownItem(_:)`` or ``ListError/itemDeleted(_:)``;
+    ///   ``ListError/invalidField(_:_:)`` for a bad name, a value over ``maxValueSize``, a
+    ///   non-finite double, no change at all, or a limit of ``FieldLimits``. Nothing changes then.
+    /// - Complexity: O(w log w + t) for w fields and t their live tags.
+    @discardableResult
+    public mutating func writeFields(_ changes: [String: FieldChange], ofItem id: ItemID) throws(ListError) -> ListOperation {
+        guard let i = itemEntity(id) else { throw .unknownItem(id) }
+        guard items.isAlive(i) else { throw .itemDeleted(id) }
+        return try writeFields(changes, to: .item(id))
+    }
+
+    /// Writes fields of a visible section, in one operation (see ``writeFields(_:ofItem:)``).
+    @discardableResult
+    public mutating func writeFields(_ changes: [String: FieldChange], ofSection id: SectionID) throws(ListError) -> ListOperation {
+        guard let s = sectionEntity(id) else { throw .unknownSection(id) }
+        guard isSectionVisible(s) else { throw .sectionDeleted(id) }
+        return try writeFields(changes, to: .section(id))
+    }
+
+    /// Sets one value field of a live item.
+    @discardableResult
+    public mutating func setField(_ name: String, to value: FieldValue, ofItem id: ItemID) throws(ListError) -> ListOperation {
+        try writeFields([name: .set(value)], ofItem: id)
+    }
+
+    /// Adds `amount` to a counter field of a live item.
+    @discardableResult
+    public mutating func increment(_ name: String, by amount: Int64 = 1, ofItem id: ItemID) throws(ListError) -> ListOperation {
+        try writeFields([name: .increment(amount)], ofItem: id)
+    }
+
+    /// Removes a field of a live item.
+    @discardableResult
+    public mutating func removeField(_ name: String, ofItem id: ItemID) throws(ListError) -> ListOperation {
+        try writeFields([name: .remove], ofItem: id)
+    }
+
+    private mutating func writeFields(_ changes: [String: FieldChange], to target: RecordTarget) throws(ListError) -> ListOperation {
+        let existing = records.records[target.opID]
+        var list: [FieldWrite] = []
+        list.reserveCapacity(changes.count)
+        for (name, change) in changes {
+            let state = existing?[name]
+            let seen: [OpID]
+            switch change {
+            case .set, .remove: seen = state?.seenForReset ?? []
+            case .delete(let members): seen = state?.seenForDelete(members) ?? []
+            case .increment, .insert: seen = []
+            }
+            list.append(FieldWrite(name: name, change: change, replaces: state?.register.id ?? .none, seen: seen))
+        }
+        let writes = FieldWrites(clock: nextFieldClock(), writes: list)
+        if let problem = Self.problem(with: writes, maxValueSize: maxValueSize) {
+            throw .invalidField(problem.name, problem.why)
+        }
+        return try make(.writeFields(target, writes), .writeFields(target, writes))
+    }
+
+    /// The clock of the next local field write: past every clock applied here, and at least the
+    /// wall clock when the document has one.
+    func nextFieldClock() -> UInt64 {
+        let wall = (wallClock?.millisecondsSince1970() ?? 0)
+        let physical = wall >= (1 << 48) ? UInt64.max - (1 << 20) : wall << 16
+        let logical = records.clock >= UInt64.max - (1 << 20) ? records.clock : records.clock + 1
+        return max(physical, logical)
+    }
+
+    // MARK: Validation
+
+    /// What is wrong with `writes`, if anything: the field it concerns and why. Checked for local
+    /// edits and for every received operation alike.
+    ///
+    /// - Complexity: O(w + m + s) for w writes, m members and s seen entries.
+    static func problem(with writes: FieldWrites, maxValueSize: Int) -> (name: String, why: String)? {
+        if writes.writes.isEmpty { return ("", "an operation writes no field") }
+        if writes.writes.count > FieldLimits.maxWrites {
+            return ("", "\(writes.writes.count) fields in one operation, over \(FieldLimits.maxWrites)")
+        }
+        var previous: String?
+        for w in writes.writes {
+            if let why = FieldLimits.problem(withName: w.name) { return (w.name, why) }
+            if let previous, previous >= w.name { return (w.name, "fields not in increasing name order, or twice") }
+            previous = w.name
+            if w.seen.count > FieldLimits.maxSeen { return (w.name, "names \(w.seen.count) replicas seen, over \(FieldLimits.maxSeen)") }
+            for k in w.seen.indices.dropFirst() where w.seen[k - 1].replica.rawValue >= w.seen[k].replica.rawValue {
+                return (w.name, "seen replicas not in increasing order")
+            }
+            switch w.change {
+            case .set(let v):
+                if v.size > maxValueSize { return (w.name, "value of \(v.size) bytes is over the limit of \(maxValueSize) bytes") }
+                if case .double(let d) = v, !d.isFinite { return (w.name, "a double must be finite") }
+                if case .date(let d) = v, !(d.timeIntervalSince1970 * 1000).isFinite || abs(d.timeIntervalSince1970) > 9e12 {
+                    return (w.name, "a date out of range")
+                }
+            case .insert(let members), .delete(let members):
+                if members.isEmpty { return (w.name, "a set change names no member") }
+                if members.count > FieldLimits.maxMembers {
+                    return (w.name, "\(members.count) members in one write, over \(FieldLimits.maxMembers)")
+                }
+                if Set(members).count != members.count { return (w.name, "a member twice in one write") }
+                for m in members where m.utf8.count > FieldLimits.maxMemberBytes {
+                    return (w.name, "a member of \(m.utf8.count) bytes, over \(FieldLimits.maxMemberBytes)")
+                }
+            case .remove, .increment:
+                break
+            }
+        }
+        return nil
+    }
+}

@@ -1,0 +1,66 @@
+import Foundation
+
+/// Every record of a document: for each section or item that has fields (by its id), its fields
+/// by name. Most documents without fields keep this empty, at no cost to the list's paths.
+struct RecordStore: Hashable, Sendable {
+    /// The fields of each entity that has any, by the entity's id.
+    var records: [OpID: [String: FieldState]] = [:]
+    /// The greatest field-write clock applied here (the hybrid logical clock's memory).
+    var clock: UInt64 = 0
+    /// Conflicts this replica lost, not yet taken by ``ListDocument/takeFieldConflicts()``.
+    var conflicts: [FieldConflict] = []
+    /// Conflicts dropped because ``conflicts`` was full (nobody took them).
+    var conflictsDropped = 0
+    /// Whether applying writes reports conflicts (off while a snapshot's history is replayed).
+    var reportsConflicts = true
+
+    /// The most conflicts kept for ``ListDocument/takeFieldConflicts()``: 1,024 (older ones are
+    /// dropped and counted).
+    static let conflictLimit = 1024
+
+    var isEmpty: Bool { records.isEmpty }
+
+    /// Applies the writes of operation `id` to the record of `target`.
+    ///
+    /// - Complexity: O(w × (f + t)) for w writes, f the fields' live tags and t their members.
+    mutating func apply(_ writes: FieldWrites, of id: OpID, to target: RecordTarget, local: ReplicaID) {
+        clock = max(clock, writes.clock)
+        var fields = records[target.opID] ?? [:]
+        for w in writes.writes {
+            var state = fields[w.name] ?? FieldState()
+            let stamp = FieldStamp(clock: writes.clock, id: id)
+            if let lost = state.apply(w, stamp: stamp, local: local), reportsConflicts {
+                report(FieldConflict(target: target, name: w.name, lost: lost.lost, won: state.value,
+                                     localOperation: lost.by, winner: id))
+            }
+            fields[w.name] = state
+        }
+        records[target.opID] = fields
+    }
+
+    private mutating func report(_ c: FieldConflict) {
+        if conflicts.count >= Self.conflictLimit {
+            conflicts.removeFirst()
+            conflictsDropped += 1
+        }
+        conflicts.append(c)
+    }
+
+    /// The fields `target` shows (removed fields left out).
+    func record(of id: OpID) -> [String: Field] {
+        guard let fields = records[id] else { return [:] }
+        var out: [String: Field] = [:]
+        for (name, state) in fields { if let f = state.shown { out[name] = f } }
+        return out
+    }
+
+    /// Heap bytes, roughly, for ``ListDocument/memoryBreakdown``.
+    var heapBytes: Int {
+        records.reduce(records.capacity * 48) { total, r in
+            r.value.reduce(total + r.value.capacity * 48) { t, f in
+                t + f.key.utf8.count + 96 + f.value.increments.count * 40
+                    + f.value.adds.reduce(0) { $0 + $1.key.utf8.count + 24 + $1.value.count * 16 }
+            }
+        }
+    }
+}
