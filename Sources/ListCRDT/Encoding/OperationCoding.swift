@@ -337,7 +337,7 @@ struct BatchEncoder {
             out.count(writes.writes.count)
             for w in writes.writes {
                 out.data(Data(w.name.utf8))
-                ref(w.replaces, op, default: .none)
+                ref(w.replaces, op, default: OpID.none)
                 out.count(w.seen.count)
                 for s in w.seen { ref(s, op, default: nil) }
                 out.fieldChange(w.change)

@@ -154,7 +154,7 @@ struct BatchDecoder {
             writes.reserveCapacity(n)
             for _ in 0 ..< n {
                 let name = try reader.utf8(limit: FieldLimits.maxNameBytes)
-                let replaces = try ref(id, default: .none)
+                let replaces = try ref(id, default: OpID.none)
                 let seenAt = reader.offset
                 let s = try reader.count(minBytes: 1)
                 guard s <= FieldLimits.maxSeen else { throw .countTooLarge(s, offset: seenAt) }
