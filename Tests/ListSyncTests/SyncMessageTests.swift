@@ -58,6 +58,25 @@ import ListSyncTestSupport
         #expect(SyncMessage.version == 2)
     }
 
+    @Test("an operations message with a field write is version 3; every other stays version 2; 1 and 4 are refused")
+    func versionThreeOnlyForFields() throws {
+        let doc = DocumentID(bytes: Array(repeating: 7, count: 16))!
+        var d = ListDocument(replica: ReplicaID(1))
+        let s = try d.insertSection(at: 0, value: Data())
+        let i = try d.insertItem(at: IndexPath(item: 0, section: 0), value: Data())
+        let f = try d.setField("title", to: .string("milk"), ofItem: ItemID(i.id))
+        let plain = SyncMessage.operations(document: doc, batch: 1, operations: [s, i])
+        let fields = SyncMessage.operations(document: doc, batch: 2, operations: [f])
+        #expect(plain.encoded().first == 2)
+        #expect(fields.encoded().first == 3)
+        #expect(try SyncMessage(decoding: fields.encoded()) == fields)
+        for v: UInt8 in [1, 4] {
+            var bytes = plain.encoded()
+            bytes[0] = v
+            #expect(throws: SyncProtocolError.unsupportedVersion(v)) { try SyncMessage(decoding: bytes) }
+        }
+    }
+
     @Test("every strict prefix of every message is refused with a typed error")
     func prefixes() {
         for (_, m) in Self.everyKind() { expectEveryPrefixRefused(m.encoded()) }

@@ -60,6 +60,7 @@ extension CompactedState {
     /// - Complexity: O(n + e) for n slots and e entities.
     func build(replica: ReplicaID, maxValueSize: Int) -> ListDocument {
         var doc = ListDocument(replica: replica, maxValueSize: maxValueSize)
+        doc.records = records
         let n = slotCount
         doc.slots.reserveCapacity(forMore: n)
         for k in 0 ..< n {

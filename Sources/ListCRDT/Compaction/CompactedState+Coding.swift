@@ -6,6 +6,9 @@ import Foundation
 extension ListDocument {
     /// The compacted snapshot format version.
     public static let compactedSnapshotFormatVersion: UInt8 = 3
+    /// The compacted snapshot of a document with fields: version 3 with the floor's records after
+    /// its state (Docs/WireFormat.md §5.4).
+    public static let compactedRecordsSnapshotFormatVersion: UInt8 = 4
 
     /// Version 3: the floor's state, then the log (every operation applied since the floor).
     ///
@@ -13,9 +16,13 @@ extension ListDocument {
     func encodedCompactedSnapshot(_ floor: CompactionFloor) -> [UInt8] {
         var w = WireWriter()
         w.bytes.append(contentsOf: Self.snapshotMagic)
-        w.byte(Self.compactedSnapshotFormatVersion)
+        w.byte(floor.records.isEmpty ? Self.compactedSnapshotFormatVersion : Self.compactedRecordsSnapshotFormatVersion)
         w.count(floor.base.count)
         w.bytes.append(contentsOf: floor.base)
+        if !floor.records.isEmpty {
+            w.count(floor.records.count)
+            w.bytes.append(contentsOf: floor.records)
+        }
         appendEncodedOperations(since: VersionVector(), to: &w)
         return w.bytes
     }
@@ -25,15 +32,23 @@ extension ListDocument {
     ///
     /// - Complexity: O(b + n log n) for the state (b bytes, n kept slots; the invariants are
     ///   checked), then the cost of receiving the operations since.
-    static func loadCompacted(_ r: inout WireReader, replica: ReplicaID, maxValueSize: Int) throws(WireError) -> ListDocument {
+    static func loadCompacted(_ r: inout WireReader, replica: ReplicaID, maxValueSize: Int,
+                              records hasRecords: Bool = false) throws(WireError) -> ListDocument {
         let n = try r.count(minBytes: 1)
         let base = Array(try r.raw(n))
         var br = WireReader(base)
-        let state = try CompactedState(decoding: &br, maxValueSize: maxValueSize)
+        var state = try CompactedState(decoding: &br, maxValueSize: maxValueSize)
         guard br.isAtEnd else { throw .trailingBytes(br.remaining) }
+        var recordBytes: [UInt8] = []
+        if hasRecords {
+            let m = try r.count(minBytes: 1)
+            recordBytes = Array(try r.raw(m))
+            state.records = try RecordStore(decoding: recordBytes, maxValueSize: maxValueSize)
+        }
         do { try state.validate() } catch { throw .inconsistentSnapshot(error.why) }
         var doc = state.build(replica: replica, maxValueSize: maxValueSize)
-        doc.compaction = CompactionFloor(version: state.version, frontier: state.frontier, base: base, writes: state.writes)
+        doc.compaction = CompactionFloor(version: state.version, frontier: state.frontier, base: base, writes: state.writes,
+                                         records: recordBytes)
         do { try doc.checkInvariants() } catch { throw .inconsistentSnapshot("the compacted state: \(error)") }
         let maxOperations = r.remaining > (Int.max - 65_536) / 16 ? Int.max : r.remaining * 16 + 65_536
         let batch = try DecodedBatch.decode(from: &r, maxValueSize: maxValueSize, maxOperations: maxOperations)

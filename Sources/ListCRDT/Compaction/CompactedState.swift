@@ -45,6 +45,8 @@ struct CompactedState: Sendable, Equatable {
     var writes: [OpID: OpID] = [:]
     /// Every tree's order, as kept local versions: tree 0 the sections, `s + 1` section `s`'s items.
     var trees: [[Int32]] = []
+    /// The records of the sections and live items, folded (``RecordStore/compacted(keeping:)``).
+    var records = RecordStore()
 }
 
 extension CompactedState {
@@ -121,6 +123,12 @@ extension CompactedState {
             items.append(entity(doc.items, i, alive: !collect || doc.items.isAlive(i)))
         }
         trees = order.map { lvs in lvs.compactMap { keep[$0.int] ? newLV[$0.int] : nil } }
+        if !doc.records.isEmpty {
+            // A dead item's record goes with its value (undo remembers both, Docs/Semantics.md §8.9).
+            var live = Set(sections.map(\.id))
+            for i in doc.items.indices where !collect || doc.items.isAlive(i) { live.insert(doc.items.rows[i.int].id) }
+            records = doc.records.compacted(keeping: live)
+        }
     }
 
     /// Number of kept slots.

@@ -11,6 +11,8 @@ struct CompactionFloor: Sendable {
     var frontier: [OpID]
     var base: [UInt8]
     var writes: [OpID: OpID]
+    /// The floor's records, encoded (``RecordStore/encoded()``); empty when it has none.
+    var records: [UInt8] = []
 }
 
 /// Why ``ListDocument/compact(stable:)`` did nothing.
@@ -68,7 +70,11 @@ extension ListDocument {
                                       operationsDropped: log.count)
         var doc = state.build(replica: replica, maxValueSize: maxValueSize)
         doc.compaction = CompactionFloor(version: state.version, frontier: state.frontier,
-                                         base: state.encoded(), writes: state.writes)
+                                         base: state.encoded(), writes: state.writes,
+                                         records: state.records.isEmpty ? [] : state.records.encoded())
+        doc.records.conflicts = records.conflicts
+        doc.records.conflictsDropped = records.conflictsDropped
+        doc.wallClock = wallClock
         doc.buffer = buffer
         doc.rejected = rejected
         doc.dropped = dropped

@@ -86,8 +86,9 @@ extension ListDocument {
             self = try decoder.decode()
             return
         }
-        if version == Self.compactedSnapshotFormatVersion {
-            self = try Self.loadCompacted(&r, replica: replica, maxValueSize: maxValueSize)
+        if version == Self.compactedSnapshotFormatVersion || version == Self.compactedRecordsSnapshotFormatVersion {
+            self = try Self.loadCompacted(&r, replica: replica, maxValueSize: maxValueSize,
+                                          records: version == Self.compactedRecordsSnapshotFormatVersion)
             return
         }
         guard version == Self.snapshotFormatVersion else { throw .unsupportedVersion(version) }

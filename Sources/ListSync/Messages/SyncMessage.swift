@@ -89,9 +89,27 @@ public enum SyncMessage: Equatable, Sendable {
     /// The protocol's version, the first byte of every message. Version 2 added `synced`, paged
     /// `documents` and chunked `statusReport` (and later, without a new version, `presence`,
     /// `destroy`, `destroyed`, `rename`, `seen` and `snapshot`: older peers find those malformed;
-    /// Docs/Protocol.md says who may send them to whom); a version-1 peer's messages are refused with
-    /// ``SyncProtocolError/unsupportedVersion(_:)``.
-    public static let version: UInt8 = 2
+    /// Docs/Protocol.md says who may send them to whom). Version 3 is an `operations` message whose
+    /// batch holds field writes (wire format 3, Docs/WireFormat.md §2.7), which a version-2 build
+    /// cannot read. Every message is written in the oldest version that can hold it
+    /// (``encodedVersion``): a version-2 peer or device is served every document without fields as
+    /// before, and refuses a version-3 message with its own "unsupported sync protocol version 3"
+    /// (code 3) rather than misread it. Versions 2 and 3 are read; a version-1 peer's messages are
+    /// refused with ``SyncProtocolError/unsupportedVersion(_:)``.
+    public static let version: UInt8 = 3
+
+    /// The oldest version read (and written, for every message that needs nothing newer).
+    public static let oldestVersion: UInt8 = 2
+
+    /// The version this message is written in: 3 for an `operations` message whose batch holds a
+    /// field write, else 2.
+    public var encodedVersion: UInt8 {
+        if case .operations(_, _, let ops) = self,
+           ops.contains(where: { if case .writeFields = $0.kind { true } else { false } }) {
+            return Self.version
+        }
+        return Self.oldestVersion
+    }
 
     /// The type byte of `operations` messages (the second byte of the frame): a relay peeks at it.
     public static let operationsTag: UInt8 = Tag.operations.rawValue
@@ -109,7 +127,7 @@ public enum SyncMessage: Equatable, Sendable {
     /// - Complexity: O(size).
     public func encoded() -> [UInt8] {
         var w = WireWriter()
-        w.byte(Self.version)
+        w.byte(encodedVersion)
         switch self {
         case let .subscribe(doc, epoch, version):
             w.byte(Tag.subscribe.rawValue); w.document(doc); w.varint(epoch); w.version(version)
@@ -179,7 +197,7 @@ public enum SyncMessage: Equatable, Sendable {
         var r = WireReader(bytes)
         do {
             let v = try r.byte()
-            guard v == Self.version else { throw SyncProtocolError.unsupportedVersion(v) }
+            guard v >= Self.oldestVersion, v <= Self.version else { throw SyncProtocolError.unsupportedVersion(v) }
             let t = try r.byte()
             guard let tag = Tag(rawValue: t) else { throw SyncProtocolError.malformed("unknown message type \(t)") }
             self = try Self.decodeBody(tag, &r)
@@ -287,7 +305,7 @@ public enum SyncProtocolError: Error, Hashable, Sendable, CustomStringConvertibl
     public var description: String {
         switch self {
         case let .unsupportedVersion(v):
-            return "unsupported sync protocol version \(v) (this build speaks \(SyncMessage.version))"
+            return "unsupported sync protocol version \(v) (this build speaks \(SyncMessage.oldestVersion) to \(SyncMessage.version))"
         case let .malformed(why): return "malformed message: \(why)"
         }
     }
