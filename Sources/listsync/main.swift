@@ -67,6 +67,9 @@ do {
     }
     exit(code)
 } catch let error as UsageError {
-    FileHandle.standardError.write(Data("listsync: \(PrintableText.escaped(error.message))\nRun `listsync \(command == "help" ? "" : command + " ")--help` for usage.\n".utf8))
+    // A command's own help where there is one; the list of commands for an unknown one.
+    let hasHelp = ["serve", "restore", "simulate", "sync", "device", "open"].contains(command) || clientCommands[command] != nil
+    let help = hasHelp ? "listsync \(PrintableText.escaped(command)) --help" : "listsync --help"
+    FileHandle.standardError.write(Data("listsync: \(PrintableText.escaped(error.message))\nRun `\(help)` for usage.\n".utf8))
     exit(2)
 }
