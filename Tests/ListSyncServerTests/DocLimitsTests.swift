@@ -52,6 +52,14 @@ struct DocLimitsTests {
         return "\(n) B"
     }
 
+    /// Each row `what` of `rows` starts with its value.
+    static func expect(_ rows: [String: String], start expected: [(String, String)], on page: String) throws {
+        for (what, value) in expected {
+            let row = try #require(rows[what], "\(page)'s limits have no row \"\(what)\" (rows: \(rows.keys.sorted()))")
+            #expect(row.hasPrefix(value), "\(page), \(what): \"\(row)\", the code's default is \(value)")
+        }
+    }
+
     @Test("Docs/Daemon.md, \"Limits\": every default is the code's")
     func daemonLimits() throws {
         let rows = try Self.table("Docs/Daemon.md", under: "## Limits")
@@ -71,10 +79,7 @@ struct DocLimitsTests {
             ("causal buffer per document", "\(Self.grouped(config.pendingLimits.maxOperations)) operations / \(Self.bytes(config.pendingLimits.maxBytes))"),
             ("batches per connection", "\(Self.grouped(Int(RateLimit.standard.rate))) a second, bursts of \(Self.grouped(Int(RateLimit.standard.burst)))"),
         ]
-        for (what, value) in expected {
-            let row = try #require(rows[what], "Docs/Daemon.md's limits have no row \"\(what)\" (rows: \(rows.keys.sorted()))")
-            #expect(row.hasPrefix(value), "Docs/Daemon.md, \(what): \"\(row)\", the code's default is \(value)")
-        }
+        try Self.expect(rows, start: expected, on: "Docs/Daemon.md")
     }
 
     @Test("Docs/Transport.md, \"Limits\": every default is TCPOptions'")
@@ -90,10 +95,7 @@ struct DocLimitsTests {
             ("connections in their handshake (the pool)", "\(tcp.maxUnauthenticated)"),
             ("authenticated connections per address", "\(tcp.maxPerAddress)"),
         ]
-        for (what, value) in expected {
-            let row = try #require(rows[what], "Docs/Transport.md's limits have no row \"\(what)\"")
-            #expect(row.hasPrefix(value), "Docs/Transport.md, \(what): \"\(row)\", the code's default is \(value)")
-        }
+        try Self.expect(rows, start: expected, on: "Docs/Transport.md")
         #expect(rows["frame before / after the handshake"]?.hasSuffix("/ \(Self.bytes(tcp.frameLimit))") == true)
     }
 
