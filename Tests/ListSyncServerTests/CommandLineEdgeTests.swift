@@ -251,4 +251,26 @@ struct CommandLineEdgeTests {
         }
         #expect(try board.rows(0).count == 3)
     }
+
+    @Test("the sync command `device add` prints for the device, run as printed, fetches the document")
+    func deviceHintFetches() throws {
+        let folder = TemporaryFolder()
+        defer { folder.remove() }
+        let daemon = try DaemonProcess(data: folder.path + "/data")
+        defer { daemon.terminate() }
+        let (made, _, madeErr) = try daemon.run(["create", "board", "--sections", "A"])
+        #expect(made == 0, "\(madeErr)")
+        let credential = folder.path + "/phone.credential"
+        let (code, out, err) = try runListsync(["device", "add", "phone", "--docs", "board", "--data", daemon.data, "--out", credential],
+                                               stdin: FileHandle.nullDevice)
+        #expect(code == 0, "\(err)")
+        let line = try #require(out.split(separator: "\n").first { $0.contains("listsync sync --replica DIR") }, "\(out)")
+        let replica = folder.path + "/lists"
+        let printed = line.split(separator: " ").map(String.init).drop { $0 != "listsync" }.dropFirst()
+        let args = printed.map { $0 == "DIR" ? replica : $0 == "HOST:PORT" ? daemon.address : $0 }
+        let (synced, syncOut, syncErr) = try runListsync(Array(args), stdin: FileHandle.nullDevice)
+        #expect(synced == 0, "\(args): \(syncOut) \(syncErr)")
+        let (shown, showOut, showErr) = try runListsync(["show", "--replica", replica, "board"], stdin: FileHandle.nullDevice)
+        #expect(shown == 0 && showOut.contains("[0] A"), "the document was fetched: \(showOut) \(showErr)")
+    }
 }
