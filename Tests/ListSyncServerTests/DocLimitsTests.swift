@@ -99,12 +99,49 @@ struct DocLimitsTests {
         #expect(rows["frame before / after the handshake"]?.hasSuffix("/ \(Self.bytes(tcp.frameLimit))") == true)
     }
 
+    @Test("Docs/Daemon.md, \"Flags and environment\": every default is the configuration's")
+    func daemonFlags() throws {
+        // The third column is the default (the second is the environment variable).
+        let text = try Self.page("Docs/Daemon.md")
+        var defaults: [String: String] = [:]
+        for line in text.split(separator: "\n") where line.hasPrefix("| `--") {
+            let cells = line.split(separator: "|", omittingEmptySubsequences: false).map { $0.trimmingCharacters(in: .whitespaces) }
+            if cells.count > 3 { defaults[cells[1]] = cells[3] }
+        }
+        #expect(defaults.count > 20, "the flags table is read")
+        let config = DaemonConfiguration(dataFolder: "/unused"), policy = CompactionPolicy()
+        let cluster = ClusterConfiguration(servers: [])
+        let rate = RateLimit.standard
+        let expected: [(String, String)] = [
+            ("`--listen HOST:PORT`", "`\(config.listenHost):\(DaemonConfiguration.defaultPort)`"),
+            ("`--max-connections N`", "\(config.tcp.maxConnections)"),
+            ("`--idle-unload SECONDS`", "\(config.idleUnload.components.seconds)"),
+            ("`--retire-after DURATION`", "\(policy.retireAfter.components.seconds / 86_400)d"),
+            ("`--compact-after N`", "\(policy.minOperations)"),
+            ("`--compact-interval S`", "\(policy.interval.components.seconds)"),
+            ("`--rate-limit N[/BURST]`", "\(Int(rate.rate))/\(Int(rate.burst))"),
+            ("`--discover-port PORT`", "\(DaemonConfiguration.Discovery().port)"),
+            ("`--announce-interval S`", "\(DaemonConfiguration.Discovery().interval.components.seconds)"),
+            ("`--cluster-replicas N`", "\(cluster.replicas)"),
+            ("`--cluster-trim N`", "\(cluster.trimMessages)"),
+            ("`--cluster-lease S`", "\(cluster.leaseDuration.components.seconds)"),
+            ("`--cluster-grace S`", "\(cluster.interestGrace.components.seconds)"),
+        ]
+        for (flag, value) in expected {
+            let row = try #require(defaults[flag], "Docs/Daemon.md's flags have no row \(flag)")
+            #expect(row == value, "Docs/Daemon.md, \(flag): default \"\(row)\", the code's is \(value)")
+        }
+    }
+
     @Test("the default port: the pages name DaemonConfiguration.defaultPort, and no other port as the daemon's")
     func defaultPort() throws {
         let port = DaemonConfiguration.defaultPort
         let discovery = DaemonConfiguration.Discovery().port
         #expect(try Self.page("README.md").contains("127.0.0.1:\(port)"))
         #expect(try Self.page("Docs/Daemon.md").contains("listens on `127.0.0.1:\(port)`"))
+        // The tool repeats the port for its help (no daemon needed): the same one.
+        let (code, help, _) = try runListsync(["serve", "--help"], stdin: FileHandle.nullDevice)
+        #expect(code == 0 && help.contains("listens on 127.0.0.1:\(port)"), "\(help)")
         // Every daemon address of the samples and commands: a port in 7400-7499 is the daemon's,
         // discovery's, or the web view's example (7460).
         for page in try DocSampleTests.pages() {
