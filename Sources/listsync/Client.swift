@@ -40,15 +40,12 @@ func usageText(_ synopsis: String, _ what: String, extra: String = "") -> String
 
 /// `docs`' `--count N` (with `--follow` only), or nil.
 func followCount(_ o: Options) throws -> Int? {
-    try o.value("--count").map { t -> Int in
-        guard o.has("--follow") else { throw UsageError(message: "--count goes with --follow") }
-        guard let n = Int(t), n > 0 else { throw UsageError(message: "--count must be a positive number, not '\(t)'") }
-        return n
-    }
+    if o.value("--count") != nil, !o.has("--follow") { throw UsageError(message: "--count goes with --follow") }
+    return try countOption(o)
 }
 
-/// `watch`'s `--count N`, or nil.
-func watchCount(_ o: Options) throws -> Int? {
+/// `--count N` (`watch`, `docs --follow`): a positive number, or nil.
+func countOption(_ o: Options) throws -> Int? {
     try o.value("--count").map { t -> Int in
         guard let n = Int(t), n > 0 else { throw UsageError(message: "--count must be a positive number, not '\(t)'") }
         return n
@@ -341,9 +338,9 @@ let clientCommands: [String: ClientCommand] = [
         usage: usageText("watch DOC [--count N] [options]", "Prints the document, then each change as it arrives from any device, and the other devices' drags as they happen (presence: phone drags \"milk\" to 1.0), until interrupted (or after N changes; drags do not count).",
                          extra: "  --count N            stop after N changes\n"),
         values: ["--count"], arguments: 1...1, onReplica: false,
-        check: { o in _ = try watchCount(o) }
+        check: { o in _ = try countOption(o) }
     ) { o, client, json in
-        let limit = try watchCount(o)
+        let limit = try countOption(o)
         let (info, live) = try await openDocument(o, client)
         let changes = live.changes()
         let presence = live.presenceChanges()
