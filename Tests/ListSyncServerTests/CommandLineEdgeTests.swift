@@ -1,4 +1,5 @@
 import Foundation
+import ListSyncServer
 import ListSyncTestTraits
 import Testing
 
@@ -87,6 +88,8 @@ struct CommandLineEdgeTests {
         #expect(code == 1)
         #expect(err.contains("is a folder, not a file"), "\(err)")
         #expect(!err.contains("chmod"), "\(err)")
+        let (credCode, _, credErr) = try runListsync(["status", "--daemon", "127.0.0.1:1", "--credential", shared], stdin: FileHandle.nullDevice)
+        #expect(credCode == 1 && credErr.contains("credential file \(shared) is a folder, not a file") && !credErr.contains("chmod"), "\(credErr)")
         let (serveCode, _, serveErr, killed) = try runListsync(["serve", "--data", folder.path + "/data", "--listen", "127.0.0.1:0",
                                                                  "--key-file", shared], atMost: 30)
         #expect(!killed && serveCode == 1, "\(serveErr)")
@@ -218,6 +221,25 @@ struct CommandLineEdgeTests {
         #expect(err.contains("\(first.address) is already in use"), "\(err)")
         #expect(!err.contains("errno"), "\(err)")
         #expect(!FileManager.default.fileExists(atPath: second), "the data folder is not created")
+    }
+
+    @Test("a daemon started in the library on a port in use says 'already in use', not errno 98")
+    func daemonStartPortInUse() async throws {
+        let folder = TemporaryFolder()
+        defer { folder.remove() }
+        let first = try DaemonProcess(data: folder.path + "/first")
+        defer { first.terminate() }
+        var config = DaemonConfiguration(dataFolder: folder.path + "/second")
+        config.listenPort = first.port
+        let daemon = Daemon(configuration: config)
+        do {
+            try await daemon.start()
+            await daemon.stop()
+            Issue.record("the second daemon started on a port in use")
+        } catch {
+            #expect(error.description.contains("127.0.0.1:\(first.port): the address is already in use"), "\(error)")
+            #expect(!error.description.contains("errno"), "\(error)")
+        }
     }
 
     @Test("--value-file FILE and --value-file - (standard input) give insert and rename their value")
