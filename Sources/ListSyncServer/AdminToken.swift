@@ -52,6 +52,8 @@ enum AdminToken {
         case .missing:
             return .admin("admin token file \(path) does not exist; make one: "
                 + "`(umask 077; od -An -N32 -tx1 /dev/urandom | tr -d ' \\n' > \(path))`")
+        case let .notAFile(kind):
+            return .admin("admin token file \(path) is \(kind), not a file: name the token file itself")
         case let .tooOpen(mode):
             return .admin("admin token file \(path) has mode \(String(mode, radix: 8)): group or others can read it or write it; "
                 + "run `chmod 600 \(path)`")

@@ -8,6 +8,7 @@ public enum CredentialFile {
     /// Why a credential file cannot be used or written.
     public enum Problem: Error, CustomStringConvertible, Equatable {
         case missing(String)
+        case notAFile(String, kind: String)
         case tooOpen(String, mode: Int)
         case exists(String)
         case invalid(String, CredentialError)
@@ -16,6 +17,8 @@ public enum CredentialFile {
         public var description: String {
             switch self {
             case let .missing(p): return "credential file \(p) does not exist"
+            case let .notAFile(p, kind):
+                return "credential file \(p) is \(kind), not a file: name the file `listsync device add` wrote"
             case let .tooOpen(p, mode):
                 return "credential file \(p) has mode \(String(mode, radix: 8)): group or others can read it or write it; run `chmod 600 \(p)`"
             case let .exists(p): return "\(p) exists; a credential never replaces a file (choose another --out)"
@@ -34,6 +37,7 @@ public enum CredentialFile {
         do { bytes = try SecretFile.read(path, fileSystem: fileSystem, maxBytes: maxBytes) } catch {
             switch error {
             case .missing: throw .missing(path)
+            case let .notAFile(kind): throw .notAFile(path, kind: kind)
             case let .tooOpen(mode): throw .tooOpen(path, mode: Int(mode))
             case let .tooLarge(n): throw .invalid(path, .invalid("\(n) bytes is too large for a credential file"))
             case let .io(why): throw .io(path, why)

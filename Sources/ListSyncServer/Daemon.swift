@@ -91,6 +91,14 @@ public actor Daemon {
     ///
     /// - Throws: ``DaemonError`` naming what stopped it (the folder locked by another daemon, a
     ///   key file others can read, the port in use).
+    /// Why listening failed, in words: an address in use says so (not "errno 98").
+    static func listenProblem(_ error: any Error) -> String {
+        if case let .system(call, code)? = error as? TransportError, code == EADDRINUSE {
+            return "the address is already in use (\(call)): another daemon or program listens there; stop it, or choose another port with --listen HOST:PORT"
+        }
+        return "\(error)"
+    }
+
     public func start() async throws(DaemonError) {
         // Missing folders above the data folder are made 0700 (so that a umask such as 277
         // cannot leave one the owner cannot write to); the data folder itself 0700 (DataFolder),
@@ -131,7 +139,7 @@ public actor Daemon {
                                                     key: key, options: configuration.tcp, loop: loop)
         } catch {
             folder?.close()
-            throw .listen("\(configuration.listenHost):\(configuration.listenPort): \(error)")
+            throw .listen("\(configuration.listenHost):\(configuration.listenPort): \(Self.listenProblem(error))")
         }
         address = listener?.address
         let l = listener!

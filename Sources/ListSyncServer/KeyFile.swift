@@ -8,6 +8,8 @@ public enum KeyFile {
     public enum Problem: Error, CustomStringConvertible, Equatable {
         /// The file does not exist.
         case missing(String)
+        /// It is a folder (or a device, a socket, a pipe): `kind` says which.
+        case notAFile(String, kind: String)
         /// Group or others may read or write it.
         case tooOpen(String, mode: Int)
         /// It is not 32 bytes (or 64 hexadecimal digits).
@@ -18,6 +20,8 @@ public enum KeyFile {
         public var description: String {
             switch self {
             case let .missing(p): return "key file \(p) does not exist"
+            case let .notAFile(p, kind):
+                return "key file \(p) is \(kind), not a file: name the key file itself (32 bytes, mode 0600)"
             case let .tooOpen(p, mode):
                 return "key file \(p) has mode \(String(mode, radix: 8)): group or others can read it or write it; run `chmod 600 \(p)`"
             case let .wrongSize(p, n): return "key file \(p) holds \(n) bytes; a key is 32 bytes (or 64 hexadecimal digits)"
@@ -28,6 +32,7 @@ public enum KeyFile {
         init(_ failure: SecretFile.Failure, path: String) {
             switch failure {
             case .missing: self = .missing(path)
+            case let .notAFile(kind): self = .notAFile(path, kind: kind)
             case let .tooOpen(mode): self = .tooOpen(path, mode: Int(mode))
             case let .tooLarge(n): self = .wrongSize(path, bytes: n)
             case let .io(why): self = .io(path, why)

@@ -14,6 +14,8 @@ enum SecretFile {
     enum Failure: Error, Equatable {
         /// There is no file.
         case missing
+        /// It is not a regular file: a folder, a device, a socket or a pipe (what it is, in words).
+        case notAFile(kind: String)
         /// Group or others may read or write it (its permission bits).
         case tooOpen(mode: UInt32)
         /// It is larger than any secret file should be (its size in bytes).
@@ -38,6 +40,8 @@ enum SecretFile {
         defer { try? fileSystem.close(fd, path: path) }
         var st = stat()
         guard fstat(fd, &st) == 0 else { throw .io("fstat failed on \(path) (errno \(errno))") }
+        // A folder (a shared one is mode 1777) is not a secret file: its mode is beside the point.
+        guard UInt32(st.st_mode) & UInt32(S_IFMT) == UInt32(S_IFREG) else { throw .notAFile(kind: kind(of: UInt32(st.st_mode))) }
         let mode = UInt32(st.st_mode) & 0o7777
         guard mode & 0o077 == 0 else { throw .tooOpen(mode: mode) }
         guard st.st_size <= maxBytes else { throw .tooLarge(bytes: Int(st.st_size)) }
@@ -67,6 +71,17 @@ enum SecretFile {
             try fileSystem.syncFolder(folder(of: path))
         } catch { throw .io(error.description) }
         return true
+    }
+
+    /// What a file that is not a regular one is, in words (its `st_mode` type bits).
+    static func kind(of mode: UInt32) -> String {
+        switch mode & UInt32(S_IFMT) {
+        case UInt32(S_IFDIR): return "a folder"
+        case UInt32(S_IFCHR), UInt32(S_IFBLK): return "a device"
+        case UInt32(S_IFSOCK): return "a socket"
+        case UInt32(S_IFIFO): return "a pipe"
+        default: return "not a regular file"
+        }
     }
 
     /// The folder that holds `path` (`.` for a bare name).

@@ -40,10 +40,24 @@ func usageText(_ synopsis: String, _ what: String, extra: String = "") -> String
 
 /// `docs`' `--count N` (with `--follow` only), or nil.
 func followCount(_ o: Options) throws -> Int? {
+    if o.value("--count") != nil, !o.has("--follow") { throw UsageError(message: "--count goes with --follow") }
+    return try countOption(o)
+}
+
+/// `--count N` (`watch`, `docs --follow`): a positive number, or nil.
+func countOption(_ o: Options) throws -> Int? {
     try o.value("--count").map { t -> Int in
-        guard o.has("--follow") else { throw UsageError(message: "--count goes with --follow") }
         guard let n = Int(t), n > 0 else { throw UsageError(message: "--count must be a positive number, not '\(t)'") }
         return n
+    }
+}
+
+/// `move`'s FROM and TO: both items or both sections.
+func movePaths(_ o: Options) throws -> (PathArgument, PathArgument) {
+    let from = try PathArgument(o.positional[1]), to = try PathArgument(o.positional[2])
+    switch (from, to) {
+    case (.section, .section), (.item, .item): return (from, to)
+    default: throw UsageError(message: "FROM and TO must both be items (S.I) or both sections (S)")
     }
 }
 
@@ -212,10 +226,19 @@ func openDocument(_ o: Options, _ client: any CommandClient) async throws -> (Do
     return (info, try await client.open(info.id))
 }
 
-/// Runs an edit and prints the result.
+/// Runs an edit and prints the result. `check` first looks at the document as it is: it throws
+/// when a path names a section that does not exist, and returns what to say when the edit would
+/// change nothing (then nothing is edited or sent).
 func editCommand(_ o: Options, _ client: any CommandClient, json: Bool, verb: String,
+                 check: (ListSnapshot) throws -> String? = { _ in nil },
                  _ body: @escaping @Sendable (inout ListDocument) throws(ListError) -> String) async throws -> Int32 {
-    let (info, _) = try await openDocument(o, client)
+    let (info, live) = try await openDocument(o, client)
+    if let unchanged = try check(live.snapshot) {
+        if json { printJSON(["document": info.id.description, "done": "nothing", "changed": false, "what": unchanged]) } else {
+            print("nothing changed in \(shown(info.name)): \(unchanged)")
+        }
+        return 0
+    }
     let (what, saved) = try await client.edit(info.id, body)
     if json { printJSON(saved.json.merging(["document": info.id.description, "done": verb, "what": what]) { a, _ in a }) } else {
         print("\(verb) \(what) in \(shown(info.name)) (\(saved.text))")
@@ -249,7 +272,12 @@ let clientCommands: [String: ClientCommand] = [
             interrupted, or after N changes. With --json: JSON lines, the list first.
             """, extra: "  --follow             keep printing the list's changes\n  --count N            with --follow: stop after N changes\n"),
         values: ["--count"], flags: ["--follow"], arguments: 0...0,
-        check: { o in _ = try followCount(o) }
+        check: { o in
+            _ = try followCount(o)
+            if o.has("--follow"), o.value("--replica", env: "LISTSYNC_REPLICA") != nil {
+                throw UsageError(message: "--follow needs a daemon, not --replica")
+            }
+        }
     ) { o, client, json in
         let follow = o.has("--follow")
         let limit = try followCount(o)
@@ -309,12 +337,10 @@ let clientCommands: [String: ClientCommand] = [
     "watch": ClientCommand(
         usage: usageText("watch DOC [--count N] [options]", "Prints the document, then each change as it arrives from any device, and the other devices' drags as they happen (presence: phone drags \"milk\" to 1.0), until interrupted (or after N changes; drags do not count).",
                          extra: "  --count N            stop after N changes\n"),
-        values: ["--count"], arguments: 1...1, onReplica: false
+        values: ["--count"], arguments: 1...1, onReplica: false,
+        check: { o in _ = try countOption(o) }
     ) { o, client, json in
-        let limit = try o.value("--count").map { t -> Int in
-            guard let n = Int(t), n > 0 else { throw UsageError(message: "--count must be a positive number, not '\(t)'") }
-            return n
-        }
+        let limit = try countOption(o)
         let (info, live) = try await openDocument(o, client)
         let changes = live.changes()
         let presence = live.presenceChanges()
@@ -402,12 +428,19 @@ let clientCommands: [String: ClientCommand] = [
         return 0
     },
     "insert": ClientCommand(
-        usage: usageText("insert DOC PATH TEXT [options]", "Inserts an item with TEXT at PATH (0.3: row 3 of section 0), or a section at PATH when PATH is one number."),
-        arguments: 3...3
+        usage: usageText("insert DOC PATH TEXT [options]\n       listsync insert DOC PATH --value-file FILE [options]",
+                         "Inserts an item with TEXT at PATH (0.3: row 3 of section 0), or a section at PATH when PATH is one number.",
+                         extra: valueFileHelp),
+        values: ["--value-file"], arguments: 2...3,
+        check: { o in
+            _ = try PathArgument(o.positional[1])
+            try checkValueSource(o, command: "insert", textAt: 2)
+        }
     ) { o, client, json in
         let path = try PathArgument(o.positional[1])
-        let value = Data(o.positional[2].utf8)
-        return try await editCommand(o, client, json: json, verb: "inserted") { doc throws(ListError) in
+        let value = try editValue(o, textAt: 2)
+        return try await editCommand(o, client, json: json, verb: "inserted",
+                                     check: { try checkExists(path, in: $0, inserting: true); return nil }) { doc throws(ListError) in
             switch path {
             case let .section(s): try doc.insertSection(at: s, value: value)
             case let .item(p): try doc.insertItem(at: p, value: value)
@@ -417,14 +450,20 @@ let clientCommands: [String: ClientCommand] = [
     },
     "move": ClientCommand(
         usage: usageText("move DOC FROM TO [options]", "Moves the item at FROM to TO, with exactly the meaning of tableView(_:moveRowAt:to:) (0.3 1.0: row 3 of section 0 to the top of section 1); or a section, when both are single numbers."),
-        arguments: 3...3
+        arguments: 3...3,
+        check: { o in _ = try movePaths(o) }
     ) { o, client, json in
-        let from = try PathArgument(o.positional[1]), to = try PathArgument(o.positional[2])
-        switch (from, to) {
-        case (.section, .section), (.item, .item): break
-        default: throw UsageError(message: "FROM and TO must both be items (S.I) or both sections (S)")
+        let (from, to) = try movePaths(o)
+        let check = { (snapshot: ListSnapshot) throws -> String? in
+            try checkExists(from, in: snapshot)
+            try checkExists(to, in: snapshot)
+            guard from == to else { return nil }
+            if case let .item(p) = from, p.item >= snapshot.numberOfItems(inSectionAt: p.section) {
+                return nil   // no such row: the engine says so
+            }
+            return "\(from.text) is already at \(to.text)"
         }
-        return try await editCommand(o, client, json: json, verb: "moved") { doc throws(ListError) in
+        return try await editCommand(o, client, json: json, verb: "moved", check: check) { doc throws(ListError) in
             switch (from, to) {
             case let (.section(a), .section(b)): try doc.moveSection(from: a, to: b)
             case let (.item(a), .item(b)): try doc.moveItem(from: a, to: b)
@@ -435,10 +474,12 @@ let clientCommands: [String: ClientCommand] = [
     },
     "delete": ClientCommand(
         usage: usageText("delete DOC PATH [options]", "Deletes the item at PATH (S.I), or the section S with its items."),
-        arguments: 2...2
+        arguments: 2...2,
+        check: { o in _ = try PathArgument(o.positional[1]) }
     ) { o, client, json in
         let path = try PathArgument(o.positional[1])
-        return try await editCommand(o, client, json: json, verb: "deleted") { doc throws(ListError) in
+        return try await editCommand(o, client, json: json, verb: "deleted",
+                                     check: { try checkExists(path, in: $0); return nil }) { doc throws(ListError) in
             switch path {
             case let .section(s): try doc.deleteSection(at: s)
             case let .item(p): try doc.deleteItem(at: p)
@@ -447,13 +488,13 @@ let clientCommands: [String: ClientCommand] = [
         }
     },
     "rename": ClientCommand(
-        usage: usageText("rename DOC PATH TEXT [options]\n       listsync rename DOC --name NEW-NAME [options]", """
+        usage: usageText("rename DOC PATH TEXT [options]\n       listsync rename DOC PATH --value-file FILE [options]\n       listsync rename DOC --name NEW-NAME [options]", """
             Changes the text of the item at PATH (S.I), or of section S. With --name, renames the document DOC \
             (by id, id prefix or name) itself on the daemon: `docs` and the web view show NEW-NAME from then on. \
             Needs the daemon's key or a device credential that may write DOC; peer daemons keep their name \
             (Docs/Daemon.md, "Renaming a document").
-            """, extra: "  --name NEW-NAME      rename the document, not an item (DOC is then the only argument)\n"),
-        values: ["--name"], arguments: 1...3,
+            """, extra: "  --name NEW-NAME      rename the document, not an item (DOC is then the only argument)\n" + valueFileHelp),
+        values: ["--name", "--value-file"], arguments: 1...3,
         check: { o in
             if let name = o.value("--name") {
                 guard o.positional.count == 1 else {
@@ -463,8 +504,11 @@ let clientCommands: [String: ClientCommand] = [
                 guard o.value("--replica", env: "LISTSYNC_REPLICA") == nil else {
                     throw UsageError(message: "renaming a document needs the daemon: run it without --replica (a device copy keeps the name it was fetched with; Docs/Daemon.md, \"Renaming a document\")")
                 }
-            } else if o.positional.count != 3 {
-                throw UsageError(message: "rename takes DOC PATH TEXT (an item or a section), or DOC --name NEW-NAME (the document), not \(o.positional.count) argument(s): nothing was renamed")
+            } else if o.positional.count != (o.value("--value-file") == nil ? 3 : 2) {
+                throw UsageError(message: "rename takes DOC PATH TEXT (an item or a section), DOC PATH --value-file FILE, or DOC --name NEW-NAME (the document), not \(o.positional.count) argument(s): nothing was renamed")
+            } else {
+                _ = try PathArgument(o.positional[1])
+                try checkValueSource(o, command: "rename", textAt: 2)
             }
         }
     ) { o, client, json in
@@ -479,8 +523,9 @@ let clientCommands: [String: ClientCommand] = [
             return 0
         }
         let path = try PathArgument(o.positional[1])
-        let value = Data(o.positional[2].utf8)
-        return try await editCommand(o, client, json: json, verb: "renamed") { doc throws(ListError) in
+        let value = try editValue(o, textAt: 2)
+        return try await editCommand(o, client, json: json, verb: "renamed",
+                                     check: { try checkExists(path, in: $0); return nil }) { doc throws(ListError) in
             switch path {
             case let .section(s):
                 let snap = doc.snapshot()
@@ -505,7 +550,7 @@ let clientCommands: [String: ClientCommand] = [
         let object: [String: Any] = ["format": "listsync-export", "version": 1, "name": info.name, "id": info.id.description,
                                      "snapshot": Data(snapshot).base64EncodedString()]
         let data = try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])
-        try data.write(to: URL(fileURLWithPath: o.positional[1]))
+        try writeFile(data, to: o.positional[1])
         if json { printJSON(["file": o.positional[1], "bytes": data.count, "operations": live.document.operationCount]) } else {
             print("exported \(shown(info.name)) (\(live.document.operationCount) operations) to \(o.positional[1])")
         }
@@ -517,12 +562,12 @@ let clientCommands: [String: ClientCommand] = [
         values: ["--name"], arguments: 1...1
     ) { o, client, json in
         guard let data = FileManager.default.contents(atPath: o.positional[0]) else {
-            throw UsageError(message: "cannot read \(o.positional[0])")
+            throw CommandFailure(description: "cannot read \(o.positional[0])")
         }
         guard let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
               object["format"] as? String == "listsync-export",
               let b64 = object["snapshot"] as? String, let bytes = Data(base64Encoded: b64) else {
-            throw UsageError(message: "\(o.positional[0]) is not a file written by `listsync export`")
+            throw CommandFailure(description: "\(o.positional[0]) is not a file written by `listsync export`")
         }
         let loaded = try ListDocument(snapshot: [UInt8](bytes), replica: ReplicaID.random())
         let name = o.value("--name") ?? (object["name"] as? String) ?? "imported"

@@ -150,8 +150,14 @@ struct ReplicaClient: CommandClient {
             let info = await client.info(id)
             docs.append(["id": id.description, "name": name, "waiting": info?.waiting ?? 0, "epoch": info?.epoch ?? 0])
         }
+        // This command never connects: the client's own state is always "offline", which says
+        // nothing of the daemon. Say what is known: the copy, and what waits for the next sync.
+        let waiting = await client.status.waiting
+        let state = "not connected (status --replica reads this device's copy only; `listsync sync --replica \(folder)` "
+            + (waiting == 0 ? "exchanges it with the daemon): no edit made here waits for the daemon"
+                            : "sends them): \(waiting) edit(s) made here wait for the daemon")
         let object: [String: Any] = ["replica": folder, "replicaID": client.replica.description, "documents": docs,
-                                     "waiting": await client.status.waiting, "state": "\(await client.status)"]
+                                     "waiting": waiting, "connected": false, "state": state]
         let data = try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])
         return String(decoding: data, as: UTF8.self)
     }

@@ -81,7 +81,8 @@ private func addDevice(_ name: String, _ o: Options, data: String, json: Bool) t
               rights:     \(claims.readOnly ? "read-only" : "read and write")
               expires:    \(expires.map { ISO8601DateFormatter().string(from: Date(timeIntervalSince1970: Double($0))) } ?? "never")
             on the device:
-              listsync sync --replica DIR --credential \(out) --daemon HOST:PORT
+              listsync sync --replica DIR --credential \(out) --daemon HOST:PORT \(claims.documents?.first?.description ?? "DOC")
+              (one sync with each document to fetch; later syncs need no DOC)
             """)
     }
     return 0

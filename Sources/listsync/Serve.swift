@@ -158,6 +158,15 @@ func runServe(_ args: [String]) throws -> Int32 {
     config.log = { event, fields in logLine(event, fields, json: format == "json") }
 
     let web = try o.value("--web", env: "LISTSYNC_WEB_LISTEN").map(parseWebAddress)
+    // A port taken already is said before anything is created (no data folder, no key).
+    do {
+        try checkListenAddressFree(host: config.listenHost, port: config.listenPort, flag: "--listen")
+        if let (h, p) = config.admin { try checkListenAddressFree(host: h, port: p, flag: "--admin") }
+        if let (h, p) = web { try checkListenAddressFree(host: h, port: p, flag: "--web") }
+    } catch {
+        printError("listsync serve: \(error)")
+        return 1
+    }
     let webView = WebViewHolder()
     let webFolder = config.dataFolder, webLog = config.log
     let daemon = Daemon(configuration: config)

@@ -40,14 +40,21 @@ let simulateUsage = """
                           (--forget-peer), and the clients edit on; every other daemon
                           must compact again
       --quiet             print only failures and the summary
+      --json              print one JSON object instead: each run (seed, passed, failures,
+                          counts) and the totals
       -h, --help          show this help
+
+    An option given without what it goes with (--ring without 3 daemons, --roam or
+    --lose-daemon without 2, --sends-ahead, --retire-after or --lose-daemon without
+    --compact-after) is a usage error, not ignored.
     """
 
 
 func runSimulate(_ args: [String]) throws -> Int32 {
     var config = SimulationConfiguration()
     var runs: UInt64 = 1
-    var quiet = false
+    var quiet = false, json = false
+    var given: Set<String> = []
     var i = 0
     func value(_ name: String) throws -> String {
         i += 1
@@ -62,6 +69,7 @@ func runSimulate(_ args: [String]) throws -> Int32 {
         return n
     }
     while i < args.count {
+        given.insert(args[i])
         switch args[i] {
         case "-h", "--help": print(simulateUsage); return 0
         case "--replicas", "--clients": config.replicas = try number("--clients", 1...64)
@@ -85,13 +93,16 @@ func runSimulate(_ args: [String]) throws -> Int32 {
         case "--lose-daemon": config.losesDaemon = true
         case "--roam": config.roamPercent = try number("--roam", 0...100)
         case "--quiet": quiet = true
+        case "--json": json = true
         default: throw UsageError(message: "unknown option '\(args[i])'")
         }
         i += 1
     }
+    try checkPrerequisites(given, config)
     let first = config.seed
     var failed: [UInt64] = []
     var total = SimulationReport()
+    var reports: [[String: Any]] = []
     let start = Date()
     for k in 0..<runs {
         config.seed = first &+ k
@@ -99,7 +110,12 @@ func runSimulate(_ args: [String]) throws -> Int32 {
         let report = simulator.run()
         total.addCounts(of: report)
         if !report.passed { failed.append(config.seed) }
-        if !quiet || !report.passed {
+        if json {
+            reports.append(["seed": String(report.seed), "passed": report.passed, "failures": report.failures,
+                            "edits": report.edits, "operations": report.operations, "frames": report.framesSent,
+                            "bytes": report.bytesSent, "compactions": report.compactions, "daemonsLost": report.daemonsLost,
+                            "replay": "listsync simulate \(config.replayArguments)"])
+        } else if !quiet || !report.passed {
             print(report)
             if !report.passed {
                 print("replay: listsync simulate \(config.replayArguments)")
@@ -107,7 +123,11 @@ func runSimulate(_ args: [String]) throws -> Int32 {
             if runs > 1 { print("") }
         }
     }
-    if runs > 1 || quiet {
+    if json {
+        printJSON(["runs": reports, "passed": Int(runs) - failed.count, "failed": failed.count,
+                   "failedSeeds": failed.map(String.init), "edits": total.edits, "frames": total.framesSent,
+                   "bytes": total.bytesSent])
+    } else if runs > 1 || quiet {
         let seconds = Date().timeIntervalSince(start)
         print("summary: \(runs) runs × \(config.replicas) replicas × \(config.operations) edits: \(total.edits) edits, \(total.framesSent) frames, \(total.bytesSent) bytes, \(runs - UInt64(failed.count)) passed, \(failed.count) failed, \(String(format: "%.1f", seconds)) s")
         if config.compactAfter != nil {
@@ -121,3 +141,23 @@ func runSimulate(_ args: [String]) throws -> Int32 {
     return failed.isEmpty ? 0 : 1
 }
 
+
+/// Refuses an option given without what it goes with (it would change nothing: a run that
+/// ignores it says less than the command line claims).
+///
+/// - Throws: ``UsageError`` naming the option and its prerequisite.
+private func checkPrerequisites(_ given: Set<String>, _ config: SimulationConfiguration) throws {
+    let compacting = config.compactAfter != nil
+    if given.contains("--ring"), config.daemons < 3 {
+        throw UsageError(message: "--ring needs --daemons 3 or more (the last daemon is peered with the first), not \(config.daemons)")
+    }
+    if given.contains("--roam"), config.daemons < 2 {
+        throw UsageError(message: "--roam needs --daemons 2 or more (a client roams to another daemon), not \(config.daemons)")
+    }
+    for option in ["--sends-ahead", "--retire-after", "--lose-daemon"] where given.contains(option) && !compacting {
+        throw UsageError(message: "\(option) needs --compact-after N (it only matters when daemons compact)")
+    }
+    if given.contains("--lose-daemon"), config.daemons < 2 {
+        throw UsageError(message: "--lose-daemon needs --daemons 2 or more (another daemon forgets the lost one), not \(config.daemons)")
+    }
+}

@@ -18,7 +18,8 @@ let usage = """
       create      create a document:            listsync create NAME [--sections A,B]
       show        print a document as a table:  listsync show DOC
       watch       print each change as it comes: listsync watch DOC
-      insert      insert an item or a section:  listsync insert DOC PATH TEXT   (PATH 0.3 or 2)
+      insert      insert an item or a section:  listsync insert DOC PATH TEXT   (PATH 0.3 or 2;
+                  --value-file FILE, or - for standard input, instead of TEXT)
       move        move an item or a section:    listsync move DOC FROM TO       (0.3 1.0, or 2 0)
       delete      delete an item or a section:  listsync delete DOC PATH
       rename      change an item's or a section's text: listsync rename DOC PATH TEXT
@@ -42,7 +43,8 @@ let usage = """
     TESTING:
       simulate    replicas editing concurrently over a faulty simulated network, checked
 
-    Run `listsync <command> --help` for a command's options.
+    Run `listsync <command> --help` for a command's options. Exit status: 0 done, 1 failed (the
+    message says why), 2 usage error (nothing was done).
     """
 
 let arguments = Array(CommandLine.arguments.dropFirst())
@@ -67,6 +69,9 @@ do {
     }
     exit(code)
 } catch let error as UsageError {
-    FileHandle.standardError.write(Data("listsync: \(PrintableText.escaped(error.message))\nRun `listsync \(command == "help" ? "" : command + " ")--help` for usage.\n".utf8))
+    // A command's own help where there is one; the list of commands for an unknown one.
+    let hasHelp = ["serve", "restore", "simulate", "sync", "device", "open"].contains(command) || clientCommands[command] != nil
+    let help = hasHelp ? "listsync \(PrintableText.escaped(command)) --help" : "listsync --help"
+    FileHandle.standardError.write(Data("listsync: \(PrintableText.escaped(error.message))\nRun `\(help)` for usage.\n".utf8))
     exit(2)
 }

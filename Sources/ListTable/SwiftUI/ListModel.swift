@@ -57,9 +57,11 @@ import Observation
 /// edit returns the operations to send to the other replicas and throws a ``ListModelError``,
 /// changing nothing, on bad input.
 ///
-/// **Not here yet.** Undo (`UndoManager`, SwiftUI's `@Environment(\.undoManager)`) is issue 28's:
-/// every edit of the model goes through one private funnel, `perform(_:)`, where its registration
-/// belongs. ``syncState`` is the hook for a sync client's state; nothing sets it yet.
+/// **Undo.** Every edit of the model goes through one funnel, `perform(_:)`, into
+/// ``LiveDocument/edit(actionName:_:)``: each is one undo group of ``live`` (``LiveDocument/undo()``,
+/// ``UndoBridge`` for an `UndoManager`). The model does not register with SwiftUI's
+/// `@Environment(\.undoManager)` by itself yet. ``syncState`` is the hook for a sync client's
+/// state; nothing sets it yet.
 @available(macOS 15.0, iOS 18.0, tvOS 18.0, watchOS 11.0, visionOS 2.0, *)
 @MainActor
 @Observable
