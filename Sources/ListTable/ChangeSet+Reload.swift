@@ -30,6 +30,16 @@ extension ChangeSet {
         return n
     }
 
+    /// Whether any change set from `old` to `new` touches more rows than
+    /// ``reloadThreshold(rows:)`` allows, known from the row counts alone: at least the
+    /// difference of the counts is inserted or deleted (a first open of a large list: every row).
+    ///
+    /// - Complexity: O(s) for s sections in both.
+    static func mustReload(from old: ListSnapshot, to new: ListSnapshot) -> Bool {
+        let a = old.numberOfItems, b = new.numberOfItems
+        return abs(a - b) > reloadThreshold(rows: max(a, b))
+    }
+
     /// This change set, or ``reload`` (with the same ``lostMoves``) when it touches more rows
     /// than ``reloadThreshold(rows:)`` allows.
     ///

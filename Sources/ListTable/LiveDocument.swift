@@ -277,8 +277,13 @@ extension LiveDocument {
         }
         let snapshot = state.document.snapshot()
         let old = state.snapshot ?? snapshot
-        var changes = ChangeSet(from: old, to: snapshot)
-        if reloadingLarge { changes = changes.asReloadIfLarge(from: old, to: snapshot) }
+        var changes: ChangeSet
+        if reloadingLarge, ChangeSet.mustReload(from: old, to: snapshot) {
+            changes = .reload   // known without the diff (a first open of a large list)
+        } else {
+            changes = ChangeSet(from: old, to: snapshot)
+            if reloadingLarge { changes = changes.asReloadIfLarge(from: old, to: snapshot) }
+        }
         changes.lostMoves = state.heldLostMoves + lostMoves
         state.heldLostMoves = []
         state.snapshot = snapshot

@@ -9,10 +9,13 @@ import Testing
 /// the last run instead of downloading the whole list; a damaged copy is fetched again; commands
 /// run at once keep their own copies; a destroyed document's copy goes with it.
 extension DaemonProcessTests {
-    /// The daemon's count of operations sent to subscribers (`status --json`).
-    static func operationsOut(_ d: DaemonProcess) throws -> Int {
-        let status = try #require(try d.json(["status"]) as? [String: Any])
-        return try #require(status["operations_out"] as? Int)
+    /// The files of a kept copy, with their sizes.
+    static func copyFiles(_ path: String) throws -> [String: Int] {
+        var out: [String: Int] = [:]
+        for name in try FileManager.default.contentsOfDirectory(atPath: path) {
+            out[name] = (try FileManager.default.attributesOfItem(atPath: path + "/" + name)[.size] as? Int) ?? -1
+        }
+        return out
     }
 
     /// The list's item texts as `show --json` prints them.
@@ -34,6 +37,7 @@ extension DaemonProcessTests {
     static func bigList(_ d: DaemonProcess, items n: Int) async throws -> DocumentID {
         let client = try await DaemonClient.connect(host: "127.0.0.1", port: d.port, key: try KeyFile.read(d.keyFile), changeSets: false)
         let id = try await client.create(name: "big", sections: ["A"])
+        _ = try await client.open(id)
         _ = try await client.edit(id) { (doc: inout ListDocument) throws(ListError) in
             for i in 0..<n { try doc.insertItem(at: IndexPath(item: i, section: 0), value: Data("item \(i)".utf8)) }
         }
@@ -41,7 +45,7 @@ extension DaemonProcessTests {
         return id
     }
 
-    @Test("a command catches up from the copy of the last run: the daemon sends it what changed since, not the list")
+    @Test("a command catches up from the copy of the last run (appended to, not fetched again); it shows the daemon's list")
     func commandCopyCatchesUp() async throws {
         let dir = TemporaryFolder()
         defer { dir.remove() }
@@ -49,11 +53,11 @@ extension DaemonProcessTests {
         defer { d.kill9() }
         let n = 500
         let doc = try await Self.bigList(d, items: n)
-        // Cold: no copy kept yet, the whole list comes.
-        var before = try Self.operationsOut(d)
+        // Cold: no copy kept yet; the whole list comes and is written as the copy's snapshot.
         #expect(try d.run(["insert", "big", "0.0", "first"]).0 == 0)
-        #expect(try Self.operationsOut(d) - before > n)
-        #expect(FileManager.default.fileExists(atPath: d.data + "/clients/slot-0.cache/\(doc)"))
+        let copy = d.data + "/clients/slot-0.cache/\(doc)"
+        let cold = try Self.copyFiles(copy)
+        #expect(Set(cold.keys) == ["snapshot-1", "log-1"], "\(cold)")
         // Another writer adds 3 items; the next command receives those (and no more).
         let other = try await DaemonClient.connect(host: "127.0.0.1", port: d.port, key: try KeyFile.read(d.keyFile), changeSets: false)
         _ = try await other.open(doc)
@@ -63,10 +67,13 @@ extension DaemonProcessTests {
             }
         }
         await other.close()
-        before = try Self.operationsOut(d)
+        // Warm: the command resumed from the copy (had it fetched the list again, the copy would
+        // have been written whole, as a new generation); what came, and its edit, were appended.
         #expect(try d.run(["insert", "big", "0.0", "second"]).0 == 0)
-        let sent = try Self.operationsOut(d) - before
-        #expect(sent >= 3 && sent <= 10, "the warm command was sent \(sent) operations")
+        let warm = try Self.copyFiles(copy)
+        #expect(Set(warm.keys) == ["snapshot-1", "log-1"], "\(warm)")
+        #expect(warm["snapshot-1"] == cold["snapshot-1"])
+        #expect(try #require(warm["log-1"]) > (try #require(cold["log-1"])))
         // What it shows, from its copy caught up, is the daemon's list.
         let daemonItems = try await Self.daemonItems(d, doc)
         #expect(daemonItems.count == n + 5)
