@@ -120,6 +120,13 @@ func blockingAwait<T: Sendable>(_ body: @escaping @Sendable () async throws -> T
     return try result.get()
 }
 
+/// `ms`, once `live` is checked to show `n` items (read after the timing).
+func checkedItems(_ live: LiveDocument, _ n: Int, _ ms: Double, _ what: String) throws -> Double {
+    let count = live.snapshot.numberOfItems
+    guard count == n else { throw BenchError("\(what) \(count) items, not \(n)") }
+    return ms
+}
+
 func w15BigList(n: Int, _ ctx: Context) throws -> BenchResult {
     // The listsync next to this benchmark (`swift build -c release` builds both), or another
     // build's (`LISTSYNC_BENCH_BINARY`, to measure it with the same steps).
@@ -158,10 +165,8 @@ func w15BigList(n: Int, _ ctx: Context) throws -> BenchResult {
             let t0 = nowNs()
             let live = try await c.open(info.id)
             let ms = Double(nowNs() - t0) / 1e6
-            let count = live.snapshot.numberOfItems
             await c.close()
-            guard count == n else { throw BenchError("opened \(count) items, not \(n)") }
-            return ms
+            return try checkedItems(live, n, ms, "opened")
         }
         res.set(changeSets ? "open_ms" : "open_nochangesets_ms", ms)
     }
@@ -180,10 +185,8 @@ func w15BigList(n: Int, _ ctx: Context) throws -> BenchResult {
             await sync.start()
             try await sync.waitUntilSynced(timeout: .seconds(600))
             let ms = Double(nowNs() - t0) / 1e6
-            let count = live.snapshot.numberOfItems
             await sync.close()
-            guard count == n else { throw BenchError("fetched \(count) items, not \(n)") }
-            return ms
+            return try checkedItems(live, n, ms, "fetched")
         }
         res.set(changeSets ? "fetch_ms" : "fetch_nochangesets_ms", ms)
     }
