@@ -151,4 +151,29 @@ extension DaemonProcessTests {
         #expect(try d.run(["destroy", "big", "--yes"]).0 == 0)
         #expect(!FileManager.default.fileExists(atPath: d.data + "/clients/slot-0.cache/\(doc)"))
     }
+
+    @Test("a copy of an older epoch (the list was restored since) is dropped: the command fetches the restored list and sends nothing of the old one")
+    func restoredListDropsTheCopy() async throws {
+        let dir = TemporaryFolder()
+        defer { dir.remove() }
+        var d = try DaemonProcess(data: dir.path + "/data")
+        let doc = try await Self.bigList(d, items: 100)
+        #expect(try d.run(["insert", "big", "0.0", "a"]).0 == 0)
+        let backup = dir.path + "/backup.json"
+        #expect(try d.run(["export", "big", backup]).0 == 0)
+        #expect(try d.run(["insert", "big", "0.0", "b"]).0 == 0)   // kept in the copy, then lost by the restore
+        let port = d.port
+        #expect(d.terminate() == 0)
+        let (code, _, err) = try runListsync(["restore", doc.description, backup, "--data", d.data])
+        #expect(code == 0, "\(err)")
+        d = try DaemonProcess(data: dir.path + "/data", port: port)
+        defer { d.terminate() }
+        let (edited, _, editError) = try d.run(["insert", "big", "0.0", "c"])
+        #expect(edited == 0, "\(editError)")
+        let items = try await Self.daemonItems(d, doc)
+        #expect(items.count == 102)
+        #expect(items.prefix(2) == ["c", "a"])
+        #expect(!items.contains("b"), "the old epoch's edit came back from the copy")
+        #expect(try Self.shownItems(d, "big") == items)
+    }
 }
