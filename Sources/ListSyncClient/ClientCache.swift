@@ -98,6 +98,12 @@ public final class ClientCache: Sendable {
     }
 
     private func append(_ store: DocumentStore, _ operations: [ListOperation], current: ListDocument) async throws(StoreError) {
+        guard operations.count <= max(Self.minimumLogOperations, current.operationCount / 2) else {
+            // Most of the document (an import, a first catch-up): written once, as a snapshot,
+            // not logged and then snapshotted again.
+            try store.compact(current)
+            return
+        }
         try await store.append(operations)
         if try store.logSize > max(Self.minimumLog, try store.snapshotBytes) { try store.compact(current) }
     }
@@ -114,6 +120,8 @@ public final class ClientCache: Sendable {
 
     /// A log this long is kept before a new snapshot, even when the snapshot is smaller.
     static let minimumLog: Int64 = 1 << 20
+    /// A batch of at most this many operations is always appended, even to a small document.
+    static let minimumLogOperations = 1_024
 
     static var options: StoreOptions {
         var o = StoreOptions()
