@@ -104,7 +104,8 @@ let package = Package(
                                                          "ListSyncFaults", "listsync-faultproxy", "ListSyncNATS", "ListSyncCrypto"]),
         .executableTarget(
             name: "listsync-bench",
-            dependencies: ["ListCRDT", "ListSync", "ListSyncSimulation", "ListSyncTCP", "ListSyncTestSupport", "ListSyncCrypto", "ListStore"],
+            dependencies: ["ListCRDT", "ListSync", "ListSyncSimulation", "ListSyncTCP", "ListSyncTestSupport", "ListSyncCrypto", "ListStore",
+                           "ListSyncClient", "ListTable"],
             path: "Benchmarks/Sources/listsync-bench"
         ),
         // Many clients editing shared lists through a `listsync serve` process (Docs/Reliability.md).

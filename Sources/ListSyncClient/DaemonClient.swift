@@ -58,6 +58,8 @@ public actor DaemonClient {
     private var catchUps: [DocumentID: CheckedContinuation<Void, any Error>] = [:]
     private var opened: [DocumentID: LiveDocument] = [:]
     private var synced: Set<DocumentID> = []
+    /// Opened documents whose copy a snapshot from the daemon replaced (``wasReplaced(_:)``).
+    private var replaced: Set<DocumentID> = []
     private var names: [DocumentID: (name: String, epoch: UInt64)] = [:]
     private var reader: Task<Void, Never>?
     private var ticker: Task<Void, Never>?
@@ -89,7 +91,7 @@ public actor DaemonClient {
     ///
     /// - Parameters:
     ///   - changeSets: whether opened documents diff every change into a `ChangeSet` (an app's
-    ///     table needs them; O(n) per change).
+    ///     table needs them; O(n log n) per change, and one for a whole catch-up).
     ///   - timeout: how long any request may wait for its answer (default 30 s).
     public static func connect(host: String, port: UInt16, key: [UInt8], localHost: String? = nil, changeSets: Bool = true,
                                timeout: Duration = .seconds(30), loop: EventLoop = .shared) async throws(DaemonClientError) -> DaemonClient {
@@ -229,8 +231,11 @@ public actor DaemonClient {
     public func open(_ document: DocumentID, replica: ReplicaID? = nil, resuming held: ListDocument? = nil,
                      epoch: UInt64 = 0) async throws -> LiveDocument {
         if let live = opened[document] { return live }
+        replaced.remove(document)
         let start = held ?? ListDocument(replica: replica ?? ReplicaID.random())
         let live = changeSets ? LiveDocument(start) : LiveDocument(withoutChangeSets: start)
+        // The catch-up, however many frames, is one change set (published at `synced`).
+        live.holdChanges()
         opened[document] = live
         let since = held?.version ?? VersionVector()
         let actions = session.subscribe(document, epoch: epoch, version: since, now: EventLoop.now())
@@ -249,6 +254,7 @@ public actor DaemonClient {
             }
         } catch {
             opened[document] = nil
+            live.publishHeldChanges()
             throw error
         }
         names[document] = (name, currentEpoch)
@@ -265,6 +271,11 @@ public actor DaemonClient {
 
     /// The name and epoch of an opened document.
     public func info(_ document: DocumentID) -> (name: String, epoch: UInt64)? { names[document] }
+
+    /// Whether the copy of an opened document was replaced by the daemon's snapshot (the copy
+    /// resumed from was behind the daemon's compaction floor): its log is then not the one it
+    /// was opened with plus what came since.
+    public func wasReplaced(_ document: DocumentID) -> Bool { replaced.contains(document) }
 
     /// Edits an opened document and returns once the daemon acknowledged every frame of the
     /// operations as durable.
@@ -407,6 +418,7 @@ public actor DaemonClient {
             let unsent = local.hasHistory(since: base.version) ? local.operations(since: base.version) : []
             _ = base.remake(unsent, from: local)
             live.replace(with: base)
+            replaced.insert(document)
         } catch {
             let t = transport
             Task { await t.close(reason: "the daemon's snapshot did not load: \(error)") }
@@ -446,6 +458,7 @@ public actor DaemonClient {
                 resync(doc, from: bytes)
             case let .synced(doc, _):
                 synced.insert(doc)
+                opened[doc]?.publishHeldChanges()
                 catchUps.removeValue(forKey: doc)?.resume()
                 reportSeen(doc)
             case let .editDone(n, result):

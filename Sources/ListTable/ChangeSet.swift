@@ -79,13 +79,17 @@ public struct ChangeSet: Hashable, Sendable {
     /// Local moves that lost to a concurrent move by another replica in this change (filled by
     /// ``LiveDocument``; a change set made from two snapshots alone has none).
     public var lostMoves: [LostMove] = []
+    /// Whether the table should reload everything (`tableView.reloadData()`) instead of applying
+    /// row changes: set, with every other table field empty, for a catch-up that touched more
+    /// rows than ``reloadThreshold(rows:)`` allows (``LiveDocument/publishHeldChanges()``).
+    public var reloadsData = false
 
     /// An empty change set.
     public init() {}
 
     /// Whether the table has nothing to do (``lostMoves`` are not counted).
     public var hasNoTableChanges: Bool {
-        deletedSections.isEmpty && insertedSections.isEmpty && movedSections.isEmpty
+        !reloadsData && deletedSections.isEmpty && insertedSections.isEmpty && movedSections.isEmpty
             && reloadedSections.isEmpty && deletedItems.isEmpty && insertedItems.isEmpty
             && movedItems.isEmpty && reloadedItems.isEmpty && reconfiguredItems.isEmpty
             && reconfiguredSections.isEmpty

@@ -15,7 +15,9 @@ import Synchronization
 /// not call back into this `LiveDocument`: the lock is not reentrant).
 ///
 /// Each change costs a full diff of the previous and the new snapshot: O(n log n) for n visible
-/// sections and items, whatever the size of the change (see ``ChangeSet/init(from:to:)``).
+/// sections and items, whatever the size of the change (see ``ChangeSet/init(from:to:)``). A
+/// catch-up of many batches is one diff, not one per batch: ``holdChanges()`` until it is all
+/// applied, then ``publishHeldChanges()`` (a large one is reported as one reload).
 ///
 /// Undo: local edits are recorded in groups, and ``undo()`` and ``redo()`` take them back with
 /// new operations (`Undo/LiveDocument+Undo.swift`, `Docs/Semantics.md` §6).
@@ -33,6 +35,13 @@ public final class LiveDocument: Sendable {
         /// Whether changes are diffed into change sets (the default), or the snapshot is only
         /// recomputed when read.
         var publishesChanges = true
+        /// Whether the change sets of received operations are held back for one diff at
+        /// ``publishHeldChanges()`` (a catch-up; `LiveDocument+Hold.swift`).
+        var holdsChanges = false
+        /// The lost moves found while changes were held, published with the held change set.
+        var heldLostMoves: [LostMove] = []
+        /// The document's operation count when ``snapshot`` was taken (what a table shows).
+        var snapshotOperationCount = 0
         var localItemMoves: [ItemID: ListOperation] = [:]
         var localSectionMoves: [SectionID: ListOperation] = [:]
         /// The local user's undo and redo stacks (`Undo/LiveDocument+Undo.swift`).
@@ -52,7 +61,8 @@ public final class LiveDocument: Sendable {
     ///
     /// - Complexity: O(n) for n visible sections and items (the first snapshot).
     public init(_ document: ListDocument, undoLimit: Int = ListUndoManager.defaultLimit) {
-        state = Mutex(State(document: document, snapshot: document.snapshot(), undo: ListUndoManager(limit: undoLimit)))
+        state = Mutex(State(document: document, snapshot: document.snapshot(), snapshotOperationCount: document.operationCount,
+                            undo: ListUndoManager(limit: undoLimit)))
     }
 
     /// Wraps a document for a client that needs no change sets (a server, a command-line tool, a
@@ -81,17 +91,21 @@ public final class LiveDocument: Sendable {
             if let s = state.snapshot { return s }
             let s = state.document.snapshot()
             state.snapshot = s
+            state.snapshotOperationCount = state.document.operationCount
             return s
         }
     }
 
     /// The snapshot as of the last change and the number of operations the document had applied
-    /// then, read under one lock: a ``ListModel`` refreshes only when the count moved.
+    /// then, read under one lock: a ``ListModel`` refreshes only when the count moved. While
+    /// changes are held (``holdChanges()``), that is the snapshot last published.
     var countedSnapshot: (snapshot: ListSnapshot, operationCount: Int) {
         state.withLock { state in
-            let s = state.snapshot ?? state.document.snapshot()
+            if let s = state.snapshot { return (s, state.snapshotOperationCount) }
+            let s = state.document.snapshot()
             state.snapshot = s
-            return (s, state.document.operationCount)
+            state.snapshotOperationCount = state.document.operationCount
+            return (s, state.snapshotOperationCount)
         }
     }
 
@@ -166,6 +180,12 @@ public final class LiveDocument: Sendable {
             let report = state.document.receive(Array(operations))
             let applied = Self.operations(of: state.document, from: before)
             let lost = Self.lostMoves(after: applied, in: &state)
+            if state.holdsChanges && state.publishesChanges {
+                // A catch-up: one diff at its end (`publishHeldChanges()`), not one per batch.
+                state.heldLostMoves += lost
+                Self.publishPresence(&state)
+                return (ChangeSet(), report)
+            }
             return (Self.publish(&state, lostMoves: lost), report)
         }
     }
@@ -244,7 +264,9 @@ public final class LiveDocument: Sendable {
 extension LiveDocument {
     /// Diffs the new state against the last snapshot, keeps the new snapshot and sends the
     /// change set to every subscriber (unless it is empty). Called under the lock.
-    static func publish(_ state: inout State, lostMoves: [LostMove]) -> ChangeSet {
+    /// With `reloadingLarge` (a catch-up), a change set over ``ChangeSet/reloadThreshold(rows:)``
+    /// is reported as one reload.
+    static func publish(_ state: inout State, lostMoves: [LostMove], reloadingLarge: Bool = false) -> ChangeSet {
         // Rows moved: the others' drags are shown at their new places.
         publishPresence(&state)
         guard state.publishesChanges else {
@@ -254,9 +276,18 @@ extension LiveDocument {
             return none
         }
         let snapshot = state.document.snapshot()
-        var changes = ChangeSet(from: state.snapshot ?? snapshot, to: snapshot)
-        changes.lostMoves = lostMoves
+        let old = state.snapshot ?? snapshot
+        var changes: ChangeSet
+        if reloadingLarge, ChangeSet.mustReload(from: old, to: snapshot) {
+            changes = .reload   // known without the diff (a first open of a large list)
+        } else {
+            changes = ChangeSet(from: old, to: snapshot)
+            if reloadingLarge { changes = changes.asReloadIfLarge(from: old, to: snapshot) }
+        }
+        changes.lostMoves = state.heldLostMoves + lostMoves
+        state.heldLostMoves = []
         state.snapshot = snapshot
+        state.snapshotOperationCount = state.document.operationCount
         if !changes.isEmpty {
             // `yield` never calls user code and never blocks; doing it under the lock keeps every
             // subscriber's change sets in the order the changes were made.

@@ -71,11 +71,14 @@ func parseAddressList(_ text: String, what: String) throws -> [(String, UInt16)]
 /// Connects to the first of `addresses` that answers (a node down: the next one).
 ///
 /// - Throws: the last address's error when none answers.
-func connectToFirst(_ addresses: [(String, UInt16)], authentication: ClientAuthentication) async throws -> DaemonClient {
+func connectToFirst(_ addresses: [(String, UInt16)], authentication: ClientAuthentication,
+                    changeSets: Bool = true) async throws -> DaemonClient {
     precondition(!addresses.isEmpty)
     var last: (any Error)?
     for (host, port) in addresses {
-        do { return try await DaemonClient.connect(host: host, port: port, authentication: authentication) } catch { last = error }
+        do {
+            return try await DaemonClient.connect(host: host, port: port, authentication: authentication, changeSets: changeSets)
+        } catch { last = error }
     }
     throw last!
 }
@@ -101,12 +104,16 @@ func runClient(_ name: String, _ command: ClientCommand, _ args: [String]) throw
     }
     // This client's kept replica id (nil: every slot held or the folder unusable; a random id).
     let slot = try? ClientReplica.acquire(folder: (o.value("--data", env: "LISTSYNC_DATA") ?? defaultDataFolder()) + "/clients")
+    // The slot's kept copies (under the slot's lock): a command catches up from the last one's.
+    let cache = slot.flatMap { try? ClientCache(for: $0) }
+    // Only `watch` shows change sets; the other commands need none (no diff of the list).
+    let changeSets = name == "watch"
     return blockOn(name, json: json) {
         var renewed = false
         while true {
-            let daemon = try await connectToFirst(addresses, authentication: authentication)
+            let daemon = try await connectToFirst(addresses, authentication: authentication, changeSets: changeSets)
             do {
-                let code = try await command.run(o, OnlineClient(daemon: daemon, slot: slot), json)
+                let code = try await command.run(o, OnlineClient(daemon: daemon, slot: slot, cache: cache), json)
                 await daemon.close()
                 return code
             } catch is OnlineClient.ReplicaBehind where !renewed {
@@ -331,7 +338,14 @@ let clientCommands: [String: ClientCommand] = [
         arguments: 1...1
     ) { o, client, json in
         let (info, live) = try await openDocument(o, client)
-        if json { printJSON(documentObject(info, live.snapshot)) } else { print(documentTable(info, live.snapshot)) }
+        if json {
+            // Written as it is made: a large list is not built as a tree of objects first.
+            var out = StreamedOutput(fd: 1)
+            writeDocumentJSON(info, live.snapshot, to: &out)
+            if let e = out.failure { throw UsageError(message: "cannot write the output: \(String(cString: strerror(e)))") }
+        } else {
+            print(documentTable(info, live.snapshot))
+        }
         return 0
     },
     "watch": ClientCommand(
@@ -547,11 +561,19 @@ let clientCommands: [String: ClientCommand] = [
     ) { o, client, json in
         let (info, live) = try await openDocument(o, client)
         let snapshot = live.document.encodedSnapshot()
-        let object: [String: Any] = ["format": "listsync-export", "version": 1, "name": info.name, "id": info.id.description,
-                                     "snapshot": Data(snapshot).base64EncodedString()]
-        let data = try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])
-        try writeFile(data, to: o.positional[1])
-        if json { printJSON(["file": o.positional[1], "bytes": data.count, "operations": live.document.operationCount]) } else {
+        // The file is written in pieces as its base64 is made (memory: the snapshot, once).
+        let file = Foundation.open(o.positional[1], O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        guard file >= 0 else {
+            throw CommandFailure(description: "cannot write \(o.positional[1]): \(fileProblem(o.positional[1], errno))")
+        }
+        var out = StreamedOutput(fd: file)
+        writeExport(name: info.name, id: info.id, snapshot: snapshot, to: &out)
+        let closed = close(file)
+        if let e = out.failure ?? (closed == 0 ? nil : errno) {
+            throw CommandFailure(description: "cannot write \(o.positional[1]): \(fileProblem(o.positional[1], e))")
+        }
+        let bytes = (try? FileManager.default.attributesOfItem(atPath: o.positional[1])[.size] as? Int) ?? 0
+        if json { printJSON(["file": o.positional[1], "bytes": bytes, "operations": live.document.operationCount]) } else {
             print("exported \(shown(info.name)) (\(live.document.operationCount) operations) to \(o.positional[1])")
         }
         return 0
@@ -588,6 +610,7 @@ func describeChange(_ c: ChangeSet, _ snapshot: ListSnapshot) -> [String] {
         guard p.section < snapshot.sections.count, p.item < snapshot.sections[p.section].items.count else { return "" }
         return " \"" + shown(snapshot.sections[p.section].items[p.item].value) + "\""
     }
+    if c.reloadsData { lines.append("reloaded: \(snapshot.numberOfItems) item(s) in \(snapshot.sections.count) section(s)") }
     for s in c.deletedSections { lines.append("deleted section \(s)") }
     for s in c.insertedSections { lines.append("inserted section \(s)") }
     for m in c.movedSections { lines.append("moved section \(m.from) → \(m.to)") }

@@ -41,11 +41,15 @@ struct Saved: Sendable {
 
 /// The daemon's copy, edited online: every edit acknowledged as durable by the daemon. Edits are
 /// made as this client's replica of `--data`'s `clients/` folder (``ClientReplica``), so commands
-/// run one after another add one entry to a document's version vector, not one each.
+/// run one after another add one entry to a document's version vector, not one each. A document
+/// is opened from the slot's kept copy (``ClientCache``) when there is one: the daemon sends only
+/// what changed since the last command, and the copy is brought up to date for the next one.
 struct OnlineClient: CommandClient {
     let daemon: DaemonClient
     /// The client's kept replica id; nil when none could be taken (a random id per command).
     let slot: ClientReplica?
+    /// The slot's kept copies; nil without a slot (or when its folder could not be made).
+    let cache: ClientCache?
 
     /// The document could not be edited as the kept id (the daemon lacks an edit it may have
     /// sent): the command is run again as a fresh id.
@@ -54,11 +58,15 @@ struct OnlineClient: CommandClient {
     func documents() async throws -> [DocumentInfo] { try await daemon.documents() }
     func resolve(_ text: String) async throws -> DocumentInfo { try await daemon.resolve(text) }
     func create(name: String, sections: [String]) async throws -> DocumentID { try await daemon.create(name: name, sections: sections) }
-    func upload(_ id: DocumentID, _ operations: [ListOperation]) async throws { try await daemon.upload(id, operations) }
+    func upload(_ id: DocumentID, _ operations: [ListOperation]) async throws {
+        try await daemon.upload(id, operations)
+        if let cache, let live = try? await daemon.open(id) { await cache.append(id, operations, current: live.document) }
+    }
     func status() async throws -> String { try await daemon.status() }
 
     func destroy(_ info: DocumentInfo) async throws -> (text: String, json: [String: Any]) {
         let epoch = try await daemon.destroy(info.id)
+        cache?.drop(info.id)
         return ("destroyed \(shown(info.name)) (\(info.id)) on the daemon: its files are removed and its id is refused from now on",
                 ["destroyed": true, "id": info.id.description, "name": info.name, "epoch": String(epoch, radix: 16)])
     }
@@ -68,9 +76,31 @@ struct OnlineClient: CommandClient {
     }
 
     func open(_ id: DocumentID) async throws -> LiveDocument {
-        let live = try await daemon.open(id, replica: slot?.replica, resuming: nil, epoch: 0)
+        if await daemon.info(id) != nil { return try await daemon.open(id) }   // opened already
+        let held = slot.flatMap { cache?.load(id, replica: $0.replica) }
+        let live: LiveDocument
+        do {
+            live = try await daemon.open(id, replica: slot?.replica, resuming: held?.document, epoch: held?.epoch ?? 0)
+        } catch let DaemonClientError.refused(code, _) where held != nil && code == .epochMismatch {
+            // Reset or restored since the copy was kept: it is dropped, and the list fetched afresh.
+            cache?.drop(id)
+            if let slot { _ = cache?.load(id, replica: slot.replica) }
+            let live = try await daemon.open(id, replica: slot?.replica, resuming: nil, epoch: 0)
+            return try await opened(live, id, held: nil)
+        } catch let DaemonClientError.refused(code, text) where code == .destroyed || code == .unknownDocument {
+            cache?.drop(id)
+            throw DaemonClientError.refused(code, text)
+        }
+        return try await opened(live, id, held: held)
+    }
+
+    /// Checks that the kept id may edit `live`, and brings the kept copy up to it.
+    private func opened(_ live: LiveDocument, _ id: DocumentID, held: (document: ListDocument, epoch: UInt64)?) async throws -> LiveDocument {
         if let slot, live.document.replica == slot.replica, !slot.mayReuse(in: id, version: live.document.version) {
             throw ReplicaBehind()
+        }
+        if let cache, let epoch = await daemon.info(id)?.epoch {
+            await cache.update(id, to: live.document, from: held?.document, replaced: await daemon.wasReplaced(id), epoch: epoch)
         }
         return live
     }
@@ -82,6 +112,7 @@ struct OnlineClient: CommandClient {
             // Recorded before anything goes out: a later run knows this id may have sent it.
             if let slot, live.document.replica == slot.replica { try slot.willSend(id, upTo: last) }
             try await daemon.upload(id, made.operations)
+            await cache?.append(id, made.operations, current: live.document)
         }
         return (made.result, Saved(text: "acknowledged: on the daemon's disk", acknowledged: true))
     }

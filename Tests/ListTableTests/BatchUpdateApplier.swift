@@ -32,6 +32,14 @@ struct BatchUpdateApplier {
     private enum RowSource { case old(section: Int, row: Int), inserted }
 
     static func apply(_ c: ChangeSet, to old: ListSnapshot, dataSource new: ListSnapshot) throws -> ListSnapshot {
+        if c.reloadsData {
+            // `reloadData()`: the table shows the data source; nothing else may come with it.
+            var rest = c
+            rest.reloadsData = false
+            rest.lostMoves = []
+            if !rest.isEmpty { throw Rejection("a reload with row or section changes besides") }
+            return new
+        }
         let oldCount = old.sections.count
         func checkUnique<T: Hashable>(_ xs: [T], _ what: String) throws {
             if Set(xs).count != xs.count { throw Rejection("\(what) names a position twice") }

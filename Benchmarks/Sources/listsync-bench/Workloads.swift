@@ -17,6 +17,7 @@ let allWorkloads = ["W1.trace"] + randomSizes.map { "W1.random.\($0)" } + [
 ] + outOfOrderWorkloads + ["W8.concurrent", "W9.tcp", "W10.store", "W11.crypto"]  // W8Concurrent.swift, W9Tcp.swift, W10Store.swift, W11Crypto.swift
     + churnSizes.map { "W12.churn.\($0)" } + churnSizes.map { "W12.uncompacted.\($0)" }  // W12Churn.swift
     + catchUpSizes.map { "W13.catchup.\($0)" }  // W13Catchup.swift
+    + bigListSizes.map { "W15.biglist.\($0)" }  // W15BigList.swift
 
 struct BenchError: Error, CustomStringConvertible {
     var description: String
@@ -66,6 +67,10 @@ func run(_ workload: String, _ ctx: Context) throws -> BenchResult {
         if workload.hasPrefix("W13.catchup."), let n = Int(workload.dropFirst("W13.catchup.".count)),
            catchUpSizes.contains(n) {
             return try w13CatchUp(n: n)
+        }
+        if workload.hasPrefix("W15.biglist."), let n = Int(workload.dropFirst("W15.biglist.".count)),
+           bigListSizes.contains(n) {
+            return try w15BigList(n: n, ctx)
         }
         if workload.hasPrefix("W1.random."), let n = Int(workload.dropFirst("W1.random.".count)),
            randomSizes.contains(n) {

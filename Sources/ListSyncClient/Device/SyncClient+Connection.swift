@@ -145,6 +145,7 @@ extension SyncClient {
         }
         for copy in copies.values {
             copy.live.clearPresence()   // nothing refreshes it now
+            copy.live.publishHeldChanges()   // a catch-up cut short: what came of it is shown
             copy.phase = .idle
             copy.inFlight = 0
             if copy.recordDirty { writeRecord(copy) }
@@ -286,6 +287,7 @@ extension SyncClient {
             }
             copy.acknowledge(version, replica: replica)
             copy.phase = .catchingUp
+            copy.live.holdChanges()   // one change set for the whole catch-up (`caughtUp`)
             presence.announce(id)   // a presence in progress is owed to this new subscription
         case let .subscribeFailed(id, error):
             guard let copy = copies[id] else { break }
@@ -416,6 +418,7 @@ extension SyncClient {
         }
         copy.acknowledge(version, replica: replica)
         copy.phase = .live
+        copy.live.publishHeldChanges()
         if copy.appending == 0 { sendMissing(copy) } else { copy.resendAfterAppends = true }
         writeRecord(copy)
         reportSeen(copy, on: c)

@@ -1,0 +1,179 @@
+import Foundation
+import ListCRDT
+import ListStore
+import ListSyncClient
+import ListSyncServer
+import Testing
+
+/// The command line's kept copy (`ClientCache`, issue 47): a command catches up from the copy of
+/// the last run instead of downloading the whole list; a damaged copy is fetched again; commands
+/// run at once keep their own copies; a destroyed document's copy goes with it.
+extension DaemonProcessTests {
+    /// The files of a kept copy, with their sizes.
+    static func copyFiles(_ path: String) throws -> [String: Int] {
+        var out: [String: Int] = [:]
+        for name in try FileManager.default.contentsOfDirectory(atPath: path) {
+            out[name] = (try FileManager.default.attributesOfItem(atPath: path + "/" + name)[.size] as? Int) ?? -1
+        }
+        return out
+    }
+
+    /// The list's item texts as `show --json` prints them.
+    static func shownItems(_ d: DaemonProcess, _ doc: String) throws -> [String] {
+        let shown = try #require(try d.json(["show", doc]) as? [String: Any])
+        let sections = try #require(shown["sections"] as? [[String: Any]])
+        return sections.flatMap { ($0["items"] as? [[String: Any]] ?? []).compactMap { $0["text"] as? String } }
+    }
+
+    /// The items of the daemon's copy, read by a fresh client that keeps nothing.
+    static func daemonItems(_ d: DaemonProcess, _ doc: DocumentID) async throws -> [String] {
+        let client = try await DaemonClient.connect(host: "127.0.0.1", port: d.port, key: try KeyFile.read(d.keyFile), changeSets: false)
+        let snapshot = try await client.open(doc).snapshot
+        await client.close()
+        return snapshot.sections.flatMap { $0.items.map { String(decoding: $0.value, as: UTF8.self) } }
+    }
+
+    /// A list of `n` items made by another writer (one upload), and its id.
+    static func bigList(_ d: DaemonProcess, items n: Int) async throws -> DocumentID {
+        let client = try await DaemonClient.connect(host: "127.0.0.1", port: d.port, key: try KeyFile.read(d.keyFile), changeSets: false)
+        let id = try await client.create(name: "big", sections: ["A"])
+        _ = try await client.open(id)
+        _ = try await client.edit(id) { (doc: inout ListDocument) throws(ListError) in
+            for i in 0..<n { try doc.insertItem(at: IndexPath(item: i, section: 0), value: Data("item \(i)".utf8)) }
+        }
+        await client.close()
+        return id
+    }
+
+    @Test("a command catches up from the copy of the last run (appended to, not fetched again); it shows the daemon's list")
+    func commandCopyCatchesUp() async throws {
+        let dir = TemporaryFolder()
+        defer { dir.remove() }
+        let d = try DaemonProcess(data: dir.path + "/data")
+        defer { d.kill9() }
+        let n = 500
+        let doc = try await Self.bigList(d, items: n)
+        // Cold: no copy kept yet; the whole list comes and is written as the copy's snapshot.
+        #expect(try d.run(["insert", "big", "0.0", "first"]).0 == 0)
+        let copy = d.data + "/clients/slot-0.cache/\(doc)"
+        let cold = try Self.copyFiles(copy)
+        #expect(Set(cold.keys) == ["snapshot-1", "log-1"], "\(cold)")
+        // Another writer adds 3 items; the next command receives those (and no more).
+        let other = try await DaemonClient.connect(host: "127.0.0.1", port: d.port, key: try KeyFile.read(d.keyFile), changeSets: false)
+        _ = try await other.open(doc)
+        for i in 0..<3 {
+            _ = try await other.edit(doc) { (doc: inout ListDocument) throws(ListError) in
+                try doc.insertItem(at: IndexPath(item: 1, section: 0), value: Data("other \(i)".utf8))
+            }
+        }
+        await other.close()
+        // Warm: the command resumed from the copy (had it fetched the list again, the copy would
+        // have been written whole, as a new generation); what came, and its edit, were appended.
+        #expect(try d.run(["insert", "big", "0.0", "second"]).0 == 0)
+        let warm = try Self.copyFiles(copy)
+        #expect(Set(warm.keys) == ["snapshot-1", "log-1"], "\(warm)")
+        #expect(warm["snapshot-1"] == cold["snapshot-1"])
+        #expect(try #require(warm["log-1"]) > (try #require(cold["log-1"])))
+        // What it shows, from its copy caught up, is the daemon's list.
+        let daemonItems = try await Self.daemonItems(d, doc)
+        #expect(daemonItems.count == n + 5)
+        #expect(try Self.shownItems(d, "big") == daemonItems)
+        #expect(daemonItems.prefix(2) == ["second", "first"])
+        // An app's open with change sets: the catch-up's change set is published at `synced`.
+        let app = try await DaemonClient.connect(host: "127.0.0.1", port: d.port, key: try KeyFile.read(d.keyFile))
+        let live = try await app.open(doc)
+        #expect(!live.holdsChanges)
+        #expect(live.snapshot.sections.flatMap { $0.items.map { String(decoding: $0.value, as: UTF8.self) } } == daemonItems)
+        await app.close()
+    }
+
+    @Test("a damaged copy (cut, bytes flipped, a stray file) is fetched again: the command succeeds and sends nothing wrong")
+    func damagedCommandCopy() async throws {
+        let dir = TemporaryFolder()
+        defer { dir.remove() }
+        let d = try DaemonProcess(data: dir.path + "/data")
+        defer { d.kill9() }
+        let doc = try await Self.bigList(d, items: 200)
+        #expect(try d.run(["insert", "big", "0.0", "a"]).0 == 0)
+        let copy = d.data + "/clients/slot-0.cache/\(doc)"
+        let damages: [(String, (String) throws -> Void)] = [
+            ("every file cut in half", { path in
+                for name in try FileManager.default.contentsOfDirectory(atPath: path) {
+                    let file = path + "/" + name
+                    let data = try Data(contentsOf: URL(fileURLWithPath: file))
+                    try data.prefix(data.count / 2).write(to: URL(fileURLWithPath: file))
+                }
+            }),
+            ("bytes flipped in every file", { path in
+                for name in try FileManager.default.contentsOfDirectory(atPath: path) {
+                    let file = path + "/" + name
+                    var data = try Data(contentsOf: URL(fileURLWithPath: file))
+                    for i in stride(from: data.count / 3, to: data.count, by: max(1, data.count / 7)) { data[i] ^= 0x5A }
+                    try data.write(to: URL(fileURLWithPath: file))
+                }
+            }),
+            ("the folder replaced by a file", { path in
+                try FileManager.default.removeItem(atPath: path)
+                try Data("not a store".utf8).write(to: URL(fileURLWithPath: path))
+            }),
+        ]
+        for (i, (what, damage)) in damages.enumerated() {
+            try damage(copy)
+            let (code, _, err) = try d.run(["insert", "big", "0.0", "after \(i)"])
+            #expect(code == 0, "\(what): \(err)")
+            let items = try await Self.daemonItems(d, doc)
+            #expect(items.count == 202 + i, "\(what)")
+            #expect(items.first == "after \(i)", "\(what)")
+            #expect(try Self.shownItems(d, "big") == items, "\(what)")
+        }
+    }
+
+    @Test("commands run at once keep their own copies (each slot's, under its lock); a destroyed document's copy is removed")
+    func concurrentCommandCopies() async throws {
+        let dir = TemporaryFolder()
+        defer { dir.remove() }
+        let d = try DaemonProcess(data: dir.path + "/data")
+        defer { d.kill9() }
+        let doc = try await Self.bigList(d, items: 300)
+        #expect(try d.run(["insert", "big", "0.0", "warm"]).0 == 0)
+        // Eight commands at once, twice.
+        for round in 0..<2 {
+            let codes = try await withThrowingTaskGroup(of: Int32.self) { group in
+                for i in 0..<8 { group.addTask { try d.run(["insert", "big", "0.0", "r\(round) c\(i)"]).0 } }
+                return try await group.reduce(into: [Int32]()) { $0.append($1) }
+            }
+            #expect(codes == [Int32](repeating: 0, count: 8))
+        }
+        let items = try await Self.daemonItems(d, doc)
+        #expect(items.count == 301 + 16)
+        #expect(Set(items).count == items.count)
+        #expect(try Self.shownItems(d, "big") == items)
+        #expect(try d.run(["destroy", "big", "--yes"]).0 == 0)
+        #expect(!FileManager.default.fileExists(atPath: d.data + "/clients/slot-0.cache/\(doc)"))
+    }
+
+    @Test("a copy of an older epoch (the list was restored since) is dropped: the command fetches the restored list and sends nothing of the old one")
+    func restoredListDropsTheCopy() async throws {
+        let dir = TemporaryFolder()
+        defer { dir.remove() }
+        var d = try DaemonProcess(data: dir.path + "/data")
+        let doc = try await Self.bigList(d, items: 100)
+        #expect(try d.run(["insert", "big", "0.0", "a"]).0 == 0)
+        let backup = dir.path + "/backup.json"
+        #expect(try d.run(["export", "big", backup]).0 == 0)
+        #expect(try d.run(["insert", "big", "0.0", "b"]).0 == 0)   // kept in the copy, then lost by the restore
+        let port = d.port
+        #expect(d.terminate() == 0)
+        let (code, _, err) = try runListsync(["restore", doc.description, backup, "--data", d.data])
+        #expect(code == 0, "\(err)")
+        d = try DaemonProcess(data: dir.path + "/data", port: port)
+        defer { d.terminate() }
+        let (edited, _, editError) = try d.run(["insert", "big", "0.0", "c"])
+        #expect(edited == 0, "\(editError)")
+        let items = try await Self.daemonItems(d, doc)
+        #expect(items.count == 102)
+        #expect(items.prefix(2) == ["c", "a"])
+        #expect(!items.contains("b"), "the old epoch's edit came back from the copy")
+        #expect(try Self.shownItems(d, "big") == items)
+    }
+}
