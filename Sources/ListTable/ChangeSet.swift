@@ -79,6 +79,10 @@ public struct ChangeSet: Hashable, Sendable {
     /// Local moves that lost to a concurrent move by another replica in this change (filled by
     /// ``LiveDocument``; a change set made from two snapshots alone has none).
     public var lostMoves: [LostMove] = []
+    /// Field writes of this replica that lost to a concurrent write of another in this change
+    /// (Docs/Semantics.md §8.3: which field, the value that won, the one that lost, whose);
+    /// filled by ``LiveDocument``.
+    public var lostFields: [FieldConflict] = []
     /// Whether the table should reload everything (`tableView.reloadData()`) instead of applying
     /// row changes: set, with every other table field empty, for a catch-up that touched more
     /// rows than ``reloadThreshold(rows:)`` allows (``LiveDocument/publishHeldChanges()``).
@@ -96,7 +100,7 @@ public struct ChangeSet: Hashable, Sendable {
     }
 
     /// Whether there is nothing at all: no table change and no lost move.
-    public var isEmpty: Bool { hasNoTableChanges && lostMoves.isEmpty }
+    public var isEmpty: Bool { hasNoTableChanges && lostMoves.isEmpty && lostFields.isEmpty }
 }
 
 /// A local move that lost to a concurrent move of the same item (or section) by another replica

@@ -60,7 +60,11 @@ public final class LiveDocument: Sendable {
     /// `undoLimit` (0: not recorded).
     ///
     /// - Complexity: O(n) for n visible sections and items (the first snapshot).
+    /// A document without a ``ListDocument/wallClock`` gets ``WallClock/system``, so that of two
+    /// concurrent writes of one field the later edit wins (Docs/Semantics.md §8.2).
     public init(_ document: ListDocument, undoLimit: Int = ListUndoManager.defaultLimit) {
+        var document = document
+        if document.wallClock == nil { document.wallClock = .system }
         state = Mutex(State(document: document, snapshot: document.snapshot(), snapshotOperationCount: document.operationCount,
                             undo: ListUndoManager(limit: undoLimit)))
     }
@@ -73,6 +77,8 @@ public final class LiveDocument: Sendable {
     ///
     /// - Complexity: O(1).
     public init(withoutChangeSets document: ListDocument, undoLimit: Int = 0) {
+        var document = document
+        if document.wallClock == nil { document.wallClock = .system }
         state = Mutex(State(document: document, snapshot: nil, publishesChanges: false,
                             undo: ListUndoManager(limit: undoLimit)))
     }
@@ -269,10 +275,12 @@ extension LiveDocument {
     static func publish(_ state: inout State, lostMoves: [LostMove], reloadingLarge: Bool = false) -> ChangeSet {
         // Rows moved: the others' drags are shown at their new places.
         publishPresence(&state)
+        let lostFields = state.document.takeFieldConflicts()
         guard state.publishesChanges else {
             state.snapshot = nil
             var none = ChangeSet()
             none.lostMoves = lostMoves
+            none.lostFields = lostFields
             return none
         }
         let snapshot = state.document.snapshot()
@@ -285,6 +293,7 @@ extension LiveDocument {
             if reloadingLarge { changes = changes.asReloadIfLarge(from: old, to: snapshot) }
         }
         changes.lostMoves = state.heldLostMoves + lostMoves
+        changes.lostFields = lostFields
         state.heldLostMoves = []
         state.snapshot = snapshot
         state.snapshotOperationCount = state.document.operationCount

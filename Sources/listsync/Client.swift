@@ -620,5 +620,6 @@ func describeChange(_ c: ChangeSet, _ snapshot: ListSnapshot) -> [String] {
     for m in c.movedItems { lines.append("moved \(m.from.section).\(m.from.item) → \(m.to.section).\(m.to.item)\(item(m.to))") }
     for p in c.reloadedItems + c.reconfiguredItems { lines.append("changed \(p.section).\(p.item)\(item(p))") }
     for l in c.lostMoves { lines.append("a move lost to a concurrent one: \(l)") }
+    for f in c.lostFields { lines.append("a field edit lost to a concurrent one: \(f)") }
     return lines.isEmpty ? ["(no visible change)"] : lines
 }
