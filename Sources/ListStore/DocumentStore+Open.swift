@@ -221,6 +221,10 @@ struct Opener {
     /// sets `epoch`.
     static func replay(_ records: [LogRecord], into document: inout ListDocument, epoch: inout UInt64,
                        report: inout RecoveryReport) {
+        // Stored history: a field conflict it holds was news when it happened, not now.
+        let reports = document.reportsFieldConflicts
+        document.reportsFieldConflicts = false
+        defer { document.reportsFieldConflicts = reports }
         for record in records {
             switch record {
             case let .operations(ops):

@@ -42,6 +42,12 @@ public struct SemanticsOracle: Sendable {
                 for r in list { items[r.item, default: Register()].record = max(items[r.item]?.record ?? .none, writeOfSlot[r.seen.opID] ?? r.seen.opID) }
             case let .setItemValue(item, value): setValue(&items[item, default: Register()], op.id, value)
             case let .setSectionValue(s, value): setValue(&sections[s, default: Register()], op.id, value)
+            case let .insertItemWithFields(section, _, value, writes):
+                write(&items[ItemID(op.id), default: Register()], op.id, section)
+                setValue(&items[ItemID(op.id), default: Register()], op.id, value)
+                for w in writes.writes {
+                    fieldWrites[op.id, default: [:]][w.name, default: []].append((writes.clock, op.id, w))
+                }
             case let .writeFields(target, writes):
                 for w in writes.writes {
                     fieldWrites[target.opID, default: [:]][w.name, default: []].append((writes.clock, op.id, w))

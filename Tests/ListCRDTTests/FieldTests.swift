@@ -197,6 +197,49 @@ struct FieldTests {
         for n in 0 ..< bytes.count { #expect(throws: WireError.self) { try ListOperation.decode(bytes[..<n]) } }
     }
 
+    @Test("§8.1 an item inserted with its fields is one operation; it travels, loads and compacts like any")
+    func insertWithFields() throws {
+        var (a, b, _) = try pair()
+        let op = try a.insertItem(at: IndexPath(item: 1, section: 0), value: Data("v".utf8),
+                                  fields: ["title": .set(.string("eggs")), "votes": .increment(2), "tags": .insert(["x"])])
+        let eggs = ItemID(op.id)
+        #expect(a.fields(of: eggs) == ["title": .value(.string("eggs")), "votes": .counter(2), "tags": .set(["x"])])
+        #expect(ListOperation.encode([op]).first == 3)
+        #expect(try ListOperation.decode(ListOperation.encode([op])) == [op])
+        #expect(b.receive([op]).isSuccess)
+        #expect(b.snapshot() == a.snapshot())
+        // Typing continues after it with the fast path, and the state snapshot keeps it whole.
+        try a.insertItem(at: IndexPath(item: 2, section: 0), value: Data("w".utf8))
+        try a.insertItem(at: IndexPath(item: 3, section: 0), value: Data("x".utf8))
+        for format in [ListDocument.SnapshotFormat.state, .history] {
+            let loaded = try ListDocument(snapshot: a.encodedSnapshot(format: format), replica: ReplicaID(5))
+            #expect(loaded.snapshot() == a.snapshot(), "\(format)")
+            #expect(loaded.operations == a.operations, "\(format): the history gives the insert back whole")
+        }
+        try a.compact(stable: a.version)
+        #expect(a.fields(of: eggs)["votes"] == .counter(2))
+        #expect(throws: ListError.invalidField("t", "a new item has nothing to remove: set, increment or add")) {
+            try a.insertItem(at: IndexPath(item: 0, section: 0), fields: ["t": .remove])
+        }
+        // A received insert whose fields claim to replace something is refused.
+        var bad = op
+        bad.kind = .insertItemWithFields(section: try b.sectionID(at: 0), .init(after: nil, before: nil), value: Data(),
+                                         fields: FieldWrites(clock: 1, writes: [FieldWrite(name: "t", change: .set(.null), replaces: op.id)]))
+        bad.id = OpID(counter: 1_000, replica: ReplicaID(9))
+        #expect(b.receive([bad]).refused.count == 1)
+    }
+
+    @Test("§8 the worked example of Docs/WireFormat.md §2.7, byte for byte")
+    func wireExample() throws {
+        let op = ListOperation(id: OpID(counter: 9, replica: ReplicaID(2)), deps: Frontier([OpID(counter: 3, replica: ReplicaID(1))]),
+                               kind: .writeFields(.item(ItemID(OpID(counter: 3, replica: ReplicaID(1)))),
+                                                  FieldWrites(clock: 1, writes: [FieldWrite(name: "title", change: .set(.string("oat milk")))])))
+        let hex = "03 02 02 01 01 0c 00 10 01 04 05 04 05 01 01 05 74 69 74 6c 65 00 00 00 05 08 6f 61 74 20 6d 69 6c 6b"
+        let bytes = hex.split(separator: " ").map { UInt8($0, radix: 16)! }
+        #expect(ListOperation.encode([op]) == bytes)
+        #expect(try ListOperation.decode(bytes) == [op])
+    }
+
     @Test("§8 snapshots keep the records: state, history and a reload of each")
     func snapshotsKeepRecords() throws {
         var (a, b, milk) = try pair()
@@ -272,6 +315,10 @@ struct FieldTests {
             }
             if let op = try? docs[k].writeFields([name: change], ofItem: item) { made[k].append(op) }
             if rng.next() % 4 == 0, let op = try? docs[k].deleteItem(item) { made[k].append(op) }
+            if rng.next() % 5 == 0, let op = try? docs[k].insertItem(at: IndexPath(item: 0, section: 0),
+                                                                     fields: ["title": .set(.string("new")), "votes": .increment(1)]) {
+                made[k].append(op)
+            }
             // Sometimes a sync of a random part, in random order, duplicated.
             if rng.next() % 3 == 0 {
                 let from = Int(rng.next() % UInt64(docs.count)), to = Int(rng.next() % UInt64(docs.count))

@@ -236,7 +236,7 @@ import ListSyncTestTraits
         #expect(try ListOperation.decode(ListOperation.encode([one, two])) == [one, two])
     }
 
-    @Test("kind 11 is refused in a version-1 batch, with the variant bit, and kinds 12-15 in version 2")
+    @Test("kind 11 is refused in a version-1 batch, with the variant bit, and kinds 12-15 in version 2 (12 and 13 are version 3)")
     func kindsByVersion() {
         let valid = Self.runBatch(count: 2) { w in w.none(); w.none(); w.same(1, 4); w.none(); w.none(); w.same(1, 4) }
         #expect(throws: Never.self) { try ListOperation.decode(valid) }
@@ -244,10 +244,13 @@ import ListSyncTestTraits
         #expect(throws: WireError.invalidTag(0xEB, offset: 4)) {
             try ListOperation.decode(Self.runBatch(count: 2, first: 0xEB) { w in w.none(); w.none(); w.same(1, 4); w.none(); w.none(); w.same(1, 4) })
         }
-        for kind: UInt8 in [0x6C, 0x6F, 0x60] {
+        for kind: UInt8 in [0x6C, 0x6D, 0x6E, 0x6F, 0x60] {
             #expect(throws: WireError.invalidTag(kind, offset: 4)) { try ListOperation.decode([2, 1, 7, 1, kind]) }
         }
-        #expect(throws: WireError.unsupportedVersion(3)) { try ListOperation.decode([3, 0, 0]) }
+        for kind: UInt8 in [0x6E, 0x6F, 0x60] {
+            #expect(throws: WireError.invalidTag(kind, offset: 4)) { try ListOperation.decode([3, 1, 7, 1, kind]) }
+        }
+        #expect(throws: WireError.unsupportedVersion(4)) { try ListOperation.decode([4, 0, 0]) }
         #expect(throws: WireError.unsupportedVersion(0)) { try ListOperation.decode([0, 0, 0]) }
     }
 

@@ -114,11 +114,22 @@ private struct Remaker {
             record(try? doc.setValue(value, forSection: here))
         case .moveSection:
             return
-        case .insertItem:
+        case .insertItem, .insertItemWithFields:
             let x = ItemID(op.id)
             makeSection(of: x, on: &doc)
             guard let value = value(of: x), let to = place(of: x, in: doc.snapshot()) else { return }
-            if let op = record(try? doc.insertItem(at: to, value: value)) { items[x] = ItemID(op.id) }
+            // With the fields it shows now (values, counters and sets as they are).
+            var fields: [String: FieldChange] = [:]
+            if case .insertItemWithFields = op.kind, let at = local.indexPath(of: x) {
+                for (name, f) in local.sections[at.section].items[at.item].fields {
+                    switch f {
+                    case .value(let v): fields[name] = .set(v)
+                    case .counter(let n): fields[name] = .increment(n)
+                    case .set(let m): if !m.isEmpty { fields[name] = .insert(m) }
+                    }
+                }
+            }
+            if let op = record(try? doc.insertItem(at: to, value: value, fields: fields)) { items[x] = ItemID(op.id) }
         case let .deleteItem(x, _):
             guard let here = doc.snapshot().indexPath(of: items[x] ?? x) else { return }
             record(try? doc.deleteItem(at: here))

@@ -33,6 +33,7 @@ enum ResolvedOperation {
     case setItemValue(EntityIndex, Data)
     case setSectionValue(EntityIndex, Data)
     case writeFields(RecordTarget, FieldWrites)
+    case insertItemWithFields(section: EntityIndex, left: LocalVersion, right: LocalVersion, value: Data, fields: FieldWrites)
 }
 
 extension ListDocument {
@@ -132,6 +133,16 @@ extension ListDocument {
                 for s in w.seen { try checkPast(s, by: op.id) }
             }
             return .writeFields(target, writes)
+        case let .insertItemWithFields(sectionID, o, value, writes):
+            var noContext = RunContext()
+            let (s, l, r) = try itemInsertReferences(op.id, section: sectionID, origins: o, valueSize: value.count,
+                                                     context: &noContext)
+            if !originsInOrder(l, r) { throw bad("origins \(o.after!) and \(o.before!) are out of order") }
+            if let problem = Self.problem(with: writes, maxValueSize: maxValueSize) {
+                throw bad(problem.name.isEmpty ? problem.why : "field \"\(problem.name)\": \(problem.why)")
+            }
+            if let why = Self.insertProblem(writes) { throw bad(why) }
+            return .insertItemWithFields(section: s, left: l, right: r, value: value, fields: writes)
         }
     }
 
@@ -226,11 +237,11 @@ extension ListDocument {
             place(lv, id: op.id, left: left, right: right, sequence: .sections, visible: true, hint: hint)
 
         case let .insertItem(s, left, right, value):
-            let i = EntityIndex(items.count)
-            let lv = newSlot(op.id, left: left, right: right, sequence: .items(s), entity: i)
-            _ = items.append(id: op.id, slot: lv, value: value, section: s)
-            place(lv, id: op.id, left: left, right: right, sequence: .items(s), visible: true, hint: hint)
-            refreshSection(s)
+            insertItem(op.id, section: s, left: left, right: right, value: value, hint: hint)
+
+        case let .insertItemWithFields(s, left, right, value, writes):
+            insertItem(op.id, section: s, left: left, right: right, value: value, hint: hint)
+            records.apply(writes, of: op.id, to: .item(ItemID(op.id)), local: replica)
 
         case let .moveSection(s, left, right):
             let lv = newSlot(op.id, left: left, right: right, sequence: .sections, entity: s)
@@ -282,6 +293,26 @@ extension ListDocument {
             records.apply(writes, of: op.id, to: target, local: replica)
         }
         record(op, resolved)
+    }
+
+    /// A new item `id` in section `s` between `left` and `right`.
+    @inline(__always)
+    private mutating func insertItem(_ id: OpID, section s: EntityIndex, left: LocalVersion, right: LocalVersion, value: Data,
+                                     hint: EditHint?) {
+        let i = EntityIndex(items.count)
+        let lv = newSlot(id, left: left, right: right, sequence: .items(s), entity: i)
+        _ = items.append(id: id, slot: lv, value: value, section: s)
+        place(lv, id: id, left: left, right: right, sequence: .items(s), visible: true, hint: hint)
+        refreshSection(s)
+    }
+
+    /// Why the first fields of a new item are not ones an insert may carry: its author saw
+    /// nothing of the record, so nothing is replaced or reset.
+    static func insertProblem(_ writes: FieldWrites) -> String? {
+        for w in writes.writes where w.replaces != .none || !w.seen.isEmpty {
+            return "field \"\(w.name)\": an insert's field replaces or resets nothing"
+        }
+        return nil
     }
 
     /// The id of the operation that made slot `lv`: its position write.

@@ -252,6 +252,11 @@ extension ListDocument {
         case .deleteSection, .setItemValue, .setSectionValue, .writeFields:
             log.append(other: op)
             return
+        case .insertItemWithFields:
+            // Kept whole (its fields are not in the state's tables); its slot is the last one.
+            assert(slots.id(of: LocalVersion(slots.count - 1)) == op.id, "the slot of \(op.id) is not the last one")
+            log.append(other: op)
+            return
         }
         assert(kind == .deleteItem || slots.id(of: payload) == op.id, "the slots of \(op.id) are not the last ones")
         log.append(id: op.id, deps: op.deps, kind: kind, span: span, payload: payload)

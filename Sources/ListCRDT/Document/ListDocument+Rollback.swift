@@ -19,8 +19,12 @@ extension ListDocument {
         var fresh = ListDocument(replica: replica, maxValueSize: maxValueSize)
         fresh.variant = variant
         fresh.pendingLimits = pendingLimits
+        fresh.wallClock = wallClock
+        fresh.records.reportsConflicts = false   // replayed history, not news
         _ = fresh.receive(Array(operations(fromValid: 0).prefix(count)))
         _ = fresh.receive(pendingOperations)
+        fresh.records.reportsConflicts = records.reportsConflicts
+        fresh.records.conflicts = records.conflicts
         fresh.rejected = rejected
         fresh.dropped = dropped
         return fresh

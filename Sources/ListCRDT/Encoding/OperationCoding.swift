@@ -74,12 +74,14 @@ enum RecordKind: UInt8 {
     /// Field writes of one section or item (version 3, Records/FieldCoding.swift); the variant
     /// flag says the target is a section.
     case writeFields
+    /// An item insert with its first fields (version 3).
+    case insertItemWithFields
 
     /// The oldest format version that has this kind of record.
     var version: UInt8 {
         switch self {
         case .moveItemRun: 2
-        case .writeFields: 3
+        case .writeFields, .insertItemWithFields: 3
         default: 1
         }
     }
@@ -115,6 +117,8 @@ struct CodingContext {
         case .deleteItem, .setItemValue: break
         case .writeFields(let target, _):
             if case .section(let s) = target { lastSection = s }
+        case .insertItemWithFields(let s, _, _, _):
+            lastSection = s
         }
     }
 }
@@ -333,18 +337,31 @@ struct BatchEncoder {
                 header(op, .writeFields, variant: true)
                 sectionRef(section, op)
             }
-            out.varint(writes.clock)
-            out.count(writes.writes.count)
-            for w in writes.writes {
-                out.data(Data(w.name.utf8))
-                ref(w.replaces, op, default: OpID.none)
-                out.count(w.seen.count)
-                for s in w.seen { ref(s, op, default: nil) }
-                out.fieldChange(w.change)
-            }
+            fieldWrites(writes, op)
+        case .insertItemWithFields(let section, let origins, let value, let writes):
+            version = max(version, RecordKind.insertItemWithFields.version)
+            header(op, .insertItemWithFields)
+            sectionRef(section, op)
+            origin(origins.after, op)
+            origin(origins.before, op)
+            out.data(value)
+            fieldWrites(writes, op)
         }
         context.advance(past: op)
         return 1
+    }
+
+    /// A record's field writes (Docs/WireFormat.md §2.7): the clock, then each write.
+    private mutating func fieldWrites(_ writes: FieldWrites, _ op: ListOperation) {
+        out.varint(writes.clock)
+        out.count(writes.writes.count)
+        for w in writes.writes {
+            out.data(Data(w.name.utf8))
+            ref(w.replaces, op, default: OpID.none)
+            out.count(w.seen.count)
+            for s in w.seen { ref(s, op, default: nil) }
+            out.fieldChange(w.change)
+        }
     }
 
     /// The first byte (kind and flags), then the replica index, counter delta and deps unless a
@@ -419,6 +436,12 @@ extension ListOperation {
         case .setSectionValue(let s, _): body(s.opID)
         case .writeFields(let target, let writes):
             body(target.opID)
+            for w in writes.writes {
+                if w.replaces != .none { body(w.replaces) }
+                for s in w.seen { body(s) }
+            }
+        case .insertItemWithFields(let s, let o, _, let writes):
+            body(s.opID); origins(o)
             for w in writes.writes {
                 if w.replaces != .none { body(w.replaces) }
                 for s in w.seen { body(s) }

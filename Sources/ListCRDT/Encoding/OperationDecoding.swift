@@ -146,28 +146,12 @@ struct BatchDecoder {
             return
         case .writeFields:
             let target: RecordTarget = variant ? .section(try sectionRef(id)) : .item(ItemID(try ref(id, default: nil)))
-            let clock = try reader.varint()
-            let countAt = reader.offset
-            let n = try reader.count(minBytes: 4)
-            guard n <= FieldLimits.maxWrites else { throw .countTooLarge(n, offset: countAt) }
-            var writes: [FieldWrite] = []
-            writes.reserveCapacity(n)
-            for _ in 0 ..< n {
-                let name = try reader.utf8(limit: FieldLimits.maxNameBytes)
-                let replaces = try ref(id, default: OpID.none)
-                let seenAt = reader.offset
-                let s = try reader.count(minBytes: 1)
-                guard s <= FieldLimits.maxSeen else { throw .countTooLarge(s, offset: seenAt) }
-                var seen: [OpID] = []
-                seen.reserveCapacity(s)
-                for _ in 0 ..< s { seen.append(try ref(id, default: nil)) }
-                let change = try reader.fieldChange(maxValueSize: maxValueSize)
-                writes.append(FieldWrite(name: name, change: change, replaces: replaces, seen: seen))
-            }
-            guard zip(writes, writes.dropFirst()).allSatisfy({ $0.name < $1.name }) else {
-                throw .invalidValue("field names not in increasing order, or twice", offset: countAt)
-            }
-            op = ListOperation(id: id, deps: deps, kind: .writeFields(target, FieldWrites(clock: clock, writes: writes)))
+            op = ListOperation(id: id, deps: deps, kind: .writeFields(target, try fieldWrites(id)))
+        case .insertItemWithFields:
+            let s = try sectionRef(id)
+            let o = try origins(id)
+            let v = try value()
+            op = ListOperation(id: id, deps: deps, kind: .insertItemWithFields(section: s, o, value: v, fields: try fieldWrites(id)))
         }
         append(op)
     }
@@ -343,6 +327,32 @@ struct BatchDecoder {
         }
         let after = try slot(&self)
         return ListOperation.Origins(after: after, before: try slot(&self))
+    }
+
+    /// A record's field writes (Docs/WireFormat.md §2.7), names in strictly increasing order.
+    private mutating func fieldWrites(_ id: OpID) throws(WireError) -> FieldWrites {
+        let clock = try reader.varint()
+        let countAt = reader.offset
+        let n = try reader.count(minBytes: 4)
+        guard n <= FieldLimits.maxWrites else { throw .countTooLarge(n, offset: countAt) }
+        var writes: [FieldWrite] = []
+        writes.reserveCapacity(n)
+        for _ in 0 ..< n {
+            let name = try reader.utf8(limit: FieldLimits.maxNameBytes)
+            let replaces = try ref(id, default: OpID.none)
+            let seenAt = reader.offset
+            let s = try reader.count(minBytes: 1)
+            guard s <= FieldLimits.maxSeen else { throw .countTooLarge(s, offset: seenAt) }
+            var seen: [OpID] = []
+            seen.reserveCapacity(s)
+            for _ in 0 ..< s { seen.append(try ref(id, default: nil)) }
+            let change = try reader.fieldChange(maxValueSize: maxValueSize)
+            writes.append(FieldWrite(name: name, change: change, replaces: replaces, seen: seen))
+        }
+        guard zip(writes, writes.dropFirst()).allSatisfy({ $0.name < $1.name }) else {
+            throw .invalidValue("field names not in increasing order, or twice", offset: countAt)
+        }
+        return FieldWrites(clock: clock, writes: writes)
     }
 
     private mutating func value() throws(WireError) -> Data {

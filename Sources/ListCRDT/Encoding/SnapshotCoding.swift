@@ -84,11 +84,13 @@ extension ListDocument {
         if version == Self.stateSnapshotFormatVersion {
             var decoder = StateSnapshotDecoder(r, replica: replica, maxValueSize: maxValueSize)
             self = try decoder.decode()
+            records.conflicts = []   // history, not news (Docs/Semantics.md §8.3)
             return
         }
         if version == Self.compactedSnapshotFormatVersion || version == Self.compactedRecordsSnapshotFormatVersion {
             self = try Self.loadCompacted(&r, replica: replica, maxValueSize: maxValueSize,
                                           records: version == Self.compactedRecordsSnapshotFormatVersion)
+            records.conflicts = []
             return
         }
         guard version == Self.snapshotFormatVersion else { throw .unsupportedVersion(version) }
@@ -122,6 +124,7 @@ extension ListDocument {
         guard doc.version == expected else {
             throw .inconsistentSnapshot("the operations reach \(doc.version), the header says \(expected)")
         }
+        doc.records.conflicts = []
         self = doc
     }
 }

@@ -244,6 +244,19 @@ struct StateSnapshotDecoder {
                     doc.records.reportsConflicts = false
                     doc.records.apply(writes, of: ops[0].id, to: target, local: doc.replica)
                     doc.records.reportsConflicts = true
+                case let .insertItemWithFields(_, _, _, writes):
+                    // Its slot is in the slot runs already: a new item's, with this id.
+                    // (The items' rows come later, with their ids checked against their slots.)
+                    guard let lv = doc.slots.lv(of: ops[0].id), doc.slots.sequence(of: lv).isItems else {
+                        throw .invalidValue("an insert record whose slot is not a new item's", offset: blobAt)
+                    }
+                    if let problem = ListDocument.problem(with: writes, maxValueSize: maxValueSize) {
+                        throw .invalidValue("field \"\(problem.name)\": \(problem.why)", offset: blobAt)
+                    }
+                    doc.records.reportsConflicts = false
+                    doc.records.apply(writes, of: ops[0].id, to: .item(ItemID(ops[0].id)), local: doc.replica)
+                    doc.records.reportsConflicts = true
+                    covered += 1
                 default: throw .invalidValue("an operation of this kind has a record of its own", offset: blobAt)
                 }
                 other = ops[0]

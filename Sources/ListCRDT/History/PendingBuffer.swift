@@ -48,6 +48,9 @@ extension ListOperation {
         case let .writeFields(_, writes):
             bytes += writes.footprint
             ids += 1
+        case let .insertItemWithFields(_, _, value, writes):
+            bytes += value.count + writes.footprint
+            ids += 3
         case let .moveItems(list, _, _):
             ids += 3 + list.count
         case .deleteItem:

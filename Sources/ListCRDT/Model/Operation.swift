@@ -74,6 +74,10 @@ public struct ListOperation: Hashable, Sendable, CustomStringConvertible {
         /// Writes fields of a section's or an item's record, each merged by its own rule
         /// (Docs/Semantics.md §8); fields not named are untouched.
         case writeFields(RecordTarget, FieldWrites)
+        /// A new item, as ``insertItem(section:_:value:)``, whose record starts with `fields` (a
+        /// new item with its fields is one operation, Docs/Semantics.md §8.1). Boxed: the common
+        /// kinds stay as small as they were.
+        indirect case insertItemWithFields(section: SectionID, Origins, value: Data, fields: FieldWrites)
     }
 
     /// How many consecutive ids the operation uses (one per slot it makes, at least one).

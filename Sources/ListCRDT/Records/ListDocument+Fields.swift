@@ -40,6 +40,15 @@ extension ListDocument {
         records.records[section.opID]?[name]?.shown
     }
 
+    /// Whether applying a field write that beats one of this replica's own records a
+    /// ``FieldConflict`` (on by default). Turn it off while replaying stored history (a store's
+    /// log at open), so that old conflicts are not reported as news; loading a snapshot never
+    /// reports them.
+    public var reportsFieldConflicts: Bool {
+        get { records.reportsConflicts }
+        set { records.reportsConflicts = newValue }
+    }
+
     /// The greatest field-write clock this document has applied.
     public var fieldClock: UInt64 { records.clock }
 
@@ -73,6 +82,43 @@ extension ListDocument {
         guard let s = sectionEntity(id) else { throw .unknownSection(id) }
         guard isSectionVisible(s) else { throw .sectionDeleted(id) }
         return try writeFields(changes, to: .section(id))
+    }
+
+    /// Inserts a new item at `indexPath` with its first fields, in one operation (Docs/Semantics.md
+    /// §8.1): ``insertItem(at:value:)`` that also writes `fields` (sets, increments and set adds;
+    /// a new record has nothing to remove). With no fields it is a plain insert.
+    ///
+    /// - Throws: what ``insertItem(at:value:)`` throws, or ``ListError/invalidField(_:_:)``.
+    ///   Nothing changes then.
+    /// - Complexity: O(log n + w log w) for w fields.
+    @discardableResult
+    public mutating func insertItem(at indexPath: IndexPath, value: Data = Data(),
+                                    fields: [String: FieldChange]) throws(ListError) -> ListOperation {
+        if fields.isEmpty { return try insertItem(at: indexPath, value: value) }
+        guard indexPath.count == 2 else { throw .indexPathOutOfRange(indexPath, count: 0) }
+        if value.count > maxValueSize { throw .valueTooLarge(size: value.count, limit: maxValueSize) }
+        var list: [FieldWrite] = []
+        for (name, change) in fields {
+            switch change {
+            case .set, .increment, .insert: list.append(FieldWrite(name: name, change: change))
+            case .remove, .delete: throw .invalidField(name, "a new item has nothing to remove: set, increment or add")
+            }
+        }
+        let writes = FieldWrites(clock: nextFieldClock(), writes: list)
+        if let problem = Self.problem(with: writes, maxValueSize: maxValueSize) {
+            throw .invalidField(problem.name, problem.why)
+        }
+        let (section, row) = (indexPath[0], indexPath[1])
+        let s = try sectionOfRow(section, row)
+        let count = visibleItemCount(s)
+        guard row >= 0, row <= count else { throw .indexPathOutOfRange(IndexPath(item: row, section: section), count: count) }
+        let (left, right, after) = forest.localInsertion(tree(ofSequence: .items(s)), at: row, legacy: variant == .legacyOrigins)
+        return try make(.insertItemWithFields(section: SectionID(sections.rows[s.int].id),
+                                              ListOperation.Origins(after: left.exists ? SlotID(slots.id(of: left)) : nil,
+                                                                    before: right.exists ? SlotID(slots.id(of: right)) : nil),
+                                              value: value, fields: writes),
+                        .insertItemWithFields(section: s, left: left, right: right, value: value, fields: writes),
+                        hint: .after(after))
     }
 
     /// Sets one value field of a live item.

@@ -196,7 +196,7 @@ public struct ListUndoManager: Sendable {
         var names = Set<String>()
         for op in operations {
             switch op.kind {
-            case .insertItem, .insertSection: names.insert("Insert")
+            case .insertItem, .insertSection, .insertItemWithFields: names.insert("Insert")
             case .deleteItem, .deleteSection: names.insert("Delete")
             case .moveItems, .moveSection: names.insert("Move")
             case .setItemValue, .setSectionValue: names.insert("Rename")

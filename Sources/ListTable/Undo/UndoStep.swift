@@ -173,7 +173,7 @@ extension UndoStep {
             case .deleteSection(let s, _, let seen):
                 touch(s)
                 for record in seen { touch(record.item) }
-            case .insertItem: touch(ItemID(op.id))
+            case .insertItem, .insertItemWithFields: touch(ItemID(op.id))
             case .moveItems(let ids, _, _): for i in ids { touch(i) }
             case .deleteItem(let i, _), .setItemValue(let i, _): touch(i)
             case .writeFields(.item(let i), _): touch(i)
