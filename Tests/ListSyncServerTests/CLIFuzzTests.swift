@@ -1,5 +1,6 @@
 #if canImport(Glibc)
 import Foundation
+import ListSyncFaults
 import ListSyncServer
 import ListSyncTestTraits
 import Testing
@@ -24,35 +25,23 @@ struct CLIFuzzTests {
                         "--key-file", "--credential", "--data", "--yes", "--web", "--no-browser", "--out", "--follow",
                         "--seed", "--replicas", "--steps", "--daemons", "--ring", "--roam", "--help", "-h", "--", "-x", "---"]
 
-    /// SplitMix64.
-    struct Draws {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9e37_79b9_7f4a_7c15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xbf58_476d_1ce4_e5b9
-            z = (z ^ (z >> 27)) &* 0x94d0_49bb_1331_11eb
-            return z ^ (z >> 31)
-        }
-        mutating func pick(_ a: [String]) -> String { a[Int(next() % UInt64(a.count))] }
-    }
-
     /// The arguments of run `k` of `seed`: a command, then up to six arguments drawn from the pools.
     static func arguments(seed: UInt64, run k: Int) -> [String] {
-        var d = Draws(state: seed &* 1_000_003 &+ UInt64(k))
-        var args = [d.pick(commands)]
-        if args[0] == "device" { args.append(d.pick(["add", "list", "revoke", "nonsense", ""])) }
+        func pick(_ a: [String], _ d: inout FaultRandom) -> String { a[Int(d.next() % UInt64(a.count))] }
+        var d = FaultRandom(seed: seed, streams: UInt64(k))   // SplitMix64, a stream per run
+        var args = [pick(commands, &d)]
+        if args[0] == "device" { args.append(pick(["add", "list", "revoke", "nonsense", ""], &d)) }
         for _ in 0..<Int(d.next() % 7) {
             switch d.next() % 6 {
-            case 0: args.append(d.pick(indexPaths))
-            case 1: args.append(d.pick(counts))
-            case 2: args.append(d.pick(values))
-            case 3: args.append(d.pick(paths))
-            case 4: args.append(d.pick(["board", "missing", "0123456789abcdef0123456789abcdef", "r1"]))
+            case 0: args.append(pick(indexPaths, &d))
+            case 1: args.append(pick(counts, &d))
+            case 2: args.append(pick(values, &d))
+            case 3: args.append(pick(paths, &d))
+            case 4: args.append(pick(["board", "missing", "0123456789abcdef0123456789abcdef", "r1"], &d))
             default:
-                let flag = d.pick(flags)
+                let flag = pick(flags, &d)
                 args.append(flag)
-                if d.next() % 3 != 0 { args.append(d.pick(paths + counts + indexPaths)) }
+                if d.next() % 3 != 0 { args.append(pick(paths + counts + indexPaths, &d)) }
             }
         }
         return args

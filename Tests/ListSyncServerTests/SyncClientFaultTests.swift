@@ -82,7 +82,8 @@ extension FaultProxySuites {
                     written.append(value)
                 }
                 k += 1
-                faulted = await { let s = await proxy.statistics(); return s.cut + s.dropped > 0 }()
+                let sofar = await proxy.statistics()
+                faulted = sofar.cut + sofar.dropped > 0
                 try await Task.sleep(for: .milliseconds(30))
             }
             await proxy.heal()
