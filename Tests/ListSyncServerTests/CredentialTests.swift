@@ -183,7 +183,7 @@ struct CredentialTests {
         try await client.waitUntilSynced(timeout: .seconds(10))
         #expect(try Self.device(daemon, ["revoke", "tablet"]).0 == 0)
         var ended = false
-        let deadline = Date().addingTimeInterval(5)
+        let deadline = Date().addingTimeInterval(livenessGuardSeconds)
         while Date() < deadline {
             if case .failed(.accessEnded(.revoked, _)) = await client.status { ended = true; break }
             try await Task.sleep(for: .milliseconds(50))

@@ -88,7 +88,7 @@ struct DaemonSnapshotTests {
             try await group.waitForAll()
         }
         let expected = Set((0..<4).flatMap { n in (0..<60).map { "c\(n) \($0)" } })
-        let deadline = ContinuousClock.now + .seconds(10)
+        let deadline = ContinuousClock.now + .seconds(livenessGuardSeconds)
         while Set(watcher.document.rows.flatMap { $0 }) != expected, ContinuousClock.now < deadline {
             try await Task.sleep(for: .milliseconds(20))
         }

@@ -85,7 +85,7 @@ extension SocketTests {
             try p.add(client, [.readable, .writable])
             let connectedAtOnce = try System.connect(client, address)
             var sawWritable = connectedAtOnce, sawAccept = false
-            let deadline = Date().addingTimeInterval(5)
+            let deadline = Date().addingTimeInterval(livenessGuardSeconds)
             while !(sawWritable && sawAccept), Date() < deadline {
                 for e in try ready(p) {
                     if e.fd == client, e.writable { sawWritable = true }
