@@ -39,6 +39,10 @@ final class HTTPConnection: EventHandler, @unchecked Sendable {
     private var writeStart: UInt64 = 0
     private var lingerStart: UInt64 = 0
     private var served = 0
+    /// When its last bytes arrived (the accept, before any).
+    private var lastReceived = EventLoop.now()
+    /// Whether any byte arrived.
+    private var hasReceived = false
     private var timer: TimerQueue.ID?
     private var armed: UInt64?
 
@@ -75,6 +79,8 @@ final class HTTPConnection: EventHandler, @unchecked Sendable {
                 closeNow()
                 return
             }
+            hasReceived = true
+            lastReceived = EventLoop.now()
             if lingering || parser.hasFailed || closeAfterWrite || stream != nil { continue }   // drained and dropped
             parser.append(buffer[0..<n])
             if partialStart == nil { partialStart = EventLoop.now() }
@@ -108,6 +114,37 @@ final class HTTPConnection: EventHandler, @unchecked Sendable {
         guard !closed else { return }
         flush()
         rearm()
+    }
+
+    // MARK: Eviction
+
+    /// Where this connection stands to be evicted when the server is full (lower first, then
+    /// the older `since`), or `nil` when it must not be: a request is being answered (a handler
+    /// runs, requests wait) or a streamed response is open. The classes, as the sync port's
+    /// handshake pool (``ListSyncTCP/TCPListener``): (0) closing anyway (lingering); (1) never
+    /// sent a byte, quiet past `silentAfter`; (2) kept alive and idle between requests; (3) a
+    /// request head begun and stalled past `silentAfter` (a slow sender); (4) never sent a byte,
+    /// young; (5) a head under way; (6) an answer its client does not read. An honest client sends
+    /// its request at once and reads its answer, so any number of idle and slow connections go
+    /// before it.
+    func evictionRank(now: UInt64, silentAfter: UInt64) -> (rank: Int, since: UInt64)? {
+        if closed { return nil }
+        if lingering { return (0, lingerStart) }
+        if task != nil || !queue.isEmpty || stream != nil { return nil }
+        if sent < outbound.count { return (6, writeStart) }
+        let quiet = now &- lastReceived > silentAfter
+        if let p = partialStart { return (quiet ? 3 : 5, p) }
+        if served > 0 { return (2, lastResponse) }
+        return hasReceived ? (quiet ? 3 : 5, lastReceived) : (quiet ? 1 : 4, acceptedAt)
+    }
+
+    /// Whether bytes wait unread on its socket (the loop has not reached it yet).
+    var hasUnreadInput: Bool { System.hasUnreadBytes(fd) }
+
+    /// Closes it to make room for a new connection (counted as an eviction).
+    func evict() {
+        server.stats.withLock { $0.evicted += 1 }
+        closeNow()
     }
 
     // MARK: Requests

@@ -4,8 +4,13 @@ import Synchronization
 
 /// Limits of an ``HTTPServer`` (defaults suit a local admin port).
 public struct HTTPServerOptions: Sendable {
-    /// Connections open at once; one more is closed as soon as it is accepted (64).
+    /// Connections open at once (64). When they are all open, a new one evicts an idle or slow
+    /// one (see ``HTTPServer``); it is closed as soon as it is accepted only when every open
+    /// connection is being answered.
     public var maxConnections = 64
+    /// Longer than this without a byte, a connection waiting for a request counts as silent, and
+    /// a request head begun as stalled (100 ms): the first evicted when the server is full.
+    public var silentAfter: Duration = .milliseconds(100)
     /// Bytes of a request head: request line, headers and the empty line (8 KiB). Over it: 414
     /// (request line) or 431 (headers), then close.
     public var maxHeadBytes = 8192
@@ -41,8 +46,11 @@ public struct HTTPServerOptions: Sendable {
 public struct HTTPServerStatistics: Sendable, Hashable {
     /// Connections accepted and served.
     public var accepted = 0
-    /// Connections closed at once because ``HTTPServerOptions/maxConnections`` were open.
+    /// Connections closed at once because ``HTTPServerOptions/maxConnections`` were open, every
+    /// one of them being answered.
     public var refused = 0
+    /// Idle or slow connections closed to make room for a new one.
+    public var evicted = 0
     /// Connections open now.
     public var open = 0
     /// Responses queued, error responses included.
@@ -67,6 +75,12 @@ public struct HTTPServerStatistics: Sendable, Hashable {
 /// methods get 405 with `Allow`; malformed or oversized requests get 400, 413, 414,
 /// 431 or 505 and the connection is closed. Keep-alive follows HTTP/1.1 and 1.0 rules and
 /// `Connection: close`. Request bodies are not supported. Limits: ``HTTPServerOptions``.
+///
+/// Strangers cannot lock it (as the sync port, Docs/Security.md, "Connection limits"): when
+/// ``HTTPServerOptions/maxConnections`` are open, a new connection evicts an idle or slow one
+/// (closing ones, then those silent since their accept, kept-alive idle ones, stalled request
+/// heads; oldest first in each) instead of being refused. A connection whose request is being
+/// answered, or that holds a streamed response, is never evicted.
 public final class HTTPServer: @unchecked Sendable {
     // @unchecked Sendable: `acceptor` and `open` are touched only on `loop`'s thread (every entry
     // point hops there with `loop.execute`); `stats` is a Mutex; the rest is immutable.
@@ -142,7 +156,7 @@ public final class HTTPServer: @unchecked Sendable {
             let accepted: (Int32, SocketAddress)?
             do { accepted = try System.accept(fd) } catch { return }
             guard let (client, _) = accepted else { return }
-            if open.count >= options.maxConnections {
+            if open.count >= options.maxConnections, !makeRoom() {
                 stats.withLock { $0.refused += 1 }   // counted before the peer can see the close
                 System.close(client)
                 continue
@@ -158,6 +172,38 @@ public final class HTTPServer: @unchecked Sendable {
                 self.stats.withLock { $0.open -= 1 }
             }
             connection.start()
+        }
+    }
+}
+
+extension HTTPServer {
+    /// Evicts the open connection that ranks first (``HTTPConnection/evictionRank(now:silentAfter:)``);
+    /// `false` when none may be evicted. A connection that seems never to have sent a byte is
+    /// asked first whether bytes wait unread (a loaded loop may accept a burst before it reads
+    /// the honest request among them): if so it ranks as a head under way.
+    ///
+    /// - Complexity: O(*c*) per candidate passed over, for *c* open connections (64 by default).
+    fileprivate func makeRoom() -> Bool {
+        let now = EventLoop.now()
+        let silentAfter = options.silentAfter.nanoseconds
+        var promoted: Set<ObjectIdentifier> = []
+        func rank(_ id: ObjectIdentifier, _ c: HTTPConnection) -> (Int, UInt64)? {
+            guard let r = c.evictionRank(now: now, silentAfter: silentAfter) else { return nil }
+            return promoted.contains(id) ? (5, r.since) : (r.rank, r.since)
+        }
+        while true {
+            var best: (ObjectIdentifier, HTTPConnection, (Int, UInt64))?
+            for (id, c) in open {
+                guard let r = rank(id, c) else { continue }
+                if best.map({ r < $0.2 }) ?? true { best = (id, c, r) }
+            }
+            guard let (id, victim, r) = best else { return false }
+            if (r.0 == 1 || r.0 == 4), victim.hasUnreadInput {
+                promoted.insert(id)   // each once: at most one extra pass per promotion
+                continue
+            }
+            victim.evict()
+            return true
         }
     }
 }

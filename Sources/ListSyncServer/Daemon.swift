@@ -40,6 +40,8 @@ public actor Daemon {
     private var destroying: Set<DocumentID> = []
     private var connections: [ObjectIdentifier: DaemonConnection] = [:]
     private var devices: DeviceRegistry
+    /// The last reason each document could not be loaded, as logged (once per reason).
+    private var loadFailuresLogged: [DocumentID: String] = [:]
     /// The last failure to read the devices file (logged once), and the device connections whose
     /// access was ended (counted once).
     private var devicesFileError: String?
@@ -131,6 +133,13 @@ public actor Daemon {
         } catch {
             folder?.close()
             throw .key(error.description)
+        }
+        // A devices file that does not parse would leave no row: every device would be told its
+        // credential was revoked. Refused at the start instead, naming the file (while running, a
+        // damaged file keeps the rows read before).
+        do { try devices.reload() } catch {
+            folder?.close()
+            throw .devices(error.description)
         }
         replica = Self.daemonReplica(in: configuration.dataFolder, fileSystem: configuration.fileSystem)
         metrics.setOnDisk((try? folder?.count()) ?? 0)
@@ -316,7 +325,14 @@ public actor Daemon {
         } catch {
             if case DaemonError.destroyed? = error as? DaemonError { throw .destroyed(id) }
             if let made = hosts[id] { return made }
-            throw DaemonError.from(error)
+            let failure = DaemonError.from(error)
+            if case .storage = failure, loadFailuresLogged[id] != failure.description {
+                // A damaged snapshot or log: said in the log once per document and reason (the
+                // client is told too, and may ask again and again).
+                loadFailuresLogged[id] = failure.description
+                log("document could not be loaded", ["document": id.description, "reason": failure.description])
+            }
+            throw failure
         }
     }
 
@@ -729,6 +745,8 @@ public enum DaemonError: Error, CustomStringConvertible, Sendable {
     case stopping
     /// Cluster mode could not start (no NATS server answered, JetStream refused).
     case cluster(String)
+    /// The devices file cannot be read or does not parse (the file and why).
+    case devices(String)
 
     public var description: String {
         switch self {
@@ -744,6 +762,7 @@ public enum DaemonError: Error, CustomStringConvertible, Sendable {
         case let .limit(s): return "limit: \(s)"
         case .stopping: return "the daemon is stopping"
         case let .cluster(s): return "cluster: \(s)"
+        case let .devices(s): return "\(s); the daemon does not start with it (every device would be refused): fix or restore the file"
         }
     }
 

@@ -218,7 +218,7 @@ package enum System {
 
     /// Whether bytes from the peer wait in `fd`'s receive buffer, not read yet (`FIONREAD`); false
     /// if the call fails.
-    static func hasUnreadBytes(_ fd: Int32) -> Bool {
+    package static func hasUnreadBytes(_ fd: Int32) -> Bool {
         var count: Int32 = 0
         #if canImport(Glibc)
         let r = ioctl(fd, UInt(FIONREAD), &count)

@@ -1,15 +1,15 @@
 import Testing
 
-// Tests that bound a wall-clock time, and tests that load the whole machine, take turns.
+// Flood tests, and tests that load the whole machine, take turns.
 //
-// A few tests check that an honest client is served in about a second while strangers flood a
-// daemon: a daemon a flood locks makes it wait for a handshake deadline (3 s) or fail. Beside the
-// whole suite on two cores, the honest command's own start took over a second whenever a test that
-// loads the machine ran at the same time (16 clients editing through a daemon, a 66 MB catch-up,
-// 400 documents scraped at once), and such a test failed a bound it meets alone in a tenth of it.
-// `.timed` and `.loadsMachine` share one turn: at most one test holding either runs at a time, so
-// a timed test never runs beside a load generator (nor beside another timed test). The rest of the
-// suite still runs beside it, so the bounds keep room for that load.
+// No test's verdict depends on a wall-clock time (Docs/Reliability.md, "Tests on a busy
+// machine"): a flood test compares an honest client's time with a control's of the same moment,
+// or counts. But what it floods has deadlines of its own (a daemon's 3 s handshake deadline): an
+// honest command started beside a test that loads the machine (16 clients editing through a
+// daemon, a 66 MB catch-up, 400 documents scraped at once) took over a second to start, and a
+// loaded enough machine would make it miss that deadline, a failure of the product's liveness, not
+// of the flood. `.timed` and `.loadsMachine` share one turn: at most one test holding either runs
+// at a time. The rest of the suite still runs beside it.
 //
 // A test waits for its turn without holding a thread, and only the test case, not its suite, holds
 // the turn (a suite's cases may then interleave with other suites' between cases).
@@ -36,8 +36,8 @@ public struct MachineTurnTrait: TestTrait, SuiteTrait, TestScoping {
 }
 
 extension Trait where Self == MachineTurnTrait {
-    /// For a test that bounds a wall-clock time (a client served within a second under a flood):
-    /// it never runs beside a `.loadsMachine` test or another `.timed` one.
+    /// For a flood test (an honest client served while strangers flood a daemon, timed against a
+    /// control of the same moment): it never runs beside a `.loadsMachine` test or another `.timed` one.
     public static var timed: Self { MachineTurnTrait() }
 
     /// For a test that loads the whole machine for seconds (many clients, large documents): it

@@ -63,6 +63,9 @@ public actor WebView {
         var options = HTTPServerOptions()
         options.methods = ["GET", "HEAD", "POST"]
         options.maxStreams = 64
+        // Room beyond the streams: a connection holding a stream is never evicted, so with as
+        // many connections as streams, 64 open pages would leave none for a login.
+        options.maxConnections = 128
         let server = try await HTTPServer.listen(host: configuration.host, port: configuration.port, options: options) { [weak view] request in
             guard let view else { return HTTPResponse(status: 503, text: "stopping\n") }
             return await view.answer(request)

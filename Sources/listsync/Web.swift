@@ -2,6 +2,7 @@ import Foundation
 import ListCRDT
 import ListSync
 import ListSyncClient
+import ListStore
 import ListSyncCrypto
 import ListSyncServer
 import ListSyncTCP
@@ -29,7 +30,9 @@ func startWeb(host: String, port: UInt16, daemon: Daemon, dataFolder: String, lo
     configuration.logUsage = { daemon.storageUsage($0) }
     let view = try await WebView.start(configuration)
     if let bound = await view.address {
-        try? Data("\(bound)\n".utf8).write(to: URL(fileURLWithPath: webAddressPath(dataFolder)), options: .atomic)
+        // Mode 0600 from its first instant, as every file of the data folder (Foundation's atomic
+        // write made it 0644).
+        try? FileSystem.system.writeAtomically(Array("\(bound)\n".utf8), to: webAddressPath(dataFolder), folder: dataFolder)
     }
     return view
 }

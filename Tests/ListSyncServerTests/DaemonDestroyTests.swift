@@ -47,7 +47,6 @@ struct DaemonDestroyTests {
             let editor = try await DaemonClient.connect(host: "127.0.0.1", port: port, key: key, timeout: .seconds(20))
             let id = try await admin.create(name: "raced", sections: ["a"])
             _ = try await editor.open(id)
-            let started = ContinuousClock.now
             let answered = await withTaskGroup(of: Bool.self) { group in
                 for i in 0..<40 {
                     group.addTask {
@@ -71,7 +70,6 @@ struct DaemonDestroyTests {
                 return all
             }
             #expect(answered, "round \(round): an edit waited for its timeout")
-            #expect(ContinuousClock.now - started < .seconds(10), "round \(round): \(ContinuousClock.now - started)")
             await editor.close()
             await admin.close()
             await daemon.stop()

@@ -5,6 +5,7 @@ import ListSyncClient
 import ListStore
 import ListSyncServer
 import ListSyncTestSupport
+import ListSyncTestTraits
 import Testing
 import ListSync
 @testable import ListSyncTCP
@@ -39,7 +40,7 @@ struct DaemonLimitTests {
         let raw = try #require(RawSocket(port: port, source: "127.0.0.5"))
         var m = ConnectionMachine(role: .client, key: key, id: Array(repeating: 1, count: 16), nonce: Array(repeating: 2, count: 32))
         for case let .write(b) in m.start() { raw.send(b) }
-        let deadline = Date().addingTimeInterval(5)
+        let deadline = Date().addingTimeInterval(livenessGuardSeconds)
         while !m.isEstablished, !m.isClosed, Date() < deadline {
             for case let .write(b) in m.receive(await raw.readSome(timeout: 0.2)) { raw.send(b) }
         }
@@ -88,7 +89,8 @@ struct DaemonLimitTests {
             return o?["documents_resident"] as? Int ?? -1
         }
         var unloaded = false
-        for _ in 0..<60 where !unloaded {
+        // Polled up to the liveness guard: how soon the housekeeping turn comes is the machine's load.
+        for _ in 0..<Int(livenessGuardSeconds * 10) where !unloaded {
             try await Task.sleep(for: .milliseconds(100))
             unloaded = try await resident() == 0
         }

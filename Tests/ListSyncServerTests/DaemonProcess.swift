@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import ListSyncTestTraits
 import Testing
 import ListSync
 
@@ -120,12 +121,15 @@ final class DaemonProcess: @unchecked Sendable {
 
 /// Runs the listsync binary with `args`: (exit status, stdout, stderr). `stdin` nil: this
 /// process's (perhaps a terminal); `FileHandle.nullDevice`: never a terminal.
-func runListsync(_ args: [String], environment: [String: String]? = nil, stdin: FileHandle? = nil) throws -> (Int32, String, String) {
+/// `currentDirectory`: where it runs (nil: this process's).
+func runListsync(_ args: [String], environment: [String: String]? = nil, stdin: FileHandle? = nil,
+                 currentDirectory: String? = nil) throws -> (Int32, String, String) {
     guard let binary = listsyncBinary() else { throw DaemonTestError("the listsync binary was not built next to the tests") }
     let p = Process()
     p.executableURL = URL(fileURLWithPath: binary)
     p.arguments = args
     if let environment { p.environment = environment }
+    if let currentDirectory { p.currentDirectoryURL = URL(fileURLWithPath: currentDirectory) }
     if let stdin { p.standardInput = stdin }
     let out = Pipe(), err = Pipe()
     p.standardOutput = out
@@ -139,8 +143,9 @@ func runListsync(_ args: [String], environment: [String: String]? = nil, stdin: 
 
 /// Runs the listsync binary with `args` for at most `seconds` (then SIGKILL: a `serve` that should
 /// have refused to start is stopped, not left running): (exit status, stdout, stderr, killed).
-func runListsync(_ args: [String], atMost seconds: Double) throws -> (Int32, String, String, killed: Bool) {
-    let p = try BackgroundListsync(args)
+func runListsync(_ args: [String], atMost seconds: Double, environment: [String: String]? = nil,
+                 currentDirectory: String? = nil) throws -> (Int32, String, String, killed: Bool) {
+    let p = try BackgroundListsync(args, environment: environment, currentDirectory: currentDirectory)
     let code = p.stop(within: seconds)
     return (code, p.stdout.text, p.stderr.text, p.killed)
 }
@@ -152,10 +157,12 @@ final class BackgroundListsync: @unchecked Sendable {
     let stdout = OutputBuffer(), stderr = OutputBuffer()
     private let out = Pipe(), err = Pipe()
 
-    init(_ args: [String]) throws {
+    init(_ args: [String], environment: [String: String]? = nil, currentDirectory: String? = nil) throws {
         guard let binary = listsyncBinary() else { throw DaemonTestError("the listsync binary was not built next to the tests") }
         process.executableURL = URL(fileURLWithPath: binary)
         process.arguments = args
+        if let environment { process.environment = environment }
+        if let currentDirectory { process.currentDirectoryURL = URL(fileURLWithPath: currentDirectory) }
         process.standardInput = FileHandle.nullDevice
         process.standardOutput = out
         process.standardError = err
@@ -172,7 +179,8 @@ final class BackgroundListsync: @unchecked Sendable {
     /// Waits at most `seconds` for it to exit by itself, then kills it; returns its exit status.
     @discardableResult
     func stop(within seconds: Double = 0) -> Int32 {
-        _ = eventually(seconds) { !process.isRunning }
+        let deadline = Date().addingTimeInterval(seconds)
+        while process.isRunning, Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
         if process.isRunning {
             killed = true
             kill(process.processIdentifier, SIGKILL)
@@ -193,9 +201,11 @@ struct DaemonTestError: Error, CustomStringConvertible {
     init(_ d: String) { description = d }
 }
 
-/// Waits (bounded) until `condition` holds.
+/// Waits until `condition` holds: `seconds` is the time expected, but the wait lasts at least
+/// ``livenessGuardSeconds``, a guard against a hang and never the verdict (Docs/Reliability.md,
+/// "Tests on a busy machine").
 func eventually(_ seconds: Double = 15, _ condition: () throws -> Bool) rethrows -> Bool {
-    let deadline = Date().addingTimeInterval(seconds)
+    let deadline = Date().addingTimeInterval(max(seconds, livenessGuardSeconds))
     while Date() < deadline {
         if try condition() { return true }
         Thread.sleep(forTimeInterval: 0.05)

@@ -61,7 +61,7 @@ struct DiscoveryAttackTests {
         let a = DiscoveryAnnouncement(instance: .max, node: 77, address: SocketAddress(numeric: "127.0.0.1", port: honest.port)!, time: Self.now())
         let datagram = a.encoded(key: scene.key)
         scene.send(a)
-        #expect(honest.waitForConnection(seconds: 10), "the announced address is dialled: \(d.log)")
+        #expect(honest.waitForConnection(seconds: livenessGuardSeconds), "the announced address is dialled: \(d.log)")
         try #require(UDPSender(from: "127.0.0.8")).send(datagram, to: udp)
         try #require(UDPSender(from: "127.0.0.7")).send(datagram, to: udp)
         #expect(eventually(10) { Self.verdicts(d)["replayed"] == 2 }, "\(Self.verdicts(d))")
@@ -110,7 +110,7 @@ struct DiscoveryAttackTests {
         #expect(eventually(10) { Self.verdicts(d) == ["stale": 2, "invalid": 3] }, "\(Self.verdicts(d))")
         #expect(Self.peers(d).isEmpty)
         sender.send(genuine, to: udp)
-        #expect(honest.waitForConnection(seconds: 10))
+        #expect(honest.waitForConnection(seconds: livenessGuardSeconds))
         #expect(Self.verdicts(d)["accepted"] == 1)
         #expect(!forgedTarget.waitForConnection(seconds: 0.3))
     }

@@ -6,6 +6,7 @@ import ListSyncClient
 import ListSyncServer
 import ListSyncTCP
 import ListTable
+import ListSyncTestTraits
 import Testing
 
 /// The device client when a document is destroyed on the daemon, and when the device drops its
@@ -14,7 +15,7 @@ import Testing
 struct SyncClientDestroyTests {
     /// Polls `condition` for up to `seconds`.
     static func within(_ seconds: Double, _ condition: () async -> Bool) async -> Bool {
-        let deadline = Date().addingTimeInterval(seconds)
+        let deadline = Date().addingTimeInterval(max(seconds, livenessGuardSeconds))
         while Date() < deadline {
             if await condition() { return true }
             try? await Task.sleep(for: .milliseconds(20))

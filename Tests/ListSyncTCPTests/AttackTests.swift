@@ -138,8 +138,10 @@ extension SocketTests {
             }
         }
 
-        // Timed (a turn apart from the tests that load the machine): the poll pass of a CI run, with
-        // a dozen daemon processes at work beside it, once took 8.2 s to see the cut.
+        // A turn apart from the tests that load the machine (its deadline is the server's own).
+        // The verdict is events, not times: the connection is closed before the whole HELLO went
+        // through (a byte per 0.25 s: over 13 s, where the deadline is 0.8 s) and the listener
+        // counts it as closed by its deadline. A time bound (5 s) was missed once under load.
         @Test("a peer that sends one byte at a time during the handshake is cut at the deadline", .timed)
         func slowLoris() async throws {
             try await withServer { loop, listener in
@@ -147,17 +149,16 @@ extension SocketTests {
                 let slow = try #require(RawSocket(port: listener.port))
                 var rng = TestRNG(seed: 6)
                 let hello = ConnectionMachine.frame(Handshake.hello(versions: 1...1, clientID: rng.bytes(16), nonce: rng.bytes(32)))
-                let start = Date()
+                var sent = 0
                 var closed = false
                 for b in hello {
                     if !slow.send([b]) { closed = true; break }
+                    sent += 1
                     if await slow.closedByPeer(within: 0.25) { closed = true; break }
                 }
-                #expect(closed)
-                let elapsed = Date().timeIntervalSince(start)
-                // Without the deadline the whole HELLO goes through (a byte per 0.25 s: over 13 s) and
-                // the connection stays; 5 s leaves room for a loaded machine (2.5 s was missed once).
-                #expect(elapsed < 5, "closed after \(elapsed) s; the deadline is 0.8 s")
+                #expect(closed && sent < hello.count, "closed \(closed) after \(sent) of \(hello.count) bytes")
+                #expect(await eventually(30) { listener.refused["handshake: deadline or local close", default: 0] == 1 },
+                        "\(listener.refused)")
                 try await Self.honest(listener.port, loop)
                 echo.cancel()
             }
@@ -173,29 +174,39 @@ extension SocketTests {
             return Date().timeIntervalSince(start)
         }
 
-        /// Timed honest round trips: each must take under a second more than three times
-        /// `baseline`, the same round trip's time before the flood (0 on a quiet machine, where
-        /// the bound is a second; on a loaded one the whole test suite's load is in both).
-        static func honestTimed(_ port: UInt16, _ loop: EventLoop, _ what: String, baseline: Double = 0) async throws -> Double {
-            let seconds = try await roundTripSeconds(port, loop, what)
-            let bound = 1 + 3 * baseline
-            #expect(seconds < bound, "\(what): the honest client took \(seconds) s (bound \(bound) s, \(baseline) s without a flood)")
-            return seconds
+        /// `rounds` honest round trips to `port`, each right after one to `control` (a listener on
+        /// the same loop that no one floods: the baseline of the same moment, so the machine's
+        /// load is in both). Every one must be served (a failure is an issue), and the median
+        /// must stay under a second more than three times the control's median: a flood that
+        /// held the honest client until a slot freed (the 5 s deadline) fails it on any machine.
+        /// Returns the worst time.
+        static func honestTimed(_ port: UInt16, _ loop: EventLoop, _ what: String, control: UInt16, rounds: Int = 3) async throws -> Double {
+            var times: [Double] = [], baseline: [Double] = []
+            for _ in 0..<rounds {
+                baseline.append(try await roundTripSeconds(control, loop, "\(what) (control)"))
+                times.append(try await roundTripSeconds(port, loop, what))
+            }
+            let median = { (t: [Double]) in t.sorted()[t.count / 2] }
+            let bound = 1 + 3 * median(baseline)
+            #expect(median(times) < bound, "\(what): the honest client took \(times) s (bound \(bound) s; the control listener \(baseline) s)")
+            return times.max() ?? 0
         }
 
-        @Test("silent and half-open floods, from the honest client's own address and from 64 others: the pool never grows past its size, and the honest client is served in under a second (more on a loaded machine: three times its time without the flood)", .timed)
+        @Test("silent and half-open floods, from the honest client's own address and from 64 others: the pool never grows past its size, and the honest client is served, in about the time an unflooded listener takes at the same moment", .timed)
         func handshakeFlood() async throws {
             var options = testOptions
             options.maxUnauthenticated = 16
             options.handshakeTimeout = .seconds(5)   // the flood holds its slots for the whole test
             try await withServer(options: options) { loop, listener in
                 let echo = echoServer(listener)
-                let alone = try await Self.roundTripSeconds(listener.port, loop, "no flood yet")
+                let control = try await TCPListener.listen(host: "127.0.0.1", port: 0, key: testKey, options: options, loop: loop)
+                let controlEcho = echoServer(control)
+                defer { controlEcho.cancel() }
                 // Silent connections from 127.0.0.1, the honest client's own address.
                 var flood: [RawSocket] = []
                 for _ in 0..<64 { if let s = RawSocket(port: listener.port, source: "127.0.0.1") { flood.append(s) } }
                 try await Task.sleep(for: .milliseconds(200))
-                _ = try await Self.honestTimed(listener.port, loop, "64 silent connections from its own address", baseline: alone)
+                _ = try await Self.honestTimed(listener.port, loop, "64 silent connections from its own address", control: control.port)
                 // Half-open: a HELLO each, from 64 addresses, then silence.
                 var rng = TestRNG(seed: 9)
                 for a in 0..<64 {
@@ -204,7 +215,7 @@ extension SocketTests {
                     flood.append(s)
                 }
                 try await Task.sleep(for: .milliseconds(200))
-                _ = try await Self.honestTimed(listener.port, loop, "64 half-open connections from 64 addresses", baseline: alone)
+                _ = try await Self.honestTimed(listener.port, loop, "64 half-open connections from 64 addresses", control: control.port)
                 // An attacker that keeps reconnecting while the honest client works.
                 let port = listener.port
                 let attacker = Task.detached {
@@ -215,8 +226,7 @@ extension SocketTests {
                         try? await Task.sleep(for: .milliseconds(1))
                     }
                 }
-                var worst = 0.0
-                for _ in 0..<5 { worst = max(worst, try await Self.honestTimed(listener.port, loop, "a reconnecting attacker", baseline: alone)) }
+                let worst = try await Self.honestTimed(listener.port, loop, "a reconnecting attacker", control: control.port, rounds: 5)
                 attacker.cancel()
                 _ = await attacker.value
                 let h = listener.handshakes
@@ -225,6 +235,7 @@ extension SocketTests {
                 #expect(listener.refused["too many handshakes", default: 0] == 0)
                 print("flood: \(h); worst honest round trip \(String(format: "%.3f", worst)) s")
                 flood = []
+                await control.close()
                 echo.cancel()
             }
         }
@@ -233,7 +244,6 @@ extension SocketTests {
         func failedProofsFromOwnAddress() async throws {
             try await withServer(options: Self.rawHandshakeOptions) { loop, listener in
                 let echo = echoServer(listener)
-                let alone = try await Self.roundTripSeconds(listener.port, loop, "before the failed proofs")
                 for seed in 0..<8 {
                     let bad = try #require(RawSocket(port: listener.port, source: "127.0.0.1"))
                     var rng = TestRNG(seed: 100 + UInt64(seed))
@@ -243,7 +253,8 @@ extension SocketTests {
                     #expect(await bad.closedByPeer(within: 10))
                 }
                 #expect(listener.handshakes.failedProofs == 8)
-                _ = try await Self.honestTimed(listener.port, loop, "after 8 failed proofs from its address", baseline: alone)
+                // Served at all (a refused address fails the round trip).
+                _ = try await Self.roundTripSeconds(listener.port, loop, "after 8 failed proofs from its address")
                 echo.cancel()
             }
         }

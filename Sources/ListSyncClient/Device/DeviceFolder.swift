@@ -54,9 +54,10 @@ final class DeviceFolder: Sendable {
         let path = root + "/replica"
         if fs.exists(path) {
             let text = String(decoding: try fs.readFile(path), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-            guard let raw = UInt64(text, radix: 16), raw != 0 else {
+            // Exactly the 16 digits written: a file cut short (or padded) is not another id.
+            guard text.count == 16, text.allSatisfy(\.isHexDigit), let raw = UInt64(text, radix: 16), raw != 0 else {
                 data.close()
-                throw .notOurs(path: path, reason: "not a replica id (16 hex digits): \"\(text.prefix(40))\"")
+                throw .notOurs(path: path, reason: "not a replica id (16 hex digits, as written when the folder was made): \"\(text.prefix(40))\" (\(text.utf8.count) characters); restore it, or move the folder away to start a new device")
             }
             replica = ReplicaID(raw)
         } else {
@@ -72,15 +73,30 @@ final class DeviceFolder: Sendable {
     /// Creates the missing folders above `path` (an app's container exists; a CLI path may not).
     static func makeParents(of path: String, fs: FileSystem) throws(StoreError) {
         var missing: [String] = []
-        var p = (path as NSString).deletingLastPathComponent
+        var p = parent(of: path)
         while !p.isEmpty, p != "/", !fs.exists(p) {
             missing.append(p)
-            p = (p as NSString).deletingLastPathComponent
+            p = parent(of: p)
         }
         for folder in missing.reversed() {
             try fs.mkdir(folder)
-            try fs.syncFolder((folder as NSString).deletingLastPathComponent.isEmpty ? "." : (folder as NSString).deletingLastPathComponent)
+            let above = parent(of: folder)
+            try fs.syncFolder(above.isEmpty ? "." : above)
         }
+    }
+
+    /// The folder above `path`, from its text alone: "" for a name in the current folder (`A`,
+    /// `A/`, `.`), "/" for one at the root; trailing and doubled slashes are ignored. (Foundation's
+    /// `deletingLastPathComponent` trapped on one-character names on Linux: SIGILL for `A`.)
+    ///
+    /// - Complexity: O(n) in the path's length.
+    static func parent(of path: String) -> String {
+        var p = Substring(path)
+        while p.count > 1, p.hasSuffix("/") { p = p.dropLast() }
+        guard let slash = p.lastIndex(of: "/") else { return "" }
+        var above = p[..<slash]
+        while above.count > 1, above.hasSuffix("/") { above = above.dropLast() }
+        return above.isEmpty ? "/" : String(above)
     }
 
     func record(_ id: DocumentID) throws(StoreError) -> SyncRecord? {
