@@ -5,6 +5,7 @@ import ListSync
 import ListSyncClient
 import ListSyncServer
 import ListSyncTCP
+import ListTable
 
 let syncUsage = """
     USAGE: listsync sync --replica DIR [DOC] [options]
@@ -45,7 +46,9 @@ func runSync(_ args: [String]) throws -> Int32 {
     return blockOn("sync", json: json) {
         let server = SyncClient.Server(host: host, port: port, authentication: key, requestTimeout: .seconds(Int64(max(1, seconds))),
                                        backoff: Backoff(initial: .milliseconds(200), maximum: .seconds(2)))
-        let client = try SyncClient(folder: folder, server: server, changeSets: false)
+        // Change sets held through the exchange (one diff per document at its end): they carry
+        // the field edits of this device that lost to concurrent ones, which the sync reports.
+        let client = try SyncClient(folder: folder, server: server, changeSets: true)
         do {
             let code = try await exchange(client, doc: doc, host: host, port: port, key: key, timeout: seconds, json: json)
             await client.close()
@@ -80,12 +83,14 @@ private func exchange(_ client: SyncClient, doc: String?, host: String, port: UI
     for (id, _) in local {
         let live = try await client.open(id)
         before[id] = live.document.operationCount
+        live.holdChanges()
     }
     let waiting = await client.status.waiting
     await client.start()
     if let problem = await syncOrFailFast(client, timeout: timeout) { return fail("sync", problem, json: json) }
     var received = 0
     var rows: [[String: Any]] = []
+    var lost: [String] = []
     let destroyed = Dictionary(uniqueKeysWithValues: await client.destroyedCopies.map { ($0.id, $0) })
     for (id, name) in local {
         if let gone = destroyed[id] {
@@ -95,7 +100,14 @@ private func exchange(_ client: SyncClient, doc: String?, host: String, port: UI
         let live = try await client.open(id)
         let got = live.document.operationCount - (before[id] ?? 0)
         received += got
-        rows.append(["id": id.description, "name": name, "received": got])
+        var row: [String: Any] = ["id": id.description, "name": name, "received": got]
+        let conflicts = live.publishHeldChanges().lostFields
+        if !conflicts.isEmpty {
+            let snapshot = live.snapshot
+            row["lostFields"] = conflicts.map { lostFieldObject($0, snapshot) }
+            lost += conflicts.map { "\(shown(name)): \(describeLostField($0, snapshot))" }
+        }
+        rows.append(row)
     }
     let seconds = Date().timeIntervalSince(started)
     if json {
@@ -104,6 +116,7 @@ private func exchange(_ client: SyncClient, doc: String?, host: String, port: UI
         for gone in destroyed.values.sorted(by: { $0.id < $1.id }) {
             print("destroyed on the daemon: \(shown(gone.name)) (\(gone.id)); removed from this device")
         }
+        for line in lost { print(line) }
         print("up to date: \(local.count - destroyed.count) document(s); sent \(waiting) edit(s), received \(received) operation(s) in \(String(format: "%.2f", seconds)) s")
     }
     return 0
