@@ -46,8 +46,9 @@ func runSync(_ args: [String]) throws -> Int32 {
     return blockOn("sync", json: json) {
         let server = SyncClient.Server(host: host, port: port, authentication: key, requestTimeout: .seconds(Int64(max(1, seconds))),
                                        backoff: Backoff(initial: .milliseconds(200), maximum: .seconds(2)))
-        // Change sets held through the exchange (one diff per document at its end): they carry
-        // the field edits of this device that lost to concurrent ones, which the sync reports.
+        // With change sets (the client holds them through a catch-up: one diff per document):
+        // they carry the field edits of this device that lost to concurrent ones, which the
+        // sync reports.
         let client = try SyncClient(folder: folder, server: server, changeSets: true)
         do {
             let code = try await exchange(client, doc: doc, host: host, port: port, key: key, timeout: seconds, json: json)
@@ -80,10 +81,18 @@ private func exchange(_ client: SyncClient, doc: String?, host: String, port: UI
         }
     }
     var before: [DocumentID: Int] = [:]
+    // Each document's change sets, collected until the document is closed below: the field
+    // edits of this device that lost.
+    var lostFields: [DocumentID: Task<[FieldConflict], Never>] = [:]
     for (id, _) in local {
         let live = try await client.open(id)
         before[id] = live.document.operationCount
-        live.holdChanges()
+        let changes = live.changes()
+        lostFields[id] = Task {
+            var lost: [FieldConflict] = []
+            for await c in changes { lost += c.lostFields }
+            return lost
+        }
     }
     let waiting = await client.status.waiting
     await client.start()
@@ -101,7 +110,9 @@ private func exchange(_ client: SyncClient, doc: String?, host: String, port: UI
         let got = live.document.operationCount - (before[id] ?? 0)
         received += got
         var row: [String: Any] = ["id": id.description, "name": name, "received": got]
-        let conflicts = live.publishHeldChanges().lostFields
+        // Closing ends the subscription once what was published is read (nothing more is edited).
+        live.close()
+        let conflicts = await lostFields[id]?.value ?? []
         if !conflicts.isEmpty {
             let snapshot = live.snapshot
             row["lostFields"] = conflicts.map { lostFieldObject($0, snapshot) }

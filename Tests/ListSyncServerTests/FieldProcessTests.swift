@@ -152,7 +152,7 @@ struct FieldProcessTests {
             (["set", doc, "0.0", #"when={"date": "yesterday"}"#], 2, "ISO 8601"),
             (["set", doc, "0.x", "a=1"], 2, "not an index path"),
             (["set", doc, "3.0", "a=1"], 1, "section 3 does not exist"),
-            (["set", doc, "0.7", "a=1"], 1, ""),
+            (["set", doc, "0.7", "a=1"], 1, "out of range"),
             (["set", doc, "0.0", String(repeating: "k", count: 65) + "=1"], 2, "over 64"),
         ] {
             let (c, out, err) = try cli(args)
