@@ -184,9 +184,7 @@ struct JSONText {
         case .null: text += "null"
         case .bool(let b): text += b ? "true" : "false"
         case .int(let n): text += String(n)
-        case .double(let d):
-            let s = String(d)
-            text += s.contains(where: { $0 == "." || $0 == "e" }) ? s : s + ".0"
+        case .double(let d): text += doubleText(d)
         case .string(let s): string(s)
         case .date(let d): text += "{\"date\":"; string(isoText(d)); text += "}"
         case .bytes(let b): text += "{\"bytes\":"; string(b.base64EncodedString()); text += "}"
@@ -224,15 +222,20 @@ struct JSONText {
 /// ``printJSON(_:line:)``.
 func fieldsObject(_ fields: [String: Field]) -> [String: Any] { WebModel.fieldsObject(fields) }
 
+/// A double as `show` writes it: always with a point or an exponent (`2.0`), so it never reads
+/// back as an integer.
+func doubleText(_ d: Double) -> String {
+    let s = String(d)
+    return s.contains(where: { $0 == "." || $0 == "e" }) ? s : s + ".0"
+}
+
 /// A field as the text `show` prints: `"oat milk"`, `true`, `3`, `2.5`, `null`, a date in
 /// ISO 8601, `<12 bytes>`, `counter(3)`, `set("a", "b")`; escaped for the terminal.
 func fieldText(_ field: Field) -> String {
     switch field {
     case .value(.date(let d)): return isoText(d)
     case .value(.bytes(let b)): return "<\(b.count) bytes>"
-    case .value(.double(let d)):
-        let s = String(d)
-        return s.contains(where: { $0 == "." || $0 == "e" }) ? s : s + ".0"
+    case .value(.double(let d)): return doubleText(d)
     case .value(let v): return shown(v.description)
     case .counter(let n): return "counter(\(n))"
     case .set(let members): return "set(" + members.map { "\"\(shown($0))\"" }.joined(separator: ", ") + ")"

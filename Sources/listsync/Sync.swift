@@ -13,7 +13,10 @@ let syncUsage = """
     Connects to the daemon, exchanges what either side lacks for every document of this device's
     copy in DIR (and for DOC, fetched from the daemon when the device does not have it yet), and
     exits 0 once everything is up to date: every edit made with --replica acknowledged as durable
-    by the daemon, and every change of the daemon's copy saved in DIR.
+    by the daemon, and every change of the daemon's copy saved in DIR. A field edit made on this
+    device that lost to a later concurrent edit of the same field is printed, one line each
+    ("groceries: your edit of field title of 0.0 ("soy milk") lost to "almond milk" by replica
+    …"; with --json, a "lostFields" list per document).
 
     OPTIONS:
       --replica DIR        this device's copy (LISTSYNC_REPLICA); created if missing
