@@ -69,17 +69,29 @@ final class DeviceFolder: Sendable {
         }
     }
 
+    /// The folder above `path`: "" for a name without a slash (the working folder), "/" for one
+    /// in the root. (Foundation's `deletingLastPathComponent` crashed on a bare relative name on
+    /// Linux: `listsync create --replica phone`.)
+    static func parent(of path: String) -> String {
+        var t = path
+        while t.count > 1, t.hasSuffix("/") { t.removeLast() }
+        guard let slash = t.lastIndex(of: "/") else { return "" }
+        return slash == t.startIndex ? "/" : String(t[..<slash])
+    }
+
     /// Creates the missing folders above `path` (an app's container exists; a CLI path may not).
+    /// A relative path (`phone`, `lists/phone`) has its parents under the working folder.
     static func makeParents(of path: String, fs: FileSystem) throws(StoreError) {
         var missing: [String] = []
-        var p = (path as NSString).deletingLastPathComponent
+        var p = parent(of: path)
         while !p.isEmpty, p != "/", !fs.exists(p) {
             missing.append(p)
-            p = (p as NSString).deletingLastPathComponent
+            p = parent(of: p)
         }
         for folder in missing.reversed() {
             try fs.mkdir(folder)
-            try fs.syncFolder((folder as NSString).deletingLastPathComponent.isEmpty ? "." : (folder as NSString).deletingLastPathComponent)
+            let above = parent(of: folder)
+            try fs.syncFolder(above.isEmpty ? "." : above)
         }
     }
 
