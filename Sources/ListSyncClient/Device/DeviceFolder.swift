@@ -70,8 +70,8 @@ final class DeviceFolder: Sendable {
     }
 
     /// The folder above `path`: "" for a name without a slash (the working folder), "/" for one
-    /// in the root. (Foundation's `deletingLastPathComponent` crashed on a bare relative name on
-    /// Linux: `listsync create --replica phone`.)
+    /// in the root. (Foundation's `deletingLastPathComponent` crashes on a one-letter
+    /// name on Linux: `listsync create --replica p` did.)
     static func parent(of path: String) -> String {
         var t = path
         while t.count > 1, t.hasSuffix("/") { t.removeLast() }
