@@ -235,6 +235,9 @@ struct Opener {
             }
             report.recordsReplayed += 1
         }
+        // Field writes of this replica that lost were reported (or not) when the operations
+        // first arrived: a reload does not report them again.
+        _ = document.takeFieldConflicts()
     }
 
     static func parent(of folder: String) -> String {

@@ -179,6 +179,28 @@ enum WebAPI {
         } catch { return failure(error) }
     }
 
+    /// `POST /api/docs/ID/field?item=I&name=N&kind=K&value=V`: writes the value field N of item I
+    /// (by identity) in one operation; K is `string`, `number`, `bool` or `null`
+    /// (``WebModel/fieldValue(kind:text:)``).
+    static func field(_ backend: WebBackend, _ id: DocumentID, _ request: HTTPRequest) async -> HTTPResponse {
+        guard let item = itemParameter("item", request), let name = WebRequestCheck.parameter("name", in: request.query),
+              let kind = WebRequestCheck.parameter("kind", in: request.query) else {
+            return WebPages.json(400, ["error": "a field edit names item, name, kind and value"])
+        }
+        if let problem = FieldLimits.problem(withName: name) { return WebPages.json(400, ["error": problem]) }
+        let text = WebRequestCheck.parameter("value", in: request.query) ?? ""
+        guard let value = WebModel.fieldValue(kind: kind, text: text) else {
+            return WebPages.json(400, ["error": "\(text.prefix(40)) is not a value of kind \(kind.prefix(20)) (string, number, bool or null)"])
+        }
+        do {
+            let (client, _) = try await backend.document(id)
+            try await client.edit(id) { (doc: inout ListDocument) throws(ListError) -> Void in
+                _ = try doc.setField(name, to: value, ofItem: item)
+            }
+            return WebPages.json(200, ["written": true])
+        } catch { return failure(error) }
+    }
+
     /// `POST /api/docs/ID/presence?item=I&section=S&after=A&before=B` while a drag is in
     /// progress, `POST /api/docs/ID/presence` (no item) when it ends.
     static func presence(_ backend: WebBackend, _ id: DocumentID, _ request: HTTPRequest) async -> HTTPResponse {

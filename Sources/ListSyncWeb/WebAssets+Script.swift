@@ -114,11 +114,68 @@ extension WebAssets {
   const docID = body.dataset.doc;
   let pending = null;     // a state that came while the pointer was down (drawn at the drop)
   let drag = null;        // the drag in progress
+  let editing = null;     // the field being edited in place (a state that comes meanwhile: pending)
   let others = [];        // the others' activities (presence)
   let lastPresence = 0, presenceSent = '';
 
   function rowsOf(section, except) {
     return [...section.querySelectorAll('li.row')].filter(r => r.dataset.item !== except);
+  }
+
+  // Fields (Docs/Web.md, "Fields"): value fields of kind string, number, bool and null are
+  // edited in place; counters, sets, dates and bytes are shown.
+  function fieldText(v) {
+    if (v === null) return 'null';
+    if (typeof v !== 'object') return String(v);
+    if ('counter' in v) return String(v.counter);
+    if ('set' in v) return '{' + v.set.join(', ') + '}';
+    if ('date' in v) return v.date;
+    if ('bytes' in v) return '(bytes)';
+    return '';
+  }
+  function fieldKind(v) {
+    if (v === null) return 'null';
+    if (typeof v === 'boolean') return 'bool';
+    if (typeof v === 'number') return 'number';
+    if (typeof v === 'string') return 'string';
+    return null;
+  }
+  function fieldChips(item) {
+    const box = el('span', { class: 'fields' });
+    const f = item.fields || {};
+    for (const name of Object.keys(f).sort()) {
+      const v = f[name], kind = fieldKind(v);
+      const chip = el(kind ? 'button' : 'span', { class: 'field', 'data-name': name, textContent: name + ': ' + fieldText(v) });
+      if (kind) {
+        chip.type = 'button';
+        chip.title = 'Edit ' + name;
+        chip.addEventListener('click', () => editField(chip, item.id, name, v, kind));
+      }
+      box.append(chip);
+    }
+    return box;
+  }
+  function editField(chip, item, name, v, kind) {
+    editing = { item: item, name: name };
+    const input = kind === 'bool' ? el('input', { type: 'checkbox', class: 'field-value', checked: v, 'aria-label': name })
+                                  : el('input', { class: 'field-value', value: v === null ? '' : String(v), 'aria-label': name });
+    const form = el('form', { class: 'field-edit', 'data-name': name }, el('span', { textContent: name + ':' }), input,
+                    el('button', { type: 'submit', textContent: 'Save' }));
+    const done = () => {
+      editing = null;
+      const s = pending || state.state;
+      pending = null;
+      render(s);
+    };
+    form.addEventListener('submit', ev => {
+      ev.preventDefault();
+      const value = kind === 'bool' ? String(input.checked) : input.value;
+      post('/api/docs/' + docID + '/field', { item: item, name: name, kind: kind === 'null' ? 'string' : kind, value: value })
+        .catch(e => showBanner(e.message)).finally(done);
+    });
+    form.addEventListener('keydown', ev => { if (ev.key === 'Escape') { ev.stopPropagation(); done(); } });
+    chip.replaceWith(form);
+    input.focus();
   }
 
   function render(d) {
@@ -137,6 +194,7 @@ extension WebAssets {
                              'aria-roledescription': 'reorderable row' },
           el('span', { class: 'handle', textContent: '⠿', 'aria-hidden': 'true' }),
           el('span', { class: 'text', textContent: it.text }),
+          fieldChips(it),
           el('span', { class: 'who' })));
       }
       const text = el('input', { class: 'add-text', placeholder: 'Add an item', maxLength: 1000 });
@@ -325,7 +383,7 @@ extension WebAssets {
     document.addEventListener('keydown', e => { if (drag && e.key === 'Escape') finishDrag(false); });
     main.addEventListener('keydown', e => {
       const row = e.target.closest ? e.target.closest('li.row') : null;
-      if (!row || drag) return;
+      if (!row || drag || e.target.closest('form')) return;
       if (e.key === 'ArrowUp' || e.key === 'ArrowDown') {
         e.preventDefault();
         if (e.altKey) { keyMove(row, e.key === 'ArrowUp' ? -1 : 1); return; }
@@ -339,7 +397,7 @@ extension WebAssets {
     events.addEventListener('open', () => { state.connected = true; });
     events.addEventListener('state', e => {
       const d = JSON.parse(e.data);
-      if (drag) pending = d; else render(d);
+      if (drag || editing) pending = d; else render(d);
     });
     events.addEventListener('presence', e => { others = JSON.parse(e.data); drawPresence(); });
     events.addEventListener('ended', e => {

@@ -16,16 +16,18 @@ public enum WebModel {
         return OpID(counter: c, replica: ReplicaID(r))
     }
 
-    /// The document as the page draws it: `{"id", "name", "sections": [{"id", "text", "items":
-    /// [{"id", "text"}]}]}`; values as UTF-8 text (invalid bytes replaced).
+    /// The document as the page draws it: `{"id", "name", "sections": [{"id", "text", "fields",
+    /// "items": [{"id", "text", "fields"}]}]}`; values as UTF-8 text (invalid bytes replaced),
+    /// fields as ``fieldObject(_:)`` writes them.
     ///
     /// - Complexity: O(n) in the size of the document.
     public static func stateJSON(id: DocumentID, name: String, snapshot: ListSnapshot) -> String {
         let object: [String: Any] = [
             "id": id.description, "name": name,
             "sections": snapshot.sections.map { s in
-                ["id": text(s.id.opID), "text": String(decoding: s.value, as: UTF8.self),
-                 "items": s.items.map { ["id": text($0.id.opID), "text": String(decoding: $0.value, as: UTF8.self)] }] as [String: Any]
+                ["id": text(s.id.opID), "text": String(decoding: s.value, as: UTF8.self), "fields": fieldsObject(s.fields),
+                 "items": s.items.map { ["id": text($0.id.opID), "text": String(decoding: $0.value, as: UTF8.self),
+                                         "fields": fieldsObject($0.fields)] }] as [String: Any]
             },
         ]
         return json(object)
@@ -73,6 +75,52 @@ public enum WebModel {
         }
         assert(row >= 0 && row <= rows.count)
         return IndexPath(item: row, section: s)
+    }
+
+    /// A field as JSON-ready values, in the form `listsync show --json` uses (Docs/Daemon.md,
+    /// "Fields"): a value field as a string, number, bool or null; a date as `{"date": ISO-8601}`,
+    /// bytes as `{"bytes": base64}`, a counter as `{"counter": n}`, a set as `{"set": [members]}`.
+    public static func fieldObject(_ field: Field) -> Any {
+        switch field {
+        case .value(let v):
+            switch v {
+            case .null: return NSNull()
+            case .bool(let b): return b
+            case .int(let n): return n
+            case .double(let d): return d
+            case .string(let s): return s
+            case .date(let d):
+                let f = ISO8601DateFormatter()
+                f.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+                return ["date": f.string(from: d)]
+            case .bytes(let b): return ["bytes": b.base64EncodedString()]
+            }
+        case .counter(let n): return ["counter": n]
+        case .set(let members): return ["set": members]
+        }
+    }
+
+    /// Every field by name (``fieldObject(_:)``).
+    ///
+    /// - Complexity: O(f) in the fields' size.
+    public static func fieldsObject(_ fields: [String: Field]) -> [String: Any] {
+        fields.mapValues(fieldObject)
+    }
+
+    /// The value the page sends for a value field: `kind` `string`, `number` (an integer when
+    /// `text` is one, else a finite double), `bool` (`true` or `false`) or `null`; nil otherwise.
+    public static func fieldValue(kind: String, text: String) -> FieldValue? {
+        switch kind {
+        case "string": return .string(text)
+        case "null": return .null
+        case "bool": return text == "true" ? .bool(true) : text == "false" ? .bool(false) : nil
+        case "number":
+            let t = text.trimmingCharacters(in: .whitespaces)
+            if let n = Int64(t) { return .int(n) }
+            guard let d = Double(t), d.isFinite else { return nil }
+            return .double(d)
+        default: return nil
+        }
     }
 
     static func json(_ object: Any) -> String {

@@ -2,6 +2,12 @@ import Foundation
 @_spi(Algorithms) import ListCRDT
 
 extension ChangeSet {
+    /// Whether an item shows differently: its value, or any of its fields (a field edit alone is
+    /// a change a view must redraw).
+    static func contentDiffers(_ a: ListSnapshot.Item, _ b: ListSnapshot.Item) -> Bool {
+        a.value != b.value || a.fields != b.fields
+    }
+
     /// The change set that turns a table showing `old` into one showing `new` (see ``ChangeSet``
     /// for the rules it keeps).
     ///
@@ -60,14 +66,14 @@ extension ChangeSet {
                     movedItems.append(Move(from: IndexPath(item: row, section: i), to: IndexPath(item: r, section: j)))
                     touched.insert(home)
                     touched.insert(i)
-                    if oldSections[i].items[row].value != item.value {
+                    if Self.contentDiffers(oldSections[i].items[row], item) {
                         reconfiguredItems.append(IndexPath(item: r, section: j))
                     }
                 }
             }
             let kept = longestIncreasingSubsequence(stayers.map(\.oldRow))
             for (k, pair) in stayers.enumerated() {
-                let changed = oldSections[home].items[pair.oldRow].value != section.items[pair.newRow].value
+                let changed = Self.contentDiffers(oldSections[home].items[pair.oldRow], section.items[pair.newRow])
                 if kept[k] {
                     if changed {
                         reloadedItems.append(IndexPath(item: pair.oldRow, section: home))
@@ -90,8 +96,9 @@ extension ChangeSet {
             }
         }
 
-        // Section values.
-        for pair in survivors where oldSections[pair.old].value != newSections[pair.new].value {
+        // Section values and fields.
+        for pair in survivors where oldSections[pair.old].value != newSections[pair.new].value
+            || oldSections[pair.old].fields != newSections[pair.new].fields {
             if sectionMoved[pair.old] || touched.contains(pair.old) {
                 reconfiguredSections.insert(pair.new)
             } else {

@@ -208,7 +208,8 @@ func documentObject(_ info: DocumentInfo, _ snapshot: ListSnapshot) -> [String: 
     [
         "id": info.id.description, "name": info.name,
         "sections": snapshot.sections.map { s in
-            ["id": "\(s.id)", "text": text(s.value), "items": s.items.map { ["id": "\($0.id)", "text": text($0.value)] }] as [String: Any]
+            ["id": "\(s.id)", "text": text(s.value), "fields": fieldsObject(s.fields),
+             "items": s.items.map { ["id": "\($0.id)", "text": text($0.value), "fields": fieldsObject($0.fields)] }] as [String: Any]
         },
     ]
 }
@@ -219,9 +220,11 @@ func documentTable(_ info: DocumentInfo, _ snapshot: ListSnapshot) -> String {
     if snapshot.sections.isEmpty { lines.append("  (no sections)") }
     for (s, section) in snapshot.sections.enumerated() {
         lines.append("[\(s)] \(section.value.isEmpty ? "(untitled)" : shown(section.value))")
+        if !section.fields.isEmpty { lines.append("      " + fieldsLine(section.fields)) }
         if section.items.isEmpty { lines.append("      (empty)") }
         for (i, item) in section.items.enumerated() {
             lines.append(String(format: "  %-6@ %@", "\(s).\(i)" as NSString, shown(item.value) as NSString))
+            if !item.fields.isEmpty { lines.append("         " + fieldsLine(item.fields)) }
         }
     }
     return lines.joined(separator: "\n")
@@ -254,6 +257,7 @@ func editCommand(_ o: Options, _ client: any CommandClient, json: Bool, verb: St
 }
 
 let clientCommands: [String: ClientCommand] = [
+    "set": setCommand,
     "status": ClientCommand(
         usage: usageText("status [options]", "Prints the daemon's status: address, documents (on disk and resident), connections, peers, the event loop's poller (epoll, kqueue or poll), operations in and out, fsync latency, bytes on disk, RSS and its limits."),
         arguments: 0...0
@@ -442,23 +446,35 @@ let clientCommands: [String: ClientCommand] = [
         return 0
     },
     "insert": ClientCommand(
-        usage: usageText("insert DOC PATH TEXT [options]\n       listsync insert DOC PATH --value-file FILE [options]",
-                         "Inserts an item with TEXT at PATH (0.3: row 3 of section 0), or a section at PATH when PATH is one number.",
-                         extra: valueFileHelp),
-        values: ["--value-file"], arguments: 2...3,
+        usage: usageText("insert DOC PATH TEXT [NAME=VALUE ...] [options]\n       listsync insert DOC PATH NAME=VALUE [NAME=VALUE ...] [options]\n       listsync insert DOC PATH --value-file FILE [NAME=VALUE ...] [options]", """
+            Inserts an item with TEXT at PATH (0.3: row 3 of section 0), or a section at PATH when PATH is one \
+            number. NAME=VALUE arguments (NAME of letters, digits and _) and the field options write the new \
+            item's fields, read as `listsync set` reads them; the insert and the field write are two \
+            operations, made and sent together. A TEXT that itself looks like NAME=VALUE is given with \
+            --value-file.
+            """, extra: valueFileHelp + fieldOptionsHelp),
+        values: fieldOptionNames.union(["--value-file"]), arguments: 2...(3 + FieldLimits.maxWrites),
         check: { o in
             _ = try PathArgument(o.positional[1])
-            try checkValueSource(o, command: "insert", textAt: 2)
+            let (hasText, assignments) = insertArguments(o)
+            _ = try fieldChanges(assignments, o)
+            if hasText || o.value("--value-file") != nil { try checkValueSource(o, command: "insert", textAt: hasText ? 2 : o.positional.count) }
+            else if assignments.isEmpty && !fieldOptionNames.contains(where: { !o.all($0).isEmpty }) {
+                throw UsageError(message: "insert needs TEXT, NAME=VALUE fields, or --value-file FILE (- for standard input)")
+            }
         }
     ) { o, client, json in
         let path = try PathArgument(o.positional[1])
-        let value = try editValue(o, textAt: 2)
+        let (hasText, assignments) = insertArguments(o)
+        let value = hasText || o.value("--value-file") != nil ? try editValue(o, textAt: 2) : Data()
+        let changes = try fieldChanges(assignments, o)
         return try await editCommand(o, client, json: json, verb: "inserted",
                                      check: { try checkExists(path, in: $0, inserting: true); return nil }) { doc throws(ListError) in
             switch path {
             case let .section(s): try doc.insertSection(at: s, value: value)
             case let .item(p): try doc.insertItem(at: p, value: value)
             }
+            if !changes.isEmpty { try writeFields(changes, at: path, in: &doc) }
             return path.text
         }
     },
@@ -620,6 +636,6 @@ func describeChange(_ c: ChangeSet, _ snapshot: ListSnapshot) -> [String] {
     for m in c.movedItems { lines.append("moved \(m.from.section).\(m.from.item) → \(m.to.section).\(m.to.item)\(item(m.to))") }
     for p in c.reloadedItems + c.reconfiguredItems { lines.append("changed \(p.section).\(p.item)\(item(p))") }
     for l in c.lostMoves { lines.append("a move lost to a concurrent one: \(l)") }
-    for f in c.lostFields { lines.append("a field edit lost to a concurrent one: \(f)") }
+    for f in c.lostFields { lines.append(describeLostField(f, snapshot)) }
     return lines.isEmpty ? ["(no visible change)"] : lines
 }

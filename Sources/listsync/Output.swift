@@ -36,6 +36,12 @@ struct StreamedOutput {
     /// does; every control character, and every character ``PrintableText/needsEscape(_:)``
     /// names, as `\uXXXX`, so nothing of anyone else's reaches the terminal raw.
     mutating func writeJSONString(_ text: String) {
+        Self.appendJSONString(text, to: &buffer)
+        if buffer.count >= chunk { flush() }
+    }
+
+    /// Appends `text` as a JSON string to `buffer` (see ``writeJSONString(_:)``).
+    static func appendJSONString(_ text: String, to buffer: inout [UInt8]) {
         buffer.append(UInt8(ascii: "\""))
         var plain = true
         for s in text.unicodeScalars where s == "\"" || s == "\\" || s == "/" || PrintableText.needsEscape(s) {
@@ -64,7 +70,6 @@ struct StreamedOutput {
             }
         }
         buffer.append(UInt8(ascii: "\""))
-        if buffer.count >= chunk { flush() }
     }
 
     /// Writes what is buffered (all of it: short writes and interruptions are continued).
@@ -97,10 +102,14 @@ func writeDocumentJSON(_ info: DocumentInfo, _ snapshot: ListSnapshot, to out: i
     for (s, section) in snapshot.sections.enumerated() {
         out.write(s == 0 ? "\n    {\n      \"id\" : " : ",\n    {\n      \"id\" : ")
         out.writeJSONString("\(section.id)")
+        out.write(",\n      \"fields\" : ")
+        out.write(fieldsJSON(section.fields))
         out.write(",\n      \"items\" : [")
         for (i, item) in section.items.enumerated() {
             out.write(i == 0 ? "\n        {\n          \"id\" : " : ",\n        {\n          \"id\" : ")
             out.writeJSONString("\(item.id)")
+            out.write(",\n          \"fields\" : ")
+            out.write(fieldsJSON(item.fields))
             out.write(",\n          \"text\" : ")
             out.writeJSONString(text(item.value))
             out.write("\n        }")
@@ -112,6 +121,14 @@ func writeDocumentJSON(_ info: DocumentInfo, _ snapshot: ListSnapshot, to out: i
     }
     out.write(snapshot.sections.isEmpty ? "]\n}\n" : "\n  ]\n}\n")
     out.flush()
+}
+
+/// `{"name" : field, ...}` (``fieldJSON(_:)``); `{}` without fields (no work).
+private func fieldsJSON(_ fields: [String: Field]) -> String {
+    if fields.isEmpty { return "{}" }
+    var t = JSONText()
+    t.fields(fields)
+    return t.text
 }
 
 /// `export`: the export file's JSON object (keys sorted, on one line), its snapshot in base64

@@ -5,6 +5,7 @@ import ListSync
 import ListSyncClient
 import ListSyncServer
 import ListSyncTCP
+import ListTable
 
 let syncUsage = """
     USAGE: listsync sync --replica DIR [DOC] [options]
@@ -12,7 +13,10 @@ let syncUsage = """
     Connects to the daemon, exchanges what either side lacks for every document of this device's
     copy in DIR (and for DOC, fetched from the daemon when the device does not have it yet), and
     exits 0 once everything is up to date: every edit made with --replica acknowledged as durable
-    by the daemon, and every change of the daemon's copy saved in DIR.
+    by the daemon, and every change of the daemon's copy saved in DIR. A field edit made on this
+    device that lost to a later concurrent edit of the same field is printed, one line each
+    ("groceries: your edit of field title of 0.0 ("soy milk") lost to "almond milk" by replica
+    …"; with --json, a "lostFields" list per document).
 
     OPTIONS:
       --replica DIR        this device's copy (LISTSYNC_REPLICA); created if missing
@@ -45,7 +49,10 @@ func runSync(_ args: [String]) throws -> Int32 {
     return blockOn("sync", json: json) {
         let server = SyncClient.Server(host: host, port: port, authentication: key, requestTimeout: .seconds(Int64(max(1, seconds))),
                                        backoff: Backoff(initial: .milliseconds(200), maximum: .seconds(2)))
-        let client = try SyncClient(folder: folder, server: server, changeSets: false)
+        // With change sets (the client holds them through a catch-up: one diff per document):
+        // they carry the field edits of this device that lost to concurrent ones, which the
+        // sync reports.
+        let client = try SyncClient(folder: folder, server: server, changeSets: true)
         do {
             let code = try await exchange(client, doc: doc, host: host, port: port, key: key, timeout: seconds, json: json)
             await client.close()
@@ -77,15 +84,25 @@ private func exchange(_ client: SyncClient, doc: String?, host: String, port: UI
         }
     }
     var before: [DocumentID: Int] = [:]
+    // Each document's change sets, collected until the document is closed below: the field
+    // edits of this device that lost.
+    var lostFields: [DocumentID: Task<[FieldConflict], Never>] = [:]
     for (id, _) in local {
         let live = try await client.open(id)
         before[id] = live.document.operationCount
+        let changes = live.changes()
+        lostFields[id] = Task {
+            var lost: [FieldConflict] = []
+            for await c in changes { lost += c.lostFields }
+            return lost
+        }
     }
     let waiting = await client.status.waiting
     await client.start()
     if let problem = await syncOrFailFast(client, timeout: timeout) { return fail("sync", problem, json: json) }
     var received = 0
     var rows: [[String: Any]] = []
+    var lost: [String] = []
     let destroyed = Dictionary(uniqueKeysWithValues: await client.destroyedCopies.map { ($0.id, $0) })
     for (id, name) in local {
         if let gone = destroyed[id] {
@@ -95,7 +112,16 @@ private func exchange(_ client: SyncClient, doc: String?, host: String, port: UI
         let live = try await client.open(id)
         let got = live.document.operationCount - (before[id] ?? 0)
         received += got
-        rows.append(["id": id.description, "name": name, "received": got])
+        var row: [String: Any] = ["id": id.description, "name": name, "received": got]
+        // Closing ends the subscription once what was published is read (nothing more is edited).
+        live.close()
+        let conflicts = await lostFields[id]?.value ?? []
+        if !conflicts.isEmpty {
+            let snapshot = live.snapshot
+            row["lostFields"] = conflicts.map { lostFieldObject($0, snapshot) }
+            lost += conflicts.map { "\(shown(name)): \(describeLostField($0, snapshot))" }
+        }
+        rows.append(row)
     }
     let seconds = Date().timeIntervalSince(started)
     if json {
@@ -104,6 +130,7 @@ private func exchange(_ client: SyncClient, doc: String?, host: String, port: UI
         for gone in destroyed.values.sorted(by: { $0.id < $1.id }) {
             print("destroyed on the daemon: \(shown(gone.name)) (\(gone.id)); removed from this device")
         }
+        for line in lost { print(line) }
         print("up to date: \(local.count - destroyed.count) document(s); sent \(waiting) edit(s), received \(received) operation(s) in \(String(format: "%.2f", seconds)) s")
     }
     return 0

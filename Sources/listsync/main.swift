@@ -20,6 +20,9 @@ let usage = """
       watch       print each change as it comes: listsync watch DOC
       insert      insert an item or a section:  listsync insert DOC PATH TEXT   (PATH 0.3 or 2;
                   --value-file FILE, or - for standard input, instead of TEXT)
+      set         write fields of an item or a section, one operation: listsync set DOC PATH
+                  NAME=VALUE ... (VALUE as JSON where it parses; --increment NAME=N, --add NAME=M,
+                  --remove-member NAME=M, --unset NAME); insert takes NAME=VALUE fields too
       move        move an item or a section:    listsync move DOC FROM TO       (0.3 1.0, or 2 0)
       delete      delete an item or a section:  listsync delete DOC PATH
       rename      change an item's or a section's text: listsync rename DOC PATH TEXT

@@ -88,4 +88,27 @@ struct DeviceProcessTests {
         #expect(try runListsync(["sync", "--replica", phone] + common).0 == 0)
         #expect(try Self.items(phone, doc).flatMap { $0 }.first == "from-laptop")
     }
+
+    @Test("--replica with a relative folder (a bare name, or one under missing folders) works from the working folder, no crash")
+    func relativeReplicaFolder() throws {
+        let dir = TemporaryFolder()
+        defer { dir.remove() }
+        let binary = try #require(listsyncBinary())
+        // A one-letter name crashed Foundation's deletingLastPathComponent on Linux.
+        for folder in ["p", "phone", "lists/more/laptop"] {
+            let p = Process()
+            p.executableURL = URL(fileURLWithPath: binary)
+            p.arguments = ["create", "--replica", folder, "board"]
+            p.currentDirectoryURL = URL(fileURLWithPath: dir.path)
+            let out = Pipe(), err = Pipe()
+            p.standardOutput = out
+            p.standardError = err
+            try p.run()
+            let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            let problem = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            p.waitUntilExit()
+            #expect(p.terminationReason == .exit && p.terminationStatus == 0, "\(folder): \(text) \(problem.prefix(300))")
+            #expect(FileManager.default.fileExists(atPath: dir.path + "/" + folder), "\(folder)")
+        }
+    }
 }

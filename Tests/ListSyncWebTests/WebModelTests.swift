@@ -81,3 +81,37 @@ struct SplitMix {
         return z ^ (z >> 31)
     }
 }
+
+extension WebModelTests {
+    @Test("the page's state carries each item's and section's fields in show --json's form; a value the page sends reads by its kind, other text is refused")
+    func fieldsInTheState() throws {
+        var doc = ListDocument(replica: ReplicaID(1))
+        try doc.insertSection(at: 0, value: Data("Food".utf8))
+        try doc.insertItem(at: IndexPath(item: 0, section: 0), value: Data("milk".utf8))
+        let snap0 = doc.snapshot()
+        let item = try #require(snap0.itemIdentifier(at: IndexPath(item: 0, section: 0)))
+        let section = try #require(snap0.sectionIdentifier(at: 0))
+        _ = try doc.writeFields(["title": .set(.string("oat milk")), "qty": .set(.int(2)), "done": .set(.bool(false)),
+                                 "votes": .increment(3), "tags": .insert(["dairy", "cold"]), "when": .set(.date(Date(timeIntervalSince1970: 0)))],
+                                ofItem: item)
+        _ = try doc.writeFields(["color": .set(.string("blue"))], ofSection: section)
+        let json = WebModel.stateJSON(id: DocumentID(high: 1, low: 2), name: "g", snapshot: doc.snapshot())
+        let o = try #require(try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any])
+        let s = try #require((o["sections"] as? [[String: Any]])?.first)
+        #expect((s["fields"] as? [String: Any])?["color"] as? String == "blue")
+        let f = try #require(((s["items"] as? [[String: Any]])?.first)?["fields"] as? [String: Any])
+        #expect(f["title"] as? String == "oat milk" && f["qty"] as? Int == 2 && f["done"] as? Bool == false)
+        #expect((f["votes"] as? [String: Any])?["counter"] as? Int == 3)
+        #expect((f["tags"] as? [String: Any])?["set"] as? [String] == ["cold", "dairy"])
+        #expect((f["when"] as? [String: Any])?["date"] as? String == "1970-01-01T00:00:00.000Z")
+
+        #expect(WebModel.fieldValue(kind: "string", text: "12") == .string("12"))
+        #expect(WebModel.fieldValue(kind: "number", text: "12") == .int(12))
+        #expect(WebModel.fieldValue(kind: "number", text: "2.5") == .double(2.5))
+        #expect(WebModel.fieldValue(kind: "bool", text: "true") == .bool(true))
+        #expect(WebModel.fieldValue(kind: "null", text: "") == .null)
+        for (kind, text) in [("number", "many"), ("number", "inf"), ("number", "nan"), ("bool", "yes"), ("date", "x"), ("", "")] {
+            #expect(WebModel.fieldValue(kind: kind, text: text) == nil, "\(kind) \(text)")
+        }
+    }
+}

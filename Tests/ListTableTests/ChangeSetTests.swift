@@ -41,6 +41,21 @@ struct ChangeSetTests {
 
     // MARK: Named cases
 
+    @Test("a field edit alone reloads its row (or its section), so a view redraws it; the same fields give no change")
+    func fieldEditAloneIsAChange() throws {
+        var doc = ListDocument(replica: ReplicaID(1))
+        try doc.insertSection(at: 0, value: Data("S".utf8))
+        try doc.insertItem(at: IndexPath(item: 0, section: 0), value: Data("milk".utf8))
+        let before = doc.snapshot()
+        let item = try #require(before.itemIdentifier(at: IndexPath(item: 0, section: 0)))
+        _ = try doc.setField("done", to: .bool(true), ofItem: item)
+        let afterItem = doc.snapshot()
+        #expect(ChangeSet(from: before, to: afterItem).reloadedItems == [IndexPath(item: 0, section: 0)])
+        #expect(ChangeSet(from: afterItem, to: afterItem).isEmpty)
+        _ = try doc.writeFields(["color": .set(.string("blue"))], ofSection: try #require(before.sectionIdentifier(at: 0)))
+        #expect(ChangeSet(from: afterItem, to: doc.snapshot()).reloadedSections == IndexSet([0]))
+    }
+
     @Test("identical snapshots give an empty change set")
     func identical() throws {
         let a = Self.snap([("S0", ["a", "b"]), ("S1", [])])

@@ -1,0 +1,55 @@
+#if canImport(Glibc)
+import Foundation
+import ListSyncTestTraits
+import Testing
+
+@Suite("The web view's fields in headless Chromium", .ownThread, .serialized, .timeLimit(.minutes(10)),
+       .enabled(if: browserTestsEnabled, "chromium and chromedriver are not installed (.ci/run installs them)"))
+struct WebFieldBrowserTests {
+    /// The text of the field chip `name` of the row showing `row`, or nil.
+    static let chip = "const c = document.querySelector('li.row[data-text=\"' + arguments[0] + '\"] .field[data-name=\"' + arguments[1] + '\"]'); return c ? c.textContent : null"
+
+    @Test("fields set with the CLI show on the row; a value field edited in place is one field write on the daemon; another's field edit shows live; a field edit without the CSRF header is refused")
+    func fieldsShownEditedAndLive() throws {
+        let f = try WebFixture()
+        defer { f.close() }
+        try f.cli(["set", f.doc, "0.0", "title=milk", "qty=2", "done=false", "--add", "tags=dairy"])
+        let page = try f.signedInBrowser()
+        #expect(try page.wait(until: "return (() => { \(Self.chip) })() === 'title: milk'", ["milk", "title"]))
+        #expect(try page.run(Self.chip, ["milk", "title"]) as? String == "title: milk")
+        #expect(try page.run(Self.chip, ["milk", "tags"]) as? String == "tags: {dairy}")
+
+        // Edited in place: the chip becomes a form; saving writes the one field.
+        let before = try f.operations()
+        let edit = """
+            document.querySelector('li.row[data-text="milk"] .field[data-name="' + arguments[0] + '"]').click();
+            const form = document.querySelector('li.row[data-text="milk"] form.field-edit');
+            form.querySelector('input').value = arguments[1];
+            form.requestSubmit();
+            """
+        try page.run(edit, ["title", "oat milk"])
+        #expect(eventually(30) { (try? FieldProcessTests.daemonFields(f.daemon, f.doc))?["title"] as? String == "oat milk" })
+        try page.run(edit, ["qty", "5"])
+        #expect(eventually(30) { (try? FieldProcessTests.daemonFields(f.daemon, f.doc))?["qty"] as? Int == 5 })
+        #expect(try f.operations() == before + 2, "one operation per field edit")
+        let fields = try FieldProcessTests.daemonFields(f.daemon, f.doc)
+        #expect(fields["done"] as? Bool == false && (fields["tags"] as? [String: Any])?["set"] as? [String] == ["dairy"], "\(fields)")
+
+        // A number field given text that is not a number: refused, nothing written.
+        try page.run(edit, ["qty", "many"])
+        #expect(try page.wait(until: "return window.listsync.errors.some(e => e.includes('not a value of kind number'))"))
+        #expect(try f.operations() == before + 2)
+
+        // Someone else's field edit shows live.
+        try f.cli(["set", f.doc, "0.0", "done=true"])
+        #expect(try page.wait(until: "return (() => { \(Self.chip) })() === 'done: true'", ["milk", "done"]),
+                "\(String(describing: try? page.run("return JSON.stringify([window.listsync.errors, document.querySelector('li.row').outerHTML])")))")
+
+        // Without the CSRF header: refused.
+        let item = try #require(try page.run("return document.querySelector('li.row[data-text=\"milk\"]').dataset.item") as? String)
+        let status = try page.run("return fetch('/api/docs/' + arguments[0] + '/field?item=' + arguments[1] + '&name=title&kind=string&value=x', {method: 'POST'}).then(r => r.status)", [f.doc, item]) as? Int
+        #expect(status == 403)
+        #expect((try FieldProcessTests.daemonFields(f.daemon, f.doc))["title"] as? String == "oat milk")
+    }
+}
+#endif
