@@ -24,25 +24,11 @@ Operations (JSON arrays; `card` is the card number, for checks only):
 import json
 import sys
 
-MASK64 = (1 << 64) - 1
+from splitmix import SplitMix64
+
 SEED, SECTIONS, CARDS, REPLICAS, OPS_PER_REPLICA = 14, 8, 10_000, 3, 3_000
 TAGS = ["bug", "feature", "ui", "backend", "urgent", "later", "docs", "test"]
 DUE_BASE = 1_790_000_000_000  # milliseconds since 1970 (2026)
-
-
-class SplitMix64:
-    def __init__(self, seed):
-        self.state = seed & MASK64
-
-    def next(self):
-        self.state = (self.state + 0x9E3779B97F4A7C15) & MASK64
-        z = self.state
-        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & MASK64
-        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & MASK64
-        return z ^ (z >> 31)
-
-    def below(self, n):
-        return self.next() % n
 
 
 def make_script(seed=SEED, sections=SECTIONS, cards=CARDS, replicas=REPLICAS, ops=OPS_PER_REPLICA):
