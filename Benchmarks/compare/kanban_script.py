@@ -93,35 +93,39 @@ def make_script(seed=SEED, sections=SECTIONS, cards=CARDS, replicas=REPLICAS, op
             "tags": TAGS, "initial": initial, "replicas": scripts}
 
 
-def expected(script):
-    """Engine-independent facts about the merged result: the cards that must remain (every card
-    nobody deleted, each exactly once) and the votes total if no increment is lost."""
-    deleted = {op[3] for ops in script["replicas"] for op in ops if op[0] == "d"}
-    live = [c["card"] for c in script["initial"] if c["card"] not in deleted]
-    votes = {c["card"]: c["votes"] for c in script["initial"]}
-    for ops in script["replicas"]:
-        for op in ops:
-            if op[0] == "c":
-                votes[op[3]] += op[4]
-    return set(live), sum(votes[k] for k in live)
-
-
 def card_check(script, cards_seen, votes_seen=None):
     """Compare the merged cards (a list of card numbers, all sections) with the script:
-    (metrics, every card exactly once)."""
-    live, votes_total = expected(script)
+    (metrics, every card exactly once).
+
+    A card one replica deletes while another moves it may stay: in ListSync a move concurrent with
+    a delete keeps the item where it went (Docs/Semantics.md), and the copy Loro and Yrs make for a
+    move stays too. Such cards are `kept_moved_deleted`; `resurrected_cards` are deleted cards
+    back for no such reason. Once = no duplicate, nothing lost, nothing resurrected.
+    `votes_expected`: each card shown (once) with its board votes plus every increment of it."""
+    deleted_by, moved_by = {}, {}
+    votes = {c["card"]: c["votes"] for c in script["initial"]}
+    for rep, ops in enumerate(script["replicas"]):
+        for op in ops:
+            if op[0] == "d":
+                deleted_by.setdefault(op[3], set()).add(rep)
+            elif op[0] == "m":
+                moved_by.setdefault(op[5], set()).add(rep)
+            elif op[0] == "c":
+                votes[op[3]] += op[4]
+    live = {c["card"] for c in script["initial"]} - set(deleted_by)
     counts = {}
     for k in cards_seen:
         counts[k] = counts.get(k, 0) + 1
-    dup = sum(c - 1 for k, c in counts.items() if c > 1)
+    dup = sum(c - 1 for c in counts.values() if c > 1)
     lost = sum(1 for k in live if k not in counts)
-    resurrected = sum(1 for k in counts if k not in live)
+    back = [k for k in counts if k not in live]
+    kept = sum(1 for k in back if moved_by.get(k, set()) - deleted_by[k])
     m = {"cards_expected": len(live), "cards_after_merge": len(cards_seen), "duplicate_cards": dup,
-         "lost_cards": lost, "resurrected_cards": resurrected}
-    once = dup == 0 and lost == 0 and resurrected == 0
+         "lost_cards": lost, "kept_moved_deleted": kept, "resurrected_cards": len(back) - kept}
+    once = dup == 0 and lost == 0 and len(back) == kept
     m["every_card_once"] = 1 if once else 0
     if votes_seen is not None:
-        m["votes_expected"] = votes_total
+        m["votes_expected"] = sum(votes[k] for k in counts)
         m["votes_after_merge"] = votes_seen
     return m, once
 

@@ -34,7 +34,8 @@ ROWS += [(f"W12.churn.{n}", m) for n in (100000, 1000000)
          for m in ("ns_per_op", "snapshot_bytes", "history_bytes", "shallow_snapshot_bytes", "memory_bytes")]
 # W14.kanban (issue 43): cards with fields in sections, three replicas, merged
 ROWS += [("W14.kanban", m) for m in ("ms", "make_ms", "merge_ms", "history_bytes", "snapshot_bytes", "load_snapshot_ms",
-                                      "memory_bytes", "every_card_once", "ok")]
+                                      "memory_bytes", "every_card_once", "duplicate_cards", "resurrected_cards",
+                                      "kept_moved_deleted", "ok")]
 # W10.store (issue 17): higher appends/s is better; SQLite is WAL + synchronous=FULL (compare/sqlite_wal.py)
 ROWS += [("W10.store", m) for m in ("appends_per_s_1", "appends_per_s_1_growing", "appends_per_s_16", "bytes_per_op", "recover_log_ms",
                                      "recover_snapshot_ms")]

@@ -27,10 +27,11 @@ struct KanbanScript {
     var sections: Int
     var cards: [KanbanCard]
     var replicas: [[KanbanOp]]
-    /// Cards nobody deletes (each must be there exactly once after the merge), and the votes total
-    /// over them when no increment is lost.
+    /// Cards nobody deletes (each must be there exactly once after the merge).
     var live: Set<Int>
-    var votesTotal: Int
+    /// Per card: its board votes plus every increment; the replicas that delete it, that move it.
+    var votes: [Int: Int]
+    var deletedBy: [Int: Set<Int>] = [:], movedBy: [Int: Set<Int>] = [:]
 
     static func dueDate(_ ms: Any?) -> FieldValue {
         .date(Date(timeIntervalSince1970: Double((ms as? NSNumber)?.int64Value ?? 0) / 1000))
@@ -53,12 +54,15 @@ struct KanbanScript {
                 "votes": .increment(Int64(votes)), "tags": .insert(tags), "due": .set(Self.dueDate(c["due"])),
             ], votes: votes)
         }
-        var deleted = Set<Int>(), votes = Dictionary(uniqueKeysWithValues: cards.map { ($0.card, $0.votes) })
-        replicas = try reps.map { ops in
+        var votes = Dictionary(uniqueKeysWithValues: cards.map { ($0.card, $0.votes) })
+        var deletedBy: [Int: Set<Int>] = [:], movedBy: [Int: Set<Int>] = [:]
+        replicas = try reps.enumerated().map { rep, ops in
             try ops.map { op -> KanbanOp in
                 func i(_ k: Int) -> Int { (op[k] as? NSNumber)?.intValue ?? -1 }
                 switch op.first as? String {
-                case "m": return .move(fs: i(1), fr: i(2), ts: i(3), tr: i(4))
+                case "m":
+                    movedBy[i(5), default: []].insert(rep)
+                    return .move(fs: i(1), fr: i(2), ts: i(3), tr: i(4))
                 case "s":
                     let name = op[4] as? String ?? ""
                     let v: FieldValue
@@ -74,14 +78,16 @@ struct KanbanScript {
                 case "a": return .addTag(s: i(1), r: i(2), tag: op[4] as? String ?? "")
                 case "r": return .removeTag(s: i(1), r: i(2), tag: op[4] as? String ?? "")
                 case "d":
-                    deleted.insert(i(3))
+                    deletedBy[i(3), default: []].insert(rep)
                     return .delete(s: i(1), r: i(2))
                 default: throw BenchError("W14 script: unknown operation \(op)")
                 }
             }
         }
-        live = Set(cards.map(\.card)).subtracting(deleted)
-        votesTotal = live.reduce(0) { $0 + votes[$1, default: 0] }
+        live = Set(cards.map(\.card)).subtracting(deletedBy.keys)
+        self.votes = votes
+        self.deletedBy = deletedBy
+        self.movedBy = movedBy
     }
 
     var operationCount: Int { replicas.reduce(0) { $0 + $1.count } }
@@ -217,7 +223,12 @@ func w14Kanban(_ ctx: Context) throws -> BenchResult {
     for k in seen { counts[k, default: 0] += 1 }
     let duplicates = counts.values.reduce(0) { $0 + max(0, $1 - 1) }
     let lost = script.live.filter { counts[$0] == nil }.count
-    let resurrected = counts.keys.filter { !script.live.contains($0) }.count
+    // A card one replica deletes while another moves it stays where it went (a move concurrent
+    // with a delete keeps the item: Docs/Semantics.md); any other deleted card back is resurrected.
+    let back = counts.keys.filter { !script.live.contains($0) }
+    let kept = back.filter { !script.movedBy[$0, default: []].subtracting(script.deletedBy[$0, default: []]).isEmpty }.count
+    let resurrected = back.count - kept
+    let votesExpected = counts.keys.reduce(0) { $0 + script.votes[$1, default: 0] }
     let votes = shown.joined().reduce(0) { t, c in
         if case let .counter(v)? = c.fields["votes"] { return t + Int(v) }
         return t
@@ -241,17 +252,19 @@ func w14Kanban(_ ctx: Context) throws -> BenchResult {
     res.set("cards_after_merge", seen.count)
     res.set("duplicate_cards", duplicates)
     res.set("lost_cards", lost)
+    res.set("kept_moved_deleted", kept)
     res.set("resurrected_cards", resurrected)
     res.set("every_card_once", once ? 1 : 0)
-    res.set("votes_expected", script.votesTotal)
+    res.set("votes_expected", votesExpected)
     res.set("votes_after_merge", votes)
-    res.ok = converged && once && votes == script.votesTotal && loadedSame
+    res.ok = converged && once && votes == votesExpected && loadedSame
     res.note = "\(script.cards.count) cards x 6 fields in \(script.sections) sections, \(n) replicas x "
         + "\(script.replicas.map { String($0.count) }.joined(separator: "/")) operations from \(path); "
         + "timed: every replica's operations (moveItem / writeFields / deleteItem, one call each; a field write "
         + "looks up the row's ItemID) + merge (each replica's operations(since: fork) encoded once, decoded and "
         + "received by each other replica); ms \(Repeat.note(Repeat.moveRuns, r.runs)) on fresh replicas; "
-        + "converged=\(converged), every card once=\(once), votes \(votes) of \(script.votesTotal), "
+        + "converged=\(converged), every card once=\(once) (\(kept) deleted cards kept by a concurrent move), "
+        + "votes \(votes) of \(votesExpected), "
         + "snapshot load same=\(loadedSame); history = encodedHistory(), snapshot = encodedSnapshot() (state); "
         + "load_history_ms \(Repeat.note(Repeat.loads, lh.runs, "loads")), load_snapshot_ms "
         + "\(Repeat.note(Repeat.loads, ls.runs, "loads")); memory_bytes = RSS delta of the first run "
