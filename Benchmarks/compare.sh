@@ -64,6 +64,11 @@ if [ -n "$ONLY" ]; then
 fi
 
 mkdir -p "$RESULTS"
+# W14.kanban: every engine replays the one operation script, written here once (issue 43).
+KANBAN="$RESULTS/W14.kanban.json"
+if echo "$WORKLOADS" | grep -qx W14.kanban; then
+  log "$(python3 "$BENCH/compare/kanban_script.py" "$KANBAN")"
+fi
 # Two runs at once would interleave their results (and their timings): refuse.
 exec 9>"$RESULTS/.lock"
 flock -n 9 || { echo "compare.sh: another run is using $RESULTS" >&2; exit 1; }
@@ -96,14 +101,16 @@ fi
 for w in $WORKLOADS; do
   if [ "$SKIP_SWIFT" = 0 ]; then
     log "listsync $w"
-    record listsync "$w" "$BIN" --workload "$w" --json --trace "$TRACE"
+    record listsync "$w" "$BIN" --workload "$w" --json --trace "$TRACE" --kanban-script "$KANBAN"
   fi
   # Loro and Yrs through their Python bindings
   for e in loro-list loro-movable yrs; do
     case "$e $w" in "loro-movable W7."*) continue ;; esac  # W7 (inserts only): Loro list and Yrs
     case "$e $w" in "loro-movable W8."*) continue ;; esac  # W8: Loro list and Yrs (movable: minutes)
+    case "$e $w" in "loro-list W14."*) continue ;; esac    # W14: LoroMovableList (per section) and Yrs
     log "$e $w"
-    record "$e" "$w" "$PY" "$PEERS" --engine "$e" --workload "$w" --trace "$TRACE" --budget "$BUDGET"
+    record "$e" "$w" "$PY" "$PEERS" --engine "$e" --workload "$w" --trace "$TRACE" --budget "$BUDGET" \
+      --kanban-script "$KANBAN"
   done
 done
 # W10.store: the durable store against SQLite (WAL, synchronous=FULL, one INSERT per transaction) on

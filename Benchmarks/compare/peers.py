@@ -66,19 +66,7 @@ NS = 1e9
 # --------------------------------------------------------------------------
 # PRNG (must match the Swift side bit for bit)
 # --------------------------------------------------------------------------
-class SplitMix64:
-    def __init__(self, seed):
-        self.state = seed & MASK64
-
-    def next(self):
-        self.state = (self.state + 0x9E3779B97F4A7C15) & MASK64
-        z = self.state
-        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & MASK64
-        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & MASK64
-        return z ^ (z >> 31)
-
-    def below(self, n):
-        return self.next() % n
+from splitmix import SplitMix64  # noqa: E402  (splitmix.py, shared with kanban_script.py)
 
 
 # --------------------------------------------------------------------------
@@ -1284,7 +1272,7 @@ WORKLOADS = (["W1.trace"] + [f"W1.random.{n}" for n in RANDOM_SIZES] +
              ["W2.history", "W3.stream.1", "W3.stream.100", "W4.moves", "W4.merge",
               "W5.sections", "W6.memory"] +
              [f"W7.{o}.{n}" for o in ("reverse", "shuffled") for n in OOO_SIZES] + ["W8.concurrent"] +
-             [f"W12.churn.{n}" for n in CHURN_SIZES])
+             [f"W12.churn.{n}" for n in CHURN_SIZES] + ["W14.kanban"])
 
 
 def run(engine, workload, args):
@@ -1310,6 +1298,9 @@ def run(engine, workload, args):
         return w8_concurrent(engine, args)
     if workload in WORKLOADS and workload.startswith("W12.churn."):
         return w12_churn(engine, int(workload.split(".")[2]))
+    if workload == "W14.kanban":
+        import kanban  # kanban.py, next to this file
+        return kanban.w14_kanban(engine, args, sys.modules[__name__])
     raise SystemExit(f"unknown workload {workload}")
 
 
@@ -1321,6 +1312,8 @@ def main():
     ap.add_argument("--trace", default=DEFAULT_TRACE)
     ap.add_argument("--concurrent-trace", help="the concurrent trace W8.concurrent replays (PATH.jsonl, with"
                     " PATH.final.txt checked when present; one replica per agent) instead of clownschool")
+    ap.add_argument("--kanban-script", default=os.path.join(HERE, "..", "results", "W14.kanban.json"),
+                    help="W14.kanban's operation script (written by kanban_script.py when missing)")
     ap.add_argument("--list", action="store_true", help="print the supported workload names")
     ap.add_argument("--budget", type=float, default=BUDGET_S,
                     help="seconds one timed loop may take before it is stopped (default %(default)s)")

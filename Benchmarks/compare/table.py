@@ -32,6 +32,10 @@ ROWS += [("W8.concurrent", "ms"), ("W8.concurrent", "ok"), ("W8.concurrent", "me
 # W12.churn (issue 29): snapshot and memory per replica after N churn ops (ListSync compacts at stable points; W12.uncompacted.N is ListSync without)
 ROWS += [(f"W12.churn.{n}", m) for n in (100000, 1000000)
          for m in ("ns_per_op", "snapshot_bytes", "history_bytes", "shallow_snapshot_bytes", "memory_bytes")]
+# W14.kanban (issue 43): cards with fields in sections, three replicas, merged
+ROWS += [("W14.kanban", m) for m in ("ms", "make_ms", "merge_ms", "history_bytes", "snapshot_bytes", "load_snapshot_ms",
+                                      "memory_bytes", "every_card_once", "duplicate_cards", "resurrected_cards",
+                                      "kept_moved_deleted", "ok")]
 # W10.store (issue 17): higher appends/s is better; SQLite is WAL + synchronous=FULL (compare/sqlite_wal.py)
 ROWS += [("W10.store", m) for m in ("appends_per_s_1", "appends_per_s_1_growing", "appends_per_s_16", "bytes_per_op", "recover_log_ms",
                                      "recover_snapshot_ms")]
@@ -65,6 +69,11 @@ TARGETS += [(f"W12.churn.1000000 {m} <= Yrs", "W12.churn.1000000", m, "yrs", 1.0
 TARGETS += [(f"W12.churn.1000000 {m} <= 1.2x W12.churn.100000 (ours)", "W12.churn.1000000", m,
              "self:W12.churn.100000", 1.2) for m in ("snapshot_bytes", "memory_bytes")]
 TARGETS += [("W8.concurrent memory_bytes <= Loro (list)", "W8.concurrent", "memory_bytes", "loro-list", 1.0)]
+# issue 43: fields (Loro: a LoroMovableList of LoroMaps per section)
+TARGETS += [("W14.kanban ms <= 0.5x Loro movable", "W14.kanban", "ms", "loro-movable", 0.5),
+            ("W14.kanban history_bytes <= Loro movable", "W14.kanban", "history_bytes", "loro-movable", 1.0),
+            ("W14.kanban snapshot_bytes <= Loro movable", "W14.kanban", "snapshot_bytes", "loro-movable", 1.0),
+            ("W14.kanban load_snapshot_ms <= 0.4x Loro movable", "W14.kanban", "load_snapshot_ms", "loro-movable", 0.4)]
 
 NOTE = ("Note: Loro and Yrs run through their Python bindings, so every per-op row (ns_per_op, and the ms of "
         "W3/W4/W5/W8) includes one or more Python->native calls per op (the bare Python loop alone costs "

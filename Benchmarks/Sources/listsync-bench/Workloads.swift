@@ -17,6 +17,7 @@ let allWorkloads = ["W1.trace"] + randomSizes.map { "W1.random.\($0)" } + [
 ] + outOfOrderWorkloads + ["W8.concurrent", "W9.tcp", "W10.store", "W11.crypto"]  // W8Concurrent.swift, W9Tcp.swift, W10Store.swift, W11Crypto.swift
     + churnSizes.map { "W12.churn.\($0)" } + churnSizes.map { "W12.uncompacted.\($0)" }  // W12Churn.swift
     + catchUpSizes.map { "W13.catchup.\($0)" }  // W13Catchup.swift
+    + ["W14.kanban"]  // W14Kanban.swift
     + bigListSizes.map { "W15.biglist.\($0)" }  // W15BigList.swift
 
 struct BenchError: Error, CustomStringConvertible {
@@ -29,6 +30,8 @@ struct Context {
     var executable: String
     /// `--concurrent-trace PATH`: the trace W8.concurrent replays instead of clownschool's.
     var concurrentTracePath: String? = nil
+    /// `--kanban-script PATH`: W14.kanban's operation script (default: Benchmarks/results/W14.kanban.json).
+    var kanbanScriptPath: String? = nil
 
     /// The trace, parsed (untimed). `finalText` is nil when `NAME.final.txt` is missing.
     func loadTrace() throws -> EditingTrace {
@@ -53,6 +56,7 @@ func run(_ workload: String, _ ctx: Context) throws -> BenchResult {
     case "W9.tcp": return try w9Tcp(ctx)
     case "W11.crypto": return try w11Crypto()
     case "W10.store": return try w10Store(ctx)
+    case "W14.kanban": return try w14Kanban(ctx)
     default:
         if let (order, n) = outOfOrderWorkload(workload) { return try w7OutOfOrder(order: order, n: n) }
         if isGeneratedTraceWorkload(workload) { return try w8Concurrent(ctx, workload: workload) }

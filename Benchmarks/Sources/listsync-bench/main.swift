@@ -28,6 +28,9 @@ let usage = """
       --concurrent-trace PATH
                        the concurrent trace W8.concurrent replays (NAME.jsonl, with NAME.final.txt
                        checked when it is next to it; one replica per agent), instead of clownschool
+      --kanban-script PATH
+                       W14.kanban's operation script (default: Benchmarks/results/W14.kanban.json;
+                       write it with python3 Benchmarks/compare/kanban_script.py PATH)
       --write-concurrent-trace [W8.synthetic.|W8.branches.]AGENTS.OPS PATH.jsonl
                        write the generated trace of W8.synthetic.AGENTS.OPS (AGENTS agents, about OPS
                        element operations, most text deleted again; the default) or of
@@ -59,6 +62,7 @@ var workloads: [String] = []
 var json = false
 var tracePath: String?
 var concurrentTracePath: String?
+var kanbanScriptPath: String?
 var args = Array(CommandLine.arguments.dropFirst())[...]
 while let a = args.popFirst() {
     func value() -> String {
@@ -75,6 +79,7 @@ while let a = args.popFirst() {
     case "--json": json = true
     case "--trace": tracePath = value()
     case "--concurrent-trace": concurrentTracePath = value()
+    case "--kanban-script": kanbanScriptPath = value()
     case "--write-concurrent-trace":
         let size = value(), path = value()
         do { try writeSyntheticTrace(size, to: path) } catch { fail("\(error)") }
@@ -98,7 +103,8 @@ let executable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath(
 let ctx = Context(
     tracePath: URL(fileURLWithPath: tracePath ?? defaultTrace()).standardizedFileURL.path,
     executable: FileManager.default.fileExists(atPath: executable) ? executable : CommandLine.arguments[0],
-    concurrentTracePath: concurrentTracePath.map { URL(fileURLWithPath: $0).standardizedFileURL.path })
+    concurrentTracePath: concurrentTracePath.map { URL(fileURLWithPath: $0).standardizedFileURL.path },
+    kanbanScriptPath: kanbanScriptPath.map { URL(fileURLWithPath: $0).standardizedFileURL.path })
 if workloads.contains(where: { $0.hasPrefix("W1.trace") || $0.hasPrefix("W2") || $0.hasPrefix("W3") || $0 == "W6.memory" || $0 == "W10.store" }),
    !FileManager.default.fileExists(atPath: ctx.tracePath) {
     fail("trace not found: \(ctx.tracePath) (pass --trace PATH)")
@@ -147,6 +153,8 @@ let shown: [String: [String]] = [
     "W7.shuffled.10000": ["ms", "ns_per_op", "buffered_ops"],
     "W7.shuffled.100000": ["ms", "ns_per_op", "buffered_ops"],
     "W8.concurrent": ["ms", "ns_per_op", "wire_ms", "memory_bytes", "documents_memory_bytes"],
+    "W14.kanban": ["ms", "make_ms", "merge_ms", "history_bytes", "snapshot_bytes", "load_snapshot_ms",
+                   "memory_bytes", "every_card_once"],
     "W12.churn.100000": ["ns_per_op", "snapshot_bytes", "history_bytes", "memory_bytes"],
     "W12.churn.1000000": ["ns_per_op", "snapshot_bytes", "history_bytes", "memory_bytes"],
     "W9.tcp": ["bulk_ms", "bulk_mb_s", "stream_ops_per_s", "latency_p50_us", "latency_p99_us"],
@@ -162,6 +170,7 @@ for w in workloads {
     var childArgs = [ctx.executable, "--workload", w, "--json", "--trace", ctx.tracePath]
     if Repeat.reps != 10 { childArgs += ["--reps", String(Repeat.reps)] }
     if let path = ctx.concurrentTracePath { childArgs += ["--concurrent-trace", path] }
+    if let path = ctx.kanbanScriptPath { childArgs += ["--kanban-script", path] }
     do {
         let r = try runChild(childArgs)
         let metrics = r["metrics"] as? [String: Any] ?? [:]
