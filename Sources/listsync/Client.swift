@@ -471,10 +471,12 @@ let clientCommands: [String: ClientCommand] = [
         return try await editCommand(o, client, json: json, verb: "inserted",
                                      check: { try checkExists(path, in: $0, inserting: true); return nil }) { doc throws(ListError) in
             switch path {
-            case let .section(s): try doc.insertSection(at: s, value: value)
-            case let .item(p): try doc.insertItem(at: p, value: value)
+            case let .section(s):
+                try doc.insertSection(at: s, value: value)
+                if !changes.isEmpty { try writeFields(changes, at: path, in: &doc) }
+            case let .item(p):
+                try doc.insertItem(at: p, value: value, fields: changes)   // one operation with its fields
             }
-            if !changes.isEmpty { try writeFields(changes, at: path, in: &doc) }
             return path.text
         }
     },

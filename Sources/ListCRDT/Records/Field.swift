@@ -189,6 +189,8 @@ public enum FieldLimits {
         let n = name.utf8.count
         if n == 0 { return "a field name is empty" }
         if n > maxNameBytes { return "field name \"\(name.prefix(20))…\" is \(n) bytes, over \(maxNameBytes)" }
+        // Printable ASCII (most names) has no control character: no scalar properties to look up.
+        if name.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x7f }) { return nil }
         if name.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) {
             return "field name \(name.debugDescription) holds a control character"
         }

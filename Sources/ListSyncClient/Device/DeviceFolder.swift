@@ -70,16 +70,6 @@ final class DeviceFolder: Sendable {
         }
     }
 
-    /// The folder above `path`: "" for a name without a slash (the working folder), "/" for one
-    /// in the root. (Foundation's `deletingLastPathComponent` crashes on a one-letter
-    /// name on Linux: `listsync create --replica p` did.)
-    static func parent(of path: String) -> String {
-        var t = path
-        while t.count > 1, t.hasSuffix("/") { t.removeLast() }
-        guard let slash = t.lastIndex(of: "/") else { return "" }
-        return slash == t.startIndex ? "/" : String(t[..<slash])
-    }
-
     /// Creates the missing folders above `path` (an app's container exists; a CLI path may not).
     /// A relative path (`phone`, `lists/phone`) has its parents under the working folder.
     static func makeParents(of path: String, fs: FileSystem) throws(StoreError) {
