@@ -42,7 +42,11 @@ public struct FieldEdit: Hashable, Sendable, CustomStringConvertible {
             if rng.below(12) == 0 { return FieldEdit(name: name, change: .remove) }
             return FieldEdit(name: name, change: .increment(Int64(rng.below(9)) - 3))
         case 70..<97:
-            let members = (0..<(1 + rng.below(2))).map { _ in tags[rng.below(tags.count)] }
+            var members: [String] = []
+            for _ in 0..<(1 + rng.below(2)) {
+                let tag = tags[rng.below(tags.count)]
+                if !members.contains(tag) { members.append(tag) }
+            }
             return FieldEdit(name: "tags", change: rng.below(3) == 0 ? .delete(members) : .insert(members))
         default:
             // A change of kind: a value written over a counter or a set, or an increment over a value.
