@@ -122,6 +122,18 @@ struct TypedFieldsTests {
         #expect(try laptop.value(of: milk)?.tags == ["dairy", "oat"])
     }
 
+    @Test("a set the insert's whole value holds keeps its members when a first add makes its field")
+    func setFromWholeValueKept() throws {
+        var board = Board(replica: ReplicaID(1))
+        try board.insertSection(Column(title: "To do"), at: 0)
+        let op = try board.insertItem(Card(title: "milk", tags: ["dairy"]), at: IndexPath(item: 0, section: 0))
+        let milk = ItemID(op.id)
+        try board.updateItem(milk) { $0.tags.insert("cold") }
+        #expect(try board.value(of: milk)?.tags == ["dairy", "cold"])
+        try board.updateItem(milk) { $0.tags.remove("dairy") }
+        #expect(try board.value(of: milk)?.tags == ["cold"])
+    }
+
     @Test("an item stored before fields (one JSON value) still decodes; missing fields take their defaults; a first write makes one field")
     func oldWholeValueDecodes() throws {
         var raw = ListDocument(replica: ReplicaID(1))

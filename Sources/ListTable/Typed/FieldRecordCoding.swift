@@ -100,7 +100,11 @@ enum FieldRecordCoding {
     /// its adds and removes; a property `new` leaves out that `old` had is removed). Properties
     /// neither encodes (fields this type does not know) are left alone. A set that both gains
     /// and loses members takes a second write (one change per field and write).
-    static func changes(from old: [String: JSONValue], to new: [String: JSONValue]) -> [[String: FieldChange]] {
+    /// `setFields` names the properties that already have a set field: a set without one shows
+    /// the whole value's members, so its first write adds every member (the field then replaces
+    /// the whole value's set).
+    static func changes(from old: [String: JSONValue], to new: [String: JSONValue],
+                        setFields: Set<String> = []) -> [[String: FieldChange]] {
         var first: [String: FieldChange] = [:], second: [String: FieldChange] = [:]
         let counterKey = FieldCounter.CodingKeys.counter.rawValue, setKey = FieldSet.CodingKeys.set.rawValue
         func members(_ v: JSONValue?) -> Set<String>? {
@@ -114,7 +118,10 @@ enum FieldRecordCoding {
                 first[name] = .increment(n &- was)
             } else if let now = members(value) {
                 let was = members(old[name]) ?? []
-                let added = now.subtracting(was), removed = was.subtracting(now)
+                let fresh = !setFields.contains(name)
+                let added = fresh ? now : now.subtracting(was)
+                // A fresh field holding `added` replaces the whole value's set: nothing to remove.
+                let removed = fresh && !added.isEmpty ? [] : was.subtracting(now)
                 if !added.isEmpty { first[name] = .insert(added.sorted()) }
                 if !removed.isEmpty {
                     if first[name] == nil { first[name] = .delete(removed.sorted()) } else { second[name] = .delete(removed.sorted()) }
@@ -166,7 +173,8 @@ enum FieldRecordCoding {
             oldProps = ((try? merged(T.self, value: value, fields: fields, coder: coder)) ?? [:]).filter { newProps[$0.key] != nil }
         }
         var ops: [ListOperation] = []
-        for changes in Self.changes(from: oldProps, to: newProps) {
+        let setFields = Set(fields.compactMap { if case .set = $0.value { $0.key } else { nil } })
+        for changes in Self.changes(from: oldProps, to: newProps, setFields: setFields) {
             switch target {
             case .item(let id): ops.append(try attempt { () throws(ListError) in try document.writeFields(changes, ofItem: id) })
             case .section(let id): ops.append(try attempt { () throws(ListError) in try document.writeFields(changes, ofSection: id) })
