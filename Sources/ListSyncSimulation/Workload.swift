@@ -18,6 +18,10 @@ public struct Workload: Hashable, Sendable {
     public var setSectionValue = 5
     /// At most this many sections (section inserts are skipped beyond it).
     public var maxSections = 8
+    /// Percent of edits that write fields (Docs/Semantics.md §8) of a random item or section,
+    /// drawn before the list mix above: value sets and removals, counter increments, set adds
+    /// and removes (``FieldEdit``). 0 makes exactly the runs of before fields (no draw is made).
+    public var fieldWrites = 20
 
     /// The default mix: 45% moves, every kind of edit.
     public init() {}
@@ -37,6 +41,18 @@ public enum RandomEdit: Hashable, Sendable, CustomStringConvertible {
     case moveItems([IndexPath], IndexPath)
     case setItemValue(IndexPath, value: String)
     case setSectionValue(Int, value: String)
+    /// Field writes on the item at the index path.
+    case writeItemFields(IndexPath, [FieldEdit])
+    /// Field writes on the section at the index.
+    case writeSectionFields(Int, [FieldEdit])
+
+    /// The field writes, if the edit writes fields.
+    public var fieldEdits: [FieldEdit]? {
+        switch self {
+        case let .writeItemFields(_, list), let .writeSectionFields(_, list): return list
+        default: return nil
+        }
+    }
 
     /// Whether the edit is a move.
     public var isMove: Bool {
@@ -58,6 +74,8 @@ public enum RandomEdit: Hashable, Sendable, CustomStringConvertible {
         case let .moveItems(list, to): return "moveItems(\(list.map(p)) -> \(p(to)))"
         case let .setItemValue(i, v): return "setItemValue(\(p(i)), \(v))"
         case let .setSectionValue(i, v): return "setSectionValue(\(i), \(v))"
+        case let .writeItemFields(i, list): return "writeItemFields(\(p(i)), \(list))"
+        case let .writeSectionFields(i, list): return "writeSectionFields(\(i), \(list))"
         }
     }
 
@@ -76,6 +94,11 @@ public enum RandomEdit: Hashable, Sendable, CustomStringConvertible {
                 k -= n
             }
             return IndexPath(item: 0, section: 0)
+        }
+        if workload.fieldWrites > 0 && rng.below(100) < workload.fieldWrites && sections > 0 {
+            let edits = FieldEdit.random(using: &rng)
+            if items > 0 && rng.below(5) != 0 { return .writeItemFields(anyItem(), edits) }
+            return .writeSectionFields(rng.below(sections), edits)
         }
         var cut = 0
         func band(_ width: Int) -> Range<Int> { defer { cut += width }; return cut..<(cut + width) }
@@ -137,6 +160,10 @@ public enum RandomEdit: Hashable, Sendable, CustomStringConvertible {
             return try document.moveItems(ids, to: to)
         case let .setItemValue(p, v): return try document.setValue(Data(v.utf8), forItem: try document.itemID(at: p))
         case let .setSectionValue(i, v): return try document.setValue(Data(v.utf8), forSection: try document.sectionID(at: i))
+        case let .writeItemFields(p, list):
+            return try document.writeFields(FieldEdit.changes(list), ofItem: try document.itemID(at: p))
+        case let .writeSectionFields(i, list):
+            return try document.writeFields(FieldEdit.changes(list), ofSection: try document.sectionID(at: i))
         }
     }
 }

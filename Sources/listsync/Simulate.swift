@@ -5,7 +5,7 @@ let simulateUsage = """
     USAGE: listsync simulate [options]
 
     Runs N replicas that make K random edits (inserts, deletes, moves within and across sections,
-    section moves and deletes, multi-item moves) over an in-memory network with delay, reordering,
+    section moves and deletes, multi-item moves, field writes) over an in-memory network with delay, reordering,
     duplication, loss and partitions, all on a virtual clock driven by the seed. Then heals the
     network, runs anti-entropy until quiet, and checks convergence and every invariant.
     Exits 0 when every run passes, 1 when any fails, 2 on bad usage.
@@ -39,6 +39,9 @@ let simulateUsage = """
                           daemon is lost for good, the operator forgets it on another
                           (--forget-peer), and the clients edit on; every other daemon
                           must compact again
+      --field-writes P    percent of edits that write fields of a random item or section:
+                          value sets and removals, counter increments, set adds and removes
+                          (default 20; 0: none, the runs of before fields)
       --quiet             print only failures and the summary
       --json              print one JSON object instead: each run (seed, passed, failures,
                           counts) and the totals
@@ -92,6 +95,7 @@ func runSimulate(_ args: [String]) throws -> Int32 {
         case "--sends-ahead": config.sendsAhead = true
         case "--lose-daemon": config.losesDaemon = true
         case "--roam": config.roamPercent = try number("--roam", 0...100)
+        case "--field-writes": config.workload.fieldWrites = try number("--field-writes", 0...100)
         case "--quiet": quiet = true
         case "--json": json = true
         default: throw UsageError(message: "unknown option '\(args[i])'")
@@ -112,7 +116,7 @@ func runSimulate(_ args: [String]) throws -> Int32 {
         if !report.passed { failed.append(config.seed) }
         if json {
             reports.append(["seed": String(report.seed), "passed": report.passed, "failures": report.failures,
-                            "edits": report.edits, "operations": report.operations, "frames": report.framesSent,
+                            "edits": report.edits, "fieldWrites": report.fieldWrites, "increments": report.increments, "operations": report.operations, "frames": report.framesSent,
                             "bytes": report.bytesSent, "compactions": report.compactions, "daemonsLost": report.daemonsLost,
                             "replay": "listsync simulate \(config.replayArguments)"])
         } else if !quiet || !report.passed {
@@ -129,7 +133,7 @@ func runSimulate(_ args: [String]) throws -> Int32 {
                    "bytes": total.bytesSent])
     } else if runs > 1 || quiet {
         let seconds = Date().timeIntervalSince(start)
-        print("summary: \(runs) runs × \(config.replicas) replicas × \(config.operations) edits: \(total.edits) edits, \(total.framesSent) frames, \(total.bytesSent) bytes, \(runs - UInt64(failed.count)) passed, \(failed.count) failed, \(String(format: "%.1f", seconds)) s")
+        print("summary: \(runs) runs × \(config.replicas) replicas × \(config.operations) edits: \(total.edits) edits (\(total.fieldWrites) field writes, \(total.increments) increments), \(total.framesSent) frames, \(total.bytesSent) bytes, \(runs - UInt64(failed.count)) passed, \(failed.count) failed, \(String(format: "%.1f", seconds)) s")
         if config.compactAfter != nil {
             print("compaction: \(total.compactions) compactions, \(total.retired) senders retired, \(total.snapshots) snapshot catch-ups, \(total.remade) operations remade, \(total.refusedCompacted) batches refused as compacted, \(total.clientCompactions) client compactions")
             if config.losesDaemon {

@@ -41,10 +41,10 @@ struct DecodedRows<Section: Codable & Sendable, Item: Codable & Sendable>: Senda
                 continue
             }
             let value: Section
-            if let old, shown.sections[old].value == section.value {
+            if let old, shown.sections[old].value == section.value, shown.sections[old].fields == section.fields {
                 value = typed.sections[old].value
             } else {
-                do { value = try coder.decode(Section.self, from: section.value) } catch {
+                do { value = try FieldRecordCoding.decode(Section.self, value: section.value, fields: section.fields, coder: coder) } catch {
                     failures.append(.undecodableSection(section.id, error))
                     continue
                 }
@@ -54,17 +54,18 @@ struct DecodedRows<Section: Codable & Sendable, Item: Codable & Sendable>: Senda
             items.reserveCapacity(section.items.count)
             keptItems.reserveCapacity(section.items.count)
             for item in section.items {
-                if let path = typed.indexPath(of: item.id), shown.sections[path[0]].items[path[1]].value == item.value {
+                if let path = typed.indexPath(of: item.id), shown.sections[path[0]].items[path[1]] == item {
                     items.append(typed.sections[path[0]].items[path[1]])
                 } else {
-                    do { items.append(.init(id: item.id, value: try coder.decode(Item.self, from: item.value))) } catch {
+                    do { items.append(.init(id: item.id, value: try FieldRecordCoding.decode(Item.self, value: item.value, fields: item.fields, coder: coder))) } catch {
                         failures.append(.undecodableItem(item.id, error))
                         continue
                     }
                 }
                 keptItems.append(item)
             }
-            let keptSection = ListSnapshot.Section(id: section.id, value: section.value, items: keptItems)
+            var keptSection = section
+            keptSection.items = keptItems
             // Unchanged when only values that still do not decode differ.
             changed = changed || old != sections.count || shown.sections[old!] != keptSection
             sections.append(.init(id: section.id, value: value, items: items))

@@ -107,30 +107,39 @@ extension ListModel {
 
     // MARK: Values
 
-    /// Writes the value of a visible item.
+    /// Writes a visible item's properties that differ from what it shows now, as fields
+    /// (``TypedDocument``, "Fields"): two devices that change different properties both keep
+    /// their change. An `Item` that is no JSON object is written as a whole value.
     ///
-    /// - Returns: the operation to send.
+    /// - Returns: the operations to send (none when nothing differs).
     /// - Throws: ``ListModelError/encodingFailed(_:)``; ``ListModelError/document(_:)`` (an unknown
     ///   or deleted item, a value over the size limit).
-    /// - Complexity: one encode, O(log n), plus a refresh.
+    /// - Complexity: one encode and one decode, O(f log n) for f fields written, plus a refresh.
     @discardableResult
-    public func setValue(_ value: Item, forItem id: ItemID) throws(ListModelError) -> ListOperation {
-        let data = try encode(value)
-        return try perform { (doc) throws(ListModelError) -> ListOperation in
-            try Self.attempt { () throws(ListError) in try doc.setValue(data, forItem: id) }
-        }.result
+    public func setValue(_ value: Item, forItem id: ItemID) throws(ListModelError) -> [ListOperation] {
+        try write(value, to: .item(id))
     }
 
-    /// Writes the value of a visible section.
+    /// Writes a visible section's properties that differ, as ``setValue(_:forItem:)``.
     ///
-    /// - Returns: the operation to send.
+    /// - Returns: the operations to send.
     /// - Throws: ``ListModelError/encodingFailed(_:)``; ``ListModelError/document(_:)``.
-    /// - Complexity: one encode, O(log s), plus a refresh.
+    /// - Complexity: one encode and one decode, O(f log s), plus a refresh.
     @discardableResult
-    public func setValue(_ value: Section, forSection id: SectionID) throws(ListModelError) -> ListOperation {
-        let data = try encode(value)
-        return try perform { (doc) throws(ListModelError) -> ListOperation in
-            try Self.attempt { () throws(ListError) in try doc.setValue(data, forSection: id) }
+    public func setValue(_ value: Section, forSection id: SectionID) throws(ListModelError) -> [ListOperation] {
+        try write(value, to: .section(id))
+    }
+
+    /// Writes `value`'s changed properties to `target` in one edit of the live document.
+    func write<T: Codable & Sendable>(_ value: T, to target: RecordTarget) throws(ListModelError) -> [ListOperation] {
+        let coder = self.coder
+        return try perform { (doc) throws(ListModelError) -> [ListOperation] in
+            do throws(FieldRecordCoding.WriteError) { return try FieldRecordCoding.write(value, to: target, in: &doc, coder: coder) } catch {
+                switch error {
+                case .encoding(let e): throw .encodingFailed(e)
+                case .list(let e): throw .document(e)
+                }
+            }
         }.result
     }
 

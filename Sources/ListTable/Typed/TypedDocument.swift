@@ -14,6 +14,21 @@ import ListCRDT
 /// let first = try board.snapshot().item(at: IndexPath(item: 0, section: 0))   // id and Card
 /// ```
 ///
+/// ## Fields
+///
+/// Each stored property of a `Codable` item or section is one field of its record
+/// (Docs/Semantics.md §8), so two devices that change different properties of one item both
+/// keep their change: a plain property is a value field (its JSON value, last edit wins), a
+/// ``FieldCounter`` a counter (increments add up), a ``FieldSet`` an add-wins set. An insert
+/// stores the whole value (one operation, as before fields); ``setValue(_:forItem:)`` and
+/// ``updateItem(_:_:)`` write only the properties whose values changed. Reading overlays the
+/// fields on the whole value (fields win; a counter field adds to the whole value's count), so
+/// items stored before fields still read, and a property's first write makes its field. Fields
+/// the type does not know are kept; a missing one decodes as `Codable` says (an optional is
+/// nil; a ``FieldCounter`` is 0 and a ``FieldSet`` empty; another non-optional property needs
+/// `decodeIfPresent` in a hand-written `init(from:)`). Items that are no JSON object (a plain
+/// `String`) keep one whole value, as before.
+///
 /// A value type like the document it wraps. Sync goes through ``document``: send
 /// `document.operations` (or the operations each edit returns) and apply other replicas'
 /// operations with `document.receive(_:)`; every replica should use the same coder.
@@ -43,22 +58,26 @@ public struct TypedDocument<Section: Codable & Sendable, Item: Codable & Sendabl
 
     // MARK: Reading
 
-    /// The value of a section (visible or not), or nil if the section is unknown.
+    /// The value of a section (visible or not), or nil if the section is unknown: its whole
+    /// value with its record's fields over it (see "Fields" above).
     ///
     /// - Throws: ``TypedDocumentError/undecodableSection(_:_:)`` if the stored bytes do not decode.
     /// - Complexity: one decode.
     public func value(of section: SectionID) throws(TypedDocumentError) -> Section? {
         guard let data = document.value(of: section) else { return nil }
-        do { return try coder.decode(Section.self, from: data) } catch { throw .undecodableSection(section, error) }
+        do { return try FieldRecordCoding.decode(Section.self, value: data, fields: document.fields(of: section), coder: coder) }
+        catch { throw .undecodableSection(section, error) }
     }
 
-    /// The value of an item (visible or not), or nil if the item is unknown.
+    /// The value of an item (visible or not), or nil if the item is unknown: its whole value
+    /// with its record's fields over it (see "Fields" above).
     ///
     /// - Throws: ``TypedDocumentError/undecodableItem(_:_:)`` if the stored bytes do not decode.
     /// - Complexity: one decode.
     public func value(of item: ItemID) throws(TypedDocumentError) -> Item? {
         guard let data = document.value(of: item) else { return nil }
-        do { return try coder.decode(Item.self, from: data) } catch { throw .undecodableItem(item, error) }
+        do { return try FieldRecordCoding.decode(Item.self, value: data, fields: document.fields(of: item), coder: coder) }
+        catch { throw .undecodableItem(item, error) }
     }
 
     /// The document as it is now, every value decoded.
@@ -84,13 +103,26 @@ public struct TypedDocument<Section: Codable & Sendable, Item: Codable & Sendabl
         return try edit { (doc) throws(ListError) in try doc.insertSection(at: index, value: data) }
     }
 
-    /// Writes the value of a visible section.
+    /// Writes a visible section's properties that differ from what it shows now, as fields
+    /// (see "Fields" above); a `Section` that is no JSON object is written as a whole value.
     ///
-    /// - Complexity: O(1) apart from one encode.
+    /// - Returns: the operations made: one, two when a ``FieldSet`` gains and loses members at
+    ///   once, none when nothing differs.
+    /// - Complexity: one encode and one decode, plus O(f) for f fields written.
     @discardableResult
-    public mutating func setValue(_ value: Section, forSection id: SectionID) throws(TypedDocumentError) -> ListOperation {
-        let data = try encode(value)
-        return try edit { (doc) throws(ListError) in try doc.setValue(data, forSection: id) }
+    public mutating func setValue(_ value: Section, forSection id: SectionID) throws(TypedDocumentError) -> [ListOperation] {
+        try write(value, to: .section(id))
+    }
+
+    /// Changes a visible section's properties in place: reads it, runs `change`, and writes the
+    /// properties that differ (as ``setValue(_:forSection:)``).
+    ///
+    /// - Complexity: as ``value(of:)-(SectionID)`` and ``setValue(_:forSection:)``.
+    @discardableResult
+    public mutating func updateSection(_ id: SectionID, _ change: (inout Section) -> Void) throws(TypedDocumentError) -> [ListOperation] {
+        guard var value = try value(of: id) else { return try edit { (doc) throws(ListError) in [try doc.setValue(Data(), forSection: id)] } }
+        change(&value)
+        return try setValue(value, forSection: id)
     }
 
     /// Moves the section at `from` so that it ends up at `to` (both `0..<sectionCount`).
@@ -122,13 +154,31 @@ public struct TypedDocument<Section: Codable & Sendable, Item: Codable & Sendabl
         return try edit { (doc) throws(ListError) in try doc.insertItem(at: indexPath, value: data) }
     }
 
-    /// Writes the value of a visible item.
+    /// Writes a visible item's properties that differ from what it shows now, as fields (see
+    /// "Fields" above): a property another device changed meanwhile is left as it is unless
+    /// `value` changes it too. An `Item` that is no JSON object is written as a whole value.
     ///
-    /// - Complexity: O(1) apart from one encode.
+    /// - Returns: the operations made: one, two when a ``FieldSet`` gains and loses members at
+    ///   once, none when nothing differs.
+    /// - Complexity: one encode and one decode, plus O(f) for f fields written.
     @discardableResult
-    public mutating func setValue(_ value: Item, forItem id: ItemID) throws(TypedDocumentError) -> ListOperation {
-        let data = try encode(value)
-        return try edit { (doc) throws(ListError) in try doc.setValue(data, forItem: id) }
+    public mutating func setValue(_ value: Item, forItem id: ItemID) throws(TypedDocumentError) -> [ListOperation] {
+        try write(value, to: .item(id))
+    }
+
+    /// Changes a visible item's properties in place: reads it as it is now, runs `change`, and
+    /// writes the properties that differ (as ``setValue(_:forItem:)``).
+    ///
+    /// ```swift
+    /// try board.updateItem(milk) { $0.done = true; $0.votes.increment(by: 1) }
+    /// ```
+    ///
+    /// - Complexity: as ``value(of:)-(ItemID)`` and ``setValue(_:forItem:)``.
+    @discardableResult
+    public mutating func updateItem(_ id: ItemID, _ change: (inout Item) -> Void) throws(TypedDocumentError) -> [ListOperation] {
+        guard var value = try value(of: id) else { return try edit { (doc) throws(ListError) in [try doc.setValue(Data(), forItem: id)] } }
+        change(&value)
+        return try setValue(value, forItem: id)
     }
 
     /// Moves the item at `from` to `to`, with the meaning of UITableView's
@@ -154,6 +204,16 @@ public struct TypedDocument<Section: Codable & Sendable, Item: Codable & Sendabl
     /// The bytes of `value`, or ``TypedDocumentError/encodingFailed(_:)``.
     private func encode<T: Encodable>(_ value: T) throws(TypedDocumentError) -> Data {
         do { return try coder.encode(value) } catch { throw .encodingFailed(error) }
+    }
+
+    /// Writes `value`'s changed properties to `target` (``FieldRecordCoding/write(_:to:in:coder:)``).
+    private mutating func write<T: Codable>(_ value: T, to target: RecordTarget) throws(TypedDocumentError) -> [ListOperation] {
+        do throws(FieldRecordCoding.WriteError) { return try FieldRecordCoding.write(value, to: target, in: &document, coder: coder) } catch {
+            switch error {
+            case .encoding(let e): throw .encodingFailed(e)
+            case .list(let e): throw .list(e)
+            }
+        }
     }
 
     /// Runs one document edit, wrapping its error (the document is unchanged after one).

@@ -87,13 +87,13 @@ public struct TypedSnapshot<Section: Codable & Sendable, Item: Codable & Sendabl
         out.reserveCapacity(snapshot.sections.count)
         for section in snapshot.sections {
             let value: Section
-            do { value = try coder.decode(Section.self, from: section.value) } catch {
+            do { value = try FieldRecordCoding.decode(Section.self, value: section.value, fields: section.fields, coder: coder) } catch {
                 throw .undecodableSection(section.id, error)
             }
             var items: [ItemEntry] = []
             items.reserveCapacity(section.items.count)
             for item in section.items {
-                do { items.append(ItemEntry(id: item.id, value: try coder.decode(Item.self, from: item.value))) } catch {
+                do { items.append(ItemEntry(id: item.id, value: try FieldRecordCoding.decode(Item.self, value: item.value, fields: item.fields, coder: coder))) } catch {
                     throw .undecodableItem(item.id, error)
                 }
             }

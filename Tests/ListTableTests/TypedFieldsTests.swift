@@ -1,0 +1,188 @@
+import Foundation
+import Testing
+@testable import ListCRDT
+import ListTable
+
+/// The typed layer over fields (Docs/SwiftUI.md "Fields"): each stored property of a `Codable`
+/// item is one field; counters and sets through `FieldCounter` and `FieldSet`; only changed
+/// properties are written; unknown fields are kept; items of one whole value still read.
+@Suite("Typed values over fields: one field per property")
+struct TypedFieldsTests {
+    struct Column: Codable, Sendable, Hashable { var title: String }
+    /// Today's card: a counter and a set beside plain properties, and an optional.
+    struct Card: Codable, Sendable, Hashable {
+        var title: String
+        var done = false
+        var votes = FieldCounter()
+        var tags = FieldSet()
+        var due: String?
+    }
+    /// The card of an older app version: it knows only `title` and `done`.
+    struct OldCard: Codable, Sendable, Hashable { var title: String; var done = false }
+
+    typealias Board = TypedDocument<Column, Card>
+
+    /// A board of one column holding "milk", and a second replica that received it.
+    private func pair() throws -> (Board, Board, ItemID) {
+        var phone = Board(replica: ReplicaID(1))
+        try phone.insertSection(Column(title: "To do"), at: 0)
+        let op = try phone.insertItem(Card(title: "milk"), at: IndexPath(item: 0, section: 0))
+        var laptop = Board(replica: ReplicaID(2))
+        #expect(laptop.document.receive(phone.document.operations).refused.isEmpty)
+        return (phone, laptop, ItemID(op.id))
+    }
+
+    /// Exchanges every operation both ways.
+    private func sync(_ a: inout Board, _ b: inout Board) {
+        let fromA = a.document.operations, fromB = b.document.operations
+        #expect(b.document.receive(fromA).refused.isEmpty)
+        #expect(a.document.receive(fromB).refused.isEmpty)
+    }
+
+    /// The field names an operation writes.
+    private func names(_ ops: [ListOperation]) -> [[String]] {
+        ops.map { op in
+            guard case let .writeFields(_, writes) = op.kind else { return ["(not a field write)"] }
+            return writes.writes.map(\.name).sorted()
+        }
+    }
+
+    @Test("two replicas edit different properties of one item offline: both edits are kept on both")
+    func differentPropertiesBothKept() throws {
+        var (phone, laptop, milk) = try pair()
+        let renamed = try phone.updateItem(milk) { $0.title = "oat milk" }
+        var ticked = try #require(try laptop.value(of: milk))
+        ticked.done = true
+        let tick = try laptop.setValue(ticked, forItem: milk)
+        // Only the changed property is written.
+        #expect(names(renamed) == [["title"]])
+        #expect(names(tick) == [["done"]])
+        sync(&phone, &laptop)
+        let want = Card(title: "oat milk", done: true)
+        #expect(try phone.value(of: milk) == want)
+        #expect(try laptop.value(of: milk) == want)
+        #expect(try phone.snapshot() == laptop.snapshot())
+    }
+
+    @Test("a write that changes nothing makes no operation")
+    func unchangedWritesNothing() throws {
+        var (phone, _, milk) = try pair()
+        let before = phone.document.operationCount
+        #expect(try phone.setValue(Card(title: "milk"), forItem: milk).isEmpty)
+        #expect(phone.document.operationCount == before)
+    }
+
+    @Test("a field an older type does not know survives that type's write")
+    func unknownFieldSurvivesOlderWrite() throws {
+        var (phone, laptop, milk) = try pair()
+        try phone.updateItem(milk) { $0.due = "friday"; $0.tags.insert("dairy") }
+        sync(&phone, &laptop)
+        // The laptop runs the older app version: same document, older type.
+        var old = TypedDocument<Column, OldCard>(laptop.document)
+        #expect(try old.value(of: milk) == OldCard(title: "milk"))
+        let ops = try old.updateItem(milk) { $0.title = "whole milk" }
+        #expect(names(ops) == [["title"]])
+        laptop.document = old.document
+        sync(&phone, &laptop)
+        var want = Card(title: "whole milk", due: "friday")
+        want.tags.insert("dairy")
+        #expect(try phone.value(of: milk) == want)
+        #expect(try laptop.value(of: milk) == want)
+    }
+
+    @Test("a counter property incremented on two replicas counts both increments")
+    func counterCountsBoth() throws {
+        var phone = Board(replica: ReplicaID(1))
+        try phone.insertSection(Column(title: "To do"), at: 0)
+        // The insert's whole value holds the counter's start (1).
+        let op = try phone.insertItem(Card(title: "milk", votes: 1), at: IndexPath(item: 0, section: 0))
+        let milk = ItemID(op.id)
+        var laptop = Board(replica: ReplicaID(2))
+        #expect(laptop.document.receive(phone.document.operations).refused.isEmpty)
+        let up = try phone.updateItem(milk) { $0.votes.increment(by: 2) }
+        try laptop.updateItem(milk) { $0.votes.increment(by: 3) }
+        try laptop.updateItem(milk) { $0.votes.increment(by: -1) }
+        guard case let .writeFields(_, writes) = try #require(up.first).kind else { Issue.record("not a field write"); return }
+        #expect(writes.writes.map(\.change) == [.increment(2)])
+        sync(&phone, &laptop)
+        #expect(try phone.value(of: milk)?.votes.value == 5)
+        #expect(try laptop.value(of: milk)?.votes.value == 5)
+    }
+
+    @Test("set properties: adds on two replicas are all kept; an add and a remove in one edit take two writes")
+    func setAddsKept() throws {
+        var (phone, laptop, milk) = try pair()
+        try phone.updateItem(milk) { $0.tags.insert("dairy") }
+        try laptop.updateItem(milk) { $0.tags.insert("cold") }
+        sync(&phone, &laptop)
+        #expect(try phone.value(of: milk)?.tags == ["dairy", "cold"])
+        let both = try phone.updateItem(milk) { $0.tags.remove("cold"); $0.tags.insert("oat") }
+        #expect(both.count == 2)
+        sync(&phone, &laptop)
+        #expect(try laptop.value(of: milk)?.tags == ["dairy", "oat"])
+    }
+
+    @Test("a set the insert's whole value holds keeps its members when a first add makes its field")
+    func setFromWholeValueKept() throws {
+        var board = Board(replica: ReplicaID(1))
+        try board.insertSection(Column(title: "To do"), at: 0)
+        let op = try board.insertItem(Card(title: "milk", tags: ["dairy"]), at: IndexPath(item: 0, section: 0))
+        let milk = ItemID(op.id)
+        try board.updateItem(milk) { $0.tags.insert("cold") }
+        #expect(try board.value(of: milk)?.tags == ["dairy", "cold"])
+        try board.updateItem(milk) { $0.tags.remove("dairy") }
+        #expect(try board.value(of: milk)?.tags == ["cold"])
+    }
+
+    @Test("an item stored before fields (one JSON value) still decodes; missing fields take their defaults; a first write makes one field")
+    func oldWholeValueDecodes() throws {
+        var raw = ListDocument(replica: ReplicaID(1))
+        try raw.insertSection(at: 0, value: Data(#"{"title":"To do"}"#.utf8))
+        let op = try raw.insertItem(at: IndexPath(item: 0, section: 0), value: Data(#"{"title":"milk","done":true}"#.utf8))
+        let milk = ItemID(op.id)
+        var board = Board(raw)
+        // The counter is 0, the set empty, the optional nil: none was ever written.
+        #expect(try board.value(of: milk) == Card(title: "milk", done: true))
+        let ops = try board.updateItem(milk) { $0.title = "oat milk" }
+        #expect(names(ops) == [["title"]])
+        // The old whole value is untouched; the field wins over it.
+        #expect(board.document.value(of: milk) == Data(#"{"title":"milk","done":true}"#.utf8))
+        #expect(board.document.fields(of: milk) == ["title": .value(.string("oat milk"))])
+        #expect(try board.snapshot().item(milk)?.value == Card(title: "oat milk", done: true))
+        // An old whole-value write of a section keeps working too.
+        #expect(try board.value(of: try board.document.sectionID(at: 0)) == Column(title: "To do"))
+    }
+
+    @Test("a field written by another type decodes or fails as a typed error, and a write of an unknown item is refused")
+    func mismatchesAreErrors() throws {
+        var (phone, _, milk) = try pair()
+        try phone.document.setField("done", to: .string("not a bool"), ofItem: milk)
+        #expect(throws: TypedDocumentError.self) { try phone.value(of: milk) }
+        let unknown = ItemID(OpID(counter: 99, replica: ReplicaID(9)))
+        let before = phone.document.operationCount
+        #expect(throws: TypedDocumentError.self) { try phone.setValue(Card(title: "x"), forItem: unknown) }
+        #expect(throws: TypedDocumentError.self) { try phone.updateItem(unknown) { $0.title = "x" } }
+        #expect(phone.document.operationCount == before)
+    }
+
+    @Test("ListModel: two models edit different properties of one item; both keep both edits")
+    @MainActor
+    func listModelsKeepBoth() throws {
+        let (phoneBoard, laptopBoard, milk) = try pair()
+        let phone = ListModel<Column, Card>(LiveDocument(phoneBoard.document))
+        let laptop = ListModel<Column, Card>(LiveDocument(laptopBoard.document))
+        var renamed = try #require(phone.snapshot.item(milk)).value
+        renamed.title = "oat milk"
+        let a = try phone.setValue(renamed, forItem: milk)
+        var ticked = try #require(laptop.snapshot.item(milk)).value
+        ticked.done = true
+        ticked.votes.increment(by: 1)
+        let b = try laptop.setValue(ticked, forItem: milk)
+        #expect(names(a) == [["title"]] && names(b) == [["done", "votes"]])
+        _ = phone.receive(b)
+        _ = laptop.receive(a)
+        let want = Card(title: "oat milk", done: true, votes: 1)
+        #expect(phone.snapshot.item(milk)?.value == want)
+        #expect(laptop.snapshot.item(milk)?.value == want)
+    }
+}
