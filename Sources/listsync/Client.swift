@@ -577,7 +577,10 @@ let clientCommands: [String: ClientCommand] = [
         usage: usageText("export DOC FILE [options]", "Writes the document (its whole history, so an import syncs like the original) to FILE as JSON."),
         arguments: 2...2
     ) { o, client, json in
-        let (info, live) = try await openDocument(o, client)
+        let info = try await client.resolve(o.positional[0])
+        // The daemon's copy as it is (compacted where the daemon compacted), not the command's kept
+        // copy, which does not learn the daemon's compaction floor.
+        let live = try await client.openAsTheDaemonHasIt(info.id)
         let snapshot = live.document.encodedSnapshot()
         // The file is written in pieces as its base64 is made (memory: the snapshot, once).
         let file = Foundation.open(o.positional[1], O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
@@ -590,7 +593,7 @@ let clientCommands: [String: ClientCommand] = [
         if let e = out.failure ?? (closed == 0 ? nil : errno) {
             throw CommandFailure(description: "cannot write \(o.positional[1]): \(fileProblem(o.positional[1], e))")
         }
-        let bytes = (try? FileManager.default.attributesOfItem(atPath: o.positional[1])[.size] as? Int) ?? 0
+        let bytes = fileSize(o.positional[1])
         if json { printJSON(["file": o.positional[1], "bytes": bytes, "operations": live.document.operationCount]) } else {
             print("exported \(shown(info.name)) (\(live.document.operationCount) operations) to \(o.positional[1])")
         }

@@ -8,10 +8,18 @@ import ListTable
 /// What the client commands need of a client: the daemon's (``DaemonClient``, every edit
 /// acknowledged by the daemon) or the device's (`--replica DIR`: ``SyncClient`` on a local copy,
 /// every edit saved on this device, sent by `listsync sync`).
+extension CommandClient {
+    /// The document as its holder has it now (a device copy: the copy; online: fetched afresh
+    /// rather than caught up from the command's kept copy).
+    func openAsTheDaemonHasIt(_ id: DocumentID) async throws -> LiveDocument { try await open(id) }
+}
+
 protocol CommandClient: Sendable {
     func documents() async throws -> [DocumentInfo]
     func resolve(_ text: String) async throws -> DocumentInfo
     func open(_ id: DocumentID) async throws -> LiveDocument
+    /// The document as its holder has it now, not caught up from a kept copy (export).
+    func openAsTheDaemonHasIt(_ id: DocumentID) async throws -> LiveDocument
     func create(name: String, sections: [String]) async throws -> DocumentID
     /// Edits; returns the result and where the edit now is (for the text output and for JSON).
     func edit<R: Sendable>(_ id: DocumentID, _ body: @Sendable (inout ListDocument) throws(ListError) -> R) async throws -> (R, Saved)
@@ -73,6 +81,13 @@ struct OnlineClient: CommandClient {
 
     func renameDocument(_ info: DocumentInfo, to name: String) async throws -> DocumentInfo {
         try await daemon.rename(info.id, to: name)
+    }
+
+    /// Fetched afresh as this slot's replica: what the daemon holds, its compaction included (a
+    /// kept copy caught up by version keeps what the daemon collected since).
+    func openAsTheDaemonHasIt(_ id: DocumentID) async throws -> LiveDocument {
+        if await daemon.info(id) != nil { return try await daemon.open(id) }   // opened already
+        return try await daemon.open(id, replica: slot?.replica, resuming: nil, epoch: 0)
     }
 
     func open(_ id: DocumentID) async throws -> LiveDocument {

@@ -117,9 +117,28 @@ func writeFile(_ data: Data, to path: String) throws {
     }
 }
 
+/// The folder above `path`, from its text alone ("" for a name in the working folder, "/" at the
+/// root). Not Foundation's `deletingLastPathComponent`, which traps on a one-character name on
+/// Linux (SIGILL for `export DOC A`, found by CLIFuzzTests).
+func parentFolder(of path: String) -> String {
+    var p = Substring(path)
+    while p.count > 1, p.hasSuffix("/") { p = p.dropLast() }
+    guard let slash = p.lastIndex(of: "/") else { return "" }
+    var above = p[..<slash]
+    while above.count > 1, above.hasSuffix("/") { above = above.dropLast() }
+    return above.isEmpty ? "/" : String(above)
+}
+
+/// The size of the file at `path` in bytes (`stat`, not FileManager, which traps on a
+/// one-character name on Linux), or 0.
+func fileSize(_ path: String) -> Int {
+    var st = stat()
+    return stat(path, &st) == 0 ? Int(st.st_size) : 0
+}
+
 /// `code` (an errno of opening or writing `path`) in words.
 func fileProblem(_ path: String, _ code: Int32) -> String {
-    let folder = (path as NSString).deletingLastPathComponent
+    let folder = parentFolder(of: path)
     let shownFolder = folder.isEmpty ? "." : folder
     switch code {
     case ENOENT: return "the folder \(shownFolder) does not exist"
