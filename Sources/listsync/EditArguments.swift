@@ -1,5 +1,6 @@
 import Foundation
 import ListCRDT
+import ListSyncClient
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -115,18 +116,6 @@ func writeFile(_ data: Data, to path: String) throws {
             offset += n
         }
     }
-}
-
-/// The folder above `path`, from its text alone ("" for a name in the working folder, "/" at the
-/// root). Not Foundation's `deletingLastPathComponent`, which traps on a one-character name on
-/// Linux (SIGILL for `export DOC A`, found by CLIFuzzTests).
-func parentFolder(of path: String) -> String {
-    var p = Substring(path)
-    while p.count > 1, p.hasSuffix("/") { p = p.dropLast() }
-    guard let slash = p.lastIndex(of: "/") else { return "" }
-    var above = p[..<slash]
-    while above.count > 1, above.hasSuffix("/") { above = above.dropLast() }
-    return above.isEmpty ? "/" : String(above)
 }
 
 /// The size of the file at `path` in bytes (`stat`, not FileManager, which traps on a

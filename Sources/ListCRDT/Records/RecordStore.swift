@@ -25,17 +25,15 @@ struct RecordStore: Hashable, Sendable {
     /// - Complexity: O(w × (f + t)) for w writes, f the fields' live tags and t their members.
     mutating func apply(_ writes: FieldWrites, of id: OpID, to target: RecordTarget, local: ReplicaID) {
         clock = max(clock, writes.clock)
-        var fields = records[target.opID] ?? [:]
+        let stamp = FieldStamp(clock: writes.clock, id: id)
         for w in writes.writes {
-            var state = fields[w.name] ?? FieldState()
-            let stamp = FieldStamp(clock: writes.clock, id: id)
-            if let lost = state.apply(w, stamp: stamp, local: local), reportsConflicts {
-                report(FieldConflict(target: target, name: w.name, lost: lost.lost, won: state.value,
-                                     localOperation: lost.by, winner: id))
+            // In place: the record and the field are not copied out and back for each write.
+            let lost = records[target.opID, default: [:]][w.name, default: FieldState()].apply(w, stamp: stamp, local: local)
+            if let lost, reportsConflicts {
+                report(FieldConflict(target: target, name: w.name, lost: lost.lost,
+                                     won: records[target.opID]?[w.name]?.value, localOperation: lost.by, winner: id))
             }
-            fields[w.name] = state
         }
-        records[target.opID] = fields
     }
 
     private mutating func report(_ c: FieldConflict) {

@@ -86,19 +86,8 @@ final class DeviceFolder: Sendable {
         }
     }
 
-    /// The folder above `path`, from its text alone: "" for a name in the current folder (`A`,
-    /// `A/`, `.`), "/" for one at the root; trailing and doubled slashes are ignored. (Foundation's
-    /// `deletingLastPathComponent` trapped on one-character names on Linux: SIGILL for `A`.)
-    ///
-    /// - Complexity: O(n) in the path's length.
-    static func parent(of path: String) -> String {
-        var p = Substring(path)
-        while p.count > 1, p.hasSuffix("/") { p = p.dropLast() }
-        guard let slash = p.lastIndex(of: "/") else { return "" }
-        var above = p[..<slash]
-        while above.count > 1, above.hasSuffix("/") { above = above.dropLast() }
-        return above.isEmpty ? "/" : String(above)
-    }
+    /// The folder above `path` (``parentFolder(of:)``).
+    static func parent(of path: String) -> String { parentFolder(of: path) }
 
     func record(_ id: DocumentID) throws(StoreError) -> SyncRecord? {
         let path = data.folder(of: id) + "/sync"
@@ -133,4 +122,18 @@ final class DeviceFolder: Sendable {
     }
 
     func close() { data.close() }
+}
+
+/// The folder above `path`, from its text alone: "" for a name in the current folder (`A`, `A/`,
+/// `.`), "/" for one at the root; trailing and doubled slashes are ignored. (Foundation's
+/// `deletingLastPathComponent` trapped on one-character names on Linux: SIGILL for `A`.)
+///
+/// - Complexity: O(n) in the path's length.
+public func parentFolder(of path: String) -> String {
+    var p = Substring(path)
+    while p.count > 1, p.hasSuffix("/") { p = p.dropLast() }
+    guard let slash = p.lastIndex(of: "/") else { return "" }
+    var above = p[..<slash]
+    while above.count > 1, above.hasSuffix("/") { above = above.dropLast() }
+    return above.isEmpty ? "/" : String(above)
 }
