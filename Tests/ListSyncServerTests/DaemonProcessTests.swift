@@ -11,7 +11,7 @@ import ListSyncTestTraits
 
 /// The real `listsync` binary as a process: `serve` with a temporary data folder, client
 /// commands against it, SIGKILL and restarts.
-@Suite("The daemon as a process", .ownThread, .serialized, .timeLimit(.minutes(3)))
+@Suite("The daemon as a process", .ownThread, .serialized, .hangGuard)
 struct DaemonProcessTests {
     @Test("zero flags but the address (from the environment): creates its folder and key (0600), persists across a restart")
     func zeroFlagStart() throws {
@@ -179,7 +179,7 @@ struct DaemonProcessTests {
 }
 
 /// Daemons peered in a line, A – B – C.
-@Suite("Daemons peered", .ownThread, .serialized, .timeLimit(.minutes(3)))
+@Suite("Daemons peered", .ownThread, .serialized, .hangGuard)
 struct PeeredDaemonTests {
     @Test("A–B–C: edits on A reach C; B killed, both ends edit, B back: all converge")
     func line() throws {
@@ -217,7 +217,7 @@ struct PeeredDaemonTests {
 }
 
 /// Epochs: a restored document refuses a client that holds the old one.
-@Suite("Document epochs", .serialized, .timeLimit(.minutes(2)))
+@Suite("Document epochs", .serialized, .hangGuard)
 struct EpochTests {
     @Test("after a restore, a client resuming the old epoch is refused; merging blind would resurrect what the restore removed")
     func restoreChangesEpoch() async throws {
@@ -266,7 +266,7 @@ struct EpochTests {
 }
 
 /// LAN discovery, on loopback: each daemon announces to the other's UDP port.
-@Suite("Discovery", .serialized, .timeLimit(.minutes(2)))
+@Suite("Discovery", .serialized, .hangGuard)
 struct DiscoveryTests {
     /// A UDP port free now (bound to port 0, then released).
     static func freeUDPPort() -> UInt16 {
@@ -309,7 +309,7 @@ struct DiscoveryTests {
 }
 
 /// The admin HTTP port of a daemon process.
-@Suite("Admin HTTP", .ownThread, .serialized, .timeLimit(.minutes(1)))
+@Suite("Admin HTTP", .ownThread, .serialized, .hangGuard)
 struct AdminHTTPTests {
     /// GETs `path` with a raw HTTP/1.0 request: (status, body).
     static func get(_ port: UInt16, _ path: String) async throws -> (Int, String) {

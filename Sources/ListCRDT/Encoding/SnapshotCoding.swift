@@ -81,8 +81,9 @@ extension ListDocument {
             guard b == expected else { throw .invalidTag(b, offset: at) }
         }
         let version = try r.byte()
-        if version == Self.stateSnapshotFormatVersion {
-            var decoder = StateSnapshotDecoder(r, replica: replica, maxValueSize: maxValueSize)
+        if version == Self.stateSnapshotFormatVersion || version == Self.stateFieldsSnapshotFormatVersion {
+            var decoder = StateSnapshotDecoder(r, replica: replica, maxValueSize: maxValueSize,
+                                               othersInOneBatch: version == Self.stateFieldsSnapshotFormatVersion)
             self = try decoder.decode()
             records.conflicts = []   // history, not news (Docs/Semantics.md §8.3)
             return
