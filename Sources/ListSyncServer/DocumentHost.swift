@@ -211,6 +211,7 @@ actor DocumentHost {
     func seen(_ subscriber: SubscriberID, replica: ReplicaID, version: VersionVector, role: SeenRole) async {
         guard !isClosed else { return }
         if core.seen(subscriber, replica: replica, version: version, role: role, now: wallClock()) { saveStability() }
+        deliver(core.floorAnswer(to: subscriber))
         await compactIfDue()
     }
 
