@@ -89,6 +89,28 @@ struct DaemonProcessTests {
         #expect(after == before, "after kill -9: \(after) before: \(before)")
     }
 
+    @Test("status counts what the daemon sends: a client's catch-up adds its operations to operations_out and its frames to bytes_out")
+    func statusCountsWhatIsSent() throws {
+        let dir = TemporaryFolder()
+        defer { dir.remove() }
+        let daemon = try DaemonProcess(data: dir.path + "/daemon")
+        defer { daemon.terminate() }
+        _ = try daemon.json(["create", "sent"])
+        for v in ["a", "b", "c"] { _ = try daemon.json(["insert", "sent", "0.0", v]) }
+        func counters() throws -> (operations: Int, bytes: Int) {
+            let status = try #require(try daemon.json(["status"]) as? [String: Any])
+            return (try #require(status["operations_out"] as? Int), try #require(status["bytes_out"] as? Int))
+        }
+        let before = try counters()
+        #expect(before.bytes > 0, "every command was answered")
+        // A client with no copy kept (another --data folder): its catch-up is the section and
+        // the three items.
+        #expect(try daemon.run(["show", "sent", "--data", dir.path + "/other"]).0 == 0)
+        let after = try counters()
+        #expect(after.operations - before.operations >= 4, "\(before) -> \(after)")
+        #expect(after.bytes > before.bytes)
+    }
+
     @Test("every client command's --json output, and its errors: unknown document, bad path, daemon down, wrong key")
     func clientCommands() throws {
         let dir = TemporaryFolder()
