@@ -78,8 +78,10 @@ public final class TCPTransport: Transport, @unchecked Sendable {
                     attempt += 1
                     if Self.cutInHandshake(error), attempt < Self.handshakeAttempts {
                         // A listener under a flood of strangers' connections evicts handshakes:
-                        // a key holder gets through on the next try, within a round trip.
-                        try? await Task.sleep(for: .milliseconds(10 * attempt))
+                        // a key holder gets through on a later try. Backing off (10, 20, 40 … ms,
+                        // 1.27 s in all) outlasts a burst; a slow machine's handshakes are the
+                        // stalled ones a listener evicts first.
+                        try? await Task.sleep(for: .milliseconds(10 << min(attempt - 1, 6)))
                         continue
                     }
                     last = error
@@ -93,9 +95,12 @@ public final class TCPTransport: Transport, @unchecked Sendable {
 
     /// How many times ``connect(host:port:authentication:options:localHost:loop:)`` tries an
     /// address whose connection was cut during the handshake (closed or reset by the listener:
-    /// its pool of handshakes evicts under a flood). A refused connect, a failed proof, another
-    /// version, a refusal or a deadline are not tried again.
-    public static let handshakeAttempts = 4
+    /// its pool of handshakes evicts under a flood), 10 ms after the first cut and twice as long
+    /// after each next one. A refused connect, a failed proof, another version, a refusal or a
+    /// deadline are not tried again. (Four tries, 60 ms apart at most, were not enough for an
+    /// honest command sharing its address with a reconnecting attacker on a busy machine:
+    /// DaemonFloodTests in a CI run beside three builds.)
+    public static let handshakeAttempts = 8
 
     /// Whether `error` is a connection cut during the handshake, worth one more try.
     static func cutInHandshake(_ error: TransportError) -> Bool {
