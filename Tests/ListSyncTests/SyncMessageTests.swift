@@ -55,7 +55,7 @@ import ListSyncTestSupport
             #expect(try SyncMessage(decoding: bytes) == m)
         }
         #expect(SyncMessage.operationsTag == 4)
-        #expect(SyncMessage.version == 3 && SyncMessage.oldestVersion == 2)
+        #expect(SyncMessage.version == 4 && SyncMessage.fieldsVersion == 3 && SyncMessage.oldestVersion == 2)
     }
 
     @Test("an operations message with a field write is version 3; every other stays version 2; 1 and 4 are refused")

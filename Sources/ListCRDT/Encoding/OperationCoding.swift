@@ -9,7 +9,8 @@ extension ListOperation {
     /// field write (Docs/WireFormat.md §2.7) is in it, version 2 when a move run (§2.6) is, else
     /// version 1, byte for byte as before, so that a peer that reads only an older version still
     /// reads every batch that needs nothing newer.
-    public static let wireFormatVersion: UInt8 = 3
+    /// Version 4 is a batch holding a text edit (Docs/WireFormat.md §2.8).
+    public static let wireFormatVersion: UInt8 = 4
 
     /// The oldest format version ``decode(_:)`` reads.
     public static let oldestWireFormatVersion: UInt8 = 1
@@ -328,7 +329,7 @@ struct BatchEncoder {
             sectionRef(section, op)
             out.data(value)
         case .writeFields(let target, let writes):
-            version = max(version, RecordKind.writeFields.version)
+            version = max(version, writes.wireVersion)
             switch target {
             case .item(let item):
                 header(op, .writeFields)
@@ -360,7 +361,7 @@ struct BatchEncoder {
             ref(w.replaces, op, default: OpID.none)
             out.count(w.seen.count)
             for s in w.seen { ref(s, op, default: nil) }
-            out.fieldChange(w.change)
+            fieldChangeOrText(w.change, op)   // Records/Text/TextCoding.swift
         }
     }
 
@@ -395,7 +396,7 @@ struct BatchEncoder {
 
     /// A reference: the field's default, the previous operation, or replica index and the
     /// distance back from the operation's own counter.
-    private mutating func ref(_ id: OpID, _ op: ListOperation, default fieldDefault: OpID?) {
+    mutating func ref(_ id: OpID, _ op: ListOperation, default fieldDefault: OpID?) {
         if id == fieldDefault {
             out.varint(RefCode.fieldDefault)
         } else if id == context.previousLast, id != .none {
@@ -439,6 +440,7 @@ extension ListOperation {
             for w in writes.writes {
                 if w.replaces != .none { body(w.replaces) }
                 for s in w.seen { body(s) }
+                if case .text(let e) = w.change { e.forEachReferencedID(body) }
             }
         case .insertItemWithFields(let s, let o, _, let writes):
             body(s.opID); origins(o)

@@ -96,19 +96,27 @@ public enum SyncMessage: Equatable, Sendable {
     /// before, and refuses a version-3 message with its own "unsupported sync protocol version 3"
     /// (code 3) rather than misread it. Versions 2 and 3 are read; a version-1 peer's messages are
     /// refused with ``SyncProtocolError/unsupportedVersion(_:)``.
-    public static let version: UInt8 = 3
+    /// Version 4 is an `operations` message whose batch holds a text edit (wire format 4,
+    /// Docs/WireFormat.md §2.8), refused the same way by a version-3 build.
+    public static let version: UInt8 = 4
+
+    /// The version of an `operations` message whose batch holds field writes but no text edit.
+    public static let fieldsVersion: UInt8 = 3
 
     /// The oldest version read (and written, for every message that needs nothing newer).
     public static let oldestVersion: UInt8 = 2
 
-    /// The version this message is written in: 3 for an `operations` message whose batch holds a
-    /// field write, else 2.
+    /// The version this message is written in: 4 for an `operations` message whose batch holds a
+    /// text edit, 3 for one holding another field write, else 2.
     public var encodedVersion: UInt8 {
-        if case .operations(_, _, let ops) = self,
-           ops.contains(where: { if case .writeFields = $0.kind { true } else { false } }) {
-            return Self.version
+        guard case .operations(_, _, let ops) = self else { return Self.oldestVersion }
+        var version = Self.oldestVersion
+        for op in ops {
+            guard case .writeFields(_, let writes) = op.kind else { continue }
+            version = max(version, writes.writes.contains { if case .text = $0.change { true } else { false } } ? Self.version : Self.fieldsVersion)
+            if version == Self.version { break }
         }
-        return Self.oldestVersion
+        return version
     }
 
     /// The type byte of `operations` messages (the second byte of the frame): a relay peeks at it.
