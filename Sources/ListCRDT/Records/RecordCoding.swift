@@ -44,7 +44,19 @@ extension RecordStore {
                     for t in tags { id(t) }
                 }
                 if withText {   // version 5 (Text/TextCoding.swift)
-                    if let t = f.text { w.byte(1); t.encode(into: &w, id: id) } else { w.byte(0) }
+                    if let t = f.text {
+                        w.byte(1)
+                        t.encode { token in
+                            switch token {
+                            case .id(let x): id(x)
+                            case .count(let n): w.count(n)
+                            case .signed(let n): w.signed(n)
+                            case .data(let d): w.data(d)
+                            }
+                        }
+                    } else {
+                        w.byte(0)
+                    }
                 }
             }
         }

@@ -86,33 +86,38 @@ extension RecordStore {
 }
 
 extension TextSequence {
-    /// Writes the text whole, as it is (so that a load can still place concurrent inserts): the
+    /// Writes the text whole, through `put`, as it is (so that a load can still place concurrent inserts): the
     /// slot runs in local-version order (first id through `id`, count, origins as local version
     /// + 1, 0 for an end), every scalar as UTF-8 in local-version order, then the tree's entries
     /// (first local version, signed length: negative for removed characters).
     ///
     /// - Complexity: O(n) for n characters kept.
-    func encode(into w: inout WireWriter, id: (OpID) -> Void) {
-        w.count(slots.runs.count)
+    func encode(_ put: (TextToken) -> Void) {
+        put(.count(slots.runs.count))
         for run in slots.runs {
-            id(run.id)
-            w.count(Int(run.count))
-            w.count(Int(run.left.raw) + 1)
-            w.count(Int(run.right.raw) + 1)
+            put(.id(run.id))
+            put(.count(Int(run.count)))
+            put(.count(Int(run.left.raw) + 1))
+            put(.count(Int(run.right.raw) + 1))
         }
         var text = String.UnicodeScalarView()
         text.append(contentsOf: scalars)
-        w.data(Data(String(text).utf8))
+        put(.data(Data(String(text).utf8)))
         var entries: [SlotForest.Entry] = []
         forest.forEachRun(Self.tree) { lv, n, visible in entries.append(SlotForest.Entry(lv: lv, count: n, visible: visible)) }
-        w.count(entries.count)
+        put(.count(entries.count))
         for e in entries {
-            w.count(Int(e.lv.raw))
-            w.signed(Int64(e.len))
+            put(.count(Int(e.lv.raw)))
+            put(.signed(Int64(e.len)))
         }
     }
 
-    /// Reads a text written by ``encode(into:id:)``, checking everything the sequence indexes
+    /// One thing ``encode(_:)`` writes: the writer's owner writes ids with its replica table.
+    enum TextToken {
+        case id(OpID), count(Int), signed(Int64), data(Data)
+    }
+
+    /// Reads a text written by ``encode(_:)``, checking everything the sequence indexes
     /// with: origins before their run, scalars one per slot, entries covering every slot once.
     ///
     /// - Complexity: O(n + r log r) for n characters and r runs.
