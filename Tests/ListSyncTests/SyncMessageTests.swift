@@ -58,19 +58,23 @@ import ListSyncTestSupport
         #expect(SyncMessage.version == 4 && SyncMessage.fieldsVersion == 3 && SyncMessage.oldestVersion == 2)
     }
 
-    @Test("an operations message with a field write is version 3; every other stays version 2; 1 and 4 are refused")
+    @Test("an operations message with a text edit is version 4, with another field write 3; every other stays version 2; 1 and 5 are refused")
     func versionThreeOnlyForFields() throws {
         let doc = DocumentID(bytes: Array(repeating: 7, count: 16))!
         var d = ListDocument(replica: ReplicaID(1))
         let s = try d.insertSection(at: 0, value: Data())
         let i = try d.insertItem(at: IndexPath(item: 0, section: 0), value: Data())
         let f = try d.setField("title", to: .string("milk"), ofItem: ItemID(i.id))
+        let t = try d.splice("notes", ofItem: ItemID(i.id), at: 0, insert: "oat")
         let plain = SyncMessage.operations(document: doc, batch: 1, operations: [s, i])
         let fields = SyncMessage.operations(document: doc, batch: 2, operations: [f])
+        let text = SyncMessage.operations(document: doc, batch: 3, operations: [f, t])
         #expect(plain.encoded().first == 2)
         #expect(fields.encoded().first == 3)
+        #expect(text.encoded().first == 4)
         #expect(try SyncMessage(decoding: fields.encoded()) == fields)
-        for v: UInt8 in [1, 4] {
+        #expect(try SyncMessage(decoding: text.encoded()) == text)
+        for v: UInt8 in [1, 5] {
             var bytes = plain.encoded()
             bytes[0] = v
             #expect(throws: SyncProtocolError.unsupportedVersion(v)) { try SyncMessage(decoding: bytes) }

@@ -227,30 +227,47 @@ struct TextSequence: Sendable {
 
     /// The same text with its tombstones dropped, for compaction (every edit is causally stable):
     /// the shown characters and the first removed one of every removed run (an insert made later
-    /// may name it as its right origin), in order, with their ids. Origins are rewritten to the
-    /// kept neighbour before: no operation still to come can scan these characters' origins (an
-    /// insert concurrent with a later one lands between origins both made after the floor).
+    /// may name it as its right origin), in order, with their ids. They keep their arrival order
+    /// as local versions (so each replica's ids stay in counter order, as the id index needs);
+    /// their origins become meaningless but valid (the slot before, the end): no operation still
+    /// to come reads them (an insert concurrent with a later one lands between origins both made
+    /// after the floor).
     ///
-    /// - Complexity: O(n) for n characters kept before.
+    /// - Complexity: O(n log n) for n characters kept before.
     func compacted() -> TextSequence {
-        var out = TextSequence()
+        var kept: [(lv: LocalVersion, visible: Bool)] = []
         var previousShown = true
-        var last = LocalVersion.none
-        var cursor: SlotForest.Cursor?
         forest.forEachRun(Self.tree) { lv, n, visible in
-            for k in 0 ..< Int32(n) {
-                let old = lv.advanced(by: k)
-                defer { previousShown = visible }
-                if !visible && !previousShown { continue }
-                let id = slots.id(of: old)
-                out.scalars.append(scalars[old.int])
-                let new = out.slots.appendRun(id: id, count: 1, left: last, right: .none, sequence: .sections,
-                                              entity: EntityIndex(out.scalars.count - 1))
-                out.forest.insert(Self.tree, new, count: 1, visible: visible, after: cursor)
-                cursor = out.forest.locate(new)
-                last = new
+            for k in 0 ..< Int32(n) where visible || previousShown {
+                kept.append((lv.advanced(by: k), visible))
+                previousShown = visible
+            }
+            previousShown = visible
+        }
+        // New local versions in arrival order.
+        let byArrival = kept.map(\.lv).sorted { $0.raw < $1.raw }
+        var newLV: [Int32: Int32] = [:]
+        newLV.reserveCapacity(byArrival.count)
+        var out = TextSequence()
+        out.forest = SlotForest()
+        for (k, old) in byArrival.enumerated() {
+            newLV[old.raw] = Int32(k)
+            out.scalars.append(scalars[old.int])
+            _ = out.slots.appendRun(id: slots.id(of: old), count: 1, left: LocalVersion(Int32(k - 1)), right: .none,
+                                    sequence: .sections, entity: EntityIndex(k))
+        }
+        var entries: [SlotForest.Entry] = []
+        for (old, visible) in kept {
+            let lv = LocalVersion(newLV[old.raw]!)
+            if let last = entries.last, last.isVisible == visible, last.count < SlotForest.maxEntryLength,
+               last.lv.advanced(by: Int32(last.count)) == lv {
+                entries[entries.count - 1] = SlotForest.Entry(lv: last.lv, count: last.count + 1, visible: visible)
+            } else {
+                entries.append(SlotForest.Entry(lv: lv, count: 1, visible: visible))
             }
         }
+        out.forest.addSlots(byArrival.count)
+        out.forest.appendTree(entries)
         return out
     }
 
