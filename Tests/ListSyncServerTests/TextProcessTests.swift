@@ -52,7 +52,7 @@ struct TextProcessTests {
     @Test("text: --help, usage errors exit 2 and change nothing, an edit outside the text exits 1 with a typed error")
     func errorsAndHelp() throws {
         let (ch, oh, _) = try runListsync(["text", "--help"])
-        #expect(ch == 0 && oh.contains("--at N") && oh.contains("Unicode scalars"), oh)
+        #expect(ch == 0 && oh.contains("--at N") && oh.contains("Unicode scalars"), "\(oh)")
         let dir = TemporaryFolder()
         defer { dir.remove() }
         let device = dir.path + "/device"
@@ -71,7 +71,7 @@ struct TextProcessTests {
         #expect(co == 1, "\(co) \(oo) \(eo)")
         #expect((eo + oo).contains("outside the text"), "\(eo) \(oo)")
         let (cs, os, es) = try runListsync(["show", "--replica", device, doc, "--json"])
-        #expect(cs == 0, es)
+        #expect(cs == 0, "\(es)")
         #expect(try FieldProcessTests.fields(os)[0][0]["notes"] == nil, "nothing was written")
         // The same edit at 0 works, and shows as a string.
         let (cg, og, eg) = try runListsync(["text", "--replica", device, doc, "0.0", "notes", "--at", "0", "--insert", "x👍🏽"])
