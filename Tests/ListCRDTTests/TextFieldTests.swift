@@ -46,11 +46,12 @@ struct TextFieldTests {
         #expect(docs[0].snapshot() == docs[1].snapshot())
     }
 
-    @Test("§8.10 two people typing at one spot never interleave: each run stays whole")
-    func typingAtOneSpotDoesNotInterleave() throws {
+    /// Two replicas each type a run of three characters at position 1 of "ab", concurrently, by
+    /// `type` (forwards or backwards); both must show one run after the other, each whole.
+    private func concurrentRunsStayWhole(_ type: (String, inout ListDocument, ItemID) throws -> [ListOperation]) throws {
         var (docs, item) = try Self.replicas(start: "ab")
-        let x = try Self.type("xyz", at: 1, into: &docs[0], item: item)
-        let p = try Self.type("PQR", at: 1, into: &docs[1], item: item)
+        let x = try type("xyz", &docs[0], item)
+        let p = try type("PQR", &docs[1], item)
         #expect(docs[0].receive(p).isSuccess)
         #expect(docs[1].receive(x).isSuccess)
         let t = docs[0].text("notes", ofItem: item)
@@ -58,17 +59,16 @@ struct TextFieldTests {
         #expect(t == "axyzPQRb" || t == "aPQRxyzb", "got \(t ?? "nil")")
     }
 
+    @Test("§8.10 two people typing at one spot never interleave: each run stays whole")
+    func typingAtOneSpotDoesNotInterleave() throws {
+        try concurrentRunsStayWhole { s, doc, item in try Self.type(s, at: 1, into: &doc, item: item) }
+    }
+
     @Test("§8.10 backwards typing (each character typed before the last) stays whole too")
     func backwardTypingDoesNotInterleave() throws {
-        var (docs, item) = try Self.replicas(start: "ab")
-        var x: [ListOperation] = [], p: [ListOperation] = []
-        for c in "zyx" { x.append(try docs[0].splice("notes", ofItem: item, at: 1, insert: String(c))) }
-        for c in "RQP" { p.append(try docs[1].splice("notes", ofItem: item, at: 1, insert: String(c))) }
-        #expect(docs[0].receive(p).isSuccess)
-        #expect(docs[1].receive(x).isSuccess)
-        let t = docs[0].text("notes", ofItem: item)
-        #expect(t == docs[1].text("notes", ofItem: item))
-        #expect(t == "axyzPQRb" || t == "aPQRxyzb", "got \(t ?? "nil")")
+        try concurrentRunsStayWhole { s, doc, item in
+            try s.reversed().map { c in try doc.splice("notes", ofItem: item, at: 1, insert: String(c)) }
+        }
     }
 
     @Test("§8.10 positions count Unicode scalars: an emoji with a skin tone is two, é written as e + accent two")
