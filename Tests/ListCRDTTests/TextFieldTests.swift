@@ -125,6 +125,20 @@ struct TextFieldTests {
         #expect(docs[1].text("notes", ofItem: item) == docs[0].text("notes", ofItem: item))
     }
 
+    @Test("§8.10 a keystroke edits the text in place: its storage is not copied (a copy per keystroke made typing O(n))")
+    func keystrokeEditsInPlace() throws {
+        var (docs, item) = try Self.replicas(start: "hello")
+        docs[0].records.records[item.opID]!["notes"]!.text!.scalars.reserveCapacity(1000)
+        func address(_ d: ListDocument) -> UnsafeRawPointer? {
+            d.records.records[item.opID]!["notes"]!.text!.scalars.withUnsafeBufferPointer { UnsafeRawPointer($0.baseAddress) }
+        }
+        let before = address(docs[0])
+        try docs[0].splice("notes", ofItem: item, at: 5, insert: "!")
+        try docs[0].writeFields(["notes": .splice(at: 0, delete: 1, insert: "H")], ofItem: item)
+        #expect(address(docs[0]) == before, "the scalars were copied")
+        #expect(docs[0].text("notes", ofItem: item) == "Hello!")
+    }
+
     @Test("§8.10 a value written after the text replaces it; a splice then edits that string as text")
     func valueWriteReplacesText() throws {
         var (docs, item) = try Self.replicas(start: "draft")

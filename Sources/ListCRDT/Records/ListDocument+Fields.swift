@@ -141,12 +141,13 @@ extension ListDocument {
     }
 
     private mutating func writeFields(_ changes: [String: FieldChange], to target: RecordTarget) throws(ListError) -> ListOperation {
-        let existing = records.records[target.opID]
         var list: [FieldWrite] = []
         list.reserveCapacity(changes.count)
         for (name, change) in changes {
             if let w = try textWrite(name, change, of: target) { list.append(w); continue }  // Text/ListDocument+Text.swift
-            let state = existing?[name]
+            // Not a copy of the record held across the loop: a text field's storage must stay
+            // uniquely referenced, or the commit copies it whole (O(n) per keystroke).
+            let state = records.records[target.opID]?[name]
             let seen: [OpID]
             switch change {
             case .set, .remove: seen = state?.seenForReset ?? []

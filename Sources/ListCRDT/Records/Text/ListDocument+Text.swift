@@ -50,18 +50,22 @@ extension ListDocument {
     /// that is not text). A splice becomes a ``TextEdit`` by identity; a ``TextEdit`` handed in
     /// (an edit made again, as compaction's remake does) is checked against the text.
     mutating func textWrite(_ name: String, _ change: FieldChange, of target: RecordTarget) throws(ListError) -> FieldWrite? {
-        let state = records.records[target.opID]?[name]
+        // Only small parts of the field are read here, never a copy of its state held while its
+        // text is edited: the text's storage must stay uniquely referenced (else every keystroke
+        // would copy it whole).
         switch change {
         case .text(let edit):
-            if let why = (state?.text ?? TextSequence()).problem(with: edit) { throw .invalidField(name, why) }
+            let why = records.records[target.opID]?[name]?.text.map { $0.problem(with: edit) } ?? TextSequence().problem(with: edit)
+            if let why { throw .invalidField(name, why) }
             return FieldWrite(name: name, change: change)
         case let .splice(at, delete, insert):
             guard at >= 0, delete >= 0 else { throw .invalidField(name, "a splice at \(at) removing \(delete) characters") }
             if delete == 0 && insert.isEmpty { throw .invalidField(name, "a splice that changes nothing") }
+            let kind = records.records[target.opID]?[name]?.kind ?? .removed
             let base: String
-            switch state?.kind ?? .removed {
+            switch kind {
             case .text:
-                let n = state!.text?.count ?? 0
+                let n = records.records[target.opID]![name]!.text?.count ?? 0
                 guard at + delete <= n else {
                     throw .invalidField(name, "splice \(at)..<\(at + delete) is outside the text of \(n) characters")
                 }
@@ -69,8 +73,9 @@ extension ListDocument {
                 return FieldWrite(name: name, change: .text(edit))
             case .removed: base = ""
             case .value:
-                guard case .string(let s)? = state!.value else {
-                    throw .invalidField(name, "is a \(state!.value?.typeName ?? "removed") value, not text")
+                let value = records.records[target.opID]![name]!.value
+                guard case .string(let s)? = value else {
+                    throw .invalidField(name, "is a \(value?.typeName ?? "removed") value, not text")
                 }
                 base = s
             case .counter: throw .invalidField(name, "is a counter, not text")
@@ -86,6 +91,7 @@ extension ListDocument {
             var text = String.UnicodeScalarView()
             text.append(contentsOf: scalars)
             var edit = TextEdit(insert: String(text))
+            let state = records.records[target.opID]?[name]
             if let t = state?.text, t.slotCount > 0 {
                 let o = t.forest.first(TextSequence.tree).map { t.forest.lv(at: $0) }
                 edit.before = o.map { t.slots.id(of: $0) } ?? .none
