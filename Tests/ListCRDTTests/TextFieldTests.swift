@@ -125,7 +125,7 @@ struct TextFieldTests {
         #expect(docs[1].text("notes", ofItem: item) == docs[0].text("notes", ofItem: item))
     }
 
-    @Test("§8.10 a keystroke edits the text in place: its storage is not copied (a copy per keystroke made typing O(n))")
+    @Test("§8.10 a keystroke edits the text in place: its storage is not copied")
     func keystrokeEditsInPlace() throws {
         var (docs, item) = try Self.replicas(start: "hello")
         docs[0].records.records[item.opID]!["notes"]!.text!.scalars.reserveCapacity(1000)
