@@ -94,7 +94,7 @@ let package = Package(
         .testTarget(name: "ListSyncCryptoTests", dependencies: ["ListSyncCrypto"]),
         .testTarget(name: "ListSyncWebTests", dependencies: ["ListSyncWeb", "ListCRDT", "ListSyncTCP", "ListSyncHTTP", "ListSyncCrypto"]),
         .testTarget(name: "ListSyncNATSTests", dependencies: ["ListSyncNATS", "ListSyncTCP", "ListSync", "ListSyncTestSupport", "ListSyncTestTraits"]),
-        .testTarget(name: "ListSyncFaultsTests", dependencies: ["ListSyncFaults", "ListSyncTCP", "ListSyncTestSupport"]),
+        .testTarget(name: "ListSyncFaultsTests", dependencies: ["ListSyncFaults", "ListSyncTCP", "ListSyncTestSupport", "ListSyncTestTraits"]),
         .testTarget(
             name: "ListStoreTests",
             dependencies: ["ListStore", "ListCRDT", "ListSyncSimulation", "ListSyncTestSupport", "ListSyncTestTraits", "listsync-store-probe"]

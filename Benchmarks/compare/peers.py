@@ -1267,12 +1267,42 @@ def w12_churn(engine, n):
     return m, done, ok, note
 
 
+BIGLIST_SIZES = (5_000, 20_000, 80_000, 320_000)
+
+
+def w15_biglist(engine, n):
+    """W15.biglist.N beside ListSync's: one list of N items ("item i"), built by replica 1
+    (untimed); timed, a fresh replica loads it whole: from its history (what ListSync's
+    DaemonClient.open and first fetch receive, operation by operation) and, for Loro, from its
+    snapshot. In process, no network: ListSync's rows are over a real TCP connection."""
+    eng = make_engine(engine, 1)
+    eng.build([f"item {i}" for i in range(n)])
+    hist = eng.export_history()
+    snap = eng.export_snapshot()
+    m = {"history_bytes": len(hist)}
+    loads = [("load_history_ms", hist)]
+    if engine != "yrs":
+        m["snapshot_bytes"] = len(snap)
+        loads.append(("load_snapshot_ms", snap))
+    ok, runs = True, 0
+    for name, data in loads:
+        ms, count, runs = best_ms(LOADS, lambda data=data: load_timed(eng, data))
+        m[name] = ms
+        ok = ok and count == n
+    how = ("Yrs: apply_update(get_update()) into a fresh Doc (Yrs has no separate snapshot)" if engine == "yrs" else
+           "Loro: import_(export(Updates(empty vv))) and import_(export(Snapshot())) into a fresh LoroDoc")
+    note = (f"one list of {n} items built by replica 1 (untimed); {how}, then its length read;"
+            f" {rep_note(LOADS, runs, 'loads')}")
+    return m, n, ok, note
+
+
 RANDOM_SIZES = (1_000, 10_000, 100_000, 1_000_000)
 WORKLOADS = (["W1.trace"] + [f"W1.random.{n}" for n in RANDOM_SIZES] +
              ["W2.history", "W3.stream.1", "W3.stream.100", "W4.moves", "W4.merge",
               "W5.sections", "W6.memory"] +
              [f"W7.{o}.{n}" for o in ("reverse", "shuffled") for n in OOO_SIZES] + ["W8.concurrent"] +
-             [f"W12.churn.{n}" for n in CHURN_SIZES] + ["W14.kanban"])
+             [f"W12.churn.{n}" for n in CHURN_SIZES] + ["W14.kanban"] +
+             [f"W15.biglist.{n}" for n in BIGLIST_SIZES])
 
 
 def run(engine, workload, args):
@@ -1298,6 +1328,8 @@ def run(engine, workload, args):
         return w8_concurrent(engine, args)
     if workload in WORKLOADS and workload.startswith("W12.churn."):
         return w12_churn(engine, int(workload.split(".")[2]))
+    if workload in WORKLOADS and workload.startswith("W15.biglist."):
+        return w15_biglist(engine, int(workload.split(".")[2]))
     if workload == "W14.kanban":
         import kanban  # kanban.py, next to this file
         return kanban.w14_kanban(engine, args, sys.modules[__name__])

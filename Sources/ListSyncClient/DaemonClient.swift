@@ -58,8 +58,16 @@ public actor DaemonClient {
     private var catchUps: [DocumentID: CheckedContinuation<Void, any Error>] = [:]
     private var opened: [DocumentID: LiveDocument] = [:]
     private var synced: Set<DocumentID> = []
-    /// Opened documents whose copy a snapshot from the daemon replaced (``wasReplaced(_:)``).
+    /// Opened documents whose copy a snapshot from the daemon replaced, or that compacted where
+    /// the daemon had (``wasReplaced(_:)``).
     private var replaced: Set<DocumentID> = []
+    /// Opened documents whose copy is kept between runs (``open(_:replica:resuming:epoch:keepsCopy:)``):
+    /// they say `seen` as ``ListSync/SeenRole/liveCopy`` and follow the daemon's floor.
+    private var copies: Set<DocumentID> = []
+    /// The floor the daemon last told for a kept copy (empty: never compacted).
+    private var floors: [DocumentID: VersionVector] = [:]
+    /// Opens waiting for the daemon's floor, with their deadline (``EventLoop/now()`` nanoseconds).
+    private var floorWaiters: [DocumentID: (CheckedContinuation<Void, Never>, deadline: UInt64)] = [:]
     private var names: [DocumentID: (name: String, epoch: UInt64)] = [:]
     private var reader: Task<Void, Never>?
     private var ticker: Task<Void, Never>?
@@ -228,10 +236,17 @@ public actor DaemonClient {
     ///   - epoch: the epoch `held` belongs to (``info(_:)`` after an earlier `open`); 0 with no copy.
     /// - Throws: ``DaemonClientError/refused(_:_:)`` with `.epochMismatch` when the document was
     ///   reset or restored since: drop `held` and open it afresh.
+    ///   - keepsCopy: the copy is kept between runs (the command line's, ``ClientCache``): it says
+    ///     `seen` as a ``ListSync/SeenRole/liveCopy``, and this returns once the daemon has also
+    ///     told its floor (``followsFloor(_:)``), the copy compacted there if it holds exactly it;
+    ///     later floors compact it too. A daemon of an older build refuses the role and closes
+    ///     the connection (``refusedLiveCopy``): open it again without.
     public func open(_ document: DocumentID, replica: ReplicaID? = nil, resuming held: ListDocument? = nil,
-                     epoch: UInt64 = 0) async throws -> LiveDocument {
+                     epoch: UInt64 = 0, keepsCopy: Bool = false) async throws -> LiveDocument {
         if let live = opened[document] { return live }
         replaced.remove(document)
+        floors[document] = nil
+        if keepsCopy { copies.insert(document) } else { copies.remove(document) }
         let start = held ?? ListDocument(replica: replica ?? ReplicaID.random())
         let live = changeSets ? LiveDocument(start) : LiveDocument(withoutChangeSets: start)
         // The catch-up, however many frames, is one change set (published at `synced`).
@@ -257,6 +272,18 @@ public actor DaemonClient {
             live.publishHeldChanges()
             throw error
         }
+        if keepsCopy, floors[document] == nil {
+            // The `seen` sent at `synced` is answered with the floor (or the connection ends).
+            await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+                if session.isClosed { c.resume() } else {
+                    floorWaiters[document] = (c, EventLoop.now() &+ requestTimeout.nanoseconds)
+                }
+            }
+            if floors[document] == nil {
+                opened[document] = nil
+                throw endReason.map { _ in DaemonClientError.disconnected } ?? DaemonClientError.timeout("the floor of \(document)")
+            }
+        }
         names[document] = (name, currentEpoch)
         let missing = live.operations(since: version)
         if !missing.isEmpty { try await send(document, missing) }
@@ -276,6 +303,19 @@ public actor DaemonClient {
     /// resumed from was behind the daemon's compaction floor): its log is then not the one it
     /// was opened with plus what came since.
     public func wasReplaced(_ document: DocumentID) -> Bool { replaced.contains(document) }
+
+    /// Whether the copy of a document opened with `keepsCopy` holds the history the daemon
+    /// holds: its floor is the daemon's (none where the daemon never compacted). False: the
+    /// copy keeps history the daemon has collected, and cannot compact it away (it is past the
+    /// floor): open it afresh. Nil when the daemon has not told its floor.
+    public func followsFloor(_ document: DocumentID) -> Bool? {
+        guard let floor = floors[document], let live = opened[document] else { return nil }
+        return live.document.historyFloor == (floor == VersionVector() ? nil : floor)
+    }
+
+    /// Whether the daemon refused ``ListSync/SeenRole/liveCopy`` (an older build): it has closed
+    /// this connection; open without `keepsCopy` on the next.
+    public var refusedLiveCopy: Bool { session.refusedByDaemon.contains(.liveCopy) }
 
     /// Edits an opened document and returns once the daemon acknowledged every frame of the
     /// operations as durable.
@@ -356,7 +396,12 @@ public actor DaemonClient {
     }
 
     private func tick() {
-        perform(session.tick(now: EventLoop.now()))
+        let now = EventLoop.now()
+        for (doc, w) in floorWaiters where w.deadline <= now {
+            floorWaiters[doc] = nil
+            w.0.resume()
+        }
+        perform(session.tick(now: now))
         flushPresence()
     }
 
@@ -403,8 +448,21 @@ public actor DaemonClient {
     /// as a client that keeps no copy: it holds compaction back only while it is subscribed.
     private func reportSeen(_ document: DocumentID) {
         guard let live = opened[document] else { return }
-        perform(session.reportSeen(document, replica: live.replica, version: live.document.version, role: .live,
-                                   now: EventLoop.now()))
+        perform(session.reportSeen(document, replica: live.replica, version: live.document.version,
+                                   role: copies.contains(document) ? .liveCopy : .live, now: EventLoop.now()))
+    }
+
+    /// The daemon's floor of an opened document (`stable`): noted, and a kept copy that holds
+    /// exactly that version compacts there too (what it holds is then all in the daemon's
+    /// compacted copy: nothing of it is unsent).
+    private func floorTold(_ document: DocumentID, _ floor: VersionVector) {
+        guard copies.contains(document), let live = opened[document] else { return }
+        floors[document] = floor
+        let copy = live.document
+        if floor != VersionVector(), copy.version == floor, copy.historyFloor != floor, (try? live.compact(at: floor)) != nil {
+            replaced.insert(document)
+        }
+        floorWaiters.removeValue(forKey: document)?.0.resume()
     }
 
     /// The catch-up of an opened document is the daemon's snapshot (what was held is behind its
@@ -474,8 +532,9 @@ public actor DaemonClient {
                 for info in list { tellFollowers(.changed(info)) }
             case let .withdrawn(doc, epoch):
                 tellFollowers(.destroyed(doc, epoch: epoch))
-            case .documentError, .stable:
-                // `stable` comes only to compacting devices (this client says `seen` as `live`).
+            case let .stable(doc, floor):
+                floorTold(doc, floor)
+            case .documentError:
                 break
             }
         }
@@ -483,6 +542,8 @@ public actor DaemonClient {
             // Whatever still waits outside the session (a catch-up after `subscribed`) ends too.
             for (_, c) in catchUps { c.resume(throwing: DaemonClientError.disconnected) }
             catchUps = [:]
+            for (_, w) in floorWaiters { w.0.resume() }
+            floorWaiters = [:]
         }
     }
 

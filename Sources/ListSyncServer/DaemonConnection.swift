@@ -11,6 +11,8 @@ actor DaemonConnection: DocumentSubscriber {
     nonisolated let transport: TCPTransport
     nonisolated let subscriberID: SubscriberID
     private weak var daemon: Daemon?
+    /// The daemon's counters: every frame sent on this connection adds to `bytes_out`.
+    private nonisolated let metrics: DaemonMetrics
     private var session: ServerSession
     private var hosts: [DocumentID: DocumentHost] = [:]
     /// The device's claims, when it proved a credential (nil: the daemon's key).
@@ -20,6 +22,7 @@ actor DaemonConnection: DocumentSubscriber {
         self.transport = transport
         self.subscriberID = SubscriberID(number)
         self.daemon = daemon
+        self.metrics = daemon.metrics
         let access = transport.peerClaims.map { Access(documents: $0.documents.map(Set.init), readOnly: $0.readOnly) } ?? .full
         session = ServerSession(maxFrame: transport.maxFrame, rateLimit: daemon.configuration.rateLimit,
                                 now: DispatchTime.now().uptimeNanoseconds, access: access)
@@ -54,6 +57,7 @@ actor DaemonConnection: DocumentSubscriber {
     }
 
     nonisolated func deliver(_ document: DocumentID, _ frame: [UInt8], via outbox: inout TCPOutbox) {
+        metrics.sent(operations: 0, bytes: frame.count)
         outbox.enqueue(frame, on: transport)
     }
 
@@ -96,6 +100,7 @@ actor DaemonConnection: DocumentSubscriber {
         guard let daemon else { return }
         switch action {
         case let .send(frame):
+            metrics.sent(operations: 0, bytes: frame.count)
             transport.enqueue(frame)
         case let .close(reason):
             await transport.close(reason: reason)

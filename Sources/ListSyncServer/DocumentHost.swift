@@ -79,6 +79,8 @@ actor DocumentHost {
     private let stabilityPath: String?
     private let fileSystem: FileSystem
     private let metrics: DaemonMetrics?
+    /// ``DocumentCore/operationsSent`` when last added to ``metrics``.
+    private var operationsCounted = 0
     /// The monotonic time before which the host does not compact again.
     private var nextCompactionAt: UInt64 = 0
     /// The wall-clock time of the last compaction (0: none since the host was loaded).
@@ -195,6 +197,7 @@ actor DocumentHost {
             subscribers[to]?.deliver(id, frame, via: &outbox)
         }
         outbox.flush()
+        countSent()
     }
 
     /// Anti-entropy from a subscriber.
@@ -208,6 +211,7 @@ actor DocumentHost {
     func seen(_ subscriber: SubscriberID, replica: ReplicaID, version: VersionVector, role: SeenRole) async {
         guard !isClosed else { return }
         if core.seen(subscriber, replica: replica, version: version, role: role, now: wallClock()) { saveStability() }
+        deliver(core.floorAnswer(to: subscriber))
         await compactIfDue()
     }
 
@@ -348,6 +352,16 @@ actor DocumentHost {
             }
         }
         outbox.flush()
+        countSent()
+    }
+
+    /// Adds the operations the core put in frames since the last call to the daemon's metrics
+    /// (`operations_out`).
+    private func countSent() {
+        let sent = core.operationsSent
+        guard sent != operationsCounted else { return }
+        metrics?.sent(operations: sent - operationsCounted, bytes: 0)
+        operationsCounted = sent
     }
 
     /// Reopens the failed store: recovery keeps every record that reached the disk whole, and the

@@ -109,11 +109,13 @@ func runClient(_ name: String, _ command: ClientCommand, _ args: [String]) throw
     // Only `watch` shows change sets; the other commands need none (no diff of the list).
     let changeSets = name == "watch"
     return blockOn(name, json: json) {
-        var renewed = false
+        var renewed = false, refetched = false, followsFloors = true
         while true {
             let daemon = try await connectToFirst(addresses, authentication: authentication, changeSets: changeSets)
+            var client = OnlineClient(daemon: daemon, slot: slot, cache: cache)
+            client.followsFloors = followsFloors
             do {
-                let code = try await command.run(o, OnlineClient(daemon: daemon, slot: slot, cache: cache), json)
+                let code = try await command.run(o, client, json)
                 await daemon.close()
                 return code
             } catch is OnlineClient.ReplicaBehind where !renewed {
@@ -121,9 +123,17 @@ func runClient(_ name: String, _ command: ClientCommand, _ args: [String]) throw
                 await daemon.close()
                 try slot?.renew()
                 renewed = true
-            } catch {
+            } catch is OnlineClient.CopyBehindFloor where !refetched {
+                // Nothing was sent yet: again, the copy fetched afresh.
                 await daemon.close()
-                throw error
+                refetched = true
+            } catch {
+                let older = await daemon.refusedLiveCopy
+                await daemon.close()
+                // A daemon of an older build closed the connection on the kept copy's role:
+                // again, the copy only caught up.
+                guard followsFloors, older else { throw error }
+                followsFloors = false
             }
         }
     }
@@ -579,8 +589,8 @@ let clientCommands: [String: ClientCommand] = [
         arguments: 2...2
     ) { o, client, json in
         let info = try await client.resolve(o.positional[0])
-        // The daemon's copy as it is (compacted where the daemon compacted), not the command's kept
-        // copy, which does not learn the daemon's compaction floor.
+        // The daemon's copy as it is (compacted where the daemon compacted): the kept copy, which
+        // follows the daemon's floor, or (against an older daemon) the daemon's copy fetched afresh.
         let live = try await client.openAsTheDaemonHasIt(info.id)
         let snapshot = live.document.encodedSnapshot()
         // The file is written in pieces as its base64 is made (memory: the snapshot, once).
@@ -605,25 +615,31 @@ let clientCommands: [String: ClientCommand] = [
                          extra: "  --name NAME          the new document's name\n"),
         values: ["--name"], arguments: 1...1
     ) { o, client, json in
-        guard let data = FileManager.default.contents(atPath: o.positional[0]) else {
-            throw CommandFailure(description: "cannot read \(o.positional[0])")
-        }
-        guard let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
-              object["format"] as? String == "listsync-export",
-              let b64 = object["snapshot"] as? String, let bytes = Data(base64Encoded: b64) else {
-            throw CommandFailure(description: "\(o.positional[0]) is not a file written by `listsync export`")
-        }
-        let loaded = try ListDocument(snapshot: [UInt8](bytes), replica: ReplicaID.random())
-        let name = o.value("--name") ?? (object["name"] as? String) ?? "imported"
+        // Memory: the file's snapshot once, then the document; its operations go out a part at
+        // a time (each part acknowledged before the next is rebuilt from the log).
+        let (loaded, fileName): (ListDocument, String?) = try {
+            let file = try ExportFile.read(o.positional[0])
+            return (try ListDocument(snapshot: file.snapshot, replica: ReplicaID.random()), file.name)
+        }()
+        let name = o.value("--name") ?? fileName ?? "imported"
         let id = try await client.create(name: name, sections: [])
         _ = try await client.open(id)
-        try await client.upload(id, loaded.operations)
+        var position = 0, part: [ListOperation] = []
+        while position < loaded.operationCount {
+            part.removeAll(keepingCapacity: true)
+            position = loaded.appendOperations(since: VersionVector(), from: position, before: loaded.operationCount,
+                                               limit: importPart, into: &part)
+            try await client.upload(id, part)
+        }
         if json { printJSON(["id": id.description, "name": name, "operations": loaded.operationCount]) } else {
             print("imported \(loaded.operationCount) operations as \(shown(name)): \(id)")
         }
         return 0
     },
 ]
+
+/// The most operations `import` rebuilds and sends at once.
+let importPart = 65_536
 
 /// A change set in words, with index paths as the table shows them after the change.
 func describeChange(_ c: ChangeSet, _ snapshot: ListSnapshot) -> [String] {

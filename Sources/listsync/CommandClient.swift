@@ -58,6 +58,18 @@ struct OnlineClient: CommandClient {
     let slot: ClientReplica?
     /// The slot's kept copies; nil without a slot (or when its folder could not be made).
     let cache: ClientCache?
+    /// Whether kept copies follow the daemon's floor (``DaemonClient/open(_:replica:resuming:epoch:keepsCopy:)``);
+    /// false against a daemon of an older build, which refuses it: copies are then only caught
+    /// up, and `export` fetches the daemon's copy afresh.
+    var followsFloors = true
+
+    /// The kept copy holds history the daemon has collected since (it compacted while the copy
+    /// was away, and the copy is past that floor): the copy is dropped and the command run again,
+    /// fetching the daemon's copy afresh.
+    struct CopyBehindFloor: Error {}
+
+    /// Whether opened documents are kept copies that follow the daemon's floor.
+    private var keepsCopy: Bool { cache != nil && followsFloors }
 
     /// The document could not be edited as the kept id (the daemon lacks an edit it may have
     /// sent): the command is run again as a fresh id.
@@ -83,10 +95,11 @@ struct OnlineClient: CommandClient {
         try await daemon.rename(info.id, to: name)
     }
 
-    /// Fetched afresh as this slot's replica: what the daemon holds, its compaction included (a
-    /// kept copy caught up by version keeps what the daemon collected since).
+    /// The kept copy where it follows the daemon's floor (``open(_:)`` checks it holds the
+    /// history the daemon holds, no more); otherwise fetched afresh as this slot's replica.
     func openAsTheDaemonHasIt(_ id: DocumentID) async throws -> LiveDocument {
-        if await daemon.info(id) != nil { return try await daemon.open(id) }   // opened already
+        let opened = await daemon.info(id) != nil
+        if keepsCopy || opened { return try await open(id) }
         return try await daemon.open(id, replica: slot?.replica, resuming: nil, epoch: 0)
     }
 
@@ -95,12 +108,13 @@ struct OnlineClient: CommandClient {
         let held = slot.flatMap { cache?.load(id, replica: $0.replica) }
         let live: LiveDocument
         do {
-            live = try await daemon.open(id, replica: slot?.replica, resuming: held?.document, epoch: held?.epoch ?? 0)
+            live = try await daemon.open(id, replica: slot?.replica, resuming: held?.document, epoch: held?.epoch ?? 0,
+                                         keepsCopy: keepsCopy)
         } catch let DaemonClientError.refused(code, _) where held != nil && code == .epochMismatch {
             // Reset or restored since the copy was kept: it is dropped, and the list fetched afresh.
             cache?.drop(id)
             if let slot { _ = cache?.load(id, replica: slot.replica) }
-            let live = try await daemon.open(id, replica: slot?.replica, resuming: nil, epoch: 0)
+            let live = try await daemon.open(id, replica: slot?.replica, resuming: nil, epoch: 0, keepsCopy: keepsCopy)
             return try await opened(live, id, held: nil)
         } catch let DaemonClientError.refused(code, text) where code == .destroyed || code == .unknownDocument {
             cache?.drop(id)
@@ -113,6 +127,11 @@ struct OnlineClient: CommandClient {
     private func opened(_ live: LiveDocument, _ id: DocumentID, held: (document: ListDocument, epoch: UInt64)?) async throws -> LiveDocument {
         if let slot, live.document.replica == slot.replica, !slot.mayReuse(in: id, version: live.document.version) {
             throw ReplicaBehind()
+        }
+        if keepsCopy, await daemon.followsFloor(id) == false {
+            // Nothing was sent yet: the copy is dropped, and the command run again without it.
+            cache?.drop(id)
+            throw CopyBehindFloor()
         }
         if let cache, let epoch = await daemon.info(id)?.epoch {
             await cache.update(id, to: live.document, from: held?.document, replaced: await daemon.wasReplaced(id), epoch: epoch)

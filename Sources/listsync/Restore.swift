@@ -23,14 +23,12 @@ func runRestore(_ args: [String]) throws -> Int32 {
     guard o.positional.count == 2 else { throw UsageError(message: "restore takes DOC and FILE") }
     let json = o.has("--json")
     let root = o.value("--data", env: "LISTSYNC_DATA") ?? defaultDataFolder()
-    guard let data = FileManager.default.contents(atPath: o.positional[1]),
-          let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
-          object["format"] as? String == "listsync-export",
-          let b64 = object["snapshot"] as? String, let bytes = Data(base64Encoded: b64) else {
-        return fail("restore", "\(o.positional[1]) is not a file written by `listsync export`", json: json)
+    let file: ExportFile
+    do { file = try ExportFile.read(o.positional[1]) } catch {
+        return fail("restore", error.description, json: json)
     }
     do {
-        let loaded = try ListDocument(snapshot: [UInt8](bytes), replica: ReplicaID.random())
+        let loaded = try ListDocument(snapshot: file.snapshot, replica: ReplicaID.random())
         let folder = try DataFolder(root: root)
         defer { folder.close() }
         let entries = try folder.list()

@@ -180,7 +180,7 @@ struct FieldTests {
         #expect(b.encodedSnapshot() == before)
     }
 
-    @Test("§8 field writes travel in wire format 3; batches without them keep their old version")
+    @Test("§8 field writes travel in wire format 4; batches without them keep their old version")
     func wireFormat() throws {
         var (a, _, milk) = try pair()
         try a.writeFields(["votes": .increment(-3), "tags": .insert(["x", "é"]), "when": .set(.date(Date(timeIntervalSince1970: 1.5))),
@@ -189,10 +189,10 @@ struct FieldTests {
         try a.writeFields(["colour": .set(.string("red"))], ofSection: a.sectionID(at: 0))
         let ops = a.operations
         let bytes = ListOperation.encode(ops)
-        #expect(bytes.first == 3)
+        #expect(bytes.first == 4)
         #expect(try ListOperation.decode(bytes) == ops)
-        let plain = ops.filter { if case .writeFields = $0.kind { false } else { true } }
-        #expect(ListOperation.encode(plain).first! <= 2, "no field write, no version 3")
+        let plain = ops.filter { !$0.carriesFields }
+        #expect(ListOperation.encode(plain).first! <= 2, "no field write, no version 3 or 4")
         // Every prefix of the bytes is an error, never a crash.
         for n in 0 ..< bytes.count { #expect(throws: WireError.self) { try ListOperation.decode(bytes[..<n]) } }
     }
@@ -204,7 +204,7 @@ struct FieldTests {
                                   fields: ["title": .set(.string("eggs")), "votes": .increment(2), "tags": .insert(["x"])])
         let eggs = ItemID(op.id)
         #expect(a.fields(of: eggs) == ["title": .value(.string("eggs")), "votes": .counter(2), "tags": .set(["x"])])
-        #expect(ListOperation.encode([op]).first == 3)
+        #expect(ListOperation.encode([op]).first == 4)
         #expect(try ListOperation.decode(ListOperation.encode([op])) == [op])
         #expect(b.receive([op]).isSuccess)
         #expect(b.snapshot() == a.snapshot())
@@ -229,15 +229,78 @@ struct FieldTests {
         #expect(b.receive([bad]).refused.count == 1)
     }
 
-    @Test("§8 the worked example of Docs/WireFormat.md §2.7, byte for byte")
+    @Test("§8 the worked examples of Docs/WireFormat.md §2.7, byte for byte: version 4 written, version 3 still read")
     func wireExample() throws {
         let op = ListOperation(id: OpID(counter: 9, replica: ReplicaID(2)), deps: Frontier([OpID(counter: 3, replica: ReplicaID(1))]),
                                kind: .writeFields(.item(ItemID(OpID(counter: 3, replica: ReplicaID(1)))),
                                                   FieldWrites(clock: 1, writes: [FieldWrite(name: "title", change: .set(.string("oat milk")))])))
-        let hex = "03 02 02 01 01 0c 00 10 01 04 05 04 05 01 01 05 74 69 74 6c 65 00 00 00 05 08 6f 61 74 20 6d 69 6c 6b"
-        let bytes = hex.split(separator: " ").map { UInt8($0, radix: 16)! }
-        #expect(ListOperation.encode([op]) == bytes)
-        #expect(try ListOperation.decode(bytes) == [op])
+        func bytes(_ hex: String) -> [UInt8] { hex.split(separator: " ").map { UInt8($0, radix: 16)! } }
+        // Version 3, as the build before wrote it: the clock whole, the name spelled out.
+        let v3 = bytes("03 02 02 01 01 0c 00 10 01 04 05 04 05 01 01 05 74 69 74 6c 65 00 00 00 05 08 6f 61 74 20 6d 69 6c 6b")
+        #expect(try ListOperation.decode(v3) == [op])
+        // Version 4: the clock as the difference from 0 (zigzag 2), the name's code 0 (spelled out).
+        let v4 = bytes("04 02 02 01 01 0c 00 10 01 04 05 04 05 02 01 00 05 74 69 74 6c 65 00 00 00 05 08 6f 61 74 20 6d 69 6c 6b")
+        #expect(ListOperation.encode([op]) == v4)
+        #expect(try ListOperation.decode(v4) == [op])
+        // A second write of the same field in the batch names it by its number (code 1) and its
+        // clock by the difference (0: zigzag 0).
+        var next = op
+        next.id = OpID(counter: 10, replica: ReplicaID(2))
+        next.deps = Frontier([op.id])
+        next.kind = .writeFields(.item(ItemID(OpID(counter: 3, replica: ReplicaID(1)))),
+                                 FieldWrites(clock: 1, writes: [FieldWrite(name: "title", change: .remove)]))
+        let two = ListOperation.encode([op, next])
+        #expect(Array(two.suffix(6)) == bytes("00 01 01 00 00 01"), "clock +0, one write, name 1, replaces none, seen none, remove")
+        #expect(try ListOperation.decode(two) == [op, next])
+        // A name number the batch never gave is an error, not a crash.
+        var bad = two
+        bad[bad.count - 4] = 2
+        #expect(throws: WireError.self) { try ListOperation.decode(bad) }
+    }
+
+    @Test("§8 a batch of field writes spells each name once (wire format 4)")
+    func namesSpelledOnce() throws {
+        var (a, _, milk) = try pair()
+        for k in 0 ..< 50 { try a.writeFields(["title": .set(.string("t\(k)")), "votes": .increment(1)], ofItem: milk) }
+        let bytes = ListOperation.encode(a.operations)
+        let text = String(decoding: bytes, as: UTF8.self)
+        #expect(text.components(separatedBy: "title").count == 2, "\"title\" once in the batch")
+        #expect(text.components(separatedBy: "votes").count == 2, "\"votes\" once in the batch")
+        #expect(try ListOperation.decode(bytes) == a.operations)
+    }
+
+    @Test("§8 a state snapshot with field writes is version 5 (other operations in one batch); version 2 of the same still loads")
+    func stateSnapshotVersionFive() throws {
+        var (a, b, milk) = try pair()
+        for k in 0 ..< 20 {
+            try a.writeFields(["title": .set(.string("t\(k)")), "votes": .increment(1), "tags": .insert(["x\(k % 3)"])], ofItem: milk)
+            _ = try a.insertItem(at: IndexPath(item: 0, section: 0), fields: ["title": .set(.string("card \(k)")), "done": .set(.bool(false))])
+        }
+        try a.setValue(Data("plain".utf8), forItem: milk)
+        #expect(b.receive(a.operations).isSuccess)
+        let v5 = a.encodedSnapshot()
+        #expect(v5[ListDocument.snapshotMagic.count] == ListDocument.stateFieldsSnapshotFormatVersion)
+        var old = StateSnapshotEncoder(a, othersInOneBatch: false)
+        let v2 = old.encode()
+        #expect(v2[ListDocument.snapshotMagic.count] == ListDocument.stateSnapshotFormatVersion)
+        #expect(v5.count < v2.count, "one batch spells each name once: \(v5.count) < \(v2.count)")
+        for bytes in [v5, v2] {
+            let loaded = try ListDocument(snapshot: bytes, replica: ReplicaID(9))
+            try loaded.checkInvariants()
+            #expect(loaded.snapshot() == a.snapshot())
+            #expect(loaded.operations == a.operations)
+            #expect(loaded.fields(of: milk) == a.fields(of: milk))
+            #expect(loaded.encodedState() == a.encodedState())
+        }
+        // A document without field writes still writes version 2, byte for byte as before.
+        var plain = ListDocument(replica: ReplicaID(4))
+        try plain.insertSection(at: 0, value: Data())
+        try plain.insertItem(at: IndexPath(item: 0, section: 0), value: Data("x".utf8))
+        #expect(plain.encodedSnapshot()[ListDocument.snapshotMagic.count] == ListDocument.stateSnapshotFormatVersion)
+        // Every prefix of a version-5 snapshot (a sample of 300) is an error, never a crash.
+        for n in stride(from: 0, to: v5.count, by: max(1, v5.count / 300)) {
+            #expect(throws: WireError.self) { try ListDocument(snapshot: v5[..<n], replica: ReplicaID(9)) }
+        }
     }
 
     @Test("§8 snapshots keep the records: state, history and a reload of each")

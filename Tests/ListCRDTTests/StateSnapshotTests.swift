@@ -15,7 +15,9 @@ import ListSyncTestTraits
     static func expectSame(_ doc: ListDocument, as replica: UInt64 = 77,
                            sourceLocation: SourceLocation = #_sourceLocation) throws -> ListDocument {
         let bytes = doc.encodedSnapshot()
-        #expect(bytes[4] == ListDocument.stateSnapshotFormatVersion, sourceLocation: sourceLocation)
+        let fields = doc.operations.contains(where: \.carriesFields)
+        #expect(bytes[4] == (fields ? ListDocument.stateFieldsSnapshotFormatVersion : ListDocument.stateSnapshotFormatVersion),
+                sourceLocation: sourceLocation)
         let loaded = try ListDocument(snapshot: bytes, replica: ReplicaID(replica))
         try loaded.checkInvariants()
         #expect(loaded.encodedState() == doc.encodedState(), sourceLocation: sourceLocation)

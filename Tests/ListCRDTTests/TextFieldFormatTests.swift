@@ -2,8 +2,8 @@ import Foundation
 import Testing
 @testable import ListCRDT
 
-/// Docs/WireFormat.md §2.8 and §5.5: text edits on the wire (format 4), in history, state and
-/// compacted snapshots (version 5), and what an older reader does with them.
+/// Docs/WireFormat.md §2.8 and §5.6: text edits on the wire (format 4), in history, state and
+/// compacted snapshots (version 6), and what an older reader does with them.
 @Suite("§8.10 text fields: wire and snapshot formats")
 struct TextFieldFormatTests {
     /// A document whose notes were typed, pasted into, edited and partly removed, with a set
@@ -18,16 +18,32 @@ struct TextFieldFormatTests {
         return (docs[0], item)
     }
 
-    @Test("a batch with a text edit is wire format 4; one with other field writes stays 3")
+    @Test("a batch with a text edit is wire format 4, as every batch with field writes")
     func wireVersions() throws {
         let (doc, item) = try Self.edited()
-        let text = doc.operations.filter { if case .writeFields(_, let w) = $0.kind { w.wireVersion == 4 } else { false } }
+        let text = doc.operations.filter { if case .writeFields(_, let w) = $0.kind { w.hasTextEdit } else { false } }
         #expect(!text.isEmpty)
         #expect(ListOperation.encode(text).first == 4)
-        let title = doc.operations.filter { if case .writeFields(_, let w) = $0.kind { w.wireVersion == 3 } else { false } }
-        #expect(ListOperation.encode(title).first == 3, "a batch without text is written as before")
+        let title = doc.operations.filter { if case .writeFields(_, let w) = $0.kind { !w.hasTextEdit } else { false } }
+        #expect(ListOperation.encode(title).first == 4)
         #expect(try ListOperation.decode(ListOperation.encode(doc.operations)) == doc.operations)
         _ = item
+    }
+
+    @Test("a state snapshot whose last operation typed several characters keeps the version (one operation, one id per character)")
+    func stateSnapshotEndsWithTyping() throws {
+        var doc = ListDocument(replica: ReplicaID(1))
+        try doc.insertSection(at: 0, value: Data())
+        let i = try doc.insertItem(at: IndexPath(item: 0, section: 0), value: Data())
+        _ = try doc.splice("notes", ofItem: ItemID(i.id), at: 0, insert: "hello")
+        let bytes = doc.encodedSnapshot()
+        #expect(bytes[ListDocument.snapshotMagic.count] == ListDocument.stateFieldsSnapshotFormatVersion)
+        var loaded = try ListDocument(snapshot: bytes, replica: ReplicaID(1))
+        #expect(loaded.version == doc.version)
+        #expect(loaded.operations == doc.operations)
+        // The replica goes on after its own typing without reusing an id.
+        let more = try loaded.splice("notes", ofItem: ItemID(i.id), at: 5, insert: "!")
+        #expect(!doc.version.contains(more.id))
     }
 
     @Test("an older reader refuses a text batch clearly, never misreads it")

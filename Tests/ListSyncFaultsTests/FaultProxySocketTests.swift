@@ -5,6 +5,7 @@ import ListSyncFaults
 import ListSyncTCP
 import ListSyncTestSupport
 import Testing
+import ListSyncTestTraits
 
 /// A blocking TCP echo server on 127.0.0.1 (a thread per connection): a test's target.
 final class EchoServer: @unchecked Sendable {
@@ -93,7 +94,7 @@ func echoThrough(port: UInt16, _ bytes: [UInt8], timeout: Int = 10) -> [UInt8] {
 @Suite("Fault proxy over sockets (one suite at a time)", .serialized) struct FaultProxySocketSuites {}
 
 extension FaultProxySocketSuites {
-    @Suite("Fault proxy: bytes delayed, stalled or cut, never altered", .serialized, .timeLimit(.minutes(1)))
+    @Suite("Fault proxy: bytes delayed, stalled or cut, never altered", .serialized, .hangGuard)
     struct FaultProxySocketTests {
         static func payload(_ n: Int, seed: UInt64) -> [UInt8] {
             var rng = FaultRandom(seed: seed)

@@ -11,7 +11,7 @@ import Testing
 
 /// The admin port of a daemon process: the bearer token, and `/metrics` that costs the daemon
 /// nothing per document (Docs/Security.md, "Admin port").
-@Suite("Admin port: token and cheap metrics", .ownThread, .serialized, .timeLimit(.minutes(3)))
+@Suite("Admin port: token and cheap metrics", .ownThread, .serialized, .hangGuard)
 struct AdminAccessTests {
     /// Sends `requests` (raw HTTP) on one connection from 127.0.0.1 and reads until the server
     /// closes or `timeout` seconds pass with nothing: the whole answer as text.

@@ -8,7 +8,7 @@ import Testing
 
 /// The command line's kept replica id (`ClientReplica`): one id per client folder and slot, reused
 /// only while the daemon holds everything it may have sent.
-@Suite("A stable replica id per client folder", .serialized, .timeLimit(.minutes(2)))
+@Suite("A stable replica id per client folder", .serialized, .hangGuard)
 struct ClientReplicaTests {
     /// Slot 0 of `folder`, waiting up to 5 s while it is held: a slot just released may live on
     /// for a moment in a process another test is spawning (between its fork and its exec).

@@ -176,4 +176,77 @@ extension DaemonProcessTests {
         #expect(!items.contains("b"), "the old epoch's edit came back from the copy")
         #expect(try Self.shownItems(d, "big") == items)
     }
+
+    @Test("the kept copy follows the daemon's compaction: after a quiet compaction, the next command's copy compacts at the daemon's floor (on disk too), and export writes it from the copy")
+    func commandCopyFollowsTheFloor() throws {
+        let dir = TemporaryFolder()
+        defer { dir.remove() }
+        let d = try DaemonProcess(data: dir.path + "/data", extra: ["--compact-after", "12", "--compact-interval", "0", "--retire-after", "1h"])
+        defer { d.kill9() }
+        #expect(try d.run(["create", "todo"]).0 == 0)
+        let big = String(repeating: "x", count: 60_000)
+        for i in 0..<6 { #expect(try d.run(["insert", "todo", "0.0", big + "\(i)"]).0 == 0) }
+        for _ in 0..<5 { #expect(try d.run(["delete", "todo", "0.0"]).0 == 0) }
+        let info = try #require(try d.json(["docs"]) as? [[String: Any]])
+        let doc = try #require(info.first?["id"] as? String)
+        let copy = d.data + "/clients/slot-0.cache/\(doc)"
+        func copyBytes() throws -> Int { try Self.copyFiles(copy).values.reduce(0, +) }
+        // The copy was written by the commands, before the daemon compacted: every value in it.
+        #expect(try copyBytes() > 6 * 60_000)
+        #expect(eventually(20) { d.log.contains("document compacted") }, "\(d.log)")
+        // Export: the copy catches up (nothing new), hears the floor, compacts there, and is
+        // written compacted; the export is the compacted copy.
+        let file = dir.path + "/export.json"
+        #expect(try d.run(["export", "todo", file]).0 == 0)
+        let exported = (try FileManager.default.attributesOfItem(atPath: file)[.size] as? Int) ?? -1
+        #expect(exported > 0 && exported < 90_000, "\(exported) bytes")
+        let files = try Self.copyFiles(copy)
+        #expect(files.values.reduce(0, +) < 90_000, "the kept copy still holds the collected values: \(files)")
+        // It keeps working from the compacted copy.
+        #expect(try d.run(["insert", "todo", "0.1", "after"]).0 == 0)
+        #expect(try Self.shownItems(d, "todo") == [big + "0", "after"])
+    }
+
+    @Test("import reads any JSON of the export format (keys in any order, spaces, escapes, values it skips) and sends a large list in parts; a bad file is an error that creates nothing")
+    func importReadsTheExportFormat() async throws {
+        let dir = TemporaryFolder()
+        defer { dir.remove() }
+        let d = try DaemonProcess(data: dir.path + "/data")
+        defer { d.kill9() }
+        // 70,000 items: more than one part of the import (65,536 operations).
+        var doc = ListDocument(replica: ReplicaID(7))
+        try doc.insertSection(at: 0, value: Data("s".utf8))
+        for i in 0..<70_000 { try doc.insertItem(at: IndexPath(item: i, section: 0), value: Data("i\(i)".utf8)) }
+        let b64 = Data(doc.encodedSnapshot()).base64EncodedString()
+        let file = dir.path + "/any.json"
+        let text = "\n { \"extra\" : {\"a\": [1, 2.5e3, \"}\", null]}, \"snapshot\" :\t\"\(b64)\",\r\n"
+            + " \"name\": \"caf\\u00e9 \\\"list\\\"\", \"version\": 1, \"format\": \"listsync-export\", \"flag\": true } \n"
+        try Data(text.utf8).write(to: URL(fileURLWithPath: file))
+        let imported = try #require(try d.json(["import", file]) as? [String: Any])
+        #expect(imported["name"] as? String == "café \"list\"")
+        let id = try #require((imported["id"] as? String).flatMap(DocumentID.init(hex:)))
+        let items = try await Self.daemonItems(d, id)
+        #expect(items.count == 70_000 && items.first == "i0" && items.last == "i69999")
+
+        // Bad files: said, and nothing created.
+        let bad = [
+            "{\"format\": \"listsync-export\", \"snapshot\": \"\(b64.dropLast(1))\"}",   // not base64 (a cut group)
+            "{\"format\": \"other\", \"snapshot\": \"\(b64)\"}",
+            "{\"format\": \"listsync-export\"}",
+            "[\"listsync-export\"]",
+            "{\"format\": \"listsync-export\", \"snapshot\": \"\(b64)\"} trailing",
+            "{\"format\": \"listsync-export\", \"snapshot\": \"QUJD\"",
+            "",
+        ]
+        for (k, content) in bad.enumerated() {
+            let path = dir.path + "/bad-\(k).json"
+            try Data(content.utf8).write(to: URL(fileURLWithPath: path))
+            let (code, _, err) = try d.run(["import", path])
+            #expect(code == 1 && err.contains("is not a file written by `listsync export`"), "\(k): \(err)")
+        }
+        let (code, _, err) = try d.run(["import", dir.path + "/missing.json"])
+        #expect(code == 1 && err.contains("cannot read"), "\(err)")
+        let docs = try #require(try d.json(["docs"]) as? [[String: Any]])
+        #expect(docs.count == 1, "\(docs)")
+    }
 }

@@ -8,7 +8,7 @@ import Testing
 /// standard input. Each runs the built `listsync` binary as a process; the client commands work
 /// on a device copy (`--replica DIR`) where they need a document, so no daemon is started but for
 /// the busy-port case.
-@Suite("The command line: exit codes, messages, values from files", .ownThread, .serialized, .timeLimit(.minutes(3)))
+@Suite("The command line: exit codes, messages, values from files", .ownThread, .serialized, .hangGuard)
 struct CommandLineEdgeTests {
     /// A device copy in a fresh folder with the document "board" (sections "A" and "B"; "milk" at 0.0).
     final class Board {

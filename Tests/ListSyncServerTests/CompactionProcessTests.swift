@@ -6,12 +6,13 @@ import ListSyncClient
 import ListSyncTCP
 import ListTable
 import Testing
+import ListSyncTestTraits
 
 /// Compaction against a real `listsync serve` process (Docs/Daemon.md, "Compaction"): devices
 /// report what they have seen, the daemon compacts when everything is stable, a restart loads
 /// the compacted snapshot, late clients catch up from it, and a device retired while offline
 /// comes back, re-syncs and keeps its edits.
-@Suite("Daemon: compaction", .serialized, .timeLimit(.minutes(3)))
+@Suite("Daemon: compaction", .serialized, .hangGuard)
 struct CompactionProcessTests {
     /// A document log per document (so the test can see it trimmed), compaction after 20
     /// operations, no rate limit between compactions.

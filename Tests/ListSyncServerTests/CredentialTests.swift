@@ -10,7 +10,7 @@ import Testing
 
 /// Credentials per device against the real `listsync serve`, through the real CLI
 /// (Docs/Security.md, "Credentials").
-@Suite("Credentials: a credential per device, scoped, read-only, expiring, revocable", .ownThread, .serialized, .timeLimit(.minutes(3)))
+@Suite("Credentials: a credential per device, scoped, read-only, expiring, revocable", .ownThread, .serialized, .hangGuard)
 struct CredentialTests {
     /// `listsync device ARGS --data DATA`.
     static func device(_ daemon: DaemonProcess, _ args: [String]) throws -> (Int32, String, String) {

@@ -5,9 +5,10 @@ import ListSync
 import ListSyncTestSupport
 import Testing
 @testable import ListSyncServer
+import ListSyncTestTraits
 
 /// Creates of one id arrive together when devices and peers bring the same new document at once.
-@Suite("Concurrent creates of one document", .serialized, .timeLimit(.minutes(1)))
+@Suite("Concurrent creates of one document", .serialized, .hangGuard)
 struct DaemonCreateRaceTests {
     /// The descriptors of this process open on files under `folder`.
     static func descriptors(under folder: String) -> Int {

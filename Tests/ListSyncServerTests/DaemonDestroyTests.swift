@@ -7,11 +7,12 @@ import ListSyncTCP
 import ListSyncTestSupport
 import Testing
 @testable import ListSyncServer
+import ListSyncTestTraits
 
 /// Destroying a document in an in-process daemon: the subscribers told, the record before the
 /// removal, the id refused afterwards, a crash between the steps finished at the next start
 /// (Docs/Daemon.md, "Destroying a document").
-@Suite("Destroying a document (daemon in process)", .serialized, .timeLimit(.minutes(2)))
+@Suite("Destroying a document (daemon in process)", .serialized, .hangGuard)
 struct DaemonDestroyTests {
     static func started(_ folder: String) async throws -> Daemon {
         var config = DaemonConfiguration(dataFolder: folder)

@@ -14,7 +14,7 @@ import ListSyncTCP
 /// The daemon in this process, with faults a user cannot stage on demand: a disk that fills up
 /// (the store's file funnel fails writes with ENOSPC), and a client with the key that forges an
 /// operation under a known id.
-@Suite("Daemon faults: disk full and back, equivocation", .serialized, .timeLimit(.minutes(2)))
+@Suite("Daemon faults: disk full and back, equivocation", .serialized, .hangGuard)
 struct DaemonFaultTests {
     /// Events the daemon logged.
     final class Events: Sendable {

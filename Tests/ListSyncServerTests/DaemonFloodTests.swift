@@ -12,7 +12,7 @@ import Testing
 /// half-open and failing connections from many loopback addresses, the honest client's own
 /// included, while honest commands keep being served; the daemon's CPU is measured
 /// (Docs/Security.md, "Connection limits").
-@Suite("Daemon under connection floods", .ownThread, .timed, .serialized, .timeLimit(.minutes(3)))
+@Suite("Daemon under connection floods", .ownThread, .timed, .serialized, .hangGuard)
 struct DaemonFloodTests {
     /// CPU seconds (user + system) the process has used, from /proc.
     static func cpuSeconds(_ pid: Int32) -> Double {

@@ -11,7 +11,7 @@ import ListSync
 @testable import ListSyncTCP
 
 /// The daemon in this process (so its limits can be set small), attacked over real sockets.
-@Suite("Daemon limits: slow consumers, connection bursts", .serialized, .timeLimit(.minutes(2)))
+@Suite("Daemon limits: slow consumers, connection bursts", .serialized, .hangGuard)
 struct DaemonLimitTests {
     static func start(_ configure: (inout DaemonConfiguration) -> Void = { _ in }) async throws -> (Daemon, UInt16, [UInt8], TemporaryFolder) {
         let dir = TemporaryFolder()

@@ -11,7 +11,7 @@ import ListSyncTestTraits
 
 /// The real `listsync` binary as a process: `serve` with a temporary data folder, client
 /// commands against it, SIGKILL and restarts.
-@Suite("The daemon as a process", .ownThread, .serialized, .timeLimit(.minutes(3)))
+@Suite("The daemon as a process", .ownThread, .serialized, .hangGuard)
 struct DaemonProcessTests {
     @Test("zero flags but the address (from the environment): creates its folder and key (0600), persists across a restart")
     func zeroFlagStart() throws {
@@ -87,6 +87,28 @@ struct DaemonProcessTests {
         defer { daemon.terminate() }
         let after = try table(daemon, doc)
         #expect(after == before, "after kill -9: \(after) before: \(before)")
+    }
+
+    @Test("status counts what the daemon sends: a client's catch-up adds its operations to operations_out and its frames to bytes_out")
+    func statusCountsWhatIsSent() throws {
+        let dir = TemporaryFolder()
+        defer { dir.remove() }
+        let daemon = try DaemonProcess(data: dir.path + "/daemon")
+        defer { daemon.terminate() }
+        _ = try daemon.json(["create", "sent"])
+        for v in ["a", "b", "c"] { _ = try daemon.json(["insert", "sent", "0.0", v]) }
+        func counters() throws -> (operations: Int, bytes: Int) {
+            let status = try #require(try daemon.json(["status"]) as? [String: Any])
+            return (try #require(status["operations_out"] as? Int), try #require(status["bytes_out"] as? Int))
+        }
+        let before = try counters()
+        #expect(before.bytes > 0, "every command was answered")
+        // A client with no copy kept (another --data folder): its catch-up is the section and
+        // the three items.
+        #expect(try daemon.run(["show", "sent", "--data", dir.path + "/other"]).0 == 0)
+        let after = try counters()
+        #expect(after.operations - before.operations >= 4, "\(before) -> \(after)")
+        #expect(after.bytes > before.bytes)
     }
 
     @Test("every client command's --json output, and its errors: unknown document, bad path, daemon down, wrong key")
@@ -179,7 +201,7 @@ struct DaemonProcessTests {
 }
 
 /// Daemons peered in a line, A – B – C.
-@Suite("Daemons peered", .ownThread, .serialized, .timeLimit(.minutes(3)))
+@Suite("Daemons peered", .ownThread, .serialized, .hangGuard)
 struct PeeredDaemonTests {
     @Test("A–B–C: edits on A reach C; B killed, both ends edit, B back: all converge")
     func line() throws {
@@ -217,7 +239,7 @@ struct PeeredDaemonTests {
 }
 
 /// Epochs: a restored document refuses a client that holds the old one.
-@Suite("Document epochs", .serialized, .timeLimit(.minutes(2)))
+@Suite("Document epochs", .serialized, .hangGuard)
 struct EpochTests {
     @Test("after a restore, a client resuming the old epoch is refused; merging blind would resurrect what the restore removed")
     func restoreChangesEpoch() async throws {
@@ -266,7 +288,7 @@ struct EpochTests {
 }
 
 /// LAN discovery, on loopback: each daemon announces to the other's UDP port.
-@Suite("Discovery", .serialized, .timeLimit(.minutes(2)))
+@Suite("Discovery", .serialized, .hangGuard)
 struct DiscoveryTests {
     /// A UDP port free now (bound to port 0, then released).
     static func freeUDPPort() -> UInt16 {
@@ -309,7 +331,7 @@ struct DiscoveryTests {
 }
 
 /// The admin HTTP port of a daemon process.
-@Suite("Admin HTTP", .ownThread, .serialized, .timeLimit(.minutes(1)))
+@Suite("Admin HTTP", .ownThread, .serialized, .hangGuard)
 struct AdminHTTPTests {
     /// GETs `path` with a raw HTTP/1.0 request: (status, body).
     static func get(_ port: UInt16, _ path: String) async throws -> (Int, String) {

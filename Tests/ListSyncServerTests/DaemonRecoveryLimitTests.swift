@@ -8,10 +8,11 @@ import ListSyncServer
 import ListSyncTestSupport
 import ListTable
 import Testing
+import ListSyncTestTraits
 
 /// What the daemon refused live stays refused after a restart: it validates a batch before
 /// logging it, and recovery replays under the daemon's own limits.
-@Suite("Refused operations and restarts", .serialized, .timeLimit(.minutes(1)))
+@Suite("Refused operations and restarts", .serialized, .hangGuard)
 struct DaemonRecoveryLimitTests {
     static func start(_ dir: TemporaryFolder) async throws -> (Daemon, UInt16) {
         var config = DaemonConfiguration(dataFolder: dir.path + "/data")

@@ -7,10 +7,11 @@ import ListSyncTCP
 import ListSyncTestSupport
 import Testing
 @testable import ListSyncServer
+import ListSyncTestTraits
 
 /// Renaming a document in an in-process daemon over real sockets: the name file, the list, a
 /// restart, announcements, and the refusals that change nothing (Docs/Daemon.md, "Renaming a document").
-@Suite("Renaming a document (daemon in process)", .serialized, .timeLimit(.minutes(2)))
+@Suite("Renaming a document (daemon in process)", .serialized, .hangGuard)
 struct DaemonRenameTests {
     static func names(_ daemon: Daemon) async -> [String] { await daemon.list().map(\.name).sorted() }
 

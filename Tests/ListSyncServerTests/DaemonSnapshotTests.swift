@@ -12,7 +12,7 @@ import ListSync
 
 /// A document in constant use is snapshotted while it stays resident: recovery after a crash then
 /// replays only the log written since, however long the document has been open.
-@Suite("Daemon: snapshots of resident documents", .serialized, .timeLimit(.minutes(2)))
+@Suite("Daemon: snapshots of resident documents", .serialized, .hangGuard)
 struct DaemonSnapshotTests {
     @Test("a subscribed document whose log passes the threshold is snapshotted while in use; every acknowledged edit survives, and a restart loads the snapshot")
     func snapshotWhileResident() async throws {

@@ -1,9 +1,10 @@
 import Foundation
 import Testing
+import ListSyncTestTraits
 
 /// `listsync destroy` as processes: the confirmation, the daemon's folder, a watch, a device copy
 /// and a peer daemon that held the document (Docs/Daemon.md, "Destroying a document").
-@Suite("Destroying a document (processes)", .ownThread, .serialized, .timeLimit(.minutes(3)))
+@Suite("Destroying a document (processes)", .ownThread, .serialized, .hangGuard)
 struct DestroyProcessTests {
     /// Runs listsync with stdin from /dev/null (never a terminal): (exit status, stdout, stderr).
     static func withoutTerminal(_ args: [String]) throws -> (Int32, String, String) {

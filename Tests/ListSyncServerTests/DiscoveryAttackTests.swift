@@ -9,7 +9,7 @@ import Testing
 /// Datagrams a daemon must not act on, sent over real UDP on 127.0.0.0/8 to a daemon process
 /// (Docs/Security.md, "Discovery"). Each test watches where the daemon dials with listening
 /// sockets of its own, and reads the daemon's counts of what became of each announcement.
-@Suite("Discovery attacks", .ownThread, .serialized, .timeLimit(.minutes(2)))
+@Suite("Discovery attacks", .ownThread, .serialized, .hangGuard)
 struct DiscoveryAttackTests {
     /// A daemon with discovery on a free UDP port, announcing every 0.3 s to `announceTo` (by
     /// default a port nobody reads; 0: its own), with its key and a sender from a 127.x address.

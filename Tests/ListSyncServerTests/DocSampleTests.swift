@@ -12,7 +12,7 @@ import Testing
 /// - `<!-- sample: given` … `-->`: declarations the fragment takes as given (the `key`, the
 ///   `client` of an earlier sample), prepended to it; `given()` stands for any value of a type.
 /// Every other sample is compiled as it is, as the `main.swift` of a program of its own.
-@Suite("Doc samples compile", .ownThread, .serialized, .timeLimit(.minutes(10)))
+@Suite("Doc samples compile", .ownThread, .serialized, .hangGuard)
 struct DocSampleTests {
     /// One ```` ```swift ```` block of a page.
     struct Sample {

@@ -52,7 +52,7 @@ extension FaultPlan {
 extension FaultProxySuites {
     /// Clients of one daemon (a `listsync serve` process), each through a fault proxy of seeded
     /// drops, cuts at random bytes, stalls and delays; clients reconnect and resume their copy.
-    @Suite("Clients through a fault proxy", .serialized, .timeLimit(.minutes(5)))
+    @Suite("Clients through a fault proxy", .serialized, .hangGuard)
     struct ClientFaultTests {
         @Test("4 clients through a proxy that drops, cuts at random bytes and stalls: after the heal all converge, every acknowledged edit there once",
               arguments: [101, 202] as [UInt64])
@@ -177,7 +177,7 @@ extension FaultProxySuites {
     }
 
     /// Three `listsync serve` processes in a triangle, each peer link through a fault proxy.
-    @Suite("Daemons peered through fault proxies", .ownThread, .serialized, .timeLimit(.minutes(2)))
+    @Suite("Daemons peered through fault proxies", .ownThread, .serialized, .hangGuard)
     struct PeerFaultTests {
         @Test("A, B, C through proxies with faults: A partitioned from C, B killed or partitioned, all edit, heal: all converge",
               arguments: [(PartitionMode.reset, true, 7 as UInt64), (PartitionMode.blackhole, false, 8 as UInt64)])

@@ -8,7 +8,7 @@ import Testing
 
 /// The data folder and the key file on disk: modes whatever the umask, and refusals of folders and
 /// keys others can write to (Docs/Security.md, "Files").
-@Suite("Files: modes and refusals", .ownThread, .serialized, .timeLimit(.minutes(2)))
+@Suite("Files: modes and refusals", .ownThread, .serialized, .hangGuard)
 struct FileModeTests {
     /// Every folder and file under `root`, with its permission bits (`lstat`: links as links).
     static func modes(under root: String) -> [(path: String, mode: UInt32, folder: Bool)] {

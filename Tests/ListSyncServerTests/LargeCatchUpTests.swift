@@ -9,11 +9,12 @@ import ListSyncTCP
 import ListSyncTestSupport
 import ListTable
 import Testing
+import ListSyncTestTraits
 
 extension FaultProxySuites {
     /// A document far larger than a connection's 8 MiB send queue: its catch-up must be streamed
     /// with back-pressure, never queued whole (which cut the reader as a slow consumer at 8 MiB).
-    @Suite("A large document over a slow link", .serialized, .timeLimit(.minutes(3)))
+    @Suite("A large document over a slow link", .serialized, .hangGuard)
     struct LargeCatchUpTests {
         static let items = 1_100
         static let valueBytes = 60_000   // 1,100 × 60 KB: 66 MB of values, 64 MiB and more

@@ -36,7 +36,7 @@ func runLoad(_ args: [String], seconds: Int = 100) throws -> (Int32, [String: An
 
 /// The load generator (Benchmarks/Sources/listsync-load) in small: a CI smoke of the figures of
 /// Docs/Reliability.md. The full run is `bash Benchmarks/load.sh`.
-@Suite("Load smoke: clients editing shared lists through a daemon process", .ownThread, .loadsMachine, .timeLimit(.minutes(3)))
+@Suite("Load smoke: clients editing shared lists through a daemon process", .ownThread, .loadsMachine, .hangGuard)
 struct LoadSmokeTests {
     @Test("16 clients × 40 edits on 4 documents (40% moves): all acknowledged, converged, every item once")
     func smoke() throws {
@@ -59,7 +59,7 @@ struct LoadSmokeTests {
     }
 }
 
-@Suite("Kill -9 under load", .ownThread, .loadsMachine, .timeLimit(.minutes(3)))
+@Suite("Kill -9 under load", .ownThread, .loadsMachine, .hangGuard)
 struct KillUnderLoadTests {
     @Test("20 SIGKILLs of the daemon while 8 clients insert: every acknowledged insert survives, each item once")
     func killCycles() throws {

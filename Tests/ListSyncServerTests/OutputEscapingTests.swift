@@ -32,7 +32,7 @@ struct PrintableTextTests {
 }
 
 @Suite("Output through the binary: names that try to forge log lines and drive the terminal", .ownThread, .serialized,
-       .timeLimit(.minutes(2)))
+       .hangGuard)
 struct OutputProcessTests {
     /// A name with a newline that starts a fake log line, ESC sequences (clear, title, colour), BEL,
     /// DEL, C1 controls (NEL, CSI) and bidi and line separators: no NUL (argv cannot carry one).

@@ -10,7 +10,7 @@ import Testing
 /// "Compaction"; the rule in Docs/Semantics.md §7, "Peers"): each daemon gossips its stability
 /// over the peer link, both compact once both are quiescent at the same version, and a restart
 /// of one loads its compacted snapshot and goes on syncing.
-@Suite("Daemon: compaction with peers", .ownThread, .serialized, .timeLimit(.minutes(3)))
+@Suite("Daemon: compaction with peers", .ownThread, .serialized, .hangGuard)
 struct PeerCompactionProcessTests {
     /// Daemon A and daemon B peered with it (B names A), data in `dir`, compacting as
     /// ``CompactionProcessTests/flags(retireAfter:)`` says.

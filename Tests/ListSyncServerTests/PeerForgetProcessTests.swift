@@ -9,7 +9,7 @@ import Testing
 /// "Compaction"; Docs/Semantics.md §7, "Forgetting a daemon"): until the operator forgets it,
 /// it holds compaction back on every daemon that knew it; forgotten on one, it is forgotten on
 /// the others through the gossip, and they compact.
-@Suite("Daemon: forgetting a peer daemon", .ownThread, .serialized, .timeLimit(.minutes(3)))
+@Suite("Daemon: forgetting a peer daemon", .ownThread, .serialized, .hangGuard)
 struct PeerForgetProcessTests {
     @Test("three peered daemons; C is killed and its data lost: A and B never compact and say C holds them back; B restarted with --forget-peer C: both forget it, compact, and show the same list")
     func forgottenDaemon() async throws {

@@ -6,10 +6,11 @@ import ListSyncServer
 import ListSyncTestSupport
 import Testing
 import ListSync
+import ListSyncTestTraits
 
 /// A peer is a connection like any other to the daemon it dials, rate limit included: what the
 /// limit refuses must reach the daemon later all the same.
-@Suite("Peers over a rate limit", .serialized, .timeLimit(.minutes(2)))
+@Suite("Peers over a rate limit", .serialized, .hangGuard)
 struct PeerRateLimitTests {
     @Test("batches a peer pushes over the other daemon's rate limit are refused, then sent again: both converge with every edit")
     func refusedBatchesAreResent() async throws {

@@ -4,7 +4,7 @@ import ListSyncTestTraits
 
 /// The daemon names its event loop's poller in `listsync status` (`"poller"` in `--json`), and a
 /// `LISTSYNC_POLLER` it cannot use stops it at once with the choices.
-@Suite("The daemon's poller, as status reports it", .ownThread, .serialized, .timeLimit(.minutes(2)))
+@Suite("The daemon's poller, as status reports it", .ownThread, .serialized, .hangGuard)
 struct PollerStatusTests {
     /// This process's environment with `LISTSYNC_POLLER` set to `value` (removed for `nil`).
     static func environment(poller value: String?) -> [String: String] {

@@ -12,7 +12,7 @@ import Testing
 /// the daemon's data folder does not change by one byte.
 // Timed: its bounds (a drag seen within 3 s, ended within the time to live and 2 s) were missed
 // once in the poll pass of a CI run beside the tests that load the machine.
-@Suite("Presence through a daemon process", .ownThread, .serialized, .timed, .timeLimit(.minutes(3)))
+@Suite("Presence through a daemon process", .ownThread, .serialized, .timed, .hangGuard)
 struct PresenceProcessTests {
     /// Every file under `folder` (relative path → contents).
     static func files(_ folder: String) -> [String: Data] {

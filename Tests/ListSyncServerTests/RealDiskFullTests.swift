@@ -35,7 +35,7 @@ private let canMountTmpfs: Bool = {
 }()
 
 /// A real full disk: `listsync serve` with its data folder on a 256 KiB tmpfs.
-@Suite("A real full disk (tmpfs)", .ownThread, .serialized, .timeLimit(.minutes(2)),
+@Suite("A real full disk (tmpfs)", .ownThread, .serialized, .hangGuard,
        .enabled(if: canMountTmpfs, "mounting a tmpfs needs privileges this run lacks; DaemonFaultTests injects ENOSPC instead"))
 struct RealDiskFullTests {
     @Test("edits are refused once the disk is full, status says why; the disk grows: edits go in again; kill -9 and restart: every acknowledged edit is there once")

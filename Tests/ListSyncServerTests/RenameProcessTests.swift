@@ -1,9 +1,10 @@
 import Foundation
 import Testing
+import ListSyncTestTraits
 
 /// `listsync rename DOC --name NEW-NAME` as processes: the real daemon, the real CLI, a SIGKILL
 /// and a restart (Docs/Daemon.md, "Renaming a document").
-@Suite("Renaming a document (processes)", .ownThread, .serialized, .timeLimit(.minutes(3)))
+@Suite("Renaming a document (processes)", .ownThread, .serialized, .hangGuard)
 struct RenameProcessTests {
     static func names(_ d: DaemonProcess) -> [String: String] {
         var out: [String: String] = [:]

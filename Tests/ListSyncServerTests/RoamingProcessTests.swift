@@ -9,7 +9,7 @@ import Testing
 /// Docs/Semantics.md §7, "Roaming"), against real `listsync serve` processes: it writes which
 /// daemon may hold its edits before sending them, and a refusal is final only once every such
 /// daemon has answered.
-@Suite("Device: roaming between daemons", .ownThread, .serialized, .timeLimit(.minutes(3)))
+@Suite("Device: roaming between daemons", .ownThread, .serialized, .hangGuard)
 struct RoamingProcessTests {
     /// The `unanswered` field of the device's sync record for `doc`, as written on disk.
     static func unanswered(folder: String, _ doc: DocumentID) -> [String]? {

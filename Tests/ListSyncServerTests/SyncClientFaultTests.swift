@@ -14,7 +14,7 @@ import Testing
 
 extension FaultProxySuites {
     /// Device clients through a fault proxy: drops, cuts mid-frame, stalls.
-    @Suite("Device clients through a fault proxy", .serialized, .timeLimit(.minutes(5)))
+    @Suite("Device clients through a fault proxy", .serialized, .hangGuard)
     struct SyncClientFaultTests {
         @Test("3 devices edit through a proxy that drops, cuts mid-frame and stalls: edits keep flowing; after the heal all converge, every edit once",
               arguments: [7, 8] as [UInt64])

@@ -101,7 +101,7 @@ func pressAndHover(_ b: Browser, from: String, onto: String, above: Bool = false
     ]
 }
 
-@Suite("The web view in headless Chromium (real pointer and key events)", .ownThread, .serialized, .timeLimit(.minutes(10)),
+@Suite("The web view in headless Chromium (real pointer and key events)", .ownThread, .serialized, .hangGuard,
        .enabled(if: browserTestsEnabled, "chromium and chromedriver are not installed (.ci/run installs them)"))
 struct WebBrowserTests {
     @Test("a CLI insert appears in the page by itself; a drag with real pointer events changes nothing until the drop, then is one move in the daemon's history, which the CLI shows")
@@ -362,7 +362,7 @@ struct WebBrowserTests {
 #if canImport(Glibc)
 import ListSyncTestSupport
 
-@Suite("The web view over plain HTTP (no browser)", .ownThread, .serialized, .timeLimit(.minutes(3)))
+@Suite("The web view over plain HTTP (no browser)", .ownThread, .serialized, .hangGuard)
 struct WebHTTPTests {
     /// The status line of the answer to `request` on 127.0.0.1:`port`.
     static func statusLine(_ request: String, port: UInt16) async throws -> String {

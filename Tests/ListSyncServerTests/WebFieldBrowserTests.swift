@@ -3,7 +3,7 @@ import Foundation
 import ListSyncTestTraits
 import Testing
 
-@Suite("The web view's fields in headless Chromium", .ownThread, .serialized, .timeLimit(.minutes(10)),
+@Suite("The web view's fields in headless Chromium", .ownThread, .serialized, .hangGuard,
        .enabled(if: browserTestsEnabled, "chromium and chromedriver are not installed (.ci/run installs them)"))
 struct WebFieldBrowserTests {
     /// The text of the field chip `name` of the row showing `row`, or nil.

@@ -9,7 +9,7 @@ import ListSyncTestTraits
 /// Each attack runs from 127.0.0.2 or .3 against a real listener; it must be refused, and an
 /// honest client (from 127.0.0.1) must still get its frames echoed, during and after.
 extension SocketTests {
-    @Suite("Attacks on the TCP listener, each refused while an honest client is served", .serialized, .timeLimit(.minutes(3)))
+    @Suite("Attacks on the TCP listener, each refused while an honest client is served", .serialized, .hangGuard)
     struct AttackTests {
         /// An attacker's session: a client machine driven over a raw socket, so the test can send
         /// bytes no honest client would.

@@ -5,13 +5,14 @@ import ListSync
 import Synchronization
 import Testing
 @testable import ListSyncTCP
+import ListSyncTestTraits
 
 // The event loop on each poller this system has: the same callbacks, timers, wake-ups and
 // shutdown whichever waits underneath. (The socket suites run on whichever poller
 // `LISTSYNC_POLLER` names; CI runs them on both, see README "Testing".)
 
 extension SocketTests {
-    @Suite("EventLoop on each poller", .serialized, .timeLimit(.minutes(1)))
+    @Suite("EventLoop on each poller", .serialized, .hangGuard)
     struct EventLoopPollerTests {
         @Test("choosing a poller: the default, by name, unknown and unavailable names are typed errors naming the choices")
         func choosing() throws {

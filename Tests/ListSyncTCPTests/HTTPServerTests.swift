@@ -105,7 +105,7 @@ extension RawSocket {
 }
 
 extension SocketTests {
-    @Suite("HTTP server over real sockets: keep-alive, methods, limits, deadlines", .serialized, .timeLimit(.minutes(1)))
+    @Suite("HTTP server over real sockets: keep-alive, methods, limits, deadlines", .serialized, .hangGuard)
     struct HTTPServerTests {
         @Test("GET gets the handler's body and headers; keep-alive serves three requests on one connection; HEAD has no body")
         func getKeepAliveHead() async throws {

@@ -7,6 +7,7 @@ import ListSyncTestSupport
 import ListSync
 import ListSyncTCP
 @testable import ListSyncHTTP
+import ListSyncTestTraits
 
 /// A reference reader of `text/event-stream` (HTML Living Standard, "Parsing an event stream"),
 /// fed one byte at a time: (event type, data) per dispatched event.
@@ -46,7 +47,7 @@ struct EventStreamReader {
 final class StreamList: Sendable { let list = Mutex<[HTTPStream]>([]) }
 
 extension SocketTests {
-    @Suite("HTTP streamed responses (server-sent events) over real sockets", .serialized, .timeLimit(.minutes(1)))
+    @Suite("HTTP streamed responses (server-sent events) over real sockets", .serialized, .hangGuard)
     struct HTTPStreamTests {
         @Test("an event's data with LF, CR, CR LF, colons and empty lines reads back whole, fed one byte at a time; event names cannot break a line")
         func eventEncoding() {

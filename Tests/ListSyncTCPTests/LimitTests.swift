@@ -7,7 +7,7 @@ import ListSyncTestSupport
 @testable import ListSyncTCP
 
 extension SocketTests {
-    @Suite("Limits: slow consumers, idle peers, pings", .serialized, .timeLimit(.minutes(1)))
+    @Suite("Limits: slow consumers, idle peers, pings", .serialized, .hangGuard)
     struct LimitTests {
         @Test("a peer that does not read is cut off with a reason once its send queue is full")
         func slowConsumer() async throws {

@@ -11,7 +11,7 @@ import Testing
 // runs on a thread of its own (`.ownThread`).
 
 extension SocketTests {
-    @Suite("Pollers, directly: epoll and poll (kqueue is not compiled on Linux)", .serialized, .ownThread, .timeLimit(.minutes(1)))
+    @Suite("Pollers, directly: epoll and poll (kqueue is not compiled on Linux)", .serialized, .ownThread, .hangGuard)
     struct PollerTests {
         @Test("data makes a descriptor readable, and it stays readable until read (level-triggered)", arguments: PollerKind.available)
         func readableOnData(kind: PollerKind) throws {

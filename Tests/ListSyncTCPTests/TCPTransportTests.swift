@@ -4,9 +4,10 @@ import Testing
 import ListSync
 import ListSyncTestSupport
 @testable import ListSyncTCP
+import ListSyncTestTraits
 
 extension SocketTests {
-    @Suite("TCP transport over real sockets on 127.0.0.1", .serialized, .timeLimit(.minutes(1)))
+    @Suite("TCP transport over real sockets on 127.0.0.1", .serialized, .hangGuard)
     struct TCPTransportTests {
         @Test("frames of every size up to the limit arrive whole and in order; nothing stays open")
         func echo() async throws {

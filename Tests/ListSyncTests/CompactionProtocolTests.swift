@@ -355,11 +355,11 @@ import ListSyncTestSupport
         var readOnly = ServerSession(maxFrame: 1 << 20, rateLimit: nil, now: 0, access: Access(documents: nil, readOnly: true))
         readOnly.attached(Self.doc)
         #expect(readOnly.receive(frame, now: 0) == [.seen(Self.doc, replica: ReplicaID(4), version: VersionVector([ReplicaID(4): 2]), role: .live)])
-        // Replica 0, and role 4: malformed (the connection closes, nothing reaches the daemon).
+        // Replica 0, and role 5 (no such role): malformed (the connection closes, nothing reaches the daemon).
         var zero = frame
         zero[18] = 0
         var role = frame
-        role[role.count - 1] = 4
+        role[role.count - 1] = 5
         for bad in [zero, role] {
             var t = ServerSession(maxFrame: 1 << 20, rateLimit: nil, now: 0)
             t.attached(Self.doc)
@@ -412,19 +412,32 @@ import ListSyncTestSupport
         #expect(next.reportSeen(Self.doc, replica: ReplicaID(4), version: VersionVector([ReplicaID(4): 1]), role: .device, now: 0).isEmpty)
     }
 
+    @Test("a live copy (role 4) is read as such, kept for a read-only device, and an older daemon's refusal of it is noted for the driver")
+    func liveCopyRole() {
+        let frame = SyncMessage.seen(document: Self.doc, replica: ReplicaID(4), version: VersionVector([ReplicaID(4): 2]), role: .liveCopy).encoded()
+        var readOnly = ServerSession(maxFrame: 1 << 20, rateLimit: nil, now: 0, access: Access(documents: nil, readOnly: true))
+        readOnly.attached(Self.doc)
+        #expect(readOnly.receive(frame, now: 0) == [.seen(Self.doc, replica: ReplicaID(4), version: VersionVector([ReplicaID(4): 2]), role: .liveCopy)])
+        var c = ClientSession(maxFrame: 1 << 20)
+        let old = SyncMessage.error(request: 0, document: nil, code: .malformed,
+                                    text: SyncProtocolError.malformed("seen role 4").description)
+        _ = c.receive(old.encoded(), now: 0)
+        #expect(c.refusedByDaemon == [.liveCopy])
+    }
+
     @Test("an older daemon's refusal of the compacting device role (seen role 3) makes later reports say device; the role is kept otherwise")
     func olderDaemonRefusesCompactingRole() throws {
-        // What a build without role 3 answers: today's answer to role 4, with 3 in its place.
+        // What a build without role 3 answers: today's answer to role 5 (none), with 3 in its place.
         var server = ServerSession(maxFrame: 1 << 20, rateLimit: nil, now: 0)
         server.attached(Self.doc)
         var frame = SyncMessage.seen(document: Self.doc, replica: ReplicaID(4), version: VersionVector([ReplicaID(4): 1]),
                                      role: .device).encoded()
-        frame[frame.count - 1] = 4
+        frame[frame.count - 1] = 5
         let answer = server.receive(frame, now: 0).compactMap { action -> SyncMessage? in
             guard case let .send(bytes) = action else { return nil }
             return try? SyncMessage(decoding: bytes)
         }.first
-        guard case let .error(_, nil, .malformed, text)? = answer, text.hasSuffix("seen role 4") else {
+        guard case let .error(_, nil, .malformed, text)? = answer, text.hasSuffix("seen role 5") else {
             Issue.record("unexpected answer \(String(describing: answer))")
             return
         }

@@ -55,30 +55,44 @@ import ListSyncTestSupport
             #expect(try SyncMessage(decoding: bytes) == m)
         }
         #expect(SyncMessage.operationsTag == 4)
-        #expect(SyncMessage.version == 4 && SyncMessage.fieldsVersion == 3 && SyncMessage.oldestVersion == 2)
+        #expect(SyncMessage.version == 4 && SyncMessage.oldestVersion == 2)
     }
 
-    @Test("an operations message with a text edit is version 4, with another field write 3; every other stays version 2; 1 and 5 are refused")
-    func versionThreeOnlyForFields() throws {
+    @Test("version 4 only for operations messages that carry fields; a version-3 build's field message still reads")
+    func versionFourOnlyForFields() throws {
         let doc = DocumentID(bytes: Array(repeating: 7, count: 16))!
         var d = ListDocument(replica: ReplicaID(1))
         let s = try d.insertSection(at: 0, value: Data())
         let i = try d.insertItem(at: IndexPath(item: 0, section: 0), value: Data())
         let f = try d.setField("title", to: .string("milk"), ofItem: ItemID(i.id))
-        let t = try d.splice("notes", ofItem: ItemID(i.id), at: 0, insert: "oat")
+        let withFields = try d.insertItem(at: IndexPath(item: 1, section: 0), fields: ["title": .set(.string("eggs"))])
         let plain = SyncMessage.operations(document: doc, batch: 1, operations: [s, i])
         let fields = SyncMessage.operations(document: doc, batch: 2, operations: [f])
-        let text = SyncMessage.operations(document: doc, batch: 3, operations: [f, t])
+        let inserted = SyncMessage.operations(document: doc, batch: 3, operations: [withFields])
         #expect(plain.encoded().first == 2)
-        #expect(fields.encoded().first == 3)
-        #expect(text.encoded().first == 4)
+        #expect(fields.encoded().first == 4)
+        #expect(inserted.encoded().first == 4, "an item inserted with fields needs wire format 4 too")
         #expect(try SyncMessage(decoding: fields.encoded()) == fields)
+        #expect(try SyncMessage(decoding: inserted.encoded()) == inserted)
+        let t = try d.splice("notes", ofItem: ItemID(i.id), at: 0, insert: "oat")
+        let text = SyncMessage.operations(document: doc, batch: 4, operations: [f, t])
+        #expect(text.encoded().first == 4, "a text edit is a field write: wire format 4")
         #expect(try SyncMessage(decoding: text.encoded()) == text)
         for v: UInt8 in [1, 5] {
             var bytes = plain.encoded()
             bytes[0] = v
             #expect(throws: SyncProtocolError.unsupportedVersion(v)) { try SyncMessage(decoding: bytes) }
         }
+        // A version-3 message, as the build before wrote it (its batch in wire format 3: the worked
+        // example of Docs/WireFormat.md §2.7), still reads.
+        let v3Batch = "03 02 02 01 01 0c 00 10 01 04 05 04 05 01 01 05 74 69 74 6c 65 00 00 00 05 08 6f 61 74 20 6d 69 6c 6b"
+            .split(separator: " ").map { UInt8($0, radix: 16)! }
+        let head = SyncMessage.operations(document: doc, batch: 9, operations: []).encoded()
+        let emptyBatch = ListOperation.encode([ListOperation]())
+        var v3 = Array(head.prefix(head.count - emptyBatch.count)) + v3Batch
+        v3[0] = 3
+        guard case .operations(_, 9, let ops) = try SyncMessage(decoding: v3) else { Issue.record("not operations"); return }
+        #expect(ops.count == 1 && ops[0].carriesFields)
     }
 
     @Test("every strict prefix of every message is refused with a typed error")

@@ -67,6 +67,33 @@ func spawnMeasured(_ path: String, _ args: [String]) throws -> ChildRun {
     return ChildRun(status: exited, wallMs: wall, cpuMs: ms(usage.ru_utime) + ms(usage.ru_stime), maxRSS: Int(usage.ru_maxrss) * 1024)
 }
 
+/// This process's CPU time (user + system), in nanoseconds.
+func selfCPUNs() -> UInt64 {
+    var u = rusage()
+    getrusage(__rusage_who_t(RUSAGE_SELF.rawValue), &u)
+    func ns(_ t: timeval) -> UInt64 { UInt64(t.tv_sec) * 1_000_000_000 + UInt64(t.tv_usec) * 1_000 }
+    return ns(u.ru_utime) + ns(u.ru_stime)
+}
+
+/// Process `pid`'s CPU time, in nanoseconds: the sum of its threads' `/proc/PID/task/*/schedstat`
+/// (0 where it cannot be read).
+func processCPUNs(_ pid: Int32) -> UInt64 { schedstat(pid, field: 0) }
+
+/// How long process `pid`'s threads waited for a CPU while runnable (the second field of their
+/// schedstat), in nanoseconds: what a loaded machine adds to the wall time.
+func processRunDelayNs(_ pid: Int32) -> UInt64 { schedstat(pid, field: 1) }
+
+/// The sum of one field of `/proc/PID/task/*/schedstat` (0 where it cannot be read).
+func schedstat(_ pid: Int32, field: Int) -> UInt64 {
+    let tasks = "/proc/\(pid)/task"
+    guard let threads = try? FileManager.default.contentsOfDirectory(atPath: tasks) else { return 0 }
+    return threads.reduce(0) { sum, t in
+        let text = (try? String(contentsOfFile: "\(tasks)/\(t)/schedstat", encoding: .utf8)) ?? ""
+        let fields = text.split(separator: " ")
+        return sum + (fields.count > field ? UInt64(fields[field]) ?? 0 : 0)
+    }
+}
+
 /// A `listsync serve` process on a free loopback port, with its own data folder.
 final class BenchDaemon {
     let process = Process()
@@ -127,7 +154,9 @@ func checkedItems(_ live: LiveDocument, _ n: Int, _ ms: Double, _ what: String) 
     return ms
 }
 
-func w15BigList(n: Int, _ ctx: Context) throws -> BenchResult {
+/// W15.biglist.N; with `openOnly` (W15.open.N, for profiling the open), only the import and
+/// `DaemonClient.open`, with change sets and without, `rounds` times each.
+func w15BigList(n: Int, _ ctx: Context, openOnly: Bool = false) throws -> BenchResult {
     // The listsync next to this benchmark (`swift build -c release` builds both), or another
     // build's (`LISTSYNC_BENCH_BINARY`, to measure it with the same steps).
     let other = ProcessInfo.processInfo.environment["LISTSYNC_BENCH_BINARY"].flatMap { $0.isEmpty ? nil : $0 }
@@ -154,36 +183,56 @@ func w15BigList(n: Int, _ ctx: Context) throws -> BenchResult {
     let key = try daemon.key
     let port = daemon.port
 
-    var res = BenchResult(workload: "W15.biglist.\(n)", ops: n)
+    var res = BenchResult(workload: openOnly ? "W15.open.\(n)" : "W15.biglist.\(n)", ops: n)
     res.set("import_ms", imported.wallMs)
+    res.set("import_cpu_ms", imported.cpuMs)
+    res.set("import_peak_rss_bytes", imported.maxRSS)
+    res.set("import_file_bytes", (try? FileManager.default.attributesOfItem(atPath: file)[.size] as? Int) ?? -1)
 
     // DaemonClient.open, with change sets and without (a fresh connection and replica each):
     // the first open after the import, and the best of three more.
+    // With each open's CPU time: this process's and the daemon's (on a shared machine the wall
+    // time is mostly the others' load; the CPU time is what the open costs).
+    let daemonPid = daemon.process.processIdentifier
     for changeSets in [true, false] {
-        var runs: [Double] = []
-        for _ in 0..<4 {
+        var runs: [(ms: Double, cpu: Double, waited: Double)] = []
+        for _ in 0..<(openOnly ? 8 : 4) {
             runs.append(try blockingAwait {
             let c = try await DaemonClient.connect(host: "127.0.0.1", port: port, key: key, changeSets: changeSets)
             let info = try await c.resolve("w15")
+            let me = getpid()
+            let (self0, daemon0) = (selfCPUNs(), processCPUNs(daemonPid))
+            let delay0 = processRunDelayNs(me) + processRunDelayNs(daemonPid)
             let t0 = nowNs()
             let live = try await c.open(info.id)
             let ms = Double(nowNs() - t0) / 1e6
+            let cpu = Double(selfCPUNs() - self0 + processCPUNs(daemonPid) - daemon0) / 1e6
+            let waited = Double(processRunDelayNs(me) + processRunDelayNs(daemonPid) - delay0) / 1e6
             await c.close()
-            return try checkedItems(live, n, ms, "opened")
+            return (try checkedItems(live, n, ms, "opened"), cpu, waited)
             })
         }
         let name = changeSets ? "open" : "open_nochangesets"
-        res.set(name + "_first_ms", runs[0])
-        res.set(name + "_ms", runs.dropFirst().min()!)
+        res.set(name + "_first_ms", runs[0].ms)
+        res.set(name + "_ms", runs.dropFirst().map(\.ms).min()!)
+        res.set(name + "_cpu_ms", runs.dropFirst().map(\.cpu).min()!)
+        // The fastest open's time waiting for a CPU (both processes' threads, summed).
+        res.set(name + "_cpu_wait_ms", runs.dropFirst().min { $0.ms < $1.ms }!.waited)
+    }
+    if openOnly {
+        res.ok = true
+        res.note = "W15.biglist's import and DaemonClient.open only (first, then the best of seven more)"
+        return res
     }
 
     // SyncClient's first fetch into an empty device folder, with change sets and without.
     for changeSets in [true, false] {
         let folder = dir + "/device-\(changeSets)"
-        let ms = try blockingAwait {
+        let (ms, cpu) = try blockingAwait {
             let probe = try await DaemonClient.connect(host: "127.0.0.1", port: port, key: key, changeSets: false)
             let id = try await probe.resolve("w15").id
             await probe.close()
+            let (self0, daemon0) = (selfCPUNs(), processCPUNs(daemonPid))
             let t0 = nowNs()
             let sync = try SyncClient(folder: folder, server: SyncClient.Server(host: "127.0.0.1", port: port, key: key),
                                       changeSets: changeSets)
@@ -191,10 +240,12 @@ func w15BigList(n: Int, _ ctx: Context) throws -> BenchResult {
             await sync.start()
             try await sync.waitUntilSynced(timeout: .seconds(600))
             let ms = Double(nowNs() - t0) / 1e6
+            let cpu = Double(selfCPUNs() - self0 + processCPUNs(daemonPid) - daemon0) / 1e6
             await sync.close()
-            return try checkedItems(live, n, ms, "fetched")
+            return (try checkedItems(live, n, ms, "fetched"), cpu)
         }
         res.set(changeSets ? "fetch_ms" : "fetch_nochangesets_ms", ms)
+        res.set(changeSets ? "fetch_cpu_ms" : "fetch_nochangesets_cpu_ms", cpu)
     }
 
     // The command line: an edit with no copy kept, then with the copy warm; show; export.

@@ -21,6 +21,11 @@ let allWorkloads = ["W1.trace"] + randomSizes.map { "W1.random.\($0)" } + [
     + ["W16.text"]  // W16Text.swift
     + bigListSizes.map { "W15.biglist.\($0)" }  // W15BigList.swift
 
+/// W15.open.N (not among the defaults): W15.biglist.N's open only, for profiling it.
+func isOpenOnlyWorkload(_ w: String) -> Bool {
+    w.hasPrefix("W15.open.") && Int(w.dropFirst("W15.open.".count)).map(bigListSizes.contains) == true
+}
+
 struct BenchError: Error, CustomStringConvertible {
     var description: String
     init(_ d: String) { description = d }
@@ -77,6 +82,10 @@ func run(_ workload: String, _ ctx: Context) throws -> BenchResult {
         if workload.hasPrefix("W15.biglist."), let n = Int(workload.dropFirst("W15.biglist.".count)),
            bigListSizes.contains(n) {
             return try w15BigList(n: n, ctx)
+        }
+        if workload.hasPrefix("W15.open."), let n = Int(workload.dropFirst("W15.open.".count)),
+           bigListSizes.contains(n) {
+            return try w15BigList(n: n, ctx, openOnly: true)
         }
         if workload.hasPrefix("W1.random."), let n = Int(workload.dropFirst("W1.random.".count)),
            randomSizes.contains(n) {

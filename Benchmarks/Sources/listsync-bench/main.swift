@@ -72,7 +72,7 @@ while let a = args.popFirst() {
     switch a {
     case "--workload", "-w":
         let w = value()
-        guard allWorkloads.contains(w) || isGeneratedTraceWorkload(w) else {
+        guard allWorkloads.contains(w) || isGeneratedTraceWorkload(w) || isOpenOnlyWorkload(w) else {
             fail("unknown workload '\(w)'; known: \(allWorkloads.joined(separator: ", "))")
         }
         workloads.append(w)

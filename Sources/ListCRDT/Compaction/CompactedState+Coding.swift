@@ -10,8 +10,9 @@ extension ListDocument {
     /// its state (Docs/WireFormat.md §5.4).
     public static let compactedRecordsSnapshotFormatVersion: UInt8 = 4
     /// The compacted snapshot of a document with a text field: version 4 whose records hold
-    /// each field's text (Docs/WireFormat.md §5.5).
-    public static let compactedTextSnapshotFormatVersion: UInt8 = 5
+    /// each field's text (Docs/WireFormat.md §5.6). (Version 5 is the state snapshot of a history
+    /// with field writes, §5.5.)
+    public static let compactedTextSnapshotFormatVersion: UInt8 = 6
 
     /// Version 3: the floor's state, then the log (every operation applied since the floor).
     ///

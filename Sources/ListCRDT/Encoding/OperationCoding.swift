@@ -5,12 +5,15 @@ extension ListOperation {
     /// The newest format version; ``decode(_:)`` reads it and every version down to
     /// ``oldestWireFormatVersion``.
     ///
-    /// ``encode(_:)`` writes the oldest version that can hold the batch: version 3 only when a
+    /// ``encode(_:)`` writes the oldest version that can hold the batch: version 4 only when a
     /// field write (Docs/WireFormat.md §2.7) is in it, version 2 when a move run (§2.6) is, else
     /// version 1, byte for byte as before, so that a peer that reads only an older version still
-    /// reads every batch that needs nothing newer.
-    /// Version 4 is a batch holding a text edit (Docs/WireFormat.md §2.8).
+    /// reads every batch that needs nothing newer. Version 3 (field writes with every name spelled
+    /// out and every clock whole) is read, never written.
     public static let wireFormatVersion: UInt8 = 4
+
+    /// The version whose field writes spell every name and clock out (§2.7, "Version 3"): read only.
+    static let firstFieldFormatVersion: UInt8 = 3
 
     /// The oldest format version ``decode(_:)`` reads.
     public static let oldestWireFormatVersion: UInt8 = 1
@@ -72,10 +75,10 @@ enum RecordKind: UInt8 {
     /// Consecutive single-item moves by one replica in one section, fields bit-packed
     /// (version 2, MoveRunCoding.swift).
     case moveItemRun
-    /// Field writes of one section or item (version 3, Records/FieldCoding.swift); the variant
-    /// flag says the target is a section.
+    /// Field writes of one section or item (version 3, Records/FieldCoding.swift; written as
+    /// version 4); the variant flag says the target is a section.
     case writeFields
-    /// An item insert with its first fields (version 3).
+    /// An item insert with its first fields (version 3; written as version 4).
     case insertItemWithFields
 
     /// The oldest format version that has this kind of record.
@@ -122,6 +125,14 @@ struct CodingContext {
             lastSection = s
         }
     }
+}
+
+/// What a version-4 batch has said of fields so far (Docs/WireFormat.md §2.7): each name by its
+/// number, in the order the batch first spelled them out, and the last field clock.
+struct FieldNameTable {
+    var index: [String: Int] = [:]
+    var names: [String] = []
+    var lastClock: UInt64 = 0
 }
 
 /// Reference codes (see Docs/WireFormat.md, "References").
@@ -192,6 +203,8 @@ struct BatchEncoder {
     var out = WireWriter()
     var replicaIndex = ReplicaTable()
     var context = CodingContext()
+    /// The field names written so far and the last field clock (version 4's shortcuts).
+    var fieldNames = FieldNameTable()
     /// The newest format version a record written so far needs.
     var version = ListOperation.oldestWireFormatVersion
     /// Where the version byte is in `out`.
@@ -329,7 +342,7 @@ struct BatchEncoder {
             sectionRef(section, op)
             out.data(value)
         case .writeFields(let target, let writes):
-            version = max(version, writes.wireVersion)
+            version = max(version, ListOperation.wireFormatVersion)
             switch target {
             case .item(let item):
                 header(op, .writeFields)
@@ -340,7 +353,7 @@ struct BatchEncoder {
             }
             fieldWrites(writes, op)
         case .insertItemWithFields(let section, let origins, let value, let writes):
-            version = max(version, RecordKind.insertItemWithFields.version)
+            version = max(version, ListOperation.wireFormatVersion)
             header(op, .insertItemWithFields)
             sectionRef(section, op)
             origin(origins.after, op)
@@ -352,12 +365,21 @@ struct BatchEncoder {
         return 1
     }
 
-    /// A record's field writes (Docs/WireFormat.md §2.7): the clock, then each write.
+    /// A record's field writes (Docs/WireFormat.md §2.7, version 4): the clock as the difference
+    /// from the batch's previous field clock, then each write, its name spelled out the first time
+    /// the batch names it and by its number in the batch's name table after that.
     private mutating func fieldWrites(_ writes: FieldWrites, _ op: ListOperation) {
-        out.varint(writes.clock)
+        out.signed(Int64(bitPattern: writes.clock &- fieldNames.lastClock))
+        fieldNames.lastClock = writes.clock
         out.count(writes.writes.count)
         for w in writes.writes {
-            out.data(Data(w.name.utf8))
+            if let k = fieldNames.index[w.name] {
+                out.count(k + 1)
+            } else {
+                out.count(0)
+                out.string(w.name)
+                fieldNames.index[w.name] = fieldNames.index.count
+            }
             ref(w.replaces, op, default: OpID.none)
             out.count(w.seen.count)
             for s in w.seen { ref(s, op, default: nil) }

@@ -13,6 +13,8 @@ struct BatchDecoder {
     var ops: [ListOperation] = []
     /// The batch's format version.
     var version: UInt8 = 0
+    /// The field names and the last field clock so far (version 4).
+    var fieldNames = FieldNameTable()
     /// Operations decoded so far (in ``ops``, or in ``runs``).
     var count = 0
     /// When set (``DecodedBatch``), insert runs and delete runs are kept as descriptors in
@@ -331,14 +333,20 @@ struct BatchDecoder {
 
     /// A record's field writes (Docs/WireFormat.md §2.7), names in strictly increasing order.
     private mutating func fieldWrites(_ id: OpID) throws(WireError) -> FieldWrites {
-        let clock = try reader.varint()
+        let clock: UInt64
+        if version >= 4 {
+            clock = fieldNames.lastClock &+ UInt64(bitPattern: try reader.signed())
+            fieldNames.lastClock = clock
+        } else {
+            clock = try reader.varint()
+        }
         let countAt = reader.offset
         let n = try reader.count(minBytes: 4)
         guard n <= FieldLimits.maxWrites else { throw .countTooLarge(n, offset: countAt) }
         var writes: [FieldWrite] = []
         writes.reserveCapacity(n)
         for _ in 0 ..< n {
-            let name = try reader.utf8(limit: FieldLimits.maxNameBytes)
+            let name = try fieldName()
             let replaces = try ref(id, default: OpID.none)
             let seenAt = reader.offset
             let s = try reader.count(minBytes: 1)
@@ -353,6 +361,23 @@ struct BatchDecoder {
             throw .invalidValue("field names not in increasing order, or twice", offset: countAt)
         }
         return FieldWrites(clock: clock, writes: writes)
+    }
+
+    /// A field's name: spelled out (version 3; version 4 the first time), or the number of one the
+    /// batch spelled out before (version 4).
+    private mutating func fieldName() throws(WireError) -> String {
+        guard version >= 4 else { return try reader.utf8(limit: FieldLimits.maxNameBytes) }
+        let at = reader.offset
+        let code = try reader.varint()
+        if code == 0 {
+            let name = try reader.utf8(limit: FieldLimits.maxNameBytes)
+            fieldNames.names.append(name)
+            return name
+        }
+        guard code <= UInt64(fieldNames.names.count) else {
+            throw .invalidValue("field name \(code) not in the batch's table of \(fieldNames.names.count)", offset: at)
+        }
+        return fieldNames.names[Int(code - 1)]
     }
 
     private mutating func value() throws(WireError) -> Data {

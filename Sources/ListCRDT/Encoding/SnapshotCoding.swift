@@ -81,13 +81,15 @@ extension ListDocument {
             guard b == expected else { throw .invalidTag(b, offset: at) }
         }
         let version = try r.byte()
-        if version == Self.stateSnapshotFormatVersion {
-            var decoder = StateSnapshotDecoder(r, replica: replica, maxValueSize: maxValueSize)
+        if version == Self.stateSnapshotFormatVersion || version == Self.stateFieldsSnapshotFormatVersion {
+            var decoder = StateSnapshotDecoder(r, replica: replica, maxValueSize: maxValueSize,
+                                               othersInOneBatch: version == Self.stateFieldsSnapshotFormatVersion)
             self = try decoder.decode()
             records.conflicts = []   // history, not news (Docs/Semantics.md §8.3)
             return
         }
-        if version >= Self.compactedSnapshotFormatVersion, version <= Self.compactedTextSnapshotFormatVersion {
+        if version == Self.compactedSnapshotFormatVersion || version == Self.compactedRecordsSnapshotFormatVersion
+            || version == Self.compactedTextSnapshotFormatVersion {
             self = try Self.loadCompacted(&r, replica: replica, maxValueSize: maxValueSize,
                                           records: version >= Self.compactedRecordsSnapshotFormatVersion,
                                           text: version == Self.compactedTextSnapshotFormatVersion)

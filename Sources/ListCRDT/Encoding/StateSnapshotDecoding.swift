@@ -28,13 +28,18 @@ struct StateSnapshotDecoder {
     /// rows are written, completed by ``readTrees()`` with the sections.
     var visible: [Bool] = []
     var itemsShown: [Int] = []
+    /// Version 5: the log's operations of other kinds, read ahead of the log, and how many of them
+    /// the log's records have taken (nil: version 2, each record holds its own).
+    var others: [ListOperation]?
+    var othersTaken = 0
     /// The most slots, and log operations, the input may claim (16 per byte, plus 65,536: every
     /// slot or operation but a run's costs at least a byte, and runs are bounded likewise).
     let limit: Int
 
     /// A decoder reading `reader` from its offset (right after the magic and the version byte).
-    init(_ reader: WireReader, replica: ReplicaID, maxValueSize: Int) {
+    init(_ reader: WireReader, replica: ReplicaID, maxValueSize: Int, othersInOneBatch: Bool = false) {
         r = reader
+        if othersInOneBatch { others = [] }
         self.replica = replica
         self.maxValueSize = maxValueSize
         doc = ListDocument(replica: replica, maxValueSize: maxValueSize)
@@ -57,7 +62,14 @@ struct StateSnapshotDecoder {
             replicas.append(id)
         }
         try readSlots()
+        if others != nil {
+            let n = try r.count(minBytes: 1)
+            others = try ListOperation.decode(try r.raw(n), maxValueSize: maxValueSize, maxOperations: limit)
+        }
+        // The history's field writes rebuild the records: history, not news (no conflicts reported).
+        doc.records.reportsConflicts = false
         try readLog()
+        doc.records.reportsConflicts = true
         var none: [EntityIndex] = []
         deriveWinners(items: false, touched: &none)   // the items' come with their rows
         try readSectionDeletes()
@@ -228,42 +240,48 @@ struct StateSnapshotDecoder {
                 first = OpID(counter: c, replica: replicas[k])
                 try readSeen(span)
             case .other:
-                let n = try r.count(minBytes: 1)
                 let blobAt = r.offset
-                let ops = try ListOperation.decode(try r.raw(n), maxValueSize: maxValueSize, maxOperations: 1)
-                guard ops.count == 1, ops[0].id.replica == replicas[k] else {
-                    throw .invalidValue("not one operation of the record's replica", offset: blobAt)
+                let op: ListOperation
+                if let others {
+                    guard othersTaken < others.count else { throw .invalidValue("more records of other kinds than operations", offset: blobAt) }
+                    op = others[othersTaken]
+                    othersTaken += 1
+                } else {
+                    let n = try r.count(minBytes: 1)
+                    let ops = try ListOperation.decode(try r.raw(n), maxValueSize: maxValueSize, maxOperations: 1)
+                    guard ops.count == 1 else { throw .invalidValue("not one operation", offset: blobAt) }
+                    op = ops[0]
                 }
-                switch ops[0].kind {
+                guard op.id.replica == replicas[k] else {
+                    throw .invalidValue("an operation not of the record's replica", offset: blobAt)
+                }
+                switch op.kind {
                 case .deleteSection, .setItemValue, .setSectionValue: break
                 case let .writeFields(target, writes):
                     // The history holds every field write: the records are rebuilt from it.
                     if let problem = ListDocument.problem(with: writes, maxValueSize: maxValueSize) {
                         throw .invalidValue("field \"\(problem.name)\": \(problem.why)", offset: blobAt)
                     }
-                    doc.records.reportsConflicts = false
-                    doc.records.apply(writes, of: ops[0].id, to: target, local: doc.replica)
-                    doc.records.reportsConflicts = true
+                    doc.records.apply(writes, of: op.id, to: target, local: doc.replica)
                 case let .insertItemWithFields(_, _, _, writes):
                     // Its slot is in the slot runs already: a new item's, with this id.
                     // (The items' rows come later, with their ids checked against their slots.)
-                    guard let lv = doc.slots.lv(of: ops[0].id), doc.slots.sequence(of: lv).isItems else {
+                    guard let lv = doc.slots.lv(of: op.id), doc.slots.sequence(of: lv).isItems else {
                         throw .invalidValue("an insert record whose slot is not a new item's", offset: blobAt)
                     }
                     if let problem = ListDocument.problem(with: writes, maxValueSize: maxValueSize) {
                         throw .invalidValue("field \"\(problem.name)\": \(problem.why)", offset: blobAt)
                     }
-                    doc.records.reportsConflicts = false
-                    doc.records.apply(writes, of: ops[0].id, to: .item(ItemID(ops[0].id)), local: doc.replica)
-                    doc.records.reportsConflicts = true
+                    doc.records.apply(writes, of: op.id, to: .item(ItemID(op.id)), local: doc.replica)
                     covered += 1
                 default: throw .invalidValue("an operation of this kind has a record of its own", offset: blobAt)
                 }
-                other = ops[0]
-                first = ops[0].id
-                span = 1
+                other = op
+                first = op.id
+                // One operation; a text edit spans one id per character it inserts.
+                span = op.span
             }
-            let ops = tag == .moveItems ? 1 : span
+            let ops = tag == .moveItems || tag == .other ? 1 : span
             guard doc.log.count + ops <= limit, first.counter >= lastEnd[k],
                   first.counter <= OpID.maxCounter - UInt64(span) + 1 else {
                 throw .invalidValue("log ids out of order or out of range", offset: bodyAt)
@@ -302,6 +320,9 @@ struct StateSnapshotDecoder {
                 op.deps = deps
                 doc.log.append(other: op)
             }
+        }
+        if let others, othersTaken != others.count {
+            throw .invalidValue("\(others.count - othersTaken) operations of other kinds that no record takes", offset: r.offset)
         }
         guard covered == doc.slots.count else {
             throw .invalidValue("the log's inserts and moves make \(covered) slots, not \(doc.slots.count)", offset: r.offset)

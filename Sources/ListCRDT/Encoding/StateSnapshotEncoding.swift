@@ -30,6 +30,10 @@ extension ListDocument {
 
     /// The state snapshot format version (``SnapshotFormat/state``).
     public static let stateSnapshotFormatVersion: UInt8 = 2
+    /// The state snapshot of a document whose history writes fields: version 2 with the log's
+    /// operations of other kinds in one batch ahead of the log, instead of one batch each inside it
+    /// (Docs/WireFormat.md §5.5). Documents without field writes keep writing version 2.
+    public static let stateFieldsSnapshotFormatVersion: UInt8 = 5
 
     /// Encodes the document as a state snapshot (format version 2).
     ///
@@ -47,7 +51,16 @@ struct StateSnapshotEncoder {
     var replicaIndex: [ReplicaID: Int] = [:]
     var replicaList: [ReplicaID] = []
 
-    init(_ doc: ListDocument) { self.doc = doc }
+    /// Version 5: the log's other operations go in one batch ahead of the log (field writes make
+    /// most of a board's history; one batch spells each field name once and shares its context).
+    let othersInOneBatch: Bool
+
+    /// `othersInOneBatch` nil: version 5 exactly when the history writes fields (false: version 2
+    /// whatever it holds, as builds before version 5 wrote it; for tests).
+    init(_ doc: ListDocument, othersInOneBatch: Bool? = nil) {
+        self.doc = doc
+        self.othersInOneBatch = othersInOneBatch ?? doc.log.others.contains(where: \.carriesFields)
+    }
 
     /// Record kinds of the log section (the low three bits of a record's first byte).
     enum RecordTag: UInt8 {
@@ -70,7 +83,7 @@ struct StateSnapshotEncoder {
         let body = encodeBody()
         var head = WireWriter()
         head.bytes.append(contentsOf: ListDocument.snapshotMagic)
-        head.byte(ListDocument.stateSnapshotFormatVersion)
+        head.byte(othersInOneBatch ? ListDocument.stateFieldsSnapshotFormatVersion : ListDocument.stateSnapshotFormatVersion)
         head.count(replicaList.count)
         for r in replicaList { head.varint(r.rawValue) }
         head.bytes.append(contentsOf: body)
@@ -80,6 +93,7 @@ struct StateSnapshotEncoder {
     private mutating func encodeBody() -> [UInt8] {
         w.bytes.reserveCapacity(doc.slots.count + doc.items.count + 4096)
         putSlots()
+        if othersInOneBatch { putOthers() }
         putLog()
         putDeleted(doc.sections)
         putDeleted(doc.items)
@@ -145,6 +159,21 @@ struct StateSnapshotEncoder {
 
     // MARK: Log
 
+    /// Version 5: the log's operations of other kinds, in log order, as one batch (their
+    /// dependencies left out: the log's records give them).
+    private mutating func putOthers() {
+        let log = doc.log
+        var ops: [ListOperation] = []
+        for rec in log.records where rec.kind == .other {
+            var op = log.others[Int(rec.payload)]
+            op.deps = Frontier()
+            ops.append(op)
+        }
+        let batch = ListOperation.encode(ops)
+        w.count(batch.count)
+        w.bytes.append(contentsOf: batch)
+    }
+
     private mutating func putLog() {
         let log = doc.log
         w.count(log.records.count)
@@ -172,6 +201,8 @@ struct StateSnapshotEncoder {
                 w.count(Int(rec.count))
                 putSeen(log.seenSlots[Int(rec.payload) ..< Int(rec.payload) + Int(rec.count)])
             case .other:
+                // Version 5: the operation is the next of the batch ahead of the log.
+                guard !othersInOneBatch else { break }
                 let op = log.others[Int(rec.payload)]
                 let bytes = ListOperation.encode(CollectionOfOne(op))
                 w.count(bytes.count)

@@ -27,6 +27,13 @@ package struct WireWriter {
         varint(UInt64(bitPattern: (v << 1) ^ (v >> 63)))
     }
 
+    /// Appends a string as its UTF-8 length and bytes (as ``data(_:)`` of its UTF-8, without
+    /// the copy).
+    package mutating func string(_ s: String) {
+        count(s.utf8.count)
+        bytes.append(contentsOf: s.utf8)
+    }
+
     /// Appends a length and the bytes.
     package mutating func data(_ d: Data) {
         count(d.count)

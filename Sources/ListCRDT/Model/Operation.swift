@@ -90,6 +90,15 @@ public struct ListOperation: Hashable, Sendable, CustomStringConvertible {
     /// The id of the operation's last slot (its id when it makes at most one).
     public var lastID: OpID { id.advanced(by: span - 1) }
 
+    /// Whether the operation writes fields (``Kind/writeFields(_:_:)`` or an item inserted with
+    /// its fields): a batch holding one needs wire format 4 (Docs/WireFormat.md §2.7).
+    public var carriesFields: Bool {
+        switch kind {
+        case .writeFields, .insertItemWithFields: true
+        default: false
+        }
+    }
+
     public var description: String { "op(\(id) \(kind) deps: \(deps))" }
 }
 

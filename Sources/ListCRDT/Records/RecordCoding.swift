@@ -27,7 +27,7 @@ extension RecordStore {
             w.count(fields.count)
             for name in fields.keys.sorted() {
                 let f = fields[name]!
-                w.data(Data(name.utf8))
+                w.string(name)
                 stamp(f.latest)
                 w.byte(f.kind.rawValue)
                 stamp(f.register)
@@ -38,7 +38,7 @@ extension RecordStore {
                 let members = f.adds.keys.sorted()
                 w.count(members.count)
                 for m in members {
-                    w.data(Data(m.utf8))
+                    w.string(m)
                     let tags = f.adds[m]!.sorted()
                     w.count(tags.count)
                     for t in tags { id(t) }

@@ -26,12 +26,24 @@ struct RecordStore: Hashable, Sendable {
     mutating func apply(_ writes: FieldWrites, of id: OpID, to target: RecordTarget, local: ReplicaID) {
         clock = max(clock, writes.clock)
         let stamp = FieldStamp(clock: writes.clock, id: id)
-        for w in writes.writes {
-            // In place: the record and the field are not copied out and back for each write.
-            let lost = records[target.opID, default: [:]][w.name, default: FieldState()].apply(w, stamp: stamp, local: local)
-            if let lost, reportsConflicts {
-                report(FieldConflict(target: target, name: w.name, lost: lost.lost,
-                                     won: records[target.opID]?[w.name]?.value, localOperation: lost.by, winner: id))
+        let key = target.opID
+        // One lookup of the record per operation, changed in place (not copied out and back); a
+        // new record gets room for its writes at once (most records are made whole by an insert).
+        if records[key] == nil { records[key] = Dictionary(minimumCapacity: writes.writes.count) }
+        var lost: [FieldConflict] = []
+        Self.apply(writes.writes, stamp: stamp, local: local, to: &records[key]!) { w, value, by, won in
+            lost.append(FieldConflict(target: target, name: w.name, lost: value, won: won, localOperation: by, winner: id))
+        }
+        if reportsConflicts { for c in lost { report(c) } }
+    }
+
+    /// Applies `writes` to one record's fields; `lost` hears each of `local`'s writes beaten.
+    private static func apply(_ writes: [FieldWrite], stamp: FieldStamp, local: ReplicaID,
+                              to fields: inout [String: FieldState],
+                              lost: (FieldWrite, FieldValue?, OpID, FieldValue?) -> Void) {
+        for w in writes {
+            if let beaten = fields[w.name, default: FieldState()].apply(w, stamp: stamp, local: local) {
+                lost(w, beaten.lost, beaten.by, fields[w.name]?.value)
             }
         }
     }

@@ -159,12 +159,15 @@ public struct ClientSession: Sendable {
         public static let compactingDevice = OlderDaemon(rawValue: 2)
         /// `stability` (tag 21): a peer link stops relaying its cores' tables.
         public static let stability = OlderDaemon(rawValue: 4)
+        /// The role ``SeenRole/liveCopy``: the driver opens its documents without it.
+        public static let liveCopy = OlderDaemon(rawValue: 8)
 
         /// The refusal's text that names each (the end of an older `ServerSession`'s answer).
         static let refusals: [(OlderDaemon, String)] = [
             (.seen, "unknown message type \(SyncMessage.seenTag)"),
             (.compactingDevice, "seen role \(SeenRole.compactingDevice.rawValue)"),
             (.stability, "unknown message type \(SyncMessage.stabilityTag)"),
+            (.liveCopy, "seen role \(SeenRole.liveCopy.rawValue)"),
         ]
     }
     /// What the daemon refused, on this session or (set by the driver) an earlier one.

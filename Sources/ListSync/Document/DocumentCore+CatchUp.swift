@@ -160,6 +160,7 @@ extension DocumentCore {
                 }
                 if let frames = shared {
                     for frame in frames { actions.append(.send(s, frame)) }
+                    operationsSent += ops.count
                     continue
                 }
             }
@@ -228,6 +229,7 @@ extension DocumentCore {
             actions.append(.send(s, frame))
             sent += frame.count
             sub.outbox.markSent(count)
+            operationsSent += count
         }
         if sub.outbox.isEmpty {
             if sub.syncedDue {

@@ -25,7 +25,7 @@ extension DocumentCore {
         sub.role = role
         subscribers[subscriber] = sub
         switch role {
-        case .live: return stability.heardFromLive(replica)
+        case .live, .liveCopy: return stability.heardFromLive(replica)
         case .device, .compactingDevice:
             return stability.heardFromDevice(replica, version: version, caughtUp: document.hasHistory(since: version), now: now)
         case .relay:
@@ -153,15 +153,25 @@ extension DocumentCore {
     }
 
     /// The `stable` messages to send after the document was compacted (``compact(at:)``): its
-    /// floor, to every subscriber that said `seen` with ``SeenRole/compactingDevice`` and has
-    /// seen exactly it (every subscriber had, or the document would not have compacted; one that
+    /// floor, to every subscriber that said `seen` with ``SeenRole/compactingDevice`` or
+    /// ``SeenRole/liveCopy`` and has seen exactly it (every subscriber had, or the document would not have compacted; one that
     /// has seen more since keeps the floor for the next compaction). None if never compacted.
     ///
     /// - Complexity: O(n + r) for n subscribers and r replicas in the floor.
     public func floorAnnouncements() -> [Action] {
         guard let floor = document.historyFloor, destroyedReason == nil else { return [] }
         let frame = SyncMessage.stable(document: id, version: floor).encoded()
-        return subscribers.filter { $0.value.role == .compactingDevice && $0.value.seen == floor }
+        return subscribers.filter { $0.value.role?.hearsFloors == true && $0.value.seen == floor }
             .keys.sorted().map { .send($0, frame) }
+    }
+
+    /// The answer to a `seen` of `subscriber` as a ``SeenRole/liveCopy``: `stable` with the
+    /// document's floor, or the empty version when it was never compacted (a copy kept between
+    /// runs learns a compaction made while it was away). Nothing for any other role.
+    ///
+    /// - Complexity: O(r) for r replicas in the floor.
+    public func floorAnswer(to subscriber: SubscriberID) -> [Action] {
+        guard subscribers[subscriber]?.role == .liveCopy, destroyedReason == nil else { return [] }
+        return [.send(subscriber, SyncMessage.stable(document: id, version: document.historyFloor ?? VersionVector()).encoded())]
     }
 }

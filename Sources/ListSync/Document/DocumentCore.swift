@@ -92,6 +92,9 @@ public struct DocumentCore: Sendable {
     public private(set) var lastEquivocation: OpID?
     /// Operations applied here from batches (woken ones included), for metrics.
     public private(set) var operationsApplied = 0
+    /// Operations put in frames for subscribers (catch-ups and live fan-out, each subscriber's
+    /// counted), for metrics: the driver reports what it grew by after each call.
+    public internal(set) var operationsSent = 0
     /// How the core behaves (tests only).
     @_spi(Testing) public var variant = Variant.correct
     /// Why the document was destroyed, once ``destroy(reason:)`` ran: the core takes nothing more.

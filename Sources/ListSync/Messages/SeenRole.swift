@@ -13,6 +13,13 @@ public enum SeenRole: UInt8, Sendable, Hashable, CustomStringConvertible {
     /// daemon tells it each floor (``SyncMessage/stable(document:version:)``), which only this
     /// role is sent (older devices say ``device`` and never see that message).
     case compactingDevice = 3
+    /// A client as ``live`` that keeps a copy between runs (the `listsync` commands' kept copy,
+    /// caught up by version): it holds compaction back only while it is subscribed, and the
+    /// daemon answers each of its `seen` with the document's floor
+    /// (``SyncMessage/stable(document:version:)``, the empty version when it was never
+    /// compacted), and tells it each later floor, so that the copy compacts where the daemon
+    /// did. An older daemon refuses it ("seen role 4").
+    case liveCopy = 4
     /// A peer daemon's link, which relays other replicas' operations; its `replica` is the peer
     /// daemon's id. That daemon holds the document's compaction back until its stability table
     /// (``SyncMessage/stability(document:from:entries:)``) reports this daemon's version
@@ -23,12 +30,16 @@ public enum SeenRole: UInt8, Sendable, Hashable, CustomStringConvertible {
     /// A device that keeps a durable copy (``device`` or ``compactingDevice``).
     public var isDevice: Bool { self == .device || self == .compactingDevice }
 
+    /// Whether the daemon tells this role its floors (``SyncMessage/stable(document:version:)``).
+    public var hearsFloors: Bool { self == .compactingDevice || self == .liveCopy }
+
     public var description: String {
         switch self {
         case .live: return "live"
         case .device: return "device"
         case .relay: return "relay"
         case .compactingDevice: return "compacting device"
+        case .liveCopy: return "live copy"
         }
     }
 }

@@ -89,34 +89,26 @@ public enum SyncMessage: Equatable, Sendable {
     /// The protocol's version, the first byte of every message. Version 2 added `synced`, paged
     /// `documents` and chunked `statusReport` (and later, without a new version, `presence`,
     /// `destroy`, `destroyed`, `rename`, `seen` and `snapshot`: older peers find those malformed;
-    /// Docs/Protocol.md says who may send them to whom). Version 3 is an `operations` message whose
-    /// batch holds field writes (wire format 3, Docs/WireFormat.md §2.7), which a version-2 build
-    /// cannot read. Every message is written in the oldest version that can hold it
-    /// (``encodedVersion``): a version-2 peer or device is served every document without fields as
-    /// before, and refuses a version-3 message with its own "unsupported sync protocol version 3"
-    /// (code 3) rather than misread it. Versions 2 and 3 are read; a version-1 peer's messages are
-    /// refused with ``SyncProtocolError/unsupportedVersion(_:)``.
-    /// Version 4 is an `operations` message whose batch holds a text edit (wire format 4,
-    /// Docs/WireFormat.md §2.8), refused the same way by a version-3 build.
+    /// Docs/Protocol.md says who may send them to whom). Version 3 was an `operations` message whose
+    /// batch holds field writes in wire format 3; version 4 is the same in wire format 4 (field names
+    /// by number after their first use, clocks as differences: Docs/WireFormat.md §2.7), which a
+    /// version-3 build cannot read. Every message is written in the oldest version that can hold it
+    /// (``encodedVersion``): a version-2 or version-3 peer or device is served every document without
+    /// fields as before, and refuses a version-4 message with its own "unsupported sync protocol
+    /// version 4" (code 3) rather than misread it. Versions 2, 3 and 4 are read; a version-1 peer's
+    /// messages are refused with ``SyncProtocolError/unsupportedVersion(_:)``.
     public static let version: UInt8 = 4
-
-    /// The version of an `operations` message whose batch holds field writes but no text edit.
-    public static let fieldsVersion: UInt8 = 3
 
     /// The oldest version read (and written, for every message that needs nothing newer).
     public static let oldestVersion: UInt8 = 2
 
     /// The version this message is written in: 4 for an `operations` message whose batch holds a
-    /// text edit, 3 for one holding another field write, else 2.
+    /// field write or an item inserted with fields (wire format 4), else 2.
     public var encodedVersion: UInt8 {
-        guard case .operations(_, _, let ops) = self else { return Self.oldestVersion }
-        var version = Self.oldestVersion
-        for op in ops {
-            guard case .writeFields(_, let writes) = op.kind else { continue }
-            version = max(version, writes.writes.contains { if case .text = $0.change { true } else { false } } ? Self.version : Self.fieldsVersion)
-            if version == Self.version { break }
+        if case .operations(_, _, let ops) = self, ops.contains(where: \.carriesFields) {
+            return Self.version
         }
-        return version
+        return Self.oldestVersion
     }
 
     /// The type byte of `operations` messages (the second byte of the frame): a relay peeks at it.

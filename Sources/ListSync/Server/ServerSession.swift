@@ -165,9 +165,10 @@ public struct ServerSession: Sendable {
         case let .seen(doc, replica, version, role):
             // No answer, never an error: a report for a document not attached changes nothing.
             guard attachedDocuments.contains(doc) else { return [] }
-            // A read-only device sends no operations: it holds stability back only while attached.
+            // A read-only device sends no operations: it holds stability back only while attached
+            // (a live copy already does, and keeps its role: it is answered with the floor).
             if role == .relay, !access.isDevice { relayDaemon = replica }
-            return [.seen(doc, replica: replica, version: version, role: access.readOnly ? .live : role)]
+            return [.seen(doc, replica: replica, version: version, role: access.readOnly && role != .liveCopy ? .live : role)]
         case let .stability(doc, from, entries):
             // Only a peer daemon (the daemon's key) speaks for daemons: a device's table would let
             // it make the daemon compact under its peers. No answer, never an error.

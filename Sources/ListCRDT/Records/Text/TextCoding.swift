@@ -10,12 +10,9 @@ enum TextCode {
 }
 
 extension FieldWrites {
-    /// The oldest wire format version that holds these writes: 4 with a text edit, else 3.
-    ///
-    /// - Complexity: O(w).
-    var wireVersion: UInt8 {
-        writes.contains { if case .text = $0.change { true } else { false } } ? TextCode.version : RecordKind.writeFields.version
-    }
+    /// Whether a write is a text edit (which only wire format 4 holds; every field write is written
+    /// as version 4 since field names went into a table, Docs/WireFormat.md §2.7).
+    var hasTextEdit: Bool { writes.contains { if case .text = $0.change { true } else { false } } }
 }
 
 extension TextEdit {
@@ -75,11 +72,11 @@ extension BatchDecoder {
     }
 }
 
-// MARK: - The text of a record (snapshots, Docs/WireFormat.md §5.5)
+// MARK: - The text of a record (snapshots, Docs/WireFormat.md §5.6)
 
 extension RecordStore {
     /// Whether any field holds a text sequence (its records are then written in the layout of
-    /// snapshot version 5).
+    /// snapshot version 6).
     ///
     /// - Complexity: O(f) for f fields.
     var hasText: Bool { records.values.contains { $0.values.contains { $0.text != nil } } }
