@@ -33,7 +33,7 @@ extension SemanticsOracle {
                     if case .insert(let m) = w.write.change { members.formUnion(m) } else { onlyInserts = false }
                 }
                 switch (latest.write.change, field) {
-                case (.remove, nil): break
+                case (.remove, nil), (.splice, _), (.text, _): break
                 case (.remove, let f?): failures.append("\(label).\(name) shows \(f) though its latest write removed it")
                 case (_, nil): failures.append("\(label).\(name) is lost: its latest write \(latest.id) set it")
                 case (.set(let v), let f?):

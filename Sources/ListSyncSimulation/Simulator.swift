@@ -82,6 +82,7 @@ public struct SimulationConfiguration: Sendable {
             + " --crashes \(crashes)" + (compactAfter.map { " --compact-after \($0) --retire-after \(retireAfter)" } ?? "")
             + (sendsAhead ? " --sends-ahead" : "") + (roamPercent > 0 ? " --roam \(roamPercent)" : "")
             + (losesDaemon ? " --lose-daemon" : "") + " --field-writes \(workload.fieldWrites)"
+            + (workload.textEdits > 0 ? " --text-edits \(workload.textEdits)" : "")
     }
 
     /// The defaults: 4 replicas, 200 edits, standard faults, 2 partitions.
@@ -101,6 +102,8 @@ public struct SimulationReport: Sendable, CustomStringConvertible {
     /// Edits that wrote fields (one operation each), the field changes they made, and how many
     /// of those were counter increments.
     public var fieldWrites = 0, fieldChanges = 0, increments = 0
+    /// Text splices made (``Workload/textEdits``).
+    public var textEdits = 0
     /// Presence messages clients sent, and received (relayed by their daemon).
     public var presenceSent = 0, presenceReceived = 0
     public var framesSent = 0, framesDelivered = 0, framesDropped = 0, framesDuplicated = 0, bytesSent = 0
@@ -141,6 +144,7 @@ public struct SimulationReport: Sendable, CustomStringConvertible {
         acknowledged += other.acknowledged; acknowledgedLost += other.acknowledgedLost
         edits += other.edits; operations += other.operations
         fieldWrites += other.fieldWrites; fieldChanges += other.fieldChanges; increments += other.increments
+        textEdits += other.textEdits
         framesSent += other.framesSent; bytesSent += other.bytesSent
         compactions += other.compactions; retired += other.retired; snapshots += other.snapshots
         remade += other.remade; refusedCompacted += other.refusedCompacted; operationResyncs += other.operationResyncs
@@ -813,6 +817,10 @@ public struct Simulator: Sendable {
         }
         report.edits += 1
         if edit.isMove { report.moves += 1 }
+        if case .spliceItemText = edit {
+            report.textEdits += 1
+            clients[r].document.wallClock = .fixed(1_700_000_000_000 + network.now + UInt64((r * 53) % 200))
+        }
         if let writes = edit.fieldEdits {
             report.fieldWrites += 1
             report.fieldChanges += writes.count
@@ -991,6 +999,7 @@ public struct Simulator: Sendable {
         let oracle = SemanticsOracle(known)
         if let why = oracle.check(reference) { report.failures.append("replica 0: \(why)") }
         report.failures += oracle.checkFieldIntent(reference).map { "replica 0: \($0)" }
+        report.failures += oracle.checkText(reference).map { "replica 0: \($0)" }
         for (d, daemon) in daemons.enumerated() {
             let missing = daemon.acknowledged.filter { !daemon.core.document.version.contains($0) }
             if !missing.isEmpty { report.failures.append("daemon \(d) lacks \(missing.count) operations it acknowledged") }

@@ -22,6 +22,10 @@ public struct Workload: Hashable, Sendable {
     /// drawn before the list mix above: value sets and removals, counter increments, set adds
     /// and removes (``FieldEdit``). 0 makes exactly the runs of before fields (no draw is made).
     public var fieldWrites = 20
+    /// Percent of edits that type into or remove from an item's text field `notes`
+    /// (Docs/Semantics.md §8.5; `TextEdit.swift`). 0 by default, so that the random streams of
+    /// seeds found before text fields are unchanged.
+    public var textEdits = 0
 
     /// The default mix: 45% moves, every kind of edit.
     public init() {}
@@ -45,6 +49,9 @@ public enum RandomEdit: Hashable, Sendable, CustomStringConvertible {
     case writeItemFields(IndexPath, [FieldEdit])
     /// Field writes on the section at the index.
     case writeSectionFields(Int, [FieldEdit])
+    /// A splice of the text field `notes` of an item: at a fraction (per mille) of its length,
+    /// removing up to `delete` characters, inserting `insert` (clamped to the text when made).
+    case spliceItemText(IndexPath, atPerMille: Int, delete: Int, insert: String)
 
     /// The field writes, if the edit writes fields.
     public var fieldEdits: [FieldEdit]? {
@@ -76,6 +83,7 @@ public enum RandomEdit: Hashable, Sendable, CustomStringConvertible {
         case let .setSectionValue(i, v): return "setSectionValue(\(i), \(v))"
         case let .writeItemFields(i, list): return "writeItemFields(\(p(i)), \(list))"
         case let .writeSectionFields(i, list): return "writeSectionFields(\(i), \(list))"
+        case let .spliceItemText(i, at, d, t): return "spliceItemText(\(p(i)), at \(at)‰, delete \(d), \(t.debugDescription))"
         }
     }
 
@@ -94,6 +102,9 @@ public enum RandomEdit: Hashable, Sendable, CustomStringConvertible {
                 k -= n
             }
             return IndexPath(item: 0, section: 0)
+        }
+        if workload.textEdits > 0 && items > 0 && rng.below(100) < workload.textEdits {
+            return TextTyping.random(anyItem(), using: &rng, fresh: fresh)
         }
         if workload.fieldWrites > 0 && rng.below(100) < workload.fieldWrites && sections > 0 {
             let edits = FieldEdit.random(using: &rng)
@@ -164,6 +175,8 @@ public enum RandomEdit: Hashable, Sendable, CustomStringConvertible {
             return try document.writeFields(FieldEdit.changes(list), ofItem: try document.itemID(at: p))
         case let .writeSectionFields(i, list):
             return try document.writeFields(FieldEdit.changes(list), ofSection: try document.sectionID(at: i))
+        case let .spliceItemText(p, at, delete, insert):
+            return try TextTyping.apply(p, atPerMille: at, delete: delete, insert: insert, to: &document)
         }
     }
 }

@@ -79,7 +79,8 @@ public enum WebModel {
 
     /// A field as JSON-ready values, in the form `listsync show --json` uses (Docs/Daemon.md,
     /// "Fields"): a value field as a string, number, bool or null; a date as `{"date": ISO-8601}`,
-    /// bytes as `{"bytes": base64}`, a counter as `{"counter": n}`, a set as `{"set": [members]}`.
+    /// bytes as `{"bytes": base64}`, a counter as `{"counter": n}`, a set as `{"set": [members]}`,
+    /// a text field as its string.
     public static func fieldObject(_ field: Field) -> Any {
         switch field {
         case .value(let v):
@@ -97,6 +98,7 @@ public enum WebModel {
             }
         case .counter(let n): return ["counter": n]
         case .set(let members): return ["set": members]
+        case .text(let t): return t   // a text field reads as its string
         }
     }
 

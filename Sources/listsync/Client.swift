@@ -268,6 +268,7 @@ func editCommand(_ o: Options, _ client: any CommandClient, json: Bool, verb: St
 
 let clientCommands: [String: ClientCommand] = [
     "set": setCommand,
+    "text": textCommand,   // Text.swift
     "status": ClientCommand(
         usage: usageText("status [options]", "Prints the daemon's status: address, documents (on disk and resident), connections, peers, the event loop's poller (epoll, kqueue or poll), operations in and out, fsync latency, bytes on disk, RSS and its limits."),
         arguments: 0...0

@@ -202,6 +202,7 @@ struct JSONText {
                 string(m)
             }
             text += "]}"
+        case .text(let t): string(t)   // a text field reads as its string
         }
     }
 
@@ -239,6 +240,7 @@ func fieldText(_ field: Field) -> String {
     case .value(let v): return shown(v.description)
     case .counter(let n): return "counter(\(n))"
     case .set(let members): return "set(" + members.map { "\"\(shown($0))\"" }.joined(separator: ", ") + ")"
+    case .text(let t): return "text(\"\(shown(t))\")"
     }
 }
 

@@ -42,6 +42,9 @@ let simulateUsage = """
       --field-writes P    percent of edits that write fields of a random item or section:
                           value sets and removals, counter increments, set adds and removes
                           (default 20; 0: none, the runs of before fields)
+      --text-edits P      percent of edits that type into or remove from an item's text field
+                          `notes` (default 0); the oracle checks no character is lost or
+                          brought back and no run is split by concurrent typing
       --quiet             print only failures and the summary
       --json              print one JSON object instead: each run (seed, passed, failures,
                           counts) and the totals
@@ -96,6 +99,7 @@ func runSimulate(_ args: [String]) throws -> Int32 {
         case "--lose-daemon": config.losesDaemon = true
         case "--roam": config.roamPercent = try number("--roam", 0...100)
         case "--field-writes": config.workload.fieldWrites = try number("--field-writes", 0...100)
+        case "--text-edits": config.workload.textEdits = try number("--text-edits", 0...100)
         case "--quiet": quiet = true
         case "--json": json = true
         default: throw UsageError(message: "unknown option '\(args[i])'")

@@ -23,6 +23,8 @@ let usage = """
       set         write fields of an item or a section, one operation: listsync set DOC PATH
                   NAME=VALUE ... (VALUE as JSON where it parses; --increment NAME=N, --add NAME=M,
                   --remove-member NAME=M, --unset NAME); insert takes NAME=VALUE fields too
+      text        edit a text field, merged character by character: listsync text DOC PATH FIELD
+                  --at N [--insert TEXT] [--delete COUNT]
       move        move an item or a section:    listsync move DOC FROM TO       (0.3 1.0, or 2 0)
       delete      delete an item or a section:  listsync delete DOC PATH
       rename      change an item's or a section's text: listsync rename DOC PATH TEXT

@@ -29,7 +29,7 @@ extension RandomEdit {
             model.sections[to.section].items.insert(contentsOf: values, at: to.item)
         case let .setItemValue(p, v): model.sections[p.section].items[p.item] = v
         case let .setSectionValue(i, v): model.sections[i].name = v
-        case .writeItemFields, .writeSectionFields: break   // fields are not in the model's shape
+        case .writeItemFields, .writeSectionFields, .spliceItemText: break   // fields are not in the model's shape
         }
     }
 }

@@ -74,6 +74,10 @@ import ListSyncTestSupport
         #expect(inserted.encoded().first == 4, "an item inserted with fields needs wire format 4 too")
         #expect(try SyncMessage(decoding: fields.encoded()) == fields)
         #expect(try SyncMessage(decoding: inserted.encoded()) == inserted)
+        let t = try d.splice("notes", ofItem: ItemID(i.id), at: 0, insert: "oat")
+        let text = SyncMessage.operations(document: doc, batch: 4, operations: [f, t])
+        #expect(text.encoded().first == 4, "a text edit is a field write: wire format 4")
+        #expect(try SyncMessage(decoding: text.encoded()) == text)
         for v: UInt8 in [1, 5] {
             var bytes = plain.encoded()
             bytes[0] = v

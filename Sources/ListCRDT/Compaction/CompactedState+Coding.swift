@@ -9,6 +9,10 @@ extension ListDocument {
     /// The compacted snapshot of a document with fields: version 3 with the floor's records after
     /// its state (Docs/WireFormat.md §5.4).
     public static let compactedRecordsSnapshotFormatVersion: UInt8 = 4
+    /// The compacted snapshot of a document with a text field: version 4 whose records hold
+    /// each field's text (Docs/WireFormat.md §5.6). (Version 5 is the state snapshot of a history
+    /// with field writes, §5.5.)
+    public static let compactedTextSnapshotFormatVersion: UInt8 = 6
 
     /// Version 3: the floor's state, then the log (every operation applied since the floor).
     ///
@@ -16,7 +20,8 @@ extension ListDocument {
     func encodedCompactedSnapshot(_ floor: CompactionFloor) -> [UInt8] {
         var w = WireWriter()
         w.bytes.append(contentsOf: Self.snapshotMagic)
-        w.byte(floor.records.isEmpty ? Self.compactedSnapshotFormatVersion : Self.compactedRecordsSnapshotFormatVersion)
+        w.byte(floor.records.isEmpty ? Self.compactedSnapshotFormatVersion
+               : floor.recordsHaveText ? Self.compactedTextSnapshotFormatVersion : Self.compactedRecordsSnapshotFormatVersion)
         w.count(floor.base.count)
         w.bytes.append(contentsOf: floor.base)
         if !floor.records.isEmpty {
@@ -33,7 +38,7 @@ extension ListDocument {
     /// - Complexity: O(b + n log n) for the state (b bytes, n kept slots; the invariants are
     ///   checked), then the cost of receiving the operations since.
     static func loadCompacted(_ r: inout WireReader, replica: ReplicaID, maxValueSize: Int,
-                              records hasRecords: Bool = false) throws(WireError) -> ListDocument {
+                              records hasRecords: Bool = false, text: Bool = false) throws(WireError) -> ListDocument {
         let n = try r.count(minBytes: 1)
         let base = Array(try r.raw(n))
         var br = WireReader(base)
@@ -43,12 +48,12 @@ extension ListDocument {
         if hasRecords {
             let m = try r.count(minBytes: 1)
             recordBytes = Array(try r.raw(m))
-            state.records = try RecordStore(decoding: recordBytes, maxValueSize: maxValueSize)
+            state.records = try RecordStore(decoding: recordBytes, maxValueSize: maxValueSize, text: text)
         }
         do { try state.validate() } catch { throw .inconsistentSnapshot(error.why) }
         var doc = state.build(replica: replica, maxValueSize: maxValueSize)
         doc.compaction = CompactionFloor(version: state.version, frontier: state.frontier, base: base, writes: state.writes,
-                                         records: recordBytes)
+                                         records: recordBytes, recordsHaveText: text)
         do { try doc.checkInvariants() } catch { throw .inconsistentSnapshot("the compacted state: \(error)") }
         let maxOperations = r.remaining > (Int.max - 65_536) / 16 ? Int.max : r.remaining * 16 + 65_536
         let batch = try DecodedBatch.decode(from: &r, maxValueSize: maxValueSize, maxOperations: maxOperations)

@@ -13,6 +13,8 @@ struct CompactionFloor: Sendable {
     var writes: [OpID: OpID]
     /// The floor's records, encoded (``RecordStore/encoded()``); empty when it has none.
     var records: [UInt8] = []
+    /// Whether `records` are in the layout with text (snapshot version 5).
+    var recordsHaveText = false
 }
 
 /// Why ``ListDocument/compact(stable:)`` did nothing.
@@ -71,7 +73,8 @@ extension ListDocument {
         var doc = state.build(replica: replica, maxValueSize: maxValueSize)
         doc.compaction = CompactionFloor(version: state.version, frontier: state.frontier,
                                          base: state.encoded(), writes: state.writes,
-                                         records: state.records.isEmpty ? [] : state.records.encoded())
+                                         records: state.records.isEmpty ? [] : state.records.encoded(),
+                                         recordsHaveText: state.records.hasText)
         doc.records.conflicts = records.conflicts
         doc.records.conflictsDropped = records.conflictsDropped
         doc.wallClock = wallClock

@@ -119,17 +119,21 @@ private struct Remaker {
             makeSection(of: x, on: &doc)
             guard let value = value(of: x), let to = place(of: x, in: doc.snapshot()) else { return }
             // With the fields it shows now (values, counters and sets as they are).
-            var fields: [String: FieldChange] = [:]
+            var fields: [String: FieldChange] = [:], texts: [String: String] = [:]
             if case .insertItemWithFields = op.kind, let at = local.indexPath(of: x) {
                 for (name, f) in local.sections[at.section].items[at.item].fields {
                     switch f {
                     case .value(let v): fields[name] = .set(v)
                     case .counter(let n): fields[name] = .increment(n)
                     case .set(let m): if !m.isEmpty { fields[name] = .insert(m) }
+                    case .text(let t): if !t.isEmpty { texts[name] = t }   // typed after the insert
                     }
                 }
             }
-            if let op = record(try? doc.insertItem(at: to, value: value, fields: fields)) { items[x] = ItemID(op.id) }
+            if let op = record(try? doc.insertItem(at: to, value: value, fields: fields)) {
+                items[x] = ItemID(op.id)
+                for (name, t) in texts.sorted(by: { $0.key < $1.key }) { record(try? doc.splice(name, ofItem: ItemID(op.id), at: 0, insert: t)) }
+            }
         case let .deleteItem(x, _):
             guard let here = doc.snapshot().indexPath(of: items[x] ?? x) else { return }
             record(try? doc.deleteItem(at: here))

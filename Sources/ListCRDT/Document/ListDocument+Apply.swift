@@ -132,6 +132,7 @@ extension ListDocument {
                 if w.replaces != .none { try checkPast(w.replaces, by: op.id) }
                 for s in w.seen { try checkPast(s, by: op.id) }
             }
+            if let why = textProblem(writes, of: target) { throw bad(why) }
             return .writeFields(target, writes)
         case let .insertItemWithFields(sectionID, o, value, writes):
             var noContext = RunContext()
@@ -142,6 +143,9 @@ extension ListDocument {
                 throw bad(problem.name.isEmpty ? problem.why : "field \"\(problem.name)\": \(problem.why)")
             }
             if let why = Self.insertProblem(writes) { throw bad(why) }
+            if writes.insertedCharacters > 0 || writes.writes.contains(where: { if case .text = $0.change { true } else { false } }) {
+                throw bad("a new item's fields hold no text edit")
+            }
             return .insertItemWithFields(section: s, left: l, right: r, value: value, fields: writes)
         }
     }

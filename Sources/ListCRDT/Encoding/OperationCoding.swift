@@ -383,7 +383,7 @@ struct BatchEncoder {
             ref(w.replaces, op, default: OpID.none)
             out.count(w.seen.count)
             for s in w.seen { ref(s, op, default: nil) }
-            out.fieldChange(w.change)
+            fieldChangeOrText(w.change, op)   // Records/Text/TextCoding.swift
         }
     }
 
@@ -418,7 +418,7 @@ struct BatchEncoder {
 
     /// A reference: the field's default, the previous operation, or replica index and the
     /// distance back from the operation's own counter.
-    private mutating func ref(_ id: OpID, _ op: ListOperation, default fieldDefault: OpID?) {
+    mutating func ref(_ id: OpID, _ op: ListOperation, default fieldDefault: OpID?) {
         if id == fieldDefault {
             out.varint(RefCode.fieldDefault)
         } else if id == context.previousLast, id != .none {
@@ -462,6 +462,7 @@ extension ListOperation {
             for w in writes.writes {
                 if w.replaces != .none { body(w.replaces) }
                 for s in w.seen { body(s) }
+                if case .text(let e) = w.change { e.forEachReferencedID(body) }
             }
         case .insertItemWithFields(let s, let o, _, let writes):
             body(s.opID); origins(o)

@@ -280,7 +280,7 @@ struct BatchDecoder {
 
     /// A reference (see ``RefCode``); `fieldDefault` nil means code 0 is invalid here.
     @inline(__always)
-    private mutating func ref(_ op: OpID, default fieldDefault: OpID?) throws(WireError) -> OpID {
+    mutating func ref(_ op: OpID, default fieldDefault: OpID?) throws(WireError) -> OpID {
         let at = reader.offset
         return try ref(op, code: try reader.varint(), at: at, default: fieldDefault)
     }
@@ -354,7 +354,7 @@ struct BatchDecoder {
             var seen: [OpID] = []
             seen.reserveCapacity(s)
             for _ in 0 ..< s { seen.append(try ref(id, default: nil)) }
-            let change = try reader.fieldChange(maxValueSize: maxValueSize)
+            let change = try fieldChangeOrText(id)   // Records/Text/TextCoding.swift
             writes.append(FieldWrite(name: name, change: change, replaces: replaces, seen: seen))
         }
         guard zip(writes, writes.dropFirst()).allSatisfy({ $0.name < $1.name }) else {

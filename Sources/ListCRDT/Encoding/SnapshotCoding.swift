@@ -88,9 +88,11 @@ extension ListDocument {
             records.conflicts = []   // history, not news (Docs/Semantics.md §8.3)
             return
         }
-        if version == Self.compactedSnapshotFormatVersion || version == Self.compactedRecordsSnapshotFormatVersion {
+        if version == Self.compactedSnapshotFormatVersion || version == Self.compactedRecordsSnapshotFormatVersion
+            || version == Self.compactedTextSnapshotFormatVersion {
             self = try Self.loadCompacted(&r, replica: replica, maxValueSize: maxValueSize,
-                                          records: version == Self.compactedRecordsSnapshotFormatVersion)
+                                          records: version >= Self.compactedRecordsSnapshotFormatVersion,
+                                          text: version == Self.compactedTextSnapshotFormatVersion)
             records.conflicts = []
             return
         }

@@ -278,9 +278,10 @@ struct StateSnapshotDecoder {
                 }
                 other = op
                 first = op.id
-                span = 1
+                // One operation; a text edit spans one id per character it inserts.
+                span = op.span
             }
-            let ops = tag == .moveItems ? 1 : span
+            let ops = tag == .moveItems || tag == .other ? 1 : span
             guard doc.log.count + ops <= limit, first.counter >= lastEnd[k],
                   first.counter <= OpID.maxCounter - UInt64(span) + 1 else {
                 throw .invalidValue("log ids out of order or out of range", offset: bodyAt)

@@ -54,7 +54,11 @@ struct OpLog: Sendable {
         var kind: Kind
 
         /// Number of operations in the record.
-        @inline(__always) var operations: Int { kind == .moveItems ? 1 : Int(count) }
+        @inline(__always) var operations: Int { spansIDs ? 1 : Int(count) }
+
+        /// Whether the record is one operation spanning `count` ids (a move of several items, or a
+        /// kept-whole operation that inserts text: one id per character).
+        @inline(__always) var spansIDs: Bool { kind == .moveItems || kind == .other }
 
         /// Insert runs and moves: the first slot made (`payload` as a local version).
         @inline(__always) var firstSlot: LocalVersion { LocalVersion(payload) }
@@ -178,7 +182,7 @@ struct OpLog: Sendable {
     /// - Complexity: O(1) amortized.
     mutating func append(other op: ListOperation) {
         others.append(op)
-        newRecord(id: op.id, deps: op.deps, kind: .other, count: 1, payload: Int32(others.count - 1), operations: 1)
+        newRecord(id: op.id, deps: op.deps, kind: .other, count: op.span, payload: Int32(others.count - 1), operations: 1)
     }
 
     private mutating func newRecord(id: OpID, deps: Frontier, kind: Kind, count span: Int, payload: Int32,
@@ -238,7 +242,7 @@ struct OpLog: Sendable {
     /// The id of the last slot of operation `k` of record `r` (its id unless it moves several items).
     @inline(__always) func lastID(record r: Int, operation k: Int) -> OpID {
         let rec = records[r]
-        let last = rec.kind == .moveItems ? UInt64(rec.count - 1) : UInt64(k)
+        let last = rec.spansIDs ? UInt64(rec.count - 1) : UInt64(k)
         return OpID(counter: rec.counter &+ last, replica: replicaIDs[Int(rec.replica)])
     }
 
@@ -274,7 +278,7 @@ struct OpLog: Sendable {
                 let r = Int(list[lo - 1])
                 let offset = id.counter - recs[r].counter
                 guard offset < UInt64(recs[r].count) else { return nil }
-                return (r, recs[r].kind == .moveItems ? 0 : Int(offset))
+                return (r, recs[r].spansIDs ? 0 : Int(offset))
             }
         }
     }

@@ -83,6 +83,7 @@ public struct ListOperation: Hashable, Sendable, CustomStringConvertible {
     /// How many consecutive ids the operation uses (one per slot it makes, at least one).
     public var span: Int {
         if case .moveItems(let items, _, _) = kind { return max(items.count, 1) }
+        if case .writeFields(_, let writes) = kind { return max(writes.insertedCharacters, 1) }  // one id per typed character
         return 1
     }
 

@@ -70,12 +70,15 @@ public enum Field: Hashable, Sendable, CustomStringConvertible {
     case counter(Int64)
     /// An add-wins set of strings, sorted.
     case set([String])
+    /// A text field: characters merged one by one (Docs/Semantics.md §8.10).
+    case text(String)
 
     public var description: String {
         switch self {
         case .value(let v): v.description
         case .counter(let n): "counter(\(n))"
         case .set(let s): "set(" + s.map { "\"\($0)\"" }.joined(separator: ", ") + ")"
+        case .text(let t): "text(\(t.debugDescription))"
         }
     }
 }
@@ -94,6 +97,11 @@ public enum FieldChange: Hashable, Sendable {
     case insert([String])
     /// Removes these strings from the set: the adds of them its author saw.
     case delete([String])
+    /// Removes `delete` characters at `at` and inserts `insert` there (positions count Unicode
+    /// scalars of the text shown; Docs/Semantics.md §8.10). Local only: it travels as ``text(_:)``.
+    case splice(at: Int, delete: Int, insert: String)
+    /// A text change by identity, as a splice travels (``TextEdit``).
+    case text(TextEdit)
 }
 
 /// The section or item whose record an operation writes.
@@ -164,6 +172,8 @@ public struct FieldWrites: Hashable, Sendable {
             case .set(let v): n += v.size
             case .insert(let s), .delete(let s): n += s.reduce(0) { $0 + $1.utf8.count + 8 }
             case .remove, .increment: break
+            case .splice(_, _, let t): n += t.utf8.count
+            case .text(let e): n += e.insert.utf8.count + e.deletes.count * 24
             }
             return n
         }

@@ -4,7 +4,7 @@ import Foundation
 /// batches (version 3) and the compacted snapshot's records (version 4).
 enum FieldCode {
     /// A change's tag.
-    enum Change: UInt8 { case set = 0, remove, increment, insert, delete }
+    enum Change: UInt8 { case set = 0, remove, increment, insert, delete, text }
     /// A value's type tag.
     enum Value: UInt8 { case null = 0, falseValue, trueValue, int, double, string, date, bytes }
 }
@@ -39,6 +39,7 @@ extension WireWriter {
         case .increment(let n): byte(FieldCode.Change.increment.rawValue); signed(n)
         case .insert(let m): byte(FieldCode.Change.insert.rawValue); strings(m)
         case .delete(let m): byte(FieldCode.Change.delete.rawValue); strings(m)
+        case .splice, .text: preconditionFailure("a text change is written with its references (Text/TextCoding.swift)")
         }
     }
 }
@@ -105,7 +106,7 @@ extension WireReader {
         case .increment: return .increment(try signed())
         case .insert: return .insert(try strings(maxCount: FieldLimits.maxMembers, limit: FieldLimits.maxMemberBytes))
         case .delete: return .delete(try strings(maxCount: FieldLimits.maxMembers, limit: FieldLimits.maxMemberBytes))
-        case nil: throw .invalidTag(tag, offset: at)
+        case .text, nil: throw .invalidTag(tag, offset: at)
         }
     }
 }

@@ -25,7 +25,7 @@ struct FieldStamp: Hashable, Comparable, Sendable {
 /// so killing them as the write applies is exact: nothing killed can arrive later, and no reset
 /// needs keeping. The state is a function of the set of writes applied, whatever their order.
 struct FieldState: Hashable, Sendable {
-    enum Kind: UInt8, Sendable { case removed = 0, value, counter, set }
+    enum Kind: UInt8, Sendable { case removed = 0, value, counter, set, text }
 
     /// The greatest write of any kind, and its kind: what the field shows.
     var latest = FieldStamp.zero
@@ -37,6 +37,8 @@ struct FieldState: Hashable, Sendable {
     var increments: [OpID: Int64] = [:]
     /// Live adds of each member, by the ids of the operations that made them.
     var adds: [String: [OpID]] = [:]
+    /// The characters of a text field (`Text/TextSequence.swift`), nil if never spliced.
+    var text: TextSequence?
 
     /// What the field shows, or nil when it is removed (or was never written).
     var shown: Field? {
@@ -45,6 +47,7 @@ struct FieldState: Hashable, Sendable {
         case .value: return value.map { .value($0) }
         case .counter: return .counter(counterSum)
         case .set: return .set(adds.keys.sorted())
+        case .text: return .text(text?.string ?? "")
         }
     }
 
@@ -75,6 +78,13 @@ struct FieldState: Hashable, Sendable {
         case .delete(let members):
             kindOfWrite = .set
             for m in members { resetMember(m, write.seen) }
+        case .text(let edit):
+            kindOfWrite = .text
+            reset(write.seen)   // a splice onto a field that showed no text resets what its author saw
+            if text == nil { text = TextSequence() }
+            text!.apply(edit, id: stamp.id)
+        case .splice:
+            preconditionFailure("a positional splice is resolved before it applies")
         }
         if stamp > latest {
             latest = stamp
@@ -102,6 +112,7 @@ struct FieldState: Hashable, Sendable {
         let covers = Self.coverage(seen)
         if !increments.isEmpty { increments = increments.filter { !covers($0.key) } }
         for m in Array(adds.keys) { resetMember(m, covers) }
+        text?.reset(covers)
     }
 
     private mutating func resetMember(_ m: String, _ seen: [OpID]) {
@@ -116,7 +127,7 @@ struct FieldState: Hashable, Sendable {
 
     /// Whether a tag is covered by `seen` (its counter is at most the one `seen` names for its
     /// replica).
-    private static func coverage(_ seen: [OpID]) -> (OpID) -> Bool {
+    static func coverage(_ seen: [OpID]) -> (OpID) -> Bool {
         var top: [ReplicaID: UInt64] = [:]
         for s in seen { top[s.replica] = max(top[s.replica] ?? 0, s.counter) }
         return { tag in (top[tag.replica] ?? 0) >= tag.counter }
@@ -127,6 +138,7 @@ struct FieldState: Hashable, Sendable {
         var top: [ReplicaID: UInt64] = [:]
         for t in increments.keys { top[t.replica] = max(top[t.replica] ?? 0, t.counter) }
         for tags in adds.values { for t in tags { top[t.replica] = max(top[t.replica] ?? 0, t.counter) } }
+        text?.liveTops(into: &top)
         return Self.sorted(top)
     }
 
@@ -157,6 +169,9 @@ struct FieldState: Hashable, Sendable {
             for t in tags { top[t.replica] = max(top[t.replica] ?? 0, t.counter) }
             f.adds[m] = Self.sorted(top)
         }
+        // Hidden characters behind a value or a removal are reset by whoever types next (they
+        // have seen them all): only a text field keeps its text.
+        f.text = kind == .text ? text?.compacted() : nil
         return f
     }
 }

@@ -102,6 +102,7 @@ extension ListDocument {
             switch change {
             case .set, .increment, .insert: list.append(FieldWrite(name: name, change: change))
             case .remove, .delete: throw .invalidField(name, "a new item has nothing to remove: set, increment or add")
+            case .splice, .text: throw .invalidField(name, "a new item's text is typed by a splice after the insert")
             }
         }
         let writes = FieldWrites(clock: nextFieldClock(), writes: list)
@@ -140,16 +141,18 @@ extension ListDocument {
     }
 
     private mutating func writeFields(_ changes: [String: FieldChange], to target: RecordTarget) throws(ListError) -> ListOperation {
-        let existing = records.records[target.opID]
         var list: [FieldWrite] = []
         list.reserveCapacity(changes.count)
         for (name, change) in changes {
-            let state = existing?[name]
+            if let w = try textWrite(name, change, of: target) { list.append(w); continue }  // Text/ListDocument+Text.swift
+            // Not a copy of the record held across the loop: a text field's storage must stay
+            // uniquely referenced, or the commit copies it whole (O(n) per keystroke).
+            let state = records.records[target.opID]?[name]
             let seen: [OpID]
             switch change {
             case .set, .remove: seen = state?.seenForReset ?? []
             case .delete(let members): seen = state?.seenForDelete(members) ?? []
-            case .increment, .insert: seen = []
+            case .increment, .insert, .splice, .text: seen = []
             }
             list.append(FieldWrite(name: name, change: change, replaces: state?.register.id ?? .none, seen: seen))
         }
@@ -205,10 +208,10 @@ extension ListDocument {
                 for m in members where m.utf8.count > FieldLimits.maxMemberBytes {
                     return (w.name, "a member of \(m.utf8.count) bytes, over \(FieldLimits.maxMemberBytes)")
                 }
-            case .remove, .increment:
+            case .remove, .increment, .splice, .text:
                 break
             }
         }
-        return nil
+        return textProblem(with: writes, maxValueSize: maxValueSize)
     }
 }

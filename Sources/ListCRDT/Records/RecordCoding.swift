@@ -17,6 +17,7 @@ extension RecordStore {
             w.varint(x.counter)
         }
         func stamp(_ s: FieldStamp) { w.varint(s.clock); id(s.id) }
+        let withText = hasText
         w.varint(clock)
         let entities = records.keys.sorted()
         w.count(entities.count)
@@ -42,6 +43,21 @@ extension RecordStore {
                     w.count(tags.count)
                     for t in tags { id(t) }
                 }
+                if withText {   // version 5 (Text/TextCoding.swift)
+                    if let t = f.text {
+                        w.byte(1)
+                        t.encode { token in
+                            switch token {
+                            case .id(let x): id(x)
+                            case .count(let n): w.count(n)
+                            case .signed(let n): w.signed(n)
+                            case .data(let d): w.data(d)
+                            }
+                        }
+                    } else {
+                        w.byte(0)
+                    }
+                }
             }
         }
         var head = WireWriter()
@@ -50,8 +66,9 @@ extension RecordStore {
         return head.bytes + w.bytes
     }
 
-    /// Reads records written by ``encoded()``; every count is bounded by the input.
-    init(decoding bytes: some Collection<UInt8>, maxValueSize: Int) throws(WireError) {
+    /// Reads records written by ``encoded()``; every count is bounded by the input. `text`: the
+    /// layout of snapshot version 5 (a text flag after each field), written when a field has text.
+    init(decoding bytes: some Collection<UInt8>, maxValueSize: Int, text: Bool = false) throws(WireError) {
         var r = WireReader(bytes)
         var replicas: [ReplicaID] = []
         for _ in 0 ..< (try r.count(minBytes: 1)) { replicas.append(ReplicaID(try r.varint())) }
@@ -102,6 +119,15 @@ extension RecordStore {
                     for _ in 0 ..< (try r.count(minBytes: 1)) { tags.append(try id(allowNone: false)) }
                     if !tags.isEmpty { f.adds[m] = tags }
                 }
+                if text {
+                    let flagAt = r.offset
+                    switch try r.byte() {
+                    case 0: break
+                    case 1: f.text = try TextSequence(decoding: &r, replicas: replicas)
+                    default: throw .invalidValue("a flag that is not 0 or 1", offset: flagAt)
+                    }
+                }
+                if f.kind == .text, f.text == nil { throw .invalidValue("a text field without its text", offset: at) }
                 guard fields.updateValue(f, forKey: name) == nil else { throw .invalidValue("field \(name) twice", offset: at) }
             }
             guard records.updateValue(fields, forKey: e) == nil else { throw .invalidValue("record \(e) twice", offset: r.offset) }

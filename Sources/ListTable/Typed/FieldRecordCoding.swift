@@ -75,6 +75,7 @@ enum FieldRecordCoding {
                 if case .object(let o)? = out[name], case .int(let s)? = o[FieldCounter.CodingKeys.counter.rawValue] { start = s }
                 out[name] = .object([FieldCounter.CodingKeys.counter.rawValue: .int(start &+ n)])
             case .set(let m): out[name] = .object([FieldSet.CodingKeys.set.rawValue: .array(m.map(JSONValue.string))])
+            case .text(let t): out[name] = .string(t)
             }
         }
         return out

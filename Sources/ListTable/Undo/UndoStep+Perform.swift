@@ -189,6 +189,10 @@ extension UndoTracks {
                 case nil: changes[name] = .remove
                 case .counter(let n)?: changes[name] = .increment(n &- (now[name].flatMap { if case .counter(let x) = $0 { x } else { nil } } ?? 0))
                 case .set(let members)?: changes[name] = members.isEmpty ? .remove : .insert(members)
+                case .text(let text)?:
+                    // Nobody typed since the step: the smallest splice back to the text before it.
+                    let from: String = if case .text(let x)? = now[name] { x } else { "" }
+                    if let s = TextSplice.between(old: from, new: text) { changes[name] = s.change }
                 }
             }
         }

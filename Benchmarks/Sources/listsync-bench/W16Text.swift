@@ -1,0 +1,48 @@
+import Foundation
+import ListCRDT
+import ListSyncTestSupport
+
+// W16.text (issue 45): the automerge-paper trace typed into one card's `notes` text field, one
+// splice per trace line (`ListDocument.splice`), next to W1.trace's list path measured in the
+// same run (each best of the same number of runs, on a fresh document each time).
+
+/// One timed run of the whole trace as splices of one item's text field. Returns (ns, doc).
+func textTraceOnce(_ edits: [EditingTrace.Edit]) throws -> (UInt64, ListDocument, ItemID) {
+    var doc = ListDocument(replica: ReplicaID(1))
+    try doc.insertSection(at: 0)
+    let item = ItemID(try doc.insertItem(atRow: 0, inSection: 0, value: Data()).id)
+    let texts = edits.map { String(decoding: $0.text, as: UTF8.self) }  // untimed: the trace's text as strings
+    let t0 = nowNs()
+    for (k, e) in edits.enumerated() {
+        try doc.splice("notes", ofItem: item, at: e.position, delete: e.deleteCount, insert: texts[k])
+    }
+    return (nowNs() - t0, doc, item)
+}
+
+func w16Text(_ ctx: Context) throws -> BenchResult {
+    let trace = try ctx.loadTrace()
+    let edits = trace.edits
+    let total = edits.count
+    let text = try Repeat.bestOf { () throws -> (Double, [(String, Metric)], (ListDocument, ItemID)) in
+        let (ns, doc, item) = try textTraceOnce(edits)
+        let perOp = Double(ns) / Double(total)
+        return (perOp, [("ns_per_op", .double(perOp))], (doc, item))
+    }
+    let list = try Repeat.bestOf { () throws -> (Double, [(String, Metric)], ListDocument) in
+        let (ns, doc, _) = try traceOnce(edits)
+        let perOp = Double(ns) / Double(total)
+        return (perOp, [("ns_per_op", .double(perOp))], doc)
+    }
+    var res = BenchResult(workload: "W16.text", metrics: text.metrics, ops: total)
+    res.set("w1_list_ns_per_op", list.best)
+    res.set("ratio_to_w1", text.best / list.best)
+    let (doc, item) = text.state
+    let got = Array((doc.text("notes", ofItem: item) ?? "").utf8)
+    res.set("characters", got.count)
+    res.set("history_bytes", doc.encodedHistory().count)
+    res.set("state_snapshot_bytes", doc.encodedSnapshot(format: .state).count)
+    res.ok = trace.finalText != nil && got == trace.finalText!
+    res.note = "one splice(_:ofItem:at:delete:insert:) per trace line into one item's text field; W1.trace's list path "
+        + "(one insertItem/deleteItem per element) timed in the same run; " + Repeat.note(Repeat.runs, text.runs)
+    return res
+}

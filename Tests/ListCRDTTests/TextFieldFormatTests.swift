@@ -1,0 +1,110 @@
+import Foundation
+import Testing
+@testable import ListCRDT
+
+/// Docs/WireFormat.md §2.8 and §5.6: text edits on the wire (format 4), in history, state and
+/// compacted snapshots (version 6), and what an older reader does with them.
+@Suite("§8.10 text fields: wire and snapshot formats")
+struct TextFieldFormatTests {
+    /// A document whose notes were typed, pasted into, edited and partly removed, with a set
+    /// field next to it.
+    static func edited() throws -> (ListDocument, ItemID) {
+        var (docs, item) = try TextFieldTests.replicas(2, start: "shopping")
+        try TextFieldTests.type(" list", at: 8, into: &docs[0], item: item)
+        try docs[0].splice("notes", ofItem: item, at: 0, delete: 4, insert: "Weekly 👍🏽 ")
+        try docs[0].setField("title", to: .string("milk"), ofItem: item)
+        let remote = try TextFieldTests.type("ZZ", at: 2, into: &docs[1], item: item)
+        #expect(docs[0].receive(remote).isSuccess)
+        return (docs[0], item)
+    }
+
+    @Test("a batch with a text edit is wire format 4, as every batch with field writes")
+    func wireVersions() throws {
+        let (doc, item) = try Self.edited()
+        let text = doc.operations.filter { if case .writeFields(_, let w) = $0.kind { w.hasTextEdit } else { false } }
+        #expect(!text.isEmpty)
+        #expect(ListOperation.encode(text).first == 4)
+        let title = doc.operations.filter { if case .writeFields(_, let w) = $0.kind { !w.hasTextEdit } else { false } }
+        #expect(ListOperation.encode(title).first == 4)
+        #expect(try ListOperation.decode(ListOperation.encode(doc.operations)) == doc.operations)
+        _ = item
+    }
+
+    @Test("a state snapshot whose last operation typed several characters keeps the version (one operation, one id per character)")
+    func stateSnapshotEndsWithTyping() throws {
+        var doc = ListDocument(replica: ReplicaID(1))
+        try doc.insertSection(at: 0, value: Data())
+        let i = try doc.insertItem(at: IndexPath(item: 0, section: 0), value: Data())
+        _ = try doc.splice("notes", ofItem: ItemID(i.id), at: 0, insert: "hello")
+        let bytes = doc.encodedSnapshot()
+        #expect(bytes[ListDocument.snapshotMagic.count] == ListDocument.stateFieldsSnapshotFormatVersion)
+        var loaded = try ListDocument(snapshot: bytes, replica: ReplicaID(1))
+        #expect(loaded.version == doc.version)
+        #expect(loaded.operations == doc.operations)
+        // The replica goes on after its own typing without reusing an id.
+        let more = try loaded.splice("notes", ofItem: ItemID(i.id), at: 5, insert: "!")
+        #expect(!doc.version.contains(more.id))
+    }
+
+    @Test("an older reader refuses a text batch clearly, never misreads it")
+    func olderReaderRefuses() throws {
+        let (doc, _) = try Self.edited()
+        var bytes = ListOperation.encode(doc.operations)
+        // A reader of format 3 checks the version byte first.
+        #expect(bytes[0] == 4 && bytes[0] > 3)
+        // The same bytes labelled 3 (as a confused writer might): the text tag is refused.
+        bytes[0] = 3
+        #expect(throws: WireError.self) { try ListOperation.decode(bytes) }
+    }
+
+    @Test("history, state and compacted snapshots keep the text, its tombstones' order and its anchors")
+    func snapshotsRoundTrip() throws {
+        var (doc, item) = try Self.edited()
+        let anchor = try #require(doc.anchor("notes", ofItem: item, at: 3))
+        for format in [ListDocument.SnapshotFormat.history, .state] {
+            let loaded = try ListDocument(snapshot: doc.encodedSnapshot(format: format), replica: ReplicaID(5))
+            #expect(loaded.text("notes", ofItem: item) == doc.text("notes", ofItem: item), "\(format)")
+            #expect(loaded.snapshot() == doc.snapshot(), "\(format)")
+            #expect(loaded.version == doc.version, "\(format)")
+            #expect(TextFieldTests.sequence(loaded, item) == TextFieldTests.sequence(doc, item), "\(format)")
+            #expect(loaded.position(of: anchor, "notes", ofItem: item) == 3)
+        }
+        try doc.compact(stable: doc.version)
+        let bytes = doc.encodedSnapshot()
+        #expect(bytes[ListDocument.snapshotMagic.count] == ListDocument.compactedTextSnapshotFormatVersion)
+        var loaded = try ListDocument(snapshot: bytes, replica: ReplicaID(5))
+        #expect(loaded.text("notes", ofItem: item) == doc.text("notes", ofItem: item))
+        #expect(TextFieldTests.sequence(loaded, item) == TextFieldTests.sequence(doc, item))
+        // Both still merge an edit typed on the loaded copy.
+        let more = try loaded.splice("notes", ofItem: item, at: 1, insert: "+")
+        #expect(doc.receive([more]).isSuccess)
+        #expect(doc.text("notes", ofItem: item) == loaded.text("notes", ofItem: item))
+    }
+
+    @Test("a compacted document without text still writes snapshot version 4, byte for byte as before")
+    func noTextKeepsVersion4() throws {
+        var (docs, item) = try TextFieldTests.replicas(2)
+        try docs[0].setField("title", to: .string("milk"), ofItem: item)
+        try docs[0].compact(stable: docs[0].version)
+        #expect(docs[0].encodedSnapshot()[ListDocument.snapshotMagic.count] == ListDocument.compactedRecordsSnapshotFormatVersion)
+    }
+
+    @Test("a compacted snapshot's text that is malformed is refused with a typed error, nothing loaded")
+    func malformedTextRefused() throws {
+        var (doc, _) = try Self.edited()
+        try doc.compact(stable: doc.version)
+        let bytes = doc.encodedSnapshot()
+        var refused = 0
+        // Every truncation and many single-byte changes of the records: an error or a document
+        // equal in shape (a change that still reads), never a crash.
+        for cut in stride(from: 8, to: bytes.count, by: 3) {
+            if (try? ListDocument(snapshot: bytes.prefix(cut), replica: ReplicaID(5))) == nil { refused += 1 }
+        }
+        for k in stride(from: 8, to: bytes.count, by: 2) {
+            var b = bytes
+            b[k] ^= 0x5a
+            _ = try? ListDocument(snapshot: b, replica: ReplicaID(5))
+        }
+        #expect(refused > 0)
+    }
+}
