@@ -12,9 +12,6 @@ extension ListOperation {
     /// out and every clock whole) is read, never written.
     public static let wireFormatVersion: UInt8 = 4
 
-    /// The version whose field writes spell every name and clock out (§2.7, "Version 3"): read only.
-    static let firstFieldFormatVersion: UInt8 = 3
-
     /// The oldest format version ``decode(_:)`` reads.
     public static let oldestWireFormatVersion: UInt8 = 1
 
