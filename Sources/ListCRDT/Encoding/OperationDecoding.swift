@@ -360,7 +360,7 @@ struct BatchDecoder {
         guard zip(writes, writes.dropFirst()).allSatisfy({ $0.name < $1.name }) else {
             throw .invalidValue("field names not in increasing order, or twice", offset: countAt)
         }
-        return FieldWrites(clock: clock, writes: writes)
+        return FieldWrites(clock: clock, sortedWrites: writes)
     }
 
     /// A field's name: spelled out (version 3; version 4 the first time), or the number of one the

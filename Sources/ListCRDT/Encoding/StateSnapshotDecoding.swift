@@ -68,6 +68,8 @@ struct StateSnapshotDecoder {
         }
         // The history's field writes rebuild the records: history, not news (no conflicts reported).
         doc.records.reportsConflicts = false
+        // Room for a record per entity at once (growing the table was 4% of a kanban's load).
+        if let others, !others.isEmpty { doc.records.records.reserveCapacity(min(others.count, itemCount + doc.sections.count)) }
         try readLog()
         doc.records.reportsConflicts = true
         var none: [EntityIndex] = []
@@ -242,9 +244,10 @@ struct StateSnapshotDecoder {
             case .other:
                 let blobAt = r.offset
                 let op: ListOperation
-                if let others {
-                    guard othersTaken < others.count else { throw .invalidValue("more records of other kinds than operations", offset: blobAt) }
-                    op = others[othersTaken]
+                if others != nil {
+                    guard othersTaken < others!.count else { throw .invalidValue("more records of other kinds than operations", offset: blobAt) }
+                    // Moved out, not copied (a copy retains every part of the operation).
+                    op = Self.take(&others![othersTaken])
                     othersTaken += 1
                 } else {
                     let n = try r.count(minBytes: 1)
@@ -316,7 +319,7 @@ struct StateSnapshotDecoder {
                 doc.log.append(id: first, deps: deps, kind: .deleteItem, span: 1, payload: seen[0])
                 if span > 1 { doc.log.extendDeleteRun(seen: seen[1...]) }
             case .other:
-                var op = other!
+                var op = other.take()!
                 op.deps = deps
                 doc.log.append(other: op)
             }
@@ -331,6 +334,14 @@ struct StateSnapshotDecoder {
         for (k, end) in lastEnd.enumerated() where end > 0 { counters[replicas[k]] = end - 1 }
         doc.versionVector = VersionVector(counters)
         doc.clock = lastEnd.max().map { $0 > 0 ? $0 - 1 : 0 } ?? 0
+    }
+
+    /// The operation at `slot`, moved out (a cheap placeholder is left behind).
+    @inline(__always)
+    static func take(_ slot: inout ListOperation) -> ListOperation {
+        var out = ListOperation(id: .none, deps: Frontier(), kind: .setSectionValue(SectionID(.none), Data()))
+        swap(&out, &slot)
+        return out
     }
 
     /// Checks that slots `lv ..< lv + count` have consecutive ids of `replica` and are the slots

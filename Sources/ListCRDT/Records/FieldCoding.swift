@@ -53,10 +53,12 @@ extension WireReader {
         // value is most of what decoding field writes costs). `String(decoding:)` is the fast,
         // specialized path; it repairs invalid UTF-8, so a string whose bytes differ from the
         // input's was not UTF-8 (`String(validating:)` goes through generic metadata here, ~5x slower).
-        let s = bytes.withUnsafeBufferPointer { all in
+        let s = bytes.withUnsafeBufferPointer { all -> String? in
             let part = UnsafeBufferPointer(rebasing: all[range])
-            let s = String(decoding: part, as: UTF8.self)
-            return s.utf8.elementsEqual(part) ? s : nil
+            var s = String(decoding: part, as: UTF8.self)
+            // Compared as memory (`elementsEqual` over the UTF-8 view walks it index by index).
+            let same = s.utf8.count == part.count && (part.isEmpty || s.withUTF8 { memcmp($0.baseAddress!, part.baseAddress!, part.count) == 0 })
+            return same ? s : nil
         }
         guard let s else { throw .invalidValue("a string that is not UTF-8", offset: at) }
         return s

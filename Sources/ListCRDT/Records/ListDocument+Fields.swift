@@ -204,7 +204,7 @@ extension ListDocument {
                 if members.count > FieldLimits.maxMembers {
                     return (w.name, "\(members.count) members in one write, over \(FieldLimits.maxMembers)")
                 }
-                if Set(members).count != members.count { return (w.name, "a member twice in one write") }
+                if members.count > 1, Set(members).count != members.count { return (w.name, "a member twice in one write") }
                 for m in members where m.utf8.count > FieldLimits.maxMemberBytes {
                     return (w.name, "a member of \(m.utf8.count) bytes, over \(FieldLimits.maxMemberBytes)")
                 }

@@ -90,10 +90,13 @@ extension RecordStore {
         }
         self.init()
         clock = try r.varint()
-        for _ in 0 ..< (try r.count(minBytes: 2)) {
+        let recordCount = try r.count(minBytes: 2)
+        records.reserveCapacity(recordCount)
+        for _ in 0 ..< recordCount {
             let e = try id(allowNone: false)
-            var fields: [String: FieldState] = [:]
-            for _ in 0 ..< (try r.count(minBytes: 8)) {
+            let fieldCount = try r.count(minBytes: 8)
+            var fields = [String: FieldState](minimumCapacity: fieldCount)
+            for _ in 0 ..< fieldCount {
                 let at = r.offset
                 let name = try r.utf8(limit: FieldLimits.maxNameBytes)
                 if let why = FieldLimits.problem(withName: name) { throw .invalidValue(why, offset: at) }

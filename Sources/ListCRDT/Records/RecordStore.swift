@@ -29,9 +29,9 @@ struct RecordStore: Hashable, Sendable {
         let key = target.opID
         // One lookup of the record per operation, changed in place (not copied out and back); a
         // new record gets room for its writes at once (most records are made whole by an insert).
-        if records[key] == nil { records[key] = Dictionary(minimumCapacity: writes.writes.count) }
         var lost: [FieldConflict] = []
-        Self.apply(writes.writes, stamp: stamp, local: local, to: &records[key]!) { w, value, by, won in
+        Self.apply(writes.writes, stamp: stamp, local: local,
+                   to: &records[key, default: Dictionary(minimumCapacity: writes.writes.count)]) { w, value, by, won in
             lost.append(FieldConflict(target: target, name: w.name, lost: value, won: won, localOperation: by, winner: id))
         }
         if reportsConflicts { for c in lost { report(c) } }
