@@ -141,7 +141,10 @@ public actor Daemon {
             folder?.close()
             throw .devices(error.description)
         }
-        replica = Self.daemonReplica(in: configuration.dataFolder, fileSystem: configuration.fileSystem)
+        do { replica = try DaemonReplicaFile.readOrCreate(in: configuration.dataFolder, fileSystem: configuration.fileSystem) } catch {
+            folder?.close()
+            throw error
+        }
         metrics.setOnDisk((try? folder?.count()) ?? 0)
         do {
             listener = try await TCPListener.listen(host: configuration.listenHost, port: configuration.listenPort,
@@ -695,19 +698,6 @@ public actor Daemon {
     /// gossip decides: Docs/Semantics.md §7, "Peers"), the wall clock and the file funnel.
     var compactionSettings: (policy: CompactionPolicy?, wallClock: @Sendable () -> UInt64, fileSystem: FileSystem) {
         (configuration.cluster != nil ? nil : configuration.compaction, configuration.wallClock, configuration.fileSystem)
-    }
-
-    /// The daemon's own replica id (for the sections it makes, and its node id in discovery),
-    /// drawn once per data folder and kept in `DIR/replica` (mode 0600, written atomically).
-    static func daemonReplica(in folder: String, fileSystem: FileSystem) -> ReplicaID {
-        let path = folder + "/replica"
-        if let bytes = try? fileSystem.readFile(path),
-           let v = UInt64(String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines), radix: 16), v != 0 {
-            return ReplicaID(v)
-        }
-        let r = ReplicaID.random()
-        try? fileSystem.writeAtomically(Array(String(r.rawValue, radix: 16).utf8), to: path, folder: folder)
-        return r
     }
 
     /// Bytes in the files under `path`: a walk of the whole tree (what ``sampleDiskUsage()`` runs

@@ -75,8 +75,9 @@ struct DiscoveryAttackTests {
         let scene = try Scene("self", announceTo: 0)   // announces to its own port
         defer { scene.stop() }
         let d = scene.daemon
+        // `replica <16 hex digits>` (Docs/Daemon.md, "Files").
         let node = try #require(UInt64(String(contentsOfFile: d.data + "/replica", encoding: .utf8)
-            .trimmingCharacters(in: .whitespacesAndNewlines), radix: 16))
+            .trimmingCharacters(in: .whitespacesAndNewlines).split(separator: " ").last ?? "", radix: 16))
         let target = try #require(TCPWatch("127.0.0.1"))
         let earlierRun = DiscoveryAnnouncement(instance: .max, node: node, address: SocketAddress(numeric: "127.0.0.1", port: target.port)!, time: Self.now())
         let ownAddress = DiscoveryAnnouncement(instance: .max - 1, node: 555, address: SocketAddress(numeric: "127.0.0.1", port: d.port)!, time: Self.now())
