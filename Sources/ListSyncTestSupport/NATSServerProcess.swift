@@ -80,7 +80,7 @@ public final class NATSServerProcess: @unchecked Sendable {
             log.text.withLock { $0 += String(decoding: d, as: UTF8.self) }
         }
         try process.run()
-        let deadline = Date().addingTimeInterval(20)
+        let deadline = Date().addingTimeInterval(60)   // a liveness guard (the tests' livenessGuardSeconds), not a verdict
         while Date() < deadline {
             let text = output
             if let r = text.range(of: "Listening for client connections on \(host):"), text.contains("Server is ready") {

@@ -13,7 +13,7 @@ struct ClientReplicaTests {
     /// Slot 0 of `folder`, waiting up to 5 s while it is held: a slot just released may live on
     /// for a moment in a process another test is spawning (between its fork and its exec).
     static func firstSlot(_ folder: String) throws -> ClientReplica? {
-        let deadline = Date().addingTimeInterval(5)
+        let deadline = Date().addingTimeInterval(livenessGuardSeconds)
         while true {
             if let slot = try ClientReplica.acquire(folder: folder, slots: 1) { return slot }
             if Date() > deadline { return nil }

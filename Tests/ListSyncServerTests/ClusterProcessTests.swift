@@ -231,11 +231,11 @@ struct ClusterProcessTests {
         let doc = try await device.create(name: "board", sections: ["todo"])
         _ = try await device.edit(doc) { (d: inout ListDocument) throws(ListError) in _ = try d.insertItem(atRow: 0, inSection: 0, value: Data("one".utf8)) }
         await device.start()
-        try await device.waitUntilSynced(timeout: .seconds(60))
+        try await device.waitUntilSynced(timeout: .seconds(livenessGuardSeconds))
         #expect(eventually(30) { items(b, "board") == [["one"]] }, "B: \(items(b, "board"))\n\(b.log)")
         a.kill9()
         _ = try await device.edit(doc) { (d: inout ListDocument) throws(ListError) in _ = try d.insertItem(atRow: 1, inSection: 0, value: Data("two".utf8)) }
-        try await device.waitUntilSynced(timeout: .seconds(60))
+        try await device.waitUntilSynced(timeout: .seconds(livenessGuardSeconds))
         #expect(items(b, "board") == [["one", "two"]])
         await device.close()
     }

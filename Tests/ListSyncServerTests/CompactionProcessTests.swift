@@ -36,7 +36,7 @@ struct CompactionProcessTests {
         let device = try SyncClient(folder: folder, server: server)
         let live = try await device.open(doc)
         await device.start()
-        try await device.waitUntilSynced(timeout: .seconds(20))
+        try await device.waitUntilSynced(timeout: .seconds(livenessGuardSeconds))
         return (device, live)
     }
 
@@ -50,10 +50,10 @@ struct CompactionProcessTests {
         let laptop = try SyncClient(folder: folder, server: server)
         let live = try await laptop.fetch(doc)
         await laptop.start()
-        try await laptop.waitUntilSynced(timeout: .seconds(20))
+        try await laptop.waitUntilSynced(timeout: .seconds(livenessGuardSeconds))
         for i in 0..<12 { try await SyncClientTests.insert(laptop, doc, "l\(i)") }
         for _ in 0..<10 { try await Self.delete(laptop, doc, row: 3) }
-        try await laptop.waitUntilSynced(timeout: .seconds(20))
+        try await laptop.waitUntilSynced(timeout: .seconds(livenessGuardSeconds))
         #expect(SyncClientTests.values(live) == [laptopView])
         return (laptop, live)
     }
@@ -70,7 +70,7 @@ struct CompactionProcessTests {
         await device.start()
         let doc = try await device.create(name: name, sections: ["todo"])
         for v in values { try await SyncClientTests.insert(device, doc, v) }
-        try await device.waitUntilSynced(timeout: .seconds(20))
+        try await device.waitUntilSynced(timeout: .seconds(livenessGuardSeconds))
         return (device, doc)
     }
 
@@ -86,9 +86,9 @@ struct CompactionProcessTests {
         let liveA = try await a.open(doc)
         let liveB = try await b.fetch(doc)
         await b.start()
-        try await b.waitUntilSynced(timeout: .seconds(20))
+        try await b.waitUntilSynced(timeout: .seconds(livenessGuardSeconds))
         for _ in 0..<25 { try await delete(b, doc, row: 0) }
-        try await b.waitUntilSynced(timeout: .seconds(20))
+        try await b.waitUntilSynced(timeout: .seconds(livenessGuardSeconds))
         return (a, b, doc, liveA, liveB)
     }
 
@@ -147,12 +147,12 @@ struct CompactionProcessTests {
         let c = try SyncClient(folder: dir.path + "/c", server: try SyncClientTests.server(daemon))
         let liveC = try await c.fetch(doc)
         await c.start()
-        try await c.waitUntilSynced(timeout: .seconds(20))
+        try await c.waitUntilSynced(timeout: .seconds(livenessGuardSeconds))
         #expect(SyncClientTests.values(liveC) == [expected])
         #expect(liveC.document.historyFloor != nil, "its catch-up was the restarted daemon's compacted snapshot")
         // Edits after the floor flow to everyone.
         try await SyncClientTests.insert(c, doc, "after restart")
-        try await c.waitUntilSynced(timeout: .seconds(20))
+        try await c.waitUntilSynced(timeout: .seconds(livenessGuardSeconds))
         let after = expected + ["after restart"]
         #expect(eventually(20) { SyncClientTests.values(liveA) == [after] && SyncClientTests.values(liveB) == [after] })
         #expect(try table(daemon, doc.description) == [after])
@@ -178,7 +178,7 @@ struct CompactionProcessTests {
         daemon = try DaemonProcess(data: dir.path + "/daemon", port: daemon.port, extra: Self.flags(retireAfter: "1h"))
         let live = try await a.open(doc)
         for i in 0..<25 { try await SyncClientTests.insert(a, doc, "d\(i)") }
-        try await a.waitUntilSynced(timeout: .seconds(20))
+        try await a.waitUntilSynced(timeout: .seconds(livenessGuardSeconds))
         #expect(eventually(20) { daemon.log.contains("document compacted") }, "\(daemon.log)")
         #expect(try table(daemon, doc.description) == SyncClientTests.values(live))
         await a.close()
@@ -296,7 +296,7 @@ struct CompactionProcessTests {
         #expect(liveB2.document.historyFloor != nil && SyncClientTests.values(liveB2) == [expected])
         await b2.start()
         try await SyncClientTests.insert(b2, doc, "after")
-        try await b2.waitUntilSynced(timeout: .seconds(20))
+        try await b2.waitUntilSynced(timeout: .seconds(livenessGuardSeconds))
         #expect(eventually(20) { SyncClientTests.values(liveA) == [expected + ["after"]] })
         #expect(try table(daemon, doc.description) == [expected + ["after"]])
         await a.close()

@@ -180,7 +180,7 @@ struct CredentialTests {
         let doc = try await client.create(name: "notes")
         _ = try await client.edit(doc) { (d: inout ListDocument) throws(ListError) in try d.insertSection(at: 0, string: "s") }
         await client.start()
-        try await client.waitUntilSynced(timeout: .seconds(10))
+        try await client.waitUntilSynced(timeout: .seconds(livenessGuardSeconds))
         #expect(try Self.device(daemon, ["revoke", "tablet"]).0 == 0)
         var ended = false
         let deadline = Date().addingTimeInterval(livenessGuardSeconds)

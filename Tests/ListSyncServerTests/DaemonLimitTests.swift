@@ -64,7 +64,7 @@ struct DaemonLimitTests {
             }
         }
         // 19 MB pushed at a connection that reads nothing: it is closed, not buffered.
-        #expect(await mute.closedByPeer(within: 10))
+        #expect(await mute.closedByPeer(within: livenessGuardSeconds))
         let status = try await writer.status()
         #expect(status.contains("\"connections\":1"), "\(status)")
         #expect(try await writer.documents().first?.operations == 1 + 12 * 400)

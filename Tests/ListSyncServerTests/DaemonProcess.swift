@@ -68,7 +68,7 @@ final class DaemonProcess: @unchecked Sendable {
             sink.append(d)
         }
         try process.run()
-        let deadline = Date().addingTimeInterval(20)
+        let deadline = Date().addingTimeInterval(livenessGuardSeconds)
         while Date() < deadline {
             let text = output.text
             if let r = text.range(of: "listening on 127.0.0.1:"), text[r.upperBound...].contains("\n") {

@@ -46,7 +46,7 @@ struct DestroyProcessTests {
         let other = try Self.create(daemon, "hardware")
         #expect(try Self.withoutTerminal(["rename", other, "--name", "tools"] + common).0 == 0)
         #expect(try Self.withoutTerminal(["destroy", doc, "--yes"] + common).0 == 0)
-        #expect(follow.stop(within: 10) == 0, "\(follow.stdout.text) \(follow.stderr.text)")
+        #expect(follow.stop(within: livenessGuardSeconds) == 0, "\(follow.stdout.text) \(follow.stderr.text)")
 
         let lines = follow.stdout.text.split(separator: "\n").dropFirst()
         let events = lines.compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
@@ -88,7 +88,7 @@ struct DestroyProcessTests {
         #expect(daemon.log.contains("document destroyed"))
 
         // The watch ends with a clear message.
-        #expect(watch.stop(within: 10) == 1, "the watch: \(watch.stdout.text) \(watch.stderr.text)")
+        #expect(watch.stop(within: livenessGuardSeconds) == 1, "the watch: \(watch.stdout.text) \(watch.stderr.text)")
         #expect(watch.stderr.text.contains("destroyed"), "\(watch.stderr.text)")
 
         // The device copy: sync says it was destroyed and removes it; nothing comes back on the daemon.

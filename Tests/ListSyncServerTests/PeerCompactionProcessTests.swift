@@ -49,9 +49,9 @@ struct PeerCompactionProcessTests {
         let liveA = try await deviceA.open(doc)
         let liveB = try await deviceB.fetch(doc)
         await deviceB.start()
-        try await deviceB.waitUntilSynced(timeout: .seconds(20))
+        try await deviceB.waitUntilSynced(timeout: .seconds(livenessGuardSeconds))
         for _ in 0..<25 { try await CompactionProcessTests.delete(deviceB, doc, row: 0) }
-        try await deviceB.waitUntilSynced(timeout: .seconds(20))
+        try await deviceB.waitUntilSynced(timeout: .seconds(livenessGuardSeconds))
         let expected = (25..<30).map { "item \($0)" }
         #expect(eventually(30) { SyncClientTests.values(liveA) == [expected] && SyncClientTests.values(liveB) == [expected] })
 
@@ -75,7 +75,7 @@ struct PeerCompactionProcessTests {
         #expect(resident?["floor"] != nil, "the restarted daemon loaded a compacted document: \(String(describing: resident))")
         #expect(resident?["peers"] as? Int == 1, "its stability file remembers A: \(String(describing: resident))")
         try await SyncClientTests.insert(deviceA, doc, "after restart")
-        try await deviceA.waitUntilSynced(timeout: .seconds(20))
+        try await deviceA.waitUntilSynced(timeout: .seconds(livenessGuardSeconds))
         let after = expected + ["after restart"]
         #expect(eventually(40) { ((try? table(b, doc.description)) ?? []) == [after] }, "B: \(String(describing: try? table(b, doc.description)))\n\(b.log)")
         #expect(eventually(30) { SyncClientTests.values(liveB) == [after] })
@@ -140,7 +140,7 @@ struct PeerCompactionProcessTests {
         let device = try await olderBuildDevice(folder, try SyncClientTests.server(daemon))
         _ = try await device.fetch(doc)
         await device.start()
-        try await device.waitUntilSynced(timeout: .seconds(20))
+        try await device.waitUntilSynced(timeout: .seconds(livenessGuardSeconds))
         await device.close()
     }
 
@@ -173,7 +173,7 @@ struct PeerCompactionProcessTests {
         // A's device edits; both daemons become quiet at that version and A compacts there.
         let before = Self.compactions(a)
         try await SyncClientTests.insert(deviceA, doc, "from A")
-        try await deviceA.waitUntilSynced(timeout: .seconds(20))
+        try await deviceA.waitUntilSynced(timeout: .seconds(livenessGuardSeconds))
         #expect(eventually(40) { Self.compactions(a) > before }, "A: \(a.log)\nB: \(b.log)")
         #expect(Self.compactions(b) == 0)
         return (a, b, deviceA, doc, values, dir.path + "/dd")
@@ -242,7 +242,7 @@ struct PeerCompactionProcessTests {
         // One edit on A's device: both daemons quiet there, A publishes that version, and does
         // not compact (one operation since its floor).
         try await SyncClientTests.insert(deviceA, doc, "from A")
-        try await deviceA.waitUntilSynced(timeout: .seconds(20))
+        try await deviceA.waitUntilSynced(timeout: .seconds(livenessGuardSeconds))
         #expect(eventually(30) { ((try? table(b, doc.description)) ?? []).flatMap { $0 }.contains("from A") })
         #expect(eventually(30) { Self.floorAndPeers(a, doc).atVersion == 1 }, "B reports A's version: \(a.log)")
         try await Task.sleep(for: .seconds(2))   // A's own entry goes out with its next table

@@ -35,7 +35,7 @@ struct PeerRateLimitTests {
         }
         let expected = (0..<40).map { "e\($0)" }
         let onA = try await DaemonClient.connect(host: "127.0.0.1", port: portA, key: key)
-        let deadline = Date().addingTimeInterval(30)
+        let deadline = Date().addingTimeInterval(livenessGuardSeconds)
         while try await !onA.documents().contains(where: { $0.id == doc }), Date() < deadline {
             try await Task.sleep(for: .milliseconds(100))
         }

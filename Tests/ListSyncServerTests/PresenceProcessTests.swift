@@ -83,7 +83,7 @@ struct PresenceProcessTests {
         let laptop = try SyncClient(folder: dir.path + "/laptop", server: SyncClientTests.server(daemon))
         let laptopLive = try await laptop.fetch(doc)
         await laptop.start()
-        try await laptop.waitUntilSynced(timeout: .seconds(20))
+        try await laptop.waitUntilSynced(timeout: .seconds(livenessGuardSeconds))
         try await laptop.publishPresence(doc, .idle, as: "laptop")
 
         // Watch processes, in JSON and in text.

@@ -34,7 +34,7 @@ struct RoamingProcessTests {
         #expect(eventually(10) { Self.unanswered(folder: folder, doc) == [address] },
                 "\(String(describing: Self.unanswered(folder: folder, doc)))")
         kill(daemon.process.processIdentifier, SIGCONT)
-        try await phone.waitUntilSynced(timeout: .seconds(30))
+        try await phone.waitUntilSynced(timeout: .seconds(livenessGuardSeconds))
         #expect(eventually(10) { Self.unanswered(folder: folder, doc) == [] })
         #expect(try table(daemon, doc.description) == [["a", "b"]])
         await phone.close()
@@ -85,17 +85,17 @@ struct RoamingProcessTests {
         await phone.start()
         let doc = try await phone.create(name: "failover", sections: ["todo"])
         let live = try await phone.open(doc)
-        try await phone.waitUntilSynced(timeout: .seconds(20))
+        try await phone.waitUntilSynced(timeout: .seconds(livenessGuardSeconds))
         let laptop = try SyncClient(folder: dir.path + "/laptop", server: try SyncClientTests.server(b))
         let liveLaptop = try await laptop.fetch(doc)
         await laptop.start()
-        try await laptop.waitUntilSynced(timeout: .seconds(20))
+        try await laptop.waitUntilSynced(timeout: .seconds(livenessGuardSeconds))
 
         for i in 0..<10 { try await SyncClientTests.insert(phone, doc, "p\(i)") }
         let aPort = a.port
         a.kill9()
         for i in 10..<25 { try await SyncClientTests.insert(phone, doc, "p\(i)") }
-        try await phone.waitUntilSynced(timeout: .seconds(30))
+        try await phone.waitUntilSynced(timeout: .seconds(livenessGuardSeconds))
         #expect(await phone.connectedAddress == "127.0.0.1:\(b.port)", "the phone failed over to B")
         a = try DaemonProcess(data: dir.path + "/a", port: aPort, extra: CompactionProcessTests.flags(retireAfter: "2s"))
 

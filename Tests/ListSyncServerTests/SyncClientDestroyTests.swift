@@ -42,7 +42,7 @@ struct SyncClientDestroyTests {
         let client = try SyncClient(folder: dir.path + "/device", server: try SyncClientTests.server(daemon))
         let id = try await client.create(name: "groceries", sections: ["a"])
         await client.start()
-        try await client.waitUntilSynced(timeout: .seconds(10))
+        try await client.waitUntilSynced(timeout: .seconds(livenessGuardSeconds))
         return (daemon, client, id)
     }
 
@@ -76,7 +76,7 @@ struct SyncClientDestroyTests {
         #expect(try await client.drop(id) == nil, "nothing unsent: removed, not set aside")
         #expect(try await client.documents().isEmpty)
         _ = try await client.fetch(id, name: "groceries")
-        try await client.waitUntilSynced(timeout: .seconds(10))
+        try await client.waitUntilSynced(timeout: .seconds(livenessGuardSeconds))
         #expect(await client.live(id)?.snapshot.sections.count == 1)
         await client.close()
         // Offline, with an edit the daemon never had: set aside.

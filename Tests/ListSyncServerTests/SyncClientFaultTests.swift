@@ -46,12 +46,12 @@ extension FaultProxySuites {
             let doc = try await first.create(name: "faulty", sections: ["a", "b"])
             var setup = [first]
             await first.start()
-            try await first.waitUntilSynced(timeout: .seconds(20))
+            try await first.waitUntilSynced(timeout: .seconds(livenessGuardSeconds))
             for i in 1..<3 {
                 let d = try SyncClient(folder: dir.path + "/d\(i)", server: direct, changeSets: false)
                 _ = try await d.fetch(doc)
                 await d.start()
-                try await d.waitUntilSynced(timeout: .seconds(20))
+                try await d.waitUntilSynced(timeout: .seconds(livenessGuardSeconds))
                 setup.append(d)
             }
             for d in setup { await d.close() }

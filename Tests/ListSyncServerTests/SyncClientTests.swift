@@ -6,6 +6,7 @@ import ListSyncClient
 import ListSyncServer
 import ListSyncTCP
 import ListTable
+import ListSyncTestTraits
 import Testing
 
 /// The device client (`SyncClient`) against a real `listsync serve` process on 127.0.0.1.
@@ -79,19 +80,19 @@ struct SyncClientTests {
         let online = try SyncClient(folder: dir.path + "/phone", server: server)
         _ = try await online.open(doc)
         await online.start()
-        try await online.waitUntilSynced(timeout: .seconds(20))
+        try await online.waitUntilSynced(timeout: .seconds(livenessGuardSeconds))
         #expect(try table(daemon, doc.description) == [["b", "c"], ["a"]])
 
         let laptop = try SyncClient(folder: dir.path + "/laptop", server: server)
         let live = try await laptop.fetch(doc)
         await laptop.start()
-        try await laptop.waitUntilSynced(timeout: .seconds(20))
+        try await laptop.waitUntilSynced(timeout: .seconds(livenessGuardSeconds))
         #expect(Self.values(live) == [["b", "c"], ["a"]])
         #expect(await laptop.info(doc)?.name == "board")
 
         // Live: an edit on the laptop reaches the phone.
         try await Self.insert(laptop, doc, "d", section: 1)
-        try await laptop.waitUntilSynced(timeout: .seconds(20))
+        try await laptop.waitUntilSynced(timeout: .seconds(livenessGuardSeconds))
         let phoneLive = try await online.open(doc)
         #expect(eventually { Self.values(phoneLive) == [["b", "c"], ["a", "d"]] })
         await laptop.close()
@@ -116,11 +117,11 @@ struct SyncClientTests {
         await a.start()
         let doc = try await a.create(name: "shared", sections: ["one", "two"])
         for v in ["1", "2", "3", "4", "5", "6"] { try await Self.insert(a, doc, v) }
-        try await a.waitUntilSynced(timeout: .seconds(20))
+        try await a.waitUntilSynced(timeout: .seconds(livenessGuardSeconds))
         let b = try SyncClient(folder: dir.path + "/b", server: server)
         let bLive = try await b.fetch(doc)
         await b.start()
-        try await b.waitUntilSynced(timeout: .seconds(20))
+        try await b.waitUntilSynced(timeout: .seconds(livenessGuardSeconds))
         await a.close()
         await b.close()
 
@@ -140,9 +141,9 @@ struct SyncClientTests {
         #expect(await aOff.status.waiting == 2)
         await aOff.start()
         await bOff.start()
-        try await aOff.waitUntilSynced(timeout: .seconds(20))
-        try await bOff.waitUntilSynced(timeout: .seconds(20))
-        try await aOff.waitUntilSynced(timeout: .seconds(20))
+        try await aOff.waitUntilSynced(timeout: .seconds(livenessGuardSeconds))
+        try await bOff.waitUntilSynced(timeout: .seconds(livenessGuardSeconds))
+        try await aOff.waitUntilSynced(timeout: .seconds(livenessGuardSeconds))
         let aLive = try await aOff.open(doc)
         let bLive2 = try await bOff.open(doc)
         #expect(eventually { Self.values(aLive) == Self.values(bLive2) })
@@ -169,7 +170,7 @@ struct SyncClientTests {
         let doc = try await c.create(name: "x")
         try await Self.insert(c, doc, "a")
         await c.start()
-        let failure = await Self.error { try await c.waitUntilSynced(timeout: .seconds(10)) }
+        let failure = await Self.error { try await c.waitUntilSynced(timeout: .seconds(livenessGuardSeconds)) }
         guard case let .failed(f)? = failure, case .wrongKey = f else { Issue.record("a wrong key: \(String(describing: failure))"); return }
         #expect(f.description.contains("key"))
         await c.close()
@@ -201,7 +202,7 @@ struct SyncClientTests {
         await a.start()
         let doc = try await a.create(name: "plan", sections: ["s"])
         for v in ["x", "y"] { try await Self.insert(a, doc, v) }
-        try await a.waitUntilSynced(timeout: .seconds(20))
+        try await a.waitUntilSynced(timeout: .seconds(livenessGuardSeconds))
         await a.close()
         let export = dir.path + "/plan.json"
         #expect(try daemon.run(["export", doc.description, export]).0 == 0)
@@ -216,7 +217,7 @@ struct SyncClientTests {
         _ = try await b.open(doc)
         for v in ["unsent-1", "unsent-2"] { try await Self.insert(b, doc, v) }
         await b.start()
-        let failure = await Self.error { try await b.waitUntilSynced(timeout: .seconds(20)) }
+        let failure = await Self.error { try await b.waitUntilSynced(timeout: .seconds(livenessGuardSeconds)) }
         guard case let .failed(.documentReset(id, unsent))? = failure else { Issue.record("\(String(describing: failure))"); return }
         #expect(id == doc && unsent == 2)
         // The copy is kept as it was, still editable; nothing of it went to the daemon.
@@ -227,11 +228,11 @@ struct SyncClientTests {
         #expect(aside.unsent.count == 2)
         #expect(FileManager.default.fileExists(atPath: aside.folder))
         #expect(aside.previous.snapshot().sections.flatMap(\.items).count == 4)
-        try await b.waitUntilSynced(timeout: .seconds(20))
+        try await b.waitUntilSynced(timeout: .seconds(livenessGuardSeconds))
         #expect(Self.values(aside.live) == [["x", "y"]])
         // Re-applying by value, as Docs/Client.md shows: the unsent inserts' values, inserted anew.
         for v in ["unsent-1", "unsent-2"] { try await Self.insert(b, doc, v) }
-        try await b.waitUntilSynced(timeout: .seconds(20))
+        try await b.waitUntilSynced(timeout: .seconds(livenessGuardSeconds))
         #expect(try table(daemon, doc.description) == [["x", "y", "unsent-1", "unsent-2"]])
         await b.close()
     }
@@ -257,7 +258,7 @@ struct SyncClientTests {
         let online = try SyncClient(folder: dir.path + "/dev", server: try Self.server(daemon), changeSets: false)
         _ = try await online.open(doc)
         await online.start()
-        try await online.waitUntilSynced(timeout: .seconds(20))
+        try await online.waitUntilSynced(timeout: .seconds(livenessGuardSeconds))
         #expect(await online.status == .upToDate)
         await online.close()
     }

@@ -370,7 +370,7 @@ struct WebHTTPTests {
         raw.send(Array(request.utf8))
         var got: [UInt8] = []
         while !got.contains(10) {
-            let more = await raw.readSome(timeout: 10)
+            let more = await raw.readSome(timeout: livenessGuardSeconds)
             if more.isEmpty { break }
             got += more
         }

@@ -1,5 +1,6 @@
 #if canImport(Glibc)
 import Foundation
+import ListSyncTestTraits
 import Glibc
 
 /// A small client of chromedriver's W3C WebDriver API (HTTP and JSON on 127.0.0.1), enough for
@@ -54,7 +55,7 @@ final class ChromeDriver: @unchecked Sendable {
 
     /// Whether chromedriver `p` answers `/status` ready on `port` within 30 s (false as soon as it exits).
     private static func ready(_ p: Process, port: UInt16) -> Bool {
-        let deadline = Date().addingTimeInterval(30)
+        let deadline = Date().addingTimeInterval(livenessGuardSeconds)
         while Date() < deadline {
             if let (status, body) = try? http(method: "GET", port: port, path: "/status", body: [], timeout: 2), status == 200,
                let object = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any],

@@ -26,7 +26,7 @@ extension SocketTests {
                 }
             }
             run(m.start())
-            let deadline = Date().addingTimeInterval(10)
+            let deadline = Date().addingTimeInterval(livenessGuardSeconds)
             while !m.isEstablished, !m.isClosed, Date() < deadline {
                 let got = await raw.readSome(timeout: 0.5)
                 if got.isEmpty { continue }
@@ -64,7 +64,7 @@ extension SocketTests {
                 #expect(await replay.read(4 + 1 + Handshake.challengeSize, timeout: 10).count == 4 + 1 + Handshake.challengeSize)
                 let answer = await replay.read(4 + 2, timeout: 10)
                 #expect(Array(answer.suffix(2)) == [MessageType.error.rawValue, HandshakeErrorCode.authentication.rawValue])
-                #expect(await replay.closedByPeer(within: 10))
+                #expect(await replay.closedByPeer(within: livenessGuardSeconds))
                 try await Self.honest(listener.port, loop)
                 echo.cancel()
             }
@@ -82,10 +82,10 @@ extension SocketTests {
                 let second = try #require(RawSocket(port: listener.port))
                 second.send(challenge)
                 #expect(await second.read(1, timeout: 1).isEmpty)
-                #expect(await second.closedByPeer(within: 10))
+                #expect(await second.closedByPeer(within: livenessGuardSeconds))
                 // And sent back on the first connection, where a PROOF is due.
                 first.send(challenge)
-                #expect(await first.closedByPeer(within: 10))
+                #expect(await first.closedByPeer(within: livenessGuardSeconds))
                 try await Self.honest(listener.port, loop)
                 echo.cancel()
             }
@@ -100,7 +100,7 @@ extension SocketTests {
                 var frame = try m.seal(.data, Array(repeating: 1, count: 64))
                 frame[10] ^= 0x01
                 raw.send(frame)
-                #expect(await raw.closedByPeer(within: 10))
+                #expect(await raw.closedByPeer(within: livenessGuardSeconds))
                 try await Self.honest(listener.port, loop)
                 echo.cancel()
             }
@@ -116,7 +116,7 @@ extension SocketTests {
                 // The echo comes back once.
                 #expect(await raw.read(4 + 1 + 3 + 16, timeout: 10).count == 24)
                 raw.send(frame)
-                #expect(await raw.closedByPeer(within: 10))
+                #expect(await raw.closedByPeer(within: livenessGuardSeconds))
                 try await Self.honest(listener.port, loop)
                 echo.cancel()
             }
@@ -128,11 +128,11 @@ extension SocketTests {
                 let echo = echoServer(listener)
                 let early = try #require(RawSocket(port: listener.port))
                 early.send([0xff, 0xff, 0xff, 0xff])
-                #expect(await early.closedByPeer(within: 10))
+                #expect(await early.closedByPeer(within: livenessGuardSeconds))
                 let (late, m, _) = try #require(await Self.rawHandshake(port: listener.port, seed: 5))
                 #expect(m.isEstablished)
                 late.send([0xff, 0xff, 0xff, 0xff, 0, 0])
-                #expect(await late.closedByPeer(within: 10))
+                #expect(await late.closedByPeer(within: livenessGuardSeconds))
                 try await Self.honest(listener.port, loop)
                 echo.cancel()
             }
@@ -250,7 +250,7 @@ extension SocketTests {
                     bad.send(ConnectionMachine.frame(Handshake.hello(versions: 1...1, clientID: rng.bytes(16), nonce: rng.bytes(32))))
                     _ = await bad.read(4 + 1 + Handshake.challengeSize, timeout: 10)
                     bad.send(ConnectionMachine.frame([MessageType.proof.rawValue] + rng.bytes(32)))
-                    #expect(await bad.closedByPeer(within: 10))
+                    #expect(await bad.closedByPeer(within: livenessGuardSeconds))
                 }
                 #expect(listener.handshakes.failedProofs == 8)
                 // Served at all (a refused address fails the round trip).
@@ -276,7 +276,7 @@ extension SocketTests {
                 let during = loop.wakeups - before
                 // Idle, the loop wakes for timers only; a level-triggered spin is tens of thousands.
                 #expect(during < 100, "the loop woke \(during) times in 0.6 s")
-                #expect(await bad.closedByPeer(within: 5))
+                #expect(await bad.closedByPeer(within: livenessGuardSeconds))
             }
         }
     }

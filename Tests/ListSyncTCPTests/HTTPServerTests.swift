@@ -142,7 +142,7 @@ extension SocketTests {
                 raw.send("POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 5\r\n\r\nhello")
                 let big = try #require(await raw.readResponse())
                 #expect(big.status == 413 && big.headers["connection"] == "close")
-                #expect(await raw.closedByPeer(within: 10))
+                #expect(await raw.closedByPeer(within: livenessGuardSeconds))
             }
         }
 
@@ -153,17 +153,17 @@ extension SocketTests {
                 raw.send("GET /a HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n")
                 let r = try #require(await raw.readResponse())
                 #expect(r.text == "hello /a" && r.headers["connection"] == "close")
-                #expect(await raw.closedByPeer(within: 10))
+                #expect(await raw.closedByPeer(within: livenessGuardSeconds))
                 let old = try #require(RawSocket(port: server.port, source: "127.0.0.1"))
                 old.send("GET /b HTTP/1.0\r\n\r\n")
                 #expect(await old.readResponse()?.headers["connection"] == "close")
-                #expect(await old.closedByPeer(within: 10))
+                #expect(await old.closedByPeer(within: livenessGuardSeconds))
                 let kept = try #require(RawSocket(port: server.port, source: "127.0.0.1"))
                 kept.send("GET /c HTTP/1.0\r\nConnection: keep-alive\r\n\r\n")
                 #expect(await kept.readResponse()?.headers["connection"] == "keep-alive")
                 kept.send("GET /d HTTP/1.0\r\n\r\n")
                 #expect(await kept.readResponse()?.text == "hello /d")
-                #expect(await kept.closedByPeer(within: 10))
+                #expect(await kept.closedByPeer(within: livenessGuardSeconds))
             }
         }
 
@@ -175,16 +175,16 @@ extension SocketTests {
                 let big = try #require(RawSocket(port: server.port, source: "127.0.0.1"))
                 big.send("GET / HTTP/1.1\r\nHost: h\r\nX-Big: " + String(repeating: "a", count: 4000) + "\r\n\r\n")
                 #expect(await big.readResponse()?.status == 431)
-                #expect(await big.closedByPeer(within: 10))
+                #expect(await big.closedByPeer(within: livenessGuardSeconds))
                 let garbage = try #require(RawSocket(port: server.port, source: "127.0.0.1"))
                 garbage.send([0x16, 0x03, 0x01, 0x00, 0xA5, 0x01, 0x00, 0x00, 0xA1, 0x03, 0x03, 0x0A, 0x0D, 0x0A])
                 let g = try #require(await garbage.readResponse())
                 #expect(g.status == 400 && g.headers["connection"] == "close")
-                #expect(await garbage.closedByPeer(within: 10))
+                #expect(await garbage.closedByPeer(within: livenessGuardSeconds))
                 let v2 = try #require(RawSocket(port: server.port, source: "127.0.0.1"))
                 v2.send("GET / HTTP/2.0\r\n\r\n")
                 #expect(await v2.readResponse()?.status == 505)
-                #expect(await v2.closedByPeer(within: 10))
+                #expect(await v2.closedByPeer(within: livenessGuardSeconds))
                 #expect(server.statistics.rejected == 3)
             }
         }
@@ -217,11 +217,11 @@ extension SocketTests {
                 let asked = Date()
                 idle.send("GET / HTTP/1.1\r\nHost: h\r\n\r\n")
                 #expect(await idle.readResponse()?.status == 200)
-                #expect(await idle.closedByPeer(within: 10))
+                #expect(await idle.closedByPeer(within: livenessGuardSeconds))
                 #expect(Date().timeIntervalSince(asked) >= 0.35)
                 // A connection that never sends anything: closed at the read deadline.
                 let mute = try #require(RawSocket(port: server.port, source: "127.0.0.3"))
-                #expect(await mute.closedByPeer(within: 10))
+                #expect(await mute.closedByPeer(within: livenessGuardSeconds))
                 #expect(server.statistics.timeouts == 3)
             }
         }
@@ -240,7 +240,7 @@ extension SocketTests {
                 // Sent, read and handed to a handler before the extras come (an event, not a wait).
                 #expect(await eventually(10) { gate.waiting == 3 })
                 let extra = (0..<3).compactMap { _ in RawSocket(port: server.port, source: "127.0.0.5") }
-                for e in extra { #expect(await e.closedByPeer(within: 10)) }
+                for e in extra { #expect(await e.closedByPeer(within: livenessGuardSeconds)) }
                 #expect(server.statistics.refused == 3 && server.statistics.evicted == 0, "\(server.statistics)")
                 gate.open()
                 for b in busy { #expect(await b.readResponse()?.text == "hello /gate") }

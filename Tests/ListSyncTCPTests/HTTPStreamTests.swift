@@ -105,7 +105,7 @@ extension SocketTests {
                 var reader = EventStreamReader()
                 var bytes: [UInt8] = []
                 while true {
-                    let got = await raw.readSome(timeout: 10)
+                    let got = await raw.readSome(timeout: livenessGuardSeconds)
                     if got.isEmpty { break }
                     bytes += got
                 }
@@ -131,7 +131,7 @@ extension SocketTests {
                 s.onClose { closes.withLock { $0 += 1 } }
                 #expect(server.statistics.streams == 1)
                 raw = nil   // the socket closes
-                let deadline = Date().addingTimeInterval(10)
+                let deadline = Date().addingTimeInterval(livenessGuardSeconds)
                 while !s.isClosed, Date() < deadline { try await Task.sleep(for: .milliseconds(20)) }
                 #expect(s.isClosed && closes.withLock { $0 } == 1 && !s.send([1]))
                 s.onClose { closes.withLock { $0 += 1 } }   // after the close: at once
@@ -154,7 +154,7 @@ extension SocketTests {
                 let s = try #require(streams.list.withLock { $0.first })
                 let chunk = [UInt8](repeating: 65, count: 16 << 10)
                 var sent = 0
-                let deadline = Date().addingTimeInterval(20)
+                let deadline = Date().addingTimeInterval(livenessGuardSeconds)
                 while s.send(chunk), Date() < deadline {
                     sent += chunk.count
                     if sent > 64 << 20 { break }
