@@ -179,9 +179,13 @@ enum WebAPI {
         } catch { return failure(error) }
     }
 
-    /// `POST /api/docs/ID/field?item=I&name=N&kind=K&value=V`: writes the value field N of item I
-    /// (by identity) in one operation; K is `string`, `number`, `bool` or `null`
-    /// (``WebModel/fieldValue(kind:text:)``).
+    /// `POST /api/docs/ID/field?item=I&name=N&kind=K&value=V[&was=W]`: writes field N of item I
+    /// (by identity). K `string`, `number`, `bool` or `null` sets a value field in one operation
+    /// (``WebModel/fieldValue(kind:text:)``). The others send what the page showed as W, so that
+    /// only the person's change is written and everyone else's concurrent edits are kept
+    /// (Docs/Web.md, "Fields"): K `counter` increments by V − W; K `set` adds the members of V
+    /// not in W and removes those of W not in V (comma-separated; one operation each); K `text`
+    /// splices the text from W to V (409 when the field no longer reads W: edit again).
     static func field(_ backend: WebBackend, _ id: DocumentID, _ request: HTTPRequest) async -> HTTPResponse {
         guard let item = itemParameter("item", request), let name = WebRequestCheck.parameter("name", in: request.query),
               let kind = WebRequestCheck.parameter("kind", in: request.query) else {
@@ -189,6 +193,10 @@ enum WebAPI {
         }
         if let problem = FieldLimits.problem(withName: name) { return WebPages.json(400, ["error": problem]) }
         let text = WebRequestCheck.parameter("value", in: request.query) ?? ""
+        if ["counter", "set", "text"].contains(kind) {
+            return await changeField(backend, id, item: item, name: name, kind: kind, to: text,
+                                     from: WebRequestCheck.parameter("was", in: request.query) ?? "")
+        }
         guard let value = WebModel.fieldValue(kind: kind, text: text) else {
             return WebPages.json(400, ["error": "\(text.prefix(40)) is not a value of kind \(kind.prefix(20)) (string, number, bool or null)"])
         }
@@ -198,6 +206,53 @@ enum WebAPI {
                 _ = try doc.setField(name, to: value, ofItem: item)
             }
             return WebPages.json(200, ["written": true])
+        } catch { return failure(error) }
+    }
+
+    /// A counter, set or text field changed from what the page showed (`was`) to `value`: only
+    /// the difference is written.
+    private static func changeField(_ backend: WebBackend, _ id: DocumentID, item: ItemID, name: String, kind: String,
+                                    to value: String, from was: String) async -> HTTPResponse {
+        var delta: Int64 = 0
+        var adds: [String] = [], removes: [String] = []
+        switch kind {
+        case "counter":
+            guard let new = Int64(value.trimmingCharacters(in: .whitespaces)), let old = Int64(was.trimmingCharacters(in: .whitespaces)) else {
+                return WebPages.json(400, ["error": "\(value.prefix(40)) is not a value of kind counter (an integer)"])
+            }
+            let (d, overflow) = new.subtractingReportingOverflow(old)
+            guard !overflow else { return WebPages.json(400, ["error": "a change of the counter out of range"]) }
+            delta = d
+        case "set":
+            let new = WebModel.setMembers(value), old = WebModel.setMembers(was)
+            adds = new.filter { !old.contains($0) }
+            removes = old.filter { !new.contains($0) }
+        default:
+            break
+        }
+        do {
+            let (client, _) = try await backend.document(id)
+            // (operations written, whether the text was no longer what the page showed)
+            let (written, stale) = try await client.edit(id) { [delta, adds, removes] (doc: inout ListDocument) throws(ListError) -> (Int, Bool) in
+                switch kind {
+                case "counter":
+                    guard delta != 0 else { return (0, false) }
+                    _ = try doc.increment(name, by: delta, ofItem: item)
+                    return (1, false)
+                case "set":
+                    if !adds.isEmpty { _ = try doc.writeFields([name: .insert(adds)], ofItem: item) }
+                    if !removes.isEmpty { _ = try doc.writeFields([name: .delete(removes)], ofItem: item) }
+                    return ((adds.isEmpty ? 0 : 1) + (removes.isEmpty ? 0 : 1), false)
+                default:   // text
+                    let current = doc.text(name, ofItem: item) ?? ""
+                    guard current == was else { return (0, true) }
+                    guard let splice = TextSplice.between(old: current, new: value) else { return (0, false) }
+                    _ = try doc.splice(name, ofItem: item, at: splice.at, delete: splice.delete, insert: splice.insert)
+                    return (1, false)
+                }
+            }
+            if stale { return WebPages.json(409, ["error": "the text of \(name) changed while it was edited: edit it again"]) }
+            return WebPages.json(200, ["written": written > 0, "operations": written])
         } catch { return failure(error) }
     }
 

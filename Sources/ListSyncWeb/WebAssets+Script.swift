@@ -122,8 +122,9 @@ extension WebAssets {
     return [...section.querySelectorAll('li.row')].filter(r => r.dataset.item !== except);
   }
 
-  // Fields (Docs/Web.md, "Fields"): value fields of kind string, number, bool and null are
-  // edited in place; counters, sets, dates and bytes are shown.
+  // Fields (Docs/Web.md, "Fields"): value fields of kind string, number, bool and null, counters,
+  // sets and text fields are edited in place; dates and bytes are shown. A counter, a set or a text
+  // sends what the chip showed too, so that only this person's change is written.
   function fieldText(v) {
     if (v === null) return 'null';
     if (typeof v !== 'object') return String(v);
@@ -133,18 +134,20 @@ extension WebAssets {
     if ('bytes' in v) return '(bytes)';
     return '';
   }
-  function fieldKind(v) {
+  function fieldKind(v, isText) {
     if (v === null) return 'null';
     if (typeof v === 'boolean') return 'bool';
     if (typeof v === 'number') return 'number';
-    if (typeof v === 'string') return 'string';
+    if (typeof v === 'string') return isText ? 'text' : 'string';
+    if ('counter' in v) return 'counter';
+    if ('set' in v) return 'set';
     return null;
   }
   function fieldChips(item) {
     const box = el('span', { class: 'fields' });
-    const f = item.fields || {};
+    const f = item.fields || {}, texts = item.texts || [];
     for (const name of Object.keys(f).sort()) {
-      const v = f[name], kind = fieldKind(v);
+      const v = f[name], kind = fieldKind(v, texts.includes(name));
       const chip = el(kind ? 'button' : 'span', { class: 'field', 'data-name': name, textContent: name + ': ' + fieldText(v) });
       if (kind) {
         chip.type = 'button';
@@ -157,8 +160,9 @@ extension WebAssets {
   }
   function editField(chip, item, name, v, kind) {
     editing = { item: item, name: name };
+    const shown = kind === 'counter' ? String(v.counter) : kind === 'set' ? v.set.join(', ') : v === null ? '' : String(v);
     const input = kind === 'bool' ? el('input', { type: 'checkbox', class: 'field-value', checked: v, 'aria-label': name })
-                                  : el('input', { class: 'field-value', value: v === null ? '' : String(v), 'aria-label': name });
+                                  : el('input', { class: 'field-value', value: shown, 'aria-label': name });
     const form = el('form', { class: 'field-edit', 'data-name': name }, el('span', { textContent: name + ':' }), input,
                     el('button', { type: 'submit', textContent: 'Save' }));
     const done = () => {
@@ -170,7 +174,9 @@ extension WebAssets {
     form.addEventListener('submit', ev => {
       ev.preventDefault();
       const value = kind === 'bool' ? String(input.checked) : input.value;
-      post('/api/docs/' + docID + '/field', { item: item, name: name, kind: kind === 'null' ? 'string' : kind, value: value })
+      const query = { item: item, name: name, kind: kind === 'null' ? 'string' : kind, value: value };
+      if (kind === 'counter' || kind === 'set' || kind === 'text') query.was = shown;
+      post('/api/docs/' + docID + '/field', query)
         .catch(e => showBanner(e.message)).finally(done);
     });
     form.addEventListener('keydown', ev => { if (ev.key === 'Escape') { ev.stopPropagation(); done(); } });

@@ -27,7 +27,7 @@ public enum WebModel {
             "sections": snapshot.sections.map { s in
                 ["id": text(s.id.opID), "text": String(decoding: s.value, as: UTF8.self), "fields": fieldsObject(s.fields),
                  "items": s.items.map { ["id": text($0.id.opID), "text": String(decoding: $0.value, as: UTF8.self),
-                                         "fields": fieldsObject($0.fields)] }] as [String: Any]
+                                         "fields": fieldsObject($0.fields), "texts": textFieldNames($0.fields)] }] as [String: Any]
             },
         ]
         return json(object)
@@ -107,6 +107,24 @@ public enum WebModel {
     /// - Complexity: O(f) in the fields' size.
     public static func fieldsObject(_ fields: [String: Field]) -> [String: Any] {
         fields.mapValues(fieldObject)
+    }
+
+    /// The names of the text fields among `fields`, sorted (a text field reads as a string in
+    /// ``fieldObject(_:)``; the page edits it by character, not as a value).
+    ///
+    /// - Complexity: O(f log f) for f fields.
+    public static func textFieldNames(_ fields: [String: Field]) -> [String] {
+        fields.compactMap { if case .text = $0.value { return $0.key } else { return nil } }.sorted()
+    }
+
+    /// The members the page sends for a set field: comma-separated, each trimmed of spaces, empty
+    /// ones left out, each once.
+    ///
+    /// - Complexity: O(n) in the text's length.
+    public static func setMembers(_ text: String) -> [String] {
+        var seen = Set<String>()
+        return text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+            .filter { !$0.isEmpty && seen.insert($0).inserted }
     }
 
     /// The value the page sends for a value field: `kind` `string`, `number` (an integer when

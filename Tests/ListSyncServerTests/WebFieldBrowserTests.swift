@@ -51,5 +51,58 @@ struct WebFieldBrowserTests {
         #expect(status == 403)
         #expect((try FieldProcessTests.daemonFields(f.daemon, f.doc))["title"] as? String == "oat milk")
     }
+
+    @Test("a counter, a set and a text field edited in place write only the change: an increment, set adds and removes, a splice; what others did meanwhile is kept; a text changed meanwhile is refused, nothing written")
+    func countersSetsAndTextEditedInPlace() throws {
+        let f = try WebFixture()
+        defer { f.close() }
+        try f.cli(["set", f.doc, "0.0", "--increment", "votes=2", "--add", "tags=dairy"])
+        try f.cli(["text", f.doc, "0.0", "notes", "--at", "0", "--insert", "buy two"])
+        let page = try f.signedInBrowser()
+        #expect(try page.wait(until: "return (() => { \(Self.chip) })() === 'notes: buy two'", ["milk", "notes"]))
+        #expect(try page.run(Self.chip, ["milk", "votes"]) as? String == "votes: 2")
+        // Opens the chip's form; then sets its input and saves.
+        let open = "document.querySelector('li.row[data-text=\"milk\"] .field[data-name=\"' + arguments[0] + '\"]').click();"
+        let save = """
+            const form = document.querySelector('li.row[data-text="milk"] form.field-edit');
+            form.querySelector('input').value = arguments[0];
+            form.requestSubmit();
+            """
+        let before = try f.operations()
+
+        // The counter: 2 shown; someone adds 10 while the form is open; saving 5 adds 3.
+        try page.run(open, ["votes"])
+        try f.cli(["set", f.doc, "0.0", "--increment", "votes=10"])
+        try page.run(save, ["5"])
+        #expect(eventually(30) { ((try? FieldProcessTests.daemonFields(f.daemon, f.doc))?["votes"] as? [String: Any])?["counter"] as? Int == 15 },
+                "\(String(describing: try? FieldProcessTests.daemonFields(f.daemon, f.doc)))")
+
+        // The set: {dairy} shown; someone adds "organic" meanwhile; saving "cold, dairy" adds "cold" only.
+        try page.run(open, ["tags"])
+        try f.cli(["set", f.doc, "0.0", "--add", "tags=organic"])
+        try page.run(save, ["cold, dairy"])
+        #expect(eventually(30) { ((try? FieldProcessTests.daemonFields(f.daemon, f.doc))?["tags"] as? [String: Any])?["set"] as? [String] == ["cold", "dairy", "organic"] })
+        // Removing a member from the page: only that one.
+        try page.run(open, ["tags"])
+        try page.run(save, ["cold, organic"])
+        #expect(eventually(30) { ((try? FieldProcessTests.daemonFields(f.daemon, f.doc))?["tags"] as? [String: Any])?["set"] as? [String] == ["cold", "organic"] })
+
+        // The text: a splice, and the field stays text (merged by character, Docs/Semantics.md §8.5).
+        try page.run(open, ["notes"])
+        try page.run(save, ["buy two today"])
+        #expect(eventually(30) { (try? f.cli(["show", f.doc]))?.contains("text(\"buy two today\")") == true },
+                "\(String(describing: try? f.cli(["show", f.doc])))")
+        #expect(try f.operations() == before + 2 + 3 + 1, "the CLI's two, the counter's increment, two set changes, one splice")
+
+        // Text changed by someone else while the form is open: refused (409), nothing written by the page.
+        #expect(try page.wait(until: "return (() => { \(Self.chip) })() === 'notes: buy two today'", ["milk", "notes"]))
+        try page.run(open, ["notes"])
+        try f.cli(["text", f.doc, "0.0", "notes", "--at", "0", "--insert", "Please "])
+        let afterOthers = try f.operations()
+        try page.run(save, ["buy three today"])
+        #expect(try page.wait(until: "return window.listsync.errors.some(e => e.includes('changed while it was edited'))"))
+        #expect(try f.operations() == afterOthers)
+        #expect(try f.cli(["show", f.doc]).contains("text(\"Please buy two today\")"))
+    }
 }
 #endif
