@@ -46,6 +46,49 @@ struct TextFieldFormatTests {
         #expect(!doc.version.contains(more.id))
     }
 
+    @Test("a state snapshot whose text edit names a character its field does not have yet is a typed error (it loaded, the edit placed at the start)")
+    func stateSnapshotChecksTextReferences() throws {
+        var doc = ListDocument(replica: ReplicaID(1))
+        try doc.insertSection(at: 0, value: Data())
+        let i = try doc.insertItem(at: IndexPath(item: 0, section: 0), value: Data())
+        _ = try doc.splice("notes", ofItem: ItemID(i.id), at: 0, insert: "hello")
+        let last = try doc.splice("notes", ofItem: ItemID(i.id), at: 5, insert: "!")
+        let bytes = doc.encodedSnapshot()
+        #expect(bytes[ListDocument.snapshotMagic.count] == ListDocument.stateFieldsSnapshotFormatVersion)
+        // The batch of other operations, as the encoder writes it (Docs/WireFormat.md §5.5).
+        var others = doc.log.records.filter { $0.kind == .other }.map { doc.log.others[Int($0.payload)] }
+        for k in others.indices { others[k].deps = Frontier() }
+        let batch = ListOperation.encode(others)
+        let at = try #require(bytes.indices.first { bytes[$0...].starts(with: batch) }, "the batch is in the snapshot")
+        // The "!" now inserts after its own id: no character of the field when it is made.
+        let k = try #require(others.lastIndex { $0.id == last.id })
+        guard case .writeFields(let target, var writes) = others[k].kind, case .text(var edit) = writes.writes[0].change else {
+            Issue.record("not a text write: \(others[k])")
+            return
+        }
+        edit.after = last.id
+        writes.writes[0].change = .text(edit)
+        others[k].kind = .writeFields(target, writes)
+        let bad = ListOperation.encode(others)
+        try #require(bad != batch)
+        // The batch's length ahead of it, a varint, written again for the new batch.
+        func varint(_ n: Int) -> [UInt8] {
+            var v = UInt64(n), out: [UInt8] = []
+            repeat { out.append(UInt8(v & 0x7f) | (v >= 0x80 ? 0x80 : 0)); v >>= 7 } while v > 0
+            return out
+        }
+        let length = varint(batch.count)
+        try #require(Array(bytes[at - length.count ..< at]) == length)
+        var damaged = bytes
+        damaged.replaceSubrange(at - length.count ..< at + batch.count, with: varint(bad.count) + bad)
+        #expect(throws: WireError.self) { try ListDocument(snapshot: damaged, replica: ReplicaID(1)) }
+        do { _ = try ListDocument(snapshot: damaged, replica: ReplicaID(1)) } catch {
+            #expect("\(error)".contains("not a character of the field"), "\(error)")
+        }
+        // The undamaged snapshot still loads, with its text.
+        #expect(try ListDocument(snapshot: bytes, replica: ReplicaID(1)).text("notes", ofItem: ItemID(i.id)) == "hello!")
+    }
+
     @Test("an older reader refuses a text batch clearly, never misreads it")
     func olderReaderRefuses() throws {
         let (doc, _) = try Self.edited()

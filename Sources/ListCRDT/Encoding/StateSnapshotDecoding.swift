@@ -265,6 +265,9 @@ struct StateSnapshotDecoder {
                     if let problem = ListDocument.problem(with: writes, maxValueSize: maxValueSize) {
                         throw .invalidValue("field \"\(problem.name)\": \(problem.why)", offset: blobAt)
                     }
+                    // A text edit names characters of its field: each must be there already, as
+                    // when the operation was received (the history is in causal order).
+                    if let why = doc.textProblem(writes, of: target) { throw .invalidValue(why, offset: blobAt) }
                     doc.records.apply(writes, of: op.id, to: target, local: doc.replica)
                 case let .insertItemWithFields(_, _, _, writes):
                     // Its slot is in the slot runs already: a new item's, with this id.
@@ -275,6 +278,7 @@ struct StateSnapshotDecoder {
                     if let problem = ListDocument.problem(with: writes, maxValueSize: maxValueSize) {
                         throw .invalidValue("field \"\(problem.name)\": \(problem.why)", offset: blobAt)
                     }
+                    if let why = doc.textProblem(writes, of: .item(ItemID(op.id))) { throw .invalidValue(why, offset: blobAt) }
                     doc.records.apply(writes, of: op.id, to: .item(ItemID(op.id)), local: doc.replica)
                     covered += 1
                 default: throw .invalidValue("an operation of this kind has a record of its own", offset: blobAt)
