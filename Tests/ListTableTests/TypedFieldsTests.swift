@@ -90,6 +90,58 @@ struct TypedFieldsTests {
         #expect(try laptop.value(of: milk) == want)
     }
 
+    /// A card with notes typed by character.
+    struct NoteCard: Codable, Sendable, Hashable { var title: String; var notes = FieldText() }
+    /// The same record read by a type whose notes are a plain string.
+    struct PlainNoteCard: Codable, Sendable, Hashable { var title: String; var notes: String }
+
+    @Test("a FieldText property typed on two replicas keeps both people's characters; each write is a splice")
+    func textPropertyMergesByCharacter() throws {
+        var phone = TypedDocument<Column, NoteCard>(replica: ReplicaID(1))
+        try phone.insertSection(Column(title: "To do"), at: 0)
+        let op = try phone.insertItem(NoteCard(title: "milk", notes: "buy two"), at: IndexPath(item: 0, section: 0))
+        let milk = ItemID(op.id)
+        #expect(phone.document.field("notes", of: milk) == .text("buy two"), "the insert types the text into its field")
+        var laptop = TypedDocument<Column, NoteCard>(replica: ReplicaID(2))
+        #expect(laptop.document.receive(phone.document.operations).refused.isEmpty)
+        let mine = try phone.updateItem(milk) { $0.notes.text += " today" }
+        try laptop.updateItem(milk) { $0.notes = "Please buy two" }
+        guard case let .writeFields(_, writes) = try #require(mine.first).kind, case .text(let edit) = writes.writes[0].change else {
+            Issue.record("not a splice: \(mine)")
+            return
+        }
+        #expect(edit.insert == " today" && edit.deletes.isEmpty)
+        var a = phone.document, b = laptop.document
+        #expect(b.receive(a.operations).refused.isEmpty && a.receive(b.operations).refused.isEmpty)
+        #expect(a.text("notes", ofItem: milk) == "Please buy two today")
+        #expect(b.text("notes", ofItem: milk) == "Please buy two today")
+    }
+
+    @Test("a String property whose field is text writes a splice: the field stays text; a missing text decodes empty, a string value as its text")
+    func stringPropertyOfTextField() throws {
+        var doc = ListDocument(replica: ReplicaID(1))
+        try doc.insertSection(at: 0, value: Data())
+        let i = try doc.insertItem(at: IndexPath(item: 0, section: 0), value: Data(#"{"title":"milk","notes":""}"#.utf8))
+        let milk = ItemID(i.id)
+        // A missing FieldText (no field, none in the whole value either) decodes as empty.
+        var bare = ListDocument(replica: ReplicaID(3))
+        try bare.insertSection(at: 0, value: Data())
+        let b = try bare.insertItem(at: IndexPath(item: 0, section: 0), value: Data(#"{"title":"eggs"}"#.utf8))
+        #expect(try TypedDocument<Column, NoteCard>(bare).value(of: ItemID(b.id)) == NoteCard(title: "eggs", notes: ""))
+        // A string value field reads as FieldText's text.
+        try doc.setField("notes", to: .string("buy two"), ofItem: milk)
+        #expect(try TypedDocument<Column, NoteCard>(doc).value(of: milk)?.notes == "buy two")
+        try doc.splice("notes", ofItem: milk, at: 7, insert: "!")
+        var plain = TypedDocument<Column, PlainNoteCard>(doc)
+        #expect(try plain.value(of: milk) == PlainNoteCard(title: "milk", notes: "buy two!"))
+        let ops = try plain.updateItem(milk) { $0.notes = "buy three!" }
+        guard case let .writeFields(_, writes) = try #require(ops.first).kind, case .text = writes.writes[0].change else {
+            Issue.record("a string property of a text field was not written as a splice: \(ops)")
+            return
+        }
+        #expect(plain.document.field("notes", of: milk) == .text("buy three!"))
+    }
+
     @Test("a counter property incremented on two replicas counts both increments")
     func counterCountsBoth() throws {
         var phone = Board(replica: ReplicaID(1))

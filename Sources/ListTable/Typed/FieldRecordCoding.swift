@@ -34,7 +34,8 @@ enum JSONValue: Hashable, Sendable, Codable {
 
 /// How a `Codable` item's stored properties map to the fields of its record (Docs/Semantics.md
 /// §8, Docs/SwiftUI.md "Fields"): each property of the item's JSON object is one field.
-/// - a ``FieldCounter`` is a counter field, a ``FieldSet`` a set field;
+/// - a ``FieldCounter`` is a counter field, a ``FieldSet`` a set field, a ``FieldText`` a text
+///   field (as is a `String` property whose field is text);
 /// - null, a bool, an integer, a double and a string are value fields of that type; an array or
 ///   an object is a bytes value field holding its JSON; a field of type date reads as the
 ///   seconds since 2001 that `JSONEncoder` writes for a `Date`;
@@ -104,8 +105,12 @@ enum FieldRecordCoding {
     /// `setFields` names the properties that already have a set field: a set without one shows
     /// the whole value's members, so its first write adds every member (the field then replaces
     /// the whole value's set).
+    /// `texts` holds, for each field that is text or a string value, its text: a ``FieldText``
+    /// property, or a `String` property of a field that is text, is written as the smallest
+    /// splice from it (an absent field starts empty), so the field stays text, merged by character.
     static func changes(from old: [String: JSONValue], to new: [String: JSONValue],
-                        setFields: Set<String> = []) -> [[String: FieldChange]] {
+                        setFields: Set<String> = [], textFields: Set<String> = [],
+                        texts: [String: String] = [:]) -> [[String: FieldChange]] {
         var first: [String: FieldChange] = [:], second: [String: FieldChange] = [:]
         let counterKey = FieldCounter.CodingKeys.counter.rawValue, setKey = FieldSet.CodingKeys.set.rawValue
         func members(_ v: JSONValue?) -> Set<String>? {
@@ -113,7 +118,9 @@ enum FieldRecordCoding {
             return Set(a.compactMap { if case .string(let s) = $0 { s } else { nil } })
         }
         for (name, value) in new where old[name] != value {
-            if case .object(let o) = value, o.count == 1, case .int(let n)? = o[counterKey] {
+            if let now = text(value, isTextField: textFields.contains(name)) {
+                if let splice = TextSplice.between(old: texts[name] ?? "", new: now) { first[name] = splice.change }
+            } else if case .object(let o) = value, o.count == 1, case .int(let n)? = o[counterKey] {
                 var was: Int64 = 0
                 if case .object(let p)? = old[name], case .int(let m)? = p[counterKey] { was = m }
                 first[name] = .increment(n &- was)
@@ -133,6 +140,27 @@ enum FieldRecordCoding {
         }
         for name in old.keys where new[name] == nil { first[name] = .remove }
         return [first, second].filter { !$0.isEmpty }
+    }
+
+    /// The text of a ``FieldText`` property, or of a string property of a field that is text;
+    /// nil for any other property.
+    static func text(_ v: JSONValue, isTextField: Bool) -> String? {
+        if case .object(let o) = v, o.count == 1, case .string(let t)? = o[FieldText.CodingKeys.text.rawValue] { return t }
+        if isTextField, case .string(let t) = v { return t }
+        return nil
+    }
+
+    /// The fields that are text, and the text of each field that is text or a string value.
+    static func textsOf(_ fields: [String: Field]) -> (names: Set<String>, texts: [String: String]) {
+        var names = Set<String>(), texts: [String: String] = [:]
+        for (name, field) in fields {
+            switch field {
+            case .text(let t): names.insert(name); texts[name] = t
+            case .value(.string(let s)): texts[name] = s
+            default: break
+            }
+        }
+        return (names, texts)
     }
 
     /// Why a typed write failed: the value did not encode, or the document refused it.
@@ -175,7 +203,8 @@ enum FieldRecordCoding {
         }
         var ops: [ListOperation] = []
         let setFields = Set(fields.compactMap { if case .set = $0.value { $0.key } else { nil } })
-        for changes in Self.changes(from: oldProps, to: newProps, setFields: setFields) {
+        let (textFields, texts) = textsOf(fields)
+        for changes in Self.changes(from: oldProps, to: newProps, setFields: setFields, textFields: textFields, texts: texts) {
             switch target {
             case .item(let id): ops.append(try attempt { () throws(ListError) in try document.writeFields(changes, ofItem: id) })
             case .section(let id): ops.append(try attempt { () throws(ListError) in try document.writeFields(changes, ofSection: id) })

@@ -63,7 +63,49 @@ public struct FieldSet: Hashable, Sendable, Codable, ExpressibleByArrayLiteral {
     }
 }
 
+/// A text property of a typed item (Docs/Semantics.md §8.10, Docs/Text.md): stored as a text
+/// field, so that two people typing into it on two devices both keep their characters, where a
+/// plain `String` property is a value field whose last write wins. Each write is the smallest
+/// splice from the text the field holds to the new one.
+///
+/// ```swift
+/// struct Card: Codable, Sendable { var title: String; var notes = FieldText() }
+/// ```
+///
+/// A record without the field decodes as empty text; a field that holds a plain string (written
+/// by a type whose property was a `String`) decodes as that text.
+public struct FieldText: Hashable, Sendable, Codable, ExpressibleByStringLiteral, CustomStringConvertible {
+    /// The text.
+    public var text: String
+
+    /// Text holding `text` (empty by default).
+    public init(_ text: String = "") { self.text = text }
+    public init(stringLiteral value: String) { text = value }
+
+    public var description: String { text }
+
+    enum CodingKeys: String, CodingKey { case text = "listsync.text" }
+
+    public init(from decoder: any Decoder) throws {
+        if let c = try? decoder.container(keyedBy: CodingKeys.self), let t = try? c.decode(String.self, forKey: .text) {
+            text = t
+        } else {
+            text = try decoder.singleValueContainer().decode(String.self)
+        }
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(text, forKey: .text)
+    }
+}
+
 extension KeyedDecodingContainer {
+    /// A missing text decodes as empty, as a missing counter does.
+    public func decode(_ type: FieldText.Type, forKey key: Key) throws -> FieldText {
+        try decodeIfPresent(type, forKey: key) ?? FieldText()
+    }
+
     /// A missing counter decodes as 0: the synthesized `init(from:)` of a `Codable` item calls
     /// this overload for a `FieldCounter` property, so a record without the field (an item made
     /// by an older app version) still decodes.

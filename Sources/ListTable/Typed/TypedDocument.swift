@@ -145,13 +145,28 @@ public struct TypedDocument<Section: Codable & Sendable, Item: Codable & Sendabl
     // MARK: Items
 
     /// Inserts a new item holding `value` at `indexPath` (row `0...itemCount(inSection:)`).
-    /// The new item's identity is `ItemID(operation.id)`.
+    /// The new item's identity is `ItemID(operation.id)`. Each non-empty ``FieldText``
+    /// property is then typed into its text field, one operation each after the insert (a new
+    /// item's text is typed by a splice), so that its characters merge from the start.
     ///
-    /// - Complexity: O(log n) for n items, plus one encode.
+    /// - Returns: the insert.
+    /// - Complexity: O(log n) for n items, plus one encode and O(k) for k characters of text.
     @discardableResult
     public mutating func insertItem(_ value: Item, at indexPath: IndexPath) throws(TypedDocumentError) -> ListOperation {
         let data = try encode(value)
-        return try edit { (doc) throws(ListError) in try doc.insertItem(at: indexPath, value: data) }
+        let texts = ((try? FieldRecordCoding.properties(of: value)) ?? nil).map { props in
+            props.compactMap { name, v in FieldRecordCoding.text(v, isTextField: false).flatMap { $0.isEmpty ? nil : (name, $0) } }
+                .sorted { $0.0 < $1.0 }
+        } ?? []
+        // Checked before the insert, so that a text the splice would refuse changes nothing.
+        for (name, t) in texts where t.utf8.count > document.maxValueSize {
+            throw .list(.invalidField(name, "a text of \(t.utf8.count) bytes is over the limit of \(document.maxValueSize) bytes"))
+        }
+        return try edit { (doc) throws(ListError) in
+            let op = try doc.insertItem(at: indexPath, value: data)
+            for (name, t) in texts { try doc.splice(name, ofItem: ItemID(op.id), at: 0, insert: t) }
+            return op
+        }
     }
 
     /// Writes a visible item's properties that differ from what it shows now, as fields (see
