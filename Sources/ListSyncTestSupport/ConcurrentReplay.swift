@@ -39,12 +39,19 @@ public struct ConcurrentReplay: Sendable {
         /// (``ApplyError/bufferFull(_:_:)``) are sent again after the last round, as a peer does
         /// at its next sync.
         case authors(seed: UInt64)
+        /// Transaction by transaction in a shuffled order (each transaction's operations in
+        /// their order, one `receive(_:)` call each), so that most of what a replica lacks waits
+        /// until the transactions before it arrive. ``ConcurrentReplay/mergeAll()`` interleaves the
+        /// replicas (in round k every replica receives the k-th of 64 slices of its own shuffled
+        /// order); refused operations are sent again as with ``authors(seed:)``.
+        case transactions(seed: UInt64)
 
         public var description: String {
             switch self {
             case .causal: return "causal"
             case let .shuffled(seed): return "shuffled(seed: \(seed))"
             case let .authors(seed): return "authors(seed: \(seed))"
+            case let .transactions(seed): return "transactions(seed: \(seed))"
             }
         }
     }
@@ -87,7 +94,8 @@ public struct ConcurrentReplay: Sendable {
     private var rng: SplitMix64
     private var scratch: [ListOperation] = []
     /// The most operations waiting in all replicas' causal buffers together, read after each
-    /// `receive` call of the ``Delivery/authors(seed:)`` delivery (0 in the other modes).
+    /// `receive` call of the ``Delivery/authors(seed:)`` and ``Delivery/transactions(seed:)``
+    /// deliveries (0 in the other modes).
     public private(set) var peakPending = 0
     /// The most bytes (``ListDocument/pendingBytes``) waiting in all replicas' buffers together,
     /// read with ``peakPending``.
@@ -130,7 +138,7 @@ public struct ConcurrentReplay: Sendable {
         delivered = Array(repeating: 0, count: n * n)
         switch delivery {
         case .causal: rng = SplitMix64(seed: 0)
-        case let .shuffled(seed), let .authors(seed): rng = SplitMix64(seed: seed)
+        case let .shuffled(seed), let .authors(seed), let .transactions(seed): rng = SplitMix64(seed: seed)
         }
         for i in trace.transactions.indices { try step(i) }
     }
@@ -139,6 +147,7 @@ public struct ConcurrentReplay: Sendable {
     /// order), after which all replicas have the same operations.
     public mutating func mergeAll() throws(ReplayError) {
         if case .authors = delivery { return try mergeAllInterleaved() }
+        if case .transactions = delivery { return try mergeAllScattered() }
         for a in 0..<trace.agentCount {
             try deliver(to: a, upTo: trace.transactionsByAgent.map(\.count), transaction: nil)
         }
@@ -178,6 +187,7 @@ public struct ConcurrentReplay: Sendable {
     /// Delivers to replica `a` the transactions of the other agents up to the counts `version`.
     private mutating func deliver(to a: Int, upTo version: [Int], transaction: Int?) throws(ReplayError) {
         if case .authors = delivery { return try deliverByAuthor(to: a, upTo: version, transaction: transaction) }
+        if case .transactions = delivery { return try deliverScattered(to: a, upTo: version, transaction: transaction) }
         let n = trace.agentCount
         let byAgent = trace.transactionsByAgent
         // Next undelivered position in each other agent's sequence; merged by transaction index
@@ -198,7 +208,7 @@ public struct ConcurrentReplay: Sendable {
             case .causal:
                 let report = documents[a].receive(operations[bestIndex])
                 if let e = report.refused.first { throw .receive(transaction: transaction, agent: a, e) }
-            case .shuffled, .authors:
+            case .shuffled, .authors, .transactions:
                 scratch.append(contentsOf: operations[bestIndex])
             }
         }
@@ -238,7 +248,15 @@ public struct ConcurrentReplay: Sendable {
     private mutating func deliver(author b: Int, to a: Int, upTo count: Int, transaction: Int?,
                                   retry: inout [ListOperation]) throws(ReplayError) {
         let n = trace.agentCount
-        for t in trace.transactionsByAgent[b][delivered[a * n + b]..<count] {
+        try deliver(trace.transactionsByAgent[b][delivered[a * n + b]..<count], to: a, transaction: transaction, retry: &retry)
+        delivered[a * n + b] = count
+    }
+
+    /// Delivers the transactions `list` to replica `a`, one `receive(_:)` each, keeping the
+    /// operations a full buffer refused in `retry`.
+    private mutating func deliver<C: Collection<Int>>(_ list: C, to a: Int, transaction: Int?,
+                                                      retry: inout [ListOperation]) throws(ReplayError) {
+        for t in list {
             let before = documents[a].pendingCount, beforeBytes = documents[a].pendingBytes
             let report = documents[a].receive(operations[t])
             for e in report.refused {
@@ -252,7 +270,6 @@ public struct ConcurrentReplay: Sendable {
             peakPending = max(peakPending, waiting)
             peakPendingBytes = max(peakPendingBytes, waitingBytes)
         }
-        delivered[a * n + b] = count
     }
 
     /// Sends replica `a` the operations its buffer refused again, until none is left; throws if
@@ -299,6 +316,55 @@ public struct ConcurrentReplay: Sendable {
         for k in 0..<(orders.map(\.count).max() ?? 0) {
             for a in 0..<n where k < orders[a].count {
                 try deliver(author: orders[a][k], to: a, upTo: all[orders[a][k]], transaction: nil, retry: &retry[a])
+            }
+        }
+        for a in 0..<n {
+            try resend(&retry[a], to: a, transaction: nil)
+            let pending = documents[a].pendingCount
+            if pending != 0 { throw .pending(transaction: nil, agent: a, count: pending) }
+        }
+    }
+
+    // MARK: Transaction by transaction
+
+    /// The transactions of the agents other than `a` that replica `a` has not received, up to
+    /// `version`, in a shuffled order; marks them delivered.
+    private mutating func missingTransactions(of a: Int, upTo version: [Int]) -> [Int] {
+        let n = trace.agentCount
+        var list: [Int] = []
+        for b in 0..<n where b != a {
+            list += trace.transactionsByAgent[b][delivered[a * n + b]..<version[b]]
+            delivered[a * n + b] = max(delivered[a * n + b], version[b])
+        }
+        var k = list.count - 1
+        while k > 0 {
+            list.swapAt(k, rng.below(k + 1))
+            k -= 1
+        }
+        return list
+    }
+
+    /// ``Delivery/transactions(seed:)`` before a transaction.
+    private mutating func deliverScattered(to a: Int, upTo version: [Int], transaction: Int?) throws(ReplayError) {
+        var retry: [ListOperation] = []
+        try deliver(missingTransactions(of: a, upTo: version), to: a, transaction: transaction, retry: &retry)
+        try resend(&retry, to: a, transaction: transaction)
+        let pending = documents[a].pendingCount
+        if pending != 0 { throw .pending(transaction: transaction, agent: a, count: pending) }
+    }
+
+    /// ``Delivery/transactions(seed:)``'s final merge: 64 rounds; in round k every replica
+    /// receives the k-th slice of its own shuffled order of the transactions it lacks.
+    private mutating func mergeAllScattered() throws(ReplayError) {
+        let n = trace.agentCount, rounds = 64
+        let all = trace.transactionsByAgent.map(\.count)
+        var orders: [[Int]] = []
+        for a in 0..<n { orders.append(missingTransactions(of: a, upTo: all)) }
+        var retry = Array(repeating: [ListOperation](), count: n)
+        for k in 0..<rounds {
+            for a in 0..<n {
+                let c = orders[a].count
+                try deliver(orders[a][(c * k / rounds)..<(c * (k + 1) / rounds)], to: a, transaction: nil, retry: &retry[a])
             }
         }
         for a in 0..<n {

@@ -67,11 +67,13 @@ public struct BranchShape: Sendable, Hashable {
     /// `W8.branches`: 32 regions, up to 24 branches of 1 to 400 transactions, 1 to 3 patches each.
     public static let `default` = BranchShape(regions: 32, maxOpen: 24, maxBranchLength: 400, maxPatches: 3, forkPercent: 3)
 
-    /// `W8.late` (issue 47): large transactions (1 to 24 patches, about 600 element operations on
-    /// average) on long-lived branches merged late: up to 240 branches open at once, each of 1 to
-    /// 1,000 transactions, forked often, so that most agents work on a branch most of the time and
-    /// a replica that has seen one branch lacks most of the others' history.
-    public static let late = BranchShape(regions: 256, maxOpen: 240, maxBranchLength: 1_000, maxPatches: 24, forkPercent: 20)
+    /// `W8.late` (issue 47): large transactions (1 to 24 patches, hundreds of element operations
+    /// on average) on branches forked often from the latest main line and merged late: up to 240
+    /// branches open at once (most agents work on one most of the time), each of 1 to 3
+    /// transactions of its agent, during which the other branches' agents go on, so a branch
+    /// lives for many other transactions; every branch after an agent's first depends on the
+    /// main line, which depends on most agents.
+    public static let late = BranchShape(regions: 256, maxOpen: 240, maxBranchLength: 3, maxPatches: 24, forkPercent: 20)
 }
 
 /// The state of ``ConcurrentTrace/branchy(agents:operations:seed:liveTarget:)``'s generator.

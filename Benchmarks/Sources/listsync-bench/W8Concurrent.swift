@@ -39,13 +39,17 @@ let traceGenerators: [(prefix: String, minAgents: Int, make: @Sendable (Int, Int
     ("W8.synthetic.", 1, { ConcurrentTrace.synthetic(agents: $0, operations: $1) }),
     ("W8.branches.", 2, { ConcurrentTrace.branchy(agents: $0, operations: $1) }),
     ("W8.late.", 2, { ConcurrentTrace.branchy(agents: $0, operations: $1, shape: .late) }),
+    ("W8.scattered.", 2, { ConcurrentTrace.branchy(agents: $0, operations: $1, shape: .late) }),
 ]
 
-/// How W8 delivers a workload's operations: `W8.late.AGENTS.OPS` author by author in a shuffled
-/// order, every replica at once in the final merge (issue 47: many replicas' causal buffers full
-/// together); every other one in causal order.
+/// How W8 delivers a workload's operations (issue 47: many replicas' causal buffers full together):
+/// `W8.late.AGENTS.OPS` author by author in a shuffled order, `W8.scattered.AGENTS.OPS` (the same
+/// trace) transaction by transaction in a shuffled order, every replica at once in the final merge;
+/// every other one in causal order.
 func w8Delivery(_ workload: String) -> ConcurrentReplay.Delivery {
-    workload.hasPrefix("W8.late.") ? .authors(seed: 47) : .causal
+    if workload.hasPrefix("W8.late.") { return .authors(seed: 47) }
+    if workload.hasPrefix("W8.scattered.") { return .transactions(seed: 47) }
+    return .causal
 }
 
 /// `W8.synthetic.AGENTS.OPS`, `W8.branches.AGENTS.OPS`, `W8.late.AGENTS.OPS` (or `AGENTS.OPS`
