@@ -34,8 +34,9 @@ struct CausalBufferChainTests {
         for op in run { #expect(try doc.receive(op) == .buffered) }
         #expect(doc.pendingCount == run.count)
         #expect(doc.pendingBytes == run.reduce(0) { $0 + $1.bufferFootprint })
-        let spans = doc.memoryBreakdown.first { $0.name == "buffer.spans" }
-        #expect(spans?.count == 1)
+        // One chain, waiting in one queue entry.
+        let queued = doc.memoryBreakdown.first { $0.name == "buffer.queues" }
+        #expect(queued?.count == 1)
         // A decoded ListOperation each would be its stride or more per operation.
         let perOperation = Double(chainBytes(doc)) / Double(run.count)
         #expect(perOperation < 8, "\(perOperation) bytes per waiting operation")

@@ -119,11 +119,13 @@ struct PendingBuffer: Sendable {
         }
     }
 
-    /// One chain's span of ids in ``spans``: ids `first...last` of its replica.
-    private struct Span: Sendable {
-        var first: UInt64
-        var last: UInt64
-        var chain: Int
+    /// Ids are indexed in blocks of 64 counters of one replica: ``blocks`` maps a block to the
+    /// chains whose indexed ids meet it.
+    private static let blockShift: UInt64 = 6
+
+    /// The block of `id`: its replica and its counter's block number, as an id.
+    @inline(__always) private static func block(_ id: OpID) -> OpID {
+        OpID(counter: id.counter >> blockShift, replica: id.replica)
     }
 
     /// One queue entry: chain `chain` waits until its replica's counter reaches `counter`.
@@ -136,9 +138,11 @@ struct PendingBuffer: Sendable {
     /// The chains by number; nil where a chain was removed (its number in ``free``).
     private var chains: [Chain?] = []
     private var free: [Int] = []
-    /// Per replica, its chains' spans sorted by first counter. Spans of chains of more than one
-    /// operation never overlap another span (every id in them is an operation's first id).
-    private var spans: [ReplicaID: [Span]] = [:]
+    /// For each block of ids, the chains whose indexed ids meet it: a chain of more than one
+    /// operation (each of one id) all its ids, a chain of one operation its first id (its other
+    /// ids, if any, are no operation's start). Every indexed id is an operation's first id, and
+    /// no two waiting operations have the same one, so at most one chain holds an id.
+    private var blocks: [OpID: [Int]] = [:]
     private var queues: [ReplicaID: MinHeap<Entry>] = [:]
     /// The decoded operations of the chain looked up last (``waitingOperation(_:)``), so that a
     /// chain received again in order is decoded once.
@@ -161,22 +165,26 @@ struct PendingBuffer: Sendable {
 
     // MARK: Looking up
 
-    /// The index in `replica`'s spans of the chain holding an operation whose first id is `id`.
+    /// The number of the chain holding an operation whose first id is `id`.
     ///
-    /// - Complexity: O(log c) for c chains of the replica.
-    private func spanIndex(of id: OpID) -> Int? {
-        guard let list = spans[id.replica] else { return nil }
-        // The last span starting at or before the counter.
-        var lo = 0, hi = list.count
-        while lo < hi {
-            let mid = (lo + hi) >> 1
-            if list[mid].first <= id.counter { lo = mid + 1 } else { hi = mid }
+    /// - Complexity: O(b) for b chains indexed in its block (at most 64 plus the chains that
+    ///   cross the block).
+    private func chainHolding(_ id: OpID) -> Int? {
+        guard let list = blocks[Self.block(id)] else { return nil }
+        for key in list {
+            let chain = chains[key]!
+            if chain.head.id == id || (chain.count > 1 && chain.head.id.counter < id.counter && id.counter <= chain.last.counter) {
+                return key
+            }
         }
-        guard lo > 0 else { return nil }
-        let s = list[lo - 1]
-        if s.first == id.counter { return lo - 1 }
-        // Inside a chain of more than one operation (each of one id), else not an operation's start.
-        return chains[s.chain]!.count > 1 && id.counter <= s.last ? lo - 1 : nil
+        return nil
+    }
+
+    /// Indexes chain `key` in the blocks of its ids `from...to` (counters of its replica).
+    private mutating func index(_ key: Int, replica: ReplicaID, from: UInt64, to: UInt64) {
+        for b in (from >> Self.blockShift)...(to >> Self.blockShift) {
+            blocks[OpID(counter: b, replica: replica), default: []].append(key)
+        }
     }
 
     /// The operation whose first id is `id` in `chain`, from its decoded operations.
@@ -193,8 +201,8 @@ struct PendingBuffer: Sendable {
     ///
     /// - Complexity: O(log c) when none is; else O(k) to decode its chain of k operations.
     func operation(_ id: OpID) -> ListOperation? {
-        guard let i = spanIndex(of: id) else { return nil }
-        let chain = chains[spans[id.replica]![i].chain]!
+        guard let key = chainHolding(id) else { return nil }
+        let chain = chains[key]!
         if chain.head.id == id { return chain.head }
         return Self.find(id, in: chain.operations())
     }
@@ -204,8 +212,7 @@ struct PendingBuffer: Sendable {
     ///
     /// - Complexity: O(log c), plus O(k) the first time a chain of k operations is looked into.
     mutating func waitingOperation(_ id: OpID) -> ListOperation? {
-        guard let i = spanIndex(of: id) else { return nil }
-        let key = spans[id.replica]![i].chain
+        guard let key = chainHolding(id) else { return nil }
         let chain = chains[key]!
         if chain.head.id == id { return chain.head }
         if let cache, cache.chain == key, cache.operations.count == chain.count {
@@ -236,14 +243,12 @@ struct PendingBuffer: Sendable {
     /// Files a new operation of `footprint` bytes until `dependency` is applied: at the end of
     /// the chain it continues, if any, else as a new chain.
     ///
-    /// - Complexity: O(log p), plus O(c) for c chains of its replica when it starts a chain, plus
-    ///   O(``segmentSize``) when it fills a segment.
+    /// - Complexity: O(log p), plus O(``segmentSize``) when it fills a segment.
     mutating func add(_ op: ListOperation, footprint: Int, waitingFor dependency: OpID) {
         count += 1
         bytes += footprint
-        if dependency.replica == op.id.replica, let i = spanIndex(of: dependency),
-           chains[spans[op.id.replica]![i].chain]!.isContinued(by: op, waitingFor: dependency) {
-            let key = spans[op.id.replica]![i].chain
+        if dependency.replica == op.id.replica, let key = chainHolding(dependency),
+           chains[key]!.isContinued(by: op, waitingFor: dependency) {
             var chain = chains[key]!
             chains[key] = nil   // uniquely referenced while it grows
             chain.open.append(op)
@@ -255,21 +260,17 @@ struct PendingBuffer: Sendable {
                 chain.open = []
             }
             chains[key] = chain
-            spans[op.id.replica]![i].last = op.lastID.counter
+            // A new block: index the chain there too (its ids before are indexed already).
+            if op.id.counter >> Self.blockShift != (op.id.counter - 1) >> Self.blockShift {
+                index(key, replica: op.id.replica, from: op.id.counter, to: op.id.counter)
+            }
             if cache?.chain == key { cache = nil }
             return
         }
         let chain = Chain(head: op, last: op.lastID, count: 1, footprint: footprint, sealed: [], open: [])
         let key: Int
         if let k = free.popLast() { key = k; chains[k] = chain } else { key = chains.count; chains.append(chain) }
-        var list = spans.removeValue(forKey: op.id.replica) ?? []
-        var lo = 0, hi = list.count
-        while lo < hi {
-            let mid = (lo + hi) >> 1
-            if list[mid].first < op.id.counter { lo = mid + 1 } else { hi = mid }
-        }
-        list.insert(Span(first: op.id.counter, last: op.lastID.counter, chain: key), at: lo)
-        spans[op.id.replica] = list
+        index(key, replica: op.id.replica, from: op.id.counter, to: op.id.counter)
         refile(chain: key, waitingFor: dependency)
     }
 
@@ -304,24 +305,28 @@ struct PendingBuffer: Sendable {
     /// Removes a chain handed back by ``takeReady(_:upTo:)`` and returns its operations, oldest
     /// first.
     ///
-    /// - Complexity: O(k + c) for k operations and c chains of its replica.
+    /// - Complexity: O(k) for k operations (and the few chains indexed in their blocks).
     mutating func remove(chain key: Int) -> [ListOperation] {
         let chain = chains[key]!
         chains[key] = nil
         free.append(key)
         if cache?.chain == key { cache = nil }
         let replica = chain.head.id.replica
-        var list = spans.removeValue(forKey: replica)!
-        list.removeAll { $0.chain == key }
-        if !list.isEmpty { spans[replica] = list }
+        let to = chain.count > 1 ? chain.last.counter : chain.head.id.counter
+        for b in (chain.head.id.counter >> Self.blockShift)...(to >> Self.blockShift) {
+            let block = OpID(counter: b, replica: replica)
+            var list = blocks.removeValue(forKey: block)!
+            list.removeAll { $0 == key }
+            if !list.isEmpty { blocks[block] = list }
+        }
         count -= chain.count
         bytes -= chain.footprint
         return chain.operations()
     }
 
     /// The buffer's heap bytes, for ``ListDocument/memoryBreakdown``: its chains (each with its
-    /// segments and its decoded operations; values of 14 bytes or less are inline), their spans,
-    /// and the queues. `buffer.chains` counts the waiting operations.
+    /// segments and its decoded operations; values of 14 bytes or less are inline), the index of
+    /// their ids, and the queues. `buffer.chains` counts the waiting operations.
     ///
     /// - Complexity: O(c) for c chains.
     var memoryParts: [MemoryPart] {
@@ -330,38 +335,43 @@ struct PendingBuffer: Sendable {
             chainBytes += chain.sealed.capacity * MemoryLayout<[UInt8]>.stride + chain.open.capacity * MemoryLayout<ListOperation>.stride
             for segment in chain.sealed { chainBytes += segment.capacity }
         }
-        let spanBytes = spans.values.reduce(spans.capacity * MemoryLayout<(ReplicaID, [Span])>.stride) {
-            $0 + $1.capacity * MemoryLayout<Span>.stride
+        let indexBytes = blocks.values.reduce(blocks.capacity * MemoryLayout<(OpID, [Int])>.stride) {
+            $0 + $1.capacity * MemoryLayout<Int>.stride
         }
         let queueBytes = queues.values.reduce(queues.capacity * MemoryLayout<(ReplicaID, MinHeap<Entry>)>.stride) {
             $0 + $1.count * MemoryLayout<Entry>.stride
         }
         return [MemoryPart(name: "buffer.chains", count: count, bytes: chainBytes),
-                MemoryPart(name: "buffer.spans", count: spans.values.reduce(0) { $0 + $1.count }, bytes: spanBytes),
+                MemoryPart(name: "buffer.index", count: blocks.count, bytes: indexBytes),
                 MemoryPart(name: "buffer.queues", count: queues.values.reduce(0) { $0 + $1.count }, bytes: queueBytes)]
     }
 
-    /// The problems ``ListDocument/checkInvariants()`` reports: counts that do not add up, spans
-    /// out of order or overlapping a chain of more than one operation.
+    /// The problems ``ListDocument/checkInvariants()`` reports: counts that do not add up, a
+    /// chain not indexed in each block of its ids, or one that does not decode to its ids.
     ///
     /// - Complexity: O(p) for p buffered operations.
     func invariantProblems() -> [String] {
         var out: [String] = []
-        let live = chains.compactMap { $0 }
-        if live.reduce(0, { $0 + $1.count }) != count { out.append("causal buffer: count \(count) is not its chains' sum") }
-        if live.reduce(0, { $0 + $1.footprint }) != bytes { out.append("causal buffer: bytes \(bytes) are not its chains' sum") }
-        if spans.values.reduce(0, { $0 + $1.count }) != live.count { out.append("causal buffer: \(live.count) chains but other spans") }
-        for (replica, list) in spans {
-            for (a, b) in zip(list, list.dropFirst()) where a.first >= b.first || (chains[a.chain]!.count > 1 && a.last >= b.first) {
-                out.append("causal buffer: spans of \(replica) out of order at \(a.first), \(b.first)")
+        let live = chains.indices.filter { chains[$0] != nil }
+        if live.reduce(0, { $0 + chains[$1]!.count }) != count { out.append("causal buffer: count \(count) is not its chains' sum") }
+        if live.reduce(0, { $0 + chains[$1]!.footprint }) != bytes { out.append("causal buffer: bytes \(bytes) are not its chains' sum") }
+        var indexed = 0
+        for key in live {
+            let chain = chains[key]!
+            let ops = chain.operations()
+            if ops.count != chain.count || ops.last!.lastID != chain.last
+                || (chain.count > 1 && zip(ops, ops.dropFirst()).contains { $1.id.counter != $0.id.counter + 1 || !$1.deps.isOnly($0.id) }) {
+                out.append("causal buffer: chain at \(chain.head.id) does not hold a run of its ids")
             }
-            for s in list {
-                let ops = chains[s.chain]!.operations()
-                if ops.count != chains[s.chain]!.count || ops[0].id.counter != s.first || ops.last!.lastID.counter != s.last {
-                    out.append("causal buffer: chain at \(s.first)@\(replica) does not match its span")
+            let to = chain.count > 1 ? chain.last.counter : chain.head.id.counter
+            for b in (chain.head.id.counter >> Self.blockShift)...(to >> Self.blockShift) {
+                indexed += 1
+                if blocks[OpID(counter: b, replica: chain.head.id.replica)]?.contains(key) != true {
+                    out.append("causal buffer: chain at \(chain.head.id) is not indexed in block \(b)")
                 }
             }
         }
+        if blocks.values.reduce(0, { $0 + $1.count }) != indexed { out.append("causal buffer: the index holds other chains") }
         return out
     }
 }
