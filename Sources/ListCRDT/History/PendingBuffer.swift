@@ -199,7 +199,8 @@ struct PendingBuffer: Sendable {
 
     /// The buffered operation with this id, if any.
     ///
-    /// - Complexity: O(log c) when none is; else O(k) to decode its chain of k operations.
+    /// - Complexity: O(b) for the b chains indexed in its block when none is; else O(k) more to
+    ///   decode its chain of k operations.
     func operation(_ id: OpID) -> ListOperation? {
         guard let key = chainHolding(id) else { return nil }
         let chain = chains[key]!
@@ -210,7 +211,8 @@ struct PendingBuffer: Sendable {
     /// ``operation(_:)`` for the receive path: the decoded chain is kept for the next look-up, so
     /// that a chain received again is decoded once.
     ///
-    /// - Complexity: O(log c), plus O(k) the first time a chain of k operations is looked into.
+    /// - Complexity: O(b) as ``operation(_:)``, plus O(k) the first time a chain of k operations
+    ///   is looked into.
     mutating func waitingOperation(_ id: OpID) -> ListOperation? {
         guard let key = chainHolding(id) else { return nil }
         let chain = chains[key]!
