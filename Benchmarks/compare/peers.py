@@ -23,6 +23,7 @@ import argparse
 import importlib.metadata
 import json
 import os
+import random
 import resource
 import subprocess
 import sys
@@ -989,6 +990,13 @@ def load_concurrent(trace_path, concurrent_trace=None):
     return agents, patches, plan, merge, final, n
 
 
+class Scattered(list):
+    """--scatter SEED (Loro only): the final merge lists, each shuffled, delivered in ROUNDS rounds
+    with the replicas interleaved, as listsync-bench's W8.scattered.AGENTS.OPS
+    (ConcurrentReplay.Delivery.transactions): every replica's pending updates pile up at once."""
+    ROUNDS = 64
+
+
 def w8_replay_loro(movable, agents, patches, plan, merge, n, budget_ns):
     """One timed replay on Loro: one LoroDoc per agent (peer ids 1..n); after each transaction its
     agent exports export(ExportMode.Updates(vv before the edits)); the others import_ it when it
@@ -1025,10 +1033,17 @@ def w8_replay_loro(movable, agents, patches, plan, merge, n, budget_ns):
         updates[i] = exps[a](Updates(vv))
         if i % 1000 == 999 and time.perf_counter_ns() - t0 > budget_ns:
             return time.perf_counter_ns() - t0, i + 1, None, 0
-    for a in range(n):
-        imp = imps[a]
-        for j in merge[a]:
-            imp(updates[j])
+    if isinstance(merge, Scattered):  # --scatter: 64 rounds, each replica its k-th slice in turn
+        for k in range(Scattered.ROUNDS):
+            for a in range(n):
+                imp, m = imps[a], merge[a]
+                for j in m[len(m) * k // Scattered.ROUNDS:len(m) * (k + 1) // Scattered.ROUNDS]:
+                    imp(updates[j])
+    else:
+        for a in range(n):
+            imp = imps[a]
+            for j in merge[a]:
+                imp(updates[j])
     ns = time.perf_counter_ns() - t0
     held = rss_now() - before
     return ns, len(agents), ["".join(x.to_vec()) for x in lists], held
@@ -1096,6 +1111,11 @@ def w8_replay_yrs(agents, patches, plan, merge, n, budget_ns):
 
 def w8_concurrent(engine, args):
     agents, patches, plan, merge, final, n = load_concurrent(args.trace, args.concurrent_trace)  # untimed
+    if args.scatter is not None:  # shuffled transactions before each transaction and in the final merge
+        rng = random.Random(args.scatter)
+        for xs in plan + merge:
+            rng.shuffle(xs)
+        merge = Scattered(merge)
     total = len(agents)
     elem_ops = sum(d + len(t) for ps in patches for p, d, t in ps)
     budget_ns = BUDGET_S * NS
@@ -1344,6 +1364,10 @@ def main():
     ap.add_argument("--trace", default=DEFAULT_TRACE)
     ap.add_argument("--concurrent-trace", help="the concurrent trace W8.concurrent replays (PATH.jsonl, with"
                     " PATH.final.txt checked when present; one replica per agent) instead of clownschool")
+    ap.add_argument("--scatter", type=int, default=None, metavar="SEED",
+                    help="W8.concurrent on Loro: deliver the transactions a replica lacks in a shuffled order"
+                         " (seeded), the final merge in 64 rounds with the replicas interleaved (as"
+                         " listsync-bench's W8.scattered.AGENTS.OPS)")
     ap.add_argument("--kanban-script", default=os.path.join(HERE, "..", "results", "W14.kanban.json"),
                     help="W14.kanban's operation script (written by kanban_script.py when missing)")
     ap.add_argument("--list", action="store_true", help="print the supported workload names")

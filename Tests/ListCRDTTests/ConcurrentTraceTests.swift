@@ -13,7 +13,7 @@ import ListSyncTestTraits
     /// engines reach the final text whatever the ids; an engine whose tie-breaks depend on them
     /// wrongly fails for some.
     static let assignments: [[UInt64]] = [[1, 2, 3], [1, 3, 2], [2, 1, 3], [2, 3, 1], [3, 1, 2], [3, 2, 1]]
-    static let deliveries: [ConcurrentReplay.Delivery] = [.causal, .shuffled(seed: 0xC10_5C4001)]
+    static let deliveries: [ConcurrentReplay.Delivery] = [.causal, .shuffled(seed: 0xC10_5C4001), .authors(seed: 47)]
 
     @Test("the clownschool trace parses, with a version vector per transaction")
     func parses() throws {
@@ -40,7 +40,7 @@ import ListSyncTestTraits
         }
     }
 
-    @Test("clownschool replayed with every assignment of ids and both delivery orders gives exactly the final text",
+    @Test("clownschool replayed with every assignment of ids and every delivery order gives exactly the final text",
           arguments: assignments, deliveries)
     func clownschoolReplay(ids: [UInt64], delivery: ConcurrentReplay.Delivery) throws {
         let trace = try Self.clownschool.get()
@@ -200,6 +200,54 @@ import ListSyncTestTraits
         }
         #expect(texts[0] == texts[1])
         #expect(trace.finalLength * 5 < trace.elementOperations)
+    }
+
+    @Test("the late-merge shape (issue 47): large transactions on many long-lived branches, replayed author by author with every replica's causal buffer full at once, converges as in causal order")
+    func lateBranches() throws {
+        let trace = ConcurrentTrace.branchy(agents: 8, operations: 20_000, shape: .late)
+        #expect(trace.transactions == ConcurrentTrace.branchy(agents: 8, operations: 20_000, shape: .late).transactions)
+        #expect(trace.transactions != ConcurrentTrace.branchy(agents: 8, operations: 20_000).transactions)
+        // Large transactions: hundreds of element operations each on average (the default shape
+        // makes tens).
+        #expect(trace.elementOperations / trace.transactions.count >= 200)
+        // Branches merged late: transactions merge two heads, and some transaction had not seen
+        // a dozen of the transactions before it.
+        #expect(trace.transactions.filter { $0.parents.count == 2 }.count >= trace.agentCount)
+        let past = (0 ..< trace.transactions.count).map { i in (0 ..< trace.agentCount).reduce(0) { $0 + trace.seen(by: i, of: $1) } }
+        #expect(past.enumerated().contains { i, seen in i - seen >= 12 })
+        let ids = (1...trace.agentCount).map { ReplicaID(UInt64($0)) }
+        var causal = try ConcurrentReplay(trace, replicas: ids, delivery: .causal)
+        try causal.mergeAll()
+        let text = ConcurrentTrace.text(of: causal.documents[0])
+        #expect(text.count == trace.finalLength)
+        #expect(causal.peakPending == 0)
+        var byAuthor = try ConcurrentReplay(trace, replicas: ids, delivery: .authors(seed: 47))
+        try byAuthor.mergeAll()
+        for doc in byAuthor.documents {
+            #expect(ConcurrentTrace.text(of: doc) == text)
+            #expect(doc.pendingCount == 0 && doc.pendingBytes == 0)
+        }
+        // The buffers filled together: at the peak, more than one replica's worth of a tenth of
+        // the history waited.
+        #expect(byAuthor.peakPending > trace.elementOperations / 10)
+        #expect(byAuthor.peakPendingBytes > byAuthor.peakPending)
+        #expect(byAuthor.resent == 0)
+        // Transaction by transaction in a shuffled order: the buffers fill too, the same text.
+        var scattered = try ConcurrentReplay(trace, replicas: ids, delivery: .transactions(seed: 47))
+        try scattered.mergeAll()
+        for doc in scattered.documents { #expect(ConcurrentTrace.text(of: doc) == text) }
+        #expect(scattered.peakPending > trace.elementOperations / 10)
+        // Buffers too small for that: a full buffer refuses, the replay sends the refused
+        // operations again, and the replicas still converge to the same text.
+        var small = try ConcurrentReplay(trace, replicas: ids, delivery: .authors(seed: 47)) { replica in
+            var doc = ListDocument(replica: replica)
+            doc.pendingLimits = PendingLimits(maxOperations: 500, maxBytes: 1 << 30)
+            return doc
+        }
+        try small.mergeAll()
+        #expect(small.resent > 0)
+        #expect(small.peakPending <= 500 * trace.agentCount)
+        for doc in small.documents { #expect(ConcurrentTrace.text(of: doc) == text) }
     }
 
     @Test("the replay refuses replica ids that are not one distinct id per agent")

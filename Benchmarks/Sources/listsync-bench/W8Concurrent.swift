@@ -38,10 +38,22 @@ func loadConcurrentTrace(_ ctx: Context) throws -> ConcurrentTrace {
 let traceGenerators: [(prefix: String, minAgents: Int, make: @Sendable (Int, Int) -> ConcurrentTrace)] = [
     ("W8.synthetic.", 1, { ConcurrentTrace.synthetic(agents: $0, operations: $1) }),
     ("W8.branches.", 2, { ConcurrentTrace.branchy(agents: $0, operations: $1) }),
+    ("W8.late.", 2, { ConcurrentTrace.branchy(agents: $0, operations: $1, shape: .late) }),
+    ("W8.scattered.", 2, { ConcurrentTrace.branchy(agents: $0, operations: $1, shape: .late) }),
 ]
 
-/// `W8.synthetic.AGENTS.OPS`, `W8.branches.AGENTS.OPS` (or `AGENTS.OPS` alone, the synthetic
-/// one): the generator and its two numbers, if well formed.
+/// How W8 delivers a workload's operations (issue 47: many replicas' causal buffers full together):
+/// `W8.late.AGENTS.OPS` author by author in a shuffled order, `W8.scattered.AGENTS.OPS` (the same
+/// trace) transaction by transaction in a shuffled order, every replica at once in the final merge;
+/// every other one in causal order.
+func w8Delivery(_ workload: String) -> ConcurrentReplay.Delivery {
+    if workload.hasPrefix("W8.late.") { return .authors(seed: 47) }
+    if workload.hasPrefix("W8.scattered.") { return .transactions(seed: 47) }
+    return .causal
+}
+
+/// `W8.synthetic.AGENTS.OPS`, `W8.branches.AGENTS.OPS`, `W8.late.AGENTS.OPS` (or `AGENTS.OPS`
+/// alone, the synthetic one): the generator and its two numbers, if well formed.
 func generatedTraceSize(_ name: String) -> (make: @Sendable (Int, Int) -> ConcurrentTrace, agents: Int, operations: Int)? {
     let generator = traceGenerators.first { name.hasPrefix($0.prefix) }
     let rest = generator.map { name.dropFirst($0.prefix.count) } ?? name[...]
@@ -57,11 +69,11 @@ func isGeneratedTraceWorkload(_ name: String) -> Bool {
     traceGenerators.contains { name.hasPrefix($0.prefix) } && generatedTraceSize(name) != nil
 }
 
-/// `--write-concurrent-trace [W8.synthetic.|W8.branches.]AGENTS.OPS PATH.jsonl`: writes a generated
+/// `--write-concurrent-trace [W8.synthetic.|W8.branches.|W8.late.]AGENTS.OPS PATH.jsonl`: writes a generated
 /// trace for peers.py.
 func writeSyntheticTrace(_ size: String, to path: String) throws {
     guard let (make, a, n) = generatedTraceSize(size) else {
-        throw BenchError("expected AGENTS.OPS, W8.synthetic.AGENTS.OPS or W8.branches.AGENTS.OPS, got '\(size)'")
+        throw BenchError("expected AGENTS.OPS, W8.synthetic.AGENTS.OPS, W8.branches.AGENTS.OPS or W8.late.AGENTS.OPS, got '\(size)'")
     }
     let trace = make(a, n)
     try Data(trace.jsonLines).write(to: URL(fileURLWithPath: path))
@@ -88,13 +100,15 @@ func w8Concurrent(_ ctx: Context, workload: String = "W8.concurrent") throws -> 
     // memory one replica holds.
     // Only the first run's operations are kept (for the wire figures), not its replicas: a long
     // history on many replicas (issue 29's 204 authors) must not be held twice at the peak.
-    var allOK = true, firstOperations: [[ListOperation]]?, held = 0
+    let delivery = w8Delivery(workload)
+    var allOK = true, firstOperations: [[ListOperation]]?, held = 0, peak = (operations: 0, bytes: 0, resent: 0)
     let r = try Repeat.fastest(reps: w8Runs, time: { Double($0) }) { () throws -> UInt64 in
         let before = Memory.rssNow()
         let t0 = nowNs()
-        var replay = try ConcurrentReplay(trace, replicas: ids, delivery: .causal)
+        var replay = try ConcurrentReplay(trace, replicas: ids, delivery: delivery)
         try replay.mergeAll()
         let ns = nowNs() - t0
+        peak = (replay.peakPending, replay.peakPendingBytes, replay.resent)
         if firstOperations == nil { held = Memory.rssNow() - before }
         allOK = allOK && converged(replay.documents)
         if firstOperations == nil { firstOperations = replay.operations }
@@ -124,7 +138,7 @@ func w8Concurrent(_ ctx: Context, workload: String = "W8.concurrent") throws -> 
     // before both readings. `documents_memory_bytes` = that delta / n.
     let before = Memory.trimmedRSS()
     let docs = try { () throws -> [ListDocument] in
-        var replay = try ConcurrentReplay(trace, replicas: ids, delivery: .causal)
+        var replay = try ConcurrentReplay(trace, replicas: ids, delivery: delivery)
         try replay.mergeAll()
         return replay.documents
     }()
@@ -136,6 +150,12 @@ func w8Concurrent(_ ctx: Context, workload: String = "W8.concurrent") throws -> 
     res.set("ns_per_op", Double(r.best) / Double(elementOps))
     res.set("transactions", trace.transactions.count)
     res.set("replicas", n)
+    // The causal buffers (ConcurrentReplay.Delivery.authors; 0 in causal order): the most
+    // operations and bytes (ListDocument.pendingBytes) waiting in all replicas together, and the
+    // operations a full buffer refused and the replay sent again.
+    res.set("peak_pending_operations", peak.operations)
+    res.set("peak_pending_bytes", peak.bytes)
+    res.set("resent_operations", peak.resent)
     res.set("wire_ms", wire.ms)
     res.set("wire_bytes", wire.state)
     res.set("memory_bytes", held / n)
@@ -171,7 +191,7 @@ func w8Concurrent(_ ctx: Context, workload: String = "W8.concurrent") throws -> 
     res.ok = allOK
     withExtendedLifetime(docs) {}
     res.note = "\(trace.transactions.count) transactions, \(elementOps) element edits (ops), \(n) replicas (ids 1...\(n)); "
-        + "timed: ConcurrentReplay (before each transaction its agent's replica receives the other agents' "
+        + "timed: ConcurrentReplay, delivery \(delivery) (before each transaction its agent's replica receives the other agents' "
         + "transactions in its past as ListOperation values, one receive(_:) per transaction, then one "
         + "insertItem/deleteItem call per element) + mergeAll; ms \(Repeat.note(w8Runs, r.runs)) on fresh replicas, "
         + "every run checked (all replicas == \(expected == nil ? "replica 1's text, no final.txt" : "final.txt")); "

@@ -31,11 +31,13 @@ let usage = """
       --kanban-script PATH
                        W14.kanban's operation script (default: Benchmarks/results/W14.kanban.json;
                        write it with python3 Benchmarks/compare/kanban_script.py PATH)
-      --write-concurrent-trace [W8.synthetic.|W8.branches.]AGENTS.OPS PATH.jsonl
+      --write-concurrent-trace [W8.synthetic.|W8.branches.|W8.late.]AGENTS.OPS PATH.jsonl
                        write the generated trace of W8.synthetic.AGENTS.OPS (AGENTS agents, about OPS
-                       element operations, most text deleted again; the default) or of
-                       W8.branches.AGENTS.OPS (the same with long-lived branches) to PATH.jsonl and
-                       exit, for compare/peers.py --concurrent-trace PATH.jsonl
+                       element operations, most text deleted again; the default), of
+                       W8.branches.AGENTS.OPS (the same with long-lived branches) or of
+                       W8.late.AGENTS.OPS (large transactions on branches merged late; W8 replays
+                       it author by author) to PATH.jsonl and exit, for compare/peers.py
+                       --concurrent-trace PATH.jsonl
       --list           print the workload names
       --help           this text
 

@@ -71,6 +71,7 @@ extension ListDocument {
         for op in buffer.all where op.deps.allSatisfy({ versionVector.contains($0) }) {
             out.append("buffered \(op.id) has all its dependencies")
         }
+        out += buffer.invariantProblems()
         if !out.isEmpty { throw InvariantViolation(problems: out) }
     }
 }

@@ -26,6 +26,7 @@ extension ListDocument {
         parts += forest.memoryParts
         parts += sections.memoryParts(prefix: "sections")
         parts += items.memoryParts(prefix: "items")
+        parts += buffer.memoryParts
         return parts.sorted { $0.bytes > $1.bytes }
     }
 }

@@ -175,7 +175,7 @@ extension ListDocument {
             if let floor = compaction, floor.version.contains(op.id) { return .duplicate }
             throw .malformed(op.id, "its counter is not after \(op.id.replica)'s latest operation")
         }
-        if buffer.count > 0, let waiting = buffer.operation(op.id) {
+        if buffer.count > 0, let waiting = buffer.waitingOperation(op.id) {
             if waiting == op { return .duplicate }
             rejected.append(op)
             throw .equivocation(op.id)
@@ -234,9 +234,11 @@ extension ListDocument {
     /// Applies every buffered operation that the arrival of operations from `replica` unblocked.
     /// Returns how many were applied. Buffered operations that turn out malformed are dropped.
     ///
-    /// Each buffered operation waits for one dependency (its first missing one); it is handed back
-    /// only once that dependency's replica reaches it, then either applies or waits for its next
-    /// missing dependency. So every waiting operation is looked at once per dependency it lacked.
+    /// Each buffered chain (PendingBuffer.swift: a run of one replica's operations, each after the
+    /// first depending only on the one before) waits for one dependency (its first operation's
+    /// first missing one); it is handed back only once that dependency's replica reaches it, then
+    /// either applies, operation by operation, or waits for its next missing dependency. So every
+    /// waiting operation is looked at once per dependency its chain lacked.
     ///
     /// - Complexity: O(k log p) for k operations handed back, plus applying them.
     private mutating func wake(_ replica: ReplicaID) -> Int {
@@ -244,40 +246,58 @@ extension ListDocument {
         var applied = 0
         var advanced = [replica]
         while let r = advanced.popLast() {
-            for id in buffer.takeReady(r, upTo: versionVector[r]) {
-                guard let op = buffer.operation(id) else { continue }
-                if let missing = firstMissingDependency(of: op) {
-                    buffer.refile(id, waitingFor: missing)
+            for chain in buffer.takeReady(r, upTo: versionVector[r]) {
+                if let missing = firstMissingDependency(of: buffer.head(of: chain)) {
+                    buffer.refile(chain: chain, waitingFor: missing)
                     continue
                 }
-                _ = buffer.remove(id)
-                // A buffered operation may have become a duplicate or equivocation meanwhile.
-                if versionVector.contains(op.id) {
-                    if compaction?.version.contains(op.id) != true, loggedOperation(containing: op.id) != op { rejected.append(op) }
-                    continue
+                let ops = buffer.remove(chain: chain)
+                var any = false
+                for (k, op) in ops.enumerated() {
+                    // An earlier operation of the chain was dropped: the rest wait again, as
+                    // they would have one by one.
+                    if k > 0, let missing = firstMissingDependency(of: op) {
+                        for rest in ops[k...] {
+                            buffer.add(rest, footprint: rest.bufferFootprint, waitingFor: firstMissingDependency(of: rest) ?? missing)
+                        }
+                        break
+                    }
+                    if applyWoken(op) {
+                        applied += 1
+                        any = true
+                    }
                 }
-                if isBeforeFloor(op) {
-                    dropped.append((op, Self.beforeFloor(op.id)))
-                    continue
-                }
-                // Woken because its dependency's replica reached the counter: check that the
-                // dependency itself was applied, not skipped by an author that left the history
-                // this operation is of (it made its edits again under later counters).
-                if let d = op.deps.first(where: { leftBranch(op.id, $0) || !holdsExactly($0) }) {
-                    dropped.append((op, Self.leftBehind(op.id, d)))
-                    continue
-                }
-                let resolved: ResolvedOperation
-                do { resolved = try resolve(op) } catch {
-                    dropped.append((op, error))
-                    continue
-                }
-                commit(op, resolved)
-                applied += 1
-                advanced.append(op.id.replica)
+                if any { advanced.append(ops[0].id.replica) }
             }
         }
         return applied
+    }
+
+    /// Applies one woken operation whose dependencies are all known, or records why it was not:
+    /// it may have become a duplicate or equivocation meanwhile, or turned out malformed.
+    private mutating func applyWoken(_ op: ListOperation) -> Bool {
+        if versionVector.contains(op.id) {
+            if compaction?.version.contains(op.id) != true, loggedOperation(containing: op.id) != op { rejected.append(op) }
+            return false
+        }
+        if isBeforeFloor(op) {
+            dropped.append((op, Self.beforeFloor(op.id)))
+            return false
+        }
+        // Woken because its dependency's replica reached the counter: check that the
+        // dependency itself was applied, not skipped by an author that left the history
+        // this operation is of (it made its edits again under later counters).
+        if let d = op.deps.first(where: { leftBranch(op.id, $0) || !holdsExactly($0) }) {
+            dropped.append((op, Self.leftBehind(op.id, d)))
+            return false
+        }
+        let resolved: ResolvedOperation
+        do { resolved = try resolve(op) } catch {
+            dropped.append((op, error))
+            return false
+        }
+        commit(op, resolved)
+        return true
     }
 
     /// The refusal of an operation that cannot be causally after the compaction floor.

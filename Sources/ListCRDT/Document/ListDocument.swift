@@ -83,8 +83,9 @@ public struct ListDocument: Sendable {
     /// would pass a limit is refused with ``ApplyError/bufferFull(_:_:)`` and changes nothing.
     /// Lowering the limits keeps what waits already.
     public var pendingLimits = PendingLimits.default
-    /// How many times a waiting operation was looked at again since this document was made (each
-    /// is looked at once per dependency it lacked; tests check the buffer stays linear).
+    /// How many times a waiting chain of operations (PendingBuffer.swift: one replica's run, or
+    /// one operation) was looked at again since this document was made (each is looked at once
+    /// per dependency its first operation lacked; tests check the buffer stays linear).
     @_spi(Testing) public var pendingLooks: Int { buffer.looks }
     /// Operations refused because their id was known with other content (SEMANTICS §3.9).
     public var rejectedOperations: [ListOperation] { rejected }
