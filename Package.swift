@@ -37,8 +37,10 @@ let package = Package(
         // machine with no I/O (client, server connection, document core, peer). The bottom of the
         // network stack: it depends on the engine only.
         .target(name: "ListSync", dependencies: ["ListCRDT"]),
+        // SplitMix64, the one seeded generator of the simulator, the tests, fault plans and benchmarks.
+        .target(name: "ListSyncRandom"),
         // Seeded, replayable simulation: the in-memory network, workloads, the semantics oracle.
-        .target(name: "ListSyncSimulation", dependencies: ["ListCRDT", "ListTable", "ListSync", "ListStore"]),
+        .target(name: "ListSyncSimulation", dependencies: ["ListCRDT", "ListTable", "ListSync", "ListStore", "ListSyncRandom"]),
         // SHA-256, HMAC, HKDF, ChaCha20-Poly1305: pure Swift, no I/O.
         .target(name: "ListSyncCrypto"),
         // epoll and eventfd, which Swift's Glibc module does not export (headers only).
@@ -53,11 +55,11 @@ let package = Package(
         .target(name: "ListSyncNATS", dependencies: ["ListSync", "ListSyncTCP"]),
         // A TCP proxy that injects seeded faults (delays, stalls, drops, cuts, partitions): the pure
         // fault machine and its socket loop on the transport's event loop (Docs/Reliability.md).
-        .target(name: "ListSyncFaults", dependencies: ["ListSync", "ListSyncTCP"]),
+        .target(name: "ListSyncFaults", dependencies: ["ListSync", "ListSyncTCP", "ListSyncRandom"]),
         // The durable store: op log, snapshots, recovery; every file call through one funnel.
         .target(name: "ListStore", dependencies: ["ListCRDT"]),
         // A child process for the kill -9 tests and Benchmarks/store-kill9.sh: appends, prints each ack.
-        .executableTarget(name: "listsync-store-probe", dependencies: ["ListStore", "ListCRDT"]),
+        .executableTarget(name: "listsync-store-probe", dependencies: ["ListStore", "ListCRDT", "ListSyncRandom"]),
         // The peer daemon: documents registry, connections, peers, metrics; and its client.
         .target(name: "ListSyncServer", dependencies: ["ListCRDT", "ListTable", "ListSync", "ListSyncTCP", "ListSyncHTTP", "ListStore", "ListSyncCrypto", "ListSyncNATS"]),
         // What an app links to sync, without the daemon: the offline-first device client
@@ -85,14 +87,14 @@ let package = Package(
         ),
         .testTarget(
             name: "ListSyncTests",
-            dependencies: ["ListCRDT", "ListTable", "ListSync", "ListSyncSimulation", "ListSyncTestSupport", "ListSyncTestTraits"]
+            dependencies: ["ListCRDT", "ListTable", "ListSync", "ListSyncSimulation", "ListSyncRandom", "ListSyncTestSupport", "ListSyncTestTraits"]
         ),
         .testTarget(
             name: "ListSyncTCPTests",
-            dependencies: ["ListCRDT", "ListSync", "ListSyncTCP", "ListSyncHTTP", "ListSyncCrypto", "ListSyncSimulation", "ListSyncTestSupport", "ListSyncTestTraits"]
+            dependencies: ["ListCRDT", "ListSync", "ListSyncTCP", "ListSyncHTTP", "ListSyncCrypto", "ListSyncSimulation", "ListSyncRandom", "ListSyncTestSupport", "ListSyncTestTraits"]
         ),
-        .testTarget(name: "ListSyncCryptoTests", dependencies: ["ListSyncCrypto"]),
-        .testTarget(name: "ListSyncWebTests", dependencies: ["ListSyncWeb", "ListCRDT", "ListSyncTCP", "ListSyncHTTP", "ListSyncCrypto"]),
+        .testTarget(name: "ListSyncCryptoTests", dependencies: ["ListSyncCrypto", "ListSyncRandom"]),
+        .testTarget(name: "ListSyncWebTests", dependencies: ["ListSyncWeb", "ListCRDT", "ListSyncTCP", "ListSyncHTTP", "ListSyncCrypto", "ListSyncRandom"]),
         .testTarget(name: "ListSyncNATSTests", dependencies: ["ListSyncNATS", "ListSyncTCP", "ListSync", "ListSyncTestSupport", "ListSyncTestTraits"]),
         .testTarget(name: "ListSyncFaultsTests", dependencies: ["ListSyncFaults", "ListSyncTCP", "ListSyncTestSupport"]),
         .testTarget(
@@ -111,7 +113,7 @@ let package = Package(
         // Many clients editing shared lists through a `listsync serve` process (Docs/Reliability.md).
         .executableTarget(
             name: "listsync-load",
-            dependencies: ["ListCRDT", "ListStore", "ListSyncServer", "ListSyncClient", "ListSync", "ListTable"],
+            dependencies: ["ListCRDT", "ListStore", "ListSyncServer", "ListSyncClient", "ListSync", "ListTable", "ListSyncRandom"],
             path: "Benchmarks/Sources/listsync-load"
         ),
         // The fault proxy as a command, and the three-daemon partition scenario of Benchmarks/faults.sh.

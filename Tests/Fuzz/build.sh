@@ -78,8 +78,9 @@ extra_sources() {
     esac
 }
 
-# Shared by every harness: the entry points, input helpers and seed documents.
-SUPPORT=("$ROOT"/Tests/Fuzz/Harnesses/Support/*.swift)
+# Shared by every harness: the entry points, input helpers and seed documents; the input reader is
+# the one the corpus replay suites use.
+SUPPORT=("$ROOT"/Tests/Fuzz/Harnesses/Support/*.swift "$ROOT/Sources/ListSyncTestSupport/FuzzInput.swift")
 
 names=("$@")
 if (( ${#names[@]} == 0 )); then

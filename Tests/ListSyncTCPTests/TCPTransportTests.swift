@@ -4,6 +4,7 @@ import Testing
 import ListSync
 import ListSyncTestSupport
 @testable import ListSyncTCP
+import ListSyncRandom
 
 extension SocketTests {
     @Suite("TCP transport over real sockets on 127.0.0.1", .serialized, .timeLimit(.minutes(1)))
@@ -14,7 +15,7 @@ extension SocketTests {
                 let echo = echoServer(listener)
                 let client = try await TCPTransport.connect(host: "127.0.0.1", port: listener.port, key: testKey,
                                                             options: testOptions, loop: loop)
-                var rng = TestRNG(seed: 1)
+                var rng = SplitMix64(seed: 1)
                 var frames = (0..<60).map { _ in rng.bytes(Int(rng.next() % 3000)) }
                 frames.append([UInt8](repeating: 9, count: client.maxFrame))
                 for f in frames { try await client.send(f) }
