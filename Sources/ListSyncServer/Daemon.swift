@@ -5,6 +5,7 @@ import ListSync
 import ListSyncHTTP
 import ListSyncTCP
 import Synchronization
+import ListSyncFiles
 
 /// The peer daemon: documents durable in a data folder, served over TCP to clients and peers
 /// that hold the key (Docs/Daemon.md).

@@ -7,6 +7,7 @@ import ListSyncTCP
 import ListSyncTestSupport
 import Testing
 @testable import ListSyncServer
+import ListSyncFiles
 
 /// Destroying a document in an in-process daemon: the subscribers told, the record before the
 /// removal, the id refused afterwards, a crash between the steps finished at the next start

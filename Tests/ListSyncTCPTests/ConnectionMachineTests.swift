@@ -117,6 +117,15 @@ struct ConnectionMachineTests {
         #expect(server.receive([0, 0, 0, 1, 0]).isEmpty, "a closed machine ignores further bytes")
     }
 
+    @Test("a failed key or credential is told from other closes by its case, not its text")
+    func authenticationFailureIsTyped() {
+        #expect(CloseReason.authenticationFailed.isAuthenticationFailure)
+        #expect(CloseReason.refusedByPeer(code: HandshakeErrorCode.authentication.rawValue, "").isAuthenticationFailure)
+        #expect(!CloseReason.refusedByPeer(code: HandshakeErrorCode.busy.rawValue, "authentication failed").isAuthenticationFailure)
+        #expect(!CloseReason.peerClosed.isAuthenticationFailure)
+        #expect(!CloseReason.local("authentication failed").isAuthenticationFailure)
+    }
+
     @Test("a recorded handshake replayed to a new server fails its proof")
     func replayedHandshake() {
         var p = MachinePair(seed: 4)

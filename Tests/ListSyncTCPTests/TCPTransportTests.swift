@@ -64,6 +64,8 @@ extension SocketTests {
                     _ = try await TCPTransport.connect(host: "127.0.0.1", port: listener.port, key: Array(repeating: 7, count: 32),
                                                        options: testOptions, localHost: "127.0.0.2", loop: loop)
                 } catch {
+                    // A typed reason: the client checks the server's proof first and fails it.
+                    #expect(error as? TransportError == .handshake(.authenticationFailed), "\(error)")
                     #expect("\(error)".contains("authentication failed"))
                 }
                 let ok = try await honestRoundTrip(port: listener.port, loop: loop)

@@ -4,6 +4,7 @@ import ListSync
 import ListSyncClient
 import ListStore
 import ListSyncServer
+import ListSyncFiles
 import Synchronization
 import ListSyncRandom
 
