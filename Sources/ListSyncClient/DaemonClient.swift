@@ -120,8 +120,8 @@ public actor DaemonClient {
             t = try await TCPTransport.connect(host: host, port: port, authentication: authentication, localHost: localHost, loop: loop)
         } catch {
             if case let .handshake(why) = error {
-                if why.contains("authentication failed") { throw .handshake(why) }
-                throw .refused(.limit, why)
+                if why.isAuthenticationFailure { throw .handshake(why.description) }
+                throw .refused(.limit, why.description)
             }
             throw .notRunning("\(host):\(port)", error)
         }

@@ -62,8 +62,8 @@ extension SyncClient {
                 transport = try await TCPTransport.connect(host: host, port: port, authentication: server.authentication,
                                                            localHost: server.localHost, loop: loop)
             } catch {
-                if case let .handshake(why) = error, why.contains("authentication failed") {
-                    sessionFailure = .wrongKey(why)
+                if case let .handshake(why) = error, why.isAuthenticationFailure {
+                    sessionFailure = .wrongKey(why.description)
                 } else {
                     lastError = "cannot reach \(host):\(port): \(error)"
                 }
