@@ -76,19 +76,18 @@ extension Simulator {
     }
 
     /// A batch of client `c` was refused for the compaction floor: it was left behind (retired
-    /// while away). It subscribes again from nothing, for the daemon's snapshot (as SyncClient does).
+    /// while away). Whether the refusal is final is ``UnansweredSends``'s answer (SyncClient's
+    /// too); if it is, the client re-syncs (``CopyResync/begin(replica:keepsRefused:)``) and
+    /// subscribes again from nothing, for the daemon's snapshot.
+    /// Both act on it only once every batch in flight is answered (``RefusalWait``).
     mutating func refusedForFloor(_ c: Int) {
         report.refusedCompacted += 1
         guard clients[c].connected, !clients[c].resync else { return }
-        // Sent ahead, a later batch may still be taken (it brings the causes an earlier one
-        // lacked): every answer first (SyncClient's later batches hold the refused edits too).
-        guard clients[c].batches.isEmpty else {
-            clients[c].refusalWaits = true
-            return
-        }
+        // Every later batch's answer first: one may still take the refused edits.
+        guard clients[c].refusal.refused(inFlight: clients[c].batches.count) else { return }
         // A daemon lost for good is no longer among the device's daemons (its operator took it
-        // out, as from the daemons'): what it may hold is given up, as SyncClient does for a
-        // daemon not configured. Asked still, it would keep the device from ever re-syncing.
+        // out, as from the daemons'): what it may hold is given up (SyncClient's `askable` is
+        // its configured addresses). Asked still, it would keep the device from ever re-syncing.
         let verdict = clients[c].unanswered.refused(by: clients[c].daemon, askable: { $0 != lost })
         if case let .settle(other) = verdict, !configuration.remakesOnFirstRefusal {
             // Another daemon may hold what this one refused: settle there first.
@@ -105,10 +104,9 @@ extension Simulator {
     /// Every batch of client `c` is answered: a refusal that waited for them re-syncs now, unless
     /// the later ones took everything.
     mutating func answeredAll(_ c: Int) {
-        guard clients[c].batches.isEmpty, clients[c].refusalWaits else { return }
-        clients[c].refusalWaits = false
         let own = clients[c].document.replica
-        guard clients[c].acked[own] < clients[c].document.version[own] else { return }
+        guard clients[c].refusal.answered(inFlight: clients[c].batches.count,
+                                          unacknowledged: clients[c].acked[own] < clients[c].document.version[own]) else { return }
         report.refusedCompacted -= 1   // counted when it came
         refusedForFloor(c)
     }

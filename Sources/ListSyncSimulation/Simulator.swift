@@ -54,8 +54,8 @@ public struct SimulationConfiguration: Sendable {
     public var seenInterval: UInt64 = 10
     /// With compaction: clients send as the simulator's clients do without it: each edit's
     /// operations at once (even while subscribing), and what the daemon lacks on `subscribed`.
-    /// Off: as SyncClient does, everything the daemon has not acknowledged, in order, once caught
-    /// up (`synced`) and after each edit while live. On, an edit can reach the daemon before the
+    /// Off: SyncClient's policy (``DeviceCopyPolicy/toSend(_:acknowledged:)``), everything the
+    /// daemon has not acknowledged, in order, once caught up (`synced`) and after each edit while live. On, an edit can reach the daemon before the
     /// earlier ones it depends on (a known issue with compaction: see SimulatorTests).
     public var sendsAhead = false
     /// A deliberately broken engine, for measuring the simulator's power (tests only).
@@ -223,7 +223,8 @@ public struct Simulator: Sendable {
     /// Per daemon, the daemons its operator told it to forget (`--forget-peer`), by replica.
     var forgottenPeers: [Int: Set<ReplicaID>] = [:]
     var compacting: Bool { configuration.compactAfter != nil }
-    /// Whether clients send as SyncClient does (everything unacknowledged, in order, once caught up).
+    /// Whether clients send by SyncClient's policy (everything unacknowledged, in order, once
+    /// caught up: ``DeviceCopyPolicy/toSend(_:acknowledged:)``).
     var sendsInOrder: Bool { compacting && !configuration.sendsAhead }
 
     /// A simulator for one run.
@@ -514,7 +515,7 @@ public struct Simulator: Sendable {
             let c = other - daemons.count
             _ = clients[c].session.disconnected()
             clients[c].batches = [:]
-            clients[c].refusalWaits = false
+            clients[c].refusal.reset()
             clients[c].connected = false
             clients[c].live = false
             clients[c].reconnectAt = network.now + 20 + UInt64(rng.below(40))
@@ -1040,8 +1041,8 @@ struct SimulatedClient {
     /// Re-syncs done, and per batch in flight how many had been done when it was sent.
     var resyncs = 0
     var batches: [UInt64: Int] = [:]
-    /// A refusal came while other batches waited for their answers.
-    var refusalWaits = false
+    /// A refusal waiting for the answers of the batches after it (SyncClient's rule too).
+    var refusal = RefusalWait()
     /// Whether it re-syncs: it subscribes from nothing.
     var resync: Bool { resyncing.isActive }
     /// With compaction: caught up (`synced`) on its current subscription; and what the daemon

@@ -72,4 +72,24 @@ import ListSyncTestSupport
         #expect(PeerSession.relays(table, sendsStability: true) && !PeerSession.relays(table, sendsStability: false))
         #expect(!PeerSession.relays(synced, sendsStability: true) && !PeerSession.relays([], sendsStability: true))
     }
+
+    @Test("a refusal for the floor waits for every later batch's answer; acted on only if edits are still unacknowledged; dropped with its connection")
+    func refusalWaits() {
+        var wait = RefusalWait()
+        let atOnce = wait.refused(inFlight: 0)
+        #expect(atOnce && !wait.isWaiting, "nothing else in flight: at once")
+        let waits = !wait.refused(inFlight: 2)
+        #expect(waits && wait.isWaiting)
+        let early = wait.answered(inFlight: 1, unacknowledged: true)
+        #expect(!early, "one batch still unanswered")
+        let due = wait.answered(inFlight: 0, unacknowledged: true)
+        #expect(due && !wait.isWaiting)
+        _ = wait.refused(inFlight: 1)
+        let taken = wait.answered(inFlight: 0, unacknowledged: false)
+        #expect(!taken && !wait.isWaiting, "the later batch took every edit: no re-sync")
+        _ = wait.refused(inFlight: 1)
+        wait.reset()
+        let afterReset = wait.answered(inFlight: 0, unacknowledged: true)
+        #expect(!wait.isWaiting && !afterReset)
+    }
 }

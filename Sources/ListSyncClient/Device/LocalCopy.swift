@@ -40,6 +40,8 @@ final class LocalCopy {
     /// (``SyncErrorCode/compacted``) or sent a snapshot for its catch-up (``ListSync/CopyResync``,
     /// which the simulator's clients keep too).
     var resyncing = CopyResync()
+    /// A refusal for the floor waiting for the answers of the edits sent after it (``ListSync/RefusalWait``).
+    var refusal = RefusalWait()
     /// Whether the copy re-syncs: it subscribes from nothing next.
     var resync: Bool { resyncing.isActive }
 

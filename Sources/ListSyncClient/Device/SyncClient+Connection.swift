@@ -148,6 +148,7 @@ extension SyncClient {
             copy.live.publishHeldChanges()   // a catch-up cut short: what came of it is shown
             copy.phase = .idle
             copy.inFlight = 0
+            copy.refusal.reset()
             if copy.recordDirty { writeRecord(copy) }
         }
         updateStatus()
@@ -308,6 +309,9 @@ extension SyncClient {
             case let .failure(e):
                 fail(copy, e)
             }
+            if copy.refusal.answered(inFlight: copy.inFlight, unacknowledged: !copy.unacked.isEmpty) {
+                fail(copy, .refused(.compacted, "edits refused for the compaction floor, not taken by the later batches either"))
+            }
         case let .documentError(id, code, text):
             if code == .destroyed, let copy = copies[id] {
                 destroyedOnDaemon(copy, text)
@@ -345,6 +349,8 @@ extension SyncClient {
             lastError = "compacted: \(text)"
             // Without a connection (it ended first) the next one sends them again and hears again.
             guard !copy.resync, let c = connection else { break }
+            // Every later batch's answer first: one may still take the refused edits.
+            guard copy.refusal.refused(inFlight: copy.inFlight) else { break }
             // A daemon no longer configured cannot be asked: what it may hold is given up.
             let configured = dialled
             if case let .settle(other) = copy.unanswered.refused(by: c.address, askable: { configured.contains($0) }) {
