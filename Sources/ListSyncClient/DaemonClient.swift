@@ -120,8 +120,8 @@ public actor DaemonClient {
             t = try await TCPTransport.connect(host: host, port: port, authentication: authentication, localHost: localHost, loop: loop)
         } catch {
             if case let .handshake(why) = error {
-                if why.contains("authentication failed") { throw .handshake(why) }
-                throw .refused(.limit, why)
+                if why.isAuthenticationFailure { throw .handshake(why.description) }
+                throw .refused(.limit, why.description)
             }
             throw .notRunning("\(host):\(port)", error)
         }
@@ -459,7 +459,8 @@ public actor DaemonClient {
         guard copies.contains(document), let live = opened[document] else { return }
         floors[document] = floor
         let copy = live.document
-        if floor != VersionVector(), copy.version == floor, copy.historyFloor != floor, (try? live.compact(at: floor)) != nil {
+        if DeviceCopyPolicy.compactsAtFloor(floor, version: copy.version, historyFloor: copy.historyFloor, resyncing: false),
+           (try? live.compact(at: floor)) != nil {
             replaced.insert(document)
         }
         floorWaiters.removeValue(forKey: document)?.0.resume()
@@ -473,8 +474,7 @@ public actor DaemonClient {
         let local = live.document
         do {
             var base = try ListDocument(snapshot: bytes, replica: local.replica)
-            let unsent = local.hasHistory(since: base.version) ? local.operations(since: base.version) : []
-            _ = base.remake(unsent, from: local)
+            _ = base.remake(DeviceCopyPolicy.unsent(local, acknowledged: VersionVector(), base: base), from: local)
             live.replace(with: base)
             replaced.insert(document)
         } catch {

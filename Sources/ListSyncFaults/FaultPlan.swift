@@ -1,3 +1,5 @@
+import ListSyncRandom
+
 /// What a fault proxy does to the connections through it: every fault is drawn from the seed.
 ///
 /// Faults are decided per connection (in the order the proxy accepts them) and, within a
@@ -106,30 +108,19 @@ public struct FaultStatistics: Sendable, Equatable {
     }
 }
 
-/// SplitMix64: the small seeded generator every fault is drawn from (Steele, Lea, Flood 2014).
+/// The generator every fault is drawn from: the package's `SplitMix64`, one stream per connection
+/// and direction, with the draws a fault plan needs.
 public struct FaultRandom: RandomNumberGenerator, Sendable {
-    private var state: UInt64
+    private var generator: SplitMix64
 
     /// A generator for `seed`, mixed with `streams` (a connection's index, a direction), so that
     /// each connection and direction draws from a sequence of its own.
     public init(seed: UInt64, streams: UInt64...) {
-        state = seed
-        for s in streams {
-            state = FaultRandom.mix(state &+ 0x9e37_79b9_7f4a_7c15 &* (s &+ 1))
-        }
+        generator = SplitMix64(seed: seed, streams: streams)
     }
 
-    public mutating func next() -> UInt64 {
-        state &+= 0x9e37_79b9_7f4a_7c15
-        return FaultRandom.mix(state)
-    }
-
-    private static func mix(_ x: UInt64) -> UInt64 {
-        var z = x
-        z = (z ^ (z >> 30)) &* 0xbf58_476d_1ce4_e5b9
-        z = (z ^ (z >> 27)) &* 0x94d0_49bb_1331_11eb
-        return z ^ (z >> 31)
-    }
+    /// The next 64 random bits.
+    public mutating func next() -> UInt64 { generator.next() }
 
     /// `true` with probability `p` (one draw, whatever `p` is).
     mutating func chance(_ p: Double) -> Bool {

@@ -3,7 +3,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
-import ListSync
+import ListSyncTransport
 import ListSyncTCP
 
 /// A TCP proxy that injects seeded faults between a client and a target: it listens, connects

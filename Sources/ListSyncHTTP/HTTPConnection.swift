@@ -1,4 +1,4 @@
-import ListSync
+import ListSyncTransport
 import ListSyncTCP
 
 /// One connection of an ``HTTPServer``, on its loop's thread: reads feed the parser, parsed

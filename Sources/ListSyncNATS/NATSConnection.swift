@@ -1,4 +1,4 @@
-import ListSync
+import ListSyncTransport
 import ListSyncTCP
 
 /// A connection to a NATS server or cluster, driven on an ``EventLoop``: publish, subscribe,

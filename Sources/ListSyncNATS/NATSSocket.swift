@@ -3,7 +3,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
-import ListSync
+import ListSyncTransport
 import ListSyncTCP
 
 /// The socket of one connection attempt to a NATS server, on the event loop's thread: plain TCP

@@ -2,6 +2,7 @@ import ListStore
 import ListSyncCrypto
 import ListSyncHTTP
 import ListSyncTCP
+import ListSyncFiles
 
 /// The admin port's token file (Docs/Security.md, "Admin port"): one line, the token that
 /// `/readyz` and `/metrics` ask for in `Authorization: Bearer <token>`. Like the key file, it is

@@ -1,5 +1,6 @@
 import Foundation
 import ListCRDT
+import ListSync
 
 /// When the daemon compacts a document and whom it stops waiting for (Docs/Daemon.md,
 /// "Compaction"; the rule in Docs/Semantics.md §7).
@@ -33,6 +34,13 @@ public struct CompactionPolicy: Sendable, Equatable {
     var intervalNanoseconds: UInt64 {
         let (s, a) = interval.components
         return UInt64(max(0, s)) * 1_000_000_000 + UInt64(max(0, a / 1_000_000_000))
+    }
+
+    /// The rule the document core decides by (``ListSync/DocumentCore/housekeeping(stabilityNow:now:rule:)``):
+    /// retirement in wall-clock seconds, intervals in monotonic nanoseconds.
+    func rule(gossipInterval: UInt64) -> CompactionRule {
+        CompactionRule(retireAfter: retireAfterSeconds, minOperations: minOperations, interval: intervalNanoseconds,
+                       gossipInterval: gossipInterval, forgottenPeers: forgottenPeers)
     }
 
     /// Seconds of the wall clock (the retire period must survive restarts, so not a monotonic clock).

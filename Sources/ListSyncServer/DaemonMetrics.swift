@@ -93,44 +93,6 @@ final class DaemonMetrics: Sendable {
         }
     }
 
-    /// Quantile `q` of the append latency, from the histogram (the bucket's upper bound), in ms.
-    func appendQuantile(_ q: Double) -> Double? {
-        state.withLock { c in
-            guard c.appendCount > 0 else { return nil }
-            let target = Int((Double(c.appendCount) * q).rounded(.up))
-            var seen = 0
-            for (i, n) in c.appendBuckets.enumerated() {
-                seen += n
-                if seen >= target { return i < Self.bucketBounds.count ? Self.bucketBounds[i] * 1000 : .infinity }
-            }
-            return nil
-        }
-    }
-
-    /// The counters as JSON-ready pairs.
-    func snapshot() -> [String: Any] {
-        let c = state.withLock { $0 }
-        var out: [String: Any] = [
-            "connections_total": c.connectionsTotal, "operations_in": c.operationsIn, "operations_out": c.operationsOut,
-            "batches_acknowledged": c.batchesAcknowledged, "batches_refused": c.batchesRefused,
-            "equivocations_refused": c.equivocations, "batches_rate_limited": c.rateLimited,
-            "bytes_in": c.bytesIn, "bytes_out": c.bytesOut, "storage_failures": c.storageFailures,
-            "documents_loaded_total": c.documentsLoaded, "documents_unloaded_total": c.documentsUnloaded,
-            "admin_unauthorized": c.adminUnauthorized,
-            "presence_in": c.presenceIn, "presence_dropped": c.presenceDropped,
-            "compactions": c.compactions, "operations_collected": c.operationsCollected,
-            "slots_collected": c.slotsCollected, "senders_retired": c.sendersRetired,
-            "last_compaction": c.lastCompaction,
-        ]
-        if !c.discovery.isEmpty { out["discovery"] = c.discovery }
-        if let e = c.lastStorageError { out["last_storage_error"] = e }
-        if let p50 = appendQuantile(0.5), let p99 = appendQuantile(0.99), p99.isFinite {
-            out["fsync_p50_ms"] = p50
-            out["fsync_p99_ms"] = p99
-        }
-        return out
-    }
-
     /// This process's resident set size, in bytes (Linux: /proc/self/statm).
     static func residentBytes() -> Int {
         guard let text = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8) else { return 0 }

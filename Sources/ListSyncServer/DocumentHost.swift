@@ -81,8 +81,6 @@ actor DocumentHost {
     private let metrics: DaemonMetrics?
     /// ``DocumentCore/operationsSent`` when last added to ``metrics``.
     private var operationsCounted = 0
-    /// The monotonic time before which the host does not compact again.
-    private var nextCompactionAt: UInt64 = 0
     /// The wall-clock time of the last compaction (0: none since the host was loaded).
     private(set) var lastCompactionTime: UInt64 = 0
 
@@ -254,15 +252,6 @@ actor DocumentHost {
         await compactIfDue()
     }
 
-    /// Sends the stability table to the peer links if it changed (at most once a second).
-    private func flushGossip() {
-        let actions = core.gossip(now: clock(), interval: Self.gossipInterval)
-        guard !actions.isEmpty else { return }
-        var outbox = TCPOutbox()
-        for case let .send(to, frame) in actions { subscribers[to]?.deliver(id, frame, via: &outbox) }
-        outbox.flush()
-    }
-
     /// The least time between two stability tables sent, in nanoseconds.
     static let gossipInterval: UInt64 = 1_000_000_000
 
@@ -422,38 +411,28 @@ actor DocumentHost {
         // The senders (authors noted, the silent retired) are refreshed only once the document
         // and its subscribers are settled: only then can the refresh change the answer.
         guard let compaction, !isClosed, !storeBusy else { return }
-        if core.isPeered {
-            // With peers: this daemon's entry first (written down before it is gossiped).
-            let (changed, retired, forgotten) = core.refreshPeers(now: wallClock(), retireAfter: compaction.retireAfterSeconds,
-                                                                  forgotten: compaction.forgottenPeers)
-            if !forgotten.isEmpty {
-                log("peer daemons forgotten", ["document": id.description, "daemons": forgotten.map(\.description).joined(separator: ",")])
-            }
-            if !retired.isEmpty {
-                metrics?.retired(retired.count)
-                log("senders retired", ["document": id.description, "replicas": retired.map(\.description).joined(separator: ","),
-                                        "after_seconds": "\(compaction.retireAfterSeconds)"])
-            }
-            if changed { saveStability() }
-            flushGossip()
+        // What to do is the core's decision (the simulator's daemons take the same one).
+        let step = core.housekeeping(stabilityNow: wallClock(), now: clock(), rule: compaction.rule(gossipInterval: Self.gossipInterval))
+        if !step.forgotten.isEmpty {
+            log("peer daemons forgotten", ["document": id.description, "daemons": step.forgotten.map(\.description).joined(separator: ",")])
         }
-        guard clock() >= nextCompactionAt, core.isSettled(minOperations: compaction.minOperations) else { return }
-        let (changed, retired) = core.refreshStability(now: wallClock(), retireAfter: compaction.retireAfterSeconds)
-        if !retired.isEmpty {
-            metrics?.retired(retired.count)
-            log("senders retired", ["document": id.description, "replicas": retired.map(\.description).joined(separator: ","),
+        if !step.retired.isEmpty {
+            metrics?.retired(step.retired.count)
+            log("senders retired", ["document": id.description, "replicas": step.retired.map(\.description).joined(separator: ","),
                                     "after_seconds": "\(compaction.retireAfterSeconds)"])
         }
-        let point = core.compactionPoint(minOperations: compaction.minOperations)
-        // Written once: a change of who counts, and always before a compaction.
-        if changed || point != nil { saveStability() }
-        guard let point else { return }
+        if step.saveStability { saveStability() }
+        if !step.gossip.isEmpty {
+            var outbox = TCPOutbox()
+            for case let .send(to, frame) in step.gossip { subscribers[to]?.deliver(id, frame, via: &outbox) }
+            outbox.flush()
+        }
+        guard let point = step.point else { return }
         let report: CompactionReport
         do { report = try core.compact(at: point) } catch {
             log("compaction refused", ["document": id.description, "error": error.description])
             return
         }
-        nextCompactionAt = clock() &+ compaction.intervalNanoseconds
         // The snapshot and the log's trim off the pool; batches wait meanwhile (``settleStore()``).
         let store = store, compacted = core.document
         do {

@@ -65,11 +65,7 @@ actor PeerLink: DocumentSubscriber {
     // MARK: DocumentSubscriber (frames from the local hosts)
 
     nonisolated func deliver(_ document: DocumentID, _ frame: [UInt8], via outbox: inout TCPOutbox) {
-        // Only operations and the stability table go to the peer: `subscribed` and `synced` are
-        // the local core's answers to this link's attachment, not messages for the peer. The
-        // table not to a peer of an older build, which refused it once.
-        guard frame.count > 1, frame[1] == SyncMessage.operationsTag
-            || (frame[1] == SyncMessage.stabilityTag && relay.sendsStability) else { return }
+        guard PeerSession.relays(frame, sendsStability: relay.sendsStability) else { return }
         if let transport = relay.transport { outbox.enqueue(frame, on: transport) }
     }
 

@@ -12,26 +12,20 @@ extension Simulator {
     /// against ``SimulationConfiguration/retireAfter`` matter).
     var stabilityNow: UInt64 { network.now }
 
-    /// What the host does after every batch and `seen` (DocumentHost.compactIfDue): refresh the
-    /// stability (retiring silent senders), and compact at the core's compaction point if any,
-    /// writing the stability first and the snapshot (the disk's next generation) after.
+    /// After every batch and `seen`, a peer's table and each timer: the core's housekeeping
+    /// (``DocumentCore/housekeeping(stabilityNow:now:rule:)``, the decision the daemon's host
+    /// takes too), then its I/O: the stability written, the table sent, and at a compaction
+    /// point the compaction, the snapshot (the disk's next generation) and the floor told.
     mutating func compactIfDue(_ d: Int) {
         guard let minOperations = configuration.compactAfter else { return }
-        if daemons[d].core.isPeered {
-            // With peers: this daemon's entry first, written down before it is gossiped.
-            let (changed, retired, forgotten) = daemons[d].core.refreshPeers(now: stabilityNow, retireAfter: configuration.retireAfter,
-                                                                             forgotten: forgottenPeers[d] ?? [])
-            report.retired += retired.count
-            report.daemonsForgotten += forgotten.count
-            if changed { daemons[d].savedStability = daemons[d].core.stability }
-            performCore(d, daemons[d].core.gossip(now: network.now, interval: Self.gossipInterval))
-        }
-        guard daemons[d].core.document.operationCount >= minOperations else { return }
-        let (changed, retired) = daemons[d].core.refreshStability(now: stabilityNow, retireAfter: configuration.retireAfter)
-        report.retired += retired.count
-        if changed { daemons[d].savedStability = daemons[d].core.stability }
-        guard let point = daemons[d].core.compactionPoint(minOperations: minOperations) else { return }
-        daemons[d].savedStability = daemons[d].core.stability
+        let rule = CompactionRule(retireAfter: configuration.retireAfter, minOperations: minOperations, interval: 0,
+                                  gossipInterval: Self.gossipInterval, forgottenPeers: forgottenPeers[d] ?? [])
+        let step = daemons[d].core.housekeeping(stabilityNow: stabilityNow, now: network.now, rule: rule)
+        report.retired += step.retired.count
+        report.daemonsForgotten += step.forgotten.count
+        if step.saveStability { daemons[d].savedStability = daemons[d].core.stability }
+        performCore(d, step.gossip)
+        guard let point = step.point else { return }
         do {
             try daemons[d].core.compact(at: point)
         } catch {
@@ -44,31 +38,32 @@ extension Simulator {
         performCore(d, daemons[d].core.floorAnnouncements())
     }
 
-    /// The daemon compacted at `floor` (`stable`): client `c` compacts its copy there too if it
-    /// holds exactly that version (as SyncClient does); its view must not change.
+    /// The daemon compacted at `floor` (`stable`): client `c` compacts its copy there too when
+    /// the device policy says so (``DeviceCopyPolicy/compactsAtFloor(_:version:historyFloor:resyncing:)``,
+    /// which SyncClient and the command line's kept copy ask too); its view must not change.
     mutating func compactClient(_ c: Int, at floor: VersionVector) {
-        guard clients[c].document.version == floor, clients[c].document.historyFloor != floor else { return }
+        let doc = clients[c].document
+        guard DeviceCopyPolicy.compactsAtFloor(floor, version: doc.version, historyFloor: doc.historyFloor,
+                                               resyncing: clients[c].resync) else { return }
         let before = clients[c].document.snapshot()
         do { try clients[c].document.compact(stable: floor) } catch {
             report.failures.append("client \(c): compaction at the daemon's floor refused: \(error)")
             return
         }
         if clients[c].document.snapshot() != before { report.failures.append("client \(c): its compaction changed what it shows") }
-        // The daemon holds its floor: what it acknowledged is at least that (as SyncClient records).
+        // The daemon holds its floor: what it acknowledged is at least that (SyncClient records it too).
         clients[c].acked.formUnion(floor)
         report.clientCompactions += 1
     }
 
-    /// Sends everything client `c` holds that the daemon has not acknowledged, in order, as one
-    /// edit, if it is caught up (as SyncClient does).
+    /// Sends what client `c` holds that the daemon has not acknowledged, as one edit, if it is
+    /// caught up (``DeviceCopyPolicy/toSend(_:acknowledged:)``, what SyncClient sends).
     mutating func sendUnacknowledged(_ c: Int) {
         guard clients[c].connected, clients[c].live, !clients[c].resync else { return }
-        let doc = clients[c].document
-        guard doc.hasHistory(since: clients[c].acked) else {
+        guard let ops = DeviceCopyPolicy.toSend(clients[c].document, acknowledged: clients[c].acked) else {
             report.failures.append("client \(c): its history does not go back to what the daemon acknowledged")
             return
         }
-        let ops = doc.operations(since: clients[c].acked)
         guard !ops.isEmpty else { return }
         sendOwn(c, ops)
     }
@@ -81,19 +76,18 @@ extension Simulator {
     }
 
     /// A batch of client `c` was refused for the compaction floor: it was left behind (retired
-    /// while away). It subscribes again from nothing, for the daemon's snapshot (as SyncClient does).
+    /// while away). Whether the refusal is final is ``UnansweredSends``'s answer (SyncClient's
+    /// too); if it is, the client re-syncs (``CopyResync/begin(replica:keepsRefused:)``) and
+    /// subscribes again from nothing, for the daemon's snapshot.
+    /// Both act on it only once every batch in flight is answered (``RefusalWait``).
     mutating func refusedForFloor(_ c: Int) {
         report.refusedCompacted += 1
         guard clients[c].connected, !clients[c].resync else { return }
-        // Sent ahead, a later batch may still be taken (it brings the causes an earlier one
-        // lacked): every answer first (SyncClient's later batches hold the refused edits too).
-        guard clients[c].batches.isEmpty else {
-            clients[c].refusalWaits = true
-            return
-        }
+        // Every later batch's answer first: one may still take the refused edits.
+        guard clients[c].refusal.refused(inFlight: clients[c].batches.count) else { return }
         // A daemon lost for good is no longer among the device's daemons (its operator took it
-        // out, as from the daemons'): what it may hold is given up, as SyncClient does for a
-        // daemon not configured. Asked still, it would keep the device from ever re-syncing.
+        // out, as from the daemons'): what it may hold is given up (SyncClient's `askable` is
+        // its configured addresses). Asked still, it would keep the device from ever re-syncing.
         let verdict = clients[c].unanswered.refused(by: clients[c].daemon, askable: { $0 != lost })
         if case let .settle(other) = verdict, !configuration.remakesOnFirstRefusal {
             // Another daemon may hold what this one refused: settle there first.
@@ -102,9 +96,7 @@ extension Simulator {
             reset(daemon: clients[c].daemon, other: clients[c].node)
             return
         }
-        clients[c].resyncBase = ListDocument(replica: clients[c].document.replica)
-        clients[c].resyncSynced = nil
-        clients[c].resyncAfterRefusal = !configuration.keepsRefusedEdits
+        clients[c].resyncing.begin(replica: clients[c].document.replica, keepsRefused: configuration.keepsRefusedEdits)
         performClient(c, clients[c].session.unsubscribe(document))
         resubscribe(c)
     }
@@ -112,10 +104,9 @@ extension Simulator {
     /// Every batch of client `c` is answered: a refusal that waited for them re-syncs now, unless
     /// the later ones took everything.
     mutating func answeredAll(_ c: Int) {
-        guard clients[c].batches.isEmpty, clients[c].refusalWaits else { return }
-        clients[c].refusalWaits = false
         let own = clients[c].document.replica
-        guard clients[c].acked[own] < clients[c].document.version[own] else { return }
+        guard clients[c].refusal.answered(inFlight: clients[c].batches.count,
+                                          unacknowledged: clients[c].acked[own] < clients[c].document.version[own]) else { return }
         report.refusedCompacted -= 1   // counted when it came
         refusedForFloor(c)
     }
@@ -125,7 +116,7 @@ extension Simulator {
     /// that every item the client inserted and did not send is still shown, unless its section is gone.
     mutating func resync(_ c: Int, from bytes: [UInt8]) {
         do {
-            clients[c].resyncBase = try ListDocument(snapshot: bytes, replica: clients[c].document.replica)
+            try clients[c].resyncing.snapshot(bytes, replica: clients[c].document.replica)
             report.snapshots += 1
             resyncIfReady(c)
         } catch {
@@ -149,29 +140,23 @@ extension Simulator {
         reportSeen(c)
     }
 
-    /// Re-syncs client `c` onto the daemon's copy it is building (``SimulatedClient/resyncBase``)
-    /// once that holds everything `synced` said and every operation of its own that a daemon
-    /// acknowledged (one acknowledged by another daemon may reach this one later, relayed; made
-    /// again on a copy without it, what depends on it would be lost).
+    /// Re-syncs client `c` once its re-sync is ready (``CopyResync/outcome(local:acknowledged:prepare:)``,
+    /// the state machine SyncClient's copies keep too: the daemon's copy holds everything
+    /// `synced` said and every operation of its own that a daemon acknowledged).
     mutating func resyncIfReady(_ c: Int) {
-        guard let base = clients[c].resyncBase, let synced = clients[c].resyncSynced,
-              base.isReadyForRemake(synced: synced, acknowledged: clients[c].acked, of: clients[c].document.replica) else { return }
-        let fromOperations = base.historyFloor == nil
-        resync(c, onto: base)
-        if fromOperations { report.operationResyncs += 1 }
+        let variant = configuration.variant
+        guard let outcome = clients[c].resyncing.outcome(local: clients[c].document, acknowledged: clients[c].acked,
+                                                         prepare: { $0.variant = variant }) else { return }
+        resync(c, with: outcome)
+        // Remaking does not compact: a copy without a floor was built from operations.
+        if outcome.document.historyFloor == nil { report.operationResyncs += 1 }
     }
 
-    /// Client `c`'s re-sync onto `base`, the daemon's copy (its snapshot, or its catch-up from
-    /// nothing): `base` becomes the client's document with the edits the daemon lacks made again on it.
-    mutating func resync(_ c: Int, onto base: ListDocument) {
+    /// Client `c`'s re-sync: the outcome becomes its document, after the oracle's checks of it
+    /// (no id taken twice, no unsent item lost).
+    mutating func resync(_ c: Int, with outcome: CopyResync.Outcome) {
         let local = clients[c].document
-        var base = base
-        base.variant = configuration.variant
-        // Its own: what it holds of others' came from a daemon (one it roamed from may not have
-        // relayed it to this one yet), and comes here too.
-        let unsent = local.operations.filter { $0.id.replica == local.replica && !base.version.contains($0.lastID) }
-        let held = base.version
-        let made = base.remake(unsent, from: local, refused: clients[c].resyncAfterRefusal)
+        let (base, unsent, made, held) = (outcome.document, outcome.unsent, outcome.made, outcome.held)
         // Each identity once: nothing made again takes the id of an operation the client made before.
         for op in made where !unsent.contains(where: { $0.id == op.id }) {
             if let old = unsent.first(where: { $0.id.replica == op.id.replica && op.id.counter <= $0.lastID.counter && $0.id.counter <= op.lastID.counter }) {
@@ -192,9 +177,7 @@ extension Simulator {
             }
         }
         clients[c].document = base
-        clients[c].resyncBase = nil
-        clients[c].resyncSynced = nil
-        clients[c].resyncAfterRefusal = false
+        clients[c].resyncing.finish()
         clients[c].acked = held
         clients[c].resyncs += 1
         // A drag in progress ends (its rows may be gone), as when a client forgets its copy; the

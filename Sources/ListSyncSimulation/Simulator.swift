@@ -54,8 +54,8 @@ public struct SimulationConfiguration: Sendable {
     public var seenInterval: UInt64 = 10
     /// With compaction: clients send as the simulator's clients do without it: each edit's
     /// operations at once (even while subscribing), and what the daemon lacks on `subscribed`.
-    /// Off: as SyncClient does, everything the daemon has not acknowledged, in order, once caught
-    /// up (`synced`) and after each edit while live. On, an edit can reach the daemon before the
+    /// Off: SyncClient's policy (``DeviceCopyPolicy/toSend(_:acknowledged:)``), everything the
+    /// daemon has not acknowledged, in order, once caught up (`synced`) and after each edit while live. On, an edit can reach the daemon before the
     /// earlier ones it depends on (a known issue with compaction: see SimulatorTests).
     public var sendsAhead = false
     /// A deliberately broken engine, for measuring the simulator's power (tests only).
@@ -223,7 +223,8 @@ public struct Simulator: Sendable {
     /// Per daemon, the daemons its operator told it to forget (`--forget-peer`), by replica.
     var forgottenPeers: [Int: Set<ReplicaID>] = [:]
     var compacting: Bool { configuration.compactAfter != nil }
-    /// Whether clients send as SyncClient does (everything unacknowledged, in order, once caught up).
+    /// Whether clients send by SyncClient's policy (everything unacknowledged, in order, once
+    /// caught up: ``DeviceCopyPolicy/toSend(_:acknowledged:)``).
     var sendsInOrder: Bool { compacting && !configuration.sendsAhead }
 
     /// A simulator for one run.
@@ -477,9 +478,7 @@ public struct Simulator: Sendable {
     }
 
     mutating func resubscribe(_ c: Int) {
-        // After a refusal for the compaction floor: from nothing, so that the catch-up is the
-        // daemon's snapshot (as SyncClient does).
-        let version = clients[c].resync ? VersionVector() : clients[c].document.version
+        let version = DeviceCopyPolicy.subscribeVersion(clients[c].document.version, resyncing: clients[c].resync)
         clients[c].live = false
         let actions = clients[c].session.subscribe(document, epoch: clients[c].knowsEpoch ? epoch : 0,
                                                    version: version, now: nowNs)
@@ -516,7 +515,7 @@ public struct Simulator: Sendable {
             let c = other - daemons.count
             _ = clients[c].session.disconnected()
             clients[c].batches = [:]
-            clients[c].refusalWaits = false
+            clients[c].refusal.reset()
             clients[c].connected = false
             clients[c].live = false
             clients[c].reconnectAt = network.now + 20 + UInt64(rng.below(40))
@@ -621,6 +620,8 @@ public struct Simulator: Sendable {
                 if daemons[d].core.seen(sub, replica: replica, version: version, role: role, now: stabilityNow) {
                     daemons[d].savedStability = daemons[d].core.stability
                 }
+                // A kept copy's `seen` is answered with the floor, as the host does.
+                performCore(d, daemons[d].core.floorAnswer(to: sub))
             case let .stability(_, from, entries):
                 if daemons[d].core.peerStability(sub, from: from, entries: entries, now: stabilityNow) {
                     daemons[d].savedStability = daemons[d].core.stability
@@ -647,8 +648,8 @@ public struct Simulator: Sendable {
             case let .send(sub, frame):
                 let other = sub.raw
                 if daemons[d].links[other] != nil {
-                    // The link relays operations and the stability table only, as PeerLink does.
-                    if frame.count > 1, frame[1] == SyncMessage.operationsTag || frame[1] == SyncMessage.stabilityTag {
+                    // What the daemon's link relays (``PeerSession/relays(_:sendsStability:)``).
+                    if PeerSession.relays(frame, sendsStability: true) {
                         if frame[1] == SyncMessage.stabilityTag { report.stabilityGossips += 1 }
                         send(d, other, frame)
                     }
@@ -723,25 +724,19 @@ public struct Simulator: Sendable {
                 }
                 if !missing.isEmpty { sendOwn(c, missing) }
             case let .operations(_, ops):
-                if clients[c].resyncBase != nil {
+                if clients[c].resync {
                     // Re-syncing: the catch-up from nothing is the daemon's copy; once `synced`
                     // came and it holds all that said, the client is caught up.
-                    _ = clients[c].resyncBase!.receive(ops)
-                    if clients[c].resyncSynced != nil { caughtUp(c) }
+                    _ = clients[c].resyncing.receive(ops)
+                    if clients[c].resyncing.synced != nil { caughtUp(c) }
                     continue
                 }
                 _ = clients[c].document.receive(ops)
-                if compacting {
-                    // As SyncClient: what the daemon sent, it holds; only the client's own edits
-                    // are ever sent back (a batch that mixed others' edits in could be taken in
-                    // part, and the client would not know which part).
-                    var seen = VersionVector()
-                    for op in ops { seen.observe(op.lastID) }
-                    clients[c].acked.formUnion(seen)
-                }
-                if clients[c].document.pendingCount > 0 {
-                    performClient(c, clients[c].session.hello(document, version: clients[c].document.version))
-                }
+                // What the daemon sent, it holds: only the client's own edits are ever sent back
+                // (a batch that mixed others' edits in could be taken in part).
+                if compacting { clients[c].acked.formUnion(DeviceCopyPolicy.acknowledgedByReceipt(ops)) }
+                // No `hello` for operations waiting for their causes: no device sends one (the
+                // causes come on this subscription's catch-up, or the next one's).
                 reportSeen(c)
             case let .editDone(n, result):
                 let resyncs = clients[c].batches.removeValue(forKey: n)
@@ -780,7 +775,7 @@ public struct Simulator: Sendable {
             case let .synced(_, version):
                 clients[c].acked.formUnion(version)
                 noteAcknowledged(c)
-                if clients[c].resync { clients[c].resyncSynced = version }
+                clients[c].resyncing.synced(version)
                 caughtUp(c)
             case let .documentError(_, code, _):
                 if code == .compacted { refusedForFloor(c) }
@@ -798,7 +793,7 @@ public struct Simulator: Sendable {
         doc.variant = configuration.variant
         clients[c].document = doc
         clients[c].knowsEpoch = false
-        clients[c].resyncBase = nil; clients[c].resyncSynced = nil
+        clients[c].resyncing = CopyResync()
         clients[c].acked = VersionVector()
         clients[c].unanswered = UnansweredSends()
         clients[c].live = false
@@ -1035,26 +1030,21 @@ struct SimulatedClient {
     var reconnectAt: UInt64?
     var forgetful = false
     var generation = 0
-    /// Refused for the compaction floor: the daemon's copy, built from its catch-up from nothing
-    /// when that is operations (a daemon that did not compact; it refused an edit of a replica no
-    /// daemon counts); a snapshot catch-up replaces it. Nil: not re-syncing.
-    var resyncBase: ListDocument?
+    /// Its re-sync (refused for the compaction floor, or a snapshot catch-up): the state machine
+    /// SyncClient's copies keep too.
+    var resyncing = CopyResync()
     /// The daemons it sent operations of its own to that have not answered for them all: a
     /// refusal is final only once each has refused (as SyncClient's). Until then it goes back to
     /// `settleAt` on its next connection.
     var unanswered = UnansweredSends<Int>()
     var settleAt: Int?
-    /// Re-syncing: what the daemon's `synced` said its catch-up holds (nil: not yet said).
-    var resyncSynced: VersionVector?
-    /// Re-syncing after a refusal (as SyncClient's `resyncAfterRefusal`): nothing kept as it is.
-    var resyncAfterRefusal = false
     /// Re-syncs done, and per batch in flight how many had been done when it was sent.
     var resyncs = 0
     var batches: [UInt64: Int] = [:]
-    /// A refusal came while other batches waited for their answers.
-    var refusalWaits = false
+    /// A refusal waiting for the answers of the batches after it (SyncClient's rule too).
+    var refusal = RefusalWait()
     /// Whether it re-syncs: it subscribes from nothing.
-    var resync: Bool { resyncBase != nil }
+    var resync: Bool { resyncing.isActive }
     /// With compaction: caught up (`synced`) on its current subscription; and what the daemon
     /// said it holds (subscribed, synced, acknowledgements), as SyncClient's record.
     var live = false

@@ -1,4 +1,4 @@
-import ListSync
+import ListSyncTransport
 
 /// Jittered exponential backoff: the wait before reconnect attempt `n` is drawn from
 /// `[d/2, d]` where `d = min(initial · 2ⁿ, maximum)`.

@@ -3,7 +3,7 @@ import CListSyncLinux
 #if canImport(Glibc)
 import Glibc
 #endif
-import ListSync
+import ListSyncTransport
 
 /// The Linux poller: epoll(7), level-triggered, with an eventfd for wake-ups. The default on
 /// Linux (`LISTSYNC_POLLER=epoll`).

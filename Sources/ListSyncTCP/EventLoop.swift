@@ -4,7 +4,7 @@ import Glibc
 import Darwin
 #endif
 import Foundation
-import ListSync
+import ListSyncTransport
 import Synchronization
 
 /// Something the event loop tells when its descriptor is ready. Called on the loop's thread only.

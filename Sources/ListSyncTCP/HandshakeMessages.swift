@@ -1,3 +1,5 @@
+import ListSyncTransport
+
 /// The frames of the handshake and of an established connection (Docs/Transport.md).
 ///
 /// Before the handshake ends a frame body is `u8 type | payload` in the clear; after it, the same
@@ -107,4 +109,17 @@ public enum HandshakeErrorCode: UInt8, Sendable {
     case authentication = 2
     /// The server is full or the address is backing off.
     case busy = 3
+}
+
+extension CloseReason {
+    /// Whether the handshake failed on the key or the credential: this side's check of the peer's
+    /// proof, or the peer's refusal with ``HandshakeErrorCode/authentication``. A caller tells a
+    /// wrong key from a busy or cut connection by this, not by the text.
+    public var isAuthenticationFailure: Bool {
+        switch self {
+        case .authenticationFailed: return true
+        case let .refusedByPeer(code, _): return code == HandshakeErrorCode.authentication.rawValue
+        default: return false
+        }
+    }
 }

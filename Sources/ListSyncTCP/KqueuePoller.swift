@@ -4,7 +4,7 @@ import Darwin
 #elseif canImport(Glibc)
 import Glibc
 #endif
-import ListSync
+import ListSyncTransport
 
 /// The poller of macOS, iOS and the BSDs: kqueue(2), level-triggered (no `EV_CLEAR`), with a
 /// ``SelfPipe`` for wake-ups. The default there (`LISTSYNC_POLLER=kqueue`).

@@ -1,4 +1,4 @@
-import ListSync
+import ListSyncTransport
 
 /// The bytes a non-blocking socket has queued and not yet written, and the one loop that writes
 /// them: the project's sockets (``SocketConnection`` and the NATS client's) share it.

@@ -3,7 +3,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
-import ListSync
+import ListSyncTransport
 
 /// The portable poller: poll(2), which every POSIX system has, with a ``SelfPipe`` for wake-ups
 /// (`LISTSYNC_POLLER=poll`; the default only where neither epoll nor kqueue exists).

@@ -1,4 +1,4 @@
-import ListSync
+import ListSyncTransport
 
 /// What a ``Poller`` watches a descriptor for.
 package struct PollInterest: OptionSet, Hashable, Sendable, CustomStringConvertible {

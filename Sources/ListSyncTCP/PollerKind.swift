@@ -4,7 +4,7 @@ import Glibc
 import Darwin
 #endif
 import Foundation
-import ListSync
+import ListSyncTransport
 
 /// The readiness interface an ``EventLoop`` waits with (see `Docs/Transport.md`, "Pollers").
 ///

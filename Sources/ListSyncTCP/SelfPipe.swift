@@ -1,4 +1,4 @@
-import ListSync
+import ListSyncTransport
 
 /// The wake-up of the poll and kqueue pollers: a pipe whose read end the poller watches, and into
 /// whose write end ``wake()`` puts a byte (the "self-pipe trick"). Both ends are non-blocking and

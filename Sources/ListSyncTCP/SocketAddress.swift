@@ -3,7 +3,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
-import ListSync
+import ListSyncTransport
 
 /// An IPv4 or IPv6 address and port.
 public struct SocketAddress: Hashable, Sendable, CustomStringConvertible {

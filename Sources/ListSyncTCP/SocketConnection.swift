@@ -1,4 +1,4 @@
-import ListSync
+import ListSyncTransport
 import Synchronization
 
 /// The I/O of one connection, on its event loop's thread: reads feed the ``ConnectionMachine``,
@@ -307,7 +307,7 @@ final class SocketConnection: EventHandler, @unchecked Sendable {
             onEstablished = nil
             switch reason {
             case let .system(call, errno): failed(.system(call: call, errno: errno))
-            default: failed(.handshake(reason.description))
+            default: failed(.handshake(reason))
             }
         }
         onClose?(reason)

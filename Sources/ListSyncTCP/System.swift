@@ -3,7 +3,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
-import ListSync
+import ListSyncTransport
 
 /// The one place where this module calls the operating system.
 ///

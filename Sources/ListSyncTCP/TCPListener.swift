@@ -1,4 +1,4 @@
-import ListSync
+import ListSyncTransport
 import ListSyncCrypto
 import Synchronization
 

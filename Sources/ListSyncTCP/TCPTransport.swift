@@ -3,7 +3,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
-import ListSync
+import ListSyncTransport
 import ListSyncCrypto
 import Synchronization
 
@@ -105,7 +105,7 @@ public final class TCPTransport: Transport, @unchecked Sendable {
     /// Whether `error` is a connection cut during the handshake, worth one more try.
     static func cutInHandshake(_ error: TransportError) -> Bool {
         switch error {
-        case let .handshake(why): return why == CloseReason.peerClosed.description
+        case .handshake(.peerClosed): return true
         case let .system(call, code): return call != "connect" && (code == ECONNRESET || code == EPIPE)
         default: return false
         }

@@ -1,4 +1,4 @@
-import ListSync
+import ListSyncTransport
 
 /// A bound UDP socket on an ``EventLoop``: datagrams in through a callback, out with
 /// ``send(_:to:)``. Used for LAN discovery (small, authenticated announcements); nothing here

@@ -1,32 +1,40 @@
 import Foundation
 
-/// Every file of Tests/Fuzz/Corpus/<name>/ and Tests/Fuzz/Crashes/<name>/ (Docs/Fuzzing.md), for the
-/// test targets that replay a harness's corpus. `file` is the caller's (a file of a test target,
-/// one folder below Tests/).
-public func fuzzInputs(_ name: String, file: String = #filePath) -> [[UInt8]] {
-    let tests = URL(fileURLWithPath: file).deletingLastPathComponent().deletingLastPathComponent()
-    var out: [[UInt8]] = []
-    for folder in ["Fuzz/Corpus/\(name)", "Fuzz/Crashes/\(name)"] {
-        let dir = tests.appendingPathComponent(folder)
-        let names = (try? FileManager.default.contentsOfDirectory(atPath: dir.path)) ?? []
-        for n in names.sorted() where !n.hasPrefix(".") {
-            if let d = FileManager.default.contents(atPath: dir.appendingPathComponent(n).path) { out.append(Array(d)) }
-        }
-    }
-    return out
+/// An error escaped the replay of one corpus file: which corpus, which file, and the error.
+public struct FuzzReplayFailure: Error, CustomStringConvertible {
+    /// The harness's name (`ops`, `tcp`, ...).
+    public let corpus: String
+    /// The input's path, relative to Tests/Fuzz (`Corpus/tcp/3f2a...`), to reproduce it with
+    /// `.build-fuzz/bin/fuzz-<corpus> Tests/Fuzz/<file>`.
+    public let file: String
+    /// What the replay threw.
+    public let error: any Error
+
+    public var description: String { "fuzz corpus \(corpus), input Tests/Fuzz/\(file): \(error)" }
 }
 
-/// The harnesses' split (Tests/Fuzz/Harnesses/Support/FuzzInput.swift): a size byte s gives a
-/// piece of s + 1 bytes, the sizes cycled; no sizes: one piece.
-public func split(_ bytes: [UInt8], _ sizes: [UInt8]) -> [ArraySlice<UInt8>] {
-    guard !sizes.isEmpty else { return [bytes[...]] }
-    var pieces: [ArraySlice<UInt8>] = []
-    var at = 0, k = 0
-    while at < bytes.count {
-        let n = min(Int(sizes[k % sizes.count]) + 1, bytes.count - at)
-        pieces.append(bytes[at..<at + n])
-        at += n
-        k += 1
+/// Replays every file of Tests/Fuzz/Corpus/<name>/ and Tests/Fuzz/Crashes/<name>/ (Docs/Fuzzing.md),
+/// in name order, through `body`, each as a fresh `FuzzInput` (the reader the harnesses use), and
+/// returns how many inputs there were (a suite expects more than none). An error `body` throws
+/// stops the replay as a `FuzzReplayFailure` naming the input's file. `file` is the caller's (a
+/// file of a test target, one folder below Tests/).
+///
+/// - Complexity: O(total bytes of the corpus) plus the work of `body`.
+public func replayFuzzCorpus(_ name: String, file: String = #filePath,
+                             _ body: (_ input: inout FuzzInput) throws -> Void) throws -> Int {
+    let tests = URL(fileURLWithPath: file).deletingLastPathComponent().deletingLastPathComponent()
+    var count = 0
+    for folder in ["Corpus/\(name)", "Crashes/\(name)"] {
+        let dir = tests.appendingPathComponent("Fuzz").appendingPathComponent(folder)
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: dir.path)) ?? []
+        for n in names.sorted() where !n.hasPrefix(".") {
+            guard let data = FileManager.default.contents(atPath: dir.appendingPathComponent(n).path) else { continue }
+            var input = FuzzInput(Array(data))
+            count += 1
+            do { try body(&input) } catch {
+                throw FuzzReplayFailure(corpus: name, file: "\(folder)/\(n)", error: error)
+            }
+        }
     }
-    return pieces
+    return count
 }

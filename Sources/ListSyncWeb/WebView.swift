@@ -3,7 +3,7 @@ import ListCRDT
 import ListSyncClient
 import ListSyncCrypto
 import ListSyncHTTP
-import ListSyncServer
+import ListSyncFiles
 import ListSyncTCP
 
 /// What the web view is started with.
@@ -22,7 +22,7 @@ public struct WebViewConfiguration: Sendable {
     /// One log line per event (login, session ended, refusals).
     public var log: (@Sendable (String, [String: String]) -> Void)?
     /// What a document holds in the daemon's shared log beyond its folder, and when it was last
-    /// written there (``Daemon/storageUsage(_:)``); nil: the folder alone.
+    /// written there (the daemon's `Daemon.storageUsage(_:)`); nil: the folder alone.
     public var logUsage: (@Sendable (DocumentID) -> (logBytes: Int64, lastWriteMillis: UInt64?)?)?
 
     public init(host: String, port: UInt16, daemonHost: String, daemonPort: UInt16, masterKey: [UInt8], dataFolder: String,

@@ -1,6 +1,7 @@
 import Foundation
 import ListCRDT
 import ListStore
+import ListSyncRandom
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -26,17 +27,6 @@ func fail(_ message: String) -> Never {
     exit(2)
 }
 
-struct Rng: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
-
 func option(_ name: String, _ args: [String], default value: UInt64) -> UInt64 {
     guard let i = args.firstIndex(of: name) else { return value }
     guard i + 1 < args.count, let v = UInt64(args[i + 1]) else { fail("\(name) needs a number") }
@@ -46,7 +36,7 @@ func option(_ name: String, _ args: [String], default value: UInt64) -> UInt64 {
 /// The child: append until killed.
 func appendForever(folder: String, seed: UInt64, snapshotEvery: UInt64) throws {
     var (store, document) = try DocumentStore.open(at: folder, documentID: probeDocument, replica: replica)
-    var rng = Rng(state: seed ^ document.version[replica])
+    var rng = SplitMix64(seed: seed ^ document.version[replica])
     if document.sectionCount == 0 {
         let op = try document.insertSection(at: 0)
         try store.append([op])
@@ -79,7 +69,7 @@ func appendForever(folder: String, seed: UInt64, snapshotEvery: UInt64) throws {
 
 /// The parent: kill the child at random moments and check every acknowledged batch.
 func killCycles(folder: String, cycles: Int, seed: UInt64) -> Int32 {
-    var rng = Rng(state: seed)
+    var rng = SplitMix64(seed: seed)
     let executable = URL(fileURLWithPath: CommandLine.arguments[0]).path
     var acknowledged = 0, highest: UInt64 = 0, tails = 0
     for cycle in 0..<cycles {

@@ -3,7 +3,7 @@ import ListCRDT
 import ListSync
 import ListSyncClient
 import ListStore
-import ListSyncServer
+import ListSyncFiles
 import ListSyncTCP
 import ListTable
 import Synchronization

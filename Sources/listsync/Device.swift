@@ -4,7 +4,7 @@ import ListStore
 import ListSync
 import ListSyncClient
 import ListSyncCrypto
-import ListSyncServer
+import ListSyncFiles
 import ListSyncTCP
 
 let deviceUsage = """

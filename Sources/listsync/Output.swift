@@ -1,7 +1,7 @@
 import Foundation
 import ListCRDT
 import ListSync
-import ListSyncServer
+import ListSyncFiles
 
 /// Output written in pieces as it is made (`show --json`, `export`): a buffer of at most
 /// `chunk` bytes goes out whenever it fills, so a large list costs its own size in memory, not a

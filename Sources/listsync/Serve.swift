@@ -2,6 +2,7 @@ import ListCRDT
 import ListSync
 import Foundation
 import ListSyncServer
+import ListSyncFiles
 import ListStore
 import ListSyncTCP
 import ListSyncWeb

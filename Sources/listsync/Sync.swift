@@ -3,7 +3,6 @@ import ListCRDT
 import ListStore
 import ListSync
 import ListSyncClient
-import ListSyncServer
 import ListSyncTCP
 import ListTable
 

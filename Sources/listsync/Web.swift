@@ -5,6 +5,7 @@ import ListSyncClient
 import ListStore
 import ListSyncCrypto
 import ListSyncServer
+import ListSyncFiles
 import ListSyncTCP
 import ListSyncWeb
 import Synchronization

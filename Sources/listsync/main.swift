@@ -1,5 +1,5 @@
 import Foundation
-import ListSyncServer
+import ListSyncFiles
 
 /// `listsync`: command-line entry point. Wiring only: the work is in the ListSync modules.
 

@@ -59,16 +59,18 @@ build_module() {
 
 build_module ListCRDT
 build_module ListTable ListCRDT
-build_module ListSync ListCRDT ListTable
+build_module ListSyncTransport
+build_module ListSync ListCRDT ListTable ListSyncTransport
 build_module ListSyncCrypto
-build_module ListSyncTCP ListSync ListSyncCrypto
-build_module ListSyncHTTP ListSync ListSyncTCP ListSyncCrypto
-build_module ListSyncNATS ListSync ListSyncTCP
+build_module ListSyncTCP ListSyncTransport ListSyncCrypto ListCRDT
+build_module ListSyncHTTP ListSyncTransport ListSyncTCP ListSyncCrypto
+build_module ListSyncNATS ListSyncTransport ListSyncTCP
 build_module ListStore ListCRDT
-build_module ListSyncServer ListCRDT ListTable ListSync ListSyncTCP ListSyncHTTP ListStore ListSyncCrypto ListSyncNATS
+build_module ListSyncFiles ListCRDT ListSync ListStore ListSyncCrypto ListSyncTCP
+build_module ListSyncServer ListCRDT ListTable ListSync ListSyncTCP ListSyncHTTP ListStore ListSyncCrypto ListSyncNATS ListSyncFiles
 
-OBJECTS=("$MOD"/ListCRDT.o "$MOD"/ListTable.o "$MOD"/ListSync.o "$MOD"/ListSyncCrypto.o "$MOD"/CListSyncLinux.o
-         "$MOD"/ListSyncTCP.o "$MOD"/ListSyncHTTP.o "$MOD"/ListSyncNATS.o "$MOD"/ListStore.o "$MOD"/ListSyncServer.o)
+OBJECTS=("$MOD"/ListCRDT.o "$MOD"/ListTable.o "$MOD"/ListSyncTransport.o "$MOD"/ListSync.o "$MOD"/ListSyncCrypto.o "$MOD"/CListSyncLinux.o
+         "$MOD"/ListSyncTCP.o "$MOD"/ListSyncHTTP.o "$MOD"/ListSyncNATS.o "$MOD"/ListStore.o "$MOD"/ListSyncFiles.o "$MOD"/ListSyncServer.o)
 
 # Extra sources compiled into a harness (the CLI's parsing lives in the executable target).
 extra_sources() {
@@ -78,8 +80,9 @@ extra_sources() {
     esac
 }
 
-# Shared by every harness: the entry points, input helpers and seed documents.
-SUPPORT=("$ROOT"/Tests/Fuzz/Harnesses/Support/*.swift)
+# Shared by every harness: the entry points, input helpers and seed documents; the input reader is
+# the one the corpus replay suites use.
+SUPPORT=("$ROOT"/Tests/Fuzz/Harnesses/Support/*.swift "$ROOT/Sources/ListSyncTestSupport/FuzzInput.swift")
 
 names=("$@")
 if (( ${#names[@]} == 0 )); then

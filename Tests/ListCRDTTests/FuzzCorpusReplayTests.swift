@@ -9,10 +9,9 @@ import Testing
 struct FuzzCorpusReplayTests {
     @Test("op batches: decode, receive(encoded:), receive, checkInvariants")
     func opBatches() throws {
-        let inputs = fuzzInputs("ops")
-        #expect(!inputs.isEmpty)
         let shared = ListDocument(replica: ReplicaID(99))
-        for bytes in inputs {
+        let count = try replayFuzzCorpus("ops") { input in
+            let bytes = input.rest()
             let ops = try? ListOperation.decode(bytes)
             var viaBytes = shared, viaOps = shared
             let report = try? viaBytes.receive(encoded: bytes)
@@ -23,15 +22,15 @@ struct FuzzCorpusReplayTests {
                 try viaBytes.checkInvariants()
             }
         }
+        #expect(count > 0)
     }
 
     @Test("snapshots: ListDocument(snapshot:replica:), checkInvariants")
     func snapshots() throws {
-        let inputs = fuzzInputs("snapshot")
-        #expect(!inputs.isEmpty)
-        for bytes in inputs {
-            guard let doc = try? ListDocument(snapshot: bytes, replica: ReplicaID(42)) else { continue }
+        let count = try replayFuzzCorpus("snapshot") { input in
+            guard let doc = try? ListDocument(snapshot: input.rest(), replica: ReplicaID(42)) else { return }
             try doc.checkInvariants()
         }
+        #expect(count > 0)
     }
 }

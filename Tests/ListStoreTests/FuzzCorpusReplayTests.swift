@@ -13,42 +13,37 @@ struct FuzzCorpusReplayTests {
 
     @Test("LogScan.scan, LogFormat.readSnapshotFile, ListDocument(snapshot:)")
     func logsAndSnapshots() throws {
-        let inputs = fuzzInputs("store")
-        #expect(!inputs.isEmpty)
-        for bytes in inputs {
-            guard let mode = bytes.first else { continue }
-            let body = Array(bytes.dropFirst())
-            switch mode % 4 {
+        let count = try replayFuzzCorpus("store") { input in
+            guard !input.isAtEnd else { return }
+            switch input.byte() % 4 {
             case 0:
-                _ = try? LogScan.scan(LogFormat.logHeader(Self.document) + body, document: Self.document)
+                _ = try? LogScan.scan(LogFormat.logHeader(Self.document) + input.rest(), document: Self.document)
             case 1:
                 var log = LogFormat.logHeader(Self.document)
-                var at = 0
-                func byte() -> UInt8 { defer { at += 1 }; return at < body.count ? body[at] : 0 }
-                while at < body.count {
-                    let type = byte()
-                    if type == 0xff { log += body[min(at, body.count)...]; break }
-                    let n = Int(byte()) | Int(byte()) << 8
-                    let payload = Array(body[min(at, body.count)..<min(at + n, body.count)])
-                    at = min(at + n, body.count)
+                while !input.isAtEnd {
+                    let type = input.byte()
+                    if type == 0xff { log += input.rest(); break }
+                    let payload = input.take(input.u16())
                     Self.appendRecord(type: type, payload: payload, to: &log)
                 }
                 _ = try? LogScan.scan(log, document: Self.document)
             case 2:
+                let body = input.rest()
                 _ = try? LogScan.scan(body, document: Self.document)
                 if let (_, payload, _) = try? LogFormat.readSnapshotFile(body, document: Self.document, path: "snapshot"),
                    let doc = try? ListDocument(snapshot: payload, replica: ReplicaID(5)) {
                     try doc.checkInvariants()
                 }
             default:
-                let epoch = body.prefix(8).reduce(0) { $0 << 8 | UInt64($1) }
-                let payload = Array(body.dropFirst(8))
+                let epoch = input.take(8).reduce(0) { $0 << 8 | UInt64($1) }
+                let payload = input.rest()
                 let file = LogFormat.snapshotFile(payload, document: Self.document, epoch: epoch)
                 let read = try LogFormat.readSnapshotFile(file, document: Self.document, path: "snapshot")
                 #expect(read.epoch == epoch && Array(read.payload) == payload)
                 if let doc = try? ListDocument(snapshot: payload, replica: ReplicaID(5)) { try doc.checkInvariants() }
             }
         }
+        #expect(count > 0)
     }
 
     /// A record of any type byte, checksummed like the writer's.

@@ -1,5 +1,6 @@
 import Testing
 import ListSyncCrypto
+import ListSyncRandom
 
 @Suite("SHA-256 (FIPS 180-4)")
 struct SHA256Tests {
@@ -37,7 +38,7 @@ struct SHA256Tests {
 
     @Test("incremental equals one-shot for seeded random messages split at random points")
     func incrementalEqualsOneShot() {
-        var rng = SeededRandom(seed: 256)
+        var rng = SplitMix64(seed: 256)
         for _ in 0..<200 {
             let message = rng.bytes(Int.random(in: 0...700, using: &rng))
             var hasher = SHA256.Hasher()

@@ -1,4 +1,5 @@
 import Testing
+import ListSyncRandom
 
 // Vector types, hex decoding and a seeded generator for the ListSyncCrypto tests.
 
@@ -22,20 +23,6 @@ func hexString(_ bytes: some Sequence<UInt8>) -> String {
     var out: [UInt8] = []
     for b in bytes { out.append(digits[Int(b >> 4)]); out.append(digits[Int(b & 15)]) }
     return String(decoding: out, as: UTF8.self)
-}
-
-/// SplitMix64: a small seeded generator, so that random inputs replay exactly.
-struct SeededRandom: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9e37_79b9_7f4a_7c15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xbf58_476d_1ce4_e5b9
-        z = (z ^ (z >> 27)) &* 0x94d0_49bb_1331_11eb
-        return z ^ (z >> 31)
-    }
-    mutating func bytes(_ n: Int) -> [UInt8] { (0..<n).map { _ in UInt8.random(in: 0...255, using: &self) } }
 }
 
 struct HashVector: Sendable, CustomTestStringConvertible {

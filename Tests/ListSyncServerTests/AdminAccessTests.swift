@@ -3,6 +3,7 @@ import ListCRDT
 import ListStore
 import ListSyncClient
 @testable import ListSyncServer
+import ListSyncFiles
 import ListSyncHTTP
 import ListSyncTCP
 import ListSyncTestSupport

@@ -2,6 +2,7 @@
 import Foundation
 import ListSyncFaults
 import ListSyncServer
+import ListSyncFiles
 import ListSyncTestTraits
 import Testing
 

@@ -3,6 +3,7 @@ import ListCRDT
 import ListStore
 import ListSyncClient
 import ListSyncServer
+import ListSyncFiles
 import ListSyncTestTraits
 import Testing
 

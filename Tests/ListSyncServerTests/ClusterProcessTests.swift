@@ -6,6 +6,7 @@ import ListSyncNATS
 import ListSyncTCP
 import ListTable
 import ListSyncServer
+import ListSyncFiles
 import ListSyncTestSupport
 import ListSyncTestTraits
 

@@ -3,6 +3,7 @@ import ListCRDT
 import ListStore
 import ListSyncClient
 import ListSyncServer
+import ListSyncFiles
 import Testing
 
 /// The command line's kept copy (`ClientCache`, issue 47): a command catches up from the copy of

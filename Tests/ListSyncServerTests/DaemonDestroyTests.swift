@@ -8,6 +8,7 @@ import ListSyncTestSupport
 import Testing
 @testable import ListSyncServer
 import ListSyncTestTraits
+import ListSyncFiles
 
 /// Destroying a document in an in-process daemon: the subscribers told, the record before the
 /// removal, the id refused afterwards, a crash between the steps finished at the next start

@@ -4,6 +4,7 @@ import ListCRDT
 import ListSyncClient
 import ListStore
 import ListSyncServer
+import ListSyncFiles
 import ListSyncTestSupport
 import ListSyncTestTraits
 import Testing

@@ -3,6 +3,7 @@ import ListCRDT
 import ListSyncClient
 import ListStore
 import ListSyncServer
+import ListSyncFiles
 import ListSyncTestSupport
 import Synchronization
 import Testing

@@ -5,6 +5,7 @@ import ListStore
 import ListSync
 import ListSyncClient
 import ListSyncServer
+import ListSyncFiles
 import ListSyncTestSupport
 import ListTable
 import Testing

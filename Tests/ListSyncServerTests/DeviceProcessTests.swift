@@ -1,5 +1,6 @@
 import Foundation
 import ListSyncServer
+import ListSyncFiles
 import Testing
 
 /// The command line as a device (`--replica DIR`, `listsync sync`), as processes, with SIGKILL.

@@ -3,6 +3,7 @@ import Glibc
 import Foundation
 import ListSyncTCP
 @testable import ListSyncServer
+import ListSyncFiles
 import ListSyncTestTraits
 import Testing
 

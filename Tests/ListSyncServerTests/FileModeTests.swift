@@ -3,6 +3,7 @@ import ListStore
 import ListSyncHTTP
 import ListSyncTCP
 @testable import ListSyncServer
+import ListSyncFiles
 import ListSyncTestTraits
 import Testing
 

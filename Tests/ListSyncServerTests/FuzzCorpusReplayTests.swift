@@ -10,13 +10,11 @@ import ListSyncServer
 @Suite("Fuzz corpus replay: command arguments")
 struct FuzzCorpusReplayTests {
     @Test("Options, PathArgument and parseAddress")
-    func commandArguments() {
-        let inputs = fuzzInputs("cli")
-        #expect(!inputs.isEmpty)
+    func commandArguments() throws {
         let client: (Set<String>, Set<String>) = (["--daemon", "--key-file", "--data", "--name", "--value"], ["--help", "--json", "--follow"])
         let serve: (Set<String>, Set<String>) = (["--data", "--listen", "--key-file", "--peer", "--max-connections", "--idle-unload", "--log-format"], ["--help"])
-        for bytes in inputs {
-            let args = bytes.split(separator: 0, omittingEmptySubsequences: false).map { String(decoding: $0, as: UTF8.self) }
+        let count = try replayFuzzCorpus("cli") { input in
+            let args = input.rest().split(separator: 0, omittingEmptySubsequences: false).map { String(decoding: $0, as: UTF8.self) }
             for (values, flags) in [client, serve] {
                 guard let o = try? Options(args, values: values, flags: flags) else { continue }
                 for text in o.positional + o.values.values.flatMap({ $0 }) {
@@ -29,5 +27,6 @@ struct FuzzCorpusReplayTests {
                 _ = try? parseAddress(a, defaultHost: "", what: "--peer")
             }
         }
+        #expect(count > 0)
     }
 }

@@ -5,6 +5,7 @@ import ListSync
 import ListSyncClient
 import ListSyncFaults
 import ListSyncServer
+import ListSyncFiles
 import ListSyncTCP
 import ListSyncTestSupport
 import ListTable

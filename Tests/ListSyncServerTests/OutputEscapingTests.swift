@@ -1,5 +1,6 @@
 import Foundation
 @testable import ListSyncServer
+import ListSyncFiles
 import ListSyncTestTraits
 import Testing
 

@@ -3,6 +3,7 @@ import ListCRDT
 import ListSync
 import ListSyncClient
 import ListSyncServer
+import ListSyncFiles
 import ListTable
 import ListSyncTestTraits
 import Testing

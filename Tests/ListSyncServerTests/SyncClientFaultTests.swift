@@ -6,6 +6,7 @@ import ListSync
 import ListSyncClient
 import ListSyncFaults
 import ListSyncServer
+import ListSyncFiles
 import ListSyncTCP
 import ListTable
 import ListSyncTestSupport

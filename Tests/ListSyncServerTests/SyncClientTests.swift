@@ -4,6 +4,7 @@ import ListStore
 import ListSync
 import ListSyncClient
 import ListSyncServer
+import ListSyncFiles
 import ListSyncTCP
 import ListTable
 import ListSyncTestTraits

@@ -5,6 +5,7 @@ import ListSync
 import ListSyncTestSupport
 import ListSyncTestTraits
 @testable import ListSyncTCP
+import ListSyncRandom
 
 /// Each attack runs from 127.0.0.2 or .3 against a real listener; it must be refused, and an
 /// honest client (from 127.0.0.1) must still get its frames echoed, during and after.
@@ -16,7 +17,7 @@ extension SocketTests {
         static func rawHandshake(port: UInt16, key: [UInt8] = testKey, source: String = "127.0.0.2", seed: UInt64)
             async -> (RawSocket, ConnectionMachine, wire: [UInt8])? {
             guard let raw = RawSocket(port: port, source: source) else { return nil }
-            var rng = TestRNG(seed: seed)
+            var rng = SplitMix64(seed: seed)
             var m = ConnectionMachine(role: .client, key: key, id: rng.bytes(16), nonce: rng.bytes(32))
             var wire: [UInt8] = []
             func run(_ actions: [ConnectionMachine.Action]) {
@@ -75,7 +76,7 @@ extension SocketTests {
             try await withServer { loop, listener in
                 let echo = echoServer(listener)
                 let first = try #require(RawSocket(port: listener.port))
-                var rng = TestRNG(seed: 2)
+                var rng = SplitMix64(seed: 2)
                 first.send(ConnectionMachine.frame(Handshake.hello(versions: 1...1, clientID: rng.bytes(16), nonce: rng.bytes(32))))
                 let challenge = await first.read(4 + 1 + Handshake.challengeSize, timeout: 10)
                 #expect(challenge.count == 4 + 1 + Handshake.challengeSize)
@@ -147,7 +148,7 @@ extension SocketTests {
             try await withServer { loop, listener in
                 let echo = echoServer(listener)
                 let slow = try #require(RawSocket(port: listener.port))
-                var rng = TestRNG(seed: 6)
+                var rng = SplitMix64(seed: 6)
                 let hello = ConnectionMachine.frame(Handshake.hello(versions: 1...1, clientID: rng.bytes(16), nonce: rng.bytes(32)))
                 var sent = 0
                 var closed = false
@@ -208,7 +209,7 @@ extension SocketTests {
                 try await Task.sleep(for: .milliseconds(200))
                 _ = try await Self.honestTimed(listener.port, loop, "64 silent connections from its own address", control: control.port)
                 // Half-open: a HELLO each, from 64 addresses, then silence.
-                var rng = TestRNG(seed: 9)
+                var rng = SplitMix64(seed: 9)
                 for a in 0..<64 {
                     guard let s = RawSocket(port: listener.port, source: "127.0.1.\(a + 1)") else { continue }
                     s.send(ConnectionMachine.frame(Handshake.hello(versions: 1...1, clientID: rng.bytes(16), nonce: rng.bytes(32))))
@@ -246,7 +247,7 @@ extension SocketTests {
                 let echo = echoServer(listener)
                 for seed in 0..<8 {
                     let bad = try #require(RawSocket(port: listener.port, source: "127.0.0.1"))
-                    var rng = TestRNG(seed: 100 + UInt64(seed))
+                    var rng = SplitMix64(seed: 100 + UInt64(seed))
                     bad.send(ConnectionMachine.frame(Handshake.hello(versions: 1...1, clientID: rng.bytes(16), nonce: rng.bytes(32))))
                     _ = await bad.read(4 + 1 + Handshake.challengeSize, timeout: 10)
                     bad.send(ConnectionMachine.frame([MessageType.proof.rawValue] + rng.bytes(32)))
@@ -265,7 +266,7 @@ extension SocketTests {
             options.authenticationFailureDelay = .seconds(1)
             try await withServer(options: options) { loop, listener in
                 let bad = try #require(RawSocket(port: listener.port, source: "127.0.0.5"))
-                var rng = TestRNG(seed: 77)
+                var rng = SplitMix64(seed: 77)
                 bad.send(ConnectionMachine.frame(Handshake.hello(versions: 1...1, clientID: rng.bytes(16), nonce: rng.bytes(32))))
                 _ = await bad.read(4 + 1 + Handshake.challengeSize, timeout: 10)
                 // A wrong proof, then more bytes: the socket stays readable through the delay.

@@ -1,6 +1,7 @@
 import Testing
 import ListSync
 @testable import ListSyncTCP
+import ListSyncRandom
 
 /// Two machines wired together with no socket: bytes move between them in chosen pieces.
 struct MachinePair {
@@ -15,7 +16,7 @@ struct MachinePair {
 
     init(seed: UInt64, clientKey: [UInt8] = MachinePair.key, serverKey: [UInt8] = MachinePair.key,
          clientVersions: ClosedRange<UInt16> = 1...1, claims: [UInt8]? = nil) {
-        var rng = TestRNG(seed: seed)
+        var rng = SplitMix64(seed: seed)
         client = ConnectionMachine(role: .client, key: clientKey, claims: claims, id: rng.bytes(16), nonce: rng.bytes(32),
                                    versions: clientVersions)
         server = ConnectionMachine(role: .server, key: serverKey, id: rng.bytes(16), nonce: rng.bytes(32))
@@ -37,8 +38,8 @@ struct MachinePair {
     }
 
     /// Moves every queued byte across, `piece` bytes per call, until both directions are quiet.
-    mutating func pump(piece: (inout TestRNG) -> Int, seed: UInt64 = 1) {
-        var rng = TestRNG(seed: seed)
+    mutating func pump(piece: (inout SplitMix64) -> Int, seed: UInt64 = 1) {
+        var rng = SplitMix64(seed: seed)
         while !toServer.isEmpty || !toClient.isEmpty {
             if !toServer.isEmpty {
                 let n = min(toServer.count, piece(&rng))
@@ -82,7 +83,7 @@ struct ConnectionMachineTests {
         var p = MachinePair(seed: seed)
         p.pump(piece: { 1 + Int($0.next() % 64) }, seed: seed)
         #expect(p.bothEstablished)
-        var rng = TestRNG(seed: seed)
+        var rng = SplitMix64(seed: seed)
         let payloads = (0..<20).map { _ in rng.bytes(Int(rng.next() % 300)) }
         for payload in payloads { p.toServer += try p.client.seal(.data, payload) }
         p.pump(piece: { 1 + Int($0.next() % 97) }, seed: seed + 1)
@@ -101,7 +102,7 @@ struct ConnectionMachineTests {
 
     @Test("a bad proof: the server answers after a delay, generically, and closes")
     func badProof() {
-        var rng = TestRNG(seed: 3)
+        var rng = SplitMix64(seed: 3)
         var server = ConnectionMachine(role: .server, key: MachinePair.key, id: rng.bytes(16), nonce: rng.bytes(32))
         let hello = Handshake.hello(versions: 1...1, clientID: rng.bytes(16), nonce: rng.bytes(32))
         _ = server.receive(ConnectionMachine.frame(hello))
@@ -116,13 +117,22 @@ struct ConnectionMachineTests {
         #expect(server.receive([0, 0, 0, 1, 0]).isEmpty, "a closed machine ignores further bytes")
     }
 
+    @Test("a failed key or credential is told from other closes by its case, not its text")
+    func authenticationFailureIsTyped() {
+        #expect(CloseReason.authenticationFailed.isAuthenticationFailure)
+        #expect(CloseReason.refusedByPeer(code: HandshakeErrorCode.authentication.rawValue, "").isAuthenticationFailure)
+        #expect(!CloseReason.refusedByPeer(code: HandshakeErrorCode.busy.rawValue, "authentication failed").isAuthenticationFailure)
+        #expect(!CloseReason.peerClosed.isAuthenticationFailure)
+        #expect(!CloseReason.local("authentication failed").isAuthenticationFailure)
+    }
+
     @Test("a recorded handshake replayed to a new server fails its proof")
     func replayedHandshake() {
         var p = MachinePair(seed: 4)
         p.pump(piece: { _ in 1000 })
         #expect(p.bothEstablished)
         // The recorded HELLO and PROOF, to a server with a fresh nonce.
-        var rng = TestRNG(seed: 99)
+        var rng = SplitMix64(seed: 99)
         var server = ConnectionMachine(role: .server, key: MachinePair.key, id: rng.bytes(16), nonce: rng.bytes(32))
         let actions = server.receive(p.clientWire)
         #expect(actions.contains { if case .closeAfterDelay(_, .authenticationFailed) = $0 { true } else { false } })
@@ -136,7 +146,7 @@ struct ConnectionMachineTests {
         p.route(server: p.server.receive(p.toServer))
         p.toServer = []
         let challenge = p.toClient
-        var rng = TestRNG(seed: 7)
+        var rng = SplitMix64(seed: 7)
         var other = ConnectionMachine(role: .server, key: MachinePair.key, id: rng.bytes(16), nonce: rng.bytes(32))
         #expect(other.receive(challenge) == [.close(.badMagic)])
         // And to the same server, mid-handshake, where a PROOF is expected.
@@ -170,7 +180,7 @@ struct ConnectionMachineTests {
 
     @Test("a 4 GiB length prefix is refused before the handshake and after it")
     func hugeLength() {
-        var rng = TestRNG(seed: 9)
+        var rng = SplitMix64(seed: 9)
         var server = ConnectionMachine(role: .server, key: MachinePair.key, id: rng.bytes(16), nonce: rng.bytes(32))
         #expect(server.receive([0xff, 0xff, 0xff, 0xff]) == [.close(.frameTooLarge(length: 0xffff_ffff, limit: 2048))])
         var p = MachinePair(seed: 10)
@@ -193,7 +203,7 @@ struct ConnectionMachineTests {
 
     @Test("garbage first bytes close without a word")
     func garbage() {
-        var rng = TestRNG(seed: 12)
+        var rng = SplitMix64(seed: 12)
         var server = ConnectionMachine(role: .server, key: MachinePair.key, id: rng.bytes(16), nonce: rng.bytes(32))
         let actions = server.receive(Array("GET / HTTP/1.1\r\n\r\n".utf8))
         #expect(actions.count == 1)

@@ -2,6 +2,7 @@
 import Glibc
 import Foundation
 import Synchronization
+import ListSyncRandom
 
 /// A TCP proxy for tests, between a client and a listener on 127.0.0.1: it forwards bytes both
 /// ways and, for its first `cuts` connections, closes both sides after a seeded random number of
@@ -12,7 +13,7 @@ final class CuttingProxy: @unchecked Sendable {
     let port: UInt16
     private let listenFD: Int32
     private let target: UInt16
-    private let state: Mutex<(rng: TestRNG, cutsLeft: Int, cutAt: [Int], stopped: Bool, open: [Int32])>
+    private let state: Mutex<(rng: SplitMix64, cutsLeft: Int, cutAt: [Int], stopped: Bool, open: [Int32])>
 
     init?(to target: UInt16, cuts: Int, maxBytes: Int, seed: UInt64) {
         self.target = target
@@ -32,7 +33,7 @@ final class CuttingProxy: @unchecked Sendable {
             return nil
         }
         port = UInt16(bigEndian: addr.sin_port)
-        var rng = TestRNG(seed: seed)
+        var rng = SplitMix64(seed: seed)
         let cutAt = (0..<cuts).map { _ in 1 + Int(rng.next() % UInt64(maxBytes)) }
         state = Mutex((rng, cuts, cutAt, false, []))
         let t = Thread { [self] in acceptLoop() }

@@ -1,5 +1,6 @@
 import Testing
 @testable import ListSyncTCP
+import ListSyncRandom
 
 @Suite("Frames: length-prefixed, capped before the body is read")
 struct FrameDecoderTests {
@@ -23,7 +24,7 @@ struct FrameDecoderTests {
 
     @Test("random splits give the same frames", arguments: 0..<20)
     func randomSplits(seed: UInt64) throws {
-        var rng = TestRNG(seed: seed)
+        var rng = SplitMix64(seed: seed)
         let stream = Self.framed(Self.bodies)
         var d = FrameDecoder(limit: 256)
         var out: [[UInt8]] = []
@@ -57,16 +58,3 @@ struct FrameDecoderTests {
     }
 }
 
-/// A small seeded generator for the tests (SplitMix64).
-struct TestRNG: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed &+ 0x9e37_79b9_7f4a_7c15 }
-    mutating func next() -> UInt64 {
-        state &+= 0x9e37_79b9_7f4a_7c15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xbf58_476d_1ce4_e5b9
-        z = (z ^ (z >> 27)) &* 0x94d0_49bb_1331_11eb
-        return z ^ (z >> 31)
-    }
-    mutating func bytes(_ n: Int) -> [UInt8] { (0..<n).map { _ in UInt8(truncatingIfNeeded: next()) } }
-}

@@ -16,25 +16,22 @@ struct FuzzCorpusReplayTests {
     }
 
     @Test("FrameDecoder and ConnectionMachine (server, client, established)")
-    func frames() {
-        let inputs = fuzzInputs("tcp")
-        #expect(!inputs.isEmpty)
-        for bytes in inputs {
-            var r = ByteCursor(bytes)
+    func frames() throws {
+        let count = try replayFuzzCorpus("tcp") { r in
             let mode = r.byte() % 4
             let sizes = r.take(Int(r.byte() % 8))
             switch mode {
             case 0:
-                let limit = (Int(r.byte()) | Int(r.byte()) << 8) + 1
+                let limit = r.u16() + 1
                 var decoder = FrameDecoder(limit: limit)
-                pieces: for piece in split(r.rest(), sizes) {
+                pieces: for piece in split(r.rest(), by: sizes) {
                     decoder.append(piece)
                     do { while try decoder.next() != nil {} } catch { break pieces }
                 }
             case 1, 2:
                 var m = mode == 1 ? Self.server() : Self.client()
                 _ = m.start()
-                for piece in split(r.rest(), sizes) { _ = m.receive(piece) }
+                for piece in split(r.rest(), by: sizes) { _ = m.receive(piece) }
             default:
                 var pair = MachinePair(client: Self.client(), server: Self.server())
                 #expect(pair.bothEstablished)
@@ -51,7 +48,7 @@ struct FuzzCorpusReplayTests {
                     } else {
                         wire = r.take(Int(r.byte()))
                     }
-                    for piece in split(wire, sizes) {
+                    for piece in split(wire, by: sizes) {
                         if toClient {
                             for case let .write(w) in pair.client.receive(piece) { _ = pair.server.receive(w) }
                         } else {
@@ -61,6 +58,7 @@ struct FuzzCorpusReplayTests {
                 }
             }
         }
+        #expect(count > 0)
     }
 }
 
@@ -72,23 +70,4 @@ extension MachinePair {
         route(client: self.client.start())
         pump(piece: { _ in Int.max })
     }
-}
-
-/// Reads a fuzz input front to back; zeros past the end (as the harnesses' FuzzInput).
-struct ByteCursor {
-    let bytes: [UInt8]
-    var offset = 0
-    init(_ bytes: [UInt8]) { self.bytes = bytes }
-    var isAtEnd: Bool { offset >= bytes.count }
-    mutating func byte() -> UInt8 {
-        guard offset < bytes.count else { return 0 }
-        defer { offset += 1 }
-        return bytes[offset]
-    }
-    mutating func take(_ n: Int) -> [UInt8] {
-        let n = min(n, bytes.count - min(offset, bytes.count))
-        defer { offset += n }
-        return Array(bytes[offset..<offset + n])
-    }
-    mutating func rest() -> [UInt8] { take(bytes.count) }
 }

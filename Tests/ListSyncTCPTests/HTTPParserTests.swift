@@ -2,6 +2,7 @@ import Testing
 import ListSyncTestSupport
 import ListSyncTCP
 @testable import ListSyncHTTP
+import ListSyncRandom
 
 @Suite("HTTP: request heads parsed from bytes split anywhere, limits, responses, Prometheus text")
 struct HTTPParserTests {
@@ -64,7 +65,7 @@ struct HTTPParserTests {
         inputs.append(Self.exactly(8192, extra: 0))
         inputs.append(Self.exactly(8192, extra: 1))
         for input in inputs {
-            var rng = TestRNG(seed: seed)
+            var rng = SplitMix64(seed: seed)
             let whole = Self.parse(input)
             let split = Self.parse(input, chunks: { _ in 1 + Int(rng.next() % 37) })
             let bytes = Self.parse(input, chunks: { _ in 1 })

@@ -12,36 +12,34 @@ struct FuzzCorpusReplayTests {
 
     @Test("SyncMessage(decoding:) and back; a waiting ClientSession fed the frame")
     func syncMessages() throws {
-        let inputs = fuzzInputs("sync")
-        #expect(!inputs.isEmpty)
         var waiting = ClientSession(maxFrame: 1 << 20, timeout: 1_000)
         _ = waiting.request(.status, now: 0)
         _ = waiting.subscribe(Self.document, epoch: 0, version: VersionVector(), now: 0)
         _ = waiting.send(Self.document, Fixture.typed(1).operations, now: 0)
         var decoded = 0
-        for bytes in inputs {
+        let count = try replayFuzzCorpus("sync") { input in
+            let bytes = input.rest()
             var client = waiting
             let actions = client.receive(bytes, now: 1)
             guard let m = try? SyncMessage(decoding: bytes) else {
                 #expect(actions.count == 4 && client.isClosed && client.waitingCount == 0, "\(actions)")
-                continue
+                return
             }
             decoded += 1
             #expect(!actions.contains { if case .close = $0 { return true }; return false })
-            #expect(try SyncMessage(decoding: m.encoded()) == m)
+            let again = try SyncMessage(decoding: m.encoded())
+            #expect(again == m)
         }
-        #expect(decoded > 0)
+        #expect(count > 0 && decoded > 0)
     }
 
     @Test("ServerSession.receive over scripts of frames, driven as the daemon drives it")
-    func daemonScripts() {
-        let inputs = fuzzInputs("daemon")
-        #expect(!inputs.isEmpty)
+    func daemonScripts() throws {
         let info = DocumentInfo(id: Self.document, name: "groceries", epoch: 7, operations: 12)
         var operations = 0
-        for bytes in inputs {
+        let count = try replayFuzzCorpus("daemon") { input in
             var session = ServerSession(maxFrame: 1024, rateLimit: RateLimit(batchesPerSecond: 100, burst: 3), now: 0)
-            for (k, frame) in Self.frames(bytes).enumerated() {
+            for (k, frame) in Self.frames(&input).enumerated() {
                 let now = UInt64(k) * 1_000_000
                 let attachedBefore = session.attachedDocuments
                 let actions = session.receive(frame, now: now)
@@ -80,19 +78,14 @@ struct FuzzCorpusReplayTests {
                 }
             }
         }
+        #expect(count > 0)
         #expect(operations > 0, "the corpus reaches the operations path")
     }
 
     /// Frames of a script: `u16 LE length | bytes`, repeated; a short last frame takes what is left.
-    static func frames(_ bytes: [UInt8]) -> [[UInt8]] {
-        var out: [[UInt8]] = [], at = 0
-        while at < bytes.count {
-            let lo = Int(bytes[at]), hi = at + 1 < bytes.count ? Int(bytes[at + 1]) : 0
-            at = min(at + 2, bytes.count)
-            let end = min(at + (lo | hi << 8), bytes.count)
-            out.append(Array(bytes[at..<end]))
-            at = end
-        }
+    static func frames(_ input: inout FuzzInput) -> [[UInt8]] {
+        var out: [[UInt8]] = []
+        while !input.isAtEnd { out.append(input.take(input.u16())) }
         return out
     }
 }

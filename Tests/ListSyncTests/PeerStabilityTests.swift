@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import ListCRDT
 @testable import ListSync
+import ListSyncRandom
 import ListSyncTestSupport
 
 /// The peers' stability table (Docs/Semantics.md §7, "Peers") with no socket: merge, retire,
@@ -109,7 +110,7 @@ import ListSyncTestSupport
         let ids = [Self.a, Self.b, Self.c]
         let vv = Self.v([1: 9])
         for seed in UInt64(1)...50 {
-            var rng = SplitRNG(seed)
+            var rng = SplitMix64(seed: seed)
             var tables = [PeerStability(), PeerStability(), PeerStability()]
             // Every daemon notes its two neighbours (their links attached).
             for i in 0..<3 { for j in 0..<3 where i != j { _ = tables[i].note(daemon: ids[j], me: ids[i], now: 0) } }
@@ -225,19 +226,6 @@ import ListSyncTestSupport
 /// `#expect` for a condition that mutates (the macro takes no mutating member).
 func expect(_ condition: Bool, _ comment: Comment? = nil, sourceLocation: SourceLocation = #_sourceLocation) {
     #expect(condition, comment, sourceLocation: sourceLocation)
-}
-
-/// A seeded generator for the tests' shuffles (SplitMix64).
-struct SplitRNG: RandomNumberGenerator {
-    var state: UInt64
-    init(_ seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE5_E9B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
 }
 
 /// The document core's side: a peer link's daemon and the authors it relayed.

@@ -208,12 +208,14 @@ import ListSyncTestTraits
     /// that published a version past its floor: edits made between the two were refused, and a
     /// client that kept them as they were after its re-sync sent them again for ever (seeds of
     /// `--daemons 4 --ring --crashes 2 --ops 80 --seed 810000 --lose-daemon --roam 30
-    /// --retire-after 80`: 14 of 200 failed; with the old client, 11 of those 200 fail since the
-    /// simulated clients no longer subscribe again each anti-entropy round, these four among
-    /// them, never quiet). Refused edits are now made again.
+    /// --retire-after 80`: 14 of 200 failed). Refused edits are now made again. Since the
+    /// simulator takes the host's housekeeping decision (senders retired only once the document
+    /// is settled) and its clients no longer say `hello`, the runs go otherwise: the old client
+    /// fails one of those 200 seeds, 810142 (it failed 11, 810000, 810005, 810055 and 810093
+    /// among them, before).
     @Test("a lost daemon's clients, refused by a daemon whose published version is past its floor, make their edits again and converge; kept as they were (the old client), the same seeds fail")
     func refusedEditsMadeAgain() {
-        let seeds: [UInt64] = [810_000, 810_005, 810_055, 810_093]
+        let seeds: [UInt64] = [810_142]
         func configure(_ config: inout SimulationConfiguration, _ seed: UInt64) {
             Self.lostForGood(&config, daemons: 4)
             config.workload.fieldWrites = 0   // the seeds were found before field writes drew from the stream

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import ListCRDT
 @testable import ListSyncWeb
+import ListSyncRandom
 
 @Suite("Web view model: ids, and where a dropped row lands by identity (against a reference model)")
 struct WebModelTests {
@@ -28,7 +29,7 @@ struct WebModelTests {
 
     @Test("seeded: drops placed by neighbours that others moved, deleted or never had land as the reference model says, with one move")
     func destinations() throws {
-        var rng = SplitMix(seed: 0x5eed)
+        var rng = SplitMix64(seed: 0x5eed)
         for _ in 0..<300 {
             var doc = ListDocument(replica: ReplicaID(1))
             let sectionCount = Int(rng.next() % 3) + 1
@@ -66,19 +67,6 @@ struct WebModelTests {
         let item = snap.sections[0].items[0].id
         #expect(WebModel.destination(of: ItemID(OpID(counter: 99, replica: ReplicaID(9))), at: PresencePlace(section: snap.sections[0].id, after: nil, before: nil), in: snap) == nil)
         #expect(WebModel.destination(of: item, at: PresencePlace(section: SectionID(OpID(counter: 99, replica: ReplicaID(9))), after: nil, before: nil), in: snap) == nil)
-    }
-}
-
-/// SplitMix64, seeded.
-struct SplitMix {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }
 

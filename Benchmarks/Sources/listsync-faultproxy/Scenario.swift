@@ -5,6 +5,7 @@ import ListSyncClient
 import ListStore
 import ListSyncFaults
 import ListSyncServer
+import ListSyncFiles
 import ListTable
 import ListSyncTCP
 import Synchronization

@@ -3,6 +3,7 @@ import ListCRDT
 import ListSync
 import ListSyncClient
 import ListSyncServer
+import ListSyncFiles
 
 // listsync-load --idle-clients N [--resident-docs M]: what holding connections and documents
 // costs the daemon. First one client creates M small documents (two sections, ten items) and

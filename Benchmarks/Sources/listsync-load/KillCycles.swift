@@ -4,7 +4,9 @@ import ListSync
 import ListSyncClient
 import ListStore
 import ListSyncServer
+import ListSyncFiles
 import Synchronization
+import ListSyncRandom
 
 /// Values of inserts the daemon acknowledged.
 final class Acknowledged: Sendable {
@@ -64,7 +66,7 @@ func runKillCycles(_ c: Config) async throws -> [String: Any] {
             }
         }
     }
-    var rng = SplitMix(state: c.seed)
+    var rng = SplitMix64(seed: c.seed)
     for _ in 0..<c.killCycles {
         try await Task.sleep(for: .milliseconds(100 + Int(rng.next() % 400)))
         daemon.kill9()

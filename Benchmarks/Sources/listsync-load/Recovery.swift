@@ -3,6 +3,7 @@ import ListCRDT
 import ListSync
 import ListSyncClient
 import ListSyncServer
+import ListSyncFiles
 
 // listsync-load --recovery-docs N: how long a daemon holding N documents takes to come back after
 // SIGKILL. One client creates N small documents (two sections, ten items, one batch each), the

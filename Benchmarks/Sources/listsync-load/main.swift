@@ -4,8 +4,10 @@ import ListSync
 import ListSyncClient
 import ListStore
 import ListSyncServer
+import ListSyncFiles
 import ListTable
 import Synchronization
+import ListSyncRandom
 
 // listsync-load: many clients editing shared lists through one `listsync serve` process.
 // Starts the daemon (the `listsync` binary next to this one) on a fresh data folder, connects
@@ -184,17 +186,6 @@ final class Latencies: Sendable {
     func add(_ v: UInt64) { values.withLock { $0.append(v) } }
 }
 
-struct SplitMix: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9e37_79b9_7f4a_7c15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xbf58_476d_1ce4_e5b9
-        z = (z ^ (z >> 27)) &* 0x94d0_49bb_1331_11eb
-        return z ^ (z >> 31)
-    }
-}
-
 func now() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
 
 func run(_ c: Config) async throws -> [String: Any] {
@@ -273,7 +264,7 @@ func run(_ c: Config) async throws -> [String: Any] {
         for (i, (client, doc, _)) in clients.enumerated() {
             let edits = c.edits, moves = c.moves, deletes = c.deletes, seed = c.seed
             group.addTask {
-                var rng = SplitMix(state: seed &* 1_000_003 &+ UInt64(i))
+                var rng = SplitMix64(seed: seed &* 1_000_003 &+ UInt64(i))
                 for e in 0..<edits {
                     let roll = Int(rng.next() % 100)
                     // An insert's value: its send time (for the fan-out latency), then its author and number.

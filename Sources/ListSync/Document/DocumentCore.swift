@@ -135,6 +135,9 @@ public struct DocumentCore: Sendable {
     var lastGossip: UInt64?
     /// The stability clock's last reading (seconds), for what is noted between two readings.
     var stabilityClock: UInt64 = 0
+    /// The driver's monotonic time before which ``housekeeping(stabilityNow:now:rule:)`` finds no
+    /// compaction point again (the rule's interval after the last one it found).
+    var compactionNotBefore: UInt64 = 0
     /// Whether relay authors or the daemons known changed since the driver last wrote the
     /// stability down (``refreshPeers(now:retireAfter:)`` then says it changed).
     var stabilityUnsaved = false

@@ -336,3 +336,17 @@ public struct PeerSession: Sendable {
         resyncAt[document] = now &+ resyncDelay
     }
 }
+
+extension PeerSession {
+    /// Whether a frame the local document core addressed to this link goes on to the peer:
+    /// operations, and the stability table unless the peer (an older build) refused it once
+    /// (`sendsStability` false). `subscribed` and `synced` are the local core's answers to the
+    /// link's attachment, not messages for the peer. The daemon's link and the simulator's both
+    /// filter by it.
+    ///
+    /// - Complexity: O(1).
+    public static func relays(_ frame: [UInt8], sendsStability: Bool) -> Bool {
+        guard frame.count > 1 else { return false }
+        return frame[1] == SyncMessage.operationsTag || (frame[1] == SyncMessage.stabilityTag && sendsStability)
+    }
+}

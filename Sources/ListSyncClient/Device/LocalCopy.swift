@@ -36,18 +36,14 @@ final class LocalCopy {
     /// Whether `record` changed since it was written.
     var recordDirty = false
     var failure: SyncFailure?
-    /// After the daemon refused an edit for its compaction floor (``SyncErrorCode/compacted``):
-    /// the daemon's copy, built from its catch-up from nothing when that is operations (a daemon
-    /// that did not compact: Docs/Semantics.md §7, "Replicas no daemon counts"); a snapshot
-    /// catch-up replaces it (``SyncClient/resync(_:from:on:)``). Nil: not re-syncing.
-    var resyncBase: ListDocument?
-    /// Re-syncing: what `synced` said the daemon's catch-up holds (nil: not said yet).
-    var resyncSynced: VersionVector?
-    /// Re-syncing after the daemon refused edits (not only left behind its floor): none is kept
-    /// as it is (``ListCRDT/ListDocument/remake(_:from:refused:)``).
-    var resyncAfterRefusal = false
+    /// Its re-sync after the daemon refused an edit for its compaction floor
+    /// (``SyncErrorCode/compacted``) or sent a snapshot for its catch-up (``ListSync/CopyResync``,
+    /// which the simulator's clients keep too).
+    var resyncing = CopyResync()
+    /// A refusal for the floor waiting for the answers of the edits sent after it (``ListSync/RefusalWait``).
+    var refusal = RefusalWait()
     /// Whether the copy re-syncs: it subscribes from nothing next.
-    var resync: Bool { resyncBase != nil }
+    var resync: Bool { resyncing.isActive }
 
     init(id: DocumentID, name: String, live: LiveDocument, store: DocumentStore, record: SyncRecord, replica: ReplicaID) {
         self.id = id

@@ -1,14 +1,16 @@
 import ListCRDT
 import ListStore
+import ListSync
 
 // A device's copy compacted where its daemon compacted (Docs/Protocol.md, "Compaction";
 // Docs/Semantics.md §7, "A device learns the floor"): without it the copy on the device would
 // keep the whole history for ever, in memory and on disk.
 
 extension SyncClient {
-    /// The daemon compacted `copy`'s document at `floor` (`stable`): if the copy holds exactly
-    /// that version, with nothing unsent, in flight or being stored, it compacts there too, in
-    /// memory (``ListTable/LiveDocument/compact(at:)``: what it shows and its undo history stay)
+    /// The daemon compacted `copy`'s document at `floor` (`stable`): if the device policy says so
+    /// (``ListSync/DeviceCopyPolicy/compactsAtFloor(_:version:historyFloor:resyncing:)``: the copy
+    /// holds exactly that version, so the daemon holds all of it) and nothing is being stored or
+    /// has failed, it compacts there too, in memory (``ListTable/LiveDocument/compact(at:)``: what it shows and its undo history stay)
     /// and in its store (a new generation, which drops the old log). Anything else (a copy ahead
     /// of the floor, a refusal) changes nothing: the next compaction tells it again. (This actor's
     /// method does not suspend: nothing else touches the copy meanwhile.)
@@ -16,8 +18,9 @@ extension SyncClient {
     /// - Complexity: that of the compaction and of writing the compacted snapshot.
     func compactCopy(_ copy: LocalCopy, at floor: VersionVector) {
         let document = copy.live.document
-        guard document.version == floor, document.historyFloor != floor, copy.unacked.isEmpty, copy.inFlight == 0,
-              copy.appending == 0, !copy.resync, copy.failure == nil else { return }
+        guard DeviceCopyPolicy.compactsAtFloor(floor, version: document.version, historyFloor: document.historyFloor,
+                                               resyncing: copy.resync),
+              copy.appending == 0, copy.failure == nil else { return }
         do { try copy.live.compact(at: floor) } catch { return }
         // The store's old generation stays whole if this fails: it loads uncompacted, which is
         // safe, and the next compaction writes it again.

@@ -62,8 +62,8 @@ extension SyncClient {
                 transport = try await TCPTransport.connect(host: host, port: port, authentication: server.authentication,
                                                            localHost: server.localHost, loop: loop)
             } catch {
-                if case let .handshake(why) = error, why.contains("authentication failed") {
-                    sessionFailure = .wrongKey(why)
+                if case let .handshake(why) = error, why.isAuthenticationFailure {
+                    sessionFailure = .wrongKey(why.description)
                 } else {
                     lastError = "cannot reach \(host):\(port): \(error)"
                 }
@@ -148,6 +148,7 @@ extension SyncClient {
             copy.live.publishHeldChanges()   // a catch-up cut short: what came of it is shown
             copy.phase = .idle
             copy.inFlight = 0
+            copy.refusal.reset()
             if copy.recordDirty { writeRecord(copy) }
         }
         updateStatus()
@@ -173,7 +174,7 @@ extension SyncClient {
         copy.phase = .subscribing
         // After a refusal for the compaction floor: from nothing, so that the catch-up is the
         // daemon's snapshot (its history no longer goes back that far).
-        let since = copy.resync ? VersionVector() : copy.live.document.version
+        let since = DeviceCopyPolicy.subscribeVersion(copy.live.document.version, resyncing: copy.resync)
         send(c.session.subscribe(copy.id, epoch: copy.record.epoch, version: since, now: EventLoop.now()), on: c)
     }
 
@@ -181,7 +182,10 @@ extension SyncClient {
     /// durable ones: the caller checks that no append runs).
     func sendMissing(_ copy: LocalCopy) {
         guard let c = connection, copy.phase == .live else { return }
-        let ops = copy.live.operations(since: copy.record.version)
+        guard let ops = DeviceCopyPolicy.toSend(copy.live.document, acknowledged: copy.record.version) else {
+            lastError = "edits of \(copy.id) not sent: the copy compacted past what the daemon acknowledged"
+            return
+        }
         guard !ops.isEmpty else { return }
         if ops.contains(where: { $0.id.replica == replica }), copy.unanswered.adds(c.address) {
             // Durable before they leave: a refusal by another daemon is final only once this one
@@ -222,16 +226,13 @@ extension SyncClient {
                 continue
             }
             guard let copy = copies[id] else { continue }
-            if copy.resyncBase != nil {
-                // Re-syncing: the catch-up from nothing is the daemon's copy (``resync(_:onto:)``).
-                _ = copy.resyncBase!.receive(ops)
-                if let version = copy.resyncSynced { caughtUp(copy, version, on: c) }
+            if copy.resyncing.receive(ops) {
+                // Re-syncing: the catch-up from nothing is the daemon's copy (``resync(_:with:)``).
+                if let version = copy.resyncing.synced { caughtUp(copy, version, on: c) }
                 continue
             }
             _ = copy.live.receive(ops)
-            var seen = VersionVector()
-            for op in ops { seen.observe(op.id) }
-            copy.acknowledge(seen, replica: replica)
+            copy.acknowledge(DeviceCopyPolicy.acknowledgedByReceipt(ops), replica: replica)
             copy.appending += 1
             do { try await copy.store.append(ops) } catch { copy.failure = .storage(error.description) }
             copy.appending -= 1
@@ -295,7 +296,7 @@ extension SyncClient {
             fail(copy, error)
         case let .synced(id, version):
             guard let copy = copies[id] else { break }
-            if copy.resync { copy.resyncSynced = version }
+            copy.resyncing.synced(version)
             caughtUp(copy, version, on: c)
         case let .editDone(n, result):
             guard let id = c.edits.removeValue(forKey: n), let copy = copies[id] else { break }
@@ -307,6 +308,9 @@ extension SyncClient {
                 reportSeen(copy, on: c)
             case let .failure(e):
                 fail(copy, e)
+            }
+            if copy.refusal.answered(inFlight: copy.inFlight, unacknowledged: !copy.unacked.isEmpty) {
+                fail(copy, .refused(.compacted, "edits refused for the compaction floor, not taken by the later batches either"))
             }
         case let .documentError(id, code, text):
             if code == .destroyed, let copy = copies[id] {
@@ -344,7 +348,9 @@ extension SyncClient {
         case let .refused(.compacted, text):
             lastError = "compacted: \(text)"
             // Without a connection (it ended first) the next one sends them again and hears again.
-            guard copy.resyncBase == nil, let c = connection else { break }
+            guard !copy.resync, let c = connection else { break }
+            // Every later batch's answer first: one may still take the refused edits.
+            guard copy.refusal.refused(inFlight: copy.inFlight) else { break }
             // A daemon no longer configured cannot be asked: what it may hold is given up.
             let configured = dialled
             if case let .settle(other) = copy.unanswered.refused(by: c.address, askable: { configured.contains($0) }) {
@@ -360,10 +366,8 @@ extension SyncClient {
             writeRecord(copy)
             // Left behind a compaction (retired while offline), or unaccounted for on a peered
             // document: re-sync from the daemon's copy and make the unsent edits again
-            // (``resync(_:onto:)``).
-            copy.resyncBase = ListDocument(replica: replica)
-            copy.resyncSynced = nil
-            copy.resyncAfterRefusal = true
+            // (``resync(_:with:)``).
+            copy.resyncing.begin(replica: replica)
             if copy.phase != .idle {
                 send(c.session.unsubscribe(copy.id), on: c)
                 copy.phase = .idle
@@ -396,8 +400,7 @@ extension SyncClient {
     /// generation) before the copy changes; `synced` then sends the remade edits.
     func resync(_ copy: LocalCopy, from bytes: [UInt8], on c: Connection) {
         do {
-            copy.resyncBase = try ListDocument(snapshot: bytes, replica: replica)
-            copy.resyncSynced = nil
+            try copy.resyncing.snapshot(bytes, replica: replica)
         } catch {
             copy.failure = .refused(copy.id, .malformed, "the daemon's snapshot did not load: \(error)")
         }
@@ -411,9 +414,9 @@ extension SyncClient {
     /// does hold `version`; checked all the same, since making the edits again on a partial copy
     /// would lose what it lacks.
     func caughtUp(_ copy: LocalCopy, _ version: VersionVector, on c: Connection) {
-        if let base = copy.resyncBase {
-            guard base.isReadyForRemake(synced: version, acknowledged: copy.record.version, of: replica) else { return }
-            resync(copy, onto: base)
+        if copy.resync {
+            guard let outcome = copy.resyncing.outcome(local: copy.live.document, acknowledged: copy.record.version) else { return }
+            resync(copy, with: outcome)
             guard !copy.resync else { return }
         }
         copy.acknowledge(version, replica: replica)
@@ -424,30 +427,18 @@ extension SyncClient {
         reportSeen(copy, on: c)
     }
 
-    /// `base`, the daemon's copy (its snapshot, or its catch-up from nothing), becomes `copy`,
-    /// with the edits the daemon lacks made again on it, written durably first.
-    func resync(_ copy: LocalCopy, onto base: ListDocument) {
-        var base = base
-        let local = copy.live.document
-        // What the daemon acknowledged, and the copy's floor, which a daemon held when it
-        // compacted there (a record written before the copy compacted may name less).
-        var acknowledged = copy.record.version
-        if let floor = local.historyFloor { acknowledged.formUnion(floor) }
-        let unsent = local.hasHistory(since: acknowledged)
-            ? local.operations(since: acknowledged).filter { !base.version.contains($0.lastID) } : []
-        let held = base.version
-        let made = base.remake(unsent, from: local, refused: copy.resyncAfterRefusal)
-        do { try copy.store.replace(with: base) } catch {
+    /// The re-sync's outcome (``ListSync/CopyResync/outcome(local:acknowledged:prepare:)``: the
+    /// daemon's copy with the edits it lacked made again on it) becomes `copy`, written durably first.
+    func resync(_ copy: LocalCopy, with outcome: CopyResync.Outcome) {
+        do { try copy.store.replace(with: outcome.document) } catch {
             copy.failure = .storage(error.description)
             return
         }
-        copy.live.replace(with: base)
-        copy.resyncBase = nil
-        copy.resyncSynced = nil
-        copy.resyncAfterRefusal = false
-        copy.acknowledge(held, replica: replica)
+        copy.live.replace(with: outcome.document)
+        copy.resyncing.finish()
+        copy.acknowledge(outcome.held, replica: replica)
         copy.recount(replica: replica)
-        assert(copy.unacked.count == made.count, "\(made.count) edits made again, \(copy.unacked.count) unacknowledged")
+        assert(copy.unacked.count == outcome.made.count, "\(outcome.made.count) edits made again, \(copy.unacked.count) unacknowledged")
         writeRecord(copy)
         lastError = nil
     }

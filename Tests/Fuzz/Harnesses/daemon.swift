@@ -96,6 +96,10 @@ func fuzzOne(_ bytes: [UInt8]) {
                 answers(session.status(request: request, json: String(repeating: "{}", count: Int(request % 700))))
             case let .presence(doc, _):
                 guard attachedBefore.contains(doc) else { fuzzFailure("presence for a document not attached") }
+            case let .seen(doc, _, _, _):
+                guard attachedBefore.contains(doc) else { fuzzFailure("seen for a document not attached") }
+            case let .stability(doc, _, _):
+                guard attachedBefore.contains(doc) else { fuzzFailure("stability for a document not attached") }
             case let .destroy(request, doc, epoch):
                 answers(session.destroyed(request: request, document: doc, epoch: epoch))
             case let .rename(request, doc, name):

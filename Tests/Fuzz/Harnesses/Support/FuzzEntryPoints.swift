@@ -2,55 +2,8 @@
 import Glibc
 #endif
 
-/// A harness's input as a stream of choices: the fuzzer's bytes read front to back, zeros once
-/// they run out (so every input, however short, is a valid sequence of choices).
-struct FuzzInput {
-    let bytes: [UInt8]
-    private(set) var offset = 0
-
-    init(_ data: UnsafePointer<UInt8>, _ size: Int) {
-        bytes = Array(UnsafeBufferPointer(start: data, count: size))
-    }
-
-    init(_ bytes: [UInt8]) { self.bytes = bytes }
-
-    var isAtEnd: Bool { offset >= bytes.count }
-    var remaining: Int { max(0, bytes.count - offset) }
-
-    mutating func byte() -> UInt8 {
-        guard offset < bytes.count else { return 0 }
-        defer { offset += 1 }
-        return bytes[offset]
-    }
-
-    /// A little-endian u16.
-    mutating func u16() -> Int { Int(byte()) | Int(byte()) << 8 }
-
-    /// Up to `n` bytes (fewer at the end).
-    mutating func take(_ n: Int) -> [UInt8] {
-        let n = min(max(0, n), remaining)
-        defer { offset += n }
-        return Array(bytes[offset..<offset + n])
-    }
-
-    /// Everything left.
-    mutating func rest() -> [UInt8] { take(remaining) }
-}
-
-/// Cuts `bytes` into pieces whose sizes come from `sizes` (cycled; a size byte s gives a piece of
-/// s + 1 bytes, so every split is reachable). With no size bytes: one piece.
-func split(_ bytes: [UInt8], by sizes: [UInt8]) -> [ArraySlice<UInt8>] {
-    guard !sizes.isEmpty else { return [bytes[...]] }
-    var pieces: [ArraySlice<UInt8>] = []
-    var at = 0, k = 0
-    while at < bytes.count {
-        let n = min(Int(sizes[k % sizes.count]) + 1, bytes.count - at)
-        pieces.append(bytes[at..<at + n])
-        at += n
-        k += 1
-    }
-    return pieces
-}
+// `FuzzInput` and `split(_:by:)`: Sources/ListSyncTestSupport/FuzzInput.swift (build.sh compiles it
+// in), shared with the suites that replay the corpora.
 
 /// Stops the fuzzer with a message (a broken property, not a thrown decoding error).
 func fuzzFailure(_ message: String, file: StaticString = #file, line: UInt = #line) -> Never {

@@ -1,9 +1,10 @@
 /// A connection that carries whole frames between two peers.
 ///
 /// Implementations: ``InMemoryTransport`` (tests and simulations) and, in `ListSyncTCP`, TCP.
-/// A transport only moves frames, each holding one ``SyncMessage``; the protocol's state machines
-/// (``ClientSession``, ``ServerSession``, ``DocumentCore``, ``PeerSession``) repair anything lost
-/// when a connection is made again (Docs/Protocol.md).
+/// A transport only moves frames, each holding one of the sync protocol's messages (`SyncMessage`
+/// in `ListSync`); the protocol's state machines repair anything lost when a connection is made
+/// again (Docs/Protocol.md). This module depends on nothing: the sockets, HTTP, NATS and the
+/// fault proxy build on it without the engine or the protocol.
 public protocol Transport: Sendable {
     /// Sends one frame. Throws ``TransportError/closed`` once the connection is closed.
     func send(_ frame: [UInt8]) async throws(TransportError)
@@ -38,9 +39,9 @@ public enum TransportError: Error, Hashable, Sendable, CustomStringConvertible {
     case frameTooLarge(size: Int, limit: Int)
     /// An operating-system call failed.
     case system(call: String, errno: Int32)
-    /// The connection did not get through its handshake (wrong key, no common version, a
-    /// deadline, a refusal); the text says which.
-    case handshake(String)
+    /// The connection did not get through its handshake: the reason it closed (a wrong key, no
+    /// common version, a deadline, a refusal, cut by the peer).
+    case handshake(CloseReason)
 
     public var description: String {
         switch self {

@@ -9,9 +9,9 @@ import Darwin
 /// the owner can read or write them, and created with mode 0600 from their first instant.
 ///
 /// Both go through the store's file funnel (``FileSystem``), so tests can watch every call.
-enum SecretFile {
+package enum SecretFile {
     /// Why a secret file cannot be used.
-    enum Failure: Error, Equatable {
+    package enum Failure: Error, Equatable {
         /// There is no file.
         case missing
         /// It is not a regular file: a folder, a device, a socket or a pipe (what it is, in words).
@@ -25,13 +25,13 @@ enum SecretFile {
     }
 
     /// Secret files are tiny; a larger one is refused before it is read.
-    static let maxBytes = 4096
+    package static let maxBytes = 4096
 
     /// Reads the file at `path`. The mode is checked on the open descriptor (`fstat`), so the
     /// file read is the file checked, before a byte of it is read.
     ///
     /// - Complexity: O(n) in the file's size, at most `maxBytes` (default ``maxBytes``).
-    static func read(_ path: String, fileSystem: FileSystem, maxBytes: Int = maxBytes) throws(Failure) -> [UInt8] {
+    package static func read(_ path: String, fileSystem: FileSystem, maxBytes: Int = maxBytes) throws(Failure) -> [UInt8] {
         let fd: Int32
         do { fd = try fileSystem.open(path, flags: O_RDONLY) } catch {
             if case .system(_, ENOENT, _) = error { throw .missing }
@@ -52,7 +52,7 @@ enum SecretFile {
     /// readable by anyone else, not even before its bytes are written; then written, `fsync`ed,
     /// and its folder `fsync`ed. Returns `false`, touching nothing, when a file is already there
     /// (another process made it first). A failed write removes the file it made.
-    static func create(_ path: String, bytes: [UInt8], fileSystem: FileSystem) throws(Failure) -> Bool {
+    package static func create(_ path: String, bytes: [UInt8], fileSystem: FileSystem) throws(Failure) -> Bool {
         let fd: Int32
         do { fd = try fileSystem.open(path, flags: O_WRONLY | O_CREAT | O_EXCL, mode: 0o600) } catch {
             if case .system(_, EEXIST, _) = error { return false }
@@ -74,7 +74,7 @@ enum SecretFile {
     }
 
     /// What a file that is not a regular one is, in words (its `st_mode` type bits).
-    static func kind(of mode: UInt32) -> String {
+    package static func kind(of mode: UInt32) -> String {
         switch mode & UInt32(S_IFMT) {
         case UInt32(S_IFDIR): return "a folder"
         case UInt32(S_IFCHR), UInt32(S_IFBLK): return "a device"
@@ -85,7 +85,7 @@ enum SecretFile {
     }
 
     /// The folder that holds `path` (`.` for a bare name).
-    static func folder(of path: String) -> String {
+    package static func folder(of path: String) -> String {
         guard let slash = path.lastIndex(of: "/") else { return "." }
         return slash == path.startIndex ? "/" : String(path[..<slash])
     }

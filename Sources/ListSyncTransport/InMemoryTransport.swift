@@ -2,9 +2,9 @@ import Synchronization
 
 /// A connection inside one process: what one end sends, the other receives, in order.
 ///
-/// For tests of code that uses ``Transport`` (such as ``Replica``). Deterministic simulations
-/// with delay, loss, duplication and partitions use ``InMemoryNetwork`` instead, which runs on a
-/// virtual clock.
+/// For tests of code that uses ``Transport``. Deterministic simulations with delay, loss,
+/// duplication and partitions use `InMemoryNetwork` (`ListSyncSimulation`) instead, which runs on
+/// a virtual clock.
 public final class InMemoryTransport: Transport {
     public let incoming: AsyncStream<[UInt8]>
     private let inbox: AsyncStream<[UInt8]>.Continuation

@@ -1,0 +1,87 @@
+import ListCRDT
+
+/// A device copy's re-sync (Docs/Semantics.md §7, "A device left behind"): after the daemon
+/// refused its edits for the compaction floor, or sent a snapshot for its catch-up, the copy
+/// builds the daemon's copy (the snapshot, or its catch-up from nothing), and once that holds
+/// all `synced` said and every edit of the device a daemon acknowledged, it becomes the copy
+/// with the device's unsent edits made again on it. A pure state machine: SyncClient's copies
+/// and the simulator's clients both keep one, and their drivers do only the I/O (the store's
+/// replacement, the sends).
+public struct CopyResync: Sendable {
+    /// The daemon's copy being built; nil while not re-syncing.
+    public private(set) var base: ListDocument?
+    /// What `synced` said the catch-up holds (nil: not said yet).
+    public private(set) var synced: VersionVector?
+    /// Re-syncing after the daemon refused edits (not only left behind its floor): none of them
+    /// is kept as it is (``ListCRDT/ListDocument/remake(_:from:refused:)``).
+    public private(set) var afterRefusal = false
+
+    /// Not re-syncing.
+    public init() {}
+
+    /// Whether the copy re-syncs: it subscribes from nothing
+    /// (``DeviceCopyPolicy/subscribeVersion(_:resyncing:)``) and holds back its sends.
+    public var isActive: Bool { base != nil }
+
+    /// The daemon refused edits of `replica` for its floor, finally (every daemon that owed an
+    /// answer refused: ``UnansweredSends``): the copy re-syncs from nothing, and its edits are
+    /// made again whatever happens (`keepsRefused`: a deliberately broken client, for the
+    /// simulator's power tests, keeps those after the floor as they are).
+    public mutating func begin(replica: ReplicaID, keepsRefused: Bool = false) {
+        base = ListDocument(replica: replica)
+        synced = nil
+        afterRefusal = !keepsRefused
+    }
+
+    /// The catch-up is a snapshot (its parts joined): it is the daemon's copy.
+    ///
+    /// - Throws: ``ListCRDT/WireError`` for a snapshot that does not load; nothing changes then.
+    /// - Complexity: that of loading the snapshot.
+    public mutating func snapshot(_ bytes: [UInt8], replica: ReplicaID) throws(WireError) {
+        base = try ListDocument(snapshot: bytes, replica: replica)
+        synced = nil
+    }
+
+    /// Operations of the catch-up while re-syncing: they build the daemon's copy. Returns false
+    /// (nothing taken) when not re-syncing: they are the copy's.
+    public mutating func receive(_ operations: [ListOperation]) -> Bool {
+        guard base != nil else { return false }
+        _ = base!.receive(operations)
+        return true
+    }
+
+    /// `synced` came: the catch-up holds `version`.
+    public mutating func synced(_ version: VersionVector) {
+        if base != nil { synced = version }
+    }
+
+    /// What a re-sync that is ready makes: the new copy, the edits made again on it, and what
+    /// the daemon holds of it (acknowledged).
+    public struct Outcome: Sendable {
+        public var document: ListDocument
+        public var made: [ListOperation]
+        public var held: VersionVector
+        /// The device's edits the daemon lacked (``DeviceCopyPolicy/unsent(_:acknowledged:base:)``).
+        public var unsent: [ListOperation]
+    }
+
+    /// The re-sync of `local` if it is ready (the daemon's copy holds all `synced` said and every
+    /// edit of `local`'s replica in `acknowledged`: ``ListCRDT/ListDocument/isReadyForRemake(synced:acknowledged:of:)``),
+    /// else nil. Changes nothing: the driver stores the outcome, then calls ``finish()``.
+    /// `prepare` adjusts the daemon's copy before the edits are made again on it.
+    ///
+    /// - Complexity: that of ``ListCRDT/ListDocument/remake(_:from:refused:)``.
+    public func outcome(local: ListDocument, acknowledged: VersionVector,
+                        prepare: (inout ListDocument) -> Void = { _ in }) -> Outcome? {
+        guard var base, let synced,
+              base.isReadyForRemake(synced: synced, acknowledged: acknowledged, of: local.replica) else { return nil }
+        prepare(&base)
+        let unsent = DeviceCopyPolicy.unsent(local, acknowledged: acknowledged, base: base)
+        let held = base.version
+        let made = base.remake(unsent, from: local, refused: afterRefusal)
+        return Outcome(document: base, made: made, held: held, unsent: unsent)
+    }
+
+    /// The outcome is the copy now: no longer re-syncing.
+    public mutating func finish() { self = CopyResync() }
+}

@@ -1,0 +1,63 @@
+import ListCRDT
+
+/// What a device decides about its copy of a document, as pure functions of what it holds: the
+/// device client (`SyncClient`), the command line's kept copy (`DaemonClient`) and the simulator's
+/// clients all call these, so that what the simulator checks is what a device does
+/// (Docs/Semantics.md §7; Docs/Simulation.md, "One policy").
+public enum DeviceCopyPolicy {
+    /// Whether a copy compacts at `floor`, the daemon's floor told by `stable` (Docs/Semantics.md
+    /// §7, "A device learns the floor"): it holds exactly that version (so nothing of it is
+    /// unsent: the daemon holds all of it, durably, and whatever of the device's own is not yet
+    /// acknowledged is acknowledged by the floor), it has not compacted there already, the floor
+    /// is not the empty version (a daemon that never compacted), and it is not re-syncing (its
+    /// history is what its unsent edits are made again from).
+    ///
+    /// - Complexity: O(r) for r replicas in the versions.
+    public static func compactsAtFloor(_ floor: VersionVector, version: VersionVector, historyFloor: VersionVector?,
+                                       resyncing: Bool) -> Bool {
+        !resyncing && floor != VersionVector() && version == floor && historyFloor != floor
+    }
+
+    /// What receiving `operations` from the daemon acknowledges: the daemon holds each of them
+    /// whole, up to its last id (an operation may span several ids: a typed run of text), so
+    /// that none of them is ever sent back.
+    ///
+    /// - Complexity: O(k) for k operations.
+    public static func acknowledgedByReceipt(_ operations: [ListOperation]) -> VersionVector {
+        var seen = VersionVector()
+        for op in operations { seen.observe(op.lastID) }
+        return seen
+    }
+
+    /// The version a copy subscribes from: its own, or nothing while it re-syncs (the catch-up
+    /// is then the daemon's whole copy, a snapshot behind a floor).
+    public static func subscribeVersion(_ version: VersionVector, resyncing: Bool) -> VersionVector {
+        resyncing ? VersionVector() : version
+    }
+
+    /// What a caught-up copy sends: every operation the daemon has not acknowledged, in the
+    /// order it applied them (an edit never reaches the daemon ahead of one it depends on).
+    /// Nil when the copy's history no longer goes back to `acknowledged` (it compacted past
+    /// what the daemon acknowledged, which ``compactsAtFloor(_:version:historyFloor:resyncing:)``
+    /// never lets happen).
+    ///
+    /// - Complexity: O(r + k) for r log records and the k operations returned.
+    public static func toSend(_ document: ListDocument, acknowledged: VersionVector) -> [ListOperation]? {
+        guard document.hasHistory(since: acknowledged) else { return nil }
+        return document.operations(since: acknowledged)
+    }
+
+    /// The edits a re-syncing copy makes again on `base`, the daemon's copy
+    /// (``ListCRDT/ListDocument/remake(_:from:refused:)``): those of the device (`local`'s
+    /// replica) after what a daemon acknowledged, or after the copy's floor (a daemon held it
+    /// when it compacted there), that `base` lacks. What it holds of others' came from a daemon
+    /// and comes to `base` too.
+    ///
+    /// - Complexity: O(r + k) for r log records and k operations after `acknowledged`.
+    public static func unsent(_ local: ListDocument, acknowledged: VersionVector, base: ListDocument) -> [ListOperation] {
+        var since = acknowledged
+        if let floor = local.historyFloor { since.formUnion(floor) }
+        guard local.hasHistory(since: since) else { return [] }
+        return local.operations(since: since).filter { $0.id.replica == local.replica && !base.version.contains($0.lastID) }
+    }
+}

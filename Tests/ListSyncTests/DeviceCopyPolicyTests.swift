@@ -1,0 +1,77 @@
+import Foundation
+import Testing
+import ListCRDT
+import ListSync
+import ListSyncTestSupport
+
+/// The device's decisions about its copy (``DeviceCopyPolicy``), which SyncClient, the command
+/// line's kept copy and the simulator's clients share: when to compact at the daemon's floor,
+/// what receiving acknowledges, what to send, what to make again after a re-sync.
+@Suite struct DeviceCopyPolicyTests {
+    /// A device (replica 1) holding the daemon's document (replica 9's section and items) and
+    /// `own` item inserts of its own.
+    static func device(own: Int) throws -> (daemon: ListDocument, device: ListDocument) {
+        let daemon = Fixture.typed(3, replica: 9)
+        var device = daemon.fork(as: 1)
+        for i in 0..<own { try device.insertItem(at: IndexPath(item: 0, section: 0), value: Data("own-\(i)".utf8)) }
+        return (daemon, device)
+    }
+
+    @Test("a copy compacts at the floor exactly when it holds that version, unsent edits of its own included (the floor holds them)")
+    func compactsAtFloor() throws {
+        let (daemon, device) = try Self.device(own: 2)
+        let floor = device.version   // the daemon took the two edits and compacted there
+        #expect(DeviceCopyPolicy.compactsAtFloor(floor, version: device.version, historyFloor: nil, resyncing: false),
+                "its own edits not yet acknowledged are in the floor: nothing of the copy is unsent")
+        #expect(!DeviceCopyPolicy.compactsAtFloor(daemon.version, version: device.version, historyFloor: nil, resyncing: false),
+                "the copy is ahead of the floor: its own edits are not in it")
+        #expect(!DeviceCopyPolicy.compactsAtFloor(floor, version: device.version, historyFloor: floor, resyncing: false),
+                "compacted there already")
+        #expect(!DeviceCopyPolicy.compactsAtFloor(floor, version: device.version, historyFloor: nil, resyncing: true),
+                "re-syncing: its history is what its edits are made again from")
+        #expect(!DeviceCopyPolicy.compactsAtFloor(VersionVector(), version: VersionVector(), historyFloor: nil, resyncing: false),
+                "the empty floor: the daemon never compacted")
+    }
+
+    @Test("receiving a typed run acknowledges it up to its last character (the record names the daemon's whole version); nothing goes back")
+    func receiptAcknowledgesWholeSpans() throws {
+        var other = Fixture.typed(1, replica: 2)
+        let item = ItemID(other.operations.last!.id)
+        let run = try other.splice("notes", ofItem: item, at: 0, insert: "hello")
+        #expect(run.lastID != run.id, "a typed run spans several ids")
+        var device = ListDocument(replica: ReplicaID(1))
+        _ = device.receive(other.operations)
+        #expect(device.version == other.version)
+        let acknowledged = DeviceCopyPolicy.acknowledgedByReceipt(other.operations)
+        #expect(acknowledged == other.version)
+        #expect(DeviceCopyPolicy.toSend(device, acknowledged: acknowledged) == [], "nothing of another replica goes back")
+    }
+
+    @Test("what a caught-up copy sends is everything unacknowledged, in order; nil once its history does not go back that far")
+    func toSend() throws {
+        let (daemon, device) = try Self.device(own: 3)
+        let ops = try #require(DeviceCopyPolicy.toSend(device, acknowledged: daemon.version))
+        #expect(ops.map(\.id) == device.operations(since: daemon.version).map(\.id) && ops.count == 3)
+        #expect(ops.allSatisfy { $0.id.replica == ReplicaID(1) })
+        var compacted = device
+        _ = try compacted.compact(stable: compacted.version)
+        #expect(DeviceCopyPolicy.toSend(compacted, acknowledged: daemon.version) == nil)
+        #expect(DeviceCopyPolicy.toSend(compacted, acknowledged: compacted.version) == [])
+    }
+
+    @Test("a re-sync makes again the device's own edits after what was acknowledged that the daemon's copy lacks")
+    func unsent() throws {
+        let (daemon, device) = try Self.device(own: 3)
+        let own = device.operations(since: daemon.version)
+        var base = daemon
+        _ = base.receive([own[0]])   // the daemon took the first
+        #expect(base.version.contains(own[0].lastID))
+        let unsent = DeviceCopyPolicy.unsent(device, acknowledged: daemon.version, base: base)
+        #expect(unsent.map(\.id) == own.dropFirst().map(\.id))
+        var acknowledged = daemon.version
+        acknowledged.observe(own[1].lastID)   // another daemon acknowledged the second
+        #expect(DeviceCopyPolicy.unsent(device, acknowledged: acknowledged, base: base).map(\.id) == [own[2].id])
+        #expect(DeviceCopyPolicy.subscribeVersion(device.version, resyncing: true) == VersionVector())
+        #expect(DeviceCopyPolicy.subscribeVersion(device.version, resyncing: false) == device.version)
+    }
+}
