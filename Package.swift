@@ -88,7 +88,7 @@ let package = Package(
         .target(name: "ListSyncTestTraits"),
         .testTarget(
             name: "ListCRDTTests",
-            dependencies: ["ListCRDT", "ListTable", "ListSync", "ListSyncSimulation", "ListSyncTestSupport", "ListSyncTestTraits"]
+            dependencies: ["ListCRDT", "ListTable", "ListSync", "ListSyncSimulation", "ListSyncTestSupport", "ListSyncTestTraits", "ListSyncRandom"]
         ),
         .testTarget(
             name: "ListTableTests",

@@ -327,7 +327,6 @@ public actor Daemon {
 
     static let clock: @Sendable () -> UInt64 = { DispatchTime.now().uptimeNanoseconds }
 
-
     /// Bytes in the files under `path`: a walk of the whole tree (what ``sampleDiskUsage()`` runs
     /// in the background, never per request).
     ///

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import ListCRDT
+import ListSyncRandom
 
 /// `TextChanges` (Docs/Text.md, "From a text view"): a received batch's change to a text as
 /// separate ranges, so a text view keeps its caret where nothing changed before it.
@@ -39,7 +40,7 @@ struct TextChangesTests {
 
     @Test("seeded random texts and edits: the splices always give the new text; no more ranges than the texts differ in; bounded by maxEdits")
     func seeded() {
-        var rng = SplitMix(seed: 44)
+        var rng = SplitMix64(seed: 44)
         let alphabet = Array("ab cdé👍🏽\n".unicodeScalars)
         for round in 0 ..< 400 {
             var a = String.UnicodeScalarView()
@@ -58,18 +59,6 @@ struct TextChangesTests {
             // Past the bound: one range, still right.
             let one = TextChanges.between(old: old, new: new, maxEdits: 0)
             #expect(one.count <= 1 && Self.apply(one, to: old) == new)
-        }
-    }
-
-    struct SplitMix {
-        var state: UInt64
-        init(seed: UInt64) { state = seed }
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
         }
     }
 }

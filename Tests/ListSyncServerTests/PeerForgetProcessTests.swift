@@ -29,8 +29,9 @@ struct PeerForgetProcessTests {
         #expect(eventually(30) { ((try? table(b, doc.description)) ?? []) == [values] && ((try? table(c, doc.description)) ?? []) == [values] },
                 "B: \(b.log)\nC: \(c.log)")
         // Every daemon hears of C (its entry goes round) before it goes for good. Its id, as
-        // status names it: `DIR/replica` holds it in hex.
-        let hex = try String(contentsOfFile: dir.path + "/c/replica", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+        // status names it: `DIR/replica` holds it in hex (`replica <16 hex digits>`).
+        let hex = try String(contentsOfFile: dir.path + "/c/replica", encoding: .utf8)
+            .trimmingCharacters(in: .whitespacesAndNewlines).split(separator: " ").last.map(String.init) ?? ""
         let id = "r\(try #require(UInt64(hex, radix: 16)))"
         try await Task.sleep(for: .seconds(3))
         c.kill9()
