@@ -262,24 +262,14 @@ struct StateSnapshotDecoder {
                 case .deleteSection, .setItemValue, .setSectionValue: break
                 case let .writeFields(target, writes):
                     // The history holds every field write: the records are rebuilt from it.
-                    if let problem = ListDocument.problem(with: writes, maxValueSize: maxValueSize) {
-                        throw .invalidValue("field \"\(problem.name)\": \(problem.why)", offset: blobAt)
-                    }
-                    // A text edit names characters of its field: each must be there already, as
-                    // when the operation was received (the history is in causal order).
-                    if let why = doc.textProblem(writes, of: target) { throw .invalidValue(why, offset: blobAt) }
-                    doc.records.apply(writes, of: op.id, to: target, local: doc.replica)
+                    try applyHistory(writes, of: op.id, to: target, at: blobAt)
                 case let .insertItemWithFields(_, _, _, writes):
                     // Its slot is in the slot runs already: a new item's, with this id.
                     // (The items' rows come later, with their ids checked against their slots.)
                     guard let lv = doc.slots.lv(of: op.id), doc.slots.sequence(of: lv).isItems else {
                         throw .invalidValue("an insert record whose slot is not a new item's", offset: blobAt)
                     }
-                    if let problem = ListDocument.problem(with: writes, maxValueSize: maxValueSize) {
-                        throw .invalidValue("field \"\(problem.name)\": \(problem.why)", offset: blobAt)
-                    }
-                    if let why = doc.textProblem(writes, of: .item(ItemID(op.id))) { throw .invalidValue(why, offset: blobAt) }
-                    doc.records.apply(writes, of: op.id, to: .item(ItemID(op.id)), local: doc.replica)
+                    try applyHistory(writes, of: op.id, to: .item(ItemID(op.id)), at: blobAt)
                     covered += 1
                 default: throw .invalidValue("an operation of this kind has a record of its own", offset: blobAt)
                 }
@@ -338,6 +328,17 @@ struct StateSnapshotDecoder {
         for (k, end) in lastEnd.enumerated() where end > 0 { counters[replicas[k]] = end - 1 }
         doc.versionVector = VersionVector(counters)
         doc.clock = lastEnd.max().map { $0 > 0 ? $0 - 1 : 0 } ?? 0
+    }
+
+    /// One history operation's field writes, checked as a received operation's are (the limits,
+    /// and each text edit against its field: the history is in causal order), then applied to
+    /// the records.
+    mutating func applyHistory(_ writes: FieldWrites, of id: OpID, to target: RecordTarget, at offset: Int) throws(WireError) {
+        if let problem = ListDocument.problem(with: writes, maxValueSize: maxValueSize) {
+            throw .invalidValue("field \"\(problem.name)\": \(problem.why)", offset: offset)
+        }
+        if let why = doc.textProblem(writes, of: target) { throw .invalidValue(why, offset: offset) }
+        doc.records.apply(writes, of: id, to: target, local: doc.replica)
     }
 
     /// The operation at `slot`, moved out (a cheap placeholder is left behind).

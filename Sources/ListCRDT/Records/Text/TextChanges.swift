@@ -17,10 +17,7 @@ public enum TextChanges {
     public static func between(old: String, new: String, maxEdits: Int = 1_000) -> [TextSplice] {
         let a = Array(old.unicodeScalars), b = Array(new.unicodeScalars)
         // The common prefix and suffix first: most changes are local.
-        var p = 0
-        while p < a.count, p < b.count, a[p] == b[p] { p += 1 }
-        var s = 0
-        while s < a.count - p, s < b.count - p, a[a.count - 1 - s] == b[b.count - 1 - s] { s += 1 }
+        let (p, s) = TextSplice.commonEnds(a, b)
         let x = a[p ..< a.count - s], y = b[p ..< b.count - s]
         if x.isEmpty && y.isEmpty { return [] }
         guard let script = editScript(Array(x), Array(y), maxEdits: maxEdits) else {

@@ -32,14 +32,22 @@ public struct TextSplice: Hashable, Sendable, CustomStringConvertible {
     /// - Complexity: O(n) for n scalars of the longer text.
     public static func between(old: String, new: String) -> TextSplice? {
         let a = Array(old.unicodeScalars), b = Array(new.unicodeScalars)
-        var p = 0
-        while p < a.count, p < b.count, a[p] == b[p] { p += 1 }
-        var s = 0
-        while s < a.count - p, s < b.count - p, a[a.count - 1 - s] == b[b.count - 1 - s] { s += 1 }
+        let (p, s) = commonEnds(a, b)
         if p == a.count && p == b.count { return nil }
         var inserted = String.UnicodeScalarView()
         inserted.append(contentsOf: b[p ..< b.count - s])
         return TextSplice(at: p, delete: a.count - s - p, insert: String(inserted))
+    }
+
+    /// The lengths of the common prefix of `a` and `b`, and of the common suffix of what follows it.
+    ///
+    /// - Complexity: O(n) for n scalars of the longer one.
+    static func commonEnds(_ a: [Unicode.Scalar], _ b: [Unicode.Scalar]) -> (prefix: Int, suffix: Int) {
+        var p = 0
+        while p < a.count, p < b.count, a[p] == b[p] { p += 1 }
+        var s = 0
+        while s < a.count - p, s < b.count - p, a[a.count - 1 - s] == b[b.count - 1 - s] { s += 1 }
+        return (p, s)
     }
 
     /// `text` with this splice made (positions clamped to the text).
