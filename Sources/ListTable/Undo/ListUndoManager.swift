@@ -18,7 +18,7 @@ import ListCRDT
 /// send(ops)
 /// ```
 ///
-/// The rules (U1–U10) are in `Docs/Semantics.md`, "Undo and redo": an insert is undone by a
+/// The rules (U1–U12) are in `Docs/Semantics.md`, "Undo and redo": an insert is undone by a
 /// delete; a delete by a copy of the item (a new identity, which later undo and redo steps follow)
 /// among its old neighbours; a move by a move back beside its old neighbours; a value by the value
 /// before. What someone else changed since (a later move, a delete, a value) is theirs and stays.
@@ -54,6 +54,8 @@ public struct ListUndoManager: Sendable {
     var redoStack: [Group] = []
     var open: OpenGroup?
     var tracks = UndoTracks()
+    /// The typing the top group of the undo stack is still growing by (U12), or nil.
+    var typing: TypingSession?
 
     /// Empty stacks keeping at most `limit` groups each (0: record nothing).
     public init(limit: Int = ListUndoManager.defaultLimit) {
@@ -87,8 +89,14 @@ public struct ListUndoManager: Sendable {
     /// one action each time it grows (``UndoBridge``).
     public private(set) var groupsRecorded = 0
 
+    /// Ends the typing that the last recorded keystrokes were part of (U12): the next keystroke
+    /// starts a new undo group. Call it when the caret moves or the text view loses focus; a
+    /// keystroke somewhere else, any other edit, undo and redo end it anyway.
+    public mutating func endTyping() { typing = nil }
+
     /// Forgets both stacks (an open group stays open, empty).
     public mutating func removeAll() {
+        typing = nil
         undoStack = []
         redoStack = []
         open?.steps = []
@@ -140,6 +148,15 @@ public struct ListUndoManager: Sendable {
         let step = UndoStep(recording: operations, before: before, after: after, tracks: tracks)
         guard !step.isEmpty else { return }
         redoStack = []
+        let keystroke = open == nil ? TypingSession.keystroke(operations, step: step) : nil
+        if let keystroke, let session = typing, session.continues(with: keystroke), !undoStack.isEmpty,
+           var last = undoStack[undoStack.count - 1].steps.popLast(), last.absorb(step, typing: keystroke) {
+            // U12: the keystroke continues the typing of the top group: one undo takes it all back.
+            undoStack[undoStack.count - 1].steps.append(last)
+            typing = session.extended(by: keystroke)
+            return
+        }
+        typing = keystroke.flatMap { TypingSession($0) }
         let derived = Self.actionName(for: operations)
         if open != nil {
             open!.steps.append(step)
@@ -154,6 +171,7 @@ public struct ListUndoManager: Sendable {
     /// named `actionName` (or after what it does). Groups nest; the outermost one counts, with the
     /// first name given.
     public mutating func beginGroup(_ actionName: String? = nil) {
+        typing = nil
         if open != nil {
             open!.depth += 1
             if open!.actionName == nil { open!.actionName = actionName }
@@ -188,8 +206,8 @@ public struct ListUndoManager: Sendable {
         return try body(&self)
     }
 
-    /// A name for an action made of `operations`: "Insert", "Delete", "Move" or "Rename" when all
-    /// are of one kind, else "Edit".
+    /// A name for an action made of `operations`: "Insert", "Delete", "Move", "Rename" or "Typing"
+    /// (text edits) when all are of one kind, else "Edit".
     ///
     /// - Complexity: O(m) for m operations.
     public static func actionName(for operations: [ListOperation]) -> String {
@@ -200,7 +218,9 @@ public struct ListUndoManager: Sendable {
             case .deleteItem, .deleteSection: names.insert("Delete")
             case .moveItems, .moveSection: names.insert("Move")
             case .setItemValue, .setSectionValue: names.insert("Rename")
-            case .writeFields: names.insert("Edit")
+            case .writeFields(_, let writes):
+                let typing = writes.writes.allSatisfy { if case .text = $0.change { true } else { false } }
+                names.insert(typing ? "Typing" : "Edit")
             }
         }
         return names.count == 1 ? names.first! : "Edit"
@@ -219,6 +239,7 @@ public struct ListUndoManager: Sendable {
     @discardableResult
     public mutating func undo(_ document: inout ListDocument) throws(UndoError) -> [ListOperation] {
         tracks.kept = []
+        typing = nil
         if let open { throw .groupOpen(actionName: open.actionName) }
         guard let group = undoStack.last else { throw .nothingToUndo }
         let (ops, inverse) = try perform(group, on: &document)
@@ -238,6 +259,7 @@ public struct ListUndoManager: Sendable {
     @discardableResult
     public mutating func redo(_ document: inout ListDocument) throws(UndoError) -> [ListOperation] {
         tracks.kept = []
+        typing = nil
         if let open { throw .groupOpen(actionName: open.actionName) }
         guard let group = redoStack.last else { throw .nothingToRedo }
         let (ops, inverse) = try perform(group, on: &document)

@@ -9,7 +9,7 @@ import ListCRDT
 /// the change set, and subscribers receive it.
 @available(macOS 15.0, iOS 18.0, tvOS 18.0, watchOS 11.0, visionOS 2.0, *)
 extension LiveDocument {
-    /// Takes back the local user's last group of edits with new operations (rules U1–U10 of
+    /// Takes back the local user's last group of edits with new operations (rules U1–U12 of
     /// `Docs/Semantics.md`); `result` is the group's action name. Throws, and changes nothing,
     /// when there is nothing to undo (``UndoError/nothingToUndo``) or a group is open.
     ///

@@ -24,6 +24,8 @@ extension UndoTracks {
         let sectionsBefore = sectionIDs.map { document.undoState(of: $0, track: sections) }
         let itemsBefore = itemIDs.map { document.undoState(of: $0, track: items) }
         var ops: [ListOperation] = []
+        // What the text edits made here did, for the inverse step (U11).
+        var texts: [RecordTarget: [String: TextTakeBack]] = [:]
 
         // U2: what the step made shown (an insert, a restore) is deleted wherever it is now.
         for (k, c) in step.items.enumerated() where c.target.place == nil && c.expected.isShown {
@@ -32,14 +34,14 @@ extension UndoTracks {
         let sectionOrder = step.sections.indices.filter { step.sections[$0].target.isShown }
             .sorted { step.sections[$0].target.place!.index < step.sections[$1].target.place!.index }
         for k in sectionOrder {
-            try bringBack(step.sections[k], as: &sectionIDs[k], on: &document, into: &ops)
+            try bringBack(step.sections[k], as: &sectionIDs[k], on: &document, into: &ops, texts: &texts)
         }
         let itemOrder = step.items.indices.filter { step.items[$0].target.isShown }.sorted {
             let a = step.items[$0].target.place!, b = step.items[$1].target.place!
             return (a.sectionIndex, a.row) < (b.sectionIndex, b.row)
         }
         for k in itemOrder {
-            try bringBack(step.items[k], as: &itemIDs[k], on: &document, into: &ops)
+            try bringBack(step.items[k], as: &itemIDs[k], on: &document, into: &ops, texts: &texts)
         }
         // U2 for sections: a section the step inserted goes, unless it holds items the step did
         // not put there (someone else's: they keep it, as a concurrent insert keeps a deleted
@@ -54,13 +56,15 @@ extension UndoTracks {
         for k in step.sections.indices {
             let now = document.undoState(of: sectionIDs[k], track: sections)
             if now.differs(from: sectionsBefore[k]) {
-                inverse.sections.append(SectionChange(id: sectionIDs[k], target: sectionsBefore[k], expected: now))
+                inverse.sections.append(SectionChange(id: sectionIDs[k], target: sectionsBefore[k], expected: now,
+                                                      texts: texts[.section(sectionIDs[k])] ?? [:]))
             }
         }
         for k in step.items.indices {
             let now = document.undoState(of: itemIDs[k], track: items)
             if now.differs(from: itemsBefore[k]) {
-                inverse.items.append(ItemChange(id: itemIDs[k], target: itemsBefore[k], expected: now))
+                inverse.items.append(ItemChange(id: itemIDs[k], target: itemsBefore[k], expected: now,
+                                                texts: texts[.item(itemIDs[k])] ?? [:]))
             }
         }
         return (ops, inverse)
@@ -70,7 +74,8 @@ extension UndoTracks {
 
     /// Brings one section to its (shown) target state; `id` becomes the copy's if it restores one.
     private mutating func bringBack(_ c: SectionChange, as id: inout SectionID, on document: inout ListDocument,
-                                    into ops: inout [ListOperation]) throws(ListError) {
+                                    into ops: inout [ListOperation],
+                                    texts: inout [RecordTarget: [String: TextTakeBack]]) throws(ListError) {
         guard let target = c.target.place, let targetWrite = c.target.write else { preconditionFailure("a shown state has a write") }
         let now = document.undoState(of: id, track: sections)
         if !now.isShown {
@@ -99,8 +104,10 @@ extension UndoTracks {
         if let value = c.target.value, value != c.expected.value, now.value == c.expected.value {
             ops.append(try document.setValue(value, forSection: id))
         }
-        let changes = fieldChanges(target: c.target.fields, expected: c.expected.fields, now: now.fields, of: .section(id))
+        let changes = fieldChanges(target: c.target.fields, expected: c.expected.fields, now: now.fields, of: .section(id),
+                                   byIdentity: c.texts.keys)
         if !changes.isEmpty { ops.append(try document.writeFields(changes, ofSection: id)) }
+        texts[.section(id)] = try takeBackTexts(c.texts, of: .section(id), on: &document, into: &ops)
     }
 
     /// Where a section lands (U4, the rule of a drag's placeholder, `Docs/DragSessions.md`):
@@ -121,7 +128,8 @@ extension UndoTracks {
 
     /// Brings one item to its (shown) target state; `id` becomes the copy's if it restores one.
     private mutating func bringBack(_ c: ItemChange, as id: inout ItemID, on document: inout ListDocument,
-                                    into ops: inout [ListOperation]) throws(ListError) {
+                                    into ops: inout [ListOperation],
+                                    texts: inout [RecordTarget: [String: TextTakeBack]]) throws(ListError) {
         guard let target = c.target.place, let targetWrite = c.target.write else { preconditionFailure("a shown state has a write") }
         let now = document.undoState(of: id, track: items)
         let section = sections.resolve(target.section)
@@ -154,8 +162,10 @@ extension UndoTracks {
         if let value = c.target.value, value != c.expected.value, now.value == c.expected.value {
             ops.append(try document.setValue(value, forItem: id))
         }
-        let changes = fieldChanges(target: c.target.fields, expected: c.expected.fields, now: now.fields, of: .item(id))
+        let changes = fieldChanges(target: c.target.fields, expected: c.expected.fields, now: now.fields, of: .item(id),
+                                   byIdentity: c.texts.keys)
         if !changes.isEmpty { ops.append(try document.writeFields(changes, ofItem: id)) }
+        texts[.item(id)] = try takeBackTexts(c.texts, of: .item(id), on: &document, into: &ops)
     }
 
     // MARK: Fields
@@ -165,12 +175,15 @@ extension UndoTracks {
     /// and removes, whatever others did since (they commute); a value field is written back only
     /// if it still shows what the step left, else it is kept and listed in ``UndoTracks/kept``.
     mutating func fieldChanges(target: [String: Field], expected: [String: Field], now: [String: Field],
-                               of owner: RecordTarget) -> [String: FieldChange] {
+                               of owner: RecordTarget, byIdentity: Dictionary<String, TextTakeBack>.Keys) -> [String: FieldChange] {
         var changes: [String: FieldChange] = [:]
-        for name in Set(target.keys).union(expected.keys) where target[name] != expected[name] {
+        for name in Set(target.keys).union(expected.keys) where target[name] != expected[name] && !byIdentity.contains(name) {
             switch (target[name], expected[name]) {
             case let (.counter(t)?, .counter(e)?):
                 changes[name] = .increment(t &- e)
+            case let (nil, .counter(e)?):
+                // The step made the counter: its increments go, others' stay.
+                changes[name] = .increment(0 &- e)
             case let (.set(t)?, .set(e)?):
                 let add = Set(t).subtracting(e), remove = Set(e).subtracting(t)
                 // One write per field: the removes first where both (rare: a step that swapped members).
@@ -179,6 +192,9 @@ extension UndoTracks {
                 } else if !add.isEmpty {
                     changes[name] = .insert(add.sorted())
                 }
+            case let (nil, .set(e)?):
+                // The step made the set: its members go, others' adds stay.
+                if !e.isEmpty { changes[name] = .delete(e) }
             case (let t, let e):
                 guard now[name] == e else {
                     kept.append(KeptField(target: owner, name: name, now: now[name], wanted: t))
@@ -190,13 +206,74 @@ extension UndoTracks {
                 case .counter(let n)?: changes[name] = .increment(n &- (now[name].flatMap { if case .counter(let x) = $0 { x } else { nil } } ?? 0))
                 case .set(let members)?: changes[name] = members.isEmpty ? .remove : .insert(members)
                 case .text(let text)?:
-                    // Nobody typed since the step: the smallest splice back to the text before it.
-                    let from: String = if case .text(let x)? = now[name] { x } else { "" }
-                    if let s = TextSplice.between(old: from, new: text) { changes[name] = s.change }
+                    // Nobody wrote it since the step: the smallest splice back to the text before
+                    // it, from the text or string value it shows (a splice edits a string value).
+                    switch now[name] {
+                    case .text(let x)?, .value(.string(let x))?:
+                        if let s = TextSplice.between(old: x, new: text) { changes[name] = s.change }
+                    case nil:
+                        if !text.isEmpty { changes[name] = .splice(at: 0, delete: 0, insert: text) }
+                    default:
+                        // Another kind of value: no splice onto it; its text comes back as a string.
+                        changes[name] = .set(.string(text))
+                    }
                 }
             }
         }
         return changes
+    }
+
+    /// U11: each text field of the step taken back by identity, one operation per field (an
+    /// operation types into one text field at most): the characters the step typed that are still
+    /// shown are removed, those it removed are typed again where they stood; everyone else's
+    /// typing stays. Returns what the operations did, by identity, for the inverse step.
+    private mutating func takeBackTexts(_ texts: [String: TextTakeBack], of owner: RecordTarget, on document: inout ListDocument,
+                                        into ops: inout [ListOperation]) throws(ListError) -> [String: TextTakeBack]? {
+        guard !texts.isEmpty else { return nil }
+        var inverse: [String: TextTakeBack] = [:]
+        for name in texts.keys.sorted() {
+            let t = texts[name]!
+            // The characters typed, or the copies undo or redo typed of them since.
+            var typed: [TextRange] = []
+            for r in t.typed {
+                for k in 0 ..< r.count {
+                    let c = characters.resolve(r.first.advanced(by: k))
+                    if let last = typed.last, last.first.replica == c.replica, last.first.counter + UInt64(last.count) == c.counter {
+                        typed[typed.count - 1].count += 1
+                    } else {
+                        typed.append(TextRange(first: c, count: 1))
+                    }
+                }
+            }
+            let (edit, unplaced) = document.takeBackEdit(name, of: owner, typed: typed, removed: t.removed)
+            if unplaced > 0 {
+                // Compaction dropped every removed character: nowhere to type them again by identity.
+                var lost = String.UnicodeScalarView()
+                lost.append(contentsOf: t.removed.map(\.scalar))
+                let now: Field? = switch owner {
+                case .item(let i): document.field(name, of: i)
+                case .section(let s): document.field(name, of: s)
+                }
+                kept.append(KeptField(target: owner, name: name, now: now, wanted: .text(String(lost))))
+            }
+            guard let edit else { continue }
+            let removed = document.textCharacters(name, of: owner, in: edit.deletes)
+            let op: ListOperation
+            switch owner {
+            case .item(let i): op = try document.writeFields([name: .text(edit)], ofItem: i)
+            case .section(let s): op = try document.writeFields([name: .text(edit)], ofSection: s)
+            }
+            ops.append(op)
+            let n = edit.insertedCount
+            if n > 0 {
+                // The removed characters come back as new ones, in order: op.id, op.id + 1, …
+                for (k, c) in t.removed.enumerated() where characters.resolve(c.id) == c.id {
+                    characters.replace(c.id, with: op.id.advanced(by: k))
+                }
+            }
+            inverse[name] = TextTakeBack(typed: n > 0 ? [TextRange(first: op.id, count: n)] : [], removed: removed)
+        }
+        return inverse
     }
 
     /// Where an item lands in the section at `s` (U4, the rule of a drag's placeholder,

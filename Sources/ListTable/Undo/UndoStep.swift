@@ -61,6 +61,21 @@ struct Change<ID: Hashable & Sendable, Place: Hashable & Sendable>: Hashable, Se
     var target: EntityState<Place>
     /// The state the step left.
     var expected: EntityState<Place>
+    /// The text fields the step typed into or removed text from, taken back by identity (U11).
+    var texts: [String: TextTakeBack] = [:]
+}
+
+/// What one step did to one text field, by identity (U11, Docs/Semantics.md §8.8): the
+/// characters it typed and those it removed, so that undo removes the first and types the second
+/// again, leaving everyone else's typing in the field where it is.
+struct TextTakeBack: Hashable, Sendable {
+    /// The characters the step typed (its operations' ids).
+    var typed: [TextRange] = []
+    /// The characters the step removed that it had not typed itself, in text order, with what
+    /// they were (typed again by undo, as new characters).
+    var removed: [TextCharacter] = []
+
+    var isEmpty: Bool { typed.isEmpty && removed.isEmpty }
 }
 
 typealias ItemChange = Change<ItemID, ItemPlace>
@@ -132,6 +147,9 @@ struct UndoTrack<ID: Hashable & Sendable>: Sendable {
 struct UndoTracks: Sendable {
     var sections = UndoTrack<SectionID>()
     var items = UndoTrack<ItemID>()
+    /// Text characters typed again by undo or redo (U11): each stands for the removed character
+    /// it brings back, so older steps that typed that character find it.
+    var characters = UndoTrack<OpID>()
     /// The value fields the last undo or redo left as they were, because someone else wrote them
     /// since the step (U9).
     var kept: [KeptField] = []
@@ -166,7 +184,9 @@ extension UndoStep {
         var seenSections = Set<SectionID>(), seenItems = Set<ItemID>()
         func touch(_ s: SectionID) { if seenSections.insert(s).inserted { sectionIDs.append(s) } }
         func touch(_ i: ItemID) { if seenItems.insert(i).inserted { itemIDs.append(i) } }
+        var texts: [RecordTarget: [String: TextEdits]] = [:]
         for op in operations {
+            if case let .writeFields(target, writes) = op.kind { Self.collectText(writes, of: op.id, target: target, into: &texts) }
             switch op.kind {
             case .insertSection: touch(SectionID(op.id))
             case .moveSection(let s, _), .setSectionValue(let s, _): touch(s)
@@ -181,15 +201,54 @@ extension UndoStep {
             }
         }
         for s in sectionIDs {
-            let change = SectionChange(id: s, target: before.undoState(of: s, track: tracks.sections),
+            var change = SectionChange(id: s, target: before.undoState(of: s, track: tracks.sections),
                                        expected: after.undoState(of: s, track: tracks.sections))
+            change.texts = Self.takeBacks(texts[.section(s)], of: .section(s), change.target.fields, change.expected.fields, before: before)
             if change.expected.differs(from: change.target) { sections.append(change) }
         }
         for i in itemIDs {
-            let change = ItemChange(id: i, target: before.undoState(of: i, track: tracks.items),
+            var change = ItemChange(id: i, target: before.undoState(of: i, track: tracks.items),
                                     expected: after.undoState(of: i, track: tracks.items))
+            change.texts = Self.takeBacks(texts[.item(i)], of: .item(i), change.target.fields, change.expected.fields, before: before)
             if change.expected.differs(from: change.target) { items.append(change) }
         }
+    }
+
+    /// What a step's operations did to one text field, by identity, as recorded.
+    struct TextEdits {
+        var typed: [TextRange] = []
+        var removed: [TextRange] = []
+    }
+
+    /// Adds the text edits of operation `id`'s `writes` to `texts`: the characters it typed (ids
+    /// `id`, `id + 1`, …) and those it removed.
+    static func collectText(_ writes: FieldWrites, of id: OpID, target: RecordTarget,
+                            into texts: inout [RecordTarget: [String: TextEdits]]) {
+        for w in writes.writes {
+            guard case .text(let edit) = w.change else { continue }
+            let n = edit.insertedCount
+            if n > 0 { texts[target, default: [:]][w.name, default: TextEdits()].typed.append(TextRange(first: id, count: n)) }
+            texts[target, default: [:]][w.name, default: TextEdits()].removed += edit.deletes
+        }
+    }
+
+    /// The text fields taken back by identity: those that were text before the step and after it
+    /// (a step that made a field text, or replaced its text by a value, is taken back whole).
+    /// A removed character the step had typed itself is not typed again; the others get their
+    /// text, in text order, from `before`.
+    ///
+    /// - Complexity: O(k log n) for k characters typed and removed.
+    static func takeBacks(_ edits: [String: TextEdits]?, of target: RecordTarget, _ before: [String: Field],
+                          _ after: [String: Field], before document: ListDocument) -> [String: TextTakeBack] {
+        guard let edits else { return [:] }
+        var out: [String: TextTakeBack] = [:]
+        for (name, e) in edits {
+            guard case .text? = before[name], case .text? = after[name] else { continue }
+            // Characters the step typed are not in `before`: textCharacters leaves them out.
+            let t = TextTakeBack(typed: e.typed, removed: document.textCharacters(name, of: target, in: e.removed))
+            if !t.isEmpty { out[name] = t }
+        }
+        return out
     }
 }
 
