@@ -43,8 +43,10 @@ public enum WebModel {
             if let d = a.destination, d.section < snapshot.sections.count {
                 to = ["section": text(snapshot.sections[d.section].id.opID), "row": d.item] as [String: Any]
             }
-            return ["name": a.name, "kind": a.kind == .dragging ? "dragging" : "selecting",
-                    "items": a.items.map { text($0.opID) }, "to": to]
+            var entry: [String: Any] = ["name": a.name, "kind": a.kind == .dragging ? "dragging" : a.kind == .editing ? "editing" : "selecting",
+                                        "items": a.items.map { text($0.opID) }, "to": to]
+            if let c = a.caret { entry["caret"] = ["field": c.field, "anchor": c.anchor, "head": c.head] as [String: Any] }
+            return entry
         }
         return json(list)
     }

@@ -33,12 +33,20 @@ private func presenceEntry(_ a: RemoteActivity, _ snapshot: ListSnapshot) -> (te
     switch a.kind {
     case .dragging: line = "presence: \(shown(a.name)) drags \(what) to \(to ?? "a section not shown here")"
     case .selecting: line = "presence: \(shown(a.name)) selects \(quoted.isEmpty ? "nothing shown here" : quoted.joined(separator: ", "))"
+    case .editing:
+        let place = a.caret.map { c in
+            c.range.isEmpty ? "at \(c.head)" : "selecting \(c.range.lowerBound)..<\(c.range.upperBound)"
+        } ?? "(a text not shown here)"
+        line = "presence: \(shown(a.name)) edits \(a.caret.map { "field \(shown($0.field))" } ?? "a field") of \(quoted.first ?? "a section") \(place)"
     }
     let items: [[String: Any]] = zip(a.items, a.indexPaths).map { id, p in
         ["id": "\(id)", "path": "\(p.section).\(p.item)", "text": value(p).map(text) ?? ""]
     }
     var json: [String: Any] = ["replica": "\(a.replica)", "name": a.name, "items": items,
-                               "activity": a.kind == .dragging ? "dragging" : "selecting"]
+                               "activity": a.kind == .dragging ? "dragging" : a.kind == .editing ? "editing" : "selecting"]
     if a.kind == .dragging { json["to"] = to ?? NSNull() }
+    if a.kind == .editing {
+        json["caret"] = a.caret.map { ["field": $0.field, "anchor": $0.anchor, "head": $0.head] as [String: Any] } ?? NSNull()
+    }
     return (line, ["presence": json])
 }

@@ -22,6 +22,40 @@ private let section = SectionID(OpID(counter: 1, replica: ReplicaID(1)))
 
     static func frame(_ p: Presence) -> [UInt8] { SyncMessage.presence(document: Fixture.document, p).encoded() }
 
+    /// Carets and selections in text fields (kind 3, message version 5).
+    static let caretExamples: [Presence] = [
+        Presence(replica: ReplicaID(2), name: "phone", activity: .editing(TextCaret(
+            target: .item(item(3)), field: "notes", at: TextAnchor(character: OpID(counter: 7, replica: ReplicaID(2)), side: .after)))),
+        Presence(replica: ReplicaID(2), name: "phone", activity: .editing(TextCaret(target: .section(section), field: "title", anchor: .start, head: .end))),
+    ]
+
+    @Test("a caret in a text field is kind 3 in message version 5: bytes, round trips, every prefix and bad parts refused")
+    func caretIsVersionFive() throws {
+        let hex = "05 0f 0123456789abcdef fedcba9876543210 02 05 70686f6e65 03 00 01 03 05 6e6f746573 00 01 02 07 00 01 02 07"
+        #expect(Self.frame(Self.caretExamples[0]) == SyncMessageTests.bytes(hex))
+        for p in Self.caretExamples {
+            let bytes = Self.frame(p)
+            #expect(bytes.first == SyncMessage.caretVersion && bytes[1] == 15)
+            #expect(try SyncMessage(decoding: bytes) == .presence(document: Fixture.document, p))
+            expectEveryPrefixRefused(bytes)
+        }
+        let ok = SyncMessageTests.bytes(hex)
+        func refused(_ patch: (inout [UInt8]) -> Void, _ why: Comment) {
+            var b = ok
+            patch(&b)
+            #expect(throws: SyncProtocolError.self, why) { try SyncMessage(decoding: b) }
+        }
+        refused({ $0[26] = 2 }, "a target that is neither an item nor a section")
+        refused({ $0[30] = 0x01 }, "a field name that is a control character")
+        refused({ $0[35] = 2 }, "a caret end that is neither after nor before")
+        refused({ $0[36] = 2 }, "a character flag of 2")
+        refused({ $0[0] = 6 }, "a version this build does not speak")
+        // A field name over the limit is cut to idle by the initializer, never written.
+        let long = Presence(replica: ReplicaID(2), name: "", activity: .editing(TextCaret(
+            target: .item(item(3)), field: String(repeating: "n", count: FieldLimits.maxNameBytes + 1), at: .start)))
+        #expect(long.activity == .idle)
+    }
+
     @Test("hex example: a drag of one row between two others, byte for byte (Docs/Protocol.md)")
     func hexDrag() throws {
         let m = SyncMessage.presence(document: Fixture.document, Self.examples[1])
@@ -39,7 +73,7 @@ private let section = SectionID(OpID(counter: 1, replica: ReplicaID(1)))
         refused([0, 0, 0], "replica 0")
         refused([2] + [0x81, 0x02] + [UInt8](repeating: 0x61, count: 257) + [0], "a name of 257 bytes")
         refused([2, 0, 1, 0, 1, 1, 0, 0], "a drag of no item")
-        refused([2, 0, 3], "kind 3")
+        refused([2, 0, 4], "kind 4")
         refused([2, 0, 2, 2, 1, 3, 1, 3], "an item twice")
         refused([2, 0, 1, 1, 1, 3, 1, 1, 2], "an anchor flag of 2")
         var many = [UInt8]([2, 0, 2, 0x81, 0x02])

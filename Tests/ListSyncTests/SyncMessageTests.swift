@@ -55,7 +55,7 @@ import ListSyncTestSupport
             #expect(try SyncMessage(decoding: bytes) == m)
         }
         #expect(SyncMessage.operationsTag == 4)
-        #expect(SyncMessage.version == 4 && SyncMessage.oldestVersion == 2)
+        #expect(SyncMessage.version == 5 && SyncMessage.oldestVersion == 2)
     }
 
     @Test("version 4 only for operations messages that carry fields; a version-3 build's field message still reads")
@@ -78,7 +78,7 @@ import ListSyncTestSupport
         let text = SyncMessage.operations(document: doc, batch: 4, operations: [f, t])
         #expect(text.encoded().first == 4, "a text edit is a field write: wire format 4")
         #expect(try SyncMessage(decoding: text.encoded()) == text)
-        for v: UInt8 in [1, 5] {
+        for v: UInt8 in [1, 6] {
             var bytes = plain.encoded()
             bytes[0] = v
             #expect(throws: SyncProtocolError.unsupportedVersion(v)) { try SyncMessage(decoding: bytes) }

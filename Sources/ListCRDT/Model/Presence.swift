@@ -47,19 +47,26 @@ public enum PresenceActivity: Hashable, Sendable {
     case dragging(items: [ItemID], to: PresencePlace)
     /// `items` are selected.
     case selecting(items: [ItemID])
+    /// A caret or a selection in a text field (Docs/Text.md, "Carets").
+    case editing(TextCaret)
 
-    /// The items it names (none when idle).
+    /// The items it names (none when idle; the item whose field is edited).
     public var items: [ItemID] {
         switch self {
         case .idle: return []
         case let .dragging(items, _), let .selecting(items): return items
+        case .editing(let caret):
+            if case .item(let i) = caret.target { return [i] }
+            return []
         }
     }
 
-    /// The same activity naming at most `n` items.
+    /// The same activity naming at most `n` items (a caret in a field whose name is not a
+    /// field name becomes `idle`: it names nothing a receiver could show).
     func limited(to n: Int) -> PresenceActivity {
         switch self {
         case .idle: return self
+        case .editing(let caret): return FieldLimits.problem(withName: caret.field) == nil ? self : .idle
         case let .dragging(items, place): return items.count <= n ? self : .dragging(items: Array(items.prefix(n)), to: place)
         case let .selecting(items): return items.count <= n ? self : .selecting(items: Array(items.prefix(n)))
         }
@@ -80,5 +87,30 @@ public struct PresencePlace: Hashable, Sendable {
     /// A landing place between `after` and `before` in `section`.
     public init(section: SectionID, after: ItemID?, before: ItemID?) {
         (self.section, self.after, self.before) = (section, after, before)
+    }
+}
+
+/// Where a person's caret or selection is in one text field, by identity: its two ends are
+/// ``TextAnchor``s, so a receiver finds them in its own copy of the text whatever was typed or
+/// removed around them since (``ListDocument/position(of:_:ofItem:)``).
+public struct TextCaret: Hashable, Sendable {
+    /// The item or section whose field it is in.
+    public var target: RecordTarget
+    /// The text field.
+    public var field: String
+    /// Where the selection started (the fixed end).
+    public var anchor: TextAnchor
+    /// Where it ends (the end that moves); equal to `anchor` for a caret.
+    public var head: TextAnchor
+
+    /// A selection from `anchor` to `head` (a caret when they are equal) in field `field` of
+    /// `target`.
+    public init(target: RecordTarget, field: String, anchor: TextAnchor, head: TextAnchor) {
+        (self.target, self.field, self.anchor, self.head) = (target, field, anchor, head)
+    }
+
+    /// A caret (an empty selection) at `at`.
+    public init(target: RecordTarget, field: String, at: TextAnchor) {
+        self.init(target: target, field: field, anchor: at, head: at)
     }
 }

@@ -7,11 +7,14 @@ import ListCRDT
 ///   kind 0  idle
 ///   kind 1  dragging:  count:varint (1 … 256) item:id × count  section:id  after:id?  before:id?
 ///   kind 2  selecting: count:varint (0 … 256) item:id × count
+///   kind 3  editing:   target:u8 (0 item, 1 section) id  field:string (a field name)
+///                      anchor:caret-end  head:caret-end            (message version 5)
+/// caret-end := side:u8 (0 after, 1 before) id?   (absent: the start for after, the end for before)
 /// id  := replica:varint counter:varint      (the OpID of the item's or section's insert)
 /// id? := 00 | 01 id
 /// ```
 enum PresenceKind: UInt8 {
-    case idle = 0, dragging, selecting
+    case idle = 0, dragging, selecting, editing
 }
 
 extension WireWriter {
@@ -30,7 +33,21 @@ extension WireWriter {
         case let .selecting(items):
             byte(PresenceKind.selecting.rawValue)
             opIDs(items.map(\.opID))
+        case let .editing(caret):
+            byte(PresenceKind.editing.rawValue)
+            switch caret.target {
+            case .item(let i): byte(0); opID(i.opID)
+            case .section(let s): byte(1); opID(s.opID)
+            }
+            string(caret.field)
+            caretEnd(caret.anchor)
+            caretEnd(caret.head)
         }
+    }
+
+    mutating func caretEnd(_ a: TextAnchor) {
+        byte(a.side.rawValue)
+        optionalOpID(a.character == .none ? nil : a.character)
     }
 
     mutating func opID(_ id: OpID) { varint(id.replica.rawValue); varint(id.counter) }
@@ -63,12 +80,30 @@ extension WireReader {
                                                                  before: try optionalOpID().map(ItemID.init)))
         case .selecting?:
             activity = .selecting(items: try opIDs(min: 0).map(ItemID.init))
+        case .editing?:
+            let targetAt = offset
+            let target: RecordTarget
+            switch try byte() {
+            case 0: target = .item(ItemID(try opID()))
+            case 1: target = .section(SectionID(try opID()))
+            case let t: throw .invalidTag(t, offset: targetAt)
+            }
+            let fieldAt = offset
+            let field = try string(limit: FieldLimits.maxNameBytes)
+            if let why = FieldLimits.problem(withName: field) { throw .invalidValue(why, offset: fieldAt) }
+            activity = .editing(TextCaret(target: target, field: field, anchor: try caretEnd(), head: try caretEnd()))
         case nil:
             throw .invalidTag(k, offset: kindAt)
         }
         let p = Presence(replica: replica, name: name, activity: activity)
         assert(p.name == name && p.activity == activity, "a decoded presence within its limits is kept as it is")
         return p
+    }
+
+    mutating func caretEnd() throws(WireError) -> TextAnchor {
+        let at = offset
+        guard let side = TextAnchor.Side(rawValue: try byte()) else { throw .invalidValue("a caret end that is neither after nor before", offset: at) }
+        return TextAnchor(character: try optionalOpID() ?? .none, side: side)
     }
 
     mutating func opID() throws(WireError) -> OpID {

@@ -97,7 +97,13 @@ public enum SyncMessage: Equatable, Sendable {
     /// fields as before, and refuses a version-4 message with its own "unsupported sync protocol
     /// version 4" (code 3) rather than misread it. Versions 2, 3 and 4 are read; a version-1 peer's
     /// messages are refused with ``SyncProtocolError/unsupportedVersion(_:)``.
-    public static let version: UInt8 = 4
+    public static let version: UInt8 = 5
+
+    /// The version of an `operations` message with field writes (wire format 4).
+    public static let fieldsVersion: UInt8 = 4
+    /// The version of a `presence` message with a caret in a text field (kind 3): a build that
+    /// reads at most version 4 refuses it with its own version error, never misreads it.
+    public static let caretVersion: UInt8 = 5
 
     /// The oldest version read (and written, for every message that needs nothing newer).
     public static let oldestVersion: UInt8 = 2
@@ -106,8 +112,9 @@ public enum SyncMessage: Equatable, Sendable {
     /// field write or an item inserted with fields (wire format 4), else 2.
     public var encodedVersion: UInt8 {
         if case .operations(_, _, let ops) = self, ops.contains(where: \.carriesFields) {
-            return Self.version
+            return Self.fieldsVersion
         }
+        if case .presence(_, let p) = self, case .editing = p.activity { return Self.caretVersion }
         return Self.oldestVersion
     }
 

@@ -87,6 +87,8 @@ public struct RemoteActivity: Hashable, Sendable {
         case dragging
         /// It has rows selected.
         case selecting
+        /// It has a caret or a selection in a text field (``RemoteActivity/caret``).
+        case editing
     }
 
     /// The replica.
@@ -106,6 +108,9 @@ public struct RemoteActivity: Hashable, Sendable {
     /// (`row` = the section's count: its end). Nil when the local document does not show the
     /// section, and for a selection.
     public var destination: IndexPath?
+    /// For a caret: where it is in the local document's copy of the text now. Nil for other
+    /// activities, and when the local document does not show that field as text.
+    public var caret: RemoteCaret?
 
     /// `presence` read against `document` by identity.
     ///
@@ -131,6 +136,10 @@ public struct RemoteActivity: Hashable, Sendable {
         case .selecting, .idle:
             kind = .selecting
             destination = nil
+        case .editing(let c):
+            kind = .editing
+            destination = nil
+            caret = RemoteCaret(c, in: document)
         }
         assert(self.items.count == indexPaths.count)
     }
@@ -150,5 +159,40 @@ public struct RemoteActivity: Hashable, Sendable {
         else { r = count }
         assert(r >= 0 && r <= count, "a landing row \(r) outside 0...\(count)")
         return IndexPath(item: r, section: s)
+    }
+}
+
+/// Another person's caret or selection in a text field, in the local copy of the text now
+/// (positions in Unicode scalars, as splices count them; `TextPositions` converts them for a text
+/// view). Each end is found by the identity of its neighbouring character, so it stays where the
+/// person put it whatever was typed or removed around it since (Docs/Text.md, "Carets").
+public struct RemoteCaret: Hashable, Sendable {
+    /// The item or section whose field it is in.
+    public var target: RecordTarget
+    /// The text field.
+    public var field: String
+    /// Where the selection started, `0...count`.
+    public var anchor: Int
+    /// Where it ends (where the caret blinks), `0...count`; equal to `anchor` for a caret.
+    public var head: Int
+
+    /// The selected range, lower end first (empty for a caret).
+    public var range: Range<Int> { min(anchor, head) ..< max(anchor, head) }
+
+    /// `caret` found in `document`'s text, or nil when the field is not text there or an end's
+    /// character is not in it (compaction dropped a removed one, or it has not arrived).
+    ///
+    /// - Complexity: O(log n) for n characters kept.
+    public init?(_ caret: TextCaret, in document: ListDocument) {
+        let ends: (Int?, Int?)
+        switch caret.target {
+        case .item(let i):
+            ends = (document.position(of: caret.anchor, caret.field, ofItem: i), document.position(of: caret.head, caret.field, ofItem: i))
+        case .section(let s):
+            ends = (document.position(of: caret.anchor, caret.field, ofSection: s),
+                    document.position(of: caret.head, caret.field, ofSection: s))
+        }
+        guard let a = ends.0, let h = ends.1 else { return nil }
+        (target, field, anchor, head) = (caret.target, caret.field, a, h)
     }
 }
