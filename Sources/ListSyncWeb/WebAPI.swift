@@ -97,7 +97,12 @@ enum WebAPI {
         try? await client.publishPresence(id, .idle, as: backend.displayName)
         let stream = HTTPStream()
         let changes = live.changes(), presence = live.presenceChanges()
-        let state: @Sendable () -> [UInt8] = { ServerSentEvent(event: "state", data: WebModel.stateJSON(id: id, name: name, snapshot: live.snapshot)).bytes }
+        let state: @Sendable () -> [UInt8] = {
+            // The snapshot and its operation count from one copy of the document.
+            let doc = live.document
+            return ServerSentEvent(event: "state", data: WebModel.stateJSON(id: id, name: name, snapshot: doc.snapshot(),
+                                                                            operations: doc.operationCount)).bytes
+        }
         stream.send(state())
         stream.send(ServerSentEvent(event: "presence", data: WebModel.presenceJSON(live.remoteActivities, snapshot: live.snapshot)).bytes)
         let key = ObjectIdentifier(stream)
@@ -258,16 +263,23 @@ enum WebAPI {
 
     /// `POST /api/docs/ID/presence?item=I&section=S&after=A&before=B` while a drag is in
     /// progress, `POST /api/docs/ID/presence` (no item) when it ends.
+    /// `POST /api/docs/ID/presence?item=I&field=N&start=S&end=E` says where the caret is in a
+    /// text field (`WebAPI+Text.swift`).
     static func presence(_ backend: WebBackend, _ id: DocumentID, _ request: HTTPRequest) async -> HTTPResponse {
-        let activity: PresenceActivity
-        if let item = itemParameter("item", request) {
-            guard let place = place(request) else { return WebPages.json(400, ["error": "a drag names its section"]) }
-            activity = .dragging(items: [item], to: place)
-        } else {
-            activity = .idle
-        }
         do {
-            let (client, _) = try await backend.document(id)
+            let (client, live) = try await backend.document(id)
+            let activity: PresenceActivity
+            if WebRequestCheck.parameter("field", in: request.query) != nil {
+                guard let caret = caretActivity(request, in: live.document) else {
+                    return WebPages.json(400, ["error": "a caret names an item, a text field of it and a range within its text"])
+                }
+                activity = caret
+            } else if let item = itemParameter("item", request) {
+                guard let place = place(request) else { return WebPages.json(400, ["error": "a drag names its section"]) }
+                activity = .dragging(items: [item], to: place)
+            } else {
+                activity = .idle
+            }
             try await client.publishPresence(id, activity, as: backend.displayName)
             return WebPages.json(200, ["ok": true])
         } catch { return failure(error) }

@@ -14,7 +14,7 @@ extension WebAssets {
   const main = document.getElementById('main');
   const banner = document.getElementById('banner');
   const live = document.getElementById('live');
-  const state = { seen: {}, renders: 0, moves: 0, state: null, ended: null, connected: false, errors: [] };
+  const state = { seen: {}, renders: 0, moves: 0, state: null, ended: null, connected: false, errors: [], splicesSent: 0, textMerges: 0 };
   window.listsync = state;
 
   function el(tag, props, ...children) {
@@ -158,7 +158,91 @@ extension WebAssets {
     }
     return box;
   }
+  // A text field is typed into live (Docs/Web.md, "Typing together"): each input event is sent at
+  // once as a splice against the text shown when it was typed (the daemon carries it through what
+  // others typed meanwhile); others' typing comes in without moving this person's caret or
+  // selection; the caret is published as presence and others' carets are drawn under the box.
+  let textEditor = null;
+  function editText(chip, item, name, v) {
+    editing = { item: item, name: name };
+    const area = el('textarea', { class: 'field-text', 'aria-label': name, rows: 3 });
+    area.value = v;
+    const marks = el('div', { class: 'carets', 'aria-hidden': 'true' });
+    const done = el('button', { type: 'button', class: 'text-done', textContent: 'Done' });
+    const box = el('div', { class: 'text-edit', 'data-name': name }, el('span', { textContent: name + ':' }), area, done, marks);
+    let shown = v, inFlight = 0, waiting = null, queue = Promise.resolve(), caretSent = '', latest = 0;
+    const high = c => c >= 0xD800 && c <= 0xDBFF, low = c => c >= 0xDC00 && c <= 0xDFFF;
+    function sendCaret() {
+      // Not while a keystroke is on its way: the daemon would read the caret against a text that
+      // lacks it (the answer's `finally` sends it).
+      if (inFlight > 0) return;
+      const key = area.selectionStart + ':' + area.selectionEnd + ':' + area.value.length;
+      if (key === caretSent || textEditor === null) return;
+      caretSent = key;
+      post('/api/docs/' + docID + '/presence', { item: item, field: name, base: area.value, start: area.selectionStart, end: area.selectionEnd }).catch(() => {});
+    }
+    // The text as the daemon has it now: taken in when no keystroke of this page is on its way.
+    function merge(text) {
+      if (inFlight > 0) { waiting = text; return; }
+      waiting = null;
+      const old = area.value;
+      if (text === old) { shown = text; return; }
+      let p = 0;
+      while (p < old.length && p < text.length && old[p] === text[p]) p++;
+      if (p > 0 && high(old.charCodeAt(p - 1))) p--;
+      let q = 0;
+      while (q < old.length - p && q < text.length - p && old[old.length - 1 - q] === text[text.length - 1 - q]) q++;
+      const cut = old.length - q, added = text.length - old.length;
+      const move = c => c <= p ? c : c >= cut ? c + added : text.length - q;
+      const a = move(area.selectionStart), b = move(area.selectionEnd);
+      area.value = text;
+      area.setSelectionRange(a, b);
+      shown = text;
+      state.textMerges += 1;
+      sendCaret();
+    }
+    area.addEventListener('input', () => {
+      const now = area.value, base = shown;
+      let p = 0;
+      while (p < base.length && p < now.length && base[p] === now[p]) p++;
+      if (p > 0 && high(base.charCodeAt(p - 1))) p--;
+      let q = 0;
+      while (q < base.length - p && q < now.length - p && base[base.length - 1 - q] === now[now.length - 1 - q]) q++;
+      if (q > 0 && low(base.charCodeAt(base.length - q))) q--;
+      shown = now;
+      const params = { item: item, name: name, base: base, at: p, delete: base.length - p - q, insert: now.slice(p, now.length - q) };
+      inFlight += 1;
+      queue = queue.then(() => post('/api/docs/' + docID + '/text', params))
+        .then(j => { state.splicesSent += 1; latest = Math.max(latest, j.operations || 0); waiting = j.text; }, e => showBanner(e.message))
+        .finally(() => { inFlight -= 1; if (inFlight === 0 && waiting !== null) merge(waiting); sendCaret(); });
+    });
+    for (const ev of ['select', 'keyup', 'mouseup', 'focus']) area.addEventListener(ev, sendCaret);
+    textEditor = {
+      item: item, name: name, marks: marks,
+      update: d => {
+        // A state older than this page's last keystroke's answer would take the keystroke back.
+        if ((d.operations || 0) < latest) return;
+        latest = d.operations || 0;
+        for (const s of d.sections) for (const it of s.items) {
+          if (it.id === item && typeof (it.fields || {})[name] === 'string') merge(it.fields[name]);
+        }
+      },
+    };
+    done.addEventListener('click', () => {
+      textEditor = null;
+      editing = null;
+      post('/api/docs/' + docID + '/presence', {}).catch(() => {});
+      const s = pending || state.state;
+      pending = null;
+      render(s);
+    });
+    chip.replaceWith(box);
+    area.focus();
+    drawPresence();
+  }
+
   function editField(chip, item, name, v, kind) {
+    if (kind === 'text') { editText(chip, item, name, v); return; }
     editing = { item: item, name: name };
     const shown = kind === 'counter' ? String(v.counter) : kind === 'set' ? v.set.join(', ') : v === null ? '' : String(v);
     const input = kind === 'bool' ? el('input', { type: 'checkbox', class: 'field-value', checked: v, 'aria-label': name })
@@ -226,7 +310,17 @@ extension WebAssets {
   function drawPresence() {
     for (const r of main.querySelectorAll('li.row.remote')) { r.classList.remove('remote'); r.querySelector('.who').textContent = ''; }
     for (const m of document.querySelectorAll('.remote-place')) m.remove();
+    if (textEditor) textEditor.marks.replaceChildren();
     for (const a of others) {
+      if (a.kind === 'editing' && a.caret) {
+        const r = main.querySelector('li.row[data-item="' + CSS.escape(a.caret.item) + '"]');
+        if (r) { r.classList.add('remote'); r.querySelector('.who').textContent = a.name + ' is typing in ' + a.caret.field; }
+        if (textEditor && textEditor.item === a.caret.item && textEditor.name === a.caret.field) {
+          textEditor.marks.append(el('span', { class: 'remote-caret', 'data-name': a.name, 'data-anchor': String(a.caret.anchor),
+                                               'data-head': String(a.caret.head), textContent: a.name + ' at ' + a.caret.head }));
+        }
+        continue;
+      }
       if (a.kind !== 'dragging') continue;
       for (const id of a.items) {
         const r = main.querySelector('li.row[data-item="' + CSS.escape(id) + '"]');
@@ -404,6 +498,7 @@ extension WebAssets {
     events.addEventListener('state', e => {
       const d = JSON.parse(e.data);
       if (drag || editing) pending = d; else render(d);
+      if (textEditor) textEditor.update(d);
     });
     events.addEventListener('presence', e => { others = JSON.parse(e.data); drawPresence(); });
     events.addEventListener('ended', e => {

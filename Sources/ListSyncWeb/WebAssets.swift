@@ -30,6 +30,10 @@ li.row .who { font-size: 12px; color: #b35c00; }
 li.row .fields { display: flex; flex-wrap: wrap; gap: 6px; }
 li.row .field { font-size: 12px; padding: 1px 8px; border: 1px solid #cdd5e6; border-radius: 10px; background: #f2f5fb; }
 li.row form.field-edit { display: flex; gap: 4px; align-items: center; font-size: 12px; }
+li.row .text-edit { display: flex; flex-wrap: wrap; gap: 4px; align-items: flex-start; font-size: 12px; }
+li.row .text-edit textarea { min-width: 260px; font: inherit; }
+li.row .carets { flex-basis: 100%; display: flex; gap: 8px; }
+li.row .remote-caret { color: #b35c00; }
 li.row.lifted { opacity: .35; }
 li.row.remote { background: #fff6e5; }
 li.remote-place { height: 0; border-top: 2px dashed #d9822b; font-size: 11px; color: #b35c00; padding-left: 12px; list-style: none; }

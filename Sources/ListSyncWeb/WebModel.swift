@@ -21,8 +21,8 @@ public enum WebModel {
     /// fields as ``fieldObject(_:)`` writes them.
     ///
     /// - Complexity: O(n) in the size of the document.
-    public static func stateJSON(id: DocumentID, name: String, snapshot: ListSnapshot) -> String {
-        let object: [String: Any] = [
+    public static func stateJSON(id: DocumentID, name: String, snapshot: ListSnapshot, operations: Int? = nil) -> String {
+        var object: [String: Any] = [
             "id": id.description, "name": name,
             "sections": snapshot.sections.map { s in
                 ["id": text(s.id.opID), "text": String(decoding: s.value, as: UTF8.self), "fields": fieldsObject(s.fields),
@@ -30,6 +30,8 @@ public enum WebModel {
                                          "fields": fieldsObject($0.fields), "texts": textFieldNames($0.fields)] }] as [String: Any]
             },
         ]
+        // How many operations the document had applied (a page orders states and its own edits by it).
+        if let operations { object["operations"] = operations }
         return json(object)
     }
 
@@ -45,10 +47,28 @@ public enum WebModel {
             }
             var entry: [String: Any] = ["name": a.name, "kind": a.kind == .dragging ? "dragging" : a.kind == .editing ? "editing" : "selecting",
                                         "items": a.items.map { text($0.opID) }, "to": to]
-            if let c = a.caret { entry["caret"] = ["field": c.field, "anchor": c.anchor, "head": c.head] as [String: Any] }
+            if let c = a.caret, case .item(let i) = c.target, let text = textOf(i, c.field, in: snapshot) {
+                // UTF-16 offsets, as the page counts them.
+                entry["caret"] = ["item": Self.text(i.opID), "field": c.field,
+                                  "anchor": TextPositions.utf16Offset(ofScalar: c.anchor, in: text) ?? 0,
+                                  "head": TextPositions.utf16Offset(ofScalar: c.head, in: text) ?? 0] as [String: Any]
+            }
             return entry
         }
         return json(list)
+    }
+
+    /// The text of text field `field` of `item` in `snapshot`, if it shows one.
+    ///
+    /// - Complexity: O(n) for n items (the snapshot is searched).
+    static func textOf(_ item: ItemID, _ field: String, in snapshot: ListSnapshot) -> String? {
+        for s in snapshot.sections {
+            if let it = s.items.first(where: { $0.id == item }) {
+                if case .text(let t)? = it.fields[field] { return t }
+                return nil
+            }
+        }
+        return nil
     }
 
     /// Where `item` lands when dropped at `place`, found by identity in `snapshot` as it is when

@@ -151,6 +151,7 @@ public actor WebView {
             case ("POST", "presence"): return await WebAPI.presence(backend, id, request)
             case ("POST", "insert"): return await WebAPI.insert(backend, id, request)
             case ("POST", "field"): return await WebAPI.field(backend, id, request)
+            case ("POST", "text"): return await WebAPI.text(backend, id, request)
             case ("POST", "destroy"): return await WebAPI.destroy(backend, id)
             case ("POST", "rename"): return await WebAPI.rename(backend, id, request)
             default: break

@@ -52,7 +52,7 @@ struct WebFieldBrowserTests {
         #expect((try FieldProcessTests.daemonFields(f.daemon, f.doc))["title"] as? String == "oat milk")
     }
 
-    @Test("a counter, a set and a text field edited in place write only the change: an increment, set adds and removes, a splice; what others did meanwhile is kept; a text changed meanwhile is refused, nothing written")
+    @Test("a counter and a set edited in place write only the change: an increment, set adds and removes; what others did meanwhile is kept; a text set through the field API is a splice, refused when the text changed meanwhile")
     func countersSetsAndTextEditedInPlace() throws {
         let f = try WebFixture()
         defer { f.close() }
@@ -87,22 +87,67 @@ struct WebFieldBrowserTests {
         try page.run(save, ["cold, organic"])
         #expect(eventually(30) { ((try? FieldProcessTests.daemonFields(f.daemon, f.doc))?["tags"] as? [String: Any])?["set"] as? [String] == ["cold", "organic"] })
 
-        // The text: a splice, and the field stays text (merged by character, Docs/Semantics.md §8.5).
-        try page.run(open, ["notes"])
-        try page.run(save, ["buy two today"])
+        // The text through the field API (the page itself types live: twoPagesTypeTogether): a
+        // splice, and the field stays text (merged by character, Docs/Semantics.md §8.5).
+        let item = try #require(try page.run("return document.querySelector('li.row[data-text=\"milk\"]').dataset.item") as? String)
+        let setText = """
+            return fetch('/api/docs/' + arguments[0] + '/field?' + new URLSearchParams({item: arguments[1], name: 'notes', kind: 'text',
+                value: arguments[2], was: arguments[3]}), {method: 'POST', headers: {'X-ListSync-CSRF': document.querySelector('meta[name=csrf]').content}}).then(r => r.status)
+            """
+        #expect(try page.run(setText, [f.doc, item, "buy two today", "buy two"]) as? Int == 200)
         #expect(eventually(30) { (try? f.cli(["show", f.doc]))?.contains("text(\"buy two today\")") == true },
                 "\(String(describing: try? f.cli(["show", f.doc])))")
         #expect(try f.operations() == before + 2 + 3 + 1, "the CLI's two, the counter's increment, two set changes, one splice")
 
-        // Text changed by someone else while the form is open: refused (409), nothing written by the page.
-        #expect(try page.wait(until: "return (() => { \(Self.chip) })() === 'notes: buy two today'", ["milk", "notes"]))
-        try page.run(open, ["notes"])
+        // Text changed by someone else since the page read it: refused (409), nothing written.
         try f.cli(["text", f.doc, "0.0", "notes", "--at", "0", "--insert", "Please "])
         let afterOthers = try f.operations()
-        try page.run(save, ["buy three today"])
-        #expect(try page.wait(until: "return window.listsync.errors.some(e => e.includes('changed while it was edited'))"))
+        #expect(try page.run(setText, [f.doc, item, "buy three today", "buy two today"]) as? Int == 409)
         #expect(try f.operations() == afterOthers)
         #expect(try f.cli(["show", f.doc]).contains("text(\"Please buy two today\")"))
+    }
+
+    @Test("two pages type into one text field at once with real key events: both people's characters merge on the daemon and on both pages, one operation per keystroke; each page shows the other's caret; neither caret jumps")
+    func twoPagesTypeTogether() throws {
+        let f = try WebFixture()
+        defer { f.close() }
+        try f.cli(["text", f.doc, "0.0", "notes", "--at", "0", "--insert", "buy two"])
+        let a = try f.signedInBrowser(), b = try f.signedInBrowser()
+        let area = "document.querySelector('li.row[data-text=\"milk\"] textarea.field-text')"
+        for page in [a, b] {
+            #expect(try page.wait(until: "return (() => { \(Self.chip) })() === 'notes: buy two'", ["milk", "notes"]))
+            try page.run("document.querySelector('li.row[data-text=\"milk\"] .field[data-name=\"notes\"]').click();")
+            #expect(try page.wait(until: "return \(area) !== null"))
+        }
+        // a's caret at the end, b's at the start; then they type, keystroke for keystroke.
+        try a.run("const t = \(area); t.focus(); t.setSelectionRange(t.value.length, t.value.length);")
+        try b.run("const t = \(area); t.focus(); t.setSelectionRange(0, 0);")
+        let before = try f.operations()
+        let typedA = Array(" today"), typedB = Array("please ")
+        func key(_ page: Browser, _ c: Character) throws {
+            try page.perform([Browser.keys([["type": "keyDown", "value": String(c)], ["type": "keyUp", "value": String(c)]])])
+        }
+        for k in 0 ..< max(typedA.count, typedB.count) {
+            if k < typedA.count { try key(a, typedA[k]) }
+            if k < typedB.count { try key(b, typedB[k]) }
+        }
+        let merged = "please buy two today"
+        #expect(eventually(30) { (try? f.cli(["show", f.doc]))?.contains("text(\"\(merged)\")") == true },
+                "\(String(describing: try? f.cli(["show", f.doc])))")
+        for page in [a, b] {
+            #expect(try page.wait(until: "return \(area).value === arguments[0]", [merged]),
+                    "\(String(describing: try? page.run("return [\(area).value, window.listsync.errors]")))")
+        }
+        #expect(try f.operations() == before + typedA.count + typedB.count, "one operation per keystroke")
+        // Each person's caret stayed right after what they typed; each page shows the other's.
+        #expect(try a.run("return \(area).selectionStart") as? Int == merged.utf16.count)
+        #expect(try b.run("return \(area).selectionStart") as? Int == 7)
+        #expect(try a.wait(until: "const c = document.querySelector('.remote-caret'); return c !== null && c.dataset.head === '7'"),
+                "\(String(describing: try? a.run("return document.querySelector('.carets').outerHTML")))")
+        #expect(try b.wait(until: "const c = document.querySelector('.remote-caret'); return c !== null && c.dataset.head === arguments[0]",
+                           [String(merged.utf16.count)]),
+                "\(String(describing: try? b.run("return document.querySelector('.carets').outerHTML")))")
+        for page in [a, b] { #expect((try page.run("return window.listsync.errors") as? [Any])?.isEmpty == true) }
     }
 }
 #endif

@@ -20,14 +20,6 @@ struct UndoFieldTests {
         return (mine, mine.fork(as: 2), item)
     }
 
-    private func exchange(_ a: inout ListDocument, _ b: inout ListDocument,
-                          sourceLocation: SourceLocation = #_sourceLocation) throws {
-        a.merge(b)
-        b.merge(a)
-        #expect(convergenceFailures([a, b]) == [], sourceLocation: sourceLocation)
-        try a.checkInvariants()
-        try b.checkInvariants()
-    }
 
     /// Types `text` at `position` one keystroke at a time, each recorded as the user's edit.
     private func type(_ text: String, at position: Int, into doc: inout ListDocument, item: ItemID,

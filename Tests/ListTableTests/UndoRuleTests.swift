@@ -11,15 +11,6 @@ import ListSyncTestSupport
 struct UndoRuleTests {
     private func ip(_ s: Int, _ r: Int) -> IndexPath { IndexPath(item: r, section: s) }
 
-    /// Both replicas have every operation of the other; they must agree.
-    private func exchange(_ a: inout ListDocument, _ b: inout ListDocument,
-                          sourceLocation: SourceLocation = #_sourceLocation) throws {
-        a.merge(b)
-        b.merge(a)
-        #expect(convergenceFailures([a, b]) == [], sourceLocation: sourceLocation)
-        try a.checkInvariants()
-        try b.checkInvariants()
-    }
 
     // MARK: U2 insert
 
