@@ -16,7 +16,7 @@ import ListSyncTestTraits
 /// Replay one seed: `LISTSYNC_UNDO_FUZZ_SEED=123 swift test --filter UndoConvergenceFuzzTests`.
 /// More seeds: `LISTSYNC_UNDO_FUZZ_SEEDS=5000`.
 @Suite(.cpuHeavy) struct UndoConvergenceFuzzTests {
-    @Test("300 seeds × 3–4 replicas: edits, undo and redo, random delivery with duplicates, converge")
+    @Test("300 seeds × 3–4 replicas: edits, field writes and typing, undo and redo, random delivery with duplicates, converge")
     func fuzz() {
         let seeds = ListSyncTestSupport.seeds(one: "LISTSYNC_UNDO_FUZZ_SEED", count: "LISTSYNC_UNDO_FUZZ_SEEDS", standard: 300)
         var failures = 0
@@ -55,6 +55,9 @@ enum UndoFuzz {
         var undos = Array(repeating: ListUndoManager(), count: n)
         var inFlight: [(op: ListOperation, to: Int)] = []
         var all = base.operations
+        // Field writes (the default 20%) and splices of items' notes (U11, U12): typing is undone by identity.
+        var workload = Workload()
+        workload.textEdits = 20
 
         func send(_ ops: [ListOperation], from r: Int) {
             all += ops
@@ -108,7 +111,7 @@ enum UndoFuzz {
                 if !undos[r].isGroupOpen && rng.chance(8) { undos[r].beginGroup("Group") }
                 do {
                     let ops = try undos[r].edit(&docs[r]) { (d: inout ListDocument) throws(ListError) in
-                        for _ in 0..<(1 + rng.below(2)) { try RandomEdit.random(for: d, using: &rng, fresh: fresh).apply(to: &d) }
+                        for _ in 0..<(1 + rng.below(2)) { try RandomEdit.random(for: d, workload: workload, using: &rng, fresh: fresh).apply(to: &d) }
                     }.operations
                     send(ops, from: r)
                 } catch { return (counts, "replica \(r) edit threw \(error)") }
