@@ -116,7 +116,7 @@ let package = Package(
         .executableTarget(
             name: "listsync-bench",
             dependencies: ["ListCRDT", "ListSync", "ListSyncSimulation", "ListSyncTCP", "ListSyncTestSupport", "ListSyncCrypto", "ListStore",
-                           "ListSyncClient", "ListTable"],
+                           "ListSyncClient", "ListTable", "ListSyncRandom"],
             path: "Benchmarks/Sources/listsync-bench"
         ),
         // Many clients editing shared lists through a `listsync serve` process (Docs/Reliability.md).

@@ -1321,7 +1321,7 @@ WORKLOADS = (["W1.trace"] + [f"W1.random.{n}" for n in RANDOM_SIZES] +
              ["W2.history", "W3.stream.1", "W3.stream.100", "W4.moves", "W4.merge",
               "W5.sections", "W6.memory"] +
              [f"W7.{o}.{n}" for o in ("reverse", "shuffled") for n in OOO_SIZES] + ["W8.concurrent"] +
-             [f"W12.churn.{n}" for n in CHURN_SIZES] + ["W14.kanban"] +
+             [f"W12.churn.{n}" for n in CHURN_SIZES] + ["W14.kanban", "W17.notes"] +
              [f"W15.biglist.{n}" for n in BIGLIST_SIZES])
 
 
@@ -1353,6 +1353,9 @@ def run(engine, workload, args):
     if workload == "W14.kanban":
         import kanban  # kanban.py, next to this file
         return kanban.w14_kanban(engine, args, sys.modules[__name__])
+    if workload == "W17.notes":
+        import notes  # notes.py, next to this file
+        return notes.w17_notes(engine, args, sys.modules[__name__])
     raise SystemExit(f"unknown workload {workload}")
 
 

@@ -19,6 +19,7 @@ let allWorkloads = ["W1.trace"] + randomSizes.map { "W1.random.\($0)" } + [
     + catchUpSizes.map { "W13.catchup.\($0)" }  // W13Catchup.swift
     + ["W14.kanban"]  // W14Kanban.swift
     + ["W16.text"]  // W16Text.swift
+    + ["W17.notes"]  // W17Notes.swift
     + bigListSizes.map { "W15.biglist.\($0)" }  // W15BigList.swift
 
 /// W15.open.N (not among the defaults): W15.biglist.N's open only, for profiling it.
@@ -64,6 +65,7 @@ func run(_ workload: String, _ ctx: Context) throws -> BenchResult {
     case "W10.store": return try w10Store(ctx)
     case "W14.kanban": return try w14Kanban(ctx)
     case "W16.text": return try w16Text(ctx)
+    case "W17.notes": return try w17Notes(ctx)
     default:
         if let (order, n) = outOfOrderWorkload(workload) { return try w7OutOfOrder(order: order, n: n) }
         if isGeneratedTraceWorkload(workload) { return try w8Concurrent(ctx, workload: workload) }
