@@ -8,6 +8,17 @@ extension ChangeSet {
         a.value != b.value || a.fields != b.fields
     }
 
+    /// Notes in ``textChanges`` each text field of `target` that shows text before and after and
+    /// whose text changed: the fewest splices from the old text to the new.
+    ///
+    /// - Complexity: O(n + d²) per changed field of n scalars, d edits (``TextChanges``).
+    mutating func noteTextChanges(_ old: [String: Field], _ new: [String: Field], of target: RecordTarget) {
+        for name in new.keys.sorted() {
+            guard case .text(let after)? = new[name], case .text(let before)? = old[name], before != after else { continue }
+            textChanges.append(TextFieldChange(target: target, field: name, splices: TextChanges.between(old: before, new: after)))
+        }
+    }
+
     /// The change set that turns a table showing `old` into one showing `new` (see ``ChangeSet``
     /// for the rules it keeps).
     ///
@@ -68,12 +79,17 @@ extension ChangeSet {
                     touched.insert(i)
                     if Self.contentDiffers(oldSections[i].items[row], item) {
                         reconfiguredItems.append(IndexPath(item: r, section: j))
+                        noteTextChanges(oldSections[i].items[row].fields, item.fields, of: .item(item.id))
                     }
                 }
             }
             let kept = longestIncreasingSubsequence(stayers.map(\.oldRow))
             for (k, pair) in stayers.enumerated() {
                 let changed = Self.contentDiffers(oldSections[home].items[pair.oldRow], section.items[pair.newRow])
+                if changed {
+                    noteTextChanges(oldSections[home].items[pair.oldRow].fields, section.items[pair.newRow].fields,
+                                    of: .item(section.items[pair.newRow].id))
+                }
                 if kept[k] {
                     if changed {
                         reloadedItems.append(IndexPath(item: pair.oldRow, section: home))
@@ -99,6 +115,7 @@ extension ChangeSet {
         // Section values and fields.
         for pair in survivors where oldSections[pair.old].value != newSections[pair.new].value
             || oldSections[pair.old].fields != newSections[pair.new].fields {
+            noteTextChanges(oldSections[pair.old].fields, newSections[pair.new].fields, of: .section(newSections[pair.new].id))
             if sectionMoved[pair.old] || touched.contains(pair.old) {
                 reconfiguredSections.insert(pair.new)
             } else {

@@ -83,6 +83,13 @@ public struct ChangeSet: Hashable, Sendable {
     /// (Docs/Semantics.md §8.3: which field, the value that won, the one that lost, whose);
     /// filled by ``LiveDocument``.
     public var lostFields: [FieldConflict] = []
+    /// How the text fields of reloaded or reconfigured items and sections changed, as the fewest
+    /// splices from the old text to the new (scalar positions; `TextPositions` converts them):
+    /// a text view showing one applies them in order and moves its caret through them
+    /// (`TextChanges.position(_:through:)`) instead of resetting its text. Only fields that show
+    /// text before and after; a field that became text or stopped being text is in the item's
+    /// reload alone.
+    public var textChanges: [TextFieldChange] = []
     /// Whether the table should reload everything (`tableView.reloadData()`) instead of applying
     /// row changes: set, with every other table field empty, for a catch-up that touched more
     /// rows than ``reloadThreshold(rows:)`` allows (``LiveDocument/publishHeldChanges()``).
@@ -141,5 +148,21 @@ public struct LostMove: Hashable, Sendable {
     public var section: SectionID? {
         if case .section(let id) = subject { return id }
         return nil
+    }
+}
+
+/// How one text field changed in a ``ChangeSet``: the fewest splices from its old text to its new.
+public struct TextFieldChange: Hashable, Sendable {
+    /// The item or section.
+    public var target: RecordTarget
+    /// The text field.
+    public var field: String
+    /// The splices, in order, in Unicode scalars (each at a position of the text as the ones
+    /// before it left it).
+    public var splices: [TextSplice]
+
+    /// Makes a change.
+    public init(target: RecordTarget, field: String, splices: [TextSplice]) {
+        (self.target, self.field, self.splices) = (target, field, splices)
     }
 }

@@ -66,3 +66,43 @@ struct CaretPresenceTests {
         #expect(seen(caret, in: theirs)?.head == 18)
     }
 }
+
+/// `ChangeSet.textChanges` (Docs/Text.md, "From a text view"): a change set says how each text
+/// field changed, as splices a text view applies without resetting its caret.
+@Suite("Change sets carry text fields' splices")
+struct ChangeSetTextTests {
+    /// `text` with `splices` applied in order (scalar positions).
+    private func applied(_ splices: [TextSplice], to text: String) -> String {
+        var scalars = Array(text.unicodeScalars)
+        for s in splices { scalars.replaceSubrange(s.at ..< s.at + s.delete, with: s.insert.unicodeScalars) }
+        var out = String.UnicodeScalarView()
+        out.append(contentsOf: scalars)
+        return String(out)
+    }
+
+    @Test("another person's typing, in a row that stays and in one that moves, comes as splices; the caret moves through them")
+    func remoteTypingAsSplices() throws {
+        var mine = try ListDocument.make(1, sections: [["milk", "eggs"], ["tea"]])
+        let milk = try mine.itemID(at: IndexPath(item: 0, section: 0)), tea = try mine.itemID(at: IndexPath(item: 0, section: 1))
+        try mine.splice("notes", ofItem: milk, at: 0, insert: "buy two litres")
+        try mine.splice("notes", ofItem: tea, at: 0, insert: "green")
+        var theirs = mine.fork(as: 2)
+        let before = mine.snapshot()
+        try theirs.splice("notes", ofItem: milk, at: 0, insert: "please ")
+        try theirs.splice("notes", ofItem: milk, at: 11, delete: 3, insert: "three")
+        try theirs.splice("notes", ofItem: tea, at: 5, insert: " tea")
+        try theirs.moveItem(from: IndexPath(item: 0, section: 1), to: IndexPath(item: 0, section: 0))
+        try theirs.setField("title", to: .string("Tea"), ofItem: tea)
+        mine.merge(theirs)
+        let changes = ChangeSet(from: before, to: mine.snapshot())
+        let byTarget = Dictionary(uniqueKeysWithValues: changes.textChanges.map { ($0.target, $0) })
+        #expect(changes.textChanges.count == 2, "\(changes.textChanges)")
+        let m = try #require(byTarget[.item(milk)]), t = try #require(byTarget[.item(tea)])
+        #expect(m.field == "notes" && applied(m.splices, to: "buy two litres") == "please buy three litres")
+        #expect(t.field == "notes" && applied(t.splices, to: "green") == "green tea")
+        // A caret after "litres" in the old text is after "litres" in the new.
+        #expect(TextChanges.position(14, through: m.splices) == "please buy three litres".unicodeScalars.count)
+        // Nothing for a field that did not change, nor for an untouched item.
+        #expect(ChangeSet(from: mine.snapshot(), to: mine.snapshot()).textChanges.isEmpty)
+    }
+}
