@@ -13,6 +13,11 @@ struct LocalTextRun: Sendable {
     var last: OpID
     /// Where its typing ended, when it inserted.
     var typing: TypingPoint?
+    /// Where the field's state is in ``RecordStore/records`` (nil until a splice looked it up):
+    /// dictionary indices stay valid while no key is added or removed, which only an applied
+    /// operation does (and a copy of the document keeps them: a dictionary's copy keeps its
+    /// buckets).
+    var place: RecordStore.FieldPlace?
 }
 
 /// Local splices of a text field: one right after this replica's previous splice of the same
@@ -46,19 +51,19 @@ extension ListDocument {
         guard clock <= OpID.maxCounter - span else { return nil }
         let id = OpID(counter: clock + 1, replica: replica)
         let stamp = FieldStamp(clock: nextFieldClock(), id: id)
-        guard let (edit, typing) = records.spliceLocally(name, of: target.opID, at: position, delete: delete, insert: insert,
-                                                         scalars: k, stamp: stamp, typing: run.typing)
+        guard let (edit, typing) = records.spliceLocally(name, of: target.opID, place: &localTextRun!.place, at: position,
+                                                         delete: delete, insert: insert, scalars: k, stamp: stamp,
+                                                         typing: run.typing)
         else { return nil }
         let last = OpID(counter: clock + span, replica: replica)
-        let op = ListOperation(id: id, deps: currentFrontier,
-                               kind: .writeFields(target, FieldWrites(clock: stamp.clock,
-                                                                      sortedWrites: [FieldWrite(name: name, change: .text(edit))])))
-        advance(to: last, deps: op.deps)
-        log.append(other: op)
+        let deps = currentFrontier
+        let writes = FieldWrites(clock: stamp.clock, sortedWrites: [FieldWrite(name: name, change: .text(edit))])
+        advance(to: last, deps: deps)
+        log.append(splice: id, deps: deps, span: Int(span), clock: stamp.clock, target: target, name: name, edit: edit)
         localTextRun!.logCount = log.count
         localTextRun!.last = last
         localTextRun!.typing = typing
-        return op
+        return ListOperation(id: id, deps: deps, kind: .writeFields(target, writes))
     }
 
     /// Records the local splice `op` of text field `name` of `target`, just applied by the general
@@ -66,23 +71,36 @@ extension ListDocument {
     /// takes the short path's search).
     mutating func startSplice(_ op: ListOperation, _ name: String, of target: RecordTarget) {
         guard fastPathsEnabled else { return }
-        localTextRun = LocalTextRun(logCount: log.count, target: target, name: name, last: op.lastID, typing: nil)
+        localTextRun = LocalTextRun(logCount: log.count, target: target, name: name, last: op.lastID, typing: nil, place: nil)
     }
 }
 
 extension RecordStore {
+    /// Where a field's state is in ``records``: the index of its record, and of the field in it.
+    struct FieldPlace: Sendable {
+        var record: Dictionary<OpID, [String: FieldState]>.Index
+        var field: Dictionary<String, FieldState>.Index
+    }
+
     /// ``TextSequence/spliceLocally(at:delete:insert:scalars:id:typing:)`` on text field `name` of
     /// entity `key`, in place, and the field's register raised to `stamp`; nil, with nothing
-    /// changed, when the field is not text or the splice is out of range.
+    /// changed, when the field is not text or the splice is out of range. `place` is where the
+    /// field is (looked up when nil, and kept there).
     ///
-    /// - Complexity: that of the splice, plus two hash look-ups.
-    mutating func spliceLocally(_ name: String, of key: OpID, at position: Int, delete: Int, insert: String, scalars k: Int,
-                                stamp: FieldStamp, typing: TypingPoint?) -> (edit: TextEdit, typing: TypingPoint?)? {
+    /// - Complexity: that of the splice, plus two hash look-ups when `place` is nil.
+    mutating func spliceLocally(_ name: String, of key: OpID, place: inout FieldPlace?, at position: Int, delete: Int,
+                                insert: String, scalars k: Int, stamp: FieldStamp,
+                                typing: TypingPoint?) -> (edit: TextEdit, typing: TypingPoint?)? {
+        if place == nil {
+            guard let i = records.index(forKey: key), let j = records.values[i].index(forKey: name) else { return nil }
+            place = FieldPlace(record: i, field: j)
+        }
         // Through the dictionaries' values by index: `records[key]?[name]?` would move the field
         // state out and back (a copy and a destroy of every array it holds, per keystroke).
-        guard let i = records.index(forKey: key), let j = records.values[i].index(forKey: name),
-              let result = records.values[i].values[j].spliceLocally(at: position, delete: delete, insert: insert, scalars: k,
-                                                                     stamp: stamp, typing: typing)
+        let p = place!
+        assert(records.keys[p.record] == key && records.values[p.record].keys[p.field] == name, "a stale field place")
+        guard let result = records.values[p.record].values[p.field].spliceLocally(
+            at: position, delete: delete, insert: insert, scalars: k, stamp: stamp, typing: typing)
         else { return nil }
         clock = Swift.max(clock, stamp.clock)
         return result
