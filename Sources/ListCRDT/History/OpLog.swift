@@ -10,7 +10,8 @@ import Foundation
 /// ids, each depending on exactly the one before) share one record: a typed run of a thousand
 /// inserts, or a thousand backspaces, is one record. Causal dependencies are stored only when they
 /// are not the implicit "the operation applied just before". The rare kinds (section deletes,
-/// value writes) are kept whole in ``others``.
+/// value writes) are kept whole in ``others``, and so are text splices, in parts
+/// (`OtherOperations.swift`).
 ///
 /// `ListDocument+History.swift` turns records back into ``ListOperation``s equal to the ones
 /// applied; it needs the document's state, so it lives there. The log itself does no I/O.
