@@ -34,8 +34,8 @@ extension ListDocument {
     /// record to check and no field state to copy; the text is edited in place (a keystroke at
     /// the caret without a search, ``TextSequence/spliceLocally(at:delete:insert:scalars:id:typing:)``);
     /// the field's register takes the write's stamp, which beats every stamp applied (its clock
-    /// is past the record store's); the operation depends on exactly the previous splice and goes
-    /// to the log whole, as the general path puts it there.
+    /// is past the record store's); the operation depends on the frontier and goes to the log as
+    /// the general path puts it there (in parts, `OtherOperations`).
     ///
     /// - Complexity: O(k) for a keystroke at the caret (k inserted scalars); else O(log n + d log r + k).
     @inline(__always)
