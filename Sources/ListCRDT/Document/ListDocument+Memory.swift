@@ -44,11 +44,10 @@ extension OpLog {
     var memoryParts: [MemoryPart] {
         [memoryPart("log.records", records), memoryPart("log.seenSlots", seenSlots),
          memoryPart("log.depIDs", depIDs), memoryPart("log.depStarts", depStarts),
-         memoryPart("log.others", others),
          MemoryPart(name: "log.byReplica", count: byReplica.count,
                     bytes: byReplica.reduce(byReplica.capacity * MemoryLayout<[Int32]>.stride) {
                         $0 + $1.capacity * MemoryLayout<Int32>.stride
-                    })]
+                    })] + others.memoryParts
     }
 }
 

@@ -35,6 +35,9 @@ public struct ListDocument: Sendable {
     /// The delete run this replica is making, while nothing else happened since its last item
     /// delete (see `FastPaths/ListDocument+LocalRuns.swift`).
     var localDeleteRun: LocalDeleteRun?
+    /// The splices of one text field this replica is making, while nothing else happened since
+    /// the last one (see `FastPaths/ListDocument+TextRuns.swift`).
+    var localTextRun: LocalTextRun?
 
     // State.
     var slots = SlotStore()

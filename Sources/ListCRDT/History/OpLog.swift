@@ -10,7 +10,8 @@ import Foundation
 /// ids, each depending on exactly the one before) share one record: a typed run of a thousand
 /// inserts, or a thousand backspaces, is one record. Causal dependencies are stored only when they
 /// are not the implicit "the operation applied just before". The rare kinds (section deletes,
-/// value writes) are kept whole in ``others``.
+/// value writes) are kept whole in ``others``, and so are text splices, in parts
+/// (`OtherOperations.swift`).
 ///
 /// `ListDocument+History.swift` turns records back into ``ListOperation``s equal to the ones
 /// applied; it needs the document's state, so it lives there. The log itself does no I/O.
@@ -74,8 +75,8 @@ struct OpLog: Sendable {
     private(set) var depIDs: [OpID] = []
     /// Where each dependency list starts in ``depIDs``.
     private(set) var depStarts: [Int32] = []
-    /// Operations of the rare kinds, whole.
-    private(set) var others: [ListOperation] = []
+    /// Operations of the rare kinds, whole, and text splices (kept in parts, `OtherOperations.swift`).
+    private(set) var others = OtherOperations()
 
     /// The replica of each dense replica index.
     private var replicaIDs: [ReplicaID] = []
@@ -185,6 +186,17 @@ struct OpLog: Sendable {
         newRecord(id: op.id, deps: op.deps, kind: .other, count: op.span, payload: Int32(others.count - 1), operations: 1)
     }
 
+    /// Appends an applied splice of one text field (what ``append(other:)`` does with the
+    /// operation `id`, `deps`, `.writeFields(target, [name: .text(edit)])` at `clock`, spanning
+    /// `span` ids), from its parts.
+    ///
+    /// - Complexity: O(1) amortized, plus O(r) for r removed ranges.
+    mutating func append(splice id: OpID, deps: Frontier, span: Int, clock: UInt64, target: RecordTarget, name: String,
+                         edit: TextEdit) {
+        others.append(splice: id, deps: deps, clock: clock, target: target, name: name, edit: edit)
+        newRecord(id: id, deps: deps, kind: .other, count: span, payload: Int32(others.count - 1), operations: 1)
+    }
+
     private mutating func newRecord(id: OpID, deps: Frontier, kind: Kind, count span: Int, payload: Int32,
                                     operations: Int) {
         precondition(count < Int(Int32.max) && span < Int(Int32.max), "the log is full")
@@ -256,7 +268,7 @@ struct OpLog: Sendable {
     /// - Complexity: O(d) for d dependencies (no allocation for one).
     func deps(record r: Int, operation k: Int) -> Frontier {
         let rec = records[r]
-        if rec.kind == .other { return others[Int(rec.payload)].deps }
+        if rec.kind == .other { return others.deps(at: Int(rec.payload)) }
         if k > 0 { return Frontier(only: OpID(counter: rec.counter &+ UInt64(k - 1), replica: replicaIDs[Int(rec.replica)])) }
         if rec.deps >= 0 {
             let list = Int(rec.deps)

@@ -36,14 +36,22 @@ extension ListDocument {
     @discardableResult
     public mutating func splice(_ name: String, ofItem item: ItemID, at position: Int, delete: Int = 0,
                                 insert: String = "") throws(ListError) -> ListOperation {
-        try writeFields([name: .splice(at: position, delete: delete, insert: insert)], ofItem: item)
+        let target = RecordTarget.item(item)
+        if let op = continueSplice(name, of: target, at: position, delete: delete, insert: insert) { return op }  // FastPaths/
+        let op = try writeFields([name: .splice(at: position, delete: delete, insert: insert)], ofItem: item)
+        startSplice(op, name, of: target)
+        return op
     }
 
     /// ``splice(_:ofItem:at:delete:insert:)`` for a text field of a visible section.
     @discardableResult
     public mutating func splice(_ name: String, ofSection section: SectionID, at position: Int, delete: Int = 0,
                                 insert: String = "") throws(ListError) -> ListOperation {
-        try writeFields([name: .splice(at: position, delete: delete, insert: insert)], ofSection: section)
+        let target = RecordTarget.section(section)
+        if let op = continueSplice(name, of: target, at: position, delete: delete, insert: insert) { return op }
+        let op = try writeFields([name: .splice(at: position, delete: delete, insert: insert)], ofSection: section)
+        startSplice(op, name, of: target)
+        return op
     }
 
     /// The write a text change makes, resolved against this replica's text (nil for a change

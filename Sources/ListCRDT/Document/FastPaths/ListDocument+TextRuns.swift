@@ -1,0 +1,125 @@
+import Foundation
+
+/// This replica's last local splice of a text field, so that the next splice of the same field
+/// takes a short path. Valid while the log has not grown since: then nothing at all changed in
+/// the document, so the field is still text, its record's entity still alive or visible, and
+/// the text exactly as the last splice left it.
+struct LocalTextRun: Sendable {
+    /// The log's operation count right after the splice.
+    var logCount: Int
+    var target: RecordTarget
+    var name: String
+    /// The last id of the splice (the operation's id plus its characters less one).
+    var last: OpID
+    /// Where its typing ended, when it inserted.
+    var typing: TypingPoint?
+    /// Where the field's state is in ``RecordStore/records`` (nil until a splice looked it up):
+    /// dictionary indices stay valid while no key is added or removed, which only an applied
+    /// operation does (and a copy of the document keeps them: a dictionary's copy keeps its
+    /// buckets).
+    var place: RecordStore.FieldPlace?
+}
+
+/// Local splices of a text field: one right after this replica's previous splice of the same
+/// field, with nothing in between.
+extension ListDocument {
+    /// Called by a local splice of text field `name` of `target`: when it continues the splice run
+    /// (``localTextRun`` is current, for the same field) and is valid, applies it and returns the
+    /// operation; else returns nil and changes nothing (the general path then applies it, or
+    /// throws what is wrong).
+    ///
+    /// The result is what the general path (``writeFields(_:ofItem:)`` with one
+    /// ``FieldChange/splice(at:delete:insert:)``) would do, with less work: the entity is still
+    /// alive and the field still text (nothing happened since the last splice), so there is no
+    /// record to check and no field state to copy; the text is edited in place (a keystroke at
+    /// the caret without a search, ``TextSequence/spliceLocally(at:delete:insert:scalars:id:typing:)``);
+    /// the field's register takes the write's stamp, which beats every stamp applied (its clock
+    /// is past the record store's); the operation depends on the frontier and goes to the log as
+    /// the general path puts it there (in parts, `OtherOperations`).
+    ///
+    /// - Complexity: O(k) for a keystroke at the caret (k inserted scalars); else O(log n + d log r + k).
+    @inline(__always)
+    mutating func continueSplice(_ name: String, of target: RecordTarget, at position: Int, delete: Int,
+                                 insert: String) -> ListOperation? {
+        guard let run = localTextRun, run.logCount == log.count, fastPathsEnabled, clock == run.last.counter,
+              run.target == target, run.name == name,
+              position >= 0, delete >= 0, delete <= TextLimits.maxDeleteRanges, delete > 0 || !insert.isEmpty,
+              insert.utf8.count <= maxValueSize
+        else { return nil }
+        let k = insert.unicodeScalars.count
+        let span = UInt64(Swift.max(k, 1))
+        guard clock <= OpID.maxCounter - span else { return nil }
+        let id = OpID(counter: clock + 1, replica: replica)
+        let stamp = FieldStamp(clock: nextFieldClock(), id: id)
+        guard let (edit, typing) = records.spliceLocally(name, of: target.opID, place: &localTextRun!.place, at: position,
+                                                         delete: delete, insert: insert, scalars: k, stamp: stamp,
+                                                         typing: run.typing)
+        else { return nil }
+        let last = OpID(counter: clock + span, replica: replica)
+        let deps = currentFrontier
+        let writes = FieldWrites(clock: stamp.clock, sortedWrites: [FieldWrite(name: name, change: .text(edit))])
+        advance(to: last, deps: deps)
+        log.append(splice: id, deps: deps, span: Int(span), clock: stamp.clock, target: target, name: name, edit: edit)
+        localTextRun!.logCount = log.count
+        localTextRun!.last = last
+        localTextRun!.typing = typing
+        return ListOperation(id: id, deps: deps, kind: .writeFields(target, writes))
+    }
+
+    /// Records the local splice `op` of text field `name` of `target`, just applied by the general
+    /// path, as the start of a splice run (its typing point is found by the next splice, which
+    /// takes the short path's search).
+    mutating func startSplice(_ op: ListOperation, _ name: String, of target: RecordTarget) {
+        guard fastPathsEnabled else { return }
+        localTextRun = LocalTextRun(logCount: log.count, target: target, name: name, last: op.lastID, typing: nil, place: nil)
+    }
+}
+
+extension RecordStore {
+    /// Where a field's state is in ``records``: the index of its record, and of the field in it.
+    struct FieldPlace: Sendable {
+        var record: Dictionary<OpID, [String: FieldState]>.Index
+        var field: Dictionary<String, FieldState>.Index
+    }
+
+    /// ``TextSequence/spliceLocally(at:delete:insert:scalars:id:typing:)`` on text field `name` of
+    /// entity `key`, in place, and the field's register raised to `stamp`; nil, with nothing
+    /// changed, when the field is not text or the splice is out of range. `place` is where the
+    /// field is (looked up when nil, and kept there).
+    ///
+    /// - Complexity: that of the splice, plus two hash look-ups when `place` is nil.
+    mutating func spliceLocally(_ name: String, of key: OpID, place: inout FieldPlace?, at position: Int, delete: Int,
+                                insert: String, scalars k: Int, stamp: FieldStamp,
+                                typing: TypingPoint?) -> (edit: TextEdit, typing: TypingPoint?)? {
+        if place == nil {
+            guard let i = records.index(forKey: key), let j = records.values[i].index(forKey: name) else { return nil }
+            place = FieldPlace(record: i, field: j)
+        }
+        // Through the dictionaries' values by index: `records[key]?[name]?` would move the field
+        // state out and back (a copy and a destroy of every array it holds, per keystroke).
+        let p = place!
+        assert(records.keys[p.record] == key && records.values[p.record].keys[p.field] == name, "a stale field place")
+        guard let result = records.values[p.record].values[p.field].spliceLocally(
+            at: position, delete: delete, insert: insert, scalars: k, stamp: stamp, typing: typing)
+        else { return nil }
+        clock = Swift.max(clock, stamp.clock)
+        return result
+    }
+}
+
+extension FieldState {
+    /// A local splice of this text field, stamped `stamp` (see ``RecordStore/spliceLocally``):
+    /// what ``apply(_:stamp:local:)`` does with the edit it makes.
+    mutating func spliceLocally(at position: Int, delete: Int, insert: String, scalars k: Int, stamp: FieldStamp,
+                                typing: TypingPoint?) -> (edit: TextEdit, typing: TypingPoint?)? {
+        // Optional chaining edits the text in place (`text != nil` would copy it).
+        guard kind == .text,
+              let result = text?.spliceLocally(at: position, delete: delete, insert: insert, scalars: k, id: stamp.id, typing: typing)
+        else { return nil }
+        if stamp > latest {
+            latest = stamp
+            kind = .text
+        }
+        return result
+    }
+}

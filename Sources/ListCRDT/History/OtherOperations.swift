@@ -1,0 +1,122 @@
+import Foundation
+
+/// The operations the log keeps whole (``OpLog/others``), in the order they were appended: the
+/// rare kinds (section deletes, value and field writes), and text splices, which are not rare
+/// at all (a text's history is one per keystroke).
+///
+/// A splice of one text field (one ``FieldWrite`` holding a ``TextEdit``, nothing replaced or
+/// seen: every local and remote splice of a field that is text) is kept in parts, ``Splice``:
+/// about 90 bytes with no heap block for a short insert, where a ``ListOperation`` whole took
+/// about 130 bytes plus a heap block for its writes (about 150 more). The field it writes is an
+/// index into a table of (target, name) pairs, its dependencies a flag when they are "my previous
+/// id" (as typing makes them). Reading one back rebuilds an equal operation.
+struct OtherOperations: RandomAccessCollection, Sendable {
+    /// One text splice, in parts.
+    struct Splice: Sendable {
+        var id: OpID
+        var clock: UInt64
+        var after: OpID
+        var before: OpID
+        var insert: String
+        /// The removed ranges: `removed[deletes ..< deletes + deleteCount]`.
+        var deletes: Int32
+        var deleteCount: Int32
+        /// The field written: an index into ``OtherOperations/fields``.
+        var field: Int32
+        /// The dependencies: -1 for exactly `id - 1` of the same replica, else an index into
+        /// ``OtherOperations/frontiers``.
+        var deps: Int32
+    }
+
+    /// A field written by splices.
+    struct FieldKey: Hashable, Sendable {
+        var target: RecordTarget
+        var name: String
+    }
+
+    /// Per operation: an index into ``whole`` when at least 0, else `~k` for splice `k`.
+    private var slots: [Int32] = []
+    private var whole: [ListOperation] = []
+    private var splices: [Splice] = []
+    private var removed: [TextRange] = []
+    private var fields: [FieldKey] = []
+    private var frontiers: [Frontier] = []
+
+    var startIndex: Int { 0 }
+    var endIndex: Int { slots.count }
+
+    /// Operation `i`, rebuilt when it was kept in parts.
+    ///
+    /// - Complexity: O(r) for a splice removing r ranges, else O(1).
+    subscript(i: Int) -> ListOperation {
+        let s = slots[i]
+        if s >= 0 { return whole[Int(s)] }
+        let p = splices[Int(~s)]
+        var edit = TextEdit(after: p.after, before: p.before, insert: p.insert)
+        if p.deleteCount > 0 { edit.deletes = Array(removed[Int(p.deletes) ..< Int(p.deletes + p.deleteCount)]) }
+        let key = fields[Int(p.field)]
+        return ListOperation(id: p.id, deps: deps(of: p),
+                             kind: .writeFields(key.target, FieldWrites(clock: p.clock,
+                                                                        sortedWrites: [FieldWrite(name: key.name, change: .text(edit))])))
+    }
+
+    /// The dependencies of operation `i` (without rebuilding a splice).
+    func deps(at i: Int) -> Frontier {
+        let s = slots[i]
+        return s >= 0 ? whole[Int(s)].deps : deps(of: splices[Int(~s)])
+    }
+
+    private func deps(of p: Splice) -> Frontier {
+        p.deps < 0 ? Frontier(only: OpID(counter: p.id.counter &- 1, replica: p.id.replica)) : frontiers[Int(p.deps)]
+    }
+
+    /// Appends `op`, in parts when it is a splice of one text field.
+    ///
+    /// - Complexity: O(1) amortized, plus O(r) for a splice removing r ranges.
+    mutating func append(_ op: ListOperation) {
+        precondition(slots.count < Int(Int32.max), "the log is full")
+        guard case .writeFields(let target, let writes) = op.kind, writes.writes.count == 1,
+              case .text(let edit) = writes.writes[0].change, writes.writes[0].replaces == .none,
+              writes.writes[0].seen.isEmpty,
+              removed.count + edit.deletes.count < Int(Int32.max), frontiers.count < Int(Int32.max) - 1
+        else {
+            slots.append(Int32(whole.count))
+            whole.append(op)
+            return
+        }
+        append(splice: op.id, deps: op.deps, clock: writes.clock, target: target, name: writes.writes[0].name, edit: edit)
+    }
+
+    /// Appends the splice `id` (dependencies `deps`) of field `name` of `target` at `clock`, in parts.
+    ///
+    /// - Complexity: O(1) amortized, plus O(r) for r removed ranges.
+    mutating func append(splice id: OpID, deps: Frontier, clock: UInt64, target: RecordTarget, name: String, edit: TextEdit) {
+        precondition(slots.count < Int(Int32.max) && splices.count < Int(Int32.max) - 1, "the log is full")
+        let field: Int
+        if let last = fields.indices.last, fields[last].target == target, fields[last].name == name {
+            field = last
+        } else if fields.count <= 64, let k = fields.firstIndex(of: FieldKey(target: target, name: name)) {
+            field = k
+        } else {
+            field = fields.count
+            fields.append(FieldKey(target: target, name: name))
+        }
+        var depsIndex: Int32 = -1
+        if id.counter == 0 || !deps.isOnly(OpID(counter: id.counter - 1, replica: id.replica)) {
+            depsIndex = Int32(frontiers.count)
+            frontiers.append(deps)
+        }
+        slots.append(~Int32(splices.count))
+        splices.append(Splice(id: id, clock: clock, after: edit.after, before: edit.before, insert: edit.insert,
+                              deletes: Int32(removed.count), deleteCount: Int32(edit.deletes.count),
+                              field: Int32(field), deps: depsIndex))
+        if !edit.deletes.isEmpty { removed.append(contentsOf: edit.deletes) }
+    }
+
+    /// Heap bytes, for ``ListDocument/memoryBreakdown``.
+    var memoryParts: [MemoryPart] {
+        [memoryPart("log.others", whole), memoryPart("log.otherSlots", slots),
+         memoryPart("log.splices", splices, extra: splices.reduce(0) { $0 + ($1.insert.utf8.count > 15 ? $1.insert.utf8.count : 0) }),
+         memoryPart("log.spliceDeletes", removed), memoryPart("log.spliceFields", fields), memoryPart("log.spliceDeps", frontiers)]
+    }
+}
