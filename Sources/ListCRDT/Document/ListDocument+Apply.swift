@@ -245,7 +245,7 @@ extension ListDocument {
 
         case let .insertItemWithFields(s, left, right, value, writes):
             insertItem(op.id, section: s, left: left, right: right, value: value, hint: hint)
-            records.apply(writes, of: op.id, to: .item(ItemID(op.id)), local: replica)
+            countingRecord(of: .item(ItemID(op.id))) { $0.records.apply(writes, of: op.id, to: .item(ItemID(op.id)), local: $0.replica) }
 
         case let .moveSection(s, left, right):
             let lv = newSlot(op.id, left: left, right: right, sequence: .sections, entity: s)
@@ -288,13 +288,17 @@ extension ListDocument {
             refreshSection(s)
 
         case let .setItemValue(i, value):
-            if op.id > items.valueWrite(i) { items.setValue(value, write: op.id, of: i) }
+            if op.id > items.valueWrite(i) {
+                // A dead item's value is reclaimable: its change counts.
+                if !items.isAlive(i) { byteAccount.dead += value.count - items.valueLength(i) }
+                items.setValue(value, write: op.id, of: i)
+            }
 
         case let .setSectionValue(s, value):
             if op.id > sections.valueWrite(s) { sections.setValue(value, write: op.id, of: s) }
 
         case let .writeFields(target, writes):
-            records.apply(writes, of: op.id, to: target, local: replica)
+            countingRecord(of: target) { $0.records.apply(writes, of: op.id, to: target, local: $0.replica) }
         }
         record(op, resolved)
     }
@@ -368,6 +372,7 @@ extension ListDocument {
         items.setWinner(lv, write: write, of: i)
         items.rows[i.int].section = s
         place(lv, id: id, left: left, right: right, sequence: .items(s), visible: items.isAlive(i), hint: hint)
+        if wasAlive != items.isAlive(i) { noteItem(i, died: wasAlive) }   // a move that wins over a delete it had not seen
         guard wasAlive else { return .none }
         forest.setVisible(old, false)
         return from != s ? from : .none
@@ -394,7 +399,9 @@ extension ListDocument {
         guard seen > items.deleted(i) else { return false }
         let wasAlive = items.isAlive(i)
         items.setDeleted(seen, of: i)
-        return wasAlive && !items.isAlive(i)
+        guard wasAlive && !items.isAlive(i) else { return false }
+        noteItem(i, died: true)
+        return true
     }
 
     /// Shows or hides section `s` by the rule of §3.5.
