@@ -84,4 +84,21 @@ struct DeadBytesCompactionProcessTests {
         #expect(reclaimable >= 2_000 && reclaimable < 3_000, "the deleted value and a few logged operations: \(entry)")
         #expect(Self.compactions(d) == 0, "2,000 bytes are under the floor")
     }
+
+    @Test("--compact-dead-share and --compact-dead-floor: bad values are usage errors (exit 2) that name the flag, nothing started; serve --help describes both")
+    func flagsChecked() throws {
+        let dir = TemporaryFolder()
+        defer { dir.remove() }
+        let bad = [("--compact-dead-share", "1.5"), ("--compact-dead-share", "-0.1"), ("--compact-dead-share", "half"),
+                   ("--compact-dead-share", "150%"), ("--compact-dead-share", "nan"), ("--compact-dead-floor", "-1"),
+                   ("--compact-dead-floor", "64X"), ("--compact-dead-floor", "K"), ("--compact-dead-floor", "99999999999999G")]
+        for (flag, value) in bad {
+            let (code, _, stderr, killed) = try runListsync(["serve", "--data", dir.path + "/d", "--listen", "127.0.0.1:0", flag, value],
+                                                            atMost: livenessGuardSeconds)
+            #expect(!killed && code == 2 && stderr.contains(flag), "\(flag) \(value): \(code) \(stderr)")
+        }
+        #expect(!FileManager.default.fileExists(atPath: dir.path + "/d"), "a usage error makes no data folder")
+        let (code, help, _) = try runListsync(["serve", "--help"])
+        #expect(code == 0 && help.contains("--compact-dead-share") && help.contains("--compact-dead-floor"), "\(help)")
+    }
 }
