@@ -67,11 +67,11 @@ struct DeadBytesCompactionProcessTests {
         #expect(code == 0 && text.contains("bytes reclaimable"), "\(text)")
     }
 
-    @Test("status shows a document's reclaimable bytes before any compaction: a deleted 2,000-byte item counts, and compaction waits (under the 64 KiB floor)")
-    func statusShowsReclaimable() throws {
+    @Test("status and /metrics show a document's reclaimable bytes before any compaction: a deleted 2,000-byte item counts, and compaction waits (under the 64 KiB floor)")
+    func statusShowsReclaimable() async throws {
         let dir = TemporaryFolder()
         defer { dir.remove() }
-        let d = try DaemonProcess(data: dir.path + "/data")
+        let d = try DaemonProcess(data: dir.path + "/data", extra: ["--admin", "127.0.0.1:0"])
         defer { d.terminate() }
         #expect(try d.run(["create", "small", "--sections", "todo"]).0 == 0)
         let file = dir.path + "/value"
@@ -83,6 +83,14 @@ struct DeadBytesCompactionProcessTests {
         let reclaimable = try #require(entry["reclaimable_bytes"] as? Int)
         #expect(reclaimable >= 2_000 && reclaimable < 3_000, "the deleted value and a few logged operations: \(entry)")
         #expect(Self.compactions(d) == 0, "2,000 bytes are under the floor")
+        // /metrics: the same count, labelled with the document's id (published by its host).
+        let line = try #require(d.log.range(of: "http://127.0.0.1:"))
+        let port = try #require(UInt16(d.log[line.upperBound...].prefix { $0.isNumber }))
+        let id = try #require(entry["id"] as? String)
+        let (status, metrics) = try await AdminHTTPTests.get(port, "/metrics")
+        #expect(status == 200)
+        #expect(metrics.contains("listsync_document_reclaimable_bytes{document=\"\(id)\"} \(reclaimable)\n"), "\(metrics)")
+        #expect(metrics.contains("listsync_document_bytes{document=\"\(id)\"} \(try #require(entry["document_bytes"] as? Int))\n"))
     }
 
     @Test("--compact-dead-share and --compact-dead-floor: bad values are usage errors (exit 2) that name the flag, nothing started; serve --help describes both")
