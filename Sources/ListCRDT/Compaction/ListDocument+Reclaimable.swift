@@ -77,19 +77,28 @@ extension ListDocument {
         byteAccount.dead += died ? bytes : -bytes
     }
 
-    /// Applies `body`, a change of `target`'s record, and counts what it changed.
+    /// Applies `writes`, made by operation `id`, to `target`'s record, and counts what they
+    /// changed: only the fields they name change (each write applies to its own field), so only
+    /// those are measured, before and after.
     ///
-    /// - Complexity: that of `body`, plus O(f) for the f fields of the record, before and after.
+    /// - Complexity: that of ``RecordStore/apply(_:of:to:local:)``, plus O(w) for w writes (and
+    ///   their fields' set members), and O(log n) for an item's look-up.
     @inline(__always)
-    mutating func countingRecord(of target: RecordTarget, _ body: (inout ListDocument) -> Void) {
-        let before = records.accountedBytes(of: target.opID)
-        body(&self)
-        let after = records.accountedBytes(of: target.opID)
-        byteAccount.records += after.held - before.held
-        if case .item(let id) = target, let i = itemEntity(id), !items.isAlive(i) {
-            byteAccount.dead += after.held - before.held
+    mutating func applyCounting(_ writes: FieldWrites, of id: OpID, to target: RecordTarget) {
+        let before = records.accountedBytes(of: target.opID, fields: writes.writes)
+        records.apply(writes, of: id, to: target, local: replica)
+        let after = records.accountedBytes(of: target.opID, fields: writes.writes)
+        let held = after.held - before.held
+        byteAccount.records += held
+        let reclaimable = after.reclaimable - before.reclaimable
+        guard held != reclaimable else {
+            byteAccount.dead += held   // the same whether the entity is dead or alive
+            return
+        }
+        if case .item(let item) = target, let i = itemEntity(item), !items.isAlive(i) {
+            byteAccount.dead += held
         } else {
-            byteAccount.dead += after.reclaimable - before.reclaimable
+            byteAccount.dead += reclaimable
         }
     }
 
@@ -154,6 +163,25 @@ extension RecordStore {
     func accountedBytes(of id: OpID) -> (held: Int, reclaimable: Int) {
         guard !records.isEmpty, let fields = records[id] else { return (0, 0) }
         return Self.accountedBytes(fields)
+    }
+
+    /// What the fields of `id`'s record that `writes` name count for (each once: the writes are
+    /// sorted by name).
+    ///
+    /// - Complexity: O(w) for w writes (and the set members of their fields).
+    @inline(__always)
+    func accountedBytes(of id: OpID, fields writes: [FieldWrite]) -> (held: Int, reclaimable: Int) {
+        guard !records.isEmpty, let fields = records[id] else { return (0, 0) }
+        var total = (held: 0, reclaimable: 0)
+        var previous: String?
+        for w in writes where w.name != previous {
+            previous = w.name
+            guard let f = fields[w.name] else { continue }
+            let bytes = f.accountedBytes(name: w.name)
+            total.held += bytes.held
+            total.reclaimable += bytes.reclaimable
+        }
+        return total
     }
 
     /// What a record's fields count for, in all and what a compaction would drop of them alive.

@@ -245,7 +245,7 @@ extension ListDocument {
 
         case let .insertItemWithFields(s, left, right, value, writes):
             insertItem(op.id, section: s, left: left, right: right, value: value, hint: hint)
-            countingRecord(of: .item(ItemID(op.id))) { $0.records.apply(writes, of: op.id, to: .item(ItemID(op.id)), local: $0.replica) }
+            applyCounting(writes, of: op.id, to: .item(ItemID(op.id)))
 
         case let .moveSection(s, left, right):
             let lv = newSlot(op.id, left: left, right: right, sequence: .sections, entity: s)
@@ -298,7 +298,7 @@ extension ListDocument {
             if op.id > sections.valueWrite(s) { sections.setValue(value, write: op.id, of: s) }
 
         case let .writeFields(target, writes):
-            countingRecord(of: target) { $0.records.apply(writes, of: op.id, to: target, local: $0.replica) }
+            applyCounting(writes, of: op.id, to: target)
         }
         record(op, resolved)
     }
