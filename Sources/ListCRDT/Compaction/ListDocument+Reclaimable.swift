@@ -78,28 +78,26 @@ extension ListDocument {
     }
 
     /// Applies `writes`, made by operation `id`, to `target`'s record, and counts what they
-    /// changed: only the fields they name change (each write applies to its own field), so only
-    /// those are measured, before and after.
+    /// changed (``RecordStore/apply(_:of:to:local:)`` measures each field it writes in place).
+    /// `alive`: whether the target is a live item or a section, when the caller knows (an insert's
+    /// first fields); else an item is looked up when its liveness matters.
     ///
-    /// - Complexity: that of ``RecordStore/apply(_:of:to:local:)``, plus O(w) for w writes (and
-    ///   their fields' set members), and O(log n) for an item's look-up.
+    /// - Complexity: that of ``RecordStore/apply(_:of:to:local:)``, plus O(log n) for an item's look-up.
     @inline(__always)
-    mutating func applyCounting(_ writes: FieldWrites, of id: OpID, to target: RecordTarget) {
-        let before = records.accountedBytes(of: target.opID, fields: writes.writes)
-        records.apply(writes, of: id, to: target, local: replica)
-        let after = records.accountedBytes(of: target.opID, fields: writes.writes)
-        let held = after.held - before.held
-        byteAccount.records += held
-        let reclaimable = after.reclaimable - before.reclaimable
-        guard held != reclaimable else {
-            byteAccount.dead += held   // the same whether the entity is dead or alive
+    mutating func applyCounting(_ writes: FieldWrites, of id: OpID, to target: RecordTarget, alive: Bool? = nil) {
+        let delta = records.apply(writes, of: id, to: target, local: replica)
+        byteAccount.records += delta.held
+        guard delta.held != delta.reclaimable else {
+            byteAccount.dead += delta.held   // the same whether the entity is dead or alive
             return
         }
-        if case .item(let item) = target, let i = itemEntity(item), !items.isAlive(i) {
-            byteAccount.dead += held
-        } else {
-            byteAccount.dead += reclaimable
+        var dead = false
+        if let alive {
+            dead = !alive
+        } else if case .item(let item) = target, let i = itemEntity(item) {
+            dead = !items.isAlive(i)
         }
+        byteAccount.dead += dead ? delta.held : delta.reclaimable
     }
 
     /// Counts ``byteAccount`` afresh from the tables (a document rebuilt by a compaction or a
@@ -156,34 +154,6 @@ extension ListOperation {
 }
 
 extension RecordStore {
-    /// What the record of `id` counts for (``accountedBytes(_:)``); nothing if it has none.
-    ///
-    /// - Complexity: O(f) for its f fields.
-    @inline(__always)
-    func accountedBytes(of id: OpID) -> (held: Int, reclaimable: Int) {
-        guard !records.isEmpty, let fields = records[id] else { return (0, 0) }
-        return Self.accountedBytes(fields)
-    }
-
-    /// What the fields of `id`'s record that `writes` name count for (each once: the writes are
-    /// sorted by name).
-    ///
-    /// - Complexity: O(w) for w writes (and the set members of their fields).
-    @inline(__always)
-    func accountedBytes(of id: OpID, fields writes: [FieldWrite]) -> (held: Int, reclaimable: Int) {
-        guard !records.isEmpty, let fields = records[id] else { return (0, 0) }
-        var total = (held: 0, reclaimable: 0)
-        var previous: String?
-        for w in writes where w.name != previous {
-            previous = w.name
-            guard let f = fields[w.name] else { continue }
-            let bytes = f.accountedBytes(name: w.name)
-            total.held += bytes.held
-            total.reclaimable += bytes.reclaimable
-        }
-        return total
-    }
-
     /// What a record's fields count for, in all and what a compaction would drop of them alive.
     ///
     /// - Complexity: O(f) for f fields.
@@ -199,6 +169,21 @@ extension RecordStore {
 }
 
 extension FieldState {
+    /// ``apply(_:stamp:local:)``, adding to `delta` what the field counts for after less before
+    /// (``accountedBytes(name:)``; a field never written counted for nothing).
+    ///
+    /// - Complexity: that of ``apply(_:stamp:local:)``, plus O(m) for m set members.
+    @inline(__always)
+    mutating func applyMeasuring(_ write: FieldWrite, stamp: FieldStamp, local: ReplicaID,
+                                 delta: inout (held: Int, reclaimable: Int)) -> (lost: FieldValue?, by: OpID)? {
+        let before = latest == .zero ? (held: 0, reclaimable: 0) : accountedBytes(name: write.name)
+        let beaten = apply(write, stamp: stamp, local: local)
+        let after = accountedBytes(name: write.name)
+        delta.held += after.held - before.held
+        delta.reclaimable += after.reclaimable - before.reclaimable
+        return beaten
+    }
+
     /// What the field counts for: its name, its value, 8 bytes for a counter, its members' names
     /// and its text's characters (every one kept, hidden ones too); and the part a compaction
     /// drops while its entity lives: all of it for a removed field that counts and adds nothing

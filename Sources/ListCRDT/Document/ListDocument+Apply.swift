@@ -245,7 +245,7 @@ extension ListDocument {
 
         case let .insertItemWithFields(s, left, right, value, writes):
             insertItem(op.id, section: s, left: left, right: right, value: value, hint: hint)
-            applyCounting(writes, of: op.id, to: .item(ItemID(op.id)))
+            applyCounting(writes, of: op.id, to: .item(ItemID(op.id)), alive: true)
 
         case let .moveSection(s, left, right):
             let lv = newSlot(op.id, left: left, right: right, sequence: .sections, entity: s)
