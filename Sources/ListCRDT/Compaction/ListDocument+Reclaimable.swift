@@ -2,8 +2,9 @@ import Foundation
 
 // What compaction would free, counted as the document changes (issue 48: a policy that follows
 // what is dead; Docs/Semantics.md §7, "Reclaimable bytes"). A daemon asks after every batch, so
-// the count is kept up to date by each applied operation in O(1) (O(f) for the f fields of a
-// record a field write or a delete touches), never found by scanning the document; it is counted
+// the count is kept up to date by each applied operation in O(1) (a field write measures each
+// field it writes in place; a delete of an item with a record, O(f) for its f fields), never found
+// by scanning the document; it is counted
 // afresh only where the document is rebuilt anyway (a compaction, a snapshot's load).
 //
 // The bytes, as counted here (every part also in ``ListDocument/documentBytes``):
