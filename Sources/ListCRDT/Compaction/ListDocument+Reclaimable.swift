@@ -80,25 +80,15 @@ extension ListDocument {
 
     /// Applies `writes`, made by operation `id`, to `target`'s record, and counts what they
     /// changed (``RecordStore/apply(_:of:to:local:)`` measures each field it writes in place).
-    /// `alive`: whether the target is a live item or a section, when the caller knows (an insert's
-    /// first fields); else an item is looked up when its liveness matters.
+    /// `alive`: whether the target is a live item or a section (found when the operation was
+    /// resolved): a dead item's record is reclaimable whole.
     ///
-    /// - Complexity: that of ``RecordStore/apply(_:of:to:local:)``, plus O(log n) for an item's look-up.
+    /// - Complexity: that of ``RecordStore/apply(_:of:to:local:)``.
     @inline(__always)
-    mutating func applyCounting(_ writes: FieldWrites, of id: OpID, to target: RecordTarget, alive: Bool? = nil) {
+    mutating func applyCounting(_ writes: FieldWrites, of id: OpID, to target: RecordTarget, alive: Bool) {
         let delta = records.apply(writes, of: id, to: target, local: replica)
         byteAccount.records += delta.held
-        guard delta.held != delta.reclaimable else {
-            byteAccount.dead += delta.held   // the same whether the entity is dead or alive
-            return
-        }
-        var dead = false
-        if let alive {
-            dead = !alive
-        } else if case .item(let item) = target, let i = itemEntity(item) {
-            dead = !items.isAlive(i)
-        }
-        byteAccount.dead += dead ? delta.held : delta.reclaimable
+        byteAccount.dead += alive ? delta.reclaimable : delta.held
     }
 
     /// Counts ``byteAccount`` afresh from the tables (a document rebuilt by a compaction or a

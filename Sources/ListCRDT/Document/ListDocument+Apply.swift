@@ -32,7 +32,8 @@ enum ResolvedOperation {
     case deleteSection(EntityIndex, seen: OpID, items: [(EntityIndex, OpID)])
     case setItemValue(EntityIndex, Data)
     case setSectionValue(EntityIndex, Data)
-    case writeFields(RecordTarget, FieldWrites)
+    /// `alive`: whether the target is a live item or a section (what its record's count needs).
+    case writeFields(RecordTarget, FieldWrites, alive: Bool)
     case insertItemWithFields(section: EntityIndex, left: LocalVersion, right: LocalVersion, value: Data, fields: FieldWrites)
 }
 
@@ -121,8 +122,9 @@ extension ListDocument {
             try checkValue(value.count, of: op.id)
             return .setSectionValue(try section(id), value)
         case let .writeFields(target, writes):
+            var alive = true
             switch target {
-            case .item(let id): _ = try item(id)
+            case .item(let id): alive = items.isAlive(try item(id))
             case .section(let id): _ = try section(id)
             }
             if let problem = Self.problem(with: writes, maxValueSize: maxValueSize) {
@@ -133,7 +135,7 @@ extension ListDocument {
                 for s in w.seen { try checkPast(s, by: op.id) }
             }
             if let why = textProblem(writes, of: target) { throw bad(why) }
-            return .writeFields(target, writes)
+            return .writeFields(target, writes, alive: alive)
         case let .insertItemWithFields(sectionID, o, value, writes):
             var noContext = RunContext()
             let (s, l, r) = try itemInsertReferences(op.id, section: sectionID, origins: o, valueSize: value.count,
@@ -297,8 +299,8 @@ extension ListDocument {
         case let .setSectionValue(s, value):
             if op.id > sections.valueWrite(s) { sections.setValue(value, write: op.id, of: s) }
 
-        case let .writeFields(target, writes):
-            applyCounting(writes, of: op.id, to: target)
+        case let .writeFields(target, writes, alive):
+            applyCounting(writes, of: op.id, to: target, alive: alive)
         }
         record(op, resolved)
     }
