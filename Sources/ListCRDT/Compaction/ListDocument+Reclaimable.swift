@@ -101,18 +101,16 @@ extension ListDocument {
 
     /// ``byteAccount`` as the tables give it, found the slow way: every item and record looked at.
     ///
-    /// - Complexity: O(e + f) for e entities and f fields.
+    /// - Complexity: O(e + f + r log n) for e entities, f fields and r records.
     func countedBytes() -> ByteAccount {
         var account = ByteAccount()
-        var deadIDs = Set<OpID>()
-        for i in items.indices where !items.isAlive(i) {
-            account.dead += items.valueLength(i)
-            deadIDs.insert(items.rows[i.int].id)
-        }
+        for i in items.indices where !items.isAlive(i) { account.dead += items.valueLength(i) }
         for (id, fields) in records.records {
             let bytes = RecordStore.accountedBytes(fields)
             account.records += bytes.held
-            account.dead += deadIDs.contains(id) ? bytes.held : bytes.reclaimable
+            // A section's id names no item: its record counts as a live one's.
+            let dead = itemEntity(ItemID(id)).map { !items.isAlive($0) } ?? false
+            account.dead += dead ? bytes.held : bytes.reclaimable
         }
         return account
     }
