@@ -12,12 +12,19 @@ public struct CompactionPolicy: Sendable, Equatable {
     public var minOperations = 10_000
     /// The least time between two compactions of one document.
     public var interval: Duration = .seconds(60)
+    /// The bytes trigger (`--compact-dead-share`, `--compact-dead-floor`): a document also
+    /// compacts once the bytes a compaction would free (``ListCRDT/ListDocument/reclaimableBytes``)
+    /// reach this share of its bytes (nil: the bytes trigger is off) ...
+    public var reclaimableShare: Double? = CompactionTrigger.defaultShare
+    /// ... and at least this many bytes.
+    public var reclaimableFloor = CompactionTrigger.defaultFloor
     /// Peer daemons the operator declared gone for good (`--forget-peer`): they no longer hold
     /// compaction back, on this daemon and, through the gossip, on every other (Docs/Semantics.md
     /// §7, "Forgetting a daemon").
     public var forgottenPeers: Set<ReplicaID> = []
 
-    /// The defaults: retire after 30 days, compact past 10,000 operations, at most once a minute.
+    /// The defaults: retire after 30 days, compact past 10,000 operations or once half the
+    /// document's bytes (64 KiB at least) would be freed, at most once a minute.
     public init() {}
 
     /// A policy with these settings.
@@ -40,7 +47,9 @@ public struct CompactionPolicy: Sendable, Equatable {
     /// retirement in wall-clock seconds, intervals in monotonic nanoseconds.
     func rule(gossipInterval: UInt64) -> CompactionRule {
         CompactionRule(retireAfter: retireAfterSeconds, minOperations: minOperations, interval: intervalNanoseconds,
-                       gossipInterval: gossipInterval, forgottenPeers: forgottenPeers)
+                       gossipInterval: gossipInterval, forgottenPeers: forgottenPeers,
+                       reclaimableFloor: reclaimableShare == nil ? nil : reclaimableFloor,
+                       reclaimableShare: reclaimableShare ?? 1)
     }
 
     /// Seconds of the wall clock (the retire period must survive restarts, so not a monotonic clock).

@@ -35,6 +35,10 @@ final class DaemonMetrics: Sendable {
         /// collected, senders retired, and when the last one ran (wall-clock seconds, 0: never).
         var compactions = 0, operationsCollected = 0, slotsCollected = 0, sendersRetired = 0
         var lastCompaction: UInt64 = 0
+        /// Per resident document (by id): the bytes a compaction would free now and the
+        /// document's bytes as they are counted (``ListCRDT/ListDocument/reclaimableBytes``),
+        /// as its host last published them.
+        var documentBytes: [String: (reclaimable: Int, document: Int)] = [:]
         /// Device connections ended or refused: credential revoked, unknown or expired.
         var devicesRefused = 0
         var lastStorageError: String?
@@ -80,6 +84,10 @@ final class DaemonMetrics: Sendable {
             $0.slotsCollected += report.slotsBefore - report.slotsAfter
             $0.lastCompaction = time
         }
+    }
+    /// Document `id`'s reclaimable and total bytes now; nil when it is no longer resident.
+    func documentBytes(_ id: String, _ bytes: (reclaimable: Int, document: Int)?) {
+        state.withLock { $0.documentBytes[id] = bytes }
     }
     func retired(_ n: Int) { state.withLock { $0.sendersRetired += n } }
     func storageFailed(_ why: String) { state.withLock { $0.storageFailures += 1; $0.lastStorageError = why } }

@@ -130,6 +130,14 @@ struct DaemonStatus {
         m.counter("listsync_equivocations_total", help: "Operations refused: a known id with other content.", value: c.equivocations)
         m.counter("listsync_compactions_total", help: "Documents compacted (history and dead state collected).", value: c.compactions)
         m.counter("listsync_operations_collected_total", help: "Logged operations dropped by compactions.", value: c.operationsCollected)
+        for (id, bytes) in c.documentBytes.sorted(by: { $0.key < $1.key }) {
+            m.gauge("listsync_document_reclaimable_bytes", help: "Bytes a compaction of the document would free now (dead values and records, removed fields, hidden text, the log).",
+                    value: bytes.reclaimable, labels: ["document": id])
+        }
+        for (id, bytes) in c.documentBytes.sorted(by: { $0.key < $1.key }) {
+            m.gauge("listsync_document_bytes", help: "The document's bytes as the reclaimable bytes count them (values, records, the log).",
+                    value: bytes.document, labels: ["document": id])
+        }
         m.counter("listsync_senders_retired_total", help: "Senders retired for silence (--retire-after).", value: c.sendersRetired)
         m.gauge("listsync_last_compaction_seconds", help: "Wall-clock time of the last compaction (0: none since start).", value: Int(c.lastCompaction))
         m.counter("listsync_storage_failures_total", help: "Appends that could not be made durable.", value: c.storageFailures)
@@ -183,6 +191,10 @@ extension Daemon {
             var entry: [String: Any] = ["id": id.description, "name": await h.name, "operations": await h.document.operationCount,
                                         "subscribers": await h.subscriberCount]
             if let failure = await h.storeFailure { entry["store_error"] = failure }
+            // What a compaction would free now, of the document's bytes (Docs/Semantics.md §7).
+            let bytes = await h.byteCounts
+            entry["reclaimable_bytes"] = bytes.reclaimable
+            entry["document_bytes"] = bytes.document
             let compaction = await h.compactionStatus
             entry["senders"] = compaction.senders
             entry["retired"] = compaction.retired

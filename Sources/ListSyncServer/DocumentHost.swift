@@ -410,7 +410,9 @@ actor DocumentHost {
         // call at a time).
         // The senders (authors noted, the silent retired) are refreshed only once the document
         // and its subscribers are settled: only then can the refresh change the answer.
-        guard let compaction, !isClosed, !storeBusy else { return }
+        guard !isClosed else { return }
+        metrics?.documentBytes(id.description, byteCounts)
+        guard let compaction, !storeBusy else { return }
         // What to do is the core's decision (the simulator's daemons take the same one).
         let step = core.housekeeping(stabilityNow: wallClock(), now: clock(), rule: compaction.rule(gossipInterval: Self.gossipInterval))
         if !step.forgotten.isEmpty {
@@ -444,6 +446,7 @@ actor DocumentHost {
         }
         lastCompactionTime = wallClock()
         metrics?.compacted(report, at: lastCompactionTime)
+        metrics?.documentBytes(id.description, byteCounts)
         // Devices that compact their copies hear of the floor once it is durable here.
         deliver(core.floorAnnouncements())
         log("document compacted", ["document": id.description, "floor": point.description,
@@ -452,6 +455,13 @@ actor DocumentHost {
                                    "items": "\(report.itemsBefore)->\(report.itemsAfter)",
                                    "generation": "\((try? store.generation) ?? 0)"])
     }
+
+    /// The bytes a compaction would free now (less what the last one here kept: the bytes
+    /// trigger's count, ``DocumentCore/reclaimableSinceCompaction``) and the document's bytes
+    /// (``ListCRDT/ListDocument/documentBytes``), for `status` and `/metrics`.
+    ///
+    /// - Complexity: O(1).
+    var byteCounts: (reclaimable: Int, document: Int) { (core.reclaimableSinceCompaction, core.document.documentBytes) }
 
     /// For `status`: the floor (the version it was last compacted at), when it was compacted in
     /// this run (Unix seconds), the senders that count and those retired.
@@ -547,6 +557,7 @@ actor DocumentHost {
     /// Marks the host closed and closes its store (no snapshot is being written).
     private func closeStore() {
         isClosed = true
+        metrics?.documentBytes(id.description, nil)
         try? store.close()
     }
 

@@ -19,7 +19,8 @@ extension Simulator {
     mutating func compactIfDue(_ d: Int) {
         guard let minOperations = configuration.compactAfter else { return }
         let rule = CompactionRule(retireAfter: configuration.retireAfter, minOperations: minOperations, interval: 0,
-                                  gossipInterval: Self.gossipInterval, forgottenPeers: forgottenPeers[d] ?? [])
+                                  gossipInterval: Self.gossipInterval, forgottenPeers: forgottenPeers[d] ?? [],
+                                  reclaimableFloor: configuration.reclaimableFloor, reclaimableShare: configuration.reclaimableShare)
         let step = daemons[d].core.housekeeping(stabilityNow: stabilityNow, now: network.now, rule: rule)
         report.retired += step.retired.count
         report.daemonsForgotten += step.forgotten.count

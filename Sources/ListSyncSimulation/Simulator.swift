@@ -47,6 +47,12 @@ public struct SimulationConfiguration: Sendable {
     /// several daemons the same, once every daemon acknowledged the retirement (§7, "Retiring
     /// with peers").
     public var compactAfter: Int?
+    /// With compaction: a daemon also compacts once the bytes a compaction would free reach
+    /// ``reclaimableShare`` of the document's bytes and this many (nil: only after
+    /// ``compactAfter`` operations), the daemon's rule (``CompactionTrigger``), at its defaults.
+    public var reclaimableFloor: Int? = CompactionTrigger.defaultFloor
+    /// With compaction: the share of ``reclaimableFloor``'s trigger.
+    public var reclaimableShare = CompactionTrigger.defaultShare
     /// With compaction: virtual milliseconds after which a silent sender is retired (the
     /// stability's clock counts virtual milliseconds where a daemon's counts seconds).
     public var retireAfter: UInt64 = 30

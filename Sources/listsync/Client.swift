@@ -270,7 +270,7 @@ let clientCommands: [String: ClientCommand] = [
     "set": setCommand,
     "text": textCommand,   // Text.swift
     "status": ClientCommand(
-        usage: usageText("status [options]", "Prints the daemon's status: address, documents (on disk and resident), connections, peers, the event loop's poller (epoll, kqueue or poll), operations in and out, fsync latency, bytes on disk, RSS and its limits."),
+        usage: usageText("status [options]", "Prints the daemon's status: address, documents (on disk and resident), connections, peers, the event loop's poller (epoll, kqueue or poll), operations in and out, fsync latency, bytes on disk, RSS and its limits; then each document in memory with its operations and the bytes a compaction would free of its bytes (reclaimable_bytes, document_bytes)."),
         arguments: 0...0
     ) { _, client, json in
         let status = try await client.status()
@@ -284,6 +284,11 @@ let clientCommands: [String: ClientCommand] = [
         }
         if let peers = object["peers"] as? [[String: Any]], !peers.isEmpty {
             print("peers: " + peers.map { "\(shown("\($0["address"] ?? "?")"))\(($0["connected"] as? Bool) == true ? " (connected)" : " (down)")" }.joined(separator: ", "))
+        }
+        // Each document in memory: its operations since its floor, and what a compaction would free.
+        for d in (object["resident"] as? [[String: Any]] ?? []).sorted(by: { "\($0["id"] ?? "")" < "\($1["id"] ?? "")" }) {
+            print("document \(shown("\(d["id"] ?? "?")")) \(shown("\(d["name"] ?? "")")): \(d["operations"] ?? 0) operations, "
+                  + "\(d["reclaimable_bytes"] ?? 0) of \(d["document_bytes"] ?? 0) bytes reclaimable")
         }
         return 0
     },

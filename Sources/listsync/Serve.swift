@@ -64,6 +64,13 @@ let serveUsage = """
                               0 = never compact). Off with --cluster
       --compact-interval S    seconds between two compactions of one document at least
                               (LISTSYNC_COMPACT_INTERVAL; 60)
+      --compact-dead-share F  also compact, as above, once the bytes a compaction would free
+                              (deleted items' values, overwritten and removed fields, deleted
+                              text, the log: `reclaimable_bytes` in status) reach this share of
+                              the document's bytes, a fraction from 0 to 1 or a percentage
+                              (LISTSYNC_COMPACT_DEAD_SHARE; 0.5; off = only --compact-after)
+      --compact-dead-floor B  ... and at least this many bytes (LISTSYNC_COMPACT_DEAD_FLOOR;
+                              64K; a number of bytes, or with K, M or G: KiB, MiB, GiB)
       --forget-peer ID        a peer daemon gone for good (its replica id, as `listsync status`
                               names it in compaction_waits_for: r123): it no longer holds
                               compaction back, here and, once told, on every other daemon; its
@@ -95,7 +102,8 @@ let serveUsage = """
 
 func runServe(_ args: [String]) throws -> Int32 {
     let o = try Options(args, values: ["--data", "--listen", "--key-file", "--peer", "--admin", "--web", "--admin-token-file", "--max-connections", "--idle-unload",
-                                       "--retire-after", "--compact-after", "--compact-interval", "--forget-peer",
+                                       "--retire-after", "--compact-after", "--compact-interval", "--compact-dead-share",
+                                       "--compact-dead-floor", "--forget-peer",
                                        "--rate-limit", "--log-format", "--storage", "--discover-port", "--announce-to", "--announce-interval", "--announce-address",
                                        "--cluster", "--ack", "--cluster-replicas", "--cluster-trim", "--cluster-lease", "--cluster-grace"],
                         flags: ["--help", "--discover"])
@@ -307,8 +315,8 @@ func parseSeconds(_ text: String, what: String) throws -> Duration {
     return d
 }
 
-/// `--retire-after`, `--compact-after`, `--compact-interval` and `--forget-peer` (Docs/Daemon.md,
-/// "Compaction").
+/// `--retire-after`, `--compact-after`, `--compact-interval`, `--compact-dead-share`,
+/// `--compact-dead-floor` and `--forget-peer` (Docs/Daemon.md, "Compaction").
 private func compactionOptions(_ o: Options, into config: inout DaemonConfiguration) throws {
     var policy = config.compaction ?? CompactionPolicy()
     if let s = o.value("--retire-after", env: "LISTSYNC_RETIRE_AFTER") {
@@ -320,6 +328,15 @@ private func compactionOptions(_ o: Options, into config: inout DaemonConfigurat
     if let s = o.value("--compact-interval", env: "LISTSYNC_COMPACT_INTERVAL") {
         guard let v = parseDuration(s) else { throw UsageError(message: "--compact-interval must be seconds (or 90s, 15m), not '\(s)'") }
         policy.interval = v
+    }
+    if let s = o.value("--compact-dead-share", env: "LISTSYNC_COMPACT_DEAD_SHARE") {
+        policy.reclaimableShare = try parseShare(s)
+    }
+    if let s = o.value("--compact-dead-floor", env: "LISTSYNC_COMPACT_DEAD_FLOOR") {
+        guard let v = parseByteCount(s) else {
+            throw UsageError(message: "--compact-dead-floor must be a number of bytes (or 64K, 1M, 1G), not '\(s)'")
+        }
+        policy.reclaimableFloor = v
     }
     for text in o.all("--forget-peer", env: "LISTSYNC_FORGET_PEERS") {
         let digits = text.hasPrefix("r") ? String(text.dropFirst()) : text
@@ -333,6 +350,36 @@ private func compactionOptions(_ o: Options, into config: inout DaemonConfigurat
         guard let v = Int(s), v >= 0 else { throw UsageError(message: "--compact-after must be a number of operations, not '\(s)'") }
         if v == 0 { config.compaction = nil } else { config.compaction?.minOperations = v }
     }
+}
+
+/// `--compact-dead-share`: a fraction from 0 to 1 ("0.5"), a percentage ("50%"), or "off" (nil:
+/// the bytes trigger off).
+func parseShare(_ text: String) throws -> Double? {
+    if text == "off" { return nil }
+    let percent = text.hasSuffix("%")
+    guard let v = Double(percent ? String(text.dropLast()) : text), v.isFinite else {
+        throw UsageError(message: "--compact-dead-share must be a fraction from 0 to 1, a percentage (50%) or off, not '\(text)'")
+    }
+    let share = percent ? v / 100 : v
+    guard share >= 0, share <= 1 else {
+        throw UsageError(message: "--compact-dead-share must be from 0 to 1 (0% to 100%), not '\(text)'")
+    }
+    return share
+}
+
+/// A number of bytes: "65536", or with a binary unit "64K", "1M", "1G" (also "64KiB"); nil for
+/// anything else, a negative count, or one past 1 TiB.
+func parseByteCount(_ text: String) -> Int? {
+    var digits = Substring(text)
+    if digits.hasSuffix("iB") { digits = digits.dropLast(2) }
+    var unit = 1
+    if let last = digits.last, let u = ["K": 1 << 10, "M": 1 << 20, "G": 1 << 30][String(last).uppercased()] {
+        unit = u
+        digits = digits.dropLast()
+    }
+    guard !digits.isEmpty, digits.allSatisfy(\.isASCII), digits.allSatisfy(\.isNumber), let n = Int(digits),
+          n <= (1 << 40) / unit else { return nil }
+    return n * unit
 }
 
 /// The duration in "90" or "1.5" (seconds), "90s", "15m", "12h" or "30d" (to the millisecond);

@@ -119,6 +119,8 @@ struct DocLimitsTests {
             ("`--retire-after DURATION`", "\(policy.retireAfter.components.seconds / 86_400)d"),
             ("`--compact-after N`", "\(policy.minOperations)"),
             ("`--compact-interval S`", "\(policy.interval.components.seconds)"),
+            ("`--compact-dead-share F`", "\(policy.reclaimableShare ?? 0)"),
+            ("`--compact-dead-floor B`", "\(policy.reclaimableFloor / 1024)K"),
             ("`--rate-limit N[/BURST]`", "\(Int(rate.rate))/\(Int(rate.burst))"),
             ("`--discover-port PORT`", "\(DaemonConfiguration.Discovery().port)"),
             ("`--announce-interval S`", "\(DaemonConfiguration.Discovery().interval.components.seconds)"),

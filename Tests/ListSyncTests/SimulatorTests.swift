@@ -67,6 +67,23 @@ import ListSyncTestTraits
         #expect(total.crashes > 0 && total.acknowledged > 0)
     }
 
+    /// The bytes trigger (Docs/Semantics.md §7, "When it is worth it") in the simulator: the
+    /// operations trigger out of reach, the daemons compact once a third of the document is
+    /// reclaimable (no floor: the simulator's values are a few bytes), the same rule a daemon's
+    /// host takes; the same checks as ``compaction()``.
+    @Test("60 seeds compacting by dead bytes only (share 0.3, no floor): compactions run, nothing lost")
+    func compactionByDeadBytes() {
+        let total = SimulatorRuns.run(9_000..<9_060) { config, seed in
+            config.replicas = 3 + Int(seed % 3)
+            config.crashes = Int(seed / 3 % 3)
+            config.operations = 100
+            config.compactAfter = 1_000_000
+            config.reclaimableFloor = 0
+            config.reclaimableShare = 0.3
+        }
+        #expect(total.compactions > 0 && total.clientCompactions > 0, "the daemon compacted by dead bytes")
+    }
+
     /// Roaming: a client reconnects to another daemon, picked at random, on 40% of its
     /// reconnects (a phone that moves between daemons), without compaction (with compaction:
     /// SimulatorPeerCompactionTests.roamingWithCompaction).

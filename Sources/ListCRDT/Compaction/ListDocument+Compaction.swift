@@ -85,6 +85,7 @@ extension ListDocument {
         doc.fastPaths = fastPaths
         doc.variant = variant
         self = doc
+        recountBytes()   // built from the kept state, not operation by operation
         report.slotsAfter = slots.count
         return report
     }

@@ -32,7 +32,8 @@ enum ResolvedOperation {
     case deleteSection(EntityIndex, seen: OpID, items: [(EntityIndex, OpID)])
     case setItemValue(EntityIndex, Data)
     case setSectionValue(EntityIndex, Data)
-    case writeFields(RecordTarget, FieldWrites)
+    /// `alive`: whether the target is a live item or a section (what its record's count needs).
+    case writeFields(RecordTarget, FieldWrites, alive: Bool)
     case insertItemWithFields(section: EntityIndex, left: LocalVersion, right: LocalVersion, value: Data, fields: FieldWrites)
 }
 
@@ -121,8 +122,9 @@ extension ListDocument {
             try checkValue(value.count, of: op.id)
             return .setSectionValue(try section(id), value)
         case let .writeFields(target, writes):
+            var alive = true
             switch target {
-            case .item(let id): _ = try item(id)
+            case .item(let id): alive = items.isAlive(try item(id))
             case .section(let id): _ = try section(id)
             }
             if let problem = Self.problem(with: writes, maxValueSize: maxValueSize) {
@@ -133,7 +135,7 @@ extension ListDocument {
                 for s in w.seen { try checkPast(s, by: op.id) }
             }
             if let why = textProblem(writes, of: target) { throw bad(why) }
-            return .writeFields(target, writes)
+            return .writeFields(target, writes, alive: alive)
         case let .insertItemWithFields(sectionID, o, value, writes):
             var noContext = RunContext()
             let (s, l, r) = try itemInsertReferences(op.id, section: sectionID, origins: o, valueSize: value.count,
@@ -245,7 +247,7 @@ extension ListDocument {
 
         case let .insertItemWithFields(s, left, right, value, writes):
             insertItem(op.id, section: s, left: left, right: right, value: value, hint: hint)
-            records.apply(writes, of: op.id, to: .item(ItemID(op.id)), local: replica)
+            applyCounting(writes, of: op.id, to: .item(ItemID(op.id)), alive: true)
 
         case let .moveSection(s, left, right):
             let lv = newSlot(op.id, left: left, right: right, sequence: .sections, entity: s)
@@ -288,13 +290,17 @@ extension ListDocument {
             refreshSection(s)
 
         case let .setItemValue(i, value):
-            if op.id > items.valueWrite(i) { items.setValue(value, write: op.id, of: i) }
+            if op.id > items.valueWrite(i) {
+                // A dead item's value is reclaimable: its change counts.
+                if !items.isAlive(i) { byteAccount.dead += value.count - items.valueLength(i) }
+                items.setValue(value, write: op.id, of: i)
+            }
 
         case let .setSectionValue(s, value):
             if op.id > sections.valueWrite(s) { sections.setValue(value, write: op.id, of: s) }
 
-        case let .writeFields(target, writes):
-            records.apply(writes, of: op.id, to: target, local: replica)
+        case let .writeFields(target, writes, alive):
+            applyCounting(writes, of: op.id, to: target, alive: alive)
         }
         record(op, resolved)
     }
@@ -368,6 +374,7 @@ extension ListDocument {
         items.setWinner(lv, write: write, of: i)
         items.rows[i.int].section = s
         place(lv, id: id, left: left, right: right, sequence: .items(s), visible: items.isAlive(i), hint: hint)
+        if wasAlive != items.isAlive(i) { noteItem(i, died: wasAlive) }   // a move that wins over a delete it had not seen
         guard wasAlive else { return .none }
         forest.setVisible(old, false)
         return from != s ? from : .none
@@ -394,7 +401,9 @@ extension ListDocument {
         guard seen > items.deleted(i) else { return false }
         let wasAlive = items.isAlive(i)
         items.setDeleted(seen, of: i)
-        return wasAlive && !items.isAlive(i)
+        guard wasAlive && !items.isAlive(i) else { return false }
+        noteItem(i, died: true)
+        return true
     }
 
     /// Shows or hides section `s` by the rule of §3.5.

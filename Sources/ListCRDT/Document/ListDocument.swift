@@ -50,6 +50,8 @@ public struct ListDocument: Sendable {
     var items = EntityTable()
     /// Every section's and item's fields (`Records/`, Docs/Semantics.md §8).
     var records = RecordStore()
+    /// What compaction would free, kept as operations apply (``reclaimableBytes``).
+    var byteAccount = ByteAccount()
 
     /// Where field writes read the time for their hybrid logical clock (nil: the logical clock
     /// alone; ``WallClock/system`` makes the later edit win, Docs/Semantics.md §8.2). The engine

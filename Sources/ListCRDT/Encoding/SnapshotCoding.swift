@@ -86,6 +86,7 @@ extension ListDocument {
                                                othersInOneBatch: version == Self.stateFieldsSnapshotFormatVersion)
             self = try decoder.decode()
             records.conflicts = []   // history, not news (Docs/Semantics.md §8.3)
+            recountBytes()   // the tables were loaded whole, not operation by operation
             return
         }
         if version == Self.compactedSnapshotFormatVersion || version == Self.compactedRecordsSnapshotFormatVersion
@@ -94,6 +95,7 @@ extension ListDocument {
                                           records: version >= Self.compactedRecordsSnapshotFormatVersion,
                                           text: version == Self.compactedTextSnapshotFormatVersion)
             records.conflicts = []
+            recountBytes()
             return
         }
         guard version == Self.snapshotFormatVersion else { throw .unsupportedVersion(version) }

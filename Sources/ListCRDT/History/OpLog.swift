@@ -87,6 +87,9 @@ struct OpLog: Sendable {
 
     /// Number of operations.
     private(set) var count = 0
+    /// The bytes the operations kept whole in ``others`` carry (``ListOperation/loggedPayloadBytes``):
+    /// values and fields that only the log holds once they are written over (Compaction/ListDocument+Reclaimable.swift).
+    private(set) var keptWholeBytes = 0
 
     // MARK: Appending
 
@@ -183,6 +186,7 @@ struct OpLog: Sendable {
     /// - Complexity: O(1) amortized.
     mutating func append(other op: ListOperation) {
         others.append(op)
+        keptWholeBytes += op.loggedPayloadBytes
         newRecord(id: op.id, deps: op.deps, kind: .other, count: op.span, payload: Int32(others.count - 1), operations: 1)
     }
 

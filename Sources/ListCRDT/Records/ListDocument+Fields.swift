@@ -160,7 +160,7 @@ extension ListDocument {
         if let problem = Self.problem(with: writes, maxValueSize: maxValueSize) {
             throw .invalidField(problem.name, problem.why)
         }
-        return try make(.writeFields(target, writes), .writeFields(target, writes))
+        return try make(.writeFields(target, writes), .writeFields(target, writes, alive: true))   // a visible target
     }
 
     /// The clock of the next local field write: past every clock applied here, and at least the

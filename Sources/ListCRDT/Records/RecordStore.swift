@@ -20,29 +20,36 @@ struct RecordStore: Hashable, Sendable {
 
     var isEmpty: Bool { records.isEmpty }
 
-    /// Applies the writes of operation `id` to the record of `target`.
+    /// Applies the writes of operation `id` to the record of `target`. Returns what the fields
+    /// they wrote count for now less what they counted for before (``FieldState/accountedBytes(name:)``:
+    /// in all, and what a compaction would drop of them while the entity lives), measured in
+    /// place as each write applies.
     ///
     /// - Complexity: O(w × (f + t)) for w writes, f the fields' live tags and t their members.
-    mutating func apply(_ writes: FieldWrites, of id: OpID, to target: RecordTarget, local: ReplicaID) {
+    @discardableResult
+    mutating func apply(_ writes: FieldWrites, of id: OpID, to target: RecordTarget, local: ReplicaID) -> (held: Int, reclaimable: Int) {
         clock = max(clock, writes.clock)
         let stamp = FieldStamp(clock: writes.clock, id: id)
         let key = target.opID
         // One lookup of the record per operation, changed in place (not copied out and back); a
         // new record gets room for its writes at once (most records are made whole by an insert).
         var lost: [FieldConflict] = []
+        var delta = (held: 0, reclaimable: 0)
         Self.apply(writes.writes, stamp: stamp, local: local,
-                   to: &records[key, default: Dictionary(minimumCapacity: writes.writes.count)]) { w, value, by, won in
+                   to: &records[key, default: Dictionary(minimumCapacity: writes.writes.count)], delta: &delta) { w, value, by, won in
             lost.append(FieldConflict(target: target, name: w.name, lost: value, won: won, localOperation: by, winner: id))
         }
         if reportsConflicts { for c in lost { report(c) } }
+        return delta
     }
 
-    /// Applies `writes` to one record's fields; `lost` hears each of `local`'s writes beaten.
+    /// Applies `writes` to one record's fields, adding to `delta` what each changed (measured in
+    /// place); `lost` hears each of `local`'s writes beaten.
     private static func apply(_ writes: [FieldWrite], stamp: FieldStamp, local: ReplicaID,
-                              to fields: inout [String: FieldState],
+                              to fields: inout [String: FieldState], delta: inout (held: Int, reclaimable: Int),
                               lost: (FieldWrite, FieldValue?, OpID, FieldValue?) -> Void) {
         for w in writes {
-            if let beaten = fields[w.name, default: FieldState()].apply(w, stamp: stamp, local: local) {
+            if let beaten = fields[w.name, default: FieldState()].applyMeasuring(w, stamp: stamp, local: local, delta: &delta) {
                 lost(w, beaten.lost, beaten.by, fields[w.name]?.value)
             }
         }

@@ -103,7 +103,28 @@ struct EntityTable: Sendable {
         var value: Data
     }
 
+    /// The bytes of the current values beyond the insert values they replaced (``valueBytes``).
+    private(set) var replacedExtraBytes = 0
+
     var count: Int { rows.count }
+
+    /// The bytes of every entity's current value (a later write's, else its insert's).
+    ///
+    /// - Complexity: O(1).
+    var valueBytes: Int { insertValues.bytes.count + replacedExtraBytes }
+
+    /// The length of entity `i`'s current value.
+    ///
+    /// - Complexity: O(1) expected.
+    @inline(__always) func valueLength(_ i: EntityIndex) -> Int {
+        Self.valueLength(i, values: insertValues, replaced: replaced)
+    }
+
+    /// ``valueLength(_:)`` from the table's parts (for a loop that holds its rows).
+    @inline(__always) static func valueLength(_ i: EntityIndex, values: ValueStore, replaced: [EntityIndex: Replaced]) -> Int {
+        if !replaced.isEmpty, let r = replaced[i] { return r.value.count }
+        return values.length(i.int)
+    }
 
     /// Every entity's index, in order.
     var indices: LazyMapSequence<Range<Int>, EntityIndex> { (0 ..< rows.count).lazy.map { EntityIndex($0) } }
@@ -141,6 +162,7 @@ struct EntityTable: Sendable {
     ///
     /// - Complexity: O(1) expected.
     mutating func setValue(_ v: Data, write: OpID, of i: EntityIndex) {
+        replacedExtraBytes += v.count - valueLength(i)
         replaced[i] = Replaced(write: write, value: v)
     }
 

@@ -57,19 +57,33 @@ extension DocumentCore {
         return (changed, retired)
     }
 
-    /// Whether the document is settled enough for ``compactionPoint(minOperations:)`` to answer:
-    /// nothing in flight or waiting for its causes, at least `minOperations` logged, every
+    /// Whether the document is settled enough for ``compactionPoint(_:)`` to answer, and worth
+    /// compacting: nothing in flight or waiting for its causes, `trigger` met (operations logged
+    /// since the last compaction, or reclaimable bytes: ``reclaimableSinceCompaction``), every
     /// subscriber but the peer links has said it has seen exactly the document's version, and
     /// none has anything queued. The driver asks this before refreshing the senders
     /// (``refreshStability(now:retireAfter:)``), which a busy document need not pay for after
     /// every batch.
     ///
     /// - Complexity: O(n) for n subscribers.
-    public func isSettled(minOperations: Int) -> Bool {
+    public func isSettled(_ trigger: CompactionTrigger) -> Bool {
         guard failure == nil, destroyedReason == nil, inFlight.isEmpty, document.pendingCount == 0,
-              document.operationCount >= max(minOperations, 1), document.version == durableVersion else { return false }
+              trigger.isDue(operations: document.operationCount, reclaimable: reclaimableSinceCompaction,
+                            documentBytes: document.documentBytes),
+              document.version == durableVersion else { return false }
         return subscribers.values.allSatisfy { isSettled($0) }
     }
+
+    /// ``isSettled(_:)`` with the operations trigger alone: at least `minOperations` logged.
+    ///
+    /// - Complexity: O(n) for n subscribers.
+    public func isSettled(minOperations: Int) -> Bool { isSettled(.operations(minOperations)) }
+
+    /// The bytes a compaction would free now, less what the last compaction here could not free
+    /// (the hidden text characters it keeps as anchors): what the bytes trigger looks at.
+    ///
+    /// - Complexity: O(1).
+    public var reclaimableSinceCompaction: Int { max(0, document.reclaimableBytes - reclaimableKept) }
 
     /// Whether `sub` is settled: a peer link, or it said it has seen exactly the durable version;
     /// nothing queued for it, no snapshot due.
@@ -78,21 +92,26 @@ extension DocumentCore {
     }
 
     /// The version at which the document may be compacted now (``compact(at:)``), or nil: it must
-    /// be quiescent and stable (Docs/Semantics.md §7): nothing in flight or waiting for its
-    /// causes, every subscriber but the peer links has said it has seen exactly the document's
-    /// version, none has anything queued, every sender that is not retired has reported exactly
-    /// that version too, and, with peers, every peer daemon has too (``peersAllow(_:)``).
-    /// `minOperations`: the least number of operations logged since the last compaction worth
-    /// collecting.
+    /// be worth compacting (`trigger`), quiescent and stable (Docs/Semantics.md §7): nothing in
+    /// flight or waiting for its causes, every subscriber but the peer links has said it has seen
+    /// exactly the document's version, none has anything queued, every sender that is not
+    /// retired has reported exactly that version too, and, with peers, every peer daemon has too
+    /// (``peersAllow(_:)``).
     ///
     /// - Complexity: O(n + s × r log r) for n subscribers, s senders and r replicas.
-    public func compactionPoint(minOperations: Int) -> VersionVector? {
-        guard isSettled(minOperations: minOperations), let version = localQuiescentVersion else { return nil }
+    public func compactionPoint(_ trigger: CompactionTrigger) -> VersionVector? {
+        guard isSettled(trigger), let version = localQuiescentVersion else { return nil }
         guard !isPeered || peersAllow(version) else { return nil }
         return version
     }
 
-    /// Compacts the document at `stable` (from ``compactionPoint(minOperations:)``): its history
+    /// ``compactionPoint(_:)`` with the operations trigger alone: at least `minOperations`
+    /// operations logged since the last compaction.
+    ///
+    /// - Complexity: that of ``compactionPoint(_:)``.
+    public func compactionPoint(minOperations: Int) -> VersionVector? { compactionPoint(.operations(minOperations)) }
+
+    /// Compacts the document at `stable` (from ``compactionPoint(_:)``): its history
     /// before `stable` and what is dead are collected (``ListDocument/compact(stable:)``). The
     /// driver then writes a snapshot and trims the log; from now on a catch-up behind `stable` is
     /// a snapshot and operations made before it are refused with ``SyncErrorCode/compacted``.
@@ -110,6 +129,7 @@ extension DocumentCore {
         durableCount = document.operationCount
         compactions += 1
         lastCompaction = report
+        reclaimableKept = document.reclaimableBytes
         assert(durableVersion == document.version && document.historyFloor == stable)
         return report
     }

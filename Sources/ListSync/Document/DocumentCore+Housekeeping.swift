@@ -5,13 +5,73 @@ import ListCRDT
 // the simulator checks is what the daemon does. The driver only does the I/O it names: writing
 // the stability, sending the table, compacting in memory and on disk, telling the floor.
 
+/// When a settled document holds enough to be worth compacting (Docs/Semantics.md §7, "When it
+/// is worth it"): `minOperations` operations logged since its last compaction, or bytes that a
+/// compaction would free (``ListCRDT/ListDocument/reclaimableBytes``) of at least
+/// `reclaimableFloor` and `reclaimableShare` of the document's bytes
+/// (``ListCRDT/ListDocument/documentBytes``): a list of few, large, deleted items compacts
+/// without waiting for thousands of operations.
+public struct CompactionTrigger: Sendable, Equatable {
+    /// The least number of operations logged since the last compaction worth compacting for.
+    public var minOperations: Int
+    /// The least reclaimable bytes worth compacting for, whatever the share (nil: the bytes
+    /// trigger is off).
+    public var reclaimableFloor: Int?
+    /// The least share of the document's bytes, from 0 to 1, that must be reclaimable.
+    public var reclaimableShare: Double
+
+    /// The daemon's default share: half the document's bytes (`listsync serve --compact-dead-share`).
+    public static let defaultShare = 0.5
+    /// The daemon's default floor: 64 KiB (`listsync serve --compact-dead-floor`).
+    public static let defaultFloor = 64 * 1024
+
+    /// A trigger with these settings (the share clamped to 0...1, the operations to at least 1).
+    public init(minOperations: Int, reclaimableFloor: Int? = CompactionTrigger.defaultFloor,
+                reclaimableShare: Double = CompactionTrigger.defaultShare) {
+        self.minOperations = max(minOperations, 1)
+        self.reclaimableFloor = reclaimableFloor.map { max($0, 0) }
+        self.reclaimableShare = min(max(reclaimableShare.isNaN ? 1 : reclaimableShare, 0), 1)
+    }
+
+    /// Only after `minOperations` operations (the bytes trigger off).
+    public static func operations(_ minOperations: Int) -> CompactionTrigger {
+        CompactionTrigger(minOperations: minOperations, reclaimableFloor: nil)
+    }
+
+    /// The reclaimable bytes that make a compaction worth it in a document of `documentBytes`:
+    /// the floor, or the share of the document if greater; nil when the bytes trigger is off.
+    public func reclaimableThreshold(documentBytes: Int) -> Int? {
+        guard let floor = reclaimableFloor else { return nil }
+        let share = (Double(max(documentBytes, 0)) * reclaimableShare).rounded(.up)
+        return max(floor, share >= Double(Int.max) ? Int.max : Int(share))
+    }
+
+    /// Whether a document with `operations` logged since its last compaction, `reclaimable` bytes
+    /// a compaction would free and `documentBytes` in all is worth compacting: at least one
+    /// operation, and either trigger.
+    ///
+    /// - Complexity: O(1).
+    public func isDue(operations: Int, reclaimable: Int, documentBytes: Int) -> Bool {
+        guard operations >= 1 else { return false }
+        if operations >= minOperations { return true }
+        guard let threshold = reclaimableThreshold(documentBytes: documentBytes) else { return false }
+        return reclaimable >= threshold
+    }
+}
+
 /// The settings of compaction that the core's decision needs, in the driver's clocks.
 public struct CompactionRule: Sendable, Equatable {
     /// A sender silent for this long is retired (the stability clock's units: a daemon counts
     /// seconds of the wall clock, the simulator virtual milliseconds).
     public var retireAfter: UInt64
-    /// The least number of operations logged since the last compaction worth compacting for.
-    public var minOperations: Int
+    /// When a settled document is worth compacting (operations, or reclaimable bytes).
+    public var trigger: CompactionTrigger
+    /// The least number of operations logged since the last compaction worth compacting for
+    /// (``trigger``'s).
+    public var minOperations: Int {
+        get { trigger.minOperations }
+        set { trigger.minOperations = max(newValue, 1) }
+    }
     /// The least time between two compactions (the driver's monotonic clock; 0: none).
     public var interval: UInt64
     /// The least time between two stability tables sent to the peer links (monotonic clock).
@@ -19,11 +79,15 @@ public struct CompactionRule: Sendable, Equatable {
     /// Peer daemons the operator declared gone for good (`--forget-peer`).
     public var forgottenPeers: Set<ReplicaID>
 
-    /// A rule with these settings.
+    /// A rule with these settings; the trigger is `minOperations` operations or, with
+    /// `reclaimableFloor` (nil: off), that many reclaimable bytes and `reclaimableShare` of the
+    /// document (``CompactionTrigger``).
     public init(retireAfter: UInt64, minOperations: Int, interval: UInt64, gossipInterval: UInt64,
-                forgottenPeers: Set<ReplicaID> = []) {
+                forgottenPeers: Set<ReplicaID> = [], reclaimableFloor: Int? = nil,
+                reclaimableShare: Double = CompactionTrigger.defaultShare) {
         self.retireAfter = retireAfter
-        self.minOperations = max(minOperations, 1)
+        self.trigger = CompactionTrigger(minOperations: minOperations, reclaimableFloor: reclaimableFloor,
+                                         reclaimableShare: reclaimableShare)
         self.interval = interval
         self.gossipInterval = gossipInterval
         self.forgottenPeers = forgottenPeers
@@ -51,14 +115,15 @@ extension DocumentCore {
     /// The daemon's housekeeping of the document's stability, after every batch and `seen`, a
     /// peer's table, and about once a second: with peers, this daemon's entry is refreshed
     /// (silent senders retired, forgotten daemons dropped) and the table gossiped; then, once
-    /// the document is settled (``isSettled(minOperations:)``) and the rule's interval has passed
-    /// since the last compaction point, the senders are refreshed (only then can that change
-    /// the answer) and the compaction point taken (``compactionPoint(minOperations:)``).
+    /// the document is settled and worth compacting (``isSettled(_:)``, by the rule's
+    /// ``CompactionRule/trigger``) and the rule's interval has passed since the last compaction
+    /// point, the senders are refreshed (only then can that change the answer) and the
+    /// compaction point taken (``compactionPoint(_:)``).
     ///
     /// - Parameters:
     ///   - stabilityNow: the stability clock (the rule's ``CompactionRule/retireAfter`` units).
     ///   - now: the driver's monotonic clock (the rule's intervals).
-    /// - Complexity: that of ``refreshPeers(now:retireAfter:forgotten:)`` and ``compactionPoint(minOperations:)``.
+    /// - Complexity: that of ``refreshPeers(now:retireAfter:forgotten:)`` and ``compactionPoint(_:)``.
     public mutating func housekeeping(stabilityNow: UInt64, now: UInt64, rule: CompactionRule) -> Housekeeping {
         var step = Housekeeping()
         if isPeered {
@@ -69,10 +134,10 @@ extension DocumentCore {
             step.forgotten = peers.forgotten
             step.gossip = gossip(now: now, interval: rule.gossipInterval)
         }
-        guard now >= compactionNotBefore, isSettled(minOperations: rule.minOperations) else { return step }
+        guard now >= compactionNotBefore, isSettled(rule.trigger) else { return step }
         let local = refreshStability(now: stabilityNow, retireAfter: rule.retireAfter)
         step.retired += local.retired
-        step.point = compactionPoint(minOperations: rule.minOperations)
+        step.point = compactionPoint(rule.trigger)
         // Written once: a change of who counts, and always before a compaction.
         step.saveStability = step.saveStability || local.changed || step.point != nil
         if step.point != nil { compactionNotBefore = now &+ rule.interval }

@@ -138,6 +138,9 @@ public struct DocumentCore: Sendable {
     /// The driver's monotonic time before which ``housekeeping(stabilityNow:now:rule:)`` finds no
     /// compaction point again (the rule's interval after the last one it found).
     var compactionNotBefore: UInt64 = 0
+    /// What the last compaction here left reclaimable (hidden text characters it keeps as
+    /// anchors), which the bytes trigger does not count again (``reclaimableSinceCompaction``).
+    var reclaimableKept = 0
     /// Whether relay authors or the daemons known changed since the driver last wrote the
     /// stability down (``refreshPeers(now:retireAfter:)`` then says it changed).
     var stabilityUnsaved = false

@@ -41,6 +41,9 @@ extension ListDocument {
         var last = previous
         // The run of neighbouring slots that died, in one section, being gathered.
         var low = LocalVersion.none, dead: Int32 = 0, section = EntityIndex.none
+        // What the items that die count for (ListDocument+Reclaimable.swift).
+        var deathBytes = 0
+        defer { byteAccount.dead += deathBytes }
         while n < m, let item = source.deletedItem(k + n) {
             let first: LocalVersion
             if let guess {
@@ -60,6 +63,8 @@ extension ListDocument {
                     // (EntityTable.Row.deleteSeeingInsert()).
                     if rows[e].packedState == -1 {
                         rows[e].packedState = -2
+                        deathBytes += Self.deathBytes(ofItem: EntityIndex(e), id: rows[e].id, values: items.insertValues,
+                                                      replaced: items.replaced, records: records)
                         let s = rows[e].section
                         if dead > 0 && s == section && (lv == low.advanced(by: dead) || lv == low.advanced(by: -1)) {
                             if lv < low { low = lv }

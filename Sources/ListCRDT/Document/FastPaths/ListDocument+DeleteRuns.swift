@@ -106,6 +106,9 @@ extension ListDocument {
             // of the slot store, five retains and releases a chunk), then the registers.
             let n = findDeleted(count: m, step: step, from: previous, lookUpFirst: lookUpFirst, seen: seen,
                                 entities: entities, hint: &context.ids, item: item)
+            // What the items that die count for (ListDocument+Reclaimable.swift), read from the
+            // tables the loops below do not write.
+            var deathBytes = 0
             if items.registers.isEmpty {
                 // No item has registers (no move, no delete that saw a move): the rows alone. (A
                 // loop that may write the registers makes the empty table unique once per chunk.)
@@ -114,7 +117,11 @@ extension ListDocument {
                         let e = entities[j].int
                         precondition(e >= 0 && e < rows.count, "slot \(seen[j]) places no item")
                         assert(rows[e].packedState < 0, "a row with registers, but the table is empty")
-                        if rows[e].deleteSeeingInsert() { dead.add(rows[e].winner, section: rows[e].section) }
+                        if rows[e].deleteSeeingInsert() {
+                            dead.add(rows[e].winner, section: rows[e].section)
+                            deathBytes += Self.deathBytes(ofItem: EntityIndex(e), id: rows[e].id, values: items.insertValues,
+                                                          replaced: items.replaced, records: records)
+                        }
                     }
                 }
             } else {
@@ -128,10 +135,15 @@ extension ListDocument {
                         } else {
                             died = rows[e].deleteSeeingInsert()
                         }
-                        if died { dead.add(rows[e].winner, section: rows[e].section) }
+                        if died {
+                            dead.add(rows[e].winner, section: rows[e].section)
+                            deathBytes += Self.deathBytes(ofItem: EntityIndex(e), id: rows[e].id, values: items.insertValues,
+                                                          replaced: items.replaced, records: records)
+                        }
                     }
                 }
             }
+            byteAccount.dead += deathBytes
             guard n > 0 else { return 0 }
             previous = seen[n - 1]
             if startsRecord {
