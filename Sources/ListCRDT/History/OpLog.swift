@@ -196,8 +196,9 @@ struct OpLog: Sendable {
     ///
     /// - Complexity: O(1) amortized, plus O(r) for r removed ranges.
     mutating func append(splice id: OpID, deps: Frontier, span: Int, clock: UInt64, target: RecordTarget, name: String,
-                         edit: TextEdit) {
+                         edit: TextEdit, payloadBytes: Int) {
         others.append(splice: id, deps: deps, clock: clock, target: target, name: name, edit: edit)
+        keptWholeBytes += payloadBytes
         newRecord(id: id, deps: deps, kind: .other, count: span, payload: Int32(others.count - 1), operations: 1)
     }
 

@@ -59,7 +59,12 @@ extension ListDocument {
         let deps = currentFrontier
         let writes = FieldWrites(clock: stamp.clock, sortedWrites: [FieldWrite(name: name, change: .text(edit))])
         advance(to: last, deps: deps)
-        log.append(splice: id, deps: deps, span: Int(span), clock: stamp.clock, target: target, name: name, edit: edit)
+        log.append(splice: id, deps: deps, span: Int(span), clock: stamp.clock, target: target, name: name, edit: edit,
+                   payloadBytes: writes.footprint)
+        // The byte count (Compaction/ListDocument+Reclaimable.swift), as the general path keeps it
+        // for a live record: every character typed is held; every one removed is reclaimable.
+        byteAccount.records += k * Self.textCharacterBytes
+        byteAccount.dead += edit.deletedCount * Self.textCharacterBytes
         localTextRun!.logCount = log.count
         localTextRun!.last = last
         localTextRun!.typing = typing
