@@ -234,17 +234,11 @@ extension UndoTracks {
         for name in texts.keys.sorted() {
             let t = texts[name]!
             // The characters typed, or the copies undo or redo typed of them since.
-            var typed: [TextRange] = []
+            var resolved: [OpID] = []
             for r in t.typed {
-                for k in 0 ..< r.count {
-                    let c = characters.resolve(r.first.advanced(by: k))
-                    if let last = typed.last, last.first.replica == c.replica, last.first.counter + UInt64(last.count) == c.counter {
-                        typed[typed.count - 1].count += 1
-                    } else {
-                        typed.append(TextRange(first: c, count: 1))
-                    }
-                }
+                for k in 0 ..< r.count { resolved.append(characters.resolve(r.first.advanced(by: k))) }
             }
+            let typed = TextRange.runs(of: resolved)
             let (edit, unplaced) = document.takeBackEdit(name, of: owner, typed: typed, removed: t.removed)
             if unplaced > 0 {
                 // Compaction dropped every removed character: nowhere to type them again by identity.

@@ -60,14 +60,7 @@ extension ListDocument {
         guard records.records[target.opID]?[name]?.text != nil else { return (nil, removed.count) }
         var edit = TextEdit()
         // The shown characters typed, as ranges of consecutive ids.
-        for c in textCharacters(name, of: target, in: typed) where c.isShown {
-            if let last = edit.deletes.last, last.first.replica == c.id.replica,
-               last.first.counter + UInt64(last.count) == c.id.counter {
-                edit.deletes[edit.deletes.count - 1].count += 1
-            } else {
-                edit.deletes.append(TextRange(first: c.id, count: 1))
-            }
-        }
+        edit.deletes = TextRange.runs(of: textCharacters(name, of: target, in: typed).lazy.filter(\.isShown).map(\.id))
         var unplaced = 0
         if !removed.isEmpty {
             // Right after the last removed character the field still holds (a hidden slot), as a

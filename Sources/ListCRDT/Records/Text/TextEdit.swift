@@ -16,6 +16,21 @@ public struct TextRange: Hashable, Sendable, CustomStringConvertible {
     }
 
     public var description: String { count == 1 ? "\(first)" : "\(first)+\(count)" }
+
+    /// `ids` as ranges of consecutive ids (same replica, counters one apart), in their order.
+    ///
+    /// - Complexity: O(k) for k ids.
+    public static func runs(of ids: some Sequence<OpID>) -> [TextRange] {
+        var out: [TextRange] = []
+        for id in ids {
+            if let last = out.last, last.first.replica == id.replica, last.first.counter &+ UInt64(last.count) == id.counter {
+                out[out.count - 1].count += 1
+            } else {
+                out.append(TextRange(first: id, count: 1))
+            }
+        }
+        return out
+    }
 }
 
 /// A change to a text field as it travels: characters removed, by identity, and characters
