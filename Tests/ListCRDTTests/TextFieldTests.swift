@@ -32,7 +32,7 @@ struct TextFieldTests {
         return ops
     }
 
-    static func sequence(_ doc: ListDocument, _ item: ItemID) -> TextSequence? { doc.records.records[item.opID]?["notes"]?.text }
+    static func sequence(_ doc: ListDocument, _ item: ItemID) -> TextSequence? { doc.records[item.opID]?["notes"]?.text }
 
     @Test("§8.10 the issue's example: one appends, the other types at the start, offline; both texts survive in order")
     func bothTextsSurvive() throws {
@@ -128,9 +128,9 @@ struct TextFieldTests {
     @Test("§8.10 a keystroke edits the text in place: its storage is not copied")
     func keystrokeEditsInPlace() throws {
         var (docs, item) = try Self.replicas(start: "hello")
-        docs[0].records.records[item.opID]!["notes"]!.text!.scalars.reserveCapacity(1000)
+        docs[0].records[item.opID]!["notes"]!.text!.scalars.reserveCapacity(1000)
         func address(_ d: ListDocument) -> UnsafeRawPointer? {
-            d.records.records[item.opID]!["notes"]!.text!.scalars.withUnsafeBufferPointer { UnsafeRawPointer($0.baseAddress) }
+            d.records[item.opID]!["notes"]!.text!.scalars.withUnsafeBufferPointer { UnsafeRawPointer($0.baseAddress) }
         }
         let before = address(docs[0])
         try docs[0].splice("notes", ofItem: item, at: 5, insert: "!")

@@ -103,7 +103,7 @@ struct TextRunTests {
                 try d.splice("notes", ofItem: item, at: k, insert: String(c))
             }
         }
-        let text = try #require(fast.records.records[item.opID]?["notes"]?.text)
+        let text = try #require(fast.records[item.opID]?["notes"]?.text)
         #expect(text.slots.runs.count == 1)
         #expect(fast.localTextRun?.typing?.caret == 5)
         try Self.expectSame(fast, general, item)

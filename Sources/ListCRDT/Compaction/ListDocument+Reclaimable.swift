@@ -37,15 +37,18 @@ extension ListDocument {
     /// "Reclaimable bytes"). Zero right after ``compact(stable:)``, but for the hidden text
     /// characters it keeps as anchors.
     ///
-    /// - Complexity: O(1): kept up to date as operations apply.
-    public var reclaimableBytes: Int { logBytes + byteAccount.dead }
+    /// - Complexity: O(1): kept up to date as operations apply (the first call after a state
+    ///   snapshot's load replays the records it deferred, DeferredRecords.swift).
+    public var reclaimableBytes: Int { logBytes + byteAccount.dead + records.deferredAccount.dead }
 
     /// The bytes of the document as ``reclaimableBytes`` counts them: every current value of a
     /// section or item, every record, and the log. The part that is not reclaimable is what a
     /// compaction keeps.
     ///
-    /// - Complexity: O(1).
-    public var documentBytes: Int { items.valueBytes + sections.valueBytes + byteAccount.records + logBytes }
+    /// - Complexity: O(1), as ``reclaimableBytes``.
+    public var documentBytes: Int {
+        items.valueBytes + sections.valueBytes + byteAccount.records + records.deferredAccount.records + logBytes
+    }
 
     /// The log's part of ``reclaimableBytes``.
     var logBytes: Int { log.count * Self.loggedOperationBytes + log.keptWholeBytes }
@@ -66,7 +69,9 @@ extension ListDocument {
     static func deathBytes(ofItem i: EntityIndex, id: OpID, values: ValueStore, replaced: [EntityIndex: EntityTable.Replaced],
                            records: RecordStore) -> Int {
         let value = EntityTable.valueLength(i, values: values, replaced: replaced)
-        guard !records.isEmpty, let fields = records.records[id] else { return value }
+        guard !records.isEmpty, let fields = records[id] else { return value }
+        // (A deferred record counts as of the load in ``RecordStore/deferredAccount``; what it
+        // counts for now, read here, is the change a death or a revival makes to that.)
         let record = RecordStore.accountedBytes(fields)
         return value + record.held - record.reclaimable
     }
@@ -92,25 +97,33 @@ extension ListDocument {
     }
 
     /// Counts ``byteAccount`` afresh from the tables (a document rebuilt by a compaction or a
-    /// snapshot's load, whose tables were not made operation by operation).
+    /// snapshot's load, whose tables were not made operation by operation). Records a load
+    /// deferred are left to ``RecordStore/deferredAccount`` (none is taken yet then).
     ///
-    /// - Complexity: O(e + f) for e entities and f fields.
+    /// - Complexity: O(e + f) for e entities and f fields not deferred.
     mutating func recountBytes() {
-        byteAccount = countedBytes()
+        precondition(records.taken.isEmpty, "recounted after deferred records were taken")
+        byteAccount = countedBytes(includingDeferred: false)
     }
 
     /// ``byteAccount`` as the tables give it, found the slow way: every item and record looked at.
     ///
     /// - Complexity: O(e + f + r log n) for e entities, f fields and r records.
-    func countedBytes() -> ByteAccount {
+    /// `includingDeferred` false: the records not deferred only.
+    func countedBytes(includingDeferred: Bool = true) -> ByteAccount {
         var account = ByteAccount()
         for i in items.indices where !items.isAlive(i) { account.dead += items.valueLength(i) }
-        for (id, fields) in records.records {
+        func count(_ id: OpID, _ fields: [String: FieldState]) {
             let bytes = RecordStore.accountedBytes(fields)
             account.records += bytes.held
             // A section's id names no item: its record counts as a live one's.
             let dead = itemEntity(ItemID(id)).map { !items.isAlive($0) } ?? false
             account.dead += dead ? bytes.held : bytes.reclaimable
+        }
+        if includingDeferred {
+            records.forEachRecord(count)
+        } else {
+            for (id, fields) in records.materialized { count(id, fields) }
         }
         return account
     }

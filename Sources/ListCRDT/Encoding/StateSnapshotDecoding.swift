@@ -32,6 +32,9 @@ struct StateSnapshotDecoder {
     /// the log's records have taken (nil: version 2, each record holds its own).
     var others: [ListOperation]?
     var othersTaken = 0
+    /// Field writes of values, counters and sets, filed per record for a replay on first use
+    /// (DeferredRecords.swift).
+    var deferral = DeferredRecords.Builder()
     /// The most slots, and log operations, the input may claim (16 per byte, plus 65,536: every
     /// slot or operation but a run's costs at least a byte, and runs are bounded likewise).
     let limit: Int
@@ -69,7 +72,7 @@ struct StateSnapshotDecoder {
         // The history's field writes rebuild the records: history, not news (no conflicts reported).
         doc.records.reportsConflicts = false
         // Room for a record per entity at once (growing the table was 4% of a kanban's load).
-        if let others, !others.isEmpty { doc.records.records.reserveCapacity(min(others.count, itemCount + doc.sections.count)) }
+        if let others, !others.isEmpty { deferral.targets.reserveCapacity(min(others.count, itemCount + doc.sections.count)) }
         try readLog()
         doc.records.reportsConflicts = true
         var none: [EntityIndex] = []
@@ -81,6 +84,7 @@ struct StateSnapshotDecoder {
         try readFrontier()
         try readTrees()
         guard r.isAtEnd else { throw .trailingBytes(r.remaining) }
+        finishDeferral()
         return doc
     }
 
@@ -337,8 +341,31 @@ struct StateSnapshotDecoder {
         if let problem = ListDocument.problem(with: writes, maxValueSize: maxValueSize) {
             throw .invalidValue("field \"\(problem.name)\": \(problem.why)", offset: offset)
         }
+        let key = target.opID
+        let text = writes.writes.contains { if case .text = $0.change { true } else { false } }
+        if !text && doc.records.materialized[key] == nil {
+            // Cannot fail against the record: filed, replayed when the record is first used.
+            deferral.file(writes, of: id, to: key)
+            doc.records.clock = max(doc.records.clock, writes.clock)
+            return
+        }
+        // A text edit is checked against its text: the record is made now, in order.
+        for w in deferral.unfile(key) { doc.records.apply(w.writes, of: w.id, to: target, local: doc.replica) }
         if let why = doc.textProblem(writes, of: target) { throw .invalidValue(why, offset: offset) }
         doc.records.apply(writes, of: id, to: target, local: doc.replica)
+    }
+
+    /// Hands the filed writes to the document, each record marked with whether its entity is a
+    /// live item or a section now (what its bytes count for, ``RecordStore/deferredAccount``).
+    ///
+    /// - Complexity: O(r) for r records filed.
+    mutating func finishDeferral() {
+        guard !deferral.targets.isEmpty else { return }
+        for i in deferral.targets.indices {
+            let id = deferral.targets.keys[i]
+            deferral.targets.values[i].alive = doc.itemEntity(ItemID(id)).map { doc.items.isAlive($0) } ?? true
+        }
+        doc.records.deferred = DeferredRecords(deferral, local: doc.replica)
     }
 
     /// The operation at `slot`, moved out (a cheap placeholder is left behind).

@@ -32,12 +32,12 @@ extension ListDocument {
 
     /// One field of an item, or nil if it has none of that name (or it was removed).
     public func field(_ name: String, of item: ItemID) -> Field? {
-        records.records[item.opID]?[name]?.shown
+        records[item.opID]?[name]?.shown
     }
 
     /// One field of a section, or nil.
     public func field(_ name: String, of section: SectionID) -> Field? {
-        records.records[section.opID]?[name]?.shown
+        records[section.opID]?[name]?.shown
     }
 
     /// Whether applying a field write that beats one of this replica's own records a
@@ -147,7 +147,7 @@ extension ListDocument {
             if let w = try textWrite(name, change, of: target) { list.append(w); continue }  // Text/ListDocument+Text.swift
             // Not a copy of the record held across the loop: a text field's storage must stay
             // uniquely referenced, or the commit copies it whole (O(n) per keystroke).
-            let state = records.records[target.opID]?[name]
+            let state = records[target.opID]?[name]
             let seen: [OpID]
             switch change {
             case .set, .remove: seen = state?.seenForReset ?? []

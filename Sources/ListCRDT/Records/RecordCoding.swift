@@ -19,11 +19,12 @@ extension RecordStore {
         func stamp(_ s: FieldStamp) { w.varint(s.clock); id(s.id) }
         let withText = hasText
         w.varint(clock)
-        let entities = records.keys.sorted()
+        let all = allRecords
+        let entities = all.keys.sorted()
         w.count(entities.count)
         for e in entities {
             id(e)
-            let fields = records[e]!
+            let fields = all[e]!
             w.count(fields.count)
             for name in fields.keys.sorted() {
                 let f = fields[name]!
@@ -91,7 +92,7 @@ extension RecordStore {
         self.init()
         clock = try r.varint()
         let recordCount = try r.count(minBytes: 2)
-        records.reserveCapacity(recordCount)
+        materialized.reserveCapacity(recordCount)
         for _ in 0 ..< recordCount {
             let e = try id(allowNone: false)
             let fieldCount = try r.count(minBytes: 8)
@@ -133,7 +134,7 @@ extension RecordStore {
                 if f.kind == .text, f.text == nil { throw .invalidValue("a text field without its text", offset: at) }
                 guard fields.updateValue(f, forKey: name) == nil else { throw .invalidValue("field \(name) twice", offset: at) }
             }
-            guard records.updateValue(fields, forKey: e) == nil else { throw .invalidValue("record \(e) twice", offset: r.offset) }
+            guard materialized.updateValue(fields, forKey: e) == nil else { throw .invalidValue("record \(e) twice", offset: r.offset) }
         }
         guard r.isAtEnd else { throw .trailingBytes(r.remaining) }
     }
@@ -143,7 +144,7 @@ extension RecordStore {
     func compacted(keeping kept: Set<OpID>) -> RecordStore {
         var out = RecordStore()
         out.clock = clock
-        for (e, fields) in records where kept.contains(e) {
+        for (e, fields) in allRecords where kept.contains(e) {
             var keptFields: [String: FieldState] = [:]
             for (name, f) in fields {
                 let folded = f.folded
@@ -154,7 +155,7 @@ extension RecordStore {
                 }
                 keptFields[name] = folded
             }
-            if !keptFields.isEmpty { out.records[e] = keptFields }
+            if !keptFields.isEmpty { out.materialized[e] = keptFields }
         }
         return out
     }

@@ -3,8 +3,14 @@ import Foundation
 /// Every record of a document: for each section or item that has fields (by its id), its fields
 /// by name. Most documents without fields keep this empty, at no cost to the list's paths.
 struct RecordStore: Hashable, Sendable {
-    /// The fields of each entity that has any, by the entity's id.
-    var records: [OpID: [String: FieldState]] = [:]
+    /// The fields of each entity that has any, by the entity's id, but for those still in
+    /// ``deferred`` (read them through ``subscript(_:)``).
+    var materialized: [OpID: [String: FieldState]] = [:]
+    /// Field writes of a loaded history not yet replayed (DeferredRecords.swift); shared by copies.
+    var deferred: DeferredRecords?
+    /// The deferred records this store has taken into ``materialized`` (they may have changed,
+    /// or gone, since).
+    var taken: Set<OpID> = []
     /// The greatest field-write clock applied here (the hybrid logical clock's memory).
     var clock: UInt64 = 0
     /// Conflicts this replica lost, not yet taken by ``ListDocument/takeFieldConflicts()``.
@@ -18,7 +24,18 @@ struct RecordStore: Hashable, Sendable {
     /// dropped and counted).
     static let conflictLimit = 1024
 
-    var isEmpty: Bool { records.isEmpty }
+    var isEmpty: Bool { materialized.isEmpty && deferred == nil }
+
+    /// Equal when every record is (deferred ones replayed), with the same clock and conflicts.
+    static func == (a: RecordStore, b: RecordStore) -> Bool {
+        a.clock == b.clock && a.conflicts == b.conflicts && a.conflictsDropped == b.conflictsDropped
+            && a.reportsConflicts == b.reportsConflicts && a.allRecords == b.allRecords
+    }
+
+    func hash(into h: inout Hasher) {
+        h.combine(clock)
+        h.combine(count)
+    }
 
     /// Applies the writes of operation `id` to the record of `target`. Returns what the fields
     /// they wrote count for now less what they counted for before (``FieldState/accountedBytes(name:)``:
@@ -36,7 +53,7 @@ struct RecordStore: Hashable, Sendable {
         var lost: [FieldConflict] = []
         var delta = (held: 0, reclaimable: 0)
         Self.apply(writes.writes, stamp: stamp, local: local,
-                   to: &records[key, default: Dictionary(minimumCapacity: writes.writes.count)], delta: &delta) { w, value, by, won in
+                   to: &self[key, default: writes.writes.count], delta: &delta) { w, value, by, won in
             lost.append(FieldConflict(target: target, name: w.name, lost: value, won: won, localOperation: by, winner: id))
         }
         if reportsConflicts { for c in lost { report(c) } }
@@ -45,7 +62,7 @@ struct RecordStore: Hashable, Sendable {
 
     /// Applies `writes` to one record's fields, adding to `delta` what each changed (measured in
     /// place); `lost` hears each of `local`'s writes beaten.
-    private static func apply(_ writes: [FieldWrite], stamp: FieldStamp, local: ReplicaID,
+    static func apply(_ writes: [FieldWrite], stamp: FieldStamp, local: ReplicaID,
                               to fields: inout [String: FieldState], delta: inout (held: Int, reclaimable: Int),
                               lost: (FieldWrite, FieldValue?, OpID, FieldValue?) -> Void) {
         for w in writes {
@@ -65,15 +82,25 @@ struct RecordStore: Hashable, Sendable {
 
     /// The fields `target` shows (removed fields left out).
     func record(of id: OpID) -> [String: Field] {
-        guard let fields = records[id] else { return [:] }
+        guard let fields = self[id] else { return [:] }
         var out: [String: Field] = [:]
         for (name, state) in fields { if let f = state.shown { out[name] = f } }
         return out
     }
 
+    /// The record of `id`, made empty with room for `capacity` fields when it has none (the
+    /// deferred one taken first).
+    subscript(id: OpID, default capacity: Int) -> [String: FieldState] {
+        get { self[id] ?? [:] }
+        _modify {
+            take(id)
+            yield &materialized[id, default: Dictionary(minimumCapacity: capacity)]
+        }
+    }
+
     /// Heap bytes, roughly, for ``ListDocument/memoryBreakdown``.
     var heapBytes: Int {
-        records.reduce(records.capacity * 48) { total, r in
+        (deferred?.heapBytes ?? 0) + materialized.reduce(materialized.capacity * 48) { total, r in
             r.value.reduce(total + r.value.capacity * 48) { t, f in
                 t + f.key.utf8.count + 96 + f.value.increments.count * 40
                     + f.value.adds.reduce(0) { $0 + $1.key.utf8.count + 24 + $1.value.count * 16 }

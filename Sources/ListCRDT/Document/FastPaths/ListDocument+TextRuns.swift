@@ -97,14 +97,14 @@ extension RecordStore {
                                 insert: String, scalars k: Int, stamp: FieldStamp,
                                 typing: TypingPoint?) -> (edit: TextEdit, typing: TypingPoint?)? {
         if place == nil {
-            guard let i = records.index(forKey: key), let j = records.values[i].index(forKey: name) else { return nil }
+            guard let i = materialized.index(forKey: key), let j = materialized.values[i].index(forKey: name) else { return nil }
             place = FieldPlace(record: i, field: j)
         }
         // Through the dictionaries' values by index: `records[key]?[name]?` would move the field
         // state out and back (a copy and a destroy of every array it holds, per keystroke).
         let p = place!
-        assert(records.keys[p.record] == key && records.values[p.record].keys[p.field] == name, "a stale field place")
-        guard let result = records.values[p.record].values[p.field].spliceLocally(
+        assert(materialized.keys[p.record] == key && materialized.values[p.record].keys[p.field] == name, "a stale field place")
+        guard let result = materialized.values[p.record].values[p.field].spliceLocally(
             at: position, delete: delete, insert: insert, scalars: k, stamp: stamp, typing: typing)
         else { return nil }
         clock = Swift.max(clock, stamp.clock)

@@ -63,25 +63,25 @@ extension ListDocument {
         // would copy it whole).
         switch change {
         case .text(let edit):
-            let why = records.records[target.opID]?[name]?.text.map { $0.problem(with: edit) } ?? TextSequence().problem(with: edit)
+            let why = records[target.opID]?[name]?.text.map { $0.problem(with: edit) } ?? TextSequence().problem(with: edit)
             if let why { throw .invalidField(name, why) }
             return FieldWrite(name: name, change: change)
         case let .splice(at, delete, insert):
             guard at >= 0, delete >= 0 else { throw .invalidField(name, "a splice at \(at) removing \(delete) characters") }
             if delete == 0 && insert.isEmpty { throw .invalidField(name, "a splice that changes nothing") }
-            let kind = records.records[target.opID]?[name]?.kind ?? .removed
+            let kind = records[target.opID]?[name]?.kind ?? .removed
             let base: String
             switch kind {
             case .text:
-                let n = records.records[target.opID]![name]!.text?.count ?? 0
+                let n = records[target.opID]![name]!.text?.count ?? 0
                 guard at + delete <= n else {
                     throw .invalidField(name, "splice \(at)..<\(at + delete) is outside the text of \(n) characters")
                 }
-                let edit = records.records[target.opID]![name]!.text!.edit(at: at, delete: delete, insert: insert)
+                let edit = records[target.opID]![name]!.text!.edit(at: at, delete: delete, insert: insert)
                 return FieldWrite(name: name, change: .text(edit))
             case .removed: base = ""
             case .value:
-                let value = records.records[target.opID]![name]!.value
+                let value = records[target.opID]![name]!.value
                 guard case .string(let s)? = value else {
                     throw .invalidField(name, "is a \(value?.typeName ?? "removed") value, not text")
                 }
@@ -99,7 +99,7 @@ extension ListDocument {
             var text = String.UnicodeScalarView()
             text.append(contentsOf: scalars)
             var edit = TextEdit(insert: String(text))
-            let state = records.records[target.opID]?[name]
+            let state = records[target.opID]?[name]
             if let t = state?.text, t.slotCount > 0 {
                 let o = t.forest.first(TextSequence.tree).map { t.forest.lv(at: $0) }
                 edit.before = o.map { t.slots.id(of: $0) } ?? .none
@@ -117,7 +117,7 @@ extension ListDocument {
     func textProblem(_ writes: FieldWrites, of target: RecordTarget) -> String? {
         for w in writes.writes {
             guard case .text(let edit) = w.change else { continue }
-            let text = records.records[target.opID]?[w.name]?.text ?? TextSequence()
+            let text = records[target.opID]?[w.name]?.text ?? TextSequence()
             if let why = text.problem(with: edit) { return "field \"\(w.name)\": \(why)" }
         }
         return nil
@@ -183,14 +183,14 @@ extension ListDocument {
     }
 
     private func anchor(_ name: String, of entity: OpID, at position: Int, side: TextAnchor.Side) -> TextAnchor? {
-        guard let state = records.records[entity]?[name], state.kind == .text else { return nil }
+        guard let state = records[entity]?[name], state.kind == .text else { return nil }
         let text = state.text ?? TextSequence()
         guard position >= 0, position <= text.count else { return nil }
         return text.anchor(at: position, side: side)
     }
 
     private func position(of anchor: TextAnchor, _ name: String, of entity: OpID) -> Int? {
-        guard let state = records.records[entity]?[name], state.kind == .text else { return nil }
+        guard let state = records[entity]?[name], state.kind == .text else { return nil }
         return (state.text ?? TextSequence()).position(of: anchor)
     }
 }

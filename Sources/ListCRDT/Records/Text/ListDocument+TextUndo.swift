@@ -30,7 +30,7 @@ extension ListDocument {
     ///
     /// - Complexity: O(k log n) for k ids in the ranges and n characters kept.
     public func textCharacters(_ name: String, of target: RecordTarget, in ranges: [TextRange]) -> [TextCharacter] {
-        guard let text = records.records[target.opID]?[name]?.text else { return [] }
+        guard let text = records[target.opID]?[name]?.text else { return [] }
         var found: [(all: Int, character: TextCharacter)] = []
         var seen = Set<OpID>()
         for r in ranges {
@@ -57,7 +57,7 @@ extension ListDocument {
     /// - Complexity: O(k log n) for k characters named.
     public func takeBackEdit(_ name: String, of target: RecordTarget, typed: [TextRange],
                                       removed: [TextCharacter]) -> (edit: TextEdit?, unplaced: Int) {
-        guard records.records[target.opID]?[name]?.text != nil else { return (nil, removed.count) }
+        guard records[target.opID]?[name]?.text != nil else { return (nil, removed.count) }
         var edit = TextEdit()
         // The shown characters typed, as ranges of consecutive ids.
         edit.deletes = TextRange.runs(of: textCharacters(name, of: target, in: typed).lazy.filter(\.isShown).map(\.id))
@@ -65,7 +65,7 @@ extension ListDocument {
         if !removed.isEmpty {
             // Right after the last removed character the field still holds (a hidden slot), as a
             // keystroke there would go: older removals taken back later land before it, in order.
-            let text = records.records[target.opID]![name]!.text!
+            let text = records[target.opID]![name]!.text!
             var held: LocalVersion?
             for c in removed.reversed() {
                 if let lv = text.lv(of: c.id) { held = lv; break }

@@ -79,7 +79,7 @@ extension RecordStore {
     /// snapshot version 6).
     ///
     /// - Complexity: O(f) for f fields.
-    var hasText: Bool { records.values.contains { $0.values.contains { $0.text != nil } } }
+    var hasText: Bool { materialized.values.contains { $0.values.contains { $0.text != nil } } }
 }
 
 extension TextSequence {
