@@ -148,3 +148,16 @@ struct DeferredRecordsTests {
         Self.expectSame(loaded, doc, "loaded against the original")
     }
 }
+
+@Suite("state snapshots of typed text")
+struct TypedTextSnapshotTests {
+    @Test("a field typed into by many splices of one replica loads from a state snapshot", arguments: [1, 25, 26, 27, 100, 1_000])
+    func manySplicesLoad(splices: Int) throws {
+        var doc = ListDocument(replica: ReplicaID(1))
+        try doc.insertSection(at: 0)
+        let id = ItemID(try doc.insertItem(atRow: 0, inSection: 0, value: Data("card".utf8)).id)
+        for k in 0 ..< splices { _ = try doc.splice("notes", ofItem: id, at: k, insert: "a") }
+        let loaded = try ListDocument(snapshot: doc.encodedSnapshot(format: .state), replica: ReplicaID(2))
+        #expect(loaded.text("notes", ofItem: id) == String(repeating: "a", count: splices))
+    }
+}

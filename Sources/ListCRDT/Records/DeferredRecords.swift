@@ -11,10 +11,11 @@ import Foundation
 /// the record an eager replay gives. Writes of text are applied at once (a text edit is checked
 /// against its text), and so is every later write to a record that has one.
 ///
-/// Immutable once built and shared by the copies of a document; the records it replays are kept
-/// in a cache behind a lock, so that reading a record twice replays it once. A document changes
-/// a record only after taking it into its own ``RecordStore/materialized`` (``RecordStore/take(_:)``),
-/// so copies never see each other's changes.
+/// Immutable once built and shared by the copies of a document; the records it replays for
+/// readers are kept in a cache behind a lock, so that reading a record twice replays it once. A
+/// document changes a record only after taking it into its own ``RecordStore/materialized``
+/// (``RecordStore/take(_:)``, which moves it out of the cache), so copies never see each other's
+/// changes and no record is held twice.
 final class DeferredRecords: @unchecked Sendable {
     /// One filed write: the operation's id and writes, and the next write to the same target
     /// (an index into ``writes``; -1: none).
@@ -85,6 +86,15 @@ final class DeferredRecords: @unchecked Sendable {
         return fields
     }
 
+    /// The record of `id` for a copy that takes it to change it: the cached one moves out of the
+    /// cache (a copy that reads it later replays it again), so that it is not kept twice.
+    ///
+    /// - Complexity: as ``fields(of:)``.
+    func take(_ id: OpID) -> [String: FieldState]? {
+        guard let t = targets[id] else { return nil }
+        return lock.withLock { cache.removeValue(forKey: id) } ?? replay(from: t.first)
+    }
+
     private func replay(from first: Int32) -> [String: FieldState] {
         var fields: [String: FieldState] = [:]
         var delta = (held: 0, reclaimable: 0)
@@ -106,7 +116,8 @@ final class DeferredRecords: @unchecked Sendable {
         if let t = lock.withLock({ totals }) { return t }
         var sum = ByteAccount()
         for (id, t) in targets {
-            let bytes = RecordStore.accountedBytes(fields(of: id)!)
+            // Replayed and measured, not cached: a daemon asks this once and may read no record.
+            let bytes = RecordStore.accountedBytes(lock.withLock({ cache[id] }) ?? replay(from: t.first))
             sum.records += bytes.held
             sum.dead += t.alive ? bytes.reclaimable : bytes.held
         }
@@ -146,7 +157,7 @@ extension RecordStore {
     mutating func take(_ id: OpID) {
         guard let deferred, deferred.holds(id), !taken.contains(id) else { return }
         taken.insert(id)
-        materialized[id] = deferred.fields(of: id)
+        materialized[id] = deferred.take(id)
     }
 
     /// Calls `body` with every record, deferred ones replayed.

@@ -212,8 +212,7 @@ public enum FieldLimits {
         // Printable ASCII (most names) has no control character: no scalar properties to look up.
         // (Over the contiguous bytes: `utf8.allSatisfy` walks the view index by index, 4% of a
         // state snapshot's load.)
-        var copy = name
-        if copy.withUTF8({ $0.allSatisfy { $0 >= 0x20 && $0 < 0x7f } }) { return nil }
+        if name.utf8.withContiguousStorageIfAvailable({ $0.allSatisfy { $0 >= 0x20 && $0 < 0x7f } }) == true { return nil }
         if name.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) {
             return "field name \(name.debugDescription) holds a control character"
         }
