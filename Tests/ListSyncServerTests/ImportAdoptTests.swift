@@ -6,6 +6,14 @@ import Testing
 /// `import` holds the list once (issue 47): the loaded list becomes the command's opened copy and
 /// is sent from its log a part at a time, then written as the slot's kept copy.
 extension DaemonProcessTests {
+    /// One section "s" of `n` items "i0", "i1", … made by `replica`.
+    static func numberedList(_ n: Int, replica: UInt64) throws -> ListDocument {
+        var doc = ListDocument(replica: ReplicaID(replica))
+        try doc.insertSection(at: 0, value: Data("s".utf8))
+        for i in 0..<n { try doc.insertItem(at: IndexPath(item: i, section: 0), value: Data("i\(i)".utf8)) }
+        return doc
+    }
+
     @Test("a list exported and imported again by the same command slot: the import is the kept copy, and the slot's next edits go on after its own imported operations")
     func importBySameSlotKeepsCopy() async throws {
         let dir = TemporaryFolder()
@@ -43,9 +51,7 @@ extension DaemonProcessTests {
         defer { dir.remove() }
         let d = try DaemonProcess(data: dir.path + "/data")
         defer { d.kill9() }
-        var doc = ListDocument(replica: ReplicaID(9))
-        try doc.insertSection(at: 0, value: Data("s".utf8))
-        for i in 0..<2_000 { try doc.insertItem(at: IndexPath(item: i, section: 0), value: Data("i\(i)".utf8)) }
+        let doc = try Self.numberedList(2_000, replica: 9)
         // (A byte flipped inside a value is a different list, not an error: the format has no
         // checksum of its own; the store's files do.)
         let bytes = doc.encodedSnapshot()
