@@ -108,7 +108,7 @@ for w in $WORKLOADS; do
     case "$e $w" in "loro-movable W7."*) continue ;; esac  # W7 (inserts only): Loro list and Yrs
     case "$e $w" in "loro-movable W8."*) continue ;; esac  # W8: Loro list and Yrs (movable: minutes)
     case "$e $w" in "loro-list W14."*) continue ;; esac    # W14: LoroMovableList (per section) and Yrs
-    case "$e $w" in "loro-list W17."*) continue ;; esac    # W17: LoroMovableList and Yrs
+    case "$e $w" in "loro-list W16."*|"loro-list W17."*) continue ;; esac  # W16, W17: LoroMovableList and Yrs
     log "$e $w"
     record "$e" "$w" "$PY" "$PEERS" --engine "$e" --workload "$w" --trace "$TRACE" --budget "$BUDGET" \
       --kanban-script "$KANBAN"

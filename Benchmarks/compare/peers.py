@@ -940,7 +940,7 @@ CONCURRENT_TRACE = "clownschool.concurrent"
 W8_RUNS = 5  # best of up to 5 runs, as W2's loads
 
 
-def load_concurrent(trace_path, concurrent_trace=None):
+def load_concurrent(trace_path, concurrent_trace=None, deliver=None, seed=47):
     """Parse the concurrent trace (--concurrent-trace PATH, else Traces/clownschool.concurrent.jsonl
     next to --trace, else in Benchmarks/Traces) and plan the deliveries (untimed, engine
     independent).  Returns (agents, patches, plan, merge, final, n): plan[i] = the other agents'
@@ -987,7 +987,73 @@ def load_concurrent(trace_path, concurrent_trace=None):
     merge = [sorted(j for b in range(n) if b != a for j in seq[b][delivered[a][b]:]) for a in range(n)]
     final_path = path[:-len(".jsonl")] + ".final.txt"
     final = open(final_path).read() if os.path.exists(final_path) else None
+    if deliver is not None:
+        plan, merge = plan_like_listsync(agents, past, seq, n, deliver, seed)
     return agents, patches, plan, merge, final, n
+
+
+def _shuffle(xs, rng):
+    """ConcurrentReplay's in-place shuffle: k from the last index down to 1, swap(k, below(k + 1))."""
+    k = len(xs) - 1
+    while k > 0:
+        j = rng.below(k + 1)
+        xs[k], xs[j] = xs[j], xs[k]
+        k -= 1
+
+
+def plan_like_listsync(agents, past, seq, n, deliver, seed):
+    """--deliver authors|transactions: the delivery order of listsync-bench's W8.late.AGENTS.OPS
+    (ConcurrentReplay.Delivery.authors(seed:)) or W8.scattered.AGENTS.OPS (.transactions(seed:)),
+    ported step for step with the same SplitMix64 draws, so that both engines receive the same
+    transactions in the same order.  Returns (plan, Rounds): plan[i] = the transactions delivered to
+    transaction i's agent before it, in delivery order; the Rounds = the final merge as
+    (replica, transactions) steps in order."""
+    rng = SplitMix64(seed)
+    delivered = [[0] * n for _ in range(n)]
+
+    def missing_authors(a, version):
+        order = [b for b in range(n) if b != a and delivered[a][b] < version[b]]
+        _shuffle(order, rng)
+        return order
+
+    def missing_transactions(a, version):
+        lst = []
+        for b in range(n):
+            if b != a:
+                lst += seq[b][delivered[a][b]:version[b]]
+                delivered[a][b] = max(delivered[a][b], version[b])
+        _shuffle(lst, rng)
+        return lst
+
+    plan = []
+    for i, a in enumerate(agents):
+        version = past[i]
+        if deliver == "authors":
+            todo = []
+            for b in missing_authors(a, version):
+                todo += seq[b][delivered[a][b]:version[b]]
+                delivered[a][b] = version[b]
+        else:
+            todo = missing_transactions(a, version)
+        plan.append(todo)
+        delivered[a][a] += 1
+    full = [len(s) for s in seq]
+    merge = Rounds()
+    if deliver == "authors":  # round k: every replica the k-th agent of its own shuffled order
+        orders = [missing_authors(a, full) for a in range(n)]
+        for k in range(max((len(o) for o in orders), default=0)):
+            for a in range(n):
+                if k < len(orders[a]):
+                    b = orders[a][k]
+                    merge.append((a, seq[b][delivered[a][b]:]))
+                    delivered[a][b] = full[b]
+    else:  # 64 rounds: every replica the k-th slice of its own shuffled order
+        orders = [missing_transactions(a, full) for a in range(n)]
+        for k in range(Scattered.ROUNDS):
+            for a in range(n):
+                c = len(orders[a])
+                merge.append((a, orders[a][c * k // Scattered.ROUNDS:c * (k + 1) // Scattered.ROUNDS]))
+    return plan, merge
 
 
 class Scattered(list):
@@ -995,6 +1061,11 @@ class Scattered(list):
     with the replicas interleaved, as listsync-bench's W8.scattered.AGENTS.OPS
     (ConcurrentReplay.Delivery.transactions): every replica's pending updates pile up at once."""
     ROUNDS = 64
+
+
+class Rounds(list):
+    """--deliver (Loro only): the final merge as (replica, transactions) steps, delivered in order
+    (plan_like_listsync)."""
 
 
 def w8_replay_loro(movable, agents, patches, plan, merge, n, budget_ns):
@@ -1033,7 +1104,12 @@ def w8_replay_loro(movable, agents, patches, plan, merge, n, budget_ns):
         updates[i] = exps[a](Updates(vv))
         if i % 1000 == 999 and time.perf_counter_ns() - t0 > budget_ns:
             return time.perf_counter_ns() - t0, i + 1, None, 0
-    if isinstance(merge, Scattered):  # --scatter: 64 rounds, each replica its k-th slice in turn
+    if isinstance(merge, Rounds):  # --deliver: listsync-bench's own order, step by step
+        for a, js in merge:
+            imp = imps[a]
+            for j in js:
+                imp(updates[j])
+    elif isinstance(merge, Scattered):  # --scatter: 64 rounds, each replica its k-th slice in turn
         for k in range(Scattered.ROUNDS):
             for a in range(n):
                 imp, m = imps[a], merge[a]
@@ -1110,7 +1186,12 @@ def w8_replay_yrs(agents, patches, plan, merge, n, budget_ns):
 
 
 def w8_concurrent(engine, args):
-    agents, patches, plan, merge, final, n = load_concurrent(args.trace, args.concurrent_trace)  # untimed
+    if args.deliver is not None and engine == "yrs":
+        raise ValueError("--deliver is implemented for Loro only")
+    agents, patches, plan, merge, final, n = load_concurrent(args.trace, args.concurrent_trace,
+                                                             args.deliver, args.seed)  # untimed
+    if args.scatter is not None and args.deliver is not None:
+        raise ValueError("--scatter and --deliver are two delivery orders: give one")
     if args.scatter is not None:  # shuffled transactions before each transaction and in the final merge
         rng = random.Random(args.scatter)
         for xs in plan + merge:
@@ -1139,6 +1220,10 @@ def w8_concurrent(engine, args):
     how = ("Yrs: one transaction per trace transaction, update = get_update(state vector before it),"
            " apply_update per delivered transaction" if engine == "yrs" else
            "Loro: update = export(ExportMode.Updates(oplog_vv before it)), import_ per delivered transaction")
+    if args.deliver is not None:
+        how += f"; delivered as listsync-bench's {args.deliver}(seed: {args.seed})"
+    elif args.scatter is not None:
+        how += f"; --scatter {args.scatter}"
     note = (f"{total} transactions, {elem_ops} element edits (ops), {n} replicas (ids 1..{n}); {how};"
             f" delivery plan computed untimed; every run checked (all replicas =="
             f" {'final.txt' if final is not None else 'replica 1, no final.txt'});"
@@ -1321,7 +1406,7 @@ WORKLOADS = (["W1.trace"] + [f"W1.random.{n}" for n in RANDOM_SIZES] +
              ["W2.history", "W3.stream.1", "W3.stream.100", "W4.moves", "W4.merge",
               "W5.sections", "W6.memory"] +
              [f"W7.{o}.{n}" for o in ("reverse", "shuffled") for n in OOO_SIZES] + ["W8.concurrent"] +
-             [f"W12.churn.{n}" for n in CHURN_SIZES] + ["W14.kanban", "W17.notes"] +
+             [f"W12.churn.{n}" for n in CHURN_SIZES] + ["W14.kanban", "W16.text", "W17.notes"] +
              [f"W15.biglist.{n}" for n in BIGLIST_SIZES])
 
 
@@ -1356,6 +1441,9 @@ def run(engine, workload, args):
     if workload == "W17.notes":
         import notes  # notes.py, next to this file
         return notes.w17_notes(engine, args, sys.modules[__name__])
+    if workload == "W16.text":
+        import notes
+        return notes.w16_text(engine, args, sys.modules[__name__])
     raise SystemExit(f"unknown workload {workload}")
 
 
@@ -1371,6 +1459,10 @@ def main():
                     help="W8.concurrent on Loro: deliver the transactions a replica lacks in a shuffled order"
                          " (seeded), the final merge in 64 rounds with the replicas interleaved (as"
                          " listsync-bench's W8.scattered.AGENTS.OPS)")
+    ap.add_argument("--deliver", choices=["authors", "transactions"], default=None,
+                    help="W8.concurrent on Loro: listsync-bench's delivery order, ported draw for draw:"
+                         " authors = W8.late.AGENTS.OPS, transactions = W8.scattered.AGENTS.OPS")
+    ap.add_argument("--seed", type=int, default=47, help="--deliver's SplitMix64 seed (listsync-bench: 47)")
     ap.add_argument("--kanban-script", default=os.path.join(HERE, "..", "results", "W14.kanban.json"),
                     help="W14.kanban's operation script (written by kanban_script.py when missing)")
     ap.add_argument("--list", action="store_true", help="print the supported workload names")

@@ -36,6 +36,9 @@ ROWS += [(f"W12.churn.{n}", m) for n in (100000, 1000000)
 ROWS += [("W14.kanban", m) for m in ("ms", "make_ms", "merge_ms", "history_bytes", "snapshot_bytes", "load_snapshot_ms",
                                       "memory_bytes", "every_card_once", "duplicate_cards", "resurrected_cards",
                                       "kept_moved_deleted", "ok")]
+# W16.text (issue 45): the automerge-paper trace typed into one card's notes (Loro: LoroText in a LoroMap in a
+# LoroMovableList; Yrs: Y.Text in a Y.Map in a Y.Array)
+ROWS += [("W16.text", m) for m in ("ns_per_op", "history_bytes", "snapshot_bytes", "load_history_ms", "load_snapshot_ms")]
 # W10.store (issue 17): higher appends/s is better; SQLite is WAL + synchronous=FULL (compare/sqlite_wal.py)
 ROWS += [("W10.store", m) for m in ("appends_per_s_1", "appends_per_s_1_growing", "appends_per_s_16", "bytes_per_op", "recover_log_ms",
                                      "recover_snapshot_ms")]
@@ -74,6 +77,12 @@ TARGETS += [("W14.kanban ms <= 0.5x Loro movable", "W14.kanban", "ms", "loro-mov
             ("W14.kanban history_bytes <= Loro movable", "W14.kanban", "history_bytes", "loro-movable", 1.0),
             ("W14.kanban snapshot_bytes <= Loro movable", "W14.kanban", "snapshot_bytes", "loro-movable", 1.0),
             ("W14.kanban load_snapshot_ms <= 0.4x Loro movable", "W14.kanban", "load_snapshot_ms", "loro-movable", 0.4)]
+# issue 45 item 5: typing within 1.2x of the list path; loads at most 0.5x Loro's and 0.7x Yrs's; bytes at most Loro's
+TARGETS += [("W16.text ns_per_op <= 1.2x W1.trace (ours)", "W16.text", "ns_per_op", "self:W1.trace", 1.2)]
+TARGETS += [(f"W16.text {m} <= {r}x {name}", "W16.text", m, e, r)
+            for m in ("load_history_ms", "load_snapshot_ms")
+            for e, name, r in (("loro-movable", "Loro movable", 0.5), ("yrs", "Yrs", 0.7))]
+TARGETS += [(f"W16.text {m} <= Loro movable", "W16.text", m, "loro-movable", 1.0) for m in ("history_bytes", "snapshot_bytes")]
 
 NOTE = ("Note: Loro and Yrs run through their Python bindings, so every per-op row (ns_per_op, and the ms of "
         "W3/W4/W5/W8) includes one or more Python->native calls per op (the bare Python loop alone costs "

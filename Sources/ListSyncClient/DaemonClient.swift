@@ -285,9 +285,28 @@ public actor DaemonClient {
             }
         }
         names[document] = (name, currentEpoch)
-        let missing = live.operations(since: version)
-        if !missing.isEmpty { try await send(document, missing) }
+        try await sendMissing(document, from: live.document, since: version)
         return live
+    }
+
+    /// The most operations ``open(_:replica:resuming:epoch:keepsCopy:)`` rebuilds from a held
+    /// copy's log and sends at once (an imported list is sent this way).
+    public static let resumePart = 65_536
+
+    /// Sends what `held` has and `version` lacks, ``resumePart`` operations at a time, each part
+    /// acknowledged before the next is rebuilt from the log: memory of one part, not of the
+    /// whole difference decoded. `held` is a value: if the opened copy changes meanwhile (another
+    /// subscriber's edit), the parts still come from the log as it was.
+    ///
+    /// - Complexity: O(r + k) for the r records of `held`'s log and the k operations sent.
+    private func sendMissing(_ document: DocumentID, from held: ListDocument, since version: VersionVector) async throws {
+        let end = held.operationCount
+        var position = 0, part: [ListOperation] = []
+        while position < end {
+            part.removeAll(keepingCapacity: true)
+            position = held.appendOperations(since: version, from: position, before: end, limit: Self.resumePart, into: &part)
+            if !part.isEmpty { try await send(document, part) }
+        }
     }
 
     /// Calls `handler` with every batch of operations the daemon sends for an opened document,

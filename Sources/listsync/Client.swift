@@ -620,22 +620,16 @@ let clientCommands: [String: ClientCommand] = [
                          extra: "  --name NAME          the new document's name\n"),
         values: ["--name"], arguments: 1...1
     ) { o, client, json in
-        // Memory: the file's snapshot once, then the document; its operations go out a part at
-        // a time (each part acknowledged before the next is rebuilt from the log).
+        // Memory: the file's snapshot once, then the document once: it becomes the opened copy,
+        // and its operations go out a part at a time (each part acknowledged before the next is
+        // rebuilt from the log). Bad input fails here, before anything is created.
         let (loaded, fileName): (ListDocument, String?) = try {
             let file = try ExportFile.read(o.positional[0])
-            return (try ListDocument(snapshot: file.snapshot, replica: ReplicaID.random()), file.name)
+            return (try ListDocument(snapshot: file.snapshot, replica: client.importReplica ?? ReplicaID.random()), file.name)
         }()
         let name = o.value("--name") ?? fileName ?? "imported"
         let id = try await client.create(name: name, sections: [])
-        _ = try await client.open(id)
-        var position = 0, part: [ListOperation] = []
-        while position < loaded.operationCount {
-            part.removeAll(keepingCapacity: true)
-            position = loaded.appendOperations(since: VersionVector(), from: position, before: loaded.operationCount,
-                                               limit: importPart, into: &part)
-            try await client.upload(id, part)
-        }
+        try await client.adopt(id, loaded)
         if json { printJSON(["id": id.description, "name": name, "operations": loaded.operationCount]) } else {
             print("imported \(loaded.operationCount) operations as \(shown(name)): \(id)")
         }
@@ -644,7 +638,7 @@ let clientCommands: [String: ClientCommand] = [
 ]
 
 /// The most operations `import` rebuilds and sends at once.
-let importPart = 65_536
+let importPart = DaemonClient.resumePart
 
 /// A change set in words, with index paths as the table shows them after the change.
 func describeChange(_ c: ChangeSet, _ snapshot: ListSnapshot) -> [String] {

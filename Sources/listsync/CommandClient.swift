@@ -24,6 +24,11 @@ protocol CommandClient: Sendable {
     /// Edits; returns the result and where the edit now is (for the text output and for JSON).
     func edit<R: Sendable>(_ id: DocumentID, _ body: @Sendable (inout ListDocument) throws(ListError) -> R) async throws -> (R, Saved)
     func upload(_ id: DocumentID, _ operations: [ListOperation]) async throws
+    /// The replica id an imported document is loaded as (nil: a random one).
+    var importReplica: ReplicaID? { get }
+    /// Sends every operation of `document` (an imported list, loaded as ``importReplica``) to
+    /// the empty document `id`, keeping one copy of it in memory.
+    func adopt(_ id: DocumentID, _ document: ListDocument) async throws
     func status() async throws -> String
     /// Destroys the document (the daemon's copy; or, for a device copy, removes it from the
     /// device), and says what was done, in words and as JSON.
@@ -83,6 +88,29 @@ struct OnlineClient: CommandClient {
         if let cache, let live = try? await daemon.open(id) { await cache.append(id, operations, current: live.document) }
     }
     func status() async throws -> String { try await daemon.status() }
+
+    var importReplica: ReplicaID? { slot?.replica }
+
+    /// The imported document becomes the opened copy (``DaemonClient/open(_:replica:resuming:epoch:keepsCopy:)``
+    /// sends what the daemon lacks, a part at a time), so the list is held once; the slot's
+    /// kept copy is then written from it as a snapshot.
+    func adopt(_ id: DocumentID, _ document: ListDocument) async throws {
+        if let slot, document.replica == slot.replica, document.version[slot.replica] > 0 {
+            // Operations of the kept id (the list was exported by this slot) go out under the
+            // new document: recorded first, as an edit's are, so an interrupted import is not
+            // continued with the same counters.
+            try slot.willSend(id, upTo: document.version[slot.replica])
+        }
+        let held = slot.flatMap { cache?.load(id, replica: $0.replica) }
+        let live = try await daemon.open(id, replica: nil, resuming: document, epoch: 0, keepsCopy: false)
+        guard let cache else { return }
+        if held == nil, document.historyFloor == nil, let epoch = await daemon.info(id)?.epoch {
+            await cache.update(id, to: live.document, from: nil, replaced: false, epoch: epoch)
+        } else {
+            // A list with a compaction floor is not what the daemon holds: no kept copy.
+            cache.drop(id)
+        }
+    }
 
     func destroy(_ info: DocumentInfo) async throws -> (text: String, json: [String: Any]) {
         let epoch = try await daemon.destroy(info.id)
@@ -187,6 +215,19 @@ struct ReplicaClient: CommandClient {
         let waiting = await client.status.waiting
         return (r, Saved(text: "saved on this device; \(waiting) edit(s) wait for the daemon: `listsync sync --replica \(folder)` sends them",
                          acknowledged: false, waiting: waiting))
+    }
+
+    var importReplica: ReplicaID? { nil }
+
+    /// Received a part at a time into the device's copy and committed.
+    func adopt(_ id: DocumentID, _ document: ListDocument) async throws {
+        var position = 0, part: [ListOperation] = []
+        while position < document.operationCount {
+            part.removeAll(keepingCapacity: true)
+            position = document.appendOperations(since: VersionVector(), from: position, before: document.operationCount,
+                                                 limit: importPart, into: &part)
+            try await upload(id, part)
+        }
     }
 
     func upload(_ id: DocumentID, _ operations: [ListOperation]) async throws {

@@ -218,9 +218,7 @@ extension DaemonProcessTests {
         let d = try DaemonProcess(data: dir.path + "/data")
         defer { d.kill9() }
         // 70,000 items: more than one part of the import (65,536 operations).
-        var doc = ListDocument(replica: ReplicaID(7))
-        try doc.insertSection(at: 0, value: Data("s".utf8))
-        for i in 0..<70_000 { try doc.insertItem(at: IndexPath(item: i, section: 0), value: Data("i\(i)".utf8)) }
+        let doc = try Self.numberedList(70_000, replica: 7)
         let b64 = Data(doc.encodedSnapshot()).base64EncodedString()
         let file = dir.path + "/any.json"
         let text = "\n { \"extra\" : {\"a\": [1, 2.5e3, \"}\", null]}, \"snapshot\" :\t\"\(b64)\",\r\n"
