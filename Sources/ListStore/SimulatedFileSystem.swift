@@ -135,7 +135,7 @@ public final class SimulatedFileSystem: Sendable {
                             s.stats.tornBytesKept += keep
                         }
                     }
-                    s.stats.bytesLost += max(0, n.data.count - bytes.count)
+                    s.stats.bytesLost += Self.differing(n.data, bytes)
                     n.data = bytes
                     n.durable = bytes
                     n.dirty = false
@@ -151,6 +151,13 @@ public final class SimulatedFileSystem: Sendable {
             }
             s.nodes = s.nodes.filter { reached.contains($0.key) }
         }
+    }
+
+    /// Bytes at which `a` and `b` differ, the longer one's extra bytes counted.
+    ///
+    /// - Complexity: O(n).
+    static func differing(_ a: [UInt8], _ b: [UInt8]) -> Int {
+        zip(a, b).reduce(abs(a.count - b.count)) { $0 + ($1.0 == $1.1 ? 0 : 1) }
     }
 
     // MARK: Paths
@@ -455,7 +462,8 @@ public struct SimulatedFileSystemStats: Sendable, Equatable {
     public var writes = 0, bytesWritten = 0
     /// `fdatasync`/`fsync` of files, and `fsync` of folders.
     public var fileSyncs = 0, folderSyncs = 0
-    /// Crashes; bytes they dropped from files; bytes of torn writes they kept.
+    /// Crashes; bytes of files they changed back (written, not synced, now as before); bytes of
+    /// torn writes they kept.
     public var crashes = 0, bytesLost = 0, tornBytesKept = 0
 
     public init() {}

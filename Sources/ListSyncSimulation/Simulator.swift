@@ -107,6 +107,9 @@ public struct SimulationReport: Sendable, CustomStringConvertible {
     public var daemons = 0, crashes = 0
     /// Operations daemons acknowledged to clients, and how many of those a crash lost.
     public var acknowledged = 0, acknowledgedLost = 0
+    /// Over the crashes: bytes of files the simulated file system dropped (written, not synced),
+    /// bytes of torn writes it kept, and damaged log tails the store's recovery put aside.
+    public var crashBytesLost = 0, crashTornBytesKept = 0, crashTailsKeptAside = 0
     /// Edits made (and operations created).
     public var edits = 0, operations = 0, moves = 0, drags = 0
     /// Edits that wrote fields (one operation each), the field changes they made, and how many
@@ -152,6 +155,8 @@ public struct SimulationReport: Sendable, CustomStringConvertible {
     public mutating func addCounts(of other: SimulationReport) {
         daemons += other.daemons; crashes += other.crashes
         acknowledged += other.acknowledged; acknowledgedLost += other.acknowledgedLost
+        crashBytesLost += other.crashBytesLost; crashTornBytesKept += other.crashTornBytesKept
+        crashTailsKeptAside += other.crashTailsKeptAside
         edits += other.edits; operations += other.operations
         fieldWrites += other.fieldWrites; fieldChanges += other.fieldChanges; increments += other.increments
         textEdits += other.textEdits
@@ -562,9 +567,14 @@ public struct Simulator: Sendable {
         for op in Self.unapplied(daemons[d].core.document) { unappliedBeforeCrashes[op.id] = op }
         // The power goes before the queued round writes, after its write, or after its sync too.
         let cut = rng.below(3)
+        let before = daemons[d].disk.files.stats
         if let failure = daemons[d].crashAndRecover(cutAfter: cut, using: &rng, variant: configuration.coreVariant) {
             report.failures.append("daemon \(d): recovery after a crash failed: \(failure)")
         }
+        let after = daemons[d].disk.files.stats
+        report.crashBytesLost += after.bytesLost - before.bytesLost
+        report.crashTornBytesKept += after.tornBytesKept - before.tornBytesKept
+        report.crashTailsKeptAside += daemons[d].disk.folder.sharedLog?.recoveryReport.damage.count ?? 0
         appending[d] = nil
         for op in daemons[d].disk.replayed { logged[op.id] = op }
         // Acknowledged means durable: applied, or kept waiting for its causes (in the log either way).
