@@ -266,3 +266,30 @@ struct SimulatedFileSystemTests {
         }
     }
 }
+
+/// What the strict folder rules of the simulated file system found in the store.
+@Suite("Simulated file system: the store's folder syncs")
+struct SimulatedFolderSyncTests {
+    @Test("a data folder without a shared log: a document created and appended to survives a crash (its documents folder's entry synced)")
+    func documentsFolderDurable() throws {
+        let sim = SimulatedFileSystem()
+        let fs = sim.fileSystem
+        let id = DocumentID(high: 0x51F5, low: 2)
+        var edits = EditStream(replica: 9, seed: 3)
+        let ops = edits.batch(4)
+        do {
+            let folder = try DataFolder(root: "/data", fileSystem: fs)
+            try folder.create(name: "doc", id: id)
+            let (store, _) = try folder.open(id, replica: ReplicaID(9))
+            try store.append(ops)
+            folder.close()
+        }
+        var rng = SplitMix64(seed: 1)
+        sim.crash(using: &rng)
+        let folder = try DataFolder(root: "/data", fileSystem: fs)
+        #expect(try folder.list().map(\.id) == [id])
+        let (_, doc) = try folder.open(id, replica: ReplicaID(9))
+        #expect(doc.version.contains(ops.last!.lastID))
+        folder.close()
+    }
+}
