@@ -184,6 +184,9 @@ public struct SimulationReport: Sendable, CustomStringConvertible {
             "network: \(framesSent) frames sent, \(framesDelivered) delivered, \(framesDropped) dropped, \(framesDuplicated) duplicated, \(bytesSent) bytes",
             "virtual time \(virtualTime) ms, quiet after \(quiescenceRounds) anti-entropy rounds; final document: \(sections) sections, \(items) items",
         ]
+        if crashes > 0 {
+            lines.append("crashes (the store on the simulated file system): \(crashBytesLost) bytes changed back, \(crashTornBytesKept) bytes of torn writes kept, \(crashTailsKeptAside) log tails put aside by recovery")
+        }
         if roams > 0 { lines.append("roaming: \(roams) reconnects to another daemon, \(settles) back to settle a refusal") }
         if compacting {
             lines.append("compaction: \(compactions) compactions, \(retired) senders retired, \(snapshots) snapshot catch-ups, \(remade) operations remade, \(refusedCompacted) batches refused as compacted, \(operationResyncs) re-syncs from operations, \(clientCompactions) client compactions")
