@@ -94,7 +94,13 @@ public final class DataFolder: Sendable {
         let documents = root + "/documents"
         var log: SharedLog?
         do throws(StoreError) {
-            try fs.mkdir(documents)
+            if !fs.exists(documents) {
+                // Its entry in the root is durable only with the root's fsync: without it a crash
+                // could take every document created since (with no shared log, nothing else
+                // syncs the root).
+                try fs.mkdir(documents)
+                try fs.syncFolder(root)
+            }
             let walPath = root + "/wal"
             if sharedLog != nil || fs.exists(walPath) {
                 log = try SharedLog.open(folder: walPath, options: sharedLog ?? SharedLogOptions(), fileSystem: fs)

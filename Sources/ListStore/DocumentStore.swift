@@ -120,12 +120,34 @@ public final class DocumentStore: Sendable {
     /// - Complexity: O(n) to encode n operations, plus one write and one sync shared with others.
     public func append(_ ops: [ListOperation]) async throws(StoreError) {
         guard !ops.isEmpty else { return }
-        switch backend {
-        case let .own(writer):
-            try await writer.commit(try Self.records(for: ops), maxIDs: Self.maxIDs(ops))
-        case let .shared(log, doc):
-            let bytes = try doc.willAppend(ops, of: documentID)
-            try await log.append(bytes, of: documentID)
+        let error: StoreError? = await withCheckedContinuation { continuation in
+            append(ops) { continuation.resume(returning: $0) }
+        }
+        if let error { throw error }
+    }
+
+    /// ``append(_:)-([ListOperation])`` that returns at once: `done` is called with nil once the
+    /// batch is durable, or with the error (at once when the batch does not encode or the store
+    /// is closed). The rounds run on the log's executor (``SharedLogOptions/executor``) unless a
+    /// blocking append leads them; the async form is this one.
+    ///
+    /// - Complexity: O(n) to encode n operations, plus one write and one sync shared with others.
+    public func append(_ ops: [ListOperation], then done: @escaping @Sendable (StoreError?) -> Void) {
+        guard !ops.isEmpty else { return done(nil) }
+        do throws(StoreError) {
+            switch backend {
+            case let .own(writer):
+                writer.commitPlaced(try Self.records(for: ops), maxIDs: Self.maxIDs(ops)) { result in
+                    if case let .failure(e) = result { done(e) } else { done(nil) }
+                }
+            case let .shared(log, doc):
+                let bytes = try doc.willAppend(ops, of: documentID)
+                log.append(bytes, of: documentID) { result in
+                    if case let .failure(e) = result { done(e) } else { done(nil) }
+                }
+            }
+        } catch {
+            done(error)
         }
     }
 

@@ -38,11 +38,24 @@ public struct FileSystem: Sendable {
     /// The hook, if any.
     public var hook: Hook?
 
+    /// The simulated file system the calls go to instead of the real one, if any.
+    public let simulated: SimulatedFileSystem?
+
     /// The real file system, with no hook.
     public static let system = FileSystem()
 
     /// A file system whose calls pass through `hook` first.
-    public init(hook: Hook? = nil) { self.hook = hook }
+    public init(hook: Hook? = nil) {
+        self.hook = hook
+        simulated = nil
+    }
+
+    /// The in-memory `simulated` file system (the simulator's: durable and unsynced bytes kept
+    /// apart, lost at its crash), its calls passing through `hook` first.
+    public init(simulated: SimulatedFileSystem, hook: Hook? = nil) {
+        self.hook = hook
+        self.simulated = simulated
+    }
 
     // MARK: The funnel
 
@@ -63,6 +76,14 @@ public struct FileSystem: Sendable {
         }
     }
 
+    /// Asks the hook about a call that goes to the simulated file system.
+    @inline(__always)
+    func hooked(_ name: String, _ path: String?, mutating: Bool) throws(StoreError) {
+        if let hook, let code = hook(Call(name: name, path: path, isMutating: mutating)) {
+            throw .system(call: name, errno: code, path: path)
+        }
+    }
+
     // MARK: Calls
 
     /// The mode of every file the funnel creates: the owner reads and writes, nobody else.
@@ -74,7 +95,11 @@ public struct FileSystem: Sendable {
     /// (``fileMode`` unless given): it is created with it and then set with `fchmod`, so the
     /// process's umask neither opens it further nor takes the owner's write access away.
     public func open(_ path: String, flags: Int32, mode: UInt32 = FileSystem.fileMode) throws(StoreError) -> Int32 {
-        try run("open", path, mutating: flags & O_CREAT != 0) { () -> Int32 in
+        if let simulated {
+            try hooked("open", path, mutating: flags & O_CREAT != 0)
+            return try simulated.open(path, flags: flags, mode: mode)
+        }
+        return try run("open", path, mutating: flags & O_CREAT != 0) { () -> Int32 in
             #if canImport(Glibc)
             let fd = Glibc.open(path, flags | O_CLOEXEC, mode)
             #else
@@ -97,6 +122,10 @@ public struct FileSystem: Sendable {
 
     /// Closes `fd`.
     public func close(_ fd: Int32, path: String?) throws(StoreError) {
+        if let simulated {
+            try hooked("close", path, mutating: false)
+            return try simulated.close(fd, path: path)
+        }
         // EINTR on close leaves the descriptor closed on Linux: do not retry it.
         if let hook, let code = hook(Call(name: "close", path: path, isMutating: false)) {
             throw .system(call: "close", errno: code, path: path)
@@ -112,7 +141,11 @@ public struct FileSystem: Sendable {
     /// Reads up to `count` bytes at `offset` into `buffer`; returns how many were read (0 at the end).
     public func pread(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer, offset: Int64,
                       path: String?) throws(StoreError) -> Int {
-        try run("pread", path, mutating: false) { () -> Int in
+        if let simulated {
+            try hooked("pread", path, mutating: false)
+            return try simulated.pread(fd, into: buffer, offset: offset, path: path)
+        }
+        return try run("pread", path, mutating: false) { () -> Int in
             #if canImport(Glibc)
             Glibc.pread(fd, buffer.baseAddress, buffer.count, off_t(offset))
             #else
@@ -125,6 +158,10 @@ public struct FileSystem: Sendable {
     ///
     /// - Complexity: O(n).
     public func pwriteAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, offset: Int64, path: String?) throws(StoreError) {
+        if let simulated {
+            try hooked("pwrite", path, mutating: true)
+            return try simulated.pwrite(fd, bytes, offset: offset, path: path)
+        }
         var done = 0
         while done < bytes.count {
             let rest = UnsafeRawBufferPointer(rebasing: bytes[done...])
@@ -154,6 +191,10 @@ public struct FileSystem: Sendable {
 
     /// Makes the file's data (and the metadata needed to read it, such as its length) durable.
     public func fdatasync(_ fd: Int32, path: String?) throws(StoreError) {
+        if let simulated {
+            try hooked("fdatasync", path, mutating: true)
+            return try simulated.sync("fdatasync", fd, path: path)
+        }
         _ = try run("fdatasync", path, mutating: true) { () -> Int32 in
             #if canImport(Glibc)
             Glibc.fdatasync(fd)
@@ -165,6 +206,10 @@ public struct FileSystem: Sendable {
 
     /// Makes the file (or folder: its entries) and all its metadata durable.
     public func fsync(_ fd: Int32, path: String?) throws(StoreError) {
+        if let simulated {
+            try hooked("fsync", path, mutating: true)
+            return try simulated.sync("fsync", fd, path: path)
+        }
         _ = try run("fsync", path, mutating: true) { () -> Int32 in
             #if canImport(Glibc)
             Glibc.fsync(fd)
@@ -176,6 +221,10 @@ public struct FileSystem: Sendable {
 
     /// Cuts the file to `length` bytes.
     public func ftruncate(_ fd: Int32, length: Int64, path: String?) throws(StoreError) {
+        if let simulated {
+            try hooked("ftruncate", path, mutating: true)
+            return try simulated.ftruncate(fd, length: length, path: path)
+        }
         _ = try run("ftruncate", path, mutating: true) { () -> Int32 in
             #if canImport(Glibc)
             Glibc.ftruncate(fd, off_t(length))
@@ -187,6 +236,10 @@ public struct FileSystem: Sendable {
 
     /// The file's length in bytes.
     public func size(_ fd: Int32, path: String?) throws(StoreError) -> Int64 {
+        if let simulated {
+            try hooked("fstat", path, mutating: false)
+            return try simulated.size(fd, path: path)
+        }
         var st = stat()
         _ = try run("fstat", path, mutating: false) { fstat(fd, &st) }
         return Int64(st.st_size)
@@ -194,6 +247,10 @@ public struct FileSystem: Sendable {
 
     /// When the file at `path` was last modified, in milliseconds since 1970.
     public func modificationMillis(_ path: String) throws(StoreError) -> UInt64 {
+        if let simulated {
+            try hooked("stat", path, mutating: false)
+            return try simulated.node(at: path, "stat").modified
+        }
         var st = stat()
         _ = try run("stat", path, mutating: false) { stat(path, &st) }
         #if canImport(Darwin)
@@ -213,6 +270,10 @@ public struct FileSystem: Sendable {
 
     /// Renames `from` to `to`, replacing `to` atomically if it exists.
     public func rename(_ from: String, to: String) throws(StoreError) {
+        if let simulated {
+            try hooked("rename", "\(from) -> \(to)", mutating: true)
+            return try simulated.rename(from, to: to)
+        }
         _ = try run("rename", "\(from) -> \(to)", mutating: true) { () -> Int32 in
             #if canImport(Glibc)
             Glibc.rename(from, to)
@@ -224,6 +285,10 @@ public struct FileSystem: Sendable {
 
     /// Removes the file at `path`.
     public func unlink(_ path: String) throws(StoreError) {
+        if let simulated {
+            try hooked("unlink", path, mutating: true)
+            return try simulated.remove(path, folder: false)
+        }
         _ = try run("unlink", path, mutating: true) { () -> Int32 in
             #if canImport(Glibc)
             Glibc.unlink(path)
@@ -235,6 +300,10 @@ public struct FileSystem: Sendable {
 
     /// Removes the empty folder at `path`.
     public func rmdir(_ path: String) throws(StoreError) {
+        if let simulated {
+            try hooked("rmdir", path, mutating: true)
+            return try simulated.remove(path, folder: true)
+        }
         _ = try run("rmdir", path, mutating: true) { () -> Int32 in
             #if canImport(Glibc)
             Glibc.rmdir(path)
@@ -248,6 +317,10 @@ public struct FileSystem: Sendable {
     /// `mkdir`, whatever the umask); an existing folder is fine and keeps its mode.
     public func mkdir(_ path: String) throws(StoreError) {
         do throws(StoreError) {
+            if let simulated {
+                try hooked("mkdir", path, mutating: true)
+                return try simulated.mkdir(path, mode: Self.folderMode)
+            }
             _ = try run("mkdir", path, mutating: true) { () -> Int32 in
                 #if canImport(Glibc)
                 let made = Glibc.mkdir(path, mode_t(Self.folderMode))
@@ -263,6 +336,7 @@ public struct FileSystem: Sendable {
 
     /// The permission bits of `path` (`stat`, following links); `nil` if it cannot be examined.
     public func permissions(_ path: String) -> UInt32? {
+        if let simulated { return try? simulated.node(at: path, "stat").mode }
         var st = stat()
         guard stat(path, &st) == 0 else { return nil }
         return UInt32(st.st_mode) & 0o7777
@@ -270,6 +344,10 @@ public struct FileSystem: Sendable {
 
     /// `flock(fd, operation)`; `LOCK_EX | LOCK_NB` fails with `EWOULDBLOCK` when held elsewhere.
     public func flock(_ fd: Int32, _ operation: Int32, path: String?) throws(StoreError) {
+        if let simulated {
+            try hooked("flock", path, mutating: false)
+            return try simulated.flock(fd, operation, path: path)
+        }
         _ = try run("flock", path, mutating: false) { () -> Int32 in
             #if canImport(Glibc)
             let call = Glibc.flock(_:_:)
@@ -351,6 +429,12 @@ public struct FileSystem: Sendable {
     ///
     /// - Complexity: O(f) calls for f entries.
     public func removeTree(_ path: String) throws(StoreError) {
+        if let simulated {
+            guard let node = try? simulated.node(at: path, "lstat") else { return }
+            guard node.isFolder else { return try unlink(path) }
+            for name in try list(path) { try removeTree(path + "/" + name) }
+            return try rmdir(path)
+        }
         // lstat: a link is removed, never followed (nothing outside `path` is touched).
         var st = stat()
         guard lstat(path, &st) == 0 else { return }
@@ -366,6 +450,7 @@ public struct FileSystem: Sendable {
         if let hook, let code = hook(Call(name: "readdir", path: path, isMutating: false)) {
             throw .system(call: "readdir", errno: code, path: path)
         }
+        if let simulated { return try simulated.list(path) }
         do {
             return try FileManager.default.contentsOfDirectory(atPath: path).sorted()
         } catch {
@@ -378,6 +463,7 @@ public struct FileSystem: Sendable {
 
     /// Whether something exists at `path` (`stat` through FileManager; not a mutating call).
     public func exists(_ path: String) -> Bool {
-        FileManager.default.fileExists(atPath: path)
+        if let simulated { return simulated.exists(path) }
+        return FileManager.default.fileExists(atPath: path)
     }
 }

@@ -2,14 +2,65 @@ import Dispatch
 import ListCRDT
 import Synchronization
 
+/// Where the commit rounds that no appending caller leads run (``SharedLogOptions/executor``).
+///
+/// The daemon's log runs them on a serial dispatch queue of its own; the simulator passes a
+/// ``ManualCommitExecutor`` and runs them when its virtual clock says the disk is done, so that the
+/// same group commit runs deterministically.
+public protocol CommitExecutor: Sendable {
+    /// Runs `round` later, after every round given before it.
+    func execute(_ round: @escaping @Sendable () -> Void)
+}
+
+/// The production executor: a serial dispatch queue.
+struct DispatchCommitExecutor: CommitExecutor {
+    let queue: DispatchQueue
+    func execute(_ round: @escaping @Sendable () -> Void) { queue.async(execute: round) }
+}
+
+/// Commit rounds that run only when ``runPending()`` is called (the simulator's disk).
+public final class ManualCommitExecutor: CommitExecutor {
+    let pending = Mutex<[@Sendable () -> Void]>([])
+
+    /// An executor with nothing to run.
+    public init() {}
+
+    public func execute(_ round: @escaping @Sendable () -> Void) { pending.withLock { $0.append(round) } }
+
+    /// Whether a round waits to run.
+    public var hasPending: Bool { pending.withLock { !$0.isEmpty } }
+
+    /// Runs what waits, and what that gives to run, until nothing waits; returns how many ran.
+    ///
+    /// - Complexity: the rounds' own.
+    @discardableResult
+    public func runPending() -> Int {
+        var ran = 0
+        while true {
+            let work = pending.withLock { p in
+                let w = p
+                p = []
+                return w
+            }
+            if work.isEmpty { return ran }
+            for w in work { w() }
+            ran += work.count
+        }
+    }
+
+    /// Forgets what waits without running it (the process it belonged to crashed).
+    public func discardPending() { pending.withLock { $0 = [] } }
+}
+
 /// The appending end of a document's log, with group commit: every append is one `pwrite` of whole
 /// records followed by one `fdatasync`, and the appends that arrive while a sync runs share the next
 /// one.
 ///
 /// Leader and followers: an append queues its records; if no commit round is running, the caller
 /// leads one (takes everything queued, writes it in one `pwrite`, `fdatasync`s, completes every
-/// entry of the round); if more entries queued meanwhile, a serial dispatch queue leads the next
-/// rounds until the queue is empty. Blocking callers wait on a semaphore, async callers on a
+/// entry of the round); if more entries queued meanwhile, the writer's executor (a serial dispatch
+/// queue, or the simulator's ``ManualCommitExecutor``) leads the next rounds until the queue is
+/// empty. Blocking callers wait on a semaphore, async callers on a
 /// continuation, so an async append never holds a cooperative thread while the disk syncs.
 ///
 /// After a failed write or sync the writer is failed for good (after a failed `fsync` Linux may
@@ -62,7 +113,7 @@ final class LogWriter: Sendable {
     let fs: FileSystem
     let output: Mutex<Output>
     let queue = Mutex(Queue())
-    let drain: DispatchQueue
+    let drain: any CommitExecutor
     /// Zero bytes written after the records whenever a round would pass ``Output/allocated``
     /// (``StoreOptions/preallocation``).
     let preallocation: Int
@@ -72,13 +123,13 @@ final class LogWriter: Sendable {
     /// The smallest chunk of zeros preallocated (a page), unless ``preallocation`` is smaller.
     static let minimumChunk = 4096
 
-    init(fs: FileSystem, output: Output, label: String, preallocation: Int,
+    init(fs: FileSystem, output: Output, label: String, preallocation: Int, executor: (any CommitExecutor)? = nil,
          afterRound: (@Sendable (inout Output) -> Void)? = nil) {
         self.fs = fs
         self.output = Mutex(output)
         self.preallocation = max(0, preallocation)
         self.afterRound = afterRound
-        drain = DispatchQueue(label: "ListStore.commit.\(label)")
+        drain = executor ?? DispatchCommitExecutor(queue: DispatchQueue(label: "ListStore.commit.\(label)"))
     }
 
     // MARK: Appending
@@ -88,26 +139,18 @@ final class LogWriter: Sendable {
         _ = try commitPlacedBlocking(bytes, maxIDs: maxIDs, epoch: epoch)
     }
 
-    /// Appends `bytes` (whole records) and returns once they are durable, without blocking a
-    /// cooperative thread: the rounds run on the writer's dispatch queue.
-    func commit(_ bytes: [UInt8], maxIDs: [ReplicaID: UInt64]) async throws(StoreError) {
-        _ = try await commitPlaced(bytes, maxIDs: maxIDs)
+    /// Queues `bytes` (whole records) and returns at once; `placed` runs as soon as they are
+    /// durable, before the round lets go of the file; `done` is called once they are durable
+    /// (or their round failed), from the round that wrote them, which the executor runs.
+    func commitPlaced(_ bytes: [UInt8], maxIDs: [ReplicaID: UInt64], placed: (@Sendable (Placement) -> Void)? = nil,
+                      done: @escaping @Sendable (Result<Placement, StoreError>) -> Void) {
+        let entry = Entry(bytes: bytes, maxIDs: maxIDs, epoch: nil, done: { error, placement in
+            done(error.map { .failure($0) } ?? .success(placement))
+        }, placed: placed)
+        if enqueue(entry) { drain.execute { self.drainAll() } }
     }
 
-    /// ``commit(_:maxIDs:)-(_,_)`` that also says where the bytes were written; `placed` runs
-    /// as soon as they are durable, before the round lets go of the file.
-    func commitPlaced(_ bytes: [UInt8], maxIDs: [ReplicaID: UInt64],
-                      placed: (@Sendable (Placement) -> Void)? = nil) async throws(StoreError) -> Placement {
-        let result: Result<Placement, StoreError> = await withCheckedContinuation { continuation in
-            let entry = Entry(bytes: bytes, maxIDs: maxIDs, epoch: nil, done: { error, placement in
-                continuation.resume(returning: error.map { .failure($0) } ?? .success(placement))
-            }, placed: placed)
-            if enqueue(entry) { drain.async { self.drainAll() } }
-        }
-        return try result.get()
-    }
-
-    /// The blocking form of ``commitPlaced(_:maxIDs:placed:)``: the caller leads a round if none
+    /// The blocking form of ``commitPlaced(_:maxIDs:placed:done:)``: the caller leads a round if none
     /// runs, and waits on a semaphore otherwise.
     func commitPlacedBlocking(_ bytes: [UInt8], maxIDs: [ReplicaID: UInt64] = [:], epoch: UInt64? = nil,
                               placed: (@Sendable (Placement) -> Void)? = nil) throws(StoreError) -> Placement {
@@ -118,7 +161,7 @@ final class LogWriter: Sendable {
             semaphore.signal()
         }, placed: placed)
         if enqueue(entry) {
-            if runRound() { drain.async { self.drainAll() } }
+            if runRound() { drain.execute { self.drainAll() } }
         }
         semaphore.wait()
         return try box.withLock { $0 }!.get()

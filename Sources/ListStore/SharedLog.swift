@@ -14,6 +14,9 @@ public struct SharedLogOptions: Sendable {
     public var segmentBytes = 16 << 20
     /// Zeros written ahead of the records, as ``StoreOptions/preallocation`` (default 1 MiB).
     public var preallocation = 1 << 20
+    /// Where commit rounds that no appending caller leads run (default nil: a serial dispatch
+    /// queue of the log's own). The simulator passes a ``ManualCommitExecutor``.
+    public var executor: (any CommitExecutor)?
 
     /// The defaults.
     public init() {}
@@ -181,7 +184,8 @@ public final class SharedLog: Sendable {
         let box = Box(state)
         self.box = box
         let segmentBytes = Int64(max(SharedLogFormat.headerSize + 1, options.segmentBytes))
-        writer = LogWriter(fs: fs, output: output, label: "wal", preallocation: options.preallocation) { o in
+        writer = LogWriter(fs: fs, output: output, label: "wal", preallocation: options.preallocation,
+                           executor: options.executor) { o in
             guard o.end >= segmentBytes else { return }
             // A failure to start the next segment is not the round's: its records are durable; the
             // segment grows and the next round tries again.
@@ -222,8 +226,23 @@ public final class SharedLog: Sendable {
     /// - Complexity: one write and one sync shared with every append of the round.
     @discardableResult
     public func append(_ records: [UInt8], of document: DocumentID) async throws(StoreError) -> LogPosition {
-        let placement = try await writer.commitPlaced(records, maxIDs: [:], placed: indexer(document, records))
-        return placement.generation + UInt64(placement.offset)
+        let result: Result<LogPosition, StoreError> = await withCheckedContinuation { continuation in
+            append(records, of: document) { continuation.resume(returning: $0) }
+        }
+        return try result.get()
+    }
+
+    /// ``append(_:of:)`` that returns at once: `done` is called with the position of the first
+    /// record once they are durable (or with the round's failure), from the commit round, which
+    /// the log's ``SharedLogOptions/executor`` runs unless an appending caller leads it. The
+    /// async form is this one.
+    ///
+    /// - Complexity: one write and one sync shared with every append of the round.
+    public func append(_ records: [UInt8], of document: DocumentID,
+                       then done: @escaping @Sendable (Result<LogPosition, StoreError>) -> Void) {
+        writer.commitPlaced(records, maxIDs: [:], placed: indexer(document, records)) { result in
+            done(result.map { $0.generation + UInt64($0.offset) })
+        }
     }
 
     /// The blocking form of ``append(_:of:)`` (for callers that may block their thread).

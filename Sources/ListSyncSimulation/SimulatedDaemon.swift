@@ -1,95 +1,129 @@
 import ListCRDT
 import ListStore
+import ListSyncRandom
+import Synchronization
 @_spi(Testing) import ListSync
 
-/// A daemon's disk in the simulator: its shared log as bytes in the production format
-/// (`SharedLogFormat`: a segment header, then records tagged with the document), split into what
-/// is synced and what is only written. A crash keeps the synced bytes and a random prefix of the
-/// rest (a torn write); recovery scans them with the production scanner (`SharedLogScan`) and
-/// decodes the document's records as a load does.
+/// A daemon's disk in the simulator: the production store (``DataFolder``, its ``SharedLog`` and
+/// the document's ``DocumentStore``) over a ``SimulatedFileSystem``, so that every write, sync,
+/// rename and recovery is the daemon's own code. The log's commit rounds run on a
+/// ``ManualCommitExecutor``: appends queue (group commit, as in the daemon) and the round runs when
+/// the virtual clock reaches ``syncDue``. A crash cuts the power at a random point of the round in
+/// progress, crashes the file system (unsynced bytes lost, the last write of a file torn) and
+/// opens the data folder again: the real recovery.
 struct SimulatedDisk {
+    static let root = "/data"
     let document: DocumentID
-    /// Bytes made durable by a sync.
-    private(set) var synced: [UInt8]
-    /// Bytes written, not yet synced, with the tickets they carry.
-    private(set) var unsynced: [(ticket: UInt64, bytes: [UInt8])] = []
-    /// When the running sync completes (virtual ms), if one runs.
+    let replica: ReplicaID
+    let files: SimulatedFileSystem
+    private(set) var executor: ManualCommitExecutor
+    private(set) var folder: DataFolder
+    private(set) var store: DocumentStore
+    /// Appends whose round ran: (ticket, failure).
+    let completed = CompletedAppends()
+    /// When the queued round runs (virtual ms), if appends wait.
     var syncDue: UInt64?
-    /// The snapshot of the last compaction (format 3), durable: the log after it starts afresh,
-    /// as the store's next generation does (``DocumentStore/compact(_:)``). Nil: never compacted.
-    private(set) var base: [UInt8]?
-    /// Bytes of operations written since the disk was made (compactions and crashes aside).
-    private(set) var bytesWritten = 0
-    /// The operations the last recovery replayed from the log.
+    /// Tickets appended whose round has not run.
+    private(set) var inFlight = 0
+    /// Batches appended since the disk was made.
+    private(set) var appends = 0
+    /// The operations the last recovery found in the log (those of the snapshot's generation, and
+    /// any before it still in a live segment).
     private(set) var replayed: [ListOperation] = []
 
-    init(document: DocumentID, epoch: UInt64) {
+    /// Where appends that ran report (a round's callback runs inside ``ManualCommitExecutor/runPending()``).
+    final class CompletedAppends: Sendable {
+        let list = Mutex<[(ticket: UInt64, error: StoreError?)]>([])
+        func take() -> [(ticket: UInt64, error: StoreError?)] {
+            list.withLock { l in
+                defer { l = [] }
+                return l
+            }
+        }
+    }
+
+    /// A new data folder holding the document (created with `epoch`), and the empty document.
+    init(document: DocumentID, replica: ReplicaID, epoch: UInt64, skipsSyncs: Bool) throws(StoreError) {
         self.document = document
-        synced = SharedLogFormat.header(base: 0) + SharedLogFormat.epochRecord(epoch, document: document)
+        self.replica = replica
+        files = SimulatedFileSystem()
+        files.ignoresFdatasync = skipsSyncs
+        (executor, folder) = try Self.openFolder(files)
+        try folder.create(name: "simulated", id: document)
+        var options = Self.storeOptions
+        options.newEpoch = { epoch }
+        (store, _) = try folder.open(document, replica: replica, options: options)
     }
 
-    /// Writes `ops` (not durable yet).
+    static var storeOptions: StoreOptions {
+        var o = StoreOptions()
+        o.pendingLimits = SimulatedDaemon.limits
+        return o
+    }
+
+    static func openFolder(_ files: SimulatedFileSystem) throws(StoreError) -> (ManualCommitExecutor, DataFolder) {
+        let executor = ManualCommitExecutor()
+        var options = SharedLogOptions()
+        options.executor = executor
+        return (executor, try DataFolder(root: root, fileSystem: files.fileSystem, sharedLog: options))
+    }
+
+    /// Queues `ops` in the log (durable once the round runs).
     mutating func write(ticket: UInt64, _ ops: [ListOperation]) {
-        // Every operation the core hands over encodes: it came from the decoder.
-        let bytes = (try? SharedLogFormat.records(for: ops, document: document)) ?? []
-        precondition(!bytes.isEmpty, "a batch of \(ops.count) operations did not encode")
-        unsynced.append((ticket, bytes))
-        bytesWritten += bytes.count
+        inFlight += 1
+        appends += 1
+        let completed = self.completed
+        store.append(ops) { error in completed.list.withLock { $0.append((ticket, error)) } }
     }
 
-    /// The sync completes: every written byte is durable; returns the tickets, in order.
-    mutating func sync() -> [UInt64] {
-        for u in unsynced { synced += u.bytes }
-        defer { unsynced = [] }
-        return unsynced.map(\.ticket)
+    /// The queued round runs (write, fdatasync); returns what completed, in order.
+    mutating func sync() -> [(ticket: UInt64, error: StoreError?)] {
+        executor.runPending()
+        let done = completed.take()
+        inFlight -= done.count
+        return done
     }
 
-    /// A crash: the unsynced bytes are lost but for a prefix of `keep` bytes (a torn write).
-    mutating func crash(keep: Int) {
-        let rest = unsynced.flatMap(\.bytes)
-        synced += rest.prefix(keep)
-        unsynced = []
+    /// Whether an append waits for its round.
+    var busy: Bool { inFlight > 0 || syncDue != nil }
+
+    /// A compaction through the store (``DocumentStore/compact(_:)``): nothing may be in flight
+    /// (the host compacts only then).
+    mutating func compact(_ document: ListDocument) throws(StoreError) {
+        precondition(!busy && !executor.hasPending, "a compaction with appends in flight")
+        try store.compact(document)
+    }
+
+    /// A crash: the power goes after `calls` more mutating calls of the round in progress (if one
+    /// waits: 0, before its write; 1, after it; more, after its sync too, unacknowledged), the file
+    /// system loses what was not synced (torn last writes drawn from `rng`), and the process's
+    /// queued rounds and callbacks are gone.
+    mutating func crash(cutAfter calls: Int, using rng: inout SplitMix64) {
+        files.cutPower(afterMutatingCalls: calls)
+        executor.runPending()
+        _ = completed.take()
+        executor.discardPending()
+        files.crash(using: &rng)
+        inFlight = 0
         syncDue = nil
     }
 
-    /// A compaction: `snapshot` becomes the base and the log starts afresh, at once and durably
-    /// (the store writes the snapshot and the new generation before dropping the old one; the
-    /// host compacts only when nothing is in flight, so nothing is unsynced).
-    mutating func compact(snapshot: [UInt8], epoch: UInt64) {
-        precondition(unsynced.isEmpty && syncDue == nil, "a compaction with unsynced writes")
-        base = snapshot
-        synced = SharedLogFormat.header(base: 0) + SharedLogFormat.epochRecord(epoch, document: document)
-    }
-
-    /// Bytes not yet synced.
-    var unsyncedCount: Int { unsynced.reduce(0) { $0 + $1.bytes.count } }
-
-    /// Recovery as the store does it: scan, cut at the first bad record, replay into a document.
-    mutating func recover(replica: ReplicaID, limits: PendingLimits) -> ListDocument {
-        let scan = (try? SharedLogScan.scan(synced, base: 0))!
-        synced = Array(synced.prefix(scan.validLength))
+    /// Opens the data folder again, as a restarted daemon does: the real recovery.
+    mutating func recover() throws(StoreError) -> ListDocument {
+        (executor, folder) = try Self.openFolder(files)
+        let (store, document) = try folder.open(self.document, replica: replica, options: Self.storeOptions)
+        self.store = store
         replayed = []
-        var doc = ListDocument(replica: replica)
-        if let base {
-            // The store loads the generation's snapshot, then replays its log.
-            doc = try! ListDocument(snapshot: base, replica: replica)
+        for case let .operations(ops) in try folder.sharedLog!.records(of: self.document, maxValueSize: document.maxValueSize) {
+            replayed += ops
         }
-        doc.pendingLimits = limits
-        for entry in scan.entries where entry.document == document {
-            let start = Int(entry.position)
-            let record = SharedLogScan.decode(synced[start..<start + entry.length], maxValueSize: doc.maxValueSize)
-            if case let .success((_, .operations(ops))) = record {
-                _ = doc.receive(ops)
-                replayed += ops
-            }
-        }
-        return doc
+        return document
     }
 }
 
 /// One daemon in the simulator: the production ``DocumentCore`` of the document, a production
 /// ``ServerSession`` per incoming connection, a production ``PeerSession`` per outgoing link, and
-/// a ``SimulatedDisk``. Node numbers of the other ends are its subscriber numbers.
+/// a ``SimulatedDisk`` (the production store on a simulated file system). Node numbers of the other ends are its subscriber numbers.
 struct SimulatedDaemon {
     let node: Int
     let replica: ReplicaID
@@ -107,26 +141,41 @@ struct SimulatedDaemon {
     var awaitingAck: [Int: [UInt64: [OpID]]] = [:]
     static let limits = PendingLimits(maxOperations: 100_000, maxBytes: 32 << 20)
 
-    init(node: Int, document: DocumentID, epoch: UInt64, variant: DocumentCore.Variant) {
+    init(node: Int, document: DocumentID, epoch: UInt64, variant: DocumentCore.Variant, skipsSyncs: Bool) {
         self.node = node
         replica = ReplicaID(UInt64(1_000 + node))
         self.epoch = epoch
-        disk = SimulatedDisk(document: document, epoch: epoch)
+        do {
+            disk = try SimulatedDisk(document: document, replica: replica, epoch: epoch, skipsSyncs: skipsSyncs)
+        } catch {
+            // An empty in-memory file system has nothing to fail on.
+            preconditionFailure("the simulated store did not open: \(error)")
+        }
         var doc = ListDocument(replica: replica)
         doc.pendingLimits = Self.limits
         core = DocumentCore(id: document, name: "simulated", epoch: epoch, document: doc, maxFrame: 1 << 16, stepBytes: 1 << 14)
         core.variant = variant
     }
 
-    /// A crash and a restart: every session is gone, the disk keeps what it keeps, recovery replays it.
-    mutating func crashAndRecover(keep: Int, variant: DocumentCore.Variant) {
-        disk.crash(keep: keep)
-        let doc = disk.recover(replica: replica, limits: Self.limits)
+    /// A crash and a restart: every session is gone, the disk keeps what it keeps, the store's
+    /// recovery opens it (its failure is returned; the daemon then starts from an empty document).
+    mutating func crashAndRecover(cutAfter calls: Int, using rng: inout SplitMix64, variant: DocumentCore.Variant) -> StoreError? {
+        disk.crash(cutAfter: calls, using: &rng)
+        var failure: StoreError?
+        var doc: ListDocument
+        do throws(StoreError) {
+            doc = try disk.recover()
+        } catch {
+            failure = error
+            doc = ListDocument(replica: replica)
+            doc.pendingLimits = Self.limits
+        }
         core = DocumentCore(id: core.id, name: core.name, epoch: epoch, document: doc, maxFrame: 1 << 16, stepBytes: 1 << 14,
                             stability: savedStability)
         core.variant = variant
         servers = [:]
         links = [:]
         awaitingAck = [:]
+        return failure
     }
 }

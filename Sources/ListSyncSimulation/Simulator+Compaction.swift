@@ -1,3 +1,4 @@
+import ListStore
 import ListTable
 @_spi(Testing) import ListCRDT
 @_spi(Testing) import ListSync
@@ -33,7 +34,12 @@ extension Simulator {
             report.failures.append("daemon \(d): compaction at its own compaction point refused: \(error)")
             return
         }
-        daemons[d].disk.compact(snapshot: daemons[d].core.document.encodedSnapshot(), epoch: epoch)
+        do throws(StoreError) {
+            try daemons[d].disk.compact(daemons[d].core.document)
+        } catch {
+            report.failures.append("daemon \(d): the store's compaction failed: \(error)")
+            return
+        }
         report.compactions += 1
         report.compactionsPerDaemon[d] += 1
         performCore(d, daemons[d].core.floorAnnouncements())

@@ -68,6 +68,10 @@ public struct SimulationConfiguration: Sendable {
     @_spi(Testing) public var variant = EngineVariant.correct
     /// A deliberately broken document core (acknowledge before the sync), likewise.
     @_spi(Testing) public var coreVariant = DocumentCore.Variant.correct
+    /// A deliberately broken disk (tests of the harness's power): `fdatasync` makes nothing
+    /// durable (``SimulatedFileSystem/ignoresFdatasync``), as if the log acknowledged its appends
+    /// without syncing them.
+    @_spi(Testing) public var diskSkipsFdatasync = false
     /// A deliberately broken client (tests of the harness's power): it takes every refusal as
     /// final and makes its edits again at once, as clients did before ``UnansweredSends``.
     @_spi(Testing) public var remakesOnFirstRefusal = false
@@ -103,6 +107,9 @@ public struct SimulationReport: Sendable, CustomStringConvertible {
     public var daemons = 0, crashes = 0
     /// Operations daemons acknowledged to clients, and how many of those a crash lost.
     public var acknowledged = 0, acknowledgedLost = 0
+    /// Over the crashes: bytes of files the simulated file system dropped (written, not synced),
+    /// bytes of torn writes it kept, and damaged log tails the store's recovery put aside.
+    public var crashBytesLost = 0, crashTornBytesKept = 0, crashTailsKeptAside = 0
     /// Edits made (and operations created).
     public var edits = 0, operations = 0, moves = 0, drags = 0
     /// Edits that wrote fields (one operation each), the field changes they made, and how many
@@ -148,6 +155,8 @@ public struct SimulationReport: Sendable, CustomStringConvertible {
     public mutating func addCounts(of other: SimulationReport) {
         daemons += other.daemons; crashes += other.crashes
         acknowledged += other.acknowledged; acknowledgedLost += other.acknowledgedLost
+        crashBytesLost += other.crashBytesLost; crashTornBytesKept += other.crashTornBytesKept
+        crashTailsKeptAside += other.crashTailsKeptAside
         edits += other.edits; operations += other.operations
         fieldWrites += other.fieldWrites; fieldChanges += other.fieldChanges; increments += other.increments
         textEdits += other.textEdits
@@ -175,6 +184,9 @@ public struct SimulationReport: Sendable, CustomStringConvertible {
             "network: \(framesSent) frames sent, \(framesDelivered) delivered, \(framesDropped) dropped, \(framesDuplicated) duplicated, \(bytesSent) bytes",
             "virtual time \(virtualTime) ms, quiet after \(quiescenceRounds) anti-entropy rounds; final document: \(sections) sections, \(items) items",
         ]
+        if crashes > 0 {
+            lines.append("crashes (the store on the simulated file system): \(crashBytesLost) bytes changed back, \(crashTornBytesKept) bytes of torn writes kept, \(crashTailsKeptAside) log tails put aside by recovery")
+        }
         if roams > 0 { lines.append("roaming: \(roams) reconnects to another daemon, \(settles) back to settle a refusal") }
         if compacting {
             lines.append("compaction: \(compactions) compactions, \(retired) senders retired, \(snapshots) snapshot catch-ups, \(remade) operations remade, \(refusedCompacted) batches refused as compacted, \(operationResyncs) re-syncs from operations, \(clientCompactions) client compactions")
@@ -190,7 +202,8 @@ public struct SimulationReport: Sendable, CustomStringConvertible {
 
 /// Runs daemons and clients, the production state machines (``DocumentCore``, ``ServerSession``,
 /// ``ClientSession``, ``PeerSession``), over an ``InMemoryNetwork`` with faults and a
-/// ``SimulatedDisk`` per daemon that crashes lose unsynced bytes from, then heals everything, runs
+/// ``SimulatedDisk`` per daemon (the production store on a simulated file system) that crashes
+/// lose unsynced bytes from, then heals everything, runs
 /// anti-entropy until quiet, and checks: every operation a daemon acknowledged survived its
 /// crashes; every replica (daemons and clients that kept their copy) converged to the same
 /// snapshot and encoded state, with every identity once and nothing live lost (against
@@ -241,7 +254,7 @@ public struct Simulator: Sendable {
         network.inOrder = true
         let d = max(1, configuration.daemons)
         daemons = (0..<d).map { SimulatedDaemon(node: $0, document: DocumentID(high: 0x5157_1A7E, low: 1), epoch: 0xE90C,
-                                                 variant: configuration.coreVariant) }
+                                                 variant: configuration.coreVariant, skipsSyncs: configuration.diskSkipsFdatasync) }
         clients = (0..<max(1, configuration.replicas)).map { c in
             var doc = ListDocument(replica: ReplicaID(UInt64(c) + 1))
             doc.variant = configuration.variant
@@ -387,7 +400,14 @@ public struct Simulator: Sendable {
         let now = network.now
         for d in daemons.indices where (daemons[d].disk.syncDue ?? .max) <= now {
             daemons[d].disk.syncDue = nil
-            for ticket in daemons[d].disk.sync() {
+            daemons[d].disk.files.clockMillis = now
+            for (ticket, error) in daemons[d].disk.sync() {
+                if let error {
+                    // Nothing fails on the simulated disk but by a crash: a failure here is a fault of the store.
+                    report.failures.append("daemon \(d): append failed: \(error)")
+                    performCore(d, daemons[d].core.appendFailed(ticket: ticket, reason: error.description))
+                    continue
+                }
                 for op in appending[d]?.removeValue(forKey: ticket) ?? [] { logged[op.id] = op }
                 performCore(d, daemons[d].core.durable(ticket: ticket))
             }
@@ -548,8 +568,16 @@ public struct Simulator: Sendable {
         resetConnections(of: d)
         roomDue.removeAll { $0.daemon == d }
         for op in Self.unapplied(daemons[d].core.document) { unappliedBeforeCrashes[op.id] = op }
-        let keep = rng.below(daemons[d].disk.unsyncedCount + 1)
-        daemons[d].crashAndRecover(keep: keep, variant: configuration.coreVariant)
+        // The power goes before the queued round writes, after its write, or after its sync too.
+        let cut = rng.below(3)
+        let before = daemons[d].disk.files.stats
+        if let failure = daemons[d].crashAndRecover(cutAfter: cut, using: &rng, variant: configuration.coreVariant) {
+            report.failures.append("daemon \(d): recovery after a crash failed: \(failure)")
+        }
+        let after = daemons[d].disk.files.stats
+        report.crashBytesLost += after.bytesLost - before.bytesLost
+        report.crashTornBytesKept += after.tornBytesKept - before.tornBytesKept
+        report.crashTailsKeptAside += daemons[d].disk.folder.sharedLog?.recoveryReport.damage.count ?? 0
         appending[d] = nil
         for op in daemons[d].disk.replayed { logged[op.id] = op }
         // Acknowledged means durable: applied, or kept waiting for its causes (in the log either way).
@@ -946,7 +974,7 @@ public struct Simulator: Sendable {
             let clientsDone = !compacting || clients.allSatisfy { c in
                 !c.resync && c.document.hasHistory(since: c.acked) && c.document.operations(since: c.acked).isEmpty
             }
-            if clientsDone && docs.allSatisfy({ $0.version == v && $0.pendingCount == 0 }) && liveDaemons.allSatisfy({ $0.core.isQuiet && $0.disk.unsyncedCount == 0 }) {
+            if clientsDone && docs.allSatisfy({ $0.version == v && $0.pendingCount == 0 }) && liveDaemons.allSatisfy({ $0.core.isQuiet && !$0.disk.busy }) {
                 report.quiescenceRounds = round - 1
                 return
             }
@@ -961,7 +989,7 @@ public struct Simulator: Sendable {
     /// and ticks): one seed in eight does; the others check the boards at the time to live
     /// without running it (what is in flight then is not seen).
     mutating func checkPresenceEnded() {
-        let written = liveDaemons.map(\.disk.bytesWritten)
+        let written = liveDaemons.map(\.disk.appends)
         let ttl = PresenceBoard.defaultTTL / 1_000_000 + 1
         let runs = configuration.seed % 8 == 0
         if runs { step(until: network.now + ttl) }
@@ -971,7 +999,7 @@ public struct Simulator: Sendable {
                 report.failures.append("client \(c) still shows \(clients[c].board.presences.count) drags after the time to live")
             }
         }
-        if liveDaemons.map(\.disk.bytesWritten) != written || liveDaemons.contains(where: { !$0.core.isQuiet }) {
+        if liveDaemons.map(\.disk.appends) != written || liveDaemons.contains(where: { !$0.core.isQuiet }) {
             report.failures.append("a daemon wrote to its disk while only presence and anti-entropy ran")
         }
     }

@@ -138,6 +138,9 @@ func runSimulate(_ args: [String]) throws -> Int32 {
     } else if runs > 1 || quiet {
         let seconds = Date().timeIntervalSince(start)
         print("summary: \(runs) runs × \(config.replicas) replicas × \(config.operations) edits: \(total.edits) edits (\(total.fieldWrites) field writes, \(total.increments) increments), \(total.framesSent) frames, \(total.bytesSent) bytes, \(runs - UInt64(failed.count)) passed, \(failed.count) failed, \(String(format: "%.1f", seconds)) s")
+        if config.crashes > 0 {
+            print("crashes: \(total.crashes), the store on the simulated file system: \(total.crashBytesLost) bytes changed back, \(total.crashTornBytesKept) bytes of torn writes kept, \(total.crashTailsKeptAside) log tails put aside by recovery")
+        }
         if config.compactAfter != nil {
             print("compaction: \(total.compactions) compactions, \(total.retired) senders retired, \(total.snapshots) snapshot catch-ups, \(total.remade) operations remade, \(total.refusedCompacted) batches refused as compacted, \(total.clientCompactions) client compactions")
             if config.losesDaemon {
