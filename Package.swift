@@ -103,7 +103,7 @@ let package = Package(
             dependencies: ["ListCRDT", "ListSync", "ListSyncTCP", "ListSyncHTTP", "ListSyncCrypto", "ListSyncSimulation", "ListSyncRandom", "ListSyncTestSupport", "ListSyncTestTraits"]
         ),
         .testTarget(name: "ListSyncCryptoTests", dependencies: ["ListSyncCrypto", "ListSyncRandom"]),
-        .testTarget(name: "ListSyncWebTests", dependencies: ["ListSyncWeb", "ListCRDT", "ListSyncTCP", "ListSyncHTTP", "ListSyncCrypto", "ListSyncRandom"]),
+        .testTarget(name: "ListSyncWebTests", dependencies: ["ListSyncWeb", "ListCRDT", "ListTable", "ListSyncTCP", "ListSyncHTTP", "ListSyncCrypto", "ListSyncRandom"]),
         .testTarget(name: "ListSyncNATSTests", dependencies: ["ListSyncNATS", "ListSyncTCP", "ListSync", "ListSyncTestSupport", "ListSyncTestTraits"]),
         .testTarget(name: "ListSyncFaultsTests", dependencies: ["ListSyncFaults", "ListSyncTCP", "ListSyncTestSupport", "ListSyncTestTraits"]),
         .testTarget(

@@ -38,8 +38,12 @@ public enum WebModel {
     /// The others' activities as the page shows them: `[{"name", "kind", "items": [ids],
     /// "to": {"section", "row"} or null}]`.
     ///
-    /// - Complexity: O(k) in the items named.
+    /// - Complexity: O(k) in the items named, plus O(n) for n items once when a caret is shown.
     public static func presenceJSON(_ activities: [RemoteActivity], snapshot: ListSnapshot) -> String {
+        let texts = textFields(of: Set(activities.compactMap { a -> ItemID? in
+            guard let c = a.caret, case .item(let i) = c.target else { return nil }
+            return i
+        }), in: snapshot)
         let list: [[String: Any]] = activities.map { a in
             var to: Any = NSNull()
             if let d = a.destination, d.section < snapshot.sections.count {
@@ -47,7 +51,7 @@ public enum WebModel {
             }
             var entry: [String: Any] = ["name": a.name, "kind": a.kind == .dragging ? "dragging" : a.kind == .editing ? "editing" : "selecting",
                                         "items": a.items.map { text($0.opID) }, "to": to]
-            if let c = a.caret, case .item(let i) = c.target, let text = textOf(i, c.field, in: snapshot) {
+            if let c = a.caret, case .item(let i) = c.target, case .text(let text)? = texts[i]?[c.field] {
                 // UTF-16 offsets, as the page counts them.
                 entry["caret"] = ["item": Self.text(i.opID), "field": c.field,
                                   "anchor": TextPositions.utf16Offset(ofScalar: c.anchor, in: text) ?? 0,
@@ -58,17 +62,20 @@ public enum WebModel {
         return json(list)
     }
 
-    /// The text of text field `field` of `item` in `snapshot`, if it shows one.
+    /// The fields of each of `items` that `snapshot` shows, found in one pass (a caret per
+    /// person looked its item up in the whole snapshot before).
     ///
-    /// - Complexity: O(n) for n items (the snapshot is searched).
-    static func textOf(_ item: ItemID, _ field: String, in snapshot: ListSnapshot) -> String? {
+    /// - Complexity: O(n) for n items, nothing when `items` is empty.
+    static func textFields(of items: Set<ItemID>, in snapshot: ListSnapshot) -> [ItemID: [String: Field]] {
+        guard !items.isEmpty else { return [:] }
+        var out: [ItemID: [String: Field]] = [:]
         for s in snapshot.sections {
-            if let it = s.items.first(where: { $0.id == item }) {
-                if case .text(let t)? = it.fields[field] { return t }
-                return nil
+            for it in s.items where items.contains(it.id) {
+                out[it.id] = it.fields
+                if out.count == items.count { return out }
             }
         }
-        return nil
+        return out
     }
 
     /// Where `item` lands when dropped at `place`, found by identity in `snapshot` as it is when

@@ -160,4 +160,18 @@ struct TypedTextSnapshotTests {
         let loaded = try ListDocument(snapshot: doc.encodedSnapshot(format: .state), replica: ReplicaID(2))
         #expect(loaded.text("notes", ofItem: id) == String(repeating: "a", count: splices))
     }
+
+    @Test("thousands of small field writes of one replica (increments, set adds) load from a state snapshot")
+    func manySmallWritesLoad() throws {
+        var doc = ListDocument(replica: ReplicaID(1))
+        try doc.insertSection(at: 0)
+        let id = ItemID(try doc.insertItem(atRow: 0, inSection: 0, value: Data("card".utf8)).id)
+        for k in 0 ..< 3_000 {
+            _ = try doc.increment("votes", by: 1, ofItem: id)
+            _ = try doc.writeFields(["tags": .insert(["t\(k % 50)"])], ofItem: id)
+        }
+        let loaded = try ListDocument(snapshot: doc.encodedSnapshot(format: .state), replica: ReplicaID(2))
+        #expect(loaded.field("votes", of: id) == .counter(3_000))
+        #expect(loaded.field("tags", of: id) == doc.field("tags", of: id))
+    }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import ListCRDT
+import ListTable
 @testable import ListSyncWeb
 import ListSyncRandom
 
@@ -101,5 +102,34 @@ extension WebModelTests {
         for (kind, text) in [("number", "many"), ("number", "inf"), ("number", "nan"), ("bool", "yes"), ("date", "x"), ("", "")] {
             #expect(WebModel.fieldValue(kind: kind, text: text) == nil, "\(kind) \(text)")
         }
+    }
+}
+
+@Suite("Web view model: carets in the presence the page draws")
+struct WebCaretJSONTests {
+    @Test("each person's caret comes with its item, field and UTF-16 offsets, found in one pass over the board")
+    func caretsInUTF16() throws {
+        var doc = ListDocument(replica: ReplicaID(1))
+        try doc.insertSection(at: 0)
+        var items: [ItemID] = []
+        for k in 0 ..< 50 { items.append(ItemID(try doc.insertItem(atRow: k, inSection: 0, value: Data("c\(k)".utf8)).id)) }
+        _ = try doc.splice("notes", ofItem: items[7], at: 0, insert: "a😀bc")
+        _ = try doc.splice("notes", ofItem: items[40], at: 0, insert: "plain text")
+        let ana = try #require(doc.caret("notes", ofItem: items[7], selection: 2 ..< 3))
+        let bo = try #require(doc.caret("notes", ofItem: items[40], selection: 4 ..< 4))
+        let activities = [
+            RemoteActivity(Presence(replica: ReplicaID(2), name: "Ana", activity: .editing(ana)), in: doc),
+            RemoteActivity(Presence(replica: ReplicaID(3), name: "Bo", activity: .editing(bo)), in: doc),
+        ]
+        let json = WebModel.presenceJSON(activities, snapshot: doc.snapshot())
+        let list = try #require(try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [[String: Any]])
+        #expect(list.count == 2)
+        let carets = list.compactMap { $0["caret"] as? [String: Any] }
+        #expect(carets.count == 2, "both carets shown")
+        #expect(carets[0]["item"] as? String == WebModel.text(items[7].opID))
+        #expect(carets[0]["field"] as? String == "notes")
+        #expect(carets[0]["anchor"] as? Int == 3 && carets[0]["head"] as? Int == 4, "scalar 2 is UTF-16 offset 3 after the emoji")
+        #expect(carets[1]["item"] as? String == WebModel.text(items[40].opID))
+        #expect(carets[1]["anchor"] as? Int == 4 && carets[1]["head"] as? Int == 4)
     }
 }
