@@ -107,6 +107,47 @@ import ListSyncTestTraits
         }
     }
 
+    @Test("seeded boards with fields and long typing sessions (hundreds of keystrokes and backspaces per field, by several replicas) load as the same document, records included", arguments: 0 ..< 6 as Range<UInt64>)
+    func fieldsAndLongTyping(seed: UInt64) throws {
+        var rng = SplitMix64(seed: 0x7E47 &+ seed)
+        var workload = Workload()
+        workload.fieldWrites = 30
+        workload.textEdits = 15
+        var docs = (0 ..< 3).map { ListDocument(replica: ReplicaID(UInt64($0 + 1) * 11)) }
+        var n = 0
+        for _ in 0 ..< 4 {
+            for r in 0 ..< 3 {
+                for _ in 0 ..< 20 {
+                    let edit = RandomEdit.random(for: docs[r], workload: workload, using: &rng) { n += 1; return "v\(n)" }
+                    _ = try? edit.apply(to: &docs[r])
+                }
+                // A typing session: one key at a time at a caret, with backspaces now and then.
+                let rows = docs[r].snapshot().sections.flatMap(\.items)
+                guard !rows.isEmpty else { continue }
+                let item = rows[rng.below(rows.count)].id
+                var caret = rng.below((docs[r].text("notes", ofItem: item)?.unicodeScalars.count ?? 0) + 1)
+                for _ in 0 ..< rng.below(400) {
+                    if caret > 0, rng.chance(15), (try? docs[r].splice("notes", ofItem: item, at: caret - 1, delete: 1)) != nil {
+                        caret -= 1
+                        continue
+                    }
+                    let typed = rng.chance(5) ? "é😀" : "k"
+                    if (try? docs[r].splice("notes", ofItem: item, at: caret, insert: typed)) != nil {
+                        caret += typed.unicodeScalars.count
+                    } else {
+                        break   // a value field: not typed into
+                    }
+                }
+            }
+            for r in 0 ..< 3 { for s in 0 ..< 3 { docs[r].receive(docs[s].operations(since: docs[r].version)) } }
+        }
+        for doc in docs {
+            let loaded = try Self.expectSame(doc)
+            #expect(loaded.records.allRecords == doc.records.allRecords, "seed \(seed): every field's state")
+        }
+        try Self.expectSameFurtherEdits(docs[0], try ListDocument(snapshot: docs[0].encodedSnapshot(), replica: ReplicaID(77)), seed: seed)
+    }
+
     @Test("an empty document, and a document whose operations wait in the causal buffer")
     func emptyAndPending() throws {
         try Self.expectSame(ListDocument(replica: ReplicaID(1)))
