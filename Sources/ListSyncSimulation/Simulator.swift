@@ -87,9 +87,17 @@ public struct SimulationConfiguration: Sendable {
 
     /// The `listsync simulate` arguments that replay this configuration's run (the knobs the
     /// command takes; faults and partitions at their defaults).
+    /// The bytes trigger's flags, when not the defaults.
+    private var deadBytesArguments: String {
+        guard let floor = reclaimableFloor else { return " --compact-dead-share off" }
+        return (reclaimableShare != CompactionTrigger.defaultShare ? " --compact-dead-share \(reclaimableShare)" : "")
+            + (floor != CompactionTrigger.defaultFloor ? " --compact-dead-floor \(floor)" : "")
+    }
+
     public var replayArguments: String {
         "--seed \(seed) --replicas \(replicas) --ops \(operations) --daemons \(daemons)" + (ring ? " --ring" : "")
             + " --crashes \(crashes)" + (compactAfter.map { " --compact-after \($0) --retire-after \(retireAfter)" } ?? "")
+            + (compactAfter != nil ? deadBytesArguments : "")
             + (sendsAhead ? " --sends-ahead" : "") + (roamPercent > 0 ? " --roam \(roamPercent)" : "")
             + (losesDaemon ? " --lose-daemon" : "") + " --field-writes \(workload.fieldWrites)"
             + (workload.textEdits > 0 ? " --text-edits \(workload.textEdits)" : "")

@@ -1,4 +1,5 @@
 import Foundation
+import ListSync
 import ListSyncSimulation
 
 let simulateUsage = """
@@ -30,6 +31,14 @@ let simulateUsage = """
                           behind re-sync from a snapshot
       --retire-after MS   with --compact-after: virtual ms after which a silent client is
                           retired (default 30)
+      --compact-dead-share F
+                          with --compact-after: also compact once the bytes a compaction would
+                          free reach this share of the document's bytes, as `serve` does (a
+                          fraction from 0 to 1 or a percentage; default 0.5; off: only after
+                          --compact-after operations)
+      --compact-dead-floor B
+                          with --compact-after: ... and at least this many bytes (default 64K;
+                          a number of bytes, or with K, M or G)
       --sends-ahead       with --compact-after: clients send each edit at once, even ahead of
                           earlier unacknowledged ones (default: as SyncClient, in order once
                           caught up)
@@ -51,8 +60,8 @@ let simulateUsage = """
       -h, --help          show this help
 
     An option given without what it goes with (--ring without 3 daemons, --roam or
-    --lose-daemon without 2, --sends-ahead, --retire-after or --lose-daemon without
-    --compact-after) is a usage error, not ignored.
+    --lose-daemon without 2, --sends-ahead, --retire-after, --lose-daemon or the
+    --compact-dead options without --compact-after) is a usage error, not ignored.
     """
 
 
@@ -95,6 +104,19 @@ func runSimulate(_ args: [String]) throws -> Int32 {
             config.faults.latency = parts[0]...parts[1]
         case "--compact-after": config.compactAfter = try number("--compact-after", 1...10_000_000)
         case "--retire-after": config.retireAfter = try number("--retire-after", 0...10_000_000)
+        case "--compact-dead-share":
+            if let share = try parseShare(try value("--compact-dead-share")) {
+                config.reclaimableShare = share
+                if config.reclaimableFloor == nil { config.reclaimableFloor = CompactionTrigger.defaultFloor }
+            } else {
+                config.reclaimableFloor = nil
+            }
+        case "--compact-dead-floor":
+            let text = try value("--compact-dead-floor")
+            guard let floor = parseByteCount(text) else {
+                throw UsageError(message: "--compact-dead-floor must be a number of bytes (or 64K, 1M, 1G), not '\(text)'")
+            }
+            config.reclaimableFloor = floor
         case "--sends-ahead": config.sendsAhead = true
         case "--lose-daemon": config.losesDaemon = true
         case "--roam": config.roamPercent = try number("--roam", 0...100)
@@ -165,7 +187,8 @@ private func checkPrerequisites(_ given: Set<String>, _ config: SimulationConfig
     if given.contains("--roam"), config.daemons < 2 {
         throw UsageError(message: "--roam needs --daemons 2 or more (a client roams to another daemon), not \(config.daemons)")
     }
-    for option in ["--sends-ahead", "--retire-after", "--lose-daemon"] where given.contains(option) && !compacting {
+    for option in ["--sends-ahead", "--retire-after", "--lose-daemon", "--compact-dead-share", "--compact-dead-floor"]
+    where given.contains(option) && !compacting {
         throw UsageError(message: "\(option) needs --compact-after N (it only matters when daemons compact)")
     }
     if given.contains("--lose-daemon"), config.daemons < 2 {

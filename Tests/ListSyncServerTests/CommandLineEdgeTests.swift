@@ -186,6 +186,10 @@ struct CommandLineEdgeTests {
             (["--compact-after", "10", "--lose-daemon"], "--lose-daemon needs --daemons 2"),
             (["--sends-ahead"], "--sends-ahead needs --compact-after"),
             (["--retire-after", "5"], "--retire-after needs --compact-after"),
+            (["--compact-dead-share", "0.2"], "--compact-dead-share needs --compact-after"),
+            (["--compact-dead-floor", "1K"], "--compact-dead-floor needs --compact-after"),
+            (["--compact-after", "10", "--compact-dead-share", "2"], "--compact-dead-share must be from 0 to 1"),
+            (["--compact-after", "10", "--compact-dead-floor", "12Q"], "--compact-dead-floor must be a number of bytes"),
         ]
         for (args, message) in cases {
             let (code, out, err) = try runListsync(["simulate", "--ops", "5"] + args, stdin: FileHandle.nullDevice)
@@ -196,6 +200,25 @@ struct CommandLineEdgeTests {
         let (ok, _, okErr) = try runListsync(["simulate", "--ops", "20", "--daemons", "3", "--ring", "--roam", "20", "--quiet"],
                                              stdin: FileHandle.nullDevice)
         #expect(ok == 0, "\(okErr)")
+    }
+
+    @Test("simulate --compact-dead-share/--compact-dead-floor: daemons compact by dead bytes long before the operation count, and a run replays with the same flags")
+    func simulateDeadBytes() throws {
+        func compactions(_ extra: [String]) throws -> (Int, [String]) {
+            let (code, out, err) = try runListsync(["simulate", "--ops", "150", "--runs", "3", "--json", "--field-writes", "40",
+                                                    "--compact-after", "1000000"] + extra, stdin: FileHandle.nullDevice)
+            #expect(code == 0, "\(extra): \(err)")
+            let object = try #require(try JSONSerialization.jsonObject(with: Data(out.utf8)) as? [String: Any], "\(out)")
+            let runs = try #require(object["runs"] as? [[String: Any]])
+            #expect(runs.allSatisfy { $0["passed"] as? Bool == true }, "\(extra)")
+            return (runs.reduce(0) { $0 + ($1["compactions"] as? Int ?? 0) }, runs.compactMap { $0["replay"] as? String })
+        }
+        let (byBytes, replays) = try compactions(["--compact-dead-share", "10%", "--compact-dead-floor", "1K"])
+        #expect(byBytes > 0, "a tenth of the document dead and 1 KiB: daemons compact")
+        #expect(replays.allSatisfy { $0.contains("--compact-dead-share 0.1") && $0.contains("--compact-dead-floor 1024") }, "\(replays)")
+        let (off, offReplays) = try compactions(["--compact-dead-share", "off"])
+        #expect(off == 0, "only after a million operations: none")
+        #expect(offReplays.allSatisfy { $0.contains("--compact-dead-share off") }, "\(offReplays)")
     }
 
     @Test("simulate --json prints one JSON object: each run and the totals")
