@@ -22,6 +22,16 @@ struct ByteAccount: Sendable, Equatable {
     var dead = 0
     /// Every record's bytes (``FieldState/accountedBytes(name:)``, `held`).
     var records = 0
+
+    /// Counts one record's `fields`: all of it held, and dead whole when its entity is `dead`,
+    /// else only what a compaction drops of it alive.
+    ///
+    /// - Complexity: O(f) for f fields.
+    mutating func add(_ fields: [String: FieldState], dead: Bool) {
+        let bytes = RecordStore.accountedBytes(fields)
+        records += bytes.held
+        self.dead += dead ? bytes.held : bytes.reclaimable
+    }
 }
 
 extension ListDocument {
@@ -114,11 +124,8 @@ extension ListDocument {
         var account = ByteAccount()
         for i in items.indices where !items.isAlive(i) { account.dead += items.valueLength(i) }
         func count(_ id: OpID, _ fields: [String: FieldState]) {
-            let bytes = RecordStore.accountedBytes(fields)
-            account.records += bytes.held
             // A section's id names no item: its record counts as a live one's.
-            let dead = itemEntity(ItemID(id)).map { !items.isAlive($0) } ?? false
-            account.dead += dead ? bytes.held : bytes.reclaimable
+            account.add(fields, dead: itemEntity(ItemID(id)).map { !items.isAlive($0) } ?? false)
         }
         if includingDeferred {
             records.forEachRecord(count)

@@ -117,9 +117,7 @@ final class DeferredRecords: @unchecked Sendable {
         var sum = ByteAccount()
         for (id, t) in targets {
             // Replayed and measured, not cached: a daemon asks this once and may read no record.
-            let bytes = RecordStore.accountedBytes(lock.withLock({ cache[id] }) ?? replay(from: t.first))
-            sum.records += bytes.held
-            sum.dead += t.alive ? bytes.reclaimable : bytes.held
+            sum.add(lock.withLock({ cache[id] }) ?? replay(from: t.first), dead: !t.alive)
         }
         lock.withLock { totals = sum }
         return sum
