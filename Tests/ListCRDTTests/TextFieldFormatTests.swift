@@ -37,7 +37,7 @@ struct TextFieldFormatTests {
         let i = try doc.insertItem(at: IndexPath(item: 0, section: 0), value: Data())
         _ = try doc.splice("notes", ofItem: ItemID(i.id), at: 0, insert: "hello")
         let bytes = doc.encodedSnapshot()
-        #expect(bytes[ListDocument.snapshotMagic.count] == ListDocument.stateFieldsSnapshotFormatVersion)
+        #expect(bytes[ListDocument.snapshotMagic.count] == ListDocument.stateTextSnapshotFormatVersion)
         var loaded = try ListDocument(snapshot: bytes, replica: ReplicaID(1))
         #expect(loaded.version == doc.version)
         #expect(loaded.operations == doc.operations)
@@ -54,7 +54,7 @@ struct TextFieldFormatTests {
         _ = try doc.splice("notes", ofItem: ItemID(i.id), at: 0, insert: "hello")
         let last = try doc.splice("notes", ofItem: ItemID(i.id), at: 5, insert: "!")
         let bytes = doc.encodedSnapshot()
-        #expect(bytes[ListDocument.snapshotMagic.count] == ListDocument.stateFieldsSnapshotFormatVersion)
+        #expect(bytes[ListDocument.snapshotMagic.count] == ListDocument.stateTextSnapshotFormatVersion)
         // The batch of other operations, as the encoder writes it (Docs/WireFormat.md §5.5).
         var others = doc.log.records.filter { $0.kind == .other }.map { doc.log.others[Int($0.payload)] }
         for k in others.indices { others[k].deps = Frontier() }

@@ -81,9 +81,11 @@ extension ListDocument {
             guard b == expected else { throw .invalidTag(b, offset: at) }
         }
         let version = try r.byte()
-        if version == Self.stateSnapshotFormatVersion || version == Self.stateFieldsSnapshotFormatVersion {
+        if version == Self.stateSnapshotFormatVersion || version == Self.stateFieldsSnapshotFormatVersion
+            || version == Self.stateTextSnapshotFormatVersion {
             var decoder = StateSnapshotDecoder(r, replica: replica, maxValueSize: maxValueSize,
-                                               othersInOneBatch: version == Self.stateFieldsSnapshotFormatVersion)
+                                               othersInOneBatch: version != Self.stateSnapshotFormatVersion,
+                                               textRecords: version == Self.stateTextSnapshotFormatVersion)
             self = try decoder.decode()
             records.conflicts = []   // history, not news (Docs/Semantics.md §8.3)
             recountBytes()   // the tables were loaded whole, not operation by operation

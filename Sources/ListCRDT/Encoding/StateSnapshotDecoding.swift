@@ -35,14 +35,23 @@ struct StateSnapshotDecoder {
     /// Field writes of values, counters and sets, filed per record for a replay on first use
     /// (DeferredRecords.swift).
     var deferral = DeferredRecords.Builder()
+    /// Version 7: the records that hold text, read ahead of the log as state and checked against
+    /// it (`StateSnapshotDecoding+Text.swift`); nil before version 7.
+    var textState: TextStateCheck?
+    /// Per replica index: one past the greatest counter of the log read so far.
+    var lastEnd: [UInt64] = []
+    /// The index of each replica in ``replicas``.
+    var replicaIndexOf: [ReplicaID: Int] = [:]
     /// The most slots, and log operations, the input may claim (16 per byte, plus 65,536: every
     /// slot or operation but a run's costs at least a byte, and runs are bounded likewise).
     let limit: Int
 
     /// A decoder reading `reader` from its offset (right after the magic and the version byte).
-    init(_ reader: WireReader, replica: ReplicaID, maxValueSize: Int, othersInOneBatch: Bool = false) {
+    init(_ reader: WireReader, replica: ReplicaID, maxValueSize: Int, othersInOneBatch: Bool = false,
+         textRecords: Bool = false) {
         r = reader
         if othersInOneBatch { others = [] }
+        if textRecords { textState = TextStateCheck() }
         self.replica = replica
         self.maxValueSize = maxValueSize
         doc = ListDocument(replica: replica, maxValueSize: maxValueSize)
@@ -62,6 +71,7 @@ struct StateSnapshotDecoder {
             let at = r.offset
             let id = ReplicaID(try r.varint())
             guard seenReplicas.insert(id).inserted else { throw .invalidValue("replica \(id) listed twice", offset: at) }
+            replicaIndexOf[id] = replicas.count
             replicas.append(id)
         }
         try readSlots()
@@ -69,6 +79,7 @@ struct StateSnapshotDecoder {
             let n = try r.count(minBytes: 1)
             others = try ListOperation.decode(try r.raw(n), maxValueSize: maxValueSize, maxOperations: limit)
         }
+        if textState != nil { try readTextRecords() }
         // The history's field writes rebuild the records: history, not news (no conflicts reported).
         doc.records.reportsConflicts = false
         // Room for a record per entity at once (growing the table was 4% of a kanban's load).
@@ -84,6 +95,7 @@ struct StateSnapshotDecoder {
         try readFrontier()
         try readTrees()
         guard r.isAtEnd else { throw .trailingBytes(r.remaining) }
+        try finishTextRecords(at: r.offset)
         finishDeferral()
         return doc
     }
@@ -217,7 +229,7 @@ struct StateSnapshotDecoder {
         // one per splice, so requiring 3 refused a snapshot of 100 keystrokes).
         let records = try r.count(minBytes: others != nil ? 2 : 3)
         doc.log.reserveCapacity(records: records)
-        var lastEnd = Array(repeating: UInt64(0), count: replicas.count)
+        lastEnd = Array(repeating: UInt64(0), count: replicas.count)
         var nextSlot: Int64 = 0
         var previousEnd: UInt64 = 0
         var covered = 0
@@ -345,6 +357,12 @@ struct StateSnapshotDecoder {
             throw .invalidValue("field \"\(problem.name)\": \(problem.why)", offset: offset)
         }
         let key = target.opID
+        if textState?.records[key] != nil {
+            // Version 7: the record is loaded as state; its text edits are checked against it.
+            try checkLogged(writes, of: id, record: key, at: offset)
+            doc.records.clock = max(doc.records.clock, writes.clock)
+            return
+        }
         let text = writes.writes.contains { if case .text = $0.change { true } else { false } }
         if !text && doc.records.materialized[key] == nil {
             // Cannot fail against the record: filed, replayed when the record is first used.

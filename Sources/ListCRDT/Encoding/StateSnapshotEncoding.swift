@@ -34,6 +34,10 @@ extension ListDocument {
     /// operations of other kinds in one batch ahead of the log, instead of one batch each inside it
     /// (Docs/WireFormat.md §5.5). Documents without field writes keep writing version 2.
     public static let stateFieldsSnapshotFormatVersion: UInt8 = 5
+    /// The state snapshot of a document with a text field: version 5 with the records that hold
+    /// text written as state ahead of the log, so that a load does not replay every keystroke
+    /// (Docs/WireFormat.md §5.7). Documents without text keep writing version 5.
+    public static let stateTextSnapshotFormatVersion: UInt8 = 7
 
     /// Encodes the document as a state snapshot (format version 2).
     ///
@@ -54,12 +58,24 @@ struct StateSnapshotEncoder {
     /// Version 5: the log's other operations go in one batch ahead of the log (field writes make
     /// most of a board's history; one batch spells each field name once and shares its context).
     let othersInOneBatch: Bool
+    /// Version 7: the records that hold text go ahead of the log, as state (with version 5's layout).
+    let textRecords: Bool
 
     /// `othersInOneBatch` nil: version 5 exactly when the history writes fields (false: version 2
-    /// whatever it holds, as builds before version 5 wrote it; for tests).
-    init(_ doc: ListDocument, othersInOneBatch: Bool? = nil) {
+    /// whatever it holds, as builds before version 5 wrote it; for tests). `textRecords` nil:
+    /// version 7 exactly when a field holds text (false: version 5, as builds before version 7
+    /// wrote it; for tests).
+    init(_ doc: ListDocument, othersInOneBatch: Bool? = nil, textRecords: Bool? = nil) {
         self.doc = doc
-        self.othersInOneBatch = othersInOneBatch ?? doc.log.others.contains(where: \.carriesFields)
+        let others = othersInOneBatch ?? doc.log.others.contains(where: \.carriesFields)
+        self.othersInOneBatch = others
+        self.textRecords = others && (textRecords ?? doc.records.hasText)
+    }
+
+    /// The version this encoder writes.
+    var version: UInt8 {
+        textRecords ? ListDocument.stateTextSnapshotFormatVersion
+            : othersInOneBatch ? ListDocument.stateFieldsSnapshotFormatVersion : ListDocument.stateSnapshotFormatVersion
     }
 
     /// Record kinds of the log section (the low three bits of a record's first byte).
@@ -83,7 +99,7 @@ struct StateSnapshotEncoder {
         let body = encodeBody()
         var head = WireWriter()
         head.bytes.append(contentsOf: ListDocument.snapshotMagic)
-        head.byte(othersInOneBatch ? ListDocument.stateFieldsSnapshotFormatVersion : ListDocument.stateSnapshotFormatVersion)
+        head.byte(version)
         head.count(replicaList.count)
         for r in replicaList { head.varint(r.rawValue) }
         head.bytes.append(contentsOf: body)
@@ -94,6 +110,7 @@ struct StateSnapshotEncoder {
         w.bytes.reserveCapacity(doc.slots.count + doc.items.count + 4096)
         putSlots()
         if othersInOneBatch { putOthers() }
+        if textRecords { putTextRecords() }
         putLog()
         putDeleted(doc.sections)
         putDeleted(doc.items)
@@ -172,6 +189,18 @@ struct StateSnapshotEncoder {
         let batch = ListOperation.encode(ops)
         w.count(batch.count)
         w.bytes.append(contentsOf: batch)
+    }
+
+    /// Version 7: the records that hold a text field, whole, as a compacted snapshot writes records
+    /// (``RecordStore/encoded()``, with the text layout), behind their length. The loader checks
+    /// them against the log's text edits instead of replaying those (`StateSnapshotDecoding+Text.swift`).
+    private mutating func putTextRecords() {
+        var store = RecordStore()
+        store.clock = doc.records.clock
+        store.materialized = doc.records.materialized.filter { $0.value.values.contains { $0.text != nil } }
+        let bytes = store.encoded()
+        w.count(bytes.count)
+        w.bytes.append(contentsOf: bytes)
     }
 
     private mutating func putLog() {

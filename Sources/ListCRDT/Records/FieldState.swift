@@ -175,3 +175,28 @@ struct FieldState: Hashable, Sendable {
         return f
     }
 }
+
+extension FieldState {
+    /// Equal when every register is: a member's add tags compare as a set (replicas apply them in
+    /// different orders, and a snapshot writes them sorted).
+    ///
+    /// - Complexity: O(f + t) for f registers and t tags.
+    static func == (a: FieldState, b: FieldState) -> Bool {
+        guard a.latest == b.latest, a.kind == b.kind, a.register == b.register, a.value == b.value,
+              a.increments == b.increments, a.adds.count == b.adds.count, a.text == b.text else { return false }
+        return a.adds.allSatisfy { member, tags in
+            guard let other = b.adds[member], other.count == tags.count else { return false }
+            return Set(other) == Set(tags)
+        }
+    }
+
+    func hash(into hasher: inout Hasher) {
+        hasher.combine(latest)
+        hasher.combine(kind)
+        hasher.combine(register)
+        hasher.combine(value)
+        hasher.combine(increments)
+        hasher.combine(Set(adds.keys))
+        hasher.combine(text)
+    }
+}
