@@ -40,10 +40,7 @@ struct TextStateSnapshotTests {
 
     /// The bytes of `doc`'s records that hold text, as version 7 writes them.
     static func textRecordBytes(_ doc: ListDocument) -> [UInt8] {
-        var store = RecordStore()
-        store.clock = doc.records.clock
-        store.materialized = doc.records.materialized.filter { $0.value.values.contains { $0.text != nil } }
-        return store.encoded()
+        StateSnapshotEncoder.textStateRecords(of: doc).encoded()
     }
 
     /// `snapshot` (version 7 of `doc`) with its records of text replaced by those of `other`.
@@ -122,6 +119,26 @@ struct TextStateSnapshotTests {
         for n in stride(from: 5, to: bytes.count, by: 1) {
             #expect(throws: WireError.self) { try ListDocument(snapshot: bytes.prefix(n), replica: ReplicaID(5)) }
         }
+    }
+
+    @Test("a pasted text stays in the log only (version 5, byte for byte); beside a typed one, only the typed record is written as state")
+    func pastedTextStaysInTheLog() throws {
+        var doc = ListDocument(replica: ReplicaID(1))
+        try doc.insertSection(at: 0)
+        let pasted = ItemID(try doc.insertItem(atRow: 0, inSection: 0, value: Data()).id)
+        _ = try doc.splice("notes", ofItem: pasted, at: 0, insert: String(repeating: "lorem ipsum ", count: 200))
+        _ = try doc.splice("notes", ofItem: pasted, at: 0, delete: 6, insert: "")
+        var v5 = StateSnapshotEncoder(doc, textRecords: false)
+        #expect(doc.encodedSnapshot() == v5.encode(), "two edits for 2,400 characters: version 5")
+        let typed = ItemID(try doc.insertItem(atRow: 1, inSection: 0, value: Data()).id)
+        _ = try TextFieldTests.type("typed", at: 0, into: &doc, item: typed)
+        let bytes = doc.encodedSnapshot()
+        #expect(bytes[4] == ListDocument.stateTextSnapshotFormatVersion)
+        #expect(Set(StateSnapshotEncoder.textStateRecords(of: doc).materialized.keys) == [typed.opID])
+        let loaded = try ListDocument(snapshot: bytes, replica: ReplicaID(2))
+        #expect(loaded.records == doc.records)
+        #expect(loaded.text("notes", ofItem: pasted) == doc.text("notes", ofItem: pasted))
+        #expect(loaded.text("notes", ofItem: typed) == "typed")
     }
 
     @Test("every damaged byte of a version-7 snapshot is a typed error or a sound document")

@@ -58,8 +58,11 @@ struct StateSnapshotEncoder {
     /// Version 5: the log's other operations go in one batch ahead of the log (field writes make
     /// most of a board's history; one batch spells each field name once and shares its context).
     let othersInOneBatch: Bool
-    /// Version 7: the records that hold text go ahead of the log, as state (with version 5's layout).
+    /// Whether version 7 may be written (the records that hold typed text go ahead of the log, as
+    /// state, with version 5's layout): it is when ``textState`` holds a record.
     let textRecords: Bool
+    /// The records written as state (``textStateRecords(of:)``), when version 7 is written.
+    let textState: RecordStore
 
     /// `othersInOneBatch` nil: version 5 exactly when the history writes fields (false: version 2
     /// whatever it holds, as builds before version 5 wrote it; for tests). `textRecords` nil:
@@ -69,7 +72,29 @@ struct StateSnapshotEncoder {
         self.doc = doc
         let others = othersInOneBatch ?? doc.log.others.contains(where: \.carriesFields)
         self.othersInOneBatch = others
-        self.textRecords = others && (textRecords ?? doc.records.hasText)
+        let mayWrite = others && (textRecords ?? doc.records.hasText)
+        textState = mayWrite ? Self.textStateRecords(of: doc) : RecordStore()
+        self.textRecords = mayWrite && !textState.materialized.isEmpty
+    }
+
+    /// The records a version-7 snapshot writes as state: those holding a text typed in many edits,
+    /// at least one logged text edit per 16 characters kept, whose load by replay would apply
+    /// edit after edit (a typed text's history is one edit per keystroke). A text pasted in a few
+    /// edits replays faster than its state decodes, and as state it would repeat its history's
+    /// characters: its record stays in the log only, as in version 5.
+    ///
+    /// - Complexity: O(m + r) for m log operations of other kinds and r records.
+    static func textStateRecords(of doc: ListDocument) -> RecordStore {
+        var edits: [OpID: Int] = [:]
+        doc.log.others.forEachTextEditRecord { edits[$0, default: 0] += 1 }
+        var store = RecordStore()
+        store.clock = doc.records.clock
+        for (record, fields) in doc.records.materialized {
+            let characters = fields.values.reduce(0) { $0 + ($1.text?.slotCount ?? 0) }
+            guard characters > 0, (edits[record] ?? 0) * 16 >= characters else { continue }
+            store.materialized[record] = fields
+        }
+        return store
     }
 
     /// The version this encoder writes.
@@ -191,14 +216,11 @@ struct StateSnapshotEncoder {
         w.bytes.append(contentsOf: batch)
     }
 
-    /// Version 7: the records that hold a text field, whole, as a compacted snapshot writes records
+    /// Version 7: the records that hold a typed text, whole, as a compacted snapshot writes records
     /// (``RecordStore/encoded()``, with the text layout), behind their length. The loader checks
     /// them against the log's text edits instead of replaying those (`StateSnapshotDecoding+Text.swift`).
     private mutating func putTextRecords() {
-        var store = RecordStore()
-        store.clock = doc.records.clock
-        store.materialized = doc.records.materialized.filter { $0.value.values.contains { $0.text != nil } }
-        let bytes = store.encoded()
+        let bytes = textState.encoded()
         w.count(bytes.count)
         w.bytes.append(contentsOf: bytes)
     }

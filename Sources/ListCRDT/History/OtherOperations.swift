@@ -113,6 +113,27 @@ struct OtherOperations: RandomAccessCollection, Sendable {
         if !edit.deletes.isEmpty { removed.append(contentsOf: edit.deletes) }
     }
 
+    /// Calls `body` with the record of every text edit kept (once per field an operation types
+    /// into), without rebuilding any operation.
+    ///
+    /// - Complexity: O(n) for n operations kept.
+    func forEachTextEditRecord(_ body: (OpID) -> Void) {
+        for s in slots {
+            if s < 0 {
+                body(fields[Int(splices[Int(~s)].field)].target.opID)
+                continue
+            }
+            let op = whole[Int(s)]
+            switch op.kind {
+            case let .writeFields(target, writes):
+                for w in writes.writes { if case .text = w.change { body(target.opID) } }
+            case let .insertItemWithFields(_, _, _, writes):
+                for w in writes.writes { if case .text = w.change { body(op.id) } }
+            default: continue
+            }
+        }
+    }
+
     /// Heap bytes, for ``ListDocument/memoryBreakdown``.
     var memoryParts: [MemoryPart] {
         [memoryPart("log.others", whole), memoryPart("log.otherSlots", slots),
