@@ -292,10 +292,10 @@ struct StateSnapshotDecoder {
                     covered += 1
                 default: throw .invalidValue("an operation of this kind has a record of its own", offset: blobAt)
                 }
-                other = op
                 first = op.id
                 // One operation; a text edit spans one id per character it inserts.
                 span = op.span
+                other = consume op   // moved, not copied
             }
             let ops = tag == .moveItems || tag == .other ? 1 : span
             guard doc.log.count + ops <= limit, first.counter >= lastEnd[k],

@@ -184,10 +184,10 @@ struct OpLog: Sendable {
     /// Appends an applied operation of a rare kind (section delete, value write), kept whole.
     ///
     /// - Complexity: O(1) amortized.
-    mutating func append(other op: ListOperation) {
-        others.append(op)
+    mutating func append(other op: consuming ListOperation) {
         keptWholeBytes += op.loggedPayloadBytes
-        newRecord(id: op.id, deps: op.deps, kind: .other, count: op.span, payload: Int32(others.count - 1), operations: 1)
+        newRecord(id: op.id, deps: op.deps, kind: .other, count: op.span, payload: Int32(others.count), operations: 1)
+        others.append(op)   // moved in, not copied
     }
 
     /// Appends an applied splice of one text field (what ``append(other:)`` does with the

@@ -73,7 +73,7 @@ struct OtherOperations: RandomAccessCollection, Sendable {
     /// Appends `op`, in parts when it is a splice of one text field.
     ///
     /// - Complexity: O(1) amortized, plus O(r) for a splice removing r ranges.
-    mutating func append(_ op: ListOperation) {
+    mutating func append(_ op: consuming ListOperation) {
         precondition(slots.count < Int(Int32.max), "the log is full")
         guard case .writeFields(let target, let writes) = op.kind, writes.writes.count == 1,
               case .text(let edit) = writes.writes[0].change, writes.writes[0].replaces == .none,
