@@ -75,9 +75,9 @@ extension ListDocument {
     }
 }
 
-/// The state of one ``ListDocument/remake(_:from:)``: what the returning replica shows, and
-/// which of its new entities were made again under which id.
-private struct Remaker {
+/// The state of one ``ListDocument/remake(_:from:)`` (or ``ListDocument/mergeBack(from:remakes:)``):
+/// what the returning replica shows, and which of its new entities were made again under which id.
+struct Remaker {
     let local: ListSnapshot
     var sections: [SectionID: SectionID] = [:]
     var items: [ItemID: ItemID] = [:]

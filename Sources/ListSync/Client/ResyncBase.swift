@@ -13,4 +13,30 @@ extension ListDocument {
     public func isReadyForRemake(synced: VersionVector, acknowledged: VersionVector, of replica: ReplicaID) -> Bool {
         version.includes(synced) && version[replica] >= acknowledged[replica]
     }
+
+    /// ``isReadyForRemake(synced:acknowledged:of:)`` for `local`'s replica, but for the edits of
+    /// it a daemon acknowledged that were made before this document's floor (or on such an edit)
+    /// and that it lacks: no copy compacted there ever takes them, so they are not waited for.
+    /// Only a daemon left out of a peer's floor took such edits, and it made them again on the
+    /// peer's copy (Docs/Semantics.md §7, "A copy left out of a peer's floor"): the edits are in
+    /// this document, or come to it, under other ids; the copy drops the originals.
+    ///
+    /// - Complexity: O(r + k × d) for r records of `local`'s log and k operations of d
+    ///   dependencies that this document lacks (only when an acknowledged edit is missing).
+    public func isReadyForRemake(synced: VersionVector, acknowledged: VersionVector, local: ListDocument) -> Bool {
+        let replica = local.replica
+        guard version.includes(synced) else { return false }
+        guard version[replica] < acknowledged[replica] else { return true }
+        guard historyFloor != nil, local.hasHistory(since: version) else { return false }
+        var stale: [ReplicaID: [ClosedRange<UInt64>]] = [:]
+        for op in local.operations(since: version) {
+            let onStale = op.deps.contains { d in stale[d.replica]?.contains { $0.contains(d.counter) } ?? false }
+            if onStale || isBeforeFloor(op) {
+                stale[op.id.replica, default: []].append(op.id.counter...op.lastID.counter)
+            } else if op.id.replica == replica && acknowledged.contains(op.lastID) {
+                return false   // acknowledged, after the floor: it comes (relayed by a peer)
+            }
+        }
+        return true
+    }
 }
