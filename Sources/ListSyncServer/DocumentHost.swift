@@ -256,7 +256,8 @@ actor DocumentHost {
               let snapshot = try? ListDocument(snapshot: bytes, replica: core.document.replica),
               let (merged, merge) = core.mergeBack(snapshot) else { return nil }
         let store = store
-        do { try await exclusively { try store.compact(merged) } } catch {
+        // The new generation lacks logged operations (those made again under other ids).
+        do { try await exclusively { try store.replace(with: merged) } } catch {
             log("merged copy not written", ["document": id.description, "error": "\(error)"])
             return nil
         }

@@ -46,7 +46,7 @@ extension Simulator {
             actions = daemons[d].core.replace(with: document)
         } else if let (merged, merge) = daemons[d].core.mergeBack(snapshot) {
             document = merged
-            guard storeCompact(d, document) else { return }
+            guard storeCompact(d, document, replacing: true) else { return }
             report.mergesBack += 1
             report.mergedBackOperations += merge.made.count
             for op in merge.kept + merge.made { logged[op.id] = op }
@@ -67,9 +67,9 @@ extension Simulator {
         performLink(d, peer, more)
     }
 
-    private mutating func storeCompact(_ d: Int, _ document: ListDocument) -> Bool {
+    private mutating func storeCompact(_ d: Int, _ document: ListDocument, replacing: Bool = false) -> Bool {
         do throws(StoreError) {
-            try daemons[d].disk.compact(document)
+            if replacing { try daemons[d].disk.replace(with: document) } else { try daemons[d].disk.compact(document) }
             return true
         } catch {
             report.failures.append("daemon \(d): the store did not take a peer's snapshot: \(error)")

@@ -68,6 +68,21 @@ extension DocumentCore {
         return actions
     }
 
+    /// The version `subscribed` says this copy holds: the durable version, and after a merge
+    /// back what it held before too (``partedVersion``). The operations of it the copy lacks now
+    /// are held as their edits, made again: a device that sent one and missed its
+    /// acknowledgement (the merge back cut its connection) must count it as taken, or its
+    /// re-sync would make it again beside the daemon's (a value shown twice). A peer's link
+    /// lacks none of them either: what this copy held of others' is in the snapshot it merged
+    /// onto.
+    ///
+    /// - Complexity: O(r) for r replicas.
+    var advertisedVersion: VersionVector {
+        guard var version = partedVersion else { return durableVersion }
+        version.formUnion(durableVersion)
+        return version
+    }
+
     /// Whether `op` is an operation this copy held before a merge back and no longer holds: its
     /// edit is here, made again under another id.
     ///

@@ -354,7 +354,7 @@ public struct DocumentCore: Sendable {
         }
         subscribers[subscriber] = Subscriber()
         presenceListeners.remove(subscriber)
-        let hello = SyncMessage.subscribed(document: id, name: name, epoch: self.epoch, version: durableVersion).encoded()
+        let hello = SyncMessage.subscribed(document: id, name: name, epoch: self.epoch, version: advertisedVersion).encoded()
         return [.send(subscriber, hello)] + catchUp(subscriber, from: version)
     }
 
