@@ -48,6 +48,8 @@ extension DocumentCore {
         for op in merge.parted where !document.version.contains(op.lastID) {
             refusedFloor[op.id.replica] = max(refusedFloor[op.id.replica] ?? 0, op.lastID.counter)
         }
+        stability.lowerAcknowledgements(to: document.version)
+        stabilityUnsaved = true
         mergesBack += 1
         operationsMergedBack += merge.made.count
         materialiseCatchUps()
