@@ -1,4 +1,3 @@
-import Foundation
 import ListStore
 import ListTable
 @_spi(Testing) import ListCRDT
@@ -211,10 +210,6 @@ extension Simulator {
         for (d, daemon) in daemons.enumerated() where d != lost && daemon.core.document.operationCount >= minOperations {
             report.failures.append("daemon \(d) did not compact once quiet (\(daemon.core.document.operationCount) operations since its floor)"
                                    + ": \(daemon.core.compactionBlock)")
-            if ProcessInfo.processInfo.environment["SIMDEBUG"] != nil {
-                report.failures.append("DBG daemon \(d) v \(daemon.core.document.version) acks \(daemon.core.stability.tracker.acknowledged)")
-                for c in clients.indices { report.failures.append("DBG client \(c) d\(clients[c].daemon) v \(clients[c].document.version) resync \(clients[c].resync) live \(clients[c].live) forgetful \(clients[c].forgetful)") }
-            }
         }
     }
 }

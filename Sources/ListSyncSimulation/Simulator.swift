@@ -1016,10 +1016,6 @@ public struct Simulator: Sendable {
             }
         }
         report.failures.append("replicas did not become quiet after 60 anti-entropy rounds")
-        if ProcessInfo.processInfo.environment["SIMDEBUG"] != nil {
-            for c in clients.indices { report.failures.append("DBG client \(c) d\(clients[c].daemon) forgetful \(clients[c].forgetful) resync \(clients[c].resync) live \(clients[c].live) connected \(clients[c].connected) v \(clients[c].document.version) acked \(clients[c].acked) pending \(clients[c].document.pendingCount) floor \(String(describing: clients[c].document.historyFloor)) base \(String(describing: clients[c].resyncing.base?.version)) synced \(String(describing: clients[c].resyncing.synced)) batches \(clients[c].batches) waiting \(clients[c].session.waitingCount)") }
-            for d in daemons.indices { report.failures.append("DBG daemon \(d) v \(daemons[d].core.document.version) pending \(daemons[d].core.document.pendingCount) floor \(String(describing: daemons[d].core.document.historyFloor)) parted \(String(describing: daemons[d].core.partedVersion)) links \(daemons[d].links.keys.sorted()) parting \(daemons[d].links.values.map(\.parting)) refusedBeforeFloor \(daemons[d].core.refusedBeforeFloor) pub \(String(describing: daemons[d].core.stability.peers.entries[daemons[d].replica]?.version))") }
-        }
     }
 
     /// Every drag ended: after the presence time to live, no client shows another's drag (ended
