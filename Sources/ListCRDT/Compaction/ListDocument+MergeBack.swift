@@ -40,24 +40,11 @@ extension ListDocument {
         let lacking = local.operations(since: version)
         var result = MergeBack()
         guard !lacking.isEmpty else { return result }
-        var stale: [ReplicaID: [ClosedRange<UInt64>]] = [:]
-        var direct: [ListOperation] = []
-        for op in lacking {
-            let onStale = op.deps.contains { d in stale[d.replica]?.contains { $0.contains(d.counter) } ?? false }
-            if onStale || isBeforeFloor(op) {
-                result.parted.append(op)
-                stale[op.id.replica, default: []].append(op.id.counter...op.lastID.counter)
-            } else {
-                direct.append(op)
-            }
-        }
+        var direct: [ListOperation]
+        (direct, result.parted) = splitAtFloor(lacking)
         if !direct.isEmpty {
-            // On a copy: all of them or none (then every one is parted).
-            var copy = self
-            let start = copy.operationCount
-            let report = copy.receive(direct)
-            if report.refused.isEmpty, copy.pendingCount == pendingCount, let taken = try? copy.operations(from: start) {
-                self = copy
+            // All of them or none (then every one is parted).
+            if let taken = receiveWhole(direct) {
                 result.kept = taken
             } else {
                 result.parted = lacking
@@ -73,5 +60,38 @@ extension ListDocument {
         for op in redo { remaker.remake(op, on: &self) }
         result.made = remaker.made
         return result
+    }
+
+    /// Splits `ops` (operations this document lacks, in causal order) into those causally after
+    /// its floor, and those made before it (``isBeforeFloor(_:)``) or on one of those: the
+    /// latter no copy compacted at the floor ever takes as they are.
+    ///
+    /// - Complexity: O(k × d) for k operations of d dependencies.
+    public func splitAtFloor(_ ops: [ListOperation]) -> (after: [ListOperation], before: [ListOperation]) {
+        var stale: [ReplicaID: [ClosedRange<UInt64>]] = [:]
+        var after: [ListOperation] = [], before: [ListOperation] = []
+        for op in ops {
+            let onStale = op.deps.contains { d in stale[d.replica]?.contains { $0.contains(d.counter) } ?? false }
+            if onStale || isBeforeFloor(op) {
+                before.append(op)
+                stale[op.id.replica, default: []].append(op.id.counter...op.lastID.counter)
+            } else {
+                after.append(op)
+            }
+        }
+        return (after, before)
+    }
+
+    /// Receives `ops` whole or not at all: applied, none refused and none left waiting, it
+    /// returns the operations as applied (from the log); otherwise nil, and nothing changes.
+    ///
+    /// - Complexity: that of ``receive(_:)-([ListOperation])`` on a copy of the document.
+    mutating func receiveWhole(_ ops: [ListOperation]) -> [ListOperation]? {
+        var copy = self
+        let start = copy.operationCount
+        let report = copy.receive(ops)
+        guard report.refused.isEmpty, copy.pendingCount == pendingCount, let taken = try? copy.operations(from: start) else { return nil }
+        self = copy
+        return taken
     }
 }

@@ -28,15 +28,8 @@ extension ListDocument {
         guard version.includes(synced) else { return false }
         guard version[replica] < acknowledged[replica] else { return true }
         guard historyFloor != nil, local.hasHistory(since: version) else { return false }
-        var stale: [ReplicaID: [ClosedRange<UInt64>]] = [:]
-        for op in local.operations(since: version) {
-            let onStale = op.deps.contains { d in stale[d.replica]?.contains { $0.contains(d.counter) } ?? false }
-            if onStale || isBeforeFloor(op) {
-                stale[op.id.replica, default: []].append(op.id.counter...op.lastID.counter)
-            } else if op.id.replica == replica && acknowledged.contains(op.lastID) {
-                return false   // acknowledged, after the floor: it comes (relayed by a peer)
-            }
-        }
-        return true
+        // Missing and acknowledged, after the floor: it comes (relayed by a peer).
+        let (after, _) = splitAtFloor(local.operations(since: version))
+        return !after.contains { $0.id.replica == replica && acknowledged.contains($0.lastID) }
     }
 }

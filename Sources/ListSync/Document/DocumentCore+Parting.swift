@@ -53,21 +53,13 @@ extension DocumentCore {
         mergesBack += 1
         operationsMergedBack += merge.made.count
         materialiseCatchUps()
-        var actions: [Action] = []
-        let cut = subscribers.keys.sorted()
         self.document = document
         publishedMark = nil
         durableVersion = document.version
         durableCount = document.operationCount
         snapshotCache = nil
         gossipDirty = true
-        for s in cut {
-            subscribers[s] = nil
-            actions.append(.close(s, reason: "the daemon's copy merged back a peer's compacted copy; subscribe again"))
-        }
-        presenceListeners = []
-        activePresence = [:]
-        return actions
+        return cutSubscribers(reason: "the daemon's copy merged back a peer's compacted copy; subscribe again")
     }
 
     /// The version `subscribed` says this copy holds: the durable version, and after a merge
