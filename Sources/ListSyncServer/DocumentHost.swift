@@ -244,6 +244,31 @@ actor DocumentHost {
         return true
     }
 
+    /// A peer answered this daemon's link with its snapshot, and this copy holds operations it
+    /// lacks (Docs/Semantics.md §7, "A copy left out of a peer's floor"): the copy merged back
+    /// onto the snapshot (``DocumentCore/mergeBack(_:)``) is written to the store as a new
+    /// generation, then replaces the copy (``DocumentCore/replace(with:parting:)``). Returns what
+    /// was merged back, or nil (nothing changed: the snapshot does not load, the copy cannot be
+    /// merged, or the store failed).
+    func mergeBackSnapshot(_ bytes: [UInt8]) async -> ListDocument.MergeBack? {
+        await settleStore()
+        guard !isClosed, core.isQuiet, !storeBusy,
+              let snapshot = try? ListDocument(snapshot: bytes, replica: core.document.replica),
+              let (merged, merge) = core.mergeBack(snapshot) else { return nil }
+        let store = store
+        // The new generation lacks logged operations (those made again under other ids).
+        do { try await exclusively { try store.replace(with: merged) } } catch {
+            log("merged copy not written", ["document": id.description, "error": "\(error)"])
+            return nil
+        }
+        // Batches waited while it was written (``settleStore()``), and none runs before the
+        // replacement: no await between the write's end and it.
+        let actions = core.replace(with: merged, parting: merge)
+        await perform(actions)
+        nextSnapshotAt = max(snapshotLogBytes, (try? store.snapshotBytes) ?? 0)
+        return merge
+    }
+
     /// About once a second (the daemon's housekeeping): a document with peers keeps its entry
     /// heard of, retires silent peers, and sends its stability table if it changed
     /// (Docs/Semantics.md §7, "Peers").

@@ -226,6 +226,16 @@ actor PeerLink: DocumentSubscriber {
                 await perform(onSession { $0.localReady(ready, now: Self.now()) })
                 return
             }
+            // A copy that holds operations the snapshot lacks is merged back onto it (the
+            // operations made before its floor made again), and subscribes again from it.
+            if let h = try? await daemon.host(id), let merge = await h.mergeBackSnapshot(snapshot) {
+                daemon.log("peer snapshot merged back", ["peer": label, "document": id.description,
+                                                         "kept": "\(merge.kept.count)", "made_again": "\(merge.made.count)",
+                                                         "dropped": "\(merge.dropped.count)"])
+                let ready = await h.localDescription
+                await perform(onSession { $0.localReady(ready, now: Self.now()) })
+                return
+            }
             daemon.log("peer compacted past this copy", ["peer": label, "document": id.description,
                                                          "action": "not synced with this peer: re-attach one of the copies"])
         }

@@ -94,6 +94,13 @@ struct SimulatedDisk {
         try store.compact(document)
     }
 
+    /// A merge back through the store (``DocumentStore/replace(with:)``): the new generation
+    /// lacks logged operations (those made again under other ids). Nothing may be in flight.
+    mutating func replace(with document: ListDocument) throws(StoreError) {
+        precondition(!busy && !executor.hasPending, "a replacement with appends in flight")
+        try store.replace(with: document)
+    }
+
     /// A crash: the power goes after `calls` more mutating calls of the round in progress (if one
     /// waits: 0, before its write; 1, after it; more, after its sync too, unacknowledged), the file
     /// system loses what was not synced (torn last writes drawn from `rng`), and the process's

@@ -79,6 +79,13 @@ public struct SimulationConfiguration: Sendable {
     /// machine gone), the operator forgets it on one of the others (`--forget-peer`), and the
     /// clients edit on for half as many edits again (``Simulator/loseDaemon()``).
     public var losesDaemon = false
+    /// With compaction and several daemons: the first daemon is hidden (Docs/Semantics.md §7, "A
+    /// copy left out of a peer's floor"): no peer ever heard of it (its links' first `seen` never
+    /// arrived, no table of it reached anyone) and its links stay down while the clients edit,
+    /// its own clients included; once quiet, the others compact without it, then its links come
+    /// up: its copy holds acknowledged operations made before their floor, and is merged back
+    /// (``Simulator/unhideDaemon()``).
+    public var hidesDaemon = false
     /// A deliberately absent operator (tests of the harness's power): the lost daemon is not forgotten.
     @_spi(Testing) public var forgetsLostDaemon = true
     /// A deliberately broken client (tests of the harness's power): after a refusal it keeps the
@@ -99,7 +106,7 @@ public struct SimulationConfiguration: Sendable {
             + " --crashes \(crashes)" + (compactAfter.map { " --compact-after \($0) --retire-after \(retireAfter)" } ?? "")
             + (compactAfter != nil ? deadBytesArguments : "")
             + (sendsAhead ? " --sends-ahead" : "") + (roamPercent > 0 ? " --roam \(roamPercent)" : "")
-            + (losesDaemon ? " --lose-daemon" : "") + " --field-writes \(workload.fieldWrites)"
+            + (losesDaemon ? " --lose-daemon" : "") + (hidesDaemon ? " --hide-daemon" : "") + " --field-writes \(workload.fieldWrites)"
             + (workload.textEdits > 0 ? " --text-edits \(workload.textEdits)" : "")
     }
 
@@ -153,6 +160,12 @@ public struct SimulationReport: Sendable, CustomStringConvertible {
     /// Daemons lost for good, and the times a daemon forgot one on its operator's word (the
     /// others forget it through the gossip; ``SimulationConfiguration/losesDaemon``).
     public var daemonsLost = 0, daemonsForgotten = 0
+    /// Copies merged back onto a peer's compacted copy they were left out of, and the operations
+    /// made again by them (``SimulationConfiguration/hidesDaemon``).
+    public var mergesBack = 0, mergedBackOperations = 0
+    /// Operations some daemon acknowledged that are missing, at the end, from some copy (neither
+    /// there nor made again by a merge back): copies that parted. Always a failure.
+    public var copiesParted = 0
 
     /// An empty report (runs fill theirs in; tests add reports up in one with ``addCounts(of:)``).
     public init() {}
@@ -176,6 +189,8 @@ public struct SimulationReport: Sendable, CustomStringConvertible {
         settles += other.settles
         daemonsLost += other.daemonsLost
         daemonsForgotten += other.daemonsForgotten
+        mergesBack += other.mergesBack; mergedBackOperations += other.mergedBackOperations
+        copiesParted += other.copiesParted
     }
     /// Every invariant that failed; empty when the run passed.
     public var failures: [String] = []
@@ -201,6 +216,9 @@ public struct SimulationReport: Sendable, CustomStringConvertible {
             if daemons > 1 {
                 lines.append("peers: compactions per daemon \(compactionsPerDaemon), \(stabilityGossips) stability tables sent")
             }
+        }
+        if daemons > 1 {
+            lines.append("copies parted: \(copiesParted), \(mergesBack) copies merged back (\(mergedBackOperations) operations made again)")
         }
         lines.append(passed ? "result: converged, all invariants hold" : "result: FAILED\n  " + failures.joined(separator: "\n  "))
         return lines.joined(separator: "\n")
@@ -249,6 +267,13 @@ public struct Simulator: Sendable {
     var lost: Int?
     /// Per daemon, the daemons its operator told it to forget (`--forget-peer`), by replica.
     var forgottenPeers: [Int: Set<ReplicaID>] = [:]
+    /// The daemon no peer knows yet, its links down (``SimulationConfiguration/hidesDaemon``).
+    var hidden: Int?
+    /// Operations a daemon took and then made again (or left to their own daemon) when it merged
+    /// back onto a peer's compacted copy: their edits are on every copy under other ids.
+    var mergedBack: [OpID: ListOperation] = [:]
+    /// Every id of those operations (a run's each).
+    var mergedBackIDs: Set<OpID> = []
     var compacting: Bool { configuration.compactAfter != nil }
     /// Whether clients send by SyncClient's policy (everything unacknowledged, in order, once
     /// caught up: ``DeviceCopyPolicy/toSend(_:acknowledged:)``).
@@ -280,9 +305,11 @@ public struct Simulator: Sendable {
         if d > 1 && configuration.compactAfter != nil {
             // Every daemon starts with the document, as if it had been copied through the links
             // before the run: each has heard of the others (a daemon's copy of a peer's document
-            // exists only once its link attached, and the peer noted it then).
+            // exists only once its link attached, and the peer noted it then). A hidden daemon's
+            // peers have not: its first `seen` never reached them.
+            if configuration.hidesDaemon { hidden = 0 }
             for i in daemons.indices {
-                for j in daemons.indices where j != i { _ = daemons[i].core.notePeer(daemons[j].replica, now: 0) }
+                for j in daemons.indices where j != i && j != hidden { _ = daemons[i].core.notePeer(daemons[j].replica, now: 0) }
                 daemons[i].savedStability = daemons[i].core.stability
             }
         }
@@ -304,7 +331,7 @@ public struct Simulator: Sendable {
     ///
     /// - Complexity: O(k · (r + log n)) for k edits on r replicas, plus anti-entropy.
     public mutating func run() -> SimulationReport {
-        for (a, b) in configuration.links(daemons.count) { connectLink(a, b) }
+        for (a, b) in configuration.links(daemons.count) where a != hidden && b != hidden { connectLink(a, b) }
         for c in clients.indices { connectClient(c) }
         let n = clients.count
         let cuts = (0..<configuration.partitions).map { _ in
@@ -322,6 +349,7 @@ public struct Simulator: Sendable {
             for c in crashes where c.at == edit { crash(c.daemon) }
             editSomewhere()
         }
+        if hidden != nil { unhideDaemon() }
         quiesce()
         if configuration.losesDaemon, compacting, daemons.count > 1, report.failures.isEmpty {
             loseDaemon()
@@ -426,7 +454,7 @@ public struct Simulator: Sendable {
         for c in clients.indices where (clients[c].reconnectAt ?? .max) <= now { connectClient(c) }
         for (k, t) in linkDue.sorted(by: { $0.key < $1.key }) where t <= now {
             let (a, b) = (k >> 32, k & 0xFFFF_FFFF)
-            if a == lost || b == lost { linkDue[k] = nil } else { connectLink(a, b) }
+            if a == lost || b == lost || a == hidden || b == hidden { linkDue[k] = nil } else { connectLink(a, b) }
         }
         for c in clients.indices where clients[c].connected {
             performClient(c, clients[c].session.tick(now: nowNs))
@@ -738,8 +766,8 @@ public struct Simulator: Sendable {
             case let .deliver(_, ops): performCore(d, daemons[d].core.receive(ops, batch: 0, from: sub))
             case let .epochConflict(doc, a, b): report.failures.append("daemon \(d): epoch conflict on \(doc): \(a) / \(b)")
             case let .destroyLocal(doc, reason): report.failures.append("daemon \(d): told to destroy \(doc) (\(reason)); no daemon destroys here")
-            case let .behindFloor(doc, _): report.failures.append("daemon \(d): a peer compacted \(doc) past this daemon's copy")
-            case let .refusedCompacted(doc, text): report.failures.append("daemon \(d): a peer refused relayed operations of \(doc) as compacted: \(text)")
+            case let .behindFloor(_, bytes): mergeBack(d, peer, snapshot: bytes)
+            case .refusedCompacted: report.refusedCompacted += 1   // the link fetches the peer's snapshot
             }
         }
     }
@@ -1032,13 +1060,15 @@ public struct Simulator: Sendable {
         // version counts their counters, yet their effects are nowhere.
         var unapplied = unappliedBeforeCrashes
         for daemon in daemons { for op in Self.unapplied(daemon.core.document) { unapplied[op.id] = op } }
+        for (id, op) in mergedBack { unapplied[id] = op }
         let known = compacting ? logged.values.filter { docs[0].version.contains($0.lastID) && unapplied[$0.id] != $0 } : all
         let oracle = SemanticsOracle(known)
         if let why = oracle.check(reference) { report.failures.append("replica 0: \(why)") }
         report.failures += oracle.checkFieldIntent(reference).map { "replica 0: \($0)" }
         report.failures += oracle.checkText(reference).map { "replica 0: \($0)" }
+        checkNoCopyParted(docs)
         for (d, daemon) in daemons.enumerated() {
-            let missing = daemon.acknowledged.filter { !daemon.core.document.version.contains($0) }
+            let missing = daemon.acknowledged.filter { !daemon.core.document.version.contains($0) && !mergedBackIDs.contains($0) }
             if !missing.isEmpty { report.failures.append("daemon \(d) lacks \(missing.count) operations it acknowledged") }
             // A stale epoch is refused, and changes nothing.
             var core = daemon.core

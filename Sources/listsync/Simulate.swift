@@ -48,6 +48,10 @@ let simulateUsage = """
                           daemon is lost for good, the operator forgets it on another
                           (--forget-peer), and the clients edit on; every other daemon
                           must compact again
+      --hide-daemon       with --compact-after and --daemons 2 or more: no peer knows the
+                          first daemon (its first `seen` lost) and its links stay down while
+                          its clients edit; the others compact without it, then its links come
+                          up and its copy is merged back onto theirs (nothing acknowledged lost)
       --field-writes P    percent of edits that write fields of a random item or section:
                           value sets and removals, counter increments, set adds and removes
                           (default 20; 0: none, the runs of before fields)
@@ -59,9 +63,10 @@ let simulateUsage = """
                           counts) and the totals
       -h, --help          show this help
 
-    An option given without what it goes with (--ring without 3 daemons, --roam or
-    --lose-daemon without 2, --sends-ahead, --retire-after, --lose-daemon or the
-    --compact-dead options without --compact-after) is a usage error, not ignored.
+    An option given without what it goes with (--ring without 3 daemons, --roam,
+    --lose-daemon or --hide-daemon without 2, --sends-ahead, --retire-after,
+    --lose-daemon, --hide-daemon or the --compact-dead options without --compact-after)
+    is a usage error, not ignored.
     """
 
 
@@ -119,6 +124,7 @@ func runSimulate(_ args: [String]) throws -> Int32 {
             config.reclaimableFloor = floor
         case "--sends-ahead": config.sendsAhead = true
         case "--lose-daemon": config.losesDaemon = true
+        case "--hide-daemon": config.hidesDaemon = true
         case "--roam": config.roamPercent = try number("--roam", 0...100)
         case "--field-writes": config.workload.fieldWrites = try number("--field-writes", 0...100)
         case "--text-edits": config.workload.textEdits = try number("--text-edits", 0...100)
@@ -144,6 +150,7 @@ func runSimulate(_ args: [String]) throws -> Int32 {
             reports.append(["seed": String(report.seed), "passed": report.passed, "failures": report.failures,
                             "edits": report.edits, "fieldWrites": report.fieldWrites, "increments": report.increments, "operations": report.operations, "frames": report.framesSent,
                             "bytes": report.bytesSent, "compactions": report.compactions, "daemonsLost": report.daemonsLost,
+                            "copiesParted": report.copiesParted, "mergesBack": report.mergesBack,
                             "replay": "listsync simulate \(config.replayArguments)"])
         } else if !quiet || !report.passed {
             print(report)
@@ -169,6 +176,9 @@ func runSimulate(_ args: [String]) throws -> Int32 {
                 print("lost daemons: \(total.daemonsLost) lost for good, \(total.daemonsForgotten) forgotten on the operator's word (the others forget through the gossip)")
             }
         }
+        if config.daemons > 1 {
+            print("copies parted: \(total.copiesParted), \(total.mergesBack) copies merged back (\(total.mergedBackOperations) operations made again)")
+        }
         if !failed.isEmpty { print("failed seeds: \(failed.prefix(20).map(String.init).joined(separator: " "))") }
     }
     return failed.isEmpty ? 0 : 1
@@ -187,11 +197,14 @@ private func checkPrerequisites(_ given: Set<String>, _ config: SimulationConfig
     if given.contains("--roam"), config.daemons < 2 {
         throw UsageError(message: "--roam needs --daemons 2 or more (a client roams to another daemon), not \(config.daemons)")
     }
-    for option in ["--sends-ahead", "--retire-after", "--lose-daemon", "--compact-dead-share", "--compact-dead-floor"]
+    for option in ["--sends-ahead", "--retire-after", "--lose-daemon", "--hide-daemon", "--compact-dead-share", "--compact-dead-floor"]
     where given.contains(option) && !compacting {
         throw UsageError(message: "\(option) needs --compact-after N (it only matters when daemons compact)")
     }
     if given.contains("--lose-daemon"), config.daemons < 2 {
         throw UsageError(message: "--lose-daemon needs --daemons 2 or more (another daemon forgets the lost one), not \(config.daemons)")
+    }
+    if given.contains("--hide-daemon"), config.daemons < 2 {
+        throw UsageError(message: "--hide-daemon needs --daemons 2 or more (the others compact without the hidden one), not \(config.daemons)")
     }
 }

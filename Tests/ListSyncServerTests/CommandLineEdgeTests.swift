@@ -176,7 +176,7 @@ struct CommandLineEdgeTests {
         #expect(object?["connected"] as? Bool == false, "\(json)")
     }
 
-    @Test("simulate refuses --ring, --roam, --lose-daemon, --sends-ahead, --retire-after without their prerequisite")
+    @Test("simulate refuses --ring, --roam, --lose-daemon, --hide-daemon, --sends-ahead, --retire-after without their prerequisite")
     func simulatePrerequisites() throws {
         let cases: [([String], String)] = [
             (["--ring"], "--ring needs --daemons 3"),
@@ -184,6 +184,8 @@ struct CommandLineEdgeTests {
             (["--roam", "20"], "--roam needs --daemons 2"),
             (["--lose-daemon"], "--lose-daemon needs --compact-after"),
             (["--compact-after", "10", "--lose-daemon"], "--lose-daemon needs --daemons 2"),
+            (["--hide-daemon"], "--hide-daemon needs --compact-after"),
+            (["--compact-after", "10", "--hide-daemon"], "--hide-daemon needs --daemons 2"),
             (["--sends-ahead"], "--sends-ahead needs --compact-after"),
             (["--retire-after", "5"], "--retire-after needs --compact-after"),
             (["--compact-dead-share", "0.2"], "--compact-dead-share needs --compact-after"),
@@ -200,6 +202,11 @@ struct CommandLineEdgeTests {
         let (ok, _, okErr) = try runListsync(["simulate", "--ops", "20", "--daemons", "3", "--ring", "--roam", "20", "--quiet"],
                                              stdin: FileHandle.nullDevice)
         #expect(ok == 0, "\(okErr)")
+        // A hidden daemon merged back: the peer modes print the copies parted (none).
+        let (hid, hidOut, hidErr) = try runListsync(["simulate", "--ops", "60", "--daemons", "2", "--compact-after", "10", "--hide-daemon",
+                                                     "--seed", "420000"], stdin: FileHandle.nullDevice)
+        #expect(hid == 0, "\(hidErr)")
+        #expect(hidOut.contains("copies parted: 0, 1 copies merged back"), "\(hidOut)")
     }
 
     @Test("simulate --compact-dead-share/--compact-dead-floor: daemons compact by dead bytes long before the operation count, and a run replays with the same flags")

@@ -348,11 +348,12 @@ extension PeerCompactionCoreTests {
         #expect(other.isEmpty)
     }
 
-    @Test("a relayed batch the peer refuses as compacted is reported (the copies differ); an older peer's refusal of stability stops it")
+    @Test("a relayed batch the peer refuses as compacted is reported, and the link fetches the peer's snapshot to merge back onto; an older peer's refusal of stability stops it")
     func refusals() {
         var (p, _) = Self.attached()
         let refused = p.receive(SyncMessage.error(request: 0, document: Self.doc, code: .compacted, text: "before the floor").encoded(), now: 1)
-        #expect(refused == [.refusedCompacted(Self.doc, "before the floor")])
+        #expect(refused.requests == [.refusedCompacted(Self.doc, "before the floor"), .detach(Self.doc)])
+        #expect(refused.sent.count == 1, "a subscription from nothing (PeerMergeBackTests.linkFetchesTheSnapshot)")
         #expect(p.client.sendsStability)
         _ = p.receive(SyncMessage.error(request: 0, document: nil, code: .malformed, text: "malformed message: unknown message type 21").encoded(), now: 2)
         #expect(!p.client.sendsStability)

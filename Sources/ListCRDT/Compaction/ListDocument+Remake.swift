@@ -50,16 +50,8 @@ extension ListDocument {
         }
         var taken: [ListOperation] = []
         if !direct.isEmpty {
-            // On a copy: all of them or none (then every one is made again).
-            var copy = self
-            let start = copy.operationCount
-            let report = copy.receive(direct)
-            if report.refused.isEmpty, copy.pendingCount == pendingCount, let made = try? copy.operations(from: start) {
-                self = copy
-                taken = made
-            } else {
-                redo = unsent
-            }
+            // All of them or none (then every one is made again).
+            if let made = receiveWhole(direct) { taken = made } else { redo = unsent }
         }
         // Each identity once: the operations made again take ids after every one `local` knows,
         // its own refused or unsent ones included (this document's clock only knows what the
@@ -75,9 +67,9 @@ extension ListDocument {
     }
 }
 
-/// The state of one ``ListDocument/remake(_:from:)``: what the returning replica shows, and
-/// which of its new entities were made again under which id.
-private struct Remaker {
+/// The state of one ``ListDocument/remake(_:from:)`` (or ``ListDocument/mergeBack(from:remakes:)``):
+/// what the returning replica shows, and which of its new entities were made again under which id.
+struct Remaker {
     let local: ListSnapshot
     var sections: [SectionID: SectionID] = [:]
     var items: [ItemID: ItemID] = [:]

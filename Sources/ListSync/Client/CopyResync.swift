@@ -66,7 +66,8 @@ public struct CopyResync: Sendable {
     }
 
     /// The re-sync of `local` if it is ready (the daemon's copy holds all `synced` said and every
-    /// edit of `local`'s replica in `acknowledged`: ``ListCRDT/ListDocument/isReadyForRemake(synced:acknowledged:of:)``),
+    /// edit of `local`'s replica in `acknowledged` that it can still take:
+    /// ``ListCRDT/ListDocument/isReadyForRemake(synced:acknowledged:local:)``),
     /// else nil. Changes nothing: the driver stores the outcome, then calls ``finish()``.
     /// `prepare` adjusts the daemon's copy before the edits are made again on it.
     ///
@@ -74,7 +75,7 @@ public struct CopyResync: Sendable {
     public func outcome(local: ListDocument, acknowledged: VersionVector,
                         prepare: (inout ListDocument) -> Void = { _ in }) -> Outcome? {
         guard var base, let synced,
-              base.isReadyForRemake(synced: synced, acknowledged: acknowledged, of: local.replica) else { return nil }
+              base.isReadyForRemake(synced: synced, acknowledged: acknowledged, local: local) else { return nil }
         prepare(&base)
         let unsent = DeviceCopyPolicy.unsent(local, acknowledged: acknowledged, base: base)
         let held = base.version

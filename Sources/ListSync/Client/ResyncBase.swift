@@ -13,4 +13,23 @@ extension ListDocument {
     public func isReadyForRemake(synced: VersionVector, acknowledged: VersionVector, of replica: ReplicaID) -> Bool {
         version.includes(synced) && version[replica] >= acknowledged[replica]
     }
+
+    /// ``isReadyForRemake(synced:acknowledged:of:)`` for `local`'s replica, but for the edits of
+    /// it a daemon acknowledged that were made before this document's floor (or on such an edit)
+    /// and that it lacks: no copy compacted there ever takes them, so they are not waited for.
+    /// Only a daemon left out of a peer's floor took such edits, and it made them again on the
+    /// peer's copy (Docs/Semantics.md §7, "A copy left out of a peer's floor"): the edits are in
+    /// this document, or come to it, under other ids; the copy drops the originals.
+    ///
+    /// - Complexity: O(r + k × d) for r records of `local`'s log and k operations of d
+    ///   dependencies that this document lacks (only when an acknowledged edit is missing).
+    public func isReadyForRemake(synced: VersionVector, acknowledged: VersionVector, local: ListDocument) -> Bool {
+        let replica = local.replica
+        guard version.includes(synced) else { return false }
+        guard version[replica] < acknowledged[replica] else { return true }
+        guard historyFloor != nil, local.hasHistory(since: version) else { return false }
+        // Missing and acknowledged, after the floor: it comes (relayed by a peer).
+        let (after, _) = splitAtFloor(local.operations(since: version))
+        return !after.contains { $0.id.replica == replica && acknowledged.contains($0.lastID) }
+    }
 }

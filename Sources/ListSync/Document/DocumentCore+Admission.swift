@@ -81,7 +81,11 @@ extension DocumentCore {
     /// - Complexity: O(1) while the published version is the same; else that of ``heads(of:)``.
     mutating func currentMark() -> PublishedMark? {
         // One look-up for a document no peer touches (it has no entries), before anything else.
-        guard let mine = stability.peers.entries[document.replica], mine.version != VersionVector(), isPeered else {
+        // After a merge back, an entry that still names what this copy no longer holds is as
+        // good as none (no peer can have compacted at it: only this copy held all of it) until
+        // this daemon publishes again (DocumentCore+Parting.swift).
+        guard let mine = stability.peers.entries[document.replica], mine.version != VersionVector(), isPeered,
+              partedVersion == nil || document.version.includes(mine.version) else {
             publishedMark = nil
             return nil
         }

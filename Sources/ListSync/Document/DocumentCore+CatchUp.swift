@@ -120,7 +120,7 @@ extension DocumentCore {
     /// - Complexity: O(r) for the log's r records (counting what `version` lacks, nothing rebuilt:
     ///   ``pump(_:)`` reads the operations a step at a time).
     mutating func catchUp(_ subscriber: SubscriberID, from version: VersionVector) -> [Action] {
-        guard document.hasHistory(since: version) else {
+        guard document.hasHistory(since: version), !holdsParted(version) else {
             subscribers[subscriber]!.snapshotDue = true
             return sendSnapshotIfQuiet(subscriber)
         }

@@ -201,15 +201,18 @@ extension DocumentCore {
         publishedMark = nil
         durableVersion = document.version
         durableCount = document.operationCount
+        return cutSubscribers(reason: "the daemon's copy was replaced by a peer's snapshot; subscribe again")
+    }
+
+    /// Cuts every subscriber off (each subscribes again, from what it holds), with `reason`.
+    ///
+    /// - Complexity: O(s log s) for s subscribers.
+    mutating func cutSubscribers(reason: String) -> [Action] {
         let cut = subscribers.keys.sorted()
-        var actions: [Action] = []
-        for s in cut {
-            subscribers[s] = nil
-            actions.append(.close(s, reason: "the daemon's copy was replaced by a peer's snapshot; subscribe again"))
-        }
+        for s in cut { subscribers[s] = nil }
         presenceListeners = []
         activePresence = [:]
-        return actions
+        return cut.map { .close($0, reason: reason) }
     }
 
     /// Whether a gossip is waiting for its interval (the driver's timer asks).

@@ -65,6 +65,10 @@ public struct DocumentCore: Sendable {
         /// (Docs/Semantics.md §7, "Retiring with peers"): a retired replica's edit that a peer
         /// took meanwhile is refused where the floor was compacted (the copies split).
         case retiresWithoutAgreement
+        /// Does not merge back a copy a peer compacted past (Docs/Semantics.md §7, "A copy left
+        /// out of a peer's floor"): ``mergeBack(_:)`` gives nil, and the copy is not synced with
+        /// that peer, as before the repair (what only it acknowledged stays on it).
+        case partsCopies
     }
 
     /// The document's id.
@@ -115,6 +119,13 @@ public struct DocumentCore: Sendable {
     /// The version this daemon last published to its peers, and what is known to be after it
     /// (``refuseUnaccounted(_:relay:waiting:)``).
     var publishedMark: PublishedMark?
+    /// What this copy held before it merged back a peer's snapshot it was left out of
+    /// (``replace(with:parting:)``): a subscriber that holds operations of it that the copy lacks
+    /// now (made again under other ids) gets a snapshot, and such an operation sent again is
+    /// acknowledged as held (its edit is). Kept in memory only.
+    public internal(set) var partedVersion: VersionVector?
+    /// Copies merged back (``replace(with:parting:)``), and operations made again by them.
+    public internal(set) var mergesBack = 0, operationsMergedBack = 0
 
     /// Log positions below this are durable.
     var durableCount: Int
@@ -242,6 +253,8 @@ public struct DocumentCore: Sendable {
         for op in ops {
             if document.version.contains(op.lastID) {
                 seen.append(op)
+            } else if isMergedBack(op) {
+                continue   // its edit is here, made again (DocumentCore+Parting.swift)
             } else if document.isWaiting(op) {
                 waiting.observe(op.lastID)
             } else {
@@ -341,7 +354,7 @@ public struct DocumentCore: Sendable {
         }
         subscribers[subscriber] = Subscriber()
         presenceListeners.remove(subscriber)
-        let hello = SyncMessage.subscribed(document: id, name: name, epoch: self.epoch, version: durableVersion).encoded()
+        let hello = SyncMessage.subscribed(document: id, name: name, epoch: self.epoch, version: advertisedVersion).encoded()
         return [.send(subscriber, hello)] + catchUp(subscriber, from: version)
     }
 

@@ -195,4 +195,10 @@ public struct DocumentStability: Sendable, Equatable {
             throw .malformed("stability file: \(error)")
         }
     }
+
+    /// Every sender's acknowledgement lowered to at most `version` (``StabilityTracker/lower(to:)``):
+    /// the document was merged back onto a peer's copy that lacks some of what they reported.
+    public mutating func lowerAcknowledgements(to version: VersionVector) {
+        tracker.lower(to: version)
+    }
 }

@@ -52,6 +52,21 @@ public struct StabilityTracker: Sendable, Equatable {
         acknowledged[replica] = ack
     }
 
+    /// Lowers every sender's acknowledgement to at most `version`, counter by counter: the
+    /// document was replaced by one that lacks operations they reported (a merge back,
+    /// Docs/Semantics.md §7, "A copy left out of a peer's floor"), which no replica will hold
+    /// again. Lower is never less safe: it only holds the stable version back until each
+    /// reports again.
+    ///
+    /// - Complexity: O(s × r log r) for s senders and r replicas.
+    public mutating func lower(to version: VersionVector) {
+        for (replica, ack) in acknowledged {
+            var lowered = ack
+            for e in ack.entries where e.counter > version[e.replica] { lowered[e.replica] = version[e.replica] }
+            acknowledged[replica] = lowered
+        }
+    }
+
     /// Stops counting `replica`, which acknowledged nothing, as a sender here: another daemon
     /// counts it (Docs/Semantics.md §7, "Peers"). Returns whether it was one.
     public mutating func forget(_ replica: ReplicaID) -> Bool {

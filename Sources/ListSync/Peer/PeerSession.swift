@@ -69,7 +69,10 @@ public struct PeerSession: Sendable {
         case behindFloor(DocumentID, snapshot: [UInt8])
         /// The peer refused operations this link relayed as made before its compaction floor
         /// (``SyncErrorCode/compacted``): this daemon took operations of a replica left out of
-        /// that floor, so the two copies differ (Docs/Semantics.md §7, "Peers"). Log it.
+        /// that floor (Docs/Semantics.md §7, "A copy left out of a peer's floor"). Log it. The
+        /// link detaches the document and subscribes to it again from nothing: the peer's
+        /// answer is its snapshot (``behindFloor(_:snapshot:)``), on which the driver merges
+        /// this copy back.
         case refusedCompacted(DocumentID, String)
         /// The peer's stability table of an attached document: merge it into the local core
         /// (``DocumentCore/peerStability(_:from:entries:now:)``, with the link as subscriber).
@@ -105,6 +108,9 @@ public struct PeerSession: Sendable {
     /// would restart it from this daemon's durable version: over a slow link a large document
     /// restarted by every anti-entropy round never finished, so rounds and resyncs leave these be.
     public private(set) var catchingUp: Set<DocumentID> = []
+    /// Documents whose relayed operations the peer refused for its floor: subscribed again from
+    /// nothing for the peer's snapshot, not attached meanwhile (``Action/refusedCompacted(_:_:)``).
+    public private(set) var parting: Set<DocumentID> = []
 
     /// A link over a connection whose frames are at most `maxFrame` bytes; times in nanoseconds.
     public init(maxFrame: Int, timeout: UInt64 = 30_000_000_000, resyncDelay: UInt64 = 1_000_000_000,
@@ -140,7 +146,7 @@ public struct PeerSession: Sendable {
             probing.insert(d.id)
             actions += wire(client.subscribe(d.id, epoch: 0, version: VersionVector(), now: now), now: now)
         }
-        for d in local where epochConflicts[d.id] == nil {
+        for d in local where epochConflicts[d.id] == nil && !parting.contains(d.id) {
             epochs[d.id] = d.epoch
             if !remoteIDs.contains(d.id) {
                 guard complete, !creating.values.contains(d.id) else { continue }
@@ -213,7 +219,7 @@ public struct PeerSession: Sendable {
     public mutating func disconnected() -> [Action] {
         let detach = attached.sorted().map { Action.detach($0) }
         _ = client.disconnected()
-        attached = []; probing = []; creating = [:]; destroying = [:]; listing = nil; resyncAt = [:]; catchingUp = []
+        attached = []; probing = []; creating = [:]; destroying = [:]; listing = nil; resyncAt = [:]; catchingUp = []; parting = []
         return detach
     }
 
@@ -257,6 +263,13 @@ public struct PeerSession: Sendable {
                     continue
                 }
                 if attached.contains(doc) { out.append(.detach(doc)) }
+                if parting.contains(doc) {
+                    // Subscribed from nothing for the peer's snapshot: nothing is relayed (the
+                    // peer refuses it) until this copy is merged back.
+                    attached.remove(doc)
+                    catchingUp.insert(doc)
+                    continue
+                }
                 attached.insert(doc)
                 catchingUp.insert(doc)
                 // The peer must not compact a document this link relays (its other replicas'
@@ -286,10 +299,13 @@ public struct PeerSession: Sendable {
                 if attached.contains(doc) { out.append(.deliver(doc, ops)) }
             case let .synced(doc, _):
                 catchingUp.remove(doc)
+                // No snapshot came (the peer holds no floor now): the next round subscribes again.
+                parting.remove(doc)
             case .editDone, .accessEnded:
                 break
             case let .snapshot(doc, bytes):
                 catchingUp.remove(doc)
+                parting.remove(doc)
                 if attached.remove(doc) != nil { out.append(.detach(doc)) }
                 out += wire(client.unsubscribe(doc), now: now)
                 out.append(.behindFloor(doc, snapshot: bytes))
@@ -321,12 +337,24 @@ public struct PeerSession: Sendable {
                     out.append(.destroyLocal(doc, reason: text))
                 } else if code == .compacted {
                     out.append(.refusedCompacted(doc, text))
+                    out += fetchFloor(doc, now: now)
                 } else {
                     refusedPush(doc, code: code, now: now)
                 }
             }
         }
         return out
+    }
+
+    /// The peer refused what this link relayed for its floor: detach the document and subscribe
+    /// from nothing, so that the peer answers with its snapshot (once per refusal episode).
+    private mutating func fetchFloor(_ doc: DocumentID, now: UInt64) -> [Action] {
+        guard attached.contains(doc), !parting.contains(doc), let epoch = epochs[doc] else { return [] }
+        parting.insert(doc)
+        attached.remove(doc)
+        catchingUp.remove(doc)
+        resyncAt[doc] = nil
+        return [.detach(doc)] + wire(client.subscribe(doc, epoch: epoch, version: VersionVector(), now: now), now: now)
     }
 
     /// Called by the driver for an `error` the peer sent about a document with request 0: a refusal

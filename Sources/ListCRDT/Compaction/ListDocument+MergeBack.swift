@@ -1,0 +1,97 @@
+extension ListDocument {
+    /// What ``mergeBack(from:remakes:)`` did: the operations it added to this document.
+    public struct MergeBack: Sendable, Equatable {
+        /// Operations of `local` taken as they are (made after this document's floor), in order.
+        public var kept: [ListOperation] = []
+        /// Operations made again here, as new operations of this document's replica.
+        public var made: [ListOperation] = []
+        /// Operations of `local` this document lacks that were made before its floor: made
+        /// again (`made`) when their author is one `remakes` names, else dropped.
+        public var parted: [ListOperation] = []
+        /// Those of ``parted`` dropped (their authors' own daemons make them again); the others
+        /// were made again (``made``).
+        public var dropped: [ListOperation] = []
+    }
+
+    /// Merges back into this document (a peer daemon's compacted copy, loaded from its snapshot)
+    /// what `local` (this daemon's copy, left out of that peer's floor: Docs/Semantics.md §7, "A
+    /// copy left out of a peer's floor") holds and this document lacks, so that nothing `local`
+    /// acknowledged is lost.
+    ///
+    /// Each operation of `local` this document lacks, in causal order: one made after this
+    /// document's floor (and not on one made before it) is received as it is, id kept; one made
+    /// before it (``isBeforeFloor(_:)``), or on such a one, would be refused by every copy that
+    /// compacted there. It is *parted*: if `remakes` names its author (a replica this daemon took
+    /// it from directly), it is made again as a new operation of this document's replica, from
+    /// what `local` shows now, as a device makes its edits again after a refusal
+    /// (``remake(_:from:refused:)``: an item inserted is inserted after the nearest item before it
+    /// this document shows, a value written again, a move made again, and so on); otherwise it
+    /// is dropped here (it came relayed: the daemon that took it from its author makes it again).
+    /// Operations made again take counters after both documents' clocks.
+    ///
+    /// Nil, and nothing changes, when `local`'s history does not go back to what this document
+    /// holds (`local` compacted at a floor this document does not include): what it lacks cannot
+    /// be listed.
+    ///
+    /// - Complexity: O(r + k × (d + n)) for the r records of `local`'s log, k operations this
+    ///   document lacks with d dependencies each, and n visible items.
+    public mutating func mergeBack(from local: ListDocument, remakes: (ReplicaID) -> Bool) -> MergeBack? {
+        guard local.hasHistory(since: version) else { return nil }
+        let lacking = local.operations(since: version)
+        var result = MergeBack()
+        guard !lacking.isEmpty else { return result }
+        var direct: [ListOperation]
+        (direct, result.parted) = splitAtFloor(lacking)
+        if !direct.isEmpty {
+            // All of them or none (then every one is parted).
+            if let taken = receiveWhole(direct) {
+                result.kept = taken
+            } else {
+                result.parted = lacking
+            }
+        }
+        let redo = result.parted.filter { remakes($0.id.replica) }
+        result.dropped = result.parted.filter { !remakes($0.id.replica) }
+        clock = max(clock, local.clock)
+        var remaker = Remaker(local: local.snapshot())
+        for op in redo {
+            if case .insertSection = op.kind { remaker.sectionInserts[SectionID(op.id)] = op }
+        }
+        for op in redo { remaker.remake(op, on: &self) }
+        result.made = remaker.made
+        return result
+    }
+
+    /// Splits `ops` (operations this document lacks, in causal order) into those causally after
+    /// its floor, and those made before it (``isBeforeFloor(_:)``) or on one of those: the
+    /// latter no copy compacted at the floor ever takes as they are.
+    ///
+    /// - Complexity: O(k × d) for k operations of d dependencies.
+    public func splitAtFloor(_ ops: [ListOperation]) -> (after: [ListOperation], before: [ListOperation]) {
+        var stale: [ReplicaID: [ClosedRange<UInt64>]] = [:]
+        var after: [ListOperation] = [], before: [ListOperation] = []
+        for op in ops {
+            let onStale = op.deps.contains { d in stale[d.replica]?.contains { $0.contains(d.counter) } ?? false }
+            if onStale || isBeforeFloor(op) {
+                before.append(op)
+                stale[op.id.replica, default: []].append(op.id.counter...op.lastID.counter)
+            } else {
+                after.append(op)
+            }
+        }
+        return (after, before)
+    }
+
+    /// Receives `ops` whole or not at all: applied, none refused and none left waiting, it
+    /// returns the operations as applied (from the log); otherwise nil, and nothing changes.
+    ///
+    /// - Complexity: that of ``receive(_:)-([ListOperation])`` on a copy of the document.
+    mutating func receiveWhole(_ ops: [ListOperation]) -> [ListOperation]? {
+        var copy = self
+        let start = copy.operationCount
+        let report = copy.receive(ops)
+        guard report.refused.isEmpty, copy.pendingCount == pendingCount, let taken = try? copy.operations(from: start) else { return nil }
+        self = copy
+        return taken
+    }
+}

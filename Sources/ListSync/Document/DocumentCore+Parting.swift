@@ -1,0 +1,97 @@
+import ListCRDT
+
+/// A copy left out of a peer's floor (Docs/Semantics.md §7, "A copy left out of a peer's
+/// floor"): a peer compacted at a floor this daemon's copy was not part of (it did not know this
+/// daemon), while this copy took operations made before that floor. The peer refuses them; this
+/// copy takes the peer's compacted copy and makes them again on it, as a device does after a
+/// refusal, so that nothing it acknowledged is lost. No I/O: the driver fetches the snapshot
+/// (``PeerSession/Action/behindFloor(_:snapshot:)``), writes the merged copy to its store, then
+/// calls ``replace(with:parting:)``.
+extension DocumentCore {
+    /// The peer's compacted copy `snapshot` with what this copy holds that it lacks merged back
+    /// (``ListCRDT/ListDocument/mergeBack(from:remakes:)``), or nil: this copy holds nothing it
+    /// lacks (take the snapshot as it is, ``replace(with:)``), its history does not go back to
+    /// what the snapshot holds, a batch is in flight, or the core is ``Variant/partsCopies``.
+    /// Changes nothing.
+    ///
+    /// Made again here are the operations this daemon took from their authors (every author but
+    /// the relay authors: those came through a peer link, and the daemon that took them from
+    /// their author merges them back itself, having the same refusal); the others before the
+    /// floor are dropped, those after it kept as they are.
+    ///
+    /// - Complexity: that of ``ListCRDT/ListDocument/mergeBack(from:remakes:)``.
+    public func mergeBack(_ snapshot: ListDocument) -> (document: ListDocument, merge: ListDocument.MergeBack)? {
+        guard variant != .partsCopies, isQuiet, !snapshot.version.includes(document.version) else { return nil }
+        var merged = snapshot
+        merged.pendingLimits = document.pendingLimits
+        let me = document.replica, relayed = stability.peers.relayAuthors
+        guard let merge = merged.mergeBack(from: document, remakes: { $0 == me || !relayed.contains($0) }) else { return nil }
+        return (merged, merge)
+    }
+
+    /// Replaces the document with `document`, a merge back (``mergeBack(_:)``) already durable in
+    /// the driver's store: every subscriber is cut off (each subscribes again; one that holds
+    /// operations this copy held and lacks now gets a snapshot), and this copy's version before
+    /// it is remembered (``partedVersion``): an operation of it sent again is acknowledged as
+    /// held, and one that depends on such an operation is refused as made before the floor (its
+    /// author re-syncs).
+    ///
+    /// - Precondition: nothing in flight; `document` includes everything of this copy's version
+    ///   that was kept (``ListCRDT/ListDocument/MergeBack``).
+    /// - Complexity: O(s + r) for s subscribers and r replicas.
+    public mutating func replace(with document: ListDocument, parting merge: ListDocument.MergeBack) -> [Action] {
+        precondition(inFlight.isEmpty, "a merge back with batches in flight")
+        let before = self.document.version
+        var parted = partedVersion ?? VersionVector()
+        parted.formUnion(before)
+        partedVersion = parted
+        for op in merge.parted where !document.version.contains(op.lastID) {
+            refusedFloor[op.id.replica] = max(refusedFloor[op.id.replica] ?? 0, op.lastID.counter)
+        }
+        stability.lowerAcknowledgements(to: document.version)
+        stabilityUnsaved = true
+        mergesBack += 1
+        operationsMergedBack += merge.made.count
+        materialiseCatchUps()
+        self.document = document
+        publishedMark = nil
+        durableVersion = document.version
+        durableCount = document.operationCount
+        snapshotCache = nil
+        gossipDirty = true
+        return cutSubscribers(reason: "the daemon's copy merged back a peer's compacted copy; subscribe again")
+    }
+
+    /// The version `subscribed` says this copy holds: the durable version, and after a merge
+    /// back what it held before too (``partedVersion``). The operations of it the copy lacks now
+    /// are held as their edits, made again: a device that sent one and missed its
+    /// acknowledgement (the merge back cut its connection) must count it as taken, or its
+    /// re-sync would make it again beside the daemon's (a value shown twice). A peer's link
+    /// lacks none of them either: what this copy held of others' is in the snapshot it merged
+    /// onto.
+    ///
+    /// - Complexity: O(r) for r replicas.
+    var advertisedVersion: VersionVector {
+        guard var version = partedVersion else { return durableVersion }
+        version.formUnion(durableVersion)
+        return version
+    }
+
+    /// Whether `op` is an operation this copy held before a merge back and no longer holds: its
+    /// edit is here, made again under another id.
+    ///
+    /// - Complexity: O(1).
+    func isMergedBack(_ op: ListOperation) -> Bool {
+        guard let partedVersion else { return false }
+        return partedVersion.contains(op.lastID) && !document.version.contains(op.lastID)
+    }
+
+    /// Whether `version` (a subscriber's) holds operations this copy held before a merge back and
+    /// lacks now: its catch-up is a snapshot, which it loads in place of its copy.
+    ///
+    /// - Complexity: O(r) for r replicas.
+    func holdsParted(_ version: VersionVector) -> Bool {
+        guard let partedVersion else { return false }
+        return version.entries.contains { min($0.counter, partedVersion[$0.replica]) > document.version[$0.replica] }
+    }
+}

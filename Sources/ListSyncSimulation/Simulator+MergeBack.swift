@@ -1,0 +1,92 @@
+import ListStore
+@_spi(Testing) import ListCRDT
+@_spi(Testing) import ListSync
+
+// A copy left out of a peer's floor (`listsync simulate --hide-daemon`, Docs/Semantics.md §7):
+// the first daemon is one no peer knows, whose clients edit while its links are down; the others
+// compact without it, then its links come up. Its link is answered with the peer's snapshot
+// (``PeerSession/Action/behindFloor(_:snapshot:)``), or its relayed operations are refused and
+// the link fetches that snapshot; the daemon merges its copy back onto it
+// (``DocumentCore/mergeBack(_:)``), as the daemon's ``PeerLink`` does, and every acknowledged
+// operation must end up on every copy, as itself or made again (``checkNoCopyParted(_:)``).
+
+extension Simulator {
+    /// Once quiet, the daemons but the hidden one settle and compact without it (as long as they
+    /// have operations to compact, at most 30 anti-entropy intervals per client); then its links
+    /// come up.
+    mutating func unhideDaemon() {
+        guard let h = hidden else { return }
+        network.healAll()
+        network.faults = NetworkFaults(latency: configuration.faults.latency)
+        let minOperations = configuration.compactAfter ?? 0
+        for _ in 1...(30 * clients.count) where daemons.indices.contains(where: { $0 != h && daemons[$0].core.document.operationCount >= minOperations }) {
+            step(until: network.now + configuration.antiEntropyInterval)
+        }
+        hidden = nil
+        for (a, b) in configuration.links(daemons.count) where a == h || b == h { connectLink(a, b) }
+    }
+
+    /// Daemon `d`'s link to `peer` was answered with the peer's snapshot: the copy takes it (it
+    /// holds nothing the snapshot lacks) or is merged back onto it; either way it becomes the
+    /// disk's next generation, then the core's document, and the link subscribes again from it.
+    /// Nothing while a batch is in flight (the next round's subscription brings the snapshot
+    /// again); a copy that cannot be merged back (``DocumentCore/Variant/partsCopies``) stays
+    /// parted, which the end's checks find.
+    mutating func mergeBack(_ d: Int, _ peer: Int, snapshot bytes: [UInt8]) {
+        let replica = daemons[d].core.document.replica
+        guard let snapshot = try? ListDocument(snapshot: bytes, replica: replica) else {
+            report.failures.append("daemon \(d): a peer's snapshot did not load")
+            return
+        }
+        guard daemons[d].core.isQuiet, !daemons[d].disk.busy else { return }
+        let document: ListDocument, actions: [DocumentCore.Action]
+        if snapshot.version.includes(daemons[d].core.document.version) {
+            document = snapshot
+            guard storeCompact(d, document) else { return }
+            actions = daemons[d].core.replace(with: document)
+        } else if let (merged, merge) = daemons[d].core.mergeBack(snapshot) {
+            document = merged
+            guard storeCompact(d, document, replacing: true) else { return }
+            report.mergesBack += 1
+            report.mergedBackOperations += merge.made.count
+            for op in merge.kept + merge.made { logged[op.id] = op }
+            let dropped = Set(merge.dropped.map(\.id))
+            for op in merge.parted where !dropped.contains(op.id) {
+                mergedBack[op.id] = op
+                for counter in op.id.counter...op.lastID.counter { mergedBackIDs.insert(OpID(counter: counter, replica: op.id.replica)) }
+            }
+            actions = daemons[d].core.replace(with: merged, parting: merge)
+        } else {
+            return
+        }
+        performCore(d, actions)
+        guard var link = daemons[d].links[peer] else { return }
+        let local = PeerSession.LocalDocument(id: self.document, name: "simulated", epoch: epoch, version: daemons[d].core.durableVersion)
+        let more = link.localReady(local, now: nowNs)
+        daemons[d].links[peer] = link
+        performLink(d, peer, more)
+    }
+
+    private mutating func storeCompact(_ d: Int, _ document: ListDocument, replacing: Bool = false) -> Bool {
+        do throws(StoreError) {
+            if replacing { try daemons[d].disk.replace(with: document) } else { try daemons[d].disk.compact(document) }
+            return true
+        } catch {
+            report.failures.append("daemon \(d): the store did not take a peer's snapshot: \(error)")
+            return false
+        }
+    }
+
+    /// Every operation a daemon acknowledged is on every copy at the end (`docs`, the live
+    /// daemons' and the clients' that kept theirs), as itself, or made again by a merge back:
+    /// the report counts those that are not (``SimulationReport/copiesParted``), each a failure.
+    mutating func checkNoCopyParted(_ docs: [ListDocument]) {
+        var acknowledged = Set<OpID>()
+        for (d, daemon) in daemons.enumerated() where d != lost { acknowledged.formUnion(daemon.acknowledged) }
+        let parted = acknowledged.filter { id in !mergedBackIDs.contains(id) && docs.contains { !$0.version.contains(id) } }
+        report.copiesParted = parted.count
+        if !parted.isEmpty {
+            report.failures.append("copies parted: \(parted.count) acknowledged operations are missing from some copy, e.g. \(parted.sorted().first!)")
+        }
+    }
+}

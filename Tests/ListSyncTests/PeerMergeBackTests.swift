@@ -1,0 +1,149 @@
+import Foundation
+import Testing
+import ListCRDT
+@testable @_spi(Testing) import ListSync
+
+/// A copy left out of a peer's floor (Docs/Semantics.md §7), with no socket: daemon X compacted
+/// without knowing daemon Y, whose device edited meanwhile; X refuses what Y relays, Y's link
+/// fetches X's snapshot, and Y's core merges its copy back onto it, so that what Y acknowledged
+/// reaches X and the copies are the same again. With `DocumentCore.Variant.partsCopies` (no
+/// merge back) they stay apart.
+@Suite struct PeerMergeBackTests {
+    static let doc = Fixture.document
+    static let (x, y) = (ReplicaID(50), ReplicaID(99))
+    static let (deviceAtX, deviceAtY, yAtX) = (SubscriberID(1), SubscriberID(2), SubscriberID(5))
+
+    /// Receives `ops` from `from` and makes the batch durable; returns every action.
+    static func send(_ ops: [ListOperation], from: SubscriberID?, to core: inout DocumentCore, batch: UInt64 = 4) -> [DocumentCore.Action] {
+        var actions = core.receive(ops, batch: batch, from: from)
+        for a in actions.appends { actions += core.durable(ticket: a.ticket) }
+        return actions
+    }
+
+    static func answer(_ actions: [DocumentCore.Action], to s: SubscriberID) -> SyncMessage? {
+        actions.sent(to: s).first { m in
+            switch m {
+            case .ack, .error: return true
+            default: return false
+            }
+        }
+    }
+
+    static func isCompacted(_ m: SyncMessage?) -> Bool {
+        if case .error(_, _, .compacted, _)? = m { return true }
+        return false
+    }
+
+    /// X (its device, replica 1, edited and reported) compacted at its version; Y, which X does
+    /// not know, acknowledged two edits of its device (replica 2) made on the common start.
+    static func parted(variant: DocumentCore.Variant = .correct) throws -> (x: DocumentCore, y: DocumentCore, own: [ListOperation]) {
+        let base = Fixture.typed(3)
+        var coreX = DocumentCore(id: doc, name: "n", epoch: 7, document: base.fork(as: x.rawValue))
+        var coreY = DocumentCore(id: doc, name: "n", epoch: 7, document: base.fork(as: y.rawValue))
+        coreY.variant = variant
+        _ = coreX.subscribe(deviceAtX, epoch: 7, version: base.version)
+        let atX = Fixture.edits(on: base, replica: 1, count: 2)
+        guard case .ack? = answer(send(atX, from: deviceAtX, to: &coreX), to: deviceAtX) else { throw Failure("X refused its device") }
+        _ = coreX.seen(deviceAtX, replica: ReplicaID(1), version: coreX.document.version, role: .compactingDevice, now: 1)
+        let floor = try #require(coreX.compactionPoint(minOperations: 1))
+        _ = try coreX.compact(at: floor)
+        _ = coreY.subscribe(deviceAtY, epoch: 7, version: base.version)
+        let own = Fixture.edits(on: base, replica: 2, count: 2)
+        guard case .ack? = answer(send(own, from: deviceAtY, to: &coreY), to: deviceAtY) else { throw Failure("Y refused its device") }
+        // Y's link attaches at X: what Y relays is refused for X's floor.
+        _ = coreX.subscribe(yAtX, epoch: 7, version: coreY.document.version)
+        _ = coreX.seen(yAtX, replica: y, version: coreY.document.version, role: .relay, now: 2)
+        #expect(isCompacted(answer(send(coreY.document.operations(since: base.version), from: yAtX, to: &coreX, batch: 0), to: yAtX)),
+                "X refuses Y's acknowledged edits: the copies parted")
+        return (coreX, coreY, own)
+    }
+
+    struct Failure: Error, CustomStringConvertible {
+        let description: String
+        init(_ d: String) { description = d }
+    }
+
+    @Test("Y merges its copy back onto X's snapshot: its device's edits are made again as Y's, X takes them, both show the same")
+    func mergedBack() throws {
+        var (coreX, coreY, own) = try Self.parted()
+        let snapshot = try ListDocument(snapshot: coreX.document.encodedSnapshot(), replica: Self.y)
+        let (merged, merge) = try #require(coreY.mergeBack(snapshot))
+        #expect(merge.parted.map(\.id) == own.map(\.id) && merge.dropped.isEmpty && merge.kept.isEmpty)
+        #expect(merge.made.allSatisfy { $0.id.replica == Self.y })
+        let cut = coreY.replace(with: merged, parting: merge)
+        #expect(cut.contains { if case .close(Self.deviceAtY, _) = $0 { return true }; return false }, "its subscribers subscribe again")
+        #expect(coreY.mergesBack == 1 && coreY.partedVersion != nil)
+        // X takes what Y holds that it lacks (the link's catch-up): nothing refused.
+        let relayed = coreY.document.operations(since: coreX.document.version)
+        #expect(!relayed.isEmpty)
+        let answer = Self.answer(Self.send(relayed, from: Self.yAtX, to: &coreX, batch: 0), to: Self.yAtX)
+        #expect(!Self.isCompacted(answer))
+        #expect(coreX.document.snapshot() == coreY.document.snapshot())
+        #expect(coreX.document.version == coreY.document.version)
+    }
+
+    @Test("after a merge back: a device holding its parted edits gets a snapshot and is told they are held; sent again they are acknowledged, nothing applied; an edit on them is refused for the floor")
+    func deviceAfterMergeBack() throws {
+        var (coreX, coreY, own) = try Self.parted()
+        _ = coreX
+        let snapshot = try ListDocument(snapshot: coreX.document.encodedSnapshot(), replica: Self.y)
+        let (merged, merge) = try #require(coreY.mergeBack(snapshot))
+        _ = coreY.replace(with: merged, parting: merge)
+        var device = Fixture.typed(3).fork(as: 2)
+        #expect(device.receive(own).refused.isEmpty)
+        let sub = coreY.subscribe(Self.deviceAtY, epoch: 7, version: device.version)
+        guard case let .subscribed(_, _, _, advertised)? = sub.sent(to: Self.deviceAtY).first else {
+            Issue.record("no subscribed: \(sub)")
+            return
+        }
+        #expect(own.allSatisfy { advertised.contains($0.lastID) }, "its parted edits count as held")
+        #expect(sub.sent(to: Self.deviceAtY).contains { if case .snapshot = $0 { return true }; return false },
+                "its catch-up is a snapshot, which it loads in place of its copy")
+        let operations = coreY.document.operationCount
+        let again = Self.send(own, from: Self.deviceAtY, to: &coreY, batch: 6)
+        guard case .ack? = Self.answer(again, to: Self.deviceAtY) else {
+            Issue.record("a parted edit sent again was not acknowledged: \(again)")
+            return
+        }
+        #expect(coreY.document.operationCount == operations && again.appends.isEmpty)
+        let later = Fixture.edits(on: device, replica: 2, count: 1)
+        #expect(Self.isCompacted(Self.answer(Self.send(later, from: Self.deviceAtY, to: &coreY, batch: 7), to: Self.deviceAtY)),
+                "an edit on a parted one would wait for it for ever: its author re-syncs")
+        #expect(coreY.document.pendingCount == 0)
+    }
+
+    @Test("without the merge back (DocumentCore.Variant.partsCopies) Y's copy stays apart: what it acknowledged never reaches X")
+    func partsWithoutTheRepair() throws {
+        let (coreX, coreY, own) = try Self.parted(variant: .partsCopies)
+        let snapshot = try ListDocument(snapshot: coreX.document.encodedSnapshot(), replica: Self.y)
+        #expect(coreY.mergeBack(snapshot) == nil)
+        #expect(own.allSatisfy { !coreX.document.version.contains($0.lastID) } && coreX.document.snapshot() != coreY.document.snapshot())
+    }
+
+    @Test("a copy that holds nothing the snapshot lacks is not merged back (it takes the snapshot as it is)")
+    func nothingToMerge() throws {
+        let (coreX, _, _) = try Self.parted()
+        let empty = DocumentCore(id: Self.doc, name: "n", epoch: 7, document: ListDocument(replica: Self.y))
+        let snapshot = try ListDocument(snapshot: coreX.document.encodedSnapshot(), replica: Self.y)
+        #expect(empty.mergeBack(snapshot) == nil)
+    }
+
+    @Test("the link: a refusal for the peer's floor detaches the document and subscribes from nothing; that answer attaches nothing; its snapshot is the merge back's")
+    func linkFetchesTheSnapshot() {
+        var p = PeerSessionTests.attached()
+        let both = PeerSessionTests.both
+        let refused = p.receive(PeerSessionTests.frame(.error(request: 0, document: both, code: .compacted, text: "before the floor")), now: 10)
+        #expect(refused.requests == [.refusedCompacted(both, "before the floor"), .detach(both)])
+        #expect(refused.sent == [.subscribe(document: both, epoch: 5, version: VersionVector())])
+        #expect(p.parting == [both] && p.attached.isEmpty)
+        // A second refusal (the rest of what was relayed) fetches nothing more.
+        #expect(p.receive(PeerSessionTests.frame(.error(request: 0, document: both, code: .compacted, text: "again")), now: 11).sent.isEmpty)
+        // The answer: subscribed (nothing attached, no `seen`), then the snapshot.
+        let subscribed = p.receive(PeerSessionTests.frame(.subscribed(document: both, name: "b", epoch: 5, version: PeerSessionTests.remoteVersion)), now: 12)
+        #expect(subscribed.isEmpty && p.attached.isEmpty)
+        let bytes = Fixture.typed(2).encodedSnapshot()
+        let snap = p.receive(PeerSessionTests.frame(.snapshot(document: both, part: bytes, more: false)), now: 13)
+        #expect(snap.requests.contains(.behindFloor(both, snapshot: bytes)))
+        #expect(p.parting.isEmpty)
+    }
+}

@@ -1,0 +1,48 @@
+import Testing
+@_spi(Testing) import ListSync
+@_spi(Testing) import ListSyncSimulation
+
+/// A copy left out of a peer's floor, provoked in the simulator (`listsync simulate --hide-daemon`,
+/// Docs/Simulation.md "A copy left out of a peer's floor"): the first daemon is one no peer knows
+/// (its first `seen` never arrived), its links down while every client edits; the others compact
+/// without it, then its links come up. Its copy holds acknowledged operations made before their
+/// floor; it must be merged back, so that every acknowledged operation ends up on every copy.
+@Suite struct SimulatorMergeBackTests {
+    /// 2–3 daemons, a ring on some, 0–2 crashes, 60 edits, compaction after 10, the first hidden.
+    static func hiding(_ config: inout SimulationConfiguration, _ seed: UInt64) {
+        config.daemons = 2 + Int(seed % 2)
+        config.ring = config.daemons == 3 && seed % 4 < 2
+        config.crashes = Int(seed % 3)
+        config.operations = 60
+        config.compactAfter = 10
+        config.hidesDaemon = true
+    }
+
+    static let seeds: Range<UInt64> = 420_000..<420_060
+
+    @Test("60 seeds: a daemon no peer knows, whose clients edited while the others compacted without it, merges its copy back: every acknowledged operation is on every copy (copies parted: 0), all converge, every daemon compacts")
+    func hiddenDaemonMergedBack() {
+        let total = SimulatorRuns.run(Self.seeds, Self.hiding)
+        print("simulator, a hidden daemon: \(total.mergesBack) copies merged back, \(total.mergedBackOperations) operations made again, copies parted: \(total.copiesParted)")
+        #expect(total.copiesParted == 0)
+        #expect(total.mergesBack >= 50, "the case is provoked in most runs")
+    }
+
+    @Test("without the merge back (DocumentCore.Variant.partsCopies) the same seeds fail: acknowledged operations stay on the hidden daemon's copy only")
+    func partsWithoutTheRepair() {
+        var failed = 0, parted = 0, runs = 0
+        for seed in Self.seeds.prefix(10) {
+            var config = SimulationConfiguration()
+            config.seed = seed
+            Self.hiding(&config, seed)
+            config.coreVariant = .partsCopies
+            var sim = Simulator(config)
+            let report = sim.run()
+            if report.failures.contains(where: { $0.hasPrefix("copies parted") }) { failed += 1 }
+            parted += report.copiesParted
+            runs += 1
+        }
+        print("simulator, a hidden daemon without the merge back: \(failed) of \(runs) runs parted (\(parted) acknowledged operations missing from some copy)")
+        #expect(failed >= runs / 2)
+    }
+}
