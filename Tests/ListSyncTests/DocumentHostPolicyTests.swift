@@ -6,18 +6,12 @@ import ListSync
 /// The daemon's per-document policy (``DocumentHostPolicy``), which the daemon's host and the
 /// simulator's daemons both run: events in, actions out, without a socket, a store or a clock.
 @Suite struct DocumentHostPolicyTests {
-    static let (live, device) = (SubscriberID(2), SubscriberID(3))
-    static let rule = CompactionRule(retireAfter: 50, minOperations: 1, interval: 1_000, gossipInterval: 10)
+    static let (live, device) = (HousekeepingTests.live, SubscriberID(3))
+    static let rule = HousekeepingTests.rule
 
-    /// A core on replica 99 holding a document authored by replica 1 (3 items), with a live client
+    /// ``HousekeepingTests/core()``: replica 99 holding 3 items of replica 1, a live client
     /// (replica 2) attached that has seen everything.
-    static func core() -> DocumentCore {
-        let base = Fixture.typed(3)
-        var core = DocumentCore(id: Fixture.document, name: "n", epoch: 7, document: base.fork(as: 99), maxFrame: 1 << 20)
-        _ = core.subscribe(live, epoch: 7, version: base.version)
-        _ = core.seen(live, replica: ReplicaID(2), version: base.version, role: .live, now: 100)
-        return core
-    }
+    static func core() -> DocumentCore { HousekeepingTests.core() }
 
     /// `core` with a batch of the live client in flight (appended, not yet durable); its ticket.
     static func inFlight(_ core: inout DocumentCore) throws -> UInt64 {
