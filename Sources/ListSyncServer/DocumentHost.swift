@@ -368,8 +368,8 @@ actor DocumentHost {
 
     /// Compacts the document if the policy allows it and the core finds a quiescent stable
     /// version (``DocumentHostPolicy``, ``DocumentCore/housekeeping(stabilityNow:now:rule:)``):
-    /// the stability is written first, then the core compacts in memory, then the store writes a
-    /// format-3 snapshot and starts a new log generation, only then dropping the old one
+    /// the core compacts in memory as the policy decides, the stability is written, then the
+    /// store writes a format-3 snapshot and starts a new log generation, only then dropping the old one
     /// (``DocumentStore/compact(_:)``). A store failure leaves the old generation whole on disk
     /// (it loads uncompacted: safe). Tried after every batch and every `seen`, and by the
     /// daemon's housekeeping once a second (so that a document that went quiet, its last client

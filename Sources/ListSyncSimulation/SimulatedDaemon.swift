@@ -93,6 +93,22 @@ struct SimulatedDisk {
     /// The current snapshot's size in bytes (0: none yet).
     var snapshotBytes: Int64 { (try? store.snapshotBytes) ?? 0 }
 
+    /// Where the daemon keeps the document's stability: `stability` in its folder, as the host.
+    var stabilityPath: String { folder.folder(of: document) + "/stability" }
+
+    /// Writes the stability down as the host does, atomically (a temporary file synced, renamed,
+    /// the folder synced: ``FileSystem/writeAtomically(_:to:folder:)``).
+    func saveStability(_ stability: DocumentStability) throws(StoreError) {
+        try files.fileSystem.writeAtomically(stability.encoded(), to: stabilityPath, folder: folder.folder(of: document))
+    }
+
+    /// The stability as a restarted host reads it: the file, or nothing if there is none yet.
+    func loadStability() throws -> DocumentStability {
+        let fs = files.fileSystem
+        guard fs.exists(stabilityPath) else { return DocumentStability() }
+        return try DocumentStability(decoding: try fs.readFile(stabilityPath))
+    }
+
     /// A snapshot through the store (``DocumentStore/snapshot(_:)``), as the host writes when its
     /// log passed the threshold: nothing may be in flight.
     mutating func snapshot(_ document: ListDocument) throws(StoreError) {
@@ -146,10 +162,9 @@ struct SimulatedDaemon {
     var core: DocumentCore
     /// The host's policy; made again at a restart (the threshold from the snapshot on disk).
     var policy: DocumentHostPolicy
+    /// The store, and the stability file the policy has written (``SimulatedDisk/saveStability(_:)``);
+    /// a crash restarts from what they keep.
     var disk: SimulatedDisk
-    /// The stability as last written to disk (the host writes it when it changes in a way that
-    /// matters, and before each compaction); a crash restarts from it.
-    var savedStability = DocumentStability()
     var servers: [Int: ServerSession] = [:]
     var links: [Int: PeerSession] = [:]
     /// Operation ids this daemon acknowledged to a client, with the batch.
@@ -183,20 +198,23 @@ struct SimulatedDaemon {
     }
 
     /// A crash and a restart: every session is gone, the disk keeps what it keeps, the store's
-    /// recovery opens it (its failure is returned; the daemon then starts from an empty document).
-    mutating func crashAndRecover(cutAfter calls: Int, using rng: inout SplitMix64, variant: DocumentCore.Variant) -> StoreError? {
+    /// recovery opens it and the stability file is read (a failure of either is returned; the
+    /// daemon then starts from an empty document, or from no stability).
+    mutating func crashAndRecover(cutAfter calls: Int, using rng: inout SplitMix64, variant: DocumentCore.Variant) -> String? {
         disk.crash(cutAfter: calls, using: &rng)
-        var failure: StoreError?
+        var failure: String?
         var doc: ListDocument
         do throws(StoreError) {
             doc = try disk.recover()
         } catch {
-            failure = error
+            failure = "\(error)"
             doc = ListDocument(replica: replica)
             doc.pendingLimits = Self.limits
         }
+        var stability = DocumentStability()
+        do { stability = try disk.loadStability() } catch { failure = "the stability file: \(error)" }
         core = DocumentCore(id: core.id, name: core.name, epoch: epoch, document: doc, maxFrame: 1 << 16, stepBytes: 1 << 14,
-                            stability: savedStability)
+                            stability: stability)
         core.variant = variant
         // A new host: its settings as before, the snapshot threshold from the recovered store.
         policy = DocumentHostPolicy(snapshotLogBytes: policy.snapshotLogBytes, snapshotBytes: disk.snapshotBytes,

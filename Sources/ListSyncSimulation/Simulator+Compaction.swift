@@ -50,7 +50,10 @@ extension Simulator {
                     report.failures.append("daemon \(d): the store's snapshot failed: \(error)")
                 }
             case .saveStability:
-                daemons[d].savedStability = daemons[d].core.stability
+                do throws(StoreError) { try daemons[d].disk.saveStability(daemons[d].core.stability) } catch {
+                    // Nothing fails on the simulated disk but by a crash, and a crash runs between events.
+                    report.failures.append("daemon \(d): the stability was not written: \(error)")
+                }
             case let .send(frames):
                 performCore(d, frames)
             case let .retired(replicas):

@@ -294,7 +294,9 @@ public struct Simulator: Sendable {
             // exists only once its link attached, and the peer noted it then).
             for i in daemons.indices {
                 for j in daemons.indices where j != i { _ = daemons[i].core.notePeer(daemons[j].replica, now: 0) }
-                daemons[i].savedStability = daemons[i].core.stability
+                do throws(StoreError) { try daemons[i].disk.saveStability(daemons[i].core.stability) } catch {
+                    preconditionFailure("an empty simulated disk refused the stability: \(error)")
+                }
             }
         }
     }
