@@ -154,6 +154,7 @@ func runSimulate(_ args: [String]) throws -> Int32 {
             reports.append(["seed": String(report.seed), "passed": report.passed, "failures": report.failures,
                             "edits": report.edits, "fieldWrites": report.fieldWrites, "increments": report.increments, "operations": report.operations, "frames": report.framesSent,
                             "bytes": report.bytesSent, "compactions": report.compactions, "daemonsLost": report.daemonsLost,
+                            "logSnapshots": report.logSnapshots,
                             "replay": "listsync simulate \(config.replayArguments)"])
         } else if !quiet || !report.passed {
             print(report)
