@@ -250,7 +250,7 @@ public actor Daemon {
         for c in connections.values { await c.close(reason: "the daemon is stopping") }
         connections = [:]
         for (_, h) in hosts {
-            await h.snapshotIfLarge(logBytes: configuration.snapshotLogBytes)
+            await h.snapshotIfLarge()
             await h.close()
         }
         hosts = [:]
@@ -312,7 +312,7 @@ public actor Daemon {
             guard excess > 0 || now &- used >= configuration.idleUnload.nanoseconds else { continue }
             // Subscribed to since the check above (this actor let others in while it awaited)?
             // Then it stays.
-            guard let h = hosts[id], await h.unloadIfIdle(snapshotLogBytes: configuration.snapshotLogBytes) else { continue }
+            guard let h = hosts[id], await h.unloadIfIdle() else { continue }
             if hosts[id] === h { hosts[id] = nil }
             metrics.unloaded()
             excess -= 1

@@ -26,8 +26,9 @@ protocol DocumentSubscriber: AnyObject, Sendable {
 /// It moves the core's actions to the world: appends go to the store (group commit: appends issued
 /// while a sync runs share the next one), frames to the subscribers' connections, and the store's
 /// answers back to the core. Promise 1 (durable before acknowledged or forwarded) is the core's:
-/// the host only reports what the store did. When the log has grown past the snapshot threshold and
-/// no batch is in flight, the host snapshots the document (a new generation).
+/// the host only reports what the store did. When to snapshot (a new generation), write the
+/// stability down, retire, gossip and compact is ``DocumentHostPolicy``'s decision, which the
+/// simulator's daemons take too: the host feeds it events and does the I/O of its actions.
 ///
 /// The host runs on the cooperative pool, as the connections do: a batch goes from its connection
 /// to the host and back on the same thread. (On a dispatch queue of its own, each batch cost two
@@ -51,10 +52,8 @@ actor DocumentHost {
     private(set) var lastUsed: UInt64
     private let clock: @Sendable () -> UInt64
     private let pendingLimits: PendingLimits
-    /// The log size past which the document is snapshotted (``DaemonConfiguration/snapshotLogBytes``).
-    private let snapshotLogBytes: Int64
-    /// Where the next snapshot check fires: past both the threshold and the last snapshot's size.
-    private var nextSnapshotAt: Int64
+    /// When to snapshot and compact (the snapshot threshold: ``DaemonConfiguration/snapshotLogBytes``).
+    private var policy: DocumentHostPolicy
     /// Holds that keep the host loaded without a subscriber (a document being created).
     private var holds: Int
     /// Whether the host was unloaded or closed: it takes no subscriber and no batch.
@@ -72,8 +71,8 @@ actor DocumentHost {
     /// Cluster mode: told of each subscriber attached (the node reads the document's subject
     /// while someone here reads the document).
     private var interest: (@Sendable (DocumentID) async -> Void)?
-    /// When to compact (nil: never), the wall clock's seconds, and where the document's stability
-    /// is kept (`stability` in its folder).
+    /// The compaction settings (nil: never compacts; the policy holds their rule), the wall
+    /// clock's seconds, and where the document's stability is kept (`stability` in its folder).
     private let compaction: CompactionPolicy?
     private let wallClock: @Sendable () -> UInt64
     private let stabilityPath: String?
@@ -91,8 +90,8 @@ actor DocumentHost {
          snapshotLogBytes: Int64 = DaemonConfiguration.defaultSnapshotLogBytes,
          compaction: CompactionPolicy? = nil, wallClock: @escaping @Sendable () -> UInt64 = CompactionPolicy.wallClock,
          stabilityPath: String? = nil, fileSystem: FileSystem = .system, metrics: DaemonMetrics? = nil) {
-        self.snapshotLogBytes = snapshotLogBytes
-        self.nextSnapshotAt = max(snapshotLogBytes, (try? store.snapshotBytes) ?? 0)
+        self.policy = DocumentHostPolicy(snapshotLogBytes: snapshotLogBytes, snapshotBytes: (try? store.snapshotBytes) ?? 0,
+                                         compaction: compaction?.rule(gossipInterval: Self.gossipInterval))
         self.holds = held ? 1 : 0
         self.reopen = reopen
         self.log = log
@@ -207,19 +206,14 @@ actor DocumentHost {
     /// What a subscriber has seen (``DocumentCore/seen(_:replica:version:role:now:)``); a change
     /// of who counts is written down at once, and the document compacted if it is due.
     func seen(_ subscriber: SubscriberID, replica: ReplicaID, version: VersionVector, role: SeenRole) async {
-        guard !isClosed else { return }
-        if core.seen(subscriber, replica: replica, version: version, role: role, now: wallClock()) { saveStability() }
-        deliver(core.floorAnswer(to: subscriber))
-        await compactIfDue()
+        await housekeep(.seen(subscriber, replica: replica, version: version, role: role))
     }
 
     /// A peer daemon's stability table, from the peer link attached as `subscriber`
     /// (``DocumentCore/peerStability(_:from:entries:now:)``): written down if it changed, then
     /// the document compacted if it is due.
     func peerStability(_ subscriber: SubscriberID, from daemon: ReplicaID, entries: [ReplicaID: PeerStability.Entry]) async {
-        guard !isClosed, compaction != nil else { return }
-        if core.peerStability(subscriber, from: daemon, entries: entries, now: wallClock()) { saveStability() }
-        await compactIfDue()
+        await housekeep(.peerStability(subscriber, from: daemon, entries: entries))
     }
 
     /// A peer answered this daemon's link with its snapshot (its floor is past this copy): if the
@@ -240,7 +234,7 @@ actor DocumentHost {
         // Batches waited while it was written: none is in flight.
         guard core.isQuiet, snapshot.version.includes(core.document.version) else { return false }
         await perform(core.replace(with: snapshot))
-        nextSnapshotAt = max(snapshotLogBytes, (try? store.snapshotBytes) ?? 0)
+        policy.snapshotWritten(snapshotBytes: (try? store.snapshotBytes) ?? 0)
         return true
     }
 
@@ -265,7 +259,7 @@ actor DocumentHost {
         // replacement: no await between the write's end and it.
         let actions = core.replace(with: merged, parting: merge)
         await perform(actions)
-        nextSnapshotAt = max(snapshotLogBytes, (try? store.snapshotBytes) ?? 0)
+        policy.snapshotWritten(snapshotBytes: (try? store.snapshotBytes) ?? 0)
         return merge
     }
 
@@ -344,11 +338,10 @@ actor DocumentHost {
                         continue
                     }
                     let released = core.durable(ticket: ticket)
-                    // Before the acknowledgements go out: a snapshot adds its time to the batch that
-                    // triggered it, and whoever reads the acknowledgement finds the snapshot made.
-                    await snapshotIfDue()
+                    // A snapshot, if due, before the acknowledgements go out (the policy's order).
+                    await perform(policy: decide(.committed(logBytes: try? store.logSize)))
                     await perform(released)
-                    await compactIfDue()
+                    await housekeep(.released)
                 } catch {
                     log("store failed", ["document": id.description, "error": error.description])
                     await perform(core.appendFailed(ticket: ticket, reason: error.description))
@@ -396,84 +389,72 @@ actor DocumentHost {
                                "operations_recovered": "\(document.operationCount)"])
     }
 
-    /// Snapshots the document if its log has passed ``nextSnapshotAt`` and nothing is in flight
-    /// (so the snapshot holds only durable operations). A failure is logged, not thrown.
-    private func snapshotIfDue() async {
-        guard let size = try? store.logSize, size > nextSnapshotAt else { return }
-        await snapshotNow(size, event: "document snapshotted")
-    }
-
-    /// Snapshots the document if nothing is in flight, and logs `event`; a failure is logged and
-    /// the next threshold moved out, not thrown.
-    private func snapshotNow(_ size: Int64, event: String) async {
-        guard core.isQuiet, !storeBusy else { return }
-        do {
-            try await writeSnapshot(core.document)
-            nextSnapshotAt = max(snapshotLogBytes, (try? store.snapshotBytes) ?? 0)
-            log(event, ["document": id.description, "log_bytes": "\(size)",
-                        "generation": "\((try? store.generation) ?? 0)"])
-        } catch .snapshotBehindLog {
-            // Another append is on its way (issued, not yet answered): the next batch tries again.
-        } catch {
-            nextSnapshotAt = size + max(snapshotLogBytes, 1)
-            log("snapshot failed", ["document": id.description, "error": error.description])
-        }
-    }
-
     // MARK: Compaction
 
     /// Compacts the document if the policy allows it and the core finds a quiescent stable
-    /// version (``DocumentCore/compactionPoint(minOperations:)``): the stability is written
-    /// first, then the core compacts in memory, then the store writes a format-3 snapshot and
-    /// starts a new log generation, only then dropping the old one (``DocumentStore/compact(_:)``).
-    /// A store failure leaves the old generation whole on disk (it loads uncompacted: safe).
-    /// Called after every batch and every `seen`, and by the daemon's housekeeping once a second
-    /// (so that a document that went quiet, its last client gone or its interval not yet over at
-    /// its last batch, is compacted without waiting for another connection).
+    /// version (``DocumentHostPolicy``, ``DocumentCore/housekeeping(stabilityNow:now:rule:)``):
+    /// the core compacts in memory as the policy decides, the stability is written, then the
+    /// store writes a format-3 snapshot and starts a new log generation, only then dropping the old one
+    /// (``DocumentStore/compact(_:)``). A store failure leaves the old generation whole on disk
+    /// (it loads uncompacted: safe). Tried after every batch and every `seen`, and by the
+    /// daemon's housekeeping once a second (so that a document that went quiet, its last client
+    /// gone or its interval not yet over at its last batch, is compacted without waiting for
+    /// another connection).
     func compactIfDue() async {
-        // The cheap checks first. Not while a snapshot is written (the store takes one blocking
-        // call at a time).
-        // The senders (authors noted, the silent retired) are refreshed only once the document
-        // and its subscribers are settled: only then can the refresh change the answer.
+        await housekeep(.tick)
+    }
+
+    /// Feeds `event` to the policy and does what it decides, unless the host is closed.
+    private func housekeep(_ event: DocumentHostPolicy.Event) async {
         guard !isClosed else { return }
         metrics?.documentBytes(id.description, byteCounts)
-        guard let compaction, !storeBusy else { return }
-        // What to do is the core's decision (the simulator's daemons take the same one).
-        let step = core.housekeeping(stabilityNow: wallClock(), now: clock(), rule: compaction.rule(gossipInterval: Self.gossipInterval))
-        if !step.forgotten.isEmpty {
-            log("peer daemons forgotten", ["document": id.description, "daemons": step.forgotten.map(\.description).joined(separator: ",")])
+        await perform(policy: decide(event))
+    }
+
+    /// The policy's decision about `event`, in the host's clocks.
+    private func decide(_ event: DocumentHostPolicy.Event) -> [DocumentHostPolicy.Action] {
+        policy.handle(event, core: &core, stabilityNow: wallClock(), now: clock(), storeBusy: storeBusy)
+    }
+
+    /// Does the policy's actions in order: the I/O they name, the log and the metrics.
+    /// `snapshotEvent`: the log's name for a snapshot written.
+    private func perform(policy actions: [DocumentHostPolicy.Action], snapshotEvent: String = "document snapshotted") async {
+        for action in actions {
+            switch action {
+            case .snapshot:
+                await writeSnapshot(event: snapshotEvent)
+            case .saveStability:
+                saveStability()
+            case let .send(frames):
+                deliver(frames)
+            case let .retired(replicas):
+                metrics?.retired(replicas.count)
+                log("senders retired", ["document": id.description, "replicas": replicas.map(\.description).joined(separator: ","),
+                                        "after_seconds": "\(compaction?.retireAfterSeconds ?? 0)"])
+            case let .forgotten(daemons):
+                log("peer daemons forgotten", ["document": id.description, "daemons": daemons.map(\.description).joined(separator: ",")])
+            case let .compactionRefused(error):
+                log("compaction refused", ["document": id.description, "error": error.description])
+            case let .compact(point, report):
+                await writeCompaction(at: point, report)
+            }
         }
-        if !step.retired.isEmpty {
-            metrics?.retired(step.retired.count)
-            log("senders retired", ["document": id.description, "replicas": step.retired.map(\.description).joined(separator: ","),
-                                    "after_seconds": "\(compaction.retireAfterSeconds)"])
-        }
-        if step.saveStability { saveStability() }
-        if !step.gossip.isEmpty {
-            var outbox = TCPOutbox()
-            for case let .send(to, frame) in step.gossip { subscribers[to]?.deliver(id, frame, via: &outbox) }
-            outbox.flush()
-        }
-        guard let point = step.point else { return }
-        let report: CompactionReport
-        do { report = try core.compact(at: point) } catch {
-            log("compaction refused", ["document": id.description, "error": error.description])
-            return
-        }
-        // The snapshot and the log's trim off the pool; batches wait meanwhile (``settleStore()``).
+    }
+
+    /// Writes the compacted document (the policy compacted the core at `point`): the snapshot
+    /// and the log's trim off the pool, batches waiting meanwhile (``settleStore()``); then the
+    /// floor to the devices that compact their copies, once it is durable here.
+    private func writeCompaction(at point: VersionVector, _ report: CompactionReport) async {
         let store = store, compacted = core.document
-        do {
-            try await exclusively { try store.compact(compacted) }
-            nextSnapshotAt = max(snapshotLogBytes, (try? store.snapshotBytes) ?? 0)
-        } catch {
+        do { try await exclusively { try store.compact(compacted) } } catch {
             log("compaction snapshot failed", ["document": id.description, "error": "\(error)"])
             return
         }
+        let announce = policy.compactionWritten(core: core, snapshotBytes: (try? store.snapshotBytes) ?? 0)
         lastCompactionTime = wallClock()
         metrics?.compacted(report, at: lastCompactionTime)
         metrics?.documentBytes(id.description, byteCounts)
-        // Devices that compact their copies hear of the floor once it is durable here.
-        deliver(core.floorAnnouncements())
+        await perform(policy: announce)
         log("document compacted", ["document": id.description, "floor": point.description,
                                    "operations_dropped": "\(report.operationsDropped)",
                                    "slots": "\(report.slotsBefore)->\(report.slotsAfter)",
@@ -528,17 +509,28 @@ actor DocumentHost {
 
     // MARK: Lifetime
 
-    /// Writes a snapshot (a new generation) if the log has grown past `logBytes` and nothing is in flight.
-    func snapshotIfLarge(logBytes: Int64) async {
-        guard core.isQuiet, !storeBusy, let size = try? store.logSize, size > logBytes else { return }
-        try? await writeSnapshot(core.document)
+    /// Writes a snapshot (a new generation) if the log has grown past the snapshot threshold and
+    /// nothing is in flight (the document is unloaded, or the daemon stops).
+    func snapshotIfLarge() async {
+        guard !isClosed else { return }
+        await perform(policy: decide(.unloading(logBytes: try? store.logSize)))
     }
 
-    /// Writes `document` as the store's next snapshot, off the pool (``exclusively(_:)``).
-    private func writeSnapshot(_ document: ListDocument) async throws(StoreError) {
-        let store = store
-        do { try await exclusively { try store.snapshot(document) } } catch {
-            throw (error as? StoreError) ?? .failed(first: "\(error)")
+    /// Writes the document as the store's next snapshot, off the pool (``exclusively(_:)``), tells
+    /// the policy how it went, and logs `event` (a failure is logged, not thrown).
+    private func writeSnapshot(event: String) async {
+        let store = store, document = core.document
+        let size = (try? store.logSize) ?? 0
+        do {
+            try await exclusively { try store.snapshot(document) }
+            policy.snapshotWritten(snapshotBytes: (try? store.snapshotBytes) ?? 0)
+            log(event, ["document": id.description, "log_bytes": "\(size)", "generation": "\((try? store.generation) ?? 0)"])
+        } catch StoreError.snapshotBehindLog {
+            // Another append is on its way (issued, not yet answered): the next batch tries again.
+            policy.snapshotFailed(logBytes: size, retryNextBatch: true)
+        } catch {
+            policy.snapshotFailed(logBytes: size, retryNextBatch: false)
+            log("snapshot failed", ["document": id.description, "error": "\(error)"])
         }
     }
 
@@ -568,14 +560,14 @@ actor DocumentHost {
     /// Snapshots the document now if nothing is in flight (the daemon's checkpoint of the shared
     /// log: the snapshot lets the log drop the segments that held this document's records).
     func checkpoint() async {
-        guard !isClosed, let size = try? store.logSize else { return }
-        await snapshotNow(size, event: "document checkpointed")
+        guard !isClosed else { return }
+        await perform(policy: decide(.checkpoint(logBytes: try? store.logSize)), snapshotEvent: "document checkpointed")
     }
 
     /// Closes the store (the daemon stops); the host takes nothing more.
     func close() async {
         await settleStore()
-        if !isClosed, compaction != nil { saveStability() }
+        if !isClosed { await perform(policy: decide(.closing)) }
         closeStore()
     }
 
@@ -613,9 +605,9 @@ actor DocumentHost {
     /// Unloads the host if nobody is subscribed and nothing is in flight: a snapshot if the log is
     /// large, then the store closed. The check is made again after the snapshot (others came in
     /// while it was written), and the close follows it in the same step of this actor.
-    func unloadIfIdle(snapshotLogBytes: Int64) async -> Bool {
+    func unloadIfIdle() async -> Bool {
         guard isIdle else { return false }
-        await snapshotIfLarge(logBytes: snapshotLogBytes)
+        await snapshotIfLarge()
         await settleStore()
         guard isIdle else { return false }
         closeStore()

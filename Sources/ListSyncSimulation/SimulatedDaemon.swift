@@ -87,6 +87,35 @@ struct SimulatedDisk {
     /// Whether an append waits for its round.
     var busy: Bool { inFlight > 0 || syncDue != nil }
 
+    /// The document's log size in bytes since its last snapshot (the policy's snapshot
+    /// threshold), nil if the store cannot say.
+    var logSize: Int64? { try? store.logSize }
+    /// The current snapshot's size in bytes (0: none yet).
+    var snapshotBytes: Int64 { (try? store.snapshotBytes) ?? 0 }
+
+    /// Where the daemon keeps the document's stability: `stability` in its folder, as the host.
+    var stabilityPath: String { folder.folder(of: document) + "/stability" }
+
+    /// Writes the stability down as the host does, atomically (a temporary file synced, renamed,
+    /// the folder synced: ``FileSystem/writeAtomically(_:to:folder:)``).
+    func saveStability(_ stability: DocumentStability) throws(StoreError) {
+        try files.fileSystem.writeAtomically(stability.encoded(), to: stabilityPath, folder: folder.folder(of: document))
+    }
+
+    /// The stability as a restarted host reads it: the file, or nothing if there is none yet.
+    func loadStability() throws -> DocumentStability {
+        let fs = files.fileSystem
+        guard fs.exists(stabilityPath) else { return DocumentStability() }
+        return try DocumentStability(decoding: try fs.readFile(stabilityPath))
+    }
+
+    /// A snapshot through the store (``DocumentStore/snapshot(_:)``), as the host writes when its
+    /// log passed the threshold: nothing may be in flight.
+    mutating func snapshot(_ document: ListDocument) throws(StoreError) {
+        precondition(!busy && !executor.hasPending, "a snapshot with appends in flight")
+        try store.snapshot(document)
+    }
+
     /// A compaction through the store (``DocumentStore/compact(_:)``): nothing may be in flight
     /// (the host compacts only then).
     mutating func compact(_ document: ListDocument) throws(StoreError) {
@@ -128,18 +157,21 @@ struct SimulatedDisk {
     }
 }
 
-/// One daemon in the simulator: the production ``DocumentCore`` of the document, a production
-/// ``ServerSession`` per incoming connection, a production ``PeerSession`` per outgoing link, and
-/// a ``SimulatedDisk`` (the production store on a simulated file system). Node numbers of the other ends are its subscriber numbers.
+/// One daemon in the simulator: the production ``DocumentCore`` of the document and the
+/// daemon's policy for it (``DocumentHostPolicy``, what its host decides: snapshots, the
+/// stability, retirement, compaction), a production ``ServerSession`` per incoming connection, a
+/// production ``PeerSession`` per outgoing link, and a ``SimulatedDisk`` (the production store on
+/// a simulated file system). Node numbers of the other ends are its subscriber numbers.
 struct SimulatedDaemon {
     let node: Int
     let replica: ReplicaID
     let epoch: UInt64
     var core: DocumentCore
+    /// The host's policy; made again at a restart (the threshold from the snapshot on disk).
+    var policy: DocumentHostPolicy
+    /// The store, and the stability file the policy has written (``SimulatedDisk/saveStability(_:)``);
+    /// a crash restarts from what they keep.
     var disk: SimulatedDisk
-    /// The stability as last written to disk (the host writes it when it changes in a way that
-    /// matters, and before each compaction); a crash restarts from it.
-    var savedStability = DocumentStability()
     var servers: [Int: ServerSession] = [:]
     var links: [Int: PeerSession] = [:]
     /// Operation ids this daemon acknowledged to a client, with the batch.
@@ -148,7 +180,8 @@ struct SimulatedDaemon {
     var awaitingAck: [Int: [UInt64: [OpID]]] = [:]
     static let limits = PendingLimits(maxOperations: 100_000, maxBytes: 32 << 20)
 
-    init(node: Int, document: DocumentID, epoch: UInt64, variant: DocumentCore.Variant, skipsSyncs: Bool) {
+    init(node: Int, document: DocumentID, epoch: UInt64, variant: DocumentCore.Variant, skipsSyncs: Bool,
+         snapshotLogBytes: Int64, compaction: CompactionRule?) {
         self.node = node
         replica = ReplicaID(UInt64(1_000 + node))
         self.epoch = epoch
@@ -162,24 +195,37 @@ struct SimulatedDaemon {
         doc.pendingLimits = Self.limits
         core = DocumentCore(id: document, name: "simulated", epoch: epoch, document: doc, maxFrame: 1 << 16, stepBytes: 1 << 14)
         core.variant = variant
+        policy = DocumentHostPolicy(snapshotLogBytes: snapshotLogBytes, snapshotBytes: disk.snapshotBytes, compaction: compaction)
+    }
+
+    /// The policy's decision about `event` (``DocumentHostPolicy/handle(_:core:stabilityNow:now:storeBusy:)``).
+    /// The simulated disk runs each call to its end: never busy when asked.
+    mutating func decide(_ event: DocumentHostPolicy.Event, stabilityNow: UInt64, now: UInt64) -> [DocumentHostPolicy.Action] {
+        policy.handle(event, core: &core, stabilityNow: stabilityNow, now: now)
     }
 
     /// A crash and a restart: every session is gone, the disk keeps what it keeps, the store's
-    /// recovery opens it (its failure is returned; the daemon then starts from an empty document).
-    mutating func crashAndRecover(cutAfter calls: Int, using rng: inout SplitMix64, variant: DocumentCore.Variant) -> StoreError? {
+    /// recovery opens it and the stability file is read (a failure of either is returned; the
+    /// daemon then starts from an empty document, or from no stability).
+    mutating func crashAndRecover(cutAfter calls: Int, using rng: inout SplitMix64, variant: DocumentCore.Variant) -> String? {
         disk.crash(cutAfter: calls, using: &rng)
-        var failure: StoreError?
+        var failure: String?
         var doc: ListDocument
         do throws(StoreError) {
             doc = try disk.recover()
         } catch {
-            failure = error
+            failure = "\(error)"
             doc = ListDocument(replica: replica)
             doc.pendingLimits = Self.limits
         }
+        var stability = DocumentStability()
+        do { stability = try disk.loadStability() } catch { failure = "the stability file: \(error)" }
         core = DocumentCore(id: core.id, name: core.name, epoch: epoch, document: doc, maxFrame: 1 << 16, stepBytes: 1 << 14,
-                            stability: savedStability)
+                            stability: stability)
         core.variant = variant
+        // A new host: its settings as before, the snapshot threshold from the recovered store.
+        policy = DocumentHostPolicy(snapshotLogBytes: policy.snapshotLogBytes, snapshotBytes: disk.snapshotBytes,
+                                    compaction: policy.compaction)
         servers = [:]
         links = [:]
         awaitingAck = [:]

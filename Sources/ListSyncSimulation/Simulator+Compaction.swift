@@ -3,8 +3,9 @@ import ListTable
 @_spi(Testing) import ListCRDT
 @_spi(Testing) import ListSync
 
-// The simulator with compaction (`--compact-after`): what the daemons' hosts and the devices do
-// about stability, the floor and re-syncs, driven by ``Simulator``'s event loop.
+// The simulator with compaction (`--compact-after`): the daemons' policy (the host's own,
+// ``DocumentHostPolicy``) and its I/O, and what the devices do about the floor and re-syncs,
+// driven by ``Simulator``'s event loop.
 
 extension Simulator {
     // MARK: Compaction
@@ -13,36 +14,66 @@ extension Simulator {
     /// against ``SimulationConfiguration/retireAfter`` matter).
     var stabilityNow: UInt64 { network.now }
 
-    /// After every batch and `seen`, a peer's table and each timer: the core's housekeeping
-    /// (``DocumentCore/housekeeping(stabilityNow:now:rule:)``, the decision the daemon's host
-    /// takes too), then its I/O: the stability written, the table sent, and at a compaction
-    /// point the compaction, the snapshot (the disk's next generation) and the floor told.
-    mutating func compactIfDue(_ d: Int) {
-        guard let minOperations = configuration.compactAfter else { return }
-        let rule = CompactionRule(retireAfter: configuration.retireAfter, minOperations: minOperations, interval: 0,
-                                  gossipInterval: Self.gossipInterval, forgottenPeers: forgottenPeers[d] ?? [],
-                                  reclaimableFloor: configuration.reclaimableFloor, reclaimableShare: configuration.reclaimableShare)
-        let step = daemons[d].core.housekeeping(stabilityNow: stabilityNow, now: network.now, rule: rule)
-        report.retired += step.retired.count
-        report.daemonsForgotten += step.forgotten.count
-        if step.saveStability { daemons[d].savedStability = daemons[d].core.stability }
-        performCore(d, step.gossip)
-        guard let point = step.point else { return }
-        do {
-            try daemons[d].core.compact(at: point)
-        } catch {
-            report.failures.append("daemon \(d): compaction at its own compaction point refused: \(error)")
-            return
+    /// The rule of the daemons' policy: ``SimulationConfiguration/compactAfter`` and the bytes
+    /// trigger, retirement in virtual milliseconds, no least interval between compactions; nil
+    /// without compaction.
+    static func compactionRule(_ configuration: SimulationConfiguration) -> CompactionRule? {
+        configuration.compactAfter.map {
+            CompactionRule(retireAfter: configuration.retireAfter, minOperations: $0, interval: 0,
+                           gossipInterval: Self.gossipInterval,
+                           reclaimableFloor: configuration.reclaimableFloor, reclaimableShare: configuration.reclaimableShare)
         }
-        do throws(StoreError) {
-            try daemons[d].disk.compact(daemons[d].core.document)
-        } catch {
-            report.failures.append("daemon \(d): the store's compaction failed: \(error)")
-            return
+    }
+
+    /// Feeds `event` to daemon `d`'s policy (``DocumentHostPolicy``, its host's) and does what
+    /// it decides, at the events the host feeds it: a commit and its release, a `seen`, a peer's
+    /// table, and the housekeeping timer (here, each timer).
+    mutating func housekeep(_ d: Int, _ event: DocumentHostPolicy.Event) {
+        performPolicy(d, daemons[d].decide(event, stabilityNow: stabilityNow, now: network.now))
+    }
+
+    /// The I/O of daemon `d`'s policy actions, as its host does them: the stability written, the
+    /// frames sent, a snapshot written (a new generation), a compaction written and its floor
+    /// told once durable.
+    mutating func performPolicy(_ d: Int, _ actions: [DocumentHostPolicy.Action]) {
+        for action in actions {
+            switch action {
+            case .snapshot:
+                let size = daemons[d].disk.logSize ?? 0
+                do throws(StoreError) {
+                    try daemons[d].disk.snapshot(daemons[d].core.document)
+                    daemons[d].policy.snapshotWritten(snapshotBytes: daemons[d].disk.snapshotBytes)
+                    report.logSnapshots += 1
+                } catch {
+                    // Nothing fails on the simulated disk but by a crash, and none is in flight.
+                    daemons[d].policy.snapshotFailed(logBytes: size, retryNextBatch: false)
+                    report.failures.append("daemon \(d): the store's snapshot failed: \(error)")
+                }
+            case .saveStability:
+                do throws(StoreError) { try daemons[d].disk.saveStability(daemons[d].core.stability) } catch {
+                    // Nothing fails on the simulated disk but by a crash, and a crash runs between events.
+                    report.failures.append("daemon \(d): the stability was not written: \(error)")
+                }
+            case let .send(frames):
+                performCore(d, frames)
+            case let .retired(replicas):
+                report.retired += replicas.count
+            case let .forgotten(peers):
+                report.daemonsForgotten += peers.count
+            case let .compactionRefused(error):
+                report.failures.append("daemon \(d): compaction at its own compaction point refused: \(error)")
+            case .compact:
+                do throws(StoreError) {
+                    try daemons[d].disk.compact(daemons[d].core.document)
+                } catch {
+                    report.failures.append("daemon \(d): the store's compaction failed: \(error)")
+                    return
+                }
+                report.compactions += 1
+                report.compactionsPerDaemon[d] += 1
+                performPolicy(d, daemons[d].policy.compactionWritten(core: daemons[d].core, snapshotBytes: daemons[d].disk.snapshotBytes))
+            }
         }
-        report.compactions += 1
-        report.compactionsPerDaemon[d] += 1
-        performCore(d, daemons[d].core.floorAnnouncements())
     }
 
     /// The daemon compacted at `floor` (`stable`): client `c` compacts its copy there too when

@@ -27,7 +27,8 @@ extension Simulator {
             clients[c].settleAt = nil
         }
         if configuration.forgetsLostDaemon {
-            forgottenPeers[rng.below(l), default: []].insert(daemons[l].replica)
+            let gone = daemons[l].replica
+            daemons[rng.below(l)].policy.compaction?.forgottenPeers.insert(gone)
         }
     }
 

@@ -53,6 +53,12 @@ public struct SimulationConfiguration: Sendable {
     public var reclaimableFloor: Int? = CompactionTrigger.defaultFloor
     /// With compaction: the share of ``reclaimableFloor``'s trigger.
     public var reclaimableShare = CompactionTrigger.defaultShare
+    /// The log size in bytes past which a daemon snapshots the document (a new generation), the
+    /// daemon's ``ListSync/DocumentHostPolicy`` with `listsync serve --snapshot-log-bytes`
+    /// scaled down to the simulator's short logs (the daemon's default is 4 MiB).
+    public var snapshotLogBytes: Int64 = SimulationConfiguration.defaultSnapshotLogBytes
+    /// The simulator's default ``snapshotLogBytes``: 4 KiB, a few snapshots a run.
+    public static let defaultSnapshotLogBytes: Int64 = 4 << 10
     /// With compaction: virtual milliseconds after which a silent sender is retired (the
     /// stability's clock counts virtual milliseconds where a daemon's counts seconds).
     public var retireAfter: UInt64 = 30
@@ -103,7 +109,9 @@ public struct SimulationConfiguration: Sendable {
 
     public var replayArguments: String {
         "--seed \(seed) --replicas \(replicas) --ops \(operations) --daemons \(daemons)" + (ring ? " --ring" : "")
-            + " --crashes \(crashes)" + (compactAfter.map { " --compact-after \($0) --retire-after \(retireAfter)" } ?? "")
+            + " --crashes \(crashes)"
+            + (snapshotLogBytes != Self.defaultSnapshotLogBytes ? " --snapshot-log-bytes \(snapshotLogBytes)" : "")
+            + (compactAfter.map { " --compact-after \($0) --retire-after \(retireAfter)" } ?? "")
             + (compactAfter != nil ? deadBytesArguments : "")
             + (sendsAhead ? " --sends-ahead" : "") + (roamPercent > 0 ? " --roam \(roamPercent)" : "")
             + (losesDaemon ? " --lose-daemon" : "") + (hidesDaemon ? " --hide-daemon" : "") + " --field-writes \(workload.fieldWrites)"
@@ -144,6 +152,8 @@ public struct SimulationReport: Sendable, CustomStringConvertible {
     /// With compaction: compactions, senders retired, snapshot catch-ups clients loaded, edits
     /// they made again on one (operations), and batches refused with `compacted`.
     public var compactions = 0, retired = 0, snapshots = 0, remade = 0, refusedCompacted = 0
+    /// Snapshots the daemons' policy wrote as their logs grew (``SimulationConfiguration/snapshotLogBytes``).
+    public var logSnapshots = 0
     /// Clients that compacted their copy where their daemon had (told by `stable`).
     public var clientCompactions = 0
     /// Re-syncs from a catch-up of operations: a daemon that did not compact refused an edit of
@@ -183,6 +193,7 @@ public struct SimulationReport: Sendable, CustomStringConvertible {
         textEdits += other.textEdits
         framesSent += other.framesSent; bytesSent += other.bytesSent
         compactions += other.compactions; retired += other.retired; snapshots += other.snapshots
+        logSnapshots += other.logSnapshots
         remade += other.remade; refusedCompacted += other.refusedCompacted; operationResyncs += other.operationResyncs
         clientCompactions += other.clientCompactions; stabilityGossips += other.stabilityGossips
         roams += other.roams
@@ -210,6 +221,7 @@ public struct SimulationReport: Sendable, CustomStringConvertible {
         if crashes > 0 {
             lines.append("crashes (the store on the simulated file system): \(crashBytesLost) bytes changed back, \(crashTornBytesKept) bytes of torn writes kept, \(crashTailsKeptAside) log tails put aside by recovery")
         }
+        lines.append("store: \(logSnapshots) snapshots written by the daemons' policy as their logs grew")
         if roams > 0 { lines.append("roaming: \(roams) reconnects to another daemon, \(settles) back to settle a refusal") }
         if compacting {
             lines.append("compaction: \(compactions) compactions, \(retired) senders retired, \(snapshots) snapshot catch-ups, \(remade) operations remade, \(refusedCompacted) batches refused as compacted, \(operationResyncs) re-syncs from operations, \(clientCompactions) client compactions")
@@ -265,8 +277,6 @@ public struct Simulator: Sendable {
     /// The daemon lost for good (``SimulationConfiguration/losesDaemon``): nothing reaches it or
     /// leaves it again, and the checks leave it out.
     var lost: Int?
-    /// Per daemon, the daemons its operator told it to forget (`--forget-peer`), by replica.
-    var forgottenPeers: [Int: Set<ReplicaID>] = [:]
     /// The daemon no peer knows yet, its links down (``SimulationConfiguration/hidesDaemon``).
     var hidden: Int?
     /// Operations a daemon took and then made again (or left to their own daemon) when it merged
@@ -287,7 +297,8 @@ public struct Simulator: Sendable {
         network.inOrder = true
         let d = max(1, configuration.daemons)
         daemons = (0..<d).map { SimulatedDaemon(node: $0, document: DocumentID(high: 0x5157_1A7E, low: 1), epoch: 0xE90C,
-                                                 variant: configuration.coreVariant, skipsSyncs: configuration.diskSkipsFdatasync) }
+                                                 variant: configuration.coreVariant, skipsSyncs: configuration.diskSkipsFdatasync,
+                                                 snapshotLogBytes: configuration.snapshotLogBytes, compaction: Self.compactionRule(configuration)) }
         clients = (0..<max(1, configuration.replicas)).map { c in
             var doc = ListDocument(replica: ReplicaID(UInt64(c) + 1))
             doc.variant = configuration.variant
@@ -310,7 +321,9 @@ public struct Simulator: Sendable {
             if configuration.hidesDaemon { hidden = 0 }
             for i in daemons.indices {
                 for j in daemons.indices where j != i && j != hidden { _ = daemons[i].core.notePeer(daemons[j].replica, now: 0) }
-                daemons[i].savedStability = daemons[i].core.stability
+                do throws(StoreError) { try daemons[i].disk.saveStability(daemons[i].core.stability) } catch {
+                    preconditionFailure("an empty simulated disk refused the stability: \(error)")
+                }
             }
         }
     }
@@ -445,7 +458,11 @@ public struct Simulator: Sendable {
                     continue
                 }
                 for op in appending[d]?.removeValue(forKey: ticket) ?? [] { logged[op.id] = op }
-                performCore(d, daemons[d].core.durable(ticket: ticket))
+                // As the host: a snapshot if due, the batches released, then the housekeeping.
+                let released = daemons[d].core.durable(ticket: ticket)
+                housekeep(d, .committed(logBytes: daemons[d].disk.logSize))
+                performCore(d, released)
+                housekeep(d, .released)
             }
         }
         let due = roomDue.filter { $0.time <= now }
@@ -461,7 +478,7 @@ public struct Simulator: Sendable {
             for (_, due) in clients[c].presence.tick(now: nowNs) { sendPresence(c, due) }
         }
         for c in clients.indices { _ = clients[c].board.expire(now: nowNs) }
-        for d in daemons.indices { compactIfDue(d) }
+        for d in daemons.indices { housekeep(d, .tick) }
         if now >= nextAntiEntropy {
             nextAntiEntropy = now + configuration.antiEntropyInterval
             antiEntropy()
@@ -644,8 +661,6 @@ public struct Simulator: Sendable {
             let actions = server.receive(frame, now: nowNs)
             daemons[to].servers[from] = server
             performServer(to, from, actions)
-            // The host tries after every batch and every `seen`.
-            compactIfDue(to)
         }
     }
 
@@ -687,15 +702,9 @@ public struct Simulator: Sendable {
             case .rateLimited: break
             case let .presence(_, presence): performCore(d, daemons[d].core.presence(presence, from: sub))
             case let .seen(_, replica, version, role):
-                if daemons[d].core.seen(sub, replica: replica, version: version, role: role, now: stabilityNow) {
-                    daemons[d].savedStability = daemons[d].core.stability
-                }
-                // A kept copy's `seen` is answered with the floor, as the host does.
-                performCore(d, daemons[d].core.floorAnswer(to: sub))
+                housekeep(d, .seen(sub, replica: replica, version: version, role: role))
             case let .stability(_, from, entries):
-                if daemons[d].core.peerStability(sub, from: from, entries: entries, now: stabilityNow) {
-                    daemons[d].savedStability = daemons[d].core.stability
-                }
+                housekeep(d, .peerStability(sub, from: from, entries: entries))
             case let .destroy(request, doc, _):
                 // The simulated daemons hold one document for the whole run: no destroy events.
                 performServer(d, other, daemons[d].servers[other]?.failed(request: request, document: doc, code: .unsupported,
@@ -759,10 +768,7 @@ public struct Simulator: Sendable {
                 daemons[d].core.markRelay(sub, daemon: daemons[d].links[peer]?.peerDaemon)
             case .detach: daemons[d].core.unsubscribe(sub)
             case let .stability(_, from, entries):
-                if daemons[d].core.peerStability(sub, from: from, entries: entries, now: stabilityNow) {
-                    daemons[d].savedStability = daemons[d].core.stability
-                }
-                compactIfDue(d)
+                housekeep(d, .peerStability(sub, from: from, entries: entries))
             case let .deliver(_, ops): performCore(d, daemons[d].core.receive(ops, batch: 0, from: sub))
             case let .epochConflict(doc, a, b): report.failures.append("daemon \(d): epoch conflict on \(doc): \(a) / \(b)")
             case let .destroyLocal(doc, reason): report.failures.append("daemon \(d): told to destroy \(doc) (\(reason)); no daemon destroys here")

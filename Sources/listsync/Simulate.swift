@@ -39,6 +39,10 @@ let simulateUsage = """
       --compact-dead-floor B
                           with --compact-after: ... and at least this many bytes (default 64K;
                           a number of bytes, or with K, M or G)
+      --snapshot-log-bytes B
+                          a daemon snapshots the document once its log passes this many
+                          bytes, by the policy `serve` runs (default 4K, scaled down from
+                          serve's 4M to the simulator's short logs)
       --sends-ahead       with --compact-after: clients send each edit at once, even ahead of
                           earlier unacknowledged ones (default: as SyncClient, in order once
                           caught up)
@@ -122,6 +126,12 @@ func runSimulate(_ args: [String]) throws -> Int32 {
                 throw UsageError(message: "--compact-dead-floor must be a number of bytes (or 64K, 1M, 1G), not '\(text)'")
             }
             config.reclaimableFloor = floor
+        case "--snapshot-log-bytes":
+            let text = try value("--snapshot-log-bytes")
+            guard let bytes = parseByteCount(text), bytes >= 1 else {
+                throw UsageError(message: "--snapshot-log-bytes must be a number of bytes, 1 or more (or 4K, 1M), not '\(text)'")
+            }
+            config.snapshotLogBytes = Int64(bytes)
         case "--sends-ahead": config.sendsAhead = true
         case "--lose-daemon": config.losesDaemon = true
         case "--hide-daemon": config.hidesDaemon = true
@@ -151,6 +161,7 @@ func runSimulate(_ args: [String]) throws -> Int32 {
                             "edits": report.edits, "fieldWrites": report.fieldWrites, "increments": report.increments, "operations": report.operations, "frames": report.framesSent,
                             "bytes": report.bytesSent, "compactions": report.compactions, "daemonsLost": report.daemonsLost,
                             "copiesParted": report.copiesParted, "mergesBack": report.mergesBack,
+                            "logSnapshots": report.logSnapshots,
                             "replay": "listsync simulate \(config.replayArguments)"])
         } else if !quiet || !report.passed {
             print(report)
@@ -167,6 +178,7 @@ func runSimulate(_ args: [String]) throws -> Int32 {
     } else if runs > 1 || quiet {
         let seconds = Date().timeIntervalSince(start)
         print("summary: \(runs) runs × \(config.replicas) replicas × \(config.operations) edits: \(total.edits) edits (\(total.fieldWrites) field writes, \(total.increments) increments), \(total.framesSent) frames, \(total.bytesSent) bytes, \(runs - UInt64(failed.count)) passed, \(failed.count) failed, \(String(format: "%.1f", seconds)) s")
+        print("store: \(total.logSnapshots) snapshots written by the daemons' policy as their logs grew")
         if config.crashes > 0 {
             print("crashes: \(total.crashes), the store on the simulated file system: \(total.crashBytesLost) bytes changed back, \(total.crashTornBytesKept) bytes of torn writes kept, \(total.crashTailsKeptAside) log tails put aside by recovery")
         }

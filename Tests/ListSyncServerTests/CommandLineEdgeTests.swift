@@ -228,6 +228,26 @@ struct CommandLineEdgeTests {
         #expect(offReplays.allSatisfy { $0.contains("--compact-dead-share off") }, "\(offReplays)")
     }
 
+    @Test("simulate --snapshot-log-bytes: the daemons snapshot their logs past it by the host's policy (none past a size no log reaches), a run replays with it; 0 is a usage error")
+    func simulateSnapshotLogBytes() throws {
+        func snapshots(_ bytes: String) throws -> (Int, [String]) {
+            let (code, out, err) = try runListsync(["simulate", "--ops", "100", "--runs", "3", "--json", "--crashes", "1",
+                                                    "--snapshot-log-bytes", bytes], stdin: FileHandle.nullDevice)
+            #expect(code == 0, "\(bytes): \(err)")
+            let object = try #require(try JSONSerialization.jsonObject(with: Data(out.utf8)) as? [String: Any], "\(out)")
+            let runs = try #require(object["runs"] as? [[String: Any]])
+            #expect(runs.allSatisfy { $0["passed"] as? Bool == true }, "\(bytes)")
+            return (runs.reduce(0) { $0 + ($1["logSnapshots"] as? Int ?? 0) }, runs.compactMap { $0["replay"] as? String })
+        }
+        let (small, replays) = try snapshots("512")
+        #expect(small >= 3, "512-byte threshold: every run's daemon snapshots (\(small))")
+        #expect(replays.allSatisfy { $0.contains("--snapshot-log-bytes 512") }, "\(replays)")
+        let (none, _) = try snapshots("1G")
+        #expect(none == 0, "no log of 100 edits reaches 1 GiB")
+        let (code, _, err) = try runListsync(["simulate", "--snapshot-log-bytes", "0"], stdin: FileHandle.nullDevice)
+        #expect(code == 2 && err.contains("--snapshot-log-bytes"), "\(code): \(err)")
+    }
+
     @Test("simulate --json prints one JSON object: each run and the totals")
     func simulateJSON() throws {
         let (code, out, err) = try runListsync(["simulate", "--ops", "20", "--runs", "2", "--json"], stdin: FileHandle.nullDevice)
