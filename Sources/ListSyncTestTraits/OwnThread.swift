@@ -161,3 +161,15 @@ final class ThreadExecutor: TaskExecutor, @unchecked Sendable {   // state guard
         }
     }
 }
+
+/// Records an issue unless it runs on a dedicated test thread (``OwnThreadTrait``): for helpers
+/// that block their thread for a long time (waiting for a child process, polling a condition for up
+/// to ``livenessGuardSeconds``). On Swift's cooperative pool two such waits at once hold every
+/// thread of it, and every task of the process stops until they end: in-process daemons, device
+/// clients and the other tests' continuations (a CI run failed six tests at once that way, each at
+/// its own deadline). This makes the mistake fail every run, not only the unlucky ones.
+public func expectOwnThread(_ what: @autoclosure () -> String, sourceLocation: SourceLocation = #_sourceLocation) {
+    guard currentTestThread() == nil, Test.current != nil else { return }
+    Issue.record("\(what()) blocks its thread, and runs on Swift's cooperative pool: give the suite or test the .ownThread trait",
+                 sourceLocation: sourceLocation)
+}

@@ -34,7 +34,7 @@ struct CLIRun {
 
 /// Bad input to the command line and to `SyncClient` is an error that says what was wrong, never a
 /// crash (issue 44): odd folder names, a replica file cut short, damaged data files.
-@Suite("Bad input: odd folder names and damaged files are errors, never crashes", .serialized, .hangGuard)
+@Suite("Bad input: odd folder names and damaged files are errors, never crashes", .ownThread, .serialized, .hangGuard)
 struct BadInputProcessTests {
     /// Folder names a user may type: one character (SIGILL before), relative, with a trailing
     /// slash, spaces, unicode.

@@ -10,7 +10,7 @@ import Testing
 /// counts, values, paths and file names, flags): it must never die by a signal (a shell's exit
 /// code under 128 every time). Each run's arguments come from a seeded generator, so a failure
 /// is printed with what to run again.
-@Suite("The command line's arguments fuzzed for crashes", .serialized, .hangGuard)
+@Suite("The command line's arguments fuzzed for crashes", .ownThread, .serialized, .hangGuard)
 struct CLIFuzzTests {
     static let commands = ["status", "docs", "create", "show", "insert", "move", "delete", "rename", "destroy", "open",
                            "export", "import", "sync", "device", "restore", "simulate", "watch", "nonsense", "", "--help"]

@@ -9,11 +9,12 @@ import Testing
 
 /// The command line's kept replica id (`ClientReplica`): one id per client folder and slot, reused
 /// only while the daemon holds everything it may have sent.
-@Suite("A stable replica id per client folder", .serialized, .hangGuard)
+@Suite("A stable replica id per client folder", .ownThread, .serialized, .hangGuard)
 struct ClientReplicaTests {
     /// Slot 0 of `folder`, waiting up to 5 s while it is held: a slot just released may live on
     /// for a moment in a process another test is spawning (between its fork and its exec).
     static func firstSlot(_ folder: String) throws -> ClientReplica? {
+        expectOwnThread("ClientReplicaTests.firstSlot (waiting for a slot)")
         let deadline = Date().addingTimeInterval(livenessGuardSeconds)
         while true {
             if let slot = try ClientReplica.acquire(folder: folder, slots: 1) { return slot }

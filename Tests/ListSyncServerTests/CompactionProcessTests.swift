@@ -12,7 +12,7 @@ import ListSyncTestTraits
 /// report what they have seen, the daemon compacts when everything is stable, a restart loads
 /// the compacted snapshot, late clients catch up from it, and a device retired while offline
 /// comes back, re-syncs and keeps its edits.
-@Suite("Daemon: compaction", .serialized, .hangGuard)
+@Suite("Daemon: compaction", .ownThread, .serialized, .hangGuard)
 struct CompactionProcessTests {
     /// A document log per document (so the test can see it trimmed), compaction after 20
     /// operations, no rate limit between compactions.

@@ -13,7 +13,7 @@ import ListSyncFiles
 /// Destroying a document in an in-process daemon: the subscribers told, the record before the
 /// removal, the id refused afterwards, a crash between the steps finished at the next start
 /// (Docs/Daemon.md, "Destroying a document").
-@Suite("Destroying a document (daemon in process)", .serialized, .hangGuard)
+@Suite("Destroying a document (daemon in process)", .ownThread, .serialized, .hangGuard)
 struct DaemonDestroyTests {
     static func started(_ folder: String) async throws -> Daemon {
         var config = DaemonConfiguration(dataFolder: folder)

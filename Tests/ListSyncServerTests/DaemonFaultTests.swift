@@ -14,7 +14,7 @@ import ListSyncTCP
 /// The daemon in this process, with faults a user cannot stage on demand: a disk that fills up
 /// (the store's file funnel fails writes with ENOSPC), and a client with the key that forges an
 /// operation under a known id.
-@Suite("Daemon faults: disk full and back, equivocation", .serialized, .hangGuard)
+@Suite("Daemon faults: disk full and back, equivocation", .ownThread, .serialized, .hangGuard)
 struct DaemonFaultTests {
     /// Events the daemon logged.
     final class Events: Sendable {
@@ -136,7 +136,7 @@ struct DaemonFaultTests {
 #if canImport(Glibc)
 @testable import ListSyncServer
 
-@Suite("Rate limit: a token bucket per connection")
+@Suite("Rate limit: a token bucket per connection", .ownThread)
 struct RateLimitTests {
     @Test("a full bucket lets a burst through, then one batch per 1/rate seconds; quiet time refills it, up to the burst")
     func bucket() {
@@ -240,7 +240,7 @@ struct RateLimitTests {
 #endif
 
 #if canImport(Glibc)
-@Suite("Status of a daemon with many resident documents")
+@Suite("Status of a daemon with many resident documents", .ownThread)
 struct LargeStatusTests {
     @Test("a status report of 200 KB (1,000 resident documents and more) crosses in parts, fed to the client one frame at a time; a name or error text is still capped at 64 KiB")
     func largeStatus() throws {

@@ -43,6 +43,7 @@ final class DaemonProcess: @unchecked Sendable {
     /// runs the daemons on poll too), or runs with `environment` instead when one is given; with
     /// `umask` (octal digits), through `/bin/sh` with that umask.
     init(data: String, port: UInt16 = 0, extra: [String] = [], environment: [String: String]? = nil, umask: String? = nil) throws {
+        expectOwnThread("DaemonProcess (waiting for the daemon's address)")
         self.data = data
         self.extra = extra
         guard let binary = listsyncBinary() else { throw DaemonTestError("the listsync binary was not built next to the tests") }
@@ -124,6 +125,7 @@ final class DaemonProcess: @unchecked Sendable {
 /// `currentDirectory`: where it runs (nil: this process's).
 func runListsync(_ args: [String], environment: [String: String]? = nil, stdin: FileHandle? = nil,
                  currentDirectory: String? = nil) throws -> (Int32, String, String) {
+    expectOwnThread("runListsync (waiting for `listsync \(args.first ?? "")`)")
     guard let binary = listsyncBinary() else { throw DaemonTestError("the listsync binary was not built next to the tests") }
     let p = Process()
     p.executableURL = URL(fileURLWithPath: binary)
@@ -179,6 +181,7 @@ final class BackgroundListsync: @unchecked Sendable {
     /// Waits at most `seconds` for it to exit by itself, then kills it; returns its exit status.
     @discardableResult
     func stop(within seconds: Double = 0) -> Int32 {
+        if seconds > 0 { expectOwnThread("BackgroundListsync.stop(within:)") }
         let deadline = Date().addingTimeInterval(seconds)
         while process.isRunning, Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
         if process.isRunning {
@@ -205,6 +208,7 @@ struct DaemonTestError: Error, CustomStringConvertible {
 /// ``livenessGuardSeconds``, a guard against a hang and never the verdict (Docs/Reliability.md,
 /// "Tests on a busy machine").
 func eventually(_ seconds: Double = 15, _ condition: () throws -> Bool) rethrows -> Bool {
+    expectOwnThread("eventually (polling for up to \(Int(max(seconds, livenessGuardSeconds))) s)")
     let deadline = Date().addingTimeInterval(max(seconds, livenessGuardSeconds))
     while Date() < deadline {
         if try condition() { return true }

@@ -240,7 +240,7 @@ struct PeeredDaemonTests {
 }
 
 /// Epochs: a restored document refuses a client that holds the old one.
-@Suite("Document epochs", .serialized, .hangGuard)
+@Suite("Document epochs", .ownThread, .serialized, .hangGuard)
 struct EpochTests {
     @Test("after a restore, a client resuming the old epoch is refused; merging blind would resurrect what the restore removed")
     func restoreChangesEpoch() async throws {
@@ -289,7 +289,7 @@ struct EpochTests {
 }
 
 /// LAN discovery, on loopback: each daemon announces to the other's UDP port.
-@Suite("Discovery", .serialized, .hangGuard)
+@Suite("Discovery", .ownThread, .serialized, .hangGuard)
 struct DiscoveryTests {
     /// A UDP port free now (bound to port 0, then released).
     static func freeUDPPort() -> UInt16 {

@@ -11,7 +11,7 @@ import ListSyncTestTraits
 
 /// Renaming a document in an in-process daemon over real sockets: the name file, the list, a
 /// restart, announcements, and the refusals that change nothing (Docs/Daemon.md, "Renaming a document").
-@Suite("Renaming a document (daemon in process)", .serialized, .hangGuard)
+@Suite("Renaming a document (daemon in process)", .ownThread, .serialized, .hangGuard)
 struct DaemonRenameTests {
     static func names(_ daemon: Daemon) async -> [String] { await daemon.list().map(\.name).sorted() }
 

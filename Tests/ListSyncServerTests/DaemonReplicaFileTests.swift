@@ -9,7 +9,7 @@ import Testing
 
 /// The daemon's own `DIR/replica` (Docs/Daemon.md, "Files"): a file cut short is refused naming
 /// the file, never taken as another replica id (issue 44); an earlier build's file still loads.
-@Suite("The daemon's replica file: a cut file is refused, an earlier build's is read and rewritten", .hangGuard)
+@Suite("The daemon's replica file: a cut file is refused, an earlier build's is read and rewritten", .ownThread, .hangGuard)
 struct DaemonReplicaFileTests {
     @Test("every cut of a written file is damaged; the whole file is the id; so is the file without its line end only when nothing is lost")
     func everyCut() {

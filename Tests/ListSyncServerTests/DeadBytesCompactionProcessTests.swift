@@ -7,7 +7,7 @@ import ListSyncTestTraits
 /// five deleted with `listsync delete`, compacts once it is quiet, though it logged a dozen
 /// operations and not `--compact-after`'s 10,000; `status` shows what was reclaimable. Only
 /// `--compact-interval` is shortened (see the test).
-@Suite("Daemon: compaction by dead bytes", .serialized, .hangGuard)
+@Suite("Daemon: compaction by dead bytes", .ownThread, .serialized, .hangGuard)
 struct DeadBytesCompactionProcessTests {
     /// The document's entry in `status --json`'s `resident`.
     static func resident(_ d: DaemonProcess, _ name: String) -> [String: Any]? {

@@ -1,10 +1,11 @@
 import Foundation
 import ListSyncServer
 import ListSyncFiles
+import ListSyncTestTraits
 import Testing
 
 /// The command line as a device (`--replica DIR`, `listsync sync`), as processes, with SIGKILL.
-@Suite(.serialized)
+@Suite(.ownThread, .serialized)
 struct DeviceProcessTests {
     /// The items of `doc` in the device copy `folder`, from `show --replica --json`.
     static func items(_ folder: String, _ doc: String) throws -> [[String]] {

@@ -3,11 +3,12 @@ import ListCRDT
 import ListSync
 import ListSyncServer
 import ListSyncTCP
+import ListSyncTestTraits
 import Testing
 
 /// The limits and defaults the docs state, checked against the constants the code uses: a
 /// default changed in the code and not on the page (or the other way) fails here.
-@Suite("Doc limits and defaults match the code")
+@Suite("Doc limits and defaults match the code", .ownThread)
 struct DocLimitsTests {
     /// A page of the repository.
     static func page(_ path: String) throws -> String {

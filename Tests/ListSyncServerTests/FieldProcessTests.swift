@@ -1,10 +1,11 @@
 import Foundation
 import ListSyncServer
+import ListSyncTestTraits
 import Testing
 
 /// Fields through the command line, as processes: `set`, `insert NAME=VALUE`, `show --json`'s
 /// `fields`, and issue 43's example with a real daemon and two `--replica` devices.
-@Suite(.serialized)
+@Suite(.ownThread, .serialized)
 struct FieldProcessTests {
     /// The fields of every item of `doc` in `show --json` output (sections, then rows).
     static func fields(_ out: String) throws -> [[[String: Any]]] {

@@ -12,7 +12,7 @@ import Testing
 
 /// The device client when a document is destroyed on the daemon, and when the device drops its
 /// own copy (Docs/Client.md, "When a document is destroyed").
-@Suite(.serialized, .hangGuard)
+@Suite(.ownThread, .serialized, .hangGuard)
 struct SyncClientDestroyTests {
     /// Polls `condition` for up to `seconds`.
     static func within(_ seconds: Double, _ condition: () async -> Bool) async -> Bool {

@@ -11,7 +11,7 @@ import ListSyncTestTraits
 import Testing
 
 /// The device client (`SyncClient`) against a real `listsync serve` process on 127.0.0.1.
-@Suite(.serialized)
+@Suite(.ownThread, .serialized)
 struct SyncClientTests {
     static func values(_ live: LiveDocument) -> [[String]] {
         live.snapshot.sections.map { $0.items.map { String(decoding: $0.value, as: UTF8.self) } }

@@ -1,11 +1,12 @@
 import Foundation
 import ListSyncServer
+import ListSyncTestTraits
 import Testing
 
 /// Text fields through the command line, as processes: `listsync text`, `show --json` giving a
 /// text field as its string, and issue 45's example with a real daemon and two `--replica`
 /// devices typing into one card's notes offline.
-@Suite(.serialized)
+@Suite(.ownThread, .serialized)
 struct TextProcessTests {
     @Test("issue 45's example: offline, one device appends to the notes and the other types at the start; after both sync, both texts are on both devices and the daemon, in the order each typed")
     func twoDevicesTypeIntoOneField() throws {

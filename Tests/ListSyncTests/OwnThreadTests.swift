@@ -38,6 +38,11 @@ struct OwnThreadTests {
         #expect(!threadName().hasPrefix("test-"))
     }
 
+    @Test("expectOwnThread fails a test that blocks on the pool (a known issue here), and passes one on its own thread")
+    func blockingOnThePool() {
+        withKnownIssue { expectOwnThread("a helper that blocks") } matching: { $0.description.contains(".ownThread") }
+    }
+
     @Test("a failed expectation on the dedicated thread belongs to the test", .ownThread)
     func attributed() {
         withKnownIssue { #expect(Bool(false), "recorded on \(threadName())") }
@@ -76,4 +81,14 @@ struct MachineTurnTests {
     @Test("a test that loads the machine waits too", .loadsMachine) func loads() async throws { try await hold() }
     @Test("a parameterized timed test takes a turn per case", .timed, arguments: 0 ..< 3)
     func timedCases(_ k: Int) async throws { try await hold() }
+}
+
+/// Calls ``expectOwnThread(_:sourceLocation:)`` from a test case marked `.ownThread`: no issue.
+@Suite("Test threads: a blocking helper on its own thread")
+struct OwnThreadProbe {
+    @Test("expectOwnThread records nothing on a dedicated thread", .ownThread)
+    func quiet() {
+        #expect(currentTestThread() != nil)
+        expectOwnThread("a helper that blocks")
+    }
 }
