@@ -59,6 +59,9 @@ let simulateUsage = """
       --field-writes P    percent of edits that write fields of a random item or section:
                           value sets and removals, counter increments, set adds and removes
                           (default 20; 0: none, the runs of before fields)
+      --drag-field-writes P  with field writes on: percent of a drag's hover steps at which
+                          a client (the dragging one or another) writes fields of the dragged
+                          item while the drag is in progress (default 0)
       --text-edits P      percent of edits that type into or remove from an item's text field
                           `notes` (default 0); the oracle checks no character is lost or
                           brought back and no run is split by concurrent typing
@@ -138,6 +141,7 @@ func runSimulate(_ args: [String]) throws -> Int32 {
         case "--roam": config.roamPercent = try number("--roam", 0...100)
         case "--field-writes": config.workload.fieldWrites = try number("--field-writes", 0...100)
         case "--text-edits": config.workload.textEdits = try number("--text-edits", 0...100)
+        case "--drag-field-writes": config.workload.dragFieldWrites = try number("--drag-field-writes", 0...100)
         case "--quiet": quiet = true
         case "--json": json = true
         default: throw UsageError(message: "unknown option '\(args[i])'")
