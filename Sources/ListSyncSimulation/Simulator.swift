@@ -192,7 +192,7 @@ public struct SimulationReport: Sendable, CustomStringConvertible {
         acknowledged += other.acknowledged; acknowledgedLost += other.acknowledgedLost
         crashBytesLost += other.crashBytesLost; crashTornBytesKept += other.crashTornBytesKept
         crashTailsKeptAside += other.crashTailsKeptAside
-        edits += other.edits; operations += other.operations
+        edits += other.edits; operations += other.operations; moves += other.moves; drags += other.drags
         fieldWrites += other.fieldWrites; fieldChanges += other.fieldChanges; increments += other.increments
         dragFieldWrites += other.dragFieldWrites; dragFieldWritesByDragger += other.dragFieldWritesByDragger
         textEdits += other.textEdits

@@ -13,7 +13,8 @@ struct WebHTTPSession {
     init(_ f: WebFixture) async throws {
         port = f.webPort
         let link = try f.loginURL()
-        let path = String(link[try #require(link.range(of: "/login?"))].lowerBound...)
+        let start = try #require(link.range(of: "/login?"))
+        let path = String(link[start.lowerBound...])
         let login = try await Self.exchange("GET \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\n\r\n", port: port)
         let set = try #require(login.head.split(separator: "\r\n").first { $0.lowercased().hasPrefix("set-cookie: listsync_session=") })
         cookie = String(set.dropFirst("set-cookie: ".count).prefix { $0 != ";" })
