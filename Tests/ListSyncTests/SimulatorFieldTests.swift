@@ -17,13 +17,8 @@ import ListSyncTestTraits
     func acrossConfigurations() {
         let seeds = Self.environment["LISTSYNC_SIM_FIELD_SEEDS"].flatMap(UInt64.init) ?? 120
         let total = SimulatorRuns.run(0..<seeds) { config, seed in
-            config.replicas = 3 + Int(seed % 3)
-            config.daemons = 1 + Int(seed % 3)
+            SimulatorRuns.spread(&config, seed)
             config.ring = config.daemons == 3 && seed % 2 == 0
-            config.crashes = Int(seed / 3 % 3)
-            config.roamPercent = config.daemons > 1 && seed % 5 < 2 ? 30 : 0
-            config.compactAfter = seed % 4 == 3 ? 10 : nil
-            config.operations = 100
             config.workload.fieldWrites = 40
         }
         print("simulator fields: \(seeds) seeds, \(total.edits) edits, \(total.fieldWrites) field writes, \(total.fieldChanges) field changes, \(total.increments) increments, \(total.crashes) crashes, \(total.compactions) compactions, \(total.roams) roams")
@@ -39,12 +34,7 @@ import ListSyncTestTraits
     func dragsWithFieldWrites() {
         let seeds = Self.environment["LISTSYNC_SIM_DRAG_FIELD_SEEDS"].flatMap(UInt64.init) ?? 40
         let total = SimulatorRuns.run(0..<seeds) { config, seed in
-            config.replicas = 3 + Int(seed % 3)
-            config.daemons = 1 + Int(seed % 3)
-            config.crashes = Int(seed / 3 % 3)
-            config.roamPercent = config.daemons > 1 && seed % 5 < 2 ? 30 : 0
-            config.compactAfter = seed % 4 == 3 ? 10 : nil
-            config.operations = 100
+            SimulatorRuns.spread(&config, seed)
             config.dragPercent = 40
             config.workload.fieldWrites = 30
             config.workload.dragFieldWrites = 60
