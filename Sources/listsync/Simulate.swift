@@ -162,7 +162,7 @@ func runSimulate(_ args: [String]) throws -> Int32 {
         if !report.passed { failed.append(config.seed) }
         if json {
             reports.append(["seed": String(report.seed), "passed": report.passed, "failures": report.failures,
-                            "edits": report.edits, "fieldWrites": report.fieldWrites, "increments": report.increments, "operations": report.operations, "frames": report.framesSent,
+                            "edits": report.edits, "fieldWrites": report.fieldWrites, "dragFieldWrites": report.dragFieldWrites, "increments": report.increments, "operations": report.operations, "frames": report.framesSent,
                             "bytes": report.bytesSent, "compactions": report.compactions, "daemonsLost": report.daemonsLost,
                             "copiesParted": report.copiesParted, "mergesBack": report.mergesBack,
                             "logSnapshots": report.logSnapshots,
@@ -181,7 +181,7 @@ func runSimulate(_ args: [String]) throws -> Int32 {
                    "bytes": total.bytesSent])
     } else if runs > 1 || quiet {
         let seconds = Date().timeIntervalSince(start)
-        print("summary: \(runs) runs × \(config.replicas) replicas × \(config.operations) edits: \(total.edits) edits (\(total.fieldWrites) field writes, \(total.increments) increments), \(total.framesSent) frames, \(total.bytesSent) bytes, \(runs - UInt64(failed.count)) passed, \(failed.count) failed, \(String(format: "%.1f", seconds)) s")
+        print("summary: \(runs) runs × \(config.replicas) replicas × \(config.operations) edits: \(total.edits) edits (\(total.fieldWrites) field writes\(total.dragFieldWrites > 0 ? ", \(total.dragFieldWrites) on a dragged item" : ""), \(total.increments) increments), \(total.framesSent) frames, \(total.bytesSent) bytes, \(runs - UInt64(failed.count)) passed, \(failed.count) failed, \(String(format: "%.1f", seconds)) s")
         print("store: \(total.logSnapshots) snapshots written by the daemons' policy as their logs grew")
         if config.crashes > 0 {
             print("crashes: \(total.crashes), the store on the simulated file system: \(total.crashBytesLost) bytes changed back, \(total.crashTornBytesKept) bytes of torn writes kept, \(total.crashTailsKeptAside) log tails put aside by recovery")
