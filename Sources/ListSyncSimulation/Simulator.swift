@@ -116,6 +116,7 @@ public struct SimulationConfiguration: Sendable {
             + (sendsAhead ? " --sends-ahead" : "") + (roamPercent > 0 ? " --roam \(roamPercent)" : "")
             + (losesDaemon ? " --lose-daemon" : "") + (hidesDaemon ? " --hide-daemon" : "") + " --field-writes \(workload.fieldWrites)"
             + (workload.textEdits > 0 ? " --text-edits \(workload.textEdits)" : "")
+            + (workload.dragFieldWrites > 0 ? " --drag-field-writes \(workload.dragFieldWrites)" : "")
     }
 
     /// The defaults: 4 replicas, 200 edits, standard faults, 2 partitions.
@@ -138,6 +139,9 @@ public struct SimulationReport: Sendable, CustomStringConvertible {
     /// Edits that wrote fields (one operation each), the field changes they made, and how many
     /// of those were counter increments.
     public var fieldWrites = 0, fieldChanges = 0, increments = 0
+    /// Of those, the field writes made on an item while it was being dragged
+    /// (``Workload/dragFieldWrites``), and how many the dragging client made itself.
+    public var dragFieldWrites = 0, dragFieldWritesByDragger = 0
     /// Text splices made (``Workload/textEdits``).
     public var textEdits = 0
     /// Presence messages clients sent, and received (relayed by their daemon).
@@ -188,8 +192,9 @@ public struct SimulationReport: Sendable, CustomStringConvertible {
         acknowledged += other.acknowledged; acknowledgedLost += other.acknowledgedLost
         crashBytesLost += other.crashBytesLost; crashTornBytesKept += other.crashTornBytesKept
         crashTailsKeptAside += other.crashTailsKeptAside
-        edits += other.edits; operations += other.operations
+        edits += other.edits; operations += other.operations; moves += other.moves; drags += other.drags
         fieldWrites += other.fieldWrites; fieldChanges += other.fieldChanges; increments += other.increments
+        dragFieldWrites += other.dragFieldWrites; dragFieldWritesByDragger += other.dragFieldWritesByDragger
         textEdits += other.textEdits
         framesSent += other.framesSent; bytesSent += other.bytesSent
         compactions += other.compactions; retired += other.retired; snapshots += other.snapshots
@@ -212,7 +217,8 @@ public struct SimulationReport: Sendable, CustomStringConvertible {
     public var description: String {
         var lines = [
             "seed \(seed): \(daemons) daemons, \(replicas) clients, \(crashes) crashes, \(edits) edits (\(moves) moves, \(drags) drags), \(operations) operations",
-            "fields: \(fieldWrites) field writes, \(fieldChanges) field changes (\(increments) increments)",
+            "fields: \(fieldWrites) field writes, \(fieldChanges) field changes (\(increments) increments)"
+                + (dragFieldWrites > 0 ? ", \(dragFieldWrites) on a dragged item (\(dragFieldWritesByDragger) by its dragger)" : ""),
             "acknowledged: \(acknowledged) operations, acknowledged lost: \(acknowledgedLost)",
             "presence: \(presenceSent) messages sent, \(presenceReceived) received",
             "network: \(framesSent) frames sent, \(framesDelivered) delivered, \(framesDropped) dropped, \(framesDuplicated) duplicated, \(bytesSent) bytes",
@@ -926,12 +932,16 @@ public struct Simulator: Sendable {
             k -= rows
         }
         do {
+            let dragged = try clients[r].document.itemID(at: start)
             try session.begin(at: start, in: clients[r].document)
             publishPresence(r, session.presenceActivity)
             for _ in 0..<(1 + rng.below(4)) {
                 step(until: network.now + 1 + rng.next() % max(configuration.editInterval, 1))
                 // A forgetful client that started afresh meanwhile drops the drag (its rows are gone).
                 guard clients[r].generation == generation else { return }
+                // Fields of the dragged item written meanwhile, here or elsewhere; the dragging
+                // client's own write is sent at once (not again with the drop).
+                if writeFieldsOfDraggedItem(dragged, draggedBy: r) { before = clients[r].document.operationCount }
                 session.documentDidChange(clients[r].document)
                 guard session.isDragging else { break }
                 let visible = session.visibleSnapshot

@@ -22,6 +22,11 @@ public struct Workload: Hashable, Sendable {
     /// drawn before the list mix above: value sets and removals, counter increments, set adds
     /// and removes (``FieldEdit``). 0 makes exactly the runs of before fields (no draw is made).
     public var fieldWrites = 20
+    /// Percent of a drag session's hover steps at which a client, the dragging one or another,
+    /// writes fields of the dragged item while the drag is in progress (``FieldEdit``; Docs/
+    /// Simulation.md, "Field writes during a drag"). Drawn only when ``fieldWrites`` is above 0.
+    /// 0 by default, so that the random streams of seeds found before are unchanged.
+    public var dragFieldWrites = 0
     /// Percent of edits that type into or remove from an item's text field `notes`
     /// (Docs/Semantics.md §8.5; `TextEdit.swift`). 0 by default, so that the random streams of
     /// seeds found before text fields are unchanged.

@@ -122,16 +122,29 @@ extension WebAssets {
     return [...section.querySelectorAll('li.row')].filter(r => r.dataset.item !== except);
   }
 
-  // Fields (Docs/Web.md, "Fields"): value fields of kind string, number, bool and null, counters,
-  // sets and text fields are edited in place; dates and bytes are shown. A counter, a set or a text
-  // sends what the chip showed too, so that only this person's change is written.
+  // Fields (Docs/Web.md, "Fields"): every kind is edited in place, and a row's fields can be
+  // added and removed. A counter, a set or a text sends what the chip showed too (or one step, one
+  // member), so that only this person's change is written.
+  function dateText(iso) {
+    const d = new Date(iso);
+    if (isNaN(d.getTime())) return iso;
+    const t = d.toISOString();
+    return t.slice(0, 10) + ' ' + t.slice(11, t.endsWith(':00.000Z') ? 16 : t.endsWith('.000Z') ? 19 : 23) + ' UTC';
+  }
+  function bytesText(b64) {
+    let raw = '';
+    try { raw = atob(b64); } catch (_) { return '(bytes)'; }
+    let hex = '';
+    for (let i = 0; i < Math.min(raw.length, 16); i++) hex += raw.charCodeAt(i).toString(16).padStart(2, '0');
+    return raw.length + (raw.length === 1 ? ' byte' : ' bytes') + (raw.length ? ' ' + hex + (raw.length > 16 ? '…' : '') : '');
+  }
   function fieldText(v) {
     if (v === null) return 'null';
     if (typeof v !== 'object') return String(v);
     if ('counter' in v) return String(v.counter);
     if ('set' in v) return '{' + v.set.join(', ') + '}';
-    if ('date' in v) return v.date;
-    if ('bytes' in v) return '(bytes)';
+    if ('date' in v) return dateText(v.date);
+    if ('bytes' in v) return bytesText(v.bytes);
     return '';
   }
   function fieldKind(v, isText) {
@@ -141,7 +154,12 @@ extension WebAssets {
     if (typeof v === 'string') return isText ? 'text' : 'string';
     if ('counter' in v) return 'counter';
     if ('set' in v) return 'set';
+    if ('date' in v) return 'date';
+    if ('bytes' in v) return 'bytes';
     return null;
+  }
+  function sendField(query) {
+    return post('/api/docs/' + docID + '/field', query).catch(e => showBanner(e.message));
   }
   function fieldChips(item) {
     const box = el('span', { class: 'fields' });
@@ -151,12 +169,49 @@ extension WebAssets {
       const chip = el(kind ? 'button' : 'span', { class: 'field', 'data-name': name, textContent: name + ': ' + fieldText(v) });
       if (kind) {
         chip.type = 'button';
-        chip.title = 'Edit ' + name;
+        chip.title = 'Edit ' + name + (kind === 'date' ? ' (' + v.date + ')' : '');
         chip.addEventListener('click', () => editField(chip, item.id, name, v, kind));
       }
-      box.append(chip);
+      if (kind !== 'counter') { box.append(chip); continue; }
+      // A counter's − and + buttons: one increment each, added to everyone else's.
+      const step = (by, label) => {
+        const b = el('button', { type: 'button', class: 'field-step', 'data-name': name, 'data-by': String(by), textContent: label, 'aria-label': (by > 0 ? 'Add 1 to ' : 'Take 1 from ') + name });
+        b.addEventListener('click', () => sendField({ item: item.id, name: name, kind: 'counter', by: by }));
+        return b;
+      };
+      box.append(el('span', { class: 'field-counter' }, step(-1, '−'), chip, step(1, '+')));
     }
+    const add = el('button', { type: 'button', class: 'field-add', textContent: '+ field', title: 'Add a field' });
+    add.addEventListener('click', () => newField(add, item.id));
+    box.append(add);
     return box;
+  }
+  // Adding a field: a name, a kind and a first value; refused by the daemon if the item has a
+  // field of that name by then (someone else added it meanwhile: edit it instead).
+  function newField(button, item) {
+    editing = { item: item, name: null };
+    const name = el('input', { class: 'field-new-name', placeholder: 'name', maxLength: 200, 'aria-label': 'Field name' });
+    const kind = el('select', { class: 'field-new-kind', 'aria-label': 'Kind' },
+      ...['string', 'number', 'bool', 'null', 'date', 'bytes', 'counter', 'set', 'text'].map(k => el('option', { value: k, textContent: k })));
+    const value = el('input', { class: 'field-new-value', placeholder: 'value', 'aria-label': 'First value' });
+    const form = el('form', { class: 'field-new' }, name, kind, value, el('button', { type: 'submit', textContent: 'Add' }));
+    form.addEventListener('submit', ev => {
+      ev.preventDefault();
+      if (!name.value) return;
+      const k = kind.value, query = { item: item, name: name.value, kind: k, new: '1' };
+      if (k === 'counter') query.by = value.value || '0';
+      else { query.value = value.value; if (k === 'set' || k === 'text') query.was = ''; }
+      sendField(query).finally(() => finishEdit());
+    });
+    form.addEventListener('keydown', ev => { if (ev.key === 'Escape') { ev.stopPropagation(); finishEdit(); } });
+    button.replaceWith(form);
+    name.focus();
+  }
+  function finishEdit() {
+    editing = null;
+    const s = pending || state.state;
+    pending = null;
+    render(s);
   }
   // A text field is typed into live (Docs/Web.md, "Typing together"): each input event is sent at
   // once as a splice against the text shown when it was typed (the daemon carries it through what
@@ -169,7 +224,8 @@ extension WebAssets {
     area.value = v;
     const marks = el('div', { class: 'carets', 'aria-hidden': 'true' });
     const done = el('button', { type: 'button', class: 'text-done', textContent: 'Done' });
-    const box = el('div', { class: 'text-edit', 'data-name': name }, el('span', { textContent: name + ':' }), area, done, marks);
+    const remove = el('button', { type: 'button', class: 'field-remove', textContent: 'Remove', title: 'Remove the field ' + name });
+    const box = el('div', { class: 'text-edit', 'data-name': name }, el('span', { textContent: name + ':' }), area, done, remove, marks);
     let shown = v, inFlight = 0, waiting = null, queue = Promise.resolve(), caretSent = '', latest = 0;
     const high = c => c >= 0xD800 && c <= 0xDBFF, low = c => c >= 0xDC00 && c <= 0xDFFF;
     function sendCaret() {
@@ -228,14 +284,13 @@ extension WebAssets {
         }
       },
     };
-    done.addEventListener('click', () => {
+    const close = () => {
       textEditor = null;
-      editing = null;
       post('/api/docs/' + docID + '/presence', {}).catch(() => {});
-      const s = pending || state.state;
-      pending = null;
-      render(s);
-    });
+      finishEdit();
+    };
+    done.addEventListener('click', close);
+    remove.addEventListener('click', () => sendField({ item: item, name: name, kind: 'unset' }).finally(close));
     chip.replaceWith(box);
     area.focus();
     drawPresence();
@@ -244,27 +299,39 @@ extension WebAssets {
   function editField(chip, item, name, v, kind) {
     if (kind === 'text') { editText(chip, item, name, v); return; }
     editing = { item: item, name: name };
-    const shown = kind === 'counter' ? String(v.counter) : kind === 'set' ? v.set.join(', ') : v === null ? '' : String(v);
+    const shown = kind === 'counter' ? String(v.counter) : kind === 'set' ? v.set.join(', ') : kind === 'date' ? v.date
+                : kind === 'bytes' ? v.bytes : v === null ? '' : String(v);
     const input = kind === 'bool' ? el('input', { type: 'checkbox', class: 'field-value', checked: v, 'aria-label': name })
                                   : el('input', { class: 'field-value', value: shown, 'aria-label': name });
+    const remove = el('button', { type: 'button', class: 'field-remove', textContent: 'Remove', title: 'Remove the field ' + name });
+    remove.addEventListener('click', () => sendField({ item: item, name: name, kind: 'unset' }).finally(finishEdit));
     const form = el('form', { class: 'field-edit', 'data-name': name }, el('span', { textContent: name + ':' }), input,
-                    el('button', { type: 'submit', textContent: 'Save' }));
-    const done = () => {
-      editing = null;
-      const s = pending || state.state;
-      pending = null;
-      render(s);
-    };
+                    el('button', { type: 'submit', textContent: 'Save' }), remove);
     form.addEventListener('submit', ev => {
       ev.preventDefault();
       const value = kind === 'bool' ? String(input.checked) : input.value;
       const query = { item: item, name: name, kind: kind === 'null' ? 'string' : kind, value: value };
-      if (kind === 'counter' || kind === 'set' || kind === 'text') query.was = shown;
-      post('/api/docs/' + docID + '/field', query)
-        .catch(e => showBanner(e.message)).finally(done);
+      if (kind === 'counter' || kind === 'set') query.was = shown;
+      sendField(query).finally(finishEdit);
     });
-    form.addEventListener('keydown', ev => { if (ev.key === 'Escape') { ev.stopPropagation(); done(); } });
-    chip.replaceWith(form);
+    form.addEventListener('keydown', ev => { if (ev.key === 'Escape') { ev.stopPropagation(); finishEdit(); } });
+    if (kind !== 'set') { chip.replaceWith(form); input.focus(); return; }
+    // A set: each member with a button that removes it alone, and a box that adds one member
+    // (commas and all), besides the comma-separated list above.
+    const members = el('span', { class: 'members' }, ...v.set.map(m => {
+      const b = el('button', { type: 'button', class: 'member-remove', 'data-member': m, textContent: '× ' + m, title: 'Remove ' + m });
+      b.addEventListener('click', () => sendField({ item: item, name: name, kind: 'set', remove: m }).finally(finishEdit));
+      return b;
+    }));
+    const member = el('input', { class: 'member-new', placeholder: 'member', 'aria-label': 'Add to ' + name });
+    const add = el('form', { class: 'member-add', 'data-name': name }, member, el('button', { type: 'submit', textContent: 'Add' }));
+    add.addEventListener('submit', ev => {
+      ev.preventDefault();
+      if (!member.value) return;
+      sendField({ item: item, name: name, kind: 'set', add: member.value }).finally(finishEdit);
+    });
+    add.addEventListener('keydown', ev => { if (ev.key === 'Escape') { ev.stopPropagation(); finishEdit(); } });
+    chip.replaceWith(el('span', { class: 'set-edit', 'data-name': name }, form, members, add));
     input.focus();
   }
 

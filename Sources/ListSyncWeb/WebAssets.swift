@@ -30,6 +30,10 @@ li.row .who { font-size: 12px; color: #b35c00; }
 li.row .fields { display: flex; flex-wrap: wrap; gap: 6px; }
 li.row .field { font-size: 12px; padding: 1px 8px; border: 1px solid #cdd5e6; border-radius: 10px; background: #f2f5fb; }
 li.row form.field-edit { display: flex; gap: 4px; align-items: center; font-size: 12px; }
+li.row .field-counter, li.row .set-edit, li.row .members { display: inline-flex; gap: 2px; align-items: center; flex-wrap: wrap; }
+li.row .field-step, li.row .field-add, li.row .member-remove, li.row .field-remove { font-size: 11px; padding: 0 6px; border-radius: 8px; }
+li.row .field-add { border: 1px dashed #cdd5e6; background: none; color: #556; }
+li.row form.field-new, li.row form.member-add { display: flex; gap: 4px; align-items: center; font-size: 12px; }
 li.row .text-edit { display: flex; flex-wrap: wrap; gap: 4px; align-items: flex-start; font-size: 12px; }
 li.row .text-edit textarea { min-width: 260px; font: inherit; }
 li.row .carets { flex-basis: 100%; display: flex; gap: 8px; }

@@ -157,11 +157,14 @@ public enum WebModel {
     }
 
     /// The value the page sends for a value field: `kind` `string`, `number` (an integer when
-    /// `text` is one, else a finite double), `bool` (`true` or `false`) or `null`; nil otherwise.
+    /// `text` is one, else a finite double), `bool` (`true` or `false`), `null`, `date` (ISO 8601,
+    /// ``date(_:)``) or `bytes` (base64, as ``fieldObject(_:)`` shows them); nil otherwise.
     public static func fieldValue(kind: String, text: String) -> FieldValue? {
         switch kind {
         case "string": return .string(text)
         case "null": return .null
+        case "date": return date(text.trimmingCharacters(in: .whitespaces)).map(FieldValue.date)
+        case "bytes": return Data(base64Encoded: text.trimmingCharacters(in: .whitespaces)).map(FieldValue.bytes)
         case "bool": return text == "true" ? .bool(true) : text == "false" ? .bool(false) : nil
         case "number":
             let t = text.trimmingCharacters(in: .whitespaces)
@@ -170,6 +173,16 @@ public enum WebModel {
             return .double(d)
         default: return nil
         }
+    }
+
+    /// An ISO 8601 date and time (`2026-11-29T10:00:00Z`), with or without fractional seconds
+    /// and with any offset; nil for anything else.
+    public static func date(_ text: String) -> Date? {
+        let f = ISO8601DateFormatter()
+        f.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        if let d = f.date(from: text) { return d }
+        f.formatOptions = [.withInternetDateTime]
+        return f.date(from: text)
     }
 
     static func json(_ object: Any) -> String {

@@ -54,7 +54,7 @@ func parseFieldValue(_ raw: String, name: String) throws -> FieldValue {
         throw bad("is not a field value: a value is null, true, false, a number, a string, {\"date\": \"ISO-8601\"} or {\"bytes\": \"BASE64\"} (sets: --add)")
     }
     if let d = o["date"] as? String {
-        guard let date = parseISODate(d) else { throw bad("holds a date that is not ISO 8601 (like 2026-11-29T10:00:00Z)") }
+        guard let date = WebModel.date(d) else { throw bad("holds a date that is not ISO 8601 (like 2026-11-29T10:00:00Z)") }
         return .date(date)
     }
     if let b = o["bytes"] as? String {
@@ -62,15 +62,6 @@ func parseFieldValue(_ raw: String, name: String) throws -> FieldValue {
         return .bytes(data)
     }
     throw bad("is an object other than {\"date\": …} or {\"bytes\": …}")
-}
-
-/// An ISO 8601 date and time, with or without fractional seconds.
-func parseISODate(_ text: String) -> Date? {
-    let f = ISO8601DateFormatter()
-    f.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-    if let d = f.date(from: text) { return d }
-    f.formatOptions = [.withInternetDateTime]
-    return f.date(from: text)
 }
 
 /// A date as `show` writes it: ISO 8601 in UTC, to the millisecond.

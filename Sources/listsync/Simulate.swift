@@ -59,6 +59,9 @@ let simulateUsage = """
       --field-writes P    percent of edits that write fields of a random item or section:
                           value sets and removals, counter increments, set adds and removes
                           (default 20; 0: none, the runs of before fields)
+      --drag-field-writes P  with field writes on: percent of a drag's hover steps at which
+                          a client (the dragging one or another) writes fields of the dragged
+                          item while the drag is in progress (default 0)
       --text-edits P      percent of edits that type into or remove from an item's text field
                           `notes` (default 0); the oracle checks no character is lost or
                           brought back and no run is split by concurrent typing
@@ -138,6 +141,7 @@ func runSimulate(_ args: [String]) throws -> Int32 {
         case "--roam": config.roamPercent = try number("--roam", 0...100)
         case "--field-writes": config.workload.fieldWrites = try number("--field-writes", 0...100)
         case "--text-edits": config.workload.textEdits = try number("--text-edits", 0...100)
+        case "--drag-field-writes": config.workload.dragFieldWrites = try number("--drag-field-writes", 0...100)
         case "--quiet": quiet = true
         case "--json": json = true
         default: throw UsageError(message: "unknown option '\(args[i])'")
@@ -158,7 +162,7 @@ func runSimulate(_ args: [String]) throws -> Int32 {
         if !report.passed { failed.append(config.seed) }
         if json {
             reports.append(["seed": String(report.seed), "passed": report.passed, "failures": report.failures,
-                            "edits": report.edits, "fieldWrites": report.fieldWrites, "increments": report.increments, "operations": report.operations, "frames": report.framesSent,
+                            "edits": report.edits, "fieldWrites": report.fieldWrites, "dragFieldWrites": report.dragFieldWrites, "increments": report.increments, "operations": report.operations, "frames": report.framesSent,
                             "bytes": report.bytesSent, "compactions": report.compactions, "daemonsLost": report.daemonsLost,
                             "copiesParted": report.copiesParted, "mergesBack": report.mergesBack,
                             "logSnapshots": report.logSnapshots,
@@ -177,7 +181,7 @@ func runSimulate(_ args: [String]) throws -> Int32 {
                    "bytes": total.bytesSent])
     } else if runs > 1 || quiet {
         let seconds = Date().timeIntervalSince(start)
-        print("summary: \(runs) runs × \(config.replicas) replicas × \(config.operations) edits: \(total.edits) edits (\(total.fieldWrites) field writes, \(total.increments) increments), \(total.framesSent) frames, \(total.bytesSent) bytes, \(runs - UInt64(failed.count)) passed, \(failed.count) failed, \(String(format: "%.1f", seconds)) s")
+        print("summary: \(runs) runs × \(config.replicas) replicas × \(config.operations) edits: \(total.edits) edits (\(total.fieldWrites) field writes\(total.dragFieldWrites > 0 ? ", \(total.dragFieldWrites) on a dragged item" : ""), \(total.increments) increments), \(total.framesSent) frames, \(total.bytesSent) bytes, \(runs - UInt64(failed.count)) passed, \(failed.count) failed, \(String(format: "%.1f", seconds)) s")
         print("store: \(total.logSnapshots) snapshots written by the daemons' policy as their logs grew")
         if config.crashes > 0 {
             print("crashes: \(total.crashes), the store on the simulated file system: \(total.crashBytesLost) bytes changed back, \(total.crashTornBytesKept) bytes of torn writes kept, \(total.crashTailsKeptAside) log tails put aside by recovery")

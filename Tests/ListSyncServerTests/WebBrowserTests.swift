@@ -8,16 +8,16 @@ import Testing
 let browserTestsEnabled = ProcessInfo.processInfo.environment["CI"] == "true" || ChromeDriver.available
 
 /// A daemon with its web view, a list "groceries" (Food: milk, eggs, bread; Other: soap), and
-/// chromedriver; everything stopped by ``close()``.
+/// chromedriver (unless made with `browser: false`); everything stopped by ``close()``.
 final class WebFixture {
     let dir = TemporaryFolder()
     let daemon: DaemonProcess
     let webPort: UInt16
-    let driver: ChromeDriver
+    let driver: ChromeDriver?
     let doc: String
     private var profiles = 0
 
-    init() throws {
+    init(browser: Bool = true) throws {
         let daemon = try DaemonProcess(data: dir.path + "/data", extra: ["--web", "127.0.0.1:0"])
         self.daemon = daemon
         guard let r = daemon.log.range(of: "web view:    http://127.0.0.1:") else {
@@ -35,7 +35,7 @@ final class WebFixture {
                   let id = made["id"] as? String else { throw DaemonTestError("create printed no id") }
             for (path, text) in [("0.0", "milk"), ("0.1", "eggs"), ("0.2", "bread"), ("1.0", "soap")] { _ = try cli(["insert", id, path, text]) }
             doc = id
-            driver = try ChromeDriver()
+            driver = browser ? try ChromeDriver() : nil
         } catch {
             daemon.terminate()
             throw error
@@ -67,6 +67,7 @@ final class WebFixture {
 
     func newBrowser() throws -> Browser {
         profiles += 1
+        guard let driver else { throw DaemonTestError("a fixture made without a browser") }
         return try driver.browser(profile: dir.path + "/profile-\(profiles)")
     }
 
@@ -80,7 +81,7 @@ final class WebFixture {
     }
 
     func close() {
-        driver.stop()
+        driver?.stop()
         daemon.terminate()
         dir.remove()
     }

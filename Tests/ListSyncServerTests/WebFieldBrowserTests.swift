@@ -107,6 +107,63 @@ struct WebFieldBrowserTests {
         #expect(try f.cli(["show", f.doc]).contains("text(\"Please buy two today\")"))
     }
 
+    @Test("from the page: a counter's + button, a set member added and one removed, a field added and one removed, one operation each; another page shows each live; dates and bytes read as a date and hex")
+    func everyKindFromThePageShownLive() throws {
+        let f = try WebFixture()
+        defer { f.close() }
+        try f.cli(["set", f.doc, "0.0", "title=milk", "--increment", "votes=2", "--add", "tags=dairy",
+                   "when={\"date\":\"2026-11-29T10:00:00Z\"}", "blob={\"bytes\":\"aGVsbG8=\"}"])
+        let a = try f.signedInBrowser(), b = try f.signedInBrowser()
+        func shows(_ page: Browser, _ name: String, _ text: String) throws -> Bool {
+            try page.wait(until: "return (() => { \(Self.chip) })() === arguments[2]", ["milk", name, text])
+        }
+        for page in [a, b] { #expect(try shows(page, "votes", "votes: 2")) }
+        #expect(try a.run(Self.chip, ["milk", "when"]) as? String == "when: 2026-11-29 10:00 UTC")
+        #expect(try a.run(Self.chip, ["milk", "blob"]) as? String == "blob: 5 bytes 68656c6c6f")
+        let before = try f.operations()
+        let row = "document.querySelector('li.row[data-text=\"milk\"]')"
+
+        // The counter's + button on a, clicked with real pointer events (a press on a button
+        // starts no drag): b shows 3.
+        let plus = try a.element("li.row[data-text=\"milk\"] .field-step[data-name=\"votes\"][data-by=\"1\"]")
+        try a.perform([Browser.mouse([["type": "pointerMove", "duration": 0, "origin": plus, "x": 0, "y": 0],
+                                      ["type": "pointerDown", "button": 0], ["type": "pointerUp", "button": 0]])])
+        #expect(try shows(b, "votes", "votes: 3"), "\(String(describing: try? b.run("return window.listsync.errors")))")
+        #expect(try shows(a, "votes", "votes: 3"))
+
+        // A set member added from a's set editor, then "dairy" removed alone: b shows each.
+        try a.run("\(row).querySelector('.field[data-name=\"tags\"]').click();")
+        try a.run("""
+            const add = \(row).querySelector('form.member-add');
+            add.querySelector('input').value = 'organic';
+            add.requestSubmit();
+            """)
+        #expect(try shows(b, "tags", "tags: {dairy, organic}"), "\(String(describing: try? a.run("return window.listsync.errors")))")
+        #expect(try shows(a, "tags", "tags: {dairy, organic}"))
+        try a.run("\(row).querySelector('.field[data-name=\"tags\"]').click();")
+        try a.run("\(row).querySelector('.member-remove[data-member=\"dairy\"]').click();")
+        #expect(try shows(b, "tags", "tags: {organic}"))
+
+        // A field added from the page (a counter starting at 4), and the title removed.
+        try a.run("\(row).querySelector('.field-add').click();")
+        try a.run("""
+            const form = \(row).querySelector('form.field-new');
+            form.querySelector('.field-new-name').value = 'stars';
+            form.querySelector('.field-new-kind').value = 'counter';
+            form.querySelector('.field-new-value').value = '4';
+            form.requestSubmit();
+            """)
+        #expect(try shows(b, "stars", "stars: 4"), "\(String(describing: try? a.run("return window.listsync.errors")))")
+        try a.run("\(row).querySelector('.field[data-name=\"title\"]').click();")
+        try a.run("\(row).querySelector('form.field-edit .field-remove').click();")
+        #expect(try b.wait(until: "return \(row).querySelector('.field[data-name=\"title\"]') === null && \(row).querySelector('.field[data-name=\"stars\"]') !== null"))
+        #expect(try f.operations() == before + 5, "one operation per step, member, new field and removal")
+        let fields = try FieldProcessTests.daemonFields(f.daemon, f.doc)
+        #expect(fields["title"] == nil && (fields["votes"] as? [String: Any])?["counter"] as? Int == 3
+                && (fields["stars"] as? [String: Any])?["counter"] as? Int == 4, "\(fields)")
+        for page in [a, b] { #expect((try page.run("return window.listsync.errors") as? [Any])?.isEmpty == true) }
+    }
+
     @Test("two pages type into one text field at once with real key events: both people's characters merge on the daemon and on both pages, one operation per keystroke; each page shows the other's caret; neither caret jumps")
     func twoPagesTypeTogether() throws {
         let f = try WebFixture()

@@ -17,18 +17,32 @@ import ListSyncTestTraits
     func acrossConfigurations() {
         let seeds = Self.environment["LISTSYNC_SIM_FIELD_SEEDS"].flatMap(UInt64.init) ?? 120
         let total = SimulatorRuns.run(0..<seeds) { config, seed in
-            config.replicas = 3 + Int(seed % 3)
-            config.daemons = 1 + Int(seed % 3)
+            SimulatorRuns.spread(&config, seed)
             config.ring = config.daemons == 3 && seed % 2 == 0
-            config.crashes = Int(seed / 3 % 3)
-            config.roamPercent = config.daemons > 1 && seed % 5 < 2 ? 30 : 0
-            config.compactAfter = seed % 4 == 3 ? 10 : nil
-            config.operations = 100
             config.workload.fieldWrites = 40
         }
         print("simulator fields: \(seeds) seeds, \(total.edits) edits, \(total.fieldWrites) field writes, \(total.fieldChanges) field changes, \(total.increments) increments, \(total.crashes) crashes, \(total.compactions) compactions, \(total.roams) roams")
         #expect(total.fieldWrites > seeds * 20 && total.increments > seeds * 5, "field writes and increments were made")
         #expect(total.crashes > 0 && total.compactions > 0 && total.roams > 0, "the configurations were exercised")
+    }
+
+    /// Drags meet field writes of the dragged item (Docs/Simulation.md, "Field writes during a
+    /// drag"): while an item is being dragged, its own client or another writes its fields (60%
+    /// of hover steps), across daemons, crashes, roaming and compaction; the oracle's field checks
+    /// hold for them as for every write.
+    @Test("40 seeds with drags on 40% of edits, the dragged item's fields written during the drag by its dragger and by others: converged, no field write lost, every increment counts")
+    func dragsWithFieldWrites() {
+        let seeds = Self.environment["LISTSYNC_SIM_DRAG_FIELD_SEEDS"].flatMap(UInt64.init) ?? 40
+        let total = SimulatorRuns.run(0..<seeds) { config, seed in
+            SimulatorRuns.spread(&config, seed)
+            config.dragPercent = 40
+            config.workload.fieldWrites = 30
+            config.workload.dragFieldWrites = 60
+        }
+        print("simulator drags with field writes: \(seeds) seeds, \(total.drags) drags, \(total.dragFieldWrites) field writes on a dragged item (\(total.dragFieldWritesByDragger) by its dragger), \(total.increments) increments, \(total.crashes) crashes, \(total.compactions) compactions")
+        #expect(total.dragFieldWrites > seeds * 5, "field writes were made during drags")
+        #expect(total.dragFieldWritesByDragger > 0 && total.dragFieldWritesByDragger < total.dragFieldWrites,
+                "both the dragging client and others wrote")
     }
 
     @Test("no field writes (--field-writes 0): none made, and the report says so")

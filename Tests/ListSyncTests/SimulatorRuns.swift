@@ -3,6 +3,18 @@ import Testing
 
 /// Many seeded simulator runs, as the simulator suites make them.
 enum SimulatorRuns {
+    /// A configuration per seed, spread over the setups the field and text suites cover: 3–5
+    /// clients, 1–3 daemons, 0–2 crashes, roaming on some runs with several daemons, compaction
+    /// every 10 operations on every fourth seed; 100 edits.
+    static func spread(_ config: inout SimulationConfiguration, _ seed: UInt64) {
+        config.replicas = 3 + Int(seed % 3)
+        config.daemons = 1 + Int(seed % 3)
+        config.crashes = Int(seed / 3 % 3)
+        config.roamPercent = config.daemons > 1 && seed % 5 < 2 ? 30 : 0
+        config.compactAfter = seed % 4 == 3 ? 10 : nil
+        config.operations = 100
+    }
+
     /// Runs `seeds`, each configured by `configure` (from the defaults and the seed), and calls
     /// `each` with every report; records a failing run's report and replay command as an issue,
     /// and stops after three failures. Returns the reports' counts added up

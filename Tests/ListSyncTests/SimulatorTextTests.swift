@@ -16,12 +16,7 @@ import ListSyncTestTraits
     func concurrentTyping() {
         let seeds = Self.environment["LISTSYNC_SIM_TEXT_SEEDS"].flatMap(UInt64.init) ?? 60
         let total = SimulatorRuns.run(0 ..< seeds) { config, seed in
-            config.replicas = 3 + Int(seed % 3)
-            config.daemons = 1 + Int(seed % 3)
-            config.crashes = Int(seed / 3 % 3)
-            config.roamPercent = config.daemons > 1 && seed % 5 < 2 ? 30 : 0
-            config.compactAfter = seed % 4 == 3 ? 10 : nil
-            config.operations = 100
+            SimulatorRuns.spread(&config, seed)
             config.workload.textEdits = 40
         }
         print("simulator text: \(seeds) seeds, \(total.edits) edits, \(total.textEdits) text edits, \(total.compactions) compactions")

@@ -186,6 +186,28 @@ struct TypedFieldsTests {
         #expect(try board.value(of: milk)?.tags == ["cold"])
     }
 
+    @Test("a set the insert's whole value holds, emptied by its first write: it reads empty, here, on another replica and after a reload; a later add starts from empty")
+    func setEmptiedInItsFirstWrite() throws {
+        var board = Board(replica: ReplicaID(1))
+        try board.insertSection(Column(title: "To do"), at: 0)
+        let op = try board.insertItem(Card(title: "milk", tags: ["dairy", "cold"]), at: IndexPath(item: 0, section: 0))
+        let milk = ItemID(op.id)
+        var other = Board(replica: ReplicaID(2))
+        #expect(other.document.receive(board.document.operations).refused.isEmpty)
+        let ops = try board.updateItem(milk) { $0.tags = [] }
+        #expect(ops.count == 1, "one write empties the set")
+        #expect(try board.value(of: milk)?.tags == [])
+        #expect(try board.snapshot().item(milk)?.value.tags == [])
+        // Written again as it is now: nothing to write.
+        #expect(try board.updateItem(milk) { _ in }.isEmpty)
+        #expect(other.document.receive(board.document.operations).refused.isEmpty)
+        #expect(try other.value(of: milk)?.tags == [])
+        let reloaded = Board(try ListDocument(snapshot: board.document.encodedSnapshot(), replica: ReplicaID(3)))
+        #expect(try reloaded.value(of: milk)?.tags == [])
+        try board.updateItem(milk) { $0.tags.insert("oat") }
+        #expect(try board.value(of: milk)?.tags == ["oat"])
+    }
+
     @Test("an item stored before fields (one JSON value) still decodes; missing fields take their defaults; a first write makes one field")
     func oldWholeValueDecodes() throws {
         var raw = ListDocument(replica: ReplicaID(1))
