@@ -32,7 +32,7 @@ extension ListDocument {
     /// ``FieldChange/splice(at:delete:insert:)``) would do, with less work: the entity is still
     /// alive and the field still text (nothing happened since the last splice), so there is no
     /// record to check and no field state to copy; the text is edited in place (a keystroke at
-    /// the caret without a search, ``TextSequence/spliceLocally(at:delete:insert:scalars:id:typing:)``);
+    /// the caret without a search, ``TextSequence/spliceLocally(at:delete:insert:scalars:id:typing:edit:)``);
     /// the field's register takes the write's stamp, which beats every stamp applied (its clock
     /// is past the record store's); the operation depends on the frontier and goes to the log as
     /// the general path puts it there (in parts, `OtherOperations`).
@@ -51,9 +51,10 @@ extension ListDocument {
         guard clock <= OpID.maxCounter - span else { return nil }
         let id = OpID(counter: clock + 1, replica: replica)
         let stamp = FieldStamp(clock: nextFieldClock(), id: id)
-        guard let (edit, typing) = records.spliceLocally(name, of: target.opID, place: &localTextRun!.place, at: position,
-                                                         delete: delete, insert: insert, scalars: k, stamp: stamp,
-                                                         typing: run.typing)
+        var typing = run.typing
+        var edit = TextEdit()
+        guard records.spliceLocally(name, of: target.opID, place: &localTextRun!.place, at: position,
+                                    delete: delete, insert: insert, scalars: k, stamp: stamp, typing: &typing, edit: &edit)
         else { return nil }
         let last = OpID(counter: clock + span, replica: replica)
         let deps = currentFrontier
@@ -87,7 +88,7 @@ extension RecordStore {
         var field: Dictionary<String, FieldState>.Index
     }
 
-    /// ``TextSequence/spliceLocally(at:delete:insert:scalars:id:typing:)`` on text field `name` of
+    /// ``TextSequence/spliceLocally(at:delete:insert:scalars:id:typing:edit:)`` on text field `name` of
     /// entity `key`, in place, and the field's register raised to `stamp`; nil, with nothing
     /// changed, when the field is not text or the splice is out of range. `place` is where the
     /// field is (looked up when nil, and kept there).
@@ -95,20 +96,20 @@ extension RecordStore {
     /// - Complexity: that of the splice, plus two hash look-ups when `place` is nil.
     mutating func spliceLocally(_ name: String, of key: OpID, place: inout FieldPlace?, at position: Int, delete: Int,
                                 insert: String, scalars k: Int, stamp: FieldStamp,
-                                typing: TypingPoint?) -> (edit: TextEdit, typing: TypingPoint?)? {
+                                typing: inout TypingPoint?, edit: inout TextEdit) -> Bool {
         if place == nil {
-            guard let i = materialized.index(forKey: key), let j = materialized.values[i].index(forKey: name) else { return nil }
+            guard let i = materialized.index(forKey: key), let j = materialized.values[i].index(forKey: name) else { return false }
             place = FieldPlace(record: i, field: j)
         }
         // Through the dictionaries' values by index: `records[key]?[name]?` would move the field
         // state out and back (a copy and a destroy of every array it holds, per keystroke).
         let p = place!
         assert(materialized.keys[p.record] == key && materialized.values[p.record].keys[p.field] == name, "a stale field place")
-        guard let result = materialized.values[p.record].values[p.field].spliceLocally(
-            at: position, delete: delete, insert: insert, scalars: k, stamp: stamp, typing: typing)
-        else { return nil }
+        guard materialized.values[p.record].values[p.field].spliceLocally(
+            at: position, delete: delete, insert: insert, scalars: k, stamp: stamp, typing: &typing, edit: &edit)
+        else { return false }
         clock = Swift.max(clock, stamp.clock)
-        return result
+        return true
     }
 }
 
@@ -116,15 +117,16 @@ extension FieldState {
     /// A local splice of this text field, stamped `stamp` (see ``RecordStore/spliceLocally``):
     /// what ``apply(_:stamp:local:)`` does with the edit it makes.
     mutating func spliceLocally(at position: Int, delete: Int, insert: String, scalars k: Int, stamp: FieldStamp,
-                                typing: TypingPoint?) -> (edit: TextEdit, typing: TypingPoint?)? {
+                                typing: inout TypingPoint?, edit: inout TextEdit) -> Bool {
         // Optional chaining edits the text in place (`text != nil` would copy it).
         guard kind == .text,
-              let result = text?.spliceLocally(at: position, delete: delete, insert: insert, scalars: k, id: stamp.id, typing: typing)
-        else { return nil }
+              text?.spliceLocally(at: position, delete: delete, insert: insert, scalars: k, id: stamp.id,
+                                  typing: &typing, edit: &edit) == true
+        else { return false }
         if stamp > latest {
             latest = stamp
             kind = .text
         }
-        return result
+        return true
     }
 }
