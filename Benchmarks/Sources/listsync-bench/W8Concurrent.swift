@@ -45,8 +45,15 @@ let traceGenerators: [(prefix: String, minAgents: Int, make: @Sendable (Int, Int
 /// How W8 delivers a workload's operations (issue 47: many replicas' causal buffers full together):
 /// `W8.late.AGENTS.OPS` author by author in a shuffled order, `W8.scattered.AGENTS.OPS` (the same
 /// trace) transaction by transaction in a shuffled order, every replica at once in the final merge;
-/// every other one in causal order.
-func w8Delivery(_ workload: String) -> ConcurrentReplay.Delivery {
+/// every other one in causal order. `--deliver` chooses for any W8 workload (a recorded trace
+/// delivered author by author: `--workload W8.concurrent --concurrent-trace PATH --deliver authors`).
+func w8Delivery(_ workload: String, _ ctx: Context) -> ConcurrentReplay.Delivery {
+    switch ctx.deliver {
+    case "causal": return .causal
+    case "authors": return .authors(seed: 47)
+    case "transactions": return .transactions(seed: 47)
+    default: break
+    }
     if workload.hasPrefix("W8.late.") { return .authors(seed: 47) }
     if workload.hasPrefix("W8.scattered.") { return .transactions(seed: 47) }
     return .causal
@@ -100,7 +107,7 @@ func w8Concurrent(_ ctx: Context, workload: String = "W8.concurrent") throws -> 
     // memory one replica holds.
     // Only the first run's operations are kept (for the wire figures), not its replicas: a long
     // history on many replicas (issue 29's 204 authors) must not be held twice at the peak.
-    let delivery = w8Delivery(workload)
+    let delivery = w8Delivery(workload, ctx)
     var allOK = true, firstOperations: [[ListOperation]]?, held = 0, peak = (operations: 0, bytes: 0, resent: 0)
     let r = try Repeat.fastest(reps: w8Runs, time: { Double($0) }) { () throws -> UInt64 in
         let before = Memory.rssNow()

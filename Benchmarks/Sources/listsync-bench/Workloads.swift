@@ -39,6 +39,8 @@ struct Context {
     var concurrentTracePath: String? = nil
     /// `--kanban-script PATH`: W14.kanban's operation script (default: Benchmarks/results/W14.kanban.json).
     var kanbanScriptPath: String? = nil
+    /// `--deliver causal|authors|transactions`: how W8 workloads deliver (default: by workload).
+    var deliver: String? = nil
 
     /// The trace, parsed (untimed). `finalText` is nil when `NAME.final.txt` is missing.
     func loadTrace() throws -> EditingTrace {

@@ -28,6 +28,10 @@ let usage = """
       --concurrent-trace PATH
                        the concurrent trace W8.concurrent replays (NAME.jsonl, with NAME.final.txt
                        checked when it is next to it; one replica per agent), instead of clownschool
+      --deliver causal|authors|transactions
+                       how a W8 workload delivers: in causal order, author by author in a shuffled
+                       order (W8.late's), or transaction by transaction shuffled (W8.scattered's);
+                       default: by workload name
       --kanban-script PATH
                        W14.kanban's operation script (default: Benchmarks/results/W14.kanban.json;
                        write it with python3 Benchmarks/compare/kanban_script.py PATH)
@@ -65,6 +69,7 @@ var json = false
 var tracePath: String?
 var concurrentTracePath: String?
 var kanbanScriptPath: String?
+var deliver: String?
 var args = Array(CommandLine.arguments.dropFirst())[...]
 while let a = args.popFirst() {
     func value() -> String {
@@ -82,6 +87,10 @@ while let a = args.popFirst() {
     case "--trace": tracePath = value()
     case "--concurrent-trace": concurrentTracePath = value()
     case "--kanban-script": kanbanScriptPath = value()
+    case "--deliver":
+        let d = value()
+        guard ["causal", "authors", "transactions"].contains(d) else { fail("--deliver takes causal, authors or transactions, not '\(d)'") }
+        deliver = d
     case "--write-concurrent-trace":
         let size = value(), path = value()
         do { try writeSyntheticTrace(size, to: path) } catch { fail("\(error)") }
@@ -106,7 +115,8 @@ let ctx = Context(
     tracePath: URL(fileURLWithPath: tracePath ?? defaultTrace()).standardizedFileURL.path,
     executable: FileManager.default.fileExists(atPath: executable) ? executable : CommandLine.arguments[0],
     concurrentTracePath: concurrentTracePath.map { URL(fileURLWithPath: $0).standardizedFileURL.path },
-    kanbanScriptPath: kanbanScriptPath.map { URL(fileURLWithPath: $0).standardizedFileURL.path })
+    kanbanScriptPath: kanbanScriptPath.map { URL(fileURLWithPath: $0).standardizedFileURL.path },
+    deliver: deliver)
 if workloads.contains(where: { $0.hasPrefix("W1.trace") || $0.hasPrefix("W2") || $0.hasPrefix("W3") || $0 == "W6.memory" || $0 == "W10.store" }),
    !FileManager.default.fileExists(atPath: ctx.tracePath) {
     fail("trace not found: \(ctx.tracePath) (pass --trace PATH)")
@@ -173,6 +183,7 @@ for w in workloads {
     if Repeat.reps != 10 { childArgs += ["--reps", String(Repeat.reps)] }
     if let path = ctx.concurrentTracePath { childArgs += ["--concurrent-trace", path] }
     if let path = ctx.kanbanScriptPath { childArgs += ["--kanban-script", path] }
+    if let d = ctx.deliver { childArgs += ["--deliver", d] }
     do {
         let r = try runChild(childArgs)
         let metrics = r["metrics"] as? [String: Any] ?? [:]
