@@ -39,7 +39,7 @@ extension ListDocument {
         guard local.hasHistory(since: version) else { return nil }
         let lacking = local.operations(since: version)
         var result = MergeBack()
-        guard !lacking.isEmpty else { return result }
+        guard !lacking.isEmpty || !local.pendingOperations.isEmpty else { return result }
         var direct: [ListOperation]
         (direct, result.parted) = splitAtFloor(lacking)
         if !direct.isEmpty {
@@ -50,6 +50,13 @@ extension ListDocument {
                 result.parted = lacking
             }
         }
+        // The operations `local` held waiting for their causes: acknowledged too, so taken as
+        // they are, or parted and made again (ListDocument+MergeBackWaiting.swift).
+        var stale: [ReplicaID: [ClosedRange<UInt64>]] = [:]
+        for op in result.parted { stale[op.id.replica, default: []].append(op.id.counter...op.lastID.counter) }
+        let (waitingTaken, waitingParted) = mergeWaiting(of: local, stale: &stale)
+        result.kept += waitingTaken
+        result.parted += waitingParted
         let redo = result.parted.filter { remakes($0.id.replica) }
         result.dropped = result.parted.filter { !remakes($0.id.replica) }
         clock = max(clock, local.clock)
@@ -57,7 +64,17 @@ extension ListDocument {
         for op in redo {
             if case .insertSection = op.kind { remaker.sectionInserts[SectionID(op.id)] = op }
         }
-        for op in redo { remaker.remake(op, on: &self) }
+        let waiting = Set(waitingParted.map(\.id))
+        for op in redo where !waiting.contains(op.id) { remaker.remake(op, on: &self) }
+        if !waiting.isEmpty {
+            // What `local` shows does not hold them: made again from what they say.
+            var slots: [OpID: ItemID] = [:]
+            for op in local.operations + waitingParted {
+                guard case let .moveItems(list, _, _) = op.kind else { continue }
+                for (i, x) in list.enumerated() { slots[OpID(counter: op.id.counter + UInt64(i), replica: op.id.replica)] = x }
+            }
+            for op in redo where waiting.contains(op.id) { remaker.remakeWaiting(op, on: &self, slots: slots) }
+        }
         result.made = remaker.made
         return result
     }
