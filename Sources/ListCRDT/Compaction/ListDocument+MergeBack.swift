@@ -37,11 +37,19 @@ extension ListDocument {
     ///   document lacks with d dependencies each, and n visible items.
     public mutating func mergeBack(from local: ListDocument, remakes: (ReplicaID) -> Bool) -> MergeBack? {
         guard local.hasHistory(since: version) else { return nil }
-        let lacking = local.operations(since: version)
+        let holds = heldOperations()
+        let lacking = local.hasHistory(since: historyFloor ?? VersionVector())
+            ? local.operations(since: historyFloor ?? VersionVector()).filter { !holds($0.id) }
+            : local.operations(since: version)
         var result = MergeBack()
         guard !lacking.isEmpty || !local.pendingOperations.isEmpty else { return result }
         var direct: [ListOperation]
         (direct, result.parted) = splitAtFloor(lacking)
+        // One this version counts that is not here (a gap: below) would be taken for a duplicate.
+        if direct.contains(where: { version.contains($0.lastID) }) {
+            result.parted = lacking
+            direct = []
+        }
         if !direct.isEmpty {
             // All of them or none (then every one is parted).
             if let taken = receiveWhole(direct) {
@@ -54,7 +62,7 @@ extension ListDocument {
         // they are, or parted and made again (ListDocument+MergeBackWaiting.swift).
         var stale: [ReplicaID: [ClosedRange<UInt64>]] = [:]
         for op in result.parted { stale[op.id.replica, default: []].append(op.id.counter...op.lastID.counter) }
-        let (waitingTaken, waitingParted) = mergeWaiting(of: local, stale: &stale)
+        let (waitingTaken, waitingParted) = mergeWaiting(of: local, stale: &stale, holds: holds)
         result.kept += waitingTaken
         result.parted += waitingParted
         let redo = result.parted.filter { remakes($0.id.replica) }
@@ -77,6 +85,21 @@ extension ListDocument {
         }
         result.made = remaker.made
         return result
+    }
+
+    /// Whether this document holds the operation of an id: at or before its floor, or in its log
+    /// after it. Not its version: that counts, per replica, every counter up to the greatest it
+    /// holds, and a device that made its edits again after a re-sync whose originals only a
+    /// left-out daemon holds (Docs/Semantics.md §7, "A copy left out of a peer's floor") makes
+    /// them under later counters: the version then counts originals that are in no copy of it.
+    ///
+    /// - Complexity: O(k) for the k operations of the log after the floor, once; each question
+    ///   O(g) for the g runs of counters of the replica asked.
+    func heldOperations() -> (OpID) -> Bool {
+        let floor = historyFloor ?? VersionVector()
+        var runs: [ReplicaID: [ClosedRange<UInt64>]] = [:]
+        for op in operations(since: floor) { runs[op.id.replica, default: []].append(op.id.counter...op.lastID.counter) }
+        return { id in floor.contains(id) || (runs[id.replica]?.contains { $0.contains(id.counter) } ?? false) }
     }
 
     /// Splits `ops` (operations this document lacks, in causal order) into those causally after

@@ -13,15 +13,16 @@ extension ListDocument {
     /// ``mergeBack(from:remakes:)`` splits the applied ones: each one not made before this
     /// document's floor, nor on an operation `stale` names (the parted ones), nor refused here,
     /// is received as it is (applied, or waiting here as it waited there) and returned in
-    /// `taken`; the others are returned in `parted` (and named in `stale`).
+    /// `taken`; the others (and one this version counts though it does not hold it, `holds`:
+    /// ``heldOperations()``) are returned in `parted` (and named in `stale`).
     ///
     /// - Complexity: O(w² × d) for w waiting operations of d dependencies, plus receiving them.
-    mutating func mergeWaiting(of local: ListDocument, stale: inout [ReplicaID: [ClosedRange<UInt64>]])
+    mutating func mergeWaiting(of local: ListDocument, stale: inout [ReplicaID: [ClosedRange<UInt64>]], holds: (OpID) -> Bool)
         -> (taken: [ListOperation], parted: [ListOperation]) {
         var taken: [ListOperation] = [], parted: [ListOperation] = []
-        for op in Self.causalOrder(local.pendingOperations) where !version.contains(op.lastID) && !isWaiting(op) {
+        for op in Self.causalOrder(local.pendingOperations) where !holds(op.id) && !isWaiting(op) {
             let onStale = op.deps.contains { d in stale[d.replica]?.contains { $0.contains(d.counter) } ?? false }
-            if !onStale && !isBeforeFloor(op) {
+            if !onStale && !isBeforeFloor(op) && !version.contains(op.lastID) {
                 var copy = self
                 if copy.receive([op]).refused.isEmpty {
                     self = copy
