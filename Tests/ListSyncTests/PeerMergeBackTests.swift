@@ -157,28 +157,6 @@ import ListCRDT
         }, "every edit Y acknowledged shows on both")
     }
 
-    @Test("the acknowledgement of a batch Y keeps waiting for its causes counts it: its device, re-syncing at another daemon, does not make it again beside Y's merge back")
-    func acknowledgementCountsWaiting() throws {
-        let base = Fixture.typed(3)
-        var coreY = DocumentCore(id: Self.doc, name: "n", epoch: 7, document: base.fork(as: Self.y.rawValue))
-        let atX = Fixture.edits(on: base, replica: 1, count: 2)
-        var device = base.fork(as: 2)
-        #expect(device.receive(atX).refused.isEmpty)
-        let own = Fixture.edits(on: device, replica: 2, count: 2, size: 5)
-        _ = coreY.subscribe(Self.deviceAtY, epoch: 7, version: device.version)
-        guard case let .ack(_, _, version)? = Self.answer(Self.send(own, from: Self.deviceAtY, to: &coreY), to: Self.deviceAtY) else {
-            throw Failure("Y did not acknowledge its device's edits")
-        }
-        #expect(coreY.document.pendingCount == own.count && !coreY.document.version.contains(own[0].lastID))
-        #expect(own.allSatisfy { version.contains($0.lastID) }, "the device counts them as held")
-        #expect(!version.contains(atX[0].lastID), "nothing Y lacks of the others")
-        // Sent again (the device missed the answer), they are acknowledged the same way.
-        guard case let .ack(_, _, again)? = Self.answer(Self.send(own, from: Self.deviceAtY, to: &coreY, batch: 6), to: Self.deviceAtY) else {
-            throw Failure("Y did not acknowledge them again")
-        }
-        #expect(own.allSatisfy { again.contains($0.lastID) })
-    }
-
     @Test("without the merge back (DocumentCore.Variant.partsCopies) Y's copy stays apart: what it acknowledged never reaches X")
     func partsWithoutTheRepair() throws {
         let (coreX, coreY, own) = try Self.parted(variant: .partsCopies)

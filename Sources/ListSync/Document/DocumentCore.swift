@@ -175,8 +175,6 @@ public struct DocumentCore: Sendable {
         var durable: Bool
         /// Whether some of its operations were made before the compaction floor (refused).
         var beforeFloor = false
-        /// Its operations this core keeps waiting for their causes: its `ack` counts them.
-        var waiting = VersionVector()
     }
 
     /// One subscriber's outgoing operations.
@@ -283,12 +281,8 @@ public struct DocumentCore: Sendable {
         let woken = sender != nil && waited > 0 ? Self.woken(document, applied, except: fresh) : []
         let ticket = nextTicket
         nextTicket += 1
-        // Taken and kept waiting for their causes (durable with the batch, or before it): its
-        // acknowledgement counts them, so that the sender does not make them again elsewhere.
-        var held = waiting
-        for op in accepted where document.isWaiting(op) { held.observe(op.lastID) }
         inFlight.append(InFlight(ticket: ticket, applied: applied, sender: sender, batch: batch,
-                                 refused: refused, woken: woken, durable: accepted.isEmpty, beforeFloor: beforeFloor, waiting: held))
+                                 refused: refused, woken: woken, durable: accepted.isEmpty, beforeFloor: beforeFloor))
         var actions: [Action] = []
         if !accepted.isEmpty { actions.append(.append(ticket: ticket, operations: accepted)) }
         if variant == .acknowledgeBeforeDurable { markDurable(ticket) }
@@ -495,9 +489,7 @@ public struct DocumentCore: Sendable {
                 actions += answer(first.sender, .error(request: first.batch, document: id,
                                                        code: first.beforeFloor ? .compacted : .refused, text: text))
             } else if first.batch != 0 {
-                var version = durableVersion
-                version.formUnion(first.waiting)
-                actions += answer(first.sender, .ack(document: id, batch: first.batch, version: version))
+                actions += answer(first.sender, .ack(document: id, batch: first.batch, version: durableVersion))
             }
         }
         assert(!inFlight.isEmpty || variant == .acknowledgeBeforeDurable || failure != nil || durableVersion == document.version,
