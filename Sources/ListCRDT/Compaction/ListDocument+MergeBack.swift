@@ -5,8 +5,10 @@ extension ListDocument {
         public var kept: [ListOperation] = []
         /// Operations made again here, as new operations of this document's replica.
         public var made: [ListOperation] = []
-        /// Operations of `local` this document lacks that were made before its floor: made
-        /// again (`made`) when their author is one `remakes` names, else dropped.
+        /// Operations of `local` this document lacks that were made before its floor (or on
+        /// one of those), and those `local` kept waiting for their causes that this document
+        /// cannot take as they are: made again (`made`) when their author is one `remakes`
+        /// names, else dropped.
         public var parted: [ListOperation] = []
         /// Those of ``parted`` dropped (their authors' own daemons make them again); the others
         /// were made again (``made``).
@@ -27,14 +29,19 @@ extension ListDocument {
     /// (``remake(_:from:refused:)``: an item inserted is inserted after the nearest item before it
     /// this document shows, a value written again, a move made again, and so on); otherwise it
     /// is dropped here (it came relayed: the daemon that took it from its author makes it again).
-    /// Operations made again take counters after both documents' clocks.
+    /// Operations made again take counters after both documents' clocks. What this document
+    /// lacks is found by its floor and its log (``heldOperations()``), not by its version. The
+    /// operations `local` kept waiting for their causes (acknowledged: durable) are merged back
+    /// too, after the others (``mergeWaiting(of:stale:holds:)``; those parted are made again from
+    /// what they say, `local`'s view not holding them).
     ///
     /// Nil, and nothing changes, when `local`'s history does not go back to what this document
     /// holds (`local` compacted at a floor this document does not include): what it lacks cannot
     /// be listed.
     ///
-    /// - Complexity: O(r + k × (d + n)) for the r records of `local`'s log, k operations this
-    ///   document lacks with d dependencies each, and n visible items.
+    /// - Complexity: O(r + k × (d + n) + w² × d) for the r records of both logs, k operations
+    ///   this document lacks with d dependencies each, n visible items, and w operations `local`
+    ///   keeps waiting.
     public mutating func mergeBack(from local: ListDocument, remakes: (ReplicaID) -> Bool) -> MergeBack? {
         guard local.hasHistory(since: version) else { return nil }
         let holds = heldOperations()
