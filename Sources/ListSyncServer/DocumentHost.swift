@@ -225,14 +225,14 @@ actor DocumentHost {
         await settleStore()
         guard !isClosed, core.isQuiet, !storeBusy,
               let snapshot = try? ListDocument(snapshot: bytes, replica: core.document.replica),
-              snapshot.version.includes(core.document.version) else { return false }
+              core.isHeld(by: snapshot) else { return false }
         let store = store
         do { try await exclusively { try store.compact(snapshot) } } catch {
             log("peer snapshot not written", ["document": id.description, "error": "\(error)"])
             return false
         }
         // Batches waited while it was written: none is in flight.
-        guard core.isQuiet, snapshot.version.includes(core.document.version) else { return false }
+        guard core.isQuiet, core.isHeld(by: snapshot) else { return false }
         await perform(core.replace(with: snapshot))
         policy.snapshotWritten(snapshotBytes: (try? store.snapshotBytes) ?? 0)
         return true

@@ -40,7 +40,7 @@ extension Simulator {
         }
         guard daemons[d].core.isQuiet, !daemons[d].disk.busy else { return }
         let document: ListDocument, actions: [DocumentCore.Action]
-        if snapshot.version.includes(daemons[d].core.document.version) {
+        if daemons[d].core.isHeld(by: snapshot) {
             document = snapshot
             guard storeCompact(d, document) else { return }
             actions = daemons[d].core.replace(with: document)

@@ -112,6 +112,51 @@ import ListCRDT
         #expect(coreY.document.pendingCount == 0)
     }
 
+    @Test("edits Y kept waiting for their causes (its device roamed in from X with edits on X's) are not held by X's snapshot: Y merges back, makes them again, says they are held, and X takes the result")
+    func waitingEditsMadeAgain() throws {
+        let base = Fixture.typed(3)
+        var coreX = DocumentCore(id: Self.doc, name: "n", epoch: 7, document: base.fork(as: Self.x.rawValue))
+        var coreY = DocumentCore(id: Self.doc, name: "n", epoch: 7, document: base.fork(as: Self.y.rawValue))
+        _ = coreX.subscribe(Self.deviceAtX, epoch: 7, version: base.version)
+        let atX = Fixture.edits(on: base, replica: 1, count: 2)
+        _ = Self.send(atX, from: Self.deviceAtX, to: &coreX)
+        // The device took X's edits there, then roamed to Y with edits made on them.
+        var device = base.fork(as: 2)
+        #expect(device.receive(atX).refused.isEmpty)
+        let own = Fixture.edits(on: device, replica: 2, count: 2, size: 5)
+        _ = coreY.subscribe(Self.deviceAtY, epoch: 7, version: device.version)
+        guard case .ack? = Self.answer(Self.send(own, from: Self.deviceAtY, to: &coreY), to: Self.deviceAtY) else {
+            throw Failure("Y did not acknowledge its device's edits")
+        }
+        #expect(coreY.document.pendingCount == own.count, "Y keeps them waiting for X's edits")
+        // X goes on past what the device saw there: its floor is after the device's edits' causes.
+        let laterAtX = Fixture.edits(on: device, replica: 1, count: 1)
+        _ = Self.send(laterAtX, from: Self.deviceAtX, to: &coreX, batch: 5)
+        _ = coreX.seen(Self.deviceAtX, replica: ReplicaID(1), version: coreX.document.version, role: .compactingDevice, now: 1)
+        let floor = try #require(coreX.compactionPoint(minOperations: 1))
+        _ = try coreX.compact(at: floor)
+        let snapshot = try ListDocument(snapshot: coreX.document.encodedSnapshot(), replica: Self.y)
+        #expect(snapshot.version.includes(coreY.document.version), "by version alone the snapshot holds all Y applied")
+        #expect(!coreY.isHeld(by: snapshot), "taken as it is, the snapshot would lose what Y acknowledged")
+        let (merged, merge) = try #require(coreY.mergeBack(snapshot))
+        #expect(Set(merge.parted.map(\.id)) == Set(own.map(\.id)) && merge.made.count == own.count)
+        _ = coreY.replace(with: merged, parting: merge)
+        let sub = coreY.subscribe(Self.deviceAtY, epoch: 7, version: VersionVector())
+        guard case let .subscribed(_, _, _, advertised)? = sub.sent(to: Self.deviceAtY).first else {
+            Issue.record("no subscribed: \(sub)")
+            return
+        }
+        #expect(own.allSatisfy { advertised.contains($0.lastID) }, "its device counts them as held, and does not make them again")
+        let relayed = coreY.document.operations(since: coreX.document.version)
+        #expect(!Self.isCompacted(Self.answer(Self.send(relayed, from: Self.yAtX, to: &coreX, batch: 0), to: Self.yAtX)))
+        #expect(coreX.document.snapshot() == coreY.document.snapshot())
+        let values = Set(coreX.document.snapshot().sections.flatMap { $0.items.map(\.value) })
+        #expect(own.allSatisfy { op in
+            if case let .insertItem(_, _, value) = op.kind { return values.contains(value) }
+            return false
+        }, "every edit Y acknowledged shows on both")
+    }
+
     @Test("without the merge back (DocumentCore.Variant.partsCopies) Y's copy stays apart: what it acknowledged never reaches X")
     func partsWithoutTheRepair() throws {
         let (coreX, coreY, own) = try Self.parted(variant: .partsCopies)

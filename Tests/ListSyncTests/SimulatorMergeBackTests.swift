@@ -28,6 +28,30 @@ import Testing
         #expect(total.mergesBack >= 50, "the case is provoked in most runs")
     }
 
+    /// Seeds of `listsync simulate --daemons 3 --hide-daemon --roam 30 --crashes 1 --compact-after
+    /// 10 --ops 80` that parted before the merge back took what the hidden daemon kept waiting for
+    /// its causes (3003, 3004: a device roamed in from a peer with edits made on the peer's) and
+    /// listed what the snapshot lacks by its floor and log (3015: a device re-synced at a peer
+    /// had made its edits again under later counters, so the peer's version counted originals
+    /// only the hidden daemon held).
+    static let roamingSeeds: [UInt64] = [3003, 3004, 3015]
+
+    @Test("roaming devices and a hidden daemon: the seeds where a waiting edit, or one the peer's version counted, was lost pass, copies parted: 0", arguments: roamingSeeds)
+    func roamingDevicesMergedBack(seed: UInt64) {
+        var config = SimulationConfiguration()
+        config.seed = seed
+        config.daemons = 3
+        config.hidesDaemon = true
+        config.roamPercent = 30
+        config.crashes = 1
+        config.compactAfter = 10
+        config.operations = 80
+        var sim = Simulator(config)
+        let report = sim.run()
+        #expect(report.failures.isEmpty, "\(report.failures)")
+        #expect(report.copiesParted == 0 && report.mergesBack >= 1)
+    }
+
     @Test("without the merge back (DocumentCore.Variant.partsCopies) the same seeds fail: acknowledged operations stay on the hidden daemon's copy only")
     func partsWithoutTheRepair() {
         var failed = 0, parted = 0, runs = 0

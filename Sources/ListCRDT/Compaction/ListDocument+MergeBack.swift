@@ -5,8 +5,10 @@ extension ListDocument {
         public var kept: [ListOperation] = []
         /// Operations made again here, as new operations of this document's replica.
         public var made: [ListOperation] = []
-        /// Operations of `local` this document lacks that were made before its floor: made
-        /// again (`made`) when their author is one `remakes` names, else dropped.
+        /// Operations of `local` this document lacks that were made before its floor (or on
+        /// one of those), and those `local` kept waiting for their causes that this document
+        /// cannot take as they are: made again (`made`) when their author is one `remakes`
+        /// names, else dropped.
         public var parted: [ListOperation] = []
         /// Those of ``parted`` dropped (their authors' own daemons make them again); the others
         /// were made again (``made``).
@@ -27,21 +29,34 @@ extension ListDocument {
     /// (``remake(_:from:refused:)``: an item inserted is inserted after the nearest item before it
     /// this document shows, a value written again, a move made again, and so on); otherwise it
     /// is dropped here (it came relayed: the daemon that took it from its author makes it again).
-    /// Operations made again take counters after both documents' clocks.
+    /// Operations made again take counters after both documents' clocks. What this document
+    /// lacks is found by its floor and its log (``heldOperations()``), not by its version. The
+    /// operations `local` kept waiting for their causes (acknowledged: durable) are merged back
+    /// too, after the others (``mergeWaiting(of:stale:holds:)``; those parted are made again from
+    /// what they say, `local`'s view not holding them).
     ///
     /// Nil, and nothing changes, when `local`'s history does not go back to what this document
     /// holds (`local` compacted at a floor this document does not include): what it lacks cannot
     /// be listed.
     ///
-    /// - Complexity: O(r + k × (d + n)) for the r records of `local`'s log, k operations this
-    ///   document lacks with d dependencies each, and n visible items.
+    /// - Complexity: O(r + k × (d + n) + w² × d) for the r records of both logs, k operations
+    ///   this document lacks with d dependencies each, n visible items, and w operations `local`
+    ///   keeps waiting.
     public mutating func mergeBack(from local: ListDocument, remakes: (ReplicaID) -> Bool) -> MergeBack? {
         guard local.hasHistory(since: version) else { return nil }
-        let lacking = local.operations(since: version)
+        let holds = heldOperations()
+        let lacking = local.hasHistory(since: historyFloor ?? VersionVector())
+            ? local.operations(since: historyFloor ?? VersionVector()).filter { !holds($0.id) }
+            : local.operations(since: version)
         var result = MergeBack()
-        guard !lacking.isEmpty else { return result }
+        guard !lacking.isEmpty || !local.pendingOperations.isEmpty else { return result }
         var direct: [ListOperation]
         (direct, result.parted) = splitAtFloor(lacking)
+        // One this version counts that is not here (a gap: below) would be taken for a duplicate.
+        if direct.contains(where: { version.contains($0.lastID) }) {
+            result.parted = lacking
+            direct = []
+        }
         if !direct.isEmpty {
             // All of them or none (then every one is parted).
             if let taken = receiveWhole(direct) {
@@ -50,6 +65,13 @@ extension ListDocument {
                 result.parted = lacking
             }
         }
+        // The operations `local` held waiting for their causes: acknowledged too, so taken as
+        // they are, or parted and made again (ListDocument+MergeBackWaiting.swift).
+        var stale: [ReplicaID: [ClosedRange<UInt64>]] = [:]
+        for op in result.parted { stale[op.id.replica, default: []].append(op.id.counter...op.lastID.counter) }
+        let (waitingTaken, waitingParted) = mergeWaiting(of: local, stale: &stale, holds: holds)
+        result.kept += waitingTaken
+        result.parted += waitingParted
         let redo = result.parted.filter { remakes($0.id.replica) }
         result.dropped = result.parted.filter { !remakes($0.id.replica) }
         clock = max(clock, local.clock)
@@ -57,9 +79,34 @@ extension ListDocument {
         for op in redo {
             if case .insertSection = op.kind { remaker.sectionInserts[SectionID(op.id)] = op }
         }
-        for op in redo { remaker.remake(op, on: &self) }
+        let waiting = Set(waitingParted.map(\.id))
+        for op in redo where !waiting.contains(op.id) { remaker.remake(op, on: &self) }
+        if !waiting.isEmpty {
+            // What `local` shows does not hold them: made again from what they say.
+            var slots: [OpID: ItemID] = [:]
+            for op in local.operations + waitingParted {
+                guard case let .moveItems(list, _, _) = op.kind else { continue }
+                for (i, x) in list.enumerated() { slots[OpID(counter: op.id.counter + UInt64(i), replica: op.id.replica)] = x }
+            }
+            for op in redo where waiting.contains(op.id) { remaker.remakeWaiting(op, on: &self, slots: slots) }
+        }
         result.made = remaker.made
         return result
+    }
+
+    /// Whether this document holds the operation of an id: at or before its floor, or in its log
+    /// after it. Not its version: that counts, per replica, every counter up to the greatest it
+    /// holds, and a device that made its edits again after a re-sync whose originals only a
+    /// left-out daemon holds (Docs/Semantics.md §7, "A copy left out of a peer's floor") makes
+    /// them under later counters: the version then counts originals that are in no copy of it.
+    ///
+    /// - Complexity: O(k) for the k operations of the log after the floor, once; each question
+    ///   O(g) for the g runs of counters of the replica asked.
+    func heldOperations() -> (OpID) -> Bool {
+        let floor = historyFloor ?? VersionVector()
+        var runs: [ReplicaID: [ClosedRange<UInt64>]] = [:]
+        for op in operations(since: floor) { runs[op.id.replica, default: []].append(op.id.counter...op.lastID.counter) }
+        return { id in floor.contains(id) || (runs[id.replica]?.contains { $0.contains(id.counter) } ?? false) }
     }
 
     /// Splits `ops` (operations this document lacks, in causal order) into those causally after

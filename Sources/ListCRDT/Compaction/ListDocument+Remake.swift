@@ -184,7 +184,7 @@ struct Remaker {
     }
 
     @discardableResult
-    private mutating func record(_ op: ListOperation?) -> ListOperation? {
+    mutating func record(_ op: ListOperation?) -> ListOperation? {
         guard let op else { return nil }
         made.append(op)
         return op

@@ -21,12 +21,23 @@ extension DocumentCore {
     ///
     /// - Complexity: that of ``ListCRDT/ListDocument/mergeBack(from:remakes:)``.
     public func mergeBack(_ snapshot: ListDocument) -> (document: ListDocument, merge: ListDocument.MergeBack)? {
-        guard variant != .partsCopies, isQuiet, !snapshot.version.includes(document.version) else { return nil }
+        guard variant != .partsCopies, isQuiet, !isHeld(by: snapshot) else { return nil }
         var merged = snapshot
         merged.pendingLimits = document.pendingLimits
         let me = document.replica, relayed = stability.peers.relayAuthors
         guard let merge = merged.mergeBack(from: document, remakes: { $0 == me || !relayed.contains($0) }) else { return nil }
         return (merged, merge)
+    }
+
+    /// Whether `snapshot` (a peer's copy) holds everything this copy holds: what it applied,
+    /// and what it keeps waiting for its causes (taken and acknowledged: a copy that took the
+    /// snapshot as it is would lose those). Such a copy takes the snapshot as it is
+    /// (``replace(with:)``); any other is merged back onto it (``mergeBack(_:)``).
+    ///
+    /// - Complexity: O(r + w) for r replicas and w waiting operations.
+    public func isHeld(by snapshot: ListDocument) -> Bool {
+        snapshot.version.includes(document.version)
+            && document.pendingOperations.allSatisfy { snapshot.version.contains($0.lastID) }
     }
 
     /// Replaces the document with `document`, a merge back (``mergeBack(_:)``) already durable in
@@ -44,6 +55,8 @@ extension DocumentCore {
         let before = self.document.version
         var parted = partedVersion ?? VersionVector()
         parted.formUnion(before)
+        // Operations it kept waiting for their causes were acknowledged too: held, as made again.
+        for op in merge.parted where !document.version.contains(op.lastID) { parted.observe(op.lastID) }
         partedVersion = parted
         for op in merge.parted where !document.version.contains(op.lastID) {
             refusedFloor[op.id.replica] = max(refusedFloor[op.id.replica] ?? 0, op.lastID.counter)

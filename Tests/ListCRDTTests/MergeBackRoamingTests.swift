@@ -1,0 +1,63 @@
+import Foundation
+import Testing
+import ListCRDT
+import ListSyncTestSupport
+
+/// A copy left out of a peer's floor merged back, with devices that roam between the daemons
+/// (Docs/Semantics.md §7, "A copy left out of a peer's floor", "Roaming devices"): found by
+/// `listsync simulate --daemons 3 --hide-daemon --roam 30` (seeds 3003, 3004, 3015).
+@Suite struct MergeBackRoamingTests {
+    @Test("operations the left-out copy kept waiting for their causes (a device roamed in from the peer, its edits made on the peer's) are made again, not dropped")
+    func waitingOperationsMadeAgain() throws {
+        var hub = try ListDocument.make(1, sections: [["a", "b", "c", "d"]])
+        var parted = hub.fork(as: 9)
+        // The hub's own insert, which only the hub holds; a device takes it there, then roams
+        // to the left-out daemon with edits made on it.
+        _ = try hub.insertItem(at: IndexPath(item: 0, section: 0), value: Data("h"))
+        var device = hub.fork(as: 3)
+        _ = try device.insertItem(at: IndexPath(item: 1, section: 0), value: Data("after h"))
+        let h = try #require(device.snapshot().itemIdentifier(at: IndexPath(item: 0, section: 0)))
+        _ = try device.setValue(Data("H"), forItem: h)
+        _ = try device.moveItem(from: IndexPath(item: 5, section: 0), to: IndexPath(item: 2, section: 0))   // "d" after "after h"
+        let own = device.operations(since: hub.version)
+        #expect(parted.receive(own).refused.isEmpty && parted.pendingCount == own.count, "they wait for the hub's insert")
+        _ = try hub.deleteItem(at: IndexPath(item: 2, section: 0))   // "b"
+        try hub.compact(stable: hub.version)
+        var merged = try ListDocument(snapshot: hub.encodedSnapshot(), replica: ReplicaID(9))
+        let mergeResult = merged.mergeBack(from: parted, remakes: { _ in true })
+        let merge = try #require(mergeResult)
+        #expect(Set(merge.parted.map(\.id)) == Set(own.map(\.id)))
+        #expect(merge.dropped.isEmpty && merge.made.count == own.count && merge.made.allSatisfy { $0.id.replica == ReplicaID(9) })
+        #expect(merged.flat == ["H", "after h", "d", "a", "c"])
+        #expect(merged.pendingCount == 0)
+        try merged.checkInvariants()
+        #expect(hub.receive(merge.made).refused.isEmpty)
+        #expect(hub.rows == merged.rows)
+    }
+
+    @Test("an edit only the left-out copy holds is made again though the peer's version counts it: its device re-synced at the peer and made later edits again under later counters")
+    func versionCountsAnOriginalItLacks() throws {
+        var hub = try ListDocument.make(1, sections: [["a", "b", "c"]])
+        var parted = hub.fork(as: 9)
+        var device = hub.fork(as: 3)
+        let x = try device.insertItem(at: IndexPath(item: 0, section: 0), value: Data("x"))
+        #expect(parted.receive([x]).refused.isEmpty, "the left-out daemon acknowledged it")
+        let y = try device.insertItem(at: IndexPath(item: 4, section: 0), value: Data("y"))
+        _ = try hub.deleteItem(at: IndexPath(item: 1, section: 0))
+        try hub.compact(stable: hub.version)
+        // The device re-syncs at the hub: "x" acknowledged (its daemon makes it again), "y"
+        // unsent: made again on the hub's copy, under a counter after both.
+        var resynced = try ListDocument(snapshot: hub.encodedSnapshot(), replica: ReplicaID(3))
+        let made = resynced.remake([y], from: device, refused: true)
+        #expect(made.count == 1 && made[0].id.counter > y.lastID.counter)
+        #expect(hub.receive(made).refused.isEmpty)
+        #expect(hub.version.contains(x.id), "the hub's version counts x, which it does not hold")
+        var merged = try ListDocument(snapshot: hub.encodedSnapshot(), replica: ReplicaID(9))
+        let mergeResult = merged.mergeBack(from: parted, remakes: { _ in true })
+        let merge = try #require(mergeResult)
+        #expect(merge.parted.map(\.id) == [x.id] && merge.made.count == 1)
+        #expect(merged.flat.sorted() == ["a", "c", "x", "y"])
+        #expect(hub.receive(merge.made).refused.isEmpty)
+        #expect(hub.rows == merged.rows)
+    }
+}
