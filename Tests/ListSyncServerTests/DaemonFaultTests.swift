@@ -136,7 +136,7 @@ struct DaemonFaultTests {
 #if canImport(Glibc)
 @testable import ListSyncServer
 
-@Suite("Rate limit: a token bucket per connection", .ownThread)
+@Suite("Rate limit: a token bucket per connection")
 struct RateLimitTests {
     @Test("a full bucket lets a burst through, then one batch per 1/rate seconds; quiet time refills it, up to the burst")
     func bucket() {
@@ -240,7 +240,7 @@ struct RateLimitTests {
 #endif
 
 #if canImport(Glibc)
-@Suite("Status of a daemon with many resident documents", .ownThread)
+@Suite("Status of a daemon with many resident documents")
 struct LargeStatusTests {
     @Test("a status report of 200 KB (1,000 resident documents and more) crosses in parts, fed to the client one frame at a time; a name or error text is still capped at 64 KiB")
     func largeStatus() throws {
