@@ -48,15 +48,23 @@ let traceGenerators: [(prefix: String, minAgents: Int, make: @Sendable (Int, Int
 /// every other one in causal order. `--deliver` chooses for any W8 workload (a recorded trace
 /// delivered author by author: `--workload W8.concurrent --concurrent-trace PATH --deliver authors`).
 func w8Delivery(_ workload: String, _ ctx: Context) -> ConcurrentReplay.Delivery {
-    switch ctx.deliver {
-    case "causal": return .causal
-    case "authors": return .authors(seed: 47)
-    case "transactions": return .transactions(seed: 47)
-    default: break
-    }
+    if let chosen = ctx.deliver { return chosen.delivery }
     if workload.hasPrefix("W8.late.") { return .authors(seed: 47) }
     if workload.hasPrefix("W8.scattered.") { return .transactions(seed: 47) }
     return .causal
+}
+
+/// `--deliver`'s choices: the delivery orders of W8.concurrent, W8.late and W8.scattered.
+enum DeliverOption: String, CaseIterable {
+    case causal, authors, transactions
+
+    var delivery: ConcurrentReplay.Delivery {
+        switch self {
+        case .causal: .causal
+        case .authors: .authors(seed: 47)
+        case .transactions: .transactions(seed: 47)
+        }
+    }
 }
 
 /// `W8.synthetic.AGENTS.OPS`, `W8.branches.AGENTS.OPS`, `W8.late.AGENTS.OPS` (or `AGENTS.OPS`

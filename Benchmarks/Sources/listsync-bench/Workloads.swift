@@ -40,7 +40,7 @@ struct Context {
     /// `--kanban-script PATH`: W14.kanban's operation script (default: Benchmarks/results/W14.kanban.json).
     var kanbanScriptPath: String? = nil
     /// `--deliver causal|authors|transactions`: how W8 workloads deliver (default: by workload).
-    var deliver: String? = nil
+    var deliver: DeliverOption? = nil
 
     /// The trace, parsed (untimed). `finalText` is nil when `NAME.final.txt` is missing.
     func loadTrace() throws -> EditingTrace {

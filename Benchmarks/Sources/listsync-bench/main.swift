@@ -69,7 +69,7 @@ var json = false
 var tracePath: String?
 var concurrentTracePath: String?
 var kanbanScriptPath: String?
-var deliver: String?
+var deliver: DeliverOption?
 var args = Array(CommandLine.arguments.dropFirst())[...]
 while let a = args.popFirst() {
     func value() -> String {
@@ -89,8 +89,10 @@ while let a = args.popFirst() {
     case "--kanban-script": kanbanScriptPath = value()
     case "--deliver":
         let d = value()
-        guard ["causal", "authors", "transactions"].contains(d) else { fail("--deliver takes causal, authors or transactions, not '\(d)'") }
-        deliver = d
+        guard let option = DeliverOption(rawValue: d) else {
+            fail("--deliver takes \(DeliverOption.allCases.map(\.rawValue).joined(separator: ", ")), not '\(d)'")
+        }
+        deliver = option
     case "--write-concurrent-trace":
         let size = value(), path = value()
         do { try writeSyntheticTrace(size, to: path) } catch { fail("\(error)") }
@@ -183,7 +185,7 @@ for w in workloads {
     if Repeat.reps != 10 { childArgs += ["--reps", String(Repeat.reps)] }
     if let path = ctx.concurrentTracePath { childArgs += ["--concurrent-trace", path] }
     if let path = ctx.kanbanScriptPath { childArgs += ["--kanban-script", path] }
-    if let d = ctx.deliver { childArgs += ["--deliver", d] }
+    if let d = ctx.deliver { childArgs += ["--deliver", d.rawValue] }
     do {
         let r = try runChild(childArgs)
         let metrics = r["metrics"] as? [String: Any] ?? [:]

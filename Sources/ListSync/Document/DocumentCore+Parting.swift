@@ -55,12 +55,12 @@ extension DocumentCore {
         let before = self.document.version
         var parted = partedVersion ?? VersionVector()
         parted.formUnion(before)
-        // Operations it kept waiting for their causes were acknowledged too: held, as made again.
-        for op in merge.parted where !document.version.contains(op.lastID) { parted.observe(op.lastID) }
-        partedVersion = parted
         for op in merge.parted where !document.version.contains(op.lastID) {
+            // Operations it kept waiting for their causes were acknowledged too: held, as made again.
+            parted.observe(op.lastID)
             refusedFloor[op.id.replica] = max(refusedFloor[op.id.replica] ?? 0, op.lastID.counter)
         }
+        partedVersion = parted
         stability.lowerAcknowledgements(to: document.version)
         stabilityUnsaved = true
         mergesBack += 1
