@@ -138,7 +138,7 @@ extension DaemonProcessTests {
         for i in 0..<3 { #expect(try d.run(["insert", "list", "0.0", "while watching \(i)"]).0 == 0) }
 
         let key = try KeyFile.read(d.keyFile)
-        let client = try await DaemonClient.connect(host: "127.0.0.1", port: d.port, key: key)
+        let client = try await DaemonClient.connect(host: "127.0.0.1", port: d.port, key: key, timeout: .seconds(livenessGuardSeconds))
         let version = try await client.open(doc).document.version
         await client.close()
         // The daemon's own replica (the section), slot 0 and slot 1: not one per command (11).
@@ -157,7 +157,7 @@ extension DaemonProcessTests {
         #expect(try d.run(["insert", "list", "0.0", "after a lost edit"]).0 == 0)
         let slot = try #require(try ClientReplicaTests.firstSlot(d.data + "/clients"))
         #expect(slot.replica != before)
-        let after = try await DaemonClient.connect(host: "127.0.0.1", port: d.port, key: key)
+        let after = try await DaemonClient.connect(host: "127.0.0.1", port: d.port, key: key, timeout: .seconds(livenessGuardSeconds))
         let items = try await after.open(doc).document.snapshot().sections[0].items
         await after.close()
         #expect(items.count == 10)

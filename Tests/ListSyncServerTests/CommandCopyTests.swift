@@ -4,6 +4,7 @@ import ListStore
 import ListSyncClient
 import ListSyncServer
 import ListSyncFiles
+import ListSyncTestTraits
 import Testing
 
 /// The command line's kept copy (`ClientCache`, issue 47): a command catches up from the copy of
@@ -28,7 +29,7 @@ extension DaemonProcessTests {
 
     /// The items of the daemon's copy, read by a fresh client that keeps nothing.
     static func daemonItems(_ d: DaemonProcess, _ doc: DocumentID) async throws -> [String] {
-        let client = try await DaemonClient.connect(host: "127.0.0.1", port: d.port, key: try KeyFile.read(d.keyFile), changeSets: false)
+        let client = try await DaemonClient.connect(host: "127.0.0.1", port: d.port, key: try KeyFile.read(d.keyFile), changeSets: false, timeout: .seconds(livenessGuardSeconds))
         let snapshot = try await client.open(doc).snapshot
         await client.close()
         return snapshot.sections.flatMap { $0.items.map { String(decoding: $0.value, as: UTF8.self) } }
@@ -36,7 +37,7 @@ extension DaemonProcessTests {
 
     /// A list of `n` items made by another writer (one upload), and its id.
     static func bigList(_ d: DaemonProcess, items n: Int) async throws -> DocumentID {
-        let client = try await DaemonClient.connect(host: "127.0.0.1", port: d.port, key: try KeyFile.read(d.keyFile), changeSets: false)
+        let client = try await DaemonClient.connect(host: "127.0.0.1", port: d.port, key: try KeyFile.read(d.keyFile), changeSets: false, timeout: .seconds(livenessGuardSeconds))
         let id = try await client.create(name: "big", sections: ["A"])
         _ = try await client.open(id)
         _ = try await client.edit(id) { (doc: inout ListDocument) throws(ListError) in
@@ -60,7 +61,7 @@ extension DaemonProcessTests {
         let cold = try Self.copyFiles(copy)
         #expect(Set(cold.keys) == ["snapshot-1", "log-1"], "\(cold)")
         // Another writer adds 3 items; the next command receives those (and no more).
-        let other = try await DaemonClient.connect(host: "127.0.0.1", port: d.port, key: try KeyFile.read(d.keyFile), changeSets: false)
+        let other = try await DaemonClient.connect(host: "127.0.0.1", port: d.port, key: try KeyFile.read(d.keyFile), changeSets: false, timeout: .seconds(livenessGuardSeconds))
         _ = try await other.open(doc)
         for i in 0..<3 {
             _ = try await other.edit(doc) { (doc: inout ListDocument) throws(ListError) in
@@ -81,7 +82,7 @@ extension DaemonProcessTests {
         #expect(try Self.shownItems(d, "big") == daemonItems)
         #expect(daemonItems.prefix(2) == ["second", "first"])
         // An app's open with change sets: the catch-up's change set is published at `synced`.
-        let app = try await DaemonClient.connect(host: "127.0.0.1", port: d.port, key: try KeyFile.read(d.keyFile))
+        let app = try await DaemonClient.connect(host: "127.0.0.1", port: d.port, key: try KeyFile.read(d.keyFile), timeout: .seconds(livenessGuardSeconds))
         let live = try await app.open(doc)
         #expect(!live.holdsChanges)
         #expect(live.snapshot.sections.flatMap { $0.items.map { String(decoding: $0.value, as: UTF8.self) } } == daemonItems)

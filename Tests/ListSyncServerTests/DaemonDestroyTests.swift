@@ -45,8 +45,8 @@ struct DaemonDestroyTests {
         for round in 0..<8 {
             let (dir, _, daemon, port, key) = try await Self.running()
             defer { dir.remove() }
-            let admin = try await DaemonClient.connect(host: "127.0.0.1", port: port, key: key)
-            let editor = try await DaemonClient.connect(host: "127.0.0.1", port: port, key: key, timeout: .seconds(20))
+            let admin = try await DaemonClient.connect(host: "127.0.0.1", port: port, key: key, timeout: .seconds(livenessGuardSeconds))
+            let editor = try await DaemonClient.connect(host: "127.0.0.1", port: port, key: key, timeout: .seconds(livenessGuardSeconds))
             let id = try await admin.create(name: "raced", sections: ["a"])
             _ = try await editor.open(id)
             let answered = await withTaskGroup(of: Bool.self) { group in
@@ -82,8 +82,8 @@ struct DaemonDestroyTests {
     func destroyThenRefused() async throws {
         let (dir, data, daemon, port, key) = try await Self.running()
         defer { dir.remove() }
-        let client = try await DaemonClient.connect(host: "127.0.0.1", port: port, key: key)
-        let watcher = try await DaemonClient.connect(host: "127.0.0.1", port: port, key: key)
+        let client = try await DaemonClient.connect(host: "127.0.0.1", port: port, key: key, timeout: .seconds(livenessGuardSeconds))
+        let watcher = try await DaemonClient.connect(host: "127.0.0.1", port: port, key: key, timeout: .seconds(livenessGuardSeconds))
         let id = try await client.create(name: "groceries", sections: ["a"])
         _ = try await watcher.open(id)
         let epoch = try #require(await watcher.info(id)?.epoch)
@@ -164,7 +164,7 @@ struct DaemonDestroyTests {
         let added = try runListsync(["device", "add", "phone", "--docs", id.description, "--out", file, "--data", data])
         try #require(added.0 == 0, "\(added)")
         let credential = try Credential(fileContents: [UInt8](try Data(contentsOf: URL(fileURLWithPath: file))))
-        let phone = try await DaemonClient.connect(host: "127.0.0.1", port: port, authentication: .credential(credential))
+        let phone = try await DaemonClient.connect(host: "127.0.0.1", port: port, authentication: .credential(credential), timeout: .seconds(livenessGuardSeconds))
         for (doc, code) in [(id, SyncErrorCode.forbidden), (other, .unknownDocument)] {
             do {
                 try await phone.destroy(doc)

@@ -39,7 +39,7 @@ struct DaemonFaultTests {
             config.log = { e, f in events.list.withLock { $0.append((e, f)) } }
         }
         defer { dir.remove() }
-        let client = try await DaemonClient.connect(host: "127.0.0.1", port: port, key: key)
+        let client = try await DaemonClient.connect(host: "127.0.0.1", port: port, key: key, timeout: .seconds(livenessGuardSeconds))
         let doc = try await client.create(name: "disk")
         let live = try await client.open(doc)
         func insert(_ v: String) async throws {
@@ -80,7 +80,7 @@ struct DaemonFaultTests {
 
         // A new daemon on the same folder (real files, no hook): every acknowledged edit, once.
         let (again, port2) = try await DaemonLimitTests.restart(on: dir)
-        let reader = try await DaemonClient.connect(host: "127.0.0.1", port: port2, key: key)
+        let reader = try await DaemonClient.connect(host: "127.0.0.1", port: port2, key: key, timeout: .seconds(livenessGuardSeconds))
         let reopened = try await reader.open(doc)
         #expect(reopened.document.rows == [["a", "b", "c", "d"]])
         await reader.close()
@@ -94,7 +94,7 @@ struct DaemonFaultTests {
             config.log = { e, f in events.list.withLock { $0.append((e, f)) } }
         }
         defer { dir.remove() }
-        let author = try await DaemonClient.connect(host: "127.0.0.1", port: port, key: key)
+        let author = try await DaemonClient.connect(host: "127.0.0.1", port: port, key: key, timeout: .seconds(livenessGuardSeconds))
         let doc = try await author.create(name: "forged")
         let live = try await author.open(doc)
         // A fork of the author's copy (same replica, same clock) makes the next id with other content.
@@ -103,7 +103,7 @@ struct DaemonFaultTests {
         let forged = try fork.insertItem(atRow: 0, inSection: 0, value: Data("forged".utf8))
         #expect(live.document.operations.contains { $0.id == forged.id })
 
-        let forger = try await DaemonClient.connect(host: "127.0.0.1", port: port, key: key, localHost: "127.0.0.3")
+        let forger = try await DaemonClient.connect(host: "127.0.0.1", port: port, key: key, localHost: "127.0.0.3", timeout: .seconds(livenessGuardSeconds))
         _ = try await forger.open(doc)
         do {
             try await forger.upload(doc, [forged])
@@ -123,7 +123,7 @@ struct DaemonFaultTests {
         let metrics = status["metrics"] as? [String: Any] ?? status
         #expect(metrics["equivocations_refused"] as? Int == 1, "\(status)")
         // Unchanged, for the author and for a fresh reader.
-        let reader = try await DaemonClient.connect(host: "127.0.0.1", port: port, key: key)
+        let reader = try await DaemonClient.connect(host: "127.0.0.1", port: port, key: key, timeout: .seconds(livenessGuardSeconds))
         #expect(try await reader.open(doc).document.rows == [["genuine"]])
         await reader.close()
         await forger.close()
@@ -163,7 +163,7 @@ struct RateLimitTests {
             config.log = { e, f in events.list.withLock { $0.append((e, f)) } }
         }
         defer { dir.remove() }
-        let honest = try await DaemonClient.connect(host: "127.0.0.1", port: port, key: key)
+        let honest = try await DaemonClient.connect(host: "127.0.0.1", port: port, key: key, timeout: .seconds(livenessGuardSeconds))
         let doc = try await honest.create(name: "flooded")
         _ = try await honest.open(doc)
         // The flooder is a raw connection: its 1,500 single-insert batches are sealed up front and
@@ -226,7 +226,7 @@ struct RateLimitTests {
         // The 20 honest inserts are there; of the flood, at most the acknowledged ones: an
         // acknowledged insert made after a refused one depends on it, and waits (durable) in the
         // causal buffer until the flooder sends the refused one again.
-        let reader = try await DaemonClient.connect(host: "127.0.0.1", port: port, key: key)
+        let reader = try await DaemonClient.connect(host: "127.0.0.1", port: port, key: key, timeout: .seconds(livenessGuardSeconds))
         let copy = try await reader.open(doc).document
         #expect(copy.flat.filter { $0.hasPrefix("h") }.count == 20)
         let flooded = copy.flat.filter { $0.hasPrefix("f") }.count

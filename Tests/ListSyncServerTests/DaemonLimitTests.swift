@@ -54,7 +54,7 @@ struct DaemonLimitTests {
     func slowConsumer() async throws {
         let (daemon, port, key, dir) = try await Self.start { $0.tcp.sendQueueLimit = 128 * 1024 }
         defer { dir.remove() }
-        let writer = try await DaemonClient.connect(host: "127.0.0.1", port: port, key: key)
+        let writer = try await DaemonClient.connect(host: "127.0.0.1", port: port, key: key, timeout: .seconds(livenessGuardSeconds))
         let doc = try await writer.create(name: "firehose")
         _ = try await writer.open(doc)
         let mute = try await Self.mute(port: port, key: key, subscribeTo: doc)
@@ -77,13 +77,13 @@ struct DaemonLimitTests {
     func idleUnload() async throws {
         let (daemon, port, key, dir) = try await Self.start { $0.idleUnload = .milliseconds(300); $0.snapshotLogBytes = 0 }
         defer { dir.remove() }
-        var client = try await DaemonClient.connect(host: "127.0.0.1", port: port, key: key)
+        var client = try await DaemonClient.connect(host: "127.0.0.1", port: port, key: key, timeout: .seconds(livenessGuardSeconds))
         let doc = try await client.create(name: "idle")
         _ = try await client.open(doc)
         try await client.edit(doc) { d throws(ListError) in _ = try d.insertItem(atRow: 0, inSection: 0, value: Data("kept".utf8)) }
         await client.close()
         func resident() async throws -> Int {
-            let c = try await DaemonClient.connect(host: "127.0.0.1", port: port, key: key)
+            let c = try await DaemonClient.connect(host: "127.0.0.1", port: port, key: key, timeout: .seconds(livenessGuardSeconds))
             defer { Task { await c.close() } }
             let json = try await c.status()
             let o = try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any]
@@ -96,7 +96,7 @@ struct DaemonLimitTests {
             unloaded = try await resident() == 0
         }
         #expect(unloaded, "the idle document stayed resident")
-        client = try await DaemonClient.connect(host: "127.0.0.1", port: port, key: key)
+        client = try await DaemonClient.connect(host: "127.0.0.1", port: port, key: key, timeout: .seconds(livenessGuardSeconds))
         let live = try await client.open(doc)
         #expect(live.snapshot.sections.first?.items.map { String(decoding: $0.value, as: UTF8.self) } == ["kept"])
         #expect(try await resident() == 1)
@@ -112,7 +112,7 @@ struct DaemonLimitTests {
         for _ in 0..<1_000 {
             if let s = RawSocket(port: port, source: "127.0.0.6") { burst.append(s) }
         }
-        let honest = try await DaemonClient.connect(host: "127.0.0.1", port: port, key: key)
+        let honest = try await DaemonClient.connect(host: "127.0.0.1", port: port, key: key, timeout: .seconds(livenessGuardSeconds))
         let doc = try await honest.create(name: "still here")
         #expect(try await honest.documents().map(\.id) == [doc])
         let status = try await honest.status()

@@ -256,7 +256,7 @@ struct EpochTests {
         // A client that keeps its copy across sessions adds "c" after the backup was made.
         let key = try KeyFile.read(daemon.keyFile)
         let id = try #require(DocumentID(hex: doc))
-        var client = try await DaemonClient.connect(host: "127.0.0.1", port: daemon.port, key: key)
+        var client = try await DaemonClient.connect(host: "127.0.0.1", port: daemon.port, key: key, timeout: .seconds(livenessGuardSeconds))
         _ = try await client.open(id)
         let oldEpoch = try #require(await client.info(id)?.epoch)
         try await client.edit(id) { d throws(ListError) in _ = try d.insertItem(at: IndexPath(item: 2, section: 0), value: Data("c".utf8)) }
@@ -271,7 +271,7 @@ struct EpochTests {
         defer { daemon.terminate() }
         #expect(try table(daemon, doc) == [["a", "b"]])
         // Resuming the old epoch: refused, nothing merged.
-        client = try await DaemonClient.connect(host: "127.0.0.1", port: daemon.port, key: key)
+        client = try await DaemonClient.connect(host: "127.0.0.1", port: daemon.port, key: key, timeout: .seconds(livenessGuardSeconds))
         do {
             _ = try await client.open(id, resuming: held, epoch: oldEpoch)
             Issue.record("a client holding the old epoch was let in")
@@ -281,7 +281,7 @@ struct EpochTests {
         await client.close()
         #expect(try table(daemon, doc) == [["a", "b"]], "the refused client changed nothing")
         // What epochs prevent: the same copy merged blind brings back "c", which the restore removed.
-        client = try await DaemonClient.connect(host: "127.0.0.1", port: daemon.port, key: key)
+        client = try await DaemonClient.connect(host: "127.0.0.1", port: daemon.port, key: key, timeout: .seconds(livenessGuardSeconds))
         _ = try await client.open(id, resuming: held, epoch: 0)
         await client.close()
         #expect(try table(daemon, doc) == [["a", "b", "c"]])

@@ -30,7 +30,7 @@ struct DaemonRecoveryLimitTests {
         defer { dir.remove() }
         var (daemon, port) = try await Self.start(dir)
         let key = try KeyFile.read(daemon.keyPath)
-        var client = try await DaemonClient.connect(host: "127.0.0.1", port: port, key: key, changeSets: false)
+        var client = try await DaemonClient.connect(host: "127.0.0.1", port: port, key: key, changeSets: false, timeout: .seconds(livenessGuardSeconds))
         let doc = try await client.create(name: "buffer", sections: ["a"])
         let live = try await client.open(doc)
 
@@ -48,11 +48,11 @@ struct DaemonRecoveryLimitTests {
         await daemon.stop()
 
         (daemon, port) = try await Self.start(dir)
-        client = try await DaemonClient.connect(host: "127.0.0.1", port: port, key: key, changeSets: false)
+        client = try await DaemonClient.connect(host: "127.0.0.1", port: port, key: key, changeSets: false, timeout: .seconds(livenessGuardSeconds))
         _ = try await client.open(doc)
         try await client.upload(doc, [ops[0]])
         await client.close()
-        let reader = try await DaemonClient.connect(host: "127.0.0.1", port: port, key: key, changeSets: false)
+        let reader = try await DaemonClient.connect(host: "127.0.0.1", port: port, key: key, changeSets: false, timeout: .seconds(livenessGuardSeconds))
         let texts = try await reader.open(doc).snapshot.sections[0].items.map { String(decoding: $0.value, as: UTF8.self) }
         await reader.close()
         // o5 filled the buffer to its limit and was kept; o6…o11 were refused and stay so.

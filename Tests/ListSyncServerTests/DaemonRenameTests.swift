@@ -20,8 +20,8 @@ struct DaemonRenameTests {
         let (dir, data, daemon, port, key) = try await DaemonDestroyTests.running()
         defer { dir.remove() }
         let (id, epoch) = try await daemon.create(name: "groceries", sections: ["a"], id: nil, epoch: 0)
-        let client = try await DaemonClient.connect(host: "127.0.0.1", port: port, key: key)
-        let follower = try await DaemonClient.connect(host: "127.0.0.1", port: port, key: key)
+        let client = try await DaemonClient.connect(host: "127.0.0.1", port: port, key: key, timeout: .seconds(livenessGuardSeconds))
+        let follower = try await DaemonClient.connect(host: "127.0.0.1", port: port, key: key, timeout: .seconds(livenessGuardSeconds))
         #expect(try await follower.documents().map(\.name) == ["groceries"])
         let info = try await client.rename(id, to: "weekend groceries")
         #expect(info.id == id && info.name == "weekend groceries" && info.epoch == epoch)
@@ -67,7 +67,7 @@ struct DaemonRenameTests {
         let (other, _) = try await daemon.create(name: "other", sections: [], id: nil, epoch: 0)
         let (gone, _) = try await daemon.create(name: "gone", sections: [], id: nil, epoch: 0)
         _ = try await daemon.destroy(gone, epoch: 0, reason: "test")
-        let client = try await DaemonClient.connect(host: "127.0.0.1", port: port, key: key)
+        let client = try await DaemonClient.connect(host: "127.0.0.1", port: port, key: key, timeout: .seconds(livenessGuardSeconds))
         func expectRefused(_ c: DaemonClient, _ doc: DocumentID, _ name: String, _ code: SyncErrorCode) async {
             do {
                 try await c.rename(doc, to: name)
@@ -85,7 +85,7 @@ struct DaemonRenameTests {
             let added = try runListsync(["device", "add", name, "--out", file, "--data", data] + flags)
             try #require(added.0 == 0, "\(added)")
             let credential = try Credential(fileContents: [UInt8](try Data(contentsOf: URL(fileURLWithPath: file))))
-            let device = try await DaemonClient.connect(host: "127.0.0.1", port: port, authentication: .credential(credential))
+            let device = try await DaemonClient.connect(host: "127.0.0.1", port: port, authentication: .credential(credential), timeout: .seconds(livenessGuardSeconds))
             await expectRefused(device, id, "x", name == "reader" ? .forbidden : .unknownDocument)
             await device.close()
         }
@@ -95,7 +95,7 @@ struct DaemonRenameTests {
         let file = dir.path + "/writer.credential"
         _ = try runListsync(["device", "add", "writer", "--docs", other.description, "--out", file, "--data", data])
         let credential = try Credential(fileContents: [UInt8](try Data(contentsOf: URL(fileURLWithPath: file))))
-        let writer = try await DaemonClient.connect(host: "127.0.0.1", port: port, authentication: .credential(credential))
+        let writer = try await DaemonClient.connect(host: "127.0.0.1", port: port, authentication: .credential(credential), timeout: .seconds(livenessGuardSeconds))
         #expect(try await writer.rename(other, to: "renamed by a device").name == "renamed by a device")
         #expect(await Self.names(daemon) == ["groceries", "renamed by a device"])
         await writer.close()

@@ -22,7 +22,7 @@ struct DaemonSnapshotTests {
             config.log = { e, f in events.list.withLock { $0.append((e, f)) } }
         }
         defer { dir.remove() }
-        let client = try await DaemonClient.connect(host: "127.0.0.1", port: port, key: key)
+        let client = try await DaemonClient.connect(host: "127.0.0.1", port: port, key: key, timeout: .seconds(livenessGuardSeconds))
         let doc = try await client.create(name: "busy")
         let live = try await client.open(doc)   // subscribed: the document stays resident
         let folder = dir.path + "/data/documents/\(doc)"
@@ -51,7 +51,7 @@ struct DaemonSnapshotTests {
 
         // A new daemon on the folder loads the latest snapshot and the log after it.
         let (again, port2) = try await DaemonLimitTests.restart(on: dir)
-        let reader = try await DaemonClient.connect(host: "127.0.0.1", port: port2, key: key)
+        let reader = try await DaemonClient.connect(host: "127.0.0.1", port: port2, key: key, timeout: .seconds(livenessGuardSeconds))
         let reopened = try await reader.open(doc)
         #expect(reopened.document.rows == [expected])
         await reader.close()
@@ -66,12 +66,12 @@ struct DaemonSnapshotTests {
             config.log = { e, f in events.list.withLock { $0.append((e, f)) } }
         }
         defer { dir.remove() }
-        let admin = try await DaemonClient.connect(host: "127.0.0.1", port: port, key: key)
+        let admin = try await DaemonClient.connect(host: "127.0.0.1", port: port, key: key, timeout: .seconds(livenessGuardSeconds))
         let doc = try await admin.create(name: "contended")
         let watcher = try await admin.open(doc)
         var clients: [DaemonClient] = []
         for _ in 0..<4 {
-            let c = try await DaemonClient.connect(host: "127.0.0.1", port: port, key: key)
+            let c = try await DaemonClient.connect(host: "127.0.0.1", port: port, key: key, timeout: .seconds(livenessGuardSeconds))
             _ = try await c.open(doc)
             clients.append(c)
         }
@@ -99,7 +99,7 @@ struct DaemonSnapshotTests {
         await daemon.stop()
 
         let (again, port2) = try await DaemonLimitTests.restart(on: dir)
-        let reader = try await DaemonClient.connect(host: "127.0.0.1", port: port2, key: key)
+        let reader = try await DaemonClient.connect(host: "127.0.0.1", port: port2, key: key, timeout: .seconds(livenessGuardSeconds))
         let reopened = try await reader.open(doc)
         #expect(Set(reopened.document.rows.flatMap { $0 }) == expected)
         #expect(reopened.document.rows.flatMap { $0 }.count == 240)
@@ -123,10 +123,10 @@ struct DaemonSnapshotTests {
         defer { dir.remove() }
         let wal = dir.path + "/data/wal"
         func segments() -> Int { ((try? FileSystem.system.list(wal)) ?? []).filter { $0.hasPrefix("segment-") }.count }
-        let writer = try await DaemonClient.connect(host: "127.0.0.1", port: port, key: key)
+        let writer = try await DaemonClient.connect(host: "127.0.0.1", port: port, key: key, timeout: .seconds(livenessGuardSeconds))
         // One document written once, then left alone (its records sit in the oldest segments),
         // and one written all along.
-        let other = try await DaemonClient.connect(host: "127.0.0.1", port: port, key: key)
+        let other = try await DaemonClient.connect(host: "127.0.0.1", port: port, key: key, timeout: .seconds(livenessGuardSeconds))
         let quiet = try await other.create(name: "quiet")
         _ = try await other.open(quiet)
         try await other.edit(quiet) { d throws(ListError) in
@@ -157,7 +157,7 @@ struct DaemonSnapshotTests {
         await daemon.stop()
 
         let (again, port2) = try await DaemonLimitTests.restart(on: dir)
-        let reader = try await DaemonClient.connect(host: "127.0.0.1", port: port2, key: key)
+        let reader = try await DaemonClient.connect(host: "127.0.0.1", port: port2, key: key, timeout: .seconds(livenessGuardSeconds))
         #expect(try await reader.open(busy).document.rows == expected)
         #expect(try await reader.open(quiet).document.rows == [["once"]])
         await reader.close()

@@ -66,7 +66,7 @@ extension FaultProxySuites {
                                                    plan: .clientFaults(seed: seed))
 
             // The document, made and watched directly.
-            let admin = try await DaemonClient.connect(host: "127.0.0.1", port: daemon.port, key: key, changeSets: false)
+            let admin = try await DaemonClient.connect(host: "127.0.0.1", port: daemon.port, key: key, changeSets: false, timeout: .seconds(livenessGuardSeconds))
             let doc = try await admin.create(name: "faulty", sections: ["a", "b"])
             let reference = try await admin.open(doc)
             let ledger = AckLedger()
@@ -144,7 +144,7 @@ extension FaultProxySuites {
                     continue
                 }
                 guard let client = try? await DaemonClient.connect(host: "127.0.0.1", port: port, key: key,
-                                                                    localHost: "127.0.4.\(2 + i)", changeSets: false) else {
+                                                                    localHost: "127.0.4.\(2 + i)", changeSets: false, timeout: .seconds(livenessGuardSeconds)) else {
                     reconnects += 1
                     try await Task.sleep(for: .milliseconds(20))
                     continue

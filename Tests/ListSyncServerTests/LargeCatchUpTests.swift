@@ -46,7 +46,7 @@ extension FaultProxySuites {
             let key = try KeyFile.read(a.keyFile)
 
             // The document, written directly: 11 edits of 100 items (each several frames).
-            let author = try await DaemonClient.connect(host: "127.0.0.1", port: a.port, key: key, changeSets: false)
+            let author = try await DaemonClient.connect(host: "127.0.0.1", port: a.port, key: key, changeSets: false, timeout: .seconds(livenessGuardSeconds))
             let doc = try await author.create(name: "big", sections: ["all"])
             _ = try await author.open(doc)
             for start in stride(from: 0, to: Self.items, by: 100) {

@@ -24,7 +24,7 @@ struct PeerRateLimitTests {
             config.peers = [(host: "127.0.0.1", port: portA)]
         }
         defer { dirB.remove() }
-        let onB = try await DaemonClient.connect(host: "127.0.0.1", port: portB, key: key)
+        let onB = try await DaemonClient.connect(host: "127.0.0.1", port: portB, key: key, timeout: .seconds(livenessGuardSeconds))
         let doc = try await onB.create(name: "burst")
         _ = try await onB.open(doc)
         // 40 edits, each its own batch, each pushed to A as it is made: far over A's limit.
@@ -34,7 +34,7 @@ struct PeerRateLimitTests {
             }
         }
         let expected = (0..<40).map { "e\($0)" }
-        let onA = try await DaemonClient.connect(host: "127.0.0.1", port: portA, key: key)
+        let onA = try await DaemonClient.connect(host: "127.0.0.1", port: portA, key: key, timeout: .seconds(livenessGuardSeconds))
         let deadline = Date().addingTimeInterval(livenessGuardSeconds)
         while try await !onA.documents().contains(where: { $0.id == doc }), Date() < deadline {
             try await Task.sleep(for: .milliseconds(100))

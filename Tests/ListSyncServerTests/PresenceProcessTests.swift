@@ -68,8 +68,8 @@ struct PresenceProcessTests {
         let daemon = try DaemonProcess(data: dir.path + "/data")
         defer { daemon.terminate() }
         let key = try KeyFile.read(daemon.keyFile)
-        let phone = try await DaemonClient.connect(host: "127.0.0.1", port: daemon.port, key: key)
-        let tablet = try await DaemonClient.connect(host: "127.0.0.1", port: daemon.port, key: key)
+        let phone = try await DaemonClient.connect(host: "127.0.0.1", port: daemon.port, key: key, timeout: .seconds(livenessGuardSeconds))
+        let tablet = try await DaemonClient.connect(host: "127.0.0.1", port: daemon.port, key: key, timeout: .seconds(livenessGuardSeconds))
         let doc = try await phone.create(name: "groceries", sections: ["to buy", "done"])
         let phoneLive = try await phone.open(doc)
         for (row, value) in ["milk", "eggs", "bread"].enumerated() {

@@ -53,7 +53,7 @@ struct SyncClientDestroyTests {
         defer { dir.remove() }
         let (daemon, client, id) = try await Self.syncedDevice(dir)
         defer { daemon.terminate() }
-        let admin = try await DaemonClient.connect(host: "127.0.0.1", port: daemon.port, key: try KeyFile.read(daemon.keyFile))
+        let admin = try await DaemonClient.connect(host: "127.0.0.1", port: daemon.port, key: try KeyFile.read(daemon.keyFile), timeout: .seconds(livenessGuardSeconds))
         try await admin.destroy(id)
         await admin.close()
         #expect(await Self.within(10) { await client.destroyedCopies.map(\.id) == [id] })
