@@ -68,6 +68,8 @@ let simulateUsage = """
       --quiet             print only failures and the summary
       --json              print one JSON object instead: each run (seed, passed, failures,
                           counts) and the totals
+      --cluster N         run N cluster nodes over a simulated JetStream instead
+                          (its own options: listsync simulate --cluster 3 --help)
       -h, --help          show this help
 
     An option given without what it goes with (--ring without 3 daemons, --roam,
@@ -78,6 +80,7 @@ let simulateUsage = """
 
 
 func runSimulate(_ args: [String]) throws -> Int32 {
+    if args.contains("--cluster") { return try runSimulateCluster(args) }
     var config = SimulationConfiguration()
     var runs: UInt64 = 1
     var quiet = false, json = false

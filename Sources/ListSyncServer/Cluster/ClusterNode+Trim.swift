@@ -1,4 +1,5 @@
 import ListCRDT
+import ListSync
 import ListSyncNATS
 
 /// Snapshots and trimming (Docs/Cluster.md, "Snapshots and trimming"): one node at a time per

@@ -1,4 +1,5 @@
 import Foundation
+import ListSync
 import ListCRDT
 import ListSyncCrypto
 import ListSyncNATS
