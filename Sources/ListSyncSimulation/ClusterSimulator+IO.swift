@@ -93,7 +93,7 @@ extension ClusterSimulator {
             nodes[n].consumer = nil
             nodes[n].lastDelivered = nil
         case .readLease: schedule(n, .readLease)
-        case let .writeLease(revision, sentAt): schedule(n, .writeLease(revision: revision, sentAt: sentAt))
+        case let .writeLease(revision, sentAt, _): schedule(n, .writeLease(revision: revision, sentAt: sentAt))
         case let .releaseLease(revision): schedule(n, .releaseLease(revision: revision))
         case let .writeSnapshot(position):
             schedule(n, .writeSnapshot(position, nodes[n].document.operations(since: VersionVector())))

@@ -83,7 +83,7 @@ struct ClusterMachineTests {
             version.observe(op.lastID)
         }
         #expect(m.handle(.tick(now: 10 * Self.ms, durable: version, subscribed: true)) == [.writeCheckpoint(m.read), .readLease])
-        #expect(m.handle(.leaseRead(nil, now: 11 * Self.ms)) == [.writeLease(revision: 0, sentAt: 11 * Self.ms)])
+        #expect(m.handle(.leaseRead(nil, now: 11 * Self.ms)) == [.writeLease(revision: 0, sentAt: 11 * Self.ms, taking: true)])
         let position = ClusterMachine.Position(sequence: 3, version: version)
         #expect(m.handle(.leaseWritten(revision: 5, sentAt: 11 * Self.ms, now: 12 * Self.ms)) == [.writeSnapshot(position)])
         #expect(m.handle(.snapshotStored(sequence: 3, byThisNode: true, now: 13 * Self.ms)) == [.trim(keepFrom: 4)])

@@ -20,9 +20,12 @@ extension ClusterMachine {
         switch lease.decide(entry: entry, now: now) {
         case .keep: snapshotIfDue(now, &out)
         case .wait: break
-        case let .take(revision), let .renew(revision):
+        case let .take(revision):
             leaseInFlight = true
-            out.append(.writeLease(revision: revision, sentAt: now))
+            out.append(.writeLease(revision: revision, sentAt: now, taking: true))
+        case let .renew(revision):
+            leaseInFlight = true
+            out.append(.writeLease(revision: revision, sentAt: now, taking: false))
         }
     }
 

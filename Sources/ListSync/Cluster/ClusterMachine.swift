@@ -106,9 +106,9 @@ public struct ClusterMachine: Sendable {
         case tick(now: UInt64, durable: VersionVector, subscribed: Bool)
         /// Answer to ``Action/readLease``.
         case leaseRead(ClusterLease.Entry?, now: UInt64)
-        /// Answer to ``Action/readLease`` or ``Action/writeLease(revision:sentAt:)``: failed.
+        /// Answer to ``Action/readLease`` or ``Action/writeLease(revision:sentAt:taking:)``: failed.
         case leaseFailed
-        /// Answer to ``Action/writeLease(revision:sentAt:)``: stored as `revision`.
+        /// Answer to ``Action/writeLease(revision:sentAt:taking:)``: stored as `revision`.
         case leaseWritten(revision: UInt64, sentAt: UInt64, now: UInt64)
         /// Answer to ``Action/writeSnapshot(_:)``: the head the stream acknowledged covers
         /// `sequence`; `byThisNode` false when another node's head already covered as much.
@@ -158,8 +158,9 @@ public struct ClusterMachine: Sendable {
         case stopConsumer
         /// Read the lease entry; answer ``Event/leaseRead(_:now:)``.
         case readLease
-        /// Write this node's name into the lease, expecting `revision`; answer ``Event/leaseWritten(revision:sentAt:now:)``.
-        case writeLease(revision: UInt64, sentAt: UInt64)
+        /// Write this node's name into the lease, expecting `revision` (`taking`: from another
+        /// holder, a released entry or none; else a renewal); answer ``Event/leaseWritten(revision:sentAt:now:)``.
+        case writeLease(revision: UInt64, sentAt: UInt64, taking: Bool)
         /// Give the lease back (best effort, no event answers).
         case releaseLease(revision: UInt64)
         /// Store a snapshot of the document's durable operations covering the position (its
@@ -236,6 +237,9 @@ public struct ClusterMachine: Sendable {
         public var snapshotsLoaded = 0
         /// Republishes asked for after a catch-up.
         public var republishes = 0
+
+        /// Nothing counted yet.
+        public init() {}
     }
 
     /// What happened so far.
