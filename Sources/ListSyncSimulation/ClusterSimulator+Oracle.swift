@@ -23,12 +23,7 @@ extension ClusterSimulator {
         var ids = Set<OpID>()
         for op in all where !ids.insert(op.id).inserted { report.failures.append("operation \(op.id) applied twice") }
         if let why = SemanticsOracle(all).check(reference) { report.failures.append("node0: \(why)") }
-        var values = Set<[UInt8]>()
-        for section in reference.sections {
-            for item in section.items where !values.insert(Array(item.value)).inserted {
-                report.failures.append("value \(String(decoding: item.value, as: UTF8.self)) is shown twice")
-            }
-        }
+        report.failures += SemanticsOracle.valuesShownTwice(reference)
         report.items = reference.numberOfItems
         report.duplicatesStored = stream.duplicatesStored
         report.purged = stream.purged

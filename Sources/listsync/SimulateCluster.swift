@@ -33,36 +33,24 @@ func runSimulateCluster(_ args: [String]) throws -> Int32 {
     var config = ClusterSimulationConfiguration()
     var runs: UInt64 = 1
     var quiet = false, json = false
-    var i = 0
-    func value(_ name: String) throws -> String {
-        i += 1
-        guard i < args.count else { throw UsageError(message: "\(name) needs a value") }
-        return args[i]
-    }
-    func number<T: FixedWidthInteger>(_ name: String, _ range: ClosedRange<T>) throws -> T {
-        let text = try value(name)
-        guard let n = T(text), range.contains(n) else {
-            throw UsageError(message: "\(name) must be a whole number in \(range.lowerBound)...\(range.upperBound), not '\(text)'")
-        }
-        return n
-    }
-    while i < args.count {
-        switch args[i] {
+    var cursor = ArgumentCursor(args)
+    while let arg = cursor.current {
+        switch arg {
         case "-h", "--help": print(simulateClusterUsage); return 0
-        case "--cluster": config.nodes = try number("--cluster", 1...16)
-        case "--ops": config.operations = try number("--ops", 0...1_000_000)
-        case "--seed": config.seed = try number("--seed", 0...UInt64.max)
-        case "--runs": runs = try number("--runs", 1...10_000_000)
-        case "--loss": config.lossPercent = try number("--loss", 0...99)
-        case "--duplicate": config.duplicatePercent = try number("--duplicate", 0...100)
-        case "--crashes": config.nodeKills = try number("--crashes", 0...10_000)
-        case "--server-kills": config.serverKills = try number("--server-kills", 0...10_000)
-        case "--trim-after": config.trimMessages = try number("--trim-after", 0...1_000_000)
+        case "--cluster": config.nodes = try cursor.number("--cluster", 1...16)
+        case "--ops": config.operations = try cursor.number("--ops", 0...1_000_000)
+        case "--seed": config.seed = try cursor.number("--seed", 0...UInt64.max)
+        case "--runs": runs = try cursor.number("--runs", 1...10_000_000)
+        case "--loss": config.lossPercent = try cursor.number("--loss", 0...99)
+        case "--duplicate": config.duplicatePercent = try cursor.number("--duplicate", 0...100)
+        case "--crashes": config.nodeKills = try cursor.number("--crashes", 0...10_000)
+        case "--server-kills": config.serverKills = try cursor.number("--server-kills", 0...10_000)
+        case "--trim-after": config.trimMessages = try cursor.number("--trim-after", 0...1_000_000)
         case "--quiet": quiet = true
         case "--json": json = true
-        default: throw UsageError(message: "unknown option '\(args[i])' with --cluster (see listsync simulate --cluster 1 --help)")
+        default: throw UsageError(message: "unknown option '\(arg)' with --cluster (see listsync simulate --cluster 1 --help)")
         }
-        i += 1
+        cursor.advance()
     }
     let first = config.seed
     var failed: [UInt64] = []
