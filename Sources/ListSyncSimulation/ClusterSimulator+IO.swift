@@ -52,7 +52,7 @@ struct ClusterSimCompletion {
         case duplicateAcknowledgement(piece: UInt64)
         case checkSnapshot, loadSnapshot(ClusterMachine.Position), readSubjectEnd, startConsumer(from: UInt64)
         case readLease, writeLease(revision: UInt64, sentAt: UInt64), releaseLease(revision: UInt64)
-        case writeSnapshot(ClusterMachine.Position, [ListOperation]), trim(keepFrom: UInt64)
+        case prepareSnapshot, writeSnapshot(ClusterMachine.Position, after: UInt64, [ListOperation]), trim(keepFrom: UInt64)
         case writeCheckpoint(ClusterMachine.Position), headNotice
     }
 
@@ -95,8 +95,9 @@ extension ClusterSimulator {
         case .readLease: schedule(n, .readLease)
         case let .writeLease(revision, sentAt, _): schedule(n, .writeLease(revision: revision, sentAt: sentAt))
         case let .releaseLease(revision): schedule(n, .releaseLease(revision: revision))
-        case let .writeSnapshot(position):
-            schedule(n, .writeSnapshot(position, nodes[n].document.operations(since: VersionVector())))
+        case .prepareSnapshot: schedule(n, .prepareSnapshot)
+        case let .writeSnapshot(position, revision):
+            schedule(n, .writeSnapshot(position, after: revision, nodes[n].document.operations(since: VersionVector())))
         case let .trim(keepFrom): schedule(n, .trim(keepFrom: keepFrom))
         case let .writeCheckpoint(position): schedule(n, .writeCheckpoint(position))
         }
@@ -186,26 +187,21 @@ extension ClusterSimulator {
                 // Taken meanwhile by another node: nothing to give back (the driver logs it).
             }
             return nil
-        case let .writeSnapshot(position, ops):
+        case .prepareSnapshot:
+            guard up, loss() == .none else { return .snapshotFailed }
+            return .snapshotPrepared(head: stream.snapshot?.value.head, revision: stream.snapshot?.revision ?? 0,
+                                     durable: nodes[n].document.version, now: now)
+        case let .writeSnapshot(position, revision, ops):
             let lost = loss()
             guard up, lost != .request else { return .snapshotFailed }
-            if let s = stream.snapshot, s.value.head.sequence >= position.sequence {
-                return lost == .answer ? .snapshotFailed : .snapshotStored(sequence: s.value.head.sequence, byThisNode: false, now: now)
-            }
-            var version = VersionVector()
-            for op in ops { version.observe(op.lastID) }
-            if let s = stream.snapshot, !version.includes(s.value.head.version) {
-                return .snapshotOutdated
-            }
             let generation = (stream.snapshot?.value.generation ?? 0) + 1
-            do {
-                _ = try stream.setSnapshot(.init(head: position, operations: ops, generation: generation), expected: stream.snapshot?.revision ?? 0)
-            } catch {
+            do { _ = try stream.setSnapshot(.init(head: position, operations: ops, generation: generation), expected: revision) } catch {
+                // Another node's head came first: the compare-and-set refused this one.
                 return .snapshotFailed
             }
             checkClusterHoldsAcknowledged("a snapshot covering \(position.sequence)")
             for k in nodes.indices where nodes[k].alive { schedule(k, .headNotice) }
-            return lost == .answer ? .snapshotFailed : .snapshotStored(sequence: position.sequence, byThisNode: true, now: now)
+            return lost == .answer ? .snapshotFailed : .snapshotStored(sequence: position.sequence, now: now)
         case let .trim(keepFrom):
             let lost = loss()
             guard up, lost != .request else { return .trimFailed }

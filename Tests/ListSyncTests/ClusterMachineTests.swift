@@ -85,8 +85,9 @@ struct ClusterMachineTests {
         #expect(m.handle(.tick(now: 10 * Self.ms, durable: version, subscribed: true)) == [.writeCheckpoint(m.read), .readLease])
         #expect(m.handle(.leaseRead(nil, now: 11 * Self.ms)) == [.writeLease(revision: 0, sentAt: 11 * Self.ms, taking: true)])
         let position = ClusterMachine.Position(sequence: 3, version: version)
-        #expect(m.handle(.leaseWritten(revision: 5, sentAt: 11 * Self.ms, now: 12 * Self.ms)) == [.writeSnapshot(position)])
-        #expect(m.handle(.snapshotStored(sequence: 3, byThisNode: true, now: 13 * Self.ms)) == [.trim(keepFrom: 4)])
+        #expect(m.handle(.leaseWritten(revision: 5, sentAt: 11 * Self.ms, now: 12 * Self.ms)) == [.prepareSnapshot(position)])
+        #expect(m.handle(.snapshotPrepared(head: nil, revision: 0, durable: version, now: 12 * Self.ms)) == [.writeSnapshot(position, after: 0)])
+        #expect(m.handle(.snapshotStored(sequence: 3, now: 13 * Self.ms)) == [.trim(keepFrom: 4)])
     }
 
     @Test("a lease that lapsed while the snapshot was stored trims nothing")
@@ -98,7 +99,8 @@ struct ClusterMachineTests {
         _ = m.handle(.tick(now: 0, durable: VersionVector([op.id.replica: op.lastID.counter]), subscribed: true))
         _ = m.handle(.leaseRead(nil, now: 0))
         _ = m.handle(.leaseWritten(revision: 1, sentAt: 0, now: 0))
-        #expect(m.handle(.snapshotStored(sequence: 1, byThisNode: true, now: 80 * Self.ms)) == [])
+        _ = m.handle(.snapshotPrepared(head: nil, revision: 0, durable: m.read.version, now: 0))
+        #expect(m.handle(.snapshotStored(sequence: 1, now: 80 * Self.ms)) == [])
         #expect(m.counts.trimsSkipped == 1)
     }
 
@@ -111,7 +113,8 @@ struct ClusterMachineTests {
         _ = m.handle(.message(sequence: 1, operations: [op]))
         _ = m.handle(.tick(now: 0, durable: VersionVector([op.id.replica: op.lastID.counter]), subscribed: true))
         _ = m.handle(.leaseRead(nil, now: 0))
-        #expect(m.handle(.leaseWritten(revision: 1, sentAt: 0, now: 0)).contains(.trim(keepFrom: 2)))
+        _ = m.handle(.leaseWritten(revision: 1, sentAt: 0, now: 0))
+        #expect(m.handle(.snapshotPrepared(head: nil, revision: 0, durable: m.read.version, now: 0)).contains(.trim(keepFrom: 2)))
     }
 
     /// Found by `listsync simulate --cluster 3` (seeds 2–5): a batch appended after a restart was
@@ -134,9 +137,18 @@ struct ClusterMachineTests {
 
     @Test("a snapshot over a head this copy has not caught up with is not written; the head is checked first")
     func outdatedSnapshotChecksTheHead() {
-        var m = ClusterMachine(node: "a", configuration: Self.configuration())
+        var m = ClusterMachine(node: "a", configuration: Self.configuration(trimMessages: 1))
         Self.following(&m)
-        #expect(m.handle(.snapshotOutdated) == [.checkSnapshot])
+        let op = Self.ops(1, replica: 9)[0]
+        let theirs = Self.ops(1, replica: 11)[0]
+        _ = m.handle(.message(sequence: 5, operations: [op]))
+        _ = m.handle(.tick(now: 0, durable: m.read.version, subscribed: true))
+        _ = m.handle(.leaseRead(nil, now: 0))
+        #expect(m.handle(.leaseWritten(revision: 1, sentAt: 0, now: 0)) == [.prepareSnapshot(m.read)])
+        // The head in force covers sequence 3 and an operation this copy never read (a trim overtook it).
+        let head = ClusterMachine.Position(sequence: 3, version: VersionVector([theirs.id.replica: theirs.lastID.counter]))
+        #expect(m.handle(.snapshotPrepared(head: head, revision: 4, durable: m.read.version, now: 0)) == [.checkSnapshot])
+        #expect(m.handle(.snapshotStored(sequence: 5, now: 0)) == [])
     }
 
     @Test("a node nobody reads here stops following after the grace, and gives its lease back")

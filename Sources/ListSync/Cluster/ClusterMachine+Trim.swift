@@ -35,14 +35,40 @@ extension ClusterMachine {
               sinceSnapshot >= configuration.trimMessages, lease.isHeld(now: now), read.sequence > 0,
               lastDurable.includes(read.version) else { return }
         snapshotInFlight = true
-        out.append(.writeSnapshot(read))
-        if variant == .trimsBeforeSnapshotAcknowledged { out.append(.trim(keepFrom: read.sequence + 1)) }
+        snapshotPosition = read
+        out.append(.prepareSnapshot(read))
     }
 
-    mutating func snapshotStored(_ sequence: UInt64, _ byThisNode: Bool, _ now: UInt64, _ out: inout [Action]) {
+    /// The head in force is read: a snapshot is written only past it, only when what it covers
+    /// is durable here, and never over a head whose operations this copy lacks (a trim this node
+    /// has not caught up with: replacing the head would drop them from the cluster; the head is
+    /// checked, and loaded, first).
+    mutating func snapshotPrepared(_ head: Position?, _ revision: UInt64, _ durable: VersionVector, _ now: UInt64, _ out: inout [Action]) {
+        guard snapshotInFlight, let position = snapshotPosition else { return }
+        lastDurable = durable
+        if let head, head.sequence >= position.sequence {
+            // Another node's snapshot covers as much: nothing to write, nothing for this node to trim.
+            snapshotInFlight = false
+            sinceSnapshot = 0
+            return
+        }
+        guard durable.includes(position.version), lease.isHeld(now: now) else {
+            snapshotInFlight = false
+            return
+        }
+        if let head, !durable.includes(head.version) {
+            snapshotInFlight = false
+            requestCheck(&out)
+            return
+        }
+        out.append(.writeSnapshot(position, after: revision))
+        if variant == .trimsBeforeSnapshotAcknowledged { out.append(.trim(keepFrom: position.sequence + 1)) }
+    }
+
+    mutating func snapshotStored(_ sequence: UInt64, _ now: UInt64, _ out: inout [Action]) {
+        guard snapshotInFlight else { return }
         snapshotInFlight = false
         sinceSnapshot = 0
-        guard byThisNode else { return }
         counts.snapshots += 1
         guard variant == .correct else { return }
         // The snapshot's head is acknowledged: only now may the subject lose what it covers, and

@@ -110,15 +110,14 @@ public struct ClusterMachine: Sendable {
         case leaseFailed
         /// Answer to ``Action/writeLease(revision:sentAt:taking:)``: stored as `revision`.
         case leaseWritten(revision: UInt64, sentAt: UInt64, now: UInt64)
-        /// Answer to ``Action/writeSnapshot(_:)``: the head the stream acknowledged covers
-        /// `sequence`; `byThisNode` false when another node's head already covered as much.
-        case snapshotStored(sequence: UInt64, byThisNode: Bool, now: UInt64)
-        /// Answer to ``Action/writeSnapshot(_:)``: not stored (nothing trimmed).
+        /// Answer to ``Action/prepareSnapshot(_:)``: the snapshot head in force (nil: none) with
+        /// its revision (0: none), and the document's durable version here.
+        case snapshotPrepared(head: Position?, revision: UInt64, durable: VersionVector, now: UInt64)
+        /// Answer to ``Action/writeSnapshot(_:after:)``: its head is stored, acknowledged by the stream.
+        case snapshotStored(sequence: UInt64, now: UInt64)
+        /// Answer to ``Action/prepareSnapshot(_:)`` or ``Action/writeSnapshot(_:after:)``: not
+        /// stored (another write came first, no answer, the store failing here); nothing trimmed.
         case snapshotFailed
-        /// Answer to ``Action/writeSnapshot(_:)``: not stored, because the head in force covers
-        /// operations this copy lacks (a trim this node has not caught up with): replacing it
-        /// would drop them from the cluster. The head is checked (and loaded) first.
-        case snapshotOutdated
         /// Answer to ``Action/trim(keepFrom:)``.
         case trimmed(keptFrom: UInt64)
         /// Answer to ``Action/trim(keepFrom:)``: failed.
@@ -163,11 +162,13 @@ public struct ClusterMachine: Sendable {
         case writeLease(revision: UInt64, sentAt: UInt64, taking: Bool)
         /// Give the lease back (best effort, no event answers).
         case releaseLease(revision: UInt64)
-        /// Store a snapshot of the document's durable operations covering the position (its
-        /// head last, with a compare-and-set on the head read first); answer
-        /// ``Event/snapshotStored(sequence:byThisNode:now:)``, or ``Event/snapshotOutdated`` when
-        /// the head read covers operations the document here lacks.
-        case writeSnapshot(Position)
+        /// Read the snapshot head in force and what is durable here; answer
+        /// ``Event/snapshotPrepared(head:revision:durable:now:)``.
+        case prepareSnapshot(Position)
+        /// Store a snapshot of the document's durable operations covering the position, its
+        /// chunks first and its head last, by compare-and-set on `after` (the head's revision
+        /// read, 0: none); answer ``Event/snapshotStored(sequence:now:)``.
+        case writeSnapshot(Position, after: UInt64)
         /// Purge the subject's messages below `keepFrom`; answer ``Event/trimmed(keptFrom:)``.
         case trim(keepFrom: UInt64)
         /// Write the read checkpoint; answer ``Event/checkpointWritten(_:)``.
@@ -218,6 +219,8 @@ public struct ClusterMachine: Sendable {
     var sinceSnapshot = 0
     var leaseInFlight = false
     var snapshotInFlight = false
+    /// The position the snapshot in flight covers.
+    var snapshotPosition: Position?
 
     /// What happened, for status and the simulator's report.
     public struct Counts: Sendable, Equatable {
@@ -327,11 +330,9 @@ public struct ClusterMachine: Sendable {
             leaseInFlight = false
             lease.won(revision: revision, sentAt: sentAt)
             snapshotIfDue(now, &out)
-        case let .snapshotStored(sequence, byThisNode, now): snapshotStored(sequence, byThisNode, now, &out)
+        case let .snapshotPrepared(head, revision, durable, now): snapshotPrepared(head, revision, durable, now, &out)
+        case let .snapshotStored(sequence, now): snapshotStored(sequence, now, &out)
         case .snapshotFailed: snapshotInFlight = false
-        case .snapshotOutdated:
-            snapshotInFlight = false
-            requestCheck(&out)
         case .trimmed: counts.trims += 1
         case .trimFailed: break
         case let .checkpointWritten(p):

@@ -164,9 +164,30 @@ extension ClusterNode {
                 }
                 return nil
             }
-        case let .writeSnapshot(position):
+        case .prepareSnapshot:
+            guard let snapshots, let daemon else { return }
+            request(id) { node in
+                do {
+                    let found = try await snapshots.head(id)
+                    let durable = try await daemon.host(id).durableVersion
+                    node.preparedHeads[id] = found
+                    guard let found else { return .snapshotPrepared(head: nil, revision: 0, durable: durable, now: Self.now()) }
+                    guard let covered = ClusterCheckpoint.decode(found.head.version) else {
+                        node.log("cluster snapshot not written", document.merging(["error": "the head's version is not a version vector"]) { a, _ in a })
+                        return .snapshotFailed
+                    }
+                    return .snapshotPrepared(head: .init(sequence: found.head.sequence, version: covered), revision: found.revision,
+                                             durable: durable, now: Self.now())
+                } catch {
+                    node.log("cluster snapshot not written", document.merging(["error": "\(error)"]) { a, _ in a })
+                    return .snapshotFailed
+                }
+            }
+        case let .writeSnapshot(position, revision):
             guard let daemon else { return }
-            request(id) { node in await node.writeSnapshot(id, position, daemon) }
+            let previous = preparedHeads.removeValue(forKey: id) ?? nil
+            guard (previous?.revision ?? 0) == revision else { return await event(id, .snapshotFailed, onlyIfKnown: true) }
+            request(id) { node in await node.writeSnapshot(id, position, after: previous, daemon) }
         case let .trim(keepFrom):
             guard let js else { return }
             let (stream, subject, name) = (configuration.stream, ClusterEnvelope.subject(prefix: configuration.subjectPrefix, id), nodeName)
@@ -193,21 +214,16 @@ extension ClusterNode {
         }
     }
 
-    /// Stores a snapshot of document `id`'s durable operations covering `position`, after the
-    /// head read now (compare-and-set on its revision); the answer for the machine.
-    func writeSnapshot(_ id: DocumentID, _ position: ClusterMachine.Position, _ daemon: Daemon) async -> ClusterMachine.Event {
+    /// Stores a snapshot of document `id`'s durable operations covering `position`, by
+    /// compare-and-set on the head read before (`previous`); the answer for the machine.
+    func writeSnapshot(_ id: DocumentID, _ position: ClusterMachine.Position, after previous: (head: ClusterSnapshots.Head, revision: UInt64)?,
+                       _ daemon: Daemon) async -> ClusterMachine.Event {
         let document = ["document": id.description]
         guard let snapshots else { return .snapshotFailed }
         do {
             guard let (operations, version) = try await daemon.host(id).clusterSnapshot(), version.includes(position.version) else {
+                log("cluster snapshot not written", document.merging(["error": "the store is failing or closed"]) { a, _ in a })
                 return .snapshotFailed
-            }
-            let previous = try await snapshots.head(id)
-            if let p = previous, p.head.sequence >= position.sequence {
-                return .snapshotStored(sequence: p.head.sequence, byThisNode: false, now: Self.now())
-            }
-            if let p = previous, !(ClusterCheckpoint.decode(p.head.version).map { version.includes($0) } ?? false) {
-                return .snapshotOutdated
             }
             let head = try await snapshots.write(id, pieces: ClusterMachine.pieces(operations, maxBytes: Self.maxPayload), sequence: position.sequence,
                                                  version: position.version, after: previous, oldChunksLeft: { [weak self] error in
@@ -215,7 +231,7 @@ extension ClusterNode {
             })
             log("cluster snapshot stored", document.merging(["sequence": "\(position.sequence)", "operations": "\(operations.count)",
                                                              "generation": "\(head.generation)"]) { a, _ in a })
-            return .snapshotStored(sequence: position.sequence, byThisNode: true, now: Self.now())
+            return .snapshotStored(sequence: position.sequence, now: Self.now())
         } catch {
             log("cluster snapshot not written", document.merging(["error": "\(error)"]) { a, _ in a })
             return .snapshotFailed

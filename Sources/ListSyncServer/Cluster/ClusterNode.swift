@@ -38,6 +38,8 @@ actor ClusterNode {
     var consumerSerial: UInt64 = 0
     /// The snapshot head each document's machine last heard of (what ``ClusterMachine/Action/loadSnapshot(_:)`` reads).
     var heads: [DocumentID: ClusterSnapshots.Head] = [:]
+    /// The head each document's snapshot in preparation was read after (its compare-and-set).
+    var preparedHeads: [DocumentID: (head: ClusterSnapshots.Head, revision: UInt64)?] = [:]
     /// Clients waiting for their batch's release (`--ack cluster`), by ticket.
     var waiting: [UInt64: CheckedContinuation<String?, Never>] = [:]
     var nextTicket: UInt64 = 1
@@ -276,6 +278,7 @@ actor ClusterNode {
         }
         await stopConsumer(id)
         heads[id] = nil
+        preparedHeads[id] = nil
         do { try checkpoints.remove(id) } catch {
             log("cluster checkpoint not removed", ["document": id.description, "error": "\(error)"])
         }
