@@ -35,6 +35,18 @@ struct ClusterMachineTests {
         #expect(m.isFollowing)
     }
 
+    /// Follows, reads one message, takes the free lease at time 0 and prepares the snapshot
+    /// (no head in force); returns the actions of the preparation's answer.
+    static func preparedWithTheLease(_ m: inout ClusterMachine) -> [ClusterMachine.Action] {
+        following(&m)
+        let op = ops(1, replica: 9)[0]
+        _ = m.handle(.message(sequence: 1, operations: [op]))
+        _ = m.handle(.tick(now: 0, durable: m.read.version, subscribed: true))
+        _ = m.handle(.leaseRead(nil, now: 0))
+        _ = m.handle(.leaseWritten(revision: 1, sentAt: 0, now: 0))
+        return m.handle(.snapshotPrepared(head: nil, revision: 0, durable: m.read.version, now: 0))
+    }
+
     @Test("a client's batch is released only once the stream acknowledged it; a duplicated acknowledgement changes nothing")
     func releasedOnlyAfterTheStream() {
         var m = ClusterMachine(node: "a", configuration: Self.configuration())
@@ -93,13 +105,7 @@ struct ClusterMachineTests {
     @Test("a lease that lapsed while the snapshot was stored trims nothing")
     func noTrimWithoutTheLease() {
         var m = ClusterMachine(node: "a", configuration: Self.configuration(trimMessages: 1))
-        Self.following(&m)
-        let op = Self.ops(1, replica: 9)[0]
-        _ = m.handle(.message(sequence: 1, operations: [op]))
-        _ = m.handle(.tick(now: 0, durable: VersionVector([op.id.replica: op.lastID.counter]), subscribed: true))
-        _ = m.handle(.leaseRead(nil, now: 0))
-        _ = m.handle(.leaseWritten(revision: 1, sentAt: 0, now: 0))
-        _ = m.handle(.snapshotPrepared(head: nil, revision: 0, durable: m.read.version, now: 0))
+        _ = Self.preparedWithTheLease(&m)
         #expect(m.handle(.snapshotStored(sequence: 1, now: 80 * Self.ms)) == [])
         #expect(m.counts.trimsSkipped == 1)
     }
@@ -108,13 +114,7 @@ struct ClusterMachineTests {
     func brokenVariantTrimsEarly() {
         var m = ClusterMachine(node: "a", configuration: Self.configuration(trimMessages: 1))
         m.variant = .trimsBeforeSnapshotAcknowledged
-        Self.following(&m)
-        let op = Self.ops(1, replica: 9)[0]
-        _ = m.handle(.message(sequence: 1, operations: [op]))
-        _ = m.handle(.tick(now: 0, durable: VersionVector([op.id.replica: op.lastID.counter]), subscribed: true))
-        _ = m.handle(.leaseRead(nil, now: 0))
-        _ = m.handle(.leaseWritten(revision: 1, sentAt: 0, now: 0))
-        #expect(m.handle(.snapshotPrepared(head: nil, revision: 0, durable: m.read.version, now: 0)).contains(.trim(keepFrom: 2)))
+        #expect(Self.preparedWithTheLease(&m).contains(.trim(keepFrom: 2)))
     }
 
     /// Found by `listsync simulate --cluster 3` (seeds 2–5): a batch appended after a restart was
