@@ -16,6 +16,20 @@ public struct SemanticsOracle: Sendable {
     /// Every field write, by entity and field name (Docs/Semantics.md §8).
     var fieldWrites: [OpID: [String: [(clock: UInt64, id: OpID, write: FieldWrite)]]] = [:]
 
+    /// The values shown more than once in `snapshot`, each as a failure line (the simulator's
+    /// edits give every value once, so a value twice is an operation applied twice).
+    ///
+    /// - Complexity: O(n) for n items.
+    public static func valuesShownTwice(_ snapshot: ListSnapshot) -> [String] {
+        var values = Set<[UInt8]>(), out: [String] = []
+        for section in snapshot.sections {
+            for item in section.items where !values.insert(Array(item.value)).inserted {
+                out.append("value \(String(decoding: item.value, as: UTF8.self)) is shown twice")
+            }
+        }
+        return out
+    }
+
     /// Computes the registers of every section and item from the operations (any order).
     public init(_ ops: [ListOperation]) {
         // A delete names the slot of the write it saw; the write is the operation that made the slot.

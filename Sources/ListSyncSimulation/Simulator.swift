@@ -1095,12 +1095,7 @@ public struct Simulator: Sendable {
                 continue
             }
         }
-        var values = Set<[UInt8]>()
-        for section in reference.sections {
-            for item in section.items where !values.insert(Array(item.value)).inserted {
-                report.failures.append("value \(String(decoding: item.value, as: UTF8.self)) is shown twice")
-            }
-        }
+        report.failures += SemanticsOracle.valuesShownTwice(reference)
         report.sections = reference.numberOfSections
         report.items = reference.numberOfItems
     }

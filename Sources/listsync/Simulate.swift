@@ -68,6 +68,8 @@ let simulateUsage = """
       --quiet             print only failures and the summary
       --json              print one JSON object instead: each run (seed, passed, failures,
                           counts) and the totals
+      --cluster N         run N cluster nodes over a simulated JetStream instead
+                          (its own options: listsync simulate --cluster 3 --help)
       -h, --help          show this help
 
     An option given without what it goes with (--ring without 3 daemons, --roam,
@@ -78,59 +80,48 @@ let simulateUsage = """
 
 
 func runSimulate(_ args: [String]) throws -> Int32 {
+    if args.contains("--cluster") { return try runSimulateCluster(args) }
     var config = SimulationConfiguration()
     var runs: UInt64 = 1
     var quiet = false, json = false
     var given: Set<String> = []
-    var i = 0
-    func value(_ name: String) throws -> String {
-        i += 1
-        guard i < args.count else { throw UsageError(message: "\(name) needs a value") }
-        return args[i]
-    }
-    func number<T: FixedWidthInteger>(_ name: String, _ range: ClosedRange<T>) throws -> T {
-        let text = try value(name)
-        guard let n = T(text), range.contains(n) else {
-            throw UsageError(message: "\(name) must be a whole number in \(range.lowerBound)...\(range.upperBound), not '\(text)'")
-        }
-        return n
-    }
-    while i < args.count {
-        given.insert(args[i])
-        switch args[i] {
+    var cursor = ArgumentCursor(args)
+    while let arg = cursor.current {
+        given.insert(arg)
+        switch arg {
         case "-h", "--help": print(simulateUsage); return 0
-        case "--replicas", "--clients": config.replicas = try number("--clients", 1...64)
-        case "--daemons": config.daemons = try number("--daemons", 1...16)
+        case "--replicas", "--clients": config.replicas = try cursor.number("--clients", 1...64)
+        case "--daemons": config.daemons = try cursor.number("--daemons", 1...16)
         case "--ring": config.ring = true
-        case "--crashes": config.crashes = try number("--crashes", 0...10_000)
-        case "--ops": config.operations = try number("--ops", 0...10_000_000)
-        case "--seed": config.seed = try number("--seed", 0...UInt64.max)
-        case "--runs": runs = try number("--runs", 1...10_000_000)
-        case "--loss": config.faults.lossPercent = try number("--loss", 0...99)
-        case "--duplicate": config.faults.duplicatePercent = try number("--duplicate", 0...100)
-        case "--partitions": config.partitions = try number("--partitions", 0...1000)
+        case "--crashes": config.crashes = try cursor.number("--crashes", 0...10_000)
+        case "--ops": config.operations = try cursor.number("--ops", 0...10_000_000)
+        case "--seed": config.seed = try cursor.number("--seed", 0...UInt64.max)
+        case "--runs": runs = try cursor.number("--runs", 1...10_000_000)
+        case "--loss": config.faults.lossPercent = try cursor.number("--loss", 0...99)
+        case "--duplicate": config.faults.duplicatePercent = try cursor.number("--duplicate", 0...100)
+        case "--partitions": config.partitions = try cursor.number("--partitions", 0...1000)
         case "--latency":
-            let text = try value("--latency")
+            let text = try cursor.value("--latency")
             let parts = text.split(separator: "-").compactMap { UInt64($0) }
             guard parts.count == 2, parts[0] <= parts[1] else { throw UsageError(message: "--latency must look like 1-40, not '\(text)'") }
             config.faults.latency = parts[0]...parts[1]
-        case "--compact-after": config.compactAfter = try number("--compact-after", 1...10_000_000)
-        case "--retire-after": config.retireAfter = try number("--retire-after", 0...10_000_000)
+        case "--compact-after": config.compactAfter = try cursor.number("--compact-after", 1...10_000_000)
+        case "--retire-after": config.retireAfter = try cursor.number("--retire-after", 0...10_000_000)
         case "--compact-dead-share":
-            if let share = try parseShare(try value("--compact-dead-share")) {
+            if let share = try parseShare(try cursor.value("--compact-dead-share")) {
                 config.reclaimableShare = share
                 if config.reclaimableFloor == nil { config.reclaimableFloor = CompactionTrigger.defaultFloor }
             } else {
                 config.reclaimableFloor = nil
             }
         case "--compact-dead-floor":
-            let text = try value("--compact-dead-floor")
+            let text = try cursor.value("--compact-dead-floor")
             guard let floor = parseByteCount(text) else {
                 throw UsageError(message: "--compact-dead-floor must be a number of bytes (or 64K, 1M, 1G), not '\(text)'")
             }
             config.reclaimableFloor = floor
         case "--snapshot-log-bytes":
-            let text = try value("--snapshot-log-bytes")
+            let text = try cursor.value("--snapshot-log-bytes")
             guard let bytes = parseByteCount(text), bytes >= 1 else {
                 throw UsageError(message: "--snapshot-log-bytes must be a number of bytes, 1 or more (or 4K, 1M), not '\(text)'")
             }
@@ -138,15 +129,15 @@ func runSimulate(_ args: [String]) throws -> Int32 {
         case "--sends-ahead": config.sendsAhead = true
         case "--lose-daemon": config.losesDaemon = true
         case "--hide-daemon": config.hidesDaemon = true
-        case "--roam": config.roamPercent = try number("--roam", 0...100)
-        case "--field-writes": config.workload.fieldWrites = try number("--field-writes", 0...100)
-        case "--text-edits": config.workload.textEdits = try number("--text-edits", 0...100)
-        case "--drag-field-writes": config.workload.dragFieldWrites = try number("--drag-field-writes", 0...100)
+        case "--roam": config.roamPercent = try cursor.number("--roam", 0...100)
+        case "--field-writes": config.workload.fieldWrites = try cursor.number("--field-writes", 0...100)
+        case "--text-edits": config.workload.textEdits = try cursor.number("--text-edits", 0...100)
+        case "--drag-field-writes": config.workload.dragFieldWrites = try cursor.number("--drag-field-writes", 0...100)
         case "--quiet": quiet = true
         case "--json": json = true
-        default: throw UsageError(message: "unknown option '\(args[i])'")
+        default: throw UsageError(message: "unknown option '\(arg)'")
         }
-        i += 1
+        cursor.advance()
     }
     try checkPrerequisites(given, config)
     let first = config.seed

@@ -209,6 +209,26 @@ struct CommandLineEdgeTests {
         #expect(hidOut.contains("copies parted: 0, 1 copies merged back"), "\(hidOut)")
     }
 
+    @Test("simulate --cluster N runs the cluster's machines, its runs replay from their command, and its bad options are usage errors")
+    func simulateCluster() throws {
+        let (code, out, err) = try runListsync(["simulate", "--cluster", "3", "--ops", "60", "--runs", "3", "--json"], stdin: FileHandle.nullDevice)
+        #expect(code == 0, "\(err)")
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(out.utf8)) as? [String: Any], "\(out)")
+        let runs = try #require(object["runs"] as? [[String: Any]])
+        #expect(runs.count == 3 && runs.allSatisfy { $0["passed"] as? Bool == true }, "\(out)")
+        #expect(runs.reduce(0) { $0 + ($1["acknowledged"] as? Int ?? 0) } > 0, "\(out)")
+        let replay = try #require(runs.first?["replay"] as? String)
+        let (again, againOut, againErr) = try runListsync(Array(replay.split(separator: " ").dropFirst().map(String.init)), stdin: FileHandle.nullDevice)
+        #expect(again == 0 && againOut.contains("seed 1: passed"), "\(replay): \(againOut) \(againErr)")
+        for (args, message) in [(["--cluster", "0"], "--cluster must be a whole number in 1...16"),
+                                (["--cluster", "3", "--ring"], "unknown option '--ring' with --cluster"),
+                                (["--cluster", "3", "--loss", "100"], "--loss must be a whole number in 0...99")] {
+            let (bad, badOut, badErr) = try runListsync(["simulate"] + args, stdin: FileHandle.nullDevice)
+            #expect(bad == 2, "\(args): \(badOut) \(badErr)")
+            #expect(badErr.contains(message), "\(args): \(badErr)")
+        }
+    }
+
     @Test("simulate --compact-dead-share/--compact-dead-floor: daemons compact by dead bytes long before the operation count, and a run replays with the same flags")
     func simulateDeadBytes() throws {
         func compactions(_ extra: [String]) throws -> (Int, [String]) {

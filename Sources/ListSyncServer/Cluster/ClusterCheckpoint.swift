@@ -74,8 +74,10 @@ struct ClusterCheckpoints: Sendable {
     }
 
     /// Removes the checkpoint of `document` (destroyed); nothing there is fine.
-    func remove(_ document: DocumentID) {
-        if fileSystem.exists(path(document)) { try? fileSystem.unlink(path(document)) }
+    ///
+    /// - Throws: ``StoreError`` from the disk.
+    func remove(_ document: DocumentID) throws(StoreError) {
+        if fileSystem.exists(path(document)) { try fileSystem.unlink(path(document)) }
     }
 
     private func path(_ document: DocumentID) -> String { folder + "/" + document.description }

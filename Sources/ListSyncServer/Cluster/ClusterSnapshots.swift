@@ -1,4 +1,5 @@
 import Foundation
+import ListSync
 import ListCRDT
 import ListSyncCrypto
 import ListSyncNATS
@@ -8,7 +9,7 @@ import ListSyncNATS
 ///
 /// - `<id>.lease`: the trim lease (``ClusterLease``), JSON `{"holder": node}`;
 /// - `<id>.g<generation>.<i>`: the snapshot's chunks, each an encoded batch of operations
-///   (``ListOperation/encode(_:)``, at most ``ClusterNode/maxPayload`` bytes);
+///   (``ListOperation/encode(_:)``, at most ``ClusterMachine/Configuration/maxPayload`` bytes);
 /// - `<id>.head`: the current snapshot (``Head``), written with a compare-and-set on its revision
 ///   once every chunk is stored, so that a head names only chunks that JetStream holds.
 ///
@@ -108,7 +109,8 @@ struct ClusterSnapshots: Sendable {
     ///
     /// - Throws: ``Failure/headMoved`` when another node wrote the head first; ``Failure/jetStream(_:)``.
     func write(_ document: DocumentID, pieces: [[ListOperation]], sequence: UInt64, version: VersionVector,
-               after previous: (head: Head, revision: UInt64)?) async throws(Failure) -> Head {
+               after previous: (head: Head, revision: UInt64)?,
+               oldChunksLeft: (@Sendable (JetStreamError) -> Void)? = nil) async throws(Failure) -> Head {
         precondition(previous.map { sequence > $0.head.sequence } ?? true, "a snapshot only moves forward")
         let generation = (previous?.head.generation ?? 0) + 1
         var hasher = SHA256.Hasher()
@@ -125,7 +127,11 @@ struct ClusterSnapshots: Sendable {
             throw .jetStream(error)
         }
         if let old = previous?.head.generation {
-            _ = try? await bucket.js.purge(bucket.streamName, subject: bucket.subject("\(document).g\(old).>"))
+            // The previous generation's chunks: only space once the new head is in force, so a
+            // failure is reported (the caller logs it) and the snapshot stands.
+            do { _ = try await bucket.js.purge(bucket.streamName, subject: bucket.subject("\(document).g\(old).>")) } catch {
+                oldChunksLeft?(error)
+            }
         }
         return head
     }
@@ -153,8 +159,10 @@ struct ClusterSnapshots: Sendable {
     }
 
     /// Removes every snapshot chunk, head and lease of `document` (destroyed).
-    func remove(_ document: DocumentID) async {
-        _ = try? await bucket.js.purge(bucket.streamName, subject: bucket.subject("\(document).>"))
+    ///
+    /// - Throws: ``JetStreamError`` when the purge fails.
+    func remove(_ document: DocumentID) async throws(JetStreamError) {
+        _ = try await bucket.js.purge(bucket.streamName, subject: bucket.subject("\(document).>"))
     }
 
     // MARK: Leases
@@ -162,6 +170,7 @@ struct ClusterSnapshots: Sendable {
     /// The lease entry of `document`; nil if it has none.
     func lease(_ document: DocumentID) async throws(JetStreamError) -> ClusterLease.Entry? {
         guard let e = try await bucket.get("\(document).lease") else { return nil }
+        // An entry that does not decode names no holder: it is taken at once, as a released one.
         let holder = (try? JSONDecoder().decode([String: String].self, from: Data(e.value)))?["holder"] ?? ""
         return ClusterLease.Entry(holder: holder, revision: e.revision)
     }

@@ -11,15 +11,23 @@
 /// So the holder stops trusting its lease before anyone else may take it, whatever the delays,
 /// as long as the nodes' clocks run at about the same rate. Every take and renewal is a
 /// compare-and-set on the revision read, so two nodes never both win the same revision.
-struct ClusterLease: Sendable {
+public struct ClusterLease: Sendable {
     /// What the entry holds: the holder's node name (empty: released).
-    struct Entry: Sendable, Equatable {
-        var holder: String
-        var revision: UInt64
+    public struct Entry: Sendable, Equatable {
+        /// The holder's node name (empty: released).
+        public var holder: String
+        /// The entry's revision in the bucket.
+        public var revision: UInt64
+
+        /// An entry naming `holder` at `revision`.
+        public init(holder: String, revision: UInt64) {
+            self.holder = holder
+            self.revision = revision
+        }
     }
 
     /// What the node should do now.
-    enum Decision: Sendable, Equatable {
+    public enum Decision: Sendable, Equatable {
         /// Write the entry with this node's name, expecting `revision` (0: no entry yet).
         case take(revision: UInt64)
         /// Write the entry again (a new revision), expecting `revision`: the node holds it.
@@ -31,23 +39,23 @@ struct ClusterLease: Sendable {
     }
 
     /// This node's name in the entry.
-    let node: String
+    public let node: String
     /// How long a revision must stay unchanged before another node may take the lease (ns).
-    let duration: UInt64
+    public let duration: UInt64
     /// The revision this node holds and when it sent the write that made it (ns).
-    private(set) var held: (revision: UInt64, sentAt: UInt64)?
+    public private(set) var held: (revision: UInt64, sentAt: UInt64)?
     /// Another node's revision and when this node first read it (ns).
     private var observed: (revision: UInt64, firstSeen: UInt64)?
 
     /// The lease of `node`, lapsing after `duration` nanoseconds without a renewal.
-    init(node: String, duration: UInt64) {
+    public init(node: String, duration: UInt64) {
         precondition(!node.isEmpty && duration > 0, "a lease needs a node name and a duration")
         self.node = node
         self.duration = duration
     }
 
     /// What to do given the entry as read now (`nil`: no entry).
-    mutating func decide(entry: Entry?, now: UInt64) -> Decision {
+    public mutating func decide(entry: Entry?, now: UInt64) -> Decision {
         guard let entry else {
             held = nil
             return .take(revision: 0)
@@ -67,23 +75,23 @@ struct ClusterLease: Sendable {
     }
 
     /// A take or renewal sent at `sentAt` was stored as `revision`.
-    mutating func won(revision: UInt64, sentAt: UInt64) {
+    public mutating func won(revision: UInt64, sentAt: UInt64) {
         precondition(revision > 0, "a stored entry has a revision")
         held = (revision, sentAt)
         observed = nil
     }
 
     /// A take or renewal failed (another write came first, or no answer): not held.
-    mutating func lost() { held = nil }
+    public mutating func lost() { held = nil }
 
     /// Whether this node may act as the holder at `now`: it holds a revision written less than
     /// three quarters of ``duration`` ago.
-    func isHeld(now: UInt64) -> Bool {
+    public func isHeld(now: UInt64) -> Bool {
         guard let h = held else { return false }
         return Self.elapsed(since: h.sentAt, now) < duration / 4 * 3
     }
 
     /// The time from `start` to `now`, 0 if `now` was read before `start` (a caller that read
     /// the clock, then awaited while another task stamped a later time).
-    static func elapsed(since start: UInt64, _ now: UInt64) -> UInt64 { now > start ? now - start : 0 }
+    public static func elapsed(since start: UInt64, _ now: UInt64) -> UInt64 { now > start ? now - start : 0 }
 }
