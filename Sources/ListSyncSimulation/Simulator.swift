@@ -771,7 +771,7 @@ public struct Simulator: Sendable {
                 report.failures.append("daemon \(d): asked to create the document it holds")
             case let .attach(_, remoteVersion):
                 daemons[d].core.unsubscribe(sub)
-                performCore(d, daemons[d].core.subscribe(sub, epoch: 0, version: remoteVersion))
+                performCore(d, daemons[d].core.subscribe(sub, epoch: 0, version: remoteVersion, ownLink: true))
                 daemons[d].core.markRelay(sub, daemon: daemons[d].links[peer]?.peerDaemon)
             case .detach: daemons[d].core.unsubscribe(sub)
             case let .stability(_, from, entries):
