@@ -116,6 +116,14 @@ public struct DocumentCore: Sendable {
     /// in the causal buffer for ever (where it would hold compaction back, and clash with the
     /// edits its author makes again after re-syncing).
     var refusedFloor: [ReplicaID: UInt64] = [:]
+    /// The operations this copy took from a peer link since its last compaction, as runs of
+    /// counters per author (``noteAuthors(of:from:)``): a merge back makes none of them again
+    /// (``mergeBack(_:)``), whoever their author, since the daemon that took each from its author
+    /// holds it too and makes it again itself. A roaming device's edits reach one daemon both
+    /// ways, some from the device and some relayed, so its author is no relay author there.
+    /// Kept in memory only (after a restart a merge back goes by authors alone, ``PeerStability/relayAuthors``);
+    /// emptied by each compaction (nothing before the floor is parted again).
+    var relayedOperations: [ReplicaID: [ClosedRange<UInt64>]] = [:]
     /// The version this daemon last published to its peers, and what is known to be after it
     /// (``refuseUnaccounted(_:relay:waiting:)``).
     var publishedMark: PublishedMark?
