@@ -95,15 +95,10 @@ extension Simulator {
     }
 
     /// Sends what client `c` holds that the daemon has not acknowledged, as one edit, if it is
-    /// caught up (``DeviceCopyPolicy/toSend(_:acknowledged:)``, what SyncClient sends; after a
-    /// `synced`, with its own acknowledged edits that daemon lacks, ``DeviceCopyPolicy/toSend(_:acknowledged:daemonHolds:)``).
+    /// caught up (``DeviceCopyPolicy/toSend(_:acknowledged:)``, what SyncClient sends).
     mutating func sendUnacknowledged(_ c: Int) {
         guard clients[c].connected, clients[c].live, !clients[c].resync else { return }
-        let held = clients[c].daemonHolds
-        clients[c].daemonHolds = nil
-        let toSend = held.map { DeviceCopyPolicy.toSend(clients[c].document, acknowledged: clients[c].acked, daemonHolds: $0) }
-            ?? DeviceCopyPolicy.toSend(clients[c].document, acknowledged: clients[c].acked)
-        guard let ops = toSend else {
+        guard let ops = DeviceCopyPolicy.toSend(clients[c].document, acknowledged: clients[c].acked) else {
             report.failures.append("client \(c): its history does not go back to what the daemon acknowledged")
             return
         }

@@ -795,7 +795,6 @@ public struct Simulator: Sendable {
                 clients[c].knowsEpoch = true
                 clients[c].presence.announce(document)
                 clients[c].acked.formUnion(version)
-                clients[c].daemonHolds = version
                 noteAcknowledged(c)
                 // Re-syncing: a snapshot follows; what it lacks is made again then. In order: once caught up.
                 guard !clients[c].resync, !sendsInOrder else { continue }
@@ -1145,9 +1144,6 @@ struct SimulatedClient {
     /// said it holds (subscribed, synced, acknowledgements), as SyncClient's record.
     var live = false
     var acked = VersionVector()
-    /// What the daemon it is connected to said it holds (`synced`), until its next send (as
-    /// SyncClient's copy keeps it).
-    var daemonHolds: VersionVector?
     /// Its presence (drags), coalesced; and the others' it shows.
     var presence = PresencePublisher()
     var board = PresenceBoard()

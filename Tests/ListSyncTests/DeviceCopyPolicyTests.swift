@@ -47,30 +47,6 @@ import ListSyncTestSupport
         #expect(DeviceCopyPolicy.toSend(device, acknowledged: acknowledged) == [], "nothing of another replica goes back")
     }
 
-    @Test("caught up with a daemon that lacks some of the device's acknowledged edits (another daemon acknowledged them, and was forgotten): those go again, under their ids, before the unacknowledged ones; nothing of another replica, and nothing more when the daemon holds them")
-    func acknowledgedEditsADaemonLacks() throws {
-        let (daemon, device) = try Self.device(own: 5)
-        let own = device.operations(since: daemon.version)
-        var fourth = VersionVector()
-        fourth.observe(own[3].lastID)
-        var acknowledged = daemon.version   // the device's first four edits: daemon D acknowledged them
-        acknowledged.formUnion(fourth)
-        // Daemon B holds the first edit only (it was relayed before D was lost).
-        var holds = daemon.version
-        holds.observe(own[0].lastID)
-        let ops = try #require(DeviceCopyPolicy.toSend(device, acknowledged: acknowledged, daemonHolds: holds))
-        #expect(ops.map(\.id) == own[1...].map(\.id), "the three acknowledged ones B lacks, then the unacknowledged fifth, in order")
-        #expect(ops.allSatisfy { $0.id.replica == ReplicaID(1) })
-        // A daemon holding everything acknowledged: what toSend(_:acknowledged:) sends, the fifth only.
-        #expect(DeviceCopyPolicy.toSend(device, acknowledged: acknowledged, daemonHolds: acknowledged)?.map(\.id) == [own[4].id])
-        // A daemon that lacks every edit of the device (it never heard of it).
-        #expect(DeviceCopyPolicy.toSend(device, acknowledged: acknowledged, daemonHolds: daemon.version)?.map(\.id) == own.map(\.id))
-        // Compacted past what the daemon holds: nil, as for an acknowledgement the history passed.
-        var compacted = device
-        _ = try compacted.compact(stable: compacted.version)
-        #expect(DeviceCopyPolicy.toSend(compacted, acknowledged: compacted.version, daemonHolds: holds) == nil)
-    }
-
     @Test("what a caught-up copy sends is everything unacknowledged, in order; nil once its history does not go back that far")
     func toSend() throws {
         let (daemon, device) = try Self.device(own: 3)

@@ -75,26 +75,6 @@ public enum DeviceCopyPolicy {
         return document.operations(since: acknowledged)
     }
 
-    /// What a copy sends once caught up with a daemon whose `synced` said it holds `daemonHolds`:
-    /// what ``toSend(_:acknowledged:)`` sends, and with it the device's own edits that some daemon
-    /// acknowledged but this one lacks, under their own ids, in the order the copy applied them.
-    /// Such an edit is on another daemon only: one that has not relayed it yet (this daemon then
-    /// gets it twice and keeps it once), or one that never will, because its operator forgot it
-    /// (`--forget-peer`: its data was lost). Sent again, it reaches the other copies, and the
-    /// device's later edits, which depend on it, no longer wait in their causal buffers
-    /// (Docs/Semantics.md §7, "An edit only a forgotten daemon held"). Nil as for
-    /// ``toSend(_:acknowledged:)``.
-    ///
-    /// - Complexity: O(r + k) for r log records and the k operations returned.
-    public static func toSend(_ document: ListDocument, acknowledged: VersionVector,
-                              daemonHolds: VersionVector) -> [ListOperation]? {
-        let own = document.replica
-        guard daemonHolds[own] < acknowledged[own] else { return toSend(document, acknowledged: acknowledged) }
-        var counters = acknowledged.counters
-        counters[own] = daemonHolds[own]   // (a zero counter is dropped)
-        return toSend(document, acknowledged: VersionVector(counters))
-    }
-
     /// The edits a re-syncing copy makes again on `base`, the daemon's copy
     /// (``ListCRDT/ListDocument/remake(_:from:refused:)``): those of the device (`local`'s
     /// replica) after what a daemon acknowledged, or after the copy's floor (a daemon held it

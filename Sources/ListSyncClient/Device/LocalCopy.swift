@@ -33,10 +33,6 @@ final class LocalCopy {
     var appending = 0
     /// `synced` came while appends ran: send what the daemon lacks once they are durable.
     var resendAfterAppends = false
-    /// What the daemon of the current connection said it holds (`synced`), until the first send
-    /// after it: this device's acknowledged edits it lacks are sent with the unacknowledged ones
-    /// (``ListSync/DeviceCopyPolicy/toSend(_:acknowledged:daemonHolds:)``).
-    var daemonHolds: VersionVector?
     /// Whether `record` changed since it was written.
     var recordDirty = false
     var failure: SyncFailure?

@@ -183,11 +183,7 @@ extension SyncClient {
     /// durable ones: the caller checks that no append runs).
     func sendMissing(_ copy: LocalCopy) {
         guard let c = connection, copy.phase == .live else { return }
-        let held = copy.daemonHolds
-        copy.daemonHolds = nil
-        let toSend = held.map { DeviceCopyPolicy.toSend(copy.live.document, acknowledged: copy.record.version, daemonHolds: $0) }
-            ?? DeviceCopyPolicy.toSend(copy.live.document, acknowledged: copy.record.version)
-        guard let ops = toSend else {
+        guard let ops = DeviceCopyPolicy.toSend(copy.live.document, acknowledged: copy.record.version) else {
             lastError = "edits of \(copy.id) not sent: the copy compacted past what the daemon acknowledged"
             return
         }
@@ -427,7 +423,6 @@ extension SyncClient {
             guard !copy.resync else { return }
         }
         copy.acknowledge(version, replica: replica)
-        copy.daemonHolds = version
         copy.phase = .live
         copy.live.publishHeldChanges()
         if copy.appending == 0 { sendMissing(copy) } else { copy.resendAfterAppends = true }
