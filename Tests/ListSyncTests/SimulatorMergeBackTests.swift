@@ -38,6 +38,14 @@ import Testing
 
     @Test("roaming devices and a hidden daemon: the seeds where a waiting edit, or one the peer's version counted, was lost pass, copies parted: 0", arguments: roamingSeeds)
     func roamingDevicesMergedBack(seed: UInt64) {
+        let report = Self.roamingRun(seed: seed)
+        #expect(report.failures.isEmpty, "\(report.failures)")
+        #expect(report.copiesParted == 0 && report.mergesBack >= 1)
+    }
+
+    /// One run of `listsync simulate --daemons 3 --hide-daemon --roam 30 --crashes 1
+    /// --compact-after 10 --ops 80 --seed SEED`.
+    static func roamingRun(seed: UInt64) -> SimulationReport {
         var config = SimulationConfiguration()
         config.seed = seed
         config.daemons = 3
@@ -47,9 +55,7 @@ import Testing
         config.compactAfter = 10
         config.operations = 80
         var sim = Simulator(config)
-        let report = sim.run()
-        #expect(report.failures.isEmpty, "\(report.failures)")
-        #expect(report.copiesParted == 0 && report.mergesBack >= 1)
+        return sim.run()
     }
 
     /// Seeds of the same runs that failed before the repairs of issue 48's roaming follow-up
@@ -71,16 +77,7 @@ import Testing
 
     @Test("roaming devices and a hidden daemon: edits kept waiting, both daemons of a link merging back, relayed edits, stale reports; each value once, copies parted: 0", arguments: roamingFollowUpSeeds)
     func roamingFollowUpSeedsPass(seed: UInt64) {
-        var config = SimulationConfiguration()
-        config.seed = seed
-        config.daemons = 3
-        config.hidesDaemon = true
-        config.roamPercent = 30
-        config.crashes = 1
-        config.compactAfter = 10
-        config.operations = 80
-        var sim = Simulator(config)
-        let report = sim.run()
+        let report = Self.roamingRun(seed: seed)
         #expect(report.failures.isEmpty, "\(report.failures)")
         #expect(report.copiesParted == 0 && report.mergesBack >= 1)
     }
