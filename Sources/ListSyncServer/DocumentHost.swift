@@ -153,12 +153,13 @@ actor DocumentHost {
     /// meanwhile (ask the daemon for the document's host again).
     /// `relay`: the subscriber is a peer link (``DocumentCore/markRelay(_:daemon:gossips:)``).
     /// `peer`: the peer daemon's id, if known; `gossips`: whether the subscriber takes the
-    /// stability table.
+    /// stability table; `ownLink`: the subscriber is this daemon's own link to the peer
+    /// (``DocumentCore/subscribe(_:epoch:version:ownLink:)``).
     func subscribe(_ subscriber: any DocumentSubscriber, epoch: UInt64, version: VersionVector, relay: Bool = false,
-                   peer: ReplicaID? = nil, gossips: Bool = true) async -> Bool? {
+                   peer: ReplicaID? = nil, gossips: Bool = true, ownLink: Bool = false) async -> Bool? {
         guard !isClosed else { return nil }
         lastUsed = clock()
-        let actions = core.subscribe(subscriber.subscriberID, epoch: epoch, version: version)
+        let actions = core.subscribe(subscriber.subscriberID, epoch: epoch, version: version, ownLink: ownLink)
         if core.isSubscribed(subscriber.subscriberID) {
             if relay { core.markRelay(subscriber.subscriberID, daemon: peer, gossips: gossips) }
             subscribers[subscriber.subscriberID] = subscriber

@@ -194,7 +194,7 @@ actor PeerLink: DocumentSubscriber {
         case let .attach(id, remoteVersion):
             guard let h = try? await daemon.host(id) else { return }
             if let old = hosts[id] { await old.unsubscribe(subscriberID) }
-            if await h.subscribe(self, epoch: 0, version: remoteVersion, relay: true, peer: session?.peerDaemon) == true { hosts[id] = h }
+            if await h.subscribe(self, epoch: 0, version: remoteVersion, relay: true, peer: session?.peerDaemon, ownLink: true) == true { hosts[id] = h }
         case let .detach(id):
             if let h = hosts.removeValue(forKey: id) { await h.unsubscribe(subscriberID) }
         case let .deliver(id, ops):

@@ -600,6 +600,7 @@ public struct Simulator: Sendable {
             let c = other - daemons.count
             _ = clients[c].session.disconnected()
             clients[c].batches = [:]
+            clients[c].carried = [:]
             clients[c].refusal.reset()
             clients[c].connected = false
             clients[c].live = false
@@ -770,7 +771,7 @@ public struct Simulator: Sendable {
                 report.failures.append("daemon \(d): asked to create the document it holds")
             case let .attach(_, remoteVersion):
                 daemons[d].core.unsubscribe(sub)
-                performCore(d, daemons[d].core.subscribe(sub, epoch: 0, version: remoteVersion))
+                performCore(d, daemons[d].core.subscribe(sub, epoch: 0, version: remoteVersion, ownLink: true))
                 daemons[d].core.markRelay(sub, daemon: daemons[d].links[peer]?.peerDaemon)
             case .detach: daemons[d].core.unsubscribe(sub)
             case let .stability(_, from, entries):
@@ -822,6 +823,7 @@ public struct Simulator: Sendable {
                 reportSeen(c)
             case let .editDone(n, result):
                 let resyncs = clients[c].batches.removeValue(forKey: n)
+                let carried = clients[c].carried.removeValue(forKey: n) ?? []
                 if case let .failure(error) = result {
                     // A refusal of edits a re-sync made again since (sent ahead) is answered.
                     if case .refused(.compacted, _) = error, resyncs == clients[c].resyncs { refusedForFloor(c) }
@@ -829,7 +831,9 @@ public struct Simulator: Sendable {
                     continue
                 }
                 if case let .success(version) = result {
-                    clients[c].acked.formUnion(version)
+                    // As SyncClient: what the daemon keeps waiting for its causes is acknowledged too.
+                    clients[c].acked = DeviceCopyPolicy.acknowledgedByEdit(carried, version: version, acknowledged: clients[c].acked,
+                                                                           local: clients[c].document)
                     noteAcknowledged(c)
                 }
                 answeredAll(c)
@@ -1003,6 +1007,7 @@ public struct Simulator: Sendable {
         }
         let (n, actions) = clients[c].session.send(document, ops, now: nowNs)
         clients[c].batches[n] = clients[c].resyncs
+        clients[c].carried[n] = ops
         performClient(c, actions)
     }
 
@@ -1124,6 +1129,8 @@ struct SimulatedClient {
     /// Re-syncs done, and per batch in flight how many had been done when it was sent.
     var resyncs = 0
     var batches: [UInt64: Int] = [:]
+    /// Per edit in flight, the operations it carries (``DeviceCopyPolicy/acknowledgedByEdit(_:version:acknowledged:local:)``).
+    var carried: [UInt64: [ListOperation]] = [:]
     /// A refusal waiting for the answers of the batches after it (SyncClient's rule too).
     var refusal = RefusalWait()
     /// Whether it re-syncs: it subscribes from nothing.

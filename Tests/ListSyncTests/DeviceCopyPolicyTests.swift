@@ -74,4 +74,27 @@ import ListSyncTestSupport
         #expect(DeviceCopyPolicy.subscribeVersion(device.version, resyncing: true) == VersionVector())
         #expect(DeviceCopyPolicy.subscribeVersion(device.version, resyncing: false) == device.version)
     }
+
+    @Test("an edit's acknowledgement counts the device's own operations it carried, oldest first, while every earlier one is acknowledged: one the daemon keeps waiting is counted, one lost on the way stops the count")
+    func acknowledgedByEdit() throws {
+        let (daemon, device) = try Self.device(own: 3)
+        let own = device.operations(since: daemon.version)
+        #expect(own.count == 3)
+        // The daemon keeps them waiting for their causes: its version counts none of them.
+        let all = DeviceCopyPolicy.acknowledgedByEdit(own, version: daemon.version, acknowledged: daemon.version, local: device)
+        #expect(all == device.version)
+        #expect(DeviceCopyPolicy.toSend(device, acknowledged: all) == [], "none is sent again, none made again in a re-sync")
+        // Sent ahead: the first was lost on the way, the others acknowledged: nothing counted,
+        // so the first (and the others, harmlessly) go again.
+        let ahead = DeviceCopyPolicy.acknowledgedByEdit(Array(own.dropFirst()), version: daemon.version, acknowledged: daemon.version, local: device)
+        #expect(ahead == daemon.version)
+        #expect(DeviceCopyPolicy.toSend(device, acknowledged: ahead)?.first?.id == own[0].id)
+        let first = DeviceCopyPolicy.acknowledgedByEdit([own[0]], version: daemon.version, acknowledged: daemon.version, local: device)
+        #expect(first[ReplicaID(1)] == own[0].lastID.counter)
+        // Another operation under the same id (a re-sync made one since): not the one acknowledged.
+        var other = daemon.fork(as: 1)
+        let impostor = try other.insertItem(at: IndexPath(item: 1, section: 0), value: Data("other"))
+        #expect(impostor.id == own[0].id && impostor != own[0])
+        #expect(DeviceCopyPolicy.acknowledgedByEdit([impostor], version: daemon.version, acknowledged: daemon.version, local: device) == daemon.version)
+    }
 }

@@ -191,4 +191,46 @@ import ListCRDT
         #expect(snap.requests.contains(.behindFloor(both, snapshot: bytes)))
         #expect(p.parting.isEmpty)
     }
+
+    @Test("a device's edit that reached Y relayed is left to the daemon that took it from the device, though Y took others of that device directly (a roaming device): made again once, not by both")
+    func relayedEditOfADirectAuthorNotMadeAgain() throws {
+        var (coreX, coreY, own) = try Self.parted()
+        // The device (replica 2) reports to Y: Y counts it, it is no relay author here.
+        _ = coreY.seen(Self.deviceAtY, replica: ReplicaID(2), version: coreY.document.version, role: .compactingDevice, now: 1)
+        // Then it roamed to a third daemon, whose link relays its next edit to Y.
+        let link = SubscriberID(9)
+        _ = coreY.subscribe(link, epoch: 7, version: coreY.document.version)
+        coreY.markRelay(link, daemon: ReplicaID(77))
+        let later = Fixture.edits(on: coreY.document, replica: 2, count: 1)
+        _ = Self.send(later, from: link, to: &coreY, batch: 0)
+        #expect(coreY.document.version.contains(later[0].lastID))
+        let snapshot = try ListDocument(snapshot: coreX.document.encodedSnapshot(), replica: Self.y)
+        let (merged, merge) = try #require(coreY.mergeBack(snapshot))
+        #expect(Set(merge.parted.map(\.id)) == Set((own + later).map(\.id)))
+        #expect(merge.dropped.map(\.id) == later.map(\.id), "the relayed edit: its first daemon makes it again")
+        #expect(merge.made.count == own.count, "the device's edits Y took itself are made again here")
+        _ = coreY.replace(with: merged, parting: merge)
+        #expect(!Self.isCompacted(Self.answer(Self.send(coreY.document.operations(since: coreX.document.version), from: Self.yAtX,
+                                                         to: &coreX, batch: 0), to: Self.yAtX)))
+    }
+
+    @Test("Y's own link to a peer whose version counts what Y parted (the peer merged back too) gets operations, among them those Y made again, not a snapshot, which a link never relays")
+    func ownLinkGetsOperationsNotASnapshot() throws {
+        var (coreX, coreY, _) = try Self.parted()
+        let snapshot = try ListDocument(snapshot: coreX.document.encodedSnapshot(), replica: Self.y)
+        let (merged, merge) = try #require(coreY.mergeBack(snapshot))
+        _ = coreY.replace(with: merged, parting: merge)
+        // The peer's `subscribed` says what it held before its own merge back, Y's parted edits included.
+        var remote = coreX.document.version
+        remote.formUnion(try #require(coreY.partedVersion))
+        let link = SubscriberID(8)
+        var other = coreY
+        let toLink = coreY.subscribe(link, epoch: 0, version: remote, ownLink: true)
+        #expect(!toLink.sent(to: link).contains { if case .snapshot = $0 { true } else { false } })
+        #expect(Set(toLink.operations(to: link).map(\.id)) == Set(merge.made.map(\.id)), "the edits Y made again go to the peer")
+        let toDevice = other.subscribe(link, epoch: 0, version: remote)
+        #expect(toDevice.sent(to: link).contains { if case .snapshot = $0 { true } else { false } },
+                "a device holding the parted edits still loads a snapshot")
+        _ = coreX
+    }
 }

@@ -1,5 +1,5 @@
 extension ListDocument {
-    /// What ``mergeBack(from:remakes:)`` did: the operations it added to this document.
+    /// What ``mergeBack(from:remakes:relayed:)`` did: the operations it added to this document.
     public struct MergeBack: Sendable, Equatable {
         /// Operations of `local` taken as they are (made after this document's floor), in order.
         public var kept: [ListOperation] = []
@@ -28,7 +28,9 @@ extension ListDocument {
     /// what `local` shows now, as a device makes its edits again after a refusal
     /// (``remake(_:from:refused:)``: an item inserted is inserted after the nearest item before it
     /// this document shows, a value written again, a move made again, and so on); otherwise it
-    /// is dropped here (it came relayed: the daemon that took it from its author makes it again).
+    /// is dropped here (it came relayed: the daemon that took it from its author makes it again);
+    /// so is one `relayed` names (an operation that came relayed, of an author this daemon also
+    /// took others from directly: a roaming device).
     /// Operations made again take counters after both documents' clocks. What this document
     /// lacks is found by its floor and its log (``heldOperations()``), not by its version. The
     /// operations `local` kept waiting for their causes (acknowledged: durable) are merged back
@@ -42,7 +44,8 @@ extension ListDocument {
     /// - Complexity: O(r + k × (d + n) + w² × d) for the r records of both logs, k operations
     ///   this document lacks with d dependencies each, n visible items, and w operations `local`
     ///   keeps waiting.
-    public mutating func mergeBack(from local: ListDocument, remakes: (ReplicaID) -> Bool) -> MergeBack? {
+    public mutating func mergeBack(from local: ListDocument, remakes: (ReplicaID) -> Bool,
+                                   relayed: (OpID) -> Bool = { _ in false }) -> MergeBack? {
         guard local.hasHistory(since: version) else { return nil }
         let holds = heldOperations()
         let lacking = local.hasHistory(since: historyFloor ?? VersionVector())
@@ -72,8 +75,8 @@ extension ListDocument {
         let (waitingTaken, waitingParted) = mergeWaiting(of: local, stale: &stale, holds: holds)
         result.kept += waitingTaken
         result.parted += waitingParted
-        let redo = result.parted.filter { remakes($0.id.replica) }
-        result.dropped = result.parted.filter { !remakes($0.id.replica) }
+        let redo = result.parted.filter { remakes($0.id.replica) && !relayed($0.id) }
+        result.dropped = result.parted.filter { !remakes($0.id.replica) || relayed($0.id) }
         clock = max(clock, local.clock)
         var remaker = Remaker(local: local.snapshot())
         for op in redo {

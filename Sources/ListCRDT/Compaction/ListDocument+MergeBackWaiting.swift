@@ -6,11 +6,11 @@ import Foundation
 // does not hold them. A device that roamed from a compacted peer to the left-out daemon sends
 // edits made on operations that only the peer held: the left-out daemon keeps them waiting until
 // the peer's snapshot comes, which holds their causes as state only, so they never apply as they
-// are. ``ListDocument/mergeBack(from:remakes:)`` takes or makes them again here.
+// are. ``ListDocument/mergeBack(from:remakes:relayed:)`` takes or makes them again here.
 
 extension ListDocument {
     /// `local`'s waiting operations this document lacks, in causal order, split as
-    /// ``mergeBack(from:remakes:)`` splits the applied ones: each one not made before this
+    /// ``mergeBack(from:remakes:relayed:)`` splits the applied ones: each one not made before this
     /// document's floor, nor on an operation `stale` names (the parted ones), nor refused here,
     /// is received as it is (applied, or waiting here as it waited there) and returned in
     /// `taken`; the others (and one this version counts though it does not hold it, `holds`:

@@ -29,6 +29,34 @@ public enum DeviceCopyPolicy {
         return seen
     }
 
+    /// What the acknowledgement of an edit acknowledges: `version`, the daemon's (it holds all of
+    /// it), and then the device's own operations that the edit carried (`sent`), oldest first, as
+    /// long as every earlier one of the device's is acknowledged too. A daemon acknowledges a batch
+    /// once all of it is durable, applied or kept waiting for its causes (Docs/Semantics.md §7,
+    /// "Waiting operations"), but its version counts only what it applied: an edit made on
+    /// operations it lacks (the device took them at another daemon) is held there and not
+    /// counted. Counted here, the device never makes it again in a re-sync (the daemon that holds
+    /// it merges it back if it must; made by both, it would show twice). Only a prefix of the
+    /// device's unacknowledged operations is counted, since a version counts every counter of a
+    /// replica up to its greatest: an earlier edit lost on the way (a client that sends ahead)
+    /// stops the count, so that it is sent again.
+    ///
+    /// - Complexity: O(r + k) for r log records and the k operations after `acknowledged`.
+    public static func acknowledgedByEdit(_ sent: [ListOperation], version: VersionVector,
+                                          acknowledged: VersionVector, local: ListDocument) -> VersionVector {
+        var held = acknowledged
+        held.formUnion(version)
+        let own = local.replica
+        // The operations themselves, not their ids: a re-sync since may have made others under them.
+        let carried = Set(sent.lazy.filter { $0.id.replica == own })
+        guard !carried.isEmpty, local.hasHistory(since: held) else { return held }
+        for op in local.operations(since: held) where op.id.replica == own {
+            guard carried.contains(op) else { break }
+            held.observe(op.lastID)
+        }
+        return held
+    }
+
     /// The version a copy subscribes from: its own, or nothing while it re-syncs (the catch-up
     /// is then the daemon's whole copy, a snapshot behind a floor).
     public static func subscribeVersion(_ version: VersionVector, resyncing: Bool) -> VersionVector {

@@ -115,12 +115,19 @@ extension DocumentCore {
     }
 
     /// The durable operations `version` lacks, then `synced`; or, when the history no longer goes
-    /// back to `version` (``ListDocument/hasHistory(since:)``), the document as a snapshot.
+    /// back to `version` (``ListDocument/hasHistory(since:)``), or `version` holds operations this
+    /// copy parted in a merge back (``holdsParted(_:)``), the document as a snapshot. Not for the
+    /// latter to this daemon's own link to a peer (`ownLink`): it relays operations only, never
+    /// a snapshot, and the parted operations its version counts are those the peer merged back
+    /// too (its `subscribed` says what it held before, ``advertisedVersion``); it gets the
+    /// operations, among them those this copy made again, which the peer would otherwise never
+    /// get. (A peer's link that subscribes here holding parted operations does get the snapshot:
+    /// its daemon merges back onto it.)
     ///
     /// - Complexity: O(r) for the log's r records (counting what `version` lacks, nothing rebuilt:
     ///   ``pump(_:)`` reads the operations a step at a time).
     mutating func catchUp(_ subscriber: SubscriberID, from version: VersionVector) -> [Action] {
-        guard document.hasHistory(since: version), !holdsParted(version) else {
+        guard document.hasHistory(since: version), subscribers[subscriber]!.ownLink || !holdsParted(version) else {
             subscribers[subscriber]!.snapshotDue = true
             return sendSnapshotIfQuiet(subscriber)
         }

@@ -127,6 +127,7 @@ extension DocumentCore {
         materialiseCatchUps()
         let report = try document.compact(stable: stable)
         durableCount = document.operationCount
+        relayedOperations = [:]
         compactions += 1
         lastCompaction = report
         reclaimableKept = document.reclaimableBytes

@@ -9,23 +9,27 @@ import ListCRDT
 /// calls ``replace(with:parting:)``.
 extension DocumentCore {
     /// The peer's compacted copy `snapshot` with what this copy holds that it lacks merged back
-    /// (``ListCRDT/ListDocument/mergeBack(from:remakes:)``), or nil: this copy holds nothing it
+    /// (``ListCRDT/ListDocument/mergeBack(from:remakes:relayed:)``), or nil: this copy holds nothing it
     /// lacks (take the snapshot as it is, ``replace(with:)``), its history does not go back to
     /// what the snapshot holds, a batch is in flight, or the core is ``Variant/partsCopies``.
     /// Changes nothing.
     ///
     /// Made again here are the operations this daemon took from their authors (every author but
-    /// the relay authors: those came through a peer link, and the daemon that took them from
-    /// their author merges them back itself, having the same refusal); the others before the
-    /// floor are dropped, those after it kept as they are.
+    /// the relay authors, and no operation it took from a peer link: ``relayedOperations``; those
+    /// came through a peer link, and the daemon that took them from their author merges them back
+    /// itself, having the same refusal); the others before the floor are dropped, those after it
+    /// kept as they are.
     ///
-    /// - Complexity: that of ``ListCRDT/ListDocument/mergeBack(from:remakes:)``.
+    /// - Complexity: that of ``ListCRDT/ListDocument/mergeBack(from:remakes:relayed:)``.
     public func mergeBack(_ snapshot: ListDocument) -> (document: ListDocument, merge: ListDocument.MergeBack)? {
         guard variant != .partsCopies, isQuiet, !isHeld(by: snapshot) else { return nil }
         var merged = snapshot
         merged.pendingLimits = document.pendingLimits
         let me = document.replica, relayed = stability.peers.relayAuthors
-        guard let merge = merged.mergeBack(from: document, remakes: { $0 == me || !relayed.contains($0) }) else { return nil }
+        let runs = relayedOperations
+        guard let merge = merged.mergeBack(from: document, remakes: { $0 == me || !relayed.contains($0) },
+                                           relayed: { id in runs[id.replica]?.contains { $0.contains(id.counter) } ?? false })
+        else { return nil }
         return (merged, merge)
     }
 

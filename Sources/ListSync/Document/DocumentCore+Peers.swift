@@ -228,6 +228,14 @@ extension DocumentCore {
         var authors = Set(accepted.map(\.id.replica))
         authors.remove(document.replica)
         if sub.role == .relay {
+            for op in accepted where op.id.replica != document.replica {
+                let run = op.id.counter...op.lastID.counter
+                if let last = relayedOperations[op.id.replica]?.last, last.upperBound &+ 1 >= run.lowerBound, last.lowerBound <= run.lowerBound {
+                    relayedOperations[op.id.replica]![relayedOperations[op.id.replica]!.count - 1] = last.lowerBound...max(last.upperBound, run.upperBound)
+                } else {
+                    relayedOperations[op.id.replica, default: []].append(run)
+                }
+            }
             let local = authors.filter { stability.isLocal($0) }
             if stability.peers.noteRelayAuthors(authors, now: stabilityClock, isLocal: { local.contains($0) }) { stabilityUnsaved = true }
         } else {

@@ -116,6 +116,14 @@ public struct DocumentCore: Sendable {
     /// in the causal buffer for ever (where it would hold compaction back, and clash with the
     /// edits its author makes again after re-syncing).
     var refusedFloor: [ReplicaID: UInt64] = [:]
+    /// The operations this copy took from a peer link since its last compaction, as runs of
+    /// counters per author (``noteAuthors(of:from:)``): a merge back makes none of them again
+    /// (``mergeBack(_:)``), whoever their author, since the daemon that took each from its author
+    /// holds it too and makes it again itself. A roaming device's edits reach one daemon both
+    /// ways, some from the device and some relayed, so its author is no relay author there.
+    /// Kept in memory only (after a restart a merge back goes by authors alone, ``PeerStability/relayAuthors``);
+    /// emptied by each compaction (nothing before the floor is parted again).
+    var relayedOperations: [ReplicaID: [ClosedRange<UInt64>]] = [:]
     /// The version this daemon last published to its peers, and what is known to be after it
     /// (``refuseUnaccounted(_:relay:waiting:)``).
     var publishedMark: PublishedMark?
@@ -198,6 +206,9 @@ public struct DocumentCore: Sendable {
         /// Its catch-up is a snapshot (its version is behind the floor), sent once nothing is in
         /// flight; nothing is forwarded to it until then (the snapshot holds it).
         var snapshotDue = false
+        /// This daemon's own link to a peer (``subscribe(_:epoch:version:ownLink:)``): it relays
+        /// operations only, never a snapshot.
+        var ownLink = false
         /// The parts of its snapshot catch-up still to send, last part first, before anything
         /// queued (stepped as operations are: ``stepBytes`` at a time, then ``Action/awaitRoom(_:)``).
         var snapshotFrames: [[UInt8]] = []
@@ -341,10 +352,13 @@ public struct DocumentCore: Sendable {
     /// `subscriber` attaches at `epoch` (0: it holds nothing) holding `version`: it gets `subscribed`,
     /// the durable operations it lacks in steps, then `synced`, then every new durable operation.
     /// An epoch other than the document's is refused with `epochMismatch` (re-attach from scratch).
+    /// `ownLink`: the subscriber is this daemon's own link to a peer (which then calls
+    /// ``markRelay(_:daemon:gossips:)``): its catch-up is never a snapshot for holding what this
+    /// copy parted (``catchUp(_:from:)``).
     ///
     /// - Complexity: O(r + k) for the log's r records (counted, not rebuilt) and the k operations of
     ///   the first step; each later step costs what it sends (``roomAvailable(_:)``).
-    public mutating func subscribe(_ subscriber: SubscriberID, epoch: UInt64, version: VersionVector) -> [Action] {
+    public mutating func subscribe(_ subscriber: SubscriberID, epoch: UInt64, version: VersionVector, ownLink: Bool = false) -> [Action] {
         if let destroyedReason {
             return [.send(subscriber, SyncMessage.error(request: 0, document: id, code: .destroyed, text: destroyedReason).encoded())]
         }
@@ -353,6 +367,7 @@ public struct DocumentCore: Sendable {
                 text: "document \(id) is at epoch \(self.epoch), not \(epoch): it was reset or restored; re-attach").encoded())]
         }
         subscribers[subscriber] = Subscriber()
+        subscribers[subscriber]!.ownLink = ownLink
         presenceListeners.remove(subscriber)
         let hello = SyncMessage.subscribed(document: id, name: name, epoch: self.epoch, version: advertisedVersion).encoded()
         return [.send(subscriber, hello)] + catchUp(subscriber, from: version)

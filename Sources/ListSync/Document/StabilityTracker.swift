@@ -36,20 +36,22 @@ public struct StabilityTracker: Sendable, Equatable {
         acknowledged[replica] = VersionVector()
     }
 
-    /// Records that `replica` has seen every operation of `version` (acknowledgements of the
-    /// others' operations only grow: an older one changes nothing). Of its own operations, what
-    /// it holds now: a replica that re-synced after a refusal for the floor no longer holds the
-    /// refused ones, which no replica will ever hold (a report from before that re-sync counted
-    /// them). Lower is never less safe: it only holds the stable version back. Adds the replica
-    /// as a sender if it was not one.
+    /// Records that `replica` has seen every operation of `version`, and holds exactly that: its
+    /// latest report replaces the one before, even where it is lower. A replica's reports come in
+    /// order (one connection at a time), and what it holds goes down only in a re-sync, which
+    /// drops operations no copy will hold as they are: its own edits refused for the floor (a
+    /// report from before that re-sync counted them), and others' edits that a daemon left out
+    /// of a peer's floor acknowledged and made again in a merge back (Docs/Semantics.md §7, "A
+    /// copy left out of a peer's floor": a device that took them there and re-synced elsewhere;
+    /// kept, the counters of those originals would hold this daemon's stable version back for
+    /// ever, since its copy never holds them). Lower is never less safe: it only holds the
+    /// stable version back until the replica reports again. Adds the replica as a sender if it
+    /// was not one.
     ///
-    /// - Complexity: O(r log r) for r replicas in the vectors.
+    /// - Complexity: O(r) for r replicas in `version`.
     public mutating func acknowledge(_ replica: ReplicaID, version: VersionVector) {
         guard !retired.contains(replica) else { return }
-        var ack = acknowledged[replica, default: VersionVector()]
-        ack.formUnion(version)
-        ack[replica] = version[replica]
-        acknowledged[replica] = ack
+        acknowledged[replica] = version
     }
 
     /// Lowers every sender's acknowledgement to at most `version`, counter by counter: the

@@ -12,8 +12,9 @@ extension SyncClient {
         /// `host:port` as dialled: the daemon, for ``LocalCopy/unanswered``.
         let address: String
         var session: ClientSession
-        /// Edit numbers of the session → the document they belong to.
-        var edits: [UInt64: DocumentID] = [:]
+        /// Edit numbers of the session → the document they belong to, and this device's
+        /// operations they carry (``ListSync/DeviceCopyPolicy/acknowledgedByEdit(_:version:acknowledged:local:)``).
+        var edits: [UInt64: (document: DocumentID, carried: [ListOperation])] = [:]
         /// `create` requests → the document they make on the daemon.
         var creates: [UInt64: DocumentID] = [:]
         var ticker: Task<Void, Never>?
@@ -198,7 +199,7 @@ extension SyncClient {
             }
         }
         let (n, actions) = c.session.send(copy.id, ops, now: EventLoop.now())
-        c.edits[n] = copy.id
+        c.edits[n] = (copy.id, ops.filter { $0.id.replica == replica })
         copy.inFlight += 1
         send(actions, on: c)
     }
@@ -299,11 +300,13 @@ extension SyncClient {
             copy.resyncing.synced(version)
             caughtUp(copy, version, on: c)
         case let .editDone(n, result):
-            guard let id = c.edits.removeValue(forKey: n), let copy = copies[id] else { break }
+            guard let (id, carried) = c.edits.removeValue(forKey: n), let copy = copies[id] else { break }
             copy.inFlight -= 1
             switch result {
             case let .success(version):
-                copy.acknowledge(version, replica: replica)
+                // What the daemon keeps waiting for its causes is acknowledged too, in order.
+                copy.acknowledge(DeviceCopyPolicy.acknowledgedByEdit(carried, version: version, acknowledged: copy.record.version,
+                                                                     local: copy.live.document), replica: replica)
                 if copy.inFlight == 0 { writeRecord(copy) }
                 reportSeen(copy, on: c)
             case let .failure(e):
