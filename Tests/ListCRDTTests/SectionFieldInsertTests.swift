@@ -146,4 +146,22 @@ struct SectionFieldInsertTests {
         #expect(s.value == Data("S".utf8) && s.fields == ["title": .value(.string("S")), "n": .counter(3)])
         try copy.checkInvariants()
     }
+
+    /// Regression: a record made again with the fields it shows had its own later field writes
+    /// written again on top, so an increment made after the insert counted twice.
+    @Test("made again with the fields it shows, an item's or section's later increment is not counted twice")
+    func remadeWritesNotTwice() throws {
+        let hub = try ListDocument.make(1, sections: [["a"]])
+        var offline = hub.fork(as: 3)
+        let start = offline.operationCount
+        let item = try offline.insertItem(at: IndexPath(item: 1, section: 0), value: Data("b".utf8), fields: ["n": .increment(2)])
+        try offline.writeFields(["n": .increment(1), "t": .set(.string("x"))], ofItem: ItemID(item.id))
+        let section = try offline.insertSection(at: 1, value: Data("S".utf8), fields: ["n": .increment(2)])
+        try offline.writeFields(["n": .increment(1)], ofSection: SectionID(section.id))
+        var copy = hub
+        _ = copy.remake(try offline.operations(from: start), from: offline, refused: true)
+        let shown = copy.snapshot()
+        #expect(shown.sections[0].items[1].fields == ["n": .counter(3), "t": .value(.string("x"))])
+        #expect(shown.sections[1].fields == ["n": .counter(3)])
+    }
 }

@@ -92,21 +92,6 @@ struct Remaker {
         remake(op, on: &doc)
     }
 
-    /// The changes that insert a record showing `shown`: values set, counters incremented by
-    /// their count, sets' members added; and the texts, typed by splices after the insert.
-    static func insertChanges(_ shown: [String: Field]) -> (fields: [String: FieldChange], texts: [String: String]) {
-        var fields: [String: FieldChange] = [:], texts: [String: String] = [:]
-        for (name, f) in shown {
-            switch f {
-            case .value(let v): fields[name] = .set(v)
-            case .counter(let n): fields[name] = .increment(n)
-            case .set(let m): if !m.isEmpty { fields[name] = .insert(m) }
-            case .text(let t): if !t.isEmpty { texts[name] = t }   // typed after the insert
-            }
-        }
-        return (fields, texts)
-    }
-
     /// The same changes as `writes`, written again on what `doc` shows of `target` (or of the
     /// record made again for it): what they replace and reset is what `doc` holds.
     mutating func writeAgain(_ writes: FieldWrites, of target: RecordTarget, on doc: inout ListDocument) {
@@ -133,7 +118,7 @@ struct Remaker {
             let at = min(index, doc.snapshot().numberOfSections)
             // With the fields it shows now, when it was inserted with fields (as an item's, below).
             let withFields = op.needsWireFormat5
-            let (fields, texts) = withFields ? Self.insertChanges(shown.fields) : ([:], [:])
+            let (fields, texts) = withFields ? ListDocument.insertChanges(showing: shown.fields) : ([:], [:])
             if let made = record(try? doc.insertSection(at: at, value: shown.value, fields: fields)) {
                 sections[s] = SectionID(made.id)
                 if withFields { remadeWithFields.insert(s.opID) }
@@ -157,7 +142,7 @@ struct Remaker {
             var fields: [String: FieldChange] = [:], texts: [String: String] = [:]
             var withFields = false
             if case .insertItemWithFields = op.kind, let at = local.indexPath(of: x) {
-                (fields, texts) = Self.insertChanges(local.sections[at.section].items[at.item].fields)
+                (fields, texts) = ListDocument.insertChanges(showing: local.sections[at.section].items[at.item].fields)
                 withFields = true
             }
             if let made = record(try? doc.insertItem(at: to, value: value, fields: fields)) {

@@ -128,6 +128,25 @@ extension ListDocument {
                         hint: .after(after))
     }
 
+    /// The first fields that make a new record show `shown` (``insertItem(at:value:fields:)``,
+    /// ``insertSection(at:value:fields:)``): values set, counters incremented by their count,
+    /// sets' members added; and the texts, which a new record's insert cannot carry, to type by
+    /// splices after it.
+    ///
+    /// - Complexity: O(f + m) for f fields and m set members.
+    public static func insertChanges(showing shown: [String: Field]) -> (fields: [String: FieldChange], texts: [String: String]) {
+        var fields: [String: FieldChange] = [:], texts: [String: String] = [:]
+        for (name, f) in shown {
+            switch f {
+            case .value(let v): fields[name] = .set(v)
+            case .counter(let n): fields[name] = .increment(n)
+            case .set(let m): if !m.isEmpty { fields[name] = .insert(m) }
+            case .text(let t): if !t.isEmpty { texts[name] = t }
+            }
+        }
+        return (fields, texts)
+    }
+
     /// The first field writes of a new item or section (`entity` names it in errors), checked:
     /// sets, increments and set adds only, within the limits, and a value within ``maxValueSize``.
     private func insertWrites(_ fields: [String: FieldChange], value: Data, of entity: String) throws(ListError) -> FieldWrites {
