@@ -40,6 +40,11 @@ extension ListDocument {
         records[section.opID]?[name]?.shown
     }
 
+    /// One field of an item's or a section's record, or nil.
+    public func field(_ name: String, of target: RecordTarget) -> Field? {
+        records[target.opID]?[name]?.shown
+    }
+
     /// Whether applying a field write that beats one of this replica's own records a
     /// ``FieldConflict`` (on by default). Turn it off while replaying stored history (a store's
     /// log at open), so that old conflicts are not reported as news; loading a snapshot never
@@ -82,6 +87,16 @@ extension ListDocument {
         guard let s = sectionEntity(id) else { throw .unknownSection(id) }
         guard isSectionVisible(s) else { throw .sectionDeleted(id) }
         return try writeFields(changes, to: .section(id))
+    }
+
+    /// Writes fields of a live item or a visible section: ``writeFields(_:ofItem:)`` or
+    /// ``writeFields(_:ofSection:)``, as `target` names.
+    @discardableResult
+    public mutating func writeFields(_ changes: [String: FieldChange], of target: RecordTarget) throws(ListError) -> ListOperation {
+        switch target {
+        case .item(let id): try writeFields(changes, ofItem: id)
+        case .section(let id): try writeFields(changes, ofSection: id)
+        }
     }
 
     /// Inserts a new item at `indexPath` with its first fields, in one operation (Docs/Semantics.md
