@@ -234,9 +234,9 @@ extension WebAssets {
       // Not while a keystroke is on its way: the daemon would read the caret against a text that
       // lacks it (the answer's `finally` sends it).
       if (inFlight > 0) return;
-      const key = area.selectionStart + ':' + area.selectionEnd + ':' + area.value.length;
-      if (key === caretSent || textEditor === null) return;
-      caretSent = key;
+      const sel = area.selectionStart + ':' + area.selectionEnd + ':' + area.value.length;
+      if (sel === caretSent || textEditor === null) return;
+      caretSent = sel;
       post('/api/docs/' + docID + '/presence', { ...key, field: name, base: area.value, start: area.selectionStart, end: area.selectionEnd }).catch(() => {});
     }
     // The text as the daemon has it now: taken in when no keystroke of this page is on its way.

@@ -17,20 +17,9 @@ import ListSyncTestTraits
     @Test("1,000 seeds × 3–5 replicas × 120 edits converge, with random order, duplicates and loss")
     func fuzz() {
         let seeds = ListSyncTestSupport.seeds(one: "LISTSYNC_FUZZ_SEED", count: "LISTSYNC_FUZZ_SEEDS", standard: 1_000)
-        var failures = 0
-        var edits = 0, moves = 0, deliveries = 0
-        for seed in seeds where failures < 3 {
-            let result = Fuzz.run(seed: seed)
-            edits += result.edits
-            moves += result.moves
-            deliveries += result.deliveries
-            if let problem = result.problem {
-                failures += 1
-                Issue.record("fuzz seed \(seed) failed: \(problem)\nreplay: LISTSYNC_FUZZ_SEED=\(seed) swift test --filter ConvergenceFuzzTests")
-            }
-        }
-        print("fuzz: \(seeds.count) seeds, \(edits) edits (\(moves) moves, \(edits == 0 ? 0 : moves * 100 / edits)%), \(deliveries) deliveries")
-        #expect(moves * 100 >= edits * 30, "at least 30% of the edits are moves")
+        let total = Self.run(seeds)
+        print("fuzz: \(seeds.count) seeds, \(total.edits) edits (\(total.moves) moves, \(total.edits == 0 ? 0 : total.moves * 100 / total.edits)%), \(total.deliveries) deliveries")
+        #expect(total.moves * 100 >= total.edits * 30, "at least 30% of the edits are moves")
     }
 
     /// Sections inserted with their first fields (one operation, wire format 5) among field
@@ -45,19 +34,30 @@ import ListSyncTestTraits
         workload.deleteSection = 6
         workload.fieldWrites = 40
         workload.sectionInsertFields = 100
+        let total = Self.run(seeds, workload: workload)
+        print("fuzz, sections with fields: \(seeds.count) seeds, \(total.sectionFieldInserts) sections inserted with fields, \(total.writesOnInsertedSections) field writes on them")
+        #expect(total.sectionFieldInserts >= seeds.count && total.writesOnInsertedSections >= seeds.count,
+                "the inserts and writes on them were made")
+    }
+
+    /// Runs the fuzzer on each seed with `workload`, recording each failure (the first three) with
+    /// its replay line; the counts added up.
+    static func run(_ seeds: some Sequence<UInt64>, workload: Workload = Workload()) -> Fuzz.Result {
+        var total = Fuzz.Result()
         var failures = 0
-        var inserts = 0, writesOnThem = 0
         for seed in seeds where failures < 3 {
             let result = Fuzz.run(seed: seed, workload: workload)
-            inserts += result.sectionFieldInserts
-            writesOnThem += result.writesOnInsertedSections
+            total.edits += result.edits
+            total.moves += result.moves
+            total.deliveries += result.deliveries
+            total.sectionFieldInserts += result.sectionFieldInserts
+            total.writesOnInsertedSections += result.writesOnInsertedSections
             if let problem = result.problem {
                 failures += 1
                 Issue.record("fuzz seed \(seed) failed: \(problem)\nreplay: LISTSYNC_FUZZ_SEED=\(seed) swift test --filter ConvergenceFuzzTests")
             }
         }
-        print("fuzz, sections with fields: \(seeds.count) seeds, \(inserts) sections inserted with fields, \(writesOnThem) field writes on them")
-        #expect(inserts >= seeds.count && writesOnThem >= seeds.count, "the inserts and writes on them were made")
+        return total
     }
 }
 

@@ -210,6 +210,10 @@ struct WebFieldHTTPTests {
         #expect((fields["done"] as? [String: Any])?["counter"] as? Int == 1 && fields["color"] as? String == "blue")
         #expect((fields["tags"] as? [String: Any])?["set"] as? [String] == ["x"] && fields["notes"] as? String == "wip")
         #expect(shown["texts"] as? [String] == ["notes"])
+        // A section's text is typed into as an item's: a splice by `section=`.
+        let (typed, splice) = try await a.post("/api/docs/\(f.doc)/text", ["section": section, "name": "notes", "base": "wip",
+                                                                            "at": "3", "delete": "0", "insert": "!"])
+        #expect(typed == 200 && splice["text"] as? String == "wip!", "\(splice)")
         // An item's new counter at 0 as well; a step of 0 of a counter that exists is still refused.
         let item = try #require(watch.item("milk"))
         #expect(try await a.post("/api/docs/\(f.doc)/field", ["item": item, "name": "stock", "kind": "counter", "by": "0", "new": "1"]).0 == 200)
@@ -217,10 +221,10 @@ struct WebFieldHTTPTests {
         let quiet = try f.operations()
         #expect(try await a.post("/api/docs/\(f.doc)/field", ["item": item, "name": "stock", "kind": "counter", "by": "0"]).0 == 400)
         // An unknown section: 409, nothing written.
-        let (status, answer) = try await a.post("/api/docs/\(f.doc)/field", ["section": "99.99", "name": "x", "kind": "string", "value": "y"])
+        let (status, answer) = try await a.post("/api/docs/\(f.doc)/field", ["section": "99-99", "name": "x", "kind": "string", "value": "y"])
         #expect(status == 409, "\(answer)")
         #expect(try f.operations() == quiet)
-        #expect(quiet == before + 1 + 6 + 1, "the insert, six field edits of the section, the item's new counter")
+        #expect(quiet == before + 1 + 6 + 1 + 1, "the insert, six field edits of the section, a splice, the item's new counter")
     }
 }
 #endif
