@@ -31,6 +31,21 @@ public struct FieldEdit: Hashable, Sendable, CustomStringConvertible {
         return out
     }
 
+    /// One to three first fields of a new record, drawn as ``random(using:)`` draws writes, with
+    /// what an insert cannot carry made into what it can: a removal into a set of null, a set
+    /// delete into an add.
+    ///
+    /// - Complexity: O(1).
+    public static func randomInsert(using rng: inout SplitMix64) -> [FieldEdit] {
+        random(using: &rng).map { edit in
+            switch edit.change {
+            case .remove: FieldEdit(name: edit.name, change: .set(.null))
+            case .delete(let members): FieldEdit(name: edit.name, change: .insert(members))
+            default: edit
+            }
+        }
+    }
+
     static func one(using rng: inout SplitMix64) -> FieldEdit {
         let roll = rng.below(100)
         switch roll {

@@ -42,6 +42,12 @@ public struct SemanticsOracle: Sendable {
             case let .insertSection(_, value):
                 sections[SectionID(op.id), default: Register()].write = max(sections[SectionID(op.id)]?.write ?? .none, op.id)
                 setValue(&sections[SectionID(op.id), default: Register()], op.id, value)
+            case let .insertSectionWithFields(_, value, writes):
+                sections[SectionID(op.id), default: Register()].write = max(sections[SectionID(op.id)]?.write ?? .none, op.id)
+                setValue(&sections[SectionID(op.id), default: Register()], op.id, value)
+                for w in writes.writes {
+                    fieldWrites[op.id, default: [:]][w.name, default: []].append((writes.clock, op.id, w))
+                }
             case let .insertItem(section, _, value):
                 write(&items[ItemID(op.id), default: Register()], op.id, section)
                 setValue(&items[ItemID(op.id), default: Register()], op.id, value)

@@ -204,7 +204,7 @@ extension Simulator {
         let shown = Set(base.snapshot().sections.flatMap { $0.items.map { Array($0.value) } })
         let sectionsThere = Set(base.snapshot().sections.map(\.id))
         let localSnapshot = local.snapshot()
-        let insertedSections = Set(unsent.filter { if case .insertSection = $0.kind { true } else { false } }.map { SectionID($0.id) })
+        let insertedSections = Set(unsent.filter(\.insertsSection).map { SectionID($0.id) })
         for op in unsent {
             guard case .insertItem = op.kind, let at = localSnapshot.indexPath(of: ItemID(op.id)) else { continue }
             let section = localSnapshot.sections[at.section]

@@ -117,6 +117,7 @@ public struct SimulationConfiguration: Sendable {
             + (losesDaemon ? " --lose-daemon" : "") + (hidesDaemon ? " --hide-daemon" : "") + " --field-writes \(workload.fieldWrites)"
             + (workload.textEdits > 0 ? " --text-edits \(workload.textEdits)" : "")
             + (workload.dragFieldWrites > 0 ? " --drag-field-writes \(workload.dragFieldWrites)" : "")
+            + (workload.sectionInsertFields > 0 ? " --section-insert-fields \(workload.sectionInsertFields)" : "")
     }
 
     /// The defaults: 4 replicas, 200 edits, standard faults, 2 partitions.
@@ -144,6 +145,9 @@ public struct SimulationReport: Sendable, CustomStringConvertible {
     public var dragFieldWrites = 0, dragFieldWritesByDragger = 0
     /// Text splices made (``Workload/textEdits``).
     public var textEdits = 0
+    /// Sections inserted with their first fields (``Workload/sectionInsertFields``), one
+    /// operation each; counted in ``fieldWrites`` too.
+    public var sectionFieldInserts = 0
     /// Presence messages clients sent, and received (relayed by their daemon).
     public var presenceSent = 0, presenceReceived = 0
     public var framesSent = 0, framesDelivered = 0, framesDropped = 0, framesDuplicated = 0, bytesSent = 0
@@ -195,7 +199,7 @@ public struct SimulationReport: Sendable, CustomStringConvertible {
         edits += other.edits; operations += other.operations; moves += other.moves; drags += other.drags
         fieldWrites += other.fieldWrites; fieldChanges += other.fieldChanges; increments += other.increments
         dragFieldWrites += other.dragFieldWrites; dragFieldWritesByDragger += other.dragFieldWritesByDragger
-        textEdits += other.textEdits
+        textEdits += other.textEdits; sectionFieldInserts += other.sectionFieldInserts
         framesSent += other.framesSent; bytesSent += other.bytesSent
         compactions += other.compactions; retired += other.retired; snapshots += other.snapshots
         logSnapshots += other.logSnapshots
@@ -902,6 +906,7 @@ public struct Simulator: Sendable {
             report.textEdits += 1
             clients[r].document.wallClock = .fixed(1_700_000_000_000 + network.now + UInt64((r * 53) % 200))
         }
+        if case .insertSectionWithFields = edit { report.sectionFieldInserts += 1 }
         if let writes = edit.fieldEdits {
             report.fieldWrites += 1
             report.fieldChanges += writes.count

@@ -31,6 +31,10 @@ public struct Workload: Hashable, Sendable {
     /// (Docs/Semantics.md §8.5; `TextEdit.swift`). 0 by default, so that the random streams of
     /// seeds found before text fields are unchanged.
     public var textEdits = 0
+    /// Percent of section inserts that carry their first fields, one operation (wire format 5;
+    /// ``FieldEdit/randomInsert(using:)``). 0 by default, so that the random streams of seeds
+    /// found before are unchanged.
+    public var sectionInsertFields = 0
 
     /// The default mix: 45% moves, every kind of edit.
     public init() {}
@@ -54,6 +58,8 @@ public enum RandomEdit: Hashable, Sendable, CustomStringConvertible {
     case writeItemFields(IndexPath, [FieldEdit])
     /// Field writes on the section at the index.
     case writeSectionFields(Int, [FieldEdit])
+    /// A new section at the index with its first fields, in one operation.
+    case insertSectionWithFields(Int, value: String, [FieldEdit])
     /// A splice of the text field `notes` of an item: at a fraction (per mille) of its length,
     /// removing up to `delete` characters, inserting `insert` (clamped to the text when made).
     case spliceItemText(IndexPath, atPerMille: Int, delete: Int, insert: String)
@@ -61,7 +67,7 @@ public enum RandomEdit: Hashable, Sendable, CustomStringConvertible {
     /// The field writes, if the edit writes fields.
     public var fieldEdits: [FieldEdit]? {
         switch self {
-        case let .writeItemFields(_, list), let .writeSectionFields(_, list): return list
+        case let .writeItemFields(_, list), let .writeSectionFields(_, list), let .insertSectionWithFields(_, _, list): return list
         default: return nil
         }
     }
@@ -88,6 +94,7 @@ public enum RandomEdit: Hashable, Sendable, CustomStringConvertible {
         case let .setSectionValue(i, v): return "setSectionValue(\(i), \(v))"
         case let .writeItemFields(i, list): return "writeItemFields(\(p(i)), \(list))"
         case let .writeSectionFields(i, list): return "writeSectionFields(\(i), \(list))"
+        case let .insertSectionWithFields(i, v, list): return "insertSectionWithFields(\(i), \(v), \(list))"
         case let .spliceItemText(i, at, d, t): return "spliceItemText(\(p(i)), at \(at)‰, delete \(d), \(t.debugDescription))"
         }
     }
@@ -126,6 +133,9 @@ public enum RandomEdit: Hashable, Sendable, CustomStringConvertible {
         for _ in 0..<64 {
             let roll = rng.below(max(cut, 1))
             if sections == 0 || (bands.insertSection.contains(roll) && sections < workload.maxSections) {
+                if workload.sectionInsertFields > 0 && rng.below(100) < workload.sectionInsertFields {
+                    return .insertSectionWithFields(rng.below(sections + 1), value: fresh(), FieldEdit.randomInsert(using: &rng))
+                }
                 return .insertSection(rng.below(sections + 1), value: fresh())
             }
             if bands.deleteItem.contains(roll) && items > 0 { return .deleteItem(anyItem()) }
@@ -180,6 +190,8 @@ public enum RandomEdit: Hashable, Sendable, CustomStringConvertible {
             return try document.writeFields(FieldEdit.changes(list), ofItem: try document.itemID(at: p))
         case let .writeSectionFields(i, list):
             return try document.writeFields(FieldEdit.changes(list), ofSection: try document.sectionID(at: i))
+        case let .insertSectionWithFields(i, v, list):
+            return try document.insertSection(at: i, value: Data(v.utf8), fields: FieldEdit.changes(list))
         case let .spliceItemText(p, at, delete, insert):
             return try TextTyping.apply(p, atPerMille: at, delete: delete, insert: insert, to: &document)
         }

@@ -194,7 +194,7 @@ enum WebAPI {
             let activity: PresenceActivity
             if WebRequestCheck.parameter("field", in: request.query) != nil {
                 guard let caret = caretActivity(request, in: live.document) else {
-                    return WebPages.json(400, ["error": "a caret names an item, a text field of it and a range within its text"])
+                    return WebPages.json(400, ["error": "a caret names an item or a section, a text field of it and a range within its text"])
                 }
                 activity = caret
             } else if let item = itemParameter("item", request) {
@@ -210,6 +210,12 @@ enum WebAPI {
 
     static func itemParameter(_ name: String, _ request: HTTPRequest) -> ItemID? {
         WebRequestCheck.parameter(name, in: request.query).flatMap(WebModel.opID).map(ItemID.init)
+    }
+
+    /// The record a field edit names: `item=I`, or `section=S` (sections have fields as items do).
+    static func targetParameter(_ request: HTTPRequest) -> RecordTarget? {
+        if let item = itemParameter("item", request) { return .item(item) }
+        return WebRequestCheck.parameter("section", in: request.query).flatMap(WebModel.opID).map { .section(SectionID($0)) }
     }
 
     /// The landing place in the query: `section`, and `after` / `before` when given.

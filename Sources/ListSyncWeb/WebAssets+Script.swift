@@ -122,9 +122,10 @@ extension WebAssets {
     return [...section.querySelectorAll('li.row')].filter(r => r.dataset.item !== except);
   }
 
-  // Fields (Docs/Web.md, "Fields"): every kind is edited in place, and a row's fields can be
-  // added and removed. A counter, a set or a text sends what the chip showed too (or one step, one
-  // member), so that only this person's change is written.
+  // Fields (Docs/Web.md, "Fields"): every kind is edited in place, and a row's or a section's
+  // fields can be added and removed. A counter, a set or a text sends what the chip showed too (or
+  // one step, one member), so that only this person's change is written. `key` names the record
+  // in every request: { item: id } or { section: id }.
   function dateText(iso) {
     const d = new Date(iso);
     if (isNaN(d.getTime())) return iso;
@@ -161,35 +162,36 @@ extension WebAssets {
   function sendField(query) {
     return post('/api/docs/' + docID + '/field', query).catch(e => showBanner(e.message));
   }
-  function fieldChips(item) {
+  function fieldChips(record, key) {
     const box = el('span', { class: 'fields' });
-    const f = item.fields || {}, texts = item.texts || [];
+    const f = record.fields || {}, texts = record.texts || [];
     for (const name of Object.keys(f).sort()) {
       const v = f[name], kind = fieldKind(v, texts.includes(name));
       const chip = el(kind ? 'button' : 'span', { class: 'field', 'data-name': name, textContent: name + ': ' + fieldText(v) });
       if (kind) {
         chip.type = 'button';
         chip.title = 'Edit ' + name + (kind === 'date' ? ' (' + v.date + ')' : '');
-        chip.addEventListener('click', () => editField(chip, item.id, name, v, kind));
+        chip.addEventListener('click', () => editField(chip, key, name, v, kind));
       }
       if (kind !== 'counter') { box.append(chip); continue; }
       // A counter's − and + buttons: one increment each, added to everyone else's.
       const step = (by, label) => {
         const b = el('button', { type: 'button', class: 'field-step', 'data-name': name, 'data-by': String(by), textContent: label, 'aria-label': (by > 0 ? 'Add 1 to ' : 'Take 1 from ') + name });
-        b.addEventListener('click', () => sendField({ item: item.id, name: name, kind: 'counter', by: by }));
+        b.addEventListener('click', () => sendField({ ...key, name: name, kind: 'counter', by: by }));
         return b;
       };
       box.append(el('span', { class: 'field-counter' }, step(-1, '−'), chip, step(1, '+')));
     }
     const add = el('button', { type: 'button', class: 'field-add', textContent: '+ field', title: 'Add a field' });
-    add.addEventListener('click', () => newField(add, item.id));
+    add.addEventListener('click', () => newField(add, key));
     box.append(add);
     return box;
   }
-  // Adding a field: a name, a kind and a first value; refused by the daemon if the item has a
-  // field of that name by then (someone else added it meanwhile: edit it instead).
-  function newField(button, item) {
-    editing = { item: item, name: null };
+  // Adding a field: a name, a kind and a first value (a counter starts at 0 when none is given);
+  // refused by the daemon if the record has a field of that name by then (someone else added it
+  // meanwhile: edit it instead).
+  function newField(button, key) {
+    editing = { key: key, name: null };
     const name = el('input', { class: 'field-new-name', placeholder: 'name', maxLength: 200, 'aria-label': 'Field name' });
     const kind = el('select', { class: 'field-new-kind', 'aria-label': 'Kind' },
       ...['string', 'number', 'bool', 'null', 'date', 'bytes', 'counter', 'set', 'text'].map(k => el('option', { value: k, textContent: k })));
@@ -198,7 +200,7 @@ extension WebAssets {
     form.addEventListener('submit', ev => {
       ev.preventDefault();
       if (!name.value) return;
-      const k = kind.value, query = { item: item, name: name.value, kind: k, new: '1' };
+      const k = kind.value, query = { ...key, name: name.value, kind: k, new: '1' };
       if (k === 'counter') query.by = value.value || '0';
       else { query.value = value.value; if (k === 'set' || k === 'text') query.was = ''; }
       sendField(query).finally(() => finishEdit());
@@ -218,8 +220,8 @@ extension WebAssets {
   // others typed meanwhile); others' typing comes in without moving this person's caret or
   // selection; the caret is published as presence and others' carets are drawn under the box.
   let textEditor = null;
-  function editText(chip, item, name, v) {
-    editing = { item: item, name: name };
+  function editText(chip, key, name, v) {
+    editing = { key: key, name: name };
     const area = el('textarea', { class: 'field-text', 'aria-label': name, rows: 3 });
     area.value = v;
     const marks = el('div', { class: 'carets', 'aria-hidden': 'true' });
@@ -232,10 +234,10 @@ extension WebAssets {
       // Not while a keystroke is on its way: the daemon would read the caret against a text that
       // lacks it (the answer's `finally` sends it).
       if (inFlight > 0) return;
-      const key = area.selectionStart + ':' + area.selectionEnd + ':' + area.value.length;
-      if (key === caretSent || textEditor === null) return;
-      caretSent = key;
-      post('/api/docs/' + docID + '/presence', { item: item, field: name, base: area.value, start: area.selectionStart, end: area.selectionEnd }).catch(() => {});
+      const sel = area.selectionStart + ':' + area.selectionEnd + ':' + area.value.length;
+      if (sel === caretSent || textEditor === null) return;
+      caretSent = sel;
+      post('/api/docs/' + docID + '/presence', { ...key, field: name, base: area.value, start: area.selectionStart, end: area.selectionEnd }).catch(() => {});
     }
     // The text as the daemon has it now: taken in when no keystroke of this page is on its way.
     function merge(text) {
@@ -266,7 +268,7 @@ extension WebAssets {
       while (q < base.length - p && q < now.length - p && base[base.length - 1 - q] === now[now.length - 1 - q]) q++;
       if (q > 0 && low(base.charCodeAt(base.length - q))) q--;
       shown = now;
-      const params = { item: item, name: name, base: base, at: p, delete: base.length - p - q, insert: now.slice(p, now.length - q) };
+      const params = { ...key, name: name, base: base, at: p, delete: base.length - p - q, insert: now.slice(p, now.length - q) };
       inFlight += 1;
       queue = queue.then(() => post('/api/docs/' + docID + '/text', params))
         .then(j => { state.splicesSent += 1; latest = Math.max(latest, j.operations || 0); waiting = j.text; }, e => showBanner(e.message))
@@ -274,13 +276,13 @@ extension WebAssets {
     });
     for (const ev of ['select', 'keyup', 'mouseup', 'focus']) area.addEventListener(ev, sendCaret);
     textEditor = {
-      item: item, name: name, marks: marks,
+      item: key.item || key.section, name: name, marks: marks,
       update: d => {
         // A state older than this page's last keystroke's answer would take the keystroke back.
         if ((d.operations || 0) < latest) return;
         latest = d.operations || 0;
-        for (const s of d.sections) for (const it of s.items) {
-          if (it.id === item && typeof (it.fields || {})[name] === 'string') merge(it.fields[name]);
+        for (const s of d.sections) for (const r of key.section ? [s] : s.items) {
+          if (r.id === (key.item || key.section) && typeof (r.fields || {})[name] === 'string') merge(r.fields[name]);
         }
       },
     };
@@ -290,27 +292,27 @@ extension WebAssets {
       finishEdit();
     };
     done.addEventListener('click', close);
-    remove.addEventListener('click', () => sendField({ item: item, name: name, kind: 'unset' }).finally(close));
+    remove.addEventListener('click', () => sendField({ ...key, name: name, kind: 'unset' }).finally(close));
     chip.replaceWith(box);
     area.focus();
     drawPresence();
   }
 
-  function editField(chip, item, name, v, kind) {
-    if (kind === 'text') { editText(chip, item, name, v); return; }
-    editing = { item: item, name: name };
+  function editField(chip, key, name, v, kind) {
+    if (kind === 'text') { editText(chip, key, name, v); return; }
+    editing = { key: key, name: name };
     const shown = kind === 'counter' ? String(v.counter) : kind === 'set' ? v.set.join(', ') : kind === 'date' ? v.date
                 : kind === 'bytes' ? v.bytes : v === null ? '' : String(v);
     const input = kind === 'bool' ? el('input', { type: 'checkbox', class: 'field-value', checked: v, 'aria-label': name })
                                   : el('input', { class: 'field-value', value: shown, 'aria-label': name });
     const remove = el('button', { type: 'button', class: 'field-remove', textContent: 'Remove', title: 'Remove the field ' + name });
-    remove.addEventListener('click', () => sendField({ item: item, name: name, kind: 'unset' }).finally(finishEdit));
+    remove.addEventListener('click', () => sendField({ ...key, name: name, kind: 'unset' }).finally(finishEdit));
     const form = el('form', { class: 'field-edit', 'data-name': name }, el('span', { textContent: name + ':' }), input,
                     el('button', { type: 'submit', textContent: 'Save' }), remove);
     form.addEventListener('submit', ev => {
       ev.preventDefault();
       const value = kind === 'bool' ? String(input.checked) : input.value;
-      const query = { item: item, name: name, kind: kind === 'null' ? 'string' : kind, value: value };
+      const query = { ...key, name: name, kind: kind === 'null' ? 'string' : kind, value: value };
       if (kind === 'counter' || kind === 'set') query.was = shown;
       sendField(query).finally(finishEdit);
     });
@@ -320,7 +322,7 @@ extension WebAssets {
     // (commas and all), besides the comma-separated list above.
     const members = el('span', { class: 'members' }, ...v.set.map(m => {
       const b = el('button', { type: 'button', class: 'member-remove', 'data-member': m, textContent: '× ' + m, title: 'Remove ' + m });
-      b.addEventListener('click', () => sendField({ item: item, name: name, kind: 'set', remove: m }).finally(finishEdit));
+      b.addEventListener('click', () => sendField({ ...key, name: name, kind: 'set', remove: m }).finally(finishEdit));
       return b;
     }));
     const member = el('input', { class: 'member-new', placeholder: 'member', 'aria-label': 'Add to ' + name });
@@ -328,7 +330,7 @@ extension WebAssets {
     add.addEventListener('submit', ev => {
       ev.preventDefault();
       if (!member.value) return;
-      sendField({ item: item, name: name, kind: 'set', add: member.value }).finally(finishEdit);
+      sendField({ ...key, name: name, kind: 'set', add: member.value }).finally(finishEdit);
     });
     add.addEventListener('keydown', ev => { if (ev.key === 'Escape') { ev.stopPropagation(); finishEdit(); } });
     chip.replaceWith(el('span', { class: 'set-edit', 'data-name': name }, form, members, add));
@@ -351,7 +353,7 @@ extension WebAssets {
                              'aria-roledescription': 'reorderable row' },
           el('span', { class: 'handle', textContent: '⠿', 'aria-hidden': 'true' }),
           el('span', { class: 'text', textContent: it.text }),
-          fieldChips(it),
+          fieldChips(it, { item: it.id }),
           el('span', { class: 'who' })));
       }
       const text = el('input', { class: 'add-text', placeholder: 'Add an item', maxLength: 1000 });
@@ -363,8 +365,10 @@ extension WebAssets {
         text.value = '';
         post('/api/docs/' + docID + '/insert', { section: s.id, text: value }).catch(e => showBanner(e.message));
       });
+      // The section's own fields, beside its title, edited as a row's are.
       return el('section', { class: 'section', 'data-section': s.id },
-        el('h2', { textContent: s.text || 'Untitled' }), ul, add);
+        el('div', { class: 'section-head', 'data-section': s.id }, el('h2', { textContent: s.text || 'Untitled' }),
+           fieldChips(s, { section: s.id })), ul, add);
     });
     main.replaceChildren(...sections);
     if (focused) {

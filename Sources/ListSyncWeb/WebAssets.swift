@@ -27,17 +27,18 @@ li.row:focus { outline: 2px solid #2a6fdb; outline-offset: -2px; }
 li.row .handle { color: #aaa; }
 li.row .text { flex: 1; }
 li.row .who { font-size: 12px; color: #b35c00; }
-li.row .fields { display: flex; flex-wrap: wrap; gap: 6px; }
-li.row .field { font-size: 12px; padding: 1px 8px; border: 1px solid #cdd5e6; border-radius: 10px; background: #f2f5fb; }
-li.row form.field-edit { display: flex; gap: 4px; align-items: center; font-size: 12px; }
-li.row .field-counter, li.row .set-edit, li.row .members { display: inline-flex; gap: 2px; align-items: center; flex-wrap: wrap; }
-li.row .field-step, li.row .field-add, li.row .member-remove, li.row .field-remove { font-size: 11px; padding: 0 6px; border-radius: 8px; }
-li.row .field-add { border: 1px dashed #cdd5e6; background: none; color: #556; }
-li.row form.field-new, li.row form.member-add { display: flex; gap: 4px; align-items: center; font-size: 12px; }
-li.row .text-edit { display: flex; flex-wrap: wrap; gap: 4px; align-items: flex-start; font-size: 12px; }
-li.row .text-edit textarea { min-width: 260px; font: inherit; }
-li.row .carets { flex-basis: 100%; display: flex; gap: 8px; }
-li.row .remote-caret { color: #b35c00; }
+:is(li.row, .section-head) .fields { display: flex; flex-wrap: wrap; gap: 6px; }
+.section-head { display: flex; align-items: baseline; gap: 10px; flex-wrap: wrap; }
+:is(li.row, .section-head) .field { font-size: 12px; padding: 1px 8px; border: 1px solid #cdd5e6; border-radius: 10px; background: #f2f5fb; }
+:is(li.row, .section-head) form.field-edit { display: flex; gap: 4px; align-items: center; font-size: 12px; }
+:is(li.row, .section-head) .field-counter, :is(li.row, .section-head) .set-edit, :is(li.row, .section-head) .members { display: inline-flex; gap: 2px; align-items: center; flex-wrap: wrap; }
+:is(li.row, .section-head) .field-step, :is(li.row, .section-head) .field-add, :is(li.row, .section-head) .member-remove, :is(li.row, .section-head) .field-remove { font-size: 11px; padding: 0 6px; border-radius: 8px; }
+:is(li.row, .section-head) .field-add { border: 1px dashed #cdd5e6; background: none; color: #556; }
+:is(li.row, .section-head) form.field-new, :is(li.row, .section-head) form.member-add { display: flex; gap: 4px; align-items: center; font-size: 12px; }
+:is(li.row, .section-head) .text-edit { display: flex; flex-wrap: wrap; gap: 4px; align-items: flex-start; font-size: 12px; }
+:is(li.row, .section-head) .text-edit textarea { min-width: 260px; font: inherit; }
+:is(li.row, .section-head) .carets { flex-basis: 100%; display: flex; gap: 8px; }
+:is(li.row, .section-head) .remote-caret { color: #b35c00; }
 li.row.lifted { opacity: .35; }
 li.row.remote { background: #fff6e5; }
 li.remote-place { height: 0; border-top: 2px dashed #d9822b; font-size: 11px; color: #b35c00; padding-left: 12px; list-style: none; }

@@ -13,7 +13,7 @@ public struct WebFieldEditError: Error, Equatable, CustomStringConvertible {
 public enum WebFieldEdit: Equatable, Sendable {
     /// A value field set to the value (a new field, or the kind changed).
     case value(FieldValue)
-    /// A counter incremented by a non-zero amount (a new counter starts at it).
+    /// A counter incremented by an amount (a new counter starts at it; 0 only for a new one).
     case increment(Int64)
     /// Members added to and removed from a set (one operation each that is not empty).
     case members(add: [String], remove: [String])
@@ -26,8 +26,9 @@ public enum WebFieldEdit: Equatable, Sendable {
     /// Reads the edit from the query's parameters (`parameter(name)` gives one, decoded):
     /// - `kind` `string`, `number`, `bool`, `null`, `date` (ISO 8601) or `bytes` (base64) with
     ///   `value`: a value write (``WebModel/fieldValue(kind:text:)``);
-    /// - `kind=counter` with `by` (a non-zero integer: the + and − buttons), or with `value` and
-    ///   `was` (the sum typed and the sum shown): an increment by the difference;
+    /// - `kind=counter` with `by` (a non-zero integer: the + and − buttons; 0 too with `new=1`, a
+    ///   new counter that starts at 0), or with `value` and `was` (the sum typed and the sum
+    ///   shown): an increment by the difference;
     /// - `kind=set` with `add` or `remove` (one member, commas and all), or with `value` and `was`
     ///   (comma-separated): the members typed and not shown added, those shown and not typed removed;
     /// - `kind=text` with `value` and `was`: a splice;
@@ -42,7 +43,8 @@ public enum WebFieldEdit: Equatable, Sendable {
             return .remove
         case "counter":
             if let by = parameter("by") {
-                guard let n = Int64(by.trimmingCharacters(in: .whitespaces)), n != 0 else {
+                let isNew = parameter("new") == "1"
+                guard let n = Int64(by.trimmingCharacters(in: .whitespaces)), n != 0 || isNew else {
                     throw WebFieldEditError("\(by.prefix(40)) is not an increment of a counter (a non-zero integer)")
                 }
                 return .increment(n)
@@ -70,40 +72,48 @@ public enum WebFieldEdit: Equatable, Sendable {
         }
     }
 
-    /// Makes the edit on field `name` of `item`: the operations it wrote (none when it changes
-    /// nothing, such as an increment by 0 or a set typed as shown), and whether it was refused as
-    /// stale (a text that no longer reads what the page showed). With `isNew`, a field of that
-    /// name that the item shows already is refused (``ListError/invalidField(_:_:)``): adding a
-    /// field does not overwrite one someone else added meanwhile.
-    ///
-    /// - Throws: what the engine throws (the item gone, a value too large); nothing is written then.
-    /// - Complexity: that of the writes (``ListDocument/writeFields(_:ofItem:)``), O(t) for a text.
+    /// The edit made on field `name` of `item` (as on the record target `.item(item)`).
     public func apply(to doc: inout ListDocument, field name: String, of item: ItemID,
                       isNew: Bool = false) throws(ListError) -> (operations: Int, stale: Bool) {
-        if isNew, doc.field(name, of: item) != nil {
+        try apply(to: &doc, field: name, of: .item(item), isNew: isNew)
+    }
+
+    /// Makes the edit on field `name` of `target`, an item or a section: the operations it wrote
+    /// (none when it changes nothing, such as an increment by 0 of a field that exists or a set
+    /// typed as shown), and whether it was refused as stale (a text that no longer reads what the
+    /// page showed). With `isNew`, a field of that name that the record shows already is refused
+    /// (``ListError/invalidField(_:_:)``): adding a field does not overwrite one someone else
+    /// added meanwhile; a new counter incremented by 0 is written, and shows 0.
+    ///
+    /// - Throws: what the engine throws (the item or section gone, a value too large); nothing is
+    ///   written then.
+    /// - Complexity: that of the writes (``ListDocument/writeFields(_:of:)``), O(t) for a text.
+    public func apply(to doc: inout ListDocument, field name: String, of target: RecordTarget,
+                      isNew: Bool = false) throws(ListError) -> (operations: Int, stale: Bool) {
+        if isNew, doc.field(name, of: target) != nil {
             throw .invalidField(name, "exists already: edit it instead")
         }
         switch self {
         case .value(let v):
-            _ = try doc.setField(name, to: v, ofItem: item)
+            _ = try doc.writeFields([name: .set(v)], of: target)
             return (1, false)
         case .increment(let n):
-            guard n != 0 else { return (0, false) }
-            _ = try doc.increment(name, by: n, ofItem: item)
+            guard n != 0 || isNew else { return (0, false) }
+            _ = try doc.writeFields([name: .increment(n)], of: target)
             return (1, false)
         case let .members(adds, removes):
-            if !adds.isEmpty { _ = try doc.writeFields([name: .insert(adds)], ofItem: item) }
-            if !removes.isEmpty { _ = try doc.writeFields([name: .delete(removes)], ofItem: item) }
+            if !adds.isEmpty { _ = try doc.writeFields([name: .insert(adds)], of: target) }
+            if !removes.isEmpty { _ = try doc.writeFields([name: .delete(removes)], of: target) }
             return ((adds.isEmpty ? 0 : 1) + (removes.isEmpty ? 0 : 1), false)
         case let .text(value, was):
-            let current = doc.text(name, ofItem: item) ?? ""
+            let current = doc.text(name, of: target) ?? ""
             guard current == was else { return (0, true) }
             guard let splice = TextSplice.between(old: current, new: value) else { return (0, false) }
-            _ = try doc.splice(name, ofItem: item, at: splice.at, delete: splice.delete, insert: splice.insert)
+            _ = try doc.splice(name, of: target, at: splice.at, delete: splice.delete, insert: splice.insert)
             return (1, false)
         case .remove:
-            guard doc.field(name, of: item) != nil else { return (0, false) }
-            _ = try doc.removeField(name, ofItem: item)
+            guard doc.field(name, of: target) != nil else { return (0, false) }
+            _ = try doc.writeFields([name: .remove], of: target)
             return (1, false)
         }
     }

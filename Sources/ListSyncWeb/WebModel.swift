@@ -17,8 +17,9 @@ public enum WebModel {
     }
 
     /// The document as the page draws it: `{"id", "name", "sections": [{"id", "text", "fields",
-    /// "items": [{"id", "text", "fields"}]}]}`; values as UTF-8 text (invalid bytes replaced),
-    /// fields as ``fieldObject(_:)`` writes them.
+    /// "texts", "items": [{"id", "text", "fields", "texts"}]}]}`; values as UTF-8 text (invalid
+    /// bytes replaced), fields as ``fieldObject(_:)`` writes them, `texts` the names of the text
+    /// fields.
     ///
     /// - Complexity: O(n) in the size of the document.
     public static func stateJSON(id: DocumentID, name: String, snapshot: ListSnapshot, operations: Int? = nil) -> String {
@@ -26,6 +27,7 @@ public enum WebModel {
             "id": id.description, "name": name,
             "sections": snapshot.sections.map { s in
                 ["id": text(s.id.opID), "text": String(decoding: s.value, as: UTF8.self), "fields": fieldsObject(s.fields),
+                 "texts": textFieldNames(s.fields),
                  "items": s.items.map { ["id": text($0.id.opID), "text": String(decoding: $0.value, as: UTF8.self),
                                          "fields": fieldsObject($0.fields), "texts": textFieldNames($0.fields)] }] as [String: Any]
             },

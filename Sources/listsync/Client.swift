@@ -465,9 +465,9 @@ let clientCommands: [String: ClientCommand] = [
         usage: usageText("insert DOC PATH TEXT [NAME=VALUE ...] [options]\n       listsync insert DOC PATH NAME=VALUE [NAME=VALUE ...] [options]\n       listsync insert DOC PATH --value-file FILE [NAME=VALUE ...] [options]", """
             Inserts an item with TEXT at PATH (0.3: row 3 of section 0), or a section at PATH when PATH is one \
             number. NAME=VALUE arguments (NAME of letters, digits and _) and the field options write the new \
-            item's fields, read as `listsync set` reads them; the insert and the field write are two \
-            operations, made and sent together. A TEXT that itself looks like NAME=VALUE is given with \
-            --value-file.
+            item's or section's fields, read as `listsync set` reads them; the insert and its fields are one \
+            operation (a section's needs a daemon of sync protocol version 6). A TEXT that itself looks like \
+            NAME=VALUE is given with --value-file.
             """, extra: valueFileHelp + fieldOptionsHelp),
         values: fieldOptionNames.union(["--value-file"]), arguments: 2...(3 + FieldLimits.maxWrites),
         check: { o in
@@ -488,8 +488,7 @@ let clientCommands: [String: ClientCommand] = [
                                      check: { try checkExists(path, in: $0, inserting: true); return nil }) { doc throws(ListError) in
             switch path {
             case let .section(s):
-                try doc.insertSection(at: s, value: value)
-                if !changes.isEmpty { try writeFields(changes, at: path, in: &doc) }
+                try doc.insertSection(at: s, value: value, fields: changes)   // one operation with its fields
             case let .item(p):
                 try doc.insertItem(at: p, value: value, fields: changes)   // one operation with its fields
             }

@@ -62,6 +62,8 @@ let simulateUsage = """
       --drag-field-writes P  with field writes on: percent of a drag's hover steps at which
                           a client (the dragging one or another) writes fields of the dragged
                           item while the drag is in progress (default 0)
+      --section-insert-fields P  percent of section inserts that carry their first fields
+                          in the insert, one operation (default 0)
       --text-edits P      percent of edits that type into or remove from an item's text field
                           `notes` (default 0); the oracle checks no character is lost or
                           brought back and no run is split by concurrent typing
@@ -132,6 +134,7 @@ func runSimulate(_ args: [String]) throws -> Int32 {
         case "--roam": config.roamPercent = try cursor.number("--roam", 0...100)
         case "--field-writes": config.workload.fieldWrites = try cursor.number("--field-writes", 0...100)
         case "--text-edits": config.workload.textEdits = try cursor.number("--text-edits", 0...100)
+        case "--section-insert-fields": config.workload.sectionInsertFields = try cursor.number("--section-insert-fields", 0...100)
         case "--drag-field-writes": config.workload.dragFieldWrites = try cursor.number("--drag-field-writes", 0...100)
         case "--quiet": quiet = true
         case "--json": json = true

@@ -17,20 +17,47 @@ import ListSyncTestTraits
     @Test("1,000 seeds × 3–5 replicas × 120 edits converge, with random order, duplicates and loss")
     func fuzz() {
         let seeds = ListSyncTestSupport.seeds(one: "LISTSYNC_FUZZ_SEED", count: "LISTSYNC_FUZZ_SEEDS", standard: 1_000)
+        let total = Self.run(seeds)
+        print("fuzz: \(seeds.count) seeds, \(total.edits) edits (\(total.moves) moves, \(total.edits == 0 ? 0 : total.moves * 100 / total.edits)%), \(total.deliveries) deliveries")
+        #expect(total.moves * 100 >= total.edits * 30, "at least 30% of the edits are moves")
+    }
+
+    /// Sections inserted with their first fields (one operation, wire format 5) among field
+    /// writes to the same sections, made concurrently on other replicas once they hold the
+    /// section: every replica converges, and the oracle's per-field rule and intents (no write to
+    /// another field lost, every increment counted) hold for the inserts' fields as for writes.
+    @Test("300 seeds × 3–5 replicas: sections inserted with fields meet concurrent field writes and converge per field")
+    func sectionsInsertedWithFields() {
+        let seeds = ListSyncTestSupport.seeds(one: "LISTSYNC_FUZZ_SEED", count: "LISTSYNC_FUZZ_SECTION_FIELD_SEEDS", standard: 300)
+        var workload = Workload()
+        workload.insertSection = 20
+        workload.deleteSection = 6
+        workload.fieldWrites = 40
+        workload.sectionInsertFields = 100
+        let total = Self.run(seeds, workload: workload)
+        print("fuzz, sections with fields: \(seeds.count) seeds, \(total.sectionFieldInserts) sections inserted with fields, \(total.writesOnInsertedSections) field writes on them")
+        #expect(total.sectionFieldInserts >= seeds.count && total.writesOnInsertedSections >= seeds.count,
+                "the inserts and writes on them were made")
+    }
+
+    /// Runs the fuzzer on each seed with `workload`, recording each failure (the first three) with
+    /// its replay line; the counts added up.
+    static func run(_ seeds: some Sequence<UInt64>, workload: Workload = Workload()) -> Fuzz.Result {
+        var total = Fuzz.Result()
         var failures = 0
-        var edits = 0, moves = 0, deliveries = 0
         for seed in seeds where failures < 3 {
-            let result = Fuzz.run(seed: seed)
-            edits += result.edits
-            moves += result.moves
-            deliveries += result.deliveries
+            let result = Fuzz.run(seed: seed, workload: workload)
+            total.edits += result.edits
+            total.moves += result.moves
+            total.deliveries += result.deliveries
+            total.sectionFieldInserts += result.sectionFieldInserts
+            total.writesOnInsertedSections += result.writesOnInsertedSections
             if let problem = result.problem {
                 failures += 1
                 Issue.record("fuzz seed \(seed) failed: \(problem)\nreplay: LISTSYNC_FUZZ_SEED=\(seed) swift test --filter ConvergenceFuzzTests")
             }
         }
-        print("fuzz: \(seeds.count) seeds, \(edits) edits (\(moves) moves, \(edits == 0 ? 0 : moves * 100 / edits)%), \(deliveries) deliveries")
-        #expect(moves * 100 >= edits * 30, "at least 30% of the edits are moves")
+        return total
     }
 }
 
@@ -38,10 +65,12 @@ import ListSyncTestTraits
 enum Fuzz {
     struct Result {
         var edits = 0, moves = 0, deliveries = 0
+        /// Sections inserted with their fields, and field writes made on such sections.
+        var sectionFieldInserts = 0, writesOnInsertedSections = 0
         var problem: String?
     }
 
-    static func run(seed: UInt64, replicas: Int? = nil, edits editCount: Int = 120) -> Result {
+    static func run(seed: UInt64, replicas: Int? = nil, edits editCount: Int = 120, workload: Workload = Workload()) -> Result {
         var rng = SplitMix64(seed: seed &* 0x9E37_79B9 &+ 17)
         let n = replicas ?? 3 + Int(seed % 3)
         var docs = (0..<n).map { ListDocument(replica: ReplicaID(UInt64($0) + 1)) }
@@ -54,12 +83,15 @@ enum Fuzz {
         while result.edits < editCount || (!inFlight.isEmpty && rng.chance(50)) {
             if result.edits < editCount && (inFlight.isEmpty || rng.chance(45)) {
                 let r = rng.below(n)
-                let edit = RandomEdit.random(for: docs[r], rng: &rng) { counter += 1; return "v\(counter)" }
+                let edit = RandomEdit.random(for: docs[r], workload: workload, using: &rng) { counter += 1; return "v\(counter)" }
                 let op: ListOperation?
                 do { op = try edit.apply(to: &docs[r]) } catch { return fail("replica \(r) edit \(edit) threw \(error)") }
                 result.edits += 1
                 if edit.isMove { result.moves += 1 }
                 guard let op else { continue }
+                if op.needsWireFormat5 { result.sectionFieldInserts += 1 }
+                if case .writeFields(.section(let s), _) = op.kind,
+                   all.contains(where: { $0.id == s.opID && $0.needsWireFormat5 }) { result.writesOnInsertedSections += 1 }
                 all.append(op)
                 for to in 0..<n where to != r {
                     if rng.chance(5) { continue }                            // lost
@@ -100,7 +132,9 @@ enum Fuzz {
             if doc.snapshot() != reference { return fail("replica \(r) shows \(doc.rows), replica 0 \(docs[0].rows)") }
             if doc.encodedState() != state { return fail("replica \(r) encodes a different state") }
         }
-        if let why = SemanticsOracle(all).check(reference) { return fail(why) }
+        let oracle = SemanticsOracle(all)
+        if let why = oracle.check(reference) { return fail(why) }
+        if let why = oracle.checkFieldIntent(reference).first { return fail(why) }
         return result
     }
 }

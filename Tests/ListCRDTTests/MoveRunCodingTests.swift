@@ -250,8 +250,9 @@ import ListSyncTestTraits
         for kind: UInt8 in [0x6E, 0x6F, 0x60] {
             #expect(throws: WireError.invalidTag(kind, offset: 4)) { try ListOperation.decode([3, 1, 7, 1, kind]) }
             #expect(throws: WireError.invalidTag(kind, offset: 4)) { try ListOperation.decode([4, 1, 7, 1, kind]) }
+            #expect(throws: WireError.invalidTag(kind, offset: 4)) { try ListOperation.decode([5, 1, 7, 1, kind]) }
         }
-        #expect(throws: WireError.unsupportedVersion(5)) { try ListOperation.decode([5, 0, 0]) }
+        #expect(throws: WireError.unsupportedVersion(6)) { try ListOperation.decode([6, 0, 0]) }
         #expect(throws: WireError.unsupportedVersion(0)) { try ListOperation.decode([0, 0, 0]) }
     }
 

@@ -13,7 +13,7 @@ extension RandomEdit {
     /// Applies the edit to the reference model: plain arrays, UITableView semantics.
     func apply(to model: inout ReferenceModel) {
         switch self {
-        case let .insertSection(i, v): model.sections.insert((v, []), at: i)
+        case let .insertSection(i, v), let .insertSectionWithFields(i, v, _): model.sections.insert((v, []), at: i)
         case let .insertItem(p, v): model.sections[p.section].items.insert(v, at: p.item)
         case let .deleteItem(p): model.sections[p.section].items.remove(at: p.item)
         case let .deleteSection(i): model.sections.remove(at: i)

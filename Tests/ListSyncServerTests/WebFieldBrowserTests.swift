@@ -52,6 +52,47 @@ struct WebFieldBrowserTests {
         #expect((try FieldProcessTests.daemonFields(f.daemon, f.doc))["title"] as? String == "oat milk")
     }
 
+    @Test("a section's fields show beside its title and are edited in place as a row's; '+ field' of kind counter with no value adds a counter at 0, and its + adds 1; another page shows each live")
+    func sectionFieldsFromThePage() throws {
+        let f = try WebFixture()
+        defer { f.close() }
+        try f.cli(["set", f.doc, "0", "color=green"])
+        let a = try f.signedInBrowser(), b = try f.signedInBrowser()
+        let head = "document.querySelector('.section-head[data-section=\"' + arguments[0] + '\"]')"
+        let chip = "const c = \(head).querySelector('.field[data-name=\"' + arguments[1] + '\"]'); return c ? c.textContent : null"
+        let section = try #require(try a.run("return document.querySelector('.section-head').dataset.section") as? String)
+        for page in [a, b] { #expect(try page.wait(until: "return (() => { \(chip) })() === 'color: green'", [section, "color"])) }
+        func daemonSectionFields() throws -> [String: Any] {
+            let o = try JSONSerialization.jsonObject(with: Data(try f.cli(["show", f.doc, "--json"]).utf8)) as? [String: Any]
+            return ((o?["sections"] as? [[String: Any]])?.first?["fields"] as? [String: Any]) ?? [:]
+        }
+        let before = try f.operations()
+        // Edited in place: the chip becomes a form; saving writes the one field.
+        try a.run("""
+            \(head).querySelector('.field[data-name="color"]').click();
+            const form = \(head).querySelector('form.field-edit');
+            form.querySelector('input').value = 'blue';
+            form.requestSubmit();
+            """, [section])
+        #expect(eventually(30) { (try? daemonSectionFields())?["color"] as? String == "blue" })
+        #expect(try b.wait(until: "return (() => { \(chip) })() === 'color: blue'", [section, "color"]))
+        // "+ field": a counter with no value starts at 0; its + adds 1.
+        try a.run("\(head).querySelector('.field-add').click();", [section])
+        try a.run("""
+            const form = \(head).querySelector('form.field-new');
+            form.querySelector('.field-new-name').value = 'wip';
+            form.querySelector('.field-new-kind').value = 'counter';
+            form.requestSubmit();
+            """, [section])
+        #expect(try b.wait(until: "return (() => { \(chip) })() === 'wip: 0'", [section, "wip"]),
+                "\(String(describing: try? a.run("return JSON.stringify(window.listsync.errors)")))")
+        #expect(try a.wait(until: "return \(head).querySelector('.field-step[data-name=\"wip\"][data-by=\"1\"]') !== null", [section]))
+        try a.run("\(head).querySelector('.field-step[data-name=\"wip\"][data-by=\"1\"]').click();", [section])
+        #expect(try b.wait(until: "return (() => { \(chip) })() === 'wip: 1'", [section, "wip"]))
+        #expect((try daemonSectionFields()["wip"] as? [String: Any])?["counter"] as? Int == 1)
+        #expect(try f.operations() == before + 3, "the value, the new counter, its step")
+    }
+
     @Test("a counter and a set edited in place write only the change: an increment, set adds and removes; what others did meanwhile is kept; a text set through the field API is a splice, refused when the text changed meanwhile")
     func countersSetsAndTextEditedInPlace() throws {
         let f = try WebFixture()

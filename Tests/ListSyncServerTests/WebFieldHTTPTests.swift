@@ -97,6 +97,11 @@ final class WebEventStream {
         return item?["fields"] as? [String: Any]
     }
 
+    /// The section titled `text` in the latest state.
+    func section(_ text: String) -> [String: Any]? {
+        (latest["sections"] as? [[String: Any]] ?? []).first { $0["text"] as? String == text }
+    }
+
     /// The id of the item showing `text` in the latest state.
     func item(_ text: String) -> String? {
         let sections = latest["sections"] as? [[String: Any]] ?? []
@@ -172,6 +177,54 @@ struct WebFieldHTTPTests {
         #expect(try f.operations() == quiet)
         // The CLI's increment, then the page's: 3 steps, 2 members, 2 values, 2 new fields, 1 removal.
         #expect(quiet == before + 1 + 3 + 2 + 2 + 2 + 1, "\(quiet) \(before)")
+    }
+
+    @Test("a section's fields: the CLI inserts a section with fields as one operation; the page's API edits a section's fields with section= as an item's (a new counter from 0 and its step, a value, a set member, a text, a removal); the state shows them; an unknown section is 409 and writes nothing")
+    func sectionFieldsOverHTTP() async throws {
+        let f = try WebFixture(browser: false)
+        defer { f.close() }
+        let a = try await WebHTTPSession(f), b = try await WebHTTPSession(f)
+        let watch = try b.events(f.doc)
+        #expect(await watch.waitForState { _ in watch.section("Other") != nil })
+        let before = try f.operations()
+        try f.cli(["insert", f.doc, "2", "Done", "color=green", "--increment", "limit=3"])
+        #expect(try f.operations() == before + 1, "a section inserted with its fields is one operation")
+        #expect(await watch.waitForState { _ in (watch.section("Done")?["fields"] as? [String: Any])?["color"] as? String == "green" })
+        let section = try #require(watch.section("Done")?["id"] as? String)
+        func field(_ extra: [String: String]) async throws -> (Int, [String: Any]) {
+            try await a.post("/api/docs/\(f.doc)/field", extra.merging(["section": section]) { x, _ in x })
+        }
+        // A new counter that starts at 0 (the page's "+ field" of kind counter with no value), then one step.
+        #expect(try await field(["name": "done", "kind": "counter", "by": "0", "new": "1"]).0 == 200)
+        #expect(await watch.waitForState { _ in ((watch.section("Done")?["fields"] as? [String: Any])?["done"] as? [String: Any])?["counter"] as? Int == 0 },
+                "\(String(describing: watch.section("Done")))")
+        #expect(try await field(["name": "done", "kind": "counter", "by": "1"]).0 == 200)
+        #expect(try await field(["name": "color", "kind": "string", "value": "blue"]).0 == 200)
+        #expect(try await field(["name": "tags", "kind": "set", "add": "x", "new": "1"]).0 == 200)
+        #expect(try await field(["name": "notes", "kind": "text", "value": "wip", "was": "", "new": "1"]).0 == 200)
+        #expect(try await field(["name": "limit", "kind": "unset"]).0 == 200)
+        #expect(await watch.waitForState { _ in (watch.section("Done")?["fields"] as? [String: Any])?["limit"] == nil })
+        let shown = try #require(watch.section("Done"))
+        let fields = try #require(shown["fields"] as? [String: Any])
+        #expect(Set(fields.keys) == ["done", "color", "tags", "notes"], "\(fields)")
+        #expect((fields["done"] as? [String: Any])?["counter"] as? Int == 1 && fields["color"] as? String == "blue")
+        #expect((fields["tags"] as? [String: Any])?["set"] as? [String] == ["x"] && fields["notes"] as? String == "wip")
+        #expect(shown["texts"] as? [String] == ["notes"])
+        // A section's text is typed into as an item's: a splice by `section=`.
+        let (typed, splice) = try await a.post("/api/docs/\(f.doc)/text", ["section": section, "name": "notes", "base": "wip",
+                                                                            "at": "3", "delete": "0", "insert": "!"])
+        #expect(typed == 200 && splice["text"] as? String == "wip!", "\(splice)")
+        // An item's new counter at 0 as well; a step of 0 of a counter that exists is still refused.
+        let item = try #require(watch.item("milk"))
+        #expect(try await a.post("/api/docs/\(f.doc)/field", ["item": item, "name": "stock", "kind": "counter", "by": "0", "new": "1"]).0 == 200)
+        #expect(await watch.waitForState { _ in (watch.fields(of: "milk")?["stock"] as? [String: Any])?["counter"] as? Int == 0 })
+        let quiet = try f.operations()
+        #expect(try await a.post("/api/docs/\(f.doc)/field", ["item": item, "name": "stock", "kind": "counter", "by": "0"]).0 == 400)
+        // An unknown section: 409, nothing written.
+        let (status, answer) = try await a.post("/api/docs/\(f.doc)/field", ["section": "99-99", "name": "x", "kind": "string", "value": "y"])
+        #expect(status == 409, "\(answer)")
+        #expect(try f.operations() == quiet)
+        #expect(quiet == before + 1 + 6 + 1 + 1, "the insert, six field edits of the section, a splice, the item's new counter")
     }
 }
 #endif

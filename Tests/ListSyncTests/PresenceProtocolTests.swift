@@ -49,7 +49,7 @@ private let section = SectionID(OpID(counter: 1, replica: ReplicaID(1)))
         refused({ $0[30] = 0x01 }, "a field name that is a control character")
         refused({ $0[35] = 2 }, "a caret end that is neither after nor before")
         refused({ $0[36] = 2 }, "a character flag of 2")
-        refused({ $0[0] = 6 }, "a version this build does not speak")
+        refused({ $0[0] = SyncMessage.version + 1 }, "a version this build does not speak")
         // A field name over the limit is cut to idle by the initializer, never written.
         let long = Presence(replica: ReplicaID(2), name: "", activity: .editing(TextCaret(
             target: .item(item(3)), field: String(repeating: "n", count: FieldLimits.maxNameBytes + 1), at: .start)))

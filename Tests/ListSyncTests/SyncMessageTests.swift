@@ -55,7 +55,7 @@ import ListSyncTestSupport
             #expect(try SyncMessage(decoding: bytes) == m)
         }
         #expect(SyncMessage.operationsTag == 4)
-        #expect(SyncMessage.version == 5 && SyncMessage.oldestVersion == 2)
+        #expect(SyncMessage.version == 6 && SyncMessage.oldestVersion == 2)
     }
 
     @Test("version 4 only for operations messages that carry fields; a version-3 build's field message still reads")
@@ -78,7 +78,7 @@ import ListSyncTestSupport
         let text = SyncMessage.operations(document: doc, batch: 4, operations: [f, t])
         #expect(text.encoded().first == 4, "a text edit is a field write: wire format 4")
         #expect(try SyncMessage(decoding: text.encoded()) == text)
-        for v: UInt8 in [1, 6] {
+        for v: UInt8 in [1, SyncMessage.version + 1] {
             var bytes = plain.encoded()
             bytes[0] = v
             #expect(throws: SyncProtocolError.unsupportedVersion(v)) { try SyncMessage(decoding: bytes) }
@@ -93,6 +93,38 @@ import ListSyncTestSupport
         v3[0] = 3
         guard case .operations(_, 9, let ops) = try SyncMessage(decoding: v3) else { Issue.record("not operations"); return }
         #expect(ops.count == 1 && ops[0].carriesFields)
+    }
+
+    /// Docs/Protocol.md, "From version 5 to version 6": only an `operations` message holding a
+    /// section inserted with its fields is version 6; every other message is written as before,
+    /// so an older peer is served everything else and refuses that one by its version byte (as
+    /// this build's session refuses a message one version newer than it: an error, code 3, and
+    /// the connection closed), never misreading it.
+    @Test("version 6 only for a section inserted with fields; an older peer refuses it with code 3 and a close, never misreads it")
+    func versionSixOnlyForSectionsWithFields() throws {
+        let doc = DocumentID(bytes: Array(repeating: 7, count: 16))!
+        var d = ListDocument(replica: ReplicaID(1))
+        let s = try d.insertSection(at: 0, value: Data())
+        let f = try d.writeFields(["title": .set(.string("To do"))], ofSection: SectionID(s.id))
+        let withFields = try d.insertSection(at: 1, value: Data(), fields: ["title": .set(.string("Done"))])
+        let plain = SyncMessage.operations(document: doc, batch: 1, operations: [s])
+        let fields = SyncMessage.operations(document: doc, batch: 2, operations: [f])
+        let inserted = SyncMessage.operations(document: doc, batch: 3, operations: [s, f, withFields])
+        #expect(plain.encoded().first == 2 && fields.encoded().first == 4, "written as a version-5 build writes them")
+        #expect(inserted.encoded().first == SyncMessage.sectionFieldsVersion)
+        #expect(try SyncMessage(decoding: inserted.encoded()) == inserted)
+        // What an older build does with a message newer than it: this build's session given one
+        // version past its own answers with a version error and closes, having taken nothing.
+        var newer = inserted.encoded()
+        newer[0] = SyncMessage.version + 1
+        var session = ServerSession(maxFrame: 1 << 20, rateLimit: nil, now: 0)
+        let actions = session.receive(newer, now: 0)
+        guard actions.count == 2, case .send(let answer) = actions[0], case .close = actions[1],
+              case .error(0, nil, .malformed, let text) = try SyncMessage(decoding: answer) else {
+            Issue.record("not refused with an error and a close: \(actions)"); return
+        }
+        #expect(text.contains("unsupported sync protocol version \(SyncMessage.version + 1)"))
+        #expect(session.isClosed)
     }
 
     @Test("every strict prefix of every message is refused with a typed error")

@@ -72,4 +72,23 @@ struct WebFieldEditTests {
         #expect(try WebFieldEdit.text(to: "x", was: "stale").apply(to: &doc, field: "notes", of: item) == (0, true))
         #expect(doc.operationCount == before + 3 + 2 + 1 + 3 + 1, "3 steps, 2 members, a date, 3 new fields, 1 removal")
     }
+
+    @Test("a section's fields are edited as an item's; a new counter may start at 0 (by=0 with new=1), a step of 0 of one that exists is refused")
+    func sectionsAndNewCounterAtZero() throws {
+        var (doc, _) = try Self.document()
+        let section = try #require(doc.snapshot().sections.first?.id)
+        let target = RecordTarget.section(section)
+        #expect(try Self.parse("counter", ["by": "0", "new": "1"]) == .increment(0))
+        #expect(throws: WebFieldEditError.self) { try Self.parse("counter", ["by": "0"]) }
+        #expect(try WebFieldEdit.increment(0).apply(to: &doc, field: "wip", of: target, isNew: true) == (1, false))
+        #expect(doc.field("wip", of: section) == .counter(0))
+        #expect(try WebFieldEdit.increment(2).apply(to: &doc, field: "wip", of: target) == (1, false))
+        #expect(try WebFieldEdit.value(.string("green")).apply(to: &doc, field: "color", of: target, isNew: true) == (1, false))
+        #expect(try WebFieldEdit.members(add: ["x"], remove: []).apply(to: &doc, field: "tags", of: target) == (1, false))
+        #expect(try WebFieldEdit.text(to: "wip", was: "").apply(to: &doc, field: "notes", of: target) == (1, false))
+        #expect(doc.fields(of: section) == ["wip": .counter(2), "color": .value(.string("green")), "tags": .set(["x"]), "notes": .text("wip")])
+        #expect(try WebFieldEdit.remove.apply(to: &doc, field: "color", of: target) == (1, false))
+        #expect(doc.field("color", of: section) == nil)
+        #expect(throws: ListError.self) { try WebFieldEdit.value(.null).apply(to: &doc, field: "wip", of: target, isNew: true) }
+    }
 }

@@ -71,6 +71,40 @@ struct UndoFieldTests {
         #expect(mine.field("tags", of: milk) == .set(["fridge"]))
     }
 
+    @Test("§8.8 a section inserted with its fields (one operation) is undone as one step, and redone with its fields")
+    func undoSectionInsertedWithFields() throws {
+        var (mine, theirs, _) = try board()
+        var undo = ListUndoManager()
+        let (op, made) = try undo.edit(&mine) {
+            try $0.insertSection(at: 1, value: Data("Done".utf8), fields: ["color": .set(.string("green")), "limit": .increment(3)])
+        }
+        #expect(made.count == 1 && op.needsWireFormat5)
+        #expect(ListUndoManager.actionName(for: made) == "Insert")
+        try exchange(&mine, &theirs)
+        try undo.undo(&mine)
+        try exchange(&mine, &theirs)
+        #expect(mine.sectionCount == 1 && theirs.sectionCount == 1, "the insert is taken back on both")
+        let redone = try undo.redo(&mine)
+        #expect(redone.count == 1 && redone[0].needsWireFormat5, "brought back with its fields, in one operation")
+        try exchange(&mine, &theirs)
+        let back = try #require(theirs.snapshot().sections.last)
+        #expect(back.value == Data("Done".utf8))
+        #expect(back.fields == ["color": .value(.string("green")), "limit": .counter(3)])
+    }
+
+    @Test("§8.8 an item deleted and brought back by undo comes back with its fields")
+    func undoDeleteKeepsFields() throws {
+        var (mine, theirs, milk) = try board()
+        var undo = ListUndoManager()
+        try undo.edit(&mine) { try $0.deleteItem(at: IndexPath(item: 0, section: 0)) }
+        try exchange(&mine, &theirs)
+        try undo.undo(&mine)
+        try exchange(&mine, &theirs)
+        let back = try #require(theirs.snapshot().sections[0].items.first)
+        #expect(back.id != milk)
+        #expect(back.fields == ["title": .value(.string("milk")), "done": .value(.bool(false)), "notes": .text("buy two litres")])
+    }
+
     // MARK: U11 text by identity
 
     @Test("U11: undoing my typing removes my characters only; theirs, typed since, stay")

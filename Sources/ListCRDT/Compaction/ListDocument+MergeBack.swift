@@ -80,7 +80,7 @@ extension ListDocument {
         clock = max(clock, local.clock)
         var remaker = Remaker(local: local.snapshot())
         for op in redo {
-            if case .insertSection = op.kind { remaker.sectionInserts[SectionID(op.id)] = op }
+            if op.insertsSection { remaker.sectionInserts[SectionID(op.id)] = op }
         }
         let waiting = Set(waitingParted.map(\.id))
         for op in redo where !waiting.contains(op.id) { remaker.remake(op, on: &self) }

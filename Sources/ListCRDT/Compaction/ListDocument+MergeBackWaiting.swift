@@ -85,14 +85,11 @@ extension Remaker {
         }
         switch op.kind {
         case let .insertSection(origins, value):
-            let snapshot = doc.snapshot()
-            var at = 0
-            if let after = origins.after, let i = snapshot.indexOfSection(sections[SectionID(after.opID)] ?? SectionID(after.opID)) {
-                at = i + 1
-            } else if let before = origins.before, let i = snapshot.indexOfSection(sections[SectionID(before.opID)] ?? SectionID(before.opID)) {
-                at = i
-            }
-            if let made = record(try? doc.insertSection(at: at, value: value)) { sections[SectionID(op.id)] = SectionID(made.id) }
+            insertSection(op.id, origins, value: value, fields: [:], on: &doc)
+        case let .insertSectionWithFields(origins, value, writes):
+            var changes: [String: FieldChange] = [:]
+            for w in writes.writes { changes[w.name] = w.change }
+            insertSection(op.id, origins, value: value, fields: changes, on: &doc)
         case let .insertItem(s, origins, value):
             guard let to = place(in: s, origins) else { return }
             if let made = record(try? doc.insertItem(at: to, value: value)) { items[ItemID(op.id)] = ItemID(made.id) }
@@ -124,10 +121,27 @@ extension Remaker {
             let here = sections[s] ?? s
             guard doc.contains(here) else { return }
             record(try? doc.deleteSection(here))
-        case .writeFields:
-            remake(op, on: &doc)
+        case let .writeFields(target, writes):
+            // Never in what the returning copy shows (it waited): written again in any case.
+            writeAgain(writes, of: target, on: &doc)
         case .moveSection:
             return
         }
+    }
+
+    /// Makes again a section `id` inserted at `origins` (after its left origin's section as
+    /// `doc` shows it, else before its right origin's, else first), with `fields`.
+    ///
+    /// - Complexity: O(s) for s sections.
+    private mutating func insertSection(_ id: OpID, _ origins: ListOperation.Origins, value: Data,
+                                        fields: [String: FieldChange], on doc: inout ListDocument) {
+        let snapshot = doc.snapshot()
+        var at = 0
+        if let after = origins.after, let i = snapshot.indexOfSection(sections[SectionID(after.opID)] ?? SectionID(after.opID)) {
+            at = i + 1
+        } else if let before = origins.before, let i = snapshot.indexOfSection(sections[SectionID(before.opID)] ?? SectionID(before.opID)) {
+            at = i
+        }
+        if let made = record(try? doc.insertSection(at: at, value: value, fields: fields)) { sections[SectionID(id)] = SectionID(made.id) }
     }
 }

@@ -156,7 +156,8 @@ extension ListOperation {
     var loggedPayloadBytes: Int {
         switch kind {
         case let .setItemValue(_, value), let .setSectionValue(_, value): value.count
-        case let .writeFields(_, writes), let .insertItemWithFields(_, _, _, writes): writes.footprint
+        case let .writeFields(_, writes), let .insertItemWithFields(_, _, _, writes),
+             let .insertSectionWithFields(_, _, writes): writes.footprint
         default: 0
         }
     }

@@ -60,7 +60,7 @@ extension ListDocument {
         clock = max(clock, local.clock)
         var remaker = Remaker(local: local.snapshot())
         for op in redo {
-            if case .insertSection = op.kind { remaker.sectionInserts[SectionID(op.id)] = op }
+            if op.insertsSection { remaker.sectionInserts[SectionID(op.id)] = op }
         }
         for op in redo { remaker.remake(op, on: &self) }
         return taken + remaker.made
@@ -78,6 +78,10 @@ struct Remaker {
     /// move, made at the item's place now, may come before its section's insert (the item was
     /// moved into it later); that section is then made first.
     var sectionInserts: [SectionID: ListOperation] = [:]
+    /// The records made again with every field they show (an item or a section inserted with its
+    /// fields): the field writes of `unsent` on them are in what they show, and are not written
+    /// again (an increment would count twice).
+    var remadeWithFields: Set<OpID> = []
 
     init(local: ListSnapshot) { self.local = local }
 
@@ -88,14 +92,38 @@ struct Remaker {
         remake(op, on: &doc)
     }
 
+    /// The same changes as `writes`, written again on what `doc` shows of `target` (or of the
+    /// record made again for it): what they replace and reset is what `doc` holds.
+    mutating func writeAgain(_ writes: FieldWrites, of target: RecordTarget, on doc: inout ListDocument) {
+        var changes: [String: FieldChange] = [:]
+        for w in writes.writes { changes[w.name] = w.change }
+        switch target {
+        case .item(let x):
+            let here = items[x] ?? x
+            guard doc.contains(here) else { return }
+            record(try? doc.writeFields(changes, ofItem: here))
+        case .section(let s):
+            let here = sections[s] ?? s
+            guard doc.contains(here) else { return }
+            record(try? doc.writeFields(changes, ofSection: here))
+        }
+    }
+
     mutating func remake(_ op: ListOperation, on doc: inout ListDocument) {
         switch op.kind {
-        case .insertSection:
+        case .insertSection, .insertSectionWithFields:
             let s = SectionID(op.id)
             guard sectionInserts.removeValue(forKey: s) != nil else { return }   // made already
-            guard let index = local.indexOfSection(s), let value = local.sections.first(where: { $0.id == s })?.value else { return }
+            guard let index = local.indexOfSection(s), let shown = local.sections.first(where: { $0.id == s }) else { return }
             let at = min(index, doc.snapshot().numberOfSections)
-            if let op = record(try? doc.insertSection(at: at, value: value)) { sections[s] = SectionID(op.id) }
+            // With the fields it shows now, when it was inserted with fields (as an item's, below).
+            let withFields = op.needsWireFormat5
+            let (fields, texts) = withFields ? ListDocument.insertChanges(showing: shown.fields) : ([:], [:])
+            if let made = record(try? doc.insertSection(at: at, value: shown.value, fields: fields)) {
+                sections[s] = SectionID(made.id)
+                if withFields { remadeWithFields.insert(s.opID) }
+                for (name, t) in texts.sorted(by: { $0.key < $1.key }) { record(try? doc.splice(name, ofSection: SectionID(made.id), at: 0, insert: t)) }
+            }
         case let .deleteSection(s, _, _):
             guard doc.snapshot().indexOfSection(s) != nil else { return }
             record(try? doc.deleteSection(s))
@@ -112,19 +140,15 @@ struct Remaker {
             guard let value = value(of: x), let to = place(of: x, in: doc.snapshot()) else { return }
             // With the fields it shows now (values, counters and sets as they are).
             var fields: [String: FieldChange] = [:], texts: [String: String] = [:]
+            var withFields = false
             if case .insertItemWithFields = op.kind, let at = local.indexPath(of: x) {
-                for (name, f) in local.sections[at.section].items[at.item].fields {
-                    switch f {
-                    case .value(let v): fields[name] = .set(v)
-                    case .counter(let n): fields[name] = .increment(n)
-                    case .set(let m): if !m.isEmpty { fields[name] = .insert(m) }
-                    case .text(let t): if !t.isEmpty { texts[name] = t }   // typed after the insert
-                    }
-                }
+                (fields, texts) = ListDocument.insertChanges(showing: local.sections[at.section].items[at.item].fields)
+                withFields = true
             }
-            if let op = record(try? doc.insertItem(at: to, value: value, fields: fields)) {
-                items[x] = ItemID(op.id)
-                for (name, t) in texts.sorted(by: { $0.key < $1.key }) { record(try? doc.splice(name, ofItem: ItemID(op.id), at: 0, insert: t)) }
+            if let made = record(try? doc.insertItem(at: to, value: value, fields: fields)) {
+                items[x] = ItemID(made.id)
+                if withFields { remadeWithFields.insert(x.opID) }
+                for (name, t) in texts.sorted(by: { $0.key < $1.key }) { record(try? doc.splice(name, ofItem: ItemID(made.id), at: 0, insert: t)) }
             }
         case let .deleteItem(x, _):
             guard let here = doc.snapshot().indexPath(of: items[x] ?? x) else { return }
@@ -134,20 +158,9 @@ struct Remaker {
             guard doc.snapshot().indexPath(of: here) != nil, let value = value(of: x) else { return }
             record(try? doc.setValue(value, forItem: here))
         case let .writeFields(target, writes):
-            // The same changes, written again on what this document shows (what they replace
-            // and reset is what this document holds).
-            var changes: [String: FieldChange] = [:]
-            for w in writes.writes { changes[w.name] = w.change }
-            switch target {
-            case .item(let x):
-                let here = items[x] ?? x
-                guard doc.contains(here) else { return }
-                record(try? doc.writeFields(changes, ofItem: here))
-            case .section(let s):
-                let here = sections[s] ?? s
-                guard doc.contains(here) else { return }
-                record(try? doc.writeFields(changes, ofSection: here))
-            }
+            // None on a record made again with the fields it shows, which hold them already.
+            guard !remadeWithFields.contains(target.opID) else { return }
+            writeAgain(writes, of: target, on: &doc)
         case let .moveItems(list, _, _):
             for x in list where items[x] == nil {
                 makeSection(of: x, on: &doc)

@@ -35,6 +35,7 @@ enum ResolvedOperation {
     /// `alive`: whether the target is a live item or a section (what its record's count needs).
     case writeFields(RecordTarget, FieldWrites, alive: Bool)
     case insertItemWithFields(section: EntityIndex, left: LocalVersion, right: LocalVersion, value: Data, fields: FieldWrites)
+    case insertSectionWithFields(left: LocalVersion, right: LocalVersion, value: Data, fields: FieldWrites)
 }
 
 extension ListDocument {
@@ -141,14 +142,13 @@ extension ListDocument {
             let (s, l, r) = try itemInsertReferences(op.id, section: sectionID, origins: o, valueSize: value.count,
                                                      context: &noContext)
             if !originsInOrder(l, r) { throw bad("origins \(o.after!) and \(o.before!) are out of order") }
-            if let problem = Self.problem(with: writes, maxValueSize: maxValueSize) {
-                throw bad(problem.name.isEmpty ? problem.why : "field \"\(problem.name)\": \(problem.why)")
-            }
-            if let why = Self.insertProblem(writes) { throw bad(why) }
-            if writes.insertedCharacters > 0 || writes.writes.contains(where: { if case .text = $0.change { true } else { false } }) {
-                throw bad("a new item's fields hold no text edit")
-            }
+            if let why = insertFieldsProblem(writes) { throw bad(why) }
             return .insertItemWithFields(section: s, left: l, right: r, value: value, fields: writes)
+        case let .insertSectionWithFields(o, value, writes):
+            try checkValue(value.count, of: op.id)
+            let (l, r) = try origins(o, sequence: .sections)
+            if let why = insertFieldsProblem(writes) { throw bad(why) }
+            return .insertSectionWithFields(left: l, right: r, value: value, fields: writes)
         }
     }
 
@@ -235,12 +235,11 @@ extension ListDocument {
     mutating func commit(_ op: ListOperation, _ resolved: ResolvedOperation, hint: EditHint? = nil) {
         switch resolved {
         case let .insertSection(left, right, value):
-            let s = EntityIndex(sections.count)
-            let lv = newSlot(op.id, left: left, right: right, sequence: .sections, entity: s)
-            _ = sections.append(id: op.id, slot: lv, value: value, section: .none)
-            _ = forest.addTree()
-            sectionShown.append(true)
-            place(lv, id: op.id, left: left, right: right, sequence: .sections, visible: true, hint: hint)
+            insertSection(op.id, left: left, right: right, value: value, hint: hint)
+
+        case let .insertSectionWithFields(left, right, value, writes):
+            insertSection(op.id, left: left, right: right, value: value, hint: hint)
+            applyCounting(writes, of: op.id, to: .section(SectionID(op.id)), alive: true)
 
         case let .insertItem(s, left, right, value):
             insertItem(op.id, section: s, left: left, right: right, value: value, hint: hint)
@@ -305,6 +304,17 @@ extension ListDocument {
         record(op, resolved)
     }
 
+    /// A new section `id` between `left` and `right`.
+    @inline(__always)
+    private mutating func insertSection(_ id: OpID, left: LocalVersion, right: LocalVersion, value: Data, hint: EditHint?) {
+        let s = EntityIndex(sections.count)
+        let lv = newSlot(id, left: left, right: right, sequence: .sections, entity: s)
+        _ = sections.append(id: id, slot: lv, value: value, section: .none)
+        _ = forest.addTree()
+        sectionShown.append(true)
+        place(lv, id: id, left: left, right: right, sequence: .sections, visible: true, hint: hint)
+    }
+
     /// A new item `id` in section `s` between `left` and `right`.
     @inline(__always)
     private mutating func insertItem(_ id: OpID, section s: EntityIndex, left: LocalVersion, right: LocalVersion, value: Data,
@@ -316,11 +326,18 @@ extension ListDocument {
         refreshSection(s)
     }
 
-    /// Why the first fields of a new item are not ones an insert may carry: its author saw
-    /// nothing of the record, so nothing is replaced or reset.
-    static func insertProblem(_ writes: FieldWrites) -> String? {
+    /// Why the first fields of a new item or section are not ones an insert may carry: the
+    /// limits of any field write, and, since its author saw nothing of the record, nothing
+    /// replaced or reset, and no text edit (a new record's text is typed after the insert).
+    func insertFieldsProblem(_ writes: FieldWrites) -> String? {
+        if let problem = Self.problem(with: writes, maxValueSize: maxValueSize) {
+            return problem.name.isEmpty ? problem.why : "field \"\(problem.name)\": \(problem.why)"
+        }
         for w in writes.writes where w.replaces != .none || !w.seen.isEmpty {
             return "field \"\(w.name)\": an insert's field replaces or resets nothing"
+        }
+        if writes.insertedCharacters > 0 || writes.writes.contains(where: { if case .text = $0.change { true } else { false } }) {
+            return "a new record's fields hold no text edit"
         }
         return nil
     }

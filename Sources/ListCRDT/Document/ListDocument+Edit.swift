@@ -226,7 +226,7 @@ extension ListDocument {
     }
 
     @inline(__always)
-    private func origins(_ left: LocalVersion, _ right: LocalVersion) -> ListOperation.Origins {
+    func origins(_ left: LocalVersion, _ right: LocalVersion) -> ListOperation.Origins {
         ListOperation.Origins(after: left.exists ? SlotID(slots.id(of: left)) : nil,
                           before: right.exists ? SlotID(slots.id(of: right)) : nil)
     }

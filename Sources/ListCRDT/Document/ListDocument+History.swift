@@ -252,7 +252,7 @@ extension ListDocument {
         case .deleteSection, .setItemValue, .setSectionValue, .writeFields:
             log.append(other: op)
             return
-        case .insertItemWithFields:
+        case .insertItemWithFields, .insertSectionWithFields:
             // Kept whole (its fields are not in the state's tables); its slot is the last one.
             assert(slots.id(of: LocalVersion(slots.count - 1)) == op.id, "the slot of \(op.id) is not the last one")
             log.append(other: op)

@@ -5,12 +5,21 @@ extension ListOperation {
     /// The newest format version; ``decode(_:)`` reads it and every version down to
     /// ``oldestWireFormatVersion``.
     ///
-    /// ``encode(_:)`` writes the oldest version that can hold the batch: version 4 only when a
-    /// field write (Docs/WireFormat.md §2.7) is in it, version 2 when a move run (§2.6) is, else
-    /// version 1, byte for byte as before, so that a peer that reads only an older version still
-    /// reads every batch that needs nothing newer. Version 3 (field writes with every name spelled
-    /// out and every clock whole) is read, never written.
-    public static let wireFormatVersion: UInt8 = 4
+    /// ``encode(_:)`` writes the oldest version that can hold the batch: version 5 only when a
+    /// section inserted with its fields is in it (kind 13 with the `variant` bit,
+    /// Docs/WireFormat.md §2.7), version 4 when a field write is, version 2 when a move run (§2.6)
+    /// is, else version 1, byte for byte as before, so that a peer that reads only an older
+    /// version still reads every batch that needs nothing newer. Version 3 (field writes with every
+    /// name spelled out and every clock whole) is read, never written.
+    public static let wireFormatVersion: UInt8 = 5
+
+    /// The version ``encode(_:)`` writes for a batch with a field write or an item inserted with
+    /// its fields, and no section inserted with its fields (Docs/WireFormat.md §2.7).
+    public static let fieldsWireFormatVersion: UInt8 = 4
+
+    /// The version ``encode(_:)`` writes for a batch holding a section inserted with its fields
+    /// (``ListOperation/needsWireFormat5``); an older decoder refuses it by its version byte.
+    public static let sectionFieldsWireFormatVersion: UInt8 = 5
 
     /// The oldest format version ``decode(_:)`` reads.
     public static let oldestWireFormatVersion: UInt8 = 1
@@ -75,7 +84,8 @@ enum RecordKind: UInt8 {
     /// Field writes of one section or item (version 3, Records/FieldCoding.swift; written as
     /// version 4); the variant flag says the target is a section.
     case writeFields
-    /// An item insert with its first fields (version 3; written as version 4).
+    /// An item insert with its first fields (version 3; written as version 4); with the variant
+    /// flag (version 5), a section insert with its first fields.
     case insertItemWithFields
 
     /// The oldest format version that has this kind of record.
@@ -120,6 +130,8 @@ struct CodingContext {
             if case .section(let s) = target { lastSection = s }
         case .insertItemWithFields(let s, _, _, _):
             lastSection = s
+        case .insertSectionWithFields:
+            lastSection = SectionID(op.id)
         }
     }
 }
@@ -339,7 +351,7 @@ struct BatchEncoder {
             sectionRef(section, op)
             out.data(value)
         case .writeFields(let target, let writes):
-            version = max(version, ListOperation.wireFormatVersion)
+            version = max(version, ListOperation.fieldsWireFormatVersion)
             switch target {
             case .item(let item):
                 header(op, .writeFields)
@@ -350,9 +362,17 @@ struct BatchEncoder {
             }
             fieldWrites(writes, op)
         case .insertItemWithFields(let section, let origins, let value, let writes):
-            version = max(version, ListOperation.wireFormatVersion)
+            version = max(version, ListOperation.fieldsWireFormatVersion)
             header(op, .insertItemWithFields)
             sectionRef(section, op)
+            origin(origins.after, op)
+            origin(origins.before, op)
+            out.data(value)
+            fieldWrites(writes, op)
+        case .insertSectionWithFields(let origins, let value, let writes):
+            // Kind 13 with the variant bit, version 5 (Docs/WireFormat.md §2.7): no section.
+            version = max(version, ListOperation.sectionFieldsWireFormatVersion)
+            header(op, .insertItemWithFields, variant: true)
             origin(origins.after, op)
             origin(origins.before, op)
             out.data(value)
@@ -463,6 +483,12 @@ extension ListOperation {
             }
         case .insertItemWithFields(let s, let o, _, let writes):
             body(s.opID); origins(o)
+            for w in writes.writes {
+                if w.replaces != .none { body(w.replaces) }
+                for s in w.seen { body(s) }
+            }
+        case .insertSectionWithFields(let o, _, let writes):
+            origins(o)
             for w in writes.writes {
                 if w.replaces != .none { body(w.replaces) }
                 for s in w.seen { body(s) }

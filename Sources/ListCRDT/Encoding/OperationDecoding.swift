@@ -72,7 +72,8 @@ struct BatchDecoder {
         let first = try reader.byte()
         guard let kind = RecordKind(rawValue: first & 0x0f), kind.version <= version else { throw .invalidTag(first, offset: at) }
         let variant = first & RecordFlag.variant != 0
-        if variant, kind != .insertItemRun, kind != .deleteItemRun, kind != .moveItems, kind != .writeFields {
+        if variant, kind != .insertItemRun, kind != .deleteItemRun, kind != .moveItems, kind != .writeFields,
+           kind != .insertItemWithFields || version < ListOperation.sectionFieldsWireFormatVersion {
             throw .invalidTag(first, offset: at)
         }
 
@@ -149,6 +150,11 @@ struct BatchDecoder {
         case .writeFields:
             let target: RecordTarget = variant ? .section(try sectionRef(id)) : .item(ItemID(try ref(id, default: nil)))
             op = ListOperation(id: id, deps: deps, kind: .writeFields(target, try fieldWrites(id)))
+        case .insertItemWithFields where variant:
+            // Version 5: a section inserted with its fields (no section reference).
+            let o = try origins(id)
+            let v = try value()
+            op = ListOperation(id: id, deps: deps, kind: .insertSectionWithFields(o, value: v, fields: try fieldWrites(id)))
         case .insertItemWithFields:
             let s = try sectionRef(id)
             let o = try origins(id)

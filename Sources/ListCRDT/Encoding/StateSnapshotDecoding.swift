@@ -290,6 +290,13 @@ struct StateSnapshotDecoder {
                     }
                     try applyHistory(writes, of: op.id, to: .item(ItemID(op.id)), at: blobAt)
                     covered += 1
+                case let .insertSectionWithFields(_, _, writes):
+                    // The same for a new section's slot (wire format 5).
+                    guard let lv = doc.slots.lv(of: op.id), doc.slots.sequence(of: lv) == .sections else {
+                        throw .invalidValue("an insert record whose slot is not a new section's", offset: blobAt)
+                    }
+                    try applyHistory(writes, of: op.id, to: .section(SectionID(op.id)), at: blobAt)
+                    covered += 1
                 default: throw .invalidValue("an operation of this kind has a record of its own", offset: blobAt)
                 }
                 first = op.id

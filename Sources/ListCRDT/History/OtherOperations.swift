@@ -127,7 +127,7 @@ struct OtherOperations: RandomAccessCollection, Sendable {
             switch op.kind {
             case let .writeFields(target, writes):
                 for w in writes.writes { if case .text = w.change { body(target.opID) } }
-            case let .insertItemWithFields(_, _, _, writes):
+            case let .insertItemWithFields(_, _, _, writes), let .insertSectionWithFields(_, _, writes):
                 for w in writes.writes { if case .text = w.change { body(op.id) } }
             default: continue
             }

@@ -48,7 +48,7 @@ extension ListOperation {
         case let .writeFields(_, writes):
             bytes += writes.footprint
             ids += 1
-        case let .insertItemWithFields(_, _, value, writes):
+        case let .insertItemWithFields(_, _, value, writes), let .insertSectionWithFields(_, value, writes):
             bytes += value.count + writes.footprint
             ids += 3
         case let .moveItems(list, _, _):

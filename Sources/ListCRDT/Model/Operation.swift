@@ -78,6 +78,10 @@ public struct ListOperation: Hashable, Sendable, CustomStringConvertible {
         /// new item with its fields is one operation, Docs/Semantics.md §8.1). Boxed: the common
         /// kinds stay as small as they were.
         indirect case insertItemWithFields(section: SectionID, Origins, value: Data, fields: FieldWrites)
+        /// A new section, as ``insertSection(_:value:)``, whose record starts with `fields`: a new
+        /// section with its fields is one operation (Docs/Semantics.md §8.1), which needs wire
+        /// format 5 (Docs/WireFormat.md §2.7). Boxed, as ``insertItemWithFields(section:_:value:fields:)``.
+        indirect case insertSectionWithFields(Origins, value: Data, fields: FieldWrites)
     }
 
     /// How many consecutive ids the operation uses (one per slot it makes, at least one).
@@ -90,13 +94,30 @@ public struct ListOperation: Hashable, Sendable, CustomStringConvertible {
     /// The id of the operation's last slot (its id when it makes at most one).
     public var lastID: OpID { id.advanced(by: span - 1) }
 
-    /// Whether the operation writes fields (``Kind/writeFields(_:_:)`` or an item inserted with
-    /// its fields): a batch holding one needs wire format 4 (Docs/WireFormat.md §2.7).
+    /// Whether the operation writes fields (``Kind/writeFields(_:_:)``, or an item or a section
+    /// inserted with its fields): a batch holding one needs wire format 4 (Docs/WireFormat.md §2.7),
+    /// or 5 for a section inserted with its fields (``needsWireFormat5``).
     public var carriesFields: Bool {
         switch kind {
-        case .writeFields, .insertItemWithFields: true
+        case .writeFields, .insertItemWithFields, .insertSectionWithFields: true
         default: false
         }
+    }
+
+    /// Whether the operation inserts a section (with or without fields).
+    public var insertsSection: Bool {
+        switch kind {
+        case .insertSection, .insertSectionWithFields: true
+        default: false
+        }
+    }
+
+    /// Whether a batch holding the operation needs wire format 5: it is a section inserted with
+    /// its fields (``Kind/insertSectionWithFields(_:value:fields:)``), which no earlier version
+    /// holds (Docs/WireFormat.md §4).
+    public var needsWireFormat5: Bool {
+        if case .insertSectionWithFields = kind { return true }
+        return false
     }
 
     public var description: String { "op(\(id) \(kind) deps: \(deps))" }

@@ -40,6 +40,11 @@ extension ListDocument {
         records[section.opID]?[name]?.shown
     }
 
+    /// One field of an item's or a section's record, or nil.
+    public func field(_ name: String, of target: RecordTarget) -> Field? {
+        records[target.opID]?[name]?.shown
+    }
+
     /// Whether applying a field write that beats one of this replica's own records a
     /// ``FieldConflict`` (on by default). Turn it off while replaying stored history (a store's
     /// log at open), so that old conflicts are not reported as news; loading a snapshot never
@@ -84,6 +89,16 @@ extension ListDocument {
         return try writeFields(changes, to: .section(id))
     }
 
+    /// Writes fields of a live item or a visible section: ``writeFields(_:ofItem:)`` or
+    /// ``writeFields(_:ofSection:)``, as `target` names.
+    @discardableResult
+    public mutating func writeFields(_ changes: [String: FieldChange], of target: RecordTarget) throws(ListError) -> ListOperation {
+        switch target {
+        case .item(let id): try writeFields(changes, ofItem: id)
+        case .section(let id): try writeFields(changes, ofSection: id)
+        }
+    }
+
     /// Inserts a new item at `indexPath` with its first fields, in one operation (Docs/Semantics.md
     /// §8.1): ``insertItem(at:value:)`` that also writes `fields` (sets, increments and set adds;
     /// a new record has nothing to remove). With no fields it is a plain insert.
@@ -96,30 +111,74 @@ extension ListDocument {
                                     fields: [String: FieldChange]) throws(ListError) -> ListOperation {
         if fields.isEmpty { return try insertItem(at: indexPath, value: value) }
         guard indexPath.count == 2 else { throw .indexPathOutOfRange(indexPath, count: 0) }
+        let writes = try insertWrites(fields, value: value, of: "item")
+        let (section, row) = (indexPath[0], indexPath[1])
+        let s = try sectionOfRow(section, row)
+        let count = visibleItemCount(s)
+        guard row >= 0, row <= count else { throw .indexPathOutOfRange(IndexPath(item: row, section: section), count: count) }
+        let (left, right, after) = forest.localInsertion(tree(ofSequence: .items(s)), at: row, legacy: variant == .legacyOrigins)
+        return try make(.insertItemWithFields(section: SectionID(sections.rows[s.int].id), origins(left, right),
+                                              value: value, fields: writes),
+                        .insertItemWithFields(section: s, left: left, right: right, value: value, fields: writes),
+                        hint: .after(after))
+    }
+
+    /// Inserts a new section at `index` (`0...sectionCount`) with its first fields, in one
+    /// operation (Docs/Semantics.md §8.1; wire format 5, Docs/WireFormat.md §2.7):
+    /// ``insertSection(at:value:)`` that also writes `fields` (sets, increments and set adds).
+    /// With no fields it is a plain insert, which every older peer reads.
+    ///
+    /// - Throws: what ``insertSection(at:value:)`` throws, or ``ListError/invalidField(_:_:)``.
+    ///   Nothing changes then.
+    /// - Complexity: O(log s + w log w) for s sections and w fields.
+    @discardableResult
+    public mutating func insertSection(at index: Int, value: Data = Data(),
+                                       fields: [String: FieldChange]) throws(ListError) -> ListOperation {
+        if fields.isEmpty { return try insertSection(at: index, value: value) }
+        let writes = try insertWrites(fields, value: value, of: "section")
+        guard index >= 0, index <= sectionCount else { throw .sectionIndexOutOfRange(index, count: sectionCount) }
+        let (left, right, after) = forest.localInsertion(Self.sectionTree, at: index, legacy: variant == .legacyOrigins)
+        return try make(.insertSectionWithFields(origins(left, right), value: value, fields: writes),
+                        .insertSectionWithFields(left: left, right: right, value: value, fields: writes),
+                        hint: .after(after))
+    }
+
+    /// The first fields that make a new record show `shown` (``insertItem(at:value:fields:)``,
+    /// ``insertSection(at:value:fields:)``): values set, counters incremented by their count,
+    /// sets' members added; and the texts, which a new record's insert cannot carry, to type by
+    /// splices after it.
+    ///
+    /// - Complexity: O(f + m) for f fields and m set members.
+    public static func insertChanges(showing shown: [String: Field]) -> (fields: [String: FieldChange], texts: [String: String]) {
+        var fields: [String: FieldChange] = [:], texts: [String: String] = [:]
+        for (name, f) in shown {
+            switch f {
+            case .value(let v): fields[name] = .set(v)
+            case .counter(let n): fields[name] = .increment(n)
+            case .set(let m): if !m.isEmpty { fields[name] = .insert(m) }
+            case .text(let t): if !t.isEmpty { texts[name] = t }
+            }
+        }
+        return (fields, texts)
+    }
+
+    /// The first field writes of a new item or section (`entity` names it in errors), checked:
+    /// sets, increments and set adds only, within the limits, and a value within ``maxValueSize``.
+    private func insertWrites(_ fields: [String: FieldChange], value: Data, of entity: String) throws(ListError) -> FieldWrites {
         if value.count > maxValueSize { throw .valueTooLarge(size: value.count, limit: maxValueSize) }
         var list: [FieldWrite] = []
         for (name, change) in fields {
             switch change {
             case .set, .increment, .insert: list.append(FieldWrite(name: name, change: change))
-            case .remove, .delete: throw .invalidField(name, "a new item has nothing to remove: set, increment or add")
-            case .splice, .text: throw .invalidField(name, "a new item's text is typed by a splice after the insert")
+            case .remove, .delete: throw .invalidField(name, "a new \(entity) has nothing to remove: set, increment or add")
+            case .splice, .text: throw .invalidField(name, "a new \(entity)'s text is typed by a splice after the insert")
             }
         }
         let writes = FieldWrites(clock: nextFieldClock(), writes: list)
         if let problem = Self.problem(with: writes, maxValueSize: maxValueSize) {
             throw .invalidField(problem.name, problem.why)
         }
-        let (section, row) = (indexPath[0], indexPath[1])
-        let s = try sectionOfRow(section, row)
-        let count = visibleItemCount(s)
-        guard row >= 0, row <= count else { throw .indexPathOutOfRange(IndexPath(item: row, section: section), count: count) }
-        let (left, right, after) = forest.localInsertion(tree(ofSequence: .items(s)), at: row, legacy: variant == .legacyOrigins)
-        return try make(.insertItemWithFields(section: SectionID(sections.rows[s.int].id),
-                                              ListOperation.Origins(after: left.exists ? SlotID(slots.id(of: left)) : nil,
-                                                                    before: right.exists ? SlotID(slots.id(of: right)) : nil),
-                                              value: value, fields: writes),
-                        .insertItemWithFields(section: s, left: left, right: right, value: value, fields: writes),
-                        hint: .after(after))
+        return writes
     }
 
     /// Sets one value field of a live item.

@@ -96,8 +96,12 @@ public enum SyncMessage: Equatable, Sendable {
     /// (``encodedVersion``): a version-2 or version-3 peer or device is served every document without
     /// fields as before, and refuses a version-4 message with its own "unsupported sync protocol
     /// version 4" (code 3) rather than misread it. Versions 2, 3 and 4 are read; a version-1 peer's
-    /// messages are refused with ``SyncProtocolError/unsupportedVersion(_:)``.
-    public static let version: UInt8 = 5
+    /// messages are refused with ``SyncProtocolError/unsupportedVersion(_:)``. Version 5 is a
+    /// `presence` message with a caret (``caretVersion``); version 6 an `operations` message
+    /// whose batch holds a section inserted with its fields, wire format 5
+    /// (``sectionFieldsVersion``), which a build that reads at most version 5 refuses by its
+    /// version byte, never misreads.
+    public static let version: UInt8 = 6
 
     /// The version of an `operations` message with field writes (wire format 4).
     public static let fieldsVersion: UInt8 = 4
@@ -105,14 +109,21 @@ public enum SyncMessage: Equatable, Sendable {
     /// reads at most version 4 refuses it with its own version error, never misreads it.
     public static let caretVersion: UInt8 = 5
 
+    /// The version of an `operations` message whose batch holds a section inserted with its
+    /// fields (wire format 5, Docs/WireFormat.md §2.7).
+    public static let sectionFieldsVersion: UInt8 = 6
+
     /// The oldest version read (and written, for every message that needs nothing newer).
     public static let oldestVersion: UInt8 = 2
 
-    /// The version this message is written in: 4 for an `operations` message whose batch holds a
-    /// field write or an item inserted with fields (wire format 4), else 2.
+    /// The version this message is written in: 6 for an `operations` message whose batch holds a
+    /// section inserted with its fields (wire format 5), 4 for one whose batch holds a field write
+    /// or an item inserted with fields (wire format 4), 5 for a `presence` with a caret, else 2.
+    ///
+    /// - Complexity: O(n) for n operations.
     public var encodedVersion: UInt8 {
         if case .operations(_, _, let ops) = self, ops.contains(where: \.carriesFields) {
-            return Self.fieldsVersion
+            return ops.contains(where: \.needsWireFormat5) ? Self.sectionFieldsVersion : Self.fieldsVersion
         }
         if case .presence(_, let p) = self, case .editing = p.activity { return Self.caretVersion }
         return Self.oldestVersion

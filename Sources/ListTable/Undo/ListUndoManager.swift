@@ -214,7 +214,7 @@ public struct ListUndoManager: Sendable {
         var names = Set<String>()
         for op in operations {
             switch op.kind {
-            case .insertItem, .insertSection, .insertItemWithFields: names.insert("Insert")
+            case .insertItem, .insertSection, .insertItemWithFields, .insertSectionWithFields: names.insert("Insert")
             case .deleteItem, .deleteSection: names.insert("Delete")
             case .moveItems, .moveSection: names.insert("Move")
             case .setItemValue, .setSectionValue: names.insert("Rename")

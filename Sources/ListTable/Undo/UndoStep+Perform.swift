@@ -82,12 +82,16 @@ extension UndoTracks {
             // U3: restore what the step deleted (a copy); U6: not what someone else deleted since.
             guard !c.expected.isShown else { return }
             let value = Self.value(now: now.value, expected: c.expected.value, target: c.target.value)
-            let op = try document.insertSection(at: sectionIndex(for: target, moving: nil, in: document), value: value)
+            // With the fields it showed, in the insert (its texts typed after it).
+            let (fields, texts) = ListDocument.insertChanges(showing: c.target.fields)
+            let op = try document.insertSection(at: sectionIndex(for: target, moving: nil, in: document), value: value,
+                                                fields: fields)
             let copy = SectionID(op.id)
             sections.replace(id, with: copy)
             sections.label(copy, write: op.id, standsFor: targetWrite)
             id = copy
             ops.append(op)
+            for (name, t) in texts.sorted(by: { $0.key < $1.key }) { ops.append(try document.splice(name, ofSection: copy, at: 0, insert: t)) }
             return
         }
         // U4: move back, unless someone else moved it since (U7).
@@ -139,12 +143,14 @@ extension UndoTracks {
             guard !c.expected.isShown, let s = document.index(of: section) else { return }
             let value = Self.value(now: now.value, expected: c.expected.value, target: c.target.value)
             let row = itemRow(for: target, inSection: s, moving: nil, in: document)
-            let op = try document.insertItem(at: IndexPath(item: row, section: s), value: value)
+            let (fields, texts) = ListDocument.insertChanges(showing: c.target.fields)
+            let op = try document.insertItem(at: IndexPath(item: row, section: s), value: value, fields: fields)
             let copy = ItemID(op.id)
             items.replace(id, with: copy)
             items.label(copy, write: op.id, standsFor: targetWrite)
             id = copy
             ops.append(op)
+            for (name, t) in texts.sorted(by: { $0.key < $1.key }) { ops.append(try document.splice(name, ofItem: copy, at: 0, insert: t)) }
             return
         }
         // U4: move back, unless someone else moved it since (U7) or its old section is gone (U8).

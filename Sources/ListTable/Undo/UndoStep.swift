@@ -188,7 +188,7 @@ extension UndoStep {
         for op in operations {
             if case let .writeFields(target, writes) = op.kind { Self.collectText(writes, of: op.id, target: target, into: &texts) }
             switch op.kind {
-            case .insertSection: touch(SectionID(op.id))
+            case .insertSection, .insertSectionWithFields: touch(SectionID(op.id))
             case .moveSection(let s, _), .setSectionValue(let s, _): touch(s)
             case .deleteSection(let s, _, let seen):
                 touch(s)

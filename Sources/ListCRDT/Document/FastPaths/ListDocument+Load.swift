@@ -139,7 +139,8 @@ extension ListDocument {
             otherOperations += ops.count
             for op in ops {
                 switch op.kind {
-                case .insertSection, .insertItem, .moveSection: (others, otherRuns) = (others + 1, otherRuns + 1)
+                case .insertSection, .insertItem, .moveSection, .insertItemWithFields, .insertSectionWithFields:
+                    (others, otherRuns) = (others + 1, otherRuns + 1)
                 case .moveItems(let list, _, _): (others, otherRuns) = (others + list.count, otherRuns + 1)
                 default: break
                 }

@@ -18,6 +18,15 @@ extension ListDocument {
         caret(name, target: .section(section), selection: selection, headFirst: headFirst) { anchor(name, ofSection: section, at: $0, side: .after) }
     }
 
+    /// ``caret(_:ofItem:selection:headFirst:)`` or ``caret(_:ofSection:selection:headFirst:)``,
+    /// as `target` names.
+    public func caret(_ name: String, of target: RecordTarget, selection: Range<Int>, headFirst: Bool = false) -> TextCaret? {
+        switch target {
+        case .item(let id): caret(name, ofItem: id, selection: selection, headFirst: headFirst)
+        case .section(let id): caret(name, ofSection: id, selection: selection, headFirst: headFirst)
+        }
+    }
+
     private func caret(_ name: String, target: RecordTarget, selection: Range<Int>, headFirst: Bool,
                        anchor: (Int) -> TextAnchor?) -> TextCaret? {
         guard let low = anchor(selection.lowerBound), let high = selection.isEmpty ? low : anchor(selection.upperBound) else { return nil }

@@ -19,7 +19,24 @@ extension ListDocument {
         return nil
     }
 
+    /// The text of a text field of an item or a section, or nil.
+    public func text(_ name: String, of target: RecordTarget) -> String? {
+        if case .text(let t)? = field(name, of: target) { return t }
+        return nil
+    }
+
     // MARK: Writing
+
+    /// ``splice(_:ofItem:at:delete:insert:)`` or ``splice(_:ofSection:at:delete:insert:)``, as
+    /// `target` names.
+    @discardableResult
+    public mutating func splice(_ name: String, of target: RecordTarget, at position: Int, delete: Int = 0,
+                                insert: String = "") throws(ListError) -> ListOperation {
+        switch target {
+        case .item(let id): try splice(name, ofItem: id, at: position, delete: delete, insert: insert)
+        case .section(let id): try splice(name, ofSection: id, at: position, delete: delete, insert: insert)
+        }
+    }
 
     /// Removes `delete` characters at `position` of text field `name` of a live item and inserts
     /// `insert` there, in one operation (a ``FieldChange/splice(at:delete:insert:)``). Positions

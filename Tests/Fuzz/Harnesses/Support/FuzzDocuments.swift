@@ -35,7 +35,7 @@ enum FuzzDocuments {
     }
 
     /// Batches the real encoder writes: the shared history, parts of it, and new edits on it
-    /// (typed runs, delete runs, move runs, section deletes).
+    /// (typed runs, delete runs, move runs, section deletes, inserts with fields).
     static func batches() -> [[ListOperation]] {
         let doc = shared()
         let history = doc.operations
@@ -55,6 +55,12 @@ enum FuzzDocuments {
             edits.append(try c.moveItems(Array(ids.prefix(2)), to: IndexPath(item: 0, section: 1)))
             edits.append(try c.setValue(Data("x".utf8), forItem: ids[0]))
             edits.append(try c.deleteSection(at: 1))
+            out.append(edits); edits = []
+            // Fields: an item and a section inserted with theirs (wire formats 4 and 5), a write.
+            edits.append(try c.insertItem(at: IndexPath(item: 0, section: 0), fields: ["title": .set(.string("t")), "n": .increment(2)]))
+            let section = try c.insertSection(at: 0, value: Data("s".utf8), fields: ["color": .set(.string("red")), "tags": .insert(["a"])])
+            edits.append(section)
+            edits.append(try c.writeFields(["color": .remove], ofSection: SectionID(section.id)))
             out.append(edits)
         } catch {
             fuzzFailure("building seed edits: \(error)")
