@@ -30,8 +30,11 @@ let package = Package(
     ],
     dependencies: [],
     targets: [
+        // A document's identity (`DocumentID`), depending on nothing: the engine re-exports it, and
+        // the transport's handshake names documents in a device's claims without the engine.
+        .target(name: "ListSyncIdentity"),
         // The engine: pure (no I/O, no clock, no randomness it was not handed).
-        .target(name: "ListCRDT", exclude: ["Compaction/README.md", "Document/FastPaths/README.md", "Sequence/README.md"]),
+        .target(name: "ListCRDT", dependencies: ["ListSyncIdentity"], exclude: ["Compaction/README.md", "Document/FastPaths/README.md", "Sequence/README.md"]),
         // The UI layer on the engine's public API: change sets, drag sessions, LiveDocument.
         .target(name: "ListTable", dependencies: ["ListCRDT"]),
         // The bottom of the network stack, depending on nothing: `Transport`, `TransportError` (its
@@ -50,8 +53,9 @@ let package = Package(
         // epoll and eventfd, which Swift's Glibc module does not export (headers only).
         .target(name: "CListSyncLinux"),
         // Sockets on an event loop, frames, the key handshake and sealed frames.
-        // ListCRDT only for `DocumentID`, the documents a device credential names (Credential.swift).
-        .target(name: "ListSyncTCP", dependencies: ["ListSyncTransport", "ListSyncCrypto", "CListSyncLinux", "ListCRDT"]),
+        // Below the protocol and the engine: `DocumentID` (the documents a device credential names,
+        // Credential.swift) comes from ListSyncIdentity.
+        .target(name: "ListSyncTCP", dependencies: ["ListSyncTransport", "ListSyncIdentity", "ListSyncCrypto", "CListSyncLinux"]),
         // A small HTTP/1.1 server on the transport's event loop and syscall funnel (the daemon's
         // admin port: /healthz, /readyz, Prometheus /metrics, bearer tokens).
         .target(name: "ListSyncHTTP", dependencies: ["ListSyncTransport", "ListSyncTCP", "ListSyncCrypto"]),

@@ -1,5 +1,5 @@
 import Foundation
-import ListCRDT
+import ListSyncIdentity
 import ListSyncCrypto
 
 /// What a device may do, as the daemon's operator granted it (Docs/Security.md, "Credentials").

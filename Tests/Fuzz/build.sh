@@ -57,19 +57,20 @@ build_module() {
     fi
 }
 
-build_module ListCRDT
+build_module ListSyncIdentity
+build_module ListCRDT ListSyncIdentity
 build_module ListTable ListCRDT
 build_module ListSyncTransport
 build_module ListSync ListCRDT ListTable ListSyncTransport
 build_module ListSyncCrypto
-build_module ListSyncTCP ListSyncTransport ListSyncCrypto ListCRDT
+build_module ListSyncTCP ListSyncTransport ListSyncIdentity ListSyncCrypto
 build_module ListSyncHTTP ListSyncTransport ListSyncTCP ListSyncCrypto
 build_module ListSyncNATS ListSyncTransport ListSyncTCP
 build_module ListStore ListCRDT
 build_module ListSyncFiles ListCRDT ListSync ListStore ListSyncCrypto ListSyncTCP
 build_module ListSyncServer ListCRDT ListTable ListSync ListSyncTCP ListSyncHTTP ListStore ListSyncCrypto ListSyncNATS ListSyncFiles
 
-OBJECTS=("$MOD"/ListCRDT.o "$MOD"/ListTable.o "$MOD"/ListSyncTransport.o "$MOD"/ListSync.o "$MOD"/ListSyncCrypto.o "$MOD"/CListSyncLinux.o
+OBJECTS=("$MOD"/ListSyncIdentity.o "$MOD"/ListCRDT.o "$MOD"/ListTable.o "$MOD"/ListSyncTransport.o "$MOD"/ListSync.o "$MOD"/ListSyncCrypto.o "$MOD"/CListSyncLinux.o
          "$MOD"/ListSyncTCP.o "$MOD"/ListSyncHTTP.o "$MOD"/ListSyncNATS.o "$MOD"/ListStore.o "$MOD"/ListSyncFiles.o "$MOD"/ListSyncServer.o)
 
 # Extra sources compiled into a harness (the CLI's parsing lives in the executable target).
