@@ -221,7 +221,8 @@ extension ClusterSimulator {
 extension ClusterSimulator {
     /// Acknowledged means durable in the cluster: every operation a client was told was
     /// acknowledged is in a message the stream keeps or in the snapshot in force, whatever the
-    /// nodes' disks hold (DAEMON.md, Promise 1). Checked after each purge and each snapshot.
+    /// nodes' disks hold (Docs/Cluster.md, "What each acknowledgement level promises": with
+    /// `--ack cluster` an acknowledged batch is never lost). Checked after each purge and each snapshot.
     ///
     /// - Complexity: O(messages + snapshot + acknowledged).
     mutating func checkClusterHoldsAcknowledged(_ after: String) {
