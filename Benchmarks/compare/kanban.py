@@ -101,6 +101,10 @@ class LoroKanban:
     def load(self, data):
         self.doc.import_(data)
 
+    def read_all(self):
+        """Every card's fields, as the binding gives them (no normalising)."""
+        return self.doc.get_deep_value()
+
     def state(self):
         v = self.doc.get_deep_value()
         return [[_norm(c) for c in v.get(f"s{s}", [])] for s in range(len(self.lists))]
@@ -168,6 +172,10 @@ class YrsKanban:
     def load(self, data):
         self.doc.apply_update(data)
 
+    def read_all(self):
+        """Every card's fields, as the binding gives them (no normalising)."""
+        return [a.to_py() for a in self.arrays]
+
     def state(self):
         return [[_norm(c) for c in a.to_py()] for a in self.arrays]
 
@@ -233,8 +241,21 @@ def w14_kanban(engine, args, h):
             return (time.perf_counter_ns() - t0) / 1e6, count
         return f
 
+    def load_read_once(data):
+        # The load, then every card's fields read: what showing the whole board costs (ListSync's
+        # load_snapshot_read_ms reads them with ListDocument.snapshot()). Includes the binding's
+        # conversion of the values to Python objects.
+        def f():
+            d = cls(99, sections)
+            t0 = time.perf_counter_ns()
+            d.load(data)
+            read = d.read_all()
+            return (time.perf_counter_ns() - t0) / 1e6, len(read)
+        return f
+
     lh, _, lh_runs = h.best_ms(h.LOADS, load_once(hist))
     ls, _, ls_runs = h.best_ms(h.LOADS, load_once(snap))
+    lr, _, lr_runs = h.best_ms(h.LOADS, load_read_once(snap))
     shown = results[0][0]
     converged = all(s == shown for states in results for s in states)
     seen = [c[0] for sec in shown for c in sec]
@@ -242,7 +263,7 @@ def w14_kanban(engine, args, h):
     m.update({"ms": ms, "make_ms": make_ms, "merge_ms": merge_ms, "ns_per_op": ms * 1e6 / ops,
               "build_ms": first["build_ms"], "exchange_bytes": exchange, "history_bytes": len(hist),
               "snapshot_bytes": len(snap), "load_history_ms": lh, "load_snapshot_ms": ls,
-              "memory_bytes": first["memory_bytes"]})
+              "load_snapshot_read_ms": lr, "memory_bytes": first["memory_bytes"]})
     moves_across = sum(1 for r in reps for op in r if op[0] == "m" and op[1] != op[3])
     moves_within = sum(1 for r in reps for op in r if op[0] == "m" and op[1] == op[3])
     if engine == "yrs":
@@ -259,7 +280,9 @@ def w14_kanban(engine, args, h):
             f"by a concurrent move's copy), votes {m['votes_after_merge']} of "
             f"{m['votes_expected']}; ms {h.rep_note(h.MOVE_RUNS, runs)} on fresh replicas (make + merge: updates "
             f"since the fork exported once, imported by each other replica); load_history_ms "
-            f"{h.rep_note(h.LOADS, lh_runs, 'loads')}, load_snapshot_ms {h.rep_note(h.LOADS, ls_runs, 'loads')}; "
+            f"{h.rep_note(h.LOADS, lh_runs, 'loads')}, load_snapshot_ms {h.rep_note(h.LOADS, ls_runs, 'loads')} (the lists' lengths read), "
+            f"load_snapshot_read_ms {h.rep_note(h.LOADS, lr_runs, 'loads')} (every card's fields read, "
+            f"{'to_py()' if engine == 'yrs' else 'get_deep_value()'}, with the binding's conversions); "
             f"memory_bytes = RSS delta of the first run / {n}")
     # ok: the replicas converged (the engine's own consistency); every_card_once reports the rest.
     return m, ops, converged, note

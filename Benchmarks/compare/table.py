@@ -34,7 +34,7 @@ ROWS += [(f"W12.churn.{n}", m) for n in (100000, 1000000)
          for m in ("ns_per_op", "snapshot_bytes", "history_bytes", "shallow_snapshot_bytes", "memory_bytes")]
 # W14.kanban (issue 43): cards with fields in sections, three replicas, merged
 ROWS += [("W14.kanban", m) for m in ("ms", "make_ms", "merge_ms", "history_bytes", "snapshot_bytes", "load_snapshot_ms",
-                                      "memory_bytes", "every_card_once", "duplicate_cards", "resurrected_cards",
+                                      "load_snapshot_read_ms", "memory_bytes", "every_card_once", "duplicate_cards", "resurrected_cards",
                                       "kept_moved_deleted", "ok")]
 # W16.text (issue 45): the automerge-paper trace typed into one card's notes (Loro: LoroText in a LoroMap in a
 # LoroMovableList; Yrs: Y.Text in a Y.Map in a Y.Array)
@@ -76,7 +76,9 @@ TARGETS += [("W8.concurrent memory_bytes <= Loro (list)", "W8.concurrent", "memo
 TARGETS += [("W14.kanban ms <= 0.5x Loro movable", "W14.kanban", "ms", "loro-movable", 0.5),
             ("W14.kanban history_bytes <= Loro movable", "W14.kanban", "history_bytes", "loro-movable", 1.0),
             ("W14.kanban snapshot_bytes <= Loro movable", "W14.kanban", "snapshot_bytes", "loro-movable", 1.0),
-            ("W14.kanban load_snapshot_ms <= 0.4x Loro movable", "W14.kanban", "load_snapshot_ms", "loro-movable", 0.4)]
+            ("W14.kanban load_snapshot_ms <= 0.4x Loro movable", "W14.kanban", "load_snapshot_ms", "loro-movable", 0.4),
+            # the same target with every card's fields read after the load, by both engines
+            ("W14.kanban load_snapshot_read_ms <= 0.4x Loro movable", "W14.kanban", "load_snapshot_read_ms", "loro-movable", 0.4)]
 # issue 45 item 5: typing within 1.2x of the list path; loads at most 0.5x Loro's and 0.7x Yrs's; bytes at most Loro's
 TARGETS += [("W16.text ns_per_op <= 1.2x W1.trace (ours)", "W16.text", "ns_per_op", "self:W1.trace", 1.2)]
 TARGETS += [(f"W16.text {m} <= {r}x {name}", "W16.text", m, e, r)

@@ -35,6 +35,50 @@ import ListSyncTestSupport
         #expect(hub.rows == merged.rows)
     }
 
+    @Test("a section inserted with its fields that the left-out copy kept waiting is made again with its value and fields, after its left origin's section")
+    func waitingSectionInsertWithFieldsMadeAgain() throws {
+        var hub = try ListDocument.make(1, sections: [["a"], ["b"]])
+        var parted = hub.fork(as: 9)
+        // A section only the hub holds; a device inserts a section with fields after it there,
+        // then roams to the left-out daemon.
+        _ = try hub.insertSection(at: 1, value: Data("h"))
+        var device = hub.fork(as: 3)
+        let inserted = try device.insertSection(at: 2, value: Data("new"),
+                                                fields: ["title": .set(.string("Done")), "limit": .increment(3), "tags": .insert(["x"])])
+        let own = device.operations(since: hub.version)
+        #expect(own.map(\.id) == [inserted.id])
+        #expect(parted.receive(own).refused.isEmpty && parted.pendingCount == 1, "it waits for the hub's section")
+        // Compacted where the hub is now, the floor is before the device's insert: taken as it
+        // is, its id and fields kept.
+        var ahead = hub
+        try ahead.compact(stable: ahead.version)
+        var took = try ListDocument(snapshot: ahead.encodedSnapshot(), replica: ReplicaID(9))
+        let tookResult = took.mergeBack(from: parted, remakes: { _ in true })
+        let taken = try #require(tookResult)
+        #expect(taken.kept.map(\.id) == [inserted.id] && taken.made.isEmpty && taken.parted.isEmpty)
+        #expect(took.fields(of: SectionID(inserted.id))["limit"] == .counter(3))
+        // A hub edit the device never saw (a delete), then the floor: the insert is concurrent
+        // with the floor, so it is made again.
+        _ = try hub.deleteItem(at: IndexPath(item: 0, section: 0))   // "a"
+        try hub.compact(stable: hub.version)
+        var merged = try ListDocument(snapshot: hub.encodedSnapshot(), replica: ReplicaID(9))
+        let mergeResult = merged.mergeBack(from: parted, remakes: { _ in true })
+        let merge = try #require(mergeResult)
+        #expect(merge.parted.map(\.id) == [inserted.id] && merge.dropped.isEmpty)
+        let made = try #require(merge.made.first)
+        #expect(merge.made.count == 1 && made.id.replica == ReplicaID(9))
+        guard case .insertSectionWithFields = made.kind else { Issue.record("not made again with its fields: \(made.kind)"); return }
+        let id = SectionID(made.id)
+        let want: [String: Field] = ["title": .value(.string("Done")), "limit": .counter(3), "tags": .set(["x"])]
+        #expect(merged.fields(of: id) == want)
+        #expect(merged.value(of: id) == Data("new".utf8))
+        #expect(merged.index(of: id) == 2, "after the hub's section, its left origin")
+        #expect(merged.pendingCount == 0)
+        try merged.checkInvariants()
+        #expect(hub.receive(merge.made).refused.isEmpty)
+        #expect(hub.fields(of: id) == want && hub.rows == merged.rows)
+    }
+
     @Test("an edit only the left-out copy holds is made again though the peer's version counts it: its device re-synced at the peer and made later edits again under later counters")
     func versionCountsAnOriginalItLacks() throws {
         var hub = try ListDocument.make(1, sections: [["a", "b", "c"]])

@@ -55,6 +55,34 @@ struct SectionFieldInsertTests {
         #expect(throws: WireError.invalidTag(0x8d, offset: 5)) { try ListOperation.decode(labelled) }
     }
 
+    @Test("a state snapshot holding a section inserted with fields carries it in a version-5 batch: a reader that does not know that version refuses the snapshot by it, never misreads it")
+    func stateSnapshotRefusedByOlderReader() throws {
+        var doc = ListDocument(replica: ReplicaID(1))
+        try doc.insertSection(at: 0, value: Data("a".utf8), fields: ["title": .set(.string("To do"))])
+        try doc.insertItem(at: IndexPath(item: 0, section: 0), fields: ["title": .set(.string("milk"))])
+        let snapshot = doc.encodedSnapshot()
+        #expect(snapshot[4] == ListDocument.stateFieldsSnapshotFormatVersion)
+        // The batch of other operations, as the encoder writes it (WireFormat §5.5).
+        var others: [ListOperation] = []
+        for rec in doc.log.records where rec.kind == .other {
+            var op = doc.log.others[Int(rec.payload)]
+            op.deps = Frontier()
+            others.append(op)
+        }
+        let batch = ListOperation.encode(others)
+        #expect(batch.first == 5)
+        let at = try #require(snapshot.firstRange(of: batch)?.lowerBound)
+        // This build reads it; with the batch's version byte one past what this build knows, it
+        // is refused by that byte, as a version-4 build refuses version 5.
+        let loaded = try ListDocument(snapshot: snapshot, replica: ReplicaID(2))
+        #expect(loaded.fields(of: try doc.sectionID(at: 0)) == ["title": .value(.string("To do"))])
+        var newer = snapshot
+        newer[at] = ListOperation.wireFormatVersion + 1
+        #expect(throws: WireError.unsupportedVersion(ListOperation.wireFormatVersion + 1)) {
+            try ListDocument(snapshot: newer, replica: ReplicaID(2))
+        }
+    }
+
     @Test("inserting a section with fields is one operation; another replica shows the same section and fields")
     func oneOperation() throws {
         var a = ListDocument(replica: ReplicaID(1))

@@ -111,8 +111,10 @@ struct TypedDocumentTests {
     func jsonBytes() throws {
         let b = try board()
         let milk = try b.document.itemID(at: ip(0, 0))
-        #expect(b.document.value(of: milk) == Data(#"{"done":false,"text":"milk"}"#.utf8))
-        #expect(b.document.value(of: try b.document.sectionID(at: 1)) == Data(#"{"color":2,"title":"Done"}"#.utf8))
+        // A JSON object is inserted as one field per property, in the insert itself.
+        #expect(b.document.value(of: milk) == Data())
+        #expect(b.document.fields(of: milk) == ["done": .value(.bool(false)), "text": .value(.string("milk"))])
+        #expect(b.document.fields(of: try b.document.sectionID(at: 1)) == ["color": .value(.int(2)), "title": .value(.string("Done"))])
         let coder = JSONValueCoder()
         for _ in 0..<20 { #expect(try coder.encode(["b": 1, "a": 2, "c": 3]) == Data(#"{"a":2,"b":1,"c":3}"#.utf8)) }
         // Top-level fragments work, so plain String values need no wrapper.
@@ -123,9 +125,20 @@ struct TypedDocumentTests {
         #expect(words.document.value(of: try words.document.itemID(at: ip(0, 0))) == Data(#""milk""#.utf8))
     }
 
-    @Test("a binary coder plugs in; a document read with the wrong coder is an error naming the id")
+    @Test("a binary coder plugs in for whole values; a document of whole values read with the wrong coder is an error naming the id")
     func pluggableCoder() throws {
-        let b = try board(coder: BinaryPlistCoder())
+        // Objects are inserted as fields whatever the coder: the same board reads the same.
+        let fields = try board(coder: BinaryPlistCoder())
+        #expect(shape(try fields.snapshot()) == ["To do:milk,eggs,bread", "Done:tea✓"])
+        #expect(shape(try Board(fields.document).snapshot()) == ["To do:milk,eggs,bread", "Done:tea✓"])
+        // Whole values (as stored before fields) go through the coder.
+        let coder = BinaryPlistCoder()
+        var doc = ListDocument(replica: ReplicaID(1))
+        try doc.insertSection(at: 0, value: coder.encode(Column(title: "To do")))
+        try doc.insertSection(at: 1, value: coder.encode(Column(title: "Done", color: 2)))
+        for (r, text) in ["milk", "eggs", "bread"].enumerated() { try doc.insertItem(at: ip(0, r), value: coder.encode(Card(text: text))) }
+        try doc.insertItem(at: ip(1, 0), value: coder.encode(Card(text: "tea", done: true)))
+        let b = Board(doc, coder: coder)
         let milk = try b.document.itemID(at: ip(0, 0))
         #expect(b.document.value(of: milk)?.starts(with: Data("bplist".utf8)) == true)
         #expect(shape(try b.snapshot()) == ["To do:milk,eggs,bread", "Done:tea✓"])
@@ -290,9 +303,16 @@ struct TypedDocumentTests {
         #expect(failure { () throws(TypedDocumentError) in try b.setValue(card, forItem: milk) }?.listError == .itemDeleted(milk))
         var small = Board(replica: ReplicaID(3), maxValueSize: 16)
         let long = Column(title: String(repeating: "x", count: 40))
-        let size = try JSONValueCoder().encode(long).count
-        #expect(failure { () throws(TypedDocumentError) in try small.insertSection(long, at: 0) }?.listError
+        // An object is inserted as fields: the field over the limit is named.
+        guard case .invalidField("title", _)? = failure({ () throws(TypedDocumentError) in try small.insertSection(long, at: 0) })?.listError else {
+            Issue.record("a title over the limit is not refused as an invalid field"); return
+        }
+        // A whole value (no JSON object) over the limit is refused as before.
+        var words = TypedDocument<String, String>(replica: ReplicaID(3), maxValueSize: 16)
+        let size = try JSONValueCoder().encode(long.title).count
+        #expect(failure { () throws(TypedDocumentError) in try words.insertSection(long.title, at: 0) }?.listError
                 == .valueTooLarge(size: size, limit: 16))
+        #expect(words.document.operationCount == 0)
         #expect(small.document.operationCount == 0)
 
         // The snapshot's queries by position throw the document's errors.

@@ -32,6 +32,14 @@ struct TypedFieldsTests {
         return (phone, laptop, ItemID(op.id))
     }
 
+    /// Inserts `card` as one whole JSON value, as apps did before fields (the compatibility
+    /// path: an insert through the typed layer carries fields now).
+    @discardableResult
+    private func insertWhole(_ card: Card, into board: inout Board) throws -> ItemID {
+        let e = JSONEncoder(); e.outputFormatting = [.sortedKeys]
+        return ItemID(try board.document.insertItem(at: IndexPath(item: 0, section: 0), value: e.encode(card)).id)
+    }
+
     /// Exchanges every operation both ways.
     private func sync(_ a: inout Board, _ b: inout Board) {
         let fromA = a.document.operations, fromB = b.document.operations
@@ -146,9 +154,10 @@ struct TypedFieldsTests {
     func counterCountsBoth() throws {
         var phone = Board(replica: ReplicaID(1))
         try phone.insertSection(Column(title: "To do"), at: 0)
-        // The insert's whole value holds the counter's start (1).
+        // The insert carries the counter's start (1) as an increment.
         let op = try phone.insertItem(Card(title: "milk", votes: 1), at: IndexPath(item: 0, section: 0))
         let milk = ItemID(op.id)
+        #expect(phone.document.field("votes", of: milk) == .counter(1))
         var laptop = Board(replica: ReplicaID(2))
         #expect(laptop.document.receive(phone.document.operations).refused.isEmpty)
         let up = try phone.updateItem(milk) { $0.votes.increment(by: 2) }
@@ -178,8 +187,7 @@ struct TypedFieldsTests {
     func setFromWholeValueKept() throws {
         var board = Board(replica: ReplicaID(1))
         try board.insertSection(Column(title: "To do"), at: 0)
-        let op = try board.insertItem(Card(title: "milk", tags: ["dairy"]), at: IndexPath(item: 0, section: 0))
-        let milk = ItemID(op.id)
+        let milk = try insertWhole(Card(title: "milk", tags: ["dairy"]), into: &board)
         try board.updateItem(milk) { $0.tags.insert("cold") }
         #expect(try board.value(of: milk)?.tags == ["dairy", "cold"])
         try board.updateItem(milk) { $0.tags.remove("dairy") }
@@ -190,8 +198,7 @@ struct TypedFieldsTests {
     func setEmptiedInItsFirstWrite() throws {
         var board = Board(replica: ReplicaID(1))
         try board.insertSection(Column(title: "To do"), at: 0)
-        let op = try board.insertItem(Card(title: "milk", tags: ["dairy", "cold"]), at: IndexPath(item: 0, section: 0))
-        let milk = ItemID(op.id)
+        let milk = try insertWhole(Card(title: "milk", tags: ["dairy", "cold"]), into: &board)
         var other = Board(replica: ReplicaID(2))
         #expect(other.document.receive(board.document.operations).refused.isEmpty)
         let ops = try board.updateItem(milk) { $0.tags = [] }
@@ -258,5 +265,87 @@ struct TypedFieldsTests {
         let want = Card(title: "oat milk", done: true, votes: 1)
         #expect(phone.snapshot.item(milk)?.value == want)
         #expect(laptop.snapshot.item(milk)?.value == want)
+    }
+
+    // MARK: Inserts carry fields
+
+    @Test("a typed insert is one operation carrying one field per property: values, a counter's start, a set's members; nothing as a whole value")
+    func insertCarriesFields() throws {
+        var board = Board(replica: ReplicaID(1))
+        let column = try board.insertSection(Column(title: "To do"), at: 0)
+        let before = board.document.operationCount
+        let op = try board.insertItem(Card(title: "milk", votes: 2, tags: ["dairy"], due: "friday"), at: IndexPath(item: 0, section: 0))
+        #expect(board.document.operationCount == before + 1, "one operation")
+        guard case let .insertItemWithFields(_, _, value, writes) = op.kind else { Issue.record("not an insert with fields: \(op.kind)"); return }
+        #expect(value.isEmpty)
+        #expect(Set(writes.writes.map(\.name)) == ["title", "done", "votes", "tags", "due"])
+        let milk = ItemID(op.id)
+        #expect(board.document.value(of: milk) == Data())
+        #expect(board.document.fields(of: milk) == [
+            "title": .value(.string("milk")), "done": .value(.bool(false)), "votes": .counter(2),
+            "tags": .set(["dairy"]), "due": .value(.string("friday")),
+        ])
+        #expect(try board.value(of: milk) == Card(title: "milk", votes: 2, tags: ["dairy"], due: "friday"))
+        guard case .insertSectionWithFields = column.kind else { Issue.record("section not inserted with fields: \(column.kind)"); return }
+        #expect(board.document.fields(of: SectionID(column.id)) == ["title": .value(.string("To do"))])
+        // Another replica, and a reload from a snapshot, read the same card.
+        var other = Board(replica: ReplicaID(2))
+        #expect(other.document.receive(board.document.operations).refused.isEmpty)
+        #expect(try other.value(of: milk) == board.value(of: milk))
+        let reloaded = Board(try ListDocument(snapshot: board.document.encodedSnapshot(), replica: ReplicaID(3)))
+        #expect(try reloaded.value(of: milk) == board.value(of: milk))
+    }
+
+    @Test("a field written concurrently with a typed insert's other fields merges: a rename on one replica and a tick on another, right after the insert, are both kept")
+    func insertThenConcurrentFieldWrites() throws {
+        var (phone, laptop, milk) = try pair()
+        try phone.updateItem(milk) { $0.title = "oat milk" }
+        try laptop.updateItem(milk) { $0.done = true; $0.votes.increment(by: 1); $0.tags.insert("cold") }
+        sync(&phone, &laptop)
+        let want = Card(title: "oat milk", done: true, votes: 1, tags: ["cold"])
+        #expect(try phone.value(of: milk) == want)
+        #expect(try laptop.value(of: milk) == want)
+        // The empty set and the absent optional were not written by the insert; the counter at 0 was.
+        #expect(phone.document.fields(of: milk)["votes"] == .counter(1))
+    }
+
+    @Test("an item that is no JSON object, or an object with no property, keeps one whole value at insert")
+    func nonObjectsStayWhole() throws {
+        struct Empty: Codable, Sendable, Hashable { var note: String? }
+        var words = TypedDocument<String, String>(replica: ReplicaID(1))
+        try words.insertSection("Inbox", at: 0)
+        let w = try words.insertItem("milk", at: IndexPath(item: 0, section: 0))
+        #expect(words.document.value(of: ItemID(w.id)) == Data(#""milk""#.utf8))
+        #expect(words.document.fields(of: ItemID(w.id)).isEmpty)
+        var empties = TypedDocument<String, Empty>(replica: ReplicaID(1))
+        try empties.insertSection("Inbox", at: 0)
+        let e = try empties.insertItem(Empty(), at: IndexPath(item: 0, section: 0))
+        #expect(empties.document.value(of: ItemID(e.id)) == Data("{}".utf8))
+        #expect(try empties.value(of: ItemID(e.id)) == Empty())
+    }
+
+    @Test("a typed insert the document refuses (a field over the limits) changes nothing")
+    func refusedInsertChangesNothing() throws {
+        var board = TypedDocument<Column, Card>(replica: ReplicaID(1), maxValueSize: 64)
+        try board.insertSection(Column(title: "To do"), at: 0)
+        let before = board.document.operationCount
+        #expect(throws: TypedDocumentError.self) {
+            try board.insertItem(Card(title: String(repeating: "x", count: 100)), at: IndexPath(item: 0, section: 0))
+        }
+        #expect(board.document.operationCount == before)
+        #expect(try board.document.itemCount(inSection: 0) == 0)
+    }
+
+    @Test("ListModel: an inserted item carries its fields, so another model's concurrent field write merges with them")
+    @MainActor
+    func listModelInsertCarriesFields() throws {
+        var base = Board(replica: ReplicaID(1))
+        let column = SectionID(try base.insertSection(Column(title: "To do"), at: 0).id)
+        let phone = ListModel<Column, Card>(LiveDocument(base.document))
+        let op = try phone.insertItem(Card(title: "milk", votes: 3), at: 0, inSection: column)
+        guard case .insertItemWithFields = op.kind else { Issue.record("not an insert with fields: \(op.kind)"); return }
+        let milk = ItemID(op.id)
+        #expect(phone.live.document.fields(of: milk)["votes"] == .counter(3))
+        #expect(phone.snapshot.item(milk)?.value == Card(title: "milk", votes: 3))
     }
 }

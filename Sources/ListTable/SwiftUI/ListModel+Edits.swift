@@ -66,42 +66,45 @@ extension ListModel {
     // MARK: Inserts
 
     /// Inserts an item with `value` at `offset` (`0...count` of the rows the model shows in
-    /// `section`), between the neighbours the user saw there.
+    /// `section`), between the neighbours the user saw there, with one field per property in the
+    /// insert (``TypedDocument/insertItem(_:at:)``; texts are typed after it, in the same undo
+    /// group).
     ///
-    /// - Returns: the operation to send; its id is the new item's (`ItemID(op.id)`).
+    /// - Returns: the insert; its id is the new item's (`ItemID(op.id)`).
     /// - Throws: ``ListModelError/encodingFailed(_:)``, ``ListModelError/sectionNotShown(_:)``,
     ///   ``ListModelError/destinationOutOfRange(_:count:)``; ``ListModelError/document(_:)``
     ///   (the section deleted meanwhile, a value over the size limit).
     /// - Complexity: O(k + log n) for k rows in the section, plus a refresh.
     @discardableResult
     public func insertItem(_ value: Item, at offset: Int, inSection section: SectionID) throws(ListModelError) -> ListOperation {
-        let data = try encode(value)
+        let insert = try plan(value)
         let rows = try shownItemIDs(in: section)
         try Self.checkDestination(offset, count: rows.count)
         let point = InsertionPoint(offset: offset, in: rows, moving: [])
         return try perform { (doc) throws(ListModelError) -> ListOperation in
             guard let s = doc.index(of: section) else { throw .document(.sectionDeleted(section)) }
             let row = point.position(in: try Self.attempt { () throws(ListError) in try doc.itemIDs(inSection: s) })
-            return try Self.attempt { () throws(ListError) in try doc.insertItem(at: IndexPath(item: row, section: s), value: data) }
+            return try Self.attempt { () throws(ListError) in try insert.insertItem(at: IndexPath(item: row, section: s), in: &doc) }
         }.result
     }
 
     /// Inserts a section with `value` at `offset` (`0...count` of the sections the model shows),
-    /// between the neighbours the user saw there.
+    /// between the neighbours the user saw there, with one field per property in the insert
+    /// (``TypedDocument/insertSection(_:at:)``).
     ///
-    /// - Returns: the operation to send; its id is the new section's (`SectionID(op.id)`).
+    /// - Returns: the insert; its id is the new section's (`SectionID(op.id)`).
     /// - Throws: ``ListModelError/encodingFailed(_:)``, ``ListModelError/destinationOutOfRange(_:count:)``;
     ///   ``ListModelError/document(_:)``.
     /// - Complexity: O(s + log s) for s sections, plus a refresh.
     @discardableResult
     public func insertSection(_ value: Section, at offset: Int) throws(ListModelError) -> ListOperation {
-        let data = try encode(value)
+        let insert = try plan(value)
         let shown = snapshot.sections.map(\.id)
         try Self.checkDestination(offset, count: shown.count)
         let point = InsertionPoint(offset: offset, in: shown, moving: [])
         return try perform { (doc) throws(ListModelError) -> ListOperation in
             let index = point.position(in: doc.sectionIDs)
-            return try Self.attempt { () throws(ListError) in try doc.insertSection(at: index, value: data) }
+            return try Self.attempt { () throws(ListError) in try insert.insertSection(at: index, in: &doc) }
         }.result
     }
 

@@ -184,8 +184,8 @@ public final class ListModel<Section: Codable & Sendable, Item: Codable & Sendab
         do { return try body() } catch { throw .document(error) }
     }
 
-    /// The bytes of `value`, or ``ListModelError/encodingFailed(_:)``.
-    func encode<T: Encodable>(_ value: T) throws(ListModelError) -> Data {
-        do { return try coder.encode(value) } catch { throw .encodingFailed(error) }
+    /// What inserting `value` writes (``TypedInsert``), or ``ListModelError/encodingFailed(_:)``.
+    func plan<T: Encodable>(_ value: T) throws(ListModelError) -> TypedInsert {
+        do { return try TypedInsert(value, coder: coder) } catch { throw .encodingFailed(error) }
     }
 }

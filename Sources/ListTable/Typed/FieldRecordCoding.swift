@@ -39,8 +39,8 @@ enum JSONValue: Hashable, Sendable, Codable {
 /// - null, a bool, an integer, a double and a string are value fields of that type; an array or
 ///   an object is a bytes value field holding its JSON; a field of type date reads as the
 ///   seconds since 2001 that `JSONEncoder` writes for a `Date`;
-/// - the record overlays the item's whole value (the one value per item of before fields, and
-///   what an insert stores): a value or set field replaces the property there, a counter field
+/// - the record overlays the item's whole value (the one value per item of before fields; what
+///   an insert of a value that is no JSON object stores): a value or set field replaces the property there, a counter field
 ///   adds to it (the whole value holds the counter's start).
 enum FieldRecordCoding {
     static let encoder: JSONEncoder = { let e = JSONEncoder(); e.outputFormatting = [.sortedKeys]; return e }()
@@ -112,18 +112,11 @@ enum FieldRecordCoding {
                         setFields: Set<String> = [], textFields: Set<String> = [],
                         texts: [String: String] = [:]) -> [[String: FieldChange]] {
         var first: [String: FieldChange] = [:], second: [String: FieldChange] = [:]
-        let counterKey = FieldCounter.CodingKeys.counter.rawValue, setKey = FieldSet.CodingKeys.set.rawValue
-        func members(_ v: JSONValue?) -> Set<String>? {
-            guard case .object(let o)? = v, o.count == 1, case .array(let a)? = o[setKey] else { return nil }
-            return Set(a.compactMap { if case .string(let s) = $0 { s } else { nil } })
-        }
         for (name, value) in new where old[name] != value {
             if let now = text(value, isTextField: textFields.contains(name)) {
                 if let splice = TextSplice.between(old: texts[name] ?? "", new: now) { first[name] = splice.change }
-            } else if case .object(let o) = value, o.count == 1, case .int(let n)? = o[counterKey] {
-                var was: Int64 = 0
-                if case .object(let p)? = old[name], case .int(let m)? = p[counterKey] { was = m }
-                first[name] = .increment(n &- was)
+            } else if let n = counter(value) {
+                first[name] = .increment(n &- (old[name].flatMap(counter) ?? 0))
             } else if let now = members(value) {
                 let was = members(old[name]) ?? []
                 let fresh = !setFields.contains(name)
@@ -140,6 +133,18 @@ enum FieldRecordCoding {
         }
         for name in old.keys where new[name] == nil { first[name] = .remove }
         return [first, second].filter { !$0.isEmpty }
+    }
+
+    /// The count of a ``FieldCounter`` property; nil for any other property.
+    static func counter(_ v: JSONValue) -> Int64? {
+        guard case .object(let o) = v, o.count == 1, case .int(let n)? = o[FieldCounter.CodingKeys.counter.rawValue] else { return nil }
+        return n
+    }
+
+    /// The members of a ``FieldSet`` property; nil for any other property.
+    static func members(_ v: JSONValue?) -> Set<String>? {
+        guard case .object(let o)? = v, o.count == 1, case .array(let a)? = o[FieldSet.CodingKeys.set.rawValue] else { return nil }
+        return Set(a.compactMap { if case .string(let s) = $0 { s } else { nil } })
     }
 
     /// The text of a ``FieldText`` property, or of a string property of a field that is text;

@@ -19,11 +19,12 @@ import ListCRDT
 /// Each stored property of a `Codable` item or section is one field of its record
 /// (Docs/Semantics.md §8), so two devices that change different properties of one item both
 /// keep their change: a plain property is a value field (its JSON value, last edit wins), a
-/// ``FieldCounter`` a counter (increments add up), a ``FieldSet`` an add-wins set. An insert
-/// stores the whole value (one operation, as before fields); ``setValue(_:forItem:)`` and
-/// ``updateItem(_:_:)`` write only the properties whose values changed. Reading overlays the
-/// fields on the whole value (fields win; a counter field adds to the whole value's count), so
-/// items stored before fields still read, and a property's first write makes its field. Fields
+/// ``FieldCounter`` a counter (increments add up), a ``FieldSet`` an add-wins set, a ``FieldText``
+/// a text merged character by character. An insert carries the new record's fields (one
+/// operation; texts are typed after it); ``setValue(_:forItem:)`` and ``updateItem(_:_:)`` write
+/// only the properties whose values changed. Reading overlays the fields on the whole value
+/// (fields win; a counter field adds to the whole value's count), so items stored before fields,
+/// as one whole value, still read, and a property's first write makes its field. Fields
 /// the type does not know are kept; a missing one decodes as `Codable` says (an optional is
 /// nil; a ``FieldCounter`` is 0 and a ``FieldSet`` empty; another non-optional property needs
 /// `decodeIfPresent` in a hand-written `init(from:)`). Items that are no JSON object (a plain
@@ -93,14 +94,18 @@ public struct TypedDocument<Section: Codable & Sendable, Item: Codable & Sendabl
 
     // MARK: Sections
 
-    /// Inserts a new section holding `value` at `index` (`0...sectionCount`).
+    /// Inserts a new section holding `value` at `index` (`0...sectionCount`), with one field per
+    /// property in the insert itself (see "Fields" above); each non-empty ``FieldText`` property
+    /// is then typed into its text field, one operation each.
     /// The new section's identity is `SectionID(operation.id)`.
     ///
-    /// - Complexity: O(log s) for s sections, plus one encode.
+    /// - Returns: the insert.
+    /// - Complexity: O(log s + f log f) for s sections and f fields, plus one encode and O(k)
+    ///   for k characters of text.
     @discardableResult
     public mutating func insertSection(_ value: Section, at index: Int) throws(TypedDocumentError) -> ListOperation {
-        let data = try encode(value)
-        return try edit { (doc) throws(ListError) in try doc.insertSection(at: index, value: data) }
+        let insert = try plan(value)
+        return try edit { (doc) throws(ListError) in try insert.insertSection(at: index, in: &doc) }
     }
 
     /// Writes a visible section's properties that differ from what it shows now, as fields
@@ -144,29 +149,19 @@ public struct TypedDocument<Section: Codable & Sendable, Item: Codable & Sendabl
 
     // MARK: Items
 
-    /// Inserts a new item holding `value` at `indexPath` (row `0...itemCount(inSection:)`).
-    /// The new item's identity is `ItemID(operation.id)`. Each non-empty ``FieldText``
-    /// property is then typed into its text field, one operation each after the insert (a new
-    /// item's text is typed by a splice), so that its characters merge from the start.
+    /// Inserts a new item holding `value` at `indexPath` (row `0...itemCount(inSection:)`), with
+    /// one field per property in the insert itself (see "Fields" above), so the new item is one
+    /// operation. Each non-empty ``FieldText`` property is then typed into its text field, one
+    /// operation each after the insert (a new item's text is typed by a splice), so that its
+    /// characters merge from the start. The new item's identity is `ItemID(operation.id)`.
     ///
     /// - Returns: the insert.
-    /// - Complexity: O(log n) for n items, plus one encode and O(k) for k characters of text.
+    /// - Complexity: O(log n + f log f) for n items and f fields, plus one encode and O(k) for k
+    ///   characters of text.
     @discardableResult
     public mutating func insertItem(_ value: Item, at indexPath: IndexPath) throws(TypedDocumentError) -> ListOperation {
-        let data = try encode(value)
-        let texts = ((try? FieldRecordCoding.properties(of: value)) ?? nil).map { props in
-            props.compactMap { name, v in FieldRecordCoding.text(v, isTextField: false).flatMap { $0.isEmpty ? nil : (name, $0) } }
-                .sorted { $0.0 < $1.0 }
-        } ?? []
-        // Checked before the insert, so that a text the splice would refuse changes nothing.
-        for (name, t) in texts where t.utf8.count > document.maxValueSize {
-            throw .list(.invalidField(name, "a text of \(t.utf8.count) bytes is over the limit of \(document.maxValueSize) bytes"))
-        }
-        return try edit { (doc) throws(ListError) in
-            let op = try doc.insertItem(at: indexPath, value: data)
-            for (name, t) in texts { try doc.splice(name, ofItem: ItemID(op.id), at: 0, insert: t) }
-            return op
-        }
+        let insert = try plan(value)
+        return try edit { (doc) throws(ListError) in try insert.insertItem(at: indexPath, in: &doc) }
     }
 
     /// Writes a visible item's properties that differ from what it shows now, as fields (see
@@ -216,9 +211,9 @@ public struct TypedDocument<Section: Codable & Sendable, Item: Codable & Sendabl
 
     // MARK: Helpers
 
-    /// The bytes of `value`, or ``TypedDocumentError/encodingFailed(_:)``.
-    private func encode<T: Encodable>(_ value: T) throws(TypedDocumentError) -> Data {
-        do { return try coder.encode(value) } catch { throw .encodingFailed(error) }
+    /// What inserting `value` writes (``TypedInsert``), or ``TypedDocumentError/encodingFailed(_:)``.
+    private func plan<T: Encodable>(_ value: T) throws(TypedDocumentError) -> TypedInsert {
+        do { return try TypedInsert(value, coder: coder) } catch { throw .encodingFailed(error) }
     }
 
     /// Writes `value`'s changed properties to `target` (``FieldRecordCoding/write(_:to:in:coder:)``).
