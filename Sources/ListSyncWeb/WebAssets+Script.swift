@@ -380,13 +380,21 @@ extension WebAssets {
 
   function drawPresence() {
     for (const r of main.querySelectorAll('li.row.remote')) { r.classList.remove('remote'); r.querySelector('.who').textContent = ''; }
+    for (const h of main.querySelectorAll('.section-head.remote')) { h.classList.remove('remote'); h.removeAttribute('title'); }
     for (const m of document.querySelectorAll('.remote-place')) m.remove();
     if (textEditor) textEditor.marks.replaceChildren();
     for (const a of others) {
       if (a.kind === 'editing' && a.caret) {
-        const r = main.querySelector('li.row[data-item="' + CSS.escape(a.caret.item) + '"]');
-        if (r) { r.classList.add('remote'); r.querySelector('.who').textContent = a.name + ' is typing in ' + a.caret.field; }
-        if (textEditor && textEditor.item === a.caret.item && textEditor.name === a.caret.field) {
+        // A caret in an item's text field, or in a section's (`section` instead of `item`).
+        const target = a.caret.item || a.caret.section;
+        if (a.caret.item) {
+          const r = main.querySelector('li.row[data-item="' + CSS.escape(a.caret.item) + '"]');
+          if (r) { r.classList.add('remote'); r.querySelector('.who').textContent = a.name + ' is typing in ' + a.caret.field; }
+        } else {
+          const h = main.querySelector('.section-head[data-section="' + CSS.escape(a.caret.section) + '"]');
+          if (h) { h.classList.add('remote'); h.title = a.name + ' is typing in ' + a.caret.field; }
+        }
+        if (textEditor && textEditor.item === target && textEditor.name === a.caret.field) {
           textEditor.marks.append(el('span', { class: 'remote-caret', 'data-name': a.name, 'data-anchor': String(a.caret.anchor),
                                                'data-head': String(a.caret.head), textContent: a.name + ' at ' + a.caret.head }));
         }

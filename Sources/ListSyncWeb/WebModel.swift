@@ -38,7 +38,8 @@ public enum WebModel {
     }
 
     /// The others' activities as the page shows them: `[{"name", "kind", "items": [ids],
-    /// "to": {"section", "row"} or null}]`.
+    /// "to": {"section", "row"} or null}]`, and for a caret in a text field `"caret": {"item"
+    /// (or "section"), "field", "anchor", "head"}` in UTF-16 offsets.
     ///
     /// - Complexity: O(k) in the items named, plus O(n) for n items once when a caret is shown.
     public static func presenceJSON(_ activities: [RemoteActivity], snapshot: ListSnapshot) -> String {
@@ -46,6 +47,12 @@ public enum WebModel {
             guard let c = a.caret, case .item(let i) = c.target else { return nil }
             return i
         }), in: snapshot)
+        func fields(of target: RecordTarget) -> [String: Field]? {
+            switch target {
+            case .item(let i): return texts[i]
+            case .section(let id): return snapshot.indexOfSection(id).map { snapshot.sections[$0].fields }
+            }
+        }
         let list: [[String: Any]] = activities.map { a in
             var to: Any = NSNull()
             if let d = a.destination, d.section < snapshot.sections.count {
@@ -53,11 +60,16 @@ public enum WebModel {
             }
             var entry: [String: Any] = ["name": a.name, "kind": a.kind == .dragging ? "dragging" : a.kind == .editing ? "editing" : "selecting",
                                         "items": a.items.map { text($0.opID) }, "to": to]
-            if let c = a.caret, case .item(let i) = c.target, case .text(let text)? = texts[i]?[c.field] {
+            if let c = a.caret, case .text(let text)? = fields(of: c.target)?[c.field] {
                 // UTF-16 offsets, as the page counts them.
-                entry["caret"] = ["item": Self.text(i.opID), "field": c.field,
-                                  "anchor": TextPositions.utf16Offset(ofScalar: c.anchor, in: text) ?? 0,
-                                  "head": TextPositions.utf16Offset(ofScalar: c.head, in: text) ?? 0] as [String: Any]
+                var caret: [String: Any] = ["field": c.field,
+                                            "anchor": TextPositions.utf16Offset(ofScalar: c.anchor, in: text) ?? 0,
+                                            "head": TextPositions.utf16Offset(ofScalar: c.head, in: text) ?? 0]
+                switch c.target {
+                case .item(let i): caret["item"] = Self.text(i.opID)
+                case .section(let id): caret["section"] = Self.text(id.opID)
+                }
+                entry["caret"] = caret
             }
             return entry
         }

@@ -93,6 +93,28 @@ struct WebFieldBrowserTests {
         #expect(try f.operations() == before + 3, "the value, the new counter, its step")
     }
 
+    @Test("a section's text field typed on one page: the other page, editing it too, draws that person's caret, and the section's head says who is typing")
+    func sectionCaretDrawn() throws {
+        let f = try WebFixture()
+        defer { f.close() }
+        try f.cli(["text", f.doc, "0", "notes", "--at", "0", "--insert", "weekly"])
+        let a = try f.signedInBrowser(), b = try f.signedInBrowser()
+        let head = "document.querySelector('.section-head[data-section=\"' + arguments[0] + '\"]')"
+        let section = try #require(try a.run("return document.querySelector('.section-head').dataset.section") as? String)
+        let area = "\(head).querySelector('textarea.field-text')"
+        for page in [a, b] {
+            #expect(try page.wait(until: "const c = \(head).querySelector('.field[data-name=\"notes\"]'); return c !== null", [section]))
+            try page.run("\(head).querySelector('.field[data-name=\"notes\"]').click();", [section])
+            #expect(try page.wait(until: "return \(area) !== null", [section]))
+        }
+        // a puts its caret after "week"; b, editing the same field, draws it there.
+        try a.run("const t = \(area); t.focus(); t.setSelectionRange(4, 4); t.dispatchEvent(new Event('select'));", [section])
+        #expect(try b.wait(until: "const c = document.querySelector('.remote-caret'); return c !== null && c.dataset.head === '4'"),
+                "\(String(describing: try? b.run("return [document.querySelector('.carets')?.outerHTML, JSON.stringify(window.listsync.errors)]")))")
+        #expect(try b.wait(until: "return (\(head).title || '').includes('is typing in notes')", [section]))
+        for page in [a, b] { #expect((try page.run("return window.listsync.errors") as? [Any])?.isEmpty == true) }
+    }
+
     @Test("a counter and a set edited in place write only the change: an increment, set adds and removes; what others did meanwhile is kept; a text set through the field API is a splice, refused when the text changed meanwhile")
     func countersSetsAndTextEditedInPlace() throws {
         let f = try WebFixture()

@@ -132,4 +132,19 @@ struct WebCaretJSONTests {
         #expect(carets[1]["item"] as? String == WebModel.text(items[40].opID))
         #expect(carets[1]["anchor"] as? Int == 4 && carets[1]["head"] as? Int == 4)
     }
+
+    @Test("a caret in a section's text field comes with its section, field and UTF-16 offsets")
+    func sectionCaret() throws {
+        var doc = ListDocument(replica: ReplicaID(1))
+        let section = SectionID(try doc.insertSection(at: 0).id)
+        _ = try doc.splice("notes", ofSection: section, at: 0, insert: "é😀 weekly")
+        let caret = try #require(doc.caret("notes", of: .section(section), selection: 2 ..< 4))
+        let json = WebModel.presenceJSON([RemoteActivity(Presence(replica: ReplicaID(2), name: "Ana", activity: .editing(caret)), in: doc)],
+                                         snapshot: doc.snapshot())
+        let list = try #require(try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [[String: Any]])
+        let shown = try #require(list.first?["caret"] as? [String: Any])
+        #expect(shown["section"] as? String == WebModel.text(section.opID) && shown["item"] == nil)
+        #expect(shown["field"] as? String == "notes")
+        #expect(shown["anchor"] as? Int == 3 && shown["head"] as? Int == 5, "scalars 2 and 4 are UTF-16 offsets 3 and 5 after the emoji")
+    }
 }
