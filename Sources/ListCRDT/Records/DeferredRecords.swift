@@ -82,7 +82,12 @@ final class DeferredRecords: @unchecked Sendable {
         guard let t = targets[id] else { return nil }
         if let hit = lock.withLock({ cache[id] }) { return hit }
         let fields = replay(from: t.first)
-        lock.withLock { cache[id] = fields }
+        lock.withLock {
+            // Room for every record at the first read: a board is usually read whole, and the
+            // cache grown one record at a time rehashed itself about log2(r) times.
+            if cache.isEmpty { cache.reserveCapacity(targets.count) }
+            cache[id] = fields
+        }
         return fields
     }
 
@@ -96,7 +101,9 @@ final class DeferredRecords: @unchecked Sendable {
     }
 
     private func replay(from first: Int32) -> [String: FieldState] {
-        var fields: [String: FieldState] = [:]
+        // Room for the first write's fields (usually the insert that carries them all), so the
+        // record is not grown one field at a time.
+        var fields = [String: FieldState](minimumCapacity: first >= 0 ? writes[Int(first)].writes.writes.count : 0)
         var delta = (held: 0, reclaimable: 0)
         var k = first
         while k >= 0 {

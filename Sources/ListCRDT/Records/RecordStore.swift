@@ -83,7 +83,7 @@ struct RecordStore: Hashable, Sendable {
     /// The fields `target` shows (removed fields left out).
     func record(of id: OpID) -> [String: Field] {
         guard let fields = self[id] else { return [:] }
-        var out: [String: Field] = [:]
+        var out = [String: Field](minimumCapacity: fields.count)
         for (name, state) in fields { if let f = state.shown { out[name] = f } }
         return out
     }
