@@ -295,9 +295,21 @@ public struct Simulator: Sendable {
     /// Every id of those operations (a run's each).
     var mergedBackIDs: Set<OpID> = []
     var compacting: Bool { configuration.compactAfter != nil }
-    /// Whether clients send by SyncClient's policy (everything unacknowledged, in order, once
-    /// caught up: ``DeviceCopyPolicy/toSend(_:acknowledged:)``).
+    /// Whether clients send as a device does (``DeviceClientMachine/Sending/inOrder``:
+    /// everything unacknowledged, in order, once caught up).
     var sendsInOrder: Bool { compacting && !configuration.sendsAhead }
+
+    /// A client's state machine, the device client's own (``DeviceClientMachine``), for a copy of
+    /// `replica`'s: it sends in order with compaction (unless ``SimulationConfiguration/sendsAhead``),
+    /// ahead without (carrying operations between daemons), and is broken as the configuration says.
+    static func machine(_ replica: ReplicaID, _ configuration: SimulationConfiguration) -> DeviceClientMachine<Int> {
+        let compacting = configuration.compactAfter != nil
+        var machine = DeviceClientMachine<Int>(replica: replica, sending: !compacting ? .aheadWithOthers
+                                                   : configuration.sendsAhead ? .ahead : .inOrder)
+        machine.remakesOnFirstRefusal = configuration.remakesOnFirstRefusal
+        machine.keepsRefusedEdits = configuration.keepsRefusedEdits
+        return machine
+    }
 
     /// A simulator for one run.
     public init(_ configuration: SimulationConfiguration) {
@@ -312,7 +324,7 @@ public struct Simulator: Sendable {
         clients = (0..<max(1, configuration.replicas)).map { c in
             var doc = ListDocument(replica: ReplicaID(UInt64(c) + 1))
             doc.variant = configuration.variant
-            return SimulatedClient(node: d + c, daemon: c % d, document: doc)
+            return SimulatedClient(node: d + c, daemon: c % d, document: doc, machine: Self.machine(doc.replica, configuration))
         }
         // With peers too: a forgetful client's old replica vanishes and is retired by the daemon
         // that counts it, once silent; the daemons agree on it before compacting
@@ -496,10 +508,8 @@ public struct Simulator: Sendable {
     }
 
     mutating func antiEntropy() {
-        // Clients are not subscribed again each round: as SyncClient, a subscription lasts as
-        // long as its connection (a lost frame resets the connection, and the client subscribes
-        // on the next). Subscribing each round also made a daemon forget every client's `seen`
-        // each round, and hid a client that never went live after a re-sync.
+        // Clients are not subscribed again each round: a subscription lasts as long as its
+        // connection (a lost frame resets the connection, and the client subscribes on the next).
         for d in daemons.indices {
             for peer in daemons[d].links.keys.sorted() {
                 guard var link = daemons[d].links[peer] else { continue }
@@ -555,6 +565,7 @@ public struct Simulator: Sendable {
         clients[c].session = ClientSession(maxFrame: 1 << 16, timeout: Self.ns(2_000))
         clients[c].session.seenReportInterval = Self.ns(configuration.seenInterval)
         clients[c].connected = true
+        clients[c].machine.connected(to: d)
         takePartInPresence(c)
         resubscribe(c)
     }
@@ -567,8 +578,7 @@ public struct Simulator: Sendable {
     }
 
     mutating func resubscribe(_ c: Int) {
-        let version = DeviceCopyPolicy.subscribeVersion(clients[c].document.version, resyncing: clients[c].resync)
-        clients[c].live = false
+        let version = clients[c].machine.subscribing(clients[c].document)
         let actions = clients[c].session.subscribe(document, epoch: clients[c].knowsEpoch ? epoch : 0,
                                                    version: version, now: nowNs)
         performClient(c, actions)
@@ -603,11 +613,8 @@ public struct Simulator: Sendable {
         } else {
             let c = other - daemons.count
             _ = clients[c].session.disconnected()
-            clients[c].batches = [:]
-            clients[c].carried = [:]
-            clients[c].refusal.reset()
+            clients[c].machine.disconnected()
             clients[c].connected = false
-            clients[c].live = false
             clients[c].reconnectAt = network.now + 20 + UInt64(rng.below(40))
         }
     }
@@ -791,6 +798,10 @@ public struct Simulator: Sendable {
 
     mutating func performClient(_ c: Int, _ actions: [ClientSession.Action]) {
         let node = clients[c].node, d = clients[c].daemon
+        let variant = configuration.variant
+        // A daemon lost for good is no longer among the device's daemons (its operator took it
+        // out): what it may hold is given up (SyncClient's are its configured addresses).
+        let lostDaemon = lost
         for action in actions {
             switch action {
             case let .send(frame): send(node, d, frame)
@@ -798,51 +809,16 @@ public struct Simulator: Sendable {
             case let .subscribed(_, _, _, version):
                 clients[c].knowsEpoch = true
                 clients[c].presence.announce(document)
-                clients[c].acked.formUnion(version)
-                noteAcknowledged(c)
-                // Re-syncing: a snapshot follows; what it lacks is made again then. In order: once caught up.
-                guard !clients[c].resync, !sendsInOrder else { continue }
-                var missing = clients[c].document.operations(since: version)
-                if compacting {
-                    // As SyncClient: only its own that no daemon acknowledged (what another daemon
-                    // acknowledged reaches this one from it).
-                    let own = clients[c].document.replica, acked = clients[c].acked
-                    missing.removeAll { $0.id.replica != own || acked.contains($0.lastID) }
-                }
-                if !missing.isEmpty { sendOwn(c, missing) }
+                performDevice(c, clients[c].machine.subscribed(version, document: clients[c].document))
             case let .operations(_, ops):
-                if clients[c].resync {
-                    // Re-syncing: the catch-up from nothing is the daemon's copy; once `synced`
-                    // came and it holds all that said, the client is caught up.
-                    _ = clients[c].resyncing.receive(ops)
-                    if clients[c].resyncing.synced != nil { caughtUp(c) }
-                    continue
-                }
-                _ = clients[c].document.receive(ops)
-                // What the daemon sent, it holds: only the client's own edits are ever sent back
-                // (a batch that mixed others' edits in could be taken in part).
-                if compacting { clients[c].acked.formUnion(DeviceCopyPolicy.acknowledgedByReceipt(ops)) }
+                let (applies, more) = clients[c].machine.received(ops, document: clients[c].document, prepare: { $0.variant = variant })
                 // No `hello` for operations waiting for their causes: no device sends one (the
                 // causes come on this subscription's catch-up, or the next one's).
-                reportSeen(c)
+                if applies { _ = clients[c].document.receive(ops) }
+                performDevice(c, more)
             case let .editDone(n, result):
-                let resyncs = clients[c].batches.removeValue(forKey: n)
-                let carried = clients[c].carried.removeValue(forKey: n) ?? []
-                if case let .failure(error) = result {
-                    // A refusal of edits a re-sync made again since (sent ahead) is answered.
-                    if case .refused(.compacted, _) = error, resyncs == clients[c].resyncs { refusedForFloor(c) }
-                    answeredAll(c)
-                    continue
-                }
-                if case let .success(version) = result {
-                    // As SyncClient: what the daemon keeps waiting for its causes is acknowledged too.
-                    clients[c].acked = DeviceCopyPolicy.acknowledgedByEdit(carried, version: version, acknowledged: clients[c].acked,
-                                                                           local: clients[c].document)
-                    noteAcknowledged(c)
-                }
-                answeredAll(c)
-                reportSeen(c)
-                if clients[c].forgetful { forget(c) }
+                performDevice(c, clients[c].machine.answered(edit: n, result, document: clients[c].document, askable: { $0 != lostDaemon }))
+                if case .success = result, clients[c].forgetful { forget(c) }
             case .subscribeFailed(_, let error):
                 if case let .refused(code, _) = error, code == .epochMismatch {
                     report.failures.append("client \(c): epoch mismatch on its own document")
@@ -857,19 +833,60 @@ public struct Simulator: Sendable {
                 compactClient(c, at: floor)
             case let .snapshot(_, bytes):
                 if compacting {
-                    resync(c, from: bytes)
+                    do throws(WireError) {
+                        try clients[c].machine.snapshot(bytes)
+                        report.snapshots += 1
+                    } catch {
+                        report.failures.append("client \(c): the daemon's snapshot did not load: \(error)")
+                    }
                 } else {
                     // The simulated daemons are linked as peers (relays): none compacts.
                     report.failures.append("client \(c): a snapshot catch-up, yet no simulated daemon compacts")
                 }
             case let .synced(_, version):
-                clients[c].acked.formUnion(version)
-                noteAcknowledged(c)
-                clients[c].resyncing.synced(version)
-                caughtUp(c)
-            case let .documentError(_, code, _):
-                if code == .compacted { refusedForFloor(c) }
+                performDevice(c, clients[c].machine.synced(version, document: clients[c].document, prepare: { $0.variant = variant }))
+            case let .documentError(_, code, text):
+                if code == .compacted {
+                    performDevice(c, clients[c].machine.refusedForFloor(text, document: clients[c].document, askable: { $0 != lostDaemon }))
+                }
             case .answered, .announced, .withdrawn, .accessEnded, .stability: break
+            }
+        }
+    }
+
+    /// Does what client `c`'s state machine decided (``DeviceClientMachine/Action``), as
+    /// SyncClient does it, over the simulated network: the sends, the re-subscription, going
+    /// back to another daemon, the re-sync's copy (checked by the oracle first).
+    mutating func performDevice(_ c: Int, _ actions: [DeviceClientMachine<Int>.Action]) {
+        for action in actions {
+            switch action {
+            case let .send(ops, _):
+                let (n, sends) = clients[c].session.send(document, ops, now: nowNs)
+                clients[c].machine.sent(edit: n, ops)
+                performClient(c, sends)
+            case .sendUnacknowledged:
+                performDevice(c, clients[c].machine.sendUnacknowledged(clients[c].document))
+            case .saveRecord, .live, .editFailed:
+                // No record: a simulated client's machine is its record. Other refusals do not
+                // happen here (one document, never reset or destroyed).
+                break
+            case .reportSeen:
+                reportSeen(c)
+            case .refusedForFloor:
+                report.refusedCompacted += 1
+            case let .settle(other):
+                // Another daemon may hold what this one refused: settle there first.
+                clients[c].settleAt = other
+                report.settles += 1
+                reset(daemon: clients[c].daemon, other: clients[c].node)
+            case .resubscribe:
+                performClient(c, clients[c].session.unsubscribe(document))
+                resubscribe(c)
+            case let .replace(outcome):
+                resync(c, with: outcome)
+                performDevice(c, clients[c].machine.replaced(outcome, document: clients[c].document))
+            case .cannotSend:
+                report.failures.append("client \(c): its history does not go back to what the daemon acknowledged")
             }
         }
     }
@@ -883,13 +900,13 @@ public struct Simulator: Sendable {
         doc.variant = configuration.variant
         clients[c].document = doc
         clients[c].knowsEpoch = false
-        clients[c].resyncing = CopyResync()
-        clients[c].acked = VersionVector()
-        clients[c].unanswered = UnansweredSends()
-        clients[c].live = false
+        clients[c].machine = Self.machine(doc.replica, configuration)
         clients[c].presence = PresencePublisher()
         takePartInPresence(c)
-        if clients[c].connected { resubscribe(c) }
+        if clients[c].connected {
+            clients[c].machine.connected(to: clients[c].daemon)
+            resubscribe(c)
+        }
     }
 
     // MARK: Edits
@@ -995,31 +1012,7 @@ public struct Simulator: Sendable {
     mutating func publish(_ r: Int, since before: Int) {
         let made = clients[r].document.operations(in: before..<clients[r].document.operationCount)
         report.operations += made.count
-        if sendsInOrder {
-            if !made.isEmpty { sendUnacknowledged(r) }
-            return
-        }
-        // Re-syncing, they are made again with the others once the daemon's copy is here.
-        guard !made.isEmpty, clients[r].connected, !clients[r].resync else { return }
-        sendOwn(r, made)
-    }
-
-    /// Sends operations of client `c` on its connection, and notes that its daemon may take them
-    /// (unanswered until acknowledged or refused).
-    mutating func sendOwn(_ c: Int, _ ops: [ListOperation]) {
-        if ops.contains(where: { $0.id.replica == clients[c].document.replica }) {
-            clients[c].unanswered.sent(to: clients[c].daemon)
-        }
-        let (n, actions) = clients[c].session.send(document, ops, now: nowNs)
-        clients[c].batches[n] = clients[c].resyncs
-        clients[c].carried[n] = ops
-        performClient(c, actions)
-    }
-
-    /// Client `c`'s daemons have answered for everything it made once it is all acknowledged.
-    mutating func noteAcknowledged(_ c: Int) {
-        let replica = clients[c].document.replica
-        if clients[c].acked[replica] >= clients[c].document.version[replica] { clients[c].unanswered.allAcknowledged() }
+        performDevice(r, clients[r].machine.edited(made, document: clients[r].document))
     }
 
     // MARK: The end
@@ -1123,27 +1116,15 @@ struct SimulatedClient {
     var reconnectAt: UInt64?
     var forgetful = false
     var generation = 0
-    /// Its re-sync (refused for the compaction floor, or a snapshot catch-up): the state machine
-    /// SyncClient's copies keep too.
-    var resyncing = CopyResync()
-    /// The daemons it sent operations of its own to that have not answered for them all: a
-    /// refusal is final only once each has refused (as SyncClient's). Until then it goes back to
-    /// `settleAt` on its next connection.
-    var unanswered = UnansweredSends<Int>()
+    /// The device client's decisions (``DeviceClientMachine``, which SyncClient drives too):
+    /// what the daemons acknowledged, which of them owe an answer, a refusal waiting, a re-sync.
+    var machine: DeviceClientMachine<Int>
+    /// Where it connects next: a daemon that may hold edits another refused (``DeviceClientMachine/Action/settle(at:)``).
     var settleAt: Int?
-    /// Re-syncs done, and per batch in flight how many had been done when it was sent.
-    var resyncs = 0
-    var batches: [UInt64: Int] = [:]
-    /// Per edit in flight, the operations it carries (``DeviceCopyPolicy/acknowledgedByEdit(_:version:acknowledged:local:)``).
-    var carried: [UInt64: [ListOperation]] = [:]
-    /// A refusal waiting for the answers of the batches after it (SyncClient's rule too).
-    var refusal = RefusalWait()
     /// Whether it re-syncs: it subscribes from nothing.
-    var resync: Bool { resyncing.isActive }
-    /// With compaction: caught up (`synced`) on its current subscription; and what the daemon
-    /// said it holds (subscribed, synced, acknowledgements), as SyncClient's record.
-    var live = false
-    var acked = VersionVector()
+    var resync: Bool { machine.isResyncing }
+    /// What the daemons said they hold (subscribed, synced, acknowledgements).
+    var acked: VersionVector { machine.acknowledged }
     /// Its presence (drags), coalesced; and the others' it shows.
     var presence = PresencePublisher()
     var board = PresenceBoard()
