@@ -64,11 +64,13 @@ public struct SimulationConfiguration: Sendable {
     public var retireAfter: UInt64 = 30
     /// With compaction: virtual milliseconds between two `seen` reports of one client.
     public var seenInterval: UInt64 = 10
-    /// With compaction: clients send as the simulator's clients do without it: each edit's
-    /// operations at once (even while subscribing), and what the daemon lacks on `subscribed`.
-    /// Off: SyncClient's policy (``DeviceCopyPolicy/toSend(_:acknowledged:)``), everything the
-    /// daemon has not acknowledged, in order, once caught up (`synced`) and after each edit while live. On, an edit can reach the daemon before the
-    /// earlier ones it depends on (a known issue with compaction: see SimulatorTests).
+    /// With compaction: clients send as the simulator's clients do without it
+    /// (``DeviceClientMachine/Sending/ahead``): each edit's operations at once (even while
+    /// subscribing), and what of their own the daemon lacks on `subscribed`. Off: the device's
+    /// rule (``DeviceClientMachine/Sending/inOrder``, which SyncClient runs): everything the
+    /// daemon has not acknowledged, in order, once caught up (`synced`) and after each edit while
+    /// live. On, an edit can reach the daemon before the earlier ones it depends on (a known
+    /// issue with compaction: see SimulatorTests).
     public var sendsAhead = false
     /// A deliberately broken engine, for measuring the simulator's power (tests only).
     @_spi(Testing) public var variant = EngineVariant.correct
@@ -800,7 +802,7 @@ public struct Simulator: Sendable {
         let node = clients[c].node, d = clients[c].daemon
         let variant = configuration.variant
         // A daemon lost for good is no longer among the device's daemons (its operator took it
-        // out): what it may hold is given up (SyncClient's are its configured addresses).
+        // out): the machine gives up what it may hold (a device's are its configured addresses).
         let lostDaemon = lost
         for action in actions {
             switch action {
@@ -854,9 +856,10 @@ public struct Simulator: Sendable {
         }
     }
 
-    /// Does what client `c`'s state machine decided (``DeviceClientMachine/Action``), as
-    /// SyncClient does it, over the simulated network: the sends, the re-subscription, going
-    /// back to another daemon, the re-sync's copy (checked by the oracle first).
+    /// The I/O of what client `c`'s state machine decided (``DeviceClientMachine/Action``), over
+    /// the simulated network (SyncClient's is over its socket and files): the sends, the
+    /// re-subscription, going back to another daemon, the re-sync's copy (checked by the oracle
+    /// first).
     mutating func performDevice(_ c: Int, _ actions: [DeviceClientMachine<Int>.Action]) {
         for action in actions {
             switch action {
