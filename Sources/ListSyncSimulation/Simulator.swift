@@ -304,13 +304,23 @@ public struct Simulator: Sendable {
     /// A client's state machine, the device client's own (``DeviceClientMachine``), for a copy of
     /// `replica`'s: it sends in order with compaction (unless ``SimulationConfiguration/sendsAhead``),
     /// ahead without (carrying operations between daemons), and is broken as the configuration says.
-    static func machine(_ replica: ReplicaID, _ configuration: SimulationConfiguration) -> DeviceClientMachine<Int> {
+    static func machine(_ replica: ReplicaID, _ configuration: SimulationConfiguration) -> DeviceClientMachine {
         let compacting = configuration.compactAfter != nil
-        var machine = DeviceClientMachine<Int>(replica: replica, sending: !compacting ? .aheadWithOthers
+        var machine = DeviceClientMachine(replica: replica, sending: !compacting ? .aheadWithOthers
                                                    : configuration.sendsAhead ? .ahead : .inOrder)
         machine.remakesOnFirstRefusal = configuration.remakesOnFirstRefusal
         machine.keepsRefusedEdits = configuration.keepsRefusedEdits
         return machine
+    }
+
+    /// Daemon `d` as its clients' machines name it: its index, two digits (so that names sort
+    /// as the indices do: the least is asked first).
+    static func daemonName(_ d: Int) -> DeviceClientMachine.Daemon { d < 10 ? "d0\(d)" : "d\(d)" }
+
+    /// The index of the daemon a client's machine names.
+    static func daemonIndex(_ name: DeviceClientMachine.Daemon) -> Int {
+        guard let d = Int(name.dropFirst()) else { preconditionFailure("not a simulated daemon's name: \(name)") }
+        return d
     }
 
     /// A simulator for one run.
@@ -567,7 +577,7 @@ public struct Simulator: Sendable {
         clients[c].session = ClientSession(maxFrame: 1 << 16, timeout: Self.ns(2_000))
         clients[c].session.seenReportInterval = Self.ns(configuration.seenInterval)
         clients[c].connected = true
-        clients[c].machine.connected(to: d)
+        clients[c].machine.connected(to: Self.daemonName(d))
         takePartInPresence(c)
         resubscribe(c)
     }
@@ -803,7 +813,7 @@ public struct Simulator: Sendable {
         let variant = configuration.variant
         // A daemon lost for good is no longer among the device's daemons (its operator took it
         // out): the machine gives up what it may hold (a device's are its configured addresses).
-        let lostDaemon = lost
+        let lostDaemon = lost.map(Self.daemonName)
         for action in actions {
             switch action {
             case let .send(frame): send(node, d, frame)
@@ -860,7 +870,7 @@ public struct Simulator: Sendable {
     /// the simulated network (SyncClient's is over its socket and files): the sends, the
     /// re-subscription, going back to another daemon, the re-sync's copy (checked by the oracle
     /// first).
-    mutating func performDevice(_ c: Int, _ actions: [DeviceClientMachine<Int>.Action]) {
+    mutating func performDevice(_ c: Int, _ actions: [DeviceClientMachine.Action]) {
         for action in actions {
             switch action {
             case let .send(ops, _):
@@ -879,7 +889,7 @@ public struct Simulator: Sendable {
                 report.refusedCompacted += 1
             case let .settle(other):
                 // Another daemon may hold what this one refused: settle there first.
-                clients[c].settleAt = other
+                clients[c].settleAt = Self.daemonIndex(other)
                 report.settles += 1
                 reset(daemon: clients[c].daemon, other: clients[c].node)
             case .resubscribe:
@@ -907,7 +917,7 @@ public struct Simulator: Sendable {
         clients[c].presence = PresencePublisher()
         takePartInPresence(c)
         if clients[c].connected {
-            clients[c].machine.connected(to: clients[c].daemon)
+            clients[c].machine.connected(to: Self.daemonName(clients[c].daemon))
             resubscribe(c)
         }
     }
@@ -1121,7 +1131,7 @@ struct SimulatedClient {
     var generation = 0
     /// The device client's decisions (``DeviceClientMachine``, which SyncClient drives too):
     /// what the daemons acknowledged, which of them owe an answer, a refusal waiting, a re-sync.
-    var machine: DeviceClientMachine<Int>
+    var machine: DeviceClientMachine
     /// Where it connects next: a daemon that may hold edits another refused (``DeviceClientMachine/Action/settle(at:)``).
     var settleAt: Int?
     /// Whether it re-syncs: it subscribes from nothing.

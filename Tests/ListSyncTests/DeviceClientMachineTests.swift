@@ -7,7 +7,7 @@ import ListSyncTestSupport
 /// The device client's decisions (``DeviceClientMachine``), which SyncClient and the simulator's
 /// clients both drive: tested as events in, actions out, with no socket and no file.
 @Suite struct DeviceClientMachineTests {
-    typealias Machine = DeviceClientMachine<String>
+    typealias Machine = DeviceClientMachine
 
     /// The actions, by name (an outcome or operations are not compared here).
     static func names(_ actions: [Machine.Action]) -> [String] {
@@ -141,6 +141,21 @@ import ListSyncTestSupport
         machine.sent(edit: 2, Self.sent(machine.sendUnacknowledged(doc))[0])
         let refused = machine.answered(edit: 2, .failure(.refused(.compacted, "behind")), document: doc, askable: { $0 != "w" })
         #expect(Self.names(refused).last == "resubscribe")
+    }
+
+    @Test("an error for the document with compacted (edits kept waiting, refused when woken) is acted on as a refused edit; not while disconnected or re-syncing")
+    func documentErrorActedOn() throws {
+        var (machine, doc, server) = try Self.device(edits: 1)
+        _ = machine.synced(server.version, document: doc)
+        machine.sent(edit: 1, Self.sent(machine.sendUnacknowledged(doc))[0])
+        _ = machine.answered(edit: 1, .success(server.version), document: doc)
+        let refused = machine.refusedForFloor("woken and refused", document: doc)
+        #expect(Self.names(refused) == ["refused for floor", "save record", "resubscribe"])
+        #expect(Self.names(machine.refusedForFloor("again", document: doc)) == ["refused for floor"], "re-syncing already")
+        var offline = try Self.device(edits: 1).0
+        offline.disconnected()
+        #expect(Self.names(offline.refusedForFloor("late", document: doc)) == ["refused for floor"] && !offline.isResyncing,
+                "without a connection the next one sends them again and hears again")
     }
 
     @Test("the broken client that takes the first refusal as final re-syncs without asking the other daemon")

@@ -16,9 +16,14 @@ import ListCRDT
 /// operations they carry. The document itself is the driver's (a `LiveDocument` and a store on a
 /// device): events that need it take it as it is when the event comes.
 ///
-/// `Daemon` names a daemon as the device reaches it: an address (`host:port`) on a device, an
-/// index in the simulator.
-public struct DeviceClientMachine<Daemon: Hashable & Comparable & Sendable>: Sendable {
+/// A daemon is named as the device reaches it (``Daemon``): its address (`host:port`) on a device,
+/// a name per index in the simulator. (Not generic: its callers are in other modules, where a
+/// generic machine would run unspecialized.)
+public struct DeviceClientMachine: Sendable {
+    /// A daemon's name, as the device reaches it; the least is asked first
+    /// (``UnansweredSends/refused(by:askable:)``).
+    public typealias Daemon = String
+
     /// When a copy sends its edits.
     public enum Sending: Sendable, Equatable {
         /// The device's rule (``DeviceCopyPolicy/toSend(_:acknowledged:)``): once caught up
@@ -72,8 +77,7 @@ public struct DeviceClientMachine<Daemon: Hashable & Comparable & Sendable>: Sen
         case editFailed(ClientSessionError)
     }
 
-    /// An edit in flight: the device's own operations it carries, and the re-syncs done when it
-    /// was sent.
+    /// An edit in flight: the operations it carries, and the re-syncs done when it was sent.
     struct Edit: Sendable {
         var carried: [ListOperation]
         var generation: Int
@@ -99,6 +103,9 @@ public struct DeviceClientMachine<Daemon: Hashable & Comparable & Sendable>: Sen
     /// Re-syncs done (a refusal of edits sent before one is answered, and ignored).
     public private(set) var resyncs = 0
     var inFlight: [UInt64: Edit] = [:]
+    /// The actions of a receipt, and of an acknowledgement: made once.
+    static let reportSeen: [Action] = [.reportSeen]
+    static let saveRecordAndReportSeen: [Action] = [.saveRecord, .reportSeen]
 
     /// A deliberately broken client (the simulator's power tests): every refusal is final, as
     /// clients did before ``UnansweredSends``.
@@ -185,7 +192,8 @@ public struct DeviceClientMachine<Daemon: Hashable & Comparable & Sendable>: Sen
 
     /// The driver sent `ops` (a ``Action/send(_:recordFirst:)``) as edit `edit` of its session.
     public mutating func sent(edit: UInt64, _ ops: [ListOperation]) {
-        inFlight[edit] = Edit(carried: ops.filter { $0.id.replica == replica }, generation: resyncs)
+        // All of them: the acknowledgement counts the device's own (and shares the sent array).
+        inFlight[edit] = Edit(carried: ops, generation: resyncs)
     }
 
     // MARK: What the daemon says
@@ -215,8 +223,10 @@ public struct DeviceClientMachine<Daemon: Hashable & Comparable & Sendable>: Sen
             guard resyncing.synced != nil else { return (false, []) }
             return (false, caughtUp(document, prepare: prepare))
         }
-        acknowledge(DeviceCopyPolicy.acknowledgedByReceipt(ops), document)
-        return (true, [.reportSeen])
+        // ``DeviceCopyPolicy/acknowledgedByReceipt(_:)``, observed in place (no version built per batch).
+        for op in ops { acknowledged.observe(op.lastID) }
+        noteAcknowledged(document)
+        return (true, Self.reportSeen)
     }
 
     /// The catch-up is a snapshot: the daemon's copy, for the re-sync.
@@ -288,8 +298,11 @@ public struct DeviceClientMachine<Daemon: Hashable & Comparable & Sendable>: Sen
             acknowledged = DeviceCopyPolicy.acknowledgedByEdit(sent.carried, version: version, acknowledged: acknowledged,
                                                                local: document)
             noteAcknowledged(document)
+            let after = answeredAll(document, askable: askable)
+            // The common answer without an array built for it.
+            if after.isEmpty { return inFlight.isEmpty ? Self.saveRecordAndReportSeen : Self.reportSeen }
             if inFlight.isEmpty { actions.append(.saveRecord) }
-            return actions + answeredAll(document, askable: askable) + [.reportSeen]
+            return actions + after + [.reportSeen]
         }
     }
 

@@ -37,7 +37,7 @@ final class LocalCopy {
     /// The device client's decisions for this copy (``ListSync/DeviceClientMachine``, which the
     /// simulator's clients run too): what the daemons acknowledged, which of them owe an answer,
     /// a refusal waiting for later batches, a re-sync. `record` keeps what of it is durable.
-    var machine: DeviceClientMachine<String>
+    var machine: DeviceClientMachine
     /// Whether the copy re-syncs: it subscribes from nothing next.
     var resync: Bool { machine.isResyncing }
     /// Edits sent on the current connection and not yet answered.

@@ -188,7 +188,7 @@ extension SyncClient {
 
     /// Does what `copy`'s state machine decided (``ListSync/DeviceClientMachine/Action``): the
     /// I/O of its decisions on the current connection and in the device's folder.
-    func act(_ actions: [DeviceClientMachine<String>.Action], for copy: LocalCopy) {
+    func act(_ actions: [DeviceClientMachine.Action], for copy: LocalCopy) {
         copy.noteMachine(replica: replica)
         for action in actions {
             switch action {
