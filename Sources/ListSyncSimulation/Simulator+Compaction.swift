@@ -80,14 +80,14 @@ extension Simulator {
     /// its state machine says so (``DeviceClientMachine/compacts(at:document:)``); its view must
     /// not change.
     mutating func compactClient(_ c: Int, at floor: VersionVector) {
-        guard clients[c].machine.compacts(at: floor, document: clients[c].document) else { return }
+        guard machines[c].compacts(at: floor, document: clients[c].document) else { return }
         let before = clients[c].document.snapshot()
         do { try clients[c].document.compact(stable: floor) } catch {
             report.failures.append("client \(c): compaction at the daemon's floor refused: \(error)")
             return
         }
         if clients[c].document.snapshot() != before { report.failures.append("client \(c): its compaction changed what it shows") }
-        performDevice(c, clients[c].machine.compacted(at: floor, document: clients[c].document))
+        performDevice(c, machines[c].compacted(at: floor, document: clients[c].document))
         report.clientCompactions += 1
     }
 

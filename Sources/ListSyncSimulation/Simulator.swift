@@ -267,6 +267,11 @@ public struct Simulator: Sendable {
     var network: InMemoryNetwork
     var daemons: [SimulatedDaemon]
     var clients: [SimulatedClient]
+    /// Each client's state machine, the device client's own (``DeviceClientMachine``): what the
+    /// daemons acknowledged, which of them owe an answer, a refusal waiting, a re-sync. Beside
+    /// `clients`, not in it, so that an event reads the client's document where it lies while
+    /// its machine changes (in one array, the document would be copied for each event).
+    var machines: [DeviceClientMachine] = []
     var report = SimulationReport()
     var valueCounter = 0
     /// Connection generations, by `min << 32 | max` of the two nodes: a frame of an older one is dropped.
@@ -336,8 +341,9 @@ public struct Simulator: Sendable {
         clients = (0..<max(1, configuration.replicas)).map { c in
             var doc = ListDocument(replica: ReplicaID(UInt64(c) + 1))
             doc.variant = configuration.variant
-            return SimulatedClient(node: d + c, daemon: c % d, document: doc, machine: Self.machine(doc.replica, configuration))
+            return SimulatedClient(node: d + c, daemon: c % d, document: doc)
         }
+        machines = clients.map { Self.machine($0.document.replica, configuration) }
         // With peers too: a forgetful client's old replica vanishes and is retired by the daemon
         // that counts it, once silent; the daemons agree on it before compacting
         // (Docs/Semantics.md §7, "Retiring with peers").
@@ -577,7 +583,7 @@ public struct Simulator: Sendable {
         clients[c].session = ClientSession(maxFrame: 1 << 16, timeout: Self.ns(2_000))
         clients[c].session.seenReportInterval = Self.ns(configuration.seenInterval)
         clients[c].connected = true
-        clients[c].machine.connected(to: Self.daemonName(d))
+        machines[c].connected(to: Self.daemonName(d))
         takePartInPresence(c)
         resubscribe(c)
     }
@@ -590,7 +596,7 @@ public struct Simulator: Sendable {
     }
 
     mutating func resubscribe(_ c: Int) {
-        let version = clients[c].machine.subscribing(clients[c].document)
+        let version = machines[c].subscribing(clients[c].document)
         let actions = clients[c].session.subscribe(document, epoch: clients[c].knowsEpoch ? epoch : 0,
                                                    version: version, now: nowNs)
         performClient(c, actions)
@@ -625,7 +631,7 @@ public struct Simulator: Sendable {
         } else {
             let c = other - daemons.count
             _ = clients[c].session.disconnected()
-            clients[c].machine.disconnected()
+            machines[c].disconnected()
             clients[c].connected = false
             clients[c].reconnectAt = network.now + 20 + UInt64(rng.below(40))
         }
@@ -821,15 +827,15 @@ public struct Simulator: Sendable {
             case let .subscribed(_, _, _, version):
                 clients[c].knowsEpoch = true
                 clients[c].presence.announce(document)
-                performDevice(c, clients[c].machine.subscribed(version, document: clients[c].document))
+                performDevice(c, machines[c].subscribed(version, document: clients[c].document))
             case let .operations(_, ops):
-                let (applies, more) = clients[c].machine.received(ops, document: clients[c].document, prepare: { $0.variant = variant })
+                let (applies, more) = machines[c].received(ops, document: clients[c].document, prepare: { $0.variant = variant })
                 // No `hello` for operations waiting for their causes: no device sends one (the
                 // causes come on this subscription's catch-up, or the next one's).
                 if applies { _ = clients[c].document.receive(ops) }
                 performDevice(c, more)
             case let .editDone(n, result):
-                performDevice(c, clients[c].machine.answered(edit: n, result, document: clients[c].document, askable: { $0 != lostDaemon }))
+                performDevice(c, machines[c].answered(edit: n, result, document: clients[c].document, askable: { $0 != lostDaemon }))
                 if case .success = result, clients[c].forgetful { forget(c) }
             case .subscribeFailed(_, let error):
                 if case let .refused(code, _) = error, code == .epochMismatch {
@@ -846,7 +852,7 @@ public struct Simulator: Sendable {
             case let .snapshot(_, bytes):
                 if compacting {
                     do throws(WireError) {
-                        try clients[c].machine.snapshot(bytes)
+                        try machines[c].snapshot(bytes)
                         report.snapshots += 1
                     } catch {
                         report.failures.append("client \(c): the daemon's snapshot did not load: \(error)")
@@ -856,10 +862,10 @@ public struct Simulator: Sendable {
                     report.failures.append("client \(c): a snapshot catch-up, yet no simulated daemon compacts")
                 }
             case let .synced(_, version):
-                performDevice(c, clients[c].machine.synced(version, document: clients[c].document, prepare: { $0.variant = variant }))
+                performDevice(c, machines[c].synced(version, document: clients[c].document, prepare: { $0.variant = variant }))
             case let .documentError(_, code, text):
                 if code == .compacted {
-                    performDevice(c, clients[c].machine.refusedForFloor(text, document: clients[c].document, askable: { $0 != lostDaemon }))
+                    performDevice(c, machines[c].refusedForFloor(text, document: clients[c].document, askable: { $0 != lostDaemon }))
                 }
             case .answered, .announced, .withdrawn, .accessEnded, .stability: break
             }
@@ -875,10 +881,10 @@ public struct Simulator: Sendable {
             switch action {
             case let .send(ops, _):
                 let (n, sends) = clients[c].session.send(document, ops, now: nowNs)
-                clients[c].machine.sent(edit: n, ops)
+                machines[c].sent(edit: n, ops)
                 performClient(c, sends)
             case .sendUnacknowledged:
-                performDevice(c, clients[c].machine.sendUnacknowledged(clients[c].document))
+                performDevice(c, machines[c].sendUnacknowledged(clients[c].document))
             case .saveRecord, .live, .editFailed:
                 // No record: a simulated client's machine is its record. Other refusals do not
                 // happen here (one document, never reset or destroyed).
@@ -897,7 +903,7 @@ public struct Simulator: Sendable {
                 resubscribe(c)
             case let .replace(outcome):
                 resync(c, with: outcome)
-                performDevice(c, clients[c].machine.replaced(outcome, document: clients[c].document))
+                performDevice(c, machines[c].replaced(outcome, document: clients[c].document))
             case .cannotSend:
                 report.failures.append("client \(c): its history does not go back to what the daemon acknowledged")
             }
@@ -913,11 +919,11 @@ public struct Simulator: Sendable {
         doc.variant = configuration.variant
         clients[c].document = doc
         clients[c].knowsEpoch = false
-        clients[c].machine = Self.machine(doc.replica, configuration)
+        machines[c] = Self.machine(doc.replica, configuration)
         clients[c].presence = PresencePublisher()
         takePartInPresence(c)
         if clients[c].connected {
-            clients[c].machine.connected(to: Self.daemonName(clients[c].daemon))
+            machines[c].connected(to: Self.daemonName(clients[c].daemon))
             resubscribe(c)
         }
     }
@@ -1025,7 +1031,7 @@ public struct Simulator: Sendable {
     mutating func publish(_ r: Int, since before: Int) {
         let made = clients[r].document.operations(in: before..<clients[r].document.operationCount)
         report.operations += made.count
-        performDevice(r, clients[r].machine.edited(made, document: clients[r].document))
+        performDevice(r, machines[r].edited(made, document: clients[r].document))
     }
 
     // MARK: The end
@@ -1039,8 +1045,9 @@ public struct Simulator: Sendable {
             let docs = replicaDocuments
             let v = docs[0].version
             // With compaction, a forgetful client may still hold edits to make again and send.
-            let clientsDone = !compacting || clients.allSatisfy { c in
-                !c.resync && c.document.hasHistory(since: c.acked) && c.document.operations(since: c.acked).isEmpty
+            let clientsDone = !compacting || clients.indices.allSatisfy { c in
+                let (document, acked) = (clients[c].document, machines[c].acknowledged)
+                return !machines[c].isResyncing && document.hasHistory(since: acked) && document.operations(since: acked).isEmpty
             }
             if clientsDone && docs.allSatisfy({ $0.version == v && $0.pendingCount == 0 }) && liveDaemons.allSatisfy({ $0.core.isQuiet && !$0.disk.busy }) {
                 report.quiescenceRounds = round - 1
@@ -1117,7 +1124,8 @@ public struct Simulator: Sendable {
     }
 }
 
-/// One client in the simulator: a document and the production ``ClientSession``.
+/// One client in the simulator: a document and the production ``ClientSession`` (its
+/// ``DeviceClientMachine`` lies beside it, in ``Simulator/machines``).
 struct SimulatedClient {
     let node: Int
     /// The daemon it connects to (another one on a reconnect, with ``SimulationConfiguration/roamPercent``).
@@ -1129,15 +1137,8 @@ struct SimulatedClient {
     var reconnectAt: UInt64?
     var forgetful = false
     var generation = 0
-    /// The device client's decisions (``DeviceClientMachine``, which SyncClient drives too):
-    /// what the daemons acknowledged, which of them owe an answer, a refusal waiting, a re-sync.
-    var machine: DeviceClientMachine
     /// Where it connects next: a daemon that may hold edits another refused (``DeviceClientMachine/Action/settle(at:)``).
     var settleAt: Int?
-    /// Whether it re-syncs: it subscribes from nothing.
-    var resync: Bool { machine.isResyncing }
-    /// What the daemons said they hold (subscribed, synced, acknowledgements).
-    var acked: VersionVector { machine.acknowledged }
     /// Its presence (drags), coalesced; and the others' it shows.
     var presence = PresencePublisher()
     var board = PresenceBoard()
