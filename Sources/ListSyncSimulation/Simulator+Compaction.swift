@@ -4,8 +4,8 @@ import ListTable
 @_spi(Testing) import ListSync
 
 // The simulator with compaction (`--compact-after`): the daemons' policy (the host's own,
-// ``DocumentHostPolicy``) and its I/O, and what the devices do about the floor and re-syncs,
-// driven by ``Simulator``'s event loop.
+// ``DocumentHostPolicy``) and its I/O, and the I/O of what the devices' state machines
+// (``DeviceClientMachine``) decide about the floor and re-syncs, driven by ``Simulator``'s event loop.
 
 extension Simulator {
     // MARK: Compaction
@@ -77,124 +77,34 @@ extension Simulator {
     }
 
     /// The daemon compacted at `floor` (`stable`): client `c` compacts its copy there too when
-    /// the device policy says so (``DeviceCopyPolicy/compactsAtFloor(_:version:historyFloor:resyncing:)``,
-    /// which SyncClient and the command line's kept copy ask too); its view must not change.
+    /// its state machine says so (``DeviceClientMachine/compacts(at:document:)``); its view must
+    /// not change.
     mutating func compactClient(_ c: Int, at floor: VersionVector) {
-        let doc = clients[c].document
-        guard DeviceCopyPolicy.compactsAtFloor(floor, version: doc.version, historyFloor: doc.historyFloor,
-                                               resyncing: clients[c].resync) else { return }
+        guard machines[c].compacts(at: floor, document: clients[c].document) else { return }
         let before = clients[c].document.snapshot()
         do { try clients[c].document.compact(stable: floor) } catch {
             report.failures.append("client \(c): compaction at the daemon's floor refused: \(error)")
             return
         }
         if clients[c].document.snapshot() != before { report.failures.append("client \(c): its compaction changed what it shows") }
-        // The daemon holds its floor: what it acknowledged is at least that (SyncClient records it too).
-        clients[c].acked.formUnion(floor)
+        performDevice(c, machines[c].compacted(at: floor, document: clients[c].document))
         report.clientCompactions += 1
     }
 
-    /// Sends what client `c` holds that the daemon has not acknowledged, as one edit, if it is
-    /// caught up (``DeviceCopyPolicy/toSend(_:acknowledged:)``, what SyncClient sends).
-    mutating func sendUnacknowledged(_ c: Int) {
-        guard clients[c].connected, clients[c].live, !clients[c].resync else { return }
-        guard let ops = DeviceCopyPolicy.toSend(clients[c].document, acknowledged: clients[c].acked) else {
-            report.failures.append("client \(c): its history does not go back to what the daemon acknowledged")
-            return
-        }
-        guard !ops.isEmpty else { return }
-        sendOwn(c, ops)
-    }
-
-    /// Client `c` says what it has seen (coalesced by its session), as a device does.
+    /// Client `c` says what it has seen (coalesced by its session), as a device does; only with
+    /// compaction (without, no simulated daemon reads it).
     mutating func reportSeen(_ c: Int) {
         guard compacting, clients[c].connected else { return }
         let doc = clients[c].document
         performClient(c, clients[c].session.reportSeen(document, replica: doc.replica, version: doc.version, role: .compactingDevice, now: nowNs))
     }
 
-    /// A batch of client `c` was refused for the compaction floor: it was left behind (retired
-    /// while away). Whether the refusal is final is ``UnansweredSends``'s answer (SyncClient's
-    /// too); if it is, the client re-syncs (``CopyResync/begin(replica:keepsRefused:)``) and
-    /// subscribes again from nothing, for the daemon's snapshot.
-    /// Both act on it only once every batch in flight is answered (``RefusalWait``).
-    mutating func refusedForFloor(_ c: Int) {
-        report.refusedCompacted += 1
-        guard clients[c].connected, !clients[c].resync else { return }
-        // Every later batch's answer first: one may still take the refused edits.
-        guard clients[c].refusal.refused(inFlight: clients[c].batches.count) else { return }
-        // A daemon lost for good is no longer among the device's daemons (its operator took it
-        // out, as from the daemons'): what it may hold is given up (SyncClient's `askable` is
-        // its configured addresses). Asked still, it would keep the device from ever re-syncing.
-        let verdict = clients[c].unanswered.refused(by: clients[c].daemon, askable: { $0 != lost })
-        if case let .settle(other) = verdict, !configuration.remakesOnFirstRefusal {
-            // Another daemon may hold what this one refused: settle there first.
-            clients[c].settleAt = other
-            report.settles += 1
-            reset(daemon: clients[c].daemon, other: clients[c].node)
-            return
-        }
-        clients[c].resyncing.begin(replica: clients[c].document.replica, keepsRefused: configuration.keepsRefusedEdits)
-        performClient(c, clients[c].session.unsubscribe(document))
-        resubscribe(c)
-    }
-
-    /// Every batch of client `c` is answered: a refusal that waited for them re-syncs now, unless
-    /// the later ones took everything.
-    mutating func answeredAll(_ c: Int) {
-        let own = clients[c].document.replica
-        guard clients[c].refusal.answered(inFlight: clients[c].batches.count,
-                                          unacknowledged: clients[c].acked[own] < clients[c].document.version[own]) else { return }
-        report.refusedCompacted -= 1   // counted when it came
-        refusedForFloor(c)
-    }
-
-    /// The catch-up of client `c` is a snapshot: it becomes the client's document, with the edits
-    /// the daemon lacks made again on it (``ListDocument/remake(_:from:)``), which are sent. Checks
-    /// that every item the client inserted and did not send is still shown, unless its section is gone.
-    mutating func resync(_ c: Int, from bytes: [UInt8]) {
-        do {
-            try clients[c].resyncing.snapshot(bytes, replica: clients[c].document.replica)
-            report.snapshots += 1
-            resyncIfReady(c)
-        } catch {
-            report.failures.append("client \(c): the daemon's snapshot did not load: \(error)")
-        }
-    }
-
-    /// Client `c` is caught up (`synced` came; re-syncing, its catch-up is complete too): it is
-    /// live, sends what the daemon has not acknowledged (in order), and says what it has seen, as
-    /// SyncClient's `caughtUp` does. Called on `synced`, and on each catch-up batch after it while
-    /// re-syncing (the batches an earlier subscription owed may come after it).
-    mutating func caughtUp(_ c: Int) {
-        if clients[c].resync {
-            resyncIfReady(c)
-            guard !clients[c].resync else { return }
-        }
-        if sendsInOrder {
-            clients[c].live = true
-            sendUnacknowledged(c)
-        }
-        reportSeen(c)
-    }
-
-    /// Re-syncs client `c` once its re-sync is ready (``CopyResync/outcome(local:acknowledged:prepare:)``,
-    /// the state machine SyncClient's copies keep too: the daemon's copy holds everything
-    /// `synced` said and every operation of its own that a daemon acknowledged).
-    mutating func resyncIfReady(_ c: Int) {
-        let variant = configuration.variant
-        guard let outcome = clients[c].resyncing.outcome(local: clients[c].document, acknowledged: clients[c].acked,
-                                                         prepare: { $0.variant = variant }) else { return }
-        resync(c, with: outcome)
-        // Remaking does not compact: a copy without a floor was built from operations.
-        if outcome.document.historyFloor == nil { report.operationResyncs += 1 }
-    }
-
-    /// Client `c`'s re-sync: the outcome becomes its document, after the oracle's checks of it
-    /// (no id taken twice, no unsent item lost).
+    /// Client `c`'s re-sync is ready (``DeviceClientMachine/Action/replace(_:)``): the outcome
+    /// becomes its document, after the oracle's checks of it (no id taken twice, no unsent item
+    /// lost); a drag in progress ends.
     mutating func resync(_ c: Int, with outcome: CopyResync.Outcome) {
         let local = clients[c].document
-        let (base, unsent, made, held) = (outcome.document, outcome.unsent, outcome.made, outcome.held)
+        let (base, unsent, made) = (outcome.document, outcome.unsent, outcome.made)
         // Each identity once: nothing made again takes the id of an operation the client made before.
         for op in made where !unsent.contains(where: { $0.id == op.id }) {
             if let old = unsent.first(where: { $0.id.replica == op.id.replica && op.id.counter <= $0.lastID.counter && $0.id.counter <= op.lastID.counter }) {
@@ -215,16 +125,13 @@ extension Simulator {
             }
         }
         clients[c].document = base
-        clients[c].resyncing.finish()
-        clients[c].acked = held
-        clients[c].resyncs += 1
         // A drag in progress ends (its rows may be gone), as when a client forgets its copy; the
         // others hear its end.
         clients[c].generation += 1
         publishPresence(c, .idle)
         report.remade += made.count
-        if !made.isEmpty, !sendsInOrder { sendOwn(c, made) }
-        reportSeen(c)
+        // Remaking does not compact: a copy without a floor was built from operations.
+        if base.historyFloor == nil { report.operationResyncs += 1 }
     }
 
     /// With compaction and several daemons: once quiet, the run goes on until no daemon holds

@@ -64,11 +64,13 @@ public struct SimulationConfiguration: Sendable {
     public var retireAfter: UInt64 = 30
     /// With compaction: virtual milliseconds between two `seen` reports of one client.
     public var seenInterval: UInt64 = 10
-    /// With compaction: clients send as the simulator's clients do without it: each edit's
-    /// operations at once (even while subscribing), and what the daemon lacks on `subscribed`.
-    /// Off: SyncClient's policy (``DeviceCopyPolicy/toSend(_:acknowledged:)``), everything the
-    /// daemon has not acknowledged, in order, once caught up (`synced`) and after each edit while live. On, an edit can reach the daemon before the
-    /// earlier ones it depends on (a known issue with compaction: see SimulatorTests).
+    /// With compaction: clients send as the simulator's clients do without it
+    /// (``DeviceClientMachine/Sending/ahead``): each edit's operations at once (even while
+    /// subscribing), and what of their own the daemon lacks on `subscribed`. Off: the device's
+    /// rule (``DeviceClientMachine/Sending/inOrder``, which SyncClient runs): everything the
+    /// daemon has not acknowledged, in order, once caught up (`synced`) and after each edit while
+    /// live. On, an edit can reach the daemon before the earlier ones it depends on (a known
+    /// issue with compaction: see SimulatorTests).
     public var sendsAhead = false
     /// A deliberately broken engine, for measuring the simulator's power (tests only).
     @_spi(Testing) public var variant = EngineVariant.correct
@@ -265,6 +267,11 @@ public struct Simulator: Sendable {
     var network: InMemoryNetwork
     var daemons: [SimulatedDaemon]
     var clients: [SimulatedClient]
+    /// Each client's state machine, the device client's own (``DeviceClientMachine``): what the
+    /// daemons acknowledged, which of them owe an answer, a refusal waiting, a re-sync. Beside
+    /// `clients`, not in it, so that an event reads the client's document where it lies while
+    /// its machine changes (in one array, the document would be copied for each event).
+    var machines: [DeviceClientMachine] = []
     var report = SimulationReport()
     var valueCounter = 0
     /// Connection generations, by `min << 32 | max` of the two nodes: a frame of an older one is dropped.
@@ -295,9 +302,31 @@ public struct Simulator: Sendable {
     /// Every id of those operations (a run's each).
     var mergedBackIDs: Set<OpID> = []
     var compacting: Bool { configuration.compactAfter != nil }
-    /// Whether clients send by SyncClient's policy (everything unacknowledged, in order, once
-    /// caught up: ``DeviceCopyPolicy/toSend(_:acknowledged:)``).
+    /// Whether clients send as a device does (``DeviceClientMachine/Sending/inOrder``:
+    /// everything unacknowledged, in order, once caught up).
     var sendsInOrder: Bool { compacting && !configuration.sendsAhead }
+
+    /// A client's state machine, the device client's own (``DeviceClientMachine``), for a copy of
+    /// `replica`'s: it sends in order with compaction (unless ``SimulationConfiguration/sendsAhead``),
+    /// ahead without (carrying operations between daemons), and is broken as the configuration says.
+    static func machine(_ replica: ReplicaID, _ configuration: SimulationConfiguration) -> DeviceClientMachine {
+        let compacting = configuration.compactAfter != nil
+        var machine = DeviceClientMachine(replica: replica, sending: !compacting ? .aheadWithOthers
+                                                   : configuration.sendsAhead ? .ahead : .inOrder)
+        machine.remakesOnFirstRefusal = configuration.remakesOnFirstRefusal
+        machine.keepsRefusedEdits = configuration.keepsRefusedEdits
+        return machine
+    }
+
+    /// Daemon `d` as its clients' machines name it: its index, two digits (so that names sort
+    /// as the indices do: the least is asked first).
+    static func daemonName(_ d: Int) -> DeviceClientMachine.Daemon { d < 10 ? "d0\(d)" : "d\(d)" }
+
+    /// The index of the daemon a client's machine names.
+    static func daemonIndex(_ name: DeviceClientMachine.Daemon) -> Int {
+        guard let d = Int(name.dropFirst()) else { preconditionFailure("not a simulated daemon's name: \(name)") }
+        return d
+    }
 
     /// A simulator for one run.
     public init(_ configuration: SimulationConfiguration) {
@@ -314,6 +343,7 @@ public struct Simulator: Sendable {
             doc.variant = configuration.variant
             return SimulatedClient(node: d + c, daemon: c % d, document: doc)
         }
+        machines = clients.map { Self.machine($0.document.replica, configuration) }
         // With peers too: a forgetful client's old replica vanishes and is retired by the daemon
         // that counts it, once silent; the daemons agree on it before compacting
         // (Docs/Semantics.md §7, "Retiring with peers").
@@ -496,10 +526,8 @@ public struct Simulator: Sendable {
     }
 
     mutating func antiEntropy() {
-        // Clients are not subscribed again each round: as SyncClient, a subscription lasts as
-        // long as its connection (a lost frame resets the connection, and the client subscribes
-        // on the next). Subscribing each round also made a daemon forget every client's `seen`
-        // each round, and hid a client that never went live after a re-sync.
+        // Clients are not subscribed again each round: a subscription lasts as long as its
+        // connection (a lost frame resets the connection, and the client subscribes on the next).
         for d in daemons.indices {
             for peer in daemons[d].links.keys.sorted() {
                 guard var link = daemons[d].links[peer] else { continue }
@@ -555,6 +583,7 @@ public struct Simulator: Sendable {
         clients[c].session = ClientSession(maxFrame: 1 << 16, timeout: Self.ns(2_000))
         clients[c].session.seenReportInterval = Self.ns(configuration.seenInterval)
         clients[c].connected = true
+        machines[c].connected(to: Self.daemonName(d))
         takePartInPresence(c)
         resubscribe(c)
     }
@@ -567,8 +596,7 @@ public struct Simulator: Sendable {
     }
 
     mutating func resubscribe(_ c: Int) {
-        let version = DeviceCopyPolicy.subscribeVersion(clients[c].document.version, resyncing: clients[c].resync)
-        clients[c].live = false
+        let version = machines[c].subscribing(clients[c].document)
         let actions = clients[c].session.subscribe(document, epoch: clients[c].knowsEpoch ? epoch : 0,
                                                    version: version, now: nowNs)
         performClient(c, actions)
@@ -603,11 +631,8 @@ public struct Simulator: Sendable {
         } else {
             let c = other - daemons.count
             _ = clients[c].session.disconnected()
-            clients[c].batches = [:]
-            clients[c].carried = [:]
-            clients[c].refusal.reset()
+            machines[c].disconnected()
             clients[c].connected = false
-            clients[c].live = false
             clients[c].reconnectAt = network.now + 20 + UInt64(rng.below(40))
         }
     }
@@ -791,6 +816,10 @@ public struct Simulator: Sendable {
 
     mutating func performClient(_ c: Int, _ actions: [ClientSession.Action]) {
         let node = clients[c].node, d = clients[c].daemon
+        let variant = configuration.variant
+        // A daemon lost for good is no longer among the device's daemons (its operator took it
+        // out): the machine gives up what it may hold (a device's are its configured addresses).
+        let lostDaemon = lost.map(Self.daemonName)
         for action in actions {
             switch action {
             case let .send(frame): send(node, d, frame)
@@ -798,51 +827,16 @@ public struct Simulator: Sendable {
             case let .subscribed(_, _, _, version):
                 clients[c].knowsEpoch = true
                 clients[c].presence.announce(document)
-                clients[c].acked.formUnion(version)
-                noteAcknowledged(c)
-                // Re-syncing: a snapshot follows; what it lacks is made again then. In order: once caught up.
-                guard !clients[c].resync, !sendsInOrder else { continue }
-                var missing = clients[c].document.operations(since: version)
-                if compacting {
-                    // As SyncClient: only its own that no daemon acknowledged (what another daemon
-                    // acknowledged reaches this one from it).
-                    let own = clients[c].document.replica, acked = clients[c].acked
-                    missing.removeAll { $0.id.replica != own || acked.contains($0.lastID) }
-                }
-                if !missing.isEmpty { sendOwn(c, missing) }
+                performDevice(c, machines[c].subscribed(version, document: clients[c].document))
             case let .operations(_, ops):
-                if clients[c].resync {
-                    // Re-syncing: the catch-up from nothing is the daemon's copy; once `synced`
-                    // came and it holds all that said, the client is caught up.
-                    _ = clients[c].resyncing.receive(ops)
-                    if clients[c].resyncing.synced != nil { caughtUp(c) }
-                    continue
-                }
-                _ = clients[c].document.receive(ops)
-                // What the daemon sent, it holds: only the client's own edits are ever sent back
-                // (a batch that mixed others' edits in could be taken in part).
-                if compacting { clients[c].acked.formUnion(DeviceCopyPolicy.acknowledgedByReceipt(ops)) }
+                let (applies, more) = machines[c].received(ops, document: clients[c].document, prepare: { $0.variant = variant })
                 // No `hello` for operations waiting for their causes: no device sends one (the
                 // causes come on this subscription's catch-up, or the next one's).
-                reportSeen(c)
+                if applies { _ = clients[c].document.receive(ops) }
+                performDevice(c, more)
             case let .editDone(n, result):
-                let resyncs = clients[c].batches.removeValue(forKey: n)
-                let carried = clients[c].carried.removeValue(forKey: n) ?? []
-                if case let .failure(error) = result {
-                    // A refusal of edits a re-sync made again since (sent ahead) is answered.
-                    if case .refused(.compacted, _) = error, resyncs == clients[c].resyncs { refusedForFloor(c) }
-                    answeredAll(c)
-                    continue
-                }
-                if case let .success(version) = result {
-                    // As SyncClient: what the daemon keeps waiting for its causes is acknowledged too.
-                    clients[c].acked = DeviceCopyPolicy.acknowledgedByEdit(carried, version: version, acknowledged: clients[c].acked,
-                                                                           local: clients[c].document)
-                    noteAcknowledged(c)
-                }
-                answeredAll(c)
-                reportSeen(c)
-                if clients[c].forgetful { forget(c) }
+                performDevice(c, machines[c].answered(edit: n, result, document: clients[c].document, askable: { $0 != lostDaemon }))
+                if case .success = result, clients[c].forgetful { forget(c) }
             case .subscribeFailed(_, let error):
                 if case let .refused(code, _) = error, code == .epochMismatch {
                     report.failures.append("client \(c): epoch mismatch on its own document")
@@ -857,19 +851,61 @@ public struct Simulator: Sendable {
                 compactClient(c, at: floor)
             case let .snapshot(_, bytes):
                 if compacting {
-                    resync(c, from: bytes)
+                    do throws(WireError) {
+                        try machines[c].snapshot(bytes)
+                        report.snapshots += 1
+                    } catch {
+                        report.failures.append("client \(c): the daemon's snapshot did not load: \(error)")
+                    }
                 } else {
                     // The simulated daemons are linked as peers (relays): none compacts.
                     report.failures.append("client \(c): a snapshot catch-up, yet no simulated daemon compacts")
                 }
             case let .synced(_, version):
-                clients[c].acked.formUnion(version)
-                noteAcknowledged(c)
-                clients[c].resyncing.synced(version)
-                caughtUp(c)
-            case let .documentError(_, code, _):
-                if code == .compacted { refusedForFloor(c) }
+                performDevice(c, machines[c].synced(version, document: clients[c].document, prepare: { $0.variant = variant }))
+            case let .documentError(_, code, text):
+                if code == .compacted {
+                    performDevice(c, machines[c].refusedForFloor(text, document: clients[c].document, askable: { $0 != lostDaemon }))
+                }
             case .answered, .announced, .withdrawn, .accessEnded, .stability: break
+            }
+        }
+    }
+
+    /// The I/O of what client `c`'s state machine decided (``DeviceClientMachine/Action``), over
+    /// the simulated network (SyncClient's is over its socket and files): the sends, the
+    /// re-subscription, going back to another daemon, the re-sync's copy (checked by the oracle
+    /// first).
+    mutating func performDevice(_ c: Int, _ actions: [DeviceClientMachine.Action]) {
+        for action in actions {
+            switch action {
+            case let .send(ops, _):
+                let (n, sends) = clients[c].session.send(document, ops, now: nowNs)
+                machines[c].sent(edit: n, ops)
+                performClient(c, sends)
+            case .sendUnacknowledged:
+                performDevice(c, machines[c].sendUnacknowledged(clients[c].document))
+            case .saveRecord, .live, .editFailed:
+                // No record: a simulated client's machine is its record. Other refusals do not
+                // happen here (one document, never reset or destroyed).
+                break
+            case .reportSeen:
+                reportSeen(c)
+            case .refusedForFloor:
+                report.refusedCompacted += 1
+            case let .settle(other):
+                // Another daemon may hold what this one refused: settle there first.
+                clients[c].settleAt = Self.daemonIndex(other)
+                report.settles += 1
+                reset(daemon: clients[c].daemon, other: clients[c].node)
+            case .resubscribe:
+                performClient(c, clients[c].session.unsubscribe(document))
+                resubscribe(c)
+            case let .replace(outcome):
+                resync(c, with: outcome)
+                performDevice(c, machines[c].replaced(outcome, document: clients[c].document))
+            case .cannotSend:
+                report.failures.append("client \(c): its history does not go back to what the daemon acknowledged")
             }
         }
     }
@@ -883,13 +919,13 @@ public struct Simulator: Sendable {
         doc.variant = configuration.variant
         clients[c].document = doc
         clients[c].knowsEpoch = false
-        clients[c].resyncing = CopyResync()
-        clients[c].acked = VersionVector()
-        clients[c].unanswered = UnansweredSends()
-        clients[c].live = false
+        machines[c] = Self.machine(doc.replica, configuration)
         clients[c].presence = PresencePublisher()
         takePartInPresence(c)
-        if clients[c].connected { resubscribe(c) }
+        if clients[c].connected {
+            machines[c].connected(to: Self.daemonName(clients[c].daemon))
+            resubscribe(c)
+        }
     }
 
     // MARK: Edits
@@ -995,31 +1031,7 @@ public struct Simulator: Sendable {
     mutating func publish(_ r: Int, since before: Int) {
         let made = clients[r].document.operations(in: before..<clients[r].document.operationCount)
         report.operations += made.count
-        if sendsInOrder {
-            if !made.isEmpty { sendUnacknowledged(r) }
-            return
-        }
-        // Re-syncing, they are made again with the others once the daemon's copy is here.
-        guard !made.isEmpty, clients[r].connected, !clients[r].resync else { return }
-        sendOwn(r, made)
-    }
-
-    /// Sends operations of client `c` on its connection, and notes that its daemon may take them
-    /// (unanswered until acknowledged or refused).
-    mutating func sendOwn(_ c: Int, _ ops: [ListOperation]) {
-        if ops.contains(where: { $0.id.replica == clients[c].document.replica }) {
-            clients[c].unanswered.sent(to: clients[c].daemon)
-        }
-        let (n, actions) = clients[c].session.send(document, ops, now: nowNs)
-        clients[c].batches[n] = clients[c].resyncs
-        clients[c].carried[n] = ops
-        performClient(c, actions)
-    }
-
-    /// Client `c`'s daemons have answered for everything it made once it is all acknowledged.
-    mutating func noteAcknowledged(_ c: Int) {
-        let replica = clients[c].document.replica
-        if clients[c].acked[replica] >= clients[c].document.version[replica] { clients[c].unanswered.allAcknowledged() }
+        performDevice(r, machines[r].edited(made, document: clients[r].document))
     }
 
     // MARK: The end
@@ -1033,8 +1045,9 @@ public struct Simulator: Sendable {
             let docs = replicaDocuments
             let v = docs[0].version
             // With compaction, a forgetful client may still hold edits to make again and send.
-            let clientsDone = !compacting || clients.allSatisfy { c in
-                !c.resync && c.document.hasHistory(since: c.acked) && c.document.operations(since: c.acked).isEmpty
+            let clientsDone = !compacting || clients.indices.allSatisfy { c in
+                let (document, acked) = (clients[c].document, machines[c].acknowledged)
+                return !machines[c].isResyncing && document.hasHistory(since: acked) && document.operations(since: acked).isEmpty
             }
             if clientsDone && docs.allSatisfy({ $0.version == v && $0.pendingCount == 0 }) && liveDaemons.allSatisfy({ $0.core.isQuiet && !$0.disk.busy }) {
                 report.quiescenceRounds = round - 1
@@ -1111,7 +1124,8 @@ public struct Simulator: Sendable {
     }
 }
 
-/// One client in the simulator: a document and the production ``ClientSession``.
+/// One client in the simulator: a document and the production ``ClientSession`` (its
+/// ``DeviceClientMachine`` lies beside it, in ``Simulator/machines``).
 struct SimulatedClient {
     let node: Int
     /// The daemon it connects to (another one on a reconnect, with ``SimulationConfiguration/roamPercent``).
@@ -1123,27 +1137,8 @@ struct SimulatedClient {
     var reconnectAt: UInt64?
     var forgetful = false
     var generation = 0
-    /// Its re-sync (refused for the compaction floor, or a snapshot catch-up): the state machine
-    /// SyncClient's copies keep too.
-    var resyncing = CopyResync()
-    /// The daemons it sent operations of its own to that have not answered for them all: a
-    /// refusal is final only once each has refused (as SyncClient's). Until then it goes back to
-    /// `settleAt` on its next connection.
-    var unanswered = UnansweredSends<Int>()
+    /// Where it connects next: a daemon that may hold edits another refused (``DeviceClientMachine/Action/settle(at:)``).
     var settleAt: Int?
-    /// Re-syncs done, and per batch in flight how many had been done when it was sent.
-    var resyncs = 0
-    var batches: [UInt64: Int] = [:]
-    /// Per edit in flight, the operations it carries (``DeviceCopyPolicy/acknowledgedByEdit(_:version:acknowledged:local:)``).
-    var carried: [UInt64: [ListOperation]] = [:]
-    /// A refusal waiting for the answers of the batches after it (SyncClient's rule too).
-    var refusal = RefusalWait()
-    /// Whether it re-syncs: it subscribes from nothing.
-    var resync: Bool { resyncing.isActive }
-    /// With compaction: caught up (`synced`) on its current subscription; and what the daemon
-    /// said it holds (subscribed, synced, acknowledgements), as SyncClient's record.
-    var live = false
-    var acked = VersionVector()
     /// Its presence (drags), coalesced; and the others' it shows.
     var presence = PresencePublisher()
     var board = PresenceBoard()

@@ -27,8 +27,6 @@ final class LocalCopy {
     var phase: Phase = .idle
     /// The counters of this device's operations the daemon has not acknowledged, increasing.
     var unacked: [UInt64] = []
-    /// Edits sent on the current connection and not yet answered.
-    var inFlight = 0
     /// Local appends under way (their operations are applied, not yet durable: not to be sent).
     var appending = 0
     /// `synced` came while appends ran: send what the daemon lacks once they are durable.
@@ -36,14 +34,14 @@ final class LocalCopy {
     /// Whether `record` changed since it was written.
     var recordDirty = false
     var failure: SyncFailure?
-    /// Its re-sync after the daemon refused an edit for its compaction floor
-    /// (``SyncErrorCode/compacted``) or sent a snapshot for its catch-up (``ListSync/CopyResync``,
-    /// which the simulator's clients keep too).
-    var resyncing = CopyResync()
-    /// A refusal for the floor waiting for the answers of the edits sent after it (``ListSync/RefusalWait``).
-    var refusal = RefusalWait()
+    /// The device client's decisions for this copy (``ListSync/DeviceClientMachine``, which the
+    /// simulator's clients run too): what the daemons acknowledged, which of them owe an answer,
+    /// a refusal waiting for later batches, a re-sync. `record` keeps what of it is durable.
+    var machine: DeviceClientMachine
     /// Whether the copy re-syncs: it subscribes from nothing next.
-    var resync: Bool { resyncing.isActive }
+    var resync: Bool { machine.isResyncing }
+    /// Edits sent on the current connection and not yet answered.
+    var inFlight: Int { machine.inFlightCount }
 
     init(id: DocumentID, name: String, live: LiveDocument, store: DocumentStore, record: SyncRecord, replica: ReplicaID) {
         self.id = id
@@ -51,6 +49,7 @@ final class LocalCopy {
         self.live = live
         self.store = store
         self.record = record
+        machine = DeviceClientMachine(replica: replica, acknowledged: record.version, unanswered: Set(record.unanswered ?? []))
         recount(replica: replica)
     }
 
@@ -61,22 +60,21 @@ final class LocalCopy {
         unacked = live.operations(since: record.version).filter { $0.id.replica == replica }.map(\.id.counter).sorted()
     }
 
-    /// Records that the daemon holds `version` durably. Once nothing of this device's is
-    /// unacknowledged, no daemon owes an answer for any of it.
-    func acknowledge(_ version: VersionVector, replica: ReplicaID) {
-        record.acknowledge(version)
-        recordDirty = true
-        let upTo = version[replica]
+    /// Takes what the machine knows of the daemons into the record (what they acknowledged, which
+    /// owe an answer), and drops what is acknowledged from ``unacked``; after each event.
+    func noteMachine(replica: ReplicaID) {
+        var updated = record
+        updated.acknowledge(machine.acknowledged)
+        let owing = machine.unanswered.daemons.sorted()
+        if owing != (record.unanswered ?? []) { updated.unanswered = owing }
+        if updated != record {
+            record = updated
+            recordDirty = true
+        }
+        let upTo = machine.acknowledged[replica]
         if let first = unacked.first, first <= upTo {
             unacked.removeFirst(unacked.prefix { $0 <= upTo }.count)
         }
-        if unacked.isEmpty, appending == 0, record.unanswered?.isEmpty == false { record.unanswered = [] }
-    }
-
-    /// The daemons that owe an answer for edits of this device (``ListSync/UnansweredSends``).
-    var unanswered: UnansweredSends<String> {
-        get { UnansweredSends(Set(record.unanswered ?? [])) }
-        set { record.unanswered = newValue.daemons.sorted(); recordDirty = true }
     }
 
     /// Whether this copy is caught up with nothing of its own waiting.

@@ -8,7 +8,7 @@ import ListSync
 
 extension SyncClient {
     /// The daemon compacted `copy`'s document at `floor` (`stable`): if the device policy says so
-    /// (``ListSync/DeviceCopyPolicy/compactsAtFloor(_:version:historyFloor:resyncing:)``: the copy
+    /// (``ListSync/DeviceClientMachine/compacts(at:document:)``: the copy
     /// holds exactly that version, so the daemon holds all of it) and nothing is being stored or
     /// has failed, it compacts there too, in memory (``ListTable/LiveDocument/compact(at:)``: what it shows and its undo history stay)
     /// and in its store (a new generation, which drops the old log). Anything else (a copy ahead
@@ -18,9 +18,7 @@ extension SyncClient {
     /// - Complexity: that of the compaction and of writing the compacted snapshot.
     func compactCopy(_ copy: LocalCopy, at floor: VersionVector) {
         let document = copy.live.document
-        guard DeviceCopyPolicy.compactsAtFloor(floor, version: document.version, historyFloor: document.historyFloor,
-                                               resyncing: copy.resync),
-              copy.appending == 0, copy.failure == nil else { return }
+        guard copy.machine.compacts(at: floor, document: document), copy.appending == 0, copy.failure == nil else { return }
         do { try copy.live.compact(at: floor) } catch { return }
         // The store's old generation stays whole if this fails: it loads uncompacted, which is
         // safe, and the next compaction writes it again.
@@ -31,7 +29,6 @@ extension SyncClient {
         // least that. Without it, the record could name a version the copy's history no longer
         // goes back to, and a re-sync would not find the edits made since (it takes those after
         // the record's version).
-        copy.acknowledge(floor, replica: replica)
-        writeRecord(copy)
+        act(copy.machine.compacted(at: floor, document: copy.live.document), for: copy)
     }
 }

@@ -12,9 +12,9 @@ extension SyncClient {
         /// `host:port` as dialled: the daemon, for ``LocalCopy/unanswered``.
         let address: String
         var session: ClientSession
-        /// Edit numbers of the session → the document they belong to, and this device's
-        /// operations they carry (``ListSync/DeviceCopyPolicy/acknowledgedByEdit(_:version:acknowledged:local:)``).
-        var edits: [UInt64: (document: DocumentID, carried: [ListOperation])] = [:]
+        /// Edit numbers of the session → the document they belong to (its machine keeps what
+        /// they carry).
+        var edits: [UInt64: DocumentID] = [:]
         /// `create` requests → the document they make on the daemon.
         var creates: [UInt64: DocumentID] = [:]
         var ticker: Task<Void, Never>?
@@ -148,8 +148,7 @@ extension SyncClient {
             copy.live.clearPresence()   // nothing refreshes it now
             copy.live.publishHeldChanges()   // a catch-up cut short: what came of it is shown
             copy.phase = .idle
-            copy.inFlight = 0
-            copy.refusal.reset()
+            copy.machine.disconnected()
             if copy.recordDirty { writeRecord(copy) }
         }
         updateStatus()
@@ -165,6 +164,7 @@ extension SyncClient {
     /// the daemon has never had, then `subscribe` from the copy's version.
     func attach(_ copy: LocalCopy) {
         guard let c = connection, copy.phase == .idle, copy.failure == nil else { return }
+        if copy.machine.daemon == nil { copy.machine.connected(to: c.address) }
         if !copy.record.onServer {
             let (n, actions) = c.session.request(.create(name: copy.name, sections: [], id: copy.id, epoch: copy.record.epoch), now: EventLoop.now())
             c.creates[n] = copy.id
@@ -175,33 +175,70 @@ extension SyncClient {
         copy.phase = .subscribing
         // After a refusal for the compaction floor: from nothing, so that the catch-up is the
         // daemon's snapshot (its history no longer goes back that far).
-        let since = DeviceCopyPolicy.subscribeVersion(copy.live.document.version, resyncing: copy.resync)
+        let since = copy.machine.subscribing(copy.live.document)
         send(c.session.subscribe(copy.id, epoch: copy.record.epoch, version: since, now: EventLoop.now()), on: c)
     }
 
     /// Sends the operations of `copy` the daemon has not acknowledged (once caught up; only
     /// durable ones: the caller checks that no append runs).
     func sendMissing(_ copy: LocalCopy) {
-        guard let c = connection, copy.phase == .live else { return }
-        guard let ops = DeviceCopyPolicy.toSend(copy.live.document, acknowledged: copy.record.version) else {
-            lastError = "edits of \(copy.id) not sent: the copy compacted past what the daemon acknowledged"
-            return
-        }
-        guard !ops.isEmpty else { return }
-        if ops.contains(where: { $0.id.replica == replica }), copy.unanswered.adds(c.address) {
-            // Durable before they leave: a refusal by another daemon is final only once this one
-            // answered too (``ListSync/UnansweredSends``).
-            copy.unanswered.sent(to: c.address)
-            writeRecord(copy)
-            guard !copy.recordDirty else {
-                lastError = "edits of \(copy.id) not sent: their record was not written"
-                return
+        guard connection != nil else { return }
+        act(copy.machine.sendUnacknowledged(copy.live.document), for: copy)
+    }
+
+    /// Does what `copy`'s state machine decided (``ListSync/DeviceClientMachine/Action``): the
+    /// I/O of its decisions on the current connection and in the device's folder.
+    func act(_ actions: [DeviceClientMachine.Action], for copy: LocalCopy) {
+        copy.noteMachine(replica: replica)
+        for action in actions {
+            switch action {
+            case let .send(ops, recordFirst):
+                guard let c = connection else { continue }
+                if recordFirst {
+                    // Durable before they leave: a refusal by another daemon is final only once
+                    // this one answered too (``ListSync/UnansweredSends``).
+                    writeRecord(copy)
+                    guard !copy.recordDirty else {
+                        lastError = "edits of \(copy.id) not sent: their record was not written"
+                        continue
+                    }
+                }
+                let (n, sends) = c.session.send(copy.id, ops, now: EventLoop.now())
+                c.edits[n] = copy.id
+                copy.machine.sent(edit: n, ops)
+                send(sends, on: c)
+            case .sendUnacknowledged:
+                if copy.appending == 0 { sendMissing(copy) } else { copy.resendAfterAppends = true }
+            case .saveRecord:
+                writeRecord(copy)
+            case .live:
+                copy.phase = .live
+                copy.live.publishHeldChanges()
+            case .reportSeen:
+                if let c = connection { reportSeen(copy, on: c) }
+            case let .refusedForFloor(text):
+                lastError = "compacted: \(text)"
+            case let .settle(other):
+                // Another daemon may hold what this one refused: ask it first (it acknowledges
+                // them, or refuses them too).
+                lastError = "\(lastError ?? "compacted"); asking \(other) first, which may hold those edits"
+                goBack = other
+                if let t = connection?.transport { Task { await t.close(reason: "edits refused here may be held by \(other)") } }
+            case .resubscribe:
+                // Left behind a compaction (retired while offline), or unaccounted for on a peered
+                // document: re-sync from the daemon's copy and make the unsent edits again.
+                guard copy.phase != .idle, let c = connection else { continue }
+                send(c.session.unsubscribe(copy.id), on: c)
+                copy.phase = .idle
+                attach(copy)
+            case let .replace(outcome):
+                resync(copy, with: outcome)
+            case .cannotSend:
+                lastError = "edits of \(copy.id) not sent: the copy compacted past what the daemon acknowledged"
+            case let .editFailed(error):
+                fail(copy, error)
             }
         }
-        let (n, actions) = c.session.send(copy.id, ops, now: EventLoop.now())
-        c.edits[n] = (copy.id, ops.filter { $0.id.replica == replica })
-        copy.inFlight += 1
-        send(actions, on: c)
     }
 
     /// Performs the actions of a call on the session (frames out, or, on a session that has
@@ -227,13 +264,14 @@ extension SyncClient {
                 continue
             }
             guard let copy = copies[id] else { continue }
-            if copy.resyncing.receive(ops) {
+            let (applies, more) = copy.machine.received(ops, document: copy.live.document)
+            guard applies else {
                 // Re-syncing: the catch-up from nothing is the daemon's copy (``resync(_:with:)``).
-                if let version = copy.resyncing.synced { caughtUp(copy, version, on: c) }
+                act(more, for: copy)
                 continue
             }
             _ = copy.live.receive(ops)
-            copy.acknowledge(DeviceCopyPolicy.acknowledgedByReceipt(ops), replica: replica)
+            copy.noteMachine(replica: replica)
             copy.appending += 1
             do { try await copy.store.append(ops) } catch { copy.failure = .storage(error.description) }
             copy.appending -= 1
@@ -241,7 +279,7 @@ extension SyncClient {
                 copy.resendAfterAppends = false
                 sendMissing(copy)
             }
-            if copy.phase == .live { reportSeen(copy, on: c) }
+            act(more, for: copy)
         }
         updateStatus()
     }
@@ -287,7 +325,7 @@ extension SyncClient {
                 copy.name = name
                 writeRecord(copy)
             }
-            copy.acknowledge(version, replica: replica)
+            act(copy.machine.subscribed(version, document: copy.live.document), for: copy)
             copy.phase = .catchingUp
             copy.live.holdChanges()   // one change set for the whole catch-up (`caughtUp`)
             presence.announce(id)   // a presence in progress is owed to this new subscription
@@ -297,26 +335,19 @@ extension SyncClient {
             fail(copy, error)
         case let .synced(id, version):
             guard let copy = copies[id] else { break }
-            copy.resyncing.synced(version)
-            caughtUp(copy, version, on: c)
+            // Caught up (re-syncing, once the daemon's copy is complete: ``resync(_:with:)``).
+            act(copy.machine.synced(version, document: copy.live.document), for: copy)
         case let .editDone(n, result):
-            guard let (id, carried) = c.edits.removeValue(forKey: n), let copy = copies[id] else { break }
-            copy.inFlight -= 1
-            switch result {
-            case let .success(version):
-                // What the daemon keeps waiting for its causes is acknowledged too, in order.
-                copy.acknowledge(DeviceCopyPolicy.acknowledgedByEdit(carried, version: version, acknowledged: copy.record.version,
-                                                                     local: copy.live.document), replica: replica)
-                if copy.inFlight == 0 { writeRecord(copy) }
-                reportSeen(copy, on: c)
-            case let .failure(e):
-                fail(copy, e)
-            }
-            if copy.refusal.answered(inFlight: copy.inFlight, unacknowledged: !copy.unacked.isEmpty) {
-                fail(copy, .refused(.compacted, "edits refused for the compaction floor, not taken by the later batches either"))
-            }
+            guard let id = c.edits.removeValue(forKey: n), let copy = copies[id] else { break }
+            // Acknowledged (what the daemon keeps waiting for its causes too, in order), or
+            // refused; a refusal for the floor is acted on once every later edit is answered.
+            let configured = dialled
+            act(copy.machine.answered(edit: n, result, document: copy.live.document, askable: { configured.contains($0) }), for: copy)
         case let .documentError(id, code, text):
-            if code == .destroyed, let copy = copies[id] {
+            if code == .compacted, let copy = copies[id] {
+                // Operations of this device the daemon kept waiting, refused when woken.
+                fail(copy, .refused(.compacted, text))
+            } else if code == .destroyed, let copy = copies[id] {
                 destroyedOnDaemon(copy, text)
             } else if code == .epochMismatch, let copy = copies[id] {
                 copy.failure = .documentReset(id, unsent: copy.unacked.count)
@@ -349,33 +380,12 @@ extension SyncClient {
         case let .refused(.destroyed, text):
             destroyedOnDaemon(copy, text)
         case let .refused(.compacted, text):
-            lastError = "compacted: \(text)"
-            // Without a connection (it ended first) the next one sends them again and hears again.
-            guard !copy.resync, let c = connection else { break }
-            // Every later batch's answer first: one may still take the refused edits.
-            guard copy.refusal.refused(inFlight: copy.inFlight) else { break }
-            // A daemon no longer configured cannot be asked: what it may hold is given up.
-            let configured = dialled
-            if case let .settle(other) = copy.unanswered.refused(by: c.address, askable: { configured.contains($0) }) {
-                // Another daemon may hold what this one refused: ask it first (it acknowledges
-                // them, or refuses them too).
-                writeRecord(copy)
-                lastError = "compacted: \(text); asking \(other) first, which may hold those edits"
-                goBack = other
-                let t = c.transport
-                Task { await t.close(reason: "edits refused here may be held by \(other)") }
-                break
-            }
-            writeRecord(copy)
             // Left behind a compaction (retired while offline), or unaccounted for on a peered
-            // document: re-sync from the daemon's copy and make the unsent edits again
-            // (``resync(_:with:)``).
-            copy.resyncing.begin(replica: replica)
-            if copy.phase != .idle {
-                send(c.session.unsubscribe(copy.id), on: c)
-                copy.phase = .idle
-                attach(copy)
-            }
+            // document: the machine decides (wait for the later edits' answers, ask another
+            // daemon that may hold them, or re-sync and make them again). A daemon no longer
+            // configured cannot be asked: what it may hold is given up.
+            let configured = dialled
+            act(copy.machine.refusedForFloor(text, document: copy.live.document, askable: { configured.contains($0) }), for: copy)
         case let .refused(code, text) where code == .limit || code == .storage:
             // Nothing was done: try again on a new connection (after the backoff).
             lastError = "\(code): \(text)"
@@ -403,47 +413,28 @@ extension SyncClient {
     /// generation) before the copy changes; `synced` then sends the remade edits.
     func resync(_ copy: LocalCopy, from bytes: [UInt8], on c: Connection) {
         do {
-            try copy.resyncing.snapshot(bytes, replica: replica)
+            try copy.machine.snapshot(bytes)
         } catch {
             copy.failure = .refused(copy.id, .malformed, "the daemon's snapshot did not load: \(error)")
         }
     }
 
-    /// `copy`'s catch-up holds `version` (`synced`): it goes live, or, re-syncing, it is re-synced
-    /// first once the daemon's copy holds all of that and every edit of this device a daemon
-    /// acknowledged (one acknowledged by another daemon may reach this one later, relayed; made
-    /// again on a copy without it, what depends on it would be lost). The session matches each
-    /// answer to its own subscription (one subscribe on the wire at a time), so the catch-up
-    /// does hold `version`; checked all the same, since making the edits again on a partial copy
-    /// would lose what it lacks.
-    func caughtUp(_ copy: LocalCopy, _ version: VersionVector, on c: Connection) {
-        if copy.resync {
-            guard let outcome = copy.resyncing.outcome(local: copy.live.document, acknowledged: copy.record.version) else { return }
-            resync(copy, with: outcome)
-            guard !copy.resync else { return }
-        }
-        copy.acknowledge(version, replica: replica)
-        copy.phase = .live
-        copy.live.publishHeldChanges()
-        if copy.appending == 0 { sendMissing(copy) } else { copy.resendAfterAppends = true }
-        writeRecord(copy)
-        reportSeen(copy, on: c)
-    }
-
     /// The re-sync's outcome (``ListSync/CopyResync/outcome(local:acknowledged:prepare:)``: the
-    /// daemon's copy with the edits it lacked made again on it) becomes `copy`, written durably first.
+    /// daemon's copy with the edits it lacked made again on it, once it holds all `synced` said
+    /// and every edit of this device a daemon acknowledged) becomes `copy`, written durably
+    /// first; then the copy is caught up (``ListSync/DeviceClientMachine/replaced(_:document:)``).
     func resync(_ copy: LocalCopy, with outcome: CopyResync.Outcome) {
         do { try copy.store.replace(with: outcome.document) } catch {
             copy.failure = .storage(error.description)
             return
         }
         copy.live.replace(with: outcome.document)
-        copy.resyncing.finish()
-        copy.acknowledge(outcome.held, replica: replica)
+        let more = copy.machine.replaced(outcome, document: copy.live.document)
+        copy.noteMachine(replica: replica)
         copy.recount(replica: replica)
         assert(copy.unacked.count == outcome.made.count, "\(outcome.made.count) edits made again, \(copy.unacked.count) unacknowledged")
-        writeRecord(copy)
         lastError = nil
+        act(more, for: copy)
     }
 
     func writeRecord(_ copy: LocalCopy) {

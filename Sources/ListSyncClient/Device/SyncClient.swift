@@ -263,10 +263,10 @@ public actor SyncClient {
         let mine = ops.filter { $0.id.replica == replica }.map(\.id.counter)
         copy.unacked.append(contentsOf: mine)
         if let first = mine.first, let before = copy.unacked.dropLast(mine.count).last, before > first { copy.unacked.sort() }
-        if copy.phase == .live, copy.appending == 0 {
+        if copy.appending == 0 {
             // Everything applied is durable now: send what the daemon lacks (this edit, and any
-            // that waited for an earlier append).
-            sendMissing(copy)
+            // that waited for an earlier append), if live.
+            act(copy.machine.edited(ops, document: copy.live.document), for: copy)
         } else if copy.phase == .live {
             copy.resendAfterAppends = true
         }

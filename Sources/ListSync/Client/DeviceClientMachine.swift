@@ -1,0 +1,368 @@
+import ListCRDT
+
+/// The device client's decisions for one copy of a document, as a pure state machine: events in
+/// (an edit made, connected, subscribed, operations received, `synced`, an edit answered or
+/// refused, `stable`, disconnected), actions out (send these operations, save the record,
+/// subscribe again from nothing, go back to another daemon, replace the copy with its re-sync,
+/// report what it has seen). No I/O: ``SyncClient`` (`ListSyncClient`) drives one per document
+/// over its socket and files, and the simulator's clients drive one each over the in-memory
+/// network, so that what the simulator checks is what a device decides (Docs/Simulation.md,
+/// "The simulator runs the production drivers").
+///
+/// It keeps what the device knows of the daemons (Docs/Semantics.md §7): what they acknowledged
+/// (``acknowledged``), which of them may hold edits of its own without an answer
+/// (``UnansweredSends``), a refusal waiting for the answers of later batches (``RefusalWait``),
+/// its re-sync (``CopyResync``), and the edits in flight on the current connection with the
+/// operations they carry. The document itself is the driver's (a `LiveDocument` and a store on a
+/// device): events that need it take it as it is when the event comes.
+///
+/// A daemon is named as the device reaches it (``Daemon``): its address (`host:port`) on a device,
+/// a name per index in the simulator. (Not generic: its callers are in other modules, where a
+/// generic machine would run unspecialized.)
+public struct DeviceClientMachine: Sendable {
+    /// A daemon's name, as the device reaches it; the least is asked first
+    /// (``UnansweredSends/refused(by:askable:)``).
+    public typealias Daemon = String
+
+    /// When a copy sends its edits.
+    public enum Sending: Sendable, Equatable {
+        /// The device's rule (``DeviceCopyPolicy/toSend(_:acknowledged:)``): once caught up
+        /// (`synced`), everything the daemons have not acknowledged, in the order the copy applied
+        /// it, and again after each edit while live. `SyncClient` sends so.
+        case inOrder
+        /// Each edit's operations at once, even while subscribing, and on `subscribed` those of
+        /// its own that no daemon acknowledged: an edit can reach a daemon before the earlier ones
+        /// it depends on (the simulator's `--sends-ahead`, which stresses the daemons' causal
+        /// buffer; no device sends so).
+        case ahead
+        /// ``ahead``, and on `subscribed` every operation the daemon lacks, others' too (the
+        /// simulator's clients without compaction, which carry operations between daemons; no
+        /// device sends so).
+        case aheadWithOthers
+    }
+
+    /// What the driver does.
+    public enum Action: Sendable {
+        /// Send these operations as one edit (`ClientSession.send`), then tell the machine the
+        /// edit's number (``sent(edit:_:)``). `recordFirst`: the daemon was added to
+        /// ``unanswered``; make the record durable before sending (a refusal elsewhere is final
+        /// only once this daemon answered), and send nothing if that fails.
+        case send([ListOperation], recordFirst: Bool)
+        /// Send what the daemons have not acknowledged once every operation the copy applied is
+        /// durable (call ``sendUnacknowledged(_:)`` then: at once when nothing is being stored).
+        case sendUnacknowledged
+        /// Write the record (``acknowledged`` and ``unanswered``).
+        case saveRecord
+        /// Caught up: the copy is live (a device shows what its catch-up brought in one change).
+        case live
+        /// Report what the copy holds (`seen`, coalesced by the session).
+        case reportSeen
+        /// Edits of the device were refused for the compaction floor (the daemon's words): a
+        /// status line, a count. What the machine does about it follows in the same actions.
+        case refusedForFloor(String)
+        /// Close this connection and connect to `daemon` next: it may hold the edits this one
+        /// refused (``UnansweredSends/Verdict/settle(at:)``).
+        case settle(at: Daemon)
+        /// Unsubscribe, and subscribe again (``subscribing(_:)`` gives the version: nothing, for
+        /// the daemon's whole copy): the copy re-syncs.
+        case resubscribe
+        /// The re-sync is ready: make `outcome`'s document the copy (durably first), then call
+        /// ``replaced(_:document:)``. Nothing else follows in these actions.
+        case replace(CopyResync.Outcome)
+        /// The copy's history no longer goes back to what the daemons acknowledged: nothing can
+        /// be sent (``DeviceCopyPolicy/toSend(_:acknowledged:)`` never lets that happen).
+        case cannotSend
+        /// An edit was refused for another reason than the floor, or failed: the driver's to
+        /// report (a reset, a destroyed document, a retry on a new connection).
+        case editFailed(ClientSessionError)
+    }
+
+    /// An edit in flight: the operations it carries, and the re-syncs done when it was sent.
+    struct Edit: Sendable {
+        var carried: [ListOperation]
+        var generation: Int
+    }
+
+    /// The device's replica (the author of its edits).
+    public let replica: ReplicaID
+    /// When it sends.
+    public let sending: Sending
+    /// What the daemons said they hold durably (subscribed, synced, acknowledgements, receipts,
+    /// a floor): the device's record.
+    public private(set) var acknowledged: VersionVector
+    /// The daemons that may hold edits of its own without an answer (the device's record).
+    public private(set) var unanswered: UnansweredSends<Daemon>
+    /// Its re-sync, while one runs.
+    public private(set) var resyncing = CopyResync()
+    /// A refusal waiting for the answers of the batches after it.
+    public private(set) var refusal = RefusalWait()
+    /// The daemon of the current connection; nil while not connected.
+    public private(set) var daemon: Daemon?
+    /// Caught up on the current subscription (`synced`).
+    public private(set) var isLive = false
+    /// Re-syncs done (a refusal of edits sent before one is answered, and ignored).
+    public private(set) var resyncs = 0
+    var inFlight: [UInt64: Edit] = [:]
+    /// The actions of a receipt, and of an acknowledgement: made once.
+    static let reportSeen: [Action] = [.reportSeen]
+    static let saveRecordAndReportSeen: [Action] = [.saveRecord, .reportSeen]
+
+    /// A deliberately broken client (the simulator's power tests): every refusal is final, as
+    /// clients did before ``UnansweredSends``.
+    @_spi(Testing) public var remakesOnFirstRefusal = false
+    /// A deliberately broken client (the simulator's power tests): after a refusal the edits made
+    /// after the floor are kept as they are, as clients did before `remake(_:from:refused:)`.
+    @_spi(Testing) public var keepsRefusedEdits = false
+
+    /// A copy of `replica`'s, starting from what its record kept (nothing for a new document).
+    public init(replica: ReplicaID, sending: Sending = .inOrder, acknowledged: VersionVector = VersionVector(),
+                unanswered: Set<Daemon> = []) {
+        self.replica = replica
+        self.sending = sending
+        self.acknowledged = acknowledged
+        self.unanswered = UnansweredSends(unanswered)
+    }
+
+    /// Whether it re-syncs (it subscribes from nothing, and holds its sends back).
+    public var isResyncing: Bool { resyncing.isActive }
+    /// Edits sent on the current connection and not yet answered.
+    public var inFlightCount: Int { inFlight.count }
+    /// Whether edits of the device in `document` are not yet acknowledged.
+    public func hasUnacknowledged(_ document: ListDocument) -> Bool {
+        acknowledged[replica] < document.version[replica]
+    }
+
+    // MARK: Connections
+
+    /// Connected to `daemon` (the driver subscribes next: ``subscribing(_:)``).
+    public mutating func connected(to daemon: Daemon) {
+        self.daemon = daemon
+        inFlight = [:]
+        refusal.reset()
+        isLive = false
+    }
+
+    /// The connection ended: its edits are never answered (the next connection sends them
+    /// again), and a refusal that waited is dropped.
+    public mutating func disconnected() {
+        daemon = nil
+        inFlight = [:]
+        refusal.reset()
+        isLive = false
+    }
+
+    /// The copy subscribes: the version to subscribe from
+    /// (``DeviceCopyPolicy/subscribeVersion(_:resyncing:)``). Not live until `synced`.
+    public mutating func subscribing(_ document: ListDocument) -> VersionVector {
+        isLive = false
+        return DeviceCopyPolicy.subscribeVersion(document.version, resyncing: isResyncing)
+    }
+
+    // MARK: Sending
+
+    /// An edit was made (durably, on a device): with ``Sending/inOrder``, what the daemons lack
+    /// is sent if the copy is live; sending ahead, `made` goes at once.
+    public mutating func edited(_ made: [ListOperation], document: ListDocument) -> [Action] {
+        guard !made.isEmpty else { return [] }
+        if sending == .inOrder { return sendUnacknowledged(document) }
+        guard daemon != nil, !isResyncing else { return [] }
+        return send(made)
+    }
+
+    /// What the copy sends now: if connected, live and not re-syncing, every operation the
+    /// daemons have not acknowledged (``DeviceCopyPolicy/toSend(_:acknowledged:)``), as one edit.
+    /// Call it only when every operation `document` applied is durable.
+    public mutating func sendUnacknowledged(_ document: ListDocument) -> [Action] {
+        guard daemon != nil, isLive, !isResyncing else { return [] }
+        guard let ops = DeviceCopyPolicy.toSend(document, acknowledged: acknowledged) else { return [.cannotSend] }
+        return ops.isEmpty ? [] : send(ops)
+    }
+
+    /// Sends `ops` on the current connection; a daemon sent operations of the device's own owes
+    /// an answer for them (``UnansweredSends``).
+    mutating func send(_ ops: [ListOperation]) -> [Action] {
+        guard let daemon else { return [] }
+        var recordFirst = false
+        if ops.contains(where: { $0.id.replica == replica }) {
+            recordFirst = unanswered.adds(daemon)
+            unanswered.sent(to: daemon)
+        }
+        return [.send(ops, recordFirst: recordFirst)]
+    }
+
+    /// The driver sent `ops` (a ``Action/send(_:recordFirst:)``) as edit `edit` of its session.
+    public mutating func sent(edit: UInt64, _ ops: [ListOperation]) {
+        // All of them: the acknowledgement counts the device's own (and shares the sent array).
+        inFlight[edit] = Edit(carried: ops, generation: resyncs)
+    }
+
+    // MARK: What the daemon says
+
+    /// `subscribed`: the daemon holds `version`. Sending ahead, what of its own the daemon lacks
+    /// goes now (with ``Sending/aheadWithOthers``, everything it lacks).
+    public mutating func subscribed(_ version: VersionVector, document: ListDocument) -> [Action] {
+        acknowledge(version, document)
+        guard sending != .inOrder, !isResyncing else { return [] }
+        var missing = document.operations(since: version)
+        if sending == .ahead {
+            missing.removeAll { $0.id.replica != replica || acknowledged.contains($0.lastID) }
+        }
+        return missing.isEmpty ? [] : send(missing)
+    }
+
+    /// Operations of the catch-up or of other devices arrived. Re-syncing, they build the
+    /// daemon's copy (and complete the re-sync once `synced` came: ``replace``); otherwise the
+    /// driver applies and stores them first (an empty list of actions never says so:
+    /// `applies` is true), and what the daemon sent it holds
+    /// (``DeviceCopyPolicy/acknowledgedByReceipt(_:)``).
+    ///
+    /// - Parameter prepare: adjusts the daemon's copy before the edits are made again on it.
+    public mutating func received(_ ops: [ListOperation], document: ListDocument,
+                                  prepare: (inout ListDocument) -> Void = { _ in }) -> (applies: Bool, actions: [Action]) {
+        if resyncing.receive(ops) {
+            guard resyncing.synced != nil else { return (false, []) }
+            return (false, caughtUp(document, prepare: prepare))
+        }
+        // ``DeviceCopyPolicy/acknowledgedByReceipt(_:)``, observed in place (no version built per batch).
+        for op in ops { acknowledged.observe(op.lastID) }
+        noteAcknowledged(document)
+        return (true, Self.reportSeen)
+    }
+
+    /// The catch-up is a snapshot: the daemon's copy, for the re-sync.
+    ///
+    /// - Throws: ``ListCRDT/WireError`` for a snapshot that does not load; nothing changes then.
+    public mutating func snapshot(_ bytes: [UInt8]) throws(WireError) {
+        try resyncing.snapshot(bytes, replica: replica)
+    }
+
+    /// `synced`: the catch-up holds `version`. The copy is caught up (re-syncing, once the
+    /// daemon's copy holds all of that and every edit of the device a daemon acknowledged:
+    /// ``CopyResync/outcome(local:acknowledged:prepare:)``): it is live, sends what the daemons
+    /// lack, and says what it has seen.
+    public mutating func synced(_ version: VersionVector, document: ListDocument,
+                                prepare: (inout ListDocument) -> Void = { _ in }) -> [Action] {
+        acknowledge(version, document)
+        resyncing.synced(version)
+        return caughtUp(document, prepare: prepare)
+    }
+
+    mutating func caughtUp(_ document: ListDocument, prepare: (inout ListDocument) -> Void) -> [Action] {
+        if isResyncing {
+            guard let outcome = resyncing.outcome(local: document, acknowledged: acknowledged, prepare: prepare) else { return [] }
+            return [.replace(outcome)]
+        }
+        return goLive()
+    }
+
+    mutating func goLive() -> [Action] {
+        isLive = true
+        return [.live] + (sending == .inOrder ? [.sendUnacknowledged] : []) + [.saveRecord, .reportSeen]
+    }
+
+    /// The driver made the re-sync's outcome the copy (`document`, durably): the re-sync is
+    /// over, the daemon holds what the outcome says, and the copy is caught up. Sending ahead,
+    /// the edits made again go at once.
+    public mutating func replaced(_ outcome: CopyResync.Outcome, document: ListDocument) -> [Action] {
+        resyncing.finish()
+        acknowledged.formUnion(outcome.held)
+        noteAcknowledged(document)
+        resyncs += 1
+        var actions: [Action] = [.saveRecord]
+        if !outcome.made.isEmpty, sending != .inOrder, daemon != nil { actions += send(outcome.made) }
+        return actions + [.reportSeen] + goLive()
+    }
+
+    /// Edit `edit` was answered (`result`, the session's). Acknowledged: what it carried is held
+    /// (``DeviceCopyPolicy/acknowledgedByEdit(_:version:acknowledged:local:)``). Refused for the
+    /// floor: see ``refusedForFloor(_:document:askable:)``. Either way, a refusal that waited
+    /// for this answer may be acted on now.
+    ///
+    /// - Parameter askable: whether a daemon may still be asked (one no longer among the
+    ///   device's daemons is given up, with what it may hold).
+    public mutating func answered(edit: UInt64, _ result: Result<VersionVector, ClientSessionError>, document: ListDocument,
+                                  askable: (Daemon) -> Bool = { _ in true }) -> [Action] {
+        guard let sent = inFlight.removeValue(forKey: edit) else { return [] }
+        var actions: [Action] = []
+        switch result {
+        case let .failure(error):
+            if case let .refused(.compacted, text) = error {
+                // A refusal of edits a re-sync made again since (sent ahead) is answered.
+                if sent.generation == resyncs { actions += refusedForFloor(text, document: document, askable: askable) }
+            } else {
+                actions.append(.editFailed(error))
+            }
+            return actions + answeredAll(document, askable: askable)
+        case let .success(version):
+            // What the daemon keeps waiting for its causes is acknowledged too, in order.
+            acknowledged = DeviceCopyPolicy.acknowledgedByEdit(sent.carried, version: version, acknowledged: acknowledged,
+                                                               local: document)
+            noteAcknowledged(document)
+            let after = answeredAll(document, askable: askable)
+            // The common answer without an array built for it.
+            if after.isEmpty { return inFlight.isEmpty ? Self.saveRecordAndReportSeen : Self.reportSeen }
+            if inFlight.isEmpty { actions.append(.saveRecord) }
+            return actions + after + [.reportSeen]
+        }
+    }
+
+    /// Edits of the device were refused for the compaction floor (an edit's answer, or an error
+    /// for the document): it was left behind (retired while away), or its edits are of a replica
+    /// no daemon counts. Acted on once every batch in flight is answered (``RefusalWait``), and
+    /// final only once every daemon it sent them to refused (``UnansweredSends``): until then it
+    /// goes back to one of those (``Action/settle(at:)``). Final, the copy re-syncs from nothing
+    /// and makes its unsent edits again (``CopyResync``).
+    public mutating func refusedForFloor(_ text: String, document: ListDocument,
+                                         askable: (Daemon) -> Bool = { _ in true }) -> [Action] {
+        [.refusedForFloor(text)] + actOnRefusal(document, askable: askable)
+    }
+
+    mutating func actOnRefusal(_ document: ListDocument, askable: (Daemon) -> Bool) -> [Action] {
+        guard let daemon, !isResyncing else { return [] }
+        // Every later batch's answer first: one may still take the refused edits.
+        guard refusal.refused(inFlight: inFlight.count) else { return [] }
+        let verdict = unanswered.refused(by: daemon, askable: askable)
+        if case let .settle(other) = verdict, !remakesOnFirstRefusal {
+            // Another daemon may hold what this one refused: ask it first.
+            return [.saveRecord, .settle(at: other)]
+        }
+        resyncing.begin(replica: replica, keepsRefused: keepsRefusedEdits)
+        return [.saveRecord, .resubscribe]
+    }
+
+    /// A batch was answered: a refusal that waited for every batch is acted on now, unless the
+    /// later batches took every edit of the device.
+    mutating func answeredAll(_ document: ListDocument, askable: (Daemon) -> Bool) -> [Action] {
+        guard refusal.answered(inFlight: inFlight.count, unacknowledged: hasUnacknowledged(document)) else { return [] }
+        return actOnRefusal(document, askable: askable)
+    }
+
+    /// The daemon compacted at `floor` (`stable`): whether the copy compacts there too
+    /// (``DeviceCopyPolicy/compactsAtFloor(_:version:historyFloor:resyncing:)``). The driver
+    /// compacts, then calls ``compacted(at:document:)``.
+    public func compacts(at floor: VersionVector, document: ListDocument) -> Bool {
+        DeviceCopyPolicy.compactsAtFloor(floor, version: document.version, historyFloor: document.historyFloor,
+                                         resyncing: isResyncing)
+    }
+
+    /// The copy compacted at `floor`: the daemon holds it (it compacted there, durably), so what
+    /// it acknowledged is at least that; without it, the record could name a version the copy's
+    /// history no longer goes back to.
+    public mutating func compacted(at floor: VersionVector, document: ListDocument) -> [Action] {
+        acknowledge(floor, document)
+        return [.saveRecord]
+    }
+
+    // MARK: Acknowledgements
+
+    mutating func acknowledge(_ version: VersionVector, _ document: ListDocument) {
+        acknowledged.formUnion(version)
+        noteAcknowledged(document)
+    }
+
+    /// Once every edit of the device is acknowledged (by one daemon or another), no daemon owes
+    /// an answer.
+    mutating func noteAcknowledged(_ document: ListDocument) {
+        if !hasUnacknowledged(document) { unanswered.allAcknowledged() }
+    }
+}
