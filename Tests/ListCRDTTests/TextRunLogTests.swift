@@ -89,7 +89,8 @@ struct TextRunLogTests {
         let returned = try Self.randomEdits(&doc, item, seed: seed, steps: 500)
         let ops = doc.operations
         #expect(ops == head + returned)
-        #expect(Self.textRuns(doc).count < returned.count / 2, "typing makes runs")
+        let runs = Self.textRuns(doc), inRuns = runs.reduce(0) { $0 + Int($1.count) }
+        #expect(inRuns > returned.count / 2 && inRuns > runs.count * 3 / 2, "typing makes runs")
         let history = doc.encodedHistory()
         #expect(history == ListOperation.encode(ops))
         #expect(try ListOperation.decode(history) == ops)
@@ -118,7 +119,7 @@ struct TextRunLogTests {
         #expect(a.records == b.records)
         let ops = a.operations
         var oneByOne = ListDocument(replica: ReplicaID(7))
-        for op in ops { #expect(oneByOne.receive(op).isSuccess) }
+        for op in ops { _ = try oneByOne.receive(op) }
         var batch = ListDocument(replica: ReplicaID(8))
         #expect(batch.receive(ops).isSuccess)
         var encoded = ListDocument(replica: ReplicaID(9))

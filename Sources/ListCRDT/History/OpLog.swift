@@ -11,7 +11,9 @@ import Foundation
 /// inserts, or a thousand backspaces, is one record. Causal dependencies are stored only when they
 /// are not the implicit "the operation applied just before". The rare kinds (section deletes,
 /// value writes) are kept whole in ``others``, and so are text splices, in parts
-/// (`OtherOperations.swift`).
+/// (`OtherOperations.swift`), but for one-character splices of one field typed one after the
+/// other (or removing one character after another) by one replica: those share one record, a
+/// text run, as typed items do (`TextRunLog.swift`).
 ///
 /// `ListDocument+History.swift` turns records back into ``ListOperation``s equal to the ones
 /// applied; it needs the document's state, so it lives there. The log itself does no I/O.

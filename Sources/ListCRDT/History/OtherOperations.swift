@@ -1,8 +1,9 @@
 import Foundation
 
 /// The operations the log keeps whole (``OpLog/others``), in the order they were appended: the
-/// rare kinds (section deletes, value and field writes), and text splices, which are not rare
-/// at all (a text's history is one per keystroke).
+/// rare kinds (section deletes, value and field writes), and text splices that are not part of a
+/// text run (a pasted text, a removed selection); and the text runs themselves (``runs``,
+/// `TextRunLog.swift`: one per run of keystrokes, outside this collection's indices).
 ///
 /// A splice of one text field (one ``FieldWrite`` holding a ``TextEdit``, nothing replaced or
 /// seen: every local and remote splice of a field that is text) is kept in parts, ``Splice``:
