@@ -38,7 +38,7 @@ struct TextFieldFormatTests {
         let i = try doc.insertItem(at: IndexPath(item: 0, section: 0), value: Data())
         _ = try doc.splice("notes", ofItem: ItemID(i.id), at: 0, insert: "hello")
         let bytes = doc.encodedSnapshot()
-        #expect(bytes[ListDocument.snapshotMagic.count] == ListDocument.stateTextRunsSnapshotFormatVersion)
+        #expect(bytes[ListDocument.snapshotMagic.count] == ListDocument.stateTextSnapshotFormatVersion, "a paste: no text run")
         var loaded = try ListDocument(snapshot: bytes, replica: ReplicaID(1))
         #expect(loaded.version == doc.version)
         #expect(loaded.operations == doc.operations)
