@@ -81,8 +81,8 @@ extension OtherOperations {
     mutating func extendRun(_ r: Int, id: OpID, clock: UInt64, target: RecordTarget, name: String, edit: TextEdit) -> Bool {
         assert(r == runs.count - 1, "only the last run grows")
         var run = runs[r]
-        let key = fields[Int(run.field)]
-        guard key.target == target, key.name == name, run.count < Int32.max - 1 else { return false }
+        guard fields[Int(run.field)].target == target, fields[Int(run.field)].name == name, run.count < Int32.max - 1
+        else { return false }
         if run.typing {
             guard edit.deletes.isEmpty, edit.insertedCount == 1, edit.before == run.before,
                   edit.after == OpID(counter: id.counter &- 1, replica: id.replica),
@@ -112,6 +112,10 @@ extension OtherOperations {
 
     /// Appends `text`'s UTF-8 to ``runText``; returns whether it is ASCII.
     private mutating func appendText(_ text: String) -> Bool {
+        if text.utf8.count == 1, let b = text.utf8.first {   // a keystroke of ASCII
+            runText.append(b)
+            return b < 0x80
+        }
         var ascii = true
         for b in text.utf8 {
             runText.append(b)

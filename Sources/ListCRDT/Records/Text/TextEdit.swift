@@ -80,6 +80,9 @@ public struct TextEdit: Hashable, Sendable, CustomStringConvertible {
     ///
     /// - Complexity: O(k) for k bytes.
     static func scalarCount(of text: String) -> Int {
+        // An empty edit's and a keystroke's, without a pass (every local splice makes one).
+        let bytes = text.utf8.count
+        if bytes <= 1 { return bytes }
         var text = text
         return text.withUTF8 { bytes in
             var n = 0
