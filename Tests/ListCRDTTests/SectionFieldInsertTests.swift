@@ -48,7 +48,7 @@ struct SectionFieldInsertTests {
         // A reader of version 4 checks the version byte first (as this one refuses 6).
         var newer = batch
         newer[0] = ListOperation.wireFormatVersion + 1
-        #expect(throws: WireError.unsupportedVersion(6)) { try ListOperation.decode(newer) }
+        #expect(throws: WireError.unsupportedVersion(ListOperation.wireFormatVersion + 1)) { try ListOperation.decode(newer) }
         // Labelled 4 (a confused writer), kind 13's variant bit is refused, never read as an item insert.
         var labelled = Self.exampleBytes
         labelled[0] = 4

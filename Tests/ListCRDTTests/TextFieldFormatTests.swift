@@ -18,12 +18,13 @@ struct TextFieldFormatTests {
         return (docs[0], item)
     }
 
-    @Test("a batch with a text edit is wire format 4, as every batch with field writes")
+    @Test("a batch with a text edit is wire format 4, as every batch with field writes; 6 with a text run (two keystrokes in a row)")
     func wireVersions() throws {
         let (doc, item) = try Self.edited()
         let text = doc.operations.filter { if case .writeFields(_, let w) = $0.kind { w.hasTextEdit } else { false } }
         #expect(!text.isEmpty)
-        #expect(ListOperation.encode(text).first == 4)
+        #expect(ListOperation.needsWireFormat6(text) && ListOperation.encode(text).first == 6, "typed: text runs")
+        #expect(text.allSatisfy { ListOperation.encode([$0]).first == 4 }, "one text edit: version 4")
         let title = doc.operations.filter { if case .writeFields(_, let w) = $0.kind { !w.hasTextEdit } else { false } }
         #expect(ListOperation.encode(title).first == 4)
         #expect(try ListOperation.decode(ListOperation.encode(doc.operations)) == doc.operations)
@@ -37,7 +38,7 @@ struct TextFieldFormatTests {
         let i = try doc.insertItem(at: IndexPath(item: 0, section: 0), value: Data())
         _ = try doc.splice("notes", ofItem: ItemID(i.id), at: 0, insert: "hello")
         let bytes = doc.encodedSnapshot()
-        #expect(bytes[ListDocument.snapshotMagic.count] == ListDocument.stateTextSnapshotFormatVersion)
+        #expect(bytes[ListDocument.snapshotMagic.count] == ListDocument.stateTextSnapshotFormatVersion, "a paste: no text run")
         var loaded = try ListDocument(snapshot: bytes, replica: ReplicaID(1))
         #expect(loaded.version == doc.version)
         #expect(loaded.operations == doc.operations)
@@ -54,9 +55,10 @@ struct TextFieldFormatTests {
         _ = try doc.splice("notes", ofItem: ItemID(i.id), at: 0, insert: "hello")
         let last = try doc.splice("notes", ofItem: ItemID(i.id), at: 5, insert: "!")
         let bytes = doc.encodedSnapshot()
-        #expect(bytes[ListDocument.snapshotMagic.count] == ListDocument.stateTextSnapshotFormatVersion)
-        // The batch of other operations, as the encoder writes it (Docs/WireFormat.md §5.5).
-        var others = doc.log.records.filter { $0.kind == .other }.map { doc.log.others[Int($0.payload)] }
+        #expect(bytes[ListDocument.snapshotMagic.count] == ListDocument.stateTextRunsSnapshotFormatVersion)
+        // The batch of other operations, as the encoder writes it (Docs/WireFormat.md §5.5; the "!"
+        // is a text run of one, §5.8).
+        var others = doc.operations.filter(\.carriesFields)
         for k in others.indices { others[k].deps = Frontier() }
         let batch = ListOperation.encode(others)
         let at = try #require(bytes.indices.first { bytes[$0...].starts(with: batch) }, "the batch is in the snapshot")
@@ -94,7 +96,7 @@ struct TextFieldFormatTests {
         let (doc, _) = try Self.edited()
         var bytes = ListOperation.encode(doc.operations)
         // A reader of format 3 checks the version byte first.
-        #expect(bytes[0] == 4 && bytes[0] > 3)
+        #expect(bytes[0] == ListOperation.textRunWireFormatVersion && bytes[0] > 3)
         // The same bytes labelled 3 (as a confused writer might): the text tag is refused.
         bytes[0] = 3
         #expect(throws: WireError.self) { try ListOperation.decode(bytes) }

@@ -84,6 +84,19 @@ struct TextFieldFuzzTests {
                 #expect(zip(spots, spots.dropFirst()).allSatisfy { $0.1 == $0.0 + 1 },
                         "seed \(seed) round \(round): a burst was split or reordered")
             }
+            // Each replica's log (its text runs included, issue 45) gives back its operations: its
+            // history decodes to them, and a fresh replica loading it, or its state snapshot,
+            // holds the same text and records.
+            for r in 0 ..< n where docs[r].compaction == nil {
+                let history = docs[r].encodedHistory()
+                let decoded = try ListOperation.decode(history, maxValueSize: ListDocument.defaultMaxValueSize, maxOperations: .max)
+                #expect(decoded == docs[r].operations, "seed \(seed) round \(round): replica \(r)'s history")
+                var fresh = ListDocument(replica: ReplicaID(99))
+                #expect(try fresh.receive(encoded: history, maxOperations: .max).refused.isEmpty)
+                #expect(TextFieldTests.sequence(fresh, item) == reference, "seed \(seed) round \(round): replica \(r)'s history loaded")
+                let loaded = try ListDocument(snapshot: docs[r].encodedSnapshot(), replica: ReplicaID(98))
+                #expect(loaded.records == docs[r].records, "seed \(seed) round \(round): replica \(r)'s state snapshot")
+            }
             // Sometimes compact everyone at this quiescent point: later rounds merge on the
             // compacted text (removed characters dropped but the first of each removed run).
             if rng.next() % 3 == 0 {

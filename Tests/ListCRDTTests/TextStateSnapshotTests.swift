@@ -62,12 +62,16 @@ struct TextStateSnapshotTests {
     @Test("a typed board's state snapshot is version 7 and loads as the same document as its version 5 and its replay, and edits on the same", arguments: 0 ..< 4 as Range<UInt64>)
     func sameAsVersion5(seed: UInt64) throws {
         let doc = try Self.typedBoard(seed: seed)
-        let v7 = doc.encodedSnapshot()
+        let v8 = doc.encodedSnapshot()
+        #expect(v8[4] == ListDocument.stateTextRunsSnapshotFormatVersion, "typed text: text runs, version 8")
+        var seven = StateSnapshotEncoder(doc, textRuns: false)
+        let v7 = seven.encode()
         #expect(v7[4] == ListDocument.stateTextSnapshotFormatVersion)
-        var old = StateSnapshotEncoder(doc, textRecords: false)
+        #expect(try ListDocument(snapshot: v8, replica: ReplicaID(9)).records == ListDocument(snapshot: v7, replica: ReplicaID(9)).records)
+        var old = StateSnapshotEncoder(doc, textRecords: false, textRuns: false)
         let v5 = old.encode()
         #expect(v5[4] == ListDocument.stateFieldsSnapshotFormatVersion)
-        var a = try ListDocument(snapshot: v7, replica: ReplicaID(9))
+        var a = try ListDocument(snapshot: v8, replica: ReplicaID(9))
         var b = try ListDocument(snapshot: v5, replica: ReplicaID(9))
         var c = try ListDocument(snapshot: doc.encodedSnapshot(format: .history), replica: ReplicaID(9))
         for d in [a, b, c] {
@@ -75,7 +79,7 @@ struct TextStateSnapshotTests {
             #expect(d.records == doc.records)
             #expect(d.encodedState() == doc.encodedState())
             #expect(d.operations == doc.operations)
-            #expect(d.encodedSnapshot() == v7)   // a version-5 load writes version 7 too
+            #expect(d.encodedSnapshot() == v8)   // a version-5 load writes version 8 too
         }
         // Typing on goes the same way on each (the loaded texts are whole sequences, not views).
         let item = try #require(doc.snapshot().sections.first?.items.first).id
@@ -133,7 +137,7 @@ struct TextStateSnapshotTests {
         let typed = ItemID(try doc.insertItem(atRow: 1, inSection: 0, value: Data()).id)
         _ = try TextFieldTests.type("typed", at: 0, into: &doc, item: typed)
         let bytes = doc.encodedSnapshot()
-        #expect(bytes[4] == ListDocument.stateTextSnapshotFormatVersion)
+        #expect(bytes[4] == ListDocument.stateTextRunsSnapshotFormatVersion)
         #expect(Set(StateSnapshotEncoder.textStateRecords(of: doc).materialized.keys) == [typed.opID])
         let loaded = try ListDocument(snapshot: bytes, replica: ReplicaID(2))
         #expect(loaded.records == doc.records)

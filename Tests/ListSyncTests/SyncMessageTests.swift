@@ -55,7 +55,7 @@ import ListSyncTestSupport
             #expect(try SyncMessage(decoding: bytes) == m)
         }
         #expect(SyncMessage.operationsTag == 4)
-        #expect(SyncMessage.version == 6 && SyncMessage.oldestVersion == 2)
+        #expect(SyncMessage.version == 7 && SyncMessage.oldestVersion == 2)
     }
 
     @Test("version 4 only for operations messages that carry fields; a version-3 build's field message still reads")
@@ -125,6 +125,28 @@ import ListSyncTestSupport
         }
         #expect(text.contains("unsupported sync protocol version \(SyncMessage.version + 1)"))
         #expect(session.isClosed)
+    }
+
+    /// Docs/Protocol.md, "From version 6 to version 7": only an `operations` message holding a
+    /// text run (two consecutive keystrokes in one field, wire format 6) is version 7.
+    @Test("version 7 only for a batch holding a text run; a single keystroke or a paste stays version 4")
+    func versionSevenOnlyForTextRuns() throws {
+        let doc = DocumentID(bytes: Array(repeating: 7, count: 16))!
+        var d = ListDocument(replica: ReplicaID(1))
+        _ = try d.insertSection(at: 0, value: Data())
+        let i = try d.insertItem(at: IndexPath(item: 0, section: 0), value: Data())
+        let a = try d.splice("notes", ofItem: ItemID(i.id), at: 0, insert: "o")
+        let b = try d.splice("notes", ofItem: ItemID(i.id), at: 1, insert: "a")
+        let paste = try d.splice("notes", ofItem: ItemID(i.id), at: 2, insert: "ts")
+        let one = SyncMessage.operations(document: doc, batch: 1, operations: [a])
+        let pasted = SyncMessage.operations(document: doc, batch: 2, operations: [a, paste])
+        let run = SyncMessage.operations(document: doc, batch: 3, operations: [a, b])
+        #expect(one.encoded().first == 4 && pasted.encoded().first == 4)
+        #expect(run.encoded().first == SyncMessage.textRunsVersion)
+        #expect(try SyncMessage(decoding: run.encoded()) == run)
+        // Its batch is wire format 6, which a build reading at most 5 refuses by its version byte.
+        guard case .operations(_, _, let ops) = run else { return }
+        #expect(ListOperation.encode(ops)[0] == ListOperation.textRunWireFormatVersion)
     }
 
     @Test("every strict prefix of every message is refused with a typed error")

@@ -167,6 +167,9 @@ extension ListDocument {
         let rec = log.records[r]
         if rec.kind == .other { return log.others[Int(rec.payload)] }
         let id = OpID(counter: rec.counter &+ UInt64(k), replica: log.replica(ofRecord: r))
+        if rec.kind == .textRun {
+            return log.others.operation(ofRun: Int(rec.payload), k, firstID: OpID(counter: rec.counter, replica: id.replica), deps: log.deps(record: r, operation: k))
+        }
         return rebuild(rec, operation: k, id: id, deps: log.deps(record: r, operation: k))
     }
 
@@ -181,6 +184,11 @@ extension ListDocument {
         }
         let replica = log.replica(ofRecord: r)
         var deps = log.deps(record: r, operation: start)
+        if rec.kind == .textRun {
+            log.others.appendOperations(ofRun: Int(rec.payload), from: start, to: end,
+                                        firstID: OpID(counter: rec.counter, replica: replica), deps: deps, into: &out)
+            return
+        }
         for k in start..<end {
             let id = OpID(counter: rec.counter &+ UInt64(k), replica: replica)
             out.append(rebuild(rec, operation: k, id: id, deps: deps))
@@ -210,8 +218,8 @@ extension ListDocument {
         case .deleteItem:
             let lv = log.seenSlots[Int(rec.payload) + k]
             kind = .deleteItem(ItemID(items.rows[slots.entity(of: lv).int].id), seen: SlotID(slots.id(of: lv)))
-        case .other:
-            preconditionFailure("kept whole in the log")
+        case .other, .textRun:
+            preconditionFailure("kept in OtherOperations")
         }
         return ListOperation(id: id, deps: deps, kind: kind)
     }

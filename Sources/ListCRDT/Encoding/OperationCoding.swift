@@ -11,7 +11,7 @@ extension ListOperation {
     /// is, else version 1, byte for byte as before, so that a peer that reads only an older
     /// version still reads every batch that needs nothing newer. Version 3 (field writes with every
     /// name spelled out and every clock whole) is read, never written.
-    public static let wireFormatVersion: UInt8 = 5
+    public static let wireFormatVersion: UInt8 = 6
 
     /// The version ``encode(_:)`` writes for a batch with a field write or an item inserted with
     /// its fields, and no section inserted with its fields (Docs/WireFormat.md §2.7).
@@ -20,6 +20,11 @@ extension ListOperation {
     /// The version ``encode(_:)`` writes for a batch holding a section inserted with its fields
     /// (``ListOperation/needsWireFormat5``); an older decoder refuses it by its version byte.
     public static let sectionFieldsWireFormatVersion: UInt8 = 5
+
+    /// The version ``encode(_:)`` writes for a batch holding a text run: two or more consecutive
+    /// one-character splices of one text field by one replica (``ListOperation/needsWireFormat6(_:)``,
+    /// Docs/WireFormat.md §2.9); an older decoder refuses it by its version byte.
+    public static let textRunWireFormatVersion: UInt8 = 6
 
     /// The oldest format version ``decode(_:)`` reads.
     public static let oldestWireFormatVersion: UInt8 = 1
@@ -87,12 +92,17 @@ enum RecordKind: UInt8 {
     /// An item insert with its first fields (version 3; written as version 4); with the variant
     /// flag (version 5), a section insert with its first fields.
     case insertItemWithFields
+    /// Consecutive one-character splices of one text field by one replica (version 6,
+    /// Records/Text/TextRunCoding.swift): typing forward, or with the variant flag removing one
+    /// character after another.
+    case textRun
 
     /// The oldest format version that has this kind of record.
     var version: UInt8 {
         switch self {
         case .moveItemRun: 2
         case .writeFields, .insertItemWithFields: 3
+        case .textRun: 6
         default: 1
         }
     }
@@ -117,6 +127,8 @@ struct CodingContext {
     var previousLast = OpID.none
     /// The section the previous section-bearing operation named (or inserted).
     var lastSection: SectionID?
+    /// The record the previous text run record wrote (version 6: its target's default).
+    var lastTextTarget: OpID?
 
     mutating func advance(past op: ListOperation) {
         previousLast = op.lastID
@@ -351,6 +363,10 @@ struct BatchEncoder {
             sectionRef(section, op)
             out.data(value)
         case .writeFields(let target, let writes):
+            if let n = textRun(at: i, final: final) {   // Records/Text/TextRunCoding.swift
+                guard n > 0 else { return nil }
+                if n > 1 { return n }
+            }
             version = max(version, ListOperation.fieldsWireFormatVersion)
             switch target {
             case .item(let item):

@@ -72,7 +72,7 @@ struct BatchDecoder {
         let first = try reader.byte()
         guard let kind = RecordKind(rawValue: first & 0x0f), kind.version <= version else { throw .invalidTag(first, offset: at) }
         let variant = first & RecordFlag.variant != 0
-        if variant, kind != .insertItemRun, kind != .deleteItemRun, kind != .moveItems, kind != .writeFields,
+        if variant, kind != .insertItemRun, kind != .deleteItemRun, kind != .moveItems, kind != .writeFields, kind != .textRun,
            kind != .insertItemWithFields || version < ListOperation.sectionFieldsWireFormatVersion {
             throw .invalidTag(first, offset: at)
         }
@@ -146,6 +146,9 @@ struct BatchDecoder {
             return
         case .moveItemRun:
             try moveRun(id: id, deps: deps, left: left)
+            return
+        case .textRun:
+            try textRun(id: id, deps: deps, deleting: variant, left: left, at: at)   // Records/Text/TextRunCoding.swift
             return
         case .writeFields:
             let target: RecordTarget = variant ? .section(try sectionRef(id)) : .item(ItemID(try ref(id, default: nil)))
@@ -371,7 +374,7 @@ struct BatchDecoder {
 
     /// A field's name: spelled out (version 3; version 4 the first time), or the number of one the
     /// batch spelled out before (version 4).
-    private mutating func fieldName() throws(WireError) -> String {
+    mutating func fieldName() throws(WireError) -> String {
         guard version >= 4 else { return try reader.utf8(limit: FieldLimits.maxNameBytes) }
         let at = reader.offset
         let code = try reader.varint()

@@ -82,10 +82,11 @@ extension ListDocument {
         }
         let version = try r.byte()
         if version == Self.stateSnapshotFormatVersion || version == Self.stateFieldsSnapshotFormatVersion
-            || version == Self.stateTextSnapshotFormatVersion {
+            || version == Self.stateTextSnapshotFormatVersion || version == Self.stateTextRunsSnapshotFormatVersion {
             var decoder = StateSnapshotDecoder(r, replica: replica, maxValueSize: maxValueSize,
                                                othersInOneBatch: version != Self.stateSnapshotFormatVersion,
-                                               textRecords: version == Self.stateTextSnapshotFormatVersion)
+                                               textRecords: version >= Self.stateTextSnapshotFormatVersion,
+                                               textRuns: version == Self.stateTextRunsSnapshotFormatVersion)
             self = try decoder.decode()
             records.conflicts = []   // history, not news (Docs/Semantics.md §8.3)
             recountBytes()   // the tables were loaded whole, not operation by operation

@@ -38,6 +38,8 @@ struct StateSnapshotDecoder {
     /// Version 7: the records that hold text, read ahead of the log as state and checked against
     /// it (`StateSnapshotDecoding+Text.swift`); nil before version 7.
     var textState: TextStateCheck?
+    /// Version 8: the log may hold text run records (tag 6).
+    let textRuns: Bool
     /// Per replica index: one past the greatest counter of the log read so far.
     var lastEnd: [UInt64] = []
     /// The index of each replica in ``replicas``.
@@ -48,8 +50,9 @@ struct StateSnapshotDecoder {
 
     /// A decoder reading `reader` from its offset (right after the magic and the version byte).
     init(_ reader: WireReader, replica: ReplicaID, maxValueSize: Int, othersInOneBatch: Bool = false,
-         textRecords: Bool = false) {
+         textRecords: Bool = false, textRuns: Bool = false) {
         r = reader
+        self.textRuns = textRuns
         if othersInOneBatch { others = [] }
         if textRecords { textState = TextStateCheck() }
         self.replica = replica
@@ -244,6 +247,7 @@ struct StateSnapshotDecoder {
             var first: OpID
             var span: Int
             var other: ListOperation?
+            var run: [ListOperation] = []
             var payload = LocalVersion(0)
             switch tag {
             case .insertSection, .insertItem, .moveSection, .moveItems:
@@ -260,49 +264,28 @@ struct StateSnapshotDecoder {
                 guard span >= 1 else { throw .invalidValue("empty delete record", offset: bodyAt) }
                 first = OpID(counter: c, replica: replicas[k])
                 try readSeen(span)
+            case .textRun:
+                // Version 8: `n` splices of one text field, the next operations of the batch ahead.
+                guard textRuns, others != nil else { throw .invalidTag(head, offset: headAt) }
+                let countAt = r.offset
+                let n = try bounded(limit - doc.log.count)
+                guard n >= 1, othersTaken + n <= others!.count else { throw .invalidValue("a text run of \(n) operations", offset: countAt) }
+                run.reserveCapacity(n)
+                for j in 0 ..< n {
+                    let op = try otherOperation(k, at: countAt)
+                    guard op.runTextEdit != nil, j == 0 || op.id == run[j - 1].id.advanced(by: 1) else {
+                        throw .invalidValue("an operation of a text run that is not its next splice", offset: countAt)
+                    }
+                    run.append(op)
+                }
+                first = run[0].id
+                span = n
             case .other:
                 let blobAt = r.offset
-                let op: ListOperation
-                if others != nil {
-                    guard othersTaken < others!.count else { throw .invalidValue("more records of other kinds than operations", offset: blobAt) }
-                    // Moved out, not copied (a copy retains every part of the operation).
-                    op = Self.take(&others![othersTaken])
-                    othersTaken += 1
-                } else {
-                    let n = try r.count(minBytes: 1)
-                    let ops = try ListOperation.decode(try r.raw(n), maxValueSize: maxValueSize, maxOperations: 1)
-                    guard ops.count == 1 else { throw .invalidValue("not one operation", offset: blobAt) }
-                    op = ops[0]
-                }
-                guard op.id.replica == replicas[k] else {
-                    throw .invalidValue("an operation not of the record's replica", offset: blobAt)
-                }
-                switch op.kind {
-                case .deleteSection, .setItemValue, .setSectionValue: break
-                case let .writeFields(target, writes):
-                    // The history holds every field write: the records are rebuilt from it.
-                    try applyHistory(writes, of: op.id, to: target, at: blobAt)
-                case let .insertItemWithFields(_, _, _, writes):
-                    // Its slot is in the slot runs already: a new item's, with this id.
-                    // (The items' rows come later, with their ids checked against their slots.)
-                    guard let lv = doc.slots.lv(of: op.id), doc.slots.sequence(of: lv).isItems else {
-                        throw .invalidValue("an insert record whose slot is not a new item's", offset: blobAt)
-                    }
-                    try applyHistory(writes, of: op.id, to: .item(ItemID(op.id)), at: blobAt)
-                    covered += 1
-                case let .insertSectionWithFields(_, _, writes):
-                    // The same for a new section's slot (wire format 5).
-                    guard let lv = doc.slots.lv(of: op.id), doc.slots.sequence(of: lv) == .sections else {
-                        throw .invalidValue("an insert record whose slot is not a new section's", offset: blobAt)
-                    }
-                    try applyHistory(writes, of: op.id, to: .section(SectionID(op.id)), at: blobAt)
-                    covered += 1
-                default: throw .invalidValue("an operation of this kind has a record of its own", offset: blobAt)
-                }
-                first = op.id
+                other = try otherOperation(k, at: blobAt, covered: &covered)
+                first = other!.id
                 // One operation; a text edit spans one id per character it inserts.
-                span = op.span
-                other = consume op   // moved, not copied
+                span = other!.span
             }
             let ops = tag == .moveItems || tag == .other ? 1 : span
             guard doc.log.count + ops <= limit, first.counter >= lastEnd[k],
@@ -322,27 +305,7 @@ struct StateSnapshotDecoder {
             } else {
                 deps = Frontier()
             }
-            switch tag {
-            case .insertSection:
-                for j in 0 ..< span {
-                    doc.log.append(id: first.advanced(by: j), deps: deps, kind: .insertSection, span: 1, payload: payload.advanced(by: j))
-                    deps = Frontier(only: first.advanced(by: j))
-                }
-            case .insertItem:
-                doc.log.append(id: first, deps: deps, kind: .insertItem, span: 1, payload: payload)
-                if span > 1 { doc.log.extendInsertRun(by: span - 1) }
-            case .moveSection:
-                doc.log.append(id: first, deps: deps, kind: .moveSection, span: 1, payload: payload)
-            case .moveItems:
-                doc.log.append(id: first, deps: deps, kind: .moveItems, span: span, payload: payload)
-            case .deleteItem:
-                doc.log.append(id: first, deps: deps, kind: .deleteItem, span: 1, payload: seen[0])
-                if span > 1 { doc.log.extendDeleteRun(seen: seen[1...]) }
-            case .other:
-                var op = other.take()!
-                op.deps = deps
-                doc.log.append(other: op)
-            }
+            try appendRecord(tag, first: first, span: span, payload: payload, deps: deps, other: &other, run: &run)
         }
         if let others, othersTaken != others.count {
             throw .invalidValue("\(others.count - othersTaken) operations of other kinds that no record takes", offset: r.offset)
@@ -354,6 +317,91 @@ struct StateSnapshotDecoder {
         for (k, end) in lastEnd.enumerated() where end > 0 { counters[replicas[k]] = end - 1 }
         doc.versionVector = VersionVector(counters)
         doc.clock = lastEnd.max().map { $0 > 0 ? $0 - 1 : 0 } ?? 0
+    }
+
+    /// Appends a record read by ``readLog()`` to the log.
+    private mutating func appendRecord(_ tag: Tag, first: OpID, span: Int, payload: LocalVersion, deps: Frontier,
+                                       other: inout ListOperation?, run: inout [ListOperation]) throws(WireError) {
+        var deps = deps
+        switch tag {
+        case .insertSection:
+            for j in 0 ..< span {
+                doc.log.append(id: first.advanced(by: j), deps: deps, kind: .insertSection, span: 1, payload: payload.advanced(by: j))
+                deps = Frontier(only: first.advanced(by: j))
+            }
+        case .insertItem:
+            doc.log.append(id: first, deps: deps, kind: .insertItem, span: 1, payload: payload)
+            if span > 1 { doc.log.extendInsertRun(by: span - 1) }
+        case .moveSection:
+            doc.log.append(id: first, deps: deps, kind: .moveSection, span: 1, payload: payload)
+        case .moveItems:
+            doc.log.append(id: first, deps: deps, kind: .moveItems, span: span, payload: payload)
+        case .deleteItem:
+            doc.log.append(id: first, deps: deps, kind: .deleteItem, span: 1, payload: seen[0])
+            if span > 1 { doc.log.extendDeleteRun(seen: seen[1...]) }
+        case .other:
+            var op = other.take()!
+            op.deps = deps
+            doc.log.append(other: op)
+        case .textRun:
+            for j in run.indices {
+                var op = Self.take(&run[j])
+                op.deps = deps
+                deps = Frontier(only: op.id)
+                doc.log.append(other: op)
+            }
+        }
+    }
+
+    /// The next operation of another kind (of replica index `k`): the next of the batch ahead
+    /// (version 5), or its own batch behind the record's length (version 2); its field writes
+    /// applied to the records, or checked against a record loaded as state (version 7).
+    private mutating func otherOperation(_ k: Int, at blobAt: Int) throws(WireError) -> ListOperation {
+        var covered = 0
+        let op = try otherOperation(k, at: blobAt, covered: &covered)
+        guard covered == 0 else { throw .invalidValue("an insert in a text run", offset: blobAt) }
+        return op
+    }
+
+    private mutating func otherOperation(_ k: Int, at blobAt: Int, covered: inout Int) throws(WireError) -> ListOperation {
+        let op: ListOperation
+        if others != nil {
+            guard othersTaken < others!.count else { throw .invalidValue("more records of other kinds than operations", offset: blobAt) }
+            // Moved out, not copied (a copy retains every part of the operation).
+            op = Self.take(&others![othersTaken])
+            othersTaken += 1
+        } else {
+            let n = try r.count(minBytes: 1)
+            let ops = try ListOperation.decode(try r.raw(n), maxValueSize: maxValueSize, maxOperations: 1)
+            guard ops.count == 1 else { throw .invalidValue("not one operation", offset: blobAt) }
+            op = ops[0]
+        }
+        guard op.id.replica == replicas[k] else {
+            throw .invalidValue("an operation not of the record's replica", offset: blobAt)
+        }
+        switch op.kind {
+        case .deleteSection, .setItemValue, .setSectionValue: break
+        case let .writeFields(target, writes):
+            // The history holds every field write: the records are rebuilt from it.
+            try applyHistory(writes, of: op.id, to: target, at: blobAt)
+        case let .insertItemWithFields(_, _, _, writes):
+            // Its slot is in the slot runs already: a new item's, with this id.
+            // (The items' rows come later, with their ids checked against their slots.)
+            guard let lv = doc.slots.lv(of: op.id), doc.slots.sequence(of: lv).isItems else {
+                throw .invalidValue("an insert record whose slot is not a new item's", offset: blobAt)
+            }
+            try applyHistory(writes, of: op.id, to: .item(ItemID(op.id)), at: blobAt)
+            covered += 1
+        case let .insertSectionWithFields(_, _, writes):
+            // The same for a new section's slot (wire format 5).
+            guard let lv = doc.slots.lv(of: op.id), doc.slots.sequence(of: lv) == .sections else {
+                throw .invalidValue("an insert record whose slot is not a new section's", offset: blobAt)
+            }
+            try applyHistory(writes, of: op.id, to: .section(SectionID(op.id)), at: blobAt)
+            covered += 1
+        default: throw .invalidValue("an operation of this kind has a record of its own", offset: blobAt)
+        }
+        return op
     }
 
     /// One history operation's field writes, checked as a received operation's are (the limits,

@@ -38,6 +38,11 @@ extension ListDocument {
     /// text written as state ahead of the log, so that a load does not replay every keystroke
     /// (Docs/WireFormat.md §5.7). Documents without text keep writing version 5.
     public static let stateTextSnapshotFormatVersion: UInt8 = 7
+    /// The state snapshot of a document whose log holds text runs (typed text): version 7's layout,
+    /// the text records always present (maybe none), with a text run as one log record (tag 6)
+    /// instead of one per keystroke, its operations in the batch ahead as wire format 6 runs
+    /// (Docs/WireFormat.md §5.8). Documents without text runs keep writing versions 2 to 7.
+    public static let stateTextRunsSnapshotFormatVersion: UInt8 = 8
 
     /// Encodes the document as a state snapshot (format version 2).
     ///
@@ -63,18 +68,21 @@ struct StateSnapshotEncoder {
     let textRecords: Bool
     /// The records written as state (``textStateRecords(of:)``), when version 7 is written.
     let textState: RecordStore
+    /// Whether version 8 is written: the log holds text runs, each written as one record.
+    let textRunRecords: Bool
 
     /// `othersInOneBatch` nil: version 5 exactly when the history writes fields (false: version 2
     /// whatever it holds, as builds before version 5 wrote it; for tests). `textRecords` nil:
     /// version 7 exactly when a field holds text (false: version 5, as builds before version 7
     /// wrote it; for tests).
-    init(_ doc: ListDocument, othersInOneBatch: Bool? = nil, textRecords: Bool? = nil) {
+    init(_ doc: ListDocument, othersInOneBatch: Bool? = nil, textRecords: Bool? = nil, textRuns: Bool? = nil) {
         self.doc = doc
-        let others = othersInOneBatch ?? doc.log.others.contains(where: \.carriesFields)
+        let others = othersInOneBatch ?? (doc.log.others.hasRuns || doc.log.others.contains(where: \.carriesFields))
         self.othersInOneBatch = others
         let mayWrite = others && (textRecords ?? doc.records.hasText)
         textState = mayWrite ? Self.textStateRecords(of: doc) : RecordStore()
-        self.textRecords = mayWrite && !textState.materialized.isEmpty
+        textRunRecords = others && (textRuns ?? doc.log.others.hasRuns) && doc.log.others.hasRuns
+        self.textRecords = textRunRecords || (mayWrite && !textState.materialized.isEmpty)
     }
 
     /// The records a version-7 snapshot writes as state: those holding a text typed in many edits,
@@ -99,13 +107,16 @@ struct StateSnapshotEncoder {
 
     /// The version this encoder writes.
     var version: UInt8 {
-        textRecords ? ListDocument.stateTextSnapshotFormatVersion
+        textRunRecords ? ListDocument.stateTextRunsSnapshotFormatVersion
+            : textRecords ? ListDocument.stateTextSnapshotFormatVersion
             : othersInOneBatch ? ListDocument.stateFieldsSnapshotFormatVersion : ListDocument.stateSnapshotFormatVersion
     }
 
     /// Record kinds of the log section (the low three bits of a record's first byte).
     enum RecordTag: UInt8 {
         case insertSection = 0, insertItem, moveSection, moveItems, deleteItem, other
+        /// Version 8: a text run, its count; its operations are the next of the batch ahead.
+        case textRun
     }
     /// The record's first operation names its dependencies (else: the operation before).
     static let explicitDepsFlag: UInt8 = 0x08
@@ -206,7 +217,16 @@ struct StateSnapshotEncoder {
     private mutating func putOthers() {
         let log = doc.log
         var ops: [ListOperation] = []
-        for rec in log.records where rec.kind == .other {
+        for (r, rec) in log.records.enumerated() {
+            if rec.kind == .textRun {
+                // Its operations, the first without dependencies (the log's records give them), each
+                // later one depending on the one before (so that the batch writes them as one run).
+                log.others.appendOperations(ofRun: Int(rec.payload), from: 0, to: Int(rec.count),
+                                            firstID: OpID(counter: rec.counter, replica: log.replica(ofRecord: r)),
+                                            deps: Frontier(), into: &ops)
+                continue
+            }
+            guard rec.kind == .other else { continue }
             var op = log.others[Int(rec.payload)]
             op.deps = Frontier()
             ops.append(op)
@@ -227,10 +247,17 @@ struct StateSnapshotEncoder {
 
     private mutating func putLog() {
         let log = doc.log
-        w.count(log.records.count)
+        // A text run is written as its operations, a record each (as the log kept them before).
+        let runExtra = textRunRecords ? 0 : log.records.reduce(0) { $0 + ($1.kind == .textRun ? Int($1.count) - 1 : 0) }
+        w.count(log.records.count + runExtra)
         var nextSlot = LocalVersion(0)
         var previousEnd: UInt64 = 0
         for (r, rec) in log.records.enumerated() {
+            if rec.kind == .textRun, !textRunRecords {
+                putTextRun(r, rec)
+                previousEnd = rec.counter &+ UInt64(rec.count)
+                continue
+            }
             let tag: RecordTag = switch rec.kind {
             case .insertSection: .insertSection
             case .insertItem: .insertItem
@@ -238,6 +265,7 @@ struct StateSnapshotEncoder {
             case .moveItems: .moveItems
             case .deleteItem: .deleteItem
             case .other: .other
+            case .textRun: .textRun
             }
             let explicit = rec.deps >= 0
             w.byte(tag.rawValue | (explicit ? Self.explicitDepsFlag : 0))
@@ -251,6 +279,9 @@ struct StateSnapshotEncoder {
                 w.signed(Int64(bitPattern: rec.counter &- previousEnd))
                 w.count(Int(rec.count))
                 putSeen(log.seenSlots[Int(rec.payload) ..< Int(rec.payload) + Int(rec.count)])
+            case .textRun:
+                // Version 8: its operations are the next of the batch ahead of the log.
+                w.count(Int(rec.count))
             case .other:
                 // Version 5: the operation is the next of the batch ahead of the log.
                 guard !othersInOneBatch else { break }
@@ -262,6 +293,34 @@ struct StateSnapshotEncoder {
             previousEnd = rec.counter &+ UInt64(rec.count)
             if explicit {
                 let deps = log.deps(record: r, operation: 0).ids
+                w.count(deps.count)
+                for id in deps { putID(id) }
+            }
+        }
+    }
+
+    /// Text run `r` (`rec`) as one `.other` record per operation (its operations are in the
+    /// batch ahead of the log: ``putOthers()``); the first names its dependencies when the run's
+    /// record does, every later one depends on the one before.
+    private mutating func putTextRun(_ r: Int, _ rec: OpLog.Record) {
+        let k = index(of: doc.log.replica(ofRecord: r))
+        var ops: [ListOperation] = []
+        if !othersInOneBatch {
+            doc.log.others.appendOperations(ofRun: Int(rec.payload), from: 0, to: Int(rec.count),
+                                            firstID: OpID(counter: rec.counter, replica: doc.log.replica(ofRecord: r)),
+                                            deps: doc.log.deps(record: r, operation: 0), into: &ops)
+        }
+        for j in 0 ..< Int(rec.count) {
+            let explicit = j == 0 && rec.deps >= 0
+            w.byte(RecordTag.other.rawValue | (explicit ? Self.explicitDepsFlag : 0))
+            w.count(k)
+            if !othersInOneBatch {
+                let bytes = ListOperation.encode(CollectionOfOne(ops[j]))
+                w.count(bytes.count)
+                w.bytes.append(contentsOf: bytes)
+            }
+            if explicit {
+                let deps = doc.log.deps(record: r, operation: 0).ids
                 w.count(deps.count)
                 for id in deps { putID(id) }
             }

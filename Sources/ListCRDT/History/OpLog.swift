@@ -11,7 +11,9 @@ import Foundation
 /// inserts, or a thousand backspaces, is one record. Causal dependencies are stored only when they
 /// are not the implicit "the operation applied just before". The rare kinds (section deletes,
 /// value writes) are kept whole in ``others``, and so are text splices, in parts
-/// (`OtherOperations.swift`).
+/// (`OtherOperations.swift`), but for one-character splices of one field typed one after the
+/// other (or removing one character after another) by one replica: those share one record, a
+/// text run, as typed items do (`TextRunLog.swift`).
 ///
 /// `ListDocument+History.swift` turns records back into ``ListOperation``s equal to the ones
 /// applied; it needs the document's state, so it lives there. The log itself does no I/O.
@@ -30,6 +32,9 @@ struct OpLog: Sendable {
         case deleteItem
         /// One operation of another kind, kept whole in ``OpLog/others``.
         case other
+        /// A run of one-character splices of one text field (typing forward, or removing one
+        /// character after another), one id each: ``OtherOperations/runs``[`payload`] (`TextRunLog.swift`).
+        case textRun
     }
 
     /// Consecutive operations of one replica (or one multi-slot move), stored together.
@@ -43,7 +48,7 @@ struct OpLog: Sendable {
         var count: Int32
         /// Insert runs and moves: local version of the first slot made (operation or item `k`
         /// made slot `payload + k`). Delete runs: index of the first seen slot in `seenSlots`.
-        /// Other: index into `others`.
+        /// Other: index into `others`. Text runs: index into `others.runs`.
         var payload: Int32
         /// Dependencies of the first operation: -1 for the implicit `{last id of the operation
         /// applied just before}` (the empty frontier for the first record), else an index into
@@ -185,6 +190,15 @@ struct OpLog: Sendable {
     ///
     /// - Complexity: O(1) amortized.
     mutating func append(other op: consuming ListOperation) {
+        // A splice of one text field (a received one, or one loaded) joins or starts a text run
+        // as a local one does.
+        if case .writeFields(let target, let writes) = op.kind, writes.writes.count == 1,
+           case .text(let edit) = writes.writes[0].change, writes.writes[0].replaces == .none,
+           writes.writes[0].seen.isEmpty, OtherOperations.isRunShaped(edit) {
+            append(splice: op.id, deps: op.deps, span: op.span, clock: writes.clock, target: target,
+                   name: writes.writes[0].name, edit: edit, payloadBytes: writes.footprint)
+            return
+        }
         keptWholeBytes += op.loggedPayloadBytes
         newRecord(id: op.id, deps: op.deps, kind: .other, count: op.span, payload: Int32(others.count), operations: 1)
         others.append(op)   // moved in, not copied
@@ -197,8 +211,24 @@ struct OpLog: Sendable {
     /// - Complexity: O(1) amortized, plus O(r) for r removed ranges.
     mutating func append(splice id: OpID, deps: Frontier, span: Int, clock: UInt64, target: RecordTarget, name: String,
                          edit: TextEdit, payloadBytes: Int) {
-        others.append(splice: id, deps: deps, clock: clock, target: target, name: name, edit: edit)
         keptWholeBytes += payloadBytes
+        if span == 1 {
+            // The next splice of a text run: the next id of the last record's replica, depending
+            // on exactly the one before (its last id), into the same field.
+            if let last = records.last, last.kind == .textRun, last.counter &+ UInt64(last.count) == id.counter,
+               replicaIDs[Int(last.replica)] == id.replica, count < Int(Int32.max) - 1,
+               deps.isOnly(OpID(counter: id.counter &- 1, replica: id.replica)),
+               others.extendRun(Int(last.payload), id: id, clock: clock, target: target, name: name, edit: edit) {
+                records[records.count - 1].count += 1
+                count += 1
+                return
+            }
+            if let run = others.startRun(clock: clock, target: target, name: name, edit: edit) {
+                newRecord(id: id, deps: deps, kind: .textRun, count: 1, payload: run, operations: 1)
+                return
+            }
+        }
+        others.append(splice: id, deps: deps, clock: clock, target: target, name: name, edit: edit)
         newRecord(id: id, deps: deps, kind: .other, count: span, payload: Int32(others.count - 1), operations: 1)
     }
 

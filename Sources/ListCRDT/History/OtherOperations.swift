@@ -1,8 +1,9 @@
 import Foundation
 
 /// The operations the log keeps whole (``OpLog/others``), in the order they were appended: the
-/// rare kinds (section deletes, value and field writes), and text splices, which are not rare
-/// at all (a text's history is one per keystroke).
+/// rare kinds (section deletes, value and field writes), and text splices that are not part of a
+/// text run (a pasted text, a removed selection); and the text runs themselves (``runs``,
+/// `TextRunLog.swift`: one per run of keystrokes, outside this collection's indices).
 ///
 /// A splice of one text field (one ``FieldWrite`` holding a ``TextEdit``, nothing replaced or
 /// seen: every local and remote splice of a field that is text) is kept in parts, ``Splice``:
@@ -39,8 +40,15 @@ struct OtherOperations: RandomAccessCollection, Sendable {
     private var whole: [ListOperation] = []
     private var splices: [Splice] = []
     private var removed: [TextRange] = []
-    private var fields: [FieldKey] = []
+    private(set) var fields: [FieldKey] = []
     private var frontiers: [Frontier] = []
+    /// Runs of one-character splices (``OpLog/Kind/textRun`` records, `TextRunLog.swift`): not
+    /// operations of this collection (its indices count the other records' operations only).
+    var runs: [TextRun] = []
+    /// The text typed by the typing runs, UTF-8 (``TextRun/textStart``).
+    var runText: [UInt8] = []
+    /// The clocks of the runs whose clocks do not go up by one (``TextRun/clocks``).
+    var runClocks: [UInt64] = []
 
     var startIndex: Int { 0 }
     var endIndex: Int { slots.count }
@@ -92,15 +100,7 @@ struct OtherOperations: RandomAccessCollection, Sendable {
     /// - Complexity: O(1) amortized, plus O(r) for r removed ranges.
     mutating func append(splice id: OpID, deps: Frontier, clock: UInt64, target: RecordTarget, name: String, edit: TextEdit) {
         precondition(slots.count < Int(Int32.max) && splices.count < Int(Int32.max) - 1, "the log is full")
-        let field: Int
-        if let last = fields.indices.last, fields[last].target == target, fields[last].name == name {
-            field = last
-        } else if fields.count <= 64, let k = fields.firstIndex(of: FieldKey(target: target, name: name)) {
-            field = k
-        } else {
-            field = fields.count
-            fields.append(FieldKey(target: target, name: name))
-        }
+        let field = fieldIndex(target, name)
         var depsIndex: Int32 = -1
         if id.counter == 0 || !deps.isOnly(OpID(counter: id.counter - 1, replica: id.replica)) {
             depsIndex = Int32(frontiers.count)
@@ -113,11 +113,25 @@ struct OtherOperations: RandomAccessCollection, Sendable {
         if !edit.deletes.isEmpty { removed.append(contentsOf: edit.deletes) }
     }
 
+    /// The index of field `name` of `target` in ``fields``, added when new.
+    ///
+    /// - Complexity: O(1) for the field written last, else O(f) for up to 64 fields f.
+    mutating func fieldIndex(_ target: RecordTarget, _ name: String) -> Int {
+        if let last = fields.indices.last, fields[last].target == target, fields[last].name == name { return last }
+        if fields.count <= 64, let k = fields.firstIndex(of: FieldKey(target: target, name: name)) { return k }
+        fields.append(FieldKey(target: target, name: name))
+        return fields.count - 1
+    }
+
     /// Calls `body` with the record of every text edit kept (once per field an operation types
     /// into), without rebuilding any operation.
     ///
     /// - Complexity: O(n) for n operations kept.
     func forEachTextEditRecord(_ body: (OpID) -> Void) {
+        for run in runs {
+            let target = fields[Int(run.field)].target.opID
+            for _ in 0 ..< run.count { body(target) }
+        }
         for s in slots {
             if s < 0 {
                 body(fields[Int(splices[Int(~s)].field)].target.opID)
@@ -138,6 +152,7 @@ struct OtherOperations: RandomAccessCollection, Sendable {
     var memoryParts: [MemoryPart] {
         [memoryPart("log.others", whole), memoryPart("log.otherSlots", slots),
          memoryPart("log.splices", splices, extra: splices.reduce(0) { $0 + ($1.insert.utf8.count > 15 ? $1.insert.utf8.count : 0) }),
-         memoryPart("log.spliceDeletes", removed), memoryPart("log.spliceFields", fields), memoryPart("log.spliceDeps", frontiers)]
+         memoryPart("log.spliceDeletes", removed), memoryPart("log.spliceFields", fields), memoryPart("log.spliceDeps", frontiers),
+         memoryPart("log.textRuns", runs), memoryPart("log.textRunText", runText), memoryPart("log.textRunClocks", runClocks)]
     }
 }

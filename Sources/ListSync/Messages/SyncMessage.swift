@@ -100,8 +100,9 @@ public enum SyncMessage: Equatable, Sendable {
     /// `presence` message with a caret (``caretVersion``); version 6 an `operations` message
     /// whose batch holds a section inserted with its fields, wire format 5
     /// (``sectionFieldsVersion``), which a build that reads at most version 5 refuses by its
-    /// version byte, never misreads.
-    public static let version: UInt8 = 6
+    /// version byte, never misreads. Version 7 is an `operations` message whose batch holds a text
+    /// run, wire format 6 (``textRunsVersion``), refused likewise by a build that reads at most 6.
+    public static let version: UInt8 = 7
 
     /// The version of an `operations` message with field writes (wire format 4).
     public static let fieldsVersion: UInt8 = 4
@@ -113,16 +114,23 @@ public enum SyncMessage: Equatable, Sendable {
     /// fields (wire format 5, Docs/WireFormat.md §2.7).
     public static let sectionFieldsVersion: UInt8 = 6
 
+    /// The version of an `operations` message whose batch holds a text run: consecutive
+    /// one-character splices of one text field by one replica, one record (wire format 6,
+    /// Docs/WireFormat.md §2.9).
+    public static let textRunsVersion: UInt8 = 7
+
     /// The oldest version read (and written, for every message that needs nothing newer).
     public static let oldestVersion: UInt8 = 2
 
-    /// The version this message is written in: 6 for an `operations` message whose batch holds a
+    /// The version this message is written in: 7 for an `operations` message whose batch holds a
+    /// text run (wire format 6); 6 for an `operations` message whose batch holds a
     /// section inserted with its fields (wire format 5), 4 for one whose batch holds a field write
     /// or an item inserted with fields (wire format 4), 5 for a `presence` with a caret, else 2.
     ///
     /// - Complexity: O(n) for n operations.
     public var encodedVersion: UInt8 {
         if case .operations(_, _, let ops) = self, ops.contains(where: \.carriesFields) {
+            if ListOperation.needsWireFormat6(ops) { return Self.textRunsVersion }
             return ops.contains(where: \.needsWireFormat5) ? Self.sectionFieldsVersion : Self.fieldsVersion
         }
         if case .presence(_, let p) = self, case .editing = p.activity { return Self.caretVersion }

@@ -18,6 +18,11 @@ struct LocalTextRun: Sendable {
     /// operation does (and a copy of the document keeps them: a dictionary's copy keeps its
     /// buckets).
     var place: RecordStore.FieldPlace?
+    /// The writes of the operation the last splice returned (one write of this field): the next
+    /// splice writes its edit into this array in place when nobody holds that operation any more,
+    /// so a keystroke allocates no array (a heap block made and freed per keystroke was a sixth
+    /// of its cost).
+    var writes: [FieldWrite] = []
 }
 
 /// Local splices of a text field: one right after this replica's previous splice of the same
@@ -46,7 +51,8 @@ extension ListDocument {
               position >= 0, delete >= 0, delete <= TextLimits.maxDeleteRanges, delete > 0 || !insert.isEmpty,
               insert.utf8.count <= maxValueSize
         else { return nil }
-        let k = insert.unicodeScalars.count
+        // A keystroke is one byte: one scalar, without counting.
+        let k = insert.utf8.count == 1 ? 1 : TextEdit.scalarCount(of: insert)
         let span = UInt64(Swift.max(k, 1))
         guard clock <= OpID.maxCounter - span else { return nil }
         let id = OpID(counter: clock + 1, replica: replica)
@@ -58,7 +64,12 @@ extension ListDocument {
         else { return nil }
         let last = OpID(counter: clock + span, replica: replica)
         let deps = currentFrontier
-        let writes = FieldWrites(clock: stamp.clock, sortedWrites: [FieldWrite(name: name, change: .text(edit))])
+        if localTextRun!.writes.count == 1 {
+            localTextRun!.writes[0].change = .text(edit)   // in place when the last operation is gone
+        } else {
+            localTextRun!.writes = [FieldWrite(name: name, change: .text(edit))]
+        }
+        let writes = FieldWrites(clock: stamp.clock, sortedWrites: localTextRun!.writes)
         advance(to: last, deps: deps)
         log.append(splice: id, deps: deps, span: Int(span), clock: stamp.clock, target: target, name: name, edit: edit,
                    payloadBytes: writes.footprint)

@@ -60,6 +60,17 @@ public struct TextEdit: Hashable, Sendable, CustomStringConvertible {
         insertedCount = Self.scalarCount(of: insert)
     }
 
+    /// An edit whose `insert` is known to hold `insertedCount` Unicode scalars (a keystroke's
+    /// one), not counted again.
+    init(after: OpID, before: OpID, insert: String, insertedCount: Int) {
+        assert(insertedCount == Self.scalarCount(of: insert), "\(insertedCount) scalars given for \(insert.debugDescription)")
+        self.after = after
+        self.before = before
+        self.insert = insert
+        self.deletes = []
+        self.insertedCount = insertedCount
+    }
+
     /// The number of characters inserted (Unicode scalars), counted once when `insert` is set:
     /// an operation's span and last id read it often, and counting a pasted text's scalars each
     /// time was a fifth of loading a board of long notes (W17.notes).
@@ -69,6 +80,9 @@ public struct TextEdit: Hashable, Sendable, CustomStringConvertible {
     ///
     /// - Complexity: O(k) for k bytes.
     static func scalarCount(of text: String) -> Int {
+        // An empty edit's and a keystroke's, without a pass (every local splice makes one).
+        let bytes = text.utf8.count
+        if bytes <= 1 { return bytes }
         var text = text
         return text.withUTF8 { bytes in
             var n = 0

@@ -41,7 +41,7 @@ extension TextSequence {
             let lv = slots.appendRun(id: id, count: 1, left: t.last, right: t.right, sequence: .sections,
                                      entity: EntityIndex(scalars.count))
             scalars.append(insert.unicodeScalars.first!)
-            edit = TextEdit(after: t.lastID, before: t.rightID, insert: insert)
+            edit = TextEdit(after: t.lastID, before: t.rightID, insert: insert, insertedCount: 1)
             typing = TypingPoint(caret: position + 1, last: lv, lastID: id, cursor: cursor, right: t.right, rightID: t.rightID)
             return true
         }

@@ -1,0 +1,192 @@
+import Foundation
+
+/// A run of one-character splices of one text field by one replica, each the next id of its
+/// author and depending on exactly the one before (issue 45): kept as one log record
+/// (``OpLog/Kind/textRun``), as a typed run of items is, where each splice used to be a record
+/// of its own and about 90 bytes in ``OtherOperations``.
+///
+/// Operation `k` of the run (id `first id + k`) writes field ``field`` at clock
+/// ``clock`` `+ k` (or `runClocks[clocks + k]` when the clocks do not go up by one: a wall clock
+/// moved between keystrokes), one text edit:
+/// - typing (``typing``): the run's `k`-th Unicode scalar, inserted after ``first`` for `k = 0`
+///   and after the character operation `k - 1` typed for `k > 0`, before ``before`` (typing
+///   forward: each character goes right after the one before, with the same right origin);
+/// - deleting: removes the character ``first`` `+ step × k` (backspacing over characters typed
+///   in one run goes down their ids, deleting forward goes up; ``step`` is 0 while the run holds
+///   one operation).
+///
+/// Rebuilt operations are equal (`==`) to the ones applied (`ListDocument+History.swift`).
+struct TextRun: Sendable {
+    /// Typing: the left origin of operation 0. Deleting: the character operation 0 removes.
+    var first: OpID
+    /// Typing: the right origin of every operation. Deleting: ``OpID/none``.
+    var before: OpID
+    /// The clock of operation 0.
+    var clock: UInt64
+    /// Typing: the run's text, `runText[textStart ..< textStart + textBytes]`.
+    var textStart: Int32
+    var textBytes: Int32
+    /// -1: operation `k`'s clock is `clock + k`; else where the run's clocks start in ``OtherOperations/runClocks``.
+    var clocks: Int32
+    /// The field written: an index into ``OtherOperations/fields``.
+    var field: Int32
+    /// The number of operations.
+    var count: Int32
+    /// Deleting: +1 or -1 (0 for one operation).
+    var step: Int8
+    /// Whether the run types (else it deletes).
+    var typing: Bool
+    /// Typing: whether its text is ASCII (so scalar `k` is byte `k`).
+    var ascii: Bool
+}
+
+extension OtherOperations {
+    /// Whether `edit` can be an operation of a text run: one scalar typed and nothing removed, or
+    /// one character removed and nothing typed.
+    @inline(__always)
+    static func isRunShaped(_ edit: TextEdit) -> Bool {
+        if edit.deletes.isEmpty { return edit.insertedCount == 1 }
+        return edit.insert.isEmpty && edit.deletes.count == 1 && edit.deletes[0].count == 1
+    }
+
+    /// Whether the log holds text runs.
+    var hasRuns: Bool { !runs.isEmpty }
+
+    /// Starts a run with the splice `edit` of field `name` of `target` at `clock` (its first
+    /// operation); returns its index, or nil (nothing changed) when the edit is not run shaped.
+    ///
+    /// - Complexity: O(1) amortized for the field written last.
+    mutating func startRun(clock: UInt64, target: RecordTarget, name: String, edit: TextEdit) -> Int32? {
+        guard Self.isRunShaped(edit), runs.count < Int(Int32.max) - 1, runText.count < Int(Int32.max) - 8 else { return nil }
+        let field = Int32(fieldIndex(target, name))
+        if edit.deletes.isEmpty {
+            let start = runText.count
+            let ascii = appendText(edit.insert)
+            runs.append(TextRun(first: edit.after, before: edit.before, clock: clock, textStart: Int32(start),
+                                textBytes: Int32(runText.count - start), clocks: -1, field: field, count: 1, step: 0,
+                                typing: true, ascii: ascii))
+        } else {
+            runs.append(TextRun(first: edit.deletes[0].first, before: .none, clock: clock, textStart: 0, textBytes: 0,
+                                clocks: -1, field: field, count: 1, step: 0, typing: false, ascii: true))
+        }
+        return Int32(runs.count - 1)
+    }
+
+    /// Extends run `r`, the last one and the log's last record, by the splice `edit` of field
+    /// `name` of `target` at `clock`, whose id `id` is the run's next (the caller checked the id
+    /// and that it depends on exactly the one before). Returns false, changing nothing, when the
+    /// edit does not continue the run.
+    ///
+    /// - Complexity: O(1) amortized (O(count) once when the clocks stop going up by one).
+    mutating func extendRun(_ r: Int, id: OpID, clock: UInt64, target: RecordTarget, name: String, edit: TextEdit) -> Bool {
+        assert(r == runs.count - 1, "only the last run grows")
+        var run = runs[r]
+        guard fields[Int(run.field)].target == target, fields[Int(run.field)].name == name, run.count < Int32.max - 1
+        else { return false }
+        if run.typing {
+            guard edit.deletes.isEmpty, edit.insertedCount == 1, edit.before == run.before,
+                  edit.after == OpID(counter: id.counter &- 1, replica: id.replica),
+                  runText.count < Int(Int32.max) - 8 else { return false }
+            let before = runText.count
+            if !appendText(edit.insert) { run.ascii = false }
+            run.textBytes += Int32(runText.count - before)
+        } else {
+            guard edit.insert.isEmpty, edit.deletes.count == 1, edit.deletes[0].count == 1 else { return false }
+            let d = edit.deletes[0].first
+            let last = deleted(run, Int(run.count) - 1)
+            guard d.replica == last.replica else { return false }
+            let step: Int8
+            if d.counter == last.counter &+ 1 { step = 1 } else if d.counter == last.counter &- 1 { step = -1 } else { return false }
+            guard run.step == 0 || run.step == step else { return false }
+            run.step = step
+        }
+        if run.clocks < 0, clock != run.clock &+ UInt64(run.count) {
+            run.clocks = Int32(runClocks.count)
+            for k in 0 ..< UInt64(run.count) { runClocks.append(run.clock &+ k) }
+        }
+        if run.clocks >= 0 { runClocks.append(clock) }
+        run.count += 1
+        runs[r] = run
+        return true
+    }
+
+    /// Appends `text`'s UTF-8 to ``runText``; returns whether it is ASCII.
+    private mutating func appendText(_ text: String) -> Bool {
+        if text.utf8.count == 1, let b = text.utf8.first {   // a keystroke of ASCII
+            runText.append(b)
+            return b < 0x80
+        }
+        var ascii = true
+        for b in text.utf8 {
+            runText.append(b)
+            if b >= 0x80 { ascii = false }
+        }
+        return ascii
+    }
+
+    /// The character operation `k` of deleting run `run` removes.
+    @inline(__always)
+    private func deleted(_ run: TextRun, _ k: Int) -> OpID {
+        OpID(counter: run.first.counter &+ UInt64(bitPattern: Int64(k) &* Int64(run.step)), replica: run.first.replica)
+    }
+
+    /// The clock of operation `k` of `run`.
+    @inline(__always)
+    func clock(_ run: TextRun, _ k: Int) -> UInt64 {
+        run.clocks < 0 ? run.clock &+ UInt64(k) : runClocks[Int(run.clocks) + k]
+    }
+
+    /// The field run `r` writes.
+    func field(ofRun r: Int) -> FieldKey { fields[Int(runs[r].field)] }
+
+    /// The byte ranges in ``runText`` of the scalars of typing run `run`, from scalar `from` on,
+    /// `count` of them.
+    ///
+    /// - Complexity: O(count) for an ASCII run, else O(from + count).
+    func scalarRanges(_ run: TextRun, from: Int, count: Int) -> [Range<Int>] {
+        let start = Int(run.textStart), end = start + Int(run.textBytes)
+        if run.ascii { return (start + from ..< start + from + count).map { $0 ..< $0 + 1 } }
+        var out: [Range<Int>] = []
+        out.reserveCapacity(count)
+        var k = 0, at = start
+        while at < end, out.count < count {
+            var next = at + 1
+            while next < end, runText[next] & 0xC0 == 0x80 { next += 1 }
+            if k >= from { out.append(at ..< next) }
+            k += 1
+            at = next
+        }
+        return out
+    }
+
+    /// Appends operations `from ..< to` of run `r` to `out`, rebuilt: operation `k` has id
+    /// `id + k`; operation `from` depends on `deps`, each later one on exactly the one before.
+    ///
+    /// - Complexity: O(to - from), plus O(from) for a run that is not ASCII.
+    func appendOperations(ofRun r: Int, from: Int, to: Int, firstID id: OpID, deps: Frontier, into out: inout [ListOperation]) {
+        let run = runs[r]
+        let key = fields[Int(run.field)]
+        let ranges = run.typing ? scalarRanges(run, from: from, count: to - from) : []
+        var deps = deps
+        for k in from ..< to {
+            let opID = id.advanced(by: k)
+            var edit = TextEdit()
+            if run.typing {
+                edit = TextEdit(after: k == 0 ? run.first : OpID(counter: opID.counter &- 1, replica: opID.replica),
+                                before: run.before, insert: String(decoding: runText[ranges[k - from]], as: UTF8.self), insertedCount: 1)
+            } else {
+                edit.deletes = [TextRange(first: deleted(run, k), count: 1)]
+            }
+            let writes = FieldWrites(clock: clock(run, k), sortedWrites: [FieldWrite(name: key.name, change: .text(edit))])
+            out.append(ListOperation(id: opID, deps: deps, kind: .writeFields(key.target, writes)))
+            deps = Frontier(only: opID)
+        }
+    }
+
+    /// Operation `k` of run `r`, rebuilt (``appendOperations(ofRun:from:to:firstID:deps:into:)``).
+    func operation(ofRun r: Int, _ k: Int, firstID id: OpID, deps: Frontier) -> ListOperation {
+        var out: [ListOperation] = []
+        appendOperations(ofRun: r, from: k, to: k + 1, firstID: id, deps: deps, into: &out)
+        return out[0]
+    }
+}

@@ -1,0 +1,204 @@
+import Foundation
+
+/// Text runs in a batch (wire format 6, Docs/WireFormat.md §2.9): two or more consecutive
+/// one-character splices of one text field by one replica, each the next id of its author and
+/// depending on exactly the one before, written as one record (kind 14) as a typed run of items
+/// is (kind 9), where each splice took a record of its own (about 18 bytes a keystroke).
+///
+/// A typing run: each splice types one Unicode scalar, the first after `after`, each later one
+/// right after the character the one before typed, all before `before`. A deleting run (the
+/// variant flag): each splice removes one character, the first `first`, each later one the next
+/// or the previous id (deleting forward, or backspacing over text typed in one run).
+///
+/// Record: header (kind 14), flags (varint: 1 the target is a section, 2 the clocks do not go up
+/// by one, 4 a deleting run goes down the ids), the target (a reference; code 0: the previous
+/// text run's), the field's name (as field writes name it, §2.7), the first clock (difference
+/// from the batch's last field clock), the count (at least 2), with flag 2 the count − 1 clock
+/// differences, then for typing the two origins (references, code 0: none) and the text
+/// (length-prefixed UTF-8 of exactly count scalars), for deleting the first removed character
+/// (a reference).
+enum TextRunCode {
+    static let sectionTarget: UInt64 = 1
+    static let irregularClocks: UInt64 = 2
+    static let descending: UInt64 = 4
+}
+
+extension ListOperation {
+    /// The one text edit of an operation that writes one text field and nothing else, run shaped
+    /// (one scalar typed, or one character removed): what a text run holds.
+    var runTextEdit: (target: RecordTarget, writes: FieldWrites, edit: TextEdit)? {
+        guard case .writeFields(let target, let writes) = kind, writes.writes.count == 1,
+              case .text(let e) = writes.writes[0].change, writes.writes[0].replaces == .none,
+              writes.writes[0].seen.isEmpty, OtherOperations.isRunShaped(e) else { return nil }
+        return (target, writes, e)
+    }
+
+    /// Whether `ops` hold a text run (two consecutive operations that ``encode(_:)`` writes as one
+    /// record), so that their batch is wire format 6.
+    ///
+    /// - Complexity: O(n) for n operations.
+    public static func needsWireFormat6<C: Collection>(_ ops: C) -> Bool where C.Element == ListOperation {
+        var previous: ListOperation?
+        for op in ops {
+            if let p = previous, let head = p.runTextEdit, continuesTextRun(p, op, head: head, step: nil) { return true }
+            previous = op
+        }
+        return false
+    }
+
+    /// Whether `next` continues a text run whose first operation's edit is `head` and whose
+    /// operation before `next` is `op`: the next id of `op`'s author, depending on exactly `op`,
+    /// a run-shaped edit of the same field; typing: one scalar right after `op`'s, before the
+    /// same character; deleting: the character after or before the one `op` removed, in the
+    /// run's direction `step` (nil: either, not set yet). Sets `step` when it was nil.
+    static func continuesTextRun(_ op: ListOperation, _ next: ListOperation,
+                                 head: (target: RecordTarget, writes: FieldWrites, edit: TextEdit), step: Int64?) -> Bool {
+        guard next.id.replica == op.id.replica, next.id.counter == op.id.counter &+ 1, next.deps.isOnly(op.id),
+              let e = next.runTextEdit, e.target == head.target, e.writes.writes[0].name == head.writes.writes[0].name
+        else { return false }
+        if head.edit.deletes.isEmpty {
+            return e.edit.deletes.isEmpty && e.edit.after == op.id && e.edit.before == head.edit.before
+        }
+        guard e.edit.insert.isEmpty, let p = op.runTextEdit, !p.edit.deletes.isEmpty else { return false }
+        let a = p.edit.deletes[0].first, b = e.edit.deletes[0].first
+        guard a.replica == b.replica else { return false }
+        let s: Int64 = b.counter == a.counter &+ 1 ? 1 : b.counter == a.counter &- 1 ? -1 : 0
+        return s != 0 && (step == nil || step == s)
+    }
+}
+
+extension BatchEncoder {
+    /// When `ops[i]` is run shaped: the number of operations of the text run from it, written as
+    /// one record when 2 or more (1: nothing written, the operation is written as usual); 0 (and
+    /// nothing written) when the run reaches the last operation and `final` is false. Nil when
+    /// `ops[i]` is not run shaped.
+    mutating func textRun(at i: Int, final: Bool) -> Int? {
+        let op = ops[i]
+        guard let head = op.runTextEdit else { return nil }
+        var n = 1
+        var step: Int64?
+        while i + n < ops.count, ListOperation.continuesTextRun(ops[i + n - 1], ops[i + n], head: head, step: step) {
+            if step == nil, !head.edit.deletes.isEmpty, case .writeFields(_, let w) = ops[i + n].kind,
+               case .text(let e) = w.writes[0].change {
+                step = e.deletes[0].first.counter == head.edit.deletes[0].first.counter &+ 1 ? 1 : -1
+            }
+            n += 1
+        }
+        guard final || i + n < ops.count else { return 0 }
+        guard n >= 2 else { return 1 }
+        version = max(version, ListOperation.textRunWireFormatVersion)
+        let typing = head.edit.deletes.isEmpty
+        var clocks: [UInt64] = []
+        clocks.reserveCapacity(n)
+        for k in i ..< i + n { if case .writeFields(_, let w) = ops[k].kind { clocks.append(w.clock) } }
+        let regular = zip(clocks, clocks.dropFirst()).allSatisfy { $1 == $0 &+ 1 }
+        var flags: UInt64 = 0
+        if case .section = head.target { flags |= TextRunCode.sectionTarget }
+        if !regular { flags |= TextRunCode.irregularClocks }
+        if step == -1 { flags |= TextRunCode.descending }
+        header(op, .textRun, variant: !typing)
+        out.varint(flags)
+        ref(head.target.opID, op, default: context.lastTextTarget)
+        let name = head.writes.writes[0].name
+        if let k = fieldNames.index[name] {
+            out.count(k + 1)
+        } else {
+            out.count(0)
+            out.string(name)
+            fieldNames.index[name] = fieldNames.index.count
+        }
+        out.signed(Int64(bitPattern: clocks[0] &- fieldNames.lastClock))
+        out.count(n)
+        if !regular {
+            for k in 1 ..< n { out.signed(Int64(bitPattern: clocks[k] &- clocks[k - 1])) }
+        }
+        fieldNames.lastClock = clocks[n - 1]
+        if typing {
+            ref(head.edit.after, op, default: OpID.none)
+            ref(head.edit.before, op, default: OpID.none)
+            var text: [UInt8] = []
+            for k in i ..< i + n {
+                if case .writeFields(_, let w) = ops[k].kind, case .text(let e) = w.writes[0].change { text.append(contentsOf: e.insert.utf8) }
+            }
+            out.count(text.count)
+            out.bytes.append(contentsOf: text)
+        } else {
+            ref(head.edit.deletes[0].first, op, default: nil)
+        }
+        context.lastTextTarget = head.target.opID
+        for k in i ..< i + n { context.advance(past: ops[k]) }
+        return n
+    }
+}
+
+extension BatchDecoder {
+    /// A text run record (kind 14, version 6) from after its header: its operations, one by one.
+    mutating func textRun(id: OpID, deps: Frontier, deleting: Bool, left: Int, at: Int) throws(WireError) {
+        let flagsAt = reader.offset
+        let flags = try reader.varint()
+        guard flags < 8, deleting || flags & TextRunCode.descending == 0 else {
+            throw .invalidValue("text run flags \(flags)", offset: flagsAt)
+        }
+        let target = try ref(id, default: context.lastTextTarget)
+        let recordTarget: RecordTarget = flags & TextRunCode.sectionTarget != 0 ? .section(SectionID(target)) : .item(ItemID(target))
+        let name = try fieldName()
+        let clock0 = fieldNames.lastClock &+ UInt64(bitPattern: try reader.signed())
+        let n = try runCount(left: left, bytesEach: deleting ? 0 : 1, id: id)
+        var clocks: [UInt64] = []
+        clocks.reserveCapacity(n)
+        clocks.append(clock0)
+        if flags & TextRunCode.irregularClocks != 0 {
+            for _ in 1 ..< n { clocks.append(clocks[clocks.count - 1] &+ UInt64(bitPattern: try reader.signed())) }
+        } else {
+            for k in 1 ..< n { clocks.append(clock0 &+ UInt64(k)) }
+        }
+        fieldNames.lastClock = clocks[n - 1]
+        var edits: [TextEdit] = []
+        edits.reserveCapacity(n)
+        if !deleting {
+            let after = try ref(id, default: OpID.none)
+            let before = try ref(id, default: OpID.none)
+            let textAt = reader.offset
+            let text = try reader.utf8(limit: 4 * n)
+            var k = 0
+            for scalar in text.unicodeScalars {
+                guard k < n else { break }
+                var one = String.UnicodeScalarView()
+                one.append(scalar)
+                let s = String(one)
+                guard s.utf8.count <= maxValueSize else { throw .invalidValue("a character over the value size", offset: textAt) }
+                edits.append(TextEdit(after: k == 0 ? after : id.advanced(by: k - 1), before: before, insert: s, insertedCount: 1))
+                k += 1
+            }
+            guard k == n, text.unicodeScalars.count == n else {
+                throw .invalidValue("a text run of \(n) operations whose text is not \(n) characters", offset: textAt)
+            }
+        } else {
+            let firstAt = reader.offset
+            let first = try ref(id, default: nil)
+            let span = UInt64(n - 1)
+            let down = flags & TextRunCode.descending != 0
+            if down {
+                guard first.counter > span, first.counter < OpID.maxCounter else {
+                    throw .invalidValue("a text run removes a character out of range", offset: firstAt)
+                }
+            } else {
+                guard first.counter < OpID.maxCounter - span else {
+                    throw .invalidValue("a text run removes a character out of range", offset: firstAt)
+                }
+            }
+            for k in 0 ..< n {
+                let c = down ? first.counter - UInt64(k) : first.counter + UInt64(k)
+                edits.append(TextEdit(deletes: [TextRange(first: OpID(counter: c, replica: first.replica), count: 1)]))
+            }
+        }
+        context.lastTextTarget = target
+        var prev = id
+        for k in 0 ..< n {
+            let opID = k == 0 ? id : prev.advanced(by: 1)
+            let writes = FieldWrites(clock: clocks[k], sortedWrites: [FieldWrite(name: name, change: .text(edits[k]))])
+            append(ListOperation(id: opID, deps: k == 0 ? deps : Frontier(only: prev), kind: .writeFields(recordTarget, writes)))
+            prev = opID
+        }
+    }
+}
