@@ -236,7 +236,7 @@ import ListSyncTestTraits
         #expect(try ListOperation.decode(ListOperation.encode([one, two])) == [one, two])
     }
 
-    @Test("kind 11 is refused in a version-1 batch, with the variant bit, and kinds 12-15 in version 2 (12 and 13 are version 3)")
+    @Test("kind 11 is refused in a version-1 batch, with the variant bit, and kinds 12-15 in version 2 (12 and 13 are version 3, 14 version 6)")
     func kindsByVersion() {
         let valid = Self.runBatch(count: 2) { w in w.none(); w.none(); w.same(1, 4); w.none(); w.none(); w.same(1, 4) }
         #expect(throws: Never.self) { try ListOperation.decode(valid) }
@@ -252,7 +252,12 @@ import ListSyncTestTraits
             #expect(throws: WireError.invalidTag(kind, offset: 4)) { try ListOperation.decode([4, 1, 7, 1, kind]) }
             #expect(throws: WireError.invalidTag(kind, offset: 4)) { try ListOperation.decode([5, 1, 7, 1, kind]) }
         }
-        #expect(throws: WireError.unsupportedVersion(6)) { try ListOperation.decode([6, 0, 0]) }
+        // Version 6 gives kind 14 (a text run) a meaning; 15 and 0 stay refused.
+        for kind: UInt8 in [0x6F, 0x60] {
+            #expect(throws: WireError.invalidTag(kind, offset: 4)) { try ListOperation.decode([6, 1, 7, 1, kind]) }
+        }
+        let newer = ListOperation.wireFormatVersion + 1
+        #expect(throws: WireError.unsupportedVersion(newer)) { try ListOperation.decode([newer, 0, 0]) }
         #expect(throws: WireError.unsupportedVersion(0)) { try ListOperation.decode([0, 0, 0]) }
     }
 
