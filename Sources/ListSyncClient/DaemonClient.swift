@@ -100,7 +100,8 @@ public actor DaemonClient {
     /// - Parameters:
     ///   - changeSets: whether opened documents diff every change into a `ChangeSet` (an app's
     ///     table needs them; O(n log n) per change, and one for a whole catch-up).
-    ///   - timeout: how long any request may wait for its answer (default 30 s).
+    ///   - timeout: how long the handshake, and then any request, may wait for its answer
+    ///     (default 30 s).
     public static func connect(host: String, port: UInt16, key: [UInt8], localHost: String? = nil, changeSets: Bool = true,
                                timeout: Duration = .seconds(30), loop: EventLoop = .shared) async throws(DaemonClientError) -> DaemonClient {
         try await connect(host: host, port: port, authentication: .key(key), localHost: localHost, changeSets: changeSets,
@@ -117,7 +118,13 @@ public actor DaemonClient {
         let t: TCPTransport
         do {
             // A handshake cut by a flooded listener is tried again there (TCPTransport.handshakeAttempts).
-            t = try await TCPTransport.connect(host: host, port: port, authentication: authentication, localHost: localHost, loop: loop)
+            // The caller's deadline bounds the handshake as it bounds every request: the
+            // transport's 3 s default is the listener's guard against strangers, and a client on
+            // a busy machine (a CI run beside builds) missed it with the daemon up and well.
+            var options = TCPOptions()
+            options.handshakeTimeout = timeout
+            t = try await TCPTransport.connect(host: host, port: port, authentication: authentication, options: options,
+                                               localHost: localHost, loop: loop)
         } catch {
             if case let .handshake(why) = error {
                 if why.isAuthenticationFailure { throw .handshake(why.description) }
