@@ -406,17 +406,23 @@ struct BatchEncoder {
         fieldNames.lastClock = writes.clock
         out.count(writes.writes.count)
         for w in writes.writes {
-            if let k = fieldNames.index[w.name] {
-                out.count(k + 1)
-            } else {
-                out.count(0)
-                out.string(w.name)
-                fieldNames.index[w.name] = fieldNames.index.count
-            }
+            fieldName(w.name)
             ref(w.replaces, op, default: OpID.none)
             out.count(w.seen.count)
             for s in w.seen { ref(s, op, default: nil) }
             fieldChangeOrText(w.change, op)   // Records/Text/TextCoding.swift
+        }
+    }
+
+    /// A field's name: its number in the batch's name table plus one, or 0 and the name spelled
+    /// out the first time the batch names it (which enters it in the table).
+    mutating func fieldName(_ name: String) {
+        if let k = fieldNames.index[name] {
+            out.count(k + 1)
+        } else {
+            out.count(0)
+            out.string(name)
+            fieldNames.index[name] = fieldNames.index.count
         }
     }
 

@@ -40,7 +40,8 @@ extension ListOperation {
     public static func needsWireFormat6<C: Collection>(_ ops: C) -> Bool where C.Element == ListOperation {
         var previous: ListOperation?
         for op in ops {
-            if let p = previous, let head = p.runTextEdit, continuesTextRun(p, op, head: head, step: nil) { return true }
+            var step: Int64?
+            if let p = previous, let head = p.runTextEdit, continuesTextRun(p, op, head: head, step: &step) { return true }
             previous = op
         }
         return false
@@ -52,7 +53,7 @@ extension ListOperation {
     /// same character; deleting: the character after or before the one `op` removed, in the
     /// run's direction `step` (nil: either, not set yet). Sets `step` when it was nil.
     static func continuesTextRun(_ op: ListOperation, _ next: ListOperation,
-                                 head: (target: RecordTarget, writes: FieldWrites, edit: TextEdit), step: Int64?) -> Bool {
+                                 head: (target: RecordTarget, writes: FieldWrites, edit: TextEdit), step: inout Int64?) -> Bool {
         guard next.id.replica == op.id.replica, next.id.counter == op.id.counter &+ 1, next.deps.isOnly(op.id),
               let e = next.runTextEdit, e.target == head.target, e.writes.writes[0].name == head.writes.writes[0].name
         else { return false }
@@ -63,7 +64,9 @@ extension ListOperation {
         let a = p.edit.deletes[0].first, b = e.edit.deletes[0].first
         guard a.replica == b.replica else { return false }
         let s: Int64 = b.counter == a.counter &+ 1 ? 1 : b.counter == a.counter &- 1 ? -1 : 0
-        return s != 0 && (step == nil || step == s)
+        guard s != 0, step == nil || step == s else { return false }
+        step = s
+        return true
     }
 }
 
@@ -77,11 +80,7 @@ extension BatchEncoder {
         guard let head = op.runTextEdit else { return nil }
         var n = 1
         var step: Int64?
-        while i + n < ops.count, ListOperation.continuesTextRun(ops[i + n - 1], ops[i + n], head: head, step: step) {
-            if step == nil, !head.edit.deletes.isEmpty, case .writeFields(_, let w) = ops[i + n].kind,
-               case .text(let e) = w.writes[0].change {
-                step = e.deletes[0].first.counter == head.edit.deletes[0].first.counter &+ 1 ? 1 : -1
-            }
+        while i + n < ops.count, ListOperation.continuesTextRun(ops[i + n - 1], ops[i + n], head: head, step: &step) {
             n += 1
         }
         guard final || i + n < ops.count else { return 0 }
@@ -99,14 +98,7 @@ extension BatchEncoder {
         header(op, .textRun, variant: !typing)
         out.varint(flags)
         ref(head.target.opID, op, default: context.lastTextTarget)
-        let name = head.writes.writes[0].name
-        if let k = fieldNames.index[name] {
-            out.count(k + 1)
-        } else {
-            out.count(0)
-            out.string(name)
-            fieldNames.index[name] = fieldNames.index.count
-        }
+        fieldName(head.writes.writes[0].name)
         out.signed(Int64(bitPattern: clocks[0] &- fieldNames.lastClock))
         out.count(n)
         if !regular {
