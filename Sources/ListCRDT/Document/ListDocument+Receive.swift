@@ -164,7 +164,7 @@ extension ListDocument {
     // MARK: Steps
 
     /// Duplicate and equivocation checks, and the checks that need no state. Nil means "go on".
-    private mutating func screen(_ op: ListOperation) throws(ApplyError) -> ReceiveReport? {
+    mutating func screen(_ op: ListOperation) throws(ApplyError) -> ReceiveReport? {
         if versionVector.contains(op.id) {
             if let known = loggedOperation(containing: op.id) {
                 if known == op { return .duplicate }

@@ -14,8 +14,9 @@ extension ListDocument {
     @inline(__always) var fastPathsEnabled: Bool { fastPaths && variant == .correct }
 
     /// Applies operation `k` of `source` and the operations after it that continue it, in one
-    /// step, when it is an item insert or item delete the run routes take
-    /// (``applyInsertRun(_:from:context:)``, ``applyDeleteRun(_:from:context:)``); else declines.
+    /// step, when it is an item insert, item delete or text splice the run routes take
+    /// (``applyInsertRun(_:from:context:)``, ``applyDeleteRun(_:from:context:)``,
+    /// ``applyTextRun(_:from:)``); else declines.
     ///
     /// - Complexity: O(n + log N) for a run of n operations in a document of N slots, plus
     ///   O(k log N) for k concurrent slots between the first insert's origins.
@@ -35,6 +36,7 @@ extension ListDocument {
         switch source.runKind(k) {
         case .itemInsert: return applyInsertRun(source, from: k, context: &context)
         case .itemDelete: return applyDeleteRun(source, from: k, context: &context)
+        case .fieldWrite: return applyTextRun(source, from: k)
         case .other: return .declined
         }
     }

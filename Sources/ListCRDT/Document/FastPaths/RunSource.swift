@@ -58,7 +58,11 @@ protocol RunSource {
 
 /// Which run fast path could take an operation.
 enum RunKind {
-    case itemInsert, itemDelete, other
+    case itemInsert, itemDelete
+    /// A field write: a text run's first splice, perhaps (``ListDocument/applyTextRun(_:from:)``
+    /// checks; only an array of operations holds them).
+    case fieldWrite
+    case other
 }
 
 // MARK: - An array of operations
@@ -78,6 +82,7 @@ struct OperationList<Base: RandomAccessCollection<ListOperation>>: RunSource whe
         switch operation(k).kind {
         case .insertItem: .itemInsert
         case .deleteItem: .itemDelete
+        case .writeFields: .fieldWrite
         default: .other
         }
     }
