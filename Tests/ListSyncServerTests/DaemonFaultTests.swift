@@ -171,7 +171,8 @@ struct RateLimitTests {
         // (as 1,500 awaiting edit tasks, a full suite's load once trickled them in under the limit,
         // and nothing was refused).
         let base = try await honest.open(doc).document
-        let raw = try await TCPTransport.connect(host: "127.0.0.1", port: port, key: key, localHost: "127.0.0.4")
+        let raw = try await TCPTransport.connect(host: "127.0.0.1", port: port, key: key, options: patientClientOptions,
+                                                 localHost: "127.0.0.4")
         var session = ClientSession(maxFrame: raw.maxFrame, timeout: Duration.seconds(600).nanoseconds)
         var incoming = raw.incoming.makeAsyncIterator()
         /// Feeds the daemon's frames to the session until `done` says enough (nil: the connection ended).

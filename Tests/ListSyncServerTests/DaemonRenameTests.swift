@@ -46,7 +46,7 @@ struct DaemonRenameTests {
         let (dir, _, daemon, port, key) = try await DaemonDestroyTests.running()
         defer { dir.remove() }
         let (id, _) = try await daemon.create(name: "groceries", sections: ["a"], id: nil, epoch: 0)
-        let raw = try await TCPTransport.connect(host: "127.0.0.1", port: port, key: key)
+        let raw = try await TCPTransport.connect(host: "127.0.0.1", port: port, key: key, options: patientClientOptions)
         var frames = raw.incoming.makeAsyncIterator()
         try await raw.send(SyncMessage.listDocuments(request: 1, after: nil).encoded())
         let listed = try SyncMessage(decoding: try #require(await frames.next()))

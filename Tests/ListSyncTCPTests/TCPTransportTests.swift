@@ -15,7 +15,7 @@ extension SocketTests {
             try await withServer { loop, listener in
                 let echo = echoServer(listener)
                 let client = try await TCPTransport.connect(host: "127.0.0.1", port: listener.port, key: testKey,
-                                                            options: testOptions, loop: loop)
+                                                            options: clientOptions, loop: loop)
                 var rng = SplitMix64(seed: 1)
                 var frames = (0..<60).map { _ in rng.bytes(Int(rng.next() % 3000)) }
                 frames.append([UInt8](repeating: 9, count: client.maxFrame))
@@ -44,7 +44,7 @@ extension SocketTests {
                 return
             }
             let echo = echoServer(listener)
-            let client = try await TCPTransport.connect(host: "::1", port: listener.port, key: testKey, options: testOptions, loop: loop)
+            let client = try await TCPTransport.connect(host: "::1", port: listener.port, key: testKey, options: clientOptions, loop: loop)
             try await client.send([4, 2])
             var it = client.incoming.makeAsyncIterator()
             #expect(await it.next() == [4, 2])
@@ -59,11 +59,11 @@ extension SocketTests {
                 let echo = echoServer(listener)
                 await #expect(throws: TransportError.self) {
                     _ = try await TCPTransport.connect(host: "127.0.0.1", port: listener.port, key: Array(repeating: 7, count: 32),
-                                                       options: testOptions, localHost: "127.0.0.2", loop: loop)
+                                                       options: clientOptions, localHost: "127.0.0.2", loop: loop)
                 }
                 do {
                     _ = try await TCPTransport.connect(host: "127.0.0.1", port: listener.port, key: Array(repeating: 7, count: 32),
-                                                       options: testOptions, localHost: "127.0.0.2", loop: loop)
+                                                       options: clientOptions, localHost: "127.0.0.2", loop: loop)
                 } catch {
                     // A typed reason: the client checks the server's proof first and fails it.
                     #expect(error as? TransportError == .handshake(.authenticationFailed), "\(error)")
