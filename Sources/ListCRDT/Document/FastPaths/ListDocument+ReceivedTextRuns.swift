@@ -7,8 +7,8 @@ import Foundation
 extension ListDocument {
     /// Applies the text splice `k` of `source` and the splices after it that continue it as a
     /// text run (``ListOperation/continuesTextRun(_:_:head:step:)``), in one step with the
-    /// general path's effect operation by operation; declines (changing nothing) when fewer than
-    /// two operations make the run, or when operation `k` would not apply at once.
+    /// general path's effect operation by operation; declines (changing nothing) when operation
+    /// `k + 1` does not continue it, or when operation `k` would not apply at once.
     ///
     /// Operation `k` passes the general path's checks (``screen(_:)`` for a new operation with
     /// applied dependencies, ``resolve(_:)``); each later one continues it by construction (the
@@ -35,17 +35,11 @@ extension ListDocument {
         guard k + 1 < source.count else { return .declined }
         let first = source.operation(k)
         guard let head = first.runTextEdit else { return .declined }
-        // The run's length, by the encoder's rule.
+        // A run of two at least: the next operation continues this one (checked before anything
+        // costlier, so that a splice alone costs one look at its neighbour).
         var step: Int64?
-        var n = 1
-        var previous = first
-        while k + n < source.count {
-            let next = source.operation(k + n)
-            guard ListOperation.continuesTextRun(previous, next, head: head, step: &step) else { break }
-            previous = next
-            n += 1
-        }
-        guard n >= 2 else { return .declined }
+        var current = source.operation(k + 1)
+        guard ListOperation.continuesTextRun(first, current, head: head, step: &step) else { return .declined }
         // Operation k as the general path checks it. A new id (not in the version) with the buffer
         // empty never reaches `screen`'s equivocation branches, the only ones that change
         // anything; a refusal declines, and the general path refuses it the same way.
@@ -54,37 +48,41 @@ extension ListDocument {
               let resolved = try? resolve(first), case let .writeFields(target, _, alive) = resolved
         else { return .declined }
         let name = head.writes.writes[0].name
-        // What the general path would refuse after operation k ends the run there.
         let typing = head.edit.deletes.isEmpty
+        // The run's operations, each checked for what the general path would refuse after
+        // operation k (the run ends before one that fails), and gathered into one edit.
         let text = typing ? nil : records[target.opID]?[name]?.text
         var stamp = FieldStamp(clock: head.writes.clock, id: first.id)
-        var inserted = String.UnicodeScalarView()
-        var removed: (low: OpID, high: OpID) = (.none, .none)
-        var applies = 0
-        for j in 0 ..< n {
-            let op = j == 0 ? first : source.operation(k + j)
-            guard op.id.counter <= OpID.maxCounter, let e = op.runTextEdit else { break }
+        var inserted: [UInt8] = head.edit.insert.utf8.count <= maxValueSize ? Array(head.edit.insert.utf8) : []
+        var removed = (low: head.edit.deletes.first?.first ?? .none, high: head.edit.deletes.first?.first ?? .none)
+        var applies = 1
+        while true {
+            guard current.id.counter <= OpID.maxCounter, case let .writeFields(_, writes) = current.kind,
+                  case let .text(e) = writes.writes[0].change else { break }
             if typing {
-                guard e.edit.insert.utf8.count <= maxValueSize else { break }
-                inserted.append(contentsOf: e.edit.insert.unicodeScalars)
+                guard e.insert.utf8.count <= maxValueSize else { break }
+                inserted.append(contentsOf: e.insert.utf8)
             } else {
-                let gone = e.edit.deletes[0].first
+                let gone = e.deletes[0].first
                 guard let text, text.lv(of: gone) != nil else { break }
-                if j == 0 || gone < removed.low { removed.low = gone }
-                if j == 0 || gone > removed.high { removed.high = gone }
+                removed = (Swift.min(removed.low, gone), Swift.max(removed.high, gone))
             }
-            stamp = max(stamp, FieldStamp(clock: e.writes.clock, id: op.id))
+            stamp = Swift.max(stamp, FieldStamp(clock: writes.clock, id: current.id))
             applies += 1
+            guard k + applies < source.count else { break }
+            let next = source.operation(k + applies)
+            guard ListOperation.continuesTextRun(current, next, head: head, step: &step) else { break }
+            current = next
         }
-        guard applies >= 2 else { return .declined }
         let edit = typing
-            ? TextEdit(after: head.edit.after, before: head.edit.before, insert: String(inserted), insertedCount: applies)
+            ? TextEdit(after: head.edit.after, before: head.edit.before, insert: String(decoding: inserted, as: UTF8.self),
+                       insertedCount: applies)
             : TextEdit(deletes: [TextRange(first: removed.low, count: Int(removed.high.counter - removed.low.counter) + 1)])
         let delta = records.applyTextRun(edit, first: first.id, stamp: stamp, name: name, to: target)
         byteAccount.records += delta.held
         byteAccount.dead += alive ? delta.reclaimable : delta.held
         for j in 0 ..< applies {
-            let op = j == 0 ? first : source.operation(k + j)
+            let op = source.operation(k + j)
             advance(to: op.lastID, deps: op.deps)
             log.append(other: op)   // as `appendToLog` logs a field write
         }
