@@ -33,6 +33,19 @@ extension ListOperation {
         return (target, writes, e)
     }
 
+    /// ``runTextEdit``'s edit when the operation writes field `name` of `target`, read in place:
+    /// the tuple ``runTextEdit`` builds was copied through generic value witnesses, a fifth of a
+    /// received text run's cost.
+    @inline(__always)
+    func runSplice(of target: RecordTarget, name: String) -> TextEdit? {
+        guard case .writeFields(let t, let writes) = kind, t == target, writes.writes.count == 1 else { return nil }
+        return writes.writes.withUnsafeBufferPointer { ws -> TextEdit? in
+            guard ws[0].replaces == .none, ws[0].seen.isEmpty, ws[0].name == name, case .text(let e) = ws[0].change,
+                  OtherOperations.isRunShaped(e) else { return nil }
+            return e
+        }
+    }
+
     /// Whether `ops` hold a text run (two consecutive operations that ``encode(_:)`` writes as one
     /// record), so that their batch is wire format 6.
     ///
@@ -55,13 +68,14 @@ extension ListOperation {
     static func continuesTextRun(_ op: ListOperation, _ next: ListOperation,
                                  head: (target: RecordTarget, writes: FieldWrites, edit: TextEdit), step: inout Int64?) -> Bool {
         guard next.id.replica == op.id.replica, next.id.counter == op.id.counter &+ 1, next.deps.isOnly(op.id),
-              let e = next.runTextEdit, e.target == head.target, e.writes.writes[0].name == head.writes.writes[0].name
+              let e = next.runSplice(of: head.target, name: head.writes.writes[0].name)
         else { return false }
         if head.edit.deletes.isEmpty {
-            return e.edit.deletes.isEmpty && e.edit.after == op.id && e.edit.before == head.edit.before
+            return e.deletes.isEmpty && e.after == op.id && e.before == head.edit.before
         }
-        guard e.edit.insert.isEmpty, let p = op.runTextEdit, !p.edit.deletes.isEmpty else { return false }
-        let a = p.edit.deletes[0].first, b = e.edit.deletes[0].first
+        guard e.insert.isEmpty, let p = op.runSplice(of: head.target, name: head.writes.writes[0].name),
+              !p.deletes.isEmpty else { return false }
+        let a = p.deletes[0].first, b = e.deletes[0].first
         guard a.replica == b.replica else { return false }
         let s: Int64 = b.counter == a.counter &+ 1 ? 1 : b.counter == a.counter &- 1 ? -1 : 0
         guard s != 0, step == nil || step == s else { return false }
