@@ -82,6 +82,13 @@ import Testing
         #expect(report.copiesParted == 0 && report.mergesBack >= 1)
     }
 
+    @Test("a device left behind a peer's floor whose unsent edits the hidden daemon took (its acknowledgement lost) settles there before making them again: each value once, every increment counted once (seed 3300)")
+    func snapshotCatchUpSettlesFirst() {
+        let report = Self.roamingRun(seed: 3300)
+        #expect(report.failures.isEmpty, "\(report.failures)")
+        #expect(report.copiesParted == 0 && report.mergesBack >= 1)
+    }
+
     /// Seeds of `listsync simulate --daemons 3 --hide-daemon --roam 30 --crashes 1
     /// --compact-after 10` (200 edits) where the hidden daemon's merge back took edits only it
     /// held for held by the peer's snapshot: a device had re-synced at the peer, dropped its
