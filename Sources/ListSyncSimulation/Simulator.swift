@@ -829,7 +829,7 @@ public struct Simulator: Sendable {
                 clients[c].presence.announce(document)
                 performDevice(c, machines[c].subscribed(version, document: clients[c].document))
             case let .operations(_, ops):
-                let (applies, more) = machines[c].received(ops, document: clients[c].document, prepare: { $0.variant = variant })
+                let (applies, more) = machines[c].received(ops, document: clients[c].document, prepare: { $0.variant = variant }, askable: { $0 != lostDaemon })
                 // No `hello` for operations waiting for their causes: no device sends one (the
                 // causes come on this subscription's catch-up, or the next one's).
                 if applies { _ = clients[c].document.receive(ops) }
@@ -862,7 +862,7 @@ public struct Simulator: Sendable {
                     report.failures.append("client \(c): a snapshot catch-up, yet no simulated daemon compacts")
                 }
             case let .synced(_, version):
-                performDevice(c, machines[c].synced(version, document: clients[c].document, prepare: { $0.variant = variant }))
+                performDevice(c, machines[c].synced(version, document: clients[c].document, prepare: { $0.variant = variant }, askable: { $0 != lostDaemon }))
             case let .documentError(_, code, text):
                 if code == .compacted {
                     performDevice(c, machines[c].refusedForFloor(text, document: clients[c].document, askable: { $0 != lostDaemon }))

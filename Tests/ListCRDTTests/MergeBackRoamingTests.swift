@@ -104,4 +104,36 @@ import ListSyncTestSupport
         #expect(hub.receive(merge.made).refused.isEmpty)
         #expect(hub.rows == merged.rows)
     }
+
+    @Test("edits only the left-out copy holds are made again though the peer's floor counts them: a section insert the peer does not know, and an edit made on it")
+    func floorCountsOriginalsItLacks() throws {
+        var hub = try ListDocument.make(1, sections: [["a", "b", "c"]])
+        var parted = hub.fork(as: 9)
+        var device = hub.fork(as: 3)
+        let s = try device.insertSection(at: 1, value: Data("s"))
+        let x = try device.insertItem(at: IndexPath(item: 0, section: 0), value: Data("x"))
+        #expect(x.deps.contains(s.id), "x is made on s")
+        #expect(parted.receive([s, x]).refused.isEmpty, "the left-out daemon acknowledged both")
+        let y = try device.insertItem(at: IndexPath(item: 4, section: 0), value: Data("y"))
+        _ = try hub.deleteItem(at: IndexPath(item: 1, section: 0))
+        try hub.compact(stable: hub.version)
+        // The device re-syncs at the hub (s and x acknowledged: their daemon makes them again),
+        // makes y again under a counter after them, and the hub compacts again: its floor counts
+        // s and x, which it never held.
+        var resynced = try ListDocument(snapshot: hub.encodedSnapshot(), replica: ReplicaID(3))
+        let made = resynced.remake([y], from: device, refused: true)
+        #expect(hub.receive(made).refused.isEmpty)
+        try hub.compact(stable: hub.version)
+        #expect(hub.historyFloor?.contains(s.id) == true && hub.historyFloor?.contains(x.id) == true)
+        var merged = try ListDocument(snapshot: hub.encodedSnapshot(), replica: ReplicaID(9))
+        #expect(!merged.holdsEverything(of: parted), "the snapshot lacks s and x: the copy is merged back, not replaced")
+        let mergeResult = merged.mergeBack(from: parted, remakes: { _ in true })
+        let merge = try #require(mergeResult)
+        #expect(Set(merge.parted.map(\.id)) == [s.id, x.id] && merge.made.count == 2)
+        #expect(merged.flat.sorted() == ["a", "c", "x", "y"])
+        #expect(merged.sectionValues.contains("s"))
+        try merged.checkInvariants()
+        #expect(hub.receive(merge.made).refused.isEmpty)
+        #expect(hub.rows == merged.rows && hub.sectionValues == merged.sectionValues)
+    }
 }

@@ -143,6 +143,38 @@ import ListSyncTestSupport
         #expect(Self.names(refused).last == "resubscribe")
     }
 
+    @Test("a snapshot catch-up behind the floor while another daemon may hold the unsent edits made before that floor: settle there first, nothing made again; with no other daemon owing an answer, the copy is replaced")
+    func snapshotCatchUpSettlesFirst() throws {
+        var (machine, doc, server) = try Self.device(edits: 1)
+        _ = machine.synced(server.version, document: doc)
+        // Sent to w, the answer lost with the connection: w may hold the edit.
+        machine.sent(edit: 1, Self.sent(machine.sendUnacknowledged(doc))[0])
+        machine.disconnected()
+        // x compacted past the device's edit (its own later edit, then the floor).
+        var hub = server
+        _ = try hub.insertItem(at: IndexPath(item: 0, section: 0), value: Data("hub".utf8))
+        try hub.compact(stable: hub.version)
+        machine.connected(to: "x")
+        _ = machine.subscribing(doc)
+        try machine.snapshot(hub.encodedSnapshot())
+        #expect(machine.isResyncing)
+        let caughtUp = machine.synced(hub.version, document: doc)
+        #expect(Self.names(caughtUp) == ["save record", "settle at w"], "made again here, the edit would exist twice if w took it")
+        #expect(!machine.isResyncing && machine.unanswered.daemons == ["w"])
+        // Sent to no other daemon: nothing else may hold it, the re-sync makes it again.
+        var alone = try Self.device(edits: 1).0
+        alone.disconnected()
+        alone.connected(to: "x")
+        _ = alone.subscribing(doc)
+        try alone.snapshot(hub.encodedSnapshot())
+        let ready = alone.synced(hub.version, document: doc)
+        guard case let .replace(outcome)? = ready.first, ready.count == 1 else {
+            Issue.record("expected the copy replaced, got \(Self.names(ready))")
+            return
+        }
+        #expect(outcome.made.count == 1 && outcome.made[0].id != doc.operations(since: server.version)[0].id, "made again: x will never take it")
+    }
+
     @Test("an error for the document with compacted (edits kept waiting, refused when woken) is acted on as a refused edit; not while disconnected or re-syncing")
     func documentErrorActedOn() throws {
         var (machine, doc, server) = try Self.device(edits: 1)

@@ -82,6 +82,38 @@ import Testing
         #expect(report.copiesParted == 0 && report.mergesBack >= 1)
     }
 
+    @Test("a device left behind a peer's floor whose unsent edits the hidden daemon took (its acknowledgement lost) settles there before making them again: each value once, every increment counted once (seed 3300)")
+    func snapshotCatchUpSettlesFirst() {
+        let report = Self.roamingRun(seed: 3300)
+        #expect(report.failures.isEmpty, "\(report.failures)")
+        #expect(report.copiesParted == 0 && report.mergesBack >= 1)
+    }
+
+    /// Seeds of `listsync simulate --daemons 3 --hide-daemon --roam 30 --crashes 1
+    /// --compact-after 10` (200 edits) where the hidden daemon's merge back took edits only it
+    /// held for held by the peer's snapshot: a device had re-synced at the peer, dropped its
+    /// originals and made its edits again under later counters, and the peer compacted after
+    /// that, so its floor counted originals it never held; the hidden daemon kept them out of
+    /// the merge (lost, with what was made on them: "sections shown …, expected …"). The merge
+    /// back now lists them by their causes and by the sections the snapshot knows
+    /// (``ListCRDT/ListDocument/holdsEverything(of:)``).
+    static let floorGapSeeds: [UInt64] = [1, 7, 47]
+
+    @Test("a peer's floor that counts originals it never held: the hidden daemon makes them again, every section and item its clients made is shown, copies parted: 0", arguments: floorGapSeeds)
+    func floorCountingOriginalsItLacks(seed: UInt64) {
+        var config = SimulationConfiguration()
+        config.seed = seed
+        config.daemons = 3
+        config.hidesDaemon = true
+        config.roamPercent = 30
+        config.crashes = 1
+        config.compactAfter = 10
+        var sim = Simulator(config)
+        let report = sim.run()
+        #expect(report.failures.isEmpty, "\(report.failures)")
+        #expect(report.copiesParted == 0 && report.mergesBack >= 1)
+    }
+
     @Test("without the merge back (DocumentCore.Variant.partsCopies) the same seeds fail: acknowledged operations stay on the hidden daemon's copy only")
     func partsWithoutTheRepair() {
         var failed = 0, parted = 0, runs = 0

@@ -47,10 +47,7 @@ extension ListDocument {
     public mutating func mergeBack(from local: ListDocument, remakes: (ReplicaID) -> Bool,
                                    relayed: (OpID) -> Bool = { _ in false }) -> MergeBack? {
         guard local.hasHistory(since: version) else { return nil }
-        let holds = heldOperations()
-        let lacking = local.hasHistory(since: historyFloor ?? VersionVector())
-            ? local.operations(since: historyFloor ?? VersionVector()).filter { !holds($0.id) }
-            : local.operations(since: version)
+        let (lacking, holds) = lackedOperations(of: local)
         var result = MergeBack()
         guard !lacking.isEmpty || !local.pendingOperations.isEmpty else { return result }
         var direct: [ListOperation]
@@ -110,6 +107,52 @@ extension ListDocument {
         var runs: [ReplicaID: [ClosedRange<UInt64>]] = [:]
         for op in operations(since: floor) { runs[op.id.replica, default: []].append(op.id.counter...op.lastID.counter) }
         return { id in floor.contains(id) || (runs[id.replica]?.contains { $0.contains(id.counter) } ?? false) }
+    }
+
+    /// The operations of `local`'s log (since its own floor, in causal order) that this document
+    /// lacks, and which ids it holds. ``heldOperations()`` answers by this document's floor and
+    /// log; but a floor is a version, and counts every counter up to each replica's greatest:
+    /// a device that re-synced on a peer's snapshot dropped its acknowledged edits made before
+    /// that floor (only the left-out daemon held them, and makes them again) and made its unsent
+    /// ones again under later counters, so a floor the peer compacted at after that counts
+    /// originals it never held (Docs/Semantics.md §7, "A copy left out of a peer's floor"). Taken
+    /// as held, they were neither kept nor made again: lost, and what was made on them dropped
+    /// (seed 47 of `listsync simulate --daemons 3 --compact-after 10 --hide-daemon --roam 30
+    /// --crashes 1`). So an operation also counts as lacking when one it depends on is lacking
+    /// (this document, compacted at a quiescent point, holds the causes of all it holds), or when
+    /// it inserts a section this document does not know (sections are never collected).
+    ///
+    /// - Complexity: O(r + k × d × g) for the r records of both logs, k operations of `local`'s
+    ///   log with d dependencies, and g runs of lacking counters per replica (few: they are
+    ///   mostly consecutive).
+    func lackedOperations(of local: ListDocument) -> (lacking: [ListOperation], holds: (OpID) -> Bool) {
+        let held = heldOperations()
+        var missing: [ReplicaID: [ClosedRange<UInt64>]] = [:]
+        func isMissing(_ id: OpID) -> Bool { missing[id.replica]?.contains { $0.contains(id.counter) } ?? false }
+        var lacking: [ListOperation] = []
+        for op in local.operations(since: local.historyFloor ?? VersionVector()) {
+            guard !held(op.id) || op.deps.contains(where: isMissing)
+                    || (op.insertsSection && sectionEntity(SectionID(op.id)) == nil) else { continue }
+            lacking.append(op)
+            let run = op.id.counter...op.lastID.counter
+            if let last = missing[op.id.replica]?.last, last.upperBound &+ 1 == run.lowerBound {
+                missing[op.id.replica]![missing[op.id.replica]!.count - 1] = last.lowerBound...run.upperBound
+            } else {
+                missing[op.id.replica, default: []].append(run)
+            }
+        }
+        return (lacking, { id in held(id) && !isMissing(id) })
+    }
+
+    /// Whether this document holds every operation `local` applied and keeps waiting
+    /// (``lackedOperations(of:)``, not only by version, which may count what it never held):
+    /// `local` may then be replaced by it.
+    ///
+    /// - Complexity: that of ``lackedOperations(of:)``.
+    public func holdsEverything(of local: ListDocument) -> Bool {
+        guard version.includes(local.version) else { return false }
+        let (lacking, holds) = lackedOperations(of: local)
+        return lacking.isEmpty && local.pendingOperations.allSatisfy { holds($0.id) && version.contains($0.lastID) }
     }
 
     /// Splits `ops` (operations this document lacks, in causal order) into those causally after

@@ -36,12 +36,14 @@ extension DocumentCore {
     /// Whether `snapshot` (a peer's copy) holds everything this copy holds: what it applied,
     /// and what it keeps waiting for its causes (taken and acknowledged: a copy that took the
     /// snapshot as it is would lose those). Such a copy takes the snapshot as it is
-    /// (``replace(with:)``); any other is merged back onto it (``mergeBack(_:)``).
+    /// (``replace(with:)``); any other is merged back onto it (``mergeBack(_:)``). Asked of
+    /// the operations themselves, not only the version, which may count what the snapshot never
+    /// held (``ListCRDT/ListDocument/holdsEverything(of:)``).
     ///
-    /// - Complexity: O(r + w) for r replicas and w waiting operations.
+    /// - Complexity: that of ``ListCRDT/ListDocument/holdsEverything(of:)``: O(r + k × d) for
+    ///   the records of both logs and the k operations of this copy's log.
     public func isHeld(by snapshot: ListDocument) -> Bool {
-        snapshot.version.includes(document.version)
-            && document.pendingOperations.allSatisfy { snapshot.version.contains($0.lastID) }
+        snapshot.holdsEverything(of: document)
     }
 
     /// Replaces the document with `document`, a merge back (``mergeBack(_:)``) already durable in

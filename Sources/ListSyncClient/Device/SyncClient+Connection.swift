@@ -264,7 +264,8 @@ extension SyncClient {
                 continue
             }
             guard let copy = copies[id] else { continue }
-            let (applies, more) = copy.machine.received(ops, document: copy.live.document)
+            let configured = dialled
+            let (applies, more) = copy.machine.received(ops, document: copy.live.document, askable: { configured.contains($0) })
             guard applies else {
                 // Re-syncing: the catch-up from nothing is the daemon's copy (``resync(_:with:)``).
                 act(more, for: copy)
@@ -336,7 +337,8 @@ extension SyncClient {
         case let .synced(id, version):
             guard let copy = copies[id] else { break }
             // Caught up (re-syncing, once the daemon's copy is complete: ``resync(_:with:)``).
-            act(copy.machine.synced(version, document: copy.live.document), for: copy)
+            let configured = dialled
+            act(copy.machine.synced(version, document: copy.live.document, askable: { configured.contains($0) }), for: copy)
         case let .editDone(n, result):
             guard let id = c.edits.removeValue(forKey: n), let copy = copies[id] else { break }
             // Acknowledged (what the daemon keeps waiting for its causes too, in order), or
