@@ -58,18 +58,24 @@ final class DeferredRecords: @unchecked Sendable {
     }
 
     let writes: [Write]
+    /// Per record: its first and last filed write; or, read from ``state``, where its body starts
+    /// (and -1). Whether its entity was a live item or a section at the load.
     let targets: [OpID: (first: Int32, last: Int32, alive: Bool)]
     /// The replica of the document that loaded them (a write's `local` side).
     let local: ReplicaID
+    /// Version 9 of the state snapshot: the records as state, each read from its bytes on first
+    /// use instead of replayed (`Encoding/StateRecordsCoding.swift`); nil: from ``writes``.
+    let state: StateRecords?
 
     private let lock = NSLock()
     private var cache: [OpID: [String: FieldState]] = [:]
     private var totals: ByteAccount?
 
-    init(_ builder: Builder, local: ReplicaID) {
+    init(_ builder: Builder, local: ReplicaID, state: StateRecords? = nil) {
         writes = builder.writes
         targets = builder.targets
         self.local = local
+        self.state = state
     }
 
     /// Whether writes were filed for `id`.
@@ -100,7 +106,19 @@ final class DeferredRecords: @unchecked Sendable {
         return lock.withLock { cache.removeValue(forKey: id) } ?? replay(from: t.first)
     }
 
+    /// What the record of `id` shows (``RecordStore/record(of:)``), nil when none was filed: read
+    /// from the cache, or else, for a record kept as state, straight from its bytes without
+    /// making (or caching) the fields' states; else replayed and cached.
+    ///
+    /// - Complexity: as ``fields(of:)``.
+    func shown(of id: OpID) -> [String: Field]? {
+        guard let t = targets[id] else { return nil }
+        if let state, lock.withLock({ cache[id] }) == nil { return state.shown(at: Int(t.first)) }
+        return fields(of: id).map(RecordStore.shown)
+    }
+
     private func replay(from first: Int32) -> [String: FieldState] {
+        if let state { return state.fields(at: Int(first)) }
         // Room for the first write's fields (usually the insert that carries them all), so the
         // record is not grown one field at a time.
         var fields = [String: FieldState](minimumCapacity: first >= 0 ? writes[Int(first)].writes.writes.count : 0)
@@ -131,7 +149,10 @@ final class DeferredRecords: @unchecked Sendable {
     }
 
     /// Heap bytes, roughly (the writes' own parts are shared with the log's operations).
-    var heapBytes: Int { writes.capacity * MemoryLayout<Write>.stride + targets.capacity * 40 }
+    /// (A state snapshot's records keep the snapshot's bytes.)
+    var heapBytes: Int {
+        writes.capacity * MemoryLayout<Write>.stride + targets.capacity * 40 + (state?.reader.bytes.count ?? 0)
+    }
 }
 
 extension RecordStore {
