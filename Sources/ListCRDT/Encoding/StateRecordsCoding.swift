@@ -9,26 +9,46 @@ import Foundation
 ///
 /// ```
 /// part   := clock:varint  names:count  name:string × names  records:count  record × records
-/// record := replica:varint counter:varint (the entity, ids strictly increasing)
-///           flags:byte (1: a field holds text)  length:count  body (length bytes)
-/// body   := base stamp  fields:count  field × fields
-/// field  := name:varint (index into the names, strictly increasing)  flags:varint
+/// record := replica:varint  counterDelta:varint (the entity; ids strictly increasing, each counter
+///           the previous one's plus the delta)  lengthAndText:varint (length × 2 + 1 when a
+///           field holds text)  body (length bytes)
+/// body   := base  fields:count  field × fields
+/// base   := clock:varint  replica:varint (index + 1; 0: none)  [counter:signed, from the entity's]
+/// field  := name:varint (index into the names, strictly increasing)  flags:byte  [parts:byte]
 ///           [latest stamp] [register stamp] [value] [increments] [adds] [text]
 /// ```
 ///
 /// A stamp is `clock:varint` and an id; an id is `0` (none), `1` (the base stamp's id) or
 /// `replica index + 2` then its counter. A field's flags: its kind (bits 0–2), the latest stamp is
-/// the base one (8), a register stamp (16), the register stamp is the latest one (32), a value
-/// (64), increments (128: `k:count`, then an id and a `signed` amount each, ids strictly
-/// increasing), adds (256: `k:count` members, strictly increasing as UTF-8 bytes, each with
-/// `t:count` tags strictly increasing), a text (512, §5.6's layout with ids as replica index + 1).
+/// the base one (8), a register stamp (16), the register stamp is the latest one (32), the kind's
+/// own part (64: the value of a removed or value field, a counter's increments, a set's adds, a
+/// text's text), more parts (128: a `parts` byte follows, nonzero, of 1 value, 2 increments, 4
+/// adds, 8 text). The parts: a value (§2.7); increments (`k:count`, then an id and a `signed`
+/// amount each, ids strictly increasing); adds (`k:count` members, strictly increasing as UTF-8
+/// bytes, each with `t:count` tags strictly increasing); a text (§5.6's layout with ids as replica
+/// index + 1).
 struct StateRecords: Sendable {
-    /// Field flags.
+    /// Field flags (the first byte).
     enum Flag {
-        static let kindMask: UInt64 = 0x7
-        static let latestIsBase: UInt64 = 8, register: UInt64 = 16, registerIsLatest: UInt64 = 32
-        static let value: UInt64 = 64, increments: UInt64 = 128, adds: UInt64 = 256, text: UInt64 = 512
-        static let all: UInt64 = 1023
+        static let kindMask: UInt8 = 0x7
+        static let latestIsBase: UInt8 = 8, register: UInt8 = 16, registerIsLatest: UInt8 = 32
+        static let ownPart: UInt8 = 64, moreParts: UInt8 = 128
+    }
+
+    /// A field's parts (the `parts` byte).
+    enum Part {
+        static let value: UInt8 = 1, increments: UInt8 = 2, adds: UInt8 = 4, text: UInt8 = 8
+        static let all: UInt8 = 15
+
+        /// The part that flag 64 stands for in a field of `kind`.
+        static func own(_ kind: FieldState.Kind) -> UInt8 {
+            switch kind {
+            case .removed, .value: value
+            case .counter: increments
+            case .set: adds
+            case .text: text
+            }
+        }
     }
 
     /// The snapshot's bytes (shared with the loader's reader, not copied).
@@ -56,27 +76,27 @@ struct StateRecords: Sendable {
     /// The record whose body starts at `offset`, every field's state. Checked at the load.
     ///
     /// - Complexity: O(f + t) for f fields and t tags and members.
-    func fields(at offset: Int) -> [String: FieldState] {
+    func fields(at offset: Int, of entity: OpID) -> [String: FieldState] {
         var r = reader
         r.rewind(to: offset)
-        do { return try read(&r, mode: .state).state } catch { preconditionFailure("a record checked at the load: \(error)") }
+        do { return try read(&r, of: entity, mode: .state).state } catch { preconditionFailure("a record checked at the load: \(error)") }
     }
 
     /// What the record whose body starts at `offset` shows (``RecordStore/record(of:)``), read
     /// without building the fields' states.
     ///
     /// - Complexity: O(f + t) for f fields and t tags and members.
-    func shown(at offset: Int) -> [String: Field] {
+    func shown(at offset: Int, of entity: OpID) -> [String: Field] {
         var r = reader
         r.rewind(to: offset)
-        do { return try read(&r, mode: .shown).shown } catch { preconditionFailure("a record checked at the load: \(error)") }
+        do { return try read(&r, of: entity, mode: .shown).shown } catch { preconditionFailure("a record checked at the load: \(error)") }
     }
 
     /// Reads one record's body at `r`'s offset. `.check` throws for anything the other modes
     /// would refuse, so that a record checked at the load always reads later.
-    func read(_ r: inout WireReader, mode: Mode) throws(WireError) -> Built {
+    func read(_ r: inout WireReader, of entity: OpID, mode: Mode) throws(WireError) -> Built {
         var out = Built()
-        let base = try stamp(&r, base: nil)
+        let base = try baseStamp(&r, of: entity)
         let n = try r.count(minBytes: 2)
         switch mode {
         case .check: break
@@ -90,22 +110,32 @@ struct StateRecords: Sendable {
             guard k < UInt64(names.count), Int(k) > previous else { throw .invalidValue("a field name index out of order or out of range", offset: at) }
             previous = Int(k)
             let flagsAt = r.offset
-            let flags = try r.varint()
-            guard flags & ~Flag.all == 0, let kind = FieldState.Kind(rawValue: UInt8(flags & Flag.kindMask)),
-                  flags & Flag.register != 0 || flags & (Flag.registerIsLatest | Flag.value) == 0,
-                  (kind != .text) || flags & Flag.text != 0 else {
+            let flags = try r.byte()
+            guard let kind = FieldState.Kind(rawValue: flags & Flag.kindMask) else {
+                throw .invalidValue("field flags \(flags) that are not a field's", offset: flagsAt)
+            }
+            var parts = flags & Flag.ownPart != 0 ? Part.own(kind) : 0
+            if flags & Flag.moreParts != 0 {
+                let more = try r.byte()
+                guard more != 0, more & ~Part.all == 0, more & Part.own(kind) == 0 else {
+                    throw .invalidValue("field parts \(more) that are not a field's", offset: flagsAt)
+                }
+                parts |= more
+            }
+            guard flags & Flag.register != 0 || (flags & Flag.registerIsLatest == 0 && parts & Part.value == 0),
+                  kind != .text || parts & Part.text != 0 else {
                 throw .invalidValue("field flags \(flags) that are not a field's", offset: flagsAt)
             }
             let latest = flags & Flag.latestIsBase != 0 ? base : try stamp(&r, base: base.id)
             let register = flags & Flag.register == 0 ? .zero
                 : flags & Flag.registerIsLatest != 0 ? latest : try stamp(&r, base: base.id)
             var value: FieldValue?
-            if flags & Flag.value != 0 {
+            if parts & Part.value != 0 {
                 if mode == .check { try Self.checkValue(&r, maxValueSize: maxValueSize) } else { value = try r.fieldValue(maxValueSize: maxValueSize) }
             }
             var increments: [OpID: Int64] = [:]
             var sum: Int64 = 0
-            if flags & Flag.increments != 0 {
+            if parts & Part.increments != 0 {
                 let countAt = r.offset
                 let m = try r.count(minBytes: 2)
                 guard m >= 1 else { throw .invalidValue("no increments where the flags say some", offset: countAt) }
@@ -122,10 +152,11 @@ struct StateRecords: Sendable {
             }
             var adds: [String: [OpID]] = [:]
             var members: [String] = []
-            if flags & Flag.adds != 0 {
+            if parts & Part.adds != 0 {
                 let countAt = r.offset
                 let m = try r.count(minBytes: 2)
                 guard m >= 1 else { throw .invalidValue("no members where the flags say some", offset: countAt) }
+                if mode == .shown { members.reserveCapacity(m) }
                 var lastMember: Range<Int>?
                 for _ in 0 ..< m {
                     let memberAt = r.offset
@@ -161,7 +192,7 @@ struct StateRecords: Sendable {
                 }
             }
             var text: TextSequence?
-            if flags & Flag.text != 0 {
+            if parts & Part.text != 0 {
                 // A record read later holds no text: each text is checked against the log at the load.
                 guard mode != .check else { throw .invalidValue("a text in a record not flagged with text", offset: flagsAt) }
                 text = try TextSequence(decoding: &r, replicas: replicas)
@@ -209,6 +240,19 @@ struct StateRecords: Sendable {
         let c = try r.varint()
         guard c >= 1, c <= OpID.maxCounter else { throw .invalidValue("counter \(c) out of range", offset: at) }
         return OpID(counter: c, replica: replicas[Int(k - 2)])
+    }
+
+    /// A record's base stamp: its clock, and its id's replica (index + 1; 0: none) and counter
+    /// (a difference from the entity's).
+    func baseStamp(_ r: inout WireReader, of entity: OpID) throws(WireError) -> FieldStamp {
+        let clock = try r.varint()
+        let at = r.offset
+        let k = try r.varint()
+        if k == 0 { return FieldStamp(clock: clock, id: .none) }
+        guard k - 1 < UInt64(replicas.count) else { throw .invalidValue("replica index \(k - 1) not in the table", offset: at) }
+        let (c, overflow) = Int64(bitPattern: entity.counter).addingReportingOverflow(try r.signed())
+        guard !overflow, c >= 1, UInt64(c) <= OpID.maxCounter else { throw .invalidValue("counter \(c) out of range", offset: at) }
+        return FieldStamp(clock: clock, id: OpID(counter: UInt64(c), replica: replicas[Int(k - 1)]))
     }
 
     @inline(__always)
@@ -266,21 +310,22 @@ extension StateSnapshotEncoder {
         let entities = all.keys.sorted()
         w.count(entities.count)
         var body = WireWriter()
+        var previous: UInt64 = 0
         for e in entities {
             let fields = all[e]!
             w.count(index(of: e.replica))
-            w.varint(e.counter)
-            w.byte(fields.values.contains { $0.text != nil } ? 1 : 0)
+            w.varint(e.counter - previous)
+            previous = e.counter
             body.bytes.removeAll(keepingCapacity: true)
-            putRecordBody(fields, nameIndex: nameIndex, into: &body)
-            w.count(body.bytes.count)
+            putRecordBody(fields, of: e, nameIndex: nameIndex, into: &body)
+            w.count(body.bytes.count * 2 + (fields.values.contains { $0.text != nil } ? 1 : 0))
             w.bytes.append(contentsOf: body.bytes)
         }
     }
 
     /// One record's body: its base stamp (the latest stamp most of its fields share), then each
     /// field in name order.
-    private mutating func putRecordBody(_ fields: [String: FieldState], nameIndex: [String: Int], into b: inout WireWriter) {
+    private mutating func putRecordBody(_ fields: [String: FieldState], of entity: OpID, nameIndex: [String: Int], into b: inout WireWriter) {
         var counts: [FieldStamp: Int] = [:]
         for f in fields.values { counts[f.latest, default: 0] += 1 }
         let base = counts.max { $0.value != $1.value ? $0.value < $1.value : $0.key > $1.key }?.key ?? .zero
@@ -294,22 +339,33 @@ extension StateSnapshotEncoder {
             b.varint(s.clock)
             id(s.id, &b, baseAllowed: baseAllowed)
         }
-        stamp(base, &b, baseAllowed: false)
+        b.varint(base.clock)
+        if base.id == .none {
+            b.count(0)
+        } else {
+            b.count(index(of: base.id.replica) + 1)
+            b.signed(Int64(bitPattern: base.id.counter &- entity.counter))
+        }
         let ordered = fields.map { (nameIndex[$0.key]!, $0.value) }.sorted { $0.0 < $1.0 }
         b.count(ordered.count)
         for (k, f) in ordered {
             b.count(k)
-            var flags = UInt64(f.kind.rawValue)
+            var flags = f.kind.rawValue
             if f.latest == base { flags |= StateRecords.Flag.latestIsBase }
             if f.register != .zero || f.value != nil {
                 flags |= StateRecords.Flag.register
                 if f.register == f.latest { flags |= StateRecords.Flag.registerIsLatest }
             }
-            if f.value != nil { flags |= StateRecords.Flag.value }
-            if !f.increments.isEmpty { flags |= StateRecords.Flag.increments }
-            if !f.adds.isEmpty { flags |= StateRecords.Flag.adds }
-            if f.text != nil { flags |= StateRecords.Flag.text }
-            b.varint(flags)
+            var parts: UInt8 = 0
+            if f.value != nil { parts |= StateRecords.Part.value }
+            if !f.increments.isEmpty { parts |= StateRecords.Part.increments }
+            if !f.adds.isEmpty { parts |= StateRecords.Part.adds }
+            if f.text != nil { parts |= StateRecords.Part.text }
+            let own = StateRecords.Part.own(f.kind)
+            if parts & own != 0 { flags |= StateRecords.Flag.ownPart }
+            if parts & ~own != 0 { flags |= StateRecords.Flag.moreParts }
+            b.byte(flags)
+            if parts & ~own != 0 { b.byte(parts & ~own) }
             if flags & StateRecords.Flag.latestIsBase == 0 { stamp(f.latest, &b) }
             if flags & StateRecords.Flag.register != 0, flags & StateRecords.Flag.registerIsLatest == 0 { stamp(f.register, &b) }
             if let v = f.value { b.fieldValue(v) }
@@ -371,17 +427,22 @@ extension StateSnapshotDecoder {
         var previous = OpID.none
         for _ in 0 ..< recordCount {
             let at = r.offset
-            let e = try id()
+            let k = try replicaIndex()
+            let delta = try r.varint()
+            let (c, overflow) = previous.counter.addingReportingOverflow(delta)
+            guard !overflow, c >= 1, c <= OpID.maxCounter else { throw .invalidValue("counter out of range", offset: at) }
+            let e = OpID(counter: c, replica: replicas[k])
             guard e > previous else { throw .invalidValue("records out of order", offset: at) }
             previous = e
-            let flagAt = r.offset
-            let flag = try r.byte()
-            guard flag <= 1 else { throw .invalidValue("a record flag that is not 0 or 1", offset: flagAt) }
-            let length = try r.count(minBytes: 1)
+            let lengthAt = r.offset
+            let lengthAndFlag = try r.varint()
+            let flag = lengthAndFlag & 1
+            guard lengthAndFlag / 2 <= UInt64(r.remaining) else { throw .countTooLarge(Int(lengthAndFlag / 2), offset: lengthAt) }
+            let length = Int(lengthAndFlag / 2)
             let start = r.offset
             guard start < Int(Int32.max) else { throw .countTooLarge(start, offset: at) }
             var body = r
-            let built = try state.read(&body, mode: flag == 1 ? .state : .check)
+            let built = try state.read(&body, of: e, mode: flag == 1 ? .state : .check)
             guard body.offset == start + length else { throw .invalidValue("a record of \(body.offset - start) bytes where its length says \(length)", offset: start) }
             r.rewind(to: start + length)
             if flag == 1 {

@@ -83,14 +83,16 @@ struct StateSnapshotEncoder {
     /// whatever it holds, as builds before version 5 wrote it; for tests). `textRecords` nil:
     /// version 7 exactly when a field holds text (false: version 5, as builds before version 7
     /// wrote it; for tests).
-    /// `stateRecords` nil: version 9 exactly when the document has records (false: versions 2 to
-    /// 8, as builds before version 9 wrote them; for tests).
+    /// `stateRecords` nil: version 9 exactly when the document has records and none of the other
+    /// three was given (false, or another given: versions 2 to 8, as builds before version 9 wrote
+    /// them; for tests).
     init(_ doc: ListDocument, othersInOneBatch: Bool? = nil, textRecords: Bool? = nil, textRuns: Bool? = nil,
          stateRecords: Bool? = nil) {
         self.doc = doc
         let others = othersInOneBatch ?? (doc.log.others.hasRuns || doc.log.others.contains(where: \.carriesFields))
         self.othersInOneBatch = others
-        if others, stateRecords ?? !doc.records.isEmpty {
+        let olderAsked = othersInOneBatch != nil || textRecords != nil || textRuns != nil
+        if others, stateRecords ?? (!olderAsked && !doc.records.isEmpty) {
             self.stateRecords = true
             textState = RecordStore()
             textRunRecords = doc.log.others.hasRuns

@@ -87,7 +87,7 @@ final class DeferredRecords: @unchecked Sendable {
     func fields(of id: OpID) -> [String: FieldState]? {
         guard let t = targets[id] else { return nil }
         if let hit = lock.withLock({ cache[id] }) { return hit }
-        let fields = replay(from: t.first)
+        let fields = replay(id, from: t.first)
         lock.withLock {
             // Room for every record at the first read: a board is usually read whole, and the
             // cache grown one record at a time rehashed itself about log2(r) times.
@@ -103,7 +103,7 @@ final class DeferredRecords: @unchecked Sendable {
     /// - Complexity: as ``fields(of:)``.
     func take(_ id: OpID) -> [String: FieldState]? {
         guard let t = targets[id] else { return nil }
-        return lock.withLock { cache.removeValue(forKey: id) } ?? replay(from: t.first)
+        return lock.withLock { cache.removeValue(forKey: id) } ?? replay(id, from: t.first)
     }
 
     /// What the record of `id` shows (``RecordStore/record(of:)``), nil when none was filed: read
@@ -113,12 +113,12 @@ final class DeferredRecords: @unchecked Sendable {
     /// - Complexity: as ``fields(of:)``.
     func shown(of id: OpID) -> [String: Field]? {
         guard let t = targets[id] else { return nil }
-        if let state, lock.withLock({ cache[id] }) == nil { return state.shown(at: Int(t.first)) }
+        if let state, lock.withLock({ cache[id] }) == nil { return state.shown(at: Int(t.first), of: id) }
         return fields(of: id).map(RecordStore.shown)
     }
 
-    private func replay(from first: Int32) -> [String: FieldState] {
-        if let state { return state.fields(at: Int(first)) }
+    private func replay(_ id: OpID, from first: Int32) -> [String: FieldState] {
+        if let state { return state.fields(at: Int(first), of: id) }
         // Room for the first write's fields (usually the insert that carries them all), so the
         // record is not grown one field at a time.
         var fields = [String: FieldState](minimumCapacity: first >= 0 ? writes[Int(first)].writes.writes.count : 0)
@@ -142,7 +142,7 @@ final class DeferredRecords: @unchecked Sendable {
         var sum = ByteAccount()
         for (id, t) in targets {
             // Replayed and measured, not cached: a daemon asks this once and may read no record.
-            sum.add(lock.withLock({ cache[id] }) ?? replay(from: t.first), dead: !t.alive)
+            sum.add(lock.withLock({ cache[id] }) ?? replay(id, from: t.first), dead: !t.alive)
         }
         lock.withLock { totals = sum }
         return sum
