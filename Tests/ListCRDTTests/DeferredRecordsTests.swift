@@ -51,7 +51,7 @@ struct DeferredRecordsTests {
     @Test("a loaded board's records are the replayed history's, record by record, and a load defers every record without text", arguments: 1 ... 12)
     func loadedRecordsAreReplayed(seed: UInt64) throws {
         let docs = try Self.board(seed: seed)
-        let loaded = try ListDocument(snapshot: docs[0].encodedSnapshot(format: .state), replica: ReplicaID(7))
+        let loaded = try ListDocument(snapshot: docs[0].encodedStateSnapshotBeforeVersion9(), replica: ReplicaID(7))
         let eager = try Self.replayed(docs[0], replica: ReplicaID(7))
         #expect(loaded.records.deferred != nil, "seed \(seed): the load deferred the records")
         let withText = Set(loaded.records.materialized.keys)
@@ -67,7 +67,7 @@ struct DeferredRecordsTests {
     @Test("edits after a load (local ones and received ones, deletes and revivals among them) leave the loaded copy equal to one built eagerly, and its byte counts the reference's", arguments: 1 ... 16)
     func editsAfterLoad(seed: UInt64) throws {
         var docs = try Self.board(seed: seed, rounds: 2)
-        var loaded = try ListDocument(snapshot: docs[1].encodedSnapshot(format: .state), replica: docs[1].replica)
+        var loaded = try ListDocument(snapshot: docs[1].encodedStateSnapshotBeforeVersion9(), replica: docs[1].replica)
         var eager = try Self.replayed(docs[1], replica: docs[1].replica)
         var rng = SplitMix64(seed: seed &+ 99)
         var workload = Workload()
@@ -107,7 +107,7 @@ struct DeferredRecordsTests {
             _ = try doc.writeFields(["title": .set(.string("t\(k)")), "votes": .increment(1)], ofItem: id)
             ids.append(id)
         }
-        let loaded = try ListDocument(snapshot: doc.encodedSnapshot(format: .state), replica: ReplicaID(2))
+        let loaded = try ListDocument(snapshot: doc.encodedStateSnapshotBeforeVersion9(), replica: ReplicaID(2))
         var a = loaded, b = loaded
         #expect(a.field("title", of: ids[3]) == .value(.string("t3")), "read through the deferred writes")
         _ = try a.writeFields(["title": .set(.string("changed")), "votes": .increment(5)], ofItem: ids[3])
@@ -138,7 +138,7 @@ struct DeferredRecordsTests {
         _ = try doc.splice("notes", ofItem: id, at: 0, insert: "hello")
         _ = try doc.writeFields(["title": .set(.string("second")), "tags": .delete(["a"])], ofItem: id)
         _ = try doc.splice("notes", ofItem: id, at: 5, insert: " world")
-        let loaded = try ListDocument(snapshot: doc.encodedSnapshot(format: .state), replica: ReplicaID(2))
+        let loaded = try ListDocument(snapshot: doc.encodedStateSnapshotBeforeVersion9(), replica: ReplicaID(2))
         #expect(loaded.text("notes", ofItem: id) == "hello world")
         #expect(loaded.field("title", of: id) == .value(.string("second")))
         #expect(loaded.field("tags", of: id) == .set([]))
@@ -157,7 +157,7 @@ struct TypedTextSnapshotTests {
         try doc.insertSection(at: 0)
         let id = ItemID(try doc.insertItem(atRow: 0, inSection: 0, value: Data("card".utf8)).id)
         for k in 0 ..< splices { _ = try doc.splice("notes", ofItem: id, at: k, insert: "a") }
-        let loaded = try ListDocument(snapshot: doc.encodedSnapshot(format: .state), replica: ReplicaID(2))
+        let loaded = try ListDocument(snapshot: doc.encodedStateSnapshotBeforeVersion9(), replica: ReplicaID(2))
         #expect(loaded.text("notes", ofItem: id) == String(repeating: "a", count: splices))
     }
 
@@ -170,7 +170,7 @@ struct TypedTextSnapshotTests {
             _ = try doc.increment("votes", by: 1, ofItem: id)
             _ = try doc.writeFields(["tags": .insert(["t\(k % 50)"])], ofItem: id)
         }
-        let loaded = try ListDocument(snapshot: doc.encodedSnapshot(format: .state), replica: ReplicaID(2))
+        let loaded = try ListDocument(snapshot: doc.encodedStateSnapshotBeforeVersion9(), replica: ReplicaID(2))
         #expect(loaded.field("votes", of: id) == .counter(3_000))
         #expect(loaded.field("tags", of: id) == doc.field("tags", of: id))
     }

@@ -278,7 +278,7 @@ struct FieldTests {
         }
         try a.setValue(Data("plain".utf8), forItem: milk)
         #expect(b.receive(a.operations).isSuccess)
-        let v5 = a.encodedSnapshot()
+        let v5 = a.encodedStateSnapshotBeforeVersion9()
         #expect(v5[ListDocument.snapshotMagic.count] == ListDocument.stateFieldsSnapshotFormatVersion)
         var old = StateSnapshotEncoder(a, othersInOneBatch: false)
         let v2 = old.encode()

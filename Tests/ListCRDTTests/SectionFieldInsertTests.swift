@@ -60,7 +60,7 @@ struct SectionFieldInsertTests {
         var doc = ListDocument(replica: ReplicaID(1))
         try doc.insertSection(at: 0, value: Data("a".utf8), fields: ["title": .set(.string("To do"))])
         try doc.insertItem(at: IndexPath(item: 0, section: 0), fields: ["title": .set(.string("milk"))])
-        let snapshot = doc.encodedSnapshot()
+        let snapshot = doc.encodedStateSnapshotBeforeVersion9()
         #expect(snapshot[4] == ListDocument.stateFieldsSnapshotFormatVersion)
         // The batch of other operations, as the encoder writes it (WireFormat §5.5).
         var others: [ListOperation] = []
@@ -151,7 +151,7 @@ struct SectionFieldInsertTests {
             try loaded.checkInvariants()
         }
         // The state snapshot's batch of other operations is version 5: an older build refuses it.
-        let state = doc.encodedSnapshot(format: .state)
+        let state = doc.encodedStateSnapshotBeforeVersion9()
         #expect(state[ListDocument.snapshotMagic.count] == ListDocument.stateFieldsSnapshotFormatVersion)
         var compacted = doc
         try compacted.compact(stable: compacted.version)

@@ -17,8 +17,8 @@ import ListSyncTestTraits
     @Test("every proper prefix of a state snapshot is a typed error")
     func truncation() throws {
         let (doc, bytes) = Self.sample()
-        // Version 5 where the random edits wrote fields (Docs/WireFormat.md §5.5), else version 2.
-        #expect(bytes[4] == (doc.log.others.hasRuns ? 8 : doc.operations.contains(where: \.carriesFields) ? 5 : 2))
+        // Version 9 where the random edits wrote fields (Docs/WireFormat.md §5.9), else version 2.
+        #expect(bytes[4] == (doc.operations.contains(where: \.carriesFields) ? ListDocument.stateRecordsSnapshotFormatVersion : 2))
         for n in 0 ..< bytes.count {
             do {
                 _ = try ListDocument(snapshot: bytes[..<n], replica: ReplicaID(9))

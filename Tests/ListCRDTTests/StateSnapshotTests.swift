@@ -16,7 +16,7 @@ import ListSyncTestTraits
                            sourceLocation: SourceLocation = #_sourceLocation) throws -> ListDocument {
         let bytes = doc.encodedSnapshot()
         let fields = doc.operations.contains(where: \.carriesFields)
-        #expect(bytes[4] == (!fields ? ListDocument.stateSnapshotFormatVersion : doc.log.others.hasRuns ? ListDocument.stateTextRunsSnapshotFormatVersion : !StateSnapshotEncoder.textStateRecords(of: doc).materialized.isEmpty ? ListDocument.stateTextSnapshotFormatVersion : ListDocument.stateFieldsSnapshotFormatVersion),
+        #expect(bytes[4] == (!fields ? ListDocument.stateSnapshotFormatVersion : ListDocument.stateRecordsSnapshotFormatVersion),
                 sourceLocation: sourceLocation)
         let loaded = try ListDocument(snapshot: bytes, replica: ReplicaID(replica))
         try loaded.checkInvariants()

@@ -37,7 +37,7 @@ struct TextFieldFormatTests {
         try doc.insertSection(at: 0, value: Data())
         let i = try doc.insertItem(at: IndexPath(item: 0, section: 0), value: Data())
         _ = try doc.splice("notes", ofItem: ItemID(i.id), at: 0, insert: "hello")
-        let bytes = doc.encodedSnapshot()
+        let bytes = doc.encodedStateSnapshotBeforeVersion9()
         #expect(bytes[ListDocument.snapshotMagic.count] == ListDocument.stateTextSnapshotFormatVersion, "a paste: no text run")
         var loaded = try ListDocument(snapshot: bytes, replica: ReplicaID(1))
         #expect(loaded.version == doc.version)
@@ -54,7 +54,7 @@ struct TextFieldFormatTests {
         let i = try doc.insertItem(at: IndexPath(item: 0, section: 0), value: Data())
         _ = try doc.splice("notes", ofItem: ItemID(i.id), at: 0, insert: "hello")
         let last = try doc.splice("notes", ofItem: ItemID(i.id), at: 5, insert: "!")
-        let bytes = doc.encodedSnapshot()
+        let bytes = doc.encodedStateSnapshotBeforeVersion9()
         #expect(bytes[ListDocument.snapshotMagic.count] == ListDocument.stateTextRunsSnapshotFormatVersion)
         // The batch of other operations, as the encoder writes it (Docs/WireFormat.md §5.5; the "!"
         // is a text run of one, §5.8).

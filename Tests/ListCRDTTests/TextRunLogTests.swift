@@ -125,7 +125,7 @@ struct TextRunLogTests {
         var encoded = ListDocument(replica: ReplicaID(9))
         #expect(try encoded.receive(encoded: a.encodedHistory(), maxOperations: .max).refused.isEmpty)
         let fromHistory = try ListDocument(snapshot: a.encodedSnapshot(format: .history), replica: ReplicaID(10))
-        let state = a.encodedSnapshot(format: .state)
+        let state = a.encodedStateSnapshotBeforeVersion9()
         #expect(state[4] == ListDocument.stateTextRunsSnapshotFormatVersion)
         let fromState = try ListDocument(snapshot: state, replica: ReplicaID(11))
         for (what, d) in [("one by one", oneByOne), ("batch", batch), ("encoded", encoded), ("history snapshot", fromHistory),
@@ -144,7 +144,7 @@ struct TextRunLogTests {
             #expect(d.encodedHistory() == a.encodedHistory(), "\(what)")
             #expect(Self.textRuns(d).count == Self.textRuns(a).count, "\(what): the same runs")
         }
-        #expect(fromState.encodedSnapshot(format: .state) == state)
+        #expect(fromState.encodedStateSnapshotBeforeVersion9() == state)
         // Typing goes on on a loaded copy.
         var go = fromState
         _ = try Self.randomEdits(&go, item, seed: seed + 300, steps: 50)
@@ -202,7 +202,7 @@ struct TextRunLogTests {
         #expect(loaded.operations == doc.operations)
         #expect(loaded.records == doc.records)
         #expect(Self.textRuns(loaded).count == Self.textRuns(doc).count)
-        let v8 = doc.encodedSnapshot()
+        let v8 = doc.encodedStateSnapshotBeforeVersion9()
         #expect(v8[4] == ListDocument.stateTextRunsSnapshotFormatVersion && v8.count < v7.count)
         // Version 2 (every record its own batch) too.
         var v2 = StateSnapshotEncoder(doc, othersInOneBatch: false)

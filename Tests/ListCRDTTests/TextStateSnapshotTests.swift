@@ -62,7 +62,7 @@ struct TextStateSnapshotTests {
     @Test("a typed board's state snapshot is version 7 and loads as the same document as its version 5 and its replay, and edits on the same", arguments: 0 ..< 4 as Range<UInt64>)
     func sameAsVersion5(seed: UInt64) throws {
         let doc = try Self.typedBoard(seed: seed)
-        let v8 = doc.encodedSnapshot()
+        let v8 = doc.encodedStateSnapshotBeforeVersion9()
         #expect(v8[4] == ListDocument.stateTextRunsSnapshotFormatVersion, "typed text: text runs, version 8")
         var seven = StateSnapshotEncoder(doc, textRuns: false)
         let v7 = seven.encode()
@@ -79,7 +79,7 @@ struct TextStateSnapshotTests {
             #expect(d.records == doc.records)
             #expect(d.encodedState() == doc.encodedState())
             #expect(d.operations == doc.operations)
-            #expect(d.encodedSnapshot() == v8)   // a version-5 load writes version 8 too
+            #expect(d.encodedStateSnapshotBeforeVersion9() == v8)   // a version-5 load writes version 8 too (before version 9)
         }
         // Typing on goes the same way on each (the loaded texts are whole sequences, not views).
         let item = try #require(doc.snapshot().sections.first?.items.first).id
@@ -99,7 +99,7 @@ struct TextStateSnapshotTests {
         let (docs, item) = try TextFieldTests.replicas(1, start: "")
         var doc = docs[0]
         _ = try TextFieldTests.type("hello", at: 0, into: &doc, item: item)
-        let bytes = doc.encodedSnapshot()
+        let bytes = doc.encodedStateSnapshotBeforeVersion9()
         #expect(try ListDocument(snapshot: bytes, replica: ReplicaID(5)).text("notes", ofItem: item) == "hello")
 
         func refused(_ other: ListDocument, _ words: String) throws {
@@ -133,10 +133,10 @@ struct TextStateSnapshotTests {
         _ = try doc.splice("notes", ofItem: pasted, at: 0, insert: String(repeating: "lorem ipsum ", count: 200))
         _ = try doc.splice("notes", ofItem: pasted, at: 0, delete: 6, insert: "")
         var v5 = StateSnapshotEncoder(doc, textRecords: false)
-        #expect(doc.encodedSnapshot() == v5.encode(), "two edits for 2,400 characters: version 5")
+        #expect(doc.encodedStateSnapshotBeforeVersion9() == v5.encode(), "two edits for 2,400 characters: version 5")
         let typed = ItemID(try doc.insertItem(atRow: 1, inSection: 0, value: Data()).id)
         _ = try TextFieldTests.type("typed", at: 0, into: &doc, item: typed)
-        let bytes = doc.encodedSnapshot()
+        let bytes = doc.encodedStateSnapshotBeforeVersion9()
         #expect(bytes[4] == ListDocument.stateTextRunsSnapshotFormatVersion)
         #expect(Set(StateSnapshotEncoder.textStateRecords(of: doc).materialized.keys) == [typed.opID])
         let loaded = try ListDocument(snapshot: bytes, replica: ReplicaID(2))

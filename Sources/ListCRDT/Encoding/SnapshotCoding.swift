@@ -82,11 +82,13 @@ extension ListDocument {
         }
         let version = try r.byte()
         if version == Self.stateSnapshotFormatVersion || version == Self.stateFieldsSnapshotFormatVersion
-            || version == Self.stateTextSnapshotFormatVersion || version == Self.stateTextRunsSnapshotFormatVersion {
+            || version == Self.stateTextSnapshotFormatVersion || version == Self.stateTextRunsSnapshotFormatVersion
+            || version == Self.stateRecordsSnapshotFormatVersion {
             var decoder = StateSnapshotDecoder(r, replica: replica, maxValueSize: maxValueSize,
                                                othersInOneBatch: version != Self.stateSnapshotFormatVersion,
                                                textRecords: version >= Self.stateTextSnapshotFormatVersion,
-                                               textRuns: version == Self.stateTextRunsSnapshotFormatVersion)
+                                               textRuns: version >= Self.stateTextRunsSnapshotFormatVersion,
+                                               stateRecords: version == Self.stateRecordsSnapshotFormatVersion)
             self = try decoder.decode()
             records.conflicts = []   // history, not news (Docs/Semantics.md §8.3)
             recountBytes()   // the tables were loaded whole, not operation by operation

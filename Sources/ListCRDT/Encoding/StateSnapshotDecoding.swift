@@ -40,6 +40,10 @@ struct StateSnapshotDecoder {
     var textState: TextStateCheck?
     /// Version 8: the log may hold text run records (tag 6).
     let textRuns: Bool
+    /// Version 9: every record is read as state (``readStateRecords()``), the records without
+    /// text on first use; set once they are read.
+    let allRecordsState: Bool
+    var stateRecords: StateRecords?
     /// Per replica index: one past the greatest counter of the log read so far.
     var lastEnd: [UInt64] = []
     /// The index of each replica in ``replicas``.
@@ -50,9 +54,10 @@ struct StateSnapshotDecoder {
 
     /// A decoder reading `reader` from its offset (right after the magic and the version byte).
     init(_ reader: WireReader, replica: ReplicaID, maxValueSize: Int, othersInOneBatch: Bool = false,
-         textRecords: Bool = false, textRuns: Bool = false) {
+         textRecords: Bool = false, textRuns: Bool = false, stateRecords: Bool = false) {
         r = reader
         self.textRuns = textRuns
+        allRecordsState = stateRecords
         if othersInOneBatch { others = [] }
         if textRecords { textState = TextStateCheck() }
         self.replica = replica
@@ -82,11 +87,13 @@ struct StateSnapshotDecoder {
             let n = try r.count(minBytes: 1)
             others = try ListOperation.decode(try r.raw(n), maxValueSize: maxValueSize, maxOperations: limit)
         }
-        if textState != nil { try readTextRecords() }
+        if allRecordsState { try readStateRecords() } else if textState != nil { try readTextRecords() }
         // The history's field writes rebuild the records: history, not news (no conflicts reported).
         doc.records.reportsConflicts = false
         // Room for a record per entity at once (growing the table was 4% of a kanban's load).
-        if let others, !others.isEmpty { deferral.targets.reserveCapacity(min(others.count, itemCount + doc.sections.count)) }
+        if !allRecordsState, let others, !others.isEmpty {
+            deferral.targets.reserveCapacity(min(others.count, itemCount + doc.sections.count))
+        }
         try readLog()
         doc.records.reportsConflicts = true
         var none: [EntityIndex] = []
@@ -99,7 +106,7 @@ struct StateSnapshotDecoder {
         try readTrees()
         guard r.isAtEnd else { throw .trailingBytes(r.remaining) }
         try finishTextRecords(at: r.offset)
-        finishDeferral()
+        try finishDeferral(at: r.offset)
         return doc
     }
 
@@ -412,6 +419,16 @@ struct StateSnapshotDecoder {
             throw .invalidValue("field \"\(problem.name)\": \(problem.why)", offset: offset)
         }
         let key = target.opID
+        if allRecordsState {
+            // Version 9: every record is in the state; its writes are checked (each text edit
+            // against its text, `checkLogged`), none applied.
+            guard textState!.records[key] != nil || deferral.targets[key] != nil else {
+                throw .invalidValue("a field write to \(key), whose record the snapshot does not hold", offset: offset)
+            }
+            try checkLogged(writes, of: id, record: key, at: offset)
+            doc.records.clock = max(doc.records.clock, writes.clock)
+            return
+        }
         if textState?.records[key] != nil {
             // Version 7: the record is loaded as state; its text edits are checked against it.
             try checkLogged(writes, of: id, record: key, at: offset)
@@ -435,13 +452,24 @@ struct StateSnapshotDecoder {
     /// live item or a section now (what its bytes count for, ``RecordStore/deferredAccount``).
     ///
     /// - Complexity: O(r) for r records filed.
-    mutating func finishDeferral() {
+    /// Version 9: each record read as state must be a section's or an item's (an error at
+    /// `offset` else), and is read from ``stateRecords`` on first use.
+    ///
+    /// - Complexity: O(r) for r records filed.
+    mutating func finishDeferral(at offset: Int) throws(WireError) {
         guard !deferral.targets.isEmpty else { return }
         for i in deferral.targets.indices {
             let id = deferral.targets.keys[i]
-            deferral.targets.values[i].alive = doc.itemEntity(ItemID(id)).map { doc.items.isAlive($0) } ?? true
+            if let e = doc.itemEntity(ItemID(id)) {
+                deferral.targets.values[i].alive = doc.items.isAlive(e)
+            } else {
+                guard stateRecords == nil || doc.sectionEntity(SectionID(id)) != nil else {
+                    throw .invalidValue("a record for \(id), not a section or an item", offset: offset)
+                }
+                deferral.targets.values[i].alive = true
+            }
         }
-        doc.records.deferred = DeferredRecords(deferral, local: doc.replica)
+        doc.records.deferred = DeferredRecords(deferral, local: doc.replica, state: stateRecords)
     }
 
     /// The operation at `slot`, moved out (a cheap placeholder is left behind).

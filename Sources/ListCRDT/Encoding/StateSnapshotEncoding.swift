@@ -43,6 +43,12 @@ extension ListDocument {
     /// instead of one per keystroke, its operations in the batch ahead as wire format 6 runs
     /// (Docs/WireFormat.md §5.8). Documents without text runs keep writing versions 2 to 7.
     public static let stateTextRunsSnapshotFormatVersion: UInt8 = 8
+    /// The state snapshot of a document with fields: version 8's layout with every record written
+    /// as state ahead of the log (each field's registers, increments, adds and text as they are),
+    /// so that a load replays no field write and reads a record without text on first use
+    /// (Docs/WireFormat.md §5.9, `StateRecordsCoding.swift`). Documents without records keep
+    /// writing versions 2 to 8.
+    public static let stateRecordsSnapshotFormatVersion: UInt8 = 9
 
     /// Encodes the document as a state snapshot (format version 2).
     ///
@@ -70,15 +76,30 @@ struct StateSnapshotEncoder {
     let textState: RecordStore
     /// Whether version 8 is written: the log holds text runs, each written as one record.
     let textRunRecords: Bool
+    /// Whether version 9 is written: every record as state (``putStateRecords()``).
+    let stateRecords: Bool
 
     /// `othersInOneBatch` nil: version 5 exactly when the history writes fields (false: version 2
     /// whatever it holds, as builds before version 5 wrote it; for tests). `textRecords` nil:
     /// version 7 exactly when a field holds text (false: version 5, as builds before version 7
     /// wrote it; for tests).
-    init(_ doc: ListDocument, othersInOneBatch: Bool? = nil, textRecords: Bool? = nil, textRuns: Bool? = nil) {
+    /// `stateRecords` nil: version 9 exactly when the document has records and none of the other
+    /// three was given (false, or another given: versions 2 to 8, as builds before version 9 wrote
+    /// them; for tests).
+    init(_ doc: ListDocument, othersInOneBatch: Bool? = nil, textRecords: Bool? = nil, textRuns: Bool? = nil,
+         stateRecords: Bool? = nil) {
         self.doc = doc
         let others = othersInOneBatch ?? (doc.log.others.hasRuns || doc.log.others.contains(where: \.carriesFields))
         self.othersInOneBatch = others
+        let olderAsked = othersInOneBatch != nil || textRecords != nil || textRuns != nil
+        if others, stateRecords ?? (!olderAsked && !doc.records.isEmpty) {
+            self.stateRecords = true
+            textState = RecordStore()
+            textRunRecords = doc.log.others.hasRuns
+            self.textRecords = false
+            return
+        }
+        self.stateRecords = false
         let mayWrite = others && (textRecords ?? doc.records.hasText)
         textState = mayWrite ? Self.textStateRecords(of: doc) : RecordStore()
         textRunRecords = others && (textRuns ?? doc.log.others.hasRuns) && doc.log.others.hasRuns
@@ -107,7 +128,8 @@ struct StateSnapshotEncoder {
 
     /// The version this encoder writes.
     var version: UInt8 {
-        textRunRecords ? ListDocument.stateTextRunsSnapshotFormatVersion
+        stateRecords ? ListDocument.stateRecordsSnapshotFormatVersion
+            : textRunRecords ? ListDocument.stateTextRunsSnapshotFormatVersion
             : textRecords ? ListDocument.stateTextSnapshotFormatVersion
             : othersInOneBatch ? ListDocument.stateFieldsSnapshotFormatVersion : ListDocument.stateSnapshotFormatVersion
     }
@@ -146,7 +168,7 @@ struct StateSnapshotEncoder {
         w.bytes.reserveCapacity(doc.slots.count + doc.items.count + 4096)
         putSlots()
         if othersInOneBatch { putOthers() }
-        if textRecords { putTextRecords() }
+        if stateRecords { putStateRecords() } else if textRecords { putTextRecords() }
         putLog()
         putDeleted(doc.sections)
         putDeleted(doc.items)

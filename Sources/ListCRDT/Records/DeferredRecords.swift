@@ -58,18 +58,24 @@ final class DeferredRecords: @unchecked Sendable {
     }
 
     let writes: [Write]
+    /// Per record: its first and last filed write; or, read from ``state``, where its body starts
+    /// (and -1). Whether its entity was a live item or a section at the load.
     let targets: [OpID: (first: Int32, last: Int32, alive: Bool)]
     /// The replica of the document that loaded them (a write's `local` side).
     let local: ReplicaID
+    /// Version 9 of the state snapshot: the records as state, each read from its bytes on first
+    /// use instead of replayed (`Encoding/StateRecordsCoding.swift`); nil: from ``writes``.
+    let state: StateRecords?
 
     private let lock = NSLock()
     private var cache: [OpID: [String: FieldState]] = [:]
     private var totals: ByteAccount?
 
-    init(_ builder: Builder, local: ReplicaID) {
+    init(_ builder: Builder, local: ReplicaID, state: StateRecords? = nil) {
         writes = builder.writes
         targets = builder.targets
         self.local = local
+        self.state = state
     }
 
     /// Whether writes were filed for `id`.
@@ -81,7 +87,7 @@ final class DeferredRecords: @unchecked Sendable {
     func fields(of id: OpID) -> [String: FieldState]? {
         guard let t = targets[id] else { return nil }
         if let hit = lock.withLock({ cache[id] }) { return hit }
-        let fields = replay(from: t.first)
+        let fields = replay(id, from: t.first)
         lock.withLock {
             // Room for every record at the first read: a board is usually read whole, and the
             // cache grown one record at a time rehashed itself about log2(r) times.
@@ -97,10 +103,22 @@ final class DeferredRecords: @unchecked Sendable {
     /// - Complexity: as ``fields(of:)``.
     func take(_ id: OpID) -> [String: FieldState]? {
         guard let t = targets[id] else { return nil }
-        return lock.withLock { cache.removeValue(forKey: id) } ?? replay(from: t.first)
+        return lock.withLock { cache.removeValue(forKey: id) } ?? replay(id, from: t.first)
     }
 
-    private func replay(from first: Int32) -> [String: FieldState] {
+    /// What the record of `id` shows (``RecordStore/record(of:)``), nil when none was filed: read
+    /// from the cache, or else, for a record kept as state, straight from its bytes without
+    /// making (or caching) the fields' states; else replayed and cached.
+    ///
+    /// - Complexity: as ``fields(of:)``.
+    func shown(of id: OpID) -> [String: Field]? {
+        guard let t = targets[id] else { return nil }
+        if let state, lock.withLock({ cache[id] }) == nil { return state.shown(at: Int(t.first), of: id) }
+        return fields(of: id).map(RecordStore.shown)
+    }
+
+    private func replay(_ id: OpID, from first: Int32) -> [String: FieldState] {
+        if let state { return state.fields(at: Int(first), of: id) }
         // Room for the first write's fields (usually the insert that carries them all), so the
         // record is not grown one field at a time.
         var fields = [String: FieldState](minimumCapacity: first >= 0 ? writes[Int(first)].writes.writes.count : 0)
@@ -124,14 +142,17 @@ final class DeferredRecords: @unchecked Sendable {
         var sum = ByteAccount()
         for (id, t) in targets {
             // Replayed and measured, not cached: a daemon asks this once and may read no record.
-            sum.add(lock.withLock({ cache[id] }) ?? replay(from: t.first), dead: !t.alive)
+            sum.add(lock.withLock({ cache[id] }) ?? replay(id, from: t.first), dead: !t.alive)
         }
         lock.withLock { totals = sum }
         return sum
     }
 
     /// Heap bytes, roughly (the writes' own parts are shared with the log's operations).
-    var heapBytes: Int { writes.capacity * MemoryLayout<Write>.stride + targets.capacity * 40 }
+    /// (A state snapshot's records keep the snapshot's bytes.)
+    var heapBytes: Int {
+        writes.capacity * MemoryLayout<Write>.stride + targets.capacity * 40 + (state?.reader.bytes.count ?? 0)
+    }
 }
 
 extension RecordStore {

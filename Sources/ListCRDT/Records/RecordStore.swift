@@ -82,7 +82,17 @@ struct RecordStore: Hashable, Sendable {
 
     /// The fields `target` shows (removed fields left out).
     func record(of id: OpID) -> [String: Field] {
-        guard let fields = self[id] else { return [:] }
+        if let fields = materialized[id] { return Self.shown(fields) }
+        // A deferred record is read without caching its fields' states when it can be
+        // (DeferredRecords.swift).
+        guard let deferred, !taken.contains(id) else { return [:] }
+        return deferred.shown(of: id) ?? [:]
+    }
+
+    /// What `fields` show (removed fields left out).
+    ///
+    /// - Complexity: O(f + m log m) for f fields and m set members.
+    static func shown(_ fields: [String: FieldState]) -> [String: Field] {
         var out = [String: Field](minimumCapacity: fields.count)
         for (name, state) in fields { if let f = state.shown { out[name] = f } }
         return out
