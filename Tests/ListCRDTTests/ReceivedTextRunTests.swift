@@ -8,7 +8,7 @@ import ListSyncTestSupport
 /// replica's keystrokes or deletes of one field, applied in one step) against the general path
 /// (`fastPaths = false`, one operation at a time).
 @Suite("Received text runs against the general path")
-struct ReceivedTextRunTests {
+struct ReceivedTextRunTests: ScenarioSupport {
     /// A document with one section and one item, and the item's id.
     static func base() throws -> (ListDocument, ItemID) {
         var d = ListDocument(replica: ReplicaID(1))
@@ -23,15 +23,7 @@ struct ReceivedTextRunTests {
     @discardableResult
     static func sameAsGeneral(_ base: ListDocument, _ ops: [ListOperation], item: ItemID,
                               sourceLocation: SourceLocation = #_sourceLocation) throws -> ListDocument {
-        var batch = base.fork(as: 90)
-        var single = base.fork(as: 90)
-        single.fastPaths = false
-        let batchReport = batch.receive(ops)
-        var singleReport = ReceiveReport()
-        for op in ops {
-            do { singleReport.add(try single.receive(op)) } catch { singleReport.refused.append(error) }
-        }
-        #expect(batchReport == singleReport, "\(batchReport) against \(singleReport)", sourceLocation: sourceLocation)
+        let (batch, single) = Self.receivedBothWays(base, ops, sourceLocation: sourceLocation)
         for (name, d) in [("array", batch)] + Self.encodedLoad(base, ops) {
             #expect(d.records == single.records, "\(name): the records differ", sourceLocation: sourceLocation)
             #expect(d.text("notes", ofItem: item) == single.text("notes", ofItem: item), "\(name)", sourceLocation: sourceLocation)
