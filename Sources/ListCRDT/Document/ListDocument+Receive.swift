@@ -225,8 +225,9 @@ extension ListDocument {
         .malformed(id, "it depends on \(d), which its author never made on the history it went on with: its author re-synced and made its unsent edits again (or forked); the operation is of the history it left")
     }
 
+    /// The first of `op`'s dependencies this document has not applied, if any.
     @inline(__always)
-    private func firstMissingDependency(of op: ListOperation) -> OpID? {
+    func firstMissingDependency(of op: ListOperation) -> OpID? {
         for d in op.deps where !versionVector.contains(d) { return d }
         return nil
     }

@@ -21,6 +21,8 @@ struct DecodedBatch {
         case insertRun(Int)
         /// ``deleteRuns``\[i\].
         case deleteRun(Int)
+        /// ``textRuns``\[i\] (`Records/Text/DecodedTextRuns.swift`).
+        case textRun(Int)
     }
 
     /// An insert run: `count` item inserts by one replica, typed left to right. Operation `k` has
@@ -76,6 +78,13 @@ struct DecodedBatch {
     var frontiers: [Frontier] = []
     /// Where the values of insert runs that are not one byte each are in ``bytes``.
     var valueRanges: [Range<Int>] = []
+    /// Text run records (kind 14), kept as descriptors, and what they refer to: the clocks of
+    /// runs whose clocks do not go up by one, where each character of a typing run that is not
+    /// ASCII starts in ``bytes``, the fields' names.
+    var textRuns: [SpliceRun] = []
+    var textClocks: [UInt64] = []
+    var textScalarStarts: [Int] = []
+    var textNames: [String] = []
     /// The input.
     var bytes: [UInt8] = []
     /// Number of operations in the batch.
@@ -233,6 +242,7 @@ struct DecodedBatch {
             case .operations(let ops): out += ops
             case .insertRun(let r): for k in 0..<insertRuns[r].count { out.append(operation(insertRun: r, k)) }
             case .deleteRun(let r): for k in 0..<deleteRuns[r].count { out.append(operation(deleteRun: r, k)) }
+            case .textRun(let r): appendOperations(of: textRuns[r], in: bytes, to: &out)
             }
         }
         return out
@@ -277,7 +287,7 @@ extension BatchDecoder {
     }
 
     /// A run's dependencies as the batch keeps them (more than one in ``DecodedBatch/frontiers``).
-    private mutating func keep(_ deps: Frontier) -> DecodedBatch.RunDeps {
+    mutating func keep(_ deps: Frontier) -> DecodedBatch.RunDeps {
         if deps.count <= 1 {
             var ids = deps.makeIterator()
             return .init(only: ids.next() ?? .none, index: -1)

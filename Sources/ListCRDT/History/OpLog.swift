@@ -232,6 +232,25 @@ struct OpLog: Sendable {
         newRecord(id: id, deps: deps, kind: .other, count: span, payload: Int32(others.count - 1), operations: 1)
     }
 
+    /// Extends the text run that is the log's last record, whose last operation is `previous`,
+    /// by `n` more one-character splices of its field, each the next id and depending on exactly
+    /// the one before: what ``append(other:)`` of each does (`OtherOperations.extendRun(_:by:)`
+    /// says which splices). `payloadBytes` is the sum of their ``FieldWrites/footprint``s.
+    /// Returns false, changing nothing, when the last record is not that run or the splices do
+    /// not continue it.
+    ///
+    /// - Complexity: O(n + b) for b bytes typed.
+    mutating func extendTextRun(after previous: OpID, by n: Int, payloadBytes: Int, _ splices: OtherOperations.RunExtension) -> Bool {
+        guard n >= 1, let last = records.last, last.kind == .textRun,
+              last.counter &+ UInt64(last.count) == previous.counter &+ 1, replicaIDs[Int(last.replica)] == previous.replica,
+              count < Int(Int32.max) - 1 - n, last.count < Int32.max - 1 - Int32(n),
+              others.extendRun(Int(last.payload), by: n, splices) else { return false }
+        records[records.count - 1].count += Int32(n)
+        count += n
+        keptWholeBytes += payloadBytes
+        return true
+    }
+
     private mutating func newRecord(id: OpID, deps: Frontier, kind: Kind, count span: Int, payload: Int32,
                                     operations: Int) {
         precondition(count < Int(Int32.max) && span < Int(Int32.max), "the log is full")

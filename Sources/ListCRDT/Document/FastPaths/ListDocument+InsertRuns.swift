@@ -36,7 +36,11 @@ extension ListDocument {
         switch source.runKind(k) {
         case .itemInsert: return applyInsertRun(source, from: k, context: &context)
         case .itemDelete: return applyDeleteRun(source, from: k, context: &context)
-        case .fieldWrite: return applyTextRun(source, from: k)
+        case .fieldWrite:
+            // A decoded text run is read in place (`DecodedTextRuns.swift`); operations received
+            // one by one are checked one by one.
+            if let run = source as? DecodedTextRun { return applyDecodedTextRun(run, from: k) }
+            return applyTextRun(source, from: k)
         case .other: return .declined
         }
     }

@@ -74,6 +74,10 @@ extension ListDocument {
                     let run = DecodedDeleteRun(view, r)
                     receive(operations: run, from: position, into: &report, irregular: &irregular, context: &context)
                     position += run.count
+                case .textRun(let r):
+                    let run = DecodedTextRun(view, r)
+                    receive(operations: run, from: position, into: &report, irregular: &irregular, context: &context)
+                    position += run.count
                 }
                 if strict, let irregular { throw .inconsistentSnapshot(irregular) }
             }

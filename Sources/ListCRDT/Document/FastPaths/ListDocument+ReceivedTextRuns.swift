@@ -44,7 +44,7 @@ extension ListDocument {
         // empty never reaches `screen`'s equivocation branches, the only ones that change
         // anything; a refusal declines, and the general path refuses it the same way.
         guard buffer.count == 0, !versionVector.contains(first.id), (try? screen(first)) == .some(nil),
-              first.deps.allSatisfy({ versionVector.contains($0) }),
+              firstMissingDependency(of: first) == nil,
               let resolved = try? resolve(first), case let .writeFields(target, _, alive) = resolved
         else { return .declined }
         let name = head.writes.writes[0].name

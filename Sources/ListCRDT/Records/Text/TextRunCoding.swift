@@ -138,7 +138,8 @@ extension BatchEncoder {
 }
 
 extension BatchDecoder {
-    /// A text run record (kind 14, version 6) from after its header: its operations, one by one.
+    /// A text run record (kind 14, version 6) from after its header: its operations, kept as one
+    /// descriptor (``keep(_:tables:)``, `DecodedTextRuns.swift`).
     mutating func textRun(id: OpID, deps: Frontier, deleting: Bool, left: Int, at: Int) throws(WireError) {
         let flagsAt = reader.offset
         let flags = try reader.varint()
@@ -150,41 +151,40 @@ extension BatchDecoder {
         let name = try fieldName()
         let clock0 = fieldNames.lastClock &+ UInt64(bitPattern: try reader.signed())
         let n = try runCount(left: left, bytesEach: deleting ? 0 : 1, id: id)
-        var clocks: [UInt64] = []
-        clocks.reserveCapacity(n)
-        clocks.append(clock0)
+        let tables = (clocks: runs.textClocks.count, scalars: runs.textScalarStarts.count, names: runs.textNames.count,
+                      frontiers: runs.frontiers.count)
+        var run = DecodedBatch.SpliceRun(id: id, deps: keep(deps), target: recordTarget, name: 0, clock: clock0, clocks: -1,
+                                         count: n, typing: !deleting, ascii: true, descending: false,
+                                         after: .none, before: .none, text: 0 ..< 0, scalars: 0)
+        if runs.textNames.last != name { runs.textNames.append(name) }
+        run.name = Int32(runs.textNames.count - 1)
         if flags & TextRunCode.irregularClocks != 0 {
-            for _ in 1 ..< n { clocks.append(clocks[clocks.count - 1] &+ UInt64(bitPattern: try reader.signed())) }
+            run.clocks = Int32(runs.textClocks.count)
+            runs.textClocks.reserveCapacity(more: n)
+            var clock = clock0
+            runs.textClocks.append(clock)
+            for _ in 1 ..< n {
+                clock = clock &+ UInt64(bitPattern: try reader.signed())
+                runs.textClocks.append(clock)
+            }
+            fieldNames.lastClock = clock
         } else {
-            for k in 1 ..< n { clocks.append(clock0 &+ UInt64(k)) }
+            fieldNames.lastClock = clock0 &+ UInt64(n - 1)
         }
-        fieldNames.lastClock = clocks[n - 1]
-        var edits: [TextEdit] = []
-        edits.reserveCapacity(n)
         if !deleting {
-            let after = try ref(id, default: OpID.none)
-            let before = try ref(id, default: OpID.none)
+            run.after = try ref(id, default: OpID.none)
+            run.before = try ref(id, default: OpID.none)
             let textAt = reader.offset
             let text = try reader.utf8(limit: 4 * n)
-            var k = 0
-            for scalar in text.unicodeScalars {
-                guard k < n else { break }
-                var one = String.UnicodeScalarView()
-                one.append(scalar)
-                let s = String(one)
-                guard s.utf8.count <= maxValueSize else { throw .invalidValue("a character over the value size", offset: textAt) }
-                edits.append(TextEdit(after: k == 0 ? after : id.advanced(by: k - 1), before: before, insert: s, insertedCount: 1))
-                k += 1
-            }
-            guard k == n, text.unicodeScalars.count == n else {
-                throw .invalidValue("a text run of \(n) operations whose text is not \(n) characters", offset: textAt)
-            }
+            let bytes = text.utf8.count
+            run.text = reader.offset - bytes ..< reader.offset
+            try characters(of: &run, count: n, at: textAt)
         } else {
             let firstAt = reader.offset
             let first = try ref(id, default: nil)
             let span = UInt64(n - 1)
-            let down = flags & TextRunCode.descending != 0
-            if down {
+            run.descending = flags & TextRunCode.descending != 0
+            if run.descending {
                 guard first.counter > span, first.counter < OpID.maxCounter else {
                     throw .invalidValue("a text run removes a character out of range", offset: firstAt)
                 }
@@ -193,18 +193,37 @@ extension BatchDecoder {
                     throw .invalidValue("a text run removes a character out of range", offset: firstAt)
                 }
             }
-            for k in 0 ..< n {
-                let c = down ? first.counter - UInt64(k) : first.counter + UInt64(k)
-                edits.append(TextEdit(deletes: [TextRange(first: OpID(counter: c, replica: first.replica), count: 1)]))
-            }
+            run.after = first
         }
-        context.lastTextTarget = target
-        var prev = id
-        for k in 0 ..< n {
-            let opID = k == 0 ? id : prev.advanced(by: 1)
-            let writes = FieldWrites(clock: clocks[k], sortedWrites: [FieldWrite(name: name, change: .text(edits[k]))])
-            append(ListOperation(id: opID, deps: k == 0 ? deps : Frontier(only: prev), kind: .writeFields(recordTarget, writes)))
-            prev = opID
+        keep(run, tables: tables)
+    }
+
+    /// Checks that the UTF-8 at `run.text` (valid) holds exactly `n` characters (Unicode
+    /// scalars), none over the value size, and notes where each starts unless all are ASCII.
+    private mutating func characters(of run: inout DecodedBatch.SpliceRun, count n: Int, at textAt: Int) throws(WireError) {
+        let range = run.text
+        if range.count == n {   // n bytes for n characters: ASCII (a scalar takes a byte at least)
+            guard maxValueSize >= 1 else { throw .invalidValue("a character over the value size", offset: textAt) }
+            return
+        }
+        run.ascii = false
+        run.scalars = runs.textScalarStarts.count
+        runs.textScalarStarts.reserveCapacity(more: min(n, range.count))
+        let bytes = reader.bytes
+        var k = 0
+        var at = range.lowerBound
+        while at < range.upperBound {
+            var next = at + 1
+            while next < range.upperBound, bytes[next] & 0xC0 == 0x80 { next += 1 }
+            if k < n {
+                guard next - at <= maxValueSize else { throw .invalidValue("a character over the value size", offset: textAt) }
+                runs.textScalarStarts.append(at)
+            }
+            k += 1
+            at = next
+        }
+        guard k == n else {
+            throw .invalidValue("a text run of \(n) operations whose text is not \(n) characters", offset: textAt)
         }
     }
 }
