@@ -28,10 +28,9 @@ struct StateSnapshotDecoder {
     /// rows are written, completed by ``readTrees()`` with the sections.
     var visible: [Bool] = []
     var itemsShown: [Int] = []
-    /// Version 5: the log's operations of other kinds, read ahead of the log, and how many of them
-    /// the log's records have taken (nil: version 2, each record holds its own).
-    var others: [ListOperation]?
-    var othersTaken = 0
+    /// Version 5: the log's operations of other kinds, read ahead of the log, as the log's
+    /// records take them (nil: version 2, each record holds its own).
+    var others: OtherOperationStream?
     /// Field writes of values, counters and sets, filed per record for a replay on first use
     /// (DeferredRecords.swift).
     var deferral = DeferredRecords.Builder()
@@ -58,7 +57,7 @@ struct StateSnapshotDecoder {
         r = reader
         self.textRuns = textRuns
         allRecordsState = stateRecords
-        if othersInOneBatch { others = [] }
+        if othersInOneBatch { others = OtherOperationStream() }
         if textRecords { textState = TextStateCheck() }
         self.replica = replica
         self.maxValueSize = maxValueSize
@@ -85,13 +84,13 @@ struct StateSnapshotDecoder {
         try readSlots()
         if others != nil {
             let n = try r.count(minBytes: 1)
-            others = try ListOperation.decode(try r.raw(n), maxValueSize: maxValueSize, maxOperations: limit)
+            others = OtherOperationStream(try DecodedBatch.decode(try r.raw(n), maxValueSize: maxValueSize, maxOperations: limit))
         }
         if allRecordsState { try readStateRecords() } else if textState != nil { try readTextRecords() }
         // The history's field writes rebuild the records: history, not news (no conflicts reported).
         doc.records.reportsConflicts = false
         // Room for a record per entity at once (growing the table was 4% of a kanban's load).
-        if !allRecordsState, let others, !others.isEmpty {
+        if !allRecordsState, let others, others.count > 0 {
             deferral.targets.reserveCapacity(min(others.count, itemCount + doc.sections.count))
         }
         try readLog()
@@ -254,7 +253,7 @@ struct StateSnapshotDecoder {
             var first: OpID
             var span: Int
             var other: ListOperation?
-            var run: [ListOperation] = []
+            var splices: [LoggedSplices] = []
             var payload = LocalVersion(0)
             switch tag {
             case .insertSection, .insertItem, .moveSection, .moveItems:
@@ -276,16 +275,12 @@ struct StateSnapshotDecoder {
                 guard textRuns, others != nil else { throw .invalidTag(head, offset: headAt) }
                 let countAt = r.offset
                 let n = try bounded(limit - doc.log.count)
-                guard n >= 1, othersTaken + n <= others!.count else { throw .invalidValue("a text run of \(n) operations", offset: countAt) }
-                run.reserveCapacity(n)
-                for j in 0 ..< n {
-                    let op = try otherOperation(k, at: countAt)
-                    guard op.runTextEdit != nil, j == 0 || op.id == run[j - 1].id.advanced(by: 1) else {
-                        throw .invalidValue("an operation of a text run that is not its next splice", offset: countAt)
-                    }
-                    run.append(op)
+                guard n >= 1, others!.taken + n <= others!.count else { throw .invalidValue("a text run of \(n) operations", offset: countAt) }
+                splices = try takeSplices(n, replica: k, at: countAt)   // StateSnapshotDecoding+TextRuns.swift
+                switch splices[0] {
+                case .one(let op): first = op.id
+                case let .run(run, from, _): first = run.id.advanced(by: from)
                 }
-                first = run[0].id
                 span = n
             case .other:
                 let blobAt = r.offset
@@ -312,10 +307,10 @@ struct StateSnapshotDecoder {
             } else {
                 deps = Frontier()
             }
-            try appendRecord(tag, first: first, span: span, payload: payload, deps: deps, other: &other, run: &run)
+            try appendRecord(tag, first: first, span: span, payload: payload, deps: deps, other: &other, splices: splices)
         }
-        if let others, othersTaken != others.count {
-            throw .invalidValue("\(others.count - othersTaken) operations of other kinds that no record takes", offset: r.offset)
+        if let others, others.taken != others.count {
+            throw .invalidValue("\(others.count - others.taken) operations of other kinds that no record takes", offset: r.offset)
         }
         guard covered == doc.slots.count else {
             throw .invalidValue("the log's inserts and moves make \(covered) slots, not \(doc.slots.count)", offset: r.offset)
@@ -328,7 +323,7 @@ struct StateSnapshotDecoder {
 
     /// Appends a record read by ``readLog()`` to the log.
     private mutating func appendRecord(_ tag: Tag, first: OpID, span: Int, payload: LocalVersion, deps: Frontier,
-                                       other: inout ListOperation?, run: inout [ListOperation]) throws(WireError) {
+                                       other: inout ListOperation?, splices: [LoggedSplices]) throws(WireError) {
         var deps = deps
         switch tag {
         case .insertSection:
@@ -351,19 +346,14 @@ struct StateSnapshotDecoder {
             op.deps = deps
             doc.log.append(other: op)
         case .textRun:
-            for j in run.indices {
-                var op = Self.take(&run[j])
-                op.deps = deps
-                deps = Frontier(only: op.id)
-                doc.log.append(other: op)
-            }
+            appendSplices(splices, deps: deps)
         }
     }
 
     /// The next operation of another kind (of replica index `k`): the next of the batch ahead
     /// (version 5), or its own batch behind the record's length (version 2); its field writes
     /// applied to the records, or checked against a record loaded as state (version 7).
-    private mutating func otherOperation(_ k: Int, at blobAt: Int) throws(WireError) -> ListOperation {
+    mutating func otherOperation(_ k: Int, at blobAt: Int) throws(WireError) -> ListOperation {
         var covered = 0
         let op = try otherOperation(k, at: blobAt, covered: &covered)
         guard covered == 0 else { throw .invalidValue("an insert in a text run", offset: blobAt) }
@@ -373,10 +363,9 @@ struct StateSnapshotDecoder {
     private mutating func otherOperation(_ k: Int, at blobAt: Int, covered: inout Int) throws(WireError) -> ListOperation {
         let op: ListOperation
         if others != nil {
-            guard othersTaken < others!.count else { throw .invalidValue("more records of other kinds than operations", offset: blobAt) }
+            guard others!.taken < others!.count else { throw .invalidValue("more records of other kinds than operations", offset: blobAt) }
             // Moved out, not copied (a copy retains every part of the operation).
-            op = Self.take(&others![othersTaken])
-            othersTaken += 1
+            op = others!.next()
         } else {
             let n = try r.count(minBytes: 1)
             let ops = try ListOperation.decode(try r.raw(n), maxValueSize: maxValueSize, maxOperations: 1)

@@ -68,6 +68,34 @@ extension DecodedBatch {
                              kind: .writeFields(run.target, writes))
     }
 
+    /// Where the characters `from ..< from + count` of typing run `run` are in the input.
+    @inline(__always) func characterBytes(_ run: SpliceRun, from: Int, count: Int) -> Range<Int> {
+        characterRange(run, from).lowerBound ..< (from + count < run.count ? characterRange(run, from + count).lowerBound : run.text.upperBound)
+    }
+
+    /// Calls `body` with operations `from ..< from + count` of `run` (count ≥ 1) as splices
+    /// that extend a text run of the log (``OpLog/extendTextRun(after:by:payloadBytes:_:)``), and
+    /// the sum of their ``FieldWrites/footprint``s: 16, the name, 24, and what each types or 24
+    /// for the one character each removes.
+    ///
+    /// - Complexity: O(b) for b bytes typed.
+    func withSplices<R>(of run: SpliceRun, from: Int, count: Int, _ body: (OtherOperations.RunExtension, Int) -> R) -> R {
+        let name = textNames[Int(run.name)]
+        let typed = run.typing ? characterBytes(run, from: from, count: count) : 0 ..< 0
+        return bytes.withUnsafeBufferPointer { all in
+            textClocks.withUnsafeBufferPointer { clocks in
+                let text = UnsafeBufferPointer(rebasing: all[typed])
+                let splices = OtherOperations.RunExtension(
+                    target: run.target, name: name,
+                    typed: run.typing ? (run.before, text, run.ascii || text.allSatisfy { $0 < 0x80 }) : nil,
+                    removed: (run.typing ? .none : run.removed(from), run.descending ? -1 : 1),
+                    clock: clock(run, from),
+                    clocks: run.clocks < 0 ? nil : UnsafeBufferPointer(rebasing: clocks[Int(run.clocks) + from ..< Int(run.clocks) + from + count]))
+                return body(splices, count * (40 + name.utf8.count + (run.typing ? 0 : 24)) + typed.count)
+            }
+        }
+    }
+
     /// Appends every operation of `run` to `out`.
     ///
     /// - Complexity: O(n) for n operations.
@@ -169,7 +197,7 @@ extension ListDocument {
         } else {
             for j in k + 1 ..< end { stamp = Swift.max(stamp, FieldStamp(clock: batch.pointee.clock(run, j), id: run.id.advanced(by: j))) }
         }
-        let typedBytes = run.typing ? batch.pointee.characterRange(run, k).lowerBound ..< run.text.upperBound : 0 ..< 0
+        let typedBytes = run.typing ? batch.pointee.characterBytes(run, from: k, count: end - k) : 0 ..< 0
         let edit = run.typing
             ? TextEdit(after: k == 0 ? run.after : run.id.advanced(by: k - 1), before: run.before,
                        insert: String(decoding: UnsafeBufferPointer(rebasing: source.view.bytes[typedBytes]), as: UTF8.self),
@@ -184,19 +212,8 @@ extension ListDocument {
         advance(to: run.id.advanced(by: end - 1), deps: Frontier(only: first.id))
         log.append(other: first)
         let rest = end - k - 1
-        let restBytes = run.typing ? typedBytes.count - batch.pointee.characterRange(run, k).count : 0
-        let restText = UnsafeBufferPointer(rebasing: source.view.bytes[typedBytes.upperBound - restBytes ..< typedBytes.upperBound])
-        let extended = batch.pointee.textClocks.withUnsafeBufferPointer { clocks in
-            let splices = OtherOperations.RunExtension(
-                target: target, name: name,
-                typed: run.typing ? (run.before, restText, run.ascii || restText.allSatisfy { $0 < 0x80 }) : nil,
-                removed: (run.typing ? .none : run.removed(k + 1), run.descending ? -1 : 1),
-                clock: batch.pointee.clock(run, k + 1),
-                clocks: run.clocks < 0 ? nil : UnsafeBufferPointer(rebasing: clocks[Int(run.clocks) + k + 1 ..< Int(run.clocks) + end]))
-            // Each splice's footprint (`FieldWrites.footprint`): 16, the name, 24, what it types
-            // or 24 for the one character it removes.
-            let perSplice = 40 + name.utf8.count + (run.typing ? 0 : 24)
-            return log.extendTextRun(after: first.id, by: rest, payloadBytes: rest * perSplice + restBytes, splices)
+        let extended = batch.pointee.withSplices(of: run, from: k + 1, count: rest) { splices, bytes in
+            log.extendTextRun(after: first.id, by: rest, payloadBytes: bytes, splices)
         }
         if !extended {
             for j in k + 1 ..< end { log.append(other: source.operation(j)) }
