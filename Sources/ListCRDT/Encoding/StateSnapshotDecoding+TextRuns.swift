@@ -36,12 +36,16 @@ struct OtherOperationStream {
     init(_ batch: DecodedBatch) {
         count = batch.operationCount
         var batch = batch
-        let parts = batch.parts
-        batch.parts = []
-        for part in parts {
+        var parts: [DecodedBatch.Part] = []
+        swap(&parts, &batch.parts)
+        for i in parts.indices {
             let start = flat.count
+            // Moved out of the batch (a copy of its operations would retain each of their parts).
+            var part = DecodedBatch.Part.textRun(0)
+            swap(&part, &parts[i])
             switch part {
-            case .operations(let ops): flat += ops
+            case .operations(let ops):
+                if flat.isEmpty { flat = ops } else { flat += ops }   // a document without text: one part, not copied
             case .insertRun(let r): for k in 0 ..< batch.insertRuns[r].count { flat.append(batch.operation(insertRun: r, k)) }
             case .deleteRun(let r): for k in 0 ..< batch.deleteRuns[r].count { flat.append(batch.operation(deleteRun: r, k)) }
             case .textRun(let r):
@@ -252,7 +256,9 @@ extension TextStateCheck.Field {
               text.slots.origins(of: lv) == (left, right) else { return false }
         if right.exists {
             if left.exists, !text.forest.isBefore(left, right) { return false }
-            for j in 0 ..< count - 1 where !text.forest.isBefore(lv.advanced(by: j), right) { return false }
+            // Each later splice's left origin, the character the one before typed, comes before
+            // the right origin.
+            guard text.forest.allBefore(lv, count: count - 1, right) else { return false }
         }
         // Its scalars.
         let bytes = batch.characterBytes(run, from: from, count: count)

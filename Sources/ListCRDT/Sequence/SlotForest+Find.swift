@@ -94,6 +94,27 @@ extension SlotForest {
         return found
     }
 
+    /// Whether each of slots `lv ..< lv + count` comes before slot `b` (all in one tree), one
+    /// lookup per piece of them that lies in one entry (a typed run's slots are one until
+    /// something is typed inside it): the last of a piece comes after the others.
+    ///
+    /// - Complexity: O(p log n) for p pieces.
+    func allBefore(_ lv: LocalVersion, count: Int, _ b: LocalVersion) -> Bool {
+        guard count > 0 else { return true }
+        let limit = position(of: locate(b)).all
+        var x = lv
+        var left = count
+        while left > 0 {
+            let c = locate(x)
+            let inEntry = Swift.min(entries[c.leaf.entryBase + Int(c.entry)].count - Int(c.offset), left)
+            let last = Cursor(leaf: c.leaf, entry: c.entry, offset: c.offset + Int32(inEntry - 1))
+            guard position(of: last).all < limit else { return false }
+            x = x.advanced(by: inEntry)
+            left -= inEntry
+        }
+        return true
+    }
+
     /// The position of the slot at `c` in its tree, among all slots and among visible slots (for
     /// a hidden slot, the number of visible slots before it).
     ///
