@@ -45,7 +45,7 @@ extension ListDocument {
     /// ``FieldChange/splice(at:delete:insert:)``) would do, with less work: the entity is still
     /// alive and the field still text (nothing happened since the last splice), so there is no
     /// record to check and no field state to copy; the text is edited in place (a keystroke at
-    /// the caret without a search, ``TextSequence/spliceLocally(at:delete:insert:scalars:id:typing:made:)``);
+    /// the caret without a search, ``TextSequence/spliceLocally(at:delete:insert:scalars:id:typing:made:removing:)``);
     /// the field's register takes the write's stamp, which beats every stamp applied (its clock
     /// is past the record store's); the operation depends on the frontier and goes to the log as
     /// the general path puts it there (in parts, `OtherOperations`).
@@ -69,8 +69,9 @@ extension ListDocument {
         let stamp = FieldStamp(clock: nextFieldClock(), id: id)
         var typing = textRun.typing
         var made = LocalSplice()
-        guard records.spliceLocally(name, of: target.opID, place: &textRun.place, at: position,
-                                    delete: delete, insert: insert, scalars: k, stamp: stamp, typing: &typing, made: &made)
+        var more: [TextRange] = []
+        guard records.spliceLocally(name, of: target.opID, place: &textRun.place, at: position, delete: delete,
+                                    insert: insert, scalars: k, stamp: stamp, typing: &typing, made: &made, removing: &more)
         else { return nil }
         let previous = textRun.last
         let last = OpID(counter: clock + span, replica: replica)
@@ -84,11 +85,11 @@ extension ListDocument {
             deps = currentFrontier
             advance(to: last, deps: deps)
         }
-        let edit = made.edit(insert: insert, scalars: k)
+        let edit = made.edit(insert: insert, scalars: k, more: more)
         // `FieldWrites.footprint` of the one write made below, without a pass over its writes.
-        let footprint = 40 + name.utf8.count + bytes + made.deletedRanges * 24
+        let footprint = 40 + name.utf8.count + bytes + edit.deletes.count * 24
         log.append(splice: id, deps: deps, span: Int(span), clock: stamp.clock, target: target, name: name, edit: edit,
-                   step: made.runStep(scalars: k), payloadBytes: footprint)
+                   step: made.runStep(scalars: k, delete: delete), payloadBytes: footprint)
         // The byte count (Compaction/ListDocument+Reclaimable.swift), as the general path keeps it
         // for a live record: every character typed is held; every one removed is reclaimable.
         byteAccount.records += k * Self.textCharacterBytes
@@ -122,7 +123,7 @@ extension RecordStore {
         var field: Dictionary<String, FieldState>.Index
     }
 
-    /// ``TextSequence/spliceLocally(at:delete:insert:scalars:id:typing:made:)`` on text field `name` of
+    /// ``TextSequence/spliceLocally(at:delete:insert:scalars:id:typing:made:removing:)`` on text field `name` of
     /// entity `key`, in place, and the field's register raised to `stamp`; nil, with nothing
     /// changed, when the field is not text or the splice is out of range. `place` is where the
     /// field is (looked up when nil, and kept there).
@@ -130,7 +131,7 @@ extension RecordStore {
     /// - Complexity: that of the splice, plus two hash look-ups when `place` is nil.
     mutating func spliceLocally(_ name: String, of key: OpID, place: inout FieldPlace?, at position: Int, delete: Int,
                                 insert: String, scalars k: Int, stamp: FieldStamp,
-                                typing: inout TypingPoint?, made: inout LocalSplice) -> Bool {
+                                typing: inout TypingPoint?, made: inout LocalSplice, removing more: inout [TextRange]) -> Bool {
         if place == nil {
             guard let i = materialized.index(forKey: key), let j = materialized.values[i].index(forKey: name) else { return false }
             place = FieldPlace(record: i, field: j)
@@ -140,7 +141,7 @@ extension RecordStore {
         let p = place!
         assert(materialized.keys[p.record] == key && materialized.values[p.record].keys[p.field] == name, "a stale field place")
         guard materialized.values[p.record].values[p.field].spliceLocally(
-            at: position, delete: delete, insert: insert, scalars: k, stamp: stamp, typing: &typing, made: &made)
+            at: position, delete: delete, insert: insert, scalars: k, stamp: stamp, typing: &typing, made: &made, removing: &more)
         else { return false }
         clock = Swift.max(clock, stamp.clock)
         return true
@@ -151,11 +152,11 @@ extension FieldState {
     /// A local splice of this text field, stamped `stamp` (see ``RecordStore/spliceLocally``):
     /// what ``apply(_:stamp:local:)`` does with the edit it makes.
     mutating func spliceLocally(at position: Int, delete: Int, insert: String, scalars k: Int, stamp: FieldStamp,
-                                typing: inout TypingPoint?, made: inout LocalSplice) -> Bool {
+                                typing: inout TypingPoint?, made: inout LocalSplice, removing more: inout [TextRange]) -> Bool {
         // Optional chaining edits the text in place (`text != nil` would copy it).
         guard kind == .text,
               text?.spliceLocally(at: position, delete: delete, insert: insert, scalars: k, id: stamp.id,
-                                  typing: &typing, made: &made) == true
+                                  typing: &typing, made: &made, removing: &more) == true
         else { return false }
         if stamp > latest {
             latest = stamp

@@ -1,7 +1,7 @@
 import Foundation
 
 /// Where this replica's last local insert into a text ended, so that the next character typed
-/// right after it goes in without a search (``TextSequence/spliceLocally(at:delete:insert:scalars:id:typing:made:)``).
+/// right after it goes in without a search (``TextSequence/spliceLocally(at:delete:insert:scalars:id:typing:made:removing:)``).
 /// Valid only while nothing else changed the text (the caller's ``LocalTextRun`` checks the log).
 struct TypingPoint: Sendable {
     /// The position right after the last inserted character.
@@ -16,36 +16,37 @@ struct TypingPoint: Sendable {
     var rightID: OpID
 }
 
-/// What a local splice made (``TextSequence/spliceLocally(at:delete:insert:scalars:id:typing:made:)``),
+/// What a local splice made (``TextSequence/spliceLocally(at:delete:insert:scalars:id:typing:made:removing:)``),
 /// as plain values: the caller builds the operation's ``TextEdit`` from it once (an edit built
 /// here and handed up by `inout` was copied and destroyed through its value witnesses on the
 /// way, about a seventh of a keystroke), and a text run's log record takes it without an edit.
+/// Plain data (no array: the ranges of a splice that removes more than one character go apart),
+/// so it costs nothing to make and drop.
 struct LocalSplice {
     /// The inserted run's origins (``OpID/none`` when nothing was inserted).
     var after = OpID.none
     var before = OpID.none
     /// The one character removed when the splice removed one (count 0: none removed this way).
     var removed = TextRange(first: .none, count: 0)
-    /// The ranges removed when the splice removed more than one character (else empty).
-    var deletes: [TextRange] = []
 
-    /// The edit of the splice that inserted `insert` (`k` Unicode scalars): what
+    /// The edit of the splice that inserted `insert` (`k` Unicode scalars) and removed
+    /// ``removed`` or, when it removed more than one character, `more`: what
     /// ``TextSequence/edit(at:delete:insert:)`` gives.
     ///
     /// - Complexity: O(1), plus one array of one range for a removed character.
-    func edit(insert: String, scalars k: Int) -> TextEdit {
+    @inline(__always)
+    func edit(insert: String, scalars k: Int, more: consuming [TextRange]) -> TextEdit {
         TextEdit(after: after, before: before, insert: insert,
-                 deletes: removed.count > 0 ? [removed] : deletes, insertedCount: k)
+                 deletes: removed.count > 0 ? [removed] : more, insertedCount: k)
     }
 
-    /// The number of ranges removed.
-    var deletedRanges: Int { removed.count > 0 ? 1 : deletes.count }
-
     /// The text run step the splice is (``TextRunStep``), when it is one: one scalar typed and
-    /// nothing removed, or one character removed and nothing typed.
-    func runStep(scalars k: Int) -> TextRunStep? {
-        if k == 1 { return removed.count == 0 && deletes.isEmpty ? .typed(after: after, before: before) : nil }
-        if k == 0, removed.count == 1 { return .removed(removed.first) }
+    /// nothing removed, or one character removed and nothing typed (`delete`: the characters the
+    /// splice removed).
+    @inline(__always)
+    func runStep(scalars k: Int, delete: Int) -> TextRunStep? {
+        if k == 1, delete == 0 { return .typed(after: after, before: before) }
+        if k == 0, delete == 1 { return .removed(removed.first) }
         return nil
     }
 }
@@ -59,12 +60,14 @@ extension TextSequence {
     }
 
     /// Makes and applies a local splice as operation `id`: removes `delete` characters at
-    /// `position`, inserts `insert` (`k` Unicode scalars) there. Sets `made` to what it made (the
-    /// edit ``edit(at:delete:insert:)`` gives, applied as ``apply(_:id:)`` applies it, is
-    /// `made.edit(insert:scalars:)`) and `typing` to where the typing ends now (nil when nothing
-    /// was inserted), and returns true; returns false, with nothing changed, when the range is
-    /// outside the text or the edit removes more than ``TextLimits/maxDeleteRanges`` ranges (the
-    /// general path then throws). `made` must be as ``LocalSplice/init()`` makes it.
+    /// `position`, inserts `insert` (`k` Unicode scalars) there. Sets `made` (and `more`, the
+    /// removed ranges when it removed more than one character) to what it made (the edit
+    /// ``edit(at:delete:insert:)`` gives, applied as ``apply(_:id:)`` applies it, is
+    /// `made.edit(insert:scalars:more:)`) and `typing` to where the typing ends now (nil when
+    /// nothing was inserted), and returns true; returns false, with nothing changed, when the
+    /// range is outside the text or the edit removes more than ``TextLimits/maxDeleteRanges``
+    /// ranges (the general path then throws). `made` and `more` must be as `LocalSplice()` and
+    /// `[]` make them.
     ///
     /// A one-character insert at `typing`'s caret (the next keystroke) takes the short way: its
     /// left origin is the last character typed and its right origin that character's (nothing
@@ -73,7 +76,7 @@ extension TextSequence {
     /// - Complexity: O(1) amortized for a keystroke at the caret; else O(log n + d log r + k)
     ///   for d removed and k inserted characters.
     mutating func spliceLocally(at position: Int, delete: Int, insert: String, scalars k: Int, id: OpID,
-                                typing: inout TypingPoint?, made: inout LocalSplice) -> Bool {
+                                typing: inout TypingPoint?, made: inout LocalSplice, removing more: inout [TextRange]) -> Bool {
         guard position + delete <= count else { return false }
         if delete == 0, k == 1, let t = typing, t.caret == position,
            let cursor = forest.extend(t.cursor ?? forest.locate(t.last), with: LocalVersion(slots.count)) {
@@ -96,7 +99,7 @@ extension TextSequence {
             let ranges = ranges(from: position, count: delete)
             guard ranges.count <= TextLimits.maxDeleteRanges else { return false }
             for r in ranges { hide(r) }
-            made.deletes = ranges
+            more = ranges
         }
         guard k > 0 else {
             typing = nil
