@@ -95,6 +95,55 @@ struct TextRunTests {
         }
     }
 
+    @Test("typing with each returned operation dropped (its writes reused in place) matches the general path: operations, records, log, bytes")
+    func droppedOperationsMatchGeneralPath() throws {
+        // As a text view types: bursts of keystrokes at the caret, backspace and forward-delete
+        // runs, jumps, pastes, selections replaced, some scalars of more than one byte. No
+        // operation is kept, so the typing path writes each keystroke's edit into the array the
+        // last one held (the test above keeps every operation, so it copies that array).
+        for seed: UInt64 in [11, 12, 13] {
+            var (fast, general, item, _) = try Self.pair(wall: seed == 13 ? 1_800_000_000_000 : nil)
+            var rng = SplitMix64(seed: seed)
+            var caret = 0, length = 0
+            var mode = 0, left = 0
+            let alphabet = Array("etaoin shrdlu".unicodeScalars) + Array("é🙂\u{301}".unicodeScalars)
+            for step in 0 ..< 1_500 {
+                if left == 0 {
+                    let roll = rng.next() % 100
+                    mode = roll < 60 ? 0 : roll < 75 ? 1 : roll < 82 ? 2 : roll < 90 ? 3 : roll < 95 ? 4 : 5
+                    left = mode <= 2 ? 1 + Int(rng.next() % 12) : 1
+                }
+                left -= 1
+                var at = caret, delete = 0, insert = ""
+                switch mode {
+                case 0: insert = String(alphabet[Int(rng.next() % UInt64(alphabet.count))])    // a keystroke
+                case 1 where caret > 0: at = caret - 1; delete = 1                              // a backspace
+                case 2 where caret < length: delete = 1                                         // a forward delete
+                case 3: at = Int(rng.next() % UInt64(length + 1)); insert = "j"                   // a jump, then a keystroke
+                case 4: insert = String(repeating: "pa", count: 1 + Int(rng.next() % 3))          // a paste
+                case 5 where length > 0:                                                        // a selection replaced
+                    at = Int(rng.next() % UInt64(length))
+                    delete = 1 + Int(rng.next() % UInt64(min(4, length - at)))
+                    insert = rng.next() % 2 == 0 ? "" : "R"
+                default: insert = "d"
+                }
+                Self.same(&fast, &general, "seed \(seed) step \(step)") { (d: inout ListDocument) throws(ListError) in
+                    try d.splice("notes", ofItem: item, at: at, delete: delete, insert: insert)
+                }
+                let k = insert.unicodeScalars.count
+                length += k - delete
+                caret = at + k
+            }
+            #expect(fast.text("notes", ofItem: item)?.unicodeScalars.count == length)
+            try Self.expectSame(fast, general, item)
+            #expect(fast.localTextRun?.logCount == fast.operationCount)
+            // A third replica that receives the typing path's history has the same text.
+            var peer = ListDocument(replica: ReplicaID(9))
+            _ = try peer.receive(encoded: fast.encodedHistory(), maxOperations: Int.max)
+            #expect(peer.text("notes", ofItem: item) == fast.text("notes", ofItem: item))
+        }
+    }
+
     @Test("a keystroke at the caret takes the short way (one slot run, one tree entry for a typed word)")
     func keystrokesExtendTheRun() throws {
         var (fast, general, item, _) = try Self.pair()

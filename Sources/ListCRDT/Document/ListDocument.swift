@@ -36,8 +36,10 @@ public struct ListDocument: Sendable {
     /// delete (see `FastPaths/ListDocument+LocalRuns.swift`).
     var localDeleteRun: LocalDeleteRun?
     /// The splices of one text field this replica is making, while nothing else happened since
-    /// the last one (see `FastPaths/ListDocument+TextRuns.swift`).
-    var localTextRun: LocalTextRun?
+    /// the last one (see `FastPaths/ListDocument+TextRuns.swift`); ``LocalTextRun/none`` before
+    /// the first. Not an optional: a keystroke reads and writes it in place (through an optional,
+    /// each access tested it again, and moved out and back it was copied whole).
+    var textRun = LocalTextRun.none
 
     // State.
     var slots = SlotStore()

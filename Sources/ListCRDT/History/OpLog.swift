@@ -211,19 +211,32 @@ struct OpLog: Sendable {
     /// - Complexity: O(1) amortized, plus O(r) for r removed ranges.
     mutating func append(splice id: OpID, deps: Frontier, span: Int, clock: UInt64, target: RecordTarget, name: String,
                          edit: TextEdit, payloadBytes: Int) {
+        append(splice: id, deps: deps, span: span, clock: clock, target: target, name: name, edit: edit,
+               step: span == 1 ? TextRunStep(edit) : nil, payloadBytes: payloadBytes)
+    }
+
+    /// ``append(splice:deps:span:clock:target:name:edit:payloadBytes:)`` with the text run step
+    /// `edit` is (`TextRunStep(edit)`, nil when it is none or spans more than one id) given: a
+    /// local keystroke knows it without looking at its edit.
+    ///
+    /// - Complexity: O(1) amortized, plus O(r) for r removed ranges.
+    @inline(__always)
+    mutating func append(splice id: OpID, deps: Frontier, span: Int, clock: UInt64, target: RecordTarget, name: String,
+                         edit: TextEdit, step: TextRunStep?, payloadBytes: Int) {
+        assert(step == (span == 1 ? TextRunStep(edit) : nil), "a text run step that is not the edit's")
         keptWholeBytes += payloadBytes
-        if span == 1 {
+        if let step {
             // The next splice of a text run: the next id of the last record's replica, depending
             // on exactly the one before (its last id), into the same field.
             if let last = records.last, last.kind == .textRun, last.counter &+ UInt64(last.count) == id.counter,
                replicaIDs[Int(last.replica)] == id.replica, count < Int(Int32.max) - 1,
                deps.isOnly(OpID(counter: id.counter &- 1, replica: id.replica)),
-               others.extendRun(Int(last.payload), id: id, clock: clock, target: target, name: name, edit: edit) {
+               others.extendRun(Int(last.payload), id: id, clock: clock, target: target, name: name, step: step, insert: edit.insert) {
                 records[records.count - 1].count += 1
                 count += 1
                 return
             }
-            if let run = others.startRun(clock: clock, target: target, name: name, edit: edit) {
+            if let run = others.startRun(clock: clock, target: target, name: name, step: step, insert: edit.insert) {
                 newRecord(id: id, deps: deps, kind: .textRun, count: 1, payload: run, operations: 1)
                 return
             }

@@ -40,59 +40,78 @@ struct TextRun: Sendable {
     var ascii: Bool
 }
 
+/// One operation of a text run, as plain values: one scalar typed between two characters (the
+/// scalar is the operation's inserted text), or one character removed.
+enum TextRunStep: Equatable, Sendable {
+    case typed(after: OpID, before: OpID)
+    case removed(OpID)
+
+    /// The step `edit` is, or nil when it cannot be an operation of a text run (``OtherOperations/isRunShaped(_:)``).
+    @inline(__always)
+    init?(_ edit: TextEdit) {
+        if edit.deletes.isEmpty {
+            guard edit.insertedCount == 1 else { return nil }
+            self = .typed(after: edit.after, before: edit.before)
+        } else {
+            guard edit.insert.isEmpty, edit.deletes.count == 1, edit.deletes[0].count == 1 else { return nil }
+            self = .removed(edit.deletes[0].first)
+        }
+    }
+}
+
 extension OtherOperations {
     /// Whether `edit` can be an operation of a text run: one scalar typed and nothing removed, or
     /// one character removed and nothing typed.
     @inline(__always)
-    static func isRunShaped(_ edit: TextEdit) -> Bool {
-        if edit.deletes.isEmpty { return edit.insertedCount == 1 }
-        return edit.insert.isEmpty && edit.deletes.count == 1 && edit.deletes[0].count == 1
-    }
+    static func isRunShaped(_ edit: TextEdit) -> Bool { TextRunStep(edit) != nil }
 
     /// Whether the log holds text runs.
     var hasRuns: Bool { !runs.isEmpty }
 
-    /// Starts a run with the splice `edit` of field `name` of `target` at `clock` (its first
-    /// operation); returns its index, or nil (nothing changed) when the edit is not run shaped.
+    /// Starts a run with the splice `step` of field `name` of `target` at `clock` (its first
+    /// operation; `insert` the text it types); returns its index, or nil (nothing changed) when
+    /// the log cannot hold another run.
     ///
     /// - Complexity: O(1) amortized for the field written last.
-    mutating func startRun(clock: UInt64, target: RecordTarget, name: String, edit: TextEdit) -> Int32? {
-        guard Self.isRunShaped(edit), runs.count < Int(Int32.max) - 1, runText.count < Int(Int32.max) - 8 else { return nil }
+    mutating func startRun(clock: UInt64, target: RecordTarget, name: String, step: TextRunStep, insert: String) -> Int32? {
+        guard runs.count < Int(Int32.max) - 1, runText.count < Int(Int32.max) - 8 else { return nil }
         let field = Int32(fieldIndex(target, name))
-        if edit.deletes.isEmpty {
+        switch step {
+        case let .typed(after, before):
             let start = runText.count
-            let ascii = appendText(edit.insert)
-            runs.append(TextRun(first: edit.after, before: edit.before, clock: clock, textStart: Int32(start),
+            let ascii = appendText(insert)
+            runs.append(TextRun(first: after, before: before, clock: clock, textStart: Int32(start),
                                 textBytes: Int32(runText.count - start), clocks: -1, field: field, count: 1, step: 0,
                                 typing: true, ascii: ascii))
-        } else {
-            runs.append(TextRun(first: edit.deletes[0].first, before: .none, clock: clock, textStart: 0, textBytes: 0,
+        case let .removed(first):
+            runs.append(TextRun(first: first, before: .none, clock: clock, textStart: 0, textBytes: 0,
                                 clocks: -1, field: field, count: 1, step: 0, typing: false, ascii: true))
         }
         return Int32(runs.count - 1)
     }
 
-    /// Extends run `r`, the last one and the log's last record, by the splice `edit` of field
-    /// `name` of `target` at `clock`, whose id `id` is the run's next (the caller checked the id
-    /// and that it depends on exactly the one before). Returns false, changing nothing, when the
-    /// edit does not continue the run.
+    /// Extends run `r`, the last one and the log's last record, by the splice `step` of field
+    /// `name` of `target` at `clock` (`insert` the text it types), whose id `id` is the run's next
+    /// (the caller checked the id and that it depends on exactly the one before). Returns false,
+    /// changing nothing, when the step does not continue the run.
     ///
     /// - Complexity: O(1) amortized (O(count) once when the clocks stop going up by one).
-    mutating func extendRun(_ r: Int, id: OpID, clock: UInt64, target: RecordTarget, name: String, edit: TextEdit) -> Bool {
+    @inline(__always)
+    mutating func extendRun(_ r: Int, id: OpID, clock: UInt64, target: RecordTarget, name: String, step: TextRunStep,
+                            insert: String) -> Bool {
         assert(r == runs.count - 1, "only the last run grows")
         var run = runs[r]
         guard fields[Int(run.field)].target == target, fields[Int(run.field)].name == name, run.count < Int32.max - 1
         else { return false }
-        if run.typing {
-            guard edit.deletes.isEmpty, edit.insertedCount == 1, edit.before == run.before,
-                  edit.after == OpID(counter: id.counter &- 1, replica: id.replica),
+        switch step {
+        case let .typed(after, before):
+            guard run.typing, before == run.before, after == OpID(counter: id.counter &- 1, replica: id.replica),
                   runText.count < Int(Int32.max) - 8 else { return false }
-            let before = runText.count
-            if !appendText(edit.insert) { run.ascii = false }
-            run.textBytes += Int32(runText.count - before)
-        } else {
-            guard edit.insert.isEmpty, edit.deletes.count == 1, edit.deletes[0].count == 1 else { return false }
-            let d = edit.deletes[0].first
+            let start = runText.count
+            if !appendText(insert) { run.ascii = false }
+            run.textBytes += Int32(runText.count - start)
+        case let .removed(d):
+            guard !run.typing else { return false }
             let last = deleted(run, Int(run.count) - 1)
             guard d.replica == last.replica else { return false }
             let step: Int8
@@ -173,6 +192,7 @@ extension OtherOperations {
     }
 
     /// Appends `text`'s UTF-8 to ``runText``; returns whether it is ASCII.
+    @inline(__always)
     private mutating func appendText(_ text: String) -> Bool {
         if text.utf8.count == 1, let b = text.utf8.first {   // a keystroke of ASCII
             runText.append(b)

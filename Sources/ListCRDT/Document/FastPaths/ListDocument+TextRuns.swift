@@ -23,6 +23,14 @@ struct LocalTextRun: Sendable {
     /// so a keystroke allocates no array (a heap block made and freed per keystroke was a sixth
     /// of its cost).
     var writes: [FieldWrite] = []
+
+    /// No run (its log count is no log's).
+    static let none = LocalTextRun(logCount: -1, target: .item(ItemID(.none)), name: "", last: .none, typing: nil, place: nil)
+}
+
+extension ListDocument {
+    /// The current splice run's state, nil before the first (for tests).
+    var localTextRun: LocalTextRun? { textRun.logCount < 0 ? nil : textRun }
 }
 
 /// Local splices of a text field: one right after this replica's previous splice of the same
@@ -37,7 +45,7 @@ extension ListDocument {
     /// ``FieldChange/splice(at:delete:insert:)``) would do, with less work: the entity is still
     /// alive and the field still text (nothing happened since the last splice), so there is no
     /// record to check and no field state to copy; the text is edited in place (a keystroke at
-    /// the caret without a search, ``TextSequence/spliceLocally(at:delete:insert:scalars:id:typing:edit:)``);
+    /// the caret without a search, ``TextSequence/spliceLocally(at:delete:insert:scalars:id:typing:made:removing:)``);
     /// the field's register takes the write's stamp, which beats every stamp applied (its clock
     /// is past the record store's); the operation depends on the frontier and goes to the log as
     /// the general path puts it there (in parts, `OtherOperations`).
@@ -46,40 +54,56 @@ extension ListDocument {
     @inline(__always)
     mutating func continueSplice(_ name: String, of target: RecordTarget, at position: Int, delete: Int,
                                  insert: String) -> ListOperation? {
-        guard let run = localTextRun, run.logCount == log.count, fastPathsEnabled, clock == run.last.counter,
-              run.target == target, run.name == name,
-              position >= 0, delete >= 0, delete <= TextLimits.maxDeleteRanges, delete > 0 || !insert.isEmpty,
-              insert.utf8.count <= maxValueSize
+        // The run is read and written in place (`textRun`); its writes array is held once when
+        // the caller dropped the last operation, so the next operation's writes go into it.
+        let bytes = insert.utf8.count
+        guard fastPathsEnabled, textRun.logCount == log.count, clock == textRun.last.counter, textRun.target == target,
+              textRun.name == name, position >= 0, delete >= 0, delete <= TextLimits.maxDeleteRanges, delete > 0 || bytes > 0,
+              bytes <= maxValueSize
         else { return nil }
         // A keystroke is one byte: one scalar, without counting.
-        let k = insert.utf8.count == 1 ? 1 : TextEdit.scalarCount(of: insert)
+        let k = bytes == 1 ? 1 : TextEdit.scalarCount(of: insert)
         let span = UInt64(Swift.max(k, 1))
         guard clock <= OpID.maxCounter - span else { return nil }
         let id = OpID(counter: clock + 1, replica: replica)
         let stamp = FieldStamp(clock: nextFieldClock(), id: id)
-        var typing = run.typing
-        var edit = TextEdit()
-        guard records.spliceLocally(name, of: target.opID, place: &localTextRun!.place, at: position,
-                                    delete: delete, insert: insert, scalars: k, stamp: stamp, typing: &typing, edit: &edit)
+        var typing = textRun.typing
+        var made = LocalSplice()
+        var more: [TextRange] = []
+        guard records.spliceLocally(name, of: target.opID, place: &textRun.place, at: position, delete: delete,
+                                    insert: insert, scalars: k, stamp: stamp, typing: &typing, made: &made, removing: &more)
         else { return nil }
+        let previous = textRun.last
         let last = OpID(counter: clock + span, replica: replica)
-        let deps = currentFrontier
-        if localTextRun!.writes.count == 1 {
-            localTextRun!.writes[0].change = .text(edit)   // in place when the last operation is gone
+        // The frontier is this run's last operation (nothing happened since): `advance(to:deps:)`
+        // without comparing frontiers.
+        let deps: Frontier
+        if currentFrontier.isOnly(previous) {
+            deps = Frontier(only: previous)
+            advance(from: previous, to: last)
         } else {
-            localTextRun!.writes = [FieldWrite(name: name, change: .text(edit))]
+            deps = currentFrontier
+            advance(to: last, deps: deps)
         }
-        let writes = FieldWrites(clock: stamp.clock, sortedWrites: localTextRun!.writes)
-        advance(to: last, deps: deps)
+        let edit = made.edit(insert: insert, scalars: k, more: more)
+        // `FieldWrites.footprint` of the one write made below, without a pass over its writes.
+        let footprint = 40 + name.utf8.count + bytes + edit.deletes.count * 24
         log.append(splice: id, deps: deps, span: Int(span), clock: stamp.clock, target: target, name: name, edit: edit,
-                   payloadBytes: writes.footprint)
+                   step: made.runStep(scalars: k, delete: delete), payloadBytes: footprint)
         // The byte count (Compaction/ListDocument+Reclaimable.swift), as the general path keeps it
         // for a live record: every character typed is held; every one removed is reclaimable.
         byteAccount.records += k * Self.textCharacterBytes
         byteAccount.dead += edit.deletedCount * Self.textCharacterBytes
-        localTextRun!.logCount = log.count
-        localTextRun!.last = last
-        localTextRun!.typing = typing
+        if textRun.writes.count == 1 {
+            textRun.writes[0].change = .text(edit)   // in place when the last operation is gone
+        } else {
+            textRun.writes = [FieldWrite(name: name, change: .text(edit))]
+        }
+        let writes = FieldWrites(clock: stamp.clock, sortedWrites: textRun.writes)
+        assert(writes.footprint == footprint, "the footprint of a splice's writes")
+        textRun.logCount = log.count
+        textRun.last = last
+        textRun.typing = typing
         return ListOperation(id: id, deps: deps, kind: .writeFields(target, writes))
     }
 
@@ -88,7 +112,7 @@ extension ListDocument {
     /// takes the short path's search).
     mutating func startSplice(_ op: ListOperation, _ name: String, of target: RecordTarget) {
         guard fastPathsEnabled else { return }
-        localTextRun = LocalTextRun(logCount: log.count, target: target, name: name, last: op.lastID, typing: nil, place: nil)
+        textRun = LocalTextRun(logCount: log.count, target: target, name: name, last: op.lastID, typing: nil, place: nil)
     }
 }
 
@@ -99,7 +123,7 @@ extension RecordStore {
         var field: Dictionary<String, FieldState>.Index
     }
 
-    /// ``TextSequence/spliceLocally(at:delete:insert:scalars:id:typing:edit:)`` on text field `name` of
+    /// ``TextSequence/spliceLocally(at:delete:insert:scalars:id:typing:made:removing:)`` on text field `name` of
     /// entity `key`, in place, and the field's register raised to `stamp`; nil, with nothing
     /// changed, when the field is not text or the splice is out of range. `place` is where the
     /// field is (looked up when nil, and kept there).
@@ -107,7 +131,7 @@ extension RecordStore {
     /// - Complexity: that of the splice, plus two hash look-ups when `place` is nil.
     mutating func spliceLocally(_ name: String, of key: OpID, place: inout FieldPlace?, at position: Int, delete: Int,
                                 insert: String, scalars k: Int, stamp: FieldStamp,
-                                typing: inout TypingPoint?, edit: inout TextEdit) -> Bool {
+                                typing: inout TypingPoint?, made: inout LocalSplice, removing more: inout [TextRange]) -> Bool {
         if place == nil {
             guard let i = materialized.index(forKey: key), let j = materialized.values[i].index(forKey: name) else { return false }
             place = FieldPlace(record: i, field: j)
@@ -117,7 +141,7 @@ extension RecordStore {
         let p = place!
         assert(materialized.keys[p.record] == key && materialized.values[p.record].keys[p.field] == name, "a stale field place")
         guard materialized.values[p.record].values[p.field].spliceLocally(
-            at: position, delete: delete, insert: insert, scalars: k, stamp: stamp, typing: &typing, edit: &edit)
+            at: position, delete: delete, insert: insert, scalars: k, stamp: stamp, typing: &typing, made: &made, removing: &more)
         else { return false }
         clock = Swift.max(clock, stamp.clock)
         return true
@@ -128,11 +152,11 @@ extension FieldState {
     /// A local splice of this text field, stamped `stamp` (see ``RecordStore/spliceLocally``):
     /// what ``apply(_:stamp:local:)`` does with the edit it makes.
     mutating func spliceLocally(at position: Int, delete: Int, insert: String, scalars k: Int, stamp: FieldStamp,
-                                typing: inout TypingPoint?, edit: inout TextEdit) -> Bool {
+                                typing: inout TypingPoint?, made: inout LocalSplice, removing more: inout [TextRange]) -> Bool {
         // Optional chaining edits the text in place (`text != nil` would copy it).
         guard kind == .text,
               text?.spliceLocally(at: position, delete: delete, insert: insert, scalars: k, id: stamp.id,
-                                  typing: &typing, edit: &edit) == true
+                                  typing: &typing, made: &made, removing: &more) == true
         else { return false }
         if stamp > latest {
             latest = stamp

@@ -62,12 +62,12 @@ public struct TextEdit: Hashable, Sendable, CustomStringConvertible {
 
     /// An edit whose `insert` is known to hold `insertedCount` Unicode scalars (a keystroke's
     /// one), not counted again.
-    init(after: OpID, before: OpID, insert: String, insertedCount: Int) {
+    init(after: OpID, before: OpID, insert: String, deletes: [TextRange] = [], insertedCount: Int) {
         assert(insertedCount == Self.scalarCount(of: insert), "\(insertedCount) scalars given for \(insert.debugDescription)")
         self.after = after
         self.before = before
         self.insert = insert
-        self.deletes = []
+        self.deletes = deletes
         self.insertedCount = insertedCount
     }
 
