@@ -195,10 +195,6 @@ extension StateSnapshotDecoder {
                 let batch = others!.batch
                 let firstID = run.id.advanced(by: from), last = run.id.advanced(by: from + count - 1)
                 defer { deps = Frontier(only: last) }
-                let previous = OpID(counter: firstID.counter &- 1, replica: firstID.replica)
-                if deps.isOnly(previous), batch.withSplices(of: run, from: from, count: count, { splices, bytes in
-                    doc.log.extendTextRun(after: previous, by: count, payloadBytes: bytes, splices)
-                }) { continue }
                 var first = batch.operation(of: run, from, in: batch.bytes)
                 first.deps = deps
                 doc.log.append(other: first)
