@@ -111,22 +111,37 @@ extension OtherOperations {
             if !appendText(insert) { run.ascii = false }
             run.textBytes += Int32(runText.count - start)
         case let .removed(d):
-            guard !run.typing else { return false }
-            let last = deleted(run, Int(run.count) - 1)
-            guard d.replica == last.replica else { return false }
-            let step: Int8
-            if d.counter == last.counter &+ 1 { step = 1 } else if d.counter == last.counter &- 1 { step = -1 } else { return false }
-            guard run.step == 0 || run.step == step else { return false }
+            guard !run.typing, let step = direction(of: run, to: d) else { return false }
             run.step = step
         }
+        appendClock(clock, to: &run)
+        runs[r] = run
+        return true
+    }
+
+    /// The direction from the character deleting run `run` removed last to `d`, when `d` is next
+    /// to it (+1: the next id, -1: the previous) and the run goes that way or has no direction yet.
+    @inline(__always)
+    private func direction(of run: TextRun, to d: OpID) -> Int8? {
+        let last = deleted(run, Int(run.count) - 1)
+        guard d.replica == last.replica else { return nil }
+        let step: Int8
+        if d.counter == last.counter &+ 1 { step = 1 } else if d.counter == last.counter &- 1 { step = -1 } else { return nil }
+        return run.step == 0 || run.step == step ? step : nil
+    }
+
+    /// Counts one more operation of `run`, at `clock`: the run's clocks are kept apart
+    /// (``runClocks``) from the first that does not go up by one.
+    ///
+    /// - Complexity: O(1) amortized (O(count) once when the clocks stop going up by one).
+    @inline(__always)
+    private mutating func appendClock(_ clock: UInt64, to run: inout TextRun) {
         if run.clocks < 0, clock != run.clock &+ UInt64(run.count) {
             run.clocks = Int32(runClocks.count)
             for k in 0 ..< UInt64(run.count) { runClocks.append(run.clock &+ k) }
         }
         if run.clocks >= 0 { runClocks.append(clock) }
         run.count += 1
-        runs[r] = run
-        return true
     }
 
     /// One-character splices that continue a text run (``extendRun(_:by:_:)``), described
@@ -166,26 +181,14 @@ extension OtherOperations {
             if !typed.ascii { run.ascii = false }
             run.textBytes += Int32(typed.text.count)
         } else {
-            guard splices.typed == nil else { return false }
-            let d = splices.removed.first, last = deleted(run, Int(run.count) - 1)
-            guard d.replica == last.replica else { return false }
-            let step: Int8
-            if d.counter == last.counter &+ 1 { step = 1 } else if d.counter == last.counter &- 1 { step = -1 } else { return false }
-            guard run.step == 0 || run.step == step, n == 1 || splices.removed.step == step else { return false }
+            guard splices.typed == nil, let step = direction(of: run, to: splices.removed.first),
+                  n == 1 || splices.removed.step == step else { return false }
             run.step = step
         }
         if splices.clocks == nil, run.clocks < 0, splices.clock == run.clock &+ UInt64(run.count) {
             run.count += Int32(n)   // every clock goes up by one
         } else {
-            for k in 0 ..< n {
-                let clock = splices.clock(k)
-                if run.clocks < 0, clock != run.clock &+ UInt64(run.count) {
-                    run.clocks = Int32(runClocks.count)
-                    for j in 0 ..< UInt64(run.count) { runClocks.append(run.clock &+ j) }
-                }
-                if run.clocks >= 0 { runClocks.append(clock) }
-                run.count += 1
-            }
+            for k in 0 ..< n { appendClock(splices.clock(k), to: &run) }
         }
         runs[r] = run
         return true
