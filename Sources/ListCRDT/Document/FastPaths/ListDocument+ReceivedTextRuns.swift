@@ -40,13 +40,7 @@ extension ListDocument {
         var step: Int64?
         var current = source.operation(k + 1)
         guard ListOperation.continuesTextRun(first, current, head: head, step: &step) else { return .declined }
-        // Operation k as the general path checks it. A new id (not in the version) with the buffer
-        // empty never reaches `screen`'s equivocation branches, the only ones that change
-        // anything; a refusal declines, and the general path refuses it the same way.
-        guard buffer.count == 0, !versionVector.contains(first.id), (try? screen(first)) == .some(nil),
-              firstMissingDependency(of: first) == nil,
-              let resolved = try? resolve(first), case let .writeFields(target, _, alive) = resolved
-        else { return .declined }
+        guard let (target, alive) = textRunHead(first) else { return .declined }
         let name = head.writes.writes[0].name
         let typing = head.edit.deletes.isEmpty
         // The run's operations, each checked for what the general path would refuse after
@@ -78,15 +72,36 @@ extension ListDocument {
             ? TextEdit(after: head.edit.after, before: head.edit.before, insert: String(decoding: inserted, as: UTF8.self),
                        insertedCount: applies)
             : TextEdit(deletes: [TextRange(first: removed.low, count: Int(removed.high.counter - removed.low.counter) + 1)])
-        let delta = records.applyTextRun(edit, first: first.id, stamp: stamp, name: name, to: target)
-        byteAccount.records += delta.held
-        byteAccount.dead += alive ? delta.reclaimable : delta.held
+        applyTextRunEdit(edit, first: first.id, stamp: stamp, name: name, to: target, alive: alive)
         for j in 0 ..< applies {
             let op = source.operation(k + j)
             advance(to: op.lastID, deps: op.deps)
             log.append(other: op)   // as `appendToLog` logs a field write
         }
         return .applied(applies)
+    }
+}
+
+extension ListDocument {
+    /// The first operation of a received text run as the general path checks it: the field it
+    /// writes and whether its entity is alive, or nil (the route declines). A new id (not in the
+    /// version) with the buffer empty never reaches `screen`'s equivocation branches, the only
+    /// ones that change anything; a refusal declines, and the general path refuses it the same way.
+    mutating func textRunHead(_ first: ListOperation) -> (target: RecordTarget, alive: Bool)? {
+        guard buffer.count == 0, !versionVector.contains(first.id), (try? screen(first)) == .some(nil),
+              firstMissingDependency(of: first) == nil,
+              let resolved = try? resolve(first), case let .writeFields(target, _, alive) = resolved
+        else { return nil }
+        return (target, alive)
+    }
+
+    /// A received text run's one edit applied to field `name` of `target` as operation `first`'s,
+    /// with the run's greatest stamp, and the bytes counted as the general path counts them.
+    mutating func applyTextRunEdit(_ edit: TextEdit, first: OpID, stamp: FieldStamp, name: String,
+                                   to target: RecordTarget, alive: Bool) {
+        let delta = records.applyTextRun(edit, first: first, stamp: stamp, name: name, to: target)
+        byteAccount.records += delta.held
+        byteAccount.dead += alive ? delta.reclaimable : delta.held
     }
 }
 

@@ -208,7 +208,7 @@ struct DecodedInsertRun: RunSource {
 
 /// Delete run `r` of a decoded batch: its operations continue each other by construction, each
 /// deletes the next (or previous) item as seen at its insert slot.
-struct DecodedDeleteRun: RunSource {
+struct DecodedDeleteRun: RunSource, MakesNoItems {
     /// The batch, valid while the source is (``ListDocument/apply(_:strict:)`` makes both).
     let view: DecodedBatch.View
     let r: Int
@@ -227,11 +227,6 @@ struct DecodedDeleteRun: RunSource {
         k == 0 ? run.deps.isOnly(id) : id == self.id(k - 1)
     }
 
-    func itemInsert(_ k: Int) -> (deps: Frontier, section: SectionID, origins: ListOperation.Origins, valueSize: Int)? { nil }
-    func typedRun(from k: Int, after previous: OpID, section: SectionID, right: SlotID?, maxValueSize: Int) -> Int { 0 }
-    func appendItems(from k: Int, count n: Int, to items: inout EntityTable, slot lv: LocalVersion, section s: EntityIndex) {
-        preconditionFailure("a delete run adds no items")
-    }
 
     @inline(__always)
     func deletedItem(_ k: Int) -> OpID? {
@@ -240,4 +235,16 @@ struct DecodedDeleteRun: RunSource {
     }
     @inline(__always) func continuesDeletes(_ k: Int) -> Bool { true }
     @inline(__always) func deleteStep(from k: Int) -> Int32 { run.descending ? -1 : 1 }
+}
+
+/// A run source none of whose operations inserts an item (a decoded delete run or text run): the
+/// insert run route's queries answer "none".
+protocol MakesNoItems: RunSource {}
+
+extension MakesNoItems {
+    func itemInsert(_ k: Int) -> (deps: Frontier, section: SectionID, origins: ListOperation.Origins, valueSize: Int)? { nil }
+    func typedRun(from k: Int, after previous: OpID, section: SectionID, right: SlotID?, maxValueSize: Int) -> Int { 0 }
+    func appendItems(from k: Int, count n: Int, to items: inout EntityTable, slot lv: LocalVersion, section s: EntityIndex) {
+        preconditionFailure("a run that makes no items adds none")
+    }
 }

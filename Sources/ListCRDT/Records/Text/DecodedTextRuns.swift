@@ -130,7 +130,7 @@ extension BatchDecoder {
 
 /// Text run `r` of a decoded batch, read in place: its operations continue each other by
 /// construction (``DecodedBatch/SpliceRun``).
-struct DecodedTextRun: RunSource {
+struct DecodedTextRun: RunSource, MakesNoItems {
     /// The batch, valid while the source is (``ListDocument/apply(_:strict:)`` makes both).
     let view: DecodedBatch.View
     let run: DecodedBatch.SpliceRun
@@ -145,11 +145,6 @@ struct DecodedTextRun: RunSource {
     @inline(__always) func id(_ k: Int) -> OpID { run.id.advanced(by: k) }
     @inline(__always) func dependsOnlyOn(_ k: Int, _ id: OpID) -> Bool {
         k == 0 ? run.deps.isOnly(id) : id == self.id(k - 1)
-    }
-    func itemInsert(_ k: Int) -> (deps: Frontier, section: SectionID, origins: ListOperation.Origins, valueSize: Int)? { nil }
-    func typedRun(from k: Int, after previous: OpID, section: SectionID, right: SlotID?, maxValueSize: Int) -> Int { 0 }
-    func appendItems(from k: Int, count n: Int, to items: inout EntityTable, slot lv: LocalVersion, section s: EntityIndex) {
-        preconditionFailure("a text run adds no items")
     }
     func deletedItem(_ k: Int) -> OpID? { nil }
     func continuesDeletes(_ k: Int) -> Bool { false }
@@ -171,11 +166,7 @@ extension ListDocument {
         let run = source.run
         guard k + 1 < run.count else { return .declined }
         let first = source.operation(k)
-        guard buffer.count == 0, !versionVector.contains(first.id), (try? screen(first)) == .some(nil),
-              firstMissingDependency(of: first) == nil,
-              let resolved = try? resolve(first), case let .writeFields(target, _, alive) = resolved,
-              first.runTextEdit != nil
-        else { return .declined }
+        guard first.runTextEdit != nil, let (target, alive) = textRunHead(first) else { return .declined }
         let batch = source.view.batch
         let name = batch.pointee.textNames[Int(run.name)]
         // Where the run stops: at its end, or (deleting) before a character the field lacks.
@@ -203,9 +194,7 @@ extension ListDocument {
                        insert: String(decoding: UnsafeBufferPointer(rebasing: source.view.bytes[typedBytes]), as: UTF8.self),
                        insertedCount: end - k)
             : TextEdit(deletes: [TextRange(first: removed.low, count: Int(removed.high.counter - removed.low.counter) + 1)])
-        let delta = records.applyTextRun(edit, first: first.id, stamp: stamp, name: name, to: target)
-        byteAccount.records += delta.held
-        byteAccount.dead += alive ? delta.reclaimable : delta.held
+        applyTextRunEdit(edit, first: first.id, stamp: stamp, name: name, to: target, alive: alive)
         // The version and frontier as each operation in turn leaves them; the log as each
         // operation appended in turn leaves it.
         advance(to: first.lastID, deps: first.deps)
