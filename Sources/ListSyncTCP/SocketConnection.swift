@@ -210,9 +210,18 @@ final class SocketConnection: EventHandler, @unchecked Sendable {
     }
 
     private func armIdleTimer() {
+        let due = EventLoop.now() &+ options.pingInterval.nanoseconds
         idleTimer = loop.schedule(after: options.pingInterval) { [weak self] in
             guard let self, !self.closed else { return }
-            let quiet = EventLoop.now() &- self.lastReceived
+            let now = EventLoop.now()
+            // A turn this late means this process did not run meanwhile (a machine suspended or
+            // too busy to schedule it): that time is not the peer's silence, so it does not count
+            // toward the idle limit, and a live peer gets its pings answered before it does.
+            let late = now > due ? now - due : 0
+            if late > self.options.pingInterval.nanoseconds {
+                self.lastReceived = min(now, self.lastReceived &+ late)
+            }
+            let quiet = now &- self.lastReceived
             if quiet >= self.options.idleTimeout.nanoseconds {
                 self.sayGoodbye("idle for \(self.options.idleTimeout)")
                 return

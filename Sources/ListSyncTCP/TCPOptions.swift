@@ -8,7 +8,8 @@ public struct TCPOptions: Sendable {
     public var frameLimit = 1 << 20
     /// Time allowed from accept (or connect) to the end of the handshake.
     public var handshakeTimeout: Duration = .seconds(3)
-    /// A connection that receives nothing for this long is closed.
+    /// A connection that receives nothing for this long is closed. Time this process did not run
+    /// (a timer turn more than ``pingInterval`` late: a suspended or starved machine) is not counted.
     public var idleTimeout: Duration = .seconds(60)
     /// A connection that receives nothing for this long sends a PING.
     public var pingInterval: Duration = .seconds(20)

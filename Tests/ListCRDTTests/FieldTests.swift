@@ -197,6 +197,28 @@ struct FieldTests {
         for n in 0 ..< bytes.count { #expect(throws: WireError.self) { try ListOperation.decode(bytes[..<n]) } }
     }
 
+    @Test("§8 a batch or a snapshot that spells a field name outside the limits is a wire error where it is read")
+    func badNameDecoded() throws {
+        // The decoder checks each name where a batch spells it, so a state snapshot's load, which
+        // checks every field write of its history, need not check the names again.
+        var (a, _, milk) = try pair()
+        var op = try a.setField("zq", to: .int(1), ofItem: milk)
+        op.kind = .writeFields(.item(milk), FieldWrites(clock: 9, writes: [FieldWrite(name: "z\u{7}", change: .set(.int(1)))]))
+        #expect(throws: WireError.self) { try ListOperation.decode(ListOperation.encode([op])) }
+        op.kind = .writeFields(.item(milk), FieldWrites(clock: 9, writes: [FieldWrite(name: "", change: .set(.int(1)))]))
+        #expect(throws: WireError.self) { try ListOperation.decode(ListOperation.encode([op])) }
+
+        // A state snapshot of version 5 applies its history's field writes: the one name "zq",
+        // spelled once in the batch ahead of the log, made a control character.
+        let good = a.encodedStateSnapshotBeforeVersion9()
+        #expect(try ListDocument(snapshot: good, replica: ReplicaID(3)).field("zq", of: milk) == .value(.int(1)))
+        let at = try #require((0 ..< good.count - 1).first { good[$0] == UInt8(ascii: "z") && good[$0 + 1] == UInt8(ascii: "q") })
+        #expect((at + 1 ..< good.count - 1).allSatisfy { !(good[$0] == UInt8(ascii: "z") && good[$0 + 1] == UInt8(ascii: "q")) })
+        var bad = good
+        bad[at + 1] = 7
+        #expect(throws: WireError.self) { try ListDocument(snapshot: bad, replica: ReplicaID(3)) }
+    }
+
     @Test("§8.1 an item inserted with its fields is one operation; it travels, loads and compacts like any")
     func insertWithFields() throws {
         var (a, b, _) = try pair()

@@ -368,8 +368,10 @@ struct BatchDecoder {
             let s = try reader.count(minBytes: 1)
             guard s <= FieldLimits.maxSeen else { throw .countTooLarge(s, offset: seenAt) }
             var seen: [OpID] = []
-            seen.reserveCapacity(s)
-            for _ in 0 ..< s { seen.append(try ref(id, default: nil)) }
+            if s > 0 {
+                seen.reserveCapacity(s)
+                for _ in 0 ..< s { seen.append(try ref(id, default: nil)) }
+            }
             let change = try fieldChangeOrText(id)   // Records/Text/TextCoding.swift
             writes.append(FieldWrite(name: name, change: change, replaces: replaces, seen: seen))
         }
@@ -377,13 +379,15 @@ struct BatchDecoder {
     }
 
     /// A field's name: spelled out (version 3; version 4 the first time), or the number of one the
-    /// batch spelled out before (version 4).
+    /// batch spelled out before (version 4). Every name is checked against ``FieldLimits`` where it
+    /// is spelled, so a decoded write's name needs no check of its own
+    /// (``ListDocument/problem(with:maxValueSize:namesChecked:)``).
     mutating func fieldName() throws(WireError) -> String {
-        guard version >= 4 else { return try reader.utf8(limit: FieldLimits.maxNameBytes) }
+        guard version >= 4 else { return try spelledName() }
         let at = reader.offset
         let code = try reader.varint()
         if code == 0 {
-            let name = try reader.utf8(limit: FieldLimits.maxNameBytes)
+            let name = try spelledName()
             fieldNames.names.append(name)
             return name
         }
@@ -391,6 +395,14 @@ struct BatchDecoder {
             throw .invalidValue("field name \(code) not in the batch's table of \(fieldNames.names.count)", offset: at)
         }
         return fieldNames.names[Int(code - 1)]
+    }
+
+    /// A name spelled out, within ``FieldLimits``.
+    private mutating func spelledName() throws(WireError) -> String {
+        let at = reader.offset
+        let name = try reader.utf8(limit: FieldLimits.maxNameBytes)
+        if let why = FieldLimits.problem(withName: name) { throw .invalidValue(why, offset: at) }
+        return name
     }
 
     private mutating func value() throws(WireError) -> Data {

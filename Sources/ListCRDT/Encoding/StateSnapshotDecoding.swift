@@ -404,7 +404,8 @@ struct StateSnapshotDecoder {
     /// and each text edit against its field: the history is in causal order), then applied to
     /// the records.
     mutating func applyHistory(_ writes: FieldWrites, of id: OpID, to target: RecordTarget, at offset: Int) throws(WireError) {
-        if let problem = ListDocument.problem(with: writes, maxValueSize: maxValueSize) {
+        // Every operation here came out of the batch decoder, which checked the names and their order.
+        if let problem = ListDocument.problem(with: writes, maxValueSize: maxValueSize, namesChecked: true) {
             throw .invalidValue("field \"\(problem.name)\": \(problem.why)", offset: offset)
         }
         let key = target.opID

@@ -236,8 +236,13 @@ extension ListDocument {
     /// What is wrong with `writes`, if anything: the field it concerns and why. Checked for local
     /// edits and for every received operation alike.
     ///
+    /// `namesChecked`: every name is within ``FieldLimits`` and the writes are in strictly
+    /// increasing name order, as the batch decoder guarantees for what it decodes
+    /// (`BatchDecoder.fieldName()`, `fieldWrites(_:)`); a state snapshot's load, which checks every
+    /// field write of the history, skips those checks then.
+    ///
     /// - Complexity: O(w + m + s) for w writes, m members and s seen entries.
-    static func problem(with writes: FieldWrites, maxValueSize: Int) -> (name: String, why: String)? {
+    static func problem(with writes: FieldWrites, maxValueSize: Int, namesChecked: Bool = false) -> (name: String, why: String)? {
         if writes.writes.isEmpty { return ("", "an operation writes no field") }
         if writes.writes.count > FieldLimits.maxWrites {
             return ("", "\(writes.writes.count) fields in one operation, over \(FieldLimits.maxWrites)")
@@ -246,8 +251,10 @@ extension ListDocument {
         // cost in a state snapshot's load, which checks every field write of the history).
         let found = writes.writes.withUnsafeBufferPointer { ws -> (name: String, why: String)? in
             for k in ws.indices {
-                if let why = FieldLimits.problem(withName: ws[k].name) { return (ws[k].name, why) }
-                if k > 0, ws[k - 1].name >= ws[k].name { return (ws[k].name, "fields not in increasing name order, or twice") }
+                if !namesChecked {
+                    if let why = FieldLimits.problem(withName: ws[k].name) { return (ws[k].name, why) }
+                    if k > 0, ws[k - 1].name >= ws[k].name { return (ws[k].name, "fields not in increasing name order, or twice") }
+                }
                 if let why = Self.problem(withChange: ws[k], maxValueSize: maxValueSize) { return (ws[k].name, why) }
             }
             return nil
