@@ -98,8 +98,9 @@ import ListSyncTestTraits
         let good = doc.encodedSnapshot()
         var wrongMagic = good; wrongMagic[0] = 0x58
         #expect(throws: WireError.invalidTag(0x58, offset: 0)) { try ListDocument(snapshot: wrongMagic, replica: ReplicaID(1)) }
-        // (Version 9 is the state with records, Docs/WireFormat.md §5.9: the next one is unknown.)
-        let unknown = ListDocument.stateRecordsSnapshotFormatVersion + 1
+        // (Version 10 is the state with records, some left to the log, Docs/WireFormat.md §5.10:
+        // the next one is unknown.)
+        let unknown = ListDocument.stateRecordsPastedSnapshotFormatVersion + 1
         var wrongVersion = good; wrongVersion[4] = unknown
         #expect(throws: WireError.unsupportedVersion(unknown)) { try ListDocument(snapshot: wrongVersion, replica: ReplicaID(1)) }
         #expect(throws: WireError.trailingBytes(2)) { try ListDocument(snapshot: good + [0, 0], replica: ReplicaID(1)) }

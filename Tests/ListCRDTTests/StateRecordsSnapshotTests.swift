@@ -137,7 +137,7 @@ struct StateRecordsSnapshotTests {
         ReclaimableBytesTests.check(b, "copy b")
     }
 
-    @Test("a typed text and a pasted one load from version 9 with their texts checked against the log; a text edit of a record without text in the state is refused")
+    @Test("a typed text and a pasted one load from version 10 (the pasted one's record left to the log) with the typed text checked against the log; a text edit of a record without text in the state is refused")
     func textsInVersionNine() throws {
         var doc = ListDocument(replica: ReplicaID(1))
         try doc.insertSection(at: 0)
@@ -147,7 +147,8 @@ struct StateRecordsSnapshotTests {
         _ = try doc.splice("notes", ofItem: pasted, at: 0, insert: String(repeating: "lorem ", count: 50))
         _ = try TextFieldTests.type("typed", at: 0, into: &doc, item: typed)
         let bytes = doc.encodedSnapshot()
-        #expect(bytes[4] == ListDocument.stateRecordsSnapshotFormatVersion)
+        #expect(bytes[4] == ListDocument.stateRecordsPastedSnapshotFormatVersion)
+        #expect(StateSnapshotEncoder.pastedTextRecords(of: doc) == [pasted.opID])
         var loaded = try ListDocument(snapshot: bytes, replica: ReplicaID(2))
         #expect(loaded.text("notes", ofItem: pasted) == doc.text("notes", ofItem: pasted))
         #expect(loaded.text("notes", ofItem: typed) == "typed")
@@ -188,13 +189,16 @@ struct StateRecordsSnapshotTests {
         #expect(loadedCount < 600)
     }
 
-    @Test("a reader of version 8 refuses version 9 by its version byte; this build refuses the version after 9 the same way")
+    @Test("a reader of version 8 refuses version 9 by its version byte; this build refuses the version after 10 the same way")
     func olderReaderRefuses() throws {
         let docs = try Self.board(seed: 3)
         var bytes = docs[0].encodedSnapshot()
         #expect(bytes[4] == ListDocument.stateRecordsSnapshotFormatVersion)
-        bytes[4] = ListDocument.stateRecordsSnapshotFormatVersion + 1
-        #expect(throws: WireError.unsupportedVersion(ListDocument.stateRecordsSnapshotFormatVersion + 1)) {
+        // Version 10 is version 9 where records may be left to the log: labelled 10, the same document.
+        bytes[4] = ListDocument.stateRecordsPastedSnapshotFormatVersion
+        Self.expectSame(try ListDocument(snapshot: bytes, replica: ReplicaID(9)), docs[0], "labelled 10")
+        bytes[4] = ListDocument.stateRecordsPastedSnapshotFormatVersion + 1
+        #expect(throws: WireError.unsupportedVersion(ListDocument.stateRecordsPastedSnapshotFormatVersion + 1)) {
             try ListDocument(snapshot: bytes, replica: ReplicaID(9))
         }
         // Labelled 8, version 9's records part is not version 8's text records: a typed error.

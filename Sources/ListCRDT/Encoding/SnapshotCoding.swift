@@ -83,12 +83,13 @@ extension ListDocument {
         let version = try r.byte()
         if version == Self.stateSnapshotFormatVersion || version == Self.stateFieldsSnapshotFormatVersion
             || version == Self.stateTextSnapshotFormatVersion || version == Self.stateTextRunsSnapshotFormatVersion
-            || version == Self.stateRecordsSnapshotFormatVersion {
+            || version == Self.stateRecordsSnapshotFormatVersion || version == Self.stateRecordsPastedSnapshotFormatVersion {
             var decoder = StateSnapshotDecoder(r, replica: replica, maxValueSize: maxValueSize,
                                                othersInOneBatch: version != Self.stateSnapshotFormatVersion,
                                                textRecords: version >= Self.stateTextSnapshotFormatVersion,
                                                textRuns: version >= Self.stateTextRunsSnapshotFormatVersion,
-                                               stateRecords: version == Self.stateRecordsSnapshotFormatVersion)
+                                               stateRecords: version >= Self.stateRecordsSnapshotFormatVersion,
+                                               pastedRecords: version == Self.stateRecordsPastedSnapshotFormatVersion)
             self = try decoder.decode()
             records.conflicts = []   // history, not news (Docs/Semantics.md §8.3)
             recountBytes()   // the tables were loaded whole, not operation by operation

@@ -300,7 +300,8 @@ extension StateSnapshotEncoder {
     /// - Complexity: O(r log r + f log f + t) for r records, f fields and t tags and members.
     mutating func putStateRecords() {
         let records = doc.records
-        let all = records.allRecords
+        var all = records.allRecords
+        for record in pastedRecords { all[record] = nil }   // version 10: left to the log
         var nameSet = Set<String>()
         for fields in all.values { for name in fields.keys { nameSet.insert(name) } }
         let names = nameSet.sorted()

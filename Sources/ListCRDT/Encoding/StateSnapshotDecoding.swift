@@ -42,6 +42,9 @@ struct StateSnapshotDecoder {
     /// Version 9: every record is read as state (``readStateRecords()``), the records without
     /// text on first use; set once they are read.
     let allRecordsState: Bool
+    /// Version 10: a record the records part does not hold is made from the log's field writes,
+    /// as version 5 makes a record with text (its text was pasted: its characters are in the log).
+    let pastedRecords: Bool
     var stateRecords: StateRecords?
     /// Per replica index: one past the greatest counter of the log read so far.
     var lastEnd: [UInt64] = []
@@ -53,10 +56,11 @@ struct StateSnapshotDecoder {
 
     /// A decoder reading `reader` from its offset (right after the magic and the version byte).
     init(_ reader: WireReader, replica: ReplicaID, maxValueSize: Int, othersInOneBatch: Bool = false,
-         textRecords: Bool = false, textRuns: Bool = false, stateRecords: Bool = false) {
+         textRecords: Bool = false, textRuns: Bool = false, stateRecords: Bool = false, pastedRecords: Bool = false) {
         r = reader
         self.textRuns = textRuns
         allRecordsState = stateRecords
+        self.pastedRecords = pastedRecords
         if othersInOneBatch { others = OtherOperationStream() }
         if textRecords { textState = TextStateCheck() }
         self.replica = replica
@@ -412,8 +416,15 @@ struct StateSnapshotDecoder {
         if allRecordsState {
             // Version 9: every record is in the state; its writes are checked (each text edit
             // against its text, `checkLogged`), none applied.
-            guard textState!.records[key] != nil || deferral.targets[key] != nil else {
-                throw .invalidValue("a field write to \(key), whose record the snapshot does not hold", offset: offset)
+            guard deferral.targets[key] != nil || textState!.records[key] != nil else {
+                // Version 10: a record left to the log is made now, write by write, each text
+                // edit checked against its text as it is (as version 5 makes a record with text).
+                guard pastedRecords else {
+                    throw .invalidValue("a field write to \(key), whose record the snapshot does not hold", offset: offset)
+                }
+                if let why = doc.textProblem(writes, of: target) { throw .invalidValue(why, offset: offset) }
+                doc.records.apply(writes, of: id, to: target, local: doc.replica)
+                return
             }
             try checkLogged(writes, of: id, record: key, at: offset)
             doc.records.clock = max(doc.records.clock, writes.clock)

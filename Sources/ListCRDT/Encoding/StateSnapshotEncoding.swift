@@ -49,6 +49,12 @@ extension ListDocument {
     /// (Docs/WireFormat.md §5.9, `StateRecordsCoding.swift`). Documents without records keep
     /// writing versions 2 to 8.
     public static let stateRecordsSnapshotFormatVersion: UInt8 = 9
+    /// Version 9 with the records that hold a pasted text (fewer than one logged text edit per 16
+    /// characters) left out of the records part: their fields are made again at the load from the
+    /// log's field writes, as version 5 makes them, so that their characters are in the snapshot
+    /// once, in the log (Docs/WireFormat.md §5.10). Written only when there is such a record;
+    /// otherwise version 9.
+    public static let stateRecordsPastedSnapshotFormatVersion: UInt8 = 10
 
     /// Encodes the document as a state snapshot (format version 2).
     ///
@@ -76,30 +82,36 @@ struct StateSnapshotEncoder {
     let textState: RecordStore
     /// Whether version 8 is written: the log holds text runs, each written as one record.
     let textRunRecords: Bool
-    /// Whether version 9 is written: every record as state (``putStateRecords()``).
+    /// Whether version 9 or 10 is written: every record as state (``putStateRecords()``), but
+    /// those in ``pastedRecords``.
     let stateRecords: Bool
+    /// Version 10: the records left to the log (``pastedTextRecords(of:)``); none in version 9.
+    let pastedRecords: Set<OpID>
 
     /// `othersInOneBatch` nil: version 5 exactly when the history writes fields (false: version 2
     /// whatever it holds, as builds before version 5 wrote it; for tests). `textRecords` nil:
     /// version 7 exactly when a field holds text (false: version 5, as builds before version 7
     /// wrote it; for tests).
-    /// `stateRecords` nil: version 9 exactly when the document has records and none of the other
-    /// three was given (false, or another given: versions 2 to 8, as builds before version 9 wrote
-    /// them; for tests).
+    /// `stateRecords` nil: version 9 or 10 exactly when the document has records and none of the
+    /// other three was given (false, or another given: versions 2 to 8, as builds before version 9
+    /// wrote them; for tests). `pastedToLog` false: version 9 whatever the texts, as builds before
+    /// version 10 wrote it (for tests).
     init(_ doc: ListDocument, othersInOneBatch: Bool? = nil, textRecords: Bool? = nil, textRuns: Bool? = nil,
-         stateRecords: Bool? = nil) {
+         stateRecords: Bool? = nil, pastedToLog: Bool = true) {
         self.doc = doc
         let others = othersInOneBatch ?? (doc.log.others.hasRuns || doc.log.others.contains(where: \.carriesFields))
         self.othersInOneBatch = others
         let olderAsked = othersInOneBatch != nil || textRecords != nil || textRuns != nil
         if others, stateRecords ?? (!olderAsked && !doc.records.isEmpty) {
             self.stateRecords = true
+            pastedRecords = pastedToLog ? Self.pastedTextRecords(of: doc) : []
             textState = RecordStore()
             textRunRecords = doc.log.others.hasRuns
             self.textRecords = false
             return
         }
         self.stateRecords = false
+        pastedRecords = []
         let mayWrite = others && (textRecords ?? doc.records.hasText)
         textState = mayWrite ? Self.textStateRecords(of: doc) : RecordStore()
         textRunRecords = others && (textRuns ?? doc.log.others.hasRuns) && doc.log.others.hasRuns
@@ -114,21 +126,39 @@ struct StateSnapshotEncoder {
     ///
     /// - Complexity: O(m + r) for m log operations of other kinds and r records.
     static func textStateRecords(of doc: ListDocument) -> RecordStore {
-        var edits: [OpID: Int] = [:]
-        doc.log.others.forEachTextEditRecord { edits[$0, default: 0] += 1 }
         var store = RecordStore()
         store.clock = doc.records.clock
+        for (record, typed) in textRecordsTyped(doc) where typed { store.materialized[record] = doc.records.materialized[record] }
+        return store
+    }
+
+    /// The records version 10 leaves to the log: those holding a text pasted in a few edits
+    /// (``textStateRecords(of:)``'s rule), whose characters the log's edits hold already. Written
+    /// as state, a board of pasted notes was twice its text (issue 45, W17.notes).
+    ///
+    /// - Complexity: O(m + r) for m log operations of other kinds and r records.
+    static func pastedTextRecords(of doc: ListDocument) -> Set<OpID> {
+        guard doc.records.hasText else { return [] }
+        return Set(textRecordsTyped(doc).lazy.filter { !$0.value }.map(\.key))
+    }
+
+    /// Each record that holds text (every such record is made at the load, so is in
+    /// `materialized`): whether it was typed, at least one logged text edit per 16 characters kept.
+    private static func textRecordsTyped(_ doc: ListDocument) -> [OpID: Bool] {
+        var edits: [OpID: Int] = [:]
+        doc.log.others.forEachTextEditRecord { edits[$0, default: 0] += 1 }
+        var out: [OpID: Bool] = [:]
         for (record, fields) in doc.records.materialized {
             let characters = fields.values.reduce(0) { $0 + ($1.text?.slotCount ?? 0) }
-            guard characters > 0, (edits[record] ?? 0) * 16 >= characters else { continue }
-            store.materialized[record] = fields
+            if characters > 0 { out[record] = (edits[record] ?? 0) * 16 >= characters }
         }
-        return store
+        return out
     }
 
     /// The version this encoder writes.
     var version: UInt8 {
-        stateRecords ? ListDocument.stateRecordsSnapshotFormatVersion
+        stateRecords ? (pastedRecords.isEmpty ? ListDocument.stateRecordsSnapshotFormatVersion
+                                              : ListDocument.stateRecordsPastedSnapshotFormatVersion)
             : textRunRecords ? ListDocument.stateTextRunsSnapshotFormatVersion
             : textRecords ? ListDocument.stateTextSnapshotFormatVersion
             : othersInOneBatch ? ListDocument.stateFieldsSnapshotFormatVersion : ListDocument.stateSnapshotFormatVersion
