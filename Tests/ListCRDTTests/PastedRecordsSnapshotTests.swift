@@ -99,23 +99,7 @@ struct PastedRecordsSnapshotTests {
         let (doc, _) = try Self.board(seed: 5)
         let bytes = doc.encodedSnapshot()
         #expect(bytes[4] == ListDocument.stateRecordsPastedSnapshotFormatVersion)
-        for n in stride(from: 0, to: bytes.count, by: 11) {
-            #expect(throws: WireError.self) { try ListDocument(snapshot: bytes.prefix(n), replica: ReplicaID(9)) }
-        }
-        var rng = SplitMix64(seed: 0x5EC10)
-        var loadedCount = 0
-        for _ in 0 ..< 400 {
-            var damaged = bytes
-            let at = 5 + rng.below(bytes.count - 5)
-            damaged[at] ^= UInt8(1 + rng.below(255))
-            guard let loaded = try? ListDocument(snapshot: damaged, replica: ReplicaID(9)) else { continue }
-            loadedCount += 1
-            try loaded.checkInvariants()
-            _ = loaded.snapshot()
-            _ = loaded.records.allRecords
-            _ = loaded.reclaimableBytes
-        }
-        #expect(loadedCount < 400)
+        try StateRecordsSnapshotTests.expectDamageRefusedOrSound(bytes, prefixStride: 11, damages: 400, seed: 0x5EC10)
     }
 
     @Test("a reader of version 9 refuses version 10: by its version byte, and labelled 9 by a field write whose record the records part does not hold")
