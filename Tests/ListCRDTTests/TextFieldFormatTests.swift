@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import ListCRDT
+import ListSyncSimulation
 
 /// Docs/WireFormat.md §2.8 and §5.6: text edits on the wire (format 4), in history, state and
 /// compacted snapshots (version 6), and what an older reader does with them.
@@ -16,6 +17,19 @@ struct TextFieldFormatTests {
         let remote = try TextFieldTests.type("ZZ", at: 2, into: &docs[1], item: item)
         #expect(docs[0].receive(remote).isSuccess)
         return (docs[0], item)
+    }
+
+    @Test("a text's scalars are appended in one pass over its UTF-8: the scalar view's, for ASCII, accented, CJK, emoji and mixed texts, onto scalars already there")
+    func appendScalars() {
+        var rng = SplitMix64(seed: 0xA5C11)
+        let pieces = ["a", "lorem ipsum ", "é", "e\u{301}", "日本語", "👩‍👩‍👧", "\u{7F}", "\u{80}", "\u{10FFFF}", "\n", ""]
+        for _ in 0 ..< 300 {
+            let text = (0 ..< rng.below(12)).map { _ in pieces[rng.below(pieces.count)] }.joined()
+            let start = (0 ..< rng.below(5)).map { _ in Unicode.Scalar(UInt8(65 + rng.below(26))) }
+            var scalars = start
+            TextSequence.appendScalars(of: text, to: &scalars)
+            #expect(scalars == start + Array(text.unicodeScalars), "\(text.debugDescription)")
+        }
     }
 
     @Test("a batch with a text edit is wire format 4, as every batch with field writes; 6 with a text run (two keystrokes in a row)")

@@ -111,7 +111,7 @@ extension TextSequence {
         made.after = o.left.exists ? slots.id(of: o.left) : .none
         made.before = o.right.exists ? slots.id(of: o.right) : .none
         let first = scalars.count
-        if k == 1 { scalars.append(Self.firstScalar(of: insert)) } else { scalars.append(contentsOf: insert.unicodeScalars) }
+        if k == 1 { scalars.append(Self.firstScalar(of: insert)) } else { Self.appendScalars(of: insert, to: &scalars) }
         let lv = slots.appendRun(id: id, count: k, left: o.left, right: o.right, sequence: .sections, entity: EntityIndex(first))
         forest.insert(Self.tree, lv, count: k, visible: true, after: o.after)
         let last = lv.advanced(by: Int32(k - 1))
