@@ -318,10 +318,9 @@ extension TextSequence {
             let needed = scalars.count + bytes.count
             if scalars.capacity < needed { scalars.reserveCapacity(Swift.max(needed, scalars.capacity * 2)) }
             var i = 0
-            while i < bytes.count, bytes[i] < 0x80 {
-                scalars.append(Unicode.Scalar(bytes[i]))
-                i += 1
-            }
+            while i < bytes.count, bytes[i] < 0x80 { i += 1 }
+            // The ASCII prefix in one copy (a lazy map of known length: no check per element).
+            scalars.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[..<i]).lazy.map { Unicode.Scalar($0) })
             guard i < bytes.count else { return }
             var rest = bytes[i...].makeIterator()
             var decoder = Unicode.UTF8()
