@@ -114,6 +114,29 @@ import Testing
         #expect(report.copiesParted == 0 && report.mergesBack >= 1)
     }
 
+    /// Seed 25 of `listsync simulate --daemons 3 --hide-daemon --roam 30 --crashes 1
+    /// --compact-after 10` (200 edits): a device re-synced from a compacted daemon's snapshot,
+    /// then roamed to the hidden daemon, which sent it its clients' operations made before that
+    /// floor. The device's copy refused them, and kept the 37 operations made on them waiting for
+    /// ever (the run never quiet). They are refused or dropped now
+    /// (`ListCRDT/Compaction/ListDocument+RefusedCauses.swift`); the hidden daemon's merge back
+    /// brings their edits made again.
+    @Test("a compacted device sent a hidden daemon's operations made before its floor drops what depends on them: nothing waits for ever, copies parted: 0 (seed 25)")
+    func compactedDeviceDropsWhatWaitsOnRefused() {
+        var config = SimulationConfiguration()
+        config.seed = 25
+        config.daemons = 3
+        config.hidesDaemon = true
+        config.roamPercent = 30
+        config.crashes = 1
+        config.compactAfter = 10
+        var sim = Simulator(config)
+        let report = sim.run()
+        #expect(report.failures.isEmpty, "\(report.failures)")
+        #expect(report.copiesParted == 0 && report.mergesBack >= 1)
+        #expect(sim.replicaDocuments.allSatisfy { $0.pendingCount == 0 })
+    }
+
     @Test("without the merge back (DocumentCore.Variant.partsCopies) the same seeds fail: acknowledged operations stay on the hidden daemon's copy only")
     func partsWithoutTheRepair() {
         var failed = 0, parted = 0, runs = 0

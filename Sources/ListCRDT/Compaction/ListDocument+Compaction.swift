@@ -81,6 +81,7 @@ extension ListDocument {
         doc.buffer = buffer
         doc.rejected = rejected
         doc.dropped = dropped
+        doc.refusedBeforeFloor = refusedBeforeFloor
         doc.pendingLimits = pendingLimits
         doc.fastPaths = fastPaths
         doc.variant = variant

@@ -134,8 +134,18 @@ extension ListDocument {
     /// The general path for one operation: duplicate and equivocation checks, the causal buffer,
     /// then ``resolve(_:)`` and ``commit(_:_:hint:)``, and the buffered operations it unblocks.
     private mutating func receiveGeneral(_ op: ListOperation) throws(ApplyError) -> ReceiveReport {
-        if let outcome = try screen(op) { return outcome }
+        let screened: ReceiveReport?
+        do { screened = try screen(op) } catch {
+            // Refused for the floor: what waits for it here never applies (RefusedCauses).
+            if compaction != nil, !versionVector.contains(op.id), isBeforeFloor(op) { noteRefusedBeforeFloor(op) }
+            throw error
+        }
+        if let outcome = screened { return outcome }
         if let missing = firstMissingDependency(of: op) {
+            if let cause = refusedCause(of: op) {
+                noteRefusedBeforeFloor(op)
+                throw Self.onRefusedCause(op.id, cause)
+            }
             if variant == .noCausalBuffer {
                 // Broken on purpose: apply now if the references resolve, else lose the operation.
                 guard let resolved = try? resolve(op) else { return .buffered }
@@ -151,7 +161,9 @@ extension ListDocument {
         }
         let resolved = try resolve(op)
         commit(op, resolved)
-        return .applied(woken: 1 + wake(op.id.replica))
+        let woken = wake(op.id.replica)
+        if refusalsToSweep { dropWaitingOnRefused() }
+        return .applied(woken: 1 + woken)
     }
 
     /// Operations received but still waiting for dependencies, sorted by id.
@@ -283,6 +295,8 @@ extension ListDocument {
         }
         if isBeforeFloor(op) {
             dropped.append((op, Self.beforeFloor(op.id)))
+            // What waits for it is dropped once the wake is over (the buffer is being read).
+            noteRefusedBeforeFloor(op, sweep: false)
             return false
         }
         // Woken because its dependency's replica reached the counter: check that the

@@ -27,6 +27,7 @@ extension ListDocument {
         fresh.records.conflicts = records.conflicts
         fresh.rejected = rejected
         fresh.dropped = dropped
+        fresh.refusedBeforeFloor = refusedBeforeFloor
         return fresh
     }
 }

@@ -24,6 +24,13 @@ public struct ListDocument: Sendable {
     var buffer = PendingBuffer()
     var rejected: [ListOperation] = []
     var dropped: [(ListOperation, ApplyError)] = []
+    /// Per replica, the greatest counter of an operation refused here as made before the
+    /// compaction floor (or as depending on one): what waits for one of them is dropped
+    /// (`Compaction/ListDocument+RefusedCauses.swift`). Empty for a document never compacted.
+    var refusedBeforeFloor: [ReplicaID: UInt64] = [:]
+    /// A refusal noted while the causal buffer was being woken: what waits for it is dropped
+    /// once the wake is over.
+    var refusalsToSweep = false
     /// What compaction left of the history (`Compaction/`): nil for a document never compacted.
     var compaction: CompactionFloor?
     /// Whether the fast paths may run (tests turn it off to compare them with the general path;
