@@ -99,8 +99,9 @@ import Testing
     /// (``ListCRDT/ListDocument/holdsEverything(of:)``).
     static let floorGapSeeds: [UInt64] = [1, 7, 47]
 
-    @Test("a peer's floor that counts originals it never held: the hidden daemon makes them again, every section and item its clients made is shown, copies parted: 0", arguments: floorGapSeeds)
-    func floorCountingOriginalsItLacks(seed: UInt64) {
+    /// `listsync simulate --daemons 3 --hide-daemon --roam 30 --crashes 1 --compact-after 10 --seed N`
+    /// (200 edits).
+    static func hiddenRoaming(seed: UInt64) -> SimulationConfiguration {
         var config = SimulationConfiguration()
         config.seed = seed
         config.daemons = 3
@@ -108,7 +109,12 @@ import Testing
         config.roamPercent = 30
         config.crashes = 1
         config.compactAfter = 10
-        var sim = Simulator(config)
+        return config
+    }
+
+    @Test("a peer's floor that counts originals it never held: the hidden daemon makes them again, every section and item its clients made is shown, copies parted: 0", arguments: floorGapSeeds)
+    func floorCountingOriginalsItLacks(seed: UInt64) {
+        var sim = Simulator(Self.hiddenRoaming(seed: seed))
         let report = sim.run()
         #expect(report.failures.isEmpty, "\(report.failures)")
         #expect(report.copiesParted == 0 && report.mergesBack >= 1)
@@ -123,14 +129,7 @@ import Testing
     /// brings their edits made again.
     @Test("a compacted device sent a hidden daemon's operations made before its floor drops what depends on them: nothing waits for ever, copies parted: 0 (seed 25)")
     func compactedDeviceDropsWhatWaitsOnRefused() {
-        var config = SimulationConfiguration()
-        config.seed = 25
-        config.daemons = 3
-        config.hidesDaemon = true
-        config.roamPercent = 30
-        config.crashes = 1
-        config.compactAfter = 10
-        var sim = Simulator(config)
+        var sim = Simulator(Self.hiddenRoaming(seed: 25))
         let report = sim.run()
         #expect(report.failures.isEmpty, "\(report.failures)")
         #expect(report.copiesParted == 0 && report.mergesBack >= 1)
