@@ -413,31 +413,21 @@ struct StateSnapshotDecoder {
             throw .invalidValue("field \"\(problem.name)\": \(problem.why)", offset: offset)
         }
         let key = target.opID
+        // Version 9: every record is in the state; version 7: the records with typed text. A
+        // record in the state has its writes checked (each text edit against its text,
+        // `checkLogged`), none applied.
+        if allRecordsState ? deferral.targets[key] != nil || textState!.records[key] != nil : textState?.records[key] != nil {
+            try checkLogged(writes, of: id, record: key, at: offset)
+            doc.records.clock = max(doc.records.clock, writes.clock)
+            return
+        }
         if allRecordsState {
-            // Version 9: every record is in the state; its writes are checked (each text edit
-            // against its text, `checkLogged`), none applied.
-            guard deferral.targets[key] != nil || textState!.records[key] != nil else {
-                // Version 10: a record left to the log is made now, write by write, each text
-                // edit checked against its text as it is (as version 5 makes a record with text).
-                guard pastedRecords else {
-                    throw .invalidValue("a field write to \(key), whose record the snapshot does not hold", offset: offset)
-                }
-                if let why = doc.textProblem(writes, of: target) { throw .invalidValue(why, offset: offset) }
-                doc.records.apply(writes, of: id, to: target, local: doc.replica)
-                return
+            // Version 10: a record left to the log is made now, write by write, as below (nothing
+            // of it is filed: the filed records are read from the state).
+            guard pastedRecords else {
+                throw .invalidValue("a field write to \(key), whose record the snapshot does not hold", offset: offset)
             }
-            try checkLogged(writes, of: id, record: key, at: offset)
-            doc.records.clock = max(doc.records.clock, writes.clock)
-            return
-        }
-        if textState?.records[key] != nil {
-            // Version 7: the record is loaded as state; its text edits are checked against it.
-            try checkLogged(writes, of: id, record: key, at: offset)
-            doc.records.clock = max(doc.records.clock, writes.clock)
-            return
-        }
-        let text = writes.writes.contains { if case .text = $0.change { true } else { false } }
-        if !text && doc.records.materialized[key] == nil {
+        } else if doc.records.materialized[key] == nil && !writes.writes.contains(where: { if case .text = $0.change { true } else { false } }) {
             // Cannot fail against the record: filed, replayed when the record is first used.
             deferral.file(writes, of: id, to: key)
             doc.records.clock = max(doc.records.clock, writes.clock)
