@@ -19,16 +19,36 @@ struct TextFieldFormatTests {
         return (docs[0], item)
     }
 
-    @Test("a text's scalars are appended in one pass over its UTF-8: the scalar view's, for ASCII, accented, CJK, emoji and mixed texts, onto scalars already there")
-    func appendScalars() {
+    @Test("a text's characters are one byte each while all are ASCII and four from the first that is not: appends of ASCII, accented, CJK, emoji and mixed texts and of single scalars read back as the scalar view's, in any order; a text's scalars counted eight bytes at a time")
+    func textScalars() {
         var rng = SplitMix64(seed: 0xA5C11)
-        let pieces = ["a", "lorem ipsum ", "é", "e\u{301}", "日本語", "👩‍👩‍👧", "\u{7F}", "\u{80}", "\u{10FFFF}", "\n", ""]
+        let pieces = ["a", "lorem ipsum ", "é", "e\u{301}", "日本語", "👩‍👩‍👧", "\u{7F}", "\u{80}", "\u{10FFFF}", "\n", "",
+                      String(repeating: "abcdefgh", count: 3)]
         for _ in 0 ..< 300 {
-            let text = (0 ..< rng.below(12)).map { _ in pieces[rng.below(pieces.count)] }.joined()
-            let start = (0 ..< rng.below(5)).map { _ in Unicode.Scalar(UInt8(65 + rng.below(26))) }
-            var scalars = start
-            TextSequence.appendScalars(of: text, to: &scalars)
-            #expect(scalars == start + Array(text.unicodeScalars), "\(text.debugDescription)")
+            var scalars = TextScalars()
+            var expected: [Unicode.Scalar] = []
+            for _ in 0 ..< rng.below(8) {
+                if rng.below(3) == 0 {
+                    let s = Array(pieces[rng.below(pieces.count)].unicodeScalars).first ?? "z"
+                    scalars.append(s)
+                    expected.append(s)
+                } else {
+                    let text = (0 ..< rng.below(6)).map { _ in pieces[rng.below(pieces.count)] }.joined()
+                    #expect(scalars.append(contentsOf: text) == text.unicodeScalars.count, "\(text.debugDescription)")
+                    #expect(TextEdit.scalarCount(of: text) == text.unicodeScalars.count, "counted eight bytes at a time")
+                    expected += text.unicodeScalars
+                }
+            }
+            #expect(scalars.count == expected.count)
+            #expect((0 ..< expected.count).allSatisfy { scalars[$0] == expected[$0] })
+            #expect(scalars.isWide == expected.contains { !$0.isASCII }, "wide only once a character is not ASCII")
+            let all = String(String.UnicodeScalarView(expected))
+            #expect(scalars.string(0 ..< expected.count) == all)
+            let a = rng.below(expected.count + 1), b = a + rng.below(expected.count - a + 1)
+            let part = String(String.UnicodeScalarView(expected[a ..< b]))
+            #expect(scalars.string(a ..< b) == part)
+            #expect(scalars.matches(a ..< b, part))
+            if b > a { #expect(!scalars.matches(a ..< b, part + "x") && !scalars.matches(a ..< b, String(part.unicodeScalars.dropLast()) + "\u{1}")) }
         }
     }
 

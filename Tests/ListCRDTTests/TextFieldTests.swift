@@ -130,7 +130,7 @@ struct TextFieldTests {
         var (docs, item) = try Self.replicas(start: "hello")
         docs[0].records[item.opID]!["notes"]!.text!.scalars.reserveCapacity(1000)
         func address(_ d: ListDocument) -> UnsafeRawPointer? {
-            d.records[item.opID]!["notes"]!.text!.scalars.withUnsafeBufferPointer { UnsafeRawPointer($0.baseAddress) }
+            d.records[item.opID]!["notes"]!.text!.scalars.storageAddress
         }
         let before = address(docs[0])
         try docs[0].splice("notes", ofItem: item, at: 5, insert: "!")

@@ -1,5 +1,5 @@
 import Foundation
-import ListCRDT
+@_spi(Testing) import ListCRDT
 import ListSyncRandom
 
 // W17.notes (issue 45): a board of 5,000 cards with 2 KB of notes each, each card's notes typed
@@ -58,6 +58,11 @@ func w17Notes(_ ctx: Context) throws -> BenchResult {
     let before = Memory.rssNow()
     let replicas = try (0 ..< 3).map { try ListDocument(snapshot: snapshot, replica: ReplicaID(100 + UInt64($0))) }
     let memory = (Memory.rssNow() - before) / replicas.count
+    // The same with the allocator's free pages given back before each reading (what the replicas
+    // hold, not what their loads freed).
+    let trimmedBefore = Memory.trimmedRSS()
+    let more = try (0 ..< 3).map { try ListDocument(snapshot: snapshot, replica: ReplicaID(200 + UInt64($0))) }
+    let trimmed = (Memory.trimmedRSS() - trimmedBefore) / more.count
     var res = BenchResult(workload: "W17.notes", ops: notesCards * 2)
     res.set("build_ms", buildMs)
     res.set("history_bytes", history.count)
@@ -65,11 +70,14 @@ func w17Notes(_ ctx: Context) throws -> BenchResult {
     res.set("load_snapshot_ms", ls.ms)
     res.set("load_history_ms", lh.ms)
     res.set("memory_bytes", memory)
+    res.set("trimmed_memory_bytes", trimmed)
     res.set("text_bytes", texts.reduce(0) { $0 + $1.utf8.count })
+    // One loaded replica's tables (ListDocument.memoryBreakdown: capacity × stride, no allocator slack).
+    for part in replicas[0].memoryBreakdown where part.bytes >= 100_000 { res.set("tables.\(part.name)", part.bytes) }
     res.ok = ls.state && lh.state && replicas.allSatisfy(sameNotes)
     res.note = "\(notesCards) cards in one section, each with a 2 KB notes text field typed as one splice; "
         + "load_snapshot_ms (state snapshot) \(Repeat.note(Repeat.loads, ls.runs, "loads")), load_history_ms "
         + "\(Repeat.note(Repeat.loads, lh.runs, "loads")); memory_bytes = RSS growth of three replicas loaded "
-        + "from the snapshot / 3"
+        + "from the snapshot / 3; trimmed_memory_bytes = the same for three more, with glibc malloc_trim(0) before each reading"
     return res
 }

@@ -27,6 +27,7 @@ extension ListDocument {
         parts += sections.memoryParts(prefix: "sections")
         parts += items.memoryParts(prefix: "items")
         parts += buffer.memoryParts
+        parts.append(MemoryPart(name: "records", count: records.materialized.count, bytes: records.heapBytes))
         return parts.sorted { $0.bytes > $1.bytes }
     }
 }

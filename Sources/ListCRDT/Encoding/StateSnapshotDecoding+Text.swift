@@ -70,7 +70,7 @@ struct TextStateCheck {
             }
             let origins = text.slots.origins(of: lv)
             guard origins.left == left, origins.right == right else { return "its characters are not where it put them" }
-            guard text.scalars[lv.int ..< lv.int + k].elementsEqual(edit.insert.unicodeScalars) else {
+            guard text.scalars.matches(lv.int ..< lv.int + k, edit.insert) else {
                 return "its characters are not the text's"
             }
             inserted += k

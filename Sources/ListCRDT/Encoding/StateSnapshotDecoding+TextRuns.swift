@@ -259,7 +259,7 @@ extension TextStateCheck.Field {
         // Its scalars.
         let bytes = batch.characterBytes(run, from: from, count: count)
         let typed = batch.bytes.withUnsafeBufferPointer { String(decoding: UnsafeBufferPointer(rebasing: $0[bytes]), as: UTF8.self) }
-        guard text.scalars[lv.int ..< lv.int + count].elementsEqual(typed.unicodeScalars) else { return false }
+        guard text.scalars.matches(lv.int ..< lv.int + count, typed) else { return false }
         edits += count
         inserted += count
         return true

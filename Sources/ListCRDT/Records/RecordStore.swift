@@ -114,6 +114,7 @@ struct RecordStore: Hashable, Sendable {
             r.value.reduce(total + r.value.capacity * 48) { t, f in
                 t + f.key.utf8.count + 96 + f.value.increments.count * 40
                     + f.value.adds.reduce(0) { $0 + $1.key.utf8.count + 24 + $1.value.count * 16 }
+                    + (f.value.text?.heapBytes ?? 0)
             }
         }
     }

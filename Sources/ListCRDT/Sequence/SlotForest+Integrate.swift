@@ -82,7 +82,7 @@ extension SlotForest {
     ///
     /// - Complexity: O(log n) when nothing concurrent sits between the origins (always, for a local
     ///   edit); O(k log n) for k slots scanned otherwise.
-    func placement(_ t: Int32, id: OpID, left: LocalVersion, right: LocalVersion, slots: SlotStore,
+    func placement<Slots: SlotOrigins>(_ t: Int32, id: OpID, left: LocalVersion, right: LocalVersion, slots: Slots,
                    tieBreak: Bool = true) -> Cursor? {
         let leftCursor: Cursor? = left.exists ? locate(left) : nil
         var cursor: Cursor? = leftCursor.map { next($0) } ?? first(t)

@@ -43,18 +43,14 @@ struct SlotStore: Sendable {
     private(set) var runs: [Run] = []
     /// Every slot, by local version (one append per slot).
     private(set) var slots: [Slot] = []
-    /// For each replica (by ``replicaIndex``), runs of ids to local versions, in counter order.
-    private(set) var idRuns: [[IDRun]] = []
-    private var replicaIndex = ReplicaTable()
-    /// The replica of the slot added last and its index in `idRuns` (most slots come from the
-    /// same replica as the one before: no table lookup then).
-    private var lastReplica: (id: ReplicaID, index: Int)?
+    /// Each replica's runs of ids to local versions.
+    private(set) var ids = IDRunIndex()
 
-    struct IDRun: Sendable {
-        var counter: UInt64
-        var lv: LocalVersion
-        var count: Int32
-    }
+    typealias IDRun = IDRunIndex.Run
+    typealias IDHint = IDRunIndex.Hint
+
+    /// For each replica, its runs of ids in counter order.
+    var idRuns: [[IDRun]] { ids.runs }
 
     /// Number of slots.
     var count: Int { slots.count }
@@ -101,24 +97,8 @@ struct SlotStore: Sendable {
         for run in runs { noteIDs(run.id, count: Int(run.count), at: run.lv) }
     }
 
-    /// Records that ids `id ..< id + n` are the slots from `lv` on in their replica's id runs:
-    /// the last one grows when they continue it.
     @inline(__always)
-    private mutating func noteIDs(_ id: OpID, count n: Int, at lv: LocalVersion) {
-        let k: Int
-        if let last = lastReplica, last.id == id.replica {
-            k = last.index
-        } else {
-            k = replicaIndex.insert(id.replica)
-            if k == idRuns.count { idRuns.append([]) }
-            lastReplica = (id.replica, k)
-        }
-        if let tail = idRuns[k].last, tail.counter &+ UInt64(tail.count) == id.counter, tail.lv.advanced(by: tail.count) == lv {
-            idRuns[k][idRuns[k].count - 1].count += Int32(n)
-        } else {
-            idRuns[k].append(IDRun(counter: id.counter, lv: lv, count: Int32(n)))
-        }
-    }
+    private mutating func noteIDs(_ id: OpID, count n: Int, at lv: LocalVersion) { ids.note(id, count: n, at: lv) }
 
     /// Appends the slot of the operation right after the last slot's, by the same replica, with
     /// the next local version, right after the last slot with the same right origin and sequence:
@@ -140,13 +120,11 @@ struct SlotStore: Sendable {
     @inline(__always)
     private mutating func extendLastRun(by n: Int, entity e: EntityIndex) {
         let run = runs.count - 1
-        let k = lastReplica!.index
         assert(runs[run].lv.advanced(by: runs[run].count) == LocalVersion(slots.count)
-               && idRuns[k].last!.lv.advanced(by: idRuns[k].last!.count) == LocalVersion(slots.count),
-               "the last slot does not end the last run")
+               && ids.lastRunEnds(at: LocalVersion(slots.count)), "the last slot does not end the last run")
         appendSlots(Slot(entity: e, run: Int32(run)), count: n)
         runs[run].count += Int32(n)
-        idRuns[k][idRuns[k].count - 1].count += Int32(n)
+        ids.extendLast(by: n)
     }
 
     /// Appends `first` and `n - 1` slots like it for the next entities.
@@ -162,60 +140,13 @@ struct SlotStore: Sendable {
     /// The local version of the slot with this id, or nil if unknown.
     ///
     /// - Complexity: O(log r) for r id runs of the replica.
-    func lv(of id: OpID) -> LocalVersion? {
-        var hint = IDHint()
-        return lv(of: id, hint: &hint)
-    }
+    func lv(of id: OpID) -> LocalVersion? { ids.lv(of: id) }
 
-    /// Where a look-up found its id last: the replica's index and the id run. Look-ups in a row
-    /// mostly find ids of the same id run as the one before, or of one next to it (a history
-    /// load: about two thirds of the look-ups of the automerge-paper trace's), which
-    /// ``lv(of:hint:)`` checks before it searches. Only a guess: any value gives the same answers.
-    struct IDHint {
-        var replica: Int32 = -1
-        var run: Int32 = 0
-    }
-
-    /// ``lv(of:)``, checking the id run `hint` names and its two neighbours before searching;
-    /// `hint` is left naming the id run holding `id`, when found.
+    /// ``lv(of:)`` with a guess of where to look (``IDRunIndex/lv(of:hint:)``).
     ///
-    /// - Complexity: O(1) when `id` is in one of those three runs, else O(log r) for r id runs of
-    ///   the replica.
+    /// - Complexity: O(1) when `id` is in the hinted id run or one next to it, else O(log r).
     @inline(__always)
-    func lv(of id: OpID, hint: inout IDHint) -> LocalVersion? {
-        let k: Int
-        if let last = lastReplica, last.id == id.replica {
-            k = last.index  // most look-ups are of the replica whose slot was added last
-        } else {
-            guard let found = replicaIndex.index(of: id.replica) else { return nil }
-            k = found
-        }
-        return idRuns[k].withUnsafeBufferPointer { list -> LocalVersion? in
-            /// The slot of `id` in id run `i`, if there.
-            func slot(inRun i: Int) -> LocalVersion? {
-                let r = list[i]
-                let off = id.counter &- r.counter
-                return id.counter >= r.counter && off < UInt64(r.count) ? r.lv.advanced(by: Int32(off)) : nil
-            }
-            if Int(hint.replica) == k, !list.isEmpty {
-                let h = Swift.min(Swift.max(Int(hint.run), 0), list.count - 1)
-                if let lv = slot(inRun: h) { return lv }
-                if h + 1 < list.count, let lv = slot(inRun: h + 1) {
-                    hint.run = Int32(truncatingIfNeeded: h + 1)
-                    return lv
-                }
-                if h > 0, let lv = slot(inRun: h - 1) {
-                    hint.run = Int32(truncatingIfNeeded: h - 1)
-                    return lv
-                }
-            }
-            let lo = list.partitionPoint { $0.counter <= id.counter }
-            if lo == 0 { return nil }
-            guard let lv = slot(inRun: lo - 1) else { return nil }
-            (hint.replica, hint.run) = (Int32(truncatingIfNeeded: k), Int32(truncatingIfNeeded: lo - 1))
-            return lv
-        }
-    }
+    func lv(of id: OpID, hint: inout IDHint) -> LocalVersion? { ids.lv(of: id, hint: &hint) }
 
     /// The run holding slot `lv`.
     func run(of lv: LocalVersion) -> Run { runs[Int(slots[lv.int].run)] }

@@ -80,7 +80,7 @@ extension ListDocument {
         // would copy it whole).
         switch change {
         case .text(let edit):
-            let why = records[target.opID]?[name]?.text.map { $0.problem(with: edit) } ?? TextSequence().problem(with: edit)
+            let why = records[target.opID]?[name]?.text.map { $0.problem(with: edit) } ?? TextSequence.empty.problem(with: edit)
             if let why { throw .invalidField(name, why) }
             return FieldWrite(name: name, change: change)
         case let .splice(at, delete, insert):
@@ -134,7 +134,7 @@ extension ListDocument {
     func textProblem(_ writes: FieldWrites, of target: RecordTarget) -> String? {
         for w in writes.writes {
             guard case .text(let edit) = w.change else { continue }
-            let text = records[target.opID]?[w.name]?.text ?? TextSequence()
+            let text = records[target.opID]?[w.name]?.text ?? TextSequence.empty
             if let why = text.problem(with: edit) { return "field \"\(w.name)\": \(why)" }
         }
         return nil
@@ -201,13 +201,13 @@ extension ListDocument {
 
     private func anchor(_ name: String, of entity: OpID, at position: Int, side: TextAnchor.Side) -> TextAnchor? {
         guard let state = records[entity]?[name], state.kind == .text else { return nil }
-        let text = state.text ?? TextSequence()
+        let text = state.text ?? TextSequence.empty
         guard position >= 0, position <= text.count else { return nil }
         return text.anchor(at: position, side: side)
     }
 
     private func position(of anchor: TextAnchor, _ name: String, of entity: OpID) -> Int? {
         guard let state = records[entity]?[name], state.kind == .text else { return nil }
-        return (state.text ?? TextSequence()).position(of: anchor)
+        return (state.text ?? TextSequence.empty).position(of: anchor)
     }
 }

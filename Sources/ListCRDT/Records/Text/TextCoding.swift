@@ -97,9 +97,10 @@ extension TextSequence {
             put(.count(Int(run.left.raw) + 1))
             put(.count(Int(run.right.raw) + 1))
         }
-        var text = String.UnicodeScalarView()
-        text.append(contentsOf: scalars)
-        put(.data(Data(String(text).utf8)))
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(scalars.count)
+        scalars.appendUTF8(0 ..< scalars.count, to: &bytes)
+        put(.data(Data(bytes)))
         var entries: [SlotForest.Entry] = []
         forest.forEachRun(Self.tree) { lv, n, visible in entries.append(SlotForest.Entry(lv: lv, count: n, visible: visible)) }
         put(.count(entries.count))
@@ -119,7 +120,7 @@ extension TextSequence {
     ///
     /// - Complexity: O(n + r log r) for n characters and r runs.
     init(decoding r: inout WireReader, replicas: [ReplicaID]) throws(WireError) {
-        var slots = SlotStore()
+        var slots = TextSlots()
         let runCount = try r.count(minBytes: 4)
         var total = 0
         var seenIDs = Set<OpID>()
@@ -135,13 +136,12 @@ extension TextSequence {
             // No id twice: each run's first id is new and not inside an earlier run.
             guard slots.lv(of: first) == nil, slots.lv(of: first.advanced(by: n - 1)) == nil,
                   seenIDs.insert(first).inserted else { throw .invalidValue("a text character twice", offset: at) }
-            _ = slots.appendRun(id: first, count: n, left: LocalVersion(Int32(left - 1)), right: LocalVersion(Int32(right - 1)),
-                                sequence: .sections, entity: EntityIndex(total))
+            _ = slots.appendRun(id: first, count: n, left: LocalVersion(Int32(left - 1)), right: LocalVersion(Int32(right - 1)))
             total += n
         }
         let textAt = r.offset
         let text = try r.utf8(limit: r.remaining)
-        let scalars = Array(text.unicodeScalars)
+        let scalars = TextScalars(text)
         guard scalars.count == total else { throw .invalidValue("\(scalars.count) characters for \(total) slots", offset: textAt) }
         let entriesAt = r.offset
         let m = try r.count(minBytes: 2)

@@ -80,8 +80,7 @@ extension TextSequence {
         guard position + delete <= count else { return false }
         if delete == 0, k == 1, let t = typing, t.caret == position,
            let cursor = forest.extend(t.cursor ?? forest.locate(t.last), with: LocalVersion(slots.count)) {
-            let lv = slots.appendRun(id: id, count: 1, left: t.last, right: t.right, sequence: .sections,
-                                     entity: EntityIndex(scalars.count))
+            let lv = slots.appendRun(id: id, count: 1, left: t.last, right: t.right)
             scalars.append(Self.firstScalar(of: insert))
             made.after = t.lastID
             made.before = t.rightID
@@ -110,9 +109,13 @@ extension TextSequence {
         let o = forest.localInsertion(Self.tree, at: position)
         made.after = o.left.exists ? slots.id(of: o.left) : .none
         made.before = o.right.exists ? slots.id(of: o.right) : .none
-        let first = scalars.count
-        if k == 1 { scalars.append(Self.firstScalar(of: insert)) } else { Self.appendScalars(of: insert, to: &scalars) }
-        let lv = slots.appendRun(id: id, count: k, left: o.left, right: o.right, sequence: .sections, entity: EntityIndex(first))
+        if k == 1 {
+            scalars.append(Self.firstScalar(of: insert))
+        } else {
+            scalars.append(contentsOf: insert)
+            forest.reserveSlots(more: k)   // one allocation for a paste (the tree takes it in pieces)
+        }
+        let lv = slots.appendRun(id: id, count: k, left: o.left, right: o.right)
         forest.insert(Self.tree, lv, count: k, visible: true, after: o.after)
         let last = lv.advanced(by: Int32(k - 1))
         typing = TypingPoint(caret: position + k, last: last, lastID: id.advanced(by: k - 1), cursor: nil,

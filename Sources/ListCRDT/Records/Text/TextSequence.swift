@@ -3,11 +3,11 @@ import Foundation
 /// The characters of one text field: a Fugue sequence of Unicode scalars, each with the id of
 /// the operation that typed it (plus its offset in that operation's run), kept in the engine's
 /// own sequence structures (`Sequence/`): a ``SlotForest`` of one tree for the order, a
-/// ``SlotStore`` for ids and origins, and the scalars by local version.
+/// ``TextSlots`` for ids and origins, and the scalars by local version (``TextScalars``).
 ///
 /// A removed character stays as a hidden slot (a tombstone) until compaction drops it
 /// (``compacted()``). A run typed left to right is one slot run, one tree entry and one id run,
-/// so it costs about 16 bytes per character and one record per run.
+/// so an ASCII text costs about one byte per character and a few records per run.
 struct TextSequence: Sendable {
     /// The one tree of ``forest``.
     static let tree: Int32 = 0
@@ -15,15 +15,19 @@ struct TextSequence: Sendable {
     /// The order of the characters (one tree).
     var forest = SlotForest()
     /// Per character (by local version): its id, origins and run.
-    var slots = SlotStore()
+    var slots = TextSlots()
     /// Per character (by local version): the scalar.
-    var scalars: [Unicode.Scalar] = []
+    var scalars = TextScalars()
 
     /// An empty text.
     init() { _ = forest.addTree() }
 
+    /// An empty text to read from, made once (an empty text allocates its tree: a check of an
+    /// edit against a field with no text yet made one each time, a tenth of a board's load).
+    static let empty = TextSequence()
+
     /// A text built from its parts (a snapshot's load): `forest` must hold tree 0 of the slots.
-    init(forest: SlotForest, slots: SlotStore, scalars: [Unicode.Scalar]) {
+    init(forest: SlotForest, slots: TextSlots, scalars: TextScalars) {
         self.forest = forest
         self.slots = slots
         self.scalars = scalars
@@ -41,11 +45,12 @@ struct TextSequence: Sendable {
     ///
     /// - Complexity: O(n) for n characters kept.
     var string: String {
-        var out = String.UnicodeScalarView()
+        var out: [UInt8] = []
+        out.reserveCapacity(scalars.count)
         forest.forEachRun(Self.tree) { lv, n, visible in
-            if visible { out.append(contentsOf: scalars[lv.int ..< lv.int + n]) }
+            if visible { scalars.appendUTF8(lv.int ..< lv.int + n, to: &out) }
         }
-        return String(out)
+        return String(decoding: out, as: UTF8.self)
     }
 
     /// The local version of the character with id `id`, if this text holds it.
@@ -102,11 +107,9 @@ struct TextSequence: Sendable {
         guard !edit.insert.isEmpty else { return }
         let left = lv(of: edit.after) ?? .none, right = lv(of: edit.before) ?? .none
         let at = forest.placement(Self.tree, id: id, left: left, right: right, slots: slots)
-        let before = scalars.count
-        Self.appendScalars(of: edit.insert, to: &scalars)
-        let n = scalars.count - before
-        let lv = slots.appendRun(id: id, count: n, left: left, right: right, sequence: .sections,
-                                 entity: EntityIndex(before))
+        let n = scalars.append(contentsOf: edit.insert)
+        forest.reserveSlots(more: n)   // one allocation for a paste (the tree takes it in pieces)
+        let lv = slots.appendRun(id: id, count: n, left: left, right: right)
         forest.insert(Self.tree, lv, count: n, visible: true, after: at)
     }
 
@@ -253,8 +256,7 @@ struct TextSequence: Sendable {
         for (k, old) in byArrival.enumerated() {
             newLV[old.raw] = Int32(k)
             out.scalars.append(scalars[old.int])
-            _ = out.slots.appendRun(id: slots.id(of: old), count: 1, left: LocalVersion(Int32(k - 1)), right: .none,
-                                    sequence: .sections, entity: EntityIndex(k))
+            _ = out.slots.appendRun(id: slots.id(of: old), count: 1, left: LocalVersion(Int32(k - 1)), right: .none)
         }
         var entries: [SlotForest.Entry] = []
         for (old, visible) in kept {
@@ -288,7 +290,7 @@ struct TextSequence: Sendable {
     }
 
     /// Heap bytes, roughly (``ListDocument/memoryBreakdown``).
-    var heapBytes: Int { slots.count * 16 + forest.entries.capacity * 8 + slots.runs.capacity * 40 }
+    var heapBytes: Int { scalars.heapBytes + slots.heapBytes + forest.memoryParts.reduce(0) { $0 + $1.bytes } }
 }
 
 extension TextSequence: Hashable {
@@ -303,44 +305,4 @@ extension TextSequence: Hashable {
     }
 
     func hash(into hasher: inout Hasher) { hasher.combine(string) }
-}
-
-extension TextSequence {
-    /// Appends the Unicode scalars of `text` to `scalars` from its UTF-8: the ASCII prefix found
-    /// eight bytes at a time and widened in place, the rest decoded. (`append(contentsOf: text.unicodeScalars)` walks the scalar view
-    /// twice, once to count and once to copy: three fifths of loading a board of pasted notes,
-    /// issue 45's W17.notes.) Room grows geometrically, as `append` grows it.
-    ///
-    /// - Complexity: O(b) for b bytes of UTF-8.
-    static func appendScalars(of text: String, to scalars: inout [Unicode.Scalar]) {
-        var text = text
-        text.withUTF8 { bytes in
-            let needed = scalars.count + bytes.count
-            if scalars.capacity < needed { scalars.reserveCapacity(Swift.max(needed, scalars.capacity * 2)) }
-            var i = 0
-            // The ASCII prefix found eight bytes at a time, then byte by byte.
-            if let base = bytes.baseAddress {
-                let raw = UnsafeRawPointer(base)
-                while i + 8 <= bytes.count, raw.loadUnaligned(fromByteOffset: i, as: UInt64.self) & 0x8080_8080_8080_8080 == 0 { i += 8 }
-            }
-            while i < bytes.count, bytes[i] < 0x80 { i += 1 }
-            // Room made at once, then each byte widened in place (about 5 instructions a byte;
-            // appending a lazy map cost 19).
-            let start = scalars.count
-            scalars.append(contentsOf: repeatElement(Unicode.Scalar(0), count: i))
-            scalars.withUnsafeMutableBufferPointer { out in
-                for j in 0 ..< i { out[start + j] = Unicode.Scalar(bytes[j]) }
-            }
-            guard i < bytes.count else { return }
-            var rest = bytes[i...].makeIterator()
-            var decoder = Unicode.UTF8()
-            while true {
-                switch decoder.decode(&rest) {
-                case .scalarValue(let s): scalars.append(s)
-                case .emptyInput: return
-                case .error: preconditionFailure("a String's UTF-8 decodes")
-                }
-            }
-        }
-    }
 }
