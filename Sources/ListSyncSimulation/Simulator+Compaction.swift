@@ -71,6 +71,7 @@ extension Simulator {
                 }
                 report.compactions += 1
                 report.compactionsPerDaemon[d] += 1
+                if configuration.trace { trace("d\(d) compacts at \(daemons[d].core.document.historyFloor ?? VersionVector())") }
                 performPolicy(d, daemons[d].policy.compactionWritten(core: daemons[d].core, snapshotBytes: daemons[d].disk.snapshotBytes))
             }
         }

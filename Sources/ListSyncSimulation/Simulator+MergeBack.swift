@@ -23,6 +23,7 @@ extension Simulator {
             step(until: network.now + configuration.antiEntropyInterval)
         }
         hidden = nil
+        if configuration.trace { trace("d\(h) is shown: its links come up") }
         for (a, b) in configuration.links(daemons.count) where a == h || b == h { connectLink(a, b) }
     }
 
@@ -41,6 +42,7 @@ extension Simulator {
         guard daemons[d].core.isQuiet, !daemons[d].disk.busy else { return }
         let document: ListDocument, actions: [DocumentCore.Action]
         if daemons[d].core.isHeld(by: snapshot) {
+            if configuration.trace { trace("d\(d) takes d\(peer)'s snapshot at \(snapshot.version) (it holds all of d\(d)'s copy)") }
             document = snapshot
             guard storeCompact(d, document) else { return }
             actions = daemons[d].core.replace(with: document)
@@ -49,6 +51,7 @@ extension Simulator {
             guard storeCompact(d, document, replacing: true) else { return }
             report.mergesBack += 1
             report.mergedBackOperations += merge.made.count
+            if configuration.trace { trace("d\(d) merges back onto d\(peer)'s snapshot at \(snapshot.version): kept \(Self.describe(merge.kept)), parted \(Self.describe(merge.parted)), made again \(Self.describe(merge.made))") }
             for op in merge.kept + merge.made { logged[op.id] = op }
             let dropped = Set(merge.dropped.map(\.id))
             for op in merge.parted where !dropped.contains(op.id) {

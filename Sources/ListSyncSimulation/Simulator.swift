@@ -99,6 +99,9 @@ public struct SimulationConfiguration: Sendable {
     /// A deliberately broken client (tests of the harness's power): after a refusal it keeps the
     /// edits made after the floor as they are, as clients did before `remake(_:from:refused:)`.
     @_spi(Testing) public var keepsRefusedEdits = false
+    /// Notes a line per frame delivered and per step of the run (``Simulator/traceLines``,
+    /// `listsync simulate --trace`): the same seed gives the same lines.
+    public var trace = false
 
     /// The `listsync simulate` arguments that replay this configuration's run (the knobs the
     /// command takes; faults and partitions at their defaults).
@@ -296,6 +299,9 @@ public struct Simulator: Sendable {
     var lost: Int?
     /// The daemon no peer knows yet, its links down (``SimulationConfiguration/hidesDaemon``).
     var hidden: Int?
+    /// What the run did, a line each, when ``SimulationConfiguration/trace`` is on (else empty):
+    /// the virtual time, then a frame delivered (from → to: the message) or a step.
+    public internal(set) var traceLines: [String] = []
     /// Operations a daemon took and then made again (or left to their own daemon) when it merged
     /// back onto a peer's compacted copy: their edits are on every copy under other ids.
     var mergedBack: [OpID: ListOperation] = [:]
@@ -577,6 +583,7 @@ public struct Simulator: Sendable {
         }
         let d = clients[c].daemon
         let node = clients[c].node
+        if configuration.trace { trace("c\(c) connects to d\(d)") }
         clients[c].reconnectAt = nil
         generations[Self.key(node, d), default: 0] &+= 1
         daemons[d].servers[node] = ServerSession(maxFrame: 1 << 16, rateLimit: nil, now: nowNs)
@@ -605,6 +612,7 @@ public struct Simulator: Sendable {
     mutating func connectLink(_ d: Int, _ e: Int) {
         linkDue[Self.key(d, e)] = nil
         generations[Self.key(d, e), default: 0] &+= 1
+        if configuration.trace { trace("link d\(d) → d\(e) connects") }
         daemons[e].servers[d] = ServerSession(maxFrame: 1 << 16, rateLimit: nil, now: nowNs)
         var link = PeerSession(maxFrame: 1 << 16, timeout: Self.ns(2_000), resyncDelay: Self.ns(100), daemon: daemons[d].replica)
         let actions = link.start(now: nowNs)
@@ -615,6 +623,7 @@ public struct Simulator: Sendable {
     /// Cuts the connection between a daemon and another node: both ends learn it, later frames of
     /// it are dropped, and the side that dials reconnects after a while.
     mutating func reset(daemon d: Int, other: Int) {
+        if configuration.trace { trace("connection \(nodeName(d)) – \(nodeName(other)) cut") }
         generations[Self.key(d, other), default: 0] &+= 1
         daemons[d].servers[other] = nil
         daemons[d].core.unsubscribe(SubscriberID(other))
@@ -654,6 +663,7 @@ public struct Simulator: Sendable {
 
     mutating func crash(_ d: Int) {
         report.crashes += 1
+        if configuration.trace { trace("d\(d) crashes") }
         resetConnections(of: d)
         roomDue.removeAll { $0.daemon == d }
         for op in Self.unapplied(daemons[d].core.document) { unappliedBeforeCrashes[op.id] = op }
@@ -684,6 +694,7 @@ public struct Simulator: Sendable {
         let (from, to) = (delivery.from, delivery.to)
         guard let g = delivery.frame.first, g == generations[Self.key(from, to), default: 0] else { return }
         let frame = Array(delivery.frame.dropFirst())
+        traceFrame(from, to, frame)
         if to >= daemons.count {
             let c = to - daemons.count
             guard clients[c].connected else { return }
@@ -891,17 +902,21 @@ public struct Simulator: Sendable {
                 break
             case .reportSeen:
                 reportSeen(c)
-            case .refusedForFloor:
+            case let .refusedForFloor(text):
+                if configuration.trace { trace("c\(c) refused for the floor: \(text)") }
                 report.refusedCompacted += 1
             case let .settle(other):
+                if configuration.trace { trace("c\(c) settles at \(other)") }
                 // Another daemon may hold what this one refused: settle there first.
                 clients[c].settleAt = Self.daemonIndex(other)
                 report.settles += 1
                 reset(daemon: clients[c].daemon, other: clients[c].node)
             case .resubscribe:
+                if configuration.trace { trace("c\(c) re-syncs from nothing") }
                 performClient(c, clients[c].session.unsubscribe(document))
                 resubscribe(c)
             case let .replace(outcome):
+                if configuration.trace { trace("c\(c) replaces its copy: \(outcome.held) held, made again \(Self.describe(outcome.unsent)) as \(Self.describe(outcome.made))") }
                 resync(c, with: outcome)
                 performDevice(c, machines[c].replaced(outcome, document: clients[c].document))
             case .cannotSend:
@@ -1031,6 +1046,7 @@ public struct Simulator: Sendable {
     mutating func publish(_ r: Int, since before: Int) {
         let made = clients[r].document.operations(in: before..<clients[r].document.operationCount)
         report.operations += made.count
+        if configuration.trace { trace("c\(r) edits: \(Self.describe(made))") }
         performDevice(r, machines[r].edited(made, document: clients[r].document))
     }
 

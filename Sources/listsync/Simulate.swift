@@ -67,6 +67,9 @@ let simulateUsage = """
       --text-edits P      percent of edits that type into or remove from an item's text field
                           `notes` (default 0); the oracle checks no character is lost or
                           brought back and no run is split by concurrent typing
+      --trace             print, before each run's report, a line per frame delivered and per
+                          step of the run (edits, crashes, cut connections, a client's
+                          re-sync or settling, merges back), with the virtual time
       --quiet             print only failures and the summary
       --json              print one JSON object instead: each run (seed, passed, failures,
                           counts) and the totals
@@ -137,6 +140,7 @@ func runSimulate(_ args: [String]) throws -> Int32 {
         case "--section-insert-fields": config.workload.sectionInsertFields = try cursor.number("--section-insert-fields", 0...100)
         case "--drag-field-writes": config.workload.dragFieldWrites = try cursor.number("--drag-field-writes", 0...100)
         case "--quiet": quiet = true
+        case "--trace": config.trace = true
         case "--json": json = true
         default: throw UsageError(message: "unknown option '\(arg)'")
         }
@@ -152,6 +156,7 @@ func runSimulate(_ args: [String]) throws -> Int32 {
         config.seed = first &+ k
         var simulator = Simulator(config)
         let report = simulator.run()
+        if !json { for line in simulator.traceLines { print(line) } }
         total.addCounts(of: report)
         if !report.passed { failed.append(config.seed) }
         if json {

@@ -164,6 +164,33 @@ import ListSyncTestSupport
                 == [.editDone(edit, .failure(.refused(.refused, "equivocation")))])
     }
 
+    @Test("an edit with frames refused in part ends with one refusal that says what the daemon took of all of them (its acknowledged frames too); a frame refused without saying makes it say nothing")
+    func editRefusedInPartSaysTaken() {
+        for saysAll in [true, false] {
+            var s = Self.session(maxFrame: 256)
+            let ops = Fixture.edits(on: Fixture.typed(1), replica: 2, count: 40, size: 20)
+            let (edit, actions) = s.send(Self.doc, ops, now: 0)
+            let batches = actions.sent.compactMap { m -> UInt64? in if case let .operations(_, b, _) = m { return b }; return nil }
+            #expect(batches.count > 3)
+            let first = TakenInPart(version: VersionVector([ReplicaID(2): 5]), refusedFrom: VersionVector([ReplicaID(2): 9]))
+            let second = TakenInPart(version: VersionVector([ReplicaID(2): 4, ReplicaID(1): 2]), refusedFrom: VersionVector([ReplicaID(2): 7]))
+            #expect(s.receive(Self.frame(.error(request: batches[1], document: Self.doc, code: .compacted,
+                                                text: first.appended(to: "late"))), now: 1).isEmpty)
+            #expect(s.receive(Self.frame(.error(request: batches[2], document: Self.doc, code: .compacted,
+                                                text: saysAll ? second.appended(to: "later") : "later")), now: 1).isEmpty)
+            var done: [ClientSession.Action] = []
+            for b in batches where ![batches[1], batches[2]].contains(b) {
+                done += s.receive(Self.frame(.ack(document: Self.doc, batch: b, version: VersionVector([ReplicaID(3): 1]))), now: 1)
+            }
+            let expected = saysAll
+                ? TakenInPart(version: VersionVector([ReplicaID(2): 5, ReplicaID(1): 2, ReplicaID(3): 1]),
+                              refusedFrom: VersionVector([ReplicaID(2): 7])).appended(to: "late")
+                : "late"
+            #expect(done == [.editDone(edit, .failure(.refused(.compacted, expected)))])
+            #expect(s.waitingCount == 0)
+        }
+    }
+
     @Test("an edit through the daemon's connection and document: done only once every append is durable")
     func editDurable() {
         var w = Wired(core: Self.core(), maxFrame: 256)

@@ -297,4 +297,68 @@ import ListSyncTestSupport
         everything.connected(to: "w")
         #expect(Self.sent(everything.subscribed(server.version, document: doc)).first?.count == 2, "replica 7's too")
     }
+
+    /// Seed 11014's device (`listsync simulate --daemons 2 --compact-after 10 --hide-daemon --roam
+    /// 30 --crashes 2 --ops 80`): three edits sent to x without an answer, then to w, which takes
+    /// the first two and refuses the third; settled at x, refused there, re-synced on x's
+    /// snapshot. `says`: w's refusal says what it took (``TakenInPart``), else it is the text of
+    /// an older daemon. Returns the edits made again and the device's own three.
+    static func refusedInPart(says: Bool) throws -> (made: [ListOperation], own: [ListOperation], acknowledged: VersionVector) {
+        var (machine, doc, server) = try Self.device(edits: 3)
+        let own = doc.operations(since: server.version)
+        machine.disconnected()
+        machine.connected(to: "x")
+        _ = machine.subscribing(doc)
+        _ = machine.synced(server.version, document: doc)
+        machine.sent(edit: 1, Self.sent(machine.sendUnacknowledged(doc))[0])
+        machine.disconnected()
+        machine.connected(to: "w")
+        _ = machine.subscribing(doc)
+        _ = machine.synced(server.version, document: doc)
+        let carried = Self.sent(machine.sendUnacknowledged(doc))[0]
+        #expect(carried == own)
+        machine.sent(edit: 2, carried)
+        var held = server.version
+        held.observe(own[1].lastID)
+        var text = "1 operation(s) of batch 2 refused, the first: operation \(own[2].id) is malformed: it depends on an operation refused for the compaction floor; the others are durable and applied"
+        if says { text = TakenInPart(version: held, refusedFrom: VersionVector([own[2].id.replica: own[2].id.counter])).appended(to: text) }
+        let refused = machine.answered(edit: 2, .failure(.refused(.compacted, text)), document: doc)
+        #expect(Self.names(refused) == ["refused for floor", "save record", "settle at x"])
+        // x compacted past the device's edits (its own later edit, then the floor).
+        var hub = server
+        _ = try hub.insertItem(at: IndexPath(item: 0, section: 0), value: Data("hub".utf8))
+        try hub.compact(stable: hub.version)
+        machine.disconnected()
+        machine.connected(to: "x")
+        _ = machine.subscribing(doc)
+        _ = machine.synced(server.version, document: doc)
+        let resent = Self.sent(machine.sendUnacknowledged(doc))[0]
+        #expect(resent == (says ? [own[2]] : own), "only what w did not take goes again")
+        machine.sent(edit: 3, resent)
+        let final = machine.answered(edit: 3, .failure(.refused(.compacted, "behind")), document: doc)
+        #expect(Self.names(final) == ["refused for floor", "save record", "resubscribe"])
+        _ = machine.subscribing(doc)
+        try machine.snapshot(hub.encodedSnapshot())
+        let ready = machine.synced(hub.version, document: doc)
+        guard case let .replace(outcome)? = ready.first, ready.count == 1 else {
+            Issue.record("expected the copy replaced, got \(Self.names(ready))")
+            return ([], own, machine.acknowledged)
+        }
+        return (outcome.made, own, machine.acknowledged)
+    }
+
+    @Test("a batch refused in part that says what the daemon took: those edits are acknowledged, only the refused one is sent again and made again (seed 11014)")
+    func refusedInPartMakesAgainOnlyTheRefused() throws {
+        let (made, own, acknowledged) = try Self.refusedInPart(says: true)
+        #expect(acknowledged.contains(own[1].lastID) && !acknowledged.contains(own[2].id))
+        #expect(made.count == 1, "w makes the two it took again when it merges back: made here too, they would show twice")
+        #expect(made.first?.id.replica == own[2].id.replica)
+    }
+
+    @Test("a refusal in part from an older daemon (nothing said of what it took): the whole edit is taken as refused, as before")
+    func refusedInPartByAnOlderDaemon() throws {
+        let (made, own, acknowledged) = try Self.refusedInPart(says: false)
+        #expect(!acknowledged.contains(own[0].id))
+        #expect(made.count == 3)
+    }
 }

@@ -261,4 +261,41 @@ import ListSyncTestSupport
         let digits = Array(hex.replacingOccurrences(of: " ", with: "").utf8)
         return stride(from: 0, to: digits.count, by: 2).map { UInt8(String(decoding: digits[$0..<$0 + 2], as: UTF8.self), radix: 16)! }
     }
+
+    @Test("a refusal in part says what the daemon took at the end of its text: still a version-2 error an older client reads; an older daemon's refusal says nothing taken; one that says it round-trips")
+    func refusalSaysWhatWasTaken() throws {
+        let doc = Fixture.document
+        let plain = "2 operation(s) of batch 5 refused, the first: operation 7.12 is malformed: late; the others are durable and applied"
+        // An older daemon's refusal: the same bytes as ever, and nothing said of what it took.
+        let older = SyncMessage.error(request: 5, document: doc, code: .compacted, text: plain).encoded()
+        #expect(Array(older.prefix(2)) == [2, 13])
+        #expect(try SyncMessage(decoding: older) == .error(request: 5, document: doc, code: .compacted, text: plain))
+        #expect(TakenInPart(text: plain) == nil && TakenInPart.stripped(plain) == plain)
+        // A refusal that says it: version 2, tag 13, the addition in the text (an older client shows it).
+        let taken = TakenInPart(version: Self.version, refusedFrom: VersionVector([ReplicaID(7): 12]))
+        let text = taken.appended(to: plain)
+        #expect(text == plain + " [taken: [1:3, 300:2]; refused from: [7:12]]")
+        let message = SyncMessage.error(request: 5, document: doc, code: .compacted, text: text)
+        let bytes = message.encoded()
+        #expect(Array(bytes.prefix(2)) == [2, 13])
+        guard case let .error(5, said?, .compacted, read) = try SyncMessage(decoding: bytes), said == doc else {
+            Issue.record("not the refusal")
+            return
+        }
+        #expect(TakenInPart(text: read) == taken && TakenInPart.stripped(read) == plain)
+        #expect(taken.appended(to: text) == text, "said once")
+        #expect(TakenInPart(text: TakenInPart(version: VersionVector(), refusedFrom: VersionVector()).appended(to: plain))
+                == TakenInPart(version: VersionVector(), refusedFrom: VersionVector()))
+        // An addition that does not read is none: the device keeps the rule of before.
+        for bad in [" [taken: [1:3, 1:4]; refused from: []]", " [taken: [1:0]; refused from: []]", " [taken: [1:3]]",
+                    " [taken: [x:3]; refused from: []]", " [taken: [1:3]; refused from: [2:1]"] {
+            #expect(TakenInPart(text: plain + bad) == nil, "\(bad)")
+            #expect(TakenInPart.stripped(plain + bad) == plain + bad)
+        }
+        // From the refusals themselves: the least counter refused per author.
+        let fromErrors = TakenInPart(version: Self.version, refused: [
+            .malformed(OpID(counter: 14, replica: ReplicaID(7)), "late"), .malformed(OpID(counter: 12, replica: ReplicaID(7)), "late"),
+            .equivocation(OpID(counter: 3, replica: ReplicaID(2)))])
+        #expect(fromErrors.refusedFrom == VersionVector([ReplicaID(7): 12, ReplicaID(2): 3]))
+    }
 }

@@ -201,6 +201,10 @@ public struct ClientSession: Sendable {
         var frames: Int
         var version = VersionVector()
         var error: ClientSessionError?
+        /// What the daemon said it took of its frames refused in part (``TakenInPart``), merged.
+        var taken: TakenInPart?
+        /// A frame was refused without saying what was taken (an older daemon, another code).
+        var takenUnknown = false
     }
 
     /// A session over a connection whose frames are at most `maxFrame` bytes; `timeout` in nanoseconds.
@@ -506,6 +510,11 @@ public struct ClientSession: Sendable {
         case let .success(v): edit.version.formUnion(v)
         case let .failure(e):
             if edit.error == nil { edit.error = e }
+            if case let .refused(code, text) = e, code == .compacted || code == .refused, let taken = TakenInPart(text: text) {
+                edit.taken = edit.taken.map { $0.merged(with: taken) } ?? taken
+            } else {
+                edit.takenUnknown = true
+            }
             if case .timeout = e {
                 // The rest of the edit cannot be trusted to end on its own: end it now.
                 for (b, other) in batches where other.edit == entry.edit { batches[b] = nil }
@@ -517,6 +526,16 @@ public struct ClientSession: Sendable {
             return []
         }
         edits[entry.edit] = nil
+        if case let .refused(code, text)? = edit.error {
+            // The edit's refusal says what the daemon took of all its frames (those acknowledged
+            // too), or nothing when one frame did not say.
+            var said = TakenInPart.stripped(text)
+            if !edit.takenUnknown, var taken = edit.taken {
+                taken.version.formUnion(edit.version)
+                said = taken.appended(to: said)
+            }
+            edit.error = .refused(code, said)
+        }
         return [.editDone(entry.edit, edit.error.map { .failure($0) } ?? .success(edit.version))]
     }
 

@@ -306,6 +306,13 @@ public struct DeviceClientMachine: Sendable {
         switch result {
         case let .failure(error):
             if case let .refused(.compacted, text) = error {
+                // What the daemon says it took of the edit is acknowledged: only the rest is
+                // refused (a daemon of an older build says nothing: all of it is).
+                if let taken = TakenInPart(text: text) {
+                    acknowledged = DeviceCopyPolicy.acknowledgedByRefusal(sent.carried, taken: taken,
+                                                                          acknowledged: acknowledged, local: document)
+                    noteAcknowledged(document)
+                }
                 // A refusal of edits a re-sync made again since (sent ahead) is answered.
                 if sent.generation == resyncs { actions += refusedForFloor(text, document: document, askable: askable) }
             } else {

@@ -57,6 +57,21 @@ public enum DeviceCopyPolicy {
         return held
     }
 
+    /// What a refusal of an edit in part acknowledges when it says what the daemon took
+    /// (``TakenInPart``, Docs/Semantics.md §7, "A batch refused in part"): as an acknowledgement
+    /// does (``acknowledgedByEdit(_:version:acknowledged:local:)``), with the daemon's version
+    /// and the device's own operations the edit carried that the daemon did not refuse, oldest
+    /// first, stopping at the first it refused. The daemon holds those durably (applied, or kept
+    /// waiting for their causes), and makes them again itself if it must merge back: made again
+    /// by the device too, they would exist twice.
+    ///
+    /// - Complexity: O(r + k) for r log records and the k operations after `acknowledged`.
+    public static func acknowledgedByRefusal(_ sent: [ListOperation], taken: TakenInPart,
+                                             acknowledged: VersionVector, local: ListDocument) -> VersionVector {
+        acknowledgedByEdit(sent.filter { !taken.refuses($0) }, version: taken.version, acknowledged: acknowledged,
+                           local: local)
+    }
+
     /// The version a copy subscribes from: its own, or nothing while it re-syncs (the catch-up
     /// is then the daemon's whole copy, a snapshot behind a floor).
     public static func subscribeVersion(_ version: VersionVector, resyncing: Bool) -> VersionVector {

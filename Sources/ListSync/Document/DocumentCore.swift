@@ -69,6 +69,9 @@ public struct DocumentCore: Sendable {
         /// out of a peer's floor"): ``mergeBack(_:)`` gives nil, and the copy is not synced with
         /// that peer, as before the repair (what only it acknowledged stays on it).
         case partsCopies
+        /// Refuses a batch in part without saying what it took (``TakenInPart``), as a daemon of
+        /// an older build does: a device takes the whole batch as refused.
+        case refusesWithoutTaken
     }
 
     /// The document's id.
@@ -499,7 +502,10 @@ public struct DocumentCore: Sendable {
             actions += forward(applied, except: first.sender)
             if let sender = first.sender, !first.woken.isEmpty { actions += enqueue(sender, first.woken) }
             if !first.refused.isEmpty {
-                let text = "\(first.refused.count) operation(s) of batch \(first.batch) refused, the first: \(first.refused[0]); the others are durable and applied"
+                // What it took of the batch, as an `ack` would say, at the end of the text
+                // (``TakenInPart``): the device then makes again only what was refused.
+                var text = "\(first.refused.count) operation(s) of batch \(first.batch) refused, the first: \(first.refused[0]); the others are durable and applied"
+                if variant != .refusesWithoutTaken { text = TakenInPart(version: durableVersion, refused: first.refused).appended(to: text) }
                 if first.beforeFloor { refusedBeforeFloor += first.refused.count }
                 actions += answer(first.sender, .error(request: first.batch, document: id,
                                                        code: first.beforeFloor ? .compacted : .refused, text: text))
