@@ -32,7 +32,8 @@ extension Simulator {
             if clients[c].daemon == l { clients[c].daemon = Self.daemonIndex(known[clients[c].reconnect.current]) }
         }
         if configuration.forgetsLostDaemon {
-            daemons[rng.below(l)].policy.compaction?.forgottenPeers.insert(daemons[l].replica)
+            let forgotten = daemons[l].replica
+            daemons[rng.below(l)].policy.compaction?.forgottenPeers.insert(forgotten)
         }
     }
 

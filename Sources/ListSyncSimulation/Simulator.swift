@@ -178,6 +178,9 @@ public struct SimulationReport: Sendable, CustomStringConvertible {
     public var compacting = false
     /// Reconnects on which a client connected to another daemon than before (``SimulationConfiguration/roamPercent``).
     public var roams = 0
+    /// Clients' connections after a wait (every one but each client's first): what their
+    /// connection policy (``ListSync/ReconnectMachine``) dialled.
+    public var reconnects = 0
     /// Refusals after which a client went back to another daemon it had sent the refused operations to.
     public var settles = 0
     /// Daemons lost for good, and the times a daemon forgot one on its operator's word (the
@@ -211,6 +214,7 @@ public struct SimulationReport: Sendable, CustomStringConvertible {
         remade += other.remade; refusedCompacted += other.refusedCompacted; operationResyncs += other.operationResyncs
         clientCompactions += other.clientCompactions; stabilityGossips += other.stabilityGossips
         roams += other.roams
+        reconnects += other.reconnects
         settles += other.settles
         daemonsLost += other.daemonsLost
         daemonsForgotten += other.daemonsForgotten
@@ -591,6 +595,7 @@ public struct Simulator: Sendable {
         // Never the lost daemon: the operator took it out of every client's daemons (``loseDaemon()``).
         assert(d != lost)
         if d != clients[c].daemon { report.roams += 1 }
+        if clients[c].reconnect.attempt > 0 { report.reconnects += 1 }
         clients[c].daemon = d
         let node = clients[c].node
         clients[c].reconnect.connected()
