@@ -19,67 +19,79 @@ struct ReconnectMachineTests {
         ReconnectMachine(addresses: addresses, backoff: backoff)
     }
 
+    /// A machine that started (dialling its first address), and the least jitter.
+    static func started(_ addresses: [String] = ["a", "b", "c"]) -> (ReconnectMachine, Least) {
+        var m = machine(addresses)
+        _ = m.start()
+        return (m, Least())
+    }
+
     @Test("the first dial is to the first address, at once; starting again does nothing")
     func firstDial() {
         var m = Self.machine()
-        #expect(m.start() == .dial(0))
+        let r1 = m.start()
+        #expect(r1 == .dial(0))
         #expect(m.state == .dialling(0))
-        #expect(m.start() == nil)
+        let r2 = m.start()
+        #expect(r2 == nil)
         #expect(m.state == .dialling(0))
     }
 
     @Test("a failed dial tries the next address at once, in order, until every one of the round failed; then it waits and goes on in order")
     func rotationOrder() {
-        var m = Self.machine()
-        var rng = Least()
-        _ = m.start()
-        #expect(m.dialFailed(.unreachable, now: 0, using: &rng) == .dial(1))
-        #expect(m.dialFailed(.unreachable, now: 0, using: &rng) == .dial(2))
+        var (m, rng) = Self.started()
+        let r3 = m.dialFailed(.unreachable, now: 0, using: &rng)
+        #expect(r3 == .dial(1))
+        let r4 = m.dialFailed(.unreachable, now: 0, using: &rng)
+        #expect(r4 == .dial(2))
         // The round is over: a wait, then the next address (the first again).
-        #expect(m.dialFailed(.unreachable, now: 5 * Self.ms, using: &rng) == .wait(until: 55 * Self.ms))
+        let r5 = m.dialFailed(.unreachable, now: 5 * Self.ms, using: &rng)
+        #expect(r5 == .wait(until: 55 * Self.ms))
         #expect(m.state == .waiting(until: 55 * Self.ms, next: 0))
-        #expect(m.timerFired(now: 55 * Self.ms) == .dial(0))
-        #expect(m.dialFailed(.unreachable, now: 60 * Self.ms, using: &rng) == .dial(1))
+        let r6 = m.timerFired(now: 55 * Self.ms)
+        #expect(r6 == .dial(0))
+        let r7 = m.dialFailed(.unreachable, now: 60 * Self.ms, using: &rng)
+        #expect(r7 == .dial(1))
     }
 
     @Test("a refused handshake (a wrong key) moves on as an unreachable address does: the machine does not give up")
     func refusedHandshakeMovesOn() {
-        var m = Self.machine(["a", "b"])
-        var rng = Least()
-        _ = m.start()
-        #expect(m.dialFailed(.refused, now: 0, using: &rng) == .dial(1))
-        #expect(m.dialFailed(.refused, now: 0, using: &rng) == .wait(until: 50 * Self.ms))
+        var (m, rng) = Self.started(["a", "b"])
+        let r8 = m.dialFailed(.refused, now: 0, using: &rng)
+        #expect(r8 == .dial(1))
+        let r9 = m.dialFailed(.refused, now: 0, using: &rng)
+        #expect(r9 == .wait(until: 50 * Self.ms))
         #expect(m.isRunning)
     }
 
     @Test("a connection that ends moves to the next address, after the backoff's first wait")
     func endedConnectionWaitsThenNext() {
-        var m = Self.machine()
-        var rng = Least()
-        _ = m.start()
+        var (m, rng) = Self.started()
         m.connected()
         #expect(m.state == .connected(0))
-        #expect(m.lost(.closed, now: 10 * Self.ms, using: &rng) == .wait(until: 60 * Self.ms))
-        #expect(m.timerFired(now: 60 * Self.ms) == .dial(1))
+        let r10 = m.lost(.closed, now: 10 * Self.ms, using: &rng)
+        #expect(r10 == .wait(until: 60 * Self.ms))
+        let r11 = m.timerFired(now: 60 * Self.ms)
+        #expect(r11 == .dial(1))
     }
 
     @Test("a single address: every dial is to it, and every one after a failure waits")
     func singleAddress() {
-        var m = Self.machine(["a"])
-        var rng = Least()
-        _ = m.start()
-        #expect(m.dialFailed(.unreachable, now: 0, using: &rng) == .wait(until: 50 * Self.ms))
-        #expect(m.timerFired(now: 50 * Self.ms) == .dial(0))
+        var (m, rng) = Self.started(["a"])
+        let r12 = m.dialFailed(.unreachable, now: 0, using: &rng)
+        #expect(r12 == .wait(until: 50 * Self.ms))
+        let r13 = m.timerFired(now: 50 * Self.ms)
+        #expect(r13 == .dial(0))
         m.connected()
-        #expect(m.lost(.closed, now: 100 * Self.ms, using: &rng) == .wait(until: 150 * Self.ms))
-        #expect(m.timerFired(now: 150 * Self.ms) == .dial(0))
+        let r14 = m.lost(.closed, now: 100 * Self.ms, using: &rng)
+        #expect(r14 == .wait(until: 150 * Self.ms))
+        let r15 = m.timerFired(now: 150 * Self.ms)
+        #expect(r15 == .dial(0))
     }
 
     @Test("each wait since the last connection doubles the one before, up to the maximum")
     func backoffGrowsToItsCap() {
-        var m = Self.machine(["a"])
-        var rng = Least()
-        _ = m.start()
+        var (m, rng) = Self.started(["a"])
         var waits: [UInt64] = []
         var now: UInt64 = 0
         for _ in 0..<6 {
@@ -89,7 +101,8 @@ struct ReconnectMachineTests {
             }
             waits.append((until - now) / Self.ms)
             now = until
-            #expect(m.timerFired(now: now) == .dial(0))
+            let r16 = m.timerFired(now: now)
+            #expect(r16 == .dial(0))
         }
         // Half of 100, 200, 400, 800, then 800 (the cap): the least jitter.
         #expect(waits == [50, 100, 200, 400, 400, 400])
@@ -119,109 +132,117 @@ struct ReconnectMachineTests {
         var m1 = Self.machine(["a"]), m2 = Self.machine(["a"])
         _ = m1.start()
         _ = m2.start()
-        #expect(m1.dialFailed(.unreachable, now: 0, using: &a) == m2.dialFailed(.unreachable, now: 0, using: &b))
+        let first = m1.dialFailed(.unreachable, now: 0, using: &a), second = m2.dialFailed(.unreachable, now: 0, using: &b)
+        #expect(first == second)
     }
 
     @Test("a connection resets the backoff to its first wait and starts a new round")
     func connectionResetsBackoff() {
-        var m = Self.machine(["a", "b"])
-        var rng = Least()
-        _ = m.start()
+        var (m, rng) = Self.started(["a", "b"])
         _ = m.dialFailed(.unreachable, now: 0, using: &rng)                 // b at once
         _ = m.dialFailed(.unreachable, now: 0, using: &rng)                 // wait 50
         _ = m.timerFired(now: 50 * Self.ms)                                 // a
         _ = m.dialFailed(.unreachable, now: 50 * Self.ms, using: &rng)      // b at once
-        #expect(m.dialFailed(.unreachable, now: 50 * Self.ms, using: &rng) == .wait(until: 150 * Self.ms))
+        let r17 = m.dialFailed(.unreachable, now: 50 * Self.ms, using: &rng)
+        #expect(r17 == .wait(until: 150 * Self.ms))
         #expect(m.attempt == 2)
         _ = m.timerFired(now: 150 * Self.ms)
         m.connected()
         #expect(m.attempt == 0 && m.failed == 0)
         // Lost: the first wait again, then b; b fails: a at once (a new round).
-        #expect(m.lost(.closed, now: 200 * Self.ms, using: &rng) == .wait(until: 250 * Self.ms))
-        #expect(m.timerFired(now: 250 * Self.ms) == .dial(1))
-        #expect(m.dialFailed(.unreachable, now: 250 * Self.ms, using: &rng) == .dial(0))
+        let r18 = m.lost(.closed, now: 200 * Self.ms, using: &rng)
+        #expect(r18 == .wait(until: 250 * Self.ms))
+        let r19 = m.timerFired(now: 250 * Self.ms)
+        #expect(r19 == .dial(1))
+        let r20 = m.dialFailed(.unreachable, now: 250 * Self.ms, using: &rng)
+        #expect(r20 == .dial(0))
     }
 
     @Test("going back: once the connection ends, the daemon that may hold refused edits comes next, after a wait, whatever the round")
     func goBackAfterTheConnection() {
-        var m = Self.machine()
-        var rng = Least()
-        _ = m.start()
+        var (m, rng) = Self.started()
         m.connected()
-        #expect(m.settle(at: "c"))
+        let r21 = m.settle(at: "c")
+        #expect(r21)
         #expect(m.goBack == 2)
-        #expect(m.lost(.closed, now: 0, using: &rng) == .wait(until: 50 * Self.ms))
+        let r22 = m.lost(.closed, now: 0, using: &rng)
+        #expect(r22 == .wait(until: 50 * Self.ms))
         #expect(m.goBack == nil)
-        #expect(m.timerFired(now: 50 * Self.ms) == .dial(2))
+        let r23 = m.timerFired(now: 50 * Self.ms)
+        #expect(r23 == .dial(2))
         m.connected()
         // Once there, the rotation goes on from it.
-        #expect(m.lost(.closed, now: 60 * Self.ms, using: &rng) == .wait(until: 110 * Self.ms))
-        #expect(m.timerFired(now: 110 * Self.ms) == .dial(0))
+        let r24 = m.lost(.closed, now: 60 * Self.ms, using: &rng)
+        #expect(r24 == .wait(until: 110 * Self.ms))
+        let r25 = m.timerFired(now: 110 * Self.ms)
+        #expect(r25 == .dial(0))
     }
 
     @Test("going back to a daemon that cannot be reached: the others are tried in turn, at once, and the round's end waits")
     func goBackUnreachable() {
-        var m = Self.machine()
-        var rng = Least()
-        _ = m.start()
+        var (m, rng) = Self.started()
         m.connected()
         m.settle(at: "b")
         _ = m.lost(.closed, now: 0, using: &rng)
-        #expect(m.timerFired(now: 50 * Self.ms) == .dial(1))
-        #expect(m.dialFailed(.unreachable, now: 50 * Self.ms, using: &rng) == .dial(2))
-        #expect(m.dialFailed(.unreachable, now: 50 * Self.ms, using: &rng) == .dial(0))
-        #expect(m.dialFailed(.unreachable, now: 50 * Self.ms, using: &rng) == .wait(until: 150 * Self.ms))
+        let r26 = m.timerFired(now: 50 * Self.ms)
+        #expect(r26 == .dial(1))
+        let r27 = m.dialFailed(.unreachable, now: 50 * Self.ms, using: &rng)
+        #expect(r27 == .dial(2))
+        let r28 = m.dialFailed(.unreachable, now: 50 * Self.ms, using: &rng)
+        #expect(r28 == .dial(0))
+        let r29 = m.dialFailed(.unreachable, now: 50 * Self.ms, using: &rng)
+        #expect(r29 == .wait(until: 150 * Self.ms))
     }
 
     @Test("going back, named while a dial fails: that daemon next, after a wait, even with untried addresses left")
     func goBackPreemptsTheRound() {
-        var m = Self.machine()
-        var rng = Least()
-        _ = m.start()
+        var (m, rng) = Self.started()
         m.settle(at: "c")
-        #expect(m.dialFailed(.unreachable, now: 0, using: &rng) == .wait(until: 50 * Self.ms))
-        #expect(m.timerFired(now: 50 * Self.ms) == .dial(2))
+        let r30 = m.dialFailed(.unreachable, now: 0, using: &rng)
+        #expect(r30 == .wait(until: 50 * Self.ms))
+        let r31 = m.timerFired(now: 50 * Self.ms)
+        #expect(r31 == .dial(2))
     }
 
     @Test("going back to an address the device does not know is ignored: the rotation goes on")
     func goBackUnknownIgnored() {
-        var m = Self.machine()
-        var rng = Least()
-        _ = m.start()
+        var (m, rng) = Self.started()
         m.connected()
-        #expect(!m.settle(at: "z"))
+        let r32 = m.settle(at: "z")
+        #expect(!r32)
         #expect(m.goBack == nil)
         _ = m.lost(.closed, now: 0, using: &rng)
-        #expect(m.timerFired(now: 50 * Self.ms) == .dial(1))
+        let r33 = m.timerFired(now: 50 * Self.ms)
+        #expect(r33 == .dial(1))
     }
 
     @Test("the daemon ending the device's access gives up: connecting again cannot help")
     func accessEndedGivesUp() {
-        var m = Self.machine()
-        var rng = Least()
-        _ = m.start()
+        var (m, rng) = Self.started()
         m.connected()
-        #expect(m.lost(.accessEnded, now: 0, using: &rng) == .giveUp(.accessEnded))
+        let r34 = m.lost(.accessEnded, now: 0, using: &rng)
+        #expect(r34 == .giveUp(.accessEnded))
         #expect(m.state == .gaveUp(.accessEnded))
         #expect(!m.isRunning)
-        #expect(m.timerFired(now: 0) == nil)
+        let r35 = m.timerFired(now: 0)
+        #expect(r35 == nil)
     }
 
     @Test("no address: gives up at the start")
     func noAddressGivesUp() {
         var m = Self.machine([])
-        #expect(m.start() == .giveUp(.noAddress))
+        let r36 = m.start()
+        #expect(r36 == .giveUp(.noAddress))
         #expect(!m.isRunning)
     }
 
     @Test("a wait cut short (the app asks to reconnect now) dials at once")
     func reconnectNowDials() {
-        var m = Self.machine(["a"])
-        var rng = Least()
-        _ = m.start()
+        var (m, rng) = Self.started(["a"])
         _ = m.dialFailed(.unreachable, now: 0, using: &rng)
         #expect(m.wakeAt == 50 * Self.ms)
-        #expect(m.timerFired(now: 1 * Self.ms) == .dial(0))
+        let r37 = m.timerFired(now: 1 * Self.ms)
+        #expect(r37 == .dial(0))
         #expect(m.wakeAt == nil)
     }
 
@@ -229,32 +250,38 @@ struct ReconnectMachineTests {
     func misfitEventsChangeNothing() {
         var m = Self.machine()
         var rng = Least()
-        #expect(m.dialFailed(.unreachable, now: 0, using: &rng) == nil)
-        #expect(m.lost(.closed, now: 0, using: &rng) == nil)
-        #expect(m.timerFired(now: 0) == nil)
+        let r38 = m.dialFailed(.unreachable, now: 0, using: &rng)
+        #expect(r38 == nil)
+        let r39 = m.lost(.closed, now: 0, using: &rng)
+        #expect(r39 == nil)
+        let r40 = m.timerFired(now: 0)
+        #expect(r40 == nil)
         m.connected()
         #expect(m.state == .idle)
         _ = m.start()
-        #expect(m.lost(.closed, now: 0, using: &rng) == nil)     // dialling, not connected
+        let notConnected = m.lost(.closed, now: 0, using: &rng)     // dialling, not connected
+        #expect(notConnected == nil)
         m.connected()
-        #expect(m.dialFailed(.unreachable, now: 0, using: &rng) == nil)   // connected, not dialling
+        let notDialling = m.dialFailed(.unreachable, now: 0, using: &rng)   // connected, not dialling
+        #expect(notDialling == nil)
         #expect(m.state == .connected(0) && m.failed == 0)
         m.close()
-        #expect(m.state == .closed && m.timerFired(now: 0) == nil)
+        let closed = m.timerFired(now: 0)
+        #expect(m.state == .closed && closed == nil)
     }
 
     @Test("the operator takes an address out: a wait for it dials the first left, a go-back to it is dropped")
     func configureDropsAnAddress() {
-        var m = Self.machine()
-        var rng = Least()
-        _ = m.start()
+        var (m, rng) = Self.started()
         m.connected()
         m.settle(at: "c")
-        #expect(m.lost(.closed, now: 0, using: &rng) == .wait(until: 50 * Self.ms))
+        let r41 = m.lost(.closed, now: 0, using: &rng)
+        #expect(r41 == .wait(until: 50 * Self.ms))
         #expect(m.state == .waiting(until: 50 * Self.ms, next: 2))
         m.configure(["a", "b"])
         #expect(m.state == .waiting(until: 50 * Self.ms, next: 0))
-        #expect(m.timerFired(now: 50 * Self.ms) == .dial(0))
+        let r42 = m.timerFired(now: 50 * Self.ms)
+        #expect(r42 == .dial(0))
         m.connected()
         m.settle(at: "b")
         m.configure(["b"])

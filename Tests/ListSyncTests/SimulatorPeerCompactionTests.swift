@@ -58,8 +58,8 @@ import ListSyncTestTraits
 
     static let roamingSeeds: Range<UInt64> = 30_000..<30_150
 
-    /// 2–3 daemons, 4 clients roaming on 30% of their reconnects, 0–2 crashes, 60 edits,
-    /// compaction every 10 operations.
+    /// 2–3 daemons, 4 clients of which 30% roam (they know every daemon and move to the next
+    /// after each lost connection), 0–2 crashes, 60 edits, compaction every 10 operations.
     static func roaming(_ config: inout SimulationConfiguration, _ seed: UInt64) {
         config.daemons = 2 + Int(seed % 2)
         config.replicas = 4
@@ -69,8 +69,8 @@ import ListSyncTestTraits
         config.roamPercent = 30
     }
 
-    /// Clients roam: on 30% of their reconnects they connect to another daemon, with what they
-    /// hold and what was acknowledged (as SyncClient with alternates). Before ``UnansweredSends``
+    /// Clients roam: 30% of them move to the next daemon after each lost connection, with what
+    /// they hold and what was acknowledged (as SyncClient with alternates). Before ``UnansweredSends``
     /// 24 of 200 such seeds (`--compact-after 10 --daemons 2 --crashes 2 --ops 60 --seed 30000
     /// --roam 30`) made copies that differ, or showed a value twice: an edit sent to one daemon
     /// without an answer, refused by another, was made again while the first had taken it.
