@@ -1,4 +1,5 @@
 import ListSyncTCP
+import ListSyncTransport
 
 /// A NATS server's address: `nats://host:port`, `host:port` or `host` (port 4222).
 public struct NATSServerAddress: Sendable, Hashable, CustomStringConvertible {

@@ -14,21 +14,26 @@ import ListSync
 
 extension Simulator {
     /// Loses the last daemon for good: every connection to it resets and nothing reaches it
-    /// again; its clients reconnect to another daemon; the operator forgets it on one of the
-    /// others, picked at random.
+    /// again; the operator takes it out of every device's daemons (its clients reconnect to
+    /// another daemon) and forgets it on one of the others, picked at random.
     mutating func loseDaemon() {
         let l = daemons.count - 1
         precondition(daemons.count > 1 && lost == nil, "a daemon to lose, and another to go on")
         resetConnections(of: l)
         lost = l
         report.daemonsLost += 1
-        for c in clients.indices where clients[c].daemon == l || clients[c].settleAt == l {
-            clients[c].daemon = rng.below(l)
-            clients[c].settleAt = nil
+        // The operator takes it out of every device's daemons; one that knew no other is given
+        // another, picked at random.
+        let gone = Self.daemonName(l)
+        for c in clients.indices where clients[c].reconnect.addresses.contains(gone) {
+            var known = clients[c].reconnect.addresses.filter { $0 != gone }
+            if known.isEmpty { known = [Self.daemonName(rng.below(l))] }
+            clients[c].reconnect.configure(known)
+            if clients[c].daemon == l { clients[c].daemon = Self.daemonIndex(known[clients[c].reconnect.current]) }
         }
         if configuration.forgetsLostDaemon {
-            let gone = daemons[l].replica
-            daemons[rng.below(l)].policy.compaction?.forgottenPeers.insert(gone)
+            let forgotten = daemons[l].replica
+            daemons[rng.below(l)].policy.compaction?.forgottenPeers.insert(forgotten)
         }
     }
 

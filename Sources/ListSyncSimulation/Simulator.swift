@@ -19,8 +19,11 @@ public struct SimulationConfiguration: Sendable {
     /// Percent of clients that forget their copy after each acknowledged edit (a command-line
     /// client that exits): what they made lives only on the daemons.
     public var forgetfulPercent = 25
-    /// With several daemons: percent of reconnects on which a client connects to another daemon,
-    /// picked at random (a phone that roams between daemons). 0: each client keeps its daemon.
+    /// With several daemons: percent of clients that know every daemon (a device whose
+    /// `Server.alternates` name the others, its own daemon first): the device's connection
+    /// policy (``ReconnectMachine``) moves them to the next daemon after each lost connection,
+    /// and back to one that may hold edits another refused. The others know only their own
+    /// daemon. 0: each client keeps its daemon.
     public var roamPercent = 0
     /// Number of local edits, spread over the replicas at random.
     public var operations = 200
@@ -178,6 +181,9 @@ public struct SimulationReport: Sendable, CustomStringConvertible {
     public var compacting = false
     /// Reconnects on which a client connected to another daemon than before (``SimulationConfiguration/roamPercent``).
     public var roams = 0
+    /// Clients' connections after a wait (every one but each client's first): what their
+    /// connection policy (``ListSync/ReconnectMachine``) dialled.
+    public var reconnects = 0
     /// Refusals after which a client went back to another daemon it had sent the refused operations to.
     public var settles = 0
     /// Daemons lost for good, and the times a daemon forgot one on its operator's word (the
@@ -211,6 +217,7 @@ public struct SimulationReport: Sendable, CustomStringConvertible {
         remade += other.remade; refusedCompacted += other.refusedCompacted; operationResyncs += other.operationResyncs
         clientCompactions += other.clientCompactions; stabilityGossips += other.stabilityGossips
         roams += other.roams
+        reconnects += other.reconnects
         settles += other.settles
         daemonsLost += other.daemonsLost
         daemonsForgotten += other.daemonsForgotten
@@ -354,6 +361,13 @@ public struct Simulator: Sendable {
         // that counts it, once silent; the daemons agree on it before compacting
         // (Docs/Semantics.md §7, "Retiring with peers").
         for c in clients.indices { clients[c].forgetful = rng.chance(configuration.forgetfulPercent) }
+        // The daemons each client knows: its own, and with roaming maybe every other one after it.
+        for c in clients.indices {
+            let home = clients[c].daemon
+            let roams = d > 1 && configuration.roamPercent > 0 && rng.chance(configuration.roamPercent)
+            let known = roams ? (0..<d).map { (home + $0) % d } : [home]
+            clients[c].reconnect = ReconnectMachine(addresses: known.map(Self.daemonName), backoff: Self.reconnectBackoff)
+        }
         report.seed = configuration.seed
         report.replicas = clients.count
         report.daemons = d
@@ -384,6 +398,12 @@ public struct Simulator: Sendable {
     var liveDaemons: [SimulatedDaemon] { daemons.indices.filter { $0 != lost }.map { daemons[$0] } }
 
     static func ns(_ ms: UInt64) -> UInt64 { ms &* 1_000_000 }
+    /// The virtual millisecond a moment in nanoseconds falls in, rounded up.
+    static func ms(_ ns: UInt64) -> UInt64 { ns / 1_000_000 + (ns % 1_000_000 == 0 ? 0 : 1) }
+
+    /// The clients' waits before reconnecting: the device's (0.5 s doubling to 15 s) scaled down
+    /// to the simulator's virtual milliseconds, as the rest of its clocks are.
+    static let reconnectBackoff = Backoff(initial: .milliseconds(60), maximum: .milliseconds(960))
     var nowNs: UInt64 { Self.ns(network.now) }
 
     /// Runs the simulation and checks the result.
@@ -391,7 +411,7 @@ public struct Simulator: Sendable {
     /// - Complexity: O(k · (r + log n)) for k edits on r replicas, plus anti-entropy.
     public mutating func run() -> SimulationReport {
         for (a, b) in configuration.links(daemons.count) where a != hidden && b != hidden { connectLink(a, b) }
-        for c in clients.indices { connectClient(c) }
+        for c in clients.indices { reconnect(c, clients[c].reconnect.start()) }
         let n = clients.count
         let cuts = (0..<configuration.partitions).map { _ in
             (at: rng.below(max(configuration.operations, 1)), a: rng.below(n + daemons.count), b: rng.below(n + daemons.count),
@@ -480,7 +500,7 @@ public struct Simulator: Sendable {
         for d in daemons { take(d.disk.syncDue) }
         for r in roomDue { take(r.time) }
         for c in clients {
-            take(c.reconnectAt)
+            take(c.reconnect.wakeAt.map(Self.ms))
             if c.connected { take(c.presence.nextDeadline.map { $0 / 1_000_000 + 1 }) }
             if c.connected, compacting { take(c.session.nextSeenDeadline.map { $0 / 1_000_000 + 1 }) }
         }
@@ -514,7 +534,9 @@ public struct Simulator: Sendable {
         let due = roomDue.filter { $0.time <= now }
         roomDue.removeAll { $0.time <= now }
         for r in due { performCore(r.daemon, daemons[r.daemon].core.roomAvailable(SubscriberID(r.subscriber))) }
-        for c in clients.indices where (clients[c].reconnectAt ?? .max) <= now { connectClient(c) }
+        for c in clients.indices where (clients[c].reconnect.wakeAt.map(Self.ms) ?? .max) <= now {
+            reconnect(c, clients[c].reconnect.timerFired(now: nowNs))
+        }
         for (k, t) in linkDue.sorted(by: { $0.key < $1.key }) where t <= now {
             let (a, b) = (k >> 32, k & 0xFFFF_FFFF)
             if a == lost || b == lost || a == hidden || b == hidden { linkDue[k] = nil } else { connectLink(a, b) }
@@ -567,24 +589,23 @@ public struct Simulator: Sendable {
         }
     }
 
-    mutating func connectClient(_ c: Int) {
-        // Never the lost daemon: it is cleared when lost, and never asked since (``refusedForFloor(_:)``).
-        assert(clients[c].settleAt == nil || clients[c].settleAt != lost)
-        if let d = clients[c].settleAt {
-            clients[c].settleAt = nil
-            if d != clients[c].daemon { report.roams += 1 }
-            clients[c].daemon = d
-        } else if daemons.count > 1, configuration.roamPercent > 0, rng.chance(configuration.roamPercent) {
-            clients[c].settleAt = nil
-            var d = rng.below(daemons.count)
-            if d == lost { d = (d + 1) % daemons.count }
-            if d != clients[c].daemon { report.roams += 1 }
-            clients[c].daemon = d
-        }
-        let d = clients[c].daemon
+    /// The I/O of what client `c`'s connection policy decided (``ReconnectMachine``, SyncClient's):
+    /// a dial connects at once (a simulated daemon always answers; a cut link resets the
+    /// connection on its first frame); a wait is read from the machine by ``timers()``.
+    mutating func reconnect(_ c: Int, _ action: ReconnectMachine.Action?) {
+        guard case let .dial(i)? = action else { return }
+        connectClient(c, to: Self.daemonIndex(clients[c].reconnect.addresses[i]))
+    }
+
+    mutating func connectClient(_ c: Int, to d: Int) {
+        // Never the lost daemon: the operator took it out of every client's daemons (``loseDaemon()``).
+        assert(d != lost)
+        if d != clients[c].daemon { report.roams += 1 }
+        if clients[c].reconnect.attempt > 0 { report.reconnects += 1 }
+        clients[c].daemon = d
         let node = clients[c].node
         if configuration.trace { trace("c\(c) connects to d\(d)") }
-        clients[c].reconnectAt = nil
+        clients[c].reconnect.connected()
         generations[Self.key(node, d), default: 0] &+= 1
         daemons[d].servers[node] = ServerSession(maxFrame: 1 << 16, rateLimit: nil, now: nowNs)
         clients[c].session = ClientSession(maxFrame: 1 << 16, timeout: Self.ns(2_000))
@@ -642,7 +663,9 @@ public struct Simulator: Sendable {
             _ = clients[c].session.disconnected()
             machines[c].disconnected()
             clients[c].connected = false
-            clients[c].reconnectAt = network.now + 20 + UInt64(rng.below(40))
+            // Its connection policy waits, then dials this daemon again or the next it knows.
+            // (Not connected already: nothing changes.)
+            reconnect(c, clients[c].reconnect.lost(.closed, now: nowNs, using: &rng))
         }
     }
 
@@ -828,9 +851,9 @@ public struct Simulator: Sendable {
     mutating func performClient(_ c: Int, _ actions: [ClientSession.Action]) {
         let node = clients[c].node, d = clients[c].daemon
         let variant = configuration.variant
-        // A daemon lost for good is no longer among the device's daemons (its operator took it
-        // out): the machine gives up what it may hold (a device's are its configured addresses).
-        let lostDaemon = lost.map(Self.daemonName)
+        // A daemon may be asked if the device knows it (SyncClient's rule): one lost for good is
+        // no longer among them (its operator took it out), and what it may hold is given up.
+        let configured = clients[c].reconnect.addresses
         for action in actions {
             switch action {
             case let .send(frame): send(node, d, frame)
@@ -840,13 +863,13 @@ public struct Simulator: Sendable {
                 clients[c].presence.announce(document)
                 performDevice(c, machines[c].subscribed(version, document: clients[c].document))
             case let .operations(_, ops):
-                let (applies, more) = machines[c].received(ops, document: clients[c].document, prepare: { $0.variant = variant }, askable: { $0 != lostDaemon })
+                let (applies, more) = machines[c].received(ops, document: clients[c].document, prepare: { $0.variant = variant }, askable: { configured.contains($0) })
                 // No `hello` for operations waiting for their causes: no device sends one (the
                 // causes come on this subscription's catch-up, or the next one's).
                 if applies { _ = clients[c].document.receive(ops) }
                 performDevice(c, more)
             case let .editDone(n, result):
-                performDevice(c, machines[c].answered(edit: n, result, document: clients[c].document, askable: { $0 != lostDaemon }))
+                performDevice(c, machines[c].answered(edit: n, result, document: clients[c].document, askable: { configured.contains($0) }))
                 if case .success = result, clients[c].forgetful { forget(c) }
             case .subscribeFailed(_, let error):
                 if case let .refused(code, _) = error, code == .epochMismatch {
@@ -873,10 +896,10 @@ public struct Simulator: Sendable {
                     report.failures.append("client \(c): a snapshot catch-up, yet no simulated daemon compacts")
                 }
             case let .synced(_, version):
-                performDevice(c, machines[c].synced(version, document: clients[c].document, prepare: { $0.variant = variant }, askable: { $0 != lostDaemon }))
+                performDevice(c, machines[c].synced(version, document: clients[c].document, prepare: { $0.variant = variant }, askable: { configured.contains($0) }))
             case let .documentError(_, code, text):
                 if code == .compacted {
-                    performDevice(c, machines[c].refusedForFloor(text, document: clients[c].document, askable: { $0 != lostDaemon }))
+                    performDevice(c, machines[c].refusedForFloor(text, document: clients[c].document, askable: { configured.contains($0) }))
                 }
             case .answered, .announced, .withdrawn, .accessEnded, .stability: break
             }
@@ -908,7 +931,7 @@ public struct Simulator: Sendable {
             case let .settle(other):
                 if configuration.trace { trace("c\(c) settles at \(other)") }
                 // Another daemon may hold what this one refused: settle there first.
-                clients[c].settleAt = Self.daemonIndex(other)
+                clients[c].reconnect.settle(at: other)
                 report.settles += 1
                 reset(daemon: clients[c].daemon, other: clients[c].node)
             case .resubscribe:
@@ -1144,17 +1167,18 @@ public struct Simulator: Sendable {
 /// ``DeviceClientMachine`` lies beside it, in ``Simulator/machines``).
 struct SimulatedClient {
     let node: Int
-    /// The daemon it connects to (another one on a reconnect, with ``SimulationConfiguration/roamPercent``).
+    /// The daemon it is, or was last, connected to (another one on a reconnect, with
+    /// ``SimulationConfiguration/roamPercent``).
     var daemon: Int
     var document: ListDocument
     var session = ClientSession(maxFrame: 1 << 16)
     var connected = false
     var knowsEpoch = false
-    var reconnectAt: UInt64?
     var forgetful = false
     var generation = 0
-    /// Where it connects next: a daemon that may hold edits another refused (``DeviceClientMachine/Action/settle(at:)``).
-    var settleAt: Int?
+    /// Which daemon it dials next and when (SyncClient's connection policy), among those it
+    /// knows (its own; with roaming, every one): set up by ``Simulator/init(_:)``.
+    var reconnect = ReconnectMachine(addresses: [])
     /// Its presence (drags), coalesced; and the others' it shows.
     var presence = PresencePublisher()
     var board = PresenceBoard()

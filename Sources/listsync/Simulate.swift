@@ -46,8 +46,9 @@ let simulateUsage = """
       --sends-ahead       with --compact-after: clients send each edit at once, even ahead of
                           earlier unacknowledged ones (default: as SyncClient, in order once
                           caught up)
-      --roam P            with --daemons 2 or more: percent of reconnects on which a client
-                          connects to another daemon, picked at random (default 0)
+      --roam P            with --daemons 2 or more: percent of clients that know every
+                          daemon, and move to the next after each lost connection as a
+                          device with alternates does (default 0: each keeps its own)
       --lose-daemon       with --compact-after and --daemons 2 or more: once quiet, the last
                           daemon is lost for good, the operator forgets it on another
                           (--forget-peer), and the clients edit on; every other daemon
@@ -192,6 +193,7 @@ func runSimulate(_ args: [String]) throws -> Int32 {
             }
         }
         if config.daemons > 1 {
+            print("clients: \(total.reconnects) reconnects, \(total.roams) to another daemon, \(total.settles) back to settle a refusal")
             print("copies parted: \(total.copiesParted), \(total.mergesBack) copies merged back (\(total.mergedBackOperations) operations made again)")
         }
         if !failed.isEmpty { print("failed seeds: \(failed.prefix(20).map(String.init).joined(separator: " "))") }

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import ListSyncNATS
 import ListSyncTCP
+import ListSyncTransport
 import ListSyncTestSupport
 import ListSyncTestTraits
 

@@ -4,6 +4,7 @@ import ListCRDT
 import ListSyncClient
 import ListSyncNATS
 import ListSyncTCP
+import ListSyncTransport
 import ListTable
 import ListSyncServer
 import ListSyncFiles

@@ -84,9 +84,9 @@ import ListSyncTestTraits
         #expect(total.compactions > 0 && total.clientCompactions > 0, "the daemon compacted by dead bytes")
     }
 
-    /// Roaming: a client reconnects to another daemon, picked at random, on 40% of its
-    /// reconnects (a phone that moves between daemons), without compaction (with compaction:
-    /// SimulatorPeerCompactionTests.roamingWithCompaction).
+    /// Roaming: 40% of the clients know every daemon and, as a device with alternates does
+    /// (``ReconnectMachine``), move to the next after each lost connection, without compaction
+    /// (with compaction: SimulatorPeerCompactionTests.roamingWithCompaction).
     @Test("200 seeds of clients roaming between 2–3 peered daemons (no compaction), 0–2 crashes: nothing acknowledged lost, all converge")
     func roaming() {
         let total = SimulatorRuns.run(5_000..<5_200) { config, seed in
@@ -99,6 +99,24 @@ import ListSyncTestTraits
         }
         print("simulator, roaming: \(total.roams) reconnects to another daemon, \(total.acknowledged) operations acknowledged, \(total.crashes) crashes")
         #expect(total.roams > 100 && total.crashes > 0)
+    }
+
+    /// The simulated clients reconnect by the device's own policy (``ReconnectMachine``, which
+    /// SyncClient runs): one that knows every daemon goes to the next after every lost
+    /// connection, so with every client roaming each reconnect is to another daemon; one that
+    /// knows only its own never changes. (Before, the simulator drew its own: a daemon picked at
+    /// random on a share of the reconnects, often the same one.)
+    @Test("simulated clients reconnect as SyncClient does: knowing every daemon, each reconnect is to the next one; knowing their own, never to another")
+    func clientsReconnectByTheDevicePolicy() {
+        for roam in [100, 0] {
+            let total = SimulatorRuns.run(46_000..<46_020) { config, _ in
+                config.daemons = 3
+                config.operations = 100
+                config.roamPercent = roam
+            }
+            #expect(total.reconnects > 20)
+            #expect(total.roams == (roam == 100 ? total.reconnects : 0), "roam \(roam): \(total.roams) of \(total.reconnects)")
+        }
     }
 
     /// Clients that send each edit at once, even ahead of earlier unacknowledged edits it depends

@@ -42,67 +42,71 @@ extension SyncClient {
     }
 
     /// The addresses this client dials (`host:port`): the server's, then its alternates.
-    var dialled: [String] {
-        guard let server else { return [] }
-        return ["\(server.host):\(server.port)"] + server.alternates.map { "\($0.host):\($0.port)" }
-    }
+    var dialled: [String] { reconnect.addresses }
 
+    /// Connects, and reconnects, until ``close()``: the I/O of what ``reconnect`` decides.
     func run() async {
         guard let server else { return }
         var rng = SystemRandomNumberGenerator()
-        var attempt = 0
-        // `host:port`, then the alternates (cluster nodes); `failed` counts this round's failures.
-        let addresses = [(host: server.host, port: server.port)] + server.alternates
-        var current = 0, failed = 0
-        while !closed && !Task.isCancelled {
-            let (host, port) = addresses[current]
-            isConnecting = true
-            updateStatus()
-            var transport: TCPTransport?
-            do {
-                transport = try await TCPTransport.connect(host: host, port: port, authentication: server.authentication,
-                                                           localHost: server.localHost, loop: loop)
-            } catch {
-                if case let .handshake(why) = error, why.isAuthenticationFailure {
-                    sessionFailure = .wrongKey(why.description)
-                } else {
-                    lastError = "cannot reach \(host):\(port): \(error)"
-                }
+        var next = reconnect.start()
+        while let action = next, !closed, !Task.isCancelled {
+            switch action {
+            case let .dial(i):
+                next = await dial(i, of: server, using: &rng)
+            case let .wait(until):
+                let now = EventLoop.now()
+                await sleep(.nanoseconds(Int64(clamping: until > now ? until - now : 0)))
+                next = reconnect.timerFired(now: EventLoop.now())
+            case .giveUp:
+                // Revoked or expired: connecting again cannot help; edits stay saved here.
+                updateStatus()
+                next = nil
+            }
+        }
+    }
+
+    /// Dials address `i` of `server` and serves its connection until it ends; what the machine
+    /// does next (nil once closed).
+    func dial(_ i: Int, of server: Server, using rng: inout SystemRandomNumberGenerator) async -> ReconnectMachine.Action? {
+        let (host, port) = i == 0 ? (server.host, server.port) : server.alternates[i - 1]
+        isConnecting = true
+        updateStatus()
+        let transport: TCPTransport
+        do {
+            transport = try await TCPTransport.connect(host: host, port: port, authentication: server.authentication,
+                                                       localHost: server.localHost, loop: loop)
+        } catch {
+            let why: ReconnectMachine.DialFailure
+            if case let .handshake(reason) = error, reason.isAuthenticationFailure {
+                sessionFailure = .wrongKey(reason.description)
+                why = .refused
+            } else {
+                lastError = "cannot reach \(host):\(port): \(error)"
+                why = .unreachable
             }
             isConnecting = false
-            if let transport {
-                if closed { await transport.close(); break }
-                attempt = 0
-                failed = 0
-                sessionFailure = nil
-                lastError = nil
-                await serve(transport, address: "\(host):\(port)", timeout: server.requestTimeout)
-                if closed { break }
-                if case .accessEnded? = sessionFailure {
-                    // Revoked or expired: connecting again cannot help; edits stay saved here.
-                    updateStatus()
-                    break
-                }
-                lastError = lastError ?? "the connection to \(host):\(port) closed"
-            } else {
-                failed += 1
-            }
             updateStatus()
-            if let back = goBack, let i = addresses.firstIndex(where: { "\($0.host):\($0.port)" == back }) {
-                // A daemon that may hold edits this one refused comes next (after the backoff:
-                // while it cannot be reached, the others are tried in turn).
-                current = i
-            } else {
-                // The next address at once while some of this round are untried; else wait.
-                current = (current + 1) % addresses.count
-                if failed > 0 && failed < addresses.count { continue }
-            }
-            goBack = nil
-            failed = 0
-            let delay = server.backoff.delay(attempt: attempt, using: &rng)
-            attempt += 1
-            await sleep(delay)
+            return reconnect.dialFailed(why, now: EventLoop.now(), using: &rng)
         }
+        isConnecting = false
+        if closed {
+            await transport.close()
+            return nil
+        }
+        reconnect.connected()
+        sessionFailure = nil
+        lastError = nil
+        await serve(transport, address: "\(host):\(port)", timeout: server.requestTimeout)
+        if closed { return nil }
+        let loss: ReconnectMachine.Loss
+        if case .accessEnded? = sessionFailure {
+            loss = .accessEnded
+        } else {
+            loss = .closed
+            lastError = lastError ?? "the connection to \(host):\(port) closed"
+        }
+        updateStatus()
+        return reconnect.lost(loss, now: EventLoop.now(), using: &rng)
     }
 
     /// Waits `delay`, or less if ``reconnectNow()`` or ``close()`` comes first.
@@ -222,7 +226,7 @@ extension SyncClient {
                 // Another daemon may hold what this one refused: ask it first (it acknowledges
                 // them, or refuses them too).
                 lastError = "\(lastError ?? "compacted"); asking \(other) first, which may hold those edits"
-                goBack = other
+                reconnect.settle(at: other)
                 if let t = connection?.transport { Task { await t.close(reason: "edits refused here may be held by \(other)") } }
             case .resubscribe:
                 // Left behind a compaction (retired while offline), or unaccounted for on a peered

@@ -64,8 +64,9 @@ public actor SyncClient {
         /// The waits between connection attempts (jittered, doubling).
         public var backoff: Backoff
         /// Other daemons serving the same documents (cluster nodes, Docs/Cluster.md): when the
-        /// one in use cannot be reached, or its connection ends, the client tries the next of
-        /// `host:port` and these, in turn; the backoff applies once every one has failed.
+        /// one in use cannot be reached the client tries the next of `host:port` and these, in
+        /// turn, at once, and waits the backoff once every one has failed; when its connection
+        /// ends, it tries the next after the backoff (``ListSync/ReconnectMachine``).
         public var alternates: [(host: String, port: UInt16)] = []
 
         /// A daemon at `host:port` that the device reaches with the daemon's `key` (32 bytes).
@@ -113,9 +114,10 @@ public actor SyncClient {
     /// again on later connections (``ListSync/ClientSession/OlderDaemon``).
     var refusedByDaemon: ClientSession.OlderDaemon = []
     var lastError: String?
-    /// The daemon (`host:port`) to connect to next: it may hold edits the current one refused
-    /// (``ListSync/UnansweredSends``).
-    var goBack: String?
+    /// Which daemon it dials next, and when (``ListSync/ReconnectMachine``): the addresses are
+    /// `host:port` and the alternates'; ``ListSync/DeviceClientMachine/Action/settle(at:)`` names
+    /// the one to go back to.
+    var reconnect: ReconnectMachine
     var sessionFailure: SyncFailure?
     var closed = false
     /// The current status (``statusUpdates()`` for every change).
@@ -150,6 +152,8 @@ public actor SyncClient {
         self.server = server
         self.changeSets = changeSets
         self.loop = loop
+        let addresses = server.map { s in ["\(s.host):\(s.port)"] + s.alternates.map { "\($0.host):\($0.port)" } } ?? []
+        reconnect = ReconnectMachine(addresses: addresses, backoff: server?.backoff ?? Backoff())
     }
 
     // MARK: Documents on the device
@@ -414,6 +418,7 @@ public actor SyncClient {
     public func close() async {
         guard !closed else { return }
         closed = true
+        reconnect.close()
         runner?.cancel()
         wake?.resume()
         wake = nil
