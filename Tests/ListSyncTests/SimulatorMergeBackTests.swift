@@ -154,13 +154,12 @@ import Testing
         #expect(failed >= runs / 2)
     }
 
-    /// Seed 11014 of `listsync simulate --daemons 2 --compact-after 10 --hide-daemon --roam 30
-    /// --crashes 2 --ops 80`: a device's edits reached the hidden daemon before it crashed (their
-    /// acknowledgement lost); sent again with later ones, it took them and refused the later ones
-    /// (`compacted`). Told only "the others are durable and applied", the device took the whole
-    /// batch as refused and made every edit again on the other daemon's snapshot, beside the
-    /// hidden daemon's merge back (two values shown twice). The refusal now says what was taken
-    /// (``TakenInPart``).
+    /// The configuration of `listsync simulate --daemons 2 --compact-after 10 --hide-daemon
+    /// --roam 30 --crashes 2 --ops 80` where seed 11014 provoked a batch refused in part, before
+    /// simulated clients reconnected by the device's own policy (``ReconnectMachine``). With that
+    /// policy no seed of 11000–11299 (nor of 11000–11157 with `--roam 100`) provokes that case
+    /// alone any more, so its simulator tests were dropped; the rule is tested on the machine
+    /// (`DeviceClientMachineTests.refusedInPartMakesAgainOnlyTheRefused`).
     static func refusedInPart(seed: UInt64 = 11014) -> SimulationConfiguration {
         var config = SimulationConfiguration()
         config.seed = seed
@@ -171,22 +170,5 @@ import Testing
         config.operations = 80
         config.compactAfter = 10
         return config
-    }
-
-    @Test("a batch refused in part says what the daemon took: the device makes again only the rest, each value once, copies parted: 0 (seed 11014)")
-    func refusedInPartSaysWhatWasTaken() {
-        var sim = Simulator(Self.refusedInPart())
-        let report = sim.run()
-        #expect(report.failures.isEmpty, "\(report.failures)")
-        #expect(report.copiesParted == 0 && report.mergesBack >= 1)
-    }
-
-    @Test("a daemon that refuses in part without saying what it took (an older build's) shows a value twice in seed 11014")
-    func refusedInPartWithoutTakenFails() {
-        var config = Self.refusedInPart()
-        config.coreVariant = .refusesWithoutTaken
-        var sim = Simulator(config)
-        let report = sim.run()
-        #expect(report.failures.contains { $0.contains("shown twice") }, "\(report.failures)")
     }
 }
