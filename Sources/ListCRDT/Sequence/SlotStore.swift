@@ -20,6 +20,17 @@ struct SlotStore: Sendable {
         /// The sequence: -1 for the section sequence, else the index of the section.
         var sequence: SequenceIndex
 
+        /// The id of slot `lv`, one of this run's.
+        @inline(__always)
+        func id(of lv: LocalVersion) -> OpID { id.advanced(by: Int(lv.distance(from: self.lv))) }
+
+        /// Left and right origins of slot `lv`, one of this run's: the first slot's left origin
+        /// is the run's, each later one's the slot before it.
+        @inline(__always)
+        func origins(of lv: LocalVersion) -> (left: LocalVersion, right: LocalVersion) {
+            (lv == self.lv ? left : lv.advanced(by: -1), right)
+        }
+
         /// Whether slots with ids from `id` on, at `lv` on, the first with left origin `left`,
         /// all with right origin `right` in `sequence`, continue this run (a typed run goes on).
         @inline(__always)
@@ -156,14 +167,12 @@ struct SlotStore: Sendable {
 
     /// The id of slot `lv`.
     func id(of lv: LocalVersion) -> OpID {
-        let r = run(of: lv)
-        return r.id.advanced(by: Int(lv.distance(from: r.lv)))
+        run(of: lv).id(of: lv)
     }
 
     /// Left and right origins of slot `lv` (``LocalVersion/none`` for the ends of the sequence).
     func origins(of lv: LocalVersion) -> (left: LocalVersion, right: LocalVersion) {
-        let r = run(of: lv)
-        return (lv == r.lv ? r.left : lv.advanced(by: -1), r.right)
+        run(of: lv).origins(of: lv)
     }
 
     /// The sequence slot `lv` is in (-1: sections; else a section index).
@@ -227,8 +236,7 @@ extension SlotStore {
 
         /// The id of `slot`, the slot at `lv` (as ``SlotStore/id(of:)``).
         @inline(__always) func id(of slot: Slot, at lv: LocalVersion) -> OpID {
-            let r = runs[Int(slot.run)]
-            return r.id.advanced(by: Int(lv.distance(from: r.lv)))
+            runs[Int(slot.run)].id(of: lv)
         }
     }
 

@@ -76,16 +76,14 @@ struct TextSlots: Sendable {
     /// - Complexity: as ``runIndex(of:)``.
     @inline(__always)
     func id(of lv: LocalVersion) -> OpID {
-        let r = run(of: lv)
-        return r.id.advanced(by: Int(lv.distance(from: r.lv)))
+        run(of: lv).id(of: lv)
     }
 
     /// Left and right origins of character `lv` (``LocalVersion/none`` for the ends of the text).
     ///
     /// - Complexity: as ``runIndex(of:)``.
     func origins(of lv: LocalVersion) -> (left: LocalVersion, right: LocalVersion) {
-        let r = run(of: lv)
-        return (lv == r.lv ? r.left : lv.advanced(by: -1), r.right)
+        run(of: lv).origins(of: lv)
     }
 
     /// Heap bytes held, roughly.
