@@ -16,6 +16,10 @@ public enum DaemonClientError: Error, CustomStringConvertible, Sendable {
     case disconnected
     /// No answer in time.
     case timeout(String)
+    /// The copy resumed from holds edits of its own that a daemon acknowledged and that this
+    /// daemon, whose snapshot it re-syncs onto, has not received in time: another daemon holds
+    /// them and has not relayed them here yet (the copy is left as it was).
+    case editsHeldElsewhere(DocumentID)
 
     public var description: String {
         switch self {
@@ -24,6 +28,8 @@ public enum DaemonClientError: Error, CustomStringConvertible, Sendable {
         case let .refused(code, text): return "\(code): \(text)"
         case .disconnected: return "the connection to the daemon closed"
         case let .timeout(what): return "no answer from the daemon for \(what)"
+        case let .editsHeldElsewhere(document):
+            return "the copy of \(document) holds edits that another daemon acknowledged and has not relayed to this one yet; try again later, or connect to that daemon"
         }
     }
 
@@ -61,9 +67,20 @@ public actor DaemonClient {
     /// Opened documents whose copy a snapshot from the daemon replaced, or that compacted where
     /// the daemon had (``wasReplaced(_:)``).
     private var replaced: Set<DocumentID> = []
-    /// Opened documents whose copy is kept between runs (``open(_:replica:resuming:epoch:keepsCopy:)``):
+    /// Opened documents whose copy is kept between runs (``open(_:replica:resuming:epoch:acknowledged:keepsCopy:)``):
     /// they say `seen` as ``ListSync/SeenRole/liveCopy`` and follow the daemon's floor.
     private var copies: Set<DocumentID> = []
+    /// What a daemon acknowledged as durable of each opened document's copy: given at
+    /// ``open(_:replica:resuming:epoch:acknowledged:keepsCopy:)``, then the copy's own operations
+    /// of each acknowledged edit, in order. A re-sync makes again only the copy's own edits past
+    /// it (``resync(_:from:)``).
+    private var acknowledged: [DocumentID: (version: VersionVector, counting: Bool)] = [:]
+    /// The operations each edit in flight carries, by the session's edit number.
+    private var carried: [UInt64: (DocumentID, [ListOperation])] = [:]
+    /// Opened documents whose catch-up is the daemon's snapshot (the copy resumed from was behind
+    /// its floor): the daemon's copy is built (``ListSync/CopyResync``, the device's machine) until
+    /// it holds every edit of the copy a daemon acknowledged, by `deadline` (``EventLoop/now()``).
+    private var resyncs: [DocumentID: (resync: CopyResync, deadline: UInt64)] = [:]
     /// The floor the daemon last told for a kept copy (empty: never compacted).
     private var floors: [DocumentID: VersionVector] = [:]
     /// Opens waiting for the daemon's floor, with their deadline (``EventLoop/now()`` nanoseconds).
@@ -159,6 +176,7 @@ public actor DaemonClient {
         ticker?.cancel()
         presenceFlush?.cancel()
         for (_, live) in opened { live.clearPresence() }
+        resyncs = [:]
         perform(session.disconnected())
         ended(endReason ?? "closed by this client")
     }
@@ -241,6 +259,12 @@ public actor DaemonClient {
     ///   - held: a copy kept from an earlier session, to resume from: only what it lacks is sent,
     ///     and what the daemon lacks is uploaded (acknowledged) before this returns.
     ///   - epoch: the epoch `held` belongs to (``info(_:)`` after an earlier `open`); 0 with no copy.
+    ///   - acknowledged: what of `held` a daemon acknowledged as durable; the command line's kept
+    ///     copy (``ClientCache``) holds nothing else, so its whole version. When the catch-up is
+    ///     the daemon's snapshot (`held` is behind its floor), the copy's own edits that the
+    ///     snapshot lacks are made again on it, except these: a daemon holds them (in its causal
+    ///     buffer, or not yet relayed to this one) and they come back from it; made again here
+    ///     too, they would show twice (Docs/Semantics.md §7, "A device left behind").
     /// - Throws: ``DaemonClientError/refused(_:_:)`` with `.epochMismatch` when the document was
     ///   reset or restored since: drop `held` and open it afresh.
     ///   - keepsCopy: the copy is kept between runs (the command line's, ``ClientCache``): it says
@@ -249,10 +273,12 @@ public actor DaemonClient {
     ///     later floors compact it too. A daemon of an older build refuses the role and closes
     ///     the connection (``refusedLiveCopy``): open it again without.
     public func open(_ document: DocumentID, replica: ReplicaID? = nil, resuming held: ListDocument? = nil,
-                     epoch: UInt64 = 0, keepsCopy: Bool = false) async throws -> LiveDocument {
+                     epoch: UInt64 = 0, acknowledged heldAcknowledged: VersionVector = VersionVector(),
+                     keepsCopy: Bool = false) async throws -> LiveDocument {
         if let live = opened[document] { return live }
         replaced.remove(document)
         floors[document] = nil
+        acknowledged[document] = (heldAcknowledged, true)
         if keepsCopy { copies.insert(document) } else { copies.remove(document) }
         let start = held ?? ListDocument(replica: replica ?? ReplicaID.random())
         let live = changeSets ? LiveDocument(start) : LiveDocument(withoutChangeSets: start)
@@ -296,7 +322,7 @@ public actor DaemonClient {
         return live
     }
 
-    /// The most operations ``open(_:replica:resuming:epoch:keepsCopy:)`` rebuilds from a held
+    /// The most operations ``open(_:replica:resuming:epoch:acknowledged:keepsCopy:)`` rebuilds from a held
     /// copy's log and sends at once (an imported list is sent this way).
     public static let resumePart = 65_536
 
@@ -403,10 +429,27 @@ public actor DaemonClient {
 
     private func send(_ document: DocumentID, _ ops: [ListOperation]) async throws {
         let (edit, actions) = session.send(document, ops, now: EventLoop.now())
+        carried[edit] = (document, ops)
         _ = try await withCheckedThrowingContinuation { (c: CheckedContinuation<VersionVector, any Error>) in
             edits[edit] = c
             perform(actions)
         }
+    }
+
+    /// Notes an edit's answer (in the order the daemon answers, before its sender resumes): the
+    /// copy's own operations it carried count as acknowledged, as long as every earlier edit of
+    /// the document was acknowledged too. After one that was not (refused, or the connection
+    /// lost), none counts: a version counts every counter of the replica up to its greatest.
+    ///
+    /// - Complexity: O(k) for the k operations of the edit.
+    private func noteAnswered(_ edit: UInt64, succeeded: Bool) {
+        guard let (document, ops) = carried.removeValue(forKey: edit), var held = acknowledged[document] else { return }
+        guard succeeded, held.counting, let replica = opened[document]?.replica else {
+            acknowledged[document]?.counting = false
+            return
+        }
+        for op in ops where op.id.replica == replica { held.version.observe(op.lastID) }
+        acknowledged[document] = held
     }
 
     private func ask(_ request: ClientSession.Request) async throws -> ClientSession.Answer {
@@ -426,6 +469,11 @@ public actor DaemonClient {
         for (doc, w) in floorWaiters where w.deadline <= now {
             floorWaiters[doc] = nil
             w.0.resume()
+        }
+        for (doc, r) in resyncs where r.deadline <= now && r.resync.synced != nil {
+            // The daemon never took the acknowledged edits: the open fails, the copy unchanged.
+            resyncs[doc] = nil
+            catchUps.removeValue(forKey: doc)?.resume(throwing: DaemonClientError.editsHeldElsewhere(doc))
         }
         perform(session.tick(now: now))
         flushPresence()
@@ -493,20 +541,41 @@ public actor DaemonClient {
     }
 
     /// The catch-up of an opened document is the daemon's snapshot (what was held is behind its
-    /// compaction floor): it replaces the copy, with what the daemon lacked made again on it as
-    /// new operations (sent by ``open(_:replica:resuming:epoch:)`` after the catch-up).
+    /// compaction floor): the daemon's copy is built from it, to replace the copy once it holds
+    /// what `synced` says (``finishResync(_:)``).
     private func resync(_ document: DocumentID, from bytes: [UInt8]) {
         guard let live = opened[document] else { return }
-        let local = live.document
+        var resync = CopyResync()
         do {
-            var base = try ListDocument(snapshot: bytes, replica: local.replica)
-            _ = base.remake(DeviceCopyPolicy.unsent(local, acknowledged: VersionVector(), base: base), from: local)
-            live.replace(with: base)
-            replaced.insert(document)
+            try resync.snapshot(bytes, replica: live.replica)
+            resyncs[document] = (resync, EventLoop.now() &+ requestTimeout.nanoseconds)
         } catch {
             let t = transport
             Task { await t.close(reason: "the daemon's snapshot did not load: \(error)") }
         }
+    }
+
+    /// Replaces the copy of a re-syncing document with the daemon's, once that holds what `synced`
+    /// said and every edit of the copy a daemon acknowledged that can still come
+    /// (``ListSync/CopyResync/outcome(local:acknowledged:prepare:)``): the copy's other edits the
+    /// daemon lacks are made again on it (sent by ``open(_:replica:resuming:epoch:acknowledged:keepsCopy:)``),
+    /// and the document goes live. Until then it waits (``tick()`` gives up at the deadline).
+    private func finishResync(_ document: DocumentID) {
+        guard let resync = resyncs[document]?.resync, let live = opened[document] else { return }
+        let held = acknowledged[document]?.version ?? VersionVector()
+        guard let outcome = resync.outcome(local: live.document, acknowledged: held) else { return }
+        resyncs[document] = nil
+        live.replace(with: outcome.document)
+        replaced.insert(document)
+        wentLive(document)
+    }
+
+    /// The catch-up of `document` is complete: its change set is published, and `open` returns.
+    private func wentLive(_ document: DocumentID) {
+        synced.insert(document)
+        opened[document]?.publishHeldChanges()
+        catchUps.removeValue(forKey: document)?.resume()
+        reportSeen(document)
     }
 
     private func perform(_ actions: [ClientSession.Action]) {
@@ -536,16 +605,23 @@ public actor DaemonClient {
                 }
             case let .operations(doc, ops):
                 observer?(doc, ops)
-                _ = opened[doc]?.receive(ops)
-                if synced.contains(doc) { reportSeen(doc) }
+                if resyncs[doc]?.resync.receive(ops) == true {
+                    finishResync(doc)
+                } else {
+                    _ = opened[doc]?.receive(ops)
+                    if synced.contains(doc) { reportSeen(doc) }
+                }
             case let .snapshot(doc, bytes):
                 resync(doc, from: bytes)
-            case let .synced(doc, _):
-                synced.insert(doc)
-                opened[doc]?.publishHeldChanges()
-                catchUps.removeValue(forKey: doc)?.resume()
-                reportSeen(doc)
+            case let .synced(doc, version):
+                if resyncs[doc] != nil {
+                    resyncs[doc]?.resync.synced(version)
+                    finishResync(doc)
+                } else {
+                    wentLive(doc)
+                }
             case let .editDone(n, result):
+                if case .success = result { noteAnswered(n, succeeded: true) } else { noteAnswered(n, succeeded: false) }
                 edits.removeValue(forKey: n)?.resume(with: result.mapError { DaemonClientError($0) })
             case let .accessEnded(_, text):
                 endReason = text

@@ -63,7 +63,7 @@ struct OnlineClient: CommandClient {
     let slot: ClientReplica?
     /// The slot's kept copies; nil without a slot (or when its folder could not be made).
     let cache: ClientCache?
-    /// Whether kept copies follow the daemon's floor (``DaemonClient/open(_:replica:resuming:epoch:keepsCopy:)``);
+    /// Whether kept copies follow the daemon's floor (``DaemonClient/open(_:replica:resuming:epoch:acknowledged:keepsCopy:)``);
     /// false against a daemon of an older build, which refuses it: copies are then only caught
     /// up, and `export` fetches the daemon's copy afresh.
     var followsFloors = true
@@ -91,7 +91,7 @@ struct OnlineClient: CommandClient {
 
     var importReplica: ReplicaID? { slot?.replica }
 
-    /// The imported document becomes the opened copy (``DaemonClient/open(_:replica:resuming:epoch:keepsCopy:)``
+    /// The imported document becomes the opened copy (``DaemonClient/open(_:replica:resuming:epoch:acknowledged:keepsCopy:)``
     /// sends what the daemon lacks, a part at a time), so the list is held once; the slot's
     /// kept copy is then written from it as a snapshot.
     func adopt(_ id: DocumentID, _ document: ListDocument) async throws {
@@ -136,8 +136,9 @@ struct OnlineClient: CommandClient {
         let held = slot.flatMap { cache?.load(id, replica: $0.replica) }
         let live: LiveDocument
         do {
+            // The kept copy holds only what a daemon sent or acknowledged (``ClientCache``).
             live = try await daemon.open(id, replica: slot?.replica, resuming: held?.document, epoch: held?.epoch ?? 0,
-                                         keepsCopy: keepsCopy)
+                                         acknowledged: held?.document.version ?? VersionVector(), keepsCopy: keepsCopy)
         } catch let DaemonClientError.refused(code, _) where held != nil && code == .epochMismatch {
             // Reset or restored since the copy was kept: it is dropped, and the list fetched afresh.
             cache?.drop(id)

@@ -67,6 +67,22 @@ import ListSyncTestSupport
         #expect(hub.rows == copy.rows)
     }
 
+    @Test("with nothing to make again (the edits were acknowledged elsewhere), the copy's later edits still take ids after every one the returning replica used")
+    func laterEditsTakeNewIdsWhenNothingIsRemade() throws {
+        // The offline edits are held by another daemon (acknowledged there): none is made again,
+        // and each may still arrive under its id. An edit made on the snapshot from its own clock
+        // would reuse one of those ids.
+        let (hub0, offline, unsent) = try Self.scenario { doc in
+            for k in 0..<5 { _ = try doc.insertItem(at: IndexPath(item: 0, section: 0), value: Data("new \(k)")) }
+        }
+        var copy = try ListDocument(snapshot: hub0.encodedSnapshot(), replica: ReplicaID(3))
+        #expect(copy.remake([], from: offline).isEmpty)
+        let next = try copy.insertItem(at: IndexPath(item: 0, section: 0), value: Data("next"))
+        let used = unsent.map { $0.id.counter...$0.lastID.counter }
+        #expect(!used.contains { $0.contains(next.id.counter) }, "\(next.id) was an unsent edit's id")
+        #expect(unsent.allSatisfy { $0.lastID.counter < next.id.counter })
+    }
+
     @Test("an item inserted offline, then moved into a section inserted offline after it, is made again in that section")
     func itemMovedIntoALaterSection() throws {
         // Found by the simulator with compaction (seed 38): the insert is made again first, at the

@@ -212,6 +212,66 @@ extension DaemonProcessTests {
         #expect(try Self.shownItems(d, "todo") == [big + "0", "after"])
     }
 
+    @Test("a held copy behind the daemon's floor re-syncs onto its snapshot without making again its edits a daemon acknowledged (that daemon brings them back), and its next edit takes a new id; an unacknowledged edit is made again, once")
+    func resyncLeavesAcknowledgedEdits() async throws {
+        let dir = TemporaryFolder()
+        defer { dir.remove() }
+        let d = try DaemonProcess(data: dir.path + "/data", extra: ["--compact-after", "12", "--compact-interval", "0", "--retire-after", "1h",
+                                              "--compact-dead-share", "off"])
+        defer { d.kill9() }
+        let key = try KeyFile.read(d.keyFile)
+        func connect() async throws -> DaemonClient {
+            try await DaemonClient.connect(host: "127.0.0.1", port: d.port, key: key, changeSets: false, timeout: .seconds(livenessGuardSeconds))
+        }
+        let maker = try await connect()
+        let id = try await maker.create(name: "todo", sections: ["A"])
+        await maker.close()
+        // Two copies, each with an edit the daemon acknowledged, then one made on the copy and
+        // never sent here: for `roamed`, another daemon acknowledged it (the copy roamed); for
+        // `offline`, nobody did.
+        func copy(_ text: String) async throws -> (ListDocument, UInt64, ListOperation) {
+            let writer = try await connect()
+            _ = try await writer.open(id, replica: ReplicaID.random())
+            _ = try await writer.edit(id) { (doc: inout ListDocument) throws(ListError) in
+                try doc.insertItem(at: IndexPath(item: 0, section: 0), value: Data("first \(text)".utf8))
+            }
+            var held = try await writer.open(id).document
+            let epoch = try #require(await writer.info(id)).epoch
+            await writer.close()
+            let made = try held.insertItem(at: IndexPath(item: 1, section: 0), value: Data(text.utf8))
+            return (held, epoch, made)
+        }
+        let (roamed, epoch, elsewhere) = try await copy("roamed")
+        let (offline, _, _) = try await copy("offline")
+        // Others edit past both copies, and the daemon compacts.
+        for i in 0..<6 { #expect(try d.run(["insert", "todo", "0.0", "x\(i)"]).0 == 0) }
+        for _ in 0..<5 { #expect(try d.run(["delete", "todo", "0.0"]).0 == 0) }
+        #expect(eventually(20) { d.log.contains("document compacted") }, "\(d.log)")
+
+        // Resumed with its edit acknowledged: the daemon's snapshot replaces the copy, and the
+        // edit is not made again here.
+        let resumed = try await connect()
+        let live = try await resumed.open(id, resuming: roamed, epoch: epoch, acknowledged: roamed.version)
+        #expect(await resumed.wasReplaced(id))
+        #expect(!live.snapshot.sections.flatMap(\.items).contains { $0.value == Data("roamed".utf8) })
+        // Its next edit takes an id after every one the copy used: the held edit's id names it alone.
+        let next = try await resumed.edit(id) { (doc: inout ListDocument) throws(ListError) in
+            try doc.insertItem(at: IndexPath(item: 0, section: 0), value: Data("next".utf8))
+        }
+        #expect(next.id.counter > elsewhere.lastID.counter, "\(next.id) reuses a counter of \(elsewhere.id)")
+        await resumed.close()
+
+        // Resumed without (nothing acknowledged of it): the edit is made again and sent, once.
+        let fresh = try await connect()
+        _ = try await fresh.open(id, resuming: offline, epoch: epoch)
+        #expect(await fresh.wasReplaced(id))
+        await fresh.close()
+        let items = try await Self.daemonItems(d, id)
+        #expect(!items.contains("roamed"), "\(items)")
+        #expect(items.filter { $0 == "offline" }.count == 1, "\(items)")
+        #expect(items.contains("next"), "\(items)")
+    }
+
     @Test("import reads any JSON of the export format (keys in any order, spaces, escapes, values it skips) and sends a large list in parts; a bad file is an error that creates nothing")
     func importReadsTheExportFormat() async throws {
         let dir = TemporaryFolder()

@@ -22,7 +22,8 @@ extension ListDocument {
     /// inserted (at its index, clamped), a deleted one deleted, a section value written again;
     /// field writes are written again with the same changes (on the item or section made again).
     /// Section moves are not made again (the section stays where the others left it). Operations
-    /// made again take counters after `local`'s clock, never an id `local` has used. An edit of
+    /// made again, and every later edit of this document, take counters after `local`'s clock,
+    /// never an id `local` has used, even when nothing is made again. An edit of
     /// something this document no longer shows (deleted by another replica) is dropped, as it
     /// would have been by the merge. Operations of other replicas in `unsent` are skipped: `local`
     /// received them from a daemon, which holds them (a copy that roamed between peer daemons may
@@ -31,7 +32,10 @@ extension ListDocument {
     /// - Complexity: O(k × n) for k operations of `unsent` and n visible items.
     public mutating func remake(_ unsent: [ListOperation], from local: ListDocument, refused: Bool = false) -> [ListOperation] {
         let unsent = unsent.filter { $0.id.replica == local.replica }
-        guard !unsent.isEmpty else { return [] }
+        // With nothing to make again too, this document's later edits take ids after every one
+        // `local` used: one it made that this document lacks may be held by a daemon (an
+        // acknowledged edit not relayed here yet), and an id reused would name two operations.
+        guard !unsent.isEmpty else { clock = max(clock, local.clock); return [] }
         // Those made after the floor (and not on one made before it) are taken as they are, ids
         // kept: one of them may also be on its way to the daemon, which then takes it once.
         var stale: [ClosedRange<UInt64>] = [], staleReplicas: [ReplicaID] = []
