@@ -121,7 +121,7 @@ import ListSyncTestTraits
                 let lv = forest.lv(at: forest.findVisible(t, rng.below(forest.visibleCount(t))))
                 forest.setVisible(lv, false)
             }
-            let rewritten = zip(before, forest.leafOf).reduce(0) { $0 + ($1.0 != $1.1 ? 1 : 0) }
+            let rewritten = (0 ..< before.count).reduce(0) { $0 + (before[$1] != forest.leafOf[$1] ? 1 : 0) }
             worst = max(worst, rewritten)
         }
         #expect(worst > 0, "no leaf split happened: the test checks nothing")

@@ -93,7 +93,7 @@ extension CompactedState {
             if shown { visible[doc.sections.rows[s.int].winner.int] = true }
         }
         var forest = SlotForest()
-        forest.leafOf = Array(repeating: .none, count: n)
+        forest.leafOf = LeafTable(repeating: .none, count: n)
         for (t, order) in trees.enumerated() {
             var runs: [(start: LocalVersion, count: Int32)] = []
             for lv in order {

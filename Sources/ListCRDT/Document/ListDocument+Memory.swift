@@ -66,7 +66,7 @@ extension SlotForest {
     var memoryParts: [MemoryPart] {
         [memoryPart("forest.entries", entries), memoryPart("forest.leaves", leaves),
          memoryPart("forest.nodes", nodes), memoryPart("forest.links", links),
-         memoryPart("forest.leafOf", leafOf)]
+         MemoryPart(name: "forest.leafOf", count: leafOf.count, bytes: leafOf.heapBytes)]
     }
 }
 

@@ -86,7 +86,7 @@ extension StateSnapshotDecoder {
         }
 
         var forest = SlotForest()
-        forest.leafOf = Array(repeating: .none, count: slotCount)
+        forest.leafOf = LeafTable(repeating: .none, count: slotCount)
         var firstRun = 0
         for (t, end) in treeEnds.enumerated() {
             let (entries, bad) = Self.entries(of: runs[firstRun ..< end], tree: Int32(t), slots: doc.slots, visible: visible)
@@ -95,14 +95,8 @@ extension StateSnapshotDecoder {
             firstRun = end
         }
         // As many slots placed as there are, and none left out: none placed twice.
-        // A branch-free pass over the leaves' signs first (it vectorises); the slot is looked for
-        // only when one is missing (a closure per slot cost 2% of a load).
-        let anyMissing = forest.leafOf.withUnsafeBufferPointer { leafOf in
-            var sign: Int32 = 0
-            for leaf in leafOf { sign |= leaf.raw }
-            return sign < 0
-        }
-        if anyMissing, let missing = forest.leafOf.firstIndex(where: { !$0.exists }) {
+        // By blocks of 64 slots (a block all in one leaf is one number).
+        if let missing = forest.leafOf.firstMissing() {
             throw .invalidValue("slot \(missing) is in no tree (another is in two)", offset: r.offset)
         }
         doc.forest = forest

@@ -76,14 +76,12 @@ extension SlotForest {
     @inline(__always)
     mutating func setLeaf(_ leaf: LeafIndex, of lv: LocalVersion, count n: Int) {
         if lv.int == leafOf.count {
-            if n == 1 { leafOf.append(leaf) } else { leafOf.append(contentsOf: RepeatedLeaf(leaf: leaf, left: n)) }
+            if n == 1 { leafOf.append(leaf) } else { leafOf.append(leaf, count: n) }
             return
         }
-        if n == 1 { leafOf[lv.int] = leaf; return }
-        precondition(lv.exists && lv.int + n <= leafOf.count, "slots out of range")
-        leafOf.withUnsafeMutableBufferPointer { buf in
-            (buf.baseAddress! + lv.int).update(repeating: leaf, count: n)
-        }
+        if n == 1 { leafOf.set(leaf, at: lv.int); return }
+        precondition(lv.exists, "slots out of range")
+        leafOf.set(leaf, from: lv.int, count: n)
     }
 
     /// ``insert(_:_:count:visible:after:)`` for a run longer than ``maxEntryLength``: one

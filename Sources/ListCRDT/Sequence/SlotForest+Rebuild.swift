@@ -71,7 +71,7 @@ extension SlotForest {
         // table is reused as it is.
         var rebuilt = SlotForest()
         rebuilt.leafOf = leafOf
-        leafOf = []
+        leafOf = LeafTable()
         for source in rebuiltEntries { rebuilt.appendTree(source) }
         self = rebuilt
     }

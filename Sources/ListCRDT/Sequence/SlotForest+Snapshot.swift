@@ -18,10 +18,6 @@ extension SlotForest {
         entries.reserveCapacity(entries.count + leafCount * Self.leafCapacity)
         leaves.reserveCapacity(leaves.count + leafCount)
         var all = 0, visible = 0
-        var leafOf = self.leafOf
-        self.leafOf = []  // leafOf is written through a pointer, uniquely held
-        defer { self.leafOf = leafOf }
-        leafOf.withUnsafeMutableBufferPointer { leafOf in
         for k in 0 ..< leafCount {
             let leaf = LeafIndex(firstLeaf.raw + Int32(k))
             let lo = k * Self.leafCapacity, hi = min(lo + Self.leafCapacity, source.count)
@@ -30,7 +26,7 @@ extension SlotForest {
             for e in source[lo ..< hi] {
                 a += Int32(e.count)
                 v += Int32(e.visibleCount)
-                (leafOf.baseAddress! + e.lv.int).update(repeating: leaf, count: e.count)
+                leafOf.set(leaf, from: e.lv.int, count: e.count)
             }
             if hi - lo < Self.leafCapacity {
                 entries.append(contentsOf: Entry.emptyLeaf[(hi - lo)...])
@@ -41,7 +37,6 @@ extension SlotForest {
             level.append(Link(child: leaf.raw, all: a, visible: v))
             all += Int(a)
             visible += Int(v)
-        }
         }
         var childIsLeaf = true
         while level.count > 1 {

@@ -156,8 +156,8 @@ struct SlotForest: Sendable {
     var trees: [Tree] = []
     var fingers: [Finger] = []
     /// For every slot the forest knows of, by local version: the leaf that holds it (``LeafIndex/none``
-    /// until it is placed). ``locate(_:)`` starts there.
-    var leafOf: [LeafIndex] = []
+    /// until it is placed), by blocks of 64 slots (``LeafTable``). ``locate(_:)`` starts there.
+    var leafOf = LeafTable()
 
     init() {}
 
@@ -168,7 +168,7 @@ struct SlotForest: Sendable {
     /// - Complexity: O(n) amortized.
     @inline(__always)
     mutating func addSlots(_ n: Int) {
-        if n == 1 { leafOf.append(.none) } else { leafOf.append(contentsOf: RepeatedLeaf(leaf: .none, left: n)) }
+        if n == 1 { leafOf.append(.none) } else { leafOf.append(.none, count: n) }
     }
 
     /// Makes room for `n` more slots (at least doubling the room when it grows).
@@ -192,29 +192,4 @@ struct SlotForest: Sendable {
 
     @inline(__always) func entry(_ c: Cursor) -> Entry { entries[c.leaf.entryBase + Int(c.entry)] }
     @inline(__always) func lv(at c: Cursor) -> LocalVersion { entry(c).lv.advanced(by: c.offset) }
-}
-
-/// `left` times `leaf` (``SlotForest/LeafIndex/none``: the leaf of slots not placed yet), as a
-/// sequence that an array appends in one loop (`_copyContents`; `repeatElement`'s is the default,
-/// one ``next()`` call per element).
-struct RepeatedLeaf: Sequence, IteratorProtocol {
-    let leaf: SlotForest.LeafIndex
-    var left: Int
-
-    var underestimatedCount: Int { left }
-
-    mutating func next() -> SlotForest.LeafIndex? {
-        guard left > 0 else { return nil }
-        left -= 1
-        return leaf
-    }
-
-    /// Writes the elements left (as many as fit) straight into `buffer`; returns the elements not
-    /// written and the number written.
-    func _copyContents(initializing buffer: UnsafeMutableBufferPointer<SlotForest.LeafIndex>) -> (RepeatedLeaf, Int) {
-        let n = Swift.min(left, buffer.count)
-        guard n > 0, let base = buffer.baseAddress else { return (self, 0) }
-        base.initialize(repeating: leaf, count: n)
-        return (RepeatedLeaf(leaf: leaf, left: left - n), n)
-    }
 }
