@@ -122,7 +122,39 @@ extension DocumentCore {
            version.entries.contains(where: { min($0.counter, partedVersion[$0.replica]) > document.version[$0.replica] }) {
             return true
         }
+        return holdsPeerParted(version)
+    }
+
+    /// Whether `version` ends on an operation some daemon's entry says it parted
+    /// (``PeerStability/countsParted(_:lacking:)``) and this copy lacks, on a copy with a floor
+    /// (one without holds nothing a compaction parted, but may lack what was relayed).
+    ///
+    /// - Complexity: O(e × p) for e entries of p authors parted.
+    func holdsPeerParted(_ version: VersionVector) -> Bool {
         guard variant != .sendsPartedOperations, document.historyFloor != nil else { return false }
-        return stability.peers.entries.values.contains { $0.countsParted(version, lacking: document.version) }
+        return stability.peers.countsParted(version, lacking: document.version)
+    }
+
+    /// Cuts off every device subscriber whose `seen` holds operations some daemon parted in a
+    /// merge back that this copy lacks (``holdsPeerParted(_:)``: it caught up before this daemon heard
+    /// of that merge back, and was sent operations): it subscribes again, and its catch-up is a
+    /// snapshot, which it loads in place of its copy. Not a peer link, nor a subscriber a
+    /// snapshot is due to already.
+    ///
+    /// - Complexity: O(n × e × p) for n subscribers and e entries of p authors parted.
+    mutating func cutPartedHolders() -> [Action] {
+        guard variant != .sendsPartedOperations, document.historyFloor != nil,
+              stability.peers.entries.values.contains(where: { !$0.parted.isEmpty }) else { return [] }
+        let holders = subscribers.keys.sorted().filter { s in
+            let sub = subscribers[s]!
+            guard sub.role?.isDevice == true, !sub.snapshotDue, let seen = sub.seen else { return false }
+            return holdsPeerParted(seen)
+        }
+        var actions: [Action] = []
+        for s in holders {
+            actions += unsubscribe(s)
+            actions.append(.close(s, reason: "the subscriber holds operations a peer parted in a merge back; subscribe again"))
+        }
+        return actions
     }
 }

@@ -53,12 +53,15 @@ public struct PeerStability: Sendable, Equatable {
             self.parted = parted
         }
 
-        /// Whether `version` counts an operation this entry says its daemon parted that a copy
-        /// at `held` lacks (``parted``).
+        /// Whether `version` ends, for some author, on an operation this entry says its daemon
+        /// parted (``parted``) that a copy at `held` lacks. Only its last counter of each author
+        /// is looked at: a version counts every counter up to the greatest, and one that goes past
+        /// a parted range may hold none of it (a device that re-synced dropped the originals and
+        /// made its edits again under later counters).
         ///
         /// - Complexity: O(p) for p authors parted.
         public func countsParted(_ version: VersionVector, lacking held: VersionVector) -> Bool {
-            parted.contains { r, range in min(version[r], range.upperBound) >= max(range.lowerBound, held[r] &+ 1) }
+            parted.contains { r, range in range.contains(version[r]) && version[r] > held[r] }
         }
     }
 
@@ -180,12 +183,12 @@ public struct PeerStability: Sendable, Equatable {
         return true
     }
 
-    /// Whether any daemon's entry but `me`'s says `version` counts an operation it parted that a
-    /// copy at `held` lacks (``Entry/countsParted(_:lacking:)``).
+    /// Whether some daemon's entry says `version` ends on an operation it parted that a copy at
+    /// `held` lacks (``Entry/countsParted(_:lacking:)``).
     ///
     /// - Complexity: O(e × p) for e entries of p authors parted.
-    public func peerParted(_ version: VersionVector, lacking held: VersionVector, me: ReplicaID) -> Bool {
-        entries.contains { $0.key != me && $0.value.countsParted(version, lacking: held) }
+    public func countsParted(_ version: VersionVector, lacking held: VersionVector) -> Bool {
+        entries.values.contains { $0.countsParted(version, lacking: held) }
     }
 
     /// Keeps this daemon's entry heard of: published again, unchanged, with the next sequence,
