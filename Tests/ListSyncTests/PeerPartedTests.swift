@@ -157,4 +157,16 @@ import ListCRDT
         let oldStep = oldX.housekeeping(stabilityNow: 6, now: 6, rule: rule)
         #expect(!oldStep.gossip.contains { if case .close = $0 { return true }; return false }, "without the rule: kept")
     }
+
+    @Test("after a restart of Y (its copy and stability file read again, partedVersion forgotten) a device holding Y's parted originals still gets a snapshot there: Y's own entry keeps the ranges")
+    func restartedDaemonStillSendsASnapshot() throws {
+        let parted = try Self.partedAtY()
+        let file = parted.y.stability.encoded()
+        let copy = try ListDocument(snapshot: parted.y.document.encodedSnapshot(), replica: PeerMergeBackTests.y)
+        var restarted = DocumentCore(id: PeerMergeBackTests.doc, name: "n", epoch: 7, document: copy,
+                                     stability: try DocumentStability(decoding: file))
+        #expect(restarted.partedVersion == nil && restarted.document.historyFloor != nil)
+        let sub = restarted.subscribe(Self.roamer, epoch: 7, version: parted.device.version)
+        #expect(sub.sent(to: Self.roamer).contains(where: Self.isSnapshot))
+    }
 }
