@@ -183,11 +183,18 @@ actor DocumentHost {
         deliver(core.presence(presence, from: subscriber))
     }
 
-    /// Delivers frames the core sends outside batches (presence, the floor after a compaction):
-    /// only `send` comes of them.
+    /// Delivers frames the core sends outside batches (presence, the floor after a compaction,
+    /// the stability table): `send`, and `close` of a subscriber that holds operations a peer
+    /// parted (``ListSync/DocumentCore``'s housekeeping; it subscribes again).
     private func deliver(_ actions: [DocumentCore.Action]) {
         var outbox = TCPOutbox()
         for action in actions {
+            if case let .close(to, reason) = action {
+                let s = subscribers.removeValue(forKey: to)
+                deliver(core.unsubscribe(to))
+                s?.cut(reason: reason)
+                continue
+            }
             guard case let .send(to, frame) = action else {
                 assertionFailure("a presence relay or a floor asked for \(action)")
                 continue

@@ -264,7 +264,7 @@ import ListSyncTestSupport
         var stability = DocumentStability()
         stability.peers = x
         let file = stability.encoded()
-        #expect(Array(file.prefix(8)) == Array("LSSTAB3\n".utf8))
+        #expect(Array(file.prefix(8)) == Array("LSSTAB4\n".utf8))
         let read = try DocumentStability(decoding: file)
         #expect(read.peers.entries == x.entries)
         for n in 0 ..< file.count {
@@ -276,6 +276,6 @@ import ListSyncTestSupport
         v2 += [0, 0, 0]                                     // no retired daemons, relay authors or retired authors
         let old = try DocumentStability(decoding: v2)
         #expect(old.peers.entries == [Self.b: PeerStability.Entry(sequence: 4, version: Self.v([7: 5]), claimed: [Self.b])])
-        #expect(try DocumentStability(decoding: old.encoded()) == old, "written again as version 3")
+        #expect(try DocumentStability(decoding: old.encoded()) == old, "written again as version 4")
     }
 }

@@ -171,4 +171,34 @@ import Testing
         config.compactAfter = 10
         return config
     }
+
+    /// Seeds of `listsync simulate --daemons 2 --compact-after 10 --hide-daemon --roam 30
+    /// --crashes 2 --ops 80` where a device took the hidden daemon's originals before it merged
+    /// back, then roamed to the daemon that compacted and was sent operations there: it kept the
+    /// originals beside the edits made again and never became quiet (11004: client 1 held 19
+    /// operations of client 0 and 5 of client 2 that the hidden daemon parted). The hidden
+    /// daemon's entry now says what it parted (``PeerStability/Entry/parted``), and a daemon with
+    /// a floor answers such a device with a snapshot (Docs/Semantics.md §7, "What a parted
+    /// original's holder is sent").
+    static let partedHolderSeeds: [UInt64] = [11004, 11093, 11280]
+
+    @Test("a device holding a hidden daemon's parted originals roams to a daemon with a floor: it loads a snapshot and drops them, every copy converges, copies parted: 0", arguments: partedHolderSeeds)
+    func partedOriginalHolderLoadsASnapshot(seed: UInt64) {
+        var sim = Simulator(Self.refusedInPart(seed: seed))
+        let report = sim.run()
+        #expect(report.failures.isEmpty, "\(report.failures)")
+        #expect(report.copiesParted == 0 && report.mergesBack >= 1)
+    }
+
+    @Test("without the rule (DocumentCore.Variant.sendsPartedOperations) the same seeds fail: the device keeps the originals beside the edits made again")
+    func partedOriginalKeptWithoutTheRule() {
+        var failed = 0
+        for seed in Self.partedHolderSeeds {
+            var config = Self.refusedInPart(seed: seed)
+            config.coreVariant = .sendsPartedOperations
+            var sim = Simulator(config)
+            if !sim.run().failures.isEmpty { failed += 1 }
+        }
+        #expect(failed == Self.partedHolderSeeds.count)
+    }
 }

@@ -132,7 +132,7 @@ extension DocumentCore {
             step.saveStability = peers.changed
             step.retired = peers.retired
             step.forgotten = peers.forgotten
-            step.gossip = gossip(now: now, interval: rule.gossipInterval)
+            step.gossip = gossip(now: now, interval: rule.gossipInterval) + cutPartedHolders()
         }
         guard now >= compactionNotBefore, isSettled(rule.trigger) else { return step }
         let local = refreshStability(now: stabilityNow, retireAfter: rule.retireAfter)

@@ -67,6 +67,9 @@ extension DocumentCore {
             refusedFloor[op.id.replica] = max(refusedFloor[op.id.replica] ?? 0, op.lastID.counter)
         }
         partedVersion = parted
+        // Every daemon learns what was parted (its entry, gossiped and kept on disk): a device
+        // that took an original here and roams to a peer is sent a snapshot there too.
+        _ = stability.peers.noteParted(self.document.replica, before: parted, merged: document.version, now: stabilityClock)
         stability.lowerAcknowledgements(to: document.version)
         stabilityUnsaved = true
         mergesBack += 1
@@ -106,11 +109,52 @@ extension DocumentCore {
     }
 
     /// Whether `version` (a subscriber's) holds operations this copy held before a merge back and
-    /// lacks now: its catch-up is a snapshot, which it loads in place of its copy.
+    /// lacks now, or, on a copy with a floor, operations some daemon's entry says it parted in a
+    /// merge back (``PeerStability/Entry/parted``; this daemon's own after a restart) that this
+    /// copy lacks: its catch-up is a snapshot, which it loads in place of its copy. Those
+    /// operations were made before a floor (or on such an operation), so no copy compacted there
+    /// ever takes them; their edits came to it made again (Docs/Semantics.md §7, "What a parted
+    /// original's holder is sent").
     ///
-    /// - Complexity: O(r) for r replicas.
+    /// - Complexity: O(r + e × p) for r replicas and e entries of p authors parted.
     func holdsParted(_ version: VersionVector) -> Bool {
-        guard let partedVersion else { return false }
-        return version.entries.contains { min($0.counter, partedVersion[$0.replica]) > document.version[$0.replica] }
+        if let partedVersion,
+           version.entries.contains(where: { min($0.counter, partedVersion[$0.replica]) > document.version[$0.replica] }) {
+            return true
+        }
+        return holdsPeerParted(version)
+    }
+
+    /// Whether `version` ends on an operation some daemon's entry says it parted
+    /// (``PeerStability/countsParted(_:lacking:)``) and this copy lacks, on a copy with a floor
+    /// (one without holds nothing a compaction parted, but may lack what was relayed).
+    ///
+    /// - Complexity: O(e × p) for e entries of p authors parted.
+    func holdsPeerParted(_ version: VersionVector) -> Bool {
+        guard variant != .sendsPartedOperations, document.historyFloor != nil else { return false }
+        return stability.peers.countsParted(version, lacking: document.version)
+    }
+
+    /// Cuts off every device subscriber whose `seen` holds operations some daemon parted in a
+    /// merge back that this copy lacks (``holdsPeerParted(_:)``: it caught up before this daemon heard
+    /// of that merge back, and was sent operations): it subscribes again, and its catch-up is a
+    /// snapshot, which it loads in place of its copy. Not a peer link, nor a subscriber a
+    /// snapshot is due to already.
+    ///
+    /// - Complexity: O(n × e × p) for n subscribers and e entries of p authors parted.
+    mutating func cutPartedHolders() -> [Action] {
+        guard variant != .sendsPartedOperations, document.historyFloor != nil,
+              stability.peers.entries.values.contains(where: { !$0.parted.isEmpty }) else { return [] }
+        let holders = subscribers.keys.sorted().filter { s in
+            let sub = subscribers[s]!
+            guard sub.role?.isDevice == true, !sub.snapshotDue, let seen = sub.seen else { return false }
+            return holdsPeerParted(seen)
+        }
+        var actions: [Action] = []
+        for s in holders {
+            actions += unsubscribe(s)
+            actions.append(.close(s, reason: "the subscriber holds operations a peer parted in a merge back; subscribe again"))
+        }
+        return actions
     }
 }

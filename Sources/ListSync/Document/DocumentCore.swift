@@ -72,6 +72,11 @@ public struct DocumentCore: Sendable {
         /// Refuses a batch in part without saying what it took (``TakenInPart``), as a daemon of
         /// an older build does: a device takes the whole batch as refused.
         case refusesWithoutTaken
+        /// Answers a subscriber whose version counts operations another daemon parted in a merge
+        /// back (``PeerStability/Entry/parted``) with operations, as before the repair: a device
+        /// that took an original at the daemon that merged back and roams here keeps it beside
+        /// the edit made again (Docs/Semantics.md §7, "What a parted original's holder is sent").
+        case sendsPartedOperations
     }
 
     /// The document's id.

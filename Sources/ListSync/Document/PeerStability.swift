@@ -36,11 +36,32 @@ public struct PeerStability: Sendable, Equatable {
         /// back since): a relay author elsewhere that no daemon claims and some daemon retired is
         /// retired there too.
         public var retired: Set<ReplicaID>
+        /// Per author, the counters of the operations the daemon *parted* when it merged its copy
+        /// back onto a peer's compacted copy (Docs/Semantics.md §7, "A copy left out of a peer's
+        /// floor"): originals it took before that peer's floor and made again as new operations.
+        /// No copy compacted at that floor ever takes them as they are, so a daemon with a floor
+        /// that lacks one of them answers a subscriber whose version counts it with a snapshot
+        /// (``DocumentCore``'s catch-up), and the subscriber drops it. Only grows; kept in the
+        /// stability file. Empty from an older daemon, or one that never merged back.
+        public var parted: [ReplicaID: ClosedRange<UInt64>]
 
         public init(sequence: UInt64, version: VersionVector, claimed: Set<ReplicaID>, retiredAt: UInt64 = 0,
-                    acknowledged: [ReplicaID: UInt64] = [:], retired: Set<ReplicaID> = []) {
+                    acknowledged: [ReplicaID: UInt64] = [:], retired: Set<ReplicaID> = [],
+                    parted: [ReplicaID: ClosedRange<UInt64>] = [:]) {
             (self.sequence, self.version, self.claimed) = (sequence, version, claimed)
             (self.retiredAt, self.acknowledged, self.retired) = (retiredAt, acknowledged, retired)
+            self.parted = parted
+        }
+
+        /// Whether `version` ends, for some author, on an operation this entry says its daemon
+        /// parted (``parted``) that a copy at `held` lacks. Only its last counter of each author
+        /// is looked at: a version counts every counter up to the greatest, and one that goes past
+        /// a parted range may hold none of it (a device that re-synced dropped the originals and
+        /// made its edits again under later counters).
+        ///
+        /// - Complexity: O(p) for p authors parted.
+        public func countsParted(_ version: VersionVector, lacking held: VersionVector) -> Bool {
+            parted.contains { r, range in range.contains(version[r]) && version[r] > held[r] }
         }
     }
 
@@ -99,7 +120,7 @@ public struct PeerStability: Sendable, Equatable {
             o.claimed.isSubset(of: claimed) && self.retired.isSubset(of: o.retired) ? o.retiredAt : sequence
         } ?? (self.retired.isEmpty ? 0 : sequence)
         entries[me] = Entry(sequence: sequence, version: version, claimed: claimed, retiredAt: retiredAt,
-                            acknowledged: acknowledged, retired: retired)
+                            acknowledged: acknowledged, retired: retired, parted: old?.parted ?? [:])
         heard[me] = now
         assert(entries[me]!.sequence > (old?.sequence ?? 0))
         return true
@@ -133,6 +154,41 @@ public struct PeerStability: Sendable, Equatable {
         var held: [ReplicaID: UInt64] = [:]
         for (d, e) in entries where d != me && e.retiredAt > 0 { held[d] = e.retiredAt }
         return held
+    }
+
+    /// This daemon (`me`) parted operations in a merge back (``Entry/parted``): per author, the
+    /// counters after what its merged copy holds (`merged`) up to what its copy held before
+    /// (`before`). Its entry says so at once, with the next sequence (a placeholder entry if it
+    /// has published nothing: it still holds compaction back as before). Ranges only grow (a
+    /// second merge back of an author widens its range): counting an operation that was not
+    /// parted costs a subscriber a snapshot and a re-sync, nothing more. Returns whether the
+    /// entry changed.
+    ///
+    /// - Complexity: O(r) for r replicas.
+    public mutating func noteParted(_ me: ReplicaID, before: VersionVector, merged: VersionVector, now: UInt64) -> Bool {
+        var mine = entries[me] ?? Entry(sequence: 0, version: VersionVector(), claimed: [me])
+        var changed = false
+        for (r, last) in before.counters where last > merged[r] {
+            let range = (merged[r] + 1)...last
+            let widened = mine.parted[r].map { min($0.lowerBound, range.lowerBound)...max($0.upperBound, range.upperBound) } ?? range
+            if widened != mine.parted[r] {
+                mine.parted[r] = widened
+                changed = true
+            }
+        }
+        guard changed else { return false }
+        mine.sequence += 1
+        entries[me] = mine
+        heard[me] = now
+        return true
+    }
+
+    /// Whether some daemon's entry says `version` ends on an operation it parted that a copy at
+    /// `held` lacks (``Entry/countsParted(_:lacking:)``).
+    ///
+    /// - Complexity: O(e × p) for e entries of p authors parted.
+    public func countsParted(_ version: VersionVector, lacking held: VersionVector) -> Bool {
+        entries.values.contains { $0.countsParted(version, lacking: held) }
     }
 
     /// Keeps this daemon's entry heard of: published again, unchanged, with the next sequence,
@@ -378,15 +434,17 @@ public struct PeerStability: Sendable, Equatable {
 
     // MARK: Encoding
 
-    /// Appends the table to `w` (the tail of a version-3 stability file).
+    /// Appends the table to `w` (the tail of a version-4 stability file).
     ///
     /// ```
     /// entries:varint (daemon:varint heard:varint sequence:varint version claimed:varint replica:varint×
-    ///                 retiredAt:varint acknowledged:varint (daemon:varint sequence:varint)× retired:varint replica:varint×)×
+    ///                 retiredAt:varint acknowledged:varint (daemon:varint sequence:varint)× retired:varint replica:varint×
+    ///                 parted:varint (replica:varint first:varint last:varint)×)×
     /// retired:varint daemon:varint× relayAuthors:varint (replica:varint heard:varint)×
     /// retiredAuthors:varint replica:varint×
     /// ```
-    /// (A version-2 file's entries end at `claimed`: no retirements.)
+    /// (A version-3 file's entries end at `retired`: nothing parted; a version-2 file's at
+    /// `claimed`: no retirements either.)
     /// - Complexity: O(size).
     func encode(into w: inout WireWriter) {
         w.count(entries.count)
@@ -400,6 +458,7 @@ public struct PeerStability: Sendable, Equatable {
             for a in e.acknowledged.keys.sorted() { w.varint(a.rawValue); w.varint(e.acknowledged[a]!) }
             w.count(e.retired.count)
             for r in e.retired.sorted() { w.varint(r.rawValue) }
+            w.partedRanges(e.parted)
         }
         w.count(retired.count)
         for d in retired.sorted() { w.varint(d.rawValue) }
@@ -409,8 +468,9 @@ public struct PeerStability: Sendable, Equatable {
         for a in retiredAuthors.sorted() { w.varint(a.rawValue) }
     }
 
-    /// Reads what ``encode(into:)`` wrote (`retirements` false: a version-2 file's table).
-    init(reading r: inout WireReader, retirements: Bool = true) throws(WireError) {
+    /// Reads what ``encode(into:)`` wrote (`retirements` false: a version-2 file's table;
+    /// `parted` false: a version-3 file's, whose entries end at `retired`).
+    init(reading r: inout WireReader, retirements: Bool = true, parted: Bool = true) throws(WireError) {
         for _ in 0..<(try r.count(minBytes: 5)) {
             let d = ReplicaID(try r.varint())
             heard[d] = try r.varint()
@@ -424,6 +484,7 @@ public struct PeerStability: Sendable, Equatable {
                 for _ in 0..<(try r.count(minBytes: 2)) { entry.acknowledged[ReplicaID(try r.varint())] = try r.varint() }
                 for _ in 0..<(try r.count(minBytes: 1)) { entry.retired.insert(ReplicaID(try r.varint())) }
             }
+            if parted { entry.parted = try r.partedRanges() }
             entries[d] = entry
         }
         for _ in 0..<(try r.count(minBytes: 1)) { retired.insert(ReplicaID(try r.varint())) }
@@ -436,5 +497,31 @@ public struct PeerStability: Sendable, Equatable {
         guard retired.isDisjoint(with: entries.keys), retiredAuthors.isDisjoint(with: relayAuthors) else {
             throw .invalidValue("a daemon or author both counted and retired", offset: 0)
         }
+    }
+}
+
+extension WireWriter {
+    /// An entry's parted ranges (``PeerStability/Entry/parted``): `count:varint (replica:varint
+    /// first:varint last:varint)×`, replicas in increasing order.
+    mutating func partedRanges(_ parted: [ReplicaID: ClosedRange<UInt64>]) {
+        count(parted.count)
+        for r in parted.keys.sorted() { varint(r.rawValue); varint(parted[r]!.lowerBound); varint(parted[r]!.upperBound) }
+    }
+}
+
+extension WireReader {
+    /// What ``WireWriter/partedRanges(_:)`` wrote. Refuses a replica 0, replicas out of order, a
+    /// counter 0 and a range that ends before it starts.
+    mutating func partedRanges() throws(WireError) -> [ReplicaID: ClosedRange<UInt64>] {
+        var parted: [ReplicaID: ClosedRange<UInt64>] = [:]
+        var previous: UInt64 = 0
+        for _ in 0..<(try count(minBytes: 3)) {
+            let at = offset
+            let r = try varint(), first = try varint(), last = try varint()
+            guard r > previous, first > 0, first <= last else { throw .invalidValue("parted range of replica \(r)", offset: at) }
+            previous = r
+            parted[ReplicaID(r)] = first...last
+        }
+        return parted
     }
 }

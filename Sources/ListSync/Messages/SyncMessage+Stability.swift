@@ -4,9 +4,10 @@ import ListCRDT
 ///
 /// ```
 /// entries := count:varint (daemon:varint (≠ 0) sequence:varint version claimed:varint replica:varint ×)×
-///            [retirements]
+///            [retirements [parted]]
 /// retirements := count:varint (daemon:varint retiredAt:varint acknowledged:varint (daemon:varint sequence:varint)×
 ///                               retired:varint replica:varint×)×
+/// parted := count:varint (daemon:varint ranges:varint (replica:varint first:varint last:varint)×)×
 /// ```
 /// Daemons in increasing order, each once; claimed replicas in increasing order, each once. A
 /// decoder refuses a daemon named twice, a replica claimed twice and a replica 0 (malformed).
@@ -14,7 +15,12 @@ import ListCRDT
 /// ``PeerStability/Entry/retiredAt``, ``PeerStability/Entry/acknowledged`` or
 /// ``PeerStability/Entry/retired`` (an older daemon,
 /// which reads no more than the entries, never sees it unless someone retired); each names a
-/// daemon of the entries, once, in increasing order; absent, they are 0 and empty.
+/// daemon of the entries, once, in increasing order; absent, they are 0 and empty. `parted`
+/// (Docs/Semantics.md §7, "A copy left out of a peer's floor") follows only when an entry has
+/// ``PeerStability/Entry/parted`` ranges (after a `retirements` part, empty if no entry retired
+/// anyone): a daemon of an older build refuses such a message as malformed (trailing bytes), so
+/// it is sent only once some daemon merged back; each names a daemon of the entries, once, in
+/// increasing order, with its ranges per replica in increasing order.
 extension WireWriter {
     mutating func stabilityEntries(_ entries: [ReplicaID: PeerStability.Entry]) {
         count(entries.count)
@@ -27,7 +33,8 @@ extension WireWriter {
         let retiring = entries.keys.sorted().filter {
             entries[$0]!.retiredAt > 0 || !entries[$0]!.acknowledged.isEmpty || !entries[$0]!.retired.isEmpty
         }
-        guard !retiring.isEmpty else { return }
+        let parting = entries.keys.sorted().filter { !entries[$0]!.parted.isEmpty }
+        guard !retiring.isEmpty || !parting.isEmpty else { return }
         count(retiring.count)
         for d in retiring {
             let e = entries[d]!
@@ -36,6 +43,12 @@ extension WireWriter {
             for a in e.acknowledged.keys.sorted() { varint(a.rawValue); varint(e.acknowledged[a]!) }
             count(e.retired.count)
             for r in e.retired.sorted() { varint(r.rawValue) }
+        }
+        guard !parting.isEmpty else { return }
+        count(parting.count)
+        for d in parting {
+            varint(d.rawValue)
+            partedRanges(entries[d]!.parted)
         }
     }
 }
@@ -60,7 +73,20 @@ extension WireReader {
             entries[ReplicaID(d)] = PeerStability.Entry(sequence: sequence, version: v, claimed: claimed)
         }
         if !isAtEnd { try retirements(into: &entries) }
+        if !isAtEnd { try parted(into: &entries) }
         return entries
+    }
+
+    /// The `parted` part: each daemon's ``PeerStability/Entry/parted``, set on its entry.
+    private mutating func parted(into entries: inout [ReplicaID: PeerStability.Entry]) throws(WireError) {
+        var previous: UInt64 = 0
+        for _ in 0..<(try count(minBytes: 2)) {
+            let at = offset
+            let d = try varint()
+            guard d > previous, entries[ReplicaID(d)] != nil else { throw .invalidValue("daemon \(d) in parted", offset: at) }
+            previous = d
+            entries[ReplicaID(d)]!.parted = try partedRanges()
+        }
     }
 
     /// The `retirements` part: each daemon's ``PeerStability/Entry/retiredAt`` and
