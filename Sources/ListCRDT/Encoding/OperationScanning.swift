@@ -165,7 +165,7 @@ extension BatchDecoder {
         case .string:
             let textAt = reader.offset
             let range = try reader.dataRange(limit: maxValueSize)
-            try StateRecords.checkUTF8(reader.bytes[range], at: textAt)
+            if !reader.isASCII(range) { try StateRecords.checkUTF8(reader.bytes[range], at: textAt) }
             size = range.count
         case .date:
             let ms = try reader.signed()
@@ -192,38 +192,68 @@ extension BatchDecoder {
         let n = try reader.count(minBytes: 1)
         guard n <= FieldLimits.maxMembers else { throw .countTooLarge(n, offset: at) }
         guard n > 0 else { throw .invalidValue("field \"\(name)\": a set change names no member", offset: at) }
-        var ranges: [Range<Int>] = []
+        let start = reader.offset
         var ascii = true
         var bytes = 0
         for _ in 0 ..< n {
             let memberAt = reader.offset
             let range = try reader.dataRange(limit: FieldLimits.maxMemberBytes)
-            let part = reader.bytes[range]
-            if !part.allSatisfy({ $0 < 0x80 }) {
+            if !reader.isASCII(range) {
                 ascii = false
-                try StateRecords.checkUTF8(part, at: memberAt)
+                try StateRecords.checkUTF8(reader.bytes[range], at: memberAt)
             }
-            if n > 1 { ranges.append(range) }
             bytes += range.count + 8
         }
-        if n > 1 {
-            // Equal as strings: the same bytes when every member is ASCII; else as `Set` compares them.
-            let twice: Bool
-            if ascii && n <= 32 {
-                twice = reader.bytes.withUnsafeBufferPointer { all in
-                    for i in 1 ..< n {
-                        for j in 0 ..< i where ranges[i].count == ranges[j].count
-                            && (ranges[i].isEmpty || memcmp(all.baseAddress! + ranges[i].lowerBound, all.baseAddress! + ranges[j].lowerBound, ranges[i].count) == 0) {
-                            return true
-                        }
-                    }
-                    return false
+        guard n > 1 else { return bytes }
+        // Equal as strings: the same bytes when every member is ASCII (a member beyond it may
+        // equal an ASCII one, as the Kelvin sign equals "K"); else as `Set` compares them. The
+        // members are read again from `start` (checked: no array is made for them).
+        var twice = false
+        var walk = reader
+        if ascii && n <= 32 {
+            walk.rewind(to: start)
+            for i in 0 ..< n {
+                let a = try walk.dataRange(limit: FieldLimits.maxMemberBytes)
+                var other = walk
+                other.rewind(to: start)
+                for _ in 0 ..< i where !twice {
+                    let b = try other.dataRange(limit: FieldLimits.maxMemberBytes)
+                    twice = reader.bytes[a] == reader.bytes[b]
                 }
-            } else {
-                twice = Set(ranges.map { String(decoding: reader.bytes[$0], as: UTF8.self) }).count != n
             }
-            if twice { throw .invalidValue("field \"\(name)\": a member twice in one write", offset: at) }
+        } else {
+            walk.rewind(to: start)
+            var members = Set<String>()
+            for _ in 0 ..< n {
+                let range = try walk.dataRange(limit: FieldLimits.maxMemberBytes)
+                members.insert(String(decoding: reader.bytes[range], as: UTF8.self))
+            }
+            twice = members.count != n
         }
+        if twice { throw .invalidValue("field \"\(name)\": a member twice in one write", offset: at) }
         return bytes
+    }
+}
+
+extension WireReader {
+    /// Whether the input's bytes at `range` are all ASCII, eight at a time.
+    ///
+    /// - Complexity: O(n) for n bytes.
+    func isASCII(_ range: Range<Int>) -> Bool {
+        precondition(range.lowerBound >= 0 && range.upperBound <= bytes.count, "a range out of the input")
+        return bytes.withUnsafeBytes { all in
+            var i = range.lowerBound
+            let end = range.upperBound
+            var high: UInt64 = 0
+            while i + 8 <= end {
+                high |= all.loadUnaligned(fromByteOffset: i, as: UInt64.self)
+                i += 8
+            }
+            while i < end {
+                high |= UInt64(all[i])
+                i += 1
+            }
+            return high & 0x8080_8080_8080_8080 == 0
+        }
     }
 }

@@ -98,12 +98,12 @@ struct OtherOperationStream {
 
     /// When the next operation is a field write kept as bytes: it (nothing is taken, ``skip(_:)``
     /// takes it).
-    func peekLazy() -> DecodedBatch.LazyField? {
+    /// (Mutating, so that a call through the decoder's optional stream does not copy it.)
+    mutating func peekLazy() -> DecodedBatch.LazyField? {
         guard taken < count else { return nil }
-        var (p, o) = (piece, offset)
-        while o >= length(pieces[p]) { (p, o) = (p + 1, 0) }   // empty pieces
-        guard case .lazy(let r) = pieces[p] else { return nil }
-        return batch.lazyFields[r.lowerBound + o]
+        while offset >= length(pieces[piece]) { (piece, offset) = (piece + 1, 0) }   // empty pieces
+        guard case .lazy(let r) = pieces[piece] else { return nil }
+        return batch.lazyFields[r.lowerBound + offset]
     }
 
     /// When the next operation is one of a text run: the run, its index there, and how many of

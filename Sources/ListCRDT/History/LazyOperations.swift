@@ -15,7 +15,7 @@ import Foundation
 /// have kept, rebuilt each time it is asked for. The batch's bytes stay alive as long as the log
 /// keeps one of them (``memoryParts``).
 struct LazyOperations: Sendable {
-    /// One operation kept as bytes: 56 bytes, where a decoded field write took about 130 bytes
+    /// One operation kept as bytes: 64 bytes, where a decoded field write took about 130 bytes
     /// plus a heap block per write list, name and value.
     struct Entry: Sendable {
         /// The previous operation's last id in the batch (``CodingContext/previousLast``).
