@@ -27,6 +27,9 @@ struct BatchDecoder {
     /// that hold no text are checked and kept as ``DecodedBatch/LazyField``s, not built
     /// (`OperationScanning.swift`).
     var lazyFields = false
+    /// The record of the last field write found to hold a text edit (``OpID/none``: none yet),
+    /// whose next writes are decoded without a scan first.
+    var lastTextRecord = OpID.none
 
     /// Decodes one batch from the reader's position; leaves the reader after it.
     static func decode(from reader: inout WireReader, maxValueSize: Int, maxOperations: Int) throws(WireError) -> [ListOperation] {

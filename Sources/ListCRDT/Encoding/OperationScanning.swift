@@ -33,6 +33,12 @@ extension DecodedBatch {
         var lastClock: UInt64
     }
 
+    /// The field writes a batch keeps as bytes, and its tables (a reference: see ``DecodedBatch/lazy``).
+    final class LazyPart {
+        var fields: [LazyField] = []
+        var tables: LazyTables?
+    }
+
     /// What decoding a ``LazyField`` later needs of the batch besides its bytes (version, replica
     /// and field name tables), once the whole batch is read.
     struct LazyTables {
@@ -63,6 +69,12 @@ extension BatchDecoder {
             } else {
                 (lazyKind, target) = (.writeItem, try ref(id, default: nil))
             }
+            // The record the last text edit went to: most likely a text edit again (a text's
+            // splices come one after another), decoded at once rather than scanned twice.
+            if target == lastTextRecord {
+                reader.rewind(to: bodyAt)
+                return false
+            }
         case .insertItemWithFields where variant:
             _ = try origins(id)
             _ = try reader.dataRange(limit: maxValueSize)
@@ -76,19 +88,21 @@ extension BatchDecoder {
             preconditionFailure("not a record of field writes")
         }
         guard let (clock, footprint) = try scanFieldWrites(id) else {
+            lastTextRecord = target
             reader.rewind(to: bodyAt)
             fieldNames.lastClock = before.clock
             fieldNames.names.removeLast(fieldNames.names.count - before.names)
             return false
         }
         flushOperations()
-        let k = runs.lazyFields.count
+        if runs.lazy == nil { runs.lazy = DecodedBatch.LazyPart() }
+        let k = runs.lazy!.fields.count
         if case .lazyFields(let r) = runs.parts.last, r.upperBound == k {
             runs.parts[runs.parts.count - 1] = .lazyFields(r.lowerBound ..< k + 1)
         } else {
             runs.parts.append(.lazyFields(k ..< k + 1))
         }
-        runs.lazyFields.append(.init(id: id, target: target, kind: lazyKind, clock: clock, footprint: footprint, offset: at,
+        runs.lazy!.fields.append(.init(id: id, target: target, kind: lazyKind, clock: clock, footprint: footprint, offset: at,
                                      previousLast: before.previousLast, lastSection: before.lastSection?.opID ?? .none,
                                      lastClock: before.clock))
         // What `append` of the operation would leave (no text: one id).

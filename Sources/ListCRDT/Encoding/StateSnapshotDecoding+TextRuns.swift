@@ -99,11 +99,12 @@ struct OtherOperationStream {
     /// When the next operation is a field write kept as bytes: it (nothing is taken, ``skip(_:)``
     /// takes it).
     /// (Mutating, so that a call through the decoder's optional stream does not copy it.)
+    @inline(__always)
     mutating func peekLazy() -> DecodedBatch.LazyField? {
         guard taken < count else { return nil }
         while offset >= length(pieces[piece]) { (piece, offset) = (piece + 1, 0) }   // empty pieces
         guard case .lazy(let r) = pieces[piece] else { return nil }
-        return batch.lazyFields[r.lowerBound + offset]
+        return batch.lazy!.fields[r.lowerBound + offset]
     }
 
     /// When the next operation is one of a text run: the run, its index there, and how many of
