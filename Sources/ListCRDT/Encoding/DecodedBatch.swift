@@ -88,13 +88,9 @@ struct DecodedBatch {
     var textClocks: [UInt64] = []
     var textScalarStarts: [Int] = []
     var textNames: [String] = []
-    /// Field writes kept as bytes (`OperationScanning.swift`), and what decoding them needs: one
-    /// reference, nil unless some are (a batch is copied per text run on some paths, and each
-    /// reference it holds is retained and released with it).
-    var lazy: LazyPart?
-
-    /// The field writes kept as bytes (none when ``lazy`` is nil).
-    var lazyFields: [LazyField] { lazy?.fields ?? [] }
+    /// Field writes kept as bytes (`OperationScanning.swift`), and what decoding them needs.
+    var lazyFields: [LazyField] = []
+    var lazyTables: LazyTables?
     /// The input.
     var bytes: [UInt8] = []
     /// Number of operations in the batch.
@@ -136,9 +132,7 @@ struct DecodedBatch {
         reader = d.reader
         d.flushOperations()
         var batch = d.runs
-        if let lazy = batch.lazy {
-            lazy.tables = LazyTables(version: d.version, replicas: d.replicas, names: d.fieldNames.names, maxValueSize: maxValueSize)
-        }
+        if !batch.lazyFields.isEmpty { batch.lazyTables = LazyTables(version: d.version, replicas: d.replicas, names: d.fieldNames.names, maxValueSize: maxValueSize) }
         batch.bytes = reader.bytes
         batch.operationCount = d.count
         return batch
@@ -270,13 +264,13 @@ struct DecodedBatch {
     ///
     /// - Complexity: O(1) (the arrays are shared, not copied).
     var lazySource: LazyOperations.Source? {
-        lazy?.tables.map { LazyOperations.Source(bytes: bytes, version: $0.version, replicas: $0.replicas, names: $0.names,
+        lazyTables.map { LazyOperations.Source(bytes: bytes, version: $0.version, replicas: $0.replicas, names: $0.names,
                                                 maxValueSize: $0.maxValueSize) }
     }
 
     /// ``lazyFields``\[k\] decoded, as the decoder would have given it.
     func operation(lazy k: Int) -> ListOperation {
-        let f = lazy!.fields[k]
+        let f = lazyFields[k]
         return LazyOperations.decode(lazySource!, at: f.offset, previousLast: f.previousLast,
                                      lastSection: f.lastSection, lastClock: f.lastClock)
     }

@@ -33,12 +33,6 @@ extension DecodedBatch {
         var lastClock: UInt64
     }
 
-    /// The field writes a batch keeps as bytes, and its tables (a reference: see ``DecodedBatch/lazy``).
-    final class LazyPart {
-        var fields: [LazyField] = []
-        var tables: LazyTables?
-    }
-
     /// What decoding a ``LazyField`` later needs of the batch besides its bytes (version, replica
     /// and field name tables), once the whole batch is read.
     struct LazyTables {
@@ -95,14 +89,13 @@ extension BatchDecoder {
             return false
         }
         flushOperations()
-        if runs.lazy == nil { runs.lazy = DecodedBatch.LazyPart() }
-        let k = runs.lazy!.fields.count
+        let k = runs.lazyFields.count
         if case .lazyFields(let r) = runs.parts.last, r.upperBound == k {
             runs.parts[runs.parts.count - 1] = .lazyFields(r.lowerBound ..< k + 1)
         } else {
             runs.parts.append(.lazyFields(k ..< k + 1))
         }
-        runs.lazy!.fields.append(.init(id: id, target: target, kind: lazyKind, clock: clock, footprint: footprint, offset: at,
+        runs.lazyFields.append(.init(id: id, target: target, kind: lazyKind, clock: clock, footprint: footprint, offset: at,
                                      previousLast: before.previousLast, lastSection: before.lastSection?.opID ?? .none,
                                      lastClock: before.clock))
         // What `append` of the operation would leave (no text: one id).

@@ -104,7 +104,7 @@ struct OtherOperationStream {
         guard taken < count else { return nil }
         while offset >= length(pieces[piece]) { (piece, offset) = (piece + 1, 0) }   // empty pieces
         guard case .lazy(let r) = pieces[piece] else { return nil }
-        return batch.lazy!.fields[r.lowerBound + offset]
+        return batch.lazyFields[r.lowerBound + offset]
     }
 
     /// When the next operation is one of a text run: the run, its index there, and how many of
