@@ -23,6 +23,9 @@ struct DecodedBatch {
         case deleteRun(Int)
         /// ``textRuns``\[i\] (`Records/Text/DecodedTextRuns.swift`).
         case textRun(Int)
+        /// ``lazyFields``\[r\]: field writes checked and kept as bytes (only when decoded with
+        /// `lazyFields`, `OperationScanning.swift`).
+        case lazyFields(Range<Int>)
     }
 
     /// An insert run: `count` item inserts by one replica, typed left to right. Operation `k` has
@@ -85,6 +88,9 @@ struct DecodedBatch {
     var textClocks: [UInt64] = []
     var textScalarStarts: [Int] = []
     var textNames: [String] = []
+    /// Field writes kept as bytes (`OperationScanning.swift`), and what decoding them needs.
+    var lazyFields: [LazyField] = []
+    var lazyTables: LazyTables?
     /// The input.
     var bytes: [UInt8] = []
     /// Number of operations in the batch.
@@ -105,23 +111,28 @@ struct DecodedBatch {
     /// - Throws: the ``WireError`` ``ListOperation/decode(_:maxValueSize:maxOperations:)`` throws.
     /// - Complexity: O(b + m) for b bytes and m operations outside insert and delete runs (a run
     ///   costs O(1), plus O(n) for a run of n values that are not one byte each).
+    ///
+    /// `lazyFields`: field writes without text are checked and kept as ``LazyField``s
+    /// (`OperationScanning.swift`; a state snapshot's load).
     static func decode(_ bytes: some Collection<UInt8>, maxValueSize: Int,
-                       maxOperations: Int) throws(WireError) -> DecodedBatch {
+                       maxOperations: Int, lazyFields: Bool = false) throws(WireError) -> DecodedBatch {
         var reader = WireReader(bytes)
-        let batch = try decode(from: &reader, maxValueSize: maxValueSize, maxOperations: maxOperations)
+        let batch = try decode(from: &reader, maxValueSize: maxValueSize, maxOperations: maxOperations, lazyFields: lazyFields)
         guard reader.isAtEnd else { throw .trailingBytes(reader.remaining) }
         return batch
     }
 
     /// Decodes one batch from the reader's position; leaves the reader after it.
     static func decode(from reader: inout WireReader, maxValueSize: Int,
-                       maxOperations: Int) throws(WireError) -> DecodedBatch {
+                       maxOperations: Int, lazyFields: Bool = false) throws(WireError) -> DecodedBatch {
         var d = BatchDecoder(reader: reader, maxValueSize: maxValueSize)
         d.keepsRuns = true
+        d.lazyFields = lazyFields
         try d.decodeBatch(maxOperations: maxOperations)
         reader = d.reader
         d.flushOperations()
         var batch = d.runs
+        if !batch.lazyFields.isEmpty { batch.lazyTables = LazyTables(version: d.version, replicas: d.replicas, names: d.fieldNames.names, maxValueSize: maxValueSize) }
         batch.bytes = reader.bytes
         batch.operationCount = d.count
         return batch
@@ -243,9 +254,25 @@ struct DecodedBatch {
             case .insertRun(let r): for k in 0..<insertRuns[r].count { out.append(operation(insertRun: r, k)) }
             case .deleteRun(let r): for k in 0..<deleteRuns[r].count { out.append(operation(deleteRun: r, k)) }
             case .textRun(let r): appendOperations(of: textRuns[r], in: bytes, to: &out)
+            case .lazyFields(let r): for k in r { out.append(operation(lazy: k)) }
             }
         }
         return out
+    }
+
+    /// What decoding a ``LazyField`` needs: the input and its tables.
+    ///
+    /// - Complexity: O(1) (the arrays are shared, not copied).
+    var lazySource: LazyOperations.Source? {
+        lazyTables.map { LazyOperations.Source(bytes: bytes, version: $0.version, replicas: $0.replicas, names: $0.names,
+                                                maxValueSize: $0.maxValueSize) }
+    }
+
+    /// ``lazyFields``\[k\] decoded, as the decoder would have given it.
+    func operation(lazy k: Int) -> ListOperation {
+        let f = lazyFields[k]
+        return LazyOperations.decode(lazySource!, at: f.offset, previousLast: f.previousLast,
+                                     lastSection: f.lastSection, lastClock: f.lastClock)
     }
 }
 

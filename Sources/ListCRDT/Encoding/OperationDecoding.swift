@@ -23,6 +23,13 @@ struct BatchDecoder {
     var keepsRuns = false
     /// The parts and runs kept when ``keepsRuns``.
     var runs = DecodedBatch()
+    /// When set (with ``keepsRuns``: a state snapshot's batch of other operations), field writes
+    /// that hold no text are checked and kept as ``DecodedBatch/LazyField``s, not built
+    /// (`OperationScanning.swift`).
+    var lazyFields = false
+    /// The record of the last field write found to hold a text edit (``OpID/none``: none yet),
+    /// whose next writes are decoded without a scan first.
+    var lastTextRecord = OpID.none
 
     /// Decodes one batch from the reader's position; leaves the reader after it.
     static func decode(from reader: inout WireReader, maxValueSize: Int, maxOperations: Int) throws(WireError) -> [ListOperation] {
@@ -67,7 +74,8 @@ struct BatchDecoder {
 
     // MARK: Records
 
-    private mutating func record(left: Int) throws(WireError) {
+    /// Reads one record (of at most `left` operations).
+    mutating func record(left: Int) throws(WireError) {
         let at = reader.offset
         let first = try reader.byte()
         guard let kind = RecordKind(rawValue: first & 0x0f), kind.version <= version else { throw .invalidTag(first, offset: at) }
@@ -78,6 +86,10 @@ struct BatchDecoder {
         }
 
         let (id, deps) = try header(first, at: at)
+        if lazyFields, kind == .writeFields || kind == .insertItemWithFields,
+           try keepLazily(kind, variant: variant, id: id, at: at) {
+            return
+        }
         let op: ListOperation
         switch kind {
         case .insertSection:
@@ -329,7 +341,7 @@ struct BatchDecoder {
         SectionID(try ref(op, default: context.lastSection?.opID))
     }
 
-    private mutating func origins(_ op: OpID) throws(WireError) -> ListOperation.Origins {
+    mutating func origins(_ op: OpID) throws(WireError) -> ListOperation.Origins {
         func slot(_ d: inout BatchDecoder) throws(WireError) -> SlotID? {
             let at = d.reader.offset
             let code = try d.reader.varint()

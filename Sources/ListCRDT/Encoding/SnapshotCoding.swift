@@ -74,6 +74,12 @@ extension ListDocument {
         replica: ReplicaID,
         maxValueSize: Int = ListDocument.defaultMaxValueSize
     ) throws(WireError) {
+        try self.init(snapshot: snapshot, replica: replica, maxValueSize: maxValueSize, lazyLog: true)
+    }
+
+    /// ``init(snapshot:replica:maxValueSize:)``; `lazyLog` false decodes a state snapshot's field
+    /// writes at the load (as builds before `History/LazyOperations.swift` did; for tests).
+    init(snapshot: some Collection<UInt8>, replica: ReplicaID, maxValueSize: Int, lazyLog: Bool) throws(WireError) {
         var r = WireReader(snapshot)
         for expected in Self.snapshotMagic {
             let at = r.offset
@@ -89,7 +95,8 @@ extension ListDocument {
                                                textRecords: version >= Self.stateTextSnapshotFormatVersion,
                                                textRuns: version >= Self.stateTextRunsSnapshotFormatVersion,
                                                stateRecords: version >= Self.stateRecordsSnapshotFormatVersion,
-                                               pastedRecords: version == Self.stateRecordsPastedSnapshotFormatVersion)
+                                               pastedRecords: version == Self.stateRecordsPastedSnapshotFormatVersion,
+                                               lazyLog: lazyLog)
             self = try decoder.decode()
             records.conflicts = []   // history, not news (Docs/Semantics.md §8.3)
             recountBytes()   // the tables were loaded whole, not operation by operation

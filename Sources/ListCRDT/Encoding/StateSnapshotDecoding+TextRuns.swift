@@ -17,6 +17,8 @@ struct OtherOperationStream {
         case operations(start: Int, count: Int)
         /// ``DecodedBatch/textRuns``\[i\].
         case textRun(Int)
+        /// ``DecodedBatch/lazyFields``\[r\].
+        case lazy(Range<Int>)
     }
 
     private(set) var batch: DecodedBatch
@@ -51,6 +53,9 @@ struct OtherOperationStream {
             case .textRun(let r):
                 pieces.append(.textRun(r))
                 continue
+            case .lazyFields(let r):
+                pieces.append(.lazy(r))
+                continue
             }
             pieces.append(.operations(start: start, count: flat.count - start))
         }
@@ -64,6 +69,7 @@ struct OtherOperationStream {
         switch p {
         case .operations(_, let n): n
         case .textRun(let r): batch.textRuns[r].count
+        case .lazy(let r): r.count
         }
     }
 
@@ -84,9 +90,21 @@ struct OtherOperationStream {
         switch pieces[piece] {
         case .operations(let start, _): op = StateSnapshotDecoder.take(&flat[start + offset])
         case .textRun(let r): op = batch.operation(of: batch.textRuns[r], offset, in: batch.bytes)
+        case .lazy(let r): op = batch.operation(lazy: r.lowerBound + offset)
         }
         advance(by: 1)
         return op
+    }
+
+    /// When the next operation is a field write kept as bytes: it (nothing is taken, ``skip(_:)``
+    /// takes it).
+    /// (Mutating, so that a call through the decoder's optional stream does not copy it.)
+    @inline(__always)
+    mutating func peekLazy() -> DecodedBatch.LazyField? {
+        guard taken < count else { return nil }
+        while offset >= length(pieces[piece]) { (piece, offset) = (piece + 1, 0) }   // empty pieces
+        guard case .lazy(let r) = pieces[piece] else { return nil }
+        return batch.lazyFields[r.lowerBound + offset]
     }
 
     /// When the next operation is one of a text run: the run, its index there, and how many of

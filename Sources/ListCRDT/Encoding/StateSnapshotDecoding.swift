@@ -46,6 +46,10 @@ struct StateSnapshotDecoder {
     /// as version 5 makes a record with text (its text was pasted: its characters are in the log).
     let pastedRecords: Bool
     var stateRecords: StateRecords?
+    /// Version 9 and later: the history's field writes without text are checked and kept as
+    /// bytes in the log (`History/LazyOperations.swift`), not decoded (false: decoded, as builds
+    /// before it did; for tests).
+    let lazyLog: Bool
     /// Per replica index: one past the greatest counter of the log read so far.
     var lastEnd: [UInt64] = []
     /// The index of each replica in ``replicas``.
@@ -56,8 +60,10 @@ struct StateSnapshotDecoder {
 
     /// A decoder reading `reader` from its offset (right after the magic and the version byte).
     init(_ reader: WireReader, replica: ReplicaID, maxValueSize: Int, othersInOneBatch: Bool = false,
-         textRecords: Bool = false, textRuns: Bool = false, stateRecords: Bool = false, pastedRecords: Bool = false) {
+         textRecords: Bool = false, textRuns: Bool = false, stateRecords: Bool = false, pastedRecords: Bool = false,
+         lazyLog: Bool = true) {
         r = reader
+        self.lazyLog = lazyLog
         self.textRuns = textRuns
         allRecordsState = stateRecords
         self.pastedRecords = pastedRecords
@@ -88,7 +94,10 @@ struct StateSnapshotDecoder {
         try readSlots()
         if others != nil {
             let n = try r.count(minBytes: 1)
-            others = OtherOperationStream(try DecodedBatch.decode(try r.raw(n), maxValueSize: maxValueSize, maxOperations: limit))
+            let batch = try DecodedBatch.decode(try r.raw(n), maxValueSize: maxValueSize, maxOperations: limit,
+                                                lazyFields: allRecordsState && lazyLog)
+            if let source = batch.lazySource { doc.log.keepLazily(source) }
+            others = OtherOperationStream(batch)
         }
         if allRecordsState { try readStateRecords() } else if textState != nil { try readTextRecords() }
         // The history's field writes rebuild the records: history, not news (no conflicts reported).
@@ -257,6 +266,7 @@ struct StateSnapshotDecoder {
             var first: OpID
             var span: Int
             var other: ListOperation?
+            var lazy: DecodedBatch.LazyField?
             var splices: [LoggedSplices] = []
             var payload = LocalVersion(0)
             switch tag {
@@ -288,10 +298,16 @@ struct StateSnapshotDecoder {
                 span = n
             case .other:
                 let blobAt = r.offset
-                other = try otherOperation(k, at: blobAt, covered: &covered)
-                first = other!.id
-                // One operation; a text edit spans one id per character it inserts.
-                span = other!.span
+                if let f = try lazyOperation(k, at: blobAt, covered: &covered) {
+                    lazy = f
+                    first = f.id
+                    span = 1
+                } else {
+                    other = try otherOperation(k, at: blobAt, covered: &covered)
+                    first = other!.id
+                    // One operation; a text edit spans one id per character it inserts.
+                    span = other!.span
+                }
             }
             let ops = tag == .moveItems || tag == .other ? 1 : span
             guard doc.log.count + ops <= limit, first.counter >= lastEnd[k],
@@ -310,6 +326,11 @@ struct StateSnapshotDecoder {
                 deps = Frontier(only: doc.log.lastID(record: last, operation: doc.log.records[last].operations - 1))
             } else {
                 deps = Frontier()
+            }
+            if let f = lazy {
+                doc.log.append(lazy: f.id, deps: deps, payloadBytes: f.footprint, offset: f.offset, previousLast: f.previousLast,
+                               lastSection: f.lastSection, lastClock: f.lastClock)
+                continue
             }
             try appendRecord(tag, first: first, span: span, payload: payload, deps: deps, other: &other, splices: splices)
         }
@@ -362,6 +383,40 @@ struct StateSnapshotDecoder {
         let op = try otherOperation(k, at: blobAt, covered: &covered)
         guard covered == 0 else { throw .invalidValue("an insert in a text run", offset: blobAt) }
         return op
+    }
+
+    /// When the next operation of the batch ahead is a field write kept as bytes
+    /// (`OperationScanning.swift`) to a record the snapshot holds as state: it, taken, checked as
+    /// ``otherOperation(_:at:covered:)`` checks it (its writes were checked by the batch decoder;
+    /// without text, they have nothing to check against the record). Nil, taking nothing, for
+    /// anything else (a record of version 10 left to the log is made from its writes: decoded).
+    private mutating func lazyOperation(_ k: Int, at blobAt: Int, covered: inout Int) throws(WireError) -> DecodedBatch.LazyField? {
+        guard others != nil, let f = others!.peekLazy() else { return nil }
+        guard deferral.targets[f.target] != nil || textState!.records[f.target] != nil else {
+            guard pastedRecords else {
+                throw .invalidValue("a field write to \(f.target), whose record the snapshot does not hold", offset: blobAt)
+            }
+            return nil
+        }
+        guard f.id.replica == replicas[k] else {
+            throw .invalidValue("an operation not of the record's replica", offset: blobAt)
+        }
+        switch f.kind {
+        case .writeItem, .writeSection: break
+        case .insertItem:
+            guard let lv = doc.slots.lv(of: f.id), doc.slots.sequence(of: lv).isItems else {
+                throw .invalidValue("an insert record whose slot is not a new item's", offset: blobAt)
+            }
+            covered += 1
+        case .insertSection:
+            guard let lv = doc.slots.lv(of: f.id), doc.slots.sequence(of: lv) == .sections else {
+                throw .invalidValue("an insert record whose slot is not a new section's", offset: blobAt)
+            }
+            covered += 1
+        }
+        doc.records.clock = max(doc.records.clock, f.clock)
+        others!.skip(1)
+        return f
     }
 
     private mutating func otherOperation(_ k: Int, at blobAt: Int, covered: inout Int) throws(WireError) -> ListOperation {

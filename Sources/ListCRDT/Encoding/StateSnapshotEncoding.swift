@@ -99,7 +99,7 @@ struct StateSnapshotEncoder {
     init(_ doc: ListDocument, othersInOneBatch: Bool? = nil, textRecords: Bool? = nil, textRuns: Bool? = nil,
          stateRecords: Bool? = nil, pastedToLog: Bool = true) {
         self.doc = doc
-        let others = othersInOneBatch ?? (doc.log.others.hasRuns || doc.log.others.contains(where: \.carriesFields))
+        let others = othersInOneBatch ?? (doc.log.others.hasRuns || doc.log.others.anyCarriesFields)
         self.othersInOneBatch = others
         let olderAsked = othersInOneBatch != nil || textRecords != nil || textRuns != nil
         if others, stateRecords ?? (!olderAsked && !doc.records.isEmpty) {

@@ -204,6 +204,25 @@ struct OpLog: Sendable {
         others.append(op)   // moved in, not copied
     }
 
+    /// Starts keeping a loaded state snapshot's field writes as bytes of `source`
+    /// (`LazyOperations.swift`); before the first operation.
+    mutating func keepLazily(_ source: LazyOperations.Source) {
+        others.keepLazily(source)
+    }
+
+    /// Appends a field write kept as bytes, checked already: operation `id` (one id, no text),
+    /// depending on `deps`, whose record starts at `offset` of the source given to
+    /// ``keepLazily(_:)`` with the batch decoder's context there; `payloadBytes` is its
+    /// ``ListOperation/loggedPayloadBytes``. What ``append(other:)`` of the decoded operation does.
+    ///
+    /// - Complexity: O(1) amortized.
+    mutating func append(lazy id: OpID, deps: Frontier, payloadBytes: Int, offset: Int, previousLast: OpID,
+                         lastSection: OpID, lastClock: UInt64) {
+        keptWholeBytes += payloadBytes
+        newRecord(id: id, deps: deps, kind: .other, count: 1, payload: Int32(others.count), operations: 1)
+        others.appendLazy(offset: offset, previousLast: previousLast, lastSection: lastSection, lastClock: lastClock, deps: deps)
+    }
+
     /// Appends an applied splice of one text field (what ``append(other:)`` does with the
     /// operation `id`, `deps`, `.writeFields(target, [name: .text(edit)])` at `clock`, spanning
     /// `span` ids), from its parts.

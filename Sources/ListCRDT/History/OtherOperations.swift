@@ -35,8 +35,13 @@ struct OtherOperations: RandomAccessCollection, Sendable {
         var name: String
     }
 
-    /// Per operation: an index into ``whole`` when at least 0, else `~k` for splice `k`.
+    /// Per operation: an index into ``whole`` when at least 0 (and under ``lazyFlag``), `~k` for
+    /// splice `k`, `lazyFlag + k` for operation `k` of ``lazy``.
     private var slots: [Int32] = []
+    /// Marks an operation kept as bytes in ``slots``.
+    private static let lazyFlag: Int32 = 1 << 30
+    /// A loaded state snapshot's field writes, kept as bytes (`LazyOperations.swift`).
+    private(set) var lazy: LazyOperations?
     private var whole: [ListOperation] = []
     private var splices: [Splice] = []
     private var removed: [TextRange] = []
@@ -58,6 +63,7 @@ struct OtherOperations: RandomAccessCollection, Sendable {
     /// - Complexity: O(r) for a splice removing r ranges, else O(1).
     subscript(i: Int) -> ListOperation {
         let s = slots[i]
+        if s >= Self.lazyFlag { return lazy!.operation(Int(s - Self.lazyFlag)) }
         if s >= 0 { return whole[Int(s)] }
         let p = splices[Int(~s)]
         var edit = TextEdit(after: p.after, before: p.before, insert: p.insert)
@@ -71,6 +77,7 @@ struct OtherOperations: RandomAccessCollection, Sendable {
     /// The dependencies of operation `i` (without rebuilding a splice).
     func deps(at i: Int) -> Frontier {
         let s = slots[i]
+        if s >= Self.lazyFlag { return lazy!.deps(Int(s - Self.lazyFlag)) }
         return s >= 0 ? whole[Int(s)].deps : deps(of: splices[Int(~s)])
     }
 
@@ -88,11 +95,38 @@ struct OtherOperations: RandomAccessCollection, Sendable {
               writes.writes[0].seen.isEmpty,
               removed.count + edit.deletes.count < Int(Int32.max), frontiers.count < Int(Int32.max) - 1
         else {
+            precondition(whole.count < Int(Self.lazyFlag), "the log is full")
             slots.append(Int32(whole.count))
             whole.append(op)
             return
         }
         append(splice: op.id, deps: op.deps, clock: writes.clock, target: target, name: writes.writes[0].name, edit: edit)
+    }
+
+    /// Starts keeping operations as bytes of `source` (a state snapshot's load, before the log's
+    /// first operation).
+    mutating func keepLazily(_ source: LazyOperations.Source) {
+        precondition(lazy == nil && slots.isEmpty, "operations kept as bytes come first")
+        lazy = LazyOperations(source)
+    }
+
+    /// Appends an operation kept as bytes (``LazyOperations/append(offset:previousLast:lastSection:lastClock:deps:)``),
+    /// after ``keepLazily(_:)``.
+    ///
+    /// - Complexity: O(1) amortized.
+    mutating func appendLazy(offset: Int, previousLast: OpID, lastSection: OpID, lastClock: UInt64, deps: Frontier) {
+        precondition(lazy != nil && lazy!.count < Int(Int32.max - Self.lazyFlag), "the log is full")
+        slots.append(Self.lazyFlag + Int32(lazy!.count))
+        lazy!.append(offset: offset, previousLast: previousLast, lastSection: lastSection, lastClock: lastClock, deps: deps)
+    }
+
+    /// Whether any operation writes fields (``ListOperation/carriesFields``), without decoding
+    /// those kept as bytes (every one of them does).
+    ///
+    /// - Complexity: O(n) for n operations kept whole.
+    var anyCarriesFields: Bool {
+        (lazy.map { $0.count > 0 } ?? false) || whole.contains(where: \.carriesFields)
+            || !splices.isEmpty
     }
 
     /// Appends the splice `id` (dependencies `deps`) of field `name` of `target` at `clock`, in parts.
@@ -132,7 +166,7 @@ struct OtherOperations: RandomAccessCollection, Sendable {
             let target = fields[Int(run.field)].target.opID
             for _ in 0 ..< run.count { body(target) }
         }
-        for s in slots {
+        for s in slots where s < Self.lazyFlag {   // one kept as bytes holds no text
             if s < 0 {
                 body(fields[Int(splices[Int(~s)].field)].target.opID)
                 continue
@@ -154,5 +188,6 @@ struct OtherOperations: RandomAccessCollection, Sendable {
          memoryPart("log.splices", splices, extra: splices.reduce(0) { $0 + ($1.insert.utf8.count > 15 ? $1.insert.utf8.count : 0) }),
          memoryPart("log.spliceDeletes", removed), memoryPart("log.spliceFields", fields), memoryPart("log.spliceDeps", frontiers),
          memoryPart("log.textRuns", runs), memoryPart("log.textRunText", runText), memoryPart("log.textRunClocks", runClocks)]
+            + (lazy?.memoryParts ?? [])
     }
 }

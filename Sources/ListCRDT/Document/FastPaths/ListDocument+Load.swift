@@ -78,6 +78,12 @@ extension ListDocument {
                     let run = DecodedTextRun(view, r)
                     receive(operations: run, from: position, into: &report, irregular: &irregular, context: &context)
                     position += run.count
+                case .lazyFields(let r):
+                    // Only a state snapshot's load keeps field writes as bytes; decoded here all the same.
+                    let ops = r.map { batch.operation(lazy: $0) }
+                    receive(operations: OperationList(ops: ops), from: position, into: &report, irregular: &irregular,
+                            context: &context)
+                    position += ops.count
                 }
                 if strict, let irregular { throw .inconsistentSnapshot(irregular) }
             }
