@@ -354,16 +354,7 @@ struct BatchDecoder {
 
     /// A record's field writes (Docs/WireFormat.md §2.7), names in strictly increasing order.
     private mutating func fieldWrites(_ id: OpID) throws(WireError) -> FieldWrites {
-        let clock: UInt64
-        if version >= 4 {
-            clock = fieldNames.lastClock &+ UInt64(bitPattern: try reader.signed())
-            fieldNames.lastClock = clock
-        } else {
-            clock = try reader.varint()
-        }
-        let countAt = reader.offset
-        let n = try reader.count(minBytes: 4)
-        guard n <= FieldLimits.maxWrites else { throw .countTooLarge(n, offset: countAt) }
+        let (clock, n, countAt) = try fieldWritesHead()
         var writes: [FieldWrite] = []
         writes.reserveCapacity(n)
         var previousName: String?
@@ -388,6 +379,24 @@ struct BatchDecoder {
             writes.append(FieldWrite(name: name, change: change, replaces: replaces, seen: seen))
         }
         return FieldWrites(clock: clock, sortedWrites: writes)
+    }
+
+    /// The head of a record's field writes (Docs/WireFormat.md §2.7): their clock (a difference
+    /// from the batch's last one from version 4), how many there are (at most
+    /// ``FieldLimits/maxWrites``) and where that count is. Shared by ``fieldWrites(_:)`` and
+    /// the scan that builds nothing (`OperationScanning.swift`).
+    mutating func fieldWritesHead() throws(WireError) -> (clock: UInt64, count: Int, countAt: Int) {
+        let clock: UInt64
+        if version >= 4 {
+            clock = fieldNames.lastClock &+ UInt64(bitPattern: try reader.signed())
+            fieldNames.lastClock = clock
+        } else {
+            clock = try reader.varint()
+        }
+        let countAt = reader.offset
+        let n = try reader.count(minBytes: 4)
+        guard n <= FieldLimits.maxWrites else { throw .countTooLarge(n, offset: countAt) }
+        return (clock, n, countAt)
     }
 
     /// A field's name: spelled out (version 3; version 4 the first time), or the number of one the

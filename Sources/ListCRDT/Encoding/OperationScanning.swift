@@ -109,16 +109,7 @@ extension BatchDecoder {
     /// check, building nothing: the writes' clock and ``FieldWrites/footprint``, or nil (the
     /// reader left anywhere) at the first text edit.
     mutating func scanFieldWrites(_ id: OpID) throws(WireError) -> (clock: UInt64, footprint: Int)? {
-        let clock: UInt64
-        if version >= 4 {
-            clock = fieldNames.lastClock &+ UInt64(bitPattern: try reader.signed())
-            fieldNames.lastClock = clock
-        } else {
-            clock = try reader.varint()
-        }
-        let countAt = reader.offset
-        let n = try reader.count(minBytes: 4)
-        guard n <= FieldLimits.maxWrites else { throw .countTooLarge(n, offset: countAt) }
+        let (clock, n, countAt) = try fieldWritesHead()
         guard n > 0 else { throw .invalidValue("field \"\": an operation writes no field", offset: countAt) }
         var footprint = 16
         var previousName: String?
