@@ -28,7 +28,7 @@ public enum WireError: Error, Hashable, Sendable, CustomStringConvertible {
         case .truncated(let o): "input truncated: more bytes needed at byte \(o)"
         case .unsupportedVersion(let v): "unsupported format version \(v)"
         case .invalidTag(let t, let o): "invalid tag 0x\(String(t, radix: 16)) at byte \(o)"
-        case .countTooLarge(let n, let o): "count \(n) at byte \(o) is more than the input can hold"
+        case .countTooLarge(let n, let o): "count \(n) at byte \(o) is more than the input can hold or the limit allows"
         case .invalidValue(let what, let o): "invalid value at byte \(o): \(what)"
         case .trailingBytes(let n): "\(n) unexpected bytes after the end"
         case .invalidVarint(let o): "malformed varint at byte \(o)"
