@@ -14,6 +14,7 @@ Both replay the operation script of kanban_script.py (the file listsync-bench re
   move (within or across sections) is a delete and a re-insert of a new `Map` with the fields
   copied. One pycrdt transaction per operation.
 """
+import ctypes
 import time
 
 from loro import ExportMode, LoroCounter, LoroDoc, LoroMap, VersionVector
@@ -256,6 +257,25 @@ def w14_kanban(engine, args, h):
     lh, _, lh_runs = h.best_ms(h.LOADS, load_once(hist))
     ls, _, ls_runs = h.best_ms(h.LOADS, load_once(snap))
     lr, _, lr_runs = h.best_ms(h.LOADS, load_read_once(snap))
+    # Memory of a device that opened the board: three replicas loaded from the snapshot, every
+    # card read once (the values read dropped), kept alive together; RSS growth / 3.
+    # The allocator's free pages are given back before each reading (malloc_trim, as
+    # listsync-bench's trimmed RSS): the runs before freed far more than a loaded board takes.
+    def trimmed_rss():
+        try:
+            ctypes.CDLL("libc.so.6").malloc_trim(0)
+        except (OSError, AttributeError):
+            pass
+        return h.rss_now()
+
+    before = trimmed_rss()
+    held = []
+    for k in range(3):
+        d = cls(200 + k, sections)
+        d.load(snap)
+        d.read_all()
+        held.append(d)
+    loaded_memory = (trimmed_rss() - before) // len(held)
     shown = results[0][0]
     converged = all(s == shown for states in results for s in states)
     seen = [c[0] for sec in shown for c in sec]
@@ -263,7 +283,8 @@ def w14_kanban(engine, args, h):
     m.update({"ms": ms, "make_ms": make_ms, "merge_ms": merge_ms, "ns_per_op": ms * 1e6 / ops,
               "build_ms": first["build_ms"], "exchange_bytes": exchange, "history_bytes": len(hist),
               "snapshot_bytes": len(snap), "load_history_ms": lh, "load_snapshot_ms": ls,
-              "load_snapshot_read_ms": lr, "memory_bytes": first["memory_bytes"]})
+              "load_snapshot_read_ms": lr, "memory_bytes": first["memory_bytes"],
+              "loaded_memory_bytes": loaded_memory})
     moves_across = sum(1 for r in reps for op in r if op[0] == "m" and op[1] != op[3])
     moves_within = sum(1 for r in reps for op in r if op[0] == "m" and op[1] == op[3])
     if engine == "yrs":
@@ -283,6 +304,7 @@ def w14_kanban(engine, args, h):
             f"{h.rep_note(h.LOADS, lh_runs, 'loads')}, load_snapshot_ms {h.rep_note(h.LOADS, ls_runs, 'loads')} (the lists' lengths read), "
             f"load_snapshot_read_ms {h.rep_note(h.LOADS, lr_runs, 'loads')} (every card's fields read, "
             f"{'to_py()' if engine == 'yrs' else 'get_deep_value()'}, with the binding's conversions); "
-            f"memory_bytes = RSS delta of the first run / {n}")
+            f"memory_bytes = RSS delta of the first run / {n}; loaded_memory_bytes = RSS growth of three replicas "
+            f"each loaded from the snapshot with every card read, kept alive together, / 3")
     # ok: the replicas converged (the engine's own consistency); every_card_once reports the rest.
     return m, ops, converged, note
