@@ -47,6 +47,7 @@ private let section = SectionID(OpID(counter: 1, replica: ReplicaID(1)))
         }
         refused({ $0[26] = 2 }, "a target that is neither an item nor a section")
         refused({ $0[30] = 0x01 }, "a field name that is a control character")
+        refused({ $0[31] = 0xFF; $0[32] = 0xFE }, "a field name that is not UTF-8 (not repaired)")
         refused({ $0[35] = 2 }, "a caret end that is neither after nor before")
         refused({ $0[36] = 2 }, "a character flag of 2")
         refused({ $0[0] = SyncMessage.version + 1 }, "a version this build does not speak")
@@ -64,7 +65,7 @@ private let section = SectionID(OpID(counter: 1, replica: ReplicaID(1)))
         #expect(try SyncMessage(decoding: SyncMessageTests.bytes(hex)) == m)
     }
 
-    @Test("replica 0, a name over 256 bytes, 0 or 257 dragged items, an item twice, an unknown kind, a bad anchor flag: malformed")
+    @Test("replica 0, a name over 256 bytes or not UTF-8, 0 or 257 dragged items, an item twice, an unknown kind, a bad anchor flag: malformed")
     func refusals() {
         let head = [UInt8](Self.frame(Self.examples[0]).prefix(18))   // version, tag, document
         func refused(_ body: [UInt8], _ why: Comment) {
@@ -72,6 +73,10 @@ private let section = SectionID(OpID(counter: 1, replica: ReplicaID(1)))
         }
         refused([0, 0, 0], "replica 0")
         refused([2] + [0x81, 0x02] + [UInt8](repeating: 0x61, count: 257) + [0], "a name of 257 bytes")
+        // Not repaired: 256 bytes that are not UTF-8 would become 768 of replacement characters,
+        // a name over the limit (found by the daemon fuzz harness's corpus, Docs/Fuzzing.md).
+        refused([2] + [0x80, 0x02] + [UInt8](repeating: 0xFF, count: 256) + [0], "a name of 256 bytes that is not UTF-8")
+        refused([2, 1, 0xC3, 0], "a name cut inside a character")
         refused([2, 0, 1, 0, 1, 1, 0, 0], "a drag of no item")
         refused([2, 0, 4], "kind 4")
         refused([2, 0, 2, 2, 1, 3, 1, 3], "an item twice")

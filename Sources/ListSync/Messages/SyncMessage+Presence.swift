@@ -66,7 +66,7 @@ extension WireReader {
         let at = offset
         let replica = ReplicaID(try varint())
         guard replica.rawValue != 0 else { throw .invalidValue("presence of replica 0", offset: at) }
-        let name = try string(limit: Presence.maxNameBytes)
+        let name = try validString(limit: Presence.maxNameBytes)
         let kindAt = offset
         let activity: PresenceActivity
         let k = try byte()
@@ -89,7 +89,7 @@ extension WireReader {
             case let t: throw .invalidTag(t, offset: targetAt)
             }
             let fieldAt = offset
-            let field = try string(limit: FieldLimits.maxNameBytes)
+            let field = try validString(limit: FieldLimits.maxNameBytes)
             if let why = FieldLimits.problem(withName: field) { throw .invalidValue(why, offset: fieldAt) }
             activity = .editing(TextCaret(target: target, field: field, anchor: try caretEnd(), head: try caretEnd()))
         case nil:

@@ -380,6 +380,17 @@ extension WireReader {
         guard n <= limit else { throw .countTooLarge(n, offset: offset) }
         return String(decoding: try raw(n), as: UTF8.self)
     }
+    /// ``string(limit:)`` that refuses bytes that are not UTF-8 instead of replacing them (each
+    /// replacement character takes three bytes, so a repaired string can pass its limit).
+    mutating func validString(limit: Int) throws(WireError) -> String {
+        let at = offset
+        let n = try count(minBytes: 1)
+        guard n <= limit else { throw .countTooLarge(n, offset: offset) }
+        guard let s = String(validating: try raw(n), as: UTF8.self) else {
+            throw .invalidValue("a string that is not UTF-8", offset: at)
+        }
+        return s
+    }
     mutating func version() throws(WireError) -> VersionVector {
         let n = try count(minBytes: 2)
         var counters: [ReplicaID: UInt64] = [:]

@@ -63,7 +63,17 @@ func fuzzOne(_ bytes: [UInt8]) {
         guard client.receive(bytes, now: 2).isEmpty else { fuzzFailure("a closed client session acted") }
         return
     }
-    for case .close in actions { fuzzFailure("a message that decodes closed the client session: \(message)") }
+    // The daemon ends a device's access (its credential revoked or expired): the session closes
+    // (ClientSession, issue 27), fails what waits, and acts no more. Any other message that
+    // decodes never closes it.
+    if case let .error(_, _, code, _) = message, code == .revoked || code == .expired {
+        guard client.isClosed, client.waitingCount == 0, actions.contains(where: { if case .close = $0 { true } else { false } }) else {
+            fuzzFailure("access ended (\(code)) but the client session did not close: \(actions)")
+        }
+        guard client.receive(bytes, now: 2).isEmpty else { fuzzFailure("a closed client session acted") }
+    } else {
+        for case .close in actions { fuzzFailure("a message that decodes closed the client session: \(message)") }
+    }
     let again: SyncMessage
     do { again = try SyncMessage(decoding: message.encoded()) } catch {
         fuzzFailure("a decoded message re-encodes to bytes that do not decode: \(error)")
