@@ -63,7 +63,7 @@ import Testing
         #expect(Set(merge.parted.map(\.id)) == Set(edits.map(\.id)))
         #expect(x.pendingCount == 1, "six's second edit still waits")
         let woke = try x.receive(first)
-        #expect(woke == .applied(woken: 1), "\(woke)")
+        #expect(woke == .applied(woken: 2), "\(woke)")
         #expect(x.pendingCount == 0)
         let values = x.snapshot().sections[0].items.map { String(decoding: $0.value, as: UTF8.self) }
         #expect(!values.contains("edit") && values.contains("a2") && values.contains("six 2"), "\(values)")
