@@ -271,6 +271,30 @@ actor DocumentHost {
         return merge
     }
 
+    /// The core keeps operations waiting on ones a peer parted in a merge back
+    /// (Docs/Semantics.md §7, "Waiting edits on parted originals"): the copy with them made
+    /// again (``DocumentCore/remakePartedWaiting()``) is written to the store as a new
+    /// generation (the originals leave the log), then replaces the core's
+    /// (``DocumentCore/replace(with:parting:)``). Nothing if the store fails (tried again at the
+    /// next housekeeping).
+    private func remakePartedWaiting() async {
+        await settleStore()
+        guard !isClosed, core.isQuiet, !storeBusy, let (remade, merge) = core.remakePartedWaiting() else { return }
+        let store = store
+        do { try await exclusively { try store.replace(with: remade) } } catch {
+            log("copy with waiting operations made again not written", ["document": id.description, "error": "\(error)"])
+            return
+        }
+        // Batches waited while it was written (``settleStore()``), and none runs before the
+        // replacement: no await between the write's end and it (as ``mergeBackSnapshot(_:)``).
+        let actions = core.replace(with: remade, parting: merge)
+        await perform(actions)
+        policy.snapshotWritten(snapshotBytes: (try? store.snapshotBytes) ?? 0)
+        log("waiting operations on parted ones made again", ["document": id.description,
+                                                            "parted": "\(merge.parted.count)", "made": "\(merge.made.count)",
+                                                            "dropped": "\(merge.dropped.count)"])
+    }
+
     /// About once a second (the daemon's housekeeping): a document with peers keeps its entry
     /// heard of, retires silent peers, and sends its stability table if it changed
     /// (Docs/Semantics.md §7, "Peers").
@@ -445,6 +469,8 @@ actor DocumentHost {
                 log("compaction refused", ["document": id.description, "error": error.description])
             case let .compact(point, report):
                 await writeCompaction(at: point, report)
+            case .remakeParted:
+                await remakePartedWaiting()
             }
         }
     }

@@ -62,6 +62,8 @@ extension Simulator {
                 report.daemonsForgotten += peers.count
             case let .compactionRefused(error):
                 report.failures.append("daemon \(d): compaction at its own compaction point refused: \(error)")
+            case .remakeParted:
+                remakePartedWaiting(d)
             case .compact:
                 do throws(StoreError) {
                     try daemons[d].disk.compact(daemons[d].core.document)

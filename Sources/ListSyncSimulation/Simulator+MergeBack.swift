@@ -70,6 +70,31 @@ extension Simulator {
         performLink(d, peer, more)
     }
 
+    /// Daemon `d` keeps operations waiting on ones a peer parted in a merge back
+    /// (``DocumentCore/remakePartedWaiting()``, Docs/Semantics.md §7, "Waiting edits on parted
+    /// originals"): the copy with them made again becomes the disk's next generation, then the
+    /// core's document, as the host does; the originals count as made again for the oracle.
+    mutating func remakePartedWaiting(_ d: Int) {
+        guard daemons[d].core.isQuiet, !daemons[d].disk.busy, let (remade, merge) = daemons[d].core.remakePartedWaiting(),
+              storeCompact(d, remade, replacing: true) else { return }
+        report.mergedBackOperations += merge.made.count
+        if configuration.trace { trace("d\(d) makes again waiting operations on parted ones: parted \(Self.describe(merge.parted)), made again \(Self.describe(merge.made)), dropped \(Self.describe(merge.dropped))") }
+        notePartedForOracle(merge)
+        performCore(d, daemons[d].core.replace(with: remade, parting: merge))
+    }
+
+    /// What a merge back (or a remake of waiting operations) did, for the oracle: the
+    /// operations kept and made again are logged, the parted ones made again count as
+    /// themselves.
+    mutating func notePartedForOracle(_ merge: ListDocument.MergeBack) {
+        for op in merge.kept + merge.made { logged[op.id] = op }
+        let dropped = Set(merge.dropped.map(\.id))
+        for op in merge.parted where !dropped.contains(op.id) {
+            mergedBack[op.id] = op
+            for counter in op.id.counter...op.lastID.counter { mergedBackIDs.insert(OpID(counter: counter, replica: op.id.replica)) }
+        }
+    }
+
     private mutating func storeCompact(_ d: Int, _ document: ListDocument, replacing: Bool = false) -> Bool {
         do throws(StoreError) {
             if replacing { try daemons[d].disk.replace(with: document) } else { try daemons[d].disk.compact(document) }

@@ -201,4 +201,33 @@ import Testing
         }
         #expect(failed == Self.partedHolderSeeds.count)
     }
+
+    /// Seeds of the same command where a device took the hidden daemon's originals, made edits on
+    /// them and sent those to the daemon that compacted, which kept them waiting for their causes
+    /// and acknowledged them; the hidden daemon then merged back and parted the originals, so the
+    /// edits waited for ever on a copy no other held (11030: `c3` made 17@10004 and more on
+    /// `c0`'s 1@1–16@1, `d1` acknowledged them at 518 ms, `d0` merged back at 578 ms). The
+    /// compacted daemon now makes them again itself once it holds the table that says what was
+    /// parted (Docs/Semantics.md §7, "Waiting edits on parted originals").
+    static let partedWaitingSeeds: [UInt64] = [11030, 11172, 11241, 11292]
+
+    @Test("a daemon with a floor keeping a device's edits waiting on a hidden daemon's parted originals makes them again: nothing waits for ever, copies parted: 0", arguments: partedWaitingSeeds)
+    func waitingOnPartedMadeAgain(seed: UInt64) {
+        var sim = Simulator(Self.refusedInPart(seed: seed))
+        let report = sim.run()
+        #expect(report.failures.isEmpty, "\(report.failures)")
+        #expect(report.copiesParted == 0 && report.mergesBack >= 1)
+    }
+
+    @Test("without the rule (DocumentCore.Variant.keepsPartedWaiting) the same seeds fail: the acknowledged edits wait for ever on one copy")
+    func waitingOnPartedKeptWithoutTheRule() {
+        var failed = 0
+        for seed in Self.partedWaitingSeeds {
+            var config = Self.refusedInPart(seed: seed)
+            config.coreVariant = .keepsPartedWaiting
+            var sim = Simulator(config)
+            if sim.run().copiesParted > 0 { failed += 1 }
+        }
+        #expect(failed == Self.partedWaitingSeeds.count)
+    }
 }

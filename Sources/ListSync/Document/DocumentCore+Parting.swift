@@ -33,6 +33,49 @@ extension DocumentCore {
         return (merged, merge)
     }
 
+    /// Whether some operation this copy keeps waiting depends on one that a daemon's entry says
+    /// it parted in a merge back (``PeerStability/Entry/parted``) and this copy lacks, on a copy
+    /// with a floor, nothing in flight: ``remakePartedWaiting()`` would make them again. The
+    /// policy asks this at each housekeeping (``DocumentHostPolicy/Action/remakeParted``).
+    ///
+    /// - Complexity: O(1) when nothing waits or nothing was parted; else that of
+    ///   ``ListCRDT/ListDocument/waitsOnParted(_:)``.
+    public var waitsOnParted: Bool {
+        guard variant != .keepsPartedWaiting, isQuiet, document.pendingCount > 0, document.historyFloor != nil,
+              stability.peers.entries.values.contains(where: { !$0.parted.isEmpty }) else { return false }
+        let entries = stability.peers.entries
+        return document.waitsOnParted { id in entries.values.contains { $0.parted[id.replica]?.contains(id.counter) == true } }
+    }
+
+    /// This copy with the operations it keeps waiting on parted ones made again
+    /// (Docs/Semantics.md §7, "Waiting edits on parted originals"), or nil (none, a batch in
+    /// flight, no floor, or ``Variant/keepsPartedWaiting``). Changes nothing: the driver writes
+    /// the document as a new generation of its store (the originals leave the log, so a restart
+    /// does not find them waiting again), then calls ``replace(with:parting:)``.
+    ///
+    /// A waiting operation on an operation some daemon's entry says it parted
+    /// (``PeerStability/Entry/parted``) that this copy lacks never applies: made before that
+    /// daemon's floor, every copy compacted there refuses it. It was acknowledged here (durable),
+    /// so it is made again here as a new operation of this daemon's replica
+    /// (``ListCRDT/ListDocument/remakeWaiting(onParted:remakes:)``), and so is every waiting one
+    /// on it, unless a parted range names it too (the daemon that parted it held it and made it
+    /// again), or it came through a peer link (``relayedOperations``, relay authors: the daemon
+    /// that took it from its author makes it again): those are dropped.
+    ///
+    /// - Complexity: that of ``ListCRDT/ListDocument/remakeWaiting(onParted:remakes:)``.
+    public func remakePartedWaiting() -> (document: ListDocument, merge: ListDocument.MergeBack)? {
+        guard waitsOnParted else { return nil }
+        let entries = stability.peers.entries
+        let relayAuthors = stability.peers.relayAuthors, runs = relayedOperations, me = document.replica
+        func isParted(_ id: OpID) -> Bool { entries.values.contains { $0.parted[id.replica]?.contains(id.counter) == true } }
+        var remade = document
+        guard let merge = remade.remakeWaiting(onParted: isParted, remakes: { op in
+            !isParted(op.id) && (op.id.replica == me || !relayAuthors.contains(op.id.replica))
+                && !(runs[op.id.replica]?.contains { $0.contains(op.id.counter) } ?? false)
+        }) else { return nil }
+        return (remade, merge)
+    }
+
     /// Whether `snapshot` (a peer's copy) holds everything this copy holds: what it applied,
     /// and what it keeps waiting for its causes (taken and acknowledged: a copy that took the
     /// snapshot as it is would lose those). Such a copy takes the snapshot as it is

@@ -77,6 +77,10 @@ public struct DocumentCore: Sendable {
         /// that took an original at the daemon that merged back and roams here keeps it beside
         /// the edit made again (Docs/Semantics.md §7, "What a parted original's holder is sent").
         case sendsPartedOperations
+        /// Keeps waiting for ever the operations it holds waiting on ones another daemon parted
+        /// in a merge back, as before the repair (``waitsOnParted`` false): acknowledged, they
+        /// are on no other copy (Docs/Semantics.md §7, "Waiting edits on parted originals").
+        case keepsPartedWaiting
     }
 
     /// The document's id.

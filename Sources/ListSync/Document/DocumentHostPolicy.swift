@@ -45,6 +45,12 @@ public struct DocumentHostPolicy: Sendable {
         case compact(floor: VersionVector, report: CompactionReport)
         /// The core refused its own compaction point (a fault; nothing changed): log it.
         case compactionRefused(CompactionError)
+        /// The core keeps operations waiting on ones a peer parted in a merge back
+        /// (``DocumentCore/waitsOnParted``): take ``DocumentCore/remakePartedWaiting()``, write
+        /// its document as the store's next generation (``ListStore`` `DocumentStore.replace(with:)`),
+        /// then call ``DocumentCore/replace(with:parting:)`` and do its actions. Nothing if it
+        /// gives nil by then.
+        case remakeParted
     }
 
     /// What happened to the document, as the driver tells it.
@@ -130,6 +136,9 @@ public struct DocumentHostPolicy: Sendable {
         if !step.retired.isEmpty { out.append(.retired(step.retired)) }
         if step.saveStability { out.append(.saveStability) }
         if !step.gossip.isEmpty { out.append(.send(step.gossip)) }
+        // Waiting operations on parted ones never apply: the core makes them again (never
+        // together with a compaction: a copy with operations waiting does not compact).
+        if core.waitsOnParted { out.append(.remakeParted) }
         guard let point = step.point else { return out }
         do {
             out.append(.compact(floor: point, report: try core.compact(at: point)))

@@ -1,0 +1,82 @@
+// Operations a compacted copy keeps waiting for causes that another daemon parted in a merge back
+// (Docs/Semantics.md §7, "Waiting edits on parted originals"): a device took a left-out daemon's
+// originals, made edits on them and sent those to a compacted peer, which kept them waiting for
+// their causes and acknowledged them (durable). The left-out daemon then merged back and parted
+// the originals: they are made again there under new ids and no copy compacted at that floor
+// ever takes them as they are, so the edits wait for ever (seed 11030 of `listsync simulate
+// --daemons 2 --compact-after 10 --hide-daemon --roam 30 --crashes 2 --ops 80`). The copy that
+// holds them makes them again itself, as a merge back makes again what it keeps waiting
+// (``Remaker/remakeWaiting(_:on:slots:)``).
+
+extension ListDocument {
+    /// Whether some waiting operation depends on an operation `isParted` names that this copy
+    /// does not hold (``heldOperations()``): ``remakeWaiting(onParted:remakes:)`` would change
+    /// something.
+    ///
+    /// - Complexity: O(k + p × d) for the k operations of the log after the floor, p waiting
+    ///   operations of d dependencies; O(1) with nothing waiting.
+    public func waitsOnParted(_ isParted: (OpID) -> Bool) -> Bool {
+        guard buffer.count > 0, historyFloor != nil else { return false }
+        let held = heldOperations()
+        return buffer.all.contains { op in op.deps.contains { d in !held(d) && isParted(d) } }
+    }
+
+    /// Takes out of the causal buffer every waiting operation that depends, directly or through
+    /// other waiting ones, on an operation `isParted` names (parted by some daemon's merge back:
+    /// made before a floor, it never comes to a copy compacted there) that this copy does not
+    /// hold, and makes again, as new operations of this document's replica, those `remakes`
+    /// names (the others are dropped: the daemon that parted them held them and made them again,
+    /// or they came relayed and the daemon that took them from their author makes them again).
+    /// Made again from what they say (``Remaker/remakeWaiting(_:on:slots:)``: an item inserted
+    /// goes after its left origin's item where this copy shows it, else before its right
+    /// origin's, else at its section's start; values, deletes and field writes written again on
+    /// what this copy shows; an edit of an entity this copy does not show is dropped). The others
+    /// stay waiting. Nil, and nothing changes, when no waiting operation is on a parted one or the
+    /// document has no floor (without one, a cause may be on its way still).
+    ///
+    /// - Returns: `parted`, the operations taken out; `made`, the operations made again (append
+    ///   them); `dropped`, those of `parted` not made again.
+    /// - Complexity: O(k + p log p + p × (d + n)) for the k operations of the log after the floor,
+    ///   p waiting operations of d dependencies and n visible items.
+    public mutating func remakeWaiting(onParted isParted: (OpID) -> Bool, remakes: (ListOperation) -> Bool) -> MergeBack? {
+        guard waitsOnParted(isParted) else { return nil }
+        let held = heldOperations()
+        // By counter: every dependency of an operation has a lesser one, so its fate is known
+        // when the operation is looked at.
+        let waiting = buffer.all.sorted { ($0.id.counter, $0.id.replica) < ($1.id.counter, $1.id.replica) }
+        var stale: [ReplicaID: [ClosedRange<UInt64>]] = [:]
+        var kept: [ListOperation] = [], parted: [ListOperation] = []
+        for op in waiting {
+            let onParted = op.deps.contains { d in
+                !held(d) && (isParted(d) || (stale[d.replica]?.contains { $0.contains(d.counter) } ?? false))
+            }
+            if onParted {
+                parted.append(op)
+                stale[op.id.replica, default: []].append(op.id.counter...op.lastID.counter)
+            } else {
+                kept.append(op)
+            }
+        }
+        guard !parted.isEmpty else { return nil }
+        var fresh = PendingBuffer()
+        for op in kept.sorted(by: { $0.id < $1.id }) {
+            guard let missing = firstMissingDependency(of: op) else { continue }
+            fresh.add(op, footprint: op.bufferFootprint, waitingFor: missing)
+        }
+        buffer = fresh
+        let ordered = Self.causalOrder(parted)
+        var result = MergeBack()
+        result.parted = ordered
+        result.dropped = ordered.filter { !remakes($0) }
+        var remaker = Remaker(local: snapshot())
+        for op in ordered where op.insertsSection && remakes(op) { remaker.sectionInserts[SectionID(op.id)] = op }
+        var slots: [OpID: ItemID] = [:]
+        for op in operations(since: historyFloor ?? VersionVector()) + ordered {
+            guard case let .moveItems(list, _, _) = op.kind else { continue }
+            for (i, x) in list.enumerated() { slots[OpID(counter: op.id.counter + UInt64(i), replica: op.id.replica)] = x }
+        }
+        for op in ordered where remakes(op) { remaker.remakeWaiting(op, on: &self, slots: slots) }
+        result.made = remaker.made
+        return result
+    }
+}
