@@ -17,7 +17,15 @@ MOD="$OUT/modules"
 BIN="$OUT/bin"
 mkdir -p "$MOD" "$BIN"
 SWIFTC="${SWIFTC:-swiftc}"
-FLAGS=(-O -swift-version 6 -package-name listsync -enable-testing -sanitize=fuzzer,address -parse-as-library -I "$MOD")
+# -assert-config Debug: optimized, but `assert` and `precondition` still checked, so that an input
+# that breaks an assertion (which a debug build, and the corpus replay in `swift test`, would trap
+# on) is found by the fuzzer too.
+FLAGS=(-O -assert-config Debug -swift-version 6 -package-name listsync -enable-testing -sanitize=fuzzer,address -parse-as-library -I "$MOD")
+# Objects built with other flags are stale.
+if [[ "$(cat "$MOD/.flags" 2>/dev/null)" != "${FLAGS[*]}" ]]; then
+    rm -f "$MOD"/*.o
+    printf '%s' "${FLAGS[*]}" > "$MOD/.flags"
+fi
 
 # The C module for epoll/eventfd (SwiftPM writes this module map itself).
 mkdir -p "$MOD/CListSyncLinux"
