@@ -62,7 +62,8 @@ extension Simulator {
                 report.daemonsForgotten += peers.count
             case let .compactionRefused(error):
                 report.failures.append("daemon \(d): compaction at its own compaction point refused: \(error)")
-            case .compact:
+            case let .compact(floor, _):
+                if floor != daemons[d].core.document.version { report.prefixCompactions += 1 }
                 do throws(StoreError) {
                     try daemons[d].disk.compact(daemons[d].core.document)
                 } catch {

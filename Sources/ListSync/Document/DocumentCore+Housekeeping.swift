@@ -134,10 +134,21 @@ extension DocumentCore {
             step.forgotten = peers.forgotten
             step.gossip = gossip(now: now, interval: rule.gossipInterval) + cutPartedHolders()
         }
-        guard now >= compactionNotBefore, isSettled(rule.trigger) else { return step }
+        guard now >= compactionNotBefore else { return step }
+        let settled = isSettled(rule.trigger)
+        // A document that keeps moving is compacted at a stable prefix (Docs/Semantics.md §7,
+        // "A stable prefix"): looking for one costs a pass over the history (O(m × r)), so it
+        // is looked for once per interval at most, found or not.
+        let prefix = now >= prefixNotBefore && isReadyForPrefix(rule.trigger)
+        guard settled || prefix else { return step }
         let local = refreshStability(now: stabilityNow, retireAfter: rule.retireAfter)
         step.retired += local.retired
-        step.point = compactionPoint(rule.trigger)
+        if settled { step.point = quiescentPoint(rule.trigger) }
+        if step.point == nil, prefix, let stable = sendersStableVersion,
+           !(document.historyFloor?.includes(stable) ?? false) {
+            prefixNotBefore = now &+ rule.interval
+            step.point = document.compactablePrefix(within: stable)
+        }
         // Written once: a change of who counts, and always before a compaction.
         step.saveStability = step.saveStability || local.changed || step.point != nil
         if step.point != nil { compactionNotBefore = now &+ rule.interval }

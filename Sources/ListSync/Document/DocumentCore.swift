@@ -77,6 +77,10 @@ public struct DocumentCore: Sendable {
         /// that took an original at the daemon that merged back and roams here keeps it beside
         /// the edit made again (Docs/Semantics.md §7, "What a parted original's holder is sent").
         case sendsPartedOperations
+        /// Compacts only at a quiescent point, as before compaction at a stable prefix
+        /// (Docs/Semantics.md §7, "A stable prefix"): a document its devices keep editing never
+        /// compacts.
+        case compactsOnlyWhenQuiescent
     }
 
     /// The document's id.
@@ -165,6 +169,9 @@ public struct DocumentCore: Sendable {
     /// The driver's monotonic time before which ``housekeeping(stabilityNow:now:rule:)`` finds no
     /// compaction point again (the rule's interval after the last one it found).
     var compactionNotBefore: UInt64 = 0
+    /// The driver's monotonic time before which ``housekeeping(stabilityNow:now:rule:)`` does
+    /// not look for a stable prefix again (a pass over the history: once per interval at most).
+    var prefixNotBefore: UInt64 = 0
     /// What the last compaction here left reclaimable (hidden text characters it keeps as
     /// anchors), which the bytes trigger does not count again (``reclaimableSinceCompaction``).
     var reclaimableKept = 0
