@@ -73,7 +73,7 @@ extension ListDocument {
     /// can no longer be compared, so an equivocation before the floor goes unnoticed).
     ///
     /// - Throws: ``CompactionError/notStablePrefix(stable:version:why:)`` unless `stable` equals
-    ///   ``version``, or is a version this document holds whole, includes the floor, is causally
+    ///   ``version``, or is a version this document holds whole, goes past the floor, is causally
     ///   closed, and every operation applied here outside it is causally after it; nothing
     ///   changes then.
     /// - Complexity: O(n + e + m) for n slots, e entities and m logged operations at a quiescent

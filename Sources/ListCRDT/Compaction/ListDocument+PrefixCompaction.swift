@@ -38,7 +38,8 @@ extension ListDocument {
     }
 
     /// Why `stable` is not a version ``compactAtPrefix(_:)`` may compact at, or nil if it is:
-    /// this document holds it whole, it includes the floor, it is causally closed here (every
+    /// this document holds it whole, it includes the floor and goes past it (a document that is
+    /// not quiescent is not compacted at its floor again), it is causally closed here (every
     /// dependency of an operation in it is in it, or in the floor), it ends at operation
     /// boundaries, and every operation applied here outside it is causally after it.
     ///
@@ -47,6 +48,7 @@ extension ListDocument {
         let floor = compaction?.version ?? VersionVector()
         guard versionVector.includes(stable) else { return "this document has not applied all of it" }
         guard stable.includes(floor) else { return "it does not include the floor \(floor)" }
+        guard !floor.includes(stable) else { return "it is the floor already: nothing to collect" }
         for (k, op) in history.ops.enumerated() {
             let inside = stable.contains(op.id)
             if inside != stable.contains(op.lastID) { return "it ends inside operation \(op.id)" }

@@ -118,15 +118,30 @@ extension DocumentCore {
 
     /// Whether the document may be compacted at a stable prefix now, if its senders allow one
     /// (``stablePrefixPoint(_:)``): not peered, nothing in flight or waiting for its causes, all
-    /// of it durable, and worth compacting (`trigger`). Subscribers need not have seen all of it.
+    /// of it durable, and at least the trigger's operations logged since the floor (the prefix
+    /// must hold that many: ``prefixPoint(within:_:)``). Subscribers need not have seen all of it.
     ///
     /// - Complexity: O(n) for n subscribers.
     public func isReadyForPrefix(_ trigger: CompactionTrigger) -> Bool {
         guard variant != .compactsOnlyWhenQuiescent, failure == nil, destroyedReason == nil, inFlight.isEmpty,
               document.pendingCount == 0, document.version == durableVersion, !isPeered,
-              trigger.isDue(operations: document.operationCount, reclaimable: reclaimableSinceCompaction,
-                            documentBytes: document.documentBytes) else { return false }
+              document.operationCount >= trigger.minOperations else { return false }
         return true
+    }
+
+    /// The stable prefix within `stable` (``ListDocument/compactablePrefix(within:)``), if it
+    /// holds at least the trigger's ``CompactionTrigger/minOperations`` operations logged since
+    /// the floor. Only the operations trigger takes a prefix: what the bytes trigger counts may
+    /// lie after it, and a compaction before a large delete would leave its bytes under the
+    /// trigger's floor for good (they wait for a quiescent point instead).
+    ///
+    /// - Complexity: that of ``ListDocument/compactablePrefix(within:)``, and O(r) for the r
+    ///   records of the log.
+    func prefixPoint(within stable: VersionVector, _ trigger: CompactionTrigger) -> VersionVector? {
+        guard let prefix = document.compactablePrefix(within: stable) else { return nil }
+        let count = document.operationCount
+        let inPrefix = count - document.countOperations(since: prefix, before: count)
+        return inPrefix >= trigger.minOperations ? prefix : nil
     }
 
     /// The version the senders allow compacting at while the document keeps moving
@@ -161,7 +176,8 @@ extension DocumentCore {
 
     /// The stable prefix at which the document may be compacted now, though it is not
     /// quiescent (``ListDocument/compactablePrefix(within:)`` of ``sendersStableVersion``), or
-    /// nil: not ready (``isReadyForPrefix(_:)``), or nothing past the floor is stable yet. Never
+    /// nil: not ready (``isReadyForPrefix(_:)``), or no prefix past the floor holding the
+    /// trigger's operations is stable yet. Never
     /// with peers (their rule needs every daemon quiescent at one version).
     ///
     /// - Complexity: O(n × r + s × r log r) for the senders, then O(m × r) per shrink for m
@@ -169,7 +185,7 @@ extension DocumentCore {
     public func stablePrefixPoint(_ trigger: CompactionTrigger) -> VersionVector? {
         guard isReadyForPrefix(trigger), let stable = sendersStableVersion else { return nil }
         if let floor = document.historyFloor, floor.includes(stable) { return nil }
-        return document.compactablePrefix(within: stable)
+        return prefixPoint(within: stable, trigger)
     }
 
     /// ``compactionPoint(_:)`` with the operations trigger alone: at least `minOperations`

@@ -147,7 +147,7 @@ extension DocumentCore {
         if step.point == nil, prefix, let stable = sendersStableVersion,
            !(document.historyFloor?.includes(stable) ?? false) {
             prefixNotBefore = now &+ rule.interval
-            step.point = document.compactablePrefix(within: stable)
+            step.point = prefixPoint(within: stable, rule.trigger)
         }
         // Written once: a change of who counts, and always before a compaction.
         step.saveStability = step.saveStability || local.changed || step.point != nil
