@@ -19,9 +19,12 @@ extension Simulator {
     /// without compaction.
     static func compactionRule(_ configuration: SimulationConfiguration) -> CompactionRule? {
         configuration.compactAfter.map {
-            CompactionRule(retireAfter: configuration.retireAfter, minOperations: $0, interval: 0,
-                           gossipInterval: Self.gossipInterval,
-                           reclaimableFloor: configuration.reclaimableFloor, reclaimableShare: configuration.reclaimableShare)
+            var rule = CompactionRule(retireAfter: configuration.retireAfter, minOperations: $0, interval: 0,
+                                      gossipInterval: Self.gossipInterval,
+                                      reclaimableFloor: configuration.reclaimableFloor, reclaimableShare: configuration.reclaimableShare)
+            // Stable prefixes only with `--busy` for now (CompactionRule.stablePrefixes).
+            rule.stablePrefixes = configuration.editInterval == 1
+            return rule
         }
     }
 

@@ -50,7 +50,8 @@ import ListSyncRandom
         var docs = [base.fork(as: 1), base.fork(as: 2)]
         var lastSeen = docs.map(\.version)
         var lagged = core.document
-        let rule = CompactionRule(retireAfter: 1 << 40, minOperations: 8, interval: 0, gossipInterval: 10)
+        var rule = CompactionRule(retireAfter: 1 << 40, minOperations: 8, interval: 0, gossipInterval: 10)
+        rule.stablePrefixes = true
         for (k, sub) in devices.enumerated() {
             _ = core.subscribe(sub, epoch: 7, version: base.version)
             _ = core.seen(sub, replica: replicas[k], version: base.version, role: .compactingDevice, now: 1)
