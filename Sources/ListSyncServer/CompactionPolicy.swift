@@ -25,6 +25,10 @@ public struct CompactionPolicy: Sendable, Equatable {
 
     /// The defaults: retire after 30 days, compact past 10,000 operations or once half the
     /// document's bytes (64 KiB at least) would be freed, at most once a minute.
+    /// Whether a busy document is compacted at a stable prefix (`--compact-stable-prefix`,
+    /// off by default: ``ListSync/CompactionRule/stablePrefixes``).
+    public var stablePrefixes = false
+
     public init() {}
 
     /// A policy with these settings.
@@ -46,10 +50,12 @@ public struct CompactionPolicy: Sendable, Equatable {
     /// The rule the document core decides by (``ListSync/DocumentCore/housekeeping(stabilityNow:now:rule:)``):
     /// retirement in wall-clock seconds, intervals in monotonic nanoseconds.
     func rule(gossipInterval: UInt64) -> CompactionRule {
-        CompactionRule(retireAfter: retireAfterSeconds, minOperations: minOperations, interval: intervalNanoseconds,
-                       gossipInterval: gossipInterval, forgottenPeers: forgottenPeers,
-                       reclaimableFloor: reclaimableShare == nil ? nil : reclaimableFloor,
-                       reclaimableShare: reclaimableShare ?? 1)
+        var rule = CompactionRule(retireAfter: retireAfterSeconds, minOperations: minOperations, interval: intervalNanoseconds,
+                                  gossipInterval: gossipInterval, forgottenPeers: forgottenPeers,
+                                  reclaimableFloor: reclaimableShare == nil ? nil : reclaimableFloor,
+                                  reclaimableShare: reclaimableShare ?? 1)
+        rule.stablePrefixes = stablePrefixes
+        return rule
     }
 
     /// Seconds of the wall clock (the retire period must survive restarts, so not a monotonic clock).

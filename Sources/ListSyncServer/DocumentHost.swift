@@ -480,6 +480,8 @@ actor DocumentHost {
     /// floor to the devices that compact their copies, once it is durable here.
     private func writeCompaction(at point: VersionVector, _ report: CompactionReport) async {
         let store = store, compacted = core.document
+        // A floor short of the document's version: compacted at a stable prefix while busy.
+        let prefix = point != compacted.version
         do { try await exclusively { try store.compact(compacted) } } catch {
             log("compaction snapshot failed", ["document": id.description, "error": "\(error)"])
             return
@@ -490,7 +492,7 @@ actor DocumentHost {
         metrics?.documentBytes(id.description, byteCounts)
         await perform(policy: announce)
         log("document compacted", ["document": id.description, "floor": point.description,
-                                   "operations_dropped": "\(report.operationsDropped)",
+                                   "operations_dropped": "\(report.operationsDropped)", "stable_prefix": "\(prefix)",
                                    "slots": "\(report.slotsBefore)->\(report.slotsAfter)",
                                    "items": "\(report.itemsBefore)->\(report.itemsAfter)",
                                    "generation": "\((try? store.generation) ?? 0)"])

@@ -19,9 +19,12 @@ extension Simulator {
     /// without compaction.
     static func compactionRule(_ configuration: SimulationConfiguration) -> CompactionRule? {
         configuration.compactAfter.map {
-            CompactionRule(retireAfter: configuration.retireAfter, minOperations: $0, interval: 0,
-                           gossipInterval: Self.gossipInterval,
-                           reclaimableFloor: configuration.reclaimableFloor, reclaimableShare: configuration.reclaimableShare)
+            var rule = CompactionRule(retireAfter: configuration.retireAfter, minOperations: $0, interval: 0,
+                                      gossipInterval: Self.gossipInterval,
+                                      reclaimableFloor: configuration.reclaimableFloor, reclaimableShare: configuration.reclaimableShare)
+            // Stable prefixes only with `--busy` for now (CompactionRule.stablePrefixes).
+            rule.stablePrefixes = configuration.editInterval == 1
+            return rule
         }
     }
 
@@ -64,7 +67,8 @@ extension Simulator {
                 report.failures.append("daemon \(d): compaction at its own compaction point refused: \(error)")
             case .remakeParted:
                 remakePartedWaiting(d)
-            case .compact:
+            case let .compact(floor, _):
+                if floor != daemons[d].core.document.version { report.prefixCompactions += 1 }
                 do throws(StoreError) {
                     try daemons[d].disk.compact(daemons[d].core.document)
                 } catch {

@@ -121,7 +121,7 @@ public struct SimulationConfiguration: Sendable {
             + (snapshotLogBytes != Self.defaultSnapshotLogBytes ? " --snapshot-log-bytes \(snapshotLogBytes)" : "")
             + (compactAfter.map { " --compact-after \($0) --retire-after \(retireAfter)" } ?? "")
             + (compactAfter != nil ? deadBytesArguments : "")
-            + (sendsAhead ? " --sends-ahead" : "") + (roamPercent > 0 ? " --roam \(roamPercent)" : "")
+            + (sendsAhead ? " --sends-ahead" : "") + (editInterval == 1 ? " --busy" : "") + (roamPercent > 0 ? " --roam \(roamPercent)" : "")
             + (losesDaemon ? " --lose-daemon" : "") + (hidesDaemon ? " --hide-daemon" : "") + " --field-writes \(workload.fieldWrites)"
             + (workload.textEdits > 0 ? " --text-edits \(workload.textEdits)" : "")
             + (workload.dragFieldWrites > 0 ? " --drag-field-writes \(workload.dragFieldWrites)" : "")
@@ -168,6 +168,9 @@ public struct SimulationReport: Sendable, CustomStringConvertible {
     /// With compaction: compactions, senders retired, snapshot catch-ups clients loaded, edits
     /// they made again on one (operations), and batches refused with `compacted`.
     public var compactions = 0, retired = 0, snapshots = 0, remade = 0, refusedCompacted = 0
+    /// Compactions at a stable prefix: at a floor short of the daemon's version, while some
+    /// operation it held was not acknowledged by every sender (Docs/Semantics.md §7, "A stable prefix").
+    public var prefixCompactions = 0
     /// Snapshots the daemons' policy wrote as their logs grew (``SimulationConfiguration/snapshotLogBytes``).
     public var logSnapshots = 0
     /// Clients that compacted their copy where their daemon had (told by `stable`).
@@ -213,6 +216,7 @@ public struct SimulationReport: Sendable, CustomStringConvertible {
         textEdits += other.textEdits; sectionFieldInserts += other.sectionFieldInserts
         framesSent += other.framesSent; bytesSent += other.bytesSent
         compactions += other.compactions; retired += other.retired; snapshots += other.snapshots
+        prefixCompactions += other.prefixCompactions
         logSnapshots += other.logSnapshots
         remade += other.remade; refusedCompacted += other.refusedCompacted; operationResyncs += other.operationResyncs
         clientCompactions += other.clientCompactions; stabilityGossips += other.stabilityGossips
@@ -246,7 +250,7 @@ public struct SimulationReport: Sendable, CustomStringConvertible {
         lines.append("store: \(logSnapshots) snapshots written by the daemons' policy as their logs grew")
         if roams > 0 { lines.append("roaming: \(roams) reconnects to another daemon, \(settles) back to settle a refusal") }
         if compacting {
-            lines.append("compaction: \(compactions) compactions, \(retired) senders retired, \(snapshots) snapshot catch-ups, \(remade) operations remade, \(refusedCompacted) batches refused as compacted, \(operationResyncs) re-syncs from operations, \(clientCompactions) client compactions")
+            lines.append("compaction: \(compactions) compactions (\(prefixCompactions) at a stable prefix), \(retired) senders retired, \(snapshots) snapshot catch-ups, \(remade) operations remade, \(refusedCompacted) batches refused as compacted, \(operationResyncs) re-syncs from operations, \(clientCompactions) client compactions")
             if daemons > 1 {
                 lines.append("peers: compactions per daemon \(compactionsPerDaemon), \(stabilityGossips) stability tables sent")
             }

@@ -43,6 +43,9 @@ let simulateUsage = """
                           a daemon snapshots the document once its log passes this many
                           bytes, by the policy `serve` runs (default 4K, scaled down from
                           serve's 4M to the simulator's short logs)
+      --busy              with --compact-after: clients edit without pause (one edit every
+                          virtual ms): the daemons are not quiescent until the edits end, and
+                          compact at stable prefixes meanwhile
       --sends-ahead       with --compact-after: clients send each edit at once, even ahead of
                           earlier unacknowledged ones (default: as SyncClient, in order once
                           caught up)
@@ -133,6 +136,7 @@ func runSimulate(_ args: [String]) throws -> Int32 {
             }
             config.snapshotLogBytes = Int64(bytes)
         case "--sends-ahead": config.sendsAhead = true
+        case "--busy": config.editInterval = 1
         case "--lose-daemon": config.losesDaemon = true
         case "--hide-daemon": config.hidesDaemon = true
         case "--roam": config.roamPercent = try cursor.number("--roam", 0...100)
@@ -163,7 +167,7 @@ func runSimulate(_ args: [String]) throws -> Int32 {
         if json {
             reports.append(["seed": String(report.seed), "passed": report.passed, "failures": report.failures,
                             "edits": report.edits, "fieldWrites": report.fieldWrites, "dragFieldWrites": report.dragFieldWrites, "increments": report.increments, "operations": report.operations, "frames": report.framesSent,
-                            "bytes": report.bytesSent, "compactions": report.compactions, "daemonsLost": report.daemonsLost,
+                            "bytes": report.bytesSent, "compactions": report.compactions, "prefixCompactions": report.prefixCompactions, "daemonsLost": report.daemonsLost,
                             "copiesParted": report.copiesParted, "mergesBack": report.mergesBack,
                             "logSnapshots": report.logSnapshots,
                             "replay": "listsync simulate \(config.replayArguments)"])
@@ -187,7 +191,7 @@ func runSimulate(_ args: [String]) throws -> Int32 {
             print("crashes: \(total.crashes), the store on the simulated file system: \(total.crashBytesLost) bytes changed back, \(total.crashTornBytesKept) bytes of torn writes kept, \(total.crashTailsKeptAside) log tails put aside by recovery")
         }
         if config.compactAfter != nil {
-            print("compaction: \(total.compactions) compactions, \(total.retired) senders retired, \(total.snapshots) snapshot catch-ups, \(total.remade) operations remade, \(total.refusedCompacted) batches refused as compacted, \(total.clientCompactions) client compactions")
+            print("compaction: \(total.compactions) compactions (\(total.prefixCompactions) at a stable prefix), \(total.retired) senders retired, \(total.snapshots) snapshot catch-ups, \(total.remade) operations remade, \(total.refusedCompacted) batches refused as compacted, \(total.clientCompactions) client compactions")
             if config.losesDaemon {
                 print("lost daemons: \(total.daemonsLost) lost for good, \(total.daemonsForgotten) forgotten on the operator's word (the others forget through the gossip)")
             }
@@ -214,7 +218,7 @@ private func checkPrerequisites(_ given: Set<String>, _ config: SimulationConfig
     if given.contains("--roam"), config.daemons < 2 {
         throw UsageError(message: "--roam needs --daemons 2 or more (a client roams to another daemon), not \(config.daemons)")
     }
-    for option in ["--sends-ahead", "--retire-after", "--lose-daemon", "--hide-daemon", "--compact-dead-share", "--compact-dead-floor"]
+    for option in ["--sends-ahead", "--busy", "--retire-after", "--lose-daemon", "--hide-daemon", "--compact-dead-share", "--compact-dead-floor"]
     where given.contains(option) && !compacting {
         throw UsageError(message: "\(option) needs --compact-after N (it only matters when daemons compact)")
     }

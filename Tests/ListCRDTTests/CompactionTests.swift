@@ -26,14 +26,20 @@ import ListSyncSimulation
         #expect(doc.historyFloor == doc.version)
     }
 
-    @Test("compaction at a version other than the document's is refused and changes nothing")
+    @Test("compaction at a version the document has not applied whole, or at one its floor already includes, is refused and changes nothing (a version it has passed is a stable prefix: PrefixCompactionTests)")
     func refusesUnstable() throws {
         var doc = try ListDocument.make(1, sections: [["a", "b"]])
         let state = doc.encodedState()
-        var older = doc.version
-        older = VersionVector([ReplicaID(1): doc.version[ReplicaID(1)] - 1])
-        #expect(throws: CompactionError.self) { try doc.compact(stable: older) }
+        let ahead = VersionVector([ReplicaID(1): doc.version[ReplicaID(1)] + 1])
+        #expect(throws: CompactionError.self) { try doc.compact(stable: ahead) }
         #expect(doc.encodedState() == state)
+        let older = VersionVector([ReplicaID(1): doc.version[ReplicaID(1)] - 1])
+        try doc.compact(stable: older)
+        #expect(doc.historyFloor == older && doc.operationCount == 1)
+        let compacted = doc.encodedState()
+        #expect(throws: CompactionError.self) { try doc.compact(stable: older) }
+        #expect(throws: CompactionError.self) { try doc.compact(stable: VersionVector()) }
+        #expect(doc.encodedState() == compacted)
     }
 
     @Test("an insert by a replica that did not compact names the first dead slot of a run as its right origin")

@@ -30,7 +30,7 @@ import ListSyncTestSupport
 
     // MARK: The document core
 
-    @Test("seen feeds the tracker; the core compacts only when every subscriber and sender has seen exactly its version, nothing in flight")
+    @Test("seen feeds the tracker; the core compacts at its version only when every subscriber and sender has seen exactly it, nothing in flight, and meanwhile at the stable prefix they have all seen")
     func compactsOnlyWhenQuiescent() throws {
         let base = Fixture.typed(4)
         var core = Self.core(base)
@@ -54,9 +54,11 @@ import ListSyncTestSupport
         _ = core.durable(ticket: try #require(received.appends.first).ticket)
         let after = core.document.version
         _ = core.refreshStability(now: 101, retireAfter: 1_000)
-        #expect(core.compactionPoint(minOperations: 1) == nil, "the device has not seen the new operations")
+        #expect(core.quiescentPoint(.operations(1)) == nil, "the device has not seen the new operations")
+        #expect(core.compactionPoint(minOperations: 1) == base.version, "a stable prefix: what both have seen (Semantics §7)")
         _ = core.seen(Self.device, replica: ReplicaID(1), version: after, role: .device, now: 101)
-        #expect(core.compactionPoint(minOperations: 1) == nil, "the live client's report is older")
+        #expect(core.quiescentPoint(.operations(1)) == nil, "the live client's report is older")
+        #expect(core.compactionPoint(minOperations: 1) == base.version, "a stable prefix: what both have seen")
         _ = core.seen(Self.live, replica: ReplicaID(2), version: after, role: .live, now: 101)
         let point = try #require(core.compactionPoint(minOperations: 1))
         #expect(point == after)

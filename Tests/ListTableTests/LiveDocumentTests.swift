@@ -268,7 +268,7 @@ struct LiveDocumentWithoutChangeSetsTests {
         _ = try live.redo()
         #expect(live.snapshot.sections[0].items.map { String(decoding: $0.value, as: UTF8.self) } == ["a", "c", "d"])
         try live.document.checkInvariants()
-        // Not at the document's version: refused, nothing changes.
+        // At its floor again, which it has passed: nothing to collect, refused, nothing changes.
         var other = live.document.fork(as: 2)
         _ = try other.insertItem(atRow: 0, inSection: 0, value: Data("z".utf8))
         _ = live.receive(other.operations(since: live.document.version))

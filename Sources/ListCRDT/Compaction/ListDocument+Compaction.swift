@@ -22,9 +22,14 @@ public enum CompactionError: Error, Hashable, Sendable, CustomStringConvertible 
     /// The stable version is not this document's version: compaction runs only at a quiescent
     /// stable point, where every operation applied here is stable (Docs/Semantics.md, "Compaction").
     case notQuiescent(stable: VersionVector, version: VersionVector)
+    /// The stable version is not one this document may be compacted at as a prefix
+    /// (``ListDocument/compactablePrefix(within:)``): `why` says which condition fails.
+    case notStablePrefix(stable: VersionVector, version: VersionVector, why: String)
 
     public var description: String {
         switch self {
+        case let .notStablePrefix(stable, version, why):
+            return "the document at \(version) cannot be compacted at \(stable): \(why)"
         case let .notQuiescent(stable, version):
             return "the stable version \(stable) is not this document's version \(version): compact when every operation applied here is stable"
         }
@@ -39,13 +44,22 @@ public struct CompactionReport: Hashable, Sendable {
     public var itemsBefore: Int, itemsAfter: Int
     /// Operations of the log dropped (the history before the stable version).
     public var operationsDropped: Int
+    /// The bytes still reclaimable right after the compaction at the floor (``ListDocument/reclaimableBytes``
+    /// then: the hidden text characters kept as anchors), before any operation after the floor
+    /// was applied again: what a later compaction cannot free by being at a later floor alone.
+    public var reclaimableAtFloor = 0
 }
 
 extension ListDocument {
-    /// Collects what no replica can still need, once every operation applied here is causally
+    /// Collects what no replica can still need, once the operations of `stable` are causally
     /// stable: `stable` is a version that every replica that can still send operations to this
     /// document has seen, and every operation any of them will send is causally after it
     /// (Docs/Semantics.md, "Compaction": the daemon computes it from what replicas acknowledged).
+    ///
+    /// `stable` is this document's version (a quiescent document), or a version it has passed,
+    /// a *stable prefix* (``compactablePrefix(within:)`` finds one): the result is then the
+    /// document that was quiescent at `stable`, compacted there, and received the operations
+    /// applied here after `stable` since, in the order they were applied here.
     ///
     /// Collected: the operation log (the history before `stable`), dead items' values and
     /// registers, and every dead item slot inside a run of dead slots (the first and last of each
@@ -58,11 +72,25 @@ extension ListDocument {
     /// changes nothing; a duplicate of an operation before `stable` is a duplicate (its content
     /// can no longer be compared, so an equivocation before the floor goes unnoticed).
     ///
-    /// - Throws: ``CompactionError/notQuiescent(stable:version:)`` unless `stable` equals
-    ///   ``version``; nothing changes then.
-    /// - Complexity: O(n + e + m) for n slots, e entities and m logged operations.
+    /// - Throws: ``CompactionError/notStablePrefix(stable:version:why:)`` unless `stable` equals
+    ///   ``version``, or is a version this document holds whole, goes past the floor, is causally
+    ///   closed, and every operation applied here outside it is causally after it; nothing
+    ///   changes then.
+    /// - Complexity: O(n + e + m) for n slots, e entities and m logged operations at a quiescent
+    ///   point; at a prefix O(n + e + m × r) for r replicas, plus receiving the m operations
+    ///   again (``compactAtPrefix(_:)``).
     @discardableResult
     public mutating func compact(stable: VersionVector) throws(CompactionError) -> CompactionReport {
+        guard stable.includes(versionVector), versionVector.includes(stable) else {
+            return try compactAtPrefix(stable)
+        }
+        return try compactQuiescent(stable: stable)
+    }
+
+    /// ``compact(stable:)`` at `stable`, this document's version.
+    ///
+    /// - Complexity: O(n + e + m) for n slots, e entities and m logged operations.
+    mutating func compactQuiescent(stable: VersionVector) throws(CompactionError) -> CompactionReport {
         guard stable.includes(versionVector), versionVector.includes(stable) else {
             throw .notQuiescent(stable: stable, version: versionVector)
         }
@@ -88,6 +116,7 @@ extension ListDocument {
         self = doc
         recountBytes()   // built from the kept state, not operation by operation
         report.slotsAfter = slots.count
+        report.reclaimableAtFloor = reclaimableBytes
         return report
     }
 

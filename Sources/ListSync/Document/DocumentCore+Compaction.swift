@@ -91,18 +91,101 @@ extension DocumentCore {
         (sub.role == .relay || sub.seen == durableVersion) && sub.outbox.isEmpty && !sub.snapshotDue
     }
 
-    /// The version at which the document may be compacted now (``compact(at:)``), or nil: it must
-    /// be worth compacting (`trigger`), quiescent and stable (Docs/Semantics.md §7): nothing in
+    /// The version at which the document may be compacted now (``compact(at:)``), or nil: a
+    /// quiescent point (``quiescentPoint(_:)``), or else a stable prefix
+    /// (``stablePrefixPoint(_:)``, not peered). A quiescent point must be worth compacting
+    /// (`trigger`), quiescent and stable (Docs/Semantics.md §7): nothing in
     /// flight or waiting for its causes, every subscriber but the peer links has said it has seen
     /// exactly the document's version, none has anything queued, every sender that is not
     /// retired has reported exactly that version too, and, with peers, every peer daemon has too
     /// (``peersAllow(_:)``).
     ///
-    /// - Complexity: O(n + s × r log r) for n subscribers, s senders and r replicas.
+    /// - Complexity: O(n + s × r log r) for n subscribers, s senders and r replicas at a
+    ///   quiescent point; looking for a prefix adds that of ``stablePrefixPoint(_:)``.
     public func compactionPoint(_ trigger: CompactionTrigger) -> VersionVector? {
+        quiescentPoint(trigger) ?? stablePrefixPoint(trigger)
+    }
+
+    /// The quiescent point of ``compactionPoint(_:)``: the document's version, when it is
+    /// settled (``isSettled(_:)``), every sender has reported exactly it, and the peers allow it.
+    ///
+    /// - Complexity: O(n + s × r log r) for n subscribers, s senders and r replicas.
+    public func quiescentPoint(_ trigger: CompactionTrigger) -> VersionVector? {
         guard isSettled(trigger), let version = localQuiescentVersion else { return nil }
         guard !isPeered || peersAllow(version) else { return nil }
         return version
+    }
+
+    /// Whether the document may be compacted at a stable prefix now, if its senders allow one
+    /// (``stablePrefixPoint(_:)``): not peered, nothing in flight or waiting for its causes, all
+    /// of it durable, and at least the trigger's operations logged since the floor (the prefix
+    /// must hold that many: ``prefixPoint(within:_:)``). Subscribers need not have seen all of it.
+    ///
+    /// - Complexity: O(n) for n subscribers.
+    public func isReadyForPrefix(_ trigger: CompactionTrigger) -> Bool {
+        guard variant != .compactsOnlyWhenQuiescent, failure == nil, destroyedReason == nil, inFlight.isEmpty,
+              document.pendingCount == 0, document.version == durableVersion, !isPeered,
+              document.operationCount >= trigger.minOperations else { return false }
+        return true
+    }
+
+    /// The stable prefix within `stable` (``ListDocument/compactablePrefix(within:)``), if it
+    /// holds at least the trigger's ``CompactionTrigger/minOperations`` operations logged since
+    /// the floor. Only the operations trigger takes a prefix: what the bytes trigger counts may
+    /// lie after it, and a compaction before a large delete would leave its bytes under the
+    /// trigger's floor for good (they wait for a quiescent point instead).
+    ///
+    /// - Complexity: that of ``ListDocument/compactablePrefix(within:)``, and O(r) for the r
+    ///   records of the log.
+    func prefixPoint(within stable: VersionVector, _ trigger: CompactionTrigger) -> VersionVector? {
+        guard let prefix = document.compactablePrefix(within: stable) else { return nil }
+        let count = document.operationCount
+        let inPrefix = count - document.countOperations(since: prefix, before: count)
+        return inPrefix >= trigger.minOperations ? prefix : nil
+    }
+
+    /// The version the senders allow compacting at while the document keeps moving
+    /// (Docs/Semantics.md §7, "A stable prefix"), before the engine's check: the stable version
+    /// of the senders the daemon counts (``StabilityTracker/stableVersion(holding:)``: nil while
+    /// it lacks an operation a sender had made when it acknowledged), met with what every
+    /// subscriber but the peer links has said it has seen (one that said nothing holds it back;
+    /// one whose own operations the daemon does not hold yet too). Nil when there is none.
+    ///
+    /// - Complexity: O(n × r + s × r log r) for n subscribers, s senders and r replicas.
+    public var sendersStableVersion: VersionVector? {
+        let version = document.version
+        var stable: VersionVector
+        if stability.tracker.acknowledged.isEmpty {
+            stable = version
+        } else {
+            guard let s = stability.tracker.stableVersion(holding: version) else { return nil }
+            stable = s
+        }
+        for sub in subscribers.values where sub.role != .relay {
+            guard let seen = sub.seen else { return nil }
+            if let r = sub.replica, version[r] < seen[r] { return nil }
+            var met = VersionVector()
+            for e in stable.entries {
+                let c = min(e.counter, seen[e.replica])
+                if c > 0 { met[e.replica] = c }
+            }
+            stable = met
+        }
+        return stable
+    }
+
+    /// The stable prefix at which the document may be compacted now, though it is not
+    /// quiescent (``ListDocument/compactablePrefix(within:)`` of ``sendersStableVersion``), or
+    /// nil: not ready (``isReadyForPrefix(_:)``), or no prefix past the floor holding the
+    /// trigger's operations is stable yet. Never
+    /// with peers (their rule needs every daemon quiescent at one version).
+    ///
+    /// - Complexity: O(n × r + s × r log r) for the senders, then O(m × r) per shrink for m
+    ///   operations logged since the floor (``ListDocument/compactablePrefix(within:)``).
+    public func stablePrefixPoint(_ trigger: CompactionTrigger) -> VersionVector? {
+        guard isReadyForPrefix(trigger), let stable = sendersStableVersion else { return nil }
+        if let floor = document.historyFloor, floor.includes(stable) { return nil }
+        return prefixPoint(within: stable, trigger)
     }
 
     /// ``compactionPoint(_:)`` with the operations trigger alone: at least `minOperations`
@@ -116,7 +199,10 @@ extension DocumentCore {
     /// driver then writes a snapshot and trims the log; from now on a catch-up behind `stable` is
     /// a snapshot and operations made before it are refused with ``SyncErrorCode/compacted``.
     ///
-    /// - Throws: ``CompactionError`` if `stable` is not the document's version; nothing changes.
+    /// `stable` is the document's version (quiescent) or a stable prefix of it
+    /// (``stablePrefixPoint(_:)``): the operations after it stay, in the log, durable.
+    ///
+    /// - Throws: ``CompactionError`` if the document may not be compacted at `stable`; nothing changes.
     /// - Complexity: that of ``ListDocument/compact(stable:)``.
     @discardableResult
     public mutating func compact(at stable: VersionVector) throws(CompactionError) -> CompactionReport {
@@ -130,8 +216,12 @@ extension DocumentCore {
         relayedOperations = [:]
         compactions += 1
         lastCompaction = report
-        reclaimableKept = document.reclaimableBytes
+        // What the compaction at the floor kept (anchors), not what the operations after a
+        // prefix would free: those count for the next compaction.
+        reclaimableKept = report.reclaimableAtFloor
         assert(durableVersion == document.version && document.historyFloor == stable)
+        // Operations kept after a prefix are durable (they were before), and go in the
+        // compacted snapshot the driver writes: the floor's state, then the operations since.
         return report
     }
 

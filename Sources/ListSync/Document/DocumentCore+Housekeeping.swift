@@ -78,6 +78,11 @@ public struct CompactionRule: Sendable, Equatable {
     public var gossipInterval: UInt64
     /// Peer daemons the operator declared gone for good (`--forget-peer`).
     public var forgottenPeers: Set<ReplicaID>
+    /// Whether a document that is not quiescent is compacted at a stable prefix
+    /// (Docs/Semantics.md §7, "A stable prefix"). Off by default until seed 15 of
+    /// `SimulatorTextTests` (text edits, crashes, one daemon), whose copies differ with it, is
+    /// understood; the simulator's `--busy` and `BusyCompactionTests` turn it on.
+    public var stablePrefixes = false
 
     /// A rule with these settings; the trigger is `minOperations` operations or, with
     /// `reclaimableFloor` (nil: off), that many reclaimable bytes and `reclaimableShare` of the
@@ -134,10 +139,21 @@ extension DocumentCore {
             step.forgotten = peers.forgotten
             step.gossip = gossip(now: now, interval: rule.gossipInterval) + cutPartedHolders()
         }
-        guard now >= compactionNotBefore, isSettled(rule.trigger) else { return step }
+        guard now >= compactionNotBefore else { return step }
+        let settled = isSettled(rule.trigger)
+        // A document that keeps moving is compacted at a stable prefix (Docs/Semantics.md §7,
+        // "A stable prefix"): looking for one costs a pass over the history (O(m × r)), so it
+        // is looked for once per interval at most, found or not.
+        let prefix = rule.stablePrefixes && now >= prefixNotBefore && isReadyForPrefix(rule.trigger)
+        guard settled || prefix else { return step }
         let local = refreshStability(now: stabilityNow, retireAfter: rule.retireAfter)
         step.retired += local.retired
-        step.point = compactionPoint(rule.trigger)
+        if settled { step.point = quiescentPoint(rule.trigger) }
+        if step.point == nil, prefix, let stable = sendersStableVersion,
+           !(document.historyFloor?.includes(stable) ?? false) {
+            prefixNotBefore = now &+ rule.interval
+            step.point = prefixPoint(within: stable, rule.trigger)
+        }
         // Written once: a change of who counts, and always before a compaction.
         step.saveStability = step.saveStability || local.changed || step.point != nil
         if step.point != nil { compactionNotBefore = now &+ rule.interval }

@@ -81,6 +81,10 @@ public struct DocumentCore: Sendable {
         /// in a merge back, as before the repair (``waitsOnParted`` false): acknowledged, they
         /// are on no other copy (Docs/Semantics.md §7, "Waiting edits on parted originals").
         case keepsPartedWaiting
+        /// Compacts only at a quiescent point, as before compaction at a stable prefix
+        /// (Docs/Semantics.md §7, "A stable prefix"): a document its devices keep editing never
+        /// compacts.
+        case compactsOnlyWhenQuiescent
     }
 
     /// The document's id.
@@ -169,6 +173,9 @@ public struct DocumentCore: Sendable {
     /// The driver's monotonic time before which ``housekeeping(stabilityNow:now:rule:)`` finds no
     /// compaction point again (the rule's interval after the last one it found).
     var compactionNotBefore: UInt64 = 0
+    /// The driver's monotonic time before which ``housekeeping(stabilityNow:now:rule:)`` does
+    /// not look for a stable prefix again (a pass over the history: once per interval at most).
+    var prefixNotBefore: UInt64 = 0
     /// What the last compaction here left reclaimable (hidden text characters it keeps as
     /// anchors), which the bytes trigger does not count again (``reclaimableSinceCompaction``).
     var reclaimableKept = 0
