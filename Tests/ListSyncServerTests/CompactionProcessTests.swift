@@ -204,9 +204,9 @@ struct CompactionProcessTests {
         let (back, livePhone) = try await Self.reopened(folder: dir.path + "/phone", server: server, doc)
         let merged = ["a", "in the drawer", "b", "c", "l10", "l11"]
         #expect(SyncClientTests.values(livePhone) == [merged])
-        // It re-synced from the daemon's snapshot, or its copy held the floor already: the
-        // daemon may have compacted at a stable prefix the phone had acknowledged before it
-        // was retired (Docs/Semantics.md §7, "A stable prefix"), its edit then after the floor.
+        // The daemon runs the default rule (quiescent points only; stable prefixes are
+        // `--compact-stable-prefix`, Docs/Semantics.md §7): the phone re-synced from its snapshot.
+        #expect(livePhone.document.historyFloor != nil, "it re-synced from the daemon's snapshot")
         #expect(eventually(20) { SyncClientTests.values(liveLaptop) == [merged] })
         #expect(try table(daemon, doc.description) == [merged])
         #expect(await back.status.waiting == 0)
@@ -228,8 +228,8 @@ struct CompactionProcessTests {
         func waitsFor() -> String? { Self.waitsFor(daemon, doc) }
         #expect(eventually(20) { waitsFor()?.contains("senders behind") == true && waitsFor()?.contains("\(phoneReplica)") == true },
                 "\(String(describing: waitsFor()))")
-        // A compaction meanwhile is at most at the stable prefix the phone acknowledged
-        // (Docs/Semantics.md §7, "A stable prefix"); the status still names the phone.
+        // The default rule (no stable prefixes): nothing compacts while the phone is behind.
+        #expect(!daemon.log.contains("document compacted"), "compacted while the phone was behind")
         // The phone comes back and catches up: the document compacts, and nothing holds it back.
         let (back, _) = try await Self.reopened(folder: dir.path + "/phone", server: server, doc)
         #expect(eventually(20) { daemon.log.contains("document compacted") && waitsFor() == nil }, "\(String(describing: waitsFor()))\n\(daemon.log)")
