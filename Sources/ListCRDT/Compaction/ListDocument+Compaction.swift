@@ -103,21 +103,29 @@ extension ListDocument {
                                          base: state.encoded(), writes: state.writes,
                                          records: state.records.isEmpty ? [] : state.records.encoded(),
                                          recordsHaveText: state.records.hasText)
-        doc.records.conflicts = records.conflicts
-        doc.records.conflictsDropped = records.conflictsDropped
-        doc.wallClock = wallClock
-        doc.buffer = buffer
-        doc.rejected = rejected
-        doc.dropped = dropped
-        doc.refusedBeforeFloor = refusedBeforeFloor
-        doc.pendingLimits = pendingLimits
-        doc.fastPaths = fastPaths
-        doc.variant = variant
+        doc.keepBeside(from: self)
         self = doc
         recountBytes()   // built from the kept state, not operation by operation
         report.slotsAfter = slots.count
         report.reclaimableAtFloor = reclaimableBytes
         return report
+    }
+
+    /// Takes from `old` what a document keeps beside its operations, which the document a
+    /// compaction rebuilds (at the document's version or at a stable prefix) keeps too: the
+    /// conflicts, the wall clock, the causal buffer, the refusals, the limits, the fast paths and
+    /// the engine variant.
+    mutating func keepBeside(from old: ListDocument) {
+        records.conflicts = old.records.conflicts
+        records.conflictsDropped = old.records.conflictsDropped
+        wallClock = old.wallClock
+        buffer = old.buffer
+        rejected = old.rejected
+        dropped = old.dropped
+        refusedBeforeFloor = old.refusedBeforeFloor
+        pendingLimits = old.pendingLimits
+        fastPaths = old.fastPaths
+        variant = old.variant
     }
 
     /// The version this document was last compacted at (``compact(stable:)``): its history starts

@@ -97,16 +97,7 @@ extension ListDocument {
             throw .notStablePrefix(stable: stable, version: versionVector, why: "the document compacted there shows something else: \(why)")
         }
         doc.clock = max(doc.clock, clock)
-        doc.records.conflicts = records.conflicts
-        doc.records.conflictsDropped = records.conflictsDropped
-        doc.wallClock = wallClock
-        doc.buffer = buffer
-        doc.rejected = rejected
-        doc.dropped = dropped
-        doc.refusedBeforeFloor = refusedBeforeFloor
-        doc.pendingLimits = pendingLimits
-        doc.fastPaths = fastPaths
-        doc.variant = variant
+        doc.keepBeside(from: self)
         report.slotsAfter = doc.slots.count
         report.itemsAfter = doc.items.count
         self = doc
