@@ -22,7 +22,7 @@ public final class NATSServerProcess: @unchecked Sendable {
     private let log = LogText()
     /// The loopback address it listens on.
     public let host: String
-    /// The client port (picked by the server on the first start, kept on restarts).
+    /// The client port (from `LoopbackPorts` unless given, kept on restarts).
     public private(set) var port: UInt16 = 0
     /// Its store folder (removed by ``remove()``).
     public let storeDirectory: String
@@ -55,14 +55,15 @@ public final class NATSServerProcess: @unchecked Sendable {
     /// Whether NATS tests may run here: a binary exists, or `CI=true` (where a missing one fails).
     public static var available: Bool { binary() != nil || ProcessInfo.processInfo.environment["CI"] == "true" }
 
-    /// Starts `nats-server -js` on `host` (a random port unless `port` is given) with `extra`
+    /// Starts `nats-server -js` on `host` (a port from `LoopbackPorts`, below the ephemeral range so
+    /// that a restart finds it free, unless `port` is given) with `extra`
     /// arguments, and waits (at most 20 s) until it says it is ready.
     public init(host: String = "127.0.0.1", port: UInt16 = 0, extra: [String] = []) throws {
         self.host = host
         self.extra = extra
         storeDirectory = NSTemporaryDirectory() + "listsync-nats-" + UUID().uuidString
         try FileManager.default.createDirectory(atPath: storeDirectory, withIntermediateDirectories: true)
-        self.port = port
+        self.port = port == 0 ? try LoopbackPorts.restartable(host: host) : port
         try start()
     }
 

@@ -3,6 +3,7 @@ import Synchronization
 import ListSyncTestTraits
 import Testing
 import ListSync
+import ListSyncTestSupport
 
 /// The built `listsync` binary, next to the test bundle (the test target depends on it), or the
 /// one `LISTSYNC_TEST_BINARY` names (to measure another build with the same tests).
@@ -29,24 +30,45 @@ struct TemporaryFolder {
     func remove() { try? FileManager.default.removeItem(atPath: path) }
 }
 
-/// A `listsync serve` process: started with a data folder, port 0 (read back from its output).
+/// A `listsync serve` process: started with a data folder on a port from `LoopbackPorts` (below the
+/// ephemeral range, so a restart on the same port never finds it taken by a client's connection).
 final class DaemonProcess: @unchecked Sendable {
     // @unchecked Sendable: `process` and the pipes are set in init; `output` is behind a Mutex.
-    let process = Process()
+    private(set) var process = Process()
     let data: String
     let extra: [String]
     private let output = OutputBuffer()
     private(set) var port: UInt16 = 0
 
     /// Starts `listsync serve --data DATA --listen 127.0.0.1:PORT EXTRA` and waits for its address.
-    /// It inherits this process's environment (`LISTSYNC_POLLER` included: the CI's second pass
-    /// runs the daemons on poll too), or runs with `environment` instead when one is given; with
-    /// `umask` (octal digits), through `/bin/sh` with that umask.
+    /// Without a `port`, one from `LoopbackPorts.restartable()` (another one if something else
+    /// listens there meanwhile, 5 tries); with one (a restart), that port, tried again for a while
+    /// if it is still in use. It inherits this process's environment (`LISTSYNC_POLLER` included:
+    /// the CI's second pass runs the daemons on poll too), or runs with `environment` instead when
+    /// one is given; with `umask` (octal digits), through `/bin/sh` with that umask.
     init(data: String, port: UInt16 = 0, extra: [String] = [], environment: [String: String]? = nil, umask: String? = nil) throws {
         expectOwnThread("DaemonProcess (waiting for the daemon's address)")
         self.data = data
         self.extra = extra
         guard let binary = listsyncBinary() else { throw DaemonTestError("the listsync binary was not built next to the tests") }
+        let deadline = Date().addingTimeInterval(livenessGuardSeconds)
+        var tries = 0
+        while true {
+            tries += 1
+            let chosen = port == 0 ? try LoopbackPorts.restartable() : port
+            do {
+                try start(binary: binary, port: chosen, environment: environment, umask: umask)
+                return
+            } catch let error as DaemonTestError where error.description.contains("is already in use") {
+                if port == 0 ? tries >= 5 : Date() >= deadline { throw error }
+            }
+            if port != 0 { Thread.sleep(forTimeInterval: 0.25) }
+        }
+    }
+
+    private func start(binary: String, port: UInt16, environment: [String: String]?, umask: String?) throws {
+        process = Process()
+        output.clear()
         let arguments = ["serve", "--data", data, "--listen", "127.0.0.1:\(port)"] + extra
         if let umask {
             process.executableURL = URL(fileURLWithPath: "/bin/sh")
@@ -76,7 +98,10 @@ final class DaemonProcess: @unchecked Sendable {
                 let digits = text[r.upperBound...].prefix { $0.isNumber }
                 if let p = UInt16(digits) { self.port = p; return }
             }
-            if !process.isRunning { throw DaemonTestError("the daemon exited: \(text)") }
+            if !process.isRunning {
+                process.waitUntilExit()
+                throw DaemonTestError("the daemon exited: \(output.text)")
+            }
             Thread.sleep(forTimeInterval: 0.02)
         }
         throw DaemonTestError("the daemon did not say where it listens: \(output.text)")
@@ -229,5 +254,6 @@ func table(_ d: DaemonProcess, _ doc: String) throws -> [[String]] {
 final class OutputBuffer: Sendable {
     private let state = Mutex("")
     func append(_ d: Data) { state.withLock { $0 += String(decoding: d, as: UTF8.self) } }
+    func clear() { state.withLock { $0 = "" } }
     var text: String { state.withLock { $0 } }
 }

@@ -291,25 +291,15 @@ struct EpochTests {
 /// LAN discovery, on loopback: each daemon announces to the other's UDP port.
 @Suite("Discovery", .ownThread, .serialized, .hangGuard)
 struct DiscoveryTests {
-    /// A UDP port free now (bound to port 0, then released).
-    static func freeUDPPort() -> UInt16 {
-        let fd = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
-        defer { close(fd) }
-        var a = sockaddr_in()
-        a.sin_family = sa_family_t(AF_INET)
-        inet_pton(AF_INET, "127.0.0.1", &a.sin_addr)
-        var len = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &a) { p in
-            p.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, len) == 0 && getsockname(fd, $0, &len) == 0 }
-        }
-        return UInt16(bigEndian: a.sin_port)
-    }
+    /// A UDP port free now, below the ephemeral range (`LoopbackPorts`): a port the kernel picked
+    /// could go to another socket before the daemon binds it.
+    static func freeUDPPort() throws -> UInt16 { try LoopbackPorts.restartable() }
 
     @Test("two daemons that hear each other's announcements peer and sync; one with another key is ignored")
     func discover() throws {
         let root = TemporaryFolder()
         defer { root.remove() }
-        let pa = Self.freeUDPPort(), pb = Self.freeUDPPort(), pc = Self.freeUDPPort()
+        let pa = try Self.freeUDPPort(), pb = try Self.freeUDPPort(), pc = try Self.freeUDPPort()
         let fast = ["--discover", "--announce-interval", "0.3"]
         let a = try DaemonProcess(data: root.path + "/a", extra: fast + ["--discover-port", "\(pa)", "--announce-to", "127.0.0.1:\(pb)"])
         defer { a.terminate() }

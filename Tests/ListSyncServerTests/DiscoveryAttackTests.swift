@@ -22,9 +22,9 @@ struct DiscoveryAttackTests {
         let sender: UDPSender
 
         init(_ name: String, announceTo: UInt16? = nil, from source: String = "127.0.0.6") throws {
-            let udp = DiscoveryTests.freeUDPPort()
+            let udp = try DiscoveryTests.freeUDPPort()
             self.udp = udp
-            let target = announceTo.map { $0 == 0 ? udp : $0 } ?? DiscoveryTests.freeUDPPort()
+            let target = try announceTo.map { $0 == 0 ? udp : $0 } ?? DiscoveryTests.freeUDPPort()
             daemon = try DaemonProcess(data: dir.path + "/" + name, extra: ["--discover", "--discover-port", "\(udp)",
                                                                              "--announce-interval", "0.3", "--announce-to", "127.0.0.1:\(target)"])
             key = try KeyFile.read(daemon.keyFile)

@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Foundation
 import ListSyncTestTraits
+import ListSyncTestSupport
 import Glibc
 
 /// A small client of chromedriver's W3C WebDriver API (HTTP and JSON on 127.0.0.1), enough for
@@ -66,20 +67,9 @@ final class ChromeDriver: @unchecked Sendable {
         return false
     }
 
-    /// A port free on 127.0.0.1 now (bound, read back, closed).
-    static func freePort() throws -> UInt16 {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        var addr = sockaddr_in()
-        addr.sin_family = sa_family_t(AF_INET)
-        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var len = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &addr) { p in
-            p.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, len) == 0 && getsockname(fd, $0, &len) == 0 }
-        }
-        guard bound else { throw DaemonTestError("no free port: errno \(errno)") }
-        return UInt16(bigEndian: addr.sin_port)
-    }
+    /// A port free on 127.0.0.1 now, below the ephemeral range (`LoopbackPorts`), so no client
+    /// connection's local end takes it before chromedriver binds it.
+    static func freePort() throws -> UInt16 { try LoopbackPorts.restartable() }
 
     /// A new headless Chromium, its profile in `profile` (a fresh folder).
     func browser(profile: String) throws -> Browser {
