@@ -22,8 +22,8 @@ extension Simulator {
             var rule = CompactionRule(retireAfter: configuration.retireAfter, minOperations: $0, interval: 0,
                                       gossipInterval: Self.gossipInterval,
                                       reclaimableFloor: configuration.reclaimableFloor, reclaimableShare: configuration.reclaimableShare)
-            // Stable prefixes only with `--busy` for now (CompactionRule.stablePrefixes).
-            rule.stablePrefixes = configuration.editInterval == 1
+            // Stable prefixes only with `--busy` or `--compact-stable-prefix` for now (CompactionRule.stablePrefixes).
+            rule.stablePrefixes = configuration.compactsStablePrefixes
             return rule
         }
     }
@@ -77,7 +77,7 @@ extension Simulator {
                 }
                 report.compactions += 1
                 report.compactionsPerDaemon[d] += 1
-                if configuration.trace { trace("d\(d) compacts at \(daemons[d].core.document.historyFloor ?? VersionVector())") }
+                if configuration.trace { trace("d\(d) compacts at \(daemons[d].core.document.historyFloor ?? VersionVector()) holding \(daemons[d].core.document.version)") }
                 performPolicy(d, daemons[d].policy.compactionWritten(core: daemons[d].core, snapshotBytes: daemons[d].disk.snapshotBytes))
             }
         }

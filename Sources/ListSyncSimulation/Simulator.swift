@@ -39,6 +39,10 @@ public struct SimulationConfiguration: Sendable {
     public var antiEntropyInterval: UInt64 = 60
     /// Virtual milliseconds between edits (drawn from 1 up to this).
     public var editInterval: UInt64 = 8
+    /// With compaction: an unpeered daemon also compacts a busy document at the stable prefix its
+    /// senders allow (``CompactionRule/stablePrefixes``, `serve --compact-stable-prefix`); on
+    /// with `--busy` (an edit interval of 1) or `--compact-stable-prefix`.
+    public var compactsStablePrefixes = false
     /// The mix of edits.
     public var workload = Workload()
     /// Compaction (Docs/Semantics.md §7): nil, none; otherwise each daemon compacts once this
@@ -121,7 +125,8 @@ public struct SimulationConfiguration: Sendable {
             + (snapshotLogBytes != Self.defaultSnapshotLogBytes ? " --snapshot-log-bytes \(snapshotLogBytes)" : "")
             + (compactAfter.map { " --compact-after \($0) --retire-after \(retireAfter)" } ?? "")
             + (compactAfter != nil ? deadBytesArguments : "")
-            + (sendsAhead ? " --sends-ahead" : "") + (editInterval == 1 ? " --busy" : "") + (roamPercent > 0 ? " --roam \(roamPercent)" : "")
+            + (sendsAhead ? " --sends-ahead" : "") + (editInterval == 1 ? " --busy" : "")
+            + (compactsStablePrefixes && editInterval != 1 ? " --compact-stable-prefix" : "") + (roamPercent > 0 ? " --roam \(roamPercent)" : "")
             + (losesDaemon ? " --lose-daemon" : "") + (hidesDaemon ? " --hide-daemon" : "") + " --field-writes \(workload.fieldWrites)"
             + (workload.textEdits > 0 ? " --text-edits \(workload.textEdits)" : "")
             + (workload.dragFieldWrites > 0 ? " --drag-field-writes \(workload.dragFieldWrites)" : "")

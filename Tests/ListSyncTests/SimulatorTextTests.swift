@@ -23,6 +23,25 @@ import ListSyncTestTraits
         #expect(total.textEdits > Int(seeds) * 20, "text edits were made")
     }
 
+    /// One daemon, compacting at stable prefixes too (`--compact-stable-prefix`), devices that
+    /// re-sync from snapshots and make their typing again: seed 15 parted a client's copy for
+    /// good while a text edit made again kept its first origins (Docs/Semantics.md §7, "Edits made
+    /// again are made here").
+    @Test("40 seeds of typing at one daemon that compacts at stable prefixes, seed 15 among them: converged, no character lost")
+    func typingWithStablePrefixes() {
+        var prefixes = 0
+        let total = SimulatorRuns.run(0 ..< 40) { config, seed in
+            config.replicas = 3
+            config.crashes = 2
+            config.compactAfter = 10
+            config.operations = 100
+            config.workload.textEdits = 40
+            config.compactsStablePrefixes = true
+        } each: { prefixes += $0.prefixCompactions }
+        #expect(total.textEdits > 40 * 20, "text edits were made")
+        #expect(prefixes > 0, "no compaction at a stable prefix in 40 seeds")
+    }
+
     @Test("the text oracle catches a lost character and a split run")
     func oracleCatchesLoss() throws {
         var a = ListDocument(replica: ReplicaID(1))

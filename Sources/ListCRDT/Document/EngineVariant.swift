@@ -18,4 +18,9 @@
     /// concurrently put after that item (`Docs/Semantics.md`, the `abcd` case). Also what tests use
     /// to make operations of older builds.
     case legacyOrigins
+    /// A text edit made again (compaction's remake) keeps the right origin it was first made
+    /// with, instead of the character that follows its left origin where it is made again: a
+    /// replica that compacted and one that did not place it differently (Docs/Semantics.md §7,
+    /// "Edits made again are made here").
+    case keepsRemadeTextOrigins
 }

@@ -73,16 +73,29 @@ extension ListDocument {
 
     /// The write a text change makes, resolved against this replica's text (nil for a change
     /// that is not text). A splice becomes a ``TextEdit`` by identity; a ``TextEdit`` handed in
-    /// (an edit made again, as compaction's remake does) is checked against the text.
+    /// (an edit made again, as compaction's remake does) is checked against the text, and its
+    /// insert is made here: right after its `after`, before the character that follows `after`
+    /// in this text now (``TextSequence/rightOrigin(after:)``), whatever it followed where it
+    /// was first made.
+    ///
+    /// An edit made again keeps the origins it was first made with only at the price of
+    /// convergence: it is made after everything this replica holds (its dependencies say so), so
+    /// a replica that compacted there reads it as an insert between neighbours, while the
+    /// characters its old origins straddle were typed concurrently on a replica that did not:
+    /// the two placed it differently (seed 15 of `listsync simulate --compact-stable-prefix`,
+    /// Docs/Semantics.md §7, "Edits made again are made here").
     mutating func textWrite(_ name: String, _ change: FieldChange, of target: RecordTarget) throws(ListError) -> FieldWrite? {
         // Only small parts of the field are read here, never a copy of its state held while its
         // text is edited: the text's storage must stay uniquely referenced (else every keystroke
         // would copy it whole).
         switch change {
-        case .text(let edit):
-            let why = records[target.opID]?[name]?.text.map { $0.problem(with: edit) } ?? TextSequence.empty.problem(with: edit)
-            if let why { throw .invalidField(name, why) }
-            return FieldWrite(name: name, change: change)
+        case .text(var edit):
+            let text = records[target.opID]?[name]?.text ?? TextSequence.empty
+            if let why = text.problem(with: edit) { throw .invalidField(name, why) }
+            if !edit.insert.isEmpty, variant != .keepsRemadeTextOrigins {
+                edit.before = text.rightOrigin(after: edit.after)
+            }
+            return FieldWrite(name: name, change: .text(edit))
         case let .splice(at, delete, insert):
             guard at >= 0, delete >= 0 else { throw .invalidField(name, "a splice at \(at) removing \(delete) characters") }
             if delete == 0 && insert.isEmpty { throw .invalidField(name, "a splice that changes nothing") }

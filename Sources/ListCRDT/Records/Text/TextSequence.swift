@@ -199,6 +199,19 @@ struct TextSequence: Sendable {
 
     // MARK: Anchors
 
+    /// The right origin an insert right after `after` takes in this text: the character that
+    /// follows it, removed or not (the first character for ``OpID/none``; ``OpID/none`` at the
+    /// end). `after` must be a character of this text or ``OpID/none``.
+    ///
+    /// - Complexity: O(log n).
+    func rightOrigin(after: OpID) -> OpID {
+        if after == .none {
+            return forest.first(Self.tree).map { slots.id(of: forest.lv(at: $0)) } ?? .none
+        }
+        guard let lv = lv(of: after) else { return .none }
+        return forest.next(forest.locate(lv)).map { slots.id(of: forest.lv(at: $0)) } ?? .none
+    }
+
     /// The anchor of the place before the character shown at `position` (`0...count`): held by
     /// the character before it (``TextAnchor/Side/after``) or the one after it
     /// (``TextAnchor/Side/before``).
