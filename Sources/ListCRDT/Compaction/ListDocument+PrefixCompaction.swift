@@ -87,9 +87,11 @@ extension ListDocument {
         report.slotsBefore = slotsBefore
         report.itemsBefore = itemsBefore
         report.operationsDropped = before.count
-        _ = doc.receive(after)
+        let again = doc.receive(after)
         guard doc.versionVector == versionVector, doc.pendingCount == 0 else {
-            throw .notStablePrefix(stable: stable, version: versionVector, why: "the operations after it did not apply on the compacted document")
+            let what = again.refused.first.map { "refused: \($0)" }
+                ?? doc.pendingOperations.first.map { "\($0.id) waits for its causes" } ?? "\(again)"
+            throw .notStablePrefix(stable: stable, version: versionVector, why: "the operations after it did not apply on the compacted document (\(what))")
         }
         // What the rebuilt document shows must be what this one shows, fields and text included;
         // otherwise nothing changes (a safety net: seed 15 of SimulatorTextTests found a case).

@@ -74,16 +74,18 @@ extension ListDocument {
     /// The write a text change makes, resolved against this replica's text (nil for a change
     /// that is not text). A splice becomes a ``TextEdit`` by identity; a ``TextEdit`` handed in
     /// (an edit made again, as compaction's remake does) is checked against the text, and its
-    /// insert is made here: right after its `after`, before the character that follows `after`
-    /// in this text now (``TextSequence/rightOrigin(after:)``), whatever it followed where it
-    /// was first made.
+    /// insert is made here as a keystroke right after its `after` would be: after the shown
+    /// character at or before `after`, before the character that follows that one in this text
+    /// now (``TextSequence/origins(typedAfter:)``), whatever it followed where it was first made;
+    /// it removes the characters it names that this text still shows (``TextSequence/shown(_:)``).
     ///
     /// An edit made again keeps the origins it was first made with only at the price of
     /// convergence: it is made after everything this replica holds (its dependencies say so), so
     /// a replica that compacted there reads it as an insert between neighbours, while the
     /// characters its old origins straddle were typed concurrently on a replica that did not:
     /// the two placed it differently (seed 15 of `listsync simulate --compact-stable-prefix`,
-    /// Docs/Semantics.md §7, "Edits made again are made here").
+    /// Docs/Semantics.md §7, "Edits made again are made here"). And a left origin or a character
+    /// removed since may be one compaction drops (seeds 66, 193 and 238 of the same runs).
     mutating func textWrite(_ name: String, _ change: FieldChange, of target: RecordTarget) throws(ListError) -> FieldWrite? {
         // Only small parts of the field are read here, never a copy of its state held while its
         // text is edited: the text's storage must stay uniquely referenced (else every keystroke
@@ -92,8 +94,10 @@ extension ListDocument {
         case .text(var edit):
             let text = records[target.opID]?[name]?.text ?? TextSequence.empty
             if let why = text.problem(with: edit) { throw .invalidField(name, why) }
-            if !edit.insert.isEmpty, variant != .keepsRemadeTextOrigins {
-                edit.before = text.rightOrigin(after: edit.after)
+            if variant != .keepsRemadeTextOrigins {
+                if !edit.insert.isEmpty { (edit.after, edit.before) = text.origins(typedAfter: edit.after) }
+                if !edit.deletes.isEmpty { edit.deletes = text.shown(edit.deletes) }
+                if edit.insert.isEmpty && edit.deletes.isEmpty { throw .invalidField(name, "what it removes is removed already") }
             }
             return FieldWrite(name: name, change: .text(edit))
         case let .splice(at, delete, insert):

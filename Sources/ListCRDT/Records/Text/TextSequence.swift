@@ -199,17 +199,29 @@ struct TextSequence: Sendable {
 
     // MARK: Anchors
 
-    /// The right origin an insert right after `after` takes in this text: the character that
-    /// follows it, removed or not (the first character for ``OpID/none``; ``OpID/none`` at the
-    /// end). `after` must be a character of this text or ``OpID/none``.
+    /// The origins a keystroke takes here when typed right after character `after`, shown or
+    /// removed (``OpID/none``: at the start): the shown character at or before it, and the
+    /// character that follows that one, removed or not (``TextEdit``'s `after` and `before`). An
+    /// edit made again takes these (`ListDocument.textWrite`). `after` must be a character of this
+    /// text or ``OpID/none``.
     ///
     /// - Complexity: O(log n).
-    func rightOrigin(after: OpID) -> OpID {
-        if after == .none {
-            return forest.first(Self.tree).map { slots.id(of: forest.lv(at: $0)) } ?? .none
-        }
-        guard let lv = lv(of: after) else { return .none }
-        return forest.next(forest.locate(lv)).map { slots.id(of: forest.lv(at: $0)) } ?? .none
+    func origins(typedAfter after: OpID) -> (after: OpID, before: OpID) {
+        let at = position(of: TextAnchor(character: after, side: .after)) ?? 0
+        let (left, right) = forest.insertionOrigins(Self.tree, at: at, skipping: [])
+        return (left.exists ? slots.id(of: left) : .none, right.exists ? slots.id(of: right) : .none)
+    }
+
+    /// The characters of `ranges` this text shows now, as ranges of consecutive ids: what an
+    /// edit made again still removes (one removed since, perhaps dropped by a compaction, is not
+    /// named again).
+    ///
+    /// - Complexity: O(d log n) for d characters named.
+    func shown(_ ranges: [TextRange]) -> [TextRange] {
+        TextRange.runs(of: ranges.lazy.flatMap { r in (0 ..< r.count).lazy.map { r.first.advanced(by: $0) } }.filter { id in
+            guard let lv = lv(of: id) else { return false }
+            return forest.entry(forest.locate(lv)).isVisible
+        })
     }
 
     /// The anchor of the place before the character shown at `position` (`0...count`): held by
