@@ -25,9 +25,9 @@ public struct CompactionPolicy: Sendable, Equatable {
 
     /// The defaults: retire after 30 days, compact past 10,000 operations or once half the
     /// document's bytes (64 KiB at least) would be freed, at most once a minute.
-    /// Whether a busy document is compacted at a stable prefix (`--compact-stable-prefix`,
-    /// off by default: ``ListSync/CompactionRule/stablePrefixes``).
-    public var stablePrefixes = false
+    /// Whether a busy document with no peer is compacted at a stable prefix (on by default;
+    /// `--compact-quiescent-only` turns it off: ``ListSync/CompactionRule/stablePrefixes``).
+    public var stablePrefixes = true
 
     public init() {}
 

@@ -487,6 +487,8 @@ actor DocumentHost {
             return
         }
         let announce = policy.compactionWritten(core: core, snapshotBytes: (try? store.snapshotBytes) ?? 0)
+        // The old history and the copies the compaction went through are freed now.
+        FreedMemory.giveBack()
         lastCompactionTime = wallClock()
         metrics?.compacted(report, at: lastCompactionTime)
         metrics?.documentBytes(id.description, byteCounts)

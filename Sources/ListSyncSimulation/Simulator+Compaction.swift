@@ -22,7 +22,7 @@ extension Simulator {
             var rule = CompactionRule(retireAfter: configuration.retireAfter, minOperations: $0, interval: 0,
                                       gossipInterval: Self.gossipInterval,
                                       reclaimableFloor: configuration.reclaimableFloor, reclaimableShare: configuration.reclaimableShare)
-            // Stable prefixes only with `--busy` or `--compact-stable-prefix` for now (CompactionRule.stablePrefixes).
+            // Stable prefixes, as `serve` takes them, unless `--compact-quiescent-only`.
             rule.stablePrefixes = configuration.compactsStablePrefixes
             return rule
         }

@@ -40,9 +40,9 @@ public struct SimulationConfiguration: Sendable {
     /// Virtual milliseconds between edits (drawn from 1 up to this).
     public var editInterval: UInt64 = 8
     /// With compaction: an unpeered daemon also compacts a busy document at the stable prefix its
-    /// senders allow (``CompactionRule/stablePrefixes``, `serve --compact-stable-prefix`); on
-    /// with `--busy` (an edit interval of 1) or `--compact-stable-prefix`.
-    public var compactsStablePrefixes = false
+    /// senders allow (``CompactionRule/stablePrefixes``), as `listsync serve` does by default;
+    /// off with `--compact-quiescent-only`.
+    public var compactsStablePrefixes = true
     /// The mix of edits.
     public var workload = Workload()
     /// Compaction (Docs/Semantics.md §7): nil, none; otherwise each daemon compacts once this
@@ -126,7 +126,7 @@ public struct SimulationConfiguration: Sendable {
             + (compactAfter.map { " --compact-after \($0) --retire-after \(retireAfter)" } ?? "")
             + (compactAfter != nil ? deadBytesArguments : "")
             + (sendsAhead ? " --sends-ahead" : "") + (editInterval == 1 ? " --busy" : "")
-            + (compactsStablePrefixes && editInterval != 1 ? " --compact-stable-prefix" : "") + (roamPercent > 0 ? " --roam \(roamPercent)" : "")
+            + (!compactsStablePrefixes && compactAfter != nil ? " --compact-quiescent-only" : "") + (roamPercent > 0 ? " --roam \(roamPercent)" : "")
             + (losesDaemon ? " --lose-daemon" : "") + (hidesDaemon ? " --hide-daemon" : "") + " --field-writes \(workload.fieldWrites)"
             + (workload.textEdits > 0 ? " --text-edits \(workload.textEdits)" : "")
             + (workload.dragFieldWrites > 0 ? " --drag-field-writes \(workload.dragFieldWrites)" : "")

@@ -62,9 +62,11 @@ let serveUsage = """
                               compaction and every sender has seen all of them, and, with peers,
                               once every peer daemon says so too (LISTSYNC_COMPACT_AFTER; 10000;
                               0 = never compact). Off with --cluster
-      --compact-stable-prefix also compact a busy document (not peered) at the stable prefix its
-                              senders acknowledged (Docs/Semantics.md §7; off by default: under
-                              investigation)
+      --compact-quiescent-only
+                              compact only at a quiet moment, never a busy document at the
+                              stable prefix its senders acknowledged (by default a document with
+                              no peer is compacted at that prefix too: Docs/Semantics.md §7;
+                              --compact-stable-prefix says the default)
       --compact-interval S    seconds between two compactions of one document at least
                               (LISTSYNC_COMPACT_INTERVAL; 60)
       --compact-dead-share F  also compact, as above, once the bytes a compaction would free
@@ -109,7 +111,7 @@ func runServe(_ args: [String]) throws -> Int32 {
                                        "--compact-dead-floor", "--forget-peer",
                                        "--rate-limit", "--log-format", "--storage", "--discover-port", "--announce-to", "--announce-interval", "--announce-address",
                                        "--cluster", "--ack", "--cluster-replicas", "--cluster-trim", "--cluster-lease", "--cluster-grace"],
-                        flags: ["--help", "--discover", "--compact-stable-prefix"])
+                        flags: ["--help", "--discover", "--compact-stable-prefix", "--compact-quiescent-only"])
     if o.has("--help") { print(serveUsage); return 0 }
     guard o.positional.isEmpty else { throw UsageError(message: "unexpected argument '\(o.positional[0])'") }
     var config = DaemonConfiguration(dataFolder: o.value("--data", env: "LISTSYNC_DATA") ?? defaultDataFolder())
@@ -341,7 +343,10 @@ private func compactionOptions(_ o: Options, into config: inout DaemonConfigurat
         }
         policy.reclaimableFloor = v
     }
-    if o.has("--compact-stable-prefix") { policy.stablePrefixes = true }
+    if o.has("--compact-stable-prefix") && o.has("--compact-quiescent-only") {
+        throw UsageError(message: "--compact-stable-prefix and --compact-quiescent-only contradict each other: give one")
+    }
+    if o.has("--compact-quiescent-only") { policy.stablePrefixes = false }
     for text in o.all("--forget-peer", env: "LISTSYNC_FORGET_PEERS") {
         let digits = text.hasPrefix("r") ? String(text.dropFirst()) : text
         guard let raw = UInt64(digits), raw != 0 else {

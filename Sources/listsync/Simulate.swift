@@ -45,11 +45,12 @@ let simulateUsage = """
                           serve's 4M to the simulator's short logs)
       --busy              with --compact-after: clients edit without pause (one edit every
                           virtual ms): the daemons are not quiescent until the edits end, and
-                          compact at stable prefixes meanwhile
-      --compact-stable-prefix
-                          with --compact-after: an unpeered daemon also compacts at the stable
-                          prefix while clients still edit, as `serve --compact-stable-prefix`
-                          (on with --busy)
+                          compact at stable prefixes meanwhile (unless --compact-quiescent-only)
+      --compact-quiescent-only
+                          with --compact-after: daemons compact only at quiet moments (by
+                          default a daemon with no peer also compacts at the stable prefix
+                          while clients still edit, as `serve` does; --compact-stable-prefix
+                          says the default)
       --sends-ahead       with --compact-after: clients send each edit at once, even ahead of
                           earlier unacknowledged ones (default: as SyncClient, in order once
                           caught up)
@@ -140,8 +141,9 @@ func runSimulate(_ args: [String]) throws -> Int32 {
             }
             config.snapshotLogBytes = Int64(bytes)
         case "--sends-ahead": config.sendsAhead = true
-        case "--busy": config.editInterval = 1; config.compactsStablePrefixes = true
+        case "--busy": config.editInterval = 1
         case "--compact-stable-prefix": config.compactsStablePrefixes = true
+        case "--compact-quiescent-only": config.compactsStablePrefixes = false
         case "--lose-daemon": config.losesDaemon = true
         case "--hide-daemon": config.hidesDaemon = true
         case "--roam": config.roamPercent = try cursor.number("--roam", 0...100)
@@ -223,7 +225,7 @@ private func checkPrerequisites(_ given: Set<String>, _ config: SimulationConfig
     if given.contains("--roam"), config.daemons < 2 {
         throw UsageError(message: "--roam needs --daemons 2 or more (a client roams to another daemon), not \(config.daemons)")
     }
-    for option in ["--sends-ahead", "--busy", "--compact-stable-prefix", "--retire-after", "--lose-daemon", "--hide-daemon", "--compact-dead-share", "--compact-dead-floor"]
+    for option in ["--sends-ahead", "--busy", "--compact-stable-prefix", "--compact-quiescent-only", "--retire-after", "--lose-daemon", "--hide-daemon", "--compact-dead-share", "--compact-dead-floor"]
     where given.contains(option) && !compacting {
         throw UsageError(message: "\(option) needs --compact-after N (it only matters when daemons compact)")
     }

@@ -79,9 +79,9 @@ public struct CompactionRule: Sendable, Equatable {
     /// Peer daemons the operator declared gone for good (`--forget-peer`).
     public var forgottenPeers: Set<ReplicaID>
     /// Whether a document that is not quiescent is compacted at a stable prefix
-    /// (Docs/Semantics.md §7, "A stable prefix"). Off by default until seed 15 of
-    /// `SimulatorTextTests` (text edits, crashes, one daemon), whose copies differ with it, is
-    /// understood; the simulator's `--busy` and `BusyCompactionTests` turn it on.
+    /// (Docs/Semantics.md §7, "A stable prefix"). Off in a rule made here; the daemon's policy
+    /// (`listsync serve`, unless `--compact-quiescent-only`) and the simulator (unless
+    /// `--compact-quiescent-only`) turn it on.
     public var stablePrefixes = false
 
     /// A rule with these settings; the trigger is `minOperations` operations or, with
