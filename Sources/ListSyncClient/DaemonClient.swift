@@ -627,8 +627,9 @@ public actor DaemonClient {
                 endReason = text
             case let .presence(doc, p):
                 opened[doc]?.receivePresence(p, now: EventLoop.now())
-            case .stability:
-                // Only a peer daemon's link hears a daemon's stability table.
+            case .stability, .parted:
+                // Only a peer daemon's link hears a daemon's stability table; `parted` only a
+                // device that asked (this client keeps no copy it re-syncs).
                 break
             case let .announced(list):
                 for info in list { tellFollowers(.changed(info)) }

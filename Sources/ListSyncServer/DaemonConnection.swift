@@ -104,8 +104,8 @@ actor DaemonConnection: DocumentSubscriber {
             transport.enqueue(frame)
         case let .close(reason):
             await transport.close(reason: reason)
-        case let .subscribe(doc, epoch, version):
-            await subscribe(doc, epoch: epoch, version: version, daemon: daemon)
+        case let .subscribe(doc, epoch, version, learnsParted):
+            await subscribe(doc, epoch: epoch, version: version, learnsParted: learnsParted, daemon: daemon)
         case let .unsubscribe(doc):
             if let h = hosts.removeValue(forKey: doc) { await h.unsubscribe(subscriberID) }
         case let .operations(doc, batch, ops):
@@ -174,7 +174,7 @@ actor DaemonConnection: DocumentSubscriber {
         }
     }
 
-    private func subscribe(_ doc: DocumentID, epoch: UInt64, version: VersionVector, daemon: Daemon) async {
+    private func subscribe(_ doc: DocumentID, epoch: UInt64, version: VersionVector, learnsParted: Bool, daemon: Daemon) async {
         if let old = hosts.removeValue(forKey: doc) {
             // A second subscribe (a resync): start over from the version it names.
             await old.unsubscribe(subscriberID)
@@ -189,7 +189,7 @@ actor DaemonConnection: DocumentSubscriber {
             // A peer daemon's link, known from its earlier subscriptions: marked at once.
             let peer = session.relayDaemon
             switch await host.subscribe(self, epoch: epoch, version: version, relay: peer != nil, peer: peer,
-                                        gossips: session.relayGossips) {
+                                        gossips: session.relayGossips, learnsParted: learnsParted) {
             case nil: continue
             case false?: return
             case true?:

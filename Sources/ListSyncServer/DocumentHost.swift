@@ -156,10 +156,11 @@ actor DocumentHost {
     /// stability table; `ownLink`: the subscriber is this daemon's own link to the peer
     /// (``DocumentCore/subscribe(_:epoch:version:ownLink:)``).
     func subscribe(_ subscriber: any DocumentSubscriber, epoch: UInt64, version: VersionVector, relay: Bool = false,
-                   peer: ReplicaID? = nil, gossips: Bool = true, ownLink: Bool = false) async -> Bool? {
+                   peer: ReplicaID? = nil, gossips: Bool = true, ownLink: Bool = false, learnsParted: Bool = false) async -> Bool? {
         guard !isClosed else { return nil }
         lastUsed = clock()
-        let actions = core.subscribe(subscriber.subscriberID, epoch: epoch, version: version, ownLink: ownLink)
+        let actions = core.subscribe(subscriber.subscriberID, epoch: epoch, version: version, ownLink: ownLink,
+                                     learnsParted: learnsParted)
         if core.isSubscribed(subscriber.subscriberID) {
             if relay { core.markRelay(subscriber.subscriberID, daemon: peer, gossips: gossips) }
             subscribers[subscriber.subscriberID] = subscriber

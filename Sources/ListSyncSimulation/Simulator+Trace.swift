@@ -39,7 +39,7 @@ extension Simulator {
     /// One message, briefly.
     static func describe(_ message: SyncMessage) -> String {
         switch message {
-        case let .subscribe(_, epoch, version): return "subscribe epoch \(epoch) from \(version)"
+        case let .subscribe(_, epoch, version, _): return "subscribe epoch \(epoch) from \(version)"
         case let .subscribed(_, _, _, version): return "subscribed at \(version)"
         case let .synced(_, version): return "synced \(version)"
         case .unsubscribe: return "unsubscribe"
@@ -62,6 +62,7 @@ extension Simulator {
         case let .stable(_, version): return "stable at \(version)"
         case let .stability(_, from, entries):
             return "stability from \(from): " + entries.sorted { $0.key < $1.key }.map { "\($0.key)" }.joined(separator: " ")
+        case let .parted(_, ranges): return "parted \(ranges)"
         }
     }
 }

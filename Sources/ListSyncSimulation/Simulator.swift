@@ -619,6 +619,7 @@ public struct Simulator: Sendable {
         daemons[d].servers[node] = ServerSession(maxFrame: 1 << 16, rateLimit: nil, now: nowNs)
         clients[c].session = ClientSession(maxFrame: 1 << 16, timeout: Self.ns(2_000))
         clients[c].session.seenReportInterval = Self.ns(configuration.seenInterval)
+        clients[c].session.asksForParted = true   // a device, as SyncClient's sessions
         clients[c].connected = true
         machines[c].connected(to: Self.daemonName(d))
         takePartInPresence(c)
@@ -751,13 +752,13 @@ public struct Simulator: Sendable {
             switch action {
             case let .send(frame): send(d, other, frame)
             case .close: reset(daemon: d, other: other)
-            case let .subscribe(doc, epoch, version):
+            case let .subscribe(doc, epoch, version, learnsParted):
                 guard doc == document else {
                     send(d, other, SyncMessage.error(request: 0, document: doc, code: .unknownDocument, text: "unknown").encoded())
                     continue
                 }
                 daemons[d].core.unsubscribe(sub)
-                performCore(d, daemons[d].core.subscribe(sub, epoch: epoch, version: version))
+                performCore(d, daemons[d].core.subscribe(sub, epoch: epoch, version: version, learnsParted: learnsParted))
                 if daemons[d].core.isSubscribed(sub) {
                     daemons[d].servers[other]?.attached(doc)
                     // A peer daemon's link, known from its earlier subscriptions: marked at once.
@@ -906,6 +907,10 @@ public struct Simulator: Sendable {
                 }
             case let .synced(_, version):
                 performDevice(c, machines[c].synced(version, document: clients[c].document, prepare: { $0.variant = variant }, askable: { configured.contains($0) }))
+            case let .parted(_, ranges):
+                if configuration.trace { trace("c\(c) learns parted \(ranges)") }
+                performDevice(c, machines[c].learnedParted(ranges, document: clients[c].document, prepare: { $0.variant = variant },
+                                                           askable: { configured.contains($0) }))
             case let .documentError(_, code, text):
                 if code == .compacted {
                     performDevice(c, machines[c].refusedForFloor(text, document: clients[c].document, askable: { configured.contains($0) }))

@@ -62,7 +62,7 @@ struct FuzzCorpusReplayTests {
                     case let .operations(doc, _, _):
                         operations += 1
                         #expect(attachedBefore.contains(doc))
-                    case let .subscribe(doc, _, _): session.attached(doc)
+                    case let .subscribe(doc, _, _, _): session.attached(doc)
                     case let .create(request, _, _, id, epoch):
                         #expect(session.created(request: request, document: id ?? Self.document, epoch: max(epoch, 1)).sent.count == 1)
                     case let .listDocuments(request, _):

@@ -232,12 +232,12 @@ struct Wired {
             switch a {
             case let .send(f): toClient.append(f)
             case .close, .rateLimited: results.append(.close(reason: "server: \(a)"))
-            case let .subscribe(doc, epoch, version):
+            case let .subscribe(doc, epoch, version, learnsParted):
                 guard doc == core.id else {
                     fromServer(server.subscribeFailed(doc, code: .unknownDocument, text: "unknown document \(doc)"))
                     continue
                 }
-                fromCore(core.subscribe(connection, epoch: epoch, version: version))
+                fromCore(core.subscribe(connection, epoch: epoch, version: version, learnsParted: learnsParted))
                 if core.isSubscribed(connection) { server.attached(doc) }
             case let .unsubscribe(doc):
                 if doc == core.id { core.unsubscribe(connection) }

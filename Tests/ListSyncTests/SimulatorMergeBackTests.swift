@@ -230,4 +230,45 @@ import Testing
         }
         #expect(failed == Self.partedWaitingSeeds.count)
     }
+
+    /// `listsync simulate --daemons 3 [--ring] --compact-after 10 --hide-daemon --roam 30
+    /// --crashes 2|1 --ops 80 --seed N`: seeds where a device re-synced at a daemon that never
+    /// compacted waited for ever for its own edits only the hidden daemon acknowledged (which it
+    /// parted and made again: 9142, 9095, 3252), or caught up at one holding the hidden daemon's
+    /// parted originals beside the edits made again (9019, 3071). Devices now learn what was
+    /// parted (Docs/Semantics.md §7, "A device learns what was parted").
+    static func learning(seed: UInt64) -> SimulationConfiguration {
+        var config = SimulationConfiguration()
+        config.seed = seed
+        config.daemons = 3
+        config.ring = seed >= 9000 && seed < 10_000
+        config.hidesDaemon = true
+        config.roamPercent = 30
+        config.crashes = config.ring ? 2 : 1
+        config.operations = 80
+        config.compactAfter = 10
+        return config
+    }
+
+    static let learningSeeds: [UInt64] = [9142, 9095, 3252, 9019, 3071]
+
+    @Test("devices learn what the daemons parted: a re-sync at a daemon without a floor does not wait for parted originals, a holder there loads a snapshot; every copy converges, copies parted: 0", arguments: learningSeeds)
+    func devicesLearnWhatWasParted(seed: UInt64) {
+        var sim = Simulator(Self.learning(seed: seed))
+        let report = sim.run()
+        #expect(report.failures.isEmpty, "\(report.failures)")
+        #expect(report.copiesParted == 0 && report.mergesBack >= 1)
+    }
+
+    @Test("without the rule (DocumentCore.Variant.hidesPartedFromDevices: no parted message, no snapshot from a daemon without a floor) the same seeds fail")
+    func devicesUnawareOfPartedFail() {
+        var failed: [UInt64] = []
+        for seed in Self.learningSeeds {
+            var config = Self.learning(seed: seed)
+            config.coreVariant = .hidesPartedFromDevices
+            var sim = Simulator(config)
+            if !sim.run().failures.isEmpty { failed.append(seed) }
+        }
+        #expect(failed == Self.learningSeeds)
+    }
 }

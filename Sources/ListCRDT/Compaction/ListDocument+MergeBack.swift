@@ -102,7 +102,7 @@ extension ListDocument {
     ///
     /// - Complexity: O(k) for the k operations of the log after the floor, once; each question
     ///   O(g) for the g runs of counters of the replica asked.
-    func heldOperations() -> (OpID) -> Bool {
+    public func heldOperations() -> (OpID) -> Bool {
         let floor = historyFloor ?? VersionVector()
         var runs: [ReplicaID: [ClosedRange<UInt64>]] = [:]
         for op in operations(since: floor) { runs[op.id.replica, default: []].append(op.id.counter...op.lastID.counter) }

@@ -106,6 +106,10 @@ public struct ClientSession: Sendable {
         /// A peer daemon's stability table of a live document (the daemon's side of a peer link,
         /// Docs/Protocol.md, "Compaction"): hand it to this daemon's copy.
         case stability(DocumentID, from: ReplicaID, entries: [ReplicaID: PeerStability.Entry])
+        /// What the document's daemons parted in merges back, as far as this daemon knows (sent
+        /// only to a subscription that asked, ``asksForParted``): hand it to the copy's machine
+        /// (``DeviceClientMachine/learnedParted(_:document:prepare:askable:)``).
+        case parted(DocumentID, PartedRanges)
     }
 
     /// The most bytes of one snapshot the session assembles (over it: the connection is closed).
@@ -161,6 +165,8 @@ public struct ClientSession: Sendable {
         public static let stability = OlderDaemon(rawValue: 4)
         /// The role ``SeenRole/liveCopy``: the driver opens its documents without it.
         public static let liveCopy = OlderDaemon(rawValue: 8)
+        /// A version-8 `subscribe` asking for `parted` (``asksForParted``): subscriptions do not ask.
+        public static let parted = OlderDaemon(rawValue: 16)
 
         /// The refusal's text that names each (the end of an older `ServerSession`'s answer).
         static let refusals: [(OlderDaemon, String)] = [
@@ -169,6 +175,15 @@ public struct ClientSession: Sendable {
             (.stability, "unknown message type \(SyncMessage.stabilityTag)"),
             (.liveCopy, "seen role \(SeenRole.liveCopy.rawValue)"),
         ]
+
+        /// Which of them a malformed-message refusal's text names: the end of the text, or, for
+        /// a version the daemon does not read, its words ("unsupported sync protocol version 8
+        /// (this build speaks 2 to 7)").
+        static func refused(_ text: String) -> OlderDaemon? {
+            if let (older, _) = refusals.first(where: { text.hasSuffix($0.1) }) { return older }
+            if text.contains("unsupported sync protocol version \(SyncMessage.partedVersion) ") { return .parted }
+            return nil
+        }
     }
     /// What the daemon refused, on this session or (set by the driver) an earlier one.
     public var refusedByDaemon: OlderDaemon = []
@@ -182,6 +197,11 @@ public struct ClientSession: Sendable {
         get { !refusedByDaemon.contains(.compactingDevice) }
         set { if newValue { refusedByDaemon.remove(.compactingDevice) } else { refusedByDaemon.insert(.compactingDevice) } }
     }
+    /// Whether subscriptions ask for `parted` (a version-8 `subscribe`; Docs/Protocol.md,
+    /// "Compaction"): a device's driver sets it. A daemon of an older build refuses such a
+    /// `subscribe` by its version byte and closes the connection; from then on
+    /// (``OlderDaemon/parted``, carried by the driver) subscriptions do not ask.
+    public var asksForParted = false
     /// Whether the daemon reads `stability` (``OlderDaemon/stability``).
     public var sendsStability: Bool { !refusedByDaemon.contains(.stability) }
     /// Snapshot parts received so far, by document.
@@ -391,8 +411,7 @@ public struct ClientSession: Sendable {
             return []
         case let .error(r, doc, code, text):
             let e = ClientSessionError.refused(code, text)
-            if code == .malformed, doc == nil,
-               let (older, _) = OlderDaemon.refusals.first(where: { text.hasSuffix($0.1) }) {
+            if code == .malformed, doc == nil, let older = OlderDaemon.refused(text) {
                 // An older daemon: it closes the connection now; what it refused is not said to
                 // it again (a kept `seen` would be: drop it).
                 refusedByDaemon.insert(older)
@@ -432,6 +451,8 @@ public struct ClientSession: Sendable {
             return live.contains(doc) ? [.stable(doc, version)] : []
         case let .stability(doc, from, entries):
             return live.contains(doc) ? [.stability(doc, from: from, entries: entries)] : []
+        case let .parted(doc, ranges):
+            return live.contains(doc) ? [.parted(doc, ranges)] : []
         case .subscribe, .unsubscribe, .hello, .create, .listDocuments, .status, .destroy, .rename, .seen:
             return []
         }
@@ -478,7 +499,8 @@ public struct ClientSession: Sendable {
 
     private mutating func sendSubscribe(_ document: DocumentID, epoch: UInt64, version: VersionVector, deadline: UInt64) -> [Action] {
         subscribing[document] = deadline
-        return [.send(SyncMessage.subscribe(document: document, epoch: epoch, version: version).encoded())]
+        let learnsParted = asksForParted && !refusedByDaemon.contains(.parted)
+        return [.send(SyncMessage.subscribe(document: document, epoch: epoch, version: version, learnsParted: learnsParted).encoded())]
     }
 
     /// The answer to a given-up subscription of `document` came (dropped): the subscription

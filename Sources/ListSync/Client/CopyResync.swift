@@ -66,16 +66,17 @@ public struct CopyResync: Sendable {
     }
 
     /// The re-sync of `local` if it is ready (the daemon's copy holds all `synced` said and every
-    /// edit of `local`'s replica in `acknowledged` that it can still take:
-    /// ``ListCRDT/ListDocument/isReadyForRemake(synced:acknowledged:local:)``),
+    /// edit of `local`'s replica in `acknowledged` that it can still take, not waiting for those
+    /// `parted` names:
+    /// ``ListCRDT/ListDocument/isReadyForRemake(synced:acknowledged:local:parted:)``),
     /// else nil. Changes nothing: the driver stores the outcome, then calls ``finish()``.
     /// `prepare` adjusts the daemon's copy before the edits are made again on it.
     ///
     /// - Complexity: that of ``ListCRDT/ListDocument/remake(_:from:refused:)``.
-    public func outcome(local: ListDocument, acknowledged: VersionVector,
+    public func outcome(local: ListDocument, acknowledged: VersionVector, parted: PartedRanges = PartedRanges(),
                         prepare: (inout ListDocument) -> Void = { _ in }) -> Outcome? {
         guard var base, let synced,
-              base.isReadyForRemake(synced: synced, acknowledged: acknowledged, local: local) else { return nil }
+              base.isReadyForRemake(synced: synced, acknowledged: acknowledged, local: local, parted: parted) else { return nil }
         prepare(&base)
         let unsent = DeviceCopyPolicy.unsent(local, acknowledged: acknowledged, base: base)
         let held = base.version

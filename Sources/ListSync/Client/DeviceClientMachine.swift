@@ -102,6 +102,11 @@ public struct DeviceClientMachine: Sendable {
     public private(set) var isLive = false
     /// Re-syncs done (a refusal of edits sent before one is answered, and ignored).
     public private(set) var resyncs = 0
+    /// What the daemons parted in merges back, as the device learned it (`parted`, from any
+    /// daemon: the ranges are the same facts everywhere), in memory: a re-sync does not wait for
+    /// an acknowledged edit of its own they name (Docs/Semantics.md §7, "A device learns what
+    /// was parted").
+    public private(set) var parted = PartedRanges()
     var inFlight: [UInt64: Edit] = [:]
     /// The actions of a receipt, and of an acknowledgement: made once.
     static let reportSeen: [Action] = [.reportSeen]
@@ -156,6 +161,19 @@ public struct DeviceClientMachine: Sendable {
     public mutating func subscribing(_ document: ListDocument) -> VersionVector {
         isLive = false
         return DeviceCopyPolicy.subscribeVersion(document.version, resyncing: isResyncing)
+    }
+
+    /// The daemon said what the daemons parted in merges back (`parted`). A re-sync that waits
+    /// for acknowledged edits of the device's own that those ranges name (originals the daemon
+    /// that parted them made again under its ids: they never come) is ready now.
+    ///
+    /// - Complexity: O(p × g²) to merge, and that of ``CopyResync/outcome(local:acknowledged:parted:prepare:)``
+    ///   when a re-sync waits.
+    public mutating func learnedParted(_ ranges: PartedRanges, document: ListDocument,
+                                       prepare: (inout ListDocument) -> Void = { _ in },
+                                       askable: (Daemon) -> Bool = { _ in true }) -> [Action] {
+        guard parted.formUnion(ranges), isResyncing, resyncing.synced != nil else { return [] }
+        return caughtUp(document, prepare: prepare, askable: askable)
     }
 
     // MARK: Sending
@@ -261,7 +279,8 @@ public struct DeviceClientMachine: Sendable {
     mutating func caughtUp(_ document: ListDocument, prepare: (inout ListDocument) -> Void,
                            askable: (Daemon) -> Bool = { _ in true }) -> [Action] {
         if isResyncing {
-            guard let outcome = resyncing.outcome(local: document, acknowledged: acknowledged, prepare: prepare) else { return [] }
+            guard let outcome = resyncing.outcome(local: document, acknowledged: acknowledged, parted: parted,
+                                                  prepare: prepare) else { return [] }
             if !resyncing.afterRefusal, !remakesOnFirstRefusal, let daemon,
                !unanswered.daemons.subtracting([daemon]).isEmpty,
                outcome.made.map(\.id) != outcome.unsent.map(\.id),

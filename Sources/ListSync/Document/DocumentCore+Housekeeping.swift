@@ -137,7 +137,7 @@ extension DocumentCore {
             step.saveStability = peers.changed
             step.retired = peers.retired
             step.forgotten = peers.forgotten
-            step.gossip = gossip(now: now, interval: rule.gossipInterval) + cutPartedHolders()
+            step.gossip = gossip(now: now, interval: rule.gossipInterval) + announceParted() + cutPartedHolders()
         }
         guard now >= compactionNotBefore else { return step }
         let settled = isSettled(rule.trigger)

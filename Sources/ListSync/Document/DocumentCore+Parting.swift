@@ -169,13 +169,67 @@ extension DocumentCore {
     }
 
     /// Whether `version` ends on an operation some daemon's entry says it parted
-    /// (``PeerStability/countsParted(_:lacking:)``) and this copy lacks, on a copy with a floor
-    /// (one without holds nothing a compaction parted, but may lack what was relayed).
+    /// (``PeerStability/countsParted(_:lacking:)``) and this copy lacks. On a copy with a floor,
+    /// by its version; on one without, by the operations it holds (applied or waiting), since
+    /// its version may count an original it lacks (a device that re-synced makes its edits again
+    /// under later counters): a device caught up here while holding originals this copy never
+    /// took is sent a snapshot of this copy too, and drops them (Docs/Semantics.md §7, "A device
+    /// learns what was parted"). An original still on its way here (a range wider than what was
+    /// parted) costs that device a re-sync it did not need, nothing more.
     ///
-    /// - Complexity: O(e × p) for e entries of p authors parted.
+    /// - Complexity: O(e × p) for e entries of p authors parted; without a floor, and only when
+    ///   `version` ends in a range, O(k) more for the k operations of the log.
     func holdsPeerParted(_ version: VersionVector) -> Bool {
-        guard variant != .sendsPartedOperations, document.historyFloor != nil else { return false }
-        return stability.peers.countsParted(version, lacking: document.version)
+        guard variant != .sendsPartedOperations else { return false }
+        if document.historyFloor != nil { return stability.peers.countsParted(version, lacking: document.version) }
+        guard variant != .hidesPartedFromDevices else { return false }
+        let ranges = partedRanges
+        let ends = version.entries.map { OpID(counter: $0.counter, replica: $0.replica) }.filter(ranges.contains)
+        guard !ends.isEmpty else { return false }
+        if ends.contains(where: { $0.counter > document.version[$0.replica] }) { return true }
+        let held = document.heldOperations()
+        let waiting = document.pendingOperations
+        return ends.contains { id in
+            !held(id) && !waiting.contains { $0.id.replica == id.replica && ($0.id.counter...$0.lastID.counter).contains(id.counter) }
+        }
+    }
+
+    /// What the daemons parted in merges back, as far as this daemon knows: the union of every
+    /// entry's ``PeerStability/Entry/parted`` ranges (nothing with
+    /// ``Variant/hidesPartedFromDevices``).
+    ///
+    /// - Complexity: O(e × p × g) for e entries of p authors and g runs per author.
+    public var partedRanges: PartedRanges {
+        guard variant != .hidesPartedFromDevices else { return PartedRanges() }
+        return PartedRanges(stability.peers.entries.values)
+    }
+
+    /// `parted` for `subscriber` if it learns them and anything was parted (right after
+    /// `subscribed`).
+    ///
+    /// - Complexity: that of ``partedRanges``.
+    func partedFor(_ subscriber: SubscriberID) -> [Action] {
+        guard subscribers[subscriber]?.learnsParted == true else { return [] }
+        let ranges = partedRanges
+        guard !ranges.isEmpty else { return [] }
+        let frame = SyncMessage.parted(document: id, ranges: ranges).encoded()
+        return frame.count <= maxFrame ? [.send(subscriber, frame)] : []
+    }
+
+    /// Tells every subscriber that learns them (``subscribe(_:epoch:version:ownLink:learnsParted:)``)
+    /// what the daemons parted, when that grew since it was last told (a peer's table brought a
+    /// merge back): a device re-syncing here stops waiting for its acknowledged originals
+    /// (Docs/Semantics.md §7, "A device learns what was parted"). Asked at each housekeeping.
+    ///
+    /// - Complexity: that of ``partedRanges``, and O(s) for s subscribers when it grew.
+    mutating func announceParted() -> [Action] {
+        let ranges = partedRanges
+        guard ranges != partedAnnounced else { return [] }
+        partedAnnounced = ranges
+        guard !ranges.isEmpty else { return [] }
+        let frame = SyncMessage.parted(document: id, ranges: ranges).encoded()
+        guard frame.count <= maxFrame else { return [] }
+        return subscribers.keys.sorted().filter { subscribers[$0]!.learnsParted }.map { .send($0, frame) }
     }
 
     /// Cuts off every device subscriber whose `seen` holds operations some daemon parted in a
@@ -186,7 +240,7 @@ extension DocumentCore {
     ///
     /// - Complexity: O(n × e × p) for n subscribers and e entries of p authors parted.
     mutating func cutPartedHolders() -> [Action] {
-        guard variant != .sendsPartedOperations, document.historyFloor != nil,
+        guard variant != .sendsPartedOperations, document.historyFloor != nil || variant != .hidesPartedFromDevices,
               stability.peers.entries.values.contains(where: { !$0.parted.isEmpty }) else { return [] }
         let holders = subscribers.keys.sorted().filter { s in
             let sub = subscribers[s]!

@@ -85,6 +85,12 @@ public struct DocumentCore: Sendable {
         /// (Docs/Semantics.md §7, "A stable prefix"): a document its devices keep editing never
         /// compacts.
         case compactsOnlyWhenQuiescent
+        /// Tells no device what the daemons parted in merges back (no `parted` message), and
+        /// answers a subscriber that holds parted originals with operations where this copy has
+        /// no floor, as before the repair: a device re-syncing here waits for ever for its own
+        /// acknowledged originals, and one caught up here keeps them beside the edits made again
+        /// (Docs/Semantics.md §7, "A device learns what was parted").
+        case hidesPartedFromDevices
     }
 
     /// The document's id.
@@ -148,6 +154,8 @@ public struct DocumentCore: Sendable {
     /// now (made again under other ids) gets a snapshot, and such an operation sent again is
     /// acknowledged as held (its edit is). Kept in memory only.
     public internal(set) var partedVersion: VersionVector?
+    /// The parted ranges last told to the subscribers that learn them (``announceParted()``).
+    var partedAnnounced = PartedRanges()
     /// Copies merged back (``replace(with:parting:)``), and operations made again by them.
     public internal(set) var mergesBack = 0, operationsMergedBack = 0
 
@@ -228,6 +236,8 @@ public struct DocumentCore: Sendable {
         /// This daemon's own link to a peer (``subscribe(_:epoch:version:ownLink:)``): it relays
         /// operations only, never a snapshot.
         var ownLink = false
+        /// It asked for `parted` (``subscribe(_:epoch:version:ownLink:learnsParted:)``).
+        var learnsParted = false
         /// The parts of its snapshot catch-up still to send, last part first, before anything
         /// queued (stepped as operations are: ``stepBytes`` at a time, then ``Action/awaitRoom(_:)``).
         var snapshotFrames: [[UInt8]] = []
@@ -373,11 +383,15 @@ public struct DocumentCore: Sendable {
     /// An epoch other than the document's is refused with `epochMismatch` (re-attach from scratch).
     /// `ownLink`: the subscriber is this daemon's own link to a peer (which then calls
     /// ``markRelay(_:daemon:gossips:)``): its catch-up is never a snapshot for holding what this
-    /// copy parted (``catchUp(_:from:)``).
+    /// copy parted (``catchUp(_:from:)``). `learnsParted`: the subscriber asked for `parted`
+    /// (a device): it is told what the daemons parted in merges back, right after `subscribed`
+    /// and whenever that grows (``announceParted()``; Docs/Semantics.md §7, "A device learns what
+    /// was parted").
     ///
     /// - Complexity: O(r + k) for the log's r records (counted, not rebuilt) and the k operations of
     ///   the first step; each later step costs what it sends (``roomAvailable(_:)``).
-    public mutating func subscribe(_ subscriber: SubscriberID, epoch: UInt64, version: VersionVector, ownLink: Bool = false) -> [Action] {
+    public mutating func subscribe(_ subscriber: SubscriberID, epoch: UInt64, version: VersionVector, ownLink: Bool = false,
+                                   learnsParted: Bool = false) -> [Action] {
         if let destroyedReason {
             return [.send(subscriber, SyncMessage.error(request: 0, document: id, code: .destroyed, text: destroyedReason).encoded())]
         }
@@ -387,9 +401,10 @@ public struct DocumentCore: Sendable {
         }
         subscribers[subscriber] = Subscriber()
         subscribers[subscriber]!.ownLink = ownLink
+        subscribers[subscriber]!.learnsParted = learnsParted
         presenceListeners.remove(subscriber)
         let hello = SyncMessage.subscribed(document: id, name: name, epoch: self.epoch, version: advertisedVersion).encoded()
-        return [.send(subscriber, hello)] + catchUp(subscriber, from: version)
+        return [.send(subscriber, hello)] + partedFor(subscriber) + catchUp(subscriber, from: version)
     }
 
     /// Anti-entropy from `subscriber`: it holds `version`; the durable operations it lacks follow,

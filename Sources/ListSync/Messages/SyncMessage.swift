@@ -8,7 +8,9 @@ import ListCRDT
 /// simulator, which runs those same state machines.
 public enum SyncMessage: Equatable, Sendable {
     /// Attach to a document: "I hold `version` of it at `epoch`" (epoch 0: I hold nothing yet).
-    case subscribe(document: DocumentID, epoch: UInt64, version: VersionVector)
+    /// `learnsParted`: send me ``parted(document:ranges:)`` (a version-8 message, which a daemon
+    /// of an older build refuses by its version byte; Docs/Protocol.md, "Compaction").
+    case subscribe(document: DocumentID, epoch: UInt64, version: VersionVector, learnsParted: Bool = false)
     /// The subscription is live: the document's name, epoch and durable version. The operations the
     /// subscriber lacks follow as `operations` with batch 0, then ``synced(document:version:)``, then
     /// every new operation as it becomes durable.
@@ -78,12 +80,19 @@ public enum SyncMessage: Equatable, Sendable {
     /// at which that daemon was locally quiescent and the replicas it accounts for. Sent both ways
     /// on a peer link when the table changed, coalesced. No answer, never an error.
     case stability(document: DocumentID, from: ReplicaID, entries: [ReplicaID: PeerStability.Entry])
+    /// From the daemon to a subscriber that asked for it (`subscribe` with `learnsParted`): the
+    /// operations the document's daemons parted in merges back, as far as this daemon knows
+    /// (Docs/Protocol.md, "Compaction"; Docs/Semantics.md §7, "A device learns what was parted"):
+    /// right after `subscribed` when there are any, and again whenever they grow. A device does
+    /// not wait for an acknowledged edit of its own a range names when it re-syncs. No answer.
+    case parted(document: DocumentID, ranges: PartedRanges)
 
     enum Tag: UInt8 {
         case subscribe = 1, subscribed, unsubscribe, operations, ack, hello, create, created,
              listDocuments, documents, status, statusReport, error, synced, presence, destroy, destroyed, rename,
              seen, snapshot, stability
         case stable = 22
+        case parted = 23
     }
 
     /// The protocol's version, the first byte of every message. Version 2 added `synced`, paged
@@ -102,7 +111,10 @@ public enum SyncMessage: Equatable, Sendable {
     /// (``sectionFieldsVersion``), which a build that reads at most version 5 refuses by its
     /// version byte, never misreads. Version 7 is an `operations` message whose batch holds a text
     /// run, wire format 6 (``textRunsVersion``), refused likewise by a build that reads at most 6.
-    public static let version: UInt8 = 7
+    /// Version 8 is a `subscribe` that asks for `parted` (a flags field after the version), and
+    /// `parted` itself (``partedVersion``): a build that reads at most 7 refuses both by their
+    /// version byte, and a client that reads that refusal subscribes without asking from then on.
+    public static let version: UInt8 = 8
 
     /// The version of an `operations` message with field writes (wire format 4).
     public static let fieldsVersion: UInt8 = 4
@@ -119,6 +131,9 @@ public enum SyncMessage: Equatable, Sendable {
     /// Docs/WireFormat.md §2.9).
     public static let textRunsVersion: UInt8 = 7
 
+    /// The version of a `subscribe` that asks for `parted`, and of `parted` (tag 23).
+    public static let partedVersion: UInt8 = 8
+
     /// The oldest version read (and written, for every message that needs nothing newer).
     public static let oldestVersion: UInt8 = 2
 
@@ -134,6 +149,8 @@ public enum SyncMessage: Equatable, Sendable {
             return ops.contains(where: \.needsWireFormat5) ? Self.sectionFieldsVersion : Self.fieldsVersion
         }
         if case .presence(_, let p) = self, case .editing = p.activity { return Self.caretVersion }
+        if case .subscribe(_, _, _, true) = self { return Self.partedVersion }
+        if case .parted = self { return Self.partedVersion }
         return Self.oldestVersion
     }
 
@@ -155,8 +172,10 @@ public enum SyncMessage: Equatable, Sendable {
         var w = WireWriter()
         w.byte(encodedVersion)
         switch self {
-        case let .subscribe(doc, epoch, version):
+        case let .subscribe(doc, epoch, version, learnsParted):
             w.byte(Tag.subscribe.rawValue); w.document(doc); w.varint(epoch); w.version(version)
+            // Version 8: flags (bit 0, send `parted`).
+            if learnsParted { w.varint(Self.subscribeLearnsParted) }
         case let .subscribed(doc, name, epoch, version):
             w.byte(Tag.subscribed.rawValue); w.document(doc); w.string(name); w.varint(epoch); w.version(version)
         case let .synced(doc, version):
@@ -211,6 +230,8 @@ public enum SyncMessage: Equatable, Sendable {
             w.byte(more ? 1 : 0)
         case let .stability(doc, from, entries):
             w.byte(Tag.stability.rawValue); w.document(doc); w.varint(from.rawValue); w.stabilityEntries(entries)
+        case let .parted(doc, ranges):
+            w.byte(Tag.parted.rawValue); w.document(doc); w.partedRuns(ranges)
         }
         return w.bytes
     }
@@ -226,7 +247,7 @@ public enum SyncMessage: Equatable, Sendable {
             guard v >= Self.oldestVersion, v <= Self.version else { throw SyncProtocolError.unsupportedVersion(v) }
             let t = try r.byte()
             guard let tag = Tag(rawValue: t) else { throw SyncProtocolError.malformed("unknown message type \(t)") }
-            self = try Self.decodeBody(tag, &r)
+            self = try Self.decodeBody(tag, version: v, &r)
             guard r.isAtEnd else { throw SyncProtocolError.malformed("\(r.remaining) trailing bytes") }
         } catch let e as SyncProtocolError {
             throw e
@@ -235,10 +256,18 @@ public enum SyncMessage: Equatable, Sendable {
         }
     }
 
-    private static func decodeBody(_ tag: Tag, _ r: inout WireReader) throws -> SyncMessage {
+    /// The flag of a version-8 `subscribe` asking for `parted`.
+    static let subscribeLearnsParted: UInt64 = 1
+
+    private static func decodeBody(_ tag: Tag, version v: UInt8, _ r: inout WireReader) throws -> SyncMessage {
         switch tag {
         case .subscribe:
-            return .subscribe(document: try r.document(), epoch: try r.varint(), version: try r.version())
+            let doc = try r.document(), epoch = try r.varint(), version = try r.version()
+            guard v >= partedVersion else { return .subscribe(document: doc, epoch: epoch, version: version) }
+            let at = r.offset
+            let flags = try r.varint()
+            guard flags & ~subscribeLearnsParted == 0 else { throw WireError.invalidValue("subscribe flags \(flags)", offset: at) }
+            return .subscribe(document: doc, epoch: epoch, version: version, learnsParted: flags & subscribeLearnsParted != 0)
         case .subscribed:
             return .subscribed(document: try r.document(), name: try r.string(), epoch: try r.varint(), version: try r.version())
         case .synced:
@@ -317,6 +346,9 @@ public enum SyncMessage: Equatable, Sendable {
             let from = try r.varint()
             guard from != 0 else { throw WireError.invalidValue("daemon 0 in stability", offset: at) }
             return .stability(document: doc, from: ReplicaID(from), entries: try r.stabilityEntries())
+        case .parted:
+            guard v >= partedVersion else { throw SyncProtocolError.malformed("parted in a version-\(v) message") }
+            return .parted(document: try r.document(), ranges: try r.partedRuns())
         }
     }
 }

@@ -315,8 +315,9 @@ public struct PeerSession: Sendable {
             case .presence:
                 // Presence is per daemon: a link never sends one, so the peer relays none to it.
                 break
-            case .stable:
-                // Sent only to compacting devices; a link says `seen` as a relay.
+            case .stable, .parted:
+                // Sent only to compacting devices, and to devices that asked; a link says `seen`
+                // as a relay and never asks for `parted`.
                 break
             case let .announced(list):
                 out.append(.announced(list))

@@ -15,9 +15,9 @@ public struct ServerSession: Sendable {
         case send([UInt8])
         /// Close the connection, telling the peer `reason`.
         case close(reason: String)
-        /// Attach the connection to a document (``DocumentCore/subscribe(_:epoch:version:)``); call
-        /// ``attached(_:)`` when it is.
-        case subscribe(DocumentID, epoch: UInt64, version: VersionVector)
+        /// Attach the connection to a document (``DocumentCore/subscribe(_:epoch:version:ownLink:learnsParted:)``);
+        /// call ``attached(_:)`` when it is. `learnsParted`: the subscriber asked for `parted`.
+        case subscribe(DocumentID, epoch: UInt64, version: VersionVector, learnsParted: Bool = false)
         /// Detach from a document.
         case unsubscribe(DocumentID)
         /// A batch for an attached document, within the rate limit (``DocumentCore/receive(_:batch:from:)``).
@@ -102,9 +102,9 @@ public struct ServerSession: Sendable {
                     .close(reason: "malformed message")]
         }
         switch message {
-        case let .subscribe(doc, epoch, version):
+        case let .subscribe(doc, epoch, version, learnsParted):
             guard access.allows(doc) else { return [error(0, doc, .unknownDocument, Self.unknownDocumentText(doc))] }
-            return [.subscribe(doc, epoch: epoch, version: version)]
+            return [.subscribe(doc, epoch: epoch, version: version, learnsParted: learnsParted)]
         case let .unsubscribe(doc):
             guard attachedDocuments.remove(doc) != nil else { return [] }
             return [.unsubscribe(doc)]
@@ -176,7 +176,7 @@ public struct ServerSession: Sendable {
             relayDaemon = from
             relayGossips = true
             return [.stability(doc, from: from, entries: entries)]
-        case .subscribed, .synced, .ack, .created, .documents, .statusReport, .error, .destroyed, .snapshot, .stable:
+        case .subscribed, .synced, .ack, .created, .documents, .statusReport, .error, .destroyed, .snapshot, .stable, .parted:
             return [error(0, nil, .unsupported, "a daemon does not take that message")]
         }
     }

@@ -24,6 +24,9 @@ extension SyncClient {
             self.address = address
             session = ClientSession(maxFrame: transport.maxFrame, timeout: timeout.nanoseconds)
             session.refusedByDaemon = refusedByDaemon
+            // A device learns what the daemons parted (Docs/Semantics.md §7, "A device learns what
+            // was parted"); a daemon of an older build refuses the asking `subscribe` once.
+            session.asksForParted = true
         }
     }
 
@@ -372,6 +375,11 @@ extension SyncClient {
             break
         case let .stable(id, floor):
             if let copy = copies[id] { compactCopy(copy, at: floor) }
+        case let .parted(id, ranges):
+            // A re-sync waiting for acknowledged originals the daemons parted is ready now.
+            guard let copy = copies[id] else { break }
+            let configured = dialled
+            act(copy.machine.learnedParted(ranges, document: copy.live.document, askable: { configured.contains($0) }), for: copy)
         case .operations, .snapshot:
             assertionFailure("operations and snapshots are stored by perform")
         }

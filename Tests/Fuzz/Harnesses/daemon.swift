@@ -85,7 +85,7 @@ func fuzzOne(_ bytes: [UInt8]) {
                 guard case .error? = try? SyncMessage(decoding: f) else { fuzzFailure("the session sent a frame that is not an error") }
             case let .operations(doc, _, _):
                 guard attachedBefore.contains(doc) else { fuzzFailure("operations for a document not attached") }
-            case let .subscribe(doc, _, _):
+            case let .subscribe(doc, _, _, _):
                 session.attached(doc)
             case let .create(request, _, _, id, epoch):
                 answers(session.created(request: request, document: id ?? fuzzDocument, epoch: max(epoch, 1)))
