@@ -85,3 +85,28 @@ import ListSyncTestSupport
         #expect(hub.text("notes", ofItem: item) == "aYXb")
     }
 }
+
+/// Undo types removed characters again where they stand (Docs/Semantics.md §8.8); it does so
+/// with a keystroke's origins, which every compaction keeps.
+@Suite struct TextTakeBackAfterCompactionTests {
+    @Test("a device that did not compact takes back a removal whose characters its daemon's compaction dropped: the daemon takes the edit, and both show the text whole again")
+    func takeBackAfterTheDaemonCompacted() throws {
+        var hub = try ListDocument.make(1, sections: [["card"]])
+        let item = try #require(hub.snapshot().itemIdentifier(at: IndexPath(item: 0, section: 0)))
+        let typed = try hub.splice("notes", ofItem: item, at: 0, insert: "abcdef")
+        var device = hub.fork(as: 3)
+        let target = RecordTarget.item(item)
+        let all = device.textCharacters("notes", of: target, in: [TextRange(first: typed.id, count: 6)])
+        let removed = Array(all[1...3])   // "bcd"
+        let delete = try device.splice("notes", ofItem: item, at: 1, delete: 3)
+        #expect(hub.receive([delete]).refused.isEmpty)
+        try hub.compact(stable: hub.version)   // keeps "b" (the first of the removed run), drops "c" and "d"
+        #expect(hub.textCharacters("notes", of: target, in: [TextRange(first: removed[2].id, count: 1)]).isEmpty, "compaction dropped \"d\"")
+        let (edit, unplaced) = device.takeBackEdit("notes", of: target, typed: [], removed: removed)
+        #expect(unplaced == 0)
+        let back = try device.writeFields(["notes": .text(try #require(edit))], ofItem: item)
+        #expect(device.text("notes", ofItem: item) == "abcdef")
+        #expect(hub.receive([back]).refused.isEmpty, "the daemon refused the take-back")
+        #expect(hub.text("notes", ofItem: item) == "abcdef")
+    }
+}

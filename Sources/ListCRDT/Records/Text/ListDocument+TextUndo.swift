@@ -74,8 +74,11 @@ extension ListDocument {
                 var inserted = String.UnicodeScalarView()
                 inserted.append(contentsOf: removed.map(\.scalar))
                 edit.insert = String(inserted)
-                edit.after = text.slots.id(of: lv)
-                edit.before = text.forest.next(text.forest.locate(lv)).map { text.slots.id(of: text.forest.lv(at: $0)) } ?? .none
+                // A keystroke's origins there (the shown character at or before it, and the one
+                // that follows that), not the removed character itself: a device that did not
+                // compact would name one its daemon's compaction dropped, and be refused
+                // (`TextTakeBackAfterCompactionTests`).
+                (edit.after, edit.before) = text.origins(typedAfter: text.slots.id(of: lv))
             } else {
                 unplaced = removed.count
             }
