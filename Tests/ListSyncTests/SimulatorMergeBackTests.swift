@@ -238,15 +238,10 @@ import Testing
     /// parted originals beside the edits made again (9019, 3071). Devices now learn what was
     /// parted (Docs/Semantics.md §7, "A device learns what was parted").
     static func learning(seed: UInt64) -> SimulationConfiguration {
-        var config = SimulationConfiguration()
-        config.seed = seed
-        config.daemons = 3
+        var config = hiddenRoaming(seed: seed)
         config.ring = seed >= 9000 && seed < 10_000
-        config.hidesDaemon = true
-        config.roamPercent = 30
         config.crashes = config.ring ? 2 : 1
         config.operations = 80
-        config.compactAfter = 10
         return config
     }
 

@@ -77,7 +77,7 @@ extension ListDocument {
     /// insert is made here as a keystroke right after its `after` would be: after the shown
     /// character at or before `after`, before the character that follows that one in this text
     /// now (``TextSequence/origins(typedAfter:)``), whatever it followed where it was first made;
-    /// it removes the characters it names that this text still shows (``TextSequence/shown(_:)``).
+    /// it removes the characters it names that this text still shows (``textCharacters(_:of:in:)``).
     ///
     /// An edit made again keeps the origins it was first made with only at the price of
     /// convergence: it is made after everything this replica holds (its dependencies say so), so
@@ -96,7 +96,9 @@ extension ListDocument {
             if let why = text.problem(with: edit) { throw .invalidField(name, why) }
             if variant != .keepsRemadeTextOrigins {
                 if !edit.insert.isEmpty { (edit.after, edit.before) = text.origins(typedAfter: edit.after) }
-                if !edit.deletes.isEmpty { edit.deletes = text.shown(edit.deletes) }
+                if !edit.deletes.isEmpty {
+                    edit.deletes = TextRange.runs(of: textCharacters(name, of: target, in: edit.deletes).lazy.filter(\.isShown).map(\.id))
+                }
                 if edit.insert.isEmpty && edit.deletes.isEmpty { throw .invalidField(name, "what it removes is removed already") }
             }
             return FieldWrite(name: name, change: .text(edit))

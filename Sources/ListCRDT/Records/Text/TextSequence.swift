@@ -212,18 +212,6 @@ struct TextSequence: Sendable {
         return (left.exists ? slots.id(of: left) : .none, right.exists ? slots.id(of: right) : .none)
     }
 
-    /// The characters of `ranges` this text shows now, as ranges of consecutive ids: what an
-    /// edit made again still removes (one removed since, perhaps dropped by a compaction, is not
-    /// named again).
-    ///
-    /// - Complexity: O(d log n) for d characters named.
-    func shown(_ ranges: [TextRange]) -> [TextRange] {
-        TextRange.runs(of: ranges.lazy.flatMap { r in (0 ..< r.count).lazy.map { r.first.advanced(by: $0) } }.filter { id in
-            guard let lv = lv(of: id) else { return false }
-            return forest.entry(forest.locate(lv)).isVisible
-        })
-    }
-
     /// The anchor of the place before the character shown at `position` (`0...count`): held by
     /// the character before it (``TextAnchor/Side/after``) or the one after it
     /// (``TextAnchor/Side/before``).
