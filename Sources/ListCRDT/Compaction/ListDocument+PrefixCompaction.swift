@@ -189,7 +189,7 @@ extension VersionVector {
     /// version when both are).
     ///
     /// - Complexity: O(r log r) for r replicas.
-    func meet(_ other: VersionVector) -> VersionVector {
+    public func meet(_ other: VersionVector) -> VersionVector {
         var out = VersionVector()
         for e in entries {
             let c = min(e.counter, other[e.replica])

@@ -164,12 +164,7 @@ extension DocumentCore {
         for sub in subscribers.values where sub.role != .relay {
             guard let seen = sub.seen else { return nil }
             if let r = sub.replica, version[r] < seen[r] { return nil }
-            var met = VersionVector()
-            for e in stable.entries {
-                let c = min(e.counter, seen[e.replica])
-                if c > 0 { met[e.replica] = c }
-            }
-            stable = met
+            stable = stable.meet(seen)
         }
         return stable
     }

@@ -131,24 +131,33 @@ extension DocumentCore {
     /// - Complexity: that of ``refreshPeers(now:retireAfter:forgotten:)`` and ``compactionPoint(_:)``.
     public mutating func housekeeping(stabilityNow: UInt64, now: UInt64, rule: CompactionRule) -> Housekeeping {
         var step = Housekeeping()
+        // A document that keeps moving is compacted at a stable prefix (Docs/Semantics.md §7,
+        // "A stable prefix", "Peers while busy"): looking for one costs a pass over the history
+        // (O(m × r)), so it is looked for once per interval at most, found or not.
+        let peerPrefix = rule.stablePrefixes && now >= prefixNotBefore && isReadyForPeerPrefix
         if isPeered {
-            // This daemon's entry first, written down before it is gossiped.
+            // This daemon's entry first, written down before it is gossiped; then its part in the
+            // peers' stable prefix.
             let peers = refreshPeers(now: stabilityNow, retireAfter: rule.retireAfter, forgotten: rule.forgottenPeers)
             step.saveStability = peers.changed
             step.retired = peers.retired
             step.forgotten = peers.forgotten
+            if peerPrefix {
+                prefixNotBefore = now &+ rule.interval
+                let local = refreshStability(now: stabilityNow, retireAfter: rule.retireAfter)
+                step.retired += local.retired
+                step.saveStability = takePeerPrefix(now: stabilityNow, trigger: rule.trigger) || local.changed || step.saveStability
+            }
             step.gossip = gossip(now: now, interval: rule.gossipInterval) + announceParted() + cutPartedHolders()
         }
         guard now >= compactionNotBefore else { return step }
         let settled = isSettled(rule.trigger)
-        // A document that keeps moving is compacted at a stable prefix (Docs/Semantics.md §7,
-        // "A stable prefix"): looking for one costs a pass over the history (O(m × r)), so it
-        // is looked for once per interval at most, found or not.
         let prefix = rule.stablePrefixes && now >= prefixNotBefore && isReadyForPrefix(rule.trigger)
-        guard settled || prefix else { return step }
+        guard settled || prefix || peerPrefix else { return step }
         let local = refreshStability(now: stabilityNow, retireAfter: rule.retireAfter)
         step.retired += local.retired
         if settled { step.point = quiescentPoint(rule.trigger) }
+        if step.point == nil, peerPrefix { step.point = peerPrefixPoint(rule.trigger) }
         if step.point == nil, prefix, let stable = sendersStableVersion,
            !(document.historyFloor?.includes(stable) ?? false) {
             prefixNotBefore = now &+ rule.interval

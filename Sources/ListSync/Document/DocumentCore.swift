@@ -91,6 +91,15 @@ public struct DocumentCore: Sendable {
         /// acknowledged originals, and one caught up here keeps them beside the edits made again
         /// (Docs/Semantics.md §7, "A device learns what was parted").
         case hidesPartedFromDevices
+        /// Compacts a peered document at the stable prefix its own entry names (one it proposed or
+        /// took) without waiting for every daemon's entry to name it too (Docs/Semantics.md §7,
+        /// "Peers while busy"): an operation another daemon holds that is not after that prefix
+        /// is refused here when it is relayed (the copies part).
+        case peerPrefixWithoutAgreement
+        /// Takes the leader's proposed prefix as its own version without checking that every
+        /// operation it holds outside it is causally after it (Docs/Semantics.md §7, "Peers while
+        /// busy"): a daemon that compacts there refuses such an operation when it is relayed.
+        case peerPrefixIgnoresHeldOperations
     }
 
     /// The document's id.

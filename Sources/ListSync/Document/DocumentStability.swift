@@ -138,17 +138,19 @@ public struct DocumentStability: Sendable, Equatable {
     static let magicV1: [UInt8] = Array("LSSTAB1\n".utf8)
     static let magicV2: [UInt8] = Array("LSSTAB2\n".utf8)
     static let magicV3: [UInt8] = Array("LSSTAB3\n".utf8)
-    static let magic: [UInt8] = Array("LSSTAB4\n".utf8)
+    static let magicV4: [UInt8] = Array("LSSTAB4\n".utf8)
+    static let magic: [UInt8] = Array("LSSTAB5\n".utf8)
 
     /// The bytes to keep in the document's folder.
     ///
     /// ```
-    /// "LSSTAB4\n" relayed:u8 senders:varint (replica:varint heard:varint version)×
+    /// "LSSTAB5\n" relayed:u8 senders:varint (replica:varint heard:varint version)×
     /// retired:varint replica:varint× ephemeral:varint replica:varint× peers
     /// ```
-    /// where `peers` is ``PeerStability``'s table (``PeerStability/encode(into:)``). A version-3
-    /// file (`LSSTAB3`, nothing parted in `peers`), a version-2 file (`LSSTAB2`, no retirements
-    /// either) and a version-1 file (`LSSTAB1`, no `peers`) still load.
+    /// where `peers` is ``PeerStability``'s table (``PeerStability/encode(into:)``). A version-4
+    /// file (`LSSTAB4`, no offers in `peers`), a version-3 file (`LSSTAB3`, nothing parted
+    /// either), a version-2 file (`LSSTAB2`, no retirements either) and a version-1 file
+    /// (`LSSTAB1`, no `peers`) still load.
     /// - Complexity: O(size).
     public func encoded() -> [UInt8] {
         var w = WireWriter()
@@ -173,7 +175,8 @@ public struct DocumentStability: Sendable, Equatable {
     ///   caller then starts from nothing (safe: every author holds stability back again).
     /// - Complexity: O(size).
     public init(decoding bytes: [UInt8]) throws(SyncProtocolError) {
-        let v4 = bytes.starts(with: Self.magic)
+        let v5 = bytes.starts(with: Self.magic)
+        let v4 = v5 || bytes.starts(with: Self.magicV4)
         let v3 = v4 || bytes.starts(with: Self.magicV3), v2 = v3 || bytes.starts(with: Self.magicV2)
         guard v2 || bytes.starts(with: Self.magicV1) else { throw .malformed("not a stability file") }
         var r = WireReader(Array(bytes.dropFirst(Self.magic.count)))
@@ -188,7 +191,7 @@ public struct DocumentStability: Sendable, Equatable {
             var retired = Set<ReplicaID>()
             for _ in 0..<(try r.count(minBytes: 1)) { retired.insert(ReplicaID(try r.varint())) }
             for _ in 0..<(try r.count(minBytes: 1)) { ephemeral.insert(ReplicaID(try r.varint())) }
-            if v2 { peers = try PeerStability(reading: &r, retirements: v3, parted: v4) }
+            if v2 { peers = try PeerStability(reading: &r, retirements: v3, parted: v4, prefixes: v5) }
             guard r.isAtEnd, Set(acknowledged.keys).isDisjoint(with: retired) else { throw SyncProtocolError.malformed("inconsistent stability file") }
             tracker = StabilityTracker(acknowledged: acknowledged, retired: retired)
         } catch let e as SyncProtocolError {

@@ -17,9 +17,13 @@ public struct PeerStability: Sendable, Equatable {
         /// The owner's counter: a greater one replaces the entry (0: a placeholder, a daemon
         /// known to exist that has reported nothing).
         public var sequence: UInt64
-        /// The latest version at which the daemon was locally quiescent: it held exactly this,
-        /// nothing in flight or waiting, every client subscriber and every sender it counts had
-        /// said it had seen exactly this. Empty: never.
+        /// The latest version the daemon vouches for: it was locally quiescent there (it held
+        /// exactly this, nothing in flight or waiting, every client subscriber and every sender it
+        /// counts had said it had seen exactly this), or, taken as a stable prefix while busy
+        /// (Docs/Semantics.md §7, "Peers while busy"), nothing was in flight or waiting, every
+        /// sender it claims had acknowledged a version including it and every operation each had
+        /// made up to that was held there, every client subscriber had seen it, and every operation
+        /// the daemon held outside it was causally after it. Only grows. Empty: never.
         public var version: VersionVector
         /// The replicas the daemon accounts for: its senders (devices, authors), those that keep
         /// no copy, and itself.
@@ -44,13 +48,25 @@ public struct PeerStability: Sendable, Equatable {
         /// (``DocumentCore``'s catch-up), and the subscriber drops it. Only grows; kept in the
         /// stability file. Empty from an older daemon, or one that never merged back.
         public var parted: [ReplicaID: ClosedRange<UInt64>]
+        /// The stable prefix the daemon could vouch for when it last looked (Docs/Semantics.md §7,
+        /// "Peers while busy"): a version its senders acknowledged, whose operations it holds, and
+        /// that every operation it held outside was causally after. Only a hint for the daemon that
+        /// proposes (``prefixLeader``): the meet of every daemon's offer bounds what it proposes.
+        /// Nil: the daemon reports none (a daemon of an older build, or stable prefixes off); then
+        /// no daemon proposes, and the document keeps the quiescent rule.
+        public var offer: VersionVector?
+        /// The proposal (the leader's ``version``) this daemon found it can never take as its own
+        /// version (an operation it holds outside it is not causally after it, or it does not include
+        /// what this daemon published): the leader then proposes another. Empty: none.
+        public var refused: VersionVector
 
         public init(sequence: UInt64, version: VersionVector, claimed: Set<ReplicaID>, retiredAt: UInt64 = 0,
                     acknowledged: [ReplicaID: UInt64] = [:], retired: Set<ReplicaID> = [],
-                    parted: [ReplicaID: ClosedRange<UInt64>] = [:]) {
+                    parted: [ReplicaID: ClosedRange<UInt64>] = [:], offer: VersionVector? = nil,
+                    refused: VersionVector = VersionVector()) {
             (self.sequence, self.version, self.claimed) = (sequence, version, claimed)
             (self.retiredAt, self.acknowledged, self.retired) = (retiredAt, acknowledged, retired)
-            self.parted = parted
+            (self.parted, self.offer, self.refused) = (parted, offer, refused)
         }
 
         /// Whether `version` ends, for some author, on an operation this entry says its daemon
@@ -120,7 +136,8 @@ public struct PeerStability: Sendable, Equatable {
             o.claimed.isSubset(of: claimed) && self.retired.isSubset(of: o.retired) ? o.retiredAt : sequence
         } ?? (self.retired.isEmpty ? 0 : sequence)
         entries[me] = Entry(sequence: sequence, version: version, claimed: claimed, retiredAt: retiredAt,
-                            acknowledged: acknowledged, retired: retired, parted: old?.parted ?? [:])
+                            acknowledged: acknowledged, retired: retired, parted: old?.parted ?? [:],
+                            offer: old?.offer, refused: old?.refused ?? VersionVector())
         heard[me] = now
         assert(entries[me]!.sequence > (old?.sequence ?? 0))
         return true
@@ -140,6 +157,22 @@ public struct PeerStability: Sendable, Equatable {
         let acknowledged = retirementsHeld(except: me)
         guard acknowledged != mine.acknowledged else { return false }
         mine.acknowledged = acknowledged
+        mine.sequence += 1
+        entries[me] = mine
+        heard[me] = now
+        return true
+    }
+
+    /// This daemon's (`me`) ``Entry/offer`` and ``Entry/refused`` become these, with the next
+    /// sequence, if they changed (a placeholder entry if it has published nothing: it still holds
+    /// compaction back as before). Returns whether the entry changed (gossip it).
+    ///
+    /// - Complexity: O(r) for r replicas in the versions.
+    public mutating func reportPrefix(_ me: ReplicaID, offer: VersionVector, refused: VersionVector, now: UInt64) -> Bool {
+        var mine = entries[me] ?? Entry(sequence: 0, version: VersionVector(), claimed: [me])
+        guard mine.offer != offer || mine.refused != refused else { return false }
+        mine.offer = offer
+        mine.refused = refused
         mine.sequence += 1
         entries[me] = mine
         heard[me] = now
@@ -434,17 +467,17 @@ public struct PeerStability: Sendable, Equatable {
 
     // MARK: Encoding
 
-    /// Appends the table to `w` (the tail of a version-4 stability file).
+    /// Appends the table to `w` (the tail of a version-5 stability file).
     ///
     /// ```
     /// entries:varint (daemon:varint heard:varint sequence:varint version claimed:varint replica:varint×
     ///                 retiredAt:varint acknowledged:varint (daemon:varint sequence:varint)× retired:varint replica:varint×
-    ///                 parted:varint (replica:varint first:varint last:varint)×)×
+    ///                 parted:varint (replica:varint first:varint last:varint)× hasOffer:u8 [offer] refused)×
     /// retired:varint daemon:varint× relayAuthors:varint (replica:varint heard:varint)×
     /// retiredAuthors:varint replica:varint×
     /// ```
-    /// (A version-3 file's entries end at `retired`: nothing parted; a version-2 file's at
-    /// `claimed`: no retirements either.)
+    /// (A version-4 file's entries end at `parted`: no offer, nothing refused; a version-3 file's
+    /// at `retired`: nothing parted either; a version-2 file's at `claimed`: no retirements either.)
     /// - Complexity: O(size).
     func encode(into w: inout WireWriter) {
         w.count(entries.count)
@@ -459,6 +492,9 @@ public struct PeerStability: Sendable, Equatable {
             w.count(e.retired.count)
             for r in e.retired.sorted() { w.varint(r.rawValue) }
             w.partedRanges(e.parted)
+            w.byte(e.offer == nil ? 0 : 1)
+            if let offer = e.offer { w.version(offer) }
+            w.version(e.refused)
         }
         w.count(retired.count)
         for d in retired.sorted() { w.varint(d.rawValue) }
@@ -469,8 +505,9 @@ public struct PeerStability: Sendable, Equatable {
     }
 
     /// Reads what ``encode(into:)`` wrote (`retirements` false: a version-2 file's table;
-    /// `parted` false: a version-3 file's, whose entries end at `retired`).
-    init(reading r: inout WireReader, retirements: Bool = true, parted: Bool = true) throws(WireError) {
+    /// `parted` false: a version-3 file's, whose entries end at `retired`; `prefixes` false: a
+    /// version-4 file's, whose entries end at `parted`: no offer, nothing refused).
+    init(reading r: inout WireReader, retirements: Bool = true, parted: Bool = true, prefixes: Bool = true) throws(WireError) {
         for _ in 0..<(try r.count(minBytes: 5)) {
             let d = ReplicaID(try r.varint())
             heard[d] = try r.varint()
@@ -485,6 +522,10 @@ public struct PeerStability: Sendable, Equatable {
                 for _ in 0..<(try r.count(minBytes: 1)) { entry.retired.insert(ReplicaID(try r.varint())) }
             }
             if parted { entry.parted = try r.partedRanges() }
+            if prefixes {
+                if try r.flag() { entry.offer = try r.version() }
+                entry.refused = try r.version()
+            }
             entries[d] = entry
         }
         for _ in 0..<(try r.count(minBytes: 1)) { retired.insert(ReplicaID(try r.varint())) }

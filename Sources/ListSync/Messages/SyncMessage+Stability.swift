@@ -4,10 +4,11 @@ import ListCRDT
 ///
 /// ```
 /// entries := count:varint (daemon:varint (≠ 0) sequence:varint version claimed:varint replica:varint ×)×
-///            [retirements [parted]]
+///            [retirements [parted [prefixes]]]
 /// retirements := count:varint (daemon:varint retiredAt:varint acknowledged:varint (daemon:varint sequence:varint)×
 ///                               retired:varint replica:varint×)×
 /// parted := count:varint (daemon:varint ranges:varint (replica:varint first:varint last:varint)×)×
+/// prefixes := count:varint (daemon:varint offer:version refused:version)×
 /// ```
 /// Daemons in increasing order, each once; claimed replicas in increasing order, each once. A
 /// decoder refuses a daemon named twice, a replica claimed twice and a replica 0 (malformed).
@@ -20,7 +21,13 @@ import ListCRDT
 /// ``PeerStability/Entry/parted`` ranges (after a `retirements` part, empty if no entry retired
 /// anyone): a daemon of an older build refuses such a message as malformed (trailing bytes), so
 /// it is sent only once some daemon merged back; each names a daemon of the entries, once, in
-/// increasing order, with its ranges per replica in increasing order.
+/// increasing order, with its ranges per replica in increasing order. `prefixes`
+/// (Docs/Semantics.md §7, "Peers while busy") follows only when an entry has an
+/// ``PeerStability/Entry/offer`` (after `retirements` and `parted` parts, empty if nobody retired
+/// or parted anything): each names a daemon of the entries, once, in increasing order, with its
+/// offer and the proposal it refused (empty: none); an entry it does not name offers nothing. A
+/// daemon of an older build refuses such a message as malformed (trailing bytes): it is sent only
+/// by a daemon that takes stable prefixes with its peers.
 extension WireWriter {
     mutating func stabilityEntries(_ entries: [ReplicaID: PeerStability.Entry]) {
         count(entries.count)
@@ -34,7 +41,8 @@ extension WireWriter {
             entries[$0]!.retiredAt > 0 || !entries[$0]!.acknowledged.isEmpty || !entries[$0]!.retired.isEmpty
         }
         let parting = entries.keys.sorted().filter { !entries[$0]!.parted.isEmpty }
-        guard !retiring.isEmpty || !parting.isEmpty else { return }
+        let offering = entries.keys.sorted().filter { entries[$0]!.offer != nil }
+        guard !retiring.isEmpty || !parting.isEmpty || !offering.isEmpty else { return }
         count(retiring.count)
         for d in retiring {
             let e = entries[d]!
@@ -44,11 +52,16 @@ extension WireWriter {
             count(e.retired.count)
             for r in e.retired.sorted() { varint(r.rawValue) }
         }
-        guard !parting.isEmpty else { return }
+        guard !parting.isEmpty || !offering.isEmpty else { return }
         count(parting.count)
         for d in parting {
             varint(d.rawValue)
             partedRanges(entries[d]!.parted)
+        }
+        guard !offering.isEmpty else { return }
+        count(offering.count)
+        for d in offering {
+            varint(d.rawValue); version(entries[d]!.offer!); version(entries[d]!.refused)
         }
     }
 }
@@ -74,7 +87,22 @@ extension WireReader {
         }
         if !isAtEnd { try retirements(into: &entries) }
         if !isAtEnd { try parted(into: &entries) }
+        if !isAtEnd { try prefixes(into: &entries) }
         return entries
+    }
+
+    /// The `prefixes` part: each daemon's ``PeerStability/Entry/offer`` and
+    /// ``PeerStability/Entry/refused``, set on its entry.
+    private mutating func prefixes(into entries: inout [ReplicaID: PeerStability.Entry]) throws(WireError) {
+        var previous: UInt64 = 0
+        for _ in 0..<(try count(minBytes: 3)) {
+            let at = offset
+            let d = try varint()
+            guard d > previous, entries[ReplicaID(d)] != nil else { throw .invalidValue("daemon \(d) in prefixes", offset: at) }
+            previous = d
+            entries[ReplicaID(d)]!.offer = try version()
+            entries[ReplicaID(d)]!.refused = try version()
+        }
     }
 
     /// The `parted` part: each daemon's ``PeerStability/Entry/parted``, set on its entry.

@@ -1,0 +1,139 @@
+import ListCRDT
+
+// Compaction at a stable prefix on a document that peer daemons sync while its devices keep
+// editing (Docs/Semantics.md §7, "Peers while busy"). Each daemon's entry of the stability table
+// offers the prefix it could vouch for (``PeerStability/Entry/offer``); the least daemon of the
+// table (``PeerStability/prefixLeader``) proposes a version within the meet of the offers as its
+// own entry's version; every other daemon takes it as its own version when it can vouch for it
+// (its senders acknowledged it, and everything it holds outside it is causally after it), or says
+// it never can (``PeerStability/Entry/refused``); once every entry names the same version, each
+// daemon compacts there, as at a quiescent point every daemon reported (``peersHold(_:)``).
+
+extension DocumentCore {
+    /// What this daemon says of a version proposed as the next stable prefix.
+    enum PrefixAnswer: Equatable {
+        /// It vouches for it now: it may become its entry's version.
+        case take
+        /// Not yet (it lacks some of it, or its senders have not acknowledged all of it).
+        case wait
+        /// Never (it does not include what this daemon vouched for already, or an operation held
+        /// here outside it is not causally after it).
+        case refuse
+    }
+
+    /// Whether this daemon takes part in the stable prefixes of its peers now: peered, nothing in
+    /// flight or waiting for its causes, all of it durable, not merged back since it last
+    /// published (its entry may name what its copy no longer holds).
+    ///
+    /// - Complexity: O(n) for n subscribers.
+    public var isReadyForPeerPrefix: Bool {
+        variant != .compactsOnlyWhenQuiescent && failure == nil && destroyedReason == nil && inFlight.isEmpty
+            && document.pendingCount == 0 && document.version == durableVersion && partedVersion == nil && isPeered
+    }
+
+    /// Whether this daemon can vouch for `proposal` as its entry's version (Docs/Semantics.md §7,
+    /// "Peers while busy"), `stable` being its senders' stable version (``sendersStableVersion``):
+    /// it includes what this daemon vouched for already and the floor, and goes past the floor
+    /// (else never); this copy holds it whole and the senders acknowledged it (else not yet);
+    /// every operation held here outside it is causally after it (else never).
+    ///
+    /// - Complexity: O(m × r) for m operations logged since the floor and r replicas
+    ///   (``ListDocument/compactablePrefix(within:)``).
+    func answer(_ proposal: VersionVector, stable: VersionVector?) -> PrefixAnswer {
+        let published = stability.peers.entries[document.replica]?.version ?? VersionVector()
+        guard proposal.includes(published) else { return .refuse }
+        if let floor = document.historyFloor, floor.includes(proposal) || !proposal.includes(floor) { return .refuse }
+        guard document.version.includes(proposal), let stable, stable.includes(proposal) else { return .wait }
+        if variant == .peerPrefixIgnoresHeldOperations { return .take }
+        return document.compactablePrefix(within: proposal) == proposal ? .take : .refuse
+    }
+
+    /// This daemon's part in the peers' stable prefix, at `now` (the stability clock): its offer
+    /// is brought up to date (the compactable prefix of its senders' stable version, or what it
+    /// vouched for already); the leader proposes the next prefix (``nextProposal(stable:trigger:)``)
+    /// as its entry's version; another daemon takes the leader's proposal as its own version, or
+    /// refuses it. Nothing when not ready (``isReadyForPeerPrefix``). Returns whether the table
+    /// changed (write it down, gossip it).
+    ///
+    /// The caller refreshes the senders first (``refreshStability(now:retireAfter:)``).
+    ///
+    /// - Complexity: O(s × e) for s senders and e entries, and O(m × r) per
+    ///   ``ListDocument/compactablePrefix(within:)`` (at most three) for m operations logged since
+    ///   the floor and r replicas.
+    mutating func takePeerPrefix(now: UInt64, trigger: CompactionTrigger) -> Bool {
+        guard isReadyForPeerPrefix else { return false }
+        let me = document.replica
+        var changed = stability.adoptClaimedAuthors(me: me, now: now)
+        let stable = sendersStableVersion
+        let mine = stability.peers.entries[me]
+        let published = mine?.version ?? VersionVector()
+        let offer = stable.flatMap { document.compactablePrefix(within: $0) } ?? published
+        var refused = mine?.refused ?? VersionVector()
+        changed = stability.peers.reportPrefix(me, offer: offer, refused: refused, now: now) || changed
+        if let leader = stability.peers.prefixLeader {
+            if leader == me {
+                if let proposal = nextProposal(stable: stable, trigger: trigger) {
+                    changed = publishPrefix(proposal, now: now) || changed
+                }
+            } else if let proposal = stability.peers.entries[leader]?.version,
+                      proposal != published, proposal != VersionVector(), proposal != refused {
+                switch answer(proposal, stable: stable) {
+                case .take: changed = publishPrefix(proposal, now: now) || changed
+                case .refuse:
+                    refused = proposal
+                    changed = stability.peers.reportPrefix(me, offer: offer, refused: refused, now: now) || changed
+                case .wait: break
+                }
+            }
+        }
+        if changed { gossipDirty = true }
+        return changed
+    }
+
+    /// The leader's next proposal, or nil: only once its current one (its entry's version) is
+    /// done with (none yet, compacted at here, refused by another daemon, or agreed on by every
+    /// daemon but not worth compacting at here), the compactable prefix here of the meet of every
+    /// daemon's offer, if this daemon can vouch for it, it differs from the current one and it
+    /// holds the trigger's operations since the floor.
+    ///
+    /// - Complexity: O(e × r) for e entries of r replicas, and O(m × r) per
+    ///   ``ListDocument/compactablePrefix(within:)`` (at most three).
+    func nextProposal(stable: VersionVector?, trigger: CompactionTrigger) -> VersionVector? {
+        let me = document.replica
+        let peers = stability.peers
+        let current = peers.entries[me]?.version ?? VersionVector()
+        let done = current == VersionVector() || (document.historyFloor?.includes(current) ?? false)
+            || peers.isRefused(current, leader: me)
+            || (peers.agree(on: current) && prefixPoint(within: current, trigger) != current)
+        guard done, let meet = peers.offersMeet, let candidate = document.compactablePrefix(within: meet),
+              candidate != current, answer(candidate, stable: stable) == .take,
+              prefixPoint(within: candidate, trigger) == candidate else { return nil }
+        return candidate
+    }
+
+    /// This daemon's entry names `version`, a stable prefix it vouches for (``answer(_:stable:)``),
+    /// with the replicas it counts now (each acknowledged it). Returns whether the entry changed.
+    ///
+    /// - Complexity: that of ``PeerStability/publish(_:version:claimed:retired:now:heartbeat:)``.
+    mutating func publishPrefix(_ version: VersionVector, now: UInt64) -> Bool {
+        stability.peers.publish(document.replica, version: version, claimed: stability.claimed,
+                                retired: stability.tracker.retired, now: now)
+    }
+
+    /// The stable prefix at which a peered document may be compacted now, though it is not
+    /// quiescent: this daemon's entry's version, once every daemon's entry names it too and
+    /// nothing else of the peers holds it back (``peersHold(_:)``), it is past the floor, the
+    /// senders still acknowledge it, every operation held here outside it is causally after it
+    /// and it holds the trigger's operations since the floor. Nil otherwise, or when not ready
+    /// (``isReadyForPeerPrefix``).
+    ///
+    /// - Complexity: that of ``peersHold(_:)`` and ``sendersStableVersion``, then O(m × r) for m
+    ///   operations logged since the floor (``prefixPoint(within:_:)``).
+    public func peerPrefixPoint(_ trigger: CompactionTrigger) -> VersionVector? {
+        guard isReadyForPeerPrefix, let version = stability.peers.entries[document.replica]?.version,
+              version != VersionVector(), !(document.historyFloor?.includes(version) ?? false) else { return nil }
+        guard variant == .peerPrefixWithoutAgreement || peersHold(version) == nil else { return nil }
+        guard let stable = sendersStableVersion, stable.includes(version) else { return nil }
+        return prefixPoint(within: version, trigger) == version ? version : nil
+    }
+}

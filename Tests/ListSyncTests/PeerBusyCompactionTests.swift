@@ -1,0 +1,308 @@
+import Foundation
+import Testing
+@_spi(Testing) import ListCRDT
+@testable @_spi(Testing) import ListSync
+import ListSyncTestSupport
+import ListSyncSimulation
+import ListSyncRandom
+
+/// Compaction at a stable prefix on a document peer daemons sync while their devices keep editing
+/// (Docs/Semantics.md §7, "Peers while busy"), on document cores with no socket and no disk: the
+/// least daemon proposes a prefix within every daemon's offer, each other daemon takes it when
+/// it can vouch for it or refuses it, and each compacts once every entry names it.
+@Suite struct PeerBusyCompactionTests {
+    /// One daemon of a run: its core and its devices' copies.
+    struct Daemon {
+        var core: DocumentCore
+        var docs: [ListDocument]
+        /// What each device held a round ago (what it reports as seen: a round late).
+        var lastSeen: [VersionVector]
+        var compactions = 0
+        var atPrefix = 0
+    }
+
+    struct Outcome {
+        var daemons: [Daemon]
+        var made: [ListOperation] = []
+        /// Batches a core refused from a peer link as made before its floor (the copies part).
+        var refusedRelays = 0
+    }
+
+    static func daemonReplica(_ i: Int) -> ReplicaID { ReplicaID(50 + UInt64(i)) }
+    static func link(_ peer: Int) -> SubscriberID { SubscriberID(100 + peer) }
+    static func device(_ k: Int) -> SubscriberID { SubscriberID(1 + k) }
+    static func deviceReplica(_ i: Int, _ k: Int) -> UInt64 { 1 + UInt64(i * 10 + k) }
+
+    /// `n` daemons (replicas 50, 51, …) at `typed(3)` made by daemon 50, linked by `links` (each
+    /// link attached both ways, its daemon named), with `m` compacting devices each.
+    static func make(daemons n: Int, devices m: Int, links: [(Int, Int)], variant: DocumentCore.Variant) -> [Daemon] {
+        let base = Fixture.typed(3, replica: 50)
+        var out: [Daemon] = []
+        for i in 0..<n {
+            var core = DocumentCore(id: Fixture.document, name: "busy", epoch: 7, document: base.fork(as: 50 + UInt64(i)), maxFrame: 1 << 20)
+            core.variant = variant
+            for (a, b) in links where a == i || b == i {
+                let peer = a == i ? b : a
+                _ = core.subscribe(link(peer), epoch: 7, version: base.version)
+                _ = core.seen(link(peer), replica: daemonReplica(peer), version: base.version, role: .relay, now: 1)
+            }
+            let docs = (0..<m).map { base.fork(as: deviceReplica(i, $0)) }
+            for k in 0..<m {
+                _ = core.subscribe(device(k), epoch: 7, version: base.version)
+                _ = core.seen(device(k), replica: ReplicaID(deviceReplica(i, k)), version: base.version, role: .compactingDevice, now: 1)
+            }
+            _ = core.refreshStability(now: 1, retireAfter: 1 << 40)
+            out.append(Daemon(core: core, docs: docs, lastSeen: docs.map(\.version)))
+        }
+        return out
+    }
+
+    /// Relays to daemon `to` what daemon `from` holds that it lacks, over `from`'s link there;
+    /// counts a refusal as made before the floor.
+    static func relay(_ from: Int, _ to: Int, _ o: inout Outcome, batch: inout UInt64) {
+        let source = o.daemons[from].core.document, held = o.daemons[to].core.document.version
+        guard source.hasHistory(since: held) else {
+            Issue.record("daemon \(to) is behind daemon \(from)'s floor")
+            return
+        }
+        let ops = source.operations(since: held)
+        guard !ops.isEmpty else { return }
+        batch += 1
+        var actions = o.daemons[to].core.receive(ops, batch: batch, from: link(from))
+        for a in actions.appends { actions += o.daemons[to].core.durable(ticket: a.ticket) }
+        if actions.sent(to: link(from)).contains(where: { if case .error(_, _, .compacted, _) = $0 { true } else { false } }) {
+            o.refusedRelays += 1
+        }
+    }
+
+    /// Gossips every daemon's table along the links, both ways.
+    static func gossip(_ o: inout Outcome, links: [(Int, Int)], now: UInt64) {
+        for (a, b) in links {
+            _ = o.daemons[b].core.peerStability(link(a), from: daemonReplica(a), entries: o.daemons[a].core.stability.peers.entries, now: now)
+            _ = o.daemons[a].core.peerStability(link(b), from: daemonReplica(b), entries: o.daemons[b].core.stability.peers.entries, now: now)
+        }
+    }
+
+    /// Daemons and devices as ``make(daemons:devices:links:variant:)``; for `rounds` rounds every
+    /// device takes what its daemon holds, makes one to three random edits and sends them (made
+    /// durable at once), the daemons relay along the links what the other lacks, every device
+    /// reports what it held a round before (never its daemon's version: no daemon is quiescent),
+    /// the tables are gossiped and each daemon's housekeeping runs (an operations trigger of 8, no
+    /// interval); a point it finds is compacted at. Then `quiet` rounds without edits.
+    static func run(seed: UInt64, daemons n: Int, links: [(Int, Int)], devices m: Int = 2, rounds: Int = 60, quiet: Int = 10,
+                    variant: DocumentCore.Variant = .correct) throws -> Outcome {
+        var rng = SplitMix64(seed: seed)
+        var o = Outcome(daemons: make(daemons: n, devices: m, links: links, variant: variant))
+        var rule = CompactionRule(retireAfter: 1 << 40, minOperations: 8, interval: 0, gossipInterval: 0)
+        rule.stablePrefixes = true
+        var batch: UInt64 = 0, counter = 0
+        for round in 0..<(rounds + quiet) {
+            let now = 2 + UInt64(round)
+            for i in 0..<n {
+                for k in 0..<m {
+                    let core = o.daemons[i].core.document
+                    if core.hasHistory(since: o.daemons[i].docs[k].version) {
+                        o.daemons[i].docs[k].receive(core.operations(since: o.daemons[i].docs[k].version))
+                    }
+                    guard round < rounds else { continue }
+                    let before = o.daemons[i].docs[k].operationCount
+                    for _ in 0..<(1 + rng.below(3)) {
+                        let edit = RandomEdit.random(for: o.daemons[i].docs[k], using: &rng) { counter += 1; return "v\(counter)" }
+                        _ = try? edit.apply(to: &o.daemons[i].docs[k])
+                    }
+                    let ops = try o.daemons[i].docs[k].operations(from: before)
+                    guard !ops.isEmpty else { continue }
+                    o.made += ops
+                    batch += 1
+                    let actions = o.daemons[i].core.receive(ops, batch: batch, from: device(k))
+                    for a in actions.appends { _ = o.daemons[i].core.durable(ticket: a.ticket) }
+                }
+            }
+            // Twice, so that a chain carries an edit end to end within the round.
+            for _ in 0..<2 {
+                for (a, b) in links {
+                    relay(a, b, &o, batch: &batch)
+                    relay(b, a, &o, batch: &batch)
+                }
+            }
+            for i in 0..<n {
+                for k in 0..<m {
+                    _ = o.daemons[i].core.seen(device(k), replica: ReplicaID(deviceReplica(i, k)), version: o.daemons[i].lastSeen[k],
+                                               role: .compactingDevice, now: now)
+                    o.daemons[i].lastSeen[k] = o.daemons[i].docs[k].version
+                }
+            }
+            gossip(&o, links: links, now: now)
+            for i in 0..<n {
+                let step = o.daemons[i].core.housekeeping(stabilityNow: now, now: now, rule: rule)
+                guard let point = step.point else { continue }
+                let shown = o.daemons[i].core.document.snapshot()
+                let version = o.daemons[i].core.document.version
+                do {
+                    try o.daemons[i].core.compact(at: point)
+                } catch {
+                    Issue.record("seed \(seed): daemon \(i) refused its own compaction point: \(error)")
+                    continue
+                }
+                o.daemons[i].compactions += 1
+                if point != version { o.daemons[i].atPrefix += 1 }
+                #expect(o.daemons[i].core.document.snapshot() == shown && o.daemons[i].core.document.version == version)
+            }
+        }
+        return o
+    }
+
+    /// Every operation made is on every daemon's copy, the copies show the same, and every device
+    /// catches up from its daemon's history and shows it too.
+    static func checkNothingLost(_ o: inout Outcome, seed: UInt64) throws {
+        #expect(o.refusedRelays == 0, "seed \(seed): \(o.refusedRelays) relays refused as made before a floor")
+        let first = o.daemons[0].core.document
+        for i in o.daemons.indices {
+            let core = o.daemons[i].core.document
+            try core.checkInvariants()
+            for op in o.made where !core.version.contains(op.lastID) { Issue.record("seed \(seed): daemon \(i) lacks \(op.id)") }
+            #expect(core.version == first.version && core.snapshot() == first.snapshot(), "seed \(seed): daemon \(i)'s copy differs")
+            for k in o.daemons[i].docs.indices {
+                let v = o.daemons[i].docs[k].version
+                #expect(core.hasHistory(since: v), "seed \(seed): a device of daemon \(i) is behind the floor")
+                o.daemons[i].docs[k].receive(core.operations(since: v))
+                #expect(o.daemons[i].docs[k].snapshot() == core.snapshot(), "seed \(seed): a device of daemon \(i) differs")
+            }
+        }
+    }
+
+    static let pair = [(0, 1)]
+    static let mesh = [(0, 1), (0, 2), (1, 2)]
+    static let chain = [(0, 1), (1, 2)]
+
+    @Test("two peered daemons whose devices edit every round and acknowledge a round late: each compacts at stable prefixes again and again while busy, and nothing is lost")
+    func twoDaemonsCompactWhileBusy() throws {
+        for seed in UInt64(1)...6 {
+            var o = try Self.run(seed: seed, daemons: 2, links: Self.pair)
+            for (i, d) in o.daemons.enumerated() {
+                #expect(d.atPrefix >= 10, "seed \(seed): daemon \(i) compacted \(d.compactions) times, \(d.atPrefix) at a prefix")
+            }
+            try Self.checkNothingLost(&o, seed: seed)
+        }
+    }
+
+    @Test("three peered daemons, all linked or in a chain, whose devices edit every round: each compacts at stable prefixes again and again while busy, and nothing is lost")
+    func threeDaemonsCompactWhileBusy() throws {
+        for links in [Self.mesh, Self.chain] {
+            for seed in UInt64(1)...4 {
+                var o = try Self.run(seed: seed, daemons: 3, links: links)
+                for (i, d) in o.daemons.enumerated() {
+                    #expect(d.atPrefix >= 8, "seed \(seed), \(links.count) links: daemon \(i) compacted \(d.compactions) times, \(d.atPrefix) at a prefix")
+                }
+                try Self.checkNothingLost(&o, seed: seed)
+            }
+        }
+    }
+
+    @Test("with compaction at a quiescent point only (DocumentCore.Variant.compactsOnlyWhenQuiescent), the same busy peered documents never compact while their devices edit")
+    func quiescentOnlyNeverCompactsWhileBusy() throws {
+        for seed in UInt64(1)...3 {
+            let o = try Self.run(seed: seed, daemons: 3, links: Self.mesh, quiet: 0, variant: .compactsOnlyWhenQuiescent)
+            for (i, d) in o.daemons.enumerated() { #expect(d.compactions == 0, "seed \(seed): daemon \(i)") }
+        }
+    }
+
+    // MARK: A prefix one daemon cannot vouch for
+
+    /// Two daemons X (50, the leader) and Y (51), a device `a` at X and `b` at Y, at `typed(3)`.
+    /// `a` inserts `d` at X and `b` inserts `o` at Y, concurrently; X relays `d` to Y, not yet
+    /// `o` to X. `a` acknowledges `typed(3)` + `d`; `b` takes `d`, acknowledges `typed(3)` + `d` +
+    /// `o`, and sends `o2` made after, which it has not acknowledged yet (so Y is not quiescent).
+    /// X offers `typed(3)` + `d`, Y more; X proposes `typed(3)` + `d`, which Y holds `o` outside
+    /// of, not after it.
+    static func concurrentAtY(_ variants: (x: DocumentCore.Variant, y: DocumentCore.Variant))
+        throws -> (o: Outcome, rule: CompactionRule, a: ListDocument, b: ListDocument, opO: [ListOperation]) {
+        var o = Outcome(daemons: make(daemons: 2, devices: 1, links: pair, variant: .correct))
+        o.daemons[0].core.variant = variants.x
+        o.daemons[1].core.variant = variants.y
+        var rule = CompactionRule(retireAfter: 1 << 40, minOperations: 1, interval: 0, gossipInterval: 0)
+        rule.stablePrefixes = true
+        var a = o.daemons[0].docs[0], b = o.daemons[1].docs[0]
+        let base = a.version
+        let d = try a.insertItem(at: IndexPath(item: 0, section: 0), value: Data("d".utf8))
+        let opO = try b.insertItem(at: IndexPath(item: 1, section: 0), value: Data("o".utf8))
+        try #require(!opO.deps.ids.contains(d.id))
+        guard case .ack? = PeerAdmissionTests.send([d], from: device(0), to: &o.daemons[0].core, batch: 1),
+              case .ack? = PeerAdmissionTests.send([opO], from: device(0), to: &o.daemons[1].core, batch: 1) else {
+            throw PeerRetirementTests.Failure("a device's edit was refused")
+        }
+        var batch: UInt64 = 10
+        relay(0, 1, &o, batch: &batch)
+        b.receive([d])
+        let acknowledged = b.version
+        let o2 = try b.insertItem(at: IndexPath(item: 0, section: 0), value: Data("o2".utf8))
+        guard case .ack? = PeerAdmissionTests.send([o2], from: device(0), to: &o.daemons[1].core, batch: 2) else {
+            throw PeerRetirementTests.Failure("o2 was refused")
+        }
+        _ = o.daemons[0].core.seen(device(0), replica: a.replica, version: a.version, role: .compactingDevice, now: 2)
+        _ = o.daemons[1].core.seen(device(0), replica: b.replica, version: acknowledged, role: .compactingDevice, now: 2)
+        try #require(!base.includes(a.version))
+        // Offers, the proposal, the answer: three rounds of housekeeping (compacting where it
+        // says so) and gossip.
+        for now in UInt64(3)...5 {
+            _ = try housekeep(&o, rule: rule, now: now)
+            gossip(&o, links: pair, now: now)
+        }
+        return (o, rule, a, b, [opO])
+    }
+
+    /// Housekeeping on both daemons, each compacting at the point it finds; returns how many did.
+    static func housekeep(_ o: inout Outcome, rule: CompactionRule, now: UInt64) throws -> Int {
+        var compacted = 0
+        for i in 0..<2 {
+            if let point = o.daemons[i].core.housekeeping(stabilityNow: now, now: now, rule: rule).point {
+                try o.daemons[i].core.compact(at: point)
+                compacted += 1
+            }
+        }
+        return compacted
+    }
+
+    @Test("the prefix the leader proposes, one the other daemon holds an operation outside of that is not after it, is refused there and compacted at nowhere; once that operation is in the next proposal both compact, Y at a prefix, and the copies stay the same")
+    func refusedProposalThenAgreed() throws {
+        var (o, rule, a, _, opO) = try Self.concurrentAtY((.correct, .correct))
+        let x = o.daemons[0].core, y = o.daemons[1].core
+        let proposal = try #require(x.stability.peers.entries[Self.daemonReplica(0)]?.version)
+        #expect(proposal == a.version, "X proposes typed(3) + d")
+        #expect(y.stability.peers.entries[Self.daemonReplica(1)]?.refused == proposal, "Y refuses it")
+        _ = try Self.housekeep(&o, rule: rule, now: 6)
+        #expect(o.daemons[0].core.document.historyFloor == nil && o.daemons[1].core.document.historyFloor == nil,
+                "a daemon compacted at a prefix Y cannot vouch for")
+        // o reaches X and a; a acknowledges it: the next proposal holds it.
+        var batch: UInt64 = 20
+        Self.relay(1, 0, &o, batch: &batch)
+        a.receive(opO)
+        _ = o.daemons[0].core.seen(Self.device(0), replica: a.replica, version: a.version, role: .compactingDevice, now: 7)
+        var compacted = 0
+        for now in UInt64(7)...10 {
+            compacted += try Self.housekeep(&o, rule: rule, now: now)
+            Self.gossip(&o, links: Self.pair, now: now)
+        }
+        #expect(compacted == 2, "both compact at the agreed prefix")
+        #expect(o.daemons[0].core.document.historyFloor == a.version && o.daemons[1].core.document.historyFloor == a.version)
+        #expect(o.daemons[1].core.document.version != a.version, "Y compacted at a prefix: o2 stays after it")
+        Self.relay(1, 0, &o, batch: &batch)
+        #expect(o.refusedRelays == 0)
+        #expect(o.daemons[0].core.document.version == o.daemons[1].core.document.version
+                && o.daemons[0].core.document.snapshot() == o.daemons[1].core.document.snapshot())
+    }
+
+    @Test("a daemon that compacts at its own proposal without every daemon's agreement (Variant.peerPrefixWithoutAgreement), or one that takes a proposal ignoring an operation it holds that is not after it (Variant.peerPrefixIgnoresHeldOperations), makes the copies part: the operation is refused where the floor was compacted")
+    func unsafeVariantsPart() throws {
+        for variants in [(DocumentCore.Variant.peerPrefixWithoutAgreement, DocumentCore.Variant.correct),
+                         (DocumentCore.Variant.correct, DocumentCore.Variant.peerPrefixIgnoresHeldOperations)] {
+            var (o, rule, _, _, _) = try Self.concurrentAtY(variants)
+            _ = try Self.housekeep(&o, rule: rule, now: 6)
+            #expect(o.daemons[0].core.document.historyFloor != nil, "\(variants): X did not compact")
+            var batch: UInt64 = 20
+            Self.relay(1, 0, &o, batch: &batch)
+            #expect(o.refusedRelays > 0 && o.daemons[0].core.document.version != o.daemons[1].core.document.version,
+                    "\(variants): the broken core was not caught: the copies are the same")
+        }
+    }
+}
