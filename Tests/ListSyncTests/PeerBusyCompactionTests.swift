@@ -19,6 +19,8 @@ import ListSyncRandom
         var lastSeen: [VersionVector]
         var compactions = 0
         var atPrefix = 0
+        /// Compactions while the devices edited.
+        var busyCompactions = 0
     }
 
     struct Outcome {
@@ -90,7 +92,7 @@ import ListSyncRandom
     /// the tables are gossiped and each daemon's housekeeping runs (an operations trigger of 8, no
     /// interval); a point it finds is compacted at. Then `quiet` rounds without edits.
     static func run(seed: UInt64, daemons n: Int, links: [(Int, Int)], devices m: Int = 2, rounds: Int = 60, quiet: Int = 10,
-                    variant: DocumentCore.Variant = .correct) throws -> Outcome {
+                    variant: DocumentCore.Variant = .correct, quiescentOnly: Set<Int> = []) throws -> Outcome {
         var rng = SplitMix64(seed: seed)
         var o = Outcome(daemons: make(daemons: n, devices: m, links: links, variant: variant))
         var rule = CompactionRule(retireAfter: 1 << 40, minOperations: 8, interval: 0, gossipInterval: 0)
@@ -134,7 +136,10 @@ import ListSyncRandom
             }
             gossip(&o, links: links, now: now)
             for i in 0..<n {
-                let step = o.daemons[i].core.housekeeping(stabilityNow: now, now: now, rule: rule)
+                var ruleHere = rule
+                ruleHere.stablePrefixes = !quiescentOnly.contains(i)
+                let step = o.daemons[i].core.housekeeping(stabilityNow: now, now: now, rule: ruleHere)
+                if round < rounds { o.daemons[i].busyCompactions = o.daemons[i].compactions + (step.point == nil ? 0 : 1) }
                 guard let point = step.point else { continue }
                 let shown = o.daemons[i].core.document.snapshot()
                 let version = o.daemons[i].core.document.version
@@ -205,6 +210,89 @@ import ListSyncRandom
             let o = try Self.run(seed: seed, daemons: 3, links: Self.mesh, quiet: 0, variant: .compactsOnlyWhenQuiescent)
             for (i, d) in o.daemons.enumerated() { #expect(d.compactions == 0, "seed \(seed): daemon \(i)") }
         }
+    }
+
+    @Test("a daemon that reports no offer (stable prefixes off there, as a daemon of an older build) leaves every daemon the quiescent rule: none compacts while the devices edit, all compact once they stop, and nothing is lost")
+    func daemonWithoutOffersKeepsQuiescentRule() throws {
+        for seed in UInt64(1)...2 {
+            var o = try Self.run(seed: seed, daemons: 3, links: Self.mesh, rounds: 30, quiet: 12, quiescentOnly: [2])
+            for (i, d) in o.daemons.enumerated() {
+                #expect(d.busyCompactions == 0 && d.compactions >= 1, "seed \(seed): daemon \(i): \(d.busyCompactions) while busy, \(d.compactions) in all")
+                #expect(d.core.stability.peers.prefixLeader == nil)
+            }
+            try Self.checkNothingLost(&o, seed: seed)
+        }
+    }
+
+    @Test("the leader is the least daemon once every entry offers; the meet of the offers; a proposal refused or passed by another daemon's version")
+    func leaderAndOffers() {
+        let (x, y) = (ReplicaID(50), ReplicaID(51))
+        func v(_ c: [UInt64: UInt64]) -> VersionVector { PeerRetirementTests.v(c) }
+        var table = PeerStability()
+        expect(table.publish(y, version: v([1: 2]), claimed: [], now: 1))
+        _ = table.note(daemon: x, me: y, now: 1)
+        #expect(table.prefixLeader == nil, "x's placeholder offers nothing")
+        expect(table.reportPrefix(y, offer: v([1: 5, 2: 3]), refused: VersionVector(), now: 2))
+        expect(!table.reportPrefix(y, offer: v([1: 5, 2: 3]), refused: VersionVector(), now: 3), "the same again: no change")
+        #expect(table.prefixLeader == nil && table.offersMeet == nil)
+        var xs = table.entries
+        xs[x] = PeerStability.Entry(sequence: 4, version: v([1: 3]), claimed: [x], offer: v([1: 4, 2: 6]))
+        expect(table.merge(xs, me: y, floor: nil, now: 4))
+        #expect(table.prefixLeader == x)
+        #expect(table.offersMeet == v([1: 4, 2: 3]))
+        #expect(!table.isRefused(v([1: 3]), leader: x) && !table.agree(on: v([1: 3])))
+        // y publishes what x proposes: they agree; a publish keeps the offer.
+        expect(table.publish(y, version: v([1: 3]), claimed: [], now: 5))
+        #expect(table.entries[y]?.offer == v([1: 5, 2: 3]) && table.agree(on: v([1: 3])))
+        // A proposal y refused, or one that does not include y's version, is refused.
+        expect(table.reportPrefix(y, offer: v([1: 5, 2: 3]), refused: v([1: 4]), now: 6))
+        #expect(table.isRefused(v([1: 4]), leader: x) && table.isRefused(v([2: 1]), leader: x))
+        #expect(!table.isRefused(v([1: 4, 2: 1]), leader: x))
+    }
+
+    @Test("offers and refusals round-trip in the stability message (absent when no entry offers, as an older daemon sends) and in the stability file (version 5); a version-4 file loads without them")
+    func encodings() throws {
+        let doc = DocumentID(high: 0, low: 9)
+        let (x, y) = (ReplicaID(50), ReplicaID(51))
+        func v(_ c: [UInt64: UInt64]) -> VersionVector { PeerRetirementTests.v(c) }
+        var table = PeerStability()
+        expect(table.publish(y, version: v([1: 2]), claimed: [ReplicaID(1)], now: 1))
+        let plain = SyncMessage.stability(document: doc, from: y, entries: table.entries)
+        #expect(try SyncMessage(decoding: plain.encoded()) == plain)
+        expect(table.reportPrefix(y, offer: v([1: 5, 2: 3]), refused: v([1: 4]), now: 2))
+        _ = table.note(daemon: x, me: y, now: 2)
+        let message = SyncMessage.stability(document: doc, from: y, entries: table.entries)
+        let bytes = message.encoded()
+        #expect(try SyncMessage(decoding: bytes) == message)
+        // Cut where the empty retirements and parted parts end: the entries without offers.
+        let stripped = table.entries.mapValues { PeerStability.Entry(sequence: $0.sequence, version: $0.version, claimed: $0.claimed) }
+        let entriesEnd = SyncMessage.stability(document: doc, from: y, entries: stripped).encoded().count
+        #expect(try SyncMessage(decoding: Array(bytes[..<(entriesEnd + 2)])) == .stability(document: doc, from: y, entries: stripped))
+        for n in entriesEnd + 3 ..< bytes.count {
+            #expect(throws: SyncProtocolError.self) { _ = try SyncMessage(decoding: Array(bytes[..<n])) }
+        }
+        // A prefixes part naming a daemon the entries lack is refused.
+        var bad = SyncMessage.stability(document: doc, from: y,
+                                        entries: [y: PeerStability.Entry(sequence: 1, version: VersionVector(), claimed: [y])]).encoded()
+        bad += [0, 0, 1, 52, 0, 0]   // no retirements, nothing parted; daemon 52 offers nothing, refused nothing
+        #expect(throws: SyncProtocolError.self) { _ = try SyncMessage(decoding: bad) }
+
+        var stability = DocumentStability()
+        stability.peers = table
+        let file = stability.encoded()
+        #expect(Array(file.prefix(8)) == Array("LSSTAB5\n".utf8))
+        #expect(try DocumentStability(decoding: file).peers.entries == table.entries)
+        for n in 0 ..< file.count {
+            #expect(throws: SyncProtocolError.self) { _ = try DocumentStability(decoding: Array(file[..<n])) }
+        }
+        // Version 4: the entries end at `parted`.
+        var v4 = [UInt8]("LSSTAB4\n".utf8) + [1, 0, 0, 0]     // relayed; no senders, retired or ephemeral
+        v4 += [1, 51, 5, 4, 1, 1, 2, 1, 51, 0, 0, 0, 0]       // daemon 51, heard 5, sequence 4, {1: 2}, claims itself, no retirements, nothing parted
+        v4 += [0, 0, 0]                                       // no retired daemons, relay authors or retired authors
+        let old = try DocumentStability(decoding: v4)
+        #expect(old.peers.entries == [y: PeerStability.Entry(sequence: 4, version: v([1: 2]), claimed: [y])])
+        #expect(old.peers.prefixLeader == nil)
+        #expect(try DocumentStability(decoding: old.encoded()) == old, "written again as version 5")
     }
 
     // MARK: A prefix one daemon cannot vouch for
