@@ -49,8 +49,8 @@ extension DocumentCore {
     }
 
     /// This daemon's part in the peers' stable prefix, at `now` (the stability clock): its offer
-    /// is brought up to date (the compactable prefix of its senders' stable version, or what it
-    /// vouched for already); the leader proposes the next prefix (``nextProposal(stable:trigger:)``)
+    /// is brought up to date (the compactable prefix of its senders' stable version, when that
+    /// includes the offer before; else the offer before, or what it vouched for already); the leader proposes the next prefix (``nextProposal(stable:trigger:)``)
     /// as its entry's version; another daemon takes the leader's proposal as its own version, or
     /// refuses it. Nothing when not ready (``isReadyForPeerPrefix``). Returns whether the table
     /// changed (write it down, gossip it).
@@ -67,7 +67,11 @@ extension DocumentCore {
         let stable = sendersStableVersion
         let mine = stability.peers.entries[me]
         let published = mine?.version ?? VersionVector()
-        let offer = stable.flatMap { document.compactablePrefix(within: $0) } ?? published
+        // The offer only grows (a hint, not a promise: a proposal within it may still have to
+        // wait here), so that an entry does not go back and forth, gossiped each time, while a
+        // subscriber is behind for a moment.
+        let previous = mine?.offer ?? published
+        let offer = stable.flatMap { document.compactablePrefix(within: $0) }.flatMap { $0.includes(previous) ? $0 : nil } ?? previous
         var refused = mine?.refused ?? VersionVector()
         changed = stability.peers.reportPrefix(me, offer: offer, refused: refused, now: now) || changed
         if let leader = stability.peers.prefixLeader {
@@ -86,6 +90,7 @@ extension DocumentCore {
                 }
             }
         }
+        noteVouchers()
         if changed { gossipDirty = true }
         return changed
     }
@@ -120,19 +125,37 @@ extension DocumentCore {
                                 retired: stability.tracker.retired, now: now)
     }
 
-    /// The stable prefix at which a peered document may be compacted now, though it is not
-    /// quiescent: this daemon's entry's version, once every daemon's entry names it too and
-    /// nothing else of the peers holds it back (``peersHold(_:)``), it is past the floor, the
-    /// senders still acknowledge it, every operation held here outside it is causally after it
-    /// and it holds the trigger's operations since the floor. Nil otherwise, or when not ready
-    /// (``isReadyForPeerPrefix``).
+    /// Notes which daemons' entries this daemon has seen at exactly its own entry's version
+    /// (``prefixVouchers``); once every daemon of the table has been, that version is agreed
+    /// (``agreedPrefix``). Every entry seen at it was written vouching for it, and stays true of
+    /// the moment it was written: the leader may move on to its next proposal (after it
+    /// compacted) before this daemon sees every other daemon's entry at this one, and this daemon
+    /// still compacts there.
     ///
-    /// - Complexity: that of ``peersHold(_:)`` and ``sendersStableVersion``, then O(m × r) for m
-    ///   operations logged since the floor (``prefixPoint(within:_:)``).
+    /// - Complexity: O(e × r) for e entries of r replicas.
+    mutating func noteVouchers() {
+        let entries = stability.peers.entries
+        guard let version = entries[document.replica]?.version, version != VersionVector() else { return }
+        if prefixVouchers?.version != version { prefixVouchers = (version, []) }
+        for (d, e) in entries where e.version == version { prefixVouchers!.daemons.insert(d) }
+        if Set(entries.keys).isSubset(of: prefixVouchers!.daemons) { agreedPrefix = version }
+    }
+
+    /// The stable prefix at which a peered document may be compacted now, though it is not
+    /// quiescent: the latest version every daemon's entry was seen at here (``agreedPrefix``),
+    /// if nothing else of the peers holds it back (``peersHold(_:exactly:)``: every link a known
+    /// daemon, every entry at it or past it, retirements acknowledged, relay authors claimed), it
+    /// is past the floor, the senders still acknowledge it, every operation held here outside it
+    /// is causally after it and it holds the trigger's operations since the floor. Nil
+    /// otherwise, or when not ready (``isReadyForPeerPrefix``).
+    ///
+    /// - Complexity: that of ``peersHold(_:exactly:)`` and ``sendersStableVersion``, then
+    ///   O(m × r) for m operations logged since the floor (``prefixPoint(within:_:)``).
     public func peerPrefixPoint(_ trigger: CompactionTrigger) -> VersionVector? {
-        guard isReadyForPeerPrefix, let version = stability.peers.entries[document.replica]?.version,
+        let own = stability.peers.entries[document.replica]?.version
+        guard isReadyForPeerPrefix, let version = variant == .peerPrefixWithoutAgreement ? own : agreedPrefix,
               version != VersionVector(), !(document.historyFloor?.includes(version) ?? false) else { return nil }
-        guard variant == .peerPrefixWithoutAgreement || peersHold(version) == nil else { return nil }
+        guard variant == .peerPrefixWithoutAgreement || peersHold(version, exactly: false) == nil else { return nil }
         guard let stable = sendersStableVersion, stable.includes(version) else { return nil }
         return prefixPoint(within: version, trigger) == version ? version : nil
     }

@@ -69,6 +69,7 @@ extension DocumentCore {
         subscribers[subscriber] = sub
         var changed = stability.heardFromRelay(daemon, me: document.replica, now: now)
         changed = stability.peers.merge(entries, me: document.replica, floor: document.historyFloor, now: now) || changed
+        noteVouchers()
         if changed || newListener { gossipDirty = true }
         return changed
     }
@@ -130,19 +131,22 @@ extension DocumentCore {
 
     /// What of the peers holds this daemon back from compacting at `version`, its local quiescent
     /// version (nil: nothing): a peer link attached that is not a daemon the table knows (or
-    /// retired), or what the table says (``PeerStability/hold(_:me:acknowledgedRetirements:)``:
+    /// retired), or what the table says (``PeerStability/hold(_:me:acknowledgedRetirements:exactly:)``:
     /// a daemon at another version, a retirement not acknowledged, a relay author no daemon claims).
+    /// `exactly` false: an agreed stable prefix (``peerPrefixPoint(_:)``), which every entry must
+    /// include rather than name.
     ///
     /// - Complexity: O(n + e × r + e² + a × e) for n subscribers, e entries of r replicas and a
     ///   relay authors.
-    func peersHold(_ version: VersionVector) -> String? {
+    func peersHold(_ version: VersionVector, exactly: Bool = true) -> String? {
         let peers = stability.peers
         for sub in subscribers.values where sub.role == .relay {
             guard let d = sub.replica, peers.entries[d] != nil || peers.retired.contains(d) else {
                 return "a peer link of an unknown daemon \(sub.replica.map { "\($0)" } ?? "(unnamed)")"
             }
         }
-        return peers.hold(version, me: document.replica, acknowledgedRetirements: variant != .retiresWithoutAgreement)?.description
+        return peers.hold(version, me: document.replica, acknowledgedRetirements: variant != .retiresWithoutAgreement,
+                          exactly: exactly)?.description
     }
 
     /// Why this daemon does not compact now, in words (for a report or a log): not settled, not

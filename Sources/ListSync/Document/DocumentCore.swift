@@ -193,6 +193,14 @@ public struct DocumentCore: Sendable {
     /// The driver's monotonic time before which ``housekeeping(stabilityNow:now:rule:)`` does
     /// not look for a stable prefix again (a pass over the history: once per interval at most).
     var prefixNotBefore: UInt64 = 0
+    /// This daemon's entry's version and the daemons whose entries it has seen at exactly that
+    /// version since (its own, and the leader's it took it from, included), in memory
+    /// (Docs/Semantics.md §7, "Peers while busy"; ``noteVouchers()``).
+    var prefixVouchers: (version: VersionVector, daemons: Set<ReplicaID>)?
+    /// The latest version every daemon's entry was seen at here (``noteVouchers()``): a stable
+    /// prefix every daemon vouched for, which this daemon may compact at even once the entries
+    /// moved on to the next proposal (``peerPrefixPoint(_:)``). In memory: lost with a restart.
+    var agreedPrefix: VersionVector?
     /// What the last compaction here left reclaimable (hidden text characters it keeps as
     /// anchors), which the bytes trigger does not count again (``reclaimableSinceCompaction``).
     var reclaimableKept = 0

@@ -376,30 +376,34 @@ public struct PeerStability: Sendable, Equatable {
     }
 
     /// What holds this daemon (`me`) back from compacting at `version`, as far as its peers go
-    /// (nil: nothing): its own entry or another daemon's not at exactly `version`, a daemon's
+    /// (nil: nothing): its own entry or another daemon's not at exactly `version` (with `exactly`
+    /// false, not including it: a stable prefix every entry was seen at, Docs/Semantics.md §7,
+    /// "Peers while busy"), a daemon's
     /// retirement not acknowledged by every other (``Entry/acknowledged``; not checked when
     /// `acknowledgedRetirements` is false, a deliberately broken core's), or a relay author no
     /// daemon claims. (Its own local quiescence, and that every peer link attached is a known
     /// daemon, ``DocumentCore`` checks.)
     ///
     /// - Complexity: O(e × r + e² + a × e) for e entries of r replicas and a relay authors.
-    public func hold(_ version: VersionVector, me: ReplicaID, acknowledgedRetirements: Bool = true) -> Hold? {
-        guard entries[me]?.version == version else { return .ownEntry }
-        if let d = entries.first(where: { $0.value.version != version })?.key { return .daemonAtAnotherVersion(d) }
+    public func hold(_ version: VersionVector, me: ReplicaID, acknowledgedRetirements: Bool = true, exactly: Bool = true) -> Hold? {
+        guard let mine = entries[me], exactly ? mine.version == version : mine.version.includes(version) else { return .ownEntry }
+        if let d = entries.first(where: { exactly ? $0.value.version != version : !$0.value.version.includes(version) })?.key {
+            return .daemonAtAnotherVersion(d)
+        }
         if acknowledgedRetirements, let (d, w) = unacknowledgedRetirement { return .retirementNotAcknowledged(d, by: w) }
         if let a = relayAuthors.first(where: { !isClaimed($0) }) { return .unclaimedRelayAuthor(a) }
         return nil
     }
 
     /// Whether this daemon (`me`) may compact at `version`, as far as its peers go: nothing
-    /// holds it back (``hold(_:me:acknowledgedRetirements:)``).
+    /// holds it back (``hold(_:me:acknowledgedRetirements:exactly:)``).
     ///
-    /// - Complexity: that of ``hold(_:me:acknowledgedRetirements:)``.
+    /// - Complexity: that of ``hold(_:me:acknowledgedRetirements:exactly:)``.
     public func allows(_ version: VersionVector, me: ReplicaID, acknowledgedRetirements: Bool = true) -> Bool {
         hold(version, me: me, acknowledgedRetirements: acknowledgedRetirements) == nil
     }
 
-    /// What holds a daemon back from compacting, as far as its peers go (``hold(_:me:acknowledgedRetirements:)``).
+    /// What holds a daemon back from compacting, as far as its peers go (``hold(_:me:acknowledgedRetirements:exactly:)``).
     public enum Hold: Equatable, Sendable, CustomStringConvertible {
         /// Its own entry is not at the version (it has not published it).
         case ownEntry
