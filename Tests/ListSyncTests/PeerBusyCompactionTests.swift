@@ -295,6 +295,30 @@ import ListSyncRandom
         #expect(try DocumentStability(decoding: old.encoded()) == old, "written again as version 5")
     }
 
+    @Test("an agreement seen over time: once every daemon's entry has been seen at this daemon's version, it is agreed, though the leader moved on to its next proposal before the last answer came; a daemon never seen there leaves it unagreed")
+    func agreementSeenOverTime() {
+        let (x, y, z) = (ReplicaID(50), ReplicaID(51), ReplicaID(52))
+        func v(_ c: [UInt64: UInt64]) -> VersionVector { PeerRetirementTests.v(c) }
+        let (older, agreed, next) = (v([1: 2]), v([1: 4]), v([1: 6]))
+        var core = DocumentCore(id: Fixture.document, name: "n", epoch: 7, document: Fixture.typed(3, replica: 51))
+        func entry(_ sequence: UInt64, _ version: VersionVector, _ d: ReplicaID) -> PeerStability.Entry {
+            PeerStability.Entry(sequence: sequence, version: version, claimed: [d], offer: next)
+        }
+        expect(core.stability.peers.publish(y, version: agreed, claimed: [], now: 1))
+        _ = core.stability.peers.merge([x: entry(1, agreed, x), z: entry(1, older, z)], me: y, floor: nil, now: 1)
+        core.noteVouchers()
+        #expect(core.agreedPrefix == nil, "z has not taken it yet")
+        // The leader saw z's answer first, compacted and proposed the next; y sees both at once.
+        _ = core.stability.peers.merge([x: entry(2, next, x), z: entry(2, agreed, z)], me: y, floor: nil, now: 2)
+        #expect(core.stability.peers.agree(on: agreed) == false && core.peersHold(agreed) != nil)
+        core.noteVouchers()
+        #expect(core.agreedPrefix == agreed)
+        #expect(core.peersHold(agreed, exactly: false) == nil, "every entry includes it")
+        // A new daemon (a placeholder) holds it back.
+        _ = core.stability.peers.note(daemon: ReplicaID(53), me: y, now: 3)
+        #expect(core.peersHold(agreed, exactly: false) != nil)
+    }
+
     // MARK: A prefix one daemon cannot vouch for
 
     /// Two daemons X (50, the leader) and Y (51), a device `a` at X and `b` at Y, at `typed(3)`.
