@@ -134,7 +134,11 @@ extension DocumentCore {
         // A document that keeps moving is compacted at a stable prefix (Docs/Semantics.md §7,
         // "A stable prefix", "Peers while busy"): looking for one costs a pass over the history
         // (O(m × r)), so it is looked for once per interval at most, found or not.
-        let peerPrefix = rule.stablePrefixes && now >= prefixNotBefore && isReadyForPeerPrefix
+        // With peers, only the offer (a pass over the history) waits for the interval: the
+        // proposal, the answers and the compaction at an agreed prefix follow as soon as the
+        // tables say so, each pass made once per version it is made for.
+        let peerPrefix = rule.stablePrefixes && isReadyForPeerPrefix
+        let offerDue = peerPrefix && now >= prefixNotBefore
         if isPeered {
             // This daemon's entry first, written down before it is gossiped; then its part in the
             // peers' stable prefix.
@@ -143,10 +147,11 @@ extension DocumentCore {
             step.retired = peers.retired
             step.forgotten = peers.forgotten
             if peerPrefix {
-                prefixNotBefore = now &+ rule.interval
                 let local = refreshStability(now: stabilityNow, retireAfter: rule.retireAfter)
                 step.retired += local.retired
-                step.saveStability = takePeerPrefix(now: stabilityNow, trigger: rule.trigger) || local.changed || step.saveStability
+                if offerDue { prefixNotBefore = now &+ rule.interval }
+                step.saveStability = takePeerPrefix(now: stabilityNow, trigger: rule.trigger, offer: offerDue)
+                    || local.changed || step.saveStability
             }
             step.gossip = gossip(now: now, interval: rule.gossipInterval) + announceParted() + cutPartedHolders()
         }
@@ -157,7 +162,7 @@ extension DocumentCore {
         let local = refreshStability(now: stabilityNow, retireAfter: rule.retireAfter)
         step.retired += local.retired
         if settled { step.point = quiescentPoint(rule.trigger) }
-        if step.point == nil, peerPrefix { step.point = peerPrefixPoint(rule.trigger) }
+        if step.point == nil, peerPrefix { step.point = takePeerPrefixPoint(rule.trigger) }
         if step.point == nil, prefix, let stable = sendersStableVersion,
            !(document.historyFloor?.includes(stable) ?? false) {
             prefixNotBefore = now &+ rule.interval

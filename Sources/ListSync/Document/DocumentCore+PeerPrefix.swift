@@ -60,7 +60,7 @@ extension DocumentCore {
     /// - Complexity: O(s × e) for s senders and e entries, and O(m × r) per
     ///   ``ListDocument/compactablePrefix(within:)`` (at most three) for m operations logged since
     ///   the floor and r replicas.
-    mutating func takePeerPrefix(now: UInt64, trigger: CompactionTrigger) -> Bool {
+    mutating func takePeerPrefix(now: UInt64, trigger: CompactionTrigger, offer offerDue: Bool = true) -> Bool {
         guard isReadyForPeerPrefix else { return false }
         let me = document.replica
         var changed = stability.adoptClaimedAuthors(me: me, now: now)
@@ -69,9 +69,10 @@ extension DocumentCore {
         let published = mine?.version ?? VersionVector()
         // The offer only grows (a hint, not a promise: a proposal within it may still have to
         // wait here), so that an entry does not go back and forth, gossiped each time, while a
-        // subscriber is behind for a moment.
+        // subscriber is behind for a moment; it is looked for once per interval (`offerDue`).
         let previous = mine?.offer ?? published
-        let offer = stable.flatMap { document.compactablePrefix(within: $0) }.flatMap { $0.includes(previous) ? $0 : nil } ?? previous
+        let looked = offerDue ? stable.flatMap { document.compactablePrefix(within: $0) } : nil
+        let offer = looked.flatMap { $0.includes(previous) ? $0 : nil } ?? previous
         var refused = mine?.refused ?? VersionVector()
         changed = stability.peers.reportPrefix(me, offer: offer, refused: refused, now: now) || changed
         if let leader = stability.peers.prefixLeader {
@@ -103,17 +104,41 @@ extension DocumentCore {
     ///
     /// - Complexity: O(e × r) for e entries of r replicas, and O(m × r) per
     ///   ``ListDocument/compactablePrefix(within:)`` (at most three).
-    func nextProposal(stable: VersionVector?, trigger: CompactionTrigger) -> VersionVector? {
+    mutating func nextProposal(stable: VersionVector?, trigger: CompactionTrigger) -> VersionVector? {
         let me = document.replica
         let peers = stability.peers
         let current = peers.entries[me]?.version ?? VersionVector()
         let done = current == VersionVector() || (document.historyFloor?.includes(current) ?? false)
             || peers.isRefused(current, leader: me)
-            || (peers.agree(on: current) && prefixPoint(within: current, trigger) != current)
-        guard done, let meet = peers.offersMeet, let candidate = document.compactablePrefix(within: meet),
-              candidate != current, answer(candidate, stable: stable) == .take,
-              prefixPoint(within: candidate, trigger) == candidate else { return nil }
+            || (peers.agree(on: current) && !isPrefixPoint(current, trigger))
+        // Looked for once per meet of the offers (the offers change once per interval at most),
+        // and again while a candidate has to wait here (a cheap answer).
+        guard done, let meet = peers.offersMeet else { return nil }
+        if meet == proposedFrom { return nil }
+        guard let candidate = document.compactablePrefix(within: meet), candidate != current else {
+            proposedFrom = meet
+            return nil
+        }
+        let answer = answer(candidate, stable: stable)
+        if answer != .wait { proposedFrom = meet }
+        guard answer == .take, isPrefixPoint(candidate, trigger) else { return nil }
         return candidate
+    }
+
+    /// Whether this daemon may compact at `version`, as far as its own copy goes:
+    /// ``prefixPoint(within:_:)`` is `version` (every operation held outside it causally after
+    /// it, and it holds the trigger's operations since the floor). Asked once per version and
+    /// floor (``prefixChecks``): the operations taken later are after an agreed prefix, and
+    /// those within it do not change.
+    ///
+    /// - Complexity: O(m × r) the first time for m operations logged since the floor and r
+    ///   replicas; O(r) after.
+    mutating func isPrefixPoint(_ version: VersionVector, _ trigger: CompactionTrigger) -> Bool {
+        if prefixChecks == nil || prefixChecks!.floor != document.historyFloor { prefixChecks = (document.historyFloor, [:]) }
+        if let known = prefixChecks!.checked[version] { return known }
+        let ok = prefixPoint(within: version, trigger) == version
+        prefixChecks!.checked[version] = ok
+        return ok
     }
 
     /// This daemon's entry names `version`, a stable prefix it vouches for (``answer(_:stable:)``),
@@ -152,11 +177,17 @@ extension DocumentCore {
     /// - Complexity: that of ``peersHold(_:exactly:)`` and ``sendersStableVersion``, then
     ///   O(m × r) for m operations logged since the floor (``prefixPoint(within:_:)``).
     public func peerPrefixPoint(_ trigger: CompactionTrigger) -> VersionVector? {
+        var core = self
+        return core.takePeerPrefixPoint(trigger)
+    }
+
+    /// ``peerPrefixPoint(_:)``, noting its pass over the history (``isPrefixPoint(_:_:)``).
+    mutating func takePeerPrefixPoint(_ trigger: CompactionTrigger) -> VersionVector? {
         let own = stability.peers.entries[document.replica]?.version
         guard isReadyForPeerPrefix, let version = variant == .peerPrefixWithoutAgreement ? own : agreedPrefix,
               version != VersionVector(), !(document.historyFloor?.includes(version) ?? false) else { return nil }
         guard variant == .peerPrefixWithoutAgreement || peersHold(version, exactly: false) == nil else { return nil }
         guard let stable = sendersStableVersion, stable.includes(version) else { return nil }
-        return prefixPoint(within: version, trigger) == version ? version : nil
+        return isPrefixPoint(version, trigger) ? version : nil
     }
 }

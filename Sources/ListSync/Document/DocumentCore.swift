@@ -201,6 +201,12 @@ public struct DocumentCore: Sendable {
     /// prefix every daemon vouched for, which this daemon may compact at even once the entries
     /// moved on to the next proposal (``peerPrefixPoint(_:)``). In memory: lost with a restart.
     var agreedPrefix: VersionVector?
+    /// The meet of the offers the leader last looked for a proposal in, and the versions whose
+    /// prefix check (``prefixPoint(within:_:)``) this daemon made at its floor, with the answer:
+    /// each is a pass over the history, and gives the same answer again for the same versions
+    /// (every operation taken later is after an agreed prefix).
+    var proposedFrom: VersionVector?
+    var prefixChecks: (floor: VersionVector?, checked: [VersionVector: Bool])?
     /// What the last compaction here left reclaimable (hidden text characters it keeps as
     /// anchors), which the bytes trigger does not count again (``reclaimableSinceCompaction``).
     var reclaimableKept = 0
