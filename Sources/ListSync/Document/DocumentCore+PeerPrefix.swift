@@ -85,8 +85,13 @@ extension DocumentCore {
                 switch answer(proposal, stable: stable) {
                 case .take: changed = publishPrefix(proposal, now: now) || changed
                 case .refuse:
+                    // What this daemon could vouch for within the proposal becomes its offer (the
+                    // one time an offer goes down): the leader's next meet is within it. Where the
+                    // daemons' clients edit concurrently, a proposal made from offers taken at
+                    // different moments often holds, outside it here, edits not after it.
                     refused = proposal
-                    changed = stability.peers.reportPrefix(me, offer: offer, refused: refused, now: now) || changed
+                    let within = document.compactablePrefix(within: proposal) ?? document.historyFloor ?? VersionVector()
+                    changed = stability.peers.reportPrefix(me, offer: within, refused: refused, now: now) || changed
                 case .wait: break
                 }
             }
