@@ -91,6 +91,10 @@ public struct DocumentCore: Sendable {
         /// acknowledged originals, and one caught up here keeps them beside the edits made again
         /// (Docs/Semantics.md §7, "A device learns what was parted").
         case hidesPartedFromDevices
+        /// Takes a document whose stability file was lost for one without peers: compacts it
+        /// as soon as its own senders allow, while a peer it forgot may hold operations made
+        /// before that floor (the copies part; Docs/Semantics.md §7, "A lost stability file").
+        case compactsWithStabilityLost
     }
 
     /// The document's id.
