@@ -182,12 +182,12 @@ public struct DocumentCore: Sendable {
     var lastGossip: UInt64?
     /// The stability clock's last reading (seconds), for what is noted between two readings.
     var stabilityClock: UInt64 = 0
-    /// The driver's monotonic time before which ``housekeeping(stabilityNow:now:rule:)`` finds no
-    /// compaction point again (the rule's interval after the last one it found).
-    var compactionNotBefore: UInt64 = 0
-    /// The driver's monotonic time before which ``housekeeping(stabilityNow:now:rule:)`` does
-    /// not look for a stable prefix again (a pass over the history: once per interval at most).
-    var prefixNotBefore: UInt64 = 0
+    /// The driver's monotonic time of the last compaction point ``housekeeping(stabilityNow:now:rule:)``
+    /// found (nil: none yet); it finds none again before ``compactionWait(_:)`` has passed.
+    var lastCompactionPoint: UInt64?
+    /// The driver's monotonic time ``housekeeping(stabilityNow:now:rule:)`` last looked for a
+    /// stable prefix (a pass over the history: once per ``compactionWait(_:)`` at most).
+    var lastPrefixSearch: UInt64?
     /// What the last compaction here left reclaimable (hidden text characters it keeps as
     /// anchors), which the bytes trigger does not count again (``reclaimableSinceCompaction``).
     var reclaimableKept = 0
