@@ -59,13 +59,7 @@ extension ListOperation {
     ///
     /// - Complexity: O(n) for n operations.
     public static func needsWireFormat7<C: Collection>(_ ops: C) -> Bool where C.Element == ListOperation {
-        var previous: ListOperation?
-        for op in ops {
-            if let p = previous, let head = p.runTextEdit,
-               continuesTextBlock(p, op, target: head.target, name: head.writes.writes[0].name) { return true }
-            previous = op
-        }
-        return false
+        anySpliceContinued(ops) { continuesTextBlock($0, $1, target: $2.target, name: $2.writes.writes[0].name) }   // TextRunCoding.swift
     }
 }
 

@@ -51,10 +51,22 @@ extension ListOperation {
     ///
     /// - Complexity: O(n) for n operations.
     public static func needsWireFormat6<C: Collection>(_ ops: C) -> Bool where C.Element == ListOperation {
+        anySpliceContinued(ops) { p, op, head in
+            var step: Int64?
+            return continuesTextRun(p, op, head: head, step: &step)
+        }
+    }
+
+    /// Whether some operation of `ops` is run shaped (``runTextEdit``, `head`) and the one after it
+    /// `continues` it.
+    ///
+    /// - Complexity: O(n) for n operations.
+    static func anySpliceContinued<C: Collection>(
+        _ ops: C, _ continues: (ListOperation, ListOperation, (target: RecordTarget, writes: FieldWrites, edit: TextEdit)) -> Bool
+    ) -> Bool where C.Element == ListOperation {
         var previous: ListOperation?
         for op in ops {
-            var step: Int64?
-            if let p = previous, let head = p.runTextEdit, continuesTextRun(p, op, head: head, step: &step) { return true }
+            if let p = previous, let head = p.runTextEdit, continues(p, op, head) { return true }
             previous = op
         }
         return false
