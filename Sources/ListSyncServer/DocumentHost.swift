@@ -530,8 +530,14 @@ actor DocumentHost {
     /// (the next change tries again; lost, stability restarts from nothing, which is safe).
     private func saveStability() {
         guard let stabilityPath else { return }
-        let folder = String(stabilityPath[..<(stabilityPath.lastIndex(of: "/") ?? stabilityPath.startIndex)])
-        do { try fileSystem.writeAtomically(core.stability.encoded(), to: stabilityPath, folder: folder) } catch {
+        Self.write(core.stability, to: stabilityPath, fileSystem: fileSystem, log: log, id: id)
+    }
+
+    /// Writes `stability` to `path` atomically; a failure is logged.
+    private static func write(_ stability: DocumentStability, to path: String, fileSystem fs: FileSystem,
+                              log: (String, [String: String]) -> Void, id: DocumentID) {
+        let folder = String(path[..<(path.lastIndex(of: "/") ?? path.startIndex)])
+        do { try fs.writeAtomically(stability.encoded(), to: path, folder: folder) } catch {
             log("stability not written", ["document": id.description, "error": error.description])
         }
     }
@@ -555,10 +561,7 @@ actor DocumentHost {
                                    "consequence": "not compacted until a peer's table arrives or --retire-after passes; every author holds compaction back until it reports or is retired"])
         }
         guard compacts else { return stability }
-        let folder = String(path[..<(path.lastIndex(of: "/") ?? path.startIndex)])
-        do { try fs.writeAtomically(stability.encoded(), to: path, folder: folder) } catch {
-            log("stability not written", ["document": id.description, "error": error.description])
-        }
+        write(stability, to: path, fileSystem: fs, log: log, id: id)
         return stability
     }
 

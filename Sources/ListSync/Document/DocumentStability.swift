@@ -22,8 +22,8 @@ public struct DocumentStability: Sendable, Equatable {
     /// What this daemon knows of its peers' stability (Docs/Semantics.md §7, "Peers").
     public internal(set) var peers = PeerStability()
     /// When (the stability clock) the daemon found this document's stability lost: a document
-    /// with history and no readable stability file (Docs/Semantics.md §7, "A lost stability
-    /// file"). Until a peer's table arrives or ``lostCleared(now:after:)`` says the retire period
+    /// it did not create just now and whose stability file is missing or unreadable
+    /// (Docs/Semantics.md §7, "A lost stability file"). Until a peer's table arrives or ``lostCleared(now:after:)`` says the retire period
     /// passed, the document is taken as peered with peers not known yet, and is not compacted.
     /// Nil: not lost.
     public private(set) var lostSince: UInt64?
@@ -31,8 +31,8 @@ public struct DocumentStability: Sendable, Equatable {
     /// Nothing known: every author found later holds stability back until heard of or retired.
     public init() {}
 
-    /// The stability of a document that has history but whose stability file is gone or
-    /// unreadable, found at `now` (the stability clock): nothing known, and ``lostSince`` set.
+    /// The stability of a document whose stability file is gone or unreadable, found at `now`
+    /// (the stability clock): nothing known, and ``lostSince`` set.
     public static func lost(at now: UInt64) -> DocumentStability {
         var stability = DocumentStability()
         stability.lostSince = now
