@@ -125,7 +125,7 @@ extension Daemon {
                              reopen: { try folder.open(newID, replica: replica, options: reopenOptions) }, log: log, held: true,
                              snapshotLogBytes: configuration.snapshotLogBytes, compaction: compactionSettings.policy,
                              wallClock: compactionSettings.wallClock, stabilityPath: folder.folder(of: newID) + "/stability",
-                             fileSystem: compactionSettings.fileSystem, metrics: metrics)
+                             fileSystem: compactionSettings.fileSystem, metrics: metrics, created: true)
         } catch { throw DaemonError.from(error) }
         hosts[newID] = h
         metrics.loaded()

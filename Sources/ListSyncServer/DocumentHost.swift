@@ -89,7 +89,8 @@ actor DocumentHost {
          log: @escaping @Sendable (String, [String: String]) -> Void, held: Bool = false,
          snapshotLogBytes: Int64 = DaemonConfiguration.defaultSnapshotLogBytes,
          compaction: CompactionPolicy? = nil, wallClock: @escaping @Sendable () -> UInt64 = CompactionPolicy.wallClock,
-         stabilityPath: String? = nil, fileSystem: FileSystem = .system, metrics: DaemonMetrics? = nil) {
+         stabilityPath: String? = nil, fileSystem: FileSystem = .system, metrics: DaemonMetrics? = nil,
+         created: Bool = false) {
         self.policy = DocumentHostPolicy(snapshotLogBytes: snapshotLogBytes, snapshotBytes: (try? store.snapshotBytes) ?? 0,
                                          compaction: compaction?.rule(gossipInterval: Self.gossipInterval))
         self.holds = held ? 1 : 0
@@ -106,7 +107,8 @@ actor DocumentHost {
         self.stabilityPath = stabilityPath
         self.fileSystem = fileSystem
         self.metrics = metrics
-        let stability = Self.loadStability(stabilityPath, fileSystem: fileSystem, log: log, id: id)
+        let stability = Self.loadStability(stabilityPath, fileSystem: fileSystem, log: log, id: id, created: created,
+                                           compacts: compaction != nil, now: wallClock())
         self.core = DocumentCore(id: id, name: name, epoch: epoch, document: document, maxFrame: maxFrame, stability: stability)
         self.clock = clock
         self.lastUsed = clock()
@@ -528,22 +530,39 @@ actor DocumentHost {
     /// (the next change tries again; lost, stability restarts from nothing, which is safe).
     private func saveStability() {
         guard let stabilityPath else { return }
-        let folder = String(stabilityPath[..<(stabilityPath.lastIndex(of: "/") ?? stabilityPath.startIndex)])
-        do { try fileSystem.writeAtomically(core.stability.encoded(), to: stabilityPath, folder: folder) } catch {
+        Self.write(core.stability, to: stabilityPath, fileSystem: fileSystem, log: log, id: id)
+    }
+
+    /// Writes `stability` to `path` atomically; a failure is logged.
+    private static func write(_ stability: DocumentStability, to path: String, fileSystem fs: FileSystem,
+                              log: (String, [String: String]) -> Void, id: DocumentID) {
+        let folder = String(path[..<(path.lastIndex(of: "/") ?? path.startIndex)])
+        do { try fs.writeAtomically(stability.encoded(), to: path, folder: folder) } catch {
             log("stability not written", ["document": id.description, "error": error.description])
         }
     }
 
-    /// Reads the document's stability, or starts from nothing (no file yet, or one that does not
-    /// decode: logged).
+    /// The document's stability: nothing known for a document `created` now (written at once,
+    /// so that a file missing later means a file lost), else what its file says, or a stability
+    /// *lost* (``DocumentStability/recovered(from:now:)``, written at once) where the file is
+    /// missing or does not decode: the document may have peers this daemon no longer knows of,
+    /// so it is not compacted until a peer's table arrives or the retire period passes
+    /// (Docs/Semantics.md §7, "A lost stability file"). Without compaction, nothing is written.
     private static func loadStability(_ path: String?, fileSystem fs: FileSystem, log: (String, [String: String]) -> Void,
-                                      id: DocumentID) -> DocumentStability {
-        guard let path, fs.exists(path) else { return DocumentStability() }
-        do { return try DocumentStability(decoding: try fs.readFile(path)) } catch {
-            log("stability not read", ["document": id.description, "error": "\(error)",
-                                       "consequence": "every author holds compaction back until it reports or is retired"])
-            return DocumentStability()
+                                      id: DocumentID, created: Bool, compacts: Bool, now: UInt64) -> DocumentStability {
+        guard let path else { return DocumentStability() }
+        var stability = DocumentStability()
+        if !created {
+            let bytes = fs.exists(path) ? try? fs.readFile(path) : nil
+            let (recovered, problem) = DocumentStability.recovered(from: bytes, now: now)
+            guard let problem, compacts else { return recovered }
+            stability = recovered
+            log("stability lost", ["document": id.description, "error": problem,
+                                   "consequence": "not compacted until a peer's table arrives or --retire-after passes; every author holds compaction back until it reports or is retired"])
         }
+        guard compacts else { return stability }
+        write(stability, to: path, fileSystem: fs, log: log, id: id)
+        return stability
     }
 
     // MARK: Lifetime

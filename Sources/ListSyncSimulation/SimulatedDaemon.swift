@@ -102,11 +102,21 @@ struct SimulatedDisk {
         try files.fileSystem.writeAtomically(stability.encoded(), to: stabilityPath, folder: folder.folder(of: document))
     }
 
-    /// The stability as a restarted host reads it: the file, or nothing if there is none yet.
-    func loadStability() throws -> DocumentStability {
+    /// Deletes the stability file, as a replaced disk or a backup restored without it would
+    /// (`listsync simulate --lose-stability`); nothing if there is none yet.
+    func loseStability() throws(StoreError) {
         let fs = files.fileSystem
-        guard fs.exists(stabilityPath) else { return DocumentStability() }
-        return try DocumentStability(decoding: try fs.readFile(stabilityPath))
+        if fs.exists(stabilityPath) { try fs.unlink(stabilityPath) }
+    }
+
+    /// The stability as a restarted host reads it (``DocumentStability/recovered(from:now:)``):
+    /// the file's, or, where it is missing or unreadable, a stability lost, written at once.
+    func loadStability(now: UInt64) throws(StoreError) -> DocumentStability {
+        let fs = files.fileSystem
+        let bytes = fs.exists(stabilityPath) ? try? fs.readFile(stabilityPath) : nil
+        let (stability, problem) = DocumentStability.recovered(from: bytes, now: now)
+        if problem != nil { try saveStability(stability) }
+        return stability
     }
 
     /// A snapshot through the store (``DocumentStore/snapshot(_:)``), as the host writes when its
@@ -187,6 +197,8 @@ struct SimulatedDaemon {
         self.epoch = epoch
         do {
             disk = try SimulatedDisk(document: document, replica: replica, epoch: epoch, skipsSyncs: skipsSyncs)
+            // As the host writes a document's stability file when it creates the document.
+            if compaction != nil { try disk.saveStability(DocumentStability()) }
         } catch {
             // An empty in-memory file system has nothing to fail on.
             preconditionFailure("the simulated store did not open: \(error)")
@@ -206,10 +218,15 @@ struct SimulatedDaemon {
 
     /// A crash and a restart: every session is gone, the disk keeps what it keeps, the store's
     /// recovery opens it and the stability file is read (a failure of either is returned; the
-    /// daemon then starts from an empty document, or from no stability).
-    mutating func crashAndRecover(cutAfter calls: Int, using rng: inout SplitMix64, variant: DocumentCore.Variant) -> String? {
+    /// daemon then starts from an empty document, or from no stability). With `losingStability`
+    /// the stability file is gone when it restarts.
+    mutating func crashAndRecover(cutAfter calls: Int, using rng: inout SplitMix64, variant: DocumentCore.Variant,
+                                  stabilityNow: UInt64, losingStability: Bool = false) -> String? {
         disk.crash(cutAfter: calls, using: &rng)
         var failure: String?
+        if losingStability {
+            do throws(StoreError) { try disk.loseStability() } catch { failure = "deleting the stability file: \(error)" }
+        }
         var doc: ListDocument
         do throws(StoreError) {
             doc = try disk.recover()
@@ -219,7 +236,9 @@ struct SimulatedDaemon {
             doc.pendingLimits = Self.limits
         }
         var stability = DocumentStability()
-        do { stability = try disk.loadStability() } catch { failure = "the stability file: \(error)" }
+        do throws(StoreError) { stability = try disk.loadStability(now: stabilityNow) } catch {
+            failure = "the stability file: \(error)"
+        }
         core = DocumentCore(id: core.id, name: core.name, epoch: epoch, document: doc, maxFrame: 1 << 16, stepBytes: 1 << 14,
                             stability: stability)
         core.variant = variant

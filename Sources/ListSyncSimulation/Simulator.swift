@@ -101,6 +101,11 @@ public struct SimulationConfiguration: Sendable {
     /// up: its copy holds acknowledged operations made before their floor, and is merged back
     /// (``Simulator/unhideDaemon()``).
     public var hidesDaemon = false
+    /// With compaction and crashes: every crash of a daemon also loses its stability file (a
+    /// disk replaced, a backup restored without it; Docs/Semantics.md §7, "The retire rule" and
+    /// "A copy left out of a peer's floor"): the daemon restarts counting no sender, no relay
+    /// author, and (with peers) no table, its peers' tables holding its entry of before.
+    public var losesStability = false
     /// A deliberately absent operator (tests of the harness's power): the lost daemon is not forgotten.
     @_spi(Testing) public var forgetsLostDaemon = true
     /// A deliberately broken client (tests of the harness's power): after a refusal it keeps the
@@ -127,7 +132,8 @@ public struct SimulationConfiguration: Sendable {
             + (compactAfter != nil ? deadBytesArguments : "")
             + (sendsAhead ? " --sends-ahead" : "") + (editInterval == 1 ? " --busy" : "")
             + (!compactsStablePrefixes && compactAfter != nil ? " --compact-quiescent-only" : "") + (roamPercent > 0 ? " --roam \(roamPercent)" : "")
-            + (losesDaemon ? " --lose-daemon" : "") + (hidesDaemon ? " --hide-daemon" : "") + " --field-writes \(workload.fieldWrites)"
+            + (losesDaemon ? " --lose-daemon" : "") + (hidesDaemon ? " --hide-daemon" : "")
+            + (losesStability ? " --lose-stability" : "") + " --field-writes \(workload.fieldWrites)"
             + (workload.textEdits > 0 ? " --text-edits \(workload.textEdits)" : "")
             + (workload.dragFieldWrites > 0 ? " --drag-field-writes \(workload.dragFieldWrites)" : "")
             + (workload.sectionInsertFields > 0 ? " --section-insert-fields \(workload.sectionInsertFields)" : "")
@@ -703,7 +709,9 @@ public struct Simulator: Sendable {
         // The power goes before the queued round writes, after its write, or after its sync too.
         let cut = rng.below(3)
         let before = daemons[d].disk.files.stats
-        if let failure = daemons[d].crashAndRecover(cutAfter: cut, using: &rng, variant: configuration.coreVariant) {
+        if configuration.losesStability, configuration.trace { trace("d\(d) loses its stability file") }
+        if let failure = daemons[d].crashAndRecover(cutAfter: cut, using: &rng, variant: configuration.coreVariant,
+                                                    stabilityNow: stabilityNow, losingStability: configuration.losesStability) {
             report.failures.append("daemon \(d): recovery after a crash failed: \(failure)")
         }
         let after = daemons[d].disk.files.stats

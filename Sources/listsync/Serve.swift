@@ -68,7 +68,8 @@ let serveUsage = """
                               no peer is compacted at that prefix too: Docs/Semantics.md §7;
                               --compact-stable-prefix says the default)
       --compact-interval S    seconds between two compactions of one document at least
-                              (LISTSYNC_COMPACT_INTERVAL; 60)
+                              (LISTSYNC_COMPACT_INTERVAL; 60); an eighth of it while the
+                              document holds four times --compact-after operations
       --compact-dead-share F  also compact, as above, once the bytes a compaction would free
                               (deleted items' values, overwritten and removed fields, deleted
                               text, the log: `reclaimable_bytes` in status) reach this share of

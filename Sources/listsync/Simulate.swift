@@ -65,6 +65,9 @@ let simulateUsage = """
                           first daemon (its first `seen` lost) and its links stay down while
                           its clients edit; the others compact without it, then its links come
                           up and its copy is merged back onto theirs (nothing acknowledged lost)
+      --lose-stability    with --compact-after and --crashes: every crash of a daemon also
+                          loses its stability file (who counts, what each reported, the peers'
+                          table): it restarts counting nobody; nothing acknowledged may be lost
       --field-writes P    percent of edits that write fields of a random item or section:
                           value sets and removals, counter increments, set adds and removes
                           (default 20; 0: none, the runs of before fields)
@@ -88,7 +91,8 @@ let simulateUsage = """
 
     An option given without what it goes with (--ring without 3 daemons, --roam,
     --lose-daemon or --hide-daemon without 2, --sends-ahead, --retire-after,
-    --lose-daemon, --hide-daemon or the --compact-dead options without --compact-after)
+    --lose-daemon, --hide-daemon, --lose-stability or the --compact-dead options without
+    --compact-after, --lose-stability without --crashes)
     is a usage error, not ignored.
     """
 
@@ -146,6 +150,7 @@ func runSimulate(_ args: [String]) throws -> Int32 {
         case "--compact-quiescent-only": config.compactsStablePrefixes = false
         case "--lose-daemon": config.losesDaemon = true
         case "--hide-daemon": config.hidesDaemon = true
+        case "--lose-stability": config.losesStability = true
         case "--roam": config.roamPercent = try cursor.number("--roam", 0...100)
         case "--field-writes": config.workload.fieldWrites = try cursor.number("--field-writes", 0...100)
         case "--text-edits": config.workload.textEdits = try cursor.number("--text-edits", 0...100)
@@ -225,12 +230,15 @@ private func checkPrerequisites(_ given: Set<String>, _ config: SimulationConfig
     if given.contains("--roam"), config.daemons < 2 {
         throw UsageError(message: "--roam needs --daemons 2 or more (a client roams to another daemon), not \(config.daemons)")
     }
-    for option in ["--sends-ahead", "--busy", "--compact-stable-prefix", "--compact-quiescent-only", "--retire-after", "--lose-daemon", "--hide-daemon", "--compact-dead-share", "--compact-dead-floor"]
+    for option in ["--sends-ahead", "--busy", "--compact-stable-prefix", "--compact-quiescent-only", "--retire-after", "--lose-daemon", "--hide-daemon", "--lose-stability", "--compact-dead-share", "--compact-dead-floor"]
     where given.contains(option) && !compacting {
         throw UsageError(message: "\(option) needs --compact-after N (it only matters when daemons compact)")
     }
     if given.contains("--lose-daemon"), config.daemons < 2 {
         throw UsageError(message: "--lose-daemon needs --daemons 2 or more (another daemon forgets the lost one), not \(config.daemons)")
+    }
+    if given.contains("--lose-stability"), config.crashes < 1 {
+        throw UsageError(message: "--lose-stability needs --crashes 1 or more (a daemon loses its stability file when it crashes)")
     }
     if given.contains("--hide-daemon"), config.daemons < 2 {
         throw UsageError(message: "--hide-daemon needs --daemons 2 or more (the others compact without the hidden one), not \(config.daemons)")

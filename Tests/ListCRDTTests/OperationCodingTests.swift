@@ -409,7 +409,7 @@ import ListSyncTestTraits
     func malformedFields() throws {
         let (_, example) = try Self.workedExample()
         #expect(throws: WireError.truncated(offset: 0)) { try ListOperation.decode([UInt8]()) }
-        #expect(throws: WireError.unsupportedVersion(7)) { try ListOperation.decode([7, 0, 0]) }
+        #expect(throws: WireError.unsupportedVersion(8)) { try ListOperation.decode([8, 0, 0]) }
         #expect(throws: WireError.trailingBytes(1)) { try ListOperation.decode(example + [0]) }
         #expect(throws: WireError.invalidTag(0x6B, offset: 4)) { try ListOperation.decode([1, 1, 7, 1, 0x6B]) }
         #expect(throws: WireError.invalidTag(0x60, offset: 4)) { try ListOperation.decode([1, 1, 7, 1, 0x60]) }

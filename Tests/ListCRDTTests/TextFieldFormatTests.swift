@@ -52,12 +52,13 @@ struct TextFieldFormatTests {
         }
     }
 
-    @Test("a batch with a text edit is wire format 4, as every batch with field writes; 6 with a text run (two keystrokes in a row)")
+    @Test("a batch with a text edit is wire format 4, as every batch with field writes; 7 with a text block (two keystrokes in a row; 6 before)")
     func wireVersions() throws {
         let (doc, item) = try Self.edited()
         let text = doc.operations.filter { if case .writeFields(_, let w) = $0.kind { w.hasTextEdit } else { false } }
         #expect(!text.isEmpty)
-        #expect(ListOperation.needsWireFormat6(text) && ListOperation.encode(text).first == 6, "typed: text runs")
+        #expect(ListOperation.needsWireFormat7(text) && ListOperation.encode(text).first == 7, "typed: a text block")
+        #expect(ListOperation.needsWireFormat6(text) && ListOperation.encodeWithTextRuns(text).first == 6, "typed, as builds before: text runs")
         #expect(text.allSatisfy { ListOperation.encode([$0]).first == 4 }, "one text edit: version 4")
         let title = doc.operations.filter { if case .writeFields(_, let w) = $0.kind { !w.hasTextEdit } else { false } }
         #expect(ListOperation.encode(title).first == 4)
@@ -130,7 +131,7 @@ struct TextFieldFormatTests {
         let (doc, _) = try Self.edited()
         var bytes = ListOperation.encode(doc.operations)
         // A reader of format 3 checks the version byte first.
-        #expect(bytes[0] == ListOperation.textRunWireFormatVersion && bytes[0] > 3)
+        #expect(bytes[0] == ListOperation.textBlockWireFormatVersion && bytes[0] > 3)
         // The same bytes labelled 3 (as a confused writer might): the text tag is refused.
         bytes[0] = 3
         #expect(throws: WireError.self) { try ListOperation.decode(bytes) }

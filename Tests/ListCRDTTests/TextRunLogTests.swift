@@ -151,22 +151,22 @@ struct TextRunLogTests {
         try go.checkInvariants()
     }
 
-    @Test("wire format 6 only for a batch holding a text run; every other batch as before; an older decoder refuses it by its version")
+    @Test("wire format 6 (as builds before version 7 wrote it) only for a batch holding a text run; every other batch as before; an older decoder refuses it by its version")
     func wireFormatSixOnlyForRuns() throws {
         var (doc, item) = try Self.doc()
         let one = try doc.splice("notes", ofItem: item, at: 0, insert: "a")
-        #expect(ListOperation.encode([one])[0] == ListOperation.fieldsWireFormatVersion)
+        #expect(ListOperation.encodeWithTextRuns([one])[0] == ListOperation.fieldsWireFormatVersion)
         let two = try doc.splice("notes", ofItem: item, at: 1, insert: "b")
         let paste = try doc.splice("notes", ofItem: item, at: 2, insert: "cd")
-        #expect(ListOperation.encode([one, paste])[0] == ListOperation.fieldsWireFormatVersion)
+        #expect(ListOperation.encodeWithTextRuns([one, paste])[0] == ListOperation.fieldsWireFormatVersion)
         #expect(!ListOperation.needsWireFormat6([one, paste]) && ListOperation.needsWireFormat6([one, two]))
-        let run = ListOperation.encode([one, two])
+        let run = ListOperation.encodeWithTextRuns([one, two])
         #expect(run[0] == ListOperation.textRunWireFormatVersion)
         #expect(try ListOperation.decode(run) == [one, two])
         #expect(run.count < ListOperation.encode([one]).count + 8, "the second keystroke costs a few bytes")
         var newer = run
-        newer[0] = ListOperation.textRunWireFormatVersion + 1
-        #expect(throws: WireError.unsupportedVersion(ListOperation.textRunWireFormatVersion + 1)) { try ListOperation.decode(newer) }
+        newer[0] = ListOperation.wireFormatVersion + 1
+        #expect(throws: WireError.unsupportedVersion(ListOperation.wireFormatVersion + 1)) { try ListOperation.decode(newer) }
         // Every strict prefix is refused with a typed error.
         for n in 0 ..< run.count { #expect(throws: WireError.self) { try ListOperation.decode(run.prefix(n)) } }
     }

@@ -20,6 +20,8 @@ import ListSyncRandom
         var core: DocumentCore
         var docs: [ListDocument]
         var made: [ListOperation]
+        /// The most operations the core held since its floor after a round.
+        var mostHeld = 0
     }
 
     /// How the devices of ``run(seed:rounds:variant:mode:)`` edit.
@@ -41,7 +43,8 @@ import ListSyncRandom
     /// seen its version of a round before (never the core's version: the document is never
     /// quiescent). The core's housekeeping runs after every round, with an operations trigger
     /// of 8 and no interval; a point it finds is compacted at.
-    static func run(seed: UInt64, rounds: Int = 60, variant: DocumentCore.Variant = .correct, mode: Mode = .twoWritersInRounds) throws -> Outcome {
+    static func run(seed: UInt64, rounds: Int = 60, variant: DocumentCore.Variant = .correct, mode: Mode = .twoWritersInRounds,
+                    interval: UInt64 = 0) throws -> Outcome {
         var rng = SplitMix64(seed: seed)
         // Made by the daemon's own replica (as at `create`): it holds everything it made.
         let base = Fixture.typed(3, replica: 99)
@@ -50,7 +53,7 @@ import ListSyncRandom
         var docs = [base.fork(as: 1), base.fork(as: 2)]
         var lastSeen = docs.map(\.version)
         var lagged = core.document
-        var rule = CompactionRule(retireAfter: 1 << 40, minOperations: 8, interval: 0, gossipInterval: 10)
+        var rule = CompactionRule(retireAfter: 1 << 40, minOperations: 8, interval: interval, gossipInterval: 10)
         rule.stablePrefixes = true
         for (k, sub) in devices.enumerated() {
             _ = core.subscribe(sub, epoch: 7, version: base.version)
@@ -85,6 +88,7 @@ import ListSyncRandom
                 lastSeen[k] = docs[k].version
             }
             lagged = core.document
+            out.mostHeld = max(out.mostHeld, core.document.operationCount)
             let step = core.housekeeping(stabilityNow: 2 + UInt64(round), now: UInt64(round), rule: rule)
             if let point = step.point {
                 let shown = core.document.snapshot()
@@ -113,6 +117,19 @@ import ListSyncRandom
         }
         #expect(o.docs[0].snapshot() == o.core.document.snapshot() && o.docs[1].snapshot() == o.core.document.snapshot(),
                 "seed \(seed): the copies differ")
+    }
+
+    @Test("with an interval of 80 rounds, a document that holds four times the trigger's operations since its floor compacts an eighth of the interval after the last time: the history held stays near four times the trigger, and nothing is lost")
+    func overdueDocumentCompactsSooner() throws {
+        for seed in UInt64(1)...4 {
+            var o = try Self.run(seed: seed, rounds: 240, mode: .oneWriter, interval: 80)
+            // One writer makes 1–3 operations a round: overdue (32 held) within 32 rounds of a
+            // compaction, then compacted at most 10 rounds later. With the whole interval
+            // between compactions it would hold up to 240 (80 rounds of 3).
+            #expect(o.compactions >= 8, "seed \(seed): \(o.compactions) compactions")
+            #expect(o.mostHeld <= 4 * 8 + 10 * 3 + 8, "seed \(seed): \(o.mostHeld) operations held at most")
+            try Self.checkNothingLost(&o, seed: seed)
+        }
     }
 
     @Test("one device types without pause while another watches and acknowledges a round late: the core compacts at the stable prefix again and again while its version moves on, and loses nothing")

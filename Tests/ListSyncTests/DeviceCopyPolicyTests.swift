@@ -17,16 +17,30 @@ import ListSyncTestSupport
         return (daemon, device)
     }
 
-    @Test("a copy compacts at the floor exactly when it holds that version, unsent edits of its own included (the floor holds them)")
+    @Test("a copy compacts at the floor when it holds all of it, unsent edits of its own in it or after it; not at a floor it lacks part of, nor one its history starts past")
     func compactsAtFloor() throws {
         let (daemon, device) = try Self.device(own: 2)
         let floor = device.version   // the daemon took the two edits and compacted there
         #expect(DeviceCopyPolicy.compactsAtFloor(floor, version: device.version, historyFloor: nil, resyncing: false),
                 "its own edits not yet acknowledged are in the floor: nothing of the copy is unsent")
-        #expect(!DeviceCopyPolicy.compactsAtFloor(daemon.version, version: device.version, historyFloor: nil, resyncing: false),
-                "the copy is ahead of the floor: its own edits are not in it")
+        #expect(DeviceCopyPolicy.compactsAtFloor(daemon.version, version: device.version, historyFloor: nil, resyncing: false),
+                "the copy is ahead of the floor: its own edits after it stay in its log, to be sent")
+        var further = daemon
+        try further.insertItem(at: IndexPath(item: 0, section: 0), value: Data("another's".utf8))
+        #expect(!DeviceCopyPolicy.compactsAtFloor(further.version, version: device.version, historyFloor: nil, resyncing: false),
+                "the floor holds an operation the copy lacks")
         #expect(!DeviceCopyPolicy.compactsAtFloor(floor, version: device.version, historyFloor: floor, resyncing: false),
                 "compacted there already")
+        #expect(!DeviceCopyPolicy.compactsAtFloor(daemon.version, version: device.version, historyFloor: floor, resyncing: false),
+                "its history starts past that floor")
+
+        // Compacted at the daemon's floor while its own two edits are unsent: it shows the same,
+        // and the two edits are still there to send, after the floor.
+        var copy = device
+        let shown = copy.snapshot()
+        try copy.compact(stable: daemon.version)
+        #expect(copy.snapshot() == shown && copy.historyFloor == daemon.version)
+        #expect(copy.hasHistory(since: daemon.version) && copy.operations(since: daemon.version).count == 2)
         #expect(!DeviceCopyPolicy.compactsAtFloor(floor, version: device.version, historyFloor: nil, resyncing: true),
                 "re-syncing: its history is what its edits are made again from")
         #expect(!DeviceCopyPolicy.compactsAtFloor(VersionVector(), version: VersionVector(), historyFloor: nil, resyncing: false),

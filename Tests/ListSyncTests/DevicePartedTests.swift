@@ -109,7 +109,7 @@ import ListSyncTestSupport
         var older = ClientSession(maxFrame: 4096)
         older.asksForParted = true
         _ = older.subscribe(Self.doc, epoch: 0, version: VersionVector(), now: 0)
-        let text = SyncProtocolError.unsupportedVersion(8).description.replacingOccurrences(of: "2 to 8", with: "2 to 7")
+        let text = SyncProtocolError.unsupportedVersion(8).description.replacingOccurrences(of: "2 to \(SyncMessage.version)", with: "2 to 7")
         _ = older.receive(SyncMessage.error(request: 0, document: nil, code: .malformed, text: text).encoded(), now: 1)
         #expect(older.refusedByDaemon.contains(.parted))
         var next = ClientSession(maxFrame: 4096)

@@ -280,7 +280,7 @@ import ListSyncRandom
         var stability = DocumentStability()
         stability.peers = table
         let file = stability.encoded()
-        #expect(Array(file.prefix(8)) == Array("LSSTAB5\n".utf8))
+        #expect(Array(file.prefix(8)) == Array("LSSTAB6\n".utf8))
         #expect(try DocumentStability(decoding: file).peers.entries == table.entries)
         for n in 0 ..< file.count {
             #expect(throws: SyncProtocolError.self) { _ = try DocumentStability(decoding: Array(file[..<n])) }
@@ -292,7 +292,13 @@ import ListSyncRandom
         let old = try DocumentStability(decoding: v4)
         #expect(old.peers.entries == [y: PeerStability.Entry(sequence: 4, version: v([1: 2]), claimed: [y])])
         #expect(old.peers.prefixLeader == nil)
-        #expect(try DocumentStability(decoding: old.encoded()) == old, "written again as version 5")
+        #expect(try DocumentStability(decoding: old.encoded()) == old, "written again as version 6")
+        // Version 5 (a lost stability file's `lostSince` after the table, no offers): the same
+        // entries, then the flag; a version-5 file lost at 9.
+        let v5 = [UInt8]("LSSTAB5\n".utf8) + v4.dropFirst(8) + [1, 9]
+        let lost = try DocumentStability(decoding: v5)
+        #expect(lost.peers.entries == old.peers.entries && lost.lostSince == 9 && lost.peers.prefixLeader == nil)
+        #expect(throws: SyncProtocolError.self) { _ = try DocumentStability(decoding: Array(v5.dropLast())) }
     }
 
     @Test("an agreement seen over time: once every daemon's entry has been seen at this daemon's version, it is agreed, though the leader moved on to its next proposal before the last answer came; a daemon never seen there leaves it unagreed")

@@ -70,7 +70,7 @@ import ListCRDT
         var stability = DocumentStability()
         stability.peers = x
         let file = stability.encoded()
-        #expect(Array(file.prefix(8)) == Array("LSSTAB5\n".utf8))
+        #expect(Array(file.prefix(8)) == Array("LSSTAB6\n".utf8))
         #expect(try DocumentStability(decoding: file).peers.entries == x.entries)
         for n in 0 ..< file.count {
             #expect(throws: SyncProtocolError.self) { _ = try DocumentStability(decoding: Array(file[..<n])) }

@@ -190,16 +190,20 @@ import Testing
         #expect(report.copiesParted == 0 && report.mergesBack >= 1)
     }
 
-    @Test("without the rule (DocumentCore.Variant.sendsPartedOperations) the same seeds fail: the device keeps the originals beside the edits made again")
-    func partedOriginalKeptWithoutTheRule() {
-        var failed = 0
-        for seed in Self.partedHolderSeeds {
-            var config = Self.refusedInPart(seed: seed)
-            config.coreVariant = .sendsPartedOperations
-            var sim = Simulator(config)
-            if !sim.run().failures.isEmpty { failed += 1 }
-        }
-        #expect(failed == Self.partedHolderSeeds.count)
+    /// Seeds of the same command that fail without the rule and pass with it, since devices
+    /// compact at every floor they hold all of (11093 and 11280 no longer bring a holder of parted
+    /// originals to a daemon with a floor before its copy compacted; of 11000–11299 these two do).
+    static let partedHolderPowerSeeds: [UInt64] = [11004, 11286]
+
+    @Test("without the rule (DocumentCore.Variant.sendsPartedOperations) seeds that pass with it fail: the device keeps the originals beside the edits made again", arguments: partedHolderPowerSeeds)
+    func partedOriginalKeptWithoutTheRule(seed: UInt64) {
+        var config = Self.refusedInPart(seed: seed)
+        config.coreVariant = .sendsPartedOperations
+        var broken = Simulator(config)
+        #expect(!broken.run().failures.isEmpty, "seed \(seed) passes without the rule")
+        var sim = Simulator(Self.refusedInPart(seed: seed))
+        let report = sim.run()
+        #expect(report.failures.isEmpty && report.copiesParted == 0, "\(report.failures)")
     }
 
     /// Seeds of the same command where a device took the hidden daemon's originals, made edits on

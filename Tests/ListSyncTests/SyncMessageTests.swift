@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-import ListCRDT
+@testable import ListCRDT
 import ListSync
 import ListSyncTestSupport
 
@@ -55,7 +55,7 @@ import ListSyncTestSupport
             #expect(try SyncMessage(decoding: bytes) == m)
         }
         #expect(SyncMessage.operationsTag == 4)
-        #expect(SyncMessage.version == 8 && SyncMessage.oldestVersion == 2)
+        #expect(SyncMessage.version == 9 && SyncMessage.oldestVersion == 2)
     }
 
     @Test("version 4 only for operations messages that carry fields; a version-3 build's field message still reads")
@@ -127,10 +127,12 @@ import ListSyncTestSupport
         #expect(session.isClosed)
     }
 
-    /// Docs/Protocol.md, "From version 6 to version 7": only an `operations` message holding a
-    /// text run (two consecutive keystrokes in one field, wire format 6) is version 7.
-    @Test("version 7 only for a batch holding a text run; a single keystroke or a paste stays version 4")
-    func versionSevenOnlyForTextRuns() throws {
+    /// Docs/Protocol.md, "From version 8 to version 9" (and "From version 6 to version 7"): only an
+    /// `operations` message holding a text block (two consecutive one-character splices in one
+    /// field, wire format 7) is version 9; what a build before it sent as version 7 (the batch's
+    /// typing as text runs, wire format 6) still decodes to the same operations.
+    @Test("version 9 only for a batch holding a text block; a single keystroke or a paste stays version 4; version 7 still reads")
+    func versionNineOnlyForTextBlocks() throws {
         let doc = DocumentID(bytes: Array(repeating: 7, count: 16))!
         var d = ListDocument(replica: ReplicaID(1))
         _ = try d.insertSection(at: 0, value: Data())
@@ -138,15 +140,23 @@ import ListSyncTestSupport
         let a = try d.splice("notes", ofItem: ItemID(i.id), at: 0, insert: "o")
         let b = try d.splice("notes", ofItem: ItemID(i.id), at: 1, insert: "a")
         let paste = try d.splice("notes", ofItem: ItemID(i.id), at: 2, insert: "ts")
+        let back = try d.splice("notes", ofItem: ItemID(i.id), at: 3, delete: 1)
+        let again = try d.splice("notes", ofItem: ItemID(i.id), at: 3, insert: "!")
         let one = SyncMessage.operations(document: doc, batch: 1, operations: [a])
         let pasted = SyncMessage.operations(document: doc, batch: 2, operations: [a, paste])
         let run = SyncMessage.operations(document: doc, batch: 3, operations: [a, b])
+        let block = SyncMessage.operations(document: doc, batch: 4, operations: [back, again])
         #expect(one.encoded().first == 4 && pasted.encoded().first == 4)
-        #expect(run.encoded().first == SyncMessage.textRunsVersion)
+        #expect(run.encoded().first == SyncMessage.textBlocksVersion && block.encoded().first == SyncMessage.textBlocksVersion)
         #expect(try SyncMessage(decoding: run.encoded()) == run)
-        // Its batch is wire format 6, which a build reading at most 5 refuses by its version byte.
-        guard case .operations(_, _, let ops) = run else { return }
-        #expect(ListOperation.encode(ops)[0] == ListOperation.textRunWireFormatVersion)
+        #expect(try SyncMessage(decoding: block.encoded()) == block)
+        // Its batch is wire format 7, which a build reading at most 6 refuses by its version byte.
+        #expect(ListOperation.encode([a, b])[0] == ListOperation.textBlockWireFormatVersion)
+        // A version-7 message of a build before: the same operations, the batch as text runs.
+        let older = [SyncMessage.textRunsVersion, SyncMessage.operationsTag] + Array(repeating: 7, count: 16) + [3]
+            + ListOperation.encodeWithTextRuns([a, b])
+        #expect(ListOperation.encodeWithTextRuns([a, b])[0] == ListOperation.textRunWireFormatVersion)
+        #expect(try SyncMessage(decoding: older) == run)
     }
 
     @Test("every strict prefix of every message is refused with a typed error")

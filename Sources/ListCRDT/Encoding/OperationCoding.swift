@@ -11,7 +11,7 @@ extension ListOperation {
     /// is, else version 1, byte for byte as before, so that a peer that reads only an older
     /// version still reads every batch that needs nothing newer. Version 3 (field writes with every
     /// name spelled out and every clock whole) is read, never written.
-    public static let wireFormatVersion: UInt8 = 6
+    public static let wireFormatVersion: UInt8 = 7
 
     /// The version ``encode(_:)`` writes for a batch with a field write or an item inserted with
     /// its fields, and no section inserted with its fields (Docs/WireFormat.md §2.7).
@@ -25,6 +25,13 @@ extension ListOperation {
     /// one-character splices of one text field by one replica (``ListOperation/needsWireFormat6(_:)``,
     /// Docs/WireFormat.md §2.9); an older decoder refuses it by its version byte.
     public static let textRunWireFormatVersion: UInt8 = 6
+
+    /// The version ``encode(_:)`` writes for a batch holding a text block: two or more consecutive
+    /// one-character splices of one text field by one replica, written as one record of runs
+    /// (``ListOperation/needsWireFormat7(_:)``, Docs/WireFormat.md §2.10), where version 6 wrote a
+    /// record per run; an older decoder refuses it by its version byte. ``encode(_:)`` no longer
+    /// writes version 6 (``encodeWithTextRuns(_:)`` does, for tests of older readers).
+    public static let textBlockWireFormatVersion: UInt8 = 7
 
     /// The oldest format version ``decode(_:)`` reads.
     public static let oldestWireFormatVersion: UInt8 = 1
@@ -44,6 +51,17 @@ extension ListOperation {
     ///   and v value bytes.
     public static func encode<C: Collection>(_ ops: C) -> [UInt8] where C.Element == ListOperation {
         var encoder = BatchEncoder(Array(ops))
+        return encoder.encode()
+    }
+
+    /// ``encode(_:)`` as builds before wire format 7 wrote it: typed text as text runs (kind 14,
+    /// version 6), one record per run, and a lone keystroke as a field write. For tests that load
+    /// what older builds wrote.
+    ///
+    /// - Complexity: O(n + v), as ``encode(_:)``.
+    static func encodeWithTextRuns<C: Collection>(_ ops: C) -> [UInt8] where C.Element == ListOperation {
+        var encoder = BatchEncoder(Array(ops))
+        encoder.textBlocks = false
         return encoder.encode()
     }
 
@@ -96,6 +114,9 @@ enum RecordKind: UInt8 {
     /// Records/Text/TextRunCoding.swift): typing forward, or with the variant flag removing one
     /// character after another.
     case textRun
+    /// Consecutive one-character splices of one text field by one replica, as several text runs
+    /// in one record (version 7, Records/Text/TextBlockCoding.swift).
+    case textBlock
 
     /// The oldest format version that has this kind of record.
     var version: UInt8 {
@@ -103,6 +124,7 @@ enum RecordKind: UInt8 {
         case .moveItemRun: 2
         case .writeFields, .insertItemWithFields: 3
         case .textRun: 6
+        case .textBlock: 7
         default: 1
         }
     }
@@ -127,7 +149,8 @@ struct CodingContext {
     var previousLast = OpID.none
     /// The section the previous section-bearing operation named (or inserted).
     var lastSection: SectionID?
-    /// The record the previous text run record wrote (version 6: its target's default).
+    /// The record the previous text run or text block record wrote (versions 6 and 7: its
+    /// target's default).
     var lastTextTarget: OpID?
 
     mutating func advance(past op: ListOperation) {
@@ -228,6 +251,9 @@ struct BatchEncoder {
     var fieldNames = FieldNameTable()
     /// The newest format version a record written so far needs.
     var version = ListOperation.oldestWireFormatVersion
+    /// Whether typed text is written as text blocks (version 7); else as text runs (version 6),
+    /// as builds before version 7 wrote it (``ListOperation/encodeWithTextRuns(_:)``).
+    var textBlocks = true
     /// Where the version byte is in `out`.
     private var versionAt = 0
 
@@ -363,7 +389,8 @@ struct BatchEncoder {
             sectionRef(section, op)
             out.data(value)
         case .writeFields(let target, let writes):
-            if let n = textRun(at: i, final: final) {   // Records/Text/TextRunCoding.swift
+            // Records/Text/TextBlockCoding.swift (TextRunCoding.swift for version 6).
+            if let n = textBlocks ? textBlock(at: i, final: final) : textRun(at: i, final: final) {
                 guard n > 0 else { return nil }
                 if n > 1 { return n }
             }

@@ -162,6 +162,9 @@ struct BatchDecoder {
         case .textRun:
             try textRun(id: id, deps: deps, deleting: variant, left: left, at: at)   // Records/Text/TextRunCoding.swift
             return
+        case .textBlock:
+            try textBlock(id: id, deps: deps, left: left, at: at)   // Records/Text/TextBlockCoding.swift
+            return
         case .writeFields:
             let target: RecordTarget = variant ? .section(try sectionRef(id)) : .item(ItemID(try ref(id, default: nil)))
             op = ListOperation(id: id, deps: deps, kind: .writeFields(target, try fieldWrites(id)))
@@ -292,7 +295,7 @@ struct BatchDecoder {
     }
 
     @inline(__always)
-    private mutating func replicaAt(_ index: UInt64) throws(WireError) -> ReplicaID {
+    mutating func replicaAt(_ index: UInt64) throws(WireError) -> ReplicaID {
         guard index < UInt64(replicas.count) else {
             throw .invalidValue("replica index \(index) not in the table of \(replicas.count)", offset: reader.offset - 1)
         }

@@ -271,11 +271,15 @@ struct StateSnapshotEncoder {
         var ops: [ListOperation] = []
         for (r, rec) in log.records.enumerated() {
             if rec.kind == .textRun {
-                // Its operations, the first without dependencies (the log's records give them), each
-                // later one depending on the one before (so that the batch writes them as one run).
-                log.others.appendOperations(ofRun: Int(rec.payload), from: 0, to: Int(rec.count),
-                                            firstID: OpID(counter: rec.counter, replica: log.replica(ofRecord: r)),
-                                            deps: Frontier(), into: &ops)
+                // Its operations, each later one depending on the one before (so that the batch
+                // writes them as one run). The log's records give the first one's dependencies, so
+                // the batch's are free: none, or the operation before in the batch when that is a
+                // splice with the id just before, so that the batch's text block (wire format 7)
+                // goes on across the log's runs.
+                let firstID = OpID(counter: rec.counter, replica: log.replica(ofRecord: r))
+                let chained = ops.last.map { $0.runTextEdit != nil && $0.id.replica == firstID.replica && $0.id.counter &+ 1 == firstID.counter } ?? false
+                log.others.appendOperations(ofRun: Int(rec.payload), from: 0, to: Int(rec.count), firstID: firstID,
+                                            deps: chained ? Frontier(only: ops.last!.id) : Frontier(), into: &ops)
                 continue
             }
             guard rec.kind == .other else { continue }

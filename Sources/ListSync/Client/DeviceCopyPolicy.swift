@@ -6,16 +6,19 @@ import ListCRDT
 /// (Docs/Semantics.md §7; Docs/Simulation.md, "One policy").
 public enum DeviceCopyPolicy {
     /// Whether a copy compacts at `floor`, the daemon's floor told by `stable` (Docs/Semantics.md
-    /// §7, "A device learns the floor"): it holds exactly that version (so nothing of it is
-    /// unsent: the daemon holds all of it, durably, and whatever of the device's own is not yet
-    /// acknowledged is acknowledged by the floor), it has not compacted there already, the floor
-    /// is not the empty version (a daemon that never compacted), and it is not re-syncing (its
-    /// history is what its unsent edits are made again from).
+    /// §7, "A device learns the floor"): it holds all of that version (the daemon holds all of
+    /// it, durably, so whatever of the device's own is in it and not yet acknowledged is
+    /// acknowledged by the floor; what the copy holds beyond it stays in its log, its unsent
+    /// edits included, and the engine refuses the floor, changing nothing, unless every such
+    /// operation is after it: ``ListCRDT/ListDocument/compact(stable:)``), its history does not
+    /// already start at or past it, the floor is not the empty version (a daemon that never
+    /// compacted), and it is not re-syncing (its history is what its unsent edits are made again
+    /// from).
     ///
     /// - Complexity: O(r) for r replicas in the versions.
     public static func compactsAtFloor(_ floor: VersionVector, version: VersionVector, historyFloor: VersionVector?,
                                        resyncing: Bool) -> Bool {
-        !resyncing && floor != VersionVector() && version == floor && historyFloor != floor
+        !resyncing && floor != VersionVector() && version.includes(floor) && !(historyFloor?.includes(floor) ?? false)
     }
 
     /// What receiving `operations` from the daemon acknowledges: the daemon holds each of them

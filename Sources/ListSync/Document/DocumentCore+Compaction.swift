@@ -54,6 +54,9 @@ extension DocumentCore {
         // retirement (Docs/Semantics.md §7, "Retiring with peers"; PeerStability.allows).
         let retired = stability.retireSilent(now: now, after: retireAfter)
         changed = changed || !retired.isEmpty
+        // A lost stability file with no peer's table in the retire period: no peer, or none not
+        // as good as gone (Docs/Semantics.md §7, "A lost stability file").
+        changed = stability.lostCleared(now: now, after: retireAfter) || changed
         return (changed, retired)
     }
 

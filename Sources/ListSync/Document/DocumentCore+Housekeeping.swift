@@ -137,8 +137,9 @@ extension DocumentCore {
         // With peers, only the offer (a pass over the history) waits for the interval: the
         // proposal, the answers and the compaction at an agreed prefix follow as soon as the
         // tables say so, each pass made once per version it is made for.
+        let wait = compactionWait(rule)
         let peerPrefix = rule.stablePrefixes && isReadyForPeerPrefix
-        let offerDue = peerPrefix && now >= prefixNotBefore
+        let offerDue = peerPrefix && Self.hasPassed(wait, since: lastOffer, now: now)
         if isPeered {
             // This daemon's entry first, written down before it is gossiped; then its part in the
             // peers' stable prefix.
@@ -149,15 +150,15 @@ extension DocumentCore {
             if peerPrefix {
                 let local = refreshStability(now: stabilityNow, retireAfter: rule.retireAfter)
                 step.retired += local.retired
-                if offerDue { prefixNotBefore = now &+ rule.interval }
+                if offerDue { lastOffer = now }
                 step.saveStability = takePeerPrefix(now: stabilityNow, trigger: rule.trigger, offer: offerDue)
                     || local.changed || step.saveStability
             }
             step.gossip = gossip(now: now, interval: rule.gossipInterval) + announceParted() + cutPartedHolders()
         }
-        guard now >= compactionNotBefore else { return step }
+        guard Self.hasPassed(wait, since: lastCompactionPoint, now: now) else { return step }
         let settled = isSettled(rule.trigger)
-        let prefix = rule.stablePrefixes && now >= prefixNotBefore && isReadyForPrefix(rule.trigger)
+        let prefix = rule.stablePrefixes && Self.hasPassed(wait, since: lastPrefixSearch, now: now) && isReadyForPrefix(rule.trigger)
         guard settled || prefix || peerPrefix else { return step }
         let local = refreshStability(now: stabilityNow, retireAfter: rule.retireAfter)
         step.retired += local.retired
@@ -165,12 +166,34 @@ extension DocumentCore {
         if step.point == nil, peerPrefix { step.point = takePeerPrefixPoint(rule.trigger) }
         if step.point == nil, prefix, let stable = sendersStableVersion,
            !(document.historyFloor?.includes(stable) ?? false) {
-            prefixNotBefore = now &+ rule.interval
+            lastPrefixSearch = now
             step.point = prefixPoint(within: stable, rule.trigger)
         }
         // Written once: a change of who counts, and always before a compaction.
         step.saveStability = step.saveStability || local.changed || step.point != nil
-        if step.point != nil { compactionNotBefore = now &+ rule.interval }
+        if step.point != nil { lastCompactionPoint = now }
         return step
+    }
+
+    /// How many times the trigger's operations since the floor make a document *overdue*: its
+    /// compactions, and its searches for a stable prefix, are then an eighth of the rule's
+    /// interval apart at least, not the whole interval, so that the history a busy list keeps
+    /// stays near this many times `--compact-after` whatever the interval (Docs/Semantics.md §7,
+    /// "When it is worth it").
+    public static let overdueFactor = 4
+
+    /// The least time between two compaction points (and two searches for a prefix): the rule's
+    /// ``CompactionRule/interval``, or an eighth of it while the document holds at least
+    /// ``overdueFactor`` times the trigger's ``CompactionTrigger/minOperations`` operations
+    /// since its floor.
+    public func compactionWait(_ rule: CompactionRule) -> UInt64 {
+        let overdue = document.operationCount >= Self.overdueFactor * max(rule.trigger.minOperations, 1)
+        return overdue ? rule.interval / 8 : rule.interval
+    }
+
+    /// Whether `wait` has passed since `last` (nil: never, so it has) at `now`.
+    static func hasPassed(_ wait: UInt64, since last: UInt64?, now: UInt64) -> Bool {
+        guard let last else { return true }
+        return now >= last && now - last >= wait
     }
 }

@@ -8,7 +8,8 @@ extension DocumentCore {
     ///
     /// - Complexity: O(n) for n subscribers.
     public var isPeered: Bool {
-        stability.relayed || !stability.peers.isEmpty || subscribers.values.contains { $0.role == .relay }
+        stability.relayed || (stability.lostSince != nil && variant != .compactsWithStabilityLost) || !stability.peers.isEmpty
+            || subscribers.values.contains { $0.role == .relay }
     }
 
     /// The version at which this daemon is locally quiescent now, or nil: nothing in flight or
@@ -69,6 +70,9 @@ extension DocumentCore {
         subscribers[subscriber] = sub
         var changed = stability.heardFromRelay(daemon, me: document.replica, now: now)
         changed = stability.peers.merge(entries, me: document.replica, floor: document.historyFloor, now: now) || changed
+        // A lost stability file (Docs/Semantics.md §7, "A lost stability file"): the peers'
+        // table says who they are from now on.
+        changed = stability.peersFound() || changed
         noteVouchers()
         if changed || newListener { gossipDirty = true }
         return changed
@@ -139,6 +143,9 @@ extension DocumentCore {
     /// - Complexity: O(n + e × r + e² + a × e) for n subscribers, e entries of r replicas and a
     ///   relay authors.
     func peersHold(_ version: VersionVector, exactly: Bool = true) -> String? {
+        if let since = stability.lostSince, variant != .compactsWithStabilityLost {
+            return "the stability file was lost (at \(since)): no peer's table yet"
+        }
         let peers = stability.peers
         for sub in subscribers.values where sub.role == .relay {
             guard let d = sub.replica, peers.entries[d] != nil || peers.retired.contains(d) else {

@@ -100,6 +100,10 @@ public struct DocumentCore: Sendable {
         /// operation it holds outside it is causally after it (Docs/Semantics.md §7, "Peers while
         /// busy"): a daemon that compacts there refuses such an operation when it is relayed.
         case peerPrefixIgnoresHeldOperations
+        /// Takes a document whose stability file was lost for one without peers: compacts it
+        /// as soon as its own senders allow, while a peer it forgot may hold operations made
+        /// before that floor (the copies part; Docs/Semantics.md §7, "A lost stability file").
+        case compactsWithStabilityLost
     }
 
     /// The document's id.
@@ -187,12 +191,16 @@ public struct DocumentCore: Sendable {
     var lastGossip: UInt64?
     /// The stability clock's last reading (seconds), for what is noted between two readings.
     var stabilityClock: UInt64 = 0
-    /// The driver's monotonic time before which ``housekeeping(stabilityNow:now:rule:)`` finds no
-    /// compaction point again (the rule's interval after the last one it found).
-    var compactionNotBefore: UInt64 = 0
-    /// The driver's monotonic time before which ``housekeeping(stabilityNow:now:rule:)`` does
-    /// not look for a stable prefix again (a pass over the history: once per interval at most).
-    var prefixNotBefore: UInt64 = 0
+    /// The driver's monotonic time of the last compaction point ``housekeeping(stabilityNow:now:rule:)``
+    /// found (nil: none yet); it finds none again before ``compactionWait(_:)`` has passed.
+    var lastCompactionPoint: UInt64?
+    /// The driver's monotonic time ``housekeeping(stabilityNow:now:rule:)`` last looked for a
+    /// stable prefix (a pass over the history: once per ``compactionWait(_:)`` at most).
+    var lastPrefixSearch: UInt64?
+    /// The driver's monotonic time this daemon last made its entry's offer of a stable prefix
+    /// (Docs/Semantics.md §7, "Peers while busy"; a pass over the history: once per
+    /// ``compactionWait(_:)`` at most).
+    var lastOffer: UInt64?
     /// This daemon's entry's version and the daemons whose entries it has seen at exactly that
     /// version since (its own, and the leader's it took it from, included), in memory
     /// (Docs/Semantics.md §7, "Peers while busy"; ``noteVouchers()``).

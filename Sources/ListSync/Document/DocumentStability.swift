@@ -21,9 +21,56 @@ public struct DocumentStability: Sendable, Equatable {
     public private(set) var relayed = false
     /// What this daemon knows of its peers' stability (Docs/Semantics.md §7, "Peers").
     public internal(set) var peers = PeerStability()
+    /// When (the stability clock) the daemon found this document's stability lost: a document
+    /// it did not create just now and whose stability file is missing or unreadable
+    /// (Docs/Semantics.md §7, "A lost stability file"). Until a peer's table arrives or ``lostCleared(now:after:)`` says the retire period
+    /// passed, the document is taken as peered with peers not known yet, and is not compacted.
+    /// Nil: not lost.
+    public private(set) var lostSince: UInt64?
 
     /// Nothing known: every author found later holds stability back until heard of or retired.
     public init() {}
+
+    /// The stability of a document whose stability file is gone or unreadable, found at `now`
+    /// (the stability clock): nothing known, and ``lostSince`` set.
+    public static func lost(at now: UInt64) -> DocumentStability {
+        var stability = DocumentStability()
+        stability.lostSince = now
+        return stability
+    }
+
+    /// The stability a restarted daemon starts a document from, given its stability file's
+    /// bytes (nil: there is none, or it could not be read): the file's, if it decodes; else a
+    /// stability lost (``lost(at:)``, at `now`): the daemon writes a document's stability file
+    /// when it creates the document, so a document without one may have peers this daemon no
+    /// longer knows of (Docs/Semantics.md §7, "A lost stability file"). `problem` says why the
+    /// file was not taken (nil when it was): the caller then writes the result at once, so that
+    /// a crash keeps it lost.
+    ///
+    /// - Complexity: O(size) of the file.
+    public static func recovered(from file: [UInt8]?, now: UInt64) -> (stability: DocumentStability, problem: String?) {
+        var problem = "no stability file"
+        if let file {
+            do { return (try DocumentStability(decoding: file), nil) } catch { problem = "\(error)" }
+        }
+        return (lost(at: now), problem)
+    }
+
+    /// A peer's table arrived: the document's peers are known from now on (``relayed``), so
+    /// the stability is no longer lost. Returns whether it was.
+    mutating func peersFound() -> Bool {
+        defer { lostSince = nil }
+        return lostSince != nil
+    }
+
+    /// Clears ``lostSince`` once `after` has passed since it (no peer's table came in the
+    /// retire period: the document has no peer, or none that is not as good as gone, the rule
+    /// that retires a silent sender). Returns whether it did.
+    public mutating func lostCleared(now: UInt64, after: UInt64) -> Bool {
+        guard let since = lostSince, now >= since, now - since >= after else { return false }
+        lostSince = nil
+        return true
+    }
 
     /// A device `replica` reports it has seen `version`, at `now` (seconds). A retired replica
     /// counts again only if `caughtUp` (its version includes the document's floor).
@@ -139,18 +186,20 @@ public struct DocumentStability: Sendable, Equatable {
     static let magicV2: [UInt8] = Array("LSSTAB2\n".utf8)
     static let magicV3: [UInt8] = Array("LSSTAB3\n".utf8)
     static let magicV4: [UInt8] = Array("LSSTAB4\n".utf8)
-    static let magic: [UInt8] = Array("LSSTAB5\n".utf8)
+    static let magicV5: [UInt8] = Array("LSSTAB5\n".utf8)
+    static let magic: [UInt8] = Array("LSSTAB6\n".utf8)
 
     /// The bytes to keep in the document's folder.
     ///
     /// ```
-    /// "LSSTAB5\n" relayed:u8 senders:varint (replica:varint heard:varint version)×
-    /// retired:varint replica:varint× ephemeral:varint replica:varint× peers
+    /// "LSSTAB6\n" relayed:u8 senders:varint (replica:varint heard:varint version)×
+    /// retired:varint replica:varint× ephemeral:varint replica:varint× peers lost:u8 [since:varint]
     /// ```
-    /// where `peers` is ``PeerStability``'s table (``PeerStability/encode(into:)``). A version-4
-    /// file (`LSSTAB4`, no offers in `peers`), a version-3 file (`LSSTAB3`, nothing parted
-    /// either), a version-2 file (`LSSTAB2`, no retirements either) and a version-1 file
-    /// (`LSSTAB1`, no `peers`) still load.
+    /// where `peers` is ``PeerStability``'s table (``PeerStability/encode(into:)``, with each
+    /// entry's offer) and `lost` says whether ``lostSince`` follows. A version-5 file (`LSSTAB5`,
+    /// no offers in `peers`), a version-4 file (`LSSTAB4`, not lost either), a version-3 file
+    /// (`LSSTAB3`, nothing parted in `peers`), a version-2 file (`LSSTAB2`, no retirements either)
+    /// and a version-1 file (`LSSTAB1`, no `peers`) still load.
     /// - Complexity: O(size).
     public func encoded() -> [UInt8] {
         var w = WireWriter()
@@ -166,6 +215,8 @@ public struct DocumentStability: Sendable, Equatable {
         w.count(ephemeral.count)
         for r in ephemeral.sorted() { w.varint(r.rawValue) }
         peers.encode(into: &w)
+        w.byte(lostSince == nil ? 0 : 1)
+        if let lostSince { w.varint(lostSince) }
         return w.bytes
     }
 
@@ -175,7 +226,8 @@ public struct DocumentStability: Sendable, Equatable {
     ///   caller then starts from nothing (safe: every author holds stability back again).
     /// - Complexity: O(size).
     public init(decoding bytes: [UInt8]) throws(SyncProtocolError) {
-        let v5 = bytes.starts(with: Self.magic)
+        let v6 = bytes.starts(with: Self.magic)
+        let v5 = v6 || bytes.starts(with: Self.magicV5)
         let v4 = v5 || bytes.starts(with: Self.magicV4)
         let v3 = v4 || bytes.starts(with: Self.magicV3), v2 = v3 || bytes.starts(with: Self.magicV2)
         guard v2 || bytes.starts(with: Self.magicV1) else { throw .malformed("not a stability file") }
@@ -191,7 +243,8 @@ public struct DocumentStability: Sendable, Equatable {
             var retired = Set<ReplicaID>()
             for _ in 0..<(try r.count(minBytes: 1)) { retired.insert(ReplicaID(try r.varint())) }
             for _ in 0..<(try r.count(minBytes: 1)) { ephemeral.insert(ReplicaID(try r.varint())) }
-            if v2 { peers = try PeerStability(reading: &r, retirements: v3, parted: v4, prefixes: v5) }
+            if v2 { peers = try PeerStability(reading: &r, retirements: v3, parted: v4, prefixes: v6) }
+            if v5, try r.flag() { lostSince = try r.varint() }
             guard r.isAtEnd, Set(acknowledged.keys).isDisjoint(with: retired) else { throw SyncProtocolError.malformed("inconsistent stability file") }
             tracker = StabilityTracker(acknowledged: acknowledged, retired: retired)
         } catch let e as SyncProtocolError {

@@ -114,7 +114,9 @@ public enum SyncMessage: Equatable, Sendable {
     /// Version 8 is a `subscribe` that asks for `parted` (a flags field after the version), and
     /// `parted` itself (``partedVersion``): a build that reads at most 7 refuses both by their
     /// version byte, and a client that reads that refusal subscribes without asking from then on.
-    public static let version: UInt8 = 8
+    /// Version 9 is an `operations` message whose batch holds a text block, wire format 7
+    /// (``textBlocksVersion``): a build that reads at most 8 refuses it by its version byte.
+    public static let version: UInt8 = 9
 
     /// The version of an `operations` message with field writes (wire format 4).
     public static let fieldsVersion: UInt8 = 4
@@ -134,18 +136,25 @@ public enum SyncMessage: Equatable, Sendable {
     /// The version of a `subscribe` that asks for `parted`, and of `parted` (tag 23).
     public static let partedVersion: UInt8 = 8
 
+    /// The version of an `operations` message whose batch holds a text block: consecutive
+    /// one-character splices of one text field by one replica, one record of runs (wire format 7,
+    /// Docs/WireFormat.md §2.10). Every batch that wire format 6 wrote with a text run is one:
+    /// typing two keystrokes in one batch sends version 9 where builds before it sent 7.
+    public static let textBlocksVersion: UInt8 = 9
+
     /// The oldest version read (and written, for every message that needs nothing newer).
     public static let oldestVersion: UInt8 = 2
 
-    /// The version this message is written in: 7 for an `operations` message whose batch holds a
-    /// text run (wire format 6); 6 for an `operations` message whose batch holds a
+    /// The version this message is written in: 9 for an `operations` message whose batch holds a
+    /// text block (wire format 7; builds before it wrote 7, a text run of wire format 6, which this
+    /// build still reads); 6 for an `operations` message whose batch holds a
     /// section inserted with its fields (wire format 5), 4 for one whose batch holds a field write
     /// or an item inserted with fields (wire format 4), 5 for a `presence` with a caret, else 2.
     ///
     /// - Complexity: O(n) for n operations.
     public var encodedVersion: UInt8 {
         if case .operations(_, _, let ops) = self, ops.contains(where: \.carriesFields) {
-            if ListOperation.needsWireFormat6(ops) { return Self.textRunsVersion }
+            if ListOperation.needsWireFormat7(ops) { return Self.textBlocksVersion }
             return ops.contains(where: \.needsWireFormat5) ? Self.sectionFieldsVersion : Self.fieldsVersion
         }
         if case .presence(_, let p) = self, case .editing = p.activity { return Self.caretVersion }

@@ -51,10 +51,22 @@ extension ListOperation {
     ///
     /// - Complexity: O(n) for n operations.
     public static func needsWireFormat6<C: Collection>(_ ops: C) -> Bool where C.Element == ListOperation {
+        anySpliceContinued(ops) { p, op, head in
+            var step: Int64?
+            return continuesTextRun(p, op, head: head, step: &step)
+        }
+    }
+
+    /// Whether some operation of `ops` is run shaped (``runTextEdit``, `head`) and the one after it
+    /// `continues` it.
+    ///
+    /// - Complexity: O(n) for n operations.
+    static func anySpliceContinued<C: Collection>(
+        _ ops: C, _ continues: (ListOperation, ListOperation, (target: RecordTarget, writes: FieldWrites, edit: TextEdit)) -> Bool
+    ) -> Bool where C.Element == ListOperation {
         var previous: ListOperation?
         for op in ops {
-            var step: Int64?
-            if let p = previous, let head = p.runTextEdit, continuesTextRun(p, op, head: head, step: &step) { return true }
+            if let p = previous, let head = p.runTextEdit, continues(p, op, head) { return true }
             previous = op
         }
         return false
@@ -85,7 +97,8 @@ extension ListOperation {
 }
 
 extension BatchEncoder {
-    /// When `ops[i]` is run shaped: the number of operations of the text run from it, written as
+    /// Version 6, as builds before wire format 7 wrote typed text (``ListOperation/encodeWithTextRuns(_:)``,
+    /// for tests; ``textBlock(at:final:)`` writes version 7). When `ops[i]` is run shaped: the number of operations of the text run from it, written as
     /// one record when 2 or more (1: nothing written, the operation is written as usual); 0 (and
     /// nothing written) when the run reaches the last operation and `final` is false. Nil when
     /// `ops[i]` is not run shaped.
@@ -101,10 +114,7 @@ extension BatchEncoder {
         guard n >= 2 else { return 1 }
         version = max(version, ListOperation.textRunWireFormatVersion)
         let typing = head.edit.deletes.isEmpty
-        var clocks: [UInt64] = []
-        clocks.reserveCapacity(n)
-        for k in i ..< i + n { if case .writeFields(_, let w) = ops[k].kind { clocks.append(w.clock) } }
-        let regular = zip(clocks, clocks.dropFirst()).allSatisfy { $1 == $0 &+ 1 }
+        let (clocks, regular) = fieldClocks(i ..< i + n)
         var flags: UInt64 = 0
         if case .section = head.target { flags |= TextRunCode.sectionTarget }
         if !regular { flags |= TextRunCode.irregularClocks }
@@ -137,7 +147,28 @@ extension BatchEncoder {
     }
 }
 
+extension BatchEncoder {
+    /// The field clocks of `ops[range]` (field writes), and whether each is the one before + 1.
+    func fieldClocks(_ range: Range<Int>) -> (clocks: [UInt64], regular: Bool) {
+        var clocks: [UInt64] = []
+        clocks.reserveCapacity(range.count)
+        for k in range { if case .writeFields(_, let w) = ops[k].kind { clocks.append(w.clock) } }
+        return (clocks, zip(clocks, clocks.dropFirst()).allSatisfy { $1 == $0 &+ 1 })
+    }
+}
+
 extension BatchDecoder {
+    /// Checks that a deleting run of `n` operations whose first removes `first` (read at `at`)
+    /// removes characters within `1 ... OpID.maxCounter − 1`, going down the counters when
+    /// `descending`.
+    static func checkRemoved(_ first: OpID, count n: Int, descending: Bool, at: Int) throws(WireError) {
+        let span = UInt64(n - 1)
+        guard first != .none, first.counter < OpID.maxCounter,
+              descending ? first.counter > span : first.counter < OpID.maxCounter - span else {
+            throw .invalidValue("a text run removes a character out of range", offset: at)
+        }
+    }
+
     /// A text run record (kind 14, version 6) from after its header: its operations, kept as one
     /// descriptor (``keep(_:tables:)``, `DecodedTextRuns.swift`).
     mutating func textRun(id: OpID, deps: Frontier, deleting: Bool, left: Int, at: Int) throws(WireError) {
@@ -182,17 +213,8 @@ extension BatchDecoder {
         } else {
             let firstAt = reader.offset
             let first = try ref(id, default: nil)
-            let span = UInt64(n - 1)
             run.descending = flags & TextRunCode.descending != 0
-            if run.descending {
-                guard first.counter > span, first.counter < OpID.maxCounter else {
-                    throw .invalidValue("a text run removes a character out of range", offset: firstAt)
-                }
-            } else {
-                guard first.counter < OpID.maxCounter - span else {
-                    throw .invalidValue("a text run removes a character out of range", offset: firstAt)
-                }
-            }
+            try Self.checkRemoved(first, count: n, descending: run.descending, at: firstAt)
             run.after = first
         }
         keep(run, tables: tables)
@@ -200,7 +222,7 @@ extension BatchDecoder {
 
     /// Checks that the UTF-8 at `run.text` (valid) holds exactly `n` characters (Unicode
     /// scalars), none over the value size, and notes where each starts unless all are ASCII.
-    private mutating func characters(of run: inout DecodedBatch.SpliceRun, count n: Int, at textAt: Int) throws(WireError) {
+    mutating func characters(of run: inout DecodedBatch.SpliceRun, count n: Int, at textAt: Int) throws(WireError) {
         let range = run.text
         if range.count == n {   // n bytes for n characters: ASCII (a scalar takes a byte at least)
             guard maxValueSize >= 1 else { throw .invalidValue("a character over the value size", offset: textAt) }

@@ -1,0 +1,97 @@
+import Testing
+@_spi(Testing) import ListSync
+@_spi(Testing) import ListSyncSimulation
+
+/// The simulator's peer modes with the cases of Docs/Semantics.md §7 provoked on purpose, 1,000
+/// seeds in all (issue 48, "No copy left behind"): a daemon no peer knows (its first `seen`
+/// lost, `--hide-daemon`), daemons that lose their stability file when they crash
+/// (`--lose-stability`), and a daemon lost for good and forgotten by its operator
+/// (`--lose-daemon`). Every run must pass the oracle, whose checks include that every operation a
+/// daemon acknowledged ends up on every copy (`copies parted: 0`). The seeds are cut in blocks of
+/// 100, run side by side. `LISTSYNC_SIM_PROVOKED_BLOCK` sets a block's size (a longer or a
+/// shorter sweep).
+@Suite struct SimulatorProvokedCasesTests {
+    /// A provoked case and the block of seeds it runs.
+    struct Block: Sendable, CustomTestStringConvertible {
+        enum Case: String, Sendable { case hiddenDaemon = "--hide-daemon", lostStability = "--lose-stability", lostDaemon = "--lose-daemon" }
+        let provoked: Case
+        let first: UInt64
+        var testDescription: String { "\(provoked.rawValue), seeds from \(first)" }
+    }
+
+    static let blockSize = SimulatorPeerCompactionTests.environment["LISTSYNC_SIM_PROVOKED_BLOCK"].flatMap(UInt64.init) ?? 100
+
+    /// 4 blocks of hidden daemons, 3 of lost stability files, 3 of lost daemons: 1,000 seeds.
+    static let blocks: [Block] =
+        (0..<4).map { Block(provoked: .hiddenDaemon, first: 600_000 + $0 * 1_000) }
+        + (0..<3).map { Block(provoked: .lostStability, first: 610_000 + $0 * 1_000) }
+        + (0..<3).map { Block(provoked: .lostDaemon, first: 620_000 + $0 * 1_000) }
+
+    /// The configuration of `seed` in `provoked`'s mode: 2–3 daemons (a ring on some), 60 edits,
+    /// compaction after 10; crashes 0–2 (1–2 where the stability file is lost at a crash, with a
+    /// retire period of 2,000 virtual ms, and one daemon on a third of those seeds).
+    static func configure(_ config: inout SimulationConfiguration, _ seed: UInt64, _ provoked: Block.Case) {
+        config.daemons = 2 + Int(seed % 2)
+        config.ring = config.daemons == 3 && seed % 4 < 2
+        config.crashes = Int(seed / 2 % 3)
+        config.operations = 60
+        config.compactAfter = 10
+        config.roamPercent = seed % 5 == 0 ? 30 : 0
+        switch provoked {
+        case .hiddenDaemon: config.hidesDaemon = true
+        case .lostStability:
+            config.losesStability = true
+            config.crashes = 1 + Int(seed / 2 % 2)
+            // Longer than the simulated links take to come back: the rule waits for a peer's
+            // table up to the retire period (Docs/Simulation.md, "A lost stability file").
+            config.retireAfter = 2_000
+            if seed % 3 == 0 { config.daemons = 1; config.ring = false; config.roamPercent = 0 }
+        case .lostDaemon: config.losesDaemon = true
+        }
+    }
+
+    @Test("1,000 seeds of peer modes with the cases provoked (a daemon no peer knows, stability files lost in crashes, a daemon lost and forgotten): all converge, nothing acknowledged lost, copies parted: 0", arguments: blocks)
+    func provokedCases(block: Block) {
+        let seeds = block.first..<block.first + Self.blockSize
+        let total = SimulatorRuns.run(seeds) { config, seed in Self.configure(&config, seed, block.provoked) }
+        print("simulator, \(block.provoked.rawValue) seeds \(seeds.lowerBound)–\(seeds.upperBound - 1): \(total.compactions) compactions, \(total.crashes) crashes, \(total.mergesBack) copies merged back, copies parted: \(total.copiesParted)")
+        #expect(total.copiesParted == 0)
+        #expect(total.compactions > 0, "the daemons compact")
+        switch block.provoked {
+        case .hiddenDaemon: #expect(total.mergesBack >= Int(Self.blockSize) / 2, "the case is provoked in most runs")
+        case .lostStability: #expect(total.crashes >= Int(Self.blockSize), "every run loses a stability file")
+        case .lostDaemon: break
+        }
+    }
+
+    /// Seeds of the lost-stability configuration with 2–3 daemons in a chain where a daemon that
+    /// took a document whose stability file was lost for one without peers compacted it alone
+    /// (13 of seeds 610000–610199 with `DocumentCore.Variant.compactsWithStabilityLost`).
+    static let lostStabilitySeeds: [UInt64] = [610_024, 610_048, 610_065, 610_075, 610_105]
+
+    static func lostStabilityRun(_ seed: UInt64, _ variant: DocumentCore.Variant) -> SimulationReport {
+        var config = SimulationConfiguration()
+        config.seed = seed
+        Self.configure(&config, seed, .lostStability)
+        config.daemons = 2 + Int(seed % 2)
+        config.ring = false
+        config.coreVariant = variant
+        var sim = Simulator(config)
+        return sim.run()
+    }
+
+    @Test("a daemon restarted without its stability file waits for its peers' table before it compacts: the seeds where compacting alone parted copies pass", arguments: lostStabilitySeeds)
+    func lostStabilityWaitsForPeers(seed: UInt64) {
+        let report = Self.lostStabilityRun(seed, .correct)
+        #expect(report.failures.isEmpty, "\(report.failures)")
+        #expect(report.copiesParted == 0)
+    }
+
+    @Test("test power: a daemon that takes a document whose stability file was lost for one without peers (DocumentCore.Variant.compactsWithStabilityLost) compacts alone, and copies part")
+    func lostStabilityWithoutTheRule() {
+        let reports = Self.lostStabilitySeeds.map { Self.lostStabilityRun($0, .compactsWithStabilityLost) }
+        let parted = reports.map(\.copiesParted).reduce(0, +)
+        print("simulator, stability files lost, without the rule: \(reports.filter { !$0.passed }.count) of \(reports.count) runs failed, \(parted) acknowledged operations missing from some copy")
+        #expect(reports.allSatisfy { !$0.passed } && parted > 0)
+    }
+}
