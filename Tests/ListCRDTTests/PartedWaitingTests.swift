@@ -2,7 +2,7 @@ import Foundation
 import Testing
 @_spi(Testing) @testable import ListCRDT
 
-/// A compacted copy that keeps operations waiting for causes another daemon parted in a merge
+/// A copy that keeps operations waiting for causes another daemon parted in a merge
 /// back (`Compaction/ListDocument+PartedWaiting.swift`, Docs/Semantics.md §7, "Waiting edits on
 /// parted originals"): it makes them again itself, as new operations, and keeps waiting only
 /// what waits for something else.
@@ -70,14 +70,19 @@ import Testing
         try x.checkInvariants()
     }
 
-    @Test("nothing without a floor (a cause may be on its way), nor when no waiting operation is on a parted one")
-    func nothingWithoutFloorOrParted() throws {
+    @Test("a copy without a floor makes them again too (no copy ever takes the parted cause, so it never comes); nothing when no waiting operation is on a parted one")
+    func withoutFloorAndUnparted() throws {
         let (x, parted, edits) = try waitingOnParted()
         var unfloored = try ListDocument.make(1, sections: [["a", "b"]]).fork(as: 2)
         for op in edits { #expect(try unfloored.receive(op) == .buffered) }
-        let none = unfloored.remakeWaiting(onParted: { $0 == parted.id }, remakes: { _ in true })
-        #expect(none == nil)
-        #expect(unfloored.pendingCount == 3)
+        #expect(unfloored.waitsOnParted { $0 == parted.id })
+        let made = unfloored.remakeWaiting(onParted: { $0 == parted.id }, remakes: { _ in true })
+        let merge = try #require(made)
+        #expect(merge.parted.map(\.id) == edits.map(\.id) && merge.made.count == 2)
+        #expect(unfloored.pendingCount == 0)
+        let values = unfloored.snapshot().sections[0].items.map { String(decoding: $0.value, as: UTF8.self) }
+        #expect(values.contains("edit") && values.contains("a2"), "\(values)")
+        try unfloored.checkInvariants()
         var same = x
         let unparted = same.remakeWaiting(onParted: { $0.replica == ReplicaID(9) }, remakes: { _ in true })
         #expect(unparted == nil)

@@ -313,16 +313,40 @@ import ListSyncRandom
         expect(core.stability.peers.publish(y, version: agreed, claimed: [], now: 1))
         _ = core.stability.peers.merge([x: entry(1, agreed, x), z: entry(1, older, z)], me: y, floor: nil, now: 1)
         core.noteVouchers()
-        #expect(core.agreedPrefix == nil, "z has not taken it yet")
+        #expect(core.agreedPrefixNow == nil, "z has not taken it yet")
         // The leader saw z's answer first, compacted and proposed the next; y sees both at once.
         _ = core.stability.peers.merge([x: entry(2, next, x), z: entry(2, agreed, z)], me: y, floor: nil, now: 2)
         #expect(core.stability.peers.agree(on: agreed) == false && core.peersHold(agreed) != nil)
         core.noteVouchers()
-        #expect(core.agreedPrefix == agreed)
+        #expect(core.agreedPrefixNow == agreed)
         #expect(core.peersHold(agreed, exactly: false) == nil, "every entry includes it")
         // A new daemon (a placeholder) holds it back.
         _ = core.stability.peers.note(daemon: ReplicaID(53), me: y, now: 3)
         #expect(core.peersHold(agreed, exactly: false) != nil)
+        #expect(core.agreedPrefixNow == nil, "53 was never seen at it")
+    }
+
+    @Test("a daemon restarted with its stability file lost names itself alone in its table: its own entry is no agreement, then or once the peers' table comes (seed 610013 of --lose-stability compacted at a prefix the others never vouched for, which the engine refused)")
+    func noAgreementOfOne() {
+        let (x, y) = (ReplicaID(50), ReplicaID(51))
+        func v(_ c: [UInt64: UInt64]) -> VersionVector { PeerRetirementTests.v(c) }
+        var core = DocumentCore(id: Fixture.document, name: "n", epoch: 7, document: Fixture.typed(3, replica: 51))
+        core.stability = DocumentStability.lost(at: 1)
+        expect(core.stability.peers.publish(y, version: v([1: 3]), claimed: [], now: 1))
+        core.noteVouchers()
+        #expect(core.agreedPrefixNow == nil, "a table of one while lost")
+        // The peers' table: x at another version; the loss ends.
+        let entry = PeerStability.Entry(sequence: 4, version: v([1: 2]), claimed: [x], offer: v([1: 2]))
+        _ = core.stability.peers.merge([x: entry], me: y, floor: nil, now: 2)
+        _ = core.stability.peersFound()
+        core.noteVouchers()
+        #expect(core.agreedPrefixNow == nil)
+        #expect(core.peerPrefixPoint(CompactionTrigger(minOperations: 1)) == nil)
+        // Without the loss, a table of one with no peer known yet would be taken for an agreement
+        // only by the old rule; a table naming x seen at the version is one.
+        _ = core.stability.peers.merge([x: PeerStability.Entry(sequence: 5, version: v([1: 3]), claimed: [x], offer: v([1: 3]))], me: y, floor: nil, now: 3)
+        core.noteVouchers()
+        #expect(core.agreedPrefixNow == v([1: 3]))
     }
 
     // MARK: A prefix one daemon cannot vouch for

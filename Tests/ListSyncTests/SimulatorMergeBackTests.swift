@@ -236,11 +236,14 @@ import Testing
     }
 
     /// `listsync simulate --daemons 3 [--ring] --compact-after 10 --hide-daemon --roam 30
-    /// --crashes 2|1 --ops 80 --seed N`: seeds where a device re-synced at a daemon that never
-    /// compacted waited for ever for its own edits only the hidden daemon acknowledged (which it
-    /// parted and made again: 9142, 9095, 3252), or caught up at one holding the hidden daemon's
-    /// parted originals beside the edits made again (9019, 3071). Devices now learn what was
-    /// parted (Docs/Semantics.md §7, "A device learns what was parted").
+    /// --crashes 2|1 --ops 80 --seed N`: seeds where, without the rule, a device re-synced at a
+    /// daemon that never compacted waited for ever for its own edits only the hidden daemon
+    /// acknowledged (which it parted and made again), or caught up at one holding the hidden
+    /// daemon's parted originals beside the edits made again. Devices now learn what was parted
+    /// (Docs/Semantics.md §7, "A device learns what was parted"). The seeds are those of a scan
+    /// of 9000–9299 and 3000–3299 that fail with ``DocumentCore/Variant/hidesPartedFromDevices``
+    /// and pass with the rule, merging back (since peered daemons compact at stable prefixes;
+    /// 9142, 9095, 3252 and 3071, chosen before, no longer fail with the variant).
     static func learning(seed: UInt64) -> SimulationConfiguration {
         var config = hiddenRoaming(seed: seed)
         config.ring = seed >= 9000 && seed < 10_000
@@ -249,7 +252,7 @@ import Testing
         return config
     }
 
-    static let learningSeeds: [UInt64] = [9142, 9095, 3252, 9019, 3071]
+    static let learningSeeds: [UInt64] = [9019, 9056, 9153, 9218, 3154]
 
     @Test("devices learn what the daemons parted: a re-sync at a daemon without a floor does not wait for parted originals, a holder there loads a snapshot; every copy converges, copies parted: 0", arguments: learningSeeds)
     func devicesLearnWhatWasParted(seed: UInt64) {

@@ -16,7 +16,7 @@ extension ListDocument {
     /// - Complexity: O(k + p × d) for the k operations of the log after the floor, p waiting
     ///   operations of d dependencies; O(1) with nothing waiting.
     public func waitsOnParted(_ isParted: (OpID) -> Bool) -> Bool {
-        guard buffer.count > 0, historyFloor != nil else { return false }
+        guard buffer.count > 0 else { return false }
         let held = heldOperations()
         return buffer.all.contains { op in op.deps.contains { d in !held(d) && isParted(d) } }
     }
@@ -31,8 +31,10 @@ extension ListDocument {
     /// goes after its left origin's item where this copy shows it, else before its right
     /// origin's, else at its section's start; values, deletes and field writes written again on
     /// what this copy shows; an edit of an entity this copy does not show is dropped). The others
-    /// stay waiting. Nil, and nothing changes, when no waiting operation is on a parted one or the
-    /// document has no floor (without one, a cause may be on its way still).
+    /// stay waiting. Nil, and nothing changes, when no waiting operation is on a parted one. A copy
+    /// without a floor does the same: the daemon that parted the cause no longer holds it and a
+    /// device that holds it loads a snapshot in its place once told the ranges (Docs/Semantics.md
+    /// §7, "Waiting edits on parted originals"), so the cause does not come.
     ///
     /// - Returns: `parted`, the operations taken out; `made`, the operations made again (append
     ///   them); `dropped`, those of `parted` not made again.

@@ -34,14 +34,14 @@ extension DocumentCore {
     }
 
     /// Whether some operation this copy keeps waiting depends on one that a daemon's entry says
-    /// it parted in a merge back (``PeerStability/Entry/parted``) and this copy lacks, on a copy
-    /// with a floor, nothing in flight: ``remakePartedWaiting()`` would make them again. The
+    /// it parted in a merge back (``PeerStability/Entry/parted``) and this copy lacks (with a
+    /// floor or without), nothing in flight: ``remakePartedWaiting()`` would make them again. The
     /// policy asks this at each housekeeping (``DocumentHostPolicy/Action/remakeParted``).
     ///
     /// - Complexity: O(1) when nothing waits or nothing was parted; else that of
     ///   ``ListCRDT/ListDocument/waitsOnParted(_:)``.
     public var waitsOnParted: Bool {
-        guard variant != .keepsPartedWaiting, isQuiet, document.pendingCount > 0, document.historyFloor != nil,
+        guard variant != .keepsPartedWaiting, isQuiet, document.pendingCount > 0,
               stability.peers.entries.values.contains(where: { !$0.parted.isEmpty }) else { return false }
         let entries = stability.peers.entries
         return document.waitsOnParted { id in entries.values.contains { $0.parted[id.replica]?.contains(id.counter) == true } }
@@ -49,7 +49,7 @@ extension DocumentCore {
 
     /// This copy with the operations it keeps waiting on parted ones made again
     /// (Docs/Semantics.md §7, "Waiting edits on parted originals"), or nil (none, a batch in
-    /// flight, no floor, or ``Variant/keepsPartedWaiting``). Changes nothing: the driver writes
+    /// flight, or ``Variant/keepsPartedWaiting``). Changes nothing: the driver writes
     /// the document as a new generation of its store (the originals leave the log, so a restart
     /// does not find them waiting again), then calls ``replace(with:parting:)``.
     ///

@@ -163,12 +163,24 @@ extension DocumentCore {
     /// still compacts there.
     ///
     /// - Complexity: O(e × r) for e entries of r replicas.
+    /// Nothing is noted while the stability file is lost (``DocumentStability/lostSince``): the
+    /// table then names this daemon alone, whose own entry would be an agreement of one.
     mutating func noteVouchers() {
         let entries = stability.peers.entries
-        guard let version = entries[document.replica]?.version, version != VersionVector() else { return }
+        guard stability.lostSince == nil, let version = entries[document.replica]?.version, version != VersionVector() else { return }
         if prefixVouchers?.version != version { prefixVouchers = (version, []) }
         for (d, e) in entries where e.version == version { prefixVouchers!.daemons.insert(d) }
-        if Set(entries.keys).isSubset(of: prefixVouchers!.daemons) { agreedPrefix = version }
+        if Set(entries.keys).isSubset(of: prefixVouchers!.daemons) { agreedPrefix = (version, prefixVouchers!.daemons) }
+    }
+
+    /// ``agreedPrefix``'s version while every daemon the table names now is one of those seen at
+    /// it (a daemon the table learned of since, a peer's table after a lost stability file,
+    /// has not vouched for it); nil otherwise.
+    ///
+    /// - Complexity: O(e) for e entries.
+    var agreedPrefixNow: VersionVector? {
+        guard let agreed = agreedPrefix, stability.peers.entries.keys.allSatisfy(agreed.daemons.contains) else { return nil }
+        return agreed.version
     }
 
     /// The stable prefix at which a peered document may be compacted now, though it is not
@@ -189,7 +201,7 @@ extension DocumentCore {
     /// ``peerPrefixPoint(_:)``, noting its pass over the history (``isPrefixPoint(_:_:)``).
     mutating func takePeerPrefixPoint(_ trigger: CompactionTrigger) -> VersionVector? {
         let own = stability.peers.entries[document.replica]?.version
-        guard isReadyForPeerPrefix, let version = variant == .peerPrefixWithoutAgreement ? own : agreedPrefix,
+        guard isReadyForPeerPrefix, let version = variant == .peerPrefixWithoutAgreement ? own : agreedPrefixNow,
               version != VersionVector(), !(document.historyFloor?.includes(version) ?? false) else { return nil }
         guard variant == .peerPrefixWithoutAgreement || peersHold(version, exactly: false) == nil else { return nil }
         guard let stable = sendersStableVersion, stable.includes(version) else { return nil }

@@ -207,8 +207,9 @@ public struct DocumentCore: Sendable {
     var prefixVouchers: (version: VersionVector, daemons: Set<ReplicaID>)?
     /// The latest version every daemon's entry was seen at here (``noteVouchers()``): a stable
     /// prefix every daemon vouched for, which this daemon may compact at even once the entries
-    /// moved on to the next proposal (``peerPrefixPoint(_:)``). In memory: lost with a restart.
-    var agreedPrefix: VersionVector?
+    /// moved on to the next proposal (``peerPrefixPoint(_:)``), with the daemons seen at it
+    /// (``agreedPrefixNow``). In memory: lost with a restart.
+    var agreedPrefix: (version: VersionVector, daemons: Set<ReplicaID>)?
     /// The meet of the offers the leader last looked for a proposal in, and the versions whose
     /// prefix check (``prefixPoint(within:_:)``) this daemon made at its floor, with the answer:
     /// each is a pass over the history, and gives the same answer again for the same versions
