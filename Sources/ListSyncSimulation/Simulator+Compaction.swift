@@ -131,6 +131,17 @@ extension Simulator {
                 report.failures.append("client \(c): unsent item \(String(decoding: value, as: UTF8.self)) lost in a re-sync")
             }
         }
+        // Edits only the daemon lost for good acknowledged, counted unacknowledged again, sent
+        // again, refused for a floor and made again here (Docs/Semantics.md §7, "An edit only a
+        // forgotten daemon held"): their edits are on every copy under other ids, as a merge
+        // back's are. The oracle leaves the originals out.
+        if let lost {
+            let kept = Set(made.map(\.id))
+            for op in unsent where daemons[lost].acknowledged.contains(op.lastID) && !kept.contains(op.id) {
+                mergedBack[op.id] = op
+                for counter in op.id.counter...op.lastID.counter { mergedBackIDs.insert(OpID(counter: counter, replica: op.id.replica)) }
+            }
+        }
         clients[c].document = base
         // A drag in progress ends (its rows may be gone), as when a client forgets its copy; the
         // others hear its end.

@@ -13,7 +13,10 @@ import Testing
 @Suite struct SimulatorProvokedCasesTests {
     /// A provoked case and the block of seeds it runs.
     struct Block: Sendable, CustomTestStringConvertible {
-        enum Case: String, Sendable { case hiddenDaemon = "--hide-daemon", lostStability = "--lose-stability", lostDaemon = "--lose-daemon" }
+        enum Case: String, Sendable {
+            case hiddenDaemon = "--hide-daemon", lostStability = "--lose-stability", lostDaemon = "--lose-daemon"
+            case lostDaemonEarly = "--lose-daemon-early"
+        }
         let provoked: Case
         let first: UInt64
         var testDescription: String { "\(provoked.rawValue), seeds from \(first)" }
@@ -47,6 +50,7 @@ import Testing
             config.retireAfter = 2_000
             if seed % 3 == 0 { config.daemons = 1; config.ring = false; config.roamPercent = 0 }
         case .lostDaemon: config.losesDaemon = true
+        case .lostDaemonEarly: config.losesDaemonEarly = true
         }
     }
 
@@ -61,6 +65,7 @@ import Testing
         case .hiddenDaemon: #expect(total.mergesBack >= Int(Self.blockSize) / 2, "the case is provoked in most runs")
         case .lostStability: #expect(total.crashes >= Int(Self.blockSize), "every run loses a stability file")
         case .lostDaemon: break
+        case .lostDaemonEarly: #expect(total.daemonsLostEarly >= Int(Self.blockSize) / 2, "the case is provoked in most runs")
         }
     }
 
@@ -93,5 +98,51 @@ import Testing
         let parted = reports.map(\.copiesParted).reduce(0, +)
         print("simulator, stability files lost, without the rule: \(reports.filter { !$0.passed }.count) of \(reports.count) runs failed, \(parted) acknowledged operations missing from some copy")
         #expect(reports.allSatisfy { !$0.passed } && parted > 0)
+    }
+
+    /// `--lose-daemon-early` seeds of the CI configuration that fail with the client that never
+    /// sends again what only a lost daemon acknowledged (``SimulationConfiguration/keepsGivenUpAcknowledgements``).
+    static let lostDaemonEarlySeeds: [UInt64] = []
+
+    static func lostDaemonEarlyRun(_ seed: UInt64, keeps: Bool) -> SimulationReport {
+        var config = SimulationConfiguration()
+        config.seed = seed
+        Self.configure(&config, seed, .lostDaemonEarly)
+        config.keepsGivenUpAcknowledgements = keeps
+        var sim = Simulator(config)
+        return sim.run()
+    }
+
+    @Test("a daemon lost right after acknowledging an edit it had not relayed: the device sends that edit again, and the seeds where it stayed on the device only pass", arguments: lostDaemonEarlySeeds)
+    func lostDaemonEarly(seed: UInt64) {
+        let report = Self.lostDaemonEarlyRun(seed, keeps: false)
+        #expect(report.failures.isEmpty, "\(report.failures)")
+        #expect(report.copiesParted == 0 && report.daemonsLostEarly == 1 && report.givenUpResends > 0)
+    }
+
+    @Test("test power: a client that never sends again what only the lost daemon acknowledged (keepsGivenUpAcknowledgements) fails the same seeds")
+    func lostDaemonEarlyWithoutTheRule() {
+        let reports = Self.lostDaemonEarlySeeds.map { Self.lostDaemonEarlyRun($0, keeps: true) }
+        let parted = reports.map(\.copiesParted).reduce(0, +)
+        print("simulator, a daemon lost right after acknowledging, without the rule: \(reports.filter { !$0.passed }.count) of \(reports.count) runs failed, \(parted) acknowledged operations missing from some copy")
+        #expect(reports.allSatisfy { !$0.passed })
+    }
+
+    /// Counts, over `LISTSYNC_SIM_EARLY_SWEEP` seeds from 630000 (a measurement, not run in CI
+    /// unless set): how many fail with and without the rule.
+    @Test("sweep of --lose-daemon-early with and without the rule (only when LISTSYNC_SIM_EARLY_SWEEP is set)")
+    func lostDaemonEarlySweep() {
+        guard let n = SimulatorPeerCompactionTests.environment["LISTSYNC_SIM_EARLY_SWEEP"].flatMap(UInt64.init) else { return }
+        for keeps in [true, false] {
+            var failed: [UInt64] = [], parted = 0, pending = 0, early = 0
+            for seed in 630_000..<630_000 + n {
+                let r = Self.lostDaemonEarlyRun(seed, keeps: keeps)
+                if !r.passed { failed.append(seed) }
+                parted += r.copiesParted
+                early += r.daemonsLostEarly
+                pending += r.failures.filter { $0.contains("pending") }.count
+            }
+            print("early sweep keeps=\(keeps): \(n - UInt64(failed.count)) of \(n) passed, lost early \(early), copies parted \(parted), runs with operations pending \(pending), failed \(failed.prefix(40))")
+        }
     }
 }
