@@ -113,6 +113,18 @@ extension Simulator {
     mutating func checkNoCopyParted(_ docs: [ListDocument]) {
         var acknowledged = Set<OpID>()
         for daemon in daemons { acknowledged.formUnion(daemon.acknowledged) }
+        // What the lost daemon alone acknowledged to a client that keeps no copy (a forgetful
+        // one, as the `listsync` commands) is lost with it, by design: no copy of its author's
+        // can send it again (Docs/Semantics.md §7, "An edit only a forgotten daemon held").
+        if let lost {
+            let noCopy = daemons[lost].acknowledged.filter { id in
+                let c = Int(id.replica.rawValue % 10_000) - 1
+                return clients.indices.contains(c) && clients[c].forgetful
+                    && !daemons.indices.contains { $0 != lost && daemons[$0].core.document.version.contains(id) }
+            }
+            acknowledged.subtract(noCopy)
+            report.lostWithoutACopy = noCopy.count
+        }
         let parted = acknowledged.filter { id in !mergedBackIDs.contains(id) && docs.contains { !$0.version.contains(id) } }
         report.copiesParted = parted.count
         if !parted.isEmpty {

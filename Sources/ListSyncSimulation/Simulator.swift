@@ -218,6 +218,9 @@ public struct SimulationReport: Sendable, CustomStringConvertible {
     /// (``SimulationConfiguration/losesDaemonEarly``); and the times a client counted edits only
     /// a lost daemon acknowledged unacknowledged again, to send them again.
     public var daemonsLostEarly = 0, givenUpResends = 0
+    /// Operations only the lost daemon held that it acknowledged to a client that keeps no copy
+    /// (a forgetful one): lost with it by design, and left out of ``copiesParted``.
+    public var lostWithoutACopy = 0
     /// Copies merged back onto a peer's compacted copy they were left out of, and the operations
     /// made again by them (``SimulationConfiguration/hidesDaemon``).
     public var mergesBack = 0, mergedBackOperations = 0
@@ -252,6 +255,7 @@ public struct SimulationReport: Sendable, CustomStringConvertible {
         daemonsLost += other.daemonsLost
         daemonsForgotten += other.daemonsForgotten
         daemonsLostEarly += other.daemonsLostEarly; givenUpResends += other.givenUpResends
+        lostWithoutACopy += other.lostWithoutACopy
         mergesBack += other.mergesBack; mergedBackOperations += other.mergedBackOperations
         copiesParted += other.copiesParted
     }
