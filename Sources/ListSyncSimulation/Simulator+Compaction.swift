@@ -131,13 +131,13 @@ extension Simulator {
                 report.failures.append("client \(c): unsent item \(String(decoding: value, as: UTF8.self)) lost in a re-sync")
             }
         }
-        // Edits the daemon lost for good held (it acknowledged them, or logged them and was lost
-        // before it answered), sent again, refused for a floor and made again here
+        // Edits the daemon lost for good held (applied or kept waiting; acknowledged, or logged
+        // before it could answer), sent again, refused for a floor and made again here
         // (Docs/Semantics.md §7, "An edit only a forgotten daemon held"): their edits are on every
         // copy under other ids, as a merge back's are. The oracle leaves the originals out.
         if let lost {
-            let kept = Set(made.map(\.id)), held = daemons[lost].core.document.version
-            for op in unsent where held.contains(op.lastID) && !kept.contains(op.id) {
+            let kept = Set(made.map(\.id)), copy = daemons[lost].core.document
+            for op in unsent where (copy.version.contains(op.lastID) || copy.isWaiting(op)) && !kept.contains(op.id) {
                 mergedBack[op.id] = op
                 for counter in op.id.counter...op.lastID.counter { mergedBackIDs.insert(OpID(counter: counter, replica: op.id.replica)) }
             }

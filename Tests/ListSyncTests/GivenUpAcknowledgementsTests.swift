@@ -51,14 +51,8 @@ import ListSyncTestSupport
     /// A device (replica 1) with `edits` items of its own that daemon `d` acknowledged (sent to
     /// it, answered), then connected to `x`, subscribed from its version.
     static func acknowledgedByD(edits: Int, keeps: Bool = false) throws -> (Machine, ListDocument, ListDocument) {
-        let server = Fixture.typed(2, replica: 9)
-        var doc = server.fork(as: 1)
-        for i in 0..<edits { try doc.insertItem(at: IndexPath(item: 0, section: 0), value: Data("mine\(i)".utf8)) }
-        var machine = Machine(replica: ReplicaID(1), acknowledged: server.version)
+        var (machine, doc, server) = try DeviceClientMachineTests.device(edits: edits, daemon: "d")
         machine.keepsGivenUpAcknowledgements = keeps
-        machine.connected(to: "d")
-        _ = machine.subscribing(doc)
-        _ = machine.subscribed(server.version, document: doc)
         _ = machine.synced(server.version, document: doc)
         let ops = DeviceClientMachineTests.sent(machine.sendUnacknowledged(doc))[0]
         machine.sent(edit: 1, ops)
