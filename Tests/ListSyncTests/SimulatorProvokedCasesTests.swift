@@ -133,19 +133,32 @@ import Testing
         #expect(reports.allSatisfy { !$0.passed })
     }
 
-    /// Counts, over `LISTSYNC_SIM_EARLY_SWEEP` seeds from 630000 (a measurement, not run in CI
-    /// unless set): how many fail with and without the rule.
+    /// Counts, over `LISTSYNC_SIM_EARLY_SWEEP` seeds (a measurement, not run in CI unless set):
+    /// how many fail with and without the rule. By default the CI configuration from 630000;
+    /// `LISTSYNC_SIM_EARLY_CONFIG="daemons ring roam ops crashes first"` (ring 0 or 1) sets another.
     @Test("sweep of --lose-daemon-early with and without the rule (only when LISTSYNC_SIM_EARLY_SWEEP is set)")
     func lostDaemonEarlySweep() {
-        guard let n = SimulatorPeerCompactionTests.environment["LISTSYNC_SIM_EARLY_SWEEP"].flatMap(UInt64.init) else { return }
+        let env = SimulatorPeerCompactionTests.environment
+        guard let n = env["LISTSYNC_SIM_EARLY_SWEEP"].flatMap(UInt64.init) else { return }
+        let given = env["LISTSYNC_SIM_EARLY_CONFIG"]?.split(separator: " ").compactMap { Int($0) }
+        let first = UInt64(given?.count == 6 ? given![5] : 630_000)
         for keeps in [true, false] {
             var failed: [UInt64] = [], parted = 0, pending = 0, early = 0
-            for seed in 630_000..<630_000 + n {
-                let r = Self.lostDaemonEarlyRun(seed, keeps: keeps)
+            for seed in first..<first + n {
+                var config = SimulationConfiguration()
+                config.seed = seed
+                Self.configure(&config, seed, .lostDaemonEarly)
+                if let g = given, g.count == 6 {
+                    (config.daemons, config.ring, config.roamPercent) = (g[0], g[1] == 1, g[2])
+                    (config.operations, config.crashes) = (g[3], g[4])
+                }
+                config.keepsGivenUpAcknowledgements = keeps
+                var sim = Simulator(config)
+                let r = sim.run()
                 if !r.passed { failed.append(seed) }
                 parted += r.copiesParted
                 early += r.daemonsLostEarly
-                pending += r.failures.filter { $0.contains("pending") }.count
+                pending += r.failures.contains { $0.contains("pending") } ? 1 : 0
             }
             print("early sweep keeps=\(keeps): \(n - UInt64(failed.count)) of \(n) passed, lost early \(early), copies parted \(parted), runs with operations pending \(pending), failed \(failed.prefix(40))")
         }
