@@ -490,7 +490,7 @@ public struct Simulator: Sendable {
         report.bytesSent = network.bytesSent
         report.virtualTime = network.now
         report.acknowledged = daemons.reduce(0) { $0 + $1.acknowledged.count }
-        report.givenUpResends = machines.reduce(0) { $0 + $1.givenUpResends }
+        report.givenUpResends += machines.reduce(0) { $0 + $1.givenUpResends }
         return report
     }
 
@@ -1007,6 +1007,7 @@ public struct Simulator: Sendable {
         doc.variant = configuration.variant
         clients[c].document = doc
         clients[c].knowsEpoch = false
+        report.givenUpResends += machines[c].givenUpResends
         machines[c] = Self.machine(doc.replica, configuration)
         clients[c].presence = PresencePublisher()
         takePartInPresence(c)

@@ -82,6 +82,9 @@ struct PeerForgetProcessTests {
         try await SyncClientTests.insert(phone, doc, "only on D")
         try await phone.waitUntilSynced(timeout: .seconds(livenessGuardSeconds))
         await phone.close()
+        // Its record says which daemon acknowledged it (durably, for the relaunch).
+        #expect(Self.acknowledgingDaemons(folder: dir.path + "/phone", doc).contains(d.address),
+                "\(Self.acknowledgingDaemons(folder: dir.path + "/phone", doc))")
         d.kill9()
         try FileManager.default.removeItem(atPath: dir.path + "/d")
 
@@ -95,6 +98,14 @@ struct PeerForgetProcessTests {
         #expect(SyncClientTests.values(live) == expected)
         try await back.waitUntilSynced(timeout: .seconds(livenessGuardSeconds))
         await back.close()
+    }
+
+    /// The daemons the device's sync record for `doc` names in `acknowledgedBy`, as written on disk.
+    static func acknowledgingDaemons(folder: String, _ doc: DocumentID) -> [String] {
+        guard let bytes = FileManager.default.contents(atPath: folder + "/documents/\(doc)/sync"),
+              let object = try? JSONSerialization.jsonObject(with: bytes) as? [String: Any],
+              let runs = object["acknowledgedBy"] as? [[String: Any]] else { return [] }
+        return runs.compactMap { $0["daemon"] as? String }
     }
 
     @Test("--forget-peer takes a replica id as status shows it, and refuses anything else")
