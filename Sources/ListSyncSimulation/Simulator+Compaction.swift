@@ -131,6 +131,17 @@ extension Simulator {
                 report.failures.append("client \(c): unsent item \(String(decoding: value, as: UTF8.self)) lost in a re-sync")
             }
         }
+        // Edits the daemon lost for good held (applied or kept waiting; acknowledged, or logged
+        // before it could answer), sent again, refused for a floor and made again here
+        // (Docs/Semantics.md §7, "An edit only a forgotten daemon held"): their edits are on every
+        // copy under other ids, as a merge back's are. The oracle leaves the originals out.
+        if let lost {
+            let kept = Set(made.map(\.id)), copy = daemons[lost].core.document
+            for op in unsent where (copy.version.contains(op.lastID) || copy.isWaiting(op)) && !kept.contains(op.id) {
+                mergedBack[op.id] = op
+                for counter in op.id.counter...op.lastID.counter { mergedBackIDs.insert(OpID(counter: counter, replica: op.id.replica)) }
+            }
+        }
         clients[c].document = base
         // A drag in progress ends (its rows may be gone), as when a client forgets its copy; the
         // others hear its end.

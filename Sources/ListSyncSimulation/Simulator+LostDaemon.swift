@@ -7,10 +7,12 @@ import ListSync
 // its last entry holds compaction back on every daemon that knew it; once forgotten on one, the
 // gossip forgets it on the others, and they compact again (checked by ``settleCompaction()``).
 //
-// It is lost once the run is quiet, so that it holds nothing the others lack: what only a
-// forgotten daemon held is lost by design (a device keeps showing an edit only it acknowledged),
-// and the checks could not tell that loss from a fault. What is checked is the rest: the others
-// and every client converge, nothing they acknowledged is lost, and they compact once more.
+// `--lose-daemon` loses it once the run is quiet, so that it holds nothing the others lack.
+// `--lose-daemon-early` loses it right after a client counts acknowledged an edit of its own that
+// no other daemon holds (its relay is lost with it): the device, its daemons reconfigured without
+// the lost one, sends that edit again (Docs/Semantics.md §7, "An edit only a forgotten daemon
+// held"). Either way the others and every client converge, nothing any daemon acknowledged (the
+// lost one included) is missing from a copy, and they compact once more.
 
 extension Simulator {
     /// Loses the last daemon for good: every connection to it resets and nothing reaches it
@@ -30,11 +32,34 @@ extension Simulator {
             if known.isEmpty { known = [Self.daemonName(rng.below(l))] }
             clients[c].reconnect.configure(known)
             if clients[c].daemon == l { clients[c].daemon = Self.daemonIndex(known[clients[c].reconnect.current]) }
+            // Lost early: a device given its new daemons is relaunched with them (SyncClient's
+            // daemons are fixed for its life): it connects again, and catches up afresh.
+            else if configuration.losesDaemonEarly, clients[c].connected { reset(daemon: clients[c].daemon, other: clients[c].node) }
         }
         if configuration.forgetsLostDaemon {
             let forgotten = daemons[l].replica
             daemons[rng.below(l)].policy.compaction?.forgottenPeers.insert(forgotten)
         }
+    }
+
+    /// `--lose-daemon-early`: a frame from daemon `from` reached client `c`. If `from` is the last
+    /// daemon and the client now counts acknowledged an operation of its own that `from`
+    /// acknowledged and no other daemon holds, `from` is lost for good now (its relays in flight
+    /// with it) and forgotten (``loseDaemon()``).
+    ///
+    /// - Complexity: O(a × d) for the a operations `from` acknowledged and d daemons.
+    mutating func loseDaemonIfUnrelayed(from: Int, to c: Int) {
+        guard lost == nil, from == daemons.count - 1, daemons.count > 1, compacting else { return }
+        let own = clients[c].document.replica, counted = machines[c].acknowledged[own]
+        guard counted > 0 else { return }
+        let unrelayed = daemons[from].acknowledged.filter { id in
+            id.replica == own && id.counter <= counted
+                && !daemons.indices.contains { $0 != from && daemons[$0].core.document.version.contains(id) }
+        }
+        guard let first = unrelayed.min() else { return }
+        if configuration.trace { trace("d\(from) is lost for good right after c\(c) counted \(first) acknowledged (\(unrelayed.count) operations only it holds)") }
+        report.daemonsLostEarly += 1
+        loseDaemon()
     }
 
     /// After the run: every other daemon forgot the lost one (the operator told one; the gossip,

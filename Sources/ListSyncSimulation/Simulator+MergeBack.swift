@@ -106,11 +106,25 @@ extension Simulator {
     }
 
     /// Every operation a daemon acknowledged is on every copy at the end (`docs`, the live
-    /// daemons' and the clients' that kept theirs), as itself, or made again by a merge back:
+    /// daemons' and the clients' that kept theirs), as itself, or made again by a merge back
+    /// (the lost daemon's acknowledgements too: its device sends such an edit again, or makes it
+    /// again under its counters, Docs/Semantics.md §7, "An edit only a forgotten daemon held"):
     /// the report counts those that are not (``SimulationReport/copiesParted``), each a failure.
     mutating func checkNoCopyParted(_ docs: [ListDocument]) {
         var acknowledged = Set<OpID>()
-        for (d, daemon) in daemons.enumerated() where d != lost { acknowledged.formUnion(daemon.acknowledged) }
+        for daemon in daemons { acknowledged.formUnion(daemon.acknowledged) }
+        // What the lost daemon alone acknowledged to a client that keeps no copy (a forgetful
+        // one, as the `listsync` commands) is lost with it, by design: no copy of its author's
+        // can send it again (Docs/Semantics.md §7, "An edit only a forgotten daemon held").
+        if let lost {
+            let noCopy = daemons[lost].acknowledged.filter { id in
+                let c = Int(id.replica.rawValue % 10_000) - 1
+                return clients.indices.contains(c) && clients[c].forgetful
+                    && !daemons.indices.contains { $0 != lost && daemons[$0].core.document.version.contains(id) }
+            }
+            acknowledged.subtract(noCopy)
+            report.lostWithoutACopy = noCopy.count
+        }
         let parted = acknowledged.filter { id in !mergedBackIDs.contains(id) && docs.contains { !$0.version.contains(id) } }
         report.copiesParted = parted.count
         if !parted.isEmpty {

@@ -94,6 +94,13 @@ public struct SimulationConfiguration: Sendable {
     /// machine gone), the operator forgets it on one of the others (`--forget-peer`), and the
     /// clients edit on for half as many edits again (``Simulator/loseDaemon()``).
     public var losesDaemon = false
+    /// With compaction and several daemons: the last daemon is lost for good (and forgotten, as
+    /// with ``losesDaemon``) right after a client counts acknowledged an edit of its own that no
+    /// other daemon holds, from the fourth of the edits on (its relay is lost with it;
+    /// ``Simulator/loseDaemonIfUnrelayed(from:to:)``); if that never happens, once quiet as
+    /// ``losesDaemon`` does. The clients edit on. Docs/Semantics.md §7, "An edit only a
+    /// forgotten daemon held".
+    public var losesDaemonEarly = false
     /// With compaction and several daemons: the first daemon is hidden (Docs/Semantics.md §7, "A
     /// copy left out of a peer's floor"): no peer ever heard of it (its links' first `seen` never
     /// arrived, no table of it reached anyone) and its links stay down while the clients edit,
@@ -111,6 +118,10 @@ public struct SimulationConfiguration: Sendable {
     /// A deliberately broken client (tests of the harness's power): after a refusal it keeps the
     /// edits made after the floor as they are, as clients did before `remake(_:from:refused:)`.
     @_spi(Testing) public var keepsRefusedEdits = false
+    /// A deliberately broken client (tests of the harness's power): an edit only a daemon lost
+    /// since acknowledged stays acknowledged, never sent again, as clients did before
+    /// ``ListSync/AcknowledgingDaemons``.
+    @_spi(Testing) public var keepsGivenUpAcknowledgements = false
     /// Notes a line per frame delivered and per step of the run (``Simulator/traceLines``,
     /// `listsync simulate --trace`): the same seed gives the same lines.
     public var trace = false
@@ -132,7 +143,7 @@ public struct SimulationConfiguration: Sendable {
             + (compactAfter != nil ? deadBytesArguments : "")
             + (sendsAhead ? " --sends-ahead" : "") + (editInterval == 1 ? " --busy" : "")
             + (!compactsStablePrefixes && compactAfter != nil ? " --compact-quiescent-only" : "") + (roamPercent > 0 ? " --roam \(roamPercent)" : "")
-            + (losesDaemon ? " --lose-daemon" : "") + (hidesDaemon ? " --hide-daemon" : "")
+            + (losesDaemon ? " --lose-daemon" : "") + (losesDaemonEarly ? " --lose-daemon-early" : "") + (hidesDaemon ? " --hide-daemon" : "")
             + (losesStability ? " --lose-stability" : "") + " --field-writes \(workload.fieldWrites)"
             + (workload.textEdits > 0 ? " --text-edits \(workload.textEdits)" : "")
             + (workload.dragFieldWrites > 0 ? " --drag-field-writes \(workload.dragFieldWrites)" : "")
@@ -203,6 +214,13 @@ public struct SimulationReport: Sendable, CustomStringConvertible {
     /// Daemons lost for good, and the times a daemon forgot one on its operator's word (the
     /// others forget it through the gossip; ``SimulationConfiguration/losesDaemon``).
     public var daemonsLost = 0, daemonsForgotten = 0
+    /// Of the daemons lost, those lost right after acknowledging an edit no other daemon held
+    /// (``SimulationConfiguration/losesDaemonEarly``); and the times a client counted edits only
+    /// a lost daemon acknowledged unacknowledged again, to send them again.
+    public var daemonsLostEarly = 0, givenUpResends = 0
+    /// Operations only the lost daemon held that it acknowledged to a client that keeps no copy
+    /// (a forgetful one): lost with it by design, and left out of ``copiesParted``.
+    public var lostWithoutACopy = 0
     /// Copies merged back onto a peer's compacted copy they were left out of, and the operations
     /// made again by them (``SimulationConfiguration/hidesDaemon``).
     public var mergesBack = 0, mergedBackOperations = 0
@@ -236,6 +254,8 @@ public struct SimulationReport: Sendable, CustomStringConvertible {
         settles += other.settles
         daemonsLost += other.daemonsLost
         daemonsForgotten += other.daemonsForgotten
+        daemonsLostEarly += other.daemonsLostEarly; givenUpResends += other.givenUpResends
+        lostWithoutACopy += other.lostWithoutACopy
         mergesBack += other.mergesBack; mergedBackOperations += other.mergedBackOperations
         copiesParted += other.copiesParted
     }
@@ -321,6 +341,9 @@ public struct Simulator: Sendable {
     var lost: Int?
     /// The daemon no peer knows yet, its links down (``SimulationConfiguration/hidesDaemon``).
     var hidden: Int?
+    /// While the clients edit, with ``SimulationConfiguration/losesDaemonEarly``: the last
+    /// daemon is lost once a client counts acknowledged an edit only it holds.
+    var losesDaemonNow = false
     /// What the run did, a line each, when ``SimulationConfiguration/trace`` is on (else empty):
     /// the virtual time, then a frame delivered (from → to: the message) or a step.
     public internal(set) var traceLines: [String] = []
@@ -343,6 +366,7 @@ public struct Simulator: Sendable {
                                                    : configuration.sendsAhead ? .ahead : .inOrder)
         machine.remakesOnFirstRefusal = configuration.remakesOnFirstRefusal
         machine.keepsRefusedEdits = configuration.keepsRefusedEdits
+        machine.keepsGivenUpAcknowledgements = configuration.keepsGivenUpAcknowledgements
         return machine
     }
 
@@ -440,13 +464,15 @@ public struct Simulator: Sendable {
                 if c.at == edit { network.partition(c.a, c.b) }
                 if c.at + c.length == edit { network.heal(c.a, c.b) }
             }
-            for c in crashes where c.at == edit { crash(c.daemon) }
+            for c in crashes where c.at == edit && c.daemon != lost { crash(c.daemon) }
+            losesDaemonNow = configuration.losesDaemonEarly && edit >= configuration.operations / 4
             editSomewhere()
         }
+        losesDaemonNow = false
         if hidden != nil { unhideDaemon() }
         quiesce()
-        if configuration.losesDaemon, compacting, daemons.count > 1, report.failures.isEmpty {
-            loseDaemon()
+        if configuration.losesDaemon || configuration.losesDaemonEarly, compacting, daemons.count > 1, report.failures.isEmpty {
+            if lost == nil { loseDaemon() }
             for _ in 0 ..< max(configuration.operations / 2, 1) {
                 stepToNextEdit()
                 editSomewhere()
@@ -464,6 +490,7 @@ public struct Simulator: Sendable {
         report.bytesSent = network.bytesSent
         report.virtualTime = network.now
         report.acknowledged = daemons.reduce(0) { $0 + $1.acknowledged.count }
+        report.givenUpResends += machines.reduce(0) { $0 + $1.givenUpResends }
         return report
     }
 
@@ -740,6 +767,7 @@ public struct Simulator: Sendable {
             let c = to - daemons.count
             guard clients[c].connected else { return }
             performClient(c, clients[c].session.receive(frame, now: nowNs))
+            if losesDaemonNow { loseDaemonIfUnrelayed(from: from, to: c) }
         } else if daemons[to].links[from] != nil {
             var link = daemons[to].links[from]!
             let actions = link.receive(frame, now: nowNs)
@@ -979,6 +1007,7 @@ public struct Simulator: Sendable {
         doc.variant = configuration.variant
         clients[c].document = doc
         clients[c].knowsEpoch = false
+        report.givenUpResends += machines[c].givenUpResends
         machines[c] = Self.machine(doc.replica, configuration)
         clients[c].presence = PresencePublisher()
         takePartInPresence(c)
@@ -1168,8 +1197,10 @@ public struct Simulator: Sendable {
         report.failures += oracle.checkText(reference).map { "replica 0: \($0)" }
         checkNoCopyParted(docs)
         for (d, daemon) in daemons.enumerated() {
+            // The lost daemon's copy stopped where it was lost, with what it kept waiting: what it
+            // acknowledged is checked on the others' copies (``checkNoCopyParted(_:)``).
             let missing = daemon.acknowledged.filter { !daemon.core.document.version.contains($0) && !mergedBackIDs.contains($0) }
-            if !missing.isEmpty { report.failures.append("daemon \(d) lacks \(missing.count) operations it acknowledged") }
+            if !missing.isEmpty && d != lost { report.failures.append("daemon \(d) lacks \(missing.count) operations it acknowledged") }
             // A stale epoch is refused, and changes nothing.
             var core = daemon.core
             let refused = core.subscribe(SubscriberID(1 << 30), epoch: epoch &+ 1, version: VersionVector())

@@ -61,6 +61,11 @@ let simulateUsage = """
                           daemon is lost for good, the operator forgets it on another
                           (--forget-peer), and the clients edit on; every other daemon
                           must compact again
+      --lose-daemon-early with --compact-after and --daemons 2 or more: the last daemon
+                          is lost for good right after a client counts acknowledged an edit
+                          of its own that no other daemon holds yet (from the fourth of the
+                          edits on; else once quiet), and forgotten as with --lose-daemon;
+                          the device sends that edit again (nothing acknowledged lost)
       --hide-daemon       with --compact-after and --daemons 2 or more: no peer knows the
                           first daemon (its first `seen` lost) and its links stay down while
                           its clients edit; the others compact without it, then its links come
@@ -149,6 +154,7 @@ func runSimulate(_ args: [String]) throws -> Int32 {
         case "--compact-stable-prefix": config.compactsStablePrefixes = true
         case "--compact-quiescent-only": config.compactsStablePrefixes = false
         case "--lose-daemon": config.losesDaemon = true
+        case "--lose-daemon-early": config.losesDaemonEarly = true
         case "--hide-daemon": config.hidesDaemon = true
         case "--lose-stability": config.losesStability = true
         case "--roam": config.roamPercent = try cursor.number("--roam", 0...100)
@@ -204,8 +210,8 @@ func runSimulate(_ args: [String]) throws -> Int32 {
         }
         if config.compactAfter != nil {
             print("compaction: \(total.compactions) compactions (\(total.prefixCompactions) at a stable prefix), \(total.retired) senders retired, \(total.snapshots) snapshot catch-ups, \(total.remade) operations remade, \(total.refusedCompacted) batches refused as compacted, \(total.clientCompactions) client compactions")
-            if config.losesDaemon {
-                print("lost daemons: \(total.daemonsLost) lost for good, \(total.daemonsForgotten) forgotten on the operator's word (the others forget through the gossip)")
+            if config.losesDaemon || config.losesDaemonEarly {
+                print("lost daemons: \(total.daemonsLost) lost for good (\(total.daemonsLostEarly) right after acknowledging an edit no other daemon held), \(total.daemonsForgotten) forgotten on the operator's word (the others forget through the gossip), \(total.givenUpResends) times a device sent again edits only a lost daemon acknowledged, \(total.lostWithoutACopy) operations it alone acknowledged to a client that keeps no copy (lost with it)")
             }
         }
         if config.daemons > 1 {
@@ -230,12 +236,12 @@ private func checkPrerequisites(_ given: Set<String>, _ config: SimulationConfig
     if given.contains("--roam"), config.daemons < 2 {
         throw UsageError(message: "--roam needs --daemons 2 or more (a client roams to another daemon), not \(config.daemons)")
     }
-    for option in ["--sends-ahead", "--busy", "--compact-stable-prefix", "--compact-quiescent-only", "--retire-after", "--lose-daemon", "--hide-daemon", "--lose-stability", "--compact-dead-share", "--compact-dead-floor"]
+    for option in ["--sends-ahead", "--busy", "--compact-stable-prefix", "--compact-quiescent-only", "--retire-after", "--lose-daemon", "--lose-daemon-early", "--hide-daemon", "--lose-stability", "--compact-dead-share", "--compact-dead-floor"]
     where given.contains(option) && !compacting {
         throw UsageError(message: "\(option) needs --compact-after N (it only matters when daemons compact)")
     }
-    if given.contains("--lose-daemon"), config.daemons < 2 {
-        throw UsageError(message: "--lose-daemon needs --daemons 2 or more (another daemon forgets the lost one), not \(config.daemons)")
+    for option in ["--lose-daemon", "--lose-daemon-early"] where given.contains(option) && config.daemons < 2 {
+        throw UsageError(message: "\(option) needs --daemons 2 or more (another daemon forgets the lost one), not \(config.daemons)")
     }
     if given.contains("--lose-stability"), config.crashes < 1 {
         throw UsageError(message: "--lose-stability needs --crashes 1 or more (a daemon loses its stability file when it crashes)")

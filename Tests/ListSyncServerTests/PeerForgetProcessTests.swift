@@ -60,6 +60,54 @@ struct PeerForgetProcessTests {
         await device.close()
     }
 
+    @Test("daemon D acknowledges a phone's edit it never relays (A is down), then D is lost and A forgets it: the phone, relaunched with A only, sends that edit again under its id (its record says D acknowledged it), its later edit no longer waits, and A and the phone show both")
+    func editOnlyAForgottenDaemonHeld() async throws {
+        let dir = TemporaryFolder()
+        defer { dir.remove() }
+        let flags = CompactionProcessTests.flags(retireAfter: "1h")
+        var a = try DaemonProcess(data: dir.path + "/a", extra: flags)
+        defer { a.terminate() }
+        let d = try DaemonProcess(data: dir.path + "/d", extra: flags + ["--key-file", a.keyFile, "--peer", a.address])
+        defer { d.terminate() }
+        let values = ["a", "b", "c"]
+        let (phone, doc) = try await CompactionProcessTests.firstDevice(d, folder: dir.path + "/phone", name: "lost", values: values)
+        #expect(eventually(30) { ((try? table(a, doc.description)) ?? []) == [values] }, "A: \(a.log)\nD: \(d.log)")
+        let hex = try String(contentsOfFile: dir.path + "/d/replica", encoding: .utf8)
+            .trimmingCharacters(in: .whitespacesAndNewlines).split(separator: " ").last.map(String.init) ?? ""
+        let id = "r\(try #require(UInt64(hex, radix: 16)))"
+
+        // A goes down; D acknowledges the phone's edit and cannot relay it; then D is lost for good.
+        let aPort = a.port
+        #expect(a.terminate() == 0)
+        try await SyncClientTests.insert(phone, doc, "only on D")
+        try await phone.waitUntilSynced(timeout: .seconds(livenessGuardSeconds))
+        await phone.close()
+        // Its record says which daemon acknowledged it (durably, for the relaunch).
+        #expect(Self.acknowledgingDaemons(folder: dir.path + "/phone", doc).contains(d.address),
+                "\(Self.acknowledgingDaemons(folder: dir.path + "/phone", doc))")
+        d.kill9()
+        try FileManager.default.removeItem(atPath: dir.path + "/d")
+
+        // A comes back, told that D is gone; the phone is relaunched with A only and edits again.
+        a = try DaemonProcess(data: dir.path + "/a", port: aPort, extra: flags + ["--forget-peer", id])
+        let (back, live) = try await CompactionProcessTests.reopened(folder: dir.path + "/phone", server: try SyncClientTests.server(a), doc)
+        try await SyncClientTests.insert(back, doc, "later")
+        let expected = [values + ["only on D", "later"]]
+        #expect(eventually(30) { ((try? table(a, doc.description)) ?? []) == expected },
+                "A: \(String(describing: try? table(a, doc.description)))\nA's log:\n\(a.log)")
+        #expect(SyncClientTests.values(live) == expected)
+        try await back.waitUntilSynced(timeout: .seconds(livenessGuardSeconds))
+        await back.close()
+    }
+
+    /// The daemons the device's sync record for `doc` names in `acknowledgedBy`, as written on disk.
+    static func acknowledgingDaemons(folder: String, _ doc: DocumentID) -> [String] {
+        guard let bytes = FileManager.default.contents(atPath: folder + "/documents/\(doc)/sync"),
+              let object = try? JSONSerialization.jsonObject(with: bytes) as? [String: Any],
+              let runs = object["acknowledgedBy"] as? [[String: Any]] else { return [] }
+        return runs.compactMap { $0["daemon"] as? String }
+    }
+
     @Test("--forget-peer takes a replica id as status shows it, and refuses anything else")
     func flagChecked() throws {
         let dir = TemporaryFolder()

@@ -102,11 +102,16 @@ public struct DeviceClientMachine: Sendable {
     public private(set) var isLive = false
     /// Re-syncs done (a refusal of edits sent before one is answered, and ignored).
     public private(set) var resyncs = 0
+    /// Times edits only a daemon given up acknowledged were counted unacknowledged again.
+    public private(set) var givenUpResends = 0
     /// What the daemons parted in merges back, as the device learned it (`parted`, from any
     /// daemon: the ranges are the same facts everywhere), in memory: a re-sync does not wait for
     /// an acknowledged edit of its own they name (Docs/Semantics.md §7, "A device learns what
     /// was parted").
     public private(set) var parted = PartedRanges()
+    /// Which daemon first acknowledged each of the device's own edits (the device's record): an
+    /// edit only a daemon given up since acknowledged goes again (``synced(_:document:prepare:askable:)``).
+    public private(set) var acknowledgedBy: AcknowledgingDaemons<Daemon>
     var inFlight: [UInt64: Edit] = [:]
     /// The actions of a receipt, and of an acknowledgement: made once.
     static let reportSeen: [Action] = [.reportSeen]
@@ -118,14 +123,19 @@ public struct DeviceClientMachine: Sendable {
     /// A deliberately broken client (the simulator's power tests): after a refusal the edits made
     /// after the floor are kept as they are, as clients did before `remake(_:from:refused:)`.
     @_spi(Testing) public var keepsRefusedEdits = false
+    /// A deliberately broken client (the simulator's power tests): an edit only a daemon given up
+    /// since acknowledged stays acknowledged, as clients did before ``acknowledgedBy``.
+    @_spi(Testing) public var keepsGivenUpAcknowledgements = false
 
-    /// A copy of `replica`'s, starting from what its record kept (nothing for a new document).
+    /// A copy of `replica`'s, starting from what its record kept (nothing for a new document;
+    /// `acknowledgedBy` nil for a record of an older build: who acknowledged what is not known).
     public init(replica: ReplicaID, sending: Sending = .inOrder, acknowledged: VersionVector = VersionVector(),
-                unanswered: Set<Daemon> = []) {
+                unanswered: Set<Daemon> = [], acknowledgedBy: [AcknowledgingDaemons<Daemon>.Run]? = nil) {
         self.replica = replica
         self.sending = sending
         self.acknowledged = acknowledged
         self.unanswered = UnansweredSends(unanswered)
+        self.acknowledgedBy = AcknowledgingDaemons(runs: acknowledgedBy, acknowledged: acknowledged[replica])
     }
 
     /// Whether it re-syncs (it subscribes from nothing, and holds its sends back).
@@ -258,10 +268,13 @@ public struct DeviceClientMachine: Sendable {
     /// `synced`: the catch-up holds `version`. The copy is caught up (re-syncing, once the
     /// daemon's copy holds all of that and every edit of the device a daemon acknowledged:
     /// ``CopyResync/outcome(local:acknowledged:prepare:)``): it is live, sends what the daemons
-    /// lack, and says what it has seen.
+    /// lack, and says what it has seen. First, the edits of its own that this daemon lacks and
+    /// that only a daemon `askable` gives up acknowledged count as unacknowledged again
+    /// (``resendGivenUp(holds:document:askable:)``).
     public mutating func synced(_ version: VersionVector, document: ListDocument,
                                 prepare: (inout ListDocument) -> Void = { _ in },
                                 askable: (Daemon) -> Bool = { _ in true }) -> [Action] {
+        resendGivenUp(holds: version, document: document, askable: askable)
         acknowledge(version, document)
         resyncing.synced(version)
         return caughtUp(document, prepare: prepare, askable: askable)
@@ -406,8 +419,50 @@ public struct DeviceClientMachine: Sendable {
     }
 
     /// Once every edit of the device is acknowledged (by one daemon or another), no daemon owes
-    /// an answer.
+    /// an answer. The edits newly counted are the current daemon's (``acknowledgedBy``).
     mutating func noteAcknowledged(_ document: ListDocument) {
+        if let daemon { acknowledgedBy.record(through: acknowledged[replica], by: daemon) }
         if !hasUnacknowledged(document) { unanswered.allAcknowledged() }
+    }
+
+    /// An edit only a forgotten daemon held (Docs/Semantics.md §7): the daemon caught up with
+    /// holds `version`; the device's own edits it lacks, from the first one that only a daemon
+    /// `askable` gives up acknowledged (its operator took it out of the device's daemons: lost
+    /// for good), count as unacknowledged again, so that they are sent again under their ids
+    /// (or, refused for a floor, made again as any unsent edit). Not those before the copy's
+    /// floor (every daemon held them), nor one the daemons parted (``parted``: made again by the
+    /// daemon that parted it). An edit a live daemon acknowledged is never sent again by this
+    /// rule: a daemon left out of a peer's floor may make it again in its merge back.
+    ///
+    /// - Complexity: O(r + p) for r runs of ``acknowledgedBy`` and p parted counters; when some
+    ///   edit is given up, O(l + k) more for the l log records and the k operations of the device
+    ///   after what the daemon holds.
+    mutating func resendGivenUp(holds version: VersionVector, document: ListDocument, askable: (Daemon) -> Bool) {
+        guard !keepsGivenUpAcknowledgements else { return }
+        let own = replica, upTo = acknowledged[own]
+        let partedRuns = parted.runs[own] ?? []
+        let isParted: (UInt64) -> Bool = { c in partedRuns.contains { $0.contains(c) } }
+        let after = max(version[own], document.historyFloor?[own] ?? 0)
+        guard acknowledgedBy.firstGivenUp(after: after, floor: 0, askable: askable, parted: isParted) != nil else { return }
+        // The first operation of the device's own so (counters between operations name none);
+        // the acknowledgement goes down to the device's operation before it (or to what the
+        // daemon holds): a counter no operation ends on would be waited for by a re-sync.
+        var counters = document.version.counters
+        counters[own] = after
+        var before = after
+        var first: UInt64?
+        for op in document.operations(since: VersionVector(counters)) where op.id.replica == own && op.id.counter <= upTo {
+            if !isParted(op.id.counter), acknowledgedBy.daemon(of: op.id.counter).map({ !askable($0) }) == true {
+                first = op.id.counter
+                break
+            }
+            before = op.lastID.counter
+        }
+        guard first != nil else { return }
+        counters = acknowledged.counters
+        counters[own] = before   // (a zero counter is dropped)
+        acknowledged = VersionVector(counters)
+        acknowledgedBy.truncate(through: before)
+        givenUpResends += 1
     }
 }

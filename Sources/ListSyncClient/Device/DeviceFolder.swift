@@ -1,5 +1,6 @@
 import Foundation
 import ListCRDT
+import ListSync
 import ListStore
 
 /// What a device knows of one document's standing with the daemon, kept beside its store.
@@ -20,6 +21,11 @@ struct SyncRecord: Codable, Hashable, Sendable {
     /// them (``ListSync/UnansweredSends``); written before the first send to each. Nil in records
     /// of older builds: none.
     var unanswered: [String]?
+    /// Which daemon (`host:port`) first acknowledged each run of this device's own edits
+    /// (``ListSync/AcknowledgingDaemons``): one only a daemon taken out of the device's daemons
+    /// since acknowledged is sent again (Docs/Semantics.md §7, "An edit only a forgotten daemon
+    /// held"). Nil in records of older builds: not known, and never sent again so.
+    var acknowledgedBy: [AcknowledgingDaemons<String>.Run]?
 
     var version: VersionVector {
         VersionVector(Dictionary(uniqueKeysWithValues: acknowledged.map { (ReplicaID($0.key), $0.value) }))

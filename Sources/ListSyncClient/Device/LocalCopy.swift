@@ -49,7 +49,8 @@ final class LocalCopy {
         self.live = live
         self.store = store
         self.record = record
-        machine = DeviceClientMachine(replica: replica, acknowledged: record.version, unanswered: Set(record.unanswered ?? []))
+        machine = DeviceClientMachine(replica: replica, acknowledged: record.version, unanswered: Set(record.unanswered ?? []),
+                                      acknowledgedBy: record.acknowledgedBy)
         recount(replica: replica)
     }
 
@@ -65,12 +66,20 @@ final class LocalCopy {
     func noteMachine(replica: ReplicaID) {
         var updated = record
         updated.acknowledge(machine.acknowledged)
+        // Edits only a daemon given up acknowledged count as unacknowledged again: the record
+        // follows the machine down (it only ever goes down so).
+        let own = machine.acknowledged[replica]
+        let lowered = own < updated.acknowledged[replica.rawValue, default: 0]
+        if lowered { updated.acknowledged[replica.rawValue] = own == 0 ? nil : own }
         let owing = machine.unanswered.daemons.sorted()
         if owing != (record.unanswered ?? []) { updated.unanswered = owing }
+        let runs = machine.acknowledgedBy.runs
+        if runs != (record.acknowledgedBy ?? []) { updated.acknowledgedBy = runs }
         if updated != record {
             record = updated
             recordDirty = true
         }
+        if lowered { recount(replica: replica) }
         let upTo = machine.acknowledged[replica]
         if let first = unacked.first, first <= upTo {
             unacked.removeFirst(unacked.prefix { $0 <= upTo }.count)
