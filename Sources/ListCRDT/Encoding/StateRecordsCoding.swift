@@ -56,6 +56,9 @@ struct StateRecords: Sendable {
     let names: [String]
     let replicas: [ReplicaID]
     let maxValueSize: Int
+    /// Version 11: a text part starts with its kind, and a derived text holds its order only
+    /// (`DerivedTextCoding.swift`).
+    var derivedTexts = false
 
     /// How ``read(_:mode:)`` treats what it reads.
     enum Mode {
@@ -71,6 +74,8 @@ struct StateRecords: Sendable {
     struct Built {
         var state: [String: FieldState] = [:]
         var shown: [String: Field] = [:]
+        /// Version 11: the order of each derived text (whose state holds an empty text for now).
+        var derivedOrders: [String: (order: [Int], digest: UInt32)] = [:]
     }
 
     /// The record whose body starts at `offset`, every field's state. Checked at the load.
@@ -197,7 +202,15 @@ struct StateRecords: Sendable {
             if parts & Part.text != 0 {
                 // A record read later holds no text: each text is checked against the log at the load.
                 guard mode != .check else { throw .invalidValue("a text in a record not flagged with text", offset: flagsAt) }
-                text = try TextSequence(decoding: &r, replicas: replicas)
+                let name = names[Int(k)]
+                let kindAt = r.offset
+                switch derivedTexts ? try r.varint() : StateSnapshotEncoder.TextKind.whole.rawValue {
+                case StateSnapshotEncoder.TextKind.whole.rawValue: text = try TextSequence(decoding: &r, replicas: replicas)
+                case StateSnapshotEncoder.TextKind.derived.rawValue:
+                    out.derivedOrders[name] = try Self.readDerivedOrder(&r)
+                    text = TextSequence()
+                case let v: throw .invalidValue("a text of kind \(v)", offset: kindAt)
+                }
             }
             let name = names[Int(k)]
             switch mode {
@@ -349,9 +362,9 @@ extension StateSnapshotEncoder {
             b.count(index(of: base.id.replica) + 1)
             b.signed(Int64(bitPattern: base.id.counter &- entity.counter))
         }
-        let ordered = fields.map { (nameIndex[$0.key]!, $0.value) }.sorted { $0.0 < $1.0 }
+        let ordered = fields.map { (nameIndex[$0.key]!, $0.key, $0.value) }.sorted { $0.0 < $1.0 }
         b.count(ordered.count)
-        for (k, f) in ordered {
+        for (k, name, f) in ordered {
             b.count(k)
             var flags = f.kind.rawValue
             if f.latest == base { flags |= StateRecords.Flag.latestIsBase }
@@ -387,7 +400,10 @@ extension StateSnapshotEncoder {
                     for t in tags { id(t, &b) }
                 }
             }
-            if let t = f.text {
+            if let t = f.text, let derived = derivedTexts, derived.contains(TextStateCheck.Key(record: entity, name: name)) {
+                Self.putDerivedText(t, into: &b)   // version 11
+            } else if let t = f.text {
+                if derivedTexts != nil { b.count(Int(TextKind.whole.rawValue)) }
                 t.encode { token in
                     switch token {
                     case .id(let x): b.count(index(of: x.replica) + 1); b.varint(x.counter)
@@ -423,7 +439,7 @@ extension StateSnapshotDecoder {
             names.append(name)
         }
         let recordCount = try r.count(minBytes: 4)
-        let state = StateRecords(reader: r, names: names, replicas: replicas, maxValueSize: maxValueSize)
+        let state = StateRecords(reader: r, names: names, replicas: replicas, maxValueSize: maxValueSize, derivedTexts: derivedTexts)
         var check = TextStateCheck()
         check.clock = clock
         deferral.targets.reserveCapacity(recordCount)
@@ -454,7 +470,7 @@ extension StateSnapshotDecoder {
                     guard let text = f.text else { continue }
                     any = true
                     check.index[TextStateCheck.Key(record: e, name: name)] = check.fields.count
-                    check.fields.append(TextStateCheck.Field(text))
+                    check.fields.append(built.derivedOrders[name].map { TextStateCheck.Field(derivedOrder: $0) } ?? TextStateCheck.Field(text))
                 }
                 guard any else { throw .invalidValue("a record \(e) flagged with text that holds none", offset: at) }
                 check.records[e] = built.state

@@ -28,6 +28,15 @@ struct TextStateCheck {
         var edits = 0
         /// Per slot (local version of the text): whether a logged edit removed it.
         var removed: [Bool]
+        /// Version 11: the text is made from the log's edits (`DerivedTextCoding.swift`); its
+        /// order runs (start, count pairs), until ``finishDerived()``.
+        var derivedOrder: [Int]?
+        /// Version 11: per replica, one past the greatest counter of a character made so far.
+        var derivedEnds: [ReplicaID: UInt64] = [:]
+        /// Version 11: the digest of the text the log must make (``DerivedTextDigest``).
+        var derivedDigest: UInt32 = 0
+        /// Version 11: why the text made so far is wrong, found after it changed.
+        var failure: String?
 
         init(_ text: TextSequence) {
             self.text = text
@@ -37,6 +46,7 @@ struct TextStateCheck {
         /// Why `edit` of operation `id` does not fit the text, or nil. `earlier(x)`: whether
         /// character `x` was typed by an operation before this one in the log.
         mutating func problem(with edit: TextEdit, id: OpID, earlier: (OpID) -> Bool) -> String? {
+            if derivedOrder != nil { return appendDerived(edit, id: id, earlier: earlier) }
             edits += 1
             var left = LocalVersion.none, right = LocalVersion.none
             if edit.after != .none {
@@ -163,9 +173,12 @@ extension StateSnapshotDecoder {
             throw .invalidValue("a record of text for \(record), not a section or an item", offset: offset)
         }
         for (key, i) in check.index {
-            if let why = check.fields[i].problemAtEnd() {
+            let derived = check.fields[i].derivedOrder != nil
+            if let why = check.fields[i].finishDerived() ?? check.fields[i].problemAtEnd() {
                 throw .invalidValue("field \"\(key.name)\" of \(key.record): \(why)", offset: offset)
             }
+            // Version 11: the text made from the log becomes the record's.
+            if derived { check.records[key.record]![key.name]!.text = check.fields[i].text }
         }
         check.fields = []
         doc.records.clock = max(doc.records.clock, check.clock)

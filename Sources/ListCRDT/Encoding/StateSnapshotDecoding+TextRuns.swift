@@ -238,6 +238,7 @@ extension TextStateCheck.Field {
     mutating func noteSplices(_ batch: DecodedBatch, _ run: DecodedBatch.SpliceRun, from: Int, count: Int,
                               earlier: (OpID, OpID) -> Bool) -> Bool {
         let firstID = run.id.advanced(by: from)
+        if run.typing, derivedOrder != nil { return appendDerivedSplices(batch, run, from: from, count: count, earlier: earlier) }
         guard run.typing else {
             var slots: [LocalVersion] = []
             slots.reserveCapacity(count)
