@@ -224,27 +224,7 @@ extension TextStateCheck.Field {
     mutating func appendDerived(_ edit: TextEdit, id: OpID, earlier: (OpID) -> Bool) -> String? {
         edits += 1
         var left = LocalVersion.none, right = LocalVersion.none
-        if edit.after != .none {
-            guard let l = text.lv(of: edit.after), earlier(edit.after) else {
-                return "it inserts after \(edit.after), not a character of the field typed before it"
-            }
-            left = l
-        }
-        if edit.before != .none {
-            guard let r = text.lv(of: edit.before), earlier(edit.before) else {
-                return "it inserts before \(edit.before), not a character of the field typed before it"
-            }
-            right = r
-        }
-        for r in edit.deletes {
-            guard earlier(r.first.advanced(by: r.count - 1)) else { return "it removes \(r), typed after it" }
-            for k in 0 ..< r.count {
-                guard let lv = text.lv(of: r.first.advanced(by: k)) else {
-                    return "it removes \(r.first.advanced(by: k)), not a character of the field"
-                }
-                removed[lv.int] = true
-            }
-        }
+        if let why = noteOrigins(of: edit, earlier: earlier, left: &left, right: &right) { return why }
         let k = edit.insertedCount
         guard k > 0 else { return nil }
         if let why = appendCharacters(id: id, count: k, left: left, right: right, edit.insert) { return why }
@@ -274,17 +254,7 @@ extension TextStateCheck.Field {
     mutating func appendDerivedSplices(_ batch: DecodedBatch, _ run: DecodedBatch.SpliceRun, from: Int, count: Int,
                                        earlier: (OpID, OpID) -> Bool) -> Bool {
         let firstID = run.id.advanced(by: from)
-        var right = LocalVersion.none
-        if run.before != .none {
-            guard let r = text.lv(of: run.before), earlier(run.before, firstID) else { return false }
-            right = r
-        }
-        var left = LocalVersion.none
-        let after = from == 0 ? run.after : run.id.advanced(by: from - 1)
-        if after != .none {
-            guard let l = text.lv(of: after), earlier(after, firstID) else { return false }
-            left = l
-        }
+        guard let (left, right) = origins(of: run, from: from, earlier: earlier) else { return false }
         guard firstID.counter >= derivedEnds[firstID.replica] ?? 0 else { return false }
         let bytes = batch.characterBytes(run, from: from, count: count)
         let typed = batch.bytes.withUnsafeBufferPointer { String(decoding: UnsafeBufferPointer(rebasing: $0[bytes]), as: UTF8.self) }

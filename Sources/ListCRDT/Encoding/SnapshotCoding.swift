@@ -96,7 +96,7 @@ extension ListDocument {
                                                textRecords: version >= Self.stateTextSnapshotFormatVersion,
                                                textRuns: version >= Self.stateTextRunsSnapshotFormatVersion,
                                                stateRecords: version >= Self.stateRecordsSnapshotFormatVersion,
-                                               pastedRecords: version >= Self.stateRecordsPastedSnapshotFormatVersion,
+                                               pastedRecords: version == Self.stateRecordsPastedSnapshotFormatVersion,
                                                derivedTexts: version == Self.stateDerivedTextSnapshotFormatVersion,
                                                lazyLog: lazyLog)
             self = try decoder.decode()

@@ -320,6 +320,8 @@ extension StateSnapshotEncoder {
         let names = nameSet.sorted()
         var nameIndex: [String: Int] = [:]
         for (k, name) in names.enumerated() { nameIndex[name] = k }
+        // Version 11: whether records are left to the log (version 10's rule), as a flag.
+        if derivedTexts != nil { w.count(pastedRecords.isEmpty ? 0 : 1) }
         w.varint(records.clock)
         w.count(names.count)
         for name in names { w.string(name) }
@@ -400,6 +402,8 @@ extension StateSnapshotEncoder {
                     for t in tags { id(t, &b) }
                 }
             }
+            let textStart = b.bytes.count
+            defer { textBytes += b.bytes.count - textStart }
             if let t = f.text, let derived = derivedTexts, derived.contains(TextStateCheck.Key(record: entity, name: name)) {
                 Self.putDerivedText(t, into: &b)   // version 11
             } else if let t = f.text {
@@ -426,6 +430,12 @@ extension StateSnapshotDecoder {
     ///
     /// - Complexity: O(b + n) for b bytes of records and n characters of text.
     mutating func readStateRecords() throws(WireError) {
+        if derivedTexts {
+            let at = r.offset
+            let flags = try r.varint()
+            guard flags <= 1 else { throw .invalidValue("records flags \(flags)", offset: at) }
+            pastedRecords = flags == 1
+        }
         let clock = try r.varint()
         let nameCount = try r.count(minBytes: 2)
         var names: [String] = []

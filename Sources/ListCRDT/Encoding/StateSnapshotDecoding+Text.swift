@@ -49,29 +49,9 @@ struct TextStateCheck {
             if derivedOrder != nil { return appendDerived(edit, id: id, earlier: earlier) }
             edits += 1
             var left = LocalVersion.none, right = LocalVersion.none
-            if edit.after != .none {
-                guard let l = text.lv(of: edit.after), earlier(edit.after) else {
-                    return "it inserts after \(edit.after), not a character of the field typed before it"
-                }
-                left = l
-            }
-            if edit.before != .none {
-                guard let r = text.lv(of: edit.before), earlier(edit.before) else {
-                    return "it inserts before \(edit.before), not a character of the field typed before it"
-                }
-                right = r
-            }
+            if let why = noteOrigins(of: edit, earlier: earlier, left: &left, right: &right) { return why }
             if left.exists, right.exists, !text.forest.isBefore(left, right) {
                 return "its origins \(edit.after) and \(edit.before) are out of order"
-            }
-            for r in edit.deletes {
-                guard earlier(r.first.advanced(by: r.count - 1)) else { return "it removes \(r), typed after it" }
-                for k in 0 ..< r.count {
-                    guard let lv = text.lv(of: r.first.advanced(by: k)) else {
-                        return "it removes \(r.first.advanced(by: k)), not a character of the field"
-                    }
-                    removed[lv.int] = true
-                }
             }
             let k = edit.insertedCount
             guard k > 0 else { return nil }
@@ -84,6 +64,36 @@ struct TextStateCheck {
                 return "its characters are not the text's"
             }
             inserted += k
+            return nil
+        }
+
+        /// The local versions of `edit`'s origins (in `left` and `right`), each a character of the
+        /// field typed before it (`earlier`), and its removed characters noted; or why not.
+        ///
+        /// - Complexity: O((d + 2) log r) for d removed characters.
+        mutating func noteOrigins(of edit: TextEdit, earlier: (OpID) -> Bool, left: inout LocalVersion,
+                                  right: inout LocalVersion) -> String? {
+            if edit.after != .none {
+                guard let l = text.lv(of: edit.after), earlier(edit.after) else {
+                    return "it inserts after \(edit.after), not a character of the field typed before it"
+                }
+                left = l
+            }
+            if edit.before != .none {
+                guard let r = text.lv(of: edit.before), earlier(edit.before) else {
+                    return "it inserts before \(edit.before), not a character of the field typed before it"
+                }
+                right = r
+            }
+            for r in edit.deletes {
+                guard earlier(r.first.advanced(by: r.count - 1)) else { return "it removes \(r), typed after it" }
+                for k in 0 ..< r.count {
+                    guard let lv = text.lv(of: r.first.advanced(by: k)) else {
+                        return "it removes \(r.first.advanced(by: k)), not a character of the field"
+                    }
+                    removed[lv.int] = true
+                }
+            }
             return nil
         }
 

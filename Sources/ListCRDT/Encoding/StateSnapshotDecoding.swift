@@ -44,7 +44,8 @@ struct StateSnapshotDecoder {
     let allRecordsState: Bool
     /// Version 10: a record the records part does not hold is made from the log's field writes,
     /// as version 5 makes a record with text (its text was pasted: its characters are in the log).
-    let pastedRecords: Bool
+    /// (Version 11: as its records part's flag says.)
+    var pastedRecords: Bool
     /// Version 11: typed texts made from the log (`DerivedTextCoding.swift`).
     let derivedTexts: Bool
     var stateRecords: StateRecords?

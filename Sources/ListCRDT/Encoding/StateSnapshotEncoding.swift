@@ -97,6 +97,10 @@ struct StateSnapshotEncoder {
     /// Version 11: the texts whose characters and slot runs the log's typing gives
     /// (``derivableTexts(of:)``), each written as its order only; nil before version 11.
     let derivedTexts: Set<TextStateCheck.Key>?
+    /// Where each part of the body ends (after ``encode()``), and the bytes of the records'
+    /// texts: the breakdown of a snapshot's size (Docs/Benchmarks.md).
+    private(set) var partEnds: [(part: String, end: Int)] = []
+    var textBytes = 0
 
     /// `othersInOneBatch` nil: version 5 exactly when the history writes fields (false: version 2
     /// whatever it holds, as builds before version 5 wrote it; for tests). `textRecords` nil:
@@ -214,9 +218,13 @@ struct StateSnapshotEncoder {
     private mutating func encodeBody() -> [UInt8] {
         w.bytes.reserveCapacity(doc.slots.count + doc.items.count + 4096)
         putSlots()
+        partEnds.append(("slots", w.bytes.count))
         if othersInOneBatch { putOthers() }
+        partEnds.append(("batch", w.bytes.count))
         if stateRecords { putStateRecords() } else if textRecords { putTextRecords() }
+        partEnds.append(("records", w.bytes.count))
         putLog()
+        partEnds.append(("log", w.bytes.count))
         putDeleted(doc.sections)
         putDeleted(doc.items)
         putValues(doc.sections)
@@ -225,6 +233,7 @@ struct StateSnapshotEncoder {
         w.count(frontier.count)
         for id in frontier { putID(id) }
         putTrees()
+        partEnds.append(("registers, values, frontier, trees", w.bytes.count))
         return w.bytes
     }
 
