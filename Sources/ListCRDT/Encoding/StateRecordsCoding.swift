@@ -74,9 +74,11 @@ struct StateRecords: Sendable {
     struct Built {
         var state: [String: FieldState] = [:]
         var shown: [String: Field] = [:]
-        /// Version 11: the order of each derived text (whose state holds an empty text for now).
-        var derivedOrders: [String: (order: [Int], digest: UInt32)] = [:]
     }
+
+    /// Version 11: the order and digest of each derived text of a record, by field name (its
+    /// state holds an empty text until the log has made it).
+    typealias DerivedOrders = [String: (order: [Int], digest: UInt32)]
 
     /// The record whose body starts at `offset`, every field's state. Checked at the load.
     ///
@@ -99,7 +101,15 @@ struct StateRecords: Sendable {
 
     /// Reads one record's body at `r`'s offset. `.check` throws for anything the other modes
     /// would refuse, so that a record checked at the load always reads later.
+    @inline(__always)
     func read(_ r: inout WireReader, of entity: OpID, mode: Mode) throws(WireError) -> Built {
+        var none: DerivedOrders?
+        return try read(&r, of: entity, mode: mode, derived: &none)
+    }
+
+    /// ``read(_:of:mode:)``, each derived text's order (version 11) put in `derived` (a text
+    /// that is derived where `derived` is nil is an error: only the load reads one).
+    func read(_ r: inout WireReader, of entity: OpID, mode: Mode, derived: inout DerivedOrders?) throws(WireError) -> Built {
         var out = Built()
         let base = try baseStamp(&r, of: entity)
         let n = try r.count(minBytes: 2)
@@ -202,15 +212,7 @@ struct StateRecords: Sendable {
             if parts & Part.text != 0 {
                 // A record read later holds no text: each text is checked against the log at the load.
                 guard mode != .check else { throw .invalidValue("a text in a record not flagged with text", offset: flagsAt) }
-                let name = names[Int(k)]
-                let kindAt = r.offset
-                switch derivedTexts ? try r.varint() : StateSnapshotEncoder.TextKind.whole.rawValue {
-                case StateSnapshotEncoder.TextKind.whole.rawValue: text = try TextSequence(decoding: &r, replicas: replicas)
-                case StateSnapshotEncoder.TextKind.derived.rawValue:
-                    out.derivedOrders[name] = try Self.readDerivedOrder(&r)
-                    text = TextSequence()
-                case let v: throw .invalidValue("a text of kind \(v)", offset: kindAt)
-                }
+                text = try readText(&r, name: Int(k), derived: &derived)   // DerivedTextCoding.swift
             }
             let name = names[Int(k)]
             switch mode {
@@ -471,7 +473,8 @@ extension StateSnapshotDecoder {
             let start = r.offset
             guard start < Int(Int32.max) else { throw .countTooLarge(start, offset: at) }
             var body = r
-            let built = try state.read(&body, of: e, mode: flag == 1 ? .state : .check)
+            var derived: StateRecords.DerivedOrders? = flag == 1 && derivedTexts ? [:] : nil
+            let built = try state.read(&body, of: e, mode: flag == 1 ? .state : .check, derived: &derived)
             guard body.offset == start + length else { throw .invalidValue("a record of \(body.offset - start) bytes where its length says \(length)", offset: start) }
             r.rewind(to: start + length)
             if flag == 1 {
@@ -480,7 +483,7 @@ extension StateSnapshotDecoder {
                     guard let text = f.text else { continue }
                     any = true
                     check.index[TextStateCheck.Key(record: e, name: name)] = check.fields.count
-                    check.fields.append(built.derivedOrders[name].map { TextStateCheck.Field(derivedOrder: $0) } ?? TextStateCheck.Field(text))
+                    check.fields.append(derived?[name].map { TextStateCheck.Field(derivedOrder: $0) } ?? TextStateCheck.Field(text))
                 }
                 guard any else { throw .invalidValue("a record \(e) flagged with text that holds none", offset: at) }
                 check.records[e] = built.state
