@@ -181,18 +181,18 @@ enum DerivedTextDigest {
 
 extension StateRecords {
     /// A field's text part: §5.6's layout, or in version 11 its kind first, a derived text's
-    /// order noted in `derived` (its state then holds an empty text until the log has made it).
+    /// order put in `derived` (its state then holds an empty text until the log has made it).
     /// Out of line, so that reading a record without text compiles as before.
     ///
     /// - Complexity: O(n) for n characters (or order runs) written.
     @inline(never)
-    func readText(_ r: inout WireReader, name k: Int, derived: inout DerivedOrders?) throws(WireError) -> TextSequence {
+    func readText(_ r: inout WireReader, name k: Int, derived: UnsafeMutablePointer<DerivedOrders>?) throws(WireError) -> TextSequence {
         let at = r.offset
         switch derivedTexts ? try r.varint() : StateSnapshotEncoder.TextKind.whole.rawValue {
         case StateSnapshotEncoder.TextKind.whole.rawValue: return try TextSequence(decoding: &r, replicas: replicas)
         case StateSnapshotEncoder.TextKind.derived.rawValue:
-            guard derived != nil else { throw .invalidValue("a text made from the log where none can be", offset: at) }
-            derived![names[k]] = try Self.readDerivedOrder(&r)
+            guard let derived else { throw .invalidValue("a text made from the log where none can be", offset: at) }
+            derived.pointee[names[k]] = try Self.readDerivedOrder(&r)
             return TextSequence()
         case let v: throw .invalidValue("a text of kind \(v)", offset: at)
         }

@@ -101,15 +101,10 @@ struct StateRecords: Sendable {
 
     /// Reads one record's body at `r`'s offset. `.check` throws for anything the other modes
     /// would refuse, so that a record checked at the load always reads later.
-    @inline(__always)
-    func read(_ r: inout WireReader, of entity: OpID, mode: Mode) throws(WireError) -> Built {
-        var none: DerivedOrders?
-        return try read(&r, of: entity, mode: mode, derived: &none)
-    }
-
-    /// ``read(_:of:mode:)``, each derived text's order (version 11) put in `derived` (a text
-    /// that is derived where `derived` is nil is an error: only the load reads one).
-    func read(_ r: inout WireReader, of entity: OpID, mode: Mode, derived: inout DerivedOrders?) throws(WireError) -> Built {
+    /// Version 11: each derived text's order is put in `derived` (a derived text where it is nil
+    /// is an error: only the load reads one; a pointer, so that other reads pass nothing to free).
+    func read(_ r: inout WireReader, of entity: OpID, mode: Mode,
+              derived: UnsafeMutablePointer<DerivedOrders>? = nil) throws(WireError) -> Built {
         var out = Built()
         let base = try baseStamp(&r, of: entity)
         let n = try r.count(minBytes: 2)
@@ -212,7 +207,7 @@ struct StateRecords: Sendable {
             if parts & Part.text != 0 {
                 // A record read later holds no text: each text is checked against the log at the load.
                 guard mode != .check else { throw .invalidValue("a text in a record not flagged with text", offset: flagsAt) }
-                text = try readText(&r, name: Int(k), derived: &derived)   // DerivedTextCoding.swift
+                text = try readText(&r, name: Int(k), derived: derived)   // DerivedTextCoding.swift
             }
             let name = names[Int(k)]
             switch mode {
@@ -473,8 +468,10 @@ extension StateSnapshotDecoder {
             let start = r.offset
             guard start < Int(Int32.max) else { throw .countTooLarge(start, offset: at) }
             var body = r
-            var derived: StateRecords.DerivedOrders? = flag == 1 && derivedTexts ? [:] : nil
-            let built = try state.read(&body, of: e, mode: flag == 1 ? .state : .check, derived: &derived)
+            var derived: StateRecords.DerivedOrders = [:]
+            let built = try withUnsafeMutablePointer(to: &derived) { (p) throws(WireError) in
+                try state.read(&body, of: e, mode: flag == 1 ? .state : .check, derived: flag == 1 && derivedTexts ? p : nil)
+            }
             guard body.offset == start + length else { throw .invalidValue("a record of \(body.offset - start) bytes where its length says \(length)", offset: start) }
             r.rewind(to: start + length)
             if flag == 1 {
@@ -483,7 +480,7 @@ extension StateSnapshotDecoder {
                     guard let text = f.text else { continue }
                     any = true
                     check.index[TextStateCheck.Key(record: e, name: name)] = check.fields.count
-                    check.fields.append(derived?[name].map { TextStateCheck.Field(derivedOrder: $0) } ?? TextStateCheck.Field(text))
+                    check.fields.append(derived[name].map { TextStateCheck.Field(derivedOrder: $0) } ?? TextStateCheck.Field(text))
                 }
                 guard any else { throw .invalidValue("a record \(e) flagged with text that holds none", offset: at) }
                 check.records[e] = built.state
