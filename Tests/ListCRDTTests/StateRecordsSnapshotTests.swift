@@ -10,6 +10,12 @@ extension ListDocument {
         var e = StateSnapshotEncoder(self, stateRecords: false)
         return e.encode()
     }
+
+    /// Versions 9 and 10 (a typed text written whole), as builds before version 11 wrote them.
+    func encodedStateSnapshotBeforeVersion11() -> [UInt8] {
+        var e = StateSnapshotEncoder(self, derivedTexts: false)
+        return e.encode()
+    }
 }
 
 /// Version 9 of the state snapshot (Docs/WireFormat.md §5.9, `StateRecordsCoding.swift`): every
@@ -36,7 +42,9 @@ struct StateRecordsSnapshotTests {
     func loadsTheReplayedRecords(seed: UInt64) throws {
         let docs = try Self.board(seed: seed)
         let bytes = docs[0].encodedSnapshot()
-        #expect(bytes[4] == ListDocument.stateRecordsSnapshotFormatVersion, "seed \(seed)")
+        // Version 11 when the board's log holds text runs (typed text, §5.11).
+        #expect(bytes[4] == (docs[0].log.others.hasRuns ? ListDocument.stateDerivedTextSnapshotFormatVersion
+                                                         : ListDocument.stateRecordsSnapshotFormatVersion), "seed \(seed)")
         let loaded = try ListDocument(snapshot: bytes, replica: ReplicaID(7))
         try loaded.checkInvariants()
         let v8 = try ListDocument(snapshot: docs[0].encodedStateSnapshotBeforeVersion9(), replica: ReplicaID(7))
@@ -146,8 +154,12 @@ struct StateRecordsSnapshotTests {
         _ = try doc.writeFields(["title": .set(.string("p"))], ofItem: pasted)
         _ = try doc.splice("notes", ofItem: pasted, at: 0, insert: String(repeating: "lorem ", count: 50))
         _ = try TextFieldTests.type("typed", at: 0, into: &doc, item: typed)
-        let bytes = doc.encodedSnapshot()
+        let bytes = doc.encodedStateSnapshotBeforeVersion11()
         #expect(bytes[4] == ListDocument.stateRecordsPastedSnapshotFormatVersion)
+        // This build writes version 11 (typed text), with the same rule for the pasted record.
+        let v11 = doc.encodedSnapshot()
+        #expect(v11[4] == ListDocument.stateDerivedTextSnapshotFormatVersion)
+        #expect(try ListDocument(snapshot: v11, replica: ReplicaID(2)).records == doc.records)
         #expect(StateSnapshotEncoder.pastedTextRecords(of: doc) == [pasted.opID])
         var loaded = try ListDocument(snapshot: bytes, replica: ReplicaID(2))
         #expect(loaded.text("notes", ofItem: pasted) == doc.text("notes", ofItem: pasted))
@@ -159,9 +171,11 @@ struct StateRecordsSnapshotTests {
         var noText = doc
         noText.records.materialized[typed.opID]?["notes"] = nil
         #expect(throws: WireError.self) { try ListDocument(snapshot: noText.encodedSnapshot(), replica: ReplicaID(3)) }
+        #expect(throws: WireError.self) { try ListDocument(snapshot: noText.encodedStateSnapshotBeforeVersion11(), replica: ReplicaID(3)) }
         var noRecord = doc
         noRecord.records.materialized[pasted.opID] = nil
         #expect(throws: WireError.self) { try ListDocument(snapshot: noRecord.encodedSnapshot(), replica: ReplicaID(3)) }
+        #expect(throws: WireError.self) { try ListDocument(snapshot: noRecord.encodedStateSnapshotBeforeVersion11(), replica: ReplicaID(3)) }
     }
 
     @Test("every proper prefix of a version-9 snapshot is a typed error, and every damaged byte a typed error or a sound document whose records all read")
@@ -195,7 +209,7 @@ struct StateRecordsSnapshotTests {
         #expect(loadedCount < damages)
     }
 
-    @Test("a reader of version 8 refuses version 9 by its version byte; this build refuses the version after 10 the same way")
+    @Test("a reader of version 8 refuses version 9 by its version byte; this build refuses the version after 11 the same way")
     func olderReaderRefuses() throws {
         let docs = try Self.board(seed: 3)
         var bytes = docs[0].encodedSnapshot()
@@ -203,8 +217,8 @@ struct StateRecordsSnapshotTests {
         // Version 10 is version 9 where records may be left to the log: labelled 10, the same document.
         bytes[4] = ListDocument.stateRecordsPastedSnapshotFormatVersion
         Self.expectSame(try ListDocument(snapshot: bytes, replica: ReplicaID(9)), docs[0], "labelled 10")
-        bytes[4] = ListDocument.stateRecordsPastedSnapshotFormatVersion + 1
-        #expect(throws: WireError.unsupportedVersion(ListDocument.stateRecordsPastedSnapshotFormatVersion + 1)) {
+        bytes[4] = ListDocument.stateDerivedTextSnapshotFormatVersion + 1
+        #expect(throws: WireError.unsupportedVersion(ListDocument.stateDerivedTextSnapshotFormatVersion + 1)) {
             try ListDocument(snapshot: bytes, replica: ReplicaID(9))
         }
         // Labelled 8, version 9's records part is not version 8's text records: a typed error.

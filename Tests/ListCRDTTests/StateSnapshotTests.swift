@@ -16,7 +16,10 @@ import ListSyncTestTraits
                            sourceLocation: SourceLocation = #_sourceLocation) throws -> ListDocument {
         let bytes = doc.encodedSnapshot()
         let fields = doc.operations.contains(where: \.carriesFields)
-        #expect(bytes[4] == (!fields ? ListDocument.stateSnapshotFormatVersion : ListDocument.stateRecordsSnapshotFormatVersion),
+        // Version 11 when the log holds text runs (typed text, Docs/WireFormat.md §5.11).
+        #expect(bytes[4] == (!fields ? ListDocument.stateSnapshotFormatVersion
+                             : doc.log.others.hasRuns ? ListDocument.stateDerivedTextSnapshotFormatVersion
+                             : ListDocument.stateRecordsSnapshotFormatVersion),
                 sourceLocation: sourceLocation)
         let loaded = try ListDocument(snapshot: bytes, replica: ReplicaID(replica))
         try loaded.checkInvariants()

@@ -213,9 +213,9 @@ struct TextBlockCodingTests {
         refused({ $0[head] |= RecordFlag.variant }, "the variant bit on kind 15")
     }
 
-    @Test("the automerge-paper trace typed into one card's notes: its history is at most Loro's 257,406 bytes (it was 358,528 as text runs)",
-          .cpuHeavy)
-    func automergePaperBytes() throws {
+    /// The automerge-paper trace typed into one card's notes, one splice per trace line, as
+    /// `listsync-bench`'s W16.text types it.
+    static func automergePaper() throws -> (trace: EditingTrace, doc: ListDocument, item: ItemID) {
         let trace = try EditingTrace(named: "automerge-paper", in: tracesDirectory)
         var doc = ListDocument(replica: ReplicaID(1))
         try doc.insertSection(at: 0)
@@ -223,6 +223,13 @@ struct TextBlockCodingTests {
         for e in trace.edits {
             _ = try doc.splice("notes", ofItem: item, at: e.position, delete: e.deleteCount, insert: String(decoding: e.text, as: UTF8.self))
         }
+        return (trace, doc, item)
+    }
+
+    @Test("the automerge-paper trace typed into one card's notes: its history is at most Loro's 257,406 bytes (it was 358,528 as text runs)",
+          .cpuHeavy)
+    func automergePaperBytes() throws {
+        let (trace, doc, item) = try Self.automergePaper()
         let history = doc.encodedHistory()
         #expect(history.count <= 257_406, "\(history.count) bytes")
         #expect(ListOperation.encodeWithTextRuns(doc.operations).count == 358_528, "version 6, as W16.text measured it")
@@ -230,8 +237,9 @@ struct TextBlockCodingTests {
         #expect(try fresh.receive(encoded: history, maxOperations: Int.max).isSuccess)
         #expect(Array((fresh.text("notes", ofItem: item) ?? "").utf8) == trace.finalText)
         // The state snapshot's batch is one block across the log's runs (each run's first operation
-        // depends on the batch's one before): 572,584 bytes, where a block per log record would
-        // add about 7 bytes for each of the 13,622 (714,229 with text runs).
+        // depends on the batch's one before): version 10 wrote 572,584 bytes, where a block per log
+        // record would add about 7 bytes for each of the 13,622 (714,229 with text runs); version
+        // 11: DerivedTextBytesTests.
         let state = doc.encodedSnapshot(format: .state)
         #expect(state.count < 600_000, "\(state.count) bytes")
         let loaded = try ListDocument(snapshot: state, replica: ReplicaID(3))

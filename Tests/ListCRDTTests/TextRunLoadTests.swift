@@ -59,11 +59,14 @@ struct TextRunLoadTests {
         #expect(throws: Never.self, "\(what): invariants") { try loaded.checkInvariants() }
     }
 
-    @Test("state snapshots of versions 8 and 9 load a typed history's runs whole, and give back its log, records and bytes", arguments: 0 ..< 8 as Range<UInt64>)
+    @Test("state snapshots of versions 8, 9 and 11 load a typed history's runs whole, and give back its log, records and bytes", arguments: 0 ..< 8 as Range<UInt64>)
     func stateSnapshots(seed: UInt64) throws {
         let doc = try Self.typedRuns(seed: seed)
         #expect(doc.log.others.runs.count >= 3, "runs of typing and deleting")
-        let v9 = doc.encodedSnapshot(format: .state)
+        let v11 = doc.encodedSnapshot(format: .state)
+        #expect(v11[4] == ListDocument.stateDerivedTextSnapshotFormatVersion)
+        Self.expectSame(try ListDocument(snapshot: v11, replica: doc.replica), doc, "version 11")
+        let v9 = doc.encodedStateSnapshotBeforeVersion11()
         #expect(v9[4] == ListDocument.stateRecordsSnapshotFormatVersion)
         Self.expectSame(try ListDocument(snapshot: v9, replica: doc.replica), doc, "version 9")
         let v8 = doc.encodedStateSnapshotBeforeVersion9()

@@ -56,6 +56,9 @@ struct StateRecords: Sendable {
     let names: [String]
     let replicas: [ReplicaID]
     let maxValueSize: Int
+    /// Version 11: a text part starts with its kind, and a derived text holds its order only
+    /// (`DerivedTextCoding.swift`).
+    var derivedTexts = false
 
     /// How ``read(_:mode:)`` treats what it reads.
     enum Mode {
@@ -72,6 +75,10 @@ struct StateRecords: Sendable {
         var state: [String: FieldState] = [:]
         var shown: [String: Field] = [:]
     }
+
+    /// Version 11: the order and digest of each derived text of a record, by field name (its
+    /// state holds an empty text until the log has made it).
+    typealias DerivedOrders = [String: (order: [Int], digest: UInt32)]
 
     /// The record whose body starts at `offset`, every field's state. Checked at the load.
     ///
@@ -94,7 +101,10 @@ struct StateRecords: Sendable {
 
     /// Reads one record's body at `r`'s offset. `.check` throws for anything the other modes
     /// would refuse, so that a record checked at the load always reads later.
-    func read(_ r: inout WireReader, of entity: OpID, mode: Mode) throws(WireError) -> Built {
+    /// Version 11: each derived text's order is put in `derived` (a derived text where it is nil
+    /// is an error: only the load reads one; a pointer, so that other reads pass nothing to free).
+    func read(_ r: inout WireReader, of entity: OpID, mode: Mode,
+              derived: UnsafeMutablePointer<DerivedOrders>? = nil) throws(WireError) -> Built {
         var out = Built()
         let base = try baseStamp(&r, of: entity)
         let n = try r.count(minBytes: 2)
@@ -197,7 +207,7 @@ struct StateRecords: Sendable {
             if parts & Part.text != 0 {
                 // A record read later holds no text: each text is checked against the log at the load.
                 guard mode != .check else { throw .invalidValue("a text in a record not flagged with text", offset: flagsAt) }
-                text = try TextSequence(decoding: &r, replicas: replicas)
+                text = try readText(&r, name: Int(k), derived: derived)   // DerivedTextCoding.swift
             }
             let name = names[Int(k)]
             switch mode {
@@ -307,6 +317,8 @@ extension StateSnapshotEncoder {
         let names = nameSet.sorted()
         var nameIndex: [String: Int] = [:]
         for (k, name) in names.enumerated() { nameIndex[name] = k }
+        // Version 11: whether records are left to the log (version 10's rule), as a flag.
+        if derivedTexts != nil { w.count(pastedRecords.isEmpty ? 0 : 1) }
         w.varint(records.clock)
         w.count(names.count)
         for name in names { w.string(name) }
@@ -349,9 +361,9 @@ extension StateSnapshotEncoder {
             b.count(index(of: base.id.replica) + 1)
             b.signed(Int64(bitPattern: base.id.counter &- entity.counter))
         }
-        let ordered = fields.map { (nameIndex[$0.key]!, $0.value) }.sorted { $0.0 < $1.0 }
+        let ordered = fields.map { (nameIndex[$0.key]!, $0.key, $0.value) }.sorted { $0.0 < $1.0 }
         b.count(ordered.count)
-        for (k, f) in ordered {
+        for (k, name, f) in ordered {
             b.count(k)
             var flags = f.kind.rawValue
             if f.latest == base { flags |= StateRecords.Flag.latestIsBase }
@@ -387,7 +399,12 @@ extension StateSnapshotEncoder {
                     for t in tags { id(t, &b) }
                 }
             }
-            if let t = f.text {
+            let textStart = b.bytes.count
+            defer { textBytes += b.bytes.count - textStart }
+            if let t = f.text, let derived = derivedTexts, derived.contains(TextStateCheck.Key(record: entity, name: name)) {
+                Self.putDerivedText(t, into: &b)   // version 11
+            } else if let t = f.text {
+                if derivedTexts != nil { b.count(Int(TextKind.whole.rawValue)) }
                 t.encode { token in
                     switch token {
                     case .id(let x): b.count(index(of: x.replica) + 1); b.varint(x.counter)
@@ -410,6 +427,12 @@ extension StateSnapshotDecoder {
     ///
     /// - Complexity: O(b + n) for b bytes of records and n characters of text.
     mutating func readStateRecords() throws(WireError) {
+        if derivedTexts {
+            let at = r.offset
+            let flags = try r.varint()
+            guard flags <= 1 else { throw .invalidValue("records flags \(flags)", offset: at) }
+            pastedRecords = flags == 1
+        }
         let clock = try r.varint()
         let nameCount = try r.count(minBytes: 2)
         var names: [String] = []
@@ -423,7 +446,7 @@ extension StateSnapshotDecoder {
             names.append(name)
         }
         let recordCount = try r.count(minBytes: 4)
-        let state = StateRecords(reader: r, names: names, replicas: replicas, maxValueSize: maxValueSize)
+        let state = StateRecords(reader: r, names: names, replicas: replicas, maxValueSize: maxValueSize, derivedTexts: derivedTexts)
         var check = TextStateCheck()
         check.clock = clock
         deferral.targets.reserveCapacity(recordCount)
@@ -445,7 +468,10 @@ extension StateSnapshotDecoder {
             let start = r.offset
             guard start < Int(Int32.max) else { throw .countTooLarge(start, offset: at) }
             var body = r
-            let built = try state.read(&body, of: e, mode: flag == 1 ? .state : .check)
+            var derived: StateRecords.DerivedOrders = [:]
+            let built = try withUnsafeMutablePointer(to: &derived) { (p) throws(WireError) in
+                try state.read(&body, of: e, mode: flag == 1 ? .state : .check, derived: flag == 1 && derivedTexts ? p : nil)
+            }
             guard body.offset == start + length else { throw .invalidValue("a record of \(body.offset - start) bytes where its length says \(length)", offset: start) }
             r.rewind(to: start + length)
             if flag == 1 {
@@ -454,7 +480,7 @@ extension StateSnapshotDecoder {
                     guard let text = f.text else { continue }
                     any = true
                     check.index[TextStateCheck.Key(record: e, name: name)] = check.fields.count
-                    check.fields.append(TextStateCheck.Field(text))
+                    check.fields.append(derived[name].map { TextStateCheck.Field(derivedOrder: $0) } ?? TextStateCheck.Field(text))
                 }
                 guard any else { throw .invalidValue("a record \(e) flagged with text that holds none", offset: at) }
                 check.records[e] = built.state

@@ -28,6 +28,15 @@ struct TextStateCheck {
         var edits = 0
         /// Per slot (local version of the text): whether a logged edit removed it.
         var removed: [Bool]
+        /// Version 11: the text is made from the log's edits (`DerivedTextCoding.swift`); its
+        /// order runs (start, count pairs), until ``finishDerived()``.
+        var derivedOrder: [Int]?
+        /// Version 11: per replica, one past the greatest counter of a character made so far.
+        var derivedEnds: [ReplicaID: UInt64] = [:]
+        /// Version 11: the digest of the text the log must make (``DerivedTextDigest``).
+        var derivedDigest: UInt32 = 0
+        /// Version 11: why the text made so far is wrong, found after it changed.
+        var failure: String?
 
         init(_ text: TextSequence) {
             self.text = text
@@ -37,31 +46,12 @@ struct TextStateCheck {
         /// Why `edit` of operation `id` does not fit the text, or nil. `earlier(x)`: whether
         /// character `x` was typed by an operation before this one in the log.
         mutating func problem(with edit: TextEdit, id: OpID, earlier: (OpID) -> Bool) -> String? {
+            if derivedOrder != nil { return appendDerived(edit, id: id, earlier: earlier) }
             edits += 1
             var left = LocalVersion.none, right = LocalVersion.none
-            if edit.after != .none {
-                guard let l = text.lv(of: edit.after), earlier(edit.after) else {
-                    return "it inserts after \(edit.after), not a character of the field typed before it"
-                }
-                left = l
-            }
-            if edit.before != .none {
-                guard let r = text.lv(of: edit.before), earlier(edit.before) else {
-                    return "it inserts before \(edit.before), not a character of the field typed before it"
-                }
-                right = r
-            }
+            if let why = noteOrigins(of: edit, earlier: earlier, left: &left, right: &right) { return why }
             if left.exists, right.exists, !text.forest.isBefore(left, right) {
                 return "its origins \(edit.after) and \(edit.before) are out of order"
-            }
-            for r in edit.deletes {
-                guard earlier(r.first.advanced(by: r.count - 1)) else { return "it removes \(r), typed after it" }
-                for k in 0 ..< r.count {
-                    guard let lv = text.lv(of: r.first.advanced(by: k)) else {
-                        return "it removes \(r.first.advanced(by: k)), not a character of the field"
-                    }
-                    removed[lv.int] = true
-                }
             }
             let k = edit.insertedCount
             guard k > 0 else { return nil }
@@ -74,6 +64,36 @@ struct TextStateCheck {
                 return "its characters are not the text's"
             }
             inserted += k
+            return nil
+        }
+
+        /// The local versions of `edit`'s origins (in `left` and `right`), each a character of the
+        /// field typed before it (`earlier`), and its removed characters noted; or why not.
+        ///
+        /// - Complexity: O((d + 2) log r) for d removed characters.
+        mutating func noteOrigins(of edit: TextEdit, earlier: (OpID) -> Bool, left: inout LocalVersion,
+                                  right: inout LocalVersion) -> String? {
+            if edit.after != .none {
+                guard let l = text.lv(of: edit.after), earlier(edit.after) else {
+                    return "it inserts after \(edit.after), not a character of the field typed before it"
+                }
+                left = l
+            }
+            if edit.before != .none {
+                guard let r = text.lv(of: edit.before), earlier(edit.before) else {
+                    return "it inserts before \(edit.before), not a character of the field typed before it"
+                }
+                right = r
+            }
+            for r in edit.deletes {
+                guard earlier(r.first.advanced(by: r.count - 1)) else { return "it removes \(r), typed after it" }
+                for k in 0 ..< r.count {
+                    guard let lv = text.lv(of: r.first.advanced(by: k)) else {
+                        return "it removes \(r.first.advanced(by: k)), not a character of the field"
+                    }
+                    removed[lv.int] = true
+                }
+            }
             return nil
         }
 
@@ -163,9 +183,12 @@ extension StateSnapshotDecoder {
             throw .invalidValue("a record of text for \(record), not a section or an item", offset: offset)
         }
         for (key, i) in check.index {
-            if let why = check.fields[i].problemAtEnd() {
+            let derived = check.fields[i].derivedOrder != nil
+            if let why = check.fields[i].finishDerived() ?? check.fields[i].problemAtEnd() {
                 throw .invalidValue("field \"\(key.name)\" of \(key.record): \(why)", offset: offset)
             }
+            // Version 11: the text made from the log becomes the record's.
+            if derived { check.records[key.record]![key.name]!.text = check.fields[i].text }
         }
         check.fields = []
         doc.records.clock = max(doc.records.clock, check.clock)

@@ -227,6 +227,27 @@ extension StateSnapshotDecoder {
 }
 
 extension TextStateCheck.Field {
+    /// The local versions of the origins of splice `from` of typing run `run` (its `after`, or
+    /// the character splice `from - 1` typed; its `before`), each a character of the text typed
+    /// before it (`earlier(x, id)`), or nil.
+    ///
+    /// - Complexity: O(log r) for r id runs.
+    func origins(of run: DecodedBatch.SpliceRun, from: Int, earlier: (OpID, OpID) -> Bool) -> (LocalVersion, LocalVersion)? {
+        let firstID = run.id.advanced(by: from)
+        var right = LocalVersion.none
+        if run.before != .none {
+            guard let r = text.lv(of: run.before), earlier(run.before, firstID) else { return nil }
+            right = r
+        }
+        var left = LocalVersion.none
+        let after = from == 0 ? run.after : run.id.advanced(by: from - 1)
+        if after != .none {
+            guard let l = text.lv(of: after), earlier(after, firstID) else { return nil }
+            left = l
+        }
+        return (left, right)
+    }
+
     /// Whether splices `from ..< from + count` of `run` (of `batch`) fit the text as
     /// ``problem(with:id:earlier:)`` of each would find (`earlier(x, id)`: whether character `x`
     /// was typed by an operation before operation `id` in the log); when they do, notes them as
@@ -238,6 +259,7 @@ extension TextStateCheck.Field {
     mutating func noteSplices(_ batch: DecodedBatch, _ run: DecodedBatch.SpliceRun, from: Int, count: Int,
                               earlier: (OpID, OpID) -> Bool) -> Bool {
         let firstID = run.id.advanced(by: from)
+        if run.typing, derivedOrder != nil { return appendDerivedSplices(batch, run, from: from, count: count, earlier: earlier) }
         guard run.typing else {
             var slots: [LocalVersion] = []
             slots.reserveCapacity(count)
@@ -251,17 +273,7 @@ extension TextStateCheck.Field {
             edits += count
             return true
         }
-        var right = LocalVersion.none
-        if run.before != .none {
-            guard let r = text.lv(of: run.before), earlier(run.before, firstID) else { return false }
-            right = r
-        }
-        var left = LocalVersion.none
-        let after = from == 0 ? run.after : run.id.advanced(by: from - 1)
-        if after != .none {
-            guard let l = text.lv(of: after), earlier(after, firstID) else { return false }
-            left = l
-        }
+        guard let (left, right) = origins(of: run, from: from, earlier: earlier) else { return false }
         // The characters: one slot run of consecutive ids, the first with the run's origins.
         guard let lv = text.lv(of: firstID) else { return false }
         let slotRun = text.slots.run(of: lv)

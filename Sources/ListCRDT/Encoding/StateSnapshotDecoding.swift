@@ -44,7 +44,10 @@ struct StateSnapshotDecoder {
     let allRecordsState: Bool
     /// Version 10: a record the records part does not hold is made from the log's field writes,
     /// as version 5 makes a record with text (its text was pasted: its characters are in the log).
-    let pastedRecords: Bool
+    /// (Version 11: as its records part's flag says.)
+    var pastedRecords: Bool
+    /// Version 11: typed texts made from the log (`DerivedTextCoding.swift`).
+    let derivedTexts: Bool
     var stateRecords: StateRecords?
     /// Version 9 and later: the history's field writes without text are checked and kept as
     /// bytes in the log (`History/LazyOperations.swift`), not decoded (false: decoded, as builds
@@ -61,8 +64,9 @@ struct StateSnapshotDecoder {
     /// A decoder reading `reader` from its offset (right after the magic and the version byte).
     init(_ reader: WireReader, replica: ReplicaID, maxValueSize: Int, othersInOneBatch: Bool = false,
          textRecords: Bool = false, textRuns: Bool = false, stateRecords: Bool = false, pastedRecords: Bool = false,
-         lazyLog: Bool = true) {
+         derivedTexts: Bool = false, lazyLog: Bool = true) {
         r = reader
+        self.derivedTexts = derivedTexts
         self.lazyLog = lazyLog
         self.textRuns = textRuns
         allRecordsState = stateRecords

@@ -55,6 +55,13 @@ extension ListDocument {
     /// once, in the log (Docs/WireFormat.md §5.10). Written only when there is such a record;
     /// otherwise version 9.
     public static let stateRecordsPastedSnapshotFormatVersion: UInt8 = 10
+    /// Version 10 for a document whose log holds text runs (typed text), with a typed text's
+    /// characters and slot runs left to the log's typing operations (the loader makes them as it
+    /// reads the log), its order written as runs of consecutive local versions without
+    /// visibility, and consecutive text run records of one replica written as one
+    /// (Docs/WireFormat.md §5.11, `DerivedTextCoding.swift`). Documents without text runs keep
+    /// writing versions 2 to 10.
+    public static let stateDerivedTextSnapshotFormatVersion: UInt8 = 11
 
     /// Encodes the document as a state snapshot (format version 2).
     ///
@@ -87,6 +94,13 @@ struct StateSnapshotEncoder {
     let stateRecords: Bool
     /// Version 10: the records left to the log (``pastedTextRecords(of:)``); none in version 9.
     let pastedRecords: Set<OpID>
+    /// Version 11: the texts whose characters and slot runs the log's typing gives
+    /// (``derivableTexts(of:)``), each written as its order only; nil before version 11.
+    let derivedTexts: Set<TextStateCheck.Key>?
+    /// Where each part of the body ends (after ``encode()``), and the bytes of the records'
+    /// texts: the breakdown of a snapshot's size (Docs/Benchmarks.md).
+    private(set) var partEnds: [(part: String, end: Int)] = []
+    var textBytes = 0
 
     /// `othersInOneBatch` nil: version 5 exactly when the history writes fields (false: version 2
     /// whatever it holds, as builds before version 5 wrote it; for tests). `textRecords` nil:
@@ -95,9 +109,13 @@ struct StateSnapshotEncoder {
     /// `stateRecords` nil: version 9 or 10 exactly when the document has records and none of the
     /// other three was given (false, or another given: versions 2 to 8, as builds before version 9
     /// wrote them; for tests). `pastedToLog` false: version 9 whatever the texts, as builds before
-    /// version 10 wrote it (for tests).
+    /// version 10 wrote it (for tests). `derivedTexts` false: version 9 or 10 where version 11
+    /// would be written (the log holds text runs), as builds before version 11 wrote it (for tests);
+    /// `derivedTextsGiven`: the texts version 11 writes as derived, in place of
+    /// ``derivableTexts(of:)`` (empty: every text whole; for tests).
     init(_ doc: ListDocument, othersInOneBatch: Bool? = nil, textRecords: Bool? = nil, textRuns: Bool? = nil,
-         stateRecords: Bool? = nil, pastedToLog: Bool = true) {
+         stateRecords: Bool? = nil, pastedToLog: Bool = true, derivedTexts: Bool = true,
+         derivedTextsGiven: Set<TextStateCheck.Key>? = nil) {
         self.doc = doc
         let others = othersInOneBatch ?? (doc.log.others.hasRuns || doc.log.others.anyCarriesFields)
         self.othersInOneBatch = others
@@ -108,10 +126,12 @@ struct StateSnapshotEncoder {
             textState = RecordStore()
             textRunRecords = doc.log.others.hasRuns
             self.textRecords = false
+            self.derivedTexts = derivedTexts && textRunRecords ? derivedTextsGiven ?? Self.derivableTexts(of: doc) : nil
             return
         }
         self.stateRecords = false
         pastedRecords = []
+        self.derivedTexts = nil
         let mayWrite = others && (textRecords ?? doc.records.hasText)
         textState = mayWrite ? Self.textStateRecords(of: doc) : RecordStore()
         textRunRecords = others && (textRuns ?? doc.log.others.hasRuns) && doc.log.others.hasRuns
@@ -157,7 +177,8 @@ struct StateSnapshotEncoder {
 
     /// The version this encoder writes.
     var version: UInt8 {
-        stateRecords ? (pastedRecords.isEmpty ? ListDocument.stateRecordsSnapshotFormatVersion
+        derivedTexts != nil ? ListDocument.stateDerivedTextSnapshotFormatVersion
+            : stateRecords ? (pastedRecords.isEmpty ? ListDocument.stateRecordsSnapshotFormatVersion
                                               : ListDocument.stateRecordsPastedSnapshotFormatVersion)
             : textRunRecords ? ListDocument.stateTextRunsSnapshotFormatVersion
             : textRecords ? ListDocument.stateTextSnapshotFormatVersion
@@ -197,9 +218,13 @@ struct StateSnapshotEncoder {
     private mutating func encodeBody() -> [UInt8] {
         w.bytes.reserveCapacity(doc.slots.count + doc.items.count + 4096)
         putSlots()
+        partEnds.append(("slots", w.bytes.count))
         if othersInOneBatch { putOthers() }
+        partEnds.append(("batch", w.bytes.count))
         if stateRecords { putStateRecords() } else if textRecords { putTextRecords() }
+        partEnds.append(("records", w.bytes.count))
         putLog()
+        partEnds.append(("log", w.bytes.count))
         putDeleted(doc.sections)
         putDeleted(doc.items)
         putValues(doc.sections)
@@ -208,6 +233,7 @@ struct StateSnapshotEncoder {
         w.count(frontier.count)
         for id in frontier { putID(id) }
         putTrees()
+        partEnds.append(("registers, values, frontier, trees", w.bytes.count))
         return w.bytes
     }
 
@@ -305,10 +331,17 @@ struct StateSnapshotEncoder {
         let log = doc.log
         // A text run is written as its operations, a record each (as the log kept them before).
         let runExtra = textRunRecords ? 0 : log.records.reduce(0) { $0 + ($1.kind == .textRun ? Int($1.count) - 1 : 0) }
-        w.count(log.records.count + runExtra)
+        // Version 11: text runs that the loader's log cuts again where this one did, as one record.
+        let joined = derivedTexts != nil ? joinedTextRuns() : []
+        w.count(log.records.count + runExtra - joined.reduce(0) { $0 + ($1 ? 1 : 0) })
         var nextSlot = LocalVersion(0)
         var previousEnd: UInt64 = 0
-        for (r, rec) in log.records.enumerated() {
+        for (r, var rec) in log.records.enumerated() {
+            if !joined.isEmpty {
+                if joined[r] { continue }
+                var next = r + 1
+                while next < joined.count, joined[next] { rec.count += log.records[next].count; next += 1 }
+            }
             if rec.kind == .textRun, !textRunRecords {
                 putTextRun(r, rec)
                 previousEnd = rec.counter &+ UInt64(rec.count)

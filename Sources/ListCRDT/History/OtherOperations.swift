@@ -74,6 +74,9 @@ struct OtherOperations: RandomAccessCollection, Sendable {
                                                                         sortedWrites: [FieldWrite(name: key.name, change: .text(edit))])))
     }
 
+    /// Whether operation `i` is kept as bytes (a field write without text, `LazyOperations.swift`).
+    func isKeptAsBytes(_ i: Int) -> Bool { slots[i] >= Self.lazyFlag }
+
     /// The dependencies of operation `i` (without rebuilding a splice).
     func deps(at i: Int) -> Frontier {
         let s = slots[i]

@@ -119,6 +119,20 @@ extension OtherOperations {
         return true
     }
 
+    /// Whether the first operation of run `b`, appended right after run `a` (whose last
+    /// operation is `lastID`; `b`'s first has the next id and depends on exactly it), would
+    /// extend `a` (``extendRun(_:id:clock:target:name:step:insert:)``'s rule): state snapshot
+    /// version 11 writes the two as one log record only where it would not, so that the loader's
+    /// log cuts them where this one did.
+    ///
+    /// - Complexity: O(1).
+    func continues(_ a: Int, lastID: OpID, with b: Int) -> Bool {
+        let x = runs[a], y = runs[b]
+        guard fields[Int(x.field)] == fields[Int(y.field)], x.typing == y.typing else { return false }
+        if x.count >= Int32.max - 2 { return true }   // the limits: not joined
+        return x.typing ? y.before == x.before && y.first == lastID : direction(of: x, to: y.first) != nil
+    }
+
     /// The direction from the character deleting run `run` removed last to `d`, when `d` is next
     /// to it (+1: the next id, -1: the previous) and the run goes that way or has no direction yet.
     @inline(__always)
