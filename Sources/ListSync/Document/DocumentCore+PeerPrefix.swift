@@ -160,11 +160,12 @@ extension DocumentCore {
     /// (``agreedPrefix``). Every entry seen at it was written vouching for it, and stays true of
     /// the moment it was written: the leader may move on to its next proposal (after it
     /// compacted) before this daemon sees every other daemon's entry at this one, and this daemon
-    /// still compacts there.
+    /// still compacts there. Nothing is noted while the stability file is lost
+    /// (``DocumentStability/lostSince``): the table then names this daemon alone, whose own entry
+    /// would be an agreement of one (``agreedPrefixNow`` also refuses such an agreement once the
+    /// peers' table names the others).
     ///
     /// - Complexity: O(e × r) for e entries of r replicas.
-    /// Nothing is noted while the stability file is lost (``DocumentStability/lostSince``): the
-    /// table then names this daemon alone, whose own entry would be an agreement of one.
     mutating func noteVouchers() {
         let entries = stability.peers.entries
         guard stability.lostSince == nil, let version = entries[document.replica]?.version, version != VersionVector() else { return }
