@@ -273,4 +273,43 @@ import Testing
         }
         #expect(failed == Self.learningSeeds)
     }
+
+    /// `listsync simulate --daemons 3 --ring --compact-after 10 --hide-daemon --roam 30
+    /// --crashes 2 --ops 80 --seed N`: seeds where a daemon that never compacted took the hidden
+    /// daemon's originals relayed just before that daemon merged back and parted them, and its
+    /// device then made edits on them; without the rule the originals and the edits stay on that
+    /// copy only (every compacted copy refuses them). Told the ranges, the copy takes them out
+    /// and makes its device's edits again (Docs/Semantics.md §7, "Parted originals a copy holds").
+    /// (20367: `d0` dropped two of `c2`'s edits it got relayed, which `d2` took from `c2`; `d2`
+    /// must make those originals again itself.)
+    static let heldPartedSeeds: [UInt64] = [9007, 20367]
+
+    static func heldParted(seed: UInt64) -> SimulationConfiguration {
+        var config = hiddenRoaming(seed: seed)
+        config.ring = true
+        config.crashes = 2
+        config.operations = 80
+        return config
+    }
+
+    @Test("a copy without a floor that holds originals another daemon parted takes them out and makes again what its own devices made on them: copies parted 0", arguments: heldPartedSeeds)
+    func heldPartedTakenOut(seed: UInt64) {
+        var sim = Simulator(Self.heldParted(seed: seed))
+        let report = sim.run()
+        #expect(report.failures.isEmpty, "\(report.failures)")
+        #expect(report.copiesParted == 0 && report.mergesBack >= 1)
+    }
+
+    @Test("without the rule (DocumentCore.Variant.keepsHeldParted) the same seeds part copies")
+    func heldPartedKeptFails() {
+        var failed: [UInt64] = []
+        for seed in Self.heldPartedSeeds {
+            var config = Self.heldParted(seed: seed)
+            config.coreVariant = .keepsHeldParted
+            var sim = Simulator(config)
+            let report = sim.run()
+            if report.copiesParted > 0 || !report.failures.isEmpty { failed.append(seed) }
+        }
+        #expect(failed == Self.heldPartedSeeds)
+    }
 }

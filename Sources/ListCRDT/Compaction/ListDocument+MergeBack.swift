@@ -13,6 +13,10 @@ extension ListDocument {
         /// Those of ``parted`` dropped (their authors' own daemons make them again); the others
         /// were made again (``made``).
         public var dropped: [ListOperation] = []
+        /// The operations another daemon parted that this copy held and took out
+        /// (``ListDocument/partHeld(_:remakes:)``): those of ``parted`` the runs named. Empty
+        /// for a merge back.
+        public var originals: [ListOperation] = []
     }
 
     /// Merges back into this document (a peer daemon's compacted copy, loaded from its snapshot)

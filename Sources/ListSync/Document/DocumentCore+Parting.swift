@@ -47,6 +47,29 @@ extension DocumentCore {
         return document.waitsOnParted { id in entries.values.contains { $0.parted[id.replica]?.contains(id.counter) == true } }
     }
 
+    /// Whether this copy, never compacted, holds an original that some daemon's entry says it
+    /// parted in a merge back (``PeerStability/Entry/parted``), applied or waiting, nothing in
+    /// flight: ``remakePartedWaiting()`` would take it out (Docs/Semantics.md §7, "Parted
+    /// originals a copy holds"). The policy asks this at each housekeeping; while the ranges stay
+    /// the same, each operation of the log is looked at once (the positions found clean are
+    /// remembered).
+    ///
+    /// - Complexity: O(1) when nothing was parted or the copy has a floor; else O(k) for the k
+    ///   operations logged since it last asked (all of them when the ranges grew), and O(w) for
+    ///   w waiting ones.
+    mutating func holdsPartedOriginals() -> Bool {
+        guard variant != .keepsHeldParted, isQuiet, document.historyFloor == nil,
+              stability.peers.entries.values.contains(where: { !$0.parted.isEmpty }) else { return false }
+        let ranges = PartedRanges(stability.peers.entries.values)
+        let count = document.operationCount
+        var from = 0
+        if let checked = partedHeldChecked, checked.ranges == ranges, checked.logCount <= count { from = checked.logCount }
+        let holds = document.holdsParted(ranges.runs, fromLogPosition: from)
+        // Remembered only when clean: one found is asked again until it is taken out.
+        partedHeldChecked = holds ? nil : (ranges, count)
+        return holds
+    }
+
     /// This copy with the operations it keeps waiting on parted ones made again
     /// (Docs/Semantics.md §7, "Waiting edits on parted originals"), or nil (none, a batch in
     /// flight, or ``Variant/keepsPartedWaiting``). Changes nothing: the driver writes
@@ -62,17 +85,34 @@ extension DocumentCore {
     /// again), or it came through a peer link (``relayedOperations``, relay authors: the daemon
     /// that took it from its author makes it again): those are dropped.
     ///
-    /// - Complexity: that of ``ListCRDT/ListDocument/remakeWaiting(onParted:remakes:)``.
+    /// Otherwise, on a copy that never compacted and holds such originals
+    /// (``holdsPartedOriginals()``), the copy rebuilt without them and without what was made on
+    /// them, those of all of them this daemon took from their authors made again, originals
+    /// included (their parter got them relayed and dropped them); the others dropped
+    /// (``ListCRDT/ListDocument/partHeld(_:remakes:)``, Docs/Semantics.md §7, "Parted originals a
+    /// copy holds").
+    ///
+    /// - Complexity: that of ``ListCRDT/ListDocument/remakeWaiting(onParted:remakes:)``, or of
+    ///   ``ListCRDT/ListDocument/partHeld(_:remakes:)``.
     public func remakePartedWaiting() -> (document: ListDocument, merge: ListDocument.MergeBack)? {
-        guard waitsOnParted else { return nil }
         let entries = stability.peers.entries
+        guard isQuiet, entries.values.contains(where: { !$0.parted.isEmpty }) else { return nil }
         let relayAuthors = stability.peers.relayAuthors, runs = relayedOperations, me = document.replica
         func isParted(_ id: OpID) -> Bool { entries.values.contains { $0.parted[id.replica]?.contains(id.counter) == true } }
-        var remade = document
-        guard let merge = remade.remakeWaiting(onParted: isParted, remakes: { op in
-            !isParted(op.id) && (op.id.replica == me || !relayAuthors.contains(op.id.replica))
+        func takenFromAuthor(_ op: ListOperation) -> Bool {
+            (op.id.replica == me || !relayAuthors.contains(op.id.replica))
                 && !(runs[op.id.replica]?.contains { $0.contains(op.id.counter) } ?? false)
-        }) else { return nil }
+        }
+        var remade = document
+        if waitsOnParted,
+           let merge = remade.remakeWaiting(onParted: isParted, remakes: { !isParted($0.id) && takenFromAuthor($0) }) {
+            return (remade, merge)
+        }
+        // An original taken from its author is made again here too: its parter, for which it
+        // came relayed, dropped it (seed 20367 of `listsync simulate --daemons 3 --ring
+        // --hide-daemon --roam 30 --crashes 2 --ops 80 --compact-after 10` lost two so).
+        guard variant != .keepsHeldParted, document.historyFloor == nil,
+              let merge = remade.partHeld(PartedRanges(entries.values).runs, remakes: takenFromAuthor) else { return nil }
         return (remade, merge)
     }
 
@@ -112,13 +152,28 @@ extension DocumentCore {
         partedVersion = parted
         // Every daemon learns what was parted (its entry, gossiped and kept on disk): a device
         // that took an original here and roams to a peer is sent a snapshot there too.
-        _ = stability.peers.noteParted(self.document.replica, before: parted, merged: document.version, now: stabilityClock)
+        if merge.originals.isEmpty {
+            _ = stability.peers.noteParted(self.document.replica, before: parted, merged: document.version, now: stabilityClock)
+        } else {
+            // Originals another daemon parted, taken out here: that daemon's entry names them;
+            // this one names only what was made on them, by its counters (by the versions, a
+            // range of the originals' author would reach from its first original to its last
+            // edit on them, naming edits between that no daemon parted).
+            let originals = Set(merge.originals.map(\.id))
+            var ranges: [ReplicaID: ClosedRange<UInt64>] = [:]
+            for op in merge.parted where !originals.contains(op.id) {
+                let run = op.id.counter...op.lastID.counter
+                ranges[op.id.replica] = ranges[op.id.replica].map { min($0.lowerBound, run.lowerBound)...max($0.upperBound, run.upperBound) } ?? run
+            }
+            _ = stability.peers.noteParted(self.document.replica, ranges: ranges, now: stabilityClock)
+        }
         stability.lowerAcknowledgements(to: document.version)
         stabilityUnsaved = true
         mergesBack += 1
         operationsMergedBack += merge.made.count
         materialiseCatchUps()
         self.document = document
+        partedHeldChecked = nil
         publishedMark = nil
         durableVersion = document.version
         durableCount = document.operationCount

@@ -209,6 +209,7 @@ extension DocumentCore {
         var document = document
         document.pendingLimits = self.document.pendingLimits
         self.document = document
+        partedHeldChecked = nil
         publishedMark = nil
         durableVersion = document.version
         durableCount = document.operationCount

@@ -104,6 +104,11 @@ public struct DocumentCore: Sendable {
         /// as soon as its own senders allow, while a peer it forgot may hold operations made
         /// before that floor (the copies part; Docs/Semantics.md §7, "A lost stability file").
         case compactsWithStabilityLost
+        /// Keeps, on a copy that never compacted, the originals a daemon parted in a merge back
+        /// when it holds them (relayed just before that merge back), as before the repair
+        /// (``holdsPartedOriginals()`` false): what it relays of them or on them, every copy
+        /// compacted at that floor refuses (Docs/Semantics.md §7, "Parted originals a copy holds").
+        case keepsHeldParted
     }
 
     /// The document's id.
@@ -169,6 +174,9 @@ public struct DocumentCore: Sendable {
     public internal(set) var partedVersion: VersionVector?
     /// The parted ranges last told to the subscribers that learn them (``announceParted()``).
     var partedAnnounced = PartedRanges()
+    /// The parted ranges ``holdsPartedOriginals()`` last looked for, and the log positions it
+    /// found none of them in (reset where the document is replaced).
+    var partedHeldChecked: (ranges: PartedRanges, logCount: Int)?
     /// Copies merged back (``replace(with:parting:)``), and operations made again by them.
     public internal(set) var mergesBack = 0, operationsMergedBack = 0
 
@@ -401,6 +409,7 @@ public struct DocumentCore: Sendable {
         let extra = reloaded.operations(since: durableVersion)
         materialiseCatchUps()   // their log positions are the old document's
         document = reloaded
+        partedHeldChecked = nil
         durableVersion = reloaded.version
         durableCount = reloaded.operationCount
         inFlight = []

@@ -46,7 +46,8 @@ public struct DocumentHostPolicy: Sendable {
         /// The core refused its own compaction point (a fault; nothing changed): log it.
         case compactionRefused(CompactionError)
         /// The core keeps operations waiting on ones a peer parted in a merge back
-        /// (``DocumentCore/waitsOnParted``): take ``DocumentCore/remakePartedWaiting()``, write
+        /// (``DocumentCore/waitsOnParted``), or, never compacted, holds such originals
+        /// (``DocumentCore/holdsPartedOriginals()``): take ``DocumentCore/remakePartedWaiting()``, write
         /// its document as the store's next generation (``ListStore`` `DocumentStore.replace(with:)`),
         /// then call ``DocumentCore/replace(with:parting:)`` and do its actions. Nothing if it
         /// gives nil by then.
@@ -138,7 +139,9 @@ public struct DocumentHostPolicy: Sendable {
         if !step.gossip.isEmpty { out.append(.send(step.gossip)) }
         // Waiting operations on parted ones never apply: the core makes them again (never
         // together with a compaction: a copy with operations waiting does not compact).
-        if core.waitsOnParted { out.append(.remakeParted) }
+        // So are a copy's own originals that another daemon parted (Docs/Semantics.md §7,
+        // "Parted originals a copy holds").
+        if core.waitsOnParted || core.holdsPartedOriginals() { out.append(.remakeParted) }
         guard let point = step.point else { return out }
         do {
             out.append(.compact(floor: point, report: try core.compact(at: point)))

@@ -199,10 +199,19 @@ public struct PeerStability: Sendable, Equatable {
     ///
     /// - Complexity: O(r) for r replicas.
     public mutating func noteParted(_ me: ReplicaID, before: VersionVector, merged: VersionVector, now: UInt64) -> Bool {
+        var ranges: [ReplicaID: ClosedRange<UInt64>] = [:]
+        for (r, last) in before.counters where last > merged[r] { ranges[r] = (merged[r] + 1)...last }
+        return noteParted(me, ranges: ranges, now: now)
+    }
+
+    /// This daemon (`me`) parted the operations of `ranges` (per author, one run of counters),
+    /// as ``noteParted(_:before:merged:now:)`` notes them. Returns whether its entry changed.
+    ///
+    /// - Complexity: O(p) for p authors in `ranges`.
+    public mutating func noteParted(_ me: ReplicaID, ranges: [ReplicaID: ClosedRange<UInt64>], now: UInt64) -> Bool {
         var mine = entries[me] ?? Entry(sequence: 0, version: VersionVector(), claimed: [me])
         var changed = false
-        for (r, last) in before.counters where last > merged[r] {
-            let range = (merged[r] + 1)...last
+        for (r, range) in ranges {
             let widened = mine.parted[r].map { min($0.lowerBound, range.lowerBound)...max($0.upperBound, range.upperBound) } ?? range
             if widened != mine.parted[r] {
                 mine.parted[r] = widened
