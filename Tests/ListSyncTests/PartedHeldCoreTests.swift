@@ -57,7 +57,7 @@ import ListCRDT
         #expect(!coreW.document.holdsParted(PartedRanges(yEntries.values).runs))
         let values = coreW.document.snapshot().sections[0].items.map(\.value)
         #expect(values.filter { $0 == Data("on the originals".utf8) }.count == 1)
-        #expect(coreW.stability.peers.entries[Self.w]?.parted == [edit.id.replica: edit.id.counter...edit.lastID.counter],
+        #expect(coreW.stability.peers.entries[Self.w]?.parted == PartedRanges(hulls: [edit.id.replica: edit.id.counter...edit.lastID.counter]),
                 "W's entry names what it parted of its own authors only, not Y's originals again")
         // Nothing more to take out: the policy asks no more.
         #expect(!policy.handle(.tick, core: &coreW, stabilityNow: 5, now: 5).contains(.remakeParted))

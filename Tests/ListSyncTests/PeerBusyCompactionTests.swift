@@ -280,7 +280,7 @@ import ListSyncRandom
         var stability = DocumentStability()
         stability.peers = table
         let file = stability.encoded()
-        #expect(Array(file.prefix(8)) == Array("LSSTAB6\n".utf8))
+        #expect(Array(file.prefix(8)) == Array("LSSTAB7\n".utf8))
         #expect(try DocumentStability(decoding: file).peers.entries == table.entries)
         for n in 0 ..< file.count {
             #expect(throws: SyncProtocolError.self) { _ = try DocumentStability(decoding: Array(file[..<n])) }
@@ -292,7 +292,7 @@ import ListSyncRandom
         let old = try DocumentStability(decoding: v4)
         #expect(old.peers.entries == [y: PeerStability.Entry(sequence: 4, version: v([1: 2]), claimed: [y])])
         #expect(old.peers.prefixLeader == nil)
-        #expect(try DocumentStability(decoding: old.encoded()) == old, "written again as version 6")
+        #expect(try DocumentStability(decoding: old.encoded()) == old, "written again as version 7")
         // Version 5 (a lost stability file's `lostSince` after the table, no offers): the same
         // entries, then the flag; a version-5 file lost at 9.
         let v5 = [UInt8]("LSSTAB5\n".utf8) + v4.dropFirst(8) + [1, 9]

@@ -15,22 +15,27 @@ import ListCRDT
         VersionVector(Dictionary(uniqueKeysWithValues: c.map { (ReplicaID($0.key), $0.value) }))
     }
 
-    @Test("a merge back's entry says, per author, the counters after the merged copy up to what the copy held before; ranges only widen; a version counts a parted operation only where it ends in a range the copy lacks")
+    @Test("a merge back's entry says, per author, the counters after the merged copy up to what the copy held before; ranges only grow, a run apart from the others kept apart; a version counts a parted operation only where it ends in a range the copy lacks")
     func partedRanges() {
         var t = PeerStability()
         let first = t.noteParted(Self.a, before: Self.v([1: 9, 2: 4, 3: 2]), merged: Self.v([2: 4, 3: 1, 101: 7]), now: 1)
         #expect(first)
         let mine = t.entries[Self.a]!
-        #expect(mine.parted == [ReplicaID(1): 1...9, ReplicaID(3): 2...2])
+        #expect(mine.parted == PartedRanges(hulls: [ReplicaID(1): 1...9, ReplicaID(3): 2...2]))
         #expect(mine.sequence == 1 && mine.version == VersionVector(), "a placeholder entry: it published nothing yet")
         let same = t.noteParted(Self.a, before: Self.v([1: 5]), merged: VersionVector(), now: 2)
         #expect(!same, "nothing new")
         let wider = t.noteParted(Self.a, before: Self.v([1: 12]), merged: Self.v([1: 10]), now: 3)
         #expect(wider)
-        #expect(t.entries[Self.a]!.parted[ReplicaID(1)] == 1...12 && t.entries[Self.a]!.sequence == 2)
+        #expect(t.entries[Self.a]!.parted.runs[ReplicaID(1)] == [1...9, 11...12] && t.entries[Self.a]!.sequence == 2,
+                "10 was not parted: not named")
+        #expect(!t.countsParted(Self.v([1: 10]), lacking: VersionVector()))
+        let joined = t.noteParted(Self.a, ranges: [ReplicaID(1): 10...10], now: 3)
+        #expect(joined)
+        #expect(t.entries[Self.a]!.parted.runs[ReplicaID(1)] == [1...12], "runs that touch are one")
         // Publishing keeps it.
         _ = t.publish(Self.a, version: Self.v([101: 7]), claimed: [], now: 4)
-        #expect(t.entries[Self.a]!.parted[ReplicaID(1)] == 1...12)
+        #expect(t.entries[Self.a]!.parted.runs[ReplicaID(1)] == [1...12])
         #expect(t.countsParted(Self.v([1: 7]), lacking: VersionVector()))
         #expect(!t.countsParted(Self.v([1: 7]), lacking: Self.v([1: 7])), "held here: not lacking")
         #expect(!t.countsParted(Self.v([1: 40]), lacking: VersionVector()),
@@ -49,7 +54,7 @@ import ListCRDT
         let bytes = message.encoded()
         #expect(try SyncMessage(decoding: bytes) == message)
         var stripped = x.entries
-        stripped[Self.a]!.parted = [:]
+        stripped[Self.a]!.parted = PartedRanges()
         let strippedBytes = SyncMessage.stability(document: doc, from: Self.a, entries: stripped).encoded()
         #expect(strippedBytes.count == plain.count, "no parted part without ranges: what an older daemon reads")
         // Cut after the (empty) retirements part, it is a table that parted nothing.
@@ -70,7 +75,7 @@ import ListCRDT
         var stability = DocumentStability()
         stability.peers = x
         let file = stability.encoded()
-        #expect(Array(file.prefix(8)) == Array("LSSTAB6\n".utf8))
+        #expect(Array(file.prefix(8)) == Array("LSSTAB7\n".utf8))
         #expect(try DocumentStability(decoding: file).peers.entries == x.entries)
         for n in 0 ..< file.count {
             #expect(throws: SyncProtocolError.self) { _ = try DocumentStability(decoding: Array(file[..<n])) }
@@ -82,6 +87,58 @@ import ListCRDT
         let old = try DocumentStability(decoding: v3)
         #expect(old.peers.entries == [Self.b: PeerStability.Entry(sequence: 4, version: Self.v([7: 5]), claimed: [Self.b])])
         #expect(try DocumentStability(decoding: old.encoded()) == old, "written again as version 4")
+    }
+
+    @Test("an entry's runs apart: the stability message gives each author's first to last counter in `parted` (what the previous build reads) and the runs in a `runs` part after it; the file (version 7) keeps them; a version-6 file loads one run per author; runs the parted part does not bound, and every truncation, are refused")
+    func runsApart() throws {
+        let doc = DocumentID(high: 0, low: 9)
+        var x = PeerStability()
+        _ = x.publish(Self.a, version: Self.v([7: 5]), claimed: [], now: 1)
+        _ = x.noteParted(Self.a, ranges: [ReplicaID(7): 1...3], now: 2)
+        _ = x.noteParted(Self.a, ranges: [ReplicaID(7): 8...9, ReplicaID(8): 2...2], now: 3)
+        #expect(x.entries[Self.a]!.parted.runs == [ReplicaID(7): [1...3, 8...9], ReplicaID(8): [2...2]])
+        let message = SyncMessage.stability(document: doc, from: Self.a, entries: x.entries)
+        let bytes = message.encoded()
+        #expect(try SyncMessage(decoding: bytes) == message)
+        // The previous build's reading: the same table with one run per author, and no more bytes.
+        var hulls = x.entries
+        hulls[Self.a]!.parted = PartedRanges(hulls: [ReplicaID(7): 1...9, ReplicaID(8): 2...2])
+        let hullBytes = SyncMessage.stability(document: doc, from: Self.a, entries: hulls).encoded()
+        #expect(Array(bytes.prefix(hullBytes.count)) == hullBytes, "parted gives first to last; the runs come after")
+        #expect(bytes.count > hullBytes.count)
+        guard case let .stability(_, _, read)? = try? SyncMessage(decoding: hullBytes) else { Issue.record("hulls"); return }
+        #expect(read[Self.a]!.parted.runs[ReplicaID(7)] == [1...9])
+        // Cut inside the runs part: refused (cut right after the empty prefixes part, a table
+        // without runs).
+        for n in hullBytes.count + 2 ..< bytes.count {
+            #expect(throws: SyncProtocolError.self) { _ = try SyncMessage(decoding: Array(bytes[..<n])) }
+        }
+        // Runs whose first and last counters are not parted's: refused.
+        let a = UInt8(Self.a.rawValue)
+        #expect(throws: SyncProtocolError.self) {
+            _ = try SyncMessage(decoding: hullBytes + [0, 1, a, 3, 7, 1, 3, 7, 8, 10, 8, 2, 2])
+        }
+        #expect(throws: SyncProtocolError.self) {   // runs out of order
+            _ = try SyncMessage(decoding: hullBytes + [0, 1, a, 3, 7, 8, 9, 7, 1, 3, 8, 2, 2])
+        }
+        let good = hullBytes + [0, 1, a, 3, 7, 1, 3, 7, 8, 9, 8, 2, 2]
+        #expect(try SyncMessage(decoding: good) == message)
+
+        var stability = DocumentStability()
+        stability.peers = x
+        let file = stability.encoded()
+        #expect(Array(file.prefix(8)) == Array("LSSTAB7\n".utf8))
+        #expect(try DocumentStability(decoding: file).peers.entries == x.entries)
+        for n in 0 ..< file.count {
+            #expect(throws: SyncProtocolError.self) { _ = try DocumentStability(decoding: Array(file[..<n])) }
+        }
+        // Version 6: one run per author.
+        var v6 = [UInt8]("LSSTAB6\n".utf8) + [1, 0, 0, 0]            // relayed; no senders, retired or ephemeral
+        v6 += [1, a, 5, 4, 1, 7, 5, 1, a, 0, 0, 0, 1, 7, 1, 9, 0, 0]  // daemon a, heard 5, sequence 4, {7: 5}, claims itself, no retirements, parted 7: 1...9, no offer, nothing refused
+        v6 += [0, 0, 0, 0]                                            // no retired daemons, relay authors or retired authors; not lost
+        let old = try DocumentStability(decoding: v6)
+        #expect(old.peers.entries[Self.a]?.parted.runs == [ReplicaID(7): [1...9]])
+        #expect(try DocumentStability(decoding: old.encoded()) == old, "written again as version 7")
     }
 
     /// X compacted; Y merged its device's edits back onto X's snapshot; a device holds Y's

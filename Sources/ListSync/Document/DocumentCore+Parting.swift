@@ -44,7 +44,7 @@ extension DocumentCore {
         guard variant != .keepsPartedWaiting, isQuiet, document.pendingCount > 0,
               stability.peers.entries.values.contains(where: { !$0.parted.isEmpty }) else { return false }
         let entries = stability.peers.entries
-        return document.waitsOnParted { id in entries.values.contains { $0.parted[id.replica]?.contains(id.counter) == true } }
+        return document.waitsOnParted { id in entries.values.contains { $0.parted.contains(id) } }
     }
 
     /// Whether this copy, never compacted, holds an original that some daemon's entry says it
@@ -98,7 +98,7 @@ extension DocumentCore {
         let entries = stability.peers.entries
         guard isQuiet, entries.values.contains(where: { !$0.parted.isEmpty }) else { return nil }
         let relayAuthors = stability.peers.relayAuthors, runs = relayedOperations, me = document.replica
-        func isParted(_ id: OpID) -> Bool { entries.values.contains { $0.parted[id.replica]?.contains(id.counter) == true } }
+        func isParted(_ id: OpID) -> Bool { entries.values.contains { $0.parted.contains(id) } }
         func takenFromAuthor(_ op: ListOperation) -> Bool {
             (op.id.replica == me || !relayAuthors.contains(op.id.replica))
                 && !(runs[op.id.replica]?.contains { $0.contains(op.id.counter) } ?? false)
@@ -151,22 +151,15 @@ extension DocumentCore {
         }
         partedVersion = parted
         // Every daemon learns what was parted (its entry, gossiped and kept on disk): a device
-        // that took an original here and roams to a peer is sent a snapshot there too.
-        if merge.originals.isEmpty {
-            _ = stability.peers.noteParted(self.document.replica, before: parted, merged: document.version, now: stabilityClock)
-        } else {
-            // Originals another daemon parted, taken out here: that daemon's entry names them;
-            // this one names only what was made on them, by its counters (by the versions, a
-            // range of the originals' author would reach from its first original to its last
-            // edit on them, naming edits between that no daemon parted).
-            let originals = Set(merge.originals.map(\.id))
-            var ranges: [ReplicaID: ClosedRange<UInt64>] = [:]
-            for op in merge.parted where !originals.contains(op.id) {
-                let run = op.id.counter...op.lastID.counter
-                ranges[op.id.replica] = ranges[op.id.replica].map { min($0.lowerBound, run.lowerBound)...max($0.upperBound, run.upperBound) } ?? run
-            }
-            _ = stability.peers.noteParted(self.document.replica, ranges: ranges, now: stabilityClock)
-        }
+        // that took an original here and roams to a peer is sent a snapshot there too. Named by
+        // the operations taken out, as runs of their counters, not by the versions (those count
+        // every counter up to an author's greatest, and a copy without a floor takes out what a
+        // range names: Docs/Semantics.md §7, "Parted originals a copy holds"); originals another
+        // daemon parted and this copy took out are named by that daemon's entry.
+        let originals = Set(merge.originals.map(\.id))
+        var runs = PartedRanges()
+        for op in merge.parted where !originals.contains(op.id) { runs.insert(op.id.counter...op.lastID.counter, of: op.id.replica) }
+        _ = stability.peers.noteParted(self.document.replica, runs: runs, now: stabilityClock)
         stability.lowerAcknowledgements(to: document.version)
         stabilityUnsaved = true
         mergesBack += 1

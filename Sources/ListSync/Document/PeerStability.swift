@@ -46,8 +46,11 @@ public struct PeerStability: Sendable, Equatable {
         /// No copy compacted at that floor ever takes them as they are, so a daemon with a floor
         /// that lacks one of them answers a subscriber whose version counts it with a snapshot
         /// (``DocumentCore``'s catch-up), and the subscriber drops it. Only grows; kept in the
-        /// stability file. Empty from an older daemon, or one that never merged back.
-        public var parted: [ReplicaID: ClosedRange<UInt64>]
+        /// stability file. Empty from an older daemon, or one that never merged back. Runs of
+        /// counters, several per author where the daemon parted an author's operations twice
+        /// (an older daemon's, or an older file's, one run per author: what it parted and what
+        /// lies between).
+        public var parted: PartedRanges
         /// The stable prefix the daemon could vouch for when it last looked (Docs/Semantics.md §7,
         /// "Peers while busy"): a version its senders acknowledged, whose operations it holds, and
         /// that every operation it held outside was causally after. Only a hint for the daemon that
@@ -62,7 +65,7 @@ public struct PeerStability: Sendable, Equatable {
 
         public init(sequence: UInt64, version: VersionVector, claimed: Set<ReplicaID>, retiredAt: UInt64 = 0,
                     acknowledged: [ReplicaID: UInt64] = [:], retired: Set<ReplicaID> = [],
-                    parted: [ReplicaID: ClosedRange<UInt64>] = [:], offer: VersionVector? = nil,
+                    parted: PartedRanges = PartedRanges(), offer: VersionVector? = nil,
                     refused: VersionVector = VersionVector()) {
             (self.sequence, self.version, self.claimed) = (sequence, version, claimed)
             (self.retiredAt, self.acknowledged, self.retired) = (retiredAt, acknowledged, retired)
@@ -77,7 +80,7 @@ public struct PeerStability: Sendable, Equatable {
         ///
         /// - Complexity: O(p) for p authors parted.
         public func countsParted(_ version: VersionVector, lacking held: VersionVector) -> Bool {
-            parted.contains { r, range in range.contains(version[r]) && version[r] > held[r] }
+            parted.runs.contains { r, runs in version[r] > held[r] && runs.contains { $0.contains(version[r]) } }
         }
     }
 
@@ -136,7 +139,7 @@ public struct PeerStability: Sendable, Equatable {
             o.claimed.isSubset(of: claimed) && self.retired.isSubset(of: o.retired) ? o.retiredAt : sequence
         } ?? (self.retired.isEmpty ? 0 : sequence)
         entries[me] = Entry(sequence: sequence, version: version, claimed: claimed, retiredAt: retiredAt,
-                            acknowledged: acknowledged, retired: retired, parted: old?.parted ?? [:],
+                            acknowledged: acknowledged, retired: retired, parted: old?.parted ?? PartedRanges(),
                             offer: old?.offer, refused: old?.refused ?? VersionVector())
         heard[me] = now
         assert(entries[me]!.sequence > (old?.sequence ?? 0))
@@ -192,10 +195,11 @@ public struct PeerStability: Sendable, Equatable {
     /// This daemon (`me`) parted operations in a merge back (``Entry/parted``): per author, the
     /// counters after what its merged copy holds (`merged`) up to what its copy held before
     /// (`before`). Its entry says so at once, with the next sequence (a placeholder entry if it
-    /// has published nothing: it still holds compaction back as before). Ranges only grow (a
-    /// second merge back of an author widens its range): counting an operation that was not
-    /// parted costs a subscriber a snapshot and a re-sync, nothing more. Returns whether the
-    /// entry changed.
+    /// has published nothing: it still holds compaction back as before). Ranges only grow, a
+    /// run apart from those before kept apart (``noteParted(_:runs:now:)``). The core names the
+    /// operations it took out instead (``DocumentCore/replace(with:parting:)``): by the
+    /// versions, a counter the copy counted but never held would be named too. Returns whether
+    /// the entry changed.
     ///
     /// - Complexity: O(r) for r replicas.
     public mutating func noteParted(_ me: ReplicaID, before: VersionVector, merged: VersionVector, now: UInt64) -> Bool {
@@ -205,20 +209,23 @@ public struct PeerStability: Sendable, Equatable {
     }
 
     /// This daemon (`me`) parted the operations of `ranges` (per author, one run of counters),
-    /// as ``noteParted(_:before:merged:now:)`` notes them. Returns whether its entry changed.
+    /// as ``noteParted(_:before:merged:now:)`` notes them. A run apart from the author's runs
+    /// noted before is kept apart (a single run from the first to the last would name operations
+    /// between that were never parted, and a copy without a floor takes out what a range names:
+    /// Docs/Semantics.md §7, "Parted originals a copy holds"). Returns whether its entry changed.
     ///
-    /// - Complexity: O(p) for p authors in `ranges`.
+    /// - Complexity: O(p × g) for p authors in `ranges` and g runs of each noted before.
     public mutating func noteParted(_ me: ReplicaID, ranges: [ReplicaID: ClosedRange<UInt64>], now: UInt64) -> Bool {
+        noteParted(me, runs: PartedRanges(hulls: ranges), now: now)
+    }
+
+    /// This daemon (`me`) parted the operations of `runs`, as ``noteParted(_:ranges:now:)``
+    /// notes them. Returns whether its entry changed.
+    ///
+    /// - Complexity: O(p × g²) for p authors of g runs.
+    public mutating func noteParted(_ me: ReplicaID, runs: PartedRanges, now: UInt64) -> Bool {
         var mine = entries[me] ?? Entry(sequence: 0, version: VersionVector(), claimed: [me])
-        var changed = false
-        for (r, range) in ranges {
-            let widened = mine.parted[r].map { min($0.lowerBound, range.lowerBound)...max($0.upperBound, range.upperBound) } ?? range
-            if widened != mine.parted[r] {
-                mine.parted[r] = widened
-                changed = true
-            }
-        }
-        guard changed else { return false }
+        guard mine.parted.formUnion(runs) else { return false }
         mine.sequence += 1
         entries[me] = mine
         heard[me] = now
@@ -480,7 +487,7 @@ public struct PeerStability: Sendable, Equatable {
 
     // MARK: Encoding
 
-    /// Appends the table to `w` (the tail of a version-5 stability file).
+    /// Appends the table to `w` (the tail of a version-7 stability file).
     ///
     /// ```
     /// entries:varint (daemon:varint heard:varint sequence:varint version claimed:varint replica:varint×
@@ -489,6 +496,9 @@ public struct PeerStability: Sendable, Equatable {
     /// retired:varint daemon:varint× relayAuthors:varint (replica:varint heard:varint)×
     /// retiredAuthors:varint replica:varint×
     /// ```
+    /// `parted` is written as the `parted` message's ranges (``WireWriter/partedRuns(_:)``:
+    /// several runs of one replica, in order, disjoint and not adjacent); a file of version 6 or
+    /// older has one run per replica, replicas in increasing order (``WireWriter/partedRanges(_:)``).
     /// (A version-4 file's entries end at `parted`: no offer, nothing refused; a version-3 file's
     /// at `retired`: nothing parted either; a version-2 file's at `claimed`: no retirements either.)
     /// - Complexity: O(size).
@@ -504,7 +514,7 @@ public struct PeerStability: Sendable, Equatable {
             for a in e.acknowledged.keys.sorted() { w.varint(a.rawValue); w.varint(e.acknowledged[a]!) }
             w.count(e.retired.count)
             for r in e.retired.sorted() { w.varint(r.rawValue) }
-            w.partedRanges(e.parted)
+            w.partedRuns(e.parted)
             w.byte(e.offer == nil ? 0 : 1)
             if let offer = e.offer { w.version(offer) }
             w.version(e.refused)
@@ -519,8 +529,10 @@ public struct PeerStability: Sendable, Equatable {
 
     /// Reads what ``encode(into:)`` wrote (`retirements` false: a version-2 file's table;
     /// `parted` false: a version-3 file's, whose entries end at `retired`; `prefixes` false: a
-    /// version-4 file's, whose entries end at `parted`: no offer, nothing refused).
-    init(reading r: inout WireReader, retirements: Bool = true, parted: Bool = true, prefixes: Bool = true) throws(WireError) {
+    /// version-4 file's, whose entries end at `parted`: no offer, nothing refused; `runs` false:
+    /// a file of version 6 or older, whose `parted` holds one run per author).
+    init(reading r: inout WireReader, retirements: Bool = true, parted: Bool = true, prefixes: Bool = true,
+         runs: Bool = true) throws(WireError) {
         for _ in 0..<(try r.count(minBytes: 5)) {
             let d = ReplicaID(try r.varint())
             heard[d] = try r.varint()
@@ -534,7 +546,11 @@ public struct PeerStability: Sendable, Equatable {
                 for _ in 0..<(try r.count(minBytes: 2)) { entry.acknowledged[ReplicaID(try r.varint())] = try r.varint() }
                 for _ in 0..<(try r.count(minBytes: 1)) { entry.retired.insert(ReplicaID(try r.varint())) }
             }
-            if parted { entry.parted = try r.partedRanges() }
+            if runs {
+                entry.parted = try r.partedRuns()
+            } else if parted {
+                entry.parted = PartedRanges(hulls: try r.partedRanges())
+            }
             if prefixes {
                 if try r.flag() { entry.offer = try r.version() }
                 entry.refused = try r.version()

@@ -21,13 +21,27 @@ public struct PartedRanges: Hashable, Sendable, CustomStringConvertible {
     ///
     /// - Complexity: O(e × p × g) for e entries of p authors and g runs per author.
     public init(_ entries: some Sequence<PeerStability.Entry>) {
-        for e in entries {
-            for (r, range) in e.parted { insert(range, of: r) }
-        }
+        for e in entries { formUnion(e.parted) }
+    }
+
+    /// One run per author (what an older daemon's entry or an older stability file holds).
+    public init(hulls: [ReplicaID: ClosedRange<UInt64>]) {
+        for (r, range) in hulls { insert(range, of: r) }
     }
 
     /// Nothing parted.
     public var isEmpty: Bool { runs.isEmpty }
+
+    /// Per author, one run from its first counter to its last (what an older daemon reads of an
+    /// entry's ranges).
+    ///
+    /// - Complexity: O(p) for p authors.
+    public var hulls: [ReplicaID: ClosedRange<UInt64>] {
+        runs.compactMapValues { list in list.first.map { $0.lowerBound...list.last!.upperBound } }
+    }
+
+    /// Whether some author has more than one run (``hulls`` says less than ``runs``).
+    public var hasGaps: Bool { runs.values.contains { $0.count > 1 } }
 
     /// Whether a range names the operation `id` (its first counter).
     ///

@@ -4,11 +4,12 @@ import ListCRDT
 ///
 /// ```
 /// entries := count:varint (daemon:varint (≠ 0) sequence:varint version claimed:varint replica:varint ×)×
-///            [retirements [parted [prefixes]]]
+///            [retirements [parted [prefixes [runs]]]]
 /// retirements := count:varint (daemon:varint retiredAt:varint acknowledged:varint (daemon:varint sequence:varint)×
 ///                               retired:varint replica:varint×)×
 /// parted := count:varint (daemon:varint ranges:varint (replica:varint first:varint last:varint)×)×
 /// prefixes := count:varint (daemon:varint offer:version refused:version)×
+/// runs := count:varint (daemon:varint ranges)×     (ranges as in the `parted` message)
 /// ```
 /// Daemons in increasing order, each once; claimed replicas in increasing order, each once. A
 /// decoder refuses a daemon named twice, a replica claimed twice and a replica 0 (malformed).
@@ -27,7 +28,13 @@ import ListCRDT
 /// or parted anything): each names a daemon of the entries, once, in increasing order, with its
 /// offer and the proposal it refused (empty: none); an entry it does not name offers nothing. A
 /// daemon of an older build refuses such a message as malformed (trailing bytes): it is sent only
-/// by a daemon that takes stable prefixes with its peers.
+/// by a daemon that takes stable prefixes with its peers. `runs` follows only when an entry
+/// parted an author's operations in runs apart (after the other parts, empty where nobody
+/// retired, parted or offered): `parted` gives each author's first counter to its last, and
+/// `runs` the runs themselves, for each daemon whose ranges have gaps, in increasing order
+/// (their first and last counters must be those of `parted`). A daemon of the previous build
+/// refuses it as malformed, as above; one that reads `parted` alone takes what lies between the
+/// runs for parted too, as it always did (Docs/Semantics.md §7, "Parted originals a copy holds").
 extension WireWriter {
     mutating func stabilityEntries(_ entries: [ReplicaID: PeerStability.Entry]) {
         count(entries.count)
@@ -42,6 +49,7 @@ extension WireWriter {
         }
         let parting = entries.keys.sorted().filter { !entries[$0]!.parted.isEmpty }
         let offering = entries.keys.sorted().filter { entries[$0]!.offer != nil }
+        let gapped = parting.filter { entries[$0]!.parted.hasGaps }
         guard !retiring.isEmpty || !parting.isEmpty || !offering.isEmpty else { return }
         count(retiring.count)
         for d in retiring {
@@ -56,12 +64,18 @@ extension WireWriter {
         count(parting.count)
         for d in parting {
             varint(d.rawValue)
-            partedRanges(entries[d]!.parted)
+            partedRanges(entries[d]!.parted.hulls)
         }
-        guard !offering.isEmpty else { return }
+        guard !offering.isEmpty || !gapped.isEmpty else { return }
         count(offering.count)
         for d in offering {
             varint(d.rawValue); version(entries[d]!.offer!); version(entries[d]!.refused)
+        }
+        guard !gapped.isEmpty else { return }
+        count(gapped.count)
+        for d in gapped {
+            varint(d.rawValue)
+            partedRuns(entries[d]!.parted)
         }
     }
 }
@@ -88,7 +102,24 @@ extension WireReader {
         if !isAtEnd { try retirements(into: &entries) }
         if !isAtEnd { try parted(into: &entries) }
         if !isAtEnd { try prefixes(into: &entries) }
+        if !isAtEnd { try runs(into: &entries) }
         return entries
+    }
+
+    /// The `runs` part: the parted ranges of each daemon that parted an author's operations in
+    /// runs apart, set on its entry in place of the `parted` part's one run per author, whose
+    /// first and last counters they must keep.
+    private mutating func runs(into entries: inout [ReplicaID: PeerStability.Entry]) throws(WireError) {
+        var previous: UInt64 = 0
+        for _ in 0..<(try count(minBytes: 2)) {
+            let at = offset
+            let d = try varint()
+            guard d > previous, let entry = entries[ReplicaID(d)] else { throw .invalidValue("daemon \(d) in runs", offset: at) }
+            previous = d
+            let runs = try partedRuns()
+            guard runs.hulls == entry.parted.hulls else { throw .invalidValue("runs of daemon \(d) that its parted ranges do not bound", offset: at) }
+            entries[ReplicaID(d)]!.parted = runs
+        }
     }
 
     /// The `prefixes` part: each daemon's ``PeerStability/Entry/offer`` and
@@ -113,7 +144,7 @@ extension WireReader {
             let d = try varint()
             guard d > previous, entries[ReplicaID(d)] != nil else { throw .invalidValue("daemon \(d) in parted", offset: at) }
             previous = d
-            entries[ReplicaID(d)]!.parted = try partedRanges()
+            entries[ReplicaID(d)]!.parted = PartedRanges(hulls: try partedRanges())
         }
     }
 
