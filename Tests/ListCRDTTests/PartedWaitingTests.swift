@@ -88,4 +88,31 @@ import Testing
         #expect(unparted == nil)
         #expect(same.pendingCount == 3)
     }
+
+    @Test("a device's copy told the ranges drops what waits on a parted original and the original itself, makes nothing again, shows the same, and keeps waiting what waits for something else")
+    func deviceDropsWithoutMakingAgain() throws {
+        var (x, parted, edits) = try waitingOnParted()
+        // The original itself waiting too (its cause, before the floor, is not here), and
+        // replica 6's edit made after the floor waiting for one of its own.
+        var six = try ListDocument(snapshot: x.encodedSnapshot(), replica: ReplicaID(6))
+        let first = try six.insertItem(at: IndexPath(item: 0, section: 0), value: Data("six 1".utf8))
+        let second = try six.insertItem(at: IndexPath(item: 1, section: 0), value: Data("six 2".utf8))
+        #expect(try x.receive(second) == .buffered)
+        let shown = x.snapshot()
+        let version = x.version
+        #expect(!x.holdsWaitingOnParted { _ in false })
+        #expect(x.holdsWaitingOnParted { $0 == parted.id })
+        let dropped = x.dropWaiting(onParted: { $0 == parted.id })
+        #expect(Set(dropped.map(\.id)) == Set(edits.map(\.id)))
+        #expect(x.snapshot() == shown && x.version == version, "nothing made again, nothing shown differently")
+        #expect(x.pendingCount == 1 && x.isWaiting(second))
+        #expect(x.dropWaiting(onParted: { $0 == parted.id }).isEmpty)
+        // A waiting operation a range names is dropped though it waits for nothing parted.
+        var named = try waitingOnParted().x
+        #expect(named.holdsWaitingOnParted { $0 == edits[2].id })
+        #expect(named.dropWaiting(onParted: { $0 == edits[2].id }).map(\.id) == [edits[2].id])
+        #expect(named.pendingCount == 2)
+        #expect(try x.receive(first) == .applied(woken: 2))
+        try x.checkInvariants()
+    }
 }

@@ -273,4 +273,33 @@ import Testing
         }
         #expect(failed == Self.learningSeeds)
     }
+
+    /// Seeds of `listsync simulate --daemons 2 --compact-after 10 --hide-daemon --roam 30
+    /// --crashes 2 --ops 80` that ended with operations waiting for ever (Docs/Semantics.md §7,
+    /// "A device drops what waits on parted originals", "An edit of an original the copy
+    /// counts"): in 11032 `c3`, with a floor, took the hidden `d0`'s originals in a catch-up just
+    /// before `d0` merged back and kept 20@3–22@3 waiting after it learned the ranges; in 11130
+    /// `d1` refused `c0`'s 19@1, an edit of `d0`'s original 2@3 that `d1`'s version counted, as
+    /// malformed, so `c0` recorded a failure and `d1` kept 20@1–23@1 of the batch waiting.
+    static let waitingOnOriginalsSeeds: [UInt64] = [11032, 11130]
+
+    @Test("a device drops what it keeps waiting on parted originals, and a daemon refuses for the floor an edit of an original its version counts: nothing waits for ever, copies parted: 0", arguments: waitingOnOriginalsSeeds)
+    func waitingOnOriginalsSeedsPass(seed: UInt64) {
+        var sim = Simulator(Self.refusedInPart(seed: seed))
+        let report = sim.run()
+        #expect(report.failures.isEmpty, "\(report.failures)")
+        #expect(report.copiesParted == 0 && report.mergesBack >= 1)
+    }
+
+    @Test("without either rule the seed that needs it fails: 11032 with clients that keep waiting (keepsPartedWaiting), 11130 with a core that refuses such an edit as malformed (refusesUnheldNamesAsMalformed)")
+    func waitingOnOriginalsWithoutTheRules() {
+        var keeps = Self.refusedInPart(seed: 11032)
+        keeps.keepsPartedWaiting = true
+        var broken = Simulator(keeps)
+        #expect(!broken.run().failures.isEmpty, "11032 passes with clients that keep waiting")
+        var malformed = Self.refusedInPart(seed: 11130)
+        malformed.coreVariant = .refusesUnheldNamesAsMalformed
+        var old = Simulator(malformed)
+        #expect(!old.run().failures.isEmpty, "11130 passes with the edit refused as malformed")
+    }
 }
