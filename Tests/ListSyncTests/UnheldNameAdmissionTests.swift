@@ -14,7 +14,7 @@ import ListSyncTestSupport
     static let device = SubscriberID(3)
     static let link = SubscriberID(8)
 
-    /// X's core (the fixture's copy that counts 1@3 without holding it), and the device's batch:
+    /// X's core (the fixture's copy that counts 4@3 without holding it), and the device's batch:
     /// its edit of the original, then two inserts made after it.
     static func batch(variant: DocumentCore.Variant = .correct) throws -> (core: DocumentCore, ops: [ListOperation]) {
         let (x, _, edit, device) = try UnheldNameFixture.gap()
@@ -38,7 +38,7 @@ import ListSyncTestSupport
         let answer = PeerMergeBackTests.answer(PeerMergeBackTests.send(ops, from: Self.device, to: &core), to: Self.device)
         #expect(Self.code(answer) == .compacted, "\(String(describing: answer))")
         if case let .error(_, _, _, text)? = answer {
-            #expect(text.contains("3 operation(s)") && text.contains("it edits 1@3"), "\(text)")
+            #expect(text.contains("3 operation(s)") && text.contains("it edits 4@3"), "\(text)")
         }
         #expect(core.document.pendingCount == 0, "nothing of the batch waits")
         #expect(core.document.snapshot() == shown)
