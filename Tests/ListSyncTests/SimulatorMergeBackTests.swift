@@ -286,6 +286,8 @@ import Testing
 
     @Test("without either rule the seed that needs it fails: 11032 with clients that keep waiting (keepsPartedWaiting), 11130 with a core that refuses such an edit as malformed (refusesUnheldNamesAsMalformed)")
     func waitingOnOriginalsWithoutTheRules() {
+        var fixed = Simulator(Self.refusedInPart(seed: 11032))
+        #expect(fixed.run().partedWaitingDropped == 3, "c3 drops 20@3-22@3")
         var keeps = Self.refusedInPart(seed: 11032)
         keeps.keepsPartedWaiting = true
         var broken = Simulator(keeps)
