@@ -41,7 +41,7 @@ extension ListDocument {
     /// - Complexity: O(k + p log p + p × (d + n)) for the k operations of the log after the floor,
     ///   p waiting operations of d dependencies and n visible items.
     public mutating func remakeWaiting(onParted isParted: (OpID) -> Bool, remakes: (ListOperation) -> Bool) -> MergeBack? {
-        guard waitsOnParted(isParted), let (parted, kept) = waitingOnParted(isParted, orNamed: false) else { return nil }
+        guard let (parted, kept) = waitingOnParted(isParted, orNamed: false) else { return nil }
         keepWaiting(kept)
         let ordered = Self.causalOrder(parted)
         var result = MergeBack()
