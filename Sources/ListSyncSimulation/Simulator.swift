@@ -122,6 +122,10 @@ public struct SimulationConfiguration: Sendable {
     /// since acknowledged stays acknowledged, never sent again, as clients did before
     /// ``ListSync/AcknowledgingDaemons``.
     @_spi(Testing) public var keepsGivenUpAcknowledgements = false
+    /// A deliberately broken client (tests of the harness's power): a copy told what the daemons
+    /// parted keeps waiting what waits on it, as clients did before
+    /// ``ListSync/DeviceClientMachine/Action/dropPartedWaiting``.
+    @_spi(Testing) public var keepsPartedWaiting = false
     /// Notes a line per frame delivered and per step of the run (``Simulator/traceLines``,
     /// `listsync simulate --trace`): the same seed gives the same lines.
     public var trace = false
@@ -224,6 +228,10 @@ public struct SimulationReport: Sendable, CustomStringConvertible {
     /// Copies merged back onto a peer's compacted copy they were left out of, and the operations
     /// made again by them (``SimulationConfiguration/hidesDaemon``).
     public var mergesBack = 0, mergedBackOperations = 0
+    /// Operations clients dropped from their causal buffers, told what the daemons parted:
+    /// originals, and edits on them, that the daemons made again (Docs/Semantics.md §7, "A device
+    /// drops what waits on parted originals").
+    public var partedWaitingDropped = 0
     /// Operations some daemon acknowledged that are missing, at the end, from some copy (neither
     /// there nor made again by a merge back): copies that parted. Always a failure.
     public var copiesParted = 0
@@ -257,6 +265,7 @@ public struct SimulationReport: Sendable, CustomStringConvertible {
         daemonsLostEarly += other.daemonsLostEarly; givenUpResends += other.givenUpResends
         lostWithoutACopy += other.lostWithoutACopy
         mergesBack += other.mergesBack; mergedBackOperations += other.mergedBackOperations
+        partedWaitingDropped += other.partedWaitingDropped
         copiesParted += other.copiesParted
     }
     /// Every invariant that failed; empty when the run passed.
@@ -367,6 +376,7 @@ public struct Simulator: Sendable {
         machine.remakesOnFirstRefusal = configuration.remakesOnFirstRefusal
         machine.keepsRefusedEdits = configuration.keepsRefusedEdits
         machine.keepsGivenUpAcknowledgements = configuration.keepsGivenUpAcknowledgements
+        machine.keepsPartedWaiting = configuration.keepsPartedWaiting
         return machine
     }
 
@@ -994,6 +1004,11 @@ public struct Simulator: Sendable {
                 performDevice(c, machines[c].replaced(outcome, document: clients[c].document))
             case .cannotSend:
                 report.failures.append("client \(c): its history does not go back to what the daemon acknowledged")
+            case .dropPartedWaiting:
+                // No store: the copy is the document (SyncClient writes it as a new generation).
+                let dropped = clients[c].document.dropWaiting(onParted: machines[c].parted.contains)
+                if configuration.trace { trace("c\(c) drops what waits on parted operations: \(Self.describe(dropped))") }
+                report.partedWaitingDropped += dropped.count
             }
         }
     }

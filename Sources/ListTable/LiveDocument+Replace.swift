@@ -18,3 +18,17 @@ extension LiveDocument {
         }
     }
 }
+
+extension LiveDocument {
+    /// Drops the waiting operations that `isParted` names or that wait on one it names that the
+    /// document does not hold (``ListCRDT/ListDocument/dropWaiting(onParted:)``: a device told
+    /// what the daemons parted, Docs/Semantics.md §7, "A device drops what waits on parted
+    /// originals"), in place, and returns them. Waiting operations show nothing, so nothing is
+    /// published; the undo history is kept.
+    ///
+    /// - Complexity: that of ``ListCRDT/ListDocument/dropWaiting(onParted:)``.
+    @discardableResult
+    public func dropWaiting(onParted isParted: (OpID) -> Bool) -> [ListOperation] {
+        state.withLock { state in state.document.dropWaiting(onParted: isParted) }
+    }
+}

@@ -26,6 +26,15 @@ import Testing
         return (x, parted, edits)
     }
 
+    /// Replica 6's two edits made after X's floor; the second received, waiting for the first.
+    static func sixWaiting(in x: inout ListDocument) throws -> (first: ListOperation, second: ListOperation) {
+        var six = try ListDocument(snapshot: x.encodedSnapshot(), replica: ReplicaID(6))
+        let first = try six.insertItem(at: IndexPath(item: 0, section: 0), value: Data("six 1".utf8))
+        let second = try six.insertItem(at: IndexPath(item: 1, section: 0), value: Data("six 2".utf8))
+        #expect(try x.receive(second) == .buffered)
+        return (first, second)
+    }
+
     @Test("waiting operations on a parted cause are taken out of the buffer and made again as this copy's own, after the others' order; an edit of the parted entity itself is dropped")
     func madeAgain() throws {
         var (x, parted, edits) = try waitingOnParted()
@@ -52,11 +61,7 @@ import Testing
     @Test("those remakes does not name are dropped, not made again; a waiting operation on another cause stays waiting")
     func droppedAndKept() throws {
         var (x, parted, edits) = try waitingOnParted()
-        // Replica 6's edit made after X's floor, waiting for one of its own not here yet.
-        var six = try ListDocument(snapshot: x.encodedSnapshot(), replica: ReplicaID(6))
-        let first = try six.insertItem(at: IndexPath(item: 0, section: 0), value: Data("six 1".utf8))
-        let second = try six.insertItem(at: IndexPath(item: 1, section: 0), value: Data("six 2".utf8))
-        #expect(try x.receive(second) == .buffered)
+        let (first, second) = try Self.sixWaiting(in: &x)
         let made = x.remakeWaiting(onParted: { $0 == parted.id }, remakes: { $0.id != edits[0].id })
         let merge = try #require(made)
         #expect(merge.dropped.map(\.id) == [edits[0].id])
@@ -87,5 +92,27 @@ import Testing
         let unparted = same.remakeWaiting(onParted: { $0.replica == ReplicaID(9) }, remakes: { _ in true })
         #expect(unparted == nil)
         #expect(same.pendingCount == 3)
+    }
+
+    @Test("a device's copy told the ranges drops what waits on a parted original and the original itself, makes nothing again, shows the same, and keeps waiting what waits for something else")
+    func deviceDropsWithoutMakingAgain() throws {
+        var (x, parted, edits) = try waitingOnParted()
+        let (first, second) = try Self.sixWaiting(in: &x)
+        let shown = x.snapshot()
+        let version = x.version
+        #expect(!x.holdsWaitingOnParted { _ in false })
+        #expect(x.holdsWaitingOnParted { $0 == parted.id })
+        let dropped = x.dropWaiting(onParted: { $0 == parted.id })
+        #expect(Set(dropped.map(\.id)) == Set(edits.map(\.id)))
+        #expect(x.snapshot() == shown && x.version == version, "nothing made again, nothing shown differently")
+        #expect(x.pendingCount == 1 && x.isWaiting(second))
+        #expect(x.dropWaiting(onParted: { $0 == parted.id }).isEmpty)
+        // A waiting operation a range names is dropped though it waits for nothing parted.
+        var named = try waitingOnParted().x
+        #expect(named.holdsWaitingOnParted { $0 == edits[2].id })
+        #expect(named.dropWaiting(onParted: { $0 == edits[2].id }).map(\.id) == [edits[2].id])
+        #expect(named.pendingCount == 2)
+        #expect(try x.receive(first) == .applied(woken: 2))
+        try x.checkInvariants()
     }
 }

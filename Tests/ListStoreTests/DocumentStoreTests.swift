@@ -256,6 +256,31 @@ struct DocumentStoreTests {
         #expect(final.encodedState() == recovered.encodedState())
     }
 
+    @Test("a device's copy that dropped what it kept waiting on a parted original (Docs/Semantics.md §7, \"A device drops what waits on parted originals\") is written with replace(with:): a snapshot refuses it (its log holds the dropped operation), and reopened it waits for nothing")
+    func droppedWaitingWrittenByReplace() throws {
+        let folder = temporaryFolder("dropped-waiting")
+        defer { removeFolder(folder) }
+        let a = try ListDocument.make(1, sections: [["a", "b"]])
+        var left = a.fork(as: 3)
+        let original = try left.insertItem(at: IndexPath(item: 2, section: 0), value: Data("original".utf8))
+        var other = left.fork(as: 4)
+        let edit = try other.insertItem(at: IndexPath(item: 3, section: 0), value: Data("on it".utf8))
+        let (store, _) = try DocumentStore.open(at: folder, documentID: testDocument, replica: ReplicaID(5))
+        var doc = a.fork(as: 5)
+        try store.append(a.operations(since: VersionVector()))
+        try store.append([edit])
+        doc.receive([edit])
+        #expect(doc.pendingCount == 1)
+        #expect(doc.dropWaiting(onParted: { $0 == original.id }).map(\.id) == [edit.id])
+        #expect(throws: StoreError.self) { try store.snapshot(doc) }
+        try store.replace(with: doc)
+        try store.close()
+        let (again, reopened) = try DocumentStore.open(at: folder, documentID: testDocument, replica: ReplicaID(5))
+        defer { try? again.close() }
+        #expect(reopened.pendingCount == 0)
+        #expect(reopened.snapshot() == doc.snapshot())
+    }
+
     @Test("the epoch is random at creation, kept across snapshots and reopens, and reset durably")
     func epoch() throws {
         let folder = temporaryFolder("epoch")

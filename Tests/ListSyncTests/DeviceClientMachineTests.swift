@@ -24,6 +24,7 @@ import ListSyncTestSupport
             case .replace: "replace"
             case .cannotSend: "cannot send"
             case .editFailed: "edit failed"
+            case .dropPartedWaiting: "drop parted waiting"
             }
         }
     }

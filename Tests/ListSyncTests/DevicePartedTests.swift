@@ -279,4 +279,51 @@ import ListSyncTestSupport
         #expect(outcome.unsent.map(\.id) == [unsent.id] && outcome.made.count == 1)
         #expect(outcome.document.snapshot().sections[0].items.contains { $0.value == Data("unsent".utf8) })
     }
+
+    // MARK: A device drops what waits on parted originals
+
+    /// A device (replica 5) whose copy keeps waiting an edit replica 4 made on replica 3's
+    /// `original` (an item), which the copy never got; caught up and live.
+    static func waitingOnOriginal() throws -> (Machine, ListDocument, original: ListOperation, edit: ListOperation) {
+        let a = try ListDocument.make(1, sections: [["a", "b"]])
+        var left = a.fork(as: 3)
+        let original = try left.insertItem(at: IndexPath(item: 2, section: 0), value: Data("original".utf8))
+        var other = left.fork(as: 4)
+        let edit = try other.insertItem(at: IndexPath(item: 3, section: 0), value: Data("on it".utf8))
+        var copy = a.fork(as: 5)
+        #expect(try copy.receive(edit) == .buffered)
+        var machine = Machine(replica: ReplicaID(5), acknowledged: a.version)
+        machine.connected(to: "x")
+        _ = machine.subscribing(copy)
+        _ = machine.subscribed(a.version, document: copy)
+        let live = machine.synced(a.version, document: copy)
+        #expect(!DeviceClientMachineTests.names(live).contains("drop parted waiting"), "nothing parted is known")
+        return (machine, copy, original, edit)
+    }
+
+    @Test("a live copy told the ranges drops what it keeps waiting on a parted original (nothing shown changes, nothing is sent); told before a catch-up brought it, at synced; a range naming others, or told again, asks nothing; with keepsPartedWaiting it keeps waiting for ever")
+    func liveCopyDropsWaitingOnParted() throws {
+        var (machine, copy, original, edit) = try Self.waitingOnOriginal()
+        let others = machine.learnedParted(Self.ranges([(7, 1...3)]), document: copy)
+        #expect(others.isEmpty)
+        let told = machine.learnedParted(Self.ranges([(3, original.id.counter...original.id.counter)]), document: copy)
+        #expect(DeviceClientMachineTests.names(told) == ["drop parted waiting"])
+        let shown = copy.snapshot()
+        #expect(copy.dropWaiting(onParted: machine.parted.contains).map(\.id) == [edit.id])
+        #expect(copy.pendingCount == 0 && copy.snapshot() == shown)
+        #expect(machine.learnedParted(Self.ranges([(3, original.id.counter...original.id.counter)]), document: copy).isEmpty)
+        // Told first, then a catch-up brings an operation waiting on the original: at synced.
+        var later = try Self.waitingOnOriginal()
+        _ = later.0.learnedParted(Self.ranges([(3, later.original.id.counter...later.original.id.counter)]), document: try ListDocument.make(1, sections: [["a", "b"]]).fork(as: 5))
+        _ = later.0.subscribing(later.1)
+        let synced = later.0.synced(later.1.version, document: later.1)
+        #expect(DeviceClientMachineTests.names(synced).contains("drop parted waiting"), "\(DeviceClientMachineTests.names(synced))")
+
+        var (old, oldCopy, oldOriginal, _) = try Self.waitingOnOriginal()
+        old.keepsPartedWaiting = true
+        #expect(old.learnedParted(Self.ranges([(3, oldOriginal.id.counter...oldOriginal.id.counter)]), document: oldCopy).isEmpty)
+        _ = old.subscribing(oldCopy)
+        #expect(!DeviceClientMachineTests.names(old.synced(oldCopy.version, document: oldCopy)).contains("drop parted waiting"))
+        #expect(oldCopy.pendingCount == 1, "without the rule it waits for ever")
+    }
 }

@@ -20,6 +20,17 @@ import Testing
 
     static let seeds: Range<UInt64> = 420_000..<420_060
 
+    /// Runs `config` and expects it to pass, with a merge back and no copy parted; returns the
+    /// simulator as the run left it.
+    @discardableResult
+    static func expectsMergedBack(_ config: SimulationConfiguration) -> Simulator {
+        var sim = Simulator(config)
+        let report = sim.run()
+        #expect(report.failures.isEmpty, "\(report.failures)")
+        #expect(report.copiesParted == 0 && report.mergesBack >= 1)
+        return sim
+    }
+
     @Test("60 seeds: a daemon no peer knows, whose clients edited while the others compacted without it, merges its copy back: every acknowledged operation is on every copy (copies parted: 0), all converge, every daemon compacts")
     func hiddenDaemonMergedBack() {
         let total = SimulatorRuns.run(Self.seeds, Self.hiding)
@@ -114,10 +125,7 @@ import Testing
 
     @Test("a peer's floor that counts originals it never held: the hidden daemon makes them again, every section and item its clients made is shown, copies parted: 0", arguments: floorGapSeeds)
     func floorCountingOriginalsItLacks(seed: UInt64) {
-        var sim = Simulator(Self.hiddenRoaming(seed: seed))
-        let report = sim.run()
-        #expect(report.failures.isEmpty, "\(report.failures)")
-        #expect(report.copiesParted == 0 && report.mergesBack >= 1)
+        Self.expectsMergedBack(Self.hiddenRoaming(seed: seed))
     }
 
     /// Seed 25 of `listsync simulate --daemons 3 --hide-daemon --roam 30 --crashes 1
@@ -129,10 +137,7 @@ import Testing
     /// brings their edits made again.
     @Test("a compacted device sent a hidden daemon's operations made before its floor drops what depends on them: nothing waits for ever, copies parted: 0 (seed 25)")
     func compactedDeviceDropsWhatWaitsOnRefused() {
-        var sim = Simulator(Self.hiddenRoaming(seed: 25))
-        let report = sim.run()
-        #expect(report.failures.isEmpty, "\(report.failures)")
-        #expect(report.copiesParted == 0 && report.mergesBack >= 1)
+        let sim = Self.expectsMergedBack(Self.hiddenRoaming(seed: 25))
         #expect(sim.replicaDocuments.allSatisfy { $0.pendingCount == 0 })
     }
 
@@ -184,10 +189,7 @@ import Testing
 
     @Test("a device holding a hidden daemon's parted originals roams to a daemon with a floor: it loads a snapshot and drops them, every copy converges, copies parted: 0", arguments: partedHolderSeeds)
     func partedOriginalHolderLoadsASnapshot(seed: UInt64) {
-        var sim = Simulator(Self.refusedInPart(seed: seed))
-        let report = sim.run()
-        #expect(report.failures.isEmpty, "\(report.failures)")
-        #expect(report.copiesParted == 0 && report.mergesBack >= 1)
+        Self.expectsMergedBack(Self.refusedInPart(seed: seed))
     }
 
     /// Seeds of the same command that fail without the rule and pass with it, since devices
@@ -217,10 +219,7 @@ import Testing
 
     @Test("a daemon with a floor keeping a device's edits waiting on a hidden daemon's parted originals makes them again: nothing waits for ever, copies parted: 0", arguments: partedWaitingSeeds)
     func waitingOnPartedMadeAgain(seed: UInt64) {
-        var sim = Simulator(Self.refusedInPart(seed: seed))
-        let report = sim.run()
-        #expect(report.failures.isEmpty, "\(report.failures)")
-        #expect(report.copiesParted == 0 && report.mergesBack >= 1)
+        Self.expectsMergedBack(Self.refusedInPart(seed: seed))
     }
 
     @Test("without the rule (DocumentCore.Variant.keepsPartedWaiting) the same seeds fail: the acknowledged edits wait for ever on one copy")
@@ -256,10 +255,7 @@ import Testing
 
     @Test("devices learn what the daemons parted: a re-sync at a daemon without a floor does not wait for parted originals, a holder there loads a snapshot; every copy converges, copies parted: 0", arguments: learningSeeds)
     func devicesLearnWhatWasParted(seed: UInt64) {
-        var sim = Simulator(Self.learning(seed: seed))
-        let report = sim.run()
-        #expect(report.failures.isEmpty, "\(report.failures)")
-        #expect(report.copiesParted == 0 && report.mergesBack >= 1)
+        Self.expectsMergedBack(Self.learning(seed: seed))
     }
 
     @Test("without the rule (DocumentCore.Variant.hidesPartedFromDevices: no parted message, no snapshot from a daemon without a floor) the same seeds fail")
@@ -311,5 +307,33 @@ import Testing
             if report.copiesParted > 0 || !report.failures.isEmpty { failed.append(seed) }
         }
         #expect(failed == Self.heldPartedSeeds)
+    }
+
+    /// Seeds of `listsync simulate --daemons 2 --compact-after 10 --hide-daemon --roam 30
+    /// --crashes 2 --ops 80` that ended with operations waiting for ever (Docs/Semantics.md §7,
+    /// "A device drops what waits on parted originals", "An edit of an original the copy
+    /// counts"): in 11032 `c3`, with a floor, took the hidden `d0`'s originals in a catch-up just
+    /// before `d0` merged back and kept 20@3–22@3 waiting after it learned the ranges; in 11130
+    /// `d1` refused `c0`'s 19@1, an edit of `d0`'s original 2@3 that `d1`'s version counted, as
+    /// malformed, so `c0` recorded a failure and `d1` kept 20@1–23@1 of the batch waiting.
+    static let waitingOnOriginalsSeeds: [UInt64] = [11032, 11130]
+
+    @Test("a device drops what it keeps waiting on parted originals, and a daemon refuses for the floor an edit of an original its version counts: nothing waits for ever, copies parted: 0", arguments: waitingOnOriginalsSeeds)
+    func waitingOnOriginalsSeedsPass(seed: UInt64) {
+        Self.expectsMergedBack(Self.refusedInPart(seed: seed))
+    }
+
+    @Test("without either rule the seed that needs it fails: 11032 with clients that keep waiting (keepsPartedWaiting), 11130 with a core that refuses such an edit as malformed (refusesUnheldNamesAsMalformed)")
+    func waitingOnOriginalsWithoutTheRules() {
+        var fixed = Simulator(Self.refusedInPart(seed: 11032))
+        #expect(fixed.run().partedWaitingDropped == 3, "c3 drops 20@3-22@3")
+        var keeps = Self.refusedInPart(seed: 11032)
+        keeps.keepsPartedWaiting = true
+        var broken = Simulator(keeps)
+        #expect(!broken.run().failures.isEmpty, "11032 passes with clients that keep waiting")
+        var malformed = Self.refusedInPart(seed: 11130)
+        malformed.coreVariant = .refusesUnheldNamesAsMalformed
+        var old = Simulator(malformed)
+        #expect(!old.run().failures.isEmpty, "11130 passes with the edit refused as malformed")
     }
 }

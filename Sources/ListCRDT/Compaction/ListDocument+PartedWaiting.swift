@@ -41,31 +41,8 @@ extension ListDocument {
     /// - Complexity: O(k + p log p + p × (d + n)) for the k operations of the log after the floor,
     ///   p waiting operations of d dependencies and n visible items.
     public mutating func remakeWaiting(onParted isParted: (OpID) -> Bool, remakes: (ListOperation) -> Bool) -> MergeBack? {
-        guard waitsOnParted(isParted) else { return nil }
-        let held = heldOperations()
-        // By counter: every dependency of an operation has a lesser one, so its fate is known
-        // when the operation is looked at.
-        let waiting = buffer.all.sorted { ($0.id.counter, $0.id.replica) < ($1.id.counter, $1.id.replica) }
-        var stale: [ReplicaID: [ClosedRange<UInt64>]] = [:]
-        var kept: [ListOperation] = [], parted: [ListOperation] = []
-        for op in waiting {
-            let onParted = op.deps.contains { d in
-                !held(d) && (isParted(d) || (stale[d.replica]?.contains { $0.contains(d.counter) } ?? false))
-            }
-            if onParted {
-                parted.append(op)
-                stale[op.id.replica, default: []].append(op.id.counter...op.lastID.counter)
-            } else {
-                kept.append(op)
-            }
-        }
-        guard !parted.isEmpty else { return nil }
-        var fresh = PendingBuffer()
-        for op in kept.sorted(by: { $0.id < $1.id }) {
-            guard let missing = firstMissingDependency(of: op) else { continue }
-            fresh.add(op, footprint: op.bufferFootprint, waitingFor: missing)
-        }
-        buffer = fresh
+        guard let (parted, kept) = waitingOnParted(isParted, orNamed: false) else { return nil }
+        keepWaiting(kept)
         let ordered = Self.causalOrder(parted)
         var result = MergeBack()
         result.parted = ordered
@@ -80,5 +57,57 @@ extension ListDocument {
         for op in ordered where remakes(op) { remaker.remakeWaiting(op, on: &self, slots: slots) }
         result.made = remaker.made
         return result
+    }
+
+    /// The waiting operations that depend, directly or through other waiting ones, on an
+    /// operation `isParted` names that this copy does not hold (``heldOperations()``), and with
+    /// `orNamed` also those `isParted` names themselves; and the others. Nil when none is.
+    ///
+    /// - Complexity: O(k + p log p + p × d) for the k operations of the log after the floor and
+    ///   p waiting operations of d dependencies.
+    func waitingOnParted(_ isParted: (OpID) -> Bool, orNamed: Bool) -> (parted: [ListOperation], kept: [ListOperation])? {
+        guard buffer.count > 0 else { return nil }
+        let held = heldOperations()
+        // By counter: every dependency of an operation has a lesser one, so its fate is known
+        // when the operation is looked at.
+        let waiting = buffer.all.sorted { ($0.id.counter, $0.id.replica) < ($1.id.counter, $1.id.replica) }
+        var stale: [ReplicaID: [ClosedRange<UInt64>]] = [:]
+        var kept: [ListOperation] = [], parted: [ListOperation] = []
+        for op in waiting {
+            let onParted = (orNamed && isParted(op.id)) || op.deps.contains { d in
+                !held(d) && (isParted(d) || (stale[d.replica]?.contains { $0.contains(d.counter) } ?? false))
+            }
+            if onParted {
+                parted.append(op)
+                stale[op.id.replica, default: []].append(op.id.counter...op.lastID.counter)
+            } else {
+                kept.append(op)
+            }
+        }
+        return parted.isEmpty ? nil : (parted, kept)
+    }
+
+    /// Whether ``dropWaiting(onParted:)`` would drop something.
+    ///
+    /// - Complexity: O(1) with nothing waiting; else that of ``waitingOnParted(_:orNamed:)``.
+    public func holdsWaitingOnParted(_ isParted: (OpID) -> Bool) -> Bool {
+        buffer.count > 0 && waitingOnParted(isParted, orNamed: true) != nil
+    }
+
+    /// Drops from the causal buffer every waiting operation that `isParted` names, or that
+    /// depends, directly or through other waiting ones, on an operation `isParted` names that
+    /// this copy does not hold, and returns them (by counter); nothing is made again. A
+    /// device's copy told what the daemons parted (Docs/Semantics.md §7, "A device drops what
+    /// waits on parted originals"): each such operation is an original, or an edit made on one,
+    /// that the daemon holding it made again (or parted and made again) under new ids, which come
+    /// to the device as they do to every copy; the original's causes never come, so it would
+    /// wait for ever. What it shows does not change (waiting operations show nothing).
+    ///
+    /// - Complexity: that of ``waitingOnParted(_:orNamed:)``, and O(p log p) to rebuild the
+    ///   buffer; O(1) with nothing waiting.
+    public mutating func dropWaiting(onParted isParted: (OpID) -> Bool) -> [ListOperation] {
+        guard let (parted, kept) = waitingOnParted(isParted, orNamed: true) else { return [] }
+        keepWaiting(kept)
+        return parted
     }
 }

@@ -68,12 +68,7 @@ extension ListDocument {
             }
         }
         guard !drops.isEmpty else { return }
-        var fresh = PendingBuffer()
-        for op in kept.sorted(by: { $0.id < $1.id }) {
-            guard let missing = firstMissingDependency(of: op) else { continue }
-            fresh.add(op, footprint: op.bufferFootprint, waitingFor: missing)
-        }
-        buffer = fresh
+        keepWaiting(kept)
         dropped += drops
     }
 

@@ -75,6 +75,14 @@ public struct DeviceClientMachine: Sendable {
         /// An edit was refused for another reason than the floor, or failed: the driver's to
         /// report (a reset, a destroyed document, a retry on a new connection).
         case editFailed(ClientSessionError)
+        /// The copy keeps waiting operations that the daemons parted, or that wait on one they
+        /// parted (``ListCRDT/ListDocument/holdsWaitingOnParted(_:)`` with ``parted``): their
+        /// causes never come. Drop them (``ListCRDT/ListDocument/dropWaiting(onParted:)``) and
+        /// write the copy as a new generation of its store, so that a restart does not keep them
+        /// waiting again (Docs/Semantics.md §7, "A device drops what waits on parted originals").
+        /// Only once every operation the copy applied is durable; skipped otherwise (asked again
+        /// at the next `synced` or `parted`). Nothing is shown differently, nothing is sent.
+        case dropPartedWaiting
     }
 
     /// An edit in flight: the operations it carries, and the re-syncs done when it was sent.
@@ -126,6 +134,9 @@ public struct DeviceClientMachine: Sendable {
     /// A deliberately broken client (the simulator's power tests): an edit only a daemon given up
     /// since acknowledged stays acknowledged, as clients did before ``acknowledgedBy``.
     @_spi(Testing) public var keepsGivenUpAcknowledgements = false
+    /// A deliberately broken client (the simulator's power tests): a copy told what the daemons
+    /// parted keeps waiting what waits on it, as clients did before ``Action/dropPartedWaiting``.
+    @_spi(Testing) public var keepsPartedWaiting = false
 
     /// A copy of `replica`'s, starting from what its record kept (nothing for a new document;
     /// `acknowledgedBy` nil for a record of an older build: who acknowledged what is not known).
@@ -175,15 +186,30 @@ public struct DeviceClientMachine: Sendable {
 
     /// The daemon said what the daemons parted in merges back (`parted`). A re-sync that waits
     /// for acknowledged edits of the device's own that those ranges name (originals the daemon
-    /// that parted them made again under its ids: they never come) is ready now.
+    /// that parted them made again under its ids: they never come) is ready now. A copy that is
+    /// not re-syncing drops what it keeps waiting on them (``Action/dropPartedWaiting``).
     ///
     /// - Complexity: O(p × g²) to merge, and that of ``CopyResync/outcome(local:acknowledged:parted:prepare:)``
-    ///   when a re-sync waits.
+    ///   when a re-sync waits, or of ``ListCRDT/ListDocument/holdsWaitingOnParted(_:)``.
     public mutating func learnedParted(_ ranges: PartedRanges, document: ListDocument,
                                        prepare: (inout ListDocument) -> Void = { _ in },
                                        askable: (Daemon) -> Bool = { _ in true }) -> [Action] {
-        guard parted.formUnion(ranges), isResyncing, resyncing.synced != nil else { return [] }
+        guard parted.formUnion(ranges) else { return [] }
+        guard isResyncing else { return dropsPartedWaiting(document) }
+        guard resyncing.synced != nil else { return [] }
         return caughtUp(document, prepare: prepare, askable: askable)
+    }
+
+    /// ``Action/dropPartedWaiting`` if `document` keeps waiting operations that ``parted`` names
+    /// or that wait on one it names and the copy does not hold (Docs/Semantics.md §7, "A device
+    /// drops what waits on parted originals").
+    ///
+    /// - Complexity: O(1) with nothing waiting or nothing parted; else that of
+    ///   ``ListCRDT/ListDocument/holdsWaitingOnParted(_:)``.
+    func dropsPartedWaiting(_ document: ListDocument) -> [Action] {
+        guard !keepsPartedWaiting, document.pendingCount > 0, !parted.isEmpty,
+              document.holdsWaitingOnParted(parted.contains) else { return [] }
+        return [.dropPartedWaiting]
     }
 
     // MARK: Sending
@@ -303,12 +329,19 @@ public struct DeviceClientMachine: Sendable {
             }
             return [.replace(outcome)]
         }
-        return goLive()
+        return goLive(document)
     }
 
     mutating func goLive() -> [Action] {
         isLive = true
         return [.live] + (sending == .inOrder ? [.sendUnacknowledged] : []) + [.saveRecord, .reportSeen]
+    }
+
+    /// Caught up and not re-syncing (`synced`): live, and what it keeps waiting on parted
+    /// originals it was told of before this catch-up brought them is dropped
+    /// (``dropsPartedWaiting(_:)``).
+    mutating func goLive(_ document: ListDocument) -> [Action] {
+        goLive() + dropsPartedWaiting(document)
     }
 
     /// The driver made the re-sync's outcome the copy (`document`, durably): the re-sync is

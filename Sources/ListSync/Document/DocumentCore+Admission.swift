@@ -36,6 +36,42 @@ extension DocumentCore {
         return refusals
     }
 
+    /// Of a client's batch `fresh` (not a peer link's), takes each operation the document refused
+    /// as malformed (`refused`, its receive's) that names an operation this copy will never hold
+    /// as it is: one its version counts that it does not hold, or one a daemon parted in a merge
+    /// back (``ListCRDT/ListDocument/unheldName(of:isParted:)``). Such an operation is an edit of
+    /// an original only a daemon left out of a peer's floor took, made by a device that took it
+    /// there; it can never apply here (Docs/Semantics.md §7, "An edit of an original the copy
+    /// counts"). It is refused as made before the floor instead (remembered, as the others so
+    /// refused), and so is every operation of `fresh` that waits here on it, directly or through
+    /// others of the batch (taken out of the causal buffer: kept, it would wait for ever). Its
+    /// author re-syncs and makes its unsent edits again on what this copy holds. Returns the
+    /// refusals to put in place of `refused`, and whether any is such (the batch is then
+    /// answered `compacted`). Waiting operations of other batches are never taken out.
+    ///
+    /// - Complexity: O(1) when nothing was refused; else O(f + r × n log m) for the f operations
+    ///   of the batch, r refused ones naming n ids, m log records per replica, and the ranges'
+    ///   union (``partedRanges``), plus the buffer rebuilt once when something waits on them.
+    mutating func refuseUnheldNames(_ fresh: [ListOperation], refused: [ApplyError]) -> (refusals: [ApplyError], beforeFloor: Bool) {
+        guard !refused.isEmpty, variant != .refusesUnheldNamesAsMalformed else { return (refused, false) }
+        let ids = Set(refused.compactMap { e -> OpID? in if case let .malformed(id, _) = e { id } else { nil } })
+        guard !ids.isEmpty else { return (refused, false) }
+        let ranges = partedRanges
+        var unheld: [OpID: ApplyError] = [:]
+        for op in fresh where ids.contains(op.id) {
+            guard let name = document.unheldName(of: op, isParted: ranges.contains) else { continue }
+            unheld[op.id] = refuse(op, "it edits \(name), an operation this copy counts or a daemon parted but that it never holds as it is (made before a floor some daemon compacted at, and made again by the daemon that took it); re-sync from a snapshot")
+        }
+        guard !unheld.isEmpty else { return (refused, false) }
+        var refusals = refused.map { e -> ApplyError in
+            if case let .malformed(id, _) = e, let instead = unheld[id] { instead } else { e }
+        }
+        for op in document.takeWaiting(fresh, on: Array(unheld.keys)) {
+            refusals.append(refuse(op, "it depends on an operation refused for the compaction floor; re-sync from a snapshot"))
+        }
+        return (refusals, true)
+    }
+
     /// Refuses `op` for `reason`: its counters are remembered (``dependsOnRefused(_:taken:)``)
     /// and the refusal returned.
     private mutating func refuse(_ op: ListOperation, _ reason: String) -> ApplyError {

@@ -109,6 +109,11 @@ public struct DocumentCore: Sendable {
         /// (``holdsPartedOriginals()`` false): what it relays of them or on them, every copy
         /// compacted at that floor refuses (Docs/Semantics.md §7, "Parted originals a copy holds").
         case keepsHeldParted
+        /// Refuses as malformed (`refused`), as before the repair, a client's operation that
+        /// edits an operation this copy counts but never holds, and keeps what waits on it in
+        /// its batch (Docs/Semantics.md §7, "An edit of an original the copy counts"): its author
+        /// records a failure instead of re-syncing, and the waiting ones wait for ever.
+        case refusesUnheldNamesAsMalformed
     }
 
     /// The document's id.
@@ -347,14 +352,21 @@ public struct DocumentCore: Sendable {
         for case let .equivocation(id) in refused { lastEquivocation = id }
         var stale = refuseBeforeFloor(&fresh, waiting: waiting)
         if let sender { stale += refuseUnaccounted(&fresh, relay: subscribers[sender]?.role == .relay, waiting: waiting) }
-        let beforeFloor = !stale.isEmpty
+        var beforeFloor = !stale.isEmpty
         refused += stale
         let start = document.operationCount
         let waited = document.pendingCount
         let report = fresh.isEmpty ? ReceiveReport() : document.receive(fresh)
-        refused += report.refused
+        var applyRefused = report.refused
+        if let sender, !applyRefused.isEmpty, subscribers[sender]?.role != .relay {
+            // An edit of an original this copy counts but never holds: refused for the floor.
+            let unheld = refuseUnheldNames(fresh, refused: applyRefused)
+            applyRefused = unheld.refusals
+            beforeFloor = beforeFloor || unheld.beforeFloor
+        }
+        refused += applyRefused
         operationsApplied += document.operationCount - start
-        let accepted = Self.accepted(fresh, refused: report.refused)
+        let accepted = Self.accepted(fresh, refused: applyRefused)
         noteAuthors(of: accepted, from: sender)
         let applied = start..<document.operationCount
         // Operations other batches left waiting can only be woken if some waited before.

@@ -31,4 +31,24 @@ extension SyncClient {
         // the record's version).
         act(copy.machine.compacted(at: floor, document: copy.live.document), for: copy)
     }
+
+    /// Drops what `copy` keeps waiting on operations the daemons parted
+    /// (``ListSync/DeviceClientMachine/Action/dropPartedWaiting``; Docs/Semantics.md §7, "A device
+    /// drops what waits on parted originals"), in memory and in its store: the copy is written as
+    /// a new generation, whose log carries only what still waits, so that a restart does not keep
+    /// them waiting again. Only while nothing is being stored (the snapshot must hold every
+    /// logged operation it keeps); else the next `synced` or `parted` asks again. If the write
+    /// fails the old generation stays whole: a restart keeps them waiting until the device is
+    /// told the ranges again, as every subscription is.
+    ///
+    /// - Complexity: that of ``ListTable/LiveDocument/dropWaiting(onParted:)`` and of writing the
+    ///   copy.
+    func dropPartedWaiting(_ copy: LocalCopy) {
+        guard copy.appending == 0, copy.failure == nil else { return }
+        let parted = copy.machine.parted
+        guard !copy.live.dropWaiting(onParted: parted.contains).isEmpty else { return }
+        do { try copy.store.replace(with: copy.live.document) } catch {
+            lastError = "the copy of \(copy.id) without what waits on parted operations was not written: \(error)"
+        }
+    }
 }

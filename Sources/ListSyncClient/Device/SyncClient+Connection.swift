@@ -244,6 +244,8 @@ extension SyncClient {
                 lastError = "edits of \(copy.id) not sent: the copy compacted past what the daemon acknowledged"
             case let .editFailed(error):
                 fail(copy, error)
+            case .dropPartedWaiting:
+                dropPartedWaiting(copy)
             }
         }
     }
