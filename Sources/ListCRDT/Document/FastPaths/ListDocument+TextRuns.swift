@@ -23,6 +23,10 @@ struct LocalTextRun: Sendable {
     /// so a keystroke allocates no array (a heap block made and freed per keystroke was a sixth
     /// of its cost).
     var writes: [FieldWrite] = []
+    /// The log's text run (an index into `OtherOperations.runs`) the last splice went into, -1
+    /// when it went elsewhere: valid with the run (nothing was logged since), so the run is the
+    /// log's last record and the next one-character splice extends it without looking up its field.
+    var logRun: Int32 = -1
 
     /// No run (its log count is no log's).
     static let none = LocalTextRun(logCount: -1, target: .item(ItemID(.none)), name: "", last: .none, typing: nil, place: nil)
@@ -41,6 +45,20 @@ extension ListDocument {
     /// operation; else returns nil and changes nothing (the general path then applies it, or
     /// throws what is wrong).
     ///
+    /// - Complexity: that of ``continueSplice(_:of:at:delete:insert:operation:)``.
+    @inline(__always)
+    mutating func continueSplice(_ name: String, of target: RecordTarget, at position: Int, delete: Int,
+                                 insert: String) -> ListOperation? {
+        continueSplice(name, of: target, at: position, delete: delete, insert: insert, operation: true)?.operation
+    }
+
+    /// Called by a local splice of text field `name` of `target`: when it continues the splice run
+    /// (``localTextRun`` is current, for the same field) and is valid, applies it and returns its
+    /// id, and its operation when `operation` is true; else returns nil and changes nothing (the
+    /// general path then applies it, or throws what is wrong). With `operation` false no
+    /// ``TextEdit`` is made for a one-character splice (the log takes it as a ``TextRunStep``),
+    /// and no operation at all (``ListDocument/typeText(_:ofItem:at:delete:insert:)``).
+    ///
     /// The result is what the general path (``writeFields(_:ofItem:)`` with one
     /// ``FieldChange/splice(at:delete:insert:)``) would do, with less work: the entity is still
     /// alive and the field still text (nothing happened since the last splice), so there is no
@@ -48,12 +66,14 @@ extension ListDocument {
     /// the caret without a search, ``TextSequence/spliceLocally(at:delete:insert:scalars:id:typing:made:removing:)``);
     /// the field's register takes the write's stamp, which beats every stamp applied (its clock
     /// is past the record store's); the operation depends on the frontier and goes to the log as
-    /// the general path puts it there (in parts, `OtherOperations`).
+    /// the general path puts it there (in parts, `OtherOperations`; a one-character splice that
+    /// continues the text run the last splice went into extends it without looking up the run's
+    /// field, `OpLog.extendLocalTextRun`).
     ///
     /// - Complexity: O(k) for a keystroke at the caret (k inserted scalars); else O(log n + d log r + k).
     @inline(__always)
     mutating func continueSplice(_ name: String, of target: RecordTarget, at position: Int, delete: Int,
-                                 insert: String) -> ListOperation? {
+                                 insert: String, operation: Bool) -> (id: OpID, operation: ListOperation?)? {
         // The run is read and written in place (`textRun`); its writes array is held once when
         // the caller dropped the last operation, so the next operation's writes go into it.
         let bytes = insert.utf8.count
@@ -78,33 +98,51 @@ extension ListDocument {
         // The frontier is this run's last operation (nothing happened since): `advance(to:deps:)`
         // without comparing frontiers.
         let deps: Frontier
-        if currentFrontier.isOnly(previous) {
+        let follows = currentFrontier.isOnly(previous)
+        if follows {
             deps = Frontier(only: previous)
             advance(from: previous, to: last)
         } else {
             deps = currentFrontier
             advance(to: last, deps: deps)
         }
-        let edit = made.edit(insert: insert, scalars: k, more: more)
-        // `FieldWrites.footprint` of the one write made below, without a pass over its writes.
-        let footprint = 40 + name.utf8.count + bytes + edit.deletes.count * 24
-        log.append(splice: id, deps: deps, span: Int(span), clock: stamp.clock, target: target, name: name, edit: edit,
-                   step: made.runStep(scalars: k, delete: delete), payloadBytes: footprint)
+        // `FieldWrites.footprint` of the one write the operation holds, without a pass over its writes.
+        let footprint = 40 + name.utf8.count + bytes + (made.removed.count > 0 ? 1 : more.count) * 24
+        let step = made.runStep(scalars: k, delete: delete)
+        var edit: TextEdit? = nil
+        if let step {
+            // Into the text run the last splice went into, when it is the log's last record (no
+            // field look-up); else as the general path logs it.
+            if !(follows && textRun.logRun >= 0
+                && log.extendLocalTextRun(textRun.logRun, after: previous, clock: stamp.clock, step: step, insert: insert,
+                                          payloadBytes: footprint)) {
+                textRun.logRun = log.append(step: step, id: id, deps: deps, clock: stamp.clock, target: target, name: name,
+                                            insert: insert, payloadBytes: footprint)
+            }
+        } else {
+            let e = made.edit(insert: insert, scalars: k, more: more)
+            log.append(splice: id, deps: deps, span: Int(span), clock: stamp.clock, target: target, name: name, edit: e,
+                       step: nil, payloadBytes: footprint)
+            textRun.logRun = -1
+            edit = e
+        }
         // The byte count (Compaction/ListDocument+Reclaimable.swift), as the general path keeps it
         // for a live record: every character typed is held; every one removed is reclaimable.
         byteAccount.records += k * Self.textCharacterBytes
-        byteAccount.dead += edit.deletedCount * Self.textCharacterBytes
-        if textRun.writes.count == 1 {
-            textRun.writes[0].change = .text(edit)   // in place when the last operation is gone
-        } else {
-            textRun.writes = [FieldWrite(name: name, change: .text(edit))]
-        }
-        let writes = FieldWrites(clock: stamp.clock, sortedWrites: textRun.writes)
-        assert(writes.footprint == footprint, "the footprint of a splice's writes")
+        byteAccount.dead += delete * Self.textCharacterBytes
         textRun.logCount = log.count
         textRun.last = last
         textRun.typing = typing
-        return ListOperation(id: id, deps: deps, kind: .writeFields(target, writes))
+        guard operation else { return (id, nil) }
+        let opEdit = edit ?? made.edit(insert: insert, scalars: k, more: more)
+        if textRun.writes.count == 1 {
+            textRun.writes[0].change = .text(opEdit)   // in place when the last operation is gone
+        } else {
+            textRun.writes = [FieldWrite(name: name, change: .text(opEdit))]
+        }
+        let writes = FieldWrites(clock: stamp.clock, sortedWrites: textRun.writes)
+        assert(writes.footprint == footprint, "the footprint of a splice's writes")
+        return (id, ListOperation(id: id, deps: deps, kind: .writeFields(target, writes)))
     }
 
     /// Records the local splice `op` of text field `name` of `target`, just applied by the general
