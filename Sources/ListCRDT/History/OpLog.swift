@@ -285,7 +285,8 @@ struct OpLog: Sendable {
     }
 
     /// Extends text run `run`, the log's last record, by this replica's next local one-character
-    /// splice of the run's field, `step` (`insert`: the character it types), whose id is the next
+    /// splice of the run's field, `step` (`insert`: the character it types, `byte` its byte when
+    /// it is ASCII, else 0), whose id is the next
     /// after `previous`, the run's last operation, and which depends on exactly `previous`: what
     /// ``append(step:id:deps:clock:target:name:insert:payloadBytes:)`` does then, without looking
     /// up the last record's replica or the run's field (the caller's splice run knows both: its
@@ -295,10 +296,10 @@ struct OpLog: Sendable {
     /// - Complexity: O(1) amortized.
     @inline(__always)
     mutating func extendLocalTextRun(_ run: Int32, after previous: OpID, clock: UInt64, step: TextRunStep, insert: String,
-                                     payloadBytes: Int) -> Bool {
+                                     byte: UInt8, payloadBytes: Int) -> Bool {
         let last = records.count - 1
         guard last >= 0, records[last].kind == .textRun, records[last].payload == run, count < Int(Int32.max) - 1,
-              others.extendLocalRun(Int(run), after: previous, clock: clock, step: step, insert: insert)
+              others.extendLocalRun(Int(run), after: previous, clock: clock, step: step, insert: insert, byte: byte)
         else { return false }
         records[last].count += 1
         count += 1

@@ -27,6 +27,9 @@ struct LocalTextRun: Sendable {
     /// when it went elsewhere: valid with the run (nothing was logged since), so the run is the
     /// log's last record and the next one-character splice extends it without looking up its field.
     var logRun: Int32 = -1
+    /// Empty between splices: where a splice that removes more than one character puts its
+    /// ranges (``TextSequence/spliceLocally(at:delete:insert:scalars:id:typing:made:removing:)``).
+    var removing: [TextRange] = []
 
     /// No run (its log count is no log's).
     static let none = LocalTextRun(logCount: -1, target: .item(ItemID(.none)), name: "", last: .none, typing: nil, place: nil)
@@ -87,27 +90,28 @@ extension ListDocument {
         guard clock <= OpID.maxCounter - span else { return nil }
         let id = OpID(counter: clock + 1, replica: replica)
         let stamp = FieldStamp(clock: nextFieldClock(), id: id)
-        var typing = textRun.typing
         var made = LocalSplice()
-        var more: [TextRange] = []
+        // The typing point is edited in place; the ranges of a removal of more than one character
+        // go into the run's array (kept empty between splices: no array made and released per
+        // keystroke). A splice that fails changes neither.
         guard records.spliceLocally(name, of: target.opID, place: &textRun.place, at: position, delete: delete,
-                                    insert: insert, scalars: k, stamp: stamp, typing: &typing, made: &made, removing: &more)
+                                    insert: insert, scalars: k, stamp: stamp, typing: &textRun.typing, made: &made,
+                                    removing: &textRun.removing)
         else { return nil }
         let previous = textRun.last
         let last = OpID(counter: clock + span, replica: replica)
         // The frontier is this run's last operation (nothing happened since): `advance(to:deps:)`
-        // without comparing frontiers.
-        let deps: Frontier
+        // without comparing frontiers. The frontier before (the dependencies) is only copied
+        // when it is something else.
         let follows = currentFrontier.isOnly(previous)
-        if follows {
-            deps = Frontier(only: previous)
-            advance(from: previous, to: last)
+        let other: Frontier? = follows ? nil : currentFrontier
+        if let other {
+            advance(to: last, deps: other)
         } else {
-            deps = currentFrontier
-            advance(to: last, deps: deps)
+            advance(from: previous, to: last)
         }
         // `FieldWrites.footprint` of the one write the operation holds, without a pass over its writes.
-        let footprint = 40 + name.utf8.count + bytes + (made.removed.count > 0 ? 1 : more.count) * 24
+        let footprint = 40 + name.utf8.count + bytes + (made.removed.count > 0 ? 1 : textRun.removing.count) * 24
         let step = made.runStep(scalars: k, delete: delete)
         var edit: TextEdit? = nil
         if let step {
@@ -115,14 +119,15 @@ extension ListDocument {
             // field look-up); else as the general path logs it.
             if !(follows && textRun.logRun >= 0
                 && log.extendLocalTextRun(textRun.logRun, after: previous, clock: stamp.clock, step: step, insert: insert,
-                                          payloadBytes: footprint)) {
-                textRun.logRun = log.append(step: step, id: id, deps: deps, clock: stamp.clock, target: target, name: name,
-                                            insert: insert, payloadBytes: footprint)
+                                          byte: made.byte, payloadBytes: footprint)) {
+                textRun.logRun = log.append(step: step, id: id, deps: other ?? Frontier(only: previous), clock: stamp.clock,
+                                            target: target, name: name, insert: insert, payloadBytes: footprint)
             }
         } else {
-            let e = made.edit(insert: insert, scalars: k, more: more)
-            log.append(splice: id, deps: deps, span: Int(span), clock: stamp.clock, target: target, name: name, edit: e,
-                       step: nil, payloadBytes: footprint)
+            let e = made.edit(insert: insert, scalars: k, more: textRun.removing)
+            if !textRun.removing.isEmpty { textRun.removing.removeAll(keepingCapacity: true) }
+            log.append(splice: id, deps: other ?? Frontier(only: previous), span: Int(span), clock: stamp.clock, target: target,
+                       name: name, edit: e, step: nil, payloadBytes: footprint)
             textRun.logRun = -1
             edit = e
         }
@@ -132,9 +137,8 @@ extension ListDocument {
         byteAccount.dead += delete * Self.textCharacterBytes
         textRun.logCount = log.count
         textRun.last = last
-        textRun.typing = typing
         guard operation else { return (id, nil) }
-        let opEdit = edit ?? made.edit(insert: insert, scalars: k, more: more)
+        let opEdit = edit ?? made.edit(insert: insert, scalars: k, more: [])
         if textRun.writes.count == 1 {
             textRun.writes[0].change = .text(opEdit)   // in place when the last operation is gone
         } else {
@@ -142,7 +146,7 @@ extension ListDocument {
         }
         let writes = FieldWrites(clock: stamp.clock, sortedWrites: textRun.writes)
         assert(writes.footprint == footprint, "the footprint of a splice's writes")
-        return (id, ListOperation(id: id, deps: deps, kind: .writeFields(target, writes)))
+        return (id, ListOperation(id: id, deps: other ?? Frontier(only: previous), kind: .writeFields(target, writes)))
     }
 
     /// Records the local splice `op` of text field `name` of `target`, just applied by the general
