@@ -16,8 +16,10 @@ func textTraceOnce(_ edits: [EditingTrace.Edit], _ texts: [String]) throws -> (U
     try doc.insertSection(at: 0)
     let item = ItemID(try doc.insertItem(atRow: 0, inSection: 0, value: Data()).id)
     let t0 = nowNs()
-    for (k, e) in edits.enumerated() {
-        try doc.typeText("notes", ofItem: item, at: e.position, delete: e.deleteCount, insert: texts[k])
+    for k in edits.indices {
+        // The edit's position and count read in place (a copy of the edit would retain its
+        // bytes, which W16 does not use: its text is `texts[k]`).
+        try doc.typeText("notes", ofItem: item, at: edits[k].position, delete: edits[k].deleteCount, insert: texts[k])
     }
     return (nowNs() - t0, doc, item)
 }

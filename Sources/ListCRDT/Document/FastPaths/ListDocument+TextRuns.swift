@@ -80,12 +80,14 @@ extension ListDocument {
         // The run is read and written in place (`textRun`); its writes array is held once when
         // the caller dropped the last operation, so the next operation's writes go into it.
         let bytes = insert.utf8.count
+        // The frontier is this run's last operation (nothing happened since the last local
+        // operation, whose dependencies were the whole frontier): the operation depends on it.
         guard fastPathsEnabled, textRun.logCount == log.count, clock == textRun.last.counter, textRun.target == target,
               textRun.name == name, position >= 0, delete >= 0, delete <= TextLimits.maxDeleteRanges, delete > 0 || bytes > 0,
-              bytes <= maxValueSize
+              bytes <= maxValueSize, currentFrontier.isOnly(textRun.last)
         else { return nil }
-        // A keystroke is one byte: one scalar, without counting.
-        let k = bytes == 1 ? 1 : TextEdit.scalarCount(of: insert)
+        // A keystroke is one byte: one scalar, without counting (nor a removal's empty text).
+        let k = bytes <= 1 ? bytes : TextEdit.scalarCount(of: insert)
         let span = UInt64(Swift.max(k, 1))
         guard clock <= OpID.maxCounter - span else { return nil }
         let id = OpID(counter: clock + 1, replica: replica)
@@ -100,16 +102,7 @@ extension ListDocument {
         else { return nil }
         let previous = textRun.last
         let last = OpID(counter: clock + span, replica: replica)
-        // The frontier is this run's last operation (nothing happened since): `advance(to:deps:)`
-        // without comparing frontiers. The frontier before (the dependencies) is only copied
-        // when it is something else.
-        let follows = currentFrontier.isOnly(previous)
-        let other: Frontier? = follows ? nil : currentFrontier
-        if let other {
-            advance(to: last, deps: other)
-        } else {
-            advance(from: previous, to: last)
-        }
+        advance(from: previous, to: last)   // `advance(to:deps:)` without comparing frontiers
         // `FieldWrites.footprint` of the one write the operation holds, without a pass over its writes.
         let footprint = 40 + name.utf8.count + bytes + (made.removed.count > 0 ? 1 : textRun.removing.count) * 24
         let step = made.runStep(scalars: k, delete: delete)
@@ -117,16 +110,16 @@ extension ListDocument {
         if let step {
             // Into the text run the last splice went into, when it is the log's last record (no
             // field look-up); else as the general path logs it.
-            if !(follows && textRun.logRun >= 0
+            if !(textRun.logRun >= 0
                 && log.extendLocalTextRun(textRun.logRun, after: previous, clock: stamp.clock, step: step, insert: insert,
                                           byte: made.byte, payloadBytes: footprint)) {
-                textRun.logRun = log.append(step: step, id: id, deps: other ?? Frontier(only: previous), clock: stamp.clock,
+                textRun.logRun = log.append(step: step, id: id, deps: Frontier(only: previous), clock: stamp.clock,
                                             target: target, name: name, insert: insert, payloadBytes: footprint)
             }
         } else {
             let e = made.edit(insert: insert, scalars: k, more: textRun.removing)
             if !textRun.removing.isEmpty { textRun.removing.removeAll(keepingCapacity: true) }
-            log.append(splice: id, deps: other ?? Frontier(only: previous), span: Int(span), clock: stamp.clock, target: target,
+            log.append(splice: id, deps: Frontier(only: previous), span: Int(span), clock: stamp.clock, target: target,
                        name: name, edit: e, step: nil, payloadBytes: footprint)
             textRun.logRun = -1
             edit = e
@@ -146,7 +139,7 @@ extension ListDocument {
         }
         let writes = FieldWrites(clock: stamp.clock, sortedWrites: textRun.writes)
         assert(writes.footprint == footprint, "the footprint of a splice's writes")
-        return (id, ListOperation(id: id, deps: other ?? Frontier(only: previous), kind: .writeFields(target, writes)))
+        return (id, ListOperation(id: id, deps: Frontier(only: previous), kind: .writeFields(target, writes)))
     }
 
     /// Records the local splice `op` of text field `name` of `target`, just applied by the general
