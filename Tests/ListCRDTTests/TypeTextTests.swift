@@ -119,7 +119,7 @@ struct TypeTextTests {
         for (name, target, at, delete, insert) in cases {
             let a = Result { () throws(ListError) in try typed.typeText(name, of: target, at: at, delete: delete, insert: insert) }
             let b = Result { () throws(ListError) in try spliced.splice(name, of: target, at: at, delete: delete, insert: insert) }
-            #expect(a.map { _ in () } == b.map { _ in () }, "\(name) \(target) \(at) \(delete) \(insert)")
+            #expect(a.map { _ in true } == b.map { _ in true }, "\(name) \(target) \(at) \(delete) \(insert)")
             guard case .failure = a else { continue }
             #expect(typed.operationCount == before.operationCount)
         }
