@@ -3,7 +3,9 @@ import ListCRDT
 import ListSyncTestSupport
 
 // W16.text (issue 45): the automerge-paper trace typed into one card's `notes` text field, one
-// splice per trace line (`ListDocument.splice`), next to W1.trace's list path measured in the
+// splice per trace line through the typing API an app calls (`ListDocument.typeText`, which
+// returns the operation's id, not the operation: `LiveDocument.edit` reads the operations made
+// from the log), next to W1.trace's list path measured in the
 // same run (each best of the same number of runs, on a fresh document each time).
 
 /// One timed run of the whole trace as splices of one item's text field (`texts[k]`: the text of
@@ -14,8 +16,10 @@ func textTraceOnce(_ edits: [EditingTrace.Edit], _ texts: [String]) throws -> (U
     try doc.insertSection(at: 0)
     let item = ItemID(try doc.insertItem(atRow: 0, inSection: 0, value: Data()).id)
     let t0 = nowNs()
-    for (k, e) in edits.enumerated() {
-        try doc.splice("notes", ofItem: item, at: e.position, delete: e.deleteCount, insert: texts[k])
+    for k in edits.indices {
+        // The edit's position and count read in place (a copy of the edit would retain its
+        // bytes, which W16 does not use: its text is `texts[k]`).
+        try doc.typeText("notes", ofItem: item, at: edits[k].position, delete: edits[k].deleteCount, insert: texts[k])
     }
     return (nowNs() - t0, doc, item)
 }
@@ -78,7 +82,7 @@ func w16Text(_ ctx: Context) throws -> BenchResult {
         loadsOK = false
     }
     res.ok = trace.finalText != nil && got == trace.finalText! && loadsOK
-    res.note = "one splice(_:ofItem:at:delete:insert:) per trace line into one item's text field; W1.trace's list path "
+    res.note = "one typeText(_:ofItem:at:delete:insert:) per trace line into one item's text field; W1.trace's list path "
         + "(one insertItem/deleteItem per element) timed in the same run; " + Repeat.note(Repeat.runs, text.runs)
         + "; loads into a fresh document, the text read, best of up to \(Repeat.loads) (load_snapshot_ms: the state snapshot)"
         + failures.map { "; " + $0 }.joined()

@@ -243,25 +243,68 @@ struct OpLog: Sendable {
     mutating func append(splice id: OpID, deps: Frontier, span: Int, clock: UInt64, target: RecordTarget, name: String,
                          edit: TextEdit, step: TextRunStep?, payloadBytes: Int) {
         assert(step == (span == 1 ? TextRunStep(edit) : nil), "a text run step that is not the edit's")
-        keptWholeBytes += payloadBytes
         if let step {
-            // The next splice of a text run: the next id of the last record's replica, depending
-            // on exactly the one before (its last id), into the same field.
-            if let last = records.last, last.kind == .textRun, last.counter &+ UInt64(last.count) == id.counter,
-               replicaIDs[Int(last.replica)] == id.replica, count < Int(Int32.max) - 1,
-               deps.isOnly(OpID(counter: id.counter &- 1, replica: id.replica)),
-               others.extendRun(Int(last.payload), id: id, clock: clock, target: target, name: name, step: step, insert: edit.insert) {
-                records[records.count - 1].count += 1
-                count += 1
-                return
-            }
-            if let run = others.startRun(clock: clock, target: target, name: name, step: step, insert: edit.insert) {
-                newRecord(id: id, deps: deps, kind: .textRun, count: 1, payload: run, operations: 1)
-                return
-            }
+            _ = append(step: step, id: id, deps: deps, clock: clock, target: target, name: name, insert: edit.insert,
+                       payloadBytes: payloadBytes)
+            return
         }
+        keptWholeBytes += payloadBytes
         others.append(splice: id, deps: deps, clock: clock, target: target, name: name, edit: edit)
         newRecord(id: id, deps: deps, kind: .other, count: span, payload: Int32(others.count - 1), operations: 1)
+    }
+
+    /// Appends an applied one-character splice of one text field, the text run step `step`
+    /// (`insert`: the character it types, empty when it removes one): what
+    /// ``append(splice:deps:span:clock:target:name:edit:step:payloadBytes:)`` does with the edit
+    /// the step is, without the edit. Returns the index in ``OtherOperations/runs`` of the text
+    /// run the splice joined or started (the log's last record then), or -1 when it is kept alone
+    /// (the log cannot hold another run).
+    ///
+    /// - Complexity: O(1) amortized.
+    @inline(__always)
+    mutating func append(step: TextRunStep, id: OpID, deps: Frontier, clock: UInt64, target: RecordTarget, name: String,
+                         insert: String, payloadBytes: Int) -> Int32 {
+        keptWholeBytes += payloadBytes
+        // The next splice of a text run: the next id of the last record's replica, depending
+        // on exactly the one before (its last id), into the same field.
+        if let last = records.last, last.kind == .textRun, last.counter &+ UInt64(last.count) == id.counter,
+           replicaIDs[Int(last.replica)] == id.replica, count < Int(Int32.max) - 1,
+           deps.isOnly(OpID(counter: id.counter &- 1, replica: id.replica)),
+           others.extendRun(Int(last.payload), id: id, clock: clock, target: target, name: name, step: step, insert: insert) {
+            records[records.count - 1].count += 1
+            count += 1
+            return last.payload
+        }
+        if let run = others.startRun(clock: clock, target: target, name: name, step: step, insert: insert) {
+            newRecord(id: id, deps: deps, kind: .textRun, count: 1, payload: run, operations: 1)
+            return run
+        }
+        others.append(splice: id, deps: deps, clock: clock, target: target, name: name, edit: step.edit(insert: insert))
+        newRecord(id: id, deps: deps, kind: .other, count: 1, payload: Int32(others.count - 1), operations: 1)
+        return -1
+    }
+
+    /// Extends text run `run`, the log's last record, by this replica's next local one-character
+    /// splice of the run's field, `step` (`insert`: the character it types, `byte` its byte when
+    /// it is ASCII, else 0), whose id is the next
+    /// after `previous`, the run's last operation, and which depends on exactly `previous`: what
+    /// ``append(step:id:deps:clock:target:name:insert:payloadBytes:)`` does then, without looking
+    /// up the last record's replica or the run's field (the caller's splice run knows both: its
+    /// last splice went into this run and nothing was logged since). Returns false, changing
+    /// nothing, when the step does not continue the run (or the run is not the last record).
+    ///
+    /// - Complexity: O(1) amortized.
+    @inline(__always)
+    mutating func extendLocalTextRun(_ run: Int32, after previous: OpID, clock: UInt64, step: TextRunStep, insert: String,
+                                     byte: UInt8, payloadBytes: Int) -> Bool {
+        let last = records.count - 1
+        guard last >= 0, records[last].kind == .textRun, records[last].payload == run, count < Int(Int32.max) - 1,
+              others.extendLocalRun(Int(run), after: previous, clock: clock, step: step, insert: insert, byte: byte)
+        else { return false }
+        records[last].count += 1
+        count += 1
+        keptWholeBytes += payloadBytes
+        return true
     }
 
     /// Extends the text run that is the log's last record, whose last operation is `previous`,

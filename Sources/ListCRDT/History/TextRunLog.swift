@@ -46,6 +46,14 @@ enum TextRunStep: Equatable, Sendable {
     case typed(after: OpID, before: OpID)
     case removed(OpID)
 
+    /// The text edit this step is (`insert`: the scalar it types; ignored when it removes).
+    func edit(insert: String) -> TextEdit {
+        switch self {
+        case let .typed(after, before): TextEdit(after: after, before: before, insert: insert, insertedCount: 1)
+        case let .removed(d): TextEdit(deletes: [TextRange(first: d, count: 1)])
+        }
+    }
+
     /// The step `edit` is, or nil when it cannot be an operation of a text run (``OtherOperations/isRunShaped(_:)``).
     @inline(__always)
     init?(_ edit: TextEdit) {
@@ -99,23 +107,50 @@ extension OtherOperations {
     @inline(__always)
     mutating func extendRun(_ r: Int, id: OpID, clock: UInt64, target: RecordTarget, name: String, step: TextRunStep,
                             insert: String) -> Bool {
+        let field = fields[Int(runs[r].field)]
+        guard field.target == target, field.name == name else { return false }
+        return extendLocalRun(r, after: OpID(counter: id.counter &- 1, replica: id.replica), clock: clock, step: step, insert: insert)
+    }
+
+    /// Extends run `r`, the last one and the log's last record, by the next local splice of its
+    /// field, `step` at `clock` (`insert` the text it types; `byte` its byte when it is one ASCII
+    /// character, else 0), whose id is the next after `previous`, the run's last operation (the caller
+    /// checked the field, the id and that the splice depends on exactly `previous`):
+    /// ``extendRun(_:id:clock:target:name:step:insert:)`` without comparing the field. Returns
+    /// false, changing nothing, when the step does not continue the run.
+    ///
+    /// - Complexity: O(1) amortized (O(count) once when the clocks stop going up by one).
+    @inline(__always)
+    mutating func extendLocalRun(_ r: Int, after previous: OpID, clock: UInt64, step: TextRunStep, insert: String,
+                                 byte: UInt8 = 0) -> Bool {
         assert(r == runs.count - 1, "only the last run grows")
-        var run = runs[r]
-        guard fields[Int(run.field)].target == target, fields[Int(run.field)].name == name, run.count < Int32.max - 1
-        else { return false }
+        // The run edited in place (the array's one access), with the run's text and clocks beside.
+        return Self.extend(&runs[r], after: previous, clock: clock, step: step, insert: insert, byte: byte, text: &runText,
+                           clocks: &runClocks)
+    }
+
+    /// ``extendLocalRun(_:after:clock:step:insert:byte:)`` on `run`, whose text and clocks are in
+    /// `text` and `clocks`.
+    @inline(__always)
+    private static func extend(_ run: inout TextRun, after previous: OpID, clock: UInt64, step: TextRunStep, insert: String,
+                               byte: UInt8, text: inout [UInt8], clocks: inout [UInt64]) -> Bool {
+        guard run.count < Int32.max - 1 else { return false }
         switch step {
         case let .typed(after, before):
-            guard run.typing, before == run.before, after == OpID(counter: id.counter &- 1, replica: id.replica),
-                  runText.count < Int(Int32.max) - 8 else { return false }
-            let start = runText.count
-            if !appendText(insert) { run.ascii = false }
-            run.textBytes += Int32(runText.count - start)
+            guard run.typing, before == run.before, after == previous, text.count < Int(Int32.max) - 8 else { return false }
+            if byte != 0 {   // an ASCII keystroke, without reading the string
+                text.append(byte)
+                run.textBytes += 1
+            } else {
+                let start = text.count
+                if !appendText(insert, to: &text) { run.ascii = false }
+                run.textBytes += Int32(text.count - start)
+            }
         case let .removed(d):
             guard !run.typing, let step = direction(of: run, to: d) else { return false }
             run.step = step
         }
-        appendClock(clock, to: &run)
-        runs[r] = run
+        appendClock(clock, to: &run, clocks: &clocks)
         return true
     }
 
@@ -130,13 +165,13 @@ extension OtherOperations {
         let x = runs[a], y = runs[b]
         guard fields[Int(x.field)] == fields[Int(y.field)], x.typing == y.typing else { return false }
         if x.count >= Int32.max - 2 { return true }   // the limits: not joined
-        return x.typing ? y.before == x.before && y.first == lastID : direction(of: x, to: y.first) != nil
+        return x.typing ? y.before == x.before && y.first == lastID : Self.direction(of: x, to: y.first) != nil
     }
 
     /// The direction from the character deleting run `run` removed last to `d`, when `d` is next
     /// to it (+1: the next id, -1: the previous) and the run goes that way or has no direction yet.
     @inline(__always)
-    private func direction(of run: TextRun, to d: OpID) -> Int8? {
+    private static func direction(of run: TextRun, to d: OpID) -> Int8? {
         let last = deleted(run, Int(run.count) - 1)
         guard d.replica == last.replica else { return nil }
         let step: Int8
@@ -149,12 +184,12 @@ extension OtherOperations {
     ///
     /// - Complexity: O(1) amortized (O(count) once when the clocks stop going up by one).
     @inline(__always)
-    private mutating func appendClock(_ clock: UInt64, to run: inout TextRun) {
+    private static func appendClock(_ clock: UInt64, to run: inout TextRun, clocks: inout [UInt64]) {
         if run.clocks < 0, clock != run.clock &+ UInt64(run.count) {
-            run.clocks = Int32(runClocks.count)
-            for k in 0 ..< UInt64(run.count) { runClocks.append(run.clock &+ k) }
+            run.clocks = Int32(clocks.count)
+            for k in 0 ..< UInt64(run.count) { clocks.append(run.clock &+ k) }
         }
-        if run.clocks >= 0 { runClocks.append(clock) }
+        if run.clocks >= 0 { clocks.append(clock) }
         run.count += 1
     }
 
@@ -195,14 +230,14 @@ extension OtherOperations {
             if !typed.ascii { run.ascii = false }
             run.textBytes += Int32(typed.text.count)
         } else {
-            guard splices.typed == nil, let step = direction(of: run, to: splices.removed.first),
+            guard splices.typed == nil, let step = Self.direction(of: run, to: splices.removed.first),
                   n == 1 || splices.removed.step == step else { return false }
             run.step = step
         }
         if splices.clocks == nil, run.clocks < 0, splices.clock == run.clock &+ UInt64(run.count) {
             run.count += Int32(n)   // every clock goes up by one
         } else {
-            for k in 0 ..< n { appendClock(splices.clock(k), to: &run) }
+            for k in 0 ..< n { Self.appendClock(splices.clock(k), to: &run, clocks: &runClocks) }
         }
         runs[r] = run
         return true
@@ -211,13 +246,21 @@ extension OtherOperations {
     /// Appends `text`'s UTF-8 to ``runText``; returns whether it is ASCII.
     @inline(__always)
     private mutating func appendText(_ text: String) -> Bool {
-        if text.utf8.count == 1, let b = text.utf8.first {   // a keystroke of ASCII
-            runText.append(b)
+        Self.appendText(text, to: &runText)
+    }
+
+    /// Appends `text`'s UTF-8 to `bytes`; returns whether it is ASCII.
+    @inline(__always)
+    private static func appendText(_ text: String, to bytes: inout [UInt8]) -> Bool {
+        if text.utf8.count == 1 {   // a keystroke (its iterator reads a small string's byte in place)
+            var i = text.utf8.makeIterator()
+            let b = i.next()!
+            bytes.append(b)
             return b < 0x80
         }
         var ascii = true
         for b in text.utf8 {
-            runText.append(b)
+            bytes.append(b)
             if b >= 0x80 { ascii = false }
         }
         return ascii
@@ -225,7 +268,7 @@ extension OtherOperations {
 
     /// The character operation `k` of deleting run `run` removes.
     @inline(__always)
-    private func deleted(_ run: TextRun, _ k: Int) -> OpID {
+    private static func deleted(_ run: TextRun, _ k: Int) -> OpID {
         OpID(counter: run.first.counter &+ UInt64(bitPattern: Int64(k) &* Int64(run.step)), replica: run.first.replica)
     }
 
@@ -274,7 +317,7 @@ extension OtherOperations {
                 edit = TextEdit(after: k == 0 ? run.first : OpID(counter: opID.counter &- 1, replica: opID.replica),
                                 before: run.before, insert: String(decoding: runText[ranges[k - from]], as: UTF8.self), insertedCount: 1)
             } else {
-                edit.deletes = [TextRange(first: deleted(run, k), count: 1)]
+                edit.deletes = [TextRange(first: Self.deleted(run, k), count: 1)]
             }
             let writes = FieldWrites(clock: clock(run, k), sortedWrites: [FieldWrite(name: key.name, change: .text(edit))])
             out.append(ListOperation(id: opID, deps: deps, kind: .writeFields(key.target, writes)))

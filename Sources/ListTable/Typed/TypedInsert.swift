@@ -68,7 +68,7 @@ struct TypedInsert {
     func insertItem(at indexPath: IndexPath, in document: inout ListDocument) throws(ListError) -> ListOperation {
         try checkTexts(limit: document.maxValueSize)
         let op = try document.insertItem(at: indexPath, value: value, fields: fields)
-        for (name, t) in texts { try document.splice(name, ofItem: ItemID(op.id), at: 0, insert: t) }
+        for (name, t) in texts { try document.typeText(name, ofItem: ItemID(op.id), at: 0, insert: t) }
         return op
     }
 
@@ -79,7 +79,7 @@ struct TypedInsert {
     func insertSection(at index: Int, in document: inout ListDocument) throws(ListError) -> ListOperation {
         try checkTexts(limit: document.maxValueSize)
         let op = try document.insertSection(at: index, value: value, fields: fields)
-        for (name, t) in texts { try document.splice(name, ofSection: SectionID(op.id), at: 0, insert: t) }
+        for (name, t) in texts { try document.typeText(name, ofSection: SectionID(op.id), at: 0, insert: t) }
         return op
     }
 }

@@ -23,6 +23,13 @@ struct LocalTextRun: Sendable {
     /// so a keystroke allocates no array (a heap block made and freed per keystroke was a sixth
     /// of its cost).
     var writes: [FieldWrite] = []
+    /// The log's text run (an index into `OtherOperations.runs`) the last splice went into, -1
+    /// when it went elsewhere: valid with the run (nothing was logged since), so the run is the
+    /// log's last record and the next one-character splice extends it without looking up its field.
+    var logRun: Int32 = -1
+    /// Empty between splices: where a splice that removes more than one character puts its
+    /// ranges (``TextSequence/spliceLocally(at:delete:insert:scalars:id:typing:made:removing:)``).
+    var removing: [TextRange] = []
 
     /// No run (its log count is no log's).
     static let none = LocalTextRun(logCount: -1, target: .item(ItemID(.none)), name: "", last: .none, typing: nil, place: nil)
@@ -41,6 +48,20 @@ extension ListDocument {
     /// operation; else returns nil and changes nothing (the general path then applies it, or
     /// throws what is wrong).
     ///
+    /// - Complexity: that of ``continueSplice(_:of:at:delete:insert:operation:)``.
+    @inline(__always)
+    mutating func continueSplice(_ name: String, of target: RecordTarget, at position: Int, delete: Int,
+                                 insert: String) -> ListOperation? {
+        continueSplice(name, of: target, at: position, delete: delete, insert: insert, operation: true)?.operation
+    }
+
+    /// Called by a local splice of text field `name` of `target`: when it continues the splice run
+    /// (``localTextRun`` is current, for the same field) and is valid, applies it and returns its
+    /// id, and its operation when `operation` is true; else returns nil and changes nothing (the
+    /// general path then applies it, or throws what is wrong). With `operation` false no
+    /// ``TextEdit`` is made for a one-character splice (the log takes it as a ``TextRunStep``),
+    /// and no operation at all (``ListDocument/typeText(_:ofItem:at:delete:insert:)``).
+    ///
     /// The result is what the general path (``writeFields(_:ofItem:)`` with one
     /// ``FieldChange/splice(at:delete:insert:)``) would do, with less work: the entity is still
     /// alive and the field still text (nothing happened since the last splice), so there is no
@@ -48,63 +69,77 @@ extension ListDocument {
     /// the caret without a search, ``TextSequence/spliceLocally(at:delete:insert:scalars:id:typing:made:removing:)``);
     /// the field's register takes the write's stamp, which beats every stamp applied (its clock
     /// is past the record store's); the operation depends on the frontier and goes to the log as
-    /// the general path puts it there (in parts, `OtherOperations`).
+    /// the general path puts it there (in parts, `OtherOperations`; a one-character splice that
+    /// continues the text run the last splice went into extends it without looking up the run's
+    /// field, `OpLog.extendLocalTextRun`).
     ///
     /// - Complexity: O(k) for a keystroke at the caret (k inserted scalars); else O(log n + d log r + k).
     @inline(__always)
     mutating func continueSplice(_ name: String, of target: RecordTarget, at position: Int, delete: Int,
-                                 insert: String) -> ListOperation? {
+                                 insert: String, operation: Bool) -> (id: OpID, operation: ListOperation?)? {
         // The run is read and written in place (`textRun`); its writes array is held once when
         // the caller dropped the last operation, so the next operation's writes go into it.
         let bytes = insert.utf8.count
+        // The frontier is this run's last operation (nothing happened since the last local
+        // operation, whose dependencies were the whole frontier): the operation depends on it.
         guard fastPathsEnabled, textRun.logCount == log.count, clock == textRun.last.counter, textRun.target == target,
               textRun.name == name, position >= 0, delete >= 0, delete <= TextLimits.maxDeleteRanges, delete > 0 || bytes > 0,
-              bytes <= maxValueSize
+              bytes <= maxValueSize, currentFrontier.isOnly(textRun.last)
         else { return nil }
-        // A keystroke is one byte: one scalar, without counting.
-        let k = bytes == 1 ? 1 : TextEdit.scalarCount(of: insert)
+        // A keystroke is one byte: one scalar, without counting (nor a removal's empty text).
+        let k = bytes <= 1 ? bytes : TextEdit.scalarCount(of: insert)
         let span = UInt64(Swift.max(k, 1))
         guard clock <= OpID.maxCounter - span else { return nil }
         let id = OpID(counter: clock + 1, replica: replica)
         let stamp = FieldStamp(clock: nextFieldClock(), id: id)
-        var typing = textRun.typing
         var made = LocalSplice()
-        var more: [TextRange] = []
+        // The typing point is edited in place; the ranges of a removal of more than one character
+        // go into the run's array (kept empty between splices: no array made and released per
+        // keystroke). A splice that fails changes neither.
         guard records.spliceLocally(name, of: target.opID, place: &textRun.place, at: position, delete: delete,
-                                    insert: insert, scalars: k, stamp: stamp, typing: &typing, made: &made, removing: &more)
+                                    insert: insert, scalars: k, stamp: stamp, typing: &textRun.typing, made: &made,
+                                    removing: &textRun.removing)
         else { return nil }
         let previous = textRun.last
         let last = OpID(counter: clock + span, replica: replica)
-        // The frontier is this run's last operation (nothing happened since): `advance(to:deps:)`
-        // without comparing frontiers.
-        let deps: Frontier
-        if currentFrontier.isOnly(previous) {
-            deps = Frontier(only: previous)
-            advance(from: previous, to: last)
+        advance(from: previous, to: last)   // `advance(to:deps:)` without comparing frontiers
+        // `FieldWrites.footprint` of the one write the operation holds, without a pass over its writes.
+        let footprint = 40 + name.utf8.count + bytes + (made.removed.count > 0 ? 1 : textRun.removing.count) * 24
+        let step = made.runStep(scalars: k, delete: delete)
+        var edit: TextEdit? = nil
+        if let step {
+            // Into the text run the last splice went into, when it is the log's last record (no
+            // field look-up); else as the general path logs it.
+            if !(textRun.logRun >= 0
+                && log.extendLocalTextRun(textRun.logRun, after: previous, clock: stamp.clock, step: step, insert: insert,
+                                          byte: made.byte, payloadBytes: footprint)) {
+                textRun.logRun = log.append(step: step, id: id, deps: Frontier(only: previous), clock: stamp.clock,
+                                            target: target, name: name, insert: insert, payloadBytes: footprint)
+            }
         } else {
-            deps = currentFrontier
-            advance(to: last, deps: deps)
+            let e = made.edit(insert: insert, scalars: k, more: textRun.removing)
+            if !textRun.removing.isEmpty { textRun.removing.removeAll(keepingCapacity: true) }
+            log.append(splice: id, deps: Frontier(only: previous), span: Int(span), clock: stamp.clock, target: target,
+                       name: name, edit: e, step: nil, payloadBytes: footprint)
+            textRun.logRun = -1
+            edit = e
         }
-        let edit = made.edit(insert: insert, scalars: k, more: more)
-        // `FieldWrites.footprint` of the one write made below, without a pass over its writes.
-        let footprint = 40 + name.utf8.count + bytes + edit.deletes.count * 24
-        log.append(splice: id, deps: deps, span: Int(span), clock: stamp.clock, target: target, name: name, edit: edit,
-                   step: made.runStep(scalars: k, delete: delete), payloadBytes: footprint)
         // The byte count (Compaction/ListDocument+Reclaimable.swift), as the general path keeps it
         // for a live record: every character typed is held; every one removed is reclaimable.
         byteAccount.records += k * Self.textCharacterBytes
-        byteAccount.dead += edit.deletedCount * Self.textCharacterBytes
+        byteAccount.dead += delete * Self.textCharacterBytes
+        textRun.logCount = log.count
+        textRun.last = last
+        guard operation else { return (id, nil) }
+        let opEdit = edit ?? made.edit(insert: insert, scalars: k, more: [])
         if textRun.writes.count == 1 {
-            textRun.writes[0].change = .text(edit)   // in place when the last operation is gone
+            textRun.writes[0].change = .text(opEdit)   // in place when the last operation is gone
         } else {
-            textRun.writes = [FieldWrite(name: name, change: .text(edit))]
+            textRun.writes = [FieldWrite(name: name, change: .text(opEdit))]
         }
         let writes = FieldWrites(clock: stamp.clock, sortedWrites: textRun.writes)
         assert(writes.footprint == footprint, "the footprint of a splice's writes")
-        textRun.logCount = log.count
-        textRun.last = last
-        textRun.typing = typing
-        return ListOperation(id: id, deps: deps, kind: .writeFields(target, writes))
+        return (id, ListOperation(id: id, deps: Frontier(only: previous), kind: .writeFields(target, writes)))
     }
 
     /// Records the local splice `op` of text field `name` of `target`, just applied by the general

@@ -28,6 +28,9 @@ struct LocalSplice {
     var before = OpID.none
     /// The one character removed when the splice removed one (count 0: none removed this way).
     var removed = TextRange(first: .none, count: 0)
+    /// The byte typed when the splice typed one ASCII character, else 0: the log appends it to
+    /// its text run without reading the string again.
+    var byte: UInt8 = 0
 
     /// The edit of the splice that inserted `insert` (`k` Unicode scalars) and removed
     /// ``removed`` or, when it removed more than one character, `more`: what
@@ -55,7 +58,8 @@ extension TextSequence {
     /// The first Unicode scalar of `text` (not empty): an ASCII keystroke's without decoding.
     @inline(__always)
     static func firstScalar(of text: String) -> Unicode.Scalar {
-        if let b = text.utf8.first, b < 0x80 { return Unicode.Scalar(b) }
+        var i = text.utf8.makeIterator()   // reads a small string's byte in place (`first` is a call)
+        if let b = i.next(), b < 0x80 { return Unicode.Scalar(b) }
         return text.unicodeScalars.first!
     }
 
@@ -81,7 +85,9 @@ extension TextSequence {
         if delete == 0, k == 1, let t = typing, t.caret == position,
            let cursor = forest.extend(t.cursor ?? forest.locate(t.last), with: LocalVersion(slots.count)) {
             let lv = slots.appendRun(id: id, count: 1, left: t.last, right: t.right)
-            scalars.append(Self.firstScalar(of: insert))
+            let scalar = Self.firstScalar(of: insert)
+            scalars.append(scalar)
+            if scalar.isASCII { made.byte = UInt8(truncatingIfNeeded: scalar.value) }
             made.after = t.lastID
             made.before = t.rightID
             typing = TypingPoint(caret: position + 1, last: lv, lastID: id, cursor: cursor, right: t.right, rightID: t.rightID)
@@ -110,7 +116,9 @@ extension TextSequence {
         made.after = o.left.exists ? slots.id(of: o.left) : .none
         made.before = o.right.exists ? slots.id(of: o.right) : .none
         if k == 1 {
-            scalars.append(Self.firstScalar(of: insert))
+            let scalar = Self.firstScalar(of: insert)
+            scalars.append(scalar)
+            if scalar.isASCII { made.byte = UInt8(truncatingIfNeeded: scalar.value) }
         } else {
             scalars.append(contentsOf: insert)
             forest.reserveSlots(more: k)   // one allocation for a paste (the tree takes it in pieces)
