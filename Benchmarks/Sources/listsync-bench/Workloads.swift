@@ -107,16 +107,16 @@ func applyTrace(_ doc: inout ListDocument, _ edits: [EditingTrace.Edit], _ lo: I
                 collect: inout [ListOperation]?) throws {
     let byteValues = byteValues  // one lazy-global check, not one per insert
     for k in lo..<hi {
-        let e = edits[k]
-        for _ in 0..<e.deleteCount {
-            let op = try doc.deleteItem(atRow: e.position, inSection: 0)
+        // The edit read in place (a copy of it would retain its bytes), as W16.text's harness
+        // reads its edits.
+        let position = edits[k].position
+        for _ in 0..<edits[k].deleteCount {
+            let op = try doc.deleteItem(atRow: position, inSection: 0)
             collect?.append(op)
         }
-        var p = e.position
-        for c in e.text {
-            let op = try doc.insertItem(atRow: p, inSection: 0, value: byteValues[Int(c)])
+        for j in 0..<edits[k].text.count {
+            let op = try doc.insertItem(atRow: position + j, inSection: 0, value: byteValues[Int(edits[k].text[j])])
             collect?.append(op)
-            p += 1
         }
     }
 }
