@@ -15,6 +15,19 @@ import ListCRDT
         VersionVector(Dictionary(uniqueKeysWithValues: c.map { (ReplicaID($0.key), $0.value) }))
     }
 
+    /// `table` in a stability file of the current version: it loads the same, and every cut of
+    /// it is refused.
+    static func expectFileRoundTrip(_ table: PeerStability) throws {
+        var stability = DocumentStability()
+        stability.peers = table
+        let file = stability.encoded()
+        #expect(Array(file.prefix(8)) == Array("LSSTAB7\n".utf8))
+        #expect(try DocumentStability(decoding: file).peers.entries == table.entries)
+        for n in 0 ..< file.count {
+            #expect(throws: SyncProtocolError.self) { _ = try DocumentStability(decoding: Array(file[..<n])) }
+        }
+    }
+
     @Test("a merge back's entry says, per author, the counters after the merged copy up to what the copy held before; ranges only grow, a run apart from the others kept apart; a version counts a parted operation only where it ends in a range the copy lacks")
     func partedRanges() {
         var t = PeerStability()
@@ -72,14 +85,7 @@ import ListCRDT
         bad += [0, 1, 101, 1, 7, 5, 2]   // no retirements; daemon 101: one range, replica 7 from 5 to 2
         #expect(throws: SyncProtocolError.self) { _ = try SyncMessage(decoding: bad) }
 
-        var stability = DocumentStability()
-        stability.peers = x
-        let file = stability.encoded()
-        #expect(Array(file.prefix(8)) == Array("LSSTAB7\n".utf8))
-        #expect(try DocumentStability(decoding: file).peers.entries == x.entries)
-        for n in 0 ..< file.count {
-            #expect(throws: SyncProtocolError.self) { _ = try DocumentStability(decoding: Array(file[..<n])) }
-        }
+        try Self.expectFileRoundTrip(x)
         // Version 3: the entries end at `retired`.
         var v3 = [UInt8]("LSSTAB3\n".utf8) + [1, 0, 0, 0]   // relayed; no senders, retired or ephemeral
         v3 += [1, 102, 5, 4, 1, 7, 5, 1, 102, 0, 0, 0]      // daemon 102, heard 5, sequence 4, {7: 5}, claims itself, no retirements
@@ -124,14 +130,7 @@ import ListCRDT
         let good = hullBytes + [0, 1, a, 3, 7, 1, 3, 7, 8, 9, 8, 2, 2]
         #expect(try SyncMessage(decoding: good) == message)
 
-        var stability = DocumentStability()
-        stability.peers = x
-        let file = stability.encoded()
-        #expect(Array(file.prefix(8)) == Array("LSSTAB7\n".utf8))
-        #expect(try DocumentStability(decoding: file).peers.entries == x.entries)
-        for n in 0 ..< file.count {
-            #expect(throws: SyncProtocolError.self) { _ = try DocumentStability(decoding: Array(file[..<n])) }
-        }
+        try Self.expectFileRoundTrip(x)
         // Version 6: one run per author.
         var v6 = [UInt8]("LSSTAB6\n".utf8) + [1, 0, 0, 0]            // relayed; no senders, retired or ephemeral
         v6 += [1, a, 5, 4, 1, 7, 5, 1, a, 0, 0, 0, 1, 7, 1, 9, 0, 0]  // daemon a, heard 5, sequence 4, {7: 5}, claims itself, no retirements, parted 7: 1...9, no offer, nothing refused
