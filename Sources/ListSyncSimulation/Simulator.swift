@@ -126,6 +126,10 @@ public struct SimulationConfiguration: Sendable {
     /// parted keeps waiting what waits on it, as clients did before
     /// ``ListSync/DeviceClientMachine/Action/dropPartedWaiting``.
     @_spi(Testing) public var keepsPartedWaiting = false
+    /// A deliberately broken client (tests of the harness's power): a copy told what the daemons
+    /// parted keeps showing a section or item a range names, as clients did before
+    /// ``ListSync/DeviceClientMachine/resyncsForPartedShown(_:)``.
+    @_spi(Testing) public var keepsPartedShown = false
     /// Notes a line per frame delivered and per step of the run (``Simulator/traceLines``,
     /// `listsync simulate --trace`): the same seed gives the same lines.
     public var trace = false
@@ -377,6 +381,7 @@ public struct Simulator: Sendable {
         machine.keepsRefusedEdits = configuration.keepsRefusedEdits
         machine.keepsGivenUpAcknowledgements = configuration.keepsGivenUpAcknowledgements
         machine.keepsPartedWaiting = configuration.keepsPartedWaiting
+        machine.keepsPartedShown = configuration.keepsPartedShown
         return machine
     }
 

@@ -326,4 +326,38 @@ import ListSyncTestSupport
         #expect(!DeviceClientMachineTests.names(old.synced(oldCopy.version, document: oldCopy)).contains("drop parted waiting"))
         #expect(oldCopy.pendingCount == 1, "without the rule it waits for ever")
     }
+
+    @Test("a live copy that shows an item a parted range names re-syncs from nothing (save record, resubscribe), told then or at synced; a range naming nothing it shows asks nothing; with keepsPartedShown it keeps showing it")
+    func liveCopyShowingPartedResyncs() throws {
+        func showing() throws -> (Machine, ListDocument, ListOperation) {
+            let a = try ListDocument.make(1, sections: [["a", "b"]])
+            var left = a.fork(as: 3)
+            let original = try left.insertItem(at: IndexPath(item: 2, section: 0), value: Data("original".utf8))
+            var copy = a.fork(as: 5)
+            try copy.receive(original)
+            var machine = Machine(replica: ReplicaID(5), acknowledged: copy.version)
+            machine.connected(to: "x")
+            _ = machine.subscribing(copy)
+            _ = machine.subscribed(copy.version, document: copy)
+            _ = machine.synced(copy.version, document: copy)
+            return (machine, copy, original)
+        }
+        var (machine, copy, original) = try showing()
+        #expect(machine.learnedParted(Self.ranges([(7, 1...3)]), document: copy).isEmpty, "a range naming nothing it shows")
+        let ranges = Self.ranges([(3, original.id.counter...original.id.counter)])
+        let told = machine.learnedParted(ranges, document: copy)
+        #expect(DeviceClientMachineTests.names(told) == ["save record", "resubscribe"], "\(DeviceClientMachineTests.names(told))")
+        #expect(machine.isResyncing)
+        // Told first, then caught up showing it: at synced.
+        var again = try showing()
+        _ = again.0.learnedParted(ranges, document: try ListDocument.make(1, sections: [["a", "b"]]).fork(as: 5))
+        _ = again.0.subscribing(again.1)
+        let first = again.0.synced(again.1.version, document: again.1)
+        #expect(DeviceClientMachineTests.names(first).contains("resubscribe"), "told first: at synced")
+
+        var (old, oldCopy, oldOriginal) = try showing()
+        old.keepsPartedShown = true
+        #expect(old.learnedParted(Self.ranges([(3, oldOriginal.id.counter...oldOriginal.id.counter)]), document: oldCopy).isEmpty)
+        #expect(oldCopy.contains(ItemID(oldOriginal.id)), "without the rule it keeps showing the original")
+    }
 }

@@ -336,4 +336,19 @@ import Testing
         var old = Simulator(malformed)
         #expect(!old.run().failures.isEmpty, "11130 passes with the edit refused as malformed")
     }
+
+    /// Seed 20112 of the ring (``heldParted(seed:)``): device `c1` compacted past `d0`'s parted
+    /// originals (section 1@1, item 3@1) and shows them beside the edits `d0` made again; its
+    /// version ends past the range, so no daemon takes it for a holder. Told the ranges, it
+    /// re-syncs (Docs/Semantics.md §7, "A device that shows parted originals").
+    @Test("a device that shows a section or item a parted range names re-syncs from nothing: every copy shows the same; with clients that keep them shown (keepsPartedShown) the seed fails")
+    func partedShownResyncs() {
+        var fixed = Simulator(Self.heldParted(seed: 20112))
+        let report = fixed.run()
+        #expect(report.failures.isEmpty, "\(report.failures)")
+        var keeps = Self.heldParted(seed: 20112)
+        keeps.keepsPartedShown = true
+        var broken = Simulator(keeps)
+        #expect(!broken.run().failures.isEmpty, "20112 passes with clients that keep the originals shown")
+    }
 }

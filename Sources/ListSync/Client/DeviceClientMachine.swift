@@ -137,6 +137,14 @@ public struct DeviceClientMachine: Sendable {
     /// A deliberately broken client (the simulator's power tests): a copy told what the daemons
     /// parted keeps waiting what waits on it, as clients did before ``Action/dropPartedWaiting``.
     @_spi(Testing) public var keepsPartedWaiting = false
+    /// A deliberately broken client (the simulator's power tests): a copy told what the daemons
+    /// parted keeps showing a section or item a range names, as clients did before it re-synced
+    /// for them (Docs/Semantics.md §7, "A device that shows parted originals").
+    @_spi(Testing) public var keepsPartedShown = false
+    /// The ranges the copy last re-synced for because it showed an entity they name: once per
+    /// set of ranges, so that a daemon that still holds them (not yet taken out, or of an older
+    /// build) does not make the copy re-sync again and again. In memory.
+    var resyncedForParted = PartedRanges()
 
     /// A copy of `replica`'s, starting from what its record kept (nothing for a new document;
     /// `acknowledgedBy` nil for a record of an older build: who acknowledged what is not known).
@@ -195,7 +203,7 @@ public struct DeviceClientMachine: Sendable {
                                        prepare: (inout ListDocument) -> Void = { _ in },
                                        askable: (Daemon) -> Bool = { _ in true }) -> [Action] {
         guard parted.formUnion(ranges) else { return [] }
-        guard isResyncing else { return dropsPartedWaiting(document) }
+        guard isResyncing else { return dropsPartedWaiting(document) + resyncsForPartedShown(document) }
         guard resyncing.synced != nil else { return [] }
         return caughtUp(document, prepare: prepare, askable: askable)
     }
@@ -210,6 +218,43 @@ public struct DeviceClientMachine: Sendable {
         guard !keepsPartedWaiting, document.pendingCount > 0, !parted.isEmpty,
               document.holdsWaitingOnParted(parted.contains) else { return [] }
         return [.dropPartedWaiting]
+    }
+
+    /// A live copy that shows a section or an item whose id a parted range names (an entity only
+    /// an original made; the daemon that parted it made it again under another id) re-syncs
+    /// from nothing, as after a refusal for the floor, once per set of ranges: its copy is
+    /// rebuilt from the daemon's, which lacks the originals, its unsent edits are made again on
+    /// it, and its acknowledged edits the ranges name are not waited for (Docs/Semantics.md §7,
+    /// "A device that shows parted originals"). Neither its version nor its floor tells that
+    /// the copy holds them (seed 20112 of `listsync simulate --daemons 3 --ring --hide-daemon
+    /// --roam 30 --crashes 2 --ops 80 --compact-after 10`: a device compacted past them, its
+    /// version past the range).
+    ///
+    /// - Complexity: O(1) when nothing was parted or the copy re-synced for these ranges; else
+    ///   O(c log n) for the c counters the ranges name (O(n) for n entities past 4,096).
+    mutating func resyncsForPartedShown(_ document: ListDocument) -> [Action] {
+        guard !keepsPartedShown, !parted.isEmpty, parted != resyncedForParted, daemon != nil, !isResyncing,
+              Self.shows(parted, document) else { return [] }
+        resyncedForParted = parted
+        resyncing.begin(replica: replica, keepsRefused: keepsRefusedEdits)
+        return [.saveRecord, .resubscribe]
+    }
+
+    /// Whether `document` shows a section or an item whose id `ranges` names.
+    static func shows(_ ranges: PartedRanges, _ document: ListDocument) -> Bool {
+        let counters = ranges.runs.values.joined().reduce(0) { $0 + Int(clamping: $1.upperBound - $1.lowerBound + 1) }
+        guard counters <= 4_096 else {
+            return document.snapshot().sections.contains { s in ranges.contains(s.id.opID) || s.items.contains { ranges.contains($0.id.opID) } }
+        }
+        for (r, runs) in ranges.runs {
+            for run in runs {
+                for c in run {
+                    let id = OpID(counter: c, replica: r)
+                    if document.contains(ItemID(id)) || document.contains(SectionID(id)) { return true }
+                }
+            }
+        }
+        return false
     }
 
     // MARK: Sending
@@ -341,7 +386,9 @@ public struct DeviceClientMachine: Sendable {
     /// originals it was told of before this catch-up brought them is dropped
     /// (``dropsPartedWaiting(_:)``).
     mutating func goLive(_ document: ListDocument) -> [Action] {
-        goLive() + dropsPartedWaiting(document)
+        let live = goLive() + dropsPartedWaiting(document)
+        let resync = resyncsForPartedShown(document)
+        return resync.isEmpty ? live : live + resync
     }
 
     /// The driver made the re-sync's outcome the copy (`document`, durably): the re-sync is
