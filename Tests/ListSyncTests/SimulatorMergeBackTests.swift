@@ -331,7 +331,14 @@ import Testing
         keeps.keepsPartedWaiting = true
         var broken = Simulator(keeps)
         #expect(!broken.run().failures.isEmpty, "11032 passes with clients that keep waiting")
+        // Since "A device that shows parted originals", 11130's device re-syncs for the item it
+        // shows, and that alone brings the copies together: the core's rule is shown with clients
+        // that keep such items shown.
         var malformed = Self.refusedInPart(seed: 11130)
+        malformed.keepsPartedShown = true
+        var withRule = Simulator(malformed)
+        let repaired = withRule.run()
+        #expect(repaired.failures.isEmpty, "11130 with clients that keep parted items shown: \(repaired.failures)")
         malformed.coreVariant = .refusesUnheldNamesAsMalformed
         var old = Simulator(malformed)
         #expect(!old.run().failures.isEmpty, "11130 passes with the edit refused as malformed")
