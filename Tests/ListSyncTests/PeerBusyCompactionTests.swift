@@ -277,14 +277,7 @@ import ListSyncRandom
         bad += [0, 0, 1, 52, 0, 0]   // no retirements, nothing parted; daemon 52 offers nothing, refused nothing
         #expect(throws: SyncProtocolError.self) { _ = try SyncMessage(decoding: bad) }
 
-        var stability = DocumentStability()
-        stability.peers = table
-        let file = stability.encoded()
-        #expect(Array(file.prefix(8)) == Array("LSSTAB7\n".utf8))
-        #expect(try DocumentStability(decoding: file).peers.entries == table.entries)
-        for n in 0 ..< file.count {
-            #expect(throws: SyncProtocolError.self) { _ = try DocumentStability(decoding: Array(file[..<n])) }
-        }
+        try PeerPartedTests.expectFileRoundTrip(table)
         // Version 4: the entries end at `parted`.
         var v4 = [UInt8]("LSSTAB4\n".utf8) + [1, 0, 0, 0]     // relayed; no senders, retired or ephemeral
         v4 += [1, 51, 5, 4, 1, 1, 2, 1, 51, 0, 0, 0, 0]       // daemon 51, heard 5, sequence 4, {1: 2}, claims itself, no retirements, nothing parted

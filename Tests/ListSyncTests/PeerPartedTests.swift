@@ -28,17 +28,17 @@ import ListCRDT
         }
     }
 
-    @Test("a merge back's entry says, per author, the counters after the merged copy up to what the copy held before; ranges only grow, a run apart from the others kept apart; a version counts a parted operation only where it ends in a range the copy lacks")
+    @Test("an entry says, per author, the runs of counters its daemon parted; ranges only grow, a run apart from the others kept apart; a version counts a parted operation only where it ends in a range the copy lacks")
     func partedRanges() {
         var t = PeerStability()
-        let first = t.noteParted(Self.a, before: Self.v([1: 9, 2: 4, 3: 2]), merged: Self.v([2: 4, 3: 1, 101: 7]), now: 1)
+        let first = t.noteParted(Self.a, ranges: [ReplicaID(1): 1...9, ReplicaID(3): 2...2], now: 1)
         #expect(first)
         let mine = t.entries[Self.a]!
         #expect(mine.parted == PartedRanges(hulls: [ReplicaID(1): 1...9, ReplicaID(3): 2...2]))
         #expect(mine.sequence == 1 && mine.version == VersionVector(), "a placeholder entry: it published nothing yet")
-        let same = t.noteParted(Self.a, before: Self.v([1: 5]), merged: VersionVector(), now: 2)
+        let same = t.noteParted(Self.a, ranges: [ReplicaID(1): 1...5], now: 2)
         #expect(!same, "nothing new")
-        let wider = t.noteParted(Self.a, before: Self.v([1: 12]), merged: Self.v([1: 10]), now: 3)
+        let wider = t.noteParted(Self.a, ranges: [ReplicaID(1): 11...12], now: 3)
         #expect(wider)
         #expect(t.entries[Self.a]!.parted.runs[ReplicaID(1)] == [1...9, 11...12] && t.entries[Self.a]!.sequence == 2,
                 "10 was not parted: not named")
@@ -62,7 +62,7 @@ import ListCRDT
         var x = PeerStability()
         _ = x.publish(Self.a, version: Self.v([7: 5]), claimed: [], now: 1)
         let plain = SyncMessage.stability(document: doc, from: Self.a, entries: x.entries).encoded()
-        _ = x.noteParted(Self.a, before: Self.v([7: 9, 8: 3]), merged: Self.v([7: 5]), now: 2)
+        _ = x.noteParted(Self.a, ranges: [ReplicaID(7): 6...9, ReplicaID(8): 1...3], now: 2)
         let message = SyncMessage.stability(document: doc, from: Self.a, entries: x.entries)
         let bytes = message.encoded()
         #expect(try SyncMessage(decoding: bytes) == message)

@@ -87,11 +87,7 @@ extension ListDocument {
         for op in redo where !waiting.contains(op.id) { remaker.remake(op, on: &self) }
         if !waiting.isEmpty {
             // What `local` shows does not hold them: made again from what they say.
-            var slots: [OpID: ItemID] = [:]
-            for op in local.operations + waitingParted {
-                guard case let .moveItems(list, _, _) = op.kind else { continue }
-                for (i, x) in list.enumerated() { slots[OpID(counter: op.id.counter + UInt64(i), replica: op.id.replica)] = x }
-            }
+            let slots = Self.moveSlots(local.operations + waitingParted)
             for op in redo where waiting.contains(op.id) { remaker.remakeWaiting(op, on: &self, slots: slots) }
         }
         result.made = remaker.made

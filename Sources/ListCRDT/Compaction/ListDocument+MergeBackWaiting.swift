@@ -36,6 +36,19 @@ extension ListDocument {
         return (taken, parted)
     }
 
+    /// The item each move slot of `ops` moved (what ``Remaker/remakeWaiting(_:on:slots:)`` reads
+    /// for an origin that names one; an insert slot is its item's id).
+    ///
+    /// - Complexity: O(k + m) for k operations moving m items in all.
+    static func moveSlots<S: Sequence<ListOperation>>(_ ops: S) -> [OpID: ItemID] {
+        var slots: [OpID: ItemID] = [:]
+        for op in ops {
+            guard case let .moveItems(list, _, _) = op.kind else { continue }
+            for (i, x) in list.enumerated() { slots[OpID(counter: op.id.counter + UInt64(i), replica: op.id.replica)] = x }
+        }
+        return slots
+    }
+
     /// `ops` in an order in which every operation comes after those of `ops` it depends on (a
     /// cycle, which causal operations never form, is broken by id order).
     ///

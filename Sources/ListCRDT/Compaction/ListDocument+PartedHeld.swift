@@ -74,7 +74,8 @@ extension ListDocument {
             return (kept, parted)
         }
         // The log is in causal order; the waiting ones by counter (a dependency has a lesser one).
-        let (keptLog, partedLog) = split(operations)
+        let logged = operations
+        let (keptLog, partedLog) = split(logged)
         let (keptWaiting, partedWaiting) = split(buffer.all.sorted { ($0.id.counter, $0.id.replica) < ($1.id.counter, $1.id.replica) })
         var rebuilt = ListDocument(replica: replica, maxValueSize: maxValueSize)
         rebuilt.wallClock = wallClock
@@ -95,13 +96,9 @@ extension ListDocument {
         for op in redo where op.insertsSection { remaker.sectionInserts[SectionID(op.id)] = op }
         for op in redo { remaker.remake(op, on: &rebuilt) }
         let orderedWaiting = Self.causalOrder(partedWaiting)
-        if orderedWaiting.contains(where: remakes) {
-            var slots: [OpID: ItemID] = [:]
-            for op in operations + orderedWaiting {
-                guard case let .moveItems(list, _, _) = op.kind else { continue }
-                for (i, x) in list.enumerated() { slots[OpID(counter: op.id.counter + UInt64(i), replica: op.id.replica)] = x }
-            }
-            let redoWaiting = orderedWaiting.filter(remakes)
+        let redoWaiting = orderedWaiting.filter(remakes)
+        if !redoWaiting.isEmpty {
+            let slots = Self.moveSlots(logged + orderedWaiting)
             for op in redoWaiting where op.insertsSection { remaker.sectionInserts[SectionID(op.id)] = op }
             for op in redoWaiting { remaker.remakeWaiting(op, on: &rebuilt, slots: slots) }
         }

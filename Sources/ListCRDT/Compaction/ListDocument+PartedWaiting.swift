@@ -49,11 +49,7 @@ extension ListDocument {
         result.dropped = ordered.filter { !remakes($0) }
         var remaker = Remaker(local: snapshot())
         for op in ordered where op.insertsSection && remakes(op) { remaker.sectionInserts[SectionID(op.id)] = op }
-        var slots: [OpID: ItemID] = [:]
-        for op in operations(since: historyFloor ?? VersionVector()) + ordered {
-            guard case let .moveItems(list, _, _) = op.kind else { continue }
-            for (i, x) in list.enumerated() { slots[OpID(counter: op.id.counter + UInt64(i), replica: op.id.replica)] = x }
-        }
+        let slots = Self.moveSlots(operations(since: historyFloor ?? VersionVector()) + ordered)
         for op in ordered where remakes(op) { remaker.remakeWaiting(op, on: &self, slots: slots) }
         result.made = remaker.made
         return result

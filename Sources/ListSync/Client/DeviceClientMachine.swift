@@ -386,9 +386,7 @@ public struct DeviceClientMachine: Sendable {
     /// originals it was told of before this catch-up brought them is dropped
     /// (``dropsPartedWaiting(_:)``).
     mutating func goLive(_ document: ListDocument) -> [Action] {
-        let live = goLive() + dropsPartedWaiting(document)
-        let resync = resyncsForPartedShown(document)
-        return resync.isEmpty ? live : live + resync
+        goLive() + dropsPartedWaiting(document) + resyncsForPartedShown(document)
     }
 
     /// The driver made the re-sync's outcome the copy (`document`, durably): the re-sync is

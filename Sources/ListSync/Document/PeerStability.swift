@@ -192,24 +192,8 @@ public struct PeerStability: Sendable, Equatable {
         return held
     }
 
-    /// This daemon (`me`) parted operations in a merge back (``Entry/parted``): per author, the
-    /// counters after what its merged copy holds (`merged`) up to what its copy held before
-    /// (`before`). Its entry says so at once, with the next sequence (a placeholder entry if it
-    /// has published nothing: it still holds compaction back as before). Ranges only grow, a
-    /// run apart from those before kept apart (``noteParted(_:runs:now:)``). The core names the
-    /// operations it took out instead (``DocumentCore/replace(with:parting:)``): by the
-    /// versions, a counter the copy counted but never held would be named too. Returns whether
-    /// the entry changed.
-    ///
-    /// - Complexity: O(r) for r replicas.
-    public mutating func noteParted(_ me: ReplicaID, before: VersionVector, merged: VersionVector, now: UInt64) -> Bool {
-        var ranges: [ReplicaID: ClosedRange<UInt64>] = [:]
-        for (r, last) in before.counters where last > merged[r] { ranges[r] = (merged[r] + 1)...last }
-        return noteParted(me, ranges: ranges, now: now)
-    }
-
     /// This daemon (`me`) parted the operations of `ranges` (per author, one run of counters),
-    /// as ``noteParted(_:before:merged:now:)`` notes them. A run apart from the author's runs
+    /// as ``noteParted(_:runs:now:)`` notes them. A run apart from the author's runs
     /// noted before is kept apart (a single run from the first to the last would name operations
     /// between that were never parted, and a copy without a floor takes out what a range names:
     /// Docs/Semantics.md §7, "Parted originals a copy holds"). Returns whether its entry changed.
@@ -219,8 +203,12 @@ public struct PeerStability: Sendable, Equatable {
         noteParted(me, runs: PartedRanges(hulls: ranges), now: now)
     }
 
-    /// This daemon (`me`) parted the operations of `runs`, as ``noteParted(_:ranges:now:)``
-    /// notes them. Returns whether its entry changed.
+    /// This daemon (`me`) parted the operations of `runs` in a merge back or when it took out or
+    /// made again what it kept on parted originals (``Entry/parted``; the core names the
+    /// operations it took out, not the difference of its versions, which counts every counter
+    /// up to an author's greatest). Its entry says so at once, with the next sequence (a
+    /// placeholder entry if it has published nothing: it still holds compaction back as
+    /// before). Ranges only grow. Returns whether its entry changed.
     ///
     /// - Complexity: O(p × g²) for p authors of g runs.
     public mutating func noteParted(_ me: ReplicaID, runs: PartedRanges, now: UInt64) -> Bool {
