@@ -136,6 +136,8 @@ actor DaemonConnection: DocumentSubscriber {
             await hosts[doc]?.seen(subscriberID, replica: replica, version: version, role: role)
         case let .stability(doc, from, entries):
             await hosts[doc]?.peerStability(subscriberID, from: from, entries: entries)
+        case let .remade(doc, ranges):
+            await hosts[doc]?.remade(subscriberID, ranges: ranges)
         case let .presence(doc, presence):
             daemon.metrics.presence()
             await hosts[doc]?.presence(presence, from: subscriberID)

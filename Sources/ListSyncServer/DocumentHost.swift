@@ -227,6 +227,12 @@ actor DocumentHost {
         await housekeep(.peerStability(subscriber, from: daemon, entries: entries))
     }
 
+    /// A device made edits of its own again (``DocumentCore/remade(_:ranges:now:)``): named
+    /// parted in this daemon's table, written down and gossiped.
+    func remade(_ subscriber: SubscriberID, ranges: PartedRanges) async {
+        await housekeep(.remade(subscriber, ranges: ranges))
+    }
+
     /// A peer answered this daemon's link with its snapshot (its floor is past this copy): if the
     /// copy holds nothing the snapshot lacks (an empty copy of a document copied after it was
     /// compacted), the snapshot becomes the copy: written to the store as a new generation, then

@@ -63,6 +63,7 @@ extension Simulator {
         case let .stability(_, from, entries):
             return "stability from \(from): " + entries.sorted { $0.key < $1.key }.map { "\($0.key)" }.joined(separator: " ")
         case let .parted(_, ranges): return "parted \(ranges)"
+        case let .remade(_, ranges): return "remade \(ranges)"
         }
     }
 }

@@ -130,6 +130,9 @@ public struct SimulationConfiguration: Sendable {
     /// parted keeps showing a section or item a range names, as clients did before
     /// ``ListSync/DeviceClientMachine/resyncsForPartedShown(_:)``.
     @_spi(Testing) public var keepsPartedShown = false
+    /// Clients that never tell their daemon which of their edits a re-sync made again
+    /// (``ListSync/DeviceClientMachine/keepsRemadeUnannounced``).
+    @_spi(Testing) public var keepsRemadeUnannounced = false
     /// Notes a line per frame delivered and per step of the run (``Simulator/traceLines``,
     /// `listsync simulate --trace`): the same seed gives the same lines.
     public var trace = false
@@ -236,6 +239,9 @@ public struct SimulationReport: Sendable, CustomStringConvertible {
     /// originals, and edits on them, that the daemons made again (Docs/Semantics.md §7, "A device
     /// drops what waits on parted originals").
     public var partedWaitingDropped = 0
+    /// Times a device told its daemon which of its edits a re-sync made again (`remade`;
+    /// Docs/Semantics.md §7, "An edit its author made again").
+    public var remadeAnnounced = 0
     /// Operations some daemon acknowledged that are missing, at the end, from some copy (neither
     /// there nor made again by a merge back): copies that parted. Always a failure.
     public var copiesParted = 0
@@ -270,6 +276,7 @@ public struct SimulationReport: Sendable, CustomStringConvertible {
         lostWithoutACopy += other.lostWithoutACopy
         mergesBack += other.mergesBack; mergedBackOperations += other.mergedBackOperations
         partedWaitingDropped += other.partedWaitingDropped
+        remadeAnnounced += other.remadeAnnounced
         copiesParted += other.copiesParted
     }
     /// Every invariant that failed; empty when the run passed.
@@ -382,6 +389,7 @@ public struct Simulator: Sendable {
         machine.keepsGivenUpAcknowledgements = configuration.keepsGivenUpAcknowledgements
         machine.keepsPartedWaiting = configuration.keepsPartedWaiting
         machine.keepsPartedShown = configuration.keepsPartedShown
+        machine.keepsRemadeUnannounced = configuration.keepsRemadeUnannounced
         return machine
     }
 
@@ -836,6 +844,8 @@ public struct Simulator: Sendable {
                 housekeep(d, .seen(sub, replica: replica, version: version, role: role))
             case let .stability(_, from, entries):
                 housekeep(d, .peerStability(sub, from: from, entries: entries))
+            case let .remade(_, ranges):
+                housekeep(d, .remade(sub, ranges: ranges))
             case let .destroy(request, doc, _):
                 // The simulated daemons hold one document for the whole run: no destroy events.
                 performServer(d, other, daemons[d].servers[other]?.failed(request: request, document: doc, code: .unsupported,
@@ -1014,6 +1024,10 @@ public struct Simulator: Sendable {
                 let dropped = clients[c].document.dropWaiting(onParted: machines[c].parted.contains)
                 if configuration.trace { trace("c\(c) drops what waits on parted operations: \(Self.describe(dropped))") }
                 report.partedWaitingDropped += dropped.count
+            case let .announceRemade(ranges):
+                if configuration.trace { trace("c\(c) tells its daemon it made \(ranges) again") }
+                report.remadeAnnounced += 1
+                performClient(c, clients[c].session.remade(document, ranges: ranges))
             }
         }
     }

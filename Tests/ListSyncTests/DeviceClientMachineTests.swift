@@ -25,6 +25,7 @@ import ListSyncTestSupport
             case .cannotSend: "cannot send"
             case .editFailed: "edit failed"
             case .dropPartedWaiting: "drop parted waiting"
+            case let .announceRemade(ranges): "announce remade \(ranges)"
             }
         }
     }
@@ -224,7 +225,10 @@ import ListSyncTestSupport
         }
         #expect(outcome.made.count == 1 && outcome.held == server.version)
         let after = machine.replaced(outcome, document: outcome.document)
-        #expect(Self.names(after) == ["save record", "report seen", "live", "send unacknowledged", "save record", "report seen"])
+        let original = doc.operations(since: server.version)[0]
+        #expect(Self.names(after) == ["save record", "report seen", "announce remade \(original.id.counter)@1", "live",
+                                      "send unacknowledged", "save record", "report seen"],
+                "the daemon is told which edit was made again, after the seen that names the device")
         #expect(!machine.isResyncing && machine.isLive && machine.resyncs == 1)
         #expect(Self.sent(machine.sendUnacknowledged(outcome.document)).first == outcome.made)
     }

@@ -247,6 +247,8 @@ struct Wired {
                 fromCore(core.hello(connection, version: version))
             case let .seen(_, replica, version, role):
                 _ = core.seen(connection, replica: replica, version: version, role: role, now: 0)
+            case let .remade(_, ranges):
+                _ = core.remade(connection, ranges: ranges, now: 0)
             case let .stability(_, from, entries):
                 _ = core.peerStability(connection, from: from, entries: entries, now: 0)
             case let .create(request, name, _, id, epoch):

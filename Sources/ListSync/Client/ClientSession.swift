@@ -167,6 +167,8 @@ public struct ClientSession: Sendable {
         public static let liveCopy = OlderDaemon(rawValue: 8)
         /// A version-8 `subscribe` asking for `parted` (``asksForParted``): subscriptions do not ask.
         public static let parted = OlderDaemon(rawValue: 16)
+        /// `remade` (version 10): ``remade(_:ranges:)`` sends nothing.
+        public static let remade = OlderDaemon(rawValue: 32)
 
         /// The refusal's text that names each (the end of an older `ServerSession`'s answer).
         static let refusals: [(OlderDaemon, String)] = [
@@ -182,6 +184,7 @@ public struct ClientSession: Sendable {
         static func refused(_ text: String) -> OlderDaemon? {
             if let (older, _) = refusals.first(where: { text.hasSuffix($0.1) }) { return older }
             if text.contains("unsupported sync protocol version \(SyncMessage.partedVersion) ") { return .parted }
+            if text.contains("unsupported sync protocol version \(SyncMessage.remadeVersion) ") { return .remade }
             return nil
         }
     }
@@ -278,6 +281,15 @@ public struct ClientSession: Sendable {
         guard wasQueued || waiting || wasLive || answerDue.contains(document) else { return [] }
         forgetLive(document)
         return [.send(SyncMessage.unsubscribe(document: document).encoded())]
+    }
+
+    /// Tells the daemon that this device made the edits of its own that `ranges` names again
+    /// under new ids (``SyncMessage/remade(document:ranges:)``), on a live document, after its
+    /// `seen` (which names the replica the daemon takes the runs of). Nothing to a daemon of an
+    /// older build (``OlderDaemon/remade``: it refused the message by its version byte).
+    public func remade(_ document: DocumentID, ranges: PartedRanges) -> [Action] {
+        guard live.contains(document), !isClosed, !ranges.isEmpty, !refusedByDaemon.contains(.remade) else { return [] }
+        return [.send(SyncMessage.remade(document: document, ranges: ranges).encoded())]
     }
 
     /// Anti-entropy: tells the daemon this client holds `version` of a live document.
@@ -453,7 +465,7 @@ public struct ClientSession: Sendable {
             return live.contains(doc) ? [.stability(doc, from: from, entries: entries)] : []
         case let .parted(doc, ranges):
             return live.contains(doc) ? [.parted(doc, ranges)] : []
-        case .subscribe, .unsubscribe, .hello, .create, .listDocuments, .status, .destroy, .rename, .seen:
+        case .subscribe, .unsubscribe, .hello, .create, .listDocuments, .status, .destroy, .rename, .seen, .remade:
             return []
         }
     }

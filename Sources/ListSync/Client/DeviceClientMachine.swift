@@ -83,6 +83,11 @@ public struct DeviceClientMachine: Sendable {
         /// Only once every operation the copy applied is durable; skipped otherwise (asked again
         /// at the next `synced` or `parted`). Nothing is shown differently, nothing is sent.
         case dropPartedWaiting
+        /// The re-sync made edits of the device's own again under new ids (their counters, as
+        /// runs): tell the daemon (``ClientSession/remade(_:ranges:)``, after the `seen` this
+        /// action follows), which names them parted, so that no copy keeps an original as it is
+        /// beside its edit made again (Docs/Semantics.md §7, "An edit its author made again").
+        case announceRemade(PartedRanges)
     }
 
     /// An edit in flight: the operations it carries, and the re-syncs done when it was sent.
@@ -141,6 +146,9 @@ public struct DeviceClientMachine: Sendable {
     /// parted keeps showing a section or item a range names, as clients did before it re-synced
     /// for them (Docs/Semantics.md §7, "A device that shows parted originals").
     @_spi(Testing) public var keepsPartedShown = false
+    /// A deliberately broken client (the simulator's power tests): a re-sync that made edits of
+    /// its own again says nothing of it, as clients did before ``Action/announceRemade(_:)``.
+    @_spi(Testing) public var keepsRemadeUnannounced = false
     /// The ranges the copy last re-synced for because it showed an entity they name: once per
     /// set of ranges, so that a daemon that still holds them (not yet taken out, or of an older
     /// build) does not make the copy re-sync again and again. In memory.
@@ -399,7 +407,22 @@ public struct DeviceClientMachine: Sendable {
         resyncs += 1
         var actions: [Action] = [.saveRecord]
         if !outcome.made.isEmpty, sending != .inOrder, daemon != nil { actions += send(outcome.made) }
-        return actions + [.reportSeen] + goLive()
+        actions.append(.reportSeen)
+        let remade = Self.remadeOriginals(outcome)
+        if !remade.isEmpty, !keepsRemadeUnannounced, daemon != nil { actions.append(.announceRemade(remade)) }
+        return actions + goLive()
+    }
+
+    /// The device's own edits a re-sync made again under new ids: those of `outcome.unsent` that
+    /// are not among `outcome.made` (an edit after a floor the copy holds is kept as it is), as
+    /// runs of their counters.
+    ///
+    /// - Complexity: O(u log u) for u unsent edits.
+    static func remadeOriginals(_ outcome: CopyResync.Outcome) -> PartedRanges {
+        let kept = Set(outcome.made.map(\.id))
+        var runs = PartedRanges()
+        for op in outcome.unsent where !kept.contains(op.id) { runs.insert(op.id.counter...op.lastID.counter, of: op.id.replica) }
+        return runs
     }
 
     /// Edit `edit` was answered (`result`, the session's). Acknowledged: what it carried is held

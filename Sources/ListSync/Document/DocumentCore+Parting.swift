@@ -242,6 +242,30 @@ extension DocumentCore {
         }
     }
 
+    /// Device `subscriber` made edits of its own again under new ids after a refusal it took as
+    /// final (the `remade` message): the runs of `ranges` of the replica its `seen` named are
+    /// noted in this daemon's entry as parted (``PeerStability/noteParted(_:runs:now:)``), so that
+    /// a copy holding one of those originals, which a daemon the device can no longer ask had
+    /// relayed before it was lost, takes it out (Docs/Semantics.md §7, "An edit its author made
+    /// again"). Runs of other replicas are ignored (a device speaks for its own edits only), and
+    /// so is the message on a document without peers (no other copy can hold what this one
+    /// refused), from a subscriber that never said `seen`, or from a peer link. Returns whether
+    /// the table changed (written down, gossiped and told to devices at the next housekeeping).
+    ///
+    /// - Complexity: O(g²) for the g runs of the device's replica.
+    public mutating func remade(_ subscriber: SubscriberID, ranges: PartedRanges, now: UInt64) -> Bool {
+        guard destroyedReason == nil, variant != .ignoresRemade, stability.relayed,
+              let sub = subscribers[subscriber], sub.role?.isDevice == true, let replica = sub.replica else { return false }
+        let own = ranges.only(replica)
+        guard !own.isEmpty else { return false }
+        stabilityClock = now
+        guard stability.peers.noteParted(document.replica, runs: own, now: now) else { return false }
+        partedHeldChecked = nil
+        stabilityUnsaved = true
+        gossipDirty = true
+        return true
+    }
+
     /// What the daemons parted in merges back, as far as this daemon knows: the union of every
     /// entry's ``PeerStability/Entry/parted`` ranges (nothing with
     /// ``Variant/hidesPartedFromDevices``).

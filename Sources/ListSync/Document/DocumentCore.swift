@@ -114,6 +114,10 @@ public struct DocumentCore: Sendable {
         /// its batch (Docs/Semantics.md §7, "An edit of an original the copy counts"): its author
         /// records a failure instead of re-syncing, and the waiting ones wait for ever.
         case refusesUnheldNamesAsMalformed
+        /// Ignores a device's `remade` (``remade(_:ranges:now:)``), as daemons did before it:
+        /// a copy keeps an original its author made again (Docs/Semantics.md §7, "An edit its
+        /// author made again").
+        case ignoresRemade
     }
 
     /// The document's id.

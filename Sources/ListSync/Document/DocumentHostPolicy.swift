@@ -65,6 +65,8 @@ public struct DocumentHostPolicy: Sendable {
         case seen(SubscriberID, replica: ReplicaID, version: VersionVector, role: SeenRole)
         /// A peer daemon's stability table (``DocumentCore/peerStability(_:from:entries:now:)``).
         case peerStability(SubscriberID, from: ReplicaID, entries: [ReplicaID: PeerStability.Entry])
+        /// A device's own edits it made again (``DocumentCore/remade(_:ranges:now:)``).
+        case remade(SubscriberID, ranges: PartedRanges)
         /// The daemon's housekeeping timer (about once a second; the simulator's timers).
         case tick
         /// The shared log asks for a snapshot of this document (its oldest segment holds records of it).
@@ -109,6 +111,11 @@ public struct DocumentHostPolicy: Sendable {
             // A kept copy's `seen` is answered with the floor.
             let answer = core.floorAnswer(to: subscriber)
             if !answer.isEmpty { out.append(.send(answer)) }
+            return out + housekeeping(core: &core, stabilityNow: stabilityNow, now: now, storeBusy: storeBusy)
+        case let .remade(subscriber, ranges):
+            guard compaction != nil else { return [] }
+            var out: [Action] = []
+            if core.remade(subscriber, ranges: ranges, now: stabilityNow) { out.append(.saveStability) }
             return out + housekeeping(core: &core, stabilityNow: stabilityNow, now: now, storeBusy: storeBusy)
         case let .peerStability(subscriber, daemon, entries):
             guard compaction != nil else { return [] }

@@ -32,6 +32,13 @@ public struct PartedRanges: Hashable, Sendable, CustomStringConvertible {
     /// Nothing parted.
     public var isEmpty: Bool { runs.isEmpty }
 
+    /// The runs of `replica` alone.
+    public func only(_ replica: ReplicaID) -> PartedRanges {
+        var one = PartedRanges()
+        if let list = runs[replica] { one.runs[replica] = list }
+        return one
+    }
+
     /// Per author, one run from its first counter to its last (what an older daemon reads of an
     /// entry's ranges).
     ///

@@ -86,6 +86,12 @@ public enum SyncMessage: Equatable, Sendable {
     /// right after `subscribed` when there are any, and again whenever they grow. A device does
     /// not wait for an acknowledged edit of its own a range names when it re-syncs. No answer.
     case parted(document: DocumentID, ranges: PartedRanges)
+    /// From a device to its daemon (version 10, ``remadeVersion``): edits of its own, named by
+    /// their counters, that it made again under new ids after a refusal it took as final, so that
+    /// no copy keeps them as they are (Docs/Protocol.md, "Compaction"; Docs/Semantics.md §7, "An
+    /// edit its author made again"). The daemon takes only the runs of the replica the
+    /// subscription's `seen` named, and names them in its table's parted ranges. No answer.
+    case remade(document: DocumentID, ranges: PartedRanges)
 
     enum Tag: UInt8 {
         case subscribe = 1, subscribed, unsubscribe, operations, ack, hello, create, created,
@@ -93,6 +99,7 @@ public enum SyncMessage: Equatable, Sendable {
              seen, snapshot, stability
         case stable = 22
         case parted = 23
+        case remade = 24
     }
 
     /// The protocol's version, the first byte of every message. Version 2 added `synced`, paged
@@ -116,7 +123,9 @@ public enum SyncMessage: Equatable, Sendable {
     /// version byte, and a client that reads that refusal subscribes without asking from then on.
     /// Version 9 is an `operations` message whose batch holds a text block, wire format 7
     /// (``textBlocksVersion``): a build that reads at most 8 refuses it by its version byte.
-    public static let version: UInt8 = 9
+    /// Version 10 is `remade` (``remadeVersion``), from a device to its daemon: a build that
+    /// reads at most 9 refuses it by its version byte, and the device sends no more of them there.
+    public static let version: UInt8 = 10
 
     /// The version of an `operations` message with field writes (wire format 4).
     public static let fieldsVersion: UInt8 = 4
@@ -142,6 +151,9 @@ public enum SyncMessage: Equatable, Sendable {
     /// typing two keystrokes in one batch sends version 9 where builds before it sent 7.
     public static let textBlocksVersion: UInt8 = 9
 
+    /// The version of `remade` (tag 24), a device's own edits it made again.
+    public static let remadeVersion: UInt8 = 10
+
     /// The oldest version read (and written, for every message that needs nothing newer).
     public static let oldestVersion: UInt8 = 2
 
@@ -160,6 +172,7 @@ public enum SyncMessage: Equatable, Sendable {
         if case .presence(_, let p) = self, case .editing = p.activity { return Self.caretVersion }
         if case .subscribe(_, _, _, true) = self { return Self.partedVersion }
         if case .parted = self { return Self.partedVersion }
+        if case .remade = self { return Self.remadeVersion }
         return Self.oldestVersion
     }
 
@@ -241,6 +254,8 @@ public enum SyncMessage: Equatable, Sendable {
             w.byte(Tag.stability.rawValue); w.document(doc); w.varint(from.rawValue); w.stabilityEntries(entries)
         case let .parted(doc, ranges):
             w.byte(Tag.parted.rawValue); w.document(doc); w.partedRuns(ranges)
+        case let .remade(doc, ranges):
+            w.byte(Tag.remade.rawValue); w.document(doc); w.partedRuns(ranges)
         }
         return w.bytes
     }
@@ -358,6 +373,9 @@ public enum SyncMessage: Equatable, Sendable {
         case .parted:
             guard v >= partedVersion else { throw SyncProtocolError.malformed("parted in a version-\(v) message") }
             return .parted(document: try r.document(), ranges: try r.partedRuns())
+        case .remade:
+            guard v >= remadeVersion else { throw SyncProtocolError.malformed("remade in a version-\(v) message") }
+            return .remade(document: try r.document(), ranges: try r.partedRuns())
         }
     }
 }

@@ -47,6 +47,9 @@ public struct ServerSession: Sendable {
         /// A peer daemon's stability table of an attached document
         /// (``DocumentCore/peerStability(_:from:entries:now:)``): merge it.
         case stability(DocumentID, from: ReplicaID, entries: [ReplicaID: PeerStability.Entry])
+        /// A device's own edits it made again (``DocumentCore/remade(_:ranges:now:)``): the
+        /// document names them parted.
+        case remade(DocumentID, PartedRanges)
     }
 
     /// The largest frame the connection takes.
@@ -176,6 +179,11 @@ public struct ServerSession: Sendable {
             relayDaemon = from
             relayGossips = true
             return [.stability(doc, from: from, entries: entries)]
+        case let .remade(doc, ranges):
+            // No answer, never an error: a read-only device makes nothing, and a document not
+            // attached changes nothing.
+            guard attachedDocuments.contains(doc), !access.readOnly, !ranges.isEmpty else { return [] }
+            return [.remade(doc, ranges)]
         case .subscribed, .synced, .ack, .created, .documents, .statusReport, .error, .destroyed, .snapshot, .stable, .parted:
             return [error(0, nil, .unsupported, "a daemon does not take that message")]
         }

@@ -246,6 +246,8 @@ extension SyncClient {
                 fail(copy, error)
             case .dropPartedWaiting:
                 dropPartedWaiting(copy)
+            case let .announceRemade(ranges):
+                if let c = connection { send(c.session.remade(copy.id, ranges: ranges), on: c) }
             }
         }
     }
