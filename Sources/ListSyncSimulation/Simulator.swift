@@ -133,6 +133,9 @@ public struct SimulationConfiguration: Sendable {
     /// Clients that never tell their daemon which of their edits a re-sync made again
     /// (``ListSync/DeviceClientMachine/keepsRemadeUnannounced``).
     @_spi(Testing) public var keepsRemadeUnannounced = false
+    /// Clients whose re-sync makes again an unsent edit of their own that a parted range names
+    /// (``ListSync/DeviceClientMachine/remakesPartedUnsent``).
+    @_spi(Testing) public var remakesPartedUnsent = false
     /// Notes a line per frame delivered and per step of the run (``Simulator/traceLines``,
     /// `listsync simulate --trace`): the same seed gives the same lines.
     public var trace = false
@@ -390,6 +393,7 @@ public struct Simulator: Sendable {
         machine.keepsPartedWaiting = configuration.keepsPartedWaiting
         machine.keepsPartedShown = configuration.keepsPartedShown
         machine.keepsRemadeUnannounced = configuration.keepsRemadeUnannounced
+        machine.remakesPartedUnsent = configuration.remakesPartedUnsent
         return machine
     }
 

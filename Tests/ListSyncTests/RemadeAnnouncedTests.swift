@@ -164,6 +164,34 @@ import ListSyncTestSupport
         #expect(DeviceClientMachine.remadeOriginals(none).isEmpty)
     }
 
+    @Test("a re-sync does not make again an unsent edit of the device's own that a parted range names (a daemon took it, its acknowledgement lost, and made it again); the other is made again and announced alone; the broken client (remakesPartedUnsent) makes both again")
+    func partedUnsentNotMadeAgain() throws {
+        func resynced(remakes: Bool) throws -> (CopyResync.Outcome, [DeviceClientMachine.Action], [ListOperation]) {
+            var (machine, doc, server) = try DeviceClientMachineTests.device(edits: 2)
+            machine.remakesPartedUnsent = remakes
+            let own = doc.operations(since: server.version)
+            _ = machine.synced(server.version, document: doc)
+            machine.sent(edit: 1, DeviceClientMachineTests.sent(machine.sendUnacknowledged(doc))[0])
+            _ = machine.answered(edit: 1, .failure(.refused(.compacted, "unaccounted")), document: doc)
+            _ = machine.subscribing(doc)
+            _ = machine.subscribed(VersionVector(), document: doc)
+            _ = machine.received(server.operations, document: doc)
+            let first = own[0]
+            #expect(machine.learnedParted(PartedRanges(hulls: [first.id.replica: first.id.counter...first.lastID.counter]), document: doc).isEmpty,
+                    "not synced yet")
+            let ready = machine.synced(server.version, document: doc)
+            guard case let .replace(outcome)? = ready.first else { throw PeerMergeBackTests.Failure("no re-sync: \(DeviceClientMachineTests.names(ready))") }
+            return (outcome, machine.replaced(outcome, document: outcome.document), own)
+        }
+        let (outcome, actions, own) = try resynced(remakes: false)
+        #expect(outcome.unsent.map(\.id) == [own[1].id] && outcome.made.count == 1)
+        #expect(outcome.document.snapshot().sections[0].items.count == Fixture.typed(2, replica: 9).snapshot().sections[0].items.count + 1)
+        let announced = actions.compactMap { a -> PartedRanges? in if case let .announceRemade(r) = a { r } else { nil } }
+        #expect(announced == [PartedRanges(hulls: [own[1].id.replica: own[1].id.counter...own[1].lastID.counter])])
+        let (broken, _, _) = try resynced(remakes: true)
+        #expect(broken.made.count == 2, "the broken client makes the parted one again too: it would exist twice")
+    }
+
     // MARK: The simulator
 
     /// Seeds of `listsync simulate --daemons 3 --ring --compact-after 10 --crashes 2 --ops 80
@@ -191,6 +219,29 @@ import ListSyncTestSupport
         let report = Self.run(seed, keeps: false)
         #expect(report.failures.isEmpty, "\(report.failures)")
         #expect(report.copiesParted == 0 && report.remadeAnnounced > 0 && report.daemonsLostEarly == 1)
+    }
+
+    @Test("ring seed 9142 (--hide-daemon --roam 30 --crashes 2): a device re-syncing at another daemon does not make again its edits a merge back parted after their acknowledgement was lost; the broken client that does shows them twice")
+    func partedUnsentSeed() {
+        func run(remakes: Bool) -> SimulationReport {
+            var config = SimulationConfiguration()
+            config.seed = 9_142
+            config.daemons = 3
+            config.ring = true
+            config.hidesDaemon = true
+            config.roamPercent = 30
+            config.crashes = 2
+            config.compactAfter = 10
+            config.operations = 80
+            config.remakesPartedUnsent = remakes
+            var sim = Simulator(config)
+            return sim.run()
+        }
+        let report = run(remakes: false)
+        #expect(report.failures.isEmpty, "\(report.failures)")
+        #expect(report.remadeAnnounced > 0 && report.mergesBack > 0)
+        let broken = run(remakes: true)
+        #expect(!broken.passed && broken.failures.contains { $0.contains("shown twice") }, "\(broken.failures)")
     }
 
     @Test("test power: clients that never say what they made again (keepsRemadeUnannounced) fail the same seeds")

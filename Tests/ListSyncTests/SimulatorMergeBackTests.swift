@@ -204,6 +204,10 @@ import Testing
         var config = Self.refusedInPart(seed: seed)
         config.keepsPartedShown = true
         config.coreVariant = .sendsPartedOperations
+        // The device's own repairs of the same seeds (Docs/Semantics.md §7, "An edit its author made
+        // again") off, so that the daemon's rule alone is shown.
+        config.keepsRemadeUnannounced = true
+        config.remakesPartedUnsent = true
         var broken = Simulator(config)
         #expect(!broken.run().failures.isEmpty, "seed \(seed) passes without the rule")
         config.coreVariant = .correct
@@ -268,6 +272,10 @@ import Testing
         for seed in Self.learningSeeds {
             var config = Self.learning(seed: seed)
             config.coreVariant = .hidesPartedFromDevices
+            // The device's own repairs of the same seeds (Docs/Semantics.md §7, "An edit its author made
+            // again") off, so that the daemon's rule alone is shown.
+            config.keepsRemadeUnannounced = true
+            config.remakesPartedUnsent = true
             var sim = Simulator(config)
             if !sim.run().failures.isEmpty { failed.append(seed) }
         }
@@ -306,6 +314,10 @@ import Testing
         for seed in Self.heldPartedSeeds {
             var config = Self.heldParted(seed: seed)
             config.coreVariant = .keepsHeldParted
+            // The device's own repairs of the same seeds (Docs/Semantics.md §7, "An edit its author made
+            // again") off, so that the daemon's rule alone is shown.
+            config.keepsRemadeUnannounced = true
+            config.remakesPartedUnsent = true
             var sim = Simulator(config)
             let report = sim.run()
             if report.copiesParted > 0 || !report.failures.isEmpty { failed.append(seed) }

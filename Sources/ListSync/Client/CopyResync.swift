@@ -72,13 +72,20 @@ public struct CopyResync: Sendable {
     /// else nil. Changes nothing: the driver stores the outcome, then calls ``finish()``.
     /// `prepare` adjusts the daemon's copy before the edits are made again on it.
     ///
+    /// An unsent edit of the device's own that `parted` names is not made again: a daemon took
+    /// it (its acknowledgement lost with a connection the merge back cut) and parted it, and the
+    /// daemon that took it from the device made it again; made again here too, it would exist
+    /// twice (Docs/Semantics.md §7, "An edit its author made again"). `remakesParted`: a
+    /// deliberately broken client, for the simulator's power tests, makes them again.
+    ///
     /// - Complexity: that of ``ListCRDT/ListDocument/remake(_:from:refused:)``.
     public func outcome(local: ListDocument, acknowledged: VersionVector, parted: PartedRanges = PartedRanges(),
-                        prepare: (inout ListDocument) -> Void = { _ in }) -> Outcome? {
+                        remakesParted: Bool = false, prepare: (inout ListDocument) -> Void = { _ in }) -> Outcome? {
         guard var base, let synced,
               base.isReadyForRemake(synced: synced, acknowledged: acknowledged, local: local, parted: parted) else { return nil }
         prepare(&base)
-        let unsent = DeviceCopyPolicy.unsent(local, acknowledged: acknowledged, base: base)
+        var unsent = DeviceCopyPolicy.unsent(local, acknowledged: acknowledged, base: base)
+        if !remakesParted, !parted.isEmpty { unsent.removeAll { parted.contains($0.id) } }
         let held = base.version
         let made = base.remake(unsent, from: local, refused: afterRefusal)
         return Outcome(document: base, made: made, held: held, unsent: unsent)

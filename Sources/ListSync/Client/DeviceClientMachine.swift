@@ -149,6 +149,10 @@ public struct DeviceClientMachine: Sendable {
     /// A deliberately broken client (the simulator's power tests): a re-sync that made edits of
     /// its own again says nothing of it, as clients did before ``Action/announceRemade(_:)``.
     @_spi(Testing) public var keepsRemadeUnannounced = false
+    /// A deliberately broken client (the simulator's power tests): a re-sync makes again an
+    /// unsent edit of its own that a parted range names, as clients did before
+    /// (``CopyResync/outcome(local:acknowledged:parted:remakesParted:prepare:)``).
+    @_spi(Testing) public var remakesPartedUnsent = false
     /// The ranges the copy last re-synced for because it showed an entity they name: once per
     /// set of ranges, so that a daemon that still holds them (not yet taken out, or of an older
     /// build) does not make the copy re-sync again and again. In memory.
@@ -372,6 +376,7 @@ public struct DeviceClientMachine: Sendable {
                            askable: (Daemon) -> Bool = { _ in true }) -> [Action] {
         if isResyncing {
             guard let outcome = resyncing.outcome(local: document, acknowledged: acknowledged, parted: parted,
+                                                  remakesParted: remakesPartedUnsent,
                                                   prepare: prepare) else { return [] }
             if !resyncing.afterRefusal, !remakesOnFirstRefusal, let daemon,
                !unanswered.daemons.subtracting([daemon]).isEmpty,
