@@ -230,7 +230,11 @@ actor DocumentHost {
     /// A device made edits of its own again (``DocumentCore/remade(_:ranges:now:)``): named
     /// parted in this daemon's table, written down and gossiped.
     func remade(_ subscriber: SubscriberID, ranges: PartedRanges) async {
+        let before = core.partedRanges
         await housekeep(.remade(subscriber, ranges: ranges))
+        if core.partedRanges != before {
+            log("device edits made again named parted", ["document": id.description, "ranges": ranges.description])
+        }
     }
 
     /// A peer answered this daemon's link with its snapshot (its floor is past this copy): if the
