@@ -141,54 +141,55 @@ import ListSyncTestSupport
 
     // MARK: The device
 
-    @Test("a re-sync that made nothing again, or only kept edits as they are, announces nothing; the broken client (keepsRemadeUnannounced) announces nothing either")
-    func deviceAnnouncesOnlyWhatItMadeAgain() throws {
-        func resynced(keeps: Bool) throws -> [DeviceClientMachine.Action] {
-            var (machine, doc, server) = try DeviceClientMachineTests.device(edits: 2)
-            machine.keepsRemadeUnannounced = keeps
-            _ = machine.synced(server.version, document: doc)
-            machine.sent(edit: 1, DeviceClientMachineTests.sent(machine.sendUnacknowledged(doc))[0])
-            _ = machine.answered(edit: 1, .failure(.refused(.compacted, "unaccounted")), document: doc)
-            _ = machine.subscribing(doc)
-            _ = machine.subscribed(VersionVector(), document: doc)
-            _ = machine.received(server.operations, document: doc)
-            let ready = machine.synced(server.version, document: doc)
-            guard case let .replace(outcome)? = ready.first else { throw PeerMergeBackTests.Failure("no re-sync: \(DeviceClientMachineTests.names(ready))") }
-            #expect(outcome.made.count == 2)
-            return machine.replaced(outcome, document: outcome.document)
-        }
-        let announced = try resynced(keeps: false).compactMap { a -> PartedRanges? in if case let .announceRemade(r) = a { r } else { nil } }
-        #expect(announced.count == 1 && announced.first?.runs[ReplicaID(1)]?.count == 1, "both originals, one run")
-        #expect(try !resynced(keeps: true).contains { if case .announceRemade = $0 { return true }; return false })
+    /// A device (replica 1) with two unsent item inserts, refused for the floor, re-syncing from
+    /// the daemon's operations; `configure` sets its variants first and `beforeSynced` runs just
+    /// before `synced`. Returns the re-sync's outcome, the actions of `replaced`, and the two edits.
+    static func resynced(_ configure: (inout DeviceClientMachine) -> Void,
+                         beforeSynced: (inout DeviceClientMachine, ListDocument, [ListOperation]) -> Void = { _, _, _ in })
+        throws -> (outcome: CopyResync.Outcome, actions: [DeviceClientMachine.Action], own: [ListOperation]) {
+        var (machine, doc, server) = try DeviceClientMachineTests.device(edits: 2)
+        configure(&machine)
+        let own = doc.operations(since: server.version)
+        _ = machine.synced(server.version, document: doc)
+        machine.sent(edit: 1, DeviceClientMachineTests.sent(machine.sendUnacknowledged(doc))[0])
+        _ = machine.answered(edit: 1, .failure(.refused(.compacted, "unaccounted")), document: doc)
+        _ = machine.subscribing(doc)
+        _ = machine.subscribed(VersionVector(), document: doc)
+        _ = machine.received(server.operations, document: doc)
+        beforeSynced(&machine, doc, own)
+        let ready = machine.synced(server.version, document: doc)
+        guard case let .replace(outcome)? = ready.first else { throw PeerMergeBackTests.Failure("no re-sync: \(DeviceClientMachineTests.names(ready))") }
+        return (outcome, machine.replaced(outcome, document: outcome.document), own)
+    }
+
+    static func announced(_ actions: [DeviceClientMachine.Action]) -> [PartedRanges] {
+        actions.compactMap { a -> PartedRanges? in if case let .announceRemade(r) = a { r } else { nil } }
+    }
+
+    @Test("a re-sync that made edits again announces their originals, once, after its seen; one that made nothing again announces nothing; the broken client (keepsRemadeUnannounced) announces nothing either")
+    func deviceAnnouncesWhatItMadeAgain() throws {
+        let (outcome, actions, own) = try Self.resynced { _ in }
+        #expect(outcome.made.count == 2)
+        #expect(Self.announced(actions) == [PartedRanges(hulls: [ReplicaID(1): own[0].id.counter...own[1].lastID.counter])], "both originals, one run")
+        let names = DeviceClientMachineTests.names(actions)
+        #expect(names.firstIndex(of: "report seen")! < names.firstIndex { $0.hasPrefix("announce remade") }!)
+        #expect(try Self.announced(Self.resynced { $0.keepsRemadeUnannounced = true }.actions).isEmpty)
         let none = CopyResync.Outcome(document: Fixture.typed(2), made: [], held: VersionVector(), unsent: [])
         #expect(DeviceClientMachine.remadeOriginals(none).isEmpty)
     }
 
     @Test("a re-sync does not make again an unsent edit of the device's own that a parted range names (a daemon took it, its acknowledgement lost, and made it again); the other is made again and announced alone; the broken client (remakesPartedUnsent) makes both again")
     func partedUnsentNotMadeAgain() throws {
-        func resynced(remakes: Bool) throws -> (CopyResync.Outcome, [DeviceClientMachine.Action], [ListOperation]) {
-            var (machine, doc, server) = try DeviceClientMachineTests.device(edits: 2)
-            machine.remakesPartedUnsent = remakes
-            let own = doc.operations(since: server.version)
-            _ = machine.synced(server.version, document: doc)
-            machine.sent(edit: 1, DeviceClientMachineTests.sent(machine.sendUnacknowledged(doc))[0])
-            _ = machine.answered(edit: 1, .failure(.refused(.compacted, "unaccounted")), document: doc)
-            _ = machine.subscribing(doc)
-            _ = machine.subscribed(VersionVector(), document: doc)
-            _ = machine.received(server.operations, document: doc)
+        func learnsFirst(_ machine: inout DeviceClientMachine, _ doc: ListDocument, _ own: [ListOperation]) {
             let first = own[0]
             #expect(machine.learnedParted(PartedRanges(hulls: [first.id.replica: first.id.counter...first.lastID.counter]), document: doc).isEmpty,
                     "not synced yet")
-            let ready = machine.synced(server.version, document: doc)
-            guard case let .replace(outcome)? = ready.first else { throw PeerMergeBackTests.Failure("no re-sync: \(DeviceClientMachineTests.names(ready))") }
-            return (outcome, machine.replaced(outcome, document: outcome.document), own)
         }
-        let (outcome, actions, own) = try resynced(remakes: false)
+        let (outcome, actions, own) = try Self.resynced({ _ in }, beforeSynced: learnsFirst)
         #expect(outcome.unsent.map(\.id) == [own[1].id] && outcome.made.count == 1)
         #expect(outcome.document.snapshot().sections[0].items.count == Fixture.typed(2, replica: 9).snapshot().sections[0].items.count + 1)
-        let announced = actions.compactMap { a -> PartedRanges? in if case let .announceRemade(r) = a { r } else { nil } }
-        #expect(announced == [PartedRanges(hulls: [own[1].id.replica: own[1].id.counter...own[1].lastID.counter])])
-        let (broken, _, _) = try resynced(remakes: true)
+        #expect(Self.announced(actions) == [PartedRanges(hulls: [own[1].id.replica: own[1].id.counter...own[1].lastID.counter])])
+        let broken = try Self.resynced({ $0.remakesPartedUnsent = true }, beforeSynced: learnsFirst).outcome
         #expect(broken.made.count == 2, "the broken client makes the parted one again too: it would exist twice")
     }
 
