@@ -169,10 +169,10 @@ struct TypeTextTests {
         for raw in 0 ..< Int32(n) {
             let lv = LocalVersion(raw)
             let searched = text.slots.id(of: lv)
-            for start in [-5, -1, 0, 1, 2, 3, 4, 99, Int.max] {
+            for start: Int32 in [.min, -1, 0, 1, 2, 3, 4, 99, .max] {
                 var hint = start
                 #expect(text.slots.id(of: lv, hint: &hint) == searched, "character \(raw), hint \(start)")
-                #expect(hint == text.slots.runIndex(of: lv), "character \(raw), hint \(start)")
+                #expect(Int(hint) == text.slots.runIndex(of: lv), "character \(raw), hint \(start)")
             }
         }
     }

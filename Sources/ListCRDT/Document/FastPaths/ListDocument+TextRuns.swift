@@ -13,10 +13,6 @@ struct LocalTextRun: Sendable {
     var last: OpID
     /// Where its typing ended, when it inserted.
     var typing: TypingPoint?
-    /// The index of the text's slot run that held the character the last one-character removal
-    /// of this run removed (-1: none yet): where the next removal looks first
-    /// (``TextSlots/id(of:hint:)``; any value is safe, it is checked).
-    var removedRun = -1
     /// Where the field's state is in ``RecordStore/records`` (nil until a splice looked it up):
     /// dictionary indices stay valid while no key is added or removed, which only an applied
     /// operation does (and a copy of the document keeps them: a dictionary's copy keeps its
@@ -31,6 +27,11 @@ struct LocalTextRun: Sendable {
     /// when it went elsewhere: valid with the run (nothing was logged since), so the run is the
     /// log's last record and the next one-character splice extends it without looking up its field.
     var logRun: Int32 = -1
+    /// The index of the text's slot run that held the character the last one-character removal
+    /// of this run removed (-1: none yet): where the next removal looks first
+    /// (``TextSlots/id(of:hint:)``; any value is safe, it is checked). An `Int32` beside
+    /// `logRun`, so that the run, and the document, are no larger than without it.
+    var removedRun: Int32 = -1
     /// Empty between splices: where a splice that removes more than one character puts its
     /// ranges (``TextSequence/spliceLocally(at:delete:insert:scalars:id:typing:removedRun:made:removing:)``).
     var removing: [TextRange] = []
@@ -170,7 +171,7 @@ extension RecordStore {
     /// - Complexity: that of the splice, plus two hash look-ups when `place` is nil.
     mutating func spliceLocally(_ name: String, of key: OpID, place: inout FieldPlace?, at position: Int, delete: Int,
                                 insert: String, scalars k: Int, stamp: FieldStamp, typing: inout TypingPoint?,
-                                removedRun: inout Int, made: inout LocalSplice, removing more: inout [TextRange]) -> Bool {
+                                removedRun: inout Int32, made: inout LocalSplice, removing more: inout [TextRange]) -> Bool {
         if place == nil {
             guard let i = materialized.index(forKey: key), let j = materialized.values[i].index(forKey: name) else { return false }
             place = FieldPlace(record: i, field: j)
@@ -192,7 +193,7 @@ extension FieldState {
     /// A local splice of this text field, stamped `stamp` (see ``RecordStore/spliceLocally``):
     /// what ``apply(_:stamp:local:)`` does with the edit it makes.
     mutating func spliceLocally(at position: Int, delete: Int, insert: String, scalars k: Int, stamp: FieldStamp,
-                                typing: inout TypingPoint?, removedRun: inout Int, made: inout LocalSplice,
+                                typing: inout TypingPoint?, removedRun: inout Int32, made: inout LocalSplice,
                                 removing more: inout [TextRange]) -> Bool {
         // Optional chaining edits the text in place (`text != nil` would copy it).
         guard kind == .text,

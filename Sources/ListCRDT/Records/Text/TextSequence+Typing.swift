@@ -81,7 +81,7 @@ extension TextSequence {
     /// - Complexity: O(1) amortized for a keystroke at the caret; else O(log n + d log r + k)
     ///   for d removed and k inserted characters.
     mutating func spliceLocally(at position: Int, delete: Int, insert: String, scalars k: Int, id: OpID,
-                                typing: inout TypingPoint?, removedRun: inout Int, made: inout LocalSplice,
+                                typing: inout TypingPoint?, removedRun: inout Int32, made: inout LocalSplice,
                                 removing more: inout [TextRange]) -> Bool {
         guard position + delete <= count else { return false }
         if delete == 0, k == 1, let t = typing, t.caret == position,

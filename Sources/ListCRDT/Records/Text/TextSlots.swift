@@ -85,13 +85,14 @@ struct TextSlots: Sendable {
     ///
     /// - Complexity: O(1) when run `hint` holds `lv`, else as ``runIndex(of:)``.
     @inline(__always)
-    func id(of lv: LocalVersion, hint: inout Int) -> OpID {
-        if hint >= 0, hint < runs.count {
-            let run = runs[hint]
+    func id(of lv: LocalVersion, hint: inout Int32) -> OpID {
+        if hint >= 0, Int(hint) < runs.count {
+            let run = runs[Int(hint)]
             if run.lv.raw <= lv.raw, lv.raw &- run.lv.raw < run.count { return run.id(of: lv) }
         }
-        hint = runIndex(of: lv)
-        return runs[hint].id(of: lv)
+        let i = runIndex(of: lv)
+        hint = Int32(truncatingIfNeeded: i)
+        return runs[i].id(of: lv)
     }
 
     /// Left and right origins of character `lv` (``LocalVersion/none`` for the ends of the text).
