@@ -32,7 +32,9 @@ extension WebAPI {
                 let current = doc.text(name, of: target) ?? ""
                 let moved = rebased(splice, from: base, to: current)
                 if moved.delete > 0 || !moved.insert.isEmpty {
-                    _ = try doc.splice(name, of: target, at: moved.at, delete: moved.delete, insert: moved.insert)
+                    // A keystroke: `edit` sends what the log gained, so the typing call that
+                    // makes no operation value is enough (ListDocument.typeText).
+                    try doc.typeText(name, of: target, at: moved.at, delete: moved.delete, insert: moved.insert)
                 }
                 return (doc.text(name, of: target) ?? "", doc.operationCount)
             }

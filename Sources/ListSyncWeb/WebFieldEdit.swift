@@ -109,7 +109,7 @@ public enum WebFieldEdit: Equatable, Sendable {
             let current = doc.text(name, of: target) ?? ""
             guard current == was else { return (0, true) }
             guard let splice = TextSplice.between(old: current, new: value) else { return (0, false) }
-            _ = try doc.splice(name, of: target, at: splice.at, delete: splice.delete, insert: splice.insert)
+            try doc.typeText(name, of: target, at: splice.at, delete: splice.delete, insert: splice.insert)
             return (1, false)
         case .remove:
             guard doc.field(name, of: target) != nil else { return (0, false) }

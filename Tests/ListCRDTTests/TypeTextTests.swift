@@ -156,4 +156,68 @@ struct TypeTextTests {
         try Self.expectSame(typed, general, "against the general path")
         #expect(typed.text("notes", ofItem: item) == "abcdef")
     }
+    @Test("a one-character removal looks for its character's slot run where the last removal found its own (TextSlots.id(of:hint:)): every hint, right, stale or out of range, gives the id a search gives")
+    func removedRunHintGivesTheSearchedID() throws {
+        // A text of several slot runs: typed at the end, then in the middle, then at the start.
+        var (typed, item, _) = try Self.board()
+        for (at, text) in [(0, "abcdef"), (3, "XYZ"), (0, "12"), (11, "!?")] {
+            try typed.typeText("notes", ofItem: item, at: at, insert: text)
+        }
+        let text = try #require(typed.records[item.opID]?["notes"]?.text)
+        #expect(text.slots.runs.count == 4)
+        let n = text.slotCount
+        for raw in 0 ..< Int32(n) {
+            let lv = LocalVersion(raw)
+            let searched = text.slots.id(of: lv)
+            for start: Int32 in [.min, -1, 0, 1, 2, 3, 4, 99, .max] {
+                var hint = start
+                #expect(text.slots.id(of: lv, hint: &hint) == searched, "character \(raw), hint \(start)")
+                #expect(Int(hint) == text.slots.runIndex(of: lv), "character \(raw), hint \(start)")
+            }
+        }
+    }
+
+    @Test("backspaces and forward deletes across slot runs, in two fields, around a paste and a received operation: typeText's removals name the characters splice and the general path name")
+    func removalsAcrossRunsMatch() throws {
+        var (typed, item, _) = try Self.board()
+        var general = typed
+        general.fastPaths = false
+        var other = ListDocument(replica: ReplicaID(2))
+        #expect(other.receive(typed.operations).isSuccess)
+        func both(_ name: String = "notes", at: Int, delete: Int = 0, insert: String = "") throws {
+            try typed.typeText(name, ofItem: item, at: at, delete: delete, insert: insert)
+            try general.splice(name, ofItem: item, at: at, delete: delete, insert: insert)
+        }
+        // Four slot runs: "12abcXYZdef!?"
+        for (at, text) in [(0, "abcdef"), (3, "XYZ"), (0, "12"), (11, "!?")] { try both(at: at, insert: text) }
+        try both("memo", at: 0, insert: "memo")
+        // Backspaces from the end across three runs (`!?`, `def`, `XYZ`), the hint changing run each time.
+        for at in stride(from: 12, through: 6, by: -1) { try both(at: at, delete: 1) }
+        // Into another field and back: the run's hint is that field's, or none.
+        try both("memo", at: 3, delete: 1)
+        try both(at: 1, delete: 1)
+        // Forward deletes at the start, across `12` into `abc`.
+        for _ in 0 ..< 3 { try both(at: 0, delete: 1) }
+        // A paste between, then a backspace in the pasted run and one before it.
+        try both(at: 1, insert: "pasted")
+        try both(at: 6, delete: 1)
+        try both(at: 1, delete: 1)
+        // A received operation stops the splice run; the next removal starts one.
+        let op = try other.splice("notes", ofItem: item, at: 0, insert: "o")
+        #expect(typed.receive([op]).isSuccess && general.receive([op]).isSuccess)
+        try both(at: 2, delete: 1)
+        try both(at: 1, delete: 1)
+        // Two runs whose local versions follow one another but whose ids do not (an edit of
+        // another field between): "abc" (characters 0 to 2), then "X" (character 3) typed after
+        // "a". Backspaces remove c and b (the first run), then X: the character right after the
+        // hint's run, which that run does not hold.
+        try both("extra", at: 0, insert: "abc")
+        try both("memo", at: 0, insert: "!")
+        try both("extra", at: 1, insert: "X")
+        for at in [3, 2, 1] { try both("extra", at: at, delete: 1) }
+        try Self.expectSame(typed, general, "typeText's removals against the general path")
+        #expect(typed.text("notes", ofItem: item) == general.text("notes", ofItem: item))
+        #expect(typed.text("memo", ofItem: item) == "!mem")
+        #expect(typed.text("extra", ofItem: item) == "a")
+    }
 }

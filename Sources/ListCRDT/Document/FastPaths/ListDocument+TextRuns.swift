@@ -27,8 +27,13 @@ struct LocalTextRun: Sendable {
     /// when it went elsewhere: valid with the run (nothing was logged since), so the run is the
     /// log's last record and the next one-character splice extends it without looking up its field.
     var logRun: Int32 = -1
+    /// The index of the text's slot run that held the character the last one-character removal
+    /// of this run removed (-1: none yet): where the next removal looks first
+    /// (``TextSlots/id(of:hint:)``; any value is safe, it is checked). An `Int32` beside
+    /// `logRun`, so that the run, and the document, are no larger than without it.
+    var removedRun: Int32 = -1
     /// Empty between splices: where a splice that removes more than one character puts its
-    /// ranges (``TextSequence/spliceLocally(at:delete:insert:scalars:id:typing:made:removing:)``).
+    /// ranges (``TextSequence/spliceLocally(at:delete:insert:scalars:id:typing:removedRun:made:removing:)``).
     var removing: [TextRange] = []
 
     /// No run (its log count is no log's).
@@ -66,7 +71,7 @@ extension ListDocument {
     /// ``FieldChange/splice(at:delete:insert:)``) would do, with less work: the entity is still
     /// alive and the field still text (nothing happened since the last splice), so there is no
     /// record to check and no field state to copy; the text is edited in place (a keystroke at
-    /// the caret without a search, ``TextSequence/spliceLocally(at:delete:insert:scalars:id:typing:made:removing:)``);
+    /// the caret without a search, ``TextSequence/spliceLocally(at:delete:insert:scalars:id:typing:removedRun:made:removing:)``);
     /// the field's register takes the write's stamp, which beats every stamp applied (its clock
     /// is past the record store's); the operation depends on the frontier and goes to the log as
     /// the general path puts it there (in parts, `OtherOperations`; a one-character splice that
@@ -97,8 +102,8 @@ extension ListDocument {
         // go into the run's array (kept empty between splices: no array made and released per
         // keystroke). A splice that fails changes neither.
         guard records.spliceLocally(name, of: target.opID, place: &textRun.place, at: position, delete: delete,
-                                    insert: insert, scalars: k, stamp: stamp, typing: &textRun.typing, made: &made,
-                                    removing: &textRun.removing)
+                                    insert: insert, scalars: k, stamp: stamp, typing: &textRun.typing,
+                                    removedRun: &textRun.removedRun, made: &made, removing: &textRun.removing)
         else { return nil }
         let previous = textRun.last
         let last = OpID(counter: clock + span, replica: replica)
@@ -158,15 +163,15 @@ extension RecordStore {
         var field: Dictionary<String, FieldState>.Index
     }
 
-    /// ``TextSequence/spliceLocally(at:delete:insert:scalars:id:typing:made:removing:)`` on text field `name` of
+    /// ``TextSequence/spliceLocally(at:delete:insert:scalars:id:typing:removedRun:made:removing:)`` on text field `name` of
     /// entity `key`, in place, and the field's register raised to `stamp`; nil, with nothing
     /// changed, when the field is not text or the splice is out of range. `place` is where the
     /// field is (looked up when nil, and kept there).
     ///
     /// - Complexity: that of the splice, plus two hash look-ups when `place` is nil.
     mutating func spliceLocally(_ name: String, of key: OpID, place: inout FieldPlace?, at position: Int, delete: Int,
-                                insert: String, scalars k: Int, stamp: FieldStamp,
-                                typing: inout TypingPoint?, made: inout LocalSplice, removing more: inout [TextRange]) -> Bool {
+                                insert: String, scalars k: Int, stamp: FieldStamp, typing: inout TypingPoint?,
+                                removedRun: inout Int32, made: inout LocalSplice, removing more: inout [TextRange]) -> Bool {
         if place == nil {
             guard let i = materialized.index(forKey: key), let j = materialized.values[i].index(forKey: name) else { return false }
             place = FieldPlace(record: i, field: j)
@@ -176,7 +181,8 @@ extension RecordStore {
         let p = place!
         assert(materialized.keys[p.record] == key && materialized.values[p.record].keys[p.field] == name, "a stale field place")
         guard materialized.values[p.record].values[p.field].spliceLocally(
-            at: position, delete: delete, insert: insert, scalars: k, stamp: stamp, typing: &typing, made: &made, removing: &more)
+            at: position, delete: delete, insert: insert, scalars: k, stamp: stamp, typing: &typing, removedRun: &removedRun,
+            made: &made, removing: &more)
         else { return false }
         clock = Swift.max(clock, stamp.clock)
         return true
@@ -187,11 +193,12 @@ extension FieldState {
     /// A local splice of this text field, stamped `stamp` (see ``RecordStore/spliceLocally``):
     /// what ``apply(_:stamp:local:)`` does with the edit it makes.
     mutating func spliceLocally(at position: Int, delete: Int, insert: String, scalars k: Int, stamp: FieldStamp,
-                                typing: inout TypingPoint?, made: inout LocalSplice, removing more: inout [TextRange]) -> Bool {
+                                typing: inout TypingPoint?, removedRun: inout Int32, made: inout LocalSplice,
+                                removing more: inout [TextRange]) -> Bool {
         // Optional chaining edits the text in place (`text != nil` would copy it).
         guard kind == .text,
               text?.spliceLocally(at: position, delete: delete, insert: insert, scalars: k, id: stamp.id,
-                                  typing: &typing, made: &made, removing: &more) == true
+                                  typing: &typing, removedRun: &removedRun, made: &made, removing: &more) == true
         else { return false }
         if stamp > latest {
             latest = stamp

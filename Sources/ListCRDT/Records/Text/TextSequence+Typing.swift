@@ -1,7 +1,7 @@
 import Foundation
 
 /// Where this replica's last local insert into a text ended, so that the next character typed
-/// right after it goes in without a search (``TextSequence/spliceLocally(at:delete:insert:scalars:id:typing:made:removing:)``).
+/// right after it goes in without a search (``TextSequence/spliceLocally(at:delete:insert:scalars:id:typing:removedRun:made:removing:)``).
 /// Valid only while nothing else changed the text (the caller's ``LocalTextRun`` checks the log).
 struct TypingPoint: Sendable {
     /// The position right after the last inserted character.
@@ -16,7 +16,7 @@ struct TypingPoint: Sendable {
     var rightID: OpID
 }
 
-/// What a local splice made (``TextSequence/spliceLocally(at:delete:insert:scalars:id:typing:made:removing:)``),
+/// What a local splice made (``TextSequence/spliceLocally(at:delete:insert:scalars:id:typing:removedRun:made:removing:)``),
 /// as plain values: the caller builds the operation's ``TextEdit`` from it once (an edit built
 /// here and handed up by `inout` was copied and destroyed through its value witnesses on the
 /// way, about a seventh of a keystroke), and a text run's log record takes it without an edit.
@@ -68,7 +68,8 @@ extension TextSequence {
     /// removed ranges when it removed more than one character) to what it made (the edit
     /// ``edit(at:delete:insert:)`` gives, applied as ``apply(_:id:)`` applies it, is
     /// `made.edit(insert:scalars:more:)`) and `typing` to where the typing ends now (nil when
-    /// nothing was inserted), and returns true; returns false, with nothing changed, when the
+    /// nothing was inserted), and returns true (`removedRun`: where the last one-character removal
+    /// found its character's run, ``TextSlots/id(of:hint:)``); returns false, with nothing changed, when the
     /// range is outside the text or the edit removes more than ``TextLimits/maxDeleteRanges``
     /// ranges (the general path then throws). `made` and `more` must be as `LocalSplice()` and
     /// `[]` make them.
@@ -80,7 +81,8 @@ extension TextSequence {
     /// - Complexity: O(1) amortized for a keystroke at the caret; else O(log n + d log r + k)
     ///   for d removed and k inserted characters.
     mutating func spliceLocally(at position: Int, delete: Int, insert: String, scalars k: Int, id: OpID,
-                                typing: inout TypingPoint?, made: inout LocalSplice, removing more: inout [TextRange]) -> Bool {
+                                typing: inout TypingPoint?, removedRun: inout Int32, made: inout LocalSplice,
+                                removing more: inout [TextRange]) -> Bool {
         guard position + delete <= count else { return false }
         if delete == 0, k == 1, let t = typing, t.caret == position,
            let cursor = forest.extend(t.cursor ?? forest.locate(t.last), with: LocalVersion(slots.count)) {
@@ -98,7 +100,7 @@ extension TextSequence {
         // the position stays shown, and hiding does not change the order).
         if delete == 1 {
             let c = forest.findVisibleNear(Self.tree, position)
-            made.removed = TextRange(first: slots.id(of: forest.lv(at: c)), count: 1)
+            made.removed = TextRange(first: slots.id(of: forest.lv(at: c), hint: &removedRun), count: 1)
             forest.flip(at: c, count: 1)
         } else if delete > 0 {
             let ranges = ranges(from: position, count: delete)

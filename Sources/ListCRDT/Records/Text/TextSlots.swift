@@ -79,6 +79,22 @@ struct TextSlots: Sendable {
         run(of: lv).id(of: lv)
     }
 
+    /// ``id(of:)``, looking first in run `hint` (an index into ``runs``: any value, it is checked)
+    /// and leaving there the index of the run that holds `lv`: a held backspace removes the
+    /// characters of one run one after the other, so the next removal's run is this one's.
+    ///
+    /// - Complexity: O(1) when run `hint` holds `lv`, else as ``runIndex(of:)``.
+    @inline(__always)
+    func id(of lv: LocalVersion, hint: inout Int32) -> OpID {
+        if hint >= 0, Int(hint) < runs.count {
+            let run = runs[Int(hint)]
+            if run.lv.raw <= lv.raw, lv.raw &- run.lv.raw < run.count { return run.id(of: lv) }
+        }
+        let i = runIndex(of: lv)
+        hint = Int32(truncatingIfNeeded: i)
+        return runs[i].id(of: lv)
+    }
+
     /// Left and right origins of character `lv` (``LocalVersion/none`` for the ends of the text).
     ///
     /// - Complexity: as ``runIndex(of:)``.
