@@ -88,6 +88,12 @@ import Testing
         config.daemons = 2 + Int(seed % 2)
         config.ring = false
         config.coreVariant = variant
+        if variant != .correct {
+            // The device's own repairs (Docs/Semantics.md §7, "An edit its author made again")
+            // off, so that the daemon's rule alone is shown: they repair one of these seeds.
+            config.keepsRemadeUnannounced = true
+            config.remakesPartedUnsent = true
+        }
         var sim = Simulator(config)
         return sim.run()
     }
