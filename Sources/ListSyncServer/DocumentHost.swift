@@ -230,9 +230,11 @@ actor DocumentHost {
     /// A device made edits of its own again (``DocumentCore/remade(_:ranges:now:)``): named
     /// parted in this daemon's table, written down and gossiped.
     func remade(_ subscriber: SubscriberID, ranges: PartedRanges) async {
-        let before = core.partedRanges
+        // Only this daemon's own entry changes (not the union of every entry's ranges).
+        func own() -> PartedRanges? { core.stability.peers.entries[core.document.replica]?.parted }
+        let before = own()
         await housekeep(.remade(subscriber, ranges: ranges))
-        if core.partedRanges != before {
+        if own() != before {
             log("device edits made again named parted", ["document": id.description, "ranges": ranges.description])
         }
     }

@@ -426,7 +426,7 @@ public struct DeviceClientMachine: Sendable {
     static func remadeOriginals(_ outcome: CopyResync.Outcome) -> PartedRanges {
         let kept = Set(outcome.made.map(\.id))
         var runs = PartedRanges()
-        for op in outcome.unsent where !kept.contains(op.id) { runs.insert(op.id.counter...op.lastID.counter, of: op.id.replica) }
+        for op in outcome.unsent where !kept.contains(op.id) { runs.insert(op) }
         return runs
     }
 

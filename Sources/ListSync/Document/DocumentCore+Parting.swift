@@ -158,7 +158,7 @@ extension DocumentCore {
         // daemon parted and this copy took out are named by that daemon's entry.
         let originals = Set(merge.originals.map(\.id))
         var runs = PartedRanges()
-        for op in merge.parted where !originals.contains(op.id) { runs.insert(op.id.counter...op.lastID.counter, of: op.id.replica) }
+        for op in merge.parted where !originals.contains(op.id) { runs.insert(op) }
         _ = stability.peers.noteParted(self.document.replica, runs: runs, now: stabilityClock)
         stability.lowerAcknowledgements(to: document.version)
         stabilityUnsaved = true
@@ -259,8 +259,8 @@ extension DocumentCore {
         let own = ranges.only(replica)
         guard !own.isEmpty else { return false }
         stabilityClock = now
+        // (``holdsPartedOriginals()`` looks again by itself: its memo is of the ranges it saw.)
         guard stability.peers.noteParted(document.replica, runs: own, now: now) else { return false }
-        partedHeldChecked = nil
         stabilityUnsaved = true
         gossipDirty = true
         return true

@@ -76,6 +76,13 @@ public struct PartedRanges: Hashable, Sendable, CustomStringConvertible {
         runs[replica] = kept
     }
 
+    /// Adds the counters of operation `op` (a run's, from its first to its last).
+    ///
+    /// - Complexity: O(g) for g runs of its replica.
+    public mutating func insert(_ op: ListOperation) {
+        insert(op.id.counter...op.lastID.counter, of: op.id.replica)
+    }
+
     /// Adds every run of `other`. Returns whether anything was new.
     ///
     /// - Complexity: O(p × g²) for p authors of g runs.
@@ -98,7 +105,7 @@ public struct PartedRanges: Hashable, Sendable, CustomStringConvertible {
         for op in ops {
             if contains(op.id) || op.deps.contains(where: { on.contains($0) }) {
                 parted.append(op)
-                on.insert(op.id.counter...op.lastID.counter, of: op.id.replica)
+                on.insert(op)
             } else {
                 others.append(op)
             }
