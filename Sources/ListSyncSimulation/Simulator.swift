@@ -821,14 +821,12 @@ public struct Simulator: Sendable {
                     continue
                 }
                 daemons[d].core.unsubscribe(sub)
-                performCore(d, daemons[d].core.subscribe(sub, epoch: epoch, version: version, learnsParted: learnsParted))
-                if daemons[d].core.isSubscribed(sub) {
-                    daemons[d].servers[other]?.attached(doc)
-                    // A peer daemon's link, known from its earlier subscriptions: marked at once.
-                    if let server = daemons[d].servers[other], let peer = server.relayDaemon {
-                        daemons[d].core.markRelay(sub, daemon: peer, gossips: server.relayGossips)
-                    }
+                // A peer daemon's link, known from its earlier subscriptions: marked at once.
+                let relay = daemons[d].servers[other].flatMap { server in
+                    server.relayDaemon.map { DocumentCore.RelayMark(daemon: $0, gossips: server.relayGossips) }
                 }
+                performCore(d, daemons[d].core.subscribe(sub, epoch: epoch, version: version, learnsParted: learnsParted, relay: relay))
+                if daemons[d].core.isSubscribed(sub) { daemons[d].servers[other]?.attached(doc) }
             case .unsubscribe: daemons[d].core.unsubscribe(sub)
             case let .operations(_, batch, ops):
                 if batch != 0 { daemons[d].awaitingAck[other, default: [:]][batch] = ops.map(\.lastID) }
