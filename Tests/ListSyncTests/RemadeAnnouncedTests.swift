@@ -200,10 +200,7 @@ import ListSyncTestSupport
     /// lost for good"): 660039, traced in Docs/Semantics.md §7; 660004 and 660114 pass with it too.
     static let seeds: [UInt64] = [660_004, 660_039, 660_114]
 
-    /// `coreVariant`: the power tests run with daemons of before "A merge back that knows what
-    /// was parted" (Docs/Semantics.md §7), whose timing these seeds were found in: that rule
-    /// sends a peer's link the table at each subscription, which moves every later step.
-    static func run(_ seed: UInt64, keeps: Bool, coreVariant: DocumentCore.Variant = .correct) -> SimulationReport {
+    static func run(_ seed: UInt64, keeps: Bool) -> SimulationReport {
         var config = SimulationConfiguration()
         config.seed = seed
         config.daemons = 3
@@ -214,7 +211,6 @@ import ListSyncTestSupport
         config.losesDaemonEarly = true
         config.roamPercent = 30
         config.keepsRemadeUnannounced = keeps
-        config.coreVariant = coreVariant
         var sim = Simulator(config)
         return sim.run()
     }
@@ -228,7 +224,7 @@ import ListSyncTestSupport
 
     @Test("ring seed 9142 (--hide-daemon --roam 30 --crashes 2): a device re-syncing at another daemon does not make again its edits a merge back parted after their acknowledgement was lost; the broken client that does shows them twice")
     func partedUnsentSeed() {
-        func run(remakes: Bool, coreVariant: DocumentCore.Variant = .correct) -> SimulationReport {
+        func run(remakes: Bool) -> SimulationReport {
             var config = SimulationConfiguration()
             config.seed = 9_142
             config.daemons = 3
@@ -239,21 +235,19 @@ import ListSyncTestSupport
             config.compactAfter = 10
             config.operations = 80
             config.remakesPartedUnsent = remakes
-            config.coreVariant = coreVariant
             var sim = Simulator(config)
             return sim.run()
         }
         let report = run(remakes: false)
         #expect(report.failures.isEmpty, "\(report.failures)")
         #expect(report.remadeAnnounced > 0 && report.mergesBack > 0)
-        // In the timing of before "A merge back that knows what was parted" (see ``run(_:keeps:coreVariant:)``).
-        let broken = run(remakes: true, coreVariant: .keepsNamedInMergeBack)
+        let broken = run(remakes: true)
         #expect(!broken.passed && broken.failures.contains { $0.contains("shown twice") }, "\(broken.failures)")
     }
 
     @Test("test power: clients that never say what they made again (keepsRemadeUnannounced) fail the same seeds")
     func lostDaemonRelayedWithoutTheRule() {
-        let reports = Self.seeds.map { Self.run($0, keeps: true, coreVariant: .keepsNamedInMergeBack) }
+        let reports = Self.seeds.map { Self.run($0, keeps: true) }
         print("simulator, remade edits unannounced: \(reports.filter { !$0.passed }.count) of \(reports.count) runs failed, \(reports.map(\.copiesParted).reduce(0, +)) acknowledged operations missing from some copy")
         #expect(reports.allSatisfy { !$0.passed })
     }

@@ -451,7 +451,7 @@ public struct DocumentCore: Sendable {
     /// and whenever that grows (``announceParted()``; Docs/Semantics.md §7, "A device learns what
     /// was parted"). `relay`: the subscriber is a peer daemon's link
     /// (``markRelay(_:daemon:gossips:)``, before anything is sent): one that takes the table gets
-    /// it before its catch-up (``tableFor(_:)``).
+    /// it before a catch-up that is a snapshot (``tableFor(_:)``).
     ///
     /// - Complexity: O(r + k) for the log's r records (counted, not rebuilt) and the k operations of
     ///   the first step; each later step costs what it sends (``roomAvailable(_:)``).
@@ -470,7 +470,7 @@ public struct DocumentCore: Sendable {
         presenceListeners.remove(subscriber)
         if let relay { markRelay(subscriber, daemon: relay.daemon, gossips: relay.gossips) }
         let hello = SyncMessage.subscribed(document: id, name: name, epoch: self.epoch, version: advertisedVersion).encoded()
-        return [.send(subscriber, hello)] + tableFor(subscriber) + partedFor(subscriber) + catchUp(subscriber, from: version)
+        return [.send(subscriber, hello)] + partedFor(subscriber) + catchUp(subscriber, from: version)
     }
 
     /// A peer daemon's link, known as one when it subscribes (``ServerSession/relayDaemon``):
@@ -481,10 +481,11 @@ public struct DocumentCore: Sendable {
         public init(daemon: ReplicaID?, gossips: Bool) { (self.daemon, self.gossips) = (daemon, gossips) }
     }
 
-    /// The stability table for `subscriber`, right after `subscribed` and before its catch-up,
-    /// if it is a peer's link that takes it and the table names anyone: a catch-up that is a
-    /// snapshot is merged back by what the table says was parted (Docs/Semantics.md §7, "A
-    /// merge back that knows what was parted"), and the link takes tables only while attached.
+    /// The stability table for `subscriber`, before a catch-up that is a snapshot, if it is a
+    /// peer's link that takes it and the table names anyone: its daemon merges back onto that
+    /// snapshot by what the table says was parted (Docs/Semantics.md §7, "A merge back that
+    /// knows what was parted"), and the link takes tables only while attached, which it is not
+    /// once the snapshot came.
     ///
     /// - Complexity: O(size) of the table.
     func tableFor(_ subscriber: SubscriberID) -> [Action] {
