@@ -142,6 +142,38 @@ import Testing
         #expect(reports.allSatisfy { !$0.passed })
     }
 
+    /// `--lose-daemon-early` seeds of the CI configuration from 631000 where a client that keeps
+    /// no copy made edits only the lost daemon acknowledged, a device took them from it and made
+    /// edits on them, and those waited for them for ever on the daemon left (Docs/Semantics.md
+    /// §7, "Others' edits only a forgotten daemon held"): they pass with the device that sends
+    /// such operations with its own, and fail with the client that keeps them counted held
+    /// (``SimulationConfiguration/keepsGivenUpCauses``).
+    static let givenUpCausesSeeds: [UInt64] = [631_020, 631_046]
+
+    static func givenUpCausesRun(_ seed: UInt64, keeps: Bool) -> SimulationReport {
+        var config = SimulationConfiguration()
+        config.seed = seed
+        Self.configure(&config, seed, .lostDaemonEarly)
+        config.keepsGivenUpCauses = keeps
+        var sim = Simulator(config)
+        return sim.run()
+    }
+
+    @Test("a device that took another client's edits from the lost daemon and made edits on them sends them with its own: the seeds where its edits waited for them for ever pass", arguments: givenUpCausesSeeds)
+    func givenUpCausesSent(seed: UInt64) {
+        let report = Self.givenUpCausesRun(seed, keeps: false)
+        #expect(report.failures.isEmpty, "\(report.failures)")
+        #expect(report.copiesParted == 0 && report.daemonsLostEarly == 1 && report.givenUpCausesResends > 0)
+    }
+
+    @Test("test power: a client that never sends others' operations the lost daemon alone held (keepsGivenUpCauses) fails the same seeds")
+    func givenUpCausesKeptFails() {
+        let reports = Self.givenUpCausesSeeds.map { Self.givenUpCausesRun($0, keeps: true) }
+        let parted = reports.map(\.copiesParted).reduce(0, +)
+        print("simulator, others' edits only the lost daemon held, without the rule: \(reports.filter { !$0.passed }.count) of \(reports.count) runs failed, \(parted) acknowledged operations missing from some copy")
+        #expect(reports.allSatisfy { !$0.passed } && parted > 0)
+    }
+
     /// Counts, over `LISTSYNC_SIM_EARLY_SWEEP` seeds (a measurement, not run in CI unless set):
     /// how many fail with and without the rule. By default the CI configuration from 630000;
     /// `LISTSYNC_SIM_EARLY_CONFIG="daemons ring roam ops crashes first"` (ring 0 or 1) sets another.
