@@ -27,10 +27,10 @@ import Testing
 
     /// 4 blocks of hidden daemons, 3 of lost stability files, 2 of a daemon lost once quiet and
     /// 1 of one lost right after acknowledging an edit no other daemon held (a run where that
-    /// never happens loses it once quiet): 1,000 seeds. (Only one block of the last: seeds from
-    /// 631000, 631007, 631020 and 631046 fail among the first 47; 631007 is the case
-    /// Docs/Semantics.md §7 leaves, "An edit only a forgotten daemon held": an edit the lost
-    /// daemon relayed to one daemon, sent again to another and refused there.)
+    /// never happens loses it once quiet): 1,000 seeds. (Only one block of the last: of the seeds
+    /// from 631000, 631007 fails, the merge back that loops of Docs/Semantics.md §7, "What is
+    /// left"; 631020 and 631046 pass since "Others' edits only a forgotten daemon held",
+    /// ``givenUpCausesSeeds``.)
     static let blocks: [Block] =
         (0..<4).map { Block(provoked: .hiddenDaemon, first: 600_000 + $0 * 1_000) }
         + (0..<3).map { Block(provoked: .lostStability, first: 610_000 + $0 * 1_000) }
