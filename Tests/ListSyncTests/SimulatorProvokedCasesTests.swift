@@ -118,11 +118,14 @@ import Testing
     /// (Of seeds 630000–630099, 83 fail so; these are the first five with 2 and 3 daemons.)
     static let lostDaemonEarlySeeds: [UInt64] = [630_001, 630_002, 630_003, 630_004, 630_006]
 
-    static func lostDaemonEarlyRun(_ seed: UInt64, keeps: Bool) -> SimulationReport {
+    /// A run of `seed` in the `--lose-daemon-early` configuration, with the client that keeps
+    /// its given-up edits acknowledged (`keeps`) or others' operations counted held (`keepsCauses`).
+    static func lostDaemonEarlyRun(_ seed: UInt64, keeps: Bool, keepsCauses: Bool = false) -> SimulationReport {
         var config = SimulationConfiguration()
         config.seed = seed
         Self.configure(&config, seed, .lostDaemonEarly)
         config.keepsGivenUpAcknowledgements = keeps
+        config.keepsGivenUpCauses = keepsCauses
         var sim = Simulator(config)
         return sim.run()
     }
@@ -150,25 +153,16 @@ import Testing
     /// (``SimulationConfiguration/keepsGivenUpCauses``).
     static let givenUpCausesSeeds: [UInt64] = [631_020, 631_046]
 
-    static func givenUpCausesRun(_ seed: UInt64, keeps: Bool) -> SimulationReport {
-        var config = SimulationConfiguration()
-        config.seed = seed
-        Self.configure(&config, seed, .lostDaemonEarly)
-        config.keepsGivenUpCauses = keeps
-        var sim = Simulator(config)
-        return sim.run()
-    }
-
     @Test("a device that took another client's edits from the lost daemon and made edits on them sends them with its own: the seeds where its edits waited for them for ever pass", arguments: givenUpCausesSeeds)
     func givenUpCausesSent(seed: UInt64) {
-        let report = Self.givenUpCausesRun(seed, keeps: false)
+        let report = Self.lostDaemonEarlyRun(seed, keeps: false)
         #expect(report.failures.isEmpty, "\(report.failures)")
         #expect(report.copiesParted == 0 && report.daemonsLostEarly == 1 && report.givenUpCausesResends > 0)
     }
 
     @Test("test power: a client that never sends others' operations the lost daemon alone held (keepsGivenUpCauses) fails the same seeds")
     func givenUpCausesKeptFails() {
-        let reports = Self.givenUpCausesSeeds.map { Self.givenUpCausesRun($0, keeps: true) }
+        let reports = Self.givenUpCausesSeeds.map { Self.lostDaemonEarlyRun($0, keeps: false, keepsCauses: true) }
         let parted = reports.map(\.copiesParted).reduce(0, +)
         print("simulator, others' edits only the lost daemon held, without the rule: \(reports.filter { !$0.passed }.count) of \(reports.count) runs failed, \(parted) acknowledged operations missing from some copy")
         #expect(reports.allSatisfy { !$0.passed } && parted > 0)
