@@ -124,7 +124,8 @@ public struct SimulationConfiguration: Sendable {
     @_spi(Testing) public var keepsGivenUpAcknowledgements = false
     /// A deliberately broken client (tests of the harness's power): others' operations the daemon
     /// it caught up with lacks are never sent once a daemon is lost, as clients did before
-    /// ``ListSync/DeviceClientMachine/keepsGivenUpCauses``'s rule.
+    /// Docs/Semantics.md §7, "Others' edits only a forgotten daemon held"
+    /// (``ListSync/DeviceClientMachine/keepsGivenUpCauses``).
     @_spi(Testing) public var keepsGivenUpCauses = false
     /// A deliberately broken client (tests of the harness's power): a copy told what the daemons
     /// parted keeps waiting what waits on it, as clients did before
