@@ -102,22 +102,10 @@ import ListSyncTestSupport
         }
     }
 
-    /// Seeds of `listsync simulate --daemons 3 --ring --compact-after 10 --crashes 2 --ops 80
-    /// --lose-daemon-early --roam 30` whose merges back looped before the rule: 660110 (traced
-    /// in Docs/Semantics.md §7).
+    /// Seed `seed` of `listsync simulate --daemons 3 --ring --compact-after 10 --crashes 2 --ops 80
+    /// --lose-daemon-early --roam 30` (660110 looped before the rule: Docs/Semantics.md §7).
     static func run(_ seed: UInt64, variant: DocumentCore.Variant) -> SimulationReport {
-        var config = SimulationConfiguration()
-        config.seed = seed
-        config.daemons = 3
-        config.ring = true
-        config.compactAfter = 10
-        config.crashes = 2
-        config.operations = 80
-        config.losesDaemonEarly = true
-        config.roamPercent = 30
-        config.coreVariant = variant
-        var sim = Simulator(config)
-        return sim.run()
+        RemadeAnnouncedTests.run(seed, keeps: false, coreVariant: variant)
     }
 
     @Test("seed 660110 (a ring, a daemon lost early, roaming): passes, copies parted 0; with keepsNamedInMergeBack the merge back loops and the run fails")

@@ -200,7 +200,9 @@ import ListSyncTestSupport
     /// lost for good"): 660039, traced in Docs/Semantics.md §7; 660004 and 660114 pass with it too.
     static let seeds: [UInt64] = [660_004, 660_039, 660_114]
 
-    static func run(_ seed: UInt64, keeps: Bool) -> SimulationReport {
+    /// The lost-daemon ring's run of `seed`; `coreVariant` for the daemons
+    /// (``MergeBackNamedTests`` runs the same configuration).
+    static func run(_ seed: UInt64, keeps: Bool, coreVariant: DocumentCore.Variant = .correct) -> SimulationReport {
         var config = SimulationConfiguration()
         config.seed = seed
         config.daemons = 3
@@ -211,6 +213,7 @@ import ListSyncTestSupport
         config.losesDaemonEarly = true
         config.roamPercent = 30
         config.keepsRemadeUnannounced = keeps
+        config.coreVariant = coreVariant
         var sim = Simulator(config)
         return sim.run()
     }
