@@ -114,6 +114,12 @@ public struct DocumentCore: Sendable {
         /// its batch (Docs/Semantics.md §7, "An edit of an original the copy counts"): its author
         /// records a failure instead of re-syncing, and the waiting ones wait for ever.
         case refusesUnheldNamesAsMalformed
+        /// Merges back onto a peer's snapshot taking every counter its floor counts for held, as
+        /// before the floor said what it skipped (``ListCRDT/ListDocument/floorSkipped``): an
+        /// edit this copy keeps waiting that the floor counts without holding is dropped,
+        /// acknowledged and on no copy (Docs/Semantics.md §7, "A floor that counts what it
+        /// skipped").
+        case countsSkippedAsHeld
     }
 
     /// The document's id.
