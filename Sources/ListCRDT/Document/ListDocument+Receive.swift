@@ -183,13 +183,8 @@ extension ListDocument {
                 rejected.append(op)
                 throw .equivocation(op.id)
             }
-            // Before the compaction floor the log is gone: the content cannot be compared. A
-            // counter the floor skipped was never held: made before the floor, it is refused as
-            // such (its daemon merges it back), never taken for a duplicate.
-            if let floor = compaction, floor.version.contains(op.id) {
-                if floorHolds(op.id) { return .duplicate }
-                throw Self.beforeFloor(op.id)
-            }
+            // Before the compaction floor the log is gone: the content cannot be compared.
+            if let floor = compaction, floor.version.contains(op.id) { return .duplicate }
             throw .malformed(op.id, "its counter is not after \(op.id.replica)'s latest operation")
         }
         if buffer.count > 0, let waiting = buffer.waitingOperation(op.id) {
