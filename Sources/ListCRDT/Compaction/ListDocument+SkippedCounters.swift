@@ -26,20 +26,40 @@ extension ListDocument {
     }
 
     /// The counters a floor at this document's version would count that it never held: those
-    /// its floor skipped, and those above its floor that no operation of its log holds.
+    /// its floor skipped, and those its log's operations skip. An operation's counter is its
+    /// causes' greatest plus one (its author's clock is its copy's greatest counter), unless its
+    /// author had used counters its copy no longer holds: a device that re-synced from a
+    /// snapshot drops its edits made before the snapshot's floor and makes its unsent ones again
+    /// under counters after all of them, and its first edit then is at least two past its causes'
+    /// (``clockPast(_:)``). For each operation of the log whose counter so jumps, the counters of
+    /// its replica after the greatest this document holds below it are skipped. A counter no
+    /// operation ever had may be among them (harmless: nothing holds it); the runs stay few, one
+    /// per such jump, where naming every counter a replica's Lamport clock passed over would be
+    /// one per edit made after another replica's.
     ///
-    /// - Complexity: O(m + r) for m log records and r replicas.
+    /// - Complexity: O(m × d + r + j × g) for m log records of d dependencies, r replicas, and
+    ///   j jumps among g held runs of their replica.
     func skippedCounters() -> [ReplicaID: [ClosedRange<UInt64>]] {
+        var jumps: [ReplicaID: [UInt64]] = [:]
+        for r in 0..<log.records.count {
+            let id = log.id(record: r, operation: 0)
+            var causes: UInt64 = 0
+            for d in log.deps(record: r, operation: 0) { causes = max(causes, d.counter) }
+            if id.counter > causes &+ 1 { jumps[id.replica, default: []].append(id.counter) }
+        }
+        var skipped = compaction?.skipped ?? [:]
         let floor = compaction?.version ?? VersionVector()
-        var skipped: [ReplicaID: [ClosedRange<UInt64>]] = [:]
-        for (replica, top) in versionVector.entries {
-            let held = log.counterRuns(of: replica)
-            var runs: [ClosedRange<UInt64>] = []
-            // Below the floor: what it skipped, less what the log holds (nothing, normally).
-            for run in compaction?.skipped[replica] ?? [] { runs += Self.subtracting(held, from: run) }
-            let above = floor[replica] + 1
-            if above <= top { runs += Self.subtracting(held, from: above...top) }
-            if !runs.isEmpty { skipped[replica] = Self.joined(runs) }
+        for (replica, counters) in jumps {
+            // What this document holds of the replica: below its floor, less what it skipped; the log.
+            let top = floor[replica]
+            let below: [ClosedRange<UInt64>] = top == 0 ? [] : Self.subtracting(skipped[replica] ?? [], from: 1...top)
+            let held = Self.joined((below + log.counterRuns(of: replica)).sorted { $0.lowerBound < $1.lowerBound })
+            var runs = skipped[replica] ?? []
+            for counter in counters {
+                let last = held.last { $0.lowerBound < counter }.map { min($0.upperBound, counter - 1) } ?? 0
+                if last &+ 1 < counter { runs.append((last + 1)...(counter - 1)) }
+            }
+            if !runs.isEmpty { skipped[replica] = Self.joined(runs.sorted { $0.lowerBound < $1.lowerBound }) }
         }
         return skipped
     }

@@ -430,17 +430,10 @@ struct OpLog: Sendable {
     /// - Complexity: O(k) for the k records of that replica.
     func counterRuns(of replica: ReplicaID) -> [ClosedRange<UInt64>] {
         guard let k = replicaIndex.index(of: replica) else { return [] }
-        var runs: [ClosedRange<UInt64>] = []
-        for r in byReplica[k] {
+        return ListDocument.joined(byReplica[k].map { r in
             let rec = records[Int(r)]
-            let run = rec.counter...(rec.counter &+ UInt64(rec.count - 1))
-            if let last = runs.last, last.upperBound &+ 1 >= run.lowerBound {
-                runs[runs.count - 1] = last.lowerBound...max(last.upperBound, run.upperBound)
-            } else {
-                runs.append(run)
-            }
-        }
-        return runs
+            return rec.counter...(rec.counter &+ UInt64(rec.count - 1))
+        })
     }
 
     /// The id of the applied operation whose id range holds `id`, if any.
