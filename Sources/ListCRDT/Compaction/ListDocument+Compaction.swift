@@ -127,6 +127,7 @@ extension ListDocument {
         rejected = old.rejected
         dropped = old.dropped
         refusedBeforeFloor = old.refusedBeforeFloor
+        skipsCounter = old.skipsCounter
         pendingLimits = old.pendingLimits
         fastPaths = old.fastPaths
         variant = old.variant

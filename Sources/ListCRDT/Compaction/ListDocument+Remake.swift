@@ -72,16 +72,15 @@ extension ListDocument {
 
     /// Sets the clock past every id `local` used, so that this document's next edits never reuse
     /// one; and, when `local` made operations of its replica that this document lacks (dropped
-    /// or made again here), at least two past this document's latest counter: the next edit's
-    /// counter then jumps past its causes', which tells every copy that takes it that its author
-    /// skipped counters (``skippedCounters()``, Docs/Semantics.md §7, "A floor that counts what
-    /// it skipped"), though an ordinary edit's counter is its causes' greatest plus one.
+    /// or made again here), makes the next edit's counter skip one (``skipsCounter``): it then
+    /// jumps past its causes' greatest counter plus one, which tells every copy that takes it
+    /// that its author left counters out (``skippedCounters()``, Docs/Semantics.md §7, "A floor
+    /// that counts what it skipped"), though an ordinary edit's counter is exactly that.
     ///
     /// - Complexity: O(1).
     mutating func clockPast(_ local: ListDocument) {
-        let latest = clock
         clock = max(clock, local.clock)
-        if local.version[local.replica] > version[local.replica] { clock = max(clock, latest &+ 1) }
+        if local.version[local.replica] > version[local.replica] { skipsCounter = true }
     }
 }
 
