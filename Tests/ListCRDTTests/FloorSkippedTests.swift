@@ -10,7 +10,8 @@ import ListSyncTestSupport
 /// --daemons 2 --compact-after 10 --hide-daemon --roam 30 --crashes 2 --ops 80`.
 @Suite struct FloorSkippedTests {
     static func scene() throws -> (hub: ListDocument, parted: ListDocument, p: ListOperation, w: ListOperation) {
-        try FloorSkippedFixture.scene()
+        let (hub, parted, p, w, _) = try FloorSkippedFixture.scene()
+        return (hub, parted, p, w)
     }
 
     @Test("a floor remembers the counters it counts but never held: the device's dropped edits, not those the hub holds; a later compaction keeps them")
@@ -56,30 +57,18 @@ import ListSyncTestSupport
 
     @Test("a device whose copy's clock was behind the snapshot's still makes its first edit after the re-sync jump past its causes: the floor names the edit it dropped")
     func resyncBehindTheSnapshotsClock() throws {
-        var hub = try ListDocument.make(1, sections: [["a", "b", "c"]])
-        var parted = hub.fork(as: 9)
-        var device = hub.fork(as: 3)
-        let p = try device.insertItem(at: IndexPath(item: 0, section: 0), value: Data("p"))
-        #expect(hub.receive([p]).refused.isEmpty)
-        let w = try device.setField("title", to: .string("T"), ofItem: ItemID(p.id))
-        #expect(parted.receive([w]).refused.isEmpty && parted.pendingCount == 1)
-        let y = try device.insertItem(at: IndexPath(item: 4, section: 0), value: Data("y"))
-        // The hub goes on far past the device's counters before the device re-syncs there.
-        for k in 0..<8 { _ = try hub.insertItem(at: IndexPath(item: 0, section: 0), value: Data("h\(k)")) }
-        try hub.compact(stable: hub.version)
-        #expect(hub.clock > device.clock)
-        var resynced = try ListDocument(snapshot: hub.encodedSnapshot(), replica: ReplicaID(3))
-        let made = resynced.remake([y], from: device, refused: true)
+        var (hub, parted, p, w, made) = try FloorSkippedFixture.scene(hubGoesOn: 8)
         let first = try #require(made.first)
-        #expect(first.id.counter > (first.deps.map(\.counter).max() ?? 0) + 1, "the counter jumps past its causes'")
-        #expect(hub.receive(made).refused.isEmpty)
-        try hub.compact(stable: hub.version)
+        let causes = first.deps.map(\.counter).max() ?? 0
+        #expect(causes > w.id.counter, "the snapshot's clock was past the device's dropped edit")
+        #expect(first.id.counter > causes + 1, "the counter jumps past its causes'")
         #expect(hub.floorSkipped[ReplicaID(3)]?.contains { $0.contains(w.id.counter) } == true)
         var merged = try ListDocument(snapshot: hub.encodedSnapshot(), replica: ReplicaID(9))
         let mergeResult = merged.mergeBack(from: parted, remakes: { _ in true })
         let merge = try #require(mergeResult)
         #expect(merge.parted.map(\.id) == [w.id] && merge.made.count == 1)
         #expect(merged.fields(of: ItemID(p.id))["title"] == .value(.string("T")))
+        #expect(hub.receive(merge.made).refused.isEmpty)
     }
 
     @Test("the compacted snapshot carries them (version 12) and loads them back; a floor that skipped nothing still writes version 3, byte for byte")

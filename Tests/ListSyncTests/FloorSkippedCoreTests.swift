@@ -11,7 +11,7 @@ import ListSyncTestSupport
 /// held, as before) the core takes the copy for held by the snapshot, and the write is lost.
 @Suite struct FloorSkippedCoreTests {
     static func core(variant: DocumentCore.Variant = .correct) throws -> (core: DocumentCore, hub: ListDocument, snapshot: ListDocument, p: ListOperation, w: ListOperation) {
-        let (hub, parted, p, w) = try FloorSkippedFixture.scene()
+        let (hub, parted, p, w, _) = try FloorSkippedFixture.scene()
         var core = DocumentCore(id: PeerMergeBackTests.doc, name: "n", epoch: 7, document: parted)
         core.variant = variant
         let snapshot = try ListDocument(snapshot: hub.encodedSnapshot(), replica: parted.replica)
