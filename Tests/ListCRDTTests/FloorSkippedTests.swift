@@ -71,6 +71,26 @@ import ListSyncTestSupport
         #expect(hub.receive(merge.made).refused.isEmpty)
     }
 
+    @Test("a re-sync with nothing to make again still makes the device's next edit skip a counter, after edits it received meanwhile; a compaction keeps the flag; the edit after does not skip")
+    func skipSurvivesReceivedEdits() throws {
+        var hub = try ListDocument.make(1, sections: [["a", "b"]])
+        var device = hub.fork(as: 3)
+        _ = try device.insertItem(at: IndexPath(item: 0, section: 0), value: Data("dropped"))
+        _ = try hub.deleteItem(at: IndexPath(item: 1, section: 0))
+        try hub.compact(stable: hub.version)
+        var resynced = try ListDocument(snapshot: hub.encodedSnapshot(), replica: ReplicaID(3))
+        #expect(resynced.remake([], from: device, refused: true).isEmpty)
+        for k in 0..<4 {
+            let h = try hub.insertItem(at: IndexPath(item: 0, section: 0), value: Data("h\(k)"))
+            #expect(resynced.receive([h]).refused.isEmpty)
+        }
+        try resynced.compact(stable: resynced.version)
+        let first = try resynced.insertItem(at: IndexPath(item: 0, section: 0), value: Data("first"))
+        #expect(first.id.counter == (first.deps.map(\.counter).max() ?? 0) + 2)
+        let second = try resynced.insertItem(at: IndexPath(item: 0, section: 0), value: Data("second"))
+        #expect(second.id.counter == first.id.counter + 1)
+    }
+
     @Test("the compacted snapshot carries them (version 12) and loads them back; a floor that skipped nothing still writes version 3, byte for byte")
     func snapshotCarriesSkipped() throws {
         let (hub, _, _, _) = try Self.scene()
