@@ -33,6 +33,11 @@ public struct ListDocument: Sendable {
     var refusalsToSweep = false
     /// What compaction left of the history (`Compaction/`): nil for a document never compacted.
     var compaction: CompactionFloor?
+    /// Whether the next local operation's counter skips one: set by a re-sync that left
+    /// operations of this replica out (``clockPast(_:)``), so that the first edit after it
+    /// jumps past its causes' counters and every copy can tell what it skipped
+    /// (`Compaction/ListDocument+SkippedCounters.swift`).
+    var skipsCounter = false
     /// Whether the fast paths may run (tests turn it off to compare them with the general path;
     /// the one gate is ``fastPathsEnabled``, Document/FastPaths/README.md).
     var fastPaths = true

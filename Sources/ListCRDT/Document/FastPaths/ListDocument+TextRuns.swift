@@ -87,7 +87,7 @@ extension ListDocument {
         let bytes = insert.utf8.count
         // The frontier is this run's last operation (nothing happened since the last local
         // operation, whose dependencies were the whole frontier): the operation depends on it.
-        guard fastPathsEnabled, textRun.logCount == log.count, clock == textRun.last.counter, textRun.target == target,
+        guard fastPathsEnabled, !skipsCounter, textRun.logCount == log.count, clock == textRun.last.counter, textRun.target == target,
               textRun.name == name, position >= 0, delete >= 0, delete <= TextLimits.maxDeleteRanges, delete > 0 || bytes > 0,
               bytes <= maxValueSize, currentFrontier.isOnly(textRun.last)
         else { return nil }
