@@ -91,6 +91,35 @@ import ListSyncTestSupport
         #expect(second.id.counter == first.id.counter + 1)
     }
 
+    @Test("no fast path continues its run past a re-sync that skips: the next keystroke, typed insert or item delete skips a counter (the clock is past the run's last), the one after does not")
+    func fastPathsTakeTheSkip() throws {
+        for kind in ["keystroke", "insert", "delete"] {
+            var doc = try ListDocument.make(3, sections: [["a", "b", "c", "d"]])
+            let item = ItemID(try doc.insertItem(at: IndexPath(item: 0, section: 0), value: Data("t")).id)
+            func edit(_ k: Int) throws -> OpID {
+                switch kind {
+                case "keystroke": return try doc.typeText("notes", ofItem: item, at: k, insert: "x")
+                case "insert": return try doc.insertItem(at: IndexPath(item: 1 + k, section: 0), value: Data("i")).id
+                default: return try doc.deleteItem(at: IndexPath(item: 1, section: 0)).id
+                }
+            }
+            _ = try edit(0)
+            _ = try edit(1)
+            let live = kind == "keystroke" ? doc.localTextRun?.logCount == doc.operationCount
+                : kind == "insert" ? doc.localInsertRun != nil : doc.localDeleteRun != nil
+            #expect(live, "\(kind): the run is live")
+            var old = doc
+            _ = try old.insertItem(at: IndexPath(item: 0, section: 0), value: Data("dropped"))
+            doc.clockPast(old)
+            #expect(doc.skipsCounter)
+            let clock = doc.clock
+            #expect(try edit(2).counter == clock + 2, "\(kind): the edit after the re-sync skips one")
+            #expect(!doc.skipsCounter)
+            let next = doc.clock
+            #expect(try edit(3).counter == next + 1, "\(kind): the one after does not")
+        }
+    }
+
     @Test("the compacted snapshot carries them (version 12) and loads them back; a floor that skipped nothing still writes version 3, byte for byte")
     func snapshotCarriesSkipped() throws {
         let (hub, _, _, _) = try Self.scene()
