@@ -162,9 +162,9 @@ actor DocumentHost {
         guard !isClosed else { return nil }
         lastUsed = clock()
         let actions = core.subscribe(subscriber.subscriberID, epoch: epoch, version: version, ownLink: ownLink,
-                                     learnsParted: learnsParted)
+                                     learnsParted: learnsParted,
+                                     relay: relay ? DocumentCore.RelayMark(daemon: peer, gossips: gossips) : nil)
         if core.isSubscribed(subscriber.subscriberID) {
-            if relay { core.markRelay(subscriber.subscriberID, daemon: peer, gossips: gossips) }
             subscribers[subscriber.subscriberID] = subscriber
             if let interest { Task { [id] in await interest(id) } }
         } else { subscriber.deliverAll(id, actions) }

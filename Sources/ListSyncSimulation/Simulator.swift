@@ -122,6 +122,11 @@ public struct SimulationConfiguration: Sendable {
     /// since acknowledged stays acknowledged, never sent again, as clients did before
     /// ``ListSync/AcknowledgingDaemons``.
     @_spi(Testing) public var keepsGivenUpAcknowledgements = false
+    /// A deliberately broken client (tests of the harness's power): others' operations the daemon
+    /// it caught up with lacks are never sent once a daemon is lost, as clients did before
+    /// Docs/Semantics.md §7, "Others' edits only a forgotten daemon held"
+    /// (``ListSync/DeviceClientMachine/keepsGivenUpCauses``).
+    @_spi(Testing) public var keepsGivenUpCauses = false
     /// A deliberately broken client (tests of the harness's power): a copy told what the daemons
     /// parted keeps waiting what waits on it, as clients did before
     /// ``ListSync/DeviceClientMachine/Action/dropPartedWaiting``.
@@ -232,6 +237,9 @@ public struct SimulationReport: Sendable, CustomStringConvertible {
     /// (``SimulationConfiguration/losesDaemonEarly``); and the times a client counted edits only
     /// a lost daemon acknowledged unacknowledged again, to send them again.
     public var daemonsLostEarly = 0, givenUpResends = 0
+    /// The times a client counted others' operations the daemon it caught up with lacked
+    /// unacknowledged again, a daemon that acknowledged its edits being lost.
+    public var givenUpCausesResends = 0
     /// Operations only the lost daemon held that it acknowledged to a client that keeps no copy
     /// (a forgetful one): lost with it by design, and left out of ``copiesParted``.
     public var lostWithoutACopy = 0
@@ -276,6 +284,7 @@ public struct SimulationReport: Sendable, CustomStringConvertible {
         daemonsLost += other.daemonsLost
         daemonsForgotten += other.daemonsForgotten
         daemonsLostEarly += other.daemonsLostEarly; givenUpResends += other.givenUpResends
+        givenUpCausesResends += other.givenUpCausesResends
         lostWithoutACopy += other.lostWithoutACopy
         mergesBack += other.mergesBack; mergedBackOperations += other.mergedBackOperations
         partedWaitingDropped += other.partedWaitingDropped
@@ -390,6 +399,7 @@ public struct Simulator: Sendable {
         machine.remakesOnFirstRefusal = configuration.remakesOnFirstRefusal
         machine.keepsRefusedEdits = configuration.keepsRefusedEdits
         machine.keepsGivenUpAcknowledgements = configuration.keepsGivenUpAcknowledgements
+        machine.keepsGivenUpCauses = configuration.keepsGivenUpCauses
         machine.keepsPartedWaiting = configuration.keepsPartedWaiting
         machine.keepsPartedShown = configuration.keepsPartedShown
         machine.keepsRemadeUnannounced = configuration.keepsRemadeUnannounced
@@ -518,6 +528,7 @@ public struct Simulator: Sendable {
         report.virtualTime = network.now
         report.acknowledged = daemons.reduce(0) { $0 + $1.acknowledged.count }
         report.givenUpResends += machines.reduce(0) { $0 + $1.givenUpResends }
+        report.givenUpCausesResends += machines.reduce(0) { $0 + $1.givenUpCausesResends }
         return report
     }
 
@@ -821,14 +832,12 @@ public struct Simulator: Sendable {
                     continue
                 }
                 daemons[d].core.unsubscribe(sub)
-                performCore(d, daemons[d].core.subscribe(sub, epoch: epoch, version: version, learnsParted: learnsParted))
-                if daemons[d].core.isSubscribed(sub) {
-                    daemons[d].servers[other]?.attached(doc)
-                    // A peer daemon's link, known from its earlier subscriptions: marked at once.
-                    if let server = daemons[d].servers[other], let peer = server.relayDaemon {
-                        daemons[d].core.markRelay(sub, daemon: peer, gossips: server.relayGossips)
-                    }
+                // A peer daemon's link, known from its earlier subscriptions: marked at once.
+                let relay = daemons[d].servers[other].flatMap { server in
+                    server.relayDaemon.map { DocumentCore.RelayMark(daemon: $0, gossips: server.relayGossips) }
                 }
+                performCore(d, daemons[d].core.subscribe(sub, epoch: epoch, version: version, learnsParted: learnsParted, relay: relay))
+                if daemons[d].core.isSubscribed(sub) { daemons[d].servers[other]?.attached(doc) }
             case .unsubscribe: daemons[d].core.unsubscribe(sub)
             case let .operations(_, batch, ops):
                 if batch != 0 { daemons[d].awaitingAck[other, default: [:]][batch] = ops.map(\.lastID) }
@@ -1046,6 +1055,7 @@ public struct Simulator: Sendable {
         clients[c].document = doc
         clients[c].knowsEpoch = false
         report.givenUpResends += machines[c].givenUpResends
+        report.givenUpCausesResends += machines[c].givenUpCausesResends
         machines[c] = Self.machine(doc.replica, configuration)
         clients[c].presence = PresencePublisher()
         takePartInPresence(c)

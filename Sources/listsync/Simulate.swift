@@ -211,7 +211,7 @@ func runSimulate(_ args: [String]) throws -> Int32 {
         if config.compactAfter != nil {
             print("compaction: \(total.compactions) compactions (\(total.prefixCompactions) at a stable prefix), \(total.retired) senders retired, \(total.snapshots) snapshot catch-ups, \(total.remade) operations remade, \(total.refusedCompacted) batches refused as compacted, \(total.clientCompactions) client compactions")
             if config.losesDaemon || config.losesDaemonEarly {
-                print("lost daemons: \(total.daemonsLost) lost for good (\(total.daemonsLostEarly) right after acknowledging an edit no other daemon held), \(total.daemonsForgotten) forgotten on the operator's word (the others forget through the gossip), \(total.givenUpResends) times a device sent again edits only a lost daemon acknowledged, \(total.lostWithoutACopy) operations it alone acknowledged to a client that keeps no copy (lost with it)")
+                print("lost daemons: \(total.daemonsLost) lost for good (\(total.daemonsLostEarly) right after acknowledging an edit no other daemon held), \(total.daemonsForgotten) forgotten on the operator's word (the others forget through the gossip), \(total.givenUpResends) times a device sent again edits only a lost daemon acknowledged, \(total.givenUpCausesResends) times others' edits the daemon it caught up with lacked, \(total.lostWithoutACopy) operations it alone acknowledged to a client that keeps no copy (lost with it)")
             }
         }
         if config.daemons > 1 {

@@ -35,6 +35,41 @@ import ListSyncTestSupport
         #expect(hub.rows == merged.rows)
     }
 
+    @Test("an operation a daemon's entry names (named) is parted though it comes after the floor: applied or kept waiting, made again when remakes names its author, else dropped; unnamed, it is kept as it is")
+    func namedPartedAfterTheFloor() throws {
+        var hub = try ListDocument.make(1, sections: [["a", "b", "c"]])
+        let parted0 = hub.fork(as: 9)
+        try hub.compact(stable: hub.version)
+        let atFloor = hub.encodedSnapshot()
+        // After the floor: the hub's insert "h", a device's edit "w" made on it (the left-out
+        // copy lacks "h": "w" waits there), and a device's edit "x" on the floor (applied there).
+        _ = try hub.insertItem(at: IndexPath(item: 0, section: 0), value: Data("h"))
+        var device = hub.fork(as: 3)
+        let w = try device.insertItem(at: IndexPath(item: 1, section: 0), value: Data("w"))
+        var other = try ListDocument(snapshot: atFloor, replica: ReplicaID(4))
+        let x = try other.insertItem(at: IndexPath(item: 3, section: 0), value: Data("x"))
+        var parted = parted0
+        #expect(parted.receive([w]).refused.isEmpty && parted.pendingCount == 1, "w waits for the hub's h")
+        #expect(parted.receive([x]).refused.isEmpty && parted.pendingCount == 1)
+        for (named, remakes) in [(false, false), (true, false), (true, true)] {
+            var merged = try ListDocument(snapshot: hub.encodedSnapshot(), replica: ReplicaID(9))
+            let ids: Set<OpID> = [w.id, x.id]
+            let mergeResult = merged.mergeBack(from: parted, remakes: { _ in remakes }, named: { named && ids.contains($0) })
+            let merge = try #require(mergeResult)
+            if !named {
+                #expect(Set(merge.kept.map(\.id)) == ids && merge.parted.isEmpty)
+                #expect(merged.flat == ["h", "w", "a", "b", "c", "x"])
+            } else {
+                #expect(Set(merge.parted.map(\.id)) == ids && merge.kept.isEmpty)
+                #expect(remakes ? merge.dropped.isEmpty && merge.made.count == 2 : Set(merge.dropped.map(\.id)) == ids)
+                #expect(merged.flat.filter { $0 == "w" || $0 == "x" }.count == (remakes ? 2 : 0))
+                #expect(!merged.version.contains(w.id) && !merged.version.contains(x.id), "the originals are not held")
+            }
+            #expect(merged.pendingCount == 0)
+            try merged.checkInvariants()
+        }
+    }
+
     @Test("a section inserted with its fields that the left-out copy kept waiting is made again with its value and fields, after its left origin's section")
     func waitingSectionInsertWithFieldsMadeAgain() throws {
         var hub = try ListDocument.make(1, sections: [["a"], ["b"]])

@@ -1,5 +1,5 @@
 extension ListDocument {
-    /// What ``mergeBack(from:remakes:relayed:)`` did: the operations it added to this document.
+    /// What ``mergeBack(from:remakes:relayed:named:)`` did: the operations it added to this document.
     public struct MergeBack: Sendable, Equatable {
         /// Operations of `local` taken as they are (made after this document's floor), in order.
         public var kept: [ListOperation] = []
@@ -34,7 +34,11 @@ extension ListDocument {
     /// this document shows, a value written again, a move made again, and so on); otherwise it
     /// is dropped here (it came relayed: the daemon that took it from its author makes it again);
     /// so is one `relayed` names (an operation that came relayed, of an author this daemon also
-    /// took others from directly: a roaming device).
+    /// took others from directly: a roaming device). One `named` names (a daemon said it parted
+    /// it: Docs/Semantics.md §7, "A merge back that knows what was parted"), or made on one, is
+    /// parted too, wherever it stands: the snapshot's copy took it out (made again there if that
+    /// daemon took it from its author, else dropped there), so kept here it would hold an
+    /// original the snapshot's daemon refuses for ever.
     /// Operations made again take counters after both documents' clocks. What this document
     /// lacks is found by its floor and its log (``heldOperations()``), not by its version. The
     /// operations `local` kept waiting for their causes (acknowledged: durable) are merged back
@@ -49,13 +53,14 @@ extension ListDocument {
     ///   this document lacks with d dependencies each, n visible items, and w operations `local`
     ///   keeps waiting.
     public mutating func mergeBack(from local: ListDocument, remakes: (ReplicaID) -> Bool,
-                                   relayed: (OpID) -> Bool = { _ in false }) -> MergeBack? {
+                                   relayed: (OpID) -> Bool = { _ in false },
+                                   named: (OpID) -> Bool = { _ in false }) -> MergeBack? {
         guard local.hasHistory(since: version) else { return nil }
         let (lacking, holds) = lackedOperations(of: local)
         var result = MergeBack()
         guard !lacking.isEmpty || !local.pendingOperations.isEmpty else { return result }
         var direct: [ListOperation]
-        (direct, result.parted) = splitAtFloor(lacking)
+        (direct, result.parted) = splitAtFloor(lacking, parted: named)
         // One this version counts that is not here (a gap: below) would be taken for a duplicate.
         if direct.contains(where: { version.contains($0.lastID) }) {
             result.parted = lacking
@@ -72,6 +77,7 @@ extension ListDocument {
         // The operations `local` held waiting for their causes: acknowledged too, so taken as
         // they are, or parted and made again (ListDocument+MergeBackWaiting.swift).
         var stale: [ReplicaID: [ClosedRange<UInt64>]] = [:]
+        for op in local.pendingOperations where named(op.id) { stale[op.id.replica, default: []].append(op.id.counter...op.lastID.counter) }
         for op in result.parted { stale[op.id.replica, default: []].append(op.id.counter...op.lastID.counter) }
         let (waitingTaken, waitingParted) = mergeWaiting(of: local, stale: &stale, holds: holds)
         result.kept += waitingTaken
@@ -156,16 +162,17 @@ extension ListDocument {
     }
 
     /// Splits `ops` (operations this document lacks, in causal order) into those causally after
-    /// its floor, and those made before it (``isBeforeFloor(_:)``) or on one of those: the
-    /// latter no copy compacted at the floor ever takes as they are.
+    /// its floor, and those made before it (``isBeforeFloor(_:)``), or that `parted` names, or
+    /// made on one of those: the latter no copy compacted at the floor ever takes as they are.
     ///
     /// - Complexity: O(k × d) for k operations of d dependencies.
-    public func splitAtFloor(_ ops: [ListOperation]) -> (after: [ListOperation], before: [ListOperation]) {
+    public func splitAtFloor(_ ops: [ListOperation], parted: (OpID) -> Bool = { _ in false })
+        -> (after: [ListOperation], before: [ListOperation]) {
         var stale: [ReplicaID: [ClosedRange<UInt64>]] = [:]
         var after: [ListOperation] = [], before: [ListOperation] = []
         for op in ops {
             let onStale = op.deps.contains { d in stale[d.replica]?.contains { $0.contains(d.counter) } ?? false }
-            if onStale || isBeforeFloor(op) {
+            if onStale || isBeforeFloor(op) || parted(op.id) {
                 before.append(op)
                 stale[op.id.replica, default: []].append(op.id.counter...op.lastID.counter)
             } else {

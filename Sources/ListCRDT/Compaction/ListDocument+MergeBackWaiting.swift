@@ -6,12 +6,12 @@ import Foundation
 // does not hold them. A device that roamed from a compacted peer to the left-out daemon sends
 // edits made on operations that only the peer held: the left-out daemon keeps them waiting until
 // the peer's snapshot comes, which holds their causes as state only, so they never apply as they
-// are. ``ListDocument/mergeBack(from:remakes:relayed:)`` takes or makes them again here.
+// are. ``ListDocument/mergeBack(from:remakes:relayed:named:)`` takes or makes them again here.
 
 extension ListDocument {
     /// `local`'s waiting operations this document lacks, in causal order, split as
-    /// ``mergeBack(from:remakes:relayed:)`` splits the applied ones: each one not made before this
-    /// document's floor, nor on an operation `stale` names (the parted ones), nor refused here,
+    /// ``mergeBack(from:remakes:relayed:named:)`` splits the applied ones: each one not made before this
+    /// document's floor, nor named by `stale` (the parted ones) or made on one it names, nor refused here,
     /// is received as it is (applied, or waiting here as it waited there) and returned in
     /// `taken`; the others (and one this version counts though it does not hold it, `holds`:
     /// ``heldOperations()``) are returned in `parted` (and named in `stale`).
@@ -21,7 +21,9 @@ extension ListDocument {
         -> (taken: [ListOperation], parted: [ListOperation]) {
         var taken: [ListOperation] = [], parted: [ListOperation] = []
         for op in Self.causalOrder(local.pendingOperations) where !holds(op.id) && !isWaiting(op) {
-            let onStale = op.deps.contains { d in stale[d.replica]?.contains { $0.contains(d.counter) } ?? false }
+            func isStale(_ id: OpID) -> Bool { stale[id.replica]?.contains { $0.contains(id.counter) } ?? false }
+            // Named itself: a daemon parted it (``mergeBack(from:remakes:relayed:named:)``).
+            let onStale = isStale(op.id) || op.deps.contains(where: isStale)
             if !onStale && !isBeforeFloor(op) && !version.contains(op.lastID) {
                 var copy = self
                 if copy.receive([op]).refused.isEmpty {

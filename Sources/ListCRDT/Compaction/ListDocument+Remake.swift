@@ -84,7 +84,7 @@ extension ListDocument {
     }
 }
 
-/// The state of one ``ListDocument/remake(_:from:)`` (or ``ListDocument/mergeBack(from:remakes:relayed:)``):
+/// The state of one ``ListDocument/remake(_:from:)`` (or ``ListDocument/mergeBack(from:remakes:relayed:named:)``):
 /// what the returning replica shows, and which of its new entities were made again under which id.
 struct Remaker {
     let local: ListSnapshot

@@ -77,6 +77,15 @@ public struct AcknowledgingDaemons<Daemon: Hashable & Sendable>: Sendable, Equat
         return nil
     }
 
+    /// Whether a run names a daemon `givenUp` says so of (``DeviceClientMachine``'s others'
+    /// operations a daemon given up held: Docs/Semantics.md §7, "Others' edits only a forgotten
+    /// daemon held").
+    ///
+    /// - Complexity: O(r) for r runs.
+    public func names(where givenUp: (Daemon) -> Bool) -> Bool {
+        runs.contains { run in run.daemon.map(givenUp) == true }
+    }
+
     /// The daemon that first acknowledged the device's `counter` (nil: none known, or not
     /// acknowledged).
     ///

@@ -117,6 +117,9 @@ public struct DeviceClientMachine: Sendable {
     public private(set) var resyncs = 0
     /// Times edits only a daemon given up acknowledged were counted unacknowledged again.
     public private(set) var givenUpResends = 0
+    /// Times operations of other authors that the daemon caught up with lacked were counted
+    /// unacknowledged again, a daemon being given up (``resendGivenUpCauses(holds:document:askable:)``).
+    public private(set) var givenUpCausesResends = 0
     /// What the daemons parted in merges back, as the device learned it (`parted`, from any
     /// daemon: the ranges are the same facts everywhere), in memory: a re-sync does not wait for
     /// an acknowledged edit of its own they name (Docs/Semantics.md §7, "A device learns what
@@ -139,6 +142,10 @@ public struct DeviceClientMachine: Sendable {
     /// A deliberately broken client (the simulator's power tests): an edit only a daemon given up
     /// since acknowledged stays acknowledged, as clients did before ``acknowledgedBy``.
     @_spi(Testing) public var keepsGivenUpAcknowledgements = false
+    /// A deliberately broken client (the simulator's power tests): operations of other authors
+    /// that the daemon it caught up with lacks stay counted held once a daemon that acknowledged
+    /// its edits is given up, as clients did before ``resendGivenUpCauses(holds:document:askable:)``.
+    @_spi(Testing) public var keepsGivenUpCauses = false
     /// A deliberately broken client (the simulator's power tests): a copy told what the daemons
     /// parted keeps waiting what waits on it, as clients did before ``Action/dropPartedWaiting``.
     @_spi(Testing) public var keepsPartedWaiting = false
@@ -353,10 +360,13 @@ public struct DeviceClientMachine: Sendable {
     /// ``CopyResync/outcome(local:acknowledged:prepare:)``): it is live, sends what the daemons
     /// lack, and says what it has seen. First, the edits of its own that this daemon lacks and
     /// that only a daemon `askable` gives up acknowledged count as unacknowledged again
-    /// (``resendGivenUp(holds:document:askable:)``).
+    /// (``resendGivenUp(holds:document:askable:)``), and so, once such a daemon is given up, do
+    /// the operations of other authors this daemon lacks (``resendGivenUpCauses(holds:document:askable:)``).
     public mutating func synced(_ version: VersionVector, document: ListDocument,
                                 prepare: (inout ListDocument) -> Void = { _ in },
                                 askable: (Daemon) -> Bool = { _ in true }) -> [Action] {
+        // Others' first: ``resendGivenUp(holds:document:askable:)`` cuts the runs it sends again.
+        resendGivenUpCauses(holds: version, document: document, askable: askable)
         resendGivenUp(holds: version, document: document, askable: askable)
         acknowledge(version, document)
         resyncing.synced(version)
@@ -570,5 +580,35 @@ public struct DeviceClientMachine: Sendable {
         acknowledged = VersionVector(counters)
         acknowledgedBy.truncate(through: before)
         givenUpResends += 1
+    }
+
+    /// Others' edits only a forgotten daemon held (Docs/Semantics.md §7): the daemon caught up
+    /// with holds `version` and lacks edits of the device's own (it keeps them waiting for their
+    /// causes, or has not had them yet), and a daemon that acknowledged edits of the device is
+    /// given up (`askable` says it cannot be asked: its operator took it out of the device's
+    /// daemons). The operations of other authors the copy holds past `version` (and past the
+    /// copy's floor: every daemon held that) count as unacknowledged again, so that they go with
+    /// the device's own, oldest first, under their ids: the given-up daemon may have been the only
+    /// one to hold them (a client that keeps no copy made them there), and the device's edits made
+    /// on them would wait for them for ever. One a live daemon holds reaches this one relayed as
+    /// well: the same operation, taken once.
+    ///
+    /// - Complexity: O(r) for r runs of ``acknowledgedBy`` and the replicas of the versions.
+    mutating func resendGivenUpCauses(holds version: VersionVector, document: ListDocument, askable: (Daemon) -> Bool) {
+        guard !keepsGivenUpCauses, document.version[replica] > version[replica],
+              acknowledgedBy.names(where: { !askable($0) }) else { return }
+        let floor = document.historyFloor
+        var counters = acknowledged.counters
+        var lowered = false
+        for (r, c) in counters where r != replica {
+            let held = max(version[r], floor?[r] ?? 0)
+            if c > held {
+                counters[r] = held   // (a zero counter is dropped)
+                lowered = true
+            }
+        }
+        guard lowered else { return }
+        acknowledged = VersionVector(counters)
+        givenUpCausesResends += 1
     }
 }

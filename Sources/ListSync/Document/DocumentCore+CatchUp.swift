@@ -122,14 +122,15 @@ extension DocumentCore {
     /// too (its `subscribed` says what it held before, ``advertisedVersion``); it gets the
     /// operations, among them those this copy made again, which the peer would otherwise never
     /// get. (A peer's link that subscribes here holding parted operations does get the snapshot:
-    /// its daemon merges back onto it.)
+    /// its daemon merges back onto it, and gets this daemon's stability table first,
+    /// ``tableFor(_:)``.)
     ///
     /// - Complexity: O(r) for the log's r records (counting what `version` lacks, nothing rebuilt:
     ///   ``pump(_:)`` reads the operations a step at a time).
     mutating func catchUp(_ subscriber: SubscriberID, from version: VersionVector) -> [Action] {
         guard document.hasHistory(since: version), subscribers[subscriber]!.ownLink || !holdsParted(version) else {
             subscribers[subscriber]!.snapshotDue = true
-            return sendSnapshotIfQuiet(subscriber)
+            return tableFor(subscriber) + sendSnapshotIfQuiet(subscriber)
         }
         if variant == .materialisedCatchUp {
             subscribers[subscriber]!.outbox.appendCatchUp(document.operations(since: version, before: durableCount))

@@ -9,7 +9,7 @@ import ListCRDT
 /// calls ``replace(with:parting:)``.
 extension DocumentCore {
     /// The peer's compacted copy `snapshot` with what this copy holds that it lacks merged back
-    /// (``ListCRDT/ListDocument/mergeBack(from:remakes:relayed:)``), or nil: this copy holds nothing it
+    /// (``ListCRDT/ListDocument/mergeBack(from:remakes:relayed:named:)``), or nil: this copy holds nothing it
     /// lacks (take the snapshot as it is, ``replace(with:)``), its history does not go back to
     /// what the snapshot holds, a batch is in flight, or the core is ``Variant/partsCopies``.
     /// Changes nothing.
@@ -18,17 +18,23 @@ extension DocumentCore {
     /// the relay authors, and no operation it took from a peer link: ``relayedOperations``; those
     /// came through a peer link, and the daemon that took them from their author merges them back
     /// itself, having the same refusal); the others before the floor are dropped, those after it
-    /// kept as they are.
+    /// kept as they are, except those some daemon's entry says it parted
+    /// (``PeerStability/Entry/parted``), and those made on them: parted like the ones before the
+    /// floor (that daemon's snapshot no longer holds them, and refuses them for ever).
     ///
-    /// - Complexity: that of ``ListCRDT/ListDocument/mergeBack(from:remakes:relayed:)``.
+    /// - Complexity: that of ``ListCRDT/ListDocument/mergeBack(from:remakes:relayed:named:)``.
     public func mergeBack(_ snapshot: ListDocument) -> (document: ListDocument, merge: ListDocument.MergeBack)? {
         guard variant != .partsCopies, isQuiet, !isHeld(by: snapshot) else { return nil }
         var merged = variant == .countsSkippedAsHeld ? snapshot.forgettingFloorSkipped() : snapshot
         merged.pendingLimits = document.pendingLimits
         let me = document.replica, relayed = stability.peers.relayAuthors
         let runs = relayedOperations
+        // What a daemon's entry says it parted is parted here too, even after the floor
+        // (Docs/Semantics.md §7, "A merge back that knows what was parted").
+        let ranges = variant == .keepsNamedInMergeBack ? PartedRanges() : PartedRanges(stability.peers.entries.values)
         guard let merge = merged.mergeBack(from: document, remakes: { $0 == me || !relayed.contains($0) },
-                                           relayed: { id in runs[id.replica]?.contains { $0.contains(id.counter) } ?? false })
+                                           relayed: { id in runs[id.replica]?.contains { $0.contains(id.counter) } ?? false },
+                                           named: { ranges.contains($0) })
         else { return nil }
         return (merged, merge)
     }

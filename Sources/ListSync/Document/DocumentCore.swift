@@ -124,6 +124,12 @@ public struct DocumentCore: Sendable {
         /// acknowledged and on no copy (Docs/Semantics.md §7, "A floor that counts what it
         /// skipped").
         case countsSkippedAsHeld
+        /// Keeps in a merge back what a daemon's entry says it parted, after the snapshot's floor,
+        /// and sends a peer's link no table before its catch-up, as daemons did before "A merge
+        /// back that knows what was parted" (Docs/Semantics.md §7): the copy subscribes again
+        /// holding the parted originals, is answered with the snapshot again, and merges back
+        /// for ever.
+        case keepsNamedInMergeBack
     }
 
     /// The document's id.
@@ -449,12 +455,14 @@ public struct DocumentCore: Sendable {
     /// copy parted (``catchUp(_:from:)``). `learnsParted`: the subscriber asked for `parted`
     /// (a device): it is told what the daemons parted in merges back, right after `subscribed`
     /// and whenever that grows (``announceParted()``; Docs/Semantics.md §7, "A device learns what
-    /// was parted").
+    /// was parted"). `relay`: the subscriber is a peer daemon's link
+    /// (``markRelay(_:daemon:gossips:)``, before anything is sent): one that takes the table gets
+    /// it before a catch-up that is a snapshot (``tableFor(_:)``).
     ///
     /// - Complexity: O(r + k) for the log's r records (counted, not rebuilt) and the k operations of
     ///   the first step; each later step costs what it sends (``roomAvailable(_:)``).
     public mutating func subscribe(_ subscriber: SubscriberID, epoch: UInt64, version: VersionVector, ownLink: Bool = false,
-                                   learnsParted: Bool = false) -> [Action] {
+                                   learnsParted: Bool = false, relay: RelayMark? = nil) -> [Action] {
         if let destroyedReason {
             return [.send(subscriber, SyncMessage.error(request: 0, document: id, code: .destroyed, text: destroyedReason).encoded())]
         }
@@ -466,8 +474,31 @@ public struct DocumentCore: Sendable {
         subscribers[subscriber]!.ownLink = ownLink
         subscribers[subscriber]!.learnsParted = learnsParted
         presenceListeners.remove(subscriber)
+        if let relay { markRelay(subscriber, daemon: relay.daemon, gossips: relay.gossips) }
         let hello = SyncMessage.subscribed(document: id, name: name, epoch: self.epoch, version: advertisedVersion).encoded()
         return [.send(subscriber, hello)] + partedFor(subscriber) + catchUp(subscriber, from: version)
+    }
+
+    /// A peer daemon's link, known as one when it subscribes (``ServerSession/relayDaemon``):
+    /// its daemon's id, if known, and whether it takes the stability table.
+    public struct RelayMark: Sendable, Equatable {
+        public var daemon: ReplicaID?
+        public var gossips: Bool
+        public init(daemon: ReplicaID?, gossips: Bool) { (self.daemon, self.gossips) = (daemon, gossips) }
+    }
+
+    /// The stability table for `subscriber`, before a catch-up that is a snapshot, if it is a
+    /// peer's link that takes it and the table names anyone: its daemon merges back onto that
+    /// snapshot by what the table says was parted (Docs/Semantics.md §7, "A merge back that
+    /// knows what was parted"), and the link takes tables only while attached, which it is not
+    /// once the snapshot came.
+    ///
+    /// - Complexity: O(size) of the table.
+    func tableFor(_ subscriber: SubscriberID) -> [Action] {
+        guard variant != .keepsNamedInMergeBack, subscribers[subscriber]?.gossips == true,
+              !stability.peers.entries.isEmpty else { return [] }
+        let frame = SyncMessage.stability(document: id, from: document.replica, entries: stability.peers.entries).encoded()
+        return frame.count <= maxFrame ? [.send(subscriber, frame)] : []
     }
 
     /// Anti-entropy from `subscriber`: it holds `version`; the durable operations it lacks follow,
