@@ -209,8 +209,9 @@ struct DerivedTextSnapshotTests {
         var bytes = doc.encodedSnapshot()
         bytes[4] = ListDocument.stateRecordsPastedSnapshotFormatVersion
         #expect(throws: WireError.self) { try ListDocument(snapshot: bytes, replica: ReplicaID(5)) }
-        bytes[4] = ListDocument.stateDerivedTextSnapshotFormatVersion + 1
-        #expect(throws: WireError.unsupportedVersion(ListDocument.stateDerivedTextSnapshotFormatVersion + 1)) {
+        // The version after the last this build writes (12, the compacted snapshot with skipped counters).
+        bytes[4] = ListDocument.compactedSkippedSnapshotFormatVersion + 1
+        #expect(throws: WireError.unsupportedVersion(ListDocument.compactedSkippedSnapshotFormatVersion + 1)) {
             try ListDocument(snapshot: bytes, replica: ReplicaID(5))
         }
     }

@@ -13,6 +13,12 @@ extension ListDocument {
     /// each field's text (Docs/WireFormat.md §5.6). (Version 5 is the state snapshot of a history
     /// with field writes, §5.5.)
     public static let compactedTextSnapshotFormatVersion: UInt8 = 6
+    /// The compacted snapshot of a document whose floor counts counters it never held
+    /// (``floorSkipped``): a flags byte (1: records, 2: records with text), the body of version
+    /// 3, 4 or 6 as the flags say, with the skipped counters between the floor's records and the
+    /// operations since (Docs/WireFormat.md §5.12). A floor that skipped nothing still writes
+    /// version 3, 4 or 6, byte for byte.
+    public static let compactedSkippedSnapshotFormatVersion: UInt8 = 12
 
     /// Version 3: the floor's state, then the log (every operation applied since the floor).
     ///
@@ -20,14 +26,20 @@ extension ListDocument {
     func encodedCompactedSnapshot(_ floor: CompactionFloor) -> [UInt8] {
         var w = WireWriter()
         w.bytes.append(contentsOf: Self.snapshotMagic)
-        w.byte(floor.records.isEmpty ? Self.compactedSnapshotFormatVersion
-               : floor.recordsHaveText ? Self.compactedTextSnapshotFormatVersion : Self.compactedRecordsSnapshotFormatVersion)
+        if floor.skipped.isEmpty {
+            w.byte(floor.records.isEmpty ? Self.compactedSnapshotFormatVersion
+                   : floor.recordsHaveText ? Self.compactedTextSnapshotFormatVersion : Self.compactedRecordsSnapshotFormatVersion)
+        } else {
+            w.byte(Self.compactedSkippedSnapshotFormatVersion)
+            w.byte(floor.records.isEmpty ? 0 : floor.recordsHaveText ? 3 : 1)
+        }
         w.count(floor.base.count)
         w.bytes.append(contentsOf: floor.base)
         if !floor.records.isEmpty {
             w.count(floor.records.count)
             w.bytes.append(contentsOf: floor.records)
         }
+        if !floor.skipped.isEmpty { SkippedCountersCoding.encode(floor.skipped, to: &w) }
         appendEncodedOperations(since: VersionVector(), to: &w)
         return w.bytes
     }
@@ -38,7 +50,8 @@ extension ListDocument {
     /// - Complexity: O(b + n log n) for the state (b bytes, n kept slots; the invariants are
     ///   checked), then the cost of receiving the operations since.
     static func loadCompacted(_ r: inout WireReader, replica: ReplicaID, maxValueSize: Int,
-                              records hasRecords: Bool = false, text: Bool = false) throws(WireError) -> ListDocument {
+                              records hasRecords: Bool = false, text: Bool = false,
+                              skipped hasSkipped: Bool = false) throws(WireError) -> ListDocument {
         let n = try r.count(minBytes: 1)
         let base = Array(try r.raw(n))
         var br = WireReader(base)
@@ -50,10 +63,11 @@ extension ListDocument {
             recordBytes = Array(try r.raw(m))
             state.records = try RecordStore(decoding: recordBytes, maxValueSize: maxValueSize, text: text)
         }
+        let skipped = hasSkipped ? try SkippedCountersCoding.decode(&r, version: state.version, frontier: state.frontier) : [:]
         do { try state.validate() } catch { throw .inconsistentSnapshot(error.why) }
         var doc = state.build(replica: replica, maxValueSize: maxValueSize)
         doc.compaction = CompactionFloor(version: state.version, frontier: state.frontier, base: base, writes: state.writes,
-                                         records: recordBytes, recordsHaveText: text)
+                                         records: recordBytes, recordsHaveText: text, skipped: skipped)
         do { try doc.checkInvariants() } catch { throw .inconsistentSnapshot("the compacted state: \(error)") }
         let maxOperations = r.remaining > (Int.max - 65_536) / 16 ? Int.max : r.remaining * 16 + 65_536
         let batch = try DecodedBatch.decode(from: &r, maxValueSize: maxValueSize, maxOperations: maxOperations)

@@ -15,6 +15,9 @@ struct CompactionFloor: Sendable {
     var records: [UInt8] = []
     /// Whether `records` are in the layout with text (snapshot version 5).
     var recordsHaveText = false
+    /// The counters `version` counts that the copy never held, per replica, as runs
+    /// (``ListDocument/floorSkipped``); written by snapshot version 12 when there are any.
+    var skipped: [ReplicaID: [ClosedRange<UInt64>]] = [:]
 }
 
 /// Why ``ListDocument/compact(stable:)`` did nothing.
@@ -95,6 +98,7 @@ extension ListDocument {
             throw .notQuiescent(stable: stable, version: versionVector)
         }
         let state = CompactedState(extracting: self)
+        let skipped = skippedCounters()
         var report = CompactionReport(slotsBefore: slots.count, slotsAfter: state.slotCount,
                                       itemsBefore: items.count, itemsAfter: state.items.count,
                                       operationsDropped: log.count)
@@ -102,7 +106,7 @@ extension ListDocument {
         doc.compaction = CompactionFloor(version: state.version, frontier: state.frontier,
                                          base: state.encoded(), writes: state.writes,
                                          records: state.records.isEmpty ? [] : state.records.encoded(),
-                                         recordsHaveText: state.records.hasText)
+                                         recordsHaveText: state.records.hasText, skipped: skipped)
         doc.keepBeside(from: self)
         self = doc
         recountBytes()   // built from the kept state, not operation by operation
@@ -123,6 +127,7 @@ extension ListDocument {
         rejected = old.rejected
         dropped = old.dropped
         refusedBeforeFloor = old.refusedBeforeFloor
+        skipsCounter = old.skipsCounter
         pendingLimits = old.pendingLimits
         fastPaths = old.fastPaths
         variant = old.variant

@@ -112,7 +112,7 @@ extension ListDocument {
         let floor = historyFloor ?? VersionVector()
         var runs: [ReplicaID: [ClosedRange<UInt64>]] = [:]
         for op in operations(since: floor) { runs[op.id.replica, default: []].append(op.id.counter...op.lastID.counter) }
-        return { id in floor.contains(id) || (runs[id.replica]?.contains { $0.contains(id.counter) } ?? false) }
+        return { id in floorHolds(id) || (runs[id.replica]?.contains { $0.contains(id.counter) } ?? false) }
     }
 
     /// The operations of `local`'s log (since its own floor, in causal order) that this document

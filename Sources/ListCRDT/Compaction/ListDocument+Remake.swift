@@ -35,7 +35,7 @@ extension ListDocument {
         // With nothing to make again too, this document's later edits take ids after every one
         // `local` used: one it made that this document lacks may be held by a daemon (an
         // acknowledged edit not relayed here yet), and an id reused would name two operations.
-        guard !unsent.isEmpty else { clock = max(clock, local.clock); return [] }
+        guard !unsent.isEmpty else { clockPast(local); return [] }
         // Those made after the floor (and not on one made before it) are taken as they are, ids
         // kept: one of them may also be on its way to the daemon, which then takes it once.
         var stale: [ClosedRange<UInt64>] = [], staleReplicas: [ReplicaID] = []
@@ -61,13 +61,26 @@ extension ListDocument {
         // its own refused or unsent ones included (this document's clock only knows what the
         // daemon held; an id reused here would name two operations, and the daemon, which refused
         // the first, would refuse what depends on the second for the floor too).
-        clock = max(clock, local.clock)
+        clockPast(local)
         var remaker = Remaker(local: local.snapshot())
         for op in redo {
             if op.insertsSection { remaker.sectionInserts[SectionID(op.id)] = op }
         }
         for op in redo { remaker.remake(op, on: &self) }
         return taken + remaker.made
+    }
+
+    /// Sets the clock past every id `local` used, so that this document's next edits never reuse
+    /// one; and, when `local` made operations of its replica that this document lacks (dropped
+    /// or made again here), makes the next edit's counter skip one (``skipsCounter``): it then
+    /// jumps past its causes' greatest counter plus one, which tells every copy that takes it
+    /// that its author left counters out (``skippedCounters()``, Docs/Semantics.md §7, "A floor
+    /// that counts what it skipped"), though an ordinary edit's counter is exactly that.
+    ///
+    /// - Complexity: O(1).
+    mutating func clockPast(_ local: ListDocument) {
+        clock = max(clock, local.clock)
+        if local.version[local.replica] > version[local.replica] { skipsCounter = true }
     }
 }
 

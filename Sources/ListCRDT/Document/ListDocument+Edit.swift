@@ -234,9 +234,10 @@ extension ListDocument {
     /// Stamps and applies a local operation.
     mutating func make(_ kind: ListOperation.Kind, _ resolved: ResolvedOperation,
                                hint: EditHint? = nil) throws(ListError) -> ListOperation {
-        let op = ListOperation(id: OpID(counter: clock + 1, replica: replica), deps: currentFrontier, kind: kind)
+        let op = ListOperation(id: OpID(counter: clock + (skipsCounter ? 2 : 1), replica: replica), deps: currentFrontier, kind: kind)
         guard op.lastID.counter <= OpID.maxCounter else { throw .counterOverflow }
         commit(op, resolved, hint: hint)
+        skipsCounter = false
         return op
     }
 

@@ -228,7 +228,7 @@ extension ListDocument {
     /// - Complexity: O(log m) for m log records of its replica.
     func holdsExactly(_ id: OpID) -> Bool {
         guard versionVector.contains(id) else { return false }
-        if let floor = compaction, floor.version.contains(id) { return true }
+        if let floor = compaction, floor.version.contains(id) { return floorHolds(id) }
         return log.locate(id) != nil
     }
 

@@ -33,6 +33,14 @@ public struct ListDocument: Sendable {
     var refusalsToSweep = false
     /// What compaction left of the history (`Compaction/`): nil for a document never compacted.
     var compaction: CompactionFloor?
+    /// Whether the next local operation's counter skips one: set by a re-sync that left
+    /// operations of this replica out (``clockPast(_:)``), so that the first edit after it
+    /// jumps past its causes' counters and every copy can tell what it skipped
+    /// (`Compaction/ListDocument+SkippedCounters.swift`). No fast path reads it: while it is
+    /// set, the clock is past every counter of this replica the document holds (the re-sync set
+    /// it at least to the lacked operations'), so no local run's `clock ==` check passes, and
+    /// the next edit goes through `make`, which skips and clears it.
+    var skipsCounter = false
     /// Whether the fast paths may run (tests turn it off to compare them with the general path;
     /// the one gate is ``fastPathsEnabled``, Document/FastPaths/README.md).
     var fastPaths = true

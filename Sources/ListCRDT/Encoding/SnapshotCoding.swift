@@ -21,7 +21,8 @@ extension ListDocument {
     /// build reads. Operations still waiting for their dependencies are not included in either.
     ///
     /// A compacted document (``compact(stable:)``) is always written as version 3: the state at its
-    /// floor, then the operations applied since.
+    /// floor, then the operations applied since (4 with fields, 6 with text, 12 when its floor
+    /// counts counters it never held, ``floorSkipped``).
     ///
     /// A document of more than 16 slots per byte of its state snapshot (millions of items with
     /// empty values) is written as version 1, which the loader's bound on slots does not limit.
@@ -109,6 +110,16 @@ extension ListDocument {
             self = try Self.loadCompacted(&r, replica: replica, maxValueSize: maxValueSize,
                                           records: version >= Self.compactedRecordsSnapshotFormatVersion,
                                           text: version == Self.compactedTextSnapshotFormatVersion)
+            records.conflicts = []
+            recountBytes()
+            return
+        }
+        if version == Self.compactedSkippedSnapshotFormatVersion {
+            let at = r.offset
+            let flags = try r.byte()
+            guard flags == 0 || flags == 1 || flags == 3 else { throw .invalidValue("compacted snapshot flags \(flags)", offset: at) }
+            self = try Self.loadCompacted(&r, replica: replica, maxValueSize: maxValueSize,
+                                          records: flags & 1 != 0, text: flags & 2 != 0, skipped: true)
             records.conflicts = []
             recountBytes()
             return

@@ -424,6 +424,18 @@ struct OpLog: Sendable {
         }
     }
 
+    /// The counters of `replica` this log holds, as runs in increasing order (touching records
+    /// joined).
+    ///
+    /// - Complexity: O(k) for the k records of that replica.
+    func counterRuns(of replica: ReplicaID) -> [ClosedRange<UInt64>] {
+        guard let k = replicaIndex.index(of: replica) else { return [] }
+        return ListDocument.joined(byReplica[k].map { r in
+            let rec = records[Int(r)]
+            return rec.counter...(rec.counter &+ UInt64(rec.count - 1))
+        })
+    }
+
     /// The id of the applied operation whose id range holds `id`, if any.
     ///
     /// - Complexity: O(log m) for m records of that replica.

@@ -25,7 +25,7 @@ extension DocumentCore {
     /// - Complexity: that of ``ListCRDT/ListDocument/mergeBack(from:remakes:relayed:named:)``.
     public func mergeBack(_ snapshot: ListDocument) -> (document: ListDocument, merge: ListDocument.MergeBack)? {
         guard variant != .partsCopies, isQuiet, !isHeld(by: snapshot) else { return nil }
-        var merged = snapshot
+        var merged = variant == .countsSkippedAsHeld ? snapshot.forgettingFloorSkipped() : snapshot
         merged.pendingLimits = document.pendingLimits
         let me = document.replica, relayed = stability.peers.relayAuthors
         let runs = relayedOperations
@@ -132,7 +132,7 @@ extension DocumentCore {
     /// - Complexity: that of ``ListCRDT/ListDocument/holdsEverything(of:)``: O(r + k × d) for
     ///   the records of both logs and the k operations of this copy's log.
     public func isHeld(by snapshot: ListDocument) -> Bool {
-        snapshot.holdsEverything(of: document)
+        (variant == .countsSkippedAsHeld ? snapshot.forgettingFloorSkipped() : snapshot).holdsEverything(of: document)
     }
 
     /// Replaces the document with `document`, a merge back (``mergeBack(_:)``) already durable in

@@ -118,6 +118,12 @@ public struct DocumentCore: Sendable {
         /// a copy keeps an original its author made again (Docs/Semantics.md §7, "An edit its
         /// author made again").
         case ignoresRemade
+        /// Merges back onto a peer's snapshot taking every counter its floor counts for held, as
+        /// before the floor said what it skipped (``ListCRDT/ListDocument/floorSkipped``): an
+        /// edit this copy keeps waiting that the floor counts without holding is dropped,
+        /// acknowledged and on no copy (Docs/Semantics.md §7, "A floor that counts what it
+        /// skipped").
+        case countsSkippedAsHeld
         /// Keeps in a merge back what a daemon's entry says it parted, after the snapshot's floor,
         /// and sends a peer's link no table before its catch-up, as daemons did before "A merge
         /// back that knows what was parted" (Docs/Semantics.md §7): the copy subscribes again

@@ -87,6 +87,9 @@ extension ListDocument {
         let bytes = insert.utf8.count
         // The frontier is this run's last operation (nothing happened since the last local
         // operation, whose dependencies were the whole frontier): the operation depends on it.
+        // (A re-sync that sets ``skipsCounter`` sets the clock past every counter of this replica
+        // the document holds, `textRun.last` included, so the run never continues then: only
+        // `make` stamps the edit that skips, as for the insert and delete runs.)
         guard fastPathsEnabled, textRun.logCount == log.count, clock == textRun.last.counter, textRun.target == target,
               textRun.name == name, position >= 0, delete >= 0, delete <= TextLimits.maxDeleteRanges, delete > 0 || bytes > 0,
               bytes <= maxValueSize, currentFrontier.isOnly(textRun.last)
