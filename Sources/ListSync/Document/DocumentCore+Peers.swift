@@ -190,8 +190,7 @@ extension DocumentCore {
         if let lastGossip, now < lastGossip &+ interval { return [] }
         let targets = subscribers.keys.sorted().filter { subscribers[$0]!.gossips }
         guard !targets.isEmpty else { return [] }
-        let frame = SyncMessage.stability(document: id, from: document.replica, entries: stability.peers.entries).encoded()
-        guard frame.count <= maxFrame else { return [] }
+        guard let frame = stabilityFrame() else { return [] }
         gossipDirty = false
         lastGossip = now
         return targets.map { .send($0, frame) }

@@ -497,8 +497,16 @@ public struct DocumentCore: Sendable {
     func tableFor(_ subscriber: SubscriberID) -> [Action] {
         guard variant != .keepsNamedInMergeBack, subscribers[subscriber]?.gossips == true,
               !stability.peers.entries.isEmpty else { return [] }
+        return stabilityFrame().map { [.send(subscriber, $0)] } ?? []
+    }
+
+    /// This daemon's stability table as one `stability` frame, or nil if it would not fit one
+    /// (``gossip(now:interval:)``, ``tableFor(_:)``).
+    ///
+    /// - Complexity: O(size) of the table.
+    func stabilityFrame() -> [UInt8]? {
         let frame = SyncMessage.stability(document: id, from: document.replica, entries: stability.peers.entries).encoded()
-        return frame.count <= maxFrame ? [.send(subscriber, frame)] : []
+        return frame.count <= maxFrame ? frame : nil
     }
 
     /// Anti-entropy from `subscriber`: it holds `version`; the durable operations it lacks follow,
