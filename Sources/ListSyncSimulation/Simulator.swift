@@ -135,6 +135,9 @@ public struct SimulationConfiguration: Sendable {
     /// parted keeps showing a section or item a range names, as clients did before
     /// ``ListSync/DeviceClientMachine/resyncsForPartedShown(_:)``.
     @_spi(Testing) public var keepsPartedShown = false
+    /// Clients whose re-sync for parted originals shown makes every unsent edit again and takes
+    /// the snapshot as final (``ListSync/DeviceClientMachine/resyncsForPartedAsRefused``).
+    @_spi(Testing) public var resyncsForPartedAsRefused = false
     /// Clients that never tell their daemon which of their edits a re-sync made again
     /// (``ListSync/DeviceClientMachine/keepsRemadeUnannounced``).
     @_spi(Testing) public var keepsRemadeUnannounced = false
@@ -402,6 +405,7 @@ public struct Simulator: Sendable {
         machine.keepsGivenUpCauses = configuration.keepsGivenUpCauses
         machine.keepsPartedWaiting = configuration.keepsPartedWaiting
         machine.keepsPartedShown = configuration.keepsPartedShown
+        machine.resyncsForPartedAsRefused = configuration.resyncsForPartedAsRefused
         machine.keepsRemadeUnannounced = configuration.keepsRemadeUnannounced
         machine.remakesPartedUnsent = configuration.remakesPartedUnsent
         return machine

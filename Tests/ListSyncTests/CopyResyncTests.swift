@@ -16,7 +16,7 @@ import ListSyncTestSupport
         var resync = CopyResync()
         let taken = resync.receive(daemon.operations)
         #expect(!resync.isActive && !taken, "not re-syncing: operations are the copy's")
-        resync.begin(replica: ReplicaID(1))
+        resync.begin(replica: ReplicaID(1), afterRefusal: true)
         #expect(resync.isActive && resync.afterRefusal)
         #expect(resync.outcome(local: device, acknowledged: daemon.version) == nil, "nothing received, no synced")
         let built = resync.receive(daemon.operations)
@@ -40,7 +40,7 @@ import ListSyncTestSupport
         var acknowledged = daemon.version
         acknowledged.observe(taken.lastID)   // another daemon acknowledged it
         var resync = CopyResync()
-        resync.begin(replica: ReplicaID(1))
+        resync.begin(replica: ReplicaID(1), afterRefusal: true)
         _ = resync.receive(daemon.operations)
         resync.synced(daemon.version)
         #expect(resync.outcome(local: device, acknowledged: acknowledged) == nil)

@@ -360,4 +360,84 @@ import ListSyncTestSupport
         #expect(old.learnedParted(Self.ranges([(3, oldOriginal.id.counter...oldOriginal.id.counter)]), document: oldCopy).isEmpty)
         #expect(oldCopy.contains(ItemID(oldOriginal.id)), "without the rule it keeps showing the original")
     }
+
+    /// A live copy at `x` that shows an original of replica 3, with an edit of its own made
+    /// before it took the original (so on nothing the original made), sent to `w` and unanswered
+    /// there (the connection cut): `w` may hold it.
+    static func showingWithUnanswered() throws
+        -> (Machine, ListDocument, ListDocument, ListOperation, PartedRanges, original: ListOperation) {
+        let a = try ListDocument.make(1, sections: [["a", "b"]])
+        var left = a.fork(as: 3)
+        let original = try left.insertItem(at: IndexPath(item: 2, section: 0), value: Data("original".utf8))
+        var copy = a.fork(as: 5)
+        var machine = Machine(replica: ReplicaID(5), acknowledged: copy.version)
+        machine.connected(to: "w")
+        _ = machine.subscribing(copy)
+        _ = machine.subscribed(copy.version, document: copy)
+        _ = machine.synced(copy.version, document: copy)
+        let mine = try copy.insertItem(at: IndexPath(item: 0, section: 0), value: Data("mine".utf8))
+        machine.sent(edit: 1, DeviceClientMachineTests.sent(machine.sendUnacknowledged(copy))[0])
+        machine.disconnected()
+        // x holds the original, not the edit: the edit is unacknowledged, w owes the answer.
+        try copy.receive(original)
+        var held = a.version
+        held.observe(original.lastID)
+        machine.connected(to: "x")
+        _ = machine.subscribing(copy)
+        _ = machine.subscribed(held, document: copy)
+        _ = machine.synced(held, document: copy)
+        return (machine, copy, a, mine, Self.ranges([(3, original.id.counter...original.id.counter)]), original)
+    }
+
+    @Test("a re-sync for parted originals shown is no refusal: an unsent edit after the daemon's floor is kept as it is (its id, which a daemon that owed an answer may hold), and one the daemon's copy cannot take sends the copy to that daemon first rather than make it again; with resyncsForPartedAsRefused it is made again both times")
+    func partedShownResyncIsNoRefusal() throws {
+        // x compacted before the edit: the edit is after its floor, kept with its id.
+        var (machine, copy, x, mine, ranges, original) = try Self.showingWithUnanswered()
+        try x.compact(stable: x.version)
+        #expect(DeviceClientMachineTests.names(machine.learnedParted(ranges, document: copy)) == ["save record", "resubscribe"])
+        _ = machine.subscribing(copy)
+        try machine.snapshot(x.encodedSnapshot())
+        let ready = machine.synced(x.version, document: copy)
+        guard case let .replace(outcome)? = ready.first, ready.count == 1 else {
+            Issue.record("expected the copy replaced, got \(DeviceClientMachineTests.names(ready))")
+            return
+        }
+        #expect(outcome.made.map(\.id) == [mine.id], "kept as it is: w, which may hold it, holds the same operation")
+        #expect(!outcome.document.contains(ItemID(original.id)), "the original is gone")
+
+        // x compacted past the edit (its own edit, then the floor): x never takes it, w may hold it.
+        var hub = x
+        _ = try hub.insertItem(at: IndexPath(item: 0, section: 0), value: Data("hub".utf8))
+        try hub.compact(stable: hub.version)
+        var (settling, settlingCopy, _, _, _, _) = try Self.showingWithUnanswered()
+        _ = settling.learnedParted(ranges, document: settlingCopy)
+        _ = settling.subscribing(settlingCopy)
+        try settling.snapshot(hub.encodedSnapshot())
+        let caughtUp = settling.synced(hub.version, document: settlingCopy)
+        #expect(DeviceClientMachineTests.names(caughtUp) == ["save record", "settle at w"],
+                "made again here while w holds it, it would show twice (seed 12317): \(DeviceClientMachineTests.names(caughtUp))")
+        #expect(!settling.isResyncing && settling.unanswered.daemons == ["w"])
+        // At w, once answered, the copy re-syncs for the ranges again.
+        settling.disconnected()
+        settling.connected(to: "w")
+        _ = settling.subscribing(settlingCopy)
+        _ = settling.subscribed(settlingCopy.version, document: settlingCopy)
+        #expect(DeviceClientMachineTests.names(settling.synced(settlingCopy.version, document: settlingCopy)).contains("resubscribe"),
+                "the copy still shows the original: it re-syncs at the next synced")
+
+        // The old behaviour: every unsent edit made again, the snapshot final.
+        for (base, version) in [(x, x.version), (hub, hub.version)] {
+            var (old, oldCopy, _, oldMine, _, _) = try Self.showingWithUnanswered()
+            old.resyncsForPartedAsRefused = true
+            _ = old.learnedParted(ranges, document: oldCopy)
+            _ = old.subscribing(oldCopy)
+            try old.snapshot(base.encodedSnapshot())
+            let remade = old.synced(version, document: oldCopy)
+            guard case let .replace(o)? = remade.first else {
+                Issue.record("expected the copy replaced, got \(DeviceClientMachineTests.names(remade))")
+                continue
+            }
+            #expect(o.made.count == 1 && o.made[0].id != oldMine.id, "made again under a new id")
+        }
+    }
 }

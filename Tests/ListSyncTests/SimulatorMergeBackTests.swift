@@ -374,4 +374,21 @@ import Testing
         var broken = Simulator(keeps)
         #expect(!broken.run().failures.isEmpty, "20112 passes with clients that keep the originals shown")
     }
+
+    /// Seeds 12317 and 14568 of `listsync simulate --daemons 2 --compact-after 10 --hide-daemon
+    /// --roam 30 --crashes 2 --ops 80`: a device that showed parted originals re-synced from
+    /// nothing at one daemon while edits of its own it had sent to the other were unanswered
+    /// (the connection cut); the snapshot lacked them, the re-sync made them again as after a
+    /// refusal, and the other daemon, which had taken them, relayed the originals: a value shown
+    /// twice (Docs/Semantics.md §7, "A device that shows parted originals").
+    @Test("a re-sync for parted originals shown keeps the unsent edits after the floor as they are and asks a daemon that owed an answer first: seeds 12317 and 14568 pass; with clients that re-sync for them as after a refusal (resyncsForPartedAsRefused) both fail", arguments: [UInt64(12317), 14568])
+    func partedShownResyncIsNoRefusal(seed: UInt64) {
+        var fixed = Simulator(Self.refusedInPart(seed: seed))
+        let report = fixed.run()
+        #expect(report.failures.isEmpty, "\(report.failures)")
+        var old = Self.refusedInPart(seed: seed)
+        old.resyncsForPartedAsRefused = true
+        var broken = Simulator(old)
+        #expect(!broken.run().failures.isEmpty, "\(seed) passes with clients that re-sync for parted originals as after a refusal")
+    }
 }

@@ -23,14 +23,17 @@ public struct CopyResync: Sendable {
     /// (``DeviceCopyPolicy/subscribeVersion(_:resyncing:)``) and holds back its sends.
     public var isActive: Bool { base != nil }
 
-    /// The daemon refused edits of `replica` for its floor, finally (every daemon that owed an
-    /// answer refused: ``UnansweredSends``): the copy re-syncs from nothing, and its edits are
-    /// made again whatever happens (`keepsRefused`: a deliberately broken client, for the
-    /// simulator's power tests, keeps those after the floor as they are).
-    public mutating func begin(replica: ReplicaID, keepsRefused: Bool = false) {
+    /// The copy re-syncs from nothing. `afterRefusal`: the daemon refused edits of `replica` for
+    /// its floor, finally (every daemon that owed an answer refused: ``UnansweredSends``), and
+    /// its unsent edits are made again whatever happens. Otherwise (a copy that shows parted
+    /// originals re-syncs to drop them: Docs/Semantics.md §7, "A device that shows parted
+    /// originals") no daemon refused them: those after the floor are kept as they are, and a
+    /// re-sync that would make some again is a refusal only as a snapshot catch-up is
+    /// (``DeviceClientMachine``, `caughtUp`).
+    public mutating func begin(replica: ReplicaID, afterRefusal: Bool) {
         base = ListDocument(replica: replica)
         synced = nil
-        afterRefusal = !keepsRefused
+        self.afterRefusal = afterRefusal
     }
 
     /// The catch-up is a snapshot (its parts joined): it is the daemon's copy.

@@ -153,6 +153,12 @@ public struct DeviceClientMachine: Sendable {
     /// parted keeps showing a section or item a range names, as clients did before it re-synced
     /// for them (Docs/Semantics.md §7, "A device that shows parted originals").
     @_spi(Testing) public var keepsPartedShown = false
+    /// A deliberately broken client (the simulator's power tests): a re-sync for parted
+    /// originals shown makes every unsent edit again and takes the snapshot as final, as a
+    /// re-sync after a refusal does, as clients did before it kept those after the floor and
+    /// asked first a daemon that owed an answer (Docs/Semantics.md §7, "A device that shows
+    /// parted originals").
+    @_spi(Testing) public var resyncsForPartedAsRefused = false
     /// A deliberately broken client (the simulator's power tests): a re-sync that made edits of
     /// its own again says nothing of it, as clients did before ``Action/announceRemade(_:)``.
     @_spi(Testing) public var keepsRemadeUnannounced = false
@@ -255,7 +261,7 @@ public struct DeviceClientMachine: Sendable {
         guard !keepsPartedShown, !parted.isEmpty, parted != resyncedForParted, daemon != nil, !isResyncing,
               Self.shows(parted, document) else { return [] }
         resyncedForParted = parted
-        resyncing.begin(replica: replica, keepsRefused: keepsRefusedEdits)
+        resyncing.begin(replica: replica, afterRefusal: resyncsForPartedAsRefused)
         return [.saveRecord, .resubscribe]
     }
 
@@ -393,6 +399,9 @@ public struct DeviceClientMachine: Sendable {
                outcome.made.map(\.id) != outcome.unsent.map(\.id),
                case let .settle(other) = unanswered.refused(by: daemon, askable: askable) {
                 resyncing.finish()
+                // A re-sync for parted originals shown is dropped too: asked again at the next
+                // `synced` once the other daemon answered.
+                resyncedForParted = PartedRanges()
                 return [.saveRecord, .settle(at: other)]
             }
             return [.replace(outcome)]
@@ -500,7 +509,7 @@ public struct DeviceClientMachine: Sendable {
             // Another daemon may hold what this one refused: ask it first.
             return [.saveRecord, .settle(at: other)]
         }
-        resyncing.begin(replica: replica, keepsRefused: keepsRefusedEdits)
+        resyncing.begin(replica: replica, afterRefusal: !keepsRefusedEdits)
         return [.saveRecord, .resubscribe]
     }
 
