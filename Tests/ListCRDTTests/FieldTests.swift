@@ -373,6 +373,28 @@ struct FieldTests {
         }
     }
 
+    /// Seed 17275 of `listsync simulate --daemons 2 --compact-after 10 --hide-daemon --roam 30
+    /// --crashes 2 --ops 80`: a compaction that kept no record wrote no field clock, a device
+    /// re-synced from that snapshot made a field write again with clock 10, and the removal it
+    /// followed (a clock of the wall clock's order) beat it by the clocks.
+    @Test("§8.9 the field clock survives a compaction that keeps no record: a write on the loaded snapshot beats what the compacted copy saw, on a copy that never compacted too")
+    func fieldClockSurvivesCompaction() throws {
+        var (a, b, milk) = try pair(wallA: 1_000, wallB: 2_000)
+        try b.writeFields(["title": .remove, "done": .remove], ofItem: milk)
+        _ = a.receive(b.operations)
+        let seen = a.fieldClock
+        try a.compact(stable: a.version)
+        #expect(a.records[milk.opID] == nil || a.records[milk.opID]!.isEmpty, "every field removed: nothing decides any")
+        let bytes = a.encodedSnapshot()
+        var loaded = try ListDocument(snapshot: bytes, replica: ReplicaID(3))
+        #expect(loaded.fieldClock == seen, "the snapshot keeps the clock (\(loaded.fieldClock), not \(seen))")
+        // A write made on the loaded copy with no wall clock (a re-sync's edit made again).
+        let again = try loaded.setField("title", to: .string("oat"), ofItem: milk)
+        #expect(b.receive([again]).isSuccess)
+        #expect(b.fields(of: milk) == loaded.fields(of: milk), "the copy that never compacted shows the write too")
+        #expect(b.fields(of: milk)["title"] == .value(.string("oat")))
+    }
+
     @Test("§8 seeded fuzz: replicas writing fields converge, match the oracle, lose no write",
           arguments: 0 ..< 40)
     func fuzz(seed: UInt64) throws {

@@ -123,7 +123,10 @@ extension CompactedState {
             items.append(entity(doc.items, i, alive: !collect || doc.items.isAlive(i)))
         }
         trees = order.map { lvs in lvs.compactMap { keep[$0.int] ? newLV[$0.int] : nil } }
-        if !doc.records.isEmpty {
+        // With no record left, the field clock is still kept: a later write must take a clock past
+        // every write applied here, collected ones included (Docs/Semantics.md §8, "The field
+        // clock survives compaction").
+        if !doc.records.isEmpty || doc.records.clock > 0 {
             // A dead item's record goes with its value (undo remembers both, Docs/Semantics.md §8.9).
             var live = Set(sections.map(\.id))
             for i in doc.items.indices where !collect || doc.items.isAlive(i) { live.insert(doc.items.rows[i.int].id) }

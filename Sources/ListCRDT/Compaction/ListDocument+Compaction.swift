@@ -11,7 +11,8 @@ struct CompactionFloor: Sendable {
     var frontier: [OpID]
     var base: [UInt8]
     var writes: [OpID: OpID]
-    /// The floor's records, encoded (``RecordStore/encoded()``); empty when it has none.
+    /// The floor's records, encoded (``RecordStore/encoded()``); empty when it has none and its
+    /// field clock is 0 (with none left but a clock, the clock is written, with no record).
     var records: [UInt8] = []
     /// Whether `records` are in the layout with text (snapshot version 5).
     var recordsHaveText = false
@@ -105,7 +106,7 @@ extension ListDocument {
         var doc = state.build(replica: replica, maxValueSize: maxValueSize)
         doc.compaction = CompactionFloor(version: state.version, frontier: state.frontier,
                                          base: state.encoded(), writes: state.writes,
-                                         records: state.records.isEmpty ? [] : state.records.encoded(),
+                                         records: state.records.isEmpty && state.records.clock == 0 ? [] : state.records.encoded(),
                                          recordsHaveText: state.records.hasText, skipped: skipped)
         doc.keepBeside(from: self)
         self = doc
