@@ -2,7 +2,7 @@ import Testing
 import ListCRDT
 @testable @_spi(Testing) import ListSync
 
-/// A copy left out of a peer's floor that only accepts links (Docs/Semantics.md §7), with no
+/// A left-out daemon that only accepts links (Docs/Semantics.md §7), with no
 /// socket: daemon X compacted without knowing daemon Y, whose device edited meanwhile, and only
 /// X dials (X's link is Y's subscriber; Y has no link to X). X's link relays Y's operations to
 /// X's core, which refuses them for its floor and offers Y, over the same connection, its table

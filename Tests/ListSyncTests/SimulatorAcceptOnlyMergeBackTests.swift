@@ -2,7 +2,7 @@ import Testing
 @_spi(Testing) import ListSync
 @_spi(Testing) import ListSyncSimulation
 
-/// A copy left out of a peer's floor that only accepts links, provoked in the simulator
+/// A left-out daemon that only accepts links, provoked in the simulator
 /// (`listsync simulate --hide-accepting-daemon`, Docs/Simulation.md): the hidden daemon is the
 /// last one, which every link dials (a link's dialer is the lower number), so no link of its own
 /// reads a peer's snapshot. Its peers' links read its operations, refuse them for their floor and

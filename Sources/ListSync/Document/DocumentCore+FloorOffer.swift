@@ -1,6 +1,6 @@
 import ListCRDT
 
-// A copy left out of a peer's floor that only accepts links (Docs/Semantics.md §7): this daemon
+// A left-out daemon that only accepts links (Docs/Semantics.md §7): this daemon
 // `X` dials the left-out daemon `Y`, its link relays `Y`'s operations here, and this core refuses
 // them for its floor. `Y` has no link of its own to `X` that would read `X`'s snapshot and merge
 // back onto it, so this core offers it over the same connection: its stability table, then its

@@ -206,7 +206,7 @@ public struct ServerSession: Sendable {
     }
 
     /// A part of a peer link's offered snapshot (Docs/Protocol.md, "Compaction"; Docs/Semantics.md
-    /// §7, "A copy left out of a peer's floor that only accepts links"). Refused, with an `error`
+    /// §7, "A left-out daemon that only accepts links"). Refused, with an `error`
     /// (request 0) that changes nothing and drops the parts so far: from a device (`forbidden`:
     /// a device must not make the daemon merge back), for a document the connection is not
     /// attached to (`unknownDocument`), on a subscription that did not say `offersFloor` or a
