@@ -318,6 +318,10 @@ import Testing
             // again") off, so that the daemon's rule alone is shown.
             config.keepsRemadeUnannounced = true
             config.remakesPartedUnsent = true
+            // The links' offer of their snapshot (Docs/Semantics.md §7, "A left-out daemon that only
+            // accepts links") off too: the copy's merge back onto the snapshot of the peer that refuses
+            // what it relays repairs both seeds as well.
+            config.linksOfferFloor = false
             var sim = Simulator(config)
             let report = sim.run()
             if report.copiesParted > 0 || !report.failures.isEmpty { failed.append(seed) }

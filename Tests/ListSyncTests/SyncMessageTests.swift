@@ -55,7 +55,7 @@ import ListSyncTestSupport
             #expect(try SyncMessage(decoding: bytes) == m)
         }
         #expect(SyncMessage.operationsTag == 4)
-        #expect(SyncMessage.version == 10 && SyncMessage.oldestVersion == 2)
+        #expect(SyncMessage.version == 11 && SyncMessage.oldestVersion == 2)
     }
 
     @Test("version 4 only for operations messages that carry fields; a version-3 build's field message still reads")
