@@ -112,7 +112,11 @@ import ListCRDT
     func coreOffersOnce() throws {
         for offers in [true, false] {
             var (coreX, coreY, _) = try PeerMergeBackTests.parted()
-            _ = coreX.subscribe(Self.linkAtX, epoch: 0, version: coreY.document.version, ownLink: true,
+            // Y's copy includes X's floor here (it took X's edits before X compacted; else the
+            // catch-up itself is the offer: ``catchUpBehindTheFloorIsOffered()``).
+            var remote = coreY.document.version
+            remote.formUnion(coreX.document.version)
+            _ = coreX.subscribe(Self.linkAtX, epoch: 0, version: remote, ownLink: true,
                                 relay: DocumentCore.RelayMark(daemon: Self.y, gossips: true), offersFloor: offers)
             let relayed = coreY.document.operations(since: Fixture.typed(3).version)
             let refused = PeerMergeBackTests.send(relayed, from: Self.linkAtX, to: &coreX, batch: 0)
@@ -127,6 +131,27 @@ import ListCRDT
                 #expect(!again.sent(to: Self.linkAtX).contains { if case .floorSnapshot = $0 { true } else { false } }, "once per subscription")
             } else {
                 #expect(parts.isEmpty, "the builds before offer nothing")
+            }
+        }
+    }
+
+    @Test("X's own link whose peer is behind X's floor (its copy only waits, or holds nothing of X's): the catch-up, a snapshot the link would not relay, goes as floorSnapshot parts after the table; a link of before gets the snapshot, which it drops")
+    func catchUpBehindTheFloorIsOffered() throws {
+        for offers in [true, false] {
+            var (coreX, _, _) = try PeerMergeBackTests.parted()
+            let sent = coreX.subscribe(Self.linkAtX, epoch: 0, version: VersionVector(), ownLink: true,
+                                       relay: DocumentCore.RelayMark(daemon: Self.y, gossips: true), offersFloor: offers)
+            let relayed = sent.frames(to: Self.linkAtX).filter { PeerSession.relays($0, sendsStability: true) }.compactMap(decoded)
+            var parts: [UInt8] = []
+            for case let .floorSnapshot(_, part, _) in relayed { parts += part }
+            if offers {
+                #expect(parts == coreX.document.encodedSnapshot())
+                // A refusal later on the same subscription offers nothing more.
+                let again = PeerMergeBackTests.send(Fixture.edits(on: Fixture.typed(3), replica: 9, count: 1), from: Self.linkAtX, to: &coreX, batch: 0)
+                #expect(!again.sent(to: Self.linkAtX).contains { if case .floorSnapshot = $0 { true } else { false } })
+            } else {
+                #expect(parts.isEmpty && relayed.allSatisfy { if case .snapshot = $0 { false } else { true } })
+                #expect(sent.sent(to: Self.linkAtX).contains { if case .snapshot = $0 { true } else { false } }, "the catch-up the link drops")
             }
         }
     }

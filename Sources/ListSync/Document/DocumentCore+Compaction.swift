@@ -231,6 +231,7 @@ extension DocumentCore {
     mutating func sendSnapshotIfQuiet(_ subscriber: SubscriberID) -> [Action] {
         guard var sub = subscribers[subscriber], sub.snapshotDue, inFlight.isEmpty, failure == nil else { return [] }
         sub.snapshotDue = false
+        if sub.offersFloor { return offerFloorAsCatchUp(subscriber) }
         sub.snapshotFrames = snapshotFrames()
         sub.outbox.removeAll()
         sub.syncedDue = true

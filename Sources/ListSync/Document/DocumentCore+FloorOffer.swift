@@ -37,6 +37,26 @@ extension DocumentCore {
         return actions
     }
 
+    /// The catch-up of this daemon's own link to a peer that takes offers is a snapshot (the
+    /// peer's version is behind this copy's floor: it is a copy left out of it, or one behind it
+    /// with nothing of its own): the link relays no `snapshot`, so the snapshot goes as
+    /// `floorSnapshot` parts, the offer of this subscription (its table went before it,
+    /// ``tableFor(_:)``). What the catch-up queued is dropped (the snapshot holds it); live
+    /// operations follow as after any catch-up.
+    ///
+    /// - Complexity: O(size) of the snapshot.
+    mutating func offerFloorAsCatchUp(_ subscriber: SubscriberID) -> [Action] {
+        guard var sub = subscribers[subscriber] else { return [] }
+        sub.snapshotDue = false
+        sub.floorOffered = true
+        sub.floorOfferDue = false
+        sub.outbox.removeAll()
+        sub.syncedDue = true
+        subscribers[subscriber] = sub
+        let offer = floorSnapshotFrames().map { Action.send(subscriber, $0) }
+        return offer + (sub.waiting ? [] : pump(subscriber))
+    }
+
     /// The document's snapshot as `floorSnapshot` frames under the frame size, in order.
     ///
     /// - Complexity: O(size) of the snapshot.
