@@ -466,8 +466,9 @@ public struct DocumentCore: Sendable {
     /// was parted"). `relay`: the subscriber is a peer daemon's link
     /// (``markRelay(_:daemon:gossips:)``, before anything is sent): one that takes the table gets
     /// it before a catch-up that is a snapshot (``tableFor(_:)``). `offersFloor` (with `ownLink`):
-    /// the peer takes `floorSnapshot` from this link; a batch the link relays here that is refused
-    /// for the floor makes this core offer its table and snapshot to it, once per subscription
+    /// the peer takes `floorSnapshot` from this link; a catch-up of it that is a snapshot, or a
+    /// batch the link relays here that is refused for the floor, makes this core offer its table
+    /// and snapshot to it as `floorSnapshot`, once per subscription
     /// (DocumentCore+FloorOffer.swift; Docs/Semantics.md §7, "A copy left out of a peer's floor
     /// that only accepts links").
     ///
