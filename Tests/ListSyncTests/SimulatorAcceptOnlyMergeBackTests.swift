@@ -28,17 +28,9 @@ import Testing
 
     @Test("with links of the builds before (no floorSnapshot offered) the same seeds part: acknowledged operations stay on the hidden daemon's copy only")
     func partsWithoutTheOffer() {
-        var failed = 0, parted = 0, runs = 0
-        for seed in Self.seeds.prefix(10) {
-            var config = SimulationConfiguration()
-            config.seed = seed
+        let (failed, parted, runs) = SimulatorRuns.parted(Self.seeds.prefix(10)) { config, seed in
             Self.hidingAccepting(&config, seed)
             config.linksOfferFloor = false
-            var sim = Simulator(config)
-            let report = sim.run()
-            if report.failures.contains(where: { $0.hasPrefix("copies parted") }) { failed += 1 }
-            parted += report.copiesParted
-            runs += 1
         }
         print("simulator, a hidden daemon that only accepts links, without the offer: \(failed) of \(runs) runs parted (\(parted) acknowledged operations missing from some copy)")
         #expect(failed >= runs / 2)

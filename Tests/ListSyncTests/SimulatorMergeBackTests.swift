@@ -143,17 +143,9 @@ import Testing
 
     @Test("without the merge back (DocumentCore.Variant.partsCopies) the same seeds fail: acknowledged operations stay on the hidden daemon's copy only")
     func partsWithoutTheRepair() {
-        var failed = 0, parted = 0, runs = 0
-        for seed in Self.seeds.prefix(10) {
-            var config = SimulationConfiguration()
-            config.seed = seed
+        let (failed, parted, runs) = SimulatorRuns.parted(Self.seeds.prefix(10)) { config, seed in
             Self.hiding(&config, seed)
             config.coreVariant = .partsCopies
-            var sim = Simulator(config)
-            let report = sim.run()
-            if report.failures.contains(where: { $0.hasPrefix("copies parted") }) { failed += 1 }
-            parted += report.copiesParted
-            runs += 1
         }
         print("simulator, a hidden daemon without the merge back: \(failed) of \(runs) runs parted (\(parted) acknowledged operations missing from some copy)")
         #expect(failed >= runs / 2)

@@ -61,17 +61,5 @@ extension DocumentCore {
     /// The document's snapshot as `floorSnapshot` frames under the frame size, in order.
     ///
     /// - Complexity: O(size) of the snapshot.
-    func floorSnapshotFrames() -> [[UInt8]] {
-        let bytes = document.encodedSnapshot()
-        let part = maxFrame - 32
-        var frames: [[UInt8]] = []
-        var at = 0
-        repeat {
-            let end = min(at + part, bytes.count)
-            frames.append(SyncMessage.floorSnapshot(document: id, part: Array(bytes[at..<end]), more: end < bytes.count).encoded())
-            at = end
-        } while at < bytes.count
-        assert(frames.allSatisfy { $0.count <= maxFrame })
-        return frames
-    }
+    func floorSnapshotFrames() -> [[UInt8]] { snapshotParts(SyncMessage.floorSnapshot) }
 }
