@@ -179,9 +179,8 @@ actor DaemonConnection: DocumentSubscriber {
     }
 
     /// A peer's link offered its daemon's snapshot: this daemon's copy was left out of that
-    /// peer's floor, and the peer only dials here (Docs/Semantics.md §7, "A copy left out of a
-    /// peer's floor that only accepts links"). Taken exactly as the daemon's own link takes a
-    /// peer's snapshot catch-up (``PeerLink``, `behindFloor`): the copy takes it if it holds
+    /// peer's floor, and the peer only dials here (Docs/Semantics.md §7, "A left-out daemon that
+    /// only accepts links"). Taken exactly as the daemon's own link takes a peer's snapshot catch-up (``PeerLink``, `behindFloor`): the copy takes it if it holds
     /// nothing the snapshot lacks, or is merged back onto it; either way every subscriber, this
     /// connection included, is cut off and subscribes again. Otherwise the peer is told and
     /// nothing changed.

@@ -110,8 +110,8 @@ public struct SimulationConfiguration: Sendable {
     public var hidesDaemon = false
     /// With ``hidesDaemon``: the hidden daemon is the last one, which only accepts links (each
     /// link's dialer is the lower number), not the first, which dials (Docs/Semantics.md §7, "A
-    /// copy left out of a peer's floor that only accepts links"): its peers' links read its
-    /// operations and refuse them for their floor, and offer it their snapshot
+    /// left-out daemon that only accepts links"): its peers' links offer it their snapshot when
+    /// their catch-up of it is one or when their core refuses its operations for their floor
     /// (`listsync simulate --hide-accepting-daemon`).
     public var hidesAcceptingDaemon = false
     /// Links of builds before `floorSnapshot` (tests of the harness's power): they never offer

@@ -1,10 +1,10 @@
 import ListCRDT
 
-// A left-out daemon that only accepts links (Docs/Semantics.md §7): this daemon
-// `X` dials the left-out daemon `Y`, its link relays `Y`'s operations here, and this core refuses
-// them for its floor (or `Y`'s version is behind the floor, and the link's catch-up here is a
-// snapshot, which the link does not relay). `Y` has no link of its own to `X` that would read `X`'s snapshot and merge
-// back onto it, so this core offers it over the same connection: its stability table, then its
+// A left-out daemon that only accepts links (Docs/Semantics.md §7): this daemon `X` dials the
+// left-out daemon `Y`, its link relays `Y`'s operations here, and this core refuses them for its
+// floor (or `Y`'s version is behind the floor, and the link's catch-up here is a snapshot, which
+// the link does not relay). `Y` has no link of its own to `X` that would read `X`'s snapshot and
+// merge back onto it, so this core offers it over the same connection: its stability table, then its
 // snapshot as `floorSnapshot` parts (``SyncMessage/floorSnapshot(document:part:more:)``), sent to
 // its own link, which relays them to `Y`; `Y` takes them as its own link takes a peer's snapshot.
 

@@ -303,8 +303,9 @@ public struct DocumentCore: Sendable {
         /// queued (stepped as operations are: ``stepBytes`` at a time, then ``Action/awaitRoom(_:)``).
         var snapshotFrames: [[UInt8]] = []
         /// This daemon's own link to a peer that takes `floorSnapshot` (its subscription there
-        /// said `offersFloor`): a batch it relays that is refused for the floor makes this core
-        /// offer its snapshot to it (DocumentCore+FloorOffer.swift).
+        /// said `offersFloor`): a catch-up of it that is a snapshot, or a batch it relays that is
+        /// refused for the floor, makes this core offer its snapshot to it
+        /// (DocumentCore+FloorOffer.swift).
         var offersFloor = false
         /// The offer was made (or is due) on this subscription: once per subscription.
         var floorOffered = false
@@ -469,8 +470,8 @@ public struct DocumentCore: Sendable {
     /// the peer takes `floorSnapshot` from this link; a catch-up of it that is a snapshot, or a
     /// batch the link relays here that is refused for the floor, makes this core offer its table
     /// and snapshot to it as `floorSnapshot`, once per subscription
-    /// (DocumentCore+FloorOffer.swift; Docs/Semantics.md §7, "A copy left out of a peer's floor
-    /// that only accepts links").
+    /// (DocumentCore+FloorOffer.swift; Docs/Semantics.md §7, "A left-out daemon that only
+    /// accepts links").
     ///
     /// - Complexity: O(r + k) for the log's r records (counted, not rebuilt) and the k operations of
     ///   the first step; each later step costs what it sends (``roomAvailable(_:)``).

@@ -99,8 +99,7 @@ public enum SyncMessage: Equatable, Sendable {
     /// From a peer daemon's link to the daemon it dials (version 11, ``floorVersion``), on a
     /// subscription that said `offersFloor`: a part of the link's daemon's snapshot (format 3, as
     /// ``snapshot(document:part:more:)``), offered because that daemon refused for its floor what
-    /// this daemon's copy holds, or this copy is behind that floor (Docs/Protocol.md, "Compaction"; Docs/Semantics.md §7, "A copy left
-    /// out of a peer's floor that only accepts links"). Join the parts in order up to the one with
+    /// this daemon's copy holds, or this copy is behind that floor (Docs/Protocol.md, "Compaction"; Docs/Semantics.md §7, "A left-out daemon that only accepts links"). Join the parts in order up to the one with
     /// `more` false; the daemon takes the snapshot, or merges its copy back onto it, exactly as its
     /// own link takes a peer's snapshot catch-up. Only a peer's link may send it (a device is
     /// refused, `forbidden`); an `error` (request 0) answers one it cannot take. No other answer.

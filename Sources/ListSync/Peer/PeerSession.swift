@@ -115,9 +115,9 @@ public struct PeerSession: Sendable {
     /// A link over a connection whose frames are at most `maxFrame` bytes; times in nanoseconds.
     /// `offersFloor`: its subscriptions say `offersFloor` (a version-11 `subscribe`), so that this
     /// daemon's core may offer the peer its snapshot when it refuses, for its floor, what the link
-    /// relays from the peer (``takesFloor``; Docs/Semantics.md §7, "A copy left out of a peer's
-    /// floor that only accepts links"). False: the link of builds before it, which never offers
-    /// (the left-out peer stays apart until it dials this daemon). The driver passes false to a
+    /// relays from the peer, or the link's catch-up is a snapshot (``takesFloor``; Docs/Semantics.md
+    /// §7, "A left-out daemon that only accepts links"). False: the link of builds before it,
+    /// which never offers (the left-out peer stays apart until it dials this daemon). The driver passes false to a
     /// peer that refused it (``ClientSession/OlderDaemon/floor``).
     public init(maxFrame: Int, timeout: UInt64 = 30_000_000_000, resyncDelay: UInt64 = 1_000_000_000,
                 daemon: ReplicaID = PeerSession.relayReplica, offersFloor: Bool = false) {
