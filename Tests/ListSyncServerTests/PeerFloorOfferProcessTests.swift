@@ -29,7 +29,8 @@ struct PeerFloorOfferProcessTests {
         y = try DaemonProcess(data: dir.path + "/y", port: yPort, extra: yFlags)
         #expect(try y.run(["insert", "list", "0.1", "from Y"]).0 == 0)
 
-        let aFlags = ["--storage", "per-document", "--compact-after", "2", "--compact-interval", "0", "--retire-after", "1h"]
+        // Y's command slot made the list and holds A's compaction back until it is retired.
+        let aFlags = ["--storage", "per-document", "--compact-after", "2", "--compact-interval", "0", "--retire-after", "2s"]
         var a = try DaemonProcess(data: dir.path + "/a", extra: aFlags)
         defer { a.terminate() }
         for value in ["from A", "more from A", "and more from A"] { #expect(try a.run(["insert", "list", "0.1", value]).0 == 0) }
