@@ -138,6 +138,8 @@ actor DaemonConnection: DocumentSubscriber {
             await hosts[doc]?.peerStability(subscriberID, from: from, entries: entries)
         case let .remade(doc, ranges):
             await hosts[doc]?.remade(subscriberID, ranges: ranges)
+        case let .floorSnapshot(doc, bytes):
+            await takeFloor(doc, bytes, daemon: daemon)
         case let .presence(doc, presence):
             daemon.metrics.presence()
             await hosts[doc]?.presence(presence, from: subscriberID)
@@ -174,6 +176,29 @@ actor DaemonConnection: DocumentSubscriber {
                 daemon.log("rate limited", ["from": transport.remoteAddress.description])
             }
         }
+    }
+
+    /// A peer's link offered its daemon's snapshot: this daemon's copy was left out of that
+    /// peer's floor, and the peer only dials here (Docs/Semantics.md §7, "A left-out daemon that
+    /// only accepts links"). Taken exactly as the daemon's own link takes a peer's snapshot catch-up (``PeerLink``, `behindFloor`): the copy takes it if it holds
+    /// nothing the snapshot lacks, or is merged back onto it; either way every subscriber, this
+    /// connection included, is cut off and subscribes again. Otherwise the peer is told and
+    /// nothing changed.
+    private func takeFloor(_ doc: DocumentID, _ bytes: [UInt8], daemon: Daemon) async {
+        let peer = transport.remoteAddress.description
+        if let h = hosts[doc], await h.adoptSnapshot(bytes) {
+            daemon.log("peer snapshot loaded", ["peer": peer, "document": doc.description, "offered": "true"])
+            return
+        }
+        if let h = hosts[doc], let merge = await h.mergeBackSnapshot(bytes) {
+            daemon.log("peer snapshot merged back", ["peer": peer, "document": doc.description, "offered": "true",
+                                                     "kept": "\(merge.kept.count)", "made_again": "\(merge.made.count)",
+                                                     "dropped": "\(merge.dropped.count)"])
+            return
+        }
+        daemon.log("peer's offered snapshot not taken", ["peer": peer, "document": doc.description,
+                                                        "action": "not synced with this peer until it offers again"])
+        await perform(session.floorRefused(doc, text: "the offered snapshot of \(doc) was not taken (it does not load, this copy cannot be merged back onto it now, or the store failed); nothing changed"))
     }
 
     private func subscribe(_ doc: DocumentID, epoch: UInt64, version: VersionVector, learnsParted: Bool, daemon: Daemon) async {

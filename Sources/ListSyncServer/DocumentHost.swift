@@ -158,12 +158,14 @@ actor DocumentHost {
     /// stability table; `ownLink`: the subscriber is this daemon's own link to the peer
     /// (``DocumentCore/subscribe(_:epoch:version:ownLink:)``).
     func subscribe(_ subscriber: any DocumentSubscriber, epoch: UInt64, version: VersionVector, relay: Bool = false,
-                   peer: ReplicaID? = nil, gossips: Bool = true, ownLink: Bool = false, learnsParted: Bool = false) async -> Bool? {
+                   peer: ReplicaID? = nil, gossips: Bool = true, ownLink: Bool = false, learnsParted: Bool = false,
+                   offersFloor: Bool = false) async -> Bool? {
         guard !isClosed else { return nil }
         lastUsed = clock()
         let actions = core.subscribe(subscriber.subscriberID, epoch: epoch, version: version, ownLink: ownLink,
                                      learnsParted: learnsParted,
-                                     relay: relay ? DocumentCore.RelayMark(daemon: peer, gossips: gossips) : nil)
+                                     relay: relay ? DocumentCore.RelayMark(daemon: peer, gossips: gossips) : nil,
+                                     offersFloor: offersFloor)
         if core.isSubscribed(subscriber.subscriberID) {
             subscribers[subscriber.subscriberID] = subscriber
             if let interest { Task { [id] in await interest(id) } }

@@ -26,6 +26,9 @@ actor PeerLink: DocumentSubscriber {
     private var task: Task<Void, Never>?
     private var hosts: [DocumentID: DocumentHost] = [:]
     private var lastAntiEntropy: UInt64 = 0
+    /// Whether the peer refused a `subscribe` saying `offersFloor` (an older build): later
+    /// connections' links do not say it (``ClientSession/OlderDaemon/floor``).
+    private var peerRefusedFloor = false
     /// Attempts to connect that failed since the last that succeeded.
     private(set) var failedAttempts = 0
     /// The relay's transport, readable from any thread (frames come from the hosts' queues).
@@ -95,7 +98,8 @@ actor PeerLink: DocumentSubscriber {
                 attempt = 0
                 transport = t
                 relay.transport = t
-                var s = PeerSession(maxFrame: t.maxFrame, daemon: await daemon?.replica ?? ReplicaID(1))
+                var s = PeerSession(maxFrame: t.maxFrame, daemon: await daemon?.replica ?? ReplicaID(1),
+                                    offersFloor: !peerRefusedFloor)
                 let first = s.start(now: Self.now())
                 session = s
                 lastAntiEntropy = Self.now()
@@ -104,6 +108,7 @@ actor PeerLink: DocumentSubscriber {
                     guard session != nil else { break }
                     let actions = session!.receive(frame, now: Self.now())
                     if !session!.client.sendsStability { relay.sendsStability = false }
+                    if session!.client.refusedByDaemon.contains(.floor) { peerRefusedFloor = true }
                     await perform(actions)
                 }
                 relay.transport = nil
@@ -194,7 +199,8 @@ actor PeerLink: DocumentSubscriber {
         case let .attach(id, remoteVersion):
             guard let h = try? await daemon.host(id) else { return }
             if let old = hosts[id] { await old.unsubscribe(subscriberID) }
-            if await h.subscribe(self, epoch: 0, version: remoteVersion, relay: true, peer: session?.peerDaemon, ownLink: true) == true { hosts[id] = h }
+            if await h.subscribe(self, epoch: 0, version: remoteVersion, relay: true, peer: session?.peerDaemon, ownLink: true,
+                                 offersFloor: session?.takesFloor ?? false) == true { hosts[id] = h }
         case let .detach(id):
             if let h = hosts.removeValue(forKey: id) { await h.unsubscribe(subscriberID) }
         case let .deliver(id, ops):

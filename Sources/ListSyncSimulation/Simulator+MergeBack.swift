@@ -34,21 +34,33 @@ extension Simulator {
     /// again); a copy that cannot be merged back (``DocumentCore/Variant/partsCopies``) stays
     /// parted, which the end's checks find.
     mutating func mergeBack(_ d: Int, _ peer: Int, snapshot bytes: [UInt8]) {
+        guard takeSnapshot(d, from: peer, bytes) else { return }
+        guard var link = daemons[d].links[peer] else { return }
+        let local = PeerSession.LocalDocument(id: self.document, name: "simulated", epoch: epoch, version: daemons[d].core.durableVersion)
+        let more = link.localReady(local, now: nowNs)
+        daemons[d].links[peer] = link
+        performLink(d, peer, more)
+    }
+
+    /// Daemon `d` takes `peer`'s snapshot (its link's catch-up, or offered by the peer's link,
+    /// `floorSnapshot`) or merges its copy back onto it, as ``mergeBack(_:_:snapshot:)`` says;
+    /// every subscriber is cut off. False if nothing changed (not quiet, or not merged).
+    mutating func takeSnapshot(_ d: Int, from peer: Int, _ bytes: [UInt8]) -> Bool {
         let replica = daemons[d].core.document.replica
         guard let snapshot = try? ListDocument(snapshot: bytes, replica: replica) else {
             report.failures.append("daemon \(d): a peer's snapshot did not load")
-            return
+            return false
         }
-        guard daemons[d].core.isQuiet, !daemons[d].disk.busy else { return }
+        guard daemons[d].core.isQuiet, !daemons[d].disk.busy else { return false }
         let document: ListDocument, actions: [DocumentCore.Action]
         if daemons[d].core.isHeld(by: snapshot) {
             if configuration.trace { trace("d\(d) takes d\(peer)'s snapshot at \(snapshot.version) (it holds all of d\(d)'s copy)") }
             document = snapshot
-            guard storeCompact(d, document) else { return }
+            guard storeCompact(d, document) else { return false }
             actions = daemons[d].core.replace(with: document)
         } else if let (merged, merge) = daemons[d].core.mergeBack(snapshot) {
             document = merged
-            guard storeCompact(d, document, replacing: true) else { return }
+            guard storeCompact(d, document, replacing: true) else { return false }
             report.mergesBack += 1
             report.mergedBackOperations += merge.made.count
             if configuration.trace { trace("d\(d) merges back onto d\(peer)'s snapshot at \(snapshot.version): kept \(Self.describe(merge.kept)), parted \(Self.describe(merge.parted)), made again \(Self.describe(merge.made))") }
@@ -60,14 +72,10 @@ extension Simulator {
             }
             actions = daemons[d].core.replace(with: merged, parting: merge)
         } else {
-            return
+            return false
         }
         performCore(d, actions)
-        guard var link = daemons[d].links[peer] else { return }
-        let local = PeerSession.LocalDocument(id: self.document, name: "simulated", epoch: epoch, version: daemons[d].core.durableVersion)
-        let more = link.localReady(local, now: nowNs)
-        daemons[d].links[peer] = link
-        performLink(d, peer, more)
+        return true
     }
 
     /// Daemon `d` keeps operations waiting on ones a peer parted in a merge back

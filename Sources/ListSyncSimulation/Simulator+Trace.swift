@@ -39,7 +39,7 @@ extension Simulator {
     /// One message, briefly.
     static func describe(_ message: SyncMessage) -> String {
         switch message {
-        case let .subscribe(_, epoch, version, _): return "subscribe epoch \(epoch) from \(version)"
+        case let .subscribe(_, epoch, version, _, _): return "subscribe epoch \(epoch) from \(version)"
         case let .subscribed(_, _, _, version): return "subscribed at \(version)"
         case let .synced(_, version): return "synced \(version)"
         case .unsubscribe: return "unsubscribe"
@@ -64,6 +64,7 @@ extension Simulator {
             return "stability from \(from): " + entries.sorted { $0.key < $1.key }.map { "\($0.key)" }.joined(separator: " ")
         case let .parted(_, ranges): return "parted \(ranges)"
         case let .remade(_, ranges): return "remade \(ranges)"
+        case let .floorSnapshot(_, part, more): return "offered snapshot part of \(part.count) bytes\(more ? ", more follow" : "")"
         }
     }
 }

@@ -108,6 +108,16 @@ public struct SimulationConfiguration: Sendable {
     /// up: its copy holds acknowledged operations made before their floor, and is merged back
     /// (``Simulator/unhideDaemon()``).
     public var hidesDaemon = false
+    /// With ``hidesDaemon``: the hidden daemon is the last one, which only accepts links (each
+    /// link's dialer is the lower number), not the first, which dials (Docs/Semantics.md §7, "A
+    /// left-out daemon that only accepts links"): its peers' links offer it their snapshot when
+    /// their catch-up of it is one or when their core refuses its operations for their floor
+    /// (`listsync simulate --hide-accepting-daemon`).
+    public var hidesAcceptingDaemon = false
+    /// Links of builds before `floorSnapshot` (tests of the harness's power): they never offer
+    /// their daemon's snapshot to a peer whose operations it refused for its floor
+    /// (``ListSync/PeerSession`` with `offersFloor` false).
+    @_spi(Testing) public var linksOfferFloor = true
     /// With compaction and crashes: every crash of a daemon also loses its stability file (a
     /// disk replaced, a backup restored without it; Docs/Semantics.md §7, "The retire rule" and
     /// "A copy left out of a peer's floor"): the daemon restarts counting no sender, no relay
@@ -165,7 +175,7 @@ public struct SimulationConfiguration: Sendable {
             + (compactAfter != nil ? deadBytesArguments : "")
             + (sendsAhead ? " --sends-ahead" : "") + (editInterval == 1 ? " --busy" : "")
             + (!compactsStablePrefixes && compactAfter != nil ? " --compact-quiescent-only" : "") + (roamPercent > 0 ? " --roam \(roamPercent)" : "")
-            + (losesDaemon ? " --lose-daemon" : "") + (losesDaemonEarly ? " --lose-daemon-early" : "") + (hidesDaemon ? " --hide-daemon" : "")
+            + (losesDaemon ? " --lose-daemon" : "") + (losesDaemonEarly ? " --lose-daemon-early" : "") + (hidesAcceptingDaemon ? " --hide-accepting-daemon" : hidesDaemon ? " --hide-daemon" : "")
             + (losesStability ? " --lose-stability" : "") + " --field-writes \(workload.fieldWrites)"
             + (workload.textEdits > 0 ? " --text-edits \(workload.textEdits)" : "")
             + (workload.dragFieldWrites > 0 ? " --drag-field-writes \(workload.dragFieldWrites)" : "")
@@ -458,7 +468,7 @@ public struct Simulator: Sendable {
             // before the run: each has heard of the others (a daemon's copy of a peer's document
             // exists only once its link attached, and the peer noted it then). A hidden daemon's
             // peers have not: its first `seen` never reached them.
-            if configuration.hidesDaemon { hidden = 0 }
+            if configuration.hidesDaemon { hidden = configuration.hidesAcceptingDaemon ? d - 1 : 0 }
             for i in daemons.indices {
                 for j in daemons.indices where j != i && j != hidden { _ = daemons[i].core.notePeer(daemons[j].replica, now: 0) }
                 do throws(StoreError) { try daemons[i].disk.saveStability(daemons[i].core.stability) } catch {
@@ -720,7 +730,8 @@ public struct Simulator: Sendable {
         generations[Self.key(d, e), default: 0] &+= 1
         if configuration.trace { trace("link d\(d) → d\(e) connects") }
         daemons[e].servers[d] = ServerSession(maxFrame: 1 << 16, rateLimit: nil, now: nowNs)
-        var link = PeerSession(maxFrame: 1 << 16, timeout: Self.ns(2_000), resyncDelay: Self.ns(100), daemon: daemons[d].replica)
+        var link = PeerSession(maxFrame: 1 << 16, timeout: Self.ns(2_000), resyncDelay: Self.ns(100), daemon: daemons[d].replica,
+                               offersFloor: configuration.linksOfferFloor)
         let actions = link.start(now: nowNs)
         daemons[d].links[e] = link
         performLink(d, e, actions)
@@ -863,6 +874,11 @@ public struct Simulator: Sendable {
                 housekeep(d, .peerStability(sub, from: from, entries: entries))
             case let .remade(_, ranges):
                 housekeep(d, .remade(sub, ranges: ranges))
+            case let .floorSnapshot(doc, bytes):
+                // A peer's link offered its snapshot (this daemon only accepts that link).
+                if !takeSnapshot(d, from: other, bytes) {
+                    performServer(d, other, daemons[d].servers[other]?.floorRefused(doc, text: "not taken now") ?? [])
+                }
             case let .destroy(request, doc, _):
                 // The simulated daemons hold one document for the whole run: no destroy events.
                 performServer(d, other, daemons[d].servers[other]?.failed(request: request, document: doc, code: .unsupported,
@@ -922,7 +938,8 @@ public struct Simulator: Sendable {
                 report.failures.append("daemon \(d): asked to create the document it holds")
             case let .attach(_, remoteVersion):
                 daemons[d].core.unsubscribe(sub)
-                performCore(d, daemons[d].core.subscribe(sub, epoch: 0, version: remoteVersion, ownLink: true))
+                performCore(d, daemons[d].core.subscribe(sub, epoch: 0, version: remoteVersion, ownLink: true,
+                                                         offersFloor: daemons[d].links[peer]?.takesFloor ?? false))
                 daemons[d].core.markRelay(sub, daemon: daemons[d].links[peer]?.peerDaemon)
             case .detach: daemons[d].core.unsubscribe(sub)
             case let .stability(_, from, entries):

@@ -70,6 +70,9 @@ let simulateUsage = """
                           first daemon (its first `seen` lost) and its links stay down while
                           its clients edit; the others compact without it, then its links come
                           up and its copy is merged back onto theirs (nothing acknowledged lost)
+      --hide-accepting-daemon  as --hide-daemon, but the hidden daemon is the last one, which
+                          only accepts links: its peers' links read its operations, refuse them
+                          for their floor and offer it their snapshot (floorSnapshot)
       --lose-stability    with --compact-after and --crashes: every crash of a daemon also
                           loses its stability file (who counts, what each reported, the peers'
                           table): it restarts counting nobody; nothing acknowledged may be lost
@@ -96,8 +99,8 @@ let simulateUsage = """
 
     An option given without what it goes with (--ring without 3 daemons, --roam,
     --lose-daemon or --hide-daemon without 2, --sends-ahead, --retire-after,
-    --lose-daemon, --hide-daemon, --lose-stability or the --compact-dead options without
-    --compact-after, --lose-stability without --crashes)
+    --lose-daemon, --hide-daemon, --hide-accepting-daemon, --lose-stability or the
+    --compact-dead options without --compact-after, --lose-stability without --crashes)
     is a usage error, not ignored.
     """
 
@@ -156,6 +159,7 @@ func runSimulate(_ args: [String]) throws -> Int32 {
         case "--lose-daemon": config.losesDaemon = true
         case "--lose-daemon-early": config.losesDaemonEarly = true
         case "--hide-daemon": config.hidesDaemon = true
+        case "--hide-accepting-daemon": config.hidesDaemon = true; config.hidesAcceptingDaemon = true
         case "--lose-stability": config.losesStability = true
         case "--roam": config.roamPercent = try cursor.number("--roam", 0...100)
         case "--field-writes": config.workload.fieldWrites = try cursor.number("--field-writes", 0...100)
@@ -236,7 +240,7 @@ private func checkPrerequisites(_ given: Set<String>, _ config: SimulationConfig
     if given.contains("--roam"), config.daemons < 2 {
         throw UsageError(message: "--roam needs --daemons 2 or more (a client roams to another daemon), not \(config.daemons)")
     }
-    for option in ["--sends-ahead", "--busy", "--compact-stable-prefix", "--compact-quiescent-only", "--retire-after", "--lose-daemon", "--lose-daemon-early", "--hide-daemon", "--lose-stability", "--compact-dead-share", "--compact-dead-floor"]
+    for option in ["--sends-ahead", "--busy", "--compact-stable-prefix", "--compact-quiescent-only", "--retire-after", "--lose-daemon", "--lose-daemon-early", "--hide-daemon", "--hide-accepting-daemon", "--lose-stability", "--compact-dead-share", "--compact-dead-floor"]
     where given.contains(option) && !compacting {
         throw UsageError(message: "\(option) needs --compact-after N (it only matters when daemons compact)")
     }
@@ -246,7 +250,7 @@ private func checkPrerequisites(_ given: Set<String>, _ config: SimulationConfig
     if given.contains("--lose-stability"), config.crashes < 1 {
         throw UsageError(message: "--lose-stability needs --crashes 1 or more (a daemon loses its stability file when it crashes)")
     }
-    if given.contains("--hide-daemon"), config.daemons < 2 {
-        throw UsageError(message: "--hide-daemon needs --daemons 2 or more (the others compact without the hidden one), not \(config.daemons)")
+    for option in ["--hide-daemon", "--hide-accepting-daemon"] where given.contains(option) && config.daemons < 2 {
+        throw UsageError(message: "\(option) needs --daemons 2 or more (the others compact without the hidden one), not \(config.daemons)")
     }
 }

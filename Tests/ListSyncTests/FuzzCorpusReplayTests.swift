@@ -75,6 +75,7 @@ struct FuzzCorpusReplayTests {
                     case let .seen(doc, _, _, _): #expect(attachedBefore.contains(doc))
                     case let .stability(doc, _, _): #expect(attachedBefore.contains(doc))
                     case let .remade(doc, _): #expect(attachedBefore.contains(doc))
+                    case let .floorSnapshot(doc, _): #expect(attachedBefore.contains(doc))
                     case let .destroy(request, doc, epoch):
                         #expect(session.destroyed(request: request, document: doc, epoch: epoch).sent.count == 1)
                         #expect(!session.attachedDocuments.contains(doc))

@@ -251,6 +251,9 @@ struct Wired {
                 _ = core.remade(connection, ranges: ranges, now: 0)
             case let .stability(_, from, entries):
                 _ = core.peerStability(connection, from: from, entries: entries, now: 0)
+            case let .floorSnapshot(doc, _):
+                // A device's session never offers one; a peer's is driven in PeerFloorOfferTests.
+                fromServer(server.floorRefused(doc, text: "not taken here"))
             case let .create(request, name, _, id, epoch):
                 if name == "one too many" {
                     fromServer(server.failed(request: request, document: id, code: .limit, text: "the documents limit"))

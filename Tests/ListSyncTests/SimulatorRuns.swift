@@ -38,4 +38,23 @@ enum SimulatorRuns {
         }
         return total
     }
+
+    /// Runs `seeds` as `configure` says and counts the runs that failed "copies parted", the
+    /// acknowledged operations missing from some copy, and the runs (test-power tests of the
+    /// merge back: the variant must part copies).
+    static func parted(_ seeds: some Sequence<UInt64>, _ configure: (inout SimulationConfiguration, UInt64) -> Void)
+        -> (failed: Int, parted: Int, runs: Int) {
+        var failed = 0, parted = 0, runs = 0
+        for seed in seeds {
+            var config = SimulationConfiguration()
+            config.seed = seed
+            configure(&config, seed)
+            var sim = Simulator(config)
+            let report = sim.run()
+            if report.failures.contains(where: { $0.hasPrefix("copies parted") }) { failed += 1 }
+            parted += report.copiesParted
+            runs += 1
+        }
+        return (failed, parted, runs)
+    }
 }

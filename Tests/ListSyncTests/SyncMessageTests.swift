@@ -55,7 +55,7 @@ import ListSyncTestSupport
             #expect(try SyncMessage(decoding: bytes) == m)
         }
         #expect(SyncMessage.operationsTag == 4)
-        #expect(SyncMessage.version == 10 && SyncMessage.oldestVersion == 2)
+        #expect(SyncMessage.version == 11 && SyncMessage.oldestVersion == 2)
     }
 
     @Test("version 4 only for operations messages that carry fields; a version-3 build's field message still reads")
@@ -205,10 +205,10 @@ import ListSyncTestSupport
         // The answer is a one-entry `documents` page with the request's number.
         let answer = SyncMessage.documents(request: 5, [DocumentInfo(id: Fixture.document, name: "hi", epoch: 7, operations: 3)], more: false)
         #expect(answer.encoded() == Self.bytes("02 0a 05 01 0123456789abcdef fedcba9876543210 02 6869 07 03 00"))
-        // Tag 25 is no message: what an older build says of tags 18 to 24.
+        // Tag 26 is no message: what an older build says of tags 18 to 25.
         var unknown = m.encoded()
-        unknown[1] = 25
-        #expect(throws: SyncProtocolError.malformed("unknown message type 25")) { try SyncMessage(decoding: unknown) }
+        unknown[1] = 26
+        #expect(throws: SyncProtocolError.malformed("unknown message type 26")) { try SyncMessage(decoding: unknown) }
         // A name over the limit is refused while decoding.
         var long = Array(m.encoded().prefix(19))
         var w = WireWriter()

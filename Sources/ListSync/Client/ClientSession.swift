@@ -169,6 +169,9 @@ public struct ClientSession: Sendable {
         public static let parted = OlderDaemon(rawValue: 16)
         /// `remade` (version 10): ``remade(_:ranges:)`` sends nothing.
         public static let remade = OlderDaemon(rawValue: 32)
+        /// A version-11 `subscribe` saying `offersFloor` (``offersFloor``): subscriptions do not
+        /// say it, and no `floorSnapshot` is sent.
+        public static let floor = OlderDaemon(rawValue: 64)
 
         /// The refusal's text that names each (the end of an older `ServerSession`'s answer).
         static let refusals: [(OlderDaemon, String)] = [
@@ -185,6 +188,7 @@ public struct ClientSession: Sendable {
             if let (older, _) = refusals.first(where: { text.hasSuffix($0.1) }) { return older }
             if text.contains("unsupported sync protocol version \(SyncMessage.partedVersion) ") { return .parted }
             if text.contains("unsupported sync protocol version \(SyncMessage.remadeVersion) ") { return .remade }
+            if text.contains("unsupported sync protocol version \(SyncMessage.floorVersion) ") { return .floor }
             return nil
         }
     }
@@ -207,6 +211,15 @@ public struct ClientSession: Sendable {
     public var asksForParted = false
     /// Whether the daemon reads `stability` (``OlderDaemon/stability``).
     public var sendsStability: Bool { !refusedByDaemon.contains(.stability) }
+    /// Whether subscriptions say `offersFloor` (a version-11 `subscribe`; Docs/Protocol.md,
+    /// "Compaction"): a peer link's driver sets it. A daemon of an older build refuses such a
+    /// `subscribe` by its version byte and closes the connection; from then on
+    /// (``OlderDaemon/floor``, carried by the driver) subscriptions do not say it.
+    public var offersFloor = false
+    /// Whether the daemon takes `floorSnapshot` on this connection: subscriptions say
+    /// `offersFloor` and it has not refused that (a daemon of an older build closes the
+    /// connection at the first such `subscribe`, so one that answered any reads version 11).
+    public var sendsFloor: Bool { offersFloor && !refusedByDaemon.contains(.floor) }
     /// Snapshot parts received so far, by document.
     private var snapshotParts: [DocumentID: [UInt8]] = [:]
     /// `seen` reports: the last one sent (with when), and the next one waiting for its interval.
@@ -465,7 +478,7 @@ public struct ClientSession: Sendable {
             return live.contains(doc) ? [.stability(doc, from: from, entries: entries)] : []
         case let .parted(doc, ranges):
             return live.contains(doc) ? [.parted(doc, ranges)] : []
-        case .subscribe, .unsubscribe, .hello, .create, .listDocuments, .status, .destroy, .rename, .seen, .remade:
+        case .subscribe, .unsubscribe, .hello, .create, .listDocuments, .status, .destroy, .rename, .seen, .remade, .floorSnapshot:
             return []
         }
     }
@@ -512,7 +525,8 @@ public struct ClientSession: Sendable {
     private mutating func sendSubscribe(_ document: DocumentID, epoch: UInt64, version: VersionVector, deadline: UInt64) -> [Action] {
         subscribing[document] = deadline
         let learnsParted = asksForParted && !refusedByDaemon.contains(.parted)
-        return [.send(SyncMessage.subscribe(document: document, epoch: epoch, version: version, learnsParted: learnsParted).encoded())]
+        return [.send(SyncMessage.subscribe(document: document, epoch: epoch, version: version, learnsParted: learnsParted,
+                                            offersFloor: sendsFloor).encoded())]
     }
 
     /// The answer to a given-up subscription of `document` came (dropped): the subscription

@@ -231,6 +231,7 @@ extension DocumentCore {
     mutating func sendSnapshotIfQuiet(_ subscriber: SubscriberID) -> [Action] {
         guard var sub = subscribers[subscriber], sub.snapshotDue, inFlight.isEmpty, failure == nil else { return [] }
         sub.snapshotDue = false
+        if sub.offersFloor { return offerFloorAsCatchUp(subscriber) }
         sub.snapshotFrames = snapshotFrames()
         sub.outbox.removeAll()
         sub.syncedDue = true
@@ -246,18 +247,26 @@ extension DocumentCore {
     mutating func snapshotFrames() -> [[UInt8]] {
         let key = SnapshotKey(version: document.version, pending: document.pendingCount, floor: document.historyFloor)
         if let cached = snapshotCache, cached.key == key { return cached.frames }
+        let frames = Array(snapshotParts(SyncMessage.snapshot).reversed())
+        snapshotCache = (key, frames)
+        return frames
+    }
+
+    /// The document's snapshot in parts under the frame size, in order, each made a frame by
+    /// `message` (`snapshot` for a catch-up, `floorSnapshot` for an offer).
+    ///
+    /// - Complexity: O(size) of the snapshot.
+    func snapshotParts(_ message: (DocumentID, [UInt8], Bool) -> SyncMessage) -> [[UInt8]] {
         let bytes = document.encodedSnapshot()
         let part = maxFrame - 32
         var frames: [[UInt8]] = []
         var at = 0
         repeat {
             let end = min(at + part, bytes.count)
-            frames.append(SyncMessage.snapshot(document: id, part: Array(bytes[at..<end]), more: end < bytes.count).encoded())
+            frames.append(message(id, Array(bytes[at..<end]), end < bytes.count).encoded())
             at = end
         } while at < bytes.count
         assert(frames.allSatisfy { $0.count <= maxFrame })
-        frames.reverse()
-        snapshotCache = (key, frames)
         return frames
     }
 

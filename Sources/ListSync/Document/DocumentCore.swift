@@ -302,6 +302,15 @@ public struct DocumentCore: Sendable {
         /// The parts of its snapshot catch-up still to send, last part first, before anything
         /// queued (stepped as operations are: ``stepBytes`` at a time, then ``Action/awaitRoom(_:)``).
         var snapshotFrames: [[UInt8]] = []
+        /// This daemon's own link to a peer that takes `floorSnapshot` (its subscription there
+        /// said `offersFloor`): a catch-up of it that is a snapshot, or a batch it relays that is
+        /// refused for the floor, makes this core offer its snapshot to it
+        /// (DocumentCore+FloorOffer.swift).
+        var offersFloor = false
+        /// The offer was made (or is due) on this subscription: once per subscription.
+        var floorOffered = false
+        /// The offer waits for the batches in flight.
+        var floorOfferDue = false
     }
 
     /// A core for `document`, loaded from disk (everything in it is durable).
@@ -457,12 +466,17 @@ public struct DocumentCore: Sendable {
     /// and whenever that grows (``announceParted()``; Docs/Semantics.md §7, "A device learns what
     /// was parted"). `relay`: the subscriber is a peer daemon's link
     /// (``markRelay(_:daemon:gossips:)``, before anything is sent): one that takes the table gets
-    /// it before a catch-up that is a snapshot (``tableFor(_:)``).
+    /// it before a catch-up that is a snapshot (``tableFor(_:)``). `offersFloor` (with `ownLink`):
+    /// the peer takes `floorSnapshot` from this link; a catch-up of it that is a snapshot, or a
+    /// batch the link relays here that is refused for the floor, makes this core offer its table
+    /// and snapshot to it as `floorSnapshot`, once per subscription
+    /// (DocumentCore+FloorOffer.swift; Docs/Semantics.md §7, "A left-out daemon that only
+    /// accepts links").
     ///
     /// - Complexity: O(r + k) for the log's r records (counted, not rebuilt) and the k operations of
     ///   the first step; each later step costs what it sends (``roomAvailable(_:)``).
     public mutating func subscribe(_ subscriber: SubscriberID, epoch: UInt64, version: VersionVector, ownLink: Bool = false,
-                                   learnsParted: Bool = false, relay: RelayMark? = nil) -> [Action] {
+                                   learnsParted: Bool = false, relay: RelayMark? = nil, offersFloor: Bool = false) -> [Action] {
         if let destroyedReason {
             return [.send(subscriber, SyncMessage.error(request: 0, document: id, code: .destroyed, text: destroyedReason).encoded())]
         }
@@ -473,6 +487,7 @@ public struct DocumentCore: Sendable {
         subscribers[subscriber] = Subscriber()
         subscribers[subscriber]!.ownLink = ownLink
         subscribers[subscriber]!.learnsParted = learnsParted
+        subscribers[subscriber]!.offersFloor = ownLink && offersFloor
         presenceListeners.remove(subscriber)
         if let relay { markRelay(subscriber, daemon: relay.daemon, gossips: relay.gossips) }
         let hello = SyncMessage.subscribed(document: id, name: name, epoch: self.epoch, version: advertisedVersion).encoded()
@@ -642,6 +657,7 @@ public struct DocumentCore: Sendable {
                 if first.beforeFloor { refusedBeforeFloor += first.refused.count }
                 actions += answer(first.sender, .error(request: first.batch, document: id,
                                                        code: first.beforeFloor ? .compacted : .refused, text: text))
+                if first.beforeFloor, let sender = first.sender { actions += noteFloorRefusal(of: sender) }
             } else if first.batch != 0 {
                 actions += answer(first.sender, .ack(document: id, batch: first.batch, version: durableVersion))
             }
@@ -650,6 +666,7 @@ public struct DocumentCore: Sendable {
                "quiet, yet the durable version \(durableVersion) is not the document's \(document.version)")
         if inFlight.isEmpty {
             for s in subscribers.keys.sorted() where subscribers[s]!.snapshotDue { actions += sendSnapshotIfQuiet(s) }
+            for s in subscribers.keys.sorted() where subscribers[s]!.floorOfferDue { actions += offerFloorIfDue(s) }
         }
         return actions
     }

@@ -10,7 +10,11 @@ public enum SyncMessage: Equatable, Sendable {
     /// Attach to a document: "I hold `version` of it at `epoch`" (epoch 0: I hold nothing yet).
     /// `learnsParted`: send me ``parted(document:ranges:)`` (a version-8 message, which a daemon
     /// of an older build refuses by its version byte; Docs/Protocol.md, "Compaction").
-    case subscribe(document: DocumentID, epoch: UInt64, version: VersionVector, learnsParted: Bool = false)
+    /// `offersFloor`: a peer daemon's link that may offer its daemon's snapshot
+    /// (``floorSnapshot(document:part:more:)``) when its daemon refuses, for its compaction floor,
+    /// what this subscription relays (a version-11 message; an older daemon refuses it by its
+    /// version byte, and the link subscribes without it from then on).
+    case subscribe(document: DocumentID, epoch: UInt64, version: VersionVector, learnsParted: Bool = false, offersFloor: Bool = false)
     /// The subscription is live: the document's name, epoch and durable version. The operations the
     /// subscriber lacks follow as `operations` with batch 0, then ``synced(document:version:)``, then
     /// every new operation as it becomes durable.
@@ -92,6 +96,14 @@ public enum SyncMessage: Equatable, Sendable {
     /// edit its author made again"). The daemon takes only the runs of the replica the
     /// subscription's `seen` named, and names them in its table's parted ranges. No answer.
     case remade(document: DocumentID, ranges: PartedRanges)
+    /// From a peer daemon's link to the daemon it dials (version 11, ``floorVersion``), on a
+    /// subscription that said `offersFloor`: a part of the link's daemon's snapshot (format 3, as
+    /// ``snapshot(document:part:more:)``), offered because that daemon refused for its floor what
+    /// this daemon's copy holds, or this copy is behind that floor (Docs/Protocol.md, "Compaction"; Docs/Semantics.md §7, "A left-out daemon that only accepts links"). Join the parts in order up to the one with
+    /// `more` false; the daemon takes the snapshot, or merges its copy back onto it, exactly as its
+    /// own link takes a peer's snapshot catch-up. Only a peer's link may send it (a device is
+    /// refused, `forbidden`); an `error` (request 0) answers one it cannot take. No other answer.
+    case floorSnapshot(document: DocumentID, part: [UInt8], more: Bool)
 
     enum Tag: UInt8 {
         case subscribe = 1, subscribed, unsubscribe, operations, ack, hello, create, created,
@@ -100,6 +112,7 @@ public enum SyncMessage: Equatable, Sendable {
         case stable = 22
         case parted = 23
         case remade = 24
+        case floorSnapshot = 25
     }
 
     /// The protocol's version, the first byte of every message. Version 2 added `synced`, paged
@@ -125,7 +138,11 @@ public enum SyncMessage: Equatable, Sendable {
     /// (``textBlocksVersion``): a build that reads at most 8 refuses it by its version byte.
     /// Version 10 is `remade` (``remadeVersion``), from a device to its daemon: a build that
     /// reads at most 9 refuses it by its version byte, and the device sends no more of them there.
-    public static let version: UInt8 = 10
+    /// Version 11 is a `subscribe` whose flags say `offersFloor` (bit 1) and `floorSnapshot` (tag
+    /// 25, ``floorVersion``), from a peer's link: a build that reads at most 10 refuses the
+    /// `subscribe` by its version byte, and the link subscribes without the flag (and never sends
+    /// `floorSnapshot`) there from then on.
+    public static let version: UInt8 = 11
 
     /// The version of an `operations` message with field writes (wire format 4).
     public static let fieldsVersion: UInt8 = 4
@@ -154,6 +171,9 @@ public enum SyncMessage: Equatable, Sendable {
     /// The version of `remade` (tag 24), a device's own edits it made again.
     public static let remadeVersion: UInt8 = 10
 
+    /// The version of a `subscribe` that says `offersFloor`, and of `floorSnapshot` (tag 25).
+    public static let floorVersion: UInt8 = 11
+
     /// The oldest version read (and written, for every message that needs nothing newer).
     public static let oldestVersion: UInt8 = 2
 
@@ -170,7 +190,9 @@ public enum SyncMessage: Equatable, Sendable {
             return ops.contains(where: \.needsWireFormat5) ? Self.sectionFieldsVersion : Self.fieldsVersion
         }
         if case .presence(_, let p) = self, case .editing = p.activity { return Self.caretVersion }
-        if case .subscribe(_, _, _, true) = self { return Self.partedVersion }
+        if case .subscribe(_, _, _, _, true) = self { return Self.floorVersion }
+        if case .subscribe(_, _, _, true, _) = self { return Self.partedVersion }
+        if case .floorSnapshot = self { return Self.floorVersion }
         if case .parted = self { return Self.partedVersion }
         if case .remade = self { return Self.remadeVersion }
         return Self.oldestVersion
@@ -183,6 +205,8 @@ public enum SyncMessage: Equatable, Sendable {
     public static let seenTag: UInt8 = Tag.seen.rawValue
     /// The type byte of `stability` (21): a peer link relays these frames to its peer as they are.
     public static let stabilityTag: UInt8 = Tag.stability.rawValue
+    /// The type byte of `floorSnapshot` (25): a peer link relays these frames to its peer as they are.
+    public static let floorSnapshotTag: UInt8 = Tag.floorSnapshot.rawValue
 
     /// The longest name or error text, in UTF-8 bytes.
     public static let maxTextBytes = 65_536
@@ -194,10 +218,12 @@ public enum SyncMessage: Equatable, Sendable {
         var w = WireWriter()
         w.byte(encodedVersion)
         switch self {
-        case let .subscribe(doc, epoch, version, learnsParted):
+        case let .subscribe(doc, epoch, version, learnsParted, offersFloor):
             w.byte(Tag.subscribe.rawValue); w.document(doc); w.varint(epoch); w.version(version)
-            // Version 8: flags (bit 0, send `parted`).
-            if learnsParted { w.varint(Self.subscribeLearnsParted) }
+            // Version 8: flags (bit 0, send `parted`); version 11: bit 1, offers `floorSnapshot`.
+            if learnsParted || offersFloor {
+                w.varint((learnsParted ? Self.subscribeLearnsParted : 0) | (offersFloor ? Self.subscribeOffersFloor : 0))
+            }
         case let .subscribed(doc, name, epoch, version):
             w.byte(Tag.subscribed.rawValue); w.document(doc); w.string(name); w.varint(epoch); w.version(version)
         case let .synced(doc, version):
@@ -256,6 +282,10 @@ public enum SyncMessage: Equatable, Sendable {
             w.byte(Tag.parted.rawValue); w.document(doc); w.partedRuns(ranges)
         case let .remade(doc, ranges):
             w.byte(Tag.remade.rawValue); w.document(doc); w.partedRuns(ranges)
+        case let .floorSnapshot(doc, part, more):
+            w.byte(Tag.floorSnapshot.rawValue); w.document(doc); w.count(part.count)
+            w.bytes.append(contentsOf: part)
+            w.byte(more ? 1 : 0)
         }
         return w.bytes
     }
@@ -282,6 +312,8 @@ public enum SyncMessage: Equatable, Sendable {
 
     /// The flag of a version-8 `subscribe` asking for `parted`.
     static let subscribeLearnsParted: UInt64 = 1
+    /// The flag of a version-11 `subscribe` saying `offersFloor`.
+    static let subscribeOffersFloor: UInt64 = 2
 
     private static func decodeBody(_ tag: Tag, version v: UInt8, _ r: inout WireReader) throws -> SyncMessage {
         switch tag {
@@ -290,8 +322,10 @@ public enum SyncMessage: Equatable, Sendable {
             guard v >= partedVersion else { return .subscribe(document: doc, epoch: epoch, version: version) }
             let at = r.offset
             let flags = try r.varint()
-            guard flags & ~subscribeLearnsParted == 0 else { throw WireError.invalidValue("subscribe flags \(flags)", offset: at) }
-            return .subscribe(document: doc, epoch: epoch, version: version, learnsParted: flags & subscribeLearnsParted != 0)
+            let known = v >= floorVersion ? subscribeLearnsParted | subscribeOffersFloor : subscribeLearnsParted
+            guard flags & ~known == 0 else { throw WireError.invalidValue("subscribe flags \(flags)", offset: at) }
+            return .subscribe(document: doc, epoch: epoch, version: version, learnsParted: flags & subscribeLearnsParted != 0,
+                              offersFloor: flags & subscribeOffersFloor != 0)
         case .subscribed:
             return .subscribed(document: try r.document(), name: try r.string(), epoch: try r.varint(), version: try r.version())
         case .synced:
@@ -376,6 +410,11 @@ public enum SyncMessage: Equatable, Sendable {
         case .remade:
             guard v >= remadeVersion else { throw SyncProtocolError.malformed("remade in a version-\(v) message") }
             return .remade(document: try r.document(), ranges: try r.partedRuns())
+        case .floorSnapshot:
+            guard v >= floorVersion else { throw SyncProtocolError.malformed("floorSnapshot in a version-\(v) message") }
+            let doc = try r.document()
+            let n = try r.count(minBytes: 1)
+            return .floorSnapshot(document: doc, part: Array(try r.raw(n)), more: try r.flag())
         }
     }
 }

@@ -113,12 +113,24 @@ public struct PeerSession: Sendable {
     public private(set) var parting: Set<DocumentID> = []
 
     /// A link over a connection whose frames are at most `maxFrame` bytes; times in nanoseconds.
+    /// `offersFloor`: its subscriptions say `offersFloor` (a version-11 `subscribe`), so that this
+    /// daemon's core may offer the peer its snapshot when it refuses, for its floor, what the link
+    /// relays from the peer, or the link's catch-up is a snapshot (``takesFloor``; Docs/Semantics.md
+    /// §7, "A left-out daemon that only accepts links"). False: the link of builds before it,
+    /// which never offers (the left-out peer stays apart until it dials this daemon). The driver passes false to a
+    /// peer that refused it (``ClientSession/OlderDaemon/floor``).
     public init(maxFrame: Int, timeout: UInt64 = 30_000_000_000, resyncDelay: UInt64 = 1_000_000_000,
-                daemon: ReplicaID = PeerSession.relayReplica) {
+                daemon: ReplicaID = PeerSession.relayReplica, offersFloor: Bool = false) {
         client = ClientSession(maxFrame: maxFrame, timeout: timeout)
+        client.offersFloor = offersFloor
         self.resyncDelay = resyncDelay
         self.daemon = daemon
     }
+
+    /// Whether the peer takes `floorSnapshot` on this connection (``ClientSession/sendsFloor``):
+    /// the driver attaches the link to its cores with `offersFloor` then
+    /// (``DocumentCore/subscribe(_:epoch:version:ownLink:learnsParted:relay:offersFloor:)``).
+    public var takesFloor: Bool { client.sendsFloor }
 
     /// The connection is up (or an anti-entropy round is due): list the peer's documents.
     public mutating func start(now: UInt64) -> [Action] {
@@ -368,8 +380,9 @@ public struct PeerSession: Sendable {
 
 extension PeerSession {
     /// Whether a frame the local document core addressed to this link goes on to the peer:
-    /// operations, and the stability table unless the peer (an older build) refused it once
-    /// (`sendsStability` false). `subscribed` and `synced` are the local core's answers to the
+    /// operations, the stability table unless the peer (an older build) refused it once
+    /// (`sendsStability` false), and the parts of an offered snapshot (`floorSnapshot`, which the
+    /// core makes only for a link whose peer takes it). `subscribed` and `synced` are the local core's answers to the
     /// link's attachment, not messages for the peer. The daemon's link and the simulator's both
     /// filter by it.
     ///
@@ -377,5 +390,6 @@ extension PeerSession {
     public static func relays(_ frame: [UInt8], sendsStability: Bool) -> Bool {
         guard frame.count > 1 else { return false }
         return frame[1] == SyncMessage.operationsTag || (frame[1] == SyncMessage.stabilityTag && sendsStability)
+            || frame[1] == SyncMessage.floorSnapshotTag
     }
 }

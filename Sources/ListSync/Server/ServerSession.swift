@@ -50,6 +50,11 @@ public struct ServerSession: Sendable {
         /// A device's own edits it made again (``DocumentCore/remade(_:ranges:now:)``): the
         /// document names them parted.
         case remade(DocumentID, PartedRanges)
+        /// A peer daemon's link offered its daemon's snapshot, whole (the parts of
+        /// ``SyncMessage/floorSnapshot(document:part:more:)`` joined), because that daemon refused
+        /// for its floor what this copy holds: take it or merge this copy back onto it, as the
+        /// daemon's own link takes a peer's snapshot catch-up, or answer ``floorRefused(_:text:)``.
+        case floorSnapshot(DocumentID, [UInt8])
     }
 
     /// The largest frame the connection takes.
@@ -76,6 +81,10 @@ public struct ServerSession: Sendable {
     public private(set) var presenceDroppedCount = 0
     private var bucket: TokenBucket?
     private var presenceBucket: TokenBucket?
+    /// Attached documents whose subscription said `offersFloor` (a peer daemon's link only).
+    public private(set) var offeringFloor: Set<DocumentID> = []
+    /// `floorSnapshot` parts received so far, by document.
+    private var floorParts: [DocumentID: [UInt8]] = [:]
 
     /// A session for one connection; `rateLimit` nil: no limit; `now` in nanoseconds; `access`:
     /// what the peer's credential allows (``Access/full`` for a holder of the daemon's key);
@@ -105,10 +114,15 @@ public struct ServerSession: Sendable {
                     .close(reason: "malformed message")]
         }
         switch message {
-        case let .subscribe(doc, epoch, version, learnsParted):
+        case let .subscribe(doc, epoch, version, learnsParted, offersFloor):
             guard access.allows(doc) else { return [error(0, doc, .unknownDocument, Self.unknownDocumentText(doc))] }
+            // Only a peer daemon (the daemon's key) may offer its snapshot: a device's flag is ignored.
+            floorParts[doc] = nil
+            if offersFloor, !access.isDevice { offeringFloor.insert(doc) } else { offeringFloor.remove(doc) }
             return [.subscribe(doc, epoch: epoch, version: version, learnsParted: learnsParted)]
         case let .unsubscribe(doc):
+            offeringFloor.remove(doc)
+            floorParts[doc] = nil
             guard attachedDocuments.remove(doc) != nil else { return [] }
             return [.unsubscribe(doc)]
         case let .operations(doc, batch, ops):
@@ -184,9 +198,50 @@ public struct ServerSession: Sendable {
             // attached changes nothing.
             guard attachedDocuments.contains(doc), !access.readOnly, !ranges.isEmpty else { return [] }
             return [.remade(doc, ranges)]
+        case let .floorSnapshot(doc, part, more):
+            return floorSnapshot(doc, part: part, more: more)
         case .subscribed, .synced, .ack, .created, .documents, .statusReport, .error, .destroyed, .snapshot, .stable, .parted:
             return [error(0, nil, .unsupported, "a daemon does not take that message")]
         }
+    }
+
+    /// A part of a peer link's offered snapshot (Docs/Protocol.md, "Compaction"; Docs/Semantics.md
+    /// §7, "A left-out daemon that only accepts links"). Refused, with an `error`
+    /// (request 0) that changes nothing and drops the parts so far: from a device (`forbidden`:
+    /// a device must not make the daemon merge back), for a document the connection is not
+    /// attached to (`unknownDocument`), on a subscription that did not say `offersFloor` or a
+    /// connection that never said it is a peer's link with its `seen` (`unsupported`), or over
+    /// ``ClientSession/maxSnapshotBytes`` (`limit`).
+    ///
+    /// - Complexity: O(size) of the parts so far (joined).
+    private mutating func floorSnapshot(_ doc: DocumentID, part: [UInt8], more: Bool) -> [Action] {
+        guard !access.isDevice else {
+            return [error(0, doc, .forbidden, "only a peer daemon's link offers its snapshot, not a device")]
+        }
+        guard attachedDocuments.contains(doc) else {
+            floorParts[doc] = nil
+            return [error(0, doc, .unknownDocument, "subscribe to \(doc) before offering its snapshot")]
+        }
+        guard offeringFloor.contains(doc), relayDaemon != nil else {
+            floorParts[doc] = nil
+            return [error(0, doc, .unsupported, "a floorSnapshot needs a peer link's subscription that said offersFloor, and its seen")]
+        }
+        var bytes = floorParts.removeValue(forKey: doc) ?? []
+        guard bytes.count + part.count <= ClientSession.maxSnapshotBytes else {
+            return [error(0, doc, .limit, "an offered snapshot over \(ClientSession.maxSnapshotBytes) bytes: not taken")]
+        }
+        bytes += part
+        guard !more else {
+            floorParts[doc] = bytes
+            return []
+        }
+        return [.floorSnapshot(doc, bytes)]
+    }
+
+    /// The driver could not take an offered snapshot (it does not load, the copy cannot be merged
+    /// back onto it, the store failed): the link's peer is told, nothing changed.
+    public func floorRefused(_ document: DocumentID, text: String) -> [Action] {
+        [error(0, document, .refused, text)]
     }
 
     // MARK: Answers from the driver
@@ -195,7 +250,12 @@ public struct ServerSession: Sendable {
     public mutating func attached(_ document: DocumentID) { attachedDocuments.insert(document) }
 
     /// The connection is no longer attached to `document` (unloaded, or its core cut it off).
-    public mutating func detached(_ document: DocumentID) { attachedDocuments.remove(document) }
+    /// What its subscription said (``offeringFloor``) stays: a driver detaches the old
+    /// subscription after the new `subscribe` was read.
+    public mutating func detached(_ document: DocumentID) {
+        attachedDocuments.remove(document)
+        floorParts[document] = nil
+    }
 
     /// A subscription the driver could not make (unknown document, storage).
     public func subscribeFailed(_ document: DocumentID, code: SyncErrorCode, text: String) -> [Action] {
