@@ -48,6 +48,36 @@ import ListSyncTestSupport
         #expect(hub.rows == copy.rows)
     }
 
+    @Test("an item the returning replica deleted, that another replica's move it had not seen brought back, and that it then moved and tagged, is made again shown, with its field; made again as the old remake did, the delete would take it")
+    func deletedThenBroughtBack() throws {
+        var hub = try ListDocument.make(1, sections: [["a", "b"]])
+        var offline = hub.fork(as: 3)
+        let start = offline.operationCount
+        let insert = try offline.insertItem(at: IndexPath(item: 2, section: 0), value: Data("mine"))
+        let x = ItemID(insert.id)
+        // Another replica moves it while the returning one deletes it: the move wins there.
+        var other = hub.fork(as: 5)
+        #expect(other.receive([insert]).refused.isEmpty)
+        let move = try #require(try other.moveItem(from: IndexPath(item: 2, section: 0), to: IndexPath(item: 0, section: 0)))
+        _ = try offline.deleteItem(x)
+        #expect(offline.receive([move]).refused.isEmpty)
+        #expect(offline.flat == ["mine", "a", "b"], "brought back by the move the delete had not seen")
+        _ = try offline.moveItem(from: IndexPath(item: 0, section: 0), to: IndexPath(item: 2, section: 0))
+        _ = try offline.setField("tag", to: .string("blue"), ofItem: x)
+        let unsent = try offline.operations(from: start).filter { $0.id.replica == ReplicaID(3) }
+        // The hub never got the other replica's move (lost with its daemon) and compacted.
+        _ = try hub.insertItem(at: IndexPath(item: 0, section: 0), value: Data("z"))
+        try hub.compact(stable: hub.version)
+        var copy = try ListDocument(snapshot: hub.encodedSnapshot(), replica: ReplicaID(3))
+        let made = copy.remake(unsent, from: offline)
+        #expect(copy.flat == ["z", "a", "b", "mine"], "\(copy.flat)")
+        let remade = try #require(copy.snapshot().itemIdentifier(at: IndexPath(item: 3, section: 0)))
+        #expect(copy.fields(of: remade)["tag"] == .value(.string("blue")))
+        try copy.checkInvariants()
+        #expect(hub.receive(made).refused.isEmpty)
+        #expect(hub.rows == copy.rows)
+    }
+
     @Test("edits made again never take the id of an edit the returning replica made before (each identity once)")
     func remadeIdsAreNew() throws {
         // The hub's clock (3 edits after the fork) is behind the offline replica's (5 edits): made

@@ -17,7 +17,8 @@ extension ListDocument {
     /// document's replica, from what `local` shows now: an item inserted (and still there) is
     /// inserted with its current value after the nearest item before it that this document
     /// shows (at the start of its section if none; in its section, or a section inserted with
-    /// it); a deleted item is deleted if this document still shows it; a written value is
+    /// it); a deleted item is deleted if this document still shows it and `local` does not (an
+    /// item `local` shows again, brought back by a later move, is not); a written value is
     /// written again; a moved item is moved after the same neighbour; an inserted section is
     /// inserted (at its index, clamped), a deleted one deleted, a section value written again;
     /// field writes are written again with the same changes (on the item or section made again).
@@ -142,7 +143,9 @@ struct Remaker {
                 for (name, t) in texts.sorted(by: { $0.key < $1.key }) { record(try? doc.splice(name, ofSection: SectionID(made.id), at: 0, insert: t)) }
             }
         case let .deleteSection(s, _, _):
-            guard doc.snapshot().indexOfSection(s) != nil else { return }
+            // Not one the returning replica shows again (an item moved into it since): deleted
+            // now, it would take what the replica shows with it.
+            guard local.indexOfSection(s) == nil, doc.snapshot().indexOfSection(s) != nil else { return }
             record(try? doc.deleteSection(s))
         case let .setSectionValue(s, _):
             let here = sections[s] ?? s
@@ -168,7 +171,12 @@ struct Remaker {
                 for (name, t) in texts.sorted(by: { $0.key < $1.key }) { record(try? doc.splice(name, ofItem: ItemID(made.id), at: 0, insert: t)) }
             }
         case let .deleteItem(x, _):
-            guard let here = doc.snapshot().indexPath(of: items[x] ?? x) else { return }
+            // Not one the returning replica shows again: a move it made later, or another
+            // replica's move the delete had not seen, brought it back there, and the delete,
+            // made again now, would see that move's slot too (seed 651616 of `listsync simulate
+            // --daemons 2 --compact-after 10 --crashes 2 --ops 80 --lose-daemon-early --roam 30`:
+            // an item deleted, brought back by another's move, moved and tagged, was lost).
+            guard local.indexPath(of: x) == nil, let here = doc.snapshot().indexPath(of: items[x] ?? x) else { return }
             record(try? doc.deleteItem(at: here))
         case let .setItemValue(x, _):
             let here = items[x] ?? x
