@@ -238,6 +238,11 @@ import ListSyncTestSupport
             config.compactAfter = 10
             config.operations = 80
             config.remakesPartedUnsent = remakes
+            // The broken client also re-syncs for parted originals it shows as after a refusal,
+            // as clients did before "That re-sync is no refusal" (Docs/Semantics.md §7): with
+            // that rule the seed's device asks the daemon that owed an answer first, and never
+            // reaches the remake this test is about.
+            config.resyncsForPartedAsRefused = remakes
             var sim = Simulator(config)
             return sim.run()
         }
