@@ -126,7 +126,7 @@ extension CompactedState {
         // With no record left, the field clock is still kept: a later write must take a clock past
         // every write applied here, collected ones included (Docs/Semantics.md §8, "The field
         // clock survives compaction").
-        if !doc.records.isEmpty || doc.records.clock > 0 {
+        if !doc.records.isBlank {
             // A dead item's record goes with its value (undo remembers both, Docs/Semantics.md §8.9).
             var live = Set(sections.map(\.id))
             for i in doc.items.indices where !collect || doc.items.isAlive(i) { live.insert(doc.items.rows[i.int].id) }

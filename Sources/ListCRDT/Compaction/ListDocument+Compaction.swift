@@ -106,7 +106,7 @@ extension ListDocument {
         var doc = state.build(replica: replica, maxValueSize: maxValueSize)
         doc.compaction = CompactionFloor(version: state.version, frontier: state.frontier,
                                          base: state.encoded(), writes: state.writes,
-                                         records: state.records.isEmpty && state.records.clock == 0 ? [] : state.records.encoded(),
+                                         records: state.records.isBlank ? [] : state.records.encoded(),
                                          recordsHaveText: state.records.hasText, skipped: skipped)
         doc.keepBeside(from: self)
         self = doc

@@ -25,6 +25,10 @@ struct RecordStore: Hashable, Sendable {
     static let conflictLimit = 1024
 
     var isEmpty: Bool { materialized.isEmpty && deferred == nil }
+    /// No record and a field clock of 0: nothing a compacted state writes (with a clock, the
+    /// clock is written with no record: Docs/Semantics.md §8.9, "The field clock survives
+    /// compaction").
+    var isBlank: Bool { isEmpty && clock == 0 }
 
     /// Equal when every record is (deferred ones replayed), with the same clock and conflicts.
     static func == (a: RecordStore, b: RecordStore) -> Bool {
