@@ -387,4 +387,17 @@ import Testing
         var broken = Simulator(old)
         #expect(!broken.run().failures.isEmpty, "\(seed) passes with clients that re-sync for parted originals as after a refusal")
     }
+
+    /// Seed 18063 of the same command: the daemon `d1` acknowledged `c1`'s 12@2 (waiting for
+    /// `c2`'s 5@3, which only the hidden `d0` held and parted when it merged back) and dropped it
+    /// when `c2`'s 18@3, made again after a re-sync, raised the version past 5@3: 12@2 and 13@2
+    /// were on no copy (Docs/Semantics.md §3.8, "An edit on another author's skipped original waits
+    /// on"). The old rule is shown to fail by `SkippedCauseTests` (an engine variant a simulated
+    /// daemon's copy, loaded again and again from snapshots, does not keep).
+    @Test("an edit on another device's skipped original waits on at the daemon that acknowledged it, and is made again once that original is named parted: seed 18063 passes, copies parted 0")
+    func skippedOriginalWaitsOn() {
+        var sim = Simulator(Self.refusedInPart(seed: 18063))
+        let report = sim.run()
+        #expect(report.failures.isEmpty && report.copiesParted == 0, "\(report.failures)")
+    }
 }

@@ -87,13 +87,13 @@ extension ListDocument {
     }
 
     /// Makes the causal buffer hold exactly `kept` (operations it held), each waiting for its
-    /// first missing dependency.
+    /// first missing dependency, or parked on a skipped cause (``awaited(by:)``).
     ///
     /// - Complexity: O(p log p) for p operations kept.
     mutating func keepWaiting(_ kept: [ListOperation]) {
         var fresh = PendingBuffer()
         for op in kept.sorted(by: { $0.id < $1.id }) {
-            guard let missing = firstMissingDependency(of: op) else { continue }
+            guard let missing = awaited(by: op) else { continue }
             fresh.add(op, footprint: op.bufferFootprint, waitingFor: missing)
         }
         buffer = fresh

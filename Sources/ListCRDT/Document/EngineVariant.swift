@@ -23,4 +23,9 @@
     /// replica that compacted and one that did not place it differently (Docs/Semantics.md §7,
     /// "Edits made again are made here").
     case keepsRemadeTextOrigins
+    /// An operation woken from the causal buffer whose dependency of another author is counted
+    /// by the version but was never applied here (its author skipped it: it re-synced and made its
+    /// edits again under later counters) is dropped, as before the rule that keeps it waiting
+    /// (Docs/Semantics.md §3.8): an acknowledged edit on a parted original is lost.
+    case dropsWokenOnSkippedCause
 }

@@ -302,8 +302,14 @@ extension ListDocument {
         // Woken because its dependency's replica reached the counter: check that the
         // dependency itself was applied, not skipped by an author that left the history
         // this operation is of (it made its edits again under later counters).
-        if let d = op.deps.first(where: { leftBranch(op.id, $0) || !holdsExactly($0) }) {
+        if let d = op.deps.first(where: { leftBranch(op.id, $0) || (variant == .dropsWokenOnSkippedCause && !holdsExactly($0)) }) {
             dropped.append((op, Self.leftBehind(op.id, d)))
+            return false
+        }
+        // A dependency of another author that the version counts and this copy never applied
+        // (SkippedCauses.swift): the operation waits on, never dropped.
+        if let d = skippedCause(of: op) {
+            buffer.add(op, footprint: op.bufferFootprint, waitingFor: Self.parkedKey(d))
             return false
         }
         let resolved: ResolvedOperation
