@@ -75,6 +75,7 @@ extension Daemon {
         log("peer discovered", ["address": label, "instance": String(a.instance, radix: 16), "node": String(a.node, radix: 16)])
         let link = PeerLink(daemon: self, number: subscriberNumber(), host: a.address.hostText, port: a.address.port, key: key,
                             options: configuration.tcp, backoff: configuration.peerBackoff, loop: loop, discovered: true)
+        notePeered()
         peers.append(link)
         discoveredHeard[label] = Self.clock()
         await link.start()

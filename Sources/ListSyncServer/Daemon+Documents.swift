@@ -31,6 +31,7 @@ extension Daemon {
         let log = log
         let compaction = compactionSettings
         let metrics = metrics
+        let peered: @Sendable () -> Bool = { [weak self] in self?.hasPeers ?? false }
         // Recovery reads and replays the document's files: off this actor and the cooperative pool.
         let task = Task { () throws -> DocumentHost in
             try await offPool {
@@ -45,7 +46,7 @@ extension Daemon {
                                     reopen: { try folder.open(id, replica: replica, options: options) }, log: log,
                                     snapshotLogBytes: snapshotLogBytes, compaction: compaction.policy, wallClock: compaction.wallClock,
                                     stabilityPath: folder.folder(of: id) + "/stability", fileSystem: compaction.fileSystem,
-                                    metrics: metrics)
+                                    metrics: metrics, peered: peered)
             }
         }
         loading[id] = task
@@ -125,7 +126,8 @@ extension Daemon {
                              reopen: { try folder.open(newID, replica: replica, options: reopenOptions) }, log: log, held: true,
                              snapshotLogBytes: configuration.snapshotLogBytes, compaction: compactionSettings.policy,
                              wallClock: compactionSettings.wallClock, stabilityPath: folder.folder(of: newID) + "/stability",
-                             fileSystem: compactionSettings.fileSystem, metrics: metrics, created: true)
+                             fileSystem: compactionSettings.fileSystem, metrics: metrics, created: true,
+                             peered: { [weak self] in self?.hasPeers ?? false })
         } catch { throw DaemonError.from(error) }
         hosts[newID] = h
         metrics.loaded()

@@ -50,6 +50,8 @@ public actor Daemon {
     private var deviceWatch: Task<Void, Never>?
     /// Numbers for connections and peer links (their ``SubscriberID``s).
     private var nextSubscriber = 1
+    /// Whether this daemon has peers (Daemon+Peered.swift).
+    nonisolated let peered = Mutex<Bool>(false)
     /// Static (`--peer`) and discovered peer links.
     var peers: [PeerLink] = []
     /// Cluster mode's node (Docs/Cluster.md), nil outside it.
@@ -139,6 +141,7 @@ public actor Daemon {
             throw error
         }
         metrics.setOnDisk((try? folder?.count()) ?? 0)
+        loadPeered()
         do {
             listener = try await TCPListener.listen(host: configuration.listenHost, port: configuration.listenPort,
                                                     key: key, options: configuration.tcp, loop: loop)

@@ -220,6 +220,8 @@ actor DaemonConnection: DocumentSubscriber {
             case nil: continue
             case false?: return
             case true?:
+                // A peer's link: this daemon has peers from now on (Daemon+Peered.swift).
+                if peer != nil { await daemon.notePeered() }
                 hosts[doc] = host
                 session.attached(doc)
                 return

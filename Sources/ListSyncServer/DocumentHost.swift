@@ -80,6 +80,9 @@ actor DocumentHost {
     private let metrics: DaemonMetrics?
     /// ``DocumentCore/operationsSent`` when last added to ``metrics``.
     private var operationsCounted = 0
+    /// Whether the daemon has peers (``Daemon/hasPeers``), asked at each decision
+    /// (``ListSync/CompactionRule/peered``).
+    private let peered: @Sendable () -> Bool
     /// The wall-clock time of the last compaction (0: none since the host was loaded).
     private(set) var lastCompactionTime: UInt64 = 0
 
@@ -90,7 +93,8 @@ actor DocumentHost {
          snapshotLogBytes: Int64 = DaemonConfiguration.defaultSnapshotLogBytes,
          compaction: CompactionPolicy? = nil, wallClock: @escaping @Sendable () -> UInt64 = CompactionPolicy.wallClock,
          stabilityPath: String? = nil, fileSystem: FileSystem = .system, metrics: DaemonMetrics? = nil,
-         created: Bool = false) {
+         created: Bool = false, peered: @escaping @Sendable () -> Bool = { false }) {
+        self.peered = peered
         self.policy = DocumentHostPolicy(snapshotLogBytes: snapshotLogBytes, snapshotBytes: (try? store.snapshotBytes) ?? 0,
                                          compaction: compaction?.rule(gossipInterval: Self.gossipInterval))
         self.holds = held ? 1 : 0
@@ -462,7 +466,8 @@ actor DocumentHost {
 
     /// The policy's decision about `event`, in the host's clocks.
     private func decide(_ event: DocumentHostPolicy.Event) -> [DocumentHostPolicy.Action] {
-        policy.handle(event, core: &core, stabilityNow: wallClock(), now: clock(), storeBusy: storeBusy)
+        policy.compaction?.peered = peered()
+        return policy.handle(event, core: &core, stabilityNow: wallClock(), now: clock(), storeBusy: storeBusy)
     }
 
     /// Does the policy's actions in order: the I/O they name, the log and the metrics.

@@ -441,6 +441,8 @@ public struct Simulator: Sendable {
         daemons = (0..<d).map { SimulatedDaemon(node: $0, document: DocumentID(high: 0x5157_1A7E, low: 1), epoch: 0xE90C,
                                                  variant: configuration.coreVariant, skipsSyncs: configuration.diskSkipsFdatasync,
                                                  snapshotLogBytes: configuration.snapshotLogBytes, compaction: Self.compactionRule(configuration)) }
+        // A daemon that dials a peer has peers (the host's `--peer`, Daemon+Peered.swift).
+        for (a, _) in configuration.links(d) { daemons[a].policy.compaction?.peered = true }
         clients = (0..<max(1, configuration.replicas)).map { c in
             var doc = ListDocument(replica: ReplicaID(UInt64(c) + 1))
             doc.variant = configuration.variant
@@ -852,7 +854,12 @@ public struct Simulator: Sendable {
                     server.relayDaemon.map { DocumentCore.RelayMark(daemon: $0, gossips: server.relayGossips) }
                 }
                 performCore(d, daemons[d].core.subscribe(sub, epoch: epoch, version: version, learnsParted: learnsParted, relay: relay))
-                if daemons[d].core.isSubscribed(sub) { daemons[d].servers[other]?.attached(doc) }
+                if daemons[d].core.isSubscribed(sub) {
+                    daemons[d].servers[other]?.attached(doc)
+                    // A peer's link attached: the daemon has peers from now on, across restarts
+                    // (the host's `DIR/peered`, Daemon+Peered.swift).
+                    if relay != nil { daemons[d].policy.compaction?.peered = true }
+                }
             case .unsubscribe: daemons[d].core.unsubscribe(sub)
             case let .operations(_, batch, ops):
                 if batch != 0 { daemons[d].awaitingAck[other, default: [:]][batch] = ops.map(\.lastID) }

@@ -6,6 +6,7 @@ import ListSyncClient
 import ListSyncTCP
 import ListTable
 import Testing
+import ListSyncTestSupport
 import ListSyncTestTraits
 
 /// Compaction against a real `listsync serve` process (Docs/Daemon.md, "Compaction"): devices
@@ -184,7 +185,7 @@ struct CompactionProcessTests {
         await a.close()
     }
 
-    @Test("a stability file lost while the daemon was down: the daemon logs it, does not compact while no peer's table came (status says why), and compacts once --retire-after has passed (Docs/Semantics.md §7, \"A lost stability file\")")
+    @Test("a stability file lost while the daemon was down: the daemon logs it, does not compact while no peer's table came (status says why), and compacts once --retire-after has passed; with a --peer (DIR/peered) it keeps waiting past --retire-after (Docs/Semantics.md §7, \"A lost stability file\")")
     func lostStabilityFile() async throws {
         let dir = TemporaryFolder()
         defer { dir.remove() }
@@ -219,6 +220,25 @@ struct CompactionProcessTests {
         #expect(try table(daemon, doc.description) == SyncClientTests.values(liveC))
         _ = live
         await c.close()
+
+        // Its file lost again, restarted with a peer (`--peer`, one that never answers) and the
+        // short retire period: a daemon with peers (`DIR/peered`) keeps the loss past the period,
+        // until a peer's table comes (Docs/Semantics.md §7, "A daemon with peers keeps the loss").
+        #expect(daemon.terminate() == 0)
+        try FileManager.default.removeItem(atPath: daemon.data + "/documents/\(doc)/stability")
+        let silent = try LoopbackPorts.restartable()
+        daemon = try DaemonProcess(data: dir.path + "/daemon", port: daemon.port,
+                                   extra: Self.flags(retireAfter: "1s") + ["--peer", "127.0.0.1:\(silent)"])
+        #expect(FileManager.default.fileExists(atPath: daemon.data + "/peered"))
+        let (d, _) = try await Self.reopened(folder: dir.path + "/a", server: try SyncClientTests.server(daemon), doc)
+        for i in 0..<25 { try await SyncClientTests.insert(d, doc, "p\(i)") }
+        try await d.waitUntilSynced(timeout: .seconds(livenessGuardSeconds))
+        #expect(eventually(20) { daemon.log.contains("stability lost") }, "\(daemon.log)")
+        // Past the retire period the loss is still there (status says why), and nothing was compacted.
+        #expect(eventually(20) { Self.waitsFor(daemon, doc)?.contains("the retire period passed; this daemon has peers") == true },
+                "\(String(describing: Self.waitsFor(daemon, doc)))")
+        #expect(!daemon.log.contains("document compacted"), "\(daemon.log)")
+        await d.close()
     }
 
     @Test("a device offline past --retire-after no longer holds compaction back; it comes back with an unsent edit, re-syncs from the snapshot and keeps it")

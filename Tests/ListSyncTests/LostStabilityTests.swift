@@ -85,4 +85,38 @@ import ListCRDT
         #expect(changed && core.stability.lostSince == nil && !core.isPeered)
         #expect(core.compactionPoint(minOperations: 1) == Fixture.typed(2).version)
     }
+
+    /// The housekeeping of a daemon with peers, or without, at `now`, with a retire period of 100.
+    static func housekept(_ core: inout DocumentCore, peered: Bool, now: UInt64) {
+        var rule = CompactionRule(retireAfter: 100, minOperations: 1, interval: 0, gossipInterval: 1)
+        rule.peered = peered
+        _ = core.housekeeping(stabilityNow: now, now: now, rule: rule)
+    }
+
+    @Test("on a daemon with peers (CompactionRule.peered) the retire period does not end the loss, only a peer's table does; without peers, or with the variant endsPeeredLossBySilence, it ends")
+    func peeredDaemonKeepsTheLoss() {
+        var core = Self.restarted()
+        _ = core.seen(Self.device, replica: ReplicaID(1), version: Fixture.typed(2).version, role: .compactingDevice, now: 500)
+        for now in [110, 500, 10_000] as [UInt64] { Self.housekept(&core, peered: true, now: now) }
+        #expect(core.stability.lostSince == 10 && core.isPeered)
+        #expect(core.compactionPoint(minOperations: 1) == nil)
+        #expect(core.compactionBlock.hasPrefix("the stability file was lost"), "\(core.compactionBlock)")
+        #expect(core.compactionBlock.contains("this daemon has peers"), "\(core.compactionBlock)")
+        _ = core.refreshStability(now: 10_001, retireAfter: 100, keepsLoss: true)
+        #expect(core.stability.lostSince == 10)
+        // A peer's table still ends it.
+        var peer = PeerStability()
+        _ = peer.publish(ReplicaID(99), version: Fixture.typed(2).version, claimed: [ReplicaID(99)], now: 5)
+        _ = core.subscribe(Self.link, epoch: 7, version: Fixture.typed(2).version)
+        let changed = core.peerStability(Self.link, from: ReplicaID(99), entries: peer.entries, now: 10_002)
+        #expect(changed)
+        #expect(core.stability.lostSince == nil && core.stability.relayed)
+        // Without peers the retire period ends it, as before; so does the variant with peers.
+        var alone = Self.restarted()
+        Self.housekept(&alone, peered: false, now: 500)
+        #expect(alone.stability.lostSince == nil)
+        var broken = Self.restarted(.endsPeeredLossBySilence)
+        Self.housekept(&broken, peered: true, now: 500)
+        #expect(broken.stability.lostSince == nil)
+    }
 }

@@ -37,11 +37,13 @@ extension DocumentCore {
 
     /// Brings ``stability`` up to `now` (seconds): every author of the document not known yet
     /// becomes a sender (the daemon's own replica aside), attached devices are heard of, and
-    /// senders silent for `retireAfter` seconds are retired.
+    /// senders silent for `retireAfter` seconds are retired. A lost stability file with no peer's
+    /// table in that time is taken for one without peers, unless `keepsLoss` (the daemon has
+    /// peers: ``CompactionRule/peered``).
     ///
     /// - Returns: whether ``stability`` changed, and the replicas retired now.
     /// - Complexity: O(s log s + r) for s senders and r replicas in the document's version.
-    public mutating func refreshStability(now: UInt64, retireAfter: UInt64) -> (changed: Bool, retired: [ReplicaID]) {
+    public mutating func refreshStability(now: UInt64, retireAfter: UInt64, keepsLoss: Bool = false) -> (changed: Bool, retired: [ReplicaID]) {
         stabilityClock = now
         var counters = document.version.counters
         counters[document.replica] = nil
@@ -54,9 +56,14 @@ extension DocumentCore {
         // retirement (Docs/Semantics.md §7, "Retiring with peers"; PeerStability.allows).
         let retired = stability.retireSilent(now: now, after: retireAfter)
         changed = changed || !retired.isEmpty
-        // A lost stability file with no peer's table in the retire period: no peer, or none not
-        // as good as gone (Docs/Semantics.md §7, "A lost stability file").
-        changed = stability.lostCleared(now: now, after: retireAfter) || changed
+        // A lost stability file with no peer's table in the retire period: no peer, unless the
+        // daemon has some; those are not retired by silence (Docs/Semantics.md §7, "A lost
+        // stability file").
+        if !keepsLoss || variant == .endsPeeredLossBySilence {
+            changed = stability.lostCleared(now: now, after: retireAfter) || changed
+        } else if let since = stability.lostSince, now >= since, now - since >= retireAfter {
+            lossKeptForPeers = true
+        }
         return (changed, retired)
     }
 

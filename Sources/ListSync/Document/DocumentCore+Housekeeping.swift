@@ -83,6 +83,12 @@ public struct CompactionRule: Sendable, Equatable {
     /// (`listsync serve`, unless `--compact-quiescent-only`) and the simulator (unless
     /// `--compact-quiescent-only`) turn it on.
     public var stablePrefixes = false
+    /// Whether this daemon has peers (it dials one, or a peer's link attached to it once; the
+    /// driver knows). A document whose stability file was lost then stays lost until a peer's
+    /// table arrives, whatever the time: its peers may have compacted without its clients' edits,
+    /// and daemons are not retired by silence (Docs/Semantics.md §7, "A lost stability file").
+    /// False: the retire period with no table also ends the loss (a daemon without peers).
+    public var peered = false
 
     /// A rule with these settings; the trigger is `minOperations` operations or, with
     /// `reclaimableFloor` (nil: off), that many reclaimable bytes and `reclaimableShare` of the
@@ -143,12 +149,12 @@ extension DocumentCore {
         if isPeered {
             // This daemon's entry first, written down before it is gossiped; then its part in the
             // peers' stable prefix.
-            let peers = refreshPeers(now: stabilityNow, retireAfter: rule.retireAfter, forgotten: rule.forgottenPeers)
+            let peers = refreshPeers(now: stabilityNow, retireAfter: rule.retireAfter, forgotten: rule.forgottenPeers, keepsLoss: rule.peered)
             step.saveStability = peers.changed
             step.retired = peers.retired
             step.forgotten = peers.forgotten
             if peerPrefix {
-                let local = refreshStability(now: stabilityNow, retireAfter: rule.retireAfter)
+                let local = refreshStability(now: stabilityNow, retireAfter: rule.retireAfter, keepsLoss: rule.peered)
                 step.retired += local.retired
                 if offerDue { lastOffer = now }
                 step.saveStability = takePeerPrefix(now: stabilityNow, trigger: rule.trigger, offer: offerDue)
@@ -160,7 +166,7 @@ extension DocumentCore {
         let settled = isSettled(rule.trigger)
         let prefix = rule.stablePrefixes && Self.hasPassed(wait, since: lastPrefixSearch, now: now) && isReadyForPrefix(rule.trigger)
         guard settled || prefix || peerPrefix else { return step }
-        let local = refreshStability(now: stabilityNow, retireAfter: rule.retireAfter)
+        let local = refreshStability(now: stabilityNow, retireAfter: rule.retireAfter, keepsLoss: rule.peered)
         step.retired += local.retired
         if settled { step.point = quiescentPoint(rule.trigger) }
         if step.point == nil, peerPrefix { step.point = takePeerPrefixPoint(rule.trigger) }

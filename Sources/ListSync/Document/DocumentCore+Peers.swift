@@ -92,10 +92,12 @@ extension DocumentCore {
     /// are forgotten (``PeerStability/forget(daemon:me:now:)``), and so, through the gossip, on every
     /// other daemon.
     ///
+    /// `keepsLoss`: a lost stability file ends only with a peer's table (``CompactionRule/peered``).
+    ///
     /// - Returns: whether ``stability`` changed, who was retired now, and which daemons were
     ///   forgotten now.
     /// - Complexity: that of ``localQuiescentVersion``, and O(f) for f daemons forgotten.
-    public mutating func refreshPeers(now: UInt64, retireAfter: UInt64, forgotten: Set<ReplicaID> = [])
+    public mutating func refreshPeers(now: UInt64, retireAfter: UInt64, forgotten: Set<ReplicaID> = [], keepsLoss: Bool = false)
         -> (changed: Bool, retired: [ReplicaID], forgotten: [ReplicaID]) {
         guard isPeered, destroyedReason == nil else { return (false, [], []) }
         stabilityClock = now
@@ -109,7 +111,7 @@ extension DocumentCore {
         stabilityUnsaved = false
         if isSettled(minOperations: 0) {
             changed = stability.adoptClaimedAuthors(me: me, now: now) || changed
-            let local = refreshStability(now: now, retireAfter: retireAfter)
+            let local = refreshStability(now: now, retireAfter: retireAfter, keepsLoss: keepsLoss)
             retired += local.retired
             changed = changed || local.changed
             if let version = localQuiescentVersion {
@@ -145,6 +147,7 @@ extension DocumentCore {
     func peersHold(_ version: VersionVector, exactly: Bool = true) -> String? {
         if let since = stability.lostSince, variant != .compactsWithStabilityLost {
             return "the stability file was lost (at \(since)): no peer's table yet"
+                + (lossKeptForPeers ? " (the retire period passed; this daemon has peers, so only a peer's table ends the loss)" : "")
         }
         let peers = stability.peers
         for sub in subscribers.values where sub.role == .relay {

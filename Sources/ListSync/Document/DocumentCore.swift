@@ -104,6 +104,11 @@ public struct DocumentCore: Sendable {
         /// as soon as its own senders allow, while a peer it forgot may hold operations made
         /// before that floor (the copies part; Docs/Semantics.md §7, "A lost stability file").
         case compactsWithStabilityLost
+        /// Ends a lost stability file after the retire period with no peer's table even on a
+        /// daemon with peers (``CompactionRule/peered``), as before that rule: it then compacts
+        /// alone at a floor its peers' clients' edits are not after, while they compact without
+        /// its own clients' (Docs/Semantics.md §7, "A lost stability file").
+        case endsPeeredLossBySilence
         /// Keeps, on a copy that never compacted, the originals a daemon parted in a merge back
         /// when it holds them (relayed just before that merge back), as before the repair
         /// (``holdsPartedOriginals()`` false): what it relays of them or on them, every copy
@@ -198,6 +203,9 @@ public struct DocumentCore: Sendable {
     /// The parted ranges ``holdsPartedOriginals()`` last looked for, and the log positions it
     /// found none of them in (reset where the document is replaced).
     var partedHeldChecked: (ranges: PartedRanges, logCount: Int)?
+    /// Whether a lost stability file was kept past the retire period because the daemon has
+    /// peers (``refreshStability(now:retireAfter:keepsLoss:)``): ``compactionBlock`` says so.
+    var lossKeptForPeers = false
     /// Copies merged back (``replace(with:parting:)``), and operations made again by them.
     public internal(set) var mergesBack = 0, operationsMergedBack = 0
 
