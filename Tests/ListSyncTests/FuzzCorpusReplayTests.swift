@@ -43,7 +43,7 @@ struct FuzzCorpusReplayTests {
     @Test("ServerSession.receive over scripts of frames, driven as the daemon drives it")
     func daemonScripts() throws {
         let info = DocumentInfo(id: Self.document, name: "groceries", epoch: 7, operations: 12)
-        var operations = 0
+        var operations = 0, offers = 0
         let count = try replayFuzzCorpus("daemon") { input in
             var session = ServerSession(maxFrame: 1024, rateLimit: RateLimit(batchesPerSecond: 100, burst: 3), now: 0)
             for (k, frame) in Self.frames(&input).enumerated() {
@@ -75,7 +75,10 @@ struct FuzzCorpusReplayTests {
                     case let .seen(doc, _, _, _): #expect(attachedBefore.contains(doc))
                     case let .stability(doc, _, _): #expect(attachedBefore.contains(doc))
                     case let .remade(doc, _): #expect(attachedBefore.contains(doc))
-                    case let .floorSnapshot(doc, _): #expect(attachedBefore.contains(doc))
+                    case let .floorSnapshot(doc, _):
+                        offers += 1
+                        #expect(attachedBefore.contains(doc))
+                        #expect(session.floorRefused(doc, text: "not taken").sent.map(\.code) == [.refused])
                     case let .destroy(request, doc, epoch):
                         #expect(session.destroyed(request: request, document: doc, epoch: epoch).sent.count == 1)
                         #expect(!session.attachedDocuments.contains(doc))
@@ -89,6 +92,7 @@ struct FuzzCorpusReplayTests {
         }
         #expect(count > 0)
         #expect(operations > 0, "the corpus reaches the operations path")
+        #expect(offers > 0, "the corpus reaches an offered snapshot (floorSnapshot)")
     }
 
     /// Frames of a script: `u16 LE length | bytes`, repeated; a short last frame takes what is left.

@@ -35,8 +35,9 @@ import ListCRDT
     }
 
     /// X (its device, replica 1, edited and reported) compacted at its version; Y, which X does
-    /// not know, acknowledged two edits of its device (replica 2) made on the common start.
-    static func parted(variant: DocumentCore.Variant = .correct) throws -> (x: DocumentCore, y: DocumentCore, own: [ListOperation]) {
+    /// not know, acknowledged two edits of its device (replica 2) made on the common start, of
+    /// values of `ownSize` bytes (X's device's are 8).
+    static func parted(variant: DocumentCore.Variant = .correct, ownSize: Int = 8) throws -> (x: DocumentCore, y: DocumentCore, own: [ListOperation]) {
         let base = Fixture.typed(3)
         var coreX = DocumentCore(id: doc, name: "n", epoch: 7, document: base.fork(as: x.rawValue))
         var coreY = DocumentCore(id: doc, name: "n", epoch: 7, document: base.fork(as: y.rawValue))
@@ -48,7 +49,7 @@ import ListCRDT
         let floor = try #require(coreX.compactionPoint(minOperations: 1))
         _ = try coreX.compact(at: floor)
         _ = coreY.subscribe(deviceAtY, epoch: 7, version: base.version)
-        let own = Fixture.edits(on: base, replica: 2, count: 2)
+        let own = Fixture.edits(on: base, replica: 2, count: 2, size: ownSize)
         guard case .ack? = answer(send(own, from: deviceAtY, to: &coreY), to: deviceAtY) else { throw Failure("Y refused its device") }
         // Y's link attaches at X: what Y relays is refused for X's floor.
         _ = coreX.subscribe(yAtX, epoch: 7, version: coreY.document.version)

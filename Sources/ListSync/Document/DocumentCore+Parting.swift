@@ -223,21 +223,35 @@ extension DocumentCore {
     }
 
     /// Whether `version` ends on an operation some daemon's entry says it parted
-    /// (``PeerStability/countsParted(_:lacking:)``) and this copy lacks. On a copy with a floor,
-    /// by its version; on one without, by the operations it holds (applied or waiting), since
-    /// its version may count an original it lacks (a device that re-synced makes its edits again
-    /// under later counters): a device caught up here while holding originals this copy never
-    /// took is sent a snapshot of this copy too, and drops them (Docs/Semantics.md §7, "A device
+    /// (``PeerStability/Entry/parted``) and this copy lacks: by its version where that is past
+    /// this copy's, else by the operations it holds (floor, log, waiting), with a floor or
+    /// without, since its version may count a parted operation it lacks: a device that re-synced
+    /// makes its edits again under later counters, and a copy with a floor that merged back twice
+    /// made its own operations of the first merge again under later counters in the second
+    /// (Docs/Semantics.md §7, "A second merge back"). A device caught up here while holding such
+    /// operations is sent a snapshot of this copy, and drops them (Docs/Semantics.md §7, "A device
     /// learns what was parted"). An original still on its way here (a range wider than what was
     /// parted) costs that device a re-sync it did not need, nothing more.
     ///
-    /// - Complexity: O(e × p) for e entries of p authors parted; without a floor, and only when
-    ///   `version` ends in a range, O(k) more for the k operations of the log.
+    /// - Complexity: O(e × p) for e entries of p authors parted; only when `version` ends in a
+    ///   range at a counter this copy's version counts, O(k) more for the k operations of the log.
     func holdsPeerParted(_ version: VersionVector) -> Bool {
         guard variant != .sendsPartedOperations else { return false }
-        if document.historyFloor != nil { return stability.peers.countsParted(version, lacking: document.version) }
+        if document.historyFloor != nil {
+            if variant == .countsPartedByVersion { return stability.peers.countsParted(version, lacking: document.version) }
+            return endsOnUnheld(version, PartedRanges(stability.peers.entries.values))
+        }
         guard variant != .hidesPartedFromDevices else { return false }
-        let ranges = partedRanges
+        return endsOnUnheld(version, partedRanges)
+    }
+
+    /// Whether `version` ends, for some author, on a counter `ranges` name that this copy does not
+    /// hold: past its version, or counted by it and neither held (``ListCRDT/ListDocument/heldOperations()``)
+    /// nor waiting.
+    ///
+    /// - Complexity: O(r) for r replicas of `version`; O(k) more for the k operations of the log
+    ///   when an end in `ranges` is counted by this copy's version.
+    private func endsOnUnheld(_ version: VersionVector, _ ranges: PartedRanges) -> Bool {
         let ends = version.entries.map { OpID(counter: $0.counter, replica: $0.replica) }.filter(ranges.contains)
         guard !ends.isEmpty else { return false }
         if ends.contains(where: { $0.counter > document.version[$0.replica] }) { return true }

@@ -135,6 +135,12 @@ public struct DocumentCore: Sendable {
         /// holding the parted originals, is answered with the snapshot again, and merges back
         /// for ever.
         case keepsNamedInMergeBack
+        /// Decides, on a copy with a floor, whether a subscriber's version ends on an operation a
+        /// daemon parted that this copy lacks by its version alone, as before "A second merge
+        /// back" (Docs/Semantics.md §7): after a second merge back that parted what the first made
+        /// again, the version counts those (the second made them again under later counters), and
+        /// a device holding them is sent operations, not a snapshot: it shows the edits twice.
+        case countsPartedByVersion
     }
 
     /// The document's id.

@@ -2,9 +2,10 @@
 // connection"), fed a script of frames and driven as DaemonConnection drives it.
 //
 // The input is a sequence of frames, each `u16 LE length | bytes` (the last one takes what is left
-// if it is short). A subscribe is attached, create, listDocuments and status are answered, and the
-// clock moves 1 ms per frame under a small rate limit, so the operations, limit and answer paths
-// are reached.
+// if it is short). A subscribe is attached, create, listDocuments and status are answered, an
+// offered snapshot (`floorSnapshot`, joined from its parts) is refused as a daemon that cannot take
+// it refuses it, and the clock moves 1 ms per frame under a small rate limit, so the operations,
+// limit, offer and answer paths are reached.
 //
 // Properties: no crash; a frame that does not decode is answered with exactly one `malformed`
 // error and a close, and the session takes nothing more; a frame that decodes never closes the
@@ -37,6 +38,10 @@ func fuzzSeeds() -> [[UInt8]] {
     let doc = FuzzDocuments.shared()
     let v = doc.version
     let batches = FuzzDocuments.batches()
+    let snapshot = doc.encodedSnapshot()
+    var ranges = PartedRanges()
+    ranges.insert(1...3, of: ReplicaID(2))
+    ranges.insert(7...7, of: ReplicaID(2))
     return [
         script([.subscribe(document: fuzzDocument, epoch: 7, version: v),
                 .operations(document: fuzzDocument, batch: 1, operations: batches[1]),
@@ -57,6 +62,20 @@ func fuzzSeeds() -> [[UInt8]] {
         script([.ack(document: fuzzDocument, batch: 1, version: v),
                 .error(request: 0, document: nil, code: .malformed, text: "bad"),
                 .status(request: 1)]),
+        // A peer daemon's link that offers its snapshot (version 11): subscribed with the flag,
+        // `seen` as a relay, then the snapshot in parts; an offer without the flag after a
+        // subscribe that does not say it.
+        script([.subscribe(document: fuzzDocument, epoch: 7, version: v, learnsParted: true, offersFloor: true),
+                .seen(document: fuzzDocument, replica: ReplicaID(50), version: v, role: .relay),
+                .floorSnapshot(document: fuzzDocument, part: Array(snapshot.prefix(snapshot.count / 2)), more: true),
+                .floorSnapshot(document: fuzzDocument, part: Array(snapshot.dropFirst(snapshot.count / 2)), more: false),
+                .subscribe(document: fuzzDocument, epoch: 7, version: v),
+                .floorSnapshot(document: fuzzDocument, part: snapshot, more: false)]),
+        // A device's edits made again (version 10), and a parted announcement a daemon never takes.
+        script([.subscribe(document: fuzzDocument, epoch: 7, version: v, learnsParted: true),
+                .seen(document: fuzzDocument, replica: ReplicaID(2), version: v, role: .device),
+                .remade(document: fuzzDocument, ranges: ranges),
+                .parted(document: fuzzDocument, ranges: ranges)]),
     ]
 }
 
@@ -100,6 +119,12 @@ func fuzzOne(_ bytes: [UInt8]) {
                 guard attachedBefore.contains(doc) else { fuzzFailure("seen for a document not attached") }
             case let .stability(doc, _, _):
                 guard attachedBefore.contains(doc) else { fuzzFailure("stability for a document not attached") }
+            case let .remade(doc, _):
+                guard attachedBefore.contains(doc) else { fuzzFailure("remade for a document not attached") }
+            case let .floorSnapshot(doc, _):
+                guard attachedBefore.contains(doc) else { fuzzFailure("an offered snapshot for a document not attached") }
+                // As DaemonConnection does when the copy cannot take it: the peer is told.
+                answers(session.floorRefused(doc, text: "the offered snapshot was not taken"))
             case let .destroy(request, doc, epoch):
                 answers(session.destroyed(request: request, document: doc, epoch: epoch))
             case let .rename(request, doc, name):
