@@ -68,7 +68,8 @@ extension ListDocument {
         for i in items.indices where items.isAlive(i) {
             if !isSectionVisible(items.rows[i.int].section) { out.append("live item \(i) is in a hidden section") }
         }
-        for op in buffer.all where op.deps.allSatisfy({ versionVector.contains($0) }) {
+        // Unless parked on a cause the version counts and this copy never applied (SkippedCauses).
+        for op in buffer.all where op.deps.allSatisfy({ versionVector.contains($0) }) && skippedCause(of: op) == nil {
             out.append("buffered \(op.id) has all its dependencies")
         }
         out += buffer.invariantProblems()
