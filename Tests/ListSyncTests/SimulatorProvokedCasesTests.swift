@@ -122,7 +122,7 @@ import Testing
     /// alone and parted copies (16 of 100 from 610000 failed so; 3 still fail, Docs/Semantics.md
     /// §7, "A lost stability file": an accept-only daemon whose file was lost before any peer's link
     /// attached to it).
-    static let peeredLossSeeds: [UInt64] = [610_004, 610_010, 610_024, 610_048, 610_062]
+    static let peeredLossSeeds: [UInt64] = [610_004, 610_010, 610_011, 610_048, 610_062]
 
     static func peeredLossRun(_ seed: UInt64, _ variant: DocumentCore.Variant) -> SimulationReport {
         var config = SimulationConfiguration()
@@ -142,6 +142,15 @@ import Testing
         let report = Self.peeredLossRun(seed, .correct)
         #expect(report.failures.isEmpty && report.copiesParted == 0, "\(report.failures)")
         #expect(!Self.peeredLossRun(seed, .endsPeeredLossBySilence).passed, "\(seed) passes when the retire period ends the loss")
+    }
+
+    /// Seed 611077 of the same command: `d1` merged back onto `d2`'s snapshot (parting `c1`'s
+    /// acknowledged 1@2–6@2 and making them again), then crashed; the crash's check counted the
+    /// parted originals as lost, where the end's check counts them made again.
+    @Test("a crash after a merge back: the acknowledged operations it parted and made again are not counted lost in the crash (seed 611077)")
+    func crashAfterMergeBack() {
+        let report = Self.peeredLossRun(611_077, .correct)
+        #expect(report.failures.isEmpty && report.copiesParted == 0 && report.mergesBack >= 1, "\(report.failures)")
     }
 
     /// `--lose-daemon-early` seeds of the CI configuration that fail with the client that never
