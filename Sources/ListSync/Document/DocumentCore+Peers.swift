@@ -73,6 +73,7 @@ extension DocumentCore {
         // A lost stability file (Docs/Semantics.md §7, "A lost stability file"): the peers'
         // table says who they are from now on.
         changed = stability.peersFound() || changed
+        lossKeptForPeers = false   // the loss ended: nothing kept to say
         noteVouchers()
         if changed || newListener { gossipDirty = true }
         return changed
