@@ -31,7 +31,7 @@ extension Daemon {
         let log = log
         let compaction = compactionSettings
         let metrics = metrics
-        let peered: @Sendable () -> Bool = { [weak self] in self?.hasPeers ?? false }
+        let peered = peeredQuery
         // Recovery reads and replays the document's files: off this actor and the cooperative pool.
         let task = Task { () throws -> DocumentHost in
             try await offPool {
@@ -127,7 +127,7 @@ extension Daemon {
                              snapshotLogBytes: configuration.snapshotLogBytes, compaction: compactionSettings.policy,
                              wallClock: compactionSettings.wallClock, stabilityPath: folder.folder(of: newID) + "/stability",
                              fileSystem: compactionSettings.fileSystem, metrics: metrics, created: true,
-                             peered: { [weak self] in self?.hasPeers ?? false })
+                             peered: peeredQuery)
         } catch { throw DaemonError.from(error) }
         hosts[newID] = h
         metrics.loaded()

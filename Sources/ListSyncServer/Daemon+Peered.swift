@@ -19,6 +19,10 @@ extension Daemon {
     /// housekeeping (``ListSync/CompactionRule/peered``).
     nonisolated var hasPeers: Bool { peered.withLock { $0 } }
 
+    /// ``hasPeers`` as each document's host asks it, at its housekeeping (the host does not keep
+    /// the daemon alive).
+    nonisolated var peeredQuery: @Sendable () -> Bool { { [weak self] in self?.hasPeers ?? false } }
+
     /// At start: the daemon has peers if `DIR/peered` exists or it dials one (then the file is
     /// written too).
     func loadPeered() {

@@ -133,8 +133,10 @@ actor DaemonConnection: DocumentSubscriber {
         case let .hello(doc, version):
             await hosts[doc]?.hello(subscriberID, version: version)
         case let .seen(doc, replica, version, role):
+            await notePeerLink(daemon)
             await hosts[doc]?.seen(subscriberID, replica: replica, version: version, role: role)
         case let .stability(doc, from, entries):
+            await notePeerLink(daemon)
             await hosts[doc]?.peerStability(subscriberID, from: from, entries: entries)
         case let .remade(doc, ranges):
             await hosts[doc]?.remade(subscriberID, ranges: ranges)
@@ -201,7 +203,15 @@ actor DaemonConnection: DocumentSubscriber {
         await perform(session.floorRefused(doc, text: "the offered snapshot of \(doc) was not taken (it does not load, this copy cannot be merged back onto it now, or the store failed); nothing changed"))
     }
 
+    /// A peer daemon's link (``ListSync/ServerSession/isPeerLink``): this daemon has peers from
+    /// now on (Daemon+Peered.swift), noted before the link's subscription is made or anything it
+    /// relays is taken.
+    private func notePeerLink(_ daemon: Daemon) async {
+        if session.isPeerLink, !daemon.hasPeers { await daemon.notePeered() }
+    }
+
     private func subscribe(_ doc: DocumentID, epoch: UInt64, version: VersionVector, learnsParted: Bool, daemon: Daemon) async {
+        await notePeerLink(daemon)
         if let old = hosts.removeValue(forKey: doc) {
             // A second subscribe (a resync): start over from the version it names.
             await old.unsubscribe(subscriberID)
@@ -220,8 +230,6 @@ actor DaemonConnection: DocumentSubscriber {
             case nil: continue
             case false?: return
             case true?:
-                // A peer's link: this daemon has peers from now on (Daemon+Peered.swift).
-                if peer != nil { await daemon.notePeered() }
                 hosts[doc] = host
                 session.attached(doc)
                 return

@@ -148,8 +148,7 @@ extension Simulator {
                 return copy.isWaiting(op) || (d == lost && copy.version.contains(op.lastID))
             }
             guard held else { continue }
-            mergedBack[op.id] = op
-            for counter in op.id.counter...op.lastID.counter { mergedBackIDs.insert(OpID(counter: counter, replica: op.id.replica)) }
+            noteMadeAgain(op)
         }
         clients[c].document = base
         // A drag in progress ends (its rows may be gone), as when a client forgets its copy; the

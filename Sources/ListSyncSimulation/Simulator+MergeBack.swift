@@ -64,12 +64,7 @@ extension Simulator {
             report.mergesBack += 1
             report.mergedBackOperations += merge.made.count
             if configuration.trace { trace("d\(d) merges back onto d\(peer)'s snapshot at \(snapshot.version): kept \(Self.describe(merge.kept)), parted \(Self.describe(merge.parted)), made again \(Self.describe(merge.made))") }
-            for op in merge.kept + merge.made { logged[op.id] = op }
-            let dropped = Set(merge.dropped.map(\.id))
-            for op in merge.parted where !dropped.contains(op.id) {
-                mergedBack[op.id] = op
-                for counter in op.id.counter...op.lastID.counter { mergedBackIDs.insert(OpID(counter: counter, replica: op.id.replica)) }
-            }
+            notePartedForOracle(merge)
             actions = daemons[d].core.replace(with: merged, parting: merge)
         } else {
             return false
@@ -97,10 +92,13 @@ extension Simulator {
     mutating func notePartedForOracle(_ merge: ListDocument.MergeBack) {
         for op in merge.kept + merge.made { logged[op.id] = op }
         let dropped = Set(merge.dropped.map(\.id))
-        for op in merge.parted where !dropped.contains(op.id) {
-            mergedBack[op.id] = op
-            for counter in op.id.counter...op.lastID.counter { mergedBackIDs.insert(OpID(counter: counter, replica: op.id.replica)) }
-        }
+        for op in merge.parted where !dropped.contains(op.id) { noteMadeAgain(op) }
+    }
+
+    /// `op`, parted, counts as made again for the oracle (its ids, one by one, for the crash's check).
+    mutating func noteMadeAgain(_ op: ListOperation) {
+        mergedBack[op.id] = op
+        for counter in op.id.counter...op.lastID.counter { mergedBackIDs.insert(OpID(counter: counter, replica: op.id.replica)) }
     }
 
     private mutating func storeCompact(_ d: Int, _ document: ListDocument, replacing: Bool = false) -> Bool {

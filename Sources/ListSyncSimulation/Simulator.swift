@@ -123,6 +123,12 @@ public struct SimulationConfiguration: Sendable {
     /// "A copy left out of a peer's floor"): the daemon restarts counting no sender, no relay
     /// author, and (with peers) no table, its peers' tables holding its entry of before.
     public var losesStability = false
+    /// Daemons of the build before ``ListSync/ServerSession/isPeerLink`` (tests of the harness's
+    /// power): a daemon notes that it has peers only when a link it already knows as a peer's
+    /// (by an earlier `seen` or table) subscribes, not at the link's first subscription, `seen` or
+    /// table; one that only accepts links and loses its stability file in between ends the
+    /// loss by the retire period.
+    @_spi(Testing) public var notesPeerLinksOnlyWhenKnown = false
     /// A deliberately absent operator (tests of the harness's power): the lost daemon is not forgotten.
     @_spi(Testing) public var forgetsLostDaemon = true
     /// A deliberately broken client (tests of the harness's power): after a refusal it keeps the
@@ -838,6 +844,15 @@ public struct Simulator: Sendable {
         }
     }
 
+    /// A peer daemon's link said so on daemon `d`'s connection `other`
+    /// (``ListSync/ServerSession/isPeerLink``): the daemon has peers from now on, across restarts
+    /// (the host's `DIR/peered`, Daemon+Peered.swift), before the subscription or anything the
+    /// link relays is taken.
+    mutating func notePeerLink(_ d: Int, _ other: Int) {
+        guard !configuration.notesPeerLinksOnlyWhenKnown, daemons[d].servers[other]?.isPeerLink == true else { return }
+        daemons[d].policy.compaction?.peered = true
+    }
+
     mutating func performServer(_ d: Int, _ other: Int, _ actions: [ServerSession.Action]) {
         let sub = SubscriberID(other)
         for action in actions {
@@ -852,6 +867,7 @@ public struct Simulator: Sendable {
                     continue
                 }
                 daemons[d].core.unsubscribe(sub)
+                notePeerLink(d, other)
                 // A peer daemon's link, known from its earlier subscriptions: marked at once.
                 let relay = daemons[d].servers[other].flatMap { server in
                     server.relayDaemon.map { DocumentCore.RelayMark(daemon: $0, gossips: server.relayGossips) }
@@ -859,9 +875,8 @@ public struct Simulator: Sendable {
                 performCore(d, daemons[d].core.subscribe(sub, epoch: epoch, version: version, learnsParted: learnsParted, relay: relay))
                 if daemons[d].core.isSubscribed(sub) {
                     daemons[d].servers[other]?.attached(doc)
-                    // A peer's link attached: the daemon has peers from now on, across restarts
-                    // (the host's `DIR/peered`, Daemon+Peered.swift).
-                    if relay != nil { daemons[d].policy.compaction?.peered = true }
+                    // The build before: only a link known from its earlier subscriptions.
+                    if configuration.notesPeerLinksOnlyWhenKnown, relay != nil { daemons[d].policy.compaction?.peered = true }
                 }
             case .unsubscribe: daemons[d].core.unsubscribe(sub)
             case let .operations(_, batch, ops):
@@ -879,8 +894,10 @@ public struct Simulator: Sendable {
             case .rateLimited: break
             case let .presence(_, presence): performCore(d, daemons[d].core.presence(presence, from: sub))
             case let .seen(_, replica, version, role):
+                notePeerLink(d, other)
                 housekeep(d, .seen(sub, replica: replica, version: version, role: role))
             case let .stability(_, from, entries):
+                notePeerLink(d, other)
                 housekeep(d, .peerStability(sub, from: from, entries: entries))
             case let .remade(_, ranges):
                 housekeep(d, .remade(sub, ranges: ranges))

@@ -44,6 +44,8 @@ struct PeerCompactionProcessTests {
         let values = (0..<30).map { "item \($0)" }
         let (deviceA, doc) = try await CompactionProcessTests.firstDevice(a, folder: dir.path + "/da", name: "churn", values: values)
         #expect(eventually(30) { ((try? table(b, doc.description)) ?? []) == [values] }, "B: \(b.log)")
+        // A, which only accepts B's link, noted that it has peers (`DIR/peered`, Docs/Daemon.md "Files").
+        #expect(FileManager.default.fileExists(atPath: dir.path + "/a/peered"), "A: \(a.log)")
         // A device on B deletes most of it.
         let deviceB = try SyncClient(folder: dir.path + "/db", server: try SyncClientTests.server(b))
         let liveA = try await deviceA.open(doc)

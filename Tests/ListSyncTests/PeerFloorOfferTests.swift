@@ -108,6 +108,24 @@ import ListCRDT
         #expect(s.floorRefused(Self.doc, text: "no").sent.first.map { if case .error(0, _, .refused, _) = $0 { true } else { false } } == true)
     }
 
+    @Test("a peer's link is known as one from its first subscription that offers the floor, before its seen (the daemon notes then that it has peers); also from a seen as a relay or a table; a device, or a client that says none of them, never")
+    func peerLinkKnownAtItsFirstSubscription() {
+        // The link's first subscription, nothing relayed or seen yet.
+        let first = Self.server(seen: false)
+        #expect(first.isPeerLink && first.relayDaemon == nil)
+        // A client with the daemon's key that does not offer (a `listsync` command) and says no seen.
+        #expect(!Self.server(offers: false, seen: false).isPeerLink)
+        // A link of an older build (no flag) is known by its seen as a relay, or by its table.
+        #expect(Self.server(offers: false).isPeerLink)
+        var tabled = Self.server(offers: false, seen: false)
+        _ = tabled.receive(SyncMessage.stability(document: Self.doc, from: Self.x, entries: [:]).encoded(), now: 0)
+        #expect(tabled.isPeerLink)
+        // A device's flag, seen or table says nothing.
+        var device = Self.server(access: Access(documents: nil, readOnly: false))
+        _ = device.receive(SyncMessage.stability(document: Self.doc, from: Self.x, entries: [:]).encoded(), now: 0)
+        #expect(!device.isPeerLink)
+    }
+
     @Test("X's core offers its own link its table and snapshot when it refuses what the link relays for its floor, once per subscription; a link that does not offer (builds before) gets nothing")
     func coreOffersOnce() throws {
         for offers in [true, false] {

@@ -124,8 +124,9 @@ import Testing
     /// attached to it).
     static let peeredLossSeeds: [UInt64] = [610_004, 610_010, 610_011, 610_048, 610_062]
 
-    static func peeredLossRun(_ seed: UInt64, _ variant: DocumentCore.Variant) -> SimulationReport {
+    static func peeredLossRun(_ seed: UInt64, _ variant: DocumentCore.Variant, notesLinksOnlyWhenKnown: Bool = false) -> SimulationReport {
         var config = SimulationConfiguration()
+        config.notesPeerLinksOnlyWhenKnown = notesLinksOnlyWhenKnown
         config.seed = seed
         config.daemons = 3
         config.compactAfter = 10
@@ -142,6 +143,19 @@ import Testing
         let report = Self.peeredLossRun(seed, .correct)
         #expect(report.failures.isEmpty && report.copiesParted == 0, "\(report.failures)")
         #expect(!Self.peeredLossRun(seed, .endsPeeredLossBySilence).passed, "\(seed) passes when the retire period ends the loss")
+    }
+
+    /// Seeds of the same command where the daemon that only accepts links lost its stability file
+    /// after its peers' links first subscribed and before their first `seen` made them known as
+    /// peers' links: it took itself for one without peers, ended the loss by the retire period,
+    /// compacted alone, and the copies parted (a value shown twice).
+    static let firstSubscriptionSeeds: [UInt64] = [610_031, 610_093]
+
+    @Test("a daemon notes that it has peers at a peer's link's first subscription, seen or table: the seeds where an accepting daemon lost its stability file before a link was known pass; noted only for links known from an earlier seen, they fail", arguments: firstSubscriptionSeeds)
+    func peerLinkNotedAtItsFirstSubscription(seed: UInt64) {
+        let report = Self.peeredLossRun(seed, .correct)
+        #expect(report.failures.isEmpty && report.copiesParted == 0, "\(report.failures)")
+        #expect(!Self.peeredLossRun(seed, .correct, notesLinksOnlyWhenKnown: true).passed, "\(seed) passes when only known links are noted")
     }
 
     /// Seed 611077 of the same command: `d1` merged back onto `d2`'s snapshot (parting `c1`'s

@@ -68,6 +68,15 @@ public struct ServerSession: Sendable {
     public private(set) var relayDaemon: ReplicaID?
     /// Whether that link sent a stability table (it reads them: send it this daemon's).
     public private(set) var relayGossips = false
+    /// Whether the connection said, in any of the three ways, that it is a peer daemon's link:
+    /// a subscription that offers its daemon's snapshot (`offersFloor`: only a link sends it, at
+    /// its first subscription, before it relays anything), a `seen` as a relay, or a stability
+    /// table; each only with the daemon's key. The driver notes then that its daemon has peers
+    /// (Docs/Semantics.md §7, "A daemon with peers keeps the loss"): ``relayDaemon`` alone is
+    /// known only from a link's first `seen`, after its first subscription, and a daemon that
+    /// only accepts links and lost a stability file in between took itself for one without peers.
+    public var isPeerLink: Bool { saidPeerLink || relayDaemon != nil }
+    private var saidPeerLink = false
     /// Whether the peer listed the documents: it then hears of every new one.
     public private(set) var followsDocuments = false
     /// Batches refused for the rate limit.
@@ -118,7 +127,12 @@ public struct ServerSession: Sendable {
             guard access.allows(doc) else { return [error(0, doc, .unknownDocument, Self.unknownDocumentText(doc))] }
             // Only a peer daemon (the daemon's key) may offer its snapshot: a device's flag is ignored.
             floorParts[doc] = nil
-            if offersFloor, !access.isDevice { offeringFloor.insert(doc) } else { offeringFloor.remove(doc) }
+            if offersFloor, !access.isDevice {
+                offeringFloor.insert(doc)
+                saidPeerLink = true
+            } else {
+                offeringFloor.remove(doc)
+            }
             return [.subscribe(doc, epoch: epoch, version: version, learnsParted: learnsParted)]
         case let .unsubscribe(doc):
             offeringFloor.remove(doc)
