@@ -2,7 +2,7 @@ import Foundation
 import Testing
 @_spi(Testing) @testable import ListCRDT
 
-/// A copy that never compacted and holds originals another daemon parted in a merge back
+/// A copy that holds originals another daemon parted in a merge back (never compacted, or logged since its floor)
 /// (`Compaction/ListDocument+PartedHeld.swift`, Docs/Semantics.md §7, "Parted originals a copy
 /// holds"): it takes them out, and what was made on them, and makes the latter again as its own
 /// where its own authors made them.
@@ -84,7 +84,7 @@ import Testing
         #expect(Self.values(other).sorted() == after.sorted())
     }
 
-    @Test("a waiting operation on an original is taken out too; one waiting on something else stays waiting; a compacted copy is left as it is")
+    @Test("a waiting operation on an original is taken out too; one waiting on something else stays waiting; a copy compacted past them is left as it is")
     func waitingAndCompacted() throws {
         var c = try heldCase()
         // Device 4, holding the originals, edits one after an operation of replica 8 that has
@@ -111,6 +111,31 @@ import Testing
         try compacted.compact(stable: compacted.version)
         #expect(!compacted.holdsParted(c.runs))
         #expect(compacted.partHeld(c.runs, remakes: { _ in true }) == nil)
+    }
+
+    @Test("a copy compacted before the originals came takes them out of its log too: the floor stays, its own author's edit on them is made again, the rest keeps its ids; originals within the floor are left")
+    func takenOutOfALogAfterTheFloor() throws {
+        var c = try heldCase()
+        // W compacted at the base (before the originals), as a copy that merged back onto a
+        // peer's snapshot holds that snapshot's floor.
+        let floor = try ListDocument.make(1, sections: [["a", "b"]]).version
+        try c.w.compact(stable: floor)
+        let floorBefore = try #require(c.w.historyFloor)
+        #expect(c.w.holdsParted(c.runs))
+        let parted = c.w.partHeld(c.runs, remakes: { $0.id.replica == ReplicaID(4) })
+        let merge = try #require(parted)
+        #expect(Set(merge.parted.map(\.id)) == Set((c.originals + c.own + [c.relayed]).map(\.id)))
+        #expect(merge.made.count == 2 && merge.made.allSatisfy { $0.id.replica == ReplicaID(2) })
+        let after = Self.values(c.w)
+        #expect(after.filter { $0 == "original" }.count == 1 && after.filter { $0 == "original 2" }.count == 1, "\(after)")
+        #expect(after.contains("on it") && after.contains("a2") && after.contains("six") && !after.contains("relayed"), "\(after)")
+        #expect(c.w.historyFloor == floorBefore, "the floor is kept")
+        #expect(!c.w.holdsParted(c.runs))
+        try c.w.checkInvariants()
+        // A copy that never held the originals, at the same floor, takes the result.
+        var other = try ListDocument.make(1, sections: [["a", "b"]]).fork(as: 7)
+        for op in [c.unrelated] + c.remade + merge.made { try other.receive(op) }
+        #expect(Self.values(other).sorted() == after.sorted())
     }
 
     @Test("an original this copy took from its author is made again here too (its parter got it relayed and dropped it): shown once, under this copy's replica")

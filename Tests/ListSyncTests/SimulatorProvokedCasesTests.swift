@@ -158,6 +158,18 @@ import Testing
         #expect(!Self.peeredLossRun(seed, .correct, notesLinksOnlyWhenKnown: true).passed, "\(seed) passes when only known links are noted")
     }
 
+    /// Seed 612127 of the same command: `d1` merged back onto `d2`'s snapshot (so it has a
+    /// floor), having taken `d0`'s relayed 11@4–18@4; `d0` then merged back onto `d1`'s snapshot,
+    /// parting them and making them again. `d1` kept the originals (only a copy that never
+    /// compacted took them out) and relayed them for ever to `d0`, which dropped them: the copies
+    /// never met again.
+    @Test("a copy with a floor takes out the originals another daemon parted that it logged since its floor: seed 612127 converges; with DocumentCore.Variant.keepsHeldPartedOnAFloor the copies never meet")
+    func heldPartedOnAFloor() {
+        let report = Self.peeredLossRun(612_127, .correct)
+        #expect(report.failures.isEmpty && report.copiesParted == 0, "\(report.failures)")
+        #expect(!Self.peeredLossRun(612_127, .keepsHeldPartedOnAFloor).passed, "passes with the originals kept on a floor")
+    }
+
     /// Seed 611077 of the same command: `d1` merged back onto `d2`'s snapshot (parting `c1`'s
     /// acknowledged 1@2–6@2 and making them again), then crashed; the crash's check counted the
     /// parted originals as lost, where the end's check counts them made again.

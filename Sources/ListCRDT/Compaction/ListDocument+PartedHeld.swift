@@ -1,11 +1,14 @@
-// Originals a copy without a floor holds after the daemon that took them merged back
+// Originals a copy holds after the daemon that took them merged back
 // (Docs/Semantics.md §7, "Parted originals a copy holds"): a daemon that never compacted took a
 // left-out daemon's originals relayed just before that daemon merged back onto a peer's snapshot,
 // parted them and made them again. The originals stay here beside the edits made again, and what
 // this copy relays of them, or of edits made on them, every copy compacted at that floor refuses
 // (seed 9007 of `listsync simulate --daemons 3 --ring --compact-after 10 --hide-daemon --roam 30
 // --crashes 2 --ops 80`). Told the ranges, the copy takes them out itself and makes again what its
-// own authors made on them, as a merge back does.
+// own authors made on them, as a merge back does. A copy with a floor does the same with what it
+// logged since its floor: one that merged back onto a peer's snapshot took, before it, originals
+// of another daemon that merged back later (seed 612127 of `listsync simulate --daemons 3
+// --compact-after 10 --crashes 2 --lose-stability --ops 60`: the copies never met again).
 
 extension ListDocument {
     /// Whether `op` holds a counter that `runs` names (per author, runs of counters).
@@ -17,15 +20,16 @@ extension ListDocument {
         return rs.contains { $0.overlaps(mine) }
     }
 
-    /// Whether this copy, never compacted, holds (applied from log position `logIndex` on, or
-    /// waiting) an operation a counter of which `runs` names: ``partHeld(_:remakes:)`` would
-    /// change something (for `logIndex` 0). False on a compacted copy.
+    /// Whether this copy holds (applied from log position `logIndex` on, or waiting) an
+    /// operation a counter of which `runs` names: ``partHeld(_:remakes:)`` would change
+    /// something (for `logIndex` 0). On a compacted copy, only its log since the floor and what
+    /// waits are looked at: an original within the floor cannot be taken out.
     ///
     /// - Complexity: O(r + k) for the r records from `logIndex` and the k operations applied
     ///   since; O(w) more for w waiting operations; O(p) when no run starts at or below what
     ///   this copy knows of its author.
     public func holdsParted(_ runs: [ReplicaID: [ClosedRange<UInt64>]], fromLogPosition logIndex: Int = 0) -> Bool {
-        guard historyFloor == nil, !runs.isEmpty, logIndex >= 0, logIndex <= log.count else { return false }
+        guard !runs.isEmpty, logIndex >= 0, logIndex <= log.count else { return false }
         let waiting = buffer.all
         let reachable = runs.contains { r, rs in
             let known = max(version[r], waiting.lazy.filter { $0.id.replica == r }.map(\.lastID.counter).max() ?? 0)
@@ -36,23 +40,24 @@ extension ListDocument {
             || operations(fromValid: logIndex).contains { Self.overlaps($0, runs) }
     }
 
-    /// Takes out of this copy (never compacted) every operation a counter of which `runs` names
+    /// Takes out of this copy every operation a counter of which `runs` names
     /// (originals a daemon parted in a merge back), applied or waiting, and every one made on
     /// such an operation, directly or through others; makes again, as new operations of this
     /// document's replica, those `remakes` names (the caller names those this copy's daemon took
     /// from their authors: the daemon that parted an original made it again only if it took it
     /// from its author too, and dropped it if it came relayed). The copy is
-    /// rebuilt from its log without them; those made again are made from what this copy shows
+    /// rebuilt from its floor's state (none: empty) and its log without them, the floor kept; those made again are made from what this copy shows
     /// now, as a merge back makes them (``Remaker``: an inserted item goes after the nearest item
     /// before it that the rebuilt copy shows, a value or field written again, a move made again;
     /// an edit of an entity only an original made finds nothing and is dropped), the waiting
-    /// ones from what they say. Nil, and nothing changes, on a compacted copy or when nothing is
-    /// named.
+    /// ones from what they say. Nil, and nothing changes, when nothing it holds since its floor
+    /// is named (``holdsParted(_:fromLogPosition:)``).
     ///
     /// - Returns: `parted`, the operations taken out (in causal order); `made`, the operations
     ///   made again; `dropped`, those of `parted` not made again; `originals`, those of `parted`
     ///   the runs name. `kept` is empty.
-    /// - Complexity: O(m × log n) to rebuild the copy from its m operations, plus
+    /// - Complexity: O(b + m × log n) to rebuild the copy from its floor's b bytes and the m
+    ///   operations logged since, plus
     ///   O(p × (d + n) + w log w) for p operations taken out of d dependencies, n visible items
     ///   and w waiting operations.
     public mutating func partHeld(_ runs: [ReplicaID: [ClosedRange<UInt64>]], remakes: (ListOperation) -> Bool) -> MergeBack? {
@@ -77,11 +82,11 @@ extension ListDocument {
         let logged = operations
         let (keptLog, partedLog) = split(logged)
         let (keptWaiting, partedWaiting) = split(buffer.all.sorted { ($0.id.counter, $0.id.replica) < ($1.id.counter, $1.id.replica) })
-        var rebuilt = ListDocument(replica: replica, maxValueSize: maxValueSize)
+        // The floor's state (a compacted copy: Docs/Semantics.md §7, "Parted originals a copy
+        // holds"), or an empty document, with the same settings.
+        var rebuilt = floorDocument()
         rebuilt.wallClock = wallClock
         rebuilt.pendingLimits = pendingLimits
-        rebuilt.variant = variant
-        rebuilt.fastPaths = fastPaths
         let report = rebuilt.receive(keptLog)
         // Each kept operation's causes are kept ones before it in the log: all apply.
         guard report.refused.isEmpty, rebuilt.pendingCount == 0 else {

@@ -53,18 +53,18 @@ extension DocumentCore {
         return document.waitsOnParted { id in entries.values.contains { $0.parted.contains(id) } }
     }
 
-    /// Whether this copy, never compacted, holds an original that some daemon's entry says it
-    /// parted in a merge back (``PeerStability/Entry/parted``), applied or waiting, nothing in
+    /// Whether this copy holds, logged since its floor (if any) or waiting, an original that some
+    /// daemon's entry says it parted in a merge back (``PeerStability/Entry/parted``), applied or waiting, nothing in
     /// flight: ``remakePartedWaiting()`` would take it out (Docs/Semantics.md §7, "Parted
     /// originals a copy holds"). The policy asks this at each housekeeping; while the ranges stay
     /// the same, each operation of the log is looked at once (the positions found clean are
     /// remembered).
     ///
-    /// - Complexity: O(1) when nothing was parted or the copy has a floor; else O(k) for the k
+    /// - Complexity: O(1) when nothing was parted; else O(k) for the k
     ///   operations logged since it last asked (all of them when the ranges grew), and O(w) for
     ///   w waiting ones.
     mutating func holdsPartedOriginals() -> Bool {
-        guard variant != .keepsHeldParted, isQuiet, document.historyFloor == nil,
+        guard variant != .keepsHeldParted, isQuiet, variant != .keepsHeldPartedOnAFloor || document.historyFloor == nil,
               stability.peers.entries.values.contains(where: { !$0.parted.isEmpty }) else { return false }
         let ranges = PartedRanges(stability.peers.entries.values)
         let count = document.operationCount
@@ -91,8 +91,8 @@ extension DocumentCore {
     /// again), or it came through a peer link (``relayedOperations``, relay authors: the daemon
     /// that took it from its author makes it again): those are dropped.
     ///
-    /// Otherwise, on a copy that never compacted and holds such originals
-    /// (``holdsPartedOriginals()``), the copy rebuilt without them and without what was made on
+    /// Otherwise, on a copy that holds such originals since its floor, or never compacted
+    /// (``holdsPartedOriginals()``), the copy rebuilt from its floor without them and without what was made on
     /// them, those of all of them this daemon took from their authors made again, originals
     /// included (their parter got them relayed and dropped them); the others dropped
     /// (``ListCRDT/ListDocument/partHeld(_:remakes:)``, Docs/Semantics.md §7, "Parted originals a
@@ -117,7 +117,7 @@ extension DocumentCore {
         // An original taken from its author is made again here too: its parter, for which it
         // came relayed, dropped it (seed 20367 of `listsync simulate --daemons 3 --ring
         // --hide-daemon --roam 30 --crashes 2 --ops 80 --compact-after 10` lost two so).
-        guard variant != .keepsHeldParted, document.historyFloor == nil,
+        guard variant != .keepsHeldParted, variant != .keepsHeldPartedOnAFloor || document.historyFloor == nil,
               let merge = remade.partHeld(PartedRanges(entries.values).runs, remakes: takenFromAuthor) else { return nil }
         return (remade, merge)
     }

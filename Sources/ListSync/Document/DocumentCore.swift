@@ -114,6 +114,11 @@ public struct DocumentCore: Sendable {
         /// (``holdsPartedOriginals()`` false): what it relays of them or on them, every copy
         /// compacted at that floor refuses (Docs/Semantics.md §7, "Parted originals a copy holds").
         case keepsHeldParted
+        /// Keeps, on a compacted copy, the originals a daemon parted in a merge back that it
+        /// logged since its floor, as before that repair (only a copy that never compacted took
+        /// them out): it relays them, the daemon that parted them drops them, and the copies
+        /// never meet (Docs/Semantics.md §7, "Parted originals a copy holds").
+        case keepsHeldPartedOnAFloor
         /// Refuses as malformed (`refused`), as before the repair, a client's operation that
         /// edits an operation this copy counts but never holds, and keeps what waits on it in
         /// its batch (Docs/Semantics.md §7, "An edit of an original the copy counts"): its author

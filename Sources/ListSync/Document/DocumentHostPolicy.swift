@@ -46,7 +46,7 @@ public struct DocumentHostPolicy: Sendable {
         /// The core refused its own compaction point (a fault; nothing changed): log it.
         case compactionRefused(CompactionError)
         /// The core keeps operations waiting on ones a peer parted in a merge back
-        /// (``DocumentCore/waitsOnParted``), or, never compacted, holds such originals
+        /// (``DocumentCore/waitsOnParted``), or holds such originals (logged since its floor)
         /// (``DocumentCore/holdsPartedOriginals()``): take ``DocumentCore/remakePartedWaiting()``, write
         /// its document as the store's next generation (``ListStore`` `DocumentStore.replace(with:)`),
         /// then call ``DocumentCore/replace(with:parting:)`` and do its actions. Nothing if it
