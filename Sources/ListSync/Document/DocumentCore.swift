@@ -109,6 +109,12 @@ public struct DocumentCore: Sendable {
         /// alone at a floor its peers' clients' edits are not after, while they compact without
         /// its own clients' (Docs/Semantics.md §7, "A lost stability file").
         case endsPeeredLossBySilence
+        /// Never takes back a daemon forgotten while it still ran, as before the rule
+        /// (``PeerStability/merge(_:me:floor:now:takesBack:)`` with `takesBack` false,
+        /// Docs/Semantics.md §7, "A daemon forgotten while it runs"): once its links come back,
+        /// the relay authors only it claims and its own retirements hold compaction back on every
+        /// daemon for ever.
+        case keepsForgottenForGood
         /// Keeps, on a copy that never compacted, the originals a daemon parted in a merge back
         /// when it holds them (relayed just before that merge back), as before the repair
         /// (``holdsPartedOriginals()`` false): what it relays of them or on them, every copy
