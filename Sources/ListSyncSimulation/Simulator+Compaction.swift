@@ -64,6 +64,7 @@ extension Simulator {
             case let .forgotten(peers):
                 report.daemonsForgotten += peers.count
             case let .compactionRefused(error):
+                if configuration.trace { trace("d\(d) refuses its own compaction point: \(error)") }
                 report.failures.append("daemon \(d): compaction at its own compaction point refused: \(error)")
             case .remakeParted:
                 remakePartedWaiting(d)

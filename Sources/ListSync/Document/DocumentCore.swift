@@ -115,6 +115,12 @@ public struct DocumentCore: Sendable {
         /// the relay authors only it claims and its own retirements hold compaction back on every
         /// daemon for ever.
         case keepsForgottenForGood
+        /// Checks a client's operations against the version it published even when its copy's
+        /// floor includes that version (``currentMark()``), as before the rule: after taking a
+        /// peer's snapshot whole, an operation made on it whose dependencies lie in the floor is
+        /// refused as not after the version (no causal query answers below the floor), and its
+        /// author, re-syncing, is refused again for ever.
+        case checksPublishedBelowFloor
         /// Keeps, on a copy that never compacted, the originals a daemon parted in a merge back
         /// when it holds them (relayed just before that merge back), as before the repair
         /// (``holdsPartedOriginals()`` false): what it relays of them or on them, every copy

@@ -1,0 +1,45 @@
+import Testing
+@_spi(Testing) import ListSync
+@_spi(Testing) import ListSyncSimulation
+
+/// `listsync simulate --forget-live` (Docs/Simulation.md, "A daemon forgotten while it runs"):
+/// the last daemon is cut off from its peers and forgotten on another by its operator while its
+/// clients edit on; the others compact without it; then its links come back. Seeds of
+/// `--daemons 3 --compact-after 10 --crashes 1 --ops 80` where, when the cut healed, it alone held
+/// operations it had acknowledged and the others had compacted without it: every copy converges,
+/// nothing acknowledged is missing (`copies parted: 0`), and every daemon compacts again once
+/// quiet, since the daemons that forgot it take it back (Docs/Semantics.md §7, "A daemon forgotten
+/// while it runs"). Without that rule (``DocumentCore/Variant/keepsForgottenForGood``) they
+/// never compact again.
+@Suite struct SimulatorForgottenLiveTests {
+    static let provokedSeeds: [UInt64] = [700_000, 700_003, 700_005, 700_015]
+
+    static func run(_ seed: UInt64, _ variant: DocumentCore.Variant = .correct) -> SimulationReport {
+        var config = SimulationConfiguration()
+        config.seed = seed
+        config.daemons = 3
+        config.compactAfter = 10
+        config.crashes = 1
+        config.operations = 80
+        config.forgetsLiveDaemon = true
+        config.coreVariant = variant
+        var sim = Simulator(config)
+        return sim.run()
+    }
+
+    @Test("a daemon forgotten while it runs, holding acknowledged operations past the others' floor when its links come back: the run converges, copies parted 0, and every daemon compacts again", arguments: provokedSeeds)
+    func forgottenWhileRunning(seed: UInt64) {
+        let report = Self.run(seed)
+        #expect(report.daemonsForgottenLive == 1 && report.forgottenLiveProvoked == 1, "the case is provoked")
+        #expect(report.forgottenLiveAlone > 0 && report.forgottenLiveCompactions > 0)
+        #expect(report.failures.isEmpty, "\(report.failures)")
+        #expect(report.copiesParted == 0)
+    }
+
+    @Test("test power: without taking the forgotten daemon back (DocumentCore.Variant.keepsForgottenForGood), the daemons never compact again once quiet")
+    func withoutTakingBack() {
+        let reports = Self.provokedSeeds.map { Self.run($0, .keepsForgottenForGood) }
+        print("simulator, --forget-live without taking back: \(reports.filter { !$0.passed }.count) of \(reports.count) runs failed")
+        #expect(reports.allSatisfy { report in report.failures.contains { $0.contains("did not compact once quiet") } })
+    }
+}
