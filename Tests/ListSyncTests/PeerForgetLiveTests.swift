@@ -131,3 +131,51 @@ import ListSyncTestSupport
         #expect(old.stability.peers.entries[Self.c] == nil)
     }
 }
+
+/// A published version the copy's floor includes (Docs/Semantics.md §7, "A daemon forgotten while
+/// it runs": a daemon that took a peer's snapshot whole after it published), with no socket.
+@Suite struct PublishedBelowFloorTests {
+    /// `PeerAdmissionTests.published()`'s core (it published `typed(3)`'s version), after it took
+    /// whole a peer's snapshot compacted past that version: the peer's replica 50 edited on it, so
+    /// the floor's frontier is 50's last edit, and no operation of the published version's heads'
+    /// replica is among the dependencies of an edit made on the snapshot.
+    static func tookSnapshot(_ variant: DocumentCore.Variant) throws -> (DocumentCore, ListDocument) {
+        var (core, base) = try PeerAdmissionTests.published()
+        core.variant = variant
+        var peer = base.fork(as: 50)
+        for op in Fixture.edits(on: base, replica: 50, count: 2) { _ = peer.receive([op]) }
+        _ = try peer.compact(stable: peer.version)
+        let snapshot = try ListDocument(snapshot: peer.encodedSnapshot(), replica: PeerAdmissionTests.me)
+        try #require(snapshot.historyFloor?.includes(base.version) == true)
+        _ = core.replace(with: snapshot)
+        return (core, snapshot)
+    }
+
+    @Test("an unclaimed author's edit made on the snapshot a daemon took after it published is taken: the floor includes the published version, and asks all it would; with DocumentCore.Variant.checksPublishedBelowFloor it is refused as made before that version")
+    func editOnTheSnapshotTaken() throws {
+        for variant in [DocumentCore.Variant.correct, .checksPublishedBelowFloor] {
+            var (core, snapshot) = try Self.tookSnapshot(variant)
+            _ = core.subscribe(PeerAdmissionTests.stranger, epoch: 7, version: snapshot.version)
+            let edit = Fixture.edits(on: snapshot, replica: 7, count: 1)
+            let answer = PeerAdmissionTests.send(edit, from: PeerAdmissionTests.stranger, to: &core)
+            if variant == .correct {
+                guard case .ack? = answer else {
+                    Issue.record("an edit made on the snapshot was refused: \(String(describing: answer))")
+                    continue
+                }
+                #expect(core.document.version.contains(edit[0].id))
+            } else {
+                #expect(PeerAdmissionTests.isCompacted(answer), "the old check refuses it")
+            }
+        }
+    }
+
+    @Test("an edit made before the floor is still refused, by the floor's own check")
+    func editBeforeTheFloorRefused() throws {
+        var (core, _) = try Self.tookSnapshot(.correct)
+        let older = Fixture.typed(2)
+        _ = core.subscribe(PeerAdmissionTests.stranger, epoch: 7, version: older.version)
+        let early = Fixture.edits(on: older, replica: 7, count: 1)
+        #expect(PeerAdmissionTests.isCompacted(PeerAdmissionTests.send(early, from: PeerAdmissionTests.stranger, to: &core)))
+    }
+}
