@@ -173,6 +173,9 @@ extension Simulator {
         for _ in 1...(30 * clients.count) where liveDaemons.contains(where: { $0.core.document.operationCount >= minOperations }) {
             step(until: network.now + configuration.antiEntropyInterval)
         }
+        if configuration.trace {
+            for (d, daemon) in daemons.enumerated() where d != lost { trace("d\(d) once quiet: \(daemon.core.compactionBlock)") }
+        }
         for (d, daemon) in daemons.enumerated() where d != lost && daemon.core.document.operationCount >= minOperations {
             report.failures.append("daemon \(d) did not compact once quiet (\(daemon.core.document.operationCount) operations since its floor)"
                                    + ": \(daemon.core.compactionBlock)")

@@ -14,10 +14,10 @@ import Testing
 @Suite struct SimulatorForgottenLiveTests {
     static let provokedSeeds: [UInt64] = [700_000, 700_003, 700_005, 700_015]
 
-    static func run(_ seed: UInt64, _ variant: DocumentCore.Variant = .correct) -> SimulationReport {
+    static func run(_ seed: UInt64, _ variant: DocumentCore.Variant = .correct, daemons: Int = 3) -> SimulationReport {
         var config = SimulationConfiguration()
         config.seed = seed
-        config.daemons = 3
+        config.daemons = daemons
         config.compactAfter = 10
         config.crashes = 1
         config.operations = 80
@@ -41,5 +41,16 @@ import Testing
         let reports = Self.provokedSeeds.map { Self.run($0, .keepsForgottenForGood) }
         print("simulator, --forget-live without taking back: \(reports.filter { !$0.passed }.count) of \(reports.count) runs failed")
         #expect(reports.allSatisfy { report in report.failures.contains { $0.contains("did not compact once quiet") } })
+    }
+
+    /// Seed 700047 of `--daemons 2` (same options): the forgotten daemon took the other's snapshot
+    /// whole after it published, and refused its own clients' edits made on it for ever, as not
+    /// after that version (Docs/Semantics.md §7, "A published version below the floor").
+    @Test("a forgotten daemon that took a snapshot whole after it published takes its clients' edits made on it (seed 700047); with DocumentCore.Variant.checksPublishedBelowFloor it refuses them for ever, never quiet")
+    func publishedBelowTheFloor() {
+        let report = Self.run(700_047, daemons: 2)
+        #expect(report.failures.isEmpty, "\(report.failures)")
+        let old = Self.run(700_047, .checksPublishedBelowFloor, daemons: 2)
+        #expect(old.failures.contains { $0.contains("did not become quiet") }, "\(old.failures)")
     }
 }
