@@ -178,4 +178,24 @@ import ListSyncTestSupport
         let early = Fixture.edits(on: older, replica: 7, count: 1)
         #expect(PeerAdmissionTests.isCompacted(PeerAdmissionTests.send(early, from: PeerAdmissionTests.stranger, to: &core)))
     }
+
+    @Test("a daemon that took a peer's snapshot whole publishes the snapshot's version once settled there, with no operation logged past the floor; with DocumentCore.Variant.publishesOnlyAfterAnOperation its entry stays below the floor")
+    func publishesAtTheFloor() throws {
+        for variant in [DocumentCore.Variant.correct, .publishesOnlyAfterAnOperation] {
+            var (core, snapshot) = try Self.tookSnapshot(variant)
+            let before = try #require(core.stability.peers.entries[PeerAdmissionTests.me]?.version)
+            #expect(core.document.operationCount == 0 && before != snapshot.version)
+            // Its device subscribes again and says it has seen the snapshot's version.
+            _ = core.subscribe(PeerAdmissionTests.device, epoch: 7, version: snapshot.version)
+            _ = core.seen(PeerAdmissionTests.device, replica: ReplicaID(1), version: snapshot.version, role: .compactingDevice, now: 12)
+            _ = core.refreshPeers(now: 13, retireAfter: 1_000)
+            let after = core.stability.peers.entries[PeerAdmissionTests.me]?.version
+            if variant == .correct {
+                #expect(after == snapshot.version, "published at the floor")
+            } else {
+                #expect(after == before, "the old core waits for an operation")
+            }
+        }
+    }
 }
+

@@ -19,7 +19,7 @@ extension DocumentCore {
     ///
     /// - Complexity: O(n + s × r log r) for n subscribers, s senders and r replicas.
     public var localQuiescentVersion: VersionVector? {
-        guard isSettled(minOperations: 0) else { return nil }
+        guard isSettled(minOperations: 0) || isSettledAtFloor else { return nil }
         let version = document.version
         if !stability.tracker.acknowledged.isEmpty {
             guard stability.tracker.quiescentVersion(holding: version) == version else { return nil }
@@ -123,6 +123,12 @@ extension DocumentCore {
                 changed = stability.peers.publish(me, version: version, claimed: stability.claimed,
                                                   retired: stability.tracker.retired, now: now, heartbeat: beat) || changed
             }
+        } else if isSettledAtFloor, let version = localQuiescentVersion {
+            // A copy that holds nothing past its floor (it took a peer's snapshot whole) publishes
+            // the floor's version once settled there, rather than keep an entry below it until an
+            // operation comes (Docs/Semantics.md §7, "A daemon forgotten while it runs").
+            changed = stability.peers.publish(me, version: version, claimed: stability.claimed,
+                                              retired: stability.tracker.retired, now: now, heartbeat: beat) || changed
         }
         // Not quiescent (a subscriber has not said `seen` yet), but the copy has not moved since
         // it was: the peers' retirements it holds are acknowledged all the same.

@@ -121,6 +121,10 @@ public struct DocumentCore: Sendable {
         /// refused as not after the version (no causal query answers below the floor), and its
         /// author, re-syncing, is refused again for ever.
         case checksPublishedBelowFloor
+        /// Publishes its version to its peers only once an operation was logged past its floor, as
+        /// before the rule (``isSettledAtFloor``): a daemon that took a peer's snapshot whole keeps
+        /// an entry below that floor while no edit comes, and, forgotten, is never taken back.
+        case publishesOnlyAfterAnOperation
         /// Keeps, on a copy that never compacted, the originals a daemon parted in a merge back
         /// when it holds them (relayed just before that merge back), as before the repair
         /// (``holdsPartedOriginals()`` false): what it relays of them or on them, every copy
