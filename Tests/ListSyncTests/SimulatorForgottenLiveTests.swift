@@ -53,4 +53,17 @@ import Testing
         let old = Self.run(700_047, .checksPublishedBelowFloor, daemons: 2)
         #expect(old.failures.contains { $0.contains("did not become quiet") }, "\(old.failures)")
     }
+
+    /// Seed 700175 (the first line's options): the forgotten daemon took the other's snapshot
+    /// whole and, with no edit coming after, never published again; its entry stayed below the
+    /// others' floor, so they never took it back, and `d0` waited for ever for a daemon to claim
+    /// its client (Docs/Semantics.md §7, "A daemon forgotten while it runs").
+    @Test("a forgotten daemon that took a snapshot whole publishes its version at the floor and is taken back (seed 700175); with DocumentCore.Variant.publishesOnlyAfterAnOperation a relay author stays unclaimed for ever")
+    func publishesAtTheFloor() {
+        let report = Self.run(700_175)
+        #expect(report.failures.isEmpty, "\(report.failures)")
+        let old = Self.run(700_175, .publishesOnlyAfterAnOperation)
+        #expect(old.failures.contains { $0.contains("claimed by no daemon") }, "\(old.failures)")
+    }
 }
+
