@@ -64,6 +64,7 @@ extension Simulator {
             case let .forgotten(peers):
                 report.daemonsForgotten += peers.count
             case let .compactionRefused(error):
+                if configuration.trace { trace("d\(d) refuses its own compaction point: \(error)") }
                 report.failures.append("daemon \(d): compaction at its own compaction point refused: \(error)")
             case .remakeParted:
                 remakePartedWaiting(d)
@@ -170,6 +171,9 @@ extension Simulator {
         // again: the more clients on one daemon (roaming puts them together), the more rounds.
         for _ in 1...(30 * clients.count) where liveDaemons.contains(where: { $0.core.document.operationCount >= minOperations }) {
             step(until: network.now + configuration.antiEntropyInterval)
+        }
+        if configuration.trace {
+            for (d, daemon) in daemons.enumerated() where d != lost { trace("d\(d) once quiet: \(daemon.core.compactionBlock)") }
         }
         for (d, daemon) in daemons.enumerated() where d != lost && daemon.core.document.operationCount >= minOperations {
             report.failures.append("daemon \(d) did not compact once quiet (\(daemon.core.document.operationCount) operations since its floor)"

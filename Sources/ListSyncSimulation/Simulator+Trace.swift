@@ -61,7 +61,11 @@ extension Simulator {
         case let .snapshot(_, part, more): return "snapshot part of \(part.count) bytes\(more ? ", more follow" : "")"
         case let .stable(_, version): return "stable at \(version)"
         case let .stability(_, from, entries):
-            return "stability from \(from): " + entries.sorted { $0.key < $1.key }.map { "\($0.key)" }.joined(separator: " ")
+            // Each entry: its daemon, sequence, version, and the retirements it lists or acknowledges.
+            return "stability from \(from): " + entries.sorted { $0.key < $1.key }.map { d, e in
+                "\(d) #\(e.sequence) at \(e.version)" + (e.retired.isEmpty ? "" : " retired \(e.retired.sorted()) at #\(e.retiredAt)")
+                    + (e.acknowledged.isEmpty ? "" : " acknowledging \(e.acknowledged.sorted { $0.key < $1.key }.map { "\($0.key)#\($0.value)" })")
+            }.joined(separator: "; ")
         case let .parted(_, ranges): return "parted \(ranges)"
         case let .remade(_, ranges): return "remade \(ranges)"
         case let .floorSnapshot(_, part, more): return "offered snapshot part of \(part.count) bytes\(more ? ", more follow" : "")"

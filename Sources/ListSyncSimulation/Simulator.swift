@@ -114,6 +114,13 @@ public struct SimulationConfiguration: Sendable {
     /// their catch-up of it is one or when their core refuses its operations for their floor
     /// (`listsync simulate --hide-accepting-daemon`).
     public var hidesAcceptingDaemon = false
+    /// With compaction and several daemons: the last daemon is forgotten while it still runs (an
+    /// operator's mistake, Docs/Semantics.md §7, "Forgetting a daemon"): in the second quarter of
+    /// the edits its peer links are cut and kept down, and the operator forgets it on one of the
+    /// others (`--forget-peer`); its clients keep editing on it; a quarter of the edits or more
+    /// later (or once quiet) its links come back (``Simulator/cutAndForgetLive()``,
+    /// `listsync simulate --forget-live`).
+    public var forgetsLiveDaemon = false
     /// Links of builds before `floorSnapshot` (tests of the harness's power): they never offer
     /// their daemon's snapshot to a peer whose operations it refused for its floor
     /// (``ListSync/PeerSession`` with `offersFloor` false).
@@ -182,6 +189,7 @@ public struct SimulationConfiguration: Sendable {
             + (sendsAhead ? " --sends-ahead" : "") + (editInterval == 1 ? " --busy" : "")
             + (!compactsStablePrefixes && compactAfter != nil ? " --compact-quiescent-only" : "") + (roamPercent > 0 ? " --roam \(roamPercent)" : "")
             + (losesDaemon ? " --lose-daemon" : "") + (losesDaemonEarly ? " --lose-daemon-early" : "") + (hidesAcceptingDaemon ? " --hide-accepting-daemon" : hidesDaemon ? " --hide-daemon" : "")
+            + (forgetsLiveDaemon ? " --forget-live" : "")
             + (losesStability ? " --lose-stability" : "") + " --field-writes \(workload.fieldWrites)"
             + (workload.textEdits > 0 ? " --text-edits \(workload.textEdits)" : "")
             + (workload.dragFieldWrites > 0 ? " --drag-field-writes \(workload.dragFieldWrites)" : "")
@@ -262,6 +270,11 @@ public struct SimulationReport: Sendable, CustomStringConvertible {
     /// Operations only the lost daemon held that it acknowledged to a client that keeps no copy
     /// (a forgetful one): lost with it by design, and left out of ``copiesParted``.
     public var lostWithoutACopy = 0
+    /// Daemons forgotten while they still ran (``SimulationConfiguration/forgetsLiveDaemon``);
+    /// of those, the episodes that provoked the case (when the cut healed, the forgotten daemon
+    /// alone held operations it acknowledged, and the others had compacted without it); the
+    /// operations it alone held then, and the others' compactions during the cuts.
+    public var daemonsForgottenLive = 0, forgottenLiveProvoked = 0, forgottenLiveAlone = 0, forgottenLiveCompactions = 0
     /// Copies merged back onto a peer's compacted copy they were left out of, and the operations
     /// made again by them (``SimulationConfiguration/hidesDaemon``).
     public var mergesBack = 0, mergedBackOperations = 0
@@ -305,11 +318,19 @@ public struct SimulationReport: Sendable, CustomStringConvertible {
         daemonsLostEarly += other.daemonsLostEarly; givenUpResends += other.givenUpResends
         givenUpCausesResends += other.givenUpCausesResends
         lostWithoutACopy += other.lostWithoutACopy
+        daemonsForgottenLive += other.daemonsForgottenLive; forgottenLiveProvoked += other.forgottenLiveProvoked
+        forgottenLiveAlone += other.forgottenLiveAlone; forgottenLiveCompactions += other.forgottenLiveCompactions
         mergesBack += other.mergesBack; mergedBackOperations += other.mergedBackOperations
         partedWaitingDropped += other.partedWaitingDropped
         remadeAnnounced += other.remadeAnnounced
         copiesParted += other.copiesParted
     }
+    /// The daemons forgotten while running, in words (a run's report, the sweep's summary).
+    public var forgottenLiveLine: String {
+        "forgotten while running: \(daemonsForgottenLive) daemons, \(forgottenLiveProvoked) holding then operations they alone acknowledged"
+            + " (\(forgottenLiveAlone) in all) past the others' \(forgottenLiveCompactions) compactions without them"
+    }
+
     /// Every invariant that failed; empty when the run passed.
     public var failures: [String] = []
 
@@ -337,6 +358,7 @@ public struct SimulationReport: Sendable, CustomStringConvertible {
                 lines.append("peers: compactions per daemon \(compactionsPerDaemon), \(stabilityGossips) stability tables sent")
             }
         }
+        if daemonsForgottenLive > 0 { lines.append(forgottenLiveLine) }
         if daemons > 1 {
             lines.append("copies parted: \(copiesParted), \(mergesBack) copies merged back (\(mergedBackOperations) operations made again)")
         }
@@ -392,6 +414,11 @@ public struct Simulator: Sendable {
     var lost: Int?
     /// The daemon no peer knows yet, its links down (``SimulationConfiguration/hidesDaemon``).
     var hidden: Int?
+    /// The daemon forgotten while it runs, while its peer links are cut
+    /// (``SimulationConfiguration/forgetsLiveDaemon``).
+    var cutOff: Int?
+    /// The others' compactions when it was cut off.
+    var compactionsBeforeCut = 0
     /// While the clients edit, with ``SimulationConfiguration/losesDaemonEarly``: the last
     /// daemon is lost once a client counts acknowledged an edit only it holds.
     var losesDaemonNow = false
@@ -516,6 +543,7 @@ public struct Simulator: Sendable {
              length: 1 + rng.below(max(configuration.operations / 4, 1)))
         }
         let crashes = (0..<configuration.crashes).map { _ in (at: rng.below(max(configuration.operations, 1)), daemon: rng.below(daemons.count)) }
+        let forgetLive = scheduleForgetLive()
         nextAntiEntropy = configuration.antiEntropyInterval
         for edit in 0..<configuration.operations {
             stepToNextEdit()
@@ -524,11 +552,16 @@ public struct Simulator: Sendable {
                 if c.at + c.length == edit { network.heal(c.a, c.b) }
             }
             for c in crashes where c.at == edit && c.daemon != lost { crash(c.daemon) }
+            if let f = forgetLive {
+                if f.at == edit { cutAndForgetLive() }
+                if f.heal == edit { healForgottenLive(settlingFirst: false) }
+            }
             losesDaemonNow = configuration.losesDaemonEarly && edit >= configuration.operations / 4
             editSomewhere()
         }
         losesDaemonNow = false
         if hidden != nil { unhideDaemon() }
+        if cutOff != nil { healForgottenLive(settlingFirst: true) }
         quiesce()
         if configuration.losesDaemon || configuration.losesDaemonEarly, compacting, daemons.count > 1, report.failures.isEmpty {
             if lost == nil { loseDaemon() }
@@ -641,7 +674,7 @@ public struct Simulator: Sendable {
         }
         for (k, t) in linkDue.sorted(by: { $0.key < $1.key }) where t <= now {
             let (a, b) = (k >> 32, k & 0xFFFF_FFFF)
-            if a == lost || b == lost || a == hidden || b == hidden { linkDue[k] = nil } else { connectLink(a, b) }
+            if a == lost || b == lost || a == hidden || b == hidden || a == cutOff || b == cutOff { linkDue[k] = nil } else { connectLink(a, b) }
         }
         for c in clients.indices where clients[c].connected {
             performClient(c, clients[c].session.tick(now: nowNs))

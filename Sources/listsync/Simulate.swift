@@ -73,6 +73,12 @@ let simulateUsage = """
       --hide-accepting-daemon  as --hide-daemon, but the hidden daemon is the last one, which
                           only accepts links: its peers' links read its operations, refuse them
                           for their floor and offer it their snapshot (floorSnapshot)
+      --forget-live       with --compact-after and --daemons 2 or more: the last daemon is
+                          forgotten while it still runs (an operator's mistake): in the
+                          second quarter of the edits its peer links are cut and kept down,
+                          and its operator forgets it on another (--forget-peer); its clients
+                          keep editing on it; later (or once quiet) its links come back, and
+                          nothing it acknowledged may be missing from a copy
       --lose-stability    with --compact-after and --crashes: every crash of a daemon also
                           loses its stability file (who counts, what each reported, the peers'
                           table): it restarts counting nobody; nothing acknowledged may be lost
@@ -98,10 +104,11 @@ let simulateUsage = """
       -h, --help          show this help
 
     An option given without what it goes with (--ring without 3 daemons, --roam,
-    --lose-daemon or --hide-daemon without 2, --sends-ahead, --retire-after,
-    --lose-daemon, --hide-daemon, --hide-accepting-daemon, --lose-stability or the
-    --compact-dead options without --compact-after, --lose-stability without --crashes)
-    is a usage error, not ignored.
+    --lose-daemon, --hide-daemon or --forget-live without 2, --sends-ahead, --retire-after,
+    --lose-daemon, --hide-daemon, --hide-accepting-daemon, --forget-live, --lose-stability or
+    the --compact-dead options without --compact-after, --lose-stability without --crashes,
+    --forget-live with --lose-daemon, --lose-daemon-early or a --hide option) is a usage
+    error, not ignored.
     """
 
 
@@ -161,6 +168,7 @@ func runSimulate(_ args: [String]) throws -> Int32 {
         case "--hide-daemon": config.hidesDaemon = true
         case "--hide-accepting-daemon": config.hidesDaemon = true; config.hidesAcceptingDaemon = true
         case "--lose-stability": config.losesStability = true
+        case "--forget-live": config.forgetsLiveDaemon = true
         case "--roam": config.roamPercent = try cursor.number("--roam", 0...100)
         case "--field-writes": config.workload.fieldWrites = try cursor.number("--field-writes", 0...100)
         case "--text-edits": config.workload.textEdits = try cursor.number("--text-edits", 0...100)
@@ -214,6 +222,7 @@ func runSimulate(_ args: [String]) throws -> Int32 {
         }
         if config.compactAfter != nil {
             print("compaction: \(total.compactions) compactions (\(total.prefixCompactions) at a stable prefix), \(total.retired) senders retired, \(total.snapshots) snapshot catch-ups, \(total.remade) operations remade, \(total.refusedCompacted) batches refused as compacted, \(total.clientCompactions) client compactions")
+            if config.forgetsLiveDaemon { print(total.forgottenLiveLine) }
             if config.losesDaemon || config.losesDaemonEarly {
                 print("lost daemons: \(total.daemonsLost) lost for good (\(total.daemonsLostEarly) right after acknowledging an edit no other daemon held), \(total.daemonsForgotten) forgotten on the operator's word (the others forget through the gossip), \(total.givenUpResends) times a device sent again edits only a lost daemon acknowledged, \(total.givenUpCausesResends) times others' edits the daemon it caught up with lacked, \(total.lostWithoutACopy) operations it alone acknowledged to a client that keeps no copy (lost with it)")
             }
@@ -240,12 +249,17 @@ private func checkPrerequisites(_ given: Set<String>, _ config: SimulationConfig
     if given.contains("--roam"), config.daemons < 2 {
         throw UsageError(message: "--roam needs --daemons 2 or more (a client roams to another daemon), not \(config.daemons)")
     }
-    for option in ["--sends-ahead", "--busy", "--compact-stable-prefix", "--compact-quiescent-only", "--retire-after", "--lose-daemon", "--lose-daemon-early", "--hide-daemon", "--hide-accepting-daemon", "--lose-stability", "--compact-dead-share", "--compact-dead-floor"]
+    for option in ["--sends-ahead", "--busy", "--compact-stable-prefix", "--compact-quiescent-only", "--retire-after", "--lose-daemon", "--lose-daemon-early", "--hide-daemon", "--hide-accepting-daemon", "--forget-live", "--lose-stability", "--compact-dead-share", "--compact-dead-floor"]
     where given.contains(option) && !compacting {
         throw UsageError(message: "\(option) needs --compact-after N (it only matters when daemons compact)")
     }
-    for option in ["--lose-daemon", "--lose-daemon-early"] where given.contains(option) && config.daemons < 2 {
+    for option in ["--lose-daemon", "--lose-daemon-early", "--forget-live"] where given.contains(option) && config.daemons < 2 {
         throw UsageError(message: "\(option) needs --daemons 2 or more (another daemon forgets the lost one), not \(config.daemons)")
+    }
+    // Both cut the last daemon off (or the first, hidden): one provoked case at a time.
+    for option in ["--lose-daemon", "--lose-daemon-early", "--hide-daemon", "--hide-accepting-daemon"]
+    where given.contains("--forget-live") && given.contains(option) {
+        throw UsageError(message: "--forget-live cannot go with \(option) (one provoked case of a daemon cut off at a time)")
     }
     if given.contains("--lose-stability"), config.crashes < 1 {
         throw UsageError(message: "--lose-stability needs --crashes 1 or more (a daemon loses its stability file when it crashes)")

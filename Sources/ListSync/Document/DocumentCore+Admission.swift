@@ -120,8 +120,14 @@ extension DocumentCore {
         // After a merge back, an entry that still names what this copy no longer holds is as
         // good as none (no peer can have compacted at it: only this copy held all of it) until
         // this daemon publishes again (DocumentCore+Parting.swift).
+        // A published version the copy's floor includes asks nothing more than the floor: what
+        // passes the floor's check (``refuseBeforeFloor(_:waiting:)``) is after it, so after the
+        // version too. Its heads may lie below the floor, where no causal query answers (a copy
+        // that took a peer's snapshot whole after it published: Docs/Semantics.md §7, "A daemon
+        // forgotten while it runs").
         guard let mine = stability.peers.entries[document.replica], mine.version != VersionVector(), isPeered,
-              partedVersion == nil || document.version.includes(mine.version) else {
+              partedVersion == nil || document.version.includes(mine.version),
+              variant == .checksPublishedBelowFloor || !(document.historyFloor?.includes(mine.version) ?? false) else {
             publishedMark = nil
             return nil
         }

@@ -84,6 +84,19 @@ extension DocumentCore {
         return subscribers.values.allSatisfy { isSettled($0) }
     }
 
+    /// Settled as ``isSettled(_:)`` says, on a copy that holds no operation past its floor (a
+    /// compacted copy, or a peer's snapshot taken whole), where no trigger is ever due: what its
+    /// daemon may publish to its peers (``localQuiescentVersion``). False with
+    /// ``Variant/publishesOnlyAfterAnOperation``.
+    ///
+    /// - Complexity: O(n) for n subscribers.
+    var isSettledAtFloor: Bool {
+        guard variant != .publishesOnlyAfterAnOperation, document.operationCount == 0, document.historyFloor != nil,
+              failure == nil, destroyedReason == nil, inFlight.isEmpty, document.pendingCount == 0,
+              document.version == durableVersion else { return false }
+        return subscribers.values.allSatisfy { isSettled($0) }
+    }
+
     /// ``isSettled(_:)`` with the operations trigger alone: at least `minOperations` logged.
     ///
     /// - Complexity: O(n) for n subscribers.

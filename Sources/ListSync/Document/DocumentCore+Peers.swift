@@ -19,7 +19,7 @@ extension DocumentCore {
     ///
     /// - Complexity: O(n + s × r log r) for n subscribers, s senders and r replicas.
     public var localQuiescentVersion: VersionVector? {
-        guard isSettled(minOperations: 0) else { return nil }
+        guard isSettled(minOperations: 0) || isSettledAtFloor else { return nil }
         let version = document.version
         if !stability.tracker.acknowledged.isEmpty {
             guard stability.tracker.quiescentVersion(holding: version) == version else { return nil }
@@ -69,7 +69,8 @@ extension DocumentCore {
         sub.gossips = true
         subscribers[subscriber] = sub
         var changed = stability.heardFromRelay(daemon, me: document.replica, now: now)
-        changed = stability.peers.merge(entries, me: document.replica, floor: document.historyFloor, now: now) || changed
+        changed = stability.peers.merge(entries, me: document.replica, floor: document.historyFloor, now: now,
+                                        takesBack: variant != .keepsForgottenForGood) || changed
         // A lost stability file (Docs/Semantics.md §7, "A lost stability file"): the peers'
         // table says who they are from now on.
         changed = stability.peersFound() || changed
@@ -91,7 +92,7 @@ extension DocumentCore {
     /// Docs/Semantics.md §7, "Retiring with peers"; ``PeerStability/allows(_:me:acknowledgedRetirements:)``).
     /// Daemons are not retired by silence; those in `forgotten` (the operator's `--forget-peer`)
     /// are forgotten (``PeerStability/forget(daemon:me:now:)``), and so, through the gossip, on every
-    /// other daemon.
+    /// other daemon; but not one that came back (``PeerStability/returned``).
     ///
     /// `keepsLoss`: a lost stability file ends only with a peer's table (``CompactionRule/peered``).
     ///
@@ -106,7 +107,10 @@ extension DocumentCore {
         let beat = max(1, retireAfter / 4)
         var changed = stability.peers.heartbeat(me, now: now, every: beat)
         var retired: [ReplicaID] = []
-        let forgottenNow = forgotten.sorted().filter { stability.peers.forget(daemon: $0, me: me, now: now) }
+        // A daemon forgotten here that came back (Docs/Semantics.md §7, "A daemon forgotten while
+        // it runs") is not forgotten again on the operator's word.
+        let forgottenNow = forgotten.subtracting(stability.peers.returned).sorted()
+            .filter { stability.peers.forget(daemon: $0, me: me, now: now) }
         changed = changed || !forgottenNow.isEmpty
         changed = changed || stabilityUnsaved
         stabilityUnsaved = false
@@ -119,6 +123,12 @@ extension DocumentCore {
                 changed = stability.peers.publish(me, version: version, claimed: stability.claimed,
                                                   retired: stability.tracker.retired, now: now, heartbeat: beat) || changed
             }
+        } else if isSettledAtFloor, let version = localQuiescentVersion {
+            // A copy that holds nothing past its floor (it took a peer's snapshot whole) publishes
+            // the floor's version once settled there, rather than keep an entry below it until an
+            // operation comes (Docs/Semantics.md §7, "A daemon forgotten while it runs").
+            changed = stability.peers.publish(me, version: version, claimed: stability.claimed,
+                                              retired: stability.tracker.retired, now: now, heartbeat: beat) || changed
         }
         // Not quiescent (a subscriber has not said `seen` yet), but the copy has not moved since
         // it was: the peers' retirements it holds are acknowledged all the same.

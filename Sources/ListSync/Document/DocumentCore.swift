@@ -109,6 +109,22 @@ public struct DocumentCore: Sendable {
         /// alone at a floor its peers' clients' edits are not after, while they compact without
         /// its own clients' (Docs/Semantics.md §7, "A lost stability file").
         case endsPeeredLossBySilence
+        /// Never takes back a daemon forgotten while it still ran, as before the rule
+        /// (``PeerStability/merge(_:me:floor:now:takesBack:)`` with `takesBack` false,
+        /// Docs/Semantics.md §7, "A daemon forgotten while it runs"): once its links come back,
+        /// the relay authors only it claims and its own retirements hold compaction back on every
+        /// daemon for ever.
+        case keepsForgottenForGood
+        /// Checks a client's operations against the version it published even when its copy's
+        /// floor includes that version (``currentMark()``), as before the rule: after taking a
+        /// peer's snapshot whole, an operation made on it whose dependencies lie in the floor is
+        /// refused as not after the version (no causal query answers below the floor), and its
+        /// author, re-syncing, is refused again for ever.
+        case checksPublishedBelowFloor
+        /// Publishes its version to its peers only once an operation was logged past its floor, as
+        /// before the rule (``isSettledAtFloor``): a daemon that took a peer's snapshot whole keeps
+        /// an entry below that floor while no edit comes, and, forgotten, is never taken back.
+        case publishesOnlyAfterAnOperation
         /// Keeps, on a copy that never compacted, the originals a daemon parted in a merge back
         /// when it holds them (relayed just before that merge back), as before the repair
         /// (``holdsPartedOriginals()`` false): what it relays of them or on them, every copy

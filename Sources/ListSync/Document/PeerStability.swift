@@ -96,6 +96,10 @@ public struct PeerStability: Sendable, Equatable {
     public private(set) var relayAuthors: Set<ReplicaID> = []
     /// Relay authors declared gone.
     public private(set) var retiredAuthors: Set<ReplicaID> = []
+    /// Daemons forgotten here that came back (``merge(_:me:floor:now:takesBack:)``): the operator's
+    /// word (`--forget-peer`) no longer forgets them. In memory only: after a restart the word
+    /// forgets such a daemon again, and it comes back again the same way.
+    public private(set) var returned: Set<ReplicaID> = []
 
     /// Nothing known.
     public init() {}
@@ -250,7 +254,15 @@ public struct PeerStability: Sendable, Equatable {
     /// changed.
     ///
     /// - Complexity: O(e × c) for e entries of c replicas claimed.
-    public mutating func merge(_ incoming: [ReplicaID: Entry], me: ReplicaID, floor: VersionVector?, now: UInt64) -> Bool {
+    /// A forgotten daemon that still runs comes back (Docs/Semantics.md §7, "A daemon forgotten
+    /// while it runs"): its entry is taken again, although entries list it as retired, when it
+    /// acknowledges every one of them (``cameBack(_:_:listedIn:)``) and its version includes
+    /// `floor`; and a daemon whose entry held here does so is not forgotten again for an entry
+    /// listing it. `takesBack` false: never (a deliberately broken table's, as before the rule).
+    ///
+    /// - Complexity: O(e × c) for e entries of c replicas claimed.
+    public mutating func merge(_ incoming: [ReplicaID: Entry], me: ReplicaID, floor: VersionVector?, now: UInt64,
+                               takesBack: Bool = true) -> Bool {
         var changed = false
         if let theirs = incoming[me], entries[me] == nil || theirs.sequence > entries[me]!.sequence
             || (theirs.sequence == entries[me]!.sequence && theirs != entries[me]!) {
@@ -268,12 +280,16 @@ public struct PeerStability: Sendable, Equatable {
         }
         // What any entry, held or received, lists as retired (asked only of a retired daemon).
         lazy var listedBefore = Self.retiredListed(in: entries.values).union(Self.retiredListed(in: incoming.values))
+        let heldBefore = entries
         for (daemon, entry) in incoming where daemon != me {
             if retired.contains(daemon) {
                 // Back only once it caught up past every compaction made without it, and while
-                // no daemon lists it as forgotten (a stale entry of it still goes round).
+                // no daemon lists it as forgotten (a stale entry of it still goes round), unless
+                // it acknowledged every entry that lists it: then it ran after it was forgotten.
                 guard entry.sequence > 0, floor.map({ entry.version.includes($0) }) ?? true,
-                      !listedBefore.contains(daemon) else { continue }
+                      !listedBefore.contains(daemon)
+                        || takesBack && Self.cameBack(daemon, entry, listedIn: heldBefore, incoming) else { continue }
+                if listedBefore.contains(daemon) { returned.insert(daemon) }
                 retired.remove(daemon)
             } else if let old = entries[daemon], old.sequence >= entry.sequence {
                 continue
@@ -288,12 +304,37 @@ public struct PeerStability: Sendable, Equatable {
         // agree on it before any compacts (``allows(_:me:)``).
         if changed {
             let listed = Self.retiredListed(in: entries.values)
-            for d in listed.sorted() where d != me && entries[d] != nil { forget(daemon: d, me: me, now: now) }
+            for d in listed.sorted() where d != me && entries[d] != nil
+                && !(takesBack && Self.cameBack(d, entries[d]!, listedIn: entries, incoming)) {
+                returned.remove(d)
+                forget(daemon: d, me: me, now: now)
+            }
             for a in relayAuthors.sorted() where !isClaimed(a) && listed.contains(a) {
                 retireRelayAuthor(a)
             }
         }
         return changed
+    }
+
+    /// Whether `entry`, daemon `daemon`'s, was published after every daemon whose entry (of
+    /// `held` or `incoming`) lists `daemon` as retired had forgotten it: for each such entry, of
+    /// daemon `z`, `entry` acknowledges `z`'s retirement at that entry's ``Entry/retiredAt`` or
+    /// later. A daemon's entries list it from the one of the forgetting on, whose `retiredAt` is
+    /// that entry's sequence, and a `retiredAt` only grows; so only a daemon that held such an
+    /// entry, and published after, acknowledges that much: never a stale copy of an entry it
+    /// published before it was forgotten (a daemon lost for good). False if no entry lists it.
+    ///
+    /// - Complexity: O(e) for e entries.
+    static func cameBack(_ daemon: ReplicaID, _ entry: Entry, listedIn held: [ReplicaID: Entry],
+                         _ incoming: [ReplicaID: Entry]) -> Bool {
+        var listing = false
+        for table in [held, incoming] {
+            for (z, e) in table where z != daemon && e.retired.contains(daemon) {
+                listing = true
+                guard (entry.acknowledged[z] ?? 0) >= e.retiredAt else { return false }
+            }
+        }
+        return listing
     }
 
     /// Relay author `a` is retired: no longer waited for, and its edits checked as unclaimed.
