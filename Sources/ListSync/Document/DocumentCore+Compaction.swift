@@ -77,9 +77,16 @@ extension DocumentCore {
     ///
     /// - Complexity: O(n) for n subscribers.
     public func isSettled(_ trigger: CompactionTrigger) -> Bool {
+        trigger.isDue(operations: document.operationCount, reclaimable: reclaimableSinceCompaction,
+                      documentBytes: document.documentBytes) && isSettledWhateverTheTrigger
+    }
+
+    /// Nothing in flight or waiting for its causes, all of it durable, every subscriber settled
+    /// (``isSettled(_:)`` without its trigger).
+    ///
+    /// - Complexity: O(n) for n subscribers.
+    private var isSettledWhateverTheTrigger: Bool {
         guard failure == nil, destroyedReason == nil, inFlight.isEmpty, document.pendingCount == 0,
-              trigger.isDue(operations: document.operationCount, reclaimable: reclaimableSinceCompaction,
-                            documentBytes: document.documentBytes),
               document.version == durableVersion else { return false }
         return subscribers.values.allSatisfy { isSettled($0) }
     }
@@ -91,10 +98,8 @@ extension DocumentCore {
     ///
     /// - Complexity: O(n) for n subscribers.
     var isSettledAtFloor: Bool {
-        guard variant != .publishesOnlyAfterAnOperation, document.operationCount == 0, document.historyFloor != nil,
-              failure == nil, destroyedReason == nil, inFlight.isEmpty, document.pendingCount == 0,
-              document.version == durableVersion else { return false }
-        return subscribers.values.allSatisfy { isSettled($0) }
+        variant != .publishesOnlyAfterAnOperation && document.operationCount == 0 && document.historyFloor != nil
+            && isSettledWhateverTheTrigger
     }
 
     /// ``isSettled(_:)`` with the operations trigger alone: at least `minOperations` logged.
@@ -232,6 +237,9 @@ extension DocumentCore {
         let report = try document.compact(stable: stable)
         durableCount = document.operationCount
         relayedOperations = [:]
+        // The log's positions are renumbered: what ``holdsPartedOriginals()`` found clean is
+        // looked at again (a copy with a floor is asked too).
+        partedHeldChecked = nil
         compactions += 1
         lastCompaction = report
         // What the compaction at the floor kept (anchors), not what the operations after a

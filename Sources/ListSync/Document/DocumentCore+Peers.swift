@@ -119,14 +119,12 @@ extension DocumentCore {
             let local = refreshStability(now: now, retireAfter: retireAfter, keepsLoss: keepsLoss)
             retired += local.retired
             changed = changed || local.changed
-            if let version = localQuiescentVersion {
-                changed = stability.peers.publish(me, version: version, claimed: stability.claimed,
-                                                  retired: stability.tracker.retired, now: now, heartbeat: beat) || changed
-            }
-        } else if isSettledAtFloor, let version = localQuiescentVersion {
-            // A copy that holds nothing past its floor (it took a peer's snapshot whole) publishes
-            // the floor's version once settled there, rather than keep an entry below it until an
-            // operation comes (Docs/Semantics.md §7, "A daemon forgotten while it runs").
+        }
+        // Settled, or a copy that holds nothing past its floor (it took a peer's snapshot whole)
+        // settled there, which publishes the floor's version rather than keep an entry below it
+        // until an operation comes (Docs/Semantics.md §7, "A daemon forgotten while it runs"):
+        // ``localQuiescentVersion`` asks both.
+        if let version = localQuiescentVersion {
             changed = stability.peers.publish(me, version: version, claimed: stability.claimed,
                                               retired: stability.tracker.retired, now: now, heartbeat: beat) || changed
         }
