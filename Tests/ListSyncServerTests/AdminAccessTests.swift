@@ -82,7 +82,7 @@ struct AdminAccessTests {
         _ = FileManager.default.createFile(atPath: short, contents: Data("abc".utf8), attributes: [.posixPermissions: 0o600])
         for (file, says) in [(open, "chmod 600 \(open)"), (short, "does not hold a token"), (dir.path + "/none", "does not exist")] {
             let (code, _, err, killed) = try runListsync(["serve", "--data", dir.path + "/data", "--listen", "127.0.0.1:0",
-                                                         "--admin", "127.0.0.1:0", "--admin-token-file", file], atMost: 10)
+                                                         "--admin", "127.0.0.1:0", "--admin-token-file", file], atMost: livenessGuardSeconds)
             #expect(code == 1 && !killed && err.contains(says), "\(file): \(err)")
         }
     }

@@ -74,7 +74,7 @@ struct ClusterProcessTests {
         servers[0].stop()
         // A reconnects to another server; both keep acknowledging (--ack cluster: 2 of 3 replicas).
         let (code, out, err, killed) = try runListsync(["insert", "board", "0.0", "after-a", "--daemon", a.address, "--key-file", key,
-                                                        "--data", a.data], atMost: 60)
+                                                        "--data", a.data], atMost: livenessGuardSeconds)
         #expect(code == 0 && !killed, "\(out) \(err)\n\(a.log)")
         #expect(try b.run(["insert", "board", "0.0", "after-b"]).0 == 0)
         let want: Set<String> = ["before-a", "after-a", "after-b"]
@@ -208,12 +208,12 @@ struct ClusterProcessTests {
         let folder = TemporaryFolder()
         defer { folder.remove() }
         let (code, _, err, killed) = try runListsync(["serve", "--data", folder.path + "/a", "--listen", "127.0.0.1:0",
-                                                      "--cluster", "nats://127.0.0.1:1"], atMost: 30)
+                                                      "--cluster", "nats://127.0.0.1:1"], atMost: livenessGuardSeconds)
         #expect(code == 1 && !killed && err.contains("cannot connect to NATS"), "\(err)")
         for bad in [["--cluster", "nats://h:x"], ["--cluster", "nats://127.0.0.1:1", "--ack", "sometimes"], ["--ack", "local"],
                     ["--cluster", "nats://127.0.0.1:1", "--cluster-replicas", "9"], ["--cluster", "nats://127.0.0.1:1", "--cluster-trim", "-1"],
                     ["--cluster", "nats://127.0.0.1:1", "--cluster-lease", "0"], ["--cluster-grace", "5"]] {
-            let (c, _, e, k) = try runListsync(["serve", "--data", folder.path + "/b", "--listen", "127.0.0.1:0"] + bad, atMost: 30)
+            let (c, _, e, k) = try runListsync(["serve", "--data", folder.path + "/b", "--listen", "127.0.0.1:0"] + bad, atMost: livenessGuardSeconds)
             #expect(c == 2 && !k, "\(bad): \(c) \(e)")
         }
     }

@@ -91,7 +91,7 @@ struct CommandLineEdgeTests {
         let (credCode, _, credErr) = try runListsync(["status", "--daemon", "127.0.0.1:1", "--credential", shared], stdin: FileHandle.nullDevice)
         #expect(credCode == 1 && credErr.contains("credential file \(shared) is a folder, not a file") && !credErr.contains("chmod"), "\(credErr)")
         let (serveCode, _, serveErr, killed) = try runListsync(["serve", "--data", folder.path + "/data", "--listen", "127.0.0.1:0",
-                                                                 "--key-file", shared], atMost: 30)
+                                                                 "--key-file", shared], atMost: livenessGuardSeconds)
         #expect(!killed && serveCode == 1, "\(serveErr)")
         #expect(serveErr.contains("is a folder, not a file") && !serveErr.contains("chmod"), "\(serveErr)")
     }
@@ -286,7 +286,7 @@ struct CommandLineEdgeTests {
         let first = try DaemonProcess(data: folder.path + "/first")
         defer { first.terminate() }
         let second = folder.path + "/second"
-        let (code, _, err, killed) = try runListsync(["serve", "--data", second, "--listen", first.address], atMost: 30)
+        let (code, _, err, killed) = try runListsync(["serve", "--data", second, "--listen", first.address], atMost: livenessGuardSeconds)
         #expect(!killed && code == 1, "\(err)")
         #expect(err.contains("\(first.address) is already in use"), "\(err)")
         #expect(!err.contains("errno"), "\(err)")

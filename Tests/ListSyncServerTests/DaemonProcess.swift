@@ -170,6 +170,9 @@ func runListsync(_ args: [String], environment: [String: String]? = nil, stdin: 
 
 /// Runs the listsync binary with `args` for at most `seconds` (then SIGKILL: a `serve` that should
 /// have refused to start is stopped, not left running): (exit status, stdout, stderr, killed).
+/// Where the run should end by itself, `seconds` is a guard, ``livenessGuardSeconds``: a loaded
+/// machine may take many seconds to start a debug binary, and that must not become `killed`.
+/// A short `seconds` is only for runs expected to be killed (a command that must not finish).
 func runListsync(_ args: [String], atMost seconds: Double, environment: [String: String]? = nil,
                  currentDirectory: String? = nil) throws -> (Int32, String, String, killed: Bool) {
     let p = try BackgroundListsync(args, environment: environment, currentDirectory: currentDirectory)

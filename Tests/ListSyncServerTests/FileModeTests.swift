@@ -58,7 +58,7 @@ struct FileModeTests {
         try FileManager.default.createDirectory(atPath: data, withIntermediateDirectories: false)
         for mode in [0o775, 0o757, 0o777, 0o720] as [mode_t] {
             chmod(data, mode)
-            let (code, _, err, killed) = try runListsync(["serve", "--data", data, "--listen", "127.0.0.1:0"], atMost: 10)
+            let (code, _, err, killed) = try runListsync(["serve", "--data", data, "--listen", "127.0.0.1:0"], atMost: livenessGuardSeconds)
             #expect(code == 1 && !killed, "mode \(String(mode, radix: 8))")
             #expect(err.contains("has mode \(String(mode, radix: 8))") && err.contains("run `chmod 700 \(data)`"), "\(err)")
             #expect(!FileManager.default.fileExists(atPath: data + "/key"), "nothing was made in it")
@@ -77,7 +77,7 @@ struct FileModeTests {
         for mode in [0o620, 0o602, 0o640] as [mode_t] {
             chmod(key, mode)
             let (code, _, err, killed) = try runListsync(["serve", "--data", dir.path + "/data", "--listen", "127.0.0.1:0", "--key-file", key],
-                                                         atMost: 10)
+                                                         atMost: livenessGuardSeconds)
             #expect(code == 1 && !killed && err.contains("run `chmod 600 \(key)`"), "mode \(String(mode, radix: 8)): \(err)")
             let (clientCode, _, clientErr) = try runListsync(["docs", "--key-file", key, "--daemon", "127.0.0.1:9"])
             #expect(clientCode == 1 && clientErr.contains("chmod 600"), "\(clientErr)")

@@ -113,7 +113,7 @@ struct PeerForgetProcessTests {
         let dir = TemporaryFolder()
         defer { dir.remove() }
         for bad in ["x12", "r", "0", "-3"] {
-            let (status, _, stderr, killed) = try runListsync(["serve", "--data", dir.path + "/d", "--listen", "127.0.0.1:0", "--forget-peer", bad], atMost: 10)
+            let (status, _, stderr, killed) = try runListsync(["serve", "--data", dir.path + "/d", "--listen", "127.0.0.1:0", "--forget-peer", bad], atMost: livenessGuardSeconds)
             #expect(!killed && status != 0 && stderr.contains("--forget-peer"), "\(bad): \(status) \(stderr)")
         }
     }

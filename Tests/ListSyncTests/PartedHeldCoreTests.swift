@@ -61,6 +61,12 @@ import ListCRDT
                 "W's entry names what it parted of its own authors only, not Y's originals again")
         // Nothing more to take out: the policy asks no more.
         #expect(!policy.handle(.tick, core: &coreW, stabilityNow: 5, now: 5).contains(.remakeParted))
+        // A compaction renumbers the log: the positions found clean are forgotten with it (else a
+        // log grown past the old count again would be looked at only from there).
+        #expect(coreW.partedHeldChecked?.logCount == coreW.document.operationCount)
+        try coreW.compact(at: coreW.document.version)
+        #expect(coreW.partedHeldChecked == nil)
+        #expect(!policy.handle(.tick, core: &coreW, stabilityNow: 6, now: 6).contains(.remakeParted))
         // The device, holding the originals and its edit, subscribes again: a snapshot.
         let again = coreW.subscribe(Self.device, epoch: 7, version: versionBefore)
         #expect(again.sent(to: Self.device).contains(where: PeerPartedTests.isSnapshot))
