@@ -77,6 +77,14 @@ public actor DaemonClient {
     private var acknowledged: [DocumentID: (version: VersionVector, counting: Bool)] = [:]
     /// The operations each edit in flight carries, by the session's edit number.
     private var carried: [UInt64: (DocumentID, [ListOperation])] = [:]
+    /// Edits sent again after a refusal for the daemon's rate limit, by the session's edit
+    /// number: the attempts so far and when the edit gives up (its first send plus
+    /// ``requestTimeout``).
+    private var retries: [UInt64: (attempt: Int, deadline: UInt64)] = [:]
+    /// Per document, the edits refused for the rate limit and not yet answered for good:
+    /// while one is, a later edit's acknowledgement says nothing of the copy's own operations
+    /// before it (``noteAnswered(_:succeeded:)``).
+    private var resending: [DocumentID: Int] = [:]
     /// Opened documents whose catch-up is the daemon's snapshot (the copy resumed from was behind
     /// its floor): the daemon's copy is built (``ListSync/CopyResync``, the device's machine) until
     /// it holds every edit of the copy a daemon acknowledged, by `deadline` (``EventLoop/now()``).
@@ -371,6 +379,14 @@ public actor DaemonClient {
 
     /// Edits an opened document and returns once the daemon acknowledged every frame of the
     /// operations as durable.
+    ///
+    /// A frame the daemon refused for its rate limit (`limit`: nothing of it done) is sent again
+    /// after a pause (50 ms, doubling up to 1.6 s) until it is acknowledged or ``requestTimeout``
+    /// has passed since the first send; then the edit throws the daemon's last refusal. Any
+    /// other refusal (`storage`: the daemon's disk is full) throws at once. The operations stay
+    /// in the opened copy either way, and a later edit's operations depend on them: an app that
+    /// gets an error here should send them again (``upload(_:_:)``) or open the document again
+    /// (a device's ``SyncClient`` does all this itself).
     public func edit<R: Sendable>(_ document: DocumentID, _ body: (inout ListDocument) throws(ListError) -> R) async throws -> R {
         guard let live = opened[document] else { throw DaemonClientError.refused(.unknownDocument, "open \(document) first") }
         let result = try live.edit(body)
@@ -443,13 +459,49 @@ public actor DaemonClient {
     ///
     /// - Complexity: O(k) for the k operations of the edit.
     private func noteAnswered(_ edit: UInt64, succeeded: Bool) {
-        guard let (document, ops) = carried.removeValue(forKey: edit), var held = acknowledged[document] else { return }
-        guard succeeded, held.counting, let replica = opened[document]?.replica else {
+        let retried = retries.removeValue(forKey: edit) != nil
+        guard let (document, ops) = carried.removeValue(forKey: edit) else { return }
+        let othersResending = (resending[document] ?? 0) - (retried ? 1 : 0)
+        if retried { resending[document] = othersResending > 0 ? othersResending : nil }
+        guard var held = acknowledged[document] else { return }
+        // An earlier edit refused and not yet acknowledged: this one's version would claim it.
+        guard succeeded, held.counting, othersResending == 0, let replica = opened[document]?.replica else {
             acknowledged[document]?.counting = false
             return
         }
         for op in ops where op.id.replica == replica { held.version.observe(op.lastID) }
         acknowledged[document] = held
+    }
+
+    /// Edit `n` was refused for the daemon's rate limit (nothing of that frame done): sends its operations again after a pause, as a new edit that resumes the same
+    /// waiter, unless its time is up or the document is no longer open (false: it fails now).
+    /// Sending operations the daemon already holds again is harmless (duplicates are ignored).
+    private func sendAgainLater(_ n: UInt64) -> Bool {
+        guard let (document, ops) = carried[n], opened[document] != nil, let waiter = edits[n] else { return false }
+        let now = EventLoop.now()
+        let first = retries[n] == nil
+        let retry = retries[n] ?? (0, now &+ requestTimeout.nanoseconds)
+        let pause = UInt64(50_000_000) << UInt64(min(retry.attempt, 5))
+        guard now &+ pause < retry.deadline else { return false }
+        carried[n] = nil
+        edits[n] = nil
+        retries[n] = nil
+        if first { resending[document, default: 0] += 1 }
+        Task { [weak self] in
+            try? await Task.sleep(nanoseconds: pause)
+            guard let self else { return waiter.resume(throwing: DaemonClientError.disconnected) }
+            await self.sendAgain(document, ops, waiter, attempt: retry.attempt + 1, deadline: retry.deadline)
+        }
+        return true
+    }
+
+    private func sendAgain(_ document: DocumentID, _ ops: [ListOperation], _ waiter: CheckedContinuation<VersionVector, any Error>,
+                           attempt: Int, deadline: UInt64) {
+        let (edit, actions) = session.send(document, ops, now: EventLoop.now())
+        carried[edit] = (document, ops)
+        edits[edit] = waiter
+        retries[edit] = (attempt, deadline)
+        perform(actions)
     }
 
     private func ask(_ request: ClientSession.Request) async throws -> ClientSession.Answer {
@@ -621,6 +673,7 @@ public actor DaemonClient {
                     wentLive(doc)
                 }
             case let .editDone(n, result):
+                if case .failure(.refused(.limit, _)) = result, sendAgainLater(n) { continue }
                 if case .success = result { noteAnswered(n, succeeded: true) } else { noteAnswered(n, succeeded: false) }
                 edits.removeValue(forKey: n)?.resume(with: result.mapError { DaemonClientError($0) })
             case let .accessEnded(_, text):

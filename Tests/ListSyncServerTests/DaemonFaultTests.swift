@@ -237,6 +237,59 @@ struct RateLimitTests {
         await honest.close()
         await daemon.stop()
     }
+
+    @Test("an edit refused for the rate limit is sent again by the client until it is acknowledged: every edit returns, and the daemon holds each one (none waits in its causal buffer for a refused one)")
+    func refusedEditSentAgain() async throws {
+        let events = DaemonFaultTests.Events()
+        let (daemon, port, key, dir) = try await DaemonLimitTests.start { config in
+            // Six edits at once against a burst of two: four are refused at first whatever the
+            // load (the daemon would have to take 2 s per batch for the bucket to refill between them).
+            config.rateLimit = RateLimit(batchesPerSecond: 0.5, burst: 2)
+            config.log = { e, f in events.list.withLock { $0.append((e, f)) } }
+        }
+        defer { dir.remove() }
+        let client = try await DaemonClient.connect(host: "127.0.0.1", port: port, key: key, timeout: .seconds(livenessGuardSeconds))
+        let doc = try await client.create(name: "limited")
+        _ = try await client.open(doc)
+        let values = (0..<6).map { "e\($0)" }
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for v in values {
+                group.addTask {
+                    try await client.edit(doc) { d throws(ListError) in _ = try d.insertItem(atRow: 0, inSection: 0, value: Data(v.utf8)) }
+                }
+            }
+            try await group.waitForAll()
+        }
+        #expect(events.named("rate limited").count == 1, "refused at first, and said once for the connection")
+        let reader = try await DaemonClient.connect(host: "127.0.0.1", port: port, key: key, timeout: .seconds(livenessGuardSeconds))
+        let copy = try await reader.open(doc).document
+        #expect(copy.flat.sorted() == values, "\(copy.flat)")
+        await reader.close()
+        await client.close()
+        await daemon.stop()
+    }
+
+    @Test("an edit refused for the rate limit until the client's timeout throws the daemon's refusal")
+    func refusedEditGivesUp() async throws {
+        let (daemon, port, key, dir) = try await DaemonLimitTests.start { config in
+            // One batch, then none for 100 s: the second edit is refused at every try.
+            config.rateLimit = RateLimit(batchesPerSecond: 0.01, burst: 1)
+        }
+        defer { dir.remove() }
+        let client = try await DaemonClient.connect(host: "127.0.0.1", port: port, key: key, timeout: .seconds(3))
+        let doc = try await client.create(name: "limited")
+        _ = try await client.open(doc)
+        // The first takes the bucket's only token (its own answer is not the point here).
+        try? await client.edit(doc) { d throws(ListError) in _ = try d.insertItem(atRow: 0, inSection: 0, value: Data("first".utf8)) }
+        do {
+            try await client.edit(doc) { d throws(ListError) in _ = try d.insertItem(atRow: 0, inSection: 0, value: Data("second".utf8)) }
+            Issue.record("the second edit was acknowledged over the limit")
+        } catch let DaemonClientError.refused(code, text) {
+            #expect(code == .limit && text.hasPrefix("rate limit"), "\(text)")
+        }
+        await client.close()
+        await daemon.stop()
+    }
 }
 #endif
 
