@@ -202,6 +202,7 @@ extension Daemon {
             if compaction.lastCompaction > 0 { entry["last_compaction"] = compaction.lastCompaction }
             if compaction.refusedCompacted > 0 { entry["refused_compacted"] = compaction.refusedCompacted }
             if let waits = compaction.waitsFor { entry["compaction_waits_for"] = waits }
+            if let waits = compaction.prefixWaitsFor { entry["prefix_waits_for"] = waits }
             if let peers = compaction.peers {
                 entry["peers"] = peers
                 entry["peers_at_version"] = compaction.peersAtVersion

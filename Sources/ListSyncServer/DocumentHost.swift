@@ -534,7 +534,7 @@ actor DocumentHost {
     /// With peers: the peer daemons in its stability table, and how many of them reported this
     /// daemon's version (Docs/Semantics.md §7, "Peers").
     var compactionStatus: (floor: String?, lastCompaction: UInt64, senders: Int, retired: Int, peers: Int?, peersAtVersion: Int,
-                           refusedCompacted: Int, waitsFor: String?) {
+                           refusedCompacted: Int, waitsFor: String?, prefixWaitsFor: String?) {
         let me = core.document.replica
         let others = core.stability.peers.entries.filter { $0.key != me }
         // Why it does not compact now, once there is anything since the floor to compact.
@@ -542,7 +542,8 @@ actor DocumentHost {
         return (core.document.historyFloor?.description, lastCompactionTime, core.stability.tracker.acknowledged.count,
                 core.stability.tracker.retired.count, core.isPeered ? others.count : nil,
                 others.values.filter { $0.version == core.document.version }.count, core.refusedBeforeFloor,
-                block == "nothing" ? nil : block)
+                block == "nothing" ? nil : block,
+                compaction != nil && core.isPeered && core.document.operationCount > 0 ? core.peerPrefixBlock : nil)
     }
 
     /// Writes the document's stability (``DocumentStability``) atomically; a failure is logged

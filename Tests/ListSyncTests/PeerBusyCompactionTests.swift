@@ -224,6 +224,18 @@ import ListSyncRandom
         }
     }
 
+    @Test("status says where the peers' stable prefix stands (prefix_waits_for): the leader, this copy's figures and every daemon's entry; no leader while a daemon offers nothing; not peered without peers")
+    func prefixBlockInWords() throws {
+        let busy = try Self.run(seed: 1, daemons: 3, links: Self.mesh, rounds: 20, quiet: 0)
+        let words = busy.daemons[0].core.peerPrefixBlock
+        #expect(words.hasPrefix("ready; leader "), "\(words)")
+        #expect(words.contains("this daemon: version Σ") && words.components(separatedBy: ": version Σ").count == 4, "\(words)")
+        #expect(words.contains("senders' stable version Σ") && words.contains("agreed Σ"), "\(words)")
+        let mixed = try Self.run(seed: 1, daemons: 2, links: Self.pair, rounds: 5, quiet: 0, quiescentOnly: [1])
+        #expect(mixed.daemons[0].core.peerPrefixBlock.contains("no leader: entries without an offer"), "\(mixed.daemons[0].core.peerPrefixBlock)")
+        #expect(HousekeepingTests.core().peerPrefixBlock == "not peered")
+    }
+
     @Test("the leader is the least daemon once every entry offers; the meet of the offers; a proposal refused or passed by another daemon's version")
     func leaderAndOffers() {
         let (x, y) = (ReplicaID(50), ReplicaID(51))

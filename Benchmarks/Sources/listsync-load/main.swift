@@ -19,6 +19,7 @@ import ListSyncRandom
 let usage = """
     USAGE: listsync-load [--clients N] [--edits N] [--docs N] [--moves PERCENT] [--deletes PERCENT]
                          [--seed S] [--json] [--kill-after] [--binary PATH] [--daemon HOST:PORT… --key-file FILE]
+                         [--seconds S] [--progress S] [--rate N]
            listsync-load --kill-cycles K [--clients N] [--json] [--binary PATH]
            listsync-load --idle-clients N [--resident-docs M] [--json] [--binary PATH]
            listsync-load --device N [--json] [--binary PATH]
@@ -28,6 +29,12 @@ let usage = """
     clients take the daemons in turn.
     Defaults: 64 clients, 1000 edits each, 8 documents, 40% moves, 10% deletes, seed 1; a daemon
     started here. The rest of the edits are inserts (--moves 0 --deletes 0: inserts only).
+    --seconds S: each client stops editing after S seconds (or after its EDITS, whichever is
+    first); then convergence is checked as usual.
+    --rate N: each client makes at most N edits a second (paced; 0, the default: as fast as its
+    acknowledgements come).
+    --progress S: every S seconds while the clients edit, one line on stderr: edits acknowledged
+    so far and in the last S seconds, edits failed by kind, the first failure.
     --kill-after: once the clients have converged, kill the daemon with SIGKILL, restart it on the
     same data folder, and check with a fresh client that every acknowledged insert is there
     (missing_acknowledged in the result; not with --daemon).
@@ -59,6 +66,12 @@ struct Config {
     var idleClients = 0, residentDocs = 1_000
     var deviceItems = 0
     var recoveryDocs = 0
+    /// `--seconds`: the clients stop editing after this long (0: after their edits).
+    var seconds = 0.0
+    /// `--progress`: a line on stderr every this many seconds while the clients edit (0: none).
+    var progress = 0.0
+    /// `--rate`: edits a second per client at most (0: no pacing).
+    var rate = 0.0
 }
 
 func parse() -> Config {
@@ -83,6 +96,9 @@ func parse() -> Config {
         case "--device": c.deviceItems = Int(next(a)) ?? 100_000
         case "--resident-docs": c.residentDocs = Int(next(a)) ?? c.residentDocs
         case "--recovery-docs": c.recoveryDocs = Int(next(a)) ?? 1_000
+        case "--seconds": c.seconds = Double(next(a)) ?? 0
+        case "--progress": c.progress = Double(next(a)) ?? 0
+        case "--rate": c.rate = Double(next(a)) ?? 0
         case "--binary": c.binary = next(a)
         case "--key-file": c.keyFile = next(a)
         case "--daemon":
@@ -172,12 +188,27 @@ func ownCPUSeconds() -> Double {
     return s(usage.ru_utime) + s(usage.ru_stime)
 }
 
-/// Edits that failed, with their errors.
+/// Edits that failed: how many, by kind (the error's words before its first colon), and the first.
 final class Failures: Sendable {
-    let values = Mutex<[String]>([])
-    func add(_ v: String) { values.withLock { $0.append(v) } }
+    let values = Mutex<(count: Int, kinds: [String: Int], first: String)>((0, [:], ""))
+    func add(_ v: String) {
+        let kind = String(v.prefix { $0 != ":" }.prefix(60))
+        values.withLock {
+            if $0.count == 0 { $0.first = v }
+            $0.count += 1
+            $0.kinds[kind, default: 0] += 1
+        }
+    }
     var count: Int { values.withLock { $0.count } }
-    var first: String { values.withLock { $0.first ?? "" } }
+    var first: String { values.withLock { $0.first } }
+    var kinds: [String: Int] { values.withLock { $0.kinds } }
+}
+
+/// Edits acknowledged so far, across the clients.
+final class Counter: Sendable {
+    let value = Mutex(0)
+    func add() { value.withLock { $0 += 1 } }
+    var count: Int { value.withLock { $0 } }
 }
 
 /// Arrival latencies (ns), from the edit's start at its author to the operation's arrival at another client.
@@ -258,14 +289,24 @@ func run(_ c: Config) async throws -> [String: Any] {
     // Timed: every client edits at once, each edit acknowledged before the next.
     let failures = Failures()
     let acknowledgedInserts = Acknowledged()
+    let acknowledgedEdits = Counter()
     let daemonCPU0 = daemonProcess?.cpuSeconds ?? 0, ownCPU0 = ownCPUSeconds()
     let start = now()
+    let stopAt = c.seconds > 0 ? start + UInt64(c.seconds * 1e9) : UInt64.max
+    let progress = c.progress > 0 ? Task { await reportProgress(every: c.progress, start: start, acknowledgedEdits, failures) } : nil
+    defer { progress?.cancel() }
     try await withThrowingTaskGroup(of: Void.self) { group in
         for (i, (client, doc, _)) in clients.enumerated() {
-            let edits = c.edits, moves = c.moves, deletes = c.deletes, seed = c.seed
+            let edits = c.edits, moves = c.moves, deletes = c.deletes, seed = c.seed, rate = c.rate
             group.addTask {
                 var rng = SplitMix64(seed: seed &* 1_000_003 &+ UInt64(i))
                 for e in 0..<edits {
+                    guard now() < stopAt else { break }
+                    if rate > 0 {
+                        // Paced: edit e is due e / rate seconds after the start (no catching up in a burst).
+                        let due = start + UInt64(Double(e) / rate * 1e9), t = now()
+                        if due > t { try? await Task.sleep(nanoseconds: due - t) }
+                    }
                     let roll = Int(rng.next() % 100)
                     // An insert's value: its send time (for the fan-out latency), then its author and number.
                     var inserted: Data?
@@ -296,6 +337,7 @@ func run(_ c: Config) async throws -> [String: Any] {
                             }
                         }
                         if let v = inserted { acknowledgedInserts.add(v.base64EncodedString()) }
+                        acknowledgedEdits.add()
                     } catch {
                         failures.add("\(error)")
                     }
@@ -304,6 +346,7 @@ func run(_ c: Config) async throws -> [String: Any] {
         }
         try await group.waitForAll()
     }
+    progress?.cancel()
     let editSeconds = Double(now() - start) / 1e9
 
     // Convergence: every client of a document holds the same list, each item once.
@@ -336,13 +379,13 @@ func run(_ c: Config) async throws -> [String: Any] {
     var lat = latencies.values.withLock { $0 }
     lat.sort()
     func pct(_ p: Double) -> Double { lat.isEmpty ? 0 : Double(lat[min(lat.count - 1, Int(Double(lat.count) * p))]) / 1e6 }
-    let acknowledged = c.clients * c.edits - failures.count
+    let acknowledged = acknowledgedEdits.count
     let rss = daemonProcess?.rss ?? 0, bytesOnDisk = daemonProcess?.bytesOnDisk ?? 0
     for (client, _, _) in clients { await client.close() }
     var result: [String: Any] = [
         "clients": c.clients, "daemons": max(1, c.daemons.count), "edits_per_client": c.edits, "documents": c.docs, "moves_percent": c.moves, "deletes_percent": c.deletes,
         "acknowledged_edits": acknowledged, "failed_edits": failures.count,
-        "first_failure": failures.first,
+        "first_failure": failures.first, "failures_by_kind": failures.kinds,
         "edit_seconds": editSeconds, "acknowledged_ops_per_s": Double(acknowledged) / editSeconds,
         "converge_seconds": convergeSeconds, "converged": converged, "items_once": itemsOnce,
         "fanout_p50_ms": pct(0.5), "fanout_p99_ms": pct(0.99), "fanout_samples": lat.count,
@@ -370,6 +413,22 @@ func run(_ c: Config) async throws -> [String: Any] {
         result["missing_acknowledged"] = acked.subtracting(present).count
     }
     return result
+}
+
+/// Writes a line on stderr every `seconds` until cancelled: edits acknowledged (in all, and in the
+/// last period), failed by kind, and the first failure.
+func reportProgress(every seconds: Double, start: UInt64, _ acknowledged: Counter, _ failures: Failures) async {
+    var last = 0
+    while (try? await Task.sleep(for: .seconds(seconds))) != nil {
+        let n = acknowledged.count, t = Double(now() - start) / 1e9
+        var line = "listsync-load: \(Int(t)) s: \(n) edits acknowledged (\(Int(Double(n - last) / seconds))/s)"
+        if failures.count > 0 {
+            let kinds = failures.kinds.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
+            line += ", \(failures.count) failed (\(kinds)); first: \(failures.first)"
+        }
+        FileHandle.standardError.write(Data((line + "\n").utf8))
+        last = n
+    }
 }
 
 let config = parse()

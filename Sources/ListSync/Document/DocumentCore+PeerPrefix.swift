@@ -209,3 +209,37 @@ extension DocumentCore {
         return isPrefixPoint(version, trigger) ? version : nil
     }
 }
+
+extension DocumentCore {
+    /// Why a peered document does not compact at a stable prefix now, in words (for `status`,
+    /// `prefix_waits_for`; Docs/Semantics.md §7, "Peers while busy"): not ready and why, no
+    /// leader and which entries lack an offer, or each entry's version and offer beside the
+    /// senders' stable version and the agreed prefix (versions as the sum of their counters,
+    /// which only grows: a lagging one shows). "not peered" without peers.
+    ///
+    /// - Complexity: O(n × r + s × r log r + e × r) for n subscribers, s senders, e entries and
+    ///   r replicas.
+    public var peerPrefixBlock: String {
+        guard isPeered else { return "not peered" }
+        // Said first, then where the agreement stands all the same (`status` is answered between
+        // two turns of the host, often while a batch's append is on its way).
+        let ready = isReadyForPeerPrefix ? "ready" : "not ready now (\(inFlight.count) batches in flight, "
+            + "\(document.pendingCount) operations waiting, durable \(document.version == durableVersion), "
+            + "merged back since it last published \(partedVersion != nil))"
+        func sum(_ v: VersionVector?) -> String {
+            guard let v else { return "none" }
+            return "Σ\(v.entries.reduce(UInt64(0)) { $0 &+ $1.counter })"
+        }
+        let peers = stability.peers
+        guard let leader = peers.prefixLeader else {
+            return "\(ready); no leader: entries without an offer \(peers.entries.filter { $0.value.offer == nil }.keys.sorted())"
+        }
+        var words = "\(ready); leader \(leader); here \(sum(document.version)), floor \(sum(document.historyFloor)), "
+            + "senders' stable version \(sum(sendersStableVersion)), agreed \(sum(agreedPrefix?.version))"
+        for (d, e) in peers.entries.sorted(by: { $0.key < $1.key }) {
+            words += "; \(d == document.replica ? "this daemon" : "\(d)"): version \(sum(e.version)), offer \(sum(e.offer))"
+                + (e.refused == VersionVector() ? "" : ", refused \(sum(e.refused))")
+        }
+        return words
+    }
+}
