@@ -74,7 +74,11 @@ import ListSyncSimulation
                 guard hub.pendingCount == 0, docs.allSatisfy({ hub.version[$0.replica] >= $0.version[$0.replica] }) else { continue }
                 var stable = hub.version
                 for d in docs { stable = stable.meet(d.version) }
-                guard let prefix = hub.compactablePrefix(within: stable) else { continue }
+                let found = hub.compactablePrefix(within: stable)
+                if found != Self.prefixByPasses(hub, within: stable) {
+                    return fail("the worklist found \(String(describing: found)), the passes \(String(describing: Self.prefixByPasses(hub, within: stable)))")
+                }
+                guard let prefix = found else { continue }
                 if prefix != stable { out.shrunk += 1 }
                 if !stable.includes(prefix) { return fail("the prefix \(prefix) is not within \(stable)") }
                 let shown = hub.snapshot()
@@ -126,6 +130,56 @@ import ListSyncSimulation
             if joined.snapshot() != reference { return fail("a replica joining from the hub's snapshot differs") }
         } catch { return fail("the hub's snapshot does not load: \(error)") }
         return out
+    }
+
+    /// ``ListDocument/compactablePrefix(within:)`` as it was before its worklist: passes over
+    /// the log, each operation outside `C` not after it shrinking `C`, until a pass shrinks
+    /// nothing (O(m × r) a pass, as many passes as a chain of concurrent edits has links).
+    static func prefixByPasses(_ doc: ListDocument, within stable: VersionVector) -> VersionVector? {
+        let floor = doc.historyFloor ?? VersionVector()
+        guard stable.includes(floor) else { return nil }
+        var c = VersionVector()
+        for e in stable.entries { c[e.replica] = min(e.counter, doc.version[e.replica]) }
+        let history = PrefixHistory(doc)
+        while true {
+            var shrunk = false
+            for (k, op) in history.ops.enumerated() where !c.contains(op.id) && !history.pasts[k].includes(c) {
+                c = c.meet(history.pasts[k])
+                shrunk = true
+            }
+            if !shrunk { break }
+        }
+        return c.includes(floor) && !floor.includes(c) ? c : nil
+    }
+
+    @Test("a chain of concurrent edits (two replicas, each editing before it takes the other's edit of the round before): the worklist finds what the passes found, round after round, once per edit")
+    func chainOfConcurrentEdits() throws {
+        let base = try ListDocument.make(9, sections: [["x"]])
+        var a = base.fork(as: 1), b = base.fork(as: 2), hub = base.fork(as: 50)
+        var made: [[ListOperation]] = []   // per round: a's edit, b's edit
+        for round in 0..<200 {
+            let x = try a.insertItem(atRow: 0, inSection: 0, value: Data("a\(round)".utf8))
+            let y = try b.insertItem(atRow: 0, inSection: 0, value: Data("b\(round)".utf8))
+            #expect(hub.receive([x, y]).refused.isEmpty)
+            made.append([x, y])
+            // Each takes the other's edit of two rounds ago: every edit is concurrent with the
+            // other's last two, a chain back to the start.
+            if round >= 2 {
+                #expect(a.receive([made[round - 2][1]]).refused.isEmpty)
+                #expect(b.receive([made[round - 2][0]]).refused.isEmpty)
+            }
+            // Within everything but a's last edit, and within everything.
+            var short = hub.version
+            short[ReplicaID(1)] = hub.version[ReplicaID(1)] - 1
+            for stable in [short, hub.version] {
+                #expect(hub.compactablePrefix(within: stable) == Self.prefixByPasses(hub, within: stable), "round \(round)")
+            }
+        }
+        // Everything held: the whole version. Short of a's last edit: the chain reaches back to the start.
+        #expect(hub.compactablePrefix(within: hub.version) == hub.version)
+        var short = hub.version
+        short[ReplicaID(1)] = hub.version[ReplicaID(1)] - 1
+        #expect(hub.compactablePrefix(within: short) == base.version, "back to the start: what both forked from")
     }
 
     @Test("a hub compacted at stable prefixes while replicas keep editing values, fields and text (60 seeds, random delivery) equals one quiescent at each prefix that received the rest, and at the end shows what a never-compacted replica shows")
