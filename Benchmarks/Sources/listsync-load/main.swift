@@ -188,11 +188,12 @@ func ownCPUSeconds() -> Double {
     return s(usage.ru_utime) + s(usage.ru_stime)
 }
 
-/// Edits that failed: how many, by kind (the error's words before its first colon), and the first.
+/// Edits that failed: how many, by kind (the error's words before its first colon, numbers as
+/// N), and the first.
 final class Failures: Sendable {
     let values = Mutex<(count: Int, kinds: [String: Int], first: String)>((0, [:], ""))
     func add(_ v: String) {
-        let kind = String(v.prefix { $0 != ":" }.prefix(60))
+        let kind = v.prefix { $0 != ":" }.split(separator: " ").map { $0.allSatisfy(\.isNumber) ? "N" : String($0) }.joined(separator: " ")
         values.withLock {
             if $0.count == 0 { $0.first = v }
             $0.count += 1
