@@ -473,9 +473,10 @@ public actor DaemonClient {
         acknowledged[document] = held
     }
 
-    /// Edit `n` was refused for the daemon's rate limit (nothing of that frame done): sends its operations again after a pause, as a new edit that resumes the same
-    /// waiter, unless its time is up or the document is no longer open (false: it fails now).
-    /// Sending operations the daemon already holds again is harmless (duplicates are ignored).
+    /// Edit `n` was refused for the daemon's rate limit (nothing of that frame done): sends its
+    /// operations again after a pause, as a new edit that resumes the same waiter, unless its
+    /// time is up or the document is no longer open (false: it fails now). Sending operations
+    /// the daemon already holds again is harmless (duplicates are ignored).
     private func sendAgainLater(_ n: UInt64) -> Bool {
         guard let (document, ops) = carried[n], opened[document] != nil, let waiter = edits[n] else { return false }
         let now = EventLoop.now()
