@@ -35,14 +35,8 @@ extension ListDocument {
         var c = VersionVector()
         for e in stable.entries { c[e.replica] = min(e.counter, versionVector[e.replica]) }
         let history = PrefixHistory(self)
-        // Each replica's logged operations (their log positions), in counter order; and those
-        // outside `C`, to be looked at.
-        var byReplica: [ReplicaID: [Int]] = [:]
-        var outside: [Int] = []
-        for (k, op) in history.ops.enumerated() {
-            byReplica[op.id.replica, default: []].append(k)
-            if !c.contains(op.id) { outside.append(k) }
-        }
+        // The logged operations outside `C`, to be looked at.
+        var outside = history.ops.indices.filter { !c.contains(history.ops[$0].id) }
         var next = 0
         while next < outside.count {
             let k = outside[next]
@@ -51,16 +45,7 @@ extension ListDocument {
             let shrunk = c.meet(history.pasts[k])
             for e in c.entries where shrunk[e.replica] < e.counter {
                 // The replica's operations whose first id was in `C` and is not in the meet.
-                let runs = byReplica[e.replica] ?? []
-                var lo = 0, hi = runs.count
-                while lo < hi {
-                    let mid = (lo + hi) / 2
-                    if history.ops[runs[mid]].id.counter <= shrunk[e.replica] { lo = mid + 1 } else { hi = mid }
-                }
-                while lo < runs.count, history.ops[runs[lo]].id.counter <= e.counter {
-                    outside.append(runs[lo])
-                    lo += 1
-                }
+                outside += history.positions(of: e.replica, firstAfter: shrunk[e.replica], through: e.counter)
             }
             c = shrunk
         }
@@ -181,6 +166,9 @@ extension ListDocument {
 struct PrefixHistory {
     var ops: [ListOperation]
     var pasts: [VersionVector]
+    /// Each replica's logged operations as runs of counters with their log positions, in counter
+    /// order (a replica's operations are logged in counter order).
+    private var index: [ReplicaID: [(first: UInt64, last: UInt64, k: Int)]] = [:]
 
     /// - Complexity: O(m × r) for m logged operations and r replicas.
     init(_ doc: ListDocument) {
@@ -189,7 +177,6 @@ struct PrefixHistory {
         pasts.reserveCapacity(ops.count)
         let floor = doc.compaction?.version ?? VersionVector()
         // Every logged operation is after the floor: its past holds the floor whole.
-        var index: [ReplicaID: [(first: UInt64, last: UInt64, k: Int)]] = [:]
         for (k, op) in ops.enumerated() {
             var past = floor
             for d in op.deps where !floor.contains(d) {
@@ -200,6 +187,25 @@ struct PrefixHistory {
             pasts.append(past)
             index[op.id.replica, default: []].append((op.id.counter, op.lastID.counter, k))
         }
+    }
+
+    /// The log positions of `replica`'s operations whose first counter is in `after + 1 ... through`,
+    /// in counter order.
+    ///
+    /// - Complexity: O(log n + k) for n operations of the replica and k found.
+    func positions(of replica: ReplicaID, firstAfter after: UInt64, through: UInt64) -> [Int] {
+        let runs = index[replica] ?? []
+        var lo = 0, hi = runs.count
+        while lo < hi {
+            let mid = (lo + hi) / 2
+            if runs[mid].first <= after { lo = mid + 1 } else { hi = mid }
+        }
+        var found: [Int] = []
+        while lo < runs.count, runs[lo].first <= through {
+            found.append(runs[lo].k)
+            lo += 1
+        }
+        return found
     }
 
     /// The index of the logged operation whose ids hold `id` (a replica's operations are logged
