@@ -232,6 +232,8 @@ struct Opener {
                 report.operationsReplayed += ops.count
             case let .epoch(e):
                 epoch = e
+            case let .relayed(runs):
+                report.relayed.formUnion(runs)
             }
             report.recordsReplayed += 1
         }

@@ -31,9 +31,11 @@ final class SharedDocument: Sendable {
         }
     }
 
-    /// The records of `ops`, after counting them as logged.
-    func willAppend(_ ops: [ListOperation], of id: DocumentID) throws(StoreError) -> [UInt8] {
-        let bytes = try SharedLogFormat.records(for: ops, document: id)
+    /// The records of `ops`, after counting them as logged; with `relayed`, a record naming them
+    /// as relayed first (a crash that keeps the batch keeps it).
+    func willAppend(_ ops: [ListOperation], of id: DocumentID, relayed: Bool = false) throws(StoreError) -> [UInt8] {
+        let bytes = (relayed ? SharedLogFormat.relayedRecords(OperationRuns(ops), document: id) : [])
+            + (try SharedLogFormat.records(for: ops, document: id))
         try state.withLock { (s: inout State) throws(StoreError) in
             if s.closed { throw .closed }
             for (r, c) in DocumentStore.maxIDs(ops) where c > s.logged[r, default: 0] { s.logged[r] = c }
@@ -141,7 +143,7 @@ extension DocumentStore {
                                                         logged: document.version.counters))
         let store = DocumentStore(folder: folder, documentID: id, options: options, report: report, fs: fs, log: log,
                                   document: state)
-        try store.snapshotShared(document, log: log, state: state, dropTails: false)
+        try store.snapshotShared(document, relayed: report.relayed, log: log, state: state, dropTails: false)
         return (store, document)
     }
 
@@ -153,8 +155,8 @@ extension DocumentStore {
     /// covers) written (tmp, fsync, rename, fsync folder); `snapshot-<g>` and any own log removed; the
     /// log told, so that it can delete segments no document needs. A crash before the rename leaves
     /// generation g and the log as they were (the operations appended twice are received once).
-    func snapshotShared(_ document: ListDocument, log: SharedLog, state: SharedDocument, dropTails: Bool,
-                        replacing: Bool = false) throws(StoreError) {
+    func snapshotShared(_ document: ListDocument, relayed: OperationRuns, log: SharedLog, state: SharedDocument,
+                        dropTails: Bool, replacing: Bool = false) throws(StoreError) {
         let current = try state.current()
         let pending = document.pendingOperations
         var covered = document.version.counters
@@ -163,9 +165,10 @@ extension DocumentStore {
             throw .snapshotBehindLog(replica: r, logged: c, inDocument: covered[r, default: 0])
         }
         let position = try log.end
-        if !pending.isEmpty {
-            try log.appendBlocking(try SharedLogFormat.records(for: pending, document: documentID), of: documentID)
-        }
+        // After the position the snapshot covers: replayed after it (and durable before it).
+        let carry = SharedLogFormat.relayedRecords(relayed, document: documentID)
+            + (pending.isEmpty ? [] : try SharedLogFormat.records(for: pending, document: documentID))
+        if !carry.isEmpty { try log.appendBlocking(carry, of: documentID) }
         let g = current.generation + 1
         let file = LogFormat.snapshotFile(document.encodedSnapshot(), document: documentID, epoch: current.epoch,
                                           covering: position)

@@ -20,22 +20,26 @@ extension DocumentStore {
     ///
     /// Appends wait while it runs. The snapshot payload is `document.encodedSnapshot()`.
     ///
-    /// - Parameter document: the document every appended batch was applied to (received into);
-    ///   it must contain every logged operation, or hold it among its pending operations.
+    /// - Parameters:
+    ///   - document: the document every appended batch was applied to (received into); it must
+    ///     contain every logged operation, or hold it among its pending operations.
+    ///   - relayed: the operations of `document` that came through a peer link, written in the
+    ///     new generation's log (``LogRecordType/relayed``): the records that said so go with
+    ///     the old generation.
     /// - Throws: ``StoreError/snapshotBehindLog(replica:logged:inDocument:)`` (nothing written)
     ///   when it does not; ``StoreError/system(call:errno:path:)`` when a file call fails: if
     ///   before the switch, generation g stays in use and appends go on.
     /// - Complexity: O(n) to encode and write a document of n operations.
-    public func snapshot(_ document: ListDocument) throws(StoreError) {
-        try startGeneration(from: document, dropTails: false)
+    public func snapshot(_ document: ListDocument, relayed: OperationRuns = OperationRuns()) throws(StoreError) {
+        try startGeneration(from: document, relayed: relayed, dropTails: false)
     }
 
     /// ``snapshot(_:)``, and also removes every tail that recovery kept aside in older generations
     /// (`log-<k>.tail-<n>` for k ≤ g): compaction is what frees the disk.
     ///
     /// - Complexity: O(n) to encode and write a document of n operations.
-    public func compact(_ document: ListDocument) throws(StoreError) {
-        try startGeneration(from: document, dropTails: true)
+    public func compact(_ document: ListDocument, relayed: OperationRuns = OperationRuns()) throws(StoreError) {
+        try startGeneration(from: document, relayed: relayed, dropTails: true)
     }
 
     /// Starts generation g + 1 from `document` as ``compact(_:)`` does, even though `document`
@@ -45,16 +49,17 @@ extension DocumentStore {
     /// once it returns; until the new generation is complete, the old one stays whole.
     ///
     /// - Complexity: O(n) to encode and write a document of n operations.
-    public func replace(with document: ListDocument) throws(StoreError) {
-        try startGeneration(from: document, dropTails: true, replacing: true)
+    public func replace(with document: ListDocument, relayed: OperationRuns = OperationRuns()) throws(StoreError) {
+        try startGeneration(from: document, relayed: relayed, dropTails: true, replacing: true)
     }
 
-    private func startGeneration(from document: ListDocument, dropTails: Bool, replacing: Bool = false) throws(StoreError) {
+    private func startGeneration(from document: ListDocument, relayed: OperationRuns, dropTails: Bool,
+                                 replacing: Bool = false) throws(StoreError) {
         let writer: LogWriter
         switch backend {
         case let .own(w): writer = w
         case let .shared(log, doc):
-            try snapshotShared(document, log: log, state: doc, dropTails: dropTails, replacing: replacing)
+            try snapshotShared(document, relayed: relayed, log: log, state: doc, dropTails: dropTails, replacing: replacing)
             return
         }
         let payload = document.encodedSnapshot()
@@ -70,7 +75,7 @@ extension DocumentStore {
             let g = old + 1
             let snapshotPath = path(Self.snapshotName(g))
             let logPath = path(Self.logName(g))
-            let newLog = LogFormat.logHeader(documentID) + LogFormat.epochRecord(o.epoch) + carry
+            let newLog = LogFormat.logHeader(documentID) + LogFormat.epochRecord(o.epoch) + LogFormat.relayedRecords(relayed) + carry
             let snapshotFile = LogFormat.snapshotFile(payload, document: documentID, epoch: o.epoch)
             do throws(StoreError) {
                 try fs.writeAtomically(snapshotFile, to: snapshotPath, folder: folder)

@@ -103,13 +103,13 @@ public final class DocumentStore: Sendable {
     /// - Throws: ``StoreError``: after a failed write or sync, this and every later call fail
     ///   (``StoreError/failed(first:)``); reopen the store.
     /// - Complexity: O(n) to encode n operations, plus one write and one sync shared with others.
-    public func append(_ ops: [ListOperation]) throws(StoreError) {
+    public func append(_ ops: [ListOperation], relayed: Bool = false) throws(StoreError) {
         guard !ops.isEmpty else { return }
         switch backend {
         case let .own(writer):
-            try writer.commit(try Self.records(for: ops), maxIDs: Self.maxIDs(ops))
+            try writer.commit(try Self.records(for: ops, relayed: relayed), maxIDs: Self.maxIDs(ops))
         case let .shared(log, doc):
-            let bytes = try doc.willAppend(ops, of: documentID)
+            let bytes = try doc.willAppend(ops, of: documentID, relayed: relayed)
             try log.appendBlocking(bytes, of: documentID)
         }
     }
@@ -118,10 +118,10 @@ public final class DocumentStore: Sendable {
     /// store's dispatch queue, so no cooperative thread waits for the disk.
     ///
     /// - Complexity: O(n) to encode n operations, plus one write and one sync shared with others.
-    public func append(_ ops: [ListOperation]) async throws(StoreError) {
+    public func append(_ ops: [ListOperation], relayed: Bool = false) async throws(StoreError) {
         guard !ops.isEmpty else { return }
         let error: StoreError? = await withCheckedContinuation { continuation in
-            append(ops) { continuation.resume(returning: $0) }
+            append(ops, relayed: relayed) { continuation.resume(returning: $0) }
         }
         if let error { throw error }
     }
@@ -132,16 +132,16 @@ public final class DocumentStore: Sendable {
     /// blocking append leads them; the async form is this one.
     ///
     /// - Complexity: O(n) to encode n operations, plus one write and one sync shared with others.
-    public func append(_ ops: [ListOperation], then done: @escaping @Sendable (StoreError?) -> Void) {
+    public func append(_ ops: [ListOperation], relayed: Bool = false, then done: @escaping @Sendable (StoreError?) -> Void) {
         guard !ops.isEmpty else { return done(nil) }
         do throws(StoreError) {
             switch backend {
             case let .own(writer):
-                writer.commitPlaced(try Self.records(for: ops), maxIDs: Self.maxIDs(ops)) { result in
+                writer.commitPlaced(try Self.records(for: ops, relayed: relayed), maxIDs: Self.maxIDs(ops)) { result in
                     if case let .failure(e) = result { done(e) } else { done(nil) }
                 }
             case let .shared(log, doc):
-                let bytes = try doc.willAppend(ops, of: documentID)
+                let bytes = try doc.willAppend(ops, of: documentID, relayed: relayed)
                 log.append(bytes, of: documentID) { result in
                     if case let .failure(e) = result { done(e) } else { done(nil) }
                 }
@@ -222,8 +222,9 @@ public final class DocumentStore: Sendable {
     // MARK: Records
 
     /// The log records of a batch: one if it fits, else the batch split in halves until each fits.
-    public static func records(for ops: [ListOperation]) throws(StoreError) -> [UInt8] {
-        var out: [UInt8] = []
+    public static func records(for ops: [ListOperation], relayed: Bool = false) throws(StoreError) -> [UInt8] {
+        // The runs first: a crash that keeps the batch keeps them (a log's intact records are a prefix).
+        var out = relayed ? LogFormat.relayedRecords(OperationRuns(ops)) : []
         try appendRecords(ops[...], to: &out)
         return out
     }

@@ -14,6 +14,11 @@ public enum LogRecordType: UInt8, Sendable, CaseIterable {
     /// In the shared log: the document was removed; its earlier records are never read (the
     /// payload is its 16-byte id).
     case documentRemoved = 5
+    /// Which operations came through a peer link (``OperationRuns``): the payload is
+    /// ``OperationRuns/encoded()``. Written before the batch it names, in the same append.
+    case relayed = 6
+    /// In the shared log: ``relayed`` of one document: its 16-byte id, then the runs.
+    case documentRelayed = 7
 }
 
 /// The byte layouts of the log and snapshot files (Docs/Storage.md). Every integer is little-endian.
@@ -93,6 +98,14 @@ public enum LogFormat {
         put32(CRC32C.masked(crc.value), &out)
         out.append(type.rawValue)
         out += payload
+    }
+
+    /// The records naming `runs` as relayed (``LogRecordType/relayed``): none when `runs` is
+    /// empty, several when they do not fit one.
+    public static func relayedRecords(_ runs: OperationRuns) -> [UInt8] {
+        var out: [UInt8] = []
+        for part in runs.parts() { appendRecord(.relayed, payload: part.encoded(), to: &out) }
+        return out
     }
 
     /// The record of an epoch.

@@ -6,6 +6,8 @@ public enum LogRecord: Hashable, Sendable {
     case operations([ListOperation])
     /// The document's epoch from this record on.
     case epoch(UInt64)
+    /// Operations (of the batch after it, or of the generation's) that came through a peer link.
+    case relayed(OperationRuns)
 }
 
 /// Why a log scan stopped before the end of the file: the first bad record.
@@ -132,8 +134,14 @@ public struct LogScan: Sendable {
         case .epoch:
             guard payload.count == 8 else { return .failure(.undecodable("epoch record of \(payload.count) bytes, not 8")) }
             return .success((.epoch(LogFormat.get64(all, at + 9)), next))
-        case nil, .documentOperations, .documentEpoch, .documentRemoved:
-            // Types 3 to 5 belong to the shared log, never to a document's own.
+        case .relayed:
+            do throws(WireError) {
+                return .success((.relayed(try OperationRuns(decoding: payload)), next))
+            } catch {
+                return .failure(.undecodable("relayed runs: \(error)"))
+            }
+        case nil, .documentOperations, .documentEpoch, .documentRemoved, .documentRelayed:
+            // Types 3 to 5 and 7 belong to the shared log, never to a document's own.
             return .failure(.unknownType(typeByte))
         }
     }
@@ -162,6 +170,8 @@ public struct RecoveryReport: Hashable, Sendable, CustomStringConvertible {
     public var finishedSnapshot = false
     /// Whether the document had a log of its own and was moved to the data folder's shared log.
     public var movedToSharedLog = false
+    /// The operations the replayed records say came through a peer link (``LogRecord/relayed(_:)``).
+    public var relayed = OperationRuns()
 
     public init() {}
 

@@ -93,6 +93,14 @@ public enum SharedLogFormat {
         try appendRecords(ops[mid...], document: document, to: &out)
     }
 
+    /// The records naming `runs` of `document` as relayed (``LogRecordType/documentRelayed``):
+    /// none when `runs` is empty, several when they do not fit one.
+    public static func relayedRecords(_ runs: OperationRuns, document: DocumentID) -> [UInt8] {
+        var out: [UInt8] = []
+        for part in runs.parts() { LogFormat.appendRecord(.documentRelayed, payload: document.bytes + part.encoded(), to: &out) }
+        return out
+    }
+
     /// The record of `document`'s epoch.
     public static func epochRecord(_ epoch: UInt64, document: DocumentID) -> [UInt8] {
         var payload = document.bytes
@@ -176,7 +184,8 @@ public struct SharedLogScan: Sendable {
         let all = bytes[...]
         let payloadCount = len - 1
         guard let type = LogRecordType(rawValue: typeByte),
-              type == .documentOperations || type == .documentEpoch || type == .documentRemoved else {
+              type == .documentOperations || type == .documentEpoch || type == .documentRemoved
+                || type == .documentRelayed else {
             return .failure(.unknownType(typeByte))
         }
         guard payloadCount >= SharedLogFormat.idSize else {
@@ -208,6 +217,13 @@ public struct SharedLogScan: Sendable {
         }
         guard entry.length == record.count else { return .failure(.truncated(length: entry.length, available: record.count)) }
         if let epoch = entry.epoch { return .success((entry.document, .epoch(epoch))) }
+        if entry.type == .documentRelayed {
+            do throws(WireError) {
+                return .success((entry.document, .relayed(try OperationRuns(decoding: record[(9 + SharedLogFormat.idSize)...]))))
+            } catch {
+                return .failure(.undecodable("relayed runs: \(error)"))
+            }
+        }
         guard entry.type == .documentOperations else { return .failure(.unknownType(entry.type.rawValue)) }
         do {
             let ops = try ListOperation.decode(record[(9 + SharedLogFormat.idSize)...], maxValueSize: maxValueSize)

@@ -203,6 +203,10 @@ extension Daemon {
             if compaction.refusedCompacted > 0 { entry["refused_compacted"] = compaction.refusedCompacted }
             if let waits = compaction.waitsFor { entry["compaction_waits_for"] = waits }
             if let waits = compaction.prefixWaitsFor { entry["prefix_waits_for"] = waits }
+            // Operations taken from peer links since the floor, known across restarts (the log
+            // says so): a merge back leaves them to their daemon (Docs/Semantics.md §7).
+            let relayed = await h.relayedOperations
+            if relayed > 0 { entry["relayed_operations"] = relayed }
             if let peers = compaction.peers {
                 entry["peers"] = peers
                 entry["peers_at_version"] = compaction.peersAtVersion

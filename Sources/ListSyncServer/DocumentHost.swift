@@ -114,6 +114,8 @@ actor DocumentHost {
         let stability = Self.loadStability(stabilityPath, fileSystem: fileSystem, log: log, id: id, created: created,
                                            compacts: compaction != nil, now: wallClock())
         self.core = DocumentCore(id: id, name: name, epoch: epoch, document: document, maxFrame: maxFrame, stability: stability)
+        // What the log says came through peer links (Docs/Semantics.md §7, "A lost stability file").
+        core.noteRelayed(store.recoveryReport.relayed)
         self.clock = clock
         self.lastUsed = clock()
     }
@@ -255,8 +257,8 @@ actor DocumentHost {
         guard !isClosed, core.isQuiet, !storeBusy,
               let snapshot = try? ListDocument(snapshot: bytes, replica: core.document.replica),
               core.isHeld(by: snapshot) else { return false }
-        let store = store
-        do { try await exclusively { try store.compact(snapshot) } } catch {
+        let store = store, relayed = core.relayedRuns
+        do { try await exclusively { try store.compact(snapshot, relayed: relayed) } } catch {
             log("peer snapshot not written", ["document": id.description, "error": "\(error)"])
             return false
         }
@@ -278,9 +280,9 @@ actor DocumentHost {
         guard !isClosed, core.isQuiet, !storeBusy,
               let snapshot = try? ListDocument(snapshot: bytes, replica: core.document.replica),
               let (merged, merge) = core.mergeBack(snapshot) else { return nil }
-        let store = store
+        let store = store, relayed = core.relayedRuns
         // The new generation lacks logged operations (those made again under other ids).
-        do { try await exclusively { try store.replace(with: merged) } } catch {
+        do { try await exclusively { try store.replace(with: merged, relayed: relayed) } } catch {
             log("merged copy not written", ["document": id.description, "error": "\(error)"])
             return nil
         }
@@ -301,8 +303,8 @@ actor DocumentHost {
     private func remakePartedWaiting() async {
         await settleStore()
         guard !isClosed, core.isQuiet, !storeBusy, let (remade, merge) = core.remakePartedWaiting() else { return }
-        let store = store
-        do { try await exclusively { try store.replace(with: remade) } } catch {
+        let store = store, relayed = core.relayedRuns
+        do { try await exclusively { try store.replace(with: remade, relayed: relayed) } } catch {
             log("copy with waiting operations made again not written", ["document": id.description, "error": "\(error)"])
             return
         }
@@ -378,9 +380,9 @@ actor DocumentHost {
             }
             outbox.flush()
             switch action {
-            case let .append(ticket, ops):
+            case let .append(ticket, ops, relayed):
                 do {
-                    try await store.append(ops)
+                    try await store.append(ops, relayed: relayed)
                     // Cluster mode: published (and, with `--ack cluster`, acknowledged by
                     // JetStream) before the batch is released; the core releases in order.
                     if replicate, let replicator, let failure = await replicator(id, ops) {
@@ -438,6 +440,7 @@ actor DocumentHost {
         document.pendingLimits = pendingLimits
         let before = core.document.operationCount
         await perform(core.recovered(document))
+        core.noteRelayed(fresh.recoveryReport.relayed)
         log("store reopened", ["document": id.description, "operations_before": "\(before)",
                                "operations_recovered": "\(document.operationCount)"])
     }
@@ -501,10 +504,10 @@ actor DocumentHost {
     /// and the log's trim off the pool, batches waiting meanwhile (``settleStore()``); then the
     /// floor to the devices that compact their copies, once it is durable here.
     private func writeCompaction(at point: VersionVector, _ report: CompactionReport) async {
-        let store = store, compacted = core.document
+        let store = store, compacted = core.document, relayed = core.relayedRuns
         // A floor short of the document's version: compacted at a stable prefix while busy.
         let prefix = point != compacted.version
-        do { try await exclusively { try store.compact(compacted) } } catch {
+        do { try await exclusively { try store.compact(compacted, relayed: relayed) } } catch {
             log("compaction snapshot failed", ["document": id.description, "error": "\(error)"])
             return
         }
@@ -533,6 +536,10 @@ actor DocumentHost {
     /// this run (Unix seconds), the senders that count and those retired.
     /// With peers: the peer daemons in its stability table, and how many of them reported this
     /// daemon's version (Docs/Semantics.md §7, "Peers").
+    /// How many operations of the copy came through a peer link since its last compaction
+    /// (``DocumentCore/relayedRuns``, kept in the log across restarts).
+    var relayedOperations: Int { core.relayedRuns.count }
+
     var compactionStatus: (floor: String?, lastCompaction: UInt64, senders: Int, retired: Int, peers: Int?, peersAtVersion: Int,
                            refusedCompacted: Int, waitsFor: String?, prefixWaitsFor: String?) {
         let me = core.document.replica
@@ -597,10 +604,10 @@ actor DocumentHost {
     /// Writes the document as the store's next snapshot, off the pool (``exclusively(_:)``), tells
     /// the policy how it went, and logs `event` (a failure is logged, not thrown).
     private func writeSnapshot(event: String) async {
-        let store = store, document = core.document
+        let store = store, document = core.document, relayed = core.relayedRuns
         let size = (try? store.logSize) ?? 0
         do {
-            try await exclusively { try store.snapshot(document) }
+            try await exclusively { try store.snapshot(document, relayed: relayed) }
             policy.snapshotWritten(snapshotBytes: (try? store.snapshotBytes) ?? 0)
             log(event, ["document": id.description, "log_bytes": "\(size)", "generation": "\((try? store.generation) ?? 0)"])
         } catch StoreError.snapshotBehindLog {

@@ -69,11 +69,11 @@ struct SimulatedDisk {
     }
 
     /// Queues `ops` in the log (durable once the round runs).
-    mutating func write(ticket: UInt64, _ ops: [ListOperation]) {
+    mutating func write(ticket: UInt64, _ ops: [ListOperation], relayed: Bool) {
         inFlight += 1
         appends += 1
         let completed = self.completed
-        store.append(ops) { error in completed.list.withLock { $0.append((ticket, error)) } }
+        store.append(ops, relayed: relayed) { error in completed.list.withLock { $0.append((ticket, error)) } }
     }
 
     /// The queued round runs (write, fdatasync); returns what completed, in order.
@@ -121,23 +121,23 @@ struct SimulatedDisk {
 
     /// A snapshot through the store (``DocumentStore/snapshot(_:)``), as the host writes when its
     /// log passed the threshold: nothing may be in flight.
-    mutating func snapshot(_ document: ListDocument) throws(StoreError) {
+    mutating func snapshot(_ document: ListDocument, relayed: OperationRuns) throws(StoreError) {
         precondition(!busy && !executor.hasPending, "a snapshot with appends in flight")
-        try store.snapshot(document)
+        try store.snapshot(document, relayed: relayed)
     }
 
     /// A compaction through the store (``DocumentStore/compact(_:)``): nothing may be in flight
     /// (the host compacts only then).
-    mutating func compact(_ document: ListDocument) throws(StoreError) {
+    mutating func compact(_ document: ListDocument, relayed: OperationRuns) throws(StoreError) {
         precondition(!busy && !executor.hasPending, "a compaction with appends in flight")
-        try store.compact(document)
+        try store.compact(document, relayed: relayed)
     }
 
     /// A merge back through the store (``DocumentStore/replace(with:)``): the new generation
     /// lacks logged operations (those made again under other ids). Nothing may be in flight.
-    mutating func replace(with document: ListDocument) throws(StoreError) {
+    mutating func replace(with document: ListDocument, relayed: OperationRuns) throws(StoreError) {
         precondition(!busy && !executor.hasPending, "a replacement with appends in flight")
-        try store.replace(with: document)
+        try store.replace(with: document, relayed: relayed)
     }
 
     /// A crash: the power goes after `calls` more mutating calls of the round in progress (if one
@@ -153,6 +153,9 @@ struct SimulatedDisk {
         inFlight = 0
         syncDue = nil
     }
+
+    /// What the recovered store's log said came through a peer link.
+    var relayed: OperationRuns { store.recoveryReport.relayed }
 
     /// Opens the data folder again, as a restarted daemon does: the real recovery.
     mutating func recover() throws(StoreError) -> ListDocument {
@@ -228,8 +231,10 @@ struct SimulatedDaemon {
             do throws(StoreError) { try disk.loseStability() } catch { failure = "deleting the stability file: \(error)" }
         }
         var doc: ListDocument
+        var relayed = OperationRuns()
         do throws(StoreError) {
             doc = try disk.recover()
+            relayed = disk.relayed
         } catch {
             failure = "\(error)"
             doc = ListDocument(replica: replica)
@@ -242,6 +247,8 @@ struct SimulatedDaemon {
         core = DocumentCore(id: core.id, name: core.name, epoch: epoch, document: doc, maxFrame: 1 << 16, stepBytes: 1 << 14,
                             stability: stability)
         core.variant = variant
+        // As the host does: what the log says came through peer links.
+        core.noteRelayed(relayed)
         // A new host: its settings as before, the snapshot threshold from the recovered store.
         policy = DocumentHostPolicy(snapshotLogBytes: policy.snapshotLogBytes, snapshotBytes: disk.snapshotBytes,
                                     compaction: policy.compaction)

@@ -44,7 +44,7 @@ extension Simulator {
             case .snapshot:
                 let size = daemons[d].disk.logSize ?? 0
                 do throws(StoreError) {
-                    try daemons[d].disk.snapshot(daemons[d].core.document)
+                    try daemons[d].disk.snapshot(daemons[d].core.document, relayed: daemons[d].core.relayedRuns)
                     daemons[d].policy.snapshotWritten(snapshotBytes: daemons[d].disk.snapshotBytes)
                     report.logSnapshots += 1
                 } catch {
@@ -71,7 +71,7 @@ extension Simulator {
             case let .compact(floor, _):
                 if floor != daemons[d].core.document.version { report.prefixCompactions += 1 }
                 do throws(StoreError) {
-                    try daemons[d].disk.compact(daemons[d].core.document)
+                    try daemons[d].disk.compact(daemons[d].core.document, relayed: daemons[d].core.relayedRuns)
                 } catch {
                     report.failures.append("daemon \(d): the store's compaction failed: \(error)")
                     return

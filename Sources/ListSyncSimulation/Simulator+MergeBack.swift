@@ -103,7 +103,8 @@ extension Simulator {
 
     private mutating func storeCompact(_ d: Int, _ document: ListDocument, replacing: Bool = false) -> Bool {
         do throws(StoreError) {
-            if replacing { try daemons[d].disk.replace(with: document) } else { try daemons[d].disk.compact(document) }
+            let relayed = daemons[d].core.relayedRuns
+            if replacing { try daemons[d].disk.replace(with: document, relayed: relayed) } else { try daemons[d].disk.compact(document, relayed: relayed) }
             return true
         } catch {
             report.failures.append("daemon \(d): the store did not take a peer's snapshot: \(error)")

@@ -954,9 +954,9 @@ public struct Simulator: Sendable {
     mutating func performCore(_ d: Int, _ actions: [DocumentCore.Action]) {
         for action in actions {
             switch action {
-            case let .append(ticket, ops):
+            case let .append(ticket, ops, relayed):
                 if compacting { appending[d, default: [:]][ticket] = ops }
-                daemons[d].disk.write(ticket: ticket, ops)
+                daemons[d].disk.write(ticket: ticket, ops, relayed: relayed)
                 if daemons[d].disk.syncDue == nil { daemons[d].disk.syncDue = network.now + 1 + UInt64(rng.below(4)) }
             case let .send(sub, frame):
                 let other = sub.raw

@@ -83,6 +83,17 @@ struct PeerCompactionProcessTests {
         #expect(eventually(30) { SyncClientTests.values(liveB) == [after] })
         #expect(!a.log.contains("peer compacted past this copy") && !b.log.contains("peer compacted past this copy"))
 
+        // B took "after restart" from its link to A, and its log says so: restarted again, this
+        // time without its stability file, it still knows (Docs/Semantics.md §7, "Relayed
+        // operations, kept in the log").
+        #expect(b.terminate() == 0)
+        try FileManager.default.removeItem(atPath: b.data + "/documents/\(doc)/stability")
+        b = try DaemonProcess(data: dir.path + "/b", port: bPort, extra: bFlags)
+        #expect(try table(b, doc.description) == [after])
+        let again = try #require(try b.json(["status"]) as? [String: Any])
+        let residentAgain = (again["resident"] as? [[String: Any]])?.first { $0["id"] as? String == doc.description }
+        #expect((residentAgain?["relayed_operations"] as? Int ?? 0) >= 1, "\(String(describing: residentAgain))")
+
         // A new daemon peered with A after the compaction: its empty copy takes A's snapshot.
         let c = try DaemonProcess(data: dir.path + "/c", extra: flags + ["--key-file", a.keyFile, "--peer", a.address])
         defer { c.terminate() }

@@ -67,7 +67,7 @@ import ListSyncTestSupport
             for action in actions {
                 switch action {
                 case let .awaitRoom(s): waiting.append(s)
-                case let .append(ticket, _): tickets.append(ticket)
+                case let .append(ticket, _, _): tickets.append(ticket)
                 case let .close(s, _): waiting.removeAll { $0 == s }
                 case .send: break
                 }

@@ -215,6 +215,67 @@ import ListCRDT
                                                          to: &coreX, batch: 0), to: Self.yAtX)))
     }
 
+    /// Y took `later` (of its device, replica 2) from a peer's link, then restarted without its
+    /// stability file: a core with nothing known of its senders or relay authors, and the
+    /// document its store recovered. Returns X, the new Y (given `runs` back, as its host gives
+    /// the store's relayed records), its own edits and `later`.
+    static func restartedAfterRelay(variant: DocumentCore.Variant = .correct, runs: (OperationRuns) -> OperationRuns)
+        throws -> (x: DocumentCore, y: DocumentCore, own: [ListOperation], later: [ListOperation]) {
+        var (coreX, coreY, own) = try parted()
+        let link = SubscriberID(9)
+        _ = coreY.subscribe(link, epoch: 7, version: coreY.document.version)
+        coreY.markRelay(link, daemon: ReplicaID(77))
+        let later = Fixture.edits(on: coreY.document, replica: 4, count: 2)
+        let actions = send(later, from: link, to: &coreY, batch: 0)
+        #expect(actions.contains { if case let .append(_, ops, relayed) = $0 { return relayed && ops == later }; return false },
+                "the append says the batch came through a peer link")
+        #expect(!coreY.relayedRuns.isEmpty)
+        var restarted = DocumentCore(id: doc, name: "n", epoch: 7, document: coreY.document,
+                                     stability: DocumentStability.recovered(from: nil, now: 5).stability)
+        restarted.variant = variant
+        restarted.noteRelayed(runs(coreY.relayedRuns))
+        _ = coreX
+        return (coreX, restarted, own, later)
+    }
+
+    @Test("after a restart that lost the stability file, the log's relayed records keep a peer's clients' edits from being made again here (their daemon makes them again); this daemon's own runs in them are ignored; with DocumentCore.Variant.forgetsRelayedOnRestart they are made again")
+    func relayedKnownAfterRestart() throws {
+        var (coreX, coreY, own, later) = try Self.restartedAfterRelay { runs in
+            var withOwn = runs
+            withOwn.insert(Self.y, 1...1_000)   // Y's own operations are never taken for relayed
+            return withOwn
+        }
+        #expect(!coreY.relayedRuns.runs.keys.contains(Self.y))
+        let snapshot = try ListDocument(snapshot: coreX.document.encodedSnapshot(), replica: Self.y)
+        let (merged, merge) = try #require(coreY.mergeBack(snapshot))
+        #expect(Set(merge.parted.map(\.id)) == Set((own + later).map(\.id)))
+        #expect(Set(merge.dropped.map(\.id)) == Set(later.map(\.id)), "relayed: left to the daemon that took them")
+        #expect(merge.made.count == own.count, "the device's edits Y took itself are made again here")
+        _ = coreY.replace(with: merged, parting: merge)
+        #expect(!Self.isCompacted(Self.answer(Self.send(coreY.document.operations(since: coreX.document.version), from: Self.yAtX,
+                                                         to: &coreX, batch: 0), to: Self.yAtX)))
+
+        let (_, forgetful, _, forgotten) = try Self.restartedAfterRelay(variant: .forgetsRelayedOnRestart) { $0 }
+        let (_, remade) = try #require(forgetful.mergeBack(snapshot))
+        #expect(remade.dropped.isEmpty && remade.made.count > own.count,
+                "without the records the relayed edits \(forgotten.map(\.id)) are made again here too")
+    }
+
+    @Test("a merge back makes again the edits of authors this daemon took them from: not a relay author's, nor a retired relay author's, unless that author since reported here itself")
+    func retiredRelayAuthorNotMadeAgain() {
+        let me = ReplicaID(1_001), author = ReplicaID(4), daemon = ReplicaID(1_000)
+        var stability = DocumentStability()
+        #expect(stability.tookDirectly(me, me: me) && stability.tookDirectly(author, me: me))
+        _ = stability.peers.noteRelayAuthors([author], now: 1, isLocal: { _ in false })
+        #expect(!stability.tookDirectly(author, me: me))
+        // Forgetting a daemon retires every relay author no daemon claims.
+        stability.peers.forget(daemon: daemon, me: me, now: 2)
+        #expect(stability.peers.retiredAuthors.contains(author) && !stability.peers.relayAuthors.contains(author))
+        #expect(!stability.tookDirectly(author, me: me), "retired, it is still another daemon's author")
+        _ = stability.heardFromDevice(author, version: VersionVector(), caughtUp: true, now: 3)
+        #expect(stability.tookDirectly(author, me: me), "it reports here: this daemon takes its edits itself")
+    }
+
     @Test("Y's own link to a peer whose version counts what Y parted (the peer merged back too) gets operations, among them those Y made again, not a snapshot, which a link never relays")
     func ownLinkGetsOperationsNotASnapshot() throws {
         var (coreX, coreY, _) = try Self.parted()

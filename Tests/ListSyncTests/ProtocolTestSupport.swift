@@ -83,7 +83,7 @@ extension Array where Element == DocumentCore.Action {
     }
     /// The appends asked for: (ticket, operations).
     var appends: [(ticket: UInt64, operations: [ListOperation])] {
-        compactMap { if case let .append(t, ops) = $0 { return (t, ops) }; return nil }
+        compactMap { if case let .append(t, ops, _) = $0 { return (t, ops) }; return nil }
     }
 }
 
@@ -291,7 +291,7 @@ struct Wired {
     private mutating func fromCore(_ actions: [DocumentCore.Action]) {
         for a in actions {
             switch a {
-            case let .append(t, ops): appending.append((t, ops))
+            case let .append(t, ops, _): appending.append((t, ops))
             case let .send(to, f): if to == connection { toClient.append(f) } else { toOthers.append((to, f)) }
             case let .awaitRoom(to): fromCore(core.roomAvailable(to))
             case let .close(to, reason): if to == connection { results.append(.close(reason: reason)) }

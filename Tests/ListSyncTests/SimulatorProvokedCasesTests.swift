@@ -158,6 +158,20 @@ import Testing
         #expect(!Self.peeredLossRun(seed, .correct, notesLinksOnlyWhenKnown: true).passed, "\(seed) passes when only known links are noted")
     }
 
+    /// Seeds of the same command where a daemon that lost its stability file merged back and made
+    /// again a peer's clients' edits it had taken from that peer's link before the crash (which
+    /// operations came relayed was kept in memory only), while that peer made them again too: a
+    /// value shown twice (610021: `d1` made `c3`'s 3@4 again as 21@1001, `d0` as 25@1000).
+    static let relayedBeforeRestartSeeds: [UInt64] = [610_021, 611_082]
+
+    @Test("a daemon restarted without its stability file knows from its log which operations came through a peer link, and a merge back leaves them to their daemon: the seeds pass; with DocumentCore.Variant.forgetsRelayedOnRestart a value shows twice", arguments: relayedBeforeRestartSeeds)
+    func relayedKnownAfterRestart(seed: UInt64) {
+        let report = Self.peeredLossRun(seed, .correct)
+        #expect(report.failures.isEmpty && report.copiesParted == 0, "\(report.failures)")
+        let old = Self.peeredLossRun(seed, .forgetsRelayedOnRestart)
+        #expect(old.failures.contains { $0.contains("shown twice") }, "\(seed) passes without the relayed records: \(old.failures)")
+    }
+
     /// Seed 612127 of the same command: `d1` merged back onto `d2`'s snapshot (so it has a
     /// floor), having taken `d0`'s relayed 11@4–18@4; `d0` then merged back onto `d1`'s snapshot,
     /// parting them and making them again. `d1` kept the originals (only a copy that never

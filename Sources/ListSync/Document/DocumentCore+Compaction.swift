@@ -236,7 +236,7 @@ extension DocumentCore {
         materialiseCatchUps()
         let report = try document.compact(stable: stable)
         durableCount = document.operationCount
-        relayedOperations = [:]
+        relayedOperations = OperationRuns()
         // The log's positions are renumbered: what ``holdsPartedOriginals()`` found clean is
         // looked at again (a copy with a floor is asked too).
         partedHeldChecked = nil

@@ -15,9 +15,11 @@ extension DocumentCore {
     /// Changes nothing.
     ///
     /// Made again here are the operations this daemon took from their authors (every author but
-    /// the relay authors, and no operation it took from a peer link: ``relayedOperations``; those
-    /// came through a peer link, and the daemon that took them from their author merges them back
-    /// itself, having the same refusal); the others before the floor are dropped, those after it
+    /// the relay authors, retired or not, that it does not count itself:
+    /// ``DocumentStability/tookDirectly(_:me:)``; and no operation it took from a peer link:
+    /// ``relayedOperations``, kept in the log across restarts; those came through a peer link,
+    /// and the daemon that took them from their author merges them back itself, having the same
+    /// refusal); the others before the floor are dropped, those after it
     /// kept as they are, except those some daemon's entry says it parted
     /// (``PeerStability/Entry/parted``), and those made on them: parted like the ones before the
     /// floor (that daemon's snapshot no longer holds them, and refuses them for ever).
@@ -27,13 +29,13 @@ extension DocumentCore {
         guard variant != .partsCopies, isQuiet, !isHeld(by: snapshot) else { return nil }
         var merged = variant == .countsSkippedAsHeld ? snapshot.forgettingFloorSkipped() : snapshot
         merged.pendingLimits = document.pendingLimits
-        let me = document.replica, relayed = stability.peers.relayAuthors
+        let me = document.replica, counted = stability
         let runs = relayedOperations
         // What a daemon's entry says it parted is parted here too, even after the floor
         // (Docs/Semantics.md §7, "A merge back that knows what was parted").
         let ranges = variant == .keepsNamedInMergeBack ? PartedRanges() : PartedRanges(stability.peers.entries.values)
-        guard let merge = merged.mergeBack(from: document, remakes: { $0 == me || !relayed.contains($0) },
-                                           relayed: { id in runs[id.replica]?.contains { $0.contains(id.counter) } ?? false },
+        guard let merge = merged.mergeBack(from: document, remakes: { counted.tookDirectly($0, me: me) },
+                                           relayed: { runs.contains($0) },
                                            named: { ranges.contains($0) })
         else { return nil }
         return (merged, merge)
@@ -103,11 +105,11 @@ extension DocumentCore {
     public func remakePartedWaiting() -> (document: ListDocument, merge: ListDocument.MergeBack)? {
         let entries = stability.peers.entries
         guard isQuiet, entries.values.contains(where: { !$0.parted.isEmpty }) else { return nil }
-        let relayAuthors = stability.peers.relayAuthors, runs = relayedOperations, me = document.replica
+        let counted = stability, runs = relayedOperations, me = document.replica
         func isParted(_ id: OpID) -> Bool { entries.values.contains { $0.parted.contains(id) } }
         func takenFromAuthor(_ op: ListOperation) -> Bool {
-            (op.id.replica == me || !relayAuthors.contains(op.id.replica))
-                && !(runs[op.id.replica]?.contains { $0.contains(op.id.counter) } ?? false)
+            counted.tookDirectly(op.id.replica, me: me)
+                && !runs.contains(op.id)
         }
         var remade = document
         if waitsOnParted,

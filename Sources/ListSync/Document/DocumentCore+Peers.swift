@@ -238,6 +238,23 @@ extension DocumentCore {
         return cut.map { .close($0, reason: reason) }
     }
 
+    /// The operations this copy took from a peer link since its last compaction
+    /// (``relayedOperations``): what the driver writes at the head of each new generation of its
+    /// store (a snapshot, a compaction, a merge back), whose old log said so batch by batch.
+    public var relayedRuns: OperationRuns { relayedOperations }
+
+    /// Takes back what the store's log said came through a peer link (its relayed records, read
+    /// when the driver opened or reopened the store): a merge back after a restart makes none of
+    /// them again. Runs of this daemon's own replica are left out.
+    ///
+    /// - Complexity: O(g) for g runs.
+    public mutating func noteRelayed(_ runs: OperationRuns) {
+        guard variant != .forgetsRelayedOnRestart else { return }
+        var runs = runs
+        runs.remove(document.replica)
+        relayedOperations.formUnion(runs)
+    }
+
     /// Whether a gossip is waiting for its interval (the driver's timer asks).
     public var gossipDue: Bool { gossipDirty && !stability.peers.entries.isEmpty }
 
@@ -252,12 +269,7 @@ extension DocumentCore {
         authors.remove(document.replica)
         if sub.role == .relay {
             for op in accepted where op.id.replica != document.replica {
-                let run = op.id.counter...op.lastID.counter
-                if let last = relayedOperations[op.id.replica]?.last, last.upperBound &+ 1 >= run.lowerBound, last.lowerBound <= run.lowerBound {
-                    relayedOperations[op.id.replica]![relayedOperations[op.id.replica]!.count - 1] = last.lowerBound...max(last.upperBound, run.upperBound)
-                } else {
-                    relayedOperations[op.id.replica, default: []].append(run)
-                }
+                relayedOperations.insert(op.id.replica, op.id.counter...op.lastID.counter)
             }
             let local = authors.filter { stability.isLocal($0) }
             if stability.peers.noteRelayAuthors(authors, now: stabilityClock, isLocal: { local.contains($0) }) { stabilityUnsaved = true }

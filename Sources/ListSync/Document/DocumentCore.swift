@@ -41,7 +41,9 @@ public struct DocumentCore: Sendable {
     public enum Action: Equatable, Sendable {
         /// Make `operations` durable (in the document's log), then call ``durable(ticket:)`` or
         /// ``appendFailed(ticket:reason:)`` with `ticket`. Appends must reach the log in ticket order.
-        case append(ticket: UInt64, operations: [ListOperation])
+        /// `relayed`: they came through a peer link; the log says so beside them (``relayedRuns``),
+        /// and the driver gives that back after a restart (``noteRelayed(_:)``).
+        case append(ticket: UInt64, operations: [ListOperation], relayed: Bool)
         /// Send this frame (an encoded ``SyncMessage``) to the subscriber.
         case send(SubscriberID, [UInt8])
         /// Call ``roomAvailable(_:)`` once the subscriber's connection can take more.
@@ -156,6 +158,12 @@ public struct DocumentCore: Sendable {
         /// holding the parted originals, is answered with the snapshot again, and merges back
         /// for ever.
         case keepsNamedInMergeBack
+        /// Takes nothing back from the log's relayed records (``noteRelayed(_:)`` does nothing),
+        /// as daemons did when they kept which operations came through a peer link in memory
+        /// only: after a restart without its stability file, a merge back makes again a peer's
+        /// clients' edits that the peer makes again too (a value shown twice;
+        /// Docs/Semantics.md §7, "A lost stability file").
+        case forgetsRelayedOnRestart
         /// Decides, on a copy with a floor, whether a subscriber's version ends on an operation a
         /// daemon parted that this copy lacks by its version alone, as before "A second merge
         /// back" (Docs/Semantics.md §7): after a second merge back that parted what the first made
@@ -214,9 +222,12 @@ public struct DocumentCore: Sendable {
     /// (``mergeBack(_:)``), whoever their author, since the daemon that took each from its author
     /// holds it too and makes it again itself. A roaming device's edits reach one daemon both
     /// ways, some from the device and some relayed, so its author is no relay author there.
-    /// Kept in memory only (after a restart a merge back goes by authors alone, ``PeerStability/relayAuthors``);
-    /// emptied by each compaction (nothing before the floor is parted again).
-    var relayedOperations: [ReplicaID: [ClosedRange<UInt64>]] = [:]
+    /// The log keeps them beside the batches (``Action/append(ticket:operations:relayed:)``, and
+    /// each new generation with ``relayedRuns``), and the driver gives them back after a restart
+    /// (``noteRelayed(_:)``): a stability file lost with its relay authors loses none of them
+    /// (Docs/Semantics.md §7, "A lost stability file"). Emptied by each compaction (nothing
+    /// before the floor is parted again).
+    var relayedOperations = OperationRuns()
     /// The version this daemon last published to its peers, and what is known to be after it
     /// (``refuseUnaccounted(_:relay:waiting:)``).
     var publishedMark: PublishedMark?
@@ -436,7 +447,9 @@ public struct DocumentCore: Sendable {
         inFlight.append(InFlight(ticket: ticket, applied: applied, sender: sender, batch: batch,
                                  refused: refused, woken: woken, durable: accepted.isEmpty, beforeFloor: beforeFloor))
         var actions: [Action] = []
-        if !accepted.isEmpty { actions.append(.append(ticket: ticket, operations: accepted)) }
+        if !accepted.isEmpty {
+            actions.append(.append(ticket: ticket, operations: accepted, relayed: sender.flatMap { subscribers[$0]?.role } == .relay))
+        }
         if variant == .acknowledgeBeforeDurable { markDurable(ticket) }
         actions += release()
         return actions

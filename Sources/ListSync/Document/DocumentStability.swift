@@ -152,6 +152,14 @@ public struct DocumentStability: Sendable, Equatable {
             || peers.retired.contains(replica)
     }
 
+    /// Whether this daemon (replica `me`) may have taken `author`'s edits from it directly, so
+    /// that a merge back makes them again: itself, or an author that is neither a relay author
+    /// nor a retired relay author it does not count itself (those came through peer links; the
+    /// daemon that took them from their author makes them again).
+    func tookDirectly(_ author: ReplicaID, me: ReplicaID) -> Bool {
+        author == me || !peers.relayAuthors.contains(author) && (!peers.retiredAuthors.contains(author) || isLocal(author))
+    }
+
     /// Whether this daemon counts `replica` itself (a sender, retired or keeping no copy).
     func isLocal(_ replica: ReplicaID) -> Bool {
         tracker.acknowledged[replica] != nil || tracker.retired.contains(replica) || ephemeral.contains(replica)
