@@ -112,11 +112,15 @@ public actor DaemonClient {
     private var presenceFlush: Task<Void, Never>?
     /// How long a request, subscription or edit may wait for its answer.
     public nonisolated let requestTimeout: Duration
+    /// How long an edit refused for the daemon's rate limit is sent again from its first send
+    /// (``edit(_:_:)``); ``requestTimeout`` unless ``connect(host:port:key:localHost:changeSets:timeout:limitPatience:loop:)`` was given one.
+    public nonisolated let limitPatience: Duration
 
-    private init(transport: TCPTransport, changeSets: Bool, timeout: Duration) {
+    private init(transport: TCPTransport, changeSets: Bool, timeout: Duration, limitPatience: Duration?) {
         self.transport = transport
         self.changeSets = changeSets
         self.requestTimeout = timeout
+        self.limitPatience = limitPatience ?? timeout
         session = ClientSession(maxFrame: transport.maxFrame, timeout: timeout.nanoseconds)
     }
 
@@ -127,18 +131,22 @@ public actor DaemonClient {
     ///     table needs them; O(n log n) per change, and one for a whole catch-up).
     ///   - timeout: how long the handshake, and then any request, may wait for its answer
     ///     (default 30 s).
+    ///   - limitPatience: how long an edit refused for the daemon's rate limit is sent again
+    ///     before it throws the refusal (``limitPatience``; default: `timeout`). Each send still
+    ///     waits up to `timeout` for its answer.
     public static func connect(host: String, port: UInt16, key: [UInt8], localHost: String? = nil, changeSets: Bool = true,
-                               timeout: Duration = .seconds(30), loop: EventLoop = .shared) async throws(DaemonClientError) -> DaemonClient {
+                               timeout: Duration = .seconds(30), limitPatience: Duration? = nil,
+                               loop: EventLoop = .shared) async throws(DaemonClientError) -> DaemonClient {
         try await connect(host: host, port: port, authentication: .key(key), localHost: localHost, changeSets: changeSets,
-                          timeout: timeout, loop: loop)
+                          timeout: timeout, limitPatience: limitPatience, loop: loop)
     }
 
     /// Connects to the daemon at `host:port` proving `authentication` (the daemon's key or a
-    /// device credential); otherwise as ``connect(host:port:key:localHost:changeSets:timeout:loop:)``.
+    /// device credential); otherwise as ``connect(host:port:key:localHost:changeSets:timeout:limitPatience:loop:)``.
     /// A connection cut during its handshake (a daemon evicting handshakes under a flood) is tried
     /// again (``TCPTransport/handshakeAttempts`` in all).
     public static func connect(host: String, port: UInt16, authentication: ClientAuthentication, localHost: String? = nil,
-                               changeSets: Bool = true, timeout: Duration = .seconds(30),
+                               changeSets: Bool = true, timeout: Duration = .seconds(30), limitPatience: Duration? = nil,
                                loop: EventLoop = .shared) async throws(DaemonClientError) -> DaemonClient {
         let t: TCPTransport
         do {
@@ -157,7 +165,7 @@ public actor DaemonClient {
             }
             throw .notRunning("\(host):\(port)", error)
         }
-        let c = DaemonClient(transport: t, changeSets: changeSets, timeout: timeout)
+        let c = DaemonClient(transport: t, changeSets: changeSets, timeout: timeout, limitPatience: limitPatience)
         await c.startReading()
         return c
     }
@@ -381,8 +389,9 @@ public actor DaemonClient {
     /// operations as durable.
     ///
     /// A frame the daemon refused for its rate limit (`limit`: nothing of it done) is sent again
-    /// after a pause (50 ms, doubling up to 1.6 s) until it is acknowledged or ``requestTimeout``
-    /// has passed since the first send; then the edit throws the daemon's last refusal. Any
+    /// after a pause (50 ms, doubling up to 1.6 s) until it is acknowledged or ``limitPatience``
+    /// (by default ``requestTimeout``) has passed since the first send; then the edit throws the
+    /// daemon's last refusal. Any
     /// other refusal (`storage`: the daemon's disk is full) throws at once. The operations stay
     /// in the opened copy either way, and a later edit's operations depend on them: an app that
     /// gets an error here should send them again (``upload(_:_:)``) or open the document again
@@ -481,7 +490,7 @@ public actor DaemonClient {
         guard let (document, ops) = carried[n], opened[document] != nil, let waiter = edits[n] else { return false }
         let now = EventLoop.now()
         let first = retries[n] == nil
-        let retry = retries[n] ?? (0, now &+ requestTimeout.nanoseconds)
+        let retry = retries[n] ?? (0, now &+ limitPatience.nanoseconds)
         let pause = UInt64(50_000_000) << UInt64(min(retry.attempt, 5))
         guard now &+ pause < retry.deadline else { return false }
         carried[n] = nil

@@ -276,7 +276,10 @@ struct RateLimitTests {
             config.rateLimit = RateLimit(batchesPerSecond: 0.01, burst: 1)
         }
         defer { dir.remove() }
-        let client = try await DaemonClient.connect(host: "127.0.0.1", port: port, key: key, timeout: .seconds(3))
+        // Each try may wait the liveness guard for its answer (a busy machine); the edit is sent
+        // again for 1 s of tries, then throws the refusal: a count of tries, not a race with load.
+        let client = try await DaemonClient.connect(host: "127.0.0.1", port: port, key: key, timeout: .seconds(livenessGuardSeconds),
+                                                    limitPatience: .seconds(1))
         let doc = try await client.create(name: "limited")
         _ = try await client.open(doc)
         // The first takes the bucket's only token (its own answer is not the point here).

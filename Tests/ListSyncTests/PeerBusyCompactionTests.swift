@@ -331,6 +331,46 @@ import ListSyncRandom
         #expect(core.agreedPrefixNow == nil, "53 was never seen at it")
     }
 
+    @Test("an agreement not missed: a daemon whose entry moved past this daemon's version before it was seen there vouches for it once this copy holds its entry's version whole, and only while it does; with DocumentCore.Variant.agreesOnlyAtExactVersions it never does")
+    func agreementNotMissed() {
+        let (x, y, z) = (ReplicaID(50), ReplicaID(51), ReplicaID(52))
+        func v(_ c: [UInt64: UInt64]) -> VersionVector { PeerRetirementTests.v(c) }
+        let start = DocumentCore(id: Fixture.document, name: "n", epoch: 7, document: Fixture.typed(3, replica: 51))
+        let held = start.document.version
+        let (older, agreed) = (VersionVector(), v([51: 1]))
+        var beyond = held
+        beyond.observe(OpID(counter: 9, replica: ReplicaID(1)))   // past it, not held here
+        #expect(held.includes(agreed) && held != agreed && !held.includes(beyond))
+        func entry(_ sequence: UInt64, _ version: VersionVector, _ d: ReplicaID) -> PeerStability.Entry {
+            PeerStability.Entry(sequence: sequence, version: version, claimed: [d], offer: version)
+        }
+        for exactOnly in [false, true] {
+            var core = start
+            if exactOnly { core.variant = .agreesOnlyAtExactVersions }
+            expect(core.stability.peers.publish(y, version: agreed, claimed: [], now: 1))
+            _ = core.stability.peers.merge([x: entry(1, agreed, x), z: entry(1, older, z)], me: y, floor: nil, now: 1)
+            core.noteVouchers()
+            #expect(core.agreedPrefixNow == nil, "z has not taken it")
+            // z took it and published a quiescent version over it before this daemon saw it there.
+            var far = core
+            _ = far.stability.peers.merge([z: entry(2, beyond, z)], me: y, floor: nil, now: 2)
+            far.noteVouchers()
+            #expect(far.agreedPrefixNow == nil, "z's version is not all held here")
+            _ = core.stability.peers.merge([z: entry(2, held, z)], me: y, floor: nil, now: 2)
+            core.noteVouchers()
+            if exactOnly {
+                #expect(core.agreedPrefixNow == nil, "with the exact rule z is never seen at it")
+            } else {
+                #expect(core.agreedPrefixNow == agreed, "z's entry at a version held here whole vouches for it")
+                #expect(core.peersHold(agreed, exactly: false) == nil, "every entry includes it")
+                // A copy that no longer holds z's version (a merge back took some out) does not compact there.
+                var taken = core
+                taken.agreedPrefix!.holds = beyond
+                #expect(taken.agreedPrefixNow == nil)
+            }
+        }
+    }
+
     @Test("a daemon restarted with its stability file lost names itself alone in its table: its own entry is no agreement, then or once the peers' table comes (seed 610013 of --lose-stability compacted at a prefix the others never vouched for, which the engine refused)")
     func noAgreementOfOne() {
         let (x, y) = (ReplicaID(50), ReplicaID(51))

@@ -29,6 +29,32 @@ import ListSyncTestTraits
         #expect(total.prefixCompactions > 0, "no peered daemon compacted at a prefix")
     }
 
+    /// Seed 3094 of `listsync simulate --daemons 3 --compact-after 10 --hide-daemon --roam 30
+    /// --crashes 1 --ops 80`: `d1` counted a daemon as vouching for its proposal through that
+    /// daemon's later version, holding it whole (Docs/Semantics.md §7, "An agreement not
+    /// missed"), but had checked the proposal before it held that version's operations, and
+    /// kept the answer: its policy asked to compact at [2:22] with 1@1, not after it, held.
+    @Test("an agreement counted through a version past it checks the prefix again, with that version's operations: seed 3094 passes; with the check kept (DocumentCore.Variant.keepsPrefixCheckOnVouchers) the policy asks for a compaction the engine refuses")
+    func vouchersCheckedAgain() {
+        func run(_ variant: DocumentCore.Variant) -> SimulationReport {
+            var config = SimulationConfiguration()
+            config.seed = 3_094
+            config.daemons = 3
+            config.compactAfter = 10
+            config.hidesDaemon = true
+            config.roamPercent = 30
+            config.crashes = 1
+            config.operations = 80
+            config.coreVariant = variant
+            var sim = Simulator(config)
+            return sim.run()
+        }
+        let report = run(.correct)
+        #expect(report.passed && report.copiesParted == 0, "\(report.failures)")
+        let kept = run(.keepsPrefixCheckOnVouchers)
+        #expect(kept.failures.contains { $0.contains("compaction at its own compaction point refused") }, "\(kept.failures)")
+    }
+
     @Test("test power: daemons that compact at their own prefix without every daemon's agreement (DocumentCore.Variant.peerPrefixWithoutAgreement) fail some of the same seeds")
     func withoutAgreementFails() {
         var failed = 0

@@ -134,7 +134,8 @@ extension DocumentCore {
     /// ``prefixPoint(within:_:)`` is `version` (every operation held outside it causally after
     /// it, and it holds the trigger's operations since the floor). Asked once per version and
     /// floor (``prefixChecks``): the operations taken later are after an agreed prefix, and
-    /// those within it do not change.
+    /// those within it do not change; but those within a version past it that vouched for it
+    /// need not be after it, and ``noteVouchers()`` has it asked again once it counts one.
     ///
     /// - Complexity: O(m × r) the first time for m operations logged since the floor and r
     ///   replicas; O(r) after.
@@ -155,12 +156,20 @@ extension DocumentCore {
                                 retired: stability.tracker.retired, now: now)
     }
 
-    /// Notes which daemons' entries this daemon has seen at exactly its own entry's version
-    /// (``prefixVouchers``); once every daemon of the table has been, that version is agreed
-    /// (``agreedPrefix``). Every entry seen at it was written vouching for it, and stays true of
-    /// the moment it was written: the leader may move on to its next proposal (after it
+    /// Notes which daemons' entries vouch, as this daemon has seen them, for its own entry's
+    /// version `V` (``prefixVouchers``); once every daemon of the table does, `V` is agreed
+    /// (``agreedPrefix``). An entry seen at exactly `V` was written vouching for it, and stays
+    /// true of the moment it was written: the leader may move on to its next proposal (after it
     /// compacted) before this daemon sees every other daemon's entry at this one, and this daemon
-    /// still compacts there. Nothing is noted while the stability file is lost
+    /// still compacts there. An entry at a version `W` past `V` that this copy holds whole vouches
+    /// for `V` too (Docs/Semantics.md §7, "An agreement not missed"): its daemon's senders had
+    /// acknowledged `W` and every operation it held outside `W` was after `W`, hence after `V`;
+    /// those inside `W` this copy holds, and its own compaction checks each of them is after `V`
+    /// (``peerPrefixPoint(_:)`` and ``ListCRDT/ListDocument/compact(stable:)``); the versions such
+    /// entries named are kept beside (``agreedPrefix``'s `holds`), and this copy must still hold
+    /// them to compact at `V`. Such an entry moved on before this daemon saw it at `V` (a
+    /// quiescent version published over a proposal it took), which left `V` unagreed here for
+    /// minutes. Nothing is noted while the stability file is lost
     /// (``DocumentStability/lostSince``): the table then names this daemon alone, whose own entry
     /// would be an agreement of one (``agreedPrefixNow`` also refuses such an agreement once the
     /// peers' table names the others).
@@ -169,18 +178,31 @@ extension DocumentCore {
     mutating func noteVouchers() {
         let entries = stability.peers.entries
         guard stability.lostSince == nil, let version = entries[document.replica]?.version, version != VersionVector() else { return }
-        if prefixVouchers?.version != version { prefixVouchers = (version, []) }
-        for (d, e) in entries where e.version == version { prefixVouchers!.daemons.insert(d) }
-        if Set(entries.keys).isSubset(of: prefixVouchers!.daemons) { agreedPrefix = (version, prefixVouchers!.daemons) }
+        if prefixVouchers?.version != version { prefixVouchers = (version, [], VersionVector()) }
+        for (d, e) in entries {
+            if e.version == version {
+                prefixVouchers!.daemons.insert(d)
+            } else if variant != .agreesOnlyAtExactVersions, e.version.includes(version), document.version.includes(e.version),
+                      !prefixVouchers!.daemons.contains(d) {
+                prefixVouchers!.daemons.insert(d)
+                prefixVouchers!.holds.formUnion(e.version)
+                // Its operations within `W` and outside `V` may have come after this copy last
+                // checked `V` (``isPrefixPoint(_:_:)``): checked again, with them.
+                if variant != .keepsPrefixCheckOnVouchers { prefixChecks?.checked[version] = nil }
+            }
+        }
+        if Set(entries.keys).isSubset(of: prefixVouchers!.daemons) { agreedPrefix = prefixVouchers }
     }
 
     /// ``agreedPrefix``'s version while every daemon the table names now is one of those seen at
     /// it (a daemon the table learned of since, a peer's table after a lost stability file,
-    /// has not vouched for it); nil otherwise.
+    /// has not vouched for it) and this copy holds every version past it that vouched for it
+    /// (a merge back may have taken some out); nil otherwise.
     ///
     /// - Complexity: O(e) for e entries.
     var agreedPrefixNow: VersionVector? {
-        guard let agreed = agreedPrefix, stability.peers.entries.keys.allSatisfy(agreed.daemons.contains) else { return nil }
+        guard let agreed = agreedPrefix, stability.peers.entries.keys.allSatisfy(agreed.daemons.contains),
+              document.version.includes(agreed.holds) else { return nil }
         return agreed.version
     }
 

@@ -164,6 +164,16 @@ public struct DocumentCore: Sendable {
         /// clients' edits that the peer makes again too (a value shown twice;
         /// Docs/Semantics.md §7, "A lost stability file").
         case forgetsRelayedOnRestart
+        /// Counts a daemon as vouching for this daemon's entry's version only once its entry was
+        /// seen at exactly that version, as before "An agreement not missed" (Docs/Semantics.md
+        /// §7): an entry that moved past it first leaves it unagreed here.
+        case agreesOnlyAtExactVersions
+        /// Keeps its memo of a version's prefix check when it counts a daemon through a version
+        /// past it (``noteVouchers()``): operations within that version that came after the check
+        /// are not looked at, and the compaction the policy asks for is refused (seed 3094 of
+        /// `listsync simulate --daemons 3 --compact-after 10 --hide-daemon --roam 30 --crashes 1
+        /// --ops 80`).
+        case keepsPrefixCheckOnVouchers
         /// Decides, on a copy with a floor, whether a subscriber's version ends on an operation a
         /// daemon parted that this copy lacks by its version alone, as before "A second merge
         /// back" (Docs/Semantics.md §7): after a second merge back that parted what the first made
@@ -279,12 +289,12 @@ public struct DocumentCore: Sendable {
     /// This daemon's entry's version and the daemons whose entries it has seen at exactly that
     /// version since (its own, and the leader's it took it from, included), in memory
     /// (Docs/Semantics.md §7, "Peers while busy"; ``noteVouchers()``).
-    var prefixVouchers: (version: VersionVector, daemons: Set<ReplicaID>)?
+    var prefixVouchers: (version: VersionVector, daemons: Set<ReplicaID>, holds: VersionVector)?
     /// The latest version every daemon's entry was seen at here (``noteVouchers()``): a stable
     /// prefix every daemon vouched for, which this daemon may compact at even once the entries
     /// moved on to the next proposal (``peerPrefixPoint(_:)``), with the daemons seen at it
     /// (``agreedPrefixNow``). In memory: lost with a restart.
-    var agreedPrefix: (version: VersionVector, daemons: Set<ReplicaID>)?
+    var agreedPrefix: (version: VersionVector, daemons: Set<ReplicaID>, holds: VersionVector)?
     /// The meet of the offers the leader last looked for a proposal in, and the versions whose
     /// prefix check (``prefixPoint(within:_:)``) this daemon made at its floor, with the answer:
     /// each is a pass over the history, and gives the same answer again for the same versions
