@@ -48,6 +48,13 @@ struct RelayedRecordTests {
         #expect(throws: WireError.self) { try OperationRuns(decoding: [1, 3, 1, 5, 4]) }
         // One replica, one run 0...2: counters start at 1.
         #expect(throws: WireError.self) { try OperationRuns(decoding: [1, 3, 1, 0, 2]) }
+        // Within a floor: counters up to it go, runs past it stay (cut where they cross it).
+        var trimmed = runs
+        var floor = VersionVector()
+        floor.observe(OpID(counter: 5, replica: ReplicaID(3)))
+        floor.observe(OpID(counter: 3, replica: ReplicaID(7)))
+        trimmed.remove(within: floor)
+        #expect(trimmed.runs == [ReplicaID(3): [6...9, 20...20]])
     }
 
     @Test("a document's own log: a relayed batch is named so after reopening, the others are not, and a snapshot carries the runs into the new generation")

@@ -46,6 +46,17 @@ public struct OperationRuns: Hashable, Sendable {
         for (r, list) in other.runs { for range in list { insert(r, range) } }
     }
 
+    /// Without the counters `version` holds (each replica's up to its counter there).
+    ///
+    /// - Complexity: O(g) for g runs.
+    public mutating func remove(within version: VersionVector) {
+        for (r, list) in runs {
+            let floor = version[r]
+            let kept = list.compactMap { $0.upperBound <= floor ? nil : max($0.lowerBound, floor + 1)...$0.upperBound }
+            runs[r] = kept.isEmpty ? nil : kept
+        }
+    }
+
     /// Without the runs of `replica`.
     public mutating func remove(_ replica: ReplicaID) { runs[replica] = nil }
 

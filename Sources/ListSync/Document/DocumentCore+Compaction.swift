@@ -236,7 +236,9 @@ extension DocumentCore {
         materialiseCatchUps()
         let report = try document.compact(stable: stable)
         durableCount = document.operationCount
-        relayedOperations = OperationRuns()
+        // Nothing within the floor is parted again; what the log keeps after it (a stable
+        // prefix) stays marked.
+        relayedOperations.remove(within: stable)
         // The log's positions are renumbered: what ``holdsPartedOriginals()`` found clean is
         // looked at again (a copy with a floor is asked too).
         partedHeldChecked = nil

@@ -235,8 +235,8 @@ public struct DocumentCore: Sendable {
     /// The log keeps them beside the batches (``Action/append(ticket:operations:relayed:)``, and
     /// each new generation with ``relayedRuns``), and the driver gives them back after a restart
     /// (``noteRelayed(_:)``): a stability file lost with its relay authors loses none of them
-    /// (Docs/Semantics.md §7, "A lost stability file"). Emptied by each compaction (nothing
-    /// before the floor is parted again).
+    /// (Docs/Semantics.md §7, "A lost stability file"). Each compaction drops those within its
+    /// floor (nothing before the floor is parted again); those after a stable prefix stay.
     var relayedOperations = OperationRuns()
     /// The version this daemon last published to its peers, and what is known to be after it
     /// (``refuseUnaccounted(_:relay:waiting:)``).
