@@ -125,16 +125,13 @@ extension DaemonProcessTests {
             #expect(code == 0, "\(err)")
         }
         #expect(try d.run(["move", "list", "0.0", "0.5"]).0 == 0)
-        // A command that holds its slot (watch) while others run: they take the next slot.
-        let watch = Process()
-        watch.executableURL = URL(fileURLWithPath: try #require(listsyncBinary()))
-        watch.arguments = ["watch", "list", "--daemon", d.address, "--key-file", d.keyFile, "--data", d.data]
-        watch.standardOutput = Pipe()
-        watch.standardError = Pipe()
-        try watch.run()
-        defer { if watch.isRunning { kill(watch.processIdentifier, SIGKILL); watch.waitUntilExit() } }
-        #expect(eventually(10) { FileManager.default.fileExists(atPath: d.data + "/clients/slot-0") })
-        try await Task.sleep(for: .milliseconds(500))
+        // A command that holds its slot (watch) while others run: they take the next slot. It
+        // takes its slot before it opens the document, and says "watching" once it has: waited
+        // for, not guessed (a 500 ms sleep lost the race on a loaded machine and the inserts took
+        // slot 0 before the watch did).
+        let watch = try BackgroundListsync(["watch", "list", "--daemon", d.address, "--key-file", d.keyFile, "--data", d.data])
+        defer { watch.stop() }
+        #expect(eventually(10) { watch.stdout.text.contains("watching") }, "\(watch.stderr.text)")
         for i in 0..<3 { #expect(try d.run(["insert", "list", "0.0", "while watching \(i)"]).0 == 0) }
 
         let key = try KeyFile.read(d.keyFile)
@@ -146,8 +143,7 @@ extension DaemonProcessTests {
 
         // The record says slot 0 sent more than the daemon holds (an edit that never became
         // durable there): the next command must not reuse the id.
-        kill(watch.processIdentifier, SIGKILL)
-        watch.waitUntilExit()
+        watch.stop()
         let before: ReplicaID
         do {
             let slot = try #require(try ClientReplicaTests.firstSlot(d.data + "/clients"))

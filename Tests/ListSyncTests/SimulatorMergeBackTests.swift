@@ -242,7 +242,8 @@ import Testing
     /// (Docs/Semantics.md §7, "A device learns what was parted"). The seeds are those of a scan
     /// of 9000–9299 and 3000–3299 that fail with ``DocumentCore/Variant/hidesPartedFromDevices``
     /// and pass with the rule, merging back (since peered daemons compact at stable prefixes;
-    /// 9142, 9095, 3252 and 3071, chosen before, no longer fail with the variant).
+    /// 9142, 9095, 3252 and 3071, chosen before, no longer fail with the variant, nor 9218 since
+    /// "An agreement not missed" changed when the daemons compact).
     static func learning(seed: UInt64) -> SimulationConfiguration {
         var config = hiddenRoaming(seed: seed)
         config.ring = seed >= 9000 && seed < 10_000
@@ -251,7 +252,7 @@ import Testing
         return config
     }
 
-    static let learningSeeds: [UInt64] = [9019, 9056, 9153, 9218, 3154]
+    static let learningSeeds: [UInt64] = [9019, 9056, 9153, 3154]
 
     @Test("devices learn what the daemons parted: a re-sync at a daemon without a floor does not wait for parted originals, a holder there loads a snapshot; every copy converges, copies parted: 0", arguments: learningSeeds)
     func devicesLearnWhatWasParted(seed: UInt64) {
