@@ -286,14 +286,15 @@ public struct DocumentCore: Sendable {
     /// (Docs/Semantics.md §7, "Peers while busy"; a pass over the history: once per
     /// ``compactionWait(_:)`` at most).
     var lastOffer: UInt64?
-    /// This daemon's entry's version and the daemons whose entries it has seen at exactly that
-    /// version since (its own, and the leader's it took it from, included), in memory
-    /// (Docs/Semantics.md §7, "Peers while busy"; ``noteVouchers()``).
+    /// This daemon's entry's version and the daemons whose entries vouched for it as seen here
+    /// since (at exactly that version, its own and the leader's it took it from included; or at a
+    /// version past it this copy held whole, those versions joined in `holds`), in memory
+    /// (Docs/Semantics.md §7, "Peers while busy" and "An agreement not missed"; ``noteVouchers()``).
     var prefixVouchers: (version: VersionVector, daemons: Set<ReplicaID>, holds: VersionVector)?
-    /// The latest version every daemon's entry was seen at here (``noteVouchers()``): a stable
-    /// prefix every daemon vouched for, which this daemon may compact at even once the entries
-    /// moved on to the next proposal (``peerPrefixPoint(_:)``), with the daemons seen at it
-    /// (``agreedPrefixNow``). In memory: lost with a restart.
+    /// The latest version every daemon's entry vouched for as seen here (``noteVouchers()``): a
+    /// stable prefix this daemon may compact at even once the entries moved on to the next
+    /// proposal (``peerPrefixPoint(_:)``), with the daemons seen vouching and the versions past it
+    /// this copy must still hold (``agreedPrefixNow``). In memory: lost with a restart.
     var agreedPrefix: (version: VersionVector, daemons: Set<ReplicaID>, holds: VersionVector)?
     /// The meet of the offers the leader last looked for a proposal in, and the versions whose
     /// prefix check (``prefixPoint(within:_:)``) this daemon made at its floor, with the answer:
