@@ -27,10 +27,10 @@ struct RelayedRecordTests {
     @Test("runs encode and decode: merged where they touch, split into parts, and bad bytes refused with a typed error")
     func runsCoding() throws {
         var runs = OperationRuns()
-        runs.insert(ReplicaID(3), 1...4)
-        runs.insert(ReplicaID(3), 5...9)
-        runs.insert(ReplicaID(3), 20...20)
-        runs.insert(ReplicaID(7), 2...3)
+        runs.insert(1...4, of: ReplicaID(3))
+        runs.insert(5...9, of: ReplicaID(3))
+        runs.insert(20...20, of: ReplicaID(3))
+        runs.insert(2...3, of: ReplicaID(7))
         #expect(runs.runs[ReplicaID(3)] == [1...9, 20...20])
         #expect(try OperationRuns(decoding: runs.encoded()) == runs)
         #expect(runs.contains(OpID(counter: 9, replica: ReplicaID(3))))
@@ -48,6 +48,18 @@ struct RelayedRecordTests {
         #expect(throws: WireError.self) { try OperationRuns(decoding: [1, 3, 1, 5, 4]) }
         // One replica, one run 0...2: counters start at 1.
         #expect(throws: WireError.self) { try OperationRuns(decoding: [1, 3, 1, 0, 2]) }
+        // Out of order: the runs stay sorted, disjoint and not adjacent, so one set is one value,
+        // and runs written out of order or overlapping (as a build before kept them) decode to it.
+        var unordered = OperationRuns()
+        for range: ClosedRange<UInt64> in [30...31, 10...12, 40...40, 13...14, 20...35, 1...1] { unordered.insert(range, of: ReplicaID(5)) }
+        #expect(unordered.runs[ReplicaID(5)] == [1...1, 10...14, 20...35, 40...40])
+        #expect(unordered.count == 1 + 5 + 16 + 1)
+        #expect(unordered.contains(OpID(counter: 35, replica: ReplicaID(5))))
+        #expect(!unordered.contains(OpID(counter: 36, replica: ReplicaID(5))))
+        #expect(!unordered.contains(OpID(counter: 2, replica: ReplicaID(5))))
+        #expect(try OperationRuns(decoding: [1, 5, 3, 20, 35, 10, 14, 30, 31]) == {
+            var r = OperationRuns(); r.insert(10...14, of: ReplicaID(5)); r.insert(20...35, of: ReplicaID(5)); return r
+        }())
         // Within a floor: counters up to it go, runs past it stay (cut where they cross it).
         var trimmed = runs
         var floor = VersionVector()

@@ -242,7 +242,7 @@ import ListCRDT
     func relayedKnownAfterRestart() throws {
         var (coreX, coreY, own, later) = try Self.restartedAfterRelay { runs in
             var withOwn = runs
-            withOwn.insert(Self.y, 1...1_000)   // Y's own operations are never taken for relayed
+            withOwn.insert(1...1_000, of: Self.y)   // Y's own operations are never taken for relayed
             return withOwn
         }
         #expect(!coreY.relayedRuns.runs.keys.contains(Self.y))

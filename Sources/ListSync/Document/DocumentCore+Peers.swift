@@ -269,7 +269,7 @@ extension DocumentCore {
         authors.remove(document.replica)
         if sub.role == .relay {
             for op in accepted where op.id.replica != document.replica {
-                relayedOperations.insert(op.id.replica, op.id.counter...op.lastID.counter)
+                relayedOperations.insert(op)
             }
             let local = authors.filter { stability.isLocal($0) }
             if stability.peers.noteRelayAuthors(authors, now: stabilityClock, isLocal: { local.contains($0) }) { stabilityUnsaved = true }
