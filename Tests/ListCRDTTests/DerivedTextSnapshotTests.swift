@@ -209,9 +209,9 @@ struct DerivedTextSnapshotTests {
         var bytes = doc.encodedSnapshot()
         bytes[4] = ListDocument.stateRecordsPastedSnapshotFormatVersion
         #expect(throws: WireError.self) { try ListDocument(snapshot: bytes, replica: ReplicaID(5)) }
-        // The version after the last this build writes (12, the compacted snapshot with skipped counters).
-        bytes[4] = ListDocument.compactedSkippedSnapshotFormatVersion + 1
-        #expect(throws: WireError.unsupportedVersion(ListDocument.compactedSkippedSnapshotFormatVersion + 1)) {
+        // The version after the last this build writes (13, the compacted snapshot whose floor admits concurrent operations).
+        bytes[4] = ListDocument.compactedConcurrentSnapshotFormatVersion + 1
+        #expect(throws: WireError.unsupportedVersion(ListDocument.compactedConcurrentSnapshotFormatVersion + 1)) {
             try ListDocument(snapshot: bytes, replica: ReplicaID(5))
         }
     }

@@ -110,8 +110,8 @@ struct PastedRecordsSnapshotTests {
         let (doc, _) = try Self.board(seed: 6)
         var bytes = doc.encodedStateSnapshotBeforeVersion11()
         #expect(bytes[4] == ListDocument.stateRecordsPastedSnapshotFormatVersion)
-        bytes[4] = ListDocument.compactedSkippedSnapshotFormatVersion + 1
-        #expect(throws: WireError.unsupportedVersion(ListDocument.compactedSkippedSnapshotFormatVersion + 1)) {
+        bytes[4] = ListDocument.compactedConcurrentSnapshotFormatVersion + 1
+        #expect(throws: WireError.unsupportedVersion(ListDocument.compactedConcurrentSnapshotFormatVersion + 1)) {
             try ListDocument(snapshot: bytes, replica: ReplicaID(9))
         }
         bytes[4] = ListDocument.stateRecordsSnapshotFormatVersion

@@ -1,7 +1,7 @@
 import Foundation
 import ListSyncTestSupport
 import Testing
-@testable import ListCRDT
+@_spi(Testing) @testable import ListCRDT
 import ListSyncSimulation
 
 /// Compaction at a stable prefix (Docs/Semantics.md §7, "A stable prefix"): a hub replica (a
@@ -15,6 +15,8 @@ import ListSyncSimulation
         var prefixCompactions = 0
         var shrunk = 0
         var dropped = 0
+        /// Compactions whose floor admitted concurrent operations (`keepingConcurrent`).
+        var concurrent = 0
         var problem: String?
     }
 
@@ -28,7 +30,13 @@ import ListSyncSimulation
     /// there and received the rest, and its snapshot loads. At the end everyone has everything
     /// and shows what the shadow shows; a replica that joins from the hub's snapshot, or catches
     /// up from its `operations(since:)`, too.
-    static func run(seed: UInt64, rounds: Int = 300) -> Outcome {
+    ///
+    /// With `keepingConcurrent`, the hub compacts at the replicas' minimum itself
+    /// (``ListDocument/concurrentPrefix(within:)``), keeping what the operations outside it that
+    /// are not after it name (``ListDocument/compact(stable:keepingConcurrent:)``): it shows what
+    /// it showed, fields included, and every later check is the same; `variant` breaks the engine.
+    static func run(seed: UInt64, rounds: Int = 300, keepingConcurrent: Bool = false,
+                    variant: EngineVariant = .correct) -> Outcome {
         var rng = SplitMix64(seed: seed &* 0x9E37_79B9 &+ 48)
         var out = Outcome()
         let n = 3
@@ -37,6 +45,7 @@ import ListSyncSimulation
         workload.fieldWrites = 15
         var docs = (0..<n).map { ListDocument(replica: ReplicaID(UInt64($0) + 1)) }
         var hub = ListDocument(replica: ReplicaID(50))
+        hub.variant = variant
         var shadow = ListDocument(replica: ReplicaID(99))
         var inFlight: [(op: ListOperation, to: Int)] = []   // to: 0..<n a replica, n the hub
         var counter = 0
@@ -74,6 +83,10 @@ import ListSyncSimulation
                 guard hub.pendingCount == 0, docs.allSatisfy({ hub.version[$0.replica] >= $0.version[$0.replica] }) else { continue }
                 var stable = hub.version
                 for d in docs { stable = stable.meet(d.version) }
+                if keepingConcurrent {
+                    if let why = Self.compactKeepingConcurrent(&hub, within: stable, outcome: &out) { return fail(why) }
+                    continue
+                }
                 let found = hub.compactablePrefix(within: stable)
                 if found != Self.prefixByPasses(hub, within: stable) {
                     return fail("the worklist found \(String(describing: found)), the passes \(String(describing: Self.prefixByPasses(hub, within: stable)))")
@@ -130,6 +143,34 @@ import ListSyncSimulation
             if joined.snapshot() != reference { return fail("a replica joining from the hub's snapshot differs") }
         } catch { return fail("the hub's snapshot does not load: \(error)") }
         return out
+    }
+
+    /// One compaction of `hub` at the greatest causally closed version within `stable`, keeping
+    /// the concurrent operations outside it; what went wrong, or nil.
+    static func compactKeepingConcurrent(_ hub: inout ListDocument, within stable: VersionVector, outcome out: inout Outcome) -> String? {
+        guard let prefix = hub.concurrentPrefix(within: stable) else { return nil }
+        if !stable.includes(prefix) { return "the prefix \(prefix) is not within \(stable)" }
+        let old = hub, version = hub.version, shown = hub.snapshot()
+        let concurrent = hub.concurrentOperations(outside: prefix)
+        do {
+            let report = try hub.compact(stable: prefix, keepingConcurrent: true)
+            out.compactions += 1
+            if prefix != version { out.prefixCompactions += 1 }
+            if !concurrent.isEmpty { out.concurrent += 1 }
+            out.dropped += report.operationsDropped
+        } catch { return "the hub did not compact at \(prefix) with \(concurrent.count) concurrent operations: \(error)" }
+        if hub.version != version { return "compaction moved the hub from \(version) to \(hub.version)" }
+        if hub.snapshot() != shown || hub.fieldsSnapshotMismatch(old) { return "compaction changed what the hub shows" }
+        do { try hub.checkInvariants() } catch { return "the hub after compacting: \(error)" }
+        if hub.historyFloor != prefix { return "the hub's floor is \(String(describing: hub.historyFloor)), not \(prefix)" }
+        if (hub.compaction?.admitted ?? OperationRuns()) != OperationRuns(concurrent) { return "the floor admits something else than the concurrent operations" }
+        do {
+            let loaded = try ListDocument(snapshot: hub.encodedSnapshot(), replica: ReplicaID(60))
+            if loaded.snapshot() != shown || loaded.version != version || loaded.fieldsSnapshotMismatch(old) {
+                return "the hub's snapshot loads as something else"
+            }
+        } catch { return "the hub's snapshot does not load: \(error)" }
+        return nil
     }
 
     /// ``ListDocument/compactablePrefix(within:)`` as it was before its worklist: passes over

@@ -209,7 +209,7 @@ struct StateRecordsSnapshotTests {
         #expect(loadedCount < damages)
     }
 
-    @Test("a reader of version 8 refuses version 9 by its version byte; this build refuses the version after 12 the same way")
+    @Test("a reader of version 8 refuses version 9 by its version byte; this build refuses the version after 13 the same way")
     func olderReaderRefuses() throws {
         let docs = try Self.board(seed: 3)
         var bytes = docs[0].encodedSnapshot()
@@ -217,9 +217,9 @@ struct StateRecordsSnapshotTests {
         // Version 10 is version 9 where records may be left to the log: labelled 10, the same document.
         bytes[4] = ListDocument.stateRecordsPastedSnapshotFormatVersion
         Self.expectSame(try ListDocument(snapshot: bytes, replica: ReplicaID(9)), docs[0], "labelled 10")
-        // The version after the last this build writes (12, the compacted snapshot with skipped counters).
-        bytes[4] = ListDocument.compactedSkippedSnapshotFormatVersion + 1
-        #expect(throws: WireError.unsupportedVersion(ListDocument.compactedSkippedSnapshotFormatVersion + 1)) {
+        // The version after the last this build writes (13, the compacted snapshot whose floor admits concurrent operations).
+        bytes[4] = ListDocument.compactedConcurrentSnapshotFormatVersion + 1
+        #expect(throws: WireError.unsupportedVersion(ListDocument.compactedConcurrentSnapshotFormatVersion + 1)) {
             try ListDocument(snapshot: bytes, replica: ReplicaID(9))
         }
         // Labelled 8, version 9's records part is not version 8's text records: a typed error.

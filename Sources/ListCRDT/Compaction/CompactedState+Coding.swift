@@ -19,6 +19,12 @@ extension ListDocument {
     /// operations since (Docs/WireFormat.md §5.12). A floor that skipped nothing still writes
     /// version 3, 4 or 6, byte for byte.
     public static let compactedSkippedSnapshotFormatVersion: UInt8 = 12
+    /// The compacted snapshot of a document whose floor admits concurrent operations
+    /// (``compact(stable:keepingConcurrent:)``): version 12 (flags, state, records, skipped
+    /// counters, possibly none), then the admitted operations' runs (a varint length and
+    /// ``OperationRuns/encoded()``), then the operations since (Docs/WireFormat.md §5.13). A floor
+    /// that admits nothing writes what it wrote before.
+    public static let compactedConcurrentSnapshotFormatVersion: UInt8 = 13
 
     /// Version 3: the floor's state, then the log (every operation applied since the floor).
     ///
@@ -26,12 +32,16 @@ extension ListDocument {
     func encodedCompactedSnapshot(_ floor: CompactionFloor) -> [UInt8] {
         var w = WireWriter()
         w.bytes.append(contentsOf: Self.snapshotMagic)
-        if floor.skipped.isEmpty {
+        let flags: UInt8 = floor.records.isEmpty ? 0 : floor.recordsHaveText ? 3 : 1
+        if !floor.admitted.isEmpty {
+            w.byte(Self.compactedConcurrentSnapshotFormatVersion)
+            w.byte(flags)
+        } else if floor.skipped.isEmpty {
             w.byte(floor.records.isEmpty ? Self.compactedSnapshotFormatVersion
                    : floor.recordsHaveText ? Self.compactedTextSnapshotFormatVersion : Self.compactedRecordsSnapshotFormatVersion)
         } else {
             w.byte(Self.compactedSkippedSnapshotFormatVersion)
-            w.byte(floor.records.isEmpty ? 0 : floor.recordsHaveText ? 3 : 1)
+            w.byte(flags)
         }
         w.count(floor.base.count)
         w.bytes.append(contentsOf: floor.base)
@@ -39,7 +49,12 @@ extension ListDocument {
             w.count(floor.records.count)
             w.bytes.append(contentsOf: floor.records)
         }
-        if !floor.skipped.isEmpty { SkippedCountersCoding.encode(floor.skipped, to: &w) }
+        if !floor.skipped.isEmpty || !floor.admitted.isEmpty { SkippedCountersCoding.encode(floor.skipped, to: &w) }
+        if !floor.admitted.isEmpty {
+            let runs = floor.admitted.encoded()
+            w.count(runs.count)
+            w.bytes.append(contentsOf: runs)
+        }
         appendEncodedOperations(since: VersionVector(), to: &w)
         return w.bytes
     }
@@ -51,7 +66,7 @@ extension ListDocument {
     ///   checked), then the cost of receiving the operations since.
     static func loadCompacted(_ r: inout WireReader, replica: ReplicaID, maxValueSize: Int,
                               records hasRecords: Bool = false, text: Bool = false,
-                              skipped hasSkipped: Bool = false) throws(WireError) -> ListDocument {
+                              skipped hasSkipped: Bool = false, admitted hasAdmitted: Bool = false) throws(WireError) -> ListDocument {
         let n = try r.count(minBytes: 1)
         let base = Array(try r.raw(n))
         var br = WireReader(base)
@@ -64,10 +79,19 @@ extension ListDocument {
             state.records = try RecordStore(decoding: recordBytes, maxValueSize: maxValueSize, text: text)
         }
         let skipped = hasSkipped ? try SkippedCountersCoding.decode(&r, version: state.version, frontier: state.frontier) : [:]
+        var admitted = OperationRuns()
+        if hasAdmitted {
+            let at = r.offset
+            admitted = try OperationRuns(decoding: try r.raw(try r.count(minBytes: 1)))
+            guard !admitted.isEmpty else { throw .invalidValue("a floor that admits no operation", offset: at) }
+            for (replica, runs) in admitted.runs where runs.first!.lowerBound <= state.version[replica] {
+                throw .invalidValue("an admitted operation of \(replica) within the floor", offset: at)
+            }
+        }
         do { try state.validate() } catch { throw .inconsistentSnapshot(error.why) }
         var doc = state.build(replica: replica, maxValueSize: maxValueSize)
         doc.compaction = CompactionFloor(version: state.version, frontier: state.frontier, base: base, writes: state.writes,
-                                         records: recordBytes, recordsHaveText: text, skipped: skipped)
+                                         records: recordBytes, recordsHaveText: text, skipped: skipped, admitted: admitted)
         do { try doc.checkInvariants() } catch { throw .inconsistentSnapshot("the compacted state: \(error)") }
         let maxOperations = r.remaining > (Int.max - 65_536) / 16 ? Int.max : r.remaining * 16 + 65_536
         let batch = try DecodedBatch.decode(from: &r, maxValueSize: maxValueSize, maxOperations: maxOperations)

@@ -54,7 +54,8 @@ extension CompactedState {
     /// `collect` false, every slot and item is kept (the document's state as it is).
     ///
     /// - Complexity: O(n + e) for n slots and e entities.
-    init(extracting doc: ListDocument, collect: Bool = true) {
+    /// `keep` adds what a compaction keeping concurrent operations keeps (``ConcurrentKeep``).
+    init(extracting doc: ListDocument, collect: Bool = true, keep extra: ConcurrentKeep = ConcurrentKeep()) {
         version = doc.version
         clock = doc.clock
         frontier = Array(doc.frontier)
@@ -77,6 +78,16 @@ extension CompactedState {
                 if k == 0 || shows[k - 1] { keep[lv.int] = true }   // the first of a run of hidden slots
             }
             order.append(lvs)
+        }
+        // What concurrent operations name or scan.
+        var whole = Array(repeating: false, count: doc.items.count)
+        if !extra.isEmpty {
+            for id in extra.slots { if let lv = doc.slots.lv(of: id) { keep[lv.int] = true } }
+            for id in extra.items {
+                guard let lv = doc.slots.lv(of: id), doc.slots.sequence(of: lv).isItems else { continue }
+                keep[lv.int] = true
+                whole[doc.slots.entity(of: lv).int] = true
+            }
         }
         // Items with a kept slot keep their insert and winning slots too.
         var keptItem = Array(repeating: false, count: doc.items.count)
@@ -120,7 +131,7 @@ extension CompactedState {
         }
         sections = doc.sections.indices.map { entity(doc.sections, $0, alive: true) }
         for i in doc.items.indices where keptItem[i.int] {
-            items.append(entity(doc.items, i, alive: !collect || doc.items.isAlive(i)))
+            items.append(entity(doc.items, i, alive: !collect || whole[i.int] || doc.items.isAlive(i)))
         }
         trees = order.map { lvs in lvs.compactMap { keep[$0.int] ? newLV[$0.int] : nil } }
         // With no record left, the field clock is still kept: a later write must take a clock past
@@ -129,8 +140,8 @@ extension CompactedState {
         if !doc.records.isBlank {
             // A dead item's record goes with its value (undo remembers both, Docs/Semantics.md §8.9).
             var live = Set(sections.map(\.id))
-            for i in doc.items.indices where !collect || doc.items.isAlive(i) { live.insert(doc.items.rows[i.int].id) }
-            records = doc.records.compacted(keeping: live)
+            for i in doc.items.indices where !collect || whole[i.int] || doc.items.isAlive(i) { live.insert(doc.items.rows[i.int].id) }
+            records = doc.records.compacted(keeping: live, asIs: extra.entities)
         }
     }
 

@@ -19,6 +19,10 @@ struct CompactionFloor: Sendable {
     /// The counters `version` counts that the copy never held, per replica, as runs
     /// (``ListDocument/floorSkipped``); written by snapshot version 12 when there are any.
     var skipped: [ReplicaID: [ClosedRange<UInt64>]] = [:]
+    /// The operations outside `version` that were not causally after it when the floor was made
+    /// (a compaction keeping concurrent operations, ``ListDocument/compact(stable:keepingConcurrent:)``):
+    /// taken when received, as if after the floor (written by snapshot version 13 when there are any).
+    var admitted = OperationRuns()
 }
 
 /// Why ``ListDocument/compact(stable:)`` did nothing.
@@ -94,11 +98,11 @@ extension ListDocument {
     /// ``compact(stable:)`` at `stable`, this document's version.
     ///
     /// - Complexity: O(n + e + m) for n slots, e entities and m logged operations.
-    mutating func compactQuiescent(stable: VersionVector) throws(CompactionError) -> CompactionReport {
+    mutating func compactQuiescent(stable: VersionVector, keep: ConcurrentKeep = ConcurrentKeep()) throws(CompactionError) -> CompactionReport {
         guard stable.includes(versionVector), versionVector.includes(stable) else {
             throw .notQuiescent(stable: stable, version: versionVector)
         }
-        let state = CompactedState(extracting: self)
+        let state = CompactedState(extracting: self, keep: keep)
         let skipped = skippedCounters()
         var report = CompactionReport(slotsBefore: slots.count, slotsAfter: state.slotCount,
                                       itemsBefore: items.count, itemsAfter: state.items.count,
@@ -107,7 +111,8 @@ extension ListDocument {
         doc.compaction = CompactionFloor(version: state.version, frontier: state.frontier,
                                          base: state.encoded(), writes: state.writes,
                                          records: state.records.isBlank ? [] : state.records.encoded(),
-                                         recordsHaveText: state.records.hasText, skipped: skipped)
+                                         recordsHaveText: state.records.hasText, skipped: skipped,
+                                         admitted: keep.admitted)
         doc.keepBeside(from: self)
         self = doc
         recountBytes()   // built from the kept state, not operation by operation
@@ -152,6 +157,7 @@ extension ListDocument {
     /// - Complexity: O(d × h) for d dependencies and h heads of the floor.
     public func isBeforeFloor(_ op: ListOperation) -> Bool {
         guard let floor = compaction else { return false }
+        if !floor.admitted.isEmpty, floor.admitted.contains(op.id) { return false }
         for d in op.deps where !floor.version.contains(d) { return false }
         for f in floor.frontier where !op.deps.contains(f) { return true }
         return false

@@ -59,7 +59,7 @@ extension ListDocument {
     /// boundaries, and every operation applied here outside it is causally after it.
     ///
     /// - Complexity: O(m × r) for m operations logged since the floor and r replicas.
-    func prefixProblem(_ stable: VersionVector, history: PrefixHistory) -> String? {
+    func prefixProblem(_ stable: VersionVector, history: PrefixHistory, keepingConcurrent: Bool = false) -> String? {
         let floor = compaction?.version ?? VersionVector()
         guard versionVector.includes(stable) else { return "this document has not applied all of it" }
         guard stable.includes(floor) else { return "it does not include the floor \(floor)" }
@@ -69,7 +69,7 @@ extension ListDocument {
             if inside != stable.contains(op.lastID) { return "it ends inside operation \(op.id)" }
             if inside {
                 if !stable.includes(history.pasts[k]) { return "operation \(op.id) in it depends on one outside it" }
-            } else if !history.pasts[k].includes(stable) {
+            } else if !keepingConcurrent, !history.pasts[k].includes(stable) {
                 return "operation \(op.id) outside it was made before its author had seen all of it"
             }
         }
@@ -84,13 +84,21 @@ extension ListDocument {
     ///
     /// - Complexity: O(n + e + m × r) for n slots, e entities, m logged operations and r
     ///   replicas, plus receiving the m operations again.
-    mutating func compactAtPrefix(_ stable: VersionVector) throws(CompactionError) -> CompactionReport {
+    mutating func compactAtPrefix(_ stable: VersionVector, keepingConcurrent: Bool = false) throws(CompactionError) -> CompactionReport {
         let history = PrefixHistory(self)
-        if let why = prefixProblem(stable, history: history) { throw .notStablePrefix(stable: stable, version: versionVector, why: why) }
-        var before: [ListOperation] = [], after: [ListOperation] = []
-        for op in history.ops {
-            if stable.contains(op.id) { before.append(op) } else { after.append(op) }
+        if let why = prefixProblem(stable, history: history, keepingConcurrent: keepingConcurrent) {
+            throw .notStablePrefix(stable: stable, version: versionVector, why: why)
         }
+        var before: [ListOperation] = [], after: [ListOperation] = [], concurrent: [ListOperation] = []
+        for (k, op) in history.ops.enumerated() {
+            if stable.contains(op.id) {
+                before.append(op)
+            } else {
+                after.append(op)
+                if !history.pasts[k].includes(stable) { concurrent.append(op) }
+            }
+        }
+        let keep = concurrentKeep(at: stable, concurrent: concurrent)
         var doc = floorDocument()
         _ = doc.receive(before)
         guard doc.versionVector == stable, doc.pendingCount == 0 else {
@@ -98,7 +106,7 @@ extension ListDocument {
         }
         let slotsBefore = slots.count, itemsBefore = items.count
         var report: CompactionReport
-        report = try doc.compactQuiescent(stable: stable)
+        report = try doc.compactQuiescent(stable: stable, keep: keep)
         report.slotsBefore = slotsBefore
         report.itemsBefore = itemsBefore
         report.operationsDropped = before.count
@@ -162,7 +170,8 @@ extension ListDocument {
 }
 
 /// The operations logged since a document's floor, in log order, each with its causal past as a
-/// version (the floor, and every logged operation it depends on, directly or not).
+/// version (the floor, and every logged operation it depends on, directly or not; for an operation
+/// the floor admitted, of the floor only what its dependencies there name).
 struct PrefixHistory {
     var ops: [ListOperation]
     var pasts: [VersionVector]
@@ -176,9 +185,17 @@ struct PrefixHistory {
         pasts = []
         pasts.reserveCapacity(ops.count)
         let floor = doc.compaction?.version ?? VersionVector()
-        // Every logged operation is after the floor: its past holds the floor whole.
+        let admitted = doc.compaction?.admitted ?? OperationRuns()
+        // Every logged operation is after the floor, its past holding the floor whole, except
+        // those the floor admitted (concurrent with it): theirs holds, of the floor, what their
+        // dependencies there are sure to (each one's replica up to it). Less than their past, so
+        // they are never taken for after a version they are not after.
         for (k, op) in ops.enumerated() {
             var past = floor
+            if !admitted.isEmpty, admitted.contains(op.id) {
+                past = VersionVector()
+                for d in op.deps where floor.contains(d) { past.observe(d) }
+            }
             for d in op.deps where !floor.contains(d) {
                 guard let j = Self.find(d, in: index[d.replica] ?? []) else { continue }
                 past.formUnion(pasts[j])

@@ -28,4 +28,9 @@
     /// edits again under later counters) is dropped, as before the rule that keeps it waiting
     /// (Docs/Semantics.md §3.8): an acknowledged edit on a parted original is lost.
     case dropsWokenOnSkippedCause
+    /// A compaction that keeps concurrent operations (``ListDocument/compact(stable:keepingConcurrent:)``)
+    /// admits them but keeps nothing they name or scan: collected slots, values and records they
+    /// need are gone when they are received again (Docs/Semantics.md §7, "Compacting under a chain
+    /// of concurrent edits").
+    case keepsNothingForConcurrent
 }

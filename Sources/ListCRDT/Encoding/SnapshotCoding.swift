@@ -114,12 +114,13 @@ extension ListDocument {
             recountBytes()
             return
         }
-        if version == Self.compactedSkippedSnapshotFormatVersion {
+        if version == Self.compactedSkippedSnapshotFormatVersion || version == Self.compactedConcurrentSnapshotFormatVersion {
             let at = r.offset
             let flags = try r.byte()
             guard flags == 0 || flags == 1 || flags == 3 else { throw .invalidValue("compacted snapshot flags \(flags)", offset: at) }
             self = try Self.loadCompacted(&r, replica: replica, maxValueSize: maxValueSize,
-                                          records: flags & 1 != 0, text: flags & 2 != 0, skipped: true)
+                                          records: flags & 1 != 0, text: flags & 2 != 0, skipped: true,
+                                          admitted: version == Self.compactedConcurrentSnapshotFormatVersion)
             records.conflicts = []
             recountBytes()
             return

@@ -140,11 +140,17 @@ extension RecordStore {
     }
 
     /// The records compaction keeps: those of entities in `kept`, each field folded
-    /// (``FieldState/folded``); a removed field whose every tag is gone is dropped too.
-    func compacted(keeping kept: Set<OpID>) -> RecordStore {
+    /// (``FieldState/folded``); a removed field whose every tag is gone is dropped too. The
+    /// records of `asIs` (entities concurrent operations name, which are received again on the
+    /// compacted document) are kept as they are.
+    func compacted(keeping kept: Set<OpID>, asIs: Set<OpID> = []) -> RecordStore {
         var out = RecordStore()
         out.clock = clock
         for (e, fields) in allRecords where kept.contains(e) {
+            if asIs.contains(e) {
+                out.materialized[e] = fields
+                continue
+            }
             var keptFields: [String: FieldState] = [:]
             for (name, f) in fields {
                 let folded = f.folded

@@ -166,11 +166,20 @@ extension DocumentCore {
     /// - Complexity: that of ``ListDocument/compactablePrefix(within:)``, and O(r) for the r
     ///   records of the log.
     func prefixPoint(within stable: VersionVector, _ trigger: CompactionTrigger) -> VersionVector? {
-        guard let prefix = document.compactablePrefix(within: stable) else { return nil }
+        let found = keepsConcurrent ? document.concurrentPrefix(within: stable) : document.compactablePrefix(within: stable)
+        guard let prefix = found else { return nil }
         let count = document.operationCount
         let inPrefix = count - document.countOperations(since: prefix, before: count)
         return inPrefix >= trigger.minOperations ? prefix : nil
     }
+
+    /// Whether a compaction at a prefix keeps the concurrent operations outside it
+    /// (``ListDocument/compact(stable:keepingConcurrent:)``, Docs/Semantics.md §7, "Compacting
+    /// under a chain of concurrent edits"): a daemon without peers, whose stable version every
+    /// operation to come is after (each sender acknowledged it after sending every operation it
+    /// had made). With peers, an operation not after the floor may still come from a peer's link,
+    /// so a peered copy compacts only at an agreed stable prefix.
+    public var keepsConcurrent: Bool { !isPeered && variant != .compactsOnlyAtStablePrefixes }
 
     /// The version the senders allow compacting at while the document keeps moving
     /// (Docs/Semantics.md §7, "A stable prefix"), before the engine's check: the stable version
@@ -234,7 +243,7 @@ extension DocumentCore {
         // still in the log is rebuilt first, from the history the compaction drops (and the
         // positions it renumbers): what is sent stays what it was.
         materialiseCatchUps()
-        let report = try document.compact(stable: stable)
+        let report = try document.compact(stable: stable, keepingConcurrent: keepsConcurrent)
         durableCount = document.operationCount
         // Nothing within the floor is parted again; what the log keeps after it (a stable
         // prefix) stays marked.

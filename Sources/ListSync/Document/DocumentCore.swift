@@ -87,6 +87,11 @@ public struct DocumentCore: Sendable {
         /// (Docs/Semantics.md §7, "A stable prefix"): a document its devices keep editing never
         /// compacts.
         case compactsOnlyWhenQuiescent
+        /// Compacts a document that is not quiescent only at a stable prefix (every operation held
+        /// outside it after it), as before compaction keeping concurrent operations
+        /// (Docs/Semantics.md §7, "Compacting under a chain of concurrent edits"): devices that each
+        /// edit before taking the others' last edits leave it nothing to compact at.
+        case compactsOnlyAtStablePrefixes
         /// Tells no device what the daemons parted in merges back (no `parted` message), and
         /// answers a subscriber that holds parted originals with operations where this copy has
         /// no floor, as before the repair: a device re-syncing here waits for ever for its own
