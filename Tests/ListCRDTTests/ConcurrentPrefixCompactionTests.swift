@@ -106,5 +106,9 @@ import Testing
         #expect(before[4] == ListDocument.compactedConcurrentSnapshotFormatVersion)
         let loaded = try ListDocument(snapshot: before, replica: ReplicaID(60))
         #expect(loaded.snapshot() == hub.snapshot())
+        // Cut at any byte: a typed error, nothing loaded.
+        for cut in 0 ..< before.count {
+            #expect(throws: WireError.self, "cut at \(cut)") { try ListDocument(snapshot: Array(before.prefix(cut)), replica: ReplicaID(61)) }
+        }
     }
 }

@@ -523,9 +523,17 @@ public struct DeviceClientMachine: Sendable {
     /// The daemon compacted at `floor` (`stable`): whether the copy compacts there too
     /// (``DeviceCopyPolicy/compactsAtFloor(_:version:historyFloor:resyncing:)``). The driver
     /// compacts, then calls ``compacted(at:document:)``.
+    ///
+    /// Only at a stable prefix of the copy (``ListDocument/compactablePrefix(within:)`` is the
+    /// floor): a daemon without peers compacts keeping concurrent operations (Docs/Semantics.md
+    /// §7, "Compacting under a chain of concurrent edits"), and a copy that holds some outside
+    /// the floor keeps its history until a later floor.
+    ///
+    /// - Complexity: O(m × r) for m operations logged since the copy's floor and r replicas.
     public func compacts(at floor: VersionVector, document: ListDocument) -> Bool {
         DeviceCopyPolicy.compactsAtFloor(floor, version: document.version, historyFloor: document.historyFloor,
                                          resyncing: isResyncing)
+            && (document.version == floor || document.compactablePrefix(within: floor) == floor)
     }
 
     /// The copy compacted at `floor`: the daemon holds it (it compacted there, durably), so what

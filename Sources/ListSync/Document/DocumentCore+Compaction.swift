@@ -175,11 +175,12 @@ extension DocumentCore {
 
     /// Whether a compaction at a prefix keeps the concurrent operations outside it
     /// (``ListDocument/compact(stable:keepingConcurrent:)``, Docs/Semantics.md §7, "Compacting
-    /// under a chain of concurrent edits"): a daemon without peers, whose stable version every
+    /// under a chain of concurrent edits"): a daemon without peers (none linked, and the rule
+    /// never said it has some: ``CompactionRule/peered``), whose stable version every
     /// operation to come is after (each sender acknowledged it after sending every operation it
     /// had made). With peers, an operation not after the floor may still come from a peer's link,
     /// so a peered copy compacts only at an agreed stable prefix.
-    public var keepsConcurrent: Bool { !isPeered && variant != .compactsOnlyAtStablePrefixes }
+    public var keepsConcurrent: Bool { !isPeered && !ruledPeered && variant != .compactsOnlyAtStablePrefixes }
 
     /// The version the senders allow compacting at while the document keeps moving
     /// (Docs/Semantics.md §7, "A stable prefix"), before the engine's check: the stable version

@@ -137,6 +137,7 @@ extension DocumentCore {
     /// - Complexity: that of ``refreshPeers(now:retireAfter:forgotten:)`` and ``compactionPoint(_:)``.
     public mutating func housekeeping(stabilityNow: UInt64, now: UInt64, rule: CompactionRule) -> Housekeeping {
         var step = Housekeeping()
+        if rule.peered { ruledPeered = true }
         // A document that keeps moving is compacted at a stable prefix (Docs/Semantics.md §7,
         // "A stable prefix", "Peers while busy"): looking for one costs a pass over the history
         // (O(m × r)), so it is looked for once per interval at most, found or not.

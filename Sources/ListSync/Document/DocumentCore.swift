@@ -287,6 +287,10 @@ public struct DocumentCore: Sendable {
     /// The driver's monotonic time ``housekeeping(stabilityNow:now:rule:)`` last looked for a
     /// stable prefix (a pass over the history: once per ``compactionWait(_:)`` at most).
     var lastPrefixSearch: UInt64?
+    /// Whether the rule ever said this daemon has peers (``CompactionRule/peered``): it then
+    /// never compacts keeping concurrent operations (``keepsConcurrent``), even before a peer's
+    /// link has said anything.
+    var ruledPeered = false
     /// The driver's monotonic time this daemon last made its entry's offer of a stable prefix
     /// (Docs/Semantics.md §7, "Peers while busy"; a pass over the history: once per
     /// ``compactionWait(_:)`` at most).
