@@ -45,7 +45,7 @@ import ListSyncRandom
     /// quiescent). The core's housekeeping runs after every round, with an operations trigger
     /// of 8 and no interval; a point it finds is compacted at.
     static func run(seed: UInt64, rounds: Int = 60, variant: DocumentCore.Variant = .correct, mode: Mode = .twoWritersInRounds,
-                    interval: UInt64 = 0) throws -> Outcome {
+                    interval: UInt64 = 0, peered: Bool = false) throws -> Outcome {
         var rng = SplitMix64(seed: seed)
         // Made by the daemon's own replica (as at `create`): it holds everything it made.
         let base = Fixture.typed(3, replica: 99)
@@ -56,6 +56,7 @@ import ListSyncRandom
         var lagged = core.document
         var rule = CompactionRule(retireAfter: 1 << 40, minOperations: 8, interval: interval, gossipInterval: 10)
         rule.stablePrefixes = true
+        rule.peered = peered
         for (k, sub) in devices.enumerated() {
             _ = core.subscribe(sub, epoch: 7, version: base.version)
             _ = core.seen(sub, replica: replicas[k], version: base.version, role: .compactingDevice, now: 1)
@@ -153,7 +154,7 @@ import ListSyncRandom
         }
     }
 
-    @Test("two devices that each edit before taking the other's last edits leave no stable prefix (a chain of concurrent edits that never breaks): the core compacts at what both acknowledged, keeping what the concurrent edits name, again and again, its history stays short, and it loses nothing; compacting only at stable prefixes (compactsOnlyAtStablePrefixes) it compacts hardly at all")
+    @Test("two devices that each edit before taking the other's last edits leave no stable prefix (a chain of concurrent edits that never breaks): the core compacts at what both acknowledged, keeping what the concurrent edits name, again and again, its history stays short, and it loses nothing; compacting only at stable prefixes (compactsOnlyAtStablePrefixes), or with peers, it compacts hardly at all")
     func twoWritersLaggingCompactKeepingConcurrent() throws {
         for seed in UInt64(1)...4 {
             var o = try Self.run(seed: seed, mode: .twoWritersLagging)
@@ -164,6 +165,11 @@ import ListSyncRandom
             #expect(old.compactions <= 3, "seed \(seed): \(old.compactions) compactions at stable prefixes only")
             #expect(old.mostHeld > 3 * o.mostHeld, "seed \(seed): \(old.mostHeld) held at stable prefixes only, \(o.mostHeld) keeping concurrent edits")
             try Self.checkNothingLost(&old, seed: seed)
+            // A daemon the rule says has peers (none linked yet) keeps to stable prefixes too:
+            // a peer's link could still bring an operation not after its floor.
+            var peered = try Self.run(seed: seed, mode: .twoWritersLagging, peered: true)
+            #expect(peered.compactions <= 3, "seed \(seed): \(peered.compactions) compactions with peers")
+            try Self.checkNothingLost(&peered, seed: seed)
         }
     }
 
