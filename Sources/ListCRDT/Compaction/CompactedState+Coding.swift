@@ -79,14 +79,10 @@ extension ListDocument {
             state.records = try RecordStore(decoding: recordBytes, maxValueSize: maxValueSize, text: text)
         }
         let skipped = hasSkipped ? try SkippedCountersCoding.decode(&r, version: state.version, frontier: state.frontier) : [:]
-        var admitted = OperationRuns()
+        var admitted = AdmittedOperations()
         if hasAdmitted {
-            let at = r.offset
-            admitted = try OperationRuns(decoding: try r.raw(try r.count(minBytes: 1)))
-            guard !admitted.isEmpty else { throw .invalidValue("a floor that admits no operation", offset: at) }
-            for (replica, runs) in admitted.runs where runs.first!.lowerBound <= state.version[replica] {
-                throw .invalidValue("an admitted operation of \(replica) within the floor", offset: at)
-            }
+            admitted = try AdmittedOperations(decoding: try r.raw(try r.count(minBytes: 1)), version: state.version,
+                                              heads: state.frontier.count)
         }
         do { try state.validate() } catch { throw .inconsistentSnapshot(error.why) }
         var doc = state.build(replica: replica, maxValueSize: maxValueSize)

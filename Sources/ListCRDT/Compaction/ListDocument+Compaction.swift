@@ -22,7 +22,7 @@ struct CompactionFloor: Sendable {
     /// The operations outside `version` that were not causally after it when the floor was made
     /// (a compaction keeping concurrent operations, ``ListDocument/compact(stable:keepingConcurrent:)``):
     /// taken when received, as if after the floor (written by snapshot version 13 when there are any).
-    var admitted = OperationRuns()
+    var admitted = AdmittedOperations()
 }
 
 /// Why ``ListDocument/compact(stable:)`` did nothing.
@@ -151,13 +151,21 @@ extension ListDocument {
     }
 
     /// Whether `op` (not applied here) is not causally after the compaction floor: its
-    /// dependencies include neither every head of the floor nor any operation applied after it.
+    /// dependencies include neither every head of the floor nor any operation applied after it
+    /// other than those the floor admitted (concurrent with it, ``compact(stable:keepingConcurrent:)``;
+    /// an admitted operation itself is taken).
     /// Its author had not seen the whole floor, so it may name collected state; it is refused.
     ///
     /// - Complexity: O(d × h) for d dependencies and h heads of the floor.
     public func isBeforeFloor(_ op: ListOperation) -> Bool {
         guard let floor = compaction else { return false }
-        if !floor.admitted.isEmpty, floor.admitted.contains(op.id) { return false }
+        // An operation the floor admitted is taken. One that depends on an admitted operation is
+        // after the floor when every head is in its past: the heads it names, those in the pasts
+        // of the admitted ones it names, or all of them through one applied after the floor.
+        if !floor.admitted.isEmpty {
+            if floor.admitted.contains(op.id) { return false }
+            return Self.headsSeen(by: op.deps, heads: floor.frontier, floor: floor.version, admitted: floor.admitted) != nil
+        }
         for d in op.deps where !floor.version.contains(d) { return false }
         for f in floor.frontier where !op.deps.contains(f) { return true }
         return false

@@ -14,7 +14,8 @@ import Foundation
 //   compacted);
 // - in every tree, the slot of `C` right before and right after every slot outside `C` (a later
 //   insert that goes after a slot of `X` names the next slot as its right origin; the others
-//   are the anchors a stable prefix keeps).
+//   are the anchors a stable prefix keeps), and around every slot kept for `X` (one hidden at
+//   `C` can show again once `X` is received: a move its delete did not see).
 // The compacted document takes the operations of `X` again (the floor *admits* them,
 // `CompactionFloor.admitted`), and every operation after `C` as a stable prefix does.
 
@@ -63,7 +64,7 @@ extension ListDocument {
     func concurrentKeep(at c: VersionVector, concurrent: [ListOperation]) -> ConcurrentKeep {
         var keep = ConcurrentKeep()
         guard !concurrent.isEmpty else { return keep }
-        keep.admitted = OperationRuns(concurrent)
+        keep.named = true
         if variant == .keepsNothingForConcurrent { return keep }
         // Tree order of every slot, and where each is.
         var where_: [Int32: (tree: Int32, position: Int)] = [:]
@@ -111,6 +112,21 @@ extension ListDocument {
                 if depth > 0 { keep.slots.insert(slots.id(of: lv)) }
             }
         }
+        // The insert and winning slots of every item named whole (kept by the extraction too), and
+        // around every slot kept so far: the nearest slot of `c` on each side. A slot hidden in `c`
+        // can show again once the concurrent operations are received (a move of `X` its delete
+        // did not see), and a later insert after it names the slot that follows it.
+        for id in keep.items {
+            guard let lv = slots.lv(of: id) else { continue }
+            let row = items.rows[slots.entity(of: lv).int]
+            keep.slots.insert(slots.id(of: row.winner))
+        }
+        for id in keep.slots {
+            guard let lv = slots.lv(of: id), let at = where_[lv.raw] else { continue }
+            let lvs = order[Int(at.tree)]
+            if let p = lvs[..<at.position].lastIndex(where: inC) { keep.slots.insert(slots.id(of: lvs[p])) }
+            if at.position + 1 < lvs.count, let n = lvs[(at.position + 1)...].firstIndex(where: inC) { keep.slots.insert(slots.id(of: lvs[n])) }
+        }
         // Around every slot outside `c`: the nearest slot of `c` on each side.
         for lvs in order {
             var lastInC: LocalVersion? = nil
@@ -157,8 +173,11 @@ struct ConcurrentKeep {
     var items: Set<OpID> = []
     /// Entities (and other ids) the concurrent operations name: their records are kept as they are.
     var entities: Set<OpID> = []
-    /// The concurrent operations, which the floor takes when they are received again.
-    var admitted = OperationRuns()
+    /// The concurrent operations, which the floor takes when they are received again, each with
+    /// the floor's heads in its past (set by the caller, which finds them on the compacted version).
+    var admitted = AdmittedOperations()
+    /// Whether anything is kept for concurrent operations.
+    var named = false
 
-    var isEmpty: Bool { admitted.isEmpty }
+    var isEmpty: Bool { !named }
 }

@@ -89,20 +89,20 @@ extension ListDocument {
         if let why = prefixProblem(stable, history: history, keepingConcurrent: keepingConcurrent) {
             throw .notStablePrefix(stable: stable, version: versionVector, why: why)
         }
-        var before: [ListOperation] = [], after: [ListOperation] = [], concurrent: [ListOperation] = []
-        for (k, op) in history.ops.enumerated() {
-            if stable.contains(op.id) {
-                before.append(op)
-            } else {
-                after.append(op)
-                if !history.pasts[k].includes(stable) { concurrent.append(op) }
-            }
+        var before: [ListOperation] = [], after: [ListOperation] = []
+        for op in history.ops {
+            if stable.contains(op.id) { before.append(op) } else { after.append(op) }
         }
-        let keep = concurrentKeep(at: stable, concurrent: concurrent)
         var doc = floorDocument()
         _ = doc.receive(before)
         guard doc.versionVector == stable, doc.pendingCount == 0 else {
             throw .notStablePrefix(stable: stable, version: versionVector, why: "its operations did not apply on the floor")
+        }
+        var keep = ConcurrentKeep()
+        if keepingConcurrent {
+            let found = Self.admittedAt(heads: Array(doc.frontier), stable: stable, after: after)
+            keep = concurrentKeep(at: stable, concurrent: found.ops)
+            keep.admitted = found.admitted
         }
         let slotsBefore = slots.count, itemsBefore = items.count
         var report: CompactionReport
@@ -185,7 +185,7 @@ struct PrefixHistory {
         pasts = []
         pasts.reserveCapacity(ops.count)
         let floor = doc.compaction?.version ?? VersionVector()
-        let admitted = doc.compaction?.admitted ?? OperationRuns()
+        let admitted = doc.compaction?.admitted ?? AdmittedOperations()
         // Every logged operation is after the floor, its past holding the floor whole, except
         // those the floor admitted (concurrent with it): theirs holds, of the floor, what their
         // dependencies there are sure to (each one's replica up to it). Less than their past, so
