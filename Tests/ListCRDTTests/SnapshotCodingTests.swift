@@ -98,9 +98,9 @@ import ListSyncTestTraits
         let good = doc.encodedSnapshot()
         var wrongMagic = good; wrongMagic[0] = 0x58
         #expect(throws: WireError.invalidTag(0x58, offset: 0)) { try ListDocument(snapshot: wrongMagic, replica: ReplicaID(1)) }
-        // (Version 12 is the compacted state with the counters its floor skipped, Docs/WireFormat.md
-        // §5.12: the next one is unknown.)
-        let unknown = ListDocument.compactedSkippedSnapshotFormatVersion + 1
+        // (Version 13 is the compacted state whose floor admits concurrent operations,
+        // Docs/WireFormat.md §5.13: the next one is unknown.)
+        let unknown = ListDocument.compactedConcurrentSnapshotFormatVersion + 1
         var wrongVersion = good; wrongVersion[4] = unknown
         #expect(throws: WireError.unsupportedVersion(unknown)) { try ListDocument(snapshot: wrongVersion, replica: ReplicaID(1)) }
         #expect(throws: WireError.trailingBytes(2)) { try ListDocument(snapshot: good + [0, 0], replica: ReplicaID(1)) }

@@ -63,11 +63,14 @@ struct DiscoveryAttackTests {
         let datagram = a.encoded(key: scene.key)
         scene.send(a)
         #expect(honest.waitForConnection(seconds: livenessGuardSeconds), "the announced address is dialled: \(d.log)")
+        #expect(Self.peers(d) == ["127.0.0.1:\(honest.port)"])
         try #require(UDPSender(from: "127.0.0.8")).send(datagram, to: udp)
         try #require(UDPSender(from: "127.0.0.7")).send(datagram, to: udp)
         #expect(eventually(10) { Self.verdicts(d)["replayed"] == 2 }, "\(Self.verdicts(d))")
         #expect(Self.verdicts(d)["accepted"] == 1)
-        #expect(Self.peers(d) == ["127.0.0.1:\(honest.port)"])
+        // The replays add no peer. (The honest one, which never answers, may be dropped by now as
+        // silent once its dials fail, on a loaded machine: only that it is the one, if any, counts.)
+        #expect(Self.peers(d).allSatisfy { $0 == "127.0.0.1:\(honest.port)" }, "\(Self.peers(d))")
         #expect(!decoy.waitForConnection(seconds: 0.5), "the sender's address is never dialled")
     }
 
