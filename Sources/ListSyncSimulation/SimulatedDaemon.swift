@@ -1,4 +1,4 @@
-import ListCRDT
+@_spi(Testing) import ListCRDT
 import ListStore
 import ListSyncRandom
 import Synchronization
@@ -194,7 +194,7 @@ struct SimulatedDaemon {
     static let limits = PendingLimits(maxOperations: 100_000, maxBytes: 32 << 20)
 
     init(node: Int, document: DocumentID, epoch: UInt64, variant: DocumentCore.Variant, skipsSyncs: Bool,
-         snapshotLogBytes: Int64, compaction: CompactionRule?) {
+         snapshotLogBytes: Int64, compaction: CompactionRule?, engineVariant: EngineVariant = .correct) {
         self.node = node
         replica = ReplicaID(UInt64(1_000 + node))
         self.epoch = epoch
@@ -208,6 +208,7 @@ struct SimulatedDaemon {
         }
         var doc = ListDocument(replica: replica)
         doc.pendingLimits = Self.limits
+        doc.variant = engineVariant
         core = DocumentCore(id: document, name: "simulated", epoch: epoch, document: doc, maxFrame: 1 << 16, stepBytes: 1 << 14)
         core.variant = variant
         policy = DocumentHostPolicy(snapshotLogBytes: snapshotLogBytes, snapshotBytes: disk.snapshotBytes, compaction: compaction)
@@ -225,6 +226,7 @@ struct SimulatedDaemon {
     /// the stability file is gone when it restarts.
     mutating func crashAndRecover(cutAfter calls: Int, using rng: inout SplitMix64, variant: DocumentCore.Variant,
                                   stabilityNow: UInt64, losingStability: Bool = false) -> String? {
+        let engineVariant = core.document.variant
         disk.crash(cutAfter: calls, using: &rng)
         var failure: String?
         if losingStability {
@@ -240,6 +242,7 @@ struct SimulatedDaemon {
             doc = ListDocument(replica: replica)
             doc.pendingLimits = Self.limits
         }
+        doc.variant = engineVariant
         var stability = DocumentStability()
         do throws(StoreError) { stability = try disk.loadStability(now: stabilityNow) } catch {
             failure = "the stability file: \(error)"

@@ -81,6 +81,9 @@ public struct SimulationConfiguration: Sendable {
     public var sendsAhead = false
     /// A deliberately broken engine, for measuring the simulator's power (tests only).
     @_spi(Testing) public var variant = EngineVariant.correct
+    /// A deliberately broken engine for the daemons' copies (``variant`` breaks the clients'): kept
+    /// across crashes and compactions, not in a copy replaced by a peer's snapshot (tests only).
+    @_spi(Testing) public var daemonVariant = EngineVariant.correct
     /// A deliberately broken document core (acknowledge before the sync), likewise.
     @_spi(Testing) public var coreVariant = DocumentCore.Variant.correct
     /// A deliberately broken disk (tests of the harness's power): `fdatasync` makes nothing
@@ -473,7 +476,8 @@ public struct Simulator: Sendable {
         let d = max(1, configuration.daemons)
         daemons = (0..<d).map { SimulatedDaemon(node: $0, document: DocumentID(high: 0x5157_1A7E, low: 1), epoch: 0xE90C,
                                                  variant: configuration.coreVariant, skipsSyncs: configuration.diskSkipsFdatasync,
-                                                 snapshotLogBytes: configuration.snapshotLogBytes, compaction: Self.compactionRule(configuration)) }
+                                                 snapshotLogBytes: configuration.snapshotLogBytes, compaction: Self.compactionRule(configuration),
+                                                 engineVariant: configuration.daemonVariant) }
         // A daemon that dials a peer has peers (the host's `--peer`, Daemon+Peered.swift).
         for (a, _) in configuration.links(d) { daemons[a].policy.compaction?.peered = true }
         clients = (0..<max(1, configuration.replicas)).map { c in

@@ -162,10 +162,11 @@ extension ListDocument {
         // An operation the floor admitted is taken. One that depends on an admitted operation is
         // after the floor when every head is in its past: the heads it names, those in the pasts
         // of the admitted ones it names, or all of them through one applied after the floor.
-        if !floor.admitted.isEmpty {
+        if !floor.admitted.isEmpty, variant != .takesDependentsOfAdmitted {
             if floor.admitted.contains(op.id) { return false }
             return Self.headsSeen(by: op.deps, heads: floor.frontier, floor: floor.version, admitted: floor.admitted) != nil
         }
+        if variant == .takesDependentsOfAdmitted, floor.admitted.contains(op.id) { return false }
         for d in op.deps where !floor.version.contains(d) { return false }
         for f in floor.frontier where !op.deps.contains(f) { return true }
         return false

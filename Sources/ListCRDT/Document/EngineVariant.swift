@@ -33,4 +33,9 @@
     /// need are gone when they are received again (Docs/Semantics.md §7, "Compacting under a chain
     /// of concurrent edits").
     case keepsNothingForConcurrent
+    /// A floor that admits concurrent operations takes an operation for after it as soon as it
+    /// depends on an admitted one, as the first build of that rule did, though the admitted one
+    /// is not after the floor (Docs/Semantics.md §7, "Compacting under a chain of concurrent
+    /// edits").
+    case takesDependentsOfAdmitted
 }
