@@ -65,7 +65,7 @@ struct PeerCompactionProcessTests {
         let files = CompactionProcessTests.files(b, doc)
         #expect(files.keys.contains { $0.hasPrefix("snapshot-") } && files["stability"] != nil, "\(files)")
         let stability = try Data(contentsOf: URL(fileURLWithPath: b.data + "/documents/\(doc)/stability"))
-        #expect(stability.starts(with: Array("LSSTAB7\n".utf8)), "B's stability file holds the peers' table")
+        #expect(stability.starts(with: Array("LSSTAB8\n".utf8)), "B's stability file holds the peers' table")
 
         // B restarts: it loads its compacted snapshot, its link comes back, and edits flow both ways.
         let bPort = b.port

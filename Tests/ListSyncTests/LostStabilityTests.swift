@@ -39,7 +39,7 @@ import ListCRDT
     func encoding() throws {
         let lost = DocumentStability.lost(at: 1_234)
         let file = lost.encoded()
-        #expect(Array(file.prefix(8)) == Array("LSSTAB7\n".utf8))
+        #expect(Array(file.prefix(8)) == Array("LSSTAB8\n".utf8))
         #expect(try DocumentStability(decoding: file) == lost)
         for n in 0..<file.count {
             #expect(throws: SyncProtocolError.self) { _ = try DocumentStability(decoding: Array(file[..<n])) }

@@ -306,6 +306,53 @@ import ListSyncRandom
         #expect(throws: SyncProtocolError.self) { _ = try DocumentStability(decoding: Array(v5.dropLast())) }
     }
 
+    @Test("what an entry held when it vouched round-trips in the stability message (a held part, absent when no entry holds more than its version: the bytes of before) and in the stability file (version 8); a version-7 file loads holding nothing more; a held version below the entry's, a daemon the entries lack and every cut are refused")
+    func heldEncodings() throws {
+        let doc = DocumentID(high: 0, low: 9)
+        let (x, y) = (ReplicaID(50), ReplicaID(51))
+        func v(_ c: [UInt64: UInt64]) -> VersionVector { PeerRetirementTests.v(c) }
+        var table = PeerStability()
+        expect(table.publish(y, version: v([1: 2]), claimed: [ReplicaID(1)], now: 1, held: v([1: 2])))
+        #expect(table.entries[y]?.held == nil, "holding exactly its version says nothing more")
+        _ = table.note(daemon: x, me: y, now: 1)
+        let plainBytes = SyncMessage.stability(document: doc, from: y, entries: table.entries).encoded()
+        expect(table.publish(y, version: v([1: 4]), claimed: [ReplicaID(1)], now: 2, held: v([1: 6, 2: 3])))
+        #expect(table.entries[y]?.held == v([1: 6, 2: 3]) && table.entries[y]?.holds == v([1: 6, 2: 3]))
+        expect(table.publish(y, version: v([1: 4]), claimed: [ReplicaID(1), ReplicaID(2)], now: 3, held: v([1: 9])))
+        #expect(table.entries[y]?.held == v([1: 6, 2: 3]), "an entry at the same version keeps what it held when it vouched")
+        let message = SyncMessage.stability(document: doc, from: y, entries: table.entries)
+        let bytes = message.encoded()
+        #expect(try SyncMessage(decoding: bytes) == message)
+        // Without the held part: what the entries and empty parts before it give.
+        var without = table.entries
+        without[y]!.held = nil
+        let before = SyncMessage.stability(document: doc, from: y, entries: without).encoded()
+        #expect(before.count == plainBytes.count + 1, "no held part when nothing is held beyond the versions")
+        let partsEnd = bytes.count - 2 - 5                    // count, daemon 51, then {1: 6, 2: 3}
+        #expect(try SyncMessage(decoding: Array(bytes[..<partsEnd])) == .stability(document: doc, from: y, entries: without))
+        for n in partsEnd + 1 ..< bytes.count {
+            #expect(throws: SyncProtocolError.self) { _ = try SyncMessage(decoding: Array(bytes[..<n])) }
+        }
+        // A held version below the entry's version, and a daemon the entries lack, are refused.
+        var below = Array(bytes[..<partsEnd]) + [1, 51, 1, 1, 3]
+        #expect(throws: SyncProtocolError.self) { _ = try SyncMessage(decoding: below) }
+        below = Array(bytes[..<partsEnd]) + [1, 52, 1, 1, 7]
+        #expect(throws: SyncProtocolError.self) { _ = try SyncMessage(decoding: below) }
+        #expect(try SyncMessage(decoding: Array(bytes[..<partsEnd]) + [1, 51, 1, 1, 7]) != message, "a well-formed held part is read")
+
+        try PeerPartedTests.expectFileRoundTrip(table)
+        // Version 7: each entry ends at `refused`.
+        var v7 = [UInt8]("LSSTAB7\n".utf8) + [1, 0, 0, 0]     // relayed; no senders, retired or ephemeral
+        v7 += [1, 51, 5, 4, 1, 1, 2, 1, 51, 0, 0, 0, 0]       // daemon 51, heard 5, sequence 4, {1: 2}, claims itself, no retirements, nothing parted
+        v7 += [1, 1, 1, 5, 0]                                 // offers {1: 5}, refused nothing
+        v7 += [0, 0, 0, 0]                                    // no retired daemons, relay authors or retired authors; not lost
+        let old = try DocumentStability(decoding: v7)
+        #expect(old.peers.entries == [y: PeerStability.Entry(sequence: 4, version: v([1: 2]), claimed: [y], offer: v([1: 5]))])
+        #expect(old.peers.entries[y]?.held == nil)
+        #expect(try DocumentStability(decoding: old.encoded()) == old, "written again as version 8")
+        #expect(throws: SyncProtocolError.self) { _ = try DocumentStability(decoding: Array(v7.dropLast())) }
+    }
+
     @Test("an agreement seen over time: once every daemon's entry has been seen at this daemon's version, it is agreed, though the leader moved on to its next proposal before the last answer came; a daemon never seen there leaves it unagreed")
     func agreementSeenOverTime() {
         let (x, y, z) = (ReplicaID(50), ReplicaID(51), ReplicaID(52))
@@ -450,9 +497,9 @@ import ListSyncRandom
         return compacted
     }
 
-    @Test("the prefix the leader proposes, one the other daemon holds an operation outside of that is not after it, is refused there and compacted at nowhere; once that operation is in the next proposal both compact, Y at a prefix, and the copies stay the same")
+    @Test("with stable prefixes only (Variant.compactsOnlyAtStablePrefixes, the rule before concurrent operations were kept), the prefix the leader proposes, one the other daemon holds an operation outside of that is not after it, is refused there and compacted at nowhere; once that operation is in the next proposal both compact, Y at a prefix, and the copies stay the same")
     func refusedProposalThenAgreed() throws {
-        var (o, rule, a, _, opO) = try Self.concurrentAtY((.correct, .correct))
+        var (o, rule, a, _, opO) = try Self.concurrentAtY((.compactsOnlyAtStablePrefixes, .compactsOnlyAtStablePrefixes))
         let x = o.daemons[0].core, y = o.daemons[1].core
         let proposal = try #require(x.stability.peers.entries[Self.daemonReplica(0)]?.version)
         #expect(proposal == a.version, "X proposes typed(3) + d")
@@ -479,10 +526,40 @@ import ListSyncRandom
                 && o.daemons[0].core.document.snapshot() == o.daemons[1].core.document.snapshot())
     }
 
-    @Test("a daemon that compacts at its own proposal without every daemon's agreement (Variant.peerPrefixWithoutAgreement), or one that takes a proposal ignoring an operation it holds that is not after it (Variant.peerPrefixIgnoresHeldOperations), makes the copies part: the operation is refused where the floor was compacted")
+    @Test("the same proposal, with concurrent operations kept: Y takes it, its entry holding o and o2, and compacts keeping o; X waits until it holds them, then compacts there too, keeping o; nothing is refused and the copies stay the same")
+    func concurrentProposalTakenOnceHeld() throws {
+        var (o, rule, a, b, opO) = try Self.concurrentAtY((.correct, .correct))
+        let proposal = try #require(o.daemons[0].core.stability.peers.entries[Self.daemonReplica(0)]?.version)
+        #expect(proposal == a.version, "X proposes typed(3) + d")
+        let yEntry = try #require(o.daemons[1].core.stability.peers.entries[Self.daemonReplica(1)])
+        #expect(yEntry.version == proposal && yEntry.refused == VersionVector(), "Y takes it")
+        #expect(yEntry.held == o.daemons[1].core.document.version && yEntry.held!.contains(opO[0].id), "Y's entry holds o (and o2)")
+        _ = try Self.housekeep(&o, rule: rule, now: 6)
+        #expect(o.daemons[1].core.document.historyFloor == proposal, "Y compacted keeping o")
+        #expect(o.daemons[0].core.document.historyFloor == nil, "X compacted without o, which Y held when it vouched")
+        #expect(o.daemons[0].core.peerPrefixPoint(CompactionTrigger(minOperations: 1)) == nil)
+        var batch: UInt64 = 20
+        Self.relay(1, 0, &o, batch: &batch)
+        #expect(o.refusedRelays == 0)
+        var compacted = 0
+        for now in UInt64(7)...9 {
+            compacted += try Self.housekeep(&o, rule: rule, now: now)
+            Self.gossip(&o, links: Self.pair, now: now)
+        }
+        #expect(compacted == 1 && o.daemons[0].core.document.historyFloor == proposal, "X compacts once it holds o and o2")
+        Self.relay(0, 1, &o, batch: &batch)
+        Self.relay(1, 0, &o, batch: &batch)
+        #expect(o.refusedRelays == 0)
+        let (x, y) = (o.daemons[0].core.document, o.daemons[1].core.document)
+        #expect(x.version == y.version && x.snapshot() == y.snapshot())
+        #expect(x.version == b.version && x.snapshot() == b.snapshot(), "the compacted copies show what b's copy, never compacted, shows")
+    }
+
+    @Test("a daemon that compacts at its own proposal without every daemon's agreement (Variant.peerPrefixWithoutAgreement), one that takes a proposal ignoring an operation it holds that is not after it (Variant.peerPrefixIgnoresHeldOperations, stable prefixes only), or one that compacts at an agreed version without holding what the others held when they vouched (Variant.ignoresPeersHeld) makes the copies part: the operation is refused where the floor was compacted")
     func unsafeVariantsPart() throws {
         for variants in [(DocumentCore.Variant.peerPrefixWithoutAgreement, DocumentCore.Variant.correct),
-                         (DocumentCore.Variant.correct, DocumentCore.Variant.peerPrefixIgnoresHeldOperations)] {
+                         (DocumentCore.Variant.compactsOnlyAtStablePrefixes, DocumentCore.Variant.peerPrefixIgnoresHeldOperations),
+                         (DocumentCore.Variant.ignoresPeersHeld, DocumentCore.Variant.correct)] {
             var (o, rule, _, _, _) = try Self.concurrentAtY(variants)
             _ = try Self.housekeep(&o, rule: rule, now: 6)
             #expect(o.daemons[0].core.document.historyFloor != nil, "\(variants): X did not compact")

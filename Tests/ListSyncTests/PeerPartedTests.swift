@@ -21,7 +21,7 @@ import ListCRDT
         var stability = DocumentStability()
         stability.peers = table
         let file = stability.encoded()
-        #expect(Array(file.prefix(8)) == Array("LSSTAB7\n".utf8))
+        #expect(Array(file.prefix(8)) == Array("LSSTAB8\n".utf8))
         #expect(try DocumentStability(decoding: file).peers.entries == table.entries)
         for n in 0 ..< file.count {
             #expect(throws: SyncProtocolError.self) { _ = try DocumentStability(decoding: Array(file[..<n])) }

@@ -264,7 +264,7 @@ import ListSyncTestSupport
         var stability = DocumentStability()
         stability.peers = x
         let file = stability.encoded()
-        #expect(Array(file.prefix(8)) == Array("LSSTAB7\n".utf8))
+        #expect(Array(file.prefix(8)) == Array("LSSTAB8\n".utf8))
         let read = try DocumentStability(decoding: file)
         #expect(read.peers.entries == x.entries)
         for n in 0 ..< file.count {

@@ -181,7 +181,7 @@ import ListSyncTestSupport
                 "relay authors and daemons, retired or not, are not counted as this daemon's senders")
         #expect(s.peers.retired == [Self.b] && s.peers.retiredAuthors == [ReplicaID(6)])
         let bytes = s.encoded()
-        #expect(bytes.starts(with: Array("LSSTAB7\n".utf8)))
+        #expect(bytes.starts(with: Array("LSSTAB8\n".utf8)))
         let back = try DocumentStability(decoding: bytes)
         #expect(back == s)
         for n in 0..<bytes.count {

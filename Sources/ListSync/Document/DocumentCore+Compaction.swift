@@ -166,8 +166,7 @@ extension DocumentCore {
     /// - Complexity: that of ``ListDocument/compactablePrefix(within:)``, and O(r) for the r
     ///   records of the log.
     func prefixPoint(within stable: VersionVector, _ trigger: CompactionTrigger) -> VersionVector? {
-        let found = keepsConcurrent ? document.concurrentPrefix(within: stable) : document.compactablePrefix(within: stable)
-        guard let prefix = found else { return nil }
+        guard let prefix = prefix(within: stable) else { return nil }
         let count = document.operationCount
         let inPrefix = count - document.countOperations(since: prefix, before: count)
         return inPrefix >= trigger.minOperations ? prefix : nil
@@ -178,9 +177,24 @@ extension DocumentCore {
     /// under a chain of concurrent edits"): a daemon without peers (none linked, and the rule
     /// never said it has some: ``CompactionRule/peered``), whose stable version every
     /// operation to come is after (each sender acknowledged it after sending every operation it
-    /// had made). With peers, an operation not after the floor may still come from a peer's link,
-    /// so a peered copy compacts only at an agreed stable prefix.
-    public var keepsConcurrent: Bool { !isPeered && !ruledPeered && variant != .compactsOnlyAtStablePrefixes }
+    /// had made); and a peered one, at a version every daemon vouched for, once its copy holds
+    /// what each held when it vouched (``PeerStability/Entry/held``; "Peers compacting under a
+    /// chain of concurrent edits"). A daemon whose rule says it has peers, none linked yet,
+    /// compacts only at stable prefixes: a peer's operation not after the floor may still come.
+    /// (``Variant/peerPrefixIgnoresHeldOperations`` breaks the stable prefixes' rule, so it keeps
+    /// to them.)
+    public var keepsConcurrent: Bool {
+        variant != .compactsOnlyAtStablePrefixes && variant != .peerPrefixIgnoresHeldOperations && (isPeered || !ruledPeered)
+    }
+
+    /// The version within `stable` at which this copy may be compacted as far as the operations
+    /// it holds go: ``ListDocument/concurrentPrefix(within:)`` where it keeps concurrent
+    /// operations (``keepsConcurrent``), else ``ListDocument/compactablePrefix(within:)``.
+    ///
+    /// - Complexity: that of the one it calls.
+    func prefix(within stable: VersionVector) -> VersionVector? {
+        keepsConcurrent ? document.concurrentPrefix(within: stable) : document.compactablePrefix(within: stable)
+    }
 
     /// The version the senders allow compacting at while the document keeps moving
     /// (Docs/Semantics.md §7, "A stable prefix"), before the engine's check: the stable version

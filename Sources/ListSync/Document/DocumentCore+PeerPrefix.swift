@@ -45,7 +45,7 @@ extension DocumentCore {
         if let floor = document.historyFloor, floor.includes(proposal) || !proposal.includes(floor) { return .refuse }
         guard document.version.includes(proposal), let stable, stable.includes(proposal) else { return .wait }
         if variant == .peerPrefixIgnoresHeldOperations { return .take }
-        return document.compactablePrefix(within: proposal) == proposal ? .take : .refuse
+        return prefix(within: proposal) == proposal ? .take : .refuse
     }
 
     /// This daemon's part in the peers' stable prefix, at `now` (the stability clock): its offer
@@ -71,7 +71,7 @@ extension DocumentCore {
         // wait here), so that an entry does not go back and forth, gossiped each time, while a
         // subscriber is behind for a moment; it is looked for once per interval (`offerDue`).
         let previous = mine?.offer ?? published
-        let looked = offerDue ? stable.flatMap { document.compactablePrefix(within: $0) } : nil
+        let looked = offerDue ? stable.flatMap { prefix(within: $0) } : nil
         let offer = looked.flatMap { $0.includes(previous) ? $0 : nil } ?? previous
         var refused = mine?.refused ?? VersionVector()
         changed = stability.peers.reportPrefix(me, offer: offer, refused: refused, now: now) || changed
@@ -90,7 +90,7 @@ extension DocumentCore {
                     // daemons' clients edit concurrently, a proposal made from offers taken at
                     // different moments often holds, outside it here, edits not after it.
                     refused = proposal
-                    let within = document.compactablePrefix(within: proposal) ?? document.historyFloor ?? VersionVector()
+                    let within = prefix(within: proposal) ?? document.historyFloor ?? VersionVector()
                     changed = stability.peers.reportPrefix(me, offer: within, refused: refused, now: now) || changed
                 case .wait: break
                 }
@@ -120,7 +120,7 @@ extension DocumentCore {
         // and again while a candidate has to wait here (a cheap answer).
         guard done, let meet = peers.offersMeet else { return nil }
         if meet == proposedFrom { return nil }
-        guard let candidate = document.compactablePrefix(within: meet), candidate != current else {
+        guard let candidate = prefix(within: meet), candidate != current else {
             proposedFrom = meet
             return nil
         }
@@ -148,12 +148,15 @@ extension DocumentCore {
     }
 
     /// This daemon's entry names `version`, a stable prefix it vouches for (``answer(_:stable:)``),
-    /// with the replicas it counts now (each acknowledged it). Returns whether the entry changed.
+    /// with the replicas it counts now (each acknowledged it) and, where it keeps concurrent
+    /// operations (``keepsConcurrent``), what its copy holds now (``PeerStability/Entry/held``:
+    /// every operation a replica it claims made before it saw `version`). Returns whether the
+    /// entry changed.
     ///
-    /// - Complexity: that of ``PeerStability/publish(_:version:claimed:retired:now:heartbeat:)``.
+    /// - Complexity: that of ``PeerStability/publish(_:version:claimed:retired:now:heartbeat:held:)``.
     mutating func publishPrefix(_ version: VersionVector, now: UInt64) -> Bool {
         stability.peers.publish(document.replica, version: version, claimed: stability.claimed,
-                                retired: stability.tracker.retired, now: now)
+                                retired: stability.tracker.retired, now: now, held: keepsConcurrent ? document.version : nil)
     }
 
     /// Notes which daemons' entries vouch, as this daemon has seen them, for its own entry's
@@ -182,10 +185,15 @@ extension DocumentCore {
         for (d, e) in entries {
             if e.version == version {
                 prefixVouchers!.daemons.insert(d)
+                // What its copy held when it vouched: operations not after `V` its claimed
+                // replicas made (Docs/Semantics.md §7, "Peers compacting under a chain of
+                // concurrent edits"); this copy must hold them before compacting at `V`.
+                // (Without one, `V` itself, which the compaction needs whole anyway.)
+                if variant != .ignoresPeersHeld, let held = e.held { prefixVouchers!.holds.formUnion(held) }
             } else if variant != .agreesOnlyAtExactVersions, e.version.includes(version), document.version.includes(e.version),
                       !prefixVouchers!.daemons.contains(d) {
                 prefixVouchers!.daemons.insert(d)
-                prefixVouchers!.holds.formUnion(e.version)
+                prefixVouchers!.holds.formUnion(variant == .ignoresPeersHeld ? e.version : e.holds)
                 // Its operations within `W` and outside `V` may have come after this copy last
                 // checked `V` (``isPrefixPoint(_:_:)``): checked again, with them.
                 if variant != .keepsPrefixCheckOnVouchers { prefixChecks?.checked[version] = nil }

@@ -147,8 +147,9 @@ extension DocumentCore {
     /// What of the peers holds this daemon back from compacting at `version`, its local quiescent
     /// version (nil: nothing): a peer link attached that is not a daemon the table knows (or
     /// retired), or what the table says (``PeerStability/hold(_:me:acknowledgedRetirements:exactly:)``:
-    /// a daemon at another version, a retirement not acknowledged, a relay author no daemon claims).
-    /// `exactly` false: an agreed stable prefix (``peerPrefixPoint(_:)``), which every entry must
+    /// a daemon at another version, a retirement not acknowledged, a relay author no daemon claims),
+    /// or, `exactly`, an entry that held operations outside its version this copy lacks
+    /// (``PeerStability/Entry/held``). `exactly` false: an agreed stable prefix (``peerPrefixPoint(_:)``), which every entry must
     /// include rather than name.
     ///
     /// - Complexity: O(n + e × r + e² + a × e) for n subscribers, e entries of r replicas and a
@@ -164,8 +165,16 @@ extension DocumentCore {
                 return "a peer link of an unknown daemon \(sub.replica.map { "\($0)" } ?? "(unnamed)")"
             }
         }
-        return peers.hold(version, me: document.replica, acknowledgedRetirements: variant != .retiresWithoutAgreement,
-                          exactly: exactly)?.description
+        if let hold = peers.hold(version, me: document.replica, acknowledgedRetirements: variant != .retiresWithoutAgreement,
+                                 exactly: exactly) { return hold.description }
+        // An entry at this version written with concurrent operations outside it (its
+        // ``PeerStability/Entry/held``): this copy must hold them first. (An agreed prefix
+        // checks what its vouchers held: ``agreedPrefixNow``.)
+        if exactly, variant != .ignoresPeersHeld,
+           let d = peers.entries.keys.sorted().first(where: { !document.version.includes(peers.entries[$0]!.holds) }) {
+            return "daemon \(d) vouched for its version holding operations this copy lacks"
+        }
+        return nil
     }
 
     /// Why this daemon does not compact now, in words (for a report or a log): not settled, not

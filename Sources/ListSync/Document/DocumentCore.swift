@@ -92,6 +92,11 @@ public struct DocumentCore: Sendable {
         /// (Docs/Semantics.md §7, "Compacting under a chain of concurrent edits"): devices that each
         /// edit before taking the others' last edits leave it nothing to compact at.
         case compactsOnlyAtStablePrefixes
+        /// Peered: compacts at a version every daemon vouched for without holding what their copies
+        /// held when they vouched (``ListSync/PeerStability/Entry/held``): an operation another
+        /// daemon's client made before it saw the version comes over a link after the compaction
+        /// and is refused (Docs/Semantics.md §7, "Peers compacting under a chain of concurrent edits").
+        case ignoresPeersHeld
         /// Tells no device what the daemons parted in merges back (no `parted` message), and
         /// answers a subscriber that holds parted originals with operations where this copy has
         /// no floor, as before the repair: a device re-syncing here waits for ever for its own

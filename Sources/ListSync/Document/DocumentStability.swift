@@ -196,16 +196,18 @@ public struct DocumentStability: Sendable, Equatable {
     static let magicV4: [UInt8] = Array("LSSTAB4\n".utf8)
     static let magicV5: [UInt8] = Array("LSSTAB5\n".utf8)
     static let magicV6: [UInt8] = Array("LSSTAB6\n".utf8)
-    static let magic: [UInt8] = Array("LSSTAB7\n".utf8)
+    static let magicV7: [UInt8] = Array("LSSTAB7\n".utf8)
+    static let magic: [UInt8] = Array("LSSTAB8\n".utf8)
 
     /// The bytes to keep in the document's folder.
     ///
     /// ```
-    /// "LSSTAB7\n" relayed:u8 senders:varint (replica:varint heard:varint version)×
+    /// "LSSTAB8\n" relayed:u8 senders:varint (replica:varint heard:varint version)×
     /// retired:varint replica:varint× ephemeral:varint replica:varint× peers lost:u8 [since:varint]
     /// ```
     /// where `peers` is ``PeerStability``'s table (``PeerStability/encode(into:)``, with each
-    /// entry's offer and its parted runs) and `lost` says whether ``lostSince`` follows. A
+    /// entry's offer, its parted runs and what it held) and `lost` says whether ``lostSince``
+    /// follows. A version-7 file (`LSSTAB7`, no entry holding more than its version), a
     /// version-6 file (`LSSTAB6`, one parted run per author), a version-5 file (`LSSTAB5`,
     /// no offers in `peers`), a version-4 file (`LSSTAB4`, not lost either), a version-3 file
     /// (`LSSTAB3`, nothing parted in `peers`), a version-2 file (`LSSTAB2`, no retirements either)
@@ -236,7 +238,8 @@ public struct DocumentStability: Sendable, Equatable {
     ///   caller then starts from nothing (safe: every author holds stability back again).
     /// - Complexity: O(size).
     public init(decoding bytes: [UInt8]) throws(SyncProtocolError) {
-        let v7 = bytes.starts(with: Self.magic)
+        let v8 = bytes.starts(with: Self.magic)
+        let v7 = v8 || bytes.starts(with: Self.magicV7)
         let v6 = v7 || bytes.starts(with: Self.magicV6)
         let v5 = v6 || bytes.starts(with: Self.magicV5)
         let v4 = v5 || bytes.starts(with: Self.magicV4)
@@ -254,7 +257,7 @@ public struct DocumentStability: Sendable, Equatable {
             var retired = Set<ReplicaID>()
             for _ in 0..<(try r.count(minBytes: 1)) { retired.insert(ReplicaID(try r.varint())) }
             for _ in 0..<(try r.count(minBytes: 1)) { ephemeral.insert(ReplicaID(try r.varint())) }
-            if v2 { peers = try PeerStability(reading: &r, retirements: v3, parted: v4, prefixes: v6, runs: v7) }
+            if v2 { peers = try PeerStability(reading: &r, retirements: v3, parted: v4, prefixes: v6, runs: v7, held: v8) }
             if v5, try r.flag() { lostSince = try r.varint() }
             guard r.isAtEnd, Set(acknowledged.keys).isDisjoint(with: retired) else { throw SyncProtocolError.malformed("inconsistent stability file") }
             tracker = StabilityTracker(acknowledged: acknowledged, retired: retired)

@@ -62,15 +62,28 @@ public struct PeerStability: Sendable, Equatable {
         /// version (an operation it holds outside it is not causally after it, or it does not include
         /// what this daemon published): the leader then proposes another. Empty: none.
         public var refused: VersionVector
+        /// What the daemon's copy held when it wrote ``version`` (Docs/Semantics.md §7,
+        /// "Peers compacting under a chain of concurrent edits"): it vouched for ``version``
+        /// with operations held outside it that are not causally after it, all within `held`
+        /// (every operation its claimed senders made before they saw ``version``). A daemon
+        /// compacts at an agreed version only once its copy holds every voucher's `held`. Nil:
+        /// ``version`` itself (a quiescent version, a stable prefix every operation held
+        /// outside was after, or an entry of an older daemon, which vouches only for those).
+        public var held: VersionVector?
 
         public init(sequence: UInt64, version: VersionVector, claimed: Set<ReplicaID>, retiredAt: UInt64 = 0,
                     acknowledged: [ReplicaID: UInt64] = [:], retired: Set<ReplicaID> = [],
                     parted: PartedRanges = PartedRanges(), offer: VersionVector? = nil,
-                    refused: VersionVector = VersionVector()) {
+                    refused: VersionVector = VersionVector(), held: VersionVector? = nil) {
             (self.sequence, self.version, self.claimed) = (sequence, version, claimed)
             (self.retiredAt, self.acknowledged, self.retired) = (retiredAt, acknowledged, retired)
             (self.parted, self.offer, self.refused) = (parted, offer, refused)
+            self.held = held
         }
+
+        /// What an agreement on a version this entry vouches for needs a copy to hold:
+        /// ``held``, or ``version`` where the entry says nothing more.
+        public var holds: VersionVector { held ?? version }
 
         /// Whether `version` ends, for some author, on an operation this entry says its daemon
         /// parted (``parted``) that a copy at `held` lacks. Only its last counter of each author
@@ -120,11 +133,14 @@ public struct PeerStability: Sendable, Equatable {
     /// This daemon (`me`) was locally quiescent at `version`, accounting for `claimed`: its own
     /// entry becomes that, with the next sequence, if it differs or if the last was published
     /// `heartbeat` seconds ago or more (so that its peers keep hearing of it). Returns whether
-    /// the entry changed (gossip it).
+    /// the entry changed (gossip it). `held`: what its copy held when it vouched for `version`
+    /// with concurrent operations outside it (``Entry/held``; nil or `version` itself: nothing
+    /// more); an entry already at `version` keeps the `held` it was written with.
     ///
     /// - Complexity: O(c) for c replicas claimed.
     public mutating func publish(_ me: ReplicaID, version: VersionVector, claimed: Set<ReplicaID>,
-                                 retired: Set<ReplicaID> = [], now: UInt64, heartbeat: UInt64 = .max) -> Bool {
+                                 retired: Set<ReplicaID> = [], now: UInt64, heartbeat: UInt64 = .max,
+                                 held: VersionVector? = nil) -> Bool {
         var claimed = claimed
         claimed.insert(me)
         // The daemons retired here are listed too: every daemon that holds this entry forgets
@@ -144,7 +160,8 @@ public struct PeerStability: Sendable, Equatable {
         } ?? (self.retired.isEmpty ? 0 : sequence)
         entries[me] = Entry(sequence: sequence, version: version, claimed: claimed, retiredAt: retiredAt,
                             acknowledged: acknowledged, retired: retired, parted: old?.parted ?? PartedRanges(),
-                            offer: old?.offer, refused: old?.refused ?? VersionVector())
+                            offer: old?.offer, refused: old?.refused ?? VersionVector(),
+                            held: old?.version == version ? old?.held : held.flatMap { $0 == version ? nil : $0 })
         heard[me] = now
         assert(entries[me]!.sequence > (old?.sequence ?? 0))
         return true
@@ -516,20 +533,22 @@ public struct PeerStability: Sendable, Equatable {
 
     // MARK: Encoding
 
-    /// Appends the table to `w` (the tail of a version-7 stability file).
+    /// Appends the table to `w` (the tail of a version-8 stability file).
     ///
     /// ```
     /// entries:varint (daemon:varint heard:varint sequence:varint version claimed:varint replica:varint×
     ///                 retiredAt:varint acknowledged:varint (daemon:varint sequence:varint)× retired:varint replica:varint×
-    ///                 parted:varint (replica:varint first:varint last:varint)× hasOffer:u8 [offer] refused)×
+    ///                 parted:varint (replica:varint first:varint last:varint)× hasOffer:u8 [offer] refused
+    ///                 hasHeld:u8 [held])×
     /// retired:varint daemon:varint× relayAuthors:varint (replica:varint heard:varint)×
     /// retiredAuthors:varint replica:varint×
     /// ```
     /// `parted` is written as the `parted` message's ranges (``WireWriter/partedRuns(_:)``:
     /// several runs of one replica, in order, disjoint and not adjacent); a file of version 6 or
     /// older has one run per replica, replicas in increasing order (``WireWriter/partedRanges(_:)``).
-    /// (A version-4 file's entries end at `parted`: no offer, nothing refused; a version-3 file's
-    /// at `retired`: nothing parted either; a version-2 file's at `claimed`: no retirements either.)
+    /// (A version-7 file's entries end at `refused`: nothing held beyond their versions; a
+    /// version-4 file's at `parted`: no offer, nothing refused; a version-3 file's at `retired`:
+    /// nothing parted either; a version-2 file's at `claimed`: no retirements either.)
     /// - Complexity: O(size).
     func encode(into w: inout WireWriter) {
         w.count(entries.count)
@@ -547,6 +566,8 @@ public struct PeerStability: Sendable, Equatable {
             w.byte(e.offer == nil ? 0 : 1)
             if let offer = e.offer { w.version(offer) }
             w.version(e.refused)
+            w.byte(e.held == nil ? 0 : 1)
+            if let held = e.held { w.version(held) }
         }
         w.count(retired.count)
         for d in retired.sorted() { w.varint(d.rawValue) }
@@ -559,9 +580,10 @@ public struct PeerStability: Sendable, Equatable {
     /// Reads what ``encode(into:)`` wrote (`retirements` false: a version-2 file's table;
     /// `parted` false: a version-3 file's, whose entries end at `retired`; `prefixes` false: a
     /// version-4 file's, whose entries end at `parted`: no offer, nothing refused; `runs` false:
-    /// a file of version 6 or older, whose `parted` holds one run per author).
+    /// a file of version 6 or older, whose `parted` holds one run per author; `held` false: a
+    /// file of version 7 or older, whose entries end at `refused`).
     init(reading r: inout WireReader, retirements: Bool = true, parted: Bool = true, prefixes: Bool = true,
-         runs: Bool = true) throws(WireError) {
+         runs: Bool = true, held: Bool = true) throws(WireError) {
         for _ in 0..<(try r.count(minBytes: 5)) {
             let d = ReplicaID(try r.varint())
             heard[d] = try r.varint()
@@ -583,6 +605,11 @@ public struct PeerStability: Sendable, Equatable {
             if prefixes {
                 if try r.flag() { entry.offer = try r.version() }
                 entry.refused = try r.version()
+            }
+            if held, try r.flag() {
+                let at = r.offset
+                entry.held = try r.version()
+                guard entry.held!.includes(entry.version) else { throw .invalidValue("an entry holding less than its version", offset: at) }
             }
             entries[d] = entry
         }

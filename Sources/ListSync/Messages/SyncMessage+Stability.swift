@@ -4,12 +4,13 @@ import ListCRDT
 ///
 /// ```
 /// entries := count:varint (daemon:varint (≠ 0) sequence:varint version claimed:varint replica:varint ×)×
-///            [retirements [parted [prefixes [runs]]]]
+///            [retirements [parted [prefixes [runs [held]]]]]
 /// retirements := count:varint (daemon:varint retiredAt:varint acknowledged:varint (daemon:varint sequence:varint)×
 ///                               retired:varint replica:varint×)×
 /// parted := count:varint (daemon:varint ranges:varint (replica:varint first:varint last:varint)×)×
 /// prefixes := count:varint (daemon:varint offer:version refused:version)×
 /// runs := count:varint (daemon:varint ranges)×     (ranges as in the `parted` message)
+/// held := count:varint (daemon:varint held:version)×
 /// ```
 /// Daemons in increasing order, each once; claimed replicas in increasing order, each once. A
 /// decoder refuses a daemon named twice, a replica claimed twice and a replica 0 (malformed).
@@ -35,6 +36,13 @@ import ListCRDT
 /// (their first and last counters must be those of `parted`). A daemon of the previous build
 /// refuses it as malformed, as above; one that reads `parted` alone takes what lies between the
 /// runs for parted too, as it always did (Docs/Semantics.md §7, "Parted originals a copy holds").
+/// `held` follows only when an entry holds more than its version (``PeerStability/Entry/held``:
+/// it vouched for its version with concurrent operations outside it; Docs/Semantics.md §7,
+/// "Peers compacting under a chain of concurrent edits"), after the other parts, empty where
+/// nothing of theirs is said: each names a daemon of the entries, once, in increasing order,
+/// with a version that includes that entry's version. A daemon of the previous build refuses
+/// it as malformed (trailing bytes), as above: upgrade every daemon of a peered document
+/// first, or run the new ones with `--compact-quiescent-only` until then.
 extension WireWriter {
     mutating func stabilityEntries(_ entries: [ReplicaID: PeerStability.Entry]) {
         count(entries.count)
@@ -50,7 +58,8 @@ extension WireWriter {
         let parting = entries.keys.sorted().filter { !entries[$0]!.parted.isEmpty }
         let offering = entries.keys.sorted().filter { entries[$0]!.offer != nil }
         let gapped = parting.filter { entries[$0]!.parted.hasGaps }
-        guard !retiring.isEmpty || !parting.isEmpty || !offering.isEmpty else { return }
+        let holding = entries.keys.sorted().filter { entries[$0]!.held != nil }
+        guard !retiring.isEmpty || !parting.isEmpty || !offering.isEmpty || !holding.isEmpty else { return }
         count(retiring.count)
         for d in retiring {
             let e = entries[d]!
@@ -60,22 +69,27 @@ extension WireWriter {
             count(e.retired.count)
             for r in e.retired.sorted() { varint(r.rawValue) }
         }
-        guard !parting.isEmpty || !offering.isEmpty else { return }
+        guard !parting.isEmpty || !offering.isEmpty || !holding.isEmpty else { return }
         count(parting.count)
         for d in parting {
             varint(d.rawValue)
             partedRanges(entries[d]!.parted.hulls)
         }
-        guard !offering.isEmpty || !gapped.isEmpty else { return }
+        guard !offering.isEmpty || !gapped.isEmpty || !holding.isEmpty else { return }
         count(offering.count)
         for d in offering {
             varint(d.rawValue); version(entries[d]!.offer!); version(entries[d]!.refused)
         }
-        guard !gapped.isEmpty else { return }
+        guard !gapped.isEmpty || !holding.isEmpty else { return }
         count(gapped.count)
         for d in gapped {
             varint(d.rawValue)
             partedRuns(entries[d]!.parted)
+        }
+        guard !holding.isEmpty else { return }
+        count(holding.count)
+        for d in holding {
+            varint(d.rawValue); version(entries[d]!.held!)
         }
     }
 }
@@ -103,7 +117,23 @@ extension WireReader {
         if !isAtEnd { try parted(into: &entries) }
         if !isAtEnd { try prefixes(into: &entries) }
         if !isAtEnd { try runs(into: &entries) }
+        if !isAtEnd { try held(into: &entries) }
         return entries
+    }
+
+    /// The `held` part: what each daemon's copy held when it wrote its entry's version
+    /// (``PeerStability/Entry/held``), set on its entry; it must include that version.
+    private mutating func held(into entries: inout [ReplicaID: PeerStability.Entry]) throws(WireError) {
+        var previous: UInt64 = 0
+        for _ in 0..<(try count(minBytes: 2)) {
+            let at = offset
+            let d = try varint()
+            guard d > previous, let entry = entries[ReplicaID(d)] else { throw .invalidValue("daemon \(d) in held", offset: at) }
+            previous = d
+            let held = try version()
+            guard held.includes(entry.version) else { throw .invalidValue("daemon \(d) holding less than its version", offset: at) }
+            entries[ReplicaID(d)]!.held = held
+        }
     }
 
     /// The `runs` part: the parted ranges of each daemon that parted an author's operations in
