@@ -132,7 +132,8 @@ let package = Package(
         // The fault proxy as a command, and the three-daemon partition scenario of Benchmarks/faults.sh.
         .executableTarget(
             name: "listsync-faultproxy",
-            dependencies: ["ListSyncFaults", "ListSyncTCP", "ListSyncServer", "ListSyncFiles", "ListSyncClient", "ListSync", "ListStore", "ListCRDT", "ListTable"],
+            dependencies: ["ListSyncFaults", "ListSyncTCP", "ListSyncServer", "ListSyncFiles", "ListSyncClient", "ListSync", "ListStore", "ListCRDT", "ListTable",
+                           "ListSyncTestSupport"],
             path: "Benchmarks/Sources/listsync-faultproxy"
         ),
     ]

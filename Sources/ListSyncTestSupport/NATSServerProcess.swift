@@ -76,8 +76,7 @@ public final class NATSServerProcess: @unchecked Sendable {
         process.standardOutput = pipe
         process.standardError = pipe
         log.text.withLock { $0 = "" }
-        pipe.fileHandleForReading.readabilityHandler = { [log] h in
-            let d = h.availableData
+        PipeDrain.start(pipe, name: "nats-server-output") { [log] d in
             log.text.withLock { $0 += String(decoding: d, as: UTF8.self) }
         }
         try process.run()

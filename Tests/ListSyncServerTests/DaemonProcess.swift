@@ -82,14 +82,8 @@ final class DaemonProcess: @unchecked Sendable {
         process.standardOutput = out
         process.standardError = err
         let sink = output
-        out.fileHandleForReading.readabilityHandler = { h in
-            let d = h.availableData
-            sink.append(d)
-        }
-        err.fileHandleForReading.readabilityHandler = { h in
-            let d = h.availableData
-            sink.append(d)
-        }
+        PipeDrain.start(out) { sink.append($0) }
+        PipeDrain.start(err) { sink.append($0) }
         try process.run()
         let deadline = Date().addingTimeInterval(livenessGuardSeconds)
         while Date() < deadline {
@@ -196,8 +190,8 @@ final class BackgroundListsync: @unchecked Sendable {
         process.standardInput = FileHandle.nullDevice
         process.standardOutput = out
         process.standardError = err
-        out.fileHandleForReading.readabilityHandler = { [stdout] in stdout.append($0.availableData) }
-        err.fileHandleForReading.readabilityHandler = { [stderr] in stderr.append($0.availableData) }
+        PipeDrain.start(out) { [stdout] in stdout.append($0) }
+        PipeDrain.start(err) { [stderr] in stderr.append($0) }
         try process.run()
     }
 
@@ -217,8 +211,6 @@ final class BackgroundListsync: @unchecked Sendable {
             kill(process.processIdentifier, SIGKILL)
         }
         process.waitUntilExit()
-        out.fileHandleForReading.readabilityHandler = nil
-        err.fileHandleForReading.readabilityHandler = nil
         stdout.append(out.fileHandleForReading.readDataToEndOfFile())
         stderr.append(err.fileHandleForReading.readDataToEndOfFile())
         return process.terminationStatus

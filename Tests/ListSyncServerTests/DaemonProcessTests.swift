@@ -28,7 +28,7 @@ struct DaemonProcessTests {
         p.environment = env
         let out = Pipe()
         let output = OutputBuffer()
-        out.fileHandleForReading.readabilityHandler = { h in output.append(h.availableData) }
+        PipeDrain.start(out) { output.append($0) }
         p.standardOutput = out
         p.standardError = Pipe()
         try p.run()
@@ -42,7 +42,6 @@ struct DaemonProcessTests {
         #expect(eventually(20) { output.text.contains("listsync create groceries --daemon") })
         kill(p.processIdentifier, SIGTERM)
         p.waitUntilExit()
-        out.fileHandleForReading.readabilityHandler = nil
         #expect(p.terminationStatus == 0)
         let printed = output.text
         #expect(printed.contains("data folder: \(data)"))
@@ -186,7 +185,7 @@ struct DaemonProcessTests {
         let out = Pipe()
         p.standardOutput = out
         let printed = OutputBuffer()
-        out.fileHandleForReading.readabilityHandler = { h in printed.append(h.availableData) }
+        PipeDrain.start(out) { printed.append($0) }
         try p.run()
         defer { if p.isRunning { p.terminate() } }
         // Bounded waits: a watch that missed a change must fail the test, not hang it.

@@ -5,6 +5,7 @@ import ListSyncClient
 import ListSyncServer
 import ListSyncFiles
 import ListTable
+import ListSyncTestSupport
 import ListSyncTestTraits
 import Testing
 
@@ -54,7 +55,7 @@ struct PresenceProcessTests {
         let pipe = Pipe()
         let printed = OutputBuffer()
         p.standardOutput = pipe
-        pipe.fileHandleForReading.readabilityHandler = { printed.append($0.availableData) }
+        PipeDrain.start(pipe) { printed.append($0) }
         try p.run()
         return (p, printed)
     }

@@ -131,7 +131,7 @@ struct WebBrowserTests {
         let watched = OutputBuffer(), pipe = Pipe()
         watch.standardOutput = pipe
         watch.standardError = pipe
-        pipe.fileHandleForReading.readabilityHandler = { watched.append($0.availableData) }
+        PipeDrain.start(pipe) { watched.append($0) }
         try watch.run()
         defer { if watch.isRunning { kill(watch.processIdentifier, SIGKILL) }; watch.waitUntilExit() }
         #expect(eventually(30) { watched.text.contains("watching") })

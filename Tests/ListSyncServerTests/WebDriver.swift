@@ -41,7 +41,7 @@ final class ChromeDriver: @unchecked Sendable {
             p.standardOutput = out
             p.standardError = out
             let sink = output
-            out.fileHandleForReading.readabilityHandler = { sink.append($0.availableData) }
+            PipeDrain.start(out) { sink.append($0) }
             try p.run()
             if Self.ready(p, port: port) {
                 (process, self.port) = (p, port)
@@ -49,7 +49,6 @@ final class ChromeDriver: @unchecked Sendable {
             }
             if p.isRunning { kill(p.processIdentifier, SIGKILL) }
             p.waitUntilExit()
-            out.fileHandleForReading.readabilityHandler = nil
             if tries == 3 { throw DaemonTestError("chromedriver did not start (3 tries): \(output.text)") }
         }
     }

@@ -3,6 +3,7 @@ import ListCRDT
 import ListSync
 import ListSyncClient
 import ListTable
+import ListSyncTestSupport
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -119,7 +120,7 @@ final class BenchDaemon {
                let p = UInt16(text[r.upperBound...].prefix { $0.isNumber }) {
                 port = p
                 // Keep reading what it prints, so it never blocks on a full pipe.
-                output.fileHandleForReading.readabilityHandler = { _ = $0.availableData }
+                PipeDrain.start(output) { _ in }
                 return
             }
         }

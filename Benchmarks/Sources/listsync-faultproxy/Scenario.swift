@@ -1,4 +1,5 @@
 import Foundation
+import ListSyncTestSupport
 import ListCRDT
 import ListSync
 import ListSyncClient
@@ -179,7 +180,7 @@ final class ServeProcess: @unchecked Sendable {
         }
         self.port = found
         // Keep draining its output so that it never blocks on a full pipe.
-        out.fileHandleForReading.readabilityHandler = { _ = $0.availableData }
+        PipeDrain.start(out) { _ in }
     }
 
     func kill9() {
