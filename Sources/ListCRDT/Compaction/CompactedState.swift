@@ -81,13 +81,11 @@ extension CompactedState {
         }
         // What concurrent operations name or scan.
         var whole = Array(repeating: false, count: doc.items.count)
-        if !extra.isEmpty {
-            for id in extra.slots { if let lv = doc.slots.lv(of: id) { keep[lv.int] = true } }
-            for id in extra.items {
-                guard let lv = doc.slots.lv(of: id), doc.slots.sequence(of: lv).isItems else { continue }
-                keep[lv.int] = true
-                whole[doc.slots.entity(of: lv).int] = true
-            }
+        for id in extra.slots { if let lv = doc.slots.lv(of: id) { keep[lv.int] = true } }
+        for id in extra.items {
+            guard let lv = doc.slots.lv(of: id), doc.slots.sequence(of: lv).isItems else { continue }
+            keep[lv.int] = true
+            whole[doc.slots.entity(of: lv).int] = true
         }
         // Items with a kept slot keep their insert and winning slots too.
         var keptItem = Array(repeating: false, count: doc.items.count)

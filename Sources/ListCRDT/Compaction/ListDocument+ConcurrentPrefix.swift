@@ -63,9 +63,7 @@ extension ListDocument {
     /// - Complexity: O(n + k) for n slots and k ids the operations name.
     func concurrentKeep(at c: VersionVector, concurrent: [ListOperation]) -> ConcurrentKeep {
         var keep = ConcurrentKeep()
-        guard !concurrent.isEmpty else { return keep }
-        keep.named = true
-        if variant == .keepsNothingForConcurrent { return keep }
+        guard !concurrent.isEmpty, variant != .keepsNothingForConcurrent else { return keep }
         // Tree order of every slot, and where each is.
         var where_: [Int32: (tree: Int32, position: Int)] = [:]
         var order: [[LocalVersion]] = []
@@ -176,8 +174,4 @@ struct ConcurrentKeep {
     /// The concurrent operations, which the floor takes when they are received again, each with
     /// the floor's heads in its past (set by the caller, which finds them on the compacted version).
     var admitted = AdmittedOperations()
-    /// Whether anything is kept for concurrent operations.
-    var named = false
-
-    var isEmpty: Bool { !named }
 }
