@@ -34,7 +34,7 @@ import ListSyncTestTraits
     /// daemon's later version, holding it whole (Docs/Semantics.md §7, "An agreement not
     /// missed"), but had checked the proposal before it held that version's operations, and
     /// kept the answer: its policy asked to compact at [2:22] with 1@1, not after it, held.
-    @Test("an agreement counted through a version past it checks the prefix again, with that version's operations: seed 3094 passes; with the check kept (DocumentCore.Variant.keepsPrefixCheckOnVouchers) the policy asks for a compaction the engine refuses")
+    @Test("an agreement counted through a version past it checks the prefix again, with that version's operations: seed 3094 passes; with the check kept (DocumentCore.Variant.keepsPrefixCheckOnVouchers, which keeps to stable prefixes, where the answer can change) the policy asks for a compaction the engine refuses")
     func vouchersCheckedAgain() {
         func run(_ variant: DocumentCore.Variant) -> SimulationReport {
             var config = SimulationConfiguration()

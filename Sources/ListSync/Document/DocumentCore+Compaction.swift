@@ -181,10 +181,11 @@ extension DocumentCore {
     /// what each held when it vouched (``PeerStability/Entry/held``; "Peers compacting under a
     /// chain of concurrent edits"). A daemon whose rule says it has peers, none linked yet,
     /// compacts only at stable prefixes: a peer's operation not after the floor may still come.
-    /// (``Variant/peerPrefixIgnoresHeldOperations`` breaks the stable prefixes' rule, so it keeps
-    /// to them.)
+    /// (``Variant/peerPrefixIgnoresHeldOperations`` and ``Variant/keepsPrefixCheckOnVouchers``
+    /// break the stable prefixes' rule, so they keep to it.)
     public var keepsConcurrent: Bool {
-        variant != .compactsOnlyAtStablePrefixes && variant != .peerPrefixIgnoresHeldOperations && (isPeered || !ruledPeered)
+        ![.compactsOnlyAtStablePrefixes, .peerPrefixIgnoresHeldOperations, .keepsPrefixCheckOnVouchers].contains(variant)
+            && (isPeered || !ruledPeered)
     }
 
     /// The version within `stable` at which this copy may be compacted as far as the operations
