@@ -52,44 +52,37 @@ extension WireWriter {
             count(e.claimed.count)
             for r in e.claimed.sorted() { varint(r.rawValue) }
         }
-        let retiring = entries.keys.sorted().filter {
-            entries[$0]!.retiredAt > 0 || !entries[$0]!.acknowledged.isEmpty || !entries[$0]!.retired.isEmpty
-        }
-        let parting = entries.keys.sorted().filter { !entries[$0]!.parted.isEmpty }
-        let offering = entries.keys.sorted().filter { entries[$0]!.offer != nil }
-        let gapped = parting.filter { entries[$0]!.parted.hasGaps }
-        let holding = entries.keys.sorted().filter { entries[$0]!.held != nil }
-        guard !retiring.isEmpty || !parting.isEmpty || !offering.isEmpty || !holding.isEmpty else { return }
-        count(retiring.count)
-        for d in retiring {
-            let e = entries[d]!
-            varint(d.rawValue); varint(e.retiredAt)
-            count(e.acknowledged.count)
-            for a in e.acknowledged.keys.sorted() { varint(a.rawValue); varint(e.acknowledged[a]!) }
-            count(e.retired.count)
-            for r in e.retired.sorted() { varint(r.rawValue) }
-        }
-        guard !parting.isEmpty || !offering.isEmpty || !holding.isEmpty else { return }
-        count(parting.count)
-        for d in parting {
-            varint(d.rawValue)
-            partedRanges(entries[d]!.parted.hulls)
-        }
-        guard !offering.isEmpty || !gapped.isEmpty || !holding.isEmpty else { return }
-        count(offering.count)
-        for d in offering {
-            varint(d.rawValue); version(entries[d]!.offer!); version(entries[d]!.refused)
-        }
-        guard !gapped.isEmpty || !holding.isEmpty else { return }
-        count(gapped.count)
-        for d in gapped {
-            varint(d.rawValue)
-            partedRuns(entries[d]!.parted)
-        }
-        guard !holding.isEmpty else { return }
-        count(holding.count)
-        for d in holding {
-            varint(d.rawValue); version(entries[d]!.held!)
+        let daemons = entries.keys.sorted()
+        let parting = daemons.filter { !entries[$0]!.parted.isEmpty }
+        // The parts in their order, each the daemons it names; written up to the last that names
+        // any (the earlier ones then empty if need be), so that a daemon of an older build,
+        // which reads no further than the parts it knows, gets the bytes it always got.
+        let parts = [
+            daemons.filter { entries[$0]!.retiredAt > 0 || !entries[$0]!.acknowledged.isEmpty || !entries[$0]!.retired.isEmpty },
+            parting,
+            daemons.filter { entries[$0]!.offer != nil },
+            parting.filter { entries[$0]!.parted.hasGaps },
+            daemons.filter { entries[$0]!.held != nil },
+        ]
+        guard let last = parts.lastIndex(where: { !$0.isEmpty }) else { return }
+        for (k, named) in parts[...last].enumerated() {
+            count(named.count)
+            for d in named {
+                let e = entries[d]!
+                varint(d.rawValue)
+                switch k {
+                case 0:
+                    varint(e.retiredAt)
+                    count(e.acknowledged.count)
+                    for a in e.acknowledged.keys.sorted() { varint(a.rawValue); varint(e.acknowledged[a]!) }
+                    count(e.retired.count)
+                    for r in e.retired.sorted() { varint(r.rawValue) }
+                case 1: partedRanges(e.parted.hulls)
+                case 2: version(e.offer!); version(e.refused)
+                case 3: partedRuns(e.parted)
+                default: version(e.held!)
+                }
+            }
         }
     }
 }
@@ -113,88 +106,43 @@ extension WireReader {
             }
             entries[ReplicaID(d)] = PeerStability.Entry(sequence: sequence, version: v, claimed: claimed)
         }
-        if !isAtEnd { try retirements(into: &entries) }
-        if !isAtEnd { try parted(into: &entries) }
-        if !isAtEnd { try prefixes(into: &entries) }
-        if !isAtEnd { try runs(into: &entries) }
-        if !isAtEnd { try held(into: &entries) }
+        try parts(into: &entries)
         return entries
     }
 
-    /// The `held` part: what each daemon's copy held when it wrote its entry's version
-    /// (``PeerStability/Entry/held``), set on its entry; it must include that version.
-    private mutating func held(into entries: inout [ReplicaID: PeerStability.Entry]) throws(WireError) {
-        var previous: UInt64 = 0
-        for _ in 0..<(try count(minBytes: 2)) {
-            let at = offset
-            let d = try varint()
-            guard d > previous, let entry = entries[ReplicaID(d)] else { throw .invalidValue("daemon \(d) in held", offset: at) }
-            previous = d
-            let held = try version()
-            guard held.includes(entry.version) else { throw .invalidValue("daemon \(d) holding less than its version", offset: at) }
-            entries[ReplicaID(d)]!.held = held
+    /// The parts after the entries, in their order, as many as the bytes hold (``WireWriter/
+    /// stabilityEntries(_:)``): each a `count` of daemons of the entries, in increasing order,
+    /// each with its part's fields, set on its entry.
+    private mutating func parts(into entries: inout [ReplicaID: PeerStability.Entry]) throws(WireError) {
+        let names = ["retirements", "parted", "prefixes", "runs", "held"]
+        let minBytes = [4, 2, 3, 2, 2]
+        for k in names.indices where !isAtEnd {
+            var previous: UInt64 = 0
+            for _ in 0..<(try count(minBytes: minBytes[k])) {
+                let at = offset
+                let d = try varint()
+                guard d > previous, let entry = entries[ReplicaID(d)] else { throw .invalidValue("daemon \(d) in \(names[k])", offset: at) }
+                previous = d
+                entries[ReplicaID(d)] = try part(k, of: entry, daemon: d, at: at)
+            }
         }
     }
 
-    /// The `runs` part: the parted ranges of each daemon that parted an author's operations in
-    /// runs apart, set on its entry in place of the `parted` part's one run per author, whose
-    /// first and last counters they must keep.
-    private mutating func runs(into entries: inout [ReplicaID: PeerStability.Entry]) throws(WireError) {
-        var previous: UInt64 = 0
-        for _ in 0..<(try count(minBytes: 2)) {
-            let at = offset
-            let d = try varint()
-            guard d > previous, let entry = entries[ReplicaID(d)] else { throw .invalidValue("daemon \(d) in runs", offset: at) }
-            previous = d
-            let runs = try partedRuns()
-            guard runs.hulls == entry.parted.hulls else { throw .invalidValue("runs of daemon \(d) that its parted ranges do not bound", offset: at) }
-            entries[ReplicaID(d)]!.parted = runs
-        }
-    }
-
-    /// The `prefixes` part: each daemon's ``PeerStability/Entry/offer`` and
-    /// ``PeerStability/Entry/refused``, set on its entry.
-    private mutating func prefixes(into entries: inout [ReplicaID: PeerStability.Entry]) throws(WireError) {
-        var previous: UInt64 = 0
-        for _ in 0..<(try count(minBytes: 3)) {
-            let at = offset
-            let d = try varint()
-            guard d > previous, entries[ReplicaID(d)] != nil else { throw .invalidValue("daemon \(d) in prefixes", offset: at) }
-            previous = d
-            entries[ReplicaID(d)]!.offer = try version()
-            entries[ReplicaID(d)]!.refused = try version()
-        }
-    }
-
-    /// The `parted` part: each daemon's ``PeerStability/Entry/parted``, set on its entry.
-    private mutating func parted(into entries: inout [ReplicaID: PeerStability.Entry]) throws(WireError) {
-        var previous: UInt64 = 0
-        for _ in 0..<(try count(minBytes: 2)) {
-            let at = offset
-            let d = try varint()
-            guard d > previous, entries[ReplicaID(d)] != nil else { throw .invalidValue("daemon \(d) in parted", offset: at) }
-            previous = d
-            entries[ReplicaID(d)]!.parted = PartedRanges(hulls: try partedRanges())
-        }
-    }
-
-    /// The `retirements` part: each daemon's ``PeerStability/Entry/retiredAt`` and
-    /// ``PeerStability/Entry/acknowledged``, set on its entry.
-    private mutating func retirements(into entries: inout [ReplicaID: PeerStability.Entry]) throws(WireError) {
-        var previous: UInt64 = 0
-        for _ in 0..<(try count(minBytes: 4)) {
-            let at = offset
-            let d = try varint()
-            guard d > previous, entries[ReplicaID(d)] != nil else { throw .invalidValue("daemon \(d) in retirements", offset: at) }
-            previous = d
-            entries[ReplicaID(d)]!.retiredAt = try varint()
+    /// Part `k`'s fields of daemon `d`'s entry, read into it.
+    private mutating func part(_ k: Int, of entry: PeerStability.Entry, daemon d: UInt64, at: Int) throws(WireError) -> PeerStability.Entry {
+        var entry = entry
+        switch k {
+        case 0:
+            // `retirements`: ``PeerStability/Entry/retiredAt``, ``PeerStability/Entry/acknowledged``
+            // and ``PeerStability/Entry/retired``.
+            entry.retiredAt = try varint()
             var last: UInt64 = 0
             for _ in 0..<(try count(minBytes: 2)) {
                 let aAt = offset
                 let a = try varint()
                 guard a > last, a != d else { throw .invalidValue("daemon \(a) acknowledged in retirements", offset: aAt) }
                 last = a
-                entries[ReplicaID(d)]!.acknowledged[ReplicaID(a)] = try varint()
+                entry.acknowledged[ReplicaID(a)] = try varint()
             }
             var lastRetired: UInt64 = 0
             for _ in 0..<(try count(minBytes: 1)) {
@@ -202,8 +150,28 @@ extension WireReader {
                 let r = try varint()
                 guard r > lastRetired else { throw .invalidValue("replica \(r) retired in retirements", offset: rAt) }
                 lastRetired = r
-                entries[ReplicaID(d)]!.retired.insert(ReplicaID(r))
+                entry.retired.insert(ReplicaID(r))
             }
+        case 1:
+            // `parted`: ``PeerStability/Entry/parted``, one run per author.
+            entry.parted = PartedRanges(hulls: try partedRanges())
+        case 2:
+            // `prefixes`: ``PeerStability/Entry/offer`` and ``PeerStability/Entry/refused``.
+            entry.offer = try version()
+            entry.refused = try version()
+        case 3:
+            // `runs`: the runs apart, in place of `parted`'s one run per author, whose first and
+            // last counters they must keep.
+            let runs = try partedRuns()
+            guard runs.hulls == entry.parted.hulls else { throw .invalidValue("runs of daemon \(d) that its parted ranges do not bound", offset: at) }
+            entry.parted = runs
+        default:
+            // `held`: what the daemon's copy held when it wrote its entry's version
+            // (``PeerStability/Entry/held``); it must include that version.
+            let held = try version()
+            guard held.includes(entry.version) else { throw .invalidValue("daemon \(d) holding less than its version", offset: at) }
+            entry.held = held
         }
+        return entry
     }
 }
